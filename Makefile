@@ -1,0 +1,31 @@
+# Thin wrappers over CMake. `make run` and `make test` install what is missing
+# first (scripts/deps.sh), so each works on a fresh Debian machine.
+JOBS ?= $(shell nproc)
+BUILD_DEV := build/dev
+BUILD_REL := build/release
+
+.PHONY: all deps build run test bench fuzz clean
+
+all: build
+
+deps:
+	@./scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD_REL) -DCMAKE_BUILD_TYPE=Release -DPD_TESTS=OFF >/dev/null
+	@cmake --build $(BUILD_REL) -j $(JOBS)
+
+run: build
+	@./scripts/run.sh $(BUILD_REL)/profd
+
+test: deps
+	@cmake -S . -B $(BUILD_DEV) -DCMAKE_BUILD_TYPE=Debug -DPD_SANITIZE=ON -DPD_FUZZ=ON \
+		-DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
+	@cmake --build $(BUILD_DEV) -j $(JOBS)
+	@cd $(BUILD_DEV) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	@./bench/run.sh $(BUILD_REL)/profd
+
+clean:
+	rm -rf build

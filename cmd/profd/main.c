@@ -1,0 +1,44 @@
+/* main.c: the profd binary's entry point: global flags and subcommand dispatch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: profd <command> [flags] [args]\n"
+		"\n"
+		"profd is a continuous-profiling server for pprof profiles.\n"
+		"\n"
+		"commands:\n"
+		"  pprof      read, check, report on, merge and diff pprof files\n"
+		"\n"
+		"flags:\n"
+		"  -h, --help     show this help\n"
+		"  --version      print the version\n"
+		"\n"
+		"Run 'profd <command> --help' for a command's flags.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+		printf("profd version %s\n", PD_VERSION);
+		return 0;
+	}
+	if (strcmp(cmd, "pprof") == 0)
+		return pd_cmd_pprof(argc - 1, argv + 1);
+	fprintf(stderr, "profd: unknown command \"%s\"\n\n", cmd);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,403 @@
+/* pprof_cmd.c: `profd pprof`, a command-line tool over pprof files: top tables,
+ * flame graph JSON, merge, diff and validation, with go tool pprof's semantics. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cmd.h"
+#include "profd/pprof.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: profd pprof <subcommand> [flags] FILE...\n"
+		"\n"
+		"subcommands:\n"
+		"  top [flags] FILE...          top table by function; several files are merged first\n"
+		"  flame [flags] FILE...        flame graph call tree as JSON\n"
+		"  merge -o OUT FILE...         merge profiles into OUT (gzip pprof)\n"
+		"  diff -o OUT BASE FILE        FILE minus BASE, as go tool pprof -diff_base, into OUT\n"
+		"  validate FILE...             check files against the pprof format\n"
+		"\n"
+		"flags:\n"
+		"  --sample-index=N|NAME  sample type by index or name (default: the profile's\n"
+		"                         default_sample_type, else the last type)\n"
+		"  --nodecount=N          top: show at most N rows (default: all)\n"
+		"  --nodefraction=F       top: hide rows whose cum is below F of the total\n"
+		"                         (default 0.005; tsv output shows every row)\n"
+		"  --format=text|tsv      top: tsv prints name<TAB>flat<TAB>cum in raw units, every\n"
+		"                         function, no cut\n"
+		"  --min-total=N          flame: leave out nodes whose total is below N (default 0)\n"
+		"  --max-decompressed=N   largest decompressed profile in bytes (default 268435456)\n"
+		"  -o FILE                output file for merge and diff (\"-\" is stdout)\n");
+}
+
+struct opts {
+	const char *sample_index;
+	long nodecount;
+	double nodefraction;
+	int tsv;
+	long long min_total;
+	const char *out;
+	struct pd_pprof_decode_opts dec;
+	char **files;
+	int nfiles;
+};
+
+static int parse_num(const char *flag, const char *v, long long *out)
+{
+	char *end;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	if (!*v || *end || errno || n < 0) {
+		fprintf(stderr, "profd pprof: %s: \"%s\" is not a non-negative integer\n", flag, v);
+		return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+/* Parses flags anywhere among the arguments; the rest are files. */
+static int parse(int argc, char **argv, struct opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->nodecount = -1;
+	o->nodefraction = 0.005;
+	o->files = calloc((size_t)argc + 1, sizeof(char *));
+	if (!o->files)
+		return -1;
+	for (int i = 0; i < argc; i++) {
+		char *a = argv[i];
+		const char *v = NULL;
+		long long n;
+		if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "profd pprof: %s needs a file name\n", a);
+				return -1;
+			}
+			o->out = argv[++i];
+			continue;
+		}
+		if (strncmp(a, "--", 2) != 0 || strcmp(a, "--") == 0) {
+			o->files[o->nfiles++] = a;
+			continue;
+		}
+		char *eq = strchr(a, '=');
+		char name[64];
+		size_t nl = eq ? (size_t)(eq - a) : strlen(a);
+		if (nl >= sizeof(name))
+			nl = sizeof(name) - 1;
+		memcpy(name, a, nl);
+		name[nl] = '\0';
+		for (char *c = name; *c; c++)
+			if (*c == '_')
+				*c = '-';
+		if (eq)
+			v = eq + 1;
+		else if (i + 1 < argc && strcmp(name, "--help") != 0)
+			v = argv[++i];
+		if (strcmp(name, "--help") == 0) {
+			usage(stdout);
+			exit(0);
+		} else if (!v) {
+			fprintf(stderr, "profd pprof: flag %s needs a value\n", name);
+			return -1;
+		} else if (strcmp(name, "--sample-index") == 0) {
+			o->sample_index = v;
+		} else if (strcmp(name, "--nodecount") == 0) {
+			if (parse_num(name, v, &n))
+				return -1;
+			o->nodecount = (long)n;
+		} else if (strcmp(name, "--nodefraction") == 0) {
+			char *end;
+			o->nodefraction = strtod(v, &end);
+			if (!*v || *end || o->nodefraction < 0 || o->nodefraction > 1) {
+				fprintf(stderr, "profd pprof: --nodefraction: \"%s\" is not a number in [0, 1]\n", v);
+				return -1;
+			}
+		} else if (strcmp(name, "--format") == 0) {
+			if (strcmp(v, "tsv") == 0)
+				o->tsv = 1;
+			else if (strcmp(v, "text") != 0) {
+				fprintf(stderr, "profd pprof: --format: \"%s\" is not text or tsv\n", v);
+				return -1;
+			}
+		} else if (strcmp(name, "--min-total") == 0) {
+			if (parse_num(name, v, &o->min_total))
+				return -1;
+		} else if (strcmp(name, "--max-decompressed") == 0) {
+			if (parse_num(name, v, &n) || n == 0) {
+				if (n == 0)
+					fprintf(stderr, "profd pprof: --max-decompressed must be positive\n");
+				return -1;
+			}
+			o->dec.max_decompressed = (size_t)n;
+		} else {
+			fprintf(stderr, "profd pprof: unknown flag %s\n", name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Reads every file; merges them when there are several. */
+static int load(struct opts *o, struct pd_pprof_profile **out)
+{
+	struct pd_err err = {0};
+	struct pd_pprof_profile **ps = calloc((size_t)o->nfiles, sizeof(*ps));
+	int rc = 0;
+	if (!ps)
+		return -1;
+	for (int i = 0; i < o->nfiles && !rc; i++)
+		if ((rc = pd_pprof_read_file(&ps[i], o->files[i], &o->dec, &err)))
+			fprintf(stderr, "profd pprof: %s\n", err.msg);
+	if (!rc && o->nfiles == 1) {
+		*out = ps[0];
+		ps[0] = NULL;
+	} else if (!rc) {
+		if ((rc = pd_pprof_merge((const struct pd_pprof_profile *const *)ps, (size_t)o->nfiles, out,
+					 &err)))
+			fprintf(stderr, "profd pprof: merging: %s\n", err.msg);
+	}
+	for (int i = 0; i < o->nfiles; i++)
+		pd_pprof_destroy(ps[i]);
+	free(ps);
+	return rc;
+}
+
+static int choose_index(struct pd_pprof_profile *p, const char *spec, int *idx)
+{
+	struct pd_err err = {0};
+	if (pd_pprof_sample_index(p, spec, idx, &err)) {
+		fprintf(stderr, "profd pprof: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int cmd_top(struct opts *o)
+{
+	struct pd_pprof_profile *p = NULL;
+	struct pd_pprof_top *t = NULL;
+	struct pd_err err = {0};
+	int idx, rc = 1;
+
+	if (load(o, &p) || choose_index(p, o->sample_index, &idx))
+		goto out;
+	if (pd_pprof_top(p, idx, &t, &err)) {
+		fprintf(stderr, "profd pprof: %s\n", err.msg);
+		goto out;
+	}
+	if (o->tsv) {
+		for (size_t i = 0; i < t->nrows; i++)
+			printf("%s\t%lld\t%lld\n", t->rows[i].name, (long long)t->rows[i].flat,
+			       (long long)t->rows[i].cum);
+		rc = 0;
+		goto out;
+	}
+	size_t all = t->nrows;
+	int64_t cutoff = 0;
+	pd_pprof_top_apply_nodefraction(t, o->nodefraction, &cutoff);
+	size_t dropped = all - t->nrows;
+	size_t shown = o->nodecount >= 0 && (size_t)o->nodecount < t->nrows ? (size_t)o->nodecount
+									       : t->nrows;
+	char a[64], b[64], c[64], d[64], e[64];
+	const char *bin = pd_pprof_main_binary(p);
+	if (*bin) {
+		const char *slash = strrchr(bin, '/');
+		printf("File: %s\n", slash ? slash + 1 : bin);
+	}
+	printf("Type: %s\n", t->sample_type);
+	if (pd_pprof_time_nanos(p)) {
+		time_t secs = (time_t)(pd_pprof_time_nanos(p) / 1000000000);
+		struct tm tm;
+		char ts[64];
+		gmtime_r(&secs, &tm);
+		strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S UTC", &tm);
+		printf("Time: %s\n", ts);
+	}
+	int64_t shown_flat = 0, minv = 0;
+	for (size_t i = 0; i < shown; i++) {
+		int64_t v = t->rows[i].flat ? t->rows[i].flat : t->rows[i].cum;
+		v = v < 0 ? -v : v;
+		shown_flat += t->rows[i].flat;
+		if (v && (!minv || v < minv))
+			minv = v;
+	}
+	const char *ou = pd_pprof_pick_unit(minv, t->total, t->unit);
+	pd_pprof_format_value_in(shown_flat, t->unit, ou, a, sizeof(a));
+	pd_pprof_format_percent(shown_flat, t->total, b, sizeof(b));
+	pd_pprof_format_value_in(t->total, t->unit, ou, c, sizeof(c));
+	char *pct = b;
+	while (*pct == ' ')
+		pct++;
+	printf("Showing nodes accounting for %s, %s of %s total\n", a, pct, c);
+	if (dropped) {
+		pd_pprof_format_value_in(cutoff, t->unit, ou, a, sizeof(a));
+		printf("Dropped %zu nodes (cum <= %s)\n", dropped, a);
+	}
+	if (shown < t->nrows)
+		printf("Showing top %zu nodes out of %zu\n", shown, t->nrows);
+	printf("%10s %5s%% %5s%% %10s %5s%%\n", "flat", "flat", "sum", "cum", "cum");
+	int64_t sum = 0;
+	for (size_t i = 0; i < shown; i++) {
+		const struct pd_pprof_top_row *r = &t->rows[i];
+		sum += r->flat;
+		pd_pprof_format_value_in(r->flat, t->unit, ou, a, sizeof(a));
+		pd_pprof_format_percent(r->flat, t->total, b, sizeof(b));
+		pd_pprof_format_percent(sum, t->total, c, sizeof(c));
+		pd_pprof_format_value_in(r->cum, t->unit, ou, d, sizeof(d));
+		pd_pprof_format_percent(r->cum, t->total, e, sizeof(e));
+		const char *inl = r->inline_kind == PD_PPROF_INLINED           ? " (inline)"
+				  : r->inline_kind == PD_PPROF_PARTIAL_INLINE ? " (partial-inline)"
+									      : "";
+		printf("%10s %s %s %10s %s  %s%s\n", a, b, c, d, e, r->name, inl);
+	}
+	rc = 0;
+out:
+	pd_pprof_top_destroy(t);
+	pd_pprof_destroy(p);
+	return rc;
+}
+
+static int cmd_flame(struct opts *o)
+{
+	struct pd_pprof_profile *p = NULL;
+	struct pd_pprof_flame *f = NULL;
+	struct pd_err err = {0};
+	struct pd_buf b;
+	int idx, rc = 1;
+
+	pd_buf_init(&b, 0);
+	if (load(o, &p) || choose_index(p, o->sample_index, &idx))
+		goto out;
+	if (pd_pprof_flame(p, idx, &f, &err)) {
+		fprintf(stderr, "profd pprof: %s\n", err.msg);
+		goto out;
+	}
+	if (pd_pprof_flame_json(f, o->min_total, &b) || pd_buf_append(&b, "\n", 1) ||
+	    pd_file_write("-", b.data, b.len, &err)) {
+		fprintf(stderr, "profd pprof: writing the flame graph failed\n");
+		goto out;
+	}
+	rc = 0;
+out:
+	pd_buf_fini(&b);
+	pd_pprof_flame_destroy(f);
+	pd_pprof_destroy(p);
+	return rc;
+}
+
+static int write_profile(const struct pd_pprof_profile *p, const char *path)
+{
+	struct pd_err err = {0};
+	uint8_t *buf;
+	size_t len;
+	if (pd_pprof_encode(p, 1, &buf, &len, &err) || pd_file_write(path, buf, len, &err)) {
+		fprintf(stderr, "profd pprof: %s\n", err.msg);
+		return 1;
+	}
+	free(buf);
+	return 0;
+}
+
+static int cmd_merge(struct opts *o)
+{
+	struct pd_pprof_profile *p = NULL;
+	if (!o->out) {
+		fprintf(stderr, "profd pprof merge: -o OUT is required\n");
+		return 2;
+	}
+	if (load(o, &p))
+		return 1;
+	int rc = write_profile(p, o->out);
+	pd_pprof_destroy(p);
+	return rc;
+}
+
+static int cmd_diff(struct opts *o)
+{
+	struct pd_pprof_profile *base = NULL, *p = NULL, *d = NULL;
+	struct pd_err err = {0};
+	int rc = 1;
+	if (!o->out || o->nfiles != 2) {
+		fprintf(stderr, "profd pprof diff: usage: profd pprof diff -o OUT BASE FILE\n");
+		return 2;
+	}
+	if (pd_pprof_read_file(&base, o->files[0], &o->dec, &err) ||
+	    pd_pprof_read_file(&p, o->files[1], &o->dec, &err)) {
+		fprintf(stderr, "profd pprof: %s\n", err.msg);
+		goto out;
+	}
+	if (pd_pprof_diff(base, p, &d, &err)) {
+		fprintf(stderr, "profd pprof: diff: %s\n", err.msg);
+		goto out;
+	}
+	rc = write_profile(d, o->out);
+out:
+	pd_pprof_destroy(base);
+	pd_pprof_destroy(p);
+	pd_pprof_destroy(d);
+	return rc;
+}
+
+static int cmd_validate(struct opts *o)
+{
+	int bad = 0;
+	for (int i = 0; i < o->nfiles; i++) {
+		struct pd_pprof_profile *p = NULL;
+		struct pd_err err = {0};
+		if (pd_pprof_read_file(&p, o->files[i], &o->dec, &err)) {
+			printf("%s: invalid: %s\n", o->files[i], strchr(err.msg, ':') ? err.msg + strlen(o->files[i]) + 2 : err.msg);
+			bad = 1;
+			continue;
+		}
+		printf("%s: ok: %zu samples, %zu locations, %zu functions, %zu mappings; types",
+		       o->files[i], pd_pprof_sample_count(p), pd_pprof_location_count(p),
+		       pd_pprof_function_count(p), pd_pprof_mapping_count(p));
+		for (size_t t = 0; t < pd_pprof_sample_type_count(p); t++)
+			printf(" %s/%s", pd_pprof_sample_type(p, t), pd_pprof_sample_unit(p, t));
+		printf("\n");
+		pd_pprof_destroy(p);
+	}
+	return bad;
+}
+
+int pd_cmd_pprof(int argc, char **argv)
+{
+	struct opts o;
+	int rc;
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	const char *sub = argv[1];
+	if (parse(argc - 2, argv + 2, &o)) {
+		free(o.files);
+		return 2;
+	}
+	if (o.nfiles == 0) {
+		fprintf(stderr, "profd pprof %s: no input files\n", sub);
+		free(o.files);
+		return 2;
+	}
+	if (strcmp(sub, "top") == 0)
+		rc = cmd_top(&o);
+	else if (strcmp(sub, "flame") == 0)
+		rc = cmd_flame(&o);
+	else if (strcmp(sub, "merge") == 0)
+		rc = cmd_merge(&o);
+	else if (strcmp(sub, "diff") == 0)
+		rc = cmd_diff(&o);
+	else if (strcmp(sub, "validate") == 0)
+		rc = cmd_validate(&o);
+	else {
+		fprintf(stderr, "profd pprof: unknown subcommand \"%s\"\n", sub);
+		usage(stderr);
+		rc = 2;
+	}
+	free(o.files);
+	return rc;
+}

@@ -1,0 +1,182 @@
+/* pprof.h: reading, checking, writing, reporting on, merging and diffing pprof
+ * profiles (the gzip-compressed profile.proto that Go's net/http/pprof serves).
+ *
+ * A struct pd_pprof_profile is immutable once decoded: every report is computed
+ * from it without changing it, so one profile may be read by several threads.
+ * Reports follow `go tool pprof` exactly: function granularity, inlined frames
+ * as separate functions, cum counted once per sample per function, the default
+ * sample type rule, merge and -diff_base semantics. */
+#ifndef PROFD_PPROF_H
+#define PROFD_PPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profd/util.h"
+
+struct pd_pprof_profile;
+
+/* ---- decoding ------------------------------------------------------------- */
+
+#define PD_PPROF_DEFAULT_MAX_DECOMPRESSED ((size_t)256 << 20)
+
+struct pd_pprof_decode_opts {
+	/* Largest decompressed (raw protobuf) size accepted; 0 means the default,
+	 * PD_PPROF_DEFAULT_MAX_DECOMPRESSED. */
+	size_t max_decompressed;
+	/* Largest memory the decoded profile may use; 0 means 16 times the decompressed
+	 * size plus 1 MiB, which no well-formed profile comes near. */
+	size_t max_memory;
+};
+
+/* Decodes buf (gzip-compressed or raw protobuf, told apart by the gzip magic) and
+ * validates it as pprof does. On success *out is a new profile owned by the caller
+ * (free with pd_pprof_destroy); buf is only read. On failure err says what was
+ * wrong, e.g. "location 17 refers to missing function 9". opts may be NULL. */
+int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t len,
+		    const struct pd_pprof_decode_opts *opts, struct pd_err *err);
+
+/* Reads and decodes a file ("-": stdin). Ownership as pd_pprof_decode. Error
+ * messages start with the path. */
+int pd_pprof_read_file(struct pd_pprof_profile **out, const char *path,
+		       const struct pd_pprof_decode_opts *opts, struct pd_err *err);
+
+/* Frees a profile; NULL does nothing. */
+void pd_pprof_destroy(struct pd_pprof_profile *p);
+
+/* ---- encoding ------------------------------------------------------------- */
+
+/* Serialises p as profile.proto, gzip-compressed when gzip is non-zero. *out is
+ * malloc'd and owned by the caller. decode(encode(p)) equals p field for field. */
+int pd_pprof_encode(const struct pd_pprof_profile *p, int gzip, uint8_t **out, size_t *out_len,
+		    struct pd_err *err);
+
+/* ---- what a profile holds ------------------------------------------------- */
+
+/* Strings returned below are borrowed from p and live as long as p. */
+size_t pd_pprof_sample_type_count(const struct pd_pprof_profile *p);
+const char *pd_pprof_sample_type(const struct pd_pprof_profile *p, size_t i);
+const char *pd_pprof_sample_unit(const struct pd_pprof_profile *p, size_t i);
+/* The default sample type's index: default_sample_type when set and present,
+ * otherwise the last sample type (pprof's rule). -1 when there are no types. */
+int pd_pprof_default_sample_index(const struct pd_pprof_profile *p);
+/* Resolves a --sample_index argument as pprof does: NULL or "" gives the default;
+ * a number is an index; otherwise a type name, where "inuse_X" also matches "X". */
+int pd_pprof_sample_index(const struct pd_pprof_profile *p, const char *spec, int *index,
+			  struct pd_err *err);
+size_t pd_pprof_sample_count(const struct pd_pprof_profile *p);
+size_t pd_pprof_location_count(const struct pd_pprof_profile *p);
+size_t pd_pprof_function_count(const struct pd_pprof_profile *p);
+size_t pd_pprof_mapping_count(const struct pd_pprof_profile *p);
+int64_t pd_pprof_time_nanos(const struct pd_pprof_profile *p);
+int64_t pd_pprof_duration_nanos(const struct pd_pprof_profile *p);
+int64_t pd_pprof_period(const struct pd_pprof_profile *p);
+/* Period type and unit; "" when the profile has none. */
+const char *pd_pprof_period_type(const struct pd_pprof_profile *p);
+const char *pd_pprof_period_unit(const struct pd_pprof_profile *p);
+/* File name of the main (first) mapping, or "" when there are no mappings. */
+const char *pd_pprof_main_binary(const struct pd_pprof_profile *p);
+/* Sum of |value| of all samples for a sample type: the denominator of pprof's
+ * percentages (for a diff, the sum over the base samples only). */
+int64_t pd_pprof_total(const struct pd_pprof_profile *p, int sample_index);
+
+/* ---- top ------------------------------------------------------------------ */
+
+enum pd_pprof_inline {
+	PD_PPROF_NOT_INLINED = 0,
+	PD_PPROF_INLINED = 1,        /* only ever called inlined: pprof's "(inline)" */
+	PD_PPROF_PARTIAL_INLINE = 2, /* both: "(partial-inline)" */
+};
+
+struct pd_pprof_top_row {
+	const char *name; /* function name as pprof prints it, borrowed from the top */
+	int64_t flat;     /* value where the function is the leaf */
+	int64_t cum;      /* value of samples with the function anywhere on the stack */
+	int inline_kind;  /* enum pd_pprof_inline */
+};
+
+struct pd_pprof_top {
+	struct pd_pprof_top_row *rows; /* in pprof's order: |flat| desc, name, |cum| desc */
+	size_t nrows;
+	int64_t total;  /* pd_pprof_total for the chosen sample type */
+	int sample_index;
+	const char *sample_type; /* borrowed from the profile */
+	const char *unit;        /* borrowed from the profile */
+	/* private */
+	void *priv;
+};
+
+/* Computes the top table of every function with a non-zero flat or cum for one
+ * sample type. *out is owned by the caller (pd_pprof_top_destroy); names in it are
+ * copies, so it outlives p. */
+int pd_pprof_top(const struct pd_pprof_profile *p, int sample_index, struct pd_pprof_top **out,
+		 struct pd_err *err);
+void pd_pprof_top_destroy(struct pd_pprof_top *t);
+
+/* pprof's node cut: rows whose |cum| is below fraction * total are dropped
+ * (`-nodefraction`, default 0.005). Returns how many rows were kept at the front
+ * after reordering; *cutoff receives the absolute threshold. Does not free. */
+size_t pd_pprof_top_apply_nodefraction(struct pd_pprof_top *t, double fraction, int64_t *cutoff);
+
+/* ---- flame graph ---------------------------------------------------------- */
+
+struct pd_pprof_flame_node {
+	const char *name; /* function name; the root is "root" */
+	int64_t self;     /* value of samples whose stack ends here */
+	int64_t total;    /* value of samples whose stack passes through here */
+	struct pd_pprof_flame_node *children; /* callees, by descending |total| then name */
+	size_t nchildren;
+};
+
+struct pd_pprof_flame {
+	struct pd_pprof_flame_node root;
+	int sample_index;
+	const char *sample_type; /* borrowed from the profile */
+	const char *unit;        /* borrowed from the profile */
+	size_t node_count;
+	void *priv;
+};
+
+/* Builds the call tree of a sample type: root -> outermost callers -> callees, each
+ * inlined frame its own node. *out is owned by the caller (pd_pprof_flame_destroy)
+ * and does not borrow from p except for sample_type and unit. */
+int pd_pprof_flame(const struct pd_pprof_profile *p, int sample_index, struct pd_pprof_flame **out,
+		   struct pd_err *err);
+void pd_pprof_flame_destroy(struct pd_pprof_flame *f);
+/* Appends the flame graph as JSON to b: {"sampleType","unit","total","root":{"name",
+ * "self","total","children":[...]}}. Nodes whose |total| is below min_total are
+ * left out (their parent's total still counts them); 0 keeps every node. */
+int pd_pprof_flame_json(const struct pd_pprof_flame *f, int64_t min_total, struct pd_buf *b);
+
+/* ---- merge and diff ------------------------------------------------------- */
+
+/* Merges n >= 1 profiles as pprof does: keeps the sample types that all share,
+ * converts compatible units (e.g. ms and ns) to the finer one, and adds up samples
+ * with the same stack and labels, dropping those that sum to zero. The inputs are
+ * only read; *out is new and owned by the caller. PD_EINCOMPAT when the profiles
+ * cannot be merged (no common sample type, different period types). */
+int pd_pprof_merge(const struct pd_pprof_profile *const *ps, size_t n,
+		   struct pd_pprof_profile **out, struct pd_err *err);
+
+/* The difference p - base as `go tool pprof -diff_base=base p` builds it: base's
+ * samples are negated, labelled pprof::base=true, and merged with p's, so that
+ * reports show p minus base and percentages relative to base. *out is new and owned
+ * by the caller. */
+int pd_pprof_diff(const struct pd_pprof_profile *base, const struct pd_pprof_profile *p,
+		  struct pd_pprof_profile **out, struct pd_err *err);
+
+/* ---- units ---------------------------------------------------------------- */
+
+/* Formats value in unit as pprof's reports do ("1.50MB", "10ms", "12345"),
+ * scaling to a readable unit. Writes at most size bytes including the NUL. */
+void pd_pprof_format_value(int64_t value, const char *unit, char *out, size_t size);
+/* The unit pprof's text reports print a whole table in: the readable unit of the
+ * smallest value, or of 100 times it when the largest needs a bigger unit. */
+const char *pd_pprof_pick_unit(int64_t min, int64_t max, const char *unit);
+/* Formats value in the given output unit (from pd_pprof_pick_unit). */
+void pd_pprof_format_value_in(int64_t value, const char *unit, const char *out_unit, char *out,
+			      size_t size);
+/* Formats value*100/total as pprof does ("12.34%", "0.5%", "100%"). */
+void pd_pprof_format_percent(int64_t value, int64_t total, char *out, size_t size);
+
+#endif

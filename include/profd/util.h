@@ -1,0 +1,130 @@
+/* util.h: the small pieces every profd package shares: error codes and messages,
+ * an arena allocator with a memory cap, a growable byte buffer with a maximum,
+ * bounded gzip, file reading, and an integer hash map.
+ *
+ * Errors: functions return 0 on success or a negative PD_E... code, and put a
+ * message a user can act on into a caller-provided struct pd_err (which may be
+ * NULL when the caller does not want the message). */
+#ifndef PROFD_UTIL_H
+#define PROFD_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Error codes. Fixed: never renumbered, new ones only appended. */
+enum pd_errcode {
+	PD_OK = 0,
+	PD_EINVAL = -1,    /* bad argument or malformed input */
+	PD_ENOMEM = -2,    /* allocation failed or a memory limit was hit */
+	PD_EIO = -3,       /* reading or writing a file failed */
+	PD_ECORRUPT = -4,  /* input bytes are not what they claim to be */
+	PD_ETOOBIG = -5,   /* input exceeds a configured size limit */
+	PD_ENOTFOUND = -6, /* a named thing does not exist */
+	PD_EINCOMPAT = -7, /* inputs cannot be combined */
+};
+
+#define PD_ERR_MSG_MAX 512
+
+struct pd_err {
+	int code;
+	char msg[PD_ERR_MSG_MAX];
+};
+
+/* Returns a static, human-readable name for an error code. */
+const char *pd_strerror(int code);
+
+/* Records code and a printf-style message in err (if err is not NULL) and returns
+ * code, so that callers can write `return pd_err_set(err, PD_EINVAL, "...")`. */
+int pd_err_set(struct pd_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Prepends "prefix: " to the message already in err (no-op when err is NULL). */
+void pd_err_prefix(struct pd_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- arena ---------------------------------------------------------------- */
+
+/* An arena hands out memory that is released all at once by pd_arena_destroy.
+ * Allocations fail (return NULL) once `limit` bytes are in use (0: no limit). */
+struct pd_arena;
+
+/* Returns a new arena, or NULL when out of memory. The caller owns it. */
+struct pd_arena *pd_arena_create(size_t limit);
+/* Frees the arena and everything allocated from it; NULL does nothing. */
+void pd_arena_destroy(struct pd_arena *a);
+/* Returns size bytes aligned to 16, owned by the arena; NULL when the limit is hit. */
+void *pd_arena_alloc(struct pd_arena *a, size_t size);
+/* As pd_arena_alloc, zero-filled; checks n * size for overflow. */
+void *pd_arena_calloc(struct pd_arena *a, size_t n, size_t size);
+/* Copies s (len bytes, plus a terminating NUL) into the arena. */
+char *pd_arena_strndup(struct pd_arena *a, const char *s, size_t len);
+/* Bytes handed out so far. */
+size_t pd_arena_used(const struct pd_arena *a);
+
+/* ---- growable buffer ------------------------------------------------------ */
+
+/* A byte buffer that grows up to max bytes (0: SIZE_MAX). Embedded: pd_buf_init /
+ * pd_buf_fini. data is owned by the buffer until pd_buf_steal. */
+struct pd_buf {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+	size_t max;
+};
+
+void pd_buf_init(struct pd_buf *b, size_t max);
+void pd_buf_fini(struct pd_buf *b);
+/* Makes room for n more bytes; PD_ETOOBIG past max, PD_ENOMEM when malloc fails. */
+int pd_buf_reserve(struct pd_buf *b, size_t n);
+int pd_buf_append(struct pd_buf *b, const void *p, size_t n);
+int pd_buf_printf(struct pd_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s as a JSON string literal, quotes included, escaping as RFC 8259 asks. */
+int pd_buf_json_string(struct pd_buf *b, const char *s);
+/* Hands the bytes to the caller (free() them) and leaves the buffer empty. */
+uint8_t *pd_buf_steal(struct pd_buf *b, size_t *len);
+
+/* ---- gzip ----------------------------------------------------------------- */
+
+/* True when buf starts with the gzip magic bytes 1f 8b. */
+int pd_gzip_is(const uint8_t *buf, size_t len);
+
+/* Decompresses the gzip stream in buf into *out (malloc'd, caller frees). Fails with
+ * PD_ETOOBIG when the output would exceed max bytes, PD_ECORRUPT on a bad stream. */
+int pd_gunzip(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t *out_len,
+	      struct pd_err *err);
+
+/* Compresses buf as a gzip stream at the given zlib level into *out (caller frees). */
+int pd_gzip(const uint8_t *buf, size_t len, int level, uint8_t **out, size_t *out_len,
+	    struct pd_err *err);
+
+/* ---- files ---------------------------------------------------------------- */
+
+/* Reads a whole file ("-" is stdin) into *out (caller frees), at most max bytes. */
+int pd_file_read(const char *path, size_t max, uint8_t **out, size_t *out_len,
+		 struct pd_err *err);
+/* Writes len bytes to path ("-" is stdout) via a temporary file and rename. */
+int pd_file_write(const char *path, const void *buf, size_t len, struct pd_err *err);
+
+/* ---- hashing -------------------------------------------------------------- */
+
+/* 64-bit hash of len bytes (FNV-1a mixed with a finalizer), seedable. */
+uint64_t pd_hash_bytes(const void *p, size_t len, uint64_t seed);
+/* Mixes a 64-bit value into a hash. */
+uint64_t pd_hash_u64(uint64_t h, uint64_t v);
+
+/* An open-addressing map from non-zero uint64 keys to uint32 values. Embedded. */
+struct pd_u64map {
+	uint64_t *keys;
+	uint32_t *vals;
+	size_t cap; /* power of two, or 0 */
+	size_t len;
+};
+
+void pd_u64map_init(struct pd_u64map *m);
+void pd_u64map_fini(struct pd_u64map *m);
+/* Inserts or replaces key (must be non-zero). PD_ENOMEM on allocation failure. */
+int pd_u64map_put(struct pd_u64map *m, uint64_t key, uint32_t val);
+/* Returns 1 and sets *val when key is present, else 0. */
+int pd_u64map_get(const struct pd_u64map *m, uint64_t key, uint32_t *val);
+
+#endif

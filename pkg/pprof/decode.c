@@ -1,0 +1,132 @@
+/* decode.c: bytes -> validated profile. Gzip is detected by its magic and inflated
+ * under a size cap; the protobuf is unpacked by protobuf-c into an arena with a
+ * memory cap; when protobuf-c refuses the bytes, a wire-format scan says why. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pprof_int.h"
+
+static void *arena_alloc(void *data, size_t size)
+{
+	return pd_arena_alloc(data, size);
+}
+
+static void arena_free(void *data, void *ptr)
+{
+	(void)data;
+	(void)ptr;
+}
+
+void pd_pprof_arena_allocator(ProtobufCAllocator *alloc, struct pd_arena *arena)
+{
+	alloc->alloc = arena_alloc;
+	alloc->free = arena_free;
+	alloc->allocator_data = arena;
+}
+
+int pd_pprof_adopt(struct pd_pprof_profile **out, struct pd_arena *arena, pb_profile *pb,
+		   struct pd_err *err)
+{
+	struct pd_pprof_profile *p = calloc(1, sizeof(*p));
+	*out = NULL;
+	if (!p) {
+		pd_arena_destroy(arena);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	p->arena = arena;
+	p->pb = pb;
+	pd_u64map_init(&p->mappings.sparse);
+	pd_u64map_init(&p->locations.sparse);
+	pd_u64map_init(&p->functions.sparse);
+	int rc = pd_pprof_validate(p, err);
+	if (rc) {
+		pd_pprof_destroy(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t len,
+		    const struct pd_pprof_decode_opts *opts, struct pd_err *err)
+{
+	size_t max = opts && opts->max_decompressed ? opts->max_decompressed
+						    : PD_PPROF_DEFAULT_MAX_DECOMPRESSED;
+	uint8_t *raw = NULL;
+	size_t raw_len = len;
+	const uint8_t *data = buf;
+	int rc;
+
+	*out = NULL;
+	if (len == 0)
+		return pd_err_set(err, PD_EINVAL, "empty input: a profile has at least a string table");
+	if (pd_gzip_is(buf, len)) {
+		if ((rc = pd_gunzip(buf, len, max, &raw, &raw_len, err)))
+			return rc;
+		data = raw;
+	} else if (len > max) {
+		return pd_err_set(err, PD_ETOOBIG, "profile of %zu bytes exceeds the limit of %zu bytes",
+				  len, max);
+	}
+	if (raw_len == 0) {
+		rc = pd_err_set(err, PD_EINVAL, "empty profile: a profile has at least a string table");
+		goto out;
+	}
+
+	size_t limit = opts && opts->max_memory ? opts->max_memory : 0;
+	if (!limit)
+		limit = raw_len > (SIZE_MAX - (1u << 20)) / 16 ? SIZE_MAX : raw_len * 16 + (1u << 20);
+	struct pd_arena *arena = pd_arena_create(limit);
+	if (!arena) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	ProtobufCAllocator alloc;
+	pd_pprof_arena_allocator(&alloc, arena);
+	pb_profile *pb = perftools__profiles__profile__unpack(&alloc, raw_len, data);
+	if (!pb) {
+		size_t used = pd_arena_used(arena);
+		pd_arena_destroy(arena);
+		rc = pd_pprof_wire_diagnose(data, raw_len, err);
+		if (used + (64u << 10) >= limit)
+			rc = pd_err_set(err, PD_ENOMEM,
+					"decoding needs more than the memory limit of %zu bytes", limit);
+		goto out;
+	}
+	rc = pd_pprof_adopt(out, arena, pb, err);
+out:
+	free(raw);
+	return rc;
+}
+
+int pd_pprof_read_file(struct pd_pprof_profile **out, const char *path,
+		       const struct pd_pprof_decode_opts *opts, struct pd_err *err)
+{
+	uint8_t *buf;
+	size_t len;
+	size_t max = opts && opts->max_decompressed ? opts->max_decompressed
+						    : PD_PPROF_DEFAULT_MAX_DECOMPRESSED;
+	int rc = pd_file_read(path, max, &buf, &len, err);
+	if (rc)
+		return rc;
+	rc = pd_pprof_decode(out, buf, len, opts, err);
+	free(buf);
+	if (rc)
+		pd_err_prefix(err, "%s", path);
+	return rc;
+}
+
+void pd_pprof_destroy(struct pd_pprof_profile *p)
+{
+	if (!p)
+		return;
+	free(p->mappings.dense);
+	free(p->locations.dense);
+	free(p->functions.dense);
+	pd_u64map_fini(&p->mappings.sparse);
+	pd_u64map_fini(&p->locations.sparse);
+	pd_u64map_fini(&p->functions.sparse);
+	free(p->str_len);
+	pd_arena_destroy(p->arena);
+	free(p);
+}

@@ -1,0 +1,768 @@
+/* merge.c: merging profiles, and diffs built on merging, with pprof's rules.
+ *
+ * Before merging, sample types are reduced to those every input has (in the first
+ * input's order) and values in compatible units (ms and ns, kB and B) are converted
+ * to the finest unit present. Then mappings, functions and locations are
+ * deduplicated by content (a mapping by its size rounded up to 4 KiB, file offset
+ * and build id or file name; a function by name, system name, file and start line;
+ * a location by mapping, mapping-relative address, folding and lines), and
+ * samples with the same locations and labels are added up. Samples whose values
+ * are all zero are dropped, before and after adding. */
+#define _GNU_SOURCE /* qsort_r */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pprof_int.h"
+#include "units.h"
+
+/* ---- a map from byte strings to uint32 ------------------------------------ */
+
+struct bmap {
+	uint64_t *hash;
+	uint32_t *val;
+	const uint8_t **key;
+	uint32_t *klen;
+	size_t cap, len;
+	struct pd_arena *keys;
+};
+
+static int bmap_grow(struct bmap *m)
+{
+	size_t ncap = m->cap ? m->cap * 2 : 1024;
+	struct bmap n = {calloc(ncap, sizeof(uint64_t)), calloc(ncap, sizeof(uint32_t)),
+			 calloc(ncap, sizeof(uint8_t *)),  calloc(ncap, sizeof(uint32_t)),
+			 ncap,                             m->len,
+			 m->keys};
+	if (!n.hash || !n.val || !n.key || !n.klen) {
+		free(n.hash);
+		free(n.val);
+		free(n.key);
+		free(n.klen);
+		return PD_ENOMEM;
+	}
+	for (size_t i = 0; i < m->cap; i++) {
+		if (!m->key[i])
+			continue;
+		size_t j = m->hash[i] & (ncap - 1);
+		while (n.key[j])
+			j = (j + 1) & (ncap - 1);
+		n.hash[j] = m->hash[i];
+		n.val[j] = m->val[i];
+		n.key[j] = m->key[i];
+		n.klen[j] = m->klen[i];
+	}
+	free(m->hash);
+	free(m->val);
+	free(m->key);
+	free(m->klen);
+	*m = n;
+	return 0;
+}
+
+/* Looks key up; when absent, stores it with value val. *out is the stored value;
+ * returns 1 when the key was already present, 0 when added, <0 on error. */
+static int bmap_upsert(struct bmap *m, const void *key, size_t klen, uint32_t val, uint32_t *out)
+{
+	if ((m->len + 1) * 2 > m->cap && bmap_grow(m))
+		return PD_ENOMEM;
+	uint64_t h = pd_hash_bytes(key, klen, 0);
+	size_t j = h & (m->cap - 1);
+	while (m->key[j]) {
+		if (m->hash[j] == h && m->klen[j] == klen && memcmp(m->key[j], key, klen) == 0) {
+			*out = m->val[j];
+			return 1;
+		}
+		j = (j + 1) & (m->cap - 1);
+	}
+	uint8_t *k = pd_arena_alloc(m->keys, klen);
+	if (!k)
+		return PD_ENOMEM;
+	memcpy(k, key, klen);
+	m->hash[j] = h;
+	m->val[j] = val;
+	m->key[j] = k;
+	m->klen[j] = (uint32_t)klen;
+	m->len++;
+	*out = val;
+	return 0;
+}
+
+static void bmap_fini(struct bmap *m)
+{
+	free(m->hash);
+	free(m->val);
+	free(m->key);
+	free(m->klen);
+}
+
+/* ---- growable pointer vectors --------------------------------------------- */
+
+struct vec {
+	void **v;
+	size_t len, cap;
+};
+
+static int vec_push(struct vec *v, void *p)
+{
+	if (v->len == v->cap) {
+		size_t c = v->cap ? v->cap * 2 : 256;
+		void **n = realloc(v->v, c * sizeof(*n));
+		if (!n)
+			return PD_ENOMEM;
+		v->v = n;
+		v->cap = c;
+	}
+	v->v[v->len++] = p;
+	return 0;
+}
+
+/* ---- the merger ------------------------------------------------------------ */
+
+struct src {
+	const struct pd_pprof_profile *p;
+	int negate_and_label; /* the base side of a diff */
+	size_t *col;          /* output column c reads this source's column col[c] */
+	double *ratio;        /* unit conversion per output column */
+	int scaled;           /* some ratio != 1 */
+};
+
+struct merger {
+	struct pd_arena *arena; /* the output's */
+	struct pd_arena *tmp;   /* keys */
+	size_t ncols;
+	struct vec strs, samples, locations, functions, mappings;
+	struct bmap strmap, samplemap, locmap, fnmap, mapmap;
+	struct pd_buf key;
+	/* per source */
+	uint32_t *map_of;  /* dst mapping index + 1 */
+	int64_t *map_off;  /* address offset into the dst mapping */
+	uint32_t *fn_of;   /* dst function index + 1 */
+	uint32_t *loc_of;  /* dst location index + 1 */
+	int64_t base_key, base_true; /* string indices, when a diff's base is merged */
+};
+
+static int intern(struct merger *m, const char *s, int64_t *idx)
+{
+	size_t len = strlen(s);
+	uint32_t v;
+	int r = bmap_upsert(&m->strmap, s, len, (uint32_t)m->strs.len, &v);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		char *c = pd_arena_strndup(m->arena, s, len);
+		if (!c || vec_push(&m->strs, c))
+			return PD_ENOMEM;
+	}
+	*idx = v;
+	return 0;
+}
+
+#define KEY_PUT(m, x)                                                     \
+	do {                                                              \
+		__typeof__(x) _v = (x);                                   \
+		if (pd_buf_append(&(m)->key, &_v, sizeof(_v)))            \
+			return PD_ENOMEM;                                 \
+	} while (0)
+
+static int map_mapping(struct merger *m, const struct pd_pprof_profile *sp, size_t si)
+{
+	if (m->map_of[si])
+		return 0;
+	const pb_mapping *s = sp->pb->mapping[si];
+	uint64_t size = s->memory_limit - s->memory_start;
+	size = size + 0xfff;
+	size -= size % 0x1000;
+	const char *bid = pd_pprof_str(sp, s->build_id);
+	const char *ident = *bid ? bid : pd_pprof_str(sp, s->filename);
+	int64_t ident_idx;
+	if (intern(m, ident, &ident_idx))
+		return PD_ENOMEM;
+	m->key.len = 0;
+	KEY_PUT(m, size);
+	KEY_PUT(m, s->file_offset);
+	KEY_PUT(m, ident_idx);
+	uint32_t v;
+	int r = bmap_upsert(&m->mapmap, m->key.data, m->key.len, (uint32_t)m->mappings.len, &v);
+	if (r < 0)
+		return r;
+	if (r == 1) {
+		const pb_mapping *d = m->mappings.v[v];
+		m->map_of[si] = v + 1;
+		m->map_off[si] = (int64_t)(d->memory_start - s->memory_start);
+		return 0;
+	}
+	pb_mapping *d = pd_arena_alloc(m->arena, sizeof(*d));
+	if (!d)
+		return PD_ENOMEM;
+	perftools__profiles__mapping__init(d);
+	d->id = m->mappings.len + 1;
+	d->memory_start = s->memory_start;
+	d->memory_limit = s->memory_limit;
+	d->file_offset = s->file_offset;
+	d->has_functions = s->has_functions;
+	d->has_filenames = s->has_filenames;
+	d->has_line_numbers = s->has_line_numbers;
+	d->has_inline_frames = s->has_inline_frames;
+	if (intern(m, pd_pprof_str(sp, s->filename), &d->filename) ||
+	    intern(m, pd_pprof_str(sp, s->build_id), &d->build_id) || vec_push(&m->mappings, d))
+		return PD_ENOMEM;
+	m->map_of[si] = v + 1;
+	m->map_off[si] = 0;
+	return 0;
+}
+
+static int map_function(struct merger *m, const struct pd_pprof_profile *sp, size_t si)
+{
+	if (m->fn_of[si])
+		return 0;
+	const pb_function *s = sp->pb->function[si];
+	int64_t name, sys, file;
+	if (intern(m, pd_pprof_str(sp, s->name), &name) ||
+	    intern(m, pd_pprof_str(sp, s->system_name), &sys) ||
+	    intern(m, pd_pprof_str(sp, s->filename), &file))
+		return PD_ENOMEM;
+	m->key.len = 0;
+	KEY_PUT(m, s->start_line);
+	KEY_PUT(m, name);
+	KEY_PUT(m, sys);
+	KEY_PUT(m, file);
+	uint32_t v;
+	int r = bmap_upsert(&m->fnmap, m->key.data, m->key.len, (uint32_t)m->functions.len, &v);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		pb_function *d = pd_arena_alloc(m->arena, sizeof(*d));
+		if (!d)
+			return PD_ENOMEM;
+		perftools__profiles__function__init(d);
+		d->id = m->functions.len + 1;
+		d->name = name;
+		d->system_name = sys;
+		d->filename = file;
+		d->start_line = s->start_line;
+		if (vec_push(&m->functions, d))
+			return PD_ENOMEM;
+	}
+	m->fn_of[si] = v + 1;
+	return 0;
+}
+
+static int map_location(struct merger *m, const struct pd_pprof_profile *sp, size_t si,
+			uint64_t *dst_id)
+{
+	if (m->loc_of[si]) {
+		*dst_id = m->loc_of[si];
+		return 0;
+	}
+	const pb_location *s = sp->pb->location[si];
+	const pb_mapping *dm = NULL;
+	uint64_t addr = s->address;
+	uint64_t mapping_id = 0;
+	if (s->mapping_id) {
+		size_t mi = (size_t)pd_pprof_idmap_get(&sp->mappings, s->mapping_id);
+		if (map_mapping(m, sp, mi))
+			return PD_ENOMEM;
+		dm = m->mappings.v[m->map_of[mi] - 1];
+		addr = (uint64_t)((int64_t)addr + m->map_off[mi]);
+		mapping_id = dm->id;
+	}
+	for (size_t j = 0; j < s->n_line; j++) {
+		size_t fi = (size_t)pd_pprof_idmap_get(&sp->functions, s->line[j]->function_id);
+		if (map_function(m, sp, fi))
+			return PD_ENOMEM;
+	}
+	m->key.len = 0;
+	KEY_PUT(m, mapping_id);
+	KEY_PUT(m, addr - (dm ? dm->memory_start : 0));
+	KEY_PUT(m, (uint8_t)s->is_folded);
+	for (size_t j = 0; j < s->n_line; j++) {
+		size_t fi = (size_t)pd_pprof_idmap_get(&sp->functions, s->line[j]->function_id);
+		KEY_PUT(m, (uint64_t)m->fn_of[fi]);
+		KEY_PUT(m, s->line[j]->line);
+		KEY_PUT(m, s->line[j]->column);
+	}
+	uint32_t v;
+	int r = bmap_upsert(&m->locmap, m->key.data, m->key.len, (uint32_t)m->locations.len, &v);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		pb_location *d = pd_arena_alloc(m->arena, sizeof(*d));
+		if (!d)
+			return PD_ENOMEM;
+		perftools__profiles__location__init(d);
+		d->id = m->locations.len + 1;
+		d->mapping_id = mapping_id;
+		d->address = addr;
+		d->is_folded = s->is_folded;
+		d->n_line = s->n_line;
+		if (s->n_line) {
+			d->line = pd_arena_alloc(m->arena, s->n_line * sizeof(*d->line));
+			pb_line *lines = pd_arena_alloc(m->arena, s->n_line * sizeof(*lines));
+			if (!d->line || !lines)
+				return PD_ENOMEM;
+			for (size_t j = 0; j < s->n_line; j++) {
+				size_t fi = (size_t)pd_pprof_idmap_get(&sp->functions,
+								       s->line[j]->function_id);
+				perftools__profiles__line__init(&lines[j]);
+				lines[j].function_id = m->fn_of[fi];
+				lines[j].line = s->line[j]->line;
+				lines[j].column = s->line[j]->column;
+				d->line[j] = &lines[j];
+			}
+		}
+		if (vec_push(&m->locations, d))
+			return PD_ENOMEM;
+	}
+	m->loc_of[si] = v + 1;
+	*dst_id = v + 1;
+	return 0;
+}
+
+/* A label in the output's string space, in the canonical order of a sample key. */
+struct olabel {
+	int64_t key, str, num, unit;
+	int is_num;
+	size_t pos;
+};
+
+static int olabel_cmp(const void *a, const void *b)
+{
+	const struct olabel *l = a, *r = b;
+	if (l->is_num != r->is_num)
+		return l->is_num - r->is_num;
+	if (l->key != r->key)
+		return l->key < r->key ? -1 : 1;
+	return l->pos < r->pos ? -1 : l->pos > r->pos;
+}
+
+static int map_sample(struct merger *m, struct src *src, const pb_sample *s, int64_t *vals,
+		      uint64_t **locs, size_t *locs_cap, struct olabel **labs, size_t *labs_cap)
+{
+	const struct pd_pprof_profile *sp = src->p;
+	int nonzero = 0;
+	for (size_t c = 0; c < m->ncols; c++) {
+		int64_t v = s->value[src->col[c]];
+		if (src->ratio[c] != 1)
+			v = (int64_t)llround((double)v * src->ratio[c]);
+		if (src->negate_and_label)
+			v = -v;
+		vals[c] = v;
+		nonzero |= v != 0;
+	}
+	if (!nonzero)
+		return 0;
+	if (s->n_location_id > *locs_cap) {
+		uint64_t *n = realloc(*locs, s->n_location_id * sizeof(*n));
+		if (!n)
+			return PD_ENOMEM;
+		*locs = n;
+		*locs_cap = s->n_location_id;
+	}
+	for (size_t k = 0; k < s->n_location_id; k++) {
+		size_t li = (size_t)pd_pprof_idmap_get(&sp->locations, s->location_id[k]);
+		if (map_location(m, sp, li, &(*locs)[k]))
+			return PD_ENOMEM;
+	}
+	size_t nl = s->n_label + 1;
+	if (nl > *labs_cap) {
+		struct olabel *n = realloc(*labs, nl * sizeof(*n));
+		if (!n)
+			return PD_ENOMEM;
+		*labs = n;
+		*labs_cap = nl;
+	}
+	size_t n = 0;
+	for (size_t k = 0; k < s->n_label; k++) {
+		const pb_label *l = s->label[k];
+		struct olabel *o = &(*labs)[n];
+		memset(o, 0, sizeof(*o));
+		if (intern(m, pd_pprof_str(sp, l->key), &o->key))
+			return PD_ENOMEM;
+		if (src->negate_and_label && l->str && o->key == m->base_key)
+			continue; /* replaced by pprof::base=true below */
+		o->is_num = l->str == 0;
+		o->num = l->num;
+		o->pos = k;
+		if (intern(m, pd_pprof_str(sp, l->str), &o->str) ||
+		    intern(m, pd_pprof_str(sp, l->num_unit), &o->unit))
+			return PD_ENOMEM;
+		n++;
+	}
+	if (src->negate_and_label) {
+		struct olabel *o = &(*labs)[n++];
+		memset(o, 0, sizeof(*o));
+		o->key = m->base_key;
+		o->str = m->base_true;
+		o->pos = SIZE_MAX;
+	}
+	qsort(*labs, n, sizeof(**labs), olabel_cmp);
+
+	m->key.len = 0;
+	if (pd_buf_append(&m->key, *locs, s->n_location_id * sizeof(uint64_t)))
+		return PD_ENOMEM;
+	KEY_PUT(m, (uint64_t)0);
+	for (size_t k = 0; k < n; k++) {
+		struct olabel *o = &(*labs)[k];
+		KEY_PUT(m, (uint8_t)o->is_num);
+		KEY_PUT(m, o->key);
+		KEY_PUT(m, o->str);
+		KEY_PUT(m, o->num);
+		KEY_PUT(m, o->unit);
+	}
+	uint32_t v;
+	int r = bmap_upsert(&m->samplemap, m->key.data, m->key.len, (uint32_t)m->samples.len, &v);
+	if (r < 0)
+		return r;
+	if (r == 1) {
+		pb_sample *d = m->samples.v[v];
+		for (size_t c = 0; c < m->ncols; c++)
+			d->value[c] += vals[c];
+		return 0;
+	}
+	pb_sample *d = pd_arena_alloc(m->arena, sizeof(*d));
+	if (!d)
+		return PD_ENOMEM;
+	perftools__profiles__sample__init(d);
+	d->n_location_id = s->n_location_id;
+	d->location_id = pd_arena_alloc(m->arena, (s->n_location_id + 1) * sizeof(uint64_t));
+	d->n_value = m->ncols;
+	d->value = pd_arena_alloc(m->arena, (m->ncols + 1) * sizeof(int64_t));
+	if (!d->location_id || !d->value)
+		return PD_ENOMEM;
+	memcpy(d->location_id, *locs, s->n_location_id * sizeof(uint64_t));
+	memcpy(d->value, vals, m->ncols * sizeof(int64_t));
+	if (n) {
+		d->n_label = n;
+		d->label = pd_arena_alloc(m->arena, n * sizeof(*d->label));
+		pb_label *ls = pd_arena_alloc(m->arena, n * sizeof(*ls));
+		if (!d->label || !ls)
+			return PD_ENOMEM;
+		for (size_t k = 0; k < n; k++) {
+			perftools__profiles__label__init(&ls[k]);
+			ls[k].key = (*labs)[k].key;
+			ls[k].str = (*labs)[k].str;
+			ls[k].num = (*labs)[k].num;
+			ls[k].num_unit = (*labs)[k].unit;
+			d->label[k] = &ls[k];
+		}
+	}
+	return vec_push(&m->samples, d);
+}
+
+/* Copies a vector of pointers into the arena as the message's repeated field. */
+static void *vec_to_arena(struct merger *m, struct vec *v, size_t *n)
+{
+	*n = v->len;
+	void **a = pd_arena_alloc(m->arena, (v->len ? v->len : 1) * sizeof(void *));
+	if (a && v->len)
+		memcpy(a, v->v, v->len * sizeof(void *));
+	return a;
+}
+
+static int value_types_compatible(const char *t1, const char *u1, const char *t2, const char *u2)
+{
+	size_t l1 = strlen(t1), l2 = strlen(t2);
+	if (l1 && t1[l1 - 1] == 's')
+		l1--;
+	if (l2 && t2[l2 - 1] == 's')
+		l2--;
+	if (l1 != l2 || memcmp(t1, t2, l1) != 0)
+		return 0;
+	if (strcmp(u1, u2) == 0)
+		return 1;
+	double f;
+	int k1 = pd_pprof_unit_kind(u1, &f), k2 = pd_pprof_unit_kind(u2, &f);
+	return k1 == k2 && k1 != PD_UNIT_OTHER;
+}
+
+static int merge_sources(struct src *srcs, size_t n, struct pd_pprof_profile **out,
+			 struct pd_err *err);
+
+int pd_pprof_merge(const struct pd_pprof_profile *const *ps, size_t n,
+		   struct pd_pprof_profile **out, struct pd_err *err)
+{
+	*out = NULL;
+	if (n == 0)
+		return pd_err_set(err, PD_EINVAL, "no profiles to merge");
+	struct src *srcs = calloc(n, sizeof(*srcs));
+	if (!srcs)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		srcs[i].p = ps[i];
+	int rc = merge_sources(srcs, n, out, err);
+	free(srcs);
+	return rc;
+}
+
+int pd_pprof_diff(const struct pd_pprof_profile *base, const struct pd_pprof_profile *p,
+		  struct pd_pprof_profile **out, struct pd_err *err)
+{
+	struct src srcs[2] = {{.p = p}, {.p = base, .negate_and_label = 1}};
+	*out = NULL;
+	return merge_sources(srcs, 2, out, err);
+}
+
+/* Chooses output columns and unit conversions: pprof's CompatibilizeSampleTypes
+ * followed by ScaleProfiles. Fills each source's col and ratio. */
+static int plan_columns(struct src *srcs, size_t n, size_t *ncols, const char ***units,
+			struct pd_err *err)
+{
+	const struct pd_pprof_profile *p0 = srcs[0].p;
+	size_t nt = p0->pb->n_sample_type;
+	*ncols = 0;
+	*units = calloc(nt ? nt : 1, sizeof(**units));
+	if (!*units)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		srcs[i].col = calloc(nt ? nt : 1, sizeof(size_t));
+		srcs[i].ratio = calloc(nt ? nt : 1, sizeof(double));
+		if (!srcs[i].col || !srcs[i].ratio)
+			return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	for (size_t t = 0; t < nt; t++) {
+		const char *type = pd_pprof_sample_type(p0, t);
+		int everywhere = 1;
+		for (size_t i = 0; i < n && everywhere; i++) {
+			const struct pd_pprof_profile *sp = srcs[i].p;
+			size_t j;
+			for (j = 0; j < sp->pb->n_sample_type; j++)
+				if (strcmp(pd_pprof_sample_type(sp, j), type) == 0)
+					break;
+			if (j == sp->pb->n_sample_type)
+				everywhere = 0;
+			else
+				srcs[i].col[*ncols] = j;
+		}
+		if (!everywhere)
+			continue;
+		/* the finest unit among compatible ones */
+		const char *unit = pd_pprof_sample_unit(p0, srcs[0].col[*ncols]);
+		for (size_t i = 1; i < n; i++) {
+			const char *u = pd_pprof_sample_unit(srcs[i].p, srcs[i].col[*ncols]);
+			if (!value_types_compatible(type, unit, type, u))
+				return pd_err_set(err, PD_EINCOMPAT,
+						  "incompatible sample types: %s in %s and in %s", type, unit, u);
+			if (pd_pprof_unit_ratio(u, unit) < 1)
+				unit = u;
+		}
+		for (size_t i = 0; i < n; i++) {
+			const char *u = pd_pprof_sample_unit(srcs[i].p, srcs[i].col[*ncols]);
+			srcs[i].ratio[*ncols] = n > 1 ? pd_pprof_unit_ratio(u, unit) : 1;
+			srcs[i].scaled |= srcs[i].ratio[*ncols] != 1;
+		}
+		(*units)[*ncols] = unit;
+		(*ncols)++;
+	}
+	if (*ncols == 0)
+		return pd_err_set(err, PD_EINCOMPAT, "profiles have no sample type in common");
+	/* period types must agree, up to a unit conversion */
+	for (size_t i = 1; i < n; i++) {
+		const char *t0 = pd_pprof_period_type(p0), *u0 = pd_pprof_period_unit(p0);
+		const char *t = pd_pprof_period_type(srcs[i].p), *u = pd_pprof_period_unit(srcs[i].p);
+		if (strcmp(t0, t) != 0 || (strcmp(u0, u) != 0 && !value_types_compatible(t0, u0, t, u)))
+			return pd_err_set(err, PD_EINCOMPAT, "incompatible period types %s/%s and %s/%s", t0,
+					  u0, t, u);
+	}
+	return 0;
+}
+
+static int merge_sources(struct src *srcs, size_t n, struct pd_pprof_profile **out,
+			 struct pd_err *err)
+{
+	struct merger m;
+	const char **units = NULL;
+	int64_t *vals = NULL;
+	uint64_t *locs = NULL;
+	size_t locs_cap = 0, labs_cap = 0;
+	struct olabel *labs = NULL;
+	struct vec comments = {0};
+	struct bmap seen_comments = {0};
+	int have_base = 0;
+	pb_profile *pb = NULL;
+	const struct pd_pprof_profile *p0 = srcs[0].p;
+	int64_t idx;
+	pb_value_type *vts;
+	int zero_sums;
+	struct pd_arena *arena;
+	int rc = 0;
+
+	memset(&m, 0, sizeof(m));
+	pd_buf_init(&m.key, 0);
+	m.arena = pd_arena_create(0);
+	m.tmp = pd_arena_create(0);
+	if (!m.arena || !m.tmp)
+		goto nomem;
+	m.strmap.keys = m.samplemap.keys = m.locmap.keys = m.fnmap.keys = m.mapmap.keys = m.tmp;
+	seen_comments.keys = m.tmp;
+	for (size_t i = 0; i < n; i++)
+		have_base |= srcs[i].negate_and_label;
+	if ((rc = plan_columns(srcs, n, &m.ncols, &units, err)))
+		goto out;
+	vals = calloc(m.ncols, sizeof(*vals));
+	if (!vals)
+		goto nomem;
+	if (intern(&m, "", &idx))
+		goto nomem;
+	if (have_base) {
+		if (intern(&m, "pprof::base", &idx))
+			goto nomem;
+		m.base_key = (uint32_t)idx;
+		if (intern(&m, "true", &idx))
+			goto nomem;
+		m.base_true = (uint32_t)idx;
+	}
+
+	pb = pd_arena_alloc(m.arena, sizeof(*pb));
+	if (!pb)
+		goto nomem;
+	perftools__profiles__profile__init(pb);
+
+	/* header: earliest time, summed duration, largest period, comments once each */
+	for (size_t i = 0; i < n; i++) {
+		const pb_profile *s = srcs[i].p->pb;
+		if (pb->time_nanos == 0 || s->time_nanos < pb->time_nanos)
+			pb->time_nanos = s->time_nanos;
+		pb->duration_nanos += s->duration_nanos;
+		int64_t period = s->period;
+		if (n > 1 && p0->pb->period_type && s->period_type)
+			period = (int64_t)((double)period * pd_pprof_unit_ratio(
+								  pd_pprof_period_unit(srcs[i].p),
+								  pd_pprof_period_unit(p0)));
+		if (pb->period == 0 || pb->period < period)
+			pb->period = period;
+		for (size_t c = 0; c < s->n_comment; c++) {
+			const char *txt = pd_pprof_str(srcs[i].p, s->comment[c]);
+			uint32_t v;
+			int r = bmap_upsert(&seen_comments, txt, strlen(txt), 0, &v);
+			if (r < 0 || (r == 0 && (intern(&m, txt, &idx) ||
+						 vec_push(&comments, (void *)(intptr_t)idx))))
+				goto nomem;
+		}
+		if (!pb->default_sample_type && s->default_sample_type &&
+		    intern(&m, pd_pprof_str(srcs[i].p, s->default_sample_type), &pb->default_sample_type))
+			goto nomem;
+		if (!pb->doc_url && s->doc_url &&
+		    intern(&m, pd_pprof_str(srcs[i].p, s->doc_url), &pb->doc_url))
+			goto nomem;
+	}
+	if (comments.len) {
+		pb->n_comment = comments.len;
+		pb->comment = pd_arena_alloc(m.arena, comments.len * sizeof(int64_t));
+		if (!pb->comment)
+			goto nomem;
+		for (size_t c = 0; c < comments.len; c++)
+			pb->comment[c] = (int64_t)(intptr_t)comments.v[c];
+	}
+	if (intern(&m, pd_pprof_str(p0, p0->pb->drop_frames), &pb->drop_frames) ||
+	    intern(&m, pd_pprof_str(p0, p0->pb->keep_frames), &pb->keep_frames))
+		goto nomem;
+	if (p0->pb->period_type) {
+		pb->period_type = pd_arena_alloc(m.arena, sizeof(*pb->period_type));
+		if (!pb->period_type)
+			goto nomem;
+		perftools__profiles__value_type__init(pb->period_type);
+		if (intern(&m, pd_pprof_period_type(p0), &pb->period_type->type) ||
+		    intern(&m, pd_pprof_period_unit(p0), &pb->period_type->unit))
+			goto nomem;
+	}
+	pb->n_sample_type = m.ncols;
+	pb->sample_type = pd_arena_alloc(m.arena, m.ncols * sizeof(*pb->sample_type));
+	vts = pd_arena_alloc(m.arena, m.ncols * sizeof(*vts));
+	if (!pb->sample_type || !vts)
+		goto nomem;
+	for (size_t c = 0; c < m.ncols; c++) {
+		perftools__profiles__value_type__init(&vts[c]);
+		if (intern(&m, pd_pprof_sample_type(p0, srcs[0].col[c]), &vts[c].type) ||
+		    intern(&m, units[c], &vts[c].unit))
+			goto nomem;
+		pb->sample_type[c] = &vts[c];
+	}
+
+	/* samples */
+	for (size_t i = 0; i < n; i++) {
+		const struct pd_pprof_profile *sp = srcs[i].p;
+		size_t nm = sp->pb->n_mapping, nf = sp->pb->n_function, nl = sp->pb->n_location;
+		m.map_of = calloc(nm + 1, sizeof(*m.map_of));
+		m.map_off = calloc(nm + 1, sizeof(*m.map_off));
+		m.fn_of = calloc(nf + 1, sizeof(*m.fn_of));
+		m.loc_of = calloc(nl + 1, sizeof(*m.loc_of));
+		if (!m.map_of || !m.map_off || !m.fn_of || !m.loc_of)
+			goto nomem;
+		/* the first mapping seen is the main binary: keep it first */
+		if (m.mappings.len == 0 && nm && map_mapping(&m, sp, 0))
+			goto nomem;
+		for (size_t k = 0; k < sp->pb->n_sample; k++)
+			if (map_sample(&m, &srcs[i], sp->pb->sample[k], vals, &locs, &locs_cap, &labs,
+				       &labs_cap))
+				goto nomem;
+		free(m.map_of);
+		free(m.map_off);
+		free(m.fn_of);
+		free(m.loc_of);
+		m.map_of = NULL;
+		m.map_off = NULL;
+		m.fn_of = NULL;
+		m.loc_of = NULL;
+	}
+	zero_sums = 0;
+	for (size_t k = 0; k < m.samples.len && !zero_sums; k++) {
+		const pb_sample *s = m.samples.v[k];
+		int nz = 0;
+		for (size_t c = 0; c < m.ncols; c++)
+			nz |= s->value[c] != 0;
+		zero_sums = !nz;
+	}
+
+	pb->sample = vec_to_arena(&m, &m.samples, &pb->n_sample);
+	pb->location = vec_to_arena(&m, &m.locations, &pb->n_location);
+	pb->function = vec_to_arena(&m, &m.functions, &pb->n_function);
+	pb->mapping = vec_to_arena(&m, &m.mappings, &pb->n_mapping);
+	pb->string_table = vec_to_arena(&m, &m.strs, &pb->n_string_table);
+	if (!pb->sample || !pb->location || !pb->function || !pb->mapping || !pb->string_table)
+		goto nomem;
+	arena = m.arena;
+	m.arena = NULL;
+	rc = pd_pprof_adopt(out, arena, pb, err);
+	if (rc == 0 && zero_sums) {
+		/* samples that cancelled out: merge once more to drop them and what only
+		 * they referenced */
+		struct pd_pprof_profile *again;
+		const struct pd_pprof_profile *one = *out;
+		rc = pd_pprof_merge(&one, 1, &again, err);
+		pd_pprof_destroy(*out);
+		*out = rc ? NULL : again;
+	}
+	goto out;
+nomem:
+	rc = pd_err_set(err, PD_ENOMEM, "out of memory merging profiles");
+out:
+	for (size_t i = 0; i < n; i++) {
+		free(srcs[i].col);
+		free(srcs[i].ratio);
+	}
+	free(units);
+	free(vals);
+	free(locs);
+	free(labs);
+	free(m.map_of);
+	free(m.map_off);
+	free(m.fn_of);
+	free(m.loc_of);
+	free(comments.v);
+	bmap_fini(&seen_comments);
+	free(m.strs.v);
+	free(m.samples.v);
+	free(m.locations.v);
+	free(m.functions.v);
+	free(m.mappings.v);
+	bmap_fini(&m.strmap);
+	bmap_fini(&m.samplemap);
+	bmap_fini(&m.locmap);
+	bmap_fini(&m.fnmap);
+	bmap_fini(&m.mapmap);
+	pd_buf_fini(&m.key);
+	pd_arena_destroy(m.arena);
+	pd_arena_destroy(m.tmp);
+	return rc;
+}

@@ -1,0 +1,210 @@
+/* nodes.c: pprof's function-granularity nodes. Every (location, line) of a profile
+ * becomes a node keyed as pprof keys it: by function name; a frame whose function
+ * has no name is keyed by its binary (and start line) instead, and is printed as
+ * "[binary]" or "<unknown>". Top tables and flame graphs are both built on these. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pprof_int.h"
+
+struct keytab {
+	char **keys;
+	size_t *lens;
+	uint32_t *slots; /* node index + 1, 0 empty */
+	uint64_t *hashes;
+	size_t cap;
+};
+
+static int keytab_grow(struct keytab *t)
+{
+	size_t ncap = t->cap ? t->cap * 2 : 1024;
+	uint32_t *slots = calloc(ncap, sizeof(*slots));
+	if (!slots)
+		return PD_ENOMEM;
+	for (size_t i = 0; i < t->cap; i++) {
+		if (!t->slots[i])
+			continue;
+		size_t j = t->hashes[t->slots[i] - 1] & (ncap - 1);
+		while (slots[j])
+			j = (j + 1) & (ncap - 1);
+		slots[j] = t->slots[i];
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->cap = ncap;
+	return 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s && s[1] ? s + 1 : path;
+}
+
+/* Finds or adds the node for key; the printable name is made on insertion. */
+static int intern(struct keytab *t, struct pd_pprof_nodes *n, size_t *ncap, const char *key,
+		  size_t klen, const char *name, const char *objfile, uint32_t *out)
+{
+	uint64_t h = pd_hash_bytes(key, klen, 0);
+	if ((n->count + 1) * 2 > t->cap && keytab_grow(t))
+		return PD_ENOMEM;
+	size_t j = h & (t->cap - 1);
+	while (t->slots[j]) {
+		uint32_t id = t->slots[j] - 1;
+		if (t->hashes[id] == h && t->lens[id] == klen && memcmp(t->keys[id], key, klen) == 0) {
+			*out = id;
+			return 0;
+		}
+		j = (j + 1) & (t->cap - 1);
+	}
+	if (n->count == *ncap) {
+		size_t c = *ncap ? *ncap * 2 : 256;
+		char **names = realloc(n->names, c * sizeof(*names));
+		if (!names)
+			return PD_ENOMEM;
+		n->names = names;
+		char **keys = realloc(t->keys, c * sizeof(*keys));
+		if (!keys)
+			return PD_ENOMEM;
+		t->keys = keys;
+		size_t *lens = realloc(t->lens, c * sizeof(*lens));
+		if (!lens)
+			return PD_ENOMEM;
+		t->lens = lens;
+		uint64_t *hashes = realloc(t->hashes, c * sizeof(*hashes));
+		if (!hashes)
+			return PD_ENOMEM;
+		t->hashes = hashes;
+		*ncap = c;
+	}
+	uint32_t id = (uint32_t)n->count;
+	char *k = malloc(klen ? klen : 1);
+	char *pn;
+	if (*name) {
+		pn = strdup(name);
+	} else if (*objfile) {
+		const char *b = base_name(objfile);
+		size_t bl = strlen(b);
+		pn = malloc(bl + 3);
+		if (pn) {
+			pn[0] = '[';
+			memcpy(pn + 1, b, bl);
+			pn[bl + 1] = ']';
+			pn[bl + 2] = '\0';
+		}
+	} else {
+		pn = strdup("<unknown>");
+	}
+	if (!k || !pn) {
+		free(k);
+		free(pn);
+		return PD_ENOMEM;
+	}
+	memcpy(k, key, klen);
+	t->keys[id] = k;
+	t->lens[id] = klen;
+	t->hashes[id] = h;
+	n->names[id] = pn;
+	n->count++;
+	t->slots[j] = id + 1;
+	*out = id;
+	return 0;
+}
+
+int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes *n,
+			 struct pd_err *err)
+{
+	const pb_profile *pb = p->pb;
+	struct keytab t = {0};
+	size_t ncap = 0, total = 0;
+	uint32_t *fn_node = NULL;
+	char *kbuf = NULL;
+	size_t kcap = 0;
+	int rc = 0;
+
+	memset(n, 0, sizeof(*n));
+	for (size_t i = 0; i < pb->n_location; i++)
+		total += pb->location[i]->n_line ? pb->location[i]->n_line : 1;
+	n->loc_off = malloc((pb->n_location + 1) * sizeof(*n->loc_off));
+	n->loc_node = malloc((total ? total : 1) * sizeof(*n->loc_node));
+	fn_node = malloc((pb->n_function ? pb->n_function : 1) * sizeof(*fn_node));
+	if (!n->loc_off || !n->loc_node || !fn_node || total > UINT32_MAX)
+		goto nomem;
+	memset(fn_node, 0xff, (pb->n_function ? pb->n_function : 1) * sizeof(*fn_node));
+
+	uint32_t off = 0;
+	for (size_t i = 0; i < pb->n_location; i++) {
+		const pb_location *l = pb->location[i];
+		const char *objfile = "";
+		if (l->mapping_id) {
+			int64_t mi = pd_pprof_idmap_get(&p->mappings, l->mapping_id);
+			objfile = pd_pprof_str(p, pb->mapping[mi]->filename);
+		}
+		n->loc_off[i] = off;
+		size_t nl = l->n_line ? l->n_line : 1;
+		for (size_t j = 0; j < nl; j++) {
+			uint32_t node;
+			const char *name = "";
+			int64_t start_line = 0;
+			int64_t fi = -1;
+			if (l->n_line) {
+				fi = pd_pprof_idmap_get(&p->functions, l->line[j]->function_id);
+				name = pd_pprof_str(p, pb->function[fi]->name);
+				start_line = pb->function[fi]->start_line;
+				if (*name && fn_node[fi] != UINT32_MAX) {
+					n->loc_node[off++] = fn_node[fi];
+					continue;
+				}
+			}
+			/* key: name, or for unnamed frames NUL + objfile + NUL + start line */
+			size_t nlen = strlen(name), olen = strlen(objfile);
+			size_t klen = *name ? nlen : 1 + olen + 1 + sizeof(start_line);
+			if (klen > kcap) {
+				char *nb = realloc(kbuf, klen);
+				if (!nb)
+					goto nomem;
+				kbuf = nb;
+				kcap = klen;
+			}
+			if (*name) {
+				memcpy(kbuf, name, nlen);
+			} else {
+				kbuf[0] = '\0';
+				memcpy(kbuf + 1, objfile, olen);
+				kbuf[1 + olen] = '\0';
+				memcpy(kbuf + 2 + olen, &start_line, sizeof(start_line));
+			}
+			if (intern(&t, n, &ncap, kbuf, klen, name, objfile, &node))
+				goto nomem;
+			if (*name && fi >= 0)
+				fn_node[fi] = node;
+			n->loc_node[off++] = node;
+		}
+	}
+	n->loc_off[pb->n_location] = off;
+	goto out;
+nomem:
+	rc = pd_err_set(err, PD_ENOMEM, "out of memory building report nodes");
+out:
+	for (size_t i = 0; i < n->count; i++)
+		free(t.keys[i]);
+	free(t.keys);
+	free(t.lens);
+	free(t.hashes);
+	free(t.slots);
+	free(fn_node);
+	free(kbuf);
+	if (rc)
+		pd_pprof_nodes_fini(n);
+	return rc;
+}
+
+void pd_pprof_nodes_fini(struct pd_pprof_nodes *n)
+{
+	for (size_t i = 0; i < n->count; i++)
+		free(n->names[i]);
+	free(n->names);
+	free(n->loc_off);
+	free(n->loc_node);
+	memset(n, 0, sizeof(*n));
+}

@@ -1,0 +1,141 @@
+/* profile.c: what a decoded profile holds (sample types, counts, header fields),
+ * pprof's sample-type selection rules, and encoding back to bytes. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pprof_int.h"
+
+size_t pd_pprof_sample_type_count(const struct pd_pprof_profile *p) { return p->pb->n_sample_type; }
+
+const char *pd_pprof_sample_type(const struct pd_pprof_profile *p, size_t i)
+{
+	return i < p->pb->n_sample_type ? pd_pprof_str(p, p->pb->sample_type[i]->type) : "";
+}
+
+const char *pd_pprof_sample_unit(const struct pd_pprof_profile *p, size_t i)
+{
+	return i < p->pb->n_sample_type ? pd_pprof_str(p, p->pb->sample_type[i]->unit) : "";
+}
+
+size_t pd_pprof_sample_count(const struct pd_pprof_profile *p) { return p->pb->n_sample; }
+size_t pd_pprof_location_count(const struct pd_pprof_profile *p) { return p->pb->n_location; }
+size_t pd_pprof_function_count(const struct pd_pprof_profile *p) { return p->pb->n_function; }
+size_t pd_pprof_mapping_count(const struct pd_pprof_profile *p) { return p->pb->n_mapping; }
+int64_t pd_pprof_time_nanos(const struct pd_pprof_profile *p) { return p->pb->time_nanos; }
+int64_t pd_pprof_duration_nanos(const struct pd_pprof_profile *p) { return p->pb->duration_nanos; }
+int64_t pd_pprof_period(const struct pd_pprof_profile *p) { return p->pb->period; }
+
+const char *pd_pprof_period_type(const struct pd_pprof_profile *p)
+{
+	return p->pb->period_type ? pd_pprof_str(p, p->pb->period_type->type) : "";
+}
+
+const char *pd_pprof_period_unit(const struct pd_pprof_profile *p)
+{
+	return p->pb->period_type ? pd_pprof_str(p, p->pb->period_type->unit) : "";
+}
+
+const char *pd_pprof_main_binary(const struct pd_pprof_profile *p)
+{
+	return p->pb->n_mapping ? pd_pprof_str(p, p->pb->mapping[0]->filename) : "";
+}
+
+int pd_pprof_default_sample_index(const struct pd_pprof_profile *p)
+{
+	const pb_profile *pb = p->pb;
+	if (pb->n_sample_type == 0)
+		return -1;
+	if (pb->default_sample_type) {
+		const char *want = pd_pprof_str(p, pb->default_sample_type);
+		for (size_t i = 0; i < pb->n_sample_type; i++)
+			if (strcmp(pd_pprof_str(p, pb->sample_type[i]->type), want) == 0)
+				return (int)i;
+	}
+	return (int)pb->n_sample_type - 1;
+}
+
+int pd_pprof_sample_index(const struct pd_pprof_profile *p, const char *spec, int *index,
+			  struct pd_err *err)
+{
+	const pb_profile *pb = p->pb;
+	if (pb->n_sample_type == 0)
+		return pd_err_set(err, PD_EINVAL, "profile has no sample types");
+	if (!spec || !*spec) {
+		*index = pd_pprof_default_sample_index(p);
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	long v = strtol(spec, &end, 10);
+	if (*end == '\0' && errno == 0) {
+		if (v < 0 || (size_t)v >= pb->n_sample_type)
+			return pd_err_set(err, PD_EINVAL, "sample_index %s is outside the range [0..%zu]",
+					  spec, pb->n_sample_type - 1);
+		*index = (int)v;
+		return 0;
+	}
+	const char *no_inuse = strncmp(spec, "inuse_", 6) == 0 ? spec + 6 : spec;
+	for (size_t i = 0; i < pb->n_sample_type; i++) {
+		const char *t = pd_pprof_str(p, pb->sample_type[i]->type);
+		if (strcmp(t, spec) == 0 || strcmp(t, no_inuse) == 0) {
+			*index = (int)i;
+			return 0;
+		}
+	}
+	char types[256] = "";
+	size_t off = 0;
+	for (size_t i = 0; i < pb->n_sample_type && off < sizeof(types); i++) {
+		int n = snprintf(types + off, sizeof(types) - off, "%s%s", i ? " " : "",
+				 pd_pprof_str(p, pb->sample_type[i]->type));
+		if (n > 0)
+			off += (size_t)n;
+	}
+	return pd_err_set(err, PD_EINVAL, "sample_index \"%s\" must be one of: [%s]", spec, types);
+}
+
+int pd_pprof_is_diff_base(const struct pd_pprof_profile *p, const pb_sample *s)
+{
+	for (size_t i = 0; i < s->n_label; i++) {
+		const pb_label *l = s->label[i];
+		if (l->str && strcmp(pd_pprof_str(p, l->key), "pprof::base") == 0)
+			return strcmp(pd_pprof_str(p, l->str), "true") == 0;
+	}
+	return 0;
+}
+
+int64_t pd_pprof_total(const struct pd_pprof_profile *p, int idx)
+{
+	const pb_profile *pb = p->pb;
+	int64_t total = 0, diff_total = 0;
+	if (idx < 0 || (size_t)idx >= pb->n_sample_type)
+		return 0;
+	for (size_t i = 0; i < pb->n_sample; i++) {
+		int64_t v = pb->sample[i]->value[idx];
+		if (v < 0)
+			v = -v;
+		total += v;
+		if (pd_pprof_is_diff_base(p, pb->sample[i]))
+			diff_total += v;
+	}
+	return diff_total > 0 ? diff_total : total;
+}
+
+int pd_pprof_encode(const struct pd_pprof_profile *p, int gzip, uint8_t **out, size_t *out_len,
+		    struct pd_err *err)
+{
+	size_t n = perftools__profiles__profile__get_packed_size(p->pb);
+	uint8_t *raw = malloc(n ? n : 1);
+	if (!raw)
+		return pd_err_set(err, PD_ENOMEM, "out of memory encoding a profile of %zu bytes", n);
+	perftools__profiles__profile__pack(p->pb, raw);
+	if (!gzip) {
+		*out = raw;
+		*out_len = n;
+		return 0;
+	}
+	int rc = pd_gzip(raw, n, 6, out, out_len, err);
+	free(raw);
+	return rc;
+}

@@ -1,0 +1,122 @@
+/* buf.c: a growable byte buffer with a hard maximum, and JSON string escaping. */
+#include "profd/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pd_buf_init(struct pd_buf *b, size_t max)
+{
+	b->data = NULL;
+	b->len = 0;
+	b->cap = 0;
+	b->max = max ? max : SIZE_MAX;
+}
+
+void pd_buf_fini(struct pd_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+int pd_buf_reserve(struct pd_buf *b, size_t n)
+{
+	if (n > b->max || b->len > b->max - n)
+		return PD_ETOOBIG;
+	size_t need = b->len + n;
+	if (need <= b->cap)
+		return 0;
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < need)
+		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+	if (cap > b->max)
+		cap = b->max;
+	uint8_t *d = realloc(b->data, cap);
+	if (!d)
+		return PD_ENOMEM;
+	b->data = d;
+	b->cap = cap;
+	return 0;
+}
+
+int pd_buf_append(struct pd_buf *b, const void *p, size_t n)
+{
+	int rc = pd_buf_reserve(b, n);
+	if (rc)
+		return rc;
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+int pd_buf_printf(struct pd_buf *b, const char *fmt, ...)
+{
+	char small[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return PD_EINVAL;
+	if ((size_t)n < sizeof(small))
+		return pd_buf_append(b, small, (size_t)n);
+	int rc = pd_buf_reserve(b, (size_t)n + 1);
+	if (rc)
+		return rc;
+	va_start(ap, fmt);
+	vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+int pd_buf_json_string(struct pd_buf *b, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	int rc = pd_buf_append(b, "\"", 1);
+	const unsigned char *p = (const unsigned char *)s;
+	while (rc == 0 && *p) {
+		const unsigned char *run = p;
+		while (*p >= 0x20 && *p != '"' && *p != '\\')
+			p++;
+		if (p > run && (rc = pd_buf_append(b, run, (size_t)(p - run))))
+			break;
+		if (!*p)
+			break;
+		char esc[6] = {'\\', 0, 0, 0, 0, 0};
+		size_t n = 2;
+		switch (*p) {
+		case '"': esc[1] = '"'; break;
+		case '\\': esc[1] = '\\'; break;
+		case '\n': esc[1] = 'n'; break;
+		case '\r': esc[1] = 'r'; break;
+		case '\t': esc[1] = 't'; break;
+		case '\b': esc[1] = 'b'; break;
+		case '\f': esc[1] = 'f'; break;
+		default:
+			esc[1] = 'u';
+			esc[2] = '0';
+			esc[3] = '0';
+			esc[4] = hex[*p >> 4];
+			esc[5] = hex[*p & 15];
+			n = 6;
+		}
+		rc = pd_buf_append(b, esc, n);
+		p++;
+	}
+	if (rc == 0)
+		rc = pd_buf_append(b, "\"", 1);
+	return rc;
+}
+
+uint8_t *pd_buf_steal(struct pd_buf *b, size_t *len)
+{
+	uint8_t *d = b->data;
+	if (len)
+		*len = b->len;
+	b->data = NULL;
+	b->len = b->cap = 0;
+	return d;
+}

@@ -1,0 +1,124 @@
+/* gzip.c: gzip compression and bounded decompression with zlib. Decompression stops
+ * with an error as soon as the output passes the caller's limit, so a small
+ * "gzip bomb" costs at most that limit in memory. Concatenated gzip members are
+ * read as one stream, as Go's gzip reader does; anything else after a member is an
+ * error. */
+#include "profd/util.h"
+
+#include <stdlib.h>
+#include <zlib.h>
+
+int pd_gzip_is(const uint8_t *buf, size_t len)
+{
+	return len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b;
+}
+
+int pd_gunzip(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t *out_len,
+	      struct pd_err *err)
+{
+	z_stream zs = {0};
+	struct pd_buf b;
+	int rc = 0;
+	/* room for one byte past max, so that reaching it proves the stream is too big */
+	size_t limit = max == SIZE_MAX ? max : max + 1;
+
+	*out = NULL;
+	*out_len = 0;
+	pd_buf_init(&b, limit);
+	if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
+		return pd_err_set(err, PD_ENOMEM, "gzip: cannot initialise zlib");
+	const uint8_t *in = buf;
+	size_t in_left = len;
+	for (;;) {
+		if (zs.avail_in == 0 && in_left) {
+			uInt chunk = in_left > (1u << 30) ? (1u << 30) : (uInt)in_left;
+			zs.next_in = (Bytef *)in;
+			zs.avail_in = chunk;
+			in += chunk;
+			in_left -= chunk;
+		}
+		if (b.len == b.cap) {
+			size_t want = b.len < 64 * 1024 ? 64 * 1024 : b.len;
+			if (want > limit - b.len)
+				want = limit - b.len;
+			if ((rc = pd_buf_reserve(&b, want))) {
+				rc = pd_err_set(err, rc, "gzip: cannot allocate %zu bytes", b.len + want);
+				goto out;
+			}
+		}
+		size_t room = b.cap - b.len;
+		if (room > (1u << 30))
+			room = 1u << 30;
+		zs.next_out = b.data + b.len;
+		zs.avail_out = (uInt)room;
+		int z = inflate(&zs, Z_NO_FLUSH);
+		b.len += room - zs.avail_out;
+		if (b.len > max) {
+			rc = pd_err_set(err, PD_ETOOBIG,
+					"gzip: decompressed size exceeds the limit of %zu bytes", max);
+			goto out;
+		}
+		if (z == Z_STREAM_END) {
+			if (zs.avail_in == 0 && in_left == 0)
+				break;
+			const uint8_t *rest = zs.next_in;
+			size_t rest_len = zs.avail_in + in_left;
+			if (!pd_gzip_is(rest, rest_len)) {
+				rc = pd_err_set(err, PD_ECORRUPT,
+						"gzip: %zu bytes of trailing data after the stream", rest_len);
+				goto out;
+			}
+			inflateReset(&zs);
+			continue;
+		}
+		if (z == Z_BUF_ERROR && zs.avail_in == 0 && in_left == 0) {
+			rc = pd_err_set(err, PD_ECORRUPT, "gzip: stream is truncated (unexpected end of input)");
+			goto out;
+		}
+		if (z != Z_OK && z != Z_BUF_ERROR) {
+			rc = pd_err_set(err, PD_ECORRUPT, "gzip: corrupt stream: %s",
+					zs.msg ? zs.msg : "invalid data");
+			goto out;
+		}
+	}
+	inflateEnd(&zs);
+	*out_len = b.len;
+	*out = pd_buf_steal(&b, NULL);
+	if (!*out && !(*out = malloc(1)))
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	return 0;
+out:
+	inflateEnd(&zs);
+	pd_buf_fini(&b);
+	return rc;
+}
+
+int pd_gzip(const uint8_t *buf, size_t len, int level, uint8_t **out, size_t *out_len,
+	    struct pd_err *err)
+{
+	z_stream zs = {0};
+	if (len > UINT32_MAX)
+		return pd_err_set(err, PD_ETOOBIG, "gzip: input of %zu bytes is too large", len);
+	if (deflateInit2(&zs, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return pd_err_set(err, PD_ENOMEM, "gzip: cannot initialise zlib");
+	uLong bound = deflateBound(&zs, (uLong)len);
+	uint8_t *o = malloc(bound);
+	if (!o) {
+		deflateEnd(&zs);
+		return pd_err_set(err, PD_ENOMEM, "gzip: cannot allocate %lu bytes", bound);
+	}
+	zs.next_in = (Bytef *)buf;
+	zs.avail_in = (uInt)len;
+	zs.next_out = o;
+	zs.avail_out = (uInt)bound;
+	int z = deflate(&zs, Z_FINISH);
+	if (z != Z_STREAM_END) {
+		deflateEnd(&zs);
+		free(o);
+		return pd_err_set(err, PD_EINVAL, "gzip: compression failed");
+	}
+	*out_len = zs.total_out;
+	*out = o;
+	deflateEnd(&zs);
+	return 0;
+}
