@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# run_fuzz.sh: what the fuzz ctests run. First replays every regression input in
+# CRASH_DIR (each must now pass), then fuzzes for SECONDS from a fresh copy of the
+# seed corpora made under WORK_DIR, so no source folder is ever written. Inputs
+# the fuzzer finds go to WORK_DIR/corpus, crashes to WORK_DIR/artifacts/.
+#
+# usage: run_fuzz.sh FUZZER SECONDS WORK_DIR CRASH_DIR SEED_DIR...
+set -euo pipefail
+
+if [ $# -lt 4 ]; then
+	echo "usage: $0 FUZZER SECONDS WORK_DIR CRASH_DIR SEED_DIR..." >&2
+	exit 2
+fi
+fuzzer=$1 seconds=$2 work=$3 crashes=$4
+shift 4
+name=$(basename "$fuzzer")
+limits=(-timeout=10 -rss_limit_mb=2048)
+# a stack for every sanitizer report, not just its summary line
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+
+# 1. regression inputs: every file but the README
+replayed=0
+if [ -d "$crashes" ]; then
+	while IFS= read -r -d '' f; do
+		case "$(basename "$f")" in README* | .*) continue ;; esac
+		if ! "$fuzzer" "${limits[@]}" "$f" >"$work.replay.log" 2>&1; then
+			cat "$work.replay.log" >&2
+			echo "$name: FAIL: regression input $f crashes again" >&2
+			exit 1
+		fi
+		replayed=$((replayed + 1))
+	done < <(find "$crashes" -type f -print0 | sort -z)
+fi
+rm -f "$work.replay.log"
+echo "$name: replayed $replayed regression input(s) from $crashes"
+
+# 2. fuzz from a copy of the seeds; each seed folder's files keep their names,
+# prefixed with the folder's name so that two folders cannot collide
+rm -rf "$work"
+mkdir -p "$work/corpus" "$work/artifacts"
+seeds=0
+for d in "$@"; do
+	[ -d "$d" ] || continue
+	prefix=$(basename "$d")
+	while IFS= read -r -d '' f; do
+		case "$(basename "$f")" in README* | .*) continue ;; esac
+		cp "$f" "$work/corpus/$prefix-$(basename "$f")"
+		seeds=$((seeds + 1))
+	done < <(find "$d" -type f -print0)
+done
+echo "$name: fuzzing for ${seconds}s from $seeds seed(s) in $work/corpus"
+
+rc=0
+"$fuzzer" "${limits[@]}" -max_total_time="$seconds" -print_final_stats=1 \
+	-artifact_prefix="$work/artifacts/" "$work/corpus" || rc=$?
+if [ $rc -ne 0 ]; then
+	echo "$name: FAIL (exit $rc); the failing input(s):" >&2
+	ls -l "$work/artifacts/" >&2
+	echo "reproduce with: $fuzzer $work/artifacts/<file>; keep the input as a" \
+		"regression test in testdata/fuzz/crashes/" >&2
+	exit 1
+fi
+echo "$name: ok"

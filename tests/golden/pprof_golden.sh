@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# pprof_golden.sh: checks `profd pprof` against `go tool pprof` on the same files.
+#
+#   pprof_golden.sh PROFD TESTDATA MODE
+#
+# MODE is one of:
+#   top       every valid testdata profile, every sample type: profd's top (tsv)
+#             equals go tool pprof -top on every function's flat and cum
+#   validity  profd accepts exactly the files go tool pprof accepts, except those
+#             listed with a reason in known-differences.txt
+#   raw       profd's re-encoding of each profile prints the same under -raw
+#   merge     profd pprof merge output equals go tool pprof's merge of the same files
+#   diff      profd pprof diff output equals go tool pprof -diff_base
+set -euo pipefail
+
+profd=$(realpath "$1")
+data=$(cd "$2" && pwd)
+mode=$3
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export HOME=${HOME:-$tmp} PPROF_TMPDIR=$tmp
+fail=0
+checked=0
+
+gopprof() { (cd "$tmp" && go tool pprof -symbolize=none "$@"); }
+
+# Sample types of a profile as go tool pprof lists them, one "type/unit" a line.
+types_of() {
+	gopprof -raw "$1" 2>/dev/null | awk '/^Samples:/{getline; for (i = 1; i <= NF; i++) { sub(/\[dflt\]$/, "", $i); print $i }; exit}'
+}
+
+# go tool pprof -top in raw units, as "name<TAB>flat<TAB>cum", sorted.
+go_top() { # unit index files...
+	local unit=$1 idx=$2
+	shift 2
+	gopprof -top -nodefraction=0 -unit="$unit" -sample_index="$idx" "$@" 2>"$tmp/go.err" |
+		perl -ne '
+			if (/^\s+flat\s+flat%/) { $on = 1; next }
+			next unless $on;
+			chomp;
+			next unless /^\s*(\S+)\s+\S+\s+\S+\s+(\S+)\s+\S+  (.*)$/;
+			my ($f, $c, $n) = ($1, $2, $3);
+			$n =~ s/ \((partial-)?inline\)$//;
+			s/[A-Za-z]+$// for ($f, $c);
+			print "$n\t$f\t$c\n";' | LC_ALL=C sort
+}
+
+profd_top() { # index files...
+	local idx=$1
+	shift
+	"$profd" pprof top --format=tsv --sample-index="$idx" "$@" | LC_ALL=C sort
+}
+
+compare() { # label expected actual
+	checked=$((checked + 1))
+	if ! diff -u "$2" "$3" >"$tmp/diff.out"; then
+		echo "FAIL: $1"
+		head -n 40 "$tmp/diff.out"
+		fail=1
+	fi
+}
+
+valid_profiles() {
+	find "$data/profiles" -type f \( -name '*.pb.gz' -o -name '*.pb' \) | LC_ALL=C sort | while read -r f; do
+		if gopprof -raw "$f" >/dev/null 2>&1; then echo "$f"; fi
+	done
+}
+
+# Compares the top of every sample type of one profile (or a merged set).
+check_top_all() { # label profd-input... -- go-input...
+	local label=$1
+	shift
+	local pin=() gin=()
+	while [ "$1" != "--" ]; do pin+=("$1"); shift; done
+	shift
+	gin=("$@")
+	local i=0
+	while read -r t; do
+		[ -n "$t" ] || continue
+		go_top "${t#*/}" "$i" "${gin[@]}" >"$tmp/want"
+		profd_top "$i" "${pin[@]}" >"$tmp/got"
+		if [ ! -s "$tmp/want" ] && [ -s "$tmp/go.err" ] && ! grep -q . "$tmp/got"; then :; fi
+		compare "$label [$t]" "$tmp/want" "$tmp/got"
+		i=$((i + 1))
+	done < <(types_of "${gin[0]}")
+}
+
+case "$mode" in
+top)
+	while read -r f; do
+		check_top_all "top ${f#$data/}" "$f" -- "$f"
+	done < <(valid_profiles)
+	;;
+validity)
+	known="$here/known-differences.txt"
+	while read -r f; do
+		rel=${f#$data/}
+		go_ok=0
+		gopprof -raw "$f" >/dev/null 2>&1 && go_ok=1
+		pd_ok=0
+		"$profd" pprof validate "$f" >"$tmp/val" 2>&1 && pd_ok=1
+		checked=$((checked + 1))
+		if [ "$go_ok" != "$pd_ok" ]; then
+			if grep -q "^$rel " "$known"; then
+				continue
+			fi
+			echo "FAIL: $rel: go tool pprof accepts=$go_ok, profd accepts=$pd_ok: $(cat "$tmp/val")"
+			fail=1
+		fi
+	done < <(find "$data/profiles" -type f \( -name '*.pb.gz' -o -name '*.pb' \) | LC_ALL=C sort)
+	;;
+raw)
+	while read -r f; do
+		"$profd" pprof merge -o "$tmp/re.pb.gz" "$f"
+		gopprof -raw "$f" >"$tmp/want" 2>/dev/null
+		gopprof -raw "$tmp/re.pb.gz" >"$tmp/got" 2>/dev/null
+		compare "raw round trip ${f#$data/}" "$tmp/want" "$tmp/got"
+	done < <(valid_profiles)
+	;;
+merge)
+	# related profiles of one program: several heaps, several CPU profiles, and a
+	# heap merged with allocs (same sample types)
+	for set in "goapp/heap.pb.gz goapp/heap-2.pb.gz goapp/heap-3.pb.gz" \
+		"goapp/cpu.pb.gz goapp/cpu-2.pb.gz goapp/cpu-3.pb.gz" \
+		"prometheus/heap.pb.gz prometheus/allocs.pb.gz" \
+		"goapp/heap.pb.gz goapp/allocs.pb.gz goapp/delta-allocs.pb.gz" \
+		"edge/multi-types.pb edge/multi-types.pb edge/unpacked.pb"; do
+		files=()
+		for s in $set; do
+			[ -f "$data/profiles/$s" ] || { echo "FAIL: missing testdata profiles/$s"; fail=1; continue 2; }
+			files+=("$data/profiles/$s")
+		done
+		"$profd" pprof merge -o "$tmp/m.pb.gz" "${files[@]}"
+		gopprof -proto "${files[@]}" >"$tmp/gm.pb.gz" 2>/dev/null
+		# profd's merged file, read by go tool pprof, and profd's own top of the set,
+		# both equal go tool pprof's merge
+		check_top_all "merge {$set} (profd output read by go)" "$tmp/m.pb.gz" -- "${files[@]}"
+		check_top_all "merge {$set} (profd top of the files)" "${files[@]}" -- "$tmp/gm.pb.gz"
+		gopprof -raw "$tmp/m.pb.gz" | grep -c . >"$tmp/nlines" || true
+	done
+	;;
+diff)
+	for pair in "goapp/heap.pb.gz goapp/heap-3.pb.gz" "goapp/cpu.pb.gz goapp/cpu-2.pb.gz" \
+		"prometheus/heap.pb.gz goapp/heap.pb.gz" "goapp/heap.pb.gz goapp/heap.pb.gz"; do
+		set -- $pair
+		base=$data/profiles/$1
+		new=$data/profiles/$2
+		"$profd" pprof diff -o "$tmp/d.pb.gz" "$base" "$new"
+		i=0
+		while read -r t; do
+			go_top "${t#*/}" "$i" -diff_base="$base" "$new" >"$tmp/want"
+			go_top "${t#*/}" "$i" "$tmp/d.pb.gz" >"$tmp/got"
+			compare "diff $pair [$t] (profd output read by go)" "$tmp/want" "$tmp/got"
+			profd_top "$i" "$tmp/d.pb.gz" >"$tmp/got2"
+			compare "diff $pair [$t] (profd top of profd diff)" "$tmp/want" "$tmp/got2"
+			i=$((i + 1))
+		done < <(types_of "$new")
+	done
+	;;
+*)
+	echo "unknown mode $mode" >&2
+	exit 2
+	;;
+esac
+
+echo "$mode: $checked comparisons"
+if [ "$checked" -eq 0 ]; then
+	echo "FAIL: nothing was compared"
+	exit 1
+fi
+exit $fail

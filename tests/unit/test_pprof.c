@@ -1,0 +1,483 @@
+/* test_pprof.c: unit tests of pkg/pprof: decoding real and hand-built profiles,
+ * the error for each kind of bad input, lossless re-encoding, the sample-type
+ * rules, and the invariants of top, flame graph, merge and diff. Agreement with
+ * go tool pprof itself is checked by the golden tests. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "profd/pprof.h"
+
+#define P(rel) PD_TESTDATA "/profiles/" rel
+
+static const char *real_profiles[] = {
+	P("goapp/heap.pb.gz"),      P("goapp/heap-2.pb.gz"),      P("goapp/allocs.pb.gz"),
+	P("goapp/cpu.pb.gz"),       P("goapp/cpu-2.pb.gz"),       P("goapp/goroutine.pb.gz"),
+	P("goapp/mutex.pb.gz"),     P("goapp/block.pb.gz"),       P("goapp/threadcreate.pb.gz"),
+	P("goapp/delta-allocs.pb.gz"), P("goapp/cpu-large.pb.gz"), P("prometheus/heap.pb.gz"),
+	P("prometheus/cpu.pb.gz"),  P("prometheus/goroutine.pb.gz"), P("prometheus/mutex.pb.gz"),
+	P("prometheus/block.pb.gz"), P("prometheus/threadcreate.pb.gz"), P("prometheus/allocs.pb.gz"),
+	P("edge/empty-samples.pb"), P("edge/no-mappings.pb"),     P("edge/sparse-ids.pb"),
+	P("edge/unpacked.pb"),      P("edge/multi-types.pb"),     P("edge/default-type.pb"),
+	P("edge/no-functions.pb"),  P("edge/zero-and-negative.pb"),
+};
+
+static struct pd_pprof_profile *load(const char *path)
+{
+	struct pd_pprof_profile *p = NULL;
+	struct pd_err err = {0};
+	int rc = pd_pprof_read_file(&p, path, NULL, &err);
+	if (rc)
+		fail_msg("%s: %s", path, err.msg);
+	return p;
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	uint8_t *d;
+	struct pd_err err = {0};
+	if (pd_file_read(path, 1u << 30, &d, len, &err))
+		fail_msg("%s", err.msg);
+	return d;
+}
+
+static void test_decode_all(void **state)
+{
+	for (size_t i = 0; i < sizeof(real_profiles) / sizeof(*real_profiles); i++) {
+		struct pd_pprof_profile *p = load(real_profiles[i]);
+		assert_true(pd_pprof_sample_type_count(p) > 0);
+		pd_pprof_destroy(p);
+	}
+}
+
+/* encode(decode(encode(p))) is byte-identical to encode(p), and the raw and the
+ * gzip forms decode to the same thing. */
+static void test_roundtrip(void **state)
+{
+	for (size_t i = 0; i < sizeof(real_profiles) / sizeof(*real_profiles); i++) {
+		struct pd_pprof_profile *p = load(real_profiles[i]), *q = NULL, *r = NULL;
+		struct pd_err err = {0};
+		uint8_t *raw, *gz, *raw2;
+		size_t rawlen, gzlen, raw2len;
+		assert_int_equal(pd_pprof_encode(p, 0, &raw, &rawlen, &err), 0);
+		assert_int_equal(pd_pprof_encode(p, 1, &gz, &gzlen, &err), 0);
+		assert_int_equal(pd_pprof_decode(&q, raw, rawlen, NULL, &err), 0);
+		assert_int_equal(pd_pprof_decode(&r, gz, gzlen, NULL, &err), 0);
+		assert_int_equal(pd_pprof_encode(r, 0, &raw2, &raw2len, &err), 0);
+		assert_int_equal(rawlen, raw2len);
+		assert_memory_equal(raw, raw2, rawlen);
+		assert_int_equal(pd_pprof_sample_count(p), pd_pprof_sample_count(q));
+		assert_int_equal(pd_pprof_location_count(p), pd_pprof_location_count(q));
+		assert_int_equal(pd_pprof_time_nanos(p), pd_pprof_time_nanos(q));
+		free(raw);
+		free(gz);
+		free(raw2);
+		pd_pprof_destroy(p);
+		pd_pprof_destroy(q);
+		pd_pprof_destroy(r);
+	}
+}
+
+struct bad_case {
+	const char *file;
+	int code;
+	const char *msg;
+};
+
+static void test_bad_inputs(void **state)
+{
+	static const struct bad_case cases[] = {
+		{P("edge/bad-string0.pb"), PD_ECORRUPT, "string_table[0] must be \"\""},
+		{P("edge/bad-string-index.pb"), PD_ECORRUPT, "out of range (string table has"},
+		{P("edge/bad-location-ref.pb"), PD_ECORRUPT, "refers to missing location"},
+		{P("edge/bad-function-ref.pb"), PD_ECORRUPT, "refers to missing function"},
+		{P("edge/bad-mapping-ref.pb"), PD_ECORRUPT, "refers to missing mapping"},
+		{P("edge/bad-dup-location.pb"), PD_ECORRUPT, "duplicate location id"},
+		{P("edge/bad-zero-id.pb"), PD_ECORRUPT, "reserved id 0"},
+		{P("edge/bad-value-count.pb"), PD_ECORRUPT, "values but the profile has 2 sample types"},
+		{P("edge/truncated.pb"), PD_ECORRUPT, "malformed protobuf at byte"},
+		{P("edge/huge-varint.pb"), PD_ECORRUPT, "longer than 10 bytes"},
+		{P("edge/wrong-wiretype.pb"), PD_ECORRUPT, "wire type"},
+		{P("edge/gzip-bomb.pb.gz"), PD_ETOOBIG, "exceeds the limit of 268435456 bytes"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		struct pd_pprof_profile *p = NULL;
+		struct pd_err err = {0};
+		int rc = pd_pprof_read_file(&p, cases[i].file, NULL, &err);
+		if (rc != cases[i].code || !strstr(err.msg, cases[i].msg))
+			fail_msg("%s: got %d \"%s\", want %d \"%s\"", cases[i].file, rc, err.msg,
+				 cases[i].code, cases[i].msg);
+		assert_null(p);
+		/* the message starts with the file name */
+		assert_int_equal(strncmp(err.msg, cases[i].file, strlen(cases[i].file)), 0);
+	}
+}
+
+static void test_bad_bytes(void **state)
+{
+	struct pd_pprof_profile *p = NULL;
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_decode(&p, (const uint8_t *)"", 0, NULL, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "empty"));
+	/* a gzip header and nothing else */
+	const uint8_t gzhead[] = {0x1f, 0x8b, 0x08, 0x00};
+	assert_int_equal(pd_pprof_decode(&p, gzhead, sizeof(gzhead), NULL, &err), PD_ECORRUPT);
+	assert_non_null(strstr(err.msg, "gzip"));
+	/* a varint of eleven continuation bytes as the first field key */
+	uint8_t huge[12];
+	memset(huge, 0xff, 11);
+	huge[11] = 0x01;
+	assert_int_equal(pd_pprof_decode(&p, huge, sizeof(huge), NULL, &err), PD_ECORRUPT);
+	assert_non_null(strstr(err.msg, "longer than 10 bytes"));
+	/* field 2 (sample) as a varint */
+	const uint8_t wt[] = {0x10, 0x01};
+	assert_int_equal(pd_pprof_decode(&p, wt, sizeof(wt), NULL, &err), PD_ECORRUPT);
+	assert_non_null(strstr(err.msg, "Profile.sample"));
+	/* a length that runs past the end */
+	const uint8_t len[] = {0x32, 0x7f, 'a'};
+	assert_int_equal(pd_pprof_decode(&p, len, sizeof(len), NULL, &err), PD_ECORRUPT);
+	assert_non_null(strstr(err.msg, "runs past the end"));
+	assert_null(p);
+}
+
+/* Every prefix and many single-byte corruptions of a real profile either decode or
+ * fail cleanly (the sanitizers catch the rest). */
+static void test_truncations_and_flips(void **state)
+{
+	size_t gzlen;
+	uint8_t *gz = slurp(P("goapp/heap.pb.gz"), &gzlen);
+	struct pd_pprof_profile *p = NULL;
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_decode(&p, gz, gzlen, NULL, &err), 0);
+	uint8_t *raw;
+	size_t rawlen;
+	assert_int_equal(pd_pprof_encode(p, 0, &raw, &rawlen, &err), 0);
+	pd_pprof_destroy(p);
+	size_t fails = 0;
+	for (size_t n = 1; n < rawlen; n += 7) {
+		struct pd_pprof_profile *q = NULL;
+		if (pd_pprof_decode(&q, raw, n, NULL, &err))
+			fails++;
+		else
+			pd_pprof_destroy(q);
+	}
+	assert_true(fails > rawlen / 7 / 2);
+	uint8_t *copy = malloc(rawlen);
+	for (size_t i = 0; i < rawlen; i += 3) {
+		memcpy(copy, raw, rawlen);
+		copy[i] ^= (uint8_t)(0x80 | i);
+		struct pd_pprof_profile *q = NULL;
+		if (pd_pprof_decode(&q, copy, rawlen, NULL, &err) == 0) {
+			struct pd_pprof_top *t = NULL;
+			int idx = pd_pprof_default_sample_index(q);
+			if (idx >= 0 && pd_pprof_top(q, idx, &t, &err) == 0)
+				pd_pprof_top_destroy(t);
+			pd_pprof_destroy(q);
+		}
+	}
+	free(copy);
+	free(raw);
+	free(gz);
+}
+
+static void test_limits(void **state)
+{
+	size_t gzlen;
+	uint8_t *gz = slurp(P("goapp/heap.pb.gz"), &gzlen);
+	struct pd_pprof_profile *p = NULL;
+	struct pd_err err = {0};
+	struct pd_pprof_decode_opts o = {.max_decompressed = 1000};
+	assert_int_equal(pd_pprof_decode(&p, gz, gzlen, &o, &err), PD_ETOOBIG);
+	assert_non_null(strstr(err.msg, "1000 bytes"));
+	o = (struct pd_pprof_decode_opts){.max_memory = 4096};
+	assert_int_equal(pd_pprof_decode(&p, gz, gzlen, &o, &err), PD_ENOMEM);
+	assert_non_null(strstr(err.msg, "memory limit"));
+	assert_null(p);
+	free(gz);
+}
+
+static void test_sample_index(void **state)
+{
+	struct pd_pprof_profile *h = load(P("goapp/heap.pb.gz"));
+	struct pd_err err = {0};
+	int idx;
+	/* Go heap profiles: alloc_objects alloc_space inuse_objects inuse_space */
+	assert_int_equal(pd_pprof_sample_index(h, NULL, &idx, &err), 0);
+	assert_string_equal(pd_pprof_sample_type(h, (size_t)idx), "inuse_space");
+	assert_int_equal(pd_pprof_sample_index(h, "alloc_space", &idx, &err), 0);
+	assert_int_equal(idx, 1);
+	assert_int_equal(pd_pprof_sample_index(h, "0", &idx, &err), 0);
+	assert_int_equal(idx, 0);
+	assert_int_equal(pd_pprof_sample_index(h, "4", &idx, &err), PD_EINVAL);
+	assert_string_equal(err.msg, "sample_index 4 is outside the range [0..3]");
+	assert_int_equal(pd_pprof_sample_index(h, "cpu", &idx, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "must be one of: [alloc_objects alloc_space"));
+	pd_pprof_destroy(h);
+
+	struct pd_pprof_profile *d = load(P("edge/default-type.pb"));
+	assert_int_equal(pd_pprof_default_sample_index(d), 1);
+	pd_pprof_destroy(d);
+	struct pd_pprof_profile *m = load(P("edge/multi-types.pb"));
+	assert_int_equal(pd_pprof_default_sample_index(m), 3); /* no default: the last */
+	pd_pprof_destroy(m);
+}
+
+static int64_t row_flat(const struct pd_pprof_top *t, const char *name, int64_t *cum)
+{
+	for (size_t i = 0; i < t->nrows; i++)
+		if (strcmp(t->rows[i].name, name) == 0) {
+			if (cum)
+				*cum = t->rows[i].cum;
+			return t->rows[i].flat;
+		}
+	fail_msg("no row %s", name);
+	return 0;
+}
+
+/* Flat adds up to the total; cum is at least flat and at most the total, even
+ * under recursion; rows are in pprof's order. */
+static void test_top_invariants(void **state)
+{
+	for (size_t i = 0; i < sizeof(real_profiles) / sizeof(*real_profiles); i++) {
+		struct pd_pprof_profile *p = load(real_profiles[i]);
+		for (size_t s = 0; s < pd_pprof_sample_type_count(p); s++) {
+			struct pd_pprof_top *t = NULL;
+			struct pd_err err = {0};
+			assert_int_equal(pd_pprof_top(p, (int)s, &t, &err), 0);
+			int64_t sum = 0;
+			for (size_t r = 0; r < t->nrows; r++) {
+				const struct pd_pprof_top_row *row = &t->rows[r];
+				sum += row->flat;
+				if (row->flat >= 0 && row->cum >= 0) {
+					assert_true(row->cum >= row->flat);
+					assert_true(row->cum <= t->total);
+				}
+				if (r) {
+					int64_t a = llabs(t->rows[r - 1].flat), b = llabs(row->flat);
+					assert_true(a > b || (a == b && strcmp(t->rows[r - 1].name, row->name) <= 0));
+				}
+			}
+			/* samples without locations count in the total but belong to no
+			 * function, as in pprof */
+			assert_true(llabs(sum) <= t->total);
+			pd_pprof_top_destroy(t);
+		}
+		pd_pprof_destroy(p);
+	}
+}
+
+/* The hand-built profile with recursion and inlining: exact values. */
+static void test_top_recursion_inline(void **state)
+{
+	struct pd_pprof_profile *p = load(P("edge/multi-types.pb"));
+	struct pd_pprof_top *t = NULL;
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_top(p, 0, &t, &err), 0);
+	/* cum of a function never exceeds the total however often it recurs */
+	for (size_t r = 0; r < t->nrows; r++)
+		assert_true(t->rows[r].cum <= t->total);
+	int inlined = 0;
+	for (size_t r = 0; r < t->nrows; r++)
+		inlined |= t->rows[r].inline_kind != PD_PPROF_NOT_INLINED;
+	assert_true(inlined);
+	pd_pprof_top_destroy(t);
+	pd_pprof_destroy(p);
+}
+
+static void check_flame_node(const struct pd_pprof_flame_node *n, size_t *count)
+{
+	int64_t sum = n->self;
+	(*count)++;
+	for (size_t i = 0; i < n->nchildren; i++) {
+		sum += n->children[i].total;
+		if (i)
+			assert_true(llabs(n->children[i - 1].total) >= llabs(n->children[i].total));
+		check_flame_node(&n->children[i], count);
+	}
+	assert_int_equal(sum, n->total);
+}
+
+static void test_flame(void **state)
+{
+	for (size_t i = 0; i < sizeof(real_profiles) / sizeof(*real_profiles); i++) {
+		struct pd_pprof_profile *p = load(real_profiles[i]);
+		int idx = pd_pprof_default_sample_index(p);
+		struct pd_pprof_flame *f = NULL;
+		struct pd_pprof_top *t = NULL;
+		struct pd_err err = {0};
+		assert_int_equal(pd_pprof_flame(p, idx, &f, &err), 0);
+		assert_int_equal(pd_pprof_top(p, idx, &t, &err), 0);
+		size_t count = 0;
+		check_flame_node(&f->root, &count);
+		assert_int_equal(count, f->node_count);
+		/* the root's total is the sum of the samples: every function's flat plus
+		 * samples without locations */
+		int64_t flat = 0;
+		int negative = 0;
+		for (size_t r = 0; r < t->nrows; r++) {
+			flat += t->rows[r].flat;
+			negative |= t->rows[r].flat < 0 || t->rows[r].cum < 0;
+		}
+		if (!negative) {
+			assert_true(f->root.total >= flat);
+			assert_int_equal(f->root.total, t->total);
+		}
+		struct pd_buf b;
+		pd_buf_init(&b, 0);
+		assert_int_equal(pd_pprof_flame_json(f, 0, &b), 0);
+		assert_int_equal(pd_buf_append(&b, "", 1), 0);
+		assert_int_equal(strncmp((char *)b.data, "{\"sampleType\":", 14), 0);
+		long depth = 0;
+		int in_str = 0;
+		for (const char *c = (char *)b.data; *c; c++) {
+			if (in_str) {
+				if (*c == '\\')
+					c++;
+				else if (*c == '"')
+					in_str = 0;
+			} else if (*c == '"')
+				in_str = 1;
+			else if (*c == '{' || *c == '[')
+				depth++;
+			else if (*c == '}' || *c == ']')
+				assert_true(--depth >= 0);
+		}
+		assert_int_equal(depth, 0);
+		pd_buf_fini(&b);
+		pd_pprof_top_destroy(t);
+		pd_pprof_flame_destroy(f);
+		pd_pprof_destroy(p);
+	}
+}
+
+static void test_merge(void **state)
+{
+	struct pd_pprof_profile *a = load(P("goapp/heap.pb.gz"));
+	struct pd_pprof_profile *m = NULL;
+	struct pd_err err = {0};
+	const struct pd_pprof_profile *two[] = {a, a};
+	assert_int_equal(pd_pprof_merge(two, 2, &m, &err), 0);
+	/* the same stacks, each twice the value (samples of a with equal stacks and
+	 * labels are added up too) */
+	assert_true(pd_pprof_sample_count(m) <= pd_pprof_sample_count(a));
+	assert_true(pd_pprof_location_count(m) <= pd_pprof_location_count(a));
+	for (size_t s = 0; s < 4; s++)
+		assert_int_equal(pd_pprof_total(m, (int)s), 2 * pd_pprof_total(a, (int)s));
+	struct pd_pprof_top *ta = NULL, *tm = NULL;
+	assert_int_equal(pd_pprof_top(a, 1, &ta, &err), 0);
+	assert_int_equal(pd_pprof_top(m, 1, &tm, &err), 0);
+	assert_int_equal(ta->nrows, tm->nrows);
+	for (size_t r = 0; r < ta->nrows; r++) {
+		int64_t cum;
+		assert_int_equal(row_flat(tm, ta->rows[r].name, &cum), 2 * ta->rows[r].flat);
+		assert_int_equal(cum, 2 * ta->rows[r].cum);
+	}
+	pd_pprof_top_destroy(ta);
+	pd_pprof_top_destroy(tm);
+	pd_pprof_destroy(m);
+
+	/* heap and CPU share no sample type */
+	struct pd_pprof_profile *c = load(P("goapp/cpu.pb.gz"));
+	const struct pd_pprof_profile *mixed[] = {a, c};
+	assert_int_equal(pd_pprof_merge(mixed, 2, &m, &err), PD_EINCOMPAT);
+	assert_non_null(strstr(err.msg, "no sample type in common"));
+	assert_null(m);
+	assert_int_equal(pd_pprof_merge(mixed, 0, &m, &err), PD_EINVAL);
+	pd_pprof_destroy(c);
+	pd_pprof_destroy(a);
+}
+
+static void test_diff(void **state)
+{
+	struct pd_pprof_profile *a = load(P("goapp/heap.pb.gz"));
+	struct pd_pprof_profile *b = load(P("goapp/heap-3.pb.gz"));
+	struct pd_pprof_profile *d = NULL;
+	struct pd_err err = {0};
+	/* a profile minus itself: every function at zero; the base samples stay, marked
+	 * pprof::base, as with go tool pprof -diff_base */
+	assert_int_equal(pd_pprof_diff(a, a, &d, &err), 0);
+	assert_true(pd_pprof_sample_count(d) > pd_pprof_sample_count(a));
+	assert_true(pd_pprof_sample_count(d) <= 2 * pd_pprof_sample_count(a));
+	for (int s = 0; s < 4; s++) {
+		struct pd_pprof_top *t0 = NULL;
+		assert_int_equal(pd_pprof_top(d, s, &t0, &err), 0);
+		for (size_t r = 0; r < t0->nrows; r++) {
+			assert_int_equal(t0->rows[r].flat, 0);
+			assert_int_equal(t0->rows[r].cum, 0);
+		}
+		assert_int_equal(t0->total, pd_pprof_total(a, s));
+		pd_pprof_top_destroy(t0);
+	}
+	pd_pprof_destroy(d);
+	/* b - a: flat per function is b's minus a's; percentages are of a's total */
+	assert_int_equal(pd_pprof_diff(a, b, &d, &err), 0);
+	struct pd_pprof_top *ta = NULL, *tb = NULL, *td = NULL;
+	assert_int_equal(pd_pprof_top(a, 1, &ta, &err), 0);
+	assert_int_equal(pd_pprof_top(b, 1, &tb, &err), 0);
+	assert_int_equal(pd_pprof_top(d, 1, &td, &err), 0);
+	assert_int_equal(td->total, ta->total);
+	for (size_t r = 0; r < tb->nrows; r++) {
+		int64_t fa = 0;
+		for (size_t k = 0; k < ta->nrows; k++)
+			if (strcmp(ta->rows[k].name, tb->rows[r].name) == 0)
+				fa = ta->rows[k].flat;
+		if (tb->rows[r].flat != fa)
+			assert_int_equal(row_flat(td, tb->rows[r].name, NULL), tb->rows[r].flat - fa);
+	}
+	pd_pprof_top_destroy(ta);
+	pd_pprof_top_destroy(tb);
+	pd_pprof_top_destroy(td);
+	pd_pprof_destroy(d);
+	pd_pprof_destroy(a);
+	pd_pprof_destroy(b);
+}
+
+static void test_format(void **state)
+{
+	char s[64];
+	pd_pprof_format_value(4195703, "bytes", s, sizeof(s));
+	assert_string_equal(s, "4MB");
+	pd_pprof_format_value(1536, "bytes", s, sizeof(s));
+	assert_string_equal(s, "1.50kB");
+	pd_pprof_format_value(10000000, "nanoseconds", s, sizeof(s));
+	assert_string_equal(s, "10ms");
+	pd_pprof_format_value(12345, "count", s, sizeof(s));
+	assert_string_equal(s, "12345");
+	pd_pprof_format_value(0, "bytes", s, sizeof(s));
+	assert_string_equal(s, "0");
+	pd_pprof_format_percent(1, 2, s, sizeof(s));
+	assert_string_equal(s, "50.00%");
+	pd_pprof_format_percent(1, 200, s, sizeof(s));
+	assert_string_equal(s, "  0.5%");
+	pd_pprof_format_percent(5, 5, s, sizeof(s));
+	assert_string_equal(s, "  100%");
+	assert_string_equal(pd_pprof_pick_unit(1024, 10u << 20, "bytes"), "kB");
+	pd_pprof_format_value_in(1u << 20, "bytes", "kB", s, sizeof(s));
+	assert_string_equal(s, "1024kB");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_decode_all),
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_bad_inputs),
+		cmocka_unit_test(test_bad_bytes),
+		cmocka_unit_test(test_truncations_and_flips),
+		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_sample_index),
+		cmocka_unit_test(test_top_invariants),
+		cmocka_unit_test(test_top_recursion_inline),
+		cmocka_unit_test(test_flame),
+		cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_diff),
+		cmocka_unit_test(test_format),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
