@@ -102,7 +102,9 @@ int pd_gzip(const uint8_t *buf, size_t len, int level, uint8_t **out, size_t *ou
 /* Reads a whole file ("-" is stdin) into *out (caller frees), at most max bytes. */
 int pd_file_read(const char *path, size_t max, uint8_t **out, size_t *out_len,
 		 struct pd_err *err);
-/* Writes len bytes to path ("-" is stdout) via a temporary file and rename. */
+/* Writes len bytes to path ("-" is stdout) via a temporary file and rename, so that
+ * readers never see a partial file. Does not fsync: not for data that must survive
+ * a crash. */
 int pd_file_write(const char *path, const void *buf, size_t len, struct pd_err *err);
 
 /* ---- hashing -------------------------------------------------------------- */

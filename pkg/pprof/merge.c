@@ -430,7 +430,8 @@ static int map_sample(struct merger *m, struct src *src, const pb_sample *s, int
 	d->value = pd_arena_alloc(m->arena, (m->ncols + 1) * sizeof(int64_t));
 	if (!d->location_id || !d->value)
 		return PD_ENOMEM;
-	memcpy(d->location_id, *locs, s->n_location_id * sizeof(uint64_t));
+	if (s->n_location_id)
+		memcpy(d->location_id, *locs, s->n_location_id * sizeof(uint64_t));
 	memcpy(d->value, vals, m->ncols * sizeof(int64_t));
 	if (n) {
 		d->n_label = n;

@@ -95,7 +95,7 @@ int pd_file_write(const char *path, const void *buf, size_t len, struct pd_err *
 		free(tmp);
 		return rc;
 	}
-	if (write_all(fd, buf, len) || fsync(fd) || close(fd)) {
+	if (write_all(fd, buf, len) || close(fd)) {
 		int rc = pd_err_set(err, PD_EIO, "%s: %s", path, strerror(errno));
 		unlink(tmp);
 		free(tmp);
