@@ -60,6 +60,8 @@ void *pd_arena_calloc(struct pd_arena *a, size_t n, size_t size);
 char *pd_arena_strndup(struct pd_arena *a, const char *s, size_t len);
 /* Bytes handed out so far. */
 size_t pd_arena_used(const struct pd_arena *a);
+/* True once an allocation has been refused because of the limit. */
+int pd_arena_exhausted(const struct pd_arena *a);
 
 /* ---- growable buffer ------------------------------------------------------ */
 

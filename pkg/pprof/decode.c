@@ -85,12 +85,13 @@ int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t le
 	pd_pprof_arena_allocator(&alloc, arena);
 	pb_profile *pb = perftools__profiles__profile__unpack(&alloc, raw_len, data);
 	if (!pb) {
-		size_t used = pd_arena_used(arena);
+		int exhausted = pd_arena_exhausted(arena);
 		pd_arena_destroy(arena);
-		rc = pd_pprof_wire_diagnose(data, raw_len, err);
-		if (used + (64u << 10) >= limit)
+		if (exhausted)
 			rc = pd_err_set(err, PD_ENOMEM,
 					"decoding needs more than the memory limit of %zu bytes", limit);
+		else
+			rc = pd_pprof_wire_diagnose(data, raw_len, err);
 		goto out;
 	}
 	rc = pd_pprof_adopt(out, arena, pb, err);

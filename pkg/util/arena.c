@@ -20,6 +20,7 @@ struct pd_arena {
 	struct arena_block *head;
 	size_t limit;
 	size_t used;
+	int exhausted; /* an allocation was refused for the limit */
 };
 
 #define BLOCK_HDR ((sizeof(struct arena_block) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1))
@@ -52,8 +53,10 @@ void *pd_arena_alloc(struct pd_arena *a, size_t size)
 	if (size > SIZE_MAX - ARENA_ALIGN - BLOCK_HDR)
 		return NULL;
 	size = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
-	if (a->limit && (size > a->limit || a->used > a->limit - size))
+	if (a->limit && (size > a->limit || a->used > a->limit - size)) {
+		a->exhausted = 1;
 		return NULL;
+	}
 	struct arena_block *b = a->head;
 	if (!b || b->size - b->used < size) {
 		size_t bsize = size > ARENA_BLOCK / 4 ? size : ARENA_BLOCK;
@@ -104,4 +107,9 @@ char *pd_arena_strndup(struct pd_arena *a, const char *s, size_t len)
 size_t pd_arena_used(const struct pd_arena *a)
 {
 	return a->used;
+}
+
+int pd_arena_exhausted(const struct pd_arena *a)
+{
+	return a->exhausted;
 }

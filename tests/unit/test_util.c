@@ -37,7 +37,9 @@ static void test_arena(void **state)
 	void *p = pd_arena_alloc(a, 100);
 	assert_non_null(p);
 	assert_int_equal((uintptr_t)p % 16, 0);
+	assert_false(pd_arena_exhausted(a));
 	assert_null(pd_arena_alloc(a, 2000)); /* over the limit */
+	assert_true(pd_arena_exhausted(a));
 	assert_non_null(pd_arena_alloc(a, 500));
 	assert_null(pd_arena_alloc(a, 500)); /* 112 + 512 + 512 > 1000 */
 	assert_true(pd_arena_used(a) <= 1000);
