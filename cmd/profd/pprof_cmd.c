@@ -236,7 +236,7 @@ static int cmd_top(struct opts *o)
 	printf("Showing nodes accounting for %s, %s of %s total\n", a, pct, c);
 	if (dropped) {
 		pd_pprof_format_value_in(cutoff, t->unit, ou, a, sizeof(a));
-		printf("Dropped %zu nodes (cum <= %s)\n", dropped, a);
+		printf("Dropped %zu node%s (cum <= %s)\n", dropped, dropped == 1 ? "" : "s", a);
 	}
 	if (shown < t->nrows)
 		printf("Showing top %zu nodes out of %zu\n", shown, t->nrows);

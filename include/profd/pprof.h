@@ -113,7 +113,7 @@ int pd_pprof_top(const struct pd_pprof_profile *p, int sample_index, struct pd_p
 		 struct pd_err *err);
 void pd_pprof_top_destroy(struct pd_pprof_top *t);
 
-/* pprof's node cut: rows whose |cum| is below fraction * total are dropped
+/* pprof's node cut: rows whose |cum| is below fraction * t->total are dropped
  * (`-nodefraction`, default 0.005). Returns how many rows were kept at the front
  * after reordering; *cutoff receives the absolute threshold. Does not free. */
 size_t pd_pprof_top_apply_nodefraction(struct pd_pprof_top *t, double fraction, int64_t *cutoff);

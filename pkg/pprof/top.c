@@ -150,11 +150,8 @@ void pd_pprof_top_destroy(struct pd_pprof_top *t)
 
 size_t pd_pprof_top_apply_nodefraction(struct pd_pprof_top *t, double fraction, int64_t *cutoff)
 {
-	/* pprof measures the cut against the sum of all flat values */
-	int64_t sum = 0;
-	for (size_t i = 0; i < t->nrows; i++)
-		sum += t->rows[i].flat;
-	int64_t c = (int64_t)((double)sum * fraction);
+	/* pprof measures the cut against the report's total */
+	int64_t c = (int64_t)((double)t->total * fraction);
 	if (c < 0)
 		c = -c;
 	if (cutoff)

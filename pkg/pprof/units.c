@@ -43,8 +43,9 @@ static const struct {
 		 {"pb", 1125899906842624.0},
 		 {"pbyte", 1125899906842624.0},
 		 {"petabyte", 1125899906842624.0}},
-  time_units[] = {{"nanosecond", 1},  {"ns", 1},     {"microsecond", 1e3}, {"millisecond", 1e6},
-		  {"ms", 1e6},        {"second", 1e9}, {"sec", 1e9},        {"s", 1e9}};
+  time_units[] = {{"nanosecond", 1}, {"ns", 1},       {"microsecond", 1e3}, {"us", 1e3},
+		  {"\xce\xbcs", 1e3},   {"millisecond", 1e6}, {"ms", 1e6},        {"second", 1e9},
+		  {"sec", 1e9},       {"s", 1e9},       {"hour", 3600e9},     {"hr", 3600e9}};
 
 int pd_pprof_unit_kind(const char *unit, double *factor)
 {
@@ -96,20 +97,13 @@ static double autoscale(int64_t value, const char *unit, const char **label)
 		return v / s;
 	}
 	if (kind == PD_UNIT_TIME) {
+		/* the largest unit the value reaches, as pprof's time units go */
 		static const struct {
-			double lim, div;
+			double div;
 			const char *name;
-		} t[] = {{1e3, 1, "ns"},
-			 {1e6, 1e3, "us"},
-			 {1e9, 1e6, "ms"},
-			 {60e9, 1e9, "s"},
-			 {3600e9, 60e9, "mins"},
-			 {86400e9, 3600e9, "hrs"},
-			 {15 * 86400e9, 86400e9, "days"},
-			 {120 * 86400e9, 7 * 86400e9, "wks"},
-			 {INFINITY, 365 * 86400e9, "yrs"}};
+		} t[] = {{1, "ns"}, {1e3, "us"}, {1e6, "ms"}, {1e9, "s"}, {3600e9, "hrs"}};
 		size_t i = 0;
-		while (a >= t[i].lim)
+		while (i + 1 < sizeof(t) / sizeof(t[0]) && a >= t[i + 1].div)
 			i++;
 		*label = t[i].name;
 		return v / t[i].div;
@@ -118,20 +112,25 @@ static double autoscale(int64_t value, const char *unit, const char **label)
 	return (double)value;
 }
 
-void pd_pprof_format_value(int64_t value, const char *unit, char *out, size_t size)
+/* Prints v with two decimals, ".00" dropped, then the unit label; 0 prints bare. */
+static void format_number(double v, const char *label, char *out, size_t size)
 {
-	const char *label;
-	double v = autoscale(value, unit, &label);
 	char num[64];
 	snprintf(num, sizeof(num), "%.2f", v);
 	size_t n = strlen(num);
 	if (n > 3 && strcmp(num + n - 3, ".00") == 0)
 		num[n - 3] = '\0';
-	if (strcmp(num, "0") == 0 || strcmp(num, "-0") == 0) {
+	if (strcmp(num, "0") == 0 || strcmp(num, "-0") == 0)
 		snprintf(out, size, "0");
-		return;
-	}
-	snprintf(out, size, "%s%s", num, label);
+	else
+		snprintf(out, size, "%s%s", num, label);
+}
+
+void pd_pprof_format_value(int64_t value, const char *unit, char *out, size_t size)
+{
+	const char *label;
+	double v = autoscale(value, unit, &label);
+	format_number(v, label, out, size);
 }
 
 void pd_pprof_format_percent(int64_t value, int64_t total, char *out, size_t size)
@@ -152,8 +151,7 @@ static const struct {
 	double size; /* in bytes or nanoseconds */
 } out_units[] = {{"B", 1},          {"kB", 1024.0},      {"MB", 1048576.0},   {"GB", 1073741824.0},
 		 {"TB", 1099511627776.0}, {"PB", 1125899906842624.0}, {"ns", 1},  {"us", 1e3},
-		 {"ms", 1e6},       {"s", 1e9},          {"mins", 60e9},      {"hrs", 3600e9},
-		 {"days", 86400e9}, {"wks", 7 * 86400e9}, {"yrs", 365 * 86400e9}};
+		 {"ms", 1e6},       {"s", 1e9},          {"hrs", 3600e9}};
 
 const char *pd_pprof_pick_unit(int64_t min, int64_t max, const char *unit)
 {
@@ -185,14 +183,5 @@ void pd_pprof_format_value_in(int64_t value, const char *unit, const char *out_u
 				label = out_units[i].label;
 			}
 	}
-	char num[64];
-	snprintf(num, sizeof(num), "%.2f", v);
-	size_t n = strlen(num);
-	if (n > 3 && strcmp(num + n - 3, ".00") == 0)
-		num[n - 3] = '\0';
-	if (strcmp(num, "0") == 0 || strcmp(num, "-0") == 0) {
-		snprintf(out, size, "0");
-		return;
-	}
-	snprintf(out, size, "%s%s", num, label);
+	format_number(v, label, out, size);
 }

@@ -6,6 +6,8 @@
 # MODE is one of:
 #   top       every valid testdata profile, every sample type: profd's top (tsv)
 #             equals go tool pprof -top on every function's flat and cum
+#   text      the same, for the whole text table (units, percentages, order, the
+#             nodes dropped by -nodefraction, inline marks), from "Showing" on
 #   validity  profd accepts exactly the files go tool pprof accepts, except those
 #             listed with a reason in known-differences.txt
 #   raw       profd's re-encoding of each profile prints the same under -raw
@@ -92,6 +94,18 @@ case "$mode" in
 top)
 	while read -r f; do
 		check_top_all "top ${f#$data/}" "$f" -- "$f"
+	done < <(valid_profiles)
+	;;
+text)
+	while read -r f; do
+		i=0
+		while read -r t; do
+			[ -n "$t" ] || continue
+			gopprof -top -sample_index="$i" "$f" 2>/dev/null | sed -n '/^Showing/,$p' >"$tmp/want"
+			"$profd" pprof top --sample-index="$i" "$f" | sed -n '/^Showing/,$p' >"$tmp/got"
+			compare "text top ${f#$data/} [$t]" "$tmp/want" "$tmp/got"
+			i=$((i + 1))
+		done < <(types_of "$f")
 	done < <(valid_profiles)
 	;;
 validity)
