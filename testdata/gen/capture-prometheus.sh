@@ -24,7 +24,10 @@ PID=""
 LOADPIDS=()
 cleanup() {
 	local p
-	for p in "${LOADPIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${LOADPIDS[@]}"; do
+		pkill -P "$p" 2>/dev/null || true # its curl, if one is running
+		kill "$p" 2>/dev/null || true
+	done
 	if [[ -n $PID ]]; then
 		kill "$PID" 2>/dev/null || true
 		wait "$PID" 2>/dev/null || true
