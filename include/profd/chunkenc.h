@@ -1,0 +1,103 @@
+/* chunkenc.h: the two halves of a profd chunk. A timestamp chunk holds sample
+ * times in Prometheus's double-delta bit-packed encoding; a value chunk holds the
+ * profiles of the same samples, in groups that are each one zstd frame. The two
+ * are appended and cut together but read independently, so listing timestamps
+ * never touches a profile. Byte layouts: docs/format/chunks.md.
+ *
+ * Knows nothing of files: chunks are byte strings. */
+#ifndef PROFD_CHUNKENC_H
+#define PROFD_CHUNKENC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profd/util.h"
+
+/* Most samples a chunk holds (the count is stored in 16 bits). */
+#define PD_CHUNKENC_MAX_SAMPLES 65535
+
+/* ---- timestamp chunk ------------------------------------------------------ */
+
+/* An appendable timestamp chunk. Embedded: pd_chunkenc_ts_init / _fini. */
+struct pd_chunkenc_ts {
+	struct pd_buf b;
+	uint16_t count;
+	uint8_t bit; /* bits used in the last byte of b, 0 when it is full */
+	int64_t t;   /* last timestamp */
+	int64_t delta;
+};
+
+void pd_chunkenc_ts_init(struct pd_chunkenc_ts *c);
+void pd_chunkenc_ts_fini(struct pd_chunkenc_ts *c);
+/* Appends t, which must be greater than the last timestamp (PD_EINVAL otherwise,
+ * PD_ETOOBIG when the chunk is full). */
+int pd_chunkenc_ts_append(struct pd_chunkenc_ts *c, int64_t t, struct pd_err *err);
+/* The encoded chunk, borrowed until the next append or fini. */
+const uint8_t *pd_chunkenc_ts_bytes(const struct pd_chunkenc_ts *c, size_t *len);
+
+/* Iterates over an encoded timestamp chunk; the bytes are borrowed and must
+ * outlive the iterator. Embedded; no fini needed. Use: while (next(it)) at(it);
+ * then err(it) tells a corrupt chunk from the end. */
+struct pd_chunkenc_ts_iter {
+	const uint8_t *p;
+	size_t len;
+	size_t bitpos; /* position in bits from p */
+	uint16_t count, read;
+	int64_t t, delta;
+	int err;
+};
+
+void pd_chunkenc_ts_iter_init(struct pd_chunkenc_ts_iter *it, const uint8_t *p, size_t len);
+/* Advances; 1 when a timestamp is available, 0 at the end or on error. */
+int pd_chunkenc_ts_iter_next(struct pd_chunkenc_ts_iter *it);
+static inline int64_t pd_chunkenc_ts_iter_at(const struct pd_chunkenc_ts_iter *it)
+{
+	return it->t;
+}
+/* 0, or PD_ECORRUPT when the chunk ended early or held bad data. */
+static inline int pd_chunkenc_ts_iter_err(const struct pd_chunkenc_ts_iter *it)
+{
+	return it->err;
+}
+/* Number of samples in an encoded chunk (0 for a malformed one). */
+uint16_t pd_chunkenc_ts_count(const uint8_t *p, size_t len);
+
+/* ---- value chunk ---------------------------------------------------------- */
+
+/* Encoding byte that starts every value chunk. New encodings get new numbers. */
+enum pd_chunkenc_value_encoding {
+	PD_CHUNKENC_VALUES_ZSTD_GROUPS = 1,
+};
+
+#define PD_CHUNKENC_DEFAULT_GROUP 16
+#define PD_CHUNKENC_DEFAULT_ZSTD_LEVEL 3
+
+/* An appendable value chunk: profiles (any bytes) in groups of `group`, each full
+ * group compressed as one zstd frame at once, the last group kept raw until the
+ * chunk is sealed. Heap object. */
+struct pd_chunkenc_values;
+
+/* Returns a new appender, or NULL when out of memory. group and level of 0 take
+ * the defaults. */
+struct pd_chunkenc_values *pd_chunkenc_values_create(unsigned group, int level);
+void pd_chunkenc_values_destroy(struct pd_chunkenc_values *c);
+/* Copies len bytes of one profile into the chunk. */
+int pd_chunkenc_values_append(struct pd_chunkenc_values *c, const uint8_t *p, size_t len,
+			      struct pd_err *err);
+size_t pd_chunkenc_values_count(const struct pd_chunkenc_values *c);
+/* Copies profile i into *out (malloc'd, caller frees) without sealing the chunk. */
+int pd_chunkenc_values_get(const struct pd_chunkenc_values *c, size_t i, uint8_t **out,
+			   size_t *out_len, struct pd_err *err);
+/* Encodes the chunk as immutable bytes (compressing the open group) into *out,
+ * malloc'd and owned by the caller. The appender stays usable. */
+int pd_chunkenc_values_seal(const struct pd_chunkenc_values *c, uint8_t **out, size_t *out_len,
+			    struct pd_err *err);
+
+/* Reads profile i of a sealed value chunk into *out (malloc'd, caller frees),
+ * decompressing only its group. At most max_profile bytes are accepted. */
+int pd_chunkenc_values_read(const uint8_t *chunk, size_t len, size_t i, size_t max_profile,
+			    uint8_t **out, size_t *out_len, struct pd_err *err);
+/* Number of profiles in a sealed value chunk, or a negative PD_E... code. */
+int64_t pd_chunkenc_values_read_count(const uint8_t *chunk, size_t len, struct pd_err *err);
+
+#endif

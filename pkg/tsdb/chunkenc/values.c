@@ -1,0 +1,330 @@
+/* values.c: the value chunk: profiles in groups, each group one zstd frame, so
+ * that neighbouring profiles of a series (which share most of their strings,
+ * functions and locations) compress together, and reading one profile
+ * decompresses one group only.
+ *
+ * Sealed layout (all integers unsigned LEB128 varints unless noted):
+ *
+ *   ┌──────────────┬───────┬───────┬─────────┬──────────────────────┬──────────────┐
+ *   │ encoding (1B)│ count │ group │ nframes │ frame_len × nframes  │ frames ...   │
+ *   └──────────────┴───────┴───────┴─────────┴──────────────────────┴──────────────┘
+ *
+ * Frame k holds profiles k*group .. min(count, (k+1)*group)-1; decompressed it is
+ * the sequence (len varint, len bytes) per profile. */
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "profd/chunkenc.h"
+
+struct pd_chunkenc_values {
+	unsigned group;
+	int level;
+	size_t count;
+	struct pd_buf frames;  /* sealed group frames, back to back */
+	size_t *frame_len;
+	size_t nframes, frame_cap;
+	struct pd_buf open;    /* the group being filled, uncompressed */
+	unsigned open_count;
+};
+
+static int put_uvarint(struct pd_buf *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	size_t n = 0;
+	while (v >= 0x80) {
+		tmp[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	tmp[n++] = (uint8_t)v;
+	return pd_buf_append(b, tmp, n);
+}
+
+/* Reads a varint at *pos < len; -1 when truncated or longer than 10 bytes. */
+static int get_uvarint(const uint8_t *p, size_t len, size_t *pos, uint64_t *v)
+{
+	uint64_t r = 0;
+	for (unsigned i = 0; i < 10; i++) {
+		if (*pos >= len)
+			return -1;
+		uint8_t b = p[(*pos)++];
+		if (i == 9 && b > 1)
+			return -1;
+		r |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80)) {
+			*v = r;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+struct pd_chunkenc_values *pd_chunkenc_values_create(unsigned group, int level)
+{
+	struct pd_chunkenc_values *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->group = group ? group : PD_CHUNKENC_DEFAULT_GROUP;
+	c->level = level ? level : PD_CHUNKENC_DEFAULT_ZSTD_LEVEL;
+	pd_buf_init(&c->frames, 0);
+	pd_buf_init(&c->open, 0);
+	return c;
+}
+
+void pd_chunkenc_values_destroy(struct pd_chunkenc_values *c)
+{
+	if (!c)
+		return;
+	pd_buf_fini(&c->frames);
+	pd_buf_fini(&c->open);
+	free(c->frame_len);
+	free(c);
+}
+
+size_t pd_chunkenc_values_count(const struct pd_chunkenc_values *c)
+{
+	return c->count;
+}
+
+/* Compresses raw into one frame appended to out; *flen gets its size. */
+static int compress_group(const struct pd_buf *raw, int level, struct pd_buf *out, size_t *flen,
+			  struct pd_err *err)
+{
+	size_t bound = ZSTD_compressBound(raw->len);
+	if (pd_buf_reserve(out, bound))
+		return pd_err_set(err, PD_ENOMEM, "out of memory compressing a profile group");
+	size_t n = ZSTD_compress(out->data + out->len, bound, raw->data, raw->len, level);
+	if (ZSTD_isError(n))
+		return pd_err_set(err, PD_EINVAL, "zstd: %s", ZSTD_getErrorName(n));
+	out->len += n;
+	*flen = n;
+	return 0;
+}
+
+int pd_chunkenc_values_append(struct pd_chunkenc_values *c, const uint8_t *p, size_t len,
+			      struct pd_err *err)
+{
+	if (c->count >= PD_CHUNKENC_MAX_SAMPLES)
+		return pd_err_set(err, PD_ETOOBIG, "value chunk is full (%d profiles)",
+				  PD_CHUNKENC_MAX_SAMPLES);
+	size_t mark = c->open.len;
+	if (put_uvarint(&c->open, len) || pd_buf_append(&c->open, p, len)) {
+		c->open.len = mark;
+		return pd_err_set(err, PD_ENOMEM, "out of memory appending a profile of %zu bytes", len);
+	}
+	c->open_count++;
+	c->count++;
+	if (c->open_count < c->group)
+		return 0;
+	if (c->nframes == c->frame_cap) {
+		size_t cap = c->frame_cap ? c->frame_cap * 2 : 8;
+		size_t *fl = realloc(c->frame_len, cap * sizeof(*fl));
+		if (!fl)
+			goto nomem;
+		c->frame_len = fl;
+		c->frame_cap = cap;
+	}
+	int rc = compress_group(&c->open, c->level, &c->frames, &c->frame_len[c->nframes], err);
+	if (rc)
+		goto undo;
+	c->nframes++;
+	c->open.len = 0;
+	c->open_count = 0;
+	return 0;
+nomem:
+	rc = pd_err_set(err, PD_ENOMEM, "out of memory appending a profile");
+undo:
+	/* leave the chunk as it was before this append */
+	c->open.len = mark;
+	c->open_count--;
+	c->count--;
+	return rc;
+}
+
+/* Finds item k of a decompressed group. */
+static int group_item(const uint8_t *g, size_t glen, size_t k, const uint8_t **item, size_t *ilen)
+{
+	size_t pos = 0;
+	for (size_t j = 0;; j++) {
+		uint64_t l;
+		if (get_uvarint(g, glen, &pos, &l) || l > glen - pos)
+			return -1;
+		if (j == k) {
+			*item = g + pos;
+			*ilen = (size_t)l;
+			return 0;
+		}
+		pos += (size_t)l;
+	}
+}
+
+static int copy_out(const uint8_t *item, size_t ilen, uint8_t **out, size_t *out_len,
+		    struct pd_err *err)
+{
+	*out = malloc(ilen ? ilen : 1);
+	if (!*out)
+		return pd_err_set(err, PD_ENOMEM, "out of memory reading a profile of %zu bytes", ilen);
+	if (ilen)
+		memcpy(*out, item, ilen);
+	*out_len = ilen;
+	return 0;
+}
+
+/* Decompresses one frame into *g (malloc'd), refusing more than max bytes. */
+static int decompress_frame(const uint8_t *f, size_t flen, size_t max, uint8_t **g, size_t *glen,
+			    struct pd_err *err)
+{
+	unsigned long long size = ZSTD_getFrameContentSize(f, flen);
+	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
+		return pd_err_set(err, PD_ECORRUPT, "value chunk: group frame is not a valid zstd frame");
+	if (size > max)
+		return pd_err_set(err, PD_ETOOBIG, "value chunk: group of %llu bytes exceeds the limit of %zu",
+				  size, max);
+	*g = malloc(size ? (size_t)size : 1);
+	if (!*g)
+		return pd_err_set(err, PD_ENOMEM, "out of memory decompressing %llu bytes", size);
+	size_t n = ZSTD_decompress(*g, (size_t)size, f, flen);
+	if (ZSTD_isError(n) || n != size) {
+		free(*g);
+		*g = NULL;
+		return pd_err_set(err, PD_ECORRUPT, "value chunk: %s",
+				  ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short group frame");
+	}
+	*glen = n;
+	return 0;
+}
+
+int pd_chunkenc_values_get(const struct pd_chunkenc_values *c, size_t i, uint8_t **out,
+			   size_t *out_len, struct pd_err *err)
+{
+	const uint8_t *item;
+	size_t ilen;
+	if (i >= c->count)
+		return pd_err_set(err, PD_ENOTFOUND, "profile %zu of a chunk of %zu", i, c->count);
+	size_t g = i / c->group;
+	if (g >= c->nframes) {
+		if (group_item(c->open.data, c->open.len, i % c->group, &item, &ilen))
+			return pd_err_set(err, PD_ECORRUPT, "value chunk: open group is damaged");
+		return copy_out(item, ilen, out, out_len, err);
+	}
+	size_t off = 0;
+	for (size_t k = 0; k < g; k++)
+		off += c->frame_len[k];
+	uint8_t *raw;
+	size_t rawlen;
+	int rc = decompress_frame(c->frames.data + off, c->frame_len[g], SIZE_MAX / 2, &raw, &rawlen, err);
+	if (rc)
+		return rc;
+	if (group_item(raw, rawlen, i % c->group, &item, &ilen))
+		rc = pd_err_set(err, PD_ECORRUPT, "value chunk: group %zu is damaged", g);
+	else
+		rc = copy_out(item, ilen, out, out_len, err);
+	free(raw);
+	return rc;
+}
+
+int pd_chunkenc_values_seal(const struct pd_chunkenc_values *c, uint8_t **out, size_t *out_len,
+			    struct pd_err *err)
+{
+	struct pd_buf b, last;
+	size_t last_len = 0;
+	int rc = 0;
+	pd_buf_init(&b, 0);
+	pd_buf_init(&last, 0);
+	if (c->open_count && (rc = compress_group(&c->open, c->level, &last, &last_len, err)))
+		goto out;
+	size_t nframes = c->nframes + (c->open_count ? 1 : 0);
+	uint8_t enc = PD_CHUNKENC_VALUES_ZSTD_GROUPS;
+	if (pd_buf_append(&b, &enc, 1) || put_uvarint(&b, c->count) || put_uvarint(&b, c->group) ||
+	    put_uvarint(&b, nframes))
+		goto nomem;
+	for (size_t k = 0; k < c->nframes; k++)
+		if (put_uvarint(&b, c->frame_len[k]))
+			goto nomem;
+	if (c->open_count && put_uvarint(&b, last_len))
+		goto nomem;
+	if (pd_buf_append(&b, c->frames.data, c->frames.len) || pd_buf_append(&b, last.data, last.len))
+		goto nomem;
+	*out = pd_buf_steal(&b, out_len);
+	goto out;
+nomem:
+	rc = pd_err_set(err, PD_ENOMEM, "out of memory sealing a value chunk");
+out:
+	pd_buf_fini(&b);
+	pd_buf_fini(&last);
+	return rc;
+}
+
+struct header {
+	uint64_t count, group, nframes;
+	size_t table; /* offset of the frame length table */
+};
+
+static int parse_header(const uint8_t *p, size_t len, struct header *h, struct pd_err *err)
+{
+	size_t pos = 1;
+	if (len < 1)
+		return pd_err_set(err, PD_ECORRUPT, "value chunk is empty");
+	if (p[0] != PD_CHUNKENC_VALUES_ZSTD_GROUPS)
+		return pd_err_set(err, PD_ECORRUPT, "value chunk has unknown encoding %u", p[0]);
+	if (get_uvarint(p, len, &pos, &h->count) || get_uvarint(p, len, &pos, &h->group) ||
+	    get_uvarint(p, len, &pos, &h->nframes))
+		return pd_err_set(err, PD_ECORRUPT, "value chunk header is truncated");
+	if (h->group == 0 || h->count > PD_CHUNKENC_MAX_SAMPLES ||
+	    h->nframes != (h->count + h->group - 1) / h->group)
+		return pd_err_set(err, PD_ECORRUPT,
+				  "value chunk header is inconsistent (count %llu, group %llu, frames %llu)",
+				  (unsigned long long)h->count, (unsigned long long)h->group,
+				  (unsigned long long)h->nframes);
+	h->table = pos;
+	return 0;
+}
+
+int64_t pd_chunkenc_values_read_count(const uint8_t *chunk, size_t len, struct pd_err *err)
+{
+	struct header h;
+	int rc = parse_header(chunk, len, &h, err);
+	return rc ? rc : (int64_t)h.count;
+}
+
+int pd_chunkenc_values_read(const uint8_t *chunk, size_t len, size_t i, size_t max_profile,
+			    uint8_t **out, size_t *out_len, struct pd_err *err)
+{
+	struct header h;
+	int rc = parse_header(chunk, len, &h, err);
+	if (rc)
+		return rc;
+	if (i >= h.count)
+		return pd_err_set(err, PD_ENOTFOUND, "profile %zu of a chunk of %llu", i,
+				  (unsigned long long)h.count);
+	uint64_t g = i / h.group, off = 0, flen = 0;
+	size_t pos = h.table;
+	for (uint64_t k = 0; k < h.nframes; k++) {
+		uint64_t l;
+		if (get_uvarint(chunk, len, &pos, &l))
+			return pd_err_set(err, PD_ECORRUPT, "value chunk frame table is truncated");
+		if (k < g)
+			off += l;
+		else if (k == g)
+			flen = l;
+	}
+	if (off > len - pos || flen > len - pos - off)
+		return pd_err_set(err, PD_ECORRUPT, "value chunk frame %llu lies past the end of the chunk",
+				  (unsigned long long)g);
+	uint8_t *raw;
+	size_t rawlen;
+	size_t max = max_profile > (SIZE_MAX - 16) / h.group ? SIZE_MAX : (max_profile + 16) * h.group;
+	if ((rc = decompress_frame(chunk + pos + off, flen, max, &raw, &rawlen, err)))
+		return rc;
+	const uint8_t *item;
+	size_t ilen;
+	if (group_item(raw, rawlen, i % h.group, &item, &ilen))
+		rc = pd_err_set(err, PD_ECORRUPT, "value chunk: group %llu is damaged", (unsigned long long)g);
+	else if (ilen > max_profile)
+		rc = pd_err_set(err, PD_ETOOBIG, "profile of %zu bytes exceeds the limit of %zu", ilen,
+				max_profile);
+	else
+		rc = copy_out(item, ilen, out, out_len, err);
+	free(raw);
+	return rc;
+}
