@@ -221,8 +221,8 @@ static int cmd_top(struct opts *o)
 	int64_t shown_flat = 0, minv = 0;
 	for (size_t i = 0; i < shown; i++) {
 		int64_t v = t->rows[i].flat ? t->rows[i].flat : t->rows[i].cum;
-		v = v < 0 ? -v : v;
-		shown_flat += t->rows[i].flat;
+		v = v < 0 ? (v == INT64_MIN ? INT64_MAX : -v) : v;
+		shown_flat = (int64_t)((uint64_t)shown_flat + (uint64_t)t->rows[i].flat);
 		if (v && (!minv || v < minv))
 			minv = v;
 	}
@@ -244,7 +244,7 @@ static int cmd_top(struct opts *o)
 	int64_t sum = 0;
 	for (size_t i = 0; i < shown; i++) {
 		const struct pd_pprof_top_row *r = &t->rows[i];
-		sum += r->flat;
+		sum = (int64_t)((uint64_t)sum + (uint64_t)r->flat);
 		pd_pprof_format_value_in(r->flat, t->unit, ou, a, sizeof(a));
 		pd_pprof_format_percent(r->flat, t->total, b, sizeof(b));
 		pd_pprof_format_percent(sum, t->total, c, sizeof(c));

@@ -32,7 +32,7 @@ static int child_cmp(const void *a, const void *b, void *arg)
 	const struct sort_ctx *ctx = arg;
 	const struct tnode *l = &ctx->tree[*(const uint32_t *)a];
 	const struct tnode *r = &ctx->tree[*(const uint32_t *)b];
-	int64_t lt = l->total < 0 ? -l->total : l->total, rt = r->total < 0 ? -r->total : r->total;
+	uint64_t lt = pd_uabs64(l->total), rt = pd_uabs64(r->total);
 	if (lt != rt)
 		return lt > rt ? -1 : 1;
 	return strcmp(ctx->names[l->node], ctx->names[r->node]);
@@ -71,7 +71,7 @@ int pd_pprof_flame(const struct pd_pprof_profile *p, int idx, struct pd_pprof_fl
 		if (w == 0)
 			continue;
 		uint32_t cur = 0;
-		tree[0].total += w;
+		tree[0].total = pd_add64(tree[0].total, w);
 		for (size_t k = s->n_location_id; k-- > 0;) {
 			int64_t li = pd_pprof_idmap_get(&p->locations, s->location_id[k]);
 			uint32_t a = nodes.loc_off[li], e = nodes.loc_off[li + 1];
@@ -94,11 +94,11 @@ int pd_pprof_flame(const struct pd_pprof_profile *p, int idx, struct pd_pprof_fl
 					if (pd_u64map_put(&edges, key, child))
 						goto nomem;
 				}
-				tree[child].total += w;
+				tree[child].total = pd_add64(tree[child].total, w);
 				cur = child;
 			}
 		}
-		tree[cur].self += w;
+		tree[cur].self = pd_add64(tree[cur].self, w);
 	}
 	pd_u64map_fini(&edges);
 
@@ -227,8 +227,7 @@ int pd_pprof_flame_json(const struct pd_pprof_flame *f, int64_t min_total, struc
 			continue;
 		}
 		const struct pd_pprof_flame_node *c = &top->n->children[top->next++];
-		int64_t at = c->total < 0 ? -c->total : c->total;
-		if (min_total > 0 && at < min_total)
+		if (min_total > 0 && pd_uabs64(c->total) < (uint64_t)min_total)
 			continue;
 		if (top->wrote++ && (rc = pd_buf_append(b, ",", 1)))
 			break;

@@ -343,10 +343,12 @@ static int map_sample(struct merger *m, struct src *src, const pb_sample *s, int
 	int nonzero = 0;
 	for (size_t c = 0; c < m->ncols; c++) {
 		int64_t v = s->value[src->col[c]];
-		if (src->ratio[c] != 1)
-			v = (int64_t)llround((double)v * src->ratio[c]);
+		if (src->ratio[c] != 1) {
+			double d = round((double)v * src->ratio[c]);
+			v = d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : (int64_t)d;
+		}
 		if (src->negate_and_label)
-			v = -v;
+			v = pd_neg64(v);
 		vals[c] = v;
 		nonzero |= v != 0;
 	}
@@ -417,7 +419,7 @@ static int map_sample(struct merger *m, struct src *src, const pb_sample *s, int
 	if (r == 1) {
 		pb_sample *d = m->samples.v[v];
 		for (size_t c = 0; c < m->ncols; c++)
-			d->value[c] += vals[c];
+			d->value[c] = pd_add64(d->value[c], vals[c]);
 		return 0;
 	}
 	pb_sample *d = pd_arena_alloc(m->arena, sizeof(*d));
@@ -624,12 +626,13 @@ static int merge_sources(struct src *srcs, size_t n, struct pd_pprof_profile **o
 		const pb_profile *s = srcs[i].p->pb;
 		if (pb->time_nanos == 0 || s->time_nanos < pb->time_nanos)
 			pb->time_nanos = s->time_nanos;
-		pb->duration_nanos += s->duration_nanos;
+		pb->duration_nanos = pd_add64(pb->duration_nanos, s->duration_nanos);
 		int64_t period = s->period;
-		if (n > 1 && p0->pb->period_type && s->period_type)
-			period = (int64_t)((double)period * pd_pprof_unit_ratio(
-								  pd_pprof_period_unit(srcs[i].p),
-								  pd_pprof_period_unit(p0)));
+		if (n > 1 && p0->pb->period_type && s->period_type) {
+			double d = (double)period * pd_pprof_unit_ratio(pd_pprof_period_unit(srcs[i].p),
+								       pd_pprof_period_unit(p0));
+			period = d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : (int64_t)d;
+		}
 		if (pb->period == 0 || pb->period < period)
 			pb->period = period;
 		for (size_t c = 0; c < s->n_comment; c++) {

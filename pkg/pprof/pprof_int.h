@@ -48,6 +48,24 @@ static inline const char *pd_pprof_str(const struct pd_pprof_profile *p, int64_t
 	return p->pb->string_table[i];
 }
 
+/* Sample values add and negate with wrap-around, as Go's int64 does, so that any
+ * input is defined behaviour. */
+static inline int64_t pd_add64(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static inline int64_t pd_neg64(int64_t a)
+{
+	return (int64_t)(0 - (uint64_t)a);
+}
+
+/* |a| as an unsigned number, defined for INT64_MIN. */
+static inline uint64_t pd_uabs64(int64_t a)
+{
+	return a < 0 ? 0 - (uint64_t)a : (uint64_t)a;
+}
+
 /* The protobuf-c allocator that allocates from an arena and never frees. */
 void pd_pprof_arena_allocator(ProtobufCAllocator *alloc, struct pd_arena *arena);
 

@@ -112,12 +112,10 @@ int64_t pd_pprof_total(const struct pd_pprof_profile *p, int idx)
 	if (idx < 0 || (size_t)idx >= pb->n_sample_type)
 		return 0;
 	for (size_t i = 0; i < pb->n_sample; i++) {
-		int64_t v = pb->sample[i]->value[idx];
-		if (v < 0)
-			v = -v;
-		total += v;
+		int64_t v = (int64_t)pd_uabs64(pb->sample[i]->value[idx]);
+		total = pd_add64(total, v);
 		if (pd_pprof_is_diff_base(p, pb->sample[i]))
-			diff_total += v;
+			diff_total = pd_add64(diff_total, v);
 	}
 	return diff_total > 0 ? diff_total : total;
 }

@@ -16,13 +16,13 @@ struct top_priv {
 static int row_cmp(const void *a, const void *b)
 {
 	const struct pd_pprof_top_row *l = a, *r = b;
-	int64_t lf = l->flat < 0 ? -l->flat : l->flat, rf = r->flat < 0 ? -r->flat : r->flat;
+	uint64_t lf = pd_uabs64(l->flat), rf = pd_uabs64(r->flat);
 	if (lf != rf)
 		return lf > rf ? -1 : 1;
 	int c = strcmp(l->name, r->name);
 	if (c)
 		return c;
-	int64_t lc = l->cum < 0 ? -l->cum : l->cum, rc = r->cum < 0 ? -r->cum : r->cum;
+	uint64_t lc = pd_uabs64(l->cum), rc = pd_uabs64(r->cum);
 	if (lc != rc)
 		return lc > rc ? -1 : 1;
 	return 0;
@@ -71,7 +71,7 @@ int pd_pprof_top(const struct pd_pprof_profile *p, int idx, struct pd_pprof_top 
 				uint32_t node = nodes.loc_node[f];
 				if (seen[node] != stamp) {
 					seen[node] = stamp;
-					cum[node] += w;
+					cum[node] = pd_add64(cum[node], w);
 				}
 				if (parent >= 0 && (uint32_t)parent != node)
 					inl[node] |= f != e - 1 ? 1 : 2;
@@ -79,7 +79,7 @@ int pd_pprof_top(const struct pd_pprof_profile *p, int idx, struct pd_pprof_top 
 			}
 		}
 		if (parent >= 0)
-			flat[parent] += w;
+			flat[parent] = pd_add64(flat[parent], w);
 	}
 
 	size_t nrows = 0;
@@ -151,17 +151,15 @@ void pd_pprof_top_destroy(struct pd_pprof_top *t)
 size_t pd_pprof_top_apply_nodefraction(struct pd_pprof_top *t, double fraction, int64_t *cutoff)
 {
 	/* pprof measures the cut against the report's total */
-	int64_t c = (int64_t)((double)t->total * fraction);
-	if (c < 0)
-		c = -c;
+	double cd = (double)t->total * fraction;
+	int64_t c = cd >= 9.2e18 || cd <= -9.2e18 ? INT64_MAX : (int64_t)(cd < 0 ? -cd : cd);
 	if (cutoff)
 		*cutoff = c;
 	if (c <= 0)
 		return t->nrows;
 	size_t kept = 0;
 	for (size_t i = 0; i < t->nrows; i++) {
-		int64_t cv = t->rows[i].cum < 0 ? -t->rows[i].cum : t->rows[i].cum;
-		if (cv >= c)
+		if (pd_uabs64(t->rows[i].cum) >= (uint64_t)c)
 			t->rows[kept++] = t->rows[i];
 	}
 	t->nrows = kept;

@@ -156,10 +156,8 @@ static const struct {
 const char *pd_pprof_pick_unit(int64_t min, int64_t max, const char *unit)
 {
 	const char *lmin, *lmax;
-	if (min < 0)
-		min = -min;
-	if (max < 0)
-		max = -max;
+	min = (int64_t)(pd_uabs64(min) >> (min == INT64_MIN));
+	max = (int64_t)(pd_uabs64(max) >> (max == INT64_MIN));
 	if (min == 0)
 		min = max;
 	autoscale(min, unit, &lmin);

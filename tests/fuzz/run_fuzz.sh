@@ -18,21 +18,28 @@ limits=(-timeout=10 -rss_limit_mb=2048)
 # a stack for every sanitizer report, not just its summary line
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 
-# 1. regression inputs: every file but the README
+# 1. regression inputs: every file but the README; all are replayed, and any that
+# fails again is listed, before the test fails without fuzzing
 replayed=0
+failed=()
 if [ -d "$crashes" ]; then
 	while IFS= read -r -d '' f; do
 		case "$(basename "$f")" in README* | .*) continue ;; esac
-		if ! "$fuzzer" "${limits[@]}" "$f" >"$work.replay.log" 2>&1; then
-			cat "$work.replay.log" >&2
-			echo "$name: FAIL: regression input $f crashes again" >&2
-			exit 1
-		fi
 		replayed=$((replayed + 1))
+		if ! "$fuzzer" "${limits[@]}" "$f" >"$work.replay.log" 2>&1; then
+			grep -E 'runtime error|ERROR|BUG|SUMMARY|^    #[0-9] ' "$work.replay.log" | head -20 >&2
+			failed+=("$f")
+		fi
 	done < <(find "$crashes" -type f -print0 | sort -z)
 fi
 rm -f "$work.replay.log"
 echo "$name: replayed $replayed regression input(s) from $crashes"
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "$name: FAIL: ${#failed[@]} regression input(s) fail again:" >&2
+	printf '  %s\n' "${failed[@]}" >&2
+	echo "reproduce with: $fuzzer FILE" >&2
+	exit 1
+fi
 
 # 2. fuzz from a copy of the seeds; each seed folder's files keep their names,
 # prefixed with the folder's name so that two folders cannot collide
