@@ -5,5 +5,7 @@
 #define PROFD_CMD_H
 
 int pd_cmd_pprof(int argc, char **argv);
+int pd_cmd_tsdb(int argc, char **argv);
+int pd_cmd_tsdb_analyze(const char *dir);
 
 #endif

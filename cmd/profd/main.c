@@ -13,6 +13,7 @@ static void usage(FILE *f)
 		"\n"
 		"commands:\n"
 		"  pprof      read, check, report on, merge and diff pprof files\n"
+		"  tsdb       import, analyze and query a storage directory\n"
 		"\n"
 		"flags:\n"
 		"  -h, --help     show this help\n"
@@ -38,6 +39,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "pprof") == 0)
 		return pd_cmd_pprof(argc - 1, argv + 1);
+	if (strcmp(cmd, "tsdb") == 0)
+		return pd_cmd_tsdb(argc - 1, argv + 1);
 	fprintf(stderr, "profd: unknown command \"%s\"\n\n", cmd);
 	usage(stderr);
 	return 2;

@@ -109,6 +109,15 @@ int pd_file_read(const char *path, size_t max, uint8_t **out, size_t *out_len,
  * a crash. */
 int pd_file_write(const char *path, const void *buf, size_t len, struct pd_err *err);
 
+/* ---- time ----------------------------------------------------------------- */
+
+/* Parses a time as Prometheus's API does: Unix seconds ("1700000000.5") or RFC 3339
+ * ("2026-11-22T18:48:03.123Z", "...+01:00") into Unix milliseconds. The error names
+ * the input. */
+int pd_time_parse(const char *s, int64_t *ms, struct pd_err *err);
+/* Formats Unix milliseconds as RFC 3339 in UTC, with milliseconds when non-zero. */
+void pd_time_format(int64_t ms, char *out, size_t size);
+
 /* ---- hashing -------------------------------------------------------------- */
 
 /* 64-bit hash of len bytes (FNV-1a mixed with a finalizer), seedable. */

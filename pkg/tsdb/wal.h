@@ -8,6 +8,7 @@
 #ifndef PROFD_TSDB_WAL_H
 #define PROFD_TSDB_WAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lpair.h"
@@ -17,6 +18,12 @@ enum pd_wal_sync {
 	PD_WAL_SYNC_COMMIT = 0, /* fsync after every commit (default) */
 	PD_WAL_SYNC_NONE = 1,   /* leave it to the OS (tests, benchmarks) */
 };
+
+/* Largest commit (uncompressed record payload) pd_wal_commit accepts: bigger ones
+ * fail with PD_ETOOBIG when a series or sample is added. No reader accepts a
+ * record above PD_WAL_RECORD_LIMIT, the hard limit of the format. */
+#define PD_WAL_DEFAULT_MAX_RECORD ((size_t)256 << 20)
+#define PD_WAL_RECORD_LIMIT ((size_t)1 << 30)
 
 struct pd_wal_opts {
 	size_t segment_size; /* cut a new segment past this size; 0: 128 MiB */

@@ -1,0 +1,400 @@
+/* tsdb_cmd.c: `profd tsdb`, tools over a storage directory: import pprof files
+ * as blocks, analyze what is stored, list series and timestamps for a selector,
+ * and dump one stored profile. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "profd/labels.h"
+#include "profd/pprof.h"
+#include "profd/tsdb.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: profd tsdb <subcommand> [flags] ...\n"
+		"\n"
+		"subcommands:\n"
+		"  import --storage.tsdb.path=DIR --labels='heap{job=\"x\"}' FILE...\n"
+		"        append each profile at its time_nanos and write the result as blocks\n"
+		"        (no WAL is left behind)\n"
+		"  analyze DIR\n"
+		"        series, samples, chunks and bytes of timestamps and of profiles, per block\n"
+		"        and in total, and label cardinalities\n"
+		"  query DIR SELECTOR [--start=T] [--end=T] [--timestamps]\n"
+		"        series matching a PromQL selector, with their sample counts (and times)\n"
+		"  dump-profile DIR SELECTOR --time=T -o OUT.pb.gz\n"
+		"        the profile of the one matching series at time T (the latest sample at\n"
+		"        or before T), as a gzip pprof file\n"
+		"\n"
+		"Times are Unix seconds (fractions allowed) or RFC 3339, as Prometheus's API\n"
+		"takes them.\n");
+}
+
+struct args {
+	const char *path, *labels, *start, *end, *time, *out;
+	int timestamps;
+	char **pos;
+	int npos;
+};
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->pos = calloc((size_t)argc + 1, sizeof(char *));
+	if (!a->pos)
+		return -1;
+	for (int i = 0; i < argc; i++) {
+		char *s = argv[i];
+		if (strncmp(s, "--", 2) != 0 && strcmp(s, "-o") != 0) {
+			a->pos[a->npos++] = s;
+			continue;
+		}
+		if (strcmp(s, "--timestamps") == 0) {
+			a->timestamps = 1;
+			continue;
+		}
+		const char *eq = strchr(s, '=');
+		size_t nl = eq ? (size_t)(eq - s) : strlen(s);
+		const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+		if (!v) {
+			fprintf(stderr, "profd tsdb: flag %s needs a value\n", s);
+			return -1;
+		}
+#define IS(x) (nl == strlen(x) && strncmp(s, x, nl) == 0)
+		if (IS("--storage.tsdb.path"))
+			a->path = v;
+		else if (IS("--labels"))
+			a->labels = v;
+		else if (IS("--start"))
+			a->start = v;
+		else if (IS("--end"))
+			a->end = v;
+		else if (IS("--time"))
+			a->time = v;
+		else if (IS("-o") || IS("--output"))
+			a->out = v;
+		else {
+			fprintf(stderr, "profd tsdb: unknown flag %.*s\n", (int)nl, s);
+			return -1;
+		}
+#undef IS
+	}
+	return 0;
+}
+
+struct item {
+	const char *file;
+	uint8_t *raw;
+	size_t len;
+	int64_t t;
+};
+
+static int item_cmp(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+static int cmd_import(struct args *a)
+{
+	struct pd_err err = {0};
+	struct pd_labels *ls = NULL;
+	struct pd_tsdb *db = NULL;
+	struct item *items = NULL;
+	int rc = 1;
+	if (!a->path || !a->labels || a->npos == 0) {
+		fprintf(stderr, "profd tsdb import: needs --storage.tsdb.path, --labels and files\n");
+		return 2;
+	}
+	if (pd_labels_parse(&ls, a->labels, NULL, &err)) {
+		fprintf(stderr, "profd tsdb import: --labels: %s\n", err.msg);
+		return 2;
+	}
+	if (!pd_labels_get(ls, PD_LABELS_METRIC_NAME)) {
+		fprintf(stderr, "profd tsdb import: --labels must name the profile type, e.g. "
+				"heap{job=\"x\"}\n");
+		goto out;
+	}
+	items = calloc((size_t)a->npos, sizeof(*items));
+	if (!items)
+		goto out;
+	for (int i = 0; i < a->npos; i++) {
+		uint8_t *buf;
+		size_t len;
+		struct pd_pprof_profile *p;
+		items[i].file = a->pos[i];
+		if (pd_file_read(a->pos[i], PD_PPROF_DEFAULT_MAX_DECOMPRESSED, &buf, &len, &err) ||
+		    pd_pprof_decode(&p, buf, len, NULL, &err)) {
+			fprintf(stderr, "profd tsdb import: %s: %s\n", a->pos[i], err.msg);
+			if (buf)
+				free(buf);
+			goto out;
+		}
+		items[i].t = pd_pprof_time_nanos(p) / 1000000;
+		pd_pprof_destroy(p);
+		if (!items[i].t) {
+			fprintf(stderr, "profd tsdb import: %s: the profile has no time_nanos\n", a->pos[i]);
+			free(buf);
+			goto out;
+		}
+		/* stored as the validated, uncompressed protobuf the target served */
+		if (pd_gzip_is(buf, len)) {
+			if (pd_gunzip(buf, len, PD_PPROF_DEFAULT_MAX_DECOMPRESSED, &items[i].raw, &items[i].len,
+				      &err)) {
+				fprintf(stderr, "profd tsdb import: %s: %s\n", a->pos[i], err.msg);
+				free(buf);
+				goto out;
+			}
+			free(buf);
+		} else {
+			items[i].raw = buf;
+			items[i].len = len;
+		}
+	}
+	qsort(items, (size_t)a->npos, sizeof(*items), item_cmp);
+	struct pd_tsdb_opts o;
+	pd_tsdb_opts_init(&o);
+	o.wal_disabled = 1;
+	o.retention_ms = -1;
+	if (pd_tsdb_open(&db, a->path, &o, &err)) {
+		fprintf(stderr, "profd tsdb import: %s\n", err.msg);
+		goto out;
+	}
+	size_t n = pd_labels_len(ls);
+	struct pd_tsdb_label *tl = calloc(n ? n : 1, sizeof(*tl));
+	if (!tl)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		tl[i].name = pd_labels_at(ls, i)->name;
+		tl[i].value = pd_labels_at(ls, i)->value;
+	}
+	int failed = 0;
+	for (int i = 0; i < a->npos && !failed; i++) {
+		struct pd_tsdb_appender *app = pd_tsdb_appender(db);
+		if (!app || pd_tsdb_append(app, tl, n, items[i].t, items[i].raw, items[i].len, &err)) {
+			fprintf(stderr, "profd tsdb import: %s: %s\n", items[i].file, err.msg);
+			pd_tsdb_rollback(app);
+			failed = 1;
+			break;
+		}
+		if (pd_tsdb_commit(app, &err)) {
+			fprintf(stderr, "profd tsdb import: %s: %s\n", items[i].file, err.msg);
+			failed = 1;
+		}
+	}
+	free(tl);
+	if (!failed && pd_tsdb_flush(db, 1, &err)) {
+		fprintf(stderr, "profd tsdb import: writing blocks: %s\n", err.msg);
+		failed = 1;
+	}
+	if (!failed) {
+		struct pd_tsdb_stats st;
+		pd_tsdb_stats(db, &st);
+		printf("imported %d profiles into %s: %llu blocks, %llu bytes\n", a->npos, a->path,
+		       (unsigned long long)st.blocks, (unsigned long long)st.block_bytes);
+		rc = 0;
+	}
+out:
+	pd_tsdb_close(db);
+	if (items)
+		for (int i = 0; i < a->npos; i++)
+			free(items[i].raw);
+	free(items);
+	pd_labels_destroy(ls);
+	return rc;
+}
+
+static int open_selector(struct args *a, const char *cmd, struct pd_tsdb **db,
+			 struct pd_labels_selector **sel, struct pd_tsdb_matcher **m, size_t *nm)
+{
+	struct pd_err err = {0};
+	struct pd_tsdb_opts o;
+	if (a->npos != 2) {
+		fprintf(stderr, "profd tsdb %s: needs DIR and SELECTOR\n", cmd);
+		return 2;
+	}
+	if (pd_labels_selector_parse(sel, a->pos[1], strlen(a->pos[1]), NULL, &err)) {
+		fprintf(stderr, "profd tsdb %s: selector: %s\n", cmd, err.msg);
+		return 2;
+	}
+	if (pd_tsdb_matchers_from_selector(*sel, m, nm, &err))
+		return 1;
+	pd_tsdb_opts_init(&o);
+	o.retention_ms = -1;
+	o.read_only = 1;
+	if (pd_tsdb_open(db, a->pos[0], &o, &err)) {
+		fprintf(stderr, "profd tsdb %s: %s\n", cmd, err.msg);
+		return 1;
+	}
+	return 0;
+}
+
+static int parse_time_flag(const char *flag, const char *v, int64_t def, int64_t *out)
+{
+	struct pd_err err = {0};
+	if (!v) {
+		*out = def;
+		return 0;
+	}
+	if (pd_time_parse(v, out, &err)) {
+		fprintf(stderr, "profd tsdb: %s: %s\n", flag, err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static void print_labels(FILE *f, const struct pd_tsdb_series *s)
+{
+	const char *name = "";
+	for (size_t i = 0; i < s->nlabels; i++)
+		if (strcmp(s->labels[i].name, "__name__") == 0)
+			name = s->labels[i].value;
+	fprintf(f, "%s{", name);
+	int first = 1;
+	for (size_t i = 0; i < s->nlabels; i++) {
+		if (strcmp(s->labels[i].name, "__name__") == 0)
+			continue;
+		struct pd_buf b;
+		pd_buf_init(&b, 0);
+		pd_labels_quote(&b, s->labels[i].value, strlen(s->labels[i].value));
+		fprintf(f, "%s%s=%.*s", first ? "" : ", ", s->labels[i].name, (int)b.len, (char *)b.data);
+		pd_buf_fini(&b);
+		first = 0;
+	}
+	fprintf(f, "}");
+}
+
+static int cmd_query(struct args *a)
+{
+	struct pd_tsdb *db = NULL;
+	struct pd_labels_selector *sel = NULL;
+	struct pd_tsdb_matcher *m = NULL;
+	struct pd_tsdb_result *r = NULL;
+	struct pd_err err = {0};
+	size_t nm;
+	int64_t start, end;
+	int rc = open_selector(a, "query", &db, &sel, &m, &nm);
+	if (rc)
+		goto out;
+	rc = 2;
+	if (parse_time_flag("--start", a->start, INT64_MIN, &start) ||
+	    parse_time_flag("--end", a->end, INT64_MAX, &end))
+		goto out;
+	rc = 1;
+	if (pd_tsdb_select(db, m, nm, start, end, 0, &r, &err)) {
+		fprintf(stderr, "profd tsdb query: %s\n", err.msg);
+		goto out;
+	}
+	for (size_t i = 0; i < r->nseries; i++) {
+		const struct pd_tsdb_series *s = &r->series[i];
+		char t0[40], t1[40];
+		pd_time_format(s->ts[0], t0, sizeof(t0));
+		pd_time_format(s->ts[s->nts - 1], t1, sizeof(t1));
+		print_labels(stdout, s);
+		printf(" %zu samples %s .. %s\n", s->nts, t0, t1);
+		if (a->timestamps)
+			for (size_t k = 0; k < s->nts; k++)
+				printf("  %lld\n", (long long)s->ts[k]);
+	}
+	rc = 0;
+out:
+	pd_tsdb_result_destroy(r);
+	free(m);
+	pd_labels_selector_destroy(sel);
+	pd_tsdb_close(db);
+	return rc;
+}
+
+static int cmd_dump(struct args *a)
+{
+	struct pd_tsdb *db = NULL;
+	struct pd_labels_selector *sel = NULL;
+	struct pd_tsdb_matcher *m = NULL;
+	struct pd_tsdb_result *r = NULL;
+	struct pd_err err = {0};
+	uint8_t *raw = NULL, *gz = NULL;
+	size_t nm, len, gzlen;
+	int64_t t;
+	int rc;
+	if (!a->time || !a->out) {
+		fprintf(stderr, "profd tsdb dump-profile: needs --time and -o\n");
+		return 2;
+	}
+	if ((rc = open_selector(a, "dump-profile", &db, &sel, &m, &nm)))
+		goto out;
+	rc = 2;
+	if (parse_time_flag("--time", a->time, 0, &t))
+		goto out;
+	rc = 1;
+	if (pd_tsdb_select(db, m, nm, INT64_MIN, t, 0, &r, &err)) {
+		fprintf(stderr, "profd tsdb dump-profile: %s\n", err.msg);
+		goto out;
+	}
+	if (r->nseries != 1) {
+		fprintf(stderr, "profd tsdb dump-profile: the selector matches %zu series with samples "
+				"at or before the time; it must match exactly one\n",
+			r->nseries);
+		for (size_t i = 0; i < r->nseries && i < 10; i++) {
+			fprintf(stderr, "  ");
+			print_labels(stderr, &r->series[i]);
+			fprintf(stderr, "\n");
+		}
+		goto out;
+	}
+	const struct pd_tsdb_series *s = &r->series[0];
+	int64_t at = s->ts[s->nts - 1];
+	if (pd_tsdb_read(db, s->labels, s->nlabels, at, &raw, &len, &err) ||
+	    pd_gzip(raw, len, 6, &gz, &gzlen, &err) || pd_file_write(a->out, gz, gzlen, &err)) {
+		fprintf(stderr, "profd tsdb dump-profile: %s\n", err.msg);
+		goto out;
+	}
+	char ts[40];
+	pd_time_format(at, ts, sizeof(ts));
+	fprintf(stderr, "wrote the profile of %s (%zu bytes) to %s\n", ts, len, a->out);
+	rc = 0;
+out:
+	free(raw);
+	free(gz);
+	pd_tsdb_result_destroy(r);
+	free(m);
+	pd_labels_selector_destroy(sel);
+	pd_tsdb_close(db);
+	return rc;
+}
+
+int pd_cmd_tsdb(int argc, char **argv)
+{
+	struct args a;
+	int rc;
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	const char *sub = argv[1];
+	if (parse_args(argc - 2, argv + 2, &a)) {
+		free(a.pos);
+		return 2;
+	}
+	if (strcmp(sub, "import") == 0)
+		rc = cmd_import(&a);
+	else if (strcmp(sub, "query") == 0)
+		rc = cmd_query(&a);
+	else if (strcmp(sub, "dump-profile") == 0)
+		rc = cmd_dump(&a);
+	else if (strcmp(sub, "analyze") == 0) {
+		if (a.npos != 1) {
+			fprintf(stderr, "profd tsdb analyze: needs DIR\n");
+			rc = 2;
+		} else {
+			rc = pd_cmd_tsdb_analyze(a.pos[0]);
+		}
+	} else {
+		fprintf(stderr, "profd tsdb: unknown subcommand \"%s\"\n", sub);
+		usage(stderr);
+		rc = 2;
+	}
+	free(a.pos);
+	return rc;
+}

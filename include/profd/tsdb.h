@@ -1,0 +1,160 @@
+/* tsdb.h: profd's storage engine: samples are (series labels, timestamp in ms,
+ * profile bytes). New samples go to the WAL and the in-memory head; the head is
+ * persisted as immutable blocks, which are compacted into larger ones and deleted
+ * by retention. Queries select series by label matchers over the head and all
+ * blocks alike, and either list timestamps (never touching a profile) or read
+ * single profiles.
+ *
+ * Thread safety: any number of appenders and readers may run at once. */
+#ifndef PROFD_TSDB_H
+#define PROFD_TSDB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profd/util.h"
+
+struct pd_tsdb;
+
+/* A label; label sets are arrays sorted by name, names unique. */
+struct pd_tsdb_label {
+	const char *name;
+	const char *value;
+};
+
+#define PD_TSDB_DEFAULT_RETENTION_MS (15LL * 24 * 3600 * 1000)
+#define PD_TSDB_DEFAULT_BLOCK_RANGE_MS (2LL * 3600 * 1000)
+#define PD_TSDB_DEFAULT_CHUNK_SAMPLES 120
+#define PD_TSDB_DEFAULT_MAX_PROFILE ((size_t)64 << 20)
+
+struct pd_tsdb_opts {
+	int64_t retention_ms;       /* delete blocks older than this; 0: 15d; <0: never */
+	uint64_t retention_bytes;   /* delete oldest blocks past this size; 0: no limit */
+	int64_t block_range_ms;     /* span of a head block; 0: 2h */
+	unsigned chunk_samples;     /* cut a chunk after this many samples; 0: 120 */
+	unsigned value_group;       /* profiles per zstd frame; 0: the chunkenc default */
+	int zstd_level;             /* 0: the chunkenc default */
+	size_t max_profile;         /* largest profile accepted; 0: 64 MiB */
+	int wal_disabled;           /* no WAL: for bulk import that writes blocks */
+	int read_only;              /* for tools: the directory must exist, the WAL is
+				     * replayed but not opened for writing, appends fail */
+	int wal_sync;               /* 0: fsync every commit; 1: never */
+	size_t wal_segment_size;    /* 0: 128 MiB */
+};
+
+/* Fills o with the defaults. */
+void pd_tsdb_opts_init(struct pd_tsdb_opts *o);
+
+/* Opens (creating) the store in dir: loads blocks, replays the WAL into the head
+ * (cutting off a damaged tail, which is logged in the stats), and applies
+ * retention. *out is owned by the caller (pd_tsdb_close). opts may be NULL. */
+int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opts *opts,
+		 struct pd_err *err);
+/* Closes the store; samples in the head stay in the WAL for the next open. */
+void pd_tsdb_close(struct pd_tsdb *db);
+
+/* ---- appending ------------------------------------------------------------ */
+
+struct pd_tsdb_appender;
+
+/* A new appender. It must end in pd_tsdb_commit or pd_tsdb_rollback, which free it. */
+struct pd_tsdb_appender *pd_tsdb_appender(struct pd_tsdb *db);
+/* Adds a sample to the appender: labels (sorted, validated by the caller) and
+ * profile bytes are copied. Out-of-order or duplicate timestamps of a series, and
+ * profiles above max_profile, are refused here with a message naming the series. */
+int pd_tsdb_append(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
+		   int64_t t, const uint8_t *profile, size_t len, struct pd_err *err);
+/* Writes the appender's samples to the WAL and then the head, all or nothing, and
+ * frees the appender. */
+int pd_tsdb_commit(struct pd_tsdb_appender *a, struct pd_err *err);
+/* Drops the appender's samples and frees it; NULL does nothing. */
+void pd_tsdb_rollback(struct pd_tsdb_appender *a);
+
+/* ---- maintenance ---------------------------------------------------------- */
+
+/* Persists every complete block range of the head (or, with all, the whole head)
+ * as blocks, truncates the head and checkpoints the WAL, compacts blocks and
+ * applies retention. Called periodically by the daemon; import calls it with all. */
+int pd_tsdb_flush(struct pd_tsdb *db, int all, struct pd_err *err);
+
+/* ---- querying ------------------------------------------------------------- */
+
+/* A matcher as the querier sees it: a label name and a predicate over values
+ * (the value of a missing label is ""). The labels package builds these from
+ * PromQL selectors. */
+struct pd_tsdb_matcher {
+	const char *name;
+	int (*matches)(const void *ctx, const char *value);
+	const void *ctx;
+};
+
+struct pd_labels_selector;
+
+/* Matchers for a parsed PromQL selector (labels.h). *out is malloc'd (free it) and
+ * borrows the selector's matchers: keep the selector while using them. */
+int pd_tsdb_matchers_from_selector(const struct pd_labels_selector *sel,
+				   struct pd_tsdb_matcher **out, size_t *n, struct pd_err *err);
+
+struct pd_tsdb_series {
+	struct pd_tsdb_label *labels; /* sorted */
+	size_t nlabels;
+	int64_t *ts; /* ascending timestamps in [mint, maxt] */
+	size_t nts;
+};
+
+struct pd_tsdb_result {
+	struct pd_tsdb_series *series; /* sorted by labels */
+	size_t nseries;
+	void *priv;
+};
+
+/* Series matching every matcher with at least one sample in [mint, maxt], with
+ * their timestamps, over head and blocks; reads timestamp chunks only. *out is
+ * owned by the caller (pd_tsdb_result_destroy). limit > 0 caps the series. */
+int pd_tsdb_select(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm, int64_t mint,
+		   int64_t maxt, size_t limit, struct pd_tsdb_result **out, struct pd_err *err);
+void pd_tsdb_result_destroy(struct pd_tsdb_result *r);
+
+/* The profile of the series with exactly these labels at time t (exact match).
+ * *out is malloc'd, owned by the caller. PD_ENOTFOUND when there is none. */
+int pd_tsdb_read(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t n, int64_t t,
+		 uint8_t **out, size_t *len, struct pd_err *err);
+
+/* Sorted distinct label names, or values of one name, of series matching the
+ * matchers (none: all series) in [mint, maxt]. *out and its strings are malloc'd;
+ * free with pd_tsdb_strings_free. */
+int pd_tsdb_label_names(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm,
+			int64_t mint, int64_t maxt, char ***out, size_t *n, struct pd_err *err);
+int pd_tsdb_label_values(struct pd_tsdb *db, const char *name, const struct pd_tsdb_matcher *m,
+			 size_t nm, int64_t mint, int64_t maxt, char ***out, size_t *n,
+			 struct pd_err *err);
+void pd_tsdb_strings_free(char **s, size_t n);
+
+/* ---- statistics ----------------------------------------------------------- */
+
+struct pd_tsdb_stats {
+	uint64_t head_series, head_samples, head_chunks;
+	int64_t head_mint, head_maxt;
+	uint64_t blocks, block_bytes, wal_bytes;
+	uint64_t compactions, retention_deletions;
+	/* the WAL's damaged tail cut off at open, if any */
+	int wal_repaired;
+	char wal_repair[300];
+};
+
+void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st);
+
+struct pd_tsdb_block_info {
+	char ulid[27];
+	int64_t mint, maxt; /* maxt exclusive */
+	int level;
+	uint64_t series, chunks, samples;
+	uint64_t ts_bytes, value_bytes; /* chunk payload bytes of each kind */
+	uint64_t size;                  /* bytes of all the block's files */
+};
+
+/* Describes every block, oldest first. *out is malloc'd (free it). */
+int pd_tsdb_blocks(struct pd_tsdb *db, struct pd_tsdb_block_info **out, size_t *n,
+		   struct pd_err *err);
+
+#endif

@@ -1,0 +1,959 @@
+/* db.c: the database: opening (blocks, WAL replay into the head), the appender
+ * with all-or-nothing commits (WAL first, then head), persisting head ranges as
+ * blocks, compaction of blocks into larger ranges, and retention by time and by
+ * size. */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tsdb_int.h"
+#include "wal.h"
+
+void pd_tsdb_opts_init(struct pd_tsdb_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->retention_ms = PD_TSDB_DEFAULT_RETENTION_MS;
+	o->block_range_ms = PD_TSDB_DEFAULT_BLOCK_RANGE_MS;
+	o->chunk_samples = PD_TSDB_DEFAULT_CHUNK_SAMPLES;
+	o->value_group = PD_CHUNKENC_DEFAULT_GROUP;
+	o->zstd_level = PD_CHUNKENC_DEFAULT_ZSTD_LEVEL;
+	o->max_profile = PD_TSDB_DEFAULT_MAX_PROFILE;
+}
+
+static void fill_defaults(struct pd_tsdb_opts *o)
+{
+	struct pd_tsdb_opts d;
+	pd_tsdb_opts_init(&d);
+	if (!o->retention_ms)
+		o->retention_ms = d.retention_ms;
+	if (o->block_range_ms <= 0)
+		o->block_range_ms = d.block_range_ms;
+	if (!o->chunk_samples || o->chunk_samples > PD_CHUNKENC_MAX_SAMPLES)
+		o->chunk_samples = d.chunk_samples;
+	if (!o->value_group)
+		o->value_group = d.value_group;
+	if (!o->zstd_level)
+		o->zstd_level = d.zstd_level;
+	if (!o->max_profile)
+		o->max_profile = d.max_profile;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int rm_rf(const char *path)
+{
+	return nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int is_ulid(const char *s)
+{
+	if (strlen(s) != 26)
+		return 0;
+	for (const char *c = s; *c; c++)
+		if (!((*c >= '0' && *c <= '9') || (*c >= 'A' && *c <= 'Z')))
+			return 0;
+	return 1;
+}
+
+static int block_cmp(const void *a, const void *b)
+{
+	const struct pd_block_meta *x = pd_block_meta(*(struct pd_block *const *)a);
+	const struct pd_block_meta *y = pd_block_meta(*(struct pd_block *const *)b);
+	return x->mint < y->mint ? -1 : x->mint > y->mint;
+}
+
+static char *path_join(const char *a, const char *b)
+{
+	size_t n = strlen(a) + strlen(b) + 2;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s/%s", a, b);
+	return p;
+}
+
+static int add_block(struct pd_tsdb *db, struct pd_block *b, struct pd_err *err)
+{
+	struct pd_block **nb = realloc(db->blocks, (db->nblocks + 1) * sizeof(*nb));
+	if (!nb)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	db->blocks = nb;
+	db->blocks[db->nblocks++] = b;
+	qsort(db->blocks, db->nblocks, sizeof(*db->blocks), block_cmp);
+	return 0;
+}
+
+/* True when every source of a is among the sources of b. */
+static int sources_within(const struct pd_block_meta *a, const struct pd_block_meta *b)
+{
+	for (size_t i = 0; i < a->nsources; i++) {
+		size_t k = 0;
+		while (k < b->nsources && strcmp(a->sources[i], b->sources[k]) != 0)
+			k++;
+		if (k == b->nsources)
+			return 0;
+	}
+	return a->nsources > 0;
+}
+
+/* A compaction that a crash interrupted after writing its block but before
+ * deleting the blocks it replaced leaves both: drop the replaced ones. */
+static void drop_superseded(struct pd_tsdb *db)
+{
+	for (size_t i = 0; i < db->nblocks;) {
+		const struct pd_block_meta *a = pd_block_meta(db->blocks[i]);
+		int superseded = 0;
+		for (size_t k = 0; k < db->nblocks && !superseded; k++)
+			superseded = k != i && pd_block_meta(db->blocks[k])->level > a->level &&
+				     sources_within(a, pd_block_meta(db->blocks[k]));
+		if (!superseded) {
+			i++;
+			continue;
+		}
+		char *dir = strdup(pd_block_dir(db->blocks[i]));
+		pd_block_close(db->blocks[i]);
+		memmove(db->blocks + i, db->blocks + i + 1, (db->nblocks - i - 1) * sizeof(*db->blocks));
+		db->nblocks--;
+		if (dir) {
+			rm_rf(dir);
+			free(dir);
+		}
+	}
+}
+
+static int load_blocks(struct pd_tsdb *db, struct pd_err *err)
+{
+	DIR *d = opendir(db->dir);
+	struct dirent *e;
+	int rc = 0;
+	if (!d)
+		return pd_err_set(err, PD_EIO, "%s: %s", db->dir, strerror(errno));
+	while ((e = readdir(d)) && !rc) {
+		size_t l = strlen(e->d_name);
+		char *p = path_join(db->dir, e->d_name);
+		if (!p) {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			break;
+		}
+		if ((l > 4 && strcmp(e->d_name + l - 4, ".tmp") == 0) ||
+		    (l > 8 && strcmp(e->d_name + l - 8, ".deleted") == 0)) {
+			/* a block write or delete that a crash interrupted */
+			rm_rf(p);
+		} else if (is_ulid(e->d_name)) {
+			struct pd_block *b;
+			if ((rc = pd_block_open(&b, p, err)) == 0 && (rc = add_block(db, b, err)))
+				pd_block_close(b);
+		}
+		free(p);
+	}
+	closedir(d);
+	if (!rc)
+		drop_superseded(db);
+	return rc;
+}
+
+/* ---- WAL replay ------------------------------------------------------------ */
+
+struct replay_ctx {
+	struct pd_tsdb *db;
+	int64_t min_t; /* samples before this are in blocks already */
+	uint64_t skipped;
+};
+
+static int replay_series(void *c, uint64_t ref, const struct pd_lpair *l, size_t n)
+{
+	struct replay_ctx *rc = c;
+	struct head_series *s;
+	int created;
+	struct pd_err err;
+	if (head_get_or_create(&rc->db->head, l, n, ref, &s, &created, &err))
+		return PD_ENOMEM;
+	s->logged = 1;
+	return 0;
+}
+
+static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, size_t len)
+{
+	struct replay_ctx *rc = c;
+	struct head *h = &rc->db->head;
+	struct pd_err err;
+	if (t < rc->min_t || ref == 0 || ref > h->nseries || !h->series[ref - 1]) {
+		rc->skipped++;
+		return 0;
+	}
+	if (head_append(h, h->series[ref - 1], t, p, len, &err))
+		rc->skipped++; /* a duplicate of an already replayed sample */
+	return 0;
+}
+
+int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opts *opts,
+		 struct pd_err *err)
+{
+	struct pd_tsdb *db = calloc(1, sizeof(*db));
+	int rc;
+	*out = NULL;
+	if (!db)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	if (opts)
+		db->o = *opts;
+	else
+		pd_tsdb_opts_init(&db->o);
+	fill_defaults(&db->o);
+	pthread_mutex_init(&db->append_mu, NULL);
+	pthread_rwlock_init(&db->blocks_mu, NULL);
+	if (!(db->dir = strdup(dir))) {
+		free(db);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	if (head_init(&db->head, &db->o)) {
+		free(db->dir);
+		free(db);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	if (db->o.read_only) {
+		struct stat st;
+		if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+			rc = pd_err_set(err, PD_ENOTFOUND, "%s: no such storage directory", dir);
+			goto fail;
+		}
+	} else if (mkdir(dir, 0755) && errno != EEXIST) {
+		rc = pd_err_set(err, PD_EIO, "creating %s: %s", dir, strerror(errno));
+		goto fail;
+	}
+	if ((rc = load_blocks(db, err)))
+		goto fail;
+	if (!db->o.wal_disabled) {
+		char *wdir = path_join(dir, "wal");
+		struct replay_ctx ctx = {db, INT64_MIN, 0};
+		struct pd_wal_replay_cb cb = {replay_series, replay_sample, &ctx};
+		struct pd_wal_replay_stats st;
+		struct pd_wal_opts wo = {.segment_size = db->o.wal_segment_size, .sync = db->o.wal_sync};
+		if (!wdir) {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			goto fail;
+		}
+		if (db->nblocks)
+			ctx.min_t = pd_block_meta(db->blocks[db->nblocks - 1])->maxt;
+		memset(&st, 0, sizeof(st));
+		rc = pd_wal_replay(wdir, &cb, &st, err);
+		if (!rc && st.truncated) {
+			db->wal_repaired = 1;
+			snprintf(db->wal_repair, sizeof(db->wal_repair),
+				 "WAL segment %u cut at byte %llu: %s", st.segment,
+				 (unsigned long long)st.offset, st.reason);
+		}
+		if (!rc && !db->o.read_only)
+			rc = pd_wal_open(&db->wal, wdir, &wo, err);
+		free(wdir);
+		if (rc)
+			goto fail;
+	}
+	*out = db;
+	return 0;
+fail:
+	pd_tsdb_close(db);
+	return rc;
+}
+
+void pd_tsdb_close(struct pd_tsdb *db)
+{
+	if (!db)
+		return;
+	pd_wal_close(db->wal);
+	for (size_t i = 0; i < db->nblocks; i++)
+		pd_block_close(db->blocks[i]);
+	free(db->blocks);
+	head_fini(&db->head);
+	pthread_mutex_destroy(&db->append_mu);
+	pthread_rwlock_destroy(&db->blocks_mu);
+	free(db->dir);
+	free(db);
+}
+
+int db_sources(struct pd_tsdb *db, int64_t mint, int64_t maxt, struct source **out, size_t *n,
+	       struct pd_err *err)
+{
+	*out = malloc((db->nblocks + 1) * sizeof(**out));
+	*n = 0;
+	if (!*out)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	for (size_t i = 0; i < db->nblocks; i++) {
+		const struct pd_block_meta *m = pd_block_meta(db->blocks[i]);
+		if (m->maxt <= mint || m->mint > maxt)
+			continue;
+		(*out)[(*n)++] = (struct source){&block_reader_ops, db->blocks[i], m->mint, m->maxt - 1};
+	}
+	(*out)[(*n)++] = (struct source){&head_reader_ops, &db->head, db->head.mint, db->head.maxt};
+	return 0;
+}
+
+/* ---- appending ------------------------------------------------------------- */
+
+struct app_sample {
+	struct pd_lpair *labels; /* with the strings after the array */
+	size_t n;
+	uint64_t hash;
+	int64_t t;
+	uint8_t *p;
+	size_t len;
+};
+
+struct pd_tsdb_appender {
+	struct pd_tsdb *db;
+	struct app_sample *v;
+	size_t n, cap;
+};
+
+struct pd_tsdb_appender *pd_tsdb_appender(struct pd_tsdb *db)
+{
+	struct pd_tsdb_appender *a = calloc(1, sizeof(*a));
+	if (a)
+		a->db = db;
+	return a;
+}
+
+static void app_free(struct pd_tsdb_appender *a)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		free(a->v[i].labels);
+		free(a->v[i].p);
+	}
+	free(a->v);
+	free(a);
+}
+
+void pd_tsdb_rollback(struct pd_tsdb_appender *a)
+{
+	if (a)
+		app_free(a);
+}
+
+static void series_name(const struct pd_lpair *l, size_t n, char *out, size_t size)
+{
+	size_t off = 0;
+	const char *name = "";
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(l[i].name, "__name__") == 0)
+			name = l[i].value;
+	off += (size_t)snprintf(out, size, "%s{", name);
+	for (size_t i = 0; i < n && off < size; i++) {
+		if (strcmp(l[i].name, "__name__") == 0)
+			continue;
+		off += (size_t)snprintf(out + off, size - off, "%s%s=\"%s\"",
+					off > strlen(name) + 1 ? ", " : "", l[i].name, l[i].value);
+	}
+	if (off < size)
+		snprintf(out + off, size - off, "}");
+}
+
+/* The newest timestamp of a label set, in the head or earlier in this appender. */
+static int64_t last_time(struct pd_tsdb_appender *a, const struct pd_lpair *l, size_t n,
+			 uint64_t hash)
+{
+	for (size_t i = a->n; i-- > 0;)
+		if (a->v[i].hash == hash && labels_cmp(a->v[i].labels, a->v[i].n, l, n) == 0)
+			return a->v[i].t;
+	struct head_series *s = head_get(&a->db->head, l, n, hash);
+	int64_t t = INT64_MIN;
+	if (s) {
+		pthread_mutex_lock(&s->mu);
+		t = s->maxt;
+		pthread_mutex_unlock(&s->mu);
+	}
+	return t;
+}
+
+int pd_tsdb_append(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
+		   int64_t t, const uint8_t *profile, size_t len, struct pd_err *err)
+{
+	const struct pd_lpair *l = (const struct pd_lpair *)(const void *)labels;
+	char name[256];
+	if (len > a->db->o.max_profile) {
+		series_name(l, n, name, sizeof(name));
+		return pd_err_set(err, PD_ETOOBIG, "%s: profile of %zu bytes exceeds the limit of %zu",
+				  name, len, a->db->o.max_profile);
+	}
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(l[i - 1].name, l[i].name) >= 0)
+			return pd_err_set(err, PD_EINVAL, "labels must be sorted by name and unique (\"%s\", \"%s\")",
+					  l[i - 1].name, l[i].name);
+	uint64_t hash = labels_hash(l, n);
+	int64_t last = last_time(a, l, n, hash);
+	if (t <= last) {
+		series_name(l, n, name, sizeof(name));
+		return pd_err_set(err, PD_EINVAL, "%s: %s sample at %lld, the series already has %lld",
+				  name, t == last ? "duplicate" : "out of order", (long long)t,
+				  (long long)last);
+	}
+	if (a->n == a->cap) {
+		size_t c = a->cap ? a->cap * 2 : 16;
+		struct app_sample *nv = realloc(a->v, c * sizeof(*nv));
+		if (!nv)
+			return pd_err_set(err, PD_ENOMEM, "out of memory");
+		a->v = nv;
+		a->cap = c;
+	}
+	size_t bytes = n * sizeof(struct pd_lpair);
+	for (size_t i = 0; i < n; i++)
+		bytes += strlen(l[i].name) + strlen(l[i].value) + 2;
+	struct pd_lpair *lp = malloc(bytes ? bytes : 1);
+	uint8_t *p = malloc(len ? len : 1);
+	if (!lp || !p) {
+		free(lp);
+		free(p);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	char *s = (char *)(lp + n);
+	for (size_t i = 0; i < n; i++) {
+		size_t x = strlen(l[i].name) + 1, y = strlen(l[i].value) + 1;
+		memcpy(s, l[i].name, x);
+		lp[i].name = s;
+		s += x;
+		memcpy(s, l[i].value, y);
+		lp[i].value = s;
+		s += y;
+	}
+	if (len)
+		memcpy(p, profile, len);
+	a->v[a->n++] = (struct app_sample){lp, n, hash, t, p, len};
+	return 0;
+}
+
+int pd_tsdb_commit(struct pd_tsdb_appender *a, struct pd_err *err)
+{
+	struct pd_tsdb *db = a->db;
+	if (db->o.read_only) {
+		app_free(a);
+		return pd_err_set(err, PD_EINVAL, "the store is open read-only");
+	}
+	struct head_series **ser = calloc(a->n ? a->n : 1, sizeof(*ser));
+	int rc = 0;
+	if (!ser) {
+		app_free(a);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	pthread_mutex_lock(&db->append_mu);
+	/* series first, and the order check again now that no one else commits */
+	for (size_t i = 0; i < a->n && !rc; i++) {
+		int created;
+		struct app_sample *s = &a->v[i];
+		rc = head_get_or_create(&db->head, s->labels, s->n, 0, &ser[i], &created, err);
+		if (rc)
+			break;
+		int64_t last = INT64_MIN;
+		for (size_t k = i; k-- > 0;)
+			if (ser[k] == ser[i]) {
+				last = a->v[k].t;
+				break;
+			}
+		if (last == INT64_MIN) {
+			pthread_mutex_lock(&ser[i]->mu);
+			last = ser[i]->maxt;
+			pthread_mutex_unlock(&ser[i]->mu);
+		}
+		if (s->t <= last) {
+			char name[256];
+			series_name(s->labels, s->n, name, sizeof(name));
+			rc = pd_err_set(err, PD_EINVAL, "%s: out of order sample at %lld, the series has %lld",
+					name, (long long)s->t, (long long)last);
+		}
+		if (!rc && db->wal && !ser[i]->logged) {
+			int dup = 0;
+			for (size_t k = 0; k < i && !dup; k++)
+				dup = ser[k] == ser[i];
+			if (!dup)
+				rc = pd_wal_add_series(db->wal, ser[i]->ref, ser[i]->labels, ser[i]->nlabels,
+						       err);
+		}
+	}
+	for (size_t i = 0; i < a->n && !rc && db->wal; i++)
+		rc = pd_wal_add_sample(db->wal, ser[i]->ref, a->v[i].t, a->v[i].p, a->v[i].len, err);
+	if (!rc && db->wal)
+		rc = pd_wal_commit(db->wal, err);
+	if (rc) {
+		if (db->wal)
+			pd_wal_rollback(db->wal);
+		goto out;
+	}
+	for (size_t i = 0; i < a->n; i++) {
+		ser[i]->logged = 1;
+		int r2 = head_append(&db->head, ser[i], a->v[i].t, a->v[i].p, a->v[i].len, err);
+		if (r2 && !rc)
+			rc = r2; /* only memory can fail here; the WAL has the sample */
+	}
+out:
+	pthread_mutex_unlock(&db->append_mu);
+	free(ser);
+	app_free(a);
+	return rc;
+}
+
+/* ---- persisting the head ----------------------------------------------------- */
+
+static int series_ptr_cmp(const void *a, const void *b)
+{
+	const struct head_series *x = *(struct head_series *const *)a;
+	const struct head_series *y = *(struct head_series *const *)b;
+	return labels_cmp(x->labels, x->nlabels, y->labels, y->nlabels);
+}
+
+/* Writes the head's chunks inside [lo, hi) as one block and opens it. */
+static int persist_range(struct pd_tsdb *db, int64_t lo, int64_t hi, struct pd_err *err)
+{
+	struct head *h = &db->head;
+	struct pd_block_writer *w = NULL;
+	struct head_series **all = NULL;
+	size_t n = 0;
+	int rc;
+	if ((rc = head_cut_before(h, hi, err)))
+		return rc;
+	pthread_rwlock_rdlock(&h->mu);
+	all = malloc((h->nseries ? h->nseries : 1) * sizeof(*all));
+	if (all)
+		for (size_t i = 0; i < h->nseries; i++)
+			if (h->series[i])
+				all[n++] = h->series[i];
+	pthread_rwlock_unlock(&h->mu);
+	if (!all)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	qsort(all, n, sizeof(*all), series_ptr_cmp);
+	uint64_t written = 0;
+	if ((rc = pd_block_writer_create(&w, db->dir, lo, hi, 1, NULL, 0, err)))
+		goto out;
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct head_series *s = all[i];
+		pthread_mutex_lock(&s->mu);
+		struct pd_block_chunk *cs = malloc((s->nchunks ? s->nchunks : 1) * sizeof(*cs));
+		size_t nc = 0;
+		if (!cs) {
+			pthread_mutex_unlock(&s->mu);
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			break;
+		}
+		for (size_t k = 0; k < s->nchunks; k++) {
+			const struct head_chunk *c = &s->chunks[k];
+			if (c->mint >= lo && c->maxt < hi)
+				cs[nc++] = (struct pd_block_chunk){c->mint, c->maxt, c->count, c->ts, c->ts_len,
+								   c->vals, c->vals_len};
+		}
+		if (nc) {
+			rc = pd_block_writer_add_series(w, s->labels, s->nlabels, cs, nc, err);
+			written++;
+		}
+		pthread_mutex_unlock(&s->mu);
+		free(cs);
+	}
+	if (rc) {
+		pd_block_writer_abort(w);
+		goto out;
+	}
+	if (!written) {
+		pd_block_writer_abort(w);
+		goto out;
+	}
+	char ulid[27];
+	if ((rc = pd_block_writer_finish(w, ulid, err)))
+		goto out;
+	char *p = path_join(db->dir, ulid);
+	struct pd_block *b;
+	if (!p) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = pd_block_open(&b, p, err);
+	free(p);
+	if (rc)
+		goto out;
+	pthread_rwlock_wrlock(&db->blocks_mu);
+	rc = add_block(db, b, err);
+	pthread_rwlock_unlock(&db->blocks_mu);
+	if (rc)
+		pd_block_close(b);
+out:
+	free(all);
+	return rc;
+}
+
+struct keep_ctx {
+	struct head *h;
+	int64_t mint;
+};
+
+static int keep_series(void *c, uint64_t ref)
+{
+	struct keep_ctx *k = c;
+	struct head_series *s = ref && ref <= k->h->nseries ? k->h->series[ref - 1] : NULL;
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	int keep = s->maxt >= k->mint;
+	if (!keep)
+		s->logged = 0; /* its record is gone: log it again if it comes back */
+	pthread_mutex_unlock(&s->mu);
+	return keep;
+}
+
+static int window_floor(int64_t t, int64_t r, int64_t *out)
+{
+	*out = t >= 0 ? t / r * r : -((-t - 1) / r + 1) * r;
+	return 0;
+}
+
+static int compact(struct pd_tsdb *db, struct pd_err *err);
+static int apply_retention(struct pd_tsdb *db, struct pd_err *err);
+
+int pd_tsdb_flush(struct pd_tsdb *db, int all, struct pd_err *err)
+{
+	struct head *h = &db->head;
+	int rc = 0;
+	int64_t br = db->o.block_range_ms, persisted_to = INT64_MIN;
+	if (db->o.read_only)
+		return pd_err_set(err, PD_EINVAL, "the store is open read-only");
+	pthread_mutex_lock(&db->append_mu);
+	while (!rc && h->mint != INT64_MAX && h->maxt != INT64_MIN) {
+		int64_t lo;
+		window_floor(h->mint, br, &lo);
+		int64_t hi = lo + br;
+		/* keep the newest half range in the head, as Prometheus does, unless all */
+		if (!all && hi > h->maxt - br / 2)
+			break;
+		if ((rc = persist_range(db, lo, hi, err)))
+			break;
+		head_truncate(h, hi);
+		persisted_to = hi;
+	}
+	if (!rc && persisted_to != INT64_MIN && db->wal) {
+		struct keep_ctx k = {h, persisted_to};
+		rc = pd_wal_cut(db->wal, err);
+		if (!rc)
+			rc = pd_wal_checkpoint(db->wal, persisted_to, keep_series, &k, err);
+	}
+	pthread_mutex_unlock(&db->append_mu);
+	if (!rc)
+		rc = compact(db, err);
+	if (!rc)
+		rc = apply_retention(db, err);
+	return rc;
+}
+
+/* ---- compaction ---------------------------------------------------------------- */
+
+struct cursor {
+	struct pd_block *b;
+	uint64_t *refs;
+	size_t n, i;
+	struct pd_lpair *labels;
+	size_t nl;
+	struct pd_block_chunk_meta *chunks;
+	size_t nc;
+};
+
+static int cursor_load(struct cursor *c, struct pd_err *err)
+{
+	free(c->labels);
+	free(c->chunks);
+	c->labels = NULL;
+	c->chunks = NULL;
+	if (c->i >= c->n)
+		return 0;
+	return pd_block_series(c->b, c->refs[c->i], &c->labels, &c->nl, &c->chunks, &c->nc, err);
+}
+
+/* Merges blocks (sorted by time, not overlapping) into one new block. */
+static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char ulid[27],
+			struct pd_err *err)
+{
+	struct cursor *cur = calloc(n, sizeof(*cur));
+	char(*sources)[27] = NULL;
+	size_t nsrc = 0;
+	struct pd_block_writer *w = NULL;
+	struct pd_block_chunk *cs = NULL;
+	size_t cs_cap = 0;
+	int rc = 0, level = 0;
+	if (!cur)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const struct pd_block_meta *m = pd_block_meta(bs[i]);
+		nsrc += m->nsources ? m->nsources : 1;
+		if (m->level > level)
+			level = m->level;
+	}
+	sources = calloc(nsrc, sizeof(*sources));
+	if (!sources) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	nsrc = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct pd_block_meta *m = pd_block_meta(bs[i]);
+		if (!m->nsources)
+			memcpy(sources[nsrc++], m->ulid, 27);
+		for (size_t k = 0; k < m->nsources; k++)
+			memcpy(sources[nsrc++], m->sources[k], 27);
+	}
+	rc = pd_block_writer_create(&w, db->dir, pd_block_meta(bs[0])->mint,
+				    pd_block_meta(bs[n - 1])->maxt, level + 1,
+				    (const char(*)[27])sources, nsrc, err);
+	for (size_t i = 0; i < n && !rc; i++) {
+		cur[i].b = bs[i];
+		if (!(rc = pd_block_all_series(bs[i], &cur[i].refs, &cur[i].n, err)))
+			rc = cursor_load(&cur[i], err);
+	}
+	while (!rc) {
+		/* the smallest label set among the cursors */
+		struct cursor *min = NULL;
+		for (size_t i = 0; i < n; i++)
+			if (cur[i].i < cur[i].n &&
+			    (!min || labels_cmp(cur[i].labels, cur[i].nl, min->labels, min->nl) < 0))
+				min = &cur[i];
+		if (!min)
+			break;
+		struct pd_lpair *lab = min->labels;
+		size_t nlab = min->nl, ncs = 0;
+		/* every block with this series contributes its chunks, oldest block first */
+		for (size_t i = 0; i < n && !rc; i++) {
+			if (cur[i].i >= cur[i].n || labels_cmp(cur[i].labels, cur[i].nl, lab, nlab) != 0)
+				continue;
+			if (ncs + cur[i].nc > cs_cap) {
+				size_t c = (ncs + cur[i].nc) * 2;
+				struct pd_block_chunk *nc = realloc(cs, c * sizeof(*nc));
+				if (!nc) {
+					rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+					break;
+				}
+				cs = nc;
+				cs_cap = c;
+			}
+			for (size_t k = 0; k < cur[i].nc && !rc; k++) {
+				const struct pd_block_chunk_meta *m = &cur[i].chunks[k];
+				struct pd_block_chunk *c = &cs[ncs++];
+				c->mint = m->mint;
+				c->maxt = m->maxt;
+				c->count = m->count;
+				rc = pd_block_chunk_bytes(bs[i], m->ts_ref, &c->ts, &c->ts_len, err);
+				if (!rc)
+					rc = pd_block_chunk_bytes(bs[i], m->vals_ref, &c->vals, &c->vals_len, err);
+			}
+		}
+		if (!rc)
+			rc = pd_block_writer_add_series(w, lab, nlab, cs, ncs, err);
+		/* advance every cursor that held this series (lab points into min's
+		 * labels, so compare before any reload) */
+		struct cursor *adv[64];
+		size_t nadv = 0;
+		for (size_t i = 0; i < n && !rc; i++)
+			if (cur[i].i < cur[i].n && labels_cmp(cur[i].labels, cur[i].nl, lab, nlab) == 0 &&
+			    nadv < 64)
+				adv[nadv++] = &cur[i];
+		for (size_t i = 0; i < nadv && !rc; i++) {
+			adv[i]->i++;
+			rc = cursor_load(adv[i], err);
+		}
+	}
+	if (rc)
+		pd_block_writer_abort(w);
+	else
+		rc = pd_block_writer_finish(w, ulid, err);
+out:
+	for (size_t i = 0; i < n; i++) {
+		free(cur[i].refs);
+		free(cur[i].labels);
+		free(cur[i].chunks);
+	}
+	free(cur);
+	free(cs);
+	free(sources);
+	return rc;
+}
+
+/* Replaces blocks [from, from+n) of db->blocks by the block in dir ulid. */
+static int swap_blocks(struct pd_tsdb *db, size_t from, size_t n, const char *ulid,
+		       struct pd_err *err)
+{
+	char *p = path_join(db->dir, ulid);
+	struct pd_block *nb;
+	int rc;
+	if (!p)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	rc = pd_block_open(&nb, p, err);
+	free(p);
+	if (rc)
+		return rc;
+	struct pd_block **old = malloc(n * sizeof(*old));
+	if (!old) {
+		pd_block_close(nb);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	pthread_rwlock_wrlock(&db->blocks_mu);
+	memcpy(old, db->blocks + from, n * sizeof(*old));
+	db->blocks[from] = nb;
+	memmove(db->blocks + from + 1, db->blocks + from + n,
+		(db->nblocks - from - n) * sizeof(*db->blocks));
+	db->nblocks -= n - 1;
+	pthread_rwlock_unlock(&db->blocks_mu);
+	for (size_t i = 0; i < n; i++) {
+		char *dir = strdup(pd_block_dir(old[i]));
+		pd_block_close(old[i]);
+		if (dir) {
+			size_t l = strlen(dir);
+			char *del = malloc(l + 9);
+			if (del) {
+				snprintf(del, l + 9, "%s.deleted", dir);
+				if (rename(dir, del) == 0)
+					rm_rf(del);
+				free(del);
+			}
+			free(dir);
+		}
+	}
+	free(old);
+	return 0;
+}
+
+static int compact(struct pd_tsdb *db, struct pd_err *err)
+{
+	int64_t br = db->o.block_range_ms;
+	int64_t max_range = db->o.retention_ms > 0 ? db->o.retention_ms / 10 : 31LL * 86400000;
+	int rc = 0;
+	/* only this thread changes the block list; readers may run meanwhile */
+	pthread_mutex_lock(&db->append_mu);
+	for (int64_t r = br * 3; r <= max_range && !rc; r *= 3) {
+		for (int again = 1; again && !rc;) {
+			again = 0;
+			int64_t newest = db->nblocks ? pd_block_meta(db->blocks[db->nblocks - 1])->maxt : 0;
+			if (db->head.maxt != INT64_MIN && db->head.maxt > newest)
+				newest = db->head.maxt;
+			for (size_t i = 0; i < db->nblocks && !again; i++) {
+				int64_t lo;
+				window_floor(pd_block_meta(db->blocks[i])->mint, r, &lo);
+				int64_t hi = lo + r;
+				if (hi > newest)
+					break; /* the window is still filling */
+				size_t j = i;
+				while (j < db->nblocks && pd_block_meta(db->blocks[j])->maxt <= hi &&
+				       pd_block_meta(db->blocks[j])->mint >= lo)
+					j++;
+				if (j - i < 2)
+					continue;
+				char ulid[27];
+				if ((rc = merge_blocks(db, db->blocks + i, j - i, ulid, err)))
+					break;
+				if ((rc = swap_blocks(db, i, j - i, ulid, err)))
+					break;
+				db->compactions++;
+				again = 1;
+			}
+		}
+	}
+	pthread_mutex_unlock(&db->append_mu);
+	return rc;
+}
+
+static int apply_retention(struct pd_tsdb *db, struct pd_err *err)
+{
+	(void)err;
+	pthread_mutex_lock(&db->append_mu);
+	for (;;) {
+		if (!db->nblocks)
+			break;
+		int64_t newest = pd_block_meta(db->blocks[db->nblocks - 1])->maxt;
+		if (db->head.maxt != INT64_MIN && db->head.maxt > newest)
+			newest = db->head.maxt;
+		const struct pd_block_meta *oldest = pd_block_meta(db->blocks[0]);
+		int drop = db->o.retention_ms > 0 && oldest->maxt <= newest - db->o.retention_ms;
+		if (!drop && db->o.retention_bytes) {
+			uint64_t total = db->wal ? pd_wal_size(db->wal) : 0;
+			for (size_t i = 0; i < db->nblocks; i++)
+				total += pd_block_size(db->blocks[i]);
+			drop = total > db->o.retention_bytes;
+		}
+		if (!drop)
+			break;
+		struct pd_block *b = db->blocks[0];
+		pthread_rwlock_wrlock(&db->blocks_mu);
+		memmove(db->blocks, db->blocks + 1, (db->nblocks - 1) * sizeof(*db->blocks));
+		db->nblocks--;
+		pthread_rwlock_unlock(&db->blocks_mu);
+		char *dir = strdup(pd_block_dir(b));
+		pd_block_close(b);
+		if (dir) {
+			rm_rf(dir);
+			free(dir);
+		}
+		db->retention_deletions++;
+	}
+	pthread_mutex_unlock(&db->append_mu);
+	return 0;
+}
+
+void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	struct head *h = &db->head;
+	pthread_rwlock_rdlock(&h->mu);
+	st->head_mint = h->mint;
+	st->head_maxt = h->maxt;
+	for (size_t i = 0; i < h->nseries; i++) {
+		struct head_series *s = h->series[i];
+		if (!s)
+			continue;
+		pthread_mutex_lock(&s->mu);
+		if (s->nchunks || s->open_ts.count)
+			st->head_series++;
+		st->head_chunks += s->nchunks + (s->open_ts.count ? 1 : 0);
+		for (size_t k = 0; k < s->nchunks; k++)
+			st->head_samples += s->chunks[k].count;
+		st->head_samples += s->open_ts.count;
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_rwlock_unlock(&h->mu);
+	pthread_rwlock_rdlock(&db->blocks_mu);
+	st->blocks = db->nblocks;
+	for (size_t i = 0; i < db->nblocks; i++)
+		st->block_bytes += pd_block_size(db->blocks[i]);
+	pthread_rwlock_unlock(&db->blocks_mu);
+	st->wal_bytes = db->wal ? pd_wal_size(db->wal) : 0;
+	st->compactions = db->compactions;
+	st->retention_deletions = db->retention_deletions;
+	st->wal_repaired = db->wal_repaired;
+	memcpy(st->wal_repair, db->wal_repair, sizeof(st->wal_repair));
+}
+
+int pd_tsdb_blocks(struct pd_tsdb *db, struct pd_tsdb_block_info **out, size_t *n,
+		   struct pd_err *err)
+{
+	pthread_rwlock_rdlock(&db->blocks_mu);
+	*n = db->nblocks;
+	*out = calloc(db->nblocks ? db->nblocks : 1, sizeof(**out));
+	if (!*out) {
+		pthread_rwlock_unlock(&db->blocks_mu);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < db->nblocks; i++) {
+		const struct pd_block_meta *m = pd_block_meta(db->blocks[i]);
+		struct pd_tsdb_block_info *b = &(*out)[i];
+		memcpy(b->ulid, m->ulid, sizeof(b->ulid));
+		b->mint = m->mint;
+		b->maxt = m->maxt;
+		b->level = m->level;
+		b->series = m->num_series;
+		b->chunks = m->num_chunks;
+		b->samples = m->num_samples;
+		b->ts_bytes = m->ts_bytes;
+		b->value_bytes = m->value_bytes;
+		b->size = pd_block_size(db->blocks[i]);
+	}
+	pthread_rwlock_unlock(&db->blocks_mu);
+	return 0;
+}

@@ -1,0 +1,408 @@
+/* head.c: the in-memory head: series by label set, postings from label pairs to
+ * series, and per series a list of closed chunks plus one open chunk that takes
+ * new samples. Tables are guarded by a read-write lock, each series' chunks by
+ * the series' own mutex, so appends to different series do not contend. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsdb_int.h"
+
+uint64_t labels_hash(const struct pd_lpair *l, size_t n)
+{
+	uint64_t h = 0;
+	for (size_t i = 0; i < n; i++) {
+		h = pd_hash_bytes(l[i].name, strlen(l[i].name), h);
+		h = pd_hash_bytes(l[i].value, strlen(l[i].value), h ^ 0xff);
+	}
+	return h;
+}
+
+int labels_cmp(const struct pd_lpair *a, size_t na, const struct pd_lpair *b, size_t nb)
+{
+	for (size_t i = 0; i < na && i < nb; i++) {
+		int c = strcmp(a[i].name, b[i].name);
+		if (c)
+			return c;
+		if ((c = strcmp(a[i].value, b[i].value)))
+			return c;
+	}
+	return na < nb ? -1 : na > nb;
+}
+
+int head_init(struct head *h, const struct pd_tsdb_opts *o)
+{
+	memset(h, 0, sizeof(*h));
+	if (pthread_rwlock_init(&h->mu, NULL))
+		return PD_ENOMEM;
+	h->mint = INT64_MAX;
+	h->maxt = INT64_MIN;
+	h->chunk_samples = o->chunk_samples;
+	h->group = o->value_group;
+	h->level = o->zstd_level;
+	h->block_range = o->block_range_ms;
+	return 0;
+}
+
+static void free_series(struct head_series *s)
+{
+	for (size_t i = 0; i < s->nchunks; i++) {
+		free(s->chunks[i].ts);
+		free(s->chunks[i].vals);
+	}
+	free(s->chunks);
+	pd_chunkenc_ts_fini(&s->open_ts);
+	pd_chunkenc_values_destroy(s->open_vals);
+	pthread_mutex_destroy(&s->mu);
+	free(s->labels);
+	free(s);
+}
+
+void head_fini(struct head *h)
+{
+	for (size_t i = 0; i < h->nseries; i++)
+		if (h->series[i])
+			free_series(h->series[i]);
+	free(h->series);
+	free(h->buckets);
+	for (size_t i = 0; i < h->postings_cap; i++) {
+		free(h->postings[i].key);
+		free(h->postings[i].refs);
+	}
+	free(h->postings);
+	pthread_rwlock_destroy(&h->mu);
+}
+
+static struct head_series *find_locked(struct head *h, const struct pd_lpair *l, size_t n,
+				       uint64_t hash)
+{
+	if (!h->nbuckets)
+		return NULL;
+	for (struct head_series *s = h->buckets[hash & (h->nbuckets - 1)]; s; s = s->next_in_bucket)
+		if (s->hash == hash && labels_cmp(s->labels, s->nlabels, l, n) == 0)
+			return s;
+	return NULL;
+}
+
+struct head_series *head_get(struct head *h, const struct pd_lpair *l, size_t n, uint64_t hash)
+{
+	pthread_rwlock_rdlock(&h->mu);
+	struct head_series *s = find_locked(h, l, n, hash);
+	pthread_rwlock_unlock(&h->mu);
+	return s;
+}
+
+static struct postings_list *postings_slot(struct head *h, const char *key, size_t klen)
+{
+	size_t j = pd_hash_bytes(key, klen, 7) & (h->postings_cap - 1);
+	while (h->postings[j].key &&
+	       (h->postings[j].klen != klen || memcmp(h->postings[j].key, key, klen) != 0))
+		j = (j + 1) & (h->postings_cap - 1);
+	return &h->postings[j];
+}
+
+static int postings_grow(struct head *h)
+{
+	size_t ncap = h->postings_cap ? h->postings_cap * 2 : 256;
+	struct postings_list *old = h->postings;
+	size_t ocap = h->postings_cap;
+	h->postings = calloc(ncap, sizeof(*h->postings));
+	if (!h->postings) {
+		h->postings = old;
+		return PD_ENOMEM;
+	}
+	h->postings_cap = ncap;
+	for (size_t i = 0; i < ocap; i++)
+		if (old[i].key)
+			*postings_slot(h, old[i].key, old[i].klen) = old[i];
+	free(old);
+	return 0;
+}
+
+static int postings_add(struct head *h, const char *name, const char *value, uint64_t ref)
+{
+	size_t nl = strlen(name), vl = strlen(value);
+	char *key = malloc(nl + vl + 2);
+	if (!key)
+		return PD_ENOMEM;
+	memcpy(key, name, nl);
+	key[nl] = '\xff';
+	memcpy(key + nl + 1, value, vl + 1);
+	size_t klen = nl + 1 + vl;
+	if ((h->npostings + 1) * 2 > h->postings_cap && postings_grow(h)) {
+		free(key);
+		return PD_ENOMEM;
+	}
+	struct postings_list *pl = postings_slot(h, key, klen);
+	if (!pl->key) {
+		pl->key = key;
+		pl->klen = klen;
+		h->npostings++;
+	} else {
+		free(key);
+	}
+	if (pl->n == pl->cap) {
+		size_t c = pl->cap ? pl->cap * 2 : 4;
+		uint64_t *r = realloc(pl->refs, c * sizeof(*r));
+		if (!r)
+			return PD_ENOMEM;
+		pl->refs = r;
+		pl->cap = c;
+	}
+	pl->refs[pl->n++] = ref; /* refs only grow: the list stays sorted */
+	return 0;
+}
+
+const struct postings_list *head_postings_locked(const struct head *h, const char *name,
+						 const char *value);
+const struct postings_list *head_postings_locked(const struct head *h, const char *name,
+						 const char *value)
+{
+	if (!h->postings_cap)
+		return NULL;
+	size_t nl = strlen(name), vl = strlen(value);
+	char stack[256];
+	char *key = nl + vl + 2 <= sizeof(stack) ? stack : malloc(nl + vl + 2);
+	if (!key)
+		return NULL;
+	memcpy(key, name, nl);
+	key[nl] = '\xff';
+	memcpy(key + nl + 1, value, vl + 1);
+	const struct postings_list *pl = postings_slot((struct head *)h, key, nl + 1 + vl);
+	if (key != stack)
+		free(key);
+	return pl->key ? pl : NULL;
+}
+
+int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
+		       struct head_series **out, int *created, struct pd_err *err)
+{
+	uint64_t hash = labels_hash(l, n);
+	*created = 0;
+	pthread_rwlock_wrlock(&h->mu);
+	struct head_series *s = find_locked(h, l, n, hash);
+	if (s) {
+		pthread_rwlock_unlock(&h->mu);
+		*out = s;
+		return 0;
+	}
+	if (!ref)
+		ref = h->nseries + 1;
+	if (ref <= h->nseries && h->series[ref - 1]) {
+		pthread_rwlock_unlock(&h->mu);
+		return pd_err_set(err, PD_ECORRUPT, "series ref %llu is already taken",
+				  (unsigned long long)ref);
+	}
+	/* one allocation for the pair array and the strings */
+	size_t bytes = n * sizeof(struct pd_lpair);
+	for (size_t i = 0; i < n; i++)
+		bytes += strlen(l[i].name) + strlen(l[i].value) + 2;
+	s = calloc(1, sizeof(*s));
+	struct pd_lpair *lp = malloc(bytes ? bytes : 1);
+	if (!s || !lp)
+		goto nomem;
+	char *str = (char *)(lp + n);
+	for (size_t i = 0; i < n; i++) {
+		size_t a = strlen(l[i].name) + 1, b = strlen(l[i].value) + 1;
+		memcpy(str, l[i].name, a);
+		lp[i].name = str;
+		str += a;
+		memcpy(str, l[i].value, b);
+		lp[i].value = str;
+		str += b;
+	}
+	s->labels = lp;
+	s->nlabels = n;
+	s->hash = hash;
+	s->ref = ref;
+	s->maxt = INT64_MIN;
+	pthread_mutex_init(&s->mu, NULL);
+	pd_chunkenc_ts_init(&s->open_ts);
+	lp = NULL;
+	/* tables */
+	if (ref > h->cap) {
+		size_t c = h->cap ? h->cap : 1024;
+		while (c < ref)
+			c *= 2;
+		struct head_series **ns = realloc(h->series, c * sizeof(*ns));
+		if (!ns)
+			goto nomem_s;
+		memset(ns + h->cap, 0, (c - h->cap) * sizeof(*ns));
+		h->series = ns;
+		h->cap = c;
+	}
+	if ((h->nseries + 1) > h->nbuckets) {
+		size_t nb = h->nbuckets ? h->nbuckets * 2 : 1024;
+		struct head_series **b = calloc(nb, sizeof(*b));
+		if (!b)
+			goto nomem_s;
+		for (size_t i = 0; i < h->nbuckets; i++)
+			for (struct head_series *x = h->buckets[i], *nx; x; x = nx) {
+				nx = x->next_in_bucket;
+				x->next_in_bucket = b[x->hash & (nb - 1)];
+				b[x->hash & (nb - 1)] = x;
+			}
+		free(h->buckets);
+		h->buckets = b;
+		h->nbuckets = nb;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (postings_add(h, s->labels[i].name, s->labels[i].value, ref) ||
+		    postings_add(h, "", "", ref))
+			goto nomem_s;
+	h->series[ref - 1] = s;
+	if (ref > h->nseries)
+		h->nseries = ref;
+	s->next_in_bucket = h->buckets[hash & (h->nbuckets - 1)];
+	h->buckets[hash & (h->nbuckets - 1)] = s;
+	pthread_rwlock_unlock(&h->mu);
+	*out = s;
+	*created = 1;
+	return 0;
+nomem_s:
+	/* postings may hold the ref already; a series that never made it into the
+	 * table is skipped by readers, so only its memory needs freeing */
+	free_series(s);
+	s = NULL;
+nomem:
+	free(s);
+	free(lp);
+	pthread_rwlock_unlock(&h->mu);
+	return pd_err_set(err, PD_ENOMEM, "out of memory creating a series");
+}
+
+/* Moves the open chunk to the closed list. Series lock held. */
+static int seal_open(struct head *h, struct head_series *s, struct pd_err *err)
+{
+	if (s->open_ts.count == 0)
+		return 0;
+	if (s->nchunks == s->cap) {
+		size_t c = s->cap ? s->cap * 2 : 4;
+		struct head_chunk *nc = realloc(s->chunks, c * sizeof(*nc));
+		if (!nc)
+			return pd_err_set(err, PD_ENOMEM, "out of memory sealing a chunk");
+		s->chunks = nc;
+		s->cap = c;
+	}
+	struct head_chunk *c = &s->chunks[s->nchunks];
+	memset(c, 0, sizeof(*c));
+	int rc = pd_chunkenc_values_seal(s->open_vals, &c->vals, &c->vals_len, err);
+	if (rc)
+		return rc;
+	size_t tl;
+	const uint8_t *tb = pd_chunkenc_ts_bytes(&s->open_ts, &tl);
+	c->ts = malloc(tl);
+	if (!c->ts) {
+		free(c->vals);
+		return pd_err_set(err, PD_ENOMEM, "out of memory sealing a chunk");
+	}
+	memcpy(c->ts, tb, tl);
+	c->ts_len = tl;
+	c->mint = s->open_mint;
+	c->maxt = s->open_ts.t;
+	c->count = s->open_ts.count;
+	s->nchunks++;
+	pd_chunkenc_ts_fini(&s->open_ts);
+	pd_chunkenc_ts_init(&s->open_ts);
+	pd_chunkenc_values_destroy(s->open_vals);
+	s->open_vals = NULL;
+	(void)h;
+	return 0;
+}
+
+static int64_t window_of(int64_t t, int64_t range)
+{
+	return t >= 0 ? t / range : -((-t - 1) / range) - 1;
+}
+
+int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t *p, size_t len,
+		struct pd_err *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&s->mu);
+	if (t <= s->maxt) {
+		rc = pd_err_set(err, PD_EINVAL, "out of order sample: %lld is not after %lld",
+				(long long)t, (long long)s->maxt);
+		goto out;
+	}
+	if (s->open_ts.count &&
+	    (s->open_ts.count >= h->chunk_samples ||
+	     window_of(t, h->block_range) != window_of(s->open_mint, h->block_range)) &&
+	    (rc = seal_open(h, s, err)))
+		goto out;
+	if (!s->open_vals && !(s->open_vals = pd_chunkenc_values_create(h->group, h->level))) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory opening a chunk");
+		goto out;
+	}
+	if ((rc = pd_chunkenc_values_append(s->open_vals, p, len, err)))
+		goto out;
+	if ((rc = pd_chunkenc_ts_append(&s->open_ts, t, err))) {
+		/* cannot happen after the checks above, but keep the pair consistent */
+		goto out;
+	}
+	if (s->open_ts.count == 1)
+		s->open_mint = t;
+	s->maxt = t;
+out:
+	pthread_mutex_unlock(&s->mu);
+	if (rc == 0) {
+		pthread_rwlock_wrlock(&h->mu);
+		if (t < h->mint)
+			h->mint = t;
+		if (t > h->maxt)
+			h->maxt = t;
+		h->nsamples++;
+		pthread_rwlock_unlock(&h->mu);
+	}
+	return rc;
+}
+
+int head_cut_before(struct head *h, int64_t t, struct pd_err *err)
+{
+	int rc = 0;
+	pthread_rwlock_rdlock(&h->mu);
+	for (size_t i = 0; i < h->nseries && !rc; i++) {
+		struct head_series *s = h->series[i];
+		if (!s)
+			continue;
+		pthread_mutex_lock(&s->mu);
+		if (s->open_ts.count && s->open_ts.t < t)
+			rc = seal_open(h, s, err);
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_rwlock_unlock(&h->mu);
+	return rc;
+}
+
+void head_truncate(struct head *h, int64_t t)
+{
+	int64_t mint = INT64_MAX;
+	pthread_rwlock_rdlock(&h->mu);
+	for (size_t i = 0; i < h->nseries; i++) {
+		struct head_series *s = h->series[i];
+		if (!s)
+			continue;
+		pthread_mutex_lock(&s->mu);
+		size_t k = 0;
+		while (k < s->nchunks && s->chunks[k].maxt < t) {
+			free(s->chunks[k].ts);
+			free(s->chunks[k].vals);
+			k++;
+		}
+		if (k) {
+			memmove(s->chunks, s->chunks + k, (s->nchunks - k) * sizeof(*s->chunks));
+			s->nchunks -= k;
+			s->dropped += k;
+		}
+		if (s->nchunks && s->chunks[0].mint < mint)
+			mint = s->chunks[0].mint;
+		else if (!s->nchunks && s->open_ts.count && s->open_mint < mint)
+			mint = s->open_mint;
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_rwlock_unlock(&h->mu);
+	pthread_rwlock_wrlock(&h->mu);
+	h->mint = mint;
+	if (mint == INT64_MAX)
+		h->maxt = INT64_MIN;
+	pthread_rwlock_unlock(&h->mu);
+}

@@ -1,0 +1,235 @@
+/* head_reader.c: the head seen through the reader interface that blocks also
+ * implement, so that queries and compaction have one code path. Chunks are named
+ * by sequence number, which stays valid while older chunks are truncated and
+ * while the open chunk is sealed. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tsdb_int.h"
+
+const struct postings_list *head_postings_locked(const struct head *h, const char *name,
+						 const char *value);
+
+static int strs_push(char ***v, size_t *n, size_t *cap, const char *s, size_t len)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 16;
+		char **nv = realloc(*v, c * sizeof(*nv));
+		if (!nv)
+			return PD_ENOMEM;
+		*v = nv;
+		*cap = c;
+	}
+	char *d = malloc(len + 1);
+	if (!d)
+		return PD_ENOMEM;
+	memcpy(d, s, len);
+	d[len] = '\0';
+	(*v)[(*n)++] = d;
+	return 0;
+}
+
+static int strcmp_p(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts and deduplicates a malloc'd string list in place. */
+static void sort_unique(char **v, size_t *n)
+{
+	if (*n < 2)
+		return;
+	qsort(v, *n, sizeof(*v), strcmp_p);
+	size_t k = 0;
+	for (size_t i = 0; i < *n; i++) {
+		if (k && strcmp(v[k - 1], v[i]) == 0) {
+			free(v[i]);
+			continue;
+		}
+		v[k++] = v[i];
+	}
+	*n = k;
+}
+
+static int hr_label_names(void *r, char ***out, size_t *n, struct pd_err *err)
+{
+	struct head *h = r;
+	size_t cap = 0;
+	*out = NULL;
+	*n = 0;
+	pthread_rwlock_rdlock(&h->mu);
+	for (size_t i = 0; i < h->postings_cap; i++) {
+		const struct postings_list *pl = &h->postings[i];
+		if (!pl->key || pl->klen == 1)
+			continue;
+		const char *sep = memchr(pl->key, '\xff', pl->klen);
+		if (strs_push(out, n, &cap, pl->key, (size_t)(sep - pl->key))) {
+			pthread_rwlock_unlock(&h->mu);
+			pd_tsdb_strings_free(*out, *n);
+			return pd_err_set(err, PD_ENOMEM, "out of memory listing label names");
+		}
+	}
+	pthread_rwlock_unlock(&h->mu);
+	sort_unique(*out, n);
+	return 0;
+}
+
+static int hr_label_values(void *r, const char *name, char ***out, size_t *n, struct pd_err *err)
+{
+	struct head *h = r;
+	size_t cap = 0, nl = strlen(name);
+	*out = NULL;
+	*n = 0;
+	if (!nl)
+		return 0;
+	pthread_rwlock_rdlock(&h->mu);
+	for (size_t i = 0; i < h->postings_cap; i++) {
+		const struct postings_list *pl = &h->postings[i];
+		if (!pl->key || pl->klen <= nl || memcmp(pl->key, name, nl) != 0 ||
+		    pl->key[nl] != '\xff')
+			continue;
+		if (strs_push(out, n, &cap, pl->key + nl + 1, pl->klen - nl - 1)) {
+			pthread_rwlock_unlock(&h->mu);
+			pd_tsdb_strings_free(*out, *n);
+			return pd_err_set(err, PD_ENOMEM, "out of memory listing label values");
+		}
+	}
+	pthread_rwlock_unlock(&h->mu);
+	sort_unique(*out, n);
+	return 0;
+}
+
+static int hr_postings(void *r, const char *name, const char *value, uint64_t **out, size_t *n,
+		       struct pd_err *err)
+{
+	struct head *h = r;
+	*out = NULL;
+	*n = 0;
+	pthread_rwlock_rdlock(&h->mu);
+	const struct postings_list *pl = head_postings_locked(h, name, value);
+	if (pl && pl->n) {
+		*out = malloc(pl->n * sizeof(uint64_t));
+		if (!*out) {
+			pthread_rwlock_unlock(&h->mu);
+			return pd_err_set(err, PD_ENOMEM, "out of memory reading postings");
+		}
+		memcpy(*out, pl->refs, pl->n * sizeof(uint64_t));
+		*n = pl->n;
+	}
+	pthread_rwlock_unlock(&h->mu);
+	return 0;
+}
+
+static int hr_all_series(void *r, uint64_t **out, size_t *n, struct pd_err *err)
+{
+	return hr_postings(r, "", "", out, n, err);
+}
+
+static struct head_series *series_by_ref(struct head *h, uint64_t ref)
+{
+	struct head_series *s = NULL;
+	pthread_rwlock_rdlock(&h->mu);
+	if (ref >= 1 && ref <= h->nseries)
+		s = h->series[ref - 1];
+	pthread_rwlock_unlock(&h->mu);
+	return s;
+}
+
+static int hr_series(void *r, uint64_t ref, struct pd_lpair **labels, size_t *nl, struct rchunk **c,
+		     size_t *nc, struct pd_err *err)
+{
+	struct head_series *s = series_by_ref(r, ref);
+	*labels = NULL;
+	*c = NULL;
+	*nl = *nc = 0;
+	if (!s)
+		return pd_err_set(err, PD_ENOTFOUND, "no series %llu in the head", (unsigned long long)ref);
+	*labels = malloc((s->nlabels ? s->nlabels : 1) * sizeof(**labels));
+	if (!*labels)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	memcpy(*labels, s->labels, s->nlabels * sizeof(**labels));
+	*nl = s->nlabels;
+	pthread_mutex_lock(&s->mu);
+	size_t n = s->nchunks + (s->open_ts.count ? 1 : 0);
+	*c = malloc((n ? n : 1) * sizeof(**c));
+	if (!*c) {
+		pthread_mutex_unlock(&s->mu);
+		free(*labels);
+		*labels = NULL;
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < s->nchunks; i++)
+		(*c)[i] = (struct rchunk){s->chunks[i].mint, s->chunks[i].maxt, s->chunks[i].count,
+					  s->dropped + i, s->dropped + i};
+	if (s->open_ts.count)
+		(*c)[s->nchunks] = (struct rchunk){s->open_mint, s->open_ts.t, s->open_ts.count,
+						   s->dropped + s->nchunks, s->dropped + s->nchunks};
+	*nc = n;
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+static int hr_chunk_ts(void *r, uint64_t series_ref, const struct rchunk *c, uint8_t **out,
+		       size_t *len, struct pd_err *err)
+{
+	struct head_series *s = series_by_ref(r, series_ref);
+	int rc = 0;
+	*out = NULL;
+	if (!s)
+		return pd_err_set(err, PD_ENOTFOUND, "no series %llu in the head",
+				  (unsigned long long)series_ref);
+	pthread_mutex_lock(&s->mu);
+	const uint8_t *p = NULL;
+	size_t n = 0;
+	if (c->ts_ref < s->dropped) {
+		rc = pd_err_set(err, PD_ENOTFOUND, "chunk was truncated from the head");
+	} else if (c->ts_ref - s->dropped < s->nchunks) {
+		const struct head_chunk *hc = &s->chunks[c->ts_ref - s->dropped];
+		p = hc->ts;
+		n = hc->ts_len;
+	} else if (c->ts_ref - s->dropped == s->nchunks && s->open_ts.count) {
+		p = pd_chunkenc_ts_bytes(&s->open_ts, &n);
+	} else {
+		rc = pd_err_set(err, PD_ENOTFOUND, "no such head chunk");
+	}
+	if (!rc) {
+		*out = malloc(n ? n : 1);
+		if (*out) {
+			memcpy(*out, p, n);
+			*len = n;
+		} else {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+static int hr_chunk_value(void *r, uint64_t series_ref, const struct rchunk *c, size_t i,
+			  size_t max_profile, uint8_t **out, size_t *len, struct pd_err *err)
+{
+	struct head_series *s = series_by_ref(r, series_ref);
+	int rc;
+	*out = NULL;
+	if (!s)
+		return pd_err_set(err, PD_ENOTFOUND, "no series %llu in the head",
+				  (unsigned long long)series_ref);
+	pthread_mutex_lock(&s->mu);
+	if (c->vals_ref < s->dropped) {
+		rc = pd_err_set(err, PD_ENOTFOUND, "chunk was truncated from the head");
+	} else if (c->vals_ref - s->dropped < s->nchunks) {
+		const struct head_chunk *hc = &s->chunks[c->vals_ref - s->dropped];
+		rc = pd_chunkenc_values_read(hc->vals, hc->vals_len, i, max_profile, out, len, err);
+	} else if (c->vals_ref - s->dropped == s->nchunks && s->open_vals) {
+		rc = pd_chunkenc_values_get(s->open_vals, i, out, len, err);
+	} else {
+		rc = pd_err_set(err, PD_ENOTFOUND, "no such head chunk");
+	}
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+const struct reader_ops head_reader_ops = {
+	hr_label_names, hr_label_values, hr_postings, hr_all_series,
+	hr_series,      hr_chunk_ts,     hr_chunk_value,
+};

@@ -1,0 +1,24 @@
+/* selector.c: turns a parsed PromQL selector into the querier's matchers. */
+#include <stdlib.h>
+
+#include "profd/labels.h"
+#include "tsdb_int.h"
+
+static int matcher_matches(const void *ctx, const char *value)
+{
+	return pd_labels_matcher_matches(ctx, value);
+}
+
+int pd_tsdb_matchers_from_selector(const struct pd_labels_selector *sel,
+				   struct pd_tsdb_matcher **out, size_t *n, struct pd_err *err)
+{
+	*out = calloc(sel->nmatchers ? sel->nmatchers : 1, sizeof(**out));
+	*n = 0;
+	if (!*out)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	for (size_t i = 0; i < sel->nmatchers; i++)
+		(*out)[i] = (struct pd_tsdb_matcher){pd_labels_matcher_name(sel->matchers[i]),
+						     matcher_matches, sel->matchers[i]};
+	*n = sel->nmatchers;
+	return 0;
+}

@@ -1,0 +1,144 @@
+/* tsdb_int.h: private structures of pkg/tsdb shared by the head, the querier and
+ * the database: the in-memory head and the reader interface through which
+ * queries and compaction see the head and persisted blocks alike. */
+#ifndef PROFD_TSDB_INT_H
+#define PROFD_TSDB_INT_H
+
+#include <pthread.h>
+
+#include "block.h"
+#include "lpair.h"
+#include "profd/chunkenc.h"
+#include "profd/tsdb.h"
+
+/* ---- head ------------------------------------------------------------------ */
+
+struct head_chunk {
+	int64_t mint, maxt;
+	uint32_t count;
+	uint8_t *ts;   /* encoded timestamp chunk */
+	size_t ts_len;
+	uint8_t *vals; /* sealed value chunk */
+	size_t vals_len;
+};
+
+struct head_series {
+	uint64_t ref;
+	uint64_t hash;
+	struct pd_lpair *labels;
+	size_t nlabels;
+	struct head_series *next_in_bucket;
+	pthread_mutex_t mu; /* guards everything below */
+	struct head_chunk *chunks; /* closed chunks, in time order */
+	size_t nchunks, cap;
+	uint64_t dropped; /* chunks truncated so far: chunk seq = dropped + index */
+	struct pd_chunkenc_ts open_ts; /* the open chunk; count 0 when empty */
+	struct pd_chunkenc_values *open_vals;
+	int64_t open_mint;
+	int64_t maxt; /* last timestamp appended, INT64_MIN when none */
+	int logged;   /* the WAL holds this series' record (guarded by append_mu) */
+};
+
+struct postings_list {
+	char *key; /* name \xff value */
+	size_t klen;
+	uint64_t *refs; /* ascending */
+	size_t n, cap;
+};
+
+struct head {
+	pthread_rwlock_t mu; /* guards the tables below, not the series' chunks */
+	struct head_series **series; /* by ref - 1 */
+	size_t nseries, cap;
+	struct head_series **buckets; /* by hash of the label set */
+	size_t nbuckets;
+	struct postings_list *postings; /* open addressing by key hash */
+	size_t npostings, postings_cap;
+	int64_t mint, maxt; /* INT64_MAX / INT64_MIN when empty */
+	uint64_t nsamples;
+	unsigned chunk_samples, group;
+	int level;
+	int64_t block_range;
+};
+
+int head_init(struct head *h, const struct pd_tsdb_opts *o);
+void head_fini(struct head *h);
+/* Finds the series with these labels, or NULL. Takes the read lock. */
+struct head_series *head_get(struct head *h, const struct pd_lpair *l, size_t n, uint64_t hash);
+/* Finds or creates a series; a new one gets ref (0: the next free one). *created
+ * says which. Takes the write lock. */
+int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
+		       struct head_series **out, int *created, struct pd_err *err);
+/* Appends a sample to a series (its lock must not be held). */
+int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t *p, size_t len,
+		struct pd_err *err);
+/* Seals the open chunk of every series whose open chunk ends before t. */
+int head_cut_before(struct head *h, int64_t t, struct pd_err *err);
+/* Drops chunks that end before t. */
+void head_truncate(struct head *h, int64_t t);
+uint64_t labels_hash(const struct pd_lpair *l, size_t n);
+int labels_cmp(const struct pd_lpair *a, size_t na, const struct pd_lpair *b, size_t nb);
+
+/* ---- readers: head and blocks through one interface ------------------------- */
+
+/* A chunk as a reader hands it out: timestamps are always available; values are
+ * fetched on demand by index within the chunk. */
+struct rchunk {
+	int64_t mint, maxt;
+	uint32_t count;
+	uint64_t ts_ref, vals_ref; /* block refs; for the head, the chunk's sequence number
+				    * (the open chunk has the next number) */
+};
+
+struct reader_ops {
+	int (*label_names)(void *r, char ***out, size_t *n, struct pd_err *err);
+	int (*label_values)(void *r, const char *name, char ***out, size_t *n, struct pd_err *err);
+	int (*postings)(void *r, const char *name, const char *value, uint64_t **out, size_t *n,
+			struct pd_err *err);
+	int (*all_series)(void *r, uint64_t **out, size_t *n, struct pd_err *err);
+	/* labels: malloc'd array, strings borrowed while the reader is open (head: a
+	 * series' labels never change); chunks: malloc'd. */
+	int (*series)(void *r, uint64_t ref, struct pd_lpair **labels, size_t *nl, struct rchunk **c,
+		      size_t *nc, struct pd_err *err);
+	/* timestamp chunk bytes into *out (malloc'd copy). */
+	int (*chunk_ts)(void *r, uint64_t series_ref, const struct rchunk *c, uint8_t **out,
+			size_t *len, struct pd_err *err);
+	/* profile i of a chunk into *out (malloc'd). */
+	int (*chunk_value)(void *r, uint64_t series_ref, const struct rchunk *c, size_t i,
+			   size_t max_profile, uint8_t **out, size_t *len, struct pd_err *err);
+};
+
+extern const struct reader_ops head_reader_ops;
+extern const struct reader_ops block_reader_ops;
+
+/* ---- the database ---------------------------------------------------------- */
+
+struct pd_wal;
+
+struct pd_tsdb {
+	char *dir;
+	struct pd_tsdb_opts o;
+	struct head head;
+	struct pd_wal *wal;          /* NULL when disabled */
+	pthread_mutex_t append_mu;   /* serialises commits, flushes and WAL writes */
+	pthread_rwlock_t blocks_mu;  /* guards blocks: readers hold it for a query */
+	struct pd_block **blocks;    /* sorted by mint */
+	size_t nblocks;
+	uint64_t compactions, retention_deletions;
+	int wal_repaired;
+	char wal_repair[300];
+};
+
+/* A place queries read from: the head or one block. */
+struct source {
+	const struct reader_ops *ops;
+	void *r;
+	int64_t mint, maxt; /* inclusive */
+};
+
+/* The head and the blocks overlapping [mint, maxt], oldest first. The caller holds
+ * blocks_mu for reading while it uses them. *out is malloc'd. */
+int db_sources(struct pd_tsdb *db, int64_t mint, int64_t maxt, struct source **out, size_t *n,
+	       struct pd_err *err);
+
+#endif

@@ -1,0 +1,385 @@
+/* wal.c: the write-ahead log's public face for appending: opening a WAL directory
+ * (cleaning up after an interrupted checkpoint and checking the tail of the last
+ * segment), collecting series and samples into the pending record, committing it
+ * as one record, cutting segments, and the directory helpers (names, listing,
+ * directory fsync) the rest of the WAL shares. Reading is in wal_read.c, the
+ * record bytes in wal_write.c, checkpoints in wal_checkpoint.c. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "wal_int.h"
+
+/* ---- names and directories ------------------------------------------------- */
+
+char *pd_wal_seg_path(const char *dir, uint32_t num)
+{
+	size_t n = strlen(dir) + 16;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s/%08u", dir, num);
+	return p;
+}
+
+char *pd_wal_cp_path(const char *dir, uint32_t num, int tmp)
+{
+	size_t n = strlen(dir) + 32;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s/checkpoint.%08u%s", dir, num, tmp ? ".tmp" : "");
+	return p;
+}
+
+/* Parses 8 to 10 decimal digits that fit in 32 bits, ending at end. */
+static int parse_num(const char *s, const char *end, uint32_t *out)
+{
+	uint64_t v = 0;
+	size_t n = (size_t)(end - s);
+	if (n < 8 || n > 10)
+		return -1;
+	for (; s < end; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	if (v > UINT32_MAX)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int push_num(uint32_t **arr, size_t *n, uint32_t v)
+{
+	if ((*n & (*n - 1)) == 0) { /* the capacity is n rounded up to a power of two */
+		size_t cap = *n ? *n * 2 : 1;
+		uint32_t *a = realloc(*arr, cap * sizeof(**arr));
+		if (!a)
+			return PD_ENOMEM;
+		*arr = a;
+	}
+	(*arr)[(*n)++] = v;
+	return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+void pd_wal_listing_fini(struct pd_wal_listing *l)
+{
+	free(l->segs);
+	free(l->cps);
+	free(l->tmps);
+	memset(l, 0, sizeof(*l));
+}
+
+int pd_wal_list(const char *dir, struct pd_wal_listing *l, struct pd_err *err)
+{
+	static const char cp[] = "checkpoint.";
+	struct dirent *de;
+	uint32_t num;
+	int rc = 0;
+
+	memset(l, 0, sizeof(*l));
+	DIR *d = opendir(dir);
+	if (!d) {
+		if (errno == ENOENT)
+			return pd_err_set(err, PD_ENOTFOUND, "%s: no such directory", dir);
+		return pd_err_set(err, PD_EIO, "%s: %s", dir, strerror(errno));
+	}
+	while ((errno = 0, de = readdir(d))) {
+		const char *name = de->d_name, *end = name + strlen(name);
+		if (parse_num(name, end, &num) == 0) {
+			rc = push_num(&l->segs, &l->nsegs, num);
+		} else if (strncmp(name, cp, sizeof(cp) - 1) == 0) {
+			const char *digits = name + sizeof(cp) - 1;
+			if (end - digits > 4 && strcmp(end - 4, ".tmp") == 0) {
+				if (parse_num(digits, end - 4, &num) == 0)
+					rc = push_num(&l->tmps, &l->ntmps, num);
+			} else if (parse_num(digits, end, &num) == 0) {
+				rc = push_num(&l->cps, &l->ncps, num);
+			}
+		}
+		if (rc) {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			goto fail;
+		}
+	}
+	if (errno) {
+		rc = pd_err_set(err, PD_EIO, "%s: %s", dir, strerror(errno));
+		goto fail;
+	}
+	closedir(d);
+	if (l->nsegs)
+		qsort(l->segs, l->nsegs, sizeof(*l->segs), cmp_u32);
+	if (l->ncps)
+		qsort(l->cps, l->ncps, sizeof(*l->cps), cmp_u32);
+	if (l->ntmps)
+		qsort(l->tmps, l->ntmps, sizeof(*l->tmps), cmp_u32);
+	return 0;
+fail:
+	closedir(d);
+	pd_wal_listing_fini(l);
+	return rc;
+}
+
+int pd_wal_fsync_dir(const char *dir, struct pd_err *err)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return pd_err_set(err, PD_EIO, "%s: %s", dir, strerror(errno));
+	if (fsync(fd) != 0) {
+		int e = errno;
+		close(fd);
+		return pd_err_set(err, PD_EIO, "%s: fsync: %s", dir, strerror(e));
+	}
+	close(fd);
+	return 0;
+}
+
+int pd_wal_rmdir(const char *dir, struct pd_err *err)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	if (!d) {
+		if (errno == ENOENT)
+			return 0;
+		return pd_err_set(err, PD_EIO, "%s: %s", dir, strerror(errno));
+	}
+	int dfd = dirfd(d);
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (unlinkat(dfd, de->d_name, 0) != 0 && errno != ENOENT) {
+			int e = errno;
+			closedir(d);
+			return pd_err_set(err, PD_EIO, "%s/%s: unlink: %s", dir, de->d_name,
+					  strerror(e));
+		}
+	}
+	closedir(d);
+	if (rmdir(dir) != 0 && errno != ENOENT)
+		return pd_err_set(err, PD_EIO, "%s: rmdir: %s", dir, strerror(errno));
+	return 0;
+}
+
+static int add_file_size(const char *path, uint64_t *sum)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return errno == ENOENT ? 0 : -1;
+	*sum += (uint64_t)st.st_size;
+	return 0;
+}
+
+int pd_wal_du(const char *dir, uint64_t *out, struct pd_err *err)
+{
+	struct pd_wal_listing l, c;
+	uint64_t sum = 0;
+	int rc;
+
+	*out = 0;
+	if ((rc = pd_wal_list(dir, &l, err)))
+		return rc == PD_ENOTFOUND ? 0 : rc;
+	for (size_t i = 0; i < l.nsegs && rc == 0; i++) {
+		char *p = pd_wal_seg_path(dir, l.segs[i]);
+		if (!p || add_file_size(p, &sum) != 0)
+			rc = pd_err_set(err, p ? PD_EIO : PD_ENOMEM, "%s/%08u: %s", dir, l.segs[i],
+					p ? strerror(errno) : "out of memory");
+		free(p);
+	}
+	for (size_t i = 0; i < l.ncps && rc == 0; i++) {
+		char *cdir = pd_wal_cp_path(dir, l.cps[i], 0);
+		if (!cdir) {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			break;
+		}
+		if (pd_wal_list(cdir, &c, NULL) == 0) {
+			for (size_t j = 0; j < c.nsegs && rc == 0; j++) {
+				char *p = pd_wal_seg_path(cdir, c.segs[j]);
+				if (!p || add_file_size(p, &sum) != 0)
+					rc = pd_err_set(err, p ? PD_EIO : PD_ENOMEM, "%s: %s", cdir,
+							p ? strerror(errno) : "out of memory");
+				free(p);
+			}
+			pd_wal_listing_fini(&c);
+		}
+		free(cdir);
+	}
+	pd_wal_listing_fini(&l);
+	if (rc == 0)
+		*out = sum;
+	return rc;
+}
+
+/* ---- open ------------------------------------------------------------------ */
+
+/* Removes what an interrupted checkpoint left: temporary checkpoints, checkpoints
+ * older than the newest, and segments the newest one covers. */
+static int clean_dir(const char *dir, const struct pd_wal_listing *l, struct pd_err *err)
+{
+	uint32_t last_cp = l->ncps ? l->cps[l->ncps - 1] : 0;
+	int removed = 0, rc = 0;
+
+	for (size_t i = 0; i < l->ntmps && rc == 0; i++) {
+		char *p = pd_wal_cp_path(dir, l->tmps[i], 1);
+		rc = p ? pd_wal_rmdir(p, err) : pd_err_set(err, PD_ENOMEM, "out of memory");
+		free(p);
+		removed = 1;
+	}
+	for (size_t i = 0; i + 1 < l->ncps && rc == 0; i++) {
+		char *p = pd_wal_cp_path(dir, l->cps[i], 0);
+		rc = p ? pd_wal_rmdir(p, err) : pd_err_set(err, PD_ENOMEM, "out of memory");
+		free(p);
+		removed = 1;
+	}
+	for (size_t i = 0; i < l->nsegs && l->segs[i] <= last_cp && rc == 0; i++) {
+		char *p = pd_wal_seg_path(dir, l->segs[i]);
+		if (!p)
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		else if (unlink(p) != 0 && errno != ENOENT)
+			rc = pd_err_set(err, PD_EIO, "%s: unlink: %s", p, strerror(errno));
+		free(p);
+		removed = 1;
+	}
+	if (rc == 0 && removed)
+		rc = pd_wal_fsync_dir(dir, err);
+	return rc;
+}
+
+/* Opens the last segment for appending at its end. A segment too short to hold
+ * its header (a crash while it was created) is given one; a damaged tail is an
+ * error, since pd_wal_replay should have cut it. */
+static int resume_last(struct pd_wal *w, uint32_t num, struct pd_err *err)
+{
+	struct stat st;
+	int fd = -1, rc;
+	char *path = pd_wal_seg_path(w->dir, num);
+
+	if (!path)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	if ((fd = open(path, O_RDWR | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0) {
+		rc = pd_err_set(err, PD_EIO, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if ((uint64_t)st.st_size < PD_WAL_SEG_HDR) {
+		if (ftruncate(fd, 0) != 0 ||
+		    pwrite(fd, pd_wal_seg_header, PD_WAL_SEG_HDR, 0) != PD_WAL_SEG_HDR ||
+		    fsync(fd) != 0) {
+			rc = pd_err_set(err, PD_EIO, "%s: %s", path, strerror(errno));
+			goto fail;
+		}
+		st.st_size = PD_WAL_SEG_HDR;
+	} else if ((rc = pd_wal_check_tail(path, fd, (uint64_t)st.st_size, err))) {
+		goto fail;
+	}
+	pd_wal_segw_resume(&w->seg, num, fd, (uint64_t)st.st_size);
+	free(path);
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return rc;
+}
+
+int pd_wal_open(struct pd_wal **out, const char *dir, const struct pd_wal_opts *opts,
+		struct pd_err *err)
+{
+	struct pd_wal_opts o = {0};
+	struct pd_wal_listing l = {0};
+	struct pd_wal *w = NULL;
+	int rc;
+
+	*out = NULL;
+	if (opts)
+		o = *opts;
+	if (o.sync != PD_WAL_SYNC_COMMIT && o.sync != PD_WAL_SYNC_NONE)
+		return pd_err_set(err, PD_EINVAL, "unknown WAL sync policy %d", o.sync);
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		return pd_err_set(err, PD_EIO, "%s: mkdir: %s", dir, strerror(errno));
+	if (!(w = calloc(1, sizeof(*w))) || !(w->dir = strdup(dir))) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		goto fail;
+	}
+	pd_wal_enc_init(&w->enc, PD_WAL_DEFAULT_MAX_RECORD);
+	if ((rc = pd_wal_segw_init(&w->seg, dir, o.segment_size, o.sync, err)))
+		goto fail;
+	if ((rc = pd_wal_list(dir, &l, err)) || (rc = clean_dir(dir, &l, err)))
+		goto fail;
+
+	uint32_t last_cp = l.ncps ? l.cps[l.ncps - 1] : 0;
+	uint32_t last_seg = l.nsegs ? l.segs[l.nsegs - 1] : 0;
+	if (last_seg > last_cp)
+		rc = resume_last(w, last_seg, err);
+	else
+		rc = pd_wal_segw_create(&w->seg, last_cp + 1, err);
+	if (rc)
+		goto fail;
+	if ((rc = pd_wal_du(dir, &w->base_size, err)))
+		goto fail;
+	w->seg.added = 0;
+	pd_wal_listing_fini(&l);
+	*out = w;
+	return 0;
+fail:
+	pd_wal_listing_fini(&l);
+	pd_err_prefix(err, "WAL %s", dir);
+	pd_wal_close(w);
+	return rc;
+}
+
+void pd_wal_close(struct pd_wal *w)
+{
+	if (!w)
+		return;
+	pd_wal_segw_fini(&w->seg);
+	pd_wal_enc_fini(&w->enc);
+	free(w->dir);
+	free(w);
+}
+
+/* ---- appending ------------------------------------------------------------- */
+
+int pd_wal_add_series(struct pd_wal *w, uint64_t ref, const struct pd_lpair *labels, size_t n,
+		      struct pd_err *err)
+{
+	return pd_wal_enc_series(&w->enc, ref, labels, n, err);
+}
+
+int pd_wal_add_sample(struct pd_wal *w, uint64_t ref, int64_t t, const uint8_t *p, size_t len,
+		      struct pd_err *err)
+{
+	return pd_wal_enc_sample(&w->enc, ref, t, p, len, err);
+}
+
+int pd_wal_commit(struct pd_wal *w, struct pd_err *err)
+{
+	int rc = 0;
+	if (!pd_wal_enc_empty(&w->enc))
+		rc = pd_wal_segw_write(&w->seg, &w->enc, err);
+	pd_wal_enc_reset(&w->enc);
+	return rc;
+}
+
+void pd_wal_rollback(struct pd_wal *w)
+{
+	pd_wal_enc_reset(&w->enc);
+}
+
+uint64_t pd_wal_size(const struct pd_wal *w)
+{
+	return w->base_size + w->seg.added;
+}
+
+int pd_wal_cut(struct pd_wal *w, struct pd_err *err)
+{
+	return pd_wal_segw_create(&w->seg, w->seg.num + 1, err);
+}

@@ -1,0 +1,159 @@
+/* wal_int.h: the WAL's private pieces, shared by wal.c (appending), wal_read.c
+ * (reading segments and replay with repair) and wal_checkpoint.c. Byte layouts
+ * are in docs/format/wal.md; in short:
+ *
+ *   segment   = header record*
+ *   header    = magic "PDWL" (4B) | version 1 (1B) | reserved, zero (3B)
+ *   record    = type (1B) | flags (1B) | length (4B BE) | CRC32C (4B BE) | payload
+ *               the CRC covers type, flags, length and the stored payload
+ *   commit    = nseries uvarint, series*, nsamples uvarint, sample*   (type 1)
+ *   series    = ref uvarint, nlabels uvarint, (len uvarint, name, len uvarint, value)*
+ *   sample    = ref uvarint, t signed varint (zigzag), len uvarint, profile bytes
+ *
+ * Not thread-safe: one pd_wal is used by one thread at a time. */
+#ifndef PROFD_TSDB_WAL_INT_H
+#define PROFD_TSDB_WAL_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wal.h"
+
+#define PD_WAL_MAGIC "PDWL"
+#define PD_WAL_VERSION 1
+#define PD_WAL_SEG_HDR 8  /* segment header bytes */
+#define PD_WAL_REC_HDR 10 /* record header bytes */
+
+enum pd_wal_rec_type {
+	PD_WAL_REC_COMMIT = 1, /* series and samples of one commit */
+};
+
+#define PD_WAL_FLAG_ZSTD 0x01 /* payload is one zstd frame */
+#define PD_WAL_FLAGS_KNOWN PD_WAL_FLAG_ZSTD
+
+#define PD_WAL_DEFAULT_SEGMENT ((size_t)128 << 20)
+#define PD_WAL_ZSTD_LEVEL 1
+#define PD_WAL_COMPRESS_MIN 64 /* smaller payloads are stored as they are */
+#define PD_WAL_CHECKPOINT_BATCH ((size_t)4 << 20) /* checkpoint record size target */
+#define PD_WAL_KEEP_BUF ((size_t)8 << 20) /* larger scratch buffers are freed after use */
+#define PD_WAL_MAX_LABELS 65535 /* labels of one series, for writers and readers */
+
+/* ---- commit payload encoder ------------------------------------------------ */
+
+/* Series and samples of one pending record; the payload is assembled from the
+ * two at commit. Embedded: pd_wal_enc_init / _fini. */
+struct pd_wal_enc {
+	struct pd_buf series, samples;
+	uint64_t nseries, nsamples;
+	size_t max; /* largest payload */
+};
+
+void pd_wal_enc_init(struct pd_wal_enc *e, size_t max);
+void pd_wal_enc_fini(struct pd_wal_enc *e);
+/* Empties the record (and frees buffers that grew large). */
+void pd_wal_enc_reset(struct pd_wal_enc *e);
+/* Appends one entry; the record is unchanged on error (PD_EINVAL, PD_ETOOBIG). */
+int pd_wal_enc_series(struct pd_wal_enc *e, uint64_t ref, const struct pd_lpair *labels,
+		      size_t n, struct pd_err *err);
+int pd_wal_enc_sample(struct pd_wal_enc *e, uint64_t ref, int64_t t, const uint8_t *p,
+		      size_t len, struct pd_err *err);
+/* Uncompressed payload size. */
+size_t pd_wal_enc_len(const struct pd_wal_enc *e);
+static inline int pd_wal_enc_empty(const struct pd_wal_enc *e)
+{
+	return e->nseries == 0 && e->nsamples == 0;
+}
+
+/* ---- segment writer -------------------------------------------------------- */
+
+/* The header every segment file starts with. */
+extern const uint8_t pd_wal_seg_header[PD_WAL_SEG_HDR];
+
+/* Appends records to the numbered segment files of one directory (the WAL, or a
+ * checkpoint being written). Embedded: pd_wal_segw_init / _fini. */
+struct pd_wal_segw {
+	char *dir;
+	uint32_t num;       /* current segment, when fd >= 0 */
+	int fd;             /* -1: no segment open */
+	uint64_t off;       /* end of the last complete record */
+	int dirty;          /* bytes past off may exist: cut them before the next write */
+	size_t segment_size;
+	int sync;           /* enum pd_wal_sync, applied per record */
+	int sync_on_finish; /* fdatasync a segment before leaving it */
+	uint64_t added;     /* bytes added to the directory since init */
+	void *cctx;         /* ZSTD_CCtx */
+	struct pd_buf rec;  /* record being written */
+	struct pd_buf zbuf; /* compressed payload */
+};
+
+int pd_wal_segw_init(struct pd_wal_segw *s, const char *dir, size_t segment_size, int sync,
+		     struct pd_err *err);
+/* Syncs and closes the current segment (sync: fdatasync first). */
+int pd_wal_segw_finish(struct pd_wal_segw *s, int sync, struct pd_err *err);
+void pd_wal_segw_fini(struct pd_wal_segw *s);
+/* Creates segment num (header written, file and directory synced) and makes it
+ * current; the previous one is synced and closed. On error the previous stays. */
+int pd_wal_segw_create(struct pd_wal_segw *s, uint32_t num, struct pd_err *err);
+/* Continues segment num (open for writing as fd, taken over), of size bytes,
+ * whose records the caller has checked. */
+int pd_wal_segw_resume(struct pd_wal_segw *s, uint32_t num, int fd, uint64_t size);
+/* Writes e as one record, cutting a new segment first when the current one would
+ * grow past segment_size. A failed write is cut off again. */
+int pd_wal_segw_write(struct pd_wal_segw *s, const struct pd_wal_enc *e, struct pd_err *err);
+
+/* ---- the WAL ---------------------------------------------------------------- */
+
+struct pd_wal {
+	char *dir;
+	struct pd_wal_segw seg; /* the current segment */
+	struct pd_wal_enc enc;  /* the pending record */
+	uint64_t base_size;     /* bytes on disk when seg.added was last zero */
+};
+
+/* ---- directory ------------------------------------------------------------- */
+
+/* What a WAL directory holds, numbers ascending. */
+struct pd_wal_listing {
+	uint32_t *segs;
+	size_t nsegs;
+	uint32_t *cps; /* complete checkpoints */
+	size_t ncps;
+	uint32_t *tmps; /* checkpoint.N.tmp leftovers */
+	size_t ntmps;
+};
+
+/* Lists dir; PD_ENOTFOUND when it does not exist. */
+int pd_wal_list(const char *dir, struct pd_wal_listing *l, struct pd_err *err);
+void pd_wal_listing_fini(struct pd_wal_listing *l);
+/* "dir/00000012", "dir/checkpoint.00000012", "dir/checkpoint.00000012.tmp" (malloc'd). */
+char *pd_wal_seg_path(const char *dir, uint32_t num);
+char *pd_wal_cp_path(const char *dir, uint32_t num, int tmp);
+int pd_wal_fsync_dir(const char *dir, struct pd_err *err);
+/* Removes a directory of plain files; a missing one is fine. */
+int pd_wal_rmdir(const char *dir, struct pd_err *err);
+/* Bytes of the segments after the newest checkpoint, plus that checkpoint's. */
+int pd_wal_du(const char *dir, uint64_t *out, struct pd_err *err);
+
+/* ---- reading --------------------------------------------------------------- */
+
+/* Where a directory of segments stopped being readable. */
+struct pd_wal_damage {
+	uint32_t segment;
+	uint64_t offset;
+	char reason[200];
+};
+
+/* Reads segments nums[0..n) of dir in order and hands every record's series and
+ * samples to cb (a record is checked whole before any of it is delivered).
+ * first: the number the first segment must have (0: any). Returns 0 when all was
+ * read, 1 when damage was found (*dmg says where; the segments were not touched),
+ * or a negative code: a callback's, PD_EIO, PD_ENOMEM, or PD_EINCOMPAT for data
+ * of a newer format. */
+int pd_wal_read_segments(const char *dir, const uint32_t *nums, size_t n, uint32_t first,
+			 const struct pd_wal_replay_cb *cb, struct pd_wal_replay_stats *stats,
+			 struct pd_wal_damage *dmg, struct pd_err *err);
+/* Checks the record framing of one segment without decoding payloads: 0 when its
+ * records end exactly at its end, else PD_ECORRUPT. */
+int pd_wal_check_tail(const char *path, int fd, uint64_t size, struct pd_err *err);
+
+#endif

@@ -1,0 +1,445 @@
+/* test_tsdb.c: the storage engine end to end: appends and commits, out-of-order
+ * refusal, queries by matchers over the head, WAL replay after a restart,
+ * persisting the head as blocks, compaction, retention, label listings, and
+ * concurrent appenders and readers. */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <ftw.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "profd/tsdb.h"
+
+static int eq_match(const void *ctx, const char *v)
+{
+	return strcmp(ctx, v) == 0;
+}
+
+static int rm_entry(const char *p, const struct stat *st, int f, struct FTW *w)
+{
+	(void)st;
+	(void)f;
+	(void)w;
+	return remove(p);
+}
+
+static char *tmpdir(void)
+{
+	char *d = strdup("/tmp/pd_test_tsdb_XXXXXX");
+	assert_non_null(mkdtemp(d));
+	return d;
+}
+
+static void rmdir_all(char *d)
+{
+	nftw(d, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(d);
+}
+
+/* A profile-like payload that differs a little per (series, t). */
+static uint8_t *payload(int series, int64_t t, size_t *len)
+{
+	*len = 3000 + (size_t)(t % 500);
+	uint8_t *p = malloc(*len);
+	for (size_t i = 0; i < *len; i++)
+		p[i] = (uint8_t)(i * 31 + (i % 200 == 0 ? (uint64_t)t + (uint64_t)series : 0));
+	return p;
+}
+
+static void labels_for(int series, char *job, struct pd_tsdb_label l[3])
+{
+	snprintf(job, 32, "job%d", series % 3);
+	l[0] = (struct pd_tsdb_label){"__name__", series % 2 ? "heap" : "cpu"};
+	l[1] = (struct pd_tsdb_label){"instance", series < 5 ? "a:1" : "b:2"};
+	l[2] = (struct pd_tsdb_label){"job", job};
+}
+
+static void append_range(struct pd_tsdb *db, int nseries, int64_t from, int64_t to, int64_t step)
+{
+	struct pd_err err = {0};
+	for (int64_t t = from; t < to; t += step) {
+		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+		for (int s = 0; s < nseries; s++) {
+			char job[32];
+			struct pd_tsdb_label l[3];
+			labels_for(s, job, l);
+			size_t len;
+			uint8_t *p = payload(s, t, &len);
+			if (pd_tsdb_append(a, l, 3, t, p, len, &err))
+				fail_msg("append: %s", err.msg);
+			free(p);
+		}
+		if (pd_tsdb_commit(a, &err))
+			fail_msg("commit: %s", err.msg);
+	}
+}
+
+/* Every series has every timestamp of [from, to) by step, and each profile reads back. */
+static void check_all(struct pd_tsdb *db, int nseries, int64_t from, int64_t to, int64_t step)
+{
+	struct pd_err err = {0};
+	struct pd_tsdb_matcher any = {"instance", eq_match, "a:1"};
+	struct pd_tsdb_result *r;
+	assert_int_equal(pd_tsdb_select(db, &any, 1, from, to, 0, &r, &err), 0);
+	assert_int_equal(r->nseries, nseries < 5 ? nseries : 5);
+	size_t want = (size_t)((to - from + step - 1) / step);
+	for (size_t i = 0; i < r->nseries; i++) {
+		assert_int_equal(r->series[i].nts, want);
+		for (size_t k = 0; k < r->series[i].nts; k++)
+			assert_int_equal(r->series[i].ts[k], from + (int64_t)k * step);
+	}
+	pd_tsdb_result_destroy(r);
+	for (int s = 0; s < nseries; s++) {
+		char job[32];
+		struct pd_tsdb_label l[3];
+		labels_for(s, job, l);
+		for (int64_t t = from; t < to; t += step * 7) {
+			uint8_t *got;
+			size_t glen, wlen;
+			if (pd_tsdb_read(db, l, 3, t, &got, &glen, &err))
+				fail_msg("read series %d at %lld: %s", s, (long long)t, err.msg);
+			uint8_t *want_p = payload(s, t, &wlen);
+			assert_int_equal(glen, wlen);
+			assert_memory_equal(got, want_p, wlen);
+			free(got);
+			free(want_p);
+		}
+	}
+}
+
+static struct pd_tsdb *open_db(const char *dir, int64_t block_range, int64_t retention)
+{
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	struct pd_err err = {0};
+	pd_tsdb_opts_init(&o);
+	o.block_range_ms = block_range;
+	o.retention_ms = retention;
+	o.wal_sync = 1;
+	o.chunk_samples = 40;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open: %s", err.msg);
+	return db;
+}
+
+static void test_append_select_read(void **state)
+{
+	char *dir = tmpdir();
+	struct pd_tsdb *db = open_db(dir, 3600000, 0);
+	append_range(db, 8, 1000000, 1000000 + 100 * 15000, 15000);
+	check_all(db, 8, 1000000, 1000000 + 100 * 15000, 15000);
+
+	/* matchers: name and a negative matcher */
+	struct pd_err err = {0};
+	struct pd_tsdb_matcher m[2] = {{"__name__", eq_match, "heap"}, {"job", eq_match, "job1"}};
+	struct pd_tsdb_result *r;
+	assert_int_equal(pd_tsdb_select(db, m, 2, 0, INT64_MAX, 0, &r, &err), 0);
+	/* heap = odd series 1,3,5,7; job1 = series%3==1: 1,7 */
+	assert_int_equal(r->nseries, 2);
+	assert_string_equal(r->series[0].labels[0].value, "heap");
+	pd_tsdb_result_destroy(r);
+	/* a range that holds nothing */
+	assert_int_equal(pd_tsdb_select(db, m, 2, 0, 999999, 0, &r, &err), 0);
+	assert_int_equal(r->nseries, 0);
+	pd_tsdb_result_destroy(r);
+
+	/* out of order and duplicate samples are refused with the series named */
+	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+	char job[32];
+	struct pd_tsdb_label l[3];
+	labels_for(1, job, l);
+	assert_int_equal(pd_tsdb_append(a, l, 3, 1000000, (const uint8_t *)"x", 1, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "out of order"));
+	assert_non_null(strstr(err.msg, "heap{"));
+	assert_int_equal(pd_tsdb_append(a, l, 3, 1000000 + 99 * 15000, (const uint8_t *)"x", 1, &err),
+			 PD_EINVAL);
+	assert_non_null(strstr(err.msg, "duplicate"));
+	pd_tsdb_rollback(a);
+
+	/* label listings */
+	char **v;
+	size_t n;
+	assert_int_equal(pd_tsdb_label_names(db, NULL, 0, 0, INT64_MAX, &v, &n, &err), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(v[0], "__name__");
+	assert_string_equal(v[2], "job");
+	pd_tsdb_strings_free(v, n);
+	assert_int_equal(pd_tsdb_label_values(db, "job", NULL, 0, 0, INT64_MAX, &v, &n, &err), 0);
+	assert_int_equal(n, 3);
+	pd_tsdb_strings_free(v, n);
+	assert_int_equal(pd_tsdb_label_values(db, "job", m, 1, 0, INT64_MAX, &v, &n, &err), 0);
+	assert_int_equal(n, 3); /* heap series are in every job */
+	pd_tsdb_strings_free(v, n);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+static void test_restart_replays_wal(void **state)
+{
+	char *dir = tmpdir();
+	struct pd_tsdb *db = open_db(dir, 3600000, 0);
+	append_range(db, 6, 0, 50 * 10000, 10000);
+	pd_tsdb_close(db);
+	db = open_db(dir, 3600000, 0);
+	check_all(db, 6, 0, 50 * 10000, 10000);
+	/* and appending goes on where it stopped */
+	append_range(db, 6, 50 * 10000, 60 * 10000, 10000);
+	pd_tsdb_close(db);
+	db = open_db(dir, 3600000, 0);
+	check_all(db, 6, 0, 60 * 10000, 10000);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+static void test_flush_compact_retention(void **state)
+{
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	/* blocks of 100 s; 30 windows of data */
+	struct pd_tsdb *db = open_db(dir, 100000, -1);
+	append_range(db, 6, 0, 3000000, 5000);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_true(st.blocks >= 1);
+	assert_true(st.compactions >= 1); /* 3-window and 9-window ranges were filled */
+	assert_true(st.head_samples > 0); /* the newest half range stays in the head */
+	check_all(db, 6, 0, 3000000, 5000);
+	/* everything out of the head, then a restart: all from blocks */
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.head_samples, 0);
+	pd_tsdb_close(db);
+	db = open_db(dir, 100000, -1);
+	check_all(db, 6, 0, 3000000, 5000);
+	pd_tsdb_close(db);
+
+	/* retention: blocks that end 300 s or more before the newest sample go; the
+	 * compacted block [0 s, 2700 s) is one of them */
+	db = open_db(dir, 100000, 300000);
+	append_range(db, 6, 3000000, 3100000, 5000);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	pd_tsdb_stats(db, &st);
+	assert_true(st.retention_deletions >= 1);
+	struct pd_tsdb_matcher any = {"instance", eq_match, "a:1"};
+	struct pd_tsdb_result *r;
+	assert_int_equal(pd_tsdb_select(db, &any, 1, 0, INT64_MAX, 0, &r, &err), 0);
+	assert_true(r->nseries > 0);
+	assert_true(r->series[0].ts[0] >= 2700000);
+	assert_int_equal(r->series[0].ts[r->series[0].nts - 1], 3095000);
+	pd_tsdb_result_destroy(r);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+struct thr {
+	struct pd_tsdb *db;
+	int id;
+	int errors;
+};
+
+static void *writer(void *arg)
+{
+	struct thr *t = arg;
+	struct pd_err err = {0};
+	char inst[32];
+	snprintf(inst, sizeof(inst), "w%d", t->id);
+	for (int64_t ts = 1; ts <= 200; ts++) {
+		struct pd_tsdb_appender *a = pd_tsdb_appender(t->db);
+		struct pd_tsdb_label l[2] = {{"__name__", "heap"}, {"instance", inst}};
+		uint8_t p[64];
+		memset(p, (int)ts, sizeof(p));
+		if (pd_tsdb_append(a, l, 2, ts * 1000, p, sizeof(p), &err) || pd_tsdb_commit(a, &err))
+			t->errors++;
+	}
+	return NULL;
+}
+
+static void *reader(void *arg)
+{
+	struct thr *t = arg;
+	struct pd_err err = {0};
+	struct pd_tsdb_matcher m = {"__name__", eq_match, "heap"};
+	for (int i = 0; i < 200; i++) {
+		struct pd_tsdb_result *r;
+		if (pd_tsdb_select(t->db, &m, 1, 0, INT64_MAX, 0, &r, &err)) {
+			t->errors++;
+			continue;
+		}
+		for (size_t s = 0; s < r->nseries; s++)
+			for (size_t k = 1; k < r->series[s].nts; k++)
+				if (r->series[s].ts[k] <= r->series[s].ts[k - 1])
+					t->errors++;
+		pd_tsdb_result_destroy(r);
+	}
+	return NULL;
+}
+
+static void test_concurrency(void **state)
+{
+	char *dir = tmpdir();
+	struct pd_tsdb *db = open_db(dir, 3600000, 0);
+	pthread_t th[6];
+	struct thr a[6];
+	for (int i = 0; i < 6; i++) {
+		a[i] = (struct thr){db, i, 0};
+		pthread_create(&th[i], NULL, i < 4 ? writer : reader, &a[i]);
+	}
+	for (int i = 0; i < 6; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(a[i].errors, 0);
+	}
+	struct pd_err err = {0};
+	struct pd_tsdb_matcher m = {"__name__", eq_match, "heap"};
+	struct pd_tsdb_result *r;
+	assert_int_equal(pd_tsdb_select(db, &m, 1, 0, INT64_MAX, 0, &r, &err), 0);
+	assert_int_equal(r->nseries, 4);
+	for (size_t s = 0; s < 4; s++)
+		assert_int_equal(r->series[s].nts, 200);
+	pd_tsdb_result_destroy(r);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* The child: appends commit after commit (three series, t = i seconds), flushing
+ * now and then so that blocks, checkpoints and WAL truncation also get killed
+ * midway, and reports each acknowledged commit on the pipe. */
+static void crash_child(const char *dir, int fd)
+{
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	struct pd_err err = {0};
+	pd_tsdb_opts_init(&o);
+	o.block_range_ms = 20000;
+	o.retention_ms = -1;
+	o.chunk_samples = 16;
+	if (pd_tsdb_open(&db, dir, &o, &err)) {
+		fprintf(stderr, "child: open: %s\n", err.msg);
+		_exit(3);
+	}
+	struct pd_tsdb_matcher m = {"__name__", eq_match, "heap"};
+	struct pd_tsdb_result *r;
+	int64_t next = 1;
+	if (pd_tsdb_select(db, &m, 1, INT64_MIN, INT64_MAX, 0, &r, &err))
+		_exit(4);
+	for (size_t i = 0; i < r->nseries; i++)
+		if (r->series[i].nts && r->series[i].ts[r->series[i].nts - 1] / 1000 + 1 > next)
+			next = r->series[i].ts[r->series[i].nts - 1] / 1000 + 1;
+	pd_tsdb_result_destroy(r);
+	for (int64_t i = next;; i++) {
+		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+		for (int s = 0; s < 3; s++) {
+			char inst[16];
+			snprintf(inst, sizeof(inst), "i%d", s);
+			struct pd_tsdb_label l[2] = {{"__name__", "heap"}, {"instance", inst}};
+			size_t len;
+			uint8_t *p = payload(s, i, &len);
+			if (pd_tsdb_append(a, l, 2, i * 1000, p, len, &err))
+				_exit(5);
+			free(p);
+		}
+		if (pd_tsdb_commit(a, &err)) {
+			fprintf(stderr, "child: commit: %s\n", err.msg);
+			_exit(6);
+		}
+		if (write(fd, &i, sizeof(i)) != sizeof(i))
+			_exit(7);
+		if (i % 13 == 0 && pd_tsdb_flush(db, 0, &err)) {
+			fprintf(stderr, "child: flush: %s\n", err.msg);
+			_exit(8);
+		}
+	}
+}
+
+static void test_crash_safety(void **state)
+{
+	char *dir = tmpdir();
+	int64_t acked = 0;
+	unsigned seed = (unsigned)time(NULL);
+	srand(seed);
+	int rounds = 25;
+	for (int round = 0; round < rounds; round++) {
+		int fds[2];
+		assert_int_equal(pipe(fds), 0);
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			close(fds[0]);
+			crash_child(dir, fds[1]);
+			_exit(0);
+		}
+		close(fds[1]);
+		struct timespec ts = {0, (long)(20 + rand() % 300) * 1000000L};
+		nanosleep(&ts, NULL);
+		kill(pid, SIGKILL);
+		int status;
+		waitpid(pid, &status, 0);
+		if (WIFEXITED(status))
+			fail_msg("round %d: child exited with %d before the kill", round,
+				 WEXITSTATUS(status));
+		int64_t i;
+		while (read(fds[0], &i, sizeof(i)) == sizeof(i))
+			acked = i;
+		close(fds[0]);
+
+		/* everything acknowledged is there, whole, and nothing else is broken */
+		struct pd_tsdb *db = open_db(dir, 20000, -1);
+		struct pd_err err = {0};
+		struct pd_tsdb_matcher m = {"__name__", eq_match, "heap"};
+		struct pd_tsdb_result *r;
+		assert_int_equal(pd_tsdb_select(db, &m, 1, INT64_MIN, INT64_MAX, 0, &r, &err), 0);
+		if (acked)
+			assert_int_equal(r->nseries, 3);
+		for (size_t s = 0; s < r->nseries; s++) {
+			const struct pd_tsdb_series *se = &r->series[s];
+			/* 1..n with no gap, n >= acked (a commit may land and die before its ack) */
+			if ((int64_t)se->nts < acked)
+				fail_msg("round %d (seed %u): series %zu has %zu samples, %lld acknowledged",
+					 round, seed, s, se->nts, (long long)acked);
+			for (size_t k = 0; k < se->nts; k++)
+				assert_int_equal(se->ts[k], (int64_t)(k + 1) * 1000);
+			/* the newest profiles and a few old ones read back intact */
+			for (size_t k = se->nts; k-- > 0 && k + 4 >= se->nts;) {
+				uint8_t *got;
+				size_t glen, wlen;
+				int sidx = se->labels[1].value[1] - '0';
+				if (pd_tsdb_read(db, se->labels, se->nlabels, se->ts[k], &got, &glen, &err))
+					fail_msg("round %d: read: %s", round, err.msg);
+				uint8_t *want = payload(sidx, se->ts[k] / 1000, &wlen);
+				assert_int_equal(glen, wlen);
+				assert_memory_equal(got, want, wlen);
+				free(got);
+				free(want);
+			}
+		}
+		pd_tsdb_result_destroy(r);
+		pd_tsdb_close(db);
+	}
+	print_message("crash safety: %d kills, %lld commits acknowledged, none lost\n", rounds,
+		      (long long)acked);
+	rmdir_all(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_append_select_read),
+		cmocka_unit_test(test_restart_replays_wal),
+		cmocka_unit_test(test_flush_compact_retention),
+		cmocka_unit_test(test_concurrency),
+		cmocka_unit_test(test_crash_safety),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
