@@ -142,28 +142,39 @@ static int parse(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-/* Reads every file; merges them when there are several. */
+/* Reads every file; merges them when there are several, one file at a time so that
+ * each input is freed before the next is read. */
 static int load(struct opts *o, struct pd_pprof_profile **out)
 {
 	struct pd_err err = {0};
-	struct pd_pprof_profile **ps = calloc((size_t)o->nfiles, sizeof(*ps));
-	int rc = 0;
-	if (!ps)
-		return -1;
-	for (int i = 0; i < o->nfiles && !rc; i++)
-		if ((rc = pd_pprof_read_file(&ps[i], o->files[i], &o->dec, &err)))
+	struct pd_pprof_merger *m = NULL;
+	int rc;
+	if (o->nfiles == 1) {
+		if ((rc = pd_pprof_read_file(out, o->files[0], &o->dec, &err)))
 			fprintf(stderr, "profd pprof: %s\n", err.msg);
-	if (!rc && o->nfiles == 1) {
-		*out = ps[0];
-		ps[0] = NULL;
-	} else if (!rc) {
-		if ((rc = pd_pprof_merge((const struct pd_pprof_profile *const *)ps, (size_t)o->nfiles, out,
-					 &err)))
-			fprintf(stderr, "profd pprof: merging: %s\n", err.msg);
+		return rc;
 	}
-	for (int i = 0; i < o->nfiles; i++)
-		pd_pprof_destroy(ps[i]);
-	free(ps);
+	if ((rc = pd_pprof_merger_create(&m, &err))) {
+		fprintf(stderr, "profd pprof: %s\n", err.msg);
+		return rc;
+	}
+	for (int i = 0; i < o->nfiles; i++) {
+		struct pd_pprof_profile *p;
+		if ((rc = pd_pprof_read_file(&p, o->files[i], &o->dec, &err))) {
+			fprintf(stderr, "profd pprof: %s\n", err.msg);
+			pd_pprof_merger_destroy(m);
+			return rc;
+		}
+		rc = pd_pprof_merger_add(m, p, &err);
+		pd_pprof_destroy(p);
+		if (rc) {
+			fprintf(stderr, "profd pprof: merging %s: %s\n", o->files[i], err.msg);
+			pd_pprof_merger_destroy(m);
+			return rc;
+		}
+	}
+	if ((rc = pd_pprof_merger_finish(m, out, &err)))
+		fprintf(stderr, "profd pprof: merging: %s\n", err.msg);
 	return rc;
 }
 

@@ -158,6 +158,24 @@ int pd_pprof_flame_json(const struct pd_pprof_flame *f, int64_t min_total, struc
 int pd_pprof_merge(const struct pd_pprof_profile *const *ps, size_t n,
 		   struct pd_pprof_profile **out, struct pd_err *err);
 
+/* Merging one profile at a time, so that inputs can be freed as they are added
+ * (pd_pprof_merge with n profiles is create, n adds and finish). The result is the
+ * same as pd_pprof_merge's. A merger is owned by its creator until finish, which
+ * frees it whatever the outcome; pd_pprof_merger_destroy drops an unfinished one. */
+struct pd_pprof_merger;
+
+int pd_pprof_merger_create(struct pd_pprof_merger **out, struct pd_err *err);
+/* Adds p's samples; p is only read and may be destroyed right after. */
+int pd_pprof_merger_add(struct pd_pprof_merger *m, const struct pd_pprof_profile *p,
+			struct pd_err *err);
+/* Adds p as a diff's base: values negated, samples labelled pprof::base=true. */
+int pd_pprof_merger_add_base(struct pd_pprof_merger *m, const struct pd_pprof_profile *p,
+			     struct pd_err *err);
+/* The merged profile into *out (new, owned by the caller); frees m. */
+int pd_pprof_merger_finish(struct pd_pprof_merger *m, struct pd_pprof_profile **out,
+			   struct pd_err *err);
+void pd_pprof_merger_destroy(struct pd_pprof_merger *m);
+
 /* The difference p - base as `go tool pprof -diff_base=base p` builds it: base's
  * samples are negated, labelled pprof::base=true, and merged with p's, so that
  * reports show p minus base and percentages relative to base. *out is new and owned

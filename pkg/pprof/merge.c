@@ -342,6 +342,10 @@ static int map_sample(struct merger *m, struct src *src, const pb_sample *s, int
 	const struct pd_pprof_profile *sp = src->p;
 	int nonzero = 0;
 	for (size_t c = 0; c < m->ncols; c++) {
+		if (src->col[c] == SIZE_MAX) {
+			vals[c] = 0; /* a column this source lacks: it will not be kept */
+			continue;
+		}
 		int64_t v = s->value[src->col[c]];
 		if (src->ratio[c] != 1) {
 			double d = round((double)v * src->ratio[c]);
@@ -479,254 +483,389 @@ static int value_types_compatible(const char *t1, const char *u1, const char *t2
 	return k1 == k2 && k1 != PD_UNIT_OTHER;
 }
 
-static int merge_sources(struct src *srcs, size_t n, struct pd_pprof_profile **out,
-			 struct pd_err *err);
+/* ---- the incremental merger --------------------------------------------------- */
 
-int pd_pprof_merge(const struct pd_pprof_profile *const *ps, size_t n,
-		   struct pd_pprof_profile **out, struct pd_err *err)
+struct pd_pprof_merger {
+	struct merger m;
+	size_t nsources;
+	/* output columns, from the first profile; later ones can only drop them */
+	char **type, **unit;
+	uint8_t *alive, *incompatible;
+	/* header */
+	pb_profile *pb;
+	char *period_type, *period_unit;
+	struct vec comments;
+	struct bmap seen_comments;
+	int have_base;
+	int has_period_type;
+	/* scratch for map_sample */
+	int64_t *vals;
+	uint64_t *locs;
+	size_t locs_cap, labs_cap;
+	struct olabel *labs;
+};
+
+void pd_pprof_merger_destroy(struct pd_pprof_merger *pm)
 {
+	if (!pm)
+		return;
+	struct merger *m = &pm->m;
+	for (size_t c = 0; c < m->ncols; c++) {
+		free(pm->type[c]);
+		free(pm->unit[c]);
+	}
+	free(pm->type);
+	free(pm->unit);
+	free(pm->alive);
+	free(pm->incompatible);
+	free(pm->period_type);
+	free(pm->period_unit);
+	free(pm->comments.v);
+	bmap_fini(&pm->seen_comments);
+	free(pm->vals);
+	free(pm->locs);
+	free(pm->labs);
+	free(m->map_of);
+	free(m->map_off);
+	free(m->fn_of);
+	free(m->loc_of);
+	free(m->strs.v);
+	free(m->samples.v);
+	free(m->locations.v);
+	free(m->functions.v);
+	free(m->mappings.v);
+	bmap_fini(&m->strmap);
+	bmap_fini(&m->samplemap);
+	bmap_fini(&m->locmap);
+	bmap_fini(&m->fnmap);
+	bmap_fini(&m->mapmap);
+	pd_buf_fini(&m->key);
+	pd_arena_destroy(m->arena);
+	pd_arena_destroy(m->tmp);
+	free(pm);
+}
+
+int pd_pprof_merger_create(struct pd_pprof_merger **out, struct pd_err *err)
+{
+	struct pd_pprof_merger *pm = calloc(1, sizeof(*pm));
+	int64_t idx;
 	*out = NULL;
-	if (n == 0)
-		return pd_err_set(err, PD_EINVAL, "no profiles to merge");
-	struct src *srcs = calloc(n, sizeof(*srcs));
-	if (!srcs)
+	if (!pm)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
-	for (size_t i = 0; i < n; i++)
-		srcs[i].p = ps[i];
-	int rc = merge_sources(srcs, n, out, err);
-	free(srcs);
-	return rc;
+	struct merger *m = &pm->m;
+	pd_buf_init(&m->key, 0);
+	m->arena = pd_arena_create(0);
+	m->tmp = pd_arena_create(0);
+	if (!m->arena || !m->tmp)
+		goto nomem;
+	m->strmap.keys = m->samplemap.keys = m->locmap.keys = m->fnmap.keys = m->mapmap.keys = m->tmp;
+	pm->seen_comments.keys = m->tmp;
+	if (intern(m, "", &idx))
+		goto nomem;
+	pm->pb = pd_arena_alloc(m->arena, sizeof(*pm->pb));
+	if (!pm->pb)
+		goto nomem;
+	perftools__profiles__profile__init(pm->pb);
+	*out = pm;
+	return 0;
+nomem:
+	pd_pprof_merger_destroy(pm);
+	return pd_err_set(err, PD_ENOMEM, "out of memory");
 }
 
-int pd_pprof_diff(const struct pd_pprof_profile *base, const struct pd_pprof_profile *p,
-		  struct pd_pprof_profile **out, struct pd_err *err)
+static char *dup_str(const char *s)
 {
-	struct src srcs[2] = {{.p = p}, {.p = base, .negate_and_label = 1}};
-	*out = NULL;
-	return merge_sources(srcs, 2, out, err);
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
 }
 
-/* Chooses output columns and unit conversions: pprof's CompatibilizeSampleTypes
- * followed by ScaleProfiles. Fills each source's col and ratio. */
-static int plan_columns(struct src *srcs, size_t n, size_t *ncols, const char ***units,
+/* Takes the first profile's columns and header. */
+static int first_source(struct pd_pprof_merger *pm, const struct pd_pprof_profile *p,
 			struct pd_err *err)
 {
-	const struct pd_pprof_profile *p0 = srcs[0].p;
-	size_t nt = p0->pb->n_sample_type;
-	*ncols = 0;
-	*units = calloc(nt ? nt : 1, sizeof(**units));
-	if (!*units)
+	struct merger *m = &pm->m;
+	size_t nt = p->pb->n_sample_type;
+	pm->type = calloc(nt ? nt : 1, sizeof(char *));
+	pm->unit = calloc(nt ? nt : 1, sizeof(char *));
+	pm->alive = calloc(nt ? nt : 1, 1);
+	pm->incompatible = calloc(nt ? nt : 1, 1);
+	pm->vals = calloc(nt ? nt : 1, sizeof(int64_t));
+	if (!pm->type || !pm->unit || !pm->alive || !pm->incompatible || !pm->vals)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
-	for (size_t i = 0; i < n; i++) {
-		srcs[i].col = calloc(nt ? nt : 1, sizeof(size_t));
-		srcs[i].ratio = calloc(nt ? nt : 1, sizeof(double));
-		if (!srcs[i].col || !srcs[i].ratio)
+	m->ncols = nt;
+	for (size_t c = 0; c < nt; c++) {
+		if (!(pm->type[c] = dup_str(pd_pprof_sample_type(p, c))) ||
+		    !(pm->unit[c] = dup_str(pd_pprof_sample_unit(p, c))))
 			return pd_err_set(err, PD_ENOMEM, "out of memory");
+		/* a type listed twice: only its first column can be matched */
+		pm->alive[c] = 1;
+		for (size_t k = 0; k < c; k++)
+			if (strcmp(pm->type[k], pm->type[c]) == 0)
+				pm->alive[c] = 0;
 	}
-	for (size_t t = 0; t < nt; t++) {
-		const char *type = pd_pprof_sample_type(p0, t);
-		int everywhere = 1;
-		for (size_t i = 0; i < n && everywhere; i++) {
-			const struct pd_pprof_profile *sp = srcs[i].p;
-			size_t j;
-			for (j = 0; j < sp->pb->n_sample_type; j++)
-				if (strcmp(pd_pprof_sample_type(sp, j), type) == 0)
-					break;
-			if (j == sp->pb->n_sample_type)
-				everywhere = 0;
-			else
-				srcs[i].col[*ncols] = j;
-		}
-		if (!everywhere)
-			continue;
-		/* the finest unit among compatible ones */
-		const char *unit = pd_pprof_sample_unit(p0, srcs[0].col[*ncols]);
-		for (size_t i = 1; i < n; i++) {
-			const char *u = pd_pprof_sample_unit(srcs[i].p, srcs[i].col[*ncols]);
-			if (!value_types_compatible(type, unit, type, u))
-				return pd_err_set(err, PD_EINCOMPAT,
-						  "incompatible sample types: %s in %s and in %s", type, unit, u);
-			if (pd_pprof_unit_ratio(u, unit) < 1)
-				unit = u;
-		}
-		for (size_t i = 0; i < n; i++) {
-			const char *u = pd_pprof_sample_unit(srcs[i].p, srcs[i].col[*ncols]);
-			srcs[i].ratio[*ncols] = n > 1 ? pd_pprof_unit_ratio(u, unit) : 1;
-			srcs[i].scaled |= srcs[i].ratio[*ncols] != 1;
-		}
-		(*units)[*ncols] = unit;
-		(*ncols)++;
-	}
-	if (*ncols == 0)
-		return pd_err_set(err, PD_EINCOMPAT, "profiles have no sample type in common");
-	/* period types must agree, up to a unit conversion */
-	for (size_t i = 1; i < n; i++) {
-		const char *t0 = pd_pprof_period_type(p0), *u0 = pd_pprof_period_unit(p0);
-		const char *t = pd_pprof_period_type(srcs[i].p), *u = pd_pprof_period_unit(srcs[i].p);
-		if (strcmp(t0, t) != 0 || (strcmp(u0, u) != 0 && !value_types_compatible(t0, u0, t, u)))
-			return pd_err_set(err, PD_EINCOMPAT, "incompatible period types %s/%s and %s/%s", t0,
-					  u0, t, u);
-	}
+	if (!(pm->period_type = dup_str(pd_pprof_period_type(p))) ||
+	    !(pm->period_unit = dup_str(pd_pprof_period_unit(p))))
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	pb_profile *pb = pm->pb;
+	if (intern(m, pd_pprof_str(p, p->pb->drop_frames), &pb->drop_frames) ||
+	    intern(m, pd_pprof_str(p, p->pb->keep_frames), &pb->keep_frames))
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	pm->has_period_type = p->pb->period_type != NULL;
 	return 0;
 }
 
-static int merge_sources(struct src *srcs, size_t n, struct pd_pprof_profile **out,
-			 struct pd_err *err)
+/* Multiplies column c of every merged sample by r (a unit moved to a finer one). */
+static void rescale_column(struct merger *m, size_t c, double r)
 {
-	struct merger m;
-	const char **units = NULL;
-	int64_t *vals = NULL;
-	uint64_t *locs = NULL;
-	size_t locs_cap = 0, labs_cap = 0;
-	struct olabel *labs = NULL;
-	struct vec comments = {0};
-	struct bmap seen_comments = {0};
-	int have_base = 0;
-	pb_profile *pb = NULL;
-	const struct pd_pprof_profile *p0 = srcs[0].p;
-	int64_t idx;
-	pb_value_type *vts;
-	int zero_sums;
-	struct pd_arena *arena;
-	int rc = 0;
-
-	memset(&m, 0, sizeof(m));
-	pd_buf_init(&m.key, 0);
-	m.arena = pd_arena_create(0);
-	m.tmp = pd_arena_create(0);
-	if (!m.arena || !m.tmp)
-		goto nomem;
-	m.strmap.keys = m.samplemap.keys = m.locmap.keys = m.fnmap.keys = m.mapmap.keys = m.tmp;
-	seen_comments.keys = m.tmp;
-	for (size_t i = 0; i < n; i++)
-		have_base |= srcs[i].negate_and_label;
-	if ((rc = plan_columns(srcs, n, &m.ncols, &units, err)))
-		goto out;
-	vals = calloc(m.ncols, sizeof(*vals));
-	if (!vals)
-		goto nomem;
-	if (intern(&m, "", &idx))
-		goto nomem;
-	if (have_base) {
-		if (intern(&m, "pprof::base", &idx))
-			goto nomem;
-		m.base_key = (uint32_t)idx;
-		if (intern(&m, "true", &idx))
-			goto nomem;
-		m.base_true = (uint32_t)idx;
+	for (size_t k = 0; k < m->samples.len; k++) {
+		pb_sample *s = m->samples.v[k];
+		double d = round((double)s->value[c] * r);
+		s->value[c] = d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : (int64_t)d;
 	}
+}
 
-	pb = pd_arena_alloc(m.arena, sizeof(*pb));
-	if (!pb)
-		goto nomem;
-	perftools__profiles__profile__init(pb);
-
-	/* header: earliest time, summed duration, largest period, comments once each */
-	for (size_t i = 0; i < n; i++) {
-		const pb_profile *s = srcs[i].p->pb;
-		if (pb->time_nanos == 0 || s->time_nanos < pb->time_nanos)
-			pb->time_nanos = s->time_nanos;
-		pb->duration_nanos = pd_add64(pb->duration_nanos, s->duration_nanos);
-		int64_t period = s->period;
-		if (n > 1 && p0->pb->period_type && s->period_type) {
-			double d = (double)period * pd_pprof_unit_ratio(pd_pprof_period_unit(srcs[i].p),
-								       pd_pprof_period_unit(p0));
-			period = d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : (int64_t)d;
+static int add_source(struct pd_pprof_merger *pm, const struct pd_pprof_profile *p, int base,
+		      struct pd_err *err)
+{
+	struct merger *m = &pm->m;
+	struct src src = {.p = p, .negate_and_label = base};
+	int rc = 0;
+	int64_t idx;
+	if (pm->nsources == 0 && (rc = first_source(pm, p, err)))
+		return rc;
+	const char *pt = pd_pprof_period_type(p), *pu = pd_pprof_period_unit(p);
+	src.col = calloc(m->ncols ? m->ncols : 1, sizeof(size_t));
+	src.ratio = calloc(m->ncols ? m->ncols : 1, sizeof(double));
+	if (!src.col || !src.ratio) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t c = 0; c < m->ncols; c++) {
+		src.col[c] = SIZE_MAX;
+		src.ratio[c] = 1;
+		if (!pm->alive[c])
+			continue;
+		size_t j;
+		for (j = 0; j < p->pb->n_sample_type; j++)
+			if (strcmp(pd_pprof_sample_type(p, j), pm->type[c]) == 0)
+				break;
+		if (j == p->pb->n_sample_type) {
+			pm->alive[c] = 0; /* not common to all profiles */
+			continue;
 		}
+		src.col[c] = j;
+		const char *u = pd_pprof_sample_unit(p, j);
+		if (strcmp(u, pm->unit[c]) == 0)
+			continue;
+		if (!value_types_compatible(pm->type[c], pm->unit[c], pm->type[c], u)) {
+			pm->incompatible[c] = 1;
+			continue;
+		}
+		if (pd_pprof_unit_ratio(u, pm->unit[c]) < 1) {
+			/* the new unit is finer: convert what is merged so far */
+			char *nu = dup_str(u);
+			if (!nu) {
+				rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+				goto out;
+			}
+			rescale_column(m, c, pd_pprof_unit_ratio(pm->unit[c], u));
+			free(pm->unit[c]);
+			pm->unit[c] = nu;
+		} else {
+			src.ratio[c] = pd_pprof_unit_ratio(u, pm->unit[c]);
+		}
+	}
+	size_t alive = 0;
+	for (size_t c = 0; c < m->ncols; c++)
+		alive += pm->alive[c];
+	if (!alive) {
+		rc = pd_err_set(err, PD_EINCOMPAT, "profiles have no sample type in common");
+		goto out;
+	}
+	/* period types must agree, up to a unit conversion */
+	if (strcmp(pt, pm->period_type) != 0 ||
+	    (strcmp(pu, pm->period_unit) != 0 && !value_types_compatible(pt, pu, pt, pm->period_unit))) {
+		rc = pd_err_set(err, PD_EINCOMPAT, "incompatible period types %s/%s and %s/%s",
+				pm->period_type, pm->period_unit, pt, pu);
+		goto out;
+	}
+	/* header */
+	pb_profile *pb = pm->pb;
+	const pb_profile *s = p->pb;
+	if (pb->time_nanos == 0 || s->time_nanos < pb->time_nanos)
+		pb->time_nanos = s->time_nanos;
+	pb->duration_nanos = pd_add64(pb->duration_nanos, s->duration_nanos);
+	{
+		/* periods in the finest period unit seen, the largest kept */
+		if (strcmp(pu, pm->period_unit) != 0 && pd_pprof_unit_ratio(pu, pm->period_unit) < 1) {
+			char *nu = dup_str(pu);
+			if (!nu) {
+				rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+				goto out;
+			}
+			double d = (double)pb->period * pd_pprof_unit_ratio(pm->period_unit, pu);
+			pb->period = d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : (int64_t)d;
+			free(pm->period_unit);
+			pm->period_unit = nu;
+		}
+		double d = (double)s->period * pd_pprof_unit_ratio(pu, pm->period_unit);
+		int64_t period = d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : (int64_t)d;
 		if (pb->period == 0 || pb->period < period)
 			pb->period = period;
-		for (size_t c = 0; c < s->n_comment; c++) {
-			const char *txt = pd_pprof_str(srcs[i].p, s->comment[c]);
-			uint32_t v;
-			int r = bmap_upsert(&seen_comments, txt, strlen(txt), 0, &v);
-			if (r < 0 || (r == 0 && (intern(&m, txt, &idx) ||
-						 vec_push(&comments, (void *)(intptr_t)idx))))
-				goto nomem;
+	}
+	for (size_t c = 0; c < s->n_comment; c++) {
+		const char *txt = pd_pprof_str(p, s->comment[c]);
+		uint32_t v;
+		int r = bmap_upsert(&pm->seen_comments, txt, strlen(txt), 0, &v);
+		if (r < 0 || (r == 0 && (intern(m, txt, &idx) ||
+					 vec_push(&pm->comments, (void *)(intptr_t)idx)))) {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			goto out;
 		}
-		if (!pb->default_sample_type && s->default_sample_type &&
-		    intern(&m, pd_pprof_str(srcs[i].p, s->default_sample_type), &pb->default_sample_type))
-			goto nomem;
-		if (!pb->doc_url && s->doc_url &&
-		    intern(&m, pd_pprof_str(srcs[i].p, s->doc_url), &pb->doc_url))
-			goto nomem;
 	}
-	if (comments.len) {
-		pb->n_comment = comments.len;
-		pb->comment = pd_arena_alloc(m.arena, comments.len * sizeof(int64_t));
-		if (!pb->comment)
-			goto nomem;
-		for (size_t c = 0; c < comments.len; c++)
-			pb->comment[c] = (int64_t)(intptr_t)comments.v[c];
+	if ((!pb->default_sample_type && s->default_sample_type &&
+	     intern(m, pd_pprof_str(p, s->default_sample_type), &pb->default_sample_type)) ||
+	    (!pb->doc_url && s->doc_url && intern(m, pd_pprof_str(p, s->doc_url), &pb->doc_url))) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		goto out;
 	}
-	if (intern(&m, pd_pprof_str(p0, p0->pb->drop_frames), &pb->drop_frames) ||
-	    intern(&m, pd_pprof_str(p0, p0->pb->keep_frames), &pb->keep_frames))
+	if (base && !pm->have_base) {
+		if (intern(m, "pprof::base", &m->base_key) || intern(m, "true", &m->base_true)) {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			goto out;
+		}
+		pm->have_base = 1;
+	}
+	/* samples */
+	size_t nm = s->n_mapping, nf = s->n_function, nl = s->n_location;
+	m->map_of = calloc(nm + 1, sizeof(*m->map_of));
+	m->map_off = calloc(nm + 1, sizeof(*m->map_off));
+	m->fn_of = calloc(nf + 1, sizeof(*m->fn_of));
+	m->loc_of = calloc(nl + 1, sizeof(*m->loc_of));
+	if (!m->map_of || !m->map_off || !m->fn_of || !m->loc_of)
 		goto nomem;
-	if (p0->pb->period_type) {
-		pb->period_type = pd_arena_alloc(m.arena, sizeof(*pb->period_type));
+	/* the first mapping seen is the main binary: keep it first */
+	if (m->mappings.len == 0 && nm && map_mapping(m, p, 0))
+		goto nomem;
+	for (size_t k = 0; k < s->n_sample; k++)
+		if (map_sample(m, &src, s->sample[k], pm->vals, &pm->locs, &pm->locs_cap, &pm->labs,
+			       &pm->labs_cap))
+			goto nomem;
+	pm->nsources++;
+	goto out;
+nomem:
+	rc = pd_err_set(err, PD_ENOMEM, "out of memory merging profiles");
+out:
+	free(m->map_of);
+	free(m->map_off);
+	free(m->fn_of);
+	free(m->loc_of);
+	m->map_of = NULL;
+	m->map_off = NULL;
+	m->fn_of = NULL;
+	m->loc_of = NULL;
+	free(src.col);
+	free(src.ratio);
+	return rc;
+}
+
+int pd_pprof_merger_add(struct pd_pprof_merger *pm, const struct pd_pprof_profile *p,
+			struct pd_err *err)
+{
+	return add_source(pm, p, 0, err);
+}
+
+int pd_pprof_merger_add_base(struct pd_pprof_merger *pm, const struct pd_pprof_profile *p,
+			     struct pd_err *err)
+{
+	return add_source(pm, p, 1, err);
+}
+
+int pd_pprof_merger_finish(struct pd_pprof_merger *pm, struct pd_pprof_profile **out,
+			   struct pd_err *err)
+{
+	struct merger *m = &pm->m;
+	pb_profile *pb = pm->pb;
+	int rc = 0;
+	*out = NULL;
+	if (pm->nsources == 0) {
+		rc = pd_err_set(err, PD_EINVAL, "no profiles to merge");
+		goto out;
+	}
+	size_t keep = 0;
+	for (size_t c = 0; c < m->ncols; c++) {
+		if (!pm->alive[c])
+			continue;
+		if (pm->incompatible[c]) {
+			rc = pd_err_set(err, PD_EINCOMPAT, "incompatible sample types: %s has units that do not convert",
+					pm->type[c]);
+			goto out;
+		}
+		keep++;
+	}
+	if (!keep) {
+		rc = pd_err_set(err, PD_EINCOMPAT, "profiles have no sample type in common");
+		goto out;
+	}
+	/* columns */
+	pb->n_sample_type = keep;
+	pb->sample_type = pd_arena_alloc(m->arena, keep * sizeof(*pb->sample_type));
+	pb_value_type *vts = pd_arena_alloc(m->arena, keep * sizeof(*vts));
+	if (!pb->sample_type || !vts)
+		goto nomem;
+	size_t k = 0;
+	for (size_t c = 0; c < m->ncols; c++) {
+		if (!pm->alive[c])
+			continue;
+		perftools__profiles__value_type__init(&vts[k]);
+		if (intern(m, pm->type[c], &vts[k].type) || intern(m, pm->unit[c], &vts[k].unit))
+			goto nomem;
+		pb->sample_type[k] = &vts[k];
+		k++;
+	}
+	if (pm->has_period_type) {
+		pb->period_type = pd_arena_alloc(m->arena, sizeof(*pb->period_type));
 		if (!pb->period_type)
 			goto nomem;
 		perftools__profiles__value_type__init(pb->period_type);
-		if (intern(&m, pd_pprof_period_type(p0), &pb->period_type->type) ||
-		    intern(&m, pd_pprof_period_unit(p0), &pb->period_type->unit))
+		if (intern(m, pm->period_type, &pb->period_type->type) ||
+		    intern(m, pm->period_unit, &pb->period_type->unit))
 			goto nomem;
 	}
-	pb->n_sample_type = m.ncols;
-	pb->sample_type = pd_arena_alloc(m.arena, m.ncols * sizeof(*pb->sample_type));
-	vts = pd_arena_alloc(m.arena, m.ncols * sizeof(*vts));
-	if (!pb->sample_type || !vts)
-		goto nomem;
-	for (size_t c = 0; c < m.ncols; c++) {
-		perftools__profiles__value_type__init(&vts[c]);
-		if (intern(&m, pd_pprof_sample_type(p0, srcs[0].col[c]), &vts[c].type) ||
-		    intern(&m, units[c], &vts[c].unit))
-			goto nomem;
-		pb->sample_type[c] = &vts[c];
-	}
-
-	/* samples */
-	for (size_t i = 0; i < n; i++) {
-		const struct pd_pprof_profile *sp = srcs[i].p;
-		size_t nm = sp->pb->n_mapping, nf = sp->pb->n_function, nl = sp->pb->n_location;
-		m.map_of = calloc(nm + 1, sizeof(*m.map_of));
-		m.map_off = calloc(nm + 1, sizeof(*m.map_off));
-		m.fn_of = calloc(nf + 1, sizeof(*m.fn_of));
-		m.loc_of = calloc(nl + 1, sizeof(*m.loc_of));
-		if (!m.map_of || !m.map_off || !m.fn_of || !m.loc_of)
-			goto nomem;
-		/* the first mapping seen is the main binary: keep it first */
-		if (m.mappings.len == 0 && nm && map_mapping(&m, sp, 0))
-			goto nomem;
-		for (size_t k = 0; k < sp->pb->n_sample; k++)
-			if (map_sample(&m, &srcs[i], sp->pb->sample[k], vals, &locs, &locs_cap, &labs,
-				       &labs_cap))
-				goto nomem;
-		free(m.map_of);
-		free(m.map_off);
-		free(m.fn_of);
-		free(m.loc_of);
-		m.map_of = NULL;
-		m.map_off = NULL;
-		m.fn_of = NULL;
-		m.loc_of = NULL;
-	}
-	zero_sums = 0;
-	for (size_t k = 0; k < m.samples.len && !zero_sums; k++) {
-		const pb_sample *s = m.samples.v[k];
+	/* samples keep their alive columns; some may now be all zero */
+	int zero_sums = 0;
+	for (size_t i = 0; i < m->samples.len; i++) {
+		pb_sample *s = m->samples.v[i];
+		size_t j = 0;
 		int nz = 0;
-		for (size_t c = 0; c < m.ncols; c++)
-			nz |= s->value[c] != 0;
-		zero_sums = !nz;
+		for (size_t c = 0; c < m->ncols; c++)
+			if (pm->alive[c]) {
+				s->value[j++] = s->value[c];
+				nz |= s->value[c] != 0;
+			}
+		s->n_value = keep;
+		zero_sums |= !nz;
 	}
-
-	pb->sample = vec_to_arena(&m, &m.samples, &pb->n_sample);
-	pb->location = vec_to_arena(&m, &m.locations, &pb->n_location);
-	pb->function = vec_to_arena(&m, &m.functions, &pb->n_function);
-	pb->mapping = vec_to_arena(&m, &m.mappings, &pb->n_mapping);
-	pb->string_table = vec_to_arena(&m, &m.strs, &pb->n_string_table);
+	if (pm->comments.len) {
+		pb->n_comment = pm->comments.len;
+		pb->comment = pd_arena_alloc(m->arena, pm->comments.len * sizeof(int64_t));
+		if (!pb->comment)
+			goto nomem;
+		for (size_t c = 0; c < pm->comments.len; c++)
+			pb->comment[c] = (int64_t)(intptr_t)pm->comments.v[c];
+	}
+	pb->sample = vec_to_arena(m, &m->samples, &pb->n_sample);
+	pb->location = vec_to_arena(m, &m->locations, &pb->n_location);
+	pb->function = vec_to_arena(m, &m->functions, &pb->n_function);
+	pb->mapping = vec_to_arena(m, &m->mappings, &pb->n_mapping);
+	pb->string_table = vec_to_arena(m, &m->strs, &pb->n_string_table);
 	if (!pb->sample || !pb->location || !pb->function || !pb->mapping || !pb->string_table)
 		goto nomem;
-	arena = m.arena;
-	m.arena = NULL;
+	struct pd_arena *arena = m->arena;
+	m->arena = NULL;
 	rc = pd_pprof_adopt(out, arena, pb, err);
 	if (rc == 0 && zero_sums) {
 		/* samples that cancelled out: merge once more to drop them and what only
@@ -741,32 +880,39 @@ static int merge_sources(struct src *srcs, size_t n, struct pd_pprof_profile **o
 nomem:
 	rc = pd_err_set(err, PD_ENOMEM, "out of memory merging profiles");
 out:
-	for (size_t i = 0; i < n; i++) {
-		free(srcs[i].col);
-		free(srcs[i].ratio);
-	}
-	free(units);
-	free(vals);
-	free(locs);
-	free(labs);
-	free(m.map_of);
-	free(m.map_off);
-	free(m.fn_of);
-	free(m.loc_of);
-	free(comments.v);
-	bmap_fini(&seen_comments);
-	free(m.strs.v);
-	free(m.samples.v);
-	free(m.locations.v);
-	free(m.functions.v);
-	free(m.mappings.v);
-	bmap_fini(&m.strmap);
-	bmap_fini(&m.samplemap);
-	bmap_fini(&m.locmap);
-	bmap_fini(&m.fnmap);
-	bmap_fini(&m.mapmap);
-	pd_buf_fini(&m.key);
-	pd_arena_destroy(m.arena);
-	pd_arena_destroy(m.tmp);
+	pd_pprof_merger_destroy(pm);
 	return rc;
+}
+
+int pd_pprof_merge(const struct pd_pprof_profile *const *ps, size_t n,
+		   struct pd_pprof_profile **out, struct pd_err *err)
+{
+	struct pd_pprof_merger *pm;
+	int rc;
+	*out = NULL;
+	if (n == 0)
+		return pd_err_set(err, PD_EINVAL, "no profiles to merge");
+	if ((rc = pd_pprof_merger_create(&pm, err)))
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		if ((rc = pd_pprof_merger_add(pm, ps[i], err))) {
+			pd_pprof_merger_destroy(pm);
+			return rc;
+		}
+	return pd_pprof_merger_finish(pm, out, err);
+}
+
+int pd_pprof_diff(const struct pd_pprof_profile *base, const struct pd_pprof_profile *p,
+		  struct pd_pprof_profile **out, struct pd_err *err)
+{
+	struct pd_pprof_merger *pm;
+	int rc;
+	*out = NULL;
+	if ((rc = pd_pprof_merger_create(&pm, err)))
+		return rc;
+	if ((rc = pd_pprof_merger_add(pm, p, err)) || (rc = pd_pprof_merger_add_base(pm, base, err))) {
+		pd_pprof_merger_destroy(pm);
+		return rc;
+	}
+	return pd_pprof_merger_finish(pm, out, err);
 }

@@ -297,6 +297,32 @@ func cpuBase() *profile {
 // ---------------------------------------------------------------------------
 // Valid profiles.
 
+// cpuMillis: cpuBase with CPU time in milliseconds, so that merging it with a
+// nanosecond profile must convert units to the finer one.
+func cpuMillis() []byte {
+	p := cpuBase()
+	p.sampleTypes[1] = p.vt("cpu", "milliseconds")
+	pt := p.vt("cpu", "milliseconds")
+	p.periodType = &pt
+	p.period = 10
+	for i := range p.samples {
+		p.samples[i].values[1] /= 1000000
+	}
+	return p.encode()
+}
+
+// cpuExtraType: cpuBase with a third sample type, wall/nanoseconds, that other
+// CPU profiles lack, so that a merge keeps only the common two.
+func cpuExtraType() []byte {
+	p := cpuBase()
+	p.sampleTypes = append(p.sampleTypes, p.vt("wall", "nanoseconds"))
+	for i := range p.samples {
+		p.samples[i].values = append(p.samples[i].values, 7*p.samples[i].values[1])
+	}
+	p.samples = append(p.samples, sample{locs: []uint64{1}, values: []int64{0, 0, 90000000}})
+	return p.encode()
+}
+
 // emptySamples: sample and period types and a string table, but no samples
 // (and so no locations, functions or mappings either).
 func emptySamples() []byte {
@@ -697,6 +723,8 @@ func main() {
 		{"default-type.pb", defaultType},
 		{"no-functions.pb", noFunctions},
 		{"zero-and-negative.pb", zeroAndNegative},
+		{"cpu-millis.pb", cpuMillis},
+		{"cpu-extra-type.pb", cpuExtraType},
 		{"bad-string0.pb", badString0},
 		{"bad-string-index.pb", badStringIndex},
 		{"bad-location-ref.pb", badLocationRef},
