@@ -1,0 +1,249 @@
+/* test_scrape.c: the scrape engine against a real HTTP target on loopback: loops
+ * fire on their ticks, bodies arrive whole, every kind of failure is reported with
+ * its reason (HTTP status, refused connection, timeout, endless body), a slow
+ * target never delays another, credentials are sent, and a removed loop stops. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "profd/scrape.h"
+#include "target_server.h"
+
+#define MAXR 64
+
+struct rec {
+	int64_t sched[MAXR];
+	int error[MAXR];
+	char msg[MAXR][128];
+	size_t len[MAXR];
+	int body_ok[MAXR];
+	int n;
+};
+
+struct ctx {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	const uint8_t *profile;
+	size_t plen;
+	int calls_after_remove;
+	int removed;
+};
+
+static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
+{
+	struct ctx *c = ectx;
+	struct rec *rec = lctx;
+	pthread_mutex_lock(&c->mu);
+	if (c->removed && rec == NULL)
+		c->calls_after_remove++;
+	if (rec && rec->n < MAXR) {
+		int i = rec->n++;
+		rec->sched[i] = r->scheduled_ms;
+		rec->error[i] = r->error;
+		snprintf(rec->msg[i], sizeof(rec->msg[i]), "%s", r->message ? r->message : "");
+		rec->len[i] = r->len;
+		rec->body_ok[i] = r->body && r->len == c->plen && memcmp(r->body, c->profile, c->plen) == 0;
+	}
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Waits until rec has n results or ms pass; returns the count. */
+static int wait_for(struct ctx *c, struct rec *rec, int n, int ms)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += ms / 1000;
+	dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&c->mu);
+	while (rec->n < n && pthread_cond_timedwait(&c->cv, &c->mu, &dl) == 0)
+		;
+	int got = rec->n;
+	pthread_mutex_unlock(&c->mu);
+	return got;
+}
+
+static uint8_t *profile;
+static size_t profile_len;
+
+static struct target_server *start_server(unsigned slow_ms)
+{
+	struct target_server *s = target_server_start(profile, profile_len, slow_ms);
+	assert_non_null(s);
+	return s;
+}
+
+static void url_of(char *buf, size_t n, struct target_server *s, const char *path)
+{
+	snprintf(buf, n, "http://127.0.0.1:%u%s", target_server_port(s), path);
+}
+
+static void test_ticks_and_bodies(void **state)
+{
+	struct target_server *s = start_server(0);
+	struct ctx c = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, profile, profile_len, 0, 0};
+	struct pd_scrape_engine *e;
+	struct pd_err err = {0};
+	struct rec rec = {0};
+	char url[128];
+	uint64_t id;
+	assert_int_equal(pd_scrape_engine_create(&e, 2, on_result, &c, &err), 0);
+	url_of(url, sizeof(url), s, "/ok");
+	struct pd_scrape_spec spec = {url, 200, 1000, 0, 12345, NULL};
+	assert_int_equal(pd_scrape_loop_add(e, &spec, &rec, &id, &err), 0);
+	assert_int_equal(wait_for(&c, &rec, 4, 5000), 4);
+	pd_scrape_engine_destroy(e);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(rec.error[i], 0);
+		assert_true(rec.body_ok[i]);
+		/* on the loop's own tick: t mod interval == offset */
+		assert_int_equal(rec.sched[i] % 200, pd_scrape_offset(12345, 200));
+		if (i)
+			assert_int_equal(rec.sched[i] - rec.sched[i - 1], 200);
+	}
+	target_server_stop(s);
+}
+
+static void expect_failure(struct target_server *s, const char *path, int64_t timeout, size_t limit,
+			   const struct pd_http_client_config *client, int want_error,
+			   const char *want_msg)
+{
+	struct ctx c = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, profile, profile_len, 0, 0};
+	struct pd_scrape_engine *e;
+	struct pd_err err = {0};
+	struct rec rec = {0};
+	char url[128];
+	uint64_t id;
+	assert_int_equal(pd_scrape_engine_create(&e, 1, on_result, &c, &err), 0);
+	if (s)
+		url_of(url, sizeof(url), s, path);
+	else
+		snprintf(url, sizeof(url), "http://127.0.0.1:1%s", path); /* nothing listens */
+	struct pd_scrape_spec spec = {url, 100, timeout, limit, 1, client};
+	assert_int_equal(pd_scrape_loop_add(e, &spec, &rec, &id, &err), 0);
+	assert_int_equal(wait_for(&c, &rec, 1, 10000), 1);
+	pd_scrape_engine_destroy(e);
+	if (rec.error[0] != want_error || !strstr(rec.msg[0], want_msg))
+		fail_msg("%s: got error %d \"%s\", want %d \"%s\"", path, rec.error[0], rec.msg[0], want_error,
+			 want_msg);
+}
+
+static void test_failures(void **state)
+{
+	struct target_server *s = start_server(3000);
+	expect_failure(s, "/500", 1000, 0, NULL, PD_EIO, "HTTP status 500");
+	expect_failure(s, "/nope", 1000, 0, NULL, PD_EIO, "HTTP status 404");
+	expect_failure(s, "/endless", 5000, 1 << 20, NULL, PD_ETOOBIG, "body size limit exceeded");
+	expect_failure(s, "/slow", 300, 0, NULL, PD_EIO, "imed out");
+	expect_failure(s, "/empty", 1000, 0, NULL, PD_EINVAL, "empty response body");
+	expect_failure(s, "/auth", 1000, 0, NULL, PD_EIO, "HTTP status 401");
+	expect_failure(NULL, "/ok", 1000, 0, NULL, PD_EIO, "onnect");
+	struct pd_http_client_config bearer = {0};
+	bearer.authorization_credentials = "secret";
+	bearer.follow_redirects = 1;
+	expect_failure(s, "/auth", 1000, 0, &bearer, 0, "");
+	target_server_stop(s);
+}
+
+/* A target that hangs until its timeout does not delay a healthy one. */
+static void test_slow_does_not_stall(void **state)
+{
+	struct target_server *s = start_server(2000);
+	struct ctx c = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, profile, profile_len, 0, 0};
+	struct pd_scrape_engine *e;
+	struct pd_err err = {0};
+	struct rec fast = {0}, slow = {0};
+	char u1[128], u2[128];
+	uint64_t id;
+	assert_int_equal(pd_scrape_engine_create(&e, 2, on_result, &c, &err), 0);
+	url_of(u1, sizeof(u1), s, "/ok");
+	url_of(u2, sizeof(u2), s, "/slow");
+	struct pd_scrape_spec a = {u1, 100, 1000, 0, 7, NULL}, b = {u2, 100, 1500, 0, 7, NULL};
+	assert_int_equal(pd_scrape_loop_add(e, &b, &slow, &id, &err), 0);
+	assert_int_equal(pd_scrape_loop_add(e, &a, &fast, &id, &err), 0);
+	/* while the first slow scrape hangs (1.5 s), the fast loop scrapes ~10 times */
+	assert_true(wait_for(&c, &fast, 8, 1400) >= 8);
+	pthread_mutex_lock(&c.mu);
+	int slow_done = slow.n;
+	pthread_mutex_unlock(&c.mu);
+	assert_int_equal(slow_done, 0);
+	pd_scrape_engine_destroy(e);
+	for (int i = 1; i < 8; i++)
+		assert_int_equal(fast.sched[i] - fast.sched[i - 1], 100);
+	target_server_stop(s);
+}
+
+static void test_remove(void **state)
+{
+	struct target_server *s = start_server(0);
+	struct ctx c = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, profile, profile_len, 0, 0};
+	struct pd_scrape_engine *e;
+	struct pd_err err = {0};
+	struct rec rec = {0};
+	char url[128];
+	uint64_t id;
+	assert_int_equal(pd_scrape_engine_create(&e, 2, on_result, &c, &err), 0);
+	url_of(url, sizeof(url), s, "/ok");
+	struct pd_scrape_spec spec = {url, 50, 1000, 0, 3, NULL};
+	assert_int_equal(pd_scrape_loop_add(e, &spec, &rec, &id, &err), 0);
+	assert_int_equal(wait_for(&c, &rec, 3, 5000), 3);
+	pd_scrape_loop_remove(e, id);
+	pthread_mutex_lock(&c.mu);
+	int n = rec.n;
+	pthread_mutex_unlock(&c.mu);
+	struct timespec ts = {0, 300 * 1000000L};
+	nanosleep(&ts, NULL);
+	pthread_mutex_lock(&c.mu);
+	assert_int_equal(rec.n, n); /* nothing after remove returned */
+	pthread_mutex_unlock(&c.mu);
+	unsigned hits = target_server_hits(s, "/ok");
+	nanosleep(&ts, NULL);
+	assert_int_equal(target_server_hits(s, "/ok"), hits);
+	pd_scrape_engine_destroy(e);
+	target_server_stop(s);
+}
+
+static void test_offsets(void **state)
+{
+	/* offsets spread over the interval and stay inside it */
+	int buckets[10] = {0};
+	for (uint64_t seed = 1; seed <= 10000; seed++) {
+		uint64_t h = pd_hash_u64(0, seed);
+		int64_t o = pd_scrape_offset(h, 15000);
+		assert_true(o >= 0 && o < 15000);
+		buckets[o / 1500]++;
+	}
+	for (int i = 0; i < 10; i++)
+		assert_true(buckets[i] > 800 && buckets[i] < 1200);
+}
+
+int main(void)
+{
+	struct pd_err err = {0};
+	if (pd_file_read(PD_TESTDATA "/profiles/goapp/heap.pb.gz", 1 << 20, &profile, &profile_len, &err)) {
+		fprintf(stderr, "%s\n", err.msg);
+		return 1;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ticks_and_bodies),
+		cmocka_unit_test(test_failures),
+		cmocka_unit_test(test_slow_does_not_stall),
+		cmocka_unit_test(test_remove),
+		cmocka_unit_test(test_offsets),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	free(profile);
+	return rc;
+}
