@@ -24,7 +24,10 @@ test: deps
 	@cmake --build $(BUILD_DEV) -j $(JOBS)
 	@cd $(BUILD_DEV) && ctest --output-on-failure -j $(JOBS)
 
-bench: build
+bench: deps
+	@cmake -S . -B $(BUILD_REL) -DCMAKE_BUILD_TYPE=Release -DPD_TESTS=OFF >/dev/null
+	@cmake --build $(BUILD_REL) -j $(JOBS)
+	@./bench/tsdb.sh $(BUILD_REL)
 	@./bench/run.sh $(BUILD_REL)/profd
 
 clean:

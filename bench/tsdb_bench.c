@@ -1,0 +1,1248 @@
+/* tsdb_bench.c: the figures the storage issue asks for, each beside a reference
+ * computed in the same process on the same input: bytes per profile of the store
+ * against gzip per file and conprof's zstd groups of 12, a sweep of the value
+ * group size and zstd level, the rate of listing timestamps against reading
+ * profiles (head and blocks), append throughput against a plain file append, and
+ * head memory per series. bench/tsdb.sh runs it; bench/README.md reads the output.
+ *
+ * usage: tsdb_bench --corpus DIR [--dir DIR] [--section N] [--series N]
+ *                   [--samples N] [--read-seconds S] */
+#define _XOPEN_SOURCE 700 /* nftw, mkdtemp */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#include <malloc.h>
+#define HAVE_MALLINFO2 1
+#endif
+
+#include "profd/chunkenc.h"
+#include "profd/pprof.h"
+#include "profd/tsdb.h"
+#include "profd/util.h"
+
+#define MAX_FILES 48
+#define MAX_FILE_BYTES ((size_t)64 << 20)
+#define T0_MS 1700000000000LL /* start of the synthetic series */
+#define SCRAPE_MS 15000
+#define BATCH 100 /* series per commit, as one scrape round commits */
+
+static const char *const all_types[] = {"allocs", "block", "cpu",         "goroutine",
+                                        "heap",   "mutex", "threadcreate"};
+#define NTYPES (sizeof(all_types) / sizeof(all_types[0]))
+/* the payloads of the many-series sections: every type but the 40 KB heap and
+ * allocs profiles, so that a million samples stay within the time budget */
+static const char *const small_types[] = {"cpu", "goroutine", "mutex", "block", "threadcreate"};
+#define NSMALL (sizeof(small_types) / sizeof(small_types[0]))
+
+struct prof {
+	uint8_t *gz; /* the file as served */
+	size_t gz_len;
+	uint8_t *raw; /* gunzipped: what the store keeps */
+	size_t raw_len;
+	int64_t t; /* time_nanos / 1e6 */
+};
+
+struct ptype {
+	const char *name;
+	struct prof p[MAX_FILES];
+	size_t n;
+};
+
+static struct ptype types[NTYPES];
+
+struct opts {
+	const char *corpus;
+	const char *dir;
+	int section; /* 0: all */
+	size_t series, samples;
+	double read_seconds;
+};
+
+/* ---- small helpers ------------------------------------------------------------ */
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rng(void)
+{
+	uint64_t x = rng_state;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return rng_state = x;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void rm_rf(const char *path)
+{
+	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A new empty directory under parent; path receives its name. */
+static int make_tmpdir(const char *parent, const char *tag, char *path, size_t size)
+{
+	snprintf(path, size, "%s/pd-bench-%s-XXXXXX", parent, tag);
+	if (!mkdtemp(path)) {
+		fprintf(stderr, "tsdb_bench: mkdtemp %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static struct ptype *find_type(const char *name)
+{
+	for (size_t i = 0; i < NTYPES; i++)
+		if (strcmp(types[i].name, name) == 0 && types[i].n)
+			return &types[i];
+	return NULL;
+}
+
+/* Resident set size in bytes, from /proc/self/statm. */
+static long long rss_bytes(void)
+{
+	long long pages = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld %lld", &pages, &resident) != 2)
+		resident = -1;
+	fclose(f);
+	return resident < 0 ? -1 : resident * sysconf(_SC_PAGESIZE);
+}
+
+/* Gives memory freed by earlier sections back to the system, so that RSS grows
+ * again from here and every run starts from the same state. */
+static void trim_heap(void)
+{
+#ifdef HAVE_MALLINFO2
+	malloc_trim(0);
+#endif
+}
+
+/* Bytes malloc has handed out and not got back (-1 when unknown). */
+static long long heap_bytes(void)
+{
+#ifdef HAVE_MALLINFO2
+	struct mallinfo2 m = mallinfo2();
+	return (long long)(m.uordblks + m.hblkhd);
+#else
+	return -1;
+#endif
+}
+
+static int prof_cmp(const void *a, const void *b)
+{
+	const struct prof *x = a, *y = b;
+	return x->t < y->t ? -1 : x->t > y->t;
+}
+
+static int double_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void print_rule(int width)
+{
+	for (int i = 0; i < width; i++)
+		putchar('-');
+	putchar('\n');
+}
+
+static int type_labels(struct pd_tsdb_label *l, const char *type, const char *instance)
+{
+	/* sorted by name */
+	l[0] = (struct pd_tsdb_label){"__name__", type};
+	l[1] = (struct pd_tsdb_label){"instance", instance};
+	l[2] = (struct pd_tsdb_label){"job", "bench"};
+	return 3;
+}
+
+/* ---- the corpus -------------------------------------------------------------- */
+
+/* Loads <corpus>/<type>/1..48.pb.gz of every type present, gunzipped and sorted by
+ * time_nanos (as `profd tsdb import` does). */
+static int load_corpus(const char *corpus)
+{
+	struct pd_err err = {0};
+	size_t total = 0;
+	for (size_t i = 0; i < NTYPES; i++) {
+		struct ptype *ty = &types[i];
+		ty->name = all_types[i];
+		for (size_t k = 0; k < MAX_FILES; k++) {
+			char path[PATH_MAX];
+			struct prof *p = &ty->p[ty->n];
+			struct pd_pprof_profile *pp = NULL;
+			snprintf(path, sizeof(path), "%s/%s/%zu.pb.gz", corpus, ty->name, k + 1);
+			if (access(path, R_OK) != 0)
+				break;
+			if (pd_file_read(path, MAX_FILE_BYTES, &p->gz, &p->gz_len, &err) ||
+			    pd_pprof_decode(&pp, p->gz, p->gz_len, NULL, &err) ||
+			    pd_gunzip(p->gz, p->gz_len, PD_PPROF_DEFAULT_MAX_DECOMPRESSED, &p->raw,
+			              &p->raw_len, &err)) {
+				fprintf(stderr, "tsdb_bench: %s: %s\n", path, err.msg);
+				pd_pprof_destroy(pp);
+				free(p->gz);
+				free(p->raw);
+				p->gz = p->raw = NULL;
+				return -1;
+			}
+			p->t = pd_pprof_time_nanos(pp) / 1000000;
+			pd_pprof_destroy(pp);
+			ty->n++;
+		}
+		qsort(ty->p, ty->n, sizeof(ty->p[0]), prof_cmp);
+		/* the store refuses two samples of a series in one millisecond */
+		for (size_t k = 1; k < ty->n; k++)
+			if (ty->p[k].t <= ty->p[k - 1].t)
+				ty->p[k].t = ty->p[k - 1].t + 1;
+		total += ty->n;
+	}
+	if (!total) {
+		fprintf(stderr, "tsdb_bench: no profiles in %s/<type>/N.pb.gz\n", corpus);
+		return -1;
+	}
+	return 0;
+}
+
+static void free_corpus(void)
+{
+	for (size_t i = 0; i < NTYPES; i++)
+		for (size_t k = 0; k < types[i].n; k++) {
+			free(types[i].p[k].gz);
+			free(types[i].p[k].raw);
+		}
+}
+
+/* ---- 1. bytes per profile ------------------------------------------------------ */
+
+static size_t put_uvarint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/* conprof's value encoding reproduced: the uncompressed profiles of a series in
+ * groups of `group`, each group one zstd frame at `level`; the group is the
+ * profiles back to back, each after its length as a varint. Returns the bytes of
+ * all frames, 0 on failure. */
+static size_t zstd_groups(const struct ptype *ty, size_t group, int level)
+{
+	size_t total = 0;
+	for (size_t g = 0; g < ty->n; g += group) {
+		size_t end = g + group < ty->n ? g + group : ty->n, raw = 0, off = 0;
+		for (size_t k = g; k < end; k++)
+			raw += ty->p[k].raw_len + 10;
+		uint8_t *buf = malloc(raw);
+		size_t bound = ZSTD_compressBound(raw);
+		uint8_t *dst = malloc(bound);
+		if (!buf || !dst) {
+			free(buf);
+			free(dst);
+			return 0;
+		}
+		for (size_t k = g; k < end; k++) {
+			off += put_uvarint(buf + off, ty->p[k].raw_len);
+			memcpy(buf + off, ty->p[k].raw, ty->p[k].raw_len);
+			off += ty->p[k].raw_len;
+		}
+		size_t n = ZSTD_compress(dst, bound, buf, off, level);
+		free(buf);
+		free(dst);
+		if (ZSTD_isError(n))
+			return 0;
+		total += n;
+	}
+	return total;
+}
+
+struct store_size {
+	uint64_t samples, ts_bytes, value_bytes, size;
+	size_t blocks;
+};
+
+/* Imports a type's profiles as one series the way `profd tsdb import` does (no
+ * WAL, one commit per profile, flush all) into a fresh store, and sums its blocks. */
+static int import_type(const struct opts *o, const struct ptype *ty, struct store_size *out)
+{
+	struct pd_err err = {0};
+	struct pd_tsdb *db = NULL;
+	struct pd_tsdb_opts to;
+	struct pd_tsdb_block_info *b = NULL;
+	struct pd_tsdb_label l[3];
+	char dir[PATH_MAX];
+	size_t nb = 0;
+	int rc = -1;
+	memset(out, 0, sizeof(*out));
+	if (make_tmpdir(o->dir, "import", dir, sizeof(dir)))
+		return -1;
+	pd_tsdb_opts_init(&to);
+	to.wal_disabled = 1;
+	to.retention_ms = -1;
+	if (pd_tsdb_open(&db, dir, &to, &err))
+		goto fail;
+	size_t nl = (size_t)type_labels(l, ty->name, "corpus:6060");
+	for (size_t k = 0; k < ty->n; k++) {
+		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+		if (!a) {
+			pd_err_set(&err, PD_ENOMEM, "out of memory");
+			goto fail;
+		}
+		if (pd_tsdb_append(a, l, nl, ty->p[k].t, ty->p[k].raw, ty->p[k].raw_len, &err)) {
+			pd_tsdb_rollback(a);
+			goto fail;
+		}
+		if (pd_tsdb_commit(a, &err))
+			goto fail;
+	}
+	if (pd_tsdb_flush(db, 1, &err) || pd_tsdb_blocks(db, &b, &nb, &err))
+		goto fail;
+	for (size_t i = 0; i < nb; i++) {
+		out->samples += b[i].samples;
+		out->ts_bytes += b[i].ts_bytes;
+		out->value_bytes += b[i].value_bytes;
+		out->size += b[i].size;
+	}
+	out->blocks = nb;
+	if (out->samples != ty->n) {
+		pd_err_set(&err, PD_EINVAL, "blocks hold %llu samples, %zu were imported",
+		           (unsigned long long)out->samples, ty->n);
+		goto fail;
+	}
+	rc = 0;
+fail:
+	if (rc)
+		fprintf(stderr, "tsdb_bench: import %s: %s\n", ty->name, err.msg);
+	free(b);
+	pd_tsdb_close(db);
+	rm_rf(dir);
+	return rc;
+}
+
+static int section_sizes(const struct opts *o)
+{
+	double tot_gz = 0, tot_raw = 0, tot_cp = 0, tot_pd = 0, tot_val = 0, tot_ts = 0,
+	       tot_blk = 0;
+	size_t tot_n = 0;
+	printf("\n1. Bytes per profile, per profile type: one series per type, its profiles in\n"
+	       "   time order. gzip = the files as served; conprof = the uncompressed profiles\n"
+	       "   in groups of 12, each one zstd frame at level 1 (libzstd, here); profd = the\n"
+	       "   store (group %d, level %d) after `import` and flush: value + timestamp chunk\n"
+	       "   bytes; block = whole block directories (index, meta.json, chunks).\n"
+	       "   Ratios: gzip/profd and conprof/profd (higher: profd smaller).\n\n",
+	       PD_CHUNKENC_DEFAULT_GROUP, PD_CHUNKENC_DEFAULT_ZSTD_LEVEL);
+	printf("%-13s %3s %9s %9s %9s %9s %9s %7s %9s %7s %9s %9s\n", "type", "n", "raw B",
+	       "gzip B", "conprof B", "profd B", "values B", "ts B", "block B", "blocks", "gzip/pd",
+	       "conprof/pd");
+	print_rule(112);
+	for (size_t i = 0; i < NTYPES; i++) {
+		const struct ptype *ty = &types[i];
+		struct store_size s;
+		if (!ty->n)
+			continue;
+		double gz = 0, raw = 0, n = (double)ty->n;
+		for (size_t k = 0; k < ty->n; k++) {
+			gz += (double)ty->p[k].gz_len;
+			raw += (double)ty->p[k].raw_len;
+		}
+		size_t cp = zstd_groups(ty, 12, 1);
+		if (!cp || import_type(o, ty, &s))
+			return -1;
+		double pd = (double)(s.value_bytes + s.ts_bytes);
+		printf("%-13s %3zu %9.0f %9.0f %9.0f %9.0f %9.0f %7.2f %9.0f %7zu %8.2fx %8.2fx\n",
+		       ty->name, ty->n, raw / n, gz / n, (double)cp / n, pd / n,
+		       (double)s.value_bytes / n, (double)s.ts_bytes / n, (double)s.size / n,
+		       s.blocks, gz / pd, (double)cp / pd);
+		tot_gz += gz;
+		tot_raw += raw;
+		tot_cp += (double)cp;
+		tot_pd += pd;
+		tot_val += (double)s.value_bytes;
+		tot_ts += (double)s.ts_bytes;
+		tot_blk += (double)s.size;
+		tot_n += ty->n;
+	}
+	print_rule(112);
+	double n = (double)tot_n;
+	printf("%-13s %3zu %9.0f %9.0f %9.0f %9.0f %9.0f %7.2f %9.0f %7s %8.2fx %8.2fx\n", "all",
+	       tot_n, tot_raw / n, tot_gz / n, tot_cp / n, tot_pd / n, tot_val / n, tot_ts / n,
+	       tot_blk / n, "", tot_gz / tot_pd, tot_cp / tot_pd);
+	printf("\n(bytes per profile; profd includes its timestamps, gzip and conprof do not;\n"
+	       " a series spanning two block ranges is cut at the boundary, hence 'blocks')\n");
+	return 0;
+}
+
+/* ---- 2. group size and zstd level ---------------------------------------------- */
+
+static const unsigned sweep_groups[] = {1, 4, 8, 12, 16, 32, 64};
+static const int sweep_levels[] = {1, 3, 6};
+#define NGROUPS (sizeof(sweep_groups) / sizeof(sweep_groups[0]))
+#define NLEVELS (sizeof(sweep_levels) / sizeof(sweep_levels[0]))
+
+#define PASSES 7
+#define FREE_READ_US 100.0 /* a read this fast is free next to an HTTP request */
+
+struct cell {
+	double bpp;     /* sealed value chunk bytes per profile */
+	double read_us; /* one random profile: pd_chunkenc_values_read */
+	double seal_us; /* append + seal, per profile */
+	uint8_t *chunk; /* the sealed chunk */
+	size_t len;
+	double rounds[PASSES]; /* read time of each pass */
+};
+
+/* Builds the type's profiles into one value chunk at (group, level) 3 times or
+ * for at least 30 ms, keeping the sealed chunk, its size and the fastest build. */
+static int sweep_build(const struct ptype *ty, unsigned group, int level, struct cell *c)
+{
+	struct pd_err err = {0};
+	struct pd_chunkenc_values *v = NULL;
+	double best = 1e300, start = now();
+	for (int rep = 0; rep < 3 || now() - start < 0.03; rep++) {
+		free(c->chunk);
+		c->chunk = NULL;
+		double t0 = now();
+		if (!(v = pd_chunkenc_values_create(group, level))) {
+			pd_err_set(&err, PD_ENOMEM, "out of memory");
+			goto fail;
+		}
+		for (size_t k = 0; k < ty->n; k++)
+			if (pd_chunkenc_values_append(v, ty->p[k].raw, ty->p[k].raw_len, &err))
+				goto fail;
+		if (pd_chunkenc_values_seal(v, &c->chunk, &c->len, &err))
+			goto fail;
+		pd_chunkenc_values_destroy(v);
+		v = NULL;
+		double t = now() - t0;
+		if (t < best)
+			best = t;
+	}
+	c->seal_us = best / (double)ty->n * 1e6;
+	c->bpp = (double)c->len / (double)ty->n;
+	return 0;
+fail:
+	fprintf(stderr, "tsdb_bench: sweep %s group %u level %d: %s\n", ty->name, group, level,
+	        err.msg);
+	pd_chunkenc_values_destroy(v);
+	return -1;
+}
+
+/* One round of reading random profiles of a sealed chunk for at least 5 ms, each
+ * checked against the original; the mean µs per read. */
+static double sweep_read(const struct ptype *ty, const struct cell *c)
+{
+	struct pd_err err = {0};
+	size_t reads = 0;
+	double el = 0, start = now();
+	while (reads < 4 || el < 0.005) {
+		uint8_t *p;
+		size_t plen, i = (size_t)(rng() % ty->n);
+		if (pd_chunkenc_values_read(c->chunk, c->len, i, PD_TSDB_DEFAULT_MAX_PROFILE, &p,
+		                            &plen, &err)) {
+			fprintf(stderr, "tsdb_bench: sweep %s: %s\n", ty->name, err.msg);
+			return -1;
+		}
+		int same = plen == ty->p[i].raw_len && memcmp(p, ty->p[i].raw, plen) == 0;
+		free(p);
+		if (!same) {
+			fprintf(stderr, "tsdb_bench: sweep %s: profile %zu did not round-trip\n",
+			        ty->name, i);
+			return -1;
+		}
+		reads++;
+		el = now() - start;
+	}
+	return el / (double)reads * 1e6;
+}
+
+/* One round of the reference reads, µs per profile over at least 5 ms cycling over
+ * the type's files: what == 0: gunzip the file as served (what a store of gzip
+ * files pays to hand out a profile); 1: decode the raw profile (what every reader
+ * of a profile does next). */
+static double reference_read(const struct ptype *ty, int what)
+{
+	size_t reads = 0;
+	double start = now(), el = 0;
+	while (reads < 4 || el < 0.005) {
+		const struct prof *p = &ty->p[(reads * 7) % ty->n];
+		struct pd_pprof_profile *pp;
+		uint8_t *out;
+		size_t len;
+		if (what == 0) {
+			if (pd_gunzip(p->gz, p->gz_len, PD_PPROF_DEFAULT_MAX_DECOMPRESSED, &out,
+			              &len, NULL))
+				return -1;
+			free(out);
+		} else {
+			if (pd_pprof_decode(&pp, p->raw, p->raw_len, NULL, NULL))
+				return -1;
+			pd_pprof_destroy(pp);
+		}
+		reads++;
+		el = now() - start;
+	}
+	return el / (double)reads * 1e6;
+}
+
+static double min_of(const double *v, size_t n)
+{
+	double m = v[0];
+	for (size_t i = 1; i < n; i++)
+		if (v[i] < m)
+			m = v[i];
+	return m;
+}
+
+static int section_sweep(void)
+{
+	const char *names[] = {"heap", "cpu"};
+	const struct ptype *st[2];
+	struct cell cells[2][NGROUPS][NLEVELS];
+	double gz[2] = {0, 0}, gun[2], dec[2];
+	double read_factor = 2, seal_factor = 2;
+	const char *e;
+	if ((e = getenv("PD_BENCH_READ_FACTOR")) && atof(e) > 0)
+		read_factor = atof(e);
+	if ((e = getenv("PD_BENCH_SEAL_FACTOR")) && atof(e) > 0)
+		seal_factor = atof(e);
+	for (int t = 0; t < 2; t++) {
+		if (!(st[t] = find_type(names[t]))) {
+			fprintf(stderr, "tsdb_bench: the sweep needs the %s profiles\n", names[t]);
+			return -1;
+		}
+		for (size_t k = 0; k < st[t]->n; k++)
+			gz[t] += (double)st[t]->p[k].gz_len / (double)st[t]->n;
+	}
+	printf("\n2. Value group size x zstd level, on the %zu heap and %zu cpu profiles as one\n"
+	       "   value chunk each (pd_chunkenc_values: append, seal, read). B/prof = sealed\n"
+	       "   chunk bytes per profile; read = mean time of pd_chunkenc_values_read of a\n"
+	       "   random profile (decompresses its group; best of 7 passes); seal = append\n"
+	       "   + seal per profile (the compression ingestion pays; best of >= 3 builds).\n"
+	       "   vs default / vs conprof = B/prof relative to group %d level %d / group 12\n"
+	       "   level 1, averaged over both types. '*' marks the default, 'c' conprof's\n"
+	       "   setting, '~' a group larger than the %zu profiles (one frame of them all;\n"
+	       "   in a chunk of %d samples it would be frames of 64 and 56).\n\n",
+	       st[0]->n, st[1]->n, PD_CHUNKENC_DEFAULT_GROUP, PD_CHUNKENC_DEFAULT_ZSTD_LEVEL,
+	       st[0]->n, PD_TSDB_DEFAULT_CHUNK_SAMPLES);
+	memset(cells, 0, sizeof(cells));
+	int rc = -1;
+	for (int t = 0; t < 2; t++)
+		for (size_t g = 0; g < NGROUPS; g++)
+			for (size_t l = 0; l < NLEVELS; l++)
+				if (sweep_build(st[t], sweep_groups[g], sweep_levels[l],
+				                &cells[t][g][l]))
+					goto out;
+	/* passes over every setting and the references, so that a burst of load
+	 * elsewhere on the machine falls on all of them alike; the best pass of each */
+	double refr[2][2][PASSES];
+	for (int r = 0; r < PASSES; r++)
+		for (int t = 0; t < 2; t++) {
+			for (int w = 0; w < 2; w++)
+				if ((refr[t][w][r] = reference_read(st[t], w)) < 0)
+					goto out;
+			for (size_t g = 0; g < NGROUPS; g++)
+				for (size_t l = 0; l < NLEVELS; l++)
+					if ((cells[t][g][l].rounds[r] =
+					         sweep_read(st[t], &cells[t][g][l])) < 0)
+						goto out;
+		}
+	for (int t = 0; t < 2; t++) {
+		gun[t] = min_of(refr[t][0], PASSES);
+		dec[t] = min_of(refr[t][1], PASSES);
+		for (size_t g = 0; g < NGROUPS; g++)
+			for (size_t l = 0; l < NLEVELS; l++)
+				cells[t][g][l].read_us = min_of(cells[t][g][l].rounds, PASSES);
+	}
+	size_t dg = 0, dl = 0, cg = 0, cl = 0;
+	for (size_t g = 0; g < NGROUPS; g++)
+		for (size_t l = 0; l < NLEVELS; l++) {
+			if (sweep_groups[g] == PD_CHUNKENC_DEFAULT_GROUP &&
+			    sweep_levels[l] == PD_CHUNKENC_DEFAULT_ZSTD_LEVEL) {
+				dg = g;
+				dl = l;
+			}
+			if (sweep_groups[g] == 12 && sweep_levels[l] == 1) {
+				cg = g;
+				cl = l;
+			}
+		}
+	printf("%-11s | %-28s | %-28s | %-19s\n", "", "heap", "cpu", "both");
+	printf("%5s %5s | %8s %9s %9s | %8s %9s %9s | %9s %9s\n", "group", "level", "B/prof",
+	       "read us", "seal us", "B/prof", "read us", "seal us", "vs default", "vs conprof");
+	print_rule(96);
+	double score[NGROUPS][NLEVELS];
+	int fits[NGROUPS][NLEVELS];
+	for (size_t g = 0; g < NGROUPS; g++)
+		for (size_t l = 0; l < NLEVELS; l++) {
+			const struct cell *h = &cells[0][g][l], *c = &cells[1][g][l];
+			double vd =
+			    (h->bpp / cells[0][dg][dl].bpp + c->bpp / cells[1][dg][dl].bpp) / 2;
+			double vc =
+			    (h->bpp / cells[0][cg][cl].bpp + c->bpp / cells[1][cg][cl].bpp) / 2;
+			score[g][l] = vd;
+			const struct cell *dh = &cells[0][dg][dl], *dc = &cells[1][dg][dl];
+			fits[g][l] =
+			    (h->read_us <= read_factor * gun[0] || h->read_us <= FREE_READ_US) &&
+			    (c->read_us <= read_factor * gun[1] || c->read_us <= FREE_READ_US) &&
+			    h->seal_us <= seal_factor * dh->seal_us &&
+			    c->seal_us <= seal_factor * dc->seal_us;
+			char mark = g == dg && l == dl           ? '*'
+			            : g == cg && l == cl         ? 'c'
+			            : sweep_groups[g] > st[0]->n ? '~'
+			                                         : ' ';
+			printf("%4u%c %5d | %8.0f %9.1f %9.1f | %8.0f %9.1f %9.1f | %9.2f %9.2f\n",
+			       sweep_groups[g], mark, sweep_levels[l], h->bpp, h->read_us,
+			       h->seal_us, c->bpp, c->read_us, c->seal_us, vd, vc);
+		}
+	print_rule(96);
+	printf("%-11s | %8.0f %9.1f %9s | %8.0f %9.1f %9s |\n", "gzip/file", gz[0], gun[0], "",
+	       gz[1], gun[1], "");
+	printf("%-11s | %8s %9.1f %9s | %8s %9.1f %9s |\n", "decode", "", dec[0], "", "", dec[1],
+	       "");
+	printf("(references, same process and files: gzip/file = the files as served, read =\n"
+	       " pd_gunzip of one; decode = pd_pprof_decode of one raw profile, which every\n"
+	       " reader of a profile does after reading it)\n\n");
+
+	/* The smallest setting whose single read costs at most read_factor times
+	 * gunzipping the same profile from a file (or under FREE_READ_US) and whose
+	 * compression costs at most seal_factor times the default's; of those within 2%
+	 * of it, the cheapest (lowest level, then smallest group). */
+	double best = 1e300;
+	for (size_t g = 0; g < NGROUPS; g++)
+		for (size_t l = 0; l < NLEVELS; l++)
+			if (fits[g][l] && score[g][l] < best)
+				best = score[g][l];
+	char why[256];
+	snprintf(why, sizeof(why),
+	         "read <= %gx gzip/file read (heap %.0f, cpu %.0f us) or < %.0f us, seal <= %gx "
+	         "the default's (PD_BENCH_READ_FACTOR, PD_BENCH_SEAL_FACTOR)",
+	         read_factor, read_factor * gun[0], read_factor * gun[1], FREE_READ_US,
+	         seal_factor);
+	if (best == 1e300) {
+		printf("recommendation: keep group %d level %d: no setting has %s\n",
+		       PD_CHUNKENC_DEFAULT_GROUP, PD_CHUNKENC_DEFAULT_ZSTD_LEVEL, why);
+		rc = 0;
+		goto out;
+	}
+	size_t pg = 0, pl = 0;
+	int found = 0;
+	for (size_t l = 0; l < NLEVELS && !found; l++)
+		for (size_t g = 0; g < NGROUPS && !found; g++)
+			if (fits[g][l] && score[g][l] <= best * 1.02) {
+				pg = g;
+				pl = l;
+				found = 1;
+			}
+	const struct cell *h = &cells[0][pg][pl], *c = &cells[1][pg][pl];
+	printf("recommendation: group %u, level %d%s: %.0f%% of the default's bytes (heap %.0f, "
+	       "cpu %.0f B/profile), read heap %.0f / cpu %.0f us; rule: the smallest with %s, "
+	       "then the lowest level and smallest group within 2%% of it\n",
+	       sweep_groups[pg], sweep_levels[pl], pg == dg && pl == dl ? " (the default)" : "",
+	       score[pg][pl] * 100, h->bpp, c->bpp, h->read_us, c->read_us, why);
+	rc = 0;
+out:
+	for (int t = 0; t < 2; t++)
+		for (size_t g = 0; g < NGROUPS; g++)
+			for (size_t l = 0; l < NLEVELS; l++)
+				free(cells[t][g][l].chunk);
+	return rc;
+}
+
+/* ---- synthetic series (sections 3 and 4) ------------------------------------------ */
+
+/* Series i: a small profile type (cycled), its own instance, scraped every 15 s
+ * from a per-series phase, with a jitter of up to ±2 ms; sample k is the type's
+ * corpus profile (i*7 + k) mod n, so neighbouring samples are neighbouring real
+ * profiles. */
+struct synth {
+	size_t nseries;
+	const struct ptype **ty;
+	char (*instance)[32];
+};
+
+static int synth_init(struct synth *s, size_t nseries)
+{
+	const struct ptype *avail[NSMALL];
+	size_t na = 0;
+	for (size_t i = 0; i < NSMALL; i++)
+		if ((avail[na] = find_type(small_types[i])))
+			na++;
+	if (!na) {
+		fprintf(stderr, "tsdb_bench: none of cpu, goroutine, mutex, block, threadcreate in "
+		                "the corpus\n");
+		return -1;
+	}
+	s->nseries = nseries;
+	s->ty = calloc(nseries, sizeof(*s->ty));
+	s->instance = calloc(nseries, sizeof(*s->instance));
+	if (!s->ty || !s->instance)
+		return -1;
+	for (size_t i = 0; i < nseries; i++) {
+		s->ty[i] = avail[i % na];
+		snprintf(s->instance[i], sizeof(s->instance[i]), "host-%05zu:6060", i / na);
+	}
+	return 0;
+}
+
+static void synth_fini(struct synth *s)
+{
+	free(s->ty);
+	free(s->instance);
+}
+
+static int64_t synth_time(const struct synth *s, size_t i, size_t k)
+{
+	uint64_t h = (uint64_t)(i * 2654435761u) ^ ((uint64_t)k * 40503u);
+	h ^= h >> 15;
+	h *= 0x2c1b3c6dU;
+	h ^= h >> 12;
+	int64_t phase = (int64_t)(i * SCRAPE_MS / s->nseries);
+	return T0_MS + phase + (int64_t)k * SCRAPE_MS + (int64_t)(h % 5) - 2;
+}
+
+static const struct prof *synth_prof(const struct synth *s, size_t i, size_t k)
+{
+	const struct ptype *ty = s->ty[i];
+	return &ty->p[(i * 7 + k) % ty->n];
+}
+
+/* Appends samples [k0, k1) of every series, one commit per BATCH series of one
+ * scrape round. */
+static int synth_append(struct pd_tsdb *db, const struct synth *s, size_t k0, size_t k1,
+                        double *raw_bytes, struct pd_err *err)
+{
+	struct pd_tsdb_label l[3];
+	for (size_t k = k0; k < k1; k++)
+		for (size_t b = 0; b < s->nseries; b += BATCH) {
+			struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+			if (!a)
+				return pd_err_set(err, PD_ENOMEM, "out of memory");
+			for (size_t i = b; i < b + BATCH && i < s->nseries; i++) {
+				const struct prof *p = synth_prof(s, i, k);
+				size_t nl = (size_t)type_labels(l, s->ty[i]->name, s->instance[i]);
+				if (pd_tsdb_append(a, l, nl, synth_time(s, i, k), p->raw,
+				                   p->raw_len, err)) {
+					pd_tsdb_rollback(a);
+					return err ? err->code : PD_EINVAL;
+				}
+				*raw_bytes += (double)p->raw_len;
+			}
+			int rc = pd_tsdb_commit(a, err);
+			if (rc)
+				return rc;
+		}
+	return 0;
+}
+
+/* ---- 3. listing timestamps against reading profiles ------------------------------- */
+
+static int match_eq(const void *ctx, const char *value)
+{
+	return strcmp(ctx, value) == 0;
+}
+
+static size_t gcd(size_t a, size_t b)
+{
+	while (b) {
+		size_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+struct list_rates {
+	double ts_per_s;   /* pd_tsdb_select, timestamps only */
+	double select_ms;  /* its median time */
+	size_t timestamps; /* timestamps it returned */
+	double prof_per_s; /* pd_tsdb_read of every timestamp of whole series */
+	size_t read, read_series;
+};
+
+/* Times pd_tsdb_select of every series (median of 5), then reads every profile of
+ * whole series, in an order that spreads over the types, for read_seconds. */
+static int list_and_read(struct pd_tsdb *db, const struct opts *o, size_t expect,
+                         struct list_rates *r)
+{
+	struct pd_err err = {0};
+	struct pd_tsdb_matcher m = {"job", match_eq, "bench"};
+	struct pd_tsdb_result *res = NULL;
+	double t[5];
+	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < 5; i++) {
+		double t0 = now();
+		if (pd_tsdb_select(db, &m, 1, INT64_MIN, INT64_MAX, 0, &res, &err))
+			goto fail;
+		t[i] = now() - t0;
+		size_t n = 0;
+		for (size_t s = 0; s < res->nseries; s++)
+			n += res->series[s].nts;
+		r->timestamps = n;
+		if (i < 4) {
+			pd_tsdb_result_destroy(res);
+			res = NULL;
+		}
+	}
+	if (r->timestamps != expect) {
+		pd_err_set(&err, PD_EINVAL, "select returned %zu timestamps, %zu were appended",
+		           r->timestamps, expect);
+		goto fail;
+	}
+	qsort(t, 5, sizeof(t[0]), double_cmp);
+	r->select_ms = t[2] * 1e3;
+	r->ts_per_s = (double)r->timestamps / t[2];
+
+	size_t ns = res->nseries, stride = 389;
+	while (gcd(stride, ns) != 1)
+		stride++;
+	double start = now(), el = 0;
+	for (size_t j = 0; j < ns && el < o->read_seconds; j++) {
+		const struct pd_tsdb_series *s = &res->series[(j * stride) % ns];
+		for (size_t k = 0; k < s->nts; k++) {
+			uint8_t *p;
+			size_t len;
+			if (pd_tsdb_read(db, s->labels, s->nlabels, s->ts[k], &p, &len, &err))
+				goto fail;
+			free(p);
+		}
+		r->read += s->nts;
+		r->read_series++;
+		el = now() - start;
+	}
+	r->prof_per_s = (double)r->read / el;
+	pd_tsdb_result_destroy(res);
+	return 0;
+fail:
+	fprintf(stderr, "tsdb_bench: listing: %s\n", err.msg);
+	pd_tsdb_result_destroy(res);
+	return -1;
+}
+
+/* v with a k, M or G suffix, 3 significant digits, into buf. */
+static const char *si(double v, char *buf, size_t size)
+{
+	const char *suffix = "";
+	if (v >= 1e9) {
+		v /= 1e9;
+		suffix = "G";
+	} else if (v >= 1e6) {
+		v /= 1e6;
+		suffix = "M";
+	} else if (v >= 1e3) {
+		v /= 1e3;
+		suffix = "k";
+	}
+	snprintf(buf, size, "%.3g%s", v, suffix);
+	return buf;
+}
+
+static void print_list_row(const char *where, const struct list_rates *r)
+{
+	char a[32], b[32];
+	printf("%-7s %12zu %9.1f %12s %10zu %9zu %12s %8.0fx\n", where, r->timestamps, r->select_ms,
+	       si(r->ts_per_s, a, sizeof(a)), r->read_series, r->read,
+	       si(r->prof_per_s, b, sizeof(b)), r->ts_per_s / r->prof_per_s);
+}
+
+static int section_listing(const struct opts *o)
+{
+	struct pd_err err = {0};
+	struct pd_tsdb *db = NULL;
+	struct pd_tsdb_opts to;
+	struct pd_tsdb_block_info *b = NULL;
+	struct synth s = {0};
+	struct list_rates head, blocks;
+	char dir[PATH_MAX];
+	size_t nb = 0;
+	double raw = 0;
+	int rc = -1;
+	if (synth_init(&s, o->series) || make_tmpdir(o->dir, "list", dir, sizeof(dir))) {
+		synth_fini(&s);
+		return -1;
+	}
+	pd_tsdb_opts_init(&to);
+	to.wal_disabled = 1;
+	to.retention_ms = -1;
+	if (pd_tsdb_open(&db, dir, &to, &err))
+		goto fail;
+	double t0 = now();
+	if (synth_append(db, &s, 0, o->samples, &raw, &err))
+		goto fail;
+	double append_s = now() - t0;
+	size_t total = o->series * o->samples;
+	printf(
+	    "\n3. Listing timestamps vs reading profiles: %zu series x %zu samples (15 s apart,\n"
+	    "   +-2 ms jitter; profiles of cpu, goroutine, mutex, block, threadcreate cycled\n"
+	    "   from the corpus, %.0f B raw on average), appended without WAL in %.1f s\n"
+	    "   (%.0f profiles/s). list = pd_tsdb_select of every series (median of 5);\n"
+	    "   read = pd_tsdb_read of each timestamp of whole series, for %g s (as many\n"
+	    "   series as fit; spread over the types). Ratio = timestamps/s / profiles/s.\n\n",
+	    o->series, o->samples, raw / (double)total, append_s, (double)total / append_s,
+	    o->read_seconds);
+	if (list_and_read(db, o, total, &head))
+		goto fail;
+	t0 = now();
+	if (pd_tsdb_flush(db, 1, &err) || pd_tsdb_blocks(db, &b, &nb, &err))
+		goto fail;
+	double flush_s = now() - t0;
+	if (list_and_read(db, o, total, &blocks))
+		goto fail;
+	printf("%-7s %12s %9s %12s %10s %9s %12s %9s\n", "where", "timestamps", "list ms",
+	       "list ts/s", "series rd", "profiles", "read prof/s", "ratio");
+	print_rule(88);
+	print_list_row("head", &head);
+	print_list_row("blocks", &blocks);
+	print_rule(88);
+	uint64_t tsb = 0, vb = 0, size = 0;
+	for (size_t i = 0; i < nb; i++) {
+		tsb += b[i].ts_bytes;
+		vb += b[i].value_bytes;
+		size += b[i].size;
+	}
+	printf("flush: %.1f s; blocks: %zu, %.1f MB on disk; timestamps %.2f B/sample, "
+	       "profiles %.0f B/sample\n",
+	       flush_s, nb, (double)size / 1e6, (double)tsb / (double)total,
+	       (double)vb / (double)total);
+	rc = 0;
+fail:
+	if (rc)
+		fprintf(stderr, "tsdb_bench: listing: %s\n", err.msg);
+	free(b);
+	pd_tsdb_close(db);
+	rm_rf(dir);
+	synth_fini(&s);
+	return rc;
+}
+
+/* ---- 4. append throughput and head memory ------------------------------------- */
+
+struct append_run {
+	double seconds, raw_bytes;
+	size_t samples, commits;
+	long long heap_delta, rss_delta;
+	uint64_t wal_bytes, head_chunks;
+};
+
+/* 1000 x 100 samples into a fresh store with the WAL on (sync 0: fsync every
+ * commit; 1: never), one commit per BATCH series of a round. */
+static int append_run(const struct opts *o, const struct synth *s, size_t samples, int sync,
+                      struct append_run *r)
+{
+	struct pd_err err = {0};
+	struct pd_tsdb *db = NULL;
+	struct pd_tsdb_opts to;
+	struct pd_tsdb_stats st;
+	char dir[PATH_MAX];
+	int rc = -1;
+	memset(r, 0, sizeof(*r));
+	if (make_tmpdir(o->dir, "append", dir, sizeof(dir)))
+		return -1;
+	trim_heap();
+	pd_tsdb_opts_init(&to);
+	to.retention_ms = -1;
+	to.wal_sync = sync;
+	if (pd_tsdb_open(&db, dir, &to, &err))
+		goto fail;
+	long long h0 = heap_bytes(), r0 = rss_bytes();
+	double t0 = now();
+	if (synth_append(db, s, 0, samples, &r->raw_bytes, &err))
+		goto fail;
+	r->seconds = now() - t0;
+	long long h1 = heap_bytes(), r1 = rss_bytes();
+	r->heap_delta = h0 < 0 || h1 < 0 ? -1 : h1 - h0;
+	r->rss_delta = r0 < 0 || r1 < 0 ? -1 : r1 - r0;
+	r->samples = s->nseries * samples;
+	r->commits = samples * ((s->nseries + BATCH - 1) / BATCH);
+	pd_tsdb_stats(db, &st);
+	r->wal_bytes = st.wal_bytes;
+	r->head_chunks = st.head_chunks;
+	if (st.head_samples != r->samples) {
+		pd_err_set(&err, PD_EINVAL, "the head holds %llu samples, %zu were appended",
+		           (unsigned long long)st.head_samples, r->samples);
+		goto fail;
+	}
+	rc = 0;
+fail:
+	if (rc)
+		fprintf(stderr, "tsdb_bench: append: %s\n", err.msg);
+	pd_tsdb_close(db);
+	rm_rf(dir);
+	return rc;
+}
+
+/* The reference: the same profile bytes appended to one plain file, one write per
+ * batch, fdatasync after each when sync is 0. */
+static int plain_run(const struct opts *o, const struct synth *s, size_t samples, int sync,
+                     double *seconds)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	int fd = -1, rc = -1;
+	if (make_tmpdir(o->dir, "plain", dir, sizeof(dir)))
+		return -1;
+	snprintf(path, sizeof(path), "%s/file", dir);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644)) < 0)
+		goto fail;
+	double t0 = now();
+	for (size_t k = 0; k < samples; k++)
+		for (size_t b = 0; b < s->nseries; b += BATCH) {
+			size_t len = 0;
+			for (size_t i = b; i < b + BATCH && i < s->nseries; i++) {
+				const struct prof *p = synth_prof(s, i, k);
+				if (len + p->raw_len > cap) {
+					size_t nc = (len + p->raw_len) * 2;
+					uint8_t *nb = realloc(buf, nc);
+					if (!nb)
+						goto fail;
+					buf = nb;
+					cap = nc;
+				}
+				memcpy(buf + len, p->raw, p->raw_len);
+				len += p->raw_len;
+			}
+			if (write(fd, buf, len) != (ssize_t)len || (!sync && fdatasync(fd) != 0))
+				goto fail;
+		}
+	*seconds = now() - t0;
+	rc = 0;
+fail:
+	if (rc)
+		fprintf(stderr, "tsdb_bench: plain file %s: %s\n", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	rm_rf(dir);
+	return rc;
+}
+
+/* The least a head holding `samples` samples of every series must keep: per
+ * series, its full groups compressed as the head compresses them (default group
+ * and level), the open group raw, and the timestamp chunk. Chunks are cut every
+ * PD_TSDB_DEFAULT_CHUNK_SAMPLES samples, as in the head. */
+static int head_payload(const struct synth *s, size_t samples, double *bytes)
+{
+	struct pd_err err = {0};
+	const size_t per = PD_TSDB_DEFAULT_CHUNK_SAMPLES, g = PD_CHUNKENC_DEFAULT_GROUP;
+	*bytes = 0;
+	for (size_t i = 0; i < s->nseries; i++)
+		for (size_t c0 = 0; c0 < samples; c0 += per) {
+			size_t c1 = c0 + per < samples ? c0 + per : samples;
+			size_t full = c0 + (c1 - c0) / g * g;
+			struct pd_chunkenc_values *v = pd_chunkenc_values_create(0, 0);
+			struct pd_chunkenc_ts ts;
+			uint8_t *chunk = NULL;
+			size_t len = 0, tlen = 0;
+			int rc = v ? 0 : pd_err_set(&err, PD_ENOMEM, "out of memory");
+			pd_chunkenc_ts_init(&ts);
+			for (size_t k = c0; k < c1 && !rc; k++) {
+				const struct prof *p = synth_prof(s, i, k);
+				rc = pd_chunkenc_ts_append(&ts, synth_time(s, i, k), &err);
+				if (!rc && k < full)
+					rc = pd_chunkenc_values_append(v, p->raw, p->raw_len, &err);
+				else if (!rc)
+					*bytes += (double)p->raw_len;
+			}
+			if (!rc && full > c0)
+				rc = pd_chunkenc_values_seal(v, &chunk, &len, &err);
+			pd_chunkenc_ts_bytes(&ts, &tlen);
+			*bytes += (double)(len + tlen);
+			free(chunk);
+			pd_chunkenc_values_destroy(v);
+			pd_chunkenc_ts_fini(&ts);
+			if (rc) {
+				fprintf(stderr, "tsdb_bench: payload: %s\n", err.msg);
+				return -1;
+			}
+		}
+	return 0;
+}
+
+static int section_append(const struct opts *o)
+{
+	const size_t nseries = 1000, samples = 100;
+	struct synth s = {0};
+	struct append_run runs[2];
+	double plain[2];
+	int rc = -1;
+	if (synth_init(&s, nseries))
+		goto out;
+	for (int sync = 0; sync < 2; sync++)
+		if (append_run(o, &s, samples, sync, &runs[sync]) ||
+		    plain_run(o, &s, samples, sync, &plain[sync]))
+			goto out;
+	printf("\n4. Append throughput: %zu series x %zu samples (the profiles of section 3), one\n"
+	       "   commit per %d series of a scrape round (%zu commits), WAL on; reference: the\n"
+	       "   same profile bytes written to one plain file, one write per commit (with\n"
+	       "   fdatasync after each write when the WAL fsyncs). Ratio = plain time / profd\n"
+	       "   time (1.00x: as fast as writing the bytes).\n\n",
+	       nseries, samples, BATCH, runs[0].commits);
+	printf("%-22s %10s %12s %10s %12s %9s %10s\n", "wal_sync", "seconds", "profiles/s",
+	       "commits/s", "WAL MB", "plain s", "ratio");
+	print_rule(91);
+	for (int sync = 0; sync < 2; sync++) {
+		const struct append_run *r = &runs[sync];
+		printf("%-22s %10.2f %12.0f %10.0f %12.1f %9.2f %9.2fx\n",
+		       sync ? "1 (no fsync)" : "0 (fsync each commit)", r->seconds,
+		       (double)r->samples / r->seconds, (double)r->commits / r->seconds,
+		       (double)r->wal_bytes / 1e6, plain[sync], plain[sync] / r->seconds);
+	}
+	print_rule(91);
+	printf("(raw profile bytes appended: %.1f MB per run)\n", runs[0].raw_bytes / 1e6);
+
+	const struct append_run *r = &runs[1];
+	double pay = 0, gz = 0;
+	if (head_payload(&s, samples, &pay))
+		goto out;
+	for (size_t i = 0; i < nseries; i++)
+		for (size_t k = 0; k < samples; k++)
+			gz += (double)synth_prof(&s, i, k)->gz_len;
+	double pay_ps = pay / (double)nseries;
+	printf("\n   Head memory per series after %zu samples each (the run without fsync):\n"
+	       "   malloc'd bytes (mallinfo2) and RSS after the last commit minus after open,\n"
+	       "   divided by %zu series. References, computed here from the same samples:\n"
+	       "   payload = the least the head must hold (full groups of %d compressed at\n"
+	       "   level %d with pd_chunkenc_values, the open group raw, timestamps); raw and\n"
+	       "   gzip = the profiles uncompressed and as served. x payload = row / payload.\n\n",
+	       samples, nseries, PD_CHUNKENC_DEFAULT_GROUP, PD_CHUNKENC_DEFAULT_ZSTD_LEVEL);
+	printf("%-24s %14s %14s %14s\n", "", "per series", "per sample", "x payload");
+	print_rule(69);
+	const char *what[5] = {"head (malloc'd)", "head (RSS)", "payload", "raw profiles",
+	                       "gzip profiles"};
+	double v[5] = {(double)r->heap_delta, (double)r->rss_delta, pay, r->raw_bytes, gz};
+	for (int i = 0; i < 5; i++) {
+		if (v[i] < 0) {
+			printf("%-24s %14s\n", what[i], "-");
+			continue;
+		}
+		double ps = v[i] / (double)nseries;
+		printf("%-24s %14.0f %14.0f %13.2fx\n", what[i], ps, ps / (double)samples,
+		       ps / pay_ps);
+	}
+	print_rule(69);
+	printf("(head chunks: %llu: %zu samples < %d per chunk, so every chunk is open; %zu\n"
+	       " full groups of %d each and %zu profiles in the open group)\n",
+	       (unsigned long long)r->head_chunks, samples, PD_TSDB_DEFAULT_CHUNK_SAMPLES,
+	       samples / PD_CHUNKENC_DEFAULT_GROUP, PD_CHUNKENC_DEFAULT_GROUP,
+	       samples % PD_CHUNKENC_DEFAULT_GROUP);
+	rc = 0;
+out:
+	synth_fini(&s);
+	return rc;
+}
+
+/* ---- main ---------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: tsdb_bench --corpus DIR [--dir DIR] [--section 1|2|3|4]\n"
+	        "                  [--series N] [--samples N] [--read-seconds S]\n"
+	        "  --corpus DIR       per-type folders of 1.pb.gz..48.pb.gz (default $PD_CORPUS)\n"
+	        "  --dir DIR          where temporary stores go (default $TMPDIR or /tmp)\n"
+	        "  --series, --samples  size of section 3 (default 1000 x 1000)\n"
+	        "  --read-seconds S   time spent reading profiles in section 3 (default 3)\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {0};
+	o.corpus = getenv("PD_CORPUS");
+	o.dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	o.series = 1000;
+	o.samples = 1000;
+	o.read_seconds = 3;
+	for (int i = 1; i < argc; i += 2) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (!v) {
+			usage(stderr);
+			return 2;
+		}
+		if (strcmp(a, "--corpus") == 0)
+			o.corpus = v;
+		else if (strcmp(a, "--dir") == 0)
+			o.dir = v;
+		else if (strcmp(a, "--section") == 0)
+			o.section = atoi(v);
+		else if (strcmp(a, "--series") == 0)
+			o.series = (size_t)strtoull(v, NULL, 10);
+		else if (strcmp(a, "--samples") == 0)
+			o.samples = (size_t)strtoull(v, NULL, 10);
+		else if (strcmp(a, "--read-seconds") == 0)
+			o.read_seconds = atof(v);
+		else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!o.corpus || o.series == 0 || o.samples == 0 || o.read_seconds <= 0 || o.section < 0 ||
+	    o.section > 4) {
+		usage(stderr);
+		return 2;
+	}
+	if (o.samples > (size_t)(INT64_MAX - T0_MS) / SCRAPE_MS) {
+		fprintf(stderr, "tsdb_bench: --samples is too large\n");
+		return 2;
+	}
+	struct statfs fs;
+	if (statfs(o.dir, &fs) != 0) {
+		fprintf(stderr, "tsdb_bench: %s: %s\n", o.dir, strerror(errno));
+		return 1;
+	}
+	double t0 = now();
+	if (load_corpus(o.corpus)) {
+		free_corpus();
+		return 1;
+	}
+	printf("profd tsdb bench: corpus %s, stores in %s%s\n", o.corpus, o.dir,
+	       fs.f_type == 0x01021994 ? " (tmpfs: fsync costs nothing here)" : "");
+	printf("defaults: group %d, zstd level %d, %d samples per chunk, block range 2 h\n",
+	       PD_CHUNKENC_DEFAULT_GROUP, PD_CHUNKENC_DEFAULT_ZSTD_LEVEL,
+	       PD_TSDB_DEFAULT_CHUNK_SAMPLES);
+	int rc = 0;
+	if (!rc && (o.section == 0 || o.section == 1))
+		rc = section_sizes(&o);
+	if (!rc && (o.section == 0 || o.section == 2))
+		rc = section_sweep();
+	if (!rc && (o.section == 0 || o.section == 3))
+		rc = section_listing(&o);
+	if (!rc && (o.section == 0 || o.section == 4))
+		rc = section_append(&o);
+	fflush(stdout);
+	if (!rc)
+		printf("\ntotal %.0f s\n", now() - t0);
+	free_corpus();
+	return rc ? 1 : 0;
+}
