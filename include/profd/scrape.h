@@ -61,4 +61,99 @@ void pd_scrape_loop_remove(struct pd_scrape_engine *e, uint64_t id);
  * Prometheus spreads targets (exposed for tests). */
 int64_t pd_scrape_offset(uint64_t seed, int64_t interval_ms);
 
+/* ---- the scrape manager ------------------------------------------------------- */
+
+/* The manager turns discovered target groups into scrape loops, one per (target,
+ * profile type), as Prometheus derives targets: the target's and its group's
+ * labels, then defaults (job, __scheme__, __metrics_path__, __param_<name>,
+ * __scrape_interval__, __scrape_timeout__), plus __name__ = the profile type with
+ * __metrics_path__ = the type's path, so that relabel_configs see and may change
+ * both; then the relabel rules; then instance = __address__ when unset, and every
+ * label starting with "__" but __name__ dropped. What remains names the series.
+ * Each finished scrape is decoded and validated off the event loop and appended to
+ * the store at its scheduled tick; a failure stores nothing and marks the target
+ * down with the reason. */
+
+struct pd_tsdb;
+struct pd_relabel_rules;
+
+struct pd_scrape_profile_type {
+	const char *name;  /* the series' __name__: "heap", "profile", "fgprof" */
+	const char *path;  /* e.g. "/debug/pprof/heap" */
+	int64_t seconds;   /* > 0: add ?seconds=N (CPU profiles, deltas) */
+};
+
+/* One scrape_config, resolved. Strings and arrays are copied by
+ * pd_scrape_manager_set_pools; relabel is borrowed and must stay valid until the
+ * next set_pools call returns (the daemon keeps its config until then). */
+struct pd_scrape_pool_settings {
+	const char *job_name;
+	const char *scheme;       /* "http" or "https" */
+	const char *metrics_path; /* the __metrics_path__ default for types without a path */
+	const char *const *param_names;  /* URL parameters, first value each */
+	const char *const *param_values;
+	size_t nparams;
+	int64_t interval_ms, timeout_ms;
+	size_t body_size_limit; /* 0: none */
+	int honor_labels;
+	const struct pd_http_client_config *client; /* may be NULL; copied */
+	const struct pd_relabel_rules *relabel;     /* may be NULL; borrowed */
+	const struct pd_scrape_profile_type *types;
+	size_t ntypes;
+};
+
+struct pd_scrape_manager_opts {
+	unsigned workers;        /* decode threads; 0: 2 */
+	size_t max_decompressed; /* largest profile after gunzip; 0: the pprof default */
+};
+
+struct pd_scrape_manager;
+
+/* Starts a manager that appends to db (borrowed; must outlive the manager). opts
+ * may be NULL. *out is owned by the caller. */
+int pd_scrape_manager_create(struct pd_scrape_manager **out, struct pd_tsdb *db,
+			     const struct pd_scrape_manager_opts *opts, struct pd_err *err);
+/* Stops every loop and frees the manager; NULL does nothing. */
+void pd_scrape_manager_destroy(struct pd_scrape_manager *m);
+
+/* Sets the scrape pools. Pools not in the list stop; pools whose settings changed
+ * recompute their targets from their last groups; loops whose URL, labels and
+ * scrape settings did not change keep running untouched. */
+int pd_scrape_manager_set_pools(struct pd_scrape_manager *m,
+				const struct pd_scrape_pool_settings *pools, size_t n,
+				struct pd_err *err);
+/* The discovery callback: the full current groups of a pool. Groups are copied. */
+void pd_scrape_manager_sync(struct pd_scrape_manager *m, const char *pool,
+			    const struct pd_target_group *groups, size_t n);
+
+enum pd_scrape_health { PD_SCRAPE_UNKNOWN = 0, PD_SCRAPE_UP = 1, PD_SCRAPE_DOWN = 2 };
+
+/* A snapshot of one target, for the targets API. Strings are owned by the
+ * snapshot; labels is NULL for a dropped target. */
+struct pd_scrape_target_status {
+	char *pool;
+	char *url;
+	char *profile_type;
+	struct pd_labels *discovered; /* before relabeling */
+	struct pd_labels *labels;     /* the series' labels; NULL when dropped */
+	int health;                   /* enum pd_scrape_health */
+	char *last_error;             /* "" when the last scrape succeeded */
+	int64_t last_scrape_ms;       /* scheduled time of the last scrape, 0: none */
+	int64_t last_duration_us;
+	int64_t interval_ms, timeout_ms;
+};
+
+/* Every target (with include_dropped, also those relabeling dropped), sorted by
+ * pool, then labels. Free with pd_scrape_target_status_free. */
+int pd_scrape_manager_targets(struct pd_scrape_manager *m, int include_dropped,
+			      struct pd_scrape_target_status **out, size_t *n, struct pd_err *err);
+void pd_scrape_target_status_free(struct pd_scrape_target_status *s, size_t n);
+
+struct pd_scrape_stats {
+	uint64_t scrapes_ok, scrapes_failed, bytes_scraped, profiles_appended;
+	uint64_t active_targets, dropped_targets;
+};
+
+void pd_scrape_manager_stats(struct pd_scrape_manager *m, struct pd_scrape_stats *st);
+
 #endif

@@ -1,0 +1,737 @@
+/* manager.c: targets and loops of every scrape pool. Discovered groups become
+ * targets the way Prometheus derives them (defaults, relabeling, instance, "__"
+ * labels dropped), one per (target, profile type); each target is a loop of the
+ * engine; each result is gunzipped under a cap, decoded and validated, and
+ * appended to the store at its scheduled tick. Reloads keep the loops of targets
+ * whose URL, labels and scrape settings did not change. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profd/pprof.h"
+#include "profd/relabel.h"
+#include "profd/scrape.h"
+#include "profd/tsdb.h"
+
+struct target {
+	struct pd_scrape_manager *m;
+	uint64_t key;
+	char *pool_name;
+	char *type;
+	struct pd_labels *discovered;
+	struct pd_labels *labels; /* NULL when dropped */
+	struct pd_tsdb_label *tl; /* view of labels for the store */
+	size_t ntl;
+	char *url;
+	uint64_t loop_id; /* 0 when dropped */
+	int64_t interval, timeout;
+	pthread_mutex_t mu; /* the status below */
+	int health;
+	char *last_error;
+	int64_t last_scrape, last_duration;
+};
+
+struct pool {
+	char *name;
+	struct pd_scrape_pool_settings s; /* strings and arrays owned, relabel borrowed */
+	struct pd_http_client_config client;
+	int has_client;
+	uint64_t settings_hash;
+	struct pd_target_group *groups;
+	size_t ngroups;
+	struct target **targets;
+	size_t ntargets;
+};
+
+struct pd_scrape_manager {
+	pthread_mutex_t mu; /* pools and their targets (not target status) */
+	struct pool **pools;
+	size_t npools;
+	struct pd_scrape_engine *engine;
+	struct pd_tsdb *db;
+	struct pd_scrape_manager_opts o;
+	uint64_t ok, failed, bytes, appended;
+};
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+static char *sdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* A duration as Prometheus prints model.Duration: "1m30s", "15s", "500ms". */
+static void format_duration(int64_t ms, char *out, size_t size)
+{
+	static const struct {
+		int64_t ms;
+		const char *u;
+	} units[] = {{365LL * 86400000, "y"}, {7LL * 86400000, "w"}, {86400000, "d"}, {3600000, "h"},
+		     {60000, "m"},            {1000, "s"},          {1, "ms"}};
+	size_t off = 0;
+	if (ms == 0) {
+		snprintf(out, size, "0s");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]) && off < size; i++) {
+		if (ms >= units[i].ms) {
+			off += (size_t)snprintf(out + off, size - off, "%lld%s", (long long)(ms / units[i].ms),
+						units[i].u);
+			ms %= units[i].ms;
+		}
+	}
+}
+
+static int url_escape(struct pd_buf *b, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+			 *p == '-' || *p == '_' || *p == '.' || *p == '~';
+		char enc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+		if (ok ? pd_buf_append(b, p, 1) : pd_buf_append(b, enc, 3))
+			return PD_ENOMEM;
+	}
+	return 0;
+}
+
+static void client_copy(struct pd_http_client_config *d, const struct pd_http_client_config *c)
+{
+	d->basic_auth_username = sdup(c->basic_auth_username);
+	d->basic_auth_password = sdup(c->basic_auth_password);
+	d->basic_auth_password_file = sdup(c->basic_auth_password_file);
+	d->authorization_type = sdup(c->authorization_type);
+	d->authorization_credentials = sdup(c->authorization_credentials);
+	d->authorization_credentials_file = sdup(c->authorization_credentials_file);
+	d->tls_ca_file = sdup(c->tls_ca_file);
+	d->tls_cert_file = sdup(c->tls_cert_file);
+	d->tls_key_file = sdup(c->tls_key_file);
+	d->tls_server_name = sdup(c->tls_server_name);
+	d->tls_insecure_skip_verify = c->tls_insecure_skip_verify;
+	d->proxy_url = sdup(c->proxy_url);
+	d->follow_redirects = c->follow_redirects;
+}
+
+static void client_free(struct pd_http_client_config *c)
+{
+	free((char *)c->basic_auth_username);
+	free((char *)c->basic_auth_password);
+	free((char *)c->basic_auth_password_file);
+	free((char *)c->authorization_type);
+	free((char *)c->authorization_credentials);
+	free((char *)c->authorization_credentials_file);
+	free((char *)c->tls_ca_file);
+	free((char *)c->tls_cert_file);
+	free((char *)c->tls_key_file);
+	free((char *)c->tls_server_name);
+	free((char *)c->proxy_url);
+}
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+	return s ? pd_hash_bytes(s, strlen(s), h) : pd_hash_u64(h, 0x5a5a);
+}
+
+static uint64_t client_hash(const struct pd_http_client_config *c)
+{
+	uint64_t h = 1;
+	if (!c)
+		return h;
+	h = hash_str(h, c->basic_auth_username);
+	h = hash_str(h, c->basic_auth_password);
+	h = hash_str(h, c->basic_auth_password_file);
+	h = hash_str(h, c->authorization_type);
+	h = hash_str(h, c->authorization_credentials);
+	h = hash_str(h, c->authorization_credentials_file);
+	h = hash_str(h, c->tls_ca_file);
+	h = hash_str(h, c->tls_cert_file);
+	h = hash_str(h, c->tls_key_file);
+	h = hash_str(h, c->tls_server_name);
+	h = hash_str(h, c->proxy_url);
+	h = pd_hash_u64(h, (uint64_t)c->tls_insecure_skip_verify * 2 + (uint64_t)c->follow_redirects);
+	return h;
+}
+
+static void target_free(struct target *t)
+{
+	if (!t)
+		return;
+	pd_labels_destroy(t->discovered);
+	pd_labels_destroy(t->labels);
+	free(t->tl);
+	free(t->url);
+	free(t->type);
+	free(t->pool_name);
+	free(t->last_error);
+	pthread_mutex_destroy(&t->mu);
+	free(t);
+}
+
+static void settings_free(struct pool *p)
+{
+	struct pd_scrape_pool_settings *s = &p->s;
+	free((char *)s->job_name);
+	free((char *)s->scheme);
+	free((char *)s->metrics_path);
+	for (size_t i = 0; i < s->nparams; i++) {
+		free((char *)s->param_names[i]);
+		free((char *)s->param_values[i]);
+	}
+	free((void *)s->param_names);
+	free((void *)s->param_values);
+	for (size_t i = 0; i < s->ntypes; i++) {
+		free((char *)s->types[i].name);
+		free((char *)s->types[i].path);
+	}
+	free((void *)s->types);
+	if (p->has_client)
+		client_free(&p->client);
+	memset(s, 0, sizeof(*s));
+	p->has_client = 0;
+}
+
+static int settings_copy(struct pool *p, const struct pd_scrape_pool_settings *in)
+{
+	struct pd_scrape_pool_settings *s = &p->s;
+	*s = *in;
+	s->job_name = sdup(in->job_name);
+	s->scheme = sdup(in->scheme ? in->scheme : "http");
+	s->metrics_path = sdup(in->metrics_path ? in->metrics_path : "/metrics");
+	const char **pn = calloc(in->nparams + 1, sizeof(char *));
+	const char **pv = calloc(in->nparams + 1, sizeof(char *));
+	struct pd_scrape_profile_type *ty = calloc(in->ntypes + 1, sizeof(*ty));
+	s->param_names = pn;
+	s->param_values = pv;
+	s->types = ty;
+	s->nparams = s->ntypes = 0;
+	if (!pn || !pv || !ty || !s->job_name || !s->scheme || !s->metrics_path)
+		return PD_ENOMEM;
+	for (size_t i = 0; i < in->nparams; i++) {
+		pn[i] = sdup(in->param_names[i]);
+		pv[i] = sdup(in->param_values[i]);
+		s->nparams++;
+	}
+	for (size_t i = 0; i < in->ntypes; i++) {
+		ty[i].name = sdup(in->types[i].name);
+		ty[i].path = sdup(in->types[i].path);
+		ty[i].seconds = in->types[i].seconds;
+		s->ntypes++;
+	}
+	if (in->client) {
+		client_copy(&p->client, in->client);
+		p->has_client = 1;
+	}
+	s->client = p->has_client ? &p->client : NULL;
+	/* everything that changes what or how a target is scraped */
+	uint64_t h = hash_str(7, s->job_name);
+	h = hash_str(h, s->scheme);
+	h = hash_str(h, s->metrics_path);
+	for (size_t i = 0; i < s->nparams; i++)
+		h = hash_str(hash_str(h, pn[i]), pv[i]);
+	for (size_t i = 0; i < s->ntypes; i++)
+		h = pd_hash_u64(hash_str(hash_str(h, ty[i].name), ty[i].path), (uint64_t)ty[i].seconds);
+	h = pd_hash_u64(h, (uint64_t)s->interval_ms);
+	h = pd_hash_u64(h, (uint64_t)s->timeout_ms);
+	h = pd_hash_u64(h, (uint64_t)s->body_size_limit);
+	h = pd_hash_u64(h, client_hash(s->client));
+	h = pd_hash_u64(h, (uint64_t)(uintptr_t)s->relabel);
+	p->settings_hash = h;
+	return 0;
+}
+
+static void groups_free(struct pool *p)
+{
+	pd_target_group_free(p->groups, p->ngroups);
+	p->groups = NULL;
+	p->ngroups = 0;
+}
+
+static int groups_copy(struct pool *p, const struct pd_target_group *g, size_t n)
+{
+	groups_free(p);
+	if (!n)
+		return 0;
+	p->groups = calloc(n, sizeof(*p->groups));
+	if (!p->groups)
+		return PD_ENOMEM;
+	p->ngroups = n;
+	for (size_t i = 0; i < n; i++) {
+		struct pd_target_group *d = &p->groups[i];
+		d->source = sdup(g[i].source ? g[i].source : "");
+		d->labels = g[i].labels ? pd_labels_dup(g[i].labels) : NULL;
+		d->targets = calloc(g[i].ntargets ? g[i].ntargets : 1, sizeof(*d->targets));
+		if (!d->source || !d->targets)
+			return PD_ENOMEM;
+		for (size_t k = 0; k < g[i].ntargets; k++) {
+			if (!(d->targets[k] = pd_labels_dup(g[i].targets[k])))
+				return PD_ENOMEM;
+			d->ntargets++;
+		}
+	}
+	return 0;
+}
+
+/* ---- targets ------------------------------------------------------------------ */
+
+/* Builds the target of one discovered label set and profile type. Returns NULL
+ * on allocation failure; a dropped target has labels == NULL. */
+static struct target *make_target(struct pd_scrape_manager *m, struct pool *p,
+				  const struct pd_labels *tl, const struct pd_labels *gl,
+				  const struct pd_scrape_profile_type *ty)
+{
+	struct pd_labels_builder *b = pd_labels_builder_create(NULL);
+	struct target *t = calloc(1, sizeof(*t));
+	struct pd_labels *relabeled = NULL, *final = NULL;
+	struct pd_buf url;
+	struct pd_err err = {0};
+	char dur[32], sec[32];
+	pd_buf_init(&url, 0);
+	if (!b || !t)
+		goto fail;
+	pthread_mutex_init(&t->mu, NULL);
+	t->m = m;
+	t->interval = p->s.interval_ms;
+	t->timeout = p->s.timeout_ms;
+	if (!(t->pool_name = sdup(p->name)) || !(t->type = sdup(ty->name)))
+		goto fail;
+	pd_labels_builder_reset(b, tl);
+	for (size_t i = 0; gl && i < pd_labels_len(gl); i++) {
+		const struct pd_label *l = pd_labels_at(gl, i);
+		if (!pd_labels_builder_get(b, l->name))
+			pd_labels_builder_set(b, l->name, l->value);
+	}
+	struct {
+		const char *name, *value;
+	} defaults[] = {{"job", p->s.job_name},
+			{"__scheme__", p->s.scheme},
+			{"__metrics_path__", ty->path ? ty->path : p->s.metrics_path}};
+	for (size_t i = 0; i < 3; i++)
+		if (!pd_labels_builder_get(b, defaults[i].name) || i == 2)
+			pd_labels_builder_set(b, defaults[i].name, defaults[i].value);
+	format_duration(p->s.interval_ms, dur, sizeof(dur));
+	if (!pd_labels_builder_get(b, "__scrape_interval__"))
+		pd_labels_builder_set(b, "__scrape_interval__", dur);
+	format_duration(p->s.timeout_ms, dur, sizeof(dur));
+	if (!pd_labels_builder_get(b, "__scrape_timeout__"))
+		pd_labels_builder_set(b, "__scrape_timeout__", dur);
+	for (size_t i = 0; i < p->s.nparams; i++) {
+		char name[300];
+		snprintf(name, sizeof(name), "__param_%s", p->s.param_names[i]);
+		if (!pd_labels_builder_get(b, name))
+			pd_labels_builder_set(b, name, p->s.param_values[i]);
+	}
+	if (ty->seconds > 0) {
+		snprintf(sec, sizeof(sec), "%lld", (long long)ty->seconds);
+		pd_labels_builder_set(b, "__param_seconds", sec);
+	}
+	pd_labels_builder_set(b, "__name__", ty->name);
+	if (pd_labels_builder_finish(b, &t->discovered, &err))
+		goto fail;
+	if (p->s.relabel) {
+		if (pd_relabel_process(p->s.relabel, t->discovered, &relabeled, &err))
+			goto fail;
+	} else {
+		relabeled = pd_labels_dup(t->discovered);
+		if (!relabeled)
+			goto fail;
+	}
+	if (!relabeled || !pd_labels_get(relabeled, "__address__")) {
+		pd_labels_destroy(relabeled);
+		goto done; /* dropped */
+	}
+	/* the URL, then the public labels */
+	const char *scheme = pd_labels_get(relabeled, "__scheme__");
+	const char *path = pd_labels_get(relabeled, "__metrics_path__");
+	if (pd_buf_printf(&url, "%s://%s%s%s", scheme ? scheme : "http",
+			  pd_labels_get(relabeled, "__address__"), path && *path != '/' ? "/" : "",
+			  path ? path : ""))
+		goto fail;
+	int first = 1;
+	for (size_t i = 0; i < pd_labels_len(relabeled); i++) {
+		const struct pd_label *l = pd_labels_at(relabeled, i);
+		if (strncmp(l->name, "__param_", 8) != 0)
+			continue;
+		if (pd_buf_append(&url, first ? "?" : "&", 1) || url_escape(&url, l->name + 8) ||
+		    pd_buf_append(&url, "=", 1) || url_escape(&url, l->value))
+			goto fail;
+		first = 0;
+	}
+	if (pd_buf_append(&url, "", 1))
+		goto fail;
+	pd_labels_builder_reset(b, relabeled);
+	if (!pd_labels_builder_get(b, "instance"))
+		pd_labels_builder_set(b, "instance", pd_labels_get(relabeled, "__address__"));
+	for (size_t i = 0; i < pd_labels_len(relabeled); i++) {
+		const struct pd_label *l = pd_labels_at(relabeled, i);
+		if (strncmp(l->name, "__", 2) == 0 && strcmp(l->name, "__name__") != 0)
+			pd_labels_builder_del(b, l->name);
+	}
+	pd_labels_destroy(relabeled);
+	if (pd_labels_builder_finish(b, &final, &err))
+		goto fail;
+	t->labels = final;
+	t->url = (char *)pd_buf_steal(&url, NULL);
+	t->ntl = pd_labels_len(final);
+	t->tl = calloc(t->ntl ? t->ntl : 1, sizeof(*t->tl));
+	if (!t->tl || !t->url)
+		goto fail;
+	for (size_t i = 0; i < t->ntl; i++) {
+		t->tl[i].name = pd_labels_at(final, i)->name;
+		t->tl[i].value = pd_labels_at(final, i)->value;
+	}
+	uint64_t h = pd_labels_hash(final);
+	h = hash_str(h, t->url);
+	h = pd_hash_u64(h, p->settings_hash);
+	t->key = h ? h : 1;
+done:
+	pd_labels_builder_destroy(b);
+	pd_buf_fini(&url);
+	return t;
+fail:
+	pd_labels_builder_destroy(b);
+	pd_buf_fini(&url);
+	target_free(t);
+	return NULL;
+}
+
+static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r);
+
+/* Recomputes a pool's targets and reconciles loops. m->mu held. */
+static void pool_update(struct pd_scrape_manager *m, struct pool *p)
+{
+	size_t cap = 16, n = 0;
+	struct target **nt = malloc(cap * sizeof(*nt));
+	if (!nt)
+		return;
+	for (size_t g = 0; g < p->ngroups; g++)
+		for (size_t k = 0; k < p->groups[g].ntargets; k++)
+			for (size_t ty = 0; ty < p->s.ntypes; ty++) {
+				struct target *t = make_target(m, p, p->groups[g].targets[k], p->groups[g].labels,
+							       &p->s.types[ty]);
+				if (!t)
+					continue;
+				if (n == cap) {
+					struct target **x = realloc(nt, cap * 2 * sizeof(*nt));
+					if (!x) {
+						target_free(t);
+						continue;
+					}
+					nt = x;
+					cap *= 2;
+				}
+				nt[n++] = t;
+			}
+	/* keep the loops (and status) of unchanged targets */
+	for (size_t i = 0; i < n; i++) {
+		struct target *t = nt[i];
+		if (!t->labels)
+			continue;
+		for (size_t k = 0; k < p->ntargets; k++) {
+			struct target *o = p->targets[k];
+			if (o && o->labels && o->loop_id && o->key == t->key) {
+				nt[i] = o;
+				p->targets[k] = NULL;
+				target_free(t);
+				t = NULL;
+				break;
+			}
+		}
+		if (!t)
+			continue;
+		struct pd_scrape_spec spec = {t->url, p->s.interval_ms, p->s.timeout_ms,
+					      p->s.body_size_limit, t->key, p->s.client};
+		struct pd_err err = {0};
+		if (pd_scrape_loop_add(m->engine, &spec, t, &t->loop_id, &err)) {
+			t->loop_id = 0;
+			t->health = PD_SCRAPE_DOWN;
+			t->last_error = sdup(err.msg);
+		}
+	}
+	for (size_t k = 0; k < p->ntargets; k++) {
+		struct target *o = p->targets[k];
+		if (!o)
+			continue;
+		if (o->loop_id)
+			pd_scrape_loop_remove(m->engine, o->loop_id);
+		target_free(o);
+	}
+	free(p->targets);
+	p->targets = nt;
+	p->ntargets = n;
+}
+
+static void pool_free(struct pd_scrape_manager *m, struct pool *p)
+{
+	for (size_t k = 0; k < p->ntargets; k++) {
+		struct target *o = p->targets[k];
+		if (o && o->loop_id)
+			pd_scrape_loop_remove(m->engine, o->loop_id);
+		target_free(o);
+	}
+	free(p->targets);
+	groups_free(p);
+	settings_free(p);
+	free(p->name);
+	free(p);
+}
+
+/* ---- results -------------------------------------------------------------------- */
+
+static void set_status(struct target *t, int health, const char *msg, const struct pd_scrape_result *r)
+{
+	pthread_mutex_lock(&t->mu);
+	t->health = health;
+	free(t->last_error);
+	t->last_error = sdup(msg ? msg : "");
+	t->last_scrape = r->scheduled_ms;
+	t->last_duration = r->duration_us;
+	pthread_mutex_unlock(&t->mu);
+}
+
+static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
+{
+	struct pd_scrape_manager *m = ectx;
+	struct target *t = lctx;
+	struct pd_err err = {0};
+	uint8_t *raw = NULL;
+	size_t rawlen = 0;
+	const uint8_t *data = r->body;
+	size_t len = r->len;
+	char msg[PD_ERR_MSG_MAX + 32];
+	size_t max = m->o.max_decompressed ? m->o.max_decompressed : PD_PPROF_DEFAULT_MAX_DECOMPRESSED;
+
+	if (r->error) {
+		__atomic_add_fetch(&m->failed, 1, __ATOMIC_RELAXED);
+		set_status(t, PD_SCRAPE_DOWN, r->message, r);
+		return;
+	}
+	__atomic_add_fetch(&m->bytes, r->len, __ATOMIC_RELAXED);
+	if (pd_gzip_is(data, len)) {
+		if (pd_gunzip(data, len, max, &raw, &rawlen, &err))
+			goto bad;
+		data = raw;
+		len = rawlen;
+	}
+	struct pd_pprof_decode_opts dopts = {.max_decompressed = max};
+	struct pd_pprof_profile *prof;
+	if (pd_pprof_decode(&prof, data, len, &dopts, &err))
+		goto bad;
+	pd_pprof_destroy(prof);
+	struct pd_tsdb_appender *a = pd_tsdb_appender(m->db);
+	if (!a) {
+		pd_err_set(&err, PD_ENOMEM, "out of memory");
+		goto store_failed;
+	}
+	if (pd_tsdb_append(a, t->tl, t->ntl, r->scheduled_ms, data, len, &err)) {
+		pd_tsdb_rollback(a);
+		goto store_failed;
+	}
+	if (pd_tsdb_commit(a, &err))
+		goto store_failed;
+	free(raw);
+	__atomic_add_fetch(&m->ok, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&m->appended, 1, __ATOMIC_RELAXED);
+	set_status(t, PD_SCRAPE_UP, NULL, r);
+	return;
+bad:
+	snprintf(msg, sizeof(msg), "not a valid profile: %s", err.msg);
+	goto fail;
+store_failed:
+	snprintf(msg, sizeof(msg), "storing the profile failed: %s", err.msg);
+fail:
+	free(raw);
+	__atomic_add_fetch(&m->failed, 1, __ATOMIC_RELAXED);
+	set_status(t, PD_SCRAPE_DOWN, msg, r);
+}
+
+/* ---- the public API ----------------------------------------------------------------- */
+
+int pd_scrape_manager_create(struct pd_scrape_manager **out, struct pd_tsdb *db,
+			     const struct pd_scrape_manager_opts *opts, struct pd_err *err)
+{
+	struct pd_scrape_manager *m = calloc(1, sizeof(*m));
+	int rc;
+	*out = NULL;
+	if (!m)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	if (opts)
+		m->o = *opts;
+	m->db = db;
+	pthread_mutex_init(&m->mu, NULL);
+	if ((rc = pd_scrape_engine_create(&m->engine, m->o.workers, on_result, m, err))) {
+		pthread_mutex_destroy(&m->mu);
+		free(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
+
+void pd_scrape_manager_destroy(struct pd_scrape_manager *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < m->npools; i++)
+		pool_free(m, m->pools[i]);
+	free(m->pools);
+	m->pools = NULL;
+	m->npools = 0;
+	pthread_mutex_unlock(&m->mu);
+	pd_scrape_engine_destroy(m->engine);
+	pthread_mutex_destroy(&m->mu);
+	free(m);
+}
+
+static struct pool *find_pool(struct pd_scrape_manager *m, const char *name)
+{
+	for (size_t i = 0; i < m->npools; i++)
+		if (strcmp(m->pools[i]->name, name) == 0)
+			return m->pools[i];
+	return NULL;
+}
+
+int pd_scrape_manager_set_pools(struct pd_scrape_manager *m,
+				const struct pd_scrape_pool_settings *pools, size_t n,
+				struct pd_err *err)
+{
+	struct pool **np = calloc(n ? n : 1, sizeof(*np));
+	if (!np)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < n; i++) {
+		struct pool *old = find_pool(m, pools[i].job_name);
+		struct pool *p = old;
+		if (!p) {
+			p = calloc(1, sizeof(*p));
+			if (!p || !(p->name = sdup(pools[i].job_name))) {
+				free(p);
+				continue;
+			}
+		} else {
+			/* taken over: remove it from the old list */
+			for (size_t k = 0; k < m->npools; k++)
+				if (m->pools[k] == old)
+					m->pools[k] = NULL;
+			settings_free(p);
+		}
+		if (settings_copy(p, &pools[i])) {
+			settings_free(p);
+			pool_free(m, p);
+			continue;
+		}
+		np[i] = p;
+		pool_update(m, p);
+	}
+	for (size_t k = 0; k < m->npools; k++)
+		if (m->pools[k])
+			pool_free(m, m->pools[k]);
+	free(m->pools);
+	/* squeeze out pools that failed to set up */
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (np[i])
+			np[k++] = np[i];
+	m->pools = np;
+	m->npools = k;
+	pthread_mutex_unlock(&m->mu);
+	return 0;
+}
+
+void pd_scrape_manager_sync(struct pd_scrape_manager *m, const char *pool,
+			    const struct pd_target_group *groups, size_t n)
+{
+	pthread_mutex_lock(&m->mu);
+	struct pool *p = find_pool(m, pool);
+	if (p && groups_copy(p, groups, n) == 0)
+		pool_update(m, p);
+	pthread_mutex_unlock(&m->mu);
+}
+
+static int status_cmp(const void *a, const void *b)
+{
+	const struct pd_scrape_target_status *x = a, *y = b;
+	int c = strcmp(x->pool, y->pool);
+	if (c)
+		return c;
+	if (!x->labels || !y->labels)
+		return (x->labels == NULL) - (y->labels == NULL);
+	return pd_labels_compare(x->labels, y->labels);
+}
+
+int pd_scrape_manager_targets(struct pd_scrape_manager *m, int include_dropped,
+			      struct pd_scrape_target_status **out, size_t *n, struct pd_err *err)
+{
+	size_t cap = 0, cnt = 0;
+	*out = NULL;
+	*n = 0;
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < m->npools; i++)
+		cap += m->pools[i]->ntargets;
+	struct pd_scrape_target_status *v = calloc(cap ? cap : 1, sizeof(*v));
+	if (!v) {
+		pthread_mutex_unlock(&m->mu);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < m->npools; i++)
+		for (size_t k = 0; k < m->pools[i]->ntargets; k++) {
+			struct target *t = m->pools[i]->targets[k];
+			if (!t || (!t->labels && !include_dropped))
+				continue;
+			struct pd_scrape_target_status *s = &v[cnt++];
+			s->pool = sdup(t->pool_name);
+			s->url = sdup(t->url ? t->url : "");
+			s->profile_type = sdup(t->type);
+			s->discovered = t->discovered ? pd_labels_dup(t->discovered) : NULL;
+			s->labels = t->labels ? pd_labels_dup(t->labels) : NULL;
+			s->interval_ms = t->interval;
+			s->timeout_ms = t->timeout;
+			pthread_mutex_lock(&t->mu);
+			s->health = t->health;
+			s->last_error = sdup(t->last_error ? t->last_error : "");
+			s->last_scrape_ms = t->last_scrape;
+			s->last_duration_us = t->last_duration;
+			pthread_mutex_unlock(&t->mu);
+		}
+	pthread_mutex_unlock(&m->mu);
+	if (cnt > 1)
+		qsort(v, cnt, sizeof(*v), status_cmp);
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+void pd_scrape_target_status_free(struct pd_scrape_target_status *s, size_t n)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(s[i].pool);
+		free(s[i].url);
+		free(s[i].profile_type);
+		pd_labels_destroy(s[i].discovered);
+		pd_labels_destroy(s[i].labels);
+		free(s[i].last_error);
+	}
+	free(s);
+}
+
+void pd_scrape_manager_stats(struct pd_scrape_manager *m, struct pd_scrape_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->scrapes_ok = __atomic_load_n(&m->ok, __ATOMIC_RELAXED);
+	st->scrapes_failed = __atomic_load_n(&m->failed, __ATOMIC_RELAXED);
+	st->bytes_scraped = __atomic_load_n(&m->bytes, __ATOMIC_RELAXED);
+	st->profiles_appended = __atomic_load_n(&m->appended, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < m->npools; i++)
+		for (size_t k = 0; k < m->pools[i]->ntargets; k++) {
+			struct target *t = m->pools[i]->targets[k];
+			if (t && t->labels)
+				st->active_targets++;
+			else if (t)
+				st->dropped_targets++;
+		}
+	pthread_mutex_unlock(&m->mu);
+}

@@ -1,0 +1,205 @@
+/* test_scrape_manager.c: targets from discovered groups to stored profiles:
+ * Prometheus's target labels (job, instance, __name__), relabeling that drops
+ * targets or rewrites paths, failing profile types marked down with their reason
+ * while healthy ones store, and reloads that keep unchanged loops running. */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <ftw.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "profd/relabel.h"
+#include "profd/scrape.h"
+#include "profd/tsdb.h"
+#include "target_server.h"
+
+static uint8_t *profile;
+static size_t profile_len;
+
+static int rm_entry(const char *p, const struct stat *st, int f, struct FTW *w)
+{
+	(void)st;
+	(void)f;
+	(void)w;
+	return remove(p);
+}
+
+static int eq(const void *ctx, const char *v)
+{
+	return strcmp(ctx, v) == 0;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* Waits until the store holds n samples of heap{job="test"}; returns the count. */
+static size_t wait_samples(struct pd_tsdb *db, const char *name, size_t n, int ms)
+{
+	struct pd_tsdb_matcher m[2] = {{"__name__", eq, name}, {"job", eq, "test"}};
+	size_t got = 0;
+	for (int waited = 0; waited <= ms; waited += 50) {
+		struct pd_tsdb_result *r;
+		struct pd_err err = {0};
+		if (pd_tsdb_select(db, m, 2, INT64_MIN, INT64_MAX, 0, &r, &err) == 0) {
+			got = r->nseries ? r->series[0].nts : 0;
+			pd_tsdb_result_destroy(r);
+		}
+		if (got >= n)
+			break;
+		sleep_ms(50);
+	}
+	return got;
+}
+
+static void test_targets_and_storage(void **state)
+{
+	char dir[] = "/tmp/pd_test_scrapemgr_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	struct target_server *srv = target_server_start(profile, profile_len, 0);
+	assert_non_null(srv);
+	struct pd_err err = {0};
+	struct pd_tsdb *db;
+	struct pd_tsdb_opts o;
+	pd_tsdb_opts_init(&o);
+	o.wal_sync = 1;
+	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
+	struct pd_scrape_manager *m;
+	assert_int_equal(pd_scrape_manager_create(&m, db, NULL, &err), 0);
+
+	/* relabeling drops targets labelled drop=yes */
+	const char *src[] = {"drop"};
+	struct pd_relabel_rule_config rc = {src, 1, NULL, NULL, "yes", 0, NULL, PD_RELABEL_DROP, 0};
+	struct pd_relabel_rules *rules;
+	assert_int_equal(pd_relabel_rules_build(&rules, &rc, 1, &err), 0);
+	struct pd_scrape_profile_type types[] = {{"heap", "/ok", 0}, {"goroutine", "/500", 0},
+						 {"profile", "/ok", 5}};
+	struct pd_scrape_pool_settings ps = {0};
+	ps.job_name = "test";
+	ps.scheme = "http";
+	ps.interval_ms = 100;
+	ps.timeout_ms = 1000;
+	ps.relabel = rules;
+	ps.types = types;
+	ps.ntypes = 3;
+	assert_int_equal(pd_scrape_manager_set_pools(m, &ps, 1, &err), 0);
+
+	char addr[64];
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", target_server_port(srv));
+	struct pd_labels *t1, *t2, *gl;
+	assert_int_equal(pd_labels_from_strings(&t1, &err, "__address__", addr, NULL), 0);
+	assert_int_equal(pd_labels_from_strings(&t2, &err, "__address__", "127.0.0.1:1", "drop", "yes", NULL), 0);
+	assert_int_equal(pd_labels_from_strings(&gl, &err, "env", "ci", "__meta_x", "y", NULL), 0);
+	struct pd_labels *targets[] = {t1, t2};
+	struct pd_target_group g = {"static:0", targets, 2, gl};
+	pd_scrape_manager_sync(m, "test", &g, 1);
+
+	assert_true(wait_samples(db, "heap", 3, 5000) >= 3);
+	assert_true(wait_samples(db, "profile", 2, 5000) >= 2);
+
+	/* the stored series: __name__, env from the group, instance, job; no __meta_ */
+	struct pd_tsdb_matcher mh[1] = {{"__name__", eq, "heap"}};
+	struct pd_tsdb_result *r;
+	assert_int_equal(pd_tsdb_select(db, mh, 1, INT64_MIN, INT64_MAX, 0, &r, &err), 0);
+	assert_int_equal(r->nseries, 1);
+	assert_int_equal(r->series[0].nlabels, 4);
+	assert_string_equal(r->series[0].labels[0].name, "__name__");
+	assert_string_equal(r->series[0].labels[1].name, "env");
+	assert_string_equal(r->series[0].labels[2].name, "instance");
+	assert_string_equal(r->series[0].labels[2].value, addr);
+	assert_string_equal(r->series[0].labels[3].value, "test");
+	/* a stored profile is what the target served (gunzipped) */
+	uint8_t *got;
+	size_t glen;
+	assert_int_equal(pd_tsdb_read(db, r->series[0].labels, 4, r->series[0].ts[0], &got, &glen, &err), 0);
+	uint8_t *raw;
+	size_t rawlen;
+	assert_int_equal(pd_gunzip(profile, profile_len, 1 << 30, &raw, &rawlen, &err), 0);
+	assert_int_equal(glen, rawlen);
+	assert_memory_equal(got, raw, rawlen);
+	free(got);
+	free(raw);
+	/* scrapes land on ticks 100 ms apart */
+	assert_int_equal(r->series[0].ts[1] - r->series[0].ts[0], 100);
+	pd_tsdb_result_destroy(r);
+
+	/* statuses: heap and profile up, goroutine down with its reason, one dropped */
+	struct pd_scrape_target_status *st;
+	size_t n;
+	assert_int_equal(pd_scrape_manager_targets(m, 1, &st, &n, &err), 0);
+	assert_int_equal(n, 6);
+	int up = 0, down = 0, dropped = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!st[i].labels) {
+			dropped++;
+			continue;
+		}
+		if (strcmp(st[i].profile_type, "goroutine") == 0) {
+			assert_int_equal(st[i].health, PD_SCRAPE_DOWN);
+			assert_non_null(strstr(st[i].last_error, "HTTP status 500"));
+			down++;
+		} else {
+			assert_int_equal(st[i].health, PD_SCRAPE_UP);
+			up++;
+		}
+		if (strcmp(st[i].profile_type, "profile") == 0)
+			assert_non_null(strstr(st[i].url, "/ok?seconds=5"));
+	}
+	assert_int_equal(up, 2);
+	assert_int_equal(down, 1);
+	assert_int_equal(dropped, 3);
+	pd_scrape_target_status_free(st, n);
+
+	/* a reload with the same settings keeps the loops: no gap in the series */
+	unsigned before = target_server_hits(srv, "/ok");
+	assert_int_equal(pd_scrape_manager_set_pools(m, &ps, 1, &err), 0);
+	sleep_ms(400);
+	assert_true(target_server_hits(srv, "/ok") > before);
+	size_t cnt = wait_samples(db, "heap", 0, 0);
+	sleep_ms(300);
+	assert_true(wait_samples(db, "heap", 0, 0) > cnt);
+	/* the pool goes away: scraping stops */
+	assert_int_equal(pd_scrape_manager_set_pools(m, NULL, 0, &err), 0);
+	unsigned hits = target_server_hits(srv, "/ok");
+	sleep_ms(300);
+	assert_int_equal(target_server_hits(srv, "/ok"), hits);
+
+	struct pd_scrape_stats ss;
+	pd_scrape_manager_stats(m, &ss);
+	assert_true(ss.scrapes_ok >= 5);
+	assert_true(ss.scrapes_failed >= 1);
+	pd_scrape_manager_destroy(m);
+	pd_relabel_rules_destroy(rules);
+	pd_labels_destroy(t1);
+	pd_labels_destroy(t2);
+	pd_labels_destroy(gl);
+	pd_tsdb_close(db);
+	target_server_stop(srv);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int main(void)
+{
+	struct pd_err err = {0};
+	if (pd_file_read(PD_TESTDATA "/profiles/goapp/heap.pb.gz", 1 << 20, &profile, &profile_len, &err)) {
+		fprintf(stderr, "%s\n", err.msg);
+		return 1;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_targets_and_storage),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	free(profile);
+	return rc;
+}
