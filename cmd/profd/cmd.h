@@ -7,5 +7,7 @@
 int pd_cmd_pprof(int argc, char **argv);
 int pd_cmd_tsdb(int argc, char **argv);
 int pd_cmd_tsdb_analyze(const char *dir);
+int pd_cmd_check(int argc, char **argv);
+int pd_cmd_run(int argc, char **argv);
 
 #endif

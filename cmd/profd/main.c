@@ -12,6 +12,8 @@ static void usage(FILE *f)
 		"profd is a continuous-profiling server for pprof profiles.\n"
 		"\n"
 		"commands:\n"
+		"  run        the daemon: scrape the configured targets and store their profiles\n"
+		"  check      validate configuration files (like promtool check config)\n"
 		"  pprof      read, check, report on, merge and diff pprof files\n"
 		"  tsdb       import, analyze and query a storage directory\n"
 		"\n"
@@ -37,6 +39,10 @@ int main(int argc, char **argv)
 		printf("profd version %s\n", PD_VERSION);
 		return 0;
 	}
+	if (strcmp(cmd, "run") == 0 || strcmp(cmd, "all") == 0)
+		return pd_cmd_run(argc - 1, argv + 1);
+	if (strcmp(cmd, "check") == 0)
+		return pd_cmd_check(argc - 1, argv + 1);
 	if (strcmp(cmd, "pprof") == 0)
 		return pd_cmd_pprof(argc - 1, argv + 1);
 	if (strcmp(cmd, "tsdb") == 0)

@@ -5,9 +5,12 @@
  * file_sd_configs (JSON and YAML files, globs, inotify and refresh_interval,
  * __meta_filepath), http_sd_configs (url, refresh_interval, __meta_url).
  *
- * A manager runs every provider of every scrape pool on one background thread and
- * hands the latest full set of groups of a pool to a callback whenever it changes.
- * A provider that fails keeps its last good groups. */
+ * A manager runs every provider of every scrape pool on one background thread (an
+ * event loop over inotify descriptors, timers and a libcurl multi handle, so HTTP
+ * requests never block it) and hands the latest full set of groups of a pool to a
+ * callback whenever it changes. A provider that fails keeps its last good groups.
+ * docs/discovery.md is the user-facing description, with the places where profd
+ * differs from Prometheus. */
 #ifndef PROFD_DISCOVERY_H
 #define PROFD_DISCOVERY_H
 
@@ -16,6 +19,15 @@
 
 #include "profd/labels.h"
 #include "profd/util.h"
+
+/* ---- limits and defaults ------------------------------------------------------ */
+
+#define PD_DISCOVERY_FILE_REFRESH_DEFAULT_MS (5 * 60 * 1000) /* file_sd, as Prometheus */
+#define PD_DISCOVERY_HTTP_REFRESH_DEFAULT_MS (60 * 1000)     /* http_sd, as Prometheus */
+#define PD_DISCOVERY_MAX_DOCUMENT_SIZE (64u << 20)           /* bytes of one file_sd file */
+#define PD_DISCOVERY_HTTP_BODY_LIMIT_DEFAULT (64u << 20)     /* bytes of an http_sd body */
+#define PD_DISCOVERY_MAX_TARGETS 1000000             /* groups plus targets in one document */
+#define PD_DISCOVERY_UPDATE_INTERVAL_DEFAULT_MS 5000 /* Prometheus's updatert */
 
 /* ---- configuration (filled by the config package) ------------------------- */
 
@@ -28,24 +40,29 @@ struct pd_discovery_static_config {
 struct pd_discovery_file_config {
 	const char **files; /* paths; the last path element may hold * ? [..] globs */
 	size_t nfiles;
-	int64_t refresh_interval_ms; /* default 5m */
+	int64_t refresh_interval_ms; /* <= 0: default 5m */
 };
 
 struct pd_discovery_http_config {
 	const char *url;
-	int64_t refresh_interval_ms; /* default 60s */
+	int64_t refresh_interval_ms; /* <= 0: default 60s */
 	/* HTTP client settings (auth, TLS, proxy) as for scraping */
 	const struct pd_http_client_config *client; /* may be NULL */
+	/* Not in Prometheus's http_sd_config, which has no body limit and times out
+	 * after refresh_interval; zero gives exactly that (and a 64 MiB body limit). */
+	int64_t timeout_ms;     /* <= 0: refresh_interval */
+	size_t body_size_limit; /* 0: PD_DISCOVERY_HTTP_BODY_LIMIT_DEFAULT */
 };
 
 /* HTTP client settings shared by scraping and http_sd (the config package fills
  * them from basic_auth, authorization, bearer_token[_file], tls_config, proxy_url,
- * follow_redirects). Strings may be NULL. */
+ * follow_redirects). Strings may be NULL. Credential files are read on every
+ * request, their content trimmed of surrounding white space, as Prometheus does. */
 struct pd_http_client_config {
 	const char *basic_auth_username;
 	const char *basic_auth_password;
 	const char *basic_auth_password_file;
-	const char *authorization_type;        /* default "Bearer" when credentials set */
+	const char *authorization_type; /* default "Bearer" when credentials set */
 	const char *authorization_credentials;
 	const char *authorization_credentials_file;
 	const char *tls_ca_file, *tls_cert_file, *tls_key_file, *tls_server_name;
@@ -56,21 +73,140 @@ struct pd_http_client_config {
 
 /* ---- target groups ---------------------------------------------------------- */
 
+/* Sources are named as Prometheus names them: "0", "1", ... for the static_configs
+ * of a pool, "<path>:<i>" for the i-th group of a file, "<url>:<i>" for http_sd. */
 struct pd_target_group {
-	char *source;               /* e.g. "file:/etc/targets.json:0", "static:0" */
+	char *source;               /* e.g. "/etc/targets.json:0", "0" */
 	struct pd_labels **targets; /* each with __address__, plus per-target labels */
 	size_t ntargets;
-	struct pd_labels *labels;   /* common labels (incl. __meta_filepath / __meta_url) */
+	struct pd_labels *labels; /* common labels (incl. __meta_filepath / __meta_url);
+	                             never NULL, possibly empty */
 };
 
+/* Frees n groups and the array g itself (as returned by pd_discovery_parse_groups);
+ * NULL does nothing. */
 void pd_target_group_free(struct pd_target_group *g, size_t n);
 
-/* Parses the file_sd / http_sd document format: a JSON array (or, for files ending
- * in .yml/.yaml, a YAML list) of {"targets": [...], "labels": {...}}. source_prefix
- * names the groups (source_prefix + ":" + index). Errors say what is wrong and where
- * (file:line for YAML, byte offset for JSON). *out is malloc'd; free with
- * pd_target_group_free. */
+/* Parses the file_sd / http_sd document format: a JSON array (or, when yaml is set,
+ * for files ending in .yml/.yaml, a YAML list) of {"targets": [...], "labels":
+ * {...}}, with Prometheus's rules: each target becomes a label set
+ * {__address__="<target>"}; labels is a map of valid label names to strings; any
+ * other key is an error (JSON keys match case-insensitively, as Go's encoding/json
+ * does; YAML keys exactly); null for targets, labels or the whole document means
+ * "none"; a null group is an error. JSON is parsed strictly (RFC 8259, as Go's
+ * encoding/json: \u escapes with surrogate pairs, invalid UTF-8 replaced by U+FFFD);
+ * YAML with libyaml, where any scalar is a string, as Go's yaml.v2 reads it into a
+ * string, and duplicate keys are errors, as yaml.UnmarshalStrict makes them.
+ * source_prefix names the groups (source_prefix + ":" + index) and starts every
+ * error message, followed by the 1-based line and column (in characters) of the
+ * fault: `targets.json:3:17: target must be a string, got number`. Nothing is added
+ * beyond __address__ (no __meta_* label). On success *out is malloc'd (NULL when
+ * *n is 0); free with pd_target_group_free. PD_EINVAL on a malformed document,
+ * PD_ETOOBIG past PD_DISCOVERY_MAX_TARGETS, PD_ENOMEM. */
 int pd_discovery_parse_groups(const char *text, size_t len, int yaml, const char *source_prefix,
-			      struct pd_target_group **out, size_t *n, struct pd_err *err);
+                              struct pd_target_group **out, size_t *n, struct pd_err *err);
+
+/* ---- the manager ---------------------------------------------------------------- */
+
+/* One scrape pool (a scrape_config's job_name) and its service discovery. Every
+ * array may be empty. Read only during pd_discovery_manager_set_pools, which copies
+ * what it keeps. */
+struct pd_discovery_pool_config {
+	const char *name;
+	const struct pd_discovery_static_config *static_configs; /* one group each */
+	size_t nstatic;
+	const struct pd_discovery_file_config *file_configs;
+	size_t nfile;
+	const struct pd_discovery_http_config *http_configs;
+	size_t nhttp;
+};
+
+/* Receives the full current set of target groups of a pool: once when the pool
+ * first has a result (every provider of the pool has finished its first refresh,
+ * or 5 seconds have passed) and after every set_pools, then whenever it changes, at
+ * most once per update_interval. Groups without targets are left out, as Prometheus's discovery
+ * manager leaves them out. Called only from the manager's thread, one call at a
+ * time, with no manager lock held; pool and groups are borrowed for the duration of
+ * the call. The callback may call pd_discovery_manager_status, _stats and _set_pools,
+ * but not _destroy. */
+typedef void (*pd_discovery_cb)(void *ctx, const char *pool, const struct pd_target_group *groups,
+                                size_t n);
+
+struct pd_discovery_options {
+	/* Minimum time between two calls for the same pool (Prometheus's updatert);
+	 * <= 0: PD_DISCOVERY_UPDATE_INTERVAL_DEFAULT_MS. The first call is not delayed. */
+	int64_t update_interval_ms;
+	/* 1: file_sd does not use inotify and relies on refresh_interval alone. */
+	int disable_inotify;
+};
+
+/* What a provider did last, for the targets page. A provider is one static_configs
+ * list, one file_sd_config or one http_sd_config; identical configurations, even of
+ * different pools, share one provider, as in Prometheus. */
+struct pd_discovery_provider_status {
+	char name[32];           /* "static/0", "file/3", "http/7": kind and a
+	                            manager-wide counter, as Prometheus names providers */
+	char *detail;            /* the files (joined by ", ") or the URL; "" for static */
+	char *last_error;        /* NULL when the last refresh succeeded; for file_sd the
+	                            errors of every file that failed, joined by "; " */
+	int64_t last_refresh_ms; /* Unix ms when the last refresh finished; 0 before */
+	int64_t last_success_ms; /* Unix ms of the last refresh without error; 0: never */
+	size_t ngroups;          /* groups currently held (the last good ones) */
+	size_t ntargets;
+};
+
+/* Counters for /metrics; named after Prometheus's prometheus_sd_* metrics. */
+struct pd_discovery_stats {
+	uint64_t providers_started; /* providers created, over the manager's life */
+	uint64_t providers_stopped;
+	uint64_t providers;        /* running now */
+	uint64_t updates_sent;     /* callback calls (prometheus_sd_updates_total) */
+	uint64_t file_read_errors; /* prometheus_sd_file_read_errors_total */
+	uint64_t http_failures;    /* prometheus_sd_http_failures_total */
+	uint64_t refreshes;        /* completed provider refreshes, failed ones too */
+};
+
+struct pd_discovery_manager;
+
+/* Starts a manager with no pools and its thread. opts may be NULL for the defaults;
+ * it is copied. On success *out is owned by the caller (pd_discovery_manager_destroy).
+ * Initialises libcurl (curl_global_init, reference-counted by libcurl). */
+int pd_discovery_manager_create(struct pd_discovery_manager **out, pd_discovery_cb cb, void *ctx,
+                                const struct pd_discovery_options *opts, struct pd_err *err);
+
+/* Replaces the pools, as a configuration (re)load does. Providers whose
+ * configuration is unchanged keep running with their groups and timers; others are
+ * stopped or started. Every pool then gets a callback with its full set, as
+ * Prometheus's discovery manager sends everything after ApplyConfig (the consumer's
+ * relabeling may have changed): a pool whose providers all kept running at once, a
+ * new or changed pool as soon as its new providers have refreshed. Once this returns, removed pools
+ * get no new updates, but one already on its way (the manager thread may have taken its snapshot
+ * just before) can still arrive, so a consumer ignores groups for pools it no longer has, as
+ * Prometheus's scrape manager does; for any one pool the last call is always the current set.
+ * Validates
+ * everything first, with Prometheus's messages (`path name "x.txt" is not valid for
+ * file discovery`, `URL scheme must be 'http' or 'https'`), and on error changes
+ * nothing. pools is only read. */
+int pd_discovery_manager_set_pools(struct pd_discovery_manager *m,
+                                   const struct pd_discovery_pool_config *pools, size_t n,
+                                   struct pd_err *err);
+
+/* The providers of pool, in configuration order (static, file, http): *out is a new
+ * array owned by the caller (pd_discovery_provider_status_free), *n its length.
+ * PD_ENOTFOUND when there is no such pool. */
+int pd_discovery_manager_status(struct pd_discovery_manager *m, const char *pool,
+                                struct pd_discovery_provider_status **out, size_t *n,
+                                struct pd_err *err);
+
+/* Frees what pd_discovery_manager_status returned; NULL does nothing. */
+void pd_discovery_provider_status_free(struct pd_discovery_provider_status *s, size_t n);
+
+/* Copies the counters into *out. */
+void pd_discovery_manager_stats(struct pd_discovery_manager *m, struct pd_discovery_stats *out);
+
+/* Stops the thread (promptly: an HTTP request in flight is abandoned), waits for a
+ * callback in progress to return, and frees everything; NULL does nothing. Must not
+ * be called from the callback. */
+void pd_discovery_manager_destroy(struct pd_discovery_manager *m);
 
 #endif

@@ -109,6 +109,38 @@ int pd_file_read(const char *path, size_t max, uint8_t **out, size_t *out_len,
  * a crash. */
 int pd_file_write(const char *path, const void *buf, size_t len, struct pd_err *err);
 
+/* ---- logging --------------------------------------------------------------- */
+
+enum pd_log_level { PD_LOG_ERROR = 0, PD_LOG_WARN = 1, PD_LOG_INFO = 2, PD_LOG_DEBUG = 3 };
+
+/* Sets the level ("debug", "info", "warn", "error") and format ("logfmt", "json"). */
+int pd_log_setup(const char *level, const char *format, struct pd_err *err);
+int pd_log_enabled(int level);
+void pd_log_write(int level, const char *component, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Log macros: the level is checked before any formatting. */
+#define pd_log_error(comp, ...)                                              \
+	do {                                                                 \
+		if (pd_log_enabled(PD_LOG_ERROR))                            \
+			pd_log_write(PD_LOG_ERROR, comp, __VA_ARGS__);       \
+	} while (0)
+#define pd_log_warn(comp, ...)                                               \
+	do {                                                                 \
+		if (pd_log_enabled(PD_LOG_WARN))                             \
+			pd_log_write(PD_LOG_WARN, comp, __VA_ARGS__);        \
+	} while (0)
+#define pd_log_info(comp, ...)                                               \
+	do {                                                                 \
+		if (pd_log_enabled(PD_LOG_INFO))                             \
+			pd_log_write(PD_LOG_INFO, comp, __VA_ARGS__);        \
+	} while (0)
+#define pd_log_debug(comp, ...)                                              \
+	do {                                                                 \
+		if (pd_log_enabled(PD_LOG_DEBUG))                            \
+			pd_log_write(PD_LOG_DEBUG, comp, __VA_ARGS__);       \
+	} while (0)
+
 /* ---- time ----------------------------------------------------------------- */
 
 /* Parses a time as Prometheus's API does: Unix seconds ("1700000000.5") or RFC 3339

@@ -17,6 +17,7 @@
 struct target {
 	struct pd_scrape_manager *m;
 	uint64_t key;
+	uint64_t seed;
 	char *pool_name;
 	char *type;
 	struct pd_labels *discovered;
@@ -235,7 +236,7 @@ static int settings_copy(struct pool *p, const struct pd_scrape_pool_settings *i
 	h = pd_hash_u64(h, (uint64_t)s->timeout_ms);
 	h = pd_hash_u64(h, (uint64_t)s->body_size_limit);
 	h = pd_hash_u64(h, client_hash(s->client));
-	h = pd_hash_u64(h, (uint64_t)(uintptr_t)s->relabel);
+	/* relabel rules are not in the hash: what they change shows in the labels */
 	p->settings_hash = h;
 	return 0;
 }
@@ -382,6 +383,7 @@ static struct target *make_target(struct pd_scrape_manager *m, struct pool *p,
 	}
 	uint64_t h = pd_labels_hash(final);
 	h = hash_str(h, t->url);
+	t->seed = h; /* where in the interval it fires: stable across reloads */
 	h = pd_hash_u64(h, p->settings_hash);
 	t->key = h ? h : 1;
 done:
@@ -440,7 +442,7 @@ static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 		if (!t)
 			continue;
 		struct pd_scrape_spec spec = {t->url, p->s.interval_ms, p->s.timeout_ms,
-					      p->s.body_size_limit, t->key, p->s.client};
+					      p->s.body_size_limit, t->seed, p->s.client};
 		struct pd_err err = {0};
 		if (pd_scrape_loop_add(m->engine, &spec, t, &t->loop_id, &err)) {
 			t->loop_id = 0;
@@ -587,7 +589,7 @@ void pd_scrape_manager_destroy(struct pd_scrape_manager *m)
 static struct pool *find_pool(struct pd_scrape_manager *m, const char *name)
 {
 	for (size_t i = 0; i < m->npools; i++)
-		if (strcmp(m->pools[i]->name, name) == 0)
+		if (m->pools[i] && strcmp(m->pools[i]->name, name) == 0)
 			return m->pools[i];
 	return NULL;
 }

@@ -246,7 +246,8 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		if (db->nblocks)
 			ctx.min_t = pd_block_meta(db->blocks[db->nblocks - 1])->maxt;
 		memset(&st, 0, sizeof(st));
-		rc = pd_wal_replay(wdir, &cb, &st, err);
+		rc = db->o.read_only ? pd_wal_replay_readonly(wdir, &cb, &st, err)
+				     : pd_wal_replay(wdir, &cb, &st, err);
 		if (!rc && st.truncated) {
 			db->wal_repaired = 1;
 			snprintf(db->wal_repair, sizeof(db->wal_repair),

@@ -80,6 +80,11 @@ struct pd_wal_replay_stats {
 int pd_wal_replay(const char *dir, const struct pd_wal_replay_cb *cb,
 		  struct pd_wal_replay_stats *stats, struct pd_err *err);
 
+/* As pd_wal_replay, but changes no file: a damaged tail (or one a live writer is
+ * still writing) ends the replay and is reported in stats, and stays on disk. */
+int pd_wal_replay_readonly(const char *dir, const struct pd_wal_replay_cb *cb,
+			   struct pd_wal_replay_stats *stats, struct pd_err *err);
+
 /* Starts a new segment, so that every earlier one is complete. */
 int pd_wal_cut(struct pd_wal *w, struct pd_err *err);
 

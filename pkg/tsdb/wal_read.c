@@ -556,8 +556,8 @@ static size_t first_after(const uint32_t *nums, size_t n, uint32_t after)
 	return i;
 }
 
-int pd_wal_replay(const char *dir, const struct pd_wal_replay_cb *cb,
-		  struct pd_wal_replay_stats *stats, struct pd_err *err)
+static int replay(const char *dir, const struct pd_wal_replay_cb *cb,
+		  struct pd_wal_replay_stats *stats, int fix, struct pd_err *err)
 {
 	struct pd_wal_replay_stats local;
 	struct pd_wal_listing l = {0}, c = {0};
@@ -587,8 +587,9 @@ int pd_wal_replay(const char *dir, const struct pd_wal_replay_cb *cb,
 			/* everything after the damage goes, the segments too */
 			k = first_after(l.segs, l.nsegs, cp);
 			struct pd_wal_damage all = {.segment = k < l.nsegs ? l.segs[k] : 0};
-			if ((rc = repair(cpdir, c.segs, c.nsegs, &dmg, err)) ||
-			    (k < l.nsegs && (rc = repair(dir, l.segs + k, l.nsegs - k, &all, err))))
+			rc = 0;
+			if (fix && ((rc = repair(cpdir, c.segs, c.nsegs, &dmg, err)) ||
+				    (k < l.nsegs && (rc = repair(dir, l.segs + k, l.nsegs - k, &all, err)))))
 				goto done;
 			stats->truncated = 1;
 			stats->segment = dmg.segment;
@@ -606,7 +607,8 @@ int pd_wal_replay(const char *dir, const struct pd_wal_replay_cb *cb,
 	rc = pd_wal_read_segments(dir, l.segs + k, l.nsegs - k, cp ? cp + 1 : 0, cb, stats, &dmg,
 				  err);
 	if (rc == 1) {
-		if ((rc = repair(dir, l.segs + k, l.nsegs - k, &dmg, err)))
+		rc = 0;
+		if (fix && (rc = repair(dir, l.segs + k, l.nsegs - k, &dmg, err)))
 			goto done;
 		stats->truncated = 1;
 		stats->segment = dmg.segment;
@@ -620,4 +622,16 @@ done:
 	pd_wal_listing_fini(&c);
 	pd_wal_listing_fini(&l);
 	return rc;
+}
+
+int pd_wal_replay(const char *dir, const struct pd_wal_replay_cb *cb,
+		  struct pd_wal_replay_stats *stats, struct pd_err *err)
+{
+	return replay(dir, cb, stats, 1, err);
+}
+
+int pd_wal_replay_readonly(const char *dir, const struct pd_wal_replay_cb *cb,
+			   struct pd_wal_replay_stats *stats, struct pd_err *err)
+{
+	return replay(dir, cb, stats, 0, err);
 }

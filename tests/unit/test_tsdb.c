@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <signal.h>
@@ -200,6 +201,43 @@ static void test_restart_replays_wal(void **state)
 	db = open_db(dir, 3600000, 0);
 	check_all(db, 6, 0, 60 * 10000, 10000);
 	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* Read-only opens (the tsdb tools, beside a running daemon) never change the WAL,
+ * even when its tail is torn; a read-write open repairs it. */
+static void test_read_only_leaves_wal(void **state)
+{
+	char *dir = tmpdir();
+	struct pd_tsdb *db = open_db(dir, 3600000, 0);
+	append_range(db, 2, 0, 10 * 1000, 1000);
+	pd_tsdb_close(db);
+	char seg[512];
+	snprintf(seg, sizeof(seg), "%s/wal/00000001", dir);
+	struct stat st;
+	assert_int_equal(stat(seg, &st), 0);
+	off_t torn = st.st_size - 10;
+	assert_int_equal(truncate(seg, torn), 0);
+
+	struct pd_tsdb_opts o;
+	struct pd_err err = {0};
+	pd_tsdb_opts_init(&o);
+	o.read_only = 1;
+	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
+	struct pd_tsdb_stats ts;
+	pd_tsdb_stats(db, &ts);
+	assert_int_equal(ts.head_samples, 2 * 9); /* the last commit was torn */
+	assert_int_equal(ts.wal_repaired, 1);
+	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+	assert_int_equal(pd_tsdb_commit(a, &err), PD_EINVAL);
+	pd_tsdb_close(db);
+	assert_int_equal(stat(seg, &st), 0);
+	assert_int_equal(st.st_size, torn);
+
+	db = open_db(dir, 3600000, 0); /* read-write: cut at the last whole record */
+	pd_tsdb_close(db);
+	assert_int_equal(stat(seg, &st), 0);
+	assert_true(st.st_size < torn);
 	rmdir_all(dir);
 }
 
@@ -437,6 +475,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_append_select_read),
 		cmocka_unit_test(test_restart_replays_wal),
+		cmocka_unit_test(test_read_only_leaves_wal),
 		cmocka_unit_test(test_flush_compact_retention),
 		cmocka_unit_test(test_concurrency),
 		cmocka_unit_test(test_crash_safety),

@@ -1,0 +1,278 @@
+/* run_cmd.c: `profd run`, the daemon: loads the configuration, opens the store,
+ * discovers targets and scrapes them, persists and compacts the store on a timer,
+ * reloads the configuration on SIGHUP (a bad one is refused and the old one keeps
+ * running), and shuts down cleanly on SIGTERM or SIGINT. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cmd.h"
+#include "profd/config.h"
+#include "profd/discovery.h"
+#include "profd/scrape.h"
+#include "profd/tsdb.h"
+
+struct run_flags {
+	const char *config_file;
+	const char *storage_path;
+	const char *listen_address;
+	const char *retention_time;
+	const char *retention_size;
+	const char *log_level;
+	const char *log_format;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: profd run [flags]\n"
+		"\n"
+		"Scrapes the pprof endpoints of the configured targets and stores the profiles.\n"
+		"\n"
+		"flags:\n"
+		"  --config.file=FILE                  configuration file (default profd.yml)\n"
+		"  --storage.tsdb.path=DIR             where profiles are stored (default data/)\n"
+		"  --storage.tsdb.retention.time=DUR   how long to keep profiles (default 15d)\n"
+		"  --storage.tsdb.retention.size=SIZE  most bytes of blocks to keep, e.g. 10GB\n"
+		"                                      (default 0: no limit)\n"
+		"  --web.listen-address=ADDR           address of the HTTP API (default :10902)\n"
+		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
+		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
+}
+
+static int parse_flags(int argc, char **argv, struct run_flags *f)
+{
+	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt"};
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			usage(stdout);
+			exit(0);
+		}
+		const char *eq = strchr(a, '=');
+		size_t nl = eq ? (size_t)(eq - a) : strlen(a);
+		const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+		if (strncmp(a, "--", 2) != 0 || !v) {
+			fprintf(stderr, "profd run: %s: %s\n", a, v ? "unexpected argument" : "needs a value");
+			return -1;
+		}
+#define IS(x) (nl == strlen(x) && strncmp(a, x, nl) == 0)
+		if (IS("--config.file"))
+			f->config_file = v;
+		else if (IS("--storage.tsdb.path"))
+			f->storage_path = v;
+		else if (IS("--web.listen-address"))
+			f->listen_address = v;
+		else if (IS("--storage.tsdb.retention.time"))
+			f->retention_time = v;
+		else if (IS("--storage.tsdb.retention.size"))
+			f->retention_size = v;
+		else if (IS("--log.level"))
+			f->log_level = v;
+		else if (IS("--log.format"))
+			f->log_format = v;
+		else {
+			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
+			return -1;
+		}
+#undef IS
+	}
+	return 0;
+}
+
+struct daemon {
+	struct pd_config *cfg;
+	struct pd_tsdb *db;
+	struct pd_scrape_manager *scrape;
+	struct pd_discovery_manager *disc;
+};
+
+static void on_groups(void *ctx, const char *pool, const struct pd_target_group *groups, size_t n)
+{
+	struct daemon *d = ctx;
+	pd_scrape_manager_sync(d->scrape, pool, groups, n);
+}
+
+/* Applies cfg to the scrape manager and discovery; cfg must stay alive until the
+ * next apply returns (the scrape manager borrows its relabel rules). */
+static int apply_config(struct daemon *d, const struct pd_config *cfg, struct pd_err *err)
+{
+	size_t n = cfg->nscrape_configs;
+	struct pd_scrape_pool_settings *ps = calloc(n ? n : 1, sizeof(*ps));
+	struct pd_discovery_pool_config *dp = calloc(n ? n : 1, sizeof(*dp));
+	int rc = 0;
+	if (!ps || !dp) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		const struct pd_scrape_config *sc = &cfg->scrape_configs[i];
+		struct pd_scrape_pool_settings *p = &ps[i];
+		p->job_name = sc->job_name;
+		p->scheme = sc->scheme;
+		p->metrics_path = sc->metrics_path;
+		p->nparams = sc->nparams;
+		const char **pn = calloc(sc->nparams + 1, sizeof(char *));
+		const char **pv = calloc(sc->nparams + 1, sizeof(char *));
+		struct pd_scrape_profile_type *ty = calloc(sc->nprofiles + 1, sizeof(*ty));
+		if (!pn || !pv || !ty) {
+			free(pn);
+			free(pv);
+			free(ty);
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			break;
+		}
+		for (size_t k = 0; k < sc->nparams; k++) {
+			pn[k] = sc->params[k].name;
+			pv[k] = sc->params[k].nvalues ? sc->params[k].values[0] : "";
+		}
+		p->param_names = pn;
+		p->param_values = pv;
+		size_t nt = 0;
+		for (size_t k = 0; k < sc->nprofiles; k++)
+			if (sc->profiles[k].enabled)
+				ty[nt++] = (struct pd_scrape_profile_type){sc->profiles[k].name, sc->profiles[k].path,
+									   sc->profiles[k].seconds};
+		p->types = ty;
+		p->ntypes = nt;
+		p->interval_ms = sc->scrape_interval_ms;
+		p->timeout_ms = sc->scrape_timeout_ms;
+		p->body_size_limit = sc->body_size_limit;
+		p->honor_labels = sc->honor_labels;
+		p->client = &sc->http_client;
+		p->relabel = sc->relabel_rules;
+		dp[i] = (struct pd_discovery_pool_config){sc->job_name,   sc->static_configs,
+							  sc->nstatic_configs, sc->file_sd_configs,
+							  sc->nfile_sd_configs, sc->http_sd_configs,
+							  sc->nhttp_sd_configs};
+	}
+	if (!rc)
+		rc = pd_scrape_manager_set_pools(d->scrape, ps, n, err);
+	if (!rc)
+		rc = pd_discovery_manager_set_pools(d->disc, dp, n, err);
+out:
+	for (size_t i = 0; ps && i < n; i++) {
+		free((void *)ps[i].param_names);
+		free((void *)ps[i].param_values);
+		free((void *)ps[i].types);
+	}
+	free(ps);
+	free(dp);
+	return rc;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int pd_cmd_run(int argc, char **argv)
+{
+	struct run_flags f;
+	struct pd_err err = {0};
+	struct daemon d = {0};
+	int rc = 1;
+	if (parse_flags(argc - 1, argv + 1, &f))
+		return 2;
+	if (pd_log_setup(f.log_level, f.log_format, &err)) {
+		fprintf(stderr, "profd run: %s\n", err.msg);
+		return 2;
+	}
+	struct pd_tsdb_opts o;
+	pd_tsdb_opts_init(&o);
+	int64_t size = 0;
+	if (pd_config_parse_duration(f.retention_time, &o.retention_ms, &err)) {
+		fprintf(stderr, "profd run: --storage.tsdb.retention.time: %s\n", err.msg);
+		return 2;
+	}
+	if (pd_config_parse_size(f.retention_size, &size, &err)) {
+		fprintf(stderr, "profd run: --storage.tsdb.retention.size: %s\n", err.msg);
+		return 2;
+	}
+	if (o.retention_ms == 0)
+		o.retention_ms = -1; /* 0 means forever, as in Prometheus */
+	o.retention_bytes = (uint64_t)size;
+
+	/* signals are taken by this thread only: block them before any thread starts */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+	if (pd_config_load_file(f.config_file, &d.cfg, &err)) {
+		pd_log_error("main", "loading the configuration failed: %s", err.msg);
+		return 1;
+	}
+	for (size_t i = 0; i < d.cfg->nwarnings; i++)
+		pd_log_warn("config", "%s", d.cfg->warnings[i]);
+	if (pd_tsdb_open(&d.db, f.storage_path, &o, &err)) {
+		pd_log_error("tsdb", "opening the store failed: %s", err.msg);
+		goto out;
+	}
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(d.db, &st);
+	if (st.wal_repaired)
+		pd_log_warn("tsdb", "%s", st.wal_repair);
+	pd_log_info("tsdb", "store opened at %s: %llu blocks, %llu series in the head",
+		    f.storage_path, (unsigned long long)st.blocks, (unsigned long long)st.head_series);
+	if (pd_scrape_manager_create(&d.scrape, d.db, NULL, &err) ||
+	    pd_discovery_manager_create(&d.disc, on_groups, &d, NULL, &err)) {
+		pd_log_error("main", "starting failed: %s", err.msg);
+		goto out;
+	}
+	if (apply_config(&d, d.cfg, &err)) {
+		pd_log_error("main", "applying the configuration failed: %s", err.msg);
+		goto out;
+	}
+	pd_log_info("main", "profd started: %zu scrape configs from %s", d.cfg->nscrape_configs,
+		    f.config_file);
+
+	int64_t last_flush = mono_ms();
+	for (;;) {
+		struct timespec tick = {1, 0};
+		int sig = sigtimedwait(&sigs, NULL, &tick);
+		if (sig == SIGTERM || sig == SIGINT) {
+			pd_log_info("main", "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+			break;
+		}
+		if (sig == SIGHUP) {
+			struct pd_config *ncfg;
+			if (pd_config_load_file(f.config_file, &ncfg, &err)) {
+				pd_log_error("config", "reload refused, the previous configuration stays: %s",
+					     err.msg);
+				continue;
+			}
+			if (apply_config(&d, ncfg, &err)) {
+				pd_log_error("config", "applying the reloaded configuration failed: %s", err.msg);
+				pd_config_destroy(ncfg);
+				continue;
+			}
+			pd_config_destroy(d.cfg);
+			d.cfg = ncfg;
+			pd_log_info("config", "configuration reloaded: %zu scrape configs", ncfg->nscrape_configs);
+		}
+		if (mono_ms() - last_flush >= 60000) {
+			if (pd_tsdb_flush(d.db, 0, &err))
+				pd_log_error("tsdb", "persisting the head failed: %s", err.msg);
+			last_flush = mono_ms();
+		}
+	}
+	rc = 0;
+out:
+	/* discovery first (it feeds the scrape manager), then scraping, then the store */
+	pd_discovery_manager_destroy(d.disc);
+	pd_scrape_manager_destroy(d.scrape);
+	pd_tsdb_close(d.db);
+	pd_config_destroy(d.cfg);
+	if (rc == 0)
+		pd_log_info("main", "stopped");
+	return rc;
+}

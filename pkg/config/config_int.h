@@ -1,0 +1,116 @@
+/* config_int.h: what the files of pkg/config share: the parse context, the YAML
+ * node helpers (go-yaml v2 semantics over libyaml's document API, with positions
+ * for every error) and the schema entry points. Not part of the public interface. */
+#ifndef PROFD_CONFIG_INT_H
+#define PROFD_CONFIG_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <yaml.h>
+
+#include "profd/config.h"
+
+/* Cap on the memory one configuration may take (strings, arrays, alias copies). */
+#define CFG_ARENA_LIMIT (256u << 20)
+/* Mapping entries the parser may look at, aliases and merges included: stops
+ * "billion laughs" documents long before the arena limit. */
+#define CFG_NODE_BUDGET 2000000
+/* Nesting of `<<` merge keys. */
+#define CFG_MAX_MERGE_DEPTH 32
+
+struct cfg_ctx {
+	struct pd_config *cfg;
+	struct pd_arena *a;
+	yaml_document_t *doc;
+	const char *filename; /* names the text in messages; NULL: positions only */
+	const char *dir;      /* relative paths are joined to it; NULL: left alone */
+	struct pd_err *err;
+	size_t budget;
+	size_t wcap; /* capacity of cfg->warnings */
+};
+
+/* One key/value pair of a mapping, after `<<` merges are resolved. */
+struct cy_entry {
+	yaml_node_t *key;
+	yaml_node_t *val;
+	const char *name; /* the key's text, borrowed from the document: copy to keep */
+	size_t order;     /* file order; merged keys after the explicit ones */
+	int merged;
+};
+
+struct cy_map {
+	yaml_node_t *node; /* NULL for a null value */
+	struct cy_entry *e;
+	size_t n;
+};
+
+/* The go-yaml v2 resolution of a plain scalar. */
+enum cy_tag { CY_NULL, CY_BOOL, CY_INT, CY_FLOAT, CY_STR, CY_MERGE };
+
+/* ---- yaml.c --------------------------------------------------------------- */
+
+/* Sets err to "file:line:col: message" for node n (NULL: no position) and returns
+ * PD_EINVAL. */
+int cy_err(struct cfg_ctx *c, const yaml_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* As cy_err with a position given by a libyaml mark. */
+int cy_err_mark(struct cfg_ctx *c, yaml_mark_t m, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Records "file:line:col: message" as a warning of the configuration. */
+int cy_warn(struct cfg_ctx *c, const yaml_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Sets err to an out-of-memory message and returns PD_ENOMEM. */
+int cy_nomem(struct cfg_ctx *c);
+
+/* Arena helpers; NULL (with err set) when out of memory. */
+void *cy_alloc(struct cfg_ctx *c, size_t n, size_t size);
+char *cy_strdup(struct cfg_ctx *c, const char *s);
+char *cy_printf(struct cfg_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* s quoted as Go's %q (strconv.Quote), for messages. Never NULL. */
+const char *cy_quote(struct cfg_ctx *c, const char *s);
+/* p joined to the configuration's directory when relative (Prometheus's JoinDir). */
+const char *cy_path(struct cfg_ctx *c, const char *p);
+
+/* Loads the first document of the text; *root is NULL for an empty stream. */
+int cy_load(struct cfg_ctx *c, const char *text, size_t len, yaml_document_t *doc,
+            yaml_node_t **root);
+
+enum cy_tag cy_resolve(const char *s, size_t len);
+/* 1 when n is NULL or a null scalar (`~`, `null`, empty). */
+int cy_is_null(const yaml_node_t *n);
+
+/* Reads a mapping (null: empty) with merges resolved and duplicate keys rejected
+ * (`key "x" already set in map` / `field x already set in type T`). type names the
+ * expected Go-ish type in messages ("scrape_config"); struct_like picks which of the
+ * two duplicate messages applies. */
+int cy_map(struct cfg_ctx *c, yaml_node_t *n, const char *type, int struct_like, struct cy_map *m);
+/* The error for an unknown field of a struct-like mapping. */
+int cy_unknown(struct cfg_ctx *c, const struct cy_entry *e, const char *type);
+/* Reads a sequence (null: empty). items are borrowed from the document. */
+int cy_seq(struct cfg_ctx *c, yaml_node_t *n, const char *type, yaml_node_t ***items,
+           size_t *count);
+
+/* Scalar readers, go-yaml v2 style: null gives the zero value ("" / 0 / false);
+ * a mapping or sequence, or a scalar of the wrong kind, is a type error
+ * (`cannot unmarshal !!str `abc` into bool`). */
+int cy_str(struct cfg_ctx *c, yaml_node_t *n, const char **out);
+int cy_bool(struct cfg_ctx *c, yaml_node_t *n, int *out);
+int cy_int(struct cfg_ctx *c, yaml_node_t *n, int64_t *out);
+int cy_uint64(struct cfg_ctx *c, yaml_node_t *n, uint64_t *out);
+int cy_duration(struct cfg_ctx *c, yaml_node_t *n, int64_t *ms);
+int cy_size(struct cfg_ctx *c, yaml_node_t *n, int64_t *bytes);
+/* A sequence of strings (null: none; *out non-NULL when the sequence is present). */
+int cy_strlist(struct cfg_ctx *c, yaml_node_t *n, const char ***out, size_t *count);
+
+/* ---- units.c -------------------------------------------------------------- */
+
+/* Go's os.Expand with Prometheus's mapping ($$ -> $, unset -> ""). Arena string. */
+char *cfg_expand_env(struct cfg_ctx *c, const char *s);
+
+/* ---- parse.c -------------------------------------------------------------- */
+
+/* Fills c->cfg from the document root (NULL: empty document). */
+int cfg_parse_root(struct cfg_ctx *c, yaml_node_t *root);
+
+#endif

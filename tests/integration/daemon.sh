@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# daemon.sh: `profd run` end to end: a real Go program with net/http/pprof as the
+# target, profiles stored at every tick, a SIGHUP reload that adds a job without a
+# gap in the running one, a bad config refused on reload while scraping goes on,
+# a clean SIGTERM shutdown, and the data still there after a restart.
+#
+#   daemon.sh PROFD TESTDATA
+set -euo pipefail
+
+profd=$(realpath "$1")
+data=$(cd "$2" && pwd)
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+export HOME=${HOME:-$tmp} GOCACHE=$tmp/gocache GOFLAGS=-mod=mod GOPROXY=off PPROF_TMPDIR=$tmp
+fail() { echo "FAIL: $*"; echo "--- profd log"; cat "$tmp/profd.log" 2>/dev/null | tail -30; exit 1; }
+
+(cd "$data/gen/goapp" && go build -o "$tmp/goapp" .)
+"$tmp/goapp" -addr 127.0.0.1:0 -addr-file "$tmp/addr" >"$tmp/goapp.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do [ -s "$tmp/addr" ] && break; sleep 0.1; done
+addr=$(cat "$tmp/addr")
+[ -n "$addr" ] || fail "the Go target did not start"
+
+job() { # name, extra yaml lines
+	cat <<EOC
+  - job_name: $1
+    static_configs:
+      - targets: ['$addr']
+    profiling_config:
+      pprof_config:
+        allocs: {enabled: false}
+        block: {enabled: false}
+        mutex: {enabled: false}
+        profile: {enabled: false}
+        threadcreate: {enabled: false}
+EOC
+}
+header() {
+	cat <<EOC
+global:
+  scrape_interval: 1s
+  scrape_timeout: 900ms
+scrape_configs:
+EOC
+}
+{ header; job goapp; } >"$tmp/profd.yml"
+
+start() {
+	"$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
+		--log.level=debug 2>>"$tmp/profd.log" &
+	profd_pid=$!
+	pids+=($profd_pid)
+}
+start
+sleep 4.5
+
+# reload: a second job appears; the first keeps its loops
+{ header; job goapp; job second; } >"$tmp/profd.yml"
+kill -HUP "$profd_pid"
+sleep 3.5
+grep -q 'configuration reloaded' "$tmp/profd.log" || fail "no reload in the log"
+
+# a bad config is refused and scraping goes on
+{ header; job goapp; job goapp; } >"$tmp/profd.yml"
+kill -HUP "$profd_pid"
+sleep 2.5
+grep -q 'reload refused.*found multiple scrape configs with job name' "$tmp/profd.log" ||
+	fail "the bad config was not refused with its reason"
+
+kill -TERM "$profd_pid"
+rc=0
+wait "$profd_pid" || rc=$?
+[ "$rc" = 0 ] || fail "profd exited with $rc on SIGTERM"
+grep -q 'level=info component=main msg="stopped"' "$tmp/profd.log" || fail "no clean stop"
+
+q() { "$profd" tsdb query "$tmp/data" "$1" --timestamps; }
+q 'heap{job="goapp"}' >"$tmp/goapp.ts"
+n=$(grep -c '^  ' "$tmp/goapp.ts" || true)
+[ "$n" -ge 9 ] || fail "heap{job=\"goapp\"} has $n samples, want >= 9"
+# one sample per 1 s tick, across both reloads: no gap, no duplicate
+gaps=$(grep '^  ' "$tmp/goapp.ts" | awk 'NR > 1 && $1 - prev != 1000 {bad++} {prev = $1} END {print bad + 0}')
+[ "$gaps" = 0 ] || fail "the goapp series has $gaps gaps or irregular steps"
+grep -q 'instance="'"$addr"'", job="goapp"' "$tmp/goapp.ts" || fail "labels: $(head -1 "$tmp/goapp.ts")"
+m=$(q 'goroutine{job="second"}' | grep -c '^  ' || true)
+[ "$m" -ge 2 ] || fail "the reloaded job stored $m goroutine profiles"
+
+# a stored profile opens in go tool pprof
+last=$(grep '^  ' "$tmp/goapp.ts" | tail -1 | tr -d ' ')
+"$profd" tsdb dump-profile "$tmp/data" 'heap{job="goapp"}' --time="$((last / 1000)).$(printf %03d $((last % 1000)))" \
+	-o "$tmp/heap.pb.gz" 2>/dev/null
+(cd "$tmp" && go tool pprof -top -symbolize=none heap.pb.gz >/dev/null 2>&1) || fail "go tool pprof cannot read a stored profile"
+
+# a restart keeps everything and goes on appending
+{ header; job goapp; } >"$tmp/profd.yml"
+start
+sleep 2.5
+kill -TERM "$profd_pid"
+wait "$profd_pid" || fail "profd exited with an error after the restart"
+n2=$(q 'heap{job="goapp"}' | grep -c '^  ' || true)
+[ "$n2" -gt "$n" ] || fail "after a restart the series has $n2 samples, before $n"
+echo "daemon: $n samples before restart, $n2 after; reloads kept the series gap-free"
