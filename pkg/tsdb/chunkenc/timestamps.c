@@ -72,6 +72,9 @@ int pd_chunkenc_ts_append(struct pd_chunkenc_ts *c, int64_t t, struct pd_err *er
 		rc = pd_buf_append(&c->b, hdr, 2);
 		if (!rc)
 			rc = put_uvarint(&c->b, ((uint64_t)t << 1) ^ (uint64_t)(t >> 63));
+	} else if ((uint64_t)t - (uint64_t)c->t > (uint64_t)INT64_MAX) {
+		return pd_err_set(err, PD_EINVAL, "timestamp %lld is too far after %lld", (long long)t,
+				  (long long)c->t);
 	} else if (c->count == 1) {
 		uint64_t d = (uint64_t)t - (uint64_t)c->t;
 		rc = put_uvarint(&c->b, d);
@@ -173,10 +176,12 @@ int pd_chunkenc_ts_iter_next(struct pd_chunkenc_ts_iter *it)
 			goto corrupt;
 		it->t = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 	} else if (it->read == 1) {
-		if (get_uvarint(it, &v) || v == 0)
+		/* timestamps strictly increase: a delta is positive and never wraps */
+		if (get_uvarint(it, &v) || v == 0 || v > (uint64_t)INT64_MAX ||
+		    it->t > INT64_MAX - (int64_t)v)
 			goto corrupt;
 		it->delta = (int64_t)v;
-		it->t = (int64_t)((uint64_t)it->t + v);
+		it->t += (int64_t)v;
 	} else {
 		unsigned ones = 0;
 		for (; ones < 4; ones++) {
@@ -196,9 +201,9 @@ int pd_chunkenc_ts_iter_next(struct pd_chunkenc_ts_iter *it)
 			dod = (int64_t)v;
 		}
 		it->delta = (int64_t)((uint64_t)it->delta + (uint64_t)dod);
-		if (it->delta <= 0)
+		if (it->delta <= 0 || it->t > INT64_MAX - it->delta)
 			goto corrupt;
-		it->t = (int64_t)((uint64_t)it->t + (uint64_t)it->delta);
+		it->t += it->delta;
 	}
 	it->read++;
 	return 1;

@@ -306,7 +306,7 @@ static int parse_header(const uint8_t *p, size_t len, struct header *h, struct p
 	if (get_uvarint(p, len, &pos, &h->count) || get_uvarint(p, len, &pos, &h->group) ||
 	    get_uvarint(p, len, &pos, &h->nframes))
 		return pd_err_set(err, PD_ECORRUPT, "value chunk header is truncated");
-	if (h->group == 0 || h->count > PD_CHUNKENC_MAX_SAMPLES ||
+	if (h->group == 0 || h->group > PD_CHUNKENC_MAX_SAMPLES || h->count > PD_CHUNKENC_MAX_SAMPLES ||
 	    h->nframes != (h->count + h->group - 1) / h->group)
 		return pd_err_set(err, PD_ECORRUPT,
 				  "value chunk header is inconsistent (count %llu, group %llu, frames %llu)",
@@ -349,7 +349,10 @@ int pd_chunkenc_values_read(const uint8_t *chunk, size_t len, size_t i, size_t m
 				  (unsigned long long)g);
 	uint8_t *raw;
 	size_t rawlen;
-	size_t max = max_profile > (SIZE_MAX - 16) / h.group ? SIZE_MAX : (max_profile + 16) * h.group;
+	/* the frame holds at most this many profiles, each at most max_profile bytes
+	 * plus its length varint */
+	uint64_t items = h.count - g * h.group < h.group ? h.count - g * h.group : h.group;
+	size_t max = max_profile > (SIZE_MAX - 16) / items ? SIZE_MAX : (max_profile + 16) * items;
 	if ((rc = decompress_frame(chunk + pos + off, flen, max, &raw, &rawlen, err)))
 		return rc;
 	const uint8_t *item;
