@@ -76,15 +76,17 @@ static void test_targets_and_storage(void **state)
 	o.wal_sync = 1;
 	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
 	struct pd_scrape_manager *m;
-	assert_int_equal(pd_scrape_manager_create(&m, db, NULL, &err), 0);
+	struct pd_scrape_manager_opts mo = {.workers = 2, .max_decompressed = 64u << 20};
+	assert_int_equal(pd_scrape_manager_create(&m, db, &mo, &err), 0);
 
 	/* relabeling drops targets labelled drop=yes */
 	const char *src[] = {"drop"};
 	struct pd_relabel_rule_config rc = {src, 1, NULL, NULL, "yes", 0, NULL, PD_RELABEL_DROP, 0};
 	struct pd_relabel_rules *rules;
 	assert_int_equal(pd_relabel_rules_build(&rules, &rc, 1, &err), 0);
-	struct pd_scrape_profile_type types[] = {{"heap", "/ok", 0}, {"goroutine", "/500", 0},
-						 {"profile", "/ok", 5}};
+	struct pd_scrape_profile_type types[] = {{"heap", "/ok", 0},      {"goroutine", "/500", 0},
+						 {"profile", "/ok", 5},   {"garbage", "/garbage", 0},
+						 {"bomb", "/bomb", 0},    {"empty", "/empty", 0}};
 	struct pd_scrape_pool_settings ps = {0};
 	ps.job_name = "test";
 	ps.scheme = "http";
@@ -92,7 +94,7 @@ static void test_targets_and_storage(void **state)
 	ps.timeout_ms = 1000;
 	ps.relabel = rules;
 	ps.types = types;
-	ps.ntypes = 3;
+	ps.ntypes = 6;
 	assert_int_equal(pd_scrape_manager_set_pools(m, &ps, 1, &err), 0);
 
 	char addr[64];
@@ -138,16 +140,22 @@ static void test_targets_and_storage(void **state)
 	struct pd_scrape_target_status *st;
 	size_t n;
 	assert_int_equal(pd_scrape_manager_targets(m, 1, &st, &n, &err), 0);
-	assert_int_equal(n, 6);
+	assert_int_equal(n, 12);
 	int up = 0, down = 0, dropped = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!st[i].labels) {
 			dropped++;
 			continue;
 		}
-		if (strcmp(st[i].profile_type, "goroutine") == 0) {
+		const char *want = strcmp(st[i].profile_type, "goroutine") == 0 ? "HTTP status 500"
+				   : strcmp(st[i].profile_type, "garbage") == 0 ? "not a valid profile: malformed"
+				   : strcmp(st[i].profile_type, "bomb") == 0    ? "exceeds the limit of 67108864"
+				   : strcmp(st[i].profile_type, "empty") == 0   ? "empty response body"
+										: NULL;
+		if (want) {
 			assert_int_equal(st[i].health, PD_SCRAPE_DOWN);
-			assert_non_null(strstr(st[i].last_error, "HTTP status 500"));
+			if (!strstr(st[i].last_error, want))
+				fail_msg("%s: \"%s\" lacks \"%s\"", st[i].profile_type, st[i].last_error, want);
 			down++;
 		} else {
 			assert_int_equal(st[i].health, PD_SCRAPE_UP);
@@ -157,8 +165,13 @@ static void test_targets_and_storage(void **state)
 			assert_non_null(strstr(st[i].url, "/ok?seconds=5"));
 	}
 	assert_int_equal(up, 2);
-	assert_int_equal(down, 1);
-	assert_int_equal(dropped, 3);
+	assert_int_equal(down, 4);
+	assert_int_equal(dropped, 6);
+	/* nothing was stored for the failing types */
+	struct pd_tsdb_matcher mg[1] = {{"__name__", eq, "garbage"}};
+	assert_int_equal(pd_tsdb_select(db, mg, 1, INT64_MIN, INT64_MAX, 0, &r, &err), 0);
+	assert_int_equal(r->nseries, 0);
+	pd_tsdb_result_destroy(r);
 	pd_scrape_target_status_free(st, n);
 
 	/* a reload with the same settings keeps the loops: no gap in the series */
