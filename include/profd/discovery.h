@@ -71,6 +71,14 @@ struct pd_http_client_config {
 	int follow_redirects; /* default 1 */
 };
 
+/* Deep-copies c into d (d's old strings are not freed). */
+void pd_http_client_config_copy(struct pd_http_client_config *d,
+				const struct pd_http_client_config *c);
+/* Frees the strings of a copy made by pd_http_client_config_copy and zeroes it. */
+void pd_http_client_config_free(struct pd_http_client_config *c);
+/* A fingerprint of every setting, to tell whether two configurations differ. */
+uint64_t pd_http_client_config_hash(const struct pd_http_client_config *c);
+
 /* ---- target groups ---------------------------------------------------------- */
 
 /* Sources are named as Prometheus names them: "0", "1", ... for the static_configs

@@ -32,6 +32,9 @@ struct loop {
 	int in_callback;   /* callbacks running now */
 	int removed;
 	int busy;          /* a transfer is in flight */
+	int pending;       /* its result waits for or is in a worker: the next scrape of
+			      the loop waits for it, so a loop never runs ahead of its
+			      storage and the queue holds at most one result per loop */
 	/* the transfer in flight */
 	CURL *easy;
 	struct curl_slist *headers;
@@ -97,33 +100,13 @@ static int64_t first_tick(int64_t now, int64_t interval, int64_t offset)
 	return base;
 }
 
-static char *sdup(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
-static void client_free(struct pd_http_client_config *c)
-{
-	free((char *)c->basic_auth_username);
-	free((char *)c->basic_auth_password);
-	free((char *)c->basic_auth_password_file);
-	free((char *)c->authorization_type);
-	free((char *)c->authorization_credentials);
-	free((char *)c->authorization_credentials_file);
-	free((char *)c->tls_ca_file);
-	free((char *)c->tls_cert_file);
-	free((char *)c->tls_key_file);
-	free((char *)c->tls_server_name);
-	free((char *)c->proxy_url);
-}
-
 static void loop_free(struct loop *l)
 {
 	if (l->easy)
 		curl_easy_cleanup(l->easy);
 	curl_slist_free_all(l->headers);
 	pd_buf_fini(&l->body);
-	client_free(&l->client);
+	pd_http_client_config_free(&l->client);
 	free(l->url);
 	free(l);
 }
@@ -159,6 +142,7 @@ static void *worker_main(void *arg)
 			l->in_callback--;
 			pthread_cond_broadcast(&e->cv);
 		}
+		l->pending = 0;
 		loop_unref(l);
 		free(j->body);
 		free(j);
@@ -303,6 +287,7 @@ static void finish_transfer(struct pd_scrape_engine *e, struct loop *l, CURLcode
 		j->body = pd_buf_steal(&l->body, &j->r.len);
 		j->r.body = j->body;
 	}
+	l->pending = 1;
 	if (e->qtail)
 		e->qtail->next = j;
 	else
@@ -338,7 +323,7 @@ static void *engine_main(void *arg)
 				int64_t sched = l->next;
 				while (l->next <= now)
 					l->next += l->interval;
-				if (!l->busy && start_transfer(e, l, sched) == 0)
+				if (!l->busy && !l->pending && start_transfer(e, l, sched) == 0)
 					l->busy = 1;
 			}
 			if (l->next - now < wait)
@@ -470,20 +455,7 @@ int pd_scrape_loop_add(struct pd_scrape_engine *e, const struct pd_scrape_spec *
 	l->offset = pd_scrape_offset(spec->offset_seed, spec->interval_ms);
 	l->client.follow_redirects = 1;
 	if (spec->client) {
-		const struct pd_http_client_config *c = spec->client;
-		l->client.basic_auth_username = sdup(c->basic_auth_username);
-		l->client.basic_auth_password = sdup(c->basic_auth_password);
-		l->client.basic_auth_password_file = sdup(c->basic_auth_password_file);
-		l->client.authorization_type = sdup(c->authorization_type);
-		l->client.authorization_credentials = sdup(c->authorization_credentials);
-		l->client.authorization_credentials_file = sdup(c->authorization_credentials_file);
-		l->client.tls_ca_file = sdup(c->tls_ca_file);
-		l->client.tls_cert_file = sdup(c->tls_cert_file);
-		l->client.tls_key_file = sdup(c->tls_key_file);
-		l->client.tls_server_name = sdup(c->tls_server_name);
-		l->client.tls_insecure_skip_verify = c->tls_insecure_skip_verify;
-		l->client.proxy_url = sdup(c->proxy_url);
-		l->client.follow_redirects = c->follow_redirects;
+		pd_http_client_config_copy(&l->client, spec->client);
 	}
 	if (!l->url) {
 		loop_free(l);

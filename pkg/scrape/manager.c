@@ -97,61 +97,9 @@ static int url_escape(struct pd_buf *b, const char *s)
 	return 0;
 }
 
-static void client_copy(struct pd_http_client_config *d, const struct pd_http_client_config *c)
-{
-	d->basic_auth_username = sdup(c->basic_auth_username);
-	d->basic_auth_password = sdup(c->basic_auth_password);
-	d->basic_auth_password_file = sdup(c->basic_auth_password_file);
-	d->authorization_type = sdup(c->authorization_type);
-	d->authorization_credentials = sdup(c->authorization_credentials);
-	d->authorization_credentials_file = sdup(c->authorization_credentials_file);
-	d->tls_ca_file = sdup(c->tls_ca_file);
-	d->tls_cert_file = sdup(c->tls_cert_file);
-	d->tls_key_file = sdup(c->tls_key_file);
-	d->tls_server_name = sdup(c->tls_server_name);
-	d->tls_insecure_skip_verify = c->tls_insecure_skip_verify;
-	d->proxy_url = sdup(c->proxy_url);
-	d->follow_redirects = c->follow_redirects;
-}
-
-static void client_free(struct pd_http_client_config *c)
-{
-	free((char *)c->basic_auth_username);
-	free((char *)c->basic_auth_password);
-	free((char *)c->basic_auth_password_file);
-	free((char *)c->authorization_type);
-	free((char *)c->authorization_credentials);
-	free((char *)c->authorization_credentials_file);
-	free((char *)c->tls_ca_file);
-	free((char *)c->tls_cert_file);
-	free((char *)c->tls_key_file);
-	free((char *)c->tls_server_name);
-	free((char *)c->proxy_url);
-}
-
 static uint64_t hash_str(uint64_t h, const char *s)
 {
 	return s ? pd_hash_bytes(s, strlen(s), h) : pd_hash_u64(h, 0x5a5a);
-}
-
-static uint64_t client_hash(const struct pd_http_client_config *c)
-{
-	uint64_t h = 1;
-	if (!c)
-		return h;
-	h = hash_str(h, c->basic_auth_username);
-	h = hash_str(h, c->basic_auth_password);
-	h = hash_str(h, c->basic_auth_password_file);
-	h = hash_str(h, c->authorization_type);
-	h = hash_str(h, c->authorization_credentials);
-	h = hash_str(h, c->authorization_credentials_file);
-	h = hash_str(h, c->tls_ca_file);
-	h = hash_str(h, c->tls_cert_file);
-	h = hash_str(h, c->tls_key_file);
-	h = hash_str(h, c->tls_server_name);
-	h = hash_str(h, c->proxy_url);
-	h = pd_hash_u64(h, (uint64_t)c->tls_insecure_skip_verify * 2 + (uint64_t)c->follow_redirects);
-	return h;
 }
 
 static void target_free(struct target *t)
@@ -187,7 +135,7 @@ static void settings_free(struct pool *p)
 	}
 	free((void *)s->types);
 	if (p->has_client)
-		client_free(&p->client);
+		pd_http_client_config_free(&p->client);
 	memset(s, 0, sizeof(*s));
 	p->has_client = 0;
 }
@@ -220,7 +168,7 @@ static int settings_copy(struct pool *p, const struct pd_scrape_pool_settings *i
 		s->ntypes++;
 	}
 	if (in->client) {
-		client_copy(&p->client, in->client);
+		pd_http_client_config_copy(&p->client, in->client);
 		p->has_client = 1;
 	}
 	s->client = p->has_client ? &p->client : NULL;
@@ -235,7 +183,7 @@ static int settings_copy(struct pool *p, const struct pd_scrape_pool_settings *i
 	h = pd_hash_u64(h, (uint64_t)s->interval_ms);
 	h = pd_hash_u64(h, (uint64_t)s->timeout_ms);
 	h = pd_hash_u64(h, (uint64_t)s->body_size_limit);
-	h = pd_hash_u64(h, client_hash(s->client));
+	h = pd_hash_u64(h, pd_http_client_config_hash(s->client));
 	/* relabel rules are not in the hash: what they change shows in the labels */
 	p->settings_hash = h;
 	return 0;

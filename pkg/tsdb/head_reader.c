@@ -29,28 +29,6 @@ static int strs_push(char ***v, size_t *n, size_t *cap, const char *s, size_t le
 	return 0;
 }
 
-static int strcmp_p(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorts and deduplicates a malloc'd string list in place. */
-static void sort_unique(char **v, size_t *n)
-{
-	if (*n < 2)
-		return;
-	qsort(v, *n, sizeof(*v), strcmp_p);
-	size_t k = 0;
-	for (size_t i = 0; i < *n; i++) {
-		if (k && strcmp(v[k - 1], v[i]) == 0) {
-			free(v[i]);
-			continue;
-		}
-		v[k++] = v[i];
-	}
-	*n = k;
-}
-
 static int hr_label_names(void *r, char ***out, size_t *n, struct pd_err *err)
 {
 	struct head *h = r;
@@ -70,7 +48,7 @@ static int hr_label_names(void *r, char ***out, size_t *n, struct pd_err *err)
 		}
 	}
 	pthread_rwlock_unlock(&h->mu);
-	sort_unique(*out, n);
+	tsdb_strings_sort_unique(*out, n);
 	return 0;
 }
 
@@ -95,7 +73,7 @@ static int hr_label_values(void *r, const char *name, char ***out, size_t *n, st
 		}
 	}
 	pthread_rwlock_unlock(&h->mu);
-	sort_unique(*out, n);
+	tsdb_strings_sort_unique(*out, n);
 	return 0;
 }
 

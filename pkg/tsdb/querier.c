@@ -486,7 +486,7 @@ static int strcmp_p(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void sort_unique(char **v, size_t *n)
+void tsdb_strings_sort_unique(char **v, size_t *n)
 {
 	if (*n < 2)
 		return;
@@ -553,7 +553,7 @@ static int labels_list(struct pd_tsdb *db, const char *name, const struct pd_tsd
 		pd_tsdb_strings_free(acc, nacc);
 		return rc;
 	}
-	sort_unique(acc, &nacc);
+	tsdb_strings_sort_unique(acc, &nacc);
 	*out = acc;
 	*n = nacc;
 	return 0;

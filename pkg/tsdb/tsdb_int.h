@@ -77,6 +77,8 @@ int head_cut_before(struct head *h, int64_t t, struct pd_err *err);
 /* Drops chunks that end before t. */
 void head_truncate(struct head *h, int64_t t);
 uint64_t labels_hash(const struct pd_lpair *l, size_t n);
+/* Sorts a malloc'd list of malloc'd strings and frees the duplicates. */
+void tsdb_strings_sort_unique(char **v, size_t *n);
 int labels_cmp(const struct pd_lpair *a, size_t na, const struct pd_lpair *b, size_t nb);
 
 /* ---- readers: head and blocks through one interface ------------------------- */

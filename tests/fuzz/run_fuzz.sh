@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# run_fuzz.sh: what the fuzz ctests run. First replays every regression input in
-# CRASH_DIR (each must now pass), then fuzzes for SECONDS from a fresh copy of the
-# seed corpora made under WORK_DIR, so no source folder is ever written. Inputs
-# the fuzzer finds go to WORK_DIR/corpus, crashes to WORK_DIR/artifacts/.
+# run_fuzz.sh: what the fuzz ctests run. First replays the regression inputs in
+# CRASH_DIR that belong to this target (each must now pass): those named
+# `<target>-*`, where FUZZER is `fuzz_<target>`. Then fuzzes for SECONDS from a
+# fresh copy of the seed corpora made under WORK_DIR, so no source folder is ever
+# written. Inputs the fuzzer finds go to WORK_DIR/corpus, crashes to
+# WORK_DIR/artifacts/.
 #
 # usage: run_fuzz.sh FUZZER SECONDS WORK_DIR CRASH_DIR SEED_DIR...
 set -euo pipefail
@@ -14,17 +16,22 @@ fi
 fuzzer=$1 seconds=$2 work=$3 crashes=$4
 shift 4
 name=$(basename "$fuzzer")
+target=${name#fuzz_}
 limits=(-timeout=10 -rss_limit_mb=2048)
 # a stack for every sanitizer report, not just its summary line
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 
-# 1. regression inputs: every file but the README; all are replayed, and any that
-# fails again is listed, before the test fails without fuzzing
+# 1. regression inputs: this target's files (never a README); all are replayed,
+# and any that fails again is listed, before the test fails without fuzzing
 replayed=0
 failed=()
 if [ -d "$crashes" ]; then
 	while IFS= read -r -d '' f; do
-		case "$(basename "$f")" in README* | .*) continue ;; esac
+		case "$(basename "$f")" in
+		README* | .*) continue ;;
+		"$target"-*) ;;
+		*) continue ;;
+		esac
 		replayed=$((replayed + 1))
 		if ! "$fuzzer" "${limits[@]}" "$f" >"$work.replay.log" 2>&1; then
 			grep -E 'runtime error|ERROR|BUG|SUMMARY|^    #[0-9] ' "$work.replay.log" | head -20 >&2
@@ -33,7 +40,7 @@ if [ -d "$crashes" ]; then
 	done < <(find "$crashes" -type f -print0 | sort -z)
 fi
 rm -f "$work.replay.log"
-echo "$name: replayed $replayed regression input(s) from $crashes"
+echo "$name: replayed $replayed regression input(s) from $crashes/$target-*"
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "$name: FAIL: ${#failed[@]} regression input(s) fail again:" >&2
 	printf '  %s\n' "${failed[@]}" >&2

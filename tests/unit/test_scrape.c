@@ -215,6 +215,51 @@ static void test_remove(void **state)
 	target_server_stop(s);
 }
 
+struct slow_ctx {
+	pthread_mutex_t mu;
+	int n;
+	int64_t sched[16];
+};
+
+static void slow_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
+{
+	struct slow_ctx *c = ectx;
+	(void)lctx;
+	pthread_mutex_lock(&c->mu);
+	if (c->n < 16)
+		c->sched[c->n++] = r->scheduled_ms;
+	pthread_mutex_unlock(&c->mu);
+	struct timespec ts = {0, 350 * 1000000L}; /* storage slower than the interval */
+	nanosleep(&ts, NULL);
+}
+
+/* A loop waits for its previous result to be stored before it scrapes again, so a
+ * slow store slows that loop down instead of piling results up. */
+static void test_loop_waits_for_its_result(void **state)
+{
+	struct target_server *s = start_server(0);
+	struct slow_ctx c = {PTHREAD_MUTEX_INITIALIZER, 0, {0}};
+	struct pd_scrape_engine *e;
+	struct pd_err err = {0};
+	char url[128];
+	uint64_t id;
+	assert_int_equal(pd_scrape_engine_create(&e, 2, slow_result, &c, &err), 0);
+	url_of(url, sizeof(url), s, "/ok");
+	struct pd_scrape_spec spec = {url, 100, 1000, 0, 5, NULL};
+	assert_int_equal(pd_scrape_loop_add(e, &spec, NULL, &id, &err), 0);
+	struct timespec ts = {1, 500 * 1000000L};
+	nanosleep(&ts, NULL);
+	unsigned hits = target_server_hits(s, "/ok");
+	pd_scrape_engine_destroy(e);
+	/* ~15 ticks passed, but each scrape waited for the 350 ms store of the last */
+	assert_true(hits >= 3 && hits <= 6);
+	for (int i = 1; i < c.n; i++) {
+		assert_true(c.sched[i] - c.sched[i - 1] >= 400);
+		assert_int_equal((c.sched[i] - c.sched[i - 1]) % 100, 0);
+	}
+	target_server_stop(s);
+}
+
 static void test_offsets(void **state)
 {
 	/* offsets spread over the interval and stay inside it */
@@ -241,6 +286,7 @@ int main(void)
 		cmocka_unit_test(test_failures),
 		cmocka_unit_test(test_slow_does_not_stall),
 		cmocka_unit_test(test_remove),
+		cmocka_unit_test(test_loop_waits_for_its_result),
 		cmocka_unit_test(test_offsets),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

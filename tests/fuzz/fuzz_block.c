@@ -1,0 +1,638 @@
+/* fuzz_block.c: libFuzzer target for persisted blocks, the files a store reads
+ * back from disk (docs/format/index.md, meta.md, chunk-segments.md, chunks.md).
+ * At start it writes one tiny valid block (3 series, 5 chunks, a few small chunk
+ * segments) with the block writer into a per-process temporary directory (under
+ * $TMPDIR, default /tmp). Each input then replaces one file of a copy of that
+ * block, chosen by its first byte, and the block is opened and walked through
+ * everything a reader can ask for: label names and values, postings, every
+ * series, every chunk's bytes, timestamps and profiles. With bit 3 of the first
+ * byte the directory is also opened as a store (read-only) and queried. Any file
+ * may be rejected, but nothing may crash, leak, or break what block.h and
+ * chunkenc.h promise (ascending refs, sorted labels, ascending timestamps).
+ *
+ * First byte, low 3 bits:
+ *   0  the rest is the index             1  the index, with its CRCs fixed up
+ *   2  the rest is meta.json             3  chunks/000001
+ *   4  chunks/000001, entry CRCs fixed   5  chunks/000002, entry CRCs fixed
+ *   6  chunks/000001 after a valid       7  only the chunk decoders
+ *      header, entry CRCs fixed
+ * The chunk decoders (pd_chunkenc_ts_iter, pd_chunkenc_values_read) also run
+ * on the rest of every input.
+ *
+ * PD_FUZZ_WRITE_SEEDS=DIR makes the binary write its seed corpus (the template
+ * block's files under each mode) into DIR and exit; PD_FUZZ_VERBOSE=1 makes it
+ * print why a block or store was refused. */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "block.h"
+#include "block_int.h"
+#include "profd/chunkenc.h"
+#include "profd/tsdb.h"
+#include "profd/util.h"
+#include "wal.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The template block is renamed to this fixed ULID so that seed files (meta.json
+ * names its directory) stay valid from run to run. */
+#define PD_FUZZ_ULID "01HG0000000000000000000000"
+#define PD_FUZZ_MAX_PROFILE ((size_t)1 << 20)
+#define PD_FUZZ_MAX_WALK 256 /* series, chunks, profiles looked at per input */
+
+static char pd_fuzz_root[96];   /* the per-process temporary directory */
+static char pd_fuzz_store[128]; /* root/store: the store holding the block */
+static char pd_fuzz_block[192]; /* root/store/<ULID> */
+
+struct pd_fuzz_file {
+	char rel[32];
+	uint8_t *p;
+	size_t len;
+};
+/* the template's files, as written: meta.json, index, chunks/000001, ... */
+#define PD_FUZZ_MAX_SEGS 8
+static struct pd_fuzz_file pd_fuzz_files[2 + PD_FUZZ_MAX_SEGS];
+static int pd_fuzz_nfiles;
+enum { F_META, F_INDEX, F_SEG1, F_SEG2, F_TS = 100, F_VALS };
+/* a timestamp chunk and a value chunk of 5 samples in 3 groups, for seeds */
+static struct pd_fuzz_file pd_fuzz_seed_ts, pd_fuzz_seed_vals;
+
+static void pd_fuzz_die(const char *what, const struct pd_err *err)
+{
+	fprintf(stderr, "fuzz_block: %s: %s\n", what, err ? err->msg : "");
+	abort();
+}
+
+static void pd_fuzz_bug(const char *what)
+{
+	fprintf(stderr, "fuzz_block: BUG: %s\n", what);
+	abort();
+}
+
+static int pd_fuzz_rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void pd_fuzz_cleanup(void)
+{
+	if (pd_fuzz_root[0])
+		nftw(pd_fuzz_root, pd_fuzz_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void pd_fuzz_write(const char *path, const uint8_t *p, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	size_t off = 0;
+	if (fd < 0)
+		pd_fuzz_die(path, NULL);
+	while (off < len) {
+		ssize_t n = write(fd, p + off, len - off);
+		if (n <= 0)
+			pd_fuzz_die(path, NULL);
+		off += (size_t)n;
+	}
+	close(fd);
+}
+
+/* ---- the template block ---------------------------------------------------- */
+
+/* One chunk of n samples from t0, every step ms, with small made-up profiles. */
+static void pd_fuzz_chunk(struct pd_block_chunk *c, int64_t t0, int64_t step, size_t n,
+                          const char *tag)
+{
+	struct pd_chunkenc_ts ts;
+	struct pd_chunkenc_values *v = pd_chunkenc_values_create(2, 1);
+	struct pd_err err = {0};
+	uint8_t *vals;
+	size_t len;
+
+	pd_chunkenc_ts_init(&ts);
+	for (size_t i = 0; i < n; i++) {
+		char prof[96];
+		int64_t t = t0 + (int64_t)i * step + (int64_t)(i % 3); /* some jitter */
+		int pl = snprintf(prof, sizeof(prof), "%s sample %zu: main.f runtime.g", tag, i);
+		if (pd_chunkenc_ts_append(&ts, t, &err) ||
+		    pd_chunkenc_values_append(v, (const uint8_t *)prof, (size_t)pl, &err))
+			pd_fuzz_die("building a chunk", &err);
+		if (i == 0)
+			c->mint = t;
+		c->maxt = t;
+	}
+	const uint8_t *tb = pd_chunkenc_ts_bytes(&ts, &len);
+	uint8_t *tc = malloc(len);
+	memcpy(tc, tb, len);
+	if (pd_chunkenc_values_seal(v, &vals, &c->vals_len, &err))
+		pd_fuzz_die("sealing a chunk", &err);
+	c->ts = tc;
+	c->ts_len = len;
+	c->vals = vals;
+	c->count = (uint32_t)n;
+	pd_chunkenc_ts_fini(&ts);
+	pd_chunkenc_values_destroy(v);
+}
+
+static void pd_fuzz_make_template(void)
+{
+	static const struct pd_lpair s1[] = {{"__name__", "cpu"}, {"job", "api"}};
+	static const struct pd_lpair s2[] = {{"__name__", "heap"}, {"job", "api"}};
+	static const struct pd_lpair s3[] = {{"__name__", "heap"},
+	                                     {"instance", "10.0.0.1:80"},
+	                                     {"job", "db"},
+	                                     {"zone", "eu\xc3\xa9"}};
+	const int64_t t0 = 1700000000000ll;
+	struct pd_block_writer *w = NULL;
+	struct pd_block_chunk c[3];
+	struct pd_err err = {0};
+	char ulid[27], path[256], gen[128];
+
+	snprintf(gen, sizeof(gen), "%s/gen", pd_fuzz_root);
+	if (mkdir(gen, 0755) || mkdir(pd_fuzz_store, 0755))
+		pd_fuzz_die("mkdir", NULL);
+	if (pd_block_writer_create(&w, gen, t0, t0 + 7200000, 1, NULL, 0, &err))
+		pd_fuzz_die("pd_block_writer_create", &err);
+	/* small segments, so that the block has two */
+	pd_block_writer_set_segment_size(w, 300);
+	pd_fuzz_chunk(&c[0], t0, 15000, 3, "cpu");
+	if (pd_block_writer_add_series(w, s1, 2, c, 1, &err))
+		pd_fuzz_die("add_series", &err);
+	free((void *)c[0].ts);
+	free((void *)c[0].vals);
+	pd_fuzz_chunk(&c[0], t0 + 5, 30000, 4, "heap db");
+	if (pd_block_writer_add_series(w, s3, 4, c, 1, &err))
+		pd_fuzz_die("add_series", &err);
+	free((void *)c[0].ts);
+	free((void *)c[0].vals);
+	pd_fuzz_chunk(&c[0], t0, 10000, 5, "heap api a");
+	pd_fuzz_seed_ts = (struct pd_fuzz_file){"", malloc(c[0].ts_len), c[0].ts_len};
+	pd_fuzz_seed_vals = (struct pd_fuzz_file){"", malloc(c[0].vals_len), c[0].vals_len};
+	memcpy(pd_fuzz_seed_ts.p, c[0].ts, c[0].ts_len);
+	memcpy(pd_fuzz_seed_vals.p, c[0].vals, c[0].vals_len);
+	pd_fuzz_chunk(&c[1], t0 + 100000, 10000, 2, "heap api b");
+	pd_fuzz_chunk(&c[2], t0 + 200000, 60000, 1, "heap api c");
+	if (pd_block_writer_add_series(w, s2, 2, c, 3, &err))
+		pd_fuzz_die("add_series", &err);
+	for (int i = 0; i < 3; i++) {
+		free((void *)c[i].ts);
+		free((void *)c[i].vals);
+	}
+	if (pd_block_writer_finish(w, ulid, &err))
+		pd_fuzz_die("pd_block_writer_finish", &err);
+
+	/* keep the files, meta.json with the fixed ULID */
+	for (int i = 0; i < 2 + PD_FUZZ_MAX_SEGS; i++) {
+		struct pd_fuzz_file *f = &pd_fuzz_files[i];
+		if (i < 2)
+			snprintf(f->rel, sizeof(f->rel), "%s", i == F_META ? "meta.json" : "index");
+		else
+			snprintf(f->rel, sizeof(f->rel), "chunks/%06d", i - 1);
+		snprintf(path, sizeof(path), "%s/%s/%s", gen, ulid, f->rel);
+		if (i >= 2 && access(path, F_OK))
+			break;
+		if (pd_file_read(path, (size_t)1 << 24, &f->p, &f->len, &err))
+			pd_fuzz_die("reading the template block", &err);
+		pd_fuzz_nfiles++;
+	}
+	if (pd_fuzz_nfiles < 2 + 2 || pd_fuzz_nfiles > 2 + PD_FUZZ_MAX_SEGS - 1)
+		pd_fuzz_die("the template block should have from 2 to 7 chunk segments", NULL);
+	for (size_t i = 0; i + 26 <= pd_fuzz_files[F_META].len; i++)
+		if (memcmp(pd_fuzz_files[F_META].p + i, ulid, 26) == 0)
+			memcpy(pd_fuzz_files[F_META].p + i, PD_FUZZ_ULID, 26);
+	snprintf(path, sizeof(path), "%s/chunks", pd_fuzz_block);
+	if (mkdir(pd_fuzz_block, 0755) || mkdir(path, 0755))
+		pd_fuzz_die("mkdir", NULL);
+}
+
+/* ---- CRC fix-ups: let mutations reach past the checksums -------------------- */
+
+static void pd_fuzz_fix_index(uint8_t *p, size_t len)
+{
+	const size_t min = PD_INDEX_HEADER_SIZE + 4 * PD_SECTION_OVERHEAD + PD_INDEX_TOC_SIZE;
+	if (len < min)
+		return;
+	size_t toc = len - PD_INDEX_TOC_SIZE;
+	for (int i = 0; i < 4; i++) {
+		uint64_t off = pd_get_be64(p + toc + 8 * i);
+		if (off < PD_INDEX_HEADER_SIZE || off > toc - PD_SECTION_OVERHEAD)
+			continue;
+		uint64_t n = pd_get_be64(p + off);
+		if (n > toc - off - PD_SECTION_OVERHEAD)
+			continue;
+		pd_put_be32(p + off + 8 + n, pd_crc32c(0, p + off + 8, (size_t)n));
+	}
+	pd_put_be32(p + toc + 32, pd_crc32c(0, p + toc, 32));
+}
+
+static void pd_fuzz_fix_segment(uint8_t *p, size_t len)
+{
+	size_t pos = PD_SEGMENT_HEADER_SIZE;
+	while (pos < len) {
+		struct pd_dec d;
+		pd_dec_init(&d, p + pos, len - pos);
+		uint64_t n = pd_dec_uvarint(&d);
+		const uint8_t *kind = pd_dec_bytes(&d, 1);
+		const uint8_t *data = pd_dec_bytes(&d, n);
+		uint8_t *crc = (uint8_t *)pd_dec_bytes(&d, 4);
+		if (d.err)
+			return;
+		pd_put_be32(crc, pd_crc32c(pd_crc32c(0, kind, 1), data, (size_t)n));
+		pos += d.pos;
+	}
+}
+
+/* ---- reading everything ---------------------------------------------------- */
+
+static uint64_t pd_fuzz_sink;
+static int pd_fuzz_verbose; /* PD_FUZZ_VERBOSE set: say why files were refused */
+
+static void pd_fuzz_say(const char *what, const struct pd_err *err)
+{
+	if (pd_fuzz_verbose)
+		fprintf(stderr, "fuzz_block: %s: %s\n", what, err->msg);
+}
+
+static void pd_fuzz_touch(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		pd_fuzz_sink += b[i];
+}
+
+/* The timestamp and value chunk decoders over any bytes. */
+static void pd_fuzz_chunks(const uint8_t *p, size_t len)
+{
+	struct pd_chunkenc_ts_iter it;
+	struct pd_err err = {0};
+	uint16_t count = pd_chunkenc_ts_count(p, len);
+	size_t n = 0;
+	int64_t prev = 0;
+
+	pd_chunkenc_ts_iter_init(&it, p, len);
+	while (pd_chunkenc_ts_iter_next(&it)) {
+		int64_t t = pd_chunkenc_ts_iter_at(&it);
+		if (n && t <= prev) {
+			fprintf(stderr, "fuzz_block: timestamp %zu is %lld after %lld; chunk:", n,
+			        (long long)t, (long long)prev);
+			for (size_t i = 0; i < len && i < 64; i++)
+				fprintf(stderr, " %02x", p[i]);
+			fprintf(stderr, "\n");
+			pd_fuzz_bug(
+			    "timestamp chunk iterator did not ascend (docs/format/chunks.md: "
+			    "a delta that is not positive is corrupt)");
+		}
+		prev = t;
+		n++;
+	}
+	if (!pd_chunkenc_ts_iter_err(&it) && n != count)
+		pd_fuzz_bug("timestamp chunk ended cleanly before its count");
+	if (n > count)
+		pd_fuzz_bug("timestamp chunk iterator gave more than its count");
+
+	int64_t nv = pd_chunkenc_values_read_count(p, len, &err);
+	for (int64_t i = 0; i < nv && i < 16; i++) {
+		uint8_t *out = NULL;
+		size_t olen = 0;
+		if (pd_chunkenc_values_read(p, len, (size_t)i, PD_FUZZ_MAX_PROFILE, &out, &olen,
+		                            &err) == 0) {
+			if (olen > PD_FUZZ_MAX_PROFILE)
+				pd_fuzz_bug("a profile above max_profile was returned");
+			pd_fuzz_touch(out, olen);
+			free(out);
+		}
+	}
+	/* one past the end must be refused */
+	uint8_t *out = NULL;
+	size_t olen;
+	if (nv >= 0 && pd_chunkenc_values_read(p, len, (size_t)nv, PD_FUZZ_MAX_PROFILE, &out, &olen,
+	                                       &err) == 0)
+		pd_fuzz_bug("profile count of a value chunk read past its end");
+	free(out);
+}
+
+static size_t pd_fuzz_budget;
+
+static void pd_fuzz_series(const struct pd_block *b, uint64_t ref)
+{
+	struct pd_lpair *l = NULL;
+	struct pd_block_chunk_meta *c = NULL;
+	struct pd_err err = {0};
+	size_t nl = 0, nc = 0;
+
+	if (!pd_fuzz_budget)
+		return;
+	pd_fuzz_budget--;
+	if (pd_block_series(b, ref, &l, &nl, &c, &nc, &err)) {
+		pd_fuzz_say("pd_block_series", &err);
+		return;
+	}
+	for (size_t i = 0; i < nl; i++) {
+		pd_fuzz_touch(l[i].value, strlen(l[i].value));
+		if (!l[i].name[0] || (i && strcmp(l[i - 1].name, l[i].name) >= 0))
+			pd_fuzz_bug("series labels are not sorted by name, or a name is empty");
+	}
+	for (size_t i = 0; i < nc && pd_fuzz_budget; i++, pd_fuzz_budget--) {
+		const uint8_t *p;
+		size_t len;
+		if (c[i].count == 0 || c[i].maxt < c[i].mint)
+			pd_fuzz_bug("a chunk meta with no samples or maxt before mint");
+		if (pd_block_chunk_bytes(b, c[i].ts_ref, &p, &len, &err) == 0)
+			pd_fuzz_chunks(p, len);
+		else
+			pd_fuzz_say("pd_block_chunk_bytes", &err);
+		if (pd_block_chunk_bytes(b, c[i].vals_ref, &p, &len, &err) == 0)
+			pd_fuzz_chunks(p, len);
+		else
+			pd_fuzz_say("pd_block_chunk_bytes", &err);
+	}
+	free(l);
+	free(c);
+}
+
+static void pd_fuzz_check_refs(const uint64_t *r, size_t n, const char *what)
+{
+	for (size_t i = 1; i < n; i++)
+		if (r[i] <= r[i - 1])
+			pd_fuzz_bug(what);
+}
+
+static void pd_fuzz_walk_block(void)
+{
+	struct pd_block *b = NULL;
+	struct pd_err err = {0};
+	const char **names = NULL;
+	uint64_t *refs = NULL;
+	size_t nn = 0, nr = 0;
+
+	if (pd_block_open(&b, pd_fuzz_block, &err)) {
+		pd_fuzz_say("pd_block_open", &err);
+		return;
+	}
+	const struct pd_block_meta *m = pd_block_meta(b);
+	if (strcmp(m->ulid, PD_FUZZ_ULID) || m->maxt <= m->mint || !m->nsources)
+		pd_fuzz_bug("a block opened with a wrong ULID, an empty range or no sources");
+	(void)pd_block_size(b);
+	(void)pd_block_dir(b);
+	pd_fuzz_budget = PD_FUZZ_MAX_WALK;
+
+	if (pd_block_all_series(b, &refs, &nr, &err) == 0) {
+		pd_fuzz_check_refs(refs, nr, "all-series postings are not ascending");
+		for (size_t i = 0; i < nr; i++)
+			pd_fuzz_series(b, refs[i]);
+		free(refs);
+		refs = NULL;
+	}
+	if (pd_block_label_names(b, &names, &nn, &err) == 0) {
+		for (size_t i = 0; i < nn; i++) {
+			const char **vals = NULL;
+			size_t nv = 0;
+			if (i && strcmp(names[i - 1], names[i]) >= 0)
+				pd_fuzz_bug("label names are not sorted");
+			if (pd_block_label_values(b, names[i], &vals, &nv, &err))
+				continue;
+			for (size_t k = 0; k < nv && pd_fuzz_budget; k++) {
+				if (k && strcmp(vals[k - 1], vals[k]) >= 0)
+					pd_fuzz_bug("label values are not sorted");
+				if (pd_block_postings(b, names[i], vals[k], &refs, &nr, &err))
+					continue;
+				pd_fuzz_check_refs(refs, nr, "postings are not ascending");
+				for (size_t j = 0; j < nr && j < 4; j++)
+					pd_fuzz_series(b, refs[j]);
+				free(refs);
+				refs = NULL;
+			}
+			free(vals);
+		}
+		free(names);
+	}
+	/* lookups of things that are not there */
+	if (pd_block_postings(b, "job", "no such value", &refs, &nr, &err) == 0)
+		free(refs);
+	refs = NULL;
+	if (pd_block_postings(b, "", NULL, &refs, &nr, &err) == 0)
+		free(refs);
+	const char **vals = NULL;
+	if (pd_block_label_values(b, "no_such_label", &vals, &nn, &err) == 0)
+		free(vals);
+	struct pd_lpair *l;
+	struct pd_block_chunk_meta *c;
+	size_t nl, nc;
+	if (pd_block_series(b, 0, &l, &nl, &c, &nc, &err) == 0) {
+		free(l);
+		free(c);
+	}
+	if (pd_block_series(b, UINT64_MAX, &l, &nl, &c, &nc, &err) == 0) {
+		free(l);
+		free(c);
+	}
+	const uint8_t *p;
+	size_t len;
+	(void)pd_block_chunk_bytes(b, 0, &p, &len, &err);
+	(void)pd_block_chunk_bytes(b, UINT64_MAX, &p, &len, &err);
+	(void)pd_block_chunk_bytes(b, (1ull << 32) | 0xffffffffu, &p, &len, &err);
+	pd_block_close(b);
+}
+
+static int pd_fuzz_match_all(const void *ctx, const char *value)
+{
+	return 1;
+}
+
+/* The store's view: select everything, read some profiles, list labels. */
+static void pd_fuzz_walk_store(void)
+{
+	struct pd_tsdb *db = NULL;
+	struct pd_tsdb_result *r = NULL;
+	struct pd_tsdb_opts o;
+	struct pd_err err = {0};
+	struct pd_tsdb_matcher all = {"__name__", pd_fuzz_match_all, NULL};
+	char **s = NULL;
+	size_t n = 0, reads = 0;
+
+	pd_tsdb_opts_init(&o);
+	o.read_only = 1;
+	o.wal_disabled = 1;
+	o.retention_ms = -1;
+	o.max_profile = PD_FUZZ_MAX_PROFILE;
+	if (pd_tsdb_open(&db, pd_fuzz_store, &o, &err)) {
+		pd_fuzz_say("pd_tsdb_open", &err);
+		return;
+	}
+	if (pd_tsdb_select(db, &all, 1, INT64_MIN, INT64_MAX, 0, &r, &err) == 0) {
+		for (size_t i = 0; i < r->nseries; i++) {
+			const struct pd_tsdb_series *se = &r->series[i];
+			for (size_t k = 0; k < se->nts && reads < 32; k++, reads++) {
+				uint8_t *out = NULL;
+				size_t len = 0;
+				if (k && se->ts[k] <= se->ts[k - 1])
+					pd_fuzz_bug("select gave timestamps out of order");
+				if (pd_tsdb_read(db, (const struct pd_tsdb_label *)se->labels,
+				                 se->nlabels, se->ts[k], &out, &len, &err) == 0) {
+					pd_fuzz_touch(out, len);
+					free(out);
+				}
+			}
+		}
+		pd_tsdb_result_destroy(r);
+	}
+	if (pd_tsdb_label_names(db, NULL, 0, INT64_MIN, INT64_MAX, &s, &n, &err) == 0)
+		pd_tsdb_strings_free(s, n);
+	if (pd_tsdb_label_values(db, "job", NULL, 0, INT64_MIN, INT64_MAX, &s, &n, &err) == 0)
+		pd_tsdb_strings_free(s, n);
+	pd_tsdb_close(db);
+}
+
+/* meta.json text: accepted text formats to text that parses to the same meta. */
+static void pd_fuzz_meta_roundtrip(const uint8_t *p, size_t len)
+{
+	struct pd_block_meta m = {0}, m2 = {0};
+	struct pd_err err = {0};
+	struct pd_buf b;
+
+	pd_buf_init(&b, 0);
+	if (pd_block_meta_parse((const char *)p, len, &m, &err))
+		goto out;
+	if (pd_block_meta_format(&m, &b))
+		pd_fuzz_bug("formatting a parsed meta.json failed");
+	if (pd_block_meta_parse((const char *)b.data, b.len, &m2, &err))
+		pd_fuzz_bug("a formatted meta.json does not parse");
+	if (strcmp(m.ulid, m2.ulid) || m.mint != m2.mint || m.maxt != m2.maxt ||
+	    m.num_series != m2.num_series || m.num_chunks != m2.num_chunks ||
+	    m.num_samples != m2.num_samples || m.ts_bytes != m2.ts_bytes ||
+	    m.value_bytes != m2.value_bytes || m.level != m2.level || m.nsources != m2.nsources ||
+	    (m.nsources && memcmp(m.sources, m2.sources, m.nsources * sizeof(*m.sources))))
+		pd_fuzz_bug("meta.json changed in a format/parse round trip");
+out:
+	free(m.sources);
+	free(m2.sources);
+	pd_buf_fini(&b);
+}
+
+/* ---- libFuzzer entry points ------------------------------------------------ */
+
+static void pd_fuzz_write_seeds(const char *dir)
+{
+	static const struct {
+		uint8_t mode;
+		int file;
+		const char *name;
+	} seeds[] = {
+	    {0, F_INDEX, "index"},        {1, F_INDEX, "index-crc"},   {2, F_META, "meta"},
+	    {3, F_SEG1, "seg1"},          {4, F_SEG1, "seg1-crc"},     {5, F_SEG2, "seg2-crc"},
+	    {9, F_INDEX, "index-crc-db"}, {12, F_SEG1, "seg1-crc-db"}, {6, F_SEG1, "seg1-body"},
+	    {7, F_TS, "chunk-ts"},        {7, F_VALS, "chunk-vals"},
+	};
+	char path[512];
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+		const struct pd_fuzz_file *f = seeds[i].file == F_TS ? &pd_fuzz_seed_ts
+		                               : seeds[i].file == F_VALS
+		                                   ? &pd_fuzz_seed_vals
+		                                   : &pd_fuzz_files[seeds[i].file];
+		size_t skip = seeds[i].mode == 6 ? PD_SEGMENT_HEADER_SIZE : 0; /* mode 6 adds it */
+		uint8_t *p = malloc(f->len - skip + 1);
+		p[0] = seeds[i].mode;
+		memcpy(p + 1, f->p + skip, f->len - skip);
+		snprintf(path, sizeof(path), "%s/%s", dir, seeds[i].name);
+		pd_fuzz_write(path, p, f->len - skip + 1);
+		free(p);
+	}
+}
+
+/* A crash ends the process without its atexit handlers, leaving its temporary
+ * directory behind: remove those of processes that no longer exist. */
+static void pd_fuzz_sweep(const char *tmp)
+{
+	static const char prefix[] = "pd_fuzz_block.";
+	char path[256];
+	DIR *d = opendir(tmp);
+	struct dirent *e;
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char *end;
+		if (strncmp(e->d_name, prefix, sizeof(prefix) - 1))
+			continue;
+		long pid = strtol(e->d_name + sizeof(prefix) - 1, &end, 10);
+		if (end == e->d_name + sizeof(prefix) - 1 || *end != '.' || pid <= 0)
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", tmp, e->d_name);
+		nftw(path, pd_fuzz_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	closedir(d);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !tmp[0] || strlen(tmp) > 40)
+		tmp = "/tmp";
+	pd_fuzz_sweep(tmp);
+	snprintf(pd_fuzz_root, sizeof(pd_fuzz_root), "%s/pd_fuzz_block.%ld.XXXXXX", tmp,
+	         (long)getpid());
+	if (!mkdtemp(pd_fuzz_root)) {
+		pd_fuzz_root[0] = '\0';
+		pd_fuzz_die("mkdtemp", NULL);
+	}
+	atexit(pd_fuzz_cleanup);
+	pd_fuzz_verbose = getenv("PD_FUZZ_VERBOSE") != NULL;
+	snprintf(pd_fuzz_store, sizeof(pd_fuzz_store), "%s/store", pd_fuzz_root);
+	snprintf(pd_fuzz_block, sizeof(pd_fuzz_block), "%s/%s", pd_fuzz_store, PD_FUZZ_ULID);
+	pd_fuzz_make_template();
+	const char *seeds = getenv("PD_FUZZ_WRITE_SEEDS");
+	if (seeds) {
+		pd_fuzz_write_seeds(seeds);
+		exit(0);
+	}
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const int target[8] = {F_INDEX, F_INDEX, F_META, F_SEG1, F_SEG1, F_SEG2, F_SEG1, -1};
+	char path[256];
+
+	if (size < 1)
+		return 0;
+	uint8_t mode = data[0] & 7;
+	int store = data[0] & 8;
+	const uint8_t *body = data + 1;
+	size_t len = size - 1;
+	int t = target[mode];
+
+	if (t >= 0) {
+		size_t hdr = mode == 6 ? PD_SEGMENT_HEADER_SIZE : 0, flen = hdr + len;
+		uint8_t *copy = malloc(flen ? flen : 1);
+		memcpy(copy, pd_fuzz_files[F_SEG1].p, hdr);
+		memcpy(copy + hdr, body, len);
+		if (mode == 1)
+			pd_fuzz_fix_index(copy, flen);
+		else if (mode >= 4 && mode <= 6)
+			pd_fuzz_fix_segment(copy, flen);
+		for (int i = 0; i < pd_fuzz_nfiles; i++) {
+			snprintf(path, sizeof(path), "%s/%s", pd_fuzz_block, pd_fuzz_files[i].rel);
+			if (i == t)
+				pd_fuzz_write(path, copy, flen);
+			else
+				pd_fuzz_write(path, pd_fuzz_files[i].p, pd_fuzz_files[i].len);
+		}
+		free(copy);
+		pd_fuzz_walk_block();
+		if (store)
+			pd_fuzz_walk_store();
+		if (mode == 2)
+			pd_fuzz_meta_roundtrip(body, len);
+	}
+	pd_fuzz_chunks(body, len);
+	return 0;
+}
