@@ -22,6 +22,9 @@ test: deps
 	@cmake -S . -B $(BUILD_DEV) -DCMAKE_BUILD_TYPE=Debug -DPD_SANITIZE=ON -DPD_FUZZ=ON \
 		-DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 	@cmake --build $(BUILD_DEV) -j $(JOBS)
+	@# the optimised build warns about things the debug build does not see
+	@cmake -S . -B $(BUILD_REL) -DCMAKE_BUILD_TYPE=Release -DPD_TESTS=OFF >/dev/null
+	@cmake --build $(BUILD_REL) -j $(JOBS) --target profd
 	@cd $(BUILD_DEV) && ctest --output-on-failure -j $(JOBS)
 
 bench: deps

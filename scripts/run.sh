@@ -1,12 +1,26 @@
 #!/usr/bin/env bash
-# What `make run` starts. The daemon (`profd run`) is not part of profd yet; until it
-# is, this shows what the binary does today: the pprof tools on a bundled profile.
+# What `make run` starts: a demo Go program that serves net/http/pprof on
+# 127.0.0.1:6060 (built from testdata/gen/goapp with the Go toolchain that
+# scripts/deps.sh installs), and profd scraping it with examples/profd.yml into
+# ./data. Ctrl-C stops both.
 set -euo pipefail
-profd=${1:-build/release/profd}
+profd=$(realpath "${1:-build/release/profd}")
 here=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$here/build"
+echo "building the demo target..."
+(cd "$here/testdata/gen/goapp" && GOFLAGS=-mod=mod GOPROXY=off go build -o "$here/build/demo-goapp" .)
+"$here/build/demo-goapp" -addr 127.0.0.1:6060 >"$here/build/demo-goapp.log" 2>&1 &
+demo=$!
+trap 'kill $demo 2>/dev/null || true' EXIT
 "$profd" --version
-echo
-echo "\$ profd pprof top --nodecount=15 testdata/profiles/prometheus/heap.pb.gz"
-"$profd" pprof top --nodecount=15 "$here/testdata/profiles/prometheus/heap.pb.gz"
-echo
-echo "Try: $profd pprof --help"
+cat <<MSG
+
+profd is scraping the demo program at 127.0.0.1:6060 every 15 s into ./data.
+In another terminal:
+  $profd tsdb query data '{job="demo"}'
+  $profd tsdb dump-profile data 'heap{job="demo"}' --time=\$(date +%s) -o heap.pb.gz
+  $profd pprof top heap.pb.gz
+Ctrl-C stops profd and the demo program.
+
+MSG
+"$profd" run --config.file="$here/examples/profd.yml" --storage.tsdb.path="$here/data" || true

@@ -311,10 +311,10 @@ static void *engine_main(void *arg)
 			if (l->removed) {
 				e->loops[i] = e->loops[--e->nloops];
 				if (l->busy) {
-					/* abandon the transfer and its reference */
+					/* abandon the transfer: its reference goes too */
 					curl_multi_remove_handle(e->multi, l->easy);
 					l->busy = 0;
-					loop_unref(l);
+					l->refs--;
 				}
 				loop_unref(l); /* the list's */
 				continue;
@@ -356,7 +356,7 @@ static void *engine_main(void *arg)
 		if (l->busy) {
 			curl_multi_remove_handle(e->multi, l->easy);
 			l->busy = 0;
-			loop_unref(l);
+			l->refs--; /* the transfer's; the list's goes below */
 		}
 		loop_unref(l);
 	}
