@@ -9,7 +9,7 @@ PKGS=(
   libprotobuf-c-dev protobuf-c-compiler
   libmicrohttpd-dev zlib1g-dev libpcre2-dev
   libcmocka-dev
-  golang-go time
+  golang-go time curl
 )
 
 missing=()

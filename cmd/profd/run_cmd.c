@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cmd.h"
+#include "profd/api.h"
 #include "profd/config.h"
 #include "profd/discovery.h"
 #include "profd/scrape.h"
@@ -85,10 +86,13 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 }
 
 struct daemon {
+	pthread_mutex_t cfg_mu; /* guards cfg: swapped by reloads, rendered by the API */
+	const char *config_file;
 	struct pd_config *cfg;
 	struct pd_tsdb *db;
 	struct pd_scrape_manager *scrape;
 	struct pd_discovery_manager *disc;
+	struct pd_api_server *api;
 };
 
 static void on_groups(void *ctx, const char *pool, const struct pd_target_group *groups, size_t n)
@@ -165,6 +169,49 @@ out:
 	return rc;
 }
 
+/* opts.config_yaml of the API: the running configuration, rendered. */
+static char *render_config(void *ctx)
+{
+	struct daemon *d = ctx;
+	struct pd_buf b;
+	size_t n;
+	pd_buf_init(&b, 64u << 20);
+	pthread_mutex_lock(&d->cfg_mu);
+	int rc = pd_config_render(d->cfg, &b);
+	pthread_mutex_unlock(&d->cfg_mu);
+	if (rc || pd_buf_append(&b, "", 1)) {
+		pd_buf_fini(&b);
+		return NULL;
+	}
+	return (char *)pd_buf_steal(&b, &n);
+}
+
+/* SIGHUP and POST /-/reload: a configuration with an error is refused and the
+ * running one stays. */
+static int reload_config(void *ctx, struct pd_err *err)
+{
+	struct daemon *d = ctx;
+	struct pd_config *ncfg;
+	pthread_mutex_lock(&d->cfg_mu);
+	int rc = pd_config_load_file(d->config_file, &ncfg, err);
+	if (!rc && (rc = apply_config(d, ncfg, err))) {
+		/* part of it may be in use already: go back to the running one first */
+		struct pd_err ignored;
+		apply_config(d, d->cfg, &ignored);
+		pd_config_destroy(ncfg);
+	} else if (!rc) {
+		pd_config_destroy(d->cfg);
+		d->cfg = ncfg;
+	}
+	size_t njobs = d->cfg->nscrape_configs;
+	pthread_mutex_unlock(&d->cfg_mu);
+	if (rc)
+		pd_log_error("config", "reload refused, the previous configuration stays: %s", err->msg);
+	else
+		pd_log_info("config", "configuration reloaded: %zu scrape configs", njobs);
+	return rc;
+}
+
 static int64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -178,8 +225,10 @@ int pd_cmd_run(int argc, char **argv)
 	struct pd_err err = {0};
 	struct daemon d = {0};
 	int rc = 1;
+	pthread_mutex_init(&d.cfg_mu, NULL);
 	if (parse_flags(argc - 1, argv + 1, &f))
 		return 2;
+	d.config_file = f.config_file;
 	if (pd_log_setup(f.log_level, f.log_format, &err)) {
 		fprintf(stderr, "profd run: %s\n", err.msg);
 		return 2;
@@ -232,8 +281,30 @@ int pd_cmd_run(int argc, char **argv)
 		pd_log_error("main", "applying the configuration failed: %s", err.msg);
 		goto out;
 	}
-	pd_log_info("main", "profd started: %zu scrape configs from %s", d.cfg->nscrape_configs,
-		    f.config_file);
+	const char *fn[] = {"config.file",	"storage.tsdb.path", "storage.tsdb.retention.time",
+			    "storage.tsdb.retention.size", "web.listen-address", "log.level",
+			    "log.format"};
+	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
+			    f.listen_address, f.log_level,    f.log_format};
+	struct pd_api_opts ao;
+	pd_api_opts_init(&ao);
+	ao.listen_address = f.listen_address;
+	ao.db = d.db;
+	ao.scrape = d.scrape;
+	ao.reload = reload_config;
+	ao.reload_ctx = &d;
+	ao.config_yaml = render_config;
+	ao.config_ctx = &d;
+	ao.flag_names = fn;
+	ao.flag_values = fv;
+	ao.nflags = sizeof(fn) / sizeof(fn[0]);
+	ao.version = PD_VERSION;
+	if (pd_api_start(&d.api, &ao, &err)) {
+		pd_log_error("main", "starting the HTTP server failed: %s", err.msg);
+		goto out;
+	}
+	pd_log_info("main", "profd started: %zu scrape configs from %s, listening on %s (port %u)",
+		    d.cfg->nscrape_configs, f.config_file, f.listen_address, pd_api_port(d.api));
 
 	int64_t last_flush = mono_ms();
 	for (;;) {
@@ -243,22 +314,8 @@ int pd_cmd_run(int argc, char **argv)
 			pd_log_info("main", "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 			break;
 		}
-		if (sig == SIGHUP) {
-			struct pd_config *ncfg;
-			if (pd_config_load_file(f.config_file, &ncfg, &err)) {
-				pd_log_error("config", "reload refused, the previous configuration stays: %s",
-					     err.msg);
-				continue;
-			}
-			if (apply_config(&d, ncfg, &err)) {
-				pd_log_error("config", "applying the reloaded configuration failed: %s", err.msg);
-				pd_config_destroy(ncfg);
-				continue;
-			}
-			pd_config_destroy(d.cfg);
-			d.cfg = ncfg;
-			pd_log_info("config", "configuration reloaded: %zu scrape configs", ncfg->nscrape_configs);
-		}
+		if (sig == SIGHUP)
+			pd_api_record_reload(d.api, reload_config(&d, &err) == 0);
 		if (mono_ms() - last_flush >= 60000) {
 			if (pd_tsdb_flush(d.db, 0, &err))
 				pd_log_error("tsdb", "persisting the head failed: %s", err.msg);
@@ -267,11 +324,17 @@ int pd_cmd_run(int argc, char **argv)
 	}
 	rc = 0;
 out:
-	/* discovery first (it feeds the scrape manager), then scraping, then the store */
+	/* the API borrows the store and the scrape manager: it stops first; then
+	 * discovery (it feeds the scrape manager), scraping, and the store */
+	if (d.api) {
+		pd_api_set_ready(d.api, 0);
+		pd_api_stop(d.api);
+	}
 	pd_discovery_manager_destroy(d.disc);
 	pd_scrape_manager_destroy(d.scrape);
 	pd_tsdb_close(d.db);
 	pd_config_destroy(d.cfg);
+	pthread_mutex_destroy(&d.cfg_mu);
 	if (rc == 0)
 		pd_log_info("main", "stopped");
 	return rc;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # daemon.sh: `profd run` end to end: a real Go program with net/http/pprof as the
-# target, profiles stored at every tick, a SIGHUP reload that adds a job without a
-# gap in the running one, a bad config refused on reload while scraping goes on,
-# a clean SIGTERM shutdown, and the data still there after a restart.
+# target, profiles stored at every tick, the HTTP API (query_range, a profile as
+# proto that go tool pprof reads identically to the stored one, a merge, a 400 for
+# a bad selector, /-/ready, /metrics), a POST /-/reload that adds a job without a
+# gap in the running one, a bad config refused on SIGHUP while scraping goes on, a
+# clean SIGTERM shutdown, and the data still there after a restart.
 #
 #   daemon.sh PROFD TESTDATA
 set -euo pipefail
@@ -52,17 +54,49 @@ EOC
 { header; job goapp; } >"$tmp/profd.yml"
 
 start() {
+	: >"$tmp/profd.log.cur"
 	"$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
-		--log.level=debug 2>>"$tmp/profd.log" &
+		--web.listen-address=127.0.0.1:0 --log.level=debug 2> >(tee -a "$tmp/profd.log" >"$tmp/profd.log.cur") &
 	profd_pid=$!
 	pids+=($profd_pid)
+	for _ in $(seq 50); do
+		port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$tmp/profd.log.cur" | head -1)
+		[ -n "$port" ] && break
+		sleep 0.1
+	done
+	[ -n "$port" ] || fail "profd did not start listening"
+	api="http://127.0.0.1:$port"
 }
 start
 sleep 4.5
 
-# reload: a second job appears; the first keeps its loops
+# the API while it runs
+curl -fsS "$api/-/ready" >/dev/null || fail "/-/ready"
+curl -fsS -G "$api/api/v1/query_range" --data-urlencode 'query=heap{job="goapp"}' \
+	--data-urlencode "start=$(($(date +%s) - 60))" >"$tmp/qr.json" || fail "query_range"
+grep -q '"status":"success"' "$tmp/qr.json" && grep -q '"timestamps":\[' "$tmp/qr.json" ||
+	fail "query_range: $(head -c 300 "$tmp/qr.json")"
+code=$(curl -s -o "$tmp/bad.json" -w '%{http_code}' -G "$api/api/v1/query_range" --data-urlencode 'query=heap{job=')
+[ "$code" = 400 ] && grep -q '"errorType":"bad_data"' "$tmp/bad.json" || fail "a bad selector gave $code: $(cat "$tmp/bad.json")"
+curl -fsS "$api/metrics" | grep -q '^profd_' || fail "/metrics has no profd_ metrics"
+# a profile through the API reads in go tool pprof exactly as the stored one
+ts=$(grep -o '"timestamps":\[[0-9,]*' "$tmp/qr.json" | head -1 | sed 's/.*\[//; s/,.*//')
+curl -fsS -G "$api/api/v1/query" --data-urlencode 'query=heap{job="goapp"}' \
+	--data-urlencode "time=$((ts / 1000)).$(printf %03d $((ts % 1000)))" --data-urlencode report=proto \
+	-o "$tmp/api.pb.gz" || fail "query report=proto"
+"$profd" tsdb dump-profile "$tmp/data" 'heap{job="goapp"}' --time="$((ts / 1000)).$(printf %03d $((ts % 1000)))" \
+	-o "$tmp/dump.pb.gz" 2>/dev/null || fail "dump-profile"
+diff <(cd "$tmp" && go tool pprof -raw -symbolize=none api.pb.gz 2>&1) \
+	<(cd "$tmp" && go tool pprof -raw -symbolize=none dump.pb.gz 2>&1) >/dev/null ||
+	fail "the API's profile and the stored one differ under go tool pprof -raw"
+curl -fsS -G "$api/api/v1/query" --data-urlencode 'query=goroutine{job="goapp"}' --data-urlencode mode=merge \
+	--data-urlencode "start=$(($(date +%s) - 60))" --data-urlencode "end=$(date +%s)" --data-urlencode report=proto \
+	-o "$tmp/merged.pb.gz" || fail "merge"
+(cd "$tmp" && go tool pprof -top -symbolize=none merged.pb.gz >/dev/null 2>&1) || fail "go tool pprof cannot read the merge"
+
+# reload over HTTP: a second job appears; the first keeps its loops
 { header; job goapp; job second; } >"$tmp/profd.yml"
-kill -HUP "$profd_pid"
+curl -fsS -X POST "$api/-/reload" >/dev/null || fail "POST /-/reload"
 sleep 3.5
 grep -q 'configuration reloaded' "$tmp/profd.log" || fail "no reload in the log"
 

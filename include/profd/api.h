@@ -1,0 +1,131 @@
+/* api.h: profd's HTTP server: the Prometheus-style query API under /api/v1 (the
+ * `{status, data, errorType, error, warnings}` envelope), the push endpoint for
+ * short-lived jobs, /metrics in the Prometheus text format, and the lifecycle
+ * endpoints /-/healthy, /-/ready and /-/reload. It runs on libmicrohttpd with one
+ * thread per connection; handlers only read the store (and append for a push),
+ * so it needs no lock of its own around the store or the scrape manager.
+ *
+ * Every endpoint, parameter and response is described in docs/api.md.
+ *
+ * What the daemon must guarantee:
+ *   - db (and scrape, when given) outlive the server: call pd_api_stop first.
+ *   - config_yaml and reload are called from HTTP threads, concurrently with each
+ *     other and with the daemon's own SIGHUP handling. The daemon serialises them
+ *     with its own lock: config_yaml renders the current configuration while
+ *     holding the lock that a reload takes to swap configurations, so a
+ *     configuration is never freed while it is rendered. */
+#ifndef PROFD_API_H
+#define PROFD_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profd/util.h"
+
+struct pd_tsdb;
+struct pd_scrape_manager;
+
+/* ---- defaults ------------------------------------------------------------- */
+
+#define PD_API_DEFAULT_LISTEN_ADDRESS ":10902"
+#define PD_API_DEFAULT_LOOKBACK_MS (5LL * 60 * 1000)          /* query: nearest before */
+#define PD_API_DEFAULT_MAX_RANGE_MS (31LL * 24 * 3600 * 1000) /* query_range, merges */
+#define PD_API_DEFAULT_MAX_MERGE_PROFILES 1000
+#define PD_API_DEFAULT_MAX_MERGE_BYTES ((uint64_t)512 << 20) /* stored bytes read */
+#define PD_API_DEFAULT_MAX_PUSH_BODY ((size_t)64 << 20)
+#define PD_API_DEFAULT_MAX_FORM_BODY ((size_t)8 << 20) /* POSTed query parameters */
+#define PD_API_DEFAULT_MAX_RESPONSE ((size_t)512 << 20)
+#define PD_API_DEFAULT_MAX_CONNECTIONS 256
+#define PD_API_DEFAULT_MAX_CONCURRENT_QUERIES 20 /* as Prometheus's query.max-concurrency */
+
+/* ---- the UI hook ------------------------------------------------------------ */
+
+/* What a UI handler answers for one request. */
+struct pd_api_ui_response {
+	unsigned status;          /* 0: 200 */
+	const char *content_type; /* NULL: application/octet-stream */
+	const uint8_t *data;      /* the body */
+	size_t len;
+	int must_free;             /* 1: data was malloc'd and the server frees it */
+	const char *cache_control; /* NULL: no Cache-Control header */
+	const char *location;      /* for redirects; NULL: none */
+};
+
+/* Serves a path the API does not own (anything outside /api/, /-/ and /metrics),
+ * e.g. the embedded web UI. method is "GET" or "HEAD"; path is the decoded URL
+ * path without the query. Returns 0 after filling *r (which starts zeroed), or
+ * PD_ENOTFOUND to let the server answer (an index page for "/", else 404). Called
+ * from HTTP threads concurrently. Compressible bodies are gzip-encoded by the
+ * server when the client accepts it. */
+typedef int (*pd_api_ui_fn)(void *ctx, const char *method, const char *path,
+                            struct pd_api_ui_response *r);
+
+/* ---- the server --------------------------------------------------------------- */
+
+struct pd_api_opts {
+	/* "host:port", ":port" (every interface, IPv6 and IPv4), "[::1]:port";
+	 * port 0 picks a free one (see pd_api_port). NULL: ":10902". */
+	const char *listen_address;
+	struct pd_tsdb *db;               /* required; borrowed */
+	struct pd_scrape_manager *scrape; /* may be NULL (no targets); borrowed */
+
+	/* POST /-/reload calls this; 0 on success, else err says why. NULL: the
+	 * endpoint answers 403 "Lifecycle API is not enabled." as Prometheus does. */
+	int (*reload)(void *ctx, struct pd_err *err);
+	void *reload_ctx;
+	/* /api/v1/status/config calls this for the rendered configuration
+	 * (pd_config_render), a malloc'd NUL-terminated string the server frees;
+	 * NULL on failure. The callback itself may be NULL (empty YAML). */
+	char *(*config_yaml)(void *ctx);
+	void *config_ctx;
+	/* /api/v1/status/flags: flag names (without "--") and values; copied. */
+	const char *const *flag_names;
+	const char *const *flag_values;
+	size_t nflags;
+	/* profd_build_info's version label; NULL: the version profd was built as. */
+	const char *version;
+	/* Paths outside the API; NULL: an index page at "/" and 404 elsewhere. */
+	pd_api_ui_fn ui;
+	void *ui_ctx;
+
+	/* Limits; 0 means the default above. */
+	int64_t lookback_ms;       /* query at a time: how far back the nearest sample may be */
+	int64_t max_range_ms;      /* longest start..end of query_range and merges */
+	size_t max_merge_profiles; /* a merge stops there with a warning */
+	uint64_t max_merge_bytes;  /* stored bytes a merge reads before it stops (warning) */
+	size_t max_push_body;      /* bytes of a pushed request body */
+	size_t max_decompressed;   /* a pushed profile after gunzip; 0: pprof's default */
+	size_t max_form_body;      /* bytes of a POSTed form of query parameters */
+	size_t max_response;       /* bytes of one response before compression */
+	unsigned max_connections;
+	unsigned max_concurrent_queries; /* /api/v1/query and query_range running at once */
+};
+
+/* Fills o with zeros and the defaults (the daemon then sets db and the rest). */
+void pd_api_opts_init(struct pd_api_opts *o);
+
+struct pd_api_server;
+
+/* Binds the listen address and starts serving. Copies what it needs of opts
+ * (strings and flags); db, scrape and the callbacks' contexts are borrowed.
+ * *out is owned by the caller (pd_api_stop). Errors name the address, e.g.
+ * `listen tcp :10902: bind: Address already in use`. */
+int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, struct pd_err *err);
+
+/* The TCP port the server listens on (the chosen one when the address said 0). */
+unsigned pd_api_port(const struct pd_api_server *s);
+
+/* Sets what /-/ready answers: 1 (default) 200 "profd is Ready.", 0 503 "Service
+ * Unavailable". The daemon may clear it while shutting down. */
+void pd_api_set_ready(struct pd_api_server *s, int ready);
+
+/* Records the outcome of a configuration reload the daemon did on its own
+ * (SIGHUP) for profd_config_last_reload_successful and friends; reloads through
+ * /-/reload are recorded by the server. NULL does nothing. */
+void pd_api_record_reload(struct pd_api_server *s, int ok);
+
+/* Stops accepting, waits for requests in flight to finish, and frees the server;
+ * NULL does nothing. */
+void pd_api_stop(struct pd_api_server *s);
+
+#endif

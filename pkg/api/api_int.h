@@ -1,0 +1,241 @@
+/* api_int.h: what the files of the HTTP API share: the server, one request and
+ * its response, the routes' handler ids for metrics, and the helpers that write
+ * JSON with a sticky error, parse parameters and report errors in Prometheus's
+ * envelope. */
+#ifndef PROFD_API_INT_H
+#define PROFD_API_INT_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profd/api.h"
+#include "profd/labels.h"
+#include "profd/tsdb.h"
+#include "profd/util.h"
+
+struct MHD_Daemon;
+struct MHD_Connection;
+
+/* Handlers as /metrics names them (Prometheus's `handler` label). */
+enum api_handler {
+	H_QUERY_RANGE,
+	H_QUERY,
+	H_SERIES,
+	H_LABELS,
+	H_LABEL_VALUES,
+	H_TARGETS,
+	H_STATUS_CONFIG,
+	H_STATUS_FLAGS,
+	H_STATUS_TSDB,
+	H_STATUS_BUILDINFO,
+	H_PROFILES,
+	H_HEALTHY,
+	H_READY,
+	H_RELOAD,
+	H_METRICS,
+	H_UI,
+	H_OTHER,
+	API_NHANDLERS
+};
+
+extern const char *const api_handler_names[API_NHANDLERS];
+
+/* Status codes counted per handler; others count as "other". */
+#define API_NCODES 12
+extern const unsigned api_codes[API_NCODES];
+/* Request duration histogram buckets (seconds). */
+#define API_NBUCKETS 13
+extern const double api_buckets[API_NBUCKETS];
+
+struct api_counters {
+	uint64_t requests[API_NHANDLERS][API_NCODES + 1];
+	uint64_t dur_bucket[API_NHANDLERS][API_NBUCKETS];
+	uint64_t dur_count[API_NHANDLERS];
+	double dur_sum[API_NHANDLERS];
+	uint64_t queries[3];          /* by mode: single, merge, diff */
+	uint64_t profiles_read;       /* profiles opened by queries */
+	uint64_t profile_bytes_read;  /* their stored bytes */
+	uint64_t merges_truncated;    /* merges cut by max_profiles or max bytes */
+	uint64_t pushed, push_failed; /* POST /api/v1/profiles */
+	uint64_t pushed_bytes;
+	uint64_t reloads, reload_failures;
+	int last_reload_ok;
+	int64_t last_reload_ms;
+};
+
+struct api_metrics {
+	pthread_mutex_t mu;
+	struct api_counters c;
+};
+
+struct pd_api_server {
+	struct MHD_Daemon *mhd;
+	struct pd_api_opts o; /* limits resolved; strings below are copies */
+	char *listen_address;
+	char *version;
+	char **flag_names, **flag_values;
+	size_t nflags;
+	unsigned port;
+	int ready; /* read and written with __atomic builtins */
+	int64_t started_ms;
+
+	/* the query gate: at most max_concurrent_queries at once */
+	pthread_mutex_t qmu;
+	pthread_cond_t qcv;
+	unsigned qrunning;
+
+	struct api_metrics m;
+};
+
+struct api_param {
+	char *name;
+	char *value;
+};
+
+/* One request, from its headers to the end of its response. */
+struct api_req {
+	struct pd_api_server *srv;
+	struct MHD_Connection *conn;
+	const char *method; /* borrowed from MHD */
+	char *path;
+	int route;   /* index into the route table, -1: none */
+	int handler; /* enum api_handler */
+	int is_post, is_head;
+	size_t body_max; /* 0: a body is read and dropped */
+	struct pd_buf body;
+	int body_too_big;
+	struct api_param *params;
+	size_t nparams, cparams;
+	int64_t t0_ns;
+	int64_t now_ms;
+};
+
+/* A response being built. JSON responses hold the success envelope's opening
+ * `{"status":"success","data":` in body; the server closes or replaces it. */
+struct api_resp {
+	unsigned status;
+	int json;
+	const char *content_type;
+	struct pd_buf body;
+	int berr; /* sticky: the first failed append (PD_ETOOBIG, PD_ENOMEM) */
+	int error_set;
+	const char *error_type;
+	char error[PD_ERR_MSG_MAX + 256];
+	char **warnings;
+	size_t nwarnings;
+	char *disposition; /* Content-Disposition, malloc'd */
+	const char *allow; /* for 405 */
+	const char *location;
+	const char *cache_control;
+	int no_gzip; /* the body is already compressed */
+	/* a borrowed body instead of body (UI assets) */
+	const uint8_t *raw;
+	size_t raw_len;
+	int raw_free;
+};
+
+/* ---- JSON output (json.c): every writer is a no-op once w->berr is set ---- */
+
+void jput(struct api_resp *w, const char *s);
+void jputn(struct api_resp *w, const char *s, size_t n);
+void jprintf(struct api_resp *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A JSON string literal via pd_buf_json_string; bytes that are not UTF-8 become
+ * U+FFFD first, as Go's encoding/json does. */
+void jstr(struct api_resp *w, const char *s);
+void ji64(struct api_resp *w, int64_t v);
+void ju64(struct api_resp *w, uint64_t v);
+/* A finite double (NaN and infinities as 0), shortest of %.6g. */
+void jdbl(struct api_resp *w, double v);
+/* Label sets as JSON objects: {"__name__":"heap","job":"api"}. */
+void jlabels_tsdb(struct api_resp *w, const struct pd_tsdb_label *ls, size_t n);
+void jlabels(struct api_resp *w, const struct pd_labels *ls);
+/* As jstr into any buffer; returns pd_buf's code. */
+int api_json_string(struct pd_buf *b, const char *s);
+
+/* ---- errors and warnings (json.c) ------------------------------------------ */
+
+/* Sets the response to an error (the first one wins). */
+void api_error(struct api_resp *w, unsigned status, const char *type, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* 400 bad_data: `invalid parameter "name": ...`, as Prometheus words it. */
+void api_bad_param(struct api_resp *w, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* 500 internal: logs err's message (which may hold paths) and answers only
+ * `what: <error class>`. */
+void api_internal(struct api_resp *w, const char *what, int rc, const struct pd_err *err);
+void api_warn(struct api_resp *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- parameters (params.c) --------------------------------------------------- */
+
+/* The first value of a query or form parameter, or NULL. */
+const char *api_param(const struct api_req *r, const char *name);
+/* Every value of a repeated parameter (match[]); *out is malloc'd (free it), the
+ * strings are borrowed from r. */
+int api_params(const struct api_req *r, const char *name, const char ***out, size_t *n);
+/* Adds name=value (copied). */
+int api_param_add(struct api_req *r, const char *name, size_t nlen, const char *value, size_t vlen);
+/* Parses an application/x-www-form-urlencoded string into r's parameters. */
+int api_params_parse_form(struct api_req *r, const char *s, size_t len);
+
+/* Parameter parsers: 0 on success, -1 after setting a 400 naming the parameter.
+ * A missing or empty parameter gives def. */
+int api_time_param(const struct api_req *r, struct api_resp *w, const char *name, int64_t def,
+                   int64_t *out);
+/* Durations as Prometheus's API takes them: float seconds or `5m`, `1h30m`. */
+int api_duration_param(const struct api_req *r, struct api_resp *w, const char *name, int64_t def,
+                       int64_t *out);
+int api_uint_param(const struct api_req *r, struct api_resp *w, const char *name, uint64_t def,
+                   uint64_t *out);
+int api_int_param(const struct api_req *r, struct api_resp *w, const char *name, int64_t def,
+                  int64_t *out);
+int api_double_param(const struct api_req *r, struct api_resp *w, const char *name, double def,
+                     double lo, double hi, double *out);
+
+/* A parsed selector with its tsdb matchers. */
+struct api_sel {
+	struct pd_labels_selector *sel;
+	struct pd_tsdb_matcher *m;
+	size_t nm;
+};
+/* Parses text as a series selector for parameter name. */
+int api_sel_parse(struct api_resp *w, const char *name, const char *text, struct api_sel *s);
+void api_sel_fini(struct api_sel *s);
+
+/* start/end with query_range's defaults (end: now, start: end - 1h) and checks:
+ * end not before start, end - start within max_range_ms. prefix is "" or "a.". */
+int api_range_params(const struct api_req *r, struct api_resp *w, const char *prefix,
+                     int64_t *start, int64_t *end);
+
+/* ---- handlers ------------------------------------------------------------------ */
+
+void api_query_range(struct api_req *r, struct api_resp *w);
+void api_query(struct api_req *r, struct api_resp *w);
+void api_series(struct api_req *r, struct api_resp *w);
+void api_labels(struct api_req *r, struct api_resp *w);
+void api_label_values(struct api_req *r, struct api_resp *w);
+void api_targets(struct api_req *r, struct api_resp *w);
+void api_status_config(struct api_req *r, struct api_resp *w);
+void api_status_flags(struct api_req *r, struct api_resp *w);
+void api_status_tsdb(struct api_req *r, struct api_resp *w);
+void api_status_buildinfo(struct api_req *r, struct api_resp *w);
+void api_push(struct api_req *r, struct api_resp *w);
+void api_metrics(struct api_req *r, struct api_resp *w);
+
+/* Records a finished request in the metrics. */
+void api_metrics_observe(struct pd_api_server *s, int handler, unsigned status, double seconds);
+
+/* ---- misc ------------------------------------------------------------------------ */
+
+int64_t api_now_ms(void);
+/* The compiler that built it, e.g. "gcc 12.2.0". */
+#if defined(__clang__)
+#define API_COMPILER "clang " __clang_version__
+#elif defined(__GNUC__)
+#define API_COMPILER "gcc " __VERSION__
+#else
+#define API_COMPILER "cc"
+#endif
+
+#endif

@@ -1,0 +1,218 @@
+/* json.c: writing the API's JSON: strings (always through pd_buf_json_string,
+ * after replacing bytes that are not UTF-8), numbers, label sets, and the
+ * error and warning parts of Prometheus's response envelope. Writers keep a
+ * sticky error in the response, so a handler checks once at the end. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_int.h"
+
+void jputn(struct api_resp *w, const char *s, size_t n)
+{
+	if (!w->berr)
+		w->berr = pd_buf_append(&w->body, s, n);
+}
+
+void jput(struct api_resp *w, const char *s)
+{
+	jputn(w, s, strlen(s));
+}
+
+void jprintf(struct api_resp *w, const char *fmt, ...)
+{
+	char small[256];
+	va_list ap;
+	if (w->berr)
+		return;
+	va_start(ap, fmt);
+	int n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		w->berr = PD_EINVAL;
+		return;
+	}
+	if ((size_t)n < sizeof(small)) {
+		jputn(w, small, (size_t)n);
+		return;
+	}
+	char *big = malloc((size_t)n + 1);
+	if (!big) {
+		w->berr = PD_ENOMEM;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(big, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	jputn(w, big, (size_t)n);
+	free(big);
+}
+
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not one. */
+static size_t utf8_seq(const unsigned char *p)
+{
+	unsigned c = p[0];
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+		if (p[1] < lo || p[1] > hi || (p[2] & 0xc0) != 0x80)
+			return 0;
+		return 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+		if (p[1] < lo || p[1] > hi || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80)
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+int api_json_string(struct pd_buf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t bad = 0, len = 0;
+	while (p[len]) {
+		size_t k = utf8_seq(p + len);
+		if (!k) {
+			bad++;
+			k = 1;
+		}
+		len += k;
+	}
+	if (!bad)
+		return pd_buf_json_string(b, s);
+	/* each bad byte becomes the 3 bytes of U+FFFD */
+	char *fixed = malloc(len + 2 * bad + 1);
+	if (!fixed)
+		return PD_ENOMEM;
+	size_t o = 0;
+	for (size_t i = 0; i < len;) {
+		size_t k = utf8_seq(p + i);
+		if (!k) {
+			memcpy(fixed + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+			continue;
+		}
+		memcpy(fixed + o, p + i, k);
+		o += k;
+		i += k;
+	}
+	fixed[o] = '\0';
+	int rc = pd_buf_json_string(b, fixed);
+	free(fixed);
+	return rc;
+}
+
+void jstr(struct api_resp *w, const char *s)
+{
+	if (!w->berr)
+		w->berr = api_json_string(&w->body, s ? s : "");
+}
+
+void ji64(struct api_resp *w, int64_t v)
+{
+	jprintf(w, "%lld", (long long)v);
+}
+
+void ju64(struct api_resp *w, uint64_t v)
+{
+	jprintf(w, "%llu", (unsigned long long)v);
+}
+
+void jdbl(struct api_resp *w, double v)
+{
+	if (!isfinite(v))
+		v = 0;
+	if (v == 0) {
+		jput(w, "0");
+		return;
+	}
+	jprintf(w, "%.6g", v);
+}
+
+void jlabels_tsdb(struct api_resp *w, const struct pd_tsdb_label *ls, size_t n)
+{
+	jput(w, "{");
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			jput(w, ",");
+		jstr(w, ls[i].name);
+		jput(w, ":");
+		jstr(w, ls[i].value);
+	}
+	jput(w, "}");
+}
+
+void jlabels(struct api_resp *w, const struct pd_labels *ls)
+{
+	jput(w, "{");
+	size_t n = ls ? pd_labels_len(ls) : 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct pd_label *l = pd_labels_at(ls, i);
+		if (i)
+			jput(w, ",");
+		jstr(w, l->name);
+		jput(w, ":");
+		jstr(w, l->value);
+	}
+	jput(w, "}");
+}
+
+static void verror(struct api_resp *w, unsigned status, const char *type, const char *prefix,
+                   const char *fmt, va_list ap)
+{
+	if (w->error_set)
+		return;
+	w->error_set = 1;
+	w->status = status;
+	w->error_type = type;
+	size_t n = (size_t)snprintf(w->error, sizeof(w->error), "%s", prefix);
+	if (n < sizeof(w->error))
+		vsnprintf(w->error + n, sizeof(w->error) - n, fmt, ap);
+}
+
+void api_error(struct api_resp *w, unsigned status, const char *type, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	verror(w, status, type, "", fmt, ap);
+	va_end(ap);
+}
+
+void api_bad_param(struct api_resp *w, const char *name, const char *fmt, ...)
+{
+	char prefix[160];
+	va_list ap;
+	snprintf(prefix, sizeof(prefix), "invalid parameter \"%s\": ", name);
+	va_start(ap, fmt);
+	verror(w, 400, "bad_data", prefix, fmt, ap);
+	va_end(ap);
+}
+
+void api_internal(struct api_resp *w, const char *what, int rc, const struct pd_err *err)
+{
+	int code = rc < 0 ? rc : PD_EIO;
+	pd_log_error("api", "%s: %s", what, err && err->msg[0] ? err->msg : pd_strerror(code));
+	api_error(w, 500, "internal", "%s: %s", what, pd_strerror(code));
+}
+
+void api_warn(struct api_resp *w, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	char **nw = realloc(w->warnings, (w->nwarnings + 1) * sizeof(*nw));
+	if (!nw)
+		return;
+	w->warnings = nw;
+	if ((nw[w->nwarnings] = strdup(buf)))
+		w->nwarnings++;
+}

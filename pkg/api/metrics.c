@@ -1,0 +1,331 @@
+/* metrics.c: /metrics in the Prometheus text exposition format (0.0.4): the
+ * server's own counters (HTTP requests by handler and code, request durations
+ * as a histogram, queries, pushes, reloads), the scrape manager's and the
+ * store's statistics, process metrics as client_golang names them
+ * (process_cpu_seconds_total, process_resident_memory_bytes, ...), and
+ * profd_build_info. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "api_int.h"
+#include "profd/scrape.h"
+
+const unsigned api_codes[API_NCODES] = {200, 204, 302, 304, 400, 403, 404, 405, 413, 422, 500, 503};
+const double api_buckets[API_NBUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                          1,     2.5,  5,     10,   30,  60};
+
+void api_metrics_observe(struct pd_api_server *s, int handler, unsigned status, double seconds)
+{
+	size_t c = API_NCODES;
+	for (size_t i = 0; i < API_NCODES; i++)
+		if (api_codes[i] == status)
+			c = i;
+	pthread_mutex_lock(&s->m.mu);
+	s->m.c.requests[handler][c]++;
+	for (size_t b = 0; b < API_NBUCKETS; b++)
+		if (seconds <= api_buckets[b])
+			s->m.c.dur_bucket[handler][b]++;
+	s->m.c.dur_count[handler]++;
+	s->m.c.dur_sum[handler] += seconds;
+	pthread_mutex_unlock(&s->m.mu);
+}
+
+void pd_api_record_reload(struct pd_api_server *s, int ok)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->m.mu);
+	s->m.c.reloads++;
+	s->m.c.last_reload_ok = ok ? 1 : 0;
+	if (ok)
+		s->m.c.last_reload_ms = api_now_ms();
+	else
+		s->m.c.reload_failures++;
+	pthread_mutex_unlock(&s->m.mu);
+}
+
+static void family(struct api_resp *w, const char *name, const char *type, const char *help)
+{
+	jprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void sample_u(struct api_resp *w, const char *name, uint64_t v)
+{
+	jprintf(w, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static void sample_d(struct api_resp *w, const char *name, double v)
+{
+	jprintf(w, "%s %.17g\n", name, v);
+}
+
+/* A label value as the exposition format escapes it: \\, \" and \n. */
+static void label_value(struct api_resp *w, const char *v)
+{
+	jput(w, "\"");
+	for (const char *p = v; *p; p++) {
+		if (*p == '\\')
+			jput(w, "\\\\");
+		else if (*p == '"')
+			jput(w, "\\\"");
+		else if (*p == '\n')
+			jput(w, "\\n");
+		else
+			jputn(w, p, 1);
+	}
+	jput(w, "\"");
+}
+
+/* Process start time from /proc/self/stat (field 22, clock ticks since boot)
+ * and the boot time in /proc/stat; 0 when unknown. */
+static double process_start_time(void)
+{
+	char buf[1024];
+	double btime = 0;
+	unsigned long long start = 0;
+	FILE *f = fopen("/proc/stat", "r");
+	if (!f)
+		return 0;
+	while (fgets(buf, sizeof(buf), f))
+		if (strncmp(buf, "btime ", 6) == 0)
+			btime = strtod(buf + 6, NULL);
+	fclose(f);
+	f = fopen("/proc/self/stat", "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	/* after ") " come fields 3, 4, ...: skip to field 22 */
+	p += 2;
+	for (int field = 3; field < 22 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (!p)
+		return 0;
+	start = strtoull(p, NULL, 10);
+	long hz = sysconf(_SC_CLK_TCK);
+	return hz > 0 ? btime + (double)start / (double)hz : 0;
+}
+
+static void process_metrics(struct api_resp *w)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0) {
+		double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+		             (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+		family(w, "process_cpu_seconds_total", "counter",
+		       "Total user and system CPU time spent in seconds.");
+		sample_d(w, "process_cpu_seconds_total", cpu);
+	}
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		unsigned long long size = 0, resident = 0;
+		if (fscanf(f, "%llu %llu", &size, &resident) == 2) {
+			long page = sysconf(_SC_PAGESIZE);
+			family(w, "process_resident_memory_bytes", "gauge",
+			       "Resident memory size in bytes.");
+			sample_u(w, "process_resident_memory_bytes",
+			         resident * (unsigned long long)page);
+			family(w, "process_virtual_memory_bytes", "gauge",
+			       "Virtual memory size in bytes.");
+			sample_u(w, "process_virtual_memory_bytes",
+			         size * (unsigned long long)page);
+		}
+		fclose(f);
+	}
+	DIR *d = opendir("/proc/self/fd");
+	if (d) {
+		uint64_t n = 0;
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				n++;
+		closedir(d);
+		family(w, "process_open_fds", "gauge", "Number of open file descriptors.");
+		sample_u(w, "process_open_fds", n > 0 ? n - 1 : 0); /* less the DIR's own */
+	}
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		family(w, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
+		sample_u(w, "process_max_fds", rl.rlim_cur == RLIM_INFINITY ? 0 : rl.rlim_cur);
+	}
+	double st = process_start_time();
+	if (st > 0) {
+		family(w, "process_start_time_seconds", "gauge",
+		       "Start time of the process since unix epoch in seconds.");
+		sample_d(w, "process_start_time_seconds", st);
+	}
+}
+
+void api_metrics(struct api_req *r, struct api_resp *w)
+{
+	struct pd_api_server *s = r->srv;
+	struct api_counters m;
+	w->content_type = "text/plain; version=0.0.4; charset=utf-8";
+
+	family(w, "profd_build_info", "gauge",
+	       "A metric with a constant '1' value labeled by version and compiler from which "
+	       "profd was built.");
+	jput(w, "profd_build_info{version=");
+	label_value(w, s->version);
+	jput(w, ",compiler=");
+	label_value(w, API_COMPILER);
+	jput(w, "} 1\n");
+
+	/* scraping */
+	if (s->o.scrape) {
+		struct pd_scrape_stats ss;
+		pd_scrape_manager_stats(s->o.scrape, &ss);
+		family(w, "profd_scrapes_total", "counter", "Scrapes by result.");
+		jprintf(w, "profd_scrapes_total{result=\"success\"} %llu\n",
+		        (unsigned long long)ss.scrapes_ok);
+		jprintf(w, "profd_scrapes_total{result=\"failure\"} %llu\n",
+		        (unsigned long long)ss.scrapes_failed);
+		family(w, "profd_scrape_bytes_total", "counter",
+		       "Bytes of profiles scraped, after content decoding.");
+		sample_u(w, "profd_scrape_bytes_total", ss.bytes_scraped);
+		family(w, "profd_scrape_targets", "gauge", "Scrape targets by state.");
+		jprintf(w, "profd_scrape_targets{state=\"active\"} %llu\n",
+		        (unsigned long long)ss.active_targets);
+		jprintf(w, "profd_scrape_targets{state=\"dropped\"} %llu\n",
+		        (unsigned long long)ss.dropped_targets);
+		pthread_mutex_lock(&s->m.mu);
+		uint64_t pushed = s->m.c.pushed;
+		pthread_mutex_unlock(&s->m.mu);
+		family(w, "profd_profiles_appended_total", "counter",
+		       "Profiles appended to the store, by source.");
+		jprintf(w, "profd_profiles_appended_total{source=\"scrape\"} %llu\n",
+		        (unsigned long long)ss.profiles_appended);
+		jprintf(w, "profd_profiles_appended_total{source=\"push\"} %llu\n",
+		        (unsigned long long)pushed);
+	} else {
+		pthread_mutex_lock(&s->m.mu);
+		uint64_t pushed = s->m.c.pushed;
+		pthread_mutex_unlock(&s->m.mu);
+		family(w, "profd_profiles_appended_total", "counter",
+		       "Profiles appended to the store, by source.");
+		jprintf(w, "profd_profiles_appended_total{source=\"push\"} %llu\n",
+		        (unsigned long long)pushed);
+	}
+
+	/* the store */
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(s->o.db, &st);
+	family(w, "profd_tsdb_head_series", "gauge", "Series in the head.");
+	sample_u(w, "profd_tsdb_head_series", st.head_series);
+	family(w, "profd_tsdb_head_samples", "gauge", "Profiles in the head.");
+	sample_u(w, "profd_tsdb_head_samples", st.head_samples);
+	family(w, "profd_tsdb_head_chunks", "gauge", "Chunks in the head.");
+	sample_u(w, "profd_tsdb_head_chunks", st.head_chunks);
+	if (st.head_series && st.head_mint <= st.head_maxt) {
+		family(w, "profd_tsdb_head_min_time", "gauge",
+		       "Minimum time bound of the head block, in milliseconds.");
+		jprintf(w, "profd_tsdb_head_min_time %lld\n", (long long)st.head_mint);
+		family(w, "profd_tsdb_head_max_time", "gauge",
+		       "Maximum timestamp of the head block, in milliseconds.");
+		jprintf(w, "profd_tsdb_head_max_time %lld\n", (long long)st.head_maxt);
+	}
+	family(w, "profd_tsdb_blocks_loaded", "gauge", "Number of currently loaded data blocks.");
+	sample_u(w, "profd_tsdb_blocks_loaded", st.blocks);
+	family(w, "profd_tsdb_storage_blocks_bytes", "gauge",
+	       "The number of bytes that are currently used for local storage by all blocks.");
+	sample_u(w, "profd_tsdb_storage_blocks_bytes", st.block_bytes);
+	family(w, "profd_tsdb_wal_storage_size_bytes", "gauge", "Size of the write log directory.");
+	sample_u(w, "profd_tsdb_wal_storage_size_bytes", st.wal_bytes);
+	family(w, "profd_tsdb_compactions_total", "counter", "Total number of compactions run.");
+	sample_u(w, "profd_tsdb_compactions_total", st.compactions);
+	family(w, "profd_tsdb_retention_deletions_total", "counter",
+	       "Blocks deleted because of the time or size retention.");
+	sample_u(w, "profd_tsdb_retention_deletions_total", st.retention_deletions);
+
+	/* the API */
+	pthread_mutex_lock(&s->m.mu);
+	m = s->m.c;
+	pthread_mutex_unlock(&s->m.mu);
+	unsigned running;
+	pthread_mutex_lock(&s->qmu);
+	running = s->qrunning;
+	pthread_mutex_unlock(&s->qmu);
+	family(w, "profd_http_requests_total", "counter",
+	       "Counter of HTTP requests by handler and status code.");
+	for (int h = 0; h < API_NHANDLERS; h++)
+		for (int c = 0; c <= API_NCODES; c++) {
+			if (!m.requests[h][c])
+				continue;
+			jprintf(w, "profd_http_requests_total{code=\"");
+			if (c < API_NCODES)
+				jprintf(w, "%u", api_codes[c]);
+			else
+				jput(w, "other");
+			jput(w, "\",handler=");
+			label_value(w, api_handler_names[h]);
+			jprintf(w, "} %llu\n", (unsigned long long)m.requests[h][c]);
+		}
+	family(w, "profd_http_request_duration_seconds", "histogram",
+	       "Histogram of latencies for HTTP requests.");
+	for (int h = 0; h < API_NHANDLERS; h++) {
+		if (!m.dur_count[h])
+			continue;
+		for (int b = 0; b < API_NBUCKETS; b++) {
+			jput(w, "profd_http_request_duration_seconds_bucket{handler=");
+			label_value(w, api_handler_names[h]);
+			jprintf(w, ",le=\"%g\"} %llu\n", api_buckets[b],
+			        (unsigned long long)m.dur_bucket[h][b]);
+		}
+		jput(w, "profd_http_request_duration_seconds_bucket{handler=");
+		label_value(w, api_handler_names[h]);
+		jprintf(w, ",le=\"+Inf\"} %llu\n", (unsigned long long)m.dur_count[h]);
+		jput(w, "profd_http_request_duration_seconds_sum{handler=");
+		label_value(w, api_handler_names[h]);
+		jprintf(w, "} %.17g\n", m.dur_sum[h]);
+		jput(w, "profd_http_request_duration_seconds_count{handler=");
+		label_value(w, api_handler_names[h]);
+		jprintf(w, "} %llu\n", (unsigned long long)m.dur_count[h]);
+	}
+	family(w, "profd_queries_total", "counter", "Profile queries (/api/v1/query) by mode.");
+	static const char *const modes[] = {"single", "merge", "diff"};
+	for (int i = 0; i < 3; i++)
+		jprintf(w, "profd_queries_total{mode=\"%s\"} %llu\n", modes[i],
+		        (unsigned long long)m.queries[i]);
+	family(w, "profd_queries_running", "gauge", "Queries running now.");
+	sample_u(w, "profd_queries_running", running);
+	family(w, "profd_query_profiles_read_total", "counter",
+	       "Profiles read from the store by queries.");
+	sample_u(w, "profd_query_profiles_read_total", m.profiles_read);
+	family(w, "profd_query_profile_bytes_read_total", "counter",
+	       "Stored bytes of the profiles read by queries.");
+	sample_u(w, "profd_query_profile_bytes_read_total", m.profile_bytes_read);
+	family(w, "profd_query_merges_truncated_total", "counter",
+	       "Merges cut short by the profile count or byte limit.");
+	sample_u(w, "profd_query_merges_truncated_total", m.merges_truncated);
+	family(w, "profd_push_failures_total", "counter",
+	       "Pushed profiles refused (bad labels, invalid profile, out of order) or failed.");
+	sample_u(w, "profd_push_failures_total", m.push_failed);
+	family(w, "profd_push_bytes_total", "counter", "Stored bytes of pushed profiles.");
+	sample_u(w, "profd_push_bytes_total", m.pushed_bytes);
+	family(w, "profd_config_last_reload_successful", "gauge",
+	       "Whether the last configuration reload attempt was successful.");
+	sample_u(w, "profd_config_last_reload_successful", (uint64_t)m.last_reload_ok);
+	family(w, "profd_config_last_reload_success_timestamp_seconds", "gauge",
+	       "Timestamp of the last successful configuration reload.");
+	sample_d(w, "profd_config_last_reload_success_timestamp_seconds",
+	         (double)m.last_reload_ms / 1000.0);
+	family(w, "profd_config_reloads_total", "counter", "Configuration reloads, by result.");
+	jprintf(w, "profd_config_reloads_total{result=\"success\"} %llu\n",
+	        (unsigned long long)(m.reloads - m.reload_failures));
+	jprintf(w, "profd_config_reloads_total{result=\"failure\"} %llu\n",
+	        (unsigned long long)m.reload_failures);
+
+	process_metrics(w);
+}

@@ -1,0 +1,752 @@
+/* query.c: the query endpoints. /api/v1/query_range lists the timestamps of the
+ * series a selector picks, reading timestamp chunks only. /api/v1/query opens
+ * profiles: one (mode=single, the sample at a time or the nearest before it
+ * within the lookback), a merge of every matching profile in a range
+ * (mode=merge, incremental and bounded by a count and a byte budget), or the
+ * difference of two such sides (mode=diff, b - a as pprof's -diff_base=a), and
+ * reports on the result: meta, top, flamegraph, or proto (the gzip pprof file
+ * as a download). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api_int.h"
+#include "profd/config.h"
+#include "profd/pprof.h"
+
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+	if (b > 0 && a < INT64_MIN + b)
+		return INT64_MIN;
+	return a - b;
+}
+
+/* `heap{instance="a:1", job="api"}` for messages. */
+static void series_string(const struct pd_tsdb_label *ls, size_t n, char *out, size_t size)
+{
+	struct pd_buf b;
+	pd_buf_init(&b, size > 1 ? size - 1 : 1);
+	const char *name = "";
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(ls[i].name, PD_LABELS_METRIC_NAME) == 0)
+			name = ls[i].value;
+	pd_buf_append(&b, name, strlen(name));
+	pd_buf_append(&b, "{", 1);
+	int first = 1;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(ls[i].name, PD_LABELS_METRIC_NAME) == 0)
+			continue;
+		if (!first)
+			pd_buf_append(&b, ", ", 2);
+		pd_buf_append(&b, ls[i].name, strlen(ls[i].name));
+		pd_buf_append(&b, "=", 1);
+		pd_labels_quote(&b, ls[i].value, strlen(ls[i].value));
+		first = 0;
+	}
+	pd_buf_append(&b, "}", 1);
+	snprintf(out, size, "%.*s", (int)b.len, b.data ? (const char *)b.data : "");
+	pd_buf_fini(&b);
+}
+
+static const char *series_name(const struct pd_tsdb_series *s)
+{
+	for (size_t i = 0; i < s->nlabels; i++)
+		if (strcmp(s->labels[i].name, PD_LABELS_METRIC_NAME) == 0)
+			return s->labels[i].value;
+	return NULL;
+}
+
+/* ---- query_range ------------------------------------------------------------ */
+
+void api_query_range(struct api_req *r, struct api_resp *w)
+{
+	struct pd_api_server *s = r->srv;
+	struct api_sel sel = {0};
+	struct pd_tsdb_result *res = NULL;
+	struct pd_err err = {0};
+	int64_t start, end;
+	uint64_t limit;
+	if (api_sel_parse(w, "query", api_param(r, "query"), &sel) ||
+	    api_range_params(r, w, "", &start, &end) || api_uint_param(r, w, "limit", 0, &limit))
+		goto out;
+	size_t want = limit && limit < SIZE_MAX ? (size_t)limit + 1 : 0;
+	int rc = pd_tsdb_select(s->o.db, sel.m, sel.nm, start, end, want, &res, &err);
+	if (rc) {
+		api_internal(w, "listing series failed", rc, &err);
+		goto out;
+	}
+	size_t n = res->nseries;
+	if (limit && n > limit) {
+		n = (size_t)limit;
+		api_warn(w, "results truncated due to limit");
+	}
+	jput(w, "[");
+	for (size_t i = 0; i < n && !w->berr; i++) {
+		const struct pd_tsdb_series *se = &res->series[i];
+		jput(w, i ? ",{\"labels\":" : "{\"labels\":");
+		jlabels_tsdb(w, se->labels, se->nlabels);
+		jput(w, ",\"timestamps\":[");
+		for (size_t k = 0; k < se->nts; k++) {
+			if (k)
+				jput(w, ",");
+			ji64(w, se->ts[k]);
+		}
+		jput(w, "]}");
+	}
+	jput(w, "]");
+out:
+	pd_tsdb_result_destroy(res);
+	api_sel_fini(&sel);
+}
+
+/* ---- loading profiles -------------------------------------------------------- */
+
+enum { MODE_SINGLE, MODE_MERGE, MODE_DIFF };
+enum { REPORT_META, REPORT_TOP, REPORT_FLAME, REPORT_PROTO };
+
+/* One side of a query: a single profile or a merge. */
+struct side {
+	char pfx[4];    /* "", "a." or "b." */
+	char qname[32]; /* the selector's parameter name, for errors */
+	struct api_sel sel;
+	int merge;
+	int64_t t, start, end; /* single: t; merge: [start, end] */
+	int64_t lookback;      /* single: how far before t a sample may be */
+	struct pd_tsdb_result *res;
+	unsigned char *used; /* per series of res: contributed */
+	size_t nseries;      /* series that contributed */
+	size_t nprofiles;
+	int64_t mint, maxt; /* sample times that contributed */
+	uint8_t *raw;       /* single: the stored bytes */
+	size_t rawlen;
+	struct pd_pprof_profile *prof;
+	int found;
+};
+
+static void side_fini(struct side *sd)
+{
+	api_sel_fini(&sd->sel);
+	pd_tsdb_result_destroy(sd->res);
+	free(sd->used);
+	free(sd->raw);
+	pd_pprof_destroy(sd->prof);
+	memset(sd, 0, sizeof(*sd));
+}
+
+static const char *pname(const struct side *sd, const char *base, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s%s", sd->pfx, base);
+	return buf;
+}
+
+/* Reads the side's parameters: its selector (a.query falling back to query), and
+ * a time, or a range when merging. */
+static int side_params(struct api_req *r, struct api_resp *w, struct side *sd, const char *pfx,
+                       int mode)
+{
+	char n[32];
+	snprintf(sd->pfx, sizeof(sd->pfx), "%s", pfx);
+	const char *q = api_param(r, pname(sd, "query", n, sizeof(n)));
+	snprintf(sd->qname, sizeof(sd->qname), "%s", n);
+	if (!q && *pfx) {
+		q = api_param(r, "query");
+		if (q)
+			snprintf(sd->qname, sizeof(sd->qname), "query");
+	}
+	if (api_sel_parse(w, sd->qname, q, &sd->sel))
+		return -1;
+	if (mode == MODE_MERGE)
+		sd->merge = 1;
+	else if (mode == MODE_DIFF)
+		sd->merge = api_param(r, pname(sd, "start", n, sizeof(n))) ||
+		            api_param(r, pname(sd, "end", n, sizeof(n)));
+	if (sd->merge)
+		return api_range_params(r, w, pfx, &sd->start, &sd->end);
+	return api_time_param(r, w, pname(sd, "time", n, sizeof(n)), r->now_ms, &sd->t);
+}
+
+static void count_read(struct pd_api_server *s, size_t len)
+{
+	pthread_mutex_lock(&s->m.mu);
+	s->m.c.profiles_read++;
+	s->m.c.profile_bytes_read += len;
+	pthread_mutex_unlock(&s->m.mu);
+}
+
+static int decode_stored(struct api_resp *w, const uint8_t *raw, size_t len,
+                         struct pd_pprof_profile **out)
+{
+	struct pd_err err = {0};
+	int rc = pd_pprof_decode(out, raw, len, NULL, &err);
+	if (rc)
+		api_internal(w, "a stored profile could not be decoded", rc, &err);
+	return rc ? -1 : 0;
+}
+
+static int load_single(struct api_req *r, struct api_resp *w, struct side *sd, int decode)
+{
+	struct pd_api_server *s = r->srv;
+	struct pd_err err = {0};
+	int64_t lo = sat_sub(sd->t, sd->lookback);
+	int rc = pd_tsdb_select(s->o.db, sd->sel.m, sd->sel.nm, lo, sd->t, 0, &sd->res, &err);
+	if (rc) {
+		api_internal(w, "listing series failed", rc, &err);
+		return -1;
+	}
+	if (sd->res->nseries == 0)
+		return 0;
+	if (sd->res->nseries > 1) {
+		char a[512], b[512], lb[64];
+		const struct pd_tsdb_series *s0 = &sd->res->series[0], *s1 = &sd->res->series[1];
+		series_string(s0->labels, s0->nlabels, a, sizeof(a));
+		series_string(s1->labels, s1->nlabels, b, sizeof(b));
+		pd_config_format_duration(sd->lookback, lb, sizeof(lb));
+		api_bad_param(
+		    w, sd->qname,
+		    "the selector matches %zu series with a profile at or up to %s before "
+		    "the time (%s, %s%s); a single profile needs exactly one: narrow the "
+		    "selector or use mode=merge",
+		    sd->res->nseries, lb, a, b, sd->res->nseries > 2 ? ", ..." : "");
+		return -1;
+	}
+	const struct pd_tsdb_series *se = &sd->res->series[0];
+	int64_t at = se->ts[se->nts - 1];
+	rc = pd_tsdb_read(s->o.db, se->labels, se->nlabels, at, &sd->raw, &sd->rawlen, &err);
+	if (rc == PD_ENOTFOUND)
+		return 0; /* deleted by retention in between */
+	if (rc) {
+		api_internal(w, "reading a profile failed", rc, &err);
+		return -1;
+	}
+	count_read(s, sd->rawlen);
+	if (decode && decode_stored(w, sd->raw, sd->rawlen, &sd->prof))
+		return -1;
+	sd->used = calloc(1, 1);
+	if (!sd->used) {
+		api_error(w, 500, "internal", "out of memory");
+		return -1;
+	}
+	sd->used[0] = 1;
+	sd->found = 1;
+	sd->nprofiles = sd->nseries = 1;
+	sd->mint = sd->maxt = at;
+	return 0;
+}
+
+struct item {
+	int64_t t;
+	size_t series;
+};
+
+static int item_cmp(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->series < y->series ? -1 : x->series > y->series;
+}
+
+static int load_merge(struct api_req *r, struct api_resp *w, struct side *sd, uint64_t max_profiles)
+{
+	struct pd_api_server *s = r->srv;
+	struct pd_err err = {0};
+	struct item *items = NULL;
+	struct pd_pprof_merger *mg = NULL;
+	int ret = -1;
+	int rc =
+	    pd_tsdb_select(s->o.db, sd->sel.m, sd->sel.nm, sd->start, sd->end, 0, &sd->res, &err);
+	if (rc) {
+		api_internal(w, "listing series failed", rc, &err);
+		return -1;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < sd->res->nseries; i++)
+		n += sd->res->series[i].nts;
+	if (n == 0)
+		return 0;
+	items = malloc(n * sizeof(*items));
+	sd->used = calloc(sd->res->nseries, 1);
+	if (!items || !sd->used) {
+		api_error(w, 500, "internal", "out of memory");
+		goto out;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < sd->res->nseries; i++)
+		for (size_t j = 0; j < sd->res->series[i].nts; j++)
+			items[k++] = (struct item){sd->res->series[i].ts[j], i};
+	qsort(items, n, sizeof(*items), item_cmp);
+	if ((rc = pd_pprof_merger_create(&mg, &err))) {
+		api_internal(w, "merging failed", rc, &err);
+		goto out;
+	}
+	uint64_t bytes = 0;
+	const char *cut = NULL;
+	size_t i;
+	for (i = 0; i < n; i++) {
+		const struct pd_tsdb_series *se = &sd->res->series[items[i].series];
+		uint8_t *raw = NULL;
+		size_t len = 0;
+		struct pd_pprof_profile *p = NULL;
+		if (sd->nprofiles >= max_profiles) {
+			cut = "max_profiles";
+			break;
+		}
+		rc = pd_tsdb_read(s->o.db, se->labels, se->nlabels, items[i].t, &raw, &len, &err);
+		if (rc == PD_ENOTFOUND)
+			continue;
+		if (rc) {
+			api_internal(w, "reading a profile failed", rc, &err);
+			goto out;
+		}
+		count_read(s, len);
+		if (bytes + len > s->o.max_merge_bytes) {
+			free(raw);
+			cut = "the server's limit on bytes read by a merge";
+			break;
+		}
+		bytes += len;
+		if (decode_stored(w, raw, len, &p)) {
+			free(raw);
+			goto out;
+		}
+		free(raw);
+		rc = pd_pprof_merger_add(mg, p, &err);
+		pd_pprof_destroy(p);
+		if (rc == PD_EINCOMPAT || rc == PD_EINVAL) {
+			char a[512];
+			series_string(se->labels, se->nlabels, a, sizeof(a));
+			api_bad_param(w, sd->qname,
+			              "the matching profiles cannot be merged: %s (adding %s at %lld); "
+			              "select one profile type",
+			              err.msg, a, (long long)items[i].t);
+			goto out;
+		}
+		if (rc) {
+			api_internal(w, "merging failed", rc, &err);
+			goto out;
+		}
+		if (!sd->nprofiles)
+			sd->mint = items[i].t;
+		sd->maxt = items[i].t;
+		sd->nprofiles++;
+		if (!sd->used[items[i].series]) {
+			sd->used[items[i].series] = 1;
+			sd->nseries++;
+		}
+	}
+	if (cut) {
+		char t0[40], t1[40];
+		pd_time_format(sd->mint, t0, sizeof(t0));
+		pd_time_format(sd->maxt, t1, sizeof(t1));
+		api_warn(
+		    w,
+		    "%smerge cut at %zu of %zu profiles by %s: the merged profiles span %s to %s; "
+		    "narrow the range for the rest",
+		    sd->pfx, sd->nprofiles, n, cut, t0, t1);
+		pthread_mutex_lock(&s->m.mu);
+		s->m.c.merges_truncated++;
+		pthread_mutex_unlock(&s->m.mu);
+	}
+	if (sd->nprofiles == 0) {
+		ret = 0;
+		goto out;
+	}
+	rc = pd_pprof_merger_finish(mg, &sd->prof, &err);
+	mg = NULL;
+	if (rc) {
+		api_internal(w, "merging failed", rc, &err);
+		goto out;
+	}
+	sd->found = 1;
+	ret = 0;
+out:
+	pd_pprof_merger_destroy(mg);
+	free(items);
+	return ret;
+}
+
+static int side_load(struct api_req *r, struct api_resp *w, struct side *sd, int decode,
+                     uint64_t max_profiles)
+{
+	return sd->merge ? load_merge(r, w, sd, max_profiles) : load_single(r, w, sd, decode);
+}
+
+/* ---- reports ----------------------------------------------------------------- */
+
+static void side_summary(struct api_resp *w, const struct side *sd)
+{
+	jput(w, "\"profileCount\":");
+	ju64(w, sd->nprofiles);
+	jput(w, ",\"seriesCount\":");
+	ju64(w, sd->nseries);
+	jput(w, ",\"minTime\":");
+	ji64(w, sd->mint);
+	jput(w, ",\"maxTime\":");
+	ji64(w, sd->maxt);
+	if (!sd->merge) {
+		jput(w, ",\"timestamp\":");
+		ji64(w, sd->mint);
+	}
+	jput(w, ",\"series\":[");
+	size_t shown = 0;
+	for (size_t i = 0; sd->res && i < sd->res->nseries && shown < 100; i++) {
+		if (!sd->used[i])
+			continue;
+		if (shown++)
+			jput(w, ",");
+		jlabels_tsdb(w, sd->res->series[i].labels, sd->res->series[i].nlabels);
+	}
+	jput(w, "]");
+}
+
+static void report_meta(struct api_resp *w, const struct pd_pprof_profile *p,
+                        const struct side *sides, size_t nsides)
+{
+	int def = pd_pprof_default_sample_index(p);
+	jput(w, "{\"sampleTypes\":[");
+	for (size_t i = 0; i < pd_pprof_sample_type_count(p); i++) {
+		jput(w, i ? ",{\"type\":" : "{\"type\":");
+		jstr(w, pd_pprof_sample_type(p, i));
+		jput(w, ",\"unit\":");
+		jstr(w, pd_pprof_sample_unit(p, i));
+		jput(w, ",\"total\":");
+		ji64(w, pd_pprof_total(p, (int)i));
+		jput(w, "}");
+	}
+	jput(w, "],\"defaultSampleType\":");
+	if (def >= 0)
+		jstr(w, pd_pprof_sample_type(p, (size_t)def));
+	else
+		jput(w, "null");
+	jput(w, ",\"defaultSampleIndex\":");
+	ji64(w, def);
+	jput(w, ",\"periodType\":{\"type\":");
+	jstr(w, pd_pprof_period_type(p));
+	jput(w, ",\"unit\":");
+	jstr(w, pd_pprof_period_unit(p));
+	jput(w, "},\"period\":");
+	ji64(w, pd_pprof_period(p));
+	jput(w, ",\"timeNanos\":");
+	ji64(w, pd_pprof_time_nanos(p));
+	jput(w, ",\"durationNanos\":");
+	ji64(w, pd_pprof_duration_nanos(p));
+	jput(w, ",\"sampleCount\":");
+	ju64(w, pd_pprof_sample_count(p));
+	jput(w, ",\"locationCount\":");
+	ju64(w, pd_pprof_location_count(p));
+	jput(w, ",\"functionCount\":");
+	ju64(w, pd_pprof_function_count(p));
+	jput(w, ",\"mappingCount\":");
+	ju64(w, pd_pprof_mapping_count(p));
+	if (nsides == 1) {
+		jput(w, ",");
+		side_summary(w, &sides[0]);
+	} else {
+		size_t np = sides[0].nprofiles + sides[1].nprofiles;
+		int64_t mint = sides[0].mint < sides[1].mint ? sides[0].mint : sides[1].mint;
+		int64_t maxt = sides[0].maxt > sides[1].maxt ? sides[0].maxt : sides[1].maxt;
+		jput(w, ",\"profileCount\":");
+		ju64(w, np);
+		jput(w, ",\"minTime\":");
+		ji64(w, mint);
+		jput(w, ",\"maxTime\":");
+		ji64(w, maxt);
+		jput(w, ",\"a\":{");
+		side_summary(w, &sides[0]);
+		jput(w, "},\"b\":{");
+		side_summary(w, &sides[1]);
+		jput(w, "}");
+	}
+	jput(w, "}");
+}
+
+static int sample_index(struct api_req *r, struct api_resp *w, const struct pd_pprof_profile *p,
+                        int *idx)
+{
+	struct pd_err err = {0};
+	if (pd_pprof_sample_index(p, api_param(r, "sample_index"), idx, &err)) {
+		api_bad_param(w, "sample_index", "%s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static double pct(int64_t v, int64_t total)
+{
+	return total ? (double)v * 100.0 / (double)total : 0;
+}
+
+static void report_top(struct api_req *r, struct api_resp *w, const struct pd_pprof_profile *p,
+                       uint64_t limit, double nodefraction)
+{
+	struct pd_pprof_top *t = NULL;
+	struct pd_err err = {0};
+	int idx;
+	if (sample_index(r, w, p, &idx))
+		return;
+	int rc = pd_pprof_top(p, idx, &t, &err);
+	if (rc) {
+		api_internal(w, "computing the top table failed", rc, &err);
+		return;
+	}
+	size_t all = t->nrows;
+	int64_t cutoff = 0;
+	if (nodefraction > 0)
+		pd_pprof_top_apply_nodefraction(t, nodefraction, &cutoff);
+	size_t shown = limit && limit < t->nrows ? (size_t)limit : t->nrows;
+	jput(w, "{\"sampleType\":");
+	jstr(w, t->sample_type);
+	jput(w, ",\"unit\":");
+	jstr(w, t->unit);
+	jput(w, ",\"sampleIndex\":");
+	ji64(w, t->sample_index);
+	jput(w, ",\"total\":");
+	ji64(w, t->total);
+	jput(w, ",\"nodeCount\":");
+	ju64(w, all);
+	jput(w, ",\"dropped\":");
+	ju64(w, all - t->nrows);
+	jput(w, ",\"dropCutoff\":");
+	ji64(w, cutoff);
+	jput(w, ",\"rows\":[");
+	int64_t sum = 0;
+	for (size_t i = 0; i < shown && !w->berr; i++) {
+		const struct pd_pprof_top_row *row = &t->rows[i];
+		sum = (int64_t)((uint64_t)sum + (uint64_t)row->flat);
+		jput(w, i ? ",{\"name\":" : "{\"name\":");
+		jstr(w, row->name);
+		jput(w, ",\"inline\":");
+		jput(w, row->inline_kind == PD_PPROF_INLINED          ? "\"inline\""
+		        : row->inline_kind == PD_PPROF_PARTIAL_INLINE ? "\"partial-inline\""
+		                                                      : "\"\"");
+		jput(w, ",\"flat\":");
+		ji64(w, row->flat);
+		jput(w, ",\"flatPercent\":");
+		jdbl(w, pct(row->flat, t->total));
+		jput(w, ",\"sumPercent\":");
+		jdbl(w, pct(sum, t->total));
+		jput(w, ",\"cum\":");
+		ji64(w, row->cum);
+		jput(w, ",\"cumPercent\":");
+		jdbl(w, pct(row->cum, t->total));
+		jput(w, "}");
+	}
+	jput(w, "]}");
+	pd_pprof_top_destroy(t);
+}
+
+static void report_flame(struct api_req *r, struct api_resp *w, const struct pd_pprof_profile *p,
+                         int64_t min_total)
+{
+	struct pd_pprof_flame *f = NULL;
+	struct pd_err err = {0};
+	int idx;
+	if (sample_index(r, w, p, &idx))
+		return;
+	int rc = pd_pprof_flame(p, idx, &f, &err);
+	if (rc) {
+		api_internal(w, "computing the flame graph failed", rc, &err);
+		return;
+	}
+	if (!w->berr)
+		w->berr = pd_pprof_flame_json(f, min_total, &w->body);
+	pd_pprof_flame_destroy(f);
+}
+
+/* `20240102T150405Z` (with .mmm when the milliseconds are not zero). */
+static void compact_time(int64_t ms, char *out, size_t size)
+{
+	time_t secs = (time_t)(ms >= 0 ? ms / 1000 : -((-(ms + 1)) / 1000) - 1);
+	int frac = (int)(ms - (int64_t)secs * 1000);
+	struct tm tm;
+	gmtime_r(&secs, &tm);
+	char base[32];
+	strftime(base, sizeof(base), "%Y%m%dT%H%M%S", &tm);
+	if (frac)
+		snprintf(out, size, "%s.%03dZ", base, frac);
+	else
+		snprintf(out, size, "%sZ", base);
+}
+
+/* The profile type the side's series share, or NULL. */
+static const char *side_type(const struct side *sd)
+{
+	const char *name = NULL;
+	for (size_t i = 0; sd->res && i < sd->res->nseries; i++) {
+		if (!sd->used[i])
+			continue;
+		const char *n = series_name(&sd->res->series[i]);
+		if (!n || (name && strcmp(name, n) != 0))
+			return NULL;
+		name = n;
+	}
+	return name;
+}
+
+static void set_download(struct api_resp *w, const char *type, const char *kind, int64_t t)
+{
+	char ts[40], name[200];
+	compact_time(t, ts, sizeof(ts));
+	snprintf(name, sizeof(name), "%s%s-%s.pb.gz", type ? type : "profile", kind, ts);
+	for (char *c = name; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' || *c == '.'))
+			*c = '_';
+	size_t n = strlen(name) + 40;
+	w->disposition = malloc(n);
+	if (w->disposition)
+		snprintf(w->disposition, n, "attachment; filename=\"%s\"", name);
+}
+
+static void report_proto(struct api_resp *w, const struct side *sides, size_t nsides,
+                         const struct pd_pprof_profile *p)
+{
+	struct pd_err err = {0};
+	uint8_t *out = NULL;
+	size_t len = 0;
+	int rc;
+	if (nsides == 1 && !sides[0].merge && sides[0].raw)
+		rc = pd_gzip(sides[0].raw, sides[0].rawlen, 6, &out, &len, &err);
+	else
+		rc = pd_pprof_encode(p, 1, &out, &len, &err);
+	if (rc) {
+		api_internal(w, "encoding the profile failed", rc, &err);
+		return;
+	}
+	/* not the envelope: the file itself */
+	w->json = 0;
+	w->status = 200;
+	w->content_type = "application/octet-stream";
+	w->no_gzip = 1;
+	pd_buf_fini(&w->body);
+	pd_buf_init(&w->body, 0);
+	w->berr = pd_buf_append(&w->body, out, len);
+	free(out);
+	const char *type = side_type(&sides[nsides - 1]);
+	if (nsides == 2)
+		set_download(w, type, "-diff", sides[1].maxt);
+	else
+		set_download(w, type, sides[0].merge ? "-merge" : "", sides[0].maxt);
+}
+
+/* ---- /api/v1/query --------------------------------------------------------------- */
+
+static int lookup(const char *v, const char *const *names, int n, int def)
+{
+	if (!v || !*v)
+		return def;
+	for (int i = 0; i < n; i++)
+		if (strcmp(v, names[i]) == 0)
+			return i;
+	return -1;
+}
+
+void api_query(struct api_req *r, struct api_resp *w)
+{
+	static const char *const modes[] = {"single", "merge", "diff"};
+	static const char *const reports[] = {"meta", "top", "flamegraph", "proto"};
+	struct pd_api_server *s = r->srv;
+	struct side sides[2];
+	struct pd_pprof_profile *diff = NULL;
+	memset(sides, 0, sizeof(sides));
+	size_t nsides = 0;
+	int mode = lookup(api_param(r, "mode"), modes, 3, MODE_SINGLE);
+	int report = lookup(api_param(r, "report"), reports, 4, REPORT_META);
+	uint64_t limit, maxp;
+	int64_t min_total;
+	double nodefraction;
+	if (mode < 0) {
+		api_bad_param(w, "mode", "unknown mode \"%s\": use single, merge or diff",
+		              api_param(r, "mode"));
+		return;
+	}
+	if (report < 0) {
+		api_bad_param(w, "report",
+		              "unknown report \"%s\": use meta, top, flamegraph or proto",
+		              api_param(r, "report"));
+		return;
+	}
+	if (api_uint_param(r, w, "limit", 0, &limit) ||
+	    api_double_param(r, w, "nodefraction", 0, 0, 1, &nodefraction) ||
+	    api_int_param(r, w, "min_total", 0, &min_total) ||
+	    api_uint_param(r, w, "max_profiles", s->o.max_merge_profiles, &maxp))
+		return;
+	if (maxp == 0 || maxp > s->o.max_merge_profiles)
+		maxp = s->o.max_merge_profiles;
+	int64_t lookback = s->o.lookback_ms;
+	if (api_duration_param(r, w, "lookback", s->o.lookback_ms, &lookback))
+		return;
+
+	pthread_mutex_lock(&s->m.mu);
+	s->m.c.queries[mode]++;
+	pthread_mutex_unlock(&s->m.mu);
+
+	int decode = report != REPORT_PROTO || mode != MODE_SINGLE;
+	if (mode == MODE_DIFF) {
+		if (side_params(r, w, &sides[0], "a.", mode) ||
+		    side_params(r, w, &sides[1], "b.", mode))
+			goto out;
+		nsides = 2;
+	} else {
+		if (side_params(r, w, &sides[0], "", mode))
+			goto out;
+		nsides = 1;
+	}
+	for (size_t i = 0; i < nsides; i++) {
+		sides[i].lookback = lookback;
+		if (side_load(r, w, &sides[i], decode, maxp))
+			goto out;
+	}
+	for (size_t i = 0; i < nsides; i++) {
+		if (!sides[i].found) {
+			if (nsides == 2)
+				api_warn(w,
+				         "side %c of the diff has no profile, so there is no diff",
+				         'a' + (int)i);
+			if (report == REPORT_PROTO) {
+				w->json = 0;
+				w->status = 204;
+				w->content_type = NULL;
+				pd_buf_fini(&w->body);
+				pd_buf_init(&w->body, 0);
+			} else {
+				jput(w, "null");
+			}
+			goto out;
+		}
+	}
+	const struct pd_pprof_profile *p = sides[0].prof;
+	if (mode == MODE_DIFF) {
+		struct pd_err err = {0};
+		int rc = pd_pprof_diff(sides[0].prof, sides[1].prof, &diff, &err);
+		if (rc == PD_EINCOMPAT || rc == PD_EINVAL) {
+			api_bad_param(w, "b.query", "the two sides cannot be compared: %s",
+			              err.msg);
+			goto out;
+		}
+		if (rc) {
+			api_internal(w, "computing the diff failed", rc, &err);
+			goto out;
+		}
+		p = diff;
+	}
+	switch (report) {
+	case REPORT_META:
+		report_meta(w, p, sides, nsides);
+		break;
+	case REPORT_TOP:
+		report_top(r, w, p, limit, nodefraction);
+		break;
+	case REPORT_FLAME:
+		report_flame(r, w, p, min_total);
+		break;
+	case REPORT_PROTO:
+		report_proto(w, sides, nsides, p);
+		break;
+	}
+out:
+	pd_pprof_destroy(diff);
+	for (size_t i = 0; i < 2; i++)
+		side_fini(&sides[i]);
+}

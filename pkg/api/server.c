@@ -1,0 +1,831 @@
+/* server.c: the HTTP server on libmicrohttpd: binds the listen address, routes
+ * requests to the API handlers, reads bounded request bodies, wraps handler
+ * output in Prometheus's `{status, data, errorType, error, warnings}` envelope,
+ * compresses responses for clients that accept gzip, limits how many queries
+ * run at once, and serves the lifecycle endpoints (/-/healthy, /-/ready,
+ * /-/reload), the UI hook and a small index page. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api_int.h"
+
+#ifndef PD_VERSION
+#define PD_VERSION "unknown"
+#endif
+
+const char *const api_handler_names[API_NHANDLERS] = {
+    "/api/v1/query_range",
+    "/api/v1/query",
+    "/api/v1/series",
+    "/api/v1/labels",
+    "/api/v1/label/:name/values",
+    "/api/v1/targets",
+    "/api/v1/status/config",
+    "/api/v1/status/flags",
+    "/api/v1/status/tsdb",
+    "/api/v1/status/buildinfo",
+    "/api/v1/profiles",
+    "/-/healthy",
+    "/-/ready",
+    "/-/reload",
+    "/metrics",
+    "/",
+    "other",
+};
+
+int64_t api_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- routes --------------------------------------------------------------- */
+
+enum { M_GET = 1, M_HEAD = 2, M_POST = 4, M_PUT = 8 };
+enum { BODY_NONE, BODY_FORM, BODY_PUSH };
+
+static void h_healthy(struct api_req *r, struct api_resp *w);
+static void h_ready(struct api_req *r, struct api_resp *w);
+static void h_reload(struct api_req *r, struct api_resp *w);
+
+struct route {
+	const char *path;
+	unsigned methods;
+	int handler;
+	void (*fn)(struct api_req *, struct api_resp *);
+	int body;
+	int json;
+	const char *allow;
+};
+
+static const struct route routes[] = {
+    {"/api/v1/query_range", M_GET | M_HEAD | M_POST, H_QUERY_RANGE, api_query_range, BODY_FORM, 1,
+     "GET, HEAD, POST"},
+    {"/api/v1/query", M_GET | M_HEAD | M_POST, H_QUERY, api_query, BODY_FORM, 1, "GET, HEAD, POST"},
+    {"/api/v1/series", M_GET | M_HEAD | M_POST, H_SERIES, api_series, BODY_FORM, 1,
+     "GET, HEAD, POST"},
+    {"/api/v1/labels", M_GET | M_HEAD | M_POST, H_LABELS, api_labels, BODY_FORM, 1,
+     "GET, HEAD, POST"},
+    {"/api/v1/label/", M_GET | M_HEAD, H_LABEL_VALUES, api_label_values, BODY_NONE, 1, "GET, HEAD"},
+    {"/api/v1/targets", M_GET | M_HEAD, H_TARGETS, api_targets, BODY_NONE, 1, "GET, HEAD"},
+    {"/api/v1/status/config", M_GET | M_HEAD, H_STATUS_CONFIG, api_status_config, BODY_NONE, 1,
+     "GET, HEAD"},
+    {"/api/v1/status/flags", M_GET | M_HEAD, H_STATUS_FLAGS, api_status_flags, BODY_NONE, 1,
+     "GET, HEAD"},
+    {"/api/v1/status/tsdb", M_GET | M_HEAD, H_STATUS_TSDB, api_status_tsdb, BODY_NONE, 1,
+     "GET, HEAD"},
+    {"/api/v1/status/buildinfo", M_GET | M_HEAD, H_STATUS_BUILDINFO, api_status_buildinfo,
+     BODY_NONE, 1, "GET, HEAD"},
+    {"/api/v1/profiles", M_POST, H_PROFILES, api_push, BODY_PUSH, 1, "POST"},
+    {"/-/healthy", M_GET | M_HEAD, H_HEALTHY, h_healthy, BODY_NONE, 0, "GET, HEAD"},
+    {"/-/ready", M_GET | M_HEAD, H_READY, h_ready, BODY_NONE, 0, "GET, HEAD"},
+    {"/-/reload", M_POST | M_PUT, H_RELOAD, h_reload, BODY_NONE, 0, "POST, PUT"},
+    {"/metrics", M_GET | M_HEAD, H_METRICS, api_metrics, BODY_NONE, 0, "GET, HEAD"},
+};
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+static int find_route(const char *path)
+{
+	for (size_t i = 0; i < NROUTES; i++) {
+		if (routes[i].handler == H_LABEL_VALUES) {
+			/* /api/v1/label/<name>/values */
+			size_t n = strlen(routes[i].path);
+			const char *rest = path + n;
+			if (strncmp(path, routes[i].path, n) != 0)
+				continue;
+			const char *slash = strchr(rest, '/');
+			if (slash && slash > rest && strcmp(slash, "/values") == 0)
+				return (int)i;
+			continue;
+		}
+		if (strcmp(path, routes[i].path) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+static unsigned method_bit(const char *m)
+{
+	if (strcmp(m, MHD_HTTP_METHOD_GET) == 0)
+		return M_GET;
+	if (strcmp(m, MHD_HTTP_METHOD_HEAD) == 0)
+		return M_HEAD;
+	if (strcmp(m, MHD_HTTP_METHOD_POST) == 0)
+		return M_POST;
+	if (strcmp(m, MHD_HTTP_METHOD_PUT) == 0)
+		return M_PUT;
+	return 0;
+}
+
+/* ---- lifecycle ----------------------------------------------------------------- */
+
+static void text(struct api_resp *w, unsigned status, const char *s)
+{
+	w->status = status;
+	w->content_type = "text/plain; charset=utf-8";
+	jput(w, s);
+}
+
+static void h_healthy(struct api_req *r, struct api_resp *w)
+{
+	text(w, 200, "profd is Healthy.\n");
+}
+
+static void h_ready(struct api_req *r, struct api_resp *w)
+{
+	if (__atomic_load_n(&r->srv->ready, __ATOMIC_ACQUIRE))
+		text(w, 200, "profd is Ready.\n");
+	else
+		text(w, 503, "Service Unavailable\n");
+}
+
+static void h_reload(struct api_req *r, struct api_resp *w)
+{
+	struct pd_api_server *s = r->srv;
+	struct pd_err err = {0};
+	if (!s->o.reload) {
+		text(w, 403, "Lifecycle API is not enabled.\n");
+		return;
+	}
+	int rc = s->o.reload(s->o.reload_ctx, &err);
+	pd_api_record_reload(s, rc == 0);
+	if (rc) {
+		pd_log_error("api", "reload via /-/reload failed: %s", err.msg);
+		w->status = 500;
+		w->content_type = "text/plain; charset=utf-8";
+		jprintf(w, "failed to reload config: %s\n", err.msg[0] ? err.msg : pd_strerror(rc));
+		return;
+	}
+	w->status = 200;
+	w->content_type = "text/plain; charset=utf-8";
+}
+
+static const char index_html[] =
+    "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>profd</title></head>\n"
+    "<body>\n<h1>profd</h1>\n<p>A continuous-profiling server. The API follows Prometheus's "
+    "conventions.</p>\n<ul>\n"
+    "<li><a href=\"/api/v1/targets\">/api/v1/targets</a>: scrape targets</li>\n"
+    "<li><a href=\"/api/v1/labels\">/api/v1/labels</a>: label names</li>\n"
+    "<li><a href=\"/api/v1/label/__name__/values\">/api/v1/label/__name__/values</a>: profile "
+    "types</li>\n"
+    "<li>/api/v1/series?match[]=SELECTOR: series</li>\n"
+    "<li>/api/v1/query_range?query=SELECTOR&amp;start=&amp;end=: profile timestamps</li>\n"
+    "<li>/api/v1/query?query=SELECTOR&amp;time=&amp;report=meta|top|flamegraph|proto: one "
+    "profile, a merge (mode=merge) or a diff (mode=diff)</li>\n"
+    "<li>POST /api/v1/profiles?labels=LABELS: push a profile</li>\n"
+    "<li><a href=\"/api/v1/status/config\">/api/v1/status/config</a>, "
+    "<a href=\"/api/v1/status/flags\">/api/v1/status/flags</a>, "
+    "<a href=\"/api/v1/status/tsdb\">/api/v1/status/tsdb</a>, "
+    "<a href=\"/api/v1/status/buildinfo\">/api/v1/status/buildinfo</a></li>\n"
+    "<li><a href=\"/metrics\">/metrics</a>, <a href=\"/-/healthy\">/-/healthy</a>, "
+    "<a href=\"/-/ready\">/-/ready</a>, POST /-/reload</li>\n"
+    "</ul>\n</body></html>\n";
+
+/* Everything outside the API: the UI hook, else the index page or 404. */
+static void serve_other(struct api_req *r, struct api_resp *w)
+{
+	struct pd_api_server *s = r->srv;
+	unsigned m = method_bit(r->method);
+	if (s->o.ui && (m == M_GET || m == M_HEAD)) {
+		struct pd_api_ui_response u = {0};
+		int rc = s->o.ui(s->o.ui_ctx, r->method, r->path, &u);
+		if (rc == 0) {
+			r->handler = H_UI;
+			w->status = u.status ? u.status : 200;
+			w->content_type =
+			    u.content_type ? u.content_type : "application/octet-stream";
+			w->raw = u.data;
+			w->raw_len = u.len;
+			w->raw_free = u.must_free;
+			w->cache_control = u.cache_control;
+			w->location = u.location;
+			return;
+		}
+	}
+	if (strcmp(r->path, "/") == 0 && (m == M_GET || m == M_HEAD)) {
+		r->handler = H_UI;
+		w->status = 200;
+		w->content_type = "text/html; charset=utf-8";
+		jput(w, index_html);
+		return;
+	}
+	if (strncmp(r->path, "/api/", 5) == 0) {
+		w->json = 1;
+		api_error(w, 404, "not_found", "unknown API endpoint %s", r->path);
+		return;
+	}
+	text(w, 404, "404 page not found\n");
+}
+
+/* ---- responses ------------------------------------------------------------------- */
+
+static const char success_prefix[] = "{\"status\":\"success\",\"data\":";
+
+static void resp_init(struct api_resp *w, size_t max)
+{
+	memset(w, 0, sizeof(*w));
+	w->status = 200;
+	pd_buf_init(&w->body, max);
+}
+
+static void resp_fini(struct api_resp *w)
+{
+	pd_buf_fini(&w->body);
+	for (size_t i = 0; i < w->nwarnings; i++)
+		free(w->warnings[i]);
+	free(w->warnings);
+	free(w->disposition);
+	if (w->raw && w->raw_free)
+		free((void *)w->raw);
+}
+
+/* Turns a JSON handler's output into the final envelope in w->body. */
+static void finish_json(struct pd_api_server *s, struct api_resp *w)
+{
+	if (!w->error_set && w->berr) {
+		if (w->berr == PD_ETOOBIG)
+			api_error(
+			    w, 422, "execution",
+			    "the response would be larger than the limit of %zu bytes; narrow the "
+			    "query (a shorter range, a more specific selector, or limit)",
+			    s->o.max_response);
+		else
+			api_error(w, 500, "internal", "building the response failed: %s",
+			          pd_strerror(w->berr));
+	}
+	if (w->error_set) {
+		pd_buf_fini(&w->body);
+		pd_buf_init(&w->body, 0);
+		w->berr = 0;
+		jput(w, "{\"status\":\"error\",\"errorType\":");
+		jstr(w, w->error_type);
+		jput(w, ",\"error\":");
+		jstr(w, w->error);
+		jput(w, "}");
+	} else {
+		if (w->nwarnings) {
+			jput(w, ",\"warnings\":[");
+			for (size_t i = 0; i < w->nwarnings; i++) {
+				if (i)
+					jput(w, ",");
+				jstr(w, w->warnings[i]);
+			}
+			jput(w, "]");
+		}
+		jput(w, "}");
+		if (w->berr) {
+			/* no room for the closing: fall back to the error envelope */
+			api_error(w, 422, "execution",
+			          "the response would be larger than the limit "
+			          "of %zu bytes; narrow the query",
+			          s->o.max_response);
+			finish_json(s, w);
+			return;
+		}
+	}
+	w->content_type = "application/json";
+}
+
+/* 1 when the client accepts gzip (Accept-Encoding with gzip or * at q > 0). */
+static int accepts_gzip(struct MHD_Connection *c)
+{
+	const char *ae = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept-Encoding");
+	if (!ae)
+		return 0;
+	const char *p = ae;
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		const char *tok = p;
+		while (*p && *p != ',' && *p != ';' && *p != ' ' && *p != '\t')
+			p++;
+		size_t tl = (size_t)(p - tok);
+		double q = 1;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		while (*p == ';') {
+			p++;
+			while (*p == ' ')
+				p++;
+			if ((p[0] == 'q' || p[0] == 'Q') && p[1] == '=')
+				q = strtod(p + 2, NULL);
+			while (*p && *p != ',' && *p != ';')
+				p++;
+		}
+		if (((tl == 4 && strncasecmp(tok, "gzip", 4) == 0) || (tl == 1 && *tok == '*')) &&
+		    q > 0)
+			return 1;
+		while (*p && *p != ',')
+			p++;
+	}
+	return 0;
+}
+
+static int compressible(const char *ct)
+{
+	return ct && (strncmp(ct, "text/", 5) == 0 || strncmp(ct, "application/json", 16) == 0 ||
+	              strncmp(ct, "application/javascript", 22) == 0 ||
+	              strncmp(ct, "image/svg+xml", 13) == 0);
+}
+
+static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
+{
+	const uint8_t *data;
+	size_t len;
+	enum MHD_ResponseMemoryMode mode;
+	uint8_t *owned = NULL;
+	if (w->raw) {
+		data = w->raw;
+		len = w->raw_len;
+		mode = w->raw_free ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT;
+		w->raw = NULL; /* MHD owns or borrows it now */
+	} else {
+		owned = pd_buf_steal(&w->body, &len);
+		data = owned;
+		mode = MHD_RESPMEM_MUST_FREE;
+	}
+	int gz = 0;
+	if (compressible(w->content_type) && !w->no_gzip && len >= 1024 && accepts_gzip(r->conn)) {
+		uint8_t *z;
+		size_t zl;
+		struct pd_err err = {0};
+		if (pd_gzip(data, len, 6, &z, &zl, &err) == 0) {
+			if (mode == MHD_RESPMEM_MUST_FREE)
+				free((void *)data);
+			data = z;
+			len = zl;
+			mode = MHD_RESPMEM_MUST_FREE;
+			gz = 1;
+		}
+	}
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+	    len, (void *)(len ? data : (const uint8_t *)""), len ? mode : MHD_RESPMEM_PERSISTENT);
+	if (len == 0 && mode == MHD_RESPMEM_MUST_FREE)
+		free((void *)data);
+	if (!resp) {
+		if (len && mode == MHD_RESPMEM_MUST_FREE)
+			free((void *)data);
+		return MHD_NO;
+	}
+	if (w->content_type)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, w->content_type);
+	if (gz)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+	if (compressible(w->content_type) && !w->no_gzip)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept-Encoding");
+	if (w->disposition)
+		MHD_add_response_header(resp, "Content-Disposition", w->disposition);
+	if (w->allow)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, w->allow);
+	if (w->location)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, w->location);
+	if (w->cache_control)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, w->cache_control);
+	enum MHD_Result ret = MHD_queue_response(r->conn, w->status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+/* ---- requests ----------------------------------------------------------------------- */
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+	struct api_req *r = cls;
+	(void)kind;
+	if (!key)
+		return MHD_YES;
+	return api_param_add(r, key, strlen(key), value ? value : "", value ? strlen(value) : 0)
+	           ? MHD_NO
+	           : MHD_YES;
+}
+
+static void query_gate_enter(struct pd_api_server *s)
+{
+	pthread_mutex_lock(&s->qmu);
+	while (s->qrunning >= s->o.max_concurrent_queries)
+		pthread_cond_wait(&s->qcv, &s->qmu);
+	s->qrunning++;
+	pthread_mutex_unlock(&s->qmu);
+}
+
+static void query_gate_leave(struct pd_api_server *s)
+{
+	pthread_mutex_lock(&s->qmu);
+	s->qrunning--;
+	pthread_cond_signal(&s->qcv);
+	pthread_mutex_unlock(&s->qmu);
+}
+
+static int is_form(struct MHD_Connection *c)
+{
+	const char *ct =
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	return ct && strncasecmp(ct, "application/x-www-form-urlencoded", 33) == 0;
+}
+
+static enum MHD_Result process(struct api_req *r)
+{
+	struct pd_api_server *s = r->srv;
+	struct api_resp w;
+	resp_init(&w, s->o.max_response);
+	const struct route *rt = r->route >= 0 ? &routes[r->route] : NULL;
+	if (rt && rt->json) {
+		w.json = 1;
+		jput(&w, success_prefix);
+	}
+	unsigned m = method_bit(r->method);
+	if (MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect_arg, r) < 0)
+		api_error(&w, 500, "internal", "reading the parameters failed");
+	if (!rt) {
+		serve_other(r, &w);
+	} else if (!(rt->methods & m)) {
+		w.allow = rt->allow;
+		if (rt->json)
+			api_error(&w, 405, "bad_data", "method %s not allowed; use %s", r->method,
+			          rt->allow);
+		else
+			text(&w, 405,
+			     rt->handler == H_RELOAD ? "Only POST or PUT requests allowed\n"
+			                             : "Method Not Allowed\n");
+	} else if (r->body_too_big) {
+		api_error(&w, 413, "bad_data",
+		          "the request body is larger than the limit of %zu bytes", r->body_max);
+	} else {
+		if (rt->body == BODY_FORM && r->is_post && r->body.len && is_form(r->conn) &&
+		    api_params_parse_form(r, (const char *)r->body.data, r->body.len))
+			api_error(&w, 500, "internal", "reading the form failed: out of memory");
+		if (!w.error_set) {
+			int gated = rt->handler == H_QUERY || rt->handler == H_QUERY_RANGE;
+			if (gated)
+				query_gate_enter(s);
+			rt->fn(r, &w);
+			if (gated)
+				query_gate_leave(s);
+		}
+	}
+	if (w.json)
+		finish_json(s, &w);
+	else if (w.error_set) {
+		/* a plain-text endpoint that failed (out of memory, bad method) */
+		pd_buf_fini(&w.body);
+		pd_buf_init(&w.body, 0);
+		w.berr = 0;
+		w.status = w.status ? w.status : 500;
+		w.content_type = "text/plain; charset=utf-8";
+		jprintf(&w, "%s\n", w.error);
+	} else if (w.berr) {
+		pd_buf_fini(&w.body);
+		pd_buf_init(&w.body, 0);
+		w.berr = 0;
+		w.status = 500;
+		w.content_type = "text/plain; charset=utf-8";
+		jput(&w, "building the response failed\n");
+	}
+	unsigned status = w.status;
+	enum MHD_Result ret = send_response(r, &w);
+	resp_fini(&w);
+	double secs = (double)(mono_ns() - r->t0_ns) / 1e9;
+	api_metrics_observe(s, r->handler, status, secs);
+	pd_log_debug("api", "method=%s path=\"%s\" status=%u duration=%.6f", r->method, r->path,
+	             status, secs);
+	return ret;
+}
+
+static void req_free(struct api_req *r)
+{
+	if (!r)
+		return;
+	pd_buf_fini(&r->body);
+	for (size_t i = 0; i < r->nparams; i++) {
+		free(r->params[i].name);
+		free(r->params[i].value);
+	}
+	free(r->params);
+	free(r->path);
+	free(r);
+}
+
+static enum MHD_Result reject_early(struct api_req *r, size_t limit)
+{
+	struct api_resp w;
+	resp_init(&w, 0);
+	w.json = 1;
+	api_error(&w, 413, "bad_data", "the request body is larger than the limit of %zu bytes",
+	          limit);
+	finish_json(r->srv, &w);
+	enum MHD_Result ret = send_response(r, &w);
+	resp_fini(&w);
+	api_metrics_observe(r->srv, r->handler, 413, (double)(mono_ns() - r->t0_ns) / 1e9);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_len, void **state)
+{
+	struct pd_api_server *s = cls;
+	struct api_req *r = *state;
+	(void)version;
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r || !(r->path = strdup(url ? url : "/"))) {
+			free(r);
+			return MHD_NO;
+		}
+		r->srv = s;
+		r->conn = c;
+		r->method = method;
+		r->t0_ns = mono_ns();
+		r->now_ms = api_now_ms();
+		r->is_post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+		r->is_head = strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+		r->route = find_route(r->path);
+		r->handler = r->route >= 0 ? routes[r->route].handler : H_OTHER;
+		int body = r->route >= 0 ? routes[r->route].body : BODY_NONE;
+		r->body_max = body == BODY_PUSH   ? s->o.max_push_body
+		              : body == BODY_FORM ? s->o.max_form_body
+		                                  : 0;
+		pd_buf_init(&r->body, r->body_max);
+		*state = r;
+		const char *cl =
+		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (r->body_max && cl && strtoull(cl, NULL, 10) > r->body_max) {
+			r->body_too_big = 1;
+			return reject_early(r, r->body_max);
+		}
+		return MHD_YES;
+	}
+	if (*upload_len) {
+		if (r->body_max && !r->body_too_big) {
+			if (pd_buf_append(&r->body, upload, *upload_len))
+				r->body_too_big = 1;
+		}
+		*upload_len = 0;
+		return MHD_YES;
+	}
+	return process(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **state,
+                         enum MHD_RequestTerminationCode why)
+{
+	(void)cls;
+	(void)c;
+	(void)why;
+	req_free(*state);
+	*state = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char buf[512];
+	(void)cls;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	size_t n = strlen(buf);
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	pd_log_warn("api", "libmicrohttpd: %s", buf);
+}
+
+/* ---- listening ------------------------------------------------------------------------ */
+
+/* Splits "host:port", ":port", "[v6]:port" into host ("" for any) and port. */
+static int split_address(const char *addr, char *host, size_t hsize, char *port, size_t psize)
+{
+	const char *colon;
+	if (addr[0] == '[') {
+		const char *close = strchr(addr, ']');
+		if (!close || close[1] != ':')
+			return -1;
+		if ((size_t)(close - addr - 1) >= hsize)
+			return -1;
+		memcpy(host, addr + 1, (size_t)(close - addr - 1));
+		host[close - addr - 1] = '\0';
+		colon = close + 1;
+	} else {
+		colon = strrchr(addr, ':');
+		if (!colon || (size_t)(colon - addr) >= hsize)
+			return -1;
+		memcpy(host, addr, (size_t)(colon - addr));
+		host[colon - addr] = '\0';
+		if (strchr(host, ':'))
+			return -1; /* a bare IPv6 address needs brackets */
+	}
+	if (!colon[1] || strlen(colon + 1) >= psize)
+		return -1;
+	snprintf(port, psize, "%s", colon + 1);
+	return 0;
+}
+
+static int try_bind(const struct addrinfo *ai, int *fd_out, int *eno)
+{
+	int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+	if (fd < 0) {
+		*eno = errno;
+		return -1;
+	}
+	int one = 1, zero = 0;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ai->ai_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 128) < 0) {
+		*eno = errno;
+		close(fd);
+		return -1;
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+static int open_listener(const char *addr, int *fd_out, unsigned *port_out, struct pd_err *err)
+{
+	char host[256], port[32];
+	if (split_address(addr, host, sizeof(host), port, sizeof(port)))
+		return pd_err_set(
+		    err, PD_EINVAL,
+		    "listen tcp %s: the address must be host:port, :port or [ipv6]:port", addr);
+	struct addrinfo hints = {0}, *res = NULL;
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	int g = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
+	if (g)
+		return pd_err_set(err, PD_EINVAL, "listen tcp %s: %s", addr, gai_strerror(g));
+	int fd = -1, eno = 0;
+	/* for every interface, prefer one dual-stack IPv6 socket */
+	for (int pass = 0; pass < 2 && fd < 0; pass++)
+		for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+			if (!host[0] && (pass == 0) != (ai->ai_family == AF_INET6))
+				continue;
+			if (host[0] && pass == 1)
+				break;
+			try_bind(ai, &fd, &eno);
+		}
+	freeaddrinfo(res);
+	if (fd < 0)
+		return pd_err_set(err, PD_EIO, "listen tcp %s: bind: %s", addr, strerror(eno));
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	unsigned p = 0;
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET)
+			p = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		else if (ss.ss_family == AF_INET6)
+			p = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	}
+	*fd_out = fd;
+	*port_out = p;
+	return 0;
+}
+
+/* ---- the server ---------------------------------------------------------------------- */
+
+void pd_api_opts_init(struct pd_api_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->listen_address = PD_API_DEFAULT_LISTEN_ADDRESS;
+	o->lookback_ms = PD_API_DEFAULT_LOOKBACK_MS;
+	o->max_range_ms = PD_API_DEFAULT_MAX_RANGE_MS;
+	o->max_merge_profiles = PD_API_DEFAULT_MAX_MERGE_PROFILES;
+	o->max_merge_bytes = PD_API_DEFAULT_MAX_MERGE_BYTES;
+	o->max_push_body = PD_API_DEFAULT_MAX_PUSH_BODY;
+	o->max_form_body = PD_API_DEFAULT_MAX_FORM_BODY;
+	o->max_response = PD_API_DEFAULT_MAX_RESPONSE;
+	o->max_connections = PD_API_DEFAULT_MAX_CONNECTIONS;
+	o->max_concurrent_queries = PD_API_DEFAULT_MAX_CONCURRENT_QUERIES;
+}
+
+static void server_free(struct pd_api_server *s)
+{
+	for (size_t i = 0; i < s->nflags; i++) {
+		free(s->flag_names[i]);
+		free(s->flag_values[i]);
+	}
+	free(s->flag_names);
+	free(s->flag_values);
+	free(s->listen_address);
+	free(s->version);
+	pthread_mutex_destroy(&s->qmu);
+	pthread_cond_destroy(&s->qcv);
+	pthread_mutex_destroy(&s->m.mu);
+	free(s);
+}
+
+int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, struct pd_err *err)
+{
+	*out = NULL;
+	if (!opts || !opts->db)
+		return pd_err_set(err, PD_EINVAL, "the API needs a store");
+	struct pd_api_server *s = calloc(1, sizeof(*s));
+	if (!s)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	pthread_mutex_init(&s->qmu, NULL);
+	pthread_cond_init(&s->qcv, NULL);
+	pthread_mutex_init(&s->m.mu, NULL);
+	s->o = *opts;
+	struct pd_api_opts d;
+	pd_api_opts_init(&d);
+#define DEF(f)                                                                                     \
+	if (!s->o.f)                                                                               \
+		s->o.f = d.f;
+	DEF(listen_address);
+	DEF(lookback_ms);
+	DEF(max_range_ms);
+	DEF(max_merge_profiles);
+	DEF(max_merge_bytes);
+	DEF(max_push_body);
+	DEF(max_form_body);
+	DEF(max_response);
+	DEF(max_connections);
+	DEF(max_concurrent_queries);
+#undef DEF
+	if (s->o.lookback_ms < 0)
+		s->o.lookback_ms = 0;
+	s->listen_address = strdup(s->o.listen_address);
+	s->version = strdup(opts->version ? opts->version : PD_VERSION);
+	s->o.listen_address = s->listen_address;
+	s->o.version = s->version;
+	s->nflags = opts->nflags;
+	s->flag_names = calloc(s->nflags + 1, sizeof(char *));
+	s->flag_values = calloc(s->nflags + 1, sizeof(char *));
+	int rc = 0;
+	if (!s->listen_address || !s->version || !s->flag_names || !s->flag_values)
+		rc = PD_ENOMEM;
+	for (size_t i = 0; i < s->nflags && !rc; i++) {
+		s->flag_names[i] = strdup(opts->flag_names[i] ? opts->flag_names[i] : "");
+		s->flag_values[i] = strdup(opts->flag_values[i] ? opts->flag_values[i] : "");
+		if (!s->flag_names[i] || !s->flag_values[i])
+			rc = PD_ENOMEM;
+	}
+	s->o.flag_names = (const char *const *)s->flag_names;
+	s->o.flag_values = (const char *const *)s->flag_values;
+	if (rc) {
+		server_free(s);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	s->ready = 1;
+	s->m.c.last_reload_ok = 1;
+	s->started_ms = api_now_ms();
+	s->m.c.last_reload_ms = s->started_ms;
+	int fd = -1;
+	if ((rc = open_listener(s->listen_address, &fd, &s->port, err))) {
+		server_free(s);
+		return rc;
+	}
+	s->mhd = MHD_start_daemon(MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD |
+	                              MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
+	                          0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+	                          NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
+	                          on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
+	                          (unsigned)s->o.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+	                          (unsigned)120, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+	                          (size_t)256 * 1024, MHD_OPTION_END);
+	if (!s->mhd) {
+		close(fd);
+		server_free(s);
+		return pd_err_set(err, PD_EIO, "listen tcp %s: starting the HTTP server failed",
+		                  opts->listen_address ? opts->listen_address
+		                                       : PD_API_DEFAULT_LISTEN_ADDRESS);
+	}
+	pd_log_info("api", "listening on %s (port %u)", s->listen_address, s->port);
+	*out = s;
+	return 0;
+}
+
+unsigned pd_api_port(const struct pd_api_server *s)
+{
+	return s ? s->port : 0;
+}
+
+void pd_api_set_ready(struct pd_api_server *s, int ready)
+{
+	if (s)
+		__atomic_store_n(&s->ready, ready ? 1 : 0, __ATOMIC_RELEASE);
+}
+
+void pd_api_stop(struct pd_api_server *s)
+{
+	if (!s)
+		return;
+	MHD_stop_daemon(s->mhd); /* closes the listen socket too */
+	server_free(s);
+}

@@ -1,0 +1,1397 @@
+/* test_api.c: the HTTP API over real HTTP: a store in a temp directory holding
+ * real Go profiles (three heap profiles of one series, a CPU profile of another,
+ * a series with awkward label values), a scrape manager with a live and a
+ * dropped target, and the server on 127.0.0.1:0, queried with libcurl. Checks
+ * response shapes against Prometheus's, and that top, merge, diff and proto
+ * answers equal what the pprof package computes from the same files. */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <ctype.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+
+#include "profd/api.h"
+#include "profd/labels.h"
+#include "profd/pprof.h"
+#include "profd/relabel.h"
+#include "profd/scrape.h"
+#include "profd/tsdb.h"
+
+/* ---- a small JSON reader, enough to check responses ----------------------- */
+
+enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
+
+struct jv {
+	int type;
+	double num;
+	long long inum;
+	int is_int;
+	char *str;
+	struct jv **items; /* array items, or object values */
+	char **keys;       /* object keys */
+	size_t n;
+};
+
+static void jv_free(struct jv *v)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < v->n; i++) {
+		jv_free(v->items[i]);
+		if (v->keys)
+			free(v->keys[i]);
+	}
+	free(v->items);
+	free(v->keys);
+	free(v->str);
+	free(v);
+}
+
+static void ws(const char **p)
+{
+	while (**p == ' ' || **p == '\t' || **p == '\n' || **p == '\r')
+		(*p)++;
+}
+
+static void put_utf8(char *o, size_t *k, unsigned c)
+{
+	if (c < 0x80) {
+		o[(*k)++] = (char)c;
+	} else if (c < 0x800) {
+		o[(*k)++] = (char)(0xc0 | c >> 6);
+		o[(*k)++] = (char)(0x80 | (c & 0x3f));
+	} else if (c < 0x10000) {
+		o[(*k)++] = (char)(0xe0 | c >> 12);
+		o[(*k)++] = (char)(0x80 | ((c >> 6) & 0x3f));
+		o[(*k)++] = (char)(0x80 | (c & 0x3f));
+	} else {
+		o[(*k)++] = (char)(0xf0 | c >> 18);
+		o[(*k)++] = (char)(0x80 | ((c >> 12) & 0x3f));
+		o[(*k)++] = (char)(0x80 | ((c >> 6) & 0x3f));
+		o[(*k)++] = (char)(0x80 | (c & 0x3f));
+	}
+}
+
+static char *jparse_str(const char **p)
+{
+	if (**p != '"')
+		return NULL;
+	(*p)++;
+	char *o = malloc(strlen(*p) + 1);
+	size_t k = 0;
+	while (**p && **p != '"') {
+		unsigned char c = (unsigned char)**p;
+		if (c < 0x20) {
+			free(o);
+			return NULL; /* raw control characters are not JSON */
+		}
+		if (c != '\\') {
+			o[k++] = (char)c;
+			(*p)++;
+			continue;
+		}
+		(*p)++;
+		char e = **p;
+		(*p)++;
+		switch (e) {
+		case '"':
+			o[k++] = '"';
+			break;
+		case '\\':
+			o[k++] = '\\';
+			break;
+		case '/':
+			o[k++] = '/';
+			break;
+		case 'b':
+			o[k++] = '\b';
+			break;
+		case 'f':
+			o[k++] = '\f';
+			break;
+		case 'n':
+			o[k++] = '\n';
+			break;
+		case 'r':
+			o[k++] = '\r';
+			break;
+		case 't':
+			o[k++] = '\t';
+			break;
+		case 'u': {
+			unsigned cp = 0;
+			for (int i = 0; i < 4; i++) {
+				if (!isxdigit((unsigned char)(*p)[i])) {
+					free(o);
+					return NULL;
+				}
+				char h[2] = {(*p)[i], 0};
+				cp = cp * 16 + (unsigned)strtoul(h, NULL, 16);
+			}
+			*p += 4;
+			put_utf8(o, &k, cp);
+			break;
+		}
+		default:
+			free(o);
+			return NULL;
+		}
+	}
+	if (**p != '"') {
+		free(o);
+		return NULL;
+	}
+	(*p)++;
+	o[k] = '\0';
+	return o;
+}
+
+static struct jv *jparse_val(const char **p, int depth)
+{
+	if (depth > 200)
+		return NULL;
+	ws(p);
+	struct jv *v = calloc(1, sizeof(*v));
+	if (**p == '{' || **p == '[') {
+		int obj = **p == '{';
+		v->type = obj ? J_OBJ : J_ARR;
+		(*p)++;
+		ws(p);
+		if (**p == (obj ? '}' : ']')) {
+			(*p)++;
+			return v;
+		}
+		for (;;) {
+			char *key = NULL;
+			ws(p);
+			if (obj) {
+				if (!(key = jparse_str(p)))
+					goto bad;
+				ws(p);
+				if (**p != ':') {
+					free(key);
+					goto bad;
+				}
+				(*p)++;
+			}
+			struct jv *item = jparse_val(p, depth + 1);
+			if (!item) {
+				free(key);
+				goto bad;
+			}
+			v->items = realloc(v->items, (v->n + 1) * sizeof(*v->items));
+			if (obj)
+				v->keys = realloc(v->keys, (v->n + 1) * sizeof(*v->keys));
+			v->items[v->n] = item;
+			if (obj)
+				v->keys[v->n] = key;
+			v->n++;
+			ws(p);
+			if (**p == ',') {
+				(*p)++;
+				continue;
+			}
+			if (**p == (obj ? '}' : ']')) {
+				(*p)++;
+				return v;
+			}
+			goto bad;
+		}
+	}
+	if (**p == '"') {
+		v->type = J_STR;
+		if (!(v->str = jparse_str(p)))
+			goto bad;
+		return v;
+	}
+	if (strncmp(*p, "null", 4) == 0) {
+		*p += 4;
+		return v;
+	}
+	if (strncmp(*p, "true", 4) == 0 || strncmp(*p, "false", 5) == 0) {
+		v->type = J_BOOL;
+		v->num = **p == 't';
+		*p += **p == 't' ? 4 : 5;
+		return v;
+	}
+	if (**p == '-' || isdigit((unsigned char)**p)) {
+		char *end;
+		v->type = J_NUM;
+		v->num = strtod(*p, &end);
+		const char *q = *p;
+		v->is_int = 1;
+		for (; q < end; q++)
+			if (*q == '.' || *q == 'e' || *q == 'E')
+				v->is_int = 0;
+		if (v->is_int)
+			v->inum = strtoll(*p, NULL, 10);
+		*p = end;
+		return v;
+	}
+bad:
+	jv_free(v);
+	return NULL;
+}
+
+/* Parses a whole document; NULL when it is not valid JSON. */
+static struct jv *jparse(const char *s)
+{
+	const char *p = s;
+	struct jv *v = jparse_val(&p, 0);
+	ws(&p);
+	if (v && *p) {
+		jv_free(v);
+		return NULL;
+	}
+	return v;
+}
+
+static struct jv *jget(const struct jv *o, const char *key)
+{
+	if (!o || o->type != J_OBJ)
+		return NULL;
+	for (size_t i = 0; i < o->n; i++)
+		if (strcmp(o->keys[i], key) == 0)
+			return o->items[i];
+	return NULL;
+}
+
+static struct jv *jat(const struct jv *a, size_t i)
+{
+	return a && a->type == J_ARR && i < a->n ? a->items[i] : NULL;
+}
+
+static const char *jstr_of(const struct jv *v)
+{
+	return v && v->type == J_STR ? v->str : NULL;
+}
+
+static long long jint(const struct jv *v)
+{
+	assert_non_null(v);
+	assert_int_equal(v->type, J_NUM);
+	return v->is_int ? v->inum : (long long)v->num;
+}
+
+/* ---- HTTP with libcurl ------------------------------------------------------ */
+
+struct http {
+	long status;
+	char *body;
+	size_t len;
+	char ctype[128];
+	char cenc[64];
+	char disp[256];
+	char allow[64];
+};
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+	struct http *h = ud;
+	h->body = realloc(h->body, h->len + sz * n + 1);
+	memcpy(h->body + h->len, p, sz * n);
+	h->len += sz * n;
+	h->body[h->len] = '\0';
+	return sz * n;
+}
+
+static void copy_header(const char *line, size_t n, const char *name, char *out, size_t size)
+{
+	size_t nl = strlen(name);
+	if (n > nl + 1 && strncasecmp(line, name, nl) == 0 && line[nl] == ':') {
+		const char *v = line + nl + 1;
+		while (*v == ' ')
+			v++;
+		size_t vl = n - (size_t)(v - line);
+		while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n'))
+			vl--;
+		if (vl >= size)
+			vl = size - 1;
+		memcpy(out, v, vl);
+		out[vl] = '\0';
+	}
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+	struct http *h = ud;
+	copy_header(p, sz * n, "Content-Type", h->ctype, sizeof(h->ctype));
+	copy_header(p, sz * n, "Content-Encoding", h->cenc, sizeof(h->cenc));
+	copy_header(p, sz * n, "Content-Disposition", h->disp, sizeof(h->disp));
+	copy_header(p, sz * n, "Allow", h->allow, sizeof(h->allow));
+	return sz * n;
+}
+
+static unsigned port;
+
+static void http_free(struct http *h)
+{
+	free(h->body);
+	memset(h, 0, sizeof(*h));
+}
+
+/* One request. body NULL: GET (or method); headers: extra header lines. */
+static void http_do(const char *method, const char *path, const char *const *headers,
+                    const void *body, size_t blen, curl_mime *form, struct http *h)
+{
+	char url[8192];
+	memset(h, 0, sizeof(*h));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
+	CURL *c = curl_easy_init();
+	assert_non_null(c);
+	struct curl_slist *hl = NULL;
+	for (size_t i = 0; headers && headers[i]; i++)
+		hl = curl_slist_append(hl, headers[i]);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, h);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, h);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	if (hl)
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+	if (form) {
+		curl_easy_setopt(c, CURLOPT_MIMEPOST, form);
+	} else if (body) {
+		curl_easy_setopt(c, CURLOPT_POST, 1L);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)blen);
+	}
+	if (method)
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	CURLcode rc = curl_easy_perform(c);
+	if (rc != CURLE_OK)
+		fail_msg("%s: %s", url, curl_easy_strerror(rc));
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &h->status);
+	curl_slist_free_all(hl);
+	curl_easy_cleanup(c);
+	if (!h->body)
+		h->body = calloc(1, 1);
+}
+
+static void get(const char *path, struct http *h)
+{
+	http_do(NULL, path, NULL, NULL, 0, NULL, h);
+}
+
+/* path + "?" + name=value pairs, values URL-escaped; NULL ends the list. */
+static char *build(const char *path, ...)
+{
+	static char out[8192];
+	va_list ap;
+	size_t k = (size_t)snprintf(out, sizeof(out), "%s", path);
+	char sep = '?';
+	va_start(ap, path);
+	for (;;) {
+		const char *name = va_arg(ap, const char *);
+		if (!name)
+			break;
+		const char *value = va_arg(ap, const char *);
+		char *e = curl_easy_escape(NULL, value, 0);
+		k += (size_t)snprintf(out + k, sizeof(out) - k, "%c%s=%s", sep, name, e);
+		curl_free(e);
+		sep = '&';
+	}
+	va_end(ap);
+	return out;
+}
+
+/* GETs a JSON endpoint, checks the status code and envelope, returns the document. */
+static struct jv *get_json(const char *path, long want_status)
+{
+	struct http h;
+	get(path, &h);
+	if (h.status != want_status)
+		fail_msg("%s: status %ld, want %ld: %s", path, h.status, want_status, h.body);
+	assert_string_equal(h.ctype, "application/json");
+	struct jv *v = jparse(h.body);
+	if (!v)
+		fail_msg("%s: not JSON: %.300s", path, h.body);
+	assert_string_equal(jstr_of(jget(v, "status")), want_status == 200 ? "success" : "error");
+	http_free(&h);
+	return v;
+}
+
+/* Expects a 400 bad_data whose error names the parameter. */
+static void expect_bad(const char *path, const char *param)
+{
+	struct jv *v = get_json(path, 400);
+	char want[128];
+	snprintf(want, sizeof(want), "invalid parameter \"%s\"", param);
+	assert_string_equal(jstr_of(jget(v, "errorType")), "bad_data");
+	const char *e = jstr_of(jget(v, "error"));
+	assert_non_null(e);
+	if (!strstr(e, want))
+		fail_msg("%s: error \"%s\" does not name %s", path, e, param);
+	assert_null(jget(v, "data"));
+	jv_free(v);
+}
+
+/* ---- the fixture --------------------------------------------------------------- */
+
+static char dir[] = "/tmp/pd_test_api_XXXXXX";
+static struct pd_tsdb *db;
+static struct pd_scrape_manager *mgr;
+static struct pd_relabel_rules *rules;
+static struct pd_api_server *srv;
+static struct pd_pprof_profile *heap[3], *cpu, *gor;
+static uint8_t *heap_raw[3], *gor_gz;
+static size_t heap_raw_len[3], gor_gz_len;
+static int64_t heap_t[3], cpu_t, gor_t;
+static int reload_calls, reload_fail;
+
+static int rm_entry(const char *p, const struct stat *st, int f, struct FTW *w)
+{
+	(void)st;
+	(void)f;
+	(void)w;
+	return remove(p);
+}
+
+static void read_profile(const char *name, struct pd_pprof_profile **p, uint8_t **raw,
+                         size_t *raw_len, uint8_t **gz, size_t *gz_len, int64_t *t)
+{
+	char path[512];
+	uint8_t *buf;
+	size_t len;
+	struct pd_err err = {0};
+	snprintf(path, sizeof(path), "%s/profiles/goapp/%s", PD_TESTDATA, name);
+	assert_int_equal(pd_file_read(path, 64u << 20, &buf, &len, &err), 0);
+	assert_int_equal(pd_pprof_decode(p, buf, len, NULL, &err), 0);
+	*t = pd_pprof_time_nanos(*p) / 1000000;
+	assert_true(*t > 0);
+	assert_int_equal(pd_gunzip(buf, len, 256u << 20, raw, raw_len, &err), 0);
+	if (gz) {
+		*gz = buf;
+		*gz_len = len;
+	} else {
+		free(buf);
+	}
+}
+
+static void append(const char *const *kv, size_t n, int64_t t, const uint8_t *raw, size_t len)
+{
+	struct pd_tsdb_label l[8];
+	struct pd_err err = {0};
+	for (size_t i = 0; i < n; i++)
+		l[i] = (struct pd_tsdb_label){kv[2 * i], kv[2 * i + 1]};
+	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+	assert_non_null(a);
+	if (pd_tsdb_append(a, l, n, t, raw, len, &err))
+		fail_msg("append: %s", err.msg);
+	if (pd_tsdb_commit(a, &err))
+		fail_msg("commit: %s", err.msg);
+}
+
+static const char *const heap_labels[] = {"__name__", "heap", "instance", "a:1", "job", "api"};
+static const char *const cpu_labels[] = {"__name__", "profile", "instance", "a:1", "job", "api"};
+/* a label value JSON must escape: quote, backslash, newline, tab, a control
+ * character, and non-ASCII */
+static const char weird_value[] = "q\"uo\\te\nnl\ttab\x01 é€";
+static const char *const weird_labels[] = {"__name__",  "goroutine", "instance",
+                                           weird_value, "job",       "weird"};
+
+static char *config_yaml(void *ctx)
+{
+	(void)ctx;
+	return strdup("global:\n  scrape_interval: 1m\nscrape_configs: []\n");
+}
+
+static int reload(void *ctx, struct pd_err *err)
+{
+	(void)ctx;
+	reload_calls++;
+	if (reload_fail)
+		return pd_err_set(err, PD_EINVAL, "profd.yml:3:5: field foo not found");
+	return 0;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	struct pd_err err = {0};
+	curl_global_init(CURL_GLOBAL_ALL);
+	assert_non_null(mkdtemp(dir));
+	static const char *const names[3] = {"heap.pb.gz", "heap-2.pb.gz", "heap-3.pb.gz"};
+	for (int i = 0; i < 3; i++)
+		read_profile(names[i], &heap[i], &heap_raw[i], &heap_raw_len[i], NULL, NULL,
+		             &heap_t[i]);
+	uint8_t *cpu_raw, *gor_raw;
+	size_t cpu_len, gor_len;
+	read_profile("cpu.pb.gz", &cpu, &cpu_raw, &cpu_len, NULL, NULL, &cpu_t);
+	read_profile("goroutine.pb.gz", &gor, &gor_raw, &gor_len, &gor_gz, &gor_gz_len, &gor_t);
+	assert_true(heap_t[0] < heap_t[1] && heap_t[1] < heap_t[2]);
+
+	struct pd_tsdb_opts o;
+	pd_tsdb_opts_init(&o);
+	o.retention_ms = -1; /* the profiles are old */
+	o.wal_sync = 1;
+	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
+	/* two heap profiles and the CPU profile go to blocks, the third heap stays in
+	 * the head: queries must see both alike */
+	append(heap_labels, 3, heap_t[0], heap_raw[0], heap_raw_len[0]);
+	append(heap_labels, 3, heap_t[1], heap_raw[1], heap_raw_len[1]);
+	append(cpu_labels, 3, cpu_t, cpu_raw, cpu_len);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	append(heap_labels, 3, heap_t[2], heap_raw[2], heap_raw_len[2]);
+	append(weird_labels, 3, gor_t, gor_raw, gor_len);
+	free(cpu_raw);
+	free(gor_raw);
+
+	/* a scrape manager with one target and one that relabeling drops; the
+	 * target's port is closed, so scrapes fail and nothing is stored */
+	struct pd_scrape_manager_opts mo = {.workers = 1};
+	assert_int_equal(pd_scrape_manager_create(&mgr, db, &mo, &err), 0);
+	const char *src[] = {"drop"};
+	struct pd_relabel_rule_config rc = {src, 1, NULL, NULL, "yes", 0, NULL, PD_RELABEL_DROP, 0};
+	assert_int_equal(pd_relabel_rules_build(&rules, &rc, 1, &err), 0);
+	struct pd_scrape_profile_type types[] = {{"heap", "/debug/pprof/heap", 0}};
+	struct pd_scrape_pool_settings ps = {0};
+	ps.job_name = "test";
+	ps.scheme = "http";
+	ps.interval_ms = 3600 * 1000;
+	ps.timeout_ms = 1000;
+	ps.relabel = rules;
+	ps.types = types;
+	ps.ntypes = 1;
+	assert_int_equal(pd_scrape_manager_set_pools(mgr, &ps, 1, &err), 0);
+	struct pd_labels *t1, *t2;
+	assert_int_equal(pd_labels_from_strings(&t1, &err, "__address__", "127.0.0.1:1", NULL), 0);
+	assert_int_equal(
+	    pd_labels_from_strings(&t2, &err, "__address__", "127.0.0.1:2", "drop", "yes", NULL),
+	    0);
+	struct pd_labels *targets[] = {t1, t2};
+	struct pd_target_group g = {"0", targets, 2, NULL};
+	pd_scrape_manager_sync(mgr, "test", &g, 1);
+	pd_labels_destroy(t1);
+	pd_labels_destroy(t2);
+
+	static const char *const fn[] = {"config.file", "web.listen-address"};
+	static const char *const fv[] = {"profd.yml", "127.0.0.1:0"};
+	struct pd_api_opts ao;
+	pd_api_opts_init(&ao);
+	ao.listen_address = "127.0.0.1:0";
+	ao.db = db;
+	ao.scrape = mgr;
+	ao.reload = reload;
+	ao.config_yaml = config_yaml;
+	ao.flag_names = fn;
+	ao.flag_values = fv;
+	ao.nflags = 2;
+	ao.version = "9.9.9-test";
+	if (pd_api_start(&srv, &ao, &err))
+		fail_msg("start: %s", err.msg);
+	port = pd_api_port(srv);
+	assert_true(port > 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	pd_api_stop(srv);
+	pd_scrape_manager_destroy(mgr);
+	pd_relabel_rules_destroy(rules);
+	pd_tsdb_close(db);
+	for (int i = 0; i < 3; i++) {
+		pd_pprof_destroy(heap[i]);
+		free(heap_raw[i]);
+	}
+	pd_pprof_destroy(cpu);
+	pd_pprof_destroy(gor);
+	free(gor_gz);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	curl_global_cleanup();
+	return 0;
+}
+
+static char *ms(int64_t t)
+{
+	static char buf[8][32];
+	static int k;
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof(buf[k]), "%.3f", (double)t / 1000.0);
+	return buf[k];
+}
+
+/* ---- tests ------------------------------------------------------------------------ */
+
+static void test_query_range(void **state)
+{
+	(void)state;
+	/* one series, timestamps in ms across a block and the head */
+	struct jv *v = get_json(build("/api/v1/query_range", "query", "heap{job=\"api\"}", "start",
+	                              ms(heap_t[0] - 1000), "end", ms(heap_t[2] + 1000), NULL),
+	                        200);
+	struct jv *d = jget(v, "data");
+	assert_int_equal(d->type, J_ARR);
+	assert_int_equal(d->n, 1);
+	struct jv *ls = jget(jat(d, 0), "labels");
+	assert_string_equal(jstr_of(jget(ls, "__name__")), "heap");
+	assert_string_equal(jstr_of(jget(ls, "job")), "api");
+	assert_string_equal(jstr_of(jget(ls, "instance")), "a:1");
+	struct jv *ts = jget(jat(d, 0), "timestamps");
+	assert_int_equal(ts->n, 3);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(jint(jat(ts, (size_t)i)), heap_t[i]);
+	assert_null(jget(v, "warnings"));
+	jv_free(v);
+
+	/* RFC 3339 times; a range holding only the second profile */
+	char a[40], b[40];
+	pd_time_format(heap_t[1] - 1, a, sizeof(a));
+	pd_time_format(heap_t[1] + 1, b, sizeof(b));
+	v = get_json(build("/api/v1/query_range", "query", "heap", "start", a, "end", b, NULL),
+	             200);
+	ts = jget(jat(jget(v, "data"), 0), "timestamps");
+	assert_int_equal(ts->n, 1);
+	assert_int_equal(jint(jat(ts, 0)), heap_t[1]);
+	jv_free(v);
+
+	/* two series, sorted by labels; limit cuts with Prometheus's warning */
+	int64_t lo = heap_t[0] < cpu_t ? heap_t[0] : cpu_t;
+	v = get_json(build("/api/v1/query_range", "query", "{job=\"api\"}", "start", ms(lo - 1000),
+	                   "end", ms(heap_t[2] + 1000), NULL),
+	             200);
+	d = jget(v, "data");
+	assert_int_equal(d->n, 2);
+	assert_string_equal(jstr_of(jget(jget(jat(d, 0), "labels"), "__name__")), "heap");
+	assert_string_equal(jstr_of(jget(jget(jat(d, 1), "labels"), "__name__")), "profile");
+	jv_free(v);
+	v = get_json(build("/api/v1/query_range", "query", "{job=\"api\"}", "start", ms(lo - 1000),
+	                   "end", ms(heap_t[2] + 1000), "limit", "1", NULL),
+	             200);
+	assert_int_equal(jget(v, "data")->n, 1);
+	assert_string_equal(jstr_of(jat(jget(v, "warnings"), 0)), "results truncated due to limit");
+	jv_free(v);
+
+	/* nothing in range: an empty result, not an error */
+	v = get_json(build("/api/v1/query_range", "query", "heap", "start", "1", "end", "2", NULL),
+	             200);
+	assert_int_equal(jget(v, "data")->n, 0);
+	jv_free(v);
+
+	/* '+' in a query string is a space, as in Prometheus */
+	char path[512];
+	snprintf(path, sizeof(path),
+	         "/api/v1/query_range?query=heap{job=+%%22api%%22}&start=%s&end=%s", ms(heap_t[0]),
+	         ms(heap_t[2]));
+	v = get_json(path, 200);
+	assert_int_equal(jget(v, "data")->n, 1);
+	jv_free(v);
+
+	/* POST with a form body, as Prometheus clients send long queries */
+	char form[512];
+	snprintf(form, sizeof(form), "query=heap%%7Bjob%%3D%%22api%%22%%7D&start=%s&end=%s",
+	         ms(heap_t[0]), ms(heap_t[2]));
+	struct http h;
+	const char *hdr[] = {"Content-Type: application/x-www-form-urlencoded", NULL};
+	http_do(NULL, "/api/v1/query_range", hdr, form, strlen(form), NULL, &h);
+	assert_int_equal(h.status, 200);
+	v = jparse(h.body);
+	assert_non_null(v);
+	assert_int_equal(jget(jat(jget(v, "data"), 0), "timestamps")->n, 3);
+	jv_free(v);
+	http_free(&h);
+}
+
+/* The rows of a JSON top table equal pd_pprof_top's. */
+static void check_top(const struct jv *data, const struct pd_pprof_profile *p, int idx)
+{
+	struct pd_pprof_top *t;
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_top(p, idx, &t, &err), 0);
+	assert_int_equal(jint(jget(data, "total")), t->total);
+	assert_string_equal(jstr_of(jget(data, "sampleType")), t->sample_type);
+	assert_string_equal(jstr_of(jget(data, "unit")), t->unit);
+	struct jv *rows = jget(data, "rows");
+	assert_int_equal(rows->n, t->nrows);
+	int64_t sum = 0;
+	for (size_t i = 0; i < t->nrows; i++) {
+		struct jv *r = jat(rows, i);
+		assert_string_equal(jstr_of(jget(r, "name")), t->rows[i].name);
+		assert_int_equal(jint(jget(r, "flat")), t->rows[i].flat);
+		assert_int_equal(jint(jget(r, "cum")), t->rows[i].cum);
+		sum += t->rows[i].flat;
+		double want = t->total ? (double)sum * 100.0 / (double)t->total : 0;
+		double got = jget(r, "sumPercent")->num;
+		assert_true(got - want < 1e-3 * (want > 1 ? want : 1) &&
+		            want - got < 1e-3 * (want > 1 ? want : 1));
+	}
+	pd_pprof_top_destroy(t);
+}
+
+static void test_query_single(void **state)
+{
+	(void)state;
+	/* exact time: heap-2's top table, as pd_pprof_top computes it */
+	struct jv *v = get_json(build("/api/v1/query", "query", "heap{job=\"api\"}", "time",
+	                              ms(heap_t[1]), "report", "top", NULL),
+	                        200);
+	check_top(jget(v, "data"), heap[1], pd_pprof_default_sample_index(heap[1]));
+	jv_free(v);
+
+	/* a sample_index by name, and limit */
+	int idx;
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_sample_index(heap[1], "alloc_space", &idx, &err), 0);
+	v = get_json(build("/api/v1/query", "query", "heap", "time", ms(heap_t[1]), "report", "top",
+	                   "sample_index", "alloc_space", NULL),
+	             200);
+	check_top(jget(v, "data"), heap[1], idx);
+	assert_int_equal(jint(jget(jget(v, "data"), "sampleIndex")), idx);
+	jv_free(v);
+	v = get_json(build("/api/v1/query", "query", "heap", "time", ms(heap_t[1]), "report", "top",
+	                   "limit", "3", NULL),
+	             200);
+	assert_int_equal(jget(jget(v, "data"), "rows")->n, 3);
+	jv_free(v);
+
+	/* between samples: the nearest before, within the lookback */
+	v = get_json(build("/api/v1/query", "query", "heap", "time", ms(heap_t[1] + 1500), "report",
+	                   "meta", NULL),
+	             200);
+	assert_int_equal(jint(jget(jget(v, "data"), "timestamp")), heap_t[1]);
+	jv_free(v);
+	/* before the first sample, or past the lookback: nothing, not an error */
+	v = get_json(build("/api/v1/query", "query", "heap", "time", ms(heap_t[0] - 1), NULL), 200);
+	assert_int_equal(jget(v, "data")->type, J_NULL);
+	jv_free(v);
+	v = get_json(build("/api/v1/query", "query", "heap", "time", ms(heap_t[2] + 600000), NULL),
+	             200);
+	assert_int_equal(jget(v, "data")->type, J_NULL);
+	jv_free(v);
+	v = get_json(build("/api/v1/query", "query", "heap", "time", ms(heap_t[2] + 600000),
+	                   "lookback", "15m", NULL),
+	             200);
+	assert_int_equal(jint(jget(jget(v, "data"), "timestamp")), heap_t[2]);
+	jv_free(v);
+}
+
+static void test_meta_and_flamegraph(void **state)
+{
+	(void)state;
+	struct jv *v = get_json(
+	    build("/api/v1/query", "query", "heap", "time", ms(heap_t[2]), "report", "meta", NULL),
+	    200);
+	struct jv *d = jget(v, "data");
+	struct jv *st = jget(d, "sampleTypes");
+	assert_int_equal(st->n, pd_pprof_sample_type_count(heap[2]));
+	for (size_t i = 0; i < st->n; i++) {
+		assert_string_equal(jstr_of(jget(jat(st, i), "type")),
+		                    pd_pprof_sample_type(heap[2], i));
+		assert_string_equal(jstr_of(jget(jat(st, i), "unit")),
+		                    pd_pprof_sample_unit(heap[2], i));
+		assert_int_equal(jint(jget(jat(st, i), "total")), pd_pprof_total(heap[2], (int)i));
+	}
+	assert_string_equal(jstr_of(jget(d, "defaultSampleType")), "inuse_space");
+	assert_int_equal(jint(jget(d, "profileCount")), 1);
+	assert_int_equal(jint(jget(d, "minTime")), heap_t[2]);
+	assert_int_equal(jint(jget(d, "maxTime")), heap_t[2]);
+	assert_string_equal(jstr_of(jget(jat(jget(d, "series"), 0), "job")), "api");
+	jv_free(v);
+
+	v = get_json(build("/api/v1/query", "query", "profile", "time", ms(cpu_t), "report",
+	                   "flamegraph", NULL),
+	             200);
+	d = jget(v, "data");
+	struct jv *root = jget(d, "root");
+	assert_string_equal(jstr_of(jget(root, "name")), "root");
+	assert_string_equal(jstr_of(jget(d, "sampleType")), "cpu");
+	assert_int_equal(jint(jget(d, "total")),
+	                 pd_pprof_total(cpu, pd_pprof_default_sample_index(cpu)));
+	assert_true(jget(root, "children")->n > 0);
+	jv_free(v);
+	/* min_total leaves nodes out */
+	v = get_json(build("/api/v1/query", "query", "profile", "time", ms(cpu_t), "report",
+	                   "flamegraph", "min_total", "1000000000000", NULL),
+	             200);
+	assert_int_equal(jget(jget(jget(v, "data"), "root"), "children")->n, 0);
+	jv_free(v);
+}
+
+static void test_proto(void **state)
+{
+	(void)state;
+	struct http h;
+	const char *hdr[] = {"Accept-Encoding: gzip", NULL};
+	http_do(
+	    NULL,
+	    build("/api/v1/query", "query", "heap", "time", ms(heap_t[2]), "report", "proto", NULL),
+	    hdr, NULL, 0, NULL, &h);
+	assert_int_equal(h.status, 200);
+	assert_string_equal(h.ctype, "application/octet-stream");
+	assert_string_equal(h.cenc, ""); /* the file is gzip itself, not the transfer */
+	assert_non_null(strstr(h.disp, "attachment; filename=\"heap-"));
+	assert_non_null(strstr(h.disp, ".pb.gz\""));
+	/* gunzipped, it is byte for byte what was stored */
+	uint8_t *raw;
+	size_t len;
+	struct pd_err err = {0};
+	assert_true(pd_gzip_is((uint8_t *)h.body, h.len));
+	assert_int_equal(pd_gunzip((uint8_t *)h.body, h.len, 64u << 20, &raw, &len, &err), 0);
+	assert_int_equal(len, heap_raw_len[2]);
+	assert_memory_equal(raw, heap_raw[2], len);
+	struct pd_pprof_profile *p;
+	assert_int_equal(pd_pprof_decode(&p, (uint8_t *)h.body, h.len, NULL, &err), 0);
+	assert_int_equal(pd_pprof_sample_count(p), pd_pprof_sample_count(heap[2]));
+	pd_pprof_destroy(p);
+	free(raw);
+	http_free(&h);
+
+	/* nothing there: 204 No Content */
+	get(build("/api/v1/query", "query", "heap", "time", "1", "report", "proto", NULL), &h);
+	assert_int_equal(h.status, 204);
+	assert_int_equal(h.len, 0);
+	http_free(&h);
+
+	/* a merged profile downloads as a valid pprof file too */
+	get(build("/api/v1/query", "query", "heap", "mode", "merge", "start", ms(heap_t[0]), "end",
+	          ms(heap_t[2]), "report", "proto", NULL),
+	    &h);
+	assert_int_equal(h.status, 200);
+	assert_non_null(strstr(h.disp, "filename=\"heap-merge-"));
+	assert_int_equal(pd_pprof_decode(&p, (uint8_t *)h.body, h.len, NULL, &err), 0);
+	pd_pprof_destroy(p);
+	http_free(&h);
+}
+
+static void test_merge(void **state)
+{
+	(void)state;
+	struct pd_pprof_profile *m;
+	struct pd_err err = {0};
+	const struct pd_pprof_profile *in[3] = {heap[0], heap[1], heap[2]};
+	assert_int_equal(pd_pprof_merge(in, 3, &m, &err), 0);
+	struct jv *v =
+	    get_json(build("/api/v1/query", "query", "heap{job=\"api\"}", "mode", "merge", "start",
+	                   ms(heap_t[0]), "end", ms(heap_t[2]), "report", "top", NULL),
+	             200);
+	check_top(jget(v, "data"), m, pd_pprof_default_sample_index(m));
+	assert_null(jget(v, "warnings"));
+	jv_free(v);
+	pd_pprof_destroy(m);
+
+	/* meta counts the profiles and the span */
+	v = get_json(build("/api/v1/query", "query", "heap", "mode", "merge", "start",
+	                   ms(heap_t[0]), "end", ms(heap_t[2]), "report", "meta", NULL),
+	             200);
+	assert_int_equal(jint(jget(jget(v, "data"), "profileCount")), 3);
+	assert_int_equal(jint(jget(jget(v, "data"), "minTime")), heap_t[0]);
+	assert_int_equal(jint(jget(jget(v, "data"), "maxTime")), heap_t[2]);
+	jv_free(v);
+
+	/* max_profiles cuts the merge, with a warning; the first two remain */
+	assert_int_equal(pd_pprof_merge(in, 2, &m, &err), 0);
+	v = get_json(build("/api/v1/query", "query", "heap", "mode", "merge", "start",
+	                   ms(heap_t[0]), "end", ms(heap_t[2]), "report", "top", "max_profiles",
+	                   "2", NULL),
+	             200);
+	check_top(jget(v, "data"), m, pd_pprof_default_sample_index(m));
+	const char *wmsg = jstr_of(jat(jget(v, "warnings"), 0));
+	assert_non_null(wmsg);
+	assert_non_null(strstr(wmsg, "2 of 3 profiles"));
+	jv_free(v);
+	pd_pprof_destroy(m);
+
+	/* heap and CPU profiles together cannot be merged: 400 naming the query */
+	int64_t lo = heap_t[0] < cpu_t ? heap_t[0] : cpu_t;
+	expect_bad(build("/api/v1/query", "query", "{job=\"api\"}", "mode", "merge", "start",
+	                 ms(lo), "end", ms(heap_t[2]), NULL),
+	           "query");
+}
+
+static void test_diff(void **state)
+{
+	(void)state;
+	struct pd_pprof_profile *d;
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_diff(heap[0], heap[2], &d, &err), 0);
+	struct jv *v =
+	    get_json(build("/api/v1/query", "mode", "diff", "query", "heap{job=\"api\"}", "a.time",
+	                   ms(heap_t[0]), "b.time", ms(heap_t[2]), "report", "top", NULL),
+	             200);
+	check_top(jget(v, "data"), d, pd_pprof_default_sample_index(d));
+	jv_free(v);
+	pd_pprof_destroy(d);
+
+	/* a merged side: b = merge(heap-2, heap-3), a = heap */
+	const struct pd_pprof_profile *in[2] = {heap[1], heap[2]};
+	struct pd_pprof_profile *m;
+	assert_int_equal(pd_pprof_merge(in, 2, &m, &err), 0);
+	assert_int_equal(pd_pprof_diff(heap[0], m, &d, &err), 0);
+	v = get_json(build("/api/v1/query", "mode", "diff", "a.query", "heap", "a.time",
+	                   ms(heap_t[0]), "b.query", "heap", "b.start", ms(heap_t[1]), "b.end",
+	                   ms(heap_t[2]), "report", "top", NULL),
+	             200);
+	check_top(jget(v, "data"), d, pd_pprof_default_sample_index(d));
+	jv_free(v);
+	v = get_json(build("/api/v1/query", "mode", "diff", "a.query", "heap", "a.time",
+	                   ms(heap_t[0]), "b.query", "heap", "b.start", ms(heap_t[1]), "b.end",
+	                   ms(heap_t[2]), "report", "meta", NULL),
+	             200);
+	assert_int_equal(jint(jget(jget(v, "data"), "profileCount")), 3);
+	assert_int_equal(jint(jget(jget(jget(v, "data"), "b"), "profileCount")), 2);
+	jv_free(v);
+	pd_pprof_destroy(d);
+	pd_pprof_destroy(m);
+}
+
+static void test_series_and_labels(void **state)
+{
+	(void)state;
+	struct jv *v = get_json(build("/api/v1/series", "match[]", "heap", NULL), 200);
+	struct jv *d = jget(v, "data");
+	assert_int_equal(d->n, 1);
+	assert_string_equal(jstr_of(jget(jat(d, 0), "__name__")), "heap");
+	assert_string_equal(jstr_of(jget(jat(d, 0), "instance")), "a:1");
+	jv_free(v);
+
+	/* several match[]: the union, sorted, without duplicates */
+	char path[1024];
+	snprintf(path, sizeof(path), "%s&match[]=%s",
+	         build("/api/v1/series", "match[]", "heap", NULL),
+	         "%7Bjob%3D~%22api%7Cweird%22%7D");
+	v = get_json(path, 200);
+	d = jget(v, "data");
+	assert_int_equal(d->n, 3);
+	assert_string_equal(jstr_of(jget(jat(d, 0), "__name__")), "goroutine");
+	/* the awkward label value survives JSON escaping */
+	assert_string_equal(jstr_of(jget(jat(d, 0), "instance")), weird_value);
+	assert_string_equal(jstr_of(jget(jat(d, 1), "__name__")), "heap");
+	assert_string_equal(jstr_of(jget(jat(d, 2), "__name__")), "profile");
+	jv_free(v);
+
+	/* a time range that excludes everything */
+	v = get_json(build("/api/v1/series", "match[]", "heap", "start", "1", "end", "2", NULL),
+	             200);
+	assert_int_equal(jget(v, "data")->n, 0);
+	jv_free(v);
+
+	v = get_json("/api/v1/labels", 200);
+	d = jget(v, "data");
+	assert_int_equal(d->n, 3);
+	assert_string_equal(jstr_of(jat(d, 0)), "__name__");
+	assert_string_equal(jstr_of(jat(d, 1)), "instance");
+	assert_string_equal(jstr_of(jat(d, 2)), "job");
+	jv_free(v);
+
+	v = get_json("/api/v1/label/job/values", 200);
+	d = jget(v, "data");
+	assert_int_equal(d->n, 2);
+	assert_string_equal(jstr_of(jat(d, 0)), "api");
+	assert_string_equal(jstr_of(jat(d, 1)), "weird");
+	jv_free(v);
+	v = get_json(build("/api/v1/label/__name__/values", "match[]", "{job=\"api\"}", NULL), 200);
+	d = jget(v, "data");
+	assert_int_equal(d->n, 2);
+	assert_string_equal(jstr_of(jat(d, 0)), "heap");
+	assert_string_equal(jstr_of(jat(d, 1)), "profile");
+	jv_free(v);
+	v = get_json(build("/api/v1/label/instance/values", "match[]", "goroutine", NULL), 200);
+	assert_string_equal(jstr_of(jat(jget(v, "data"), 0)), weird_value);
+	jv_free(v);
+	v = get_json("/api/v1/label/nosuch/values", 200);
+	assert_int_equal(jget(v, "data")->n, 0);
+	jv_free(v);
+
+	expect_bad("/api/v1/series", "match[]");
+	expect_bad(build("/api/v1/series", "match[]", "heap{", NULL), "match[]");
+	expect_bad("/api/v1/label/1bad/values", "name");
+	expect_bad(build("/api/v1/labels", "start", "yesterday", NULL), "start");
+}
+
+static void test_bad_parameters(void **state)
+{
+	(void)state;
+	expect_bad(build("/api/v1/query_range", "query", "heap{job=", NULL), "query");
+	expect_bad("/api/v1/query_range", "query");
+	expect_bad(build("/api/v1/query_range", "query", "heap", "start", "soon", NULL), "start");
+	expect_bad(
+	    build("/api/v1/query_range", "query", "heap", "end", "2024-13-01T00:00:00Z", NULL),
+	    "end");
+	expect_bad(
+	    build("/api/v1/query_range", "query", "heap", "start", "2000", "end", "1000", NULL),
+	    "end");
+	/* longer than 31 days */
+	expect_bad(
+	    build("/api/v1/query_range", "query", "heap", "start", "0", "end", "2764800", NULL),
+	    "end");
+	expect_bad(build("/api/v1/query_range", "query", "heap", "limit", "-1", NULL), "limit");
+	expect_bad(build("/api/v1/query", "query", "heap", "report", "svg", NULL), "report");
+	expect_bad(build("/api/v1/query", "query", "heap", "mode", "sum", NULL), "mode");
+	expect_bad(build("/api/v1/query", "query", "heap", "time", "x", NULL), "time");
+	expect_bad(build("/api/v1/query", "query", "heap", "lookback", "5x", NULL), "lookback");
+	expect_bad(build("/api/v1/query", "query", "heap", "time", ms(heap_t[1]), "report", "top",
+	                 "sample_index", "nosuch", NULL),
+	           "sample_index");
+	expect_bad(
+	    build("/api/v1/query", "mode", "diff", "a.query", "heap", "b.query", "heap{", NULL),
+	    "b.query");
+	/* two series at the time: single needs exactly one, and says how many */
+	struct jv *v =
+	    get_json(build("/api/v1/query", "query", "{job=\"api\"}", "time",
+	                   ms(heap_t[2] > cpu_t ? heap_t[2] : cpu_t), "lookback", "1h", NULL),
+	             400);
+	assert_non_null(strstr(jstr_of(jget(v, "error")), "matches 2 series"));
+	assert_non_null(strstr(jstr_of(jget(v, "error")), "invalid parameter \"query\""));
+	jv_free(v);
+	/* a selector matching everything is refused, as PromQL refuses it */
+	expect_bad(build("/api/v1/query_range", "query", "{job=~\".*\"}", NULL), "query");
+}
+
+static void test_push(void **state)
+{
+	(void)state;
+	/* raw gzip body; stored at its time_nanos */
+	struct http h;
+	http_do(
+	    NULL,
+	    build("/api/v1/profiles", "labels", "goroutine{job=\"batch\",instance=\"h1\"}", NULL),
+	    NULL, gor_gz, gor_gz_len, NULL, &h);
+	if (h.status != 200)
+		fail_msg("push: %ld %s", h.status, h.body);
+	struct jv *v = jparse(h.body);
+	assert_non_null(v);
+	assert_int_equal(jint(jget(jget(v, "data"), "timestamp")), gor_t);
+	assert_string_equal(jstr_of(jget(jget(jget(v, "data"), "labels"), "job")), "batch");
+	jv_free(v);
+	http_free(&h);
+	v = get_json(build("/api/v1/query_range", "query", "goroutine{job=\"batch\"}", "start",
+	                   ms(gor_t - 1), "end", ms(gor_t + 1), NULL),
+	             200);
+	assert_int_equal(jint(jat(jget(jat(jget(v, "data"), 0), "timestamps"), 0)), gor_t);
+	jv_free(v);
+	/* what is stored is the gunzipped protobuf: proto returns the same profile */
+	get(build("/api/v1/query", "query", "goroutine{job=\"batch\"}", "time", ms(gor_t), "report",
+	          "proto", NULL),
+	    &h);
+	assert_int_equal(h.status, 200);
+	uint8_t *raw, *want;
+	size_t len, wlen;
+	struct pd_err err = {0};
+	assert_int_equal(pd_gunzip((uint8_t *)h.body, h.len, 64u << 20, &raw, &len, &err), 0);
+	assert_int_equal(pd_gunzip(gor_gz, gor_gz_len, 64u << 20, &want, &wlen, &err), 0);
+	assert_int_equal(len, wlen);
+	assert_memory_equal(raw, want, len);
+	free(raw);
+	http_free(&h);
+
+	/* the same sample again: a duplicate, 400 */
+	http_do(
+	    NULL,
+	    build("/api/v1/profiles", "labels", "goroutine{job=\"batch\",instance=\"h1\"}", NULL),
+	    NULL, gor_gz, gor_gz_len, NULL, &h);
+	assert_int_equal(h.status, 400);
+	assert_non_null(strstr(h.body, "duplicate"));
+	http_free(&h);
+
+	/* raw (not gzip) protobuf at an explicit time */
+	http_do(NULL,
+	        build("/api/v1/profiles", "labels", "goroutine{job=\"batch\",instance=\"h2\"}",
+	              "time", "1700000000", NULL),
+	        NULL, want, wlen, NULL, &h);
+	assert_int_equal(h.status, 200);
+	http_free(&h);
+	free(want);
+	v = get_json(build("/api/v1/query_range", "query", "goroutine{instance=\"h2\"}", "start",
+	                   "1699999999", "end", "1700000001", NULL),
+	             200);
+	assert_int_equal(jint(jat(jget(jat(jget(v, "data"), 0), "timestamps"), 0)),
+	                 1700000000000LL);
+	jv_free(v);
+
+	/* multipart/form-data with file and labels fields, as curl -F sends */
+	CURL *mc = curl_easy_init();
+	curl_mime *mime = curl_mime_init(mc);
+	curl_mimepart *part = curl_mime_addpart(mime);
+	curl_mime_name(part, "labels");
+	curl_mime_data(part, "goroutine{job=\"batch\",instance=\"h3\"}", CURL_ZERO_TERMINATED);
+	part = curl_mime_addpart(mime);
+	curl_mime_name(part, "file");
+	curl_mime_filename(part, "goroutine.pb.gz");
+	curl_mime_data(part, (const char *)gor_gz, gor_gz_len);
+	http_do(NULL, "/api/v1/profiles", NULL, NULL, 0, mime, &h);
+	curl_mime_free(mime);
+	curl_easy_cleanup(mc);
+	if (h.status != 200)
+		fail_msg("multipart push: %ld %s", h.status, h.body);
+	http_free(&h);
+	v = get_json(build("/api/v1/series", "match[]", "goroutine{job=\"batch\"}", NULL), 200);
+	assert_int_equal(jget(v, "data")->n, 3);
+	jv_free(v);
+
+	/* refused: garbage, no labels, reserved labels, GET */
+	http_do(NULL, build("/api/v1/profiles", "labels", "goroutine{job=\"x\"}", NULL), NULL,
+	        "not a profile", 13, NULL, &h);
+	assert_int_equal(h.status, 400);
+	assert_non_null(strstr(h.body, "invalid parameter \\\"file\\\""));
+	http_free(&h);
+	http_do(NULL, "/api/v1/profiles", NULL, gor_gz, gor_gz_len, NULL, &h);
+	assert_int_equal(h.status, 400);
+	assert_non_null(strstr(h.body, "invalid parameter \\\"labels\\\""));
+	http_free(&h);
+	http_do(NULL, build("/api/v1/profiles", "labels", "{job=\"x\"}", NULL), NULL, gor_gz,
+	        gor_gz_len, NULL, &h);
+	assert_int_equal(h.status, 400);
+	http_free(&h);
+	http_do(NULL, build("/api/v1/profiles", "labels", "goroutine{__meta_x=\"1\"}", NULL), NULL,
+	        gor_gz, gor_gz_len, NULL, &h);
+	assert_int_equal(h.status, 400);
+	http_free(&h);
+	get("/api/v1/profiles", &h);
+	assert_int_equal(h.status, 405);
+	assert_string_equal(h.allow, "POST");
+	http_free(&h);
+}
+
+static void test_gzip(void **state)
+{
+	(void)state;
+	const char *path =
+	    build("/api/v1/query", "query", "heap", "time", ms(heap_t[0]), "report", "top", NULL);
+	struct http plain, gz;
+	get(path, &plain);
+	const char *hdr[] = {"Accept-Encoding: gzip, deflate", NULL};
+	http_do(NULL, path, hdr, NULL, 0, NULL, &gz);
+	assert_int_equal(gz.status, 200);
+	assert_string_equal(gz.cenc, "gzip");
+	assert_string_equal(plain.cenc, "");
+	uint8_t *out;
+	size_t len;
+	struct pd_err err = {0};
+	assert_int_equal(pd_gunzip((uint8_t *)gz.body, gz.len, 64u << 20, &out, &len, &err), 0);
+	assert_int_equal(len, plain.len);
+	assert_memory_equal(out, plain.body, len);
+	assert_true(gz.len < plain.len);
+	free(out);
+	http_free(&plain);
+	http_free(&gz);
+	/* q=0 refuses gzip */
+	const char *hdr0[] = {"Accept-Encoding: gzip;q=0", NULL};
+	http_do(NULL, path, hdr0, NULL, 0, NULL, &gz);
+	assert_string_equal(gz.cenc, "");
+	http_free(&gz);
+}
+
+static void test_targets(void **state)
+{
+	(void)state;
+	struct jv *v = get_json("/api/v1/targets", 200);
+	struct jv *d = jget(v, "data");
+	struct jv *act = jget(d, "activeTargets"), *drop = jget(d, "droppedTargets");
+	assert_int_equal(act->n, 1);
+	struct jv *t = jat(act, 0);
+	assert_string_equal(jstr_of(jget(t, "scrapePool")), "test");
+	assert_string_equal(jstr_of(jget(t, "scrapeUrl")), "http://127.0.0.1:1/debug/pprof/heap");
+	assert_non_null(jstr_of(jget(t, "globalUrl")));
+	assert_string_equal(jstr_of(jget(jget(t, "labels"), "job")), "test");
+	assert_string_equal(jstr_of(jget(jget(t, "labels"), "instance")), "127.0.0.1:1");
+	assert_string_equal(jstr_of(jget(jget(t, "discoveredLabels"), "__address__")),
+	                    "127.0.0.1:1");
+	const char *health = jstr_of(jget(t, "health"));
+	assert_true(strcmp(health, "unknown") == 0 || strcmp(health, "down") == 0);
+	assert_string_equal(jstr_of(jget(t, "scrapeInterval")), "1h");
+	assert_string_equal(jstr_of(jget(t, "scrapeTimeout")), "1s");
+	assert_string_equal(jstr_of(jget(t, "profileType")), "heap");
+	assert_non_null(jstr_of(jget(t, "lastScrape")));
+	assert_int_equal(jget(t, "lastScrapeDuration")->type, J_NUM);
+	assert_non_null(jstr_of(jget(t, "lastError")));
+	assert_int_equal(drop->n, 1);
+	assert_string_equal(jstr_of(jget(jget(jat(drop, 0), "discoveredLabels"), "__address__")),
+	                    "127.0.0.1:2");
+	assert_int_equal(jint(jget(jget(d, "droppedTargetCounts"), "test")), 1);
+	jv_free(v);
+
+	v = get_json("/api/v1/targets?state=active", 200);
+	assert_int_equal(jget(jget(v, "data"), "activeTargets")->n, 1);
+	assert_int_equal(jget(jget(v, "data"), "droppedTargets")->n, 0);
+	jv_free(v);
+	v = get_json("/api/v1/targets?state=dropped", 200);
+	assert_int_equal(jget(jget(v, "data"), "activeTargets")->n, 0);
+	assert_int_equal(jget(jget(v, "data"), "droppedTargets")->n, 1);
+	jv_free(v);
+	expect_bad("/api/v1/targets?state=bogus", "state");
+}
+
+static void test_status(void **state)
+{
+	(void)state;
+	struct jv *v = get_json("/api/v1/status/config", 200);
+	assert_non_null(strstr(jstr_of(jget(jget(v, "data"), "yaml")), "scrape_interval: 1m"));
+	jv_free(v);
+	v = get_json("/api/v1/status/flags", 200);
+	assert_string_equal(jstr_of(jget(jget(v, "data"), "config.file")), "profd.yml");
+	assert_string_equal(jstr_of(jget(jget(v, "data"), "web.listen-address")), "127.0.0.1:0");
+	jv_free(v);
+	v = get_json("/api/v1/status/buildinfo", 200);
+	assert_string_equal(jstr_of(jget(jget(v, "data"), "version")), "9.9.9-test");
+	jv_free(v);
+	v = get_json("/api/v1/status/tsdb", 200);
+	struct jv *d = jget(v, "data");
+	struct jv *hs = jget(d, "headStats");
+	assert_true(jint(jget(hs, "numSeries")) >= 2);
+	assert_true(jint(jget(hs, "numSamples")) >= 2);
+	assert_true(jint(jget(hs, "chunkCount")) >= 2);
+	assert_true(jint(jget(hs, "minTime")) <= jint(jget(hs, "maxTime")));
+	assert_true(jget(d, "blocks")->n >= 1);
+	assert_true(jint(jget(jat(jget(d, "blocks"), 0), "numSamples")) >= 1);
+	struct jv *lv = jget(d, "labelValueCountByLabelName");
+	assert_true(lv->n >= 3);
+	assert_non_null(jstr_of(jget(jat(lv, 0), "name")));
+	assert_true(jget(d, "seriesCountByMetricName")->n >= 1);
+	jv_free(v);
+}
+
+static void test_lifecycle_and_misc(void **state)
+{
+	(void)state;
+	struct http h;
+	get("/-/healthy", &h);
+	assert_int_equal(h.status, 200);
+	assert_string_equal(h.body, "profd is Healthy.\n");
+	http_free(&h);
+	get("/-/ready", &h);
+	assert_int_equal(h.status, 200);
+	http_free(&h);
+	pd_api_set_ready(srv, 0);
+	get("/-/ready", &h);
+	assert_int_equal(h.status, 503);
+	http_free(&h);
+	pd_api_set_ready(srv, 1);
+
+	int calls = reload_calls;
+	http_do("POST", "/-/reload", NULL, NULL, 0, NULL, &h);
+	assert_int_equal(h.status, 200);
+	assert_int_equal(reload_calls, calls + 1);
+	http_free(&h);
+	reload_fail = 1;
+	http_do("POST", "/-/reload", NULL, NULL, 0, NULL, &h);
+	assert_int_equal(h.status, 500);
+	assert_non_null(
+	    strstr(h.body, "failed to reload config: profd.yml:3:5: field foo not found"));
+	http_free(&h);
+	reload_fail = 0;
+	http_do("PUT", "/-/reload", NULL, NULL, 0, NULL, &h);
+	assert_int_equal(h.status, 200);
+	http_free(&h);
+	get("/-/reload", &h);
+	assert_int_equal(h.status, 405);
+	http_free(&h);
+
+	get("/nope", &h);
+	assert_int_equal(h.status, 404);
+	http_free(&h);
+	struct jv *v = get_json("/api/v1/nope", 404);
+	assert_string_equal(jstr_of(jget(v, "errorType")), "not_found");
+	jv_free(v);
+	get("/", &h);
+	assert_int_equal(h.status, 200);
+	assert_non_null(strstr(h.ctype, "text/html"));
+	assert_non_null(strstr(h.body, "/api/v1/query_range"));
+	http_free(&h);
+}
+
+/* 1 when text has "# HELP name " and "# TYPE name [type]". */
+static int has_family(const char *text, const char *name, const char *type)
+{
+	char l[256];
+	snprintf(l, sizeof(l), "# HELP %s ", name);
+	if (!strstr(text, l))
+		return 0;
+	snprintf(l, sizeof(l), "# TYPE %s %s", name, type ? type : "");
+	return strstr(text, l) != NULL;
+}
+
+static void test_metrics(void **state)
+{
+	(void)state;
+	struct http h;
+	get("/api/v1/labels", &h); /* at least one request counted */
+	http_free(&h);
+	get("/metrics", &h);
+	assert_int_equal(h.status, 200);
+	assert_non_null(strstr(h.ctype, "text/plain; version=0.0.4"));
+	static const char *const want[] = {
+	    "# HELP profd_build_info ",
+	    "# TYPE profd_build_info gauge\nprofd_build_info{version=\"9.9.9-test\"",
+	    "# TYPE profd_scrapes_total counter\n",
+	    "profd_scrapes_total{result=\"success\"} ",
+	    "# TYPE profd_scrape_bytes_total counter\n",
+	    "profd_profiles_appended_total{source=\"push\"} 3\n",
+	    "profd_tsdb_head_series ",
+	    "# TYPE profd_tsdb_wal_storage_size_bytes gauge\n",
+	    "profd_tsdb_storage_blocks_bytes ",
+	    "# TYPE profd_tsdb_compactions_total counter\n",
+	    "# TYPE profd_http_requests_total counter\n",
+	    "profd_http_requests_total{code=\"200\",handler=\"/api/v1/labels\"} ",
+	    "# TYPE profd_http_request_duration_seconds histogram\n",
+	    "profd_http_request_duration_seconds_bucket{handler=\"/api/v1/labels\",le=\"+Inf\"} ",
+	    "profd_http_request_duration_seconds_count{handler=\"/api/v1/labels\"} ",
+	    "profd_queries_total{mode=\"merge\"} ",
+	    "# TYPE process_cpu_seconds_total counter\n",
+	    "process_resident_memory_bytes ",
+	    "profd_config_last_reload_successful 1\n",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!strstr(h.body, want[i]))
+			fail_msg("/metrics lacks \"%s\"", want[i]);
+	/* every sample line belongs to a family with HELP and TYPE */
+	char *save, *line;
+	char *copy = strdup(h.body);
+	for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] == '#')
+			continue;
+		char name[128], base[128];
+		size_t n = strcspn(line, "{ ");
+		snprintf(name, sizeof(name), "%.*s", (int)n, line);
+		if (has_family(h.body, name, NULL))
+			continue;
+		/* a histogram's series: name_bucket, name_sum, name_count */
+		int ok = 0;
+		static const char *const sufs[] = {"_bucket", "_sum", "_count"};
+		for (int k = 0; k < 3 && !ok; k++) {
+			size_t sl = strlen(sufs[k]);
+			if (n > sl && strcmp(name + n - sl, sufs[k]) == 0) {
+				snprintf(base, sizeof(base), "%.*s", (int)(n - sl), name);
+				ok = has_family(h.body, base, "histogram");
+			}
+		}
+		if (!ok)
+			fail_msg("/metrics: %s has no HELP and TYPE", line);
+	}
+	free(copy);
+	http_free(&h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_query_range),
+	    cmocka_unit_test(test_query_single),
+	    cmocka_unit_test(test_meta_and_flamegraph),
+	    cmocka_unit_test(test_proto),
+	    cmocka_unit_test(test_merge),
+	    cmocka_unit_test(test_diff),
+	    cmocka_unit_test(test_series_and_labels),
+	    cmocka_unit_test(test_bad_parameters),
+	    cmocka_unit_test(test_push),
+	    cmocka_unit_test(test_gzip),
+	    cmocka_unit_test(test_targets),
+	    cmocka_unit_test(test_status),
+	    cmocka_unit_test(test_lifecycle_and_misc),
+	    cmocka_unit_test(test_metrics),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
