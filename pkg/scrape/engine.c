@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "profd/scrape.h"
@@ -389,6 +390,16 @@ int pd_scrape_engine_create(struct pd_scrape_engine **out, unsigned workers,
 		pd_scrape_engine_destroy(e);
 		return pd_err_set(err, PD_ENOMEM, "cannot create a libcurl multi handle");
 	}
+	/* keep idle connections to targets for the next scrape (libcurl's default cache
+	 * is 4 per handle in use, and a loop's handle is in use only while it scrapes),
+	 * within half the file descriptors the process may open */
+	struct rlimit rl;
+	long maxconn = 512;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		maxconn = (long)(rl.rlim_cur / 2);
+	if (maxconn > 10000)
+		maxconn = 10000;
+	curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, maxconn);
 	e->nworkers = workers ? workers : 2;
 	e->workers = calloc(e->nworkers, sizeof(*e->workers));
 	if (!e->workers) {
