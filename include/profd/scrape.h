@@ -149,9 +149,19 @@ int pd_scrape_manager_targets(struct pd_scrape_manager *m, int include_dropped,
 			      struct pd_scrape_target_status **out, size_t *n, struct pd_err *err);
 void pd_scrape_target_status_free(struct pd_scrape_target_status *s, size_t n);
 
+#define PD_SCRAPE_DURATION_BUCKETS 11
+
+/* Upper bounds (seconds) of the scrape duration histogram: Prometheus's defaults. */
+extern const double pd_scrape_duration_bounds[PD_SCRAPE_DURATION_BUCKETS];
+
 struct pd_scrape_stats {
 	uint64_t scrapes_ok, scrapes_failed, bytes_scraped, profiles_appended;
 	uint64_t active_targets, dropped_targets;
+	/* scrape durations (request to response, successful or not): cumulative
+	 * counts per bucket of pd_scrape_duration_bounds, the count and the sum */
+	uint64_t duration_buckets[PD_SCRAPE_DURATION_BUCKETS];
+	uint64_t duration_count;
+	double duration_sum_seconds;
 };
 
 void pd_scrape_manager_stats(struct pd_scrape_manager *m, struct pd_scrape_stats *st);

@@ -200,6 +200,16 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 		        (unsigned long long)ss.active_targets);
 		jprintf(w, "profd_scrape_targets{state=\"dropped\"} %llu\n",
 		        (unsigned long long)ss.dropped_targets);
+		family(w, "profd_scrape_duration_seconds", "histogram",
+		       "Duration of scrapes, from request to the end of the response.");
+		for (size_t b = 0; b < PD_SCRAPE_DURATION_BUCKETS; b++)
+			jprintf(w, "profd_scrape_duration_seconds_bucket{le=\"%g\"} %llu\n",
+			        pd_scrape_duration_bounds[b], (unsigned long long)ss.duration_buckets[b]);
+		jprintf(w, "profd_scrape_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
+		        (unsigned long long)ss.duration_count);
+		jprintf(w, "profd_scrape_duration_seconds_sum %.6f\n", ss.duration_sum_seconds);
+		jprintf(w, "profd_scrape_duration_seconds_count %llu\n",
+		        (unsigned long long)ss.duration_count);
 		pthread_mutex_lock(&s->m.mu);
 		uint64_t pushed = s->m.c.pushed;
 		pthread_mutex_unlock(&s->m.mu);

@@ -53,7 +53,12 @@ struct pd_scrape_manager {
 	struct pd_tsdb *db;
 	struct pd_scrape_manager_opts o;
 	uint64_t ok, failed, bytes, appended;
+	uint64_t dur_buckets[PD_SCRAPE_DURATION_BUCKETS]; /* not cumulative */
+	uint64_t dur_count, dur_sum_us;
 };
+
+const double pd_scrape_duration_bounds[PD_SCRAPE_DURATION_BUCKETS] = {
+	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 
 /* ---- helpers ----------------------------------------------------------------- */
 
@@ -451,6 +456,16 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 	char msg[PD_ERR_MSG_MAX + 32];
 	size_t max = m->o.max_decompressed ? m->o.max_decompressed : PD_PPROF_DEFAULT_MAX_DECOMPRESSED;
 
+	double secs = (double)r->duration_us / 1e6;
+	for (size_t b = 0; b < PD_SCRAPE_DURATION_BUCKETS; b++)
+		if (secs <= pd_scrape_duration_bounds[b]) {
+			__atomic_add_fetch(&m->dur_buckets[b], 1, __ATOMIC_RELAXED);
+			break;
+		}
+	__atomic_add_fetch(&m->dur_count, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&m->dur_sum_us, (uint64_t)(r->duration_us > 0 ? r->duration_us : 0),
+			   __ATOMIC_RELAXED);
+
 	if (r->error) {
 		__atomic_add_fetch(&m->failed, 1, __ATOMIC_RELAXED);
 		set_status(t, PD_SCRAPE_DOWN, r->message, r);
@@ -674,6 +689,13 @@ void pd_scrape_manager_stats(struct pd_scrape_manager *m, struct pd_scrape_stats
 	st->scrapes_failed = __atomic_load_n(&m->failed, __ATOMIC_RELAXED);
 	st->bytes_scraped = __atomic_load_n(&m->bytes, __ATOMIC_RELAXED);
 	st->profiles_appended = __atomic_load_n(&m->appended, __ATOMIC_RELAXED);
+	uint64_t cum = 0;
+	for (size_t b = 0; b < PD_SCRAPE_DURATION_BUCKETS; b++) {
+		cum += __atomic_load_n(&m->dur_buckets[b], __ATOMIC_RELAXED);
+		st->duration_buckets[b] = cum;
+	}
+	st->duration_count = __atomic_load_n(&m->dur_count, __ATOMIC_RELAXED);
+	st->duration_sum_seconds = (double)__atomic_load_n(&m->dur_sum_us, __ATOMIC_RELAXED) / 1e6;
 	pthread_mutex_lock(&m->mu);
 	for (size_t i = 0; i < m->npools; i++)
 		for (size_t k = 0; k < m->pools[i]->ntargets; k++) {

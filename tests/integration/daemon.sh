@@ -78,7 +78,9 @@ grep -q '"status":"success"' "$tmp/qr.json" && grep -q '"timestamps":\[' "$tmp/q
 	fail "query_range: $(head -c 300 "$tmp/qr.json")"
 code=$(curl -s -o "$tmp/bad.json" -w '%{http_code}' -G "$api/api/v1/query_range" --data-urlencode 'query=heap{job=')
 [ "$code" = 400 ] && grep -q '"errorType":"bad_data"' "$tmp/bad.json" || fail "a bad selector gave $code: $(cat "$tmp/bad.json")"
-curl -fsS "$api/metrics" | grep -q '^profd_' || fail "/metrics has no profd_ metrics"
+curl -fsS "$api/metrics" >"$tmp/metrics"
+grep -q '^profd_scrapes_total{result="success"} [1-9]' "$tmp/metrics" || fail "/metrics: no successful scrapes counted"
+grep -q '^profd_scrape_duration_seconds_count [1-9]' "$tmp/metrics" || fail "/metrics: no scrape duration histogram"
 # a profile through the API reads in go tool pprof exactly as the stored one
 ts=$(grep -o '"timestamps":\[[0-9,]*' "$tmp/qr.json" | head -1 | sed 's/.*\[//; s/,.*//')
 curl -fsS -G "$api/api/v1/query" --data-urlencode 'query=heap{job="goapp"}' \
