@@ -15,11 +15,11 @@ trap 'kill $demo 2>/dev/null || true' EXIT
 "$profd" --version
 cat <<MSG
 
-profd is scraping the demo program at 127.0.0.1:6060 every 15 s into ./data.
-In another terminal:
-  $profd tsdb query data '{job="demo"}'
-  $profd tsdb dump-profile data 'heap{job="demo"}' --time=\$(date +%s) -o heap.pb.gz
-  $profd pprof top heap.pb.gz
+profd is scraping the demo program at 127.0.0.1:6060 every 15 s into ./data,
+with its API on http://localhost:10902/. In another terminal:
+  curl -G localhost:10902/api/v1/query_range --data-urlencode 'query={job="demo"}'
+  curl -G localhost:10902/api/v1/query --data-urlencode 'query=heap{job="demo"}' --data-urlencode report=top
+  go tool pprof 'http://localhost:10902/api/v1/query?query=heap{job="demo"}&report=proto'
 Ctrl-C stops profd and the demo program.
 
 MSG
