@@ -9,7 +9,7 @@ RUN cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DPD_TESTS=OFF \
  && cmake --build build/release -j"$(nproc)"
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends libprotobuf-c1 zlib1g libzstd1 libpcre2-8-0 \
+RUN apt-get update && apt-get install -y --no-install-recommends libprotobuf-c1 zlib1g libzstd1 libpcre2-8-0 libyaml-0-2 libcurl4 libmicrohttpd12 \
  && rm -rf /var/lib/apt/lists/* && useradd --system --uid 10001 profd
 COPY --from=build /src/build/release/profd /usr/local/bin/profd
 USER profd

@@ -791,14 +791,19 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 		server_free(s);
 		return rc;
 	}
+	/* options as one array: the form mhd_dl.c forwards to the loaded library */
+	struct MHD_OptionItem ops[] = {
+		{MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL},
+		{MHD_OPTION_LISTEN_SOCKET, fd, NULL},
+		{MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s},
+		{MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->o.max_connections, NULL},
+		{MHD_OPTION_CONNECTION_TIMEOUT, 120, NULL},
+		{MHD_OPTION_CONNECTION_MEMORY_LIMIT, 256 * 1024, NULL},
+		{MHD_OPTION_END, 0, NULL},
+	};
 	s->mhd = MHD_start_daemon(MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD |
 	                              MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
-	                          0, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-	                          NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
-	                          on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
-	                          (unsigned)s->o.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-	                          (unsigned)120, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-	                          (size_t)256 * 1024, MHD_OPTION_END);
+	                          0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, ops, MHD_OPTION_END);
 	if (!s->mhd) {
 		close(fd);
 		server_free(s);
