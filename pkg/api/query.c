@@ -607,7 +607,7 @@ static void report_proto(struct api_resp *w, const struct side *sides, size_t ns
 	size_t len = 0;
 	int rc;
 	if (nsides == 1 && !sides[0].merge && sides[0].raw)
-		rc = pd_gzip(sides[0].raw, sides[0].rawlen, 6, &out, &len, &err);
+		rc = pd_gzip(sides[0].raw, sides[0].rawlen, 1, &out, &len, &err);
 	else
 		rc = pd_pprof_encode(p, 1, &out, &len, &err);
 	if (rc) {

@@ -367,7 +367,8 @@ static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
 		uint8_t *z;
 		size_t zl;
 		struct pd_err err = {0};
-		if (pd_gzip(data, len, 6, &z, &zl, &err) == 0) {
+		/* level 1: five times faster than 6 for a quarter more bytes */
+		if (pd_gzip(data, len, 1, &z, &zl, &err) == 0) {
 			if (mode == MHD_RESPMEM_MUST_FREE)
 				free((void *)data);
 			data = z;

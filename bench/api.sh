@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# bench/api.sh: runs api_bench, the HTTP API benchmark: a store of 1,000 series x
+# 1,000 real profiles served by the real API server on loopback, measured with
+# libcurl: query_range over everything (latency, bytes, plain and gzip), single
+# profile fetches from the head and from blocks (p50, p99), and merges of 100 and
+# 1,000 profiles against `go tool pprof -proto` on the same files, with a check
+# that both merges agree. bench/README.md explains every table. About 2 minutes.
+#
+# usage: bench/api.sh PROFD_BUILD_DIR [api_bench options, e.g. --fetches 200]
+#        (`make build` builds build/release; PD_BENCH=ON builds the program)
+#
+# Environment:
+#   PD_CORPUS=DIR     the corpus (default: shared/corpus/prometheus beside the repo)
+#   PD_BENCH_DIR=DIR  where the temporary store and files go (default:
+#                     PROFD_BUILD_DIR, a real disk rather than a tmpfs /tmp); about 800 MB at peak
+#   GO=go             the go command whose `go tool pprof` is the reference
+set -euo pipefail
+
+if [ $# -lt 1 ]; then
+	echo "usage: $0 PROFD_BUILD_DIR [api_bench options]" >&2
+	exit 2
+fi
+build=$(realpath "$1")
+shift
+repo=$(cd "$(dirname "$0")/.." && pwd)
+bin=$build/bench/api_bench
+corpus=${PD_CORPUS:-$repo/../shared/corpus/prometheus}
+go=${GO:-go}
+
+die() {
+	echo "bench: $*" >&2
+	exit 1
+}
+
+[ -x "$bin" ] || die "$bin not found: configure with -DPD_BENCH=ON (libmicrohttpd, libcurl installed) and build"
+[ -d "$corpus" ] || die "corpus $corpus not found (set PD_CORPUS to the folder of per-type profile folders)"
+command -v "$go" >/dev/null || die "'$go' not found: the reference is go tool pprof (Debian package golang-go)"
+type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+if [ "$type" != Release ]; then
+	echo "bench: warning: $build is a '${type:-unknown}' build; measure a Release build" >&2
+fi
+if grep -q '^PD_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+	echo "bench: warning: $build has sanitizers on: this measures the sanitizer" >&2
+fi
+
+parent=${PD_BENCH_DIR:-$build}
+work=$(mktemp -d "$parent/api-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -1)
+mem=$(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo 2>/dev/null)
+echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) cores, ${cpu:-unknown cpu}, ${mem:-?} RAM," \
+	"$(uname -sr); libcurl $(curl-config --version 2>/dev/null | cut -d' ' -f2 || echo '?')," \
+	"libmicrohttpd $(pkg-config --modversion libmicrohttpd 2>/dev/null || echo '?'), $("$go" version | cut -d' ' -f3);" \
+	"build: $build (${type:-unknown}); load average before: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
+"$bin" --corpus "$corpus" --dir "$work" --go "$go" "$@"
