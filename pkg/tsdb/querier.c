@@ -136,7 +136,10 @@ struct rs {
 	size_t *tcap; /* capacity of each series' ts */
 };
 
-static int rs_find_or_add(struct rs *r, const struct pd_lpair *l, size_t nl, size_t *idx)
+/* Finds the result series with these labels, or adds it when may_add is set
+ * (PD_ENOTFOUND otherwise). */
+static int rs_find_or_add(struct rs *r, const struct pd_lpair *l, size_t nl, int may_add,
+			  size_t *idx)
 {
 	uint64_t h = labels_hash(l, nl);
 	if ((r->n + 1) * 2 > r->nslots) {
@@ -165,6 +168,8 @@ static int rs_find_or_add(struct rs *r, const struct pd_lpair *l, size_t nl, siz
 		}
 		j = (j + 1) & (r->nslots - 1);
 	}
+	if (!may_add)
+		return PD_ENOTFOUND;
 	if (r->n == r->cap) {
 		size_t c = r->cap ? r->cap * 2 : 64;
 		struct pd_tsdb_series *nv = realloc(r->v, c * sizeof(*nv));
@@ -276,11 +281,12 @@ static int collect_series(const struct source *src, uint64_t ref, const struct p
 			if (t < mint || t > maxt)
 				continue;
 			if (idx == SIZE_MAX) {
-				if (limit && res->n >= limit) {
-					/* a new series past the limit: ignore it */
+				/* past the limit, series already in the result still get the
+				 * timestamps of this source; new ones are left out */
+				int r2 = rs_find_or_add(res, l, nl, !limit || res->n < limit, &idx);
+				if (r2 == PD_ENOTFOUND)
 					break;
-				}
-				if (rs_find_or_add(res, l, nl, &idx)) {
+				if (r2) {
 					rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 					break;
 				}

@@ -255,6 +255,13 @@ static void test_flush_compact_retention(void **state)
 	assert_true(st.compactions >= 1); /* 3-window and 9-window ranges were filled */
 	assert_true(st.head_samples > 0); /* the newest half range stays in the head */
 	check_all(db, 6, 0, 3000000, 5000);
+	/* a limit caps the series, not the timestamps of a series in blocks and head */
+	struct pd_tsdb_matcher inst = {"instance", eq_match, "a:1"};
+	struct pd_tsdb_result *lr;
+	assert_int_equal(pd_tsdb_select(db, &inst, 1, 0, 3000000, 1, &lr, &err), 0);
+	assert_int_equal(lr->nseries, 1);
+	assert_int_equal(lr->series[0].nts, 600);
+	pd_tsdb_result_destroy(lr);
 	/* everything out of the head, then a restart: all from blocks */
 	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
 	pd_tsdb_stats(db, &st);
