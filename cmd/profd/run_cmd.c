@@ -16,6 +16,7 @@
 #include "profd/discovery.h"
 #include "profd/scrape.h"
 #include "profd/tsdb.h"
+#include "profd/webui.h"
 
 struct run_flags {
 	const char *config_file;
@@ -25,6 +26,7 @@ struct run_flags {
 	const char *retention_size;
 	const char *log_level;
 	const char *log_format;
+	const char *ui_dir; /* "": the embedded UI */
 };
 
 static void usage(FILE *f)
@@ -40,14 +42,16 @@ static void usage(FILE *f)
 		"  --storage.tsdb.retention.time=DUR   how long to keep profiles (default 15d)\n"
 		"  --storage.tsdb.retention.size=SIZE  most bytes of blocks to keep, e.g. 10GB\n"
 		"                                      (default 0: no limit)\n"
-		"  --web.listen-address=ADDR           address of the HTTP API (default :10902)\n"
+		"  --web.listen-address=ADDR           address of the HTTP API and UI (default :10902)\n"
+		"  --web.ui-dir=DIR                    serve the web UI from DIR instead of the\n"
+		"                                      copy built into profd (for UI development)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 }
 
 static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
-	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt"};
+	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", ""};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -76,6 +80,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->log_level = v;
 		else if (IS("--log.format"))
 			f->log_format = v;
+		else if (IS("--web.ui-dir"))
+			f->ui_dir = v;
 		else {
 			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
@@ -93,6 +99,7 @@ struct daemon {
 	struct pd_scrape_manager *scrape;
 	struct pd_discovery_manager *disc;
 	struct pd_api_server *api;
+	struct pd_webui *ui;
 };
 
 static void on_groups(void *ctx, const char *pool, const struct pd_target_group *groups, size_t n)
@@ -283,9 +290,9 @@ int pd_cmd_run(int argc, char **argv)
 	}
 	const char *fn[] = {"config.file",	"storage.tsdb.path", "storage.tsdb.retention.time",
 			    "storage.tsdb.retention.size", "web.listen-address", "log.level",
-			    "log.format"};
+			    "log.format", "web.ui-dir"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
-			    f.listen_address, f.log_level,    f.log_format};
+			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -299,6 +306,17 @@ int pd_cmd_run(int argc, char **argv)
 	ao.flag_values = fv;
 	ao.nflags = sizeof(fn) / sizeof(fn[0]);
 	ao.version = PD_VERSION;
+	if (pd_webui_create(f.ui_dir[0] ? f.ui_dir : NULL, &d.ui, &err) == 0) {
+		ao.ui = pd_webui_serve;
+		ao.ui_ctx = d.ui;
+		if (f.ui_dir[0])
+			pd_log_info("web", "serving the web UI from %s", f.ui_dir);
+	} else if (f.ui_dir[0]) {
+		pd_log_error("main", "--web.ui-dir: %s", err.msg);
+		goto out;
+	} else {
+		pd_log_warn("web", "%s; / lists the API endpoints", err.msg);
+	}
 	if (pd_api_start(&d.api, &ao, &err)) {
 		pd_log_error("main", "starting the HTTP server failed: %s", err.msg);
 		goto out;
@@ -330,6 +348,7 @@ out:
 		pd_api_set_ready(d.api, 0);
 		pd_api_stop(d.api);
 	}
+	pd_webui_destroy(d.ui);
 	pd_discovery_manager_destroy(d.disc);
 	pd_scrape_manager_destroy(d.scrape);
 	pd_tsdb_close(d.db);

@@ -1,0 +1,37 @@
+/* profd/webui.h — the web UI's files, served through the API's UI hook.
+ *
+ * The files of web/ are embedded into the binary at build time (the generated
+ * table of pkg/webui/assets.h); for development a directory may be served from
+ * disk instead, so a change shows on reload. Every path that names no file and has
+ * no extension in its last segment (/targets, /status, /) answers index.html,
+ * because the UI routes on the client. */
+#ifndef PROFD_WEBUI_H
+#define PROFD_WEBUI_H
+
+#include <stddef.h>
+
+#include "profd/api.h"
+#include "profd/util.h"
+
+struct pd_webui;
+
+/* Creates a UI server. dir: a directory to serve from disk on every request
+ * (copied; it must hold index.html), or NULL for the embedded files. Fails with
+ * PD_ENOTFOUND/PD_EIO and a message naming dir when it is unusable, or
+ * PD_ENOTFOUND when NULL and the binary was built without a UI. *out is the
+ * caller's, freed with pd_webui_destroy. */
+int pd_webui_create(const char *dir, struct pd_webui **out, struct pd_err *err);
+
+/* Frees ui; NULL does nothing. */
+void pd_webui_destroy(struct pd_webui *ui);
+
+/* The pd_api_ui_fn to plug into pd_api_opts.ui with ctx = the pd_webui. Bodies
+ * of embedded files are static; files read from disk are malloc'd and handed to
+ * the server (must_free). Safe from several threads. */
+int pd_webui_serve(void *ctx, const char *method, const char *path,
+                   struct pd_api_ui_response *r);
+
+/* How many files the binary embeds and their total size in bytes (for logs). */
+size_t pd_webui_embedded_count(size_t *total_bytes);
+
+#endif

@@ -1,0 +1,168 @@
+/* test_webui.c: unit tests of pkg/webui: the embedded files equal web/ on disk,
+ * client routes answer index.html, content types, and paths that must not be
+ * served (outside the directory, hidden files, test sources). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "profd/webui.h"
+
+static char tmpdir[] = "/tmp/pd_webui_XXXXXX";
+
+static void put(const char *rel, const char *body)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s/%s", tmpdir, rel);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(body, f);
+	fclose(f);
+}
+
+static int setup(void **state)
+{
+	if (!mkdtemp(tmpdir))
+		return -1;
+	char p[512];
+	snprintf(p, sizeof p, "%s/js", tmpdir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof p, "%s/test", tmpdir);
+	mkdir(p, 0755);
+	put("index.html", "<!doctype html><title>x</title>");
+	put("js/app.js", "export const x = 1;\n");
+	put("test/a.test.mjs", "secret test\n");
+	put(".hidden", "nope\n");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Serves path and returns the body as a string (caller frees), or NULL on 404. */
+static char *get(struct pd_webui *ui, const char *path, const char **type)
+{
+	struct pd_api_ui_response r = {0};
+	if (pd_webui_serve(ui, "GET", path, &r) != 0)
+		return NULL;
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.cache_control, "no-cache");
+	char *s = malloc(r.len + 1);
+	assert_non_null(s);
+	memcpy(s, r.data, r.len);
+	s[r.len] = '\0';
+	if (r.must_free)
+		free((void *)r.data);
+	if (type)
+		*type = r.content_type;
+	return s;
+}
+
+static void test_dir(void **state)
+{
+	struct pd_webui *ui = NULL;
+	struct pd_err err = {0};
+	assert_int_equal(pd_webui_create(tmpdir, &ui, &err), 0);
+	const char *type = NULL;
+	char *s = get(ui, "/", &type);
+	assert_string_equal(s, "<!doctype html><title>x</title>");
+	assert_string_equal(type, "text/html; charset=utf-8");
+	free(s);
+	/* client-side routes get the page, files get themselves */
+	s = get(ui, "/targets", &type);
+	assert_string_equal(s, "<!doctype html><title>x</title>");
+	free(s);
+	s = get(ui, "/js/app.js", &type);
+	assert_string_equal(s, "export const x = 1;\n");
+	assert_string_equal(type, "text/javascript; charset=utf-8");
+	free(s);
+	/* a missing file is a 404, not the page */
+	assert_null(get(ui, "/js/missing.js", NULL));
+	/* nothing outside the directory, hidden or test files */
+	assert_null(get(ui, "/../etc/passwd", NULL));
+	assert_null(get(ui, "/js/../../etc/passwd", NULL));
+	assert_null(get(ui, "/.hidden", NULL));
+	assert_null(get(ui, "//etc/passwd", NULL));
+	assert_null(get(ui, "/test/a.test.mjs", NULL));
+	/* a change on disk shows at once */
+	put("js/app.js", "export const x = 2;\n");
+	s = get(ui, "/js/app.js", NULL);
+	assert_string_equal(s, "export const x = 2;\n");
+	free(s);
+	pd_webui_destroy(ui);
+	pd_webui_destroy(NULL);
+}
+
+static void test_bad_dir(void **state)
+{
+	struct pd_webui *ui = NULL;
+	struct pd_err err = {0};
+	assert_int_equal(pd_webui_create("/nonexistent/ui", &ui, &err), PD_ENOTFOUND);
+	assert_null(ui);
+	assert_non_null(strstr(err.msg, "/nonexistent/ui"));
+	assert_non_null(strstr(err.msg, "index.html"));
+}
+
+/* Every file of web/ (but tests and the README) is embedded byte for byte. */
+static void test_embedded_equals_source(void **state)
+{
+	struct pd_webui *ui = NULL;
+	struct pd_err err = {0};
+	size_t total = 0, n = pd_webui_embedded_count(&total);
+	char idx[512];
+	snprintf(idx, sizeof idx, "%s/index.html", PD_WEB_DIR);
+	if (access(idx, R_OK) != 0) {
+		/* web/ has no page: the binary must say so rather than serve nothing */
+		assert_int_equal(pd_webui_create(NULL, &ui, &err), PD_ENOTFOUND);
+		return;
+	}
+	assert_true(n >= 2);
+	assert_true(total > 0);
+	assert_int_equal(pd_webui_create(NULL, &ui, &err), 0);
+	const char *files[] = {"/index.html", "/js/api.js"};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		char p[512];
+		snprintf(p, sizeof p, "%s%s", PD_WEB_DIR, files[i]);
+		FILE *f = fopen(p, "rb");
+		assert_non_null(f);
+		char *disk = calloc(1, 1 << 20);
+		assert_non_null(disk);
+		size_t len = fread(disk, 1, (1 << 20) - 1, f);
+		fclose(f);
+		const char *type = NULL;
+		char *s = get(ui, files[i], &type);
+		assert_non_null(s);
+		assert_int_equal(strlen(s), len);
+		assert_memory_equal(s, disk, len);
+		free(s);
+		free(disk);
+	}
+	char *s = get(ui, "/status", NULL);
+	assert_non_null(s);
+	assert_non_null(strstr(s, "<"));
+	free(s);
+	assert_null(get(ui, "/README.md", NULL));
+	assert_null(get(ui, "/nope.css", NULL));
+	pd_webui_destroy(ui);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_dir),
+	    cmocka_unit_test(test_bad_dir),
+	    cmocka_unit_test(test_embedded_equals_source),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

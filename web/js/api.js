@@ -1,0 +1,47 @@
+// The one way the UI talks to profd: GET an /api/v1 endpoint and unwrap
+// Prometheus's envelope, or build the URL of a download.
+
+export class ApiError extends Error {
+  constructor(status, errorType, message) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;       // HTTP status, 0 when the request never got an answer
+    this.errorType = errorType; // "bad_data", "internal", … or "network"
+  }
+}
+
+// Builds "/api/v1/<path>?k=v&…" from a params object; undefined/null/'' values are left
+// out, arrays give repeated parameters (match[]).
+export function apiUrl(path, params = {}) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v === undefined || v === null || v === '') continue;
+    if (Array.isArray(v)) v.forEach((x) => q.append(k, String(x)));
+    else q.append(k, String(v));
+  }
+  const s = q.toString();
+  return '/api/v1/' + path.replace(/^\/+/, '') + (s ? '?' + s : '');
+}
+
+// Resolves to {data, warnings} of a successful answer; rejects with ApiError carrying
+// the API's own message (which names the bad parameter). signal: an AbortSignal.
+export async function apiGet(path, params = {}, signal) {
+  let res;
+  try {
+    res = await fetch(apiUrl(path, params), { signal, headers: { Accept: 'application/json' } });
+  } catch (e) {
+    if (e && e.name === 'AbortError') throw e;
+    throw new ApiError(0, 'network', 'profd did not answer: ' + (e && e.message ? e.message : e));
+  }
+  let body = null;
+  try {
+    body = await res.json();
+  } catch (e) {
+    throw new ApiError(res.status, 'internal', `profd answered ${res.status} without JSON`);
+  }
+  if (!res.ok || !body || body.status !== 'success') {
+    throw new ApiError(res.status, (body && body.errorType) || 'internal',
+      (body && body.error) || `profd answered ${res.status}`);
+  }
+  return { data: body.data, warnings: body.warnings || [] };
+}
