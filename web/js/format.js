@@ -1,0 +1,172 @@
+// Human units for profile values and times: bytes, durations, counts, percentages,
+// local timestamps and "3m ago". Pure functions, usable in node without a DOM.
+//
+// Conventions (as pprof): bytes scale by 1024 and are labelled B, kB, MB, GB, TB, PB,
+// EB ("1.2 MB" is 1.2 × 1024² bytes). Values keep three significant digits with
+// trailing zeros dropped ("1.2 MB", "12.3 MB", "123 MB"). Negative values (diffs)
+// carry "-"; with {sign:true} positive values carry "+" too. Zero is "0 B", "0 s", "0".
+
+const BYTE_UNITS = ['B', 'kB', 'MB', 'GB', 'TB', 'PB', 'EB'];
+const COUNT_UNITS = ['', 'k', 'M', 'G', 'T', 'P', 'E'];
+
+// Three significant digits, trailing zeros dropped: 1.2, 12.3, 123, 1000.
+function sig3(x) {
+  if (x === 0) return '0';
+  const a = Math.abs(x);
+  let s;
+  if (a >= 100) s = x.toFixed(0);
+  else if (a >= 10) s = x.toFixed(1);
+  else if (a >= 1) s = x.toFixed(2);
+  else s = x.toPrecision(3);
+  if (s.indexOf('.') >= 0 && s.indexOf('e') < 0) s = s.replace(/0+$/, '').replace(/\.$/, '');
+  return s;
+}
+
+function signOf(n, opts) {
+  if (n < 0) return '-';
+  if (opts && opts.sign && n > 0) return '+';
+  return '';
+}
+
+// Scales |n| in steps of `base` while >= base (rounding first so 1023.9 → "1 kB"
+// rather than "1024 B"), returning [mantissa string, unit index].
+function scale(a, base, units, minIndex = 0) {
+  let i = minIndex;
+  let v = a;
+  while (i < units.length - 1 && Number(sig3(v)) >= base) {
+    v /= base;
+    i++;
+  }
+  return [sig3(v), i];
+}
+
+function bad(n) {
+  return typeof n !== 'number' || !Number.isFinite(n);
+}
+
+// 1288490188 → "1.2 GB"; 512 → "512 B"; -2048 → "-2 kB".
+export function formatBytes(n, opts) {
+  if (bad(n)) return 'n/a';
+  const a = Math.abs(n);
+  if (Math.round(a) < 1024) return signOf(n, opts) + String(Math.round(a)) + ' B';
+  const [m, i] = scale(a, 1024, BYTE_UNITS);
+  return signOf(n, opts) + m + ' ' + BYTE_UNITS[i];
+}
+
+// Nanoseconds → "850 ns", "12.5 µs", "350 ms", "5.36 s", "2m 5s", "1h 2m", "3d 4h".
+export function formatDuration(ns, opts) {
+  if (bad(ns)) return 'n/a';
+  const sign = signOf(ns, opts);
+  const a = Math.abs(ns);
+  if (a === 0) return '0 s';
+  if (a < 1e3) return sign + sig3(a) + ' ns';
+  if (a < 1e6 && Number(sig3(a / 1e3)) < 1000) return sign + sig3(a / 1e3) + ' µs';
+  if (a < 1e9 && Number(sig3(a / 1e6)) < 1000) return sign + sig3(a / 1e6) + ' ms';
+  const s = a / 1e9;
+  if (Number(sig3(s)) < 60) return sign + sig3(s) + ' s';
+  const totalS = Math.round(s);
+  if (totalS < 3600) return sign + Math.floor(totalS / 60) + 'm ' + (totalS % 60) + 's';
+  const totalM = Math.round(s / 60);
+  if (totalM < 24 * 60) return sign + Math.floor(totalM / 60) + 'h ' + (totalM % 60) + 'm';
+  const totalH = Math.round(s / 3600);
+  return sign + Math.floor(totalH / 24) + 'd ' + (totalH % 24) + 'h';
+}
+
+// Seconds → as formatDuration: 0.35 → "350 ms".
+export function formatSeconds(s, opts) {
+  if (bad(s)) return 'n/a';
+  return formatDuration(s * 1e9, opts);
+}
+
+// 950 → "950"; 12500 → "12.5k"; 3400000 → "3.4M"; 0.5 → "0.5".
+export function formatCount(n, opts) {
+  if (bad(n)) return 'n/a';
+  const a = Math.abs(n);
+  if (a < 1000) return signOf(n, opts) + sig3(a);
+  if (a >= 1e21) return signOf(n, opts) + a.toExponential(2);
+  const [m, i] = scale(a, 1000, COUNT_UNITS);
+  return signOf(n, opts) + m + COUNT_UNITS[i];
+}
+
+// A raw number with thousands grouping, for units profd does not know: 1234567 → "1,234,567".
+function formatRaw(n, opts) {
+  const a = Math.abs(n);
+  const s = Number.isInteger(a)
+    ? String(a).replace(/\B(?=(\d{3})+(?!\d))/g, ',')
+    : sig3(a);
+  return signOf(n, opts) + s;
+}
+
+// What kind of quantity a pprof unit name is, and its factor to the base unit
+// (bytes, or nanoseconds for time).
+const UNIT_ALIASES = {
+  b: ['bytes', 1], byte: ['bytes', 1], bytes: ['bytes', 1],
+  kb: ['bytes', 1024], kilobyte: ['bytes', 1024], kilobytes: ['bytes', 1024],
+  mb: ['bytes', 1024 ** 2], megabyte: ['bytes', 1024 ** 2], megabytes: ['bytes', 1024 ** 2],
+  gb: ['bytes', 1024 ** 3], gigabyte: ['bytes', 1024 ** 3], gigabytes: ['bytes', 1024 ** 3],
+  ns: ['time', 1], nanosecond: ['time', 1], nanoseconds: ['time', 1],
+  us: ['time', 1e3], 'µs': ['time', 1e3], microsecond: ['time', 1e3], microseconds: ['time', 1e3],
+  ms: ['time', 1e6], millisecond: ['time', 1e6], milliseconds: ['time', 1e6],
+  s: ['time', 1e9], sec: ['time', 1e9], second: ['time', 1e9], seconds: ['time', 1e9],
+  m: ['time', 60e9], min: ['time', 60e9], minute: ['time', 60e9], minutes: ['time', 60e9],
+  h: ['time', 3600e9], hour: ['time', 3600e9], hours: ['time', 3600e9],
+  count: ['count', 1], '': ['count', 1],
+};
+
+// The kind of a pprof unit: "bytes", "time", "count" or null (unknown, shown raw).
+export function unitKind(unit) {
+  const u = UNIT_ALIASES[String(unit == null ? '' : unit).toLowerCase()];
+  return u ? u[0] : null;
+}
+
+// A value in a sample type's unit, as a person reads it:
+// (1288490188, "bytes") → "1.2 GB"; (350e6, "nanoseconds") → "350 ms";
+// (12500, "count") → "12.5k"; (42, "widgets") → "42 widgets".
+// opts.sign: prefix "+" on positive values (for diffs).
+export function formatValue(value, unit, opts) {
+  if (bad(value)) return 'n/a';
+  const u = UNIT_ALIASES[String(unit == null ? '' : unit).toLowerCase()];
+  if (!u) return formatRaw(value, opts) + ' ' + unit;
+  const [kind, factor] = u;
+  if (kind === 'bytes') return formatBytes(value * factor, opts);
+  if (kind === 'time') return formatDuration(value * factor, opts);
+  return formatCount(value, opts);
+}
+
+// A percentage with sensible precision: 78.6111 → "78.61%", 0.004 → "0.004%", 0 → "0%".
+export function formatPercent(p, opts) {
+  if (bad(p)) return 'n/a';
+  const a = Math.abs(p);
+  let s;
+  if (a < 0.0005) return '0%'; // also float noise of running sums
+  if (a >= 100) s = a.toFixed(1);
+  else if (a >= 0.01) s = a.toFixed(2);
+  else s = a.toPrecision(1);
+  if (s.indexOf('.') >= 0 && s.indexOf('e') < 0) s = s.replace(/0+$/, '').replace(/\.$/, '');
+  return signOf(p, opts) + s + '%';
+}
+
+const pad2 = (n) => String(n).padStart(2, '0');
+
+// Unix ms → local "YYYY-MM-DD HH:MM:SS".
+export function formatTime(ms) {
+  if (bad(ms)) return 'n/a';
+  const d = new Date(ms);
+  return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ` +
+    `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+}
+
+// How long ago (or ahead) ms is from nowMs: "12s ago", "3m ago", "5h ago", "2d ago",
+// "in 5s"; "now" within a second.
+export function formatRelative(ms, nowMs = Date.now()) {
+  if (bad(ms) || bad(nowMs)) return 'n/a';
+  const d = nowMs - ms;
+  const a = Math.abs(d);
+  if (a < 1000) return 'now';
+  let s;
+  if (a < 60e3) s = Math.floor(a / 1e3) + 's';
+  else if (a < 3600e3) s = Math.floor(a / 60e3) + 'm';
+  else if (a < 86400e3) s = Math.floor(a / 3600e3) + 'h';
+  else s = Math.floor(a / 86400e3) + 'd';
+  return d > 0 ? s + ' ago' : 'in ' + s;
+}

@@ -1,0 +1,441 @@
+// The profile view: what is shown (one profile, a merge or a diff), the sample type,
+// the flame graph and the top table side by side (or either alone), and a .pb.gz
+// download for go tool pprof. mountProfile's contract is in web/README.md.
+
+import { apiGet, apiUrl } from './api.js';
+import { formatTime, formatRelative, formatValue } from './format.js';
+import { FlameView, combineDiff, findPath, pathsTo, escapeRegExp } from './flame.js';
+import { TopTable } from './top.js';
+
+// ---------------------------------------------------------------------------------
+// Pure helpers
+
+function secs(ms) {
+  return ms === undefined || ms === null || ms === '' ? undefined : Number(ms) / 1000;
+}
+
+function isRange(side) {
+  return side && (side.start !== undefined || side.end !== undefined);
+}
+
+// The /api/v1/query parameters of one diff side, as a request of its own:
+// {mode:'single', query, time} or {mode:'merge', query, start, end} (times in seconds).
+export function sideParams(side, fallbackQuery) {
+  const query = (side && side.query) || fallbackQuery;
+  if (isRange(side)) return { mode: 'merge', query, start: secs(side.start), end: secs(side.end) };
+  return { mode: 'single', query, time: secs(side && side.time) };
+}
+
+// The /api/v1/query parameters of a profile view request (without report).
+export function queryParams(req) {
+  if (!req) return {};
+  if (req.mode === 'diff') {
+    const p = { mode: 'diff' };
+    if (req.query) p.query = req.query;
+    for (const k of ['a', 'b']) {
+      const s = req[k] || {};
+      p[k + '.query'] = s.query || req.query;
+      if (isRange(s)) {
+        p[k + '.start'] = secs(s.start);
+        p[k + '.end'] = secs(s.end);
+      } else {
+        p[k + '.time'] = secs(s.time);
+      }
+    }
+    return p;
+  }
+  if (req.mode === 'merge') return { mode: 'merge', query: req.query, start: secs(req.start), end: secs(req.end) };
+  return { mode: 'single', query: req.query, time: secs(req.time) };
+}
+
+// {__name__:"heap", job:"api"} → 'heap{job="api"}', as Prometheus prints series.
+export function seriesLabel(labels) {
+  if (!labels) return '';
+  const name = labels.__name__ || '';
+  const rest = Object.keys(labels).filter((k) => k !== '__name__').sort()
+    .map((k) => `${k}="${String(labels[k]).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`);
+  return rest.length || !name ? `${name}{${rest.join(', ')}}` : name;
+}
+
+// The sample types in the order the select shows them: the default first.
+export function orderSampleTypes(meta) {
+  const types = (meta && meta.sampleTypes) || [];
+  const def = meta && meta.defaultSampleType;
+  const first = types.filter((t) => t.type === def);
+  return first.concat(types.filter((t) => t.type !== def));
+}
+
+// The sample type to show: the view's when the profile has it, else the default.
+export function chooseSampleType(meta, wanted) {
+  const types = (meta && meta.sampleTypes) || [];
+  if (wanted && types.some((t) => t.type === wanted)) return wanted;
+  if (wanted && /^\d+$/.test(wanted) && types[Number(wanted)]) return types[Number(wanted)].type;
+  return (meta && meta.defaultSampleType) || (types.length ? types[types.length - 1].type : '');
+}
+
+// A one-line description of a set of profiles (a whole merge, or a diff side):
+// "heap{…} at 2026-… (3m ago)" for one profile, "12 profiles of 2 series, … to …"
+// for several.
+export function describeProfiles(part, nowMs = Date.now()) {
+  if (!part) return 'no profile';
+  const series = part.series || [];
+  const count = part.profileCount || 0;
+  const nSeries = part.seriesCount || series.length;
+  if (count <= 1 && nSeries <= 1) {
+    const t = part.timestamp !== undefined ? part.timestamp : part.maxTime;
+    return `${seriesLabel(series[0])} at ${formatTime(t)} (${formatRelative(t, nowMs)})`;
+  }
+  const one = nSeries === 1 && series[0] ? ` of ${seriesLabel(series[0])}` : ` of ${nSeries} series`;
+  return `${count} profile${count === 1 ? '' : 's'}${one}, ${formatTime(part.minTime)} to ${formatTime(part.maxTime)}`;
+}
+
+// Header title and detail lines for a meta answer.
+export function describe(meta, req, nowMs = Date.now()) {
+  if (!meta) return { title: '', lines: [] };
+  if (req.mode === 'diff') {
+    return {
+      title: 'Diff: new (b) against base (a)',
+      lines: [['base (a)', describeProfiles(meta.a, nowMs)], ['new (b)', describeProfiles(meta.b, nowMs)]],
+    };
+  }
+  if (req.mode === 'merge') {
+    const n = meta.profileCount || 0;
+    const s = meta.seriesCount || 0;
+    return {
+      title: `Merge of ${n} profile${n === 1 ? '' : 's'} of ${s} series`,
+      lines: [['query', req.query || ''], ['time', `${formatTime(meta.minTime)} to ${formatTime(meta.maxTime)}`]],
+    };
+  }
+  const t = meta.timestamp !== undefined ? meta.timestamp : meta.maxTime;
+  return {
+    title: seriesLabel((meta.series || [])[0]) || req.query || 'profile',
+    lines: [['time', `${formatTime(t)} (${formatRelative(t, nowMs)})`]],
+  };
+}
+
+// ---------------------------------------------------------------------------------
+// The view (browser only)
+
+const LAYOUTS = [['both', 'Both'], ['flame', 'Flame graph'], ['top', 'Top']];
+const LAYOUT_KEY = 'profd.profile.layout';
+
+function ensureStylesheet() {
+  if (document.querySelector('link[rel="stylesheet"][href$="css/profile.css"]')) return;
+  const link = document.createElement('link');
+  link.rel = 'stylesheet';
+  link.href = '/css/profile.css';
+  document.head.append(link);
+}
+
+function h(tag, attrs = {}, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const k of kids) e.append(k);
+  return e;
+}
+
+function storedLayout() {
+  try {
+    const v = localStorage.getItem(LAYOUT_KEY);
+    return LAYOUTS.some(([k]) => k === v) ? v : 'both';
+  } catch (e) {
+    return 'both';
+  }
+}
+
+export function mountProfile(container, req, view = {}, onView = () => {}) {
+  ensureStylesheet();
+  view = { ...view };
+  const diff = req && req.mode === 'diff';
+  const base = queryParams(req);
+  let ctrl = new AbortController();
+  let dataCtrl = null;
+  let meta = null;
+  let sampleType = view.sampleIndex || '';
+  let flameTree = null;
+  let destroyed = false;
+
+  // --- DOM
+  const root = h('section', { id: 'profile', class: 'pf-profile', 'data-state': 'loading', 'aria-busy': 'true' });
+  const title = h('h2', { class: 'pf-title' }, diff ? 'Diff' : 'Profile');
+  const details = h('dl', { class: 'pf-details' });
+  const select = h('select', { id: 'sample-type', 'aria-label': 'Sample type', disabled: true });
+  const layoutBar = h('div', { class: 'pf-seg', role: 'tablist', 'aria-label': 'Show' });
+  let layout = storedLayout();
+  for (const [k, label] of LAYOUTS) {
+    layoutBar.append(h('button', { type: 'button', role: 'tab', 'data-layout': k, 'aria-selected': String(k === layout) }, label));
+  }
+  const download = h('a', {
+    id: 'download', class: 'pf-button', href: apiUrl('query', { ...base, report: 'proto' }), download: '',
+    title: 'The profile as .pb.gz, for go tool pprof',
+  }, 'Download .pb.gz');
+  const controls = h('div', { class: 'pf-controls' },
+    h('label', { class: 'pf-label' }, h('span', {}, 'Sample type'), select), layoutBar, download);
+  const head = h('header', { class: 'pf-head' }, h('div', { class: 'pf-what' }, title, details), controls);
+  const warn = h('div', { class: 'pf-warn', role: 'status', hidden: true });
+  const msg = h('div', { class: 'pf-msg', role: 'alert', hidden: true });
+  const topPane = h('div', { class: 'pf-pane pf-pane-top' });
+  const flamePane = h('div', { class: 'pf-pane pf-pane-flame' });
+  const body = h('div', { class: 'pf-body', 'data-layout': layout }, topPane, flamePane);
+  root.append(head, warn, msg, body);
+  container.append(root);
+
+  const flame = new FlameView(flamePane, {
+    onZoom(path) {
+      view.focus = path.join(';');
+      top.setFocus(path.length ? path[path.length - 1] : '');
+      onView({ focus: view.focus });
+    },
+    onSearch(q) {
+      view.search = q;
+      onView({ search: q });
+    },
+  });
+  const top = new TopTable(topPane, {
+    onSort(s) {
+      view.sort = s;
+      onView({ sort: s });
+    },
+    onFilter(f) {
+      view.filter = f;
+      onView({ filter: f });
+    },
+    onFocus(name) {
+      const search = '^' + escapeRegExp(name) + '$';
+      view.focus = name;
+      view.search = search;
+      flame.setSearch(search);
+      applyFocus();
+      onView({ focus: name, search });
+      if (layout === 'top') setLayout('both');
+    },
+  });
+  top.setView(view);
+  flame.setSearch(view.search || '');
+
+  // --- behaviour
+  function setLayout(k) {
+    layout = k;
+    body.dataset.layout = k;
+    for (const b of layoutBar.children) b.setAttribute('aria-selected', String(b.dataset.layout === k));
+    try {
+      localStorage.setItem(LAYOUT_KEY, k);
+    } catch (e) { /* private mode */ }
+    flame.relayout();
+  }
+  layoutBar.addEventListener('click', (e) => {
+    const b = e.target.closest('button[data-layout]');
+    if (b) setLayout(b.dataset.layout);
+  });
+
+  select.addEventListener('change', () => {
+    sampleType = select.value;
+    view.sampleIndex = sampleType;
+    onView({ sampleIndex: sampleType });
+    loadData();
+  });
+
+  // Inside the view "/" goes to the flame graph's search (not the page's selector
+  // input); Escape leaves a zoom from anywhere on the page but a field.
+  const typingIn = (t) => t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || t.isContentEditable);
+  const onRootKey = (e) => {
+    if (e.key !== '/' || typingIn(e.target) || e.ctrlKey || e.metaKey || e.altKey) return;
+    e.preventDefault();
+    e.stopPropagation();
+    flame.searchInput.focus();
+    flame.searchInput.select();
+  };
+  root.addEventListener('keydown', onRootKey);
+  const onKey = (e) => {
+    const t = e.target;
+    if (e.key !== 'Escape' || typingIn(t) || e.ctrlKey || e.metaKey || e.altKey) return;
+    const inside = root.contains(t) || t === document.body || t === document.documentElement;
+    if (inside && flame.canvas.dataset.root !== 'root') flame.userZoom([]);
+  };
+  document.addEventListener('keydown', onKey);
+
+  function applyFocus() {
+    const f = view.focus || '';
+    let path = [];
+    if (f && flameTree) {
+      const p = f.split(';');
+      if (findPath(flameTree, p)) path = p;
+      else {
+        const found = pathsTo(flameTree, f, 2);
+        if (found.length === 1) path = found[0];
+      }
+    }
+    flame.setZoom(path);
+    const zp = flame.layout.zoomPath || [];
+    top.setFocus(zp.length ? zp[zp.length - 1] : f.includes(';') ? '' : f);
+  }
+
+  function setRootState() {
+    const states = [flame.canvas.dataset.state, top.table.dataset.state];
+    let s = 'ready';
+    if (msg.dataset.kind === 'error' || states.includes('error')) s = 'error';
+    else if (msg.dataset.kind === 'empty') s = 'empty';
+    else if (!meta || states.includes('loading')) s = 'loading';
+    root.dataset.state = s;
+    root.setAttribute('aria-busy', String(s === 'loading'));
+  }
+
+  function showMessage(kind, text) {
+    msg.dataset.kind = kind || '';
+    msg.textContent = text || '';
+    msg.hidden = !text;
+    msg.className = 'pf-msg' + (kind ? ' pf-msg-' + kind : '');
+    // nothing to show below a whole-view message
+    body.hidden = !!text;
+    controls.hidden = !!text;
+  }
+
+  const warnings = new Set();
+  function addWarnings(ws) {
+    for (const w of ws || []) warnings.add(w);
+    warn.textContent = '';
+    for (const w of warnings) warn.append(h('div', {}, '⚠ ' + w));
+    warn.hidden = warnings.size === 0;
+  }
+
+  function errorText(e) {
+    return e && e.message ? e.message : String(e);
+  }
+
+  function renderHeader() {
+    const d = describe(meta, req);
+    title.textContent = d.title;
+    title.title = d.title;
+    details.textContent = '';
+    for (const [k, v] of d.lines) details.append(h('div', {}, h('dt', {}, k), h('dd', { title: v }, v)));
+    select.textContent = '';
+    for (const t of orderSampleTypes(meta)) {
+      const total = formatValue(t.total, t.unit);
+      const o = h('option', { value: t.type }, `${t.type} (${total})`);
+      if (t.type === sampleType) o.selected = true;
+      select.append(o);
+    }
+    select.value = sampleType;
+    select.disabled = select.options.length < 2;
+  }
+
+  async function loadData() {
+    if (dataCtrl) dataCtrl.abort();
+    dataCtrl = new AbortController();
+    const signal = dataCtrl.signal;
+    const si = sampleType || undefined;
+    flame.setState('loading');
+    top.setState('loading');
+    setRootState();
+
+    const topP = apiGet('query', { ...base, report: 'top', sample_index: si }, signal)
+      .then(({ data, warnings: ws }) => {
+        if (signal.aborted) return;
+        addWarnings(ws);
+        if (data) top.setData(data, diff);
+        else top.setState('empty', 'No profile.');
+      })
+      .catch((e) => {
+        if (e.name === 'AbortError' || signal.aborted) return;
+        top.setState('error', errorText(e));
+      });
+
+    const flameP = (async () => {
+      try {
+        let tree;
+        let unit;
+        if (diff) {
+          const [ra, rb] = await Promise.all(['a', 'b'].map((k) =>
+            apiGet('query', { ...sideParams(req[k], req.query), report: 'flamegraph', sample_index: si }, signal)));
+          addWarnings(ra.warnings.map((w) => 'base (a): ' + w));
+          addWarnings(rb.warnings.map((w) => 'new (b): ' + w));
+          tree = combineDiff(ra.data && ra.data.root, rb.data && rb.data.root);
+          unit = (rb.data && rb.data.unit) || (ra.data && ra.data.unit);
+          if (!ra.data && !rb.data) tree = null;
+        } else {
+          const r = await apiGet('query', { ...base, report: 'flamegraph', sample_index: si }, signal);
+          addWarnings(r.warnings);
+          tree = r.data && r.data.root;
+          unit = r.data && r.data.unit;
+        }
+        if (signal.aborted) return;
+        flameTree = tree;
+        flame.setData(tree, unit, diff);
+        applyFocus();
+      } catch (e) {
+        if (e.name === 'AbortError' || signal.aborted) return;
+        flame.setState('error', errorText(e));
+      }
+    })();
+
+    await Promise.all([topP, flameP]);
+    if (!destroyed && !signal.aborted) setRootState();
+  }
+
+  async function load() {
+    if (!req || (!diff && !req.query)) {
+      showMessage('empty', 'Pick a profile: enter a selector and click a mark on the timeline.');
+      flame.setState('empty');
+      top.setState('empty');
+      setRootState();
+      return;
+    }
+    // the data does not wait for meta: the view's sample type (or the server's default)
+    // is fetched at once, and again only if the profile turns out not to have it
+    const metaP = apiGet('query', { ...base, report: 'meta' }, ctrl.signal);
+    const wanted = sampleType;
+    const dataP = loadData();
+    let res;
+    try {
+      res = await metaP;
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      if (dataCtrl) dataCtrl.abort();
+      showMessage('error', errorText(e));
+      flame.setState('error');
+      top.setState('error');
+      setRootState();
+      return;
+    }
+    addWarnings(res.warnings);
+    meta = res.data;
+    if (!meta) {
+      if (dataCtrl) dataCtrl.abort();
+      showMessage('empty', 'No profile at that time — pick a mark on the timeline.');
+      title.textContent = diff ? 'Diff' : 'No profile';
+      flame.setState('empty');
+      top.setState('empty');
+      setRootState();
+      return;
+    }
+    sampleType = chooseSampleType(meta, wanted);
+    renderHeader();
+    if (sampleType !== wanted && !(wanted === '' && sampleType === meta.defaultSampleType)) {
+      loadData();
+    } else {
+      await dataP.catch(() => {});
+    }
+    setRootState();
+  }
+
+  load().catch((e) => {
+    if (destroyed) return;
+    showMessage('error', errorText(e));
+    setRootState();
+  });
+
+  return {
+    destroy() {
+      destroyed = true;
+      ctrl.abort();
+      if (dataCtrl) dataCtrl.abort();
+      document.removeEventListener('keydown', onKey);
+      flame.destroy();
+      top.destroy();
+      root.remove();
+    },
+  };
+}

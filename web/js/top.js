@@ -1,0 +1,290 @@
+// The top table (pprof's -top by function): pure sorting and filtering of
+// report=top's rows, and TopTable, which renders them with sortable headers, a filter
+// input and rows that focus their function in the flame graph when clicked.
+//
+// view.sort is "<column>" (its natural direction: numbers largest first, names A→Z)
+// or "<column>:asc" / "<column>:desc"; columns: flat, flat%, sum%, cum, cum%, name.
+// Sorting by flat or cum uses the signed value (a diff shows growth first, shrinkage
+// last); "sum%" is pprof's own order (|flat| descending). sum% is the running sum of
+// flat% over the rows as shown (after filter and sort).
+
+import { formatValue, formatPercent } from './format.js';
+import { compileMatcher } from './flame.js';
+
+export const COLUMNS = [
+  { key: 'flat', label: 'flat', num: true },
+  { key: 'flat%', label: 'flat%', num: true },
+  { key: 'sum%', label: 'sum%', num: true },
+  { key: 'cum', label: 'cum', num: true },
+  { key: 'cum%', label: 'cum%', num: true },
+  { key: 'name', label: 'name', num: false },
+];
+
+const DEFAULT_SORT = { key: 'sum%', dir: 'asc' };
+
+// "cum" → {key:'cum', dir:'desc'}; "name:desc" → {key:'name', dir:'desc'};
+// unknown or empty → pprof's order.
+export function parseSort(s) {
+  if (!s) return { ...DEFAULT_SORT };
+  const [key, dir] = String(s).split(':');
+  const col = COLUMNS.find((c) => c.key === key);
+  if (!col) return { ...DEFAULT_SORT };
+  if (dir === 'asc' || dir === 'desc') return { key, dir };
+  return { key, dir: naturalDir(key) };
+}
+
+function naturalDir(key) {
+  return key === 'name' || key === 'sum%' ? 'asc' : 'desc';
+}
+
+// The sort after clicking a column's header: its natural direction first, then the
+// other. Returns the view.sort string ("" for pprof's order).
+export function nextSort(current, key) {
+  const cur = parseSort(current);
+  let dir = naturalDir(key);
+  if (cur.key === key) dir = cur.dir === 'asc' ? 'desc' : 'asc';
+  if (key === 'sum%' && dir === 'asc') return '';
+  return dir === naturalDir(key) ? key : `${key}:${dir}`;
+}
+
+function sortField(key) {
+  if (key === 'flat' || key === 'flat%') return 'flat';
+  if (key === 'cum' || key === 'cum%') return 'cum';
+  return key;
+}
+
+// Rows sorted as `sort` (a view.sort string) says; a new array, ties kept in pprof's
+// order (the input's). Does not change the rows.
+export function sortRows(rows, sort) {
+  const { key, dir } = parseSort(sort);
+  const f = sortField(key);
+  const sgn = dir === 'asc' ? 1 : -1;
+  const idx = rows.map((r, i) => [r, i]);
+  idx.sort(([a, ia], [b, ib]) => {
+    let c = 0;
+    if (f === 'name') c = a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+    else if (f === 'sum%') c = ia - ib;
+    else c = (a[f] || 0) - (b[f] || 0);
+    return c * sgn || ia - ib;
+  });
+  return idx.map(([r]) => r);
+}
+
+// Rows whose name matches the filter (substring or regular expression, any case).
+export function filterRows(rows, filter) {
+  const m = compileMatcher(filter);
+  return m ? rows.filter((r) => m(r.name)) : rows.slice();
+}
+
+// Filtered and sorted rows with sumPercent recomputed as the running sum of flatPercent
+// in the order shown. New row objects; the input is not changed.
+export function viewRows(rows, { sort, filter } = {}) {
+  const out = sortRows(filterRows(rows || [], filter), sort);
+  let sum = 0;
+  return out.map((r) => {
+    sum += r.flatPercent || 0;
+    return { ...r, sumPercent: sum };
+  });
+}
+
+// ---------------------------------------------------------------------------------
+// Rendering (browser only)
+
+const MAX_ROWS = 500; // rows rendered at first; "show all" renders the rest
+
+function esc(s) {
+  return String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
+}
+
+// The top table widget. opts: onSort(sortString), onFilter(string), onFocus(name).
+export class TopTable {
+  constructor(container, opts = {}) {
+    this.opts = opts;
+    this.data = null;
+    this.sort = '';
+    this.filter = '';
+    this.focus = '';
+    this.limit = MAX_ROWS;
+    this.diff = false;
+
+    this.root = document.createElement('div');
+    this.root.className = 'pf-top';
+    this.root.innerHTML =
+      '<div class="pf-top-bar"><input id="top-filter" type="search" placeholder="Filter functions (regex)" ' +
+      'aria-label="Filter functions (substring or regular expression)" spellcheck="false" autocomplete="off">' +
+      '<span class="pf-top-count pf-muted" aria-live="polite"></span></div>' +
+      '<div class="pf-top-scroll"><table id="top-table" class="pf-table"><thead><tr></tr></thead><tbody></tbody></table>' +
+      '<div class="pf-top-more"></div></div>';
+    container.append(this.root);
+    this.input = this.root.querySelector('#top-filter');
+    this.count = this.root.querySelector('.pf-top-count');
+    this.table = this.root.querySelector('#top-table');
+    this.tbody = this.table.tBodies[0];
+    this.more = this.root.querySelector('.pf-top-more');
+    this.scroll = this.root.querySelector('.pf-top-scroll');
+    this.table.dataset.state = 'loading';
+
+    const head = this.table.tHead.rows[0];
+    for (const c of COLUMNS) {
+      const th = document.createElement('th');
+      th.dataset.sort = c.key;
+      th.scope = 'col';
+      th.tabIndex = 0;
+      th.className = c.num ? 'num' : 'name';
+      th.textContent = c.label;
+      th.title = `Sort by ${c.label}`;
+      head.append(th);
+    }
+
+    let t = 0;
+    this._on(this.input, 'input', () => {
+      clearTimeout(t);
+      t = setTimeout(() => {
+        this.filter = this.input.value;
+        this.limit = MAX_ROWS;
+        this.render();
+        if (this.opts.onFilter) this.opts.onFilter(this.filter);
+      }, 100);
+    });
+    this._on(this.input, 'keydown', (e) => {
+      if (e.key === 'Escape' && this.input.value) {
+        e.stopPropagation();
+        this.input.value = '';
+        this.input.dispatchEvent(new Event('input'));
+      } else if (e.key === 'ArrowDown' || e.key === 'Enter') {
+        const first = this.tbody.rows[0];
+        if (first) {
+          e.preventDefault();
+          first.focus();
+        }
+      }
+    });
+    const sortBy = (th) => {
+      this.sort = nextSort(this.sort, th.dataset.sort);
+      this.render();
+      if (this.opts.onSort) this.opts.onSort(this.sort);
+    };
+    this._on(head, 'click', (e) => {
+      const th = e.target.closest('th[data-sort]');
+      if (th) sortBy(th);
+    });
+    this._on(head, 'keydown', (e) => {
+      const th = e.target.closest('th[data-sort]');
+      if (th && (e.key === 'Enter' || e.key === ' ')) {
+        e.preventDefault();
+        sortBy(th);
+      }
+    });
+    this._on(this.tbody, 'click', (e) => {
+      const tr = e.target.closest('tr[data-name]');
+      if (tr) this._focusRow(tr);
+    });
+    this._on(this.tbody, 'keydown', (e) => {
+      const tr = e.target.closest('tr[data-name]');
+      if (!tr) return;
+      if (e.key === 'Enter' || e.key === ' ') {
+        e.preventDefault();
+        this._focusRow(tr);
+      } else if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+        e.preventDefault();
+        const next = e.key === 'ArrowDown' ? tr.nextElementSibling : tr.previousElementSibling;
+        if (next) next.focus();
+        else if (e.key === 'ArrowUp') this.input.focus();
+      }
+    });
+    this._on(this.more, 'click', (e) => {
+      if (e.target.closest('button')) {
+        this.limit = Infinity;
+        this.render();
+      }
+    });
+  }
+
+  _on(t, ev, fn) {
+    t.addEventListener(ev, fn);
+    (this._un || (this._un = [])).push(() => t.removeEventListener(ev, fn));
+  }
+
+  _focusRow(tr) {
+    const name = tr.dataset.name;
+    this.setFocus(name);
+    if (this.opts.onFocus) this.opts.onFocus(name);
+  }
+
+  destroy() {
+    (this._un || []).forEach((f) => f());
+    this.root.remove();
+  }
+
+  setState(state, message) {
+    this.table.dataset.state = state;
+    if (state !== 'ready') {
+      this.tbody.innerHTML = message ? `<tr class="pf-top-msg"><td colspan="6">${esc(message)}</td></tr>` : '';
+      this.count.textContent = '';
+      this.more.textContent = '';
+    }
+  }
+
+  setView({ sort, filter, focus }) {
+    this.sort = sort || '';
+    this.filter = filter || '';
+    this.focus = focus || '';
+    if (this.input.value !== this.filter) this.input.value = this.filter;
+  }
+
+  setFocus(name) {
+    this.focus = name || '';
+    for (const tr of this.tbody.rows) tr.classList.toggle('pf-focus', tr.dataset.name === this.focus);
+  }
+
+  // data: report=top's answer; diff: values are changes (shown with a sign).
+  setData(data, diff = false) {
+    this.data = data;
+    this.diff = diff;
+    this.table.classList.toggle('pf-diff', !!diff);
+    this.limit = MAX_ROWS;
+    if (!data || !data.rows) {
+      this.setState('empty', 'No functions.');
+      return;
+    }
+    this.table.dataset.state = 'ready';
+    this.render();
+  }
+
+  render() {
+    const { data } = this;
+    if (!data || !data.rows) return;
+    const { key, dir } = parseSort(this.sort);
+    for (const th of this.table.tHead.rows[0].cells) {
+      const on = th.dataset.sort === key && this.sort !== '';
+      th.setAttribute('aria-sort', on ? (dir === 'asc' ? 'ascending' : 'descending') : 'none');
+      th.classList.toggle('pf-sorted', on);
+    }
+    const rows = viewRows(data.rows, { sort: this.sort, filter: this.filter });
+    const shown = rows.slice(0, this.limit);
+    const u = data.unit;
+    const o = { sign: this.diff };
+    const html = [];
+    for (const r of shown) {
+      const cls = this.diff ? (r.flat > 0 || (!r.flat && r.cum > 0) ? ' pf-up' : r.flat < 0 || (!r.flat && r.cum < 0) ? ' pf-down' : '') : '';
+      const inl = r.inline ? ` <span class="pf-inline">(${r.inline})</span>` : '';
+      html.push(
+        `<tr tabindex="0" data-name="${esc(r.name)}" class="${r.name === this.focus ? 'pf-focus' : ''}${cls}">` +
+        `<td class="num">${formatValue(r.flat, u, o)}</td>` +
+        `<td class="num">${formatPercent(r.flatPercent, o)}</td>` +
+        `<td class="num pf-muted">${formatPercent(r.sumPercent, o)}</td>` +
+        `<td class="num">${formatValue(r.cum, u, o)}</td>` +
+        `<td class="num">${formatPercent(r.cumPercent, o)}</td>` +
+        `<td class="name" title="${esc(r.name)}">${esc(r.name)}${inl}</td></tr>`,
+      );
+    }
+    if (!shown.length) {
+      html.push(`<tr class="pf-top-msg"><td colspan="6">${this.filter ? 'No function matches the filter.' : 'No functions.'}</td></tr>`);
+    }
+    this.tbody.innerHTML = html.join('');
+    const total = data.rows.length;
+    this.count.textContent = this.filter ? `${rows.length} of ${total} functions` : `${total} functions`;
+    this.more.innerHTML = rows.length > shown.length
+      ? `<button type="button">Show all ${rows.length} rows</button>` : '';
+  }
+}

@@ -1,0 +1,64 @@
+// Unit tests of profile.js's pure parts: API parameters of each request mode, series
+// labels, sample type choice and the header's descriptions.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  queryParams, sideParams, seriesLabel, orderSampleTypes, chooseSampleType, describe, describeProfiles,
+} from '../js/profile.js';
+
+test('queryParams: single, merge and diff, times in seconds', () => {
+  assert.deepEqual(queryParams({ mode: 'single', query: 'heap', time: 1795373956872 }),
+    { mode: 'single', query: 'heap', time: 1795373956.872 });
+  assert.deepEqual(queryParams({ mode: 'merge', query: 'heap', start: 1000, end: 5000 }),
+    { mode: 'merge', query: 'heap', start: 1, end: 5 });
+  assert.deepEqual(queryParams({ mode: 'diff', a: { query: 'heap{a="1"}', time: 2000 }, b: { query: 'heap', start: 3000, end: 4000 } }),
+    { mode: 'diff', 'a.query': 'heap{a="1"}', 'a.time': 2, 'b.query': 'heap', 'b.start': 3, 'b.end': 4 });
+  const d = queryParams({ mode: 'diff', query: 'cpu', a: { time: 1000 }, b: { time: 2000 } });
+  assert.equal(d['a.query'], 'cpu');
+  assert.equal(d['b.time'], 2);
+});
+
+test('sideParams: a diff side as a request of its own', () => {
+  assert.deepEqual(sideParams({ query: 'heap', time: 1500 }), { mode: 'single', query: 'heap', time: 1.5 });
+  assert.deepEqual(sideParams({ start: 1000, end: 2000 }, 'heap'), { mode: 'merge', query: 'heap', start: 1, end: 2 });
+});
+
+test('seriesLabel prints series as Prometheus does', () => {
+  assert.equal(seriesLabel({ __name__: 'heap', job: 'api', instance: 'a:1' }), 'heap{instance="a:1", job="api"}');
+  assert.equal(seriesLabel({ __name__: 'heap' }), 'heap');
+  assert.equal(seriesLabel({ job: 'a"b' }), '{job="a\\"b"}');
+  assert.equal(seriesLabel(null), '');
+});
+
+const meta = {
+  sampleTypes: [
+    { type: 'alloc_objects', unit: 'count', total: 1 }, { type: 'alloc_space', unit: 'bytes', total: 2 },
+    { type: 'inuse_objects', unit: 'count', total: 3 }, { type: 'inuse_space', unit: 'bytes', total: 4 },
+  ],
+  defaultSampleType: 'inuse_space',
+  profileCount: 1, seriesCount: 1, minTime: 1000, maxTime: 1000, timestamp: 1000,
+  series: [{ __name__: 'heap', job: 'api' }],
+};
+
+test('sample types: the default first, the view\'s choice kept when it exists', () => {
+  assert.deepEqual(orderSampleTypes(meta).map((t) => t.type), ['inuse_space', 'alloc_objects', 'alloc_space', 'inuse_objects']);
+  assert.equal(chooseSampleType(meta, 'alloc_space'), 'alloc_space');
+  assert.equal(chooseSampleType(meta, 'cpu'), 'inuse_space');
+  assert.equal(chooseSampleType(meta, ''), 'inuse_space');
+  assert.equal(chooseSampleType(meta, '1'), 'alloc_space');
+  assert.equal(chooseSampleType({ sampleTypes: [{ type: 'x' }, { type: 'y' }], defaultSampleType: null }, ''), 'y');
+});
+
+test('describe: single, merge, diff', () => {
+  const now = 61000;
+  const s = describe(meta, { mode: 'single', query: 'heap' }, now);
+  assert.equal(s.title, 'heap{job="api"}');
+  assert.match(s.lines[0][1], /\(1m ago\)$/);
+  const m = describe({ ...meta, profileCount: 12, seriesCount: 3, minTime: 0, maxTime: 60000 }, { mode: 'merge', query: 'heap' }, now);
+  assert.equal(m.title, 'Merge of 12 profiles of 3 series');
+  const d = describe({ a: meta, b: { ...meta, profileCount: 5, seriesCount: 1 } }, { mode: 'diff' }, now);
+  assert.equal(d.lines[0][0], 'base (a)');
+  assert.match(d.lines[0][1], /^heap\{job="api"\} at /);
+  assert.match(d.lines[1][1], /^5 profiles of heap\{job="api"\}, /);
+  assert.equal(describeProfiles(null), 'no profile');
+});
