@@ -1,17 +1,45 @@
-# profd container image. Build stage uses the project's own dependency script;
-# the runtime stage carries the binary and its shared libraries only.
+# profd's container image.
+#
+#   docker build -t profd .
+#   docker run -p 10902:10902 -v profd-data:/data profd
+#   docker run -p 10902:10902 -v $PWD/profd.yml:/etc/profd/profd.yml:ro profd
+#   docker run --rm profd check config /etc/profd/profd.yml
+#
+# The build stage installs the build dependencies with the project's own
+# scripts/deps.sh and builds the release binary; the runtime stage holds that binary,
+# the shared libraries it links (ldd), the two it loads with dlopen on first use
+# (libcurl.so.4 for scraping, libmicrohttpd.so.12 for the HTTP server) and the one
+# glibc's backtrace() loads (libgcc_s.so.1, for profd's profiles of itself), and
+# examples/profd.yml as the default configuration. tests/integration/dockerfile.sh
+# runs the build stage's steps and checks the runtime stage's packages without Docker:
+# keep the build stage's RUN lines relative to its WORKDIR.
+
 FROM debian:bookworm AS build
 WORKDIR /src
 COPY scripts/deps.sh scripts/deps.sh
 RUN ./scripts/deps.sh
 COPY . .
-RUN cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DPD_TESTS=OFF \
- && cmake --build build/release -j"$(nproc)"
+RUN cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DPD_TESTS=OFF -DPD_BENCH=OFF >/dev/null \
+ && cmake --build build/release -j"$(nproc)" --target profd \
+ && ./build/release/profd --version
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends libprotobuf-c1 zlib1g libzstd1 libpcre2-8-0 libyaml-0-2 libcurl4 libmicrohttpd12 \
- && rm -rf /var/lib/apt/lists/* && useradd --system --uid 10001 profd
-COPY --from=build /src/build/release/profd /usr/local/bin/profd
+# libc6 comes with the base image; libgcc-s1 is loaded by backtrace() for profd's own
+# CPU and heap profiles; ca-certificates lets profd scrape https targets.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      ca-certificates libcurl4 libgcc-s1 libmicrohttpd12 libpcre2-8-0 libprotobuf-c1 libyaml-0-2 \
+      libzstd1 zlib1g \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system --gid 10001 profd \
+ && useradd --system --uid 10001 --gid profd --home-dir /data --no-create-home --shell /usr/sbin/nologin profd \
+ && mkdir -p /data /etc/profd \
+ && chown profd:profd /data
+COPY --from=build /src/build/release/profd /bin/profd
+COPY examples/profd.yml /etc/profd/profd.yml
 USER profd
-ENTRYPOINT ["/usr/local/bin/profd"]
-CMD ["--help"]
+WORKDIR /data
+VOLUME ["/data"]
+EXPOSE 10902
+ENTRYPOINT ["/bin/profd"]
+CMD ["run", "--config.file=/etc/profd/profd.yml", "--storage.tsdb.path=/data", "--web.listen-address=:10902"]

@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 BUILD_DEV := build/dev
 BUILD_REL := build/release
 
-.PHONY: all deps build run test bench fuzz clean
+.PHONY: all deps build run demo test bench fuzz clean
 
 all: build
 
@@ -15,8 +15,18 @@ build: deps
 	@cmake -S . -B $(BUILD_REL) -DCMAKE_BUILD_TYPE=Release -DPD_TESTS=OFF >/dev/null
 	@cmake --build $(BUILD_REL) -j $(JOBS)
 
+# `make run PROFD_LISTEN=127.0.0.1:19400 PROFD_DATA=/tmp/d` and the other settings
+# described at the top of scripts/run.sh reach it as environment variables.
 run: build
 	@./scripts/run.sh $(BUILD_REL)/profd
+
+# the demo Go program alone, in the foreground: `make demo DEMO_ARGS=-addr=127.0.0.1:6061`
+# (it needs only Go: scripts/deps.sh runs when Go is missing)
+demo:
+	@command -v go >/dev/null || ./scripts/deps.sh
+	@mkdir -p build
+	@cd examples/demo-go && GOFLAGS=-mod=mod GOPROXY=off go build -o ../../build/demo-go .
+	@./build/demo-go $(DEMO_ARGS)
 
 test: deps
 	@cmake -S . -B $(BUILD_DEV) -DCMAKE_BUILD_TYPE=Debug -DPD_SANITIZE=ON -DPD_FUZZ=ON \

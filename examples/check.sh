@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# check.sh: every example in this folder is valid, with the tools at hand.
+#
+#   - profd.yml, prometheus/profd.yml (with its targets.json) and
+#     prometheus/prometheus.yml: `profd check config`; prometheus.yml and
+#     prometheus/profd-alerts.yml also with promtool when it is installed;
+#   - kubernetes/profd.yaml: the profd.yml and targets.json of its ConfigMap, taken
+#     out of the manifest, with `profd check config` (the file_sd path pointed at the
+#     extracted targets.json); every document has apiVersion, kind and metadata.name;
+#   - systemd/profd.service: `systemd-analyze verify` when systemd-analyze is
+#     installed (with ExecStart pointed at the profd under test);
+#   - demo-go: go vet, go build, and the program serves every Go profile type (each
+#     validated by `profd pprof validate`) and /metrics, when Go is installed.
+#
+#   check.sh PROFD
+set -euo pipefail
+
+profd=$(realpath "$1")
+ex=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+demo_pid=
+cleanup() {
+	[ -z "$demo_pid" ] || kill "$demo_pid" 2>/dev/null || true
+	wait 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+skip() { echo "check: skipped: $*"; }
+check() { # files...
+	"$profd" check config "$@" >"$tmp/check.out" 2>&1 || { cat "$tmp/check.out"; fail "profd check config $*"; }
+	if grep -q WARNING "$tmp/check.out"; then cat "$tmp/check.out"; fail "warnings from profd check config $*"; fi
+}
+
+check "$ex/profd.yml"
+check "$ex/prometheus/profd.yml"
+# profd reads Prometheus's file too, warning only that it ignores rule_files
+"$profd" check config "$ex/prometheus/prometheus.yml" >"$tmp/check.out" 2>&1 ||
+	{ cat "$tmp/check.out"; fail "profd check config prometheus/prometheus.yml"; }
+if grep WARNING "$tmp/check.out" | grep -vq 'field rule_files is accepted'; then
+	cat "$tmp/check.out"
+	fail "unexpected warnings for prometheus/prometheus.yml"
+fi
+grep -q "targets.json" "$ex/prometheus/profd.yml" && grep -q "targets.json" "$ex/prometheus/prometheus.yml" ||
+	fail "prometheus/: the two configurations do not share targets.json"
+if command -v promtool >/dev/null; then
+	promtool check config "$ex/prometheus/prometheus.yml" >"$tmp/promtool.out" 2>&1 ||
+		{ cat "$tmp/promtool.out"; fail "promtool check config prometheus/prometheus.yml"; }
+	promtool check rules "$ex/prometheus/profd-alerts.yml" >"$tmp/promtool.out" 2>&1 ||
+		{ cat "$tmp/promtool.out"; fail "promtool check rules prometheus/profd-alerts.yml"; }
+else
+	skip "promtool is not installed"
+fi
+echo "check: configurations valid"
+
+# the ConfigMap's files: the block scalars under `data:` of the first document
+block() { # key: the lines of `  key: |`, unindented by four spaces
+	awk -v key="$1" '
+		$0 == "  " key ": |" { on = 1; next }
+		on && /^(    |$)/ { sub(/^    /, ""); print; next }
+		on { exit }' "$ex/kubernetes/profd.yaml"
+}
+mkdir -p "$tmp/k8s"
+block profd.yml | sed "s#/etc/profd/targets.json#$tmp/k8s/targets.json#" >"$tmp/k8s/profd.yml"
+block targets.json >"$tmp/k8s/targets.json"
+[ -s "$tmp/k8s/profd.yml" ] && [ -s "$tmp/k8s/targets.json" ] || fail "kubernetes/profd.yaml: no profd.yml or targets.json in the ConfigMap"
+grep -q "$tmp/k8s/targets.json" "$tmp/k8s/profd.yml" || fail "kubernetes/profd.yaml: profd.yml does not read /etc/profd/targets.json"
+check "$tmp/k8s/profd.yml"
+docs=$(grep -c '^kind: ' "$ex/kubernetes/profd.yaml")
+[ "$docs" = "$(($(grep -c '^---$' "$ex/kubernetes/profd.yaml") + 1))" ] || fail "kubernetes/profd.yaml: a document without kind"
+[ "$docs" = "$(grep -c '^apiVersion: ' "$ex/kubernetes/profd.yaml")" ] || fail "kubernetes/profd.yaml: a document without apiVersion"
+for k in ConfigMap PersistentVolumeClaim Deployment Service; do
+	grep -q "^kind: $k$" "$ex/kubernetes/profd.yaml" || fail "kubernetes/profd.yaml: no $k"
+done
+for p in /-/ready /-/healthy; do grep -q "path: $p" "$ex/kubernetes/profd.yaml" || fail "kubernetes/profd.yaml: no probe on $p"; done
+echo "check: kubernetes/profd.yaml: $docs documents, its configuration valid"
+
+if command -v systemd-analyze >/dev/null; then
+	sed "s#/usr/local/bin/profd#$profd#g" "$ex/systemd/profd.service" >"$tmp/profd.service"
+	systemd-analyze verify --man=no "$tmp/profd.service" >"$tmp/verify.out" 2>&1 ||
+		{ cat "$tmp/verify.out"; fail "systemd-analyze verify systemd/profd.service"; }
+	echo "check: systemd/profd.service verified"
+else
+	skip "systemd-analyze is not installed"
+fi
+
+if ! command -v go >/dev/null; then
+	skip "Go is not installed: demo-go not built"
+	exit 0
+fi
+export HOME=${HOME:-$tmp} GOFLAGS=-mod=mod GOPROXY=off
+(cd "$ex/demo-go" && go vet . && go build -o "$tmp/demo-go" .) || fail "demo-go does not build"
+[ -z "$(gofmt -l "$ex/demo-go")" ] || fail "demo-go is not gofmt'ed: $(gofmt -l "$ex/demo-go")"
+"$tmp/demo-go" -addr 127.0.0.1:0 -addr-file "$tmp/addr" -leak-max-mb 4 >"$tmp/demo.log" 2>&1 &
+demo_pid=$!
+for _ in $(seq 100); do [ -s "$tmp/addr" ] && break; sleep 0.1; done
+addr=$(cat "$tmp/addr" 2>/dev/null) || true
+[ -n "$addr" ] || fail "demo-go did not start: $(cat "$tmp/demo.log")"
+sleep 1
+for t in allocs block goroutine heap mutex threadcreate 'profile?seconds=1'; do
+	curl -fsS -o "$tmp/p.pb.gz" "http://$addr/debug/pprof/$t" || fail "demo-go: /debug/pprof/$t"
+	"$profd" pprof validate "$tmp/p.pb.gz" >/dev/null || fail "demo-go: /debug/pprof/$t is not a valid profile"
+done
+"$profd" pprof top "$tmp/p.pb.gz" >"$tmp/cpu.txt"
+grep -q 'main\.checksumBlocks\|main\.mixBlock' "$tmp/cpu.txt" || fail "demo-go: no hot spot in its CPU profile: $(head -12 "$tmp/cpu.txt")"
+curl -fsS -o "$tmp/heap.pb.gz" "http://$addr/debug/pprof/heap"
+"$profd" pprof top "$tmp/heap.pb.gz" | grep -q 'main\.newSession' || fail "demo-go: no leak in its heap profile"
+curl -fsS -o "$tmp/mutex.pb.gz" "http://$addr/debug/pprof/mutex"
+"$profd" pprof top "$tmp/mutex.pb.gz" | grep -q 'main\.transferFunds' || fail "demo-go: no contention in its mutex profile"
+curl -fsS "http://$addr/metrics" | grep -q '^go_goroutines [0-9]' || fail "demo-go: /metrics has no go_goroutines"
+kill -INT "$demo_pid"
+rc=0
+wait "$demo_pid" || rc=$?
+demo_pid=
+[ "$rc" = 0 ] || fail "demo-go exited with $rc on SIGINT"
+echo "check: demo-go serves every profile type and /metrics, and stops on SIGINT"
