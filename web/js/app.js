@@ -1,0 +1,698 @@
+// The web UI's entry point: client-side routing between the query, targets and status
+// pages, the navigation bar and theme toggle, and the query page itself, whose whole
+// state (selector, range, live, zoom, the open profile and its view) lives in the URL.
+// encodeState/decodeState and the other pure helpers run in node.
+
+import { apiGet } from './api.js';
+import { formatTime, formatDuration } from './format.js';
+import {
+  SelectorInput, RangeControls, resolveRange, parseDuration, formatDurationShort,
+  rememberQuery, profileTypes, metricOf, closeSelector,
+} from './query.js';
+import { Timeline, escapeHtml, lowerBound } from './timeline.js';
+import { mountTargets } from './targets.js';
+import { mountStatus } from './status.js';
+
+// ---------------------------------------------------------------- URL state
+
+// The profile view's keys (profile.js's view object) and their URL names.
+const VIEW_KEYS = [['sampleIndex', 'sample'], ['focus', 'focus'], ['search', 'search'],
+  ['sort', 'sort'], ['filter', 'filter']];
+
+function int(s) {
+  if (s == null || !/^-?\d+$/.test(s)) return null;
+  return Number(s);
+}
+
+function decodeSide(p, prefix) {
+  const query = p.get(prefix + 'sel');
+  if (!query) return null;
+  const time = int(p.get(prefix + 'time'));
+  const start = int(p.get(prefix + 'start'));
+  const end = int(p.get(prefix + 'end'));
+  if (start != null && end != null && end >= start) return { query, start, end };
+  if (time != null) return { query, time };
+  return null;
+}
+
+// The query page's state from location.search:
+// {query, range ('15m', or null for absolute), from, to (ms, absolute only), live,
+//  zoom ({from, to} or null), open (profile.js's req or null), view ({…})}.
+export function decodeState(search) {
+  const p = new URLSearchParams(search || '');
+  const st = { query: p.get('query') || '', range: null, from: null, to: null, live: false,
+    zoom: null, open: null, view: {} };
+  const range = p.get('range');
+  const from = int(p.get('from'));
+  const to = int(p.get('to'));
+  if (range && parseDuration(range) > 0) st.range = range;
+  else if (from != null && to != null && to > from) { st.from = from; st.to = to; }
+  else st.range = '1h';
+  st.live = p.get('live') === '1' && !!st.range;
+  const z = /^(\d+)-(\d+)$/.exec(p.get('zoom') || '');
+  if (z && Number(z[2]) > Number(z[1])) st.zoom = { from: Number(z[1]), to: Number(z[2]) };
+  const mode = p.get('open');
+  if (mode === 'single' || mode === 'merge') {
+    const side = decodeSide(p, '');
+    if (side && mode === 'single' && side.time != null) st.open = { mode, query: side.query, time: side.time };
+    if (side && mode === 'merge' && side.start != null) {
+      st.open = { mode, query: side.query, start: side.start, end: side.end };
+    }
+  } else if (mode === 'diff') {
+    const a = decodeSide(p, 'a.');
+    const b = decodeSide(p, 'b.');
+    if (a && b) st.open = { mode, a, b };
+  }
+  for (const [k, name] of VIEW_KEYS) {
+    const v = p.get(name);
+    if (v != null && v !== '') st.view[k] = v;
+  }
+  for (const [k, v] of p) {
+    if (k.startsWith('v.') && v !== '') st.view[k.slice(2)] = v;
+  }
+  return st;
+}
+
+// Percent-encodes a URL component but leaves the characters of selectors readable.
+function enc(s) {
+  return encodeURIComponent(s).replace(/%(7B|7D|3A|2C|3D|22|2F|40|5B|5D)/g,
+    (m) => decodeURIComponent(m));
+}
+
+function encodeSide(out, prefix, side) {
+  out.push([prefix + 'sel', side.query]);
+  if (side.start != null) {
+    out.push([prefix + 'start', side.start]);
+    out.push([prefix + 'end', side.end]);
+  } else out.push([prefix + 'time', side.time]);
+}
+
+// The state as a query string (without "?"), in a fixed order; defaults left out.
+export function encodeState(st) {
+  const out = [];
+  if (st.query) out.push(['query', st.query]);
+  if (st.range) out.push(['range', st.range]);
+  else if (st.from != null && st.to != null) { out.push(['from', st.from]); out.push(['to', st.to]); }
+  if (st.live && st.range) out.push(['live', '1']);
+  if (st.zoom) out.push(['zoom', `${st.zoom.from}-${st.zoom.to}`]);
+  const o = st.open;
+  if (o) {
+    out.push(['open', o.mode]);
+    if (o.mode === 'diff') { encodeSide(out, 'a.', o.a); encodeSide(out, 'b.', o.b); }
+    else encodeSide(out, '', o);
+  }
+  const view = st.view || {};
+  const known = new Set(VIEW_KEYS.map(([k]) => k));
+  for (const [k, name] of VIEW_KEYS) {
+    if (view[k] != null && view[k] !== '') out.push([name, view[k]]);
+  }
+  for (const k of Object.keys(view).sort()) {
+    if (!known.has(k) && view[k] != null && view[k] !== '') out.push(['v.' + k, view[k]]);
+  }
+  return out.map(([k, v]) => k + '=' + enc(String(v))).join('&');
+}
+
+// The profile types a request reads (to keep the view when the next profile has the same).
+export function requestTypes(req) {
+  if (!req) return '';
+  if (req.mode === 'diff') return metricOf(req.a.query) + '|' + metricOf(req.b.query);
+  return metricOf(req.query);
+}
+
+// The request of a shift-click on the mark (query, t) while `open` is open: a diff of
+// the anchor (the open single profile, or a diff's base) and the mark, the earlier of
+// the two being the base (a); null when there is no single-profile anchor.
+export function diffRequest(open, query, t) {
+  let anchor = null;
+  if (open && open.mode === 'single') anchor = { query: open.query, time: open.time };
+  else if (open && open.mode === 'diff' && open.a.time != null) anchor = open.a;
+  if (!anchor || (anchor.query === query && anchor.time === t)) return null;
+  const mark = { query, time: t };
+  return anchor.time <= t ? { mode: 'diff', a: anchor, b: mark } : { mode: 'diff', a: mark, b: anchor };
+}
+
+// What the timeline should highlight for an open request.
+export function picksOf(req, query) {
+  if (!req) return [];
+  const one = (s, tag) => (s.start != null
+    ? { key: s.query === query ? null : s.query, start: s.start, end: s.end, tag }
+    : { key: s.query, t: s.time, tag });
+  if (req.mode === 'diff') return [one(req.a, 'A'), one(req.b, 'B')];
+  return [one(req, '')];
+}
+
+// ---------------------------------------------------------------- theme
+
+function currentTheme() {
+  return document.documentElement.dataset.theme === 'dark' ? 'dark' : 'light';
+}
+
+function setTheme(t, store) {
+  document.documentElement.dataset.theme = t;
+  const b = document.getElementById('theme-toggle');
+  if (b) {
+    b.setAttribute('aria-label', t === 'dark' ? 'Switch to the light theme' : 'Switch to the dark theme');
+    b.title = b.getAttribute('aria-label');
+    b.textContent = t === 'dark' ? '☀' : '☾';
+  }
+  if (store) {
+    try { localStorage.setItem('profd.theme', t); } catch (e) { /* no storage */ }
+  }
+  window.dispatchEvent(new Event('profd-theme'));
+}
+
+function initTheme() {
+  let stored = null;
+  try { stored = localStorage.getItem('profd.theme'); } catch (e) { /* no storage */ }
+  const mq = window.matchMedia ? window.matchMedia('(prefers-color-scheme: dark)') : null;
+  setTheme(stored || (mq && mq.matches ? 'dark' : 'light'), false);
+  if (mq && mq.addEventListener) {
+    mq.addEventListener('change', (e) => {
+      let s = null;
+      try { s = localStorage.getItem('profd.theme'); } catch (err) { /* no storage */ }
+      if (!s) setTheme(e.matches ? 'dark' : 'light', false);
+    });
+  }
+  const b = document.getElementById('theme-toggle');
+  if (b) b.addEventListener('click', () => setTheme(currentTheme() === 'dark' ? 'light' : 'dark', true));
+}
+
+// ---------------------------------------------------------------- the query page
+
+const LIVE_MS = 10e3;
+
+function describeSide(s) {
+  if (s.start != null) {
+    return `<code class="sel">${escapeHtml(s.query)}</code> merged over ${escapeHtml(formatTime(s.start))} – ${escapeHtml(formatTime(s.end))} <span class="muted">(${escapeHtml(formatDuration((s.end - s.start) * 1e6))})</span>`;
+  }
+  return `<code class="sel">${escapeHtml(s.query)}</code> at ${escapeHtml(formatTime(s.time))}`;
+}
+
+class QueryPage {
+  constructor(main) {
+    this.main = main;
+    main.innerHTML = `
+      <section class="query-page">
+        <form class="query-bar" autocomplete="off" onsubmit="return false">
+          <div class="selector">
+            <input id="query-input" type="text" class="mono" placeholder='Selector, e.g. heap{job="api"}   (press / to focus)'
+                   aria-label="Series selector" aria-describedby="query-error">
+            <button type="button" id="query-history" class="hist-btn" title="Recent queries" aria-label="Recent queries">▾</button>
+            <ul id="query-suggest" class="suggest" hidden></ul>
+          </div>
+          <button type="button" id="run-query" class="btn primary">Run</button>
+        </form>
+        <div id="query-error" class="query-error" role="alert" hidden></div>
+        <div class="range-bar"></div>
+        <div class="query-status muted" aria-live="polite"></div>
+        <div id="timeline" data-state="loading" data-lanes="0" data-marks="0"></div>
+        <p class="tl-hint muted">
+          <b>Click</b> a mark: open it ·
+          <b>Shift-click</b> another: diff them (the earlier is the base, A) ·
+          <b>Drag</b>: zoom to or merge a range (in one lane: that series; across lanes: the whole query) ·
+          <b>Shift-drag</b> after a merge: diff two ranges ·
+          <b>Ctrl+wheel</b> zoom, <b>Shift+wheel</b> or <b>Alt-drag</b> pan ·
+          focused timeline: <b>← → + − 0</b>, <b>Enter</b> opens the latest ·
+          <b>[ ]</b> previous/next profile
+        </p>
+        <div id="open-bar" class="open-bar" hidden></div>
+        <div id="profile-host" class="profile-host"></div>
+      </section>`;
+    this.state = decodeState(location.search);
+    this.series = [];
+    this.resolved = resolveRange(this.state, Date.now());
+    this.mounted = null;
+    this.mountedKey = '';
+    this.status = main.querySelector('.query-status');
+    this.openBar = main.querySelector('#open-bar');
+    this.host = main.querySelector('#profile-host');
+    this.input = new SelectorInput({
+      input: main.querySelector('#query-input'),
+      list: main.querySelector('#query-suggest'),
+      error: main.querySelector('#query-error'),
+      onRun: (q) => this.run(q),
+    });
+    main.querySelector('#run-query').addEventListener('click', () => this.run(this.input.value));
+    const hist = main.querySelector('#query-history');
+    hist.addEventListener('mousedown', (e) => e.preventDefault());
+    hist.addEventListener('click', () => {
+      if (this.input.isOpen()) this.input.close();
+      else this.input.showHistory();
+    });
+    this.range = new RangeControls(main.querySelector('.range-bar'), {
+      onChange: (c) => this.rangeChanged(c),
+    });
+    this.timeline = new Timeline(main.querySelector('#timeline'), {
+      onMark: (m, e) => this.markClicked(m, e),
+      onSelectAction: (kind, sel) => this.selectionAction(kind, sel),
+      onView: (f, t, zoomed) => {
+        this.state.zoom = zoomed ? { from: f, to: t } : null;
+        this.commitSoon();
+      },
+    });
+    this.openBar.addEventListener('click', (e) => {
+      const b = e.target.closest('button[data-act]');
+      if (b) this.openBarAction(b.dataset.act);
+    });
+    this.onKey = (e) => this.globalKey(e);
+    document.addEventListener('keydown', this.onKey);
+    this.onTheme = () => this.timeline.redraw();
+    window.addEventListener('profd-theme', this.onTheme);
+    this.timer = setInterval(() => {
+      if (this.state.live && !document.hidden) this.load(true);
+    }, LIVE_MS);
+    this.input.value = this.state.query;
+    this.load(false);
+    this.renderOpen();
+  }
+
+  destroy() {
+    clearInterval(this.timer);
+    clearTimeout(this.commitTimer);
+    document.removeEventListener('keydown', this.onKey);
+    window.removeEventListener('profd-theme', this.onTheme);
+    if (this.abort) this.abort.abort();
+    this.timeline.destroy();
+    if (this.mounted) this.mounted.destroy();
+    this.mounted = null;
+  }
+
+  // Back/forward: the URL changed under us.
+  popstate() {
+    const prev = this.state;
+    const st = decodeState(location.search);
+    this.state = st;
+    if (document.activeElement !== this.input.input || prev.query !== st.query) this.input.value = st.query;
+    const reload = prev.query !== st.query || prev.range !== st.range || prev.from !== st.from ||
+      prev.to !== st.to || prev.live !== st.live;
+    if (reload) this.load(false);
+    else if (JSON.stringify(prev.zoom) !== JSON.stringify(st.zoom)) {
+      this.timeline.setView(st.zoom ? st.zoom.from : this.resolved.from,
+        st.zoom ? st.zoom.to : this.resolved.to, false);
+    }
+    this.renderOpen();
+  }
+
+  url() {
+    const s = encodeState(this.state);
+    return '/' + (s ? '?' + s : '');
+  }
+
+  commit(push) {
+    clearTimeout(this.commitTimer);
+    const url = this.url();
+    if (url === location.pathname + location.search) return;
+    if (push) history.pushState(null, '', url);
+    else history.replaceState(null, '', url);
+  }
+
+  commitSoon() {
+    clearTimeout(this.commitTimer);
+    this.commitTimer = setTimeout(() => this.commit(false), 250);
+  }
+
+  run(q) {
+    const query = closeSelector(String(q || '').trim());
+    this.input.value = query;
+    const changed = query !== this.state.query;
+    this.state.query = query;
+    this.state.zoom = null;
+    if (changed) { this.state.open = null; this.state.view = {}; }
+    if (query) rememberQuery(query);
+    this.commit(true);
+    this.load(false);
+    this.renderOpen();
+  }
+
+  rangeChanged(c) {
+    const st = this.state;
+    if (c.range) {
+      st.range = c.range;
+      st.from = null;
+      st.to = null;
+    } else if (c.from != null) {
+      st.range = null;
+      st.from = c.from;
+      st.to = c.to;
+      st.live = false;
+    } else if (c.live != null) {
+      st.live = c.live;
+      if (c.live && !st.range) {
+        st.range = formatDurationShort(this.resolved.to - this.resolved.from);
+        st.from = null;
+        st.to = null;
+      }
+    }
+    st.zoom = null;
+    this.commit(c.live == null);
+    this.load(false);
+  }
+
+  setStatus(html) {
+    this.status.innerHTML = html;
+  }
+
+  async load(quiet) {
+    const st = this.state;
+    if (this.abort) this.abort.abort();
+    const ac = new AbortController();
+    this.abort = ac;
+    const prevTo = this.resolved.to;
+    const { from, to } = resolveRange(st, Date.now());
+    this.resolved = { from, to };
+    this.range.set(st, this.resolved);
+    document.title = (st.query ? st.query + ' · ' : '') + 'profd';
+    if (!st.query.trim()) {
+      this.series = [];
+      this.setStatus('');
+      this.showStart(ac);
+      return;
+    }
+    if (!quiet) this.timeline.setLoading();
+    if (!quiet) this.setStatus('Loading series…');
+    try {
+      const r = await apiGet('query_range', { query: st.query, start: from / 1000,
+        end: to / 1000, limit: 1000 }, ac.signal);
+      if (ac !== this.abort) return;
+      this.input.clearError();
+      const series = r.data || [];
+      this.series = series;
+      if (!series.length) {
+        this.setStatus('');
+        await this.showNoMatch(ac);
+        return;
+      }
+      // Live: a zoom that reached the end of the range follows it.
+      if (quiet && st.zoom && st.zoom.to >= prevTo - 1000) {
+        const d = to - prevTo;
+        st.zoom = { from: Math.max(from, st.zoom.from + d), to: Math.min(to, st.zoom.to + d) };
+        this.commit(false);
+      }
+      this.timeline.setData(series, from, to, st.zoom ? st.zoom.from : null,
+        st.zoom ? st.zoom.to : null);
+      this.timeline.setPicks(picksOf(st.open, st.query), st.open && st.open.mode === 'merge');
+      let n = 0;
+      for (const s of series) n += s.timestamps.length;
+      const warn = r.warnings.length
+        ? ` · <span class="warn-text">${escapeHtml(r.warnings.join('; '))}</span>` : '';
+      this.setStatus(`${series.length} series · ${n.toLocaleString('en-US')} profile${n === 1 ? '' : 's'} · updated ${escapeHtml(formatTime(Date.now()).slice(11))}${st.live ? ' · live' : ''}${warn}`);
+    } catch (e) {
+      if (e && e.name === 'AbortError') return;
+      if (ac !== this.abort) return;
+      this.series = [];
+      if (e.status === 400) {
+        this.input.setError(e.message);
+        this.timeline.setError('No timeline: the request was refused (see the message under the selector).');
+      } else {
+        this.timeline.setError(e.message || String(e));
+      }
+      this.setStatus('');
+    }
+  }
+
+  typeChips(types) {
+    const wrap = document.createElement('div');
+    wrap.className = 'chips';
+    for (const t of types) {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'chip';
+      b.textContent = t;
+      b.addEventListener('click', () => this.run(t));
+      wrap.appendChild(b);
+    }
+    return wrap;
+  }
+
+  noDataNode() {
+    const d = document.createElement('div');
+    d.className = 'empty';
+    d.innerHTML = `<h3>profd has no profiles yet</h3>
+      <p>No series are stored. Check the <a href="/targets">targets</a>: are any configured, and are
+      they up? Targets come from <code>scrape_configs</code> in the configuration file
+      (see <a href="/status">status</a> for the loaded configuration); profiles can also be
+      pushed to <code>POST /api/v1/profiles</code>.</p>`;
+    return d;
+  }
+
+  async showStart(ac) {
+    const types = await profileTypes();
+    if (ac !== this.abort) return;
+    if (!types.length) { this.timeline.setEmpty(this.noDataNode()); return; }
+    const d = document.createElement('div');
+    d.className = 'empty';
+    d.innerHTML = `<h3>Pick what to look at</h3><p>Type a selector above (press <kbd>/</kbd>), such
+      as <code>heap{job="api"}</code>, or start from a profile type:</p>`;
+    d.appendChild(this.typeChips(types));
+    this.timeline.setEmpty(d);
+  }
+
+  async showNoMatch(ac) {
+    const types = await profileTypes();
+    if (ac !== this.abort) return;
+    if (!types.length) { this.timeline.setEmpty(this.noDataNode()); return; }
+    const { from, to } = this.resolved;
+    const d = document.createElement('div');
+    d.className = 'empty';
+    const metric = metricOf(this.state.query);
+    if (metric && !types.includes(metric)) {
+      d.innerHTML = `<h3>Unknown profile type</h3>
+        <p>profd has never stored a profile of type <code class="sel"></code>. Known types:</p>`;
+      d.querySelector('code.sel').textContent = metric;
+      d.appendChild(this.typeChips(types));
+      this.timeline.setEmpty(d);
+      return;
+    }
+    d.innerHTML = `<h3>No profiles in this range</h3>
+      <p><code class="sel"></code> matched no series with a profile between
+      ${escapeHtml(formatTime(from))} and ${escapeHtml(formatTime(to))}.
+      Widen the range, or check the selector's labels (autocompletion knows them).</p>
+      <div class="chips widen"></div>
+      <p>Known profile types:</p>`;
+    d.querySelector('code.sel').textContent = this.state.query;
+    const widen = d.querySelector('.widen');
+    const span = to - from;
+    for (const r of ['6h', '24h', '7d']) {
+      if (parseDuration(r) <= span) continue;
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'chip';
+      b.textContent = 'Last ' + r;
+      b.addEventListener('click', () => this.rangeChanged({ range: r }));
+      widen.appendChild(b);
+    }
+    d.appendChild(this.typeChips(types));
+    this.timeline.setEmpty(d);
+  }
+
+  // ------------------------------------------------------------ picking profiles
+
+  markClicked(m, e) {
+    const key = m.series.key;
+    if (e.shiftKey) {
+      const req = diffRequest(this.state.open, key, m.t);
+      if (req) { this.open(req); return; }
+    }
+    this.open({ mode: 'single', query: key, time: m.t });
+  }
+
+  selectionAction(kind, sel) {
+    const query = sel.lane != null && this.series[sel.lane]
+      ? this.timeline.series[sel.lane].key : this.state.query;
+    if (kind === 'merge') {
+      this.open({ mode: 'merge', query, start: sel.start, end: sel.end });
+    } else if (kind === 'diff') {
+      const o = this.state.open;
+      if (!o || o.mode !== 'merge') return;
+      this.open({ mode: 'diff', a: { query: o.query, start: o.start, end: o.end },
+        b: { query, start: sel.start, end: sel.end } });
+    }
+  }
+
+  open(req) {
+    if (requestTypes(req) !== requestTypes(this.state.open)) this.state.view = {};
+    this.state.open = req;
+    this.commit(true);
+    this.renderOpen();
+  }
+
+  openBarAction(act) {
+    const o = this.state.open;
+    if (!o) return;
+    if (act === 'close') { this.open(null); return; }
+    if (act === 'swap' && o.mode === 'diff') { this.open({ mode: 'diff', a: o.b, b: o.a }); return; }
+    if ((act === 'prev' || act === 'next') && o.mode === 'single') this.step(act === 'next' ? 1 : -1);
+  }
+
+  // Opens the previous/next profile of the open single profile's series.
+  step(d) {
+    const o = this.state.open;
+    if (!o || o.mode !== 'single') return;
+    const lane = this.timeline.laneIndex(o.query);
+    if (lane < 0) return;
+    const ts = this.timeline.series[lane].ts;
+    let i = lowerBound(ts, o.time);
+    if (ts[i] !== o.time && d < 0) i--; // not on a stored time: the nearest before
+    else i += d;
+    if (i < 0 || i >= ts.length) return;
+    this.open({ mode: 'single', query: o.query, time: ts[i] });
+  }
+
+  renderOpenBar() {
+    const o = this.state.open;
+    if (!o) { this.openBar.hidden = true; this.openBar.innerHTML = ''; return; }
+    let html = '';
+    if (o.mode === 'single') {
+      html = `<span class="badge">Profile</span> ${describeSide(o)}
+        <span class="spacer"></span>
+        <button type="button" class="btn small" data-act="prev" title="Previous profile of this series ([)">‹ Prev</button>
+        <button type="button" class="btn small" data-act="next" title="Next profile of this series (])">Next ›</button>`;
+    } else if (o.mode === 'merge') {
+      html = `<span class="badge">Merge</span> ${describeSide(o)}
+        <span class="spacer"></span><span class="muted small-text">Shift-drag another range to diff against it</span>`;
+    } else {
+      html = `<span class="badge">Diff</span>
+        <span class="side side-a" title="The base: its values are subtracted"><span class="tag tag-a">A</span> base: ${describeSide(o.a)}</span>
+        <span class="side side-b"><span class="tag tag-b">B</span> ${describeSide(o.b)}</span>
+        <span class="muted small-text">values are B − A</span>
+        <span class="spacer"></span>
+        <button type="button" class="btn small" data-act="swap" title="Swap the base and the compared side">Swap A/B</button>`;
+    }
+    html += '<button type="button" class="btn small ghost" data-act="close" title="Close the profile" aria-label="Close the profile">✕</button>';
+    this.openBar.innerHTML = html;
+    this.openBar.hidden = false;
+  }
+
+  async renderOpen() {
+    const st = this.state;
+    this.renderOpenBar();
+    this.timeline.setPicks(picksOf(st.open, st.query), st.open && st.open.mode === 'merge');
+    const key = JSON.stringify(st.open);
+    if (key === this.mountedKey) return;
+    this.mountedKey = key;
+    if (this.mounted) { this.mounted.destroy(); this.mounted = null; }
+    this.host.replaceChildren();
+    if (!st.open) {
+      this.host.innerHTML = `<div class="profile-placeholder">
+        <p>Click a mark on the timeline to open that profile here: flame graph and top table.</p>
+        <p class="muted">Shift-click a second mark to diff the two, or drag over a range to merge it.</p></div>`;
+      return;
+    }
+    let mod;
+    try {
+      mod = await import('./profile.js');
+    } catch (e) {
+      if (key !== this.mountedKey) return;
+      this.host.innerHTML = '';
+      const p = document.createElement('p');
+      p.className = 'error-text';
+      p.textContent = 'The profile view failed to load: ' + (e && e.message ? e.message : e);
+      this.host.appendChild(p);
+      return;
+    }
+    if (key !== this.mountedKey) return;
+    const onView = (partial) => {
+      if (key !== this.mountedKey) return;
+      for (const [k, v] of Object.entries(partial || {})) {
+        if (v == null || v === '') delete this.state.view[k];
+        else this.state.view[k] = String(v);
+      }
+      this.commit(false);
+    };
+    this.mounted = mod.mountProfile(this.host, st.open, { ...st.view }, onView);
+  }
+
+  globalKey(e) {
+    const t = e.target;
+    const typing = t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' ||
+      t.isContentEditable);
+    if (typing || e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === '/') {
+      e.preventDefault();
+      const input = this.input.input;
+      input.focus();
+      input.select();
+    } else if (e.key === '[' || e.key === ']') {
+      if (this.state.open && this.state.open.mode === 'single') {
+        e.preventDefault();
+        this.step(e.key === ']' ? 1 : -1);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- routing
+
+const ROUTES = {
+  '/': (main) => new QueryPage(main),
+  '/targets': (main) => mountTargets(main),
+  '/status': (main) => mountStatus(main),
+};
+
+// The route of a path: '/', '/targets', '/status' or null (not a page of the UI).
+export function routeOf(pathname) {
+  const p = (pathname || '/').replace(/\/+$/, '') || '/';
+  return Object.prototype.hasOwnProperty.call(ROUTES, p) ? p : null;
+}
+
+let current = null;
+
+function notFound(main) {
+  main.innerHTML = `<section class="page"><h2>Page not found</h2>
+    <p>There is nothing at <code></code>. Go to the <a href="/">query page</a>,
+    the <a href="/targets">targets</a> or the <a href="/status">status</a>.</p></section>`;
+  main.querySelector('code').textContent = location.pathname;
+  return { destroy() {} };
+}
+
+function route() {
+  const main = document.getElementById('main');
+  const path = routeOf(location.pathname);
+  for (const a of document.querySelectorAll('.topbar nav a')) {
+    const on = a.getAttribute('href') === path;
+    if (on) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  if (current && current.path === path && path !== null) {
+    if (current.page.popstate) current.page.popstate();
+    return;
+  }
+  if (current) current.page.destroy();
+  main.replaceChildren();
+  window.scrollTo(0, 0);
+  const page = path ? ROUTES[path](main) : notFound(main);
+  current = { path, page };
+  if (path !== '/') {
+    document.title = (path === '/targets' ? 'Targets' : path === '/status' ? 'Status' : 'Not found') + ' · profd';
+  }
+}
+
+function isUiLink(a, e) {
+  if (!a || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return false;
+  if (a.target && a.target !== '_self') return false;
+  if (a.hasAttribute('download')) return false;
+  const url = new URL(a.href, location.href);
+  if (url.origin !== location.origin) return false;
+  return routeOf(url.pathname) !== null;
+}
+
+function start() {
+  initTheme();
+  document.addEventListener('click', (e) => {
+    const a = e.target.closest ? e.target.closest('a[href]') : null;
+    if (!isUiLink(a, e)) return;
+    e.preventDefault();
+    const url = new URL(a.href, location.href);
+    if (url.pathname + url.search !== location.pathname + location.search) {
+      history.pushState(null, '', url.pathname + url.search);
+    }
+    route();
+  });
+  window.addEventListener('popstate', route);
+  route();
+}
+
+if (typeof document !== 'undefined' && typeof window !== 'undefined') {
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
+}

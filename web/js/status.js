@@ -1,0 +1,130 @@
+// The status page (/status): build information, storage statistics (head, blocks,
+// cardinality), the loaded configuration and the command-line flags.
+
+import { apiGet } from './api.js';
+import { formatBytes, formatCount, formatTime, formatDuration } from './format.js';
+import { escapeHtml } from './timeline.js';
+
+const BUILD_FIELDS = [['version', 'Version'], ['revision', 'Revision'], ['branch', 'Branch'],
+  ['buildUser', 'Build user'], ['buildDate', 'Build date'], ['goVersion', 'Go version'],
+  ['compiler', 'Compiler']];
+
+// A time range in ms as "start – end (duration)"; "empty" when both are 0.
+export function formatSpan(min, max) {
+  if (!min && !max) return 'empty';
+  return `${formatTime(min)} – ${formatTime(max)} (${formatDuration((max - min) * 1e6)})`;
+}
+
+function section(id, title, inner) {
+  return `<section class="card" id="${id}"><h3>${escapeHtml(title)}</h3>${inner}</section>`;
+}
+
+function kvTable(rows) {
+  return `<table class="table kv"><tbody>${rows.map(([k, v]) =>
+    `<tr><th>${escapeHtml(k)}</th><td>${v}</td></tr>`).join('')}</tbody></table>`;
+}
+
+function errorBox(what, e) {
+  return `<p class="error-text">Loading ${escapeHtml(what)} failed: ${escapeHtml(e.message || String(e))}</p>`;
+}
+
+function cardinality(title, list) {
+  if (!list || !list.length) return `<div class="card-list"><h4>${escapeHtml(title)}</h4><p class="muted">none</p></div>`;
+  const max = Math.max(...list.map((x) => x.value), 1);
+  return `<div class="card-list"><h4>${escapeHtml(title)}</h4><table class="table compact"><tbody>${list.map((x) =>
+    `<tr><td class="mono wrap">${escapeHtml(x.name)}</td><td class="num">${escapeHtml(formatCount(x.value))}</td>
+      <td class="bar-cell"><span class="bar" style="width:${((100 * x.value) / max).toFixed(1)}%"></span></td></tr>`).join('')}</tbody></table></div>`;
+}
+
+function renderTsdb(d) {
+  const h = d.headStats || {};
+  const blocks = d.blocks || [];
+  let html = kvTable([
+    ['Head series', escapeHtml(formatCount(h.numSeries || 0))],
+    ['Head profiles', escapeHtml(formatCount(h.numSamples || 0))],
+    ['Head chunks', escapeHtml(formatCount(h.chunkCount || 0))],
+    ['Head time range', escapeHtml(formatSpan(h.minTime, h.maxTime))],
+    ['WAL size', escapeHtml(formatBytes(d.walBytes || 0))],
+    ['Blocks size', `${escapeHtml(formatBytes(d.blockBytes || 0))} in ${blocks.length} block${blocks.length === 1 ? '' : 's'}`],
+  ]);
+  html += '<h4>Blocks</h4>';
+  if (!blocks.length) {
+    html += '<p class="muted">No persisted blocks yet: profiles are in the head (and its WAL) until the first compaction.</p>';
+  } else {
+    html += `<div class="table-scroll"><table class="table"><thead><tr><th>ULID</th><th>Time range</th><th class="num">Level</th>
+      <th class="num">Series</th><th class="num">Profiles</th><th class="num">Chunks</th>
+      <th class="num">Timestamps</th><th class="num">Profiles size</th><th class="num">Size</th></tr></thead><tbody>
+      ${blocks.map((b) => `<tr><td class="mono">${escapeHtml(b.ulid)}</td>
+        <td class="nowrap">${escapeHtml(formatSpan(b.minTime, b.maxTime))}</td>
+        <td class="num">${b.level}</td><td class="num">${escapeHtml(formatCount(b.numSeries))}</td>
+        <td class="num">${escapeHtml(formatCount(b.numSamples))}</td><td class="num">${escapeHtml(formatCount(b.numChunks))}</td>
+        <td class="num">${escapeHtml(formatBytes(b.timestampBytes))}</td><td class="num">${escapeHtml(formatBytes(b.profileBytes))}</td>
+        <td class="num">${escapeHtml(formatBytes(b.sizeBytes))}</td></tr>`).join('')}
+      </tbody></table></div>`;
+  }
+  html += `<div class="card-lists">
+    ${cardinality('Series by profile type', d.seriesCountByMetricName)}
+    ${cardinality('Values by label name', d.labelValueCountByLabelName)}
+    ${cardinality('Series by label pair', d.seriesCountByLabelValuePair)}</div>`;
+  return html;
+}
+
+// Mounts the page into main; returns {destroy}.
+export function mountStatus(main) {
+  const ac = new AbortController();
+  main.innerHTML = `
+    <section class="page status-page">
+      <div class="page-head"><h2>Status</h2>
+        <nav class="toc"><a href="#status-build">Build</a> · <a href="#status-storage">Storage</a> ·
+          <a href="#status-config">Configuration</a> · <a href="#status-flags">Flags</a></nav></div>
+      ${section('status-build', 'Build information', '<div class="skeleton-block short"></div>')}
+      ${section('status-storage', 'Storage', '<div class="skeleton-block"></div>')}
+      ${section('status-config', 'Configuration', '<div class="skeleton-block"></div>')}
+      ${section('status-flags', 'Command-line flags', '<div class="skeleton-block"></div>')}
+    </section>`;
+  const fill = (id, html) => {
+    const el = main.querySelector('#' + id);
+    if (!el) return;
+    el.querySelector('h3').nextElementSibling.remove();
+    el.insertAdjacentHTML('beforeend', html);
+  };
+  const get = (path) => apiGet(path, {}, ac.signal);
+  const ignoreAbort = (e) => e && e.name === 'AbortError';
+
+  get('status/buildinfo').then((r) => {
+    const d = r.data || {};
+    fill('status-build', kvTable(BUILD_FIELDS.filter(([k]) => d[k] !== undefined)
+      .map(([k, label]) => [label, d[k] ? escapeHtml(d[k]) : '<span class="muted">—</span>'])));
+  }, (e) => { if (!ignoreAbort(e)) fill('status-build', errorBox('the build information', e)); });
+
+  get('status/tsdb').then((r) => fill('status-storage', renderTsdb(r.data || {})),
+    (e) => { if (!ignoreAbort(e)) fill('status-storage', errorBox('the storage statistics', e)); });
+
+  get('status/config').then((r) => {
+    const yaml = (r.data && r.data.yaml) || '';
+    fill('status-config', `<div class="pre-wrap"><button type="button" class="btn small copy-btn" data-copy>Copy</button><pre class="config-yaml"></pre></div>`);
+    const pre = main.querySelector('.config-yaml');
+    pre.textContent = yaml;
+    main.querySelector('[data-copy]').addEventListener('click', (e) => {
+      if (navigator.clipboard) {
+        navigator.clipboard.writeText(yaml).then(() => { e.target.textContent = 'Copied'; }, () => {});
+      }
+    });
+  }, (e) => { if (!ignoreAbort(e)) fill('status-config', errorBox('the configuration', e)); });
+
+  get('status/flags').then((r) => {
+    const d = r.data || {};
+    const names = Object.keys(d).sort();
+    fill('status-flags', `<table class="table kv flags"><tbody>${names.map((k) =>
+      `<tr><th class="mono">--${escapeHtml(k)}</th><td class="mono">${escapeHtml(d[k])}</td></tr>`).join('')}</tbody></table>`);
+  }, (e) => { if (!ignoreAbort(e)) fill('status-flags', errorBox('the flags', e)); });
+
+  main.querySelector('.toc').addEventListener('click', (e) => {
+    const a = e.target.closest('a[href^="#"]');
+    if (!a) return;
+    e.preventDefault();
+    const el = main.querySelector(a.getAttribute('href'));
+    if (el) el.scrollIntoView({ behavior: 'smooth', block: 'start' });
+  });
+  return { destroy() { ac.abort(); } };
+}

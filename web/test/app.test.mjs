@@ -1,0 +1,251 @@
+// Unit tests of the query page's pure logic: URL state, diff picking, routes, selector
+// autocompletion, time ranges, history, and the targets page's filter.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  encodeState, decodeState, diffRequest, picksOf, requestTypes, routeOf,
+} from '../js/app.js';
+import {
+  completionContext, applyCompletion, rankSuggestions, metricOf, errorColumn, parseDuration,
+  formatDurationShort, resolveRange, addHistory, toLocalInput, fromLocalInput, escapeForQuote,
+  closeSelector,
+} from '../js/query.js';
+import { targetMatches, groupByPool } from '../js/targets.js';
+import { formatSpan } from '../js/status.js';
+
+// ---------------------------------------------------------------- URL state
+
+test('decodeState defaults', () => {
+  const st = decodeState('');
+  assert.deepEqual(st, { query: '', range: '1h', from: null, to: null, live: false, zoom: null,
+    open: null, view: {} });
+});
+
+test('encodeState/decodeState round-trip every kind of state', () => {
+  const states = [
+    { query: 'heap{job="api"}', range: '15m', from: null, to: null, live: true,
+      zoom: { from: 1000, to: 2000 }, open: null, view: {} },
+    { query: 'heap', range: null, from: 1700000000000, to: 1700003600000, live: false, zoom: null,
+      open: { mode: 'single', query: 'heap{instance="a:1", job="api"}', time: 1700000001234 },
+      view: { sampleIndex: 'alloc_space', focus: 'main.run', search: 'json|http', sort: 'cum',
+        filter: 'a&b=c', extra: 'x y' } },
+    { query: 'allocs', range: '7d', from: null, to: null, live: false, zoom: null,
+      open: { mode: 'merge', query: 'allocs', start: 1, end: 2 }, view: {} },
+    { query: 'heap', range: '1h', from: null, to: null, live: false, zoom: null,
+      open: { mode: 'diff', a: { query: 'heap{x="1"}', time: 5 }, b: { query: 'heap{x="2"}', start: 6, end: 9 } },
+      view: { sampleIndex: '0' } },
+  ];
+  for (const st of states) {
+    const s = encodeState(st);
+    assert.deepEqual(decodeState('?' + s), st, s);
+  }
+});
+
+test('encodeState keeps selectors readable and escapes what must be', () => {
+  const s = encodeState({ query: 'heap{job="a&b",x=~"1+2#"}', range: '1h', view: {} });
+  assert.equal(s, 'query=heap{job="a%26b",x=~"1%2B2%23"}&range=1h');
+  assert.equal(decodeState(s).query, 'heap{job="a&b",x=~"1+2#"}');
+});
+
+test('decodeState ignores bad values', () => {
+  const st = decodeState('?range=forever&from=10&to=5&zoom=9-3&open=single&sel=heap&live=1');
+  assert.equal(st.range, '1h');
+  assert.equal(st.from, null);
+  assert.equal(st.zoom, null);
+  assert.equal(st.open, null); // single without a time
+  assert.equal(st.live, true);
+  const abs = decodeState('?from=10&to=20&live=1');
+  assert.equal(abs.range, null);
+  assert.equal(abs.live, false); // live needs a relative range
+  assert.equal(decodeState('?open=diff&a.sel=x&a.time=1').open, null);
+});
+
+test('diffRequest: the earlier profile is the base', () => {
+  const single = { mode: 'single', query: 'heap{a="1"}', time: 200 };
+  assert.deepEqual(diffRequest(single, 'heap{a="2"}', 100),
+    { mode: 'diff', a: { query: 'heap{a="2"}', time: 100 }, b: { query: 'heap{a="1"}', time: 200 } });
+  assert.deepEqual(diffRequest(single, 'heap{a="1"}', 300),
+    { mode: 'diff', a: { query: 'heap{a="1"}', time: 200 }, b: { query: 'heap{a="1"}', time: 300 } });
+  assert.equal(diffRequest(single, 'heap{a="1"}', 200), null);
+  assert.equal(diffRequest(null, 'heap', 1), null);
+  assert.equal(diffRequest({ mode: 'merge', query: 'heap', start: 1, end: 2 }, 'heap', 1), null);
+  const diff = { mode: 'diff', a: { query: 'q', time: 10 }, b: { query: 'q', time: 20 } };
+  assert.deepEqual(diffRequest(diff, 'q', 30).b, { query: 'q', time: 30 });
+  assert.deepEqual(diffRequest(diff, 'q', 30).a, { query: 'q', time: 10 });
+});
+
+test('picksOf tags diff sides and maps the whole query to every lane', () => {
+  assert.deepEqual(picksOf(null, 'heap'), []);
+  assert.deepEqual(picksOf({ mode: 'single', query: 's', time: 5 }, 'heap'), [{ key: 's', t: 5, tag: '' }]);
+  assert.deepEqual(picksOf({ mode: 'merge', query: 'heap', start: 1, end: 2 }, 'heap'),
+    [{ key: null, start: 1, end: 2, tag: '' }]);
+  assert.deepEqual(picksOf({ mode: 'diff', a: { query: 's', time: 1 }, b: { query: 'heap', start: 2, end: 3 } }, 'heap'),
+    [{ key: 's', t: 1, tag: 'A' }, { key: null, start: 2, end: 3, tag: 'B' }]);
+});
+
+test('requestTypes', () => {
+  assert.equal(requestTypes({ mode: 'single', query: 'heap{a="1"}', time: 1 }), 'heap');
+  assert.equal(requestTypes({ mode: 'diff', a: { query: 'heap' }, b: { query: 'allocs' } }), 'heap|allocs');
+  assert.equal(requestTypes(null), '');
+});
+
+test('routeOf', () => {
+  assert.equal(routeOf('/'), '/');
+  assert.equal(routeOf('/targets'), '/targets');
+  assert.equal(routeOf('/status/'), '/status');
+  assert.equal(routeOf('/nope'), null);
+  assert.equal(routeOf('/api/v1/labels'), null);
+});
+
+// ---------------------------------------------------------------- autocompletion
+
+test('completionContext: metric name', () => {
+  assert.deepEqual(completionContext('', 0), { kind: 'metric', prefix: '', start: 0, end: 0 });
+  assert.deepEqual(completionContext('hea', 3), { kind: 'metric', prefix: 'hea', start: 0, end: 3 });
+  assert.deepEqual(completionContext('heap{job="a"}', 2), { kind: 'metric', prefix: 'he', start: 0, end: 4 });
+  assert.equal(completionContext('heap{job="a"} x', 15).kind, 'none');
+});
+
+test('completionContext: label names', () => {
+  assert.deepEqual(completionContext('heap{', 5), { kind: 'labelName', prefix: '', start: 5, end: 5 });
+  assert.deepEqual(completionContext('heap{jo', 7), { kind: 'labelName', prefix: 'jo', start: 5, end: 7 });
+  assert.deepEqual(completionContext('heap{job="a", in', 16),
+    { kind: 'labelName', prefix: 'in', start: 14, end: 16 });
+  assert.deepEqual(completionContext('{jo="x"}', 2), { kind: 'labelName', prefix: 'j', start: 1, end: 3 });
+});
+
+test('completionContext: operators and values', () => {
+  assert.equal(completionContext('heap{job ', 9).kind, 'operator');
+  assert.deepEqual(completionContext('heap{job="', 10),
+    { kind: 'labelValue', prefix: '', start: 10, end: 10, label: 'job', op: '=', quote: '"', closed: false });
+  assert.deepEqual(completionContext('heap{job=~"ap"}', 13),
+    { kind: 'labelValue', prefix: 'ap', start: 11, end: 13, label: 'job', op: '=~', quote: '"', closed: true });
+  assert.deepEqual(completionContext('heap{job!="a\\"b', 15),
+    { kind: 'labelValue', prefix: 'a\\"b', start: 11, end: 15, label: 'job', op: '!=', quote: '"', closed: false });
+  assert.deepEqual(completionContext('heap{job=', 9),
+    { kind: 'labelValue', prefix: '', start: 9, end: 9, label: 'job', op: '=', quote: '', closed: false });
+  assert.deepEqual(completionContext("{instance='1", 12),
+    { kind: 'labelValue', prefix: '1', start: 11, end: 12, label: 'instance', op: '=', quote: "'", closed: false });
+  assert.equal(completionContext('heap{job="a" ', 13).kind, 'none');
+  assert.equal(completionContext('heap{job="a",', 13).kind, 'labelName');
+  // Inside braces a comma within a value does not end it.
+  assert.equal(completionContext('heap{job="a,b', 13).kind, 'labelValue');
+});
+
+test('applyCompletion', () => {
+  let t = 'hea';
+  assert.deepEqual(applyCompletion(t, completionContext(t, 3), 'heap'), { text: 'heap', cursor: 4 });
+  t = 'heap{jo';
+  assert.deepEqual(applyCompletion(t, completionContext(t, 7), 'job'), { text: 'heap{job=""', cursor: 10 });
+  t = 'heap{jo="x"}';
+  assert.deepEqual(applyCompletion(t, completionContext(t, 7), 'job'), { text: 'heap{job="x"}', cursor: 8 });
+  t = 'heap{job="a';
+  assert.deepEqual(applyCompletion(t, completionContext(t, 11), 'api'), { text: 'heap{job="api"', cursor: 14 });
+  t = 'heap{job="a"}';
+  assert.deepEqual(applyCompletion(t, completionContext(t, 11), 'api'), { text: 'heap{job="api"}', cursor: 14 });
+  t = 'heap{job=';
+  assert.deepEqual(applyCompletion(t, completionContext(t, 9), 'a"b'), { text: 'heap{job="a\\"b"', cursor: 15 });
+  t = 'heap{job ';
+  assert.deepEqual(applyCompletion(t, completionContext(t, 9), '=~'), { text: 'heap{job =~', cursor: 11 });
+});
+
+test('closeSelector closes what was left open', () => {
+  assert.equal(closeSelector('heap{job="a'), 'heap{job="a"}');
+  assert.equal(closeSelector('heap{job="a"'), 'heap{job="a"}');
+  assert.equal(closeSelector('heap{job="a}"'), 'heap{job="a}"}');
+  assert.equal(closeSelector('heap{job="a"}'), 'heap{job="a"}');
+  assert.equal(closeSelector('heap'), 'heap');
+  assert.equal(closeSelector("{a='x\\'"), "{a='x\\''}");
+});
+
+test('escapeForQuote', () => {
+  assert.equal(escapeForQuote('a"b\\', '"'), 'a\\"b\\\\');
+  assert.equal(escapeForQuote("it's", "'"), "it\\'s");
+  assert.equal(escapeForQuote('raw\\"', '`'), 'raw\\"');
+});
+
+test('rankSuggestions puts prefix matches first', () => {
+  assert.deepEqual(rankSuggestions(['allocs', 'heap', 'threadcreate', 'Heapster'], 'hea'),
+    ['heap', 'Heapster']);
+  assert.deepEqual(rankSuggestions(['allocs', 'heap', 'threadcreate', 'eat'], 'ea'),
+    ['eat', 'heap', 'threadcreate']);
+  assert.deepEqual(rankSuggestions(['a', 'b'], ''), ['a', 'b']);
+  assert.deepEqual(rankSuggestions(['ab', 'ac', 'ad'], 'a', 2), ['ab', 'ac']);
+});
+
+test('metricOf and errorColumn', () => {
+  assert.equal(metricOf('heap{job="a"}'), 'heap');
+  assert.equal(metricOf(' allocs '), 'allocs');
+  assert.equal(metricOf('{job="a", __name__="heap"}'), 'heap');
+  assert.equal(metricOf('{job="a"}'), '');
+  assert.equal(errorColumn('invalid parameter "query": 1:10: parse error: unexpected end of input inside braces'), 10);
+  assert.equal(errorColumn('1:1: parse error: x'), 1);
+  assert.equal(errorColumn('something else'), 0);
+});
+
+// ---------------------------------------------------------------- time range and history
+
+test('parseDuration and formatDurationShort', () => {
+  assert.equal(parseDuration('15m'), 15 * 60e3);
+  assert.equal(parseDuration('1h30m'), 5400e3);
+  assert.equal(parseDuration('7d'), 7 * 86400e3);
+  assert.equal(parseDuration('500ms'), 500);
+  assert.ok(Number.isNaN(parseDuration('soon')));
+  assert.ok(Number.isNaN(parseDuration('')));
+  assert.ok(Number.isNaN(parseDuration('1h x')));
+  assert.equal(formatDurationShort(5400e3), '1h30m');
+  assert.equal(formatDurationShort(86400e3 + 1000), '1d1s');
+  assert.equal(formatDurationShort(0), '0s');
+});
+
+test('resolveRange', () => {
+  const now = 1700000000000;
+  assert.deepEqual(resolveRange({ range: '15m' }, now), { from: now - 900e3, to: now });
+  assert.deepEqual(resolveRange({ range: null, from: 1, to: 2 }, now), { from: 1, to: 2 });
+  assert.deepEqual(resolveRange({ range: null, from: null, to: null }, now), { from: now - 3600e3, to: now });
+});
+
+test('toLocalInput and fromLocalInput round-trip', () => {
+  const ms = new Date(2026, 10, 22, 9, 5, 7).getTime();
+  assert.equal(toLocalInput(ms), '2026-11-22T09:05:07');
+  assert.equal(fromLocalInput('2026-11-22T09:05:07'), ms);
+  assert.equal(fromLocalInput('2026-11-22T09:05'), ms - 7000);
+  assert.ok(Number.isNaN(fromLocalInput('')));
+});
+
+test('addHistory moves a query to the front, without duplicates', () => {
+  assert.deepEqual(addHistory(['a', 'b', 'c'], 'b'), ['b', 'a', 'c']);
+  assert.deepEqual(addHistory(['a'], '  '), ['a']);
+  assert.deepEqual(addHistory(['a', 'b'], 'c', 2), ['c', 'a']);
+});
+
+// ---------------------------------------------------------------- targets, status
+
+const T = (pool, health, instance, type, extra = {}) => ({
+  scrapePool: pool, health, profileType: type, scrapeUrl: `http://${instance}/debug/pprof/${type}`,
+  lastError: health === 'down' ? 'connection refused' : '',
+  labels: { __name__: type, instance, job: pool }, discoveredLabels: { __address__: instance }, ...extra,
+});
+
+test('targetMatches filters by health and words', () => {
+  const t = T('api', 'down', '10.0.0.1:80', 'heap');
+  assert.ok(targetMatches(t, { health: '', text: '' }));
+  assert.ok(targetMatches(t, { health: 'down', text: 'refused' }));
+  assert.ok(!targetMatches(t, { health: 'up', text: '' }));
+  assert.ok(targetMatches(t, { text: 'job=api heap' }));
+  assert.ok(targetMatches(t, { text: 'INSTANCE="10.0.0.1:80"' }));
+  assert.ok(!targetMatches(t, { text: 'allocs' }));
+});
+
+test('groupByPool groups and counts', () => {
+  const g = groupByPool([T('b', 'up', 'y:1', 'heap'), T('a', 'down', 'x:1', 'heap'),
+    T('b', 'up', 'x:1', 'allocs'), T('b', 'down', 'x:1', 'heap')]);
+  assert.deepEqual(g.map((p) => [p.pool, p.up, p.total]), [['b', 2, 3], ['a', 0, 1]]);
+  assert.deepEqual(g[0].targets.map((t) => t.labels.instance + ' ' + t.profileType),
+    ['x:1 allocs', 'x:1 heap', 'y:1 heap']);
+});
+
+test('formatSpan', () => {
+  assert.equal(formatSpan(0, 0), 'empty');
+  assert.match(formatSpan(1700000000000, 1700000060000), /\(1m 0s\)$/);
+});
