@@ -28,7 +28,8 @@ demo:
 	@cd examples/demo-go && GOFLAGS=-mod=mod GOPROXY=off go build -o ../../build/demo-go .
 	@./build/demo-go $(DEMO_ARGS)
 
-test: deps
+test:
+	@./scripts/deps.sh --test
 	@cmake -S . -B $(BUILD_DEV) -DCMAKE_BUILD_TYPE=Debug -DPD_SANITIZE=ON -DPD_FUZZ=ON \
 		-DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 	@cmake --build $(BUILD_DEV) -j $(JOBS)

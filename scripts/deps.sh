@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
-# Installs every package profd needs to build, test and benchmark, from Debian's
+# Installs every package profd needs to build, run and benchmark, from Debian's
 # archive, and only those that are missing, so that a second run returns at once.
+# With --test (what `make test` runs) also what the browser tests need: Debian's
+# Chromium, Node.js and npm when the machine has none, and the npm packages of
+# tests/browser when they are missing or older than their lock file.
+#   scripts/deps.sh [--test]
 set -euo pipefail
+tests=0
+case "${1:-}" in
+  --test) tests=1 ;;
+  "") ;;
+  *) echo "usage: scripts/deps.sh [--test]" >&2; exit 2 ;;
+esac
+here=$(cd "$(dirname "$0")/.." && pwd)
+browser=$here/tests/browser
 
 PKGS=(
   build-essential cmake pkg-config clang
@@ -11,6 +23,12 @@ PKGS=(
   libcmocka-dev
   golang-go time curl
 )
+# the browser tests: Debian's Chromium, and Node.js and npm unless the machine has them
+if [ $tests = 1 ] && [ -f "$browser/package.json" ]; then
+  PKGS+=(chromium)
+  command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
+  command -v npm >/dev/null 2>&1 || PKGS+=(npm)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -19,13 +37,19 @@ for p in "${PKGS[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}" >&2
+  SUDO=
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-echo "deps: installing ${missing[*]}" >&2
-SUDO=
-if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+# npm writes node_modules/.package-lock.json at every install: older than the lock
+# file means the lock file changed since
+if [ $tests = 1 ] && [ -f "$browser/package-lock.json" ] && { [ ! -f "$browser/node_modules/.package-lock.json" ] ||
+  [ "$browser/package-lock.json" -nt "$browser/node_modules/.package-lock.json" ]; }; then
+  echo "deps: npm ci in tests/browser" >&2
+  (cd "$browser" && npm ci --no-audit --no-fund --loglevel=error) >&2
+fi

@@ -1,0 +1,13 @@
+# The web UI: its JavaScript unit tests (node --test over web/test/), and the browser
+# test: Debian's Chromium driven by playwright-core (tests/browser/) through the UI of
+# a real profd scraping fixed profiles. Screenshots of each step go to
+# ${CMAKE_BINARY_DIR}/browser-screenshots/. scripts/deps.sh installs chromium, node
+# and tests/browser/node_modules.
+add_test(NAME web_unit
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/browser/web_unit.sh ${PROJECT_SOURCE_DIR}/web)
+set_tests_properties(web_unit PROPERTIES LABELS unit TIMEOUT 120)
+
+add_test(NAME browser_ui
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/browser/run.sh $<TARGET_FILE:profd>
+          $<TARGET_FILE:serve_profiles> ${PD_TESTDATA} ${PROJECT_SOURCE_DIR}/web ${CMAKE_BINARY_DIR})
+set_tests_properties(browser_ui PROPERTIES LABELS integration TIMEOUT 300)

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# run.sh: the web UI in a real browser. Starts a scrape target that serves fixed
+# profiles from testdata (tests/support/serve_profiles) and profd scraping it every
+# second with the UI served from WEB_DIR, then drives Debian's Chromium through
+# ui.test.mjs (playwright-core): query, timeline, profile view, diff, download,
+# targets and status pages, dark theme, empty and error states. Each step leaves a
+# screenshot in OUT_DIR/browser-screenshots/NN-step.png.
+#
+#   run.sh PROFD SERVE_PROFILES TESTDATA WEB_DIR OUT_DIR
+#
+# Environment: CHROMIUM (default /usr/bin/chromium), PD_BROWSER_HEADED=1 to watch,
+# PD_BROWSER_KEEP=1 to keep the temporary folder (logs, data, downloads).
+set -euo pipefail
+
+if [ $# -ne 5 ]; then
+	echo "usage: run.sh PROFD SERVE_PROFILES TESTDATA WEB_DIR OUT_DIR" >&2
+	exit 2
+fi
+here=$(cd "$(dirname "$0")" && pwd)
+profd=$(realpath "$1")
+serve=$(realpath "$2")
+data=$(cd "$3" && pwd)
+web=$(cd "$4" && pwd)
+mkdir -p "$5"
+out=$(cd "$5" && pwd)
+chromium=${CHROMIUM:-/usr/bin/chromium}
+
+# what the test needs, installed by scripts/deps.sh
+[ -x "$chromium" ] || { echo "FAIL: no Chromium at $chromium (scripts/deps.sh installs Debian's chromium)"; exit 1; }
+command -v node >/dev/null || { echo "FAIL: no node (scripts/deps.sh installs it)"; exit 1; }
+[ -f "$here/node_modules/playwright-core/package.json" ] ||
+	{ echo "FAIL: no $here/node_modules/playwright-core (run scripts/deps.sh, or npm ci in tests/browser)"; exit 1; }
+[ -f "$web/index.html" ] || { echo "FAIL: no $web/index.html"; exit 1; }
+
+# every process started here ends by itself after this long (SIGKILL 10 s after
+# SIGTERM), even if this script is killed without a chance to clean up (ctest's
+# TIMEOUT is 300 s)
+limit=${PD_BROWSER_LIMIT:-280}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/profd-browser.XXXXXX")
+pids=()
+cleanup() {
+	local rc=$?
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	if [ "$rc" -ne 0 ] && [ -s "$tmp/profd.log" ]; then
+		echo "--- last lines of profd's log"
+		tail -20 "$tmp/profd.log"
+	fi
+	if [ "${PD_BROWSER_KEEP:-}" = 1 ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+export HOME=${HOME:-$tmp} PPROF_TMPDIR=$tmp
+fail() { echo "FAIL: $*"; exit 1; }
+
+# the target: heap rotates through three captures of a growing leak (so two marks
+# differ and a diff shows the growth), goroutine is one fixed file
+g=$data/profiles/goapp
+timeout -k 10 "$limit" "$serve" "$tmp/addr" "$tmp/served" "/debug/pprof/heap=$g/heap.pb.gz,$g/heap-2.pb.gz,$g/heap-3.pb.gz" \
+	"/debug/pprof/goroutine=$g/goroutine.pb.gz" &
+pids+=($!)
+for _ in $(seq 50); do [ -s "$tmp/addr" ] && break; sleep 0.1; done
+[ -s "$tmp/addr" ] || fail "serve_profiles did not start"
+addr=$(cat "$tmp/addr")
+
+# a second pool whose target refuses connections, for the targets page's health
+only='    profiling_config:
+      pprof_config:
+        allocs: {enabled: false}
+        block: {enabled: false}
+        mutex: {enabled: false}
+        profile: {enabled: false}
+        threadcreate: {enabled: false}'
+cat >"$tmp/profd.yml" <<EOC
+global:
+  scrape_interval: 1s
+  scrape_timeout: 900ms
+scrape_configs:
+  - job_name: served
+    static_configs:
+      - targets: ['$addr']
+$only
+  - job_name: unreachable
+    static_configs:
+      - targets: ['127.0.0.1:9']
+$only
+EOC
+timeout -k 10 "$limit" "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
+	--web.listen-address=127.0.0.1:0 --web.ui-dir="$web" 2>"$tmp/profd.log" &
+pids+=($!)
+port=
+for _ in $(seq 100); do
+	port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$tmp/profd.log" | head -1)
+	[ -n "$port" ] && break
+	kill -0 "${pids[1]}" 2>/dev/null || break
+	sleep 0.1
+done
+[ -n "$port" ] || fail "profd did not start"
+url="http://127.0.0.1:$port"
+
+# a few scrapes, so that the timeline has marks to click
+for _ in $(seq 100); do
+	n=$(grep -c '^/debug/pprof/heap ' "$tmp/served" || true)
+	[ "$n" -ge 5 ] && break
+	sleep 0.1
+done
+[ "$n" -ge 5 ] || fail "only $n heap scrapes after 10 s"
+sleep 0.5
+
+PD_URL=$url PD_SERVED_LOG=$tmp/served PD_TMP=$tmp PD_PROFD=$profd CHROMIUM=$chromium \
+	PD_SCREENSHOTS=$out/browser-screenshots \
+	timeout -k 10 "$limit" node --test-reporter=spec "$here/ui.test.mjs"

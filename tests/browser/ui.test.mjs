@@ -1,0 +1,613 @@
+// ui.test.mjs: profd's web UI in Debian's Chromium, against a running profd that
+// scrapes tests/support/serve_profiles (started by run.sh, which sets the PD_*
+// variables below). Steps run in order in one page, as a person would use the UI;
+// each one asserts what it shows and leaves a screenshot (NN-step.png). A step whose
+// prerequisite failed is skipped, so one failure does not hide the others.
+//
+// Expected values come from outside the UI: the API's timestamps, the served log
+// (which file each scrape got) and `go tool pprof` on those files.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { chromium } from 'playwright-core';
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set: run this through tests/browser/run.sh`);
+  return v;
+};
+const URL_BASE = env('PD_URL');
+const SERVED_LOG = env('PD_SERVED_LOG');
+const TMP = env('PD_TMP');
+const SHOTS = env('PD_SCREENSHOTS');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const HEAP = 'heap{job="served"}';
+const ALL = '{job="served"}';
+const T = 20000; // how long a step waits for the UI
+
+// ---- expected values, computed without the UI ----
+
+function pprof(args) {
+  return execFileSync('go', ['tool', 'pprof', '-nodefraction=0', '-symbolize=none', ...args], {
+    cwd: TMP, env: { ...process.env, PPROF_TMPDIR: TMP }, encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+// go tool pprof -top's rows: [{name, flat}] (the table after the header line)
+function pprofTop(args) {
+  const out = pprof(['-top', ...args]).split('\n');
+  const h = out.findIndex((l) => /^\s*flat\s+flat%/.test(l));
+  assert.ok(h >= 0, 'go tool pprof -top printed no table');
+  return out.slice(h + 1).filter((l) => l.trim()).map((l) => {
+    const f = l.trim().split(/\s+/);
+    return { flat: f[0], cumPercent: parseFloat(f[4]), name: f.slice(5).join(' ').replace(/ \(inline\)$/, '') };
+  });
+}
+const topName = (args) => pprofTop(args)[0].name;
+// the part of -top that does not depend on the file name or time
+const topTable = (args) => pprof(['-top', ...args]).split('\n').filter((l) => !/^(File|Build ID|Time|Duration):/.test(l)).join('\n');
+
+async function api(path, params) {
+  const u = new URL('/api/v1/' + path, URL_BASE);
+  for (const [k, v] of Object.entries(params || {})) u.searchParams.set(k, v);
+  const r = await fetch(u);
+  const body = await r.json();
+  assert.equal(body.status, 'success', `${u}: ${body.error}`);
+  return body.data;
+}
+
+// The file served for the heap profile stored at t (ms). A single profile's download
+// is the protobuf the target served, so its bytes (gunzipped) are those of one of
+// the files the served log lists for the heap path.
+const fileBytes = new Map();
+function gunzipped(file) {
+  if (!fileBytes.has(file)) fileBytes.set(file, gunzipSync(readFileSync(file)));
+  return fileBytes.get(file);
+}
+async function heapFileAt(t) {
+  const u = new URL('/api/v1/query', URL_BASE);
+  u.searchParams.set('query', HEAP);
+  u.searchParams.set('time', (t / 1000).toFixed(3));
+  u.searchParams.set('lookback', '0.001');
+  u.searchParams.set('report', 'proto');
+  const r = await fetch(u);
+  assert.equal(r.status, 200, `no heap profile stored at ${t}`);
+  const stored = gunzipSync(Buffer.from(await r.arrayBuffer()));
+  const files = [...new Set(readFileSync(SERVED_LOG, 'utf8').split('\n')
+    .filter((l) => l.startsWith('/debug/pprof/heap ')).map((l) => l.slice('/debug/pprof/heap '.length)))];
+  const f = files.find((x) => gunzipped(x).equals(stored));
+  assert.ok(f, `the profile stored at ${t} is none of the served files ${files.join(', ')}`);
+  return f;
+}
+
+// ---- the browser ----
+
+let browser, context, page;
+const pageErrors = [];
+const consoleErrors = [];
+
+function watch(p) {
+  p.on('pageerror', (e) => pageErrors.push(`${p.url()}: ${e.message}`));
+  p.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(`${p.url()}: ${m.text()}`); });
+}
+
+before(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  for (const f of readdirSync(SHOTS)) if (f.endsWith('.png')) rmSync(join(SHOTS, f));
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: process.env.PD_BROWSER_HEADED !== '1',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
+  context = await browser.newContext({
+    viewport: { width: 1400, height: 950 }, colorScheme: 'light', acceptDownloads: true,
+  });
+  context.setDefaultTimeout(T);
+  page = await context.newPage();
+  watch(page);
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (consoleErrors.length) console.log('console errors seen (not failures):\n  ' + consoleErrors.join('\n  '));
+});
+
+async function shot(name, p = page) {
+  await p.mouse.move(1, 1); // no hover tooltip over what the picture is about
+  await p.screenshot({ path: join(SHOTS, name + '.png'), fullPage: true });
+}
+
+// Retries fn (which asserts) until it passes or ms run out; then throws its error.
+async function eventually(fn, ms = T) {
+  const end = Date.now() + ms;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (Date.now() > end) throw e;
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  }
+}
+
+const done = new Set(); // steps that passed, and named points some steps reach early
+function step(name, needs, fn) {
+  test(name, { timeout: 90000 }, async (t) => {
+    const missing = needs.filter((n) => !done.has(n));
+    if (missing.length) {
+      t.skip(`needs ${missing.join(', ')}`);
+      return;
+    }
+    try {
+      await fn(t);
+    } catch (e) {
+      await shot(name + '-FAILED').catch(() => {});
+      throw e;
+    }
+    done.add(name);
+  });
+}
+
+// ---- reading the page ----
+
+const timeline = () => page.$eval('#timeline', (el) => ({
+  state: el.dataset.state, lanes: Number(el.dataset.lanes), marks: Number(el.dataset.marks),
+}));
+const marks = (p = page) => p.$eval('#timeline', (el) => el.profdMarks());
+const frames = (p = page) => p.$eval('#flame', (el) => el.profdFrames());
+const topRows = (p = page) => p.$$eval('#top-table tbody tr[data-name]', (rs) => rs.map((r) => r.dataset.name));
+const attr = (sel, a, p = page) => p.$eval(sel, (el, a) => el.getAttribute(a), a);
+
+async function runQuery(q, how = 'enter', p = page) {
+  await p.fill('#query-input', q);
+  if (how === 'enter') await p.press('#query-input', 'Enter');
+  else await p.click('#run-query');
+}
+
+// waits for the timeline to show the answer to a query: lanes and marks as asked
+async function timelineReady(lanes, minMarks, p = page) {
+  await p.waitForFunction(([l, m]) => {
+    const el = document.querySelector('#timeline');
+    return el && el.dataset.state === 'ready' && Number(el.dataset.lanes) === l && Number(el.dataset.marks) >= m;
+  }, [lanes, minMarks], { timeout: T }).catch(async (e) => {
+    const got = await p.$eval('#timeline', (el) => ({ ...el.dataset })).catch(() => 'no #timeline');
+    throw new Error(`timeline not ready with ${lanes} lanes and >= ${minMarks} marks: ${JSON.stringify(got)}`, { cause: e });
+  });
+}
+
+// waits for the profile view to be drawn; diff: whether it is a diff
+async function profileReady(diff, p = page) {
+  await p.waitForFunction((d) => {
+    const pr = document.querySelector('#profile');
+    const fl = document.querySelector('#flame');
+    return pr && fl && pr.dataset.state === 'ready' && fl.dataset.state === 'ready' &&
+      (fl.dataset.diff === '1') === d && document.querySelector('#top-table tbody tr[data-name]');
+  }, diff, { timeout: T }).catch(async (e) => {
+    const got = await p.evaluate(() => ({
+      profile: document.querySelector('#profile')?.dataset, flame: document.querySelector('#flame')?.dataset,
+    }));
+    throw new Error(`profile view not ready (diff=${diff}): ${JSON.stringify(got)}`, { cause: e });
+  });
+}
+
+// the sample type the profile view shows (a select, or buttons with one pressed)
+async function sampleTypeShown(p = page) {
+  const text = await p.$eval('#sample-type', (el) => (el.tagName === 'SELECT'
+    ? `${el.value} ${el.selectedOptions[0]?.textContent}`
+    : el.querySelector('[aria-pressed="true"],[aria-selected="true"],.active,.selected')?.textContent) || '');
+  const s = ['alloc_objects', 'alloc_space', 'inuse_objects', 'inuse_space'].find((x) => text.includes(x));
+  assert.ok(s, `#sample-type shows a heap sample type: "${text}"`);
+  return s;
+}
+
+async function clickMark(m, shift = false) {
+  if (shift) await page.keyboard.down('Shift');
+  await page.mouse.click(m.x, m.y);
+  if (shift) await page.keyboard.up('Shift');
+}
+
+const luminance = (css) => {
+  const [r, g, b] = css.match(/[\d.]+/g).map(Number);
+  return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+};
+const background = (p = page) => p.evaluate(() => {
+  // the first opaque background from body up (html may carry it instead)
+  for (const el of [document.body, document.documentElement]) {
+    const c = getComputedStyle(el).backgroundColor;
+    if (c && !/rgba\(\s*0,\s*0,\s*0,\s*0\s*\)|transparent/.test(c)) return c;
+  }
+  return 'rgb(255, 255, 255)';
+});
+
+// ---- the steps ----
+
+step('01-query-page', [], async () => {
+  const r = await page.goto(URL_BASE + '/');
+  assert.equal(r.status(), 200);
+  await page.waitForSelector('#query-input', { state: 'visible' });
+  await page.waitForSelector('#run-query', { state: 'visible' });
+  for (const range of ['15m', '1h', '6h', '24h', '7d']) {
+    assert.equal(await page.locator(`[data-range="${range}"]`).count(), 1, `range preset ${range}`);
+  }
+  assert.equal(await page.locator('#live').count(), 1, '#live');
+  assert.ok(await page.locator('a[href="/targets"]').count() >= 1, 'nav link to /targets');
+  assert.ok(await page.locator('a[href="/status"]').count() >= 1, 'nav link to /status');
+  const bg = await background();
+  assert.ok(luminance(bg) > 0.6, `light theme background is light: ${bg}`);
+  await shot('01-query-page');
+});
+
+step('02-lanes', ['01-query-page'], async () => {
+  await runQuery(ALL, 'enter');
+  await timelineReady(2, 8); // heap and goroutine, at least 4 profiles each
+  const tl = await timeline();
+  const ms = await marks();
+  // profiles closer than a pixel are drawn as one mark with a count
+  assert.equal(ms.reduce((n, m) => n + (m.count || 1), 0), tl.marks, 'the marks of profdMarks() add up to data-marks');
+  assert.deepEqual([...new Set(ms.map((m) => m.lane))].sort(), [0, 1], 'marks in both lanes');
+  // every mark is one stored profile, and data-marks counts all in the range shown
+  const shown = await page.$eval('#timeline', (el) => [el.dataset.viewFrom, el.dataset.viewTo]);
+  const range = shown[0] && shown[1]
+    ? { start: (shown[0] / 1000).toFixed(3), end: (shown[1] / 1000).toFixed(3) }
+    : { start: String(Date.now() / 1000 - 3600) };
+  const series = await api('query_range', { query: ALL, ...range });
+  const stored = series.flatMap((s) => s.timestamps);
+  for (const m of ms) assert.ok(stored.includes(m.t), `mark at ${m.t} is a stored profile`);
+  // a scrape that began before the UI's query may be stored after it: one per series
+  const slack = range.end ? 2 : 10;
+  assert.ok(tl.marks <= stored.length && tl.marks >= stored.length - slack,
+    `data-marks ${tl.marks} counts the ${stored.length} profiles of the range shown (less at most ${slack} in flight)`);
+  const box = await page.locator('#timeline').boundingBox();
+  for (const m of ms) {
+    assert.ok(m.x >= box.x && m.x <= box.x + box.width && m.y >= box.y && m.y <= box.y + box.height,
+      `mark ${JSON.stringify(m)} inside #timeline ${JSON.stringify(box)}`);
+  }
+  assert.match(decodeURIComponent(page.url()), /served/, 'the query is kept in the URL');
+  await shot('02-lanes');
+});
+
+const spread = (ms) => Math.max(...ms.map((m) => m.x)) - Math.min(...ms.map((m) => m.x));
+
+step('03-range-presets', ['02-lanes'], async () => {
+  // the same profiles over 15 minutes instead of an hour: marks spread further apart
+  const wide = spread(await marks());
+  await page.click('[data-range="15m"]');
+  await eventually(async () => {
+    const tl = await timeline();
+    assert.equal(tl.state, 'ready');
+    const s = spread(await marks());
+    assert.ok(s > wide * 2 && s > 10, `15m spreads the marks over more than twice the pixels of 1h (${s} vs ${wide})`);
+  });
+  assert.match(page.url(), /15m/, 'the range is kept in the URL');
+  await shot('03-range-15m');
+});
+
+step('04-heap-lane', ['02-lanes'], async () => {
+  await runQuery(HEAP, 'button');
+  await timelineReady(1, 4);
+  const ms = await marks();
+  assert.ok(ms.every((m) => m.lane === 0));
+  const sorted = [...ms].sort((a, b) => a.t - b.t);
+  for (let i = 1; i < sorted.length; i++) assert.ok(sorted[i].x > sorted[i - 1].x, 'later profiles are further right');
+  await shot('04-heap-lane');
+});
+
+step('05-live', ['04-heap-lane'], async () => {
+  // live: the timeline follows new scrapes (one a second; the UI refreshes every 10 s)
+  const before = (await timeline()).marks;
+  await page.check('#live');
+  await eventually(async () => {
+    const tl = await timeline();
+    assert.ok(tl.marks > before, `live adds marks: ${tl.marks} after ${before}`);
+  }, 30000);
+  await shot('05-live');
+  await page.uncheck('#live'); // off again, so that marks stay where they are
+  await page.waitForTimeout(2000); // a refresh already under way may still land
+  const n = (await timeline()).marks;
+  await page.waitForTimeout(11000);
+  assert.equal((await timeline()).marks, n, 'no new marks once live is off');
+});
+
+// drags across the timeline at the height of a mark, from x0 to x1
+async function drag(y, x0, x1) {
+  await page.mouse.move(x0, y);
+  await page.mouse.down();
+  await page.mouse.move((x0 + x1) / 2, y, { steps: 5 });
+  await page.mouse.move(x1, y, { steps: 5 });
+  await page.mouse.up();
+}
+
+let heapMarks = []; // marks of the heap lane, one profile each, oldest first
+let firstFile; // the file served for heapMarks[0]
+let profileUrl; // the page showing heapMarks[0]
+
+step('06-select-zoom', ['04-heap-lane'], async () => {
+  // a drag over every mark, then Zoom: the marks spread apart, one profile each
+  const ms = (await marks()).sort((a, b) => a.t - b.t);
+  const n = (await timeline()).marks;
+  const before = spread(ms);
+  await drag(ms[0].y, ms[0].x - 8, ms[ms.length - 1].x + 8);
+  await page.waitForSelector('#sel-zoom', { state: 'visible' });
+  await page.waitForSelector('#sel-merge', { state: 'visible' });
+  await shot('06-selection');
+  await page.click('#sel-zoom');
+  await eventually(async () => {
+    assert.equal((await timeline()).state, 'ready');
+    heapMarks = (await marks()).sort((a, b) => a.t - b.t);
+    assert.equal(heapMarks.length, n, `every profile is its own mark (${heapMarks.length} of ${n})`);
+    assert.ok(heapMarks.every((m) => (m.count || 1) === 1), 'no mark stands for several profiles');
+    assert.ok(spread(heapMarks) > before * 5, `zoomed in: ${spread(heapMarks)} px, was ${before}`);
+  });
+  const box = await page.locator('#timeline').boundingBox();
+  assert.ok(heapMarks.every((m) => m.x > box.x && m.x < box.x + box.width), 'all marks still inside the timeline');
+  firstFile = await heapFileAt(heapMarks[0].t);
+  await shot('06-zoomed');
+});
+
+step('07-profile', ['06-select-zoom'], async () => {
+  await clickMark(heapMarks[0]);
+  await profileReady(false);
+  profileUrl = page.url();
+  done.add('profile-open'); // what the next steps need, whatever the checks below find
+  assert.ok(await page.locator('#profile-host #profile').count() === 1, '#profile inside #profile-host');
+  const expected = topName([firstFile]); // inuse_space, the heap's default
+  const rows = await topRows();
+  assert.equal(rows[0], expected, `top table's first row is go tool pprof -top's (${firstFile})`);
+  assert.equal(rows.length, pprofTop([firstFile]).length, 'as many rows as go tool pprof -top -nodefraction=0');
+  assert.equal(await attr('#flame', 'data-root'), 'root');
+  const fs = await frames();
+  assert.ok(fs.length > 10, `the flame graph draws frames (${fs.length})`);
+  assert.ok(fs.some((f) => f.name === expected), `the flame graph has ${expected}`);
+  const box = await page.locator('#flame').boundingBox();
+  const root = fs.find((f) => f.depth === 0);
+  assert.ok(root && root.w > box.width * 0.9, `the root frame spans the graph (${root && root.w} of ${box.width})`);
+  await shot('07-profile');
+});
+
+step('08-flame-zoom', ['profile-open'], async () => {
+  const name = topName([firstFile]);
+  const target = (await frames()).filter((f) => f.name === name && f.depth > 0).reduce((a, f) => (f.w > a.w ? f : a));
+  const before = target.w;
+  await page.mouse.click(target.x + Math.min(target.w / 2, 20), target.y + target.h / 2);
+  await eventually(async () => assert.equal(await attr('#flame', 'data-root'), name));
+  const after = (await frames()).filter((f) => f.name === name).reduce((a, f) => (f.w > a.w ? f : a));
+  assert.ok(after.w > before * 1.05, `zoomed ${name} is wider (${after.w} > ${before})`);
+  assert.match(await page.locator('#flame-crumbs').innerText(), new RegExp(name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')),
+    'the breadcrumbs name the zoomed frame');
+  await shot('08-flame-zoom');
+  await page.click('#flame-reset');
+  await eventually(async () => assert.equal(await attr('#flame', 'data-root'), 'root'));
+});
+
+step('09-flame-search', ['profile-open'], async () => {
+  const row = pprofTop([firstFile])[0];
+  const term = row.name.split('.').pop(); // newRecord
+  await page.fill('#flame-search', term);
+  await eventually(async () => {
+    const text = await page.locator('#flame-search-result').innerText();
+    const pct = text.match(/([\d.]+)\s*%/);
+    assert.ok(pct, `#flame-search-result reports the match's share: "${text}"`);
+    assert.ok(Math.abs(parseFloat(pct[1]) - row.cumPercent) < 0.1,
+      `the match's share ${pct[1]}% is ${row.name}'s cum% in go tool pprof -top, ${row.cumPercent}%`);
+  });
+  const found = await page.locator('#flame-search-result').innerText();
+  await shot('09-flame-search');
+  await page.fill('#flame-search', 'zzz_no_such_function');
+  await eventually(async () => {
+    const text = await page.locator('#flame-search-result').innerText();
+    assert.notEqual(text, found, 'a term that matches nothing reports something else');
+  });
+  await page.fill('#flame-search', '');
+});
+
+step('10-top-table', ['profile-open'], async () => {
+  const all = await topRows();
+  await page.fill('#top-filter', 'runtime');
+  await eventually(async () => {
+    const rows = await topRows();
+    assert.ok(rows.length > 0 && rows.length < all.length, `filter keeps some rows (${rows.length} of ${all.length})`);
+    for (const r of rows) assert.match(r, /runtime/i, 'every filtered row matches');
+  });
+  await shot('10-top-filter');
+  await page.fill('#top-filter', '');
+  await eventually(async () => assert.equal((await topRows()).length, all.length));
+  // sorting by name orders the rows by name
+  const th = page.locator('#top-table th[data-sort="name"]');
+  assert.equal(await th.count(), 1, 'th[data-sort="name"]');
+  await th.click();
+  await eventually(async () => {
+    const rows = await topRows();
+    const sorted = [...rows].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const rev = [...sorted].reverse();
+    assert.ok(JSON.stringify(rows) === JSON.stringify(sorted) || JSON.stringify(rows) === JSON.stringify(rev),
+      `sorted by name: ${rows.slice(0, 4).join(', ')}…`);
+  });
+  await shot('10-top-sort');
+  const flat = page.locator('#top-table th[data-sort="flat"]');
+  assert.equal(await flat.count(), 1, 'th[data-sort="flat"]');
+  await flat.click();
+  await eventually(async () => assert.equal((await topRows())[0], topName([firstFile]), 'back to flat order'));
+});
+
+step('11-sample-type', ['profile-open'], async () => {
+  const expected = topName(['-sample_index=alloc_space', firstFile]);
+  const st = page.locator('#sample-type');
+  const isSelect = await st.evaluate((el) => el.tagName === 'SELECT');
+  if (isSelect) {
+    const value = await st.evaluate((el) => [...el.options].find((o) => /alloc_space/.test(o.textContent + ' ' + o.value))?.value);
+    assert.ok(value !== undefined, '#sample-type offers alloc_space');
+    await st.selectOption(value);
+  } else {
+    await st.locator('button', { hasText: 'alloc_space' }).click();
+  }
+  await eventually(async () => {
+    assert.equal((await topRows())[0], expected, 'top row for alloc_space is go tool pprof -sample_index=alloc_space\'s');
+    assert.equal(await attr('#flame', 'data-state'), 'ready');
+  });
+  assert.match(decodeURIComponent(page.url()), /alloc_space|sampleIndex|si=/, 'the sample type is kept in the URL');
+  await shot('11-sample-type');
+});
+
+step('12-download', ['profile-open'], async () => {
+  const href = await attr('#download', 'href');
+  assert.match(href, /report=proto/, `#download links the proto report: ${href}`);
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#download')]);
+  const file = join(TMP, 'downloaded-' + (dl.suggestedFilename() || 'profile.pb.gz'));
+  await dl.saveAs(file);
+  assert.match(dl.suggestedFilename(), /^heap-.*\.pb\.gz$/, 'the API names the file');
+  assert.ok(statSync(file).size > 100, 'a non-empty download');
+  // a single profile is exactly what the target served
+  assert.equal(topTable([file]), topTable([firstFile]), 'go tool pprof -top of the download equals the served file\'s');
+  execFileSync(env('PD_PROFD'), ['pprof', 'validate', file], { stdio: 'pipe' });
+  await shot('12-download');
+});
+
+step('13-diff', ['profile-open'], async () => {
+  // the first mark, and a later one that got another capture of the growing heap
+  const a = heapMarks[0];
+  let b, bFile;
+  for (const m of [heapMarks[2], ...heapMarks.slice(1)]) {
+    const f = await heapFileAt(m.t);
+    if (f !== firstFile) { b = m; bFile = f; break; }
+  }
+  assert.ok(b, 'two marks with different captures');
+  await clickMark(a);
+  await profileReady(false);
+  await clickMark(b, true);
+  await profileReady(true);
+  // the sample type chosen before may stay; compare in the one now shown
+  const si = await sampleTypeShown();
+  const expected = topName([`-sample_index=${si}`, `-diff_base=${firstFile}`, bFile]);
+  await eventually(async () => assert.equal((await topRows())[0], expected, `diff's top row (${si}) is go tool pprof -diff_base's`));
+  assert.equal(await attr('#flame', 'data-diff'), '1');
+  await shot('13-diff');
+});
+
+step('14-reload-keeps-state', ['13-diff'], async () => {
+  const url = page.url();
+  await page.reload();
+  await profileReady(true);
+  assert.equal(page.url(), url, 'the URL is the same after a reload');
+  await timelineReady(1, 4);
+  await shot('14-reload');
+});
+
+step('15-select-merge', ['06-select-zoom'], async () => {
+  // a drag over the first four profiles, then Merge: go tool pprof's merge of those files
+  heapMarks = (await marks()).sort((x, y) => x.t - y.t);
+  const first = heapMarks[0];
+  const last = heapMarks[3];
+  const gap = heapMarks[1].x - first.x;
+  await drag(first.y, first.x - gap / 3, last.x + gap / 3);
+  await page.waitForSelector('#sel-merge', { state: 'visible' });
+  await shot('15-selection');
+  await page.click('#sel-merge');
+  await profileReady(false);
+  const files = [];
+  for (const m of heapMarks.slice(0, 4)) files.push(await heapFileAt(m.t));
+  const s = await sampleTypeShown();
+  const expected = pprofTop([`-sample_index=${s}`, ...files]);
+  await eventually(async () => {
+    const rows = await topRows();
+    assert.equal(rows[0], expected[0].name, `merge of 4 profiles (${s}): top row is go tool pprof's`);
+    assert.equal(rows.length, expected.length, 'as many rows as go tool pprof -top over the 4 files');
+  });
+  assert.match(await attr('#download', 'href'), /mode=merge/, 'the download is the merge');
+  await shot('15-merge');
+});
+
+step('16-targets', ['01-query-page'], async () => {
+  await page.click('a[href="/targets"]');
+  await page.waitForURL('**/targets');
+  await eventually(async () => {
+    const pools = await page.$$eval('.pool', (ps) => ps.map((p) => p.innerText));
+    assert.equal(pools.length, 2, `two pools: ${pools.length}`);
+    assert.ok(pools.some((p) => p.includes('served')) && pools.some((p) => p.includes('unreachable')), 'pools named by job');
+    const health = await page.$$eval('tr.target[data-health]', (rs) => rs.map((r) => r.dataset.health));
+    assert.equal(health.filter((h) => h === 'up').length, 2, `served: heap and goroutine up (${health})`);
+    assert.equal(health.filter((h) => h === 'down').length, 2, `unreachable: both down (${health})`);
+  });
+  const text = await page.locator('body').innerText();
+  assert.match(text, /connection refused|connect|refused/i, 'the down targets show their error');
+  await shot('16-targets');
+});
+
+step('17-status', ['01-query-page'], async () => {
+  await page.click('a[href="/status"]');
+  await page.waitForURL('**/status');
+  const build = await api('status/buildinfo');
+  await eventually(async () => {
+    const text = await page.locator('body').innerText();
+    assert.ok(text.includes(build.version), `the status page shows the version ${build.version}`);
+    assert.ok(text.includes('served'), 'the status page shows the configuration');
+  });
+  await shot('17-status');
+});
+
+step('18-empty', ['01-query-page'], async () => {
+  await page.goto(URL_BASE + '/');
+  await runQuery('heap{job="nothing-here"}');
+  await page.waitForFunction(() => document.querySelector('#timeline')?.dataset.state === 'empty', null, { timeout: T });
+  assert.equal((await timeline()).marks, 0);
+  const text = await page.locator('#timeline').innerText();
+  assert.match(text, /no (profiles?|series|data)|nothing|matched no|matches no/i, 'the timeline explains the empty answer');
+  assert.ok(text.includes('nothing-here'), 'the message names the selector');
+  // all of the message can be read: nothing in it is cut off by the timeline's box
+  const clipped = await page.$eval('#timeline', (tl) => {
+    const box = tl.getBoundingClientRect();
+    return [...tl.querySelectorAll('*')].filter((e) => {
+      const r = e.getBoundingClientRect();
+      return r.width > 0 && r.height > 0 && e.checkVisibility() && e.children.length === 0 && e.textContent.trim() &&
+        (r.bottom > box.bottom + 1 || r.top < box.top - 1);
+    }).map((e) => e.textContent.trim().slice(0, 40));
+  });
+  assert.deepEqual(clipped, [], 'parts of the empty message lie outside the timeline box');
+  await shot('18-empty');
+});
+
+step('19-syntax-error', ['01-query-page'], async () => {
+  await runQuery('heap{job=');
+  // the API's own message, shown next to the input
+  await eventually(async () => {
+    const text = await page.locator('body').innerText();
+    assert.match(text, /unexpected end of input|parse error/i, 'the selector\'s syntax error is shown');
+  });
+  const state = (await timeline()).state;
+  assert.notEqual(state, 'ready', 'the timeline does not claim a result for a bad selector');
+  await shot('19-syntax-error');
+});
+
+step('20-dark-theme', ['profile-open'], async () => {
+  // the page of the first profile, in a browser that prefers a dark colour scheme
+  const dark = await browser.newContext({ viewport: { width: 1400, height: 950 }, colorScheme: 'dark' });
+  const p = await dark.newPage();
+  watch(p);
+  try {
+    await p.goto(profileUrl);
+    await profileReady(false, p);
+    const bg = await background(p);
+    assert.ok(luminance(bg) < 0.35, `dark theme background is dark: ${bg}`);
+    const fg = await p.evaluate(() => getComputedStyle(document.querySelector('#top-table')).color);
+    assert.ok(luminance(fg) > 0.6, `light text on the dark background: ${fg}`);
+    assert.equal((await topRows(p))[0], topName([firstFile]), 'the same profile as in the light page');
+    await timelineReady(1, 4, p);
+    await shot('20-dark', p);
+    // the toggle overrides the browser's preference
+    await p.click('#theme-toggle');
+    await eventually(async () => {
+      const light = await background(p);
+      assert.ok(luminance(light) > 0.6, `the theme toggle switches to light: ${light}`);
+    });
+    await shot('20-dark-toggled-light', p);
+  } finally {
+    await dark.close();
+  }
+});
+
+step('21-no-page-errors', [], async () => {
+  assert.deepEqual(pageErrors, [], 'no uncaught errors in the pages');
+});
