@@ -35,6 +35,7 @@ enum api_handler {
 	H_READY,
 	H_RELOAD,
 	H_METRICS,
+	H_DEBUG_PPROF,
 	H_UI,
 	H_OTHER,
 	API_NHANDLERS
@@ -79,6 +80,7 @@ struct pd_api_server {
 	size_t nflags;
 	unsigned port;
 	int ready; /* read and written with __atomic builtins */
+	int stopping; /* set (atomically) by pd_api_stop: long requests end early */
 	int64_t started_ms;
 
 	/* the query gate: at most max_concurrent_queries at once */
@@ -222,6 +224,8 @@ void api_status_tsdb(struct api_req *r, struct api_resp *w);
 void api_status_buildinfo(struct api_req *r, struct api_resp *w);
 void api_push(struct api_req *r, struct api_resp *w);
 void api_metrics(struct api_req *r, struct api_resp *w);
+/* /debug/pprof and everything under it (debug.c). */
+void api_debug_pprof(struct api_req *r, struct api_resp *w);
 
 /* Records a finished request in the metrics. */
 void api_metrics_observe(struct pd_api_server *s, int handler, unsigned status, double seconds);

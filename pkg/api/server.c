@@ -39,6 +39,7 @@ const char *const api_handler_names[API_NHANDLERS] = {
     "/-/ready",
     "/-/reload",
     "/metrics",
+    "/debug/pprof/",
     "/",
     "other",
 };
@@ -99,6 +100,7 @@ static const struct route routes[] = {
     {"/-/ready", M_GET | M_HEAD, H_READY, h_ready, BODY_NONE, 0, "GET, HEAD"},
     {"/-/reload", M_POST | M_PUT, H_RELOAD, h_reload, BODY_NONE, 0, "POST, PUT"},
     {"/metrics", M_GET | M_HEAD, H_METRICS, api_metrics, BODY_NONE, 0, "GET, HEAD"},
+    {"/debug/pprof", M_GET | M_HEAD, H_DEBUG_PPROF, api_debug_pprof, BODY_NONE, 0, "GET, HEAD"},
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -113,6 +115,13 @@ static int find_route(const char *path)
 				continue;
 			const char *slash = strchr(rest, '/');
 			if (slash && slash > rest && strcmp(slash, "/values") == 0)
+				return (int)i;
+			continue;
+		}
+		if (routes[i].handler == H_DEBUG_PPROF) {
+			/* /debug/pprof and anything below it */
+			size_t n = strlen(routes[i].path);
+			if (strncmp(path, routes[i].path, n) == 0 && (!path[n] || path[n] == '/'))
 				return (int)i;
 			continue;
 		}
@@ -197,6 +206,7 @@ static const char index_html[] =
     "<a href=\"/api/v1/status/buildinfo\">/api/v1/status/buildinfo</a></li>\n"
     "<li><a href=\"/metrics\">/metrics</a>, <a href=\"/-/healthy\">/-/healthy</a>, "
     "<a href=\"/-/ready\">/-/ready</a>, POST /-/reload</li>\n"
+    "<li><a href=\"/debug/pprof/\">/debug/pprof/</a>: profiles of profd itself</li>\n"
     "</ul>\n</body></html>\n";
 
 /* Everything outside the API: the UI hook, else the index page or 404. */
@@ -832,6 +842,7 @@ void pd_api_stop(struct pd_api_server *s)
 {
 	if (!s)
 		return;
+	__atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
 	MHD_stop_daemon(s->mhd); /* closes the listen socket too */
 	server_free(s);
 }

@@ -1,0 +1,180 @@
+/* debug.c: /debug/pprof/ for profd itself, as Go's net/http/pprof serves it for a
+ * Go program, so that profd (or go tool pprof, or another profd) can profile it:
+ * the index, profile (CPU, blocking the request for `seconds`), heap and allocs
+ * (the sampled heap profile) and cmdline. Profiles are gzip-compressed
+ * profile.proto; errors are plain text, as Go answers them. The profilers are in
+ * pkg/selfprof; docs/self-profiling.md says what they measure. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api_int.h"
+#include "profd/selfprof.h"
+
+static void plain(struct api_resp *w, unsigned status, const char *msg)
+{
+	w->status = status;
+	w->content_type = "text/plain; charset=utf-8";
+	jput(w, msg);
+	jput(w, "\n");
+}
+
+/* Hands a gzip-compressed profile (malloc'd) to the response. */
+static void send_profile(struct api_resp *w, uint8_t *data, size_t len, const char *name)
+{
+	w->status = 200;
+	w->content_type = "application/octet-stream";
+	w->raw = data;
+	w->raw_len = len;
+	w->raw_free = 1;
+	w->no_gzip = 1;
+	size_t n = strlen(name) + 40;
+	if ((w->disposition = malloc(n)))
+		snprintf(w->disposition, n, "attachment; filename=\"%s\"", name);
+}
+
+static void cpu_profile(struct api_req *r, struct api_resp *w)
+{
+	int64_t secs;
+	if (api_int_param(r, w, "seconds", PD_SELFPROF_CPU_DEFAULT_SECONDS, &secs))
+		return;
+	if (secs < 1 || secs > PD_SELFPROF_CPU_MAX_SECONDS) {
+		api_bad_param(w, "seconds", "%lld is not between 1 and %d", (long long)secs,
+		              PD_SELFPROF_CPU_MAX_SECONDS);
+		return;
+	}
+	if (r->is_head) {
+		w->content_type = "application/octet-stream";
+		return;
+	}
+	struct pd_selfprof_cpu *c;
+	struct pd_err err = {0};
+	if (pd_selfprof_cpu_start(&c, &err)) {
+		w->status = 500;
+		w->content_type = "text/plain; charset=utf-8";
+		jprintf(w, "Could not enable CPU profiling: %s\n", err.msg);
+		return;
+	}
+	/* sleep in steps, so that a server being stopped does not wait for the end */
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		int64_t left = secs * 1000000000 - ((int64_t)(now.tv_sec - t0.tv_sec) * 1000000000 +
+		                                    (now.tv_nsec - t0.tv_nsec));
+		if (left <= 0 || __atomic_load_n(&r->srv->stopping, __ATOMIC_ACQUIRE))
+			break;
+		if (left > 100000000)
+			left = 100000000;
+		struct timespec ts = {0, (long)left};
+		nanosleep(&ts, NULL); /* EINTR (our own SIGPROF) only shortens a step */
+	}
+	uint8_t *out;
+	size_t len;
+	if (pd_selfprof_cpu_stop(c, &out, &len, &err)) {
+		pd_log_error("api", "writing the CPU profile failed: %s", err.msg);
+		w->status = 500;
+		w->content_type = "text/plain; charset=utf-8";
+		jprintf(w, "Could not write the CPU profile: %s\n", pd_strerror(err.code));
+		return;
+	}
+	send_profile(w, out, len, "profile");
+}
+
+static void heap_profile(struct api_req *r, struct api_resp *w, int allocs)
+{
+	struct pd_err err = {0};
+	const char *dbg = api_param(r, "debug");
+	if (dbg && *dbg && strcmp(dbg, "0") != 0) {
+		api_bad_param(w, "debug", "only debug=0, the protobuf profile, is served");
+		return;
+	}
+	const char *secs = api_param(r, "seconds");
+	if (secs && *secs) {
+		api_bad_param(w, "seconds", "delta heap profiles are not served; leave it out");
+		return;
+	}
+	/* gc=1 asks Go to collect garbage first; C has none to collect: ignored */
+	if (!pd_selfprof_heap_available(&err)) {
+		plain(w, 501, err.msg);
+		return;
+	}
+	if (r->is_head) {
+		w->content_type = "application/octet-stream";
+		return;
+	}
+	uint8_t *out;
+	size_t len;
+	if (pd_selfprof_heap_profile(allocs, &out, &len, &err)) {
+		pd_log_error("api", "writing the heap profile failed: %s", err.msg);
+		w->status = 500;
+		w->content_type = "text/plain; charset=utf-8";
+		jprintf(w, "Could not write the heap profile: %s\n", pd_strerror(err.code));
+		return;
+	}
+	send_profile(w, out, len, allocs ? "allocs" : "heap");
+}
+
+/* The command line, arguments separated by NUL bytes, as Go writes os.Args. */
+static void cmdline(struct api_req *r, struct api_resp *w)
+{
+	w->content_type = "text/plain; charset=utf-8";
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	char buf[4096];
+	ssize_t n;
+	size_t total = 0;
+	while ((n = read(fd, buf, sizeof(buf))) > 0 && total < ((size_t)1 << 20)) {
+		jputn(w, buf, (size_t)n);
+		total += (size_t)n;
+	}
+	close(fd);
+	/* /proc ends every argument with a NUL; Go only separates them */
+	if (!w->berr && w->body.len && w->body.data[w->body.len - 1] == '\0')
+		w->body.len--;
+}
+
+static const char index_html[] =
+    "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>/debug/pprof/</title></head>\n"
+    "<body>\n/debug/pprof/\n<p>Profiles of profd itself (docs/self-profiling.md):</p>\n"
+    "<table>\n"
+    "<tr><td><a href=\"allocs?debug=0\">allocs</a></td><td>A sampling of all past memory "
+    "allocations (the heap profile with alloc_space as the default type)</td></tr>\n"
+    "<tr><td><a href=\"cmdline\">cmdline</a></td><td>The command line of profd, arguments "
+    "separated by NUL bytes</td></tr>\n"
+    "<tr><td><a href=\"heap?debug=0\">heap</a></td><td>A sampling of memory allocations of "
+    "live objects</td></tr>\n"
+    "<tr><td><a href=\"profile\">profile</a></td><td>CPU profile; the duration is the "
+    "<code>seconds</code> parameter (default 30, at most 300)</td></tr>\n"
+    "</table>\n</body></html>\n";
+
+void api_debug_pprof(struct api_req *r, struct api_resp *w)
+{
+	const char *p = r->path + strlen("/debug/pprof");
+	if (*p == '\0') {
+		w->status = 301;
+		w->location = "/debug/pprof/";
+		w->content_type = "text/html; charset=utf-8";
+		jput(w, "<a href=\"/debug/pprof/\">Moved Permanently</a>.\n");
+		return;
+	}
+	p++; /* the slash */
+	if (*p == '\0') {
+		w->content_type = "text/html; charset=utf-8";
+		jput(w, index_html);
+	} else if (strcmp(p, "profile") == 0) {
+		cpu_profile(r, w);
+	} else if (strcmp(p, "heap") == 0) {
+		heap_profile(r, w, 0);
+	} else if (strcmp(p, "allocs") == 0) {
+		heap_profile(r, w, 1);
+	} else if (strcmp(p, "cmdline") == 0) {
+		cmdline(r, w);
+	} else {
+		plain(w, 404, "Unknown profile");
+	}
+}
