@@ -234,8 +234,19 @@ step('01-query-page', [], async () => {
     assert.equal(await page.locator(`[data-range="${range}"]`).count(), 1, `range preset ${range}`);
   }
   assert.equal(await page.locator('#live').count(), 1, '#live');
-  assert.ok(await page.locator('a[href="/targets"]').count() >= 1, 'nav link to /targets');
-  assert.ok(await page.locator('a[href="/status"]').count() >= 1, 'nav link to /status');
+  // the navigation: the brand and Query lead to /, each link has its own id
+  assert.equal(await attr('#nav-brand', 'href'), '/', 'the brand links the query page');
+  assert.equal(await attr('#nav-query', 'href'), '/', 'nav link to /');
+  assert.equal(await attr('#nav-targets', 'href'), '/targets', 'nav link to /targets');
+  assert.equal(await attr('#nav-status', 'href'), '/status', 'nav link to /status');
+  // "?" lists the keyboard shortcuts; Escape closes the list
+  await page.locator('body').press('?');
+  await page.waitForSelector('#keys-popover', { state: 'visible' });
+  const keys = await page.locator('#keys-popover').textContent();
+  for (const s of ['Query page', 'Timeline', 'Flame graph']) assert.ok(keys.includes(s), `the keys list has ${s}`);
+  await shot('01-keys');
+  await page.keyboard.press('Escape');
+  await page.waitForSelector('#keys-popover', { state: 'hidden' });
   const bg = await background();
   assert.ok(luminance(bg) > 0.6, `light theme background is light: ${bg}`);
   await shot('01-query-page');
@@ -312,6 +323,16 @@ step('05-live', ['04-heap-lane'], async () => {
   assert.equal((await timeline()).marks, n, 'no new marks once live is off');
 });
 
+// every mark is visible: what is at its point is the timeline's canvas (no bar or
+// popup drawn over it)
+async function assertUncovered(ms, what) {
+  const covered = await page.evaluate((pts) => pts.filter((m) => {
+    const el = document.elementFromPoint(m.x, m.y);
+    return !el || !el.classList.contains('tl-canvas');
+  }), ms);
+  assert.deepEqual(covered, [], `${what} covers no mark`);
+}
+
 // drags across the timeline at the height of a mark, from x0 to x1
 async function drag(y, x0, x1) {
   await page.mouse.move(x0, y);
@@ -330,9 +351,12 @@ step('06-select-zoom', ['04-heap-lane'], async () => {
   const ms = (await marks()).sort((a, b) => a.t - b.t);
   const n = (await timeline()).marks;
   const before = spread(ms);
+  const boxBefore = await page.locator('#timeline').boundingBox();
   await drag(ms[0].y, ms[0].x - 8, ms[ms.length - 1].x + 8);
   await page.waitForSelector('#sel-zoom', { state: 'visible' });
   await page.waitForSelector('#sel-merge', { state: 'visible' });
+  await assertUncovered(ms, 'the range selection\'s action bar');
+  assert.deepEqual(await page.locator('#timeline').boundingBox(), boxBefore, 'the action bar moves nothing');
   await shot('06-selection');
   await page.click('#sel-zoom');
   await eventually(async () => {
@@ -479,11 +503,16 @@ step('13-diff', ['profile-open'], async () => {
   await profileReady(false);
   await clickMark(b, true);
   await profileReady(true);
-  // the sample type chosen before may stay; compare in the one now shown
+  // the sample type chosen before (11-sample-type) stays: the diff's profiles have it
   const si = await sampleTypeShown();
+  if (done.has('11-sample-type')) {
+    assert.equal(si, 'alloc_space', 'the chosen sample type is kept for the next profile opened');
+    assert.match(decodeURIComponent(page.url()), /sample=alloc_space/, 'and kept in the URL');
+  }
   const expected = topName([`-sample_index=${si}`, `-diff_base=${firstFile}`, bFile]);
   await eventually(async () => assert.equal((await topRows())[0], expected, `diff's top row (${si}) is go tool pprof -diff_base's`));
   assert.equal(await attr('#flame', 'data-diff'), '1');
+  await assertUncovered(await marks(), 'the open diff');
   await shot('13-diff');
 });
 
@@ -504,6 +533,7 @@ step('15-select-merge', ['06-select-zoom'], async () => {
   const gap = heapMarks[1].x - first.x;
   await drag(first.y, first.x - gap / 3, last.x + gap / 3);
   await page.waitForSelector('#sel-merge', { state: 'visible' });
+  await assertUncovered(heapMarks, 'the range selection\'s action bar');
   await shot('15-selection');
   await page.click('#sel-merge');
   await profileReady(false);
@@ -521,7 +551,7 @@ step('15-select-merge', ['06-select-zoom'], async () => {
 });
 
 step('16-targets', ['01-query-page'], async () => {
-  await page.click('a[href="/targets"]');
+  await page.click('#nav-targets');
   await page.waitForURL('**/targets');
   await eventually(async () => {
     const pools = await page.$$eval('.pool', (ps) => ps.map((p) => p.innerText));
@@ -537,7 +567,7 @@ step('16-targets', ['01-query-page'], async () => {
 });
 
 step('17-status', ['01-query-page'], async () => {
-  await page.click('a[href="/status"]');
+  await page.click('#nav-status');
   await page.waitForURL('**/status');
   const build = await api('status/buildinfo');
   await eventually(async () => {
@@ -608,6 +638,22 @@ step('20-dark-theme', ['profile-open'], async () => {
   }
 });
 
-step('21-no-page-errors', [], async () => {
+step('21-stale-zoom', ['01-query-page'], async () => {
+  // a zoom kept in a URL that lies outside the range is not applied, and leaves the URL
+  await page.goto(`${URL_BASE}/?query=${encodeURIComponent(HEAP)}&range=1h&zoom=1000-2000`);
+  await timelineReady(1, 4);
+  await eventually(async () => assert.doesNotMatch(page.url(), /zoom=/, `no stale zoom in ${page.url()}`));
+  const [from, to] = await page.$eval('#timeline', (el) => [Number(el.dataset.viewFrom), Number(el.dataset.viewTo)]);
+  assert.ok(to - from > 3500e3, `the whole hour is shown (${to - from} ms)`);
+  await shot('21-stale-zoom');
+  // the brand leads back to the query page, without the query
+  await page.click('#nav-brand');
+  await eventually(async () => {
+    const u = new URL(page.url());
+    assert.ok(u.pathname === '/' && !u.searchParams.has('query'), `the brand opens / (${u})`);
+  });
+});
+
+step('22-no-page-errors', [], async () => {
   assert.deepEqual(pageErrors, [], 'no uncaught errors in the pages');
 });

@@ -4,12 +4,12 @@
 // encodeState/decodeState and the other pure helpers run in node.
 
 import { apiGet } from './api.js';
-import { formatTime, formatDuration } from './format.js';
+import { formatTime } from './format.js';
 import {
   SelectorInput, RangeControls, resolveRange, parseDuration, formatDurationShort,
   rememberQuery, profileTypes, metricOf, closeSelector,
 } from './query.js';
-import { Timeline, escapeHtml, lowerBound } from './timeline.js';
+import { Timeline, escapeHtml, lowerBound, fitWindow } from './timeline.js';
 import { mountTargets } from './targets.js';
 import { mountStatus } from './status.js';
 
@@ -131,6 +131,33 @@ export function diffRequest(open, query, t) {
   return anchor.time <= t ? { mode: 'diff', a: anchor, b: mark } : { mode: 'diff', a: mark, b: anchor };
 }
 
+// The zoom the timeline applies over the range [from, to]: clamped into it, or null
+// when it lies outside the range or covers all of it (so the URL keeps no stale zoom).
+export function appliedZoom(zoom, from, to) {
+  if (!zoom || !(to > from)) return zoom || null;
+  const [f, t] = fitWindow(zoom.from, zoom.to, from, to);
+  return f > from || t < to ? { from: f, to: t } : null;
+}
+
+// A sample type worth carrying to another profile: a name (not an index into the list).
+function sampleName(s) {
+  return typeof s === 'string' && s !== '' && !/^\d+$/.test(s) ? s : '';
+}
+
+// Opening next after prev: the view to keep ({...}) and the sample type to carry over
+// (profile.js's opts.sampleType, '' for none). The whole view stays when both read the
+// same profile types; otherwise only the sample type the user chose (preferred, else the
+// view's) is carried, and the profile view keeps it if the new profile has a sample type
+// of that name (else it shows the default).
+export function carryView(view, prev, next, preferred) {
+  const v = view || {};
+  if (requestTypes(next) === requestTypes(prev)) {
+    const keep = { ...v };
+    return { view: keep, sampleType: keep.sampleIndex ? '' : sampleName(preferred) };
+  }
+  return { view: {}, sampleType: sampleName(preferred) || sampleName(v.sampleIndex) };
+}
+
 // What the timeline should highlight for an open request.
 export function picksOf(req, query) {
   if (!req) return [];
@@ -177,16 +204,93 @@ function initTheme() {
   if (b) b.addEventListener('click', () => setTheme(currentTheme() === 'dark' ? 'light' : 'dark', true));
 }
 
+// ---------------------------------------------------------------- keyboard help
+
+// The shortcuts the keys popover lists: [section, [[keys, what]]]; keys are split on
+// spaces into <kbd>s ("Ctrl+wheel" stays one).
+export const SHORTCUTS = [
+  ['Anywhere', [
+    ['?', 'show or hide this list'],
+    ['Esc', 'close it'],
+  ]],
+  ['Query page', [
+    ['/', 'focus the selector'],
+    ['Enter', 'run the query (in the selector)'],
+    ['↑ ↓ Tab', 'pick a suggestion'],
+    ['Ctrl+Space', 'show suggestions'],
+    ['[ ]', 'previous / next profile of the open series'],
+  ]],
+  ['Timeline (click it or Tab to it)', [
+    ['← →', 'pan'],
+    ['+ −', 'zoom in / out'],
+    ['0', 'show the whole range'],
+    ['↑ ↓', 'scroll the lanes'],
+    ['Enter', 'open the latest profile'],
+    ['Esc', 'clear the range selection'],
+    ['Ctrl+wheel', 'zoom'],
+    ['Shift+wheel Alt+drag', 'pan'],
+    ['Shift+click', 'diff with the open profile'],
+    ['Shift+drag', 'diff a range with the open merge'],
+  ]],
+  ['Flame graph', [
+    ['/', 'search frames (in the profile view)'],
+    ['← → ↑ ↓', 'move between frames (graph focused)'],
+    ['Enter Space', 'zoom into the frame'],
+    ['Esc', 'zoom out, then clear the search'],
+  ]],
+];
+
+function keysHtml() {
+  const kbds = (k) => k.split(' ').map((x) => `<kbd>${escapeHtml(x)}</kbd>`).join(' ');
+  let html = '<h3 id="keys-title">Keyboard shortcuts</h3>';
+  for (const [section, rows] of SHORTCUTS) {
+    html += `<h4>${escapeHtml(section)}</h4><dl>`;
+    for (const [k, what] of rows) html += `<dt>${kbds(k)}</dt><dd>${escapeHtml(what)}</dd>`;
+    html += '</dl>';
+  }
+  return html;
+}
+
+function initKeysHelp() {
+  const btn = document.getElementById('keys-help');
+  if (!btn) return;
+  const pop = document.createElement('div');
+  pop.id = 'keys-popover';
+  pop.className = 'keys-popover';
+  pop.setAttribute('role', 'dialog');
+  pop.setAttribute('aria-labelledby', 'keys-title');
+  pop.tabIndex = -1;
+  pop.hidden = true;
+  pop.innerHTML = keysHtml();
+  document.body.appendChild(pop);
+  const show = (on) => {
+    pop.hidden = !on;
+    btn.setAttribute('aria-expanded', String(on));
+    if (on) pop.focus({ preventScroll: true });
+  };
+  btn.addEventListener('click', () => show(pop.hidden));
+  document.addEventListener('click', (e) => {
+    if (!pop.hidden && !pop.contains(e.target) && !btn.contains(e.target)) show(false);
+  });
+  document.addEventListener('keydown', (e) => {
+    const t = e.target;
+    const typing = t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' ||
+      t.isContentEditable);
+    if (e.key === 'Escape' && !pop.hidden) {
+      e.preventDefault();
+      e.stopPropagation();
+      show(false);
+      btn.focus({ preventScroll: true });
+    } else if (e.key === '?' && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) {
+      e.preventDefault();
+      show(pop.hidden);
+    }
+  }, true);
+}
+
 // ---------------------------------------------------------------- the query page
 
 const LIVE_MS = 10e3;
-
-function describeSide(s) {
-  if (s.start != null) {
-    return `<code class="sel">${escapeHtml(s.query)}</code> merged over ${escapeHtml(formatTime(s.start))} – ${escapeHtml(formatTime(s.end))} <span class="muted">(${escapeHtml(formatDuration((s.end - s.start) * 1e6))})</span>`;
-  }
-  return `<code class="sel">${escapeHtml(s.query)}</code> at ${escapeHtml(formatTime(s.time))}`;
-}
 
 class QueryPage {
   constructor(main) {
@@ -212,8 +316,7 @@ class QueryPage {
           <b>Drag</b>: zoom to or merge a range (in one lane: that series; across lanes: the whole query) ·
           <b>Shift-drag</b> after a merge: diff two ranges ·
           <b>Ctrl+wheel</b> zoom, <b>Shift+wheel</b> or <b>Alt-drag</b> pan ·
-          focused timeline: <b>← → + − 0</b>, <b>Enter</b> opens the latest ·
-          <b>[ ]</b> previous/next profile
+          <b>?</b> all keys
         </p>
         <div id="open-bar" class="open-bar" hidden></div>
         <div id="profile-host" class="profile-host"></div>
@@ -223,6 +326,8 @@ class QueryPage {
     this.resolved = resolveRange(this.state, Date.now());
     this.mounted = null;
     this.mountedKey = '';
+    this.carrySample = ''; // the sample type to carry into the next profile opened
+    this.samplePref = sampleName(this.state.view.sampleIndex); // the user's last choice
     this.status = main.querySelector('.query-status');
     this.openBar = main.querySelector('#open-bar');
     this.host = main.querySelector('#profile-host');
@@ -287,6 +392,7 @@ class QueryPage {
       prev.to !== st.to || prev.live !== st.live;
     if (reload) this.load(false);
     else if (JSON.stringify(prev.zoom) !== JSON.stringify(st.zoom)) {
+      this.fitZoom();
       this.timeline.setView(st.zoom ? st.zoom.from : this.resolved.from,
         st.zoom ? st.zoom.to : this.resolved.to, false);
     }
@@ -348,6 +454,18 @@ class QueryPage {
     this.load(false);
   }
 
+  // Keeps state.zoom to what the timeline applies over the resolved range: a zoom from a
+  // URL that no longer fits is dropped (or clamped), and the URL says so. Returns whether
+  // it changed.
+  fitZoom() {
+    const st = this.state;
+    const z = appliedZoom(st.zoom, this.resolved.from, this.resolved.to);
+    if (JSON.stringify(z) === JSON.stringify(st.zoom)) return false;
+    st.zoom = z;
+    this.commit(false);
+    return true;
+  }
+
   setStatus(html) {
     this.status.innerHTML = html;
   }
@@ -360,6 +478,7 @@ class QueryPage {
     const prevTo = this.resolved.to;
     const { from, to } = resolveRange(st, Date.now());
     this.resolved = { from, to };
+    this.fitZoom();
     this.range.set(st, this.resolved);
     document.title = (st.query ? st.query + ' · ' : '') + 'profd';
     if (!st.query.trim()) {
@@ -386,7 +505,7 @@ class QueryPage {
       if (quiet && st.zoom && st.zoom.to >= prevTo - 1000) {
         const d = to - prevTo;
         st.zoom = { from: Math.max(from, st.zoom.from + d), to: Math.min(to, st.zoom.to + d) };
-        this.commit(false);
+        if (!this.fitZoom()) this.commit(false);
       }
       this.timeline.setData(series, from, to, st.zoom ? st.zoom.from : null,
         st.zoom ? st.zoom.to : null);
@@ -510,7 +629,9 @@ class QueryPage {
   }
 
   open(req) {
-    if (requestTypes(req) !== requestTypes(this.state.open)) this.state.view = {};
+    const c = carryView(this.state.view, this.state.open, req, this.samplePref);
+    this.state.view = c.view;
+    this.carrySample = c.sampleType;
     this.state.open = req;
     this.commit(true);
     this.renderOpen();
@@ -538,28 +659,32 @@ class QueryPage {
     this.open({ mode: 'single', query: o.query, time: ts[i] });
   }
 
+  // The bar over the profile view: what kind of view is open and how to move on from it
+  // (prev/next, swap, close). What exactly is shown (series, times, diff sides) is the
+  // profile view's header, said once.
   renderOpenBar() {
     const o = this.state.open;
     if (!o) { this.openBar.hidden = true; this.openBar.innerHTML = ''; return; }
     let html = '';
     if (o.mode === 'single') {
-      html = `<span class="badge">Profile</span> ${describeSide(o)}
+      html = `<span class="badge">Profile</span>
+        <span class="muted small-text">Shift-click another mark to diff against this one</span>
         <span class="spacer"></span>
         <button type="button" class="btn small" data-act="prev" title="Previous profile of this series ([)">‹ Prev</button>
         <button type="button" class="btn small" data-act="next" title="Next profile of this series (])">Next ›</button>`;
     } else if (o.mode === 'merge') {
-      html = `<span class="badge">Merge</span> ${describeSide(o)}
-        <span class="spacer"></span><span class="muted small-text">Shift-drag another range to diff against it</span>`;
+      html = `<span class="badge">Merge</span>
+        <span class="muted small-text">Shift-drag another range to diff against it</span>
+        <span class="spacer"></span>`;
     } else {
       html = `<span class="badge">Diff</span>
-        <span class="side side-a" title="The base: its values are subtracted"><span class="tag tag-a">A</span> base: ${describeSide(o.a)}</span>
-        <span class="side side-b"><span class="tag tag-b">B</span> ${describeSide(o.b)}</span>
-        <span class="muted small-text">values are B − A</span>
+        <span class="muted small-text">The values are B − A: what grew from the base (A) to the new side (B)</span>
         <span class="spacer"></span>
-        <button type="button" class="btn small" data-act="swap" title="Swap the base and the compared side">Swap A/B</button>`;
+        <button type="button" class="btn small" data-act="swap" title="Swap the base and the new side">Swap A/B</button>`;
     }
     html += '<button type="button" class="btn small ghost" data-act="close" title="Close the profile" aria-label="Close the profile">✕</button>';
     this.openBar.innerHTML = html;
+    this.openBar.dataset.mode = o.mode;
     this.openBar.hidden = false;
   }
 
@@ -597,9 +722,12 @@ class QueryPage {
         if (v == null || v === '') delete this.state.view[k];
         else this.state.view[k] = String(v);
       }
+      if (partial && sampleName(partial.sampleIndex)) this.samplePref = partial.sampleIndex;
       this.commit(false);
     };
-    this.mounted = mod.mountProfile(this.host, st.open, { ...st.view }, onView);
+    const opts = { sampleType: this.carrySample };
+    this.carrySample = '';
+    this.mounted = mod.mountProfile(this.host, st.open, { ...st.view }, onView, opts);
   }
 
   globalKey(e) {
@@ -678,6 +806,7 @@ function isUiLink(a, e) {
 
 function start() {
   initTheme();
+  initKeysHelp();
   document.addEventListener('click', (e) => {
     const a = e.target.closest ? e.target.closest('a[href]') : null;
     if (!isUiLink(a, e)) return;

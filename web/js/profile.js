@@ -73,6 +73,14 @@ export function chooseSampleType(meta, wanted) {
   return (meta && meta.defaultSampleType) || (types.length ? types[types.length - 1].type : '');
 }
 
+// The sample type to show when one is carried over from the profile open before:
+// that one when this profile has a sample type of that name, else this one's default.
+export function carrySampleType(meta, preferred) {
+  const types = (meta && meta.sampleTypes) || [];
+  if (preferred && types.some((t) => t.type === preferred)) return preferred;
+  return chooseSampleType(meta, '');
+}
+
 // A one-line description of a set of profiles (a whole merge, or a diff side):
 // "heap{…} at 2026-… (3m ago)" for one profile, "12 profiles of 2 series, … to …"
 // for several.
@@ -87,6 +95,23 @@ export function describeProfiles(part, nowMs = Date.now()) {
   }
   const one = nSeries === 1 && series[0] ? ` of ${seriesLabel(series[0])}` : ` of ${nSeries} series`;
   return `${count} profile${count === 1 ? '' : 's'}${one}, ${formatTime(part.minTime)} to ${formatTime(part.maxTime)}`;
+}
+
+// Header title and detail lines from the request alone (until meta answers, or when
+// there is no profile): what was asked for.
+export function describeRequest(req) {
+  if (!req) return { title: '', lines: [] };
+  const side = (s) => {
+    const q = (s && s.query) || req.query || '';
+    return isRange(s) ? `${q} from ${formatTime(s.start)} to ${formatTime(s.end)}` : `${q} at ${formatTime(s && s.time)}`;
+  };
+  if (req.mode === 'diff') {
+    return { title: 'Diff: new (b) against base (a)', lines: [['base (a)', side(req.a)], ['new (b)', side(req.b)]] };
+  }
+  if (req.mode === 'merge') {
+    return { title: 'Merge', lines: [['query', req.query || ''], ['time', `${formatTime(req.start)} to ${formatTime(req.end)}`]] };
+  }
+  return { title: req.query || 'Profile', lines: [['time', formatTime(req.time)]] };
 }
 
 // Header title and detail lines for a meta answer.
@@ -146,7 +171,7 @@ function storedLayout() {
   }
 }
 
-export function mountProfile(container, req, view = {}, onView = () => {}) {
+export function mountProfile(container, req, view = {}, onView = () => {}, opts = {}) {
   ensureStylesheet();
   view = { ...view };
   const diff = req && req.mode === 'diff';
@@ -155,6 +180,8 @@ export function mountProfile(container, req, view = {}, onView = () => {}) {
   let dataCtrl = null;
   let meta = null;
   let sampleType = view.sampleIndex || '';
+  // a sample type carried over from the profile open before (used if this one has it)
+  const carried = !sampleType && opts && opts.sampleType ? String(opts.sampleType) : '';
   let flameTree = null;
   let destroyed = false;
 
@@ -305,12 +332,22 @@ export function mountProfile(container, req, view = {}, onView = () => {}) {
     return e && e.message ? e.message : String(e);
   }
 
-  function renderHeader() {
-    const d = describe(meta, req);
+  function renderDescription(d) {
     title.textContent = d.title;
     title.title = d.title;
     details.textContent = '';
-    for (const [k, v] of d.lines) details.append(h('div', {}, h('dt', {}, k), h('dd', { title: v }, v)));
+    for (const [k, v] of d.lines) {
+      const dt = h('dt', {}, k);
+      // a diff's sides carry the A and B of the timeline's picks
+      const side = diff ? (k.startsWith('base') ? 'a' : k.startsWith('new') ? 'b' : '') : '';
+      if (side) dt.prepend(h('span', { class: `tag tag-${side}` }, side.toUpperCase()), ' ');
+      details.append(h('div', {}, dt, h('dd', { title: v }, v)));
+    }
+  }
+  renderDescription(describeRequest(req));
+
+  function renderHeader() {
+    renderDescription(describe(meta, req));
     select.textContent = '';
     for (const t of orderSampleTypes(meta)) {
       const total = formatValue(t.total, t.unit);
@@ -387,7 +424,13 @@ export function mountProfile(container, req, view = {}, onView = () => {}) {
     // is fetched at once, and again only if the profile turns out not to have it
     const metaP = apiGet('query', { ...base, report: 'meta' }, ctrl.signal);
     const wanted = sampleType;
-    const dataP = loadData();
+    // a carried sample type waits for meta (the profile may not have it)
+    const dataP = carried ? null : loadData();
+    if (carried) {
+      flame.setState('loading');
+      top.setState('loading');
+      setRootState();
+    }
     let res;
     try {
       res = await metaP;
@@ -411,9 +454,25 @@ export function mountProfile(container, req, view = {}, onView = () => {}) {
       setRootState();
       return;
     }
+    if (carried) {
+      sampleType = carrySampleType(meta, carried);
+      renderHeader();
+      if (sampleType === carried) {
+        view.sampleIndex = sampleType;
+        onView({ sampleIndex: sampleType });
+      }
+      await loadData();
+      setRootState();
+      return;
+    }
     sampleType = chooseSampleType(meta, wanted);
     renderHeader();
     if (sampleType !== wanted && !(wanted === '' && sampleType === meta.defaultSampleType)) {
+      // the URL's sample type is not this profile's: say what is shown instead
+      if (wanted) {
+        view.sampleIndex = /^\d+$/.test(wanted) ? sampleType : '';
+        onView({ sampleIndex: view.sampleIndex });
+      }
       loadData();
     } else {
       await dataP.catch(() => {});

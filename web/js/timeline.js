@@ -202,6 +202,15 @@ export function panWindow(vf, vt, delta, min, max) {
   return clampWindow(vf + delta, vt + delta, min, max);
 }
 
+// The window [vf, vt] as the timeline shows it over the range [from, to]: clamped into
+// the range, or the whole range when it lies outside (a zoom kept from a URL of another
+// time). Returns [from, to].
+export function fitWindow(vf, vt, from, to) {
+  if (!(to > from)) return [vf, vt];
+  if (!(Math.min(to, vt) > Math.max(from, vf))) return [from, to];
+  return clampWindow(Math.max(from, vf), Math.min(to, vt), from, to);
+}
+
 function clampWindow(f, t, min, max) {
   const span = Math.min(t - f, max - min);
   if (f < min) f = min;
@@ -261,6 +270,7 @@ export class Timeline {
     root.innerHTML = `
       <div class="tl-toolbar">
         <span class="tl-window" aria-live="polite"></span>
+        <div class="tl-actions" role="toolbar" aria-label="Selected range" hidden></div>
         <span class="tl-buttons">
           <button type="button" class="btn small" data-act="pan-left" title="Pan left (←)">‹</button>
           <button type="button" class="btn small" data-act="zoom-in" title="Zoom in (+)">+</button>
@@ -274,7 +284,6 @@ export class Timeline {
         <canvas class="tl-canvas"></canvas>
         <div class="tl-overlay" hidden></div>
         <div class="tl-tooltip" hidden></div>
-        <div class="tl-actions" hidden></div>
       </div>`;
     this.wrap = root.querySelector('.tl-wrap');
     this.canvas = root.querySelector('canvas');
@@ -313,7 +322,8 @@ export class Timeline {
       if (!b || b.disabled || !this.selection) return;
       const sel = this.selection;
       if (b.dataset.act === 'cancel') { this.clearSelection(); return; }
-      if (b.dataset.act === 'zoom') this.clearSelection();
+      // done with the selection: a merge or diff shows as the open range instead
+      this.clearSelection();
       if (this.h.onSelectAction) this.h.onSelectAction(b.dataset.act, { ...sel });
       if (b.dataset.act === 'zoom') this.setView(sel.start, sel.end, true);
     });
@@ -399,14 +409,7 @@ export class Timeline {
 
   // The visible window; emit: tell onView.
   setView(vf, vt, emit) {
-    // A window outside the range (a zoom kept from a URL of another time) shows it all.
-    if (this.to > this.from && !(Math.min(this.to, vt) > Math.max(this.from, vf))) {
-      vf = this.from;
-      vt = this.to;
-    }
-    const [f, t] = this.to > this.from
-      ? clampWindow(Math.max(this.from, vf), Math.min(this.to, vt), this.from, this.to)
-      : [vf, vt];
+    const [f, t] = fitWindow(vf, vt, this.from, this.to);
     const changed = f !== this.vf || t !== this.vt;
     this.vf = f;
     this.vt = t;
@@ -417,10 +420,7 @@ export class Timeline {
       ? `${formatTime(f)} – ${formatTime(t)} (${formatDuration((t - f) * 1e6)})${zoomed ? ' · zoomed' : ''}`
       : '';
     this.root.querySelector('[data-act="reset"]').disabled = !zoomed;
-    if (changed) {
-      this.positionActions();
-      if (emit && this.h.onView) this.h.onView(f, t, zoomed);
-    }
+    if (changed && emit && this.h.onView) this.h.onView(f, t, zoomed);
     this.redraw();
   }
 
@@ -479,7 +479,6 @@ export class Timeline {
       this.canvas.height = Math.round(h * dpr);
       this.wrap.style.height = h + 'px';
       this.bucketKey = '';
-      this.positionActions();
     }
     this.redraw();
   }
@@ -676,22 +675,6 @@ export class Timeline {
       ${this.canDiffRange ? `<button type="button" class="btn small" id="sel-diff" data-act="diff" title="Diff: the open merge is the base (A), this range is B"${n === 0 ? ' disabled' : ''}>Diff vs open merge</button>` : ''}
       <button type="button" class="btn small ghost" data-act="cancel" title="Clear the selection (Esc)" aria-label="Clear the selection">✕</button>`;
     this.actions.hidden = false;
-    this.positionActions();
-  }
-
-  positionActions() {
-    if (!this.selection || this.actions.hidden) return;
-    const sel = this.selection;
-    const x0 = this.tToX(Math.max(this.vf, sel.start));
-    const x1 = this.tToX(Math.min(this.vt, sel.end));
-    const aw = this.actions.offsetWidth;
-    let left = (x0 + x1) / 2 - aw / 2;
-    left = Math.max(4, Math.min(this.width - aw - 4, left));
-    this.actions.style.left = left + 'px';
-    let top = AXIS_H + 4;
-    if (sel.lane != null) top = Math.max(AXIS_H + 2, this.laneTop(sel.lane) + LANE_H + 2);
-    if (top + 34 > this.height) top = Math.max(AXIS_H + 2, this.height - 36);
-    this.actions.style.top = top + 'px';
   }
 
   wheel(e) {
@@ -717,7 +700,6 @@ export class Timeline {
     if (next !== this.scroll) {
       e.preventDefault();
       this.scroll = next;
-      this.positionActions();
       const [, y] = this.localXY(e);
       this.hoverAt(x, y);
     }
@@ -805,8 +787,12 @@ export class Timeline {
     }
     // grid
     const { ticks } = timeTicks(this.vf, this.vt, pw);
+    // (in each lane below its title, so the title reads clear of the lines)
     ctx.fillStyle = col.grid;
-    for (const tk of ticks) ctx.fillRect(Math.round(PAD_X + tk.x), AXIS_H, 1, H - AXIS_H);
+    for (let i = first; i <= last; i++) {
+      const y0 = this.laneTop(i) + TITLE_H - 2;
+      for (const tk of ticks) ctx.fillRect(Math.round(PAD_X + tk.x), y0, 1, LANE_H - TITLE_H + 2);
+    }
 
     // ranges that are open (merge sides) and the selection being dragged or kept
     for (const p of this.picks) {

@@ -3,7 +3,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  encodeState, decodeState, diffRequest, picksOf, requestTypes, routeOf,
+  encodeState, decodeState, diffRequest, picksOf, requestTypes, routeOf, appliedZoom, carryView, SHORTCUTS,
 } from '../js/app.js';
 import {
   completionContext, applyCompletion, rankSuggestions, metricOf, errorColumn, parseDuration,
@@ -248,4 +248,38 @@ test('groupByPool groups and counts', () => {
 test('formatSpan', () => {
   assert.equal(formatSpan(0, 0), 'empty');
   assert.match(formatSpan(1700000000000, 1700000060000), /\(1m 0s\)$/);
+});
+
+// ---------------------------------------------------------------- zoom and view carry-over
+
+test('appliedZoom: kept inside the range, clamped across its edge, dropped outside or whole', () => {
+  assert.deepEqual(appliedZoom({ from: 2000, to: 3000 }, 1000, 9000), { from: 2000, to: 3000 });
+  assert.deepEqual(appliedZoom({ from: 500, to: 3000 }, 1000, 9000), { from: 1000, to: 3000 });
+  assert.equal(appliedZoom({ from: 10, to: 20 }, 1000, 9000), null); // a URL of another time
+  assert.equal(appliedZoom({ from: 500, to: 9500 }, 1000, 9000), null); // the whole range
+  assert.equal(appliedZoom(null, 1000, 9000), null);
+});
+
+test('carryView: the whole view for the same profile types, else only the sample type', () => {
+  const heap = { mode: 'single', query: 'heap{job="a"}', time: 1 };
+  const heap2 = { mode: 'single', query: 'heap{job="b"}', time: 2 };
+  const diff = { mode: 'diff', a: { query: 'heap{job="a"}', time: 1 }, b: { query: 'heap{job="a"}', time: 2 } };
+  const gor = { mode: 'single', query: 'goroutine{job="a"}', time: 3 };
+  const view = { sampleIndex: 'alloc_space', focus: 'main.f', sort: 'cum' };
+  assert.deepEqual(carryView(view, heap, heap2, 'alloc_space'), { view, sampleType: '' });
+  // a diff of the same type: the chosen sample type goes along, the rest does not
+  assert.deepEqual(carryView(view, heap, diff, 'alloc_space'), { view: {}, sampleType: 'alloc_space' });
+  assert.deepEqual(carryView(view, heap, gor, ''), { view: {}, sampleType: 'alloc_space' });
+  // the user's last choice outlives a profile that did not have it (the view lost it)
+  assert.deepEqual(carryView({}, gor, heap, 'alloc_space'), { view: {}, sampleType: 'alloc_space' });
+  assert.deepEqual(carryView({}, gor, { ...gor, time: 4 }, 'alloc_space'), { view: {}, sampleType: 'alloc_space' });
+  // an index is no name: it does not carry
+  assert.deepEqual(carryView({ sampleIndex: '1' }, heap, gor, ''), { view: {}, sampleType: '' });
+  assert.deepEqual(carryView({}, null, heap, ''), { view: {}, sampleType: '' });
+});
+
+test('SHORTCUTS list the query page, the timeline and the flame graph', () => {
+  const sections = SHORTCUTS.map(([s]) => s).join(' | ');
+  for (const s of ['Query page', 'Timeline', 'Flame graph']) assert.match(sections, new RegExp(s));
+  for (const [, rows] of SHORTCUTS) for (const [k, what] of rows) assert.ok(k && what);
 });

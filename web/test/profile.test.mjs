@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   queryParams, sideParams, seriesLabel, orderSampleTypes, chooseSampleType, describe, describeProfiles,
+  carrySampleType, describeRequest,
 } from '../js/profile.js';
 
 test('queryParams: single, merge and diff, times in seconds', () => {
@@ -61,4 +62,27 @@ test('describe: single, merge, diff', () => {
   assert.match(d.lines[0][1], /^heap\{job="api"\} at /);
   assert.match(d.lines[1][1], /^5 profiles of heap\{job="api"\}, /);
   assert.equal(describeProfiles(null), 'no profile');
+});
+
+test('carrySampleType: the carried name when the profile has it, else its default', () => {
+  assert.equal(carrySampleType(meta, 'alloc_space'), 'alloc_space');
+  assert.equal(carrySampleType(meta, 'cpu'), 'inuse_space');
+  assert.equal(carrySampleType(meta, ''), 'inuse_space');
+  // a goroutine profile has no alloc_space: its own default
+  assert.equal(carrySampleType({ sampleTypes: [{ type: 'goroutine' }], defaultSampleType: 'goroutine' }, 'alloc_space'), 'goroutine');
+  assert.equal(carrySampleType(null, 'alloc_space'), '');
+});
+
+test('describeRequest: what was asked for, before meta answers', () => {
+  const one = describeRequest({ mode: 'single', query: 'heap{job="a"}', time: 1000 });
+  assert.equal(one.title, 'heap{job="a"}');
+  assert.equal(one.lines.length, 1);
+  assert.equal(one.lines[0][0], 'time');
+  const m = describeRequest({ mode: 'merge', query: 'heap', start: 1000, end: 2000 });
+  assert.deepEqual(m.lines.map(([k]) => k), ['query', 'time']);
+  const d = describeRequest({ mode: 'diff', a: { query: 'heap{x="1"}', time: 1000 }, b: { start: 1000, end: 2000 }, query: 'heap' });
+  assert.deepEqual(d.lines.map(([k]) => k), ['base (a)', 'new (b)']);
+  assert.match(d.lines[0][1], /^heap\{x="1"\} at /);
+  assert.match(d.lines[1][1], /^heap from .* to /);
+  assert.deepEqual(describeRequest(null), { title: '', lines: [] });
 });

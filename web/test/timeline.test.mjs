@@ -4,7 +4,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
   formatLabels, seriesSelector, quoteLabelValue, isBareMetricName, timeTicks, timeToX, xToTime,
-  bucketMarks, nearestMark, lowerBound, upperBound, zoomWindow, panWindow, escapeHtml,
+  bucketMarks, nearestMark, lowerBound, upperBound, zoomWindow, panWindow, escapeHtml, fitWindow,
 } from '../js/timeline.js';
 
 const UTC = () => 0;
@@ -135,4 +135,13 @@ test('panWindow moves and clamps', () => {
 
 test('escapeHtml', () => {
   assert.equal(escapeHtml('<a href="x">&\'</a>'), '&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;');
+});
+
+test('fitWindow: a window inside the range stays, one across its edge is clamped, one outside shows it all', () => {
+  assert.deepEqual(fitWindow(2000, 3000, 1000, 9000), [2000, 3000]);
+  assert.deepEqual(fitWindow(500, 3000, 1000, 9000), [1000, 3000]);
+  assert.deepEqual(fitWindow(8000, 9500, 1000, 9000), [8000, 9000]);
+  assert.deepEqual(fitWindow(10, 20, 1000, 9000), [1000, 9000]);
+  assert.deepEqual(fitWindow(9500, 9900, 1000, 9000), [1000, 9000]);
+  assert.deepEqual(fitWindow(5, 6, 0, 0), [5, 6]); // no range yet: as asked
 });
