@@ -126,7 +126,10 @@ static void drop_superseded(struct pd_tsdb *db)
 		memmove(db->blocks + i, db->blocks + i + 1, (db->nblocks - i - 1) * sizeof(*db->blocks));
 		db->nblocks--;
 		if (dir) {
-			rm_rf(dir);
+			/* a read-only reader (profd tsdb) only hides it: the daemon may own
+			 * the directory and is the one to clean up */
+			if (!db->o.read_only)
+				rm_rf(dir);
 			free(dir);
 		}
 	}
@@ -148,8 +151,10 @@ static int load_blocks(struct pd_tsdb *db, struct pd_err *err)
 		}
 		if ((l > 4 && strcmp(e->d_name + l - 4, ".tmp") == 0) ||
 		    (l > 8 && strcmp(e->d_name + l - 8, ".deleted") == 0)) {
-			/* a block write or delete that a crash interrupted */
-			rm_rf(p);
+			/* a block write or delete that a crash interrupted, or one that a
+			 * running daemon is doing now: only a writer removes it */
+			if (!db->o.read_only)
+				rm_rf(p);
 		} else if (is_ulid(e->d_name)) {
 			struct pd_block *b;
 			if ((rc = pd_block_open(&b, p, err)) == 0 && (rc = add_block(db, b, err)))
@@ -889,7 +894,10 @@ static int apply_retention(struct pd_tsdb *db, struct pd_err *err)
 		char *dir = strdup(pd_block_dir(b));
 		pd_block_close(b);
 		if (dir) {
-			rm_rf(dir);
+			/* a read-only reader (profd tsdb) only hides it: the daemon may own
+			 * the directory and is the one to clean up */
+			if (!db->o.read_only)
+				rm_rf(dir);
 			free(dir);
 		}
 		db->retention_deletions++;

@@ -238,6 +238,22 @@ static void test_read_only_leaves_wal(void **state)
 	pd_tsdb_close(db);
 	assert_int_equal(stat(seg, &st), 0);
 	assert_true(st.st_size < torn);
+
+	/* a block the daemon is writing (<ulid>.tmp) or deleting (.deleted) is left
+	 * alone by a read-only open; a read-write open clears what a crash left */
+	char tmpb[512], delb[512];
+	snprintf(tmpb, sizeof(tmpb), "%s/01JAAAAAAAAAAAAAAAAAAAAAAA.tmp", dir);
+	snprintf(delb, sizeof(delb), "%s/01JBBBBBBBBBBBBBBBBBBBBBBB.deleted", dir);
+	assert_int_equal(mkdir(tmpb, 0755), 0);
+	assert_int_equal(mkdir(delb, 0755), 0);
+	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
+	pd_tsdb_close(db);
+	assert_int_equal(stat(tmpb, &st), 0);
+	assert_int_equal(stat(delb, &st), 0);
+	db = open_db(dir, 3600000, 0);
+	pd_tsdb_close(db);
+	assert_int_not_equal(stat(tmpb, &st), 0);
+	assert_int_not_equal(stat(delb, &st), 0);
 	rmdir_all(dir);
 }
 
