@@ -214,7 +214,10 @@ static void serve_other(struct api_req *r, struct api_resp *w)
 {
 	struct pd_api_server *s = r->srv;
 	unsigned m = method_bit(r->method);
-	if (s->o.ui && (m == M_GET || m == M_HEAD)) {
+	/* the API's own prefixes never reach the UI: an unknown endpoint is a 404 */
+	int api_path = strncmp(r->path, "/api/", 5) == 0 || strncmp(r->path, "/-/", 3) == 0 ||
+		       strncmp(r->path, "/debug/", 7) == 0;
+	if (s->o.ui && !api_path && (m == M_GET || m == M_HEAD)) {
 		struct pd_api_ui_response u = {0};
 		int rc = s->o.ui(s->o.ui_ctx, r->method, r->path, &u);
 		if (rc == 0) {

@@ -1303,6 +1303,58 @@ static void test_lifecycle_and_misc(void **state)
 	http_free(&h);
 }
 
+/* A UI hook that claims every path, as the web UI does for client routes. */
+static int ui_everything(void *ctx, const char *method, const char *path,
+			 struct pd_api_ui_response *r)
+{
+	static const char page[] = "<!doctype html><title>ui</title>";
+	(void)ctx;
+	(void)method;
+	(void)path;
+	r->content_type = "text/html; charset=utf-8";
+	r->data = (const uint8_t *)page;
+	r->len = sizeof(page) - 1;
+	return 0;
+}
+
+/* The UI gets the paths outside the API; unknown API paths stay 404s. */
+static void test_ui_hook(void **state)
+{
+	(void)state;
+	struct pd_api_opts ao;
+	struct pd_api_server *s2;
+	struct pd_err err = {0};
+	pd_api_opts_init(&ao);
+	ao.listen_address = "127.0.0.1:0";
+	ao.db = db;
+	ao.ui = ui_everything;
+	assert_int_equal(pd_api_start(&s2, &ao, &err), 0);
+	unsigned saved = port;
+	port = pd_api_port(s2);
+	struct http h;
+	get("/", &h);
+	assert_int_equal(h.status, 200);
+	assert_non_null(strstr(h.body, "<title>ui</title>"));
+	http_free(&h);
+	get("/targets", &h);
+	assert_int_equal(h.status, 200);
+	assert_non_null(strstr(h.body, "<title>ui</title>"));
+	http_free(&h);
+	struct jv *v = get_json("/api/v1/nope", 404);
+	assert_string_equal(jstr_of(jget(v, "errorType")), "not_found");
+	jv_free(v);
+	get("/-/nope", &h);
+	assert_int_equal(h.status, 404);
+	http_free(&h);
+	get("/debug/nope", &h);
+	assert_int_equal(h.status, 404);
+	http_free(&h);
+	v = get_json("/api/v1/labels", 200); /* the API itself still answers */
+	jv_free(v);
+	port = saved;
+	pd_api_stop(s2);
+}
+
 /* 1 when text has "# HELP name " and "# TYPE name [type]". */
 static int has_family(const char *text, const char *name, const char *type)
 {
@@ -1391,6 +1443,7 @@ int main(void)
 	    cmocka_unit_test(test_targets),
 	    cmocka_unit_test(test_status),
 	    cmocka_unit_test(test_lifecycle_and_misc),
+	    cmocka_unit_test(test_ui_hook),
 	    cmocka_unit_test(test_metrics),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
