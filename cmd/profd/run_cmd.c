@@ -100,7 +100,51 @@ struct daemon {
 	struct pd_discovery_manager *disc;
 	struct pd_api_server *api;
 	struct pd_webui *ui;
+	/* discovery refreshes already logged: provider name → refresh time */
+	struct sd_seen {
+		char name[32];
+		int64_t refresh_ms;
+	} *sd_seen;
+	size_t nsd_seen;
 };
+
+/* Logs each failed discovery refresh once (a broken file_sd file, an http_sd URL
+ * that fails), as Prometheus logs them; the last good targets stay in use. */
+static void log_discovery_errors(struct daemon *d)
+{
+	pthread_mutex_lock(&d->cfg_mu);
+	for (size_t i = 0; i < d->cfg->nscrape_configs; i++) {
+		const char *pool = d->cfg->scrape_configs[i].job_name;
+		struct pd_discovery_provider_status *st;
+		size_t n;
+		if (pd_discovery_manager_status(d->disc, pool, &st, &n, NULL))
+			continue;
+		for (size_t k = 0; k < n; k++) {
+			size_t j = 0;
+			while (j < d->nsd_seen && strcmp(d->sd_seen[j].name, st[k].name) != 0)
+				j++;
+			if (j == d->nsd_seen) {
+				struct sd_seen *ns = realloc(d->sd_seen, (j + 1) * sizeof(*ns));
+				if (!ns)
+					break;
+				d->sd_seen = ns;
+				memcpy(ns[j].name, st[k].name, sizeof(ns[j].name));
+				ns[j].refresh_ms = 0;
+				d->nsd_seen++;
+			}
+			if (st[k].last_refresh_ms == d->sd_seen[j].refresh_ms)
+				continue;
+			d->sd_seen[j].refresh_ms = st[k].last_refresh_ms;
+			if (st[k].last_error)
+				pd_log_error("discovery",
+					     "refreshing targets failed, keeping the last good ones: "
+					     "job=%s provider=%s: %s",
+					     pool, st[k].name, st[k].last_error);
+		}
+		pd_discovery_provider_status_free(st, n);
+	}
+	pthread_mutex_unlock(&d->cfg_mu);
+}
 
 static void on_groups(void *ctx, const char *pool, const struct pd_target_group *groups, size_t n)
 {
@@ -334,6 +378,7 @@ int pd_cmd_run(int argc, char **argv)
 		}
 		if (sig == SIGHUP)
 			pd_api_record_reload(d.api, reload_config(&d, &err) == 0);
+		log_discovery_errors(&d);
 		if (mono_ms() - last_flush >= 60000) {
 			if (pd_tsdb_flush(d.db, 0, &err))
 				pd_log_error("tsdb", "persisting the head failed: %s", err.msg);
@@ -349,6 +394,7 @@ out:
 		pd_api_stop(d.api);
 	}
 	pd_webui_destroy(d.ui);
+	free(d.sd_seen);
 	pd_discovery_manager_destroy(d.disc);
 	pd_scrape_manager_destroy(d.scrape);
 	pd_tsdb_close(d.db);

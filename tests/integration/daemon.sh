@@ -96,11 +96,23 @@ curl -fsS -G "$api/api/v1/query" --data-urlencode 'query=goroutine{job="goapp"}'
 	-o "$tmp/merged.pb.gz" || fail "merge"
 (cd "$tmp" && go tool pprof -top -symbolize=none merged.pb.gz >/dev/null 2>&1) || fail "go tool pprof cannot read the merge"
 
-# reload over HTTP: a second job appears; the first keeps its loops
-{ header; job goapp; job second; } >"$tmp/profd.yml"
+# reload over HTTP: a second job appears; the first keeps its loops. A third
+# job's file_sd file is broken: the failure is logged with the file and line.
+printf -- '- targets: [127.0.0.1:1\n' >"$tmp/broken_sd.yml"
+{ header; job goapp; job second; cat <<EOC
+  - job_name: broken_sd
+    file_sd_configs:
+      - files: ['$tmp/broken_sd.yml']
+    profiling_config:
+      pprof_config:
+        profile: {enabled: false}
+EOC
+} >"$tmp/profd.yml"
 curl -fsS -X POST "$api/-/reload" >/dev/null || fail "POST /-/reload"
 sleep 3.5
 grep -q 'configuration reloaded' "$tmp/profd.log" || fail "no reload in the log"
+grep -q "component=discovery msg=\"refreshing targets failed.*job=broken_sd provider=file/[0-9]*: $tmp/broken_sd.yml:2:" "$tmp/profd.log" ||
+	fail "the broken file_sd file was not logged"
 
 # a bad config is refused and scraping goes on
 { header; job goapp; job goapp; } >"$tmp/profd.yml"
