@@ -45,6 +45,7 @@ bench: deps
 	@./bench/scrape.sh $(BUILD_REL)
 	@./bench/api.sh $(BUILD_REL)
 	@./bench/run.sh $(BUILD_REL)/profd
+	@./bench/selfprof.sh $(BUILD_REL)
 
 clean:
 	rm -rf build
