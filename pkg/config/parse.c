@@ -665,6 +665,10 @@ static int parse_http_sd_configs(struct cfg_ctx *c, yaml_node_t *n, struct pd_sc
 			return PD_ENOMEM;
 		if ((rc = http_finish(c, &h, client)))
 			return rc;
+		/* refused here too, so that check config says what run would */
+		if (client->tls_server_name && *client->tls_server_name)
+			return cy_err(c, items[i],
+			              "tls_config.server_name is not supported for http_sd_configs");
 		hc->client = client;
 	}
 	return 0;
