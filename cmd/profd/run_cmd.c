@@ -60,7 +60,11 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 		}
 		const char *eq = strchr(a, '=');
 		size_t nl = eq ? (size_t)(eq - a) : strlen(a);
-		const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+		const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
+		if (!eq && v && strncmp(v, "--", 2) == 0)
+			v = NULL; /* the next flag is not this one's value */
+		else if (!eq && v)
+			i++;
 		if (strncmp(a, "--", 2) != 0 || !v) {
 			fprintf(stderr, "profd run: %s: %s\n", a, v ? "unexpected argument" : "needs a value");
 			return -1;

@@ -57,12 +57,22 @@ static int parse_args(int argc, char **argv, struct args *a)
 		}
 		const char *eq = strchr(s, '=');
 		size_t nl = eq ? (size_t)(eq - s) : strlen(s);
-		const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-		if (!v) {
-			fprintf(stderr, "profd tsdb: flag %s needs a value\n", s);
+#define IS(x) (nl == strlen(x) && strncmp(s, x, nl) == 0)
+		if (!(IS("--storage.tsdb.path") || IS("--labels") || IS("--start") || IS("--end") ||
+		      IS("--time") || IS("-o") || IS("--output"))) {
+			fprintf(stderr, "profd tsdb: unknown flag %.*s\n", (int)nl, s);
 			return -1;
 		}
-#define IS(x) (nl == strlen(x) && strncmp(s, x, nl) == 0)
+		/* "-o -" writes to stdout; another flag is not a value */
+		const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
+		if (!eq && v && strncmp(v, "--", 2) == 0)
+			v = NULL;
+		if (!v) {
+			fprintf(stderr, "profd tsdb: flag %.*s needs a value\n", (int)nl, s);
+			return -1;
+		}
+		if (!eq)
+			i++;
 		if (IS("--storage.tsdb.path"))
 			a->path = v;
 		else if (IS("--labels"))

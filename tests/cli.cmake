@@ -1,0 +1,12 @@
+# The command line: flags are checked before their values, and a flag is never
+# taken as another flag's value.
+add_test(NAME cli_tsdb_unknown_flag COMMAND profd tsdb query --bogus)
+set_tests_properties(cli_tsdb_unknown_flag PROPERTIES PASS_REGULAR_EXPRESSION "unknown flag --bogus")
+add_test(NAME cli_tsdb_flag_as_value COMMAND profd tsdb dump-profile /nonexistent x --time --output=-)
+set_tests_properties(cli_tsdb_flag_as_value PROPERTIES PASS_REGULAR_EXPRESSION "flag --time needs a value")
+add_test(NAME cli_run_flag_as_value COMMAND profd run --config.file --log.level=debug)
+set_tests_properties(cli_run_flag_as_value PROPERTIES PASS_REGULAR_EXPRESSION "--config.file: needs a value")
+add_test(NAME cli_run_unknown_flag COMMAND profd run --web.external-url=http://x/)
+set_tests_properties(cli_run_unknown_flag PROPERTIES PASS_REGULAR_EXPRESSION "unknown flag --web.external-url")
+set_tests_properties(cli_tsdb_unknown_flag cli_tsdb_flag_as_value cli_run_flag_as_value
+  cli_run_unknown_flag PROPERTIES LABELS unit TIMEOUT 30)
