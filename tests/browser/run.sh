@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh: the web UI in a real browser. Starts a scrape target that serves fixed
 # profiles from testdata (tests/support/serve_profiles) and profd scraping it every
-# second with the UI served from WEB_DIR, then drives Debian's Chromium through
+# second with the UI built into the binary (PD_BROWSER_UI_DIR=1 serves WEB_DIR
+# from disk instead, for working on web/ without rebuilding), then drives Debian's Chromium through
 # ui.test.mjs (playwright-core): query, timeline, profile view, diff, download,
 # targets and status pages, dark theme, empty and error states. Each step leaves a
 # screenshot in OUT_DIR/browser-screenshots/NN-step.png.
@@ -86,8 +87,10 @@ $only
       - targets: ['127.0.0.1:9']
 $only
 EOC
+uidir=()
+[ "${PD_BROWSER_UI_DIR:-0}" = 1 ] && uidir=(--web.ui-dir="$web")
 timeout -k 10 "$limit" "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
-	--web.listen-address=127.0.0.1:0 --web.ui-dir="$web" 2>"$tmp/profd.log" &
+	--web.listen-address=127.0.0.1:0 "${uidir[@]}" 2>"$tmp/profd.log" &
 pids+=($!)
 port=
 for _ in $(seq 100); do
