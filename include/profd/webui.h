@@ -16,7 +16,8 @@
 struct pd_webui;
 
 /* Creates a UI server. dir: a directory to serve from disk on every request
- * (copied; it must hold index.html), or NULL for the embedded files. Fails with
+ * (copied; it must hold index.html; symlinks in it are followed only to files
+ * inside it), or NULL for the embedded files. Fails with
  * PD_ENOTFOUND/PD_EIO and a message naming dir when it is unusable, or
  * PD_ENOTFOUND when NULL and the binary was built without a UI. *out is the
  * caller's, freed with pd_webui_destroy. */

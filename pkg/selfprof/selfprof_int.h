@@ -53,6 +53,8 @@ struct sp_map {
 	char *path;               /* file name, or "[vdso]" */
 	const struct sp_elf *elf; /* NULL when the file could not be read */
 	int is_exe;
+	uint64_t inode; /* as /proc/self/maps gives it */
+	int deleted;    /* the file was deleted or replaced since it was mapped */
 };
 
 struct sp_maps {

@@ -6,7 +6,10 @@
  * Reading the symbol tables of the forty-odd libraries profd maps takes tens of
  * milliseconds, so images are read once and kept for the life of the process,
  * keyed by path and checked against the file's identity (device, inode, size,
- * modification time) each time; a changed file is read again. */
+ * modification time) each time; a changed file is read again. A mapping whose
+ * file was deleted or replaced since it was mapped (/proc/self/maps says
+ * "(deleted)": an upgrade of a running profd) is named only from an image read
+ * before that, with the same inode; the file now at its path is another one. */
 #define _GNU_SOURCE /* getline */
 #include <pthread.h>
 #include <stdio.h>
@@ -19,11 +22,11 @@
 
 static int parse_line(const char *line, struct sp_map *m, char **path)
 {
-	unsigned long long start, limit, offset;
+	unsigned long long start, limit, offset, inode;
 	char perms[8];
 	int pos = 0;
-	if (sscanf(line, "%llx-%llx %7s %llx %*s %*s%n", &start, &limit, perms, &offset, &pos) <
-	        4 ||
+	if (sscanf(line, "%llx-%llx %7s %llx %*s %llu%n", &start, &limit, perms, &offset, &inode,
+	           &pos) < 5 ||
 	    pos <= 0)
 		return -1;
 	if (strlen(perms) < 3 || perms[2] != 'x')
@@ -34,8 +37,10 @@ static int parse_line(const char *line, struct sp_map *m, char **path)
 	size_t n = strcspn(p, "\n");
 	static const char deleted[] = " (deleted)";
 	if (n >= sizeof(deleted) - 1 &&
-	    memcmp(p + n - (sizeof(deleted) - 1), deleted, sizeof(deleted) - 1) == 0)
+	    memcmp(p + n - (sizeof(deleted) - 1), deleted, sizeof(deleted) - 1) == 0) {
 		n -= sizeof(deleted) - 1;
+		m->deleted = 1;
+	}
 	if (n == 0)
 		return -1; /* anonymous code (a JIT): nothing to name it by */
 	if (p[0] == '[' && strncmp(p, "[vdso]", n) != 0)
@@ -43,6 +48,7 @@ static int parse_line(const char *line, struct sp_map *m, char **path)
 	m->start = (uintptr_t)start;
 	m->limit = (uintptr_t)limit;
 	m->offset = offset;
+	m->inode = (uint64_t)inode;
 	*path = strndup(p, n);
 	return *path ? 0 : PD_ENOMEM;
 }
@@ -66,16 +72,22 @@ static const struct sp_elf *elf_for(const struct sp_map *m)
 	int vdso = strcmp(m->path, "[vdso]") == 0;
 	struct stat st;
 	memset(&st, 0, sizeof(st));
-	if (!vdso && stat(m->path, &st) < 0)
+	if (!vdso && !m->deleted && stat(m->path, &st) < 0)
 		return NULL;
 	const struct sp_elf *found = NULL;
 	pthread_mutex_lock(&cache_mu);
-	for (struct cached_elf *c = cache; c && !found; c = c->next)
-		if (strcmp(c->path, m->path) == 0 && c->dev == st.st_dev && c->ino == st.st_ino &&
-		    c->size == st.st_size && c->mtime.tv_sec == st.st_mtim.tv_sec &&
-		    c->mtime.tv_nsec == st.st_mtim.tv_nsec)
+	for (struct cached_elf *c = cache; c && !found; c = c->next) {
+		if (strcmp(c->path, m->path) != 0)
+			continue;
+		if (m->deleted
+		        ? (uint64_t)c->ino == m->inode
+		        : c->dev == st.st_dev && c->ino == st.st_ino && c->size == st.st_size &&
+		              c->mtime.tv_sec == st.st_mtim.tv_sec &&
+		              c->mtime.tv_nsec == st.st_mtim.tv_nsec)
 			found = &c->elf;
-	if (!found) {
+	}
+	/* the file at a deleted mapping's path is not the one mapped: not read */
+	if (!found && !m->deleted) {
 		struct cached_elf *c = calloc(1, sizeof(*c));
 		if (c && (c->path = strdup(m->path)) &&
 		    sp_elf_open(&c->elf, vdso ? NULL : m->path, (const void *)m->start,
@@ -105,6 +117,10 @@ int sp_maps_load(struct sp_maps *ms, struct pd_err *err)
 	char exe[4096];
 	ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[el > 0 ? el : 0] = '\0';
+	/* a running binary that was replaced: "/usr/bin/profd (deleted)" */
+	size_t xl = strlen(exe), dl = strlen(" (deleted)");
+	if (xl > dl && strcmp(exe + xl - dl, " (deleted)") == 0)
+		exe[xl - dl] = '\0';
 	char *line = NULL;
 	size_t lcap = 0, cap = 0;
 	int rc = 0;

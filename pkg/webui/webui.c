@@ -14,7 +14,8 @@
 #define WEBUI_MAX_FILE ((size_t)16 << 20)
 
 struct pd_webui {
-	char *dir; /* NULL: embedded */
+	char *dir;  /* NULL: embedded */
+	char *root; /* dir with its symlinks resolved: what a served file must lie under */
 };
 
 static const struct {
@@ -95,9 +96,13 @@ int pd_webui_create(const char *dir, struct pd_webui **out, struct pd_err *err)
 			                  errno ? strerror(errno) : "not a file");
 		}
 		ui->dir = strdup(dir);
-		if (!ui->dir) {
-			free(ui);
-			return pd_err_set(err, PD_ENOMEM, "out of memory");
+		ui->root = realpath(dir, NULL);
+		if (!ui->dir || !ui->root) {
+			int rc = ui->dir ? pd_err_set(err, PD_EIO, "web UI directory %s: %s", dir,
+			                              strerror(errno))
+			                 : pd_err_set(err, PD_ENOMEM, "out of memory");
+			pd_webui_destroy(ui);
+			return rc;
 		}
 	} else if (!embedded("/index.html")) {
 		free(ui);
@@ -112,6 +117,7 @@ void pd_webui_destroy(struct pd_webui *ui)
 	if (!ui)
 		return;
 	free(ui->dir);
+	free(ui->root);
 	free(ui);
 }
 
@@ -123,6 +129,17 @@ static int safe_path(const char *path)
 	return 1;
 }
 
+/* 1 when the resolved path real lies inside the resolved UI directory root. */
+static int inside(const char *root, const char *real)
+{
+	size_t rl = strlen(root);
+	if (rl == 1)
+		return 1; /* root is "/" */
+	return strncmp(real, root, rl) == 0 && real[rl] == '/';
+}
+
+/* A file under the directory; a symlink is followed only to a file that is under
+ * it too, so that a link in the UI directory does not serve the rest of the disk. */
 static int from_disk(const struct pd_webui *ui, const char *path, struct pd_api_ui_response *r)
 {
 	size_t dl = strlen(ui->dir), pl = strlen(path);
@@ -131,12 +148,14 @@ static int from_disk(const struct pd_webui *ui, const char *path, struct pd_api_
 		return PD_ENOMEM;
 	memcpy(full, ui->dir, dl);
 	memcpy(full + dl, path, pl + 1);
+	char *real = realpath(full, NULL);
+	free(full);
 	struct stat st;
 	uint8_t *data = NULL;
 	size_t len = 0;
-	int ok = stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
-	         pd_file_read(full, WEBUI_MAX_FILE, &data, &len, NULL) == 0;
-	free(full);
+	int ok = real && inside(ui->root, real) && stat(real, &st) == 0 && S_ISREG(st.st_mode) &&
+	         pd_file_read(real, WEBUI_MAX_FILE, &data, &len, NULL) == 0;
+	free(real);
 	if (!ok)
 		return PD_ENOTFOUND;
 	r->data = data;

@@ -5,6 +5,8 @@
  * the profile it writes. The malloc replacement itself is not linked here (the
  * tests run under AddressSanitizer); tests/integration/selfprof.sh checks it in
  * the release binary. */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -103,6 +105,65 @@ static void test_symbolize(void **state)
 	static int data;
 	assert_int_equal(pd_selfprof_symbolize((uintptr_t)&data, name, sizeof(name), &err),
 	                 PD_ENOTFOUND);
+}
+
+static int copy_file(const char *from, const char *to)
+{
+	FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+	char buf[65536];
+	size_t n;
+	int rc = in && out ? 0 : -1;
+	while (!rc && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+		if (fwrite(buf, 1, n, out) != n)
+			rc = -1;
+	if (in)
+		fclose(in);
+	if (out && fclose(out))
+		rc = -1;
+	return rc;
+}
+
+/* A library replaced on disk while it is mapped (an upgrade of a running profd):
+ * /proc/self/maps says "(deleted)" and the file at the path is another one, whose
+ * symbols must not name the old code. The image read before the replacement
+ * still does. */
+static void test_symbolize_replaced_file(void **state)
+{
+	(void)state;
+	void *zv = dlsym(RTLD_DEFAULT, "zlibVersion");
+	Dl_info di;
+	assert_non_null(zv);
+	assert_true(dladdr(zv, &di) && di.dli_fname);
+	char dir[] = "/tmp/test_selfprof.XXXXXX", lib[64], repl[64];
+	assert_non_null(mkdtemp(dir));
+	snprintf(lib, sizeof(lib), "%s/libpdcopy.so", dir);
+	snprintf(repl, sizeof(repl), "%s/new", dir);
+	assert_int_equal(copy_file(di.dli_fname, lib), 0);
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	assert_non_null(h);
+	void *f = dlsym(h, "zlibVersion");
+	assert_non_null(f);
+	assert_ptr_not_equal(f, zv);
+	char name[256];
+	struct pd_err err = {0};
+	assert_int_equal(pd_selfprof_symbolize((uintptr_t)f, name, sizeof(name), &err), 0);
+	assert_string_equal(name, "zlibVersion");
+	/* replace it as a package manager does: another ELF renamed over it */
+	assert_int_equal(copy_file("/proc/self/exe", repl), 0);
+	assert_int_equal(rename(repl, lib), 0);
+	struct sp_maps ms;
+	assert_int_equal(sp_maps_load(&ms, &err), 0);
+	const struct sp_map *m = sp_maps_find(&ms, (uintptr_t)f);
+	assert_non_null(m);
+	assert_string_equal(m->path, lib);
+	assert_true(m->deleted);
+	sp_maps_fini(&ms);
+	/* named from the image read while the file was there, not from the new file */
+	assert_int_equal(pd_selfprof_symbolize((uintptr_t)f, name, sizeof(name), &err), 0);
+	assert_string_equal(name, "zlibVersion");
+	dlclose(h);
+	unlink(lib);
+	rmdir(dir);
 }
 
 static void test_maps(void **state)
@@ -342,9 +403,13 @@ static void test_heap_live_table(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_symbolize),       cmocka_unit_test(test_maps),
-	    cmocka_unit_test(test_cpu_profile),     cmocka_unit_test(test_cpu_one_at_a_time),
-	    cmocka_unit_test(test_heap_scale),      cmocka_unit_test(test_heap_accounting),
+	    cmocka_unit_test(test_symbolize),
+	    cmocka_unit_test(test_symbolize_replaced_file),
+	    cmocka_unit_test(test_maps),
+	    cmocka_unit_test(test_cpu_profile),
+	    cmocka_unit_test(test_cpu_one_at_a_time),
+	    cmocka_unit_test(test_heap_scale),
+	    cmocka_unit_test(test_heap_accounting),
 	    cmocka_unit_test(test_heap_live_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

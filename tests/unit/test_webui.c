@@ -104,6 +104,51 @@ static void test_dir(void **state)
 	pd_webui_destroy(NULL);
 }
 
+/* --web.ui-dir follows a symlink only to a file inside the directory: a link to
+ * elsewhere (an editor's, a build tool's, a mistake) does not serve the disk. */
+static void test_dir_symlinks(void **state)
+{
+	char out[] = "/tmp/pd_webui_out_XXXXXX", p[512], t[512];
+	assert_non_null(mkdtemp(out));
+	put("js/app.js", "export const x = 1;\n");
+	snprintf(p, sizeof p, "%s/secret.txt", out);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs("secret\n", f);
+	fclose(f);
+	snprintf(t, sizeof t, "%s/leak.txt", tmpdir);
+	assert_int_equal(symlink(p, t), 0);
+	snprintf(t, sizeof t, "%s/outside", tmpdir);
+	assert_int_equal(symlink(out, t), 0);
+	snprintf(t, sizeof t, "%s/app.js", tmpdir);
+	assert_int_equal(symlink("js/app.js", t), 0); /* stays inside */
+	/* the directory named through a symlink of its own still works */
+	char alias[600];
+	snprintf(alias, sizeof alias, "%s.alias", tmpdir);
+	assert_int_equal(symlink(tmpdir, alias), 0);
+
+	struct pd_webui *ui = NULL;
+	struct pd_err err = {0};
+	assert_int_equal(pd_webui_create(alias, &ui, &err), 0);
+	assert_null(get(ui, "/leak.txt", NULL));
+	assert_null(get(ui, "/outside/secret.txt", NULL));
+	char *s = get(ui, "/app.js", NULL);
+	assert_non_null(s);
+	assert_string_equal(s, "export const x = 1;\n");
+	free(s);
+	pd_webui_destroy(ui);
+
+	unlink(alias);
+	snprintf(t, sizeof t, "%s/leak.txt", tmpdir);
+	unlink(t);
+	snprintf(t, sizeof t, "%s/outside", tmpdir);
+	unlink(t);
+	snprintf(t, sizeof t, "%s/app.js", tmpdir);
+	unlink(t);
+	unlink(p);
+	rmdir(out);
+}
+
 static void test_bad_dir(void **state)
 {
 	struct pd_webui *ui = NULL;
@@ -161,6 +206,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_dir),
+	    cmocka_unit_test(test_dir_symlinks),
 	    cmocka_unit_test(test_bad_dir),
 	    cmocka_unit_test(test_embedded_equals_source),
 	};
