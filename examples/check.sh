@@ -104,10 +104,10 @@ done
 "$profd" pprof top "$tmp/p.pb.gz" >"$tmp/cpu.txt"
 grep -q 'main\.checksumBlocks\|main\.mixBlock' "$tmp/cpu.txt" || fail "demo-go: no hot spot in its CPU profile: $(head -12 "$tmp/cpu.txt")"
 curl -fsS -o "$tmp/heap.pb.gz" "http://$addr/debug/pprof/heap"
-"$profd" pprof top "$tmp/heap.pb.gz" | grep -q 'main\.newSession' || fail "demo-go: no leak in its heap profile"
+grep -q 'main\.newSession' <<<"$("$profd" pprof top "$tmp/heap.pb.gz")" || fail "demo-go: no leak in its heap profile"
 curl -fsS -o "$tmp/mutex.pb.gz" "http://$addr/debug/pprof/mutex"
-"$profd" pprof top "$tmp/mutex.pb.gz" | grep -q 'main\.transferFunds' || fail "demo-go: no contention in its mutex profile"
-curl -fsS "http://$addr/metrics" | grep -q '^go_goroutines [0-9]' || fail "demo-go: /metrics has no go_goroutines"
+grep -q 'main\.transferFunds' <<<"$("$profd" pprof top "$tmp/mutex.pb.gz")" || fail "demo-go: no contention in its mutex profile"
+grep -q '^go_goroutines [0-9]' <<<"$(curl -fsS "http://$addr/metrics")" || fail "demo-go: /metrics has no go_goroutines"
 kill -INT "$demo_pid"
 rc=0
 wait "$demo_pid" || rc=$?

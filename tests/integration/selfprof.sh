@@ -89,7 +89,7 @@ grep -q '^Duration: 3' "$tmp/cpu.top" || fail "duration: $(grep Duration "$tmp/c
 grep -Eq ' (pd_|api_)[a-z_0-9]+$' "$tmp/cpu.top" || fail "no profd function in the CPU profile:
 $(head -30 "$tmp/cpu.top")"
 echo "CPU profile of $(basename "$profd"):"
-sed -n '/^Duration/,$p' "$tmp/cpu.top" | head -15
+sed -n '/^Duration/,$p' "$tmp/cpu.top" | sed -n 1,15p
 kill $loader 2>/dev/null || true
 
 # bad durations name the parameter
@@ -105,7 +105,7 @@ grep -q 'href="profile"' "$tmp/index.html" && grep -q 'href="heap?debug=0"' "$tm
 	fail "the index does not list profile and heap"
 [ "$(status "$main_api/debug/pprof")" = 301 ] || fail "/debug/pprof does not redirect"
 [ "$(status "$main_api/debug/pprof/cmdline" "$tmp/cmdline")" = 200 ] || fail "cmdline"
-tr '\0' ' ' <"$tmp/cmdline" | grep -q " run --config.file=" || fail "cmdline: $(tr '\0' ' ' <"$tmp/cmdline")"
+grep -q " run --config.file=" <<<"$(tr '\0' ' ' <"$tmp/cmdline")" || fail "cmdline: $(tr '\0' ' ' <"$tmp/cmdline")"
 [ "$(status "$main_api/debug/pprof/goroutine")" = 404 ] || fail "an unknown profile is not 404"
 
 # ---- the heap profile ------------------------------------------------------
@@ -121,9 +121,9 @@ check_heap() {
 		fail "no profd function in the heap profile:
 $(head -30 "$tmp/heap-alloc.top")"
 	[ "$(status "$api/debug/pprof/allocs" "$tmp/allocs.pb.gz")" = 200 ] || fail "allocs"
-	top "$tmp/allocs.pb.gz" | grep -q '^Type: alloc_space' || fail "allocs is not alloc_space first"
+	grep -q '^Type: alloc_space' <<<"$(top "$tmp/allocs.pb.gz")" || fail "allocs is not alloc_space first"
 	echo "heap profile (alloc_space):"
-	sed -n '/^Showing/,$p' "$tmp/heap-alloc.top" | head -12
+	sed -n '/^Showing/,$p' "$tmp/heap-alloc.top" | sed -n 1,12p
 }
 code=$(status "$main_api/debug/pprof/heap" "$tmp/heap.txt")
 if [ "$code" = 501 ]; then
@@ -177,6 +177,6 @@ done
 grep -q "\"instance\":\"${main_api#http://}\"" "$tmp/qr.json" || fail "self-scrape labels: $(cat "$tmp/qr.json")"
 curl -fsS -G "$main_api/api/v1/query" --data-urlencode 'query=profile{job="self"}' \
 	--data-urlencode report=proto -o "$tmp/self.pb.gz" || fail "query the self-scraped profile"
-top "$tmp/self.pb.gz" | grep -q '^Type: cpu' || fail "the self-scraped profile: $(top "$tmp/self.pb.gz" | head -5)"
+grep -q '^Type: cpu' <<<"$(top "$tmp/self.pb.gz")" || fail "the self-scraped profile: $(top "$tmp/self.pb.gz" | head -5)"
 echo "profd scraped itself: $n CPU profiles"
 echo "PASS"
