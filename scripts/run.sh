@@ -75,13 +75,20 @@ else
 	fi
 fi
 
+# a link straight to a timeline of CPU profiles (percent-encoded, so terminals linkify
+# all of it): the demo's when it runs, else profd's own
+first_job=demo
+case "$demo_note" in *'not started'* | *down:*) first_job=profd ;; esac
+first_link="http://$browse/?query=profile%7Bjob%3D%22$first_job%22%7D&range=15m"
+
 "$profd" --version
 cat <<MSG
 
 profd is starting, with its API and UI on http://$browse/
-It profiles itself (job="profd": CPU and heap) and scrapes $demo_note
+It profiles itself (job="profd": CPU and heap) and scrapes $demo_note,
 every 15 s, storing into $data. The first profiles appear within a minute. Try:
-  the UI: http://$browse/ and the query  heap{job="demo"}  or  profile{job="profd"}
+  the UI:       http://$browse/  (pick a profile type, then click a mark on the timeline)
+  CPU profiles: $first_link
   the targets:  curl -s $browse/api/v1/targets
   a top table:  curl -G $browse/api/v1/query --data-urlencode 'query=profile{job="demo"}' --data-urlencode report=top
   in pprof:     go tool pprof 'http://$browse/api/v1/query?query=heap{job="demo"}&report=proto'

@@ -292,6 +292,12 @@ function initKeysHelp() {
 
 const LIVE_MS = 10e3;
 
+// What each of Go's profile types measures, under its button on the landing page.
+const TYPE_NOTES = {
+  profile: 'CPU time', heap: 'memory in use', allocs: 'allocations', goroutine: 'stacks',
+  mutex: 'lock contention', block: 'blocking', threadcreate: 'thread creation',
+};
+
 class QueryPage {
   constructor(main) {
     this.main = main;
@@ -373,6 +379,7 @@ class QueryPage {
 
   destroy() {
     clearInterval(this.timer);
+    clearTimeout(this.startTimer);
     clearTimeout(this.commitTimer);
     document.removeEventListener('keydown', this.onKey);
     window.removeEventListener('profd-theme', this.onTheme);
@@ -529,7 +536,10 @@ class QueryPage {
     }
   }
 
-  typeChips(types) {
+  // Buttons that run a query: each profile type (all its series), or a selector.
+  // range: the range to show it over ('15m' from the landing page, where a first run has
+  // only minutes of profiles; null keeps the range the user is on).
+  typeChips(types, range = null) {
     const wrap = document.createElement('div');
     wrap.className = 'chips';
     for (const t of types) {
@@ -537,16 +547,42 @@ class QueryPage {
       b.type = 'button';
       b.className = 'chip';
       b.textContent = t;
-      b.addEventListener('click', () => this.run(t));
+      const what = TYPE_NOTES[t];
+      if (what) {
+        const note = document.createElement('span');
+        note.className = 'chip-note';
+        note.textContent = what;
+        b.append(' ', note);
+        b.title = `${t}: ${what}, every series`;
+      }
+      b.addEventListener('click', () => this.runChip(t, range));
       wrap.appendChild(b);
     }
     return wrap;
   }
 
-  noDataNode() {
+  runChip(query, range) {
+    if (range && this.state.range !== range) {
+      this.state.range = range;
+      this.state.from = null;
+      this.state.to = null;
+    }
+    this.run(query);
+  }
+
+  // The landing page's range for a chip: 15 minutes, unless the URL chose a range.
+  startRange() {
+    const p = new URLSearchParams(location.search);
+    return p.has('range') || p.has('from') ? null : '15m';
+  }
+
+  // polling: the page looks again by itself (the landing page does)
+  noDataNode(polling = false) {
     const d = document.createElement('div');
     d.className = 'empty';
     d.innerHTML = `<h3>profd has no profiles yet</h3>
+      ${polling ? `<p>A profd that has just started stores its first profiles within a scrape
+      interval (15 s in the example configuration); this page looks again every 5 s.</p>` : ''}
       <p>No series are stored. Check the <a href="/targets">targets</a>: are any configured, and are
       they up? Targets come from <code>scrape_configs</code> in the configuration file
       (see <a href="/status">status</a> for the loaded configuration); profiles can also be
@@ -557,12 +593,36 @@ class QueryPage {
   async showStart(ac) {
     const types = await profileTypes();
     if (ac !== this.abort) return;
-    if (!types.length) { this.timeline.setEmpty(this.noDataNode()); return; }
+    if (!types.length) {
+      this.timeline.setEmpty(this.noDataNode(true));
+      // a first run: the first scrapes are seconds away, so look again
+      clearTimeout(this.startTimer);
+      this.startTimer = setTimeout(() => {
+        if (ac === this.abort && !this.state.query.trim()) this.load(true);
+      }, 5e3);
+      return;
+    }
+    let jobs = [];
+    try {
+      jobs = (await apiGet('label/job/values', {}, ac.signal)).data || [];
+    } catch (e) { /* the types alone will do */ }
+    if (ac !== this.abort) return;
+    const range = this.startRange();
     const d = document.createElement('div');
     d.className = 'empty';
-    d.innerHTML = `<h3>Pick what to look at</h3><p>Type a selector above (press <kbd>/</kbd>), such
-      as <code>heap{job="api"}</code>, or start from a profile type:</p>`;
-    d.appendChild(this.typeChips(types));
+    d.innerHTML = `<h3>Pick what to look at</h3>
+      <p>A profile type: every series of it${range ? ', over the last 15 minutes' : ''}</p>`;
+    d.appendChild(this.typeChips(types, range));
+    if (jobs.length && jobs.length <= 12) {
+      const p = document.createElement('p');
+      p.textContent = 'Or every profile type of one job:';
+      d.appendChild(p);
+      d.appendChild(this.typeChips(jobs.map((j) => `{job="${j.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"}`), range));
+    }
+    const more = document.createElement('p');
+    more.className = 'muted';
+    more.innerHTML = 'Or type a selector above (press <kbd>/</kbd>), such as <code>heap{job="api"}</code>.';
+    d.appendChild(more);
     this.timeline.setEmpty(d);
   }
 

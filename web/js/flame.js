@@ -446,6 +446,7 @@ export class FlameView {
     this.msg.textContent = message || '';
     this.msg.hidden = !message;
     if (state !== 'ready') {
+      this.resetBtn.classList.add('pf-idle'); // nothing drawn, nothing to reset
       this.layout = { rects: [], depths: 0, zoomPath: [] };
       this.rows = [];
       this.tip.hidden = true;
@@ -464,7 +465,11 @@ export class FlameView {
     this.hover = -1;
     const total = tree ? (diff ? tree.width : Math.abs(tree.total)) : 0;
     if (!tree || !total) {
-      this.setState('empty', 'This profile has no samples of this type.');
+      this.setState('empty', diff
+        ? 'Neither side has samples of this type.'
+        : 'This profile has no samples of this type: nothing of the kind happened while it was taken '
+          + '(the CPU profile of an idle program is empty). Drag over a range on the timeline to merge '
+          + 'several profiles, or pick another sample type.');
       this._updateSearchResult();
       return;
     }

@@ -318,7 +318,12 @@ async function cachedList(path, params) {
   const key = path + '?' + JSON.stringify(params);
   const hit = cache.get(key);
   if (hit && Date.now() - hit.at < CACHE_MS) return hit.promise;
-  const promise = apiGet(path, params).then((r) => r.data || [], () => {
+  const promise = apiGet(path, params).then((r) => {
+    const list = r.data || [];
+    // an empty answer (a first run, before the first scrape) is asked again next time
+    if (!list.length && cache.get(key) && cache.get(key).promise === promise) cache.delete(key);
+    return list;
+  }, () => {
     cache.delete(key);
     return [];
   });
