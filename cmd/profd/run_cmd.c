@@ -346,6 +346,7 @@ int pd_cmd_run(int argc, char **argv)
 	ao.listen_address = f.listen_address;
 	ao.db = d.db;
 	ao.scrape = d.scrape;
+	ao.discovery = d.disc;
 	ao.reload = reload_config;
 	ao.reload_ctx = &d;
 	ao.config_yaml = render_config;

@@ -24,6 +24,7 @@
 
 struct pd_tsdb;
 struct pd_scrape_manager;
+struct pd_discovery_manager;
 
 /* ---- defaults ------------------------------------------------------------- */
 
@@ -68,6 +69,8 @@ struct pd_api_opts {
 	const char *listen_address;
 	struct pd_tsdb *db;               /* required; borrowed */
 	struct pd_scrape_manager *scrape; /* may be NULL (no targets); borrowed */
+	/* may be NULL; borrowed: /metrics shows its counters as prometheus_sd_* */
+	struct pd_discovery_manager *discovery;
 
 	/* POST /-/reload calls this; 0 on success, else err says why. NULL: the
 	 * endpoint answers 403 "Lifecycle API is not enabled." as Prometheus does. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "api_int.h"
+#include "profd/discovery.h"
 #include "profd/scrape.h"
 
 const unsigned api_codes[API_NCODES] = {200, 204, 302, 304, 400, 403, 404, 405, 413, 422, 500, 503};
@@ -258,6 +259,27 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	family(w, "profd_tsdb_retention_deletions_total", "counter",
 	       "Blocks deleted because of the time or size retention.");
 	sample_u(w, "profd_tsdb_retention_deletions_total", st.retention_deletions);
+
+	/* service discovery, named as Prometheus names it */
+	if (s->o.discovery) {
+		struct pd_discovery_stats ds;
+		pd_discovery_manager_stats(s->o.discovery, &ds);
+		family(w, "prometheus_sd_discovered_providers", "gauge",
+		       "Service discovery providers running.");
+		sample_u(w, "prometheus_sd_discovered_providers", ds.providers);
+		family(w, "prometheus_sd_updates_total", "counter",
+		       "Target group updates sent by service discovery to the scrape manager.");
+		sample_u(w, "prometheus_sd_updates_total", ds.updates_sent);
+		family(w, "prometheus_sd_refreshes_total", "counter",
+		       "Refreshes of service discovery providers, failed ones included.");
+		sample_u(w, "prometheus_sd_refreshes_total", ds.refreshes);
+		family(w, "prometheus_sd_file_read_errors_total", "counter",
+		       "File service discovery read errors.");
+		sample_u(w, "prometheus_sd_file_read_errors_total", ds.file_read_errors);
+		family(w, "prometheus_sd_http_failures_total", "counter",
+		       "HTTP service discovery refreshes that failed.");
+		sample_u(w, "prometheus_sd_http_failures_total", ds.http_failures);
+	}
 
 	/* the API */
 	pthread_mutex_lock(&s->m.mu);

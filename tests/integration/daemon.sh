@@ -113,6 +113,10 @@ sleep 3.5
 grep -q 'configuration reloaded' "$tmp/profd.log" || fail "no reload in the log"
 grep -q "component=discovery msg=\"refreshing targets failed.*job=broken_sd provider=file/[0-9]*: $tmp/broken_sd.yml:2:" "$tmp/profd.log" ||
 	fail "the broken file_sd file was not logged"
+curl -fsS "$api/metrics" >"$tmp/metrics2" || fail "/metrics"
+grep -q '^prometheus_sd_file_read_errors_total [1-9]' "$tmp/metrics2" ||
+	fail "/metrics: the file_sd read error is not counted: $(grep prometheus_sd_ "$tmp/metrics2")"
+grep -q '^prometheus_sd_discovered_providers [1-9]' "$tmp/metrics2" || fail "/metrics: no discovery providers"
 
 # a bad config is refused and scraping goes on
 { header; job goapp; job goapp; } >"$tmp/profd.yml"
