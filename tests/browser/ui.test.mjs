@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
 
 const env = (k) => {
@@ -654,6 +654,68 @@ step('21-stale-zoom', ['01-query-page'], async () => {
   });
 });
 
-step('22-no-page-errors', [], async () => {
+// A served heap file with every string table entry in `repl` replaced: the top-level
+// string_table (field 6) entries are re-encoded, all else is copied as it is.
+function rewriteStrings(pb, repl) {
+  const varint = (b, i) => {
+    let v = 0; let m = 1;
+    for (;;) { const c = b[i++]; v += (c & 0x7f) * m; m *= 128; if (!(c & 0x80)) return [v, i]; }
+  };
+  const enc = (n) => { const o = []; do { let c = n % 128; n = Math.floor(n / 128); if (n) c |= 0x80; o.push(c); } while (n); return Buffer.from(o); };
+  const out = [];
+  for (let i = 0; i < pb.length;) {
+    const st = i;
+    const [tag, j0] = varint(pb, i);
+    let j = j0;
+    if ((tag & 7) === 0) j = varint(pb, j)[1];
+    else if ((tag & 7) === 2) { const [len, k] = varint(pb, j); j = k + len; }
+    else throw new Error(`unexpected wire type in ${tag}`);
+    const str = (tag >>> 3) === 6 ? pb.subarray(j0, j) : null;
+    const text = str && pb.subarray(varint(pb, j0)[1], j).toString();
+    if (text !== null && repl[text] !== undefined) {
+      const d = Buffer.from(repl[text]);
+      out.push(enc(tag), enc(d.length), d);
+    } else out.push(pb.subarray(st, j));
+    i = j;
+  }
+  return Buffer.concat(out);
+}
+
+step('22-hostile-strings', ['01-query-page'], async () => {
+  // A pushed profile whose label value, sample unit and function name are markup: the
+  // UI shows them as text and runs none of it.
+  const evil = (what) => `<img src=x onerror="window.pdXss=(window.pdXss||[]).concat('${what}')">`;
+  const file = readFileSync(SERVED_LOG, 'utf8').split('\n')
+    .find((l) => l.startsWith('/debug/pprof/heap ')).slice('/debug/pprof/heap '.length);
+  const pb = rewriteStrings(gunzipped(file), { bytes: evil('unit'), 'runtime.malg': evil('function') });
+  const sel = `heap{job="xss-check", evil=${JSON.stringify(evil('label') + '\n"&')}}`;
+  const r = await fetch(`${URL_BASE}/api/v1/profiles?labels=${encodeURIComponent(sel)}&time=${Math.floor(Date.now() / 1000)}`,
+    { method: 'POST', body: gzipSync(pb) });
+  assert.equal(r.status, 200, await r.text());
+  const dialogs = [];
+  const onDialog = (d) => { dialogs.push(d.message()); d.dismiss().catch(() => {}); };
+  page.on('dialog', onDialog);
+  try {
+    await page.goto(URL_BASE + '/');
+    await runQuery('heap{job="xss-check"}');
+    await timelineReady(1, 1);
+    const [m] = await marks();
+    await page.mouse.move(m.x, m.y); // the tooltip names the series
+    await clickMark(m);
+    await profileReady(false);
+    for (const f of (await frames()).filter((x) => x.w > 4).slice(0, 12)) await page.mouse.move(f.x + 2, f.y + 5);
+    const text = await page.locator('#profile').innerText();
+    assert.ok(text.includes('onerror'), 'the unit and the names are shown as text');
+    await page.waitForTimeout(300); // an <img>'s onerror runs once its load fails
+    const ran = await page.evaluate(() => window.pdXss || null);
+    assert.equal(ran, null, `markup from the API ran: ${ran}`);
+    assert.deepEqual(dialogs, []);
+  } finally {
+    page.off('dialog', onDialog);
+  }
+  await shot('22-hostile-strings');
+});
+
+step('23-no-page-errors', [], async () => {
   assert.deepEqual(pageErrors, [], 'no uncaught errors in the pages');
 });

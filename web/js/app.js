@@ -131,6 +131,30 @@ export function diffRequest(open, query, t) {
   return anchor.time <= t ? { mode: 'diff', a: anchor, b: mark } : { mode: 'diff', a: mark, b: anchor };
 }
 
+// The time of the profile d (1 or -1) steps from the one shown at `time` in a series of
+// ascending timestamps ts, or null when there is none. A time between stored ones shows
+// the latest before it (the API's lookback), so that one is the starting point.
+export function stepTime(ts, time, d) {
+  const i = lowerBound(ts, time);
+  const cur = ts[i] === time ? i : i - 1; // -1: nothing stored before time
+  const j = cur + d;
+  return j >= 0 && j < ts.length ? ts[j] : null;
+}
+
+// Whether the path-and-query url (as url() builds it, with '"' and spaces left as they
+// are) is where loc ({pathname, search, origin}) already is. The browser percent-encodes
+// some characters the app leaves readable ('"' becomes %22), so both go through the URL
+// parser first; comparing the raw strings pushed a history entry on every re-run.
+export function sameUrl(url, loc) {
+  try {
+    const u = new URL(url, 'http://x');
+    const l = new URL(loc.pathname + loc.search, 'http://x');
+    return u.pathname + u.search === l.pathname + l.search;
+  } catch (e) {
+    return url === loc.pathname + loc.search;
+  }
+}
+
 // The zoom the timeline applies over the range [from, to]: clamped into it, or null
 // when it lies outside the range or covers all of it (so the URL keeps no stale zoom).
 export function appliedZoom(zoom, from, to) {
@@ -414,7 +438,7 @@ class QueryPage {
   commit(push) {
     clearTimeout(this.commitTimer);
     const url = this.url();
-    if (url === location.pathname + location.search) return;
+    if (sameUrl(url, location)) return;
     if (push) history.pushState(null, '', url);
     else history.replaceState(null, '', url);
   }
@@ -711,12 +735,8 @@ class QueryPage {
     if (!o || o.mode !== 'single') return;
     const lane = this.timeline.laneIndex(o.query);
     if (lane < 0) return;
-    const ts = this.timeline.series[lane].ts;
-    let i = lowerBound(ts, o.time);
-    if (ts[i] !== o.time && d < 0) i--; // not on a stored time: the nearest before
-    else i += d;
-    if (i < 0 || i >= ts.length) return;
-    this.open({ mode: 'single', query: o.query, time: ts[i] });
+    const t = stepTime(this.timeline.series[lane].ts, o.time, d);
+    if (t != null) this.open({ mode: 'single', query: o.query, time: t });
   }
 
   // The bar over the profile view: what kind of view is open and how to move on from it

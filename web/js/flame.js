@@ -8,6 +8,7 @@
 // its children's widths, so frames that shrank or disappeared in b still show.
 
 import { formatValue, formatPercent } from './format.js';
+import { watchDevicePixelRatio } from './timeline.js';
 
 export const ROW_H = 18;        // CSS pixels per stack level
 export const MIN_WIDTH = 0.75;  // frames narrower than this (CSS px) are not drawn
@@ -304,6 +305,39 @@ export function fitLabel(name, chars) {
   return short.slice(0, chars - 1) + '…';
 }
 
+// Text for HTML: frame names and the unit come from the profile, which anyone may push.
+export function escapeHtml(s) {
+  return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+}
+
+// The tooltip of a laid-out frame r (a rect of layoutFlame) of `tree`, as HTML; every
+// name and formatted value escaped.
+export function tipHtml(r, tree, unit, diff) {
+  const n = r.node;
+  const u = unit || '';
+  const esc = escapeHtml;
+  const val = (v, o) => esc(formatValue(v, u, o));
+  const pct = (p, o) => esc(formatPercent(p, o));
+  const row = (k, v) => `<tr><th>${k}</th><td>${v}</td></tr>`;
+  let body = '';
+  if (diff) {
+    const baseTot = Math.abs(tree.baseTotal) || 0;
+    const d = n.total - n.baseTotal;
+    const dp = n.baseTotal ? pct((100 * d) / Math.abs(n.baseTotal), { sign: true }) : (n.total ? 'new' : '0%');
+    body += row('base', `${val(n.baseTotal)} <span class="pf-muted">(${pct(baseTot ? (100 * n.baseTotal) / baseTot : 0)})</span>`);
+    body += row('new', `${val(n.total)} <span class="pf-muted">(${pct(baseTot ? (100 * n.total) / baseTot : 0)} of base)</span>`);
+    body += row('delta', `<b class="${d > 0 ? 'pf-up' : d < 0 ? 'pf-down' : ''}">${val(d, { sign: true })}</b> <span class="pf-muted">(${dp})</span>`);
+    body += row('self', `${val(n.baseSelf)} → ${val(n.self)}`);
+  } else {
+    const tot = Math.abs(tree.total) || 0;
+    const pc = (v) => pct(tot ? (100 * v) / tot : 0);
+    body += row('total', `${val(n.total)} <span class="pf-muted">(${pc(n.total)})</span>`);
+    body += row('self', `${val(n.self)} <span class="pf-muted">(${pc(n.self)})</span>`);
+  }
+  return `<div class="pf-tip-name">${esc(r.name)}</div><table>${body}</table>` +
+    `<div class="pf-tip-hint pf-muted">${r.dim ? 'click: zoom out to here' : 'click: zoom in'}</div>`;
+}
+
 // ---------------------------------------------------------------------------------
 // Drawing (browser only)
 
@@ -374,10 +408,10 @@ export class FlameView {
       t.addEventListener(ev, fn, o);
       (this._unlisten || (this._unlisten = [])).push(() => t.removeEventListener(ev, fn, o));
     };
-    let searchTimer = 0;
+    this._searchTimer = 0;
     on(this.searchInput, 'input', () => {
-      clearTimeout(searchTimer);
-      searchTimer = setTimeout(() => {
+      clearTimeout(this._searchTimer);
+      this._searchTimer = setTimeout(() => {
         this.setSearch(this.searchInput.value, true);
         if (this.opts.onSearch) this.opts.onSearch(this.search);
       }, 120);
@@ -428,14 +462,18 @@ export class FlameView {
     }
     const mq = window.matchMedia ? window.matchMedia('(prefers-color-scheme: dark)') : null;
     if (mq) on(mq, 'change', () => this.draw());
+    // a new density: the canvas's backing store is sized again (relayout sizes it)
+    this._stopDpr = watchDevicePixelRatio(() => this.relayout());
     this._mo = new MutationObserver(() => this.draw());
     this._mo.observe(document.documentElement, { attributes: true, attributeFilter: ['data-theme', 'class'] });
   }
 
   destroy() {
+    clearTimeout(this._searchTimer);
     (this._unlisten || []).forEach((f) => f());
     if (this._ro) this._ro.disconnect();
     if (this._mo) this._mo.disconnect();
+    if (this._stopDpr) this._stopDpr();
     cancelAnimationFrame(this._raf);
     this.root.remove();
   }
@@ -664,27 +702,7 @@ export class FlameView {
   }
 
   _tipHtml(r) {
-    const n = r.node;
-    const u = this.unit;
-    const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
-    const row = (k, v) => `<tr><th>${k}</th><td>${v}</td></tr>`;
-    let body = '';
-    if (this.diff) {
-      const baseTot = Math.abs(this.tree.baseTotal) || 0;
-      const d = n.total - n.baseTotal;
-      const dp = n.baseTotal ? formatPercent((100 * d) / Math.abs(n.baseTotal), { sign: true }) : (n.total ? 'new' : '0%');
-      body += row('base', `${formatValue(n.baseTotal, u)} <span class="pf-muted">(${formatPercent(baseTot ? (100 * n.baseTotal) / baseTot : 0)})</span>`);
-      body += row('new', `${formatValue(n.total, u)} <span class="pf-muted">(${formatPercent(baseTot ? (100 * n.total) / baseTot : 0)} of base)</span>`);
-      body += row('delta', `<b class="${d > 0 ? 'pf-up' : d < 0 ? 'pf-down' : ''}">${formatValue(d, u, { sign: true })}</b> <span class="pf-muted">(${dp})</span>`);
-      body += row('self', `${formatValue(n.baseSelf, u)} → ${formatValue(n.self, u)}`);
-    } else {
-      const tot = Math.abs(this.tree.total) || 0;
-      const pc = (v) => formatPercent(tot ? (100 * v) / tot : 0);
-      body += row('total', `${formatValue(n.total, u)} <span class="pf-muted">(${pc(n.total)})</span>`);
-      body += row('self', `${formatValue(n.self, u)} <span class="pf-muted">(${pc(n.self)})</span>`);
-    }
-    return `<div class="pf-tip-name">${esc(r.name)}</div><table>${body}</table>` +
-      `<div class="pf-tip-hint pf-muted">${r.dim ? 'click: zoom out to here' : 'click: zoom in'}</div>`;
+    return tipHtml(r, this.tree, this.unit, this.diff);
   }
 
   _showTip(i, cx, cy) {

@@ -59,7 +59,7 @@ export function formatDuration(ns, opts) {
   const sign = signOf(ns, opts);
   const a = Math.abs(ns);
   if (a === 0) return '0 s';
-  if (a < 1e3) return sign + sig3(a) + ' ns';
+  if (a < 1e3 && Number(sig3(a)) < 1000) return sign + sig3(a) + ' ns';
   if (a < 1e6 && Number(sig3(a / 1e3)) < 1000) return sign + sig3(a / 1e3) + ' µs';
   if (a < 1e9 && Number(sig3(a / 1e6)) < 1000) return sign + sig3(a / 1e6) + ' ms';
   const s = a / 1e9;
@@ -82,7 +82,7 @@ export function formatSeconds(s, opts) {
 export function formatCount(n, opts) {
   if (bad(n)) return 'n/a';
   const a = Math.abs(n);
-  if (a < 1000) return signOf(n, opts) + sig3(a);
+  if (Number(sig3(a)) < 1000) return signOf(n, opts) + sig3(a); // 999.7 is "1k", not "1000"
   if (a >= 1e21) return signOf(n, opts) + a.toExponential(2);
   const [m, i] = scale(a, 1000, COUNT_UNITS);
   return signOf(n, opts) + m + COUNT_UNITS[i];

@@ -6,6 +6,7 @@ import { apiGet, apiUrl } from './api.js';
 import { formatTime, formatRelative, formatValue } from './format.js';
 import { FlameView, combineDiff, findPath, pathsTo, escapeRegExp } from './flame.js';
 import { TopTable } from './top.js';
+import { quoteLabelValue } from './timeline.js';
 
 // ---------------------------------------------------------------------------------
 // Pure helpers
@@ -48,12 +49,13 @@ export function queryParams(req) {
   return { mode: 'single', query: req.query, time: secs(req.time) };
 }
 
-// {__name__:"heap", job:"api"} → 'heap{job="api"}', as Prometheus prints series.
+// {__name__:"heap", job:"api"} → 'heap{job="api"}', as Prometheus prints series (values
+// quoted as Go's %q: a newline is \n, so the header stays one line and a valid selector).
 export function seriesLabel(labels) {
   if (!labels) return '';
   const name = labels.__name__ || '';
   const rest = Object.keys(labels).filter((k) => k !== '__name__').sort()
-    .map((k) => `${k}="${String(labels[k]).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`);
+    .map((k) => `${k}=${quoteLabelValue(labels[k])}`);
   return rest.length || !name ? `${name}{${rest.join(', ')}}` : name;
 }
 
@@ -443,6 +445,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
       setRootState();
       return;
     }
+    if (destroyed) return; // closed while meta was on its way: fetch nothing more
     addWarnings(res.warnings);
     meta = res.data;
     if (!meta) {

@@ -299,6 +299,7 @@ export class Timeline {
       this.ro.observe(this.wrap);
     }
     window.addEventListener('resize', this.onResize);
+    this.stopDpr = watchDevicePixelRatio(this.onResize);
 
     root.querySelector('.tl-buttons').addEventListener('click', (e) => {
       const b = e.target.closest('button[data-act]');
@@ -332,6 +333,7 @@ export class Timeline {
   destroy() {
     if (this.ro) this.ro.disconnect();
     window.removeEventListener('resize', this.onResize);
+    this.stopDpr();
     if (this.frame) cancelAnimationFrame(this.frame);
     delete this.root.profdMarks;
   }
@@ -944,6 +946,32 @@ export class Timeline {
       ctx.fillText(tag, x0 + 3, y0 + 8);
     }
   }
+}
+
+// Calls cb whenever window.devicePixelRatio changes (the window moved to a screen of
+// another density, or the page zoom changed), so canvases can be sized again; returns a
+// function that stops watching.
+export function watchDevicePixelRatio(cb) {
+  if (typeof window === 'undefined' || !window.matchMedia) return () => {};
+  let mq = null;
+  let stopped = false;
+  const onChange = () => {
+    arm();
+    if (!stopped) cb();
+  };
+  const arm = () => {
+    if (mq) mq.removeEventListener('change', onChange);
+    mq = null;
+    if (stopped) return;
+    mq = window.matchMedia(`(resolution: ${window.devicePixelRatio || 1}dppx)`);
+    if (mq.addEventListener) mq.addEventListener('change', onChange);
+  };
+  arm();
+  return () => {
+    stopped = true;
+    if (mq && mq.removeEventListener) mq.removeEventListener('change', onChange);
+    mq = null;
+  };
 }
 
 export function escapeHtml(s) {

@@ -92,8 +92,25 @@ export function viewRows(rows, { sort, filter } = {}) {
 
 const MAX_ROWS = 500; // rows rendered at first; "show all" renders the rest
 
-function esc(s) {
-  return String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
+// Text for HTML (element content and quoted attributes). Everything from the API (names,
+// units, messages) goes through it: a pushed profile's strings are anyone's.
+export function esc(s) {
+  return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+}
+
+// One row of the table as HTML: every string in it (name, unit, inline) escaped.
+// unit: the sample type's; diff: values are changes (signed); focus: the focused name.
+export function rowHtml(r, unit, diff, focus) {
+  const o = { sign: !!diff };
+  const cls = diff ? (r.flat > 0 || (!r.flat && r.cum > 0) ? ' pf-up' : r.flat < 0 || (!r.flat && r.cum < 0) ? ' pf-down' : '') : '';
+  const inl = r.inline ? ` <span class="pf-inline">(${esc(r.inline)})</span>` : '';
+  return `<tr tabindex="0" data-name="${esc(r.name)}" class="${r.name === focus ? 'pf-focus' : ''}${cls}">` +
+    `<td class="num">${esc(formatValue(r.flat, unit, o))}</td>` +
+    `<td class="num">${esc(formatPercent(r.flatPercent, o))}</td>` +
+    `<td class="num pf-muted">${esc(formatPercent(r.sumPercent, o))}</td>` +
+    `<td class="num">${esc(formatValue(r.cum, unit, o))}</td>` +
+    `<td class="num">${esc(formatPercent(r.cumPercent, o))}</td>` +
+    `<td class="name" title="${esc(r.name)}">${esc(r.name)}${inl}</td></tr>`;
 }
 
 // The top table widget. opts: onSort(sortString), onFilter(string), onFocus(name).
@@ -136,10 +153,10 @@ export class TopTable {
       head.append(th);
     }
 
-    let t = 0;
+    this._filterTimer = 0;
     this._on(this.input, 'input', () => {
-      clearTimeout(t);
-      t = setTimeout(() => {
+      clearTimeout(this._filterTimer);
+      this._filterTimer = setTimeout(() => {
         this.filter = this.input.value;
         this.limit = MAX_ROWS;
         this.render();
@@ -212,6 +229,7 @@ export class TopTable {
   }
 
   destroy() {
+    clearTimeout(this._filterTimer);
     (this._un || []).forEach((f) => f());
     this.root.remove();
   }
@@ -262,22 +280,7 @@ export class TopTable {
     }
     const rows = viewRows(data.rows, { sort: this.sort, filter: this.filter });
     const shown = rows.slice(0, this.limit);
-    const u = data.unit;
-    const o = { sign: this.diff };
-    const html = [];
-    for (const r of shown) {
-      const cls = this.diff ? (r.flat > 0 || (!r.flat && r.cum > 0) ? ' pf-up' : r.flat < 0 || (!r.flat && r.cum < 0) ? ' pf-down' : '') : '';
-      const inl = r.inline ? ` <span class="pf-inline">(${r.inline})</span>` : '';
-      html.push(
-        `<tr tabindex="0" data-name="${esc(r.name)}" class="${r.name === this.focus ? 'pf-focus' : ''}${cls}">` +
-        `<td class="num">${formatValue(r.flat, u, o)}</td>` +
-        `<td class="num">${formatPercent(r.flatPercent, o)}</td>` +
-        `<td class="num pf-muted">${formatPercent(r.sumPercent, o)}</td>` +
-        `<td class="num">${formatValue(r.cum, u, o)}</td>` +
-        `<td class="num">${formatPercent(r.cumPercent, o)}</td>` +
-        `<td class="name" title="${esc(r.name)}">${esc(r.name)}${inl}</td></tr>`,
-      );
-    }
+    const html = shown.map((r) => rowHtml(r, data.unit, this.diff, this.focus));
     if (!shown.length) {
       html.push(`<tr class="pf-top-msg"><td colspan="6">${this.filter ? 'No function matches the filter.' : 'No functions.'}</td></tr>`);
     }

@@ -4,6 +4,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
   encodeState, decodeState, diffRequest, picksOf, requestTypes, routeOf, appliedZoom, carryView, SHORTCUTS,
+  stepTime, sameUrl,
 } from '../js/app.js';
 import {
   completionContext, applyCompletion, rankSuggestions, metricOf, errorColumn, parseDuration,
@@ -282,4 +283,49 @@ test('SHORTCUTS list the query page, the timeline and the flame graph', () => {
   const sections = SHORTCUTS.map(([s]) => s).join(' | ');
   for (const s of ['Query page', 'Timeline', 'Flame graph']) assert.match(sections, new RegExp(s));
   for (const [, rows] of SHORTCUTS) for (const [k, what] of rows) assert.ok(k && what);
+});
+
+test('encodeState/decodeState round-trip nasty selectors', () => {
+  const sels = [
+    'heap{job="q\\"uo\\nte <b>&amp; + ü 🙂 {x=~\\"y\\"}"}',
+    'heap{job=~"a|b.*", instance!~"x+y&z=1#2"}',
+    "heap{job='it''s'}",
+    '{__name__="my-type", a="%41%2B%"}',
+    'heap{a="\\u00e9 \\t 100% + / ? [ ] @"}',
+  ];
+  for (const q of sels) {
+    const st = { query: q, range: '1h', from: null, to: null, live: false, zoom: null,
+      open: { mode: 'diff', a: { query: q, time: 1 }, b: { query: q + ' ', start: 2, end: 3 } },
+      view: { search: q, filter: '+&=' } };
+    const s = encodeState(st);
+    assert.ok(!/[&#+ ]/.test(s.replace(/&(?=[a-z.]+=)/g, '')), s); // only separators are raw
+    assert.deepEqual(decodeState('?' + s), st, s);
+    // the URL parser's percent-encoding (what location.search holds) changes nothing
+    assert.deepEqual(decodeState(new URL('/?' + s, 'http://x').search), st, s);
+  }
+});
+
+test('stepTime moves from the profile shown, stored or the latest before the time', () => {
+  const ts = [10, 20, 30];
+  assert.equal(stepTime(ts, 20, 1), 30);
+  assert.equal(stepTime(ts, 20, -1), 10);
+  assert.equal(stepTime(ts, 30, 1), null);
+  assert.equal(stepTime(ts, 10, -1), null);
+  // 15 shows the profile at 10: next is 20 (not 30), previous is none before 10
+  assert.equal(stepTime(ts, 15, 1), 20);
+  assert.equal(stepTime(ts, 15, -1), null);
+  assert.equal(stepTime(ts, 25, -1), 10);
+  assert.equal(stepTime(ts, 5, 1), 10); // nothing shown before the first
+  assert.equal(stepTime(ts, 5, -1), null);
+  assert.equal(stepTime(ts, 35, -1), 20);
+  assert.equal(stepTime([], 5, 1), null);
+});
+
+test('sameUrl compares as the browser encodes the location', () => {
+  const url = '/?' + encodeState({ query: 'heap{job="a b"}', range: '1h', view: {} });
+  const loc = new URL(url, 'http://x'); // what location holds after pushState(url)
+  assert.notEqual(url, loc.pathname + loc.search); // '"' is %22 there
+  assert.equal(sameUrl(url, loc), true);
+  assert.equal(sameUrl(url, new URL('/?query=heap&range=1h', 'http://x')), false);
+  assert.equal(sameUrl('/', { pathname: '/', search: '' }), true);
 });

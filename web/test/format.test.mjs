@@ -114,3 +114,11 @@ test('formatRelative', () => {
   assert.equal(formatRelative(now + 5_000, now), 'in 5s');
   assert.equal(formatRelative(now - 300, now), 'now');
 });
+
+test('values that round up to the next unit take it', () => {
+  assert.equal(formatCount(999.7), '1k');
+  assert.equal(formatCount(-999.7, { sign: true }), '-1k');
+  assert.equal(formatCount(999.4), '999');
+  assert.equal(formatDuration(999.7), '1 µs');
+  assert.equal(formatDuration(999), '999 ns');
+});

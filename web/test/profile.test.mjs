@@ -29,6 +29,8 @@ test('seriesLabel prints series as Prometheus does', () => {
   assert.equal(seriesLabel({ __name__: 'heap' }), 'heap');
   assert.equal(seriesLabel({ job: 'a"b' }), '{job="a\\"b"}');
   assert.equal(seriesLabel(null), '');
+  // one line, and the selector of that series: control characters quoted as Go's %q
+  assert.equal(seriesLabel({ __name__: 'heap', job: 'a\nb\\c ü' }), 'heap{job="a\\nb\\\\c ü"}');
 });
 
 const meta = {
