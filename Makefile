@@ -46,6 +46,7 @@ bench: deps
 	@./bench/api.sh $(BUILD_REL)
 	@./bench/run.sh $(BUILD_REL)/profd
 	@./bench/selfprof.sh $(BUILD_REL)
+	@./bench/ui.sh $(BUILD_REL)
 
 clean:
 	rm -rf build
