@@ -47,6 +47,43 @@ int pd_pprof_adopt(struct pd_pprof_profile **out, struct pd_arena *arena, pb_pro
 	return 0;
 }
 
+/* protobuf-c keeps a key of field number 0 written in two or more bytes (80 00) as
+ * an unknown field, and would write it back as the key 00, which no decoder takes.
+ * pprof skips such a field as it skips any unknown one: drop it, so that what we
+ * encode from this profile decodes again. */
+static void drop_zero_in(ProtobufCMessage *m)
+{
+	if (!m)
+		return;
+	unsigned k = 0;
+	for (unsigned i = 0; i < m->n_unknown_fields; i++)
+		if (m->unknown_fields[i].tag != 0)
+			m->unknown_fields[k++] = m->unknown_fields[i];
+	m->n_unknown_fields = k;
+}
+
+static void drop_field_zero(pb_profile *pb)
+{
+	drop_zero_in(&pb->base);
+	drop_zero_in((ProtobufCMessage *)pb->period_type);
+	for (size_t i = 0; i < pb->n_sample_type; i++)
+		drop_zero_in(&pb->sample_type[i]->base);
+	for (size_t i = 0; i < pb->n_sample; i++) {
+		drop_zero_in(&pb->sample[i]->base);
+		for (size_t k = 0; k < pb->sample[i]->n_label; k++)
+			drop_zero_in(&pb->sample[i]->label[k]->base);
+	}
+	for (size_t i = 0; i < pb->n_mapping; i++)
+		drop_zero_in(&pb->mapping[i]->base);
+	for (size_t i = 0; i < pb->n_location; i++) {
+		drop_zero_in(&pb->location[i]->base);
+		for (size_t k = 0; k < pb->location[i]->n_line; k++)
+			drop_zero_in(&pb->location[i]->line[k]->base);
+	}
+	for (size_t i = 0; i < pb->n_function; i++)
+		drop_zero_in(&pb->function[i]->base);
+}
+
 int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t len,
 		    const struct pd_pprof_decode_opts *opts, struct pd_err *err)
 {
@@ -94,6 +131,7 @@ int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t le
 			rc = pd_pprof_wire_diagnose(data, raw_len, err);
 		goto out;
 	}
+	drop_field_zero(pb);
 	rc = pd_pprof_adopt(out, arena, pb, err);
 out:
 	free(raw);
