@@ -66,10 +66,17 @@ uint16_t pd_chunkenc_ts_count(const uint8_t *p, size_t len);
 
 /* Encoding byte that starts every value chunk. New encodings get new numbers. */
 enum pd_chunkenc_value_encoding {
+	/* v1: raw profiles, `group` to a zstd frame */
 	PD_CHUNKENC_VALUES_ZSTD_GROUPS = 1,
+	/* v2: profiles decomposed into the chunk's deduplicated tables (strings,
+	 * mappings, functions, locations, a stack tree) and per-profile records of
+	 * stack ids and value columns, records `group` to a zstd frame */
+	PD_CHUNKENC_VALUES_COLUMNAR = 2,
 };
 
+#define PD_CHUNKENC_DEFAULT_ENCODING PD_CHUNKENC_VALUES_COLUMNAR
 #define PD_CHUNKENC_DEFAULT_GROUP 16
+#define PD_CHUNKENC_V2_DEFAULT_GROUP 32
 #define PD_CHUNKENC_DEFAULT_ZSTD_LEVEL 3
 
 /* An appendable value chunk: profiles (any bytes) in groups of `group`, each full
@@ -77,9 +84,18 @@ enum pd_chunkenc_value_encoding {
  * chunk is sealed. Heap object. */
 struct pd_chunkenc_values;
 
-/* Returns a new appender, or NULL when out of memory. group and level of 0 take
- * the defaults. */
+/* Returns a new v1 appender, or NULL when out of memory. group and level of 0
+ * take the defaults. */
 struct pd_chunkenc_values *pd_chunkenc_values_create(unsigned group, int level);
+/* Returns a new appender of the given encoding (0: the default, v2), or NULL when
+ * out of memory or the encoding is unknown. A v2 appender decomposes each profile
+ * it is given (raw profile.proto); bytes that are not a profile are kept as they
+ * are. */
+struct pd_chunkenc_values *pd_chunkenc_values_create_enc(int encoding, unsigned group, int level);
+/* Heap bytes the appender holds. */
+size_t pd_chunkenc_values_memory(const struct pd_chunkenc_values *c);
+/* The encoding byte of a sealed value chunk, or 0 when it is empty. */
+int pd_chunkenc_values_encoding(const uint8_t *chunk, size_t len);
 void pd_chunkenc_values_destroy(struct pd_chunkenc_values *c);
 /* Copies len bytes of one profile into the chunk. */
 int pd_chunkenc_values_append(struct pd_chunkenc_values *c, const uint8_t *p, size_t len,

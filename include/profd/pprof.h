@@ -197,4 +197,97 @@ void pd_pprof_format_value_in(int64_t value, const char *unit, const char *out_u
 /* Formats value*100/total as pprof does ("12.34%", "0.5%", "100%"). */
 void pd_pprof_format_percent(int64_t value, int64_t total, char *out, size_t size);
 
+/* ---- comparing ------------------------------------------------------------ */
+
+/* 0 when a and b are the same profile: every field of profile.proto equal, ids
+ * included, strings compared by content (the string tables may differ in order
+ * and in unused entries). Otherwise 1, with the first difference described in
+ * why (size bytes; may be NULL). */
+int pd_pprof_compare(const struct pd_pprof_profile *a, const struct pd_pprof_profile *b, char *why,
+		     size_t size);
+
+/* ---- decomposition -------------------------------------------------------- */
+
+/* A profile as plain tables, the form in which stores keep it: each field of
+ * profile.proto, with strings as indices into `strings` and references by the
+ * profile's own ids. pd_pprof_parts_get fills one from a profile; a store that
+ * rebuilds a profile fills one and calls pd_pprof_parts_encode or _build. */
+struct pd_pprof_pvt {
+	int64_t type, unit;
+};
+
+struct pd_pprof_plabel {
+	int64_t key, str, num, num_unit;
+};
+
+struct pd_pprof_psample {
+	uint64_t *location_id; /* leaf first */
+	size_t nlocation;
+	int64_t *value; /* one per sample type */
+	size_t nvalue;
+	struct pd_pprof_plabel *label;
+	size_t nlabel;
+};
+
+struct pd_pprof_pmapping {
+	uint64_t id, memory_start, memory_limit, file_offset;
+	int64_t filename, build_id;
+	uint8_t has_functions, has_filenames, has_line_numbers, has_inline_frames;
+};
+
+struct pd_pprof_pline {
+	uint64_t function_id;
+	int64_t line, column;
+};
+
+struct pd_pprof_plocation {
+	uint64_t id, mapping_id, address;
+	struct pd_pprof_pline *line; /* innermost first */
+	size_t nline;
+	uint8_t is_folded;
+};
+
+struct pd_pprof_pfunction {
+	uint64_t id;
+	int64_t name, system_name, filename, start_line;
+};
+
+struct pd_pprof_parts {
+	const char *const *strings; /* strings[0] is "" */
+	const size_t *string_len;
+	size_t nstrings;
+	struct pd_pprof_pvt *sample_type;
+	size_t nsample_type;
+	struct pd_pprof_psample *sample;
+	size_t nsample;
+	struct pd_pprof_pmapping *mapping;
+	size_t nmapping;
+	struct pd_pprof_plocation *location;
+	size_t nlocation;
+	struct pd_pprof_pfunction *function;
+	size_t nfunction;
+	int has_period_type;
+	struct pd_pprof_pvt period_type;
+	int64_t period, time_nanos, duration_nanos;
+	int64_t drop_frames, keep_frames, default_sample_type, doc_url; /* string indices */
+	int64_t *comment; /* string indices */
+	size_t ncomment;
+	struct pd_arena *arena; /* what pd_pprof_parts_get allocated; NULL otherwise */
+};
+
+/* Fills *out with p's fields. The arrays are allocated in out->arena (free with
+ * pd_pprof_parts_fini); strings are borrowed from p, which must outlive *out. */
+int pd_pprof_parts_get(const struct pd_pprof_profile *p, struct pd_pprof_parts *out,
+		       struct pd_err *err);
+/* Frees what pd_pprof_parts_get allocated; leaves *parts zeroed. */
+void pd_pprof_parts_fini(struct pd_pprof_parts *parts);
+/* Serialises parts as profile.proto (raw, not gzip) into *out, malloc'd and owned
+ * by the caller. Nothing is validated: the caller checks its own indices. */
+int pd_pprof_parts_encode(const struct pd_pprof_parts *parts, uint8_t **out, size_t *out_len,
+			  struct pd_err *err);
+/* Builds and validates a profile from parts; *out is owned by the caller. parts
+ * is only read and may be freed afterwards. */
+int pd_pprof_parts_build(const struct pd_pprof_parts *parts, struct pd_pprof_profile **out,
+			 struct pd_err *err);
+
 #endif

@@ -32,7 +32,9 @@ struct pd_tsdb_opts {
 	uint64_t retention_bytes;   /* delete oldest blocks past this size; 0: no limit */
 	int64_t block_range_ms;     /* span of a head block; 0: 2h */
 	unsigned chunk_samples;     /* cut a chunk after this many samples; 0: 120 */
-	unsigned value_group;       /* profiles per zstd frame; 0: the chunkenc default */
+	int value_encoding;         /* encoding of new value chunks (enum
+				     * pd_chunkenc_value_encoding); 0: v2, columnar */
+	unsigned value_group;       /* profiles per zstd frame; 0: the encoding's default */
 	int zstd_level;             /* 0: the chunkenc default */
 	size_t max_profile;         /* largest profile accepted; 0: 64 MiB */
 	int wal_disabled;           /* no WAL: for bulk import that writes blocks */

@@ -21,7 +21,8 @@ void pd_tsdb_opts_init(struct pd_tsdb_opts *o)
 	o->retention_ms = PD_TSDB_DEFAULT_RETENTION_MS;
 	o->block_range_ms = PD_TSDB_DEFAULT_BLOCK_RANGE_MS;
 	o->chunk_samples = PD_TSDB_DEFAULT_CHUNK_SAMPLES;
-	o->value_group = PD_CHUNKENC_DEFAULT_GROUP;
+	o->value_encoding = PD_CHUNKENC_DEFAULT_ENCODING;
+	o->value_group = 0; /* the encoding's own default */
 	o->zstd_level = PD_CHUNKENC_DEFAULT_ZSTD_LEVEL;
 	o->max_profile = PD_TSDB_DEFAULT_MAX_PROFILE;
 }
@@ -36,8 +37,9 @@ static void fill_defaults(struct pd_tsdb_opts *o)
 		o->block_range_ms = d.block_range_ms;
 	if (!o->chunk_samples || o->chunk_samples > PD_CHUNKENC_MAX_SAMPLES)
 		o->chunk_samples = d.chunk_samples;
-	if (!o->value_group)
-		o->value_group = d.value_group;
+	if (o->value_encoding != PD_CHUNKENC_VALUES_ZSTD_GROUPS &&
+	    o->value_encoding != PD_CHUNKENC_VALUES_COLUMNAR)
+		o->value_encoding = d.value_encoding;
 	if (!o->zstd_level)
 		o->zstd_level = d.zstd_level;
 	if (!o->max_profile)
@@ -676,6 +678,42 @@ static int cursor_load(struct cursor *c, struct pd_err *err)
 	return pd_block_series(c->b, c->refs[c->i], &c->labels, &c->nl, &c->chunks, &c->nc, err);
 }
 
+/* Rewrites a value chunk of an older encoding in the store's encoding, so that
+ * compaction turns v1 blocks into v2 ones. *vals (borrowed) is replaced by a new
+ * chunk that *owned also receives (malloc'd, the caller frees it); a chunk already
+ * in the store's encoding is left alone and *owned is NULL. */
+static int reencode_values(struct pd_tsdb *db, const uint8_t **vals, size_t *len, uint8_t **owned,
+			   struct pd_err *err)
+{
+	*owned = NULL;
+	if (pd_chunkenc_values_encoding(*vals, *len) == db->o.value_encoding)
+		return 0;
+	int64_t n = pd_chunkenc_values_read_count(*vals, *len, err);
+	if (n < 0)
+		return (int)n;
+	struct pd_chunkenc_values *c =
+	    pd_chunkenc_values_create_enc(db->o.value_encoding, db->o.value_group, db->o.zstd_level);
+	if (!c)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	int rc = 0;
+	for (int64_t i = 0; i < n && !rc; i++) {
+		uint8_t *p;
+		size_t pl;
+		if ((rc = pd_chunkenc_values_read(*vals, *len, (size_t)i, db->o.max_profile, &p, &pl, err)))
+			break;
+		rc = pd_chunkenc_values_append(c, p, pl, err);
+		free(p);
+	}
+	uint8_t *out;
+	size_t olen;
+	if (!rc && !(rc = pd_chunkenc_values_seal(c, &out, &olen, err))) {
+		*vals = *owned = out;
+		*len = olen;
+	}
+	pd_chunkenc_values_destroy(c);
+	return rc;
+}
+
 /* Merges blocks (sorted by time, not overlapping) into one new block. */
 static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char ulid[27],
 			struct pd_err *err)
@@ -685,6 +723,7 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 	size_t nsrc = 0;
 	struct pd_block_writer *w = NULL;
 	struct pd_block_chunk *cs = NULL;
+	uint8_t **owned = NULL; /* value chunks rewritten in the store's encoding */
 	size_t cs_cap = 0;
 	int rc = 0, level = 0;
 	if (!cur)
@@ -734,15 +773,20 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 			if (ncs + cur[i].nc > cs_cap) {
 				size_t c = (ncs + cur[i].nc) * 2;
 				struct pd_block_chunk *nc = realloc(cs, c * sizeof(*nc));
-				if (!nc) {
+				if (nc)
+					cs = nc;
+				uint8_t **no = realloc(owned, c * sizeof(*no));
+				if (no)
+					owned = no;
+				if (!nc || !no) {
 					rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 					break;
 				}
-				cs = nc;
 				cs_cap = c;
 			}
 			for (size_t k = 0; k < cur[i].nc && !rc; k++) {
 				const struct pd_block_chunk_meta *m = &cur[i].chunks[k];
+				owned[ncs] = NULL;
 				struct pd_block_chunk *c = &cs[ncs++];
 				c->mint = m->mint;
 				c->maxt = m->maxt;
@@ -750,10 +794,16 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 				rc = pd_block_chunk_bytes(bs[i], m->ts_ref, &c->ts, &c->ts_len, err);
 				if (!rc)
 					rc = pd_block_chunk_bytes(bs[i], m->vals_ref, &c->vals, &c->vals_len, err);
+				if (!rc)
+					rc = reencode_values(db, &c->vals, &c->vals_len, &owned[ncs - 1], err);
 			}
 		}
 		if (!rc)
 			rc = pd_block_writer_add_series(w, lab, nlab, cs, ncs, err);
+		for (size_t k = 0; k < ncs; k++) {
+			free(owned[k]);
+			owned[k] = NULL;
+		}
 		/* advance every cursor that held this series (lab points into min's
 		 * labels, so compare before any reload) */
 		struct cursor *adv[64];
@@ -779,6 +829,7 @@ out:
 	}
 	free(cur);
 	free(cs);
+	free(owned);
 	free(sources);
 	return rc;
 }

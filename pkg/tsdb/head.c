@@ -39,6 +39,7 @@ int head_init(struct head *h, const struct pd_tsdb_opts *o)
 	h->chunk_samples = o->chunk_samples;
 	h->group = o->value_group;
 	h->level = o->zstd_level;
+	h->encoding = o->value_encoding;
 	h->block_range = o->block_range_ms;
 	return 0;
 }
@@ -329,7 +330,7 @@ int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t 
 	     window_of(t, h->block_range) != window_of(s->open_mint, h->block_range)) &&
 	    (rc = seal_open(h, s, err)))
 		goto out;
-	if (!s->open_vals && !(s->open_vals = pd_chunkenc_values_create(h->group, h->level))) {
+	if (!s->open_vals && !(s->open_vals = pd_chunkenc_values_create_enc(h->encoding, h->group, h->level))) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory opening a chunk");
 		goto out;
 	}

@@ -57,7 +57,7 @@ struct head {
 	int64_t mint, maxt; /* INT64_MAX / INT64_MIN when empty */
 	uint64_t nsamples;
 	unsigned chunk_samples, group;
-	int level;
+	int level, encoding;
 	int64_t block_range;
 };
 

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "profd/labels.h"
+#include "profd/pprof.h"
 #include "profd/tsdb.h"
 #include "profd/util.h"
 
@@ -203,6 +204,29 @@ static struct expected *find_expected(struct expected *e, size_t n, unsigned s, 
 	return NULL;
 }
 
+/* True when p is, field for field, the profile the schedule stored at sample k. */
+static int same_as_source(const struct gseries *g, size_t k, const uint8_t *p, size_t len)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/profiles/%s", PD_TESTDATA,
+		 g->profiles[g->profiles[1] ? k % 2 : 0]);
+	struct pd_pprof_profile *want, *got;
+	struct pd_err err = {0};
+	char why[256];
+	if (pd_pprof_read_file(&want, path, NULL, &err))
+		fail_msg("%s", err.msg);
+	if (pd_pprof_decode(&got, p, len, NULL, &err)) {
+		pd_pprof_destroy(want);
+		return 0;
+	}
+	int same = pd_pprof_compare(want, got, why, sizeof(why)) == 0;
+	if (!same)
+		print_error("stored profile differs from %s: %s\n", path, why);
+	pd_pprof_destroy(want);
+	pd_pprof_destroy(got);
+	return same;
+}
+
 /* ---- checks ------------------------------------------------------------------ */
 
 /* The schedule's totals, so that an edit of the table is noticed. */
@@ -266,7 +290,12 @@ static void check_contents(struct pd_tsdb *db, int with_extra)
 			tsdb_labels(g, tl);
 			if (pd_tsdb_read(db, tl, nlabels(g), t, &p, &len, &err))
 				fail_msg("read series %zu at %lld: %s", i, (long long)t, err.msg);
-			if (len != x->size || pd_labels_xxh64(p, len, 0) != x->hash)
+			/* the blocks give back their v1 chunks byte for byte; the WAL's
+			 * samples are replayed into a head that keeps them in the columnar
+			 * encoding (and compaction may rewrite blocks in it), which gives
+			 * back the same profile with its string table rebuilt */
+			if ((len != x->size || pd_labels_xxh64(p, len, 0) != x->hash) &&
+			    !same_as_source(g, k, p, len))
 				fail_msg("series %zu at %lld: profile of %zu bytes, hash %016llx; "
 				         "EXPECTED "
 				         "%zu bytes, %016llx",

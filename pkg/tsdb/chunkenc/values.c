@@ -17,6 +17,7 @@
 #include <zstd.h>
 
 #include "profd/chunkenc.h"
+#include "v2_int.h"
 
 struct pd_chunkenc_values {
 	unsigned group;
@@ -27,6 +28,7 @@ struct pd_chunkenc_values {
 	size_t nframes, frame_cap;
 	struct pd_buf open;    /* the group being filled, uncompressed */
 	unsigned open_count;
+	struct v2_appender *v2; /* set for encoding 2: every call goes there */
 };
 
 static int put_uvarint(struct pd_buf *b, uint64_t v)
@@ -72,10 +74,41 @@ struct pd_chunkenc_values *pd_chunkenc_values_create(unsigned group, int level)
 	return c;
 }
 
+struct pd_chunkenc_values *pd_chunkenc_values_create_enc(int encoding, unsigned group, int level)
+{
+	if (encoding == 0)
+		encoding = PD_CHUNKENC_DEFAULT_ENCODING;
+	if (encoding == PD_CHUNKENC_VALUES_ZSTD_GROUPS)
+		return pd_chunkenc_values_create(group, level);
+	if (encoding != PD_CHUNKENC_VALUES_COLUMNAR)
+		return NULL;
+	struct pd_chunkenc_values *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	if (!(c->v2 = v2_appender_create(group, level))) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+size_t pd_chunkenc_values_memory(const struct pd_chunkenc_values *c)
+{
+	if (c->v2)
+		return sizeof(*c) + v2_appender_memory(c->v2);
+	return sizeof(*c) + c->frames.cap + c->open.cap + c->frame_cap * sizeof(size_t);
+}
+
+int pd_chunkenc_values_encoding(const uint8_t *chunk, size_t len)
+{
+	return len ? chunk[0] : 0;
+}
+
 void pd_chunkenc_values_destroy(struct pd_chunkenc_values *c)
 {
 	if (!c)
 		return;
+	v2_appender_destroy(c->v2);
 	pd_buf_fini(&c->frames);
 	pd_buf_fini(&c->open);
 	free(c->frame_len);
@@ -84,6 +117,8 @@ void pd_chunkenc_values_destroy(struct pd_chunkenc_values *c)
 
 size_t pd_chunkenc_values_count(const struct pd_chunkenc_values *c)
 {
+	if (c->v2)
+		return v2_appender_count(c->v2);
 	return c->count;
 }
 
@@ -138,6 +173,8 @@ static int compress_group(const struct pd_buf *raw, int level, struct pd_buf *ou
 int pd_chunkenc_values_append(struct pd_chunkenc_values *c, const uint8_t *p, size_t len,
 			      struct pd_err *err)
 {
+	if (c->v2)
+		return v2_appender_append(c->v2, p, len, err);
 	if (c->count >= PD_CHUNKENC_MAX_SAMPLES)
 		return pd_err_set(err, PD_ETOOBIG, "value chunk is full (%d profiles)",
 				  PD_CHUNKENC_MAX_SAMPLES);
@@ -235,6 +272,8 @@ int pd_chunkenc_values_get(const struct pd_chunkenc_values *c, size_t i, uint8_t
 {
 	const uint8_t *item;
 	size_t ilen;
+	if (c->v2)
+		return v2_appender_get(c->v2, i, out, out_len, err);
 	if (i >= c->count)
 		return pd_err_set(err, PD_ENOTFOUND, "profile %zu of a chunk of %zu", i, c->count);
 	size_t g = i / c->group;
@@ -262,6 +301,8 @@ int pd_chunkenc_values_get(const struct pd_chunkenc_values *c, size_t i, uint8_t
 int pd_chunkenc_values_seal(const struct pd_chunkenc_values *c, uint8_t **out, size_t *out_len,
 			    struct pd_err *err)
 {
+	if (c->v2)
+		return v2_appender_seal(c->v2, out, out_len, err);
 	struct pd_buf b, last;
 	size_t last_len = 0;
 	int rc = 0;
@@ -318,6 +359,8 @@ static int parse_header(const uint8_t *p, size_t len, struct header *h, struct p
 
 int64_t pd_chunkenc_values_read_count(const uint8_t *chunk, size_t len, struct pd_err *err)
 {
+	if (len && chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR)
+		return v2_read_count(chunk, len, err);
 	struct header h;
 	int rc = parse_header(chunk, len, &h, err);
 	return rc ? rc : (int64_t)h.count;
@@ -326,6 +369,8 @@ int64_t pd_chunkenc_values_read_count(const uint8_t *chunk, size_t len, struct p
 int pd_chunkenc_values_read(const uint8_t *chunk, size_t len, size_t i, size_t max_profile,
 			    uint8_t **out, size_t *out_len, struct pd_err *err)
 {
+	if (len && chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR)
+		return v2_read(chunk, len, i, max_profile, out, out_len, err);
 	struct header h;
 	int rc = parse_header(chunk, len, &h, err);
 	if (rc)

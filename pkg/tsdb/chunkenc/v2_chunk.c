@@ -1,0 +1,451 @@
+/* v2_chunk.c: the columnar value chunk (encoding 2) as a whole: an appender that
+ * decomposes each profile into the chunk's tables and a record, compressing
+ * records group by group as groups fill (so that an open chunk in the head holds
+ * its tables, compressed groups and one open group, never a queue of raw
+ * profiles), and the reader of sealed chunks, which decompresses the tables and
+ * one group to rebuild one profile.
+ *
+ * Sealed layout (varints as in docs/format/chunks.md):
+ *
+ *   encoding (1B = 2) | count | group | tables_len | frame_len × nframes |
+ *   tables frame | group frames ...
+ *
+ * The tables frame is v2_tables_write's output, compressed; group frame k holds
+ * the records of profiles k*group .. min(count, (k+1)*group)-1, compressed. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "v2_int.h"
+
+struct v2_appender {
+	unsigned group; /* records per sealed group; delta coding restarts at each */
+	unsigned hgroup; /* records per frame while the chunk is open (divides group) */
+	int level;
+	size_t count;
+	struct v2_tables t;
+	struct v2_prev prev;
+	struct pd_buf frames; /* compressed frames of hgroup records, back to back */
+	size_t *frame_len;
+	size_t nframes, frame_cap;
+	struct pd_buf open; /* records of the open frame (fewer than hgroup) */
+	unsigned open_count;
+	int broken; /* the delta state could not be rebuilt after a failure */
+};
+
+/* ---- zstd ------------------------------------------------------------------------ */
+
+static pthread_key_t cctx_key, dctx_key;
+static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+
+static void cctx_free(void *p) { ZSTD_freeCCtx(p); }
+static void dctx_free(void *p) { ZSTD_freeDCtx(p); }
+
+static void ctx_init(void)
+{
+	pthread_key_create(&cctx_key, cctx_free);
+	pthread_key_create(&dctx_key, dctx_free);
+}
+
+int v2_compress(const uint8_t *raw, size_t len, int level, struct pd_buf *out, size_t *flen,
+		struct pd_err *err)
+{
+	pthread_once(&ctx_once, ctx_init);
+	ZSTD_CCtx *c = pthread_getspecific(cctx_key);
+	if (!c && (c = ZSTD_createCCtx()))
+		pthread_setspecific(cctx_key, c);
+	size_t bound = ZSTD_compressBound(len);
+	if (!c || pd_buf_reserve(out, bound))
+		return pd_err_set(err, PD_ENOMEM, "out of memory compressing a value chunk");
+	size_t n = ZSTD_compressCCtx(c, out->data + out->len, bound, raw, len, level);
+	if (ZSTD_isError(n))
+		return pd_err_set(err, PD_EINVAL, "zstd: %s", ZSTD_getErrorName(n));
+	out->len += n;
+	*flen = n;
+	if (out->cap > out->len) {
+		uint8_t *d = realloc(out->data, out->len ? out->len : 1);
+		if (d) {
+			out->data = d;
+			out->cap = out->len ? out->len : 1;
+		}
+	}
+	return 0;
+}
+
+int v2_decompress(const uint8_t *f, size_t flen, size_t max, uint8_t **out, size_t *out_len,
+		  const char *what, struct pd_err *err)
+{
+	unsigned long long size = ZSTD_getFrameContentSize(f, flen);
+	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
+		return pd_err_set(err, PD_ECORRUPT, "value chunk: %s is not a valid zstd frame", what);
+	if (size > max)
+		return pd_err_set(err, PD_ETOOBIG, "value chunk: %s of %llu bytes exceeds the limit of %zu",
+				  what, size, max);
+	pthread_once(&ctx_once, ctx_init);
+	ZSTD_DCtx *d = pthread_getspecific(dctx_key);
+	if (!d && (d = ZSTD_createDCtx()))
+		pthread_setspecific(dctx_key, d);
+	*out = malloc(size ? (size_t)size : 1);
+	if (!d || !*out) {
+		free(*out);
+		*out = NULL;
+		return pd_err_set(err, PD_ENOMEM, "out of memory decompressing %llu bytes", size);
+	}
+	size_t n = ZSTD_decompressDCtx(d, *out, (size_t)size, f, flen);
+	if (ZSTD_isError(n) || n != size) {
+		free(*out);
+		*out = NULL;
+		return pd_err_set(err, PD_ECORRUPT, "value chunk: %s: %s", what,
+				  ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short frame");
+	}
+	*out_len = n;
+	return 0;
+}
+
+/* ---- the appender -------------------------------------------------------------------- */
+
+struct v2_appender *v2_appender_create(unsigned group, int level)
+{
+	struct v2_appender *a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	a->group = group ? group : PD_CHUNKENC_V2_DEFAULT_GROUP;
+	/* an open chunk keeps at most hgroup - 1 records uncompressed: a head holds
+	 * one open chunk per series */
+	a->hgroup = a->group % 4 == 0 ? 4 : a->group % 2 == 0 ? 2 : 1;
+	a->level = level ? level : PD_CHUNKENC_DEFAULT_ZSTD_LEVEL;
+	v2_tables_init(&a->t);
+	pd_buf_init(&a->frames, 0);
+	pd_buf_init(&a->open, 0);
+	return a;
+}
+
+void v2_appender_destroy(struct v2_appender *a)
+{
+	if (!a)
+		return;
+	v2_tables_fini(&a->t);
+	v2_prev_fini(&a->prev);
+	pd_buf_fini(&a->frames);
+	pd_buf_fini(&a->open);
+	free(a->frame_len);
+	free(a);
+}
+
+size_t v2_appender_count(const struct v2_appender *a) { return a->count; }
+
+size_t v2_appender_memory(const struct v2_appender *a)
+{
+	const struct v2_prev *p = &a->prev;
+	return sizeof(*a) + v2_tables_memory(&a->t) + a->frames.cap + a->open.cap +
+	       a->frame_cap * sizeof(size_t) +
+	       (p->nmap * (sizeof(uint32_t) + sizeof(uint64_t))) +
+	       p->nby * (sizeof(uint32_t) + p->nvalues * sizeof(int64_t));
+}
+
+/* The records [from, to) of the appender, uncompressed, appended to out. from
+ * must start a frame. */
+static int appender_records(const struct v2_appender *a, size_t from, size_t to,
+			    struct pd_buf *out, struct pd_err *err)
+{
+	size_t off = 0, k;
+	for (k = 0; k < from / a->hgroup; k++)
+		off += a->frame_len[k];
+	for (size_t i = from; i < to; i += a->hgroup, k++) {
+		if (k >= a->nframes)
+			return pd_buf_append(out, a->open.data, a->open.len)
+				   ? pd_err_set(err, PD_ENOMEM, "out of memory")
+				   : 0;
+		uint8_t *raw;
+		size_t rawlen;
+		int rc = v2_decompress(a->frames.data + off, a->frame_len[k], SIZE_MAX / 2, &raw,
+				       &rawlen, "frame", err);
+		if (rc)
+			return rc;
+		rc = pd_buf_append(out, raw, rawlen);
+		free(raw);
+		if (rc)
+			return pd_err_set(err, PD_ENOMEM, "out of memory");
+		off += a->frame_len[k];
+	}
+	return 0;
+}
+
+/* Decodes the open frame again to make prev what it was after its last record:
+ * from the start of the group when the open frame is not its first. */
+static int rebuild_prev(struct v2_appender *a)
+{
+	struct pd_buf recs;
+	struct pd_err err = {0};
+	pd_buf_init(&recs, 0);
+	size_t from = a->count - a->count % a->group;
+	int rc = appender_records(a, from, a->count, &recs, &err);
+	struct v2_rd r = {recs.data, recs.len, 0, 0};
+	v2_prev_reset(&a->prev);
+	while (!rc && r.pos < r.len) {
+		struct v2_decoded d;
+		if ((rc = v2_record_decode(&a->t, &a->prev, &r, 0, &d, &err)) == 0)
+			v2_decoded_fini(&d);
+	}
+	pd_buf_fini(&recs);
+	return rc;
+}
+
+int v2_appender_append(struct v2_appender *a, const uint8_t *p, size_t len, struct pd_err *err)
+{
+	if (a->broken)
+		return pd_err_set(err, PD_ENOMEM, "value chunk: an earlier append ran out of memory");
+	if (a->count >= PD_CHUNKENC_MAX_SAMPLES)
+		return pd_err_set(err, PD_ETOOBIG, "value chunk is full (%d profiles)",
+				  PD_CHUNKENC_MAX_SAMPLES);
+	if (a->count % a->group == 0)
+		v2_prev_reset(&a->prev);
+	size_t mark = a->open.len;
+	int rc = v2_record_encode(&a->t, &a->prev, a->level, p, len, &a->open, err);
+	if (rc)
+		return rc;
+	if (a->open_count + 1 < a->hgroup) {
+		a->open_count++;
+		a->count++;
+		return 0;
+	}
+	if (a->nframes == a->frame_cap) {
+		size_t cap = a->frame_cap ? a->frame_cap * 2 : 8;
+		size_t *fl = realloc(a->frame_len, cap * sizeof(*fl));
+		if (!fl)
+			goto undo;
+		a->frame_len = fl;
+		a->frame_cap = cap;
+	}
+	if ((rc = v2_compress(a->open.data, a->open.len, a->level, &a->frames,
+			      &a->frame_len[a->nframes], err)))
+		goto undo_rc;
+	a->nframes++;
+	a->count++;
+	pd_buf_fini(&a->open);
+	pd_buf_init(&a->open, 0);
+	a->open_count = 0;
+	return 0;
+undo:
+	rc = pd_err_set(err, PD_ENOMEM, "out of memory compressing a value group");
+undo_rc:
+	/* the record goes; the tables may keep what it added (unreferenced entries
+	 * are harmless), and the delta state goes back to the record before */
+	a->open.len = mark;
+	if (rebuild_prev(a))
+		a->broken = 1;
+	return rc;
+}
+
+/* Record k (0-based) of the group in g: decodes records 0..k, keeping the last. */
+static int group_record(const struct v2_tables *t, const uint8_t *g, size_t glen, size_t k,
+			size_t max_profile, uint8_t **out, size_t *out_len, struct pd_err *err)
+{
+	struct v2_prev prev = {0};
+	struct v2_rd r = {g, glen, 0, 0};
+	int rc = 0;
+	for (size_t j = 0; j <= k && !rc; j++) {
+		struct v2_decoded d;
+		if ((rc = v2_record_decode(t, &prev, &r, j == k, &d, err)))
+			break;
+		if (j == k) {
+			if (d.opaque) {
+				if (d.len > max_profile)
+					rc = pd_err_set(err, PD_ETOOBIG,
+							"profile of %zu bytes exceeds the limit of %zu",
+							d.len, max_profile);
+				else if (!(*out = malloc(d.len ? d.len : 1)))
+					rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+				else {
+					if (d.len)
+						memcpy(*out, d.bytes, d.len);
+					*out_len = d.len;
+				}
+			} else {
+				rc = pd_pprof_parts_encode(&d.parts, out, out_len, err);
+				if (!rc && *out_len > max_profile) {
+					free(*out);
+					*out = NULL;
+					rc = pd_err_set(err, PD_ETOOBIG,
+							"profile of %zu bytes exceeds the limit of %zu",
+							*out_len, max_profile);
+				}
+			}
+		}
+		v2_decoded_fini(&d);
+	}
+	v2_prev_fini(&prev);
+	return rc;
+}
+
+int v2_appender_get(const struct v2_appender *a, size_t i, uint8_t **out, size_t *out_len,
+		    struct pd_err *err)
+{
+	if (i >= a->count)
+		return pd_err_set(err, PD_ENOTFOUND, "profile %zu of a chunk of %zu", i, a->count);
+	struct pd_buf recs;
+	pd_buf_init(&recs, 0);
+	size_t from = i - i % a->group;
+	int rc = appender_records(a, from, i + 1, &recs, err);
+	if (!rc)
+		rc = group_record(&a->t, recs.data, recs.len, i - from, SIZE_MAX, out, out_len, err);
+	pd_buf_fini(&recs);
+	return rc;
+}
+
+int v2_appender_seal(const struct v2_appender *a, uint8_t **out, size_t *out_len,
+		     struct pd_err *err)
+{
+	struct pd_buf b, tables, ctables, groups, recs;
+	size_t tlen = 0;
+	int rc = 0;
+	size_t ngroups = (a->count + a->group - 1) / a->group;
+	size_t *gl = calloc(ngroups ? ngroups : 1, sizeof(*gl));
+	pd_buf_init(&b, 0);
+	pd_buf_init(&tables, 0);
+	pd_buf_init(&ctables, 0);
+	pd_buf_init(&groups, 0);
+	pd_buf_init(&recs, 0);
+	if (!gl)
+		goto nomem;
+	/* each group's frames, decompressed and compressed again as one */
+	for (size_t g = 0; g < ngroups; g++) {
+		size_t from = g * a->group, to = from + a->group < a->count ? from + a->group : a->count;
+		recs.len = 0;
+		if ((rc = appender_records(a, from, to, &recs, err)) ||
+		    (rc = v2_compress(recs.data, recs.len, a->level, &groups, &gl[g], err)))
+			goto out;
+	}
+	{
+		/* an empty chunk still has string 0 */
+		struct v2_tables empty;
+		const struct v2_tables *t = &a->t;
+		v2_tables_init(&empty);
+		if (t->nstr == 0) {
+			if (v2_intern_str(&empty, "", 0) != 0) {
+				v2_tables_fini(&empty);
+				goto nomem;
+			}
+			t = &empty;
+		}
+		int w = v2_tables_write(t, &tables);
+		v2_tables_fini(&empty);
+		if (w)
+			goto nomem;
+	}
+	if ((rc = v2_compress(tables.data, tables.len, a->level, &ctables, &tlen, err)))
+		goto out;
+	uint8_t enc = PD_CHUNKENC_VALUES_COLUMNAR;
+	int w = pd_buf_append(&b, &enc, 1) | v2_put_uv(&b, a->count) | v2_put_uv(&b, a->group) |
+		v2_put_uv(&b, tlen);
+	for (size_t g = 0; g < ngroups; g++)
+		w |= v2_put_uv(&b, gl[g]);
+	w |= pd_buf_append(&b, ctables.data, ctables.len);
+	w |= pd_buf_append(&b, groups.data, groups.len);
+	if (w)
+		goto nomem;
+	*out = pd_buf_steal(&b, out_len);
+	goto out;
+nomem:
+	rc = pd_err_set(err, PD_ENOMEM, "out of memory sealing a value chunk");
+out:
+	free(gl);
+	pd_buf_fini(&b);
+	pd_buf_fini(&tables);
+	pd_buf_fini(&ctables);
+	pd_buf_fini(&groups);
+	pd_buf_fini(&recs);
+	return rc;
+}
+
+/* ---- sealed chunks ------------------------------------------------------------------ */
+
+struct v2_header {
+	uint64_t count, group, tables_len;
+	size_t frames_at; /* offset of the frame length table */
+	size_t data_at;   /* offset of the tables frame */
+	uint64_t nframes;
+};
+
+static int parse_header(const uint8_t *p, size_t len, struct v2_header *h, struct pd_err *err)
+{
+	struct v2_rd r = {p, len, 1, 0};
+	if (len < 1 || p[0] != PD_CHUNKENC_VALUES_COLUMNAR)
+		return pd_err_set(err, PD_ECORRUPT, "value chunk is not a columnar chunk");
+	h->count = v2_uv(&r);
+	h->group = v2_uv(&r);
+	h->tables_len = v2_uv(&r);
+	if (r.bad)
+		return pd_err_set(err, PD_ECORRUPT, "value chunk header is truncated");
+	if (h->group == 0 || h->group > PD_CHUNKENC_MAX_SAMPLES || h->count > PD_CHUNKENC_MAX_SAMPLES)
+		return pd_err_set(err, PD_ECORRUPT,
+				  "value chunk header is inconsistent (count %llu, group %llu)",
+				  (unsigned long long)h->count, (unsigned long long)h->group);
+	h->nframes = (h->count + h->group - 1) / h->group;
+	h->frames_at = r.pos;
+	uint64_t total = h->tables_len;
+	for (uint64_t k = 0; k < h->nframes; k++)
+		total += v2_uv(&r);
+	if (r.bad)
+		return pd_err_set(err, PD_ECORRUPT, "value chunk frame table is truncated");
+	h->data_at = r.pos;
+	if (total != len - r.pos)
+		return pd_err_set(err, PD_ECORRUPT,
+				  "value chunk frames add up to %llu bytes, the chunk has %zu",
+				  (unsigned long long)total, len - r.pos);
+	return 0;
+}
+
+int64_t v2_read_count(const uint8_t *chunk, size_t len, struct pd_err *err)
+{
+	struct v2_header h = {0};
+	int rc = parse_header(chunk, len, &h, err);
+	return rc ? rc : (int64_t)h.count;
+}
+
+/* Largest decompressed tables accepted for a chunk of profiles of at most
+ * max_profile bytes: a chunk's tables are the union of its profiles' symbols, so
+ * a few profiles' worth, however many profiles it holds. */
+static size_t tables_limit(size_t max_profile)
+{
+	return max_profile > SIZE_MAX / 8 ? SIZE_MAX / 2 : max_profile * 8 + 4096;
+}
+
+int v2_read(const uint8_t *chunk, size_t len, size_t i, size_t max_profile, uint8_t **out,
+	    size_t *out_len, struct pd_err *err)
+{
+	struct v2_header h = {0};
+	int rc = parse_header(chunk, len, &h, err);
+	if (rc)
+		return rc;
+	if (i >= h.count)
+		return pd_err_set(err, PD_ENOTFOUND, "profile %zu of a chunk of %llu", i,
+				  (unsigned long long)h.count);
+	uint64_t g = i / h.group, off = h.tables_len, flen = 0;
+	struct v2_rd r = {chunk, len, h.frames_at, 0};
+	for (uint64_t k = 0; k <= g; k++) {
+		uint64_t l = v2_uv(&r);
+		if (k < g)
+			off += l;
+		else
+			flen = l;
+	}
+	uint8_t *traw = NULL, *graw = NULL;
+	size_t tlen, glen;
+	struct v2_tables t;
+	v2_tables_init(&t);
+	uint64_t items = h.count - g * h.group < h.group ? h.count - g * h.group : h.group;
+	size_t gmax = max_profile > (SIZE_MAX / 2) / items ? SIZE_MAX / 2 : max_profile * items + 4096;
+	if ((rc = v2_decompress(chunk + h.data_at, h.tables_len, tables_limit(max_profile), &traw,
+				&tlen, "tables frame", err)) ||
+	    (rc = v2_tables_read(&t, traw, tlen, err)) ||
+	    (rc = v2_decompress(chunk + h.data_at + off, flen, gmax, &graw, &glen, "group frame", err)))
+		goto out;
+	rc = group_record(&t, graw, glen, i % h.group, max_profile, out, out_len, err);
+out:
+	free(traw);
+	free(graw);
+	v2_tables_fini(&t);
+	return rc;
+}

@@ -1,0 +1,196 @@
+/* v2_int.h: the columnar value chunk (encoding 2), private to chunkenc: the
+ * chunk's deduplicated tables (strings, mappings, functions, locations, stack
+ * tree) as the appender grows them and the reader parses them, the per-profile
+ * record coder, and the varint helpers both sides use. Layout:
+ * docs/format/chunks.md, "Value chunk, encoding 2". */
+#ifndef PROFD_CHUNKENC_V2_INT_H
+#define PROFD_CHUNKENC_V2_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profd/chunkenc.h"
+#include "profd/pprof.h"
+#include "profd/util.h"
+
+/* ---- varints ---------------------------------------------------------------- */
+
+int v2_put_uv(struct pd_buf *b, uint64_t v);
+int v2_put_sv(struct pd_buf *b, int64_t v);
+
+/* A bounded reader over bytes; the first error sticks and later reads give 0. */
+struct v2_rd {
+	const uint8_t *p;
+	size_t len, pos;
+	int bad;
+};
+
+uint64_t v2_uv(struct v2_rd *r);
+int64_t v2_sv(struct v2_rd *r);
+uint8_t v2_byte(struct v2_rd *r);
+/* A count of items that each take at least min_bytes more input: refuses counts
+ * the remaining bytes cannot hold, so that no input allocates beyond its size. */
+size_t v2_count(struct v2_rd *r, size_t min_bytes);
+
+/* ---- tables ------------------------------------------------------------------- */
+
+struct v2_mapping {
+	uint64_t start, limit, offset;
+	uint32_t filename, build_id; /* string indices */
+	uint8_t flags;               /* has_functions 1, has_filenames 2, has_line_numbers 4,
+				      * has_inline_frames 8 */
+};
+
+struct v2_function {
+	uint32_t name, system_name, filename;
+	int64_t start_line;
+};
+
+struct v2_line {
+	uint32_t function;
+	int64_t line, column;
+};
+
+struct v2_location {
+	uint64_t address;
+	uint32_t mapping; /* index + 1; 0: none */
+	uint32_t line;    /* first line in the lines table */
+	uint32_t nline;
+	uint8_t folded;
+};
+
+struct v2_node {
+	uint32_t parent; /* index + 1; 0: a root */
+	uint32_t location;
+};
+
+/* An open-addressing index of table entries: slots hold index + 1. */
+struct v2_index {
+	uint32_t *slot;
+	size_t cap; /* power of two or 0 */
+};
+
+struct v2_tables {
+	/* strings: NUL-terminated, back to back in sbytes; soff[i] .. soff[i+1]-1 */
+	struct pd_buf sbytes;
+	uint32_t *soff;
+	size_t nstr, str_cap;
+	struct v2_mapping *map;
+	size_t nmap, map_cap;
+	struct v2_function *fn;
+	size_t nfn, fn_cap;
+	struct v2_location *loc;
+	size_t nloc, loc_cap;
+	struct v2_line *line;
+	size_t nline, line_cap;
+	struct v2_node *node;
+	size_t nnode, node_cap;
+	/* dedup indexes: only the appender builds them */
+	struct v2_index istr, imap, ifn, iloc, inode;
+};
+
+void v2_tables_init(struct v2_tables *t);
+void v2_tables_fini(struct v2_tables *t);
+/* Heap bytes the tables hold (arrays, indexes). */
+size_t v2_tables_memory(const struct v2_tables *t);
+
+static inline const char *v2_str(const struct v2_tables *t, uint32_t i)
+{
+	return (const char *)t->sbytes.data + t->soff[i];
+}
+
+static inline size_t v2_str_len(const struct v2_tables *t, uint32_t i)
+{
+	return t->soff[i + 1] - t->soff[i] - 1;
+}
+
+/* Interning: each returns the index of an equal entry, adding one when there is
+ * none. -1 when out of memory. Entries whose index + 1 is a key of avoid (may be
+ * NULL) are not reused: a profile that holds two equal entries under two ids gets
+ * two entries, so that within a profile table index and id are one to one. */
+int64_t v2_intern_str(struct v2_tables *t, const char *s, size_t len);
+int64_t v2_intern_map(struct v2_tables *t, const struct v2_mapping *m,
+		      const struct pd_u64map *avoid);
+int64_t v2_intern_fn(struct v2_tables *t, const struct v2_function *f,
+		     const struct pd_u64map *avoid);
+/* lines are copied in */
+int64_t v2_intern_loc(struct v2_tables *t, const struct v2_location *l,
+		      const struct v2_line *lines, const struct pd_u64map *avoid);
+int64_t v2_intern_node(struct v2_tables *t, uint32_t parent, uint32_t location);
+
+/* Appends the tables' serialised form to b. */
+int v2_tables_write(const struct v2_tables *t, struct pd_buf *b);
+/* Parses serialised tables into t (initialised by the caller), checking every
+ * reference. err names what is wrong. */
+int v2_tables_read(struct v2_tables *t, const uint8_t *p, size_t len, struct pd_err *err);
+
+/* ---- profile records ------------------------------------------------------------- */
+
+/* What the record coder carries from one profile to the next within a group:
+ * the values by stack for delta coding, the mapping list, the time. */
+struct v2_prev {
+	int valid;
+	int64_t time_nanos;
+	uint32_t *map_idx; /* mapping table indices and their ids, in profile order */
+	uint64_t *map_id;
+	size_t nmap;
+	/* samples of the previous profile sorted by stack: (stack, first sample) */
+	uint32_t *by_stack;   /* stack ids, ascending, unique */
+	int64_t *by_values;   /* nvalues per entry */
+	size_t nby, nvalues;
+};
+
+void v2_prev_fini(struct v2_prev *p);
+void v2_prev_reset(struct v2_prev *p);
+
+/* Adds profile bytes as one record to out: decomposed into the tables when they
+ * decode as a profile, kept as opaque bytes otherwise. prev is the group's state
+ * and is updated. */
+int v2_record_encode(struct v2_tables *t, struct v2_prev *prev, int level_hint,
+		     const uint8_t *p, size_t len, struct pd_buf *out, struct pd_err *err);
+
+/* A decoded record: either a profile as parts (arrays in arena, strings in the
+ * tables) or opaque bytes (borrowed from the input). */
+struct v2_decoded {
+	int opaque;
+	const uint8_t *bytes;
+	size_t len;
+	struct pd_pprof_parts parts;
+	struct pd_arena *arena;
+};
+
+/* Decodes the record at r into *d (d->arena is created here; free with
+ * v2_decoded_fini) and updates prev. want == 0 skips building the parts (only
+ * prev advances), for the records before the one asked for. */
+int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_rd *r, int want,
+		     struct v2_decoded *d, struct pd_err *err);
+void v2_decoded_fini(struct v2_decoded *d);
+
+/* ---- frames --------------------------------------------------------------------- */
+
+/* Compresses raw into one zstd frame appended to out (exact size); *flen its size. */
+int v2_compress(const uint8_t *raw, size_t len, int level, struct pd_buf *out, size_t *flen,
+		struct pd_err *err);
+/* Decompresses one frame, refusing more than max bytes. *out is malloc'd. */
+int v2_decompress(const uint8_t *f, size_t flen, size_t max, uint8_t **out, size_t *out_len,
+		  const char *what, struct pd_err *err);
+
+/* ---- the appender and reader (v2_chunk.c) --------------------------------------- */
+
+struct v2_appender;
+
+struct v2_appender *v2_appender_create(unsigned group, int level);
+void v2_appender_destroy(struct v2_appender *a);
+int v2_appender_append(struct v2_appender *a, const uint8_t *p, size_t len, struct pd_err *err);
+size_t v2_appender_count(const struct v2_appender *a);
+size_t v2_appender_memory(const struct v2_appender *a);
+int v2_appender_get(const struct v2_appender *a, size_t i, uint8_t **out, size_t *out_len,
+		    struct pd_err *err);
+int v2_appender_seal(const struct v2_appender *a, uint8_t **out, size_t *out_len,
+		     struct pd_err *err);
+
+int64_t v2_read_count(const uint8_t *chunk, size_t len, struct pd_err *err);
+int v2_read(const uint8_t *chunk, size_t len, size_t i, size_t max_profile, uint8_t **out,
+	    size_t *out_len, struct pd_err *err);
+
+#endif

@@ -1,0 +1,911 @@
+/* v2_record.c: one profile of a columnar value chunk as a record: its header
+ * fields, its mappings, and its samples as stack ids plus value columns (each
+ * column raw or as the difference from the previous profile's value of the same
+ * stack, whichever is smaller), its sample labels, and its location and function
+ * lists (left out when they follow from the samples, as in every profile Go
+ * writes). Ids are kept, so a profile comes back with the ids it went in with.
+ * Bytes that do not decode as a profile are kept as they are. Layout:
+ * docs/format/chunks.md. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "v2_int.h"
+
+enum {
+	F_PERIOD_TYPE = 1 << 0,
+	F_MAP_SAME = 1 << 1,    /* mapping list and ids as the previous profile's */
+	F_MAP_SEQ = 1 << 2,     /* mapping ids are 1..n in order */
+	F_LOC_DERIVED = 1 << 3, /* locations in order of first use by the samples */
+	F_LOC_SEQ = 1 << 4,
+	F_FN_DERIVED = 1 << 5, /* functions in order of first use by the locations */
+	F_FN_SEQ = 1 << 6,
+	F_LABELS = 1 << 7,
+	F_ALL = (1 << 8) - 1,
+};
+
+enum { KIND_PROFILE = 0, KIND_OPAQUE = 1 };
+enum { COL_RAW = 0, COL_DELTA = 1 };
+
+void v2_prev_reset(struct v2_prev *p)
+{
+	p->valid = 0;
+	p->nmap = p->nby = p->nvalues = 0;
+	p->time_nanos = 0;
+}
+
+void v2_prev_fini(struct v2_prev *p)
+{
+	free(p->map_idx);
+	free(p->map_id);
+	free(p->by_stack);
+	free(p->by_values);
+	memset(p, 0, sizeof(*p));
+}
+
+/* The previous profile's values of a stack, or NULL. */
+static const int64_t *prev_values(const struct v2_prev *p, uint32_t stack)
+{
+	size_t lo = 0, hi = p->nby;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->by_stack[mid] < stack)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->nby && p->by_stack[lo] == stack ? p->by_values + lo * p->nvalues : NULL;
+}
+
+struct sidx {
+	uint32_t stack, i;
+};
+
+static int sidx_cmp(const void *a, const void *b)
+{
+	const struct sidx *x = a, *y = b;
+	if (x->stack != y->stack)
+		return x->stack < y->stack ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Makes prev describe a profile: time, mappings, and values by stack. */
+static int prev_set(struct v2_prev *p, int64_t time_nanos, const uint32_t *map_idx,
+		    const uint64_t *map_id, size_t nmap, const uint32_t *stacks,
+		    const int64_t *values, size_t nsample, size_t nvalues)
+{
+	p->valid = 0;
+	uint32_t *mi = realloc(p->map_idx, (nmap ? nmap : 1) * sizeof(*mi));
+	if (mi)
+		p->map_idx = mi;
+	uint64_t *md = realloc(p->map_id, (nmap ? nmap : 1) * sizeof(*md));
+	if (md)
+		p->map_id = md;
+	struct sidx *s = malloc((nsample ? nsample : 1) * sizeof(*s));
+	uint32_t *bs = realloc(p->by_stack, (nsample ? nsample : 1) * sizeof(*bs));
+	if (bs)
+		p->by_stack = bs;
+	size_t nv = nsample * nvalues;
+	int64_t *bv = realloc(p->by_values, (nv ? nv : 1) * sizeof(*bv));
+	if (bv)
+		p->by_values = bv;
+	if (!mi || !md || !s || !bs || !bv) {
+		free(s);
+		return PD_ENOMEM;
+	}
+	if (nmap) {
+		memcpy(p->map_idx, map_idx, nmap * sizeof(*map_idx));
+		memcpy(p->map_id, map_id, nmap * sizeof(*map_id));
+	}
+	p->nmap = nmap;
+	for (size_t i = 0; i < nsample; i++)
+		s[i] = (struct sidx){stacks[i], (uint32_t)i};
+	qsort(s, nsample, sizeof(*s), sidx_cmp);
+	size_t n = 0;
+	for (size_t i = 0; i < nsample; i++) {
+		if (n && p->by_stack[n - 1] == s[i].stack)
+			continue;
+		p->by_stack[n] = s[i].stack;
+		if (nvalues)
+			memcpy(p->by_values + n * nvalues, values + (size_t)s[i].i * nvalues,
+			       nvalues * sizeof(*values));
+		n++;
+	}
+	free(s);
+	p->nby = n;
+	p->nvalues = nvalues;
+	p->time_nanos = time_nanos;
+	p->valid = 1;
+	return 0;
+}
+
+static size_t uv_len(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static size_t sv_len(int64_t v)
+{
+	return uv_len(((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* ---- encoding ------------------------------------------------------------------- */
+
+struct enc {
+	struct v2_tables *t;
+	const struct pd_pprof_parts *pp;
+	int64_t *str; /* profile string index -> chunk string index, -1 until interned */
+	struct pd_u64map map_of, fn_of, loc_of; /* profile id -> table index */
+	struct pd_u64map map_used, fn_used, loc_used; /* table index + 1 -> 1 */
+};
+
+/* The chunk index of profile string i (checked by validation to be in range). */
+static int64_t S(struct enc *e, int64_t i)
+{
+	if (e->str[i] < 0)
+		e->str[i] = v2_intern_str(e->t, e->pp->strings[i], e->pp->string_len[i]);
+	return e->str[i];
+}
+
+/* Marks table entry idx as used by this profile; idx, or -1 on failure. */
+static int64_t mark_used(struct pd_u64map *used, int64_t idx)
+{
+	if (idx < 0)
+		return -1;
+	return pd_u64map_put(used, (uint64_t)idx + 1, 1) ? -1 : idx;
+}
+
+static int write_opaque(struct pd_buf *out, const uint8_t *p, size_t len)
+{
+	uint8_t k = KIND_OPAQUE;
+	if (pd_buf_append(out, &k, 1) || v2_put_uv(out, len) || pd_buf_append(out, p, len))
+		return PD_ENOMEM;
+	return 0;
+}
+
+int v2_record_encode(struct v2_tables *t, struct v2_prev *prev, int level_hint,
+		     const uint8_t *p, size_t len, struct pd_buf *out, struct pd_err *err)
+{
+	(void)level_hint;
+	struct pd_pprof_profile *prof = NULL;
+	struct pd_pprof_parts pp;
+	struct pd_err derr = {0};
+	size_t mark = out->len;
+	if (t->nstr == 0 && v2_intern_str(t, "", 0) != 0)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	if (pd_pprof_decode(&prof, p, len, NULL, &derr) != 0) {
+		/* not a profile: kept as it is */
+		return write_opaque(out, p, len) ? pd_err_set(err, PD_ENOMEM, "out of memory") : 0;
+	}
+	if (pd_pprof_parts_get(prof, &pp, err)) {
+		pd_pprof_destroy(prof);
+		return PD_ENOMEM;
+	}
+	struct enc e = {.t = t, .pp = &pp};
+	uint32_t *map_idx = NULL, *fn_idx = NULL, *loc_idx = NULL, *stacks = NULL, *order = NULL;
+	uint64_t *map_id = NULL;
+	int64_t *vals = NULL;
+	int rc = PD_ENOMEM;
+	pd_u64map_init(&e.map_of);
+	pd_u64map_init(&e.fn_of);
+	pd_u64map_init(&e.loc_of);
+	pd_u64map_init(&e.map_used);
+	pd_u64map_init(&e.fn_used);
+	pd_u64map_init(&e.loc_used);
+	e.str = malloc((pp.nstrings ? pp.nstrings : 1) * sizeof(*e.str));
+	map_idx = malloc((pp.nmapping + 1) * sizeof(*map_idx));
+	map_id = malloc((pp.nmapping + 1) * sizeof(*map_id));
+	fn_idx = malloc((pp.nfunction + 1) * sizeof(*fn_idx));
+	loc_idx = malloc((pp.nlocation + 1) * sizeof(*loc_idx));
+	order = malloc((pp.nlocation + pp.nfunction + 1) * sizeof(*order));
+	stacks = malloc((pp.nsample + 1) * sizeof(*stacks));
+	vals = malloc((pp.nsample * pp.nsample_type + 1) * sizeof(*vals));
+	if (!e.str || !map_idx || !map_id || !fn_idx || !loc_idx || !order || !stacks || !vals)
+		goto out;
+	for (size_t i = 0; i < pp.nstrings; i++)
+		e.str[i] = -1;
+	e.str[0] = 0;
+
+	/* tables */
+	for (size_t i = 0; i < pp.nmapping; i++) {
+		const struct pd_pprof_pmapping *m = &pp.mapping[i];
+		int64_t fnm = S(&e, m->filename), bid = S(&e, m->build_id);
+		if (fnm < 0 || bid < 0)
+			goto out;
+		struct v2_mapping vm = {m->memory_start, m->memory_limit, m->file_offset,
+					(uint32_t)fnm, (uint32_t)bid,
+					(uint8_t)((m->has_functions ? 1 : 0) | (m->has_filenames ? 2 : 0) |
+						  (m->has_line_numbers ? 4 : 0) |
+						  (m->has_inline_frames ? 8 : 0))};
+		int64_t ix = mark_used(&e.map_used, v2_intern_map(t, &vm, &e.map_used));
+		if (ix < 0 || pd_u64map_put(&e.map_of, m->id, (uint32_t)ix))
+			goto out;
+		map_idx[i] = (uint32_t)ix;
+		map_id[i] = m->id;
+	}
+	for (size_t i = 0; i < pp.nfunction; i++) {
+		const struct pd_pprof_pfunction *f = &pp.function[i];
+		int64_t a = S(&e, f->name), b = S(&e, f->system_name), c = S(&e, f->filename);
+		if (a < 0 || b < 0 || c < 0)
+			goto out;
+		struct v2_function vf = {(uint32_t)a, (uint32_t)b, (uint32_t)c, f->start_line};
+		int64_t ix = mark_used(&e.fn_used, v2_intern_fn(t, &vf, &e.fn_used));
+		if (ix < 0 || pd_u64map_put(&e.fn_of, f->id, (uint32_t)ix))
+			goto out;
+		fn_idx[i] = (uint32_t)ix;
+	}
+	struct v2_line lines_stack[16], *lines = lines_stack;
+	size_t lines_cap = 16;
+	for (size_t i = 0; i < pp.nlocation; i++) {
+		const struct pd_pprof_plocation *l = &pp.location[i];
+		uint32_t mi = 0, v;
+		if (l->mapping_id) {
+			if (!pd_u64map_get(&e.map_of, l->mapping_id, &v))
+				goto bad_ref;
+			mi = v + 1;
+		}
+		if (l->nline > lines_cap) {
+			struct v2_line *nl = malloc(l->nline * sizeof(*nl));
+			if (!nl)
+				goto out_lines;
+			if (lines != lines_stack)
+				free(lines);
+			lines = nl;
+			lines_cap = l->nline;
+		}
+		for (size_t k = 0; k < l->nline; k++) {
+			if (!pd_u64map_get(&e.fn_of, l->line[k].function_id, &v))
+				goto bad_ref;
+			lines[k] = (struct v2_line){v, l->line[k].line, l->line[k].column};
+		}
+		struct v2_location vl = {l->address, mi, 0, (uint32_t)l->nline, l->is_folded ? 1 : 0};
+		int64_t ix = mark_used(&e.loc_used, v2_intern_loc(t, &vl, lines, &e.loc_used));
+		if (ix < 0 || pd_u64map_put(&e.loc_of, l->id, (uint32_t)ix))
+			goto out_lines;
+		loc_idx[i] = (uint32_t)ix;
+	}
+	if (lines != lines_stack)
+		free(lines);
+	lines = NULL;
+
+	/* samples: stacks through the tree, root first */
+	int has_labels = 0;
+	for (size_t i = 0; i < pp.nsample; i++) {
+		const struct pd_pprof_psample *s = &pp.sample[i];
+		uint32_t parent = 0, v;
+		for (size_t k = s->nlocation; k-- > 0;) {
+			if (!pd_u64map_get(&e.loc_of, s->location_id[k], &v))
+				goto bad_ref;
+			int64_t nd = v2_intern_node(t, parent, v);
+			if (nd < 0)
+				goto out;
+			parent = (uint32_t)nd + 1;
+		}
+		stacks[i] = parent;
+		for (size_t j = 0; j < pp.nsample_type; j++)
+			vals[i * pp.nsample_type + j] = j < s->nvalue ? s->value[j] : 0;
+		if (s->nlabel)
+			has_labels = 1;
+	}
+
+	/* can the location and function lists and the ids be left out? */
+	unsigned flags = pp.has_period_type ? F_PERIOD_TYPE : 0;
+	if (has_labels)
+		flags |= F_LABELS;
+	size_t n = 0;
+	{
+		struct pd_u64map seen;
+		pd_u64map_init(&seen);
+		int ok = 1;
+		for (size_t i = 0; i < pp.nsample && ok; i++)
+			for (size_t k = 0; k < pp.sample[i].nlocation && ok; k++) {
+				uint32_t v, dummy;
+				pd_u64map_get(&e.loc_of, pp.sample[i].location_id[k], &v);
+				if (pd_u64map_get(&seen, (uint64_t)v + 1, &dummy))
+					continue;
+				if (pd_u64map_put(&seen, (uint64_t)v + 1, 1)) {
+					pd_u64map_fini(&seen);
+					goto out;
+				}
+				ok = n < pp.nlocation && loc_idx[n] == v;
+				n++;
+			}
+		pd_u64map_fini(&seen);
+		if (ok && n == pp.nlocation)
+			flags |= F_LOC_DERIVED;
+		n = 0;
+		pd_u64map_init(&seen);
+		ok = 1;
+		for (size_t i = 0; i < pp.nlocation && ok; i++)
+			for (size_t k = 0; k < pp.location[i].nline && ok; k++) {
+				uint32_t v, dummy;
+				pd_u64map_get(&e.fn_of, pp.location[i].line[k].function_id, &v);
+				if (pd_u64map_get(&seen, (uint64_t)v + 1, &dummy))
+					continue;
+				if (pd_u64map_put(&seen, (uint64_t)v + 1, 1)) {
+					pd_u64map_fini(&seen);
+					goto out;
+				}
+				ok = n < pp.nfunction && fn_idx[n] == v;
+				n++;
+			}
+		pd_u64map_fini(&seen);
+		if (ok && n == pp.nfunction)
+			flags |= F_FN_DERIVED;
+	}
+	int seq = 1;
+	for (size_t i = 0; i < pp.nmapping && seq; i++)
+		seq = pp.mapping[i].id == i + 1;
+	if (seq)
+		flags |= F_MAP_SEQ;
+	seq = 1;
+	for (size_t i = 0; i < pp.nlocation && seq; i++)
+		seq = pp.location[i].id == i + 1;
+	if (seq)
+		flags |= F_LOC_SEQ;
+	seq = 1;
+	for (size_t i = 0; i < pp.nfunction && seq; i++)
+		seq = pp.function[i].id == i + 1;
+	if (seq)
+		flags |= F_FN_SEQ;
+	if (prev->valid && prev->nmap == pp.nmapping &&
+	    (!pp.nmapping || (memcmp(prev->map_idx, map_idx, pp.nmapping * sizeof(*map_idx)) == 0 &&
+			      memcmp(prev->map_id, map_id, pp.nmapping * sizeof(*map_id)) == 0)))
+		flags |= F_MAP_SAME;
+
+	/* header */
+	uint8_t kind = KIND_PROFILE;
+	int w = pd_buf_append(out, &kind, 1);
+	w |= v2_put_uv(out, flags);
+	w |= v2_put_sv(out, (int64_t)((uint64_t)pp.time_nanos - (uint64_t)(prev->valid ? prev->time_nanos : 0)));
+	w |= v2_put_sv(out, pp.duration_nanos);
+	w |= v2_put_sv(out, pp.period);
+	if (pp.has_period_type) {
+		int64_t a = S(&e, pp.period_type.type), b = S(&e, pp.period_type.unit);
+		if (a < 0 || b < 0)
+			goto out;
+		w |= v2_put_uv(out, (uint64_t)a) | v2_put_uv(out, (uint64_t)b);
+	}
+	w |= v2_put_uv(out, pp.nsample_type);
+	for (size_t i = 0; i < pp.nsample_type; i++) {
+		int64_t a = S(&e, pp.sample_type[i].type), b = S(&e, pp.sample_type[i].unit);
+		if (a < 0 || b < 0)
+			goto out;
+		w |= v2_put_uv(out, (uint64_t)a) | v2_put_uv(out, (uint64_t)b);
+	}
+	int64_t hs[4] = {S(&e, pp.default_sample_type), S(&e, pp.drop_frames), S(&e, pp.keep_frames),
+			 S(&e, pp.doc_url)};
+	for (int i = 0; i < 4; i++) {
+		if (hs[i] < 0)
+			goto out;
+		w |= v2_put_uv(out, (uint64_t)hs[i]);
+	}
+	w |= v2_put_uv(out, pp.ncomment);
+	for (size_t i = 0; i < pp.ncomment; i++) {
+		int64_t a = S(&e, pp.comment[i]);
+		if (a < 0)
+			goto out;
+		w |= v2_put_uv(out, (uint64_t)a);
+	}
+	if (!(flags & F_MAP_SAME)) {
+		w |= v2_put_uv(out, pp.nmapping);
+		for (size_t i = 0; i < pp.nmapping; i++)
+			w |= v2_put_uv(out, map_idx[i]);
+		if (!(flags & F_MAP_SEQ))
+			for (size_t i = 0; i < pp.nmapping; i++)
+				w |= v2_put_uv(out, map_id[i]);
+	}
+
+	/* samples */
+	w |= v2_put_uv(out, pp.nsample);
+	for (size_t i = 0; i < pp.nsample; i++)
+		w |= v2_put_uv(out, stacks[i]);
+	int delta_ok = prev->valid && prev->nvalues == pp.nsample_type;
+	for (size_t j = 0; j < pp.nsample_type; j++) {
+		size_t raw = 0, del = 0;
+		for (size_t i = 0; i < pp.nsample; i++) {
+			int64_t v = vals[i * pp.nsample_type + j];
+			raw += sv_len(v);
+			if (delta_ok) {
+				const int64_t *pv = prev_values(prev, stacks[i]);
+				del += sv_len((int64_t)((uint64_t)v - (uint64_t)(pv ? pv[j] : 0)));
+			}
+		}
+		uint8_t mode = delta_ok && del < raw ? COL_DELTA : COL_RAW;
+		w |= pd_buf_append(out, &mode, 1);
+		for (size_t i = 0; i < pp.nsample; i++) {
+			int64_t v = vals[i * pp.nsample_type + j];
+			if (mode == COL_DELTA) {
+				const int64_t *pv = prev_values(prev, stacks[i]);
+				v = (int64_t)((uint64_t)v - (uint64_t)(pv ? pv[j] : 0));
+			}
+			w |= v2_put_sv(out, v);
+		}
+	}
+	if (flags & F_LABELS)
+		for (size_t i = 0; i < pp.nsample; i++) {
+			const struct pd_pprof_psample *s = &pp.sample[i];
+			w |= v2_put_uv(out, s->nlabel);
+			for (size_t k = 0; k < s->nlabel; k++) {
+				int64_t a = S(&e, s->label[k].key), b = S(&e, s->label[k].str),
+					c = S(&e, s->label[k].num_unit);
+				if (a < 0 || b < 0 || c < 0)
+					goto out;
+				w |= v2_put_uv(out, (uint64_t)a) | v2_put_uv(out, (uint64_t)b);
+				w |= v2_put_sv(out, s->label[k].num) | v2_put_uv(out, (uint64_t)c);
+			}
+		}
+
+	/* the location and function lists, when they do not follow from the samples */
+	if (!(flags & F_LOC_DERIVED)) {
+		w |= v2_put_uv(out, pp.nlocation);
+		for (size_t i = 0; i < pp.nlocation; i++)
+			w |= v2_put_uv(out, loc_idx[i]);
+	}
+	if (!(flags & F_LOC_SEQ))
+		for (size_t i = 0; i < pp.nlocation; i++)
+			w |= v2_put_uv(out, pp.location[i].id);
+	if (!(flags & F_FN_DERIVED)) {
+		w |= v2_put_uv(out, pp.nfunction);
+		for (size_t i = 0; i < pp.nfunction; i++)
+			w |= v2_put_uv(out, fn_idx[i]);
+	}
+	if (!(flags & F_FN_SEQ))
+		for (size_t i = 0; i < pp.nfunction; i++)
+			w |= v2_put_uv(out, pp.function[i].id);
+	if (w)
+		goto out;
+	if (prev_set(prev, pp.time_nanos, map_idx, map_id, pp.nmapping, stacks, vals, pp.nsample,
+		     pp.nsample_type))
+		goto out;
+	rc = 0;
+	goto done;
+bad_ref:
+	/* validation makes this unreachable; keep the bytes rather than fail */
+	out->len = mark;
+	rc = write_opaque(out, p, len) ? PD_ENOMEM : 0;
+	goto done;
+out_lines:
+	if (lines && lines != lines_stack)
+		free(lines);
+out:
+	out->len = mark;
+	rc = pd_err_set(err, PD_ENOMEM, "out of memory encoding a profile");
+done:
+	free(e.str);
+	free(map_idx);
+	free(map_id);
+	free(fn_idx);
+	free(loc_idx);
+	free(order);
+	free(stacks);
+	free(vals);
+	pd_u64map_fini(&e.map_of);
+	pd_u64map_fini(&e.fn_of);
+	pd_u64map_fini(&e.loc_of);
+	pd_u64map_fini(&e.map_used);
+	pd_u64map_fini(&e.fn_used);
+	pd_u64map_fini(&e.loc_used);
+	pd_pprof_parts_fini(&pp);
+	pd_pprof_destroy(prof);
+	return rc;
+}
+
+/* ---- decoding ------------------------------------------------------------------- */
+
+void v2_decoded_fini(struct v2_decoded *d)
+{
+	pd_arena_destroy(d->arena);
+	memset(d, 0, sizeof(*d));
+}
+
+struct dec {
+	const struct v2_tables *t;
+	struct pd_arena *a;
+	uint32_t *lstr; /* chunk string -> local index + 1 */
+	const char **strs;
+	size_t *slen;
+	size_t nstrs;
+	int oom;
+};
+
+/* The local index of chunk string i; -1 when i is out of range. */
+static int64_t L(struct dec *d, uint64_t i)
+{
+	if (i >= d->t->nstr)
+		return -1;
+	if (!d->lstr[i]) {
+		d->strs[d->nstrs] = v2_str(d->t, (uint32_t)i);
+		d->slen[d->nstrs] = v2_str_len(d->t, (uint32_t)i);
+		d->lstr[i] = (uint32_t)++d->nstrs;
+	}
+	return (int64_t)d->lstr[i] - 1;
+}
+
+#define DCORRUPT(msg) \
+	do { \
+		rc = pd_err_set(err, PD_ECORRUPT, "value chunk record: %s", msg); \
+		goto out; \
+	} while (0)
+
+int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_rd *r, int want,
+		     struct v2_decoded *out, struct pd_err *err)
+{
+	int rc = 0;
+	memset(out, 0, sizeof(*out));
+	uint8_t kind = v2_byte(r);
+	if (r->bad)
+		return pd_err_set(err, PD_ECORRUPT, "value chunk record: truncated");
+	if (kind == KIND_OPAQUE) {
+		size_t n = v2_count(r, 1);
+		if (r->bad || n > r->len - r->pos)
+			return pd_err_set(err, PD_ECORRUPT, "value chunk record: opaque bytes truncated");
+		out->opaque = 1;
+		out->bytes = r->p + r->pos;
+		out->len = n;
+		r->pos += n;
+		return 0;
+	}
+	if (kind != KIND_PROFILE)
+		return pd_err_set(err, PD_ECORRUPT, "value chunk record: unknown kind %u", kind);
+	struct pd_arena *a = out->arena = pd_arena_create(0);
+	if (!a)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	struct dec d = {.t = t, .a = a};
+	struct pd_pprof_parts *pp = &out->parts;
+	d.lstr = pd_arena_calloc(a, t->nstr + 1, sizeof(*d.lstr));
+	d.strs = pd_arena_calloc(a, t->nstr + 1, sizeof(*d.strs));
+	d.slen = pd_arena_calloc(a, t->nstr + 1, sizeof(*d.slen));
+	uint64_t *map_id_of = pd_arena_calloc(a, t->nmap + 1, sizeof(uint64_t)); /* 0: not in profile */
+	uint64_t *fn_id_of = pd_arena_calloc(a, t->nfn + 1, sizeof(uint64_t));
+	uint64_t *loc_id_of = pd_arena_calloc(a, t->nloc + 1, sizeof(uint64_t));
+	uint32_t *loc_pos = pd_arena_calloc(a, t->nloc + 1, sizeof(uint32_t)); /* position + 1 */
+	uint32_t *fn_pos = pd_arena_calloc(a, t->nfn + 1, sizeof(uint32_t));
+	if (!d.lstr || !d.strs || !d.slen || !map_id_of || !fn_id_of || !loc_id_of || !loc_pos ||
+	    !fn_pos)
+		goto nomem;
+	if (t->nstr == 0)
+		DCORRUPT("the chunk has no strings");
+	L(&d, 0);
+
+	unsigned flags = (unsigned)v2_uv(r);
+	if (flags & ~(unsigned)F_ALL)
+		DCORRUPT("unknown flags");
+	pp->time_nanos = (int64_t)((uint64_t)v2_sv(r) + (uint64_t)(prev->valid ? prev->time_nanos : 0));
+	pp->duration_nanos = v2_sv(r);
+	pp->period = v2_sv(r);
+	if (flags & F_PERIOD_TYPE) {
+		pp->has_period_type = 1;
+		pp->period_type.type = L(&d, v2_uv(r));
+		pp->period_type.unit = L(&d, v2_uv(r));
+		if (pp->period_type.type < 0 || pp->period_type.unit < 0)
+			DCORRUPT("period type refers to a missing string");
+	}
+	pp->nsample_type = v2_count(r, 2);
+	if (!(pp->sample_type = pd_arena_calloc(a, pp->nsample_type + 1, sizeof(*pp->sample_type))))
+		goto nomem;
+	for (size_t i = 0; i < pp->nsample_type; i++) {
+		pp->sample_type[i].type = L(&d, v2_uv(r));
+		pp->sample_type[i].unit = L(&d, v2_uv(r));
+		if (pp->sample_type[i].type < 0 || pp->sample_type[i].unit < 0)
+			DCORRUPT("a sample type refers to a missing string");
+	}
+	int64_t hs[4];
+	for (int i = 0; i < 4; i++)
+		if ((hs[i] = L(&d, v2_uv(r))) < 0)
+			DCORRUPT("a header field refers to a missing string");
+	pp->default_sample_type = hs[0];
+	pp->drop_frames = hs[1];
+	pp->keep_frames = hs[2];
+	pp->doc_url = hs[3];
+	pp->ncomment = v2_count(r, 1);
+	if (!(pp->comment = pd_arena_calloc(a, pp->ncomment + 1, sizeof(*pp->comment))))
+		goto nomem;
+	for (size_t i = 0; i < pp->ncomment; i++)
+		if ((pp->comment[i] = L(&d, v2_uv(r))) < 0)
+			DCORRUPT("a comment refers to a missing string");
+
+	/* mappings */
+	uint32_t *map_idx;
+	uint64_t *map_id;
+	size_t nmap;
+	if (flags & F_MAP_SAME) {
+		if (!prev->valid)
+			DCORRUPT("mappings refer to a previous profile that is not there");
+		nmap = prev->nmap;
+		map_idx = pd_arena_calloc(a, nmap + 1, sizeof(*map_idx));
+		map_id = pd_arena_calloc(a, nmap + 1, sizeof(*map_id));
+		if (!map_idx || !map_id)
+			goto nomem;
+		memcpy(map_idx, prev->map_idx, nmap * sizeof(*map_idx));
+		memcpy(map_id, prev->map_id, nmap * sizeof(*map_id));
+	} else {
+		nmap = v2_count(r, 1);
+		map_idx = pd_arena_calloc(a, nmap + 1, sizeof(*map_idx));
+		map_id = pd_arena_calloc(a, nmap + 1, sizeof(*map_id));
+		if (!map_idx || !map_id)
+			goto nomem;
+		for (size_t i = 0; i < nmap; i++) {
+			uint64_t v = v2_uv(r);
+			if (v >= t->nmap)
+				DCORRUPT("a mapping index is out of range");
+			map_idx[i] = (uint32_t)v;
+		}
+		for (size_t i = 0; i < nmap; i++)
+			map_id[i] = flags & F_MAP_SEQ ? i + 1 : v2_uv(r);
+	}
+	pp->nmapping = nmap;
+	if (!(pp->mapping = pd_arena_calloc(a, nmap + 1, sizeof(*pp->mapping))))
+		goto nomem;
+	for (size_t i = 0; i < nmap; i++) {
+		if (map_id_of[map_idx[i]] || map_id[i] == 0)
+			DCORRUPT("a mapping is listed twice or has id 0");
+		map_id_of[map_idx[i]] = map_id[i];
+		const struct v2_mapping *m = &t->map[map_idx[i]];
+		struct pd_pprof_pmapping *o = &pp->mapping[i];
+		o->id = map_id[i];
+		o->memory_start = m->start;
+		o->memory_limit = m->limit;
+		o->file_offset = m->offset;
+		o->filename = L(&d, m->filename);
+		o->build_id = L(&d, m->build_id);
+		o->has_functions = m->flags & 1;
+		o->has_filenames = (m->flags >> 1) & 1;
+		o->has_line_numbers = (m->flags >> 2) & 1;
+		o->has_inline_frames = (m->flags >> 3) & 1;
+	}
+
+	/* samples */
+	size_t ns = v2_count(r, 1), nv = pp->nsample_type;
+	uint32_t *stacks = pd_arena_calloc(a, ns + 1, sizeof(*stacks));
+	int64_t *vals = pd_arena_calloc(a, ns * nv + 1, sizeof(*vals));
+	pp->nsample = ns;
+	pp->sample = pd_arena_calloc(a, ns + 1, sizeof(*pp->sample));
+	if (!stacks || !vals || !pp->sample)
+		goto nomem;
+	size_t nlocs_total = 0;
+	for (size_t i = 0; i < ns; i++) {
+		uint64_t s = v2_uv(r);
+		if (s > t->nnode)
+			DCORRUPT("a stack id is out of range");
+		stacks[i] = (uint32_t)s;
+		size_t depth = 0;
+		for (uint32_t nd = (uint32_t)s; nd; nd = t->node[nd - 1].parent)
+			depth++;
+		nlocs_total += depth;
+		pp->sample[i].nlocation = depth;
+	}
+	if (r->bad)
+		DCORRUPT("truncated samples");
+	for (size_t j = 0; j < nv; j++) {
+		uint8_t mode = v2_byte(r);
+		if (mode > COL_DELTA || (mode == COL_DELTA && !(prev->valid && prev->nvalues == nv)))
+			DCORRUPT("bad value column mode");
+		for (size_t i = 0; i < ns; i++) {
+			int64_t v = v2_sv(r);
+			if (mode == COL_DELTA) {
+				const int64_t *pv = prev_values(prev, stacks[i]);
+				v = (int64_t)((uint64_t)v + (uint64_t)(pv ? pv[j] : 0));
+			}
+			vals[i * nv + j] = v;
+		}
+	}
+	if (!want) {
+		/* only the delta state is wanted: step over the rest of the record */
+		if (flags & F_LABELS)
+			for (size_t i = 0; i < ns; i++)
+				for (size_t k = v2_count(r, 4); k > 0; k--) {
+					v2_uv(r);
+					v2_uv(r);
+					v2_sv(r);
+					v2_uv(r);
+				}
+		int need_locs = !(flags & F_LOC_SEQ) || ((flags & F_FN_DERIVED) && !(flags & F_FN_SEQ));
+		uint32_t *lo = NULL;
+		size_t nl = 0, nf = 0;
+		if (!(flags & F_LOC_DERIVED)) {
+			nl = v2_count(r, 1);
+			if (!(lo = pd_arena_calloc(a, nl + 1, sizeof(*lo))))
+				goto nomem;
+			for (size_t k = 0; k < nl; k++)
+				if ((lo[k] = (uint32_t)v2_uv(r)) >= t->nloc)
+					DCORRUPT("a location index is out of range");
+		} else if (need_locs) {
+			uint8_t *seen = pd_arena_calloc(a, t->nloc + 1, 1);
+			if (!seen || !(lo = pd_arena_calloc(a, t->nloc + 1, sizeof(*lo))))
+				goto nomem;
+			for (size_t i = 0; i < ns; i++)
+				for (uint32_t nd = stacks[i]; nd; nd = t->node[nd - 1].parent) {
+					uint32_t li = t->node[nd - 1].location;
+					if (!seen[li]++)
+						lo[nl++] = li;
+				}
+		}
+		if (!(flags & F_LOC_SEQ))
+			for (size_t k = nl; k > 0; k--)
+				v2_uv(r);
+		if (!(flags & F_FN_DERIVED)) {
+			nf = v2_count(r, 1);
+			for (size_t k = nf; k > 0; k--)
+				v2_uv(r);
+		} else if (!(flags & F_FN_SEQ)) {
+			uint8_t *seen = pd_arena_calloc(a, t->nfn + 1, 1);
+			if (!seen)
+				goto nomem;
+			for (size_t i = 0; i < nl; i++) {
+				const struct v2_location *l = &t->loc[lo[i]];
+				for (uint32_t k = 0; k < l->nline; k++)
+					if (!seen[t->line[l->line + k].function]++)
+						nf++;
+			}
+		}
+		if (!(flags & F_FN_SEQ))
+			for (size_t k = nf; k > 0; k--)
+				v2_uv(r);
+		if (r->bad)
+			DCORRUPT("truncated");
+		if (prev_set(prev, pp->time_nanos, map_idx, map_id, nmap, stacks, vals, ns, nv))
+			goto nomem;
+		v2_decoded_fini(out);
+		return 0;
+	}
+	uint64_t *locids = pd_arena_calloc(a, nlocs_total + 1, sizeof(*locids));
+	uint32_t *locidx = pd_arena_calloc(a, nlocs_total + 1, sizeof(*locidx));
+	if (!locids || !locidx)
+		goto nomem;
+	/* the samples' stacks as location table indices, leaf first; the locations
+	 * in order of first use */
+	size_t off = 0, nfirst = 0;
+	uint32_t *first = pd_arena_calloc(a, t->nloc + 1, sizeof(*first));
+	if (!first)
+		goto nomem;
+	for (size_t i = 0; i < ns; i++) {
+		struct pd_pprof_psample *s = &pp->sample[i];
+		s->location_id = locids + off;
+		size_t k = 0;
+		for (uint32_t nd = stacks[i]; nd; nd = t->node[nd - 1].parent) {
+			uint32_t li = t->node[nd - 1].location;
+			locidx[off + k++] = li;
+			if (!loc_pos[li]) {
+				first[nfirst++] = li;
+				loc_pos[li] = (uint32_t)nfirst;
+			}
+		}
+		off += k;
+		s->value = vals + i * nv;
+		s->nvalue = nv;
+	}
+	if (flags & F_LABELS)
+		for (size_t i = 0; i < ns; i++) {
+			struct pd_pprof_psample *s = &pp->sample[i];
+			s->nlabel = v2_count(r, 4);
+			if (s->nlabel &&
+			    !(s->label = pd_arena_calloc(a, s->nlabel, sizeof(*s->label))))
+				goto nomem;
+			for (size_t k = 0; k < s->nlabel; k++) {
+				s->label[k].key = L(&d, v2_uv(r));
+				s->label[k].str = L(&d, v2_uv(r));
+				s->label[k].num = v2_sv(r);
+				s->label[k].num_unit = L(&d, v2_uv(r));
+				if (s->label[k].key < 0 || s->label[k].str < 0 || s->label[k].num_unit < 0)
+					DCORRUPT("a sample label refers to a missing string");
+			}
+		}
+
+	/* locations */
+	uint32_t *lorder;
+	size_t nloc;
+	if (flags & F_LOC_DERIVED) {
+		lorder = first;
+		nloc = nfirst;
+	} else {
+		nloc = v2_count(r, 1);
+		if (!(lorder = pd_arena_calloc(a, nloc + 1, sizeof(*lorder))))
+			goto nomem;
+		memset(loc_pos, 0, (t->nloc + 1) * sizeof(*loc_pos));
+		for (size_t i = 0; i < nloc; i++) {
+			uint64_t v = v2_uv(r);
+			if (v >= t->nloc || loc_pos[v])
+				DCORRUPT("a location index is out of range or listed twice");
+			lorder[i] = (uint32_t)v;
+			loc_pos[v] = (uint32_t)i + 1;
+		}
+	}
+	pp->nlocation = nloc;
+	if (!(pp->location = pd_arena_calloc(a, nloc + 1, sizeof(*pp->location))))
+		goto nomem;
+	size_t nlines = 0;
+	for (size_t i = 0; i < nloc; i++) {
+		uint64_t id = flags & F_LOC_SEQ ? i + 1 : v2_uv(r);
+		if (id == 0)
+			DCORRUPT("a location has id 0");
+		loc_id_of[lorder[i]] = id;
+		pp->location[i].id = id;
+		nlines += t->loc[lorder[i]].nline;
+	}
+	for (size_t i = 0; i < off; i++) {
+		if (!loc_id_of[locidx[i]])
+			DCORRUPT("a sample uses a location the profile does not list");
+		locids[i] = loc_id_of[locidx[i]];
+	}
+	/* functions */
+	uint32_t *forder;
+	size_t nfn = 0;
+	if (flags & F_FN_DERIVED) {
+		if (!(forder = pd_arena_calloc(a, t->nfn + 1, sizeof(*forder))))
+			goto nomem;
+		for (size_t i = 0; i < nloc; i++) {
+			const struct v2_location *l = &t->loc[lorder[i]];
+			for (uint32_t k = 0; k < l->nline; k++) {
+				uint32_t f = t->line[l->line + k].function;
+				if (!fn_pos[f]) {
+					forder[nfn++] = f;
+					fn_pos[f] = (uint32_t)nfn;
+				}
+			}
+		}
+	} else {
+		nfn = v2_count(r, 1);
+		if (!(forder = pd_arena_calloc(a, nfn + 1, sizeof(*forder))))
+			goto nomem;
+		for (size_t i = 0; i < nfn; i++) {
+			uint64_t v = v2_uv(r);
+			if (v >= t->nfn || fn_pos[v])
+				DCORRUPT("a function index is out of range or listed twice");
+			forder[i] = (uint32_t)v;
+			fn_pos[v] = (uint32_t)i + 1;
+		}
+	}
+	pp->nfunction = nfn;
+	if (!(pp->function = pd_arena_calloc(a, nfn + 1, sizeof(*pp->function))))
+		goto nomem;
+	for (size_t i = 0; i < nfn; i++) {
+		uint64_t id = flags & F_FN_SEQ ? i + 1 : v2_uv(r);
+		if (id == 0)
+			DCORRUPT("a function has id 0");
+		fn_id_of[forder[i]] = id;
+		const struct v2_function *f = &t->fn[forder[i]];
+		pp->function[i] = (struct pd_pprof_pfunction){id, L(&d, f->name), L(&d, f->system_name),
+							      L(&d, f->filename), f->start_line};
+	}
+	if (r->bad)
+		DCORRUPT("truncated");
+	struct pd_pprof_pline *lines = pd_arena_calloc(a, nlines + 1, sizeof(*lines));
+	if (!lines)
+		goto nomem;
+	for (size_t i = 0; i < nloc; i++) {
+		const struct v2_location *l = &t->loc[lorder[i]];
+		struct pd_pprof_plocation *o = &pp->location[i];
+		o->address = l->address;
+		o->is_folded = l->folded;
+		if (l->mapping) {
+			if (!(o->mapping_id = map_id_of[l->mapping - 1]))
+				DCORRUPT("a location uses a mapping the profile does not list");
+		}
+		o->line = lines;
+		o->nline = l->nline;
+		for (uint32_t k = 0; k < l->nline; k++) {
+			const struct v2_line *ln = &t->line[l->line + k];
+			if (!(lines->function_id = fn_id_of[ln->function]))
+				DCORRUPT("a location uses a function the profile does not list");
+			lines->line = ln->line;
+			lines->column = ln->column;
+			lines++;
+		}
+	}
+	pp->strings = d.strs;
+	pp->string_len = d.slen;
+	pp->nstrings = d.nstrs;
+	if (prev_set(prev, pp->time_nanos, map_idx, map_id, nmap, stacks, vals, ns, nv))
+		goto nomem;
+	return 0;
+nomem:
+	rc = pd_err_set(err, PD_ENOMEM, "out of memory decoding a profile");
+out:
+	v2_decoded_fini(out);
+	return rc;
+}

@@ -1,0 +1,239 @@
+/* fuzz_chunk_v2.c: libFuzzer target for the columnar value chunk (encoding 2,
+ * docs/format/chunks.md). Two things come from outside: chunk bytes read back
+ * from disk, and the profiles that targets send, which the appender decomposes.
+ *
+ * First byte, low two bits:
+ *   0  the rest is a sealed chunk: its count and every profile in it are read
+ *      (with a 1 MiB profile limit); each profile that comes out must decode.
+ *   2  the rest is a chunk's sections uncompressed, so that mutations reach the
+ *      table and record decoders rather than zstd: tables_len (varint), the
+ *      serialised tables, then the records of one group; every record is decoded.
+ *   1, 3  the rest is a profile: it is appended three times to an appender with a
+ *      group of 2 (so that records are delta-coded and span groups), the chunk is
+ *      sealed, and each copy read from the appender and from the sealed bytes
+ *      must equal what went in: the same bytes when the input is not a profile,
+ *      otherwise the same profile (pd_pprof_compare).
+ *
+ * PD_FUZZ_WRITE_SEEDS=DIR makes the binary write sealed chunks of the profiles
+ * given after it (mode 0 seeds) into DIR and exit:
+ *   PD_FUZZ_WRITE_SEEDS=dir fuzz_chunk_v2 a.pb b.pb ... */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profd/chunkenc.h"
+#include "profd/pprof.h"
+#include "profd/util.h"
+#include "v2_int.h"
+#include <zstd.h>
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define MAX_PROFILE ((size_t)1 << 20)
+
+static void read_chunk(const uint8_t *p, size_t n)
+{
+	struct pd_err err = {0};
+	int64_t count = pd_chunkenc_values_read_count(p, n, &err);
+	if (count <= 0)
+		return;
+	for (int64_t i = 0; i < count && i < 64; i++) {
+		uint8_t *out;
+		size_t len;
+		if (pd_chunkenc_values_read(p, n, (size_t)i, MAX_PROFILE, &out, &len, &err))
+			continue;
+		if (len > MAX_PROFILE)
+			abort();
+		struct pd_pprof_profile *prof;
+		if (pd_pprof_decode(&prof, out, len, NULL, &err) == 0)
+			pd_pprof_destroy(prof);
+		free(out);
+	}
+}
+
+static void check_same(const uint8_t *in, size_t n, const struct pd_pprof_profile *want,
+		       const uint8_t *got, size_t glen)
+{
+	if (!want) {
+		if (glen != n || (n && memcmp(in, got, n)))
+			abort();
+		return;
+	}
+	struct pd_pprof_profile *g;
+	struct pd_err err = {0};
+	char why[512];
+	if (pd_pprof_decode(&g, got, glen, NULL, &err)) {
+		fprintf(stderr, "the stored profile does not decode: %s\n", err.msg);
+		abort();
+	}
+	if (pd_pprof_compare(want, g, why, sizeof(why))) {
+		fprintf(stderr, "round trip changed the profile: %s\n", why);
+		abort();
+	}
+	pd_pprof_destroy(g);
+}
+
+static void round_trip(const uint8_t *p, size_t n)
+{
+	struct pd_err err = {0};
+	struct pd_pprof_profile *want = NULL;
+	if (pd_pprof_decode(&want, p, n, NULL, &err))
+		want = NULL;
+	struct pd_chunkenc_values *c = pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_COLUMNAR, 2, 1);
+	if (!c)
+		abort();
+	int appended = 0;
+	for (int k = 0; k < 3; k++)
+		if (pd_chunkenc_values_append(c, p, n, &err) == 0)
+			appended++;
+	if (appended != 3)
+		abort(); /* nothing but memory may refuse an append */
+	uint8_t *sealed;
+	size_t slen;
+	if (pd_chunkenc_values_seal(c, &sealed, &slen, &err))
+		abort();
+	for (size_t i = 0; i < 3; i++) {
+		uint8_t *a, *b;
+		size_t al, bl;
+		if (pd_chunkenc_values_get(c, i, &a, &al, &err) ||
+		    pd_chunkenc_values_read(sealed, slen, i, SIZE_MAX / 4, &b, &bl, &err)) {
+			fprintf(stderr, "reading back failed: %s\n", err.msg);
+			abort();
+		}
+		check_same(p, n, want, a, al);
+		check_same(p, n, want, b, bl);
+		free(a);
+		free(b);
+	}
+	free(sealed);
+	pd_pprof_destroy(want);
+	pd_chunkenc_values_destroy(c);
+}
+
+static void read_sections(const uint8_t *p, size_t n)
+{
+	struct v2_rd r = {p, n, 0, 0};
+	uint64_t tl = v2_uv(&r);
+	if (r.bad || tl > n - r.pos)
+		return;
+	struct v2_tables t;
+	struct pd_err err = {0};
+	v2_tables_init(&t);
+	if (v2_tables_read(&t, p + r.pos, (size_t)tl, &err) == 0) {
+		struct v2_prev prev = {0};
+		struct v2_rd g = {p + r.pos + tl, n - r.pos - (size_t)tl, 0, 0};
+		for (int k = 0; k < 64 && g.pos < g.len; k++) {
+			struct v2_decoded d;
+			if (v2_record_decode(&t, &prev, &g, 1, &d, &err))
+				break;
+			if (!d.opaque) {
+				uint8_t *out;
+				size_t len;
+				if (pd_pprof_parts_encode(&d.parts, &out, &len, &err) == 0) {
+					struct pd_pprof_profile *prof;
+					if (pd_pprof_decode(&prof, out, len, NULL, &err) == 0)
+						pd_pprof_destroy(prof);
+					free(out);
+				}
+			}
+			v2_decoded_fini(&d);
+		}
+		v2_prev_fini(&prev);
+	}
+	v2_tables_fini(&t);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	if (data[0] & 1)
+		round_trip(data + 1, size - 1);
+	else if (data[0] & 2)
+		read_sections(data + 1, size - 1);
+	else
+		read_chunk(data + 1, size - 1);
+	return 0;
+}
+
+/* Writes the uncompressed sections of sealed chunk s (tables and first group) as a
+ * mode-2 seed. */
+static void write_sections(const char *path, const uint8_t *s, size_t sl)
+{
+	struct v2_rd q = {s, sl, 1, 0};
+	uint64_t count = v2_uv(&q), group = v2_uv(&q), tl = v2_uv(&q), fl = 0;
+	uint64_t nframes = group ? (count + group - 1) / group : 0;
+	for (uint64_t k = 0; k < nframes; k++) {
+		uint64_t l = v2_uv(&q);
+		if (k == 0)
+			fl = l;
+	}
+	uint8_t *t, *g;
+	size_t tn, gn;
+	struct pd_err err = {0};
+	if (q.bad || v2_decompress(s + q.pos, (size_t)tl, 1 << 26, &t, &tn, "tables", &err) ||
+	    v2_decompress(s + q.pos + tl, (size_t)fl, 1 << 26, &g, &gn, "group", &err))
+		exit(1);
+	struct pd_buf b;
+	pd_buf_init(&b, 0);
+	uint8_t mode = 2;
+	pd_buf_append(&b, &mode, 1);
+	v2_put_uv(&b, tn);
+	pd_buf_append(&b, t, tn);
+	pd_buf_append(&b, g, gn);
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(b.data, 1, b.len, f) != b.len || fclose(f))
+		exit(1);
+	pd_buf_fini(&b);
+	free(t);
+	free(g);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	const char *dir = getenv("PD_FUZZ_WRITE_SEEDS");
+	if (!dir)
+		return 0;
+	struct pd_err err = {0};
+	struct pd_chunkenc_values *c = pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_COLUMNAR, 2, 1);
+	int files = 0;
+	for (int i = 1; i < *argc; i++) {
+		const char *a = (*argv)[i];
+		if (a[0] == '-')
+			continue;
+		uint8_t *buf, *raw = NULL;
+		size_t n, rn;
+		if (pd_file_read(a, (size_t)64 << 20, &buf, &n, &err)) {
+			fprintf(stderr, "%s\n", err.msg);
+			exit(1);
+		}
+		if (pd_gzip_is(buf, n) && pd_gunzip(buf, n, (size_t)64 << 20, &raw, &rn, &err) == 0) {
+			free(buf);
+			buf = raw;
+			n = rn;
+		}
+		if (pd_chunkenc_values_append(c, buf, n, &err)) {
+			fprintf(stderr, "%s: %s\n", a, err.msg);
+			exit(1);
+		}
+		/* a chunk of the profiles so far, as a mode-0 seed */
+		uint8_t *s;
+		size_t sl;
+		if (pd_chunkenc_values_seal(c, &s, &sl, &err))
+			exit(1);
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/chunk-%02d", dir, ++files);
+		FILE *f = fopen(path, "wb");
+		if (!f || fputc(0, f) == EOF || fwrite(s, 1, sl, f) != sl || fclose(f)) {
+			fprintf(stderr, "%s: cannot write\n", path);
+			exit(1);
+		}
+		snprintf(path, sizeof(path), "%s/sections-%02d", dir, files);
+		write_sections(path, s, sl);
+		free(s);
+		free(buf);
+	}
+	pd_chunkenc_values_destroy(c);
+	exit(0);
+}

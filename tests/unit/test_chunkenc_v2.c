@@ -1,0 +1,394 @@
+/* test_chunkenc_v2.c: unit tests of the columnar value chunk (encoding 2): every
+ * test profile survives the appender and the sealed bytes with every field and id
+ * intact, series whose symbols
+ * change mid-chunk, sample labels, no mappings, many sample types, empty
+ * profiles, duplicate locations, a profile with a million locations, bytes that
+ * are not a profile, group boundaries, v1 beside v2, and damaged chunks. Profiles
+ * are compared with pd_pprof_compare (every field and id, strings by content). */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "profd/chunkenc.h"
+#include "profd/pprof.h"
+#include "profd/util.h"
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+/* Reads a test profile and returns it as raw (gunzipped) protobuf. */
+static uint8_t *load(const char *rel, size_t *len)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", PD_TESTDATA, rel);
+	uint8_t *buf, *raw;
+	size_t n;
+	struct pd_err err = {0};
+	if (pd_file_read(path, (size_t)256 << 20, &buf, &n, &err))
+		fail_msg("%s: %s", path, err.msg);
+	if (!pd_gzip_is(buf, n)) {
+		*len = n;
+		return buf;
+	}
+	if (pd_gunzip(buf, n, (size_t)256 << 20, &raw, len, &err))
+		fail_msg("%s: %s", path, err.msg);
+	free(buf);
+	return raw;
+}
+
+/* Fails unless the two byte strings decode to the same profile. */
+static void assert_same_profile(const uint8_t *want, size_t wl, const uint8_t *got, size_t gl,
+				const char *what, size_t i)
+{
+	struct pd_pprof_profile *a, *b;
+	struct pd_err err = {0};
+	char why[512];
+	if (pd_pprof_decode(&a, want, wl, NULL, &err))
+		fail_msg("decode: %s", err.msg);
+	if (pd_pprof_decode(&b, got, gl, NULL, &err))
+		fail_msg("%s profile %zu does not decode: %s", what, i, err.msg);
+	if (pd_pprof_compare(a, b, why, sizeof(why)))
+		fail_msg("%s profile %zu differs after the round trip: %s", what, i, why);
+	pd_pprof_destroy(a);
+	pd_pprof_destroy(b);
+}
+
+struct item {
+	uint8_t *raw;
+	size_t len;
+};
+
+/* Appends items to a new chunk of the encoding, then checks every item read back
+ * from the appender and from the sealed bytes. Returns the sealed size. */
+static size_t check_chunk(int enc, unsigned group, const struct item *it, size_t n)
+{
+	struct pd_err err = {0};
+	struct pd_chunkenc_values *c = pd_chunkenc_values_create_enc(enc, group, 0);
+	assert_non_null(c);
+	for (size_t i = 0; i < n; i++)
+		if (pd_chunkenc_values_append(c, it[i].raw, it[i].len, &err))
+			fail_msg("append %zu: %s", i, err.msg);
+	assert_int_equal(pd_chunkenc_values_count(c), n);
+	uint8_t *sealed;
+	size_t slen;
+	assert_int_equal(pd_chunkenc_values_seal(c, &sealed, &slen, &err), 0);
+	assert_int_equal(pd_chunkenc_values_encoding(sealed, slen), enc ? enc : 2);
+	assert_int_equal(pd_chunkenc_values_read_count(sealed, slen, &err), (int64_t)n);
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *a, *b;
+		size_t al, bl;
+		if (pd_chunkenc_values_get(c, i, &a, &al, &err))
+			fail_msg("get %zu: %s", i, err.msg);
+		if (pd_chunkenc_values_read(sealed, slen, i, (size_t)256 << 20, &b, &bl, &err))
+			fail_msg("read %zu: %s", i, err.msg);
+		struct pd_pprof_profile *probe;
+		struct pd_err derr = {0};
+		int is_profile = pd_pprof_decode(&probe, it[i].raw, it[i].len, NULL, &derr) == 0;
+		pd_pprof_destroy(probe);
+		if (is_profile) {
+			assert_same_profile(it[i].raw, it[i].len, a, al, "appender", i);
+			assert_same_profile(it[i].raw, it[i].len, b, bl, "sealed", i);
+		} else {
+			assert_int_equal(al, it[i].len);
+			assert_int_equal(bl, it[i].len);
+			assert_memory_equal(a, it[i].raw, al ? al : 0);
+			assert_memory_equal(b, it[i].raw, bl ? bl : 0);
+		}
+		free(a);
+		free(b);
+	}
+	free(sealed);
+	pd_chunkenc_values_destroy(c);
+	return slen;
+}
+
+static const char *const all_files[] = {
+    "profiles/goapp/allocs.pb.gz",       "profiles/goapp/block.pb.gz",
+    "profiles/goapp/cpu-2.pb.gz",        "profiles/goapp/cpu-3.pb.gz",
+    "profiles/goapp/cpu.pb.gz",          "profiles/goapp/delta-allocs.pb.gz",
+    "profiles/goapp/goroutine.pb.gz",    "profiles/goapp/heap-2.pb.gz",
+    "profiles/goapp/heap-3.pb.gz",       "profiles/goapp/heap.pb.gz",
+    "profiles/goapp/mutex.pb.gz",        "profiles/goapp/threadcreate.pb.gz",
+    "profiles/prometheus/allocs.pb.gz",  "profiles/prometheus/block.pb.gz",
+    "profiles/prometheus/cpu.pb.gz",     "profiles/prometheus/goroutine.pb.gz",
+    "profiles/prometheus/heap.pb.gz",    "profiles/prometheus/mutex.pb.gz",
+    "profiles/prometheus/threadcreate.pb.gz",
+    "profiles/edge/empty-samples.pb",    "profiles/edge/no-mappings.pb",
+    "profiles/edge/sparse-ids.pb",       "profiles/edge/unpacked.pb",
+    "profiles/edge/multi-types.pb",      "profiles/edge/default-type.pb",
+    "profiles/edge/no-functions.pb",     "profiles/edge/zero-and-negative.pb",
+    "profiles/edge/bad-mapping-ref.pb",  "profiles/edge/cpu-extra-type.pb",
+    "profiles/edge/cpu-millis.pb",
+};
+#define NFILES (sizeof(all_files) / sizeof(all_files[0]))
+
+static void free_items(struct item *it, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(it[i].raw);
+}
+
+/* ---- tests ------------------------------------------------------------------------ */
+
+/* Each test profile alone in a chunk. */
+static void test_each_profile(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < NFILES; i++) {
+		struct item it;
+		it.raw = load(all_files[i], &it.len);
+		check_chunk(PD_CHUNKENC_VALUES_COLUMNAR, 0, &it, 1);
+		free(it.raw);
+	}
+}
+
+/* All test profiles in one chunk, in several group sizes: symbols change from
+ * one profile to the next (as when a target restarts mid-chunk), groups split
+ * anywhere, and each profile still comes back whole. */
+static void test_mixed_chunk(void **state)
+{
+	(void)state;
+	struct item it[NFILES * 2];
+	for (size_t i = 0; i < NFILES; i++) {
+		it[i].raw = load(all_files[i], &it[i].len);
+		it[NFILES + i].raw = load(all_files[NFILES - 1 - i], &it[NFILES + i].len);
+	}
+	static const unsigned groups[] = {1, 2, 3, 7, 16, 64};
+	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
+		check_chunk(PD_CHUNKENC_VALUES_COLUMNAR, groups[g], it, NFILES * 2);
+	free_items(it, NFILES * 2);
+}
+
+/* A series as a scraper sees it: heap, heap-2, heap-3 of one program again and
+ * again (cumulative values, the same symbols), then a restart: new program. v2 is
+ * smaller than v1 on it. */
+static void test_series_and_restart(void **state)
+{
+	(void)state;
+	struct item it[40];
+	static const char *const seq[] = {"profiles/goapp/heap.pb.gz", "profiles/goapp/heap-2.pb.gz",
+					  "profiles/goapp/heap-3.pb.gz"};
+	for (size_t i = 0; i < 40; i++)
+		it[i].raw = load(i < 30 ? seq[i % 3] : "profiles/prometheus/heap.pb.gz", &it[i].len);
+	size_t v2 = check_chunk(PD_CHUNKENC_VALUES_COLUMNAR, 0, it, 40);
+	size_t v1 = check_chunk(PD_CHUNKENC_VALUES_ZSTD_GROUPS, 0, it, 40);
+	print_message("v1 %zu bytes, v2 %zu bytes\n", v1, v2);
+	assert_true(v2 < v1);
+	free_items(it, 40);
+}
+
+/* Bytes that are not a profile are kept as they are, beside profiles. */
+static void test_opaque(void **state)
+{
+	(void)state;
+	struct item it[4];
+	it[0].raw = (uint8_t *)strdup("not a profile");
+	it[0].len = 13;
+	it[1].raw = load("profiles/goapp/cpu.pb.gz", &it[1].len);
+	it[2].raw = malloc(1);
+	it[2].len = 0;
+	it[3].raw = load("profiles/edge/truncated.pb", &it[3].len);
+	check_chunk(PD_CHUNKENC_VALUES_COLUMNAR, 2, it, 4);
+	free_items(it, 4);
+}
+
+/* Encodes parts as raw protobuf (owned by the caller). */
+static struct item encode_parts(const struct pd_pprof_parts *p)
+{
+	struct item it;
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_parts_encode(p, &it.raw, &it.len, &err), 0);
+	return it;
+}
+
+/* Two locations with the same content under different ids, two equal functions
+ * and two equal mappings: each keeps its id. */
+static void test_duplicate_entries(void **state)
+{
+	(void)state;
+	static const char *strs[] = {"", "samples", "count", "main", "main.go", "/bin/x"};
+	size_t lens[6];
+	for (int i = 0; i < 6; i++)
+		lens[i] = strlen(strs[i]);
+	struct pd_pprof_pvt st = {1, 2};
+	struct pd_pprof_pmapping maps[2] = {{1, 0x1000, 0x2000, 0, 5, 0, 1, 1, 1, 0},
+					    {2, 0x1000, 0x2000, 0, 5, 0, 1, 1, 1, 0}};
+	struct pd_pprof_pfunction fns[2] = {{10, 3, 3, 4, 1}, {11, 3, 3, 4, 1}};
+	struct pd_pprof_pline l1 = {10, 5, 0}, l2 = {11, 5, 0};
+	struct pd_pprof_plocation locs[3] = {{7, 1, 0x1100, &l1, 1, 0},
+					     {8, 1, 0x1100, &l1, 1, 0},
+					     {9, 2, 0x1100, &l2, 1, 0}};
+	uint64_t s1[] = {7, 9}, s2[] = {8};
+	int64_t v1 = 3, v2 = 4;
+	struct pd_pprof_psample samples[2] = {{s1, 2, &v1, 1, NULL, 0}, {s2, 1, &v2, 1, NULL, 0}};
+	struct pd_pprof_parts p = {0};
+	p.strings = strs;
+	p.string_len = lens;
+	p.nstrings = 6;
+	p.sample_type = &st;
+	p.nsample_type = 1;
+	p.sample = samples;
+	p.nsample = 2;
+	p.mapping = maps;
+	p.nmapping = 2;
+	p.location = locs;
+	p.nlocation = 3;
+	p.function = fns;
+	p.nfunction = 2;
+	struct item it[3];
+	for (int i = 0; i < 3; i++)
+		it[i] = encode_parts(&p);
+	check_chunk(PD_CHUNKENC_VALUES_COLUMNAR, 0, it, 3);
+	free_items(it, 3);
+}
+
+/* A profile with a million locations (each its own function) in one stack each
+ * of a thousand samples. */
+static void test_million_locations(void **state)
+{
+	(void)state;
+	enum { NLOC = 1000000, NS = 1000 };
+	static const char *strs[] = {"", "cpu", "nanoseconds", "f", "file.go"};
+	size_t lens[5];
+	for (int i = 0; i < 5; i++)
+		lens[i] = strlen(strs[i]);
+	struct pd_pprof_plocation *locs = calloc(NLOC, sizeof(*locs));
+	struct pd_pprof_pline *lines = calloc(NLOC, sizeof(*lines));
+	uint64_t *ids = calloc(NLOC, sizeof(*ids));
+	struct pd_pprof_psample *samples = calloc(NS, sizeof(*samples));
+	int64_t *vals = calloc(NS, sizeof(*vals));
+	struct pd_pprof_pfunction fn = {1, 3, 3, 4, 0};
+	assert_true(locs && lines && ids && samples && vals);
+	for (size_t i = 0; i < NLOC; i++) {
+		lines[i] = (struct pd_pprof_pline){1, (int64_t)i + 1, 0};
+		locs[i] = (struct pd_pprof_plocation){i + 1, 0, 0x400000 + i * 4, &lines[i], 1, 0};
+		ids[i] = i + 1;
+	}
+	for (size_t i = 0; i < NS; i++) {
+		samples[i] = (struct pd_pprof_psample){ids + i * (NLOC / NS), NLOC / NS, &vals[i], 1,
+						       NULL, 0};
+		vals[i] = (int64_t)i * 10;
+	}
+	struct pd_pprof_pvt st = {1, 2};
+	struct pd_pprof_parts p = {0};
+	p.strings = strs;
+	p.string_len = lens;
+	p.nstrings = 5;
+	p.sample_type = &st;
+	p.nsample_type = 1;
+	p.sample = samples;
+	p.nsample = NS;
+	p.location = locs;
+	p.nlocation = NLOC;
+	p.function = &fn;
+	p.nfunction = 1;
+	struct item it = encode_parts(&p);
+	check_chunk(PD_CHUNKENC_VALUES_COLUMNAR, 0, &it, 1);
+	free(it.raw);
+	free(locs);
+	free(lines);
+	free(ids);
+	free(samples);
+	free(vals);
+}
+
+/* Damaged sealed chunks give errors, never crashes or wrong profiles that do not
+ * decode. */
+static void test_damaged(void **state)
+{
+	(void)state;
+	struct item it[5];
+	for (size_t i = 0; i < 5; i++)
+		it[i].raw = load(i % 2 ? "profiles/goapp/heap.pb.gz" : "profiles/goapp/heap-2.pb.gz",
+				 &it[i].len);
+	struct pd_err err = {0};
+	struct pd_chunkenc_values *c = pd_chunkenc_values_create_enc(0, 2, 0);
+	for (size_t i = 0; i < 5; i++)
+		assert_int_equal(pd_chunkenc_values_append(c, it[i].raw, it[i].len, &err), 0);
+	uint8_t *s;
+	size_t sl;
+	assert_int_equal(pd_chunkenc_values_seal(c, &s, &sl, &err), 0);
+	/* every truncation is refused */
+	for (size_t cut = 0; cut < sl; cut += 1 + sl / 200) {
+		uint8_t *o;
+		size_t ol;
+		assert_int_not_equal(pd_chunkenc_values_read(s, cut, 4, 1 << 20, &o, &ol, &err), 0);
+	}
+	/* flipped bytes: an error, or bytes that are still a valid profile */
+	uint64_t seed = 12345;
+	for (int round = 0; round < 300; round++) {
+		uint8_t *d = malloc(sl);
+		memcpy(d, s, sl);
+		for (int k = 0; k < 3; k++) {
+			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+			d[(seed >> 33) % sl] ^= (uint8_t)(1 + (seed >> 20) % 255);
+		}
+		for (size_t i = 0; i < 5; i++) {
+			uint8_t *o;
+			size_t ol;
+			if (pd_chunkenc_values_read(d, sl, i, 1 << 20, &o, &ol, &err) == 0) {
+				struct pd_pprof_profile *p;
+				if (pd_pprof_decode(&p, o, ol, NULL, &err) == 0)
+					pd_pprof_destroy(p);
+				free(o);
+			}
+		}
+		free(d);
+	}
+	/* the size limit holds */
+	uint8_t *o;
+	size_t ol;
+	assert_int_equal(pd_chunkenc_values_read(s, sl, 0, 100, &o, &ol, &err), PD_ETOOBIG);
+	free(s);
+	pd_chunkenc_values_destroy(c);
+	free_items(it, 5);
+}
+
+/* The open chunk holds its tables and compressed groups, not raw profiles: once
+ * the tables hold a program's symbols, each further scrape of it costs the open
+ * chunk a small part of the raw profile. */
+static void test_lean_appender(void **state)
+{
+	(void)state;
+	struct item it[3];
+	it[0].raw = load("profiles/goapp/heap.pb.gz", &it[0].len);
+	it[1].raw = load("profiles/goapp/heap-2.pb.gz", &it[1].len);
+	it[2].raw = load("profiles/goapp/heap-3.pb.gz", &it[2].len);
+	struct pd_err err = {0};
+	struct pd_chunkenc_values *c2 = pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_COLUMNAR, 0, 0);
+	struct pd_chunkenc_values *c1 = pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_ZSTD_GROUPS, 0, 0);
+	size_t raw = 0, m16 = 0;
+	for (size_t i = 0; i < 64; i++) {
+		assert_int_equal(pd_chunkenc_values_append(c2, it[i % 3].raw, it[i % 3].len, &err), 0);
+		assert_int_equal(pd_chunkenc_values_append(c1, it[i % 3].raw, it[i % 3].len, &err), 0);
+		raw += it[i % 3].len;
+		if (i == 15)
+			m16 = pd_chunkenc_values_memory(c2);
+	}
+	size_t m2 = pd_chunkenc_values_memory(c2), m1 = pd_chunkenc_values_memory(c1);
+	print_message("64 profiles, %zu raw bytes: v1 appender %zu bytes, v2 %zu bytes (%zu after 16)\n",
+		      raw, m1, m2, m16);
+	/* past the first profiles, a scrape costs the open chunk an eighth of its
+	 * raw size or less */
+	assert_true((m2 - m16) / 48 < it[0].len / 8);
+	pd_chunkenc_values_destroy(c1);
+	pd_chunkenc_values_destroy(c2);
+	free_items(it, 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_each_profile),     cmocka_unit_test(test_mixed_chunk),
+	    cmocka_unit_test(test_series_and_restart), cmocka_unit_test(test_opaque),
+	    cmocka_unit_test(test_duplicate_entries), cmocka_unit_test(test_million_locations),
+	    cmocka_unit_test(test_damaged),          cmocka_unit_test(test_lean_appender),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
