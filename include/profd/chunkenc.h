@@ -113,6 +113,26 @@ int pd_chunkenc_values_seal(const struct pd_chunkenc_values *c, uint8_t **out, s
  * decompressing only its group. At most max_profile bytes are accepted. */
 int pd_chunkenc_values_read(const uint8_t *chunk, size_t len, size_t i, size_t max_profile,
 			    uint8_t **out, size_t *out_len, struct pd_err *err);
+/* Receives merged profiles: p (owned by the callee from now on) sums the `count`
+ * profiles of the chunk from index `first`, whose records took `bytes` bytes
+ * decoded. A non-zero return stops the merge and is returned by it. */
+struct pd_pprof_profile;
+typedef int (*pd_chunkenc_merge_fn)(void *ctx, struct pd_pprof_profile *p, size_t first,
+				    size_t count, size_t bytes);
+
+/* Merges profiles [from, to) of a sealed value chunk, calling emit in index
+ * order. A v2 chunk is merged by stack id: its tables and groups are
+ * decompressed once, and each run of profiles whose headers agree becomes one
+ * profile (merging the emitted profiles with pd_pprof_merge gives what merging
+ * the profiles one by one gives). A v1 chunk gives each profile on its own. */
+int pd_chunkenc_values_merge(const uint8_t *chunk, size_t len, size_t from, size_t to,
+			     size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
+			     struct pd_err *err);
+/* The same over an appender's profiles, without sealing it. */
+int pd_chunkenc_values_merge_open(const struct pd_chunkenc_values *c, size_t from, size_t to,
+				  size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
+				  struct pd_err *err);
+
 /* Number of profiles in a sealed value chunk, or a negative PD_E... code. */
 int64_t pd_chunkenc_values_read_count(const uint8_t *chunk, size_t len, struct pd_err *err);
 

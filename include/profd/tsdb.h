@@ -122,6 +122,21 @@ void pd_tsdb_result_destroy(struct pd_tsdb_result *r);
 int pd_tsdb_read(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t n, int64_t t,
 		 uint8_t **out, size_t *len, struct pd_err *err);
 
+/* Receives a series' merged profiles from pd_tsdb_merge: p (owned by the callee
+ * from now on) sums `count` stored profiles, the first at first_t and the last at
+ * last_t, whose records took `bytes` bytes decoded. Non-zero stops the merge. */
+struct pd_pprof_profile;
+typedef int (*pd_tsdb_merge_fn)(void *ctx, struct pd_pprof_profile *p, size_t count,
+				int64_t first_t, int64_t last_t, size_t bytes);
+
+/* Merges the profiles of the series with exactly these labels in [mint, maxt],
+ * oldest first, chunk by chunk: a columnar chunk is decoded once and its profiles
+ * added up by stack id, so emit gets one profile per chunk (per run of profiles
+ * whose headers agree), which pd_pprof_merge turns into what merging every
+ * profile would give. A series that is not there emits nothing. */
+int pd_tsdb_merge(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t n, int64_t mint,
+		  int64_t maxt, pd_tsdb_merge_fn emit, void *ctx, struct pd_err *err);
+
 /* Sorted distinct label names, or values of one name, of series matching the
  * matchers (none: all series) in [mint, maxt]. *out and its strings are malloc'd;
  * free with pd_tsdb_strings_free. */

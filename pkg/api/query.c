@@ -247,12 +247,66 @@ static int item_cmp(const void *a, const void *b)
 	return x->series < y->series ? -1 : x->series > y->series;
 }
 
+/* What a merge collects from the store, series by series. */
+struct merge_state {
+	struct pd_api_server *s;
+	struct side *sd;
+	struct pd_pprof_merger *mg;
+	size_t series;    /* index in sd->res being merged */
+	uint64_t bytes;   /* decoded bytes read so far */
+	const char *cut;  /* why the merge stopped early, or NULL */
+	int bad;          /* the profiles cannot be merged: err says why */
+	struct pd_err err;
+	int64_t bad_t;
+};
+
+#define MERGE_STOP 1 /* an emit's way to stop the store's merge; not an error */
+
+static int merge_emit(void *ctx, struct pd_pprof_profile *p, size_t count, int64_t first_t,
+                      int64_t last_t, size_t bytes)
+{
+	struct merge_state *m = ctx;
+	struct side *sd = m->sd;
+	if (m->bytes + bytes > m->s->o.max_merge_bytes) {
+		pd_pprof_destroy(p);
+		m->cut = "the server's limit on bytes read by a merge";
+		return MERGE_STOP;
+	}
+	m->bytes += bytes;
+	pthread_mutex_lock(&m->s->m.mu);
+	m->s->m.c.profiles_read += count;
+	m->s->m.c.profile_bytes_read += bytes;
+	pthread_mutex_unlock(&m->s->m.mu);
+	int rc = pd_pprof_merger_add(m->mg, p, &m->err);
+	pd_pprof_destroy(p);
+	if (rc) {
+		m->bad = rc == PD_EINCOMPAT || rc == PD_EINVAL;
+		m->bad_t = first_t;
+		return rc;
+	}
+	if (!sd->nprofiles || first_t < sd->mint)
+		sd->mint = first_t;
+	if (!sd->nprofiles || last_t > sd->maxt)
+		sd->maxt = last_t;
+	sd->nprofiles += count;
+	if (!sd->used[m->series]) {
+		sd->used[m->series] = 1;
+		sd->nseries++;
+	}
+	return 0;
+}
+
+/* A merge over [start, end] of every matching series: the first max_profiles
+ * profiles by time are chosen from the timestamps, then each series' share is
+ * merged by the store chunk by chunk (by stack id), so no profile is decoded on
+ * its own. */
 static int load_merge(struct api_req *r, struct api_resp *w, struct side *sd, uint64_t max_profiles)
 {
 	struct pd_api_server *s = r->srv;
 	struct pd_err err = {0};
 	struct item *items = NULL;
-	struct pd_pprof_merger *mg = NULL;
+	int64_t *upto = NULL;
+	struct merge_state m = {.s = s, .sd = sd};
 	int ret = -1;
 	int rc =
 	    pd_tsdb_select(s->o.db, sd->sel.m, sd->sel.nm, sd->start, sd->end, 0, &sd->res, &err);
@@ -266,8 +320,9 @@ static int load_merge(struct api_req *r, struct api_resp *w, struct side *sd, ui
 	if (n == 0)
 		return 0;
 	items = malloc(n * sizeof(*items));
+	upto = malloc(sd->res->nseries * sizeof(*upto));
 	sd->used = calloc(sd->res->nseries, 1);
-	if (!items || !sd->used) {
+	if (!items || !upto || !sd->used) {
 		api_error(w, 500, "internal", "out of memory");
 		goto out;
 	}
@@ -276,66 +331,47 @@ static int load_merge(struct api_req *r, struct api_resp *w, struct side *sd, ui
 		for (size_t j = 0; j < sd->res->series[i].nts; j++)
 			items[k++] = (struct item){sd->res->series[i].ts[j], i};
 	qsort(items, n, sizeof(*items), item_cmp);
-	if ((rc = pd_pprof_merger_create(&mg, &err))) {
+	/* the earliest max_profiles: each series up to its last one among them */
+	size_t take = n < max_profiles ? n : (size_t)max_profiles;
+	if (take < n)
+		m.cut = "max_profiles";
+	for (size_t i = 0; i < sd->res->nseries; i++)
+		upto[i] = INT64_MIN;
+	for (size_t i = 0; i < take; i++)
+		upto[items[i].series] = items[i].t;
+	if ((rc = pd_pprof_merger_create(&m.mg, &err))) {
 		api_internal(w, "merging failed", rc, &err);
 		goto out;
 	}
-	uint64_t bytes = 0;
-	const char *cut = NULL;
-	size_t i;
-	for (i = 0; i < n; i++) {
-		const struct pd_tsdb_series *se = &sd->res->series[items[i].series];
-		uint8_t *raw = NULL;
-		size_t len = 0;
-		struct pd_pprof_profile *p = NULL;
-		if (sd->nprofiles >= max_profiles) {
-			cut = "max_profiles";
-			break;
-		}
-		rc = pd_tsdb_read(s->o.db, se->labels, se->nlabels, items[i].t, &raw, &len, &err);
-		if (rc == PD_ENOTFOUND)
+	const char *limit_cut = NULL;
+	for (size_t i = 0; i < sd->res->nseries; i++) {
+		const struct pd_tsdb_series *se = &sd->res->series[i];
+		if (upto[i] == INT64_MIN)
 			continue;
-		if (rc) {
-			api_internal(w, "reading a profile failed", rc, &err);
-			goto out;
-		}
-		count_read(s, len);
-		if (bytes + len > s->o.max_merge_bytes) {
-			free(raw);
-			cut = "the server's limit on bytes read by a merge";
+		m.series = i;
+		m.cut = NULL;
+		rc = pd_tsdb_merge(s->o.db, se->labels, se->nlabels, sd->start, upto[i], merge_emit, &m,
+		                   &m.err);
+		if (rc == MERGE_STOP) {
+			limit_cut = m.cut;
 			break;
 		}
-		bytes += len;
-		if (decode_stored(w, raw, len, &p)) {
-			free(raw);
-			goto out;
-		}
-		free(raw);
-		rc = pd_pprof_merger_add(mg, p, &err);
-		pd_pprof_destroy(p);
-		if (rc == PD_EINCOMPAT || rc == PD_EINVAL) {
+		if (rc && m.bad) {
 			char a[512];
 			series_string(se->labels, se->nlabels, a, sizeof(a));
 			api_bad_param(w, sd->qname,
 			              "the matching profiles cannot be merged: %s (adding %s at %lld); "
 			              "select one profile type",
-			              err.msg, a, (long long)items[i].t);
+			              m.err.msg, a, (long long)m.bad_t);
 			goto out;
 		}
 		if (rc) {
-			api_internal(w, "merging failed", rc, &err);
+			api_internal(w, "reading profiles to merge failed", rc, &m.err);
 			goto out;
 		}
-		if (!sd->nprofiles)
-			sd->mint = items[i].t;
-		sd->maxt = items[i].t;
-		sd->nprofiles++;
-		if (!sd->used[items[i].series]) {
-			sd->used[items[i].series] = 1;
-			sd->nseries++;
-		}
 	}
-	if (cut) {
+	const char *cut = limit_cut ? limit_cut : take < n ? "max_profiles" : NULL;
+	if (cut && sd->nprofiles) {
 		char t0[40], t1[40];
 		pd_time_format(sd->mint, t0, sizeof(t0));
 		pd_time_format(sd->maxt, t1, sizeof(t1));
@@ -352,8 +388,8 @@ static int load_merge(struct api_req *r, struct api_resp *w, struct side *sd, ui
 		ret = 0;
 		goto out;
 	}
-	rc = pd_pprof_merger_finish(mg, &sd->prof, &err);
-	mg = NULL;
+	rc = pd_pprof_merger_finish(m.mg, &sd->prof, &err);
+	m.mg = NULL;
 	if (rc) {
 		api_internal(w, "merging failed", rc, &err);
 		goto out;
@@ -361,8 +397,9 @@ static int load_merge(struct api_req *r, struct api_resp *w, struct side *sd, ui
 	sd->found = 1;
 	ret = 0;
 out:
-	pd_pprof_merger_destroy(mg);
+	pd_pprof_merger_destroy(m.mg);
 	free(items);
+	free(upto);
 	return ret;
 }
 

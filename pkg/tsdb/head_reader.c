@@ -207,7 +207,38 @@ static int hr_chunk_value(void *r, uint64_t series_ref, const struct rchunk *c, 
 	return rc;
 }
 
+static int hr_chunk_vals(void *r, uint64_t series_ref, const struct rchunk *c, const uint8_t **p,
+			 size_t *len, uint8_t **owned, struct pd_err *err)
+{
+	struct head_series *s = series_by_ref(r, series_ref);
+	int rc = 0;
+	*owned = NULL;
+	if (!s)
+		return pd_err_set(err, PD_ENOTFOUND, "no series %llu in the head",
+				  (unsigned long long)series_ref);
+	/* a copy, so that the series takes appends while the caller reads */
+	pthread_mutex_lock(&s->mu);
+	if (c->vals_ref < s->dropped) {
+		rc = pd_err_set(err, PD_ENOTFOUND, "chunk was truncated from the head");
+	} else if (c->vals_ref - s->dropped < s->nchunks) {
+		const struct head_chunk *hc = &s->chunks[c->vals_ref - s->dropped];
+		if ((*owned = malloc(hc->vals_len ? hc->vals_len : 1))) {
+			memcpy(*owned, hc->vals, hc->vals_len);
+			*len = hc->vals_len;
+		} else {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		}
+	} else if (c->vals_ref - s->dropped == s->nchunks && s->open_vals) {
+		rc = pd_chunkenc_values_seal(s->open_vals, owned, len, err);
+	} else {
+		rc = pd_err_set(err, PD_ENOTFOUND, "no such head chunk");
+	}
+	pthread_mutex_unlock(&s->mu);
+	*p = *owned;
+	return rc;
+}
+
 const struct reader_ops head_reader_ops = {
-	hr_label_names, hr_label_values, hr_postings, hr_all_series,
-	hr_series,      hr_chunk_ts,     hr_chunk_value,
+	hr_label_names, hr_label_values, hr_postings,   hr_all_series,
+	hr_series,      hr_chunk_ts,     hr_chunk_value, hr_chunk_vals,
 };

@@ -577,3 +577,95 @@ int pd_tsdb_label_values(struct pd_tsdb *db, const char *name, const struct pd_t
 {
 	return labels_list(db, name, m, nm, mint, maxt, out, n, err);
 }
+
+/* ---- merging a series' profiles ------------------------------------------------------ */
+
+struct merge_ctx {
+	pd_tsdb_merge_fn emit;
+	void *ctx;
+	const int64_t *ts; /* the chunk's timestamps */
+};
+
+static int merge_emit(void *c, struct pd_pprof_profile *p, size_t first, size_t count,
+		      size_t bytes)
+{
+	struct merge_ctx *m = c;
+	return m->emit(m->ctx, p, count, m->ts[first], m->ts[first + count - 1], bytes);
+}
+
+/* Merges the profiles of series ref in src within [mint, maxt]. */
+static int merge_from(const struct source *src, uint64_t ref, int64_t mint, int64_t maxt,
+		      size_t max_profile, pd_tsdb_merge_fn emit, void *ctx, struct pd_err *err)
+{
+	struct pd_lpair *l;
+	struct rchunk *c;
+	size_t nl, nc;
+	int rc = src->ops->series(src->r, ref, &l, &nl, &c, &nc, err);
+	if (rc)
+		return rc;
+	for (size_t k = 0; k < nc && !rc; k++) {
+		if (c[k].maxt < mint || c[k].mint > maxt)
+			continue;
+		uint8_t *tb, *owned = NULL;
+		size_t tl, vl;
+		const uint8_t *vp;
+		if ((rc = src->ops->chunk_ts(src->r, ref, &c[k], &tb, &tl, err)))
+			break;
+		int64_t *ts = malloc((c[k].count + 1) * sizeof(*ts));
+		size_t n = 0, from = SIZE_MAX, to = 0;
+		struct pd_chunkenc_ts_iter it;
+		pd_chunkenc_ts_iter_init(&it, tb, tl);
+		while (ts && n <= c[k].count && pd_chunkenc_ts_iter_next(&it)) {
+			int64_t t = pd_chunkenc_ts_iter_at(&it);
+			if (n == c[k].count)
+				break;
+			ts[n] = t;
+			if (t >= mint && t <= maxt) {
+				if (from == SIZE_MAX)
+					from = n;
+				to = n + 1;
+			}
+			n++;
+		}
+		free(tb);
+		if (!ts)
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		else if (pd_chunkenc_ts_iter_err(&it))
+			rc = pd_err_set(err, PD_ECORRUPT, "a timestamp chunk is damaged");
+		else if (from != SIZE_MAX &&
+			 !(rc = src->ops->chunk_vals(src->r, ref, &c[k], &vp, &vl, &owned, err))) {
+			struct merge_ctx m = {emit, ctx, ts};
+			rc = pd_chunkenc_values_merge(vp, vl, from, to, max_profile, merge_emit, &m, err);
+		}
+		free(owned);
+		free(ts);
+	}
+	free(l);
+	free(c);
+	return rc;
+}
+
+int pd_tsdb_merge(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t n, int64_t mint,
+		  int64_t maxt, pd_tsdb_merge_fn emit, void *ctx, struct pd_err *err)
+{
+	struct source *src = NULL;
+	size_t nsrc = 0;
+	const struct pd_lpair *l = (const struct pd_lpair *)(const void *)labels;
+	pthread_rwlock_rdlock(&db->blocks_mu);
+	int rc = db_sources(db, mint, maxt, &src, &nsrc, err);
+	/* oldest first, as db_sources gives them: blocks, then the head */
+	for (size_t s = 0; s < nsrc && !rc; s++) {
+		uint64_t ref;
+		int64_t lo = mint > src[s].mint ? mint : src[s].mint;
+		int64_t hi = maxt < src[s].maxt ? maxt : src[s].maxt;
+		int r2 = find_series(&src[s], l, n, &ref, err);
+		if (r2 == PD_ENOTFOUND)
+			continue;
+		if ((rc = r2))
+			break;
+		rc = merge_from(&src[s], ref, lo, hi, db->o.max_profile, emit, ctx, err);
+	}
+	pthread_rwlock_unlock(&db->blocks_mu);
+	free(src);
+	return rc;
+}

@@ -100,7 +100,15 @@ static int br_chunk_value(void *r, uint64_t series_ref, const struct rchunk *c, 
 	return pd_chunkenc_values_read(p, n, i, max_profile, out, len, err);
 }
 
+static int br_chunk_vals(void *r, uint64_t series_ref, const struct rchunk *c, const uint8_t **p,
+			 size_t *len, uint8_t **owned, struct pd_err *err)
+{
+	(void)series_ref;
+	*owned = NULL;
+	return pd_block_chunk_bytes(r, c->vals_ref, p, len, err);
+}
+
 const struct reader_ops block_reader_ops = {
 	br_label_names, br_label_values, br_postings,   br_all_series,
-	br_series,      br_chunk_ts,     br_chunk_value,
+	br_series,      br_chunk_ts,     br_chunk_value, br_chunk_vals,
 };

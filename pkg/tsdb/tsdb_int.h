@@ -108,6 +108,11 @@ struct reader_ops {
 	/* profile i of a chunk into *out (malloc'd). */
 	int (*chunk_value)(void *r, uint64_t series_ref, const struct rchunk *c, size_t i,
 			   size_t max_profile, uint8_t **out, size_t *len, struct pd_err *err);
+	/* the whole sealed value chunk: *p points at its bytes, which *owned (malloc'd,
+	 * the caller frees it) holds when they had to be copied or sealed, else NULL
+	 * (borrowed while the reader is open). */
+	int (*chunk_vals)(void *r, uint64_t series_ref, const struct rchunk *c, const uint8_t **p,
+			  size_t *len, uint8_t **owned, struct pd_err *err);
 };
 
 extern const struct reader_ops head_reader_ops;

@@ -382,6 +382,124 @@ static void test_lean_appender(void **state)
 	free_items(it, 3);
 }
 
+/* ---- merging by stack id ---------------------------------------------------------- */
+
+struct collected {
+	struct pd_pprof_profile *p[256];
+	size_t n, profiles, next;
+};
+
+static int collect(void *ctx, struct pd_pprof_profile *p, size_t first, size_t count, size_t bytes)
+{
+	struct collected *c = ctx;
+	(void)bytes;
+	assert_int_equal(first, c->next); /* in index order, nothing skipped */
+	c->next = first + count;
+	c->p[c->n++] = p;
+	c->profiles += count;
+	return 0;
+}
+
+/* Fails unless a and b give the same top table and flame graph for every sample type. */
+static void assert_same_reports(const struct pd_pprof_profile *a, const struct pd_pprof_profile *b)
+{
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_sample_type_count(a), pd_pprof_sample_type_count(b));
+	assert_int_equal(pd_pprof_time_nanos(a), pd_pprof_time_nanos(b));
+	assert_int_equal(pd_pprof_duration_nanos(a), pd_pprof_duration_nanos(b));
+	assert_int_equal(pd_pprof_period(a), pd_pprof_period(b));
+	for (size_t si = 0; si < pd_pprof_sample_type_count(a); si++) {
+		struct pd_pprof_top *ta, *tb;
+		assert_int_equal(pd_pprof_top(a, (int)si, &ta, &err), 0);
+		assert_int_equal(pd_pprof_top(b, (int)si, &tb, &err), 0);
+		assert_int_equal(ta->total, tb->total);
+		assert_int_equal(ta->nrows, tb->nrows);
+		for (size_t r = 0; r < ta->nrows; r++) {
+			assert_string_equal(ta->rows[r].name, tb->rows[r].name);
+			assert_int_equal(ta->rows[r].flat, tb->rows[r].flat);
+			assert_int_equal(ta->rows[r].cum, tb->rows[r].cum);
+		}
+		pd_pprof_top_destroy(ta);
+		pd_pprof_top_destroy(tb);
+		struct pd_pprof_flame *fa, *fb;
+		struct pd_buf ja, jb;
+		pd_buf_init(&ja, 0);
+		pd_buf_init(&jb, 0);
+		assert_int_equal(pd_pprof_flame(a, (int)si, &fa, &err), 0);
+		assert_int_equal(pd_pprof_flame(b, (int)si, &fb, &err), 0);
+		assert_int_equal(pd_pprof_flame_json(fa, 0, &ja), 0);
+		assert_int_equal(pd_pprof_flame_json(fb, 0, &jb), 0);
+		assert_int_equal(ja.len, jb.len);
+		assert_memory_equal(ja.data, jb.data, ja.len);
+		pd_buf_fini(&ja);
+		pd_buf_fini(&jb);
+		pd_pprof_flame_destroy(fa);
+		pd_pprof_flame_destroy(fb);
+	}
+}
+
+/* A merge of a chunk's range by stack id reports what merging the profiles one by
+ * one reports, for ranges that start and end anywhere, across groups and across a
+ * change of program; with fewer profiles handed to pprof's merge. */
+static void test_merge_by_stack(void **state)
+{
+	(void)state;
+	static const char *const seq[] = {
+	    "profiles/goapp/heap.pb.gz",  "profiles/goapp/heap-2.pb.gz",
+	    "profiles/goapp/heap-3.pb.gz", "profiles/goapp/allocs.pb.gz",
+	    "profiles/prometheus/heap.pb.gz", "profiles/prometheus/allocs.pb.gz",
+	    "profiles/edge/multi-types.pb"};
+	enum { N = 20 };
+	struct item it[N];
+	for (size_t i = 0; i < N; i++)
+		it[i].raw = load(seq[i < 12 ? i % 4 : 4 + i % 3], &it[i].len);
+	struct pd_err err = {0};
+	for (int enc = 1; enc <= 2; enc++) {
+		struct pd_chunkenc_values *c = pd_chunkenc_values_create_enc(enc, 3, 0);
+		for (size_t i = 0; i < N; i++)
+			assert_int_equal(pd_chunkenc_values_append(c, it[i].raw, it[i].len, &err), 0);
+		uint8_t *sealed;
+		size_t slen;
+		assert_int_equal(pd_chunkenc_values_seal(c, &sealed, &slen, &err), 0);
+		static const size_t ranges[][2] = {{0, N}, {0, 1}, {2, 11}, {4, 17}, {12, 20}, {19, 20}};
+		for (size_t r = 0; r < sizeof(ranges) / sizeof(ranges[0]); r++) {
+			size_t from = ranges[r][0], to = ranges[r][1];
+			/* one by one */
+			struct pd_pprof_profile *ps[N];
+			for (size_t i = from; i < to; i++)
+				assert_int_equal(pd_pprof_decode(&ps[i - from], it[i].raw, it[i].len, NULL, &err), 0);
+			struct pd_pprof_profile *want;
+			assert_int_equal(pd_pprof_merge((const struct pd_pprof_profile *const *)ps,
+							 to - from, &want, &err), 0);
+			for (int open = 0; open < 2; open++) {
+				struct collected col = {.next = from};
+				int rc = open ? pd_chunkenc_values_merge_open(c, from, to, 1 << 26, collect, &col, &err)
+					      : pd_chunkenc_values_merge(sealed, slen, from, to, 1 << 26, collect,
+									 &col, &err);
+				if (rc)
+					fail_msg("merge [%zu, %zu): %s", from, to, err.msg);
+				assert_int_equal(col.profiles, to - from);
+				assert_int_equal(col.next, to);
+				if (enc == 2)
+					assert_true(col.n < to - from || to - from == 1);
+				struct pd_pprof_profile *got;
+				assert_int_equal(pd_pprof_merge((const struct pd_pprof_profile *const *)col.p,
+								 col.n, &got, &err), 0);
+				assert_same_reports(want, got);
+				pd_pprof_destroy(got);
+				for (size_t k = 0; k < col.n; k++)
+					pd_pprof_destroy(col.p[k]);
+			}
+			pd_pprof_destroy(want);
+			for (size_t i = from; i < to; i++)
+				pd_pprof_destroy(ps[i - from]);
+		}
+		free(sealed);
+		pd_chunkenc_values_destroy(c);
+	}
+	free_items(it, N);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +507,7 @@ int main(void)
 	    cmocka_unit_test(test_series_and_restart), cmocka_unit_test(test_opaque),
 	    cmocka_unit_test(test_duplicate_entries), cmocka_unit_test(test_million_locations),
 	    cmocka_unit_test(test_damaged),          cmocka_unit_test(test_lean_appender),
+	    cmocka_unit_test(test_merge_by_stack),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

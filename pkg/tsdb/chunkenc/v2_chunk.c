@@ -449,3 +449,28 @@ out:
 	v2_tables_fini(&t);
 	return rc;
 }
+
+int v2_appender_merge(const struct v2_appender *a, size_t from, size_t to, size_t max_profile,
+		      pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err)
+{
+	if (to > a->count)
+		to = a->count;
+	if (from >= to)
+		return 0;
+	struct v2_merge *m;
+	struct pd_buf recs;
+	int rc = v2_merge_begin(&m, &a->t, err);
+	if (rc)
+		return rc;
+	pd_buf_init(&recs, 0);
+	for (size_t base = from - from % a->group; base < to && !rc; base += a->group) {
+		size_t end = base + a->group < a->count ? base + a->group : a->count;
+		recs.len = 0;
+		if ((rc = appender_records(a, base, end, &recs, err)) == 0)
+			rc = v2_merge_group(m, recs.data, recs.len, base, from, to, max_profile, emit, ctx,
+					    err);
+	}
+	pd_buf_fini(&recs);
+	int r2 = v2_merge_end(m, !rc, emit, ctx, err);
+	return rc ? rc : r2;
+}

@@ -151,17 +151,45 @@ int v2_record_encode(struct v2_tables *t, struct v2_prev *prev, int level_hint,
 
 /* A decoded record: either a profile as parts (arrays in arena, strings in the
  * tables) or opaque bytes (borrowed from the input). */
+/* A profile record in chunk terms (string, mapping and stack indices of the
+ * chunk's tables), for merging records by stack id. Arrays live in the decoded
+ * record's arena. */
+struct v2_view {
+	int has_period_type;
+	uint32_t period_type[2]; /* type, unit */
+	int64_t time_nanos, duration_nanos, period;
+	uint32_t *st; /* sample types: type, unit, ... */
+	size_t nst;
+	uint32_t *comment;
+	size_t ncomment;
+	uint32_t hdr[4]; /* default_sample_type, drop_frames, keep_frames, doc_url */
+	uint32_t *map_idx;
+	size_t nmap;
+	uint32_t *stacks; /* per sample: stack id (node index + 1, 0: empty) */
+	int64_t *values;  /* per sample: nst values */
+	size_t ns;
+	uint32_t *label_off; /* sample i's labels: labels[4*label_off[i] .. 4*label_off[i+1]) */
+	uint64_t *labels;    /* key, str, num, num_unit per label */
+};
+
 struct v2_decoded {
 	int opaque;
 	const uint8_t *bytes;
 	size_t len;
 	struct pd_pprof_parts parts;
+	struct v2_view view;
 	struct pd_arena *arena;
 };
 
+enum {
+	V2_WANT_STATE = 0,   /* only the delta state advances */
+	V2_WANT_PROFILE = 1, /* parts: the profile as it was appended */
+	V2_WANT_VIEW = 2,    /* view: the record in chunk terms */
+};
+
 /* Decodes the record at r into *d (d->arena is created here; free with
- * v2_decoded_fini) and updates prev. want == 0 skips building the parts (only
- * prev advances), for the records before the one asked for. */
+ * v2_decoded_fini) and updates prev. want (V2_WANT_*) says what to build: nothing
+ * (for the records before the one asked for), the parts, or the view. */
 int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_rd *r, int want,
 		     struct v2_decoded *d, struct pd_err *err);
 void v2_decoded_fini(struct v2_decoded *d);
@@ -188,6 +216,26 @@ int v2_appender_get(const struct v2_appender *a, size_t i, uint8_t **out, size_t
 		    struct pd_err *err);
 int v2_appender_seal(const struct v2_appender *a, uint8_t **out, size_t *out_len,
 		     struct pd_err *err);
+
+int v2_appender_merge(const struct v2_appender *a, size_t from, size_t to, size_t max_profile,
+		      pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err);
+
+/* ---- merging by stack id (v2_merge.c) --------------------------------------------- */
+
+struct v2_merge;
+
+/* A merge over chunk tables t (borrowed until end). */
+int v2_merge_begin(struct v2_merge **out, const struct v2_tables *t, struct pd_err *err);
+/* Adds the records of one group (decompressed; its first profile is chunk index
+ * base) that fall in [from, to). */
+int v2_merge_group(struct v2_merge *m, const uint8_t *g, size_t glen, size_t base, size_t from,
+		   size_t to, size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
+		   struct pd_err *err);
+/* Emits the pending run (when emit_pending) and frees m; NULL ok. */
+int v2_merge_end(struct v2_merge *m, int emit_pending, pd_chunkenc_merge_fn emit, void *ctx,
+		 struct pd_err *err);
+int v2_merge_sealed(const uint8_t *chunk, size_t len, size_t from, size_t to, size_t max_profile,
+		    pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err);
 
 int64_t v2_read_count(const uint8_t *chunk, size_t len, struct pd_err *err);
 int v2_read(const uint8_t *chunk, size_t len, size_t i, size_t max_profile, uint8_t **out,

@@ -509,6 +509,7 @@ struct dec {
 	uint32_t *lstr; /* chunk string -> local index + 1 */
 	const char **strs;
 	size_t *slen;
+	uint32_t *rev; /* local index -> chunk string */
 	size_t nstrs;
 	int oom;
 };
@@ -521,6 +522,7 @@ static int64_t L(struct dec *d, uint64_t i)
 	if (!d->lstr[i]) {
 		d->strs[d->nstrs] = v2_str(d->t, (uint32_t)i);
 		d->slen[d->nstrs] = v2_str_len(d->t, (uint32_t)i);
+		d->rev[d->nstrs] = (uint32_t)i;
 		d->lstr[i] = (uint32_t)++d->nstrs;
 	}
 	return (int64_t)d->lstr[i] - 1;
@@ -560,12 +562,13 @@ int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_
 	d.lstr = pd_arena_calloc(a, t->nstr + 1, sizeof(*d.lstr));
 	d.strs = pd_arena_calloc(a, t->nstr + 1, sizeof(*d.strs));
 	d.slen = pd_arena_calloc(a, t->nstr + 1, sizeof(*d.slen));
+	d.rev = pd_arena_calloc(a, t->nstr + 1, sizeof(*d.rev));
 	uint64_t *map_id_of = pd_arena_calloc(a, t->nmap + 1, sizeof(uint64_t)); /* 0: not in profile */
 	uint64_t *fn_id_of = pd_arena_calloc(a, t->nfn + 1, sizeof(uint64_t));
 	uint64_t *loc_id_of = pd_arena_calloc(a, t->nloc + 1, sizeof(uint64_t));
 	uint32_t *loc_pos = pd_arena_calloc(a, t->nloc + 1, sizeof(uint32_t)); /* position + 1 */
 	uint32_t *fn_pos = pd_arena_calloc(a, t->nfn + 1, sizeof(uint32_t));
-	if (!d.lstr || !d.strs || !d.slen || !map_id_of || !fn_id_of || !loc_id_of || !loc_pos ||
+	if (!d.lstr || !d.strs || !d.slen || !d.rev || !map_id_of || !fn_id_of || !loc_id_of || !loc_pos ||
 	    !fn_pos)
 		goto nomem;
 	if (t->nstr == 0)
@@ -694,16 +697,48 @@ int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_
 			vals[i * nv + j] = v;
 		}
 	}
-	if (!want) {
-		/* only the delta state is wanted: step over the rest of the record */
-		if (flags & F_LABELS)
-			for (size_t i = 0; i < ns; i++)
+	if (want != V2_WANT_PROFILE) {
+		/* the delta state, and for a view the record in chunk terms: step over
+		 * the rest of the record */
+		struct v2_view *v = &out->view;
+		if (want == V2_WANT_VIEW) {
+			v->label_off = pd_arena_calloc(a, ns + 1, sizeof(*v->label_off));
+			if (!v->label_off)
+				goto nomem;
+		}
+		if (flags & F_LABELS) {
+			struct pd_buf lb;
+			pd_buf_init(&lb, 0);
+			for (size_t i = 0; i < ns; i++) {
 				for (size_t k = v2_count(r, 4); k > 0; k--) {
-					v2_uv(r);
-					v2_uv(r);
-					v2_sv(r);
-					v2_uv(r);
+					uint64_t key = v2_uv(r), str = v2_uv(r);
+					int64_t num = v2_sv(r);
+					uint64_t unit = v2_uv(r);
+					if (key >= t->nstr || str >= t->nstr || unit >= t->nstr) {
+						pd_buf_fini(&lb);
+						DCORRUPT("a sample label refers to a missing string");
+					}
+					if (want == V2_WANT_VIEW) {
+						uint64_t q[4] = {key, str, (uint64_t)num, unit};
+						if (pd_buf_append(&lb, q, sizeof(q))) {
+							pd_buf_fini(&lb);
+							goto nomem;
+						}
+					}
 				}
+				if (want == V2_WANT_VIEW)
+					v->label_off[i + 1] = (uint32_t)(lb.len / (4 * sizeof(uint64_t)));
+			}
+			if (want == V2_WANT_VIEW && lb.len) {
+				v->labels = pd_arena_alloc(a, lb.len);
+				if (!v->labels) {
+					pd_buf_fini(&lb);
+					goto nomem;
+				}
+				memcpy(v->labels, lb.data, lb.len);
+			}
+			pd_buf_fini(&lb);
+		}
 		int need_locs = !(flags & F_LOC_SEQ) || ((flags & F_FN_DERIVED) && !(flags & F_FN_SEQ));
 		uint32_t *lo = NULL;
 		size_t nl = 0, nf = 0;
@@ -750,7 +785,38 @@ int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_
 			DCORRUPT("truncated");
 		if (prev_set(prev, pp->time_nanos, map_idx, map_id, nmap, stacks, vals, ns, nv))
 			goto nomem;
-		v2_decoded_fini(out);
+		if (want != V2_WANT_VIEW) {
+			v2_decoded_fini(out);
+			return 0;
+		}
+		v->has_period_type = pp->has_period_type;
+		v->period_type[0] = pp->has_period_type ? d.rev[pp->period_type.type] : 0;
+		v->period_type[1] = pp->has_period_type ? d.rev[pp->period_type.unit] : 0;
+		v->time_nanos = pp->time_nanos;
+		v->duration_nanos = pp->duration_nanos;
+		v->period = pp->period;
+		v->nst = pp->nsample_type;
+		v->st = pd_arena_calloc(a, 2 * v->nst + 1, sizeof(*v->st));
+		v->ncomment = pp->ncomment;
+		v->comment = pd_arena_calloc(a, v->ncomment + 1, sizeof(*v->comment));
+		if (!v->st || !v->comment)
+			goto nomem;
+		for (size_t i = 0; i < v->nst; i++) {
+			v->st[2 * i] = d.rev[pp->sample_type[i].type];
+			v->st[2 * i + 1] = d.rev[pp->sample_type[i].unit];
+		}
+		for (size_t i = 0; i < v->ncomment; i++)
+			v->comment[i] = d.rev[pp->comment[i]];
+		v->hdr[0] = d.rev[pp->default_sample_type];
+		v->hdr[1] = d.rev[pp->drop_frames];
+		v->hdr[2] = d.rev[pp->keep_frames];
+		v->hdr[3] = d.rev[pp->doc_url];
+		v->map_idx = map_idx;
+		v->nmap = nmap;
+		v->stacks = stacks;
+		v->values = vals;
+		v->ns = ns;
+		memset(pp, 0, sizeof(*pp));
 		return 0;
 	}
 	uint64_t *locids = pd_arena_calloc(a, nlocs_total + 1, sizeof(*locids));

@@ -17,6 +17,7 @@
 #include <zstd.h>
 
 #include "profd/chunkenc.h"
+#include "profd/pprof.h"
 #include "v2_int.h"
 
 struct pd_chunkenc_values {
@@ -411,4 +412,49 @@ int pd_chunkenc_values_read(const uint8_t *chunk, size_t len, size_t i, size_t m
 		rc = copy_out(item, ilen, out, out_len, err);
 	free(raw);
 	return rc;
+}
+
+/* ---- merging ------------------------------------------------------------------------ */
+
+/* v1: each profile on its own. */
+static int merge_each(const uint8_t *chunk, size_t len, const struct pd_chunkenc_values *c,
+		      size_t from, size_t to, size_t max_profile, pd_chunkenc_merge_fn emit,
+		      void *ctx, struct pd_err *err)
+{
+	for (size_t i = from; i < to; i++) {
+		uint8_t *p;
+		size_t n;
+		int rc = c ? pd_chunkenc_values_get(c, i, &p, &n, err)
+			   : pd_chunkenc_values_read(chunk, len, i, max_profile, &p, &n, err);
+		if (rc == PD_ENOTFOUND)
+			return 0;
+		if (rc)
+			return rc;
+		struct pd_pprof_profile *prof;
+		rc = pd_pprof_decode(&prof, p, n, NULL, err);
+		free(p);
+		if (rc || (rc = emit(ctx, prof, i, 1, n)))
+			return rc;
+	}
+	return 0;
+}
+
+int pd_chunkenc_values_merge(const uint8_t *chunk, size_t len, size_t from, size_t to,
+			     size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
+			     struct pd_err *err)
+{
+	if (len && chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR)
+		return v2_merge_sealed(chunk, len, from, to, max_profile, emit, ctx, err);
+	return merge_each(chunk, len, NULL, from, to, max_profile, emit, ctx, err);
+}
+
+int pd_chunkenc_values_merge_open(const struct pd_chunkenc_values *c, size_t from, size_t to,
+				  size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
+				  struct pd_err *err)
+{
+	if (c->v2)
+		return v2_appender_merge(c->v2, from, to, max_profile, emit, ctx, err);
+	if (to > c->count)
+		to = c->count;
+	return merge_each(NULL, 0, c, from, to, max_profile, emit, ctx, err);
 }
