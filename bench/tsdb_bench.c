@@ -1,11 +1,14 @@
 /* tsdb_bench.c: the figures the storage issue asks for, each beside a reference
  * computed in the same process on the same input: bytes per profile of the store
- * against gzip per file and conprof's zstd groups of 12, a sweep of the value
- * group size and zstd level, the rate of listing timestamps against reading
- * profiles (head and blocks), append throughput against a plain file append, and
- * head memory per series. bench/tsdb.sh runs it; bench/README.md reads the output.
+ * with value encodings 1 and 2 against gzip per file, conprof's zstd groups of 12
+ * and the whole series as one zstd frame, per corpus (the Prometheus corpus and
+ * optionally a second one, captured by bench/capture.sh), a sweep of the value
+ * group size and zstd level (and of encoding 2's group size), the rate of listing
+ * timestamps against reading profiles (head and blocks), append throughput
+ * against a plain file append, and head memory per series. bench/tsdb.sh runs it;
+ * bench/README.md reads the output.
  *
- * usage: tsdb_bench --corpus DIR [--dir DIR] [--section N] [--series N]
+ * usage: tsdb_bench --corpus DIR [--corpus2 DIR] [--dir DIR] [--section N] [--series N]
  *                   [--samples N] [--read-seconds S] */
 #define _XOPEN_SOURCE 700 /* nftw, mkdtemp */
 #include <errno.h>
@@ -30,7 +33,7 @@
 #include "profd/tsdb.h"
 #include "profd/util.h"
 
-#define MAX_FILES 48
+#define MAX_FILES 240 /* profiles per type read from a corpus */
 #define MAX_FILE_BYTES ((size_t)64 << 20)
 #define T0_MS 1700000000000LL /* start of the synthetic series */
 #define SCRAPE_MS 15000
@@ -59,9 +62,11 @@ struct ptype {
 };
 
 static struct ptype types[NTYPES];
+static struct ptype types2[NTYPES]; /* the second corpus (--corpus2), sections 1 and 2 */
 
 struct opts {
 	const char *corpus;
+	const char *corpus2; /* NULL: none */
 	const char *dir;
 	int section; /* 0: all */
 	size_t series, samples;
@@ -183,14 +188,15 @@ static int type_labels(struct pd_tsdb_label *l, const char *type, const char *in
 
 /* ---- the corpus -------------------------------------------------------------- */
 
-/* Loads <corpus>/<type>/1..48.pb.gz of every type present, gunzipped and sorted by
- * time_nanos (as `profd tsdb import` does). */
-static int load_corpus(const char *corpus)
+/* Loads <corpus>/<type>/1..MAX_FILES.pb.gz (from 1 up to the first missing) of
+ * every type present into tys, gunzipped and sorted by time_nanos (as `profd
+ * tsdb import` does). */
+static int load_corpus(struct ptype *tys, const char *corpus)
 {
 	struct pd_err err = {0};
 	size_t total = 0;
 	for (size_t i = 0; i < NTYPES; i++) {
-		struct ptype *ty = &types[i];
+		struct ptype *ty = &tys[i];
 		ty->name = all_types[i];
 		for (size_t k = 0; k < MAX_FILES; k++) {
 			char path[PATH_MAX];
@@ -228,12 +234,12 @@ static int load_corpus(const char *corpus)
 	return 0;
 }
 
-static void free_corpus(void)
+static void free_corpus(struct ptype *tys)
 {
 	for (size_t i = 0; i < NTYPES; i++)
-		for (size_t k = 0; k < types[i].n; k++) {
-			free(types[i].p[k].gz);
-			free(types[i].p[k].raw);
+		for (size_t k = 0; k < tys[i].n; k++) {
+			free(tys[i].p[k].gz);
+			free(tys[i].p[k].raw);
 		}
 }
 
@@ -290,8 +296,10 @@ struct store_size {
 };
 
 /* Imports a type's profiles as one series the way `profd tsdb import` does (no
- * WAL, one commit per profile, flush all) into a fresh store, and sums its blocks. */
-static int import_type(const struct opts *o, const struct ptype *ty, struct store_size *out)
+ * WAL, one commit per profile, flush all) into a fresh store whose new value
+ * chunks have the given encoding (0: the default), and sums its blocks. */
+static int import_type(const struct opts *o, const struct ptype *ty, int encoding,
+                       struct store_size *out)
 {
 	struct pd_err err = {0};
 	struct pd_tsdb *db = NULL;
@@ -307,6 +315,7 @@ static int import_type(const struct opts *o, const struct ptype *ty, struct stor
 	pd_tsdb_opts_init(&to);
 	to.wal_disabled = 1;
 	to.retention_ms = -1;
+	to.value_encoding = encoding;
 	if (pd_tsdb_open(&db, dir, &to, &err))
 		goto fail;
 	size_t nl = (size_t)type_labels(l, ty->name, "corpus:6060");
@@ -340,63 +349,169 @@ static int import_type(const struct opts *o, const struct ptype *ty, struct stor
 	rc = 0;
 fail:
 	if (rc)
-		fprintf(stderr, "tsdb_bench: import %s: %s\n", ty->name, err.msg);
+		fprintf(stderr, "tsdb_bench: import %s (value encoding %d): %s\n", ty->name,
+		        encoding, err.msg);
 	free(b);
 	pd_tsdb_close(db);
 	rm_rf(dir);
 	return rc;
 }
 
-static int section_sizes(const struct opts *o)
+/* The aims of the storage issue for encoding 2, per profile type. */
+#define AIM_VS_CONPROF 0.25 /* v2 <= 0.25x conprof's design */
+#define AIM_VS_GZIP 0.10    /* v2 <= 0.10x the gzip files */
+/* and v2 < the whole series as one zstd frame at level 3 */
+
+/* Section 1's byte counts of one type, or summed over a corpus. */
+struct size_row {
+	size_t n; /* profiles */
+	double raw, gz, cp, zall;
+	double v1, v2;   /* value + timestamp chunk bytes */
+	double v2_val;   /* value chunk bytes alone */
+	double v2_block; /* whole block directories */
+	size_t blocks;
+};
+
+static void size_row_add(struct size_row *sum, const struct size_row *r)
 {
-	double tot_gz = 0, tot_raw = 0, tot_cp = 0, tot_pd = 0, tot_val = 0, tot_ts = 0,
-	       tot_blk = 0;
-	size_t tot_n = 0;
-	printf("\n1. Bytes per profile, per profile type: one series per type, its profiles in\n"
-	       "   time order. gzip = the files as served; conprof = the uncompressed profiles\n"
-	       "   in groups of 12, each one zstd frame at level 1 (libzstd, here); profd = the\n"
-	       "   store (group %d, level %d) after `import` and flush: value + timestamp chunk\n"
-	       "   bytes; block = whole block directories (index, meta.json, chunks).\n"
-	       "   Ratios: gzip/profd and conprof/profd (higher: profd smaller).\n\n",
-	       PD_CHUNKENC_DEFAULT_GROUP, PD_CHUNKENC_DEFAULT_ZSTD_LEVEL);
-	printf("%-13s %3s %9s %9s %9s %9s %9s %7s %9s %7s %9s %9s\n", "type", "n", "raw B",
-	       "gzip B", "conprof B", "profd B", "values B", "ts B", "block B", "blocks", "gzip/pd",
-	       "conprof/pd");
-	print_rule(112);
+	sum->n += r->n;
+	sum->raw += r->raw;
+	sum->gz += r->gz;
+	sum->cp += r->cp;
+	sum->zall += r->zall;
+	sum->v1 += r->v1;
+	sum->v2 += r->v2;
+	sum->v2_val += r->v2_val;
+	sum->v2_block += r->v2_block;
+}
+
+static void print_size_row(const char *name, const struct size_row *r, int total)
+{
+	double n = (double)r->n;
+	char blocks[16] = "";
+	if (!total)
+		snprintf(blocks, sizeof(blocks), "%zu", r->blocks);
+	printf(
+	    "%-13s %4zu %8.0f %8.0f %9.0f %10.0f %8.1f %8.1f %8.0f %6s %10.3f %8.3f %8.3f %7.3f\n",
+	    name, r->n, r->raw / n, r->gz / n, r->cp / n, r->zall / n, r->v1 / n, r->v2 / n,
+	    r->v2_block / n, blocks, r->v2 / r->cp, r->v2 / r->gz, r->v2 / r->zall, r->v2 / r->v1);
+}
+
+/* "yes" or "no"; a failure that holds on value bytes alone (without the
+ * timestamps, which the references do not carry) says so. */
+static const char *verdict(int holds, int holds_on_values)
+{
+	return holds ? "yes" : holds_on_values ? "no (values alone: yes)" : "no";
+}
+
+static void print_aims_row(const char *name, const struct size_row *r)
+{
+	double n = (double)r->n;
+	char zs[48];
+	snprintf(zs, sizeof(zs), "%.1f vs %.1f", r->v2 / n, r->zall / n);
+	printf("%-13s %7.3f %-22s %7.3f %-22s %-16s %s\n", name, r->v2 / r->cp,
+	       verdict(r->v2 <= AIM_VS_CONPROF * r->cp, r->v2_val <= AIM_VS_CONPROF * r->cp),
+	       r->v2 / r->gz,
+	       verdict(r->v2 <= AIM_VS_GZIP * r->gz, r->v2_val <= AIM_VS_GZIP * r->gz), zs,
+	       verdict(r->v2 < r->zall, r->v2_val < r->zall));
+}
+
+/* The last component of a path, for naming a corpus. */
+static const char *path_base(const char *path, char *buf, size_t size)
+{
+	size_t len = strlen(path);
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	size_t start = len;
+	while (start > 0 && path[start - 1] != '/')
+		start--;
+	snprintf(buf, size, "%.*s", (int)(len - start), path + start);
+	return buf;
+}
+
+/* Section 1 for one corpus: the table, then the aims per type. */
+static int sizes_of_corpus(const struct opts *o, const struct ptype *tys, const char *dir)
+{
+	struct size_row rows[NTYPES], sum;
+	char name[PATH_MAX];
+	size_t nrows = 0;
+	memset(&sum, 0, sizeof(sum));
 	for (size_t i = 0; i < NTYPES; i++) {
-		const struct ptype *ty = &types[i];
-		struct store_size s;
+		const struct ptype *ty = &tys[i];
+		struct size_row *r = &rows[i];
+		struct store_size s1, s2;
+		memset(r, 0, sizeof(*r));
 		if (!ty->n)
 			continue;
-		double gz = 0, raw = 0, n = (double)ty->n;
+		r->n = ty->n;
 		for (size_t k = 0; k < ty->n; k++) {
-			gz += (double)ty->p[k].gz_len;
-			raw += (double)ty->p[k].raw_len;
+			r->gz += (double)ty->p[k].gz_len;
+			r->raw += (double)ty->p[k].raw_len;
 		}
-		size_t cp = zstd_groups(ty, 12, 1);
-		if (!cp || import_type(o, ty, &s))
+		size_t cp = zstd_groups(ty, 12, 1), zall = zstd_groups(ty, ty->n, 3);
+		if (!cp || !zall || import_type(o, ty, PD_CHUNKENC_VALUES_ZSTD_GROUPS, &s1) ||
+		    import_type(o, ty, 0, &s2))
 			return -1;
-		double pd = (double)(s.value_bytes + s.ts_bytes);
-		printf("%-13s %3zu %9.0f %9.0f %9.0f %9.0f %9.0f %7.2f %9.0f %7zu %8.2fx %8.2fx\n",
-		       ty->name, ty->n, raw / n, gz / n, (double)cp / n, pd / n,
-		       (double)s.value_bytes / n, (double)s.ts_bytes / n, (double)s.size / n,
-		       s.blocks, gz / pd, (double)cp / pd);
-		tot_gz += gz;
-		tot_raw += raw;
-		tot_cp += (double)cp;
-		tot_pd += pd;
-		tot_val += (double)s.value_bytes;
-		tot_ts += (double)s.ts_bytes;
-		tot_blk += (double)s.size;
-		tot_n += ty->n;
+		r->cp = (double)cp;
+		r->zall = (double)zall;
+		r->v1 = (double)(s1.value_bytes + s1.ts_bytes);
+		r->v2 = (double)(s2.value_bytes + s2.ts_bytes);
+		r->v2_val = (double)s2.value_bytes;
+		r->v2_block = (double)s2.size;
+		r->blocks = s2.blocks;
+		size_row_add(&sum, r);
+		nrows++;
 	}
-	print_rule(112);
-	double n = (double)tot_n;
-	printf("%-13s %3zu %9.0f %9.0f %9.0f %9.0f %9.0f %7.2f %9.0f %7s %8.2fx %8.2fx\n", "all",
-	       tot_n, tot_raw / n, tot_gz / n, tot_cp / n, tot_pd / n, tot_val / n, tot_ts / n,
-	       tot_blk / n, "", tot_gz / tot_pd, tot_cp / tot_pd);
-	printf("\n(bytes per profile; profd includes its timestamps, gzip and conprof do not;\n"
-	       " a series spanning two block ranges is cut at the boundary, hence 'blocks')\n");
+	if (!nrows)
+		return 0;
+	printf("\ncorpus %s (%s):\n\n", path_base(dir, name, sizeof(name)), dir);
+	printf("%-13s %4s %8s %8s %9s %10s %8s %8s %8s %6s %10s %8s %8s %7s\n", "type", "n",
+	       "raw B", "gzip B", "conprof B", "zstd-all B", "v1 B", "v2 B", "v2 blk B", "blocks",
+	       "v2/conprof", "v2/gzip", "v2/zall", "v2/v1");
+	print_rule(130);
+	for (size_t i = 0; i < NTYPES; i++)
+		if (tys[i].n)
+			print_size_row(tys[i].name, &rows[i], 0);
+	print_rule(130);
+	print_size_row("all", &sum, 1);
+	printf("\naims for v2, per type: v2 B <= %.2fx conprof B, <= %.2fx gzip B, < zstd-all B\n"
+	       "(v2 B with its timestamps; where an aim fails only because of them: 'values\n"
+	       "alone: yes')\n\n",
+	       AIM_VS_CONPROF, AIM_VS_GZIP);
+	printf("%-13s %7s %-22s %7s %-22s %-16s %s\n", "type", "v2/cp", "<= 0.25x conprof", "v2/gz",
+	       "<= 0.10x gzip", "v2 B vs zall B", "< zstd-all");
+	print_rule(100);
+	for (size_t i = 0; i < NTYPES; i++)
+		if (tys[i].n)
+			print_aims_row(tys[i].name, &rows[i]);
+	print_rule(100);
+	print_aims_row("all", &sum);
+	return 0;
+}
+
+static int section_sizes(const struct opts *o)
+{
+	printf("\n1. Bytes per profile, per profile type and corpus: one series per type, its\n"
+	       "   profiles in time order, imported with pd_tsdb as `profd tsdb import`\n"
+	       "   does, then flushed. v1 B = the store with value_encoding 1 (raw profiles,\n"
+	       "   %d to a zstd frame, level %d); v2 B = the default, encoding 2 (columnar:\n"
+	       "   per-chunk symbol tables and per-profile records, %d records to a frame).\n"
+	       "   Both count value + timestamp chunk bytes (timestamps: about 2 B a profile,\n"
+	       "   which no reference carries). v2 blk B = v2's whole block directories\n"
+	       "   (index, meta.json, chunks). References, from the same profiles: gzip = the\n"
+	       "   files as served; conprof = the raw profiles in groups of 12, each one zstd\n"
+	       "   frame at level 1; zstd-all = all the series' raw profiles, each after its\n"
+	       "   length as a varint, as ONE zstd frame at level 3 (libzstd). Ratios: v2 B\n"
+	       "   over each (below 1: v2 smaller). The total row is bytes summed over all\n"
+	       "   profiles / profiles.\n",
+	       PD_CHUNKENC_DEFAULT_GROUP, PD_CHUNKENC_DEFAULT_ZSTD_LEVEL,
+	       PD_CHUNKENC_V2_DEFAULT_GROUP);
+	if (sizes_of_corpus(o, types, o->corpus))
+		return -1;
+	if (o->corpus2 && sizes_of_corpus(o, types2, o->corpus2))
+		return -1;
+	printf("\n(bytes per profile; a series spanning two block ranges is cut at the boundary,\n"
+	       " hence 'blocks')\n");
 	return 0;
 }
 
@@ -419,9 +534,10 @@ struct cell {
 	double rounds[PASSES]; /* read time of each pass */
 };
 
-/* Builds the type's profiles into one value chunk at (group, level) 3 times or
- * for at least 30 ms, keeping the sealed chunk, its size and the fastest build. */
-static int sweep_build(const struct ptype *ty, unsigned group, int level, struct cell *c)
+/* Builds the type's profiles into one value chunk of encoding enc at (group,
+ * level) 3 times or for at least 30 ms, keeping the sealed chunk, its size and
+ * the fastest build. */
+static int sweep_build(const struct ptype *ty, int enc, unsigned group, int level, struct cell *c)
 {
 	struct pd_err err = {0};
 	struct pd_chunkenc_values *v = NULL;
@@ -430,7 +546,7 @@ static int sweep_build(const struct ptype *ty, unsigned group, int level, struct
 		free(c->chunk);
 		c->chunk = NULL;
 		double t0 = now();
-		if (!(v = pd_chunkenc_values_create(group, level))) {
+		if (!(v = pd_chunkenc_values_create_enc(enc, group, level))) {
 			pd_err_set(&err, PD_ENOMEM, "out of memory");
 			goto fail;
 		}
@@ -449,15 +565,15 @@ static int sweep_build(const struct ptype *ty, unsigned group, int level, struct
 	c->bpp = (double)c->len / (double)ty->n;
 	return 0;
 fail:
-	fprintf(stderr, "tsdb_bench: sweep %s group %u level %d: %s\n", ty->name, group, level,
-	        err.msg);
+	fprintf(stderr, "tsdb_bench: sweep %s encoding %d group %u level %d: %s\n", ty->name, enc,
+	        group, level, err.msg);
 	pd_chunkenc_values_destroy(v);
 	return -1;
 }
 
 /* One round of reading random profiles of a sealed chunk for at least 5 ms, each
- * checked against the original; the mean µs per read. */
-static double sweep_read(const struct ptype *ty, const struct cell *c)
+ * checked against the original's bytes when check is set; the mean µs per read. */
+static double sweep_read(const struct ptype *ty, const struct cell *c, int check)
 {
 	struct pd_err err = {0};
 	size_t reads = 0;
@@ -470,7 +586,8 @@ static double sweep_read(const struct ptype *ty, const struct cell *c)
 			fprintf(stderr, "tsdb_bench: sweep %s: %s\n", ty->name, err.msg);
 			return -1;
 		}
-		int same = plen == ty->p[i].raw_len && memcmp(p, ty->p[i].raw, plen) == 0;
+		int same =
+		    !check || (plen == ty->p[i].raw_len && memcmp(p, ty->p[i].raw, plen) == 0);
 		free(p);
 		if (!same) {
 			fprintf(stderr, "tsdb_bench: sweep %s: profile %zu did not round-trip\n",
@@ -557,8 +674,8 @@ static int section_sweep(void)
 	for (int t = 0; t < 2; t++)
 		for (size_t g = 0; g < NGROUPS; g++)
 			for (size_t l = 0; l < NLEVELS; l++)
-				if (sweep_build(st[t], sweep_groups[g], sweep_levels[l],
-				                &cells[t][g][l]))
+				if (sweep_build(st[t], PD_CHUNKENC_VALUES_ZSTD_GROUPS,
+				                sweep_groups[g], sweep_levels[l], &cells[t][g][l]))
 					goto out;
 	/* passes over every setting and the references, so that a burst of load
 	 * elsewhere on the machine falls on all of them alike; the best pass of each */
@@ -571,7 +688,7 @@ static int section_sweep(void)
 			for (size_t g = 0; g < NGROUPS; g++)
 				for (size_t l = 0; l < NLEVELS; l++)
 					if ((cells[t][g][l].rounds[r] =
-					         sweep_read(st[t], &cells[t][g][l])) < 0)
+					         sweep_read(st[t], &cells[t][g][l], 1)) < 0)
 						goto out;
 		}
 	for (int t = 0; t < 2; t++) {
@@ -673,6 +790,148 @@ out:
 		for (size_t g = 0; g < NGROUPS; g++)
 			for (size_t l = 0; l < NLEVELS; l++)
 				free(cells[t][g][l].chunk);
+	return rc;
+}
+
+/* ---- 2b. encoding 2 by group size ---------------------------------------------- */
+
+static const unsigned v2_groups[] = {8, 16, 32, 64, 120};
+#define NV2GROUPS (sizeof(v2_groups) / sizeof(v2_groups[0]))
+#define V2_LEVEL 3
+
+/* Every profile of a sealed chunk reads back as the same profile, compared field
+ * by field (encoding 2 rebuilds the string table, so the bytes may differ). */
+static int sweep_verify(const struct ptype *ty, const struct cell *c)
+{
+	struct pd_err err = {0};
+	for (size_t i = 0; i < ty->n; i++) {
+		struct pd_pprof_profile *a = NULL, *b = NULL;
+		uint8_t *p = NULL;
+		size_t plen;
+		char why[256] = "";
+		int bad = pd_chunkenc_values_read(c->chunk, c->len, i, PD_TSDB_DEFAULT_MAX_PROFILE,
+		                                  &p, &plen, &err) ||
+		          pd_pprof_decode(&a, ty->p[i].raw, ty->p[i].raw_len, NULL, &err) ||
+		          pd_pprof_decode(&b, p, plen, NULL, &err) ||
+		          pd_pprof_compare(a, b, why, sizeof(why));
+		pd_pprof_destroy(a);
+		pd_pprof_destroy(b);
+		free(p);
+		if (bad) {
+			fprintf(stderr,
+			        "tsdb_bench: sweep %s: profile %zu did not round-trip: %s\n",
+			        ty->name, i, why[0] ? why : err.msg);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Encoding 2 at groups v2_groups and level 3, beside encoding 1 at its default,
+ * on the heap and cpu profiles of each corpus, read times from interleaved
+ * passes as in section 2. */
+static int section_sweep_v2(const struct opts *o)
+{
+	const char *names[] = {"heap", "cpu"};
+	struct ptype *corp[2] = {types, types2};
+	const char *dirs[2] = {o->corpus, o->corpus2};
+	const struct ptype *st[2][2];
+	/* [corpus][type][0: v1 default; 1 + g: v2 group g] */
+	struct cell cells[2][2][1 + NV2GROUPS];
+	double gun[2][2][PASSES];
+	size_t ncorp = o->corpus2 ? 2 : 1;
+	int rc = -1;
+	memset(cells, 0, sizeof(cells));
+	for (size_t c = 0; c < ncorp; c++)
+		for (int t = 0; t < 2; t++) {
+			st[c][t] = NULL;
+			for (size_t i = 0; i < NTYPES; i++)
+				if (strcmp(corp[c][i].name, names[t]) == 0 && corp[c][i].n)
+					st[c][t] = &corp[c][i];
+			if (!st[c][t]) {
+				fprintf(stderr,
+				        "tsdb_bench: the sweep needs the %s profiles of %s\n",
+				        names[t], dirs[c]);
+				return -1;
+			}
+		}
+	printf("\n2b. Value encoding 2 (columnar) by group size at zstd level %d, on the heap\n"
+	       "   and cpu profiles of each corpus as one value chunk each\n"
+	       "   (pd_chunkenc_values_create_enc: append, seal, read), beside encoding 1 at\n"
+	       "   its default (group %d, level %d), built and timed the same way. B/prof =\n"
+	       "   sealed chunk bytes per profile; read = mean time of pd_chunkenc_values_read\n"
+	       "   of a random profile (v2: decompresses the tables and the profile's group,\n"
+	       "   decodes the group's records up to it; best of %d interleaved passes); seal\n"
+	       "   = append + seal per profile. Every profile of every chunk was first checked\n"
+	       "   to read back as the same profile (pd_pprof_compare). vs v1 = B/prof over\n"
+	       "   v1's, averaged over both types. '*' marks v2's default group, '~' a group\n"
+	       "   larger than the series (one frame of it all).\n\n",
+	       V2_LEVEL, PD_CHUNKENC_DEFAULT_GROUP, PD_CHUNKENC_DEFAULT_ZSTD_LEVEL, PASSES);
+	for (size_t c = 0; c < ncorp; c++)
+		for (int t = 0; t < 2; t++)
+			for (size_t g = 0; g <= NV2GROUPS; g++) {
+				struct cell *cl = &cells[c][t][g];
+				if (g == 0 ? sweep_build(st[c][t], PD_CHUNKENC_VALUES_ZSTD_GROUPS,
+				                         PD_CHUNKENC_DEFAULT_GROUP,
+				                         PD_CHUNKENC_DEFAULT_ZSTD_LEVEL, cl)
+				           : sweep_build(st[c][t], PD_CHUNKENC_VALUES_COLUMNAR,
+				                         v2_groups[g - 1], V2_LEVEL, cl))
+					goto out;
+				if (sweep_verify(st[c][t], cl))
+					goto out;
+			}
+	for (int r = 0; r < PASSES; r++)
+		for (size_t c = 0; c < ncorp; c++)
+			for (int t = 0; t < 2; t++) {
+				if ((gun[c][t][r] = reference_read(st[c][t], 0)) < 0)
+					goto out;
+				for (size_t g = 0; g <= NV2GROUPS; g++)
+					if ((cells[c][t][g].rounds[r] =
+					         sweep_read(st[c][t], &cells[c][t][g], 0)) < 0)
+						goto out;
+			}
+	printf("%-11s %-10s | %-28s | %-28s |\n", "", "", "heap", "cpu");
+	printf("%-11s %3s %5s  | %8s %9s %9s | %8s %9s %9s | %6s\n", "corpus", "enc", "group",
+	       "B/prof", "read us", "seal us", "B/prof", "read us", "seal us", "vs v1");
+	print_rule(92);
+	for (size_t c = 0; c < ncorp; c++) {
+		char name[PATH_MAX];
+		path_base(dirs[c], name, sizeof(name));
+		for (size_t g = 0; g <= NV2GROUPS; g++) {
+			const struct cell *h = &cells[c][0][g], *p = &cells[c][1][g];
+			unsigned group = g ? v2_groups[g - 1] : PD_CHUNKENC_DEFAULT_GROUP;
+			double vs = (h->bpp / cells[c][0][0].bpp + p->bpp / cells[c][1][0].bpp) / 2;
+			char mark = g && group == PD_CHUNKENC_V2_DEFAULT_GROUP   ? '*'
+			            : group > st[c][0]->n || group > st[c][1]->n ? '~'
+			                                                         : ' ';
+			printf(
+			    "%-11.11s %3s %4u%c  | %8.0f %9.1f %9.1f | %8.0f %9.1f %9.1f | %6.3f\n",
+			    name, g ? "v2" : "v1", group, mark, h->bpp, min_of(h->rounds, PASSES),
+			    h->seal_us, p->bpp, min_of(p->rounds, PASSES), p->seal_us, vs);
+		}
+		double gz[2] = {0, 0};
+		for (int t = 0; t < 2; t++)
+			for (size_t k = 0; k < st[c][t]->n; k++)
+				gz[t] += (double)st[c][t]->p[k].gz_len / (double)st[c][t]->n;
+		printf("%-11.11s %-10s | %8.0f %9.1f %9s | %8.0f %9.1f %9s |\n", name, "gzip/file",
+		       gz[0], min_of(gun[c][0], PASSES), "", gz[1], min_of(gun[c][1], PASSES), "");
+		if (c + 1 < ncorp)
+			print_rule(92);
+	}
+	print_rule(92);
+	char n0[PATH_MAX], n1[PATH_MAX];
+	printf("(heap / cpu series: %zu / %zu profiles in %s", st[0][0]->n, st[0][1]->n,
+	       path_base(dirs[0], n0, sizeof(n0)));
+	if (ncorp > 1)
+		printf(", %zu / %zu in %s", st[1][0]->n, st[1][1]->n,
+		       path_base(dirs[1], n1, sizeof(n1)));
+	printf(";\n gzip/file = the files as served, read = pd_gunzip of one)\n");
+	rc = 0;
+out:
+	for (size_t c = 0; c < 2; c++)
+		for (int t = 0; t < 2; t++)
+			for (size_t g = 0; g <= NV2GROUPS; g++)
+				free(cells[c][t][g].chunk);
 	return rc;
 }
 
@@ -1164,9 +1423,11 @@ out:
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: tsdb_bench --corpus DIR [--dir DIR] [--section 1|2|3|4]\n"
+	        "usage: tsdb_bench --corpus DIR [--corpus2 DIR] [--dir DIR] [--section 1|2|3|4]\n"
 	        "                  [--series N] [--samples N] [--read-seconds S]\n"
-	        "  --corpus DIR       per-type folders of 1.pb.gz..48.pb.gz (default $PD_CORPUS)\n"
+	        "  --corpus DIR       per-type folders of 1.pb.gz..N.pb.gz (default $PD_CORPUS)\n"
+	        "  --corpus2 DIR      a second corpus of the same layout, for sections 1 and 2\n"
+	        "                     (bench/capture.sh makes one; default $PD_CORPUS2)\n"
 	        "  --dir DIR          where temporary stores go (default $TMPDIR or /tmp)\n"
 	        "  --series, --samples  size of section 3 (default 1000 x 1000)\n"
 	        "  --read-seconds S   time spent reading profiles in section 3 (default 3)\n");
@@ -1176,6 +1437,9 @@ int main(int argc, char **argv)
 {
 	struct opts o = {0};
 	o.corpus = getenv("PD_CORPUS");
+	o.corpus2 = getenv("PD_CORPUS2");
+	if (o.corpus2 && !*o.corpus2)
+		o.corpus2 = NULL;
 	o.dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	o.series = 1000;
 	o.samples = 1000;
@@ -1192,6 +1456,8 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(a, "--corpus") == 0)
 			o.corpus = v;
+		else if (strcmp(a, "--corpus2") == 0)
+			o.corpus2 = v;
 		else if (strcmp(a, "--dir") == 0)
 			o.dir = v;
 		else if (strcmp(a, "--section") == 0)
@@ -1222,20 +1488,26 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	double t0 = now();
-	if (load_corpus(o.corpus)) {
-		free_corpus();
+	if (load_corpus(types, o.corpus) || (o.corpus2 && load_corpus(types2, o.corpus2))) {
+		free_corpus(types);
+		free_corpus(types2);
 		return 1;
 	}
-	printf("profd tsdb bench: corpus %s, stores in %s%s\n", o.corpus, o.dir,
+	printf("profd tsdb bench: corpus %s%s%s, stores in %s%s\n", o.corpus,
+	       o.corpus2 ? " and " : "", o.corpus2 ? o.corpus2 : "", o.dir,
 	       fs.f_type == 0x01021994 ? " (tmpfs: fsync costs nothing here)" : "");
-	printf("defaults: group %d, zstd level %d, %d samples per chunk, block range 2 h\n",
-	       PD_CHUNKENC_DEFAULT_GROUP, PD_CHUNKENC_DEFAULT_ZSTD_LEVEL,
-	       PD_TSDB_DEFAULT_CHUNK_SAMPLES);
+	printf(
+	    "defaults: value encoding %d (v2, columnar) in groups of %d (v1: %d), zstd level %d,\n"
+	    "          %d samples per chunk, block range 2 h\n",
+	    PD_CHUNKENC_DEFAULT_ENCODING, PD_CHUNKENC_V2_DEFAULT_GROUP, PD_CHUNKENC_DEFAULT_GROUP,
+	    PD_CHUNKENC_DEFAULT_ZSTD_LEVEL, PD_TSDB_DEFAULT_CHUNK_SAMPLES);
 	int rc = 0;
 	if (!rc && (o.section == 0 || o.section == 1))
 		rc = section_sizes(&o);
 	if (!rc && (o.section == 0 || o.section == 2))
 		rc = section_sweep();
+	if (!rc && (o.section == 0 || o.section == 2))
+		rc = section_sweep_v2(&o);
 	if (!rc && (o.section == 0 || o.section == 3))
 		rc = section_listing(&o);
 	if (!rc && (o.section == 0 || o.section == 4))
@@ -1243,6 +1515,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (!rc)
 		printf("\ntotal %.0f s\n", now() - t0);
-	free_corpus();
+	free_corpus(types);
+	free_corpus(types2);
 	return rc ? 1 : 0;
 }
