@@ -92,8 +92,23 @@ struct pd_chunkenc_values *pd_chunkenc_values_create(unsigned group, int level);
  * it is given (raw profile.proto); bytes that are not a profile are kept as they
  * are. */
 struct pd_chunkenc_values *pd_chunkenc_values_create_enc(int encoding, unsigned group, int level);
-/* Heap bytes the appender holds. */
+/* Heap bytes the appender holds (not counting shared symbols). */
 size_t pd_chunkenc_values_memory(const struct pd_chunkenc_values *c);
+
+/* Symbol tables that v2 appenders can share, so that many series of one program
+ * (a head's open chunks) hold its strings, functions, locations and stacks once.
+ * Thread safe; reference counted: create gives one reference, each appender
+ * created on it takes its own, unref drops one. A sealed chunk still carries its
+ * own tables: sealing an appender on shared symbols writes only what its profiles
+ * use. */
+struct pd_chunkenc_symbols;
+struct pd_chunkenc_symbols *pd_chunkenc_symbols_create(void);
+void pd_chunkenc_symbols_unref(struct pd_chunkenc_symbols *s);
+/* Heap bytes of the tables. */
+size_t pd_chunkenc_symbols_memory(struct pd_chunkenc_symbols *s);
+/* A v2 appender on shared symbols (NULL: its own); NULL when out of memory. */
+struct pd_chunkenc_values *pd_chunkenc_values_create_shared(struct pd_chunkenc_symbols *s,
+							    unsigned group, int level);
 /* The encoding byte of a sealed value chunk, or 0 when it is empty. */
 int pd_chunkenc_values_encoding(const uint8_t *chunk, size_t len);
 void pd_chunkenc_values_destroy(struct pd_chunkenc_values *c);

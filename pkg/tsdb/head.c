@@ -41,6 +41,10 @@ int head_init(struct head *h, const struct pd_tsdb_opts *o)
 	h->level = o->zstd_level;
 	h->encoding = o->value_encoding;
 	h->block_range = o->block_range_ms;
+	if (pthread_mutex_init(&h->sym_mu, NULL)) {
+		pthread_rwlock_destroy(&h->mu);
+		return PD_ENOMEM;
+	}
 	return 0;
 }
 
@@ -70,6 +74,8 @@ void head_fini(struct head *h)
 		free(h->postings[i].refs);
 	}
 	free(h->postings);
+	pd_chunkenc_symbols_unref(h->sym);
+	pthread_mutex_destroy(&h->sym_mu);
 	pthread_rwlock_destroy(&h->mu);
 }
 
@@ -315,6 +321,30 @@ static int64_t window_of(int64_t t, int64_t range)
 	return t >= 0 ? t / range : -((-t - 1) / range) - 1;
 }
 
+/* A new value appender for a chunk starting at t: v2 chunks of one block range
+ * share the head's symbols for that range, so that the series of one program hold
+ * its strings, functions, locations and stacks once. */
+static struct pd_chunkenc_values *open_values(struct head *h, int64_t t)
+{
+	if (h->encoding != PD_CHUNKENC_VALUES_COLUMNAR)
+		return pd_chunkenc_values_create_enc(h->encoding, h->group, h->level);
+	int64_t w = window_of(t, h->block_range);
+	pthread_mutex_lock(&h->sym_mu);
+	if (!h->sym || w > h->sym_window) {
+		struct pd_chunkenc_symbols *n = pd_chunkenc_symbols_create();
+		if (n) {
+			/* the old set lives on while chunks opened on it are open */
+			pd_chunkenc_symbols_unref(h->sym);
+			h->sym = n;
+			h->sym_window = w;
+		}
+	}
+	struct pd_chunkenc_values *c =
+	    h->sym ? pd_chunkenc_values_create_shared(h->sym, h->group, h->level) : NULL;
+	pthread_mutex_unlock(&h->sym_mu);
+	return c;
+}
+
 int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t *p, size_t len,
 		struct pd_err *err)
 {
@@ -330,7 +360,7 @@ int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t 
 	     window_of(t, h->block_range) != window_of(s->open_mint, h->block_range)) &&
 	    (rc = seal_open(h, s, err)))
 		goto out;
-	if (!s->open_vals && !(s->open_vals = pd_chunkenc_values_create_enc(h->encoding, h->group, h->level))) {
+	if (!s->open_vals && !(s->open_vals = open_values(h, t))) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory opening a chunk");
 		goto out;
 	}

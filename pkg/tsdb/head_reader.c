@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profd/pprof.h"
 #include "tsdb_int.h"
 
 const struct postings_list *head_postings_locked(const struct head *h, const char *name,
@@ -207,38 +208,92 @@ static int hr_chunk_value(void *r, uint64_t series_ref, const struct rchunk *c, 
 	return rc;
 }
 
-static int hr_chunk_vals(void *r, uint64_t series_ref, const struct rchunk *c, const uint8_t **p,
-			 size_t *len, uint8_t **owned, struct pd_err *err)
+/* Merged profiles kept while the series is locked, handed on after. */
+struct held {
+	struct pd_pprof_profile **p;
+	size_t *first, *count, *bytes;
+	size_t n, cap;
+};
+
+static int hold(void *ctx, struct pd_pprof_profile *p, size_t first, size_t count, size_t bytes)
+{
+	struct held *h = ctx;
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? h->cap * 2 : 4;
+		struct pd_pprof_profile **np = realloc(h->p, cap * sizeof(*np));
+		if (np)
+			h->p = np;
+		size_t *a = realloc(h->first, cap * sizeof(*a));
+		if (a)
+			h->first = a;
+		size_t *b = realloc(h->count, cap * sizeof(*b));
+		if (b)
+			h->count = b;
+		size_t *c = realloc(h->bytes, cap * sizeof(*c));
+		if (c)
+			h->bytes = c;
+		if (!np || !a || !b || !c) {
+			pd_pprof_destroy(p);
+			return PD_ENOMEM;
+		}
+		h->cap = cap;
+	}
+	h->p[h->n] = p;
+	h->first[h->n] = first;
+	h->count[h->n] = count;
+	h->bytes[h->n++] = bytes;
+	return 0;
+}
+
+static int hr_chunk_merge(void *r, uint64_t series_ref, const struct rchunk *c, size_t from,
+			  size_t to, size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
+			  struct pd_err *err)
 {
 	struct head_series *s = series_by_ref(r, series_ref);
+	uint8_t *copy = NULL;
+	size_t len = 0;
+	struct held h = {0};
 	int rc = 0;
-	*owned = NULL;
 	if (!s)
 		return pd_err_set(err, PD_ENOTFOUND, "no series %llu in the head",
 				  (unsigned long long)series_ref);
-	/* a copy, so that the series takes appends while the caller reads */
+	/* a closed chunk is copied and merged after; the open one is merged in
+	 * place (records and shared symbols are read, nothing is sealed), and the
+	 * merged profiles handed on once the series is unlocked */
 	pthread_mutex_lock(&s->mu);
 	if (c->vals_ref < s->dropped) {
 		rc = pd_err_set(err, PD_ENOTFOUND, "chunk was truncated from the head");
 	} else if (c->vals_ref - s->dropped < s->nchunks) {
 		const struct head_chunk *hc = &s->chunks[c->vals_ref - s->dropped];
-		if ((*owned = malloc(hc->vals_len ? hc->vals_len : 1))) {
-			memcpy(*owned, hc->vals, hc->vals_len);
-			*len = hc->vals_len;
+		if ((copy = malloc(hc->vals_len ? hc->vals_len : 1))) {
+			memcpy(copy, hc->vals, hc->vals_len);
+			len = hc->vals_len;
 		} else {
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		}
 	} else if (c->vals_ref - s->dropped == s->nchunks && s->open_vals) {
-		rc = pd_chunkenc_values_seal(s->open_vals, owned, len, err);
+		rc = pd_chunkenc_values_merge_open(s->open_vals, from, to, max_profile, hold, &h, err);
 	} else {
 		rc = pd_err_set(err, PD_ENOTFOUND, "no such head chunk");
 	}
 	pthread_mutex_unlock(&s->mu);
-	*p = *owned;
+	if (!rc && copy)
+		rc = pd_chunkenc_values_merge(copy, len, from, to, max_profile, emit, ctx, err);
+	for (size_t i = 0; i < h.n; i++) {
+		if (!rc)
+			rc = emit(ctx, h.p[i], h.first[i], h.count[i], h.bytes[i]);
+		else
+			pd_pprof_destroy(h.p[i]);
+	}
+	free(copy);
+	free(h.p);
+	free(h.first);
+	free(h.count);
+	free(h.bytes);
 	return rc;
 }
 
 const struct reader_ops head_reader_ops = {
 	hr_label_names, hr_label_values, hr_postings,   hr_all_series,
-	hr_series,      hr_chunk_ts,     hr_chunk_value, hr_chunk_vals,
+	hr_series,      hr_chunk_ts,     hr_chunk_value, hr_chunk_merge,
 };

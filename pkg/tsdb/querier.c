@@ -606,9 +606,8 @@ static int merge_from(const struct source *src, uint64_t ref, int64_t mint, int6
 	for (size_t k = 0; k < nc && !rc; k++) {
 		if (c[k].maxt < mint || c[k].mint > maxt)
 			continue;
-		uint8_t *tb, *owned = NULL;
-		size_t tl, vl;
-		const uint8_t *vp;
+		uint8_t *tb;
+		size_t tl;
 		if ((rc = src->ops->chunk_ts(src->r, ref, &c[k], &tb, &tl, err)))
 			break;
 		int64_t *ts = malloc((c[k].count + 1) * sizeof(*ts));
@@ -632,12 +631,11 @@ static int merge_from(const struct source *src, uint64_t ref, int64_t mint, int6
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		else if (pd_chunkenc_ts_iter_err(&it))
 			rc = pd_err_set(err, PD_ECORRUPT, "a timestamp chunk is damaged");
-		else if (from != SIZE_MAX &&
-			 !(rc = src->ops->chunk_vals(src->r, ref, &c[k], &vp, &vl, &owned, err))) {
+		else if (from != SIZE_MAX) {
 			struct merge_ctx m = {emit, ctx, ts};
-			rc = pd_chunkenc_values_merge(vp, vl, from, to, max_profile, merge_emit, &m, err);
+			rc = src->ops->chunk_merge(src->r, ref, &c[k], from, to, max_profile, merge_emit,
+						   &m, err);
 		}
-		free(owned);
 		free(ts);
 	}
 	free(l);

@@ -100,15 +100,20 @@ static int br_chunk_value(void *r, uint64_t series_ref, const struct rchunk *c, 
 	return pd_chunkenc_values_read(p, n, i, max_profile, out, len, err);
 }
 
-static int br_chunk_vals(void *r, uint64_t series_ref, const struct rchunk *c, const uint8_t **p,
-			 size_t *len, uint8_t **owned, struct pd_err *err)
+static int br_chunk_merge(void *r, uint64_t series_ref, const struct rchunk *c, size_t from,
+			  size_t to, size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
+			  struct pd_err *err)
 {
+	const uint8_t *p;
+	size_t n;
 	(void)series_ref;
-	*owned = NULL;
-	return pd_block_chunk_bytes(r, c->vals_ref, p, len, err);
+	int rc = pd_block_chunk_bytes(r, c->vals_ref, &p, &n, err);
+	if (rc)
+		return rc;
+	return pd_chunkenc_values_merge(p, n, from, to, max_profile, emit, ctx, err);
 }
 
 const struct reader_ops block_reader_ops = {
 	br_label_names, br_label_values, br_postings,   br_all_series,
-	br_series,      br_chunk_ts,     br_chunk_value, br_chunk_vals,
+	br_series,      br_chunk_ts,     br_chunk_value, br_chunk_merge,
 };

@@ -59,6 +59,11 @@ struct head {
 	unsigned chunk_samples, group;
 	int level, encoding;
 	int64_t block_range;
+	/* symbols the open chunks of one block range share (v2): a new set for each
+	 * range, freed when the last chunk opened on it is sealed */
+	pthread_mutex_t sym_mu;
+	struct pd_chunkenc_symbols *sym;
+	int64_t sym_window;
 };
 
 int head_init(struct head *h, const struct pd_tsdb_opts *o);
@@ -108,11 +113,11 @@ struct reader_ops {
 	/* profile i of a chunk into *out (malloc'd). */
 	int (*chunk_value)(void *r, uint64_t series_ref, const struct rchunk *c, size_t i,
 			   size_t max_profile, uint8_t **out, size_t *len, struct pd_err *err);
-	/* the whole sealed value chunk: *p points at its bytes, which *owned (malloc'd,
-	 * the caller frees it) holds when they had to be copied or sealed, else NULL
-	 * (borrowed while the reader is open). */
-	int (*chunk_vals)(void *r, uint64_t series_ref, const struct rchunk *c, const uint8_t **p,
-			  size_t *len, uint8_t **owned, struct pd_err *err);
+	/* merges profiles [from, to) of a chunk (pd_chunkenc_values_merge); emit is
+	 * called with no lock of the reader held. */
+	int (*chunk_merge)(void *r, uint64_t series_ref, const struct rchunk *c, size_t from,
+			   size_t to, size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
+			   struct pd_err *err);
 };
 
 extern const struct reader_ops head_reader_ops;

@@ -6,6 +6,7 @@
  * are not a profile, group boundaries, v1 beside v2, and damaged chunks. Profiles
  * are compared with pd_pprof_compare (every field and id, strings by content). */
 #include <dirent.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -500,6 +501,105 @@ static void test_merge_by_stack(void **state)
 	free_items(it, N);
 }
 
+/* ---- shared symbols ------------------------------------------------------------------- */
+
+struct shared_job {
+	struct pd_chunkenc_symbols *sym;
+	const struct item *it;
+	size_t n;
+	struct pd_chunkenc_values *c[4];
+};
+
+static void *shared_worker(void *arg)
+{
+	struct shared_job *j = arg;
+	struct pd_err err = {0};
+	for (size_t i = 0; i < j->n; i++)
+		for (int k = 0; k < 4; k++)
+			if (pd_chunkenc_values_append(j->c[k], j->it[(i + (size_t)k) % j->n].raw,
+						      j->it[(i + (size_t)k) % j->n].len, &err))
+				return (void *)1;
+	return NULL;
+}
+
+/* Appenders of many series on one set of shared symbols: the profiles come back
+ * whole from the open appenders and from their sealed chunks, which are as small as
+ * chunks with tables of their own (they carry only their own symbols); the series
+ * hold the program's symbols once between them. Appends run from four threads. */
+static void test_shared_symbols(void **state)
+{
+	(void)state;
+	enum { N = 12, THREADS = 4 };
+	struct item it[N];
+	static const char *const seq[] = {"profiles/goapp/heap.pb.gz", "profiles/goapp/heap-2.pb.gz",
+					  "profiles/goapp/heap-3.pb.gz"};
+	for (size_t i = 0; i < N; i++)
+		it[i].raw = load(i == 7 ? "profiles/prometheus/heap.pb.gz" : seq[i % 3], &it[i].len);
+	struct pd_chunkenc_symbols *sym = pd_chunkenc_symbols_create();
+	assert_non_null(sym);
+	struct shared_job jobs[THREADS];
+	pthread_t th[THREADS];
+	for (int t = 0; t < THREADS; t++) {
+		jobs[t].sym = sym;
+		jobs[t].it = it;
+		jobs[t].n = N;
+		for (int k = 0; k < 4; k++)
+			assert_non_null(jobs[t].c[k] = pd_chunkenc_values_create_shared(sym, 5, 0));
+		assert_int_equal(pthread_create(&th[t], NULL, shared_worker, &jobs[t]), 0);
+	}
+	for (int t = 0; t < THREADS; t++) {
+		void *r;
+		pthread_join(th[t], &r);
+		assert_null(r);
+	}
+	struct pd_err err = {0};
+	size_t shared_mem = pd_chunkenc_symbols_memory(sym), series_mem = 0;
+	for (int t = 0; t < THREADS; t++)
+		for (int k = 0; k < 4; k++) {
+			struct pd_chunkenc_values *c = jobs[t].c[k];
+			series_mem += pd_chunkenc_values_memory(c);
+			uint8_t *sealed;
+			size_t slen;
+			assert_int_equal(pd_chunkenc_values_seal(c, &sealed, &slen, &err), 0);
+			for (size_t i = 0; i < N; i++) {
+				const struct item *w = &it[(i + (size_t)k) % N];
+				uint8_t *a, *b;
+				size_t al, bl;
+				assert_int_equal(pd_chunkenc_values_get(c, i, &a, &al, &err), 0);
+				assert_int_equal(pd_chunkenc_values_read(sealed, slen, i, 1 << 26, &b, &bl, &err), 0);
+				assert_same_profile(w->raw, w->len, a, al, "shared appender", i);
+				assert_same_profile(w->raw, w->len, b, bl, "sealed from shared", i);
+				free(a);
+				free(b);
+			}
+			if (t == 0) {
+				/* the same profiles through an appender of its own seal alike */
+				struct item own[N];
+				for (size_t i = 0; i < N; i++)
+					own[i] = it[(i + (size_t)k) % N];
+				size_t olen = check_chunk(PD_CHUNKENC_VALUES_COLUMNAR, 5, own, N);
+				print_message("series %d: sealed %zu bytes from shared symbols, %zu from its own\n",
+					      k, slen, olen);
+				assert_true(slen <= olen + olen / 20);
+			}
+			free(sealed);
+		}
+	/* a private appender's tables alone are larger than all 16 series' share */
+	struct pd_chunkenc_values *p = pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_COLUMNAR, 5, 0);
+	for (size_t i = 0; i < N; i++)
+		assert_int_equal(pd_chunkenc_values_append(p, it[i].raw, it[i].len, &err), 0);
+	size_t private_mem = pd_chunkenc_values_memory(p);
+	print_message("16 series on shared symbols: %zu bytes of symbols + %zu of series; "
+		      "one series alone: %zu\n", shared_mem, series_mem, private_mem);
+	assert_true(shared_mem + series_mem < 16 * private_mem / 3);
+	pd_chunkenc_values_destroy(p);
+	for (int t = 0; t < THREADS; t++)
+		for (int k = 0; k < 4; k++)
+			pd_chunkenc_values_destroy(jobs[t].c[k]);
+	pd_chunkenc_symbols_unref(sym);
+	free_items(it, N);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -507,7 +607,7 @@ int main(void)
 	    cmocka_unit_test(test_series_and_restart), cmocka_unit_test(test_opaque),
 	    cmocka_unit_test(test_duplicate_entries), cmocka_unit_test(test_million_locations),
 	    cmocka_unit_test(test_damaged),          cmocka_unit_test(test_lean_appender),
-	    cmocka_unit_test(test_merge_by_stack),
+	    cmocka_unit_test(test_merge_by_stack),   cmocka_unit_test(test_shared_symbols),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,7 +32,68 @@ struct v2_appender {
 	struct pd_buf open; /* records of the open frame (fewer than hgroup) */
 	unsigned open_count;
 	int broken; /* the delta state could not be rebuilt after a failure */
+	struct v2_symbols *sym; /* shared tables, or NULL for the appender's own t */
 };
+
+/* Tables that many appenders share (a head's open chunks): appenders add to them
+ * under the write lock and read them under the read lock. */
+struct v2_symbols {
+	struct v2_tables t;
+	pthread_rwlock_t mu;
+	unsigned refs;
+};
+
+struct v2_symbols *v2_symbols_create(void)
+{
+	struct v2_symbols *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	v2_tables_init(&s->t);
+	if (pthread_rwlock_init(&s->mu, NULL)) {
+		free(s);
+		return NULL;
+	}
+	s->refs = 1;
+	return s;
+}
+
+void v2_symbols_ref(struct v2_symbols *s) { __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED); }
+
+void v2_symbols_unref(struct v2_symbols *s)
+{
+	if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	v2_tables_fini(&s->t);
+	pthread_rwlock_destroy(&s->mu);
+	free(s);
+}
+
+size_t v2_symbols_memory(struct v2_symbols *s)
+{
+	pthread_rwlock_rdlock(&s->mu);
+	size_t n = sizeof(*s) + v2_tables_memory(&s->t);
+	pthread_rwlock_unlock(&s->mu);
+	return n;
+}
+
+/* The tables an appender encodes against; with shared ones, the caller holds
+ * their lock. */
+static struct v2_tables *tables_of(const struct v2_appender *a)
+{
+	return a->sym ? &a->sym->t : (struct v2_tables *)&a->t;
+}
+
+static void rdlock(const struct v2_appender *a)
+{
+	if (a->sym)
+		pthread_rwlock_rdlock(&a->sym->mu);
+}
+
+static void unlock(const struct v2_appender *a)
+{
+	if (a->sym)
+		pthread_rwlock_unlock(&a->sym->mu);
+}
 
 /* ---- zstd ------------------------------------------------------------------------ */
 
@@ -121,10 +182,21 @@ struct v2_appender *v2_appender_create(unsigned group, int level)
 	return a;
 }
 
+struct v2_appender *v2_appender_create_shared(struct v2_symbols *sym, unsigned group, int level)
+{
+	struct v2_appender *a = v2_appender_create(group, level);
+	if (a && sym) {
+		v2_symbols_ref(sym);
+		a->sym = sym;
+	}
+	return a;
+}
+
 void v2_appender_destroy(struct v2_appender *a)
 {
 	if (!a)
 		return;
+	v2_symbols_unref(a->sym);
 	v2_tables_fini(&a->t);
 	v2_prev_fini(&a->prev);
 	pd_buf_fini(&a->frames);
@@ -183,11 +255,13 @@ static int rebuild_prev(struct v2_appender *a)
 	int rc = appender_records(a, from, a->count, &recs, &err);
 	struct v2_rd r = {recs.data, recs.len, 0, 0};
 	v2_prev_reset(&a->prev);
+	rdlock(a);
 	while (!rc && r.pos < r.len) {
 		struct v2_decoded d;
-		if ((rc = v2_record_decode(&a->t, &a->prev, &r, 0, &d, &err)) == 0)
+		if ((rc = v2_record_decode(tables_of(a), &a->prev, &r, 0, &d, &err)) == 0)
 			v2_decoded_fini(&d);
 	}
+	unlock(a);
 	pd_buf_fini(&recs);
 	return rc;
 }
@@ -202,7 +276,25 @@ int v2_appender_append(struct v2_appender *a, const uint8_t *p, size_t len, stru
 	if (a->count % a->group == 0)
 		v2_prev_reset(&a->prev);
 	size_t mark = a->open.len;
-	int rc = v2_record_encode(&a->t, &a->prev, a->level, p, len, &a->open, err);
+	int rc;
+	if (!a->sym) {
+		rc = v2_record_encode(&a->t, &a->prev, p, len, &a->open, err);
+	} else {
+		/* decoded before the shared tables are locked: only interning and the
+		 * record are written under the lock */
+		struct pd_pprof_profile *prof;
+		struct pd_pprof_parts pp;
+		rc = v2_profile_parts(p, len, &prof, &pp, err);
+		if (rc == 1) {
+			rc = v2_record_opaque(p, len, &a->open, err);
+		} else if (rc == 0) {
+			pthread_rwlock_wrlock(&a->sym->mu);
+			rc = v2_record_encode_parts(&a->sym->t, &a->prev, &pp, p, len, &a->open, err);
+			pthread_rwlock_unlock(&a->sym->mu);
+			pd_pprof_parts_fini(&pp);
+			pd_pprof_destroy(prof);
+		}
+	}
 	if (rc)
 		return rc;
 	if (a->open_count + 1 < a->hgroup) {
@@ -288,15 +380,86 @@ int v2_appender_get(const struct v2_appender *a, size_t i, uint8_t **out, size_t
 	pd_buf_init(&recs, 0);
 	size_t from = i - i % a->group;
 	int rc = appender_records(a, from, i + 1, &recs, err);
-	if (!rc)
-		rc = group_record(&a->t, recs.data, recs.len, i - from, SIZE_MAX, out, out_len, err);
+	if (!rc) {
+		rdlock(a);
+		rc = group_record(tables_of(a), recs.data, recs.len, i - from, SIZE_MAX, out, out_len,
+				  err);
+		unlock(a);
+	}
 	pd_buf_fini(&recs);
+	return rc;
+}
+
+/* Seals an appender on shared tables: its profiles are decoded and appended to
+ * an appender with tables of its own, so that the chunk holds only its own
+ * symbols. */
+static int seal_shared(const struct v2_appender *a, uint8_t **out, size_t *out_len,
+		       struct pd_err *err)
+{
+	struct v2_appender *own = v2_appender_create(a->group, a->level);
+	struct pd_buf recs;
+	int rc = 0;
+	if (!own)
+		return pd_err_set(err, PD_ENOMEM, "out of memory sealing a value chunk");
+	pd_buf_init(&recs, 0);
+	pthread_rwlock_rdlock(&a->sym->mu);
+	for (size_t base = 0; base < a->count && !rc; base += a->group) {
+		size_t end = base + a->group < a->count ? base + a->group : a->count;
+		recs.len = 0;
+		if ((rc = appender_records(a, base, end, &recs, err)))
+			break;
+		struct v2_prev prev = {0};
+		struct v2_rd r = {recs.data, recs.len, 0, 0};
+		for (size_t i = base; i < end && !rc; i++) {
+			struct v2_decoded d;
+			if ((rc = v2_record_decode(&a->sym->t, &prev, &r, V2_WANT_PROFILE, &d, err)))
+				break;
+			if (own->count % own->group == 0)
+				v2_prev_reset(&own->prev);
+			size_t mark = own->open.len;
+			rc = d.opaque ? v2_record_opaque(d.bytes, d.len, &own->open, err)
+				      : v2_record_encode_parts(&own->t, &own->prev, &d.parts, NULL, 0,
+							       &own->open, err);
+			v2_decoded_fini(&d);
+			if (rc)
+				break;
+			(void)mark;
+			own->count++;
+			if (++own->open_count == own->hgroup) {
+				/* one frame per group would do; keep the appender's shape */
+				if (own->nframes == own->frame_cap) {
+					size_t cap = own->frame_cap ? own->frame_cap * 2 : 8;
+					size_t *fl = realloc(own->frame_len, cap * sizeof(*fl));
+					if (!fl) {
+						rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+						break;
+					}
+					own->frame_len = fl;
+					own->frame_cap = cap;
+				}
+				if ((rc = v2_compress(own->open.data, own->open.len, 1, &own->frames,
+						      &own->frame_len[own->nframes], err)))
+					break;
+				own->nframes++;
+				own->open.len = 0;
+				own->open_count = 0;
+			}
+		}
+		v2_prev_fini(&prev);
+	}
+	pthread_rwlock_unlock(&a->sym->mu);
+	pd_buf_fini(&recs);
+	if (!rc)
+		rc = v2_appender_seal(own, out, out_len, err);
+	v2_appender_destroy(own);
 	return rc;
 }
 
 int v2_appender_seal(const struct v2_appender *a, uint8_t **out, size_t *out_len,
 		     struct pd_err *err)
 {
+	if (a->sym)
+		return seal_shared(a, out, out_len, err);
 	struct pd_buf b, tables, ctables, groups, recs;
 	size_t tlen = 0;
 	int rc = 0;
@@ -459,9 +622,12 @@ int v2_appender_merge(const struct v2_appender *a, size_t from, size_t to, size_
 		return 0;
 	struct v2_merge *m;
 	struct pd_buf recs;
-	int rc = v2_merge_begin(&m, &a->t, err);
-	if (rc)
+	rdlock(a);
+	int rc = v2_merge_begin(&m, tables_of(a), err);
+	if (rc) {
+		unlock(a);
 		return rc;
+	}
 	pd_buf_init(&recs, 0);
 	for (size_t base = from - from % a->group; base < to && !rc; base += a->group) {
 		size_t end = base + a->group < a->count ? base + a->group : a->count;
@@ -472,5 +638,6 @@ int v2_appender_merge(const struct v2_appender *a, size_t from, size_t to, size_
 	}
 	pd_buf_fini(&recs);
 	int r2 = v2_merge_end(m, !rc, emit, ctx, err);
+	unlock(a);
 	return rc ? rc : r2;
 }

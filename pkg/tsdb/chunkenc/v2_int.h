@@ -146,11 +146,20 @@ void v2_prev_reset(struct v2_prev *p);
 /* Adds profile bytes as one record to out: decomposed into the tables when they
  * decode as a profile, kept as opaque bytes otherwise. prev is the group's state
  * and is updated. */
-int v2_record_encode(struct v2_tables *t, struct v2_prev *prev, int level_hint,
-		     const uint8_t *p, size_t len, struct pd_buf *out, struct pd_err *err);
+int v2_record_encode(struct v2_tables *t, struct v2_prev *prev, const uint8_t *p, size_t len,
+		     struct pd_buf *out, struct pd_err *err);
+/* The same in two steps, so that decoding can happen outside a lock on the
+ * tables: v2_profile_parts decodes (0; 1 when the bytes are not a profile; or an
+ * error), and *prof and *parts are the caller's to free (pd_pprof_parts_fini,
+ * pd_pprof_destroy); v2_record_encode_parts adds the record (p, len: the bytes, for
+ * the opaque fallback, may be NULL); v2_record_opaque keeps bytes as they are. */
+int v2_profile_parts(const uint8_t *p, size_t len, struct pd_pprof_profile **prof,
+		     struct pd_pprof_parts *parts, struct pd_err *err);
+int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
+			   const struct pd_pprof_parts *parts, const uint8_t *p, size_t len,
+			   struct pd_buf *out, struct pd_err *err);
+int v2_record_opaque(const uint8_t *p, size_t len, struct pd_buf *out, struct pd_err *err);
 
-/* A decoded record: either a profile as parts (arrays in arena, strings in the
- * tables) or opaque bytes (borrowed from the input). */
 /* A profile record in chunk terms (string, mapping and stack indices of the
  * chunk's tables), for merging records by stack id. Arrays live in the decoded
  * record's arena. */
@@ -206,8 +215,16 @@ int v2_decompress(const uint8_t *f, size_t flen, size_t max, uint8_t **out, size
 /* ---- the appender and reader (v2_chunk.c) --------------------------------------- */
 
 struct v2_appender;
+struct v2_symbols;
+
+struct v2_symbols *v2_symbols_create(void);
+void v2_symbols_ref(struct v2_symbols *s);
+void v2_symbols_unref(struct v2_symbols *s);
+size_t v2_symbols_memory(struct v2_symbols *s);
 
 struct v2_appender *v2_appender_create(unsigned group, int level);
+/* An appender whose records use shared tables (it takes a reference). */
+struct v2_appender *v2_appender_create_shared(struct v2_symbols *sym, unsigned group, int level);
 void v2_appender_destroy(struct v2_appender *a);
 int v2_appender_append(struct v2_appender *a, const uint8_t *p, size_t len, struct pd_err *err);
 size_t v2_appender_count(const struct v2_appender *a);

@@ -167,24 +167,14 @@ static int write_opaque(struct pd_buf *out, const uint8_t *p, size_t len)
 	return 0;
 }
 
-int v2_record_encode(struct v2_tables *t, struct v2_prev *prev, int level_hint,
-		     const uint8_t *p, size_t len, struct pd_buf *out, struct pd_err *err)
+int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
+			   const struct pd_pprof_parts *parts, const uint8_t *p, size_t len,
+			   struct pd_buf *out, struct pd_err *err)
 {
-	(void)level_hint;
-	struct pd_pprof_profile *prof = NULL;
-	struct pd_pprof_parts pp;
-	struct pd_err derr = {0};
+	struct pd_pprof_parts pp = *parts;
 	size_t mark = out->len;
 	if (t->nstr == 0 && v2_intern_str(t, "", 0) != 0)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
-	if (pd_pprof_decode(&prof, p, len, NULL, &derr) != 0) {
-		/* not a profile: kept as it is */
-		return write_opaque(out, p, len) ? pd_err_set(err, PD_ENOMEM, "out of memory") : 0;
-	}
-	if (pd_pprof_parts_get(prof, &pp, err)) {
-		pd_pprof_destroy(prof);
-		return PD_ENOMEM;
-	}
 	struct enc e = {.t = t, .pp = &pp};
 	uint32_t *map_idx = NULL, *fn_idx = NULL, *loc_idx = NULL, *stacks = NULL, *order = NULL;
 	uint64_t *map_id = NULL;
@@ -467,7 +457,10 @@ int v2_record_encode(struct v2_tables *t, struct v2_prev *prev, int level_hint,
 bad_ref:
 	/* validation makes this unreachable; keep the bytes rather than fail */
 	out->len = mark;
-	rc = write_opaque(out, p, len) ? PD_ENOMEM : 0;
+	if (p)
+		rc = write_opaque(out, p, len) ? PD_ENOMEM : 0;
+	else
+		rc = pd_err_set(err, PD_EINVAL, "a profile refers to a missing id");
 	goto done;
 out_lines:
 	if (lines && lines != lines_stack)
@@ -490,9 +483,43 @@ done:
 	pd_u64map_fini(&e.map_used);
 	pd_u64map_fini(&e.fn_used);
 	pd_u64map_fini(&e.loc_used);
+	return rc;
+}
+
+int v2_profile_parts(const uint8_t *p, size_t len, struct pd_pprof_profile **prof,
+		     struct pd_pprof_parts *parts, struct pd_err *err)
+{
+	struct pd_err derr = {0};
+	*prof = NULL;
+	if (pd_pprof_decode(prof, p, len, NULL, &derr) != 0)
+		return 1; /* not a profile */
+	if (pd_pprof_parts_get(*prof, parts, err)) {
+		pd_pprof_destroy(*prof);
+		*prof = NULL;
+		return PD_ENOMEM;
+	}
+	return 0;
+}
+
+int v2_record_encode(struct v2_tables *t, struct v2_prev *prev, const uint8_t *p, size_t len,
+		     struct pd_buf *out, struct pd_err *err)
+{
+	struct pd_pprof_profile *prof;
+	struct pd_pprof_parts pp;
+	int rc = v2_profile_parts(p, len, &prof, &pp, err);
+	if (rc == 1) /* not a profile: kept as it is */
+		return write_opaque(out, p, len) ? pd_err_set(err, PD_ENOMEM, "out of memory") : 0;
+	if (rc)
+		return rc;
+	rc = v2_record_encode_parts(t, prev, &pp, p, len, out, err);
 	pd_pprof_parts_fini(&pp);
 	pd_pprof_destroy(prof);
 	return rc;
+}
+
+int v2_record_opaque(const uint8_t *p, size_t len, struct pd_buf *out, struct pd_err *err)
+{
+	return write_opaque(out, p, len) ? pd_err_set(err, PD_ENOMEM, "out of memory") : 0;
 }
 
 /* ---- decoding ------------------------------------------------------------------- */

@@ -93,6 +93,35 @@ struct pd_chunkenc_values *pd_chunkenc_values_create_enc(int encoding, unsigned 
 	return c;
 }
 
+/* The public name of the shared tables is an alias of v2_symbols. */
+struct pd_chunkenc_symbols *pd_chunkenc_symbols_create(void)
+{
+	return (struct pd_chunkenc_symbols *)v2_symbols_create();
+}
+
+void pd_chunkenc_symbols_unref(struct pd_chunkenc_symbols *s)
+{
+	v2_symbols_unref((struct v2_symbols *)s);
+}
+
+size_t pd_chunkenc_symbols_memory(struct pd_chunkenc_symbols *s)
+{
+	return v2_symbols_memory((struct v2_symbols *)s);
+}
+
+struct pd_chunkenc_values *pd_chunkenc_values_create_shared(struct pd_chunkenc_symbols *s,
+							    unsigned group, int level)
+{
+	struct pd_chunkenc_values *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	if (!(c->v2 = v2_appender_create_shared((struct v2_symbols *)s, group, level))) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
 size_t pd_chunkenc_values_memory(const struct pd_chunkenc_values *c)
 {
 	if (c->v2)
