@@ -27,6 +27,7 @@ struct run_flags {
 	const char *log_level;
 	const char *log_format;
 	const char *ui_dir; /* "": the embedded UI */
+	const char *value_encoding;
 };
 
 static void usage(FILE *f)
@@ -42,6 +43,8 @@ static void usage(FILE *f)
 		"  --storage.tsdb.retention.time=DUR   how long to keep profiles (default 15d)\n"
 		"  --storage.tsdb.retention.size=SIZE  most bytes of blocks to keep, e.g. 10GB\n"
 		"                                      (default 0: no limit)\n"
+		"  --storage.tsdb.value-encoding=N     encoding of new value chunks: 2 (columnar,\n"
+		"                                      the default) or 1 (raw profiles in zstd groups)\n"
 		"  --web.listen-address=ADDR           address of the HTTP API and UI (default :10902)\n"
 		"  --web.ui-dir=DIR                    serve the web UI from DIR instead of the\n"
 		"                                      copy built into profd (for UI development)\n"
@@ -51,7 +54,7 @@ static void usage(FILE *f)
 
 static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
-	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", ""};
+	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2"};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -86,6 +89,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->log_format = v;
 		else if (IS("--web.ui-dir"))
 			f->ui_dir = v;
+		else if (IS("--storage.tsdb.value-encoding"))
+			f->value_encoding = v;
 		else {
 			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
@@ -302,6 +307,12 @@ int pd_cmd_run(int argc, char **argv)
 	if (o.retention_ms == 0)
 		o.retention_ms = -1; /* 0 means forever, as in Prometheus */
 	o.retention_bytes = (uint64_t)size;
+	if (strcmp(f.value_encoding, "1") != 0 && strcmp(f.value_encoding, "2") != 0) {
+		fprintf(stderr, "profd run: --storage.tsdb.value-encoding: %s is not 1 or 2\n",
+			f.value_encoding);
+		return 2;
+	}
+	o.value_encoding = f.value_encoding[0] - '0';
 
 	/* signals are taken by this thread only: block them before any thread starts */
 	sigset_t sigs;
@@ -338,9 +349,10 @@ int pd_cmd_run(int argc, char **argv)
 	}
 	const char *fn[] = {"config.file",	"storage.tsdb.path", "storage.tsdb.retention.time",
 			    "storage.tsdb.retention.size", "web.listen-address", "log.level",
-			    "log.format", "web.ui-dir"};
+			    "log.format", "web.ui-dir", "storage.tsdb.value-encoding"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
-			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir};
+			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
+			    f.value_encoding};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
