@@ -115,6 +115,11 @@ void pd_chunkenc_values_destroy(struct pd_chunkenc_values *c);
 /* Copies len bytes of one profile into the chunk. */
 int pd_chunkenc_values_append(struct pd_chunkenc_values *c, const uint8_t *p, size_t len,
 			      struct pd_err *err);
+struct pd_pprof_profile;
+/* The same when the caller has decoded p already (decoded is only read; NULL:
+ * decode here): a v2 chunk then decomposes it without decoding it again. */
+int pd_chunkenc_values_append_decoded(struct pd_chunkenc_values *c, const uint8_t *p, size_t len,
+				      const struct pd_pprof_profile *decoded, struct pd_err *err);
 size_t pd_chunkenc_values_count(const struct pd_chunkenc_values *c);
 /* Copies profile i into *out (malloc'd, caller frees) without sealing the chunk. */
 int pd_chunkenc_values_get(const struct pd_chunkenc_values *c, size_t i, uint8_t **out,

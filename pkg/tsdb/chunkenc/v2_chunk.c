@@ -266,7 +266,8 @@ static int rebuild_prev(struct v2_appender *a)
 	return rc;
 }
 
-int v2_appender_append(struct v2_appender *a, const uint8_t *p, size_t len, struct pd_err *err)
+int v2_appender_append(struct v2_appender *a, const uint8_t *p, size_t len,
+		       const struct pd_pprof_profile *decoded, struct pd_err *err)
 {
 	if (a->broken)
 		return pd_err_set(err, PD_ENOMEM, "value chunk: an earlier append ran out of memory");
@@ -276,24 +277,22 @@ int v2_appender_append(struct v2_appender *a, const uint8_t *p, size_t len, stru
 	if (a->count % a->group == 0)
 		v2_prev_reset(&a->prev);
 	size_t mark = a->open.len;
-	int rc;
-	if (!a->sym) {
-		rc = v2_record_encode(&a->t, &a->prev, p, len, &a->open, err);
-	} else {
-		/* decoded before the shared tables are locked: only interning and the
-		 * record are written under the lock */
-		struct pd_pprof_profile *prof;
-		struct pd_pprof_parts pp;
-		rc = v2_profile_parts(p, len, &prof, &pp, err);
-		if (rc == 1) {
-			rc = v2_record_opaque(p, len, &a->open, err);
-		} else if (rc == 0) {
+	/* decoded (unless the caller did) before the shared tables are locked: only
+	 * interning and the record are written under the lock */
+	struct pd_pprof_profile *prof = NULL;
+	struct pd_pprof_parts pp;
+	int rc = decoded ? pd_pprof_parts_get(decoded, &pp, err)
+			 : v2_profile_parts(p, len, &prof, &pp, err);
+	if (rc == 1) {
+		rc = v2_record_opaque(p, len, &a->open, err);
+	} else if (rc == 0) {
+		if (a->sym)
 			pthread_rwlock_wrlock(&a->sym->mu);
-			rc = v2_record_encode_parts(&a->sym->t, &a->prev, &pp, p, len, &a->open, err);
+		rc = v2_record_encode_parts(tables_of(a), &a->prev, &pp, p, len, &a->open, err);
+		if (a->sym)
 			pthread_rwlock_unlock(&a->sym->mu);
-			pd_pprof_parts_fini(&pp);
-			pd_pprof_destroy(prof);
-		}
+		pd_pprof_parts_fini(&pp);
+		pd_pprof_destroy(prof);
 	}
 	if (rc)
 		return rc;

@@ -105,17 +105,17 @@ static inline size_t v2_str_len(const struct v2_tables *t, uint32_t i)
 }
 
 /* Interning: each returns the index of an equal entry, adding one when there is
- * none. -1 when out of memory. Entries whose index + 1 is a key of avoid (may be
- * NULL) are not reused: a profile that holds two equal entries under two ids gets
+ * none. -1 when out of memory. Entries i with avoid[i] set (avoid may be NULL; it
+ * covers every index the table can reach) are not reused: a profile that holds two equal entries under two ids gets
  * two entries, so that within a profile table index and id are one to one. */
 int64_t v2_intern_str(struct v2_tables *t, const char *s, size_t len);
 int64_t v2_intern_map(struct v2_tables *t, const struct v2_mapping *m,
-		      const struct pd_u64map *avoid);
+		      const uint8_t *avoid);
 int64_t v2_intern_fn(struct v2_tables *t, const struct v2_function *f,
-		     const struct pd_u64map *avoid);
+		     const uint8_t *avoid);
 /* lines are copied in */
 int64_t v2_intern_loc(struct v2_tables *t, const struct v2_location *l,
-		      const struct v2_line *lines, const struct pd_u64map *avoid);
+		      const struct v2_line *lines, const uint8_t *avoid);
 int64_t v2_intern_node(struct v2_tables *t, uint32_t parent, uint32_t location);
 
 /* Appends the tables' serialised form to b. */
@@ -226,7 +226,9 @@ struct v2_appender *v2_appender_create(unsigned group, int level);
 /* An appender whose records use shared tables (it takes a reference). */
 struct v2_appender *v2_appender_create_shared(struct v2_symbols *sym, unsigned group, int level);
 void v2_appender_destroy(struct v2_appender *a);
-int v2_appender_append(struct v2_appender *a, const uint8_t *p, size_t len, struct pd_err *err);
+/* decoded: p already decoded (and validated) by the caller, or NULL. */
+int v2_appender_append(struct v2_appender *a, const uint8_t *p, size_t len,
+		       const struct pd_pprof_profile *decoded, struct pd_err *err);
 size_t v2_appender_count(const struct v2_appender *a);
 size_t v2_appender_memory(const struct v2_appender *a);
 int v2_appender_get(const struct v2_appender *a, size_t i, uint8_t **out, size_t *out_len,

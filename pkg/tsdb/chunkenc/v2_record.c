@@ -135,12 +135,57 @@ static size_t sv_len(int64_t v)
 
 /* ---- encoding ------------------------------------------------------------------- */
 
+/* Profile id -> table index: an array when the ids are small (as Go's, 1..n),
+ * otherwise a hash map. */
+struct idmap {
+	uint32_t *dense; /* index + 1, 0: absent */
+	uint64_t n;
+	struct pd_u64map sparse;
+};
+
+static int idmap_init(struct idmap *m, uint64_t max_id, size_t count)
+{
+	memset(m, 0, sizeof(*m));
+	pd_u64map_init(&m->sparse);
+	if (max_id <= 4 * (uint64_t)count + 64) {
+		m->n = max_id + 1;
+		return (m->dense = calloc(m->n, sizeof(*m->dense))) ? 0 : -1;
+	}
+	return 0;
+}
+
+static void idmap_fini(struct idmap *m)
+{
+	free(m->dense);
+	pd_u64map_fini(&m->sparse);
+}
+
+static int idmap_put(struct idmap *m, uint64_t id, uint32_t v)
+{
+	if (m->dense) {
+		m->dense[id] = v + 1; /* ids are below n: checked by the caller's max */
+		return 0;
+	}
+	return pd_u64map_put(&m->sparse, id, v);
+}
+
+static int idmap_get(const struct idmap *m, uint64_t id, uint32_t *v)
+{
+	if (m->dense) {
+		if (id >= m->n || !m->dense[id])
+			return 0;
+		*v = m->dense[id] - 1;
+		return 1;
+	}
+	return pd_u64map_get(&m->sparse, id, v);
+}
+
 struct enc {
 	struct v2_tables *t;
 	const struct pd_pprof_parts *pp;
 	int64_t *str; /* profile string index -> chunk string index, -1 until interned */
-	struct pd_u64map map_of, fn_of, loc_of; /* profile id -> table index */
-	struct pd_u64map map_used, fn_used, loc_used; /* table index + 1 -> 1 */
+	struct idmap map_of, fn_of, loc_of; /* profile id -> table index */
+	uint8_t *map_used, *fn_used, *loc_used; /* per table entry: used by this profile */
 };
 
 /* The chunk index of profile string i (checked by validation to be in range). */
@@ -152,11 +197,12 @@ static int64_t S(struct enc *e, int64_t i)
 }
 
 /* Marks table entry idx as used by this profile; idx, or -1 on failure. */
-static int64_t mark_used(struct pd_u64map *used, int64_t idx)
+static int64_t mark_used(uint8_t *used, int64_t idx)
 {
 	if (idx < 0)
 		return -1;
-	return pd_u64map_put(used, (uint64_t)idx + 1, 1) ? -1 : idx;
+	used[idx] = 1;
+	return idx;
 }
 
 static int write_opaque(struct pd_buf *out, const uint8_t *p, size_t len)
@@ -180,12 +226,20 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 	uint64_t *map_id = NULL;
 	int64_t *vals = NULL;
 	int rc = PD_ENOMEM;
-	pd_u64map_init(&e.map_of);
-	pd_u64map_init(&e.fn_of);
-	pd_u64map_init(&e.loc_of);
-	pd_u64map_init(&e.map_used);
-	pd_u64map_init(&e.fn_used);
-	pd_u64map_init(&e.loc_used);
+	uint64_t mx[3] = {0, 0, 0};
+	for (size_t i = 0; i < pp.nmapping; i++)
+		mx[0] = pp.mapping[i].id > mx[0] ? pp.mapping[i].id : mx[0];
+	for (size_t i = 0; i < pp.nfunction; i++)
+		mx[1] = pp.function[i].id > mx[1] ? pp.function[i].id : mx[1];
+	for (size_t i = 0; i < pp.nlocation; i++)
+		mx[2] = pp.location[i].id > mx[2] ? pp.location[i].id : mx[2];
+	int ie = idmap_init(&e.map_of, mx[0], pp.nmapping);
+	ie |= idmap_init(&e.fn_of, mx[1], pp.nfunction);
+	ie |= idmap_init(&e.loc_of, mx[2], pp.nlocation);
+	/* the tables grow by at most the profile's entries */
+	e.map_used = calloc(t->nmap + pp.nmapping + 1, 1);
+	e.fn_used = calloc(t->nfn + pp.nfunction + 1, 1);
+	e.loc_used = calloc(t->nloc + pp.nlocation + 1, 1);
 	e.str = malloc((pp.nstrings ? pp.nstrings : 1) * sizeof(*e.str));
 	map_idx = malloc((pp.nmapping + 1) * sizeof(*map_idx));
 	map_id = malloc((pp.nmapping + 1) * sizeof(*map_id));
@@ -194,7 +248,8 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 	order = malloc((pp.nlocation + pp.nfunction + 1) * sizeof(*order));
 	stacks = malloc((pp.nsample + 1) * sizeof(*stacks));
 	vals = malloc((pp.nsample * pp.nsample_type + 1) * sizeof(*vals));
-	if (!e.str || !map_idx || !map_id || !fn_idx || !loc_idx || !order || !stacks || !vals)
+	if (ie || !e.str || !map_idx || !map_id || !fn_idx || !loc_idx || !order || !stacks || !vals ||
+	    !e.map_used || !e.fn_used || !e.loc_used)
 		goto out;
 	for (size_t i = 0; i < pp.nstrings; i++)
 		e.str[i] = -1;
@@ -211,8 +266,8 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 					(uint8_t)((m->has_functions ? 1 : 0) | (m->has_filenames ? 2 : 0) |
 						  (m->has_line_numbers ? 4 : 0) |
 						  (m->has_inline_frames ? 8 : 0))};
-		int64_t ix = mark_used(&e.map_used, v2_intern_map(t, &vm, &e.map_used));
-		if (ix < 0 || pd_u64map_put(&e.map_of, m->id, (uint32_t)ix))
+		int64_t ix = mark_used(e.map_used, v2_intern_map(t, &vm, e.map_used));
+		if (ix < 0 || idmap_put(&e.map_of, m->id, (uint32_t)ix))
 			goto out;
 		map_idx[i] = (uint32_t)ix;
 		map_id[i] = m->id;
@@ -223,8 +278,8 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 		if (a < 0 || b < 0 || c < 0)
 			goto out;
 		struct v2_function vf = {(uint32_t)a, (uint32_t)b, (uint32_t)c, f->start_line};
-		int64_t ix = mark_used(&e.fn_used, v2_intern_fn(t, &vf, &e.fn_used));
-		if (ix < 0 || pd_u64map_put(&e.fn_of, f->id, (uint32_t)ix))
+		int64_t ix = mark_used(e.fn_used, v2_intern_fn(t, &vf, e.fn_used));
+		if (ix < 0 || idmap_put(&e.fn_of, f->id, (uint32_t)ix))
 			goto out;
 		fn_idx[i] = (uint32_t)ix;
 	}
@@ -234,7 +289,7 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 		const struct pd_pprof_plocation *l = &pp.location[i];
 		uint32_t mi = 0, v;
 		if (l->mapping_id) {
-			if (!pd_u64map_get(&e.map_of, l->mapping_id, &v))
+			if (!idmap_get(&e.map_of, l->mapping_id, &v))
 				goto bad_ref;
 			mi = v + 1;
 		}
@@ -248,13 +303,13 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 			lines_cap = l->nline;
 		}
 		for (size_t k = 0; k < l->nline; k++) {
-			if (!pd_u64map_get(&e.fn_of, l->line[k].function_id, &v))
+			if (!idmap_get(&e.fn_of, l->line[k].function_id, &v))
 				goto bad_ref;
 			lines[k] = (struct v2_line){v, l->line[k].line, l->line[k].column};
 		}
 		struct v2_location vl = {l->address, mi, 0, (uint32_t)l->nline, l->is_folded ? 1 : 0};
-		int64_t ix = mark_used(&e.loc_used, v2_intern_loc(t, &vl, lines, &e.loc_used));
-		if (ix < 0 || pd_u64map_put(&e.loc_of, l->id, (uint32_t)ix))
+		int64_t ix = mark_used(e.loc_used, v2_intern_loc(t, &vl, lines, e.loc_used));
+		if (ix < 0 || idmap_put(&e.loc_of, l->id, (uint32_t)ix))
 			goto out_lines;
 		loc_idx[i] = (uint32_t)ix;
 	}
@@ -268,7 +323,7 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 		const struct pd_pprof_psample *s = &pp.sample[i];
 		uint32_t parent = 0, v;
 		for (size_t k = s->nlocation; k-- > 0;) {
-			if (!pd_u64map_get(&e.loc_of, s->location_id[k], &v))
+			if (!idmap_get(&e.loc_of, s->location_id[k], &v))
 				goto bad_ref;
 			int64_t nd = v2_intern_node(t, parent, v);
 			if (nd < 0)
@@ -288,42 +343,36 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 		flags |= F_LABELS;
 	size_t n = 0;
 	{
-		struct pd_u64map seen;
-		pd_u64map_init(&seen);
+		uint8_t *seen = calloc(t->nloc + t->nfn + 1, 1);
+		if (!seen)
+			goto out;
 		int ok = 1;
 		for (size_t i = 0; i < pp.nsample && ok; i++)
 			for (size_t k = 0; k < pp.sample[i].nlocation && ok; k++) {
-				uint32_t v, dummy;
-				pd_u64map_get(&e.loc_of, pp.sample[i].location_id[k], &v);
-				if (pd_u64map_get(&seen, (uint64_t)v + 1, &dummy))
+				uint32_t v = 0;
+				idmap_get(&e.loc_of, pp.sample[i].location_id[k], &v);
+				if (seen[v])
 					continue;
-				if (pd_u64map_put(&seen, (uint64_t)v + 1, 1)) {
-					pd_u64map_fini(&seen);
-					goto out;
-				}
+				seen[v] = 1;
 				ok = n < pp.nlocation && loc_idx[n] == v;
 				n++;
 			}
-		pd_u64map_fini(&seen);
 		if (ok && n == pp.nlocation)
 			flags |= F_LOC_DERIVED;
 		n = 0;
-		pd_u64map_init(&seen);
 		ok = 1;
+		uint8_t *fseen = seen + t->nloc;
 		for (size_t i = 0; i < pp.nlocation && ok; i++)
 			for (size_t k = 0; k < pp.location[i].nline && ok; k++) {
-				uint32_t v, dummy;
-				pd_u64map_get(&e.fn_of, pp.location[i].line[k].function_id, &v);
-				if (pd_u64map_get(&seen, (uint64_t)v + 1, &dummy))
+				uint32_t v = 0;
+				idmap_get(&e.fn_of, pp.location[i].line[k].function_id, &v);
+				if (fseen[v])
 					continue;
-				if (pd_u64map_put(&seen, (uint64_t)v + 1, 1)) {
-					pd_u64map_fini(&seen);
-					goto out;
-				}
+				fseen[v] = 1;
 				ok = n < pp.nfunction && fn_idx[n] == v;
 				n++;
 			}
-		pd_u64map_fini(&seen);
+		free(seen);
 		if (ok && n == pp.nfunction)
 			flags |= F_FN_DERIVED;
 	}
@@ -395,27 +444,29 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 	for (size_t i = 0; i < pp.nsample; i++)
 		w |= v2_put_uv(out, stacks[i]);
 	int delta_ok = prev->valid && prev->nvalues == pp.nsample_type;
+	const int64_t **pvs = delta_ok ? malloc((pp.nsample + 1) * sizeof(*pvs)) : NULL;
+	if (delta_ok && !pvs)
+		goto out;
+	for (size_t i = 0; delta_ok && i < pp.nsample; i++)
+		pvs[i] = prev_values(prev, stacks[i]);
 	for (size_t j = 0; j < pp.nsample_type; j++) {
 		size_t raw = 0, del = 0;
 		for (size_t i = 0; i < pp.nsample; i++) {
 			int64_t v = vals[i * pp.nsample_type + j];
 			raw += sv_len(v);
-			if (delta_ok) {
-				const int64_t *pv = prev_values(prev, stacks[i]);
-				del += sv_len((int64_t)((uint64_t)v - (uint64_t)(pv ? pv[j] : 0)));
-			}
+			if (delta_ok)
+				del += sv_len((int64_t)((uint64_t)v - (uint64_t)(pvs[i] ? pvs[i][j] : 0)));
 		}
 		uint8_t mode = delta_ok && del < raw ? COL_DELTA : COL_RAW;
 		w |= pd_buf_append(out, &mode, 1);
 		for (size_t i = 0; i < pp.nsample; i++) {
 			int64_t v = vals[i * pp.nsample_type + j];
-			if (mode == COL_DELTA) {
-				const int64_t *pv = prev_values(prev, stacks[i]);
-				v = (int64_t)((uint64_t)v - (uint64_t)(pv ? pv[j] : 0));
-			}
+			if (mode == COL_DELTA)
+				v = (int64_t)((uint64_t)v - (uint64_t)(pvs[i] ? pvs[i][j] : 0));
 			w |= v2_put_sv(out, v);
 		}
 	}
+	free(pvs);
 	if (flags & F_LABELS)
 		for (size_t i = 0; i < pp.nsample; i++) {
 			const struct pd_pprof_psample *s = &pp.sample[i];
@@ -477,12 +528,12 @@ done:
 	free(order);
 	free(stacks);
 	free(vals);
-	pd_u64map_fini(&e.map_of);
-	pd_u64map_fini(&e.fn_of);
-	pd_u64map_fini(&e.loc_of);
-	pd_u64map_fini(&e.map_used);
-	pd_u64map_fini(&e.fn_used);
-	pd_u64map_fini(&e.loc_used);
+	idmap_fini(&e.map_of);
+	idmap_fini(&e.fn_of);
+	idmap_fini(&e.loc_of);
+	free(e.map_used);
+	free(e.fn_used);
+	free(e.loc_used);
 	return rc;
 }
 

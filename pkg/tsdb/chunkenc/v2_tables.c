@@ -227,15 +227,14 @@ static int map_equal(const struct v2_mapping *a, const struct v2_mapping *b)
 	       a->filename == b->filename && a->build_id == b->build_id && a->flags == b->flags;
 }
 
-/* True when entry i of a table may not be reused (avoid holds i + 1). */
-static int avoided(const struct pd_u64map *avoid, uint32_t i)
+/* True when entry i of a table may not be reused. */
+static int avoided(const uint8_t *avoid, uint32_t i)
 {
-	uint32_t v;
-	return avoid && pd_u64map_get(avoid, (uint64_t)i + 1, &v);
+	return avoid && avoid[i];
 }
 
 int64_t v2_intern_map(struct v2_tables *t, const struct v2_mapping *m,
-		      const struct pd_u64map *avoid)
+		      const uint8_t *avoid)
 {
 	if (ix_reserve(t, &t->imap, t->nmap))
 		return -1;
@@ -251,7 +250,7 @@ int64_t v2_intern_map(struct v2_tables *t, const struct v2_mapping *m,
 }
 
 int64_t v2_intern_fn(struct v2_tables *t, const struct v2_function *f,
-		     const struct pd_u64map *avoid)
+		     const uint8_t *avoid)
 {
 	if (ix_reserve(t, &t->ifn, t->nfn))
 		return -1;
@@ -280,7 +279,7 @@ static int lines_equal(const struct v2_line *a, const struct v2_line *b, uint32_
 }
 
 int64_t v2_intern_loc(struct v2_tables *t, const struct v2_location *l,
-		      const struct v2_line *lines, const struct pd_u64map *avoid)
+		      const struct v2_line *lines, const uint8_t *avoid)
 {
 	if (ix_reserve(t, &t->iloc, t->nloc))
 		return -1;

@@ -203,8 +203,14 @@ static int compress_group(const struct pd_buf *raw, int level, struct pd_buf *ou
 int pd_chunkenc_values_append(struct pd_chunkenc_values *c, const uint8_t *p, size_t len,
 			      struct pd_err *err)
 {
+	return pd_chunkenc_values_append_decoded(c, p, len, NULL, err);
+}
+
+int pd_chunkenc_values_append_decoded(struct pd_chunkenc_values *c, const uint8_t *p, size_t len,
+				      const struct pd_pprof_profile *decoded, struct pd_err *err)
+{
 	if (c->v2)
-		return v2_appender_append(c->v2, p, len, err);
+		return v2_appender_append(c->v2, p, len, decoded, err);
 	if (c->count >= PD_CHUNKENC_MAX_SAMPLES)
 		return pd_err_set(err, PD_ETOOBIG, "value chunk is full (%d profiles)",
 				  PD_CHUNKENC_MAX_SAMPLES);
