@@ -134,8 +134,49 @@ int v2_compress(const uint8_t *raw, size_t len, int level, struct pd_buf *out, s
 	return 0;
 }
 
+/* As v2_compress, with prefix (raw bytes, may be NULL) as the frame's dictionary:
+ * the open chunk compresses each frame of records against the frame before it. */
+static int compress_with(const uint8_t *raw, size_t len, int level, const uint8_t *prefix,
+			 size_t plen, struct pd_buf *out, size_t *flen, struct pd_err *err)
+{
+	if (!prefix || !plen)
+		return v2_compress(raw, len, level, out, flen, err);
+	pthread_once(&ctx_once, ctx_init);
+	ZSTD_CCtx *c = pthread_getspecific(cctx_key);
+	if (!c && (c = ZSTD_createCCtx()))
+		pthread_setspecific(cctx_key, c);
+	size_t bound = ZSTD_compressBound(len);
+	if (!c || pd_buf_reserve(out, bound))
+		return pd_err_set(err, PD_ENOMEM, "out of memory compressing a value chunk");
+	size_t n = ZSTD_compress_usingDict(c, out->data + out->len, bound, raw, len, prefix, plen,
+					   level);
+	if (ZSTD_isError(n))
+		return pd_err_set(err, PD_EINVAL, "zstd: %s", ZSTD_getErrorName(n));
+	out->len += n;
+	*flen = n;
+	if (out->cap > out->len) {
+		uint8_t *d = realloc(out->data, out->len ? out->len : 1);
+		if (d) {
+			out->data = d;
+			out->cap = out->len ? out->len : 1;
+		}
+	}
+	return 0;
+}
+
+static int decompress_with(const uint8_t *f, size_t flen, size_t max, const uint8_t *prefix,
+			   size_t plen, uint8_t **out, size_t *out_len, const char *what,
+			   struct pd_err *err);
+
 int v2_decompress(const uint8_t *f, size_t flen, size_t max, uint8_t **out, size_t *out_len,
 		  const char *what, struct pd_err *err)
+{
+	return decompress_with(f, flen, max, NULL, 0, out, out_len, what, err);
+}
+
+static int decompress_with(const uint8_t *f, size_t flen, size_t max, const uint8_t *prefix,
+			   size_t plen, uint8_t **out, size_t *out_len, const char *what,
+			   struct pd_err *err)
 {
 	unsigned long long size = ZSTD_getFrameContentSize(f, flen);
 	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
@@ -153,7 +194,9 @@ int v2_decompress(const uint8_t *f, size_t flen, size_t max, uint8_t **out, size
 		*out = NULL;
 		return pd_err_set(err, PD_ENOMEM, "out of memory decompressing %llu bytes", size);
 	}
-	size_t n = ZSTD_decompressDCtx(d, *out, (size_t)size, f, flen);
+	size_t n = prefix && plen
+		       ? ZSTD_decompress_usingDict(d, *out, (size_t)size, f, flen, prefix, plen)
+		       : ZSTD_decompressDCtx(d, *out, (size_t)size, f, flen);
 	if (ZSTD_isError(n) || n != size) {
 		free(*out);
 		*out = NULL;
@@ -212,29 +255,36 @@ size_t v2_appender_memory(const struct v2_appender *a)
 	const struct v2_prev *p = &a->prev;
 	return sizeof(*a) + v2_tables_memory(&a->t) + a->frames.cap + a->open.cap +
 	       a->frame_cap * sizeof(size_t) +
-	       (p->nmap * (sizeof(uint32_t) + sizeof(uint64_t))) +
-	       p->nby * (sizeof(uint32_t) + p->nvalues * sizeof(int64_t));
+	       (p->nmap * (sizeof(uint32_t) + sizeof(uint64_t))) + p->packed_len;
 }
 
 /* The records [from, to) of the appender, uncompressed, appended to out. from
- * must start a frame. */
-static int appender_records(const struct v2_appender *a, size_t from, size_t to,
-			    struct pd_buf *out, struct pd_err *err)
+ * must start a group: a frame that is not the first of its group is compressed
+ * against the one before it, so frames are decompressed in order from there.
+ * *last (may be NULL) receives the offset in out where the last frame's records
+ * start. */
+static int appender_records_at(const struct v2_appender *a, size_t from, size_t to,
+			       struct pd_buf *out, size_t *last, struct pd_err *err)
 {
-	size_t off = 0, k;
+	size_t off = 0, k, prev_at = SIZE_MAX, prev_len = 0;
 	for (k = 0; k < from / a->hgroup; k++)
 		off += a->frame_len[k];
 	for (size_t i = from; i < to; i += a->hgroup, k++) {
+		if (last)
+			*last = out->len;
 		if (k >= a->nframes)
 			return pd_buf_append(out, a->open.data, a->open.len)
 				   ? pd_err_set(err, PD_ENOMEM, "out of memory")
 				   : 0;
 		uint8_t *raw;
 		size_t rawlen;
-		int rc = v2_decompress(a->frames.data + off, a->frame_len[k], SIZE_MAX / 2, &raw,
-				       &rawlen, "frame", err);
+		int rc = decompress_with(a->frames.data + off, a->frame_len[k], SIZE_MAX / 2,
+					 prev_at == SIZE_MAX ? NULL : out->data + prev_at, prev_len,
+					 &raw, &rawlen, "frame", err);
 		if (rc)
 			return rc;
+		prev_at = out->len;
+		prev_len = rawlen;
 		rc = pd_buf_append(out, raw, rawlen);
 		free(raw);
 		if (rc)
@@ -242,6 +292,12 @@ static int appender_records(const struct v2_appender *a, size_t from, size_t to,
 		off += a->frame_len[k];
 	}
 	return 0;
+}
+
+static int appender_records(const struct v2_appender *a, size_t from, size_t to,
+			    struct pd_buf *out, struct pd_err *err)
+{
+	return appender_records_at(a, from, to, out, NULL, err);
 }
 
 /* Decodes the open frame again to make prev what it was after its last record:
@@ -299,6 +355,14 @@ int v2_appender_append(struct v2_appender *a, const uint8_t *p, size_t len,
 	if (a->open_count + 1 < a->hgroup) {
 		a->open_count++;
 		a->count++;
+		if (a->open.cap > a->open.len + a->open.len / 8) {
+			/* kept between appends: no spare room */
+			uint8_t *d = realloc(a->open.data, a->open.len);
+			if (d) {
+				a->open.data = d;
+				a->open.cap = a->open.len;
+			}
+		}
 		return 0;
 	}
 	if (a->nframes == a->frame_cap) {
@@ -309,9 +373,23 @@ int v2_appender_append(struct v2_appender *a, const uint8_t *p, size_t len,
 		a->frame_len = fl;
 		a->frame_cap = cap;
 	}
-	if ((rc = v2_compress(a->open.data, a->open.len, a->level, &a->frames,
-			      &a->frame_len[a->nframes], err)))
-		goto undo_rc;
+	{
+		/* against the frame before it, when that one is in the same group */
+		struct pd_buf prior;
+		size_t at = 0, first = a->nframes * a->hgroup;
+		pd_buf_init(&prior, 0);
+		if (first % a->group &&
+		    (rc = appender_records_at(a, first - first % a->group, first, &prior, &at, err))) {
+			pd_buf_fini(&prior);
+			goto undo_rc;
+		}
+		rc = compress_with(a->open.data, a->open.len, a->level,
+				   prior.len ? prior.data + at : NULL, prior.len - at, &a->frames,
+				   &a->frame_len[a->nframes], err);
+		pd_buf_fini(&prior);
+		if (rc)
+			goto undo_rc;
+	}
 	a->nframes++;
 	a->count++;
 	pd_buf_fini(&a->open);

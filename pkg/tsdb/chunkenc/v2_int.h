@@ -134,9 +134,11 @@ struct v2_prev {
 	uint32_t *map_idx; /* mapping table indices and their ids, in profile order */
 	uint64_t *map_id;
 	size_t nmap;
-	/* samples of the previous profile sorted by stack: (stack, first sample) */
-	uint32_t *by_stack;   /* stack ids, ascending, unique */
-	int64_t *by_values;   /* nvalues per entry */
+	/* the previous profile's values by stack (its first sample of each stack),
+	 * stacks ascending, packed as varints (stack difference, then the values)
+	 * because an open chunk keeps this between appends */
+	uint8_t *packed;
+	size_t packed_len;
 	size_t nby, nvalues;
 };
 

@@ -37,23 +37,57 @@ void v2_prev_fini(struct v2_prev *p)
 {
 	free(p->map_idx);
 	free(p->map_id);
-	free(p->by_stack);
-	free(p->by_values);
+	free(p->packed);
 	memset(p, 0, sizeof(*p));
 }
 
-/* The previous profile's values of a stack, or NULL. */
-static const int64_t *prev_values(const struct v2_prev *p, uint32_t stack)
+/* The previous profile's values, unpacked for lookups while one record is coded. */
+struct prev_view {
+	uint32_t *stack;
+	int64_t *values;
+	size_t n, nvalues;
+};
+
+static void view_fini(struct prev_view *v)
 {
-	size_t lo = 0, hi = p->nby;
+	free(v->stack);
+	free(v->values);
+	memset(v, 0, sizeof(*v));
+}
+
+static int view_of(const struct v2_prev *p, struct prev_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->stack = malloc((p->nby + 1) * sizeof(*v->stack));
+	v->values = malloc((p->nby * p->nvalues + 1) * sizeof(*v->values));
+	if (!v->stack || !v->values) {
+		view_fini(v);
+		return PD_ENOMEM;
+	}
+	struct v2_rd r = {p->packed, p->packed_len, 0, 0};
+	uint32_t st = 0;
+	for (size_t i = 0; i < p->nby; i++) {
+		v->stack[i] = st = (uint32_t)(st + v2_uv(&r));
+		for (size_t j = 0; j < p->nvalues; j++)
+			v->values[i * p->nvalues + j] = v2_sv(&r);
+	}
+	v->n = p->nby;
+	v->nvalues = p->nvalues;
+	return 0;
+}
+
+/* The previous profile's values of a stack, or NULL. */
+static const int64_t *prev_values(const struct prev_view *v, uint32_t stack)
+{
+	size_t lo = 0, hi = v->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (p->by_stack[mid] < stack)
+		if (v->stack[mid] < stack)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < p->nby && p->by_stack[lo] == stack ? p->by_values + lo * p->nvalues : NULL;
+	return lo < v->n && v->stack[lo] == stack ? v->values + lo * v->nvalues : NULL;
 }
 
 struct sidx {
@@ -81,14 +115,7 @@ static int prev_set(struct v2_prev *p, int64_t time_nanos, const uint32_t *map_i
 	if (md)
 		p->map_id = md;
 	struct sidx *s = malloc((nsample ? nsample : 1) * sizeof(*s));
-	uint32_t *bs = realloc(p->by_stack, (nsample ? nsample : 1) * sizeof(*bs));
-	if (bs)
-		p->by_stack = bs;
-	size_t nv = nsample * nvalues;
-	int64_t *bv = realloc(p->by_values, (nv ? nv : 1) * sizeof(*bv));
-	if (bv)
-		p->by_values = bv;
-	if (!mi || !md || !s || !bs || !bv) {
+	if (!mi || !md || !s) {
 		free(s);
 		return PD_ENOMEM;
 	}
@@ -100,17 +127,32 @@ static int prev_set(struct v2_prev *p, int64_t time_nanos, const uint32_t *map_i
 	for (size_t i = 0; i < nsample; i++)
 		s[i] = (struct sidx){stacks[i], (uint32_t)i};
 	qsort(s, nsample, sizeof(*s), sidx_cmp);
+	struct pd_buf b;
+	pd_buf_init(&b, 0);
 	size_t n = 0;
+	uint32_t last = 0;
+	int e = 0;
 	for (size_t i = 0; i < nsample; i++) {
-		if (n && p->by_stack[n - 1] == s[i].stack)
+		if (n && last == s[i].stack)
 			continue;
-		p->by_stack[n] = s[i].stack;
-		if (nvalues)
-			memcpy(p->by_values + n * nvalues, values + (size_t)s[i].i * nvalues,
-			       nvalues * sizeof(*values));
+		e |= v2_put_uv(&b, s[i].stack - last);
+		last = s[i].stack;
+		for (size_t j = 0; j < nvalues; j++)
+			e |= v2_put_sv(&b, values[(size_t)s[i].i * nvalues + j]);
 		n++;
 	}
 	free(s);
+	if (e) {
+		pd_buf_fini(&b);
+		return PD_ENOMEM;
+	}
+	free(p->packed);
+	p->packed = pd_buf_steal(&b, &p->packed_len);
+	if (p->packed_len) {
+		uint8_t *x = realloc(p->packed, p->packed_len); /* exact: kept between appends */
+		if (x)
+			p->packed = x;
+	}
 	p->nby = n;
 	p->nvalues = nvalues;
 	p->time_nanos = time_nanos;
@@ -444,11 +486,14 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 	for (size_t i = 0; i < pp.nsample; i++)
 		w |= v2_put_uv(out, stacks[i]);
 	int delta_ok = prev->valid && prev->nvalues == pp.nsample_type;
+	struct prev_view pview = {0};
 	const int64_t **pvs = delta_ok ? malloc((pp.nsample + 1) * sizeof(*pvs)) : NULL;
-	if (delta_ok && !pvs)
+	if (delta_ok && (!pvs || view_of(prev, &pview))) {
+		free(pvs);
 		goto out;
+	}
 	for (size_t i = 0; delta_ok && i < pp.nsample; i++)
-		pvs[i] = prev_values(prev, stacks[i]);
+		pvs[i] = prev_values(&pview, stacks[i]);
 	for (size_t j = 0; j < pp.nsample_type; j++) {
 		size_t raw = 0, del = 0;
 		for (size_t i = 0; i < pp.nsample; i++) {
@@ -467,6 +512,7 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 		}
 	}
 	free(pvs);
+	view_fini(&pview);
 	if (flags & F_LABELS)
 		for (size_t i = 0; i < pp.nsample; i++) {
 			const struct pd_pprof_psample *s = &pp.sample[i];
@@ -762,19 +808,32 @@ int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_
 	}
 	if (r->bad)
 		DCORRUPT("truncated samples");
+	struct prev_view pview = {0};
+	const int64_t **pvs = NULL;
 	for (size_t j = 0; j < nv; j++) {
 		uint8_t mode = v2_byte(r);
-		if (mode > COL_DELTA || (mode == COL_DELTA && !(prev->valid && prev->nvalues == nv)))
+		if (mode > COL_DELTA || (mode == COL_DELTA && !(prev->valid && prev->nvalues == nv))) {
+			free(pvs);
+			view_fini(&pview);
 			DCORRUPT("bad value column mode");
+		}
+		if (mode == COL_DELTA && !pvs) {
+			if (!(pvs = malloc((ns + 1) * sizeof(*pvs))) || view_of(prev, &pview)) {
+				free(pvs);
+				goto nomem;
+			}
+			for (size_t i = 0; i < ns; i++)
+				pvs[i] = prev_values(&pview, stacks[i]);
+		}
 		for (size_t i = 0; i < ns; i++) {
 			int64_t v = v2_sv(r);
-			if (mode == COL_DELTA) {
-				const int64_t *pv = prev_values(prev, stacks[i]);
-				v = (int64_t)((uint64_t)v + (uint64_t)(pv ? pv[j] : 0));
-			}
+			if (mode == COL_DELTA)
+				v = (int64_t)((uint64_t)v + (uint64_t)(pvs[i] ? pvs[i][j] : 0));
 			vals[i * nv + j] = v;
 		}
 	}
+	free(pvs);
+	view_fini(&pview);
 	if (want != V2_WANT_PROFILE) {
 		/* the delta state, and for a view the record in chunk terms: step over
 		 * the rest of the record */
