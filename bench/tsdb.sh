@@ -5,6 +5,7 @@
 # program (bench/capture.sh, generated into the build directory on first use),
 # the value group size / zstd level sweep,
 # listing timestamps against reading profiles, append throughput and head memory,
+# and commits/s of 1 to 16 threads committing at once (group commit),
 # each beside its reference (bench/README.md explains every table).
 #
 # usage: bench/tsdb.sh PROFD_BUILD_DIR [tsdb_bench options, e.g. --section 2]

@@ -5,16 +5,19 @@
  * optionally a second one, captured by bench/capture.sh), a sweep of the value
  * group size and zstd level (and of encoding 2's group size), the rate of listing
  * timestamps against reading profiles (head and blocks), append throughput
- * against a plain file append, and head memory per series. bench/tsdb.sh runs it;
+ * against a plain file append, head memory per series, and commits per second
+ * from 1 to 16 threads committing at once with an fsync per commit promised,
+ * against a plain file fsynced after every write. bench/tsdb.sh runs it;
  * bench/README.md reads the output.
  *
  * usage: tsdb_bench --corpus DIR [--corpus2 DIR] [--dir DIR] [--section N] [--series N]
- *                   [--samples N] [--read-seconds S] */
+ *                   [--samples N] [--read-seconds S] [--commit-seconds S] */
 #define _XOPEN_SOURCE 700 /* nftw, mkdtemp */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +74,7 @@ struct opts {
 	int section; /* 0: all */
 	size_t series, samples;
 	double read_seconds;
+	double commit_seconds; /* length of each run of section 5 */
 };
 
 /* ---- small helpers ------------------------------------------------------------ */
@@ -1418,19 +1422,293 @@ out:
 	return rc;
 }
 
+/* ---- 5. concurrent commits (group commit) ---------------------------------------- */
+
+#define GC_SERIES_PER_THREAD 64
+#define GC_MAX_THREADS 16
+#define GC_SLICES 5 /* each measurement is cut in slices, interleaved with the others */
+static const int gc_threads[] = {1, 2, 4, 8, 16};
+#define GC_RUNS (sizeof(gc_threads) / sizeof(gc_threads[0]))
+
+/* One way of committing, measured in slices: db set: profd (wal_sync as opened);
+ * else the reference: each commit is one write of the same profile bytes to one
+ * shared file (O_APPEND) and one fdatasync, or, with serial, the same under one
+ * lock (each commit waits for the fsyncs before it, as profd's commits did before
+ * group commit, under its append lock). Each commit is one profile of section
+ * 3's series (as a scrape loop commits), thread j cycling through its own
+ * GC_SERIES_PER_THREAD series; a thread goes on where it stopped in the last
+ * slice, so a series' timestamps keep increasing. */
+struct gc_kind {
+	struct pd_tsdb *db;
+	int fd;
+	int serial;
+	pthread_mutex_t mu; /* serial's lock */
+	char dir[PATH_MAX];
+	size_t k[GC_MAX_THREADS], j[GC_MAX_THREADS]; /* where each thread goes on */
+	size_t commits;
+	double seconds;
+};
+
+struct gc_slice {
+	struct gc_kind *kind;
+	const struct synth *s;
+	double deadline;
+	pthread_barrier_t start;
+	pthread_mutex_t mu;
+	size_t commits;
+	int failed;
+	char err[PD_ERR_MSG_MAX];
+};
+
+struct gc_worker {
+	struct gc_slice *sl;
+	int id;
+};
+
+static int gc_commit(struct gc_kind *kd, const struct synth *s, size_t i, size_t k,
+                     struct pd_err *err)
+{
+	const struct prof *p = synth_prof(s, i, k);
+	if (!kd->db) {
+		int bad;
+		if (kd->serial)
+			pthread_mutex_lock(&kd->mu);
+		bad = write(kd->fd, p->raw, p->raw_len) != (ssize_t)p->raw_len ||
+		      fdatasync(kd->fd) != 0;
+		if (kd->serial)
+			pthread_mutex_unlock(&kd->mu);
+		if (bad)
+			return pd_err_set(err, PD_EIO, "plain file: %s", strerror(errno));
+		return 0;
+	}
+	struct pd_tsdb_label l[3];
+	size_t nl = (size_t)type_labels(l, s->ty[i]->name, s->instance[i]);
+	struct pd_tsdb_appender *a = pd_tsdb_appender(kd->db);
+	if (!a)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	int rc = pd_tsdb_append(a, l, nl, synth_time(s, i, k), p->raw, p->raw_len, err);
+	if (rc) {
+		pd_tsdb_rollback(a);
+		return rc;
+	}
+	return pd_tsdb_commit(a, err);
+}
+
+static void *gc_work(void *arg)
+{
+	struct gc_worker *w = arg;
+	struct gc_slice *sl = w->sl;
+	struct gc_kind *kd = sl->kind;
+	struct pd_err err = {0};
+	size_t n = 0, base = (size_t)w->id * GC_SERIES_PER_THREAD;
+	size_t *k = &kd->k[w->id], *j = &kd->j[w->id];
+	int rc = 0;
+	pthread_barrier_wait(&sl->start);
+	while (!rc && now() < sl->deadline) {
+		if ((rc = gc_commit(kd, sl->s, base + *j, *k, &err)))
+			break;
+		n++;
+		if (++*j == GC_SERIES_PER_THREAD) {
+			*j = 0;
+			++*k;
+		}
+	}
+	pthread_mutex_lock(&sl->mu);
+	sl->commits += n;
+	if (rc && !sl->failed++)
+		snprintf(sl->err, sizeof(sl->err), "%s", err.msg);
+	pthread_mutex_unlock(&sl->mu);
+	return NULL;
+}
+
+/* One slice: nthreads threads commit at once for `seconds`, into kd's counts. */
+static int gc_run_slice(struct gc_kind *kd, const struct synth *s, int nthreads, double seconds)
+{
+	pthread_t th[GC_MAX_THREADS];
+	struct gc_worker w[GC_MAX_THREADS];
+	struct gc_slice sl = {.kind = kd, .s = s};
+	pthread_mutex_init(&sl.mu, NULL);
+	pthread_barrier_init(&sl.start, NULL, (unsigned)nthreads + 1);
+	for (int i = 0; i < nthreads; i++) {
+		w[i] = (struct gc_worker){&sl, i};
+		if (pthread_create(&th[i], NULL, gc_work, &w[i]) != 0) {
+			/* the started ones wait at the barrier for good: give up */
+			fprintf(stderr, "tsdb_bench: cannot start %d threads\n", nthreads);
+			exit(1);
+		}
+	}
+	double t0 = now();
+	sl.deadline = t0 + seconds;
+	pthread_barrier_wait(&sl.start);
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(th[i], NULL);
+	double t1 = now();
+	pthread_barrier_destroy(&sl.start);
+	pthread_mutex_destroy(&sl.mu);
+	if (sl.failed) {
+		fprintf(stderr, "tsdb_bench: %d of %d threads failed to commit: %s\n", sl.failed,
+		        nthreads, sl.err);
+		return -1;
+	}
+	kd->commits += sl.commits;
+	kd->seconds += t1 - t0;
+	return 0;
+}
+
+/* Opens a kind: a fresh store with wal_sync (0 or 1), or (wal_sync < 0) the
+ * reference's plain file (-2: with commits serialised). */
+static int gc_open(const struct opts *o, int wal_sync, struct gc_kind *kd)
+{
+	struct pd_err err = {0};
+	memset(kd, 0, sizeof(*kd));
+	kd->fd = -1;
+	kd->serial = wal_sync == -2;
+	pthread_mutex_init(&kd->mu, NULL);
+	if (make_tmpdir(o->dir, wal_sync < 0 ? "plainsync" : "commit", kd->dir, sizeof(kd->dir)))
+		return -1;
+	if (wal_sync < 0) {
+		char path[PATH_MAX + 16];
+		snprintf(path, sizeof(path), "%s/file", kd->dir);
+		if ((kd->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644)) < 0) {
+			fprintf(stderr, "tsdb_bench: %s: %s\n", path, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	struct pd_tsdb_opts to;
+	pd_tsdb_opts_init(&to);
+	to.retention_ms = -1;
+	to.wal_sync = wal_sync;
+	if (pd_tsdb_open(&kd->db, kd->dir, &to, &err)) {
+		fprintf(stderr, "tsdb_bench: open: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* Checks that the store holds every acknowledged commit, then closes and removes
+ * it; *st receives its statistics. */
+static int gc_close(struct gc_kind *kd, struct pd_tsdb_stats *st)
+{
+	int rc = 0;
+	if (kd->db) {
+		pd_tsdb_stats(kd->db, st);
+		if (st->head_samples != kd->commits || st->wal_records != kd->commits) {
+			fprintf(stderr,
+			        "tsdb_bench: %zu commits acknowledged, %llu in the WAL, %llu in "
+			        "the head\n",
+			        kd->commits, (unsigned long long)st->wal_records,
+			        (unsigned long long)st->head_samples);
+			rc = -1;
+		}
+		pd_tsdb_close(kd->db);
+		kd->db = NULL;
+	}
+	if (kd->fd >= 0)
+		close(kd->fd);
+	kd->fd = -1;
+	if (kd->dir[0])
+		rm_rf(kd->dir);
+	kd->dir[0] = 0;
+	pthread_mutex_destroy(&kd->mu);
+	return rc;
+}
+
+struct gc_result {
+	double plain, serial, profd, nosync; /* commits per second */
+	uint64_t commits, fsyncs;
+};
+
+static int section_group_commit(const struct opts *o)
+{
+	const int maxt = gc_threads[GC_RUNS - 1];
+	const double slice = o->commit_seconds / GC_SLICES;
+	struct synth s = {0};
+	struct gc_result res[GC_RUNS];
+	/* reference, serialised reference, profd, profd without fsync */
+	struct gc_kind kinds[4];
+	const int syncs[4] = {-1, -2, 0, 1};
+	int rc = -1, opened = 0;
+	if (synth_init(&s, (size_t)maxt * GC_SERIES_PER_THREAD))
+		goto out;
+	for (size_t i = 0; i < GC_RUNS; i++) {
+		struct pd_tsdb_stats st[4];
+		memset(st, 0, sizeof(st));
+		for (opened = 0; opened < 4; opened++)
+			if (gc_open(o, syncs[opened], &kinds[opened])) {
+				opened++;
+				goto out;
+			}
+		/* all in turn, slice by slice, so that a change of the disk's speed or of
+		 * the machine's load during the run falls on each alike */
+		for (int r = 0; r < GC_SLICES; r++)
+			for (int k = 0; k < 4; k++)
+				if (gc_run_slice(&kinds[k], &s, gc_threads[i], slice))
+					goto out;
+		for (int k = 0; k < 4; k++)
+			if (gc_close(&kinds[k], &st[k]))
+				rc = -2;
+		opened = 0;
+		if (rc == -2)
+			goto out;
+		res[i].plain = (double)kinds[0].commits / kinds[0].seconds;
+		res[i].serial = (double)kinds[1].commits / kinds[1].seconds;
+		res[i].profd = (double)kinds[2].commits / kinds[2].seconds;
+		res[i].nosync = (double)kinds[3].commits / kinds[3].seconds;
+		res[i].commits = st[2].wal_records;
+		res[i].fsyncs = st[2].wal_fsyncs;
+	}
+	printf("\n5. Concurrent commits, fsync per commit (wal_sync=0): N threads commit at once,\n"
+	       "   one profile per commit (as a scrape loop commits; the profiles of section 3),\n"
+	       "   thread j cycling through %d series of its own. profd returns from a commit\n"
+	       "   only after an fdatasync covering its WAL record; commits arriving together\n"
+	       "   share one write and one fsync (group commit). Reference: the same N threads\n"
+	       "   writing the same profile bytes to one plain file, one write + fdatasync per\n"
+	       "   commit; serial: the same under one lock, so each commit waits for the fsyncs\n"
+	       "   before it (as profd's commits did before group commit). Each column is\n"
+	       "   measured for %.1f s in %d slices, all columns' slices interleaved. Ratio =\n"
+	       "   profd / reference (above 1: profd commits more); vs serial = profd / serial.\n"
+	       "   commits/fsync: profd's WAL counters. no-fsync: profd with wal_sync=1, the\n"
+	       "   rate the CPU allows when no commit waits for the disk.\n\n",
+	       GC_SERIES_PER_THREAD, o->commit_seconds, GC_SLICES);
+	printf("%7s %10s %10s %7s %10s %9s %9s %9s %9s %10s\n", "threads", "profd c/s", "ref c/s",
+	       "ratio", "serial c/s", "vs serial", "commits", "fsyncs", "c/fsync", "no-fsync");
+	print_rule(101);
+	for (size_t i = 0; i < GC_RUNS; i++) {
+		const struct gc_result *g = &res[i];
+		printf("%7d %10.0f %10.0f %6.2fx %10.0f %8.2fx %9llu %9llu %9.1f %10.0f\n",
+		       gc_threads[i], g->profd, g->plain, g->plain > 0 ? g->profd / g->plain : 0,
+		       g->serial, g->serial > 0 ? g->profd / g->serial : 0,
+		       (unsigned long long)g->commits, (unsigned long long)g->fsyncs,
+		       g->fsyncs ? (double)g->commits / (double)g->fsyncs : 0, g->nosync);
+	}
+	print_rule(101);
+	rc = 0;
+out:
+	for (int k = 0; k < opened; k++) {
+		struct pd_tsdb_stats st;
+		memset(&st, 0, sizeof(st));
+		gc_close(&kinds[k], &st);
+	}
+	synth_fini(&s);
+	return rc;
+}
+
 /* ---- main ---------------------------------------------------------------------- */
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: tsdb_bench --corpus DIR [--corpus2 DIR] [--dir DIR] [--section 1|2|3|4]\n"
+	        "usage: tsdb_bench --corpus DIR [--corpus2 DIR] [--dir DIR] [--section 1|2|3|4|5]\n"
 	        "                  [--series N] [--samples N] [--read-seconds S]\n"
+	        "                  [--commit-seconds S]\n"
 	        "  --corpus DIR       per-type folders of 1.pb.gz..N.pb.gz (default $PD_CORPUS)\n"
 	        "  --corpus2 DIR      a second corpus of the same layout, for sections 1 and 2\n"
 	        "                     (bench/capture.sh makes one; default $PD_CORPUS2)\n"
 	        "  --dir DIR          where temporary stores go (default $TMPDIR or /tmp)\n"
 	        "  --series, --samples  size of section 3 (default 1000 x 1000)\n"
-	        "  --read-seconds S   time spent reading profiles in section 3 (default 3)\n");
+	        "  --read-seconds S   time spent reading profiles in section 3 (default 3)\n"
+	        "  --commit-seconds S length of each run of section 5 (default 2)\n");
 }
 
 int main(int argc, char **argv)
@@ -1444,6 +1722,7 @@ int main(int argc, char **argv)
 	o.series = 1000;
 	o.samples = 1000;
 	o.read_seconds = 3;
+	o.commit_seconds = 2;
 	for (int i = 1; i < argc; i += 2) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -1468,13 +1747,15 @@ int main(int argc, char **argv)
 			o.samples = (size_t)strtoull(v, NULL, 10);
 		else if (strcmp(a, "--read-seconds") == 0)
 			o.read_seconds = atof(v);
+		else if (strcmp(a, "--commit-seconds") == 0)
+			o.commit_seconds = atof(v);
 		else {
 			usage(stderr);
 			return 2;
 		}
 	}
-	if (!o.corpus || o.series == 0 || o.samples == 0 || o.read_seconds <= 0 || o.section < 0 ||
-	    o.section > 4) {
+	if (!o.corpus || o.series == 0 || o.samples == 0 || o.read_seconds <= 0 ||
+	    o.commit_seconds <= 0 || o.section < 0 || o.section > 5) {
 		usage(stderr);
 		return 2;
 	}
@@ -1512,6 +1793,8 @@ int main(int argc, char **argv)
 		rc = section_listing(&o);
 	if (!rc && (o.section == 0 || o.section == 4))
 		rc = section_append(&o);
+	if (!rc && (o.section == 0 || o.section == 5))
+		rc = section_group_commit(&o);
 	fflush(stdout);
 	if (!rc)
 		printf("\ntotal %.0f s\n", now() - t0);

@@ -67,7 +67,10 @@ struct pd_tsdb_appender *pd_tsdb_appender(struct pd_tsdb *db);
 int pd_tsdb_append(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
 		   int64_t t, const uint8_t *profile, size_t len, struct pd_err *err);
 /* Writes the appender's samples to the WAL and then the head, all or nothing, and
- * frees the appender. */
+ * frees the appender. Returns once the WAL record is written (with wal_sync 0,
+ * fsynced): commits from many threads at once share one write and one fsync. The
+ * samples of a series enter the head in the order their commits were accepted;
+ * commits to different series append to the head in parallel. */
 int pd_tsdb_commit(struct pd_tsdb_appender *a, struct pd_err *err);
 /* Drops the appender's samples and frees it; NULL does nothing. */
 void pd_tsdb_rollback(struct pd_tsdb_appender *a);
@@ -157,6 +160,12 @@ struct pd_tsdb_stats {
 	/* the WAL's damaged tail cut off at open, if any */
 	int wal_repaired;
 	char wal_repair[300];
+	/* WAL writes since open. Concurrent commits share writes (group commit):
+	 * wal_records / wal_fsyncs is the number of commits per fsync. */
+	uint64_t wal_records;       /* commits written to the WAL */
+	uint64_t wal_writes;        /* group writes (one pwritev each) */
+	uint64_t wal_fsyncs;        /* fdatasync calls making groups durable (wal_sync 0) */
+	uint64_t wal_failed_writes; /* group writes or syncs that failed */
 };
 
 void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st);

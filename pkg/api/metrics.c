@@ -254,6 +254,18 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	sample_u(w, "profd_tsdb_storage_blocks_bytes", st.block_bytes);
 	family(w, "profd_tsdb_wal_storage_size_bytes", "gauge", "Size of the write log directory.");
 	sample_u(w, "profd_tsdb_wal_storage_size_bytes", st.wal_bytes);
+	family(w, "profd_tsdb_wal_commits_total", "counter",
+	       "Commits written to the write log, one record each.");
+	sample_u(w, "profd_tsdb_wal_commits_total", st.wal_records);
+	family(w, "profd_tsdb_wal_writes_total", "counter",
+	       "Group writes to the write log: concurrent commits share one.");
+	sample_u(w, "profd_tsdb_wal_writes_total", st.wal_writes);
+	family(w, "profd_tsdb_wal_fsyncs_total", "counter",
+	       "fsyncs that made group writes of the write log durable.");
+	sample_u(w, "profd_tsdb_wal_fsyncs_total", st.wal_fsyncs);
+	family(w, "profd_tsdb_wal_writes_failed_total", "counter",
+	       "Group writes or fsyncs of the write log that failed.");
+	sample_u(w, "profd_tsdb_wal_writes_failed_total", st.wal_failed_writes);
 	family(w, "profd_tsdb_compactions_total", "counter", "Total number of compactions run.");
 	sample_u(w, "profd_tsdb_compactions_total", st.compactions);
 	family(w, "profd_tsdb_retention_deletions_total", "counter",

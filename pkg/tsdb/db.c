@@ -1,5 +1,6 @@
 /* db.c: the database: opening (blocks, WAL replay into the head), the appender
- * with all-or-nothing commits (WAL first, then head), persisting head ranges as
+ * with all-or-nothing commits (WAL first, with group commit, then the head, in
+ * parallel across series and in order within one), persisting head ranges as
  * blocks, compaction of blocks into larger ranges, and retention by time and by
  * size. */
 #define _XOPEN_SOURCE 700 /* nftw */
@@ -204,6 +205,29 @@ static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, siz
 	return 0;
 }
 
+static int ref_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Replay creates series in WAL order, which need not be ref order: concurrent
+ * commits reach the WAL in the order they were accepted, not in the order their
+ * series were created, and a series logged again after a failed commit or a
+ * checkpoint comes late. Readers intersect postings as sorted lists, so the
+ * lists are sorted once the replay is done. */
+static void sort_postings(struct head *h)
+{
+	for (size_t i = 0; i < h->postings_cap; i++) {
+		struct postings_list *pl = &h->postings[i];
+		size_t k = 1;
+		while (pl->key && k < pl->n && pl->refs[k - 1] <= pl->refs[k])
+			k++;
+		if (pl->key && k < pl->n)
+			qsort(pl->refs, pl->n, sizeof(*pl->refs), ref_cmp);
+	}
+}
+
 int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opts *opts,
 		 struct pd_err *err)
 {
@@ -218,6 +242,11 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		pd_tsdb_opts_init(&db->o);
 	fill_defaults(&db->o);
 	pthread_mutex_init(&db->append_mu, NULL);
+	pthread_cond_init(&db->commit_cv, NULL);
+	for (size_t i = 0; i < DB_ORDER_STRIPES; i++) {
+		pthread_mutex_init(&db->order[i].mu, NULL);
+		pthread_cond_init(&db->order[i].cv, NULL);
+	}
 	pthread_rwlock_init(&db->blocks_mu, NULL);
 	if (!(db->dir = strdup(dir))) {
 		free(db);
@@ -255,6 +284,7 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		memset(&st, 0, sizeof(st));
 		rc = db->o.read_only ? pd_wal_replay_readonly(wdir, &cb, &st, err)
 				     : pd_wal_replay(wdir, &cb, &st, err);
+		sort_postings(&db->head);
 		if (!rc && st.truncated) {
 			db->wal_repaired = 1;
 			snprintf(db->wal_repair, sizeof(db->wal_repair),
@@ -284,6 +314,11 @@ void pd_tsdb_close(struct pd_tsdb *db)
 	free(db->blocks);
 	head_fini(&db->head);
 	pthread_mutex_destroy(&db->append_mu);
+	pthread_cond_destroy(&db->commit_cv);
+	for (size_t i = 0; i < DB_ORDER_STRIPES; i++) {
+		pthread_mutex_destroy(&db->order[i].mu);
+		pthread_cond_destroy(&db->order[i].cv);
+	}
 	pthread_rwlock_destroy(&db->blocks_mu);
 	free(db->dir);
 	free(db);
@@ -438,70 +473,246 @@ int pd_tsdb_append(struct pd_tsdb_appender *a, const struct pd_tsdb_label *label
 	return 0;
 }
 
+/* ---- committing ----------------------------------------------------------------
+ *
+ * A commit goes through four steps, and only the second holds append_mu:
+ *   1. find or create its series, encode its WAL record (the series a durable
+ *      record does not hold yet, then the samples) and frame it (zstd, CRC);
+ *   2. under append_mu: check each sample against the newest timestamp of its
+ *      series, in the head or reserved by a commit in flight; take a ticket per
+ *      sample (the series' commit_seq) and queue the record in the WAL, so the
+ *      WAL order, the order checks and the tickets all agree;
+ *   3. wait until the record is written and synced (group commit: pd_wal_wait);
+ *   4. append each sample to the head when its ticket comes up, so the samples of
+ *      one series enter the head in the order their commits were accepted, while
+ *      commits to different series append in parallel.
+ * A flush closes the gate to step 2 and waits for commits in flight to end, so a
+ * block or a checkpoint never misses a sample that is reserved but not yet in the
+ * head. */
+
+static struct db_order_stripe *stripe_of(struct pd_tsdb *db, const struct head_series *s)
+{
+	return &db->order[s->ref % DB_ORDER_STRIPES];
+}
+
+/* The newest timestamp of s, in the head or reserved by a commit in flight.
+ * append_mu held. */
+static int64_t reserved_last(struct pd_tsdb *db, struct head_series *s)
+{
+	struct db_order_stripe *o = stripe_of(db, s);
+	pthread_mutex_lock(&o->mu);
+	int pending = s->commit_seq != s->commit_done;
+	pthread_mutex_unlock(&o->mu);
+	/* after the check above: with nothing pending, maxt holds every sample */
+	pthread_mutex_lock(&s->mu);
+	int64_t t = s->maxt;
+	pthread_mutex_unlock(&s->mu);
+	if (pending && s->commit_t > t)
+		t = s->commit_t;
+	return t;
+}
+
+/* Waits for ticket's turn on s, appends the sample to the head when append is
+ * set (a commit whose WAL write failed only passes its turn on), and hands the
+ * turn to the next ticket. */
+static int apply_sample(struct pd_tsdb *db, struct head_series *s, uint64_t ticket, int append,
+			const struct app_sample *v, struct pd_err *err)
+{
+	struct db_order_stripe *o = stripe_of(db, s);
+	int rc = 0;
+	pthread_mutex_lock(&o->mu);
+	while (s->commit_done != ticket)
+		pthread_cond_wait(&o->cv, &o->mu);
+	pthread_mutex_unlock(&o->mu);
+	if (append)
+		rc = head_append(&db->head, s, v->t, v->p, v->len, err);
+	pthread_mutex_lock(&o->mu);
+	s->commit_done++;
+	pthread_cond_broadcast(&o->cv);
+	pthread_mutex_unlock(&o->mu);
+	return rc;
+}
+
+/* The series of sample v, created in the head if new. */
+static int find_series(struct pd_tsdb *db, const struct app_sample *v, struct head_series **out,
+		       struct pd_err *err)
+{
+	int created;
+	*out = head_get(&db->head, v->labels, v->n, v->hash);
+	if (*out)
+		return 0;
+	return head_get_or_create(&db->head, v->labels, v->n, 0, out, &created, err);
+}
+
+/* Builds and seals the commit's WAL record into rec (reset first): a series entry
+ * for each series no durable record holds yet (entry[i] marks the first sample of
+ * such a series), then every sample. */
+static int build_record(struct pd_tsdb_appender *a, struct head_series **ser, unsigned char *entry,
+			struct pd_wal_rec *rec, struct pd_err *err)
+{
+	int rc = 0;
+	pd_wal_rec_reset(rec);
+	for (size_t i = 0; i < a->n && !rc; i++) {
+		int first = 1;
+		for (size_t k = 0; k < i && first; k++)
+			first = ser[k] != ser[i];
+		entry[i] = first && !__atomic_load_n(&ser[i]->logged, __ATOMIC_ACQUIRE);
+		if (entry[i])
+			rc = pd_wal_rec_series(rec, ser[i]->ref, ser[i]->labels, ser[i]->nlabels, err);
+	}
+	for (size_t i = 0; i < a->n && !rc; i++)
+		rc = pd_wal_rec_sample(rec, ser[i]->ref, a->v[i].t, a->v[i].p, a->v[i].len, err);
+	if (!rc)
+		rc = pd_wal_rec_seal(rec, err);
+	return rc;
+}
+
+/* True when every series the record left out is still in a durable record (a
+ * checkpoint since the record was built may have dropped one). append_mu held. */
+static int entries_current(struct pd_tsdb_appender *a, struct head_series **ser,
+			   const unsigned char *entry)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		int covered = entry[i];
+		for (size_t k = 0; k < i && !covered; k++)
+			covered = ser[k] == ser[i] && entry[k];
+		if (!covered && !__atomic_load_n(&ser[i]->logged, __ATOMIC_ACQUIRE))
+			return 0;
+	}
+	return 1;
+}
+
+/* Checks every sample against its series' newest timestamp (head, commits in
+ * flight, earlier samples of this commit), which goes into prev[i]. append_mu held. */
+static int check_order(struct pd_tsdb *db, struct pd_tsdb_appender *a, struct head_series **ser,
+		       int64_t *prev, struct pd_err *err)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		int64_t last = INT64_MIN;
+		int seen = 0;
+		for (size_t k = i; k-- > 0 && !seen;)
+			if (ser[k] == ser[i]) {
+				last = a->v[k].t;
+				seen = 1;
+			}
+		if (!seen)
+			last = reserved_last(db, ser[i]);
+		prev[i] = last;
+		if (a->v[i].t <= last) {
+			char name[256];
+			series_name(a->v[i].labels, a->v[i].n, name, sizeof(name));
+			return pd_err_set(err, PD_EINVAL, "%s: %s sample at %lld, the series already has %lld",
+					  name, a->v[i].t == last ? "duplicate" : "out of order",
+					  (long long)a->v[i].t, (long long)last);
+		}
+	}
+	return 0;
+}
+
+/* After a failed WAL write: gives back the timestamps the commit reserved, for
+ * each series no later commit has reserved since, so that the same samples can
+ * be committed again. append_mu held. */
+static void unreserve(struct pd_tsdb_appender *a, struct head_series **ser, const uint64_t *ticket,
+		      const int64_t *prev)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		int first = 1;
+		for (size_t k = 0; k < i && first; k++)
+			first = ser[k] != ser[i];
+		if (!first)
+			continue;
+		size_t last = i;
+		for (size_t k = i + 1; k < a->n; k++)
+			if (ser[k] == ser[i])
+				last = k;
+		if (ser[i]->commit_seq == ticket[last] + 1)
+			ser[i]->commit_t = prev[i];
+	}
+}
+
 int pd_tsdb_commit(struct pd_tsdb_appender *a, struct pd_err *err)
 {
 	struct pd_tsdb *db = a->db;
+	struct head_series **ser = NULL;
+	uint64_t *ticket = NULL;
+	int64_t *prev = NULL;
+	unsigned char *entry = NULL;
+	struct pd_wal_rec *rec = NULL;
+	int rc = 0;
+
 	if (db->o.read_only) {
 		app_free(a);
 		return pd_err_set(err, PD_EINVAL, "the store is open read-only");
 	}
-	struct head_series **ser = calloc(a->n ? a->n : 1, sizeof(*ser));
-	int rc = 0;
-	if (!ser) {
+	if (!a->n) {
 		app_free(a);
-		return pd_err_set(err, PD_ENOMEM, "out of memory");
+		return 0;
 	}
-	pthread_mutex_lock(&db->append_mu);
-	/* series first, and the order check again now that no one else commits */
-	for (size_t i = 0; i < a->n && !rc; i++) {
-		int created;
-		struct app_sample *s = &a->v[i];
-		rc = head_get_or_create(&db->head, s->labels, s->n, 0, &ser[i], &created, err);
-		if (rc)
-			break;
-		int64_t last = INT64_MIN;
-		for (size_t k = i; k-- > 0;)
-			if (ser[k] == ser[i]) {
-				last = a->v[k].t;
-				break;
-			}
-		if (last == INT64_MIN) {
-			pthread_mutex_lock(&ser[i]->mu);
-			last = ser[i]->maxt;
-			pthread_mutex_unlock(&ser[i]->mu);
-		}
-		if (s->t <= last) {
-			char name[256];
-			series_name(s->labels, s->n, name, sizeof(name));
-			rc = pd_err_set(err, PD_EINVAL, "%s: out of order sample at %lld, the series has %lld",
-					name, (long long)s->t, (long long)last);
-		}
-		if (!rc && db->wal && !ser[i]->logged) {
-			int dup = 0;
-			for (size_t k = 0; k < i && !dup; k++)
-				dup = ser[k] == ser[i];
-			if (!dup)
-				rc = pd_wal_add_series(db->wal, ser[i]->ref, ser[i]->labels, ser[i]->nlabels,
-						       err);
-		}
-	}
-	for (size_t i = 0; i < a->n && !rc && db->wal; i++)
-		rc = pd_wal_add_sample(db->wal, ser[i]->ref, a->v[i].t, a->v[i].p, a->v[i].len, err);
-	if (!rc && db->wal)
-		rc = pd_wal_commit(db->wal, err);
-	if (rc) {
-		if (db->wal)
-			pd_wal_rollback(db->wal);
+	ser = calloc(a->n, sizeof(*ser));
+	ticket = calloc(a->n, sizeof(*ticket));
+	prev = calloc(a->n, sizeof(*prev));
+	entry = calloc(a->n, 1);
+	if (db->wal)
+		rec = pd_wal_rec_create();
+	if (!ser || !ticket || !prev || !entry || (db->wal && !rec)) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		goto out;
 	}
+
+	/* 1. series and record, in parallel with other commits */
+	for (size_t i = 0; i < a->n && !rc; i++)
+		rc = find_series(db, &a->v[i], &ser[i], err);
+	if (!rc && rec)
+		rc = build_record(a, ser, entry, rec, err);
+	if (rc)
+		goto out;
+
+	/* 2. reservation: order checks, tickets and the WAL order, together */
+	pthread_mutex_lock(&db->append_mu);
+	while (db->flushing)
+		pthread_cond_wait(&db->commit_cv, &db->append_mu);
+	rc = check_order(db, a, ser, prev, err);
+	if (!rc && rec && !entries_current(a, ser, entry))
+		rc = build_record(a, ser, entry, rec, err);
+	if (!rc) {
+		for (size_t i = 0; i < a->n; i++) {
+			ticket[i] = ser[i]->commit_seq++;
+			ser[i]->commit_t = a->v[i].t;
+		}
+		db->inflight++;
+		if (rec)
+			pd_wal_enqueue(db->wal, rec);
+	}
+	pthread_mutex_unlock(&db->append_mu);
+	if (rc)
+		goto out;
+
+	/* 3. durable: the record is written and synced, alone or with others */
+	if (rec)
+		rc = pd_wal_wait(db->wal, rec, err);
+
+	/* 4. the head, in each series' reservation order */
+	int logged = rc == 0;
 	for (size_t i = 0; i < a->n; i++) {
-		ser[i]->logged = 1;
-		int r2 = head_append(&db->head, ser[i], a->v[i].t, a->v[i].p, a->v[i].len, err);
+		int r2 = apply_sample(db, ser[i], ticket[i], logged, &a->v[i], err);
 		if (r2 && !rc)
 			rc = r2; /* only memory can fail here; the WAL has the sample */
 	}
-out:
+
+	pthread_mutex_lock(&db->append_mu);
+	for (size_t i = 0; i < a->n && logged && rec; i++)
+		if (entry[i])
+			__atomic_store_n(&ser[i]->logged, 1, __ATOMIC_RELEASE);
+	if (!logged)
+		unreserve(a, ser, ticket, prev);
+	if (--db->inflight == 0)
+		pthread_cond_broadcast(&db->commit_cv);
 	pthread_mutex_unlock(&db->append_mu);
+out:
+	pd_wal_rec_destroy(rec);
+	free(entry);
+	free(prev);
+	free(ticket);
 	free(ser);
 	app_free(a);
 	return rc;
@@ -606,8 +817,8 @@ static int keep_series(void *c, uint64_t ref)
 		return 0;
 	pthread_mutex_lock(&s->mu);
 	int keep = s->maxt >= k->mint;
-	if (!keep)
-		s->logged = 0; /* its record is gone: log it again if it comes back */
+	if (!keep) /* its record is gone: log it again if it comes back */
+		__atomic_store_n(&s->logged, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&s->mu);
 	return keep;
 }
@@ -629,6 +840,13 @@ int pd_tsdb_flush(struct pd_tsdb *db, int all, struct pd_err *err)
 	if (db->o.read_only)
 		return pd_err_set(err, PD_EINVAL, "the store is open read-only");
 	pthread_mutex_lock(&db->append_mu);
+	/* close the gate to new commits and let those in flight reach the head, so
+	 * that what is persisted and checkpointed is everything reserved */
+	while (db->flushing)
+		pthread_cond_wait(&db->commit_cv, &db->append_mu);
+	db->flushing = 1;
+	while (db->inflight)
+		pthread_cond_wait(&db->commit_cv, &db->append_mu);
 	while (!rc && h->mint != INT64_MAX && h->maxt != INT64_MIN) {
 		int64_t lo;
 		window_floor(h->mint, br, &lo);
@@ -652,6 +870,10 @@ int pd_tsdb_flush(struct pd_tsdb *db, int all, struct pd_err *err)
 		rc = compact(db, err);
 	if (!rc)
 		rc = apply_retention(db, err);
+	pthread_mutex_lock(&db->append_mu);
+	db->flushing = 0;
+	pthread_cond_broadcast(&db->commit_cv);
+	pthread_mutex_unlock(&db->append_mu);
 	return rc;
 }
 
@@ -988,6 +1210,14 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 	st->retention_deletions = db->retention_deletions;
 	st->wal_repaired = db->wal_repaired;
 	memcpy(st->wal_repair, db->wal_repair, sizeof(st->wal_repair));
+	if (db->wal) {
+		struct pd_wal_stats ws;
+		pd_wal_stats(db->wal, &ws);
+		st->wal_records = ws.records;
+		st->wal_writes = ws.writes;
+		st->wal_fsyncs = ws.fsyncs;
+		st->wal_failed_writes = ws.failed_writes;
+	}
 }
 
 int pd_tsdb_blocks(struct pd_tsdb *db, struct pd_tsdb_block_info **out, size_t *n,

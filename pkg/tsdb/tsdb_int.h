@@ -36,7 +36,14 @@ struct head_series {
 	struct pd_chunkenc_values *open_vals;
 	int64_t open_mint;
 	int64_t maxt; /* last timestamp appended, INT64_MIN when none */
-	int logged;   /* the WAL holds this series' record (guarded by append_mu) */
+	int logged;   /* the WAL holds this series' record (written under append_mu with
+		       * __atomic stores; committers read it with __atomic loads) */
+	/* commits in flight (db.c): samples reserved in WAL order, not yet in the head */
+	int64_t commit_t;     /* newest timestamp reserved (append_mu); valid while
+			       * commit_seq != commit_done */
+	uint64_t commit_seq;  /* samples of this series reserved so far (append_mu) */
+	uint64_t commit_done; /* reserved samples whose turn at head_append is over
+			       * (guarded by the db's order stripe of this series) */
 };
 
 struct postings_list {
@@ -127,12 +134,26 @@ extern const struct reader_ops block_reader_ops;
 
 struct pd_wal;
 
+#define DB_ORDER_STRIPES 64
+
+/* A lock and condition shared by the series whose ref falls on it: a commit waits
+ * here for its turn to append a sample to the head (commit_done == its ticket). */
+struct db_order_stripe {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+
 struct pd_tsdb {
 	char *dir;
 	struct pd_tsdb_opts o;
 	struct head head;
 	struct pd_wal *wal;          /* NULL when disabled */
-	pthread_mutex_t append_mu;   /* serialises commits, flushes and WAL writes */
+	pthread_mutex_t append_mu;   /* serialises commits' reservations (order checks,
+				      * tickets, WAL queue order), flushes, compaction */
+	pthread_cond_t commit_cv;    /* inflight fell to 0, or a flush ended (append_mu) */
+	uint64_t inflight;           /* commits reserved and not yet returned (append_mu) */
+	int flushing;                /* a flush holds new reservations back (append_mu) */
+	struct db_order_stripe order[DB_ORDER_STRIPES];
 	pthread_rwlock_t blocks_mu;  /* guards blocks: readers hold it for a query */
 	struct pd_block **blocks;    /* sorted by mint */
 	size_t nblocks;

@@ -1,9 +1,11 @@
 /* wal.c: the write-ahead log's public face for appending: opening a WAL directory
  * (cleaning up after an interrupted checkpoint and checking the tail of the last
- * segment), collecting series and samples into the pending record, committing it
- * as one record, cutting segments, and the directory helpers (names, listing,
- * directory fsync) the rest of the WAL shares. Reading is in wal_read.c, the
- * record bytes in wal_write.c, checkpoints in wal_checkpoint.c. */
+ * segment), records built by committers and written by group commit (a queue in
+ * commit order; a leader writes each group with one pwritev and one fdatasync
+ * and hands every record of it the result), the single-threaded pending record,
+ * cutting segments, and the directory helpers (names, listing, directory fsync)
+ * the rest of the WAL shares. Reading is in wal_read.c, the record bytes in
+ * wal_write.c, checkpoints in wal_checkpoint.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -305,11 +307,19 @@ int pd_wal_open(struct pd_wal **out, const char *dir, const struct pd_wal_opts *
 		return pd_err_set(err, PD_EINVAL, "unknown WAL sync policy %d", o.sync);
 	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
 		return pd_err_set(err, PD_EIO, "%s: mkdir: %s", dir, strerror(errno));
-	if (!(w = calloc(1, sizeof(*w))) || !(w->dir = strdup(dir))) {
+	if (!(w = calloc(1, sizeof(*w))))
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	pd_wal_enc_init(&w->enc, PD_WAL_DEFAULT_MAX_RECORD);
+	pd_wal_enc_init(&w->single.enc, 0);
+	pthread_cond_init(&w->single.cv, NULL);
+	pd_buf_init(&w->single.rec, 0);
+	pd_buf_init(&w->single.scratch, 0);
+	if (!(w->dir = strdup(dir))) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		goto fail;
 	}
-	pd_wal_enc_init(&w->enc, PD_WAL_DEFAULT_MAX_RECORD);
 	if ((rc = pd_wal_segw_init(&w->seg, dir, o.segment_size, o.sync, err)))
 		goto fail;
 	if ((rc = pd_wal_list(dir, &l, err)) || (rc = clean_dir(dir, &l, err)))
@@ -326,6 +336,7 @@ int pd_wal_open(struct pd_wal **out, const char *dir, const struct pd_wal_opts *
 	if ((rc = pd_wal_du(dir, &w->base_size, err)))
 		goto fail;
 	w->seg.added = 0;
+	w->size = w->base_size;
 	pd_wal_listing_fini(&l);
 	*out = w;
 	return 0;
@@ -342,11 +353,241 @@ void pd_wal_close(struct pd_wal *w)
 		return;
 	pd_wal_segw_fini(&w->seg);
 	pd_wal_enc_fini(&w->enc);
+	pd_wal_enc_fini(&w->single.enc);
+	pd_buf_fini(&w->single.rec);
+	pd_buf_fini(&w->single.scratch);
+	pthread_cond_destroy(&w->single.cv);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->cv);
 	free(w->dir);
 	free(w);
 }
 
-/* ---- appending ------------------------------------------------------------- */
+/* ---- records and group commit ------------------------------------------------ */
+
+struct pd_wal_rec *pd_wal_rec_create(void)
+{
+	struct pd_wal_rec *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	pd_wal_enc_init(&r->enc, PD_WAL_DEFAULT_MAX_RECORD);
+	pd_buf_init(&r->rec, 0);
+	pd_buf_init(&r->scratch, 0);
+	pthread_cond_init(&r->cv, NULL);
+	return r;
+}
+
+void pd_wal_rec_destroy(struct pd_wal_rec *r)
+{
+	if (!r)
+		return;
+	pd_wal_enc_fini(&r->enc);
+	pd_buf_fini(&r->rec);
+	pd_buf_fini(&r->scratch);
+	pthread_cond_destroy(&r->cv);
+	free(r);
+}
+
+/* Frees a buffer that grew large, else empties it. */
+static void buf_shrink(struct pd_buf *b)
+{
+	if (b->cap > PD_WAL_KEEP_BUF)
+		pd_buf_fini(b);
+	b->len = 0;
+}
+
+void pd_wal_rec_reset(struct pd_wal_rec *r)
+{
+	pd_wal_enc_reset(&r->enc);
+	buf_shrink(&r->rec);
+	buf_shrink(&r->scratch);
+	r->sealed = 0;
+	r->next = NULL;
+	r->done = 0;
+	r->rc = 0;
+}
+
+int pd_wal_rec_series(struct pd_wal_rec *r, uint64_t ref, const struct pd_lpair *labels,
+		      size_t n, struct pd_err *err)
+{
+	if (r->sealed)
+		return pd_err_set(err, PD_EINVAL, "WAL record already sealed");
+	return pd_wal_enc_series(&r->enc, ref, labels, n, err);
+}
+
+int pd_wal_rec_sample(struct pd_wal_rec *r, uint64_t ref, int64_t t, const uint8_t *p,
+		      size_t len, struct pd_err *err)
+{
+	if (r->sealed)
+		return pd_err_set(err, PD_EINVAL, "WAL record already sealed");
+	return pd_wal_enc_sample(&r->enc, ref, t, p, len, err);
+}
+
+int pd_wal_rec_seal(struct pd_wal_rec *r, struct pd_err *err)
+{
+	int rc = pd_wal_frame(&r->enc, pd_wal_thread_cctx(), &r->rec, &r->scratch, err);
+	if (rc == 0)
+		r->sealed = 1;
+	buf_shrink(&r->scratch);
+	return rc;
+}
+
+void pd_wal_enqueue(struct pd_wal *w, struct pd_wal_rec *r)
+{
+	r->next = NULL;
+	r->done = 0;
+	r->rc = 0;
+	pthread_mutex_lock(&w->mu);
+	if (w->tail)
+		w->tail->next = r;
+	else
+		w->head = r;
+	w->tail = r;
+	w->stats.queued++;
+	w->stats.enqueued++;
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Takes from the queue the records of one write: the longest prefix that fits in
+ * the current segment, at most PD_WAL_GROUP_MAX (a record larger than a segment
+ * goes alone into a fresh one). *cut: a new segment comes first. Called with mu
+ * held, by the thread about to become the writer. */
+static struct pd_wal_rec *take_group(struct pd_wal *w, size_t *n, size_t *total, int *cut)
+{
+	struct pd_wal_rec *first = w->head, *last = first;
+	uint64_t off = w->seg.off, max = w->seg.segment_size;
+
+	*cut = off > PD_WAL_SEG_HDR && off + first->rec.len > max;
+	if (*cut)
+		off = PD_WAL_SEG_HDR;
+	*n = 0;
+	*total = 0;
+	for (struct pd_wal_rec *r = first; r && *n < PD_WAL_GROUP_MAX; r = r->next) {
+		if (*n && off + *total + r->rec.len > max)
+			break;
+		*total += r->rec.len;
+		(*n)++;
+		last = r;
+	}
+	w->head = last->next;
+	if (!w->head)
+		w->tail = NULL;
+	last->next = NULL;
+	w->stats.queued -= *n;
+	return first;
+}
+
+/* Writes one group as the leader: entered and left with mu held, while no one
+ * writes and the queue is not empty. mu is released during the I/O; the records
+ * stay alive meanwhile because their owners wait for them to be done. Each
+ * owner is woken on its own condition, so a group's end wakes only its own. */
+static void lead(struct pd_wal *w)
+{
+	struct pd_err err = {0};
+	size_t n, total, i = 0;
+	int cut, synced = 0, rc = 0;
+	struct pd_wal_rec *g = take_group(w, &n, &total, &cut);
+
+	w->writing = 1;
+	pthread_mutex_unlock(&w->mu);
+	for (struct pd_wal_rec *r = g; r; r = r->next, i++) {
+		w->iov[i].iov_base = r->rec.data;
+		w->iov[i].iov_len = r->rec.len;
+	}
+	if (cut)
+		rc = pd_wal_segw_create(&w->seg, w->seg.num + 1, &err);
+	if (!rc)
+		rc = pd_wal_segw_put(&w->seg, w->iov, (int)n, &err);
+	if (!rc && w->before_sync)
+		w->before_sync(w->hook_ctx, n);
+	if (!rc)
+		rc = pd_wal_segw_settle(&w->seg, total, &synced, &err);
+	pthread_mutex_lock(&w->mu);
+	if (synced)
+		w->stats.fsyncs++;
+	if (rc) {
+		w->stats.failed_writes++;
+		w->stats.failed_records += n;
+	} else {
+		w->stats.writes++;
+		w->stats.records += n;
+	}
+	for (struct pd_wal_rec *r = g, *next; r; r = next) {
+		next = r->next;
+		r->next = NULL;
+		r->rc = rc;
+		if (rc)
+			r->err = err;
+		r->done = 1;
+		pthread_cond_signal(&r->cv);
+	}
+	w->writing = 0;
+	w->size = w->base_size + w->seg.added;
+}
+
+/* Called with mu held by a thread that made writing 0 and writes no more: wakes
+ * the owner of the first queued record to lead the next group (an owner that is
+ * not waiting yet leads when it comes to wait), and threads waiting to be the
+ * exclusive writer. */
+static void hand_off(struct pd_wal *w)
+{
+	if (w->head)
+		pthread_cond_signal(&w->head->cv);
+	if (w->excl_waiting)
+		pthread_cond_broadcast(&w->cv);
+}
+
+int pd_wal_wait(struct pd_wal *w, struct pd_wal_rec *r, struct pd_err *err)
+{
+	int led = 0;
+	pthread_mutex_lock(&w->mu);
+	while (!r->done) {
+		if (!w->writing && w->head) {
+			lead(w);
+			led = 1;
+		} else {
+			pthread_cond_wait(&r->cv, &w->mu);
+		}
+	}
+	/* a leader returns as soon as its own record is done, and what queued up
+	 * meanwhile is written by one of its owners */
+	if (led && !w->writing)
+		hand_off(w);
+	int rc = r->rc;
+	if (rc && err)
+		*err = r->err;
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
+void pd_wal_writer_enter(struct pd_wal *w)
+{
+	pthread_mutex_lock(&w->mu);
+	w->excl_waiting++;
+	while (w->writing)
+		pthread_cond_wait(&w->cv, &w->mu);
+	w->excl_waiting--;
+	w->writing = 1;
+	pthread_mutex_unlock(&w->mu);
+}
+
+void pd_wal_writer_leave(struct pd_wal *w)
+{
+	pthread_mutex_lock(&w->mu);
+	w->writing = 0;
+	w->size = w->base_size + w->seg.added;
+	hand_off(w);
+	pthread_mutex_unlock(&w->mu);
+}
+
+void pd_wal_stats(struct pd_wal *w, struct pd_wal_stats *st)
+{
+	pthread_mutex_lock(&w->mu);
+	*st = w->stats;
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* ---- appending from one thread ---------------------------------------------- */
 
 int pd_wal_add_series(struct pd_wal *w, uint64_t ref, const struct pd_lpair *labels, size_t n,
 		      struct pd_err *err)
@@ -362,9 +603,18 @@ int pd_wal_add_sample(struct pd_wal *w, uint64_t ref, int64_t t, const uint8_t *
 
 int pd_wal_commit(struct pd_wal *w, struct pd_err *err)
 {
+	struct pd_wal_rec *r = &w->single;
 	int rc = 0;
-	if (!pd_wal_enc_empty(&w->enc))
-		rc = pd_wal_segw_write(&w->seg, &w->enc, err);
+	if (pd_wal_enc_empty(&w->enc))
+		goto out;
+	rc = pd_wal_frame(&w->enc, pd_wal_thread_cctx(), &r->rec, &r->scratch, err);
+	buf_shrink(&r->scratch);
+	if (rc)
+		goto out;
+	pd_wal_enqueue(w, r);
+	rc = pd_wal_wait(w, r, err);
+out:
+	buf_shrink(&r->rec);
 	pd_wal_enc_reset(&w->enc);
 	return rc;
 }
@@ -374,12 +624,18 @@ void pd_wal_rollback(struct pd_wal *w)
 	pd_wal_enc_reset(&w->enc);
 }
 
-uint64_t pd_wal_size(const struct pd_wal *w)
+uint64_t pd_wal_size(struct pd_wal *w)
 {
-	return w->base_size + w->seg.added;
+	pthread_mutex_lock(&w->mu);
+	uint64_t v = w->size;
+	pthread_mutex_unlock(&w->mu);
+	return v;
 }
 
 int pd_wal_cut(struct pd_wal *w, struct pd_err *err)
 {
-	return pd_wal_segw_create(&w->seg, w->seg.num + 1, err);
+	pd_wal_writer_enter(w);
+	int rc = pd_wal_segw_create(&w->seg, w->seg.num + 1, err);
+	pd_wal_writer_leave(w);
+	return rc;
 }

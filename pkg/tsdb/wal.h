@@ -4,7 +4,14 @@
  * A WAL is a directory of numbered segment files (00000001, 00000002, ...) and at
  * most one checkpoint directory (checkpoint.NNNNNNNN) holding the records still
  * needed from segments up to NNNNNNNN. Each commit becomes exactly one record,
- * with a CRC32C, so a commit is replayed whole or not at all. */
+ * with a CRC32C, so a commit is replayed whole or not at all.
+ *
+ * Group commit: any number of threads may commit at once. Each builds and frames
+ * its record on its own thread (pd_wal_rec_*), queues it (pd_wal_enqueue: the
+ * order of queueing is the order on disk) and waits (pd_wal_wait). One waiting
+ * thread at a time, the leader, writes every queued record with one pwritev and,
+ * with the commit sync policy, one fdatasync, then wakes the others; a commit
+ * returns only once a sync covering its record has succeeded. */
 #ifndef PROFD_TSDB_WAL_H
 #define PROFD_TSDB_WAL_H
 
@@ -37,8 +44,53 @@ struct pd_wal;
  * the caller (pd_wal_close). opts may be NULL. */
 int pd_wal_open(struct pd_wal **out, const char *dir, const struct pd_wal_opts *opts,
 		struct pd_err *err);
-/* Flushes nothing pending (pending records are dropped) and closes; NULL ok. */
+/* Flushes nothing pending (pending records are dropped) and closes; NULL ok. No
+ * commit may be under way. */
 void pd_wal_close(struct pd_wal *w);
+
+/* ---- committing from many threads ------------------------------------------- */
+
+/* One commit's record, built by one thread. */
+struct pd_wal_rec;
+
+/* A new empty record; owned by the caller (pd_wal_rec_destroy). NULL without memory. */
+struct pd_wal_rec *pd_wal_rec_create(void);
+/* Frees r; NULL ok. r must not be queued, or its pd_wal_wait must have returned. */
+void pd_wal_rec_destroy(struct pd_wal_rec *r);
+/* Empties r for reuse (not while queued). */
+void pd_wal_rec_reset(struct pd_wal_rec *r);
+/* Add a series (labels copied) or a sample (bytes copied) to an unsealed r; on
+ * error (PD_EINVAL, PD_ETOOBIG, PD_ENOMEM) r is unchanged. */
+int pd_wal_rec_series(struct pd_wal_rec *r, uint64_t ref, const struct pd_lpair *labels,
+		      size_t n, struct pd_err *err);
+int pd_wal_rec_sample(struct pd_wal_rec *r, uint64_t ref, int64_t t, const uint8_t *p,
+		      size_t len, struct pd_err *err);
+/* Frames r (CRC32C, zstd when that saves space) on the calling thread; after it,
+ * r takes no more entries until pd_wal_rec_reset. */
+int pd_wal_rec_seal(struct pd_wal_rec *r, struct pd_err *err);
+/* Queues a sealed, non-empty r behind every record queued before it: records
+ * reach the file in the order of pd_wal_enqueue calls. Does not wait for I/O.
+ * pd_wal_wait(w, r) must follow, and r (borrowed) must live until it returns. */
+void pd_wal_enqueue(struct pd_wal *w, struct pd_wal_rec *r);
+/* Waits until r is written and synced as the policy says, leading the write of
+ * the group of queued records when no other thread is writing. Returns r's
+ * group's result: after a failed write or sync every record of the group fails
+ * with the same error, is cut off, and later records are written as usual. */
+int pd_wal_wait(struct pd_wal *w, struct pd_wal_rec *r, struct pd_err *err);
+
+struct pd_wal_stats {
+	uint64_t records; /* records written (commits, each acknowledged) */
+	uint64_t writes;  /* group writes that succeeded (one pwritev each) */
+	uint64_t fsyncs;  /* fdatasync calls that made groups durable */
+	uint64_t failed_writes; /* group writes or syncs that failed */
+	uint64_t failed_records; /* records in them */
+	uint64_t enqueued; /* records queued since open */
+	uint64_t queued;  /* records queued now, not yet taken by a leader */
+};
+
+void pd_wal_stats(struct pd_wal *w, struct pd_wal_stats *st);
+
+/* ---- committing from one thread ----------------------------------------------- */
 
 /* Adds a series to the pending record. labels are copied. */
 int pd_wal_add_series(struct pd_wal *w, uint64_t ref, const struct pd_lpair *labels, size_t n,
@@ -47,14 +99,16 @@ int pd_wal_add_series(struct pd_wal *w, uint64_t ref, const struct pd_lpair *lab
 int pd_wal_add_sample(struct pd_wal *w, uint64_t ref, int64_t t, const uint8_t *p, size_t len,
 		      struct pd_err *err);
 /* Writes the pending series and samples as one record and syncs as the policy
- * says. After an error the pending record is dropped and the WAL is still usable
- * for later commits (a partial write is cut off before the next one). */
+ * says (through the group commit queue, so it may share a write with records of
+ * other threads). After an error the pending record is dropped and the WAL is
+ * still usable for later commits (a partial write is cut off before the next
+ * one). The pending record belongs to one thread at a time. */
 int pd_wal_commit(struct pd_wal *w, struct pd_err *err);
 /* Drops the pending series and samples. */
 void pd_wal_rollback(struct pd_wal *w);
 
-/* Bytes on disk (segments and checkpoint). */
-uint64_t pd_wal_size(const struct pd_wal *w);
+/* Bytes on disk (segments and checkpoint) after the last finished write. */
+uint64_t pd_wal_size(struct pd_wal *w);
 
 struct pd_wal_replay_cb {
 	/* Each callback returns 0 to go on or a negative code to stop the replay.
@@ -85,13 +139,15 @@ int pd_wal_replay(const char *dir, const struct pd_wal_replay_cb *cb,
 int pd_wal_replay_readonly(const char *dir, const struct pd_wal_replay_cb *cb,
 			   struct pd_wal_replay_stats *stats, struct pd_err *err);
 
-/* Starts a new segment, so that every earlier one is complete. */
+/* Starts a new segment, so that every earlier one is complete. Waits for a group
+ * write under way; records queued meanwhile go to the new segment. */
 int pd_wal_cut(struct pd_wal *w, struct pd_err *err);
 
 /* Rewrites everything before the current segment as a checkpoint that keeps only
  * series for which keep(ctx, ref) is true and samples at or after mint, then
  * deletes those segments and the previous checkpoint. Crash-safe: a checkpoint is
- * written to a temporary directory and renamed. */
+ * written to a temporary directory and renamed. Holds the writer role: records
+ * queued meanwhile are written after it. */
 int pd_wal_checkpoint(struct pd_wal *w, int64_t mint, int (*keep)(void *ctx, uint64_t ref),
 		      void *ctx, struct pd_err *err);
 

@@ -84,7 +84,8 @@ static int cp_read(struct cp_writer *c, const char *dir, const uint32_t *nums, s
 	return rc;
 }
 
-int pd_wal_checkpoint(struct pd_wal *w, int64_t mint, int (*keep)(void *ctx, uint64_t ref),
+/* The checkpoint itself, with the caller holding the WAL's writer role. */
+static int checkpoint(struct pd_wal *w, int64_t mint, int (*keep)(void *ctx, uint64_t ref),
 		      void *ctx, struct pd_err *err)
 {
 	struct pd_wal_listing l = {0}, old = {0};
@@ -183,5 +184,14 @@ done:
 	free(tmp);
 	free(final);
 	free(olddir);
+	return rc;
+}
+
+int pd_wal_checkpoint(struct pd_wal *w, int64_t mint, int (*keep)(void *ctx, uint64_t ref),
+		      void *ctx, struct pd_err *err)
+{
+	pd_wal_writer_enter(w);
+	int rc = checkpoint(w, mint, keep, ctx, err);
+	pd_wal_writer_leave(w);
 	return rc;
 }

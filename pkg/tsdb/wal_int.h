@@ -10,12 +10,17 @@
  *   series    = ref uvarint, nlabels uvarint, (len uvarint, name, len uvarint, value)*
  *   sample    = ref uvarint, t signed varint (zigzag), len uvarint, profile bytes
  *
- * Not thread-safe: one pd_wal is used by one thread at a time. */
+ * The encoder and the segment writer are used by one thread at a time. A pd_wal
+ * is shared by committers: each frames its own record (struct pd_wal_rec), queues
+ * it under the WAL's mutex, and one of the waiting committers, the leader, writes
+ * every queued record with one pwritev and one fdatasync (group commit). */
 #ifndef PROFD_TSDB_WAL_INT_H
 #define PROFD_TSDB_WAL_INT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "wal.h"
 
@@ -37,6 +42,7 @@ enum pd_wal_rec_type {
 #define PD_WAL_CHECKPOINT_BATCH ((size_t)4 << 20) /* checkpoint record size target */
 #define PD_WAL_KEEP_BUF ((size_t)8 << 20) /* larger scratch buffers are freed after use */
 #define PD_WAL_MAX_LABELS 65535 /* labels of one series, for writers and readers */
+#define PD_WAL_GROUP_MAX 1024   /* records in one group write (at most IOV_MAX) */
 
 /* ---- commit payload encoder ------------------------------------------------ */
 
@@ -63,6 +69,15 @@ static inline int pd_wal_enc_empty(const struct pd_wal_enc *e)
 {
 	return e->nseries == 0 && e->nsamples == 0;
 }
+
+/* Frames e as one record into out (replacing its bytes): header, CRC32C, and the
+ * payload compressed with cctx (a ZSTD_CCtx; NULL: stored as it is) when that
+ * saves space. scratch is working space. Both buffers stay owned by the caller. */
+int pd_wal_frame(const struct pd_wal_enc *e, void *cctx, struct pd_buf *out, struct pd_buf *scratch,
+		 struct pd_err *err);
+/* The calling thread's zstd compression context (freed when the thread ends);
+ * NULL without memory. */
+void *pd_wal_thread_cctx(void);
 
 /* ---- segment writer -------------------------------------------------------- */
 
@@ -100,15 +115,59 @@ int pd_wal_segw_resume(struct pd_wal_segw *s, uint32_t num, int fd, uint64_t siz
 /* Writes e as one record, cutting a new segment first when the current one would
  * grow past segment_size. A failed write is cut off again. */
 int pd_wal_segw_write(struct pd_wal_segw *s, const struct pd_wal_enc *e, struct pd_err *err);
+/* Writes n framed records (iov, consumed) with pwritev at the end of the last
+ * complete record, after cutting off what an earlier failed write left. They
+ * count only after pd_wal_segw_settle; a failed write is cut off again. The
+ * caller cuts segments. */
+int pd_wal_segw_put(struct pd_wal_segw *s, struct iovec *iov, int n, struct pd_err *err);
+/* Syncs the total bytes pd_wal_segw_put wrote as the policy says (*synced: 1 when
+ * fdatasync ran) and makes them count; a failed sync cuts them off. */
+int pd_wal_segw_settle(struct pd_wal_segw *s, size_t total, int *synced, struct pd_err *err);
+
+/* ---- records on their way (group commit) ------------------------------------ */
+
+struct pd_wal_rec {
+	struct pd_wal_enc enc;  /* the payload, until sealed */
+	struct pd_buf rec;      /* the framed record, once sealed */
+	struct pd_buf scratch;  /* compression output */
+	int sealed;
+	pthread_cond_t cv; /* its owner waits here, with the WAL's mu */
+	/* once queued, guarded by the WAL's mu: */
+	struct pd_wal_rec *next;
+	int done; /* written and synced, or failed with rc and err */
+	int rc;
+	struct pd_err err;
+};
 
 /* ---- the WAL ---------------------------------------------------------------- */
 
 struct pd_wal {
 	char *dir;
-	struct pd_wal_segw seg; /* the current segment */
-	struct pd_wal_enc enc;  /* the pending record */
-	uint64_t base_size;     /* bytes on disk when seg.added was last zero */
+	/* the writer's, while it holds `writing`: */
+	struct pd_wal_segw seg;   /* the current segment */
+	uint64_t base_size;       /* bytes on disk when seg.added was last zero */
+	struct iovec iov[PD_WAL_GROUP_MAX];
+	/* the single-threaded pd_wal_add_* / pd_wal_commit path: */
+	struct pd_wal_enc enc;    /* the pending record */
+	struct pd_wal_rec single; /* its framed bytes on their way */
+	/* guarded by mu: */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;        /* the writer left: for pd_wal_writer_enter */
+	struct pd_wal_rec *head, *tail; /* queued, not yet taken by a leader */
+	int writing;              /* a leader or an exclusive section owns seg */
+	int excl_waiting;         /* threads in pd_wal_writer_enter */
+	uint64_t size;            /* base_size + seg.added when the writer last left */
+	struct pd_wal_stats stats;
+	/* tests only: called by a leader (without mu) after its group's write and
+	 * before its sync, with the number of records in the group */
+	void (*before_sync)(void *ctx, size_t nrecords);
+	void *hook_ctx;
 };
+
+/* Waits until no one writes and makes the caller the writer (for cuts and
+ * checkpoints); pd_wal_writer_leave ends it and publishes the size. */
+void pd_wal_writer_enter(struct pd_wal *w);
+void pd_wal_writer_leave(struct pd_wal *w);
 
 /* ---- directory ------------------------------------------------------------- */
 

@@ -1,13 +1,15 @@
-/* wal_write.c: the bytes the WAL writes: the commit payload encoder, and the
- * segment writer that frames a payload as a record (type, flags, length, CRC32C),
- * compresses it with zstd when that saves space, appends it to the current
- * segment file, cuts new segments, and cuts off the tail of a failed write.
- * Layouts: wal_int.h and docs/format/wal.md. */
+/* wal_write.c: the bytes the WAL writes: the commit payload encoder, the framing
+ * of a payload as a record (type, flags, length, CRC32C; zstd when that saves
+ * space), and the segment writer that appends records (one, or a group with one
+ * pwritev and one fdatasync) to the current segment file, cuts new segments, and
+ * cuts off the tail of a failed write. Layouts: wal_int.h and docs/format/wal.md. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -298,21 +300,46 @@ static void cut_back(struct pd_wal_segw *s)
 		s->dirty = 1;
 }
 
-int pd_wal_segw_write(struct pd_wal_segw *s, const struct pd_wal_enc *e, struct pd_err *err)
+/* One zstd compression context per thread, reused: committers frame their records
+ * on their own threads, and setting a context up costs more than a small record. */
+static pthread_key_t cctx_key;
+static pthread_once_t cctx_once = PTHREAD_ONCE_INIT;
+
+static void cctx_free(void *p)
 {
-	size_t raw = pd_wal_enc_len(e), stored, total;
+	ZSTD_freeCCtx(p);
+}
+
+static void cctx_init(void)
+{
+	pthread_key_create(&cctx_key, cctx_free);
+}
+
+void *pd_wal_thread_cctx(void)
+{
+	pthread_once(&cctx_once, cctx_init);
+	ZSTD_CCtx *c = pthread_getspecific(cctx_key);
+	if (!c && (c = ZSTD_createCCtx()) && pthread_setspecific(cctx_key, c) != 0) {
+		ZSTD_freeCCtx(c);
+		c = NULL;
+	}
+	return c;
+}
+
+int pd_wal_frame(const struct pd_wal_enc *e, void *cctx, struct pd_buf *out, struct pd_buf *scratch,
+		 struct pd_err *err)
+{
+	size_t raw = pd_wal_enc_len(e), stored;
 	uint8_t flags = 0, *rec, *p;
 	int rc;
 
-	if (s->fd < 0)
-		return pd_err_set(err, PD_EIO, "%s: no segment open", s->dir);
 	if (raw > PD_WAL_RECORD_LIMIT)
 		return pd_err_set(err, PD_ETOOBIG, "WAL record of %zu bytes exceeds the limit of %zu",
 				  raw, PD_WAL_RECORD_LIMIT);
-	s->rec.len = 0;
-	if ((rc = pd_buf_reserve(&s->rec, PD_WAL_REC_HDR + raw)))
+	out->len = 0;
+	if ((rc = pd_buf_reserve(out, PD_WAL_REC_HDR + raw)))
 		return pd_err_set(err, rc, "WAL record: cannot allocate %zu bytes", raw);
-	rec = s->rec.data;
+	rec = out->data;
 	p = rec + PD_WAL_REC_HDR;
 	p = uvarint_put(p, e->nseries);
 	if (e->series.len)
@@ -323,15 +350,15 @@ int pd_wal_segw_write(struct pd_wal_segw *s, const struct pd_wal_enc *e, struct 
 		memcpy(p, e->samples.data, e->samples.len);
 	stored = raw;
 
-	if (raw >= PD_WAL_COMPRESS_MIN) {
+	if (raw >= PD_WAL_COMPRESS_MIN && cctx) {
 		size_t bound = ZSTD_compressBound(raw);
-		s->zbuf.len = 0;
+		scratch->len = 0;
 		/* without the memory, the record is stored uncompressed */
-		if (pd_buf_reserve(&s->zbuf, bound) == 0) {
-			size_t c = ZSTD_compressCCtx(s->cctx, s->zbuf.data, bound,
-						     rec + PD_WAL_REC_HDR, raw, PD_WAL_ZSTD_LEVEL);
+		if (pd_buf_reserve(scratch, bound) == 0) {
+			size_t c = ZSTD_compressCCtx(cctx, scratch->data, bound, rec + PD_WAL_REC_HDR,
+						     raw, PD_WAL_ZSTD_LEVEL);
 			if (!ZSTD_isError(c) && c < raw) {
-				memcpy(rec + PD_WAL_REC_HDR, s->zbuf.data, c);
+				memcpy(rec + PD_WAL_REC_HDR, scratch->data, c);
 				stored = c;
 				flags |= PD_WAL_FLAG_ZSTD;
 			}
@@ -343,33 +370,91 @@ int pd_wal_segw_write(struct pd_wal_segw *s, const struct pd_wal_enc *e, struct 
 	uint32_t crc = pd_crc32c(0, rec, 6);
 	crc = pd_crc32c(crc, rec + PD_WAL_REC_HDR, stored);
 	put_be32(rec + 6, crc);
-	total = PD_WAL_REC_HDR + stored;
+	out->len = PD_WAL_REC_HDR + stored;
+	return 0;
+}
 
-	if (s->dirty) {
-		if (ftruncate(s->fd, (off_t)s->off) != 0) {
-			rc = pd_err_set(err, PD_EIO, "%s/%08u: cannot cut off a failed write: %s",
-					s->dir, s->num, strerror(errno));
-			goto done;
+/* pwritev until every byte of iov is written; iov is consumed (changed). */
+static int pwritev_all(int fd, struct iovec *iov, int n, uint64_t off)
+{
+	while (n > 0) {
+		ssize_t w = pwritev(fd, iov, n > PD_WAL_GROUP_MAX ? PD_WAL_GROUP_MAX : n, (off_t)off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
 		}
+		if (w == 0) {
+			errno = EIO;
+			return -1;
+		}
+		off += (uint64_t)w;
+		size_t left = (size_t)w;
+		while (n > 0 && left >= iov->iov_len) {
+			left -= iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0 && left) {
+			iov->iov_base = (uint8_t *)iov->iov_base + left;
+			iov->iov_len -= left;
+		}
+	}
+	return 0;
+}
+
+int pd_wal_segw_put(struct pd_wal_segw *s, struct iovec *iov, int n, struct pd_err *err)
+{
+	if (s->fd < 0)
+		return pd_err_set(err, PD_EIO, "%s: no segment open", s->dir);
+	if (s->dirty) {
+		if (ftruncate(s->fd, (off_t)s->off) != 0)
+			return pd_err_set(err, PD_EIO, "%s/%08u: cannot cut off a failed write: %s",
+					  s->dir, s->num, strerror(errno));
 		s->dirty = 0;
 	}
-	if (s->off > PD_WAL_SEG_HDR && s->off + total > s->segment_size) {
-		if ((rc = pd_wal_segw_create(s, s->num + 1, err)))
-			goto done;
-	}
-	if (pwrite_all(s->fd, rec, total, s->off) != 0) {
-		rc = pd_err_set(err, PD_EIO, "%s/%08u: write: %s", s->dir, s->num, strerror(errno));
+	if (pwritev_all(s->fd, iov, n, s->off) != 0) {
+		int rc = pd_err_set(err, PD_EIO, "%s/%08u: write: %s", s->dir, s->num,
+				    strerror(errno));
 		cut_back(s);
-		goto done;
+		return rc;
 	}
-	if (s->sync == PD_WAL_SYNC_COMMIT && fdatasync(s->fd) != 0) {
-		rc = pd_err_set(err, PD_EIO, "%s/%08u: fsync: %s", s->dir, s->num, strerror(errno));
-		cut_back(s);
-		goto done;
+	return 0;
+}
+
+int pd_wal_segw_settle(struct pd_wal_segw *s, size_t total, int *synced, struct pd_err *err)
+{
+	*synced = 0;
+	if (s->sync == PD_WAL_SYNC_COMMIT) {
+		*synced = 1;
+		if (fdatasync(s->fd) != 0) {
+			int rc = pd_err_set(err, PD_EIO, "%s/%08u: fsync: %s", s->dir, s->num,
+					    strerror(errno));
+			cut_back(s);
+			return rc;
+		}
 	}
 	s->off += total;
 	s->added += total;
-	rc = 0;
+	return 0;
+}
+
+int pd_wal_segw_write(struct pd_wal_segw *s, const struct pd_wal_enc *e, struct pd_err *err)
+{
+	struct iovec iov;
+	int rc, synced;
+
+	if (s->fd < 0)
+		return pd_err_set(err, PD_EIO, "%s: no segment open", s->dir);
+	if ((rc = pd_wal_frame(e, s->cctx, &s->rec, &s->zbuf, err)))
+		goto done;
+	if (s->off > PD_WAL_SEG_HDR && s->off + s->rec.len > s->segment_size &&
+	    (rc = pd_wal_segw_create(s, s->num + 1, err)))
+		goto done;
+	iov.iov_base = s->rec.data;
+	iov.iov_len = s->rec.len;
+	if ((rc = pd_wal_segw_put(s, &iov, 1, err)) == 0)
+		rc = pd_wal_segw_settle(s, s->rec.len, &synced, err);
 done:
 	if (s->rec.cap > PD_WAL_KEEP_BUF)
 		pd_buf_fini(&s->rec);

@@ -1387,6 +1387,8 @@ static void test_metrics(void **state)
 	    "# TYPE profd_tsdb_wal_storage_size_bytes gauge\n",
 	    "profd_tsdb_storage_blocks_bytes ",
 	    "# TYPE profd_tsdb_compactions_total counter\n",
+	    "# TYPE profd_tsdb_wal_commits_total counter\n",
+	    "# TYPE profd_tsdb_wal_fsyncs_total counter\n",
 	    "# TYPE profd_http_requests_total counter\n",
 	    "profd_http_requests_total{code=\"200\",handler=\"/api/v1/labels\"} ",
 	    "# TYPE profd_http_request_duration_seconds histogram\n",

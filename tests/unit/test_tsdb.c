@@ -1,9 +1,13 @@
 /* test_tsdb.c: the storage engine end to end: appends and commits, out-of-order
  * refusal, queries by matchers over the head, WAL replay after a restart,
- * persisting the head as blocks, compaction, retention, label listings, and
- * concurrent appenders and readers. */
+ * persisting the head as blocks, compaction, retention, label listings,
+ * concurrent appenders and readers, and group commit: many threads committing at
+ * once (fewer fsyncs than commits, everything acknowledged replayed), commits to
+ * one series racing, a failed group write, and commits during flushes. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <ftw.h>
+#include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +27,8 @@
 #include <cmocka.h>
 
 #include "profd/tsdb.h"
+#include "tsdb_int.h"
+#include "wal_int.h"
 
 static int eq_match(const void *ctx, const char *v)
 {
@@ -493,6 +500,517 @@ static void test_crash_safety(void **state)
 	rmdir_all(dir);
 }
 
+/* ---- group commit ------------------------------------------------------------ */
+
+#define GC_DEADLINE_MS 60000 /* waits for other threads fail the test after this */
+
+/* Fails unless got is what payload(id, t) gave. */
+static void expect_payload(const uint8_t *got, size_t glen, int id, int64_t t)
+{
+	size_t wlen;
+	uint8_t *want = payload(id, t, &wlen);
+	assert_int_equal(glen, wlen);
+	assert_memory_equal(got, want, wlen);
+	free(want);
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct pd_tsdb *open_sync(const char *dir, int wal_sync, int64_t block_range)
+{
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	struct pd_err err = {0};
+	pd_tsdb_opts_init(&o);
+	o.block_range_ms = block_range;
+	o.retention_ms = -1;
+	o.wal_sync = wal_sync;
+	o.chunk_samples = 16;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open: %s", err.msg);
+	return db;
+}
+
+static struct pd_wal_stats wal_stats(struct pd_tsdb *db)
+{
+	struct pd_wal_stats st;
+	pd_wal_stats(db->wal, &st);
+	return st;
+}
+
+/* The WAL leader's hook: on its first call it says so, waits (up to a deadline)
+ * until `want` records are queued behind its group, and, with fsize_extra set,
+ * limits the file size to what is written so far plus that many bytes, so that
+ * the next group's write fails part way. */
+struct gc_hook {
+	struct pd_tsdb *db;
+	uint64_t want;
+	rlim_t fsize_extra;
+	int calls, entered, reached;
+	pthread_mutex_t mu;
+};
+
+static void gc_before_sync(void *ctx, size_t nrecords)
+{
+	struct gc_hook *h = ctx;
+	(void)nrecords;
+	pthread_mutex_lock(&h->mu);
+	int first = h->calls++ == 0;
+	h->entered = 1;
+	pthread_mutex_unlock(&h->mu);
+	if (!first)
+		return;
+	int64_t deadline = mono_ms() + GC_DEADLINE_MS;
+	while (wal_stats(h->db).queued < h->want && mono_ms() < deadline)
+		poll(NULL, 0, 1);
+	int reached = wal_stats(h->db).queued >= h->want;
+	if (h->fsize_extra) {
+		struct stat st;
+		struct rlimit lim;
+		char path[600];
+		const struct pd_wal_segw *seg = &h->db->wal->seg;
+		snprintf(path, sizeof(path), "%s/%08u", seg->dir, seg->num);
+		if (stat(path, &st) == 0 && getrlimit(RLIMIT_FSIZE, &lim) == 0) {
+			lim.rlim_cur = (rlim_t)st.st_size + h->fsize_extra;
+			reached = reached && setrlimit(RLIMIT_FSIZE, &lim) == 0;
+		} else {
+			reached = 0;
+		}
+	}
+	pthread_mutex_lock(&h->mu);
+	h->reached = reached;
+	pthread_mutex_unlock(&h->mu);
+}
+
+static void gc_wait_entered(struct gc_hook *h)
+{
+	int64_t deadline = mono_ms() + GC_DEADLINE_MS;
+	for (;;) {
+		pthread_mutex_lock(&h->mu);
+		int e = h->entered;
+		pthread_mutex_unlock(&h->mu);
+		if (e)
+			return;
+		if (mono_ms() >= deadline)
+			fail_msg("no group write reached the hook in %d ms", GC_DEADLINE_MS);
+		poll(NULL, 0, 1);
+	}
+}
+
+/* A committing thread: series {__name__="heap", instance="g<id>"}, commits at
+ * t = (first + k) * 1000 for k < count, one sample each, results kept. */
+struct gc_writer {
+	pthread_t th;
+	struct pd_tsdb *db;
+	int id;
+	int64_t first;
+	int count;
+	int failed;
+	int rc[64];
+	struct pd_err err;
+	pthread_barrier_t *round; /* when set, every thread's commit k ends round k */
+};
+
+static void gc_labels(int id, char *inst, struct pd_tsdb_label l[2])
+{
+	snprintf(inst, 16, "g%d", id);
+	l[0] = (struct pd_tsdb_label){"__name__", "heap"};
+	l[1] = (struct pd_tsdb_label){"instance", inst};
+}
+
+static int commit_one(struct pd_tsdb *db, int id, int64_t t, struct pd_err *err)
+{
+	char inst[16];
+	struct pd_tsdb_label l[2];
+	size_t len;
+	gc_labels(id, inst, l);
+	uint8_t *p = payload(id, t, &len);
+	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+	int rc = a ? pd_tsdb_append(a, l, 2, t, p, len, err) : PD_ENOMEM;
+	if (rc)
+		pd_tsdb_rollback(a);
+	else
+		rc = pd_tsdb_commit(a, err);
+	free(p);
+	return rc;
+}
+
+static void *gc_write(void *arg)
+{
+	struct gc_writer *g = arg;
+	for (int k = 0; k < g->count; k++) {
+		struct pd_err err = {0};
+		g->rc[k] = commit_one(g->db, g->id, (g->first + k) * 1000, &err);
+		if (g->rc[k] && !g->failed++)
+			g->err = err;
+		if (g->round)
+			pthread_barrier_wait(g->round);
+	}
+	return NULL;
+}
+
+static void gc_start(struct gc_writer *g, struct pd_tsdb *db, int id, int64_t first, int count,
+		     pthread_barrier_t *round)
+{
+	memset(g, 0, sizeof(*g));
+	g->round = round;
+	g->db = db;
+	g->id = id;
+	g->first = first;
+	g->count = count;
+	assert_true(count <= 64);
+	assert_int_equal(pthread_create(&g->th, NULL, gc_write, g), 0);
+}
+
+/* Series g<id> holds exactly the samples at (first + k) * 1000, k < count, and
+ * each reads back as committed. */
+static void expect_series(struct pd_tsdb *db, int id, int64_t first, int count)
+{
+	char inst[16];
+	struct pd_tsdb_label l[2];
+	struct pd_err err = {0};
+	struct pd_tsdb_result *r;
+	gc_labels(id, inst, l);
+	struct pd_tsdb_matcher m = {"instance", eq_match, inst};
+	assert_int_equal(pd_tsdb_select(db, &m, 1, INT64_MIN, INT64_MAX, 0, &r, &err), 0);
+	assert_int_equal(r->nseries, 1);
+	if (r->series[0].nts != (size_t)count)
+		fail_msg("series %s has %zu samples, %d were acknowledged", inst, r->series[0].nts,
+			 count);
+	for (int k = 0; k < count; k++) {
+		int64_t t = (first + k) * 1000;
+		assert_int_equal(r->series[0].ts[k], t);
+		uint8_t *got;
+		size_t glen;
+		if (pd_tsdb_read(db, l, 2, t, &got, &glen, &err))
+			fail_msg("read %s at %lld: %s", inst, (long long)t, err.msg);
+		expect_payload(got, glen, id, t);
+		free(got);
+	}
+	pd_tsdb_result_destroy(r);
+}
+
+#define GC_THREADS 8
+#define GC_COMMITS 25
+
+/* Threads committing at once with an fsync per commit promised (wal_sync 0):
+ * every acknowledged commit is replayed after a reopen, and groups share fsyncs,
+ * so there are fewer fsyncs than commits. The first thread starts alone and, as
+ * leader of the first group, waits in its hook until every other thread has
+ * queued a commit, so that a shared fsync is certain on any machine. */
+static void test_group_commit(void **state)
+{
+	char *dir = tmpdir();
+	struct pd_tsdb *db = open_sync(dir, 0, 3600000);
+	struct gc_hook h = {.db = db, .want = GC_THREADS - 1};
+	struct gc_writer g[GC_THREADS];
+	pthread_mutex_init(&h.mu, NULL);
+	db->wal->before_sync = gc_before_sync;
+	db->wal->hook_ctx = &h;
+	gc_start(&g[0], db, 0, 1, GC_COMMITS, NULL);
+	gc_wait_entered(&h);
+	for (int i = 1; i < GC_THREADS; i++)
+		gc_start(&g[i], db, i, 1, GC_COMMITS, NULL);
+	for (int i = 0; i < GC_THREADS; i++) {
+		pthread_join(g[i].th, NULL);
+		if (g[i].failed)
+			fail_msg("thread %d: %d commits failed: %s", i, g[i].failed, g[i].err.msg);
+	}
+	assert_true(h.reached);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	print_message("group commit: %" PRIu64 " commits, %" PRIu64 " writes, %" PRIu64
+		      " fsyncs\n",
+		      st.wal_records, st.wal_writes, st.wal_fsyncs);
+	assert_int_equal(st.wal_records, GC_THREADS * GC_COMMITS);
+	assert_int_equal(st.head_samples, GC_THREADS * GC_COMMITS);
+	assert_true(st.wal_fsyncs > 0);
+	assert_true(st.wal_fsyncs < st.wal_records);
+	assert_int_equal(st.wal_fsyncs, st.wal_writes);
+	assert_int_equal(st.wal_failed_writes, 0);
+	db->wal->before_sync = NULL;
+	pd_tsdb_close(db);
+
+	db = open_sync(dir, 1, 3600000);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.head_samples, GC_THREADS * GC_COMMITS);
+	for (int i = 0; i < GC_THREADS; i++)
+		expect_series(db, i, 1, GC_COMMITS);
+	pd_tsdb_close(db);
+	pthread_mutex_destroy(&h.mu);
+	rmdir_all(dir);
+}
+
+#define SS_THREADS 8
+#define SS_COMMITS 30
+
+/* Threads committing to one series: timestamps are drawn in turn, and a thread
+ * draws the next only once the commit of the previous draw has its place in the
+ * WAL queue, so every commit is in order when it is checked, while the commits
+ * themselves (the fsync, the head append) overlap. None may be refused, and the
+ * series must hold every timestamp, in order, before and after a reopen. Each
+ * commit also appends to the thread's own series, so commits span two series
+ * in different combinations. */
+struct ss_shared {
+	struct pd_tsdb *db;
+	pthread_mutex_t mu;
+	int64_t drawn;      /* timestamps handed out (1, 2, ...) */
+	uint64_t refused;   /* commits that failed */
+	uint64_t base;      /* records queued before the test */
+	int timeout;
+};
+
+struct ss_thread {
+	pthread_t th;
+	struct ss_shared *sh;
+	int id;
+	int64_t mine[SS_COMMITS]; /* the timestamps this thread committed */
+	int failed;
+	struct pd_err err;
+};
+
+static void *ss_run(void *arg)
+{
+	struct ss_thread *t = arg;
+	struct ss_shared *sh = t->sh;
+	for (int k = 0; k < SS_COMMITS; k++) {
+		pthread_mutex_lock(&sh->mu);
+		/* the commit of the previous draw is queued (or failed) */
+		int64_t deadline = mono_ms() + GC_DEADLINE_MS;
+		while (wal_stats(sh->db).enqueued - sh->base + __atomic_load_n(&sh->refused, __ATOMIC_SEQ_CST) <
+			       (uint64_t)sh->drawn &&
+		       mono_ms() < deadline)
+			poll(NULL, 0, 0);
+		if (mono_ms() >= deadline)
+			sh->timeout = 1;
+		int64_t ts = ++sh->drawn;
+		pthread_mutex_unlock(&sh->mu);
+
+		struct pd_err err = {0};
+		char inst[16];
+		struct pd_tsdb_label ls[2] = {{"__name__", "heap"}, {"instance", "shared"}};
+		struct pd_tsdb_label lo[2];
+		gc_labels(t->id, inst, lo);
+		size_t n1, n2;
+		uint8_t *p1 = payload(100, ts * 1000, &n1), *p2 = payload(t->id, ts * 1000, &n2);
+		struct pd_tsdb_appender *a = pd_tsdb_appender(sh->db);
+		int rc = !a ? PD_ENOMEM : 0;
+		/* half the commits name the shared series first, half their own */
+		if (!rc && k % 2)
+			rc = pd_tsdb_append(a, ls, 2, ts * 1000, p1, n1, &err);
+		if (!rc)
+			rc = pd_tsdb_append(a, lo, 2, ts * 1000, p2, n2, &err);
+		if (!rc && !(k % 2))
+			rc = pd_tsdb_append(a, ls, 2, ts * 1000, p1, n1, &err);
+		if (rc)
+			pd_tsdb_rollback(a);
+		else
+			rc = pd_tsdb_commit(a, &err);
+		free(p1);
+		free(p2);
+		t->mine[k] = ts;
+		if (rc) {
+			__atomic_add_fetch(&sh->refused, 1, __ATOMIC_SEQ_CST);
+			if (!t->failed++)
+				t->err = err;
+		}
+	}
+	return NULL;
+}
+
+static void check_shared(struct pd_tsdb *db, struct ss_thread *th)
+{
+	struct pd_err err = {0};
+	struct pd_tsdb_result *r;
+	struct pd_tsdb_matcher m = {"instance", eq_match, "shared"};
+	struct pd_tsdb_label ls[2] = {{"__name__", "heap"}, {"instance", "shared"}};
+	assert_int_equal(pd_tsdb_select(db, &m, 1, INT64_MIN, INT64_MAX, 0, &r, &err), 0);
+	assert_int_equal(r->nseries, 1);
+	assert_int_equal(r->series[0].nts, SS_THREADS * SS_COMMITS);
+	for (size_t k = 0; k < r->series[0].nts; k++)
+		assert_int_equal(r->series[0].ts[k], (int64_t)(k + 1) * 1000);
+	for (size_t k = 0; k < r->series[0].nts; k += 7) {
+		uint8_t *got;
+		size_t glen;
+		assert_int_equal(pd_tsdb_read(db, ls, 2, r->series[0].ts[k], &got, &glen, &err), 0);
+		expect_payload(got, glen, 100, r->series[0].ts[k]);
+		free(got);
+	}
+	pd_tsdb_result_destroy(r);
+	/* each thread's own series holds its draws, in order */
+	for (int i = 0; i < SS_THREADS; i++) {
+		char inst[16];
+		struct pd_tsdb_label lo[2];
+		gc_labels(i, inst, lo);
+		struct pd_tsdb_matcher mo = {"instance", eq_match, inst};
+		assert_int_equal(pd_tsdb_select(db, &mo, 1, INT64_MIN, INT64_MAX, 0, &r, &err), 0);
+		assert_int_equal(r->nseries, 1);
+		assert_int_equal(r->series[0].nts, SS_COMMITS);
+		for (int k = 0; k < SS_COMMITS; k++)
+			assert_int_equal(r->series[0].ts[k], th[i].mine[k] * 1000);
+		pd_tsdb_result_destroy(r);
+	}
+}
+
+static void test_same_series_concurrent(void **state)
+{
+	char *dir = tmpdir();
+	struct pd_tsdb *db = open_sync(dir, 0, 3600000);
+	struct ss_shared sh = {.db = db};
+	struct ss_thread th[SS_THREADS];
+	pthread_mutex_init(&sh.mu, NULL);
+	sh.base = wal_stats(db).enqueued;
+	for (int i = 0; i < SS_THREADS; i++) {
+		memset(&th[i], 0, sizeof(th[i]));
+		th[i].sh = &sh;
+		th[i].id = i;
+		assert_int_equal(pthread_create(&th[i].th, NULL, ss_run, &th[i]), 0);
+	}
+	for (int i = 0; i < SS_THREADS; i++)
+		pthread_join(th[i].th, NULL);
+	assert_false(sh.timeout);
+	for (int i = 0; i < SS_THREADS; i++)
+		if (th[i].failed)
+			fail_msg("thread %d: %d commits refused: %s", i, th[i].failed, th[i].err.msg);
+	check_shared(db, th);
+	pd_tsdb_close(db);
+	db = open_sync(dir, 1, 3600000);
+	check_shared(db, th);
+	pd_tsdb_close(db);
+	pthread_mutex_destroy(&sh.mu);
+	rmdir_all(dir);
+}
+
+#define GF_THREADS 5
+
+/* A WAL write that fails fails every commit of its group and nothing else; the
+ * failed samples are not in the head, the same samples can be committed again
+ * (their timestamps were not kept reserved), and everything acknowledged is
+ * replayed. The group is made deterministic: the first thread leads a group of
+ * its own commit and, in its hook, waits until the others are queued, then
+ * limits the file size so that their write, as one group, fails after a byte. */
+static void test_group_commit_failure(void **state)
+{
+	char *dir = tmpdir();
+	struct pd_tsdb *db = open_sync(dir, 0, 3600000);
+	struct gc_hook h = {.db = db, .want = GF_THREADS - 1, .fsize_extra = 1};
+	struct gc_writer g[GF_THREADS];
+	struct rlimit old;
+	struct pd_err err = {0};
+	pthread_mutex_init(&h.mu, NULL);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+	db->wal->before_sync = gc_before_sync;
+	db->wal->hook_ctx = &h;
+	gc_start(&g[0], db, 0, 1, 1, NULL);
+	gc_wait_entered(&h);
+	for (int i = 1; i < GF_THREADS; i++)
+		gc_start(&g[i], db, i, 1, 1, NULL);
+	for (int i = 0; i < GF_THREADS; i++)
+		pthread_join(g[i].th, NULL);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, prev);
+	db->wal->before_sync = NULL;
+	assert_true(h.reached);
+
+	assert_int_equal(g[0].rc[0], 0);
+	for (int i = 1; i < GF_THREADS; i++) {
+		assert_int_equal(g[i].rc[0], PD_EIO);
+		assert_non_null(strstr(g[i].err.msg, "write"));
+	}
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.wal_failed_writes, 1);
+	assert_int_equal(st.wal_records, 1);
+	assert_int_equal(st.head_samples, 1);
+
+	/* the same samples again, and more: all accepted */
+	for (int i = 1; i < GF_THREADS; i++)
+		if (commit_one(db, i, 1000, &err))
+			fail_msg("retry of series %d: %s", i, err.msg);
+	for (int i = 0; i < GF_THREADS; i++)
+		if (commit_one(db, i, 2000, &err))
+			fail_msg("series %d after the failure: %s", i, err.msg);
+	for (int i = 0; i < GF_THREADS; i++)
+		expect_series(db, i, 1, 2);
+	pd_tsdb_close(db);
+	db = open_sync(dir, 1, 3600000);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.head_samples, 2 * GF_THREADS);
+	for (int i = 0; i < GF_THREADS; i++)
+		expect_series(db, i, 1, 2);
+	pd_tsdb_close(db);
+	pthread_mutex_destroy(&h.mu);
+	rmdir_all(dir);
+}
+
+/* Commits from several threads while another thread flushes again and again
+ * (blocks of 20 s, a sample a second per series): the flush waits for commits in
+ * flight, so blocks, checkpoints and the head together hold every sample, once,
+ * before and after a reopen. The series advance together, a round (one commit
+ * each, in parallel) at a time, as scrapes of many targets do: a series that
+ * lagged behind the persisted range would have its late samples refused from
+ * that range only once out-of-bounds samples are refused (not yet). */
+struct flusher {
+	pthread_t th;
+	struct pd_tsdb *db;
+	int stop;
+	int flushes, failed;
+	struct pd_err err;
+};
+
+static void *flush_loop(void *arg)
+{
+	struct flusher *f = arg;
+	while (!__atomic_load_n(&f->stop, __ATOMIC_SEQ_CST)) {
+		struct pd_err err = {0};
+		if (pd_tsdb_flush(f->db, 0, &err) && !f->failed++)
+			f->err = err;
+		f->flushes++;
+	}
+	return NULL;
+}
+
+static void test_commit_during_flush(void **state)
+{
+	char *dir = tmpdir();
+	struct pd_tsdb *db = open_sync(dir, 1, 20000);
+	struct gc_writer g[4];
+	struct flusher f = {.db = db};
+	pthread_barrier_t round;
+	assert_int_equal(pthread_barrier_init(&round, NULL, 4), 0);
+	assert_int_equal(pthread_create(&f.th, NULL, flush_loop, &f), 0);
+	for (int i = 0; i < 4; i++)
+		gc_start(&g[i], db, i, 1, 64, &round);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(g[i].th, NULL);
+		if (g[i].failed)
+			fail_msg("thread %d: %d commits failed: %s", i, g[i].failed, g[i].err.msg);
+	}
+	__atomic_store_n(&f.stop, 1, __ATOMIC_SEQ_CST);
+	pthread_join(f.th, NULL);
+	pthread_barrier_destroy(&round);
+	if (f.failed)
+		fail_msg("%d flushes failed: %s", f.failed, f.err.msg);
+	for (int i = 0; i < 4; i++)
+		expect_series(db, i, 1, 64);
+	pd_tsdb_close(db);
+	db = open_sync(dir, 1, 20000);
+	for (int i = 0; i < 4; i++)
+		expect_series(db, i, 1, 64);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	print_message("commits during flushes: %d flushes, %" PRIu64 " blocks\n", f.flushes,
+		      st.blocks);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -502,6 +1020,10 @@ int main(void)
 		cmocka_unit_test(test_flush_compact_retention),
 		cmocka_unit_test(test_concurrency),
 		cmocka_unit_test(test_crash_safety),
+		cmocka_unit_test(test_group_commit),
+		cmocka_unit_test(test_same_series_concurrent),
+		cmocka_unit_test(test_group_commit_failure),
+		cmocka_unit_test(test_commit_during_flush),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

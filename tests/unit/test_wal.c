@@ -2,15 +2,18 @@
  * many segments, rollback, checkpoints and the states a crash during one leaves,
  * torn tails cut at every byte, bit flips, damaged and missing segments, format
  * versions and record types from the future, malformed payloads with valid CRCs,
- * the record size limit, failed writes, and a crash test that SIGKILLs a child
+ * the record size limit, failed writes, a crash test that SIGKILLs a child
  * process committing in a loop and checks that every acknowledged commit
- * survives, exactly once and intact. */
+ * survives, exactly once and intact, and group commit: threads committing at
+ * once share writes and fsyncs, and a failed group write fails exactly the
+ * commits of that group. */
 #define _GNU_SOURCE /* nftw's FTW_DEPTH */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1491,6 +1494,320 @@ static void test_crash_kill(void **state)
 	tdir_drop(&t);
 }
 
+/* ---- group commit ------------------------------------------------------------ */
+
+#define GC_DEADLINE_MS 60000 /* waits for other threads fail the test after this */
+
+/* Commits n as commit_n does, through the many-thread path: its own record,
+ * sealed, queued, waited for. Returns the commit's result (err set on failure). */
+static int rec_commit(struct pd_wal *w, struct pd_wal_rec *r, uint64_t n, struct pd_err *err)
+{
+	struct nlabels nl;
+	size_t len;
+	uint8_t *p = malloc(prof_len(n));
+	int rc;
+	if (!p)
+		return PD_ENOMEM;
+	len = prof_len(n);
+	prof_fill(n, p, len);
+	labels_of(n, &nl);
+	pd_wal_rec_reset(r);
+	rc = pd_wal_rec_series(r, n, nl.l, 3, err);
+	if (!rc)
+		rc = pd_wal_rec_sample(r, n, (int64_t)n * 1000, p, len, err);
+	if (!rc)
+		rc = pd_wal_rec_seal(r, err);
+	free(p);
+	if (rc)
+		return rc;
+	pd_wal_enqueue(w, r);
+	return pd_wal_wait(w, r, err);
+}
+
+static uint64_t wal_queued(struct pd_wal *w)
+{
+	struct pd_wal_stats st;
+	pd_wal_stats(w, &st);
+	return st.queued;
+}
+
+/* The leader's hook: on its first call it says so, waits (up to a deadline)
+ * until `want` records are queued behind the group being written, and then,
+ * with fsize_extra set, limits the file size to what is written so far plus
+ * that many bytes, so that the next group's write fails part way. */
+struct gc_hook {
+	struct pd_wal *w;
+	uint64_t want;
+	rlim_t fsize_extra; /* 0: no limit */
+	int calls, entered, reached;
+	size_t max_group;
+	pthread_mutex_t mu;
+};
+
+static void gc_before_sync(void *ctx, size_t nrecords)
+{
+	struct gc_hook *h = ctx;
+	pthread_mutex_lock(&h->mu);
+	int first = h->calls++ == 0;
+	if (nrecords > h->max_group)
+		h->max_group = nrecords;
+	if (first)
+		h->entered = 1;
+	pthread_mutex_unlock(&h->mu);
+	if (!first)
+		return;
+	int64_t deadline = now_ms() + GC_DEADLINE_MS;
+	while (wal_queued(h->w) < h->want && now_ms() < deadline)
+		poll(NULL, 0, 1);
+	int reached = wal_queued(h->w) >= h->want;
+	if (h->fsize_extra) {
+		/* the group is written, not yet synced: the file ends after it */
+		struct stat st;
+		struct rlimit lim;
+		char path[320];
+		snprintf(path, sizeof(path), "%s/%08u", h->w->seg.dir, h->w->seg.num);
+		if (stat(path, &st) == 0 && getrlimit(RLIMIT_FSIZE, &lim) == 0) {
+			lim.rlim_cur = (rlim_t)st.st_size + h->fsize_extra;
+			if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
+				reached = 0;
+		} else {
+			reached = 0;
+		}
+	}
+	pthread_mutex_lock(&h->mu);
+	h->reached = reached;
+	pthread_mutex_unlock(&h->mu);
+}
+
+static int gc_hook_entered(struct gc_hook *h)
+{
+	pthread_mutex_lock(&h->mu);
+	int e = h->entered;
+	pthread_mutex_unlock(&h->mu);
+	return e;
+}
+
+/* A committing thread: commits first, first + 1, ... (count of them), one at a
+ * time, and keeps each result. */
+struct gc_thread {
+	pthread_t th;
+	struct pd_wal *w;
+	uint64_t first;
+	size_t count;
+	int rc[64];
+	struct pd_err err;
+	int started;
+};
+
+static void *gc_run(void *arg)
+{
+	struct gc_thread *g = arg;
+	struct pd_wal_rec *r = pd_wal_rec_create();
+	for (size_t k = 0; k < g->count; k++) {
+		struct pd_err err = {0};
+		g->rc[k] = r ? rec_commit(g->w, r, g->first + k, &err) : PD_ENOMEM;
+		if (g->rc[k] && !g->err.code)
+			g->err = err;
+	}
+	pd_wal_rec_destroy(r);
+	return NULL;
+}
+
+static void gc_start(struct gc_thread *g, struct pd_wal *w, uint64_t first, size_t count)
+{
+	memset(g, 0, sizeof(*g));
+	g->w = w;
+	g->first = first;
+	g->count = count;
+	assert_true(count <= sizeof(g->rc) / sizeof(g->rc[0]));
+	assert_int_equal(pthread_create(&g->th, NULL, gc_run, g), 0);
+	g->started = 1;
+}
+
+static void gc_join(struct gc_thread *g)
+{
+	if (g->started)
+		assert_int_equal(pthread_join(g->th, NULL), 0);
+	g->started = 0;
+}
+
+/* The replay holds each of the wanted commits exactly once and intact; a thread's
+ * commits (consecutive numbers from one base) in the order it made them. */
+static void expect_set(const struct coll *c, const uint64_t *nums, size_t n)
+{
+	assert_int_equal(c->nm, n);
+	assert_int_equal(c->ns, n);
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+		while (k < c->nm && c->m[k].ref != nums[i])
+			k++;
+		if (k == c->nm)
+			fail_msg("commit %" PRIu64 " is missing from the replay", nums[i]);
+		assert_int_equal(c->m[k].t, (int64_t)nums[i] * 1000);
+		assert_true(prof_check(nums[i], c->m[k].p, c->m[k].len));
+	}
+	for (size_t i = 1; i < c->nm; i++)
+		for (size_t k = 0; k < i; k++)
+			if (c->m[k].ref / 1000 == c->m[i].ref / 1000 && c->m[k].ref > c->m[i].ref)
+				fail_msg("commit %" PRIu64 " was replayed after %" PRIu64, c->m[k].ref,
+					 c->m[i].ref);
+}
+
+#define GC_THREADS 8
+#define GC_COMMITS 40
+
+/* Threads committing at once: each commit is acknowledged only once durable,
+ * groups share one write and one fsync (fewer fsyncs than commits), groups that
+ * cross the segment size start new segments, and the replay holds every commit
+ * exactly once, in each thread's order. The first thread starts alone and, as
+ * leader of the first group, waits in its hook until the other threads have
+ * queued a record each, so that a group of several records is certain, whatever
+ * the speed of the machine. */
+static void test_group_commit(void **state)
+{
+	struct tdir t;
+	struct coll c;
+	struct pd_wal_replay_stats st;
+	struct gc_thread g[GC_THREADS];
+	struct gc_hook h = {.want = GC_THREADS - 1};
+	uint64_t nums[GC_THREADS * GC_COMMITS];
+	size_t n = 0;
+
+	tdir_make(&t);
+	coll_init(&c);
+	pthread_mutex_init(&h.mu, NULL);
+	struct pd_wal *w = wal_open(t.wal, 64 * 1024, PD_WAL_SYNC_COMMIT);
+	h.w = w;
+	w->before_sync = gc_before_sync;
+	w->hook_ctx = &h;
+	/* the first thread alone, so that its first group is its own record; the
+	 * others start once it is in the hook */
+	gc_start(&g[0], w, 1000, GC_COMMITS);
+	int64_t deadline = now_ms() + GC_DEADLINE_MS;
+	while (!gc_hook_entered(&h) && now_ms() < deadline)
+		poll(NULL, 0, 1);
+	assert_true(gc_hook_entered(&h));
+	for (size_t i = 1; i < GC_THREADS; i++)
+		gc_start(&g[i], w, (i + 1) * 1000, GC_COMMITS);
+	for (size_t i = 0; i < GC_THREADS; i++) {
+		gc_join(&g[i]);
+		for (size_t k = 0; k < GC_COMMITS; k++) {
+			if (g[i].rc[k])
+				fail_msg("thread %zu, commit %zu: %s", i, k, g[i].err.msg);
+			nums[n++] = g[i].first + k;
+		}
+	}
+	assert_true(h.reached);
+	struct pd_wal_stats ws;
+	pd_wal_stats(w, &ws);
+	print_message("group commit: %" PRIu64 " records, %" PRIu64 " writes, %" PRIu64
+		      " fsyncs, largest group %zu\n",
+		      ws.records, ws.writes, ws.fsyncs, h.max_group);
+	assert_int_equal(ws.records, GC_THREADS * GC_COMMITS);
+	assert_int_equal(ws.enqueued, GC_THREADS * GC_COMMITS);
+	assert_int_equal(ws.queued, 0);
+	assert_int_equal(ws.failed_writes, 0);
+	assert_true(ws.fsyncs < ws.records);
+	assert_true(ws.writes < ws.records);
+	assert_true(h.max_group >= GC_THREADS - 1);
+	uint32_t segs[64];
+	assert_true(list_segs(t.wal, segs, 64) > 2);
+	uint64_t size = pd_wal_size(w);
+	pd_wal_close(w);
+	assert_int_equal(replay(t.wal, &c, &st), 0);
+	assert_int_equal(st.truncated, 0);
+	expect_set(&c, nums, n);
+	/* the size the WAL reported is what is on disk */
+	uint64_t du;
+	assert_int_equal(pd_wal_du(t.wal, &du, NULL), 0);
+	assert_int_equal(du, size);
+	pthread_mutex_destroy(&h.mu);
+	coll_fini(&c);
+	tdir_drop(&t);
+}
+
+#define GF_THREADS 6
+
+/* A group whose write fails part way fails every commit in it with the error, is
+ * cut off, and the WAL goes on: later commits from many threads work and the
+ * replay holds exactly the acknowledged ones. The group is made deterministic:
+ * the first committer leads a group of its own record and, in its hook, waits
+ * until the other threads have queued theirs, then limits the file size so that
+ * the next write (theirs, as one group) fails after one byte. */
+static void test_group_commit_failure(void **state)
+{
+	struct tdir t;
+	struct coll c;
+	struct pd_err err = {0};
+	struct pd_wal_replay_stats st;
+	struct rlimit old;
+	struct gc_thread g[GF_THREADS];
+	struct gc_hook h = {.want = GF_THREADS - 1, .fsize_extra = 1};
+	uint64_t nums[1 + 1 + 4 * 5];
+	size_t n = 0;
+
+	tdir_make(&t);
+	coll_init(&c);
+	pthread_mutex_init(&h.mu, NULL);
+	struct pd_wal *w = wal_open(t.wal, 0, PD_WAL_SYNC_COMMIT);
+	commit_n(w, 1);
+	nums[n++] = 1;
+	h.w = w;
+	w->before_sync = gc_before_sync;
+	w->hook_ctx = &h;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+
+	gc_start(&g[0], w, 1000, 1);
+	int64_t deadline = now_ms() + GC_DEADLINE_MS;
+	while (!gc_hook_entered(&h) && now_ms() < deadline)
+		poll(NULL, 0, 1);
+	assert_true(gc_hook_entered(&h));
+	for (size_t i = 1; i < GF_THREADS; i++)
+		gc_start(&g[i], w, (i + 1) * 1000, 1);
+	for (size_t i = 0; i < GF_THREADS; i++)
+		gc_join(&g[i]);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, prev);
+	assert_true(h.reached);
+
+	assert_int_equal(g[0].rc[0], 0);
+	nums[n++] = 1000;
+	for (size_t i = 1; i < GF_THREADS; i++) {
+		assert_int_equal(g[i].rc[0], PD_EIO);
+		assert_non_null(strstr(g[i].err.msg, "write"));
+	}
+	struct pd_wal_stats ws;
+	pd_wal_stats(w, &ws);
+	assert_int_equal(ws.failed_writes, 1);
+	assert_int_equal(ws.failed_records, GF_THREADS - 1);
+	assert_int_equal(ws.records, 2);
+	/* the torn group is cut off: the segment ends after the acknowledged records */
+	assert_int_equal(file_size(seg_path(t.wal, 1)), (int64_t)pd_wal_size(w));
+
+	/* later commits, from several threads again, work */
+	w->before_sync = NULL;
+	for (size_t i = 0; i < 4; i++)
+		gc_start(&g[i], w, (i + 10) * 1000, 5);
+	for (size_t i = 0; i < 4; i++) {
+		gc_join(&g[i]);
+		for (size_t k = 0; k < 5; k++) {
+			if (g[i].rc[k])
+				fail_msg("after the failure, thread %zu commit %zu: %s", i, k,
+					 g[i].err.msg);
+			nums[n++] = g[i].first + k;
+		}
+	}
+	assert_int_equal(pd_wal_commit(w, &err), 0); /* nothing pending: no record */
+	pd_wal_close(w);
+	assert_int_equal(replay(t.wal, &c, &st), 0);
+	assert_int_equal(st.truncated, 0);
+	expect_set(&c, nums, n);
+	pthread_mutex_destroy(&h.mu);
+	coll_fini(&c);
+	tdir_drop(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1513,6 +1830,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_malformed_payloads, teardown),
 		cmocka_unit_test_teardown(test_failed_write, teardown),
 		cmocka_unit_test_teardown(test_crash_kill, teardown),
+		cmocka_unit_test_teardown(test_group_commit, teardown),
+		cmocka_unit_test_teardown(test_group_commit_failure, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
