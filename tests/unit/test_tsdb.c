@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "profd/pprof.h"
 #include "profd/tsdb.h"
 #include "tsdb_int.h"
 #include "wal_int.h"
@@ -56,14 +57,84 @@ static void rmdir_all(char *d)
 	free(d);
 }
 
-/* A profile-like payload that differs a little per (series, t). */
+/* A real profile that differs a little per (series, t), as scrapes of one process
+ * do: the same symbols, values that grow with t, and every seventh one with a
+ * stack of its own. Every fourth series' payloads are not profiles at all (the
+ * store keeps any bytes). Raw protobuf, malloc'd. */
 static uint8_t *payload(int series, int64_t t, size_t *len)
 {
-	*len = 3000 + (size_t)(t % 500);
-	uint8_t *p = malloc(*len);
-	for (size_t i = 0; i < *len; i++)
-		p[i] = (uint8_t)(i * 31 + (i % 200 == 0 ? (uint64_t)t + (uint64_t)series : 0));
-	return p;
+	if (series % 4 == 3) {
+		*len = 3000 + (size_t)(t % 500);
+		uint8_t *p = malloc(*len);
+		for (size_t i = 0; i < *len; i++)
+			p[i] = (uint8_t)(i * 31 + (i % 200 == 0 ? (uint64_t)t + (uint64_t)series : 0));
+		return p;
+	}
+	static const char *strs[] = {"", "alloc_space", "bytes", "main.main", "main.go",
+				     "runtime.malg", "proc.go", "main.leak", "/bin/app", "space"};
+	size_t lens[10];
+	for (int i = 0; i < 10; i++)
+		lens[i] = strlen(strs[i]);
+	struct pd_pprof_pvt st = {1, 2}, pt = {9, 2};
+	struct pd_pprof_pmapping map = {1, 0x400000, 0x800000, 0, 8, 0, 1, 1, 1, 0};
+	struct pd_pprof_pfunction fns[3] = {{1, 3, 3, 4, 10}, {2, 5, 5, 6, 400}, {3, 7, 7, 4, 20}};
+	struct pd_pprof_pline ln[3] = {{1, 12, 0}, {2, 410, 0}, {3, 22 + series, 0}};
+	struct pd_pprof_plocation locs[3] = {{1, 1, 0x401000, &ln[0], 1, 0},
+					     {2, 1, 0x402000, &ln[1], 1, 0},
+					     {3, 1, 0x403000 + (uint64_t)series * 16, &ln[2], 1, 0}};
+	uint64_t s1[] = {2, 1}, s2[] = {3, 1}, s3[] = {3};
+	int64_t v[3] = {1000 * t + series, 512 * t, 7};
+	struct pd_pprof_plabel lb = {9, 0, 512 + series, 2};
+	struct pd_pprof_psample samples[3] = {{s1, 2, &v[0], 1, NULL, 0},
+					      {s2, 2, &v[1], 1, &lb, 1},
+					      {s3, 1, &v[2], 1, NULL, 0}};
+	struct pd_pprof_parts p = {0};
+	p.strings = strs;
+	p.string_len = lens;
+	p.nstrings = 10;
+	p.sample_type = &st;
+	p.nsample_type = 1;
+	p.sample = samples;
+	p.nsample = t % 7 == 0 ? 3 : 2;
+	p.mapping = &map;
+	p.nmapping = 1;
+	p.location = locs;
+	p.nlocation = 3;
+	p.function = fns;
+	p.nfunction = 3;
+	p.has_period_type = 1;
+	p.period_type = pt;
+	p.period = 524288;
+	p.time_nanos = t * 1000000;
+	uint8_t *out;
+	struct pd_err err = {0};
+	if (pd_pprof_parts_encode(&p, &out, len, &err))
+		fail_msg("payload: %s", err.msg);
+	return out;
+}
+
+/* Fails unless got is what payload(series, t) gave: the same bytes, or (for a
+ * profile) the same profile field for field. */
+static void assert_payload(const uint8_t *got, size_t glen, int series, int64_t t)
+{
+	size_t wlen;
+	uint8_t *want = payload(series, t, &wlen);
+	if (glen != wlen || memcmp(got, want, wlen) != 0) {
+		struct pd_pprof_profile *a, *b;
+		struct pd_err err = {0};
+		char why[256];
+		if (pd_pprof_decode(&a, want, wlen, NULL, &err))
+			fail_msg("series %d at %lld: %zu bytes read back, %zu stored", series,
+				 (long long)t, glen, wlen);
+		if (pd_pprof_decode(&b, got, glen, NULL, &err))
+			fail_msg("series %d at %lld: stored profile does not decode: %s", series,
+				 (long long)t, err.msg);
+		if (pd_pprof_compare(a, b, why, sizeof(why)))
+			fail_msg("series %d at %lld: %s", series, (long long)t, why);
+		pd_pprof_destroy(a);
+		pd_pprof_destroy(b);
+	}
+	free(want);
 }
 
 static void labels_for(int series, char *job, struct pd_tsdb_label l[3])
@@ -115,14 +186,11 @@ static void check_all(struct pd_tsdb *db, int nseries, int64_t from, int64_t to,
 		labels_for(s, job, l);
 		for (int64_t t = from; t < to; t += step * 7) {
 			uint8_t *got;
-			size_t glen, wlen;
+			size_t glen;
 			if (pd_tsdb_read(db, l, 3, t, &got, &glen, &err))
 				fail_msg("read series %d at %lld: %s", s, (long long)t, err.msg);
-			uint8_t *want_p = payload(s, t, &wlen);
-			assert_int_equal(glen, wlen);
-			assert_memory_equal(got, want_p, wlen);
+			assert_payload(got, glen, s, t);
 			free(got);
-			free(want_p);
 		}
 	}
 }
@@ -481,15 +549,12 @@ static void test_crash_safety(void **state)
 			/* the newest profiles and a few old ones read back intact */
 			for (size_t k = se->nts; k-- > 0 && k + 4 >= se->nts;) {
 				uint8_t *got;
-				size_t glen, wlen;
+				size_t glen;
 				int sidx = se->labels[1].value[1] - '0';
 				if (pd_tsdb_read(db, se->labels, se->nlabels, se->ts[k], &got, &glen, &err))
 					fail_msg("round %d: read: %s", round, err.msg);
-				uint8_t *want = payload(sidx, se->ts[k] / 1000, &wlen);
-				assert_int_equal(glen, wlen);
-				assert_memory_equal(got, want, wlen);
+				assert_payload(got, glen, sidx, se->ts[k] / 1000);
 				free(got);
-				free(want);
 			}
 		}
 		pd_tsdb_result_destroy(r);
@@ -503,16 +568,6 @@ static void test_crash_safety(void **state)
 /* ---- group commit ------------------------------------------------------------ */
 
 #define GC_DEADLINE_MS 60000 /* waits for other threads fail the test after this */
-
-/* Fails unless got is what payload(id, t) gave. */
-static void expect_payload(const uint8_t *got, size_t glen, int id, int64_t t)
-{
-	size_t wlen;
-	uint8_t *want = payload(id, t, &wlen);
-	assert_int_equal(glen, wlen);
-	assert_memory_equal(got, want, wlen);
-	free(want);
-}
 
 static int64_t mono_ms(void)
 {
@@ -689,7 +744,7 @@ static void expect_series(struct pd_tsdb *db, int id, int64_t first, int count)
 		size_t glen;
 		if (pd_tsdb_read(db, l, 2, t, &got, &glen, &err))
 			fail_msg("read %s at %lld: %s", inst, (long long)t, err.msg);
-		expect_payload(got, glen, id, t);
+		assert_payload(got, glen, id, t);
 		free(got);
 	}
 	pd_tsdb_result_destroy(r);
@@ -838,7 +893,7 @@ static void check_shared(struct pd_tsdb *db, struct ss_thread *th)
 		uint8_t *got;
 		size_t glen;
 		assert_int_equal(pd_tsdb_read(db, ls, 2, r->series[0].ts[k], &got, &glen, &err), 0);
-		expect_payload(got, glen, 100, r->series[0].ts[k]);
+		assert_payload(got, glen, 100, r->series[0].ts[k]);
 		free(got);
 	}
 	pd_tsdb_result_destroy(r);
