@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "profd/pprof.h"
 #include "profd/relabel.h"
 #include "profd/scrape.h"
 #include "profd/tsdb.h"
@@ -121,17 +122,19 @@ static void test_targets_and_storage(void **state)
 	assert_string_equal(r->series[0].labels[2].name, "instance");
 	assert_string_equal(r->series[0].labels[2].value, addr);
 	assert_string_equal(r->series[0].labels[3].value, "test");
-	/* a stored profile is what the target served (gunzipped) */
+	/* a stored profile is, field for field, what the target served */
 	uint8_t *got;
 	size_t glen;
 	assert_int_equal(pd_tsdb_read(db, r->series[0].labels, 4, r->series[0].ts[0], &got, &glen, &err), 0);
-	uint8_t *raw;
-	size_t rawlen;
-	assert_int_equal(pd_gunzip(profile, profile_len, 1 << 30, &raw, &rawlen, &err), 0);
-	assert_int_equal(glen, rawlen);
-	assert_memory_equal(got, raw, rawlen);
+	struct pd_pprof_profile *pg, *pw;
+	char why[256];
+	assert_int_equal(pd_pprof_decode(&pg, got, glen, NULL, &err), 0);
+	assert_int_equal(pd_pprof_decode(&pw, profile, profile_len, NULL, &err), 0);
+	if (pd_pprof_compare(pw, pg, why, sizeof(why)))
+		fail_msg("the stored profile differs from the served one: %s", why);
+	pd_pprof_destroy(pg);
+	pd_pprof_destroy(pw);
 	free(got);
-	free(raw);
 	/* scrapes land on ticks 100 ms apart (a loaded machine may skip a tick, whose
 	 * scrape then waits for the next one: never off the grid) */
 	int64_t gap = r->series[0].ts[1] - r->series[0].ts[0];
