@@ -66,6 +66,13 @@ struct pd_tsdb_appender *pd_tsdb_appender(struct pd_tsdb *db);
  * profiles above max_profile, are refused here with a message naming the series. */
 int pd_tsdb_append(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
 		   int64_t t, const uint8_t *profile, size_t len, struct pd_err *err);
+/* As pd_tsdb_append, for a profile the caller has decoded (and validated) already:
+ * decoded (owned by the appender from now on, whatever the outcome; NULL: as
+ * pd_tsdb_append) saves the store decoding profile again. */
+struct pd_pprof_profile;
+int pd_tsdb_append_decoded(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels,
+			   size_t n, int64_t t, const uint8_t *profile, size_t len,
+			   struct pd_pprof_profile *decoded, struct pd_err *err);
 /* Writes the appender's samples to the WAL and then the head, all or nothing, and
  * frees the appender. Returns once the WAL record is written (with wal_sync 0,
  * fsynced): commits from many threads at once share one write and one fsync. The

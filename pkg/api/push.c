@@ -218,7 +218,9 @@ void api_push(struct api_req *r, struct api_resp *w)
 		api_error(w, 500, "internal", "out of memory");
 		goto out;
 	}
-	rc = pd_tsdb_append(app, tl, n, t, store, store_len, &err);
+	/* the store takes the decoded profile, so it does not decode it again */
+	rc = pd_tsdb_append_decoded(app, tl, n, t, store, store_len, p, &err);
+	p = NULL;
 	if (rc) {
 		pd_tsdb_rollback(app);
 		if (rc == PD_ETOOBIG)

@@ -482,13 +482,14 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 	struct pd_pprof_profile *prof;
 	if (pd_pprof_decode(&prof, data, len, &dopts, &err))
 		goto bad;
-	pd_pprof_destroy(prof);
 	struct pd_tsdb_appender *a = pd_tsdb_appender(m->db);
 	if (!a) {
+		pd_pprof_destroy(prof);
 		pd_err_set(&err, PD_ENOMEM, "out of memory");
 		goto store_failed;
 	}
-	if (pd_tsdb_append(a, t->tl, t->ntl, r->scheduled_ms, data, len, &err)) {
+	/* the store takes the decoded profile too, so it does not decode it again */
+	if (pd_tsdb_append_decoded(a, t->tl, t->ntl, r->scheduled_ms, data, len, prof, &err)) {
 		pd_tsdb_rollback(a);
 		goto store_failed;
 	}

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "profd/pprof.h"
 #include "tsdb_int.h"
 #include "wal.h"
 
@@ -200,7 +201,7 @@ static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, siz
 		rc->skipped++;
 		return 0;
 	}
-	if (head_append(h, h->series[ref - 1], t, p, len, &err))
+	if (head_append(h, h->series[ref - 1], t, p, len, NULL, &err))
 		rc->skipped++; /* a duplicate of an already replayed sample */
 	return 0;
 }
@@ -350,6 +351,7 @@ struct app_sample {
 	int64_t t;
 	uint8_t *p;
 	size_t len;
+	struct pd_pprof_profile *prof; /* p decoded by the caller, or NULL */
 };
 
 struct pd_tsdb_appender {
@@ -371,6 +373,7 @@ static void app_free(struct pd_tsdb_appender *a)
 	for (size_t i = 0; i < a->n; i++) {
 		free(a->v[i].labels);
 		free(a->v[i].p);
+		pd_pprof_destroy(a->v[i].prof);
 	}
 	free(a->v);
 	free(a);
@@ -417,8 +420,29 @@ static int64_t last_time(struct pd_tsdb_appender *a, const struct pd_lpair *l, s
 	return t;
 }
 
+static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
+			 int64_t t, const uint8_t *profile, size_t len,
+			 struct pd_pprof_profile *decoded, struct pd_err *err);
+
 int pd_tsdb_append(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
 		   int64_t t, const uint8_t *profile, size_t len, struct pd_err *err)
+{
+	return pd_tsdb_append_decoded(a, labels, n, t, profile, len, NULL, err);
+}
+
+int pd_tsdb_append_decoded(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels,
+			   size_t n, int64_t t, const uint8_t *profile, size_t len,
+			   struct pd_pprof_profile *decoded, struct pd_err *err)
+{
+	int rc = append_sample(a, labels, n, t, profile, len, decoded, err);
+	if (rc)
+		pd_pprof_destroy(decoded);
+	return rc;
+}
+
+static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
+			 int64_t t, const uint8_t *profile, size_t len,
+			 struct pd_pprof_profile *decoded, struct pd_err *err)
 {
 	const struct pd_lpair *l = (const struct pd_lpair *)(const void *)labels;
 	char name[256];
@@ -469,7 +493,7 @@ int pd_tsdb_append(struct pd_tsdb_appender *a, const struct pd_tsdb_label *label
 	}
 	if (len)
 		memcpy(p, profile, len);
-	a->v[a->n++] = (struct app_sample){lp, n, hash, t, p, len};
+	a->v[a->n++] = (struct app_sample){lp, n, hash, t, p, len, decoded};
 	return 0;
 }
 
@@ -525,7 +549,7 @@ static int apply_sample(struct pd_tsdb *db, struct head_series *s, uint64_t tick
 		pthread_cond_wait(&o->cv, &o->mu);
 	pthread_mutex_unlock(&o->mu);
 	if (append)
-		rc = head_append(&db->head, s, v->t, v->p, v->len, err);
+		rc = head_append(&db->head, s, v->t, v->p, v->len, v->prof, err);
 	pthread_mutex_lock(&o->mu);
 	s->commit_done++;
 	pthread_cond_broadcast(&o->cv);

@@ -346,7 +346,7 @@ static struct pd_chunkenc_values *open_values(struct head *h, int64_t t)
 }
 
 int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t *p, size_t len,
-		struct pd_err *err)
+		const struct pd_pprof_profile *decoded, struct pd_err *err)
 {
 	int rc = 0;
 	pthread_mutex_lock(&s->mu);
@@ -364,7 +364,7 @@ int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t 
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory opening a chunk");
 		goto out;
 	}
-	if ((rc = pd_chunkenc_values_append(s->open_vals, p, len, err)))
+	if ((rc = pd_chunkenc_values_append_decoded(s->open_vals, p, len, decoded, err)))
 		goto out;
 	if ((rc = pd_chunkenc_ts_append(&s->open_ts, t, err))) {
 		/* cannot happen after the checks above, but keep the pair consistent */

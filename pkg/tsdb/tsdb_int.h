@@ -81,9 +81,10 @@ struct head_series *head_get(struct head *h, const struct pd_lpair *l, size_t n,
  * says which. Takes the write lock. */
 int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
 		       struct head_series **out, int *created, struct pd_err *err);
-/* Appends a sample to a series (its lock must not be held). */
+/* Appends a sample to a series (its lock must not be held). decoded: p as the
+ * caller decoded it, or NULL. */
 int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t *p, size_t len,
-		struct pd_err *err);
+		const struct pd_pprof_profile *decoded, struct pd_err *err);
 /* Seals the open chunk of every series whose open chunk ends before t. */
 int head_cut_before(struct head *h, int64_t t, struct pd_err *err);
 /* Drops chunks that end before t. */

@@ -9,7 +9,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
@@ -61,12 +61,18 @@ async function api(path, params) {
 }
 
 // The file served for the heap profile stored at t (ms). A single profile's download
-// is the protobuf the target served, so its bytes (gunzipped) are those of one of
-// the files the served log lists for the heap path.
+// is the profile the target served, field for field (the store rebuilds only its
+// string table), so `go tool pprof -raw` prints the same for it as for one of the
+// files the served log lists for the heap path.
 const fileBytes = new Map();
 function gunzipped(file) {
   if (!fileBytes.has(file)) fileBytes.set(file, gunzipSync(readFileSync(file)));
   return fileBytes.get(file);
+}
+const rawOf = new Map();
+function rawText(file) {
+  if (!rawOf.has(file)) rawOf.set(file, pprof(['-raw', file]));
+  return rawOf.get(file);
 }
 async function heapFileAt(t) {
   const u = new URL('/api/v1/query', URL_BASE);
@@ -76,10 +82,12 @@ async function heapFileAt(t) {
   u.searchParams.set('report', 'proto');
   const r = await fetch(u);
   assert.equal(r.status, 200, `no heap profile stored at ${t}`);
-  const stored = gunzipSync(Buffer.from(await r.arrayBuffer()));
+  const storedFile = join(TMP, `stored-${t}.pb.gz`);
+  writeFileSync(storedFile, Buffer.from(await r.arrayBuffer()));
+  const stored = pprof(['-raw', storedFile]);
   const files = [...new Set(readFileSync(SERVED_LOG, 'utf8').split('\n')
     .filter((l) => l.startsWith('/debug/pprof/heap ')).map((l) => l.slice('/debug/pprof/heap '.length)))];
-  const f = files.find((x) => gunzipped(x).equals(stored));
+  const f = files.find((x) => rawText(x) === stored);
   assert.ok(f, `the profile stored at ${t} is none of the served files ${files.join(', ')}`);
   return f;
 }
