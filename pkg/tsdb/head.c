@@ -376,13 +376,17 @@ int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t 
 out:
 	pthread_mutex_unlock(&s->mu);
 	if (rc == 0) {
-		pthread_rwlock_wrlock(&h->mu);
-		if (t < h->mint)
-			h->mint = t;
-		if (t > h->maxt)
-			h->maxt = t;
-		h->nsamples++;
-		pthread_rwlock_unlock(&h->mu);
+		/* atomics, not the head's table lock: appends to different series
+		 * run in parallel */
+		int64_t m = __atomic_load_n(&h->mint, __ATOMIC_RELAXED);
+		while (t < m && !__atomic_compare_exchange_n(&h->mint, &m, t, 0, __ATOMIC_RELAXED,
+							     __ATOMIC_RELAXED))
+			;
+		m = __atomic_load_n(&h->maxt, __ATOMIC_RELAXED);
+		while (t > m && !__atomic_compare_exchange_n(&h->maxt, &m, t, 0, __ATOMIC_RELAXED,
+							     __ATOMIC_RELAXED))
+			;
+		__atomic_add_fetch(&h->nsamples, 1, __ATOMIC_RELAXED);
 	}
 	return rc;
 }
