@@ -1,14 +1,24 @@
 /* fuzz_block.c: libFuzzer target for persisted blocks, the files a store reads
  * back from disk (docs/format/index.md, meta.md, chunk-segments.md, chunks.md).
- * At start it writes one tiny valid block (3 series, 5 chunks, a few small chunk
- * segments) with the block writer into a per-process temporary directory (under
- * $TMPDIR, default /tmp). Each input then replaces one file of a copy of that
- * block, chosen by its first byte, and the block is opened and walked through
- * everything a reader can ask for: label names and values, postings, every
- * series, every chunk's bytes, timestamps and profiles. With bit 3 of the first
- * byte the directory is also opened as a store (read-only) and queried. Any file
- * may be rejected, but nothing may crash, leak, or break what block.h and
- * chunkenc.h promise (ascending refs, sorted labels, ascending timestamps).
+ * At start it writes one small valid block with the block writer into a
+ * per-process temporary directory (under $TMPDIR, default /tmp): 3 series, 5
+ * chunks in 3 chunk segments, holding real profiles from testdata/profiles
+ * (small goapp profiles and the valid edge cases, gunzipped as the store keeps
+ * them) and a few values that are not profiles. Four value chunks are encoding 2
+ * (columnar, groups of 2 and 32), one is encoding 1 (zstd groups). Before any
+ * input, every profile of the intact template is read back through the block
+ * reader and through the store and must equal what was appended
+ * (pd_pprof_compare; bytes that are not a profile byte for byte).
+ *
+ * Each input then replaces one file of a copy of that block, chosen by its first
+ * byte, and the block is opened and walked through everything a reader can ask
+ * for: label names and values, postings, every series, every chunk's bytes,
+ * timestamps and profiles, and the chunks' merges. With bit 3 of the first byte
+ * the directory is also opened as a store (read-only) and queried. Any file may
+ * be rejected, but nothing may crash, leak, or break what block.h and chunkenc.h
+ * promise (ascending refs, sorted labels, ascending timestamps, no profile above
+ * max_profile); a profile read back from a damaged chunk may be any bytes, which
+ * the pprof decoder must then take without crashing.
  *
  * First byte, low 3 bits:
  *   0  the rest is the index             1  the index, with its CRCs fixed up
@@ -16,12 +26,16 @@
  *   4  chunks/000001, entry CRCs fixed   5  chunks/000002, entry CRCs fixed
  *   6  chunks/000001 after a valid       7  only the chunk decoders
  *      header, entry CRCs fixed
- * The chunk decoders (pd_chunkenc_ts_iter, pd_chunkenc_values_read) also run
- * on the rest of every input.
+ * Segment 1 holds the chunks of cpu (v2) and heap{job="db"} (v1), segment 2 the
+ * value chunk of heap{job="api"}'s first chunk (v2, 5 samples in 3 groups),
+ * segment 3 the rest. The chunk decoders (pd_chunkenc_ts_iter,
+ * pd_chunkenc_values_read and _merge) also run on the rest of every input.
  *
- * PD_FUZZ_WRITE_SEEDS=DIR makes the binary write its seed corpus (the template
- * block's files under each mode) into DIR and exit; PD_FUZZ_VERBOSE=1 makes it
- * print why a block or store was refused. */
+ * The test profiles are read from PD_FUZZ_TESTDATA (the source tree's testdata,
+ * set by tests/fuzz/CMakeLists.txt). PD_FUZZ_WRITE_SEEDS=DIR makes the binary
+ * write its seed corpus (the template block's files under each mode, and single
+ * chunks of either encoding) into DIR and exit; PD_FUZZ_VERBOSE=1 makes it print
+ * why a block or store was refused. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <dirent.h>
 #include <errno.h>
@@ -37,6 +51,7 @@
 #include "block.h"
 #include "block_int.h"
 #include "profd/chunkenc.h"
+#include "profd/pprof.h"
 #include "profd/tsdb.h"
 #include "profd/util.h"
 #include "wal.h"
@@ -63,9 +78,10 @@ struct pd_fuzz_file {
 #define PD_FUZZ_MAX_SEGS 8
 static struct pd_fuzz_file pd_fuzz_files[2 + PD_FUZZ_MAX_SEGS];
 static int pd_fuzz_nfiles;
-enum { F_META, F_INDEX, F_SEG1, F_SEG2, F_TS = 100, F_VALS };
-/* a timestamp chunk and a value chunk of 5 samples in 3 groups, for seeds */
-static struct pd_fuzz_file pd_fuzz_seed_ts, pd_fuzz_seed_vals;
+enum { F_META, F_INDEX, F_SEG1, F_SEG2, F_TS = 100, F_VALS, F_VALS_V1 };
+/* for seeds: a timestamp chunk and its v2 value chunk (5 samples in 3 groups),
+ * and a v1 value chunk */
+static struct pd_fuzz_file pd_fuzz_seed_ts, pd_fuzz_seed_vals, pd_fuzz_seed_vals_v1;
 
 static void pd_fuzz_die(const char *what, const struct pd_err *err)
 {
@@ -107,52 +123,262 @@ static void pd_fuzz_write(const char *path, const uint8_t *p, size_t len)
 
 /* ---- the template block ---------------------------------------------------- */
 
-/* One chunk of n samples from t0, every step ms, with small made-up profiles. */
-static void pd_fuzz_chunk(struct pd_block_chunk *c, int64_t t0, int64_t step, size_t n,
-                          const char *tag)
+/* What a template chunk holds: test profiles (testdata/profiles/<file>, stored
+ * raw, gunzipped, as the store keeps them) and, with file NULL, bytes that are
+ * not a profile, which a v2 chunk keeps as an opaque record. */
+struct pd_fuzz_chunk_spec {
+	const char *labels; /* the series, for messages */
+	int encoding;       /* PD_CHUNKENC_VALUES_... */
+	unsigned group;     /* 0: the encoding's default */
+	int64_t t0, step;
+	size_t n;
+	const char *file[6];
+};
+
+/* Series in label order, chunks in time order. cpu{job=api} and the three chunks
+ * of heap{job=api} are v2 (groups of 2, so that records are delta coded within a
+ * group and reads cross groups); heap{job=db,...} is a v1 chunk. */
+static const struct pd_fuzz_chunk_spec pd_fuzz_spec[] = {
+    {"cpu{job=api}", PD_CHUNKENC_VALUES_COLUMNAR, 2, 0, 15000, 3,
+     {"goapp/threadcreate.pb.gz", "goapp/mutex.pb.gz", "goapp/threadcreate.pb.gz"}},
+    {"heap{job=db}", PD_CHUNKENC_VALUES_ZSTD_GROUPS, 2, 5, 30000, 4,
+     {"edge/no-functions.pb", NULL, "edge/zero-and-negative.pb", "edge/unpacked.pb"}},
+    {"heap{job=api} a", PD_CHUNKENC_VALUES_COLUMNAR, 2, 0, 10000, 5,
+     {"goapp/goroutine.pb.gz", "goapp/goroutine.pb.gz", "edge/multi-types.pb", NULL,
+      "edge/no-mappings.pb"}},
+    {"heap{job=api} b", PD_CHUNKENC_VALUES_COLUMNAR, 2, 100000, 10000, 2,
+     {"edge/sparse-ids.pb", "edge/default-type.pb"}},
+    {"heap{job=api} c", PD_CHUNKENC_VALUES_COLUMNAR, 0, 200000, 60000, 1,
+     {"edge/empty-samples.pb"}},
+};
+#define PD_FUZZ_NCHUNKS (sizeof(pd_fuzz_spec) / sizeof(pd_fuzz_spec[0]))
+#define PD_FUZZ_CHUNK_V2_SEED 2 /* the chunk behind the chunk-ts and chunk-vals seeds */
+#define PD_FUZZ_CHUNK_V1_SEED 1 /* the chunk behind the chunk-vals-v1 seed */
+
+/* A value appended to a template chunk, as appended, and its timestamp. */
+struct pd_fuzz_item {
+	uint8_t *p;
+	size_t len;
+	struct pd_pprof_profile *prof; /* NULL: not a profile */
+	int64_t t;
+};
+static struct pd_fuzz_item pd_fuzz_items[PD_FUZZ_NCHUNKS][6];
+static struct pd_block_chunk pd_fuzz_built[PD_FUZZ_NCHUNKS];
+
+/* testdata/profiles/<rel>, gunzipped */
+static void pd_fuzz_load(const char *rel, uint8_t **out, size_t *len)
 {
+	struct pd_err err = {0};
+	char path[512];
+	uint8_t *buf, *raw;
+	size_t n;
+	snprintf(path, sizeof(path), "%s/profiles/%s", PD_FUZZ_TESTDATA, rel);
+	if (pd_file_read(path, (size_t)1 << 24, &buf, &n, &err))
+		pd_fuzz_die("reading a test profile for the template", &err);
+	if (pd_gzip_is(buf, n)) {
+		if (pd_gunzip(buf, n, (size_t)1 << 24, &raw, len, &err))
+			pd_fuzz_die(path, &err);
+		free(buf);
+		*out = raw;
+		return;
+	}
+	*out = buf;
+	*len = n;
+}
+
+/* Chunk k of the spec, each sample jittered a little from t0 + i * step. */
+static void pd_fuzz_chunk(size_t k, int64_t base)
+{
+	const struct pd_fuzz_chunk_spec *sp = &pd_fuzz_spec[k];
+	struct pd_block_chunk *c = &pd_fuzz_built[k];
 	struct pd_chunkenc_ts ts;
-	struct pd_chunkenc_values *v = pd_chunkenc_values_create(2, 1);
+	struct pd_chunkenc_values *v = pd_chunkenc_values_create_enc(sp->encoding, sp->group, 1);
 	struct pd_err err = {0};
 	uint8_t *vals;
 	size_t len;
 
+	if (!v)
+		pd_fuzz_die("pd_chunkenc_values_create_enc", NULL);
 	pd_chunkenc_ts_init(&ts);
-	for (size_t i = 0; i < n; i++) {
-		char prof[96];
-		int64_t t = t0 + (int64_t)i * step + (int64_t)(i % 3); /* some jitter */
-		int pl = snprintf(prof, sizeof(prof), "%s sample %zu: main.f runtime.g", tag, i);
-		if (pd_chunkenc_ts_append(&ts, t, &err) ||
-		    pd_chunkenc_values_append(v, (const uint8_t *)prof, (size_t)pl, &err))
+	for (size_t i = 0; i < sp->n; i++) {
+		struct pd_fuzz_item *it = &pd_fuzz_items[k][i];
+		it->t = base + sp->t0 + (int64_t)i * sp->step + (int64_t)(i % 3);
+		if (sp->file[i]) {
+			pd_fuzz_load(sp->file[i], &it->p, &it->len);
+			if (pd_pprof_decode(&it->prof, it->p, it->len, NULL, &err))
+				pd_fuzz_die(sp->file[i], &err);
+		} else {
+			char text[96];
+			int n = snprintf(text, sizeof(text), "not a profile: %s sample %zu",
+			                 sp->labels, i);
+			it->p = malloc((size_t)n);
+			memcpy(it->p, text, (size_t)n);
+			it->len = (size_t)n;
+		}
+		if (pd_chunkenc_ts_append(&ts, it->t, &err) ||
+		    pd_chunkenc_values_append(v, it->p, it->len, &err))
 			pd_fuzz_die("building a chunk", &err);
 		if (i == 0)
-			c->mint = t;
-		c->maxt = t;
+			c->mint = it->t;
+		c->maxt = it->t;
 	}
 	const uint8_t *tb = pd_chunkenc_ts_bytes(&ts, &len);
 	uint8_t *tc = malloc(len);
 	memcpy(tc, tb, len);
 	if (pd_chunkenc_values_seal(v, &vals, &c->vals_len, &err))
 		pd_fuzz_die("sealing a chunk", &err);
+	if (pd_chunkenc_values_encoding(vals, c->vals_len) != sp->encoding)
+		pd_fuzz_bug("a sealed value chunk does not have the encoding it was created with");
 	c->ts = tc;
 	c->ts_len = len;
 	c->vals = vals;
-	c->count = (uint32_t)n;
+	c->count = (uint32_t)sp->n;
 	pd_chunkenc_ts_fini(&ts);
 	pd_chunkenc_values_destroy(v);
 }
 
+/* got must be item it: the same profile (pd_pprof_compare) when it is one,
+ * otherwise the same bytes. */
+static void pd_fuzz_check_same(const struct pd_fuzz_item *it, const uint8_t *got, size_t len,
+                               const char *where, size_t k, size_t i)
+{
+	struct pd_pprof_profile *g;
+	struct pd_err err = {0};
+	char why[512];
+
+	if (!it->prof) {
+		if (len != it->len || memcmp(got, it->p, len)) {
+			fprintf(stderr, "fuzz_block: %s: %s, sample %zu\n", where, pd_fuzz_spec[k].labels,
+			        i);
+			pd_fuzz_bug("bytes that are not a profile changed in the template block");
+		}
+		return;
+	}
+	if (pd_pprof_decode(&g, got, len, NULL, &err)) {
+		fprintf(stderr, "fuzz_block: %s: %s, sample %zu: %s\n", where, pd_fuzz_spec[k].labels,
+		        i, err.msg);
+		pd_fuzz_bug("a profile read back from the template block does not decode");
+	}
+	if (pd_pprof_compare(it->prof, g, why, sizeof(why))) {
+		fprintf(stderr, "fuzz_block: %s: %s, sample %zu (%s): %s\n", where,
+		        pd_fuzz_spec[k].labels, i, pd_fuzz_spec[k].file[i], why);
+		pd_fuzz_bug("a profile read back from the template block is not what was appended");
+	}
+	pd_pprof_destroy(g);
+}
+
+/* The intact template, read back through the block reader: every chunk's bytes
+ * as written, and every profile in it what was appended. */
+static void pd_fuzz_check_template_block(const char *dir)
+{
+	struct pd_block *b = NULL;
+	struct pd_err err = {0};
+	uint64_t *refs = NULL;
+	size_t nr = 0, k = 0;
+
+	if (pd_block_open(&b, dir, &err) || pd_block_all_series(b, &refs, &nr, &err))
+		pd_fuzz_die("opening the template block", &err);
+	for (size_t s = 0; s < nr; s++) {
+		struct pd_lpair *l = NULL;
+		struct pd_block_chunk_meta *c = NULL;
+		size_t nl, nc;
+		if (pd_block_series(b, refs[s], &l, &nl, &c, &nc, &err))
+			pd_fuzz_die("reading a series of the template block", &err);
+		for (size_t j = 0; j < nc; j++, k++) {
+			const struct pd_block_chunk *w = &pd_fuzz_built[k];
+			const uint8_t *p;
+			size_t len;
+			if (k >= PD_FUZZ_NCHUNKS || c[j].count != pd_fuzz_spec[k].n)
+				pd_fuzz_bug("the template block does not hold the chunks written");
+			if (pd_block_chunk_bytes(b, c[j].vals_ref, &p, &len, &err))
+				pd_fuzz_die("reading a chunk of the template block", &err);
+			if (len != w->vals_len || memcmp(p, w->vals, len))
+				pd_fuzz_bug("a value chunk of the template block changed on disk");
+			if (pd_chunkenc_values_read_count(p, len, &err) != (int64_t)pd_fuzz_spec[k].n)
+				pd_fuzz_bug("a template value chunk has the wrong count");
+			for (size_t i = 0; i < pd_fuzz_spec[k].n; i++) {
+				uint8_t *out;
+				size_t olen;
+				if (pd_chunkenc_values_read(p, len, i, PD_FUZZ_MAX_PROFILE, &out, &olen,
+				                            &err))
+					pd_fuzz_die("reading a profile of the template block", &err);
+				pd_fuzz_check_same(&pd_fuzz_items[k][i], out, olen, "block", k, i);
+				free(out);
+			}
+		}
+		free(l);
+		free(c);
+	}
+	if (k != PD_FUZZ_NCHUNKS)
+		pd_fuzz_bug("the template block does not hold the chunks written");
+	free(refs);
+	pd_block_close(b);
+}
+
+static int pd_fuzz_match_all(const void *ctx, const char *value)
+{
+	return 1;
+}
+
+/* The intact template through the store (pd_tsdb_select and pd_tsdb_read): every
+ * sample there, with what was appended. */
+static void pd_fuzz_check_template_store(void)
+{
+	struct pd_tsdb *db = NULL;
+	struct pd_tsdb_result *r = NULL;
+	struct pd_tsdb_opts o;
+	struct pd_err err = {0};
+	struct pd_tsdb_matcher all = {"__name__", pd_fuzz_match_all, NULL};
+	size_t k = 0, i = 0, total = 0;
+
+	pd_tsdb_opts_init(&o);
+	o.read_only = 1;
+	o.wal_disabled = 1;
+	o.retention_ms = -1;
+	o.max_profile = PD_FUZZ_MAX_PROFILE;
+	if (pd_tsdb_open(&db, pd_fuzz_store, &o, &err) ||
+	    pd_tsdb_select(db, &all, 1, INT64_MIN, INT64_MAX, 0, &r, &err))
+		pd_fuzz_die("opening the template block as a store", &err);
+	for (size_t s = 0; s < r->nseries; s++) {
+		const struct pd_tsdb_series *se = &r->series[s];
+		for (size_t j = 0; j < se->nts; j++) {
+			uint8_t *out;
+			size_t len;
+			while (k < PD_FUZZ_NCHUNKS && i == pd_fuzz_spec[k].n) {
+				k++;
+				i = 0;
+			}
+			if (k == PD_FUZZ_NCHUNKS || se->ts[j] != pd_fuzz_items[k][i].t)
+				pd_fuzz_bug("the store lists other samples than the template holds");
+			if (pd_tsdb_read(db, (const struct pd_tsdb_label *)se->labels, se->nlabels,
+			                 se->ts[j], &out, &len, &err))
+				pd_fuzz_die("pd_tsdb_read of the template block", &err);
+			pd_fuzz_check_same(&pd_fuzz_items[k][i], out, len, "store", k, i);
+			free(out);
+			i++;
+			total++;
+		}
+	}
+	size_t want = 0;
+	for (size_t c = 0; c < PD_FUZZ_NCHUNKS; c++)
+		want += pd_fuzz_spec[c].n;
+	if (total != want)
+		pd_fuzz_bug("the store lists other samples than the template holds");
+	pd_tsdb_result_destroy(r);
+	pd_tsdb_close(db);
+}
+
 static void pd_fuzz_make_template(void)
 {
+	/* series in label order: the block writer wants them so */
 	static const struct pd_lpair s1[] = {{"__name__", "cpu"}, {"job", "api"}};
-	static const struct pd_lpair s2[] = {{"__name__", "heap"}, {"job", "api"}};
-	static const struct pd_lpair s3[] = {{"__name__", "heap"},
+	static const struct pd_lpair s2[] = {{"__name__", "heap"},
 	                                     {"instance", "10.0.0.1:80"},
 	                                     {"job", "db"},
 	                                     {"zone", "eu\xc3\xa9"}};
+	static const struct pd_lpair s3[] = {{"__name__", "heap"}, {"job", "api"}};
 	const int64_t t0 = 1700000000000ll;
 	struct pd_block_writer *w = NULL;
-	struct pd_block_chunk c[3];
 	struct pd_err err = {0};
 	char ulid[27], path[256], gen[128];
 
@@ -161,31 +387,16 @@ static void pd_fuzz_make_template(void)
 		pd_fuzz_die("mkdir", NULL);
 	if (pd_block_writer_create(&w, gen, t0, t0 + 7200000, 1, NULL, 0, &err))
 		pd_fuzz_die("pd_block_writer_create", &err);
-	/* small segments, so that the block has two */
-	pd_block_writer_set_segment_size(w, 300);
-	pd_fuzz_chunk(&c[0], t0, 15000, 3, "cpu");
-	if (pd_block_writer_add_series(w, s1, 2, c, 1, &err))
+	for (size_t k = 0; k < PD_FUZZ_NCHUNKS; k++)
+		pd_fuzz_chunk(k, t0);
+	/* small segments, so that the block has a few: the first holds the v2 chunk
+	 * of cpu and the v1 chunk of heap{job=db}, the second the first v2 value
+	 * chunk of heap{job=api}, the third the rest */
+	pd_block_writer_set_segment_size(w, 2048);
+	if (pd_block_writer_add_series(w, s1, 2, &pd_fuzz_built[0], 1, &err) ||
+	    pd_block_writer_add_series(w, s2, 4, &pd_fuzz_built[1], 1, &err) ||
+	    pd_block_writer_add_series(w, s3, 2, &pd_fuzz_built[2], 3, &err))
 		pd_fuzz_die("add_series", &err);
-	free((void *)c[0].ts);
-	free((void *)c[0].vals);
-	pd_fuzz_chunk(&c[0], t0 + 5, 30000, 4, "heap db");
-	if (pd_block_writer_add_series(w, s3, 4, c, 1, &err))
-		pd_fuzz_die("add_series", &err);
-	free((void *)c[0].ts);
-	free((void *)c[0].vals);
-	pd_fuzz_chunk(&c[0], t0, 10000, 5, "heap api a");
-	pd_fuzz_seed_ts = (struct pd_fuzz_file){"", malloc(c[0].ts_len), c[0].ts_len};
-	pd_fuzz_seed_vals = (struct pd_fuzz_file){"", malloc(c[0].vals_len), c[0].vals_len};
-	memcpy(pd_fuzz_seed_ts.p, c[0].ts, c[0].ts_len);
-	memcpy(pd_fuzz_seed_vals.p, c[0].vals, c[0].vals_len);
-	pd_fuzz_chunk(&c[1], t0 + 100000, 10000, 2, "heap api b");
-	pd_fuzz_chunk(&c[2], t0 + 200000, 60000, 1, "heap api c");
-	if (pd_block_writer_add_series(w, s2, 2, c, 3, &err))
-		pd_fuzz_die("add_series", &err);
-	for (int i = 0; i < 3; i++) {
-		free((void *)c[i].ts);
-		free((void *)c[i].vals);
-	}
 	if (pd_block_writer_finish(w, ulid, &err))
 		pd_fuzz_die("pd_block_writer_finish", &err);
 
@@ -205,12 +416,26 @@ static void pd_fuzz_make_template(void)
 	}
 	if (pd_fuzz_nfiles < 2 + 2 || pd_fuzz_nfiles > 2 + PD_FUZZ_MAX_SEGS - 1)
 		pd_fuzz_die("the template block should have from 2 to 7 chunk segments", NULL);
+	snprintf(path, sizeof(path), "%s/%s", gen, ulid);
+	pd_fuzz_check_template_block(path);
 	for (size_t i = 0; i + 26 <= pd_fuzz_files[F_META].len; i++)
 		if (memcmp(pd_fuzz_files[F_META].p + i, ulid, 26) == 0)
 			memcpy(pd_fuzz_files[F_META].p + i, PD_FUZZ_ULID, 26);
 	snprintf(path, sizeof(path), "%s/chunks", pd_fuzz_block);
 	if (mkdir(pd_fuzz_block, 0755) || mkdir(path, 0755))
 		pd_fuzz_die("mkdir", NULL);
+	/* the template as the store sees it, under its fixed ULID */
+	for (int i = 0; i < pd_fuzz_nfiles; i++) {
+		snprintf(path, sizeof(path), "%s/%s", pd_fuzz_block, pd_fuzz_files[i].rel);
+		pd_fuzz_write(path, pd_fuzz_files[i].p, pd_fuzz_files[i].len);
+	}
+	pd_fuzz_check_template_store();
+
+	const struct pd_block_chunk *c2 = &pd_fuzz_built[PD_FUZZ_CHUNK_V2_SEED];
+	const struct pd_block_chunk *c1 = &pd_fuzz_built[PD_FUZZ_CHUNK_V1_SEED];
+	pd_fuzz_seed_ts = (struct pd_fuzz_file){"", (uint8_t *)c2->ts, c2->ts_len};
+	pd_fuzz_seed_vals = (struct pd_fuzz_file){"", (uint8_t *)c2->vals, c2->vals_len};
+	pd_fuzz_seed_vals_v1 = (struct pd_fuzz_file){"", (uint8_t *)c1->vals, c1->vals_len};
 }
 
 /* ---- CRC fix-ups: let mutations reach past the checksums -------------------- */
@@ -268,6 +493,34 @@ static void pd_fuzz_touch(const void *p, size_t n)
 		pd_fuzz_sink += b[i];
 }
 
+/* A profile read back from a chunk, maybe a damaged one: any bytes, which the
+ * pprof decoder must take without crashing. */
+static void pd_fuzz_profile(const uint8_t *p, size_t len)
+{
+	struct pd_pprof_decode_opts o = {.max_decompressed = PD_FUZZ_MAX_PROFILE};
+	struct pd_pprof_profile *prof;
+	struct pd_err err = {0};
+	if (pd_pprof_decode(&prof, p, len, &o, &err) == 0) {
+		int si = pd_pprof_default_sample_index(prof);
+		pd_fuzz_sink += pd_pprof_sample_count(prof) + pd_pprof_location_count(prof);
+		if (si >= 0)
+			pd_fuzz_sink += (uint64_t)pd_pprof_total(prof, si);
+		pd_pprof_destroy(prof);
+	}
+}
+
+static int pd_fuzz_on_merged(void *ctx, struct pd_pprof_profile *p, size_t first, size_t count,
+                             size_t bytes)
+{
+	size_t *next = ctx;
+	if (first != *next || count == 0)
+		pd_fuzz_bug("a chunk merge emitted profiles out of order, or none of them");
+	*next = first + count;
+	pd_fuzz_sink += pd_pprof_sample_count(p) + bytes;
+	pd_pprof_destroy(p);
+	return 0;
+}
+
 /* The timestamp and value chunk decoders over any bytes. */
 static void pd_fuzz_chunks(const uint8_t *p, size_t len)
 {
@@ -307,9 +560,16 @@ static void pd_fuzz_chunks(const uint8_t *p, size_t len)
 			if (olen > PD_FUZZ_MAX_PROFILE)
 				pd_fuzz_bug("a profile above max_profile was returned");
 			pd_fuzz_touch(out, olen);
+			pd_fuzz_profile(out, olen);
 			free(out);
 		}
 	}
+	/* merged by stack id (v2) or one by one (v1), as the store's merges read */
+	size_t next = 0, to = nv < 16 ? (size_t)nv : 16;
+	if (nv > 0 && pd_chunkenc_values_merge(p, len, 0, to, PD_FUZZ_MAX_PROFILE, pd_fuzz_on_merged,
+	                                       &next, &err) == 0 &&
+	    next != to)
+		pd_fuzz_bug("a chunk merge succeeded without covering every profile");
 	/* one past the end must be refused */
 	uint8_t *out = NULL;
 	size_t olen;
@@ -442,11 +702,6 @@ static void pd_fuzz_walk_block(void)
 	pd_block_close(b);
 }
 
-static int pd_fuzz_match_all(const void *ctx, const char *value)
-{
-	return 1;
-}
-
 /* The store's view: select everything, read some profiles, list labels. */
 static void pd_fuzz_walk_store(void)
 {
@@ -477,7 +732,10 @@ static void pd_fuzz_walk_store(void)
 					pd_fuzz_bug("select gave timestamps out of order");
 				if (pd_tsdb_read(db, (const struct pd_tsdb_label *)se->labels,
 				                 se->nlabels, se->ts[k], &out, &len, &err) == 0) {
+					if (len > PD_FUZZ_MAX_PROFILE)
+						pd_fuzz_bug("the store returned a profile above max_profile");
 					pd_fuzz_touch(out, len);
+					pd_fuzz_profile(out, len);
 					free(out);
 				}
 			}
@@ -529,14 +787,14 @@ static void pd_fuzz_write_seeds(const char *dir)
 	    {0, F_INDEX, "index"},        {1, F_INDEX, "index-crc"},   {2, F_META, "meta"},
 	    {3, F_SEG1, "seg1"},          {4, F_SEG1, "seg1-crc"},     {5, F_SEG2, "seg2-crc"},
 	    {9, F_INDEX, "index-crc-db"}, {12, F_SEG1, "seg1-crc-db"}, {6, F_SEG1, "seg1-body"},
-	    {7, F_TS, "chunk-ts"},        {7, F_VALS, "chunk-vals"},
+	    {7, F_TS, "chunk-ts"},        {7, F_VALS, "chunk-vals"},   {7, F_VALS_V1, "chunk-vals-v1"},
 	};
 	char path[512];
 	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
-		const struct pd_fuzz_file *f = seeds[i].file == F_TS ? &pd_fuzz_seed_ts
-		                               : seeds[i].file == F_VALS
-		                                   ? &pd_fuzz_seed_vals
-		                                   : &pd_fuzz_files[seeds[i].file];
+		const struct pd_fuzz_file *f = seeds[i].file == F_TS        ? &pd_fuzz_seed_ts
+		                               : seeds[i].file == F_VALS    ? &pd_fuzz_seed_vals
+		                               : seeds[i].file == F_VALS_V1 ? &pd_fuzz_seed_vals_v1
+		                                                            : &pd_fuzz_files[seeds[i].file];
 		size_t skip = seeds[i].mode == 6 ? PD_SEGMENT_HEADER_SIZE : 0; /* mode 6 adds it */
 		uint8_t *p = malloc(f->len - skip + 1);
 		p[0] = seeds[i].mode;
