@@ -174,10 +174,18 @@ static int load_blocks(struct pd_tsdb *db, struct pd_err *err)
 
 /* ---- WAL replay ------------------------------------------------------------ */
 
+/* Replay gives each series the next ref of the head rather than the ref the WAL
+ * names: the WAL's refs are only names within the WAL (a damaged or crafted one
+ * may say 0, or 2^40), and the head's table is indexed by ref. refs maps the
+ * WAL's ref to the head's; the first series entry of a ref wins, as
+ * docs/format/wal.md says. A series whose head ref differs from its WAL ref is
+ * logged again under the head ref by its next commit. */
 struct replay_ctx {
 	struct pd_tsdb *db;
 	int64_t min_t; /* samples before this are in blocks already */
 	uint64_t skipped;
+	uint64_t bad_series; /* series entries with ref 0 */
+	struct pd_u64map refs; /* WAL ref -> head ref */
 };
 
 static int replay_series(void *c, uint64_t ref, const struct pd_lpair *l, size_t n)
@@ -185,10 +193,20 @@ static int replay_series(void *c, uint64_t ref, const struct pd_lpair *l, size_t
 	struct replay_ctx *rc = c;
 	struct head_series *s;
 	int created;
+	uint32_t have;
 	struct pd_err err;
-	if (head_get_or_create(&rc->db->head, l, n, ref, &s, &created, &err))
+	if (ref == 0) {
+		rc->bad_series++;
+		return 0;
+	}
+	if (pd_u64map_get(&rc->refs, ref, &have))
+		return 0;
+	if (head_get_or_create(&rc->db->head, l, n, 0, &s, &created, &err))
 		return PD_ENOMEM;
-	s->logged = 1;
+	if (s->ref > UINT32_MAX || pd_u64map_put(&rc->refs, ref, (uint32_t)s->ref))
+		return PD_ENOMEM;
+	if (created)
+		s->logged = s->ref == ref;
 	return 0;
 }
 
@@ -197,11 +215,13 @@ static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, siz
 	struct replay_ctx *rc = c;
 	struct head *h = &rc->db->head;
 	struct pd_err err;
-	if (t < rc->min_t || ref == 0 || ref > h->nseries || !h->series[ref - 1]) {
+	uint32_t hr;
+	if (t < rc->min_t || ref == 0 || !pd_u64map_get(&rc->refs, ref, &hr) || hr == 0 ||
+	    hr > h->nseries || !h->series[hr - 1]) {
 		rc->skipped++;
 		return 0;
 	}
-	if (head_append(h, h->series[ref - 1], t, p, len, NULL, &err))
+	if (head_append(h, h->series[hr - 1], t, p, len, NULL, &err))
 		rc->skipped++; /* a duplicate of an already replayed sample */
 	return 0;
 }
@@ -272,7 +292,8 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		goto fail;
 	if (!db->o.wal_disabled) {
 		char *wdir = path_join(dir, "wal");
-		struct replay_ctx ctx = {db, INT64_MIN, 0};
+		struct replay_ctx ctx = {db, INT64_MIN, 0, 0, {0}};
+		pd_u64map_init(&ctx.refs);
 		struct pd_wal_replay_cb cb = {replay_series, replay_sample, &ctx};
 		struct pd_wal_replay_stats st;
 		struct pd_wal_opts wo = {.segment_size = db->o.wal_segment_size, .sync = db->o.wal_sync};
@@ -285,6 +306,7 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		memset(&st, 0, sizeof(st));
 		rc = db->o.read_only ? pd_wal_replay_readonly(wdir, &cb, &st, err)
 				     : pd_wal_replay(wdir, &cb, &st, err);
+		pd_u64map_fini(&ctx.refs);
 		sort_postings(&db->head);
 		if (!rc && st.truncated) {
 			db->wal_repaired = 1;
