@@ -1,21 +1,26 @@
 /* api_bench.c: the figures the API issue asks for, measured through the real HTTP
- * server (pd_api_start on loopback) with libcurl as the client, over a store
- * filled with real profiles: query_range over every series and the whole range
- * (latency and bytes, plain and gzip), single-profile fetch latency p50/p99 from
- * the head and from blocks, and merges of 100 and 1,000 profiles of one series
- * against `go tool pprof -proto` on the same profiles as files, with a check that
- * both merges give the same top table. Every HTTP figure is printed beside what
- * the library calls underneath cost in this process, so that the HTTP, JSON and
- * gzip share shows. bench/api.sh runs it; bench/README.md reads the output.
+ * server (pd_api_start on loopback) with libcurl as the client, over two stores
+ * filled with the same real profiles, one per value chunk encoding (2, columnar,
+ * the default; 1, raw profiles in zstd groups): query_range over every series and
+ * the whole range (latency and bytes, plain and gzip), single-profile fetch
+ * latency p50/p99/max from the head and from blocks, and merges of 100 and 1,000
+ * profiles of one series against `go tool pprof -proto` on the same profiles as
+ * files, with a check that every merge gives the same top table, and the aims
+ * (merge speed against pprof, fetch p99) with yes/no. Every HTTP figure is
+ * printed beside what the library calls underneath cost in this process, so that
+ * the HTTP, JSON and gzip share shows. bench/api.sh runs it; bench/README.md
+ * reads the output.
  *
- * usage: api_bench --corpus DIR [--dir DIR] [--go CMD] [--series N] [--samples N]
- *                  [--fetches N] [--runs N] [--go-runs N] [--block-range-min M] */
+ * usage: api_bench --corpus DIR [--corpus2 DIR] [--dir DIR] [--go CMD] [--series N]
+ *                  [--samples N] [--fetches N] [--runs N] [--go-runs N]
+ *                  [--block-range-min M] */
 #define _XOPEN_SOURCE 700 /* nftw, mkdtemp, posix_spawn */
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stddef.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,14 +40,21 @@
 
 extern char **environ;
 
-#define MAX_FILES 48
+#define MAX_FILES 240 /* profiles per type read from a corpus */
 #define MAX_FILE_BYTES ((size_t)64 << 20)
 #define T0_MS 1795370400000LL /* 2026-11-22T18:00:00Z, on a block boundary */
 #define SCRAPE_MS 15000
 #define BATCH 100 /* series per commit, as one scrape round commits */
 
+/* The aims, through the API: merges against `go tool pprof -proto` (its time /
+ * profd's) and the p99 of a single profile read from a block. */
+#define AIM_MERGE_1000 10.0
+#define AIM_MERGE_100 5.0
+#define AIM_FETCH_P99_MS 2.0
+
 /* Series i is heap when i % 100 == 0, allocs when i % 100 == 50 (1% each: the
- * 40 KB profiles that merges are about), else one of the small types in turn. */
+ * 40 KB profiles that merges are about), heap of the second corpus when
+ * i % 100 == 25 and one was given, else one of the small types in turn. */
 static const char *const all_types[] = {"heap",  "allocs", "cpu",         "goroutine",
                                         "mutex", "block",  "threadcreate"};
 #define NTYPES (sizeof(all_types) / sizeof(all_types[0]))
@@ -52,19 +64,26 @@ static const char *const small_types[] = {"cpu", "goroutine", "mutex", "block", 
 struct prof {
 	uint8_t *raw; /* gunzipped: what the store keeps */
 	size_t raw_len;
-	int64_t t; /* time_nanos / 1e6, for the order only */
+	struct pd_pprof_profile *decoded; /* raw decoded, made on first need */
+	int64_t t;                        /* time_nanos / 1e6, for the order only */
 };
 
 struct ptype {
-	const char *name;
+	const char *name; /* the profile type, the series' __name__ */
+	const char *show; /* in the tables */
 	struct prof p[MAX_FILES];
 	size_t n;
 };
 
 static struct ptype types[NTYPES];
+static struct ptype goheap; /* heap profiles of the second corpus (--corpus2) */
+
+/* The two stores, filled with the same samples: value_encoding 2 and 1. */
+#define NENC 2
+static const int encodings[NENC] = {2, 1};
 
 struct opts {
-	const char *corpus, *dir, *go;
+	const char *corpus, *corpus2, *dir, *go;
 	size_t series, samples, fetches;
 	int runs, go_runs;
 	int64_t block_range_ms;
@@ -136,6 +155,11 @@ static void print_rule(int width)
 	putchar('\n');
 }
 
+static const char *yes_no(int ok)
+{
+	return ok ? "yes" : "no";
+}
+
 /* Unix seconds with milliseconds, as the API takes times. */
 static void api_time(int64_t ms, char *out, size_t size)
 {
@@ -171,52 +195,67 @@ static int prof_cmp(const void *a, const void *b)
 	return x->t < y->t ? -1 : x->t > y->t;
 }
 
-/* Loads <corpus>/<type>/1..48.pb.gz of every type, gunzipped (as profd stores
- * them) and in scrape order. */
-static int load_corpus(const char *corpus)
+/* Loads <corpus>/<name>/1.pb.gz.. (up to the first missing file) into ty,
+ * gunzipped (as profd stores them) and in scrape order. */
+static int load_type(struct ptype *ty, const char *corpus, const char *name, const char *show)
 {
 	struct pd_err err = {0};
-	for (size_t i = 0; i < NTYPES; i++) {
-		struct ptype *ty = &types[i];
-		ty->name = all_types[i];
-		for (size_t k = 0; k < MAX_FILES; k++) {
-			char path[PATH_MAX];
-			struct prof *p = &ty->p[ty->n];
-			struct pd_pprof_profile *pp = NULL;
-			uint8_t *gz = NULL;
-			size_t gz_len = 0;
-			snprintf(path, sizeof(path), "%s/%s/%zu.pb.gz", corpus, ty->name, k + 1);
-			if (access(path, R_OK) != 0)
-				break;
-			if (pd_file_read(path, MAX_FILE_BYTES, &gz, &gz_len, &err) ||
-			    pd_pprof_decode(&pp, gz, gz_len, NULL, &err) ||
-			    pd_gunzip(gz, gz_len, PD_PPROF_DEFAULT_MAX_DECOMPRESSED, &p->raw,
-			              &p->raw_len, &err)) {
-				fprintf(stderr, "api_bench: %s: %s\n", path, err.msg);
-				pd_pprof_destroy(pp);
-				free(gz);
-				return -1;
-			}
-			p->t = pd_pprof_time_nanos(pp) / 1000000;
+	ty->name = name;
+	ty->show = show;
+	for (size_t k = 0; k < MAX_FILES; k++) {
+		char path[PATH_MAX];
+		struct prof *p = &ty->p[ty->n];
+		struct pd_pprof_profile *pp = NULL;
+		uint8_t *gz = NULL;
+		size_t gz_len = 0;
+		snprintf(path, sizeof(path), "%s/%s/%zu.pb.gz", corpus, name, k + 1);
+		if (access(path, R_OK) != 0)
+			break;
+		if (pd_file_read(path, MAX_FILE_BYTES, &gz, &gz_len, &err) ||
+		    pd_pprof_decode(&pp, gz, gz_len, NULL, &err) ||
+		    pd_gunzip(gz, gz_len, PD_PPROF_DEFAULT_MAX_DECOMPRESSED, &p->raw, &p->raw_len,
+		              &err)) {
+			fprintf(stderr, "api_bench: %s: %s\n", path, err.msg);
 			pd_pprof_destroy(pp);
 			free(gz);
-			ty->n++;
-		}
-		qsort(ty->p, ty->n, sizeof(ty->p[0]), prof_cmp);
-		if (!ty->n) {
-			fprintf(stderr, "api_bench: no %s profiles in %s/%s/N.pb.gz\n", ty->name,
-			        corpus, ty->name);
 			return -1;
 		}
+		p->t = pd_pprof_time_nanos(pp) / 1000000;
+		pd_pprof_destroy(pp);
+		free(gz);
+		ty->n++;
+	}
+	qsort(ty->p, ty->n, sizeof(ty->p[0]), prof_cmp);
+	if (!ty->n) {
+		fprintf(stderr, "api_bench: no %s profiles in %s/%s/N.pb.gz\n", name, corpus, name);
+		return -1;
 	}
 	return 0;
+}
+
+static int load_corpus(const struct opts *o)
+{
+	for (size_t i = 0; i < NTYPES; i++)
+		if (load_type(&types[i], o->corpus, all_types[i], all_types[i]))
+			return -1;
+	if (o->corpus2 && load_type(&goheap, o->corpus2, "heap", "goapp heap"))
+		return -1;
+	return 0;
+}
+
+static void free_type(struct ptype *ty)
+{
+	for (size_t k = 0; k < ty->n; k++) {
+		free(ty->p[k].raw);
+		pd_pprof_destroy(ty->p[k].decoded);
+	}
 }
 
 static void free_corpus(void)
 {
 	for (size_t i = 0; i < NTYPES; i++)
-		for (size_t k = 0; k < types[i].n; k++)
-			free(types[i].p[k].raw);
+		free_type(&types[i]);
+	free_type(&goheap);
 }
 
 static const struct ptype *find_type(const char *name)
@@ -244,10 +283,12 @@ static int synth_init(struct synth *s, size_t nseries, size_t samples)
 	if (!s->ty || !s->instance)
 		return -1;
 	for (size_t i = 0; i < nseries; i++) {
-		const char *name = i % 100 == 0    ? "heap"
-		                   : i % 100 == 50 ? "allocs"
-		                                   : small_types[i % NSMALL];
-		s->ty[i] = find_type(name);
+		if (i % 100 == 25 && goheap.n)
+			s->ty[i] = &goheap;
+		else
+			s->ty[i] = find_type(i % 100 == 0    ? "heap"
+			                     : i % 100 == 50 ? "allocs"
+			                                     : small_types[i % NSMALL]);
 		snprintf(s->instance[i], sizeof(s->instance[i]), "host-%04zu:6060", i);
 	}
 	return 0;
@@ -292,31 +333,26 @@ static void synth_selector(const struct synth *s, size_t i, char *out, size_t si
 	snprintf(out, size, "%s{instance=\"%s\",job=\"bench\"}", s->ty[i]->name, s->instance[i]);
 }
 
-/* Appends every sample, one commit per BATCH series of one scrape round. */
-static int synth_fill(struct pd_tsdb *db, const struct synth *s, double *raw_bytes,
-                      struct pd_err *err)
+/* Appends samples k of series [b, b + BATCH) in one commit: one scrape round's
+ * share. */
+static int synth_commit(struct pd_tsdb *db, const struct synth *s, size_t k, size_t b,
+                        double *raw_bytes, struct pd_err *err)
 {
 	struct pd_tsdb_label l[3];
-	for (size_t k = 0; k < s->samples; k++)
-		for (size_t b = 0; b < s->nseries; b += BATCH) {
-			struct pd_tsdb_appender *a = pd_tsdb_appender(db);
-			if (!a)
-				return pd_err_set(err, PD_ENOMEM, "out of memory");
-			for (size_t i = b; i < b + BATCH && i < s->nseries; i++) {
-				const struct prof *p = synth_prof(s, i, k);
-				size_t nl = synth_labels(s, i, l);
-				if (pd_tsdb_append(a, l, nl, synth_time(s, i, k), p->raw,
-				                   p->raw_len, err)) {
-					pd_tsdb_rollback(a);
-					return err->code ? err->code : PD_EINVAL;
-				}
-				*raw_bytes += (double)p->raw_len;
-			}
-			int rc = pd_tsdb_commit(a, err);
-			if (rc)
-				return rc;
+	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+	if (!a)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	for (size_t i = b; i < b + BATCH && i < s->nseries; i++) {
+		const struct prof *p = synth_prof(s, i, k);
+		size_t nl = synth_labels(s, i, l);
+		if (pd_tsdb_append(a, l, nl, synth_time(s, i, k), p->raw, p->raw_len, err)) {
+			pd_tsdb_rollback(a);
+			return err->code ? err->code : PD_EINVAL;
 		}
-	return 0;
+		if (raw_bytes)
+			*raw_bytes += (double)p->raw_len;
+	}
+	return pd_tsdb_commit(a, err);
 }
 
 /* ---- the HTTP client -------------------------------------------------------------- */
@@ -431,81 +467,137 @@ static const char *build_query(struct client *c, struct pd_buf *q, const char *p
 	return (const char *)q->data;
 }
 
-/* ---- the store section ------------------------------------------------------------- */
+/* ---- the stores ------------------------------------------------------------------ */
 
 struct store_info {
-	double fill_s, flush_s, raw_bytes;
-	uint64_t head_samples, block_samples, block_bytes, wal_bytes;
+	double fill_s, flush_s;
+	uint64_t head_samples, block_samples, block_bytes, value_bytes, wal_bytes;
 	size_t nblocks;
 	int64_t head_from; /* samples at or after this are in the head, before it in blocks */
 };
 
-static int store_fill(const struct opts *o, struct pd_tsdb *db, const struct synth *s,
-                      struct store_info *si)
+/* One store and the server over it. */
+struct bstore {
+	int enc; /* value_encoding */
+	char dir[PATH_MAX + 16];
+	struct pd_tsdb *db;
+	struct pd_api_server *srv;
+	struct client c;
+	struct store_info si;
+};
+
+static const char *enc_name(int enc)
+{
+	return enc == 1 ? "v1" : "v2";
+}
+
+/* Fills both stores with every sample: one commit per BATCH series of a round,
+ * each batch committed to one store and then to the other (which goes first
+ * alternates), so that load during the fill falls on both alike. Then
+ * pd_tsdb_flush(db, 0) of each, and checks of where the samples went. */
+static int stores_fill(const struct opts *o, struct bstore *st, const struct synth *s,
+                       double *raw_bytes)
 {
 	struct pd_err err = {0};
 	struct pd_tsdb_block_info *b = NULL;
-	struct pd_tsdb_stats st;
 	size_t nb = 0;
-	memset(si, 0, sizeof(*si));
-	double t0 = now();
-	if (synth_fill(db, s, &si->raw_bytes, &err))
-		goto fail;
-	si->fill_s = now() - t0;
-	t0 = now();
-	if (pd_tsdb_flush(db, 0, &err))
-		goto fail;
-	si->flush_s = now() - t0;
-	if (pd_tsdb_blocks(db, &b, &nb, &err))
-		goto fail;
-	pd_tsdb_stats(db, &st);
-	si->nblocks = nb;
-	si->head_samples = st.head_samples;
-	si->wal_bytes = st.wal_bytes;
-	si->head_from = INT64_MIN;
-	for (size_t i = 0; i < nb; i++) {
-		si->block_samples += b[i].samples;
-		si->block_bytes += b[i].size;
-		if (b[i].maxt > si->head_from)
-			si->head_from = b[i].maxt;
+	*raw_bytes = 0;
+	for (size_t k = 0; k < s->samples; k++)
+		for (size_t bt = 0; bt < s->nseries; bt += BATCH)
+			for (int x = 0; x < NENC; x++) {
+				int e = ((k + bt / BATCH) & 1) ? NENC - 1 - x : x;
+				double t0 = now();
+				if (synth_commit(st[e].db, s, k, bt, x == 0 ? raw_bytes : NULL,
+				                 &err))
+					goto fail;
+				st[e].si.fill_s += now() - t0;
+			}
+	for (int x = 0; x < NENC; x++) {
+		struct store_info *si = &st[x].si;
+		struct pd_tsdb_stats ts;
+		double t0 = now();
+		if (pd_tsdb_flush(st[x].db, 0, &err))
+			goto fail;
+		si->flush_s = now() - t0;
+		if (pd_tsdb_blocks(st[x].db, &b, &nb, &err))
+			goto fail;
+		pd_tsdb_stats(st[x].db, &ts);
+		si->nblocks = nb;
+		si->head_samples = ts.head_samples;
+		si->wal_bytes = ts.wal_bytes;
+		si->head_from = INT64_MIN;
+		for (size_t i = 0; i < nb; i++) {
+			si->block_samples += b[i].samples;
+			si->block_bytes += b[i].size;
+			si->value_bytes += b[i].value_bytes;
+			if (b[i].maxt > si->head_from)
+				si->head_from = b[i].maxt;
+		}
+		free(b);
+		b = NULL;
+		/* check the split: every sample before head_from is in a block */
+		uint64_t before = 0;
+		for (size_t i = 0; i < s->nseries; i++)
+			for (size_t k = 0; k < s->samples; k++)
+				before += synth_time(s, i, k) < si->head_from;
+		if (before != si->block_samples ||
+		    si->block_samples + si->head_samples != (uint64_t)(s->nseries * s->samples)) {
+			pd_err_set(&err, PD_EINVAL,
+			           "%s: blocks hold %llu samples and the head %llu; expected %llu "
+			           "and %llu",
+			           enc_name(st[x].enc), (unsigned long long)si->block_samples,
+			           (unsigned long long)si->head_samples, (unsigned long long)before,
+			           (unsigned long long)(s->nseries * s->samples - before));
+			goto fail;
+		}
 	}
-	free(b);
-	b = NULL;
-	/* check the split: every sample before head_from is in a block */
-	uint64_t before = 0;
+	if (st[0].si.head_from != st[1].si.head_from) {
+		pd_err_set(&err, PD_EINVAL, "the stores' heads start at different times");
+		goto fail;
+	}
+	size_t per[4] = {0, 0, 0, 0}; /* heap, allocs, goapp heap, small */
 	for (size_t i = 0; i < s->nseries; i++)
-		for (size_t k = 0; k < s->samples; k++)
-			before += synth_time(s, i, k) < si->head_from;
-	if (before != si->block_samples ||
-	    si->block_samples + si->head_samples != (uint64_t)(s->nseries * s->samples)) {
-		pd_err_set(&err, PD_EINVAL,
-		           "blocks hold %llu samples and the head %llu; expected %llu and %llu",
-		           (unsigned long long)si->block_samples,
-		           (unsigned long long)si->head_samples, (unsigned long long)before,
-		           (unsigned long long)(s->nseries * s->samples - before));
-		goto fail;
+		per[s->ty[i] == &goheap                     ? 2
+		    : strcmp(s->ty[i]->name, "heap") == 0   ? 0
+		    : strcmp(s->ty[i]->name, "allocs") == 0 ? 1
+		                                            : 3]++;
+	printf("\n1. The stores: %zu series x %zu samples, 15 s apart (%.1f h), real profiles\n"
+	       "   from the corpus cycled, stored gunzipped as profd stores them: %zu heap and\n"
+	       "   %zu allocs series (about 40 KB each),\n",
+	       s->nseries, s->samples, (double)s->samples * SCRAPE_MS / 3.6e6, per[0], per[1]);
+	if (per[2]) {
+		double sum = 0;
+		for (size_t k = 0; k < goheap.n; k++)
+			sum += (double)goheap.p[k].raw_len;
+		printf("   %zu heap series of the second corpus (%.0f KB on average),\n", per[2],
+		       sum / (double)goheap.n / 1024);
 	}
-	printf("\n1. The store: %zu series x %zu samples, 15 s apart (%.1f h), real profiles\n"
-	       "   from the corpus cycled, stored gunzipped as profd stores them: 1%% heap\n"
-	       "   and 1%% allocs series (about 40 KB each), the rest cpu, goroutine, mutex,\n"
-	       "   block, threadcreate (0.5-7 KB). Appended with the WAL on (wal_sync=1),\n"
-	       "   one commit per %d series of a round, then pd_tsdb_flush(db, 0) with a\n"
-	       "   block range of %lld min, which keeps the newest half range and more in the "
-	       "head.\n\n",
-	       s->nseries, s->samples, (double)s->samples * SCRAPE_MS / 3.6e6, BATCH,
-	       (long long)(o->block_range_ms / 60000));
-	printf("fill: %.1f s, %.0f profiles/s, %.0f MB raw; flush: %.1f s\n", si->fill_s,
-	       (double)(s->nseries * s->samples) / si->fill_s, si->raw_bytes / 1e6, si->flush_s);
-	printf("head: %llu samples (%.0f%%); blocks: %llu samples (%.0f%%) in %zu block(s), "
-	       "%.0f MB on disk; WAL %.0f MB\n",
-	       (unsigned long long)si->head_samples,
-	       100.0 * (double)si->head_samples / (double)(s->nseries * s->samples),
-	       (unsigned long long)si->block_samples,
-	       100.0 * (double)si->block_samples / (double)(s->nseries * s->samples), si->nblocks,
-	       (double)si->block_bytes / 1e6, (double)si->wal_bytes / 1e6);
+	printf("   and cpu, goroutine, mutex, block, threadcreate in the rest (0.5-7 KB).\n"
+	       "   Two stores of the same samples: value_encoding 2 (v2, columnar, the\n"
+	       "   default) and 1 (v1, raw profiles in zstd groups of %d), each batch\n"
+	       "   committed to one and then the other (alternating which first). WAL on\n"
+	       "   (wal_sync=1), one commit per %d series of a round, then\n"
+	       "   pd_tsdb_flush(db, 0) with a block range of %lld min, which keeps the newest\n"
+	       "   half range and more in the head. fill s = the store's own commits.\n\n",
+	       PD_CHUNKENC_DEFAULT_GROUP, BATCH, (long long)(o->block_range_ms / 60000));
+	printf("%-4s %8s %11s %8s %13s %13s %7s %9s %9s %8s\n", "enc", "fill s", "profiles/s",
+	       "flush s", "head samples", "block samples", "blocks", "block MB", "values MB",
+	       "WAL MB");
+	print_rule(98);
+	for (int x = 0; x < NENC; x++) {
+		const struct store_info *si = &st[x].si;
+		printf("%-4s %8.1f %11.0f %8.1f %13llu %13llu %7zu %9.1f %9.1f %8.0f\n",
+		       enc_name(st[x].enc), si->fill_s,
+		       (double)(s->nseries * s->samples) / si->fill_s, si->flush_s,
+		       (unsigned long long)si->head_samples, (unsigned long long)si->block_samples,
+		       si->nblocks, (double)si->block_bytes / 1e6, (double)si->value_bytes / 1e6,
+		       (double)si->wal_bytes / 1e6);
+	}
+	print_rule(98);
+	printf("raw profile bytes appended: %.0f MB per store\n", *raw_bytes / 1e6);
 	return 0;
 fail:
-	fprintf(stderr, "api_bench: filling the store: %s\n", err.msg);
+	fprintf(stderr, "api_bench: filling the stores: %s\n", err.msg);
 	free(b);
 	return -1;
 }
@@ -597,7 +689,8 @@ static int section_range(const struct opts *o, struct client *c, struct pd_tsdb 
 	double sel_ms = median(sel, (size_t)n) * 1e3;
 	printf(
 	    "\n2. query_range {job=\"bench\"} over the whole range: %zu series, %zu timestamps,\n"
-	    "   one reused curl handle (keep-alive), median of %d after one warm-up.\n"
+	    "   on the v2 store (listing reads timestamp chunks only, whatever the value\n"
+	    "   encoding), one reused curl handle (keep-alive), median of %d after one warm-up.\n"
 	    "   total = the request as the client sees it; TTFB = until the first byte\n"
 	    "   (the server builds the whole answer first); wire = body bytes received;\n"
 	    "   JSON = the answer's bytes after curl's decoding.\n\n",
@@ -627,31 +720,62 @@ out:
 
 struct fetch_stats {
 	size_t n;
-	double p50, p99, mean, max; /* seconds, through HTTP */
-	double bytes;               /* mean stored bytes */
-	double sel, read, gzip;     /* medians in this process, seconds */
+	double p50, p99, mean, max;       /* seconds, through HTTP */
+	double bytes;                     /* mean stored bytes */
+	double sel, read, read_p99, gzip; /* in this process, seconds: medians, and read's p99 */
 };
 
-/* Fetches profile k of series i with report=proto and checks that the body
- * gunzips to the stored bytes. */
-static int fetch_one(struct client *c, const struct synth *s, size_t i, size_t k, struct pd_buf *q,
+/* The decoded form of a corpus profile, made once. */
+static const struct pd_pprof_profile *prof_decoded(const struct prof *p)
+{
+	struct prof *q = (struct prof *)p;
+	if (!q->decoded && pd_pprof_decode(&q->decoded, q->raw, q->raw_len, NULL, NULL))
+		q->decoded = NULL;
+	return q->decoded;
+}
+
+/* Whether raw[0..len) is the profile that was appended as p: the same bytes, or
+ * (a v2 store rebuilds the string table) the same profile field by field. */
+static int same_profile(const struct prof *p, int enc, const uint8_t *raw, size_t len, char *why,
+                        size_t size)
+{
+	if (len == p->raw_len && memcmp(raw, p->raw, len) == 0)
+		return 1;
+	if (enc == 1) {
+		snprintf(why, size, "not the stored bytes");
+		return 0;
+	}
+	struct pd_pprof_profile *got = NULL;
+	const struct pd_pprof_profile *want = prof_decoded(p);
+	int same = want && pd_pprof_decode(&got, raw, len, NULL, NULL) == 0 &&
+	           pd_pprof_compare(want, got, why, size) == 0;
+	if (!want || !got)
+		snprintf(why, size, "does not decode");
+	pd_pprof_destroy(got);
+	return same;
+}
+
+/* Fetches profile k of series i from store b with report=proto and checks that
+ * the body gunzips to the appended profile. */
+static int fetch_one(struct bstore *b, const struct synth *s, size_t i, size_t k, struct pd_buf *q,
                      struct fetch *f)
 {
-	char sel[160], t[32];
+	char sel[160], t[32], why[256] = "";
 	struct pd_err err = {0};
 	uint8_t *raw = NULL;
 	size_t len = 0;
+	struct client *c = &b->c;
 	synth_selector(s, i, sel, sizeof(sel));
 	api_time(synth_time(s, i, k), t, sizeof(t));
 	const char *pq =
 	    build_query(c, q, "/api/v1/query", "query", sel, "time", t, "report", "proto", NULL);
 	if (!pq || client_get(c, pq, 0, 200, f))
 		return -1;
-	const struct prof *p = synth_prof(s, i, k);
 	if (pd_gunzip(c->body.data, c->body.len, MAX_FILE_BYTES, &raw, &len, &err) ||
-	    len != p->raw_len || memcmp(raw, p->raw, len) != 0) {
-		fprintf(stderr, "api_bench: %s at %s: the answer is not the stored profile%s%s\n",
-		        sel, t, err.msg[0] ? ": " : "", err.msg);
+	    !same_profile(synth_prof(s, i, k), b->enc, raw, len, why, sizeof(why))) {
+		fprintf(stderr,
+		        "api_bench: %s store: %s at %s: the answer is not the stored profile: %s\n",
+		        enc_name(b->enc), sel, t, err.msg[0] ? err.msg : why);
 		free(raw);
 		return -1;
 	}
@@ -659,84 +783,104 @@ static int fetch_one(struct client *c, const struct synth *s, size_t i, size_t k
 	return 0;
 }
 
-/* Times the fetch of each (series, k) pair through the API, then in this process
- * what the server does for it: pd_tsdb_select of the exact selector over the
- * lookback window, pd_tsdb_read, and pd_gzip at level 6. */
-static int fetch_pairs(struct client *c, struct pd_tsdb *db, const struct synth *s,
-                       const size_t *is, const size_t *ks, size_t n, struct fetch_stats *st)
+/* Times the fetch of each (series, k) pair through both stores' APIs (one
+ * after the other, alternating which first), then in this process what the
+ * server does for it: pd_tsdb_select of the exact selector over the lookback
+ * window, pd_tsdb_read, and pd_gzip at level 1 (the server's). */
+static int fetch_pairs(struct bstore *st, const struct synth *s, const size_t *is, const size_t *ks,
+                       size_t n, struct fetch_stats *out)
 {
 	struct pd_err err = {0};
 	struct pd_buf q;
-	double *v = malloc(n * sizeof(*v)), *ref[3], sum = 0, bytes = 0;
+	double *v[NENC], *ref[NENC][3], sum[NENC] = {0}, bytes = 0;
 	int rc = -1;
 	pd_buf_init(&q, 0);
-	for (int r = 0; r < 3; r++)
-		ref[r] = malloc(n * sizeof(double));
-	if (!v || !ref[0] || !ref[1] || !ref[2])
-		goto out;
-	for (size_t j = 0; j < n; j++) {
-		struct fetch f;
-		if (fetch_one(c, s, is[j], ks[j], &q, &f))
+	memset(v, 0, sizeof(v));
+	memset(ref, 0, sizeof(ref));
+	for (int e = 0; e < NENC; e++) {
+		if (!(v[e] = malloc(n * sizeof(double))))
 			goto out;
-		v[j] = f.secs;
-		sum += f.secs;
+		for (int r = 0; r < 3; r++)
+			if (!(ref[e][r] = malloc(n * sizeof(double))))
+				goto out;
+	}
+	for (size_t j = 0; j < n; j++) {
+		for (int x = 0; x < NENC; x++) {
+			int e = (j & 1) ? NENC - 1 - x : x;
+			struct fetch f;
+			if (fetch_one(&st[e], s, is[j], ks[j], &q, &f))
+				goto out;
+			v[e][j] = f.secs;
+			sum[e] += f.secs;
+		}
 		bytes += (double)synth_prof(s, is[j], ks[j])->raw_len;
 	}
-	for (size_t j = 0; j < n; j++) {
-		struct pd_tsdb_label l[3];
-		struct pd_tsdb_matcher m[3];
-		struct pd_tsdb_result *res = NULL;
-		uint8_t *raw = NULL, *z = NULL;
-		size_t len = 0, zl = 0;
-		size_t nl = synth_labels(s, is[j], l);
-		int64_t t = synth_time(s, is[j], ks[j]);
-		for (size_t i = 0; i < nl; i++)
-			m[i] = (struct pd_tsdb_matcher){l[i].name, match_eq, l[i].value};
-		double a = now();
-		if (pd_tsdb_select(db, m, nl, t - PD_API_DEFAULT_LOOKBACK_MS, t, 0, &res, &err))
-			goto fail;
-		double b = now();
-		pd_tsdb_result_destroy(res);
-		if (pd_tsdb_read(db, l, nl, t, &raw, &len, &err))
-			goto fail;
-		double d = now();
-		if (pd_gzip(raw, len, 6, &z, &zl, &err))
-			goto fail;
-		double e = now();
-		ref[0][j] = b - a;
-		ref[1][j] = d - b;
-		ref[2][j] = e - d;
-		free(raw);
-		free(z);
-		continue;
-	fail:
-		fprintf(stderr, "api_bench: in-process fetch: %s\n", err.msg);
-		free(raw);
-		goto out;
+	for (size_t j = 0; j < n; j++)
+		for (int x = 0; x < NENC; x++) {
+			int e = (j & 1) ? NENC - 1 - x : x;
+			struct pd_tsdb *db = st[e].db;
+			struct pd_tsdb_label l[3];
+			struct pd_tsdb_matcher m[3];
+			struct pd_tsdb_result *res = NULL;
+			uint8_t *raw = NULL, *z = NULL;
+			size_t len = 0, zl = 0;
+			size_t nl = synth_labels(s, is[j], l);
+			int64_t t = synth_time(s, is[j], ks[j]);
+			for (size_t i = 0; i < nl; i++)
+				m[i] = (struct pd_tsdb_matcher){l[i].name, match_eq, l[i].value};
+			double a = now();
+			if (pd_tsdb_select(db, m, nl, t - PD_API_DEFAULT_LOOKBACK_MS, t, 0, &res,
+			                   &err))
+				goto fail;
+			double b = now();
+			pd_tsdb_result_destroy(res);
+			if (pd_tsdb_read(db, l, nl, t, &raw, &len, &err))
+				goto fail;
+			double d = now();
+			if (pd_gzip(raw, len, 1, &z, &zl, &err))
+				goto fail;
+			double g = now();
+			ref[e][0][j] = b - a;
+			ref[e][1][j] = d - b;
+			ref[e][2][j] = g - d;
+			free(raw);
+			free(z);
+			continue;
+		fail:
+			fprintf(stderr, "api_bench: in-process fetch (%s): %s\n",
+			        enc_name(st[e].enc), err.msg);
+			free(raw);
+			goto out;
+		}
+	for (int e = 0; e < NENC; e++) {
+		struct fetch_stats *o = &out[e];
+		o->n = n;
+		o->mean = sum[e] / (double)n;
+		o->bytes = bytes / (double)n;
+		o->p50 = quantile(v[e], n, 0.50);
+		o->p99 = quantile(v[e], n, 0.99);
+		o->max = v[e][n - 1];
+		o->sel = median(ref[e][0], n);
+		o->read = median(ref[e][1], n);
+		o->read_p99 = quantile(ref[e][1], n, 0.99);
+		o->gzip = median(ref[e][2], n);
 	}
-	st->n = n;
-	st->mean = sum / (double)n;
-	st->bytes = bytes / (double)n;
-	st->p50 = quantile(v, n, 0.50);
-	st->p99 = quantile(v, n, 0.99);
-	st->max = v[n - 1];
-	st->sel = median(ref[0], n);
-	st->read = median(ref[1], n);
-	st->gzip = median(ref[2], n);
 	rc = 0;
 out:
-	free(v);
-	for (int r = 0; r < 3; r++)
-		free(ref[r]);
+	for (int e = 0; e < NENC; e++) {
+		free(v[e]);
+		for (int r = 0; r < 3; r++)
+			free(ref[e][r]);
+	}
 	pd_buf_fini(&q);
 	return rc;
 }
 
-static void print_fetch_row(const char *what, const struct fetch_stats *st)
+static void print_fetch_row(const char *what, int enc, const struct fetch_stats *st)
 {
-	printf("%-20s %4zu %8.2f %8.2f %8.2f %8.2f %9.0f %8.0f %8.0f %8.0f\n", what, st->n,
-	       st->p50 * 1e3, st->p99 * 1e3, st->mean * 1e3, st->max * 1e3, st->bytes,
-	       st->sel * 1e6, st->read * 1e6, st->gzip * 1e6);
+	printf("%-24s %3s %4zu %7.2f %7.2f %7.2f %7.2f %9.0f %7.0f %7.0f %8.0f %7.0f\n", what,
+	       enc_name(enc), st->n, st->p50 * 1e3, st->p99 * 1e3, st->mean * 1e3, st->max * 1e3,
+	       st->bytes, st->sel * 1e6, st->read * 1e6, st->read_p99 * 1e6, st->gzip * 1e6);
 }
 
 /* First sample of series i in the head. */
@@ -748,69 +892,107 @@ static size_t head_first(const struct synth *s, size_t i, int64_t head_from)
 	return k;
 }
 
-static int section_fetch(const struct opts *o, struct client *c, struct pd_tsdb *db,
-                         const struct synth *s, const struct store_info *si)
+/* What a row of section 3 fetches: series of one kind (NULL: any) from the head
+ * or from blocks. */
+struct fetch_kind {
+	const char *what;
+	const struct ptype *ty;
+	int blocks;
+	size_t n;
+	struct fetch_stats st[NENC];
+};
+
+static int section_fetch(const struct opts *o, struct bstore *st, const struct synth *s)
 {
-	size_t n = o->fetches;
+	size_t n = o->fetches, nbig = n / 5 ? n / 5 : 1;
+	int64_t head_from = st[0].si.head_from;
+	struct fetch_kind kinds[6] = {
+	    {.what = "head, all types", .ty = NULL, .blocks = 0, .n = n},
+	    {.what = "blocks, all types", .ty = NULL, .blocks = 1, .n = n},
+	    {.what = "head, heap series", .ty = find_type("heap"), .blocks = 0, .n = nbig},
+	    {.what = "blocks, heap series", .ty = find_type("heap"), .blocks = 1, .n = nbig},
+	    {.what = "head, goapp heap", .ty = &goheap, .blocks = 0, .n = nbig},
+	    {.what = "blocks, goapp heap", .ty = &goheap, .blocks = 1, .n = nbig},
+	};
+	size_t nkinds = goheap.n ? 6 : 4;
 	size_t *is = malloc(n * sizeof(*is)), *ks = malloc(n * sizeof(*ks));
-	struct fetch_stats st[4];
 	int rc = -1;
 	if (!is || !ks)
 		goto out;
-	for (int where = 0; where < 2; where++) { /* 0: head, 1: blocks */
-		for (size_t j = 0; j < n; j++) {
+	for (size_t w = 0; w < nkinds; w++) {
+		struct fetch_kind *fk = &kinds[w];
+		size_t eligible = 0;
+		for (size_t i = 0; i < s->nseries; i++) {
+			size_t h = head_first(s, i, head_from);
+			eligible += (!fk->ty || s->ty[i] == fk->ty) &&
+			            (fk->blocks ? h > 0 : h < s->samples);
+		}
+		if (!eligible) {
+			fprintf(stderr,
+			        "api_bench: no series to fetch '%s' from: more --samples or a "
+			        "shorter --block-range-min\n",
+			        fk->what);
+			goto out;
+		}
+		for (size_t j = 0; j < fk->n; j++) {
 			size_t i, h;
 			do {
 				i = rng() % s->nseries;
-				h = head_first(s, i, si->head_from);
-			} while (where == 0 ? h >= s->samples : h == 0);
+				h = head_first(s, i, head_from);
+			} while ((fk->ty && s->ty[i] != fk->ty) ||
+			         (fk->blocks ? h == 0 : h >= s->samples));
 			is[j] = i;
-			ks[j] = where == 0 ? h + rng() % (s->samples - h) : rng() % h;
+			ks[j] = fk->blocks ? rng() % h : h + rng() % (s->samples - h);
 		}
-		if (fetch_pairs(c, db, s, is, ks, n, &st[where]))
-			goto out;
-	}
-	/* the large profiles alone: heap series only */
-	size_t nheap = n / 5 ? n / 5 : 1;
-	for (int where = 0; where < 2; where++) {
-		for (size_t j = 0; j < nheap; j++) {
-			size_t i, h;
-			do {
-				i = (rng() % ((s->nseries + 99) / 100)) * 100;
-				h = head_first(s, i, si->head_from);
-			} while (where == 0 ? h >= s->samples : h == 0);
-			is[j] = i;
-			ks[j] = where == 0 ? h + rng() % (s->samples - h) : rng() % h;
-		}
-		if (fetch_pairs(c, db, s, is, ks, nheap, &st[2 + where]))
+		if (fetch_pairs(st, s, is, ks, fk->n, fk->st))
 			goto out;
 	}
 	/* the HTTP floor: a request that does nothing, on the same connection */
 	double floor[200];
 	for (size_t j = 0; j < 200; j++) {
 		struct fetch f;
-		if (client_get(c, "/-/healthy", 0, 200, &f))
+		if (client_get(&st[0].c, "/-/healthy", 0, 200, &f))
 			goto out;
 		floor[j] = f.secs;
 	}
 	printf("\n3. Single-profile fetch: /api/v1/query?query=<the series' full selector>&time=T\n"
-	       "   &report=proto, random (series, T) at a sample's exact time, each answer\n"
-	       "   checked to gunzip to the stored bytes; series of every type, then heap\n"
-	       "   series alone (40 KB raw). Same handle and connection throughout. The last\n"
-	       "   three columns are medians, in this process, of what the server does for\n"
-	       "   the same profiles: pd_tsdb_select of the selector over the 5 min lookback,\n"
-	       "   pd_tsdb_read (decompresses the profile's value group), pd_gzip at level 6.\n\n");
-	printf("%-20s %4s %8s %8s %8s %8s %9s %8s %8s %8s\n", "from", "n", "p50 ms", "p99 ms",
-	       "mean ms", "max ms", "stored B", "sel us", "read us", "gzip us");
-	print_rule(99);
-	print_fetch_row("head, all types", &st[0]);
-	print_fetch_row("blocks, all types", &st[1]);
-	print_fetch_row("head, heap series", &st[2]);
-	print_fetch_row("blocks, heap series", &st[3]);
-	print_rule(99);
+	       "   &report=proto, random (series, T) at a sample's exact time, the same pairs\n"
+	       "   from both stores (each pair from one and then the other, alternating which\n"
+	       "   first), each answer checked to be the appended profile (v1: the same\n"
+	       "   bytes; v2: the same profile, pd_pprof_compare, as v2 rebuilds the string\n"
+	       "   table); series of every type, then heap series alone (40 KB raw)%s.\n"
+	       "   Each store has its own server and connection. p50..max: through HTTP.\n"
+	       "   The last four columns are in this process, for the same profiles, what\n"
+	       "   the server does: pd_tsdb_select of the selector over the 5 min lookback\n"
+	       "   (median), pd_tsdb_read (median and p99; v1 decompresses the profile's\n"
+	       "   group, v2 the chunk's tables and the profile's group and decodes the\n"
+	       "   records up to it), pd_gzip at level 1 (the server's; median).\n\n",
+	       goheap.n ? ", and\n   heap series of the second corpus (goapp heap)" : "");
+	printf("%-24s %3s %4s %7s %7s %7s %7s %9s %7s %7s %8s %7s\n", "from", "enc", "n", "p50 ms",
+	       "p99 ms", "mean ms", "max ms", "stored B", "sel us", "read us", "read p99",
+	       "gzip us");
+	print_rule(107);
+	for (size_t w = 0; w < nkinds; w++)
+		for (int e = 0; e < NENC; e++)
+			print_fetch_row(kinds[w].what, st[e].enc, &kinds[w].st[e]);
+	print_rule(107);
 	printf("HTTP floor: GET /-/healthy on the same connection, p50 %.3f ms, p99 %.3f ms (200 "
 	       "requests)\n",
 	       quantile(floor, 200, 0.5) * 1e3, quantile(floor, 200, 0.99) * 1e3);
+	printf("\naim: one profile read from a persisted block through the API (report=proto,\n"
+	       "     the HTTP figures above), p99 <= %.0f ms\n\n",
+	       AIM_FETCH_P99_MS);
+	printf("%-24s %10s %10s %10s %10s\n", "from", "v2 p99 ms", "meets", "v1 p99 ms", "meets");
+	print_rule(68);
+	for (size_t w = 0; w < nkinds; w++) {
+		const struct fetch_kind *fk = &kinds[w];
+		if (!fk->blocks)
+			continue;
+		printf("%-24s %10.2f %10s %10.2f %10s\n", fk->what, fk->st[0].p99 * 1e3,
+		       yes_no(fk->st[0].p99 * 1e3 <= AIM_FETCH_P99_MS), fk->st[1].p99 * 1e3,
+		       yes_no(fk->st[1].p99 * 1e3 <= AIM_FETCH_P99_MS));
+	}
+	print_rule(68);
 	rc = 0;
 out:
 	free(is);
@@ -924,25 +1106,61 @@ static int tops_agree(const struct pd_pprof_profile *a, const struct pd_pprof_pr
 	return 0;
 }
 
+/* One breakdown run's step times, seconds: the server's merge with library calls. */
+struct steps {
+	double sel;      /* pd_tsdb_select of the series */
+	double store;    /* pd_tsdb_merge, less the time its callback spent in add */
+	double add;      /* pd_pprof_merger_add of each profile pd_tsdb_merge gives */
+	double finish;   /* pd_pprof_merger_finish */
+	double encode;   /* pd_pprof_encode with gzip */
+	double pieces;   /* profiles pd_tsdb_merge gave */
+	double onebyone; /* the reference: pd_tsdb_read + decode + add of each profile */
+};
+
 struct merge_case {
 	size_t series, n; /* series index, profiles merged (its first n) */
 	size_t head;      /* of which in the head */
-	double profd_s, go_s, pprof_s, pprof_cpu;
-	size_t out_bytes;
-	int agree;
-	char why[PD_ERR_MSG_MAX + 256];
-	size_t types, rows;
-	/* the same merge with library calls in this process (medians) */
-	double sel_s, read_s, decode_s, add_s, finish_s, encode_s;
+	double go_s, pprof_s, pprof_cpu;
+	struct {
+		double profd_s;
+		size_t out_bytes;
+		int agree;
+		char why[PD_ERR_MSG_MAX + 256];
+		size_t types, rows;
+		struct steps st; /* medians */
+	} e[NENC];
 };
 
-/* One breakdown run's step times, seconds. */
-struct steps {
-	double sel, read, decode, add, finish, encode;
+struct bd_ctx {
+	struct pd_pprof_merger *mg;
+	double add;
+	size_t pieces, count;
 };
 
-/* The merge of case m with library calls, each step timed: what the server does
- * for mode=merge&report=proto, without HTTP. */
+static int bd_emit(void *ctx, struct pd_pprof_profile *p, size_t count, int64_t first_t,
+                   int64_t last_t, size_t bytes)
+{
+	struct bd_ctx *b = ctx;
+	struct pd_err err = {0};
+	(void)first_t;
+	(void)last_t;
+	(void)bytes;
+	double a = now();
+	int rc = pd_pprof_merger_add(b->mg, p, &err);
+	pd_pprof_destroy(p);
+	b->add += now() - a;
+	b->pieces++;
+	b->count += count;
+	if (rc)
+		fprintf(stderr, "api_bench: merger_add: %s\n", err.msg);
+	return rc;
+}
+
+/* The merge of case m with library calls on db, each step timed: what the server
+ * does for mode=merge&report=proto, without HTTP (pd_tsdb_select, pd_tsdb_merge
+ * whose profiles go to pd_pprof_merger_add, finish, encode with gzip); then the
+ * reference, the same profiles merged one by one (pd_tsdb_read, pd_pprof_decode,
+ * pd_pprof_merger_add of each), as the server did before pd_tsdb_merge. */
 static int merge_breakdown(struct pd_tsdb *db, const struct synth *s, const struct merge_case *m,
                            struct steps *st)
 {
@@ -951,50 +1169,39 @@ static int merge_breakdown(struct pd_tsdb *db, const struct synth *s, const stru
 	size_t nl = synth_labels(s, m->series, l);
 	struct pd_tsdb_matcher mt[3];
 	struct pd_tsdb_result *res = NULL;
-	struct pd_pprof_merger *mg = NULL;
+	struct bd_ctx bc = {0};
 	struct pd_pprof_profile *out = NULL;
 	uint8_t *enc = NULL;
 	size_t enc_len = 0;
+	int64_t t0 = synth_time(s, m->series, 0), t1 = synth_time(s, m->series, m->n - 1);
 	int rc = -1;
 	for (size_t i = 0; i < nl; i++)
 		mt[i] = (struct pd_tsdb_matcher){l[i].name, match_eq, l[i].value};
 	double a = now();
-	if (pd_tsdb_select(db, mt, nl, synth_time(s, m->series, 0),
-	                   synth_time(s, m->series, m->n - 1), 0, &res, &err))
+	if (pd_tsdb_select(db, mt, nl, t0, t1, 0, &res, &err))
 		goto out;
 	st->sel = now() - a;
 	if (res->nseries != 1 || res->series[0].nts != m->n) {
 		pd_err_set(&err, PD_EINVAL, "select found %zu series", res->nseries);
 		goto out;
 	}
-	if (pd_pprof_merger_create(&mg, &err))
+	if (pd_pprof_merger_create(&bc.mg, &err))
 		goto out;
-	st->read = st->decode = st->add = 0;
-	for (size_t k = 0; k < m->n; k++) {
-		uint8_t *raw = NULL;
-		size_t len = 0;
-		struct pd_pprof_profile *p = NULL;
-		double b0 = now();
-		if (pd_tsdb_read(db, l, nl, res->series[0].ts[k], &raw, &len, &err))
-			goto out;
-		double b1 = now();
-		int drc = pd_pprof_decode(&p, raw, len, NULL, &err);
-		free(raw);
-		if (drc)
-			goto out;
-		double b2 = now();
-		drc = pd_pprof_merger_add(mg, p, &err);
-		pd_pprof_destroy(p);
-		if (drc)
-			goto out;
-		double b3 = now();
-		st->read += b1 - b0;
-		st->decode += b2 - b1;
-		st->add += b3 - b2;
+	a = now();
+	if (pd_tsdb_merge(db, res->series[0].labels, res->series[0].nlabels, t0, t1, bd_emit, &bc,
+	                  &err))
+		goto out;
+	st->store = now() - a - bc.add;
+	st->add = bc.add;
+	st->pieces = (double)bc.pieces;
+	if (bc.count != m->n) {
+		pd_err_set(&err, PD_EINVAL, "pd_tsdb_merge gave %zu profiles, not %zu", bc.count,
+		           m->n);
+		goto out;
 	}
 	a = now();
-	rc = pd_pprof_merger_finish(mg, &out, &err);
-	mg = NULL;
+	rc = pd_pprof_merger_finish(bc.mg, &out, &err);
+	bc.mg = NULL;
 	if (rc)
 		goto out;
 	rc = -1;
@@ -1003,68 +1210,42 @@ static int merge_breakdown(struct pd_tsdb *db, const struct synth *s, const stru
 	if (pd_pprof_encode(out, 1, &enc, &enc_len, &err))
 		goto out;
 	st->encode = now() - a;
+
+	/* the reference: one profile at a time */
+	if (pd_pprof_merger_create(&bc.mg, &err))
+		goto out;
+	a = now();
+	for (size_t k = 0; k < m->n; k++) {
+		uint8_t *raw = NULL;
+		size_t len = 0;
+		struct pd_pprof_profile *p = NULL;
+		if (pd_tsdb_read(db, l, nl, res->series[0].ts[k], &raw, &len, &err))
+			goto out;
+		int drc = pd_pprof_decode(&p, raw, len, NULL, &err);
+		free(raw);
+		if (drc)
+			goto out;
+		drc = pd_pprof_merger_add(bc.mg, p, &err);
+		pd_pprof_destroy(p);
+		if (drc)
+			goto out;
+	}
+	st->onebyone = now() - a;
 	rc = 0;
 out:
 	if (rc)
 		fprintf(stderr, "api_bench: merge breakdown: %s\n", err.msg);
-	pd_pprof_merger_destroy(mg);
+	pd_pprof_merger_destroy(bc.mg);
 	pd_pprof_destroy(out);
 	free(enc);
 	pd_tsdb_result_destroy(res);
 	return rc;
 }
 
-/* What reading every profile of a chunk one by one costs against reading each
- * value group once: a chunk of series i's first PD_TSDB_DEFAULT_CHUNK_SAMPLES
- * profiles, as the store builds it (default group and level), sealed; then
- * pd_chunkenc_values_read of every profile (each decompresses its group, as
- * pd_tsdb_read does) and of the first profile of each group only. Best of 3;
- * seconds per profile of the chunk. */
-static int group_reread(const struct synth *s, size_t i, double *each, double *once)
-{
-	struct pd_err err = {0};
-	const size_t n = PD_TSDB_DEFAULT_CHUNK_SAMPLES, g = PD_CHUNKENC_DEFAULT_GROUP;
-	struct pd_chunkenc_values *v = pd_chunkenc_values_create(0, 0);
-	uint8_t *chunk = NULL;
-	size_t len = 0;
-	int rc = -1;
-	if (!v)
-		return -1;
-	for (size_t k = 0; k < n; k++)
-		if (pd_chunkenc_values_append(v, synth_prof(s, i, k)->raw,
-		                              synth_prof(s, i, k)->raw_len, &err))
-			goto out;
-	if (pd_chunkenc_values_seal(v, &chunk, &len, &err))
-		goto out;
-	*each = *once = 1e30;
-	for (int r = 0; r < 3; r++)
-		for (size_t step = 1; step <= g; step += g - 1) {
-			double a = now();
-			for (size_t k = 0; k < n; k += step) {
-				uint8_t *p = NULL;
-				size_t pl = 0;
-				if (pd_chunkenc_values_read(chunk, len, k, MAX_FILE_BYTES, &p, &pl,
-				                            &err))
-					goto out;
-				free(p);
-			}
-			double d = (now() - a) / (double)n;
-			double *best = step == 1 ? each : once;
-			if (d < *best)
-				*best = d;
-		}
-	rc = 0;
-out:
-	if (rc)
-		fprintf(stderr, "api_bench: value chunk: %s\n", err.msg);
-	free(chunk);
-	pd_chunkenc_values_destroy(v);
-	return rc;
-}
-
-/* Dumps the first n profiles of series i through the API as dir/<k>.pb.gz (the
- * files go tool pprof reads); names into files[k] (malloc'd). */
-static int dump_series(struct client *c, const struct synth *s, size_t i, size_t n, const char *dir,
+/* Dumps the first n profiles of series i through store b's API as
+ * dir/<k>.pb.gz (the files go tool pprof reads); names into files[k]
+ * (malloc'd). */
+static int dump_series(struct bstore *b, const struct synth *s, size_t i, size_t n, const char *dir,
                        char **files)
 {
 	struct pd_buf q;
@@ -1073,16 +1254,16 @@ static int dump_series(struct client *c, const struct synth *s, size_t i, size_t
 	for (size_t k = 0; k < n; k++) {
 		struct fetch f;
 		char path[PATH_MAX + 32];
-		if (fetch_one(c, s, i, k, &q, &f))
+		if (fetch_one(b, s, i, k, &q, &f))
 			goto out;
-		/* the body was checked against the stored bytes: write it as served */
+		/* the body was checked against the stored profile: write it as served */
 		snprintf(path, sizeof(path), "%s/%04zu.pb.gz", dir, k);
 		FILE *fp = fopen(path, "wb");
 		if (!fp) {
 			fprintf(stderr, "api_bench: %s: %s\n", path, strerror(errno));
 			goto out;
 		}
-		if (fwrite(c->body.data, 1, c->body.len, fp) != c->body.len) {
+		if (fwrite(b->c.body.data, 1, b->c.body.len, fp) != b->c.body.len) {
 			fclose(fp);
 			goto out;
 		}
@@ -1099,72 +1280,92 @@ out:
 	return rc;
 }
 
-static int run_merge_case(const struct opts *o, struct client *c, struct pd_tsdb *db,
-                          const struct synth *s, const struct store_info *si, char **files,
-                          const char *work, const char *gotool, struct merge_case *m)
+static double step_median(struct steps *v, size_t n, size_t off)
+{
+	double x[64];
+	for (size_t i = 0; i < n; i++)
+		x[i] = *(const double *)((const char *)&v[i] + off);
+	return median(x, n);
+}
+
+static int run_merge_case(const struct opts *o, struct bstore *st, const struct synth *s,
+                          char **files, const char *work, const char *gotool, struct merge_case *m)
 {
 	struct pd_err err = {0};
 	struct pd_buf q;
 	char sel[160], t0[32], t1[32], maxp[32], out_path[PATH_MAX], err_path[PATH_MAX];
-	double v[64];
-	struct pd_pprof_profile *mine = NULL, *theirs = NULL;
+	struct pd_pprof_profile *mine[NENC] = {NULL}, *theirs = NULL;
 	char **argv_go = NULL, **argv_pprof = NULL;
 	int rc = -1;
 	pd_buf_init(&q, 0);
 	m->head = 0;
 	for (size_t k = 0; k < m->n; k++)
-		m->head += synth_time(s, m->series, k) >= si->head_from;
+		m->head += synth_time(s, m->series, k) >= st[0].si.head_from;
 	synth_selector(s, m->series, sel, sizeof(sel));
 	api_time(synth_time(s, m->series, 0), t0, sizeof(t0));
 	api_time(synth_time(s, m->series, m->n - 1), t1, sizeof(t1));
 	snprintf(maxp, sizeof(maxp), "%zu", m->n);
 
-	/* check the merge takes exactly n profiles (report=meta says how many) */
-	const char *pq = build_query(c, &q, "/api/v1/query", "query", sel, "mode", "merge", "start",
-	                             t0, "end", t1, "max_profiles", maxp, NULL);
-	struct fetch f;
-	if (!pq || client_get(c, pq, 0, 200, &f))
-		goto out;
+	/* check that each merge takes exactly n profiles (report=meta says how many) */
 	char want[64];
 	snprintf(want, sizeof(want), "\"profileCount\":%zu,", m->n);
-	if (!find_bytes(c->body.data, c->body.len, want) ||
-	    find_bytes(c->body.data, c->body.len, "\"warnings\"")) {
-		fprintf(stderr, "api_bench: the merge of %s did not take %zu profiles: %.*s\n", sel,
-		        m->n, (int)(c->body.len < 600 ? c->body.len : 600),
-		        (const char *)c->body.data);
-		goto out;
-	}
-
-	pq = build_query(c, &q, "/api/v1/query", "query", sel, "mode", "merge", "start", t0, "end",
-	                 t1, "max_profiles", maxp, "report", "proto", NULL);
-	if (!pq || client_get(c, pq, 0, 200, &f)) /* warm-up */
-		goto out;
-	/* each HTTP run followed by the same merge with library calls, so that both
-	 * meet the same load */
-	double bd[6][64];
-	for (int r = 0; r < o->runs; r++) {
-		struct steps st = {0};
-		if (client_get(c, pq, 0, 200, &f) || merge_breakdown(db, s, m, &st))
+	struct fetch f;
+	for (int e = 0; e < NENC; e++) {
+		struct client *c = &st[e].c;
+		const char *pq = build_query(c, &q, "/api/v1/query", "query", sel, "mode", "merge",
+		                             "start", t0, "end", t1, "max_profiles", maxp, NULL);
+		if (!pq || client_get(c, pq, 0, 200, &f))
 			goto out;
-		v[r] = f.secs;
-		bd[0][r] = st.sel;
-		bd[1][r] = st.read;
-		bd[2][r] = st.decode;
-		bd[3][r] = st.add;
-		bd[4][r] = st.finish;
-		bd[5][r] = st.encode;
+		if (!find_bytes(c->body.data, c->body.len, want) ||
+		    find_bytes(c->body.data, c->body.len, "\"warnings\"")) {
+			fprintf(stderr,
+			        "api_bench: %s store: the merge of %s did not take %zu "
+			        "profiles: %.*s\n",
+			        enc_name(st[e].enc), sel, m->n,
+			        (int)(c->body.len < 600 ? c->body.len : 600),
+			        (const char *)c->body.data);
+			goto out;
+		}
 	}
-	m->sel_s = median(bd[0], (size_t)o->runs);
-	m->read_s = median(bd[1], (size_t)o->runs);
-	m->decode_s = median(bd[2], (size_t)o->runs);
-	m->add_s = median(bd[3], (size_t)o->runs);
-	m->finish_s = median(bd[4], (size_t)o->runs);
-	m->encode_s = median(bd[5], (size_t)o->runs);
-	m->profd_s = median(v, (size_t)o->runs);
-	m->out_bytes = c->body.len;
-	if (pd_pprof_decode(&mine, c->body.data, c->body.len, NULL, &err)) {
-		fprintf(stderr, "api_bench: profd's merge does not decode: %s\n", err.msg);
+	const char *pq =
+	    build_query(&st[0].c, &q, "/api/v1/query", "query", sel, "mode", "merge", "start", t0,
+	                "end", t1, "max_profiles", maxp, "report", "proto", NULL);
+	if (!pq)
 		goto out;
+	for (int e = 0; e < NENC; e++)
+		if (client_get(&st[e].c, pq, 0, 200, &f)) /* warm-up */
+			goto out;
+	/* each HTTP run followed by the same merge with library calls, the stores
+	 * alternating which goes first, so that all meet the same load */
+	double v[NENC][64];
+	struct steps bd[NENC][64];
+	for (int r = 0; r < o->runs; r++)
+		for (int x = 0; x < NENC; x++) {
+			int e = (r & 1) ? NENC - 1 - x : x;
+			if (client_get(&st[e].c, pq, 0, 200, &f) ||
+			    merge_breakdown(st[e].db, s, m, &bd[e][r]))
+				goto out;
+			v[e][r] = f.secs;
+		}
+	for (int e = 0; e < NENC; e++) {
+		struct steps *md = &m->e[e].st;
+		size_t n = (size_t)o->runs;
+		md->sel = step_median(bd[e], n, offsetof(struct steps, sel));
+		md->store = step_median(bd[e], n, offsetof(struct steps, store));
+		md->add = step_median(bd[e], n, offsetof(struct steps, add));
+		md->finish = step_median(bd[e], n, offsetof(struct steps, finish));
+		md->encode = step_median(bd[e], n, offsetof(struct steps, encode));
+		md->pieces = step_median(bd[e], n, offsetof(struct steps, pieces));
+		md->onebyone = step_median(bd[e], n, offsetof(struct steps, onebyone));
+		m->e[e].profd_s = median(v[e], n);
+		/* the last answer of this store's client is its merge */
+		struct client *c = &st[e].c;
+		m->e[e].out_bytes = c->body.len;
+		if (pd_pprof_decode(&mine[e], c->body.data, c->body.len, NULL, &err)) {
+			fprintf(stderr, "api_bench: profd's merge (%s) does not decode: %s\n",
+			        enc_name(st[e].enc), err.msg);
+			goto out;
+		}
 	}
 
 	/* go tool pprof -proto F... > out, and the pprof binary directly */
@@ -1194,11 +1395,15 @@ static int run_merge_case(const struct opts *o, struct client *c, struct pd_tsdb
 		fprintf(stderr, "api_bench: go's merge: %s\n", err.msg);
 		goto out;
 	}
-	m->why[0] = 0;
-	m->agree = tops_agree(mine, theirs, &m->types, &m->rows, m->why, sizeof(m->why)) == 0;
+	for (int e = 0; e < NENC; e++) {
+		m->e[e].why[0] = 0;
+		m->e[e].agree = tops_agree(mine[e], theirs, &m->e[e].types, &m->e[e].rows,
+		                           m->e[e].why, sizeof(m->e[e].why)) == 0;
+	}
 	rc = 0;
 out:
-	pd_pprof_destroy(mine);
+	for (int e = 0; e < NENC; e++)
+		pd_pprof_destroy(mine[e]);
 	pd_pprof_destroy(theirs);
 	free(argv_go);
 	free(argv_pprof);
@@ -1225,14 +1430,20 @@ static int find_pprof(const char *go, char *out, size_t size)
 	return access(out, X_OK);
 }
 
-static int section_merge(const struct opts *o, struct client *c, struct pd_tsdb *db,
-                         const struct synth *s, const struct store_info *si, const char *work)
+/* "merge N heap" and the like: the case's name in the tables. */
+static void case_name(const struct synth *s, const struct merge_case *m, char *out, size_t size)
+{
+	snprintf(out, size, "merge %zu %s", m->n, s->ty[m->series]->show);
+}
+
+static int section_merge(const struct opts *o, struct bstore *st, const struct synth *s,
+                         const char *work)
 {
 	char gotool[PATH_MAX], path[PATH_MAX], out_path[PATH_MAX], err_path[PATH_MAX];
-	struct merge_case cases[4];
+	struct merge_case cases[6];
 	size_t ncases = 0, nmax = s->samples < 1000 ? s->samples : 1000;
 	size_t nsmall = nmax < 100 ? nmax : 100;
-	char **files[2] = {NULL, NULL};
+	char **files[3] = {NULL, NULL, NULL};
 	double start_go[64], start_pprof[64];
 	int rc = -1;
 	if (find_pprof(o->go, gotool, sizeof(gotool))) {
@@ -1247,33 +1458,39 @@ static int section_merge(const struct opts *o, struct client *c, struct pd_tsdb 
 	setenv("PPROF_BINARY_PATH", path, 1);
 	setenv("PPROF_TMPDIR", work, 1);
 
-	/* one heap series and one cpu series, their first nmax profiles */
-	size_t cpu = SIZE_MAX;
-	for (size_t i = 0; i < s->nseries && cpu == SIZE_MAX; i++)
-		if (strcmp(s->ty[i]->name, "cpu") == 0)
-			cpu = i;
-	size_t pick[2] = {0, cpu};
+	/* one heap series, one heap series of the second corpus, one cpu series:
+	 * their first nmax profiles, dumped from the v1 store (the bytes appended) */
+	size_t pick[3] = {SIZE_MAX, SIZE_MAX, SIZE_MAX};
+	for (size_t i = 0; i < s->nseries; i++) {
+		int w = s->ty[i] == &goheap                  ? 1
+		        : s->ty[i] == find_type("heap")      ? 0
+		        : strcmp(s->ty[i]->name, "cpu") == 0 ? 2
+		                                             : -1;
+		if (w >= 0 && pick[w] == SIZE_MAX)
+			pick[w] = i;
+	}
 	double dump_s = 0;
-	for (int w = 0; w < 2; w++) {
+	size_t dumped = 0;
+	for (int w = 0; w < 3; w++) {
 		if (pick[w] == SIZE_MAX)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", work, s->ty[pick[w]]->name);
+		snprintf(path, sizeof(path), "%s/files-%d", work, w);
 		if (mkdir(path, 0755) || !(files[w] = calloc(nmax, sizeof(char *))))
 			goto out;
 		double a = now();
-		if (dump_series(c, s, pick[w], nmax, path, files[w]))
+		if (dump_series(&st[1], s, pick[w], nmax, path, files[w]))
 			goto out;
 		dump_s += now() - a;
+		dumped += nmax;
 		cases[ncases++] = (struct merge_case){.series = pick[w], .n = nsmall};
 		if (nmax != nsmall)
 			cases[ncases++] = (struct merge_case){.series = pick[w], .n = nmax};
 	}
 	/* go tool pprof's start-up: the same command on one small file */
 	{
-		char *a_go[] = {
-		    (char *)o->go, "tool", "pprof", "-proto", files[1] ? files[1][0] : files[0][0],
-		    NULL};
-		char *a_pp[] = {gotool, "-proto", a_go[4], NULL};
+		char *one = files[2] ? files[2][0] : files[0][0];
+		char *a_go[] = {(char *)o->go, "tool", "pprof", "-proto", one, NULL};
+		char *a_pp[] = {gotool, "-proto", one, NULL};
 		double d;
 		snprintf(out_path, sizeof(out_path), "%s/one.pb.gz", work);
 		snprintf(err_path, sizeof(err_path), "%s/one.err", work);
@@ -1285,89 +1502,122 @@ static int section_merge(const struct opts *o, struct client *c, struct pd_tsdb 
 			    run_process(a_pp, out_path, err_path, &start_pprof[r], NULL))
 				goto out;
 	}
-	for (size_t j = 0; j < ncases; j++)
-		if (run_merge_case(o, c, db, s, si, files[cases[j].series == 0 ? 0 : 1], work,
-		                   gotool, &cases[j]))
+	for (size_t j = 0; j < ncases; j++) {
+		int w = cases[j].series == pick[0] ? 0 : cases[j].series == pick[1] ? 1 : 2;
+		if (run_merge_case(o, st, s, files[w], work, gotool, &cases[j]))
 			goto out;
+	}
 
 	printf(
 	    "\n4. Merge of the first N profiles of one series: profd = /api/v1/query?mode=merge\n"
-	    "   &start&end&max_profiles=N&report=proto (median of %d after a warm-up);\n"
-	    "   go tool = `go tool pprof -proto F1..FN > out` as a whole process, on the\n"
-	    "   same profiles dumped through the API as .pb.gz files (median of %d after a\n"
-	    "   warm-up); pprof = the same with $(go env GOTOOLDIR)/pprof, without the go\n"
-	    "   command's start-up. ratio = their time / profd's. pprof CPU = its user +\n"
-	    "   system time / its wall time (about 100%%: one core's worth, as profd's merge\n"
-	    "   on the request's thread). head = profiles from the head, the rest from\n"
-	    "   blocks. out KB = profd's merged .pb.gz. agree = pd_pprof_top of profd's\n"
-	    "   merged proto and of go's output equal row for row (name, flat, cum,\n"
-	    "   inline) for every sample type.\n\n",
+	    "   &start&end&max_profiles=N&report=proto (median of %d after a warm-up), on\n"
+	    "   the v2 store and on the v1 store (runs alternating between them); the\n"
+	    "   server merges each series through pd_tsdb_merge: a v2 chunk's profiles\n"
+	    "   added up by stack id once per chunk, a v1 chunk's profiles decoded one by\n"
+	    "   one. go tool = `go tool pprof -proto F1..FN > out` as a whole process, on\n"
+	    "   the same profiles dumped through the v1 store's API as .pb.gz files (the\n"
+	    "   bytes appended; median of %d after a warm-up); pprof = the same with\n"
+	    "   $(go env GOTOOLDIR)/pprof, without the go command's start-up. go/v2 etc. =\n"
+	    "   go's time / profd's. pprof CPU = its user + system time / its wall time\n"
+	    "   (100%%: one core's worth, as profd's merge on the request's thread; more:\n"
+	    "   its other threads, Go's garbage collector, used a second core).\n"
+	    "   head = profiles from the head, the rest from blocks. out KB = v2's merged\n"
+	    "   .pb.gz. top tables = pd_pprof_top of each store's merged proto against go's\n"
+	    "   output, row for row (name, flat, cum, inline) for every sample type.\n\n",
 	    o->runs, o->go_runs);
-	printf("%-16s %4s %9s %10s %7s %9s %7s %9s %7s  %s\n", "case", "head", "profd ms",
-	       "go tool ms", "ratio", "pprof ms", "ratio", "pprof CPU", "out KB", "top tables");
-	print_rule(114);
+	printf("%-22s %4s %8s %8s %6s %10s %6s %6s %9s %7s %6s %6s  %s\n", "case", "head", "v2 ms",
+	       "v1 ms", "v1/v2", "go tool ms", "go/v2", "go/v1", "pprof ms", "pp/v2", "pp CPU",
+	       "out KB", "top tables (v2, v1 vs go)");
+	print_rule(140);
 	for (size_t j = 0; j < ncases; j++) {
 		const struct merge_case *m = &cases[j];
-		char name[40], agree[80];
-		snprintf(name, sizeof(name), "merge %zu %s", m->n, s->ty[m->series]->name);
-		if (m->agree)
-			snprintf(agree, sizeof(agree), "agree (%zu types, %zu rows)", m->types,
-			         m->rows);
+		char name[48], agree[96];
+		case_name(s, m, name, sizeof(name));
+		if (m->e[0].agree && m->e[1].agree)
+			snprintf(agree, sizeof(agree), "both agree (%zu types, %zu rows)",
+			         m->e[0].types, m->e[0].rows);
 		else
-			snprintf(agree, sizeof(agree), "DIFFER");
-		printf("%-16s %4zu %9.1f %10.1f %6.1fx %9.1f %6.1fx %8.0f%% %7.1f  %s\n", name,
-		       m->head, m->profd_s * 1e3, m->go_s * 1e3, m->go_s / m->profd_s,
-		       m->pprof_s * 1e3, m->pprof_s / m->profd_s, 100 * m->pprof_cpu / m->pprof_s,
-		       (double)m->out_bytes / 1024, agree);
+			snprintf(agree, sizeof(agree), "v2 %s, v1 %s",
+			         m->e[0].agree ? "agrees" : "DIFFERS",
+			         m->e[1].agree ? "agrees" : "DIFFERS");
+		double p2 = m->e[0].profd_s, p1 = m->e[1].profd_s;
+		printf("%-22s %4zu %8.1f %8.1f %5.1fx %10.1f %5.1fx %5.1fx %9.1f %6.1fx %5.0f%% "
+		       "%6.1f  %s\n",
+		       name, m->head, p2 * 1e3, p1 * 1e3, p1 / p2, m->go_s * 1e3, m->go_s / p2,
+		       m->go_s / p1, m->pprof_s * 1e3, m->pprof_s / p2,
+		       100 * m->pprof_cpu / m->pprof_s, (double)m->e[0].out_bytes / 1024, agree);
 	}
-	print_rule(114);
-	printf(
-	    "go tool pprof start-up (`-proto` of one cpu file): go tool %.1f ms, pprof %.1f ms;\n"
-	    "dumping the %zu + %zu files through the API took %.1f s\n",
-	    median(start_go, (size_t)o->runs) * 1e3, median(start_pprof, (size_t)o->runs) * 1e3,
-	    nmax, files[1] ? nmax : 0, dump_s);
+	print_rule(140);
+	printf("go tool pprof start-up (`-proto` of one %s file): go tool %.1f ms, pprof %.1f ms;\n"
+	       "dumping the %zu files through the API took %.1f s\n",
+	       files[2] ? "cpu" : "heap", median(start_go, (size_t)o->runs) * 1e3,
+	       median(start_pprof, (size_t)o->runs) * 1e3, dumped, dump_s);
 	for (size_t j = 0; j < ncases; j++)
-		if (!cases[j].agree)
-			printf("DIFFER: merge %zu %s: %s\n", cases[j].n,
-			       s->ty[cases[j].series]->name, cases[j].why);
+		for (int e = 0; e < NENC; e++)
+			if (!cases[j].e[e].agree) {
+				char name[48];
+				case_name(s, &cases[j], name, sizeof(name));
+				printf("DIFFER: %s, %s store: %s\n", name, enc_name(st[e].enc),
+				       cases[j].e[e].why);
+			}
+
+	printf("\naims: a merge through the API at least %.0fx faster than `go tool pprof -proto`\n"
+	       "      for 1,000 heap profiles, at least %.0fx for 100 (ratio = go tool ms /\n"
+	       "      profd ms, from the table above; pp = the stricter ratio against the\n"
+	       "      pprof binary run directly, for the v2 store)\n\n",
+	       AIM_MERGE_1000, AIM_MERGE_100);
+	printf("%-22s %5s %10s %7s %10s %7s %8s\n", "case", "aim", "v2 ratio", "meets", "v1 ratio",
+	       "meets", "pp/v2");
+	print_rule(75);
+	for (size_t j = 0; j < ncases; j++) {
+		const struct merge_case *m = &cases[j];
+		if (strcmp(s->ty[m->series]->name, "heap") != 0 || (m->n != 1000 && m->n != 100))
+			continue;
+		char name[48];
+		double aim = m->n == 1000 ? AIM_MERGE_1000 : AIM_MERGE_100;
+		double r2 = m->go_s / m->e[0].profd_s, r1 = m->go_s / m->e[1].profd_s;
+		case_name(s, m, name, sizeof(name));
+		printf("%-22s %4.0fx %9.1fx %7s %9.1fx %7s %7.1fx\n", name, aim, r2,
+		       yes_no(r2 >= aim), r1, yes_no(r1 >= aim), m->pprof_s / m->e[0].profd_s);
+	}
+	print_rule(75);
 
 	printf("\n   The same merges with library calls in this process, each run right after\n"
-	       "   an HTTP run, medians of each step's total (what the server does without\n"
-	       "   HTTP): select = pd_tsdb_select of the series; read = pd_tsdb_read of\n"
-	       "   each profile (decompresses its value group); decode = pd_pprof_decode;\n"
-	       "   add = pd_pprof_merger_add; finish = pd_pprof_merger_finish; encode =\n"
-	       "   pd_pprof_encode with gzip.\n\n");
-	printf("%-18s %9s %9s %9s %9s %9s %9s %9s %11s\n", "case", "select ms", "read ms",
-	       "decode ms", "add ms", "finish ms", "encode ms", "sum ms", "HTTP - sum");
-	print_rule(100);
-	for (size_t j = 0; j < ncases; j++) {
-		const struct merge_case *m = &cases[j];
-		char name[40];
-		double sum =
-		    m->sel_s + m->read_s + m->decode_s + m->add_s + m->finish_s + m->encode_s;
-		snprintf(name, sizeof(name), "merge %zu %s", m->n, s->ty[m->series]->name);
-		printf("%-18s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %10.1f\n", name,
-		       m->sel_s * 1e3, m->read_s * 1e3, m->decode_s * 1e3, m->add_s * 1e3,
-		       m->finish_s * 1e3, m->encode_s * 1e3, sum * 1e3, (m->profd_s - sum) * 1e3);
-	}
-	print_rule(100);
-	for (int w = 0; w < 2; w++) {
-		double each, once;
-		if (pick[w] == SIZE_MAX || group_reread(s, pick[w], &each, &once))
-			continue;
-		printf(
-		    "%s: pd_chunkenc_values_read of all %d profiles of a sealed chunk, one by one: "
-		    "%.0f us a profile;\n  of one profile per group of %d (each group once): "
-		    "%.0f us a profile of the chunk (%.1fx less)\n",
-		    s->ty[pick[w]]->name, PD_TSDB_DEFAULT_CHUNK_SAMPLES, each * 1e6,
-		    PD_CHUNKENC_DEFAULT_GROUP, once * 1e6, each / once);
-	}
+	       "   an HTTP run on the same store, medians of each step: select =\n"
+	       "   pd_tsdb_select of the series; store = pd_tsdb_merge (reading and\n"
+	       "   decompressing chunks, decoding, adding up by stack id), less add =\n"
+	       "   pd_pprof_merger_add of the profiles it gives (pieces: one per v2 chunk,\n"
+	       "   one per profile for v1); finish = pd_pprof_merger_finish; encode =\n"
+	       "   pd_pprof_encode with gzip. 1-by-1 = the reference: the same profiles read\n"
+	       "   with pd_tsdb_read, decoded and added one at a time (what a merge costs\n"
+	       "   without pd_tsdb_merge); x = 1-by-1 / (store + add).\n\n");
+	printf("%-22s %3s %7s %8s %8s %7s %7s %8s %11s %7s %9s %6s\n", "case", "enc", "select",
+	       "store", "add", "finish", "encode", "sum ms", "HTTP - sum", "pieces", "1-by-1 ms",
+	       "x");
+	print_rule(112);
+	for (size_t j = 0; j < ncases; j++)
+		for (int e = 0; e < NENC; e++) {
+			const struct merge_case *m = &cases[j];
+			const struct steps *t = &m->e[e].st;
+			char name[48];
+			double sum = t->sel + t->store + t->add + t->finish + t->encode;
+			case_name(s, m, name, sizeof(name));
+			printf("%-22s %3s %7.1f %8.1f %8.1f %7.1f %7.1f %8.1f %11.1f %7.0f %9.1f "
+			       "%5.1fx\n",
+			       name, enc_name(st[e].enc), t->sel * 1e3, t->store * 1e3,
+			       t->add * 1e3, t->finish * 1e3, t->encode * 1e3, sum * 1e3,
+			       (m->e[e].profd_s - sum) * 1e3, t->pieces, t->onebyone * 1e3,
+			       t->onebyone / (t->store + t->add));
+		}
+	print_rule(112);
+	printf("(all in ms; `store` and `add` split one pd_tsdb_merge call)\n");
 	rc = 0;
 	for (size_t j = 0; j < ncases; j++)
-		if (!cases[j].agree)
-			rc = 1;
+		for (int e = 0; e < NENC; e++)
+			if (!cases[j].e[e].agree)
+				rc = 1;
 out:
-	for (int w = 0; w < 2; w++) {
+	for (int w = 0; w < 3; w++) {
 		for (size_t k = 0; files[w] && k < nmax; k++)
 			free(files[w][k]);
 		free(files[w]);
@@ -1379,24 +1629,31 @@ out:
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: api_bench --corpus DIR [--dir DIR] [--go CMD] [--series N] [--samples N]\n"
-	        "                 [--fetches N] [--runs N] [--go-runs N] [--block-range-min M]\n"
-	        "  --corpus DIR        per-type folders of 1.pb.gz..48.pb.gz (default $PD_CORPUS)\n"
-	        "  --dir DIR           where the temporary store and files go (default $TMPDIR or "
-	        "/tmp)\n"
-	        "  --go CMD            the go command of the reference (default $GO or go)\n"
-	        "  --series, --samples the store (default 1000 x 1000)\n"
-	        "  --fetches N         random single fetches from the head and from blocks (500)\n"
-	        "  --runs N            timed runs of query_range and profd's merges (5)\n"
-	        "  --go-runs N         timed runs of go tool pprof per merge (3)\n"
-	        "  --block-range-min M the store's block range in minutes (60)\n");
+	fprintf(
+	    f, "usage: api_bench --corpus DIR [--corpus2 DIR] [--dir DIR] [--go CMD] [--series N]\n"
+	       "                 [--samples N] [--fetches N] [--runs N] [--go-runs N]\n"
+	       "                 [--block-range-min M]\n"
+	       "  --corpus DIR        per-type folders of 1.pb.gz..N.pb.gz (default $PD_CORPUS)\n"
+	       "  --corpus2 DIR       a second corpus of the same layout whose heap profiles\n"
+	       "                      join the stores and the merges (bench/capture.sh makes\n"
+	       "                      one; default $PD_CORPUS2)\n"
+	       "  --dir DIR           where the temporary stores and files go (default $TMPDIR\n"
+	       "                      or /tmp)\n"
+	       "  --go CMD            the go command of the reference (default $GO or go)\n"
+	       "  --series, --samples each store (default 1000 x 1000)\n"
+	       "  --fetches N         random single fetches from the head and from blocks (500)\n"
+	       "  --runs N            timed runs of query_range and profd's merges (5)\n"
+	       "  --go-runs N         timed runs of go tool pprof per merge (3)\n"
+	       "  --block-range-min M the stores' block range in minutes (60)\n");
 }
 
 int main(int argc, char **argv)
 {
 	struct opts o = {0};
 	o.corpus = getenv("PD_CORPUS");
+	o.corpus2 = getenv("PD_CORPUS2");
+	if (o.corpus2 && !*o.corpus2)
+		o.corpus2 = NULL;
 	o.dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	o.go = getenv("GO") ? getenv("GO") : "go";
 	o.series = 1000;
@@ -1417,6 +1674,8 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(a, "--corpus") == 0)
 			o.corpus = v;
+		else if (strcmp(a, "--corpus2") == 0)
+			o.corpus2 = *v ? v : NULL;
 		else if (strcmp(a, "--dir") == 0)
 			o.dir = v;
 		else if (strcmp(a, "--go") == 0)
@@ -1438,23 +1697,23 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!o.corpus || o.series == 0 || o.series > 10000 || o.samples < 2 || o.samples > 100000 ||
+	/* at least one heap and one cpu series */
+	if (!o.corpus || o.series < 3 || o.series > 10000 || o.samples < 2 || o.samples > 100000 ||
 	    o.fetches == 0 || o.runs < 1 || o.runs > 64 || o.go_runs < 1 || o.go_runs > 64 ||
 	    o.block_range_ms <= 0) {
 		usage(stderr);
 		return 2;
 	}
 	double start = now();
-	char work[PATH_MAX], store[PATH_MAX + 8];
+	char work[PATH_MAX];
 	struct pd_err err = {0};
-	struct pd_tsdb *db = NULL;
-	struct pd_api_server *srv = NULL;
-	struct client c = {0};
+	struct bstore st[NENC];
 	struct synth s = {0};
-	struct store_info si;
+	double raw_bytes = 0;
 	int rc = 1;
 	work[0] = 0;
-	if (load_corpus(o.corpus) || synth_init(&s, o.series, o.samples))
+	memset(st, 0, sizeof(st));
+	if (load_corpus(&o) || synth_init(&s, o.series, o.samples))
 		goto out;
 	snprintf(work, sizeof(work), "%s/pd-api-bench-XXXXXX", o.dir);
 	if (!mkdtemp(work)) {
@@ -1462,55 +1721,66 @@ int main(int argc, char **argv)
 		work[0] = 0;
 		goto out;
 	}
-	snprintf(store, sizeof(store), "%s/store", work);
-	struct pd_tsdb_opts to;
-	pd_tsdb_opts_init(&to);
-	to.retention_ms = -1;
-	to.block_range_ms = o.block_range_ms;
-	to.wal_sync = 1;
-	if (pd_tsdb_open(&db, store, &to, &err)) {
-		fprintf(stderr, "api_bench: open %s: %s\n", store, err.msg);
-		goto out;
+	for (int e = 0; e < NENC; e++) {
+		struct pd_tsdb_opts to;
+		st[e].enc = encodings[e];
+		snprintf(st[e].dir, sizeof(st[e].dir), "%s/store-%s", work, enc_name(st[e].enc));
+		pd_tsdb_opts_init(&to);
+		to.retention_ms = -1;
+		to.block_range_ms = o.block_range_ms;
+		to.wal_sync = 1;
+		to.value_encoding = st[e].enc;
+		if (pd_tsdb_open(&st[e].db, st[e].dir, &to, &err)) {
+			fprintf(stderr, "api_bench: open %s: %s\n", st[e].dir, err.msg);
+			goto out;
+		}
 	}
-	printf("profd api bench: corpus %s, work in %s\n", o.corpus, work);
-	if (store_fill(&o, db, &s, &si))
+	printf("profd api bench: corpus %s%s%s, work in %s\n", o.corpus, o.corpus2 ? " and " : "",
+	       o.corpus2 ? o.corpus2 : "", work);
+	fflush(stdout);
+	if (stores_fill(&o, st, &s, &raw_bytes))
 		goto out;
 
-	struct pd_api_opts ao;
-	pd_api_opts_init(&ao);
-	ao.listen_address = "127.0.0.1:0";
-	ao.db = db;
-	if (ao.max_merge_profiles < o.samples)
-		ao.max_merge_profiles = o.samples;
-	if (pd_api_start(&srv, &ao, &err)) {
-		fprintf(stderr, "api_bench: starting the server: %s\n", err.msg);
-		goto out;
-	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (client_init(&c, pd_api_port(srv))) {
-		fprintf(stderr, "api_bench: curl_easy_init failed\n");
-		goto out;
+	for (int e = 0; e < NENC; e++) {
+		struct pd_api_opts ao;
+		pd_api_opts_init(&ao);
+		ao.listen_address = "127.0.0.1:0";
+		ao.db = st[e].db;
+		if (ao.max_merge_profiles < o.samples)
+			ao.max_merge_profiles = o.samples;
+		if (pd_api_start(&st[e].srv, &ao, &err)) {
+			fprintf(stderr, "api_bench: starting the server: %s\n", err.msg);
+			goto out;
+		}
+		if (client_init(&st[e].c, pd_api_port(st[e].srv))) {
+			fprintf(stderr, "api_bench: curl_easy_init failed\n");
+			goto out;
+		}
 	}
-	printf("server: pd_api_start on %s (libmicrohttpd, a thread per connection); client:\n"
-	       "libcurl %s, one easy handle, so one kept-alive connection\n",
-	       c.base, curl_version_info(CURLVERSION_NOW)->version);
+	printf("servers: pd_api_start on %s (v2) and %s\n"
+	       "(v1) (libmicrohttpd, a thread per connection); client: libcurl %s, one\n"
+	       "easy handle per server, so one kept-alive connection each\n",
+	       st[0].c.base, st[1].c.base, curl_version_info(CURLVERSION_NOW)->version);
 	fflush(stdout);
-	if (section_range(&o, &c, db, &s))
+	if (section_range(&o, &st[0].c, st[0].db, &s))
 		goto out;
 	fflush(stdout);
-	if (section_fetch(&o, &c, db, &s, &si))
+	if (section_fetch(&o, st, &s))
 		goto out;
 	fflush(stdout);
-	int mrc = section_merge(&o, &c, db, &s, &si, work);
+	int mrc = section_merge(&o, st, &s, work);
 	if (mrc < 0)
 		goto out;
 	printf("\ntotal %.0f s\n", now() - start);
 	rc = mrc ? 1 : 0;
 out:
 	fflush(stdout);
-	client_fini(&c);
-	pd_api_stop(srv);
-	pd_tsdb_close(db);
+	for (int e = 0; e < NENC; e++) {
+		client_fini(&st[e].c);
+		pd_api_stop(st[e].srv);
+		pd_tsdb_close(st[e].db);
+	}
 	if (work[0])
 		rm_rf(work);
 	synth_fini(&s);

@@ -18,7 +18,7 @@
 #                     about 2.5 minutes and needs go; without go, the Prometheus
 #                     corpus alone); PD_CORPUS2= (empty) skips it
 #   PD_BENCH_DIR=DIR  where the temporary stores go (default: PROFD_BUILD_DIR, so
-#                     that fsync hits a real disk, not a tmpfs /tmp); about 250 MB
+#                     that fsync hits a real disk, not a tmpfs /tmp); about 350 MB
 #   PD_BENCH_READ_FACTOR, PD_BENCH_SEAL_FACTOR  the sweep's recommendation rule
 set -euo pipefail
 

@@ -1027,6 +1027,35 @@ static int synth_append(struct pd_tsdb *db, const struct synth *s, size_t k0, si
 
 /* ---- 3. listing timestamps against reading profiles ------------------------------- */
 
+/* Sections 3 and 4 compare the value encodings on the same samples: 2 (v2, the
+ * default) and 1 (v1). */
+#define LS_NENC 2
+static const int ls_encodings[LS_NENC] = {2, 1};
+#define LS_LISTS 31           /* timed listings per store, interleaved between the stores */
+#define AIM_LIST_VS_V1 1.10   /* v2's listing time <= 1.10x v1's: unaffected */
+#define AIM_APPEND_VS_V1 0.50 /* v2's append throughput >= half of v1's */
+#define HEAP_EVERY 100        /* one series in 100 is heap (section 3 and 4) */
+
+static const char *ls_enc_name(int enc)
+{
+	return enc == 1 ? "v1" : "v2";
+}
+
+/* Makes series i heap when i % every == every / 2 (the corpus's heap profiles,
+ * 40 KB raw), when the corpus has them; the instance stays, so labels stay
+ * unique. Returns how many series are heap. */
+static size_t synth_add_heap(struct synth *s, size_t every)
+{
+	const struct ptype *heap = find_type("heap");
+	size_t n = 0;
+	for (size_t i = 0; heap && i < s->nseries; i++)
+		if (i % every == every / 2) {
+			s->ty[i] = heap;
+			n++;
+		}
+	return n;
+}
+
 static int match_eq(const void *ctx, const char *value)
 {
 	return strcmp(ctx, value) == 0;
@@ -1047,65 +1076,84 @@ struct list_rates {
 	double select_ms;  /* its median time */
 	size_t timestamps; /* timestamps it returned */
 	double prof_per_s; /* pd_tsdb_read of every timestamp of whole series */
+	double read_s;
 	size_t read, read_series;
 };
 
-/* Times pd_tsdb_select of every series (median of 5), then reads every profile of
- * whole series, in an order that spreads over the types, for read_seconds. */
-static int list_and_read(struct pd_tsdb *db, const struct opts *o, size_t expect,
+/* Times pd_tsdb_select of every series in each store, LS_LISTS times, the stores
+ * alternating (which goes first alternates too), so that both meet the same
+ * load; medians. Then reads every profile of whole series, in an order that
+ * spreads over the types, series by series from one store and then the other,
+ * until both have read for read_seconds: the same series from both. */
+static int list_and_read(struct pd_tsdb **db, const struct opts *o, size_t expect,
                          struct list_rates *r)
 {
 	struct pd_err err = {0};
 	struct pd_tsdb_matcher m = {"job", match_eq, "bench"};
-	struct pd_tsdb_result *res = NULL;
-	double t[5];
-	memset(r, 0, sizeof(*r));
-	for (int i = 0; i < 5; i++) {
-		double t0 = now();
-		if (pd_tsdb_select(db, &m, 1, INT64_MIN, INT64_MAX, 0, &res, &err))
-			goto fail;
-		t[i] = now() - t0;
-		size_t n = 0;
-		for (size_t s = 0; s < res->nseries; s++)
-			n += res->series[s].nts;
-		r->timestamps = n;
-		if (i < 4) {
-			pd_tsdb_result_destroy(res);
-			res = NULL;
+	struct pd_tsdb_result *res[LS_NENC] = {NULL};
+	double t[LS_NENC][LS_LISTS];
+	int e = 0;
+	memset(r, 0, LS_NENC * sizeof(*r));
+	for (int i = 0; i < LS_LISTS; i++)
+		for (int x = 0; x < LS_NENC; x++) {
+			e = (i & 1) ? LS_NENC - 1 - x : x;
+			pd_tsdb_result_destroy(res[e]);
+			res[e] = NULL;
+			double t0 = now();
+			if (pd_tsdb_select(db[e], &m, 1, INT64_MIN, INT64_MAX, 0, &res[e], &err))
+				goto fail;
+			t[e][i] = now() - t0;
+			size_t n = 0;
+			for (size_t s = 0; s < res[e]->nseries; s++)
+				n += res[e]->series[s].nts;
+			r[e].timestamps = n;
+			if (n != expect) {
+				pd_err_set(&err, PD_EINVAL,
+				           "select returned %zu timestamps, %zu were appended", n,
+				           expect);
+				goto fail;
+			}
 		}
+	for (e = 0; e < LS_NENC; e++) {
+		qsort(t[e], LS_LISTS, sizeof(t[e][0]), double_cmp);
+		r[e].select_ms = t[e][LS_LISTS / 2] * 1e3;
+		r[e].ts_per_s = (double)r[e].timestamps / t[e][LS_LISTS / 2];
 	}
-	if (r->timestamps != expect) {
-		pd_err_set(&err, PD_EINVAL, "select returned %zu timestamps, %zu were appended",
-		           r->timestamps, expect);
+	if (res[0]->nseries != res[1]->nseries) {
+		pd_err_set(&err, PD_EINVAL, "the stores hold %zu and %zu series", res[0]->nseries,
+		           res[1]->nseries);
 		goto fail;
 	}
-	qsort(t, 5, sizeof(t[0]), double_cmp);
-	r->select_ms = t[2] * 1e3;
-	r->ts_per_s = (double)r->timestamps / t[2];
-
-	size_t ns = res->nseries, stride = 389;
+	size_t ns = res[0]->nseries, stride = 389;
 	while (gcd(stride, ns) != 1)
 		stride++;
-	double start = now(), el = 0;
-	for (size_t j = 0; j < ns && el < o->read_seconds; j++) {
-		const struct pd_tsdb_series *s = &res->series[(j * stride) % ns];
-		for (size_t k = 0; k < s->nts; k++) {
-			uint8_t *p;
-			size_t len;
-			if (pd_tsdb_read(db, s->labels, s->nlabels, s->ts[k], &p, &len, &err))
-				goto fail;
-			free(p);
+	for (size_t j = 0;
+	     j < ns && (r[0].read_s < o->read_seconds || r[1].read_s < o->read_seconds); j++)
+		for (int x = 0; x < LS_NENC; x++) {
+			e = (j & 1) ? LS_NENC - 1 - x : x;
+			const struct pd_tsdb_series *s = &res[e]->series[(j * stride) % ns];
+			double t0 = now();
+			for (size_t k = 0; k < s->nts; k++) {
+				uint8_t *p;
+				size_t len;
+				if (pd_tsdb_read(db[e], s->labels, s->nlabels, s->ts[k], &p, &len,
+				                 &err))
+					goto fail;
+				free(p);
+			}
+			r[e].read_s += now() - t0;
+			r[e].read += s->nts;
+			r[e].read_series++;
 		}
-		r->read += s->nts;
-		r->read_series++;
-		el = now() - start;
+	for (e = 0; e < LS_NENC; e++) {
+		r[e].prof_per_s = (double)r[e].read / r[e].read_s;
+		pd_tsdb_result_destroy(res[e]);
 	}
-	r->prof_per_s = (double)r->read / el;
-	pd_tsdb_result_destroy(res);
 	return 0;
 fail:
-	fprintf(stderr, "tsdb_bench: listing: %s\n", err.msg);
-	pd_tsdb_result_destroy(res);
+	fprintf(stderr, "tsdb_bench: listing (%s): %s\n", ls_enc_name(ls_encodings[e]), err.msg);
+	for (e = 0; e < LS_NENC; e++)
+		pd_tsdb_result_destroy(res[e]);
 	return -1;
 }
 
@@ -1127,85 +1175,198 @@ static const char *si(double v, char *buf, size_t size)
 	return buf;
 }
 
-static void print_list_row(const char *where, const struct list_rates *r)
+static void print_list_row(const char *where, int enc, const struct list_rates *r)
 {
 	char a[32], b[32];
-	printf("%-7s %12zu %9.1f %12s %10zu %9zu %12s %8.0fx\n", where, r->timestamps, r->select_ms,
-	       si(r->ts_per_s, a, sizeof(a)), r->read_series, r->read,
+	printf("%-7s %3s %12zu %9.1f %12s %10zu %9zu %12s %8.0fx\n", where, ls_enc_name(enc),
+	       r->timestamps, r->select_ms, si(r->ts_per_s, a, sizeof(a)), r->read_series, r->read,
 	       si(r->prof_per_s, b, sizeof(b)), r->ts_per_s / r->prof_per_s);
 }
 
 static int section_listing(const struct opts *o)
 {
 	struct pd_err err = {0};
-	struct pd_tsdb *db = NULL;
-	struct pd_tsdb_opts to;
+	struct pd_tsdb *db[LS_NENC] = {NULL};
 	struct pd_tsdb_block_info *b = NULL;
 	struct synth s = {0};
-	struct list_rates head, blocks;
-	char dir[PATH_MAX];
-	size_t nb = 0;
-	double raw = 0;
-	int rc = -1;
-	if (synth_init(&s, o->series) || make_tmpdir(o->dir, "list", dir, sizeof(dir))) {
-		synth_fini(&s);
-		return -1;
+	struct list_rates head[LS_NENC], blocks[LS_NENC];
+	char dir[LS_NENC][PATH_MAX];
+	double append_s[LS_NENC] = {0}, flush_s[LS_NENC] = {0};
+	double raw = 0, scratch = 0;
+	int rc = -1, e = 0;
+	dir[0][0] = dir[1][0] = 0;
+	if (synth_init(&s, o->series))
+		goto fail;
+	size_t nheap = synth_add_heap(&s, HEAP_EVERY);
+	for (e = 0; e < LS_NENC; e++) {
+		struct pd_tsdb_opts to;
+		if (make_tmpdir(o->dir, "list", dir[e], sizeof(dir[e])))
+			goto fail;
+		pd_tsdb_opts_init(&to);
+		to.wal_disabled = 1;
+		to.retention_ms = -1;
+		to.value_encoding = ls_encodings[e];
+		if (pd_tsdb_open(&db[e], dir[e], &to, &err))
+			goto fail;
 	}
-	pd_tsdb_opts_init(&to);
-	to.wal_disabled = 1;
-	to.retention_ms = -1;
-	if (pd_tsdb_open(&db, dir, &to, &err))
-		goto fail;
-	double t0 = now();
-	if (synth_append(db, &s, 0, o->samples, &raw, &err))
-		goto fail;
-	double append_s = now() - t0;
+	/* the same samples into both stores, round by round, the stores alternating
+	 * which goes first; each store's time is its own appends */
+	for (size_t k = 0; k < o->samples; k++)
+		for (int x = 0; x < LS_NENC; x++) {
+			e = (k & 1) ? LS_NENC - 1 - x : x;
+			double t0 = now();
+			if (synth_append(db[e], &s, k, k + 1, x == 0 ? &raw : &scratch, &err))
+				goto fail;
+			append_s[e] += now() - t0;
+		}
 	size_t total = o->series * o->samples;
 	printf(
 	    "\n3. Listing timestamps vs reading profiles: %zu series x %zu samples (15 s apart,\n"
-	    "   +-2 ms jitter; profiles of cpu, goroutine, mutex, block, threadcreate cycled\n"
-	    "   from the corpus, %.0f B raw on average), appended without WAL in %.1f s\n"
-	    "   (%.0f profiles/s). list = pd_tsdb_select of every series (median of 5);\n"
-	    "   read = pd_tsdb_read of each timestamp of whole series, for %g s (as many\n"
-	    "   series as fit; spread over the types). Ratio = timestamps/s / profiles/s.\n\n",
-	    o->series, o->samples, raw / (double)total, append_s, (double)total / append_s,
+	    "   +-2 ms jitter; profiles of cpu, goroutine, mutex, block, threadcreate and,\n"
+	    "   in 1 series of %d, heap (%zu series) cycled from the corpus, %.0f B raw on\n"
+	    "   average). The same samples in two stores, value encoding 2 (v2) and 1\n"
+	    "   (v1), appended without WAL round by round to one and then the other: v2\n"
+	    "   in %.1f s (%.0f profiles/s), v1 in %.1f s (%.0f profiles/s). list =\n"
+	    "   pd_tsdb_select of every series (median of %d, the stores alternating);\n"
+	    "   read = pd_tsdb_read of each timestamp of whole series, the same series\n"
+	    "   from both stores in turn, until each has read for %g s (spread over the\n"
+	    "   types). Ratio = timestamps/s / profiles/s.\n\n",
+	    o->series, o->samples, HEAP_EVERY, nheap, raw / (double)total, append_s[0],
+	    (double)total / append_s[0], append_s[1], (double)total / append_s[1], LS_LISTS,
 	    o->read_seconds);
-	if (list_and_read(db, o, total, &head))
+	if (list_and_read(db, o, total, head))
 		goto fail;
-	t0 = now();
-	if (pd_tsdb_flush(db, 1, &err) || pd_tsdb_blocks(db, &b, &nb, &err))
-		goto fail;
-	double flush_s = now() - t0;
-	if (list_and_read(db, o, total, &blocks))
-		goto fail;
-	printf("%-7s %12s %9s %12s %10s %9s %12s %9s\n", "where", "timestamps", "list ms",
-	       "list ts/s", "series rd", "profiles", "read prof/s", "ratio");
-	print_rule(88);
-	print_list_row("head", &head);
-	print_list_row("blocks", &blocks);
-	print_rule(88);
-	uint64_t tsb = 0, vb = 0, size = 0;
-	for (size_t i = 0; i < nb; i++) {
-		tsb += b[i].ts_bytes;
-		vb += b[i].value_bytes;
-		size += b[i].size;
+	uint64_t tsb[LS_NENC] = {0}, vb[LS_NENC] = {0}, size[LS_NENC] = {0};
+	size_t nb[LS_NENC] = {0};
+	for (e = 0; e < LS_NENC; e++) {
+		double t0 = now();
+		size_t n = 0;
+		if (pd_tsdb_flush(db[e], 1, &err) || pd_tsdb_blocks(db[e], &b, &n, &err))
+			goto fail;
+		flush_s[e] = now() - t0;
+		nb[e] = n;
+		for (size_t i = 0; i < n; i++) {
+			tsb[e] += b[i].ts_bytes;
+			vb[e] += b[i].value_bytes;
+			size[e] += b[i].size;
+		}
+		free(b);
+		b = NULL;
 	}
-	printf("flush: %.1f s; blocks: %zu, %.1f MB on disk; timestamps %.2f B/sample, "
-	       "profiles %.0f B/sample\n",
-	       flush_s, nb, (double)size / 1e6, (double)tsb / (double)total,
-	       (double)vb / (double)total);
+	if (list_and_read(db, o, total, blocks))
+		goto fail;
+	printf("%-7s %3s %12s %9s %12s %10s %9s %12s %9s\n", "where", "enc", "timestamps",
+	       "list ms", "list ts/s", "series rd", "profiles", "read prof/s", "ratio");
+	print_rule(92);
+	for (e = 0; e < LS_NENC; e++)
+		print_list_row("head", ls_encodings[e], &head[e]);
+	for (e = 0; e < LS_NENC; e++)
+		print_list_row("blocks", ls_encodings[e], &blocks[e]);
+	print_rule(92);
+	for (e = 0; e < LS_NENC; e++)
+		printf("%s: flush %.1f s; blocks: %zu, %.1f MB on disk; timestamps %.2f B/sample, "
+		       "profiles %.0f B/sample\n",
+		       ls_enc_name(ls_encodings[e]), flush_s[e], nb[e], (double)size[e] / 1e6,
+		       (double)tsb[e] / (double)total, (double)vb[e] / (double)total);
+	printf("\naim: timestamp-only listing unaffected by the value encoding: v2's list time\n"
+	       "     <= %.2fx v1's (medians above); reading profiles, v2 / v1, for comparison\n\n",
+	       AIM_LIST_VS_V1);
+	printf("%-7s %10s %10s %8s %7s %14s\n", "where", "v2 list ms", "v1 list ms", "v2/v1",
+	       "meets", "read v2/v1");
+	print_rule(61);
+	for (int w = 0; w < 2; w++) {
+		const struct list_rates *r = w ? blocks : head;
+		double q = r[0].select_ms / r[1].select_ms;
+		printf("%-7s %10.1f %10.1f %7.2fx %7s %13.2fx\n", w ? "blocks" : "head",
+		       r[0].select_ms, r[1].select_ms, q, q <= AIM_LIST_VS_V1 ? "yes" : "no",
+		       r[0].prof_per_s / r[1].prof_per_s);
+	}
+	print_rule(61);
+	/* section 4's aim on these appends too: here every series passes chunk cuts */
+	double aq = append_s[1] / append_s[0];
+	printf("append (above, without WAL; %zu samples a series, so the head cuts and seals\n"
+	       "a chunk every %d): v2 %.0f profiles/s = %.2fx v1's; section 4's aim, >= %.2fx: "
+	       "%s\n",
+	       o->samples, PD_TSDB_DEFAULT_CHUNK_SAMPLES, (double)total / append_s[0], aq,
+	       AIM_APPEND_VS_V1, aq >= AIM_APPEND_VS_V1 ? "yes" : "no");
 	rc = 0;
 fail:
 	if (rc)
-		fprintf(stderr, "tsdb_bench: listing: %s\n", err.msg);
+		fprintf(stderr, "tsdb_bench: listing (%s): %s\n", ls_enc_name(ls_encodings[e]),
+		        err.msg);
 	free(b);
-	pd_tsdb_close(db);
-	rm_rf(dir);
+	for (e = 0; e < LS_NENC; e++) {
+		pd_tsdb_close(db[e]);
+		if (dir[e][0])
+			rm_rf(dir[e]);
+	}
 	synth_fini(&s);
 	return rc;
 }
 
 /* ---- 4. append throughput and head memory ------------------------------------- */
+
+#define APPEND_REPS 3 /* runs of each (encoding, way), interleaved; medians */
+/* the ways of appending: wal_sync 0 and 1 with pd_tsdb_append (the store decodes
+ * each profile: `profd tsdb import`), and wal_sync 1 with pd_tsdb_append_decoded
+ * (the caller decodes, as scrapes and pushes do, untimed here) */
+#define APPEND_WAYS 3
+static const int way_sync[APPEND_WAYS] = {0, 1, 1};
+static const int way_decoded[APPEND_WAYS] = {0, 0, 1};
+static const char *const way_name[APPEND_WAYS] = {"0 (fsync each commit)", "1 (no fsync)",
+                                                  "1, caller decoded"};
+
+/* Samples [0, samples) of every series with pd_tsdb_append_decoded, one commit
+ * per BATCH series of a round; each batch's profiles are decoded before its
+ * appends, and only the appends and the commit are timed (*seconds). */
+static int synth_append_decoded(struct pd_tsdb *db, const struct synth *s, size_t samples,
+                                double *raw_bytes, double *seconds, struct pd_err *err)
+{
+	struct pd_tsdb_label l[3];
+	struct pd_pprof_profile *dec[BATCH];
+	*seconds = 0;
+	for (size_t k = 0; k < samples; k++)
+		for (size_t b = 0; b < s->nseries; b += BATCH) {
+			size_t nb = b + BATCH < s->nseries ? BATCH : s->nseries - b, j = 0;
+			int rc = 0;
+			for (; j < nb && !rc; j++) {
+				const struct prof *p = synth_prof(s, b + j, k);
+				rc = pd_pprof_decode(&dec[j], p->raw, p->raw_len, NULL, err);
+			}
+			if (rc) {
+				for (size_t q = 0; q + 1 < j; q++)
+					pd_pprof_destroy(dec[q]);
+				return rc;
+			}
+			double t0 = now();
+			struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+			for (j = 0; j < nb && !rc; j++) {
+				size_t i = b + j;
+				const struct prof *p = synth_prof(s, i, k);
+				size_t nl = (size_t)type_labels(l, s->ty[i]->name, s->instance[i]);
+				if (!a) {
+					pd_pprof_destroy(dec[j]);
+					continue;
+				}
+				/* dec[j] belongs to the appender from here, whatever the outcome */
+				rc = pd_tsdb_append_decoded(a, l, nl, synth_time(s, i, k), p->raw,
+				                            p->raw_len, dec[j], err);
+				*raw_bytes += (double)p->raw_len;
+			}
+			for (; j < nb; j++)
+				pd_pprof_destroy(dec[j]);
+			if (!a)
+				return pd_err_set(err, PD_ENOMEM, "out of memory");
+			if (rc) {
+				pd_tsdb_rollback(a);
+				return rc;
+			}
+			if ((rc = pd_tsdb_commit(a, err)))
+				return rc;
+			*seconds += now() - t0;
+		}
+	return 0;
+}
 
 struct append_run {
 	double seconds, raw_bytes;
@@ -1214,10 +1375,11 @@ struct append_run {
 	uint64_t wal_bytes, head_chunks;
 };
 
-/* 1000 x 100 samples into a fresh store with the WAL on (sync 0: fsync every
- * commit; 1: never), one commit per BATCH series of a round. */
-static int append_run(const struct opts *o, const struct synth *s, size_t samples, int sync,
-                      struct append_run *r)
+/* 1000 x 100 samples into a fresh store of value encoding enc with the WAL on
+ * (sync 0: fsync every commit; 1: never), one commit per BATCH series of a
+ * round; decoded: with pd_tsdb_append_decoded. */
+static int append_run(const struct opts *o, const struct synth *s, size_t samples, int enc,
+                      int sync, int decoded, struct append_run *r)
 {
 	struct pd_err err = {0};
 	struct pd_tsdb *db = NULL;
@@ -1232,13 +1394,16 @@ static int append_run(const struct opts *o, const struct synth *s, size_t sample
 	pd_tsdb_opts_init(&to);
 	to.retention_ms = -1;
 	to.wal_sync = sync;
+	to.value_encoding = enc;
 	if (pd_tsdb_open(&db, dir, &to, &err))
 		goto fail;
 	long long h0 = heap_bytes(), r0 = rss_bytes();
 	double t0 = now();
-	if (synth_append(db, s, 0, samples, &r->raw_bytes, &err))
+	if (decoded ? synth_append_decoded(db, s, samples, &r->raw_bytes, &r->seconds, &err)
+	            : synth_append(db, s, 0, samples, &r->raw_bytes, &err))
 		goto fail;
-	r->seconds = now() - t0;
+	if (!decoded)
+		r->seconds = now() - t0;
 	long long h1 = heap_bytes(), r1 = rss_bytes();
 	r->heap_delta = h0 < 0 || h1 < 0 ? -1 : h1 - h0;
 	r->rss_delta = r0 < 0 || r1 < 0 ? -1 : r1 - r0;
@@ -1255,7 +1420,7 @@ static int append_run(const struct opts *o, const struct synth *s, size_t sample
 	rc = 0;
 fail:
 	if (rc)
-		fprintf(stderr, "tsdb_bench: append: %s\n", err.msg);
+		fprintf(stderr, "tsdb_bench: append (%s): %s\n", ls_enc_name(enc), err.msg);
 	pd_tsdb_close(db);
 	rm_rf(dir);
 	return rc;
@@ -1307,11 +1472,13 @@ fail:
 	return rc;
 }
 
-/* The least a head holding `samples` samples of every series must keep: per
- * series, its full groups compressed as the head compresses them (default group
- * and level), the open group raw, and the timestamp chunk. Chunks are cut every
- * PD_TSDB_DEFAULT_CHUNK_SAMPLES samples, as in the head. */
-static int head_payload(const struct synth *s, size_t samples, double *bytes)
+/* The least a head holding `samples` samples of every series must keep, per
+ * series and chunk (chunks cut every PD_TSDB_DEFAULT_CHUNK_SAMPLES samples, as
+ * in the head), with the timestamp chunk: enc 1, its full groups compressed as
+ * the head compresses them (default group and level) and the open group raw;
+ * enc 2, the chunk sealed with encoding 2 (its own tables and every group
+ * compressed: what a block holds). */
+static int head_payload(const struct synth *s, size_t samples, int enc, double *bytes)
 {
 	struct pd_err err = {0};
 	const size_t per = PD_TSDB_DEFAULT_CHUNK_SAMPLES, g = PD_CHUNKENC_DEFAULT_GROUP;
@@ -1319,8 +1486,10 @@ static int head_payload(const struct synth *s, size_t samples, double *bytes)
 	for (size_t i = 0; i < s->nseries; i++)
 		for (size_t c0 = 0; c0 < samples; c0 += per) {
 			size_t c1 = c0 + per < samples ? c0 + per : samples;
-			size_t full = c0 + (c1 - c0) / g * g;
-			struct pd_chunkenc_values *v = pd_chunkenc_values_create(0, 0);
+			size_t full = enc == 1 ? c0 + (c1 - c0) / g * g : c1;
+			struct pd_chunkenc_values *v =
+			    enc == 1 ? pd_chunkenc_values_create(0, 0)
+			             : pd_chunkenc_values_create_enc(enc, 0, 0);
 			struct pd_chunkenc_ts ts;
 			uint8_t *chunk = NULL;
 			size_t len = 0, tlen = 0;
@@ -1349,73 +1518,148 @@ static int head_payload(const struct synth *s, size_t samples, double *bytes)
 	return 0;
 }
 
+static int ll_cmp(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+	return x < y ? -1 : x > y;
+}
+
 static int section_append(const struct opts *o)
 {
 	const size_t nseries = 1000, samples = 100;
 	struct synth s = {0};
-	struct append_run runs[2];
-	double plain[2];
+	/* [way][enc][rep] */
+	struct append_run runs[APPEND_WAYS][LS_NENC][APPEND_REPS];
+	double plain[2][APPEND_REPS];
 	int rc = -1;
 	if (synth_init(&s, nseries))
 		goto out;
-	for (int sync = 0; sync < 2; sync++)
-		if (append_run(o, &s, samples, sync, &runs[sync]) ||
-		    plain_run(o, &s, samples, sync, &plain[sync]))
-			goto out;
-	printf("\n4. Append throughput: %zu series x %zu samples (the profiles of section 3), one\n"
-	       "   commit per %d series of a scrape round (%zu commits), WAL on; reference: the\n"
-	       "   same profile bytes written to one plain file, one write per commit (with\n"
-	       "   fdatasync after each write when the WAL fsyncs). Ratio = plain time / profd\n"
-	       "   time (1.00x: as fast as writing the bytes).\n\n",
-	       nseries, samples, BATCH, runs[0].commits);
-	printf("%-22s %10s %12s %10s %12s %9s %10s\n", "wal_sync", "seconds", "profiles/s",
-	       "commits/s", "WAL MB", "plain s", "ratio");
-	print_rule(91);
+	size_t nheap = synth_add_heap(&s, HEAP_EVERY);
+	/* every (way, encoding) and the plain file in turn, APPEND_REPS times, the
+	 * encodings alternating which goes first */
+	for (int rep = 0; rep < APPEND_REPS; rep++)
+		for (int w = 0; w < APPEND_WAYS; w++) {
+			for (int x = 0; x < LS_NENC; x++) {
+				int e = ((rep + w) & 1) ? LS_NENC - 1 - x : x;
+				if (append_run(o, &s, samples, ls_encodings[e], way_sync[w],
+				               way_decoded[w], &runs[w][e][rep]))
+					goto out;
+			}
+			if (w < 2 && plain_run(o, &s, samples, way_sync[w], &plain[w][rep]))
+				goto out;
+		}
+	/* medians: time, and the memory of the runs without fsync (way 1) */
+	double secs[APPEND_WAYS][LS_NENC], plain_s[2];
+	long long heap_d[LS_NENC], rss_d[LS_NENC];
 	for (int sync = 0; sync < 2; sync++) {
-		const struct append_run *r = &runs[sync];
-		printf("%-22s %10.2f %12.0f %10.0f %12.1f %9.2f %9.2fx\n",
-		       sync ? "1 (no fsync)" : "0 (fsync each commit)", r->seconds,
-		       (double)r->samples / r->seconds, (double)r->commits / r->seconds,
-		       (double)r->wal_bytes / 1e6, plain[sync], plain[sync] / r->seconds);
+		qsort(plain[sync], APPEND_REPS, sizeof(double), double_cmp);
+		plain_s[sync] = plain[sync][APPEND_REPS / 2];
 	}
-	print_rule(91);
-	printf("(raw profile bytes appended: %.1f MB per run)\n", runs[0].raw_bytes / 1e6);
+	for (int w = 0; w < APPEND_WAYS; w++)
+		for (int e = 0; e < LS_NENC; e++) {
+			double v[APPEND_REPS];
+			long long h[APPEND_REPS], r[APPEND_REPS];
+			for (int rep = 0; rep < APPEND_REPS; rep++) {
+				v[rep] = runs[w][e][rep].seconds;
+				h[rep] = runs[w][e][rep].heap_delta;
+				r[rep] = runs[w][e][rep].rss_delta;
+			}
+			qsort(v, APPEND_REPS, sizeof(double), double_cmp);
+			secs[w][e] = v[APPEND_REPS / 2];
+			if (w == 1) {
+				qsort(h, APPEND_REPS, sizeof(long long), ll_cmp);
+				qsort(r, APPEND_REPS, sizeof(long long), ll_cmp);
+				heap_d[e] = h[0] < 0 ? -1 : h[APPEND_REPS / 2];
+				rss_d[e] = r[0] < 0 ? -1 : r[APPEND_REPS / 2];
+			}
+		}
+	const struct append_run *r0 = &runs[0][0][0];
+	printf("\n4. Append throughput: %zu series x %zu samples (the profiles of section 3,\n"
+	       "   %zu heap series), one commit per %d series of a scrape round (%zu\n"
+	       "   commits), WAL on, into a fresh store of value encoding 2 (v2) or 1 (v1):\n"
+	       "   wal_sync 0 and 1 with pd_tsdb_append (the store decodes each profile, as\n"
+	       "   `profd tsdb import` has it do), and wal_sync 1 with pd_tsdb_append_decoded\n"
+	       "   (`caller decoded`: each batch decoded before its appends, untimed, as\n"
+	       "   scrapes and pushes hand the store the profile they decoded). Reference:\n"
+	       "   the same profile bytes written to one plain file, one write per commit\n"
+	       "   (with fdatasync after each write when the WAL fsyncs). Every row is run\n"
+	       "   %d times, all rows in turn; medians. Ratio = plain time / profd time\n"
+	       "   (1.00x: as fast as writing the bytes).\n\n",
+	       nseries, samples, nheap, BATCH, r0->commits, APPEND_REPS);
+	printf("%-22s %3s %10s %12s %10s %12s %9s %10s\n", "wal_sync", "enc", "seconds",
+	       "profiles/s", "commits/s", "WAL MB", "plain s", "ratio");
+	print_rule(95);
+	for (int w = 0; w < APPEND_WAYS; w++)
+		for (int e = 0; e < LS_NENC; e++) {
+			const struct append_run *r = &runs[w][e][0];
+			double ps = plain_s[way_sync[w]];
+			printf("%-22s %3s %10.2f %12.0f %10.0f %12.1f %9.2f %9.2fx\n", way_name[w],
+			       ls_enc_name(ls_encodings[e]), secs[w][e],
+			       (double)r->samples / secs[w][e], (double)r->commits / secs[w][e],
+			       (double)r->wal_bytes / 1e6, ps, ps / secs[w][e]);
+		}
+	print_rule(95);
+	printf("(raw profile bytes appended: %.1f MB per run)\n", r0->raw_bytes / 1e6);
+	printf("\naim: append throughput of v2 no worse than half of v1's (v2 profiles/s >=\n"
+	       "     %.2fx v1's)\n\n",
+	       AIM_APPEND_VS_V1);
+	printf("%-22s %12s %12s %8s %7s\n", "wal_sync", "v2 prof/s", "v1 prof/s", "v2/v1", "meets");
+	print_rule(65);
+	for (int w = 0; w < APPEND_WAYS; w++) {
+		double q = secs[w][1] / secs[w][0];
+		printf("%-22s %12.0f %12.0f %7.2fx %7s\n", way_name[w],
+		       (double)r0->samples / secs[w][0], (double)r0->samples / secs[w][1], q,
+		       q >= AIM_APPEND_VS_V1 ? "yes" : "no");
+	}
+	print_rule(65);
 
-	const struct append_run *r = &runs[1];
-	double pay = 0, gz = 0;
-	if (head_payload(&s, samples, &pay))
-		goto out;
+	double pay[LS_NENC] = {0}, gz = 0;
+	for (int e = 0; e < LS_NENC; e++)
+		if (head_payload(&s, samples, ls_encodings[e], &pay[e]))
+			goto out;
 	for (size_t i = 0; i < nseries; i++)
 		for (size_t k = 0; k < samples; k++)
 			gz += (double)synth_prof(&s, i, k)->gz_len;
-	double pay_ps = pay / (double)nseries;
-	printf("\n   Head memory per series after %zu samples each (the run without fsync):\n"
-	       "   malloc'd bytes (mallinfo2) and RSS after the last commit minus after open,\n"
-	       "   divided by %zu series. References, computed here from the same samples:\n"
-	       "   payload = the least the head must hold (full groups of %d compressed at\n"
-	       "   level %d with pd_chunkenc_values, the open group raw, timestamps); raw and\n"
-	       "   gzip = the profiles uncompressed and as served. x payload = row / payload.\n\n",
+	/* pay[1] is v1's, pay[0] v2's */
+	printf("\n   Head memory per series after %zu samples each (the runs without fsync,\n"
+	       "   medians): malloc'd bytes (mallinfo2) and RSS after the last commit minus\n"
+	       "   after open, divided by %zu series. References, computed here from the same\n"
+	       "   samples: v1 payload = the least a v1 head must hold (full groups of %d\n"
+	       "   compressed at level %d with pd_chunkenc_values, the open group raw,\n"
+	       "   timestamps); v2 payload = each series' samples as one sealed encoding 2\n"
+	       "   chunk (its own tables, every group compressed: what a block holds) and\n"
+	       "   timestamps; raw and gzip = the profiles uncompressed and as served.\n"
+	       "   x v1 / x v2 payload = row / that payload.\n\n",
 	       samples, nseries, PD_CHUNKENC_DEFAULT_GROUP, PD_CHUNKENC_DEFAULT_ZSTD_LEVEL);
-	printf("%-24s %14s %14s %14s\n", "", "per series", "per sample", "x payload");
-	print_rule(69);
-	const char *what[5] = {"head (malloc'd)", "head (RSS)", "payload", "raw profiles",
-	                       "gzip profiles"};
-	double v[5] = {(double)r->heap_delta, (double)r->rss_delta, pay, r->raw_bytes, gz};
-	for (int i = 0; i < 5; i++) {
+	printf("%-24s %14s %14s %14s %14s\n", "", "per series", "per sample", "x v1 payload",
+	       "x v2 payload");
+	print_rule(84);
+	const char *what[8] = {"v2 head (malloc'd)", "v2 head (RSS)", "v1 head (malloc'd)",
+	                       "v1 head (RSS)",      "v1 payload",    "v2 payload",
+	                       "raw profiles",       "gzip profiles"};
+	double v[8] = {(double)heap_d[0],
+	               (double)rss_d[0],
+	               (double)heap_d[1],
+	               (double)rss_d[1],
+	               pay[1],
+	               pay[0],
+	               r0->raw_bytes,
+	               gz};
+	for (int i = 0; i < 8; i++) {
 		if (v[i] < 0) {
 			printf("%-24s %14s\n", what[i], "-");
 			continue;
 		}
 		double ps = v[i] / (double)nseries;
-		printf("%-24s %14.0f %14.0f %13.2fx\n", what[i], ps, ps / (double)samples,
-		       ps / pay_ps);
+		printf("%-24s %14.0f %14.0f %13.2fx %13.2fx\n", what[i], ps, ps / (double)samples,
+		       v[i] / pay[1], v[i] / pay[0]);
 	}
-	print_rule(69);
-	printf("(head chunks: %llu: %zu samples < %d per chunk, so every chunk is open; %zu\n"
-	       " full groups of %d each and %zu profiles in the open group)\n",
-	       (unsigned long long)r->head_chunks, samples, PD_TSDB_DEFAULT_CHUNK_SAMPLES,
-	       samples / PD_CHUNKENC_DEFAULT_GROUP, PD_CHUNKENC_DEFAULT_GROUP,
-	       samples % PD_CHUNKENC_DEFAULT_GROUP);
+	print_rule(84);
+	printf("(head chunks: %llu: %zu samples < %d per chunk, so every chunk is open; v1:\n"
+	       " %zu full groups of %d each and %zu profiles in the open group)\n",
+	       (unsigned long long)runs[1][0][0].head_chunks, samples,
+	       PD_TSDB_DEFAULT_CHUNK_SAMPLES, samples / PD_CHUNKENC_DEFAULT_GROUP,
+	       PD_CHUNKENC_DEFAULT_GROUP, samples % PD_CHUNKENC_DEFAULT_GROUP);
 	rc = 0;
 out:
 	synth_fini(&s);
