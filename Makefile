@@ -43,6 +43,7 @@ bench: deps
 	@cmake --build $(BUILD_REL) -j $(JOBS)
 	@./bench/tsdb.sh $(BUILD_REL)
 	@./bench/scrape.sh $(BUILD_REL)
+	@./bench/daemon.sh $(BUILD_REL)
 	@./bench/api.sh $(BUILD_REL)
 	@./bench/run.sh $(BUILD_REL)/profd
 	@./bench/selfprof.sh $(BUILD_REL)
