@@ -109,38 +109,11 @@ static void ctx_init(void)
 	pthread_key_create(&dctx_key, dctx_free);
 }
 
-int v2_compress(const uint8_t *raw, size_t len, int level, struct pd_buf *out, size_t *flen,
-		struct pd_err *err)
-{
-	pthread_once(&ctx_once, ctx_init);
-	ZSTD_CCtx *c = pthread_getspecific(cctx_key);
-	if (!c && (c = ZSTD_createCCtx()))
-		pthread_setspecific(cctx_key, c);
-	size_t bound = ZSTD_compressBound(len);
-	if (!c || pd_buf_reserve(out, bound))
-		return pd_err_set(err, PD_ENOMEM, "out of memory compressing a value chunk");
-	size_t n = ZSTD_compressCCtx(c, out->data + out->len, bound, raw, len, level);
-	if (ZSTD_isError(n))
-		return pd_err_set(err, PD_EINVAL, "zstd: %s", ZSTD_getErrorName(n));
-	out->len += n;
-	*flen = n;
-	if (out->cap > out->len) {
-		uint8_t *d = realloc(out->data, out->len ? out->len : 1);
-		if (d) {
-			out->data = d;
-			out->cap = out->len ? out->len : 1;
-		}
-	}
-	return 0;
-}
-
 /* As v2_compress, with prefix (raw bytes, may be NULL) as the frame's dictionary:
  * the open chunk compresses each frame of records against the frame before it. */
 static int compress_with(const uint8_t *raw, size_t len, int level, const uint8_t *prefix,
 			 size_t plen, struct pd_buf *out, size_t *flen, struct pd_err *err)
 {
-	if (!prefix || !plen)
-		return v2_compress(raw, len, level, out, flen, err);
 	pthread_once(&ctx_once, ctx_init);
 	ZSTD_CCtx *c = pthread_getspecific(cctx_key);
 	if (!c && (c = ZSTD_createCCtx()))
@@ -167,6 +140,12 @@ static int compress_with(const uint8_t *raw, size_t len, int level, const uint8_
 static int decompress_with(const uint8_t *f, size_t flen, size_t max, const uint8_t *prefix,
 			   size_t plen, uint8_t **out, size_t *out_len, const char *what,
 			   struct pd_err *err);
+
+int v2_compress(const uint8_t *raw, size_t len, int level, struct pd_buf *out, size_t *flen,
+		struct pd_err *err)
+{
+	return compress_with(raw, len, level, NULL, 0, out, flen, err);
+}
 
 int v2_decompress(const uint8_t *f, size_t flen, size_t max, uint8_t **out, size_t *out_len,
 		  const char *what, struct pd_err *err)

@@ -11,7 +11,6 @@
  *
  * Frame k holds profiles k*group .. min(count, (k+1)*group)-1; decompressed it is
  * the sequence (len varint, len bytes) per profile. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -152,52 +151,12 @@ size_t pd_chunkenc_values_count(const struct pd_chunkenc_values *c)
 	return c->count;
 }
 
-/* One zstd compression context per thread, reused: setting one up costs more than
- * compressing a small group. */
-static pthread_key_t cctx_key;
-static pthread_once_t cctx_once = PTHREAD_ONCE_INIT;
-
-static void cctx_free(void *p)
-{
-	ZSTD_freeCCtx(p);
-}
-
-static void cctx_init(void)
-{
-	pthread_key_create(&cctx_key, cctx_free);
-}
-
-static ZSTD_CCtx *thread_cctx(void)
-{
-	pthread_once(&cctx_once, cctx_init);
-	ZSTD_CCtx *c = pthread_getspecific(cctx_key);
-	if (!c && (c = ZSTD_createCCtx()))
-		pthread_setspecific(cctx_key, c);
-	return c;
-}
-
-/* Compresses raw into one frame appended to out; *flen gets its size. out keeps no
- * spare capacity afterwards: a head holds one of these per series. */
+/* Compresses raw into one frame appended to out (no spare capacity kept: a head
+ * holds one of these per series); *flen gets its size. */
 static int compress_group(const struct pd_buf *raw, int level, struct pd_buf *out, size_t *flen,
 			  struct pd_err *err)
 {
-	ZSTD_CCtx *cctx = thread_cctx();
-	size_t bound = ZSTD_compressBound(raw->len);
-	if (!cctx || pd_buf_reserve(out, bound))
-		return pd_err_set(err, PD_ENOMEM, "out of memory compressing a profile group");
-	size_t n = ZSTD_compressCCtx(cctx, out->data + out->len, bound, raw->data, raw->len, level);
-	if (ZSTD_isError(n))
-		return pd_err_set(err, PD_EINVAL, "zstd: %s", ZSTD_getErrorName(n));
-	out->len += n;
-	*flen = n;
-	if (out->cap > out->len) {
-		uint8_t *d = realloc(out->data, out->len ? out->len : 1);
-		if (d) {
-			out->data = d;
-			out->cap = out->len ? out->len : 1;
-		}
-	}
-	return 0;
+	return v2_compress(raw->data, raw->len, level, out, flen, err);
 }
 
 int pd_chunkenc_values_append(struct pd_chunkenc_values *c, const uint8_t *p, size_t len,
