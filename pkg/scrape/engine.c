@@ -5,15 +5,35 @@
  *
  * A loop fires at the instants t with t mod interval == offset (wall clock, ms),
  * offset derived from the target's hash as Prometheus does. A tick that comes while
- * the previous scrape of the loop is still running is skipped. */
+ * the previous scrape of the loop is still running is skipped.
+ *
+ * What a scrape costs must not grow with the number of loops, since every loop
+ * scrapes once per interval (a cost linear in the loops per scrape is quadratic per
+ * interval):
+ * - the loops wait in a min-heap on their next tick, so a wakeup touches only the
+ *   loops that are due, and a loop is found by its id in O(1) (the id holds its
+ *   slot);
+ * - the thread waits on epoll and hands libcurl only the sockets that are ready
+ *   (curl_multi_socket_action), where curl_multi_perform would step every
+ *   transfer in flight on every event;
+ * - easy handles (each with libcurl's 16 KB receive buffer) are pooled and lent to
+ *   transfers, not kept per loop;
+ * - kept-alive connections and DNS answers live in SHARES libcurl share objects,
+ *   a loop's chosen by its target's hash, not in the multi handle's one cache:
+ *   libcurl 7.88 walks a transfer's whole connection cache when the transfer is
+ *   removed from the multi handle and its whole DNS cache when it ends, so with
+ *   one cache per multi handle each scrape cost a walk over every target. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "profd/scrape.h"
 
@@ -21,28 +41,45 @@
 #define PD_VERSION "dev"
 #endif
 
+/* idle easy handles kept for the next transfers; more are made when more scrapes
+ * run at once, and freed when they finish beyond this */
+#define POOL_KEEP 64
+/* connection and DNS caches; with 10,000 targets, about 40 connections each */
+#define SHARES 256
+
+/* One transfer in flight: an easy handle lent by the pool, with what it fills. */
+struct xfer {
+	CURL *easy;
+	struct loop *l;
+	struct curl_slist *headers;
+	struct pd_buf body;
+	size_t body_limit;
+	int too_big;
+	int64_t sched, start_ms, start_mono_us;
+	char errbuf[CURL_ERROR_SIZE];
+	CURLcode code;     /* how it ended */
+	struct xfer *next; /* the pool's free list, or the transfers just finished */
+};
+
 struct loop {
 	uint64_t id;
+	size_t slot;       /* in e->slots */
+	size_t heap_idx;   /* in e->heap; SIZE_MAX when not there */
 	void *ctx;
 	char *url;
 	int64_t interval, timeout, offset;
 	size_t body_limit;
+	unsigned share;    /* index in e->shares */
 	struct pd_http_client_config client; /* strings owned */
 	int64_t next;      /* next tick, ms */
-	int refs;          /* engine's list + queued results */
+	int refs;          /* the engine's + the transfer's + a queued result's + remove's */
 	int in_callback;   /* callbacks running now */
 	int removed;
-	int busy;          /* a transfer is in flight */
+	struct xfer *xfer; /* the transfer in flight, or NULL */
 	int pending;       /* its result waits for or is in a worker: the next scrape of
 			      the loop waits for it, so a loop never runs ahead of its
 			      storage and the queue holds at most one result per loop */
-	/* the transfer in flight */
-	CURL *easy;
-	struct curl_slist *headers;
-	struct pd_buf body;
-	int too_big;
-	int64_t sched, start_ms, start_mono_us;
-	char errbuf[CURL_ERROR_SIZE];
+	struct loop *dead_next; /* e->dead: removed with a transfer to abandon */
 };
 
 struct job {
@@ -57,12 +94,26 @@ struct pd_scrape_engine {
 	pthread_t thread;
 	int thread_started;
 	CURLM *multi;
-	pthread_mutex_t mu; /* loops, stop, and every loop's refs/removed/in_callback */
+	int epfd;              /* libcurl's sockets and wakefd */
+	int wakefd;            /* an eventfd: loops added or removed, stop */
+	int64_t curl_deadline; /* libcurl's timer, monotonic ms; -1: none */
+	CURLSH *shares[SHARES]; /* made on first use by the engine thread */
+	long share_maxconn;     /* kept connections per share */
+	pthread_mutex_t mu; /* everything below but the pool, and every loop's fields */
 	pthread_cond_t cv;  /* a callback finished */
-	struct loop **loops;
-	size_t nloops, cap;
-	uint64_t next_id;
+	/* loops by slot: id = generation << 24 | slot + 1 */
+	struct loop **slots;
+	uint32_t *gen;
+	size_t nslots, slotcap;
+	size_t *free_slots, nfree;
+	/* loops by next tick */
+	struct loop **heap;
+	size_t nheap, heapcap;
+	struct loop *dead; /* removed loops whose transfer the engine thread drops */
 	int stop;
+	/* easy handles: used by the engine thread only */
+	struct xfer *pool;
+	size_t npool;
 	/* results */
 	pthread_t *workers;
 	unsigned nworkers;
@@ -72,6 +123,9 @@ struct pd_scrape_engine {
 	pd_scrape_result_fn fn;
 	void *ctx;
 };
+
+#define SLOT_BITS 24
+#define MAX_LOOPS (((size_t)1 << SLOT_BITS) - 1)
 
 static int64_t now_ms(void)
 {
@@ -101,12 +155,125 @@ static int64_t first_tick(int64_t now, int64_t interval, int64_t offset)
 	return base;
 }
 
+/* ---- the heap of loops by next tick (e->mu held) ------------------------------ */
+
+static void heap_set(struct pd_scrape_engine *e, size_t i, struct loop *l)
+{
+	e->heap[i] = l;
+	l->heap_idx = i;
+}
+
+static void heap_up(struct pd_scrape_engine *e, size_t i)
+{
+	struct loop *l = e->heap[i];
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (e->heap[p]->next <= l->next)
+			break;
+		heap_set(e, i, e->heap[p]);
+		i = p;
+	}
+	heap_set(e, i, l);
+}
+
+static void heap_down(struct pd_scrape_engine *e, size_t i)
+{
+	struct loop *l = e->heap[i];
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= e->nheap)
+			break;
+		if (c + 1 < e->nheap && e->heap[c + 1]->next < e->heap[c]->next)
+			c++;
+		if (l->next <= e->heap[c]->next)
+			break;
+		heap_set(e, i, e->heap[c]);
+		i = c;
+	}
+	heap_set(e, i, l);
+}
+
+static int heap_push(struct pd_scrape_engine *e, struct loop *l)
+{
+	if (e->nheap == e->heapcap) {
+		size_t c = e->heapcap ? e->heapcap * 2 : 64;
+		struct loop **h = realloc(e->heap, c * sizeof(*h));
+		if (!h)
+			return -1;
+		e->heap = h;
+		e->heapcap = c;
+	}
+	heap_set(e, e->nheap++, l);
+	heap_up(e, l->heap_idx);
+	return 0;
+}
+
+static void heap_remove(struct pd_scrape_engine *e, struct loop *l)
+{
+	size_t i = l->heap_idx;
+	if (i == SIZE_MAX)
+		return;
+	l->heap_idx = SIZE_MAX;
+	struct loop *last = e->heap[--e->nheap];
+	if (i == e->nheap)
+		return;
+	heap_set(e, i, last);
+	heap_up(e, i);
+	heap_down(e, last->heap_idx);
+}
+
+/* ---- loops and transfers --------------------------------------------------------- */
+
+static void xfer_free(struct xfer *x)
+{
+	if (!x)
+		return;
+	if (x->easy)
+		curl_easy_cleanup(x->easy);
+	curl_slist_free_all(x->headers);
+	pd_buf_fini(&x->body);
+	free(x);
+}
+
+/* Lends an easy handle with its state (engine thread). */
+static struct xfer *xfer_get(struct pd_scrape_engine *e)
+{
+	struct xfer *x = e->pool;
+	if (x) {
+		e->pool = x->next;
+		e->npool--;
+		x->next = NULL;
+		return x;
+	}
+	if (!(x = calloc(1, sizeof(*x))))
+		return NULL;
+	pd_buf_init(&x->body, 0);
+	if (!(x->easy = curl_easy_init())) {
+		free(x);
+		return NULL;
+	}
+	return x;
+}
+
+/* Takes a handle back (engine thread); it is out of the multi handle. */
+static void xfer_put(struct pd_scrape_engine *e, struct xfer *x)
+{
+	x->l = NULL;
+	curl_slist_free_all(x->headers);
+	x->headers = NULL;
+	pd_buf_fini(&x->body);
+	pd_buf_init(&x->body, 0);
+	if (e->npool >= POOL_KEEP) {
+		xfer_free(x);
+		return;
+	}
+	x->next = e->pool;
+	e->pool = x;
+	e->npool++;
+}
+
 static void loop_free(struct loop *l)
 {
-	if (l->easy)
-		curl_easy_cleanup(l->easy);
-	curl_slist_free_all(l->headers);
-	pd_buf_fini(&l->body);
 	pd_http_client_config_free(&l->client);
 	free(l->url);
 	free(l);
@@ -156,13 +323,13 @@ static void *worker_main(void *arg)
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
-	struct loop *l = arg;
+	struct xfer *x = arg;
 	size_t len = size * n;
-	if (l->body_limit && l->body.len + len > l->body_limit) {
-		l->too_big = 1;
+	if (x->body_limit && x->body.len + len > x->body_limit) {
+		x->too_big = 1;
 		return 0; /* aborts the transfer */
 	}
-	if (pd_buf_append(&l->body, p, len))
+	if (pd_buf_append(&x->body, p, len))
 		return 0;
 	return len;
 }
@@ -180,28 +347,38 @@ static char *read_secret(const char *path)
 	return (char *)d;
 }
 
+/* Starts a scrape of l (engine thread, e->mu held). */
 static int start_transfer(struct pd_scrape_engine *e, struct loop *l, int64_t sched)
 {
 	const struct pd_http_client_config *c = &l->client;
-	if (!l->easy && !(l->easy = curl_easy_init()))
+	CURLSH *sh = e->shares[l->share];
+	if (!sh) {
+		if (!(sh = curl_share_init()))
+			return -1;
+		curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+		curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+		e->shares[l->share] = sh;
+	}
+	struct xfer *x = xfer_get(e);
+	if (!x)
 		return -1;
-	CURL *h = l->easy;
+	CURL *h = x->easy;
 	curl_easy_reset(h);
-	curl_slist_free_all(l->headers);
-	l->headers = NULL;
-	l->body.len = 0;
-	l->too_big = 0;
-	l->errbuf[0] = '\0';
-	l->sched = sched;
-	l->start_ms = now_ms();
-	l->start_mono_us = mono_us();
+	x->l = l;
+	x->body_limit = l->body_limit;
+	x->too_big = 0;
+	x->errbuf[0] = '\0';
+	x->sched = sched;
+	x->start_ms = now_ms();
+	x->start_mono_us = mono_us();
 	curl_easy_setopt(h, CURLOPT_URL, l->url);
-	curl_easy_setopt(h, CURLOPT_PRIVATE, l);
+	curl_easy_setopt(h, CURLOPT_PRIVATE, x);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, l);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, l->errbuf);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)l->timeout);
+	curl_easy_setopt(h, CURLOPT_SHARE, sh);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "profd/" PD_VERSION);
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, c->follow_redirects ? 1L : 0L);
@@ -226,14 +403,14 @@ static int start_transfer(struct pd_scrape_engine *e, struct loop *l, int64_t sc
 			char *hdr = malloc(n);
 			if (hdr) {
 				snprintf(hdr, n, "Authorization: %s %s", type, cred);
-				l->headers = curl_slist_append(l->headers, hdr);
+				x->headers = curl_slist_append(x->headers, hdr);
 				free(hdr);
 			}
 			free(cred);
 		}
 	}
-	l->headers = curl_slist_append(l->headers, "Accept: application/octet-stream, */*;q=0.1");
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, l->headers);
+	x->headers = curl_slist_append(x->headers, "Accept: application/octet-stream, */*;q=0.1");
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, x->headers);
 	if (c->tls_ca_file)
 		curl_easy_setopt(h, CURLOPT_CAINFO, c->tls_ca_file);
 	if (c->tls_cert_file)
@@ -246,48 +423,68 @@ static int start_transfer(struct pd_scrape_engine *e, struct loop *l, int64_t sc
 	}
 	if (c->proxy_url)
 		curl_easy_setopt(h, CURLOPT_PROXY, c->proxy_url);
-	if (curl_multi_add_handle(e->multi, h) != CURLM_OK)
+	if (curl_multi_add_handle(e->multi, h) != CURLM_OK) {
+		xfer_put(e, x);
 		return -1;
+	}
+	l->xfer = x;
 	l->refs++; /* the transfer */
 	return 0;
 }
 
-/* Turns a finished transfer into a queued result. e->mu held. */
-static void finish_transfer(struct pd_scrape_engine *e, struct loop *l, CURLcode code)
+/* Drops the transfer of a loop and the transfer's reference, then the reference the
+ * caller held (engine thread, e->mu held). */
+static void abandon_and_unref(struct pd_scrape_engine *e, struct loop *l)
 {
-	struct job *j = calloc(1, sizeof(*j));
-	curl_multi_remove_handle(e->multi, l->easy);
-	if (!j || l->removed) {
-		free(j);
+	struct xfer *x = l->xfer;
+	if (x) {
+		curl_multi_remove_handle(e->multi, x->easy);
+		l->xfer = NULL;
+		xfer_put(e, x);
+		l->refs--; /* the transfer's; the caller's below */
+	}
+	loop_unref(l);
+}
+
+/* Turns a finished transfer into a queued result. e->mu held. */
+static void finish_transfer(struct pd_scrape_engine *e, struct xfer *x, CURLcode code)
+{
+	struct loop *l = x->l;
+	curl_multi_remove_handle(e->multi, x->easy);
+	l->xfer = NULL;
+	struct job *j = l->removed ? NULL : calloc(1, sizeof(*j));
+	if (!j) {
+		xfer_put(e, x);
 		loop_unref(l);
 		return;
 	}
 	long status = 0;
-	curl_easy_getinfo(l->easy, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
 	j->l = l; /* takes the transfer's reference */
-	j->r.scheduled_ms = l->sched;
-	j->r.start_ms = l->start_ms;
-	j->r.duration_us = mono_us() - l->start_mono_us;
+	j->r.scheduled_ms = x->sched;
+	j->r.start_ms = x->start_ms;
+	j->r.duration_us = mono_us() - x->start_mono_us;
 	j->r.http_status = status;
 	j->r.message = j->message;
-	if (l->too_big) {
+	if (x->too_big) {
 		j->r.error = PD_ETOOBIG;
 		snprintf(j->message, sizeof(j->message), "body size limit exceeded (limit %zu bytes)",
-			 l->body_limit);
+			 x->body_limit);
 	} else if (code != CURLE_OK) {
 		j->r.error = PD_EIO;
 		snprintf(j->message, sizeof(j->message), "%s",
-			 l->errbuf[0] ? l->errbuf : curl_easy_strerror(code));
+			 x->errbuf[0] ? x->errbuf : curl_easy_strerror(code));
 	} else if (status != 200) {
 		j->r.error = PD_EIO;
 		snprintf(j->message, sizeof(j->message), "server returned HTTP status %ld", status);
-	} else if (l->body.len == 0) {
+	} else if (x->body.len == 0) {
 		j->r.error = PD_EINVAL;
 		snprintf(j->message, sizeof(j->message), "empty response body");
 	} else {
-		j->body = pd_buf_steal(&l->body, &j->r.len);
+		j->body = pd_buf_steal(&x->body, &j->r.len);
 		j->r.body = j->body;
 	}
+	xfer_put(e, x);
 	l->pending = 1;
 	if (e->qtail)
 		e->qtail->next = j;
@@ -295,6 +492,49 @@ static void finish_transfer(struct pd_scrape_engine *e, struct loop *l, CURLcode
 		e->qhead = j;
 	e->qtail = j;
 	pthread_cond_signal(&e->qcv);
+}
+
+static int64_t mono_ms(void)
+{
+	return mono_us() / 1000;
+}
+
+/* libcurl says which events a socket of a transfer waits for. */
+static int on_socket(CURL *easy, curl_socket_t s, int what, void *arg, void *sockp)
+{
+	struct pd_scrape_engine *e = arg;
+	(void)easy;
+	(void)sockp;
+	if (what == CURL_POLL_REMOVE) {
+		epoll_ctl(e->epfd, EPOLL_CTL_DEL, s, NULL); /* it may be closed already */
+		return 0;
+	}
+	struct epoll_event ev = {0};
+	ev.data.fd = s;
+	if (what & CURL_POLL_IN)
+		ev.events |= EPOLLIN;
+	if (what & CURL_POLL_OUT)
+		ev.events |= EPOLLOUT;
+	if (epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev) && errno == ENOENT)
+		epoll_ctl(e->epfd, EPOLL_CTL_ADD, s, &ev);
+	return 0;
+}
+
+/* libcurl asks to be called back after timeout_ms (-1: no timer). */
+static int on_timer(CURLM *multi, long timeout_ms, void *arg)
+{
+	struct pd_scrape_engine *e = arg;
+	(void)multi;
+	e->curl_deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	return 0;
+}
+
+static void wake(struct pd_scrape_engine *e)
+{
+	uint64_t one = 1;
+	if (e->wakefd >= 0 && write(e->wakefd, &one, sizeof(one)) < 0) {
+		/* the counter is full: a wakeup is pending anyway */
+	}
 }
 
 static void *engine_main(void *arg)
@@ -306,62 +546,97 @@ static void *engine_main(void *arg)
 			pthread_mutex_unlock(&e->mu);
 			break;
 		}
-		int64_t now = now_ms(), wait = 1000;
-		for (size_t i = 0; i < e->nloops;) {
-			struct loop *l = e->loops[i];
-			if (l->removed) {
-				e->loops[i] = e->loops[--e->nloops];
-				if (l->busy) {
-					/* abandon the transfer: its reference goes too */
-					curl_multi_remove_handle(e->multi, l->easy);
-					l->busy = 0;
-					l->refs--;
-				}
-				loop_unref(l); /* the list's */
-				continue;
-			}
-			if (now >= l->next) {
-				int64_t sched = l->next;
-				while (l->next <= now)
-					l->next += l->interval;
-				if (!l->busy && !l->pending && start_transfer(e, l, sched) == 0)
-					l->busy = 1;
-			}
-			if (l->next - now < wait)
-				wait = l->next - now;
-			i++;
+		while (e->dead) {
+			struct loop *l = e->dead;
+			e->dead = l->dead_next;
+			abandon_and_unref(e, l); /* the dead list's reference */
 		}
+		int64_t now = now_ms(), wait = 1000;
+		while (e->nheap && e->heap[0]->next <= now) {
+			struct loop *l = e->heap[0];
+			int64_t sched = l->next;
+			while (l->next <= now)
+				l->next += l->interval;
+			heap_down(e, 0);
+			if (!l->xfer && !l->pending)
+				start_transfer(e, l, sched);
+		}
+		if (e->nheap && e->heap[0]->next - now < wait)
+			wait = e->heap[0]->next - now;
 		pthread_mutex_unlock(&e->mu);
+		int running;
+		if (e->curl_deadline >= 0) {
+			int64_t left = e->curl_deadline - mono_ms();
+			if (left <= 0) {
+				e->curl_deadline = -1;
+				curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+				left = e->curl_deadline < 0 ? wait : e->curl_deadline - mono_ms();
+				if (left < 0)
+					left = 0;
+			}
+			if (left < wait)
+				wait = left;
+		}
 		if (wait < 0)
 			wait = 0;
-		curl_multi_poll(e->multi, NULL, 0, (int)wait, NULL);
-		int still;
-		curl_multi_perform(e->multi, &still);
+		struct epoll_event evs[256];
+		int n = epoll_wait(e->epfd, evs, 256, (int)wait);
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.fd == e->wakefd) {
+				uint64_t v;
+				if (read(e->wakefd, &v, sizeof(v)) < 0) {
+					/* nonblocking: nothing to read is fine */
+				}
+				continue;
+			}
+			int mask = 0;
+			if (evs[i].events & (EPOLLIN | EPOLLHUP))
+				mask |= CURL_CSELECT_IN;
+			if (evs[i].events & EPOLLOUT)
+				mask |= CURL_CSELECT_OUT;
+			if (evs[i].events & EPOLLERR)
+				mask |= CURL_CSELECT_ERR;
+			curl_multi_socket_action(e->multi, evs[i].data.fd, mask, &running);
+		}
+		/* every message is read before any handle is removed: removing a handle
+		 * walks the messages still queued (libcurl 7.88), so removing each as
+		 * it is read costs the square of the transfers finished at once */
 		CURLMsg *msg;
 		int left;
-		pthread_mutex_lock(&e->mu);
+		struct xfer *done = NULL;
 		while ((msg = curl_multi_info_read(e->multi, &left))) {
 			if (msg->msg != CURLMSG_DONE)
 				continue;
-			struct loop *l = NULL;
-			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&l);
-			l->busy = 0;
-			finish_transfer(e, l, msg->data.result);
+			struct xfer *x = NULL;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+			x->code = msg->data.result;
+			x->next = done;
+			done = x;
+		}
+		pthread_mutex_lock(&e->mu);
+		while (done) {
+			struct xfer *x = done;
+			done = x->next;
+			x->next = NULL;
+			finish_transfer(e, x, x->code);
 		}
 		pthread_mutex_unlock(&e->mu);
 	}
-	/* stopping: abandon transfers in flight */
+	/* stopping: abandon transfers in flight, drop the loops */
 	pthread_mutex_lock(&e->mu);
-	for (size_t i = 0; i < e->nloops; i++) {
-		struct loop *l = e->loops[i];
-		if (l->busy) {
-			curl_multi_remove_handle(e->multi, l->easy);
-			l->busy = 0;
-			l->refs--; /* the transfer's; the list's goes below */
-		}
-		loop_unref(l);
+	while (e->dead) {
+		struct loop *l = e->dead;
+		e->dead = l->dead_next;
+		abandon_and_unref(e, l);
 	}
-	e->nloops = 0;
+	for (size_t i = 0; i < e->nslots; i++) {
+		struct loop *l = e->slots[i];
+		if (!l)
+			continue;
+		e->slots[i] = NULL;
+		abandon_and_unref(e, l); /* the engine's reference */
+	}
+	e->nheap = 0;
 	pthread_mutex_unlock(&e->mu);
 	return NULL;
 }
@@ -382,24 +657,45 @@ int pd_scrape_engine_create(struct pd_scrape_engine **out, unsigned workers,
 	pthread_once(&once, global_init);
 	e->fn = fn;
 	e->ctx = ctx;
-	e->next_id = 1;
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->cv, NULL);
 	pthread_cond_init(&e->qcv, NULL);
+	e->wakefd = -1;
+	e->curl_deadline = -1;
+	if ((e->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+	    (e->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+		int en = errno;
+		pd_scrape_engine_destroy(e);
+		return pd_err_set(err, PD_EIO, "cannot create the scrape engine's epoll: %s", strerror(en));
+	}
+	struct epoll_event wev = {.events = EPOLLIN, .data.fd = e->wakefd};
+	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->wakefd, &wev)) {
+		int en = errno;
+		pd_scrape_engine_destroy(e);
+		return pd_err_set(err, PD_EIO, "cannot create the scrape engine's epoll: %s", strerror(en));
+	}
 	if (!(e->multi = curl_multi_init())) {
 		pd_scrape_engine_destroy(e);
 		return pd_err_set(err, PD_ENOMEM, "cannot create a libcurl multi handle");
 	}
+	curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+	curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
+	curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+	curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
 	/* keep idle connections to targets for the next scrape (libcurl's default cache
-	 * is 4 per handle in use, and a loop's handle is in use only while it scrapes),
-	 * within half the file descriptors the process may open */
+	 * is 4 per handle in use, and a handle is in use only while it scrapes), about
+	 * half the file descriptors the process may open in all; the limit applies to
+	 * each share, whose loops are spread by hash, so it is half again the mean */
 	struct rlimit rl;
 	long maxconn = 512;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
 		maxconn = (long)(rl.rlim_cur / 2);
 	if (maxconn > 10000)
 		maxconn = 10000;
-	curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, maxconn);
+	e->share_maxconn = maxconn * 3 / 2 / SHARES;
+	if (e->share_maxconn < 2)
+		e->share_maxconn = 2;
+	curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, e->share_maxconn);
 	e->nworkers = workers ? workers : 2;
 	e->workers = calloc(e->nworkers, sizeof(*e->workers));
 	if (!e->workers) {
@@ -429,7 +725,7 @@ void pd_scrape_engine_destroy(struct pd_scrape_engine *e)
 	e->stop = 1;
 	pthread_mutex_unlock(&e->mu);
 	if (e->thread_started) {
-		curl_multi_wakeup(e->multi);
+		wake(e);
 		pthread_join(e->thread, NULL);
 	}
 	/* deliver what is queued, then stop the workers */
@@ -440,13 +736,67 @@ void pd_scrape_engine_destroy(struct pd_scrape_engine *e)
 	for (unsigned i = 0; i < e->nworkers; i++)
 		pthread_join(e->workers[i], NULL);
 	free(e->workers);
+	/* without a thread (it failed to start) loops may remain; none has a
+	 * transfer */
+	while (e->dead) {
+		struct loop *l = e->dead;
+		e->dead = l->dead_next;
+		loop_unref(l);
+	}
+	for (size_t i = 0; i < e->nslots; i++)
+		if (e->slots[i])
+			loop_unref(e->slots[i]);
+	while (e->pool) {
+		struct xfer *x = e->pool;
+		e->pool = x->next;
+		xfer_free(x);
+	}
 	if (e->multi)
 		curl_multi_cleanup(e->multi);
-	free(e->loops);
+	/* after every easy handle: a share in use cannot be cleaned up */
+	for (size_t i = 0; i < SHARES; i++)
+		if (e->shares[i])
+			curl_share_cleanup(e->shares[i]);
+	if (e->epfd >= 0)
+		close(e->epfd);
+	if (e->wakefd >= 0)
+		close(e->wakefd);
+	free(e->slots);
+	free(e->gen);
+	free(e->free_slots);
+	free(e->heap);
 	pthread_mutex_destroy(&e->mu);
 	pthread_cond_destroy(&e->cv);
 	pthread_cond_destroy(&e->qcv);
 	free(e);
+}
+
+/* A free slot for a new loop (e->mu held); SIZE_MAX when out of memory or ids. */
+static size_t slot_take(struct pd_scrape_engine *e)
+{
+	if (e->nfree)
+		return e->free_slots[--e->nfree];
+	if (e->nslots == MAX_LOOPS)
+		return SIZE_MAX;
+	if (e->nslots == e->slotcap) {
+		size_t c = e->slotcap ? e->slotcap * 2 : 64;
+		struct loop **s = realloc(e->slots, c * sizeof(*s));
+		if (!s)
+			return SIZE_MAX;
+		e->slots = s;
+		uint32_t *g = realloc(e->gen, c * sizeof(*g));
+		if (!g)
+			return SIZE_MAX;
+		e->gen = g;
+		size_t *f = realloc(e->free_slots, c * sizeof(*f));
+		if (!f)
+			return SIZE_MAX;
+		e->free_slots = f;
+		e->slotcap = c;
+	}
+	e->gen[e->nslots] = 0;
+	e->slots[e->nslots] = NULL;
+	return e->nslots++;
 }
 
 int pd_scrape_loop_add(struct pd_scrape_engine *e, const struct pd_scrape_spec *spec,
@@ -457,13 +807,14 @@ int pd_scrape_loop_add(struct pd_scrape_engine *e, const struct pd_scrape_spec *
 	struct loop *l = calloc(1, sizeof(*l));
 	if (!l)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
-	pd_buf_init(&l->body, 0);
 	l->ctx = loop_ctx;
 	l->url = strdup(spec->url);
 	l->interval = spec->interval_ms;
 	l->timeout = spec->timeout_ms;
 	l->body_limit = spec->body_limit;
 	l->offset = pd_scrape_offset(spec->offset_seed, spec->interval_ms);
+	l->heap_idx = SIZE_MAX;
+	l->share = (unsigned)((spec->offset_seed >> 32) % SHARES);
 	l->client.follow_redirects = 1;
 	if (spec->client) {
 		pd_http_client_config_copy(&l->client, spec->client);
@@ -475,39 +826,50 @@ int pd_scrape_loop_add(struct pd_scrape_engine *e, const struct pd_scrape_spec *
 	l->next = first_tick(now_ms(), l->interval, l->offset);
 	l->refs = 1;
 	pthread_mutex_lock(&e->mu);
-	if (e->nloops == e->cap) {
-		size_t c = e->cap ? e->cap * 2 : 64;
-		struct loop **nl = realloc(e->loops, c * sizeof(*nl));
-		if (!nl) {
-			pthread_mutex_unlock(&e->mu);
-			loop_free(l);
-			return pd_err_set(err, PD_ENOMEM, "out of memory");
-		}
-		e->loops = nl;
-		e->cap = c;
+	size_t slot = slot_take(e);
+	if (slot == SIZE_MAX) {
+		pthread_mutex_unlock(&e->mu);
+		loop_free(l);
+		return pd_err_set(err, PD_ENOMEM, "out of memory for scrape loops (at most %zu)",
+				  (size_t)MAX_LOOPS);
 	}
-	l->id = e->next_id++;
-	e->loops[e->nloops++] = l;
+	if (heap_push(e, l)) {
+		e->free_slots[e->nfree++] = slot;
+		pthread_mutex_unlock(&e->mu);
+		loop_free(l);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	l->slot = slot;
+	e->slots[slot] = l;
+	l->id = ((uint64_t)e->gen[slot] << SLOT_BITS) | (uint64_t)(slot + 1);
 	*id = l->id;
 	pthread_mutex_unlock(&e->mu);
-	curl_multi_wakeup(e->multi);
+	wake(e);
 	return 0;
 }
 
 void pd_scrape_loop_remove(struct pd_scrape_engine *e, uint64_t id)
 {
+	size_t slot = (size_t)(id & (((uint64_t)1 << SLOT_BITS) - 1));
 	pthread_mutex_lock(&e->mu);
-	struct loop *l = NULL;
-	for (size_t i = 0; i < e->nloops; i++)
-		if (e->loops[i]->id == id && !e->loops[i]->removed)
-			l = e->loops[i];
-	if (l) {
-		l->removed = 1;
-		l->refs++; /* keep it while we wait */
-		while (l->in_callback)
-			pthread_cond_wait(&e->cv, &e->mu);
-		loop_unref(l);
+	struct loop *l = slot >= 1 && slot - 1 < e->nslots ? e->slots[slot - 1] : NULL;
+	if (!l || l->id != id) {
+		pthread_mutex_unlock(&e->mu);
+		return;
 	}
+	l->removed = 1;
+	e->slots[slot - 1] = NULL;
+	e->gen[slot - 1]++;
+	e->free_slots[e->nfree++] = slot - 1;
+	heap_remove(e, l);
+	/* the engine's reference moves to the dead list, where the engine thread
+	 * drops the transfer in flight, if any (libcurl is not used across threads) */
+	l->dead_next = e->dead;
+	e->dead = l;
+	l->refs++; /* keep it while we wait */
+	while (l->in_callback)
+		pthread_cond_wait(&e->cv, &e->mu);
+	loop_unref(l);
 	pthread_mutex_unlock(&e->mu);
-	curl_multi_wakeup(e->multi);
+	wake(e);
 }

@@ -27,11 +27,15 @@ static struct {
 	CURLMcode (*multi_add_handle)(CURLM *, CURL *);
 	CURLMcode (*multi_remove_handle)(CURLM *, CURL *);
 	CURLMcode (*multi_perform)(CURLM *, int *);
+	CURLMcode (*multi_socket_action)(CURLM *, curl_socket_t, int, int *);
 	CURLMcode (*multi_poll)(CURLM *, struct curl_waitfd *, unsigned int, int, int *);
 	CURLMcode (*multi_wakeup)(CURLM *);
 	CURLMcode (*multi_timeout)(CURLM *, long *);
 	CURLMcode (*multi_setopt)(CURLM *, CURLMoption, ...);
 	CURLMsg *(*multi_info_read)(CURLM *, int *);
+	CURLSH *(*share_init)(void);
+	CURLSHcode (*share_setopt)(CURLSH *, CURLSHoption, ...);
+	CURLSHcode (*share_cleanup)(CURLSH *);
 	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
 	void (*slist_free_all)(struct curl_slist *);
 } fn;
@@ -57,11 +61,15 @@ static void load(void)
 	SYM(multi_add_handle, "curl_multi_add_handle");
 	SYM(multi_remove_handle, "curl_multi_remove_handle");
 	SYM(multi_perform, "curl_multi_perform");
+	SYM(multi_socket_action, "curl_multi_socket_action");
 	SYM(multi_poll, "curl_multi_poll");
 	SYM(multi_wakeup, "curl_multi_wakeup");
 	SYM(multi_timeout, "curl_multi_timeout");
 	SYM(multi_setopt, "curl_multi_setopt");
 	SYM(multi_info_read, "curl_multi_info_read");
+	SYM(share_init, "curl_share_init");
+	SYM(share_setopt, "curl_share_setopt");
+	SYM(share_cleanup, "curl_share_cleanup");
 	SYM(slist_append, "curl_slist_append");
 	SYM(slist_free_all, "curl_slist_free_all");
 #undef SYM
@@ -162,6 +170,12 @@ CURLMcode curl_multi_perform(CURLM *m, int *running)
 	return LOADED(multi_perform) ? fn.multi_perform(m, running) : CURLM_INTERNAL_ERROR;
 }
 
+CURLMcode curl_multi_socket_action(CURLM *m, curl_socket_t s, int mask, int *running)
+{
+	return LOADED(multi_socket_action) ? fn.multi_socket_action(m, s, mask, running)
+					   : CURLM_INTERNAL_ERROR;
+}
+
 CURLMcode curl_multi_poll(CURLM *m, struct curl_waitfd *fds, unsigned int n, int timeout_ms,
 			  int *ret)
 {
@@ -200,6 +214,35 @@ CURLMcode curl_multi_setopt(CURLM *m, CURLMoption opt, ...)
 CURLMsg *curl_multi_info_read(CURLM *m, int *left)
 {
 	return LOADED(multi_info_read) ? fn.multi_info_read(m, left) : NULL;
+}
+
+CURLSH *curl_share_init(void)
+{
+	return LOADED(share_init) ? fn.share_init() : NULL;
+}
+
+/* What is shared (CURLSHOPT_SHARE, _UNSHARE) is an int; the rest are pointers (the
+ * lock functions, user data). */
+CURLSHcode curl_share_setopt(CURLSH *sh, CURLSHoption opt, ...)
+{
+	va_list ap;
+	CURLSHcode rc;
+	if (!LOADED(share_setopt))
+		return CURLSHE_NOT_BUILT_IN;
+	va_start(ap, opt);
+	if (opt == CURLSHOPT_SHARE || opt == CURLSHOPT_UNSHARE)
+		rc = fn.share_setopt(sh, opt, va_arg(ap, int));
+	else if (opt == CURLSHOPT_USERDATA)
+		rc = fn.share_setopt(sh, opt, va_arg(ap, void *));
+	else
+		rc = fn.share_setopt(sh, opt, va_arg(ap, void (*)(void)));
+	va_end(ap);
+	return rc;
+}
+
+CURLSHcode curl_share_cleanup(CURLSH *sh)
+{
+	return LOADED(share_cleanup) ? fn.share_cleanup(sh) : CURLSHE_NOT_BUILT_IN;
 }
 
 struct curl_slist *curl_slist_append(struct curl_slist *l, const char *s)

@@ -215,6 +215,86 @@ static void test_remove(void **state)
 	target_server_stop(s);
 }
 
+/* Many loops with different intervals: each fires on its own grid (the engine keeps
+ * them in a heap by next tick), and the id of a removed loop, whose slot a new loop
+ * has taken, removes nothing. */
+static void test_many_loops_and_stale_ids(void **state)
+{
+	enum { N = 48 };
+	struct target_server *s = start_server(0);
+	struct ctx c = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, profile, profile_len, 0, 0};
+	struct pd_scrape_engine *e;
+	struct pd_err err = {0};
+	static struct rec recs[N], fresh[N / 2];
+	memset(recs, 0, sizeof(recs));
+	memset(fresh, 0, sizeof(fresh));
+	uint64_t ids[N], fresh_ids[N / 2];
+	int64_t interval[N];
+	char url[128];
+	assert_int_equal(pd_scrape_engine_create(&e, 2, on_result, &c, &err), 0);
+	url_of(url, sizeof(url), s, "/ok");
+	for (int i = 0; i < N; i++) {
+		interval[i] = 60 + 10 * (i % 7);
+		struct pd_scrape_spec spec = {url, interval[i], 2000, 0, (uint64_t)i * 7919, NULL};
+		assert_int_equal(pd_scrape_loop_add(e, &spec, &recs[i], &ids[i], &err), 0);
+		for (int k = 0; k < i; k++)
+			assert_true(ids[k] != ids[i]);
+	}
+	for (int i = 0; i < N; i++) {
+		assert_true(wait_for(&c, &recs[i], 3, 20000) >= 3);
+		pthread_mutex_lock(&c.mu);
+		int64_t off = pd_scrape_offset((uint64_t)i * 7919, interval[i]);
+		for (int k = 0; k < recs[i].n; k++) {
+			assert_int_equal(recs[i].error[k], 0);
+			assert_int_equal(recs[i].sched[k] % interval[i], off);
+			if (k > 0)
+				assert_true(recs[i].sched[k] > recs[i].sched[k - 1]);
+		}
+		pthread_mutex_unlock(&c.mu);
+	}
+	/* remove every other loop; new loops take their slots */
+	for (int i = 0; i < N; i += 2)
+		pd_scrape_loop_remove(e, ids[i]);
+	for (int i = 0; i < N / 2; i++) {
+		struct pd_scrape_spec spec = {url, 50, 2000, 0, (uint64_t)i, NULL};
+		assert_int_equal(pd_scrape_loop_add(e, &spec, &fresh[i], &fresh_ids[i], &err), 0);
+		for (int k = 0; k < N; k++)
+			assert_true(fresh_ids[i] != ids[k]);
+	}
+	/* stale ids again: they must not reach the loops now in those slots */
+	for (int i = 0; i < N; i += 2)
+		pd_scrape_loop_remove(e, ids[i]);
+	pd_scrape_loop_remove(e, 0);
+	pd_scrape_loop_remove(e, UINT64_MAX);
+	for (int i = 0; i < N / 2; i++)
+		assert_true(wait_for(&c, &fresh[i], 3, 20000) >= 3);
+	/* the loops not removed go on too */
+	for (int i = 1; i < N; i += 2) {
+		pthread_mutex_lock(&c.mu);
+		int n = recs[i].n;
+		pthread_mutex_unlock(&c.mu);
+		assert_true(wait_for(&c, &recs[i], n + 1, 20000) >= n + 1);
+	}
+	/* and the removed ones stopped: at most one result was in flight at removal */
+	pthread_mutex_lock(&c.mu);
+	int counts[N];
+	for (int i = 0; i < N; i += 2)
+		counts[i] = recs[i].n;
+	pthread_mutex_unlock(&c.mu);
+	for (int i = 1; i < N; i += 2) {
+		pthread_mutex_lock(&c.mu);
+		int n = recs[i].n;
+		pthread_mutex_unlock(&c.mu);
+		assert_true(wait_for(&c, &recs[i], n + 1, 20000) >= n + 1);
+	}
+	pthread_mutex_lock(&c.mu);
+	for (int i = 0; i < N; i += 2)
+		assert_int_equal(recs[i].n, counts[i]);
+	pthread_mutex_unlock(&c.mu);
+	pd_scrape_engine_destroy(e);
+	target_server_stop(s);
+}
+
 struct slow_ctx {
 	pthread_mutex_t mu;
 	int n;
@@ -286,6 +366,7 @@ int main(void)
 		cmocka_unit_test(test_failures),
 		cmocka_unit_test(test_slow_does_not_stall),
 		cmocka_unit_test(test_remove),
+		cmocka_unit_test(test_many_loops_and_stale_ids),
 		cmocka_unit_test(test_loop_waits_for_its_result),
 		cmocka_unit_test(test_offsets),
 	};
