@@ -43,7 +43,14 @@ struct pd_scrape_engine;
 typedef void (*pd_scrape_result_fn)(void *engine_ctx, void *loop_ctx,
 				    const struct pd_scrape_result *r);
 
-/* Starts the engine thread and workers (0: 2). *out is owned by the caller. */
+/* Starts the engine thread and workers (0: pd_scrape_default_workers()). *out is owned
+ * by the caller. */
+/* The worker threads used when none are asked for: 8 per online CPU, at least 8 and
+ * at most 64. A worker spends part of each append waiting on the WAL's fsync, and
+ * appends waiting together share one (group commit), so more workers than CPUs keep
+ * the CPUs busy and make the groups larger. */
+unsigned pd_scrape_default_workers(void);
+
 int pd_scrape_engine_create(struct pd_scrape_engine **out, unsigned workers,
 			    pd_scrape_result_fn fn, void *ctx, struct pd_err *err);
 /* Stops the loops, waits for in-flight results to be delivered, and frees. */
@@ -103,7 +110,7 @@ struct pd_scrape_pool_settings {
 };
 
 struct pd_scrape_manager_opts {
-	unsigned workers;        /* decode threads; 0: 2 */
+	unsigned workers;        /* decode threads; 0: pd_scrape_default_workers() */
 	size_t max_decompressed; /* largest profile after gunzip; 0: the pprof default */
 };
 

@@ -641,6 +641,15 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
+unsigned pd_scrape_default_workers(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n < 1)
+		n = 1;
+	n *= 8;
+	return (unsigned)(n < 8 ? 8 : n > 64 ? 64 : n);
+}
+
 static void global_init(void)
 {
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -696,7 +705,7 @@ int pd_scrape_engine_create(struct pd_scrape_engine **out, unsigned workers,
 	if (e->share_maxconn < 2)
 		e->share_maxconn = 2;
 	curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, e->share_maxconn);
-	e->nworkers = workers ? workers : 2;
+	e->nworkers = workers ? workers : pd_scrape_default_workers();
 	e->workers = calloc(e->nworkers, sizeof(*e->workers));
 	if (!e->workers) {
 		pd_scrape_engine_destroy(e);
