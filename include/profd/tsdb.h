@@ -73,6 +73,15 @@ struct pd_pprof_profile;
 int pd_tsdb_append_decoded(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels,
 			   size_t n, int64_t t, const uint8_t *profile, size_t len,
 			   struct pd_pprof_profile *decoded, struct pd_err *err);
+/* The same, with the profile also as the gzip stream (RFC 1952) it came in, gz
+ * (borrowed; its content must be profile's bytes): the WAL stores those bytes
+ * instead of compressing the profile again, which saves a scrape most of the cost
+ * of its WAL record. PD_EINVAL when gz does not start as a gzip stream. On error
+ * decoded is freed here too. */
+int pd_tsdb_append_gzip(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
+			int64_t t, const uint8_t *profile, size_t len,
+			struct pd_pprof_profile *decoded, const uint8_t *gz, size_t gzlen,
+			struct pd_err *err);
 /* Writes the appender's samples to the WAL and then the head, all or nothing, and
  * frees the appender. Returns once the WAL record is written (with wal_sync 0,
  * fsynced): commits from many threads at once share one write and one fsync. The

@@ -218,8 +218,10 @@ void api_push(struct api_req *r, struct api_resp *w)
 		api_error(w, 500, "internal", "out of memory");
 		goto out;
 	}
-	/* the store takes the decoded profile, so it does not decode it again */
-	rc = pd_tsdb_append_decoded(app, tl, n, t, store, store_len, p, &err);
+	/* the store takes the decoded profile, so it does not decode it again, and a
+	 * gzip upload as it came, which its WAL keeps instead of compressing again */
+	rc = pd_tsdb_append_gzip(app, tl, n, t, store, store_len, p, raw ? data : NULL,
+				 raw ? len : 0, &err);
 	p = NULL;
 	if (rc) {
 		pd_tsdb_rollback(app);

@@ -489,7 +489,9 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 		goto store_failed;
 	}
 	/* the store takes the decoded profile too, so it does not decode it again */
-	if (pd_tsdb_append_decoded(a, t->tl, t->ntl, r->scheduled_ms, data, len, prof, &err)) {
+	/* the WAL keeps the body as it came when it is gzip, as Go serves profiles */
+	if (pd_tsdb_append_gzip(a, t->tl, t->ntl, r->scheduled_ms, data, len, prof,
+				 raw ? r->body : NULL, raw ? r->len : 0, &err)) {
 		pd_tsdb_rollback(a);
 		goto store_failed;
 	}

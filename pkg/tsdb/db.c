@@ -221,8 +221,21 @@ static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, siz
 		rc->skipped++;
 		return 0;
 	}
+	uint8_t *raw = NULL;
+	size_t rawlen;
+	if (pd_gzip_is(p, len)) {
+		/* stored as it was scraped; a stream that does not inflate within the
+		 * profile size limit is damaged, and skipped */
+		if (pd_gunzip(p, len, rc->db->o.max_profile, &raw, &rawlen, &err)) {
+			rc->skipped++;
+			return 0;
+		}
+		p = raw;
+		len = rawlen;
+	}
 	if (head_append(h, h->series[hr - 1], t, p, len, NULL, &err))
 		rc->skipped++; /* a duplicate of an already replayed sample */
+	free(raw);
 	return 0;
 }
 
@@ -374,6 +387,8 @@ struct app_sample {
 	uint8_t *p;
 	size_t len;
 	struct pd_pprof_profile *prof; /* p decoded by the caller, or NULL */
+	uint8_t *gz;   /* p as the gzip stream it came in, for the WAL; or NULL */
+	size_t gzlen;
 };
 
 struct pd_tsdb_appender {
@@ -395,6 +410,7 @@ static void app_free(struct pd_tsdb_appender *a)
 	for (size_t i = 0; i < a->n; i++) {
 		free(a->v[i].labels);
 		free(a->v[i].p);
+		free(a->v[i].gz);
 		pd_pprof_destroy(a->v[i].prof);
 	}
 	free(a->v);
@@ -444,7 +460,8 @@ static int64_t last_time(struct pd_tsdb_appender *a, const struct pd_lpair *l, s
 
 static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
 			 int64_t t, const uint8_t *profile, size_t len,
-			 struct pd_pprof_profile *decoded, struct pd_err *err);
+			 struct pd_pprof_profile *decoded, const uint8_t *gz, size_t gzlen,
+			 struct pd_err *err);
 
 int pd_tsdb_append(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
 		   int64_t t, const uint8_t *profile, size_t len, struct pd_err *err)
@@ -456,7 +473,22 @@ int pd_tsdb_append_decoded(struct pd_tsdb_appender *a, const struct pd_tsdb_labe
 			   size_t n, int64_t t, const uint8_t *profile, size_t len,
 			   struct pd_pprof_profile *decoded, struct pd_err *err)
 {
-	int rc = append_sample(a, labels, n, t, profile, len, decoded, err);
+	int rc = append_sample(a, labels, n, t, profile, len, decoded, NULL, 0, err);
+	if (rc)
+		pd_pprof_destroy(decoded);
+	return rc;
+}
+
+int pd_tsdb_append_gzip(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
+			int64_t t, const uint8_t *profile, size_t len,
+			struct pd_pprof_profile *decoded, const uint8_t *gz, size_t gzlen,
+			struct pd_err *err)
+{
+	if (gz && !pd_gzip_is(gz, gzlen)) {
+		pd_pprof_destroy(decoded);
+		return pd_err_set(err, PD_EINVAL, "the profile's gzip stream does not start as one");
+	}
+	int rc = append_sample(a, labels, n, t, profile, len, decoded, gz, gzlen, err);
 	if (rc)
 		pd_pprof_destroy(decoded);
 	return rc;
@@ -464,7 +496,8 @@ int pd_tsdb_append_decoded(struct pd_tsdb_appender *a, const struct pd_tsdb_labe
 
 static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
 			 int64_t t, const uint8_t *profile, size_t len,
-			 struct pd_pprof_profile *decoded, struct pd_err *err)
+			 struct pd_pprof_profile *decoded, const uint8_t *gz, size_t gzlen,
+			 struct pd_err *err)
 {
 	const struct pd_lpair *l = (const struct pd_lpair *)(const void *)labels;
 	char name[256];
@@ -498,11 +531,15 @@ static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label 
 		bytes += strlen(l[i].name) + strlen(l[i].value) + 2;
 	struct pd_lpair *lp = malloc(bytes ? bytes : 1);
 	uint8_t *p = malloc(len ? len : 1);
-	if (!lp || !p) {
+	uint8_t *g = gz ? malloc(gzlen) : NULL;
+	if (!lp || !p || (gz && !g)) {
 		free(lp);
 		free(p);
+		free(g);
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
+	if (g)
+		memcpy(g, gz, gzlen);
 	char *s = (char *)(lp + n);
 	for (size_t i = 0; i < n; i++) {
 		size_t x = strlen(l[i].name) + 1, y = strlen(l[i].value) + 1;
@@ -515,7 +552,7 @@ static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label 
 	}
 	if (len)
 		memcpy(p, profile, len);
-	a->v[a->n++] = (struct app_sample){lp, n, hash, t, p, len, decoded};
+	a->v[a->n++] = (struct app_sample){lp, n, hash, t, p, len, decoded, g, g ? gzlen : 0};
 	return 0;
 }
 
@@ -607,7 +644,9 @@ static int build_record(struct pd_tsdb_appender *a, struct head_series **ser, un
 			rc = pd_wal_rec_series(rec, ser[i]->ref, ser[i]->labels, ser[i]->nlabels, err);
 	}
 	for (size_t i = 0; i < a->n && !rc; i++)
-		rc = pd_wal_rec_sample(rec, ser[i]->ref, a->v[i].t, a->v[i].p, a->v[i].len, err);
+		rc = a->v[i].gz ? pd_wal_rec_sample(rec, ser[i]->ref, a->v[i].t, a->v[i].gz,
+						     a->v[i].gzlen, err)
+				: pd_wal_rec_sample(rec, ser[i]->ref, a->v[i].t, a->v[i].p, a->v[i].len, err);
 	if (!rc)
 		rc = pd_wal_rec_seal(rec, err);
 	return rc;

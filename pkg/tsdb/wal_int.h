@@ -51,6 +51,7 @@ enum pd_wal_rec_type {
 struct pd_wal_enc {
 	struct pd_buf series, samples;
 	uint64_t nseries, nsamples;
+	size_t packed; /* bytes of samples that are gzip streams already */
 	size_t max; /* largest payload */
 };
 

@@ -58,6 +58,7 @@ void pd_wal_enc_init(struct pd_wal_enc *e, size_t max)
 	pd_buf_init(&e->series, 0);
 	pd_buf_init(&e->samples, 0);
 	e->nseries = e->nsamples = 0;
+	e->packed = 0;
 	e->max = max;
 }
 
@@ -76,6 +77,7 @@ void pd_wal_enc_reset(struct pd_wal_enc *e)
 		pd_buf_fini(&e->samples);
 	e->series.len = e->samples.len = 0;
 	e->nseries = e->nsamples = 0;
+	e->packed = 0;
 }
 
 size_t pd_wal_enc_len(const struct pd_wal_enc *e)
@@ -173,6 +175,8 @@ int pd_wal_enc_sample(struct pd_wal_enc *e, uint64_t ref, int64_t t, const uint8
 		memcpy(q, p, len);
 	e->samples.len += need;
 	e->nsamples++;
+	if (len >= 2 && p[0] == 0x1f && p[1] == 0x8b)
+		e->packed += len;
 	return 0;
 }
 
@@ -350,7 +354,8 @@ int pd_wal_frame(const struct pd_wal_enc *e, void *cctx, struct pd_buf *out, str
 		memcpy(p, e->samples.data, e->samples.len);
 	stored = raw;
 
-	if (raw >= PD_WAL_COMPRESS_MIN && cctx) {
+	/* a payload made mostly of gzip streams would not shrink: not tried */
+	if (raw >= PD_WAL_COMPRESS_MIN && cctx && e->packed <= raw / 2) {
 		size_t bound = ZSTD_compressBound(raw);
 		scratch->len = 0;
 		/* without the memory, the record is stored uncompressed */
