@@ -3,6 +3,7 @@
  * reloads the configuration on SIGHUP (a bad one is refused and the old one keeps
  * running), and shuts down cleanly on SIGTERM or SIGINT. */
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -385,7 +386,7 @@ int pd_cmd_run(int argc, char **argv)
 	pd_log_info("main", "profd started: %zu scrape configs from %s, listening on %s (port %u)",
 		    d.cfg->nscrape_configs, f.config_file, f.listen_address, pd_api_port(d.api));
 
-	int64_t last_flush = mono_ms();
+	int64_t last_flush = mono_ms(), last_trim = mono_ms();
 	for (;;) {
 		struct timespec tick = {1, 0};
 		int sig = sigtimedwait(&sigs, NULL, &tick);
@@ -400,6 +401,14 @@ int pd_cmd_run(int argc, char **argv)
 			if (pd_tsdb_flush(d.db, 0, &err))
 				pd_log_error("tsdb", "persisting the head failed: %s", err.msg);
 			last_flush = mono_ms();
+		}
+		if (mono_ms() - last_trim >= 5000) {
+			/* hand the allocator's free pages back to the system: the scrape
+			 * workers' transient buffers (bodies, decoded profiles) are freed
+			 * among the head's long-lived ones and leave whole pages free that
+			 * glibc would otherwise keep */
+			malloc_trim(0);
+			last_trim = mono_ms();
 		}
 	}
 	rc = 0;
