@@ -402,7 +402,7 @@ int pd_cmd_run(int argc, char **argv)
 				pd_log_error("tsdb", "persisting the head failed: %s", err.msg);
 			last_flush = mono_ms();
 		}
-		if (mono_ms() - last_trim >= 5000) {
+		if (mono_ms() - last_trim >= 30000) {
 			/* hand the allocator's free pages back to the system: the scrape
 			 * workers' transient buffers (bodies, decoded profiles) are freed
 			 * among the head's long-lived ones and leave whole pages free that
