@@ -446,113 +446,52 @@ int v2_appender_get(const struct v2_appender *a, size_t i, uint8_t **out, size_t
 	return rc;
 }
 
-/* Seals an appender on shared tables: its profiles are decoded and appended to
- * an appender with tables of its own, so that the chunk holds only its own
- * symbols. */
-static int seal_shared(const struct v2_appender *a, uint8_t **out, size_t *out_len,
-		       struct pd_err *err)
+/* The records of every group of the appender, decompressed, back to back in
+ * recs; group g from goff[g] to goff[g + 1]. */
+static int appender_groups(const struct v2_appender *a, size_t ngroups, struct pd_buf *recs,
+			   size_t *goff, struct pd_err *err)
 {
-	struct v2_appender *own = v2_appender_create(a->group, a->level);
-	struct pd_buf recs;
-	int rc = 0;
-	if (!own)
-		return pd_err_set(err, PD_ENOMEM, "out of memory sealing a value chunk");
-	pd_buf_init(&recs, 0);
-	pthread_rwlock_rdlock(&a->sym->mu);
-	for (size_t base = 0; base < a->count && !rc; base += a->group) {
-		size_t end = base + a->group < a->count ? base + a->group : a->count;
-		recs.len = 0;
-		if ((rc = appender_records(a, base, end, &recs, err)))
-			break;
-		struct v2_prev prev = {0};
-		struct v2_rd r = {recs.data, recs.len, 0, 0};
-		for (size_t i = base; i < end && !rc; i++) {
-			struct v2_decoded d;
-			if ((rc = v2_record_decode(&a->sym->t, &prev, &r, V2_WANT_PROFILE, &d, err)))
-				break;
-			if (own->count % own->group == 0)
-				v2_prev_reset(&own->prev);
-			size_t mark = own->open.len;
-			rc = d.opaque ? v2_record_opaque(d.bytes, d.len, &own->open, err)
-				      : v2_record_encode_parts(&own->t, &own->prev, &d.parts, NULL, 0,
-							       &own->open, err);
-			v2_decoded_fini(&d);
-			if (rc)
-				break;
-			(void)mark;
-			own->count++;
-			if (++own->open_count == own->hgroup) {
-				/* one frame per group would do; keep the appender's shape */
-				if (own->nframes == own->frame_cap) {
-					size_t cap = own->frame_cap ? own->frame_cap * 2 : 8;
-					size_t *fl = realloc(own->frame_len, cap * sizeof(*fl));
-					if (!fl) {
-						rc = pd_err_set(err, PD_ENOMEM, "out of memory");
-						break;
-					}
-					own->frame_len = fl;
-					own->frame_cap = cap;
-				}
-				if ((rc = v2_compress(own->open.data, own->open.len, 1, &own->frames,
-						      &own->frame_len[own->nframes], err)))
-					break;
-				own->nframes++;
-				own->open.len = 0;
-				own->open_count = 0;
-			}
-		}
-		v2_prev_fini(&prev);
+	for (size_t g = 0; g < ngroups; g++) {
+		size_t from = g * a->group, to = from + a->group < a->count ? from + a->group : a->count;
+		goff[g] = recs->len;
+		int rc = appender_records(a, from, to, recs, err);
+		if (rc)
+			return rc;
 	}
-	pthread_rwlock_unlock(&a->sym->mu);
-	pd_buf_fini(&recs);
-	if (!rc)
-		rc = v2_appender_seal(own, out, out_len, err);
-	v2_appender_destroy(own);
-	return rc;
+	goff[ngroups] = recs->len;
+	return 0;
 }
 
-int v2_appender_seal(const struct v2_appender *a, uint8_t **out, size_t *out_len,
-		     struct pd_err *err)
+/* The sealed chunk of the appender's records (recs, groups as goff says) with
+ * tables t: each group compressed as one frame, and the tables. */
+static int seal_write(const struct v2_appender *a, const struct v2_tables *t, const uint8_t *recs,
+		      const size_t *goff, size_t ngroups, uint8_t **out, size_t *out_len,
+		      struct pd_err *err)
 {
-	if (a->sym)
-		return seal_shared(a, out, out_len, err);
-	struct pd_buf b, tables, ctables, groups, recs;
+	struct pd_buf b, tables, ctables, groups;
+	struct v2_tables empty;
 	size_t tlen = 0;
 	int rc = 0;
-	size_t ngroups = (a->count + a->group - 1) / a->group;
 	size_t *gl = calloc(ngroups ? ngroups : 1, sizeof(*gl));
 	pd_buf_init(&b, 0);
 	pd_buf_init(&tables, 0);
 	pd_buf_init(&ctables, 0);
 	pd_buf_init(&groups, 0);
-	pd_buf_init(&recs, 0);
+	v2_tables_init(&empty);
 	if (!gl)
 		goto nomem;
-	/* each group's frames, decompressed and compressed again as one */
-	for (size_t g = 0; g < ngroups; g++) {
-		size_t from = g * a->group, to = from + a->group < a->count ? from + a->group : a->count;
-		recs.len = 0;
-		if ((rc = appender_records(a, from, to, &recs, err)) ||
-		    (rc = v2_compress(recs.data, recs.len, a->level, &groups, &gl[g], err)))
+	for (size_t g = 0; g < ngroups; g++)
+		if ((rc = v2_compress(recs + goff[g], goff[g + 1] - goff[g], a->level, &groups, &gl[g],
+				      err)))
 			goto out;
-	}
-	{
-		/* an empty chunk still has string 0 */
-		struct v2_tables empty;
-		const struct v2_tables *t = &a->t;
-		v2_tables_init(&empty);
-		if (t->nstr == 0) {
-			if (v2_intern_str(&empty, "", 0) != 0) {
-				v2_tables_fini(&empty);
-				goto nomem;
-			}
-			t = &empty;
-		}
-		int w = v2_tables_write(t, &tables);
-		v2_tables_fini(&empty);
-		if (w)
+	/* an empty chunk still has string 0 */
+	if (t->nstr == 0) {
+		if (v2_intern_str(&empty, "", 0) != 0)
 			goto nomem;
+		t = &empty;
 	}
+	if (v2_tables_write(t, &tables))
+		goto nomem;
 	if ((rc = v2_compress(tables.data, tables.len, a->level, &ctables, &tlen, err)))
 		goto out;
 	uint8_t enc = PD_CHUNKENC_VALUES_COLUMNAR;
@@ -570,11 +509,50 @@ nomem:
 	rc = pd_err_set(err, PD_ENOMEM, "out of memory sealing a value chunk");
 out:
 	free(gl);
+	v2_tables_fini(&empty);
 	pd_buf_fini(&b);
 	pd_buf_fini(&tables);
 	pd_buf_fini(&ctables);
 	pd_buf_fini(&groups);
+	return rc;
+}
+
+/* Seals an appender: its groups decompressed and compressed again as one frame
+ * each, with its tables. On shared tables, the chunk gets tables of its own
+ * holding only what its records use, and the records are rewritten to refer to
+ * them (v2_remap); only that walk holds the shared tables' read lock. */
+int v2_appender_seal(const struct v2_appender *a, uint8_t **out, size_t *out_len,
+		     struct pd_err *err)
+{
+	size_t ngroups = (a->count + a->group - 1) / a->group;
+	size_t *goff = calloc(2 * (ngroups + 1), sizeof(*goff));
+	struct pd_buf recs, moved;
+	struct v2_tables own;
+	int rc;
+	pd_buf_init(&recs, 0);
+	pd_buf_init(&moved, 0);
+	v2_tables_init(&own);
+	if (!goff) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory sealing a value chunk");
+		goto out;
+	}
+	if ((rc = appender_groups(a, ngroups, &recs, goff, err)))
+		goto out;
+	if (!a->sym) {
+		rc = seal_write(a, &a->t, recs.data, goff, ngroups, out, out_len, err);
+		goto out;
+	}
+	size_t *mgoff = goff + ngroups + 1;
+	pthread_rwlock_rdlock(&a->sym->mu);
+	rc = v2_remap(&a->sym->t, recs.data, goff, ngroups, &own, &moved, mgoff, err);
+	pthread_rwlock_unlock(&a->sym->mu);
+	if (!rc)
+		rc = seal_write(a, &own, moved.data, mgoff, ngroups, out, out_len, err);
+out:
+	free(goff);
 	pd_buf_fini(&recs);
+	pd_buf_fini(&moved);
+	v2_tables_fini(&own);
 	return rc;
 }
 

@@ -126,6 +126,23 @@ int v2_tables_read(struct v2_tables *t, const uint8_t *p, size_t len, struct pd_
 
 /* ---- profile records ------------------------------------------------------------- */
 
+/* Record layout constants (docs/format/chunks.md, "Records"): the profile
+ * record's flags, the record kinds, and the value column modes. */
+enum {
+	F_PERIOD_TYPE = 1 << 0,
+	F_MAP_SAME = 1 << 1,    /* mapping list and ids as the previous profile's */
+	F_MAP_SEQ = 1 << 2,     /* mapping ids are 1..n in order */
+	F_LOC_DERIVED = 1 << 3, /* locations in order of first use by the samples */
+	F_LOC_SEQ = 1 << 4,
+	F_FN_DERIVED = 1 << 5, /* functions in order of first use by the locations */
+	F_FN_SEQ = 1 << 6,
+	F_LABELS = 1 << 7,
+	F_ALL = (1 << 8) - 1,
+};
+
+enum { KIND_PROFILE = 0, KIND_OPAQUE = 1 };
+enum { COL_RAW = 0, COL_DELTA = 1 };
+
 /* What the record coder carries from one profile to the next within a group:
  * the values by stack for delta coding, the mapping list, the time. */
 struct v2_prev {
@@ -213,6 +230,18 @@ int v2_compress(const uint8_t *raw, size_t len, int level, struct pd_buf *out, s
 /* Decompresses one frame, refusing more than max bytes. *out is malloc'd. */
 int v2_decompress(const uint8_t *f, size_t flen, size_t max, uint8_t **out, size_t *out_len,
 		  const char *what, struct pd_err *err);
+
+/* ---- moving records to a chunk's own tables (v2_remap.c) ---------------------- */
+
+/* Copies the entries of shared that the records use (recs: the records of
+ * ngroups groups back to back, group g from goff[g] to goff[g + 1]) into own
+ * (initialised by the caller, which frees it), in shared's order, and appends
+ * the records to out with their references translated to own; out_goff (ngroups
+ * + 1 entries) receives where each group starts and ends in out. The records
+ * are not decoded: only their references change. */
+int v2_remap(const struct v2_tables *shared, const uint8_t *recs, const size_t *goff,
+	     size_t ngroups, struct v2_tables *own, struct pd_buf *out, size_t *out_goff,
+	     struct pd_err *err);
 
 /* ---- the appender and reader (v2_chunk.c) --------------------------------------- */
 

@@ -11,21 +11,6 @@
 
 #include "v2_int.h"
 
-enum {
-	F_PERIOD_TYPE = 1 << 0,
-	F_MAP_SAME = 1 << 1,    /* mapping list and ids as the previous profile's */
-	F_MAP_SEQ = 1 << 2,     /* mapping ids are 1..n in order */
-	F_LOC_DERIVED = 1 << 3, /* locations in order of first use by the samples */
-	F_LOC_SEQ = 1 << 4,
-	F_FN_DERIVED = 1 << 5, /* functions in order of first use by the locations */
-	F_FN_SEQ = 1 << 6,
-	F_LABELS = 1 << 7,
-	F_ALL = (1 << 8) - 1,
-};
-
-enum { KIND_PROFILE = 0, KIND_OPAQUE = 1 };
-enum { COL_RAW = 0, COL_DELTA = 1 };
-
 void v2_prev_reset(struct v2_prev *p)
 {
 	p->valid = 0;
