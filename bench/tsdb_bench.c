@@ -1315,6 +1315,12 @@ static const int way_sync[APPEND_WAYS] = {0, 1, 1};
 static const int way_decoded[APPEND_WAYS] = {0, 0, 1};
 static const char *const way_name[APPEND_WAYS] = {"0 (fsync each commit)", "1 (no fsync)",
                                                   "1, caller decoded"};
+/* samples a series: 100 (every chunk stays open: the runs that head memory is
+ * measured on), and 250, so that every series cuts and seals a chunk at its
+ * 121st and 241st sample (a seal per 120 samples, as a running head has) */
+#define APPEND_CASES 2
+static const size_t case_samples[APPEND_CASES] = {100, 250};
+static const char *const case_name[APPEND_CASES] = {"no chunk cut", "with chunk cuts"};
 
 /* Samples [0, samples) of every series with pd_tsdb_append_decoded, one commit
  * per BATCH series of a round; each batch's profiles are decoded before its
@@ -1375,7 +1381,7 @@ struct append_run {
 	uint64_t wal_bytes, head_chunks;
 };
 
-/* 1000 x 100 samples into a fresh store of value encoding enc with the WAL on
+/* 1000 x `samples` samples into a fresh store of value encoding enc with the WAL on
  * (sync 0: fsync every commit; 1: never), one commit per BATCH series of a
  * round; decoded: with pd_tsdb_append_decoded. */
 static int append_run(const struct opts *o, const struct synth *s, size_t samples, int enc,
@@ -1526,93 +1532,112 @@ static int ll_cmp(const void *a, const void *b)
 
 static int section_append(const struct opts *o)
 {
-	const size_t nseries = 1000, samples = 100;
+	const size_t nseries = 1000;
 	struct synth s = {0};
-	/* [way][enc][rep] */
-	struct append_run runs[APPEND_WAYS][LS_NENC][APPEND_REPS];
-	double plain[2][APPEND_REPS];
+	/* [case][way][enc][rep] */
+	static struct append_run runs[APPEND_CASES][APPEND_WAYS][LS_NENC][APPEND_REPS];
+	double plain[APPEND_CASES][2][APPEND_REPS];
 	int rc = -1;
 	if (synth_init(&s, nseries))
 		goto out;
 	size_t nheap = synth_add_heap(&s, HEAP_EVERY);
-	/* every (way, encoding) and the plain file in turn, APPEND_REPS times, the
-	 * encodings alternating which goes first */
+	/* every (case, way, encoding) and the plain file in turn, APPEND_REPS times,
+	 * the encodings alternating which goes first */
 	for (int rep = 0; rep < APPEND_REPS; rep++)
-		for (int w = 0; w < APPEND_WAYS; w++) {
-			for (int x = 0; x < LS_NENC; x++) {
-				int e = ((rep + w) & 1) ? LS_NENC - 1 - x : x;
-				if (append_run(o, &s, samples, ls_encodings[e], way_sync[w],
-				               way_decoded[w], &runs[w][e][rep]))
+		for (int c = 0; c < APPEND_CASES; c++)
+			for (int w = 0; w < APPEND_WAYS; w++) {
+				for (int x = 0; x < LS_NENC; x++) {
+					int e = ((rep + w + c) & 1) ? LS_NENC - 1 - x : x;
+					if (append_run(o, &s, case_samples[c], ls_encodings[e], way_sync[w],
+					               way_decoded[w], &runs[c][w][e][rep]))
+						goto out;
+				}
+				if (w < 2 &&
+				    plain_run(o, &s, case_samples[c], way_sync[w], &plain[c][w][rep]))
 					goto out;
 			}
-			if (w < 2 && plain_run(o, &s, samples, way_sync[w], &plain[w][rep]))
-				goto out;
-		}
-	/* medians: time, and the memory of the runs without fsync (way 1) */
-	double secs[APPEND_WAYS][LS_NENC], plain_s[2];
+	/* medians: time, and the memory of the runs without fsync (way 1) and
+	 * without chunk cuts */
+	double secs[APPEND_CASES][APPEND_WAYS][LS_NENC], plain_s[APPEND_CASES][2];
 	long long heap_d[LS_NENC], rss_d[LS_NENC];
-	for (int sync = 0; sync < 2; sync++) {
-		qsort(plain[sync], APPEND_REPS, sizeof(double), double_cmp);
-		plain_s[sync] = plain[sync][APPEND_REPS / 2];
-	}
-	for (int w = 0; w < APPEND_WAYS; w++)
-		for (int e = 0; e < LS_NENC; e++) {
-			double v[APPEND_REPS];
-			long long h[APPEND_REPS], r[APPEND_REPS];
-			for (int rep = 0; rep < APPEND_REPS; rep++) {
-				v[rep] = runs[w][e][rep].seconds;
-				h[rep] = runs[w][e][rep].heap_delta;
-				r[rep] = runs[w][e][rep].rss_delta;
-			}
-			qsort(v, APPEND_REPS, sizeof(double), double_cmp);
-			secs[w][e] = v[APPEND_REPS / 2];
-			if (w == 1) {
-				qsort(h, APPEND_REPS, sizeof(long long), ll_cmp);
-				qsort(r, APPEND_REPS, sizeof(long long), ll_cmp);
-				heap_d[e] = h[0] < 0 ? -1 : h[APPEND_REPS / 2];
-				rss_d[e] = r[0] < 0 ? -1 : r[APPEND_REPS / 2];
-			}
+	for (int c = 0; c < APPEND_CASES; c++)
+		for (int sync = 0; sync < 2; sync++) {
+			qsort(plain[c][sync], APPEND_REPS, sizeof(double), double_cmp);
+			plain_s[c][sync] = plain[c][sync][APPEND_REPS / 2];
 		}
-	const struct append_run *r0 = &runs[0][0][0];
-	printf("\n4. Append throughput: %zu series x %zu samples (the profiles of section 3,\n"
-	       "   %zu heap series), one commit per %d series of a scrape round (%zu\n"
-	       "   commits), WAL on, into a fresh store of value encoding 2 (v2) or 1 (v1):\n"
-	       "   wal_sync 0 and 1 with pd_tsdb_append (the store decodes each profile, as\n"
+	for (int c = 0; c < APPEND_CASES; c++)
+		for (int w = 0; w < APPEND_WAYS; w++)
+			for (int e = 0; e < LS_NENC; e++) {
+				double v[APPEND_REPS];
+				long long h[APPEND_REPS], r[APPEND_REPS];
+				for (int rep = 0; rep < APPEND_REPS; rep++) {
+					v[rep] = runs[c][w][e][rep].seconds;
+					h[rep] = runs[c][w][e][rep].heap_delta;
+					r[rep] = runs[c][w][e][rep].rss_delta;
+				}
+				qsort(v, APPEND_REPS, sizeof(double), double_cmp);
+				secs[c][w][e] = v[APPEND_REPS / 2];
+				if (c == 0 && w == 1) {
+					qsort(h, APPEND_REPS, sizeof(long long), ll_cmp);
+					qsort(r, APPEND_REPS, sizeof(long long), ll_cmp);
+					heap_d[e] = h[0] < 0 ? -1 : h[APPEND_REPS / 2];
+					rss_d[e] = r[0] < 0 ? -1 : r[APPEND_REPS / 2];
+				}
+			}
+	const struct append_run *r0 = &runs[0][0][0][0];
+	printf("\n4. Append throughput: %zu series x %zu samples, and x %zu samples (every\n"
+	       "   series cuts and seals a chunk at its sample %d and %d), the profiles of\n"
+	       "   section 3 (%zu heap series), one commit per %d series of a scrape round,\n"
+	       "   WAL on, into a fresh store of value encoding 2 (v2) or 1 (v1): wal_sync\n"
+	       "   0 and 1 with pd_tsdb_append (the store decodes each profile, as\n"
 	       "   `profd tsdb import` has it do), and wal_sync 1 with pd_tsdb_append_decoded\n"
 	       "   (`caller decoded`: each batch decoded before its appends, untimed, as\n"
 	       "   scrapes and pushes hand the store the profile they decoded). Reference:\n"
 	       "   the same profile bytes written to one plain file, one write per commit\n"
 	       "   (with fdatasync after each write when the WAL fsyncs). Every row is run\n"
 	       "   %d times, all rows in turn; medians. Ratio = plain time / profd time\n"
-	       "   (1.00x: as fast as writing the bytes).\n\n",
-	       nseries, samples, nheap, BATCH, r0->commits, APPEND_REPS);
-	printf("%-22s %3s %10s %12s %10s %12s %9s %10s\n", "wal_sync", "enc", "seconds",
-	       "profiles/s", "commits/s", "WAL MB", "plain s", "ratio");
-	print_rule(95);
-	for (int w = 0; w < APPEND_WAYS; w++)
-		for (int e = 0; e < LS_NENC; e++) {
-			const struct append_run *r = &runs[w][e][0];
-			double ps = plain_s[way_sync[w]];
-			printf("%-22s %3s %10.2f %12.0f %10.0f %12.1f %9.2f %9.2fx\n", way_name[w],
-			       ls_enc_name(ls_encodings[e]), secs[w][e],
-			       (double)r->samples / secs[w][e], (double)r->commits / secs[w][e],
-			       (double)r->wal_bytes / 1e6, ps, ps / secs[w][e]);
-		}
-	print_rule(95);
-	printf("(raw profile bytes appended: %.1f MB per run)\n", r0->raw_bytes / 1e6);
-	printf("\naim: append throughput of v2 no worse than half of v1's (v2 profiles/s >=\n"
-	       "     %.2fx v1's)\n\n",
-	       AIM_APPEND_VS_V1);
-	printf("%-22s %12s %12s %8s %7s\n", "wal_sync", "v2 prof/s", "v1 prof/s", "v2/v1", "meets");
-	print_rule(65);
-	for (int w = 0; w < APPEND_WAYS; w++) {
-		double q = secs[w][1] / secs[w][0];
-		printf("%-22s %12.0f %12.0f %7.2fx %7s\n", way_name[w],
-		       (double)r0->samples / secs[w][0], (double)r0->samples / secs[w][1], q,
-		       q >= AIM_APPEND_VS_V1 ? "yes" : "no");
+	       "   (1.00x: as fast as writing the bytes).\n",
+	       nseries, case_samples[0], case_samples[1], PD_TSDB_DEFAULT_CHUNK_SAMPLES + 1,
+	       2 * PD_TSDB_DEFAULT_CHUNK_SAMPLES + 1, nheap, BATCH, APPEND_REPS);
+	for (int c = 0; c < APPEND_CASES; c++) {
+		const struct append_run *rc0 = &runs[c][0][0][0];
+		printf("\n%zu samples a series (%s; %zu commits)\n\n", case_samples[c], case_name[c],
+		       rc0->commits);
+		printf("%-22s %3s %10s %12s %10s %12s %9s %10s\n", "wal_sync", "enc", "seconds",
+		       "profiles/s", "commits/s", "WAL MB", "plain s", "ratio");
+		print_rule(95);
+		for (int w = 0; w < APPEND_WAYS; w++)
+			for (int e = 0; e < LS_NENC; e++) {
+				const struct append_run *r = &runs[c][w][e][0];
+				double ps = plain_s[c][way_sync[w]];
+				printf("%-22s %3s %10.2f %12.0f %10.0f %12.1f %9.2f %9.2fx\n", way_name[w],
+				       ls_enc_name(ls_encodings[e]), secs[c][w][e],
+				       (double)r->samples / secs[c][w][e], (double)r->commits / secs[c][w][e],
+				       (double)r->wal_bytes / 1e6, ps, ps / secs[c][w][e]);
+			}
+		print_rule(95);
+		printf("(raw profile bytes appended: %.1f MB per run; head chunks at the end: %llu)\n",
+		       rc0->raw_bytes / 1e6, (unsigned long long)runs[c][1][0][0].head_chunks);
 	}
-	print_rule(65);
+	printf("\naim: append throughput of v2 no worse than half of v1's (v2 profiles/s >=\n"
+	       "     %.2fx v1's), without and with chunk cuts\n\n",
+	       AIM_APPEND_VS_V1);
+	printf("%-22s %-16s %12s %12s %8s %7s\n", "wal_sync", "samples", "v2 prof/s", "v1 prof/s",
+	       "v2/v1", "meets");
+	print_rule(82);
+	for (int w = 0; w < APPEND_WAYS; w++)
+		for (int c = 0; c < APPEND_CASES; c++) {
+			double q = secs[c][w][1] / secs[c][w][0];
+			char what[32];
+			snprintf(what, sizeof(what), "%zu%s", case_samples[c], c ? " (cuts)" : "");
+			printf("%-22s %-16s %12.0f %12.0f %7.2fx %7s\n", way_name[w], what,
+			       (double)runs[c][w][0][0].samples / secs[c][w][0],
+			       (double)runs[c][w][0][0].samples / secs[c][w][1], q,
+			       q >= AIM_APPEND_VS_V1 ? "yes" : "no");
+		}
+	print_rule(82);
 
+	const size_t samples = case_samples[0];
 	double pay[LS_NENC] = {0}, gz = 0;
 	for (int e = 0; e < LS_NENC; e++)
 		if (head_payload(&s, samples, ls_encodings[e], &pay[e]))
@@ -1657,7 +1682,7 @@ static int section_append(const struct opts *o)
 	print_rule(84);
 	printf("(head chunks: %llu: %zu samples < %d per chunk, so every chunk is open; v1:\n"
 	       " %zu full groups of %d each and %zu profiles in the open group)\n",
-	       (unsigned long long)runs[1][0][0].head_chunks, samples,
+	       (unsigned long long)runs[0][1][0][0].head_chunks, samples,
 	       PD_TSDB_DEFAULT_CHUNK_SAMPLES, samples / PD_CHUNKENC_DEFAULT_GROUP,
 	       PD_CHUNKENC_DEFAULT_GROUP, samples % PD_CHUNKENC_DEFAULT_GROUP);
 	rc = 0;

@@ -32,6 +32,7 @@ struct v2_appender {
 	struct pd_buf open; /* records of the open frame (fewer than hgroup) */
 	unsigned open_count;
 	int broken; /* the delta state could not be rebuilt after a failure */
+	int added;  /* the last record added to the shared tables (see encode_record) */
 	struct v2_symbols *sym; /* shared tables, or NULL for the appender's own t */
 };
 
@@ -301,6 +302,40 @@ static int rebuild_prev(struct v2_appender *a)
 	return rc;
 }
 
+/* Encodes a profile's record into the open frame. On shared tables, once they
+ * hold a program's symbols a record needs nothing new from them: it is encoded
+ * under the read lock against a frozen view, so that series of the head encode
+ * side by side, and only a profile that brings new symbols takes the write lock
+ * (and is encoded again under it). An appender whose last record added symbols
+ * (a program that has just started, or whose stacks keep changing) goes to the
+ * write lock first. */
+static int encode_record(struct v2_appender *a, const struct pd_pprof_parts *pp, const uint8_t *p,
+			 size_t len, struct pd_err *err)
+{
+	if (!a->sym)
+		return v2_record_encode_parts(&a->t, &a->prev, pp, p, len, &a->open, err);
+	int rc;
+	if (!a->added) {
+		struct pd_err e2 = {0};
+		pthread_rwlock_rdlock(&a->sym->mu);
+		struct v2_tables view = v2_tables_view(&a->sym->t);
+		rc = v2_record_encode_parts(&view, &a->prev, pp, p, len, &a->open, &e2);
+		pthread_rwlock_unlock(&a->sym->mu);
+		if (!rc || !view.missed) {
+			if (rc && err)
+				*err = e2;
+			return rc;
+		}
+	}
+	pthread_rwlock_wrlock(&a->sym->mu);
+	const struct v2_tables *t = &a->sym->t;
+	size_t before = t->nstr + t->nmap + t->nfn + t->nloc + t->nnode;
+	rc = v2_record_encode_parts(&a->sym->t, &a->prev, pp, p, len, &a->open, err);
+	a->added = t->nstr + t->nmap + t->nfn + t->nloc + t->nnode != before;
+	pthread_rwlock_unlock(&a->sym->mu);
+	return rc;
+}
+
 int v2_appender_append(struct v2_appender *a, const uint8_t *p, size_t len,
 		       const struct pd_pprof_profile *decoded, struct pd_err *err)
 {
@@ -321,11 +356,7 @@ int v2_appender_append(struct v2_appender *a, const uint8_t *p, size_t len,
 	if (rc == 1) {
 		rc = v2_record_opaque(p, len, &a->open, err);
 	} else if (rc == 0) {
-		if (a->sym)
-			pthread_rwlock_wrlock(&a->sym->mu);
-		rc = v2_record_encode_parts(tables_of(a), &a->prev, &pp, p, len, &a->open, err);
-		if (a->sym)
-			pthread_rwlock_unlock(&a->sym->mu);
+		rc = encode_record(a, &pp, p, len, err);
 		pd_pprof_parts_fini(&pp);
 		pd_pprof_destroy(prof);
 	}

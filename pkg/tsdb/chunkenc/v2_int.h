@@ -87,6 +87,10 @@ struct v2_tables {
 	size_t nnode, node_cap;
 	/* dedup indexes: only the appender builds them */
 	struct v2_index istr, imap, ifn, iloc, inode;
+	/* frozen: a read-only view of tables that others may read at the same time
+	 * (v2_tables_view): interning finds entries but adds none, and sets missed
+	 * when one is not there */
+	int frozen, missed;
 };
 
 void v2_tables_init(struct v2_tables *t);
@@ -104,8 +108,18 @@ static inline size_t v2_str_len(const struct v2_tables *t, uint32_t i)
 	return t->soff[i + 1] - t->soff[i] - 1;
 }
 
+/* A frozen copy of t (sharing its arrays) for encoding under a read lock: it
+ * stays valid while the lock is held, and nothing is written through it. */
+static inline struct v2_tables v2_tables_view(const struct v2_tables *t)
+{
+	struct v2_tables v = *t;
+	v.frozen = 1;
+	v.missed = 0;
+	return v;
+}
+
 /* Interning: each returns the index of an equal entry, adding one when there is
- * none. -1 when out of memory. Entries i with avoid[i] set (avoid may be NULL; it
+ * none. -1 when out of memory, or, in frozen tables, when there is none. Entries i with avoid[i] set (avoid may be NULL; it
  * covers every index the table can reach) are not reused: a profile that holds two equal entries under two ids gets
  * two entries, so that within a profile table index and id are one to one. */
 int64_t v2_intern_str(struct v2_tables *t, const char *s, size_t len);

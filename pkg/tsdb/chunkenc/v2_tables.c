@@ -198,15 +198,33 @@ static int ix_reserve(struct v2_tables *t, struct v2_index *ix, size_t n)
 	return 0;
 }
 
+/* Interning an entry that frozen tables do not hold. */
+static int64_t missing(struct v2_tables *t)
+{
+	t->missed = 1;
+	return -1;
+}
+
+/* Readies an index for a lookup that may add an entry: 0, or -1 when out of
+ * memory (or when the tables are frozen and the index is empty). */
+static int ix_ready(struct v2_tables *t, struct v2_index *ix, size_t n)
+{
+	if (!t->frozen)
+		return ix_reserve(t, ix, n);
+	return ix->cap ? 0 : (int)missing(t);
+}
+
 int64_t v2_intern_str(struct v2_tables *t, const char *s, size_t len)
 {
-	if (ix_reserve(t, &t->istr, t->nstr))
+	if (ix_ready(t, &t->istr, t->nstr))
 		return -1;
 	uint64_t h = hash_str(s, len);
 	size_t j = h & (t->istr.cap - 1);
 	for (uint32_t v; (v = t->istr.slot[j]); j = (j + 1) & (t->istr.cap - 1))
 		if (v2_str_len(t, v - 1) == len && memcmp(v2_str(t, v - 1), s, len) == 0)
 			return v - 1;
+	if (t->frozen)
+		return missing(t);
 	if (GROW(t->soff, t->str_cap, t->nstr + 2))
 		return -1;
 	if (t->nstr == 0)
@@ -236,12 +254,14 @@ static int avoided(const uint8_t *avoid, uint32_t i)
 int64_t v2_intern_map(struct v2_tables *t, const struct v2_mapping *m,
 		      const uint8_t *avoid)
 {
-	if (ix_reserve(t, &t->imap, t->nmap))
+	if (ix_ready(t, &t->imap, t->nmap))
 		return -1;
 	size_t j = hash_map(m) & (t->imap.cap - 1);
 	for (uint32_t v; (v = t->imap.slot[j]); j = (j + 1) & (t->imap.cap - 1))
 		if (map_equal(&t->map[v - 1], m) && !avoided(avoid, v - 1))
 			return v - 1;
+	if (t->frozen)
+		return missing(t);
 	if (GROW(t->map, t->map_cap, t->nmap + 1))
 		return -1;
 	t->map[t->nmap] = *m;
@@ -252,7 +272,7 @@ int64_t v2_intern_map(struct v2_tables *t, const struct v2_mapping *m,
 int64_t v2_intern_fn(struct v2_tables *t, const struct v2_function *f,
 		     const uint8_t *avoid)
 {
-	if (ix_reserve(t, &t->ifn, t->nfn))
+	if (ix_ready(t, &t->ifn, t->nfn))
 		return -1;
 	size_t j = hash_fn(f) & (t->ifn.cap - 1);
 	for (uint32_t v; (v = t->ifn.slot[j]); j = (j + 1) & (t->ifn.cap - 1)) {
@@ -262,6 +282,8 @@ int64_t v2_intern_fn(struct v2_tables *t, const struct v2_function *f,
 		    !avoided(avoid, v - 1))
 			return v - 1;
 	}
+	if (t->frozen)
+		return missing(t);
 	if (GROW(t->fn, t->fn_cap, t->nfn + 1))
 		return -1;
 	t->fn[t->nfn] = *f;
@@ -281,7 +303,7 @@ static int lines_equal(const struct v2_line *a, const struct v2_line *b, uint32_
 int64_t v2_intern_loc(struct v2_tables *t, const struct v2_location *l,
 		      const struct v2_line *lines, const uint8_t *avoid)
 {
-	if (ix_reserve(t, &t->iloc, t->nloc))
+	if (ix_ready(t, &t->iloc, t->nloc))
 		return -1;
 	size_t j = hash_loc(l, lines) & (t->iloc.cap - 1);
 	for (uint32_t v; (v = t->iloc.slot[j]); j = (j + 1) & (t->iloc.cap - 1)) {
@@ -292,6 +314,8 @@ int64_t v2_intern_loc(struct v2_tables *t, const struct v2_location *l,
 		    !avoided(avoid, v - 1))
 			return v - 1;
 	}
+	if (t->frozen)
+		return missing(t);
 	if (GROW(t->loc, t->loc_cap, t->nloc + 1) || GROW(t->line, t->line_cap, t->nline + l->nline) ||
 	    t->nline + l->nline > UINT32_MAX)
 		return -1;
@@ -307,12 +331,14 @@ int64_t v2_intern_loc(struct v2_tables *t, const struct v2_location *l,
 
 int64_t v2_intern_node(struct v2_tables *t, uint32_t parent, uint32_t location)
 {
-	if (ix_reserve(t, &t->inode, t->nnode))
+	if (ix_ready(t, &t->inode, t->nnode))
 		return -1;
 	size_t j = hash_node(parent, location) & (t->inode.cap - 1);
 	for (uint32_t v; (v = t->inode.slot[j]); j = (j + 1) & (t->inode.cap - 1))
 		if (t->node[v - 1].parent == parent && t->node[v - 1].location == location)
 			return v - 1;
+	if (t->frozen)
+		return missing(t);
 	if (GROW(t->node, t->node_cap, t->nnode + 1))
 		return -1;
 	t->node[t->nnode] = (struct v2_node){parent, location};
