@@ -20,6 +20,7 @@
 #include "profd/chunkenc.h"
 #include "profd/pprof.h"
 #include "profd/util.h"
+#include "v2_int.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -676,6 +677,61 @@ static void test_shared_symbols(void **state)
 	free_items(it, N);
 }
 
+/* A frozen view of tables (what a record on shared symbols is first encoded
+ * against, under their read lock) finds every entry they hold and adds none:
+ * interning anything new, or an equal entry the profile must not reuse, fails
+ * and says so, and the tables stay as they were. */
+static void test_frozen_view(void **state)
+{
+	(void)state;
+	struct v2_tables t;
+	v2_tables_init(&t);
+	struct v2_tables v = v2_tables_view(&t);
+	assert_int_equal(v2_intern_str(&v, "", 0), -1); /* empty tables */
+	assert_true(v.missed);
+	assert_int_equal(v2_intern_str(&t, "", 0), 0);
+	assert_int_equal(v2_intern_str(&t, "main", 4), 1);
+	assert_int_equal(v2_intern_str(&t, "main.go", 7), 2);
+	struct v2_mapping m = {0x1000, 0x2000, 0, 2, 0, 1};
+	struct v2_function f = {1, 1, 2, 3};
+	struct v2_line ln = {0, 5, 0};
+	struct v2_location l = {0x1100, 1, 0, 1, 0};
+	assert_int_equal(v2_intern_map(&t, &m, NULL), 0);
+	assert_int_equal(v2_intern_fn(&t, &f, NULL), 0);
+	assert_int_equal(v2_intern_loc(&t, &l, &ln, NULL), 0);
+	assert_int_equal(v2_intern_node(&t, 0, 0), 0);
+	assert_int_equal(v2_intern_node(&t, 1, 0), 1);
+
+	v = v2_tables_view(&t);
+	assert_int_equal(v2_intern_str(&v, "main.go", 7), 2);
+	assert_int_equal(v2_intern_map(&v, &m, NULL), 0);
+	assert_int_equal(v2_intern_fn(&v, &f, NULL), 0);
+	assert_int_equal(v2_intern_loc(&v, &l, &ln, NULL), 0);
+	assert_int_equal(v2_intern_node(&v, 1, 0), 1);
+	assert_false(v.missed);
+
+	uint8_t avoid[1] = {1};
+	struct v2_line ln2 = {0, 6, 0};
+	struct v2_function f2 = {1, 1, 2, 4};
+	struct v2_mapping m2 = {0x3000, 0x4000, 0, 2, 0, 1};
+	int64_t got[] = {v2_intern_str(&v, "init", 4), v2_intern_map(&v, &m2, NULL),
+			 v2_intern_map(&v, &m, avoid), v2_intern_fn(&v, &f2, NULL),
+			 v2_intern_fn(&v, &f, avoid), v2_intern_loc(&v, &l, &ln2, NULL),
+			 v2_intern_loc(&v, &l, &ln, avoid), v2_intern_node(&v, 2, 0)};
+	for (size_t i = 0; i < sizeof(got) / sizeof(got[0]); i++)
+		assert_int_equal(got[i], -1);
+	assert_true(v.missed);
+	assert_int_equal(t.nstr, 3);
+	assert_int_equal(t.nmap, 1);
+	assert_int_equal(t.nfn, 1);
+	assert_int_equal(t.nloc, 1);
+	assert_int_equal(t.nline, 1);
+	assert_int_equal(t.nnode, 2);
+	assert_false(t.frozen);
+	assert_false(t.missed);
+	v2_tables_fini(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -684,6 +740,7 @@ int main(void)
 	    cmocka_unit_test(test_duplicate_entries), cmocka_unit_test(test_million_locations),
 	    cmocka_unit_test(test_damaged),          cmocka_unit_test(test_lean_appender),
 	    cmocka_unit_test(test_merge_by_stack),   cmocka_unit_test(test_shared_symbols),
+	    cmocka_unit_test(test_frozen_view),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
