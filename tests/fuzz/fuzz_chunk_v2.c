@@ -12,7 +12,10 @@
  *      group of 2 (so that records are delta-coded and span groups), the chunk is
  *      sealed, and each copy read from the appender and from the sealed bytes
  *      must equal what went in: the same bytes when the input is not a profile,
- *      otherwise the same profile (pd_pprof_compare).
+ *      otherwise the same profile (pd_pprof_compare). With 3, the appender is on
+ *      shared symbols that another appender has filled with the profile first (so
+ *      records are encoded against a frozen view of them), and the seal moves the
+ *      records onto the chunk's own tables.
  *
  * PD_FUZZ_WRITE_SEEDS=DIR makes the binary write sealed chunks of the profiles
  * given after it (mode 0 seeds) into DIR and exit:
@@ -74,13 +77,23 @@ static void check_same(const uint8_t *in, size_t n, const struct pd_pprof_profil
 	pd_pprof_destroy(g);
 }
 
-static void round_trip(const uint8_t *p, size_t n)
+static void round_trip(const uint8_t *p, size_t n, int shared)
 {
 	struct pd_err err = {0};
 	struct pd_pprof_profile *want = NULL;
 	if (pd_pprof_decode(&want, p, n, NULL, &err))
 		want = NULL;
-	struct pd_chunkenc_values *c = pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_COLUMNAR, 2, 1);
+	struct pd_chunkenc_symbols *sym = NULL;
+	struct pd_chunkenc_values *other = NULL, *c;
+	if (shared) {
+		if (!(sym = pd_chunkenc_symbols_create()) ||
+		    !(other = pd_chunkenc_values_create_shared(sym, 2, 1)) ||
+		    pd_chunkenc_values_append(other, p, n, &err))
+			abort();
+		c = pd_chunkenc_values_create_shared(sym, 2, 1);
+	} else {
+		c = pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_COLUMNAR, 2, 1);
+	}
 	if (!c)
 		abort();
 	int appended = 0;
@@ -109,6 +122,8 @@ static void round_trip(const uint8_t *p, size_t n)
 	free(sealed);
 	pd_pprof_destroy(want);
 	pd_chunkenc_values_destroy(c);
+	pd_chunkenc_values_destroy(other);
+	pd_chunkenc_symbols_unref(sym);
 }
 
 static void read_sections(const uint8_t *p, size_t n)
@@ -149,7 +164,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	if (data[0] & 1)
-		round_trip(data + 1, size - 1);
+		round_trip(data + 1, size - 1, data[0] & 2);
 	else if (data[0] & 2)
 		read_sections(data + 1, size - 1);
 	else
