@@ -98,16 +98,34 @@ static void unlock(const struct v2_appender *a)
 
 /* ---- zstd ------------------------------------------------------------------------ */
 
-static pthread_key_t cctx_key, dctx_key;
+/* The thread's scratch room for a frame being compressed: the frame is then
+ * appended to its output, which grows by exactly its size. The output is
+ * long-lived (an open chunk's frames); growing it by doubling and shrinking it back
+ * after every frame left holes in the heap that the allocator kept. */
+struct zscratch {
+	uint8_t *p;
+	size_t cap;
+};
+
+static pthread_key_t cctx_key, dctx_key, zs_key;
 static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
 
 static void cctx_free(void *p) { ZSTD_freeCCtx(p); }
 static void dctx_free(void *p) { ZSTD_freeDCtx(p); }
 
+static void zs_free(void *p)
+{
+	struct zscratch *z = p;
+	if (z)
+		free(z->p);
+	free(z);
+}
+
 static void ctx_init(void)
 {
 	pthread_key_create(&cctx_key, cctx_free);
 	pthread_key_create(&dctx_key, dctx_free);
+	pthread_key_create(&zs_key, zs_free);
 }
 
 /* As v2_compress, with prefix (raw bytes, may be NULL) as the frame's dictionary:
@@ -119,21 +137,37 @@ static int compress_with(const uint8_t *raw, size_t len, int level, const uint8_
 	ZSTD_CCtx *c = pthread_getspecific(cctx_key);
 	if (!c && (c = ZSTD_createCCtx()))
 		pthread_setspecific(cctx_key, c);
+	struct zscratch *z = pthread_getspecific(zs_key);
+	if (!z && (z = calloc(1, sizeof(*z))))
+		pthread_setspecific(zs_key, z);
 	size_t bound = ZSTD_compressBound(len);
-	if (!c || pd_buf_reserve(out, bound))
+	if (!c || !z)
 		return pd_err_set(err, PD_ENOMEM, "out of memory compressing a value chunk");
-	size_t n = ZSTD_compress_usingDict(c, out->data + out->len, bound, raw, len, prefix, plen,
-					   level);
+	if (bound > z->cap) {
+		uint8_t *np = realloc(z->p, bound);
+		if (!np)
+			return pd_err_set(err, PD_ENOMEM, "out of memory compressing a value chunk");
+		z->p = np;
+		z->cap = bound;
+	}
+	size_t n = ZSTD_compress_usingDict(c, z->p, bound, raw, len, prefix, plen, level);
 	if (ZSTD_isError(n))
 		return pd_err_set(err, PD_EINVAL, "zstd: %s", ZSTD_getErrorName(n));
+	if (out->len + n > out->cap) {
+		uint8_t *d = realloc(out->data, out->len + n);
+		if (!d)
+			return pd_err_set(err, PD_ENOMEM, "out of memory compressing a value chunk");
+		out->data = d;
+		out->cap = out->len + n;
+	}
+	memcpy(out->data + out->len, z->p, n);
 	out->len += n;
 	*flen = n;
-	if (out->cap > out->len) {
-		uint8_t *d = realloc(out->data, out->len ? out->len : 1);
-		if (d) {
-			out->data = d;
-			out->cap = out->len ? out->len : 1;
-		}
+	/* a large scratch (a big profile) is not kept */
+	if (z->cap > ((size_t)1 << 20)) {
+		free(z->p);
+		z->p = NULL;
+		z->cap = 0;
 	}
 	return 0;
 }
