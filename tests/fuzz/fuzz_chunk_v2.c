@@ -7,7 +7,10 @@
  *      (with a 1 MiB profile limit); each profile that comes out must decode.
  *   2  the rest is a chunk's sections uncompressed, so that mutations reach the
  *      table and record decoders rather than zstd: tables_len (varint), the
- *      serialised tables, then the records of one group; every record is decoded.
+ *      serialised tables, then the records of one group; every record is decoded,
+ *      and then each again as a single read does (the records before it stepped
+ *      over, with either form of the delta state), which must give the same
+ *      profile.
  *   1, 3  the rest is a profile: it is appended three times to an appender with a
  *      group of 2 (so that records are delta-coded and span groups), the chunk is
  *      sealed, and each copy read from the appender and from the sealed bytes
@@ -126,6 +129,33 @@ static void round_trip(const uint8_t *p, size_t n, int shared)
 	pd_chunkenc_symbols_unref(sym);
 }
 
+/* Record k of the group in g as a single read gets it: the records before it
+ * stepped over (V2_WANT_STATE) with a dense or a packed state, record k decoded
+ * and encoded. 0 and *out (malloc'd; NULL for opaque bytes), or an error. */
+static int read_as_single(const struct v2_tables *t, const uint8_t *g, size_t glen, int k,
+			  int dense, uint8_t **out, size_t *len)
+{
+	struct v2_prev prev = {0};
+	struct v2_rd r = {g, glen, 0, 0};
+	struct pd_err err = {0};
+	int rc = 0;
+	*out = NULL;
+	*len = 0;
+	if (dense)
+		v2_prev_dense(&prev, t->nnode);
+	for (int j = 0; j <= k && !rc; j++) {
+		struct v2_decoded d;
+		if ((rc = v2_record_decode(t, &prev, &r, j == k ? V2_WANT_PROFILE : V2_WANT_STATE, &d,
+					   &err)))
+			break;
+		if (j == k && !d.opaque)
+			rc = pd_pprof_parts_encode(&d.parts, out, len, &err);
+		v2_decoded_fini(&d);
+	}
+	v2_prev_fini(&prev);
+	return rc;
+}
+
 static void read_sections(const uint8_t *p, size_t n)
 {
 	struct v2_rd r = {p, n, 0, 0};
@@ -136,12 +166,21 @@ static void read_sections(const uint8_t *p, size_t n)
 	struct pd_err err = {0};
 	v2_tables_init(&t);
 	if (v2_tables_read(&t, p + r.pos, (size_t)tl, &err) == 0) {
+		/* every record decoded in full, in order */
+		enum { MAXREC = 64 };
+		uint8_t *full[MAXREC];
+		size_t full_len[MAXREC];
+		int nfull = 0;
 		struct v2_prev prev = {0};
-		struct v2_rd g = {p + r.pos + tl, n - r.pos - (size_t)tl, 0, 0};
-		for (int k = 0; k < 64 && g.pos < g.len; k++) {
+		const uint8_t *gp = p + r.pos + tl;
+		size_t glen = n - r.pos - (size_t)tl;
+		struct v2_rd g = {gp, glen, 0, 0};
+		for (int k = 0; k < MAXREC && g.pos < g.len; k++) {
 			struct v2_decoded d;
-			if (v2_record_decode(&t, &prev, &g, 1, &d, &err))
+			if (v2_record_decode(&t, &prev, &g, V2_WANT_PROFILE, &d, &err))
 				break;
+			full[k] = NULL;
+			full_len[k] = 0;
 			if (!d.opaque) {
 				uint8_t *out;
 				size_t len;
@@ -149,12 +188,32 @@ static void read_sections(const uint8_t *p, size_t n)
 					struct pd_pprof_profile *prof;
 					if (pd_pprof_decode(&prof, out, len, NULL, &err) == 0)
 						pd_pprof_destroy(prof);
-					free(out);
+					full[k] = out;
+					full_len[k] = len;
 				}
 			}
+			nfull = k + 1;
 			v2_decoded_fini(&d);
 		}
 		v2_prev_fini(&prev);
+		/* read one by one, stepping over the records before: the same profiles
+		 * wherever the full decode got (stepping checks no more than decoding) */
+		for (int k = 0; k < nfull; k++) {
+			uint8_t *out;
+			size_t len;
+			if (read_as_single(&t, gp, glen, k, k % 2 == 0, &out, &len)) {
+				fprintf(stderr, "record %d decodes in full but not after stepping\n", k);
+				abort();
+			}
+			if (full[k] && (!out || len != full_len[k] || memcmp(out, full[k], len) != 0)) {
+				fprintf(stderr, "record %d differs when the ones before are stepped over\n",
+					k);
+				abort();
+			}
+			free(out);
+		}
+		for (int k = 0; k < nfull; k++)
+			free(full[k]);
 	}
 	v2_tables_fini(&t);
 }

@@ -3,7 +3,8 @@
  * intact, series whose symbols
  * change mid-chunk, sample labels, no mappings, many sample types, empty
  * profiles, duplicate locations, a profile with a million locations, bytes that
- * are not a profile, group boundaries, v1 beside v2, and damaged chunks. Profiles
+ * are not a profile, group boundaries, v1 beside v2, damaged chunks, and reads
+ * that step over the records before the profile. Profiles
  * are compared with pd_pprof_compare (every field and id, strings by content). */
 #include <dirent.h>
 #include <pthread.h>
@@ -376,6 +377,52 @@ static void test_million_locations(void **state)
 	free(vals);
 }
 
+/* profile with every mapping id moved by shift (and the locations' references
+ * to them), as raw protobuf. */
+static struct item shift_mapping_ids(const struct item *in, uint64_t shift)
+{
+	struct pd_pprof_profile *p;
+	struct pd_pprof_parts pp;
+	struct pd_err err = {0};
+	if (pd_pprof_decode(&p, in->raw, in->len, NULL, &err) || pd_pprof_parts_get(p, &pp, &err))
+		fail_msg("decode: %s", err.msg);
+	for (size_t i = 0; i < pp.nmapping; i++)
+		pp.mapping[i].id += shift;
+	for (size_t i = 0; i < pp.nlocation; i++)
+		if (pp.location[i].mapping_id)
+			pp.location[i].mapping_id += shift;
+	struct item out = encode_parts(&pp);
+	pd_pprof_parts_fini(&pp);
+	pd_pprof_destroy(p);
+	return out;
+}
+
+/* Reading one profile steps over the records before it in its group, reading
+ * only what the next record's differences need: a series whose mapping list
+ * changes from one scrape to the next (new ids, so the record lists it) while
+ * its values stay close (so the value columns are differences), with sample
+ * labels, comes back whole at every position of every group size, from the
+ * sealed chunk and from the open one. */
+static void test_step_over_records(void **state)
+{
+	(void)state;
+	enum { N = 45 };
+	static const char *const seq[] = {"profiles/goapp/heap.pb.gz", "profiles/goapp/heap-2.pb.gz",
+					  "profiles/goapp/heap-3.pb.gz",
+					  "profiles/goapp/delta-allocs.pb.gz"};
+	struct item base[4], it[N];
+	for (size_t i = 0; i < 4; i++)
+		base[i].raw = load(seq[i], &base[i].len);
+	for (size_t i = 0; i < N; i++)
+		/* runs of two with the same mapping list, then a new one */
+		it[i] = shift_mapping_ids(&base[i % 3 + (i % 11 == 10)], (i / 2) % 3 * 100);
+	static const unsigned groups[] = {1, 2, 5, 32, 64};
+	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
+		check_chunk(PD_CHUNKENC_VALUES_COLUMNAR, groups[g], it, N);
+	free_items(it, N);
+	free_items(base, 4);
+}
+
 /* Damaged sealed chunks give errors, never crashes or wrong profiles that do not
  * decode. */
 static void test_damaged(void **state)
@@ -740,7 +787,7 @@ int main(void)
 	    cmocka_unit_test(test_duplicate_entries), cmocka_unit_test(test_million_locations),
 	    cmocka_unit_test(test_damaged),          cmocka_unit_test(test_lean_appender),
 	    cmocka_unit_test(test_merge_by_stack),   cmocka_unit_test(test_shared_symbols),
-	    cmocka_unit_test(test_frozen_view),
+	    cmocka_unit_test(test_frozen_view),      cmocka_unit_test(test_step_over_records),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,8 +107,20 @@ struct zscratch {
 	size_t cap;
 };
 
-static pthread_key_t cctx_key, dctx_key, zs_key;
+static pthread_key_t cctx_key, dctx_key, zs_key, rcache_key;
 static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+static int rcache_ok;
+
+/* What a thread's reads of single profiles keep from one read to the next: the
+ * decompressed tables and group, and the delta state. Reusing them spares each
+ * read the page faults of fresh memory, which cost more than the decoding. */
+struct rcache {
+	struct pd_buf traw, graw;
+	struct v2_prev prev;
+};
+
+/* Past these, a read's buffers are freed rather than kept. */
+#define RCACHE_MAX_BUF ((size_t)4 << 20)
 
 static void cctx_free(void *p) { ZSTD_freeCCtx(p); }
 static void dctx_free(void *p) { ZSTD_freeDCtx(p); }
@@ -121,11 +133,58 @@ static void zs_free(void *p)
 	free(z);
 }
 
+static void rcache_free(void *p)
+{
+	struct rcache *c = p;
+	if (!c)
+		return;
+	pd_buf_fini(&c->traw);
+	pd_buf_fini(&c->graw);
+	v2_prev_fini(&c->prev);
+	free(c);
+}
+
 static void ctx_init(void)
 {
 	pthread_key_create(&cctx_key, cctx_free);
 	pthread_key_create(&dctx_key, dctx_free);
 	pthread_key_create(&zs_key, zs_free);
+	rcache_ok = pthread_key_create(&rcache_key, rcache_free) == 0;
+}
+
+/* The thread's read cache, taken from it until rcache_done; NULL when out of
+ * memory. */
+static struct rcache *rcache_take(void)
+{
+	pthread_once(&ctx_once, ctx_init);
+	struct rcache *c = rcache_ok ? pthread_getspecific(rcache_key) : NULL;
+	if (c) {
+		pthread_setspecific(rcache_key, NULL);
+		return c;
+	}
+	if ((c = calloc(1, sizeof(*c)))) {
+		pd_buf_init(&c->traw, 0);
+		pd_buf_init(&c->graw, 0);
+	}
+	return c;
+}
+
+static void rcache_done(struct rcache *c)
+{
+	if (c->traw.cap > RCACHE_MAX_BUF) {
+		pd_buf_fini(&c->traw);
+		pd_buf_init(&c->traw, 0);
+	}
+	if (c->graw.cap > RCACHE_MAX_BUF) {
+		pd_buf_fini(&c->graw);
+		pd_buf_init(&c->graw, 0);
+	}
+	if (c->prev.drows * (c->prev.dcols ? c->prev.dcols : 1) > RCACHE_MAX_BUF / 8 ||
+	    c->prev.sstack_cap > RCACHE_MAX_BUF / 4 || c->prev.svals_cap > RCACHE_MAX_BUF / 8) {
+		v2_prev_fini(&c->prev);
+	}
+	if (!rcache_ok || pthread_setspecific(rcache_key, c))
+		rcache_free(c);
 }
 
 /* As v2_compress, with prefix (raw bytes, may be NULL) as the frame's dictionary:
@@ -186,6 +245,31 @@ int v2_decompress(const uint8_t *f, size_t flen, size_t max, uint8_t **out, size
 		  const char *what, struct pd_err *err)
 {
 	return decompress_with(f, flen, max, NULL, 0, out, out_len, what, err);
+}
+
+/* As v2_decompress, into b (its contents replaced; kept on failure but empty). */
+static int decompress_buf(const uint8_t *f, size_t flen, size_t max, struct pd_buf *b,
+			  const char *what, struct pd_err *err)
+{
+	b->len = 0;
+	unsigned long long size = ZSTD_getFrameContentSize(f, flen);
+	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
+		return pd_err_set(err, PD_ECORRUPT, "value chunk: %s is not a valid zstd frame", what);
+	if (size > max)
+		return pd_err_set(err, PD_ETOOBIG, "value chunk: %s of %llu bytes exceeds the limit of %zu",
+				  what, size, max);
+	pthread_once(&ctx_once, ctx_init);
+	ZSTD_DCtx *d = pthread_getspecific(dctx_key);
+	if (!d && (d = ZSTD_createDCtx()))
+		pthread_setspecific(dctx_key, d);
+	if (!d || pd_buf_reserve(b, size ? (size_t)size : 1))
+		return pd_err_set(err, PD_ENOMEM, "out of memory decompressing %llu bytes", size);
+	size_t n = ZSTD_decompressDCtx(d, b->data, (size_t)size, f, flen);
+	if (ZSTD_isError(n) || n != size)
+		return pd_err_set(err, PD_ECORRUPT, "value chunk: %s: %s", what,
+				  ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short frame");
+	b->len = n;
+	return 0;
 }
 
 static int decompress_with(const uint8_t *f, size_t flen, size_t max, const uint8_t *prefix,
@@ -451,16 +535,20 @@ undo_rc:
 	return rc;
 }
 
-/* Record k (0-based) of the group in g: decodes records 0..k, keeping the last. */
-static int group_record(const struct v2_tables *t, const uint8_t *g, size_t glen, size_t k,
-			size_t max_profile, uint8_t **out, size_t *out_len, struct pd_err *err)
+/* Record k (0-based) of the group in g: steps over records 0..k-1 and decodes
+ * record k. prev: a state to use (its contents are replaced). */
+static int group_record(const struct v2_tables *t, struct v2_prev *prev, const uint8_t *g,
+			size_t glen, size_t k, size_t max_profile, uint8_t **out, size_t *out_len,
+			struct pd_err *err)
 {
-	struct v2_prev prev = {0};
 	struct v2_rd r = {g, glen, 0, 0};
 	int rc = 0;
+	v2_prev_reset(prev);
+	v2_prev_dense(prev, t->nnode);
 	for (size_t j = 0; j <= k && !rc; j++) {
 		struct v2_decoded d;
-		if ((rc = v2_record_decode(t, &prev, &r, j == k, &d, err)))
+		if ((rc = v2_record_decode(t, prev, &r, j == k ? V2_WANT_PROFILE : V2_WANT_STATE, &d,
+					   err)))
 			break;
 		if (j == k) {
 			if (d.opaque) {
@@ -488,7 +576,6 @@ static int group_record(const struct v2_tables *t, const uint8_t *g, size_t glen
 		}
 		v2_decoded_fini(&d);
 	}
-	v2_prev_fini(&prev);
 	return rc;
 }
 
@@ -501,12 +588,17 @@ int v2_appender_get(const struct v2_appender *a, size_t i, uint8_t **out, size_t
 	pd_buf_init(&recs, 0);
 	size_t from = i - i % a->group;
 	int rc = appender_records(a, from, i + 1, &recs, err);
+	struct rcache *c = rc ? NULL : rcache_take();
+	if (!rc && !c)
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 	if (!rc) {
 		rdlock(a);
-		rc = group_record(tables_of(a), recs.data, recs.len, i - from, SIZE_MAX, out, out_len,
-				  err);
+		rc = group_record(tables_of(a), &c->prev, recs.data, recs.len, i - from, SIZE_MAX,
+				  out, out_len, err);
 		unlock(a);
 	}
+	if (c)
+		rcache_done(c);
 	pd_buf_fini(&recs);
 	return rc;
 }
@@ -693,21 +785,22 @@ int v2_read(const uint8_t *chunk, size_t len, size_t i, size_t max_profile, uint
 		else
 			flen = l;
 	}
-	uint8_t *traw = NULL, *graw = NULL;
-	size_t tlen, glen;
 	struct v2_tables t;
 	v2_tables_init(&t);
 	uint64_t items = h.count - g * h.group < h.group ? h.count - g * h.group : h.group;
 	size_t gmax = max_profile > (SIZE_MAX / 2) / items ? SIZE_MAX / 2 : max_profile * items + 4096;
-	if ((rc = v2_decompress(chunk + h.data_at, h.tables_len, tables_limit(max_profile), &traw,
-				&tlen, "tables frame", err)) ||
-	    (rc = v2_tables_read(&t, traw, tlen, err)) ||
-	    (rc = v2_decompress(chunk + h.data_at + off, flen, gmax, &graw, &glen, "group frame", err)))
+	struct rcache *c = rcache_take();
+	if (!c)
+		return pd_err_set(err, PD_ENOMEM, "out of memory reading a value chunk");
+	if ((rc = decompress_buf(chunk + h.data_at, h.tables_len, tables_limit(max_profile), &c->traw,
+				 "tables frame", err)) ||
+	    (rc = v2_tables_read(&t, c->traw.data, c->traw.len, err)) ||
+	    (rc = decompress_buf(chunk + h.data_at + off, flen, gmax, &c->graw, "group frame", err)))
 		goto out;
-	rc = group_record(&t, graw, glen, i % h.group, max_profile, out, out_len, err);
+	rc = group_record(&t, &c->prev, c->graw.data, c->graw.len, i % h.group, max_profile, out,
+			  out_len, err);
 out:
-	free(traw);
-	free(graw);
+	rcache_done(c);
 	v2_tables_fini(&t);
 	return rc;
 }

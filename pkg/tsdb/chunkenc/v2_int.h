@@ -171,10 +171,30 @@ struct v2_prev {
 	uint8_t *packed;
 	size_t packed_len;
 	size_t nby, nvalues;
+	/* A reader's state (v2_prev_dense) keeps the values in a table indexed by
+	 * stack id instead, nvalues to a row, so that stepping over a record costs
+	 * no sort and no varint packing: row s holds the previous profile's values
+	 * of stack s when mark[s] == gen. */
+	int dense;
+	uint32_t *mark;
+	int64_t *dval;
+	size_t drows, dcols; /* rows allocated; values per row allocated */
+	uint32_t gen;
+	/* scratch reused from record to record by a dense reader */
+	uint32_t *sstack;
+	int64_t *svals;
+	size_t sstack_cap, svals_cap;
+	uint8_t *sflag;
+	size_t sflag_cap;
 };
 
 void v2_prev_fini(struct v2_prev *p);
 void v2_prev_reset(struct v2_prev *p);
+/* Makes p (zeroed or reset) a reader's state for tables of nnode stack nodes:
+ * the records decoded with it are not packed for keeping (see struct v2_prev).
+ * For tables too large for it (or without the memory) p stays packed, which
+ * gives the same results. Freed by v2_prev_fini. */
+void v2_prev_dense(struct v2_prev *p, size_t nnode);
 
 /* Adds profile bytes as one record to out: decomposed into the tables when they
  * decode as a profile, kept as opaque bytes otherwise. prev is the group's state
@@ -231,7 +251,8 @@ enum {
 
 /* Decodes the record at r into *d (d->arena is created here; free with
  * v2_decoded_fini) and updates prev. want (V2_WANT_*) says what to build: nothing
- * (for the records before the one asked for), the parts, or the view. */
+ * (for the records before the one asked for: only the delta state is read, every
+ * index still checked, and *d holds nothing), the parts, or the view. */
 int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_rd *r, int want,
 		     struct v2_decoded *d, struct pd_err *err);
 void v2_decoded_fini(struct v2_decoded *d);

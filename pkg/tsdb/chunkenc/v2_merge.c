@@ -398,6 +398,7 @@ int v2_merge_group(struct v2_merge *a, const uint8_t *g, size_t glen, size_t bas
 	struct v2_prev prev = {0};
 	struct v2_rd r = {g, glen, 0, 0};
 	int rc = 0;
+	v2_prev_dense(&prev, a->t->nnode);
 	for (size_t i = base; i < to && r.pos < r.len && !rc; i++) {
 		struct v2_decoded d;
 		size_t at = r.pos;

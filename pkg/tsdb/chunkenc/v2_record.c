@@ -23,7 +23,69 @@ void v2_prev_fini(struct v2_prev *p)
 	free(p->map_idx);
 	free(p->map_id);
 	free(p->packed);
+	free(p->mark);
+	free(p->dval);
+	free(p->sstack);
+	free(p->svals);
+	free(p->sflag);
 	memset(p, 0, sizeof(*p));
+}
+
+/* Most values a dense state holds (rows × values per row); past it, a state
+ * falls back to the packed form, which grows with the samples only. */
+#define DENSE_MAX_VALUES ((size_t)1 << 21)
+
+/* Makes the dense table at least rows rows of cols values (cols 0: whatever
+ * it holds, none when it grows); 0, or -1 when it would pass DENSE_MAX_VALUES or
+ * memory runs out. Rows are marked current only by the prev_set that follows,
+ * which writes them, so values need not survive a change of layout. */
+static int dense_grow(struct v2_prev *p, size_t rows, size_t cols)
+{
+	if (rows < p->drows)
+		rows = p->drows;
+	if (cols && rows > DENSE_MAX_VALUES / cols)
+		return -1;
+	if (rows > p->drows) {
+		uint32_t *m = p->mark ? realloc(p->mark, rows * sizeof(*m)) : calloc(rows, sizeof(*m));
+		if (!m)
+			return -1;
+		if (p->mark)
+			memset(m + p->drows, 0, (rows - p->drows) * sizeof(*m));
+		p->mark = m;
+	}
+	if (rows > p->drows || cols > p->dcols) {
+		free(p->dval);
+		p->dval = NULL;
+		p->dcols = 0;
+		p->drows = rows;
+		if (cols && !(p->dval = malloc(rows * cols * sizeof(*p->dval))))
+			return -1;
+		p->dcols = cols;
+	}
+	return 0;
+}
+
+void v2_prev_dense(struct v2_prev *p, size_t nnode)
+{
+	/* a table too large, or no memory for it: the packed form, as appenders
+	 * keep it */
+	p->dense = nnode < DENSE_MAX_VALUES && dense_grow(p, nnode + 1, 0) == 0;
+}
+
+/* Scratch arrays of a dense reader, grown to at least n entries. */
+static int scratch(void **a, size_t *cap, size_t n, size_t size)
+{
+	if (n <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 64;
+	while (c < n)
+		c = c > SIZE_MAX / 2 / size ? n : c * 2;
+	void *x = realloc(*a, c * size);
+	if (!x)
+		return PD_ENOMEM;
+	*a = x;
+	*cap = c;
+	return 0;
 }
 
 /* The previous profile's values, unpacked for lookups while one record is coded. */
@@ -75,6 +137,31 @@ static const int64_t *prev_values(const struct prev_view *v, uint32_t stack)
 	return lo < v->n && v->stack[lo] == stack ? v->values + lo * v->nvalues : NULL;
 }
 
+/* The dense state's values of a stack, or NULL. */
+static inline const int64_t *dense_values(const struct v2_prev *p, uint32_t stack)
+{
+	return stack < p->drows && p->mark[stack] == p->gen ? p->dval + (size_t)stack * p->nvalues
+							    : NULL;
+}
+
+/* pvs[i]: the previous profile's values of stack stacks[i], or NULL; pview holds
+ * what a packed state unpacks to (free with view_fini). p is valid. */
+static int prev_lookup(const struct v2_prev *p, const uint32_t *stacks, size_t ns,
+		       const int64_t **pvs, struct prev_view *pview)
+{
+	memset(pview, 0, sizeof(*pview));
+	if (p->dense) {
+		for (size_t i = 0; i < ns; i++)
+			pvs[i] = dense_values(p, stacks[i]);
+		return 0;
+	}
+	if (view_of(p, pview))
+		return PD_ENOMEM;
+	for (size_t i = 0; i < ns; i++)
+		pvs[i] = prev_values(pview, stacks[i]);
+	return 0;
+}
+
 struct sidx {
 	uint32_t stack, i;
 };
@@ -87,28 +174,77 @@ static int sidx_cmp(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* Makes prev describe a profile: time, mappings, and values by stack. */
-static int prev_set(struct v2_prev *p, int64_t time_nanos, const uint32_t *map_idx,
-		    const uint64_t *map_id, size_t nmap, const uint32_t *stacks,
-		    const int64_t *values, size_t nsample, size_t nvalues)
+/* The mapping list of prev, as the profile's (which may be prev's own). */
+static int prev_set_maps(struct v2_prev *p, const uint32_t *map_idx, const uint64_t *map_id,
+			 size_t nmap)
 {
-	p->valid = 0;
+	if (map_idx == p->map_idx && map_id == p->map_id && nmap == p->nmap)
+		return 0;
 	uint32_t *mi = realloc(p->map_idx, (nmap ? nmap : 1) * sizeof(*mi));
 	if (mi)
 		p->map_idx = mi;
 	uint64_t *md = realloc(p->map_id, (nmap ? nmap : 1) * sizeof(*md));
 	if (md)
 		p->map_id = md;
-	struct sidx *s = malloc((nsample ? nsample : 1) * sizeof(*s));
-	if (!mi || !md || !s) {
-		free(s);
+	if (!mi || !md)
 		return PD_ENOMEM;
-	}
 	if (nmap) {
 		memcpy(p->map_idx, map_idx, nmap * sizeof(*map_idx));
 		memcpy(p->map_id, map_id, nmap * sizeof(*map_id));
 	}
 	p->nmap = nmap;
+	return 0;
+}
+
+/* prev_set for a dense state: the rows of the profile's stacks (its first
+ * sample of each) become current, every other row stale. 1 when the table
+ * would be too large: the state is then to be packed. */
+static int prev_set_dense(struct v2_prev *p, const uint32_t *stacks, const int64_t *values,
+			  size_t nsample, size_t nvalues)
+{
+	uint32_t top = 0;
+	for (size_t i = 0; i < nsample; i++)
+		top = stacks[i] > top ? stacks[i] : top;
+	if (dense_grow(p, (size_t)top + 1, nvalues))
+		return 1;
+	if (++p->gen == 0) {
+		memset(p->mark, 0, p->drows * sizeof(*p->mark));
+		p->gen = 1;
+	}
+	uint32_t g = p->gen;
+	for (size_t i = 0; i < nsample; i++) {
+		uint32_t st = stacks[i];
+		if (p->mark[st] == g)
+			continue;
+		p->mark[st] = g;
+		if (nvalues)
+			memcpy(p->dval + (size_t)st * nvalues, values + i * nvalues,
+			       nvalues * sizeof(*values));
+	}
+	return 0;
+}
+
+/* Makes prev describe a profile: time, mappings, and values by stack. */
+static int prev_set(struct v2_prev *p, int64_t time_nanos, const uint32_t *map_idx,
+		    const uint64_t *map_id, size_t nmap, const uint32_t *stacks,
+		    const int64_t *values, size_t nsample, size_t nvalues)
+{
+	p->valid = 0;
+	if (prev_set_maps(p, map_idx, map_id, nmap))
+		return PD_ENOMEM;
+	if (p->dense) {
+		if (prev_set_dense(p, stacks, values, nsample, nvalues) == 0) {
+			p->nby = 0;
+			p->nvalues = nvalues;
+			p->time_nanos = time_nanos;
+			p->valid = 1;
+			return 0;
+		}
+		p->dense = 0; /* too large a table: packed from here on */
+	}
+	struct sidx *s = malloc((nsample ? nsample : 1) * sizeof(*s));
+	if (!s)
+		return PD_ENOMEM;
 	for (size_t i = 0; i < nsample; i++)
 		s[i] = (struct sidx){stacks[i], (uint32_t)i};
 	qsort(s, nsample, sizeof(*s), sidx_cmp);
@@ -473,12 +609,10 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 	int delta_ok = prev->valid && prev->nvalues == pp.nsample_type;
 	struct prev_view pview = {0};
 	const int64_t **pvs = delta_ok ? malloc((pp.nsample + 1) * sizeof(*pvs)) : NULL;
-	if (delta_ok && (!pvs || view_of(prev, &pview))) {
+	if (delta_ok && (!pvs || prev_lookup(prev, stacks, pp.nsample, pvs, &pview))) {
 		free(pvs);
 		goto out;
 	}
-	for (size_t i = 0; delta_ok && i < pp.nsample; i++)
-		pvs[i] = prev_values(&pview, stacks[i]);
 	for (size_t j = 0; j < pp.nsample_type; j++) {
 		size_t raw = 0, del = 0;
 		for (size_t i = 0; i < pp.nsample; i++) {
@@ -643,6 +777,209 @@ static int64_t L(struct dec *d, uint64_t i)
 		goto out; \
 	} while (0)
 
+/* Steps over the profile record at r (after its kind byte), only advancing the
+ * delta state: the time, the mapping list, and the values by stack. Nothing is
+ * built for the profile, no string is looked up and no stack is walked (unless
+ * the record's id lists need the counts). Every index the state depends on, and
+ * every string and table index the record holds, is still range-checked and the
+ * record's extent walked exactly, so a damaged record is an error; only checks
+ * that concern the profile itself (ids, duplicates in its lists) are left to the
+ * read of that profile. */
+static int record_step(const struct v2_tables *t, struct v2_prev *prev, struct v2_rd *r,
+		       struct pd_err *err)
+{
+	int rc = 0;
+	struct prev_view pview = {0};
+	int unpacked = 0;
+	if (t->nstr == 0)
+		DCORRUPT("the chunk has no strings");
+	unsigned flags = (unsigned)v2_uv(r);
+	if (flags & ~(unsigned)F_ALL)
+		DCORRUPT("unknown flags");
+	int64_t time_nanos =
+	    (int64_t)((uint64_t)v2_sv(r) + (uint64_t)(prev->valid ? prev->time_nanos : 0));
+	v2_sv(r); /* duration_nanos */
+	v2_sv(r); /* period */
+	if (flags & F_PERIOD_TYPE) {
+		uint64_t a = v2_uv(r), b = v2_uv(r);
+		if (a >= t->nstr || b >= t->nstr)
+			DCORRUPT("period type refers to a missing string");
+	}
+	size_t nv = v2_count(r, 2);
+	for (size_t i = 0; i < nv; i++) {
+		uint64_t a = v2_uv(r), b = v2_uv(r);
+		if (a >= t->nstr || b >= t->nstr)
+			DCORRUPT("a sample type refers to a missing string");
+	}
+	for (int i = 0; i < 4; i++)
+		if (v2_uv(r) >= t->nstr)
+			DCORRUPT("a header field refers to a missing string");
+	for (size_t i = v2_count(r, 1); i > 0; i--)
+		if (v2_uv(r) >= t->nstr)
+			DCORRUPT("a comment refers to a missing string");
+
+	/* mappings: kept in prev for a later record's flag 2 */
+	if (flags & F_MAP_SAME) {
+		if (!prev->valid)
+			DCORRUPT("mappings refer to a previous profile that is not there");
+	} else {
+		size_t nmap = v2_count(r, 1);
+		uint32_t *mi = realloc(prev->map_idx, (nmap ? nmap : 1) * sizeof(*mi));
+		if (mi)
+			prev->map_idx = mi;
+		uint64_t *md = realloc(prev->map_id, (nmap ? nmap : 1) * sizeof(*md));
+		if (md)
+			prev->map_id = md;
+		if (!mi || !md ||
+		    scratch((void **)&prev->sflag, &prev->sflag_cap, t->nmap + 1, sizeof(uint8_t)))
+			goto nomem;
+		prev->nmap = nmap; /* on an error below the state is invalid anyway */
+		for (size_t i = 0; i < nmap; i++) {
+			uint64_t v = v2_uv(r);
+			if (v >= t->nmap)
+				DCORRUPT("a mapping index is out of range");
+			mi[i] = (uint32_t)v;
+		}
+		for (size_t i = 0; i < nmap; i++)
+			md[i] = flags & F_MAP_SEQ ? i + 1 : v2_uv(r);
+		memset(prev->sflag, 0, t->nmap + 1);
+		for (size_t i = 0; i < nmap; i++) {
+			if (prev->sflag[mi[i]] || md[i] == 0)
+				DCORRUPT("a mapping is listed twice or has id 0");
+			prev->sflag[mi[i]] = 1;
+		}
+	}
+
+	/* samples: stacks, then the value columns */
+	size_t ns = v2_count(r, 1);
+	if (scratch((void **)&prev->sstack, &prev->sstack_cap, ns + 1, sizeof(uint32_t)) ||
+	    (nv && ns > SIZE_MAX / sizeof(int64_t) / nv) ||
+	    scratch((void **)&prev->svals, &prev->svals_cap, ns * nv + 1, sizeof(int64_t)))
+		goto nomem;
+	uint32_t *stacks = prev->sstack;
+	int64_t *vals = prev->svals;
+	for (size_t i = 0; i < ns; i++) {
+		uint64_t v = v2_uv(r);
+		if (v > t->nnode)
+			DCORRUPT("a stack id is out of range");
+		stacks[i] = (uint32_t)v;
+	}
+	if (r->bad)
+		DCORRUPT("truncated samples");
+	int delta_ok = prev->valid && prev->nvalues == nv;
+	for (size_t j = 0; j < nv; j++) {
+		uint8_t mode = v2_byte(r);
+		if (mode > COL_DELTA || (mode == COL_DELTA && !delta_ok))
+			DCORRUPT("bad value column mode");
+		if (mode == COL_RAW) {
+			for (size_t i = 0; i < ns; i++)
+				vals[i * nv + j] = v2_sv(r);
+		} else if (prev->dense) {
+			for (size_t i = 0; i < ns; i++) {
+				const int64_t *pv = dense_values(prev, stacks[i]);
+				vals[i * nv + j] =
+				    (int64_t)((uint64_t)v2_sv(r) + (uint64_t)(pv ? pv[j] : 0));
+			}
+		} else {
+			if (!unpacked && view_of(prev, &pview))
+				goto nomem;
+			unpacked = 1;
+			for (size_t i = 0; i < ns; i++) {
+				const int64_t *pv = prev_values(&pview, stacks[i]);
+				vals[i * nv + j] =
+				    (int64_t)((uint64_t)v2_sv(r) + (uint64_t)(pv ? pv[j] : 0));
+			}
+		}
+	}
+	if (flags & F_LABELS)
+		for (size_t i = 0; i < ns; i++)
+			for (size_t k = v2_count(r, 4); k > 0; k--) {
+				uint64_t key = v2_uv(r), str = v2_uv(r);
+				v2_sv(r);
+				uint64_t unit = v2_uv(r);
+				if (key >= t->nstr || str >= t->nstr || unit >= t->nstr)
+					DCORRUPT("a sample label refers to a missing string");
+			}
+
+	/* the location and function lists: their lengths, when the record leaves
+	 * them out but lists ids, follow from the samples as in a full decode */
+	int need_locs = !(flags & F_LOC_SEQ) || ((flags & F_FN_DERIVED) && !(flags & F_FN_SEQ));
+	uint32_t *lo = NULL;
+	uint8_t *seen = NULL;
+	size_t nl = 0, nf = 0;
+	if (!(flags & F_LOC_DERIVED)) {
+		nl = v2_count(r, 1);
+		if (!(lo = malloc((nl + 1) * sizeof(*lo))))
+			goto nomem;
+		for (size_t k = 0; k < nl; k++)
+			if ((lo[k] = (uint32_t)v2_uv(r)) >= t->nloc) {
+				free(lo);
+				DCORRUPT("a location index is out of range");
+			}
+	} else if (need_locs) {
+		seen = calloc(t->nloc + 1, 1);
+		lo = malloc((t->nloc + 1) * sizeof(*lo));
+		if (!seen || !lo) {
+			free(seen);
+			free(lo);
+			goto nomem;
+		}
+		for (size_t i = 0; i < ns; i++)
+			for (uint32_t nd = stacks[i]; nd; nd = t->node[nd - 1].parent) {
+				uint32_t li = t->node[nd - 1].location;
+				if (!seen[li]++)
+					lo[nl++] = li;
+			}
+		free(seen);
+	}
+	if (!(flags & F_LOC_SEQ))
+		for (size_t k = nl; k > 0; k--)
+			v2_uv(r);
+	if (!(flags & F_FN_DERIVED)) {
+		nf = v2_count(r, 1);
+		for (size_t k = nf; k > 0; k--)
+			v2_uv(r);
+	} else if (!(flags & F_FN_SEQ)) {
+		if (!(seen = calloc(t->nfn + 1, 1))) {
+			free(lo);
+			goto nomem;
+		}
+		for (size_t i = 0; i < nl; i++) {
+			const struct v2_location *l = &t->loc[lo[i]];
+			for (uint32_t k = 0; k < l->nline; k++)
+				if (!seen[t->line[l->line + k].function]++)
+					nf++;
+		}
+		free(seen);
+	}
+	free(lo);
+	if (!(flags & F_FN_SEQ))
+		for (size_t k = nf; k > 0; k--)
+			v2_uv(r);
+	if (r->bad)
+		DCORRUPT("truncated");
+	if (prev_set(prev, time_nanos, prev->map_idx, prev->map_id, prev->nmap, stacks, vals, ns, nv))
+		goto nomem;
+	goto out;
+nomem:
+	rc = pd_err_set(err, PD_ENOMEM, "out of memory decoding a profile");
+out:
+	view_fini(&pview);
+	if (!prev->dense) {
+		/* a packed state is kept between appends: no scratch with it */
+		free(prev->sstack);
+		free(prev->svals);
+		free(prev->sflag);
+		prev->sstack = NULL;
+		prev->svals = NULL;
+		prev->sflag = NULL;
+		prev->sstack_cap = prev->svals_cap = prev->sflag_cap = 0;
+	}
+	if (rc)
+		prev->valid = 0;
+	return rc;
+}
+
 int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_rd *r, int want,
 		     struct v2_decoded *out, struct pd_err *err)
 {
@@ -663,6 +1000,8 @@ int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_
 	}
 	if (kind != KIND_PROFILE)
 		return pd_err_set(err, PD_ECORRUPT, "value chunk record: unknown kind %u", kind);
+	if (want == V2_WANT_STATE)
+		return record_step(t, prev, r, err);
 	struct pd_arena *a = out->arena = pd_arena_create(0);
 	if (!a)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
@@ -803,12 +1142,12 @@ int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_
 			DCORRUPT("bad value column mode");
 		}
 		if (mode == COL_DELTA && !pvs) {
-			if (!(pvs = malloc((ns + 1) * sizeof(*pvs))) || view_of(prev, &pview)) {
+			if (!(pvs = malloc((ns + 1) * sizeof(*pvs))) ||
+			    prev_lookup(prev, stacks, ns, pvs, &pview)) {
 				free(pvs);
+				pvs = NULL;
 				goto nomem;
 			}
-			for (size_t i = 0; i < ns; i++)
-				pvs[i] = prev_values(&pview, stacks[i]);
 		}
 		for (size_t i = 0; i < ns; i++) {
 			int64_t v = v2_sv(r);
