@@ -1,5 +1,7 @@
-/* test_util.c: unit tests of pkg/util: errors, arena limits, bounded buffers,
- * gzip with its size cap, file reading, hashing and the integer map. */
+/* test_util.c: unit tests of pkg/util: errors, arena limits, arenas reusing the
+ * blocks of destroyed ones, bounded buffers, gzip with its size cap (and its
+ * compressor kept between calls), file reading, hashing and the integer map. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -54,6 +56,69 @@ static void test_arena(void **state)
 	for (int i = 0; i < 1000; i++)
 		memset(pd_arena_alloc(a, (size_t)(i * 37 % 5000) + 1), 0xab, (size_t)(i * 37 % 5000) + 1);
 	pd_arena_destroy(a);
+}
+
+/* One round of arenas as a request makes them: small and large allocations,
+ * each filled with a pattern of its own, checked, then the arena destroyed. A
+ * zeroed allocation is zero whatever the block held before. */
+static void arena_round(unsigned seed)
+{
+	struct pd_arena *a = pd_arena_create(0);
+	assert_non_null(a);
+	enum { N = 200 };
+	uint8_t *p[N];
+	size_t n[N];
+	for (size_t i = 0; i < N; i++) {
+		seed = seed * 1103515245u + 12345u;
+		n[i] = i % 50 == 0 ? 20000 + seed % 300000 : 1 + seed % 3000;
+		p[i] = i % 2 ? pd_arena_calloc(a, n[i], 1) : pd_arena_alloc(a, n[i]);
+		assert_non_null(p[i]);
+		assert_int_equal((uintptr_t)p[i] % 16, 0);
+		if (i % 2)
+			for (size_t k = 0; k < n[i]; k++)
+				assert_int_equal(p[i][k], 0);
+		memset(p[i], (int)(i & 0xff), n[i]);
+	}
+	for (size_t i = 0; i < N; i++)
+		for (size_t k = 0; k < n[i]; k += 97)
+			assert_int_equal(p[i][k], (uint8_t)(i & 0xff));
+	pd_arena_destroy(a);
+}
+
+static void *arena_thread(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	for (int r = 0; r < 20; r++)
+		arena_round(seed + (unsigned)r);
+	return NULL;
+}
+
+/* A thread keeps the blocks of the arenas it destroys for its next ones: the
+ * memory comes back zeroed where asked, never shared between live arenas, the
+ * limit still holds, and threads that end free what they kept (the sanitizer
+ * build would report a leak). */
+static void test_arena_reuse(void **state)
+{
+	for (unsigned r = 0; r < 20; r++)
+		arena_round(r);
+	/* a limited arena after large ones were kept */
+	struct pd_arena *a = pd_arena_create(1000);
+	assert_non_null(pd_arena_alloc(a, 900));
+	assert_null(pd_arena_alloc(a, 200));
+	pd_arena_destroy(a);
+	/* two live arenas at once never share a block */
+	struct pd_arena *x = pd_arena_create(0), *y = pd_arena_create(0);
+	uint8_t *px = pd_arena_alloc(x, 100000), *py = pd_arena_alloc(y, 100000);
+	memset(px, 1, 100000);
+	memset(py, 2, 100000);
+	assert_int_equal(px[99999], 1);
+	pd_arena_destroy(x);
+	pd_arena_destroy(y);
+	pthread_t t[4];
+	for (uintptr_t i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, arena_thread, (void *)(i * 1000)), 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
 }
 
 static void test_buf(void **state)
@@ -140,6 +205,57 @@ static void test_gzip_roundtrip(void **state)
 	free(in);
 }
 
+/* Compresses buf at level and checks that it comes back. */
+static void gzip_check(const uint8_t *buf, size_t n, int level)
+{
+	uint8_t *gz, *out;
+	size_t gzlen, outlen;
+	struct pd_err err = {0};
+	assert_int_equal(pd_gzip(buf, n, level, &gz, &gzlen, &err), 0);
+	assert_true(pd_gzip_is(gz, gzlen));
+	assert_int_equal(pd_gunzip(gz, gzlen, n, &out, &outlen, &err), 0);
+	assert_int_equal(outlen, n);
+	if (n)
+		assert_memory_equal(buf, out, n);
+	free(gz);
+	free(out);
+}
+
+static void *gzip_thread(void *arg)
+{
+	const uint8_t *in = arg;
+	for (int r = 0; r < 10; r++)
+		gzip_check(in + r, 200000 - (size_t)r * 1000, r % 3 == 0 ? 6 : 1);
+	return NULL;
+}
+
+/* The compressor a thread keeps between calls gives whole, independent streams
+ * whatever the sizes and levels before, in one thread and in several. */
+static void test_gzip_reuse(void **state)
+{
+	size_t n = 300000;
+	uint8_t *in = malloc(n);
+	for (size_t i = 0; i < n; i++)
+		in[i] = (uint8_t)((i * 2654435761u) >> 13 & (i % 7 ? 0x0f : 0xff));
+	static const size_t sizes[] = {0, 1, 100, 40000, 300000, 17, 250000};
+	static const int levels[] = {1, 1, 6, 1, 9, 1, 0};
+	for (size_t r = 0; r < 3; r++)
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+			gzip_check(in, sizes[i], levels[(i + r) % 7]);
+	/* an invalid level fails, and the next call still works */
+	uint8_t *gz;
+	size_t gzlen;
+	struct pd_err err = {0};
+	assert_int_not_equal(pd_gzip(in, 100, 42, &gz, &gzlen, &err), 0);
+	gzip_check(in, 1000, 1);
+	pthread_t t[3];
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, gzip_thread, in), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	free(in);
+}
+
 static void test_gzip_bomb(void **state)
 {
 	/* 64 MiB of zeros compress to ~64 KiB: a 1 MiB cap stops it early */
@@ -211,7 +327,8 @@ int main(void)
 		cmocka_unit_test(test_buf),        cmocka_unit_test(test_json_string),
 		cmocka_unit_test(test_gzip_roundtrip), cmocka_unit_test(test_gzip_bomb),
 		cmocka_unit_test(test_file),       cmocka_unit_test(test_u64map),
-		cmocka_unit_test(test_hash),
+		cmocka_unit_test(test_hash),       cmocka_unit_test(test_arena_reuse),
+		cmocka_unit_test(test_gzip_reuse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
