@@ -109,6 +109,12 @@ struct pd_tsdb_matcher {
 	const void *ctx;
 };
 
+/* A predicate for struct pd_tsdb_matcher: value equals ctx (a C string). The
+ * querier reads an equality matcher's postings directly, without running the
+ * predicate over every value of the label: this one, and the `=` matchers of
+ * pd_tsdb_matchers_from_selector. */
+int pd_tsdb_match_equal(const void *ctx, const char *value);
+
 struct pd_labels_selector;
 
 /* Matchers for a parsed PromQL selector (labels.h). *out is malloc'd (free it) and

@@ -1,9 +1,9 @@
 /* querier.c: label-matcher queries over the head and the blocks. For each
  * source, matchers that reject the empty value narrow the candidates through
- * postings (the union over the label values they accept, intersected across
- * matchers); every candidate is then checked against all matchers, a missing
- * label counting as "". Series are merged across sources by label set. Listing
- * reads timestamp chunks only. */
+ * postings (an equality matcher's own list, otherwise the union over the label
+ * values they accept; intersected across matchers); every candidate is then
+ * checked against all matchers, a missing label counting as "". Series are
+ * merged across sources by label set. Listing reads timestamp chunks only. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,7 +71,12 @@ static int candidates(const struct source *src, const struct pd_tsdb_matcher *m,
 		size_t nv = 0;
 		uint64_t *u = NULL;
 		size_t nu = 0;
-		if ((rc = src->ops->label_values(src->r, m[k].name, &vals, &nv, err)))
+		const char *eq = tsdb_matcher_equal(&m[k]);
+		if (eq) {
+			/* one value: its postings, without listing the label's values */
+			if ((rc = src->ops->postings(src->r, m[k].name, eq, &u, &nu, err)))
+				break;
+		} else if ((rc = src->ops->label_values(src->r, m[k].name, &vals, &nv, err)))
 			break;
 		for (size_t v = 0; v < nv && !rc; v++) {
 			if (!m[k].matches(m[k].ctx, vals[v]))

@@ -92,6 +92,10 @@ void head_truncate(struct head *h, int64_t t);
 uint64_t labels_hash(const struct pd_lpair *l, size_t n);
 /* Sorts a malloc'd list of malloc'd strings and frees the duplicates. */
 void tsdb_strings_sort_unique(char **v, size_t *n);
+/* selector.c: the predicate of the matchers built from selectors, and the one
+ * value a matcher accepts when it is an equality (else NULL). */
+int tsdb_selector_matches(const void *ctx, const char *value);
+const char *tsdb_matcher_equal(const struct pd_tsdb_matcher *m);
 int labels_cmp(const struct pd_lpair *a, size_t na, const struct pd_lpair *b, size_t nb);
 
 /* ---- readers: head and blocks through one interface ------------------------- */

@@ -1,5 +1,6 @@
 /* test_tsdb.c: the storage engine end to end: appends and commits, out-of-order
- * refusal, queries by matchers over the head, WAL replay after a restart,
+ * refusal, queries by matchers over the head (equality matchers by their
+ * postings), WAL replay after a restart,
  * persisting the head as blocks, compaction, retention, label listings,
  * concurrent appenders and readers, and group commit: many threads committing at
  * once (fewer fsyncs than commits, everything acknowledged replayed), commits to
@@ -26,6 +27,7 @@
 
 #include <cmocka.h>
 
+#include "profd/labels.h"
 #include "profd/pprof.h"
 #include "profd/tsdb.h"
 #include "tsdb_int.h"
@@ -258,6 +260,83 @@ static void test_append_select_read(void **state)
 	assert_int_equal(pd_tsdb_label_values(db, "job", m, 1, 0, INT64_MAX, &v, &n, &err), 0);
 	assert_int_equal(n, 3); /* heap series are in every job */
 	pd_tsdb_strings_free(v, n);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* pd_tsdb_select of a selector through each form of its matchers: parsed
+ * (pd_tsdb_matchers_from_selector, whose `=` matchers read their postings
+ * directly), and hand-made with pd_tsdb_match_equal or with a predicate the
+ * querier cannot see into (run over every value of the label). */
+static void select_three_ways(struct pd_tsdb *db, const char *sel)
+{
+	struct pd_err err = {0};
+	struct pd_labels_selector *ps;
+	struct pd_tsdb_matcher *pm;
+	size_t npm;
+	if (pd_labels_selector_parse(&ps, sel, strlen(sel), NULL, &err) ||
+	    pd_tsdb_matchers_from_selector(ps, &pm, &npm, &err))
+		fail_msg("%s: %s", sel, err.msg);
+	struct pd_tsdb_result *r[3];
+	assert_int_equal(pd_tsdb_select(db, pm, npm, 0, INT64_MAX, 0, &r[0], &err), 0);
+	/* the same, when every matcher of the selector is an equality */
+	struct pd_tsdb_matcher eq[8], pred[8];
+	int all_eq = 1;
+	for (size_t i = 0; i < npm && i < 8; i++) {
+		const struct pd_labels_matcher *lm = ps->matchers[i];
+		all_eq &= pd_labels_matcher_type(lm) == PD_LABELS_MATCH_EQUAL;
+		eq[i] = (struct pd_tsdb_matcher){pd_labels_matcher_name(lm), pd_tsdb_match_equal,
+						 pd_labels_matcher_value(lm)};
+		pred[i] = (struct pd_tsdb_matcher){pd_labels_matcher_name(lm), eq_match,
+						   pd_labels_matcher_value(lm)};
+	}
+	if (all_eq) {
+		assert_int_equal(pd_tsdb_select(db, eq, npm, 0, INT64_MAX, 0, &r[1], &err), 0);
+		assert_int_equal(pd_tsdb_select(db, pred, npm, 0, INT64_MAX, 0, &r[2], &err), 0);
+		for (int k = 1; k < 3; k++) {
+			assert_int_equal(r[k]->nseries, r[0]->nseries);
+			for (size_t i = 0; i < r[0]->nseries; i++) {
+				const struct pd_tsdb_series *a = &r[0]->series[i], *b = &r[k]->series[i];
+				assert_int_equal(a->nlabels, b->nlabels);
+				for (size_t j = 0; j < a->nlabels; j++)
+					assert_string_equal(a->labels[j].value, b->labels[j].value);
+				assert_int_equal(a->nts, b->nts);
+				assert_memory_equal(a->ts, b->ts, a->nts * sizeof(*a->ts));
+			}
+			pd_tsdb_result_destroy(r[k]);
+		}
+	}
+	print_message("%s: %zu series\n", sel, r[0]->nseries);
+	pd_tsdb_result_destroy(r[0]);
+	free(pm);
+	pd_labels_selector_destroy(ps);
+}
+
+/* Selection by equality matchers reads each value's postings list directly,
+ * and selects what running the matcher over every value does: in the head,
+ * in blocks, and across both. */
+static void test_select_equality(void **state)
+{
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb *db = open_db(dir, 100000, -1);
+	append_range(db, 8, 0, 1000000, 5000);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0); /* blocks, and the newest in the head */
+	static const char *const sels[] = {
+	    "heap{job=\"job1\"}",       "{instance=\"a:1\"}", "cpu{instance=\"b:2\",job=\"job0\"}",
+	    "{job=\"nope\"}",           "heap{nope=\"\"}",     "{__name__=\"heap\",job=~\"job1|job2\"}",
+	    "{instance!=\"a:1\",job=\"job2\"}",
+	};
+	for (size_t i = 0; i < sizeof(sels) / sizeof(sels[0]); i++)
+		select_three_ways(db, sels[i]);
+	/* counts: heap = odd series; job1 = 1, 4, 7; a:1 = series 0..4 */
+	struct pd_tsdb_matcher m[2] = {{"__name__", pd_tsdb_match_equal, "heap"},
+				       {"job", pd_tsdb_match_equal, "job1"}};
+	struct pd_tsdb_result *r;
+	assert_int_equal(pd_tsdb_select(db, m, 2, 0, INT64_MAX, 0, &r, &err), 0);
+	assert_int_equal(r->nseries, 2);
+	assert_int_equal(r->series[0].nts, 200);
+	pd_tsdb_result_destroy(r);
 	pd_tsdb_close(db);
 	rmdir_all(dir);
 }
@@ -1070,6 +1149,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_append_select_read),
+		cmocka_unit_test(test_select_equality),
 		cmocka_unit_test(test_restart_replays_wal),
 		cmocka_unit_test(test_read_only_leaves_wal),
 		cmocka_unit_test(test_flush_compact_retention),
