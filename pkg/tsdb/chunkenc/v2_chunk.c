@@ -111,14 +111,6 @@ static pthread_key_t cctx_key, dctx_key, zs_key, rcache_key;
 static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
 static int rcache_ok;
 
-/* What a thread's reads of single profiles keep from one read to the next: the
- * decompressed tables and group, and the delta state. Reusing them spares each
- * read the page faults of fresh memory, which cost more than the decoding. */
-struct rcache {
-	struct pd_buf traw, graw;
-	struct v2_prev prev;
-};
-
 /* Past these, a read's buffers are freed rather than kept. */
 #define RCACHE_MAX_BUF ((size_t)4 << 20)
 
@@ -135,7 +127,7 @@ static void zs_free(void *p)
 
 static void rcache_free(void *p)
 {
-	struct rcache *c = p;
+	struct v2_rcache *c = p;
 	if (!c)
 		return;
 	pd_buf_fini(&c->traw);
@@ -152,12 +144,10 @@ static void ctx_init(void)
 	rcache_ok = pthread_key_create(&rcache_key, rcache_free) == 0;
 }
 
-/* The thread's read cache, taken from it until rcache_done; NULL when out of
- * memory. */
-static struct rcache *rcache_take(void)
+struct v2_rcache *v2_rcache_take(void)
 {
 	pthread_once(&ctx_once, ctx_init);
-	struct rcache *c = rcache_ok ? pthread_getspecific(rcache_key) : NULL;
+	struct v2_rcache *c = rcache_ok ? pthread_getspecific(rcache_key) : NULL;
 	if (c) {
 		pthread_setspecific(rcache_key, NULL);
 		return c;
@@ -169,7 +159,7 @@ static struct rcache *rcache_take(void)
 	return c;
 }
 
-static void rcache_done(struct rcache *c)
+void v2_rcache_done(struct v2_rcache *c)
 {
 	if (c->traw.cap > RCACHE_MAX_BUF) {
 		pd_buf_fini(&c->traw);
@@ -247,8 +237,7 @@ int v2_decompress(const uint8_t *f, size_t flen, size_t max, uint8_t **out, size
 	return decompress_with(f, flen, max, NULL, 0, out, out_len, what, err);
 }
 
-/* As v2_decompress, into b (its contents replaced; kept on failure but empty). */
-static int decompress_buf(const uint8_t *f, size_t flen, size_t max, struct pd_buf *b,
+int v2_decompress_buf(const uint8_t *f, size_t flen, size_t max, struct pd_buf *b,
 			  const char *what, struct pd_err *err)
 {
 	b->len = 0;
@@ -588,7 +577,7 @@ int v2_appender_get(const struct v2_appender *a, size_t i, uint8_t **out, size_t
 	pd_buf_init(&recs, 0);
 	size_t from = i - i % a->group;
 	int rc = appender_records(a, from, i + 1, &recs, err);
-	struct rcache *c = rc ? NULL : rcache_take();
+	struct v2_rcache *c = rc ? NULL : v2_rcache_take();
 	if (!rc && !c)
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 	if (!rc) {
@@ -598,7 +587,7 @@ int v2_appender_get(const struct v2_appender *a, size_t i, uint8_t **out, size_t
 		unlock(a);
 	}
 	if (c)
-		rcache_done(c);
+		v2_rcache_done(c);
 	pd_buf_fini(&recs);
 	return rc;
 }
@@ -789,18 +778,18 @@ int v2_read(const uint8_t *chunk, size_t len, size_t i, size_t max_profile, uint
 	v2_tables_init(&t);
 	uint64_t items = h.count - g * h.group < h.group ? h.count - g * h.group : h.group;
 	size_t gmax = max_profile > (SIZE_MAX / 2) / items ? SIZE_MAX / 2 : max_profile * items + 4096;
-	struct rcache *c = rcache_take();
+	struct v2_rcache *c = v2_rcache_take();
 	if (!c)
 		return pd_err_set(err, PD_ENOMEM, "out of memory reading a value chunk");
-	if ((rc = decompress_buf(chunk + h.data_at, h.tables_len, tables_limit(max_profile), &c->traw,
+	if ((rc = v2_decompress_buf(chunk + h.data_at, h.tables_len, tables_limit(max_profile), &c->traw,
 				 "tables frame", err)) ||
 	    (rc = v2_tables_read(&t, c->traw.data, c->traw.len, err)) ||
-	    (rc = decompress_buf(chunk + h.data_at + off, flen, gmax, &c->graw, "group frame", err)))
+	    (rc = v2_decompress_buf(chunk + h.data_at + off, flen, gmax, &c->graw, "group frame", err)))
 		goto out;
 	rc = group_record(&t, &c->prev, c->graw.data, c->graw.len, i % h.group, max_profile, out,
 			  out_len, err);
 out:
-	rcache_done(c);
+	v2_rcache_done(c);
 	v2_tables_fini(&t);
 	return rc;
 }

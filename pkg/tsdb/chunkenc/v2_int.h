@@ -265,6 +265,23 @@ int v2_compress(const uint8_t *raw, size_t len, int level, struct pd_buf *out, s
 /* Decompresses one frame, refusing more than max bytes. *out is malloc'd. */
 int v2_decompress(const uint8_t *f, size_t flen, size_t max, uint8_t **out, size_t *out_len,
 		  const char *what, struct pd_err *err);
+/* As v2_decompress, into b (its contents replaced; empty on failure), with the
+ * thread's zstd context. */
+int v2_decompress_buf(const uint8_t *f, size_t flen, size_t max, struct pd_buf *b,
+		      const char *what, struct pd_err *err);
+
+/* What a thread's reads of single profiles keep from one read to the next: the
+ * decompressed tables and group, and the delta state. Reusing them spares each
+ * read the page faults of fresh memory, which cost more than the decoding.
+ * v2_rcache_take hands the thread's (NULL when out of memory) to the caller
+ * until v2_rcache_done, which keeps it unless its buffers grew past 4 MiB. */
+struct v2_rcache {
+	struct pd_buf traw, graw;
+	struct v2_prev prev;
+};
+
+struct v2_rcache *v2_rcache_take(void);
+void v2_rcache_done(struct v2_rcache *c);
 
 /* ---- moving records to a chunk's own tables (v2_remap.c) ---------------------- */
 

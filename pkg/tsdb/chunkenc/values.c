@@ -238,8 +238,9 @@ static int copy_out(const uint8_t *item, size_t ilen, uint8_t **out, size_t *out
 	return 0;
 }
 
-/* Decompresses one frame into *g (malloc'd), refusing more than max bytes. */
-static int decompress_frame(const uint8_t *f, size_t flen, size_t max, uint8_t **g, size_t *glen,
+/* Decompresses one frame into the thread's read buffer g, refusing more than
+ * max bytes. */
+static int decompress_frame(const uint8_t *f, size_t flen, size_t max, struct pd_buf *g,
 			    struct pd_err *err)
 {
 	unsigned long long size = ZSTD_getFrameContentSize(f, flen);
@@ -248,18 +249,13 @@ static int decompress_frame(const uint8_t *f, size_t flen, size_t max, uint8_t *
 	if (size > max)
 		return pd_err_set(err, PD_ETOOBIG, "value chunk: group of %llu bytes exceeds the limit of %zu",
 				  size, max);
-	*g = malloc(size ? (size_t)size : 1);
-	if (!*g)
-		return pd_err_set(err, PD_ENOMEM, "out of memory decompressing %llu bytes", size);
-	size_t n = ZSTD_decompress(*g, (size_t)size, f, flen);
-	if (ZSTD_isError(n) || n != size) {
-		free(*g);
-		*g = NULL;
-		return pd_err_set(err, PD_ECORRUPT, "value chunk: %s",
-				  ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short group frame");
-	}
-	*glen = n;
-	return 0;
+	struct pd_err derr = {0};
+	int rc = v2_decompress_buf(f, flen, max, g, "group frame", &derr);
+	if (rc == PD_ECORRUPT)
+		return pd_err_set(err, rc, "value chunk: %s",
+				  strncmp(derr.msg, "value chunk: group frame: ", 26) == 0 ? derr.msg + 26
+											: derr.msg);
+	return rc ? pd_err_set(err, rc, "%s", derr.msg) : 0;
 }
 
 int pd_chunkenc_values_get(const struct pd_chunkenc_values *c, size_t i, uint8_t **out,
@@ -280,16 +276,15 @@ int pd_chunkenc_values_get(const struct pd_chunkenc_values *c, size_t i, uint8_t
 	size_t off = 0;
 	for (size_t k = 0; k < g; k++)
 		off += c->frame_len[k];
-	uint8_t *raw;
-	size_t rawlen;
-	int rc = decompress_frame(c->frames.data + off, c->frame_len[g], SIZE_MAX / 2, &raw, &rawlen, err);
-	if (rc)
-		return rc;
-	if (group_item(raw, rawlen, i % c->group, &item, &ilen))
+	struct v2_rcache *rb = v2_rcache_take();
+	if (!rb)
+		return pd_err_set(err, PD_ENOMEM, "out of memory reading a value chunk");
+	int rc = decompress_frame(c->frames.data + off, c->frame_len[g], SIZE_MAX / 2, &rb->graw, err);
+	if (!rc && group_item(rb->graw.data, rb->graw.len, i % c->group, &item, &ilen))
 		rc = pd_err_set(err, PD_ECORRUPT, "value chunk: group %zu is damaged", g);
-	else
+	else if (!rc)
 		rc = copy_out(item, ilen, out, out_len, err);
-	free(raw);
+	v2_rcache_done(rb);
 	return rc;
 }
 
@@ -387,24 +382,26 @@ int pd_chunkenc_values_read(const uint8_t *chunk, size_t len, size_t i, size_t m
 	if (off > len - pos || flen > len - pos - off)
 		return pd_err_set(err, PD_ECORRUPT, "value chunk frame %llu lies past the end of the chunk",
 				  (unsigned long long)g);
-	uint8_t *raw;
-	size_t rawlen;
 	/* the frame holds at most this many profiles, each at most max_profile bytes
 	 * plus its length varint */
 	uint64_t items = h.count - g * h.group < h.group ? h.count - g * h.group : h.group;
 	size_t max = max_profile > (SIZE_MAX - 16) / items ? SIZE_MAX : (max_profile + 16) * items;
-	if ((rc = decompress_frame(chunk + pos + off, flen, max, &raw, &rawlen, err)))
-		return rc;
+	struct v2_rcache *c = v2_rcache_take();
+	if (!c)
+		return pd_err_set(err, PD_ENOMEM, "out of memory reading a value chunk");
+	if ((rc = decompress_frame(chunk + pos + off, flen, max, &c->graw, err)))
+		goto out;
 	const uint8_t *item;
 	size_t ilen;
-	if (group_item(raw, rawlen, i % h.group, &item, &ilen))
+	if (group_item(c->graw.data, c->graw.len, i % h.group, &item, &ilen))
 		rc = pd_err_set(err, PD_ECORRUPT, "value chunk: group %llu is damaged", (unsigned long long)g);
 	else if (ilen > max_profile)
 		rc = pd_err_set(err, PD_ETOOBIG, "profile of %zu bytes exceeds the limit of %zu", ilen,
 				max_profile);
 	else
 		rc = copy_out(item, ilen, out, out_len, err);
-	free(raw);
+out:
+	v2_rcache_done(c);
 	return rc;
 }
 
