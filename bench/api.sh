@@ -8,7 +8,8 @@
 # agree, and the aims printed as yes/no. bench/README.md explains every table.
 # About 5 minutes.
 #
-# usage: bench/api.sh PROFD_BUILD_DIR [api_bench options, e.g. --fetches 200]
+# usage: bench/api.sh PROFD_BUILD_DIR [api_bench options, e.g. --fetches 200,
+#        --sections fetch]
 #        (`make build` builds build/release; PD_BENCH=ON builds the program)
 #
 # Environment:

@@ -87,7 +87,24 @@ struct opts {
 	size_t series, samples, fetches;
 	int runs, go_runs;
 	int64_t block_range_ms;
+	const char *sections; /* comma-separated: range, fetch, merge; NULL: all */
 };
+
+/* 1 when section name is to run. */
+static int section_on(const struct opts *o, const char *name)
+{
+	if (!o->sections)
+		return 1;
+	size_t n = strlen(name);
+	for (const char *p = o->sections; *p;) {
+		const char *e = strchr(p, ',');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		if (l == n && strncmp(p, name, n) == 0)
+			return 1;
+		p += l + (e ? 1 : 0);
+	}
+	return 0;
+}
 
 /* ---- small helpers ------------------------------------------------------------ */
 
@@ -180,11 +197,6 @@ static const char *find_bytes(const void *hay, size_t n, const char *needle)
 			return p;
 	}
 	return NULL;
-}
-
-static int match_eq(const void *ctx, const char *value)
-{
-	return strcmp(ctx, value) == 0;
 }
 
 /* ---- the corpus -------------------------------------------------------------- */
@@ -662,7 +674,7 @@ static int section_range(const struct opts *o, struct client *c, struct pd_tsdb 
 		}
 	}
 	/* the reference: the listing alone, in this process */
-	struct pd_tsdb_matcher m = {"job", match_eq, "bench"};
+	struct pd_tsdb_matcher m = {"job", pd_tsdb_match_equal, "bench"};
 	for (int r = 0; r < n; r++) {
 		struct pd_tsdb_result *res = NULL;
 		double a = now();
@@ -827,7 +839,7 @@ static int fetch_pairs(struct bstore *st, const struct synth *s, const size_t *i
 			size_t nl = synth_labels(s, is[j], l);
 			int64_t t = synth_time(s, is[j], ks[j]);
 			for (size_t i = 0; i < nl; i++)
-				m[i] = (struct pd_tsdb_matcher){l[i].name, match_eq, l[i].value};
+				m[i] = (struct pd_tsdb_matcher){l[i].name, pd_tsdb_match_equal, l[i].value};
 			double a = now();
 			if (pd_tsdb_select(db, m, nl, t - PD_API_DEFAULT_LOOKBACK_MS, t, 0, &res,
 			                   &err))
@@ -1176,7 +1188,7 @@ static int merge_breakdown(struct pd_tsdb *db, const struct synth *s, const stru
 	int64_t t0 = synth_time(s, m->series, 0), t1 = synth_time(s, m->series, m->n - 1);
 	int rc = -1;
 	for (size_t i = 0; i < nl; i++)
-		mt[i] = (struct pd_tsdb_matcher){l[i].name, match_eq, l[i].value};
+		mt[i] = (struct pd_tsdb_matcher){l[i].name, pd_tsdb_match_equal, l[i].value};
 	double a = now();
 	if (pd_tsdb_select(db, mt, nl, t0, t1, 0, &res, &err))
 		goto out;
@@ -1632,7 +1644,7 @@ static void usage(FILE *f)
 	fprintf(
 	    f, "usage: api_bench --corpus DIR [--corpus2 DIR] [--dir DIR] [--go CMD] [--series N]\n"
 	       "                 [--samples N] [--fetches N] [--runs N] [--go-runs N]\n"
-	       "                 [--block-range-min M]\n"
+	       "                 [--block-range-min M] [--sections LIST]\n"
 	       "  --corpus DIR        per-type folders of 1.pb.gz..N.pb.gz (default $PD_CORPUS)\n"
 	       "  --corpus2 DIR       a second corpus of the same layout whose heap profiles\n"
 	       "                      join the stores and the merges (bench/capture.sh makes\n"
@@ -1644,7 +1656,9 @@ static void usage(FILE *f)
 	       "  --fetches N         random single fetches from the head and from blocks (500)\n"
 	       "  --runs N            timed runs of query_range and profd's merges (5)\n"
 	       "  --go-runs N         timed runs of go tool pprof per merge (3)\n"
-	       "  --block-range-min M the stores' block range in minutes (60)\n");
+	       "  --block-range-min M the stores' block range in minutes (60)\n"
+	       "  --sections LIST     which of range, fetch, merge to run, comma-separated\n"
+	       "                      (default all; the stores are always filled)\n");
 }
 
 int main(int argc, char **argv)
@@ -1692,7 +1706,22 @@ int main(int argc, char **argv)
 			o.go_runs = atoi(v);
 		else if (strcmp(a, "--block-range-min") == 0)
 			o.block_range_ms = (int64_t)atoll(v) * 60000;
+		else if (strcmp(a, "--sections") == 0)
+			o.sections = v;
 		else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (o.sections) {
+		/* every name one of the three */
+		char *copy = strdup(o.sections), *save = NULL;
+		int ok = copy != NULL && *o.sections;
+		for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && ok;
+		     t = strtok_r(NULL, ",", &save))
+			ok = strcmp(t, "range") == 0 || strcmp(t, "fetch") == 0 || strcmp(t, "merge") == 0;
+		free(copy);
+		if (!ok) {
 			usage(stderr);
 			return 2;
 		}
@@ -1763,13 +1792,13 @@ int main(int argc, char **argv)
 	       "easy handle per server, so one kept-alive connection each\n",
 	       st[0].c.base, st[1].c.base, curl_version_info(CURLVERSION_NOW)->version);
 	fflush(stdout);
-	if (section_range(&o, &st[0].c, st[0].db, &s))
+	if (section_on(&o, "range") && section_range(&o, &st[0].c, st[0].db, &s))
 		goto out;
 	fflush(stdout);
-	if (section_fetch(&o, st, &s))
+	if (section_on(&o, "fetch") && section_fetch(&o, st, &s))
 		goto out;
 	fflush(stdout);
-	int mrc = section_merge(&o, st, &s, work);
+	int mrc = section_on(&o, "merge") ? section_merge(&o, st, &s, work) : 0;
 	if (mrc < 0)
 		goto out;
 	printf("\ntotal %.0f s\n", now() - start);
