@@ -49,8 +49,10 @@ struct pd_arena {
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-#define ARENA_CACHE_BYTES ((size_t)2 << 20) /* kept per thread */
-#define ARENA_CACHE_BLOCK ((size_t)1 << 20) /* larger blocks are freed */
+/* Enough for a request that decodes and re-encodes a 40 KB heap profile (about
+ * 400 KB of blocks), small beside the head even with a few dozen scrape workers. */
+#define ARENA_CACHE_BYTES ((size_t)1 << 20) /* kept per thread */
+#define ARENA_CACHE_BLOCK ((size_t)512 << 10) /* larger blocks are freed */
 
 /* The blocks a thread keeps, smallest first. */
 struct arena_cache {
