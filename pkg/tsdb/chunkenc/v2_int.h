@@ -25,9 +25,30 @@ struct v2_rd {
 	int bad;
 };
 
-uint64_t v2_uv(struct v2_rd *r);
-int64_t v2_sv(struct v2_rd *r);
-uint8_t v2_byte(struct v2_rd *r);
+/* Any varint; v2_uv inlines the one-byte case, most of a record's varints. */
+uint64_t v2_uv_slow(struct v2_rd *r);
+
+static inline uint64_t v2_uv(struct v2_rd *r)
+{
+	if (!r->bad && r->pos < r->len && r->p[r->pos] < 0x80)
+		return r->p[r->pos++];
+	return v2_uv_slow(r);
+}
+
+static inline int64_t v2_sv(struct v2_rd *r)
+{
+	uint64_t u = v2_uv(r);
+	return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
+static inline uint8_t v2_byte(struct v2_rd *r)
+{
+	if (r->bad || r->pos >= r->len) {
+		r->bad = 1;
+		return 0;
+	}
+	return r->p[r->pos++];
+}
 /* A count of items that each take at least min_bytes more input: refuses counts
  * the remaining bytes cannot hold, so that no input allocates beyond its size. */
 size_t v2_count(struct v2_rd *r, size_t min_bytes);

@@ -26,7 +26,7 @@ int v2_put_sv(struct pd_buf *b, int64_t v)
 	return v2_put_uv(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
-uint64_t v2_uv(struct v2_rd *r)
+uint64_t v2_uv_slow(struct v2_rd *r)
 {
 	uint64_t v = 0;
 	if (r->bad)
@@ -43,21 +43,6 @@ uint64_t v2_uv(struct v2_rd *r)
 	}
 	r->bad = 1;
 	return 0;
-}
-
-int64_t v2_sv(struct v2_rd *r)
-{
-	uint64_t u = v2_uv(r);
-	return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-}
-
-uint8_t v2_byte(struct v2_rd *r)
-{
-	if (r->bad || r->pos >= r->len) {
-		r->bad = 1;
-		return 0;
-	}
-	return r->p[r->pos++];
 }
 
 size_t v2_count(struct v2_rd *r, size_t min_bytes)
