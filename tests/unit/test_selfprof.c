@@ -246,11 +246,14 @@ static void test_cpu_profile(void **state)
 	assert_true(n > 0);
 	exe[n] = '\0';
 	assert_string_equal(pd_pprof_main_binary(p), exe);
-	/* a thread spinning for 1.2 s of CPU: about 120 samples at its own frame (the
-	 * process timer may lose a few while another signal is pending) */
+	/* a thread spinning for 1.2 s of CPU: about 120 samples at its own frame. The
+	 * process timer loses some: one signal is sent however many periods passed
+	 * since the kernel last checked, and none while another is pending; on a
+	 * machine loaded beside the test suite (make test next to two CPU hogs) under
+	 * 60 arrived. What must hold: a real share of them, and most at its frame. */
 	int64_t flat = 0, total = pd_pprof_total(p, 0);
 	assert_true(top_has(p, 0, "selfprof_test_spin", 1, &flat));
-	assert_true(flat >= 60);
+	assert_true(flat >= 24);
 	assert_true(flat * 2 >= total);
 	/* and its caller below it */
 	assert_true(top_has(p, 0, "spin_thread", 0, NULL));
