@@ -473,10 +473,7 @@ int pd_tsdb_append_decoded(struct pd_tsdb_appender *a, const struct pd_tsdb_labe
 			   size_t n, int64_t t, const uint8_t *profile, size_t len,
 			   struct pd_pprof_profile *decoded, struct pd_err *err)
 {
-	int rc = append_sample(a, labels, n, t, profile, len, decoded, NULL, 0, err);
-	if (rc)
-		pd_pprof_destroy(decoded);
-	return rc;
+	return pd_tsdb_append_gzip(a, labels, n, t, profile, len, decoded, NULL, 0, err);
 }
 
 int pd_tsdb_append_gzip(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,

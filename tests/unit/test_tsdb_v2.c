@@ -89,7 +89,9 @@ static struct pd_tsdb *open_store(const char *dir, int encoding)
 	return db;
 }
 
-static void append(struct pd_tsdb *db, size_t from, size_t to)
+/* Samples [from, to) of 3 series, one commit each. With gzip, each profile goes
+ * with its gzip stream (pd_tsdb_append_gzip), and series 1's decoded as well. */
+static void append_how(struct pd_tsdb *db, size_t from, size_t to, int gzip)
 {
 	struct pd_err err = {0};
 	for (size_t k = from; k < to; k++) {
@@ -99,12 +101,22 @@ static void append(struct pd_tsdb *db, size_t from, size_t to)
 			snprintf(inst, sizeof(inst), "i%d", s);
 			struct pd_tsdb_label l[2] = {{"__name__", "heap"}, {"instance", inst}};
 			size_t f = file_of(s, k);
-			if (pd_tsdb_append(a, l, 2, time_of(k), raw[f], rawlen[f], &err))
+			struct pd_pprof_profile *dec = NULL;
+			if (gzip && s == 1 && pd_pprof_decode(&dec, raw[f], rawlen[f], NULL, &err))
+				fail_msg("decode: %s", err.msg);
+			if (gzip ? pd_tsdb_append_gzip(a, l, 2, time_of(k), raw[f], rawlen[f], dec, gzd[f],
+						       gzlen[f], &err)
+				 : pd_tsdb_append(a, l, 2, time_of(k), raw[f], rawlen[f], &err))
 				fail_msg("append: %s", err.msg);
 		}
 		if (pd_tsdb_commit(a, &err))
 			fail_msg("commit: %s", err.msg);
 	}
+}
+
+static void append(struct pd_tsdb *db, size_t from, size_t to)
+{
+	append_how(db, from, to, 0);
 }
 
 /* Every sample of [0, n) reads back as the same profile. */
@@ -265,23 +277,7 @@ static void test_gzip_in_wal(void **state)
 	assert_non_null(mkdtemp(dir));
 	struct pd_err err = {0};
 	struct pd_tsdb *db = open_store(dir, 0);
-	for (size_t k = 0; k < 12; k++) {
-		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
-		for (int s = 0; s < 3; s++) {
-			char inst[8];
-			snprintf(inst, sizeof(inst), "i%d", s);
-			struct pd_tsdb_label l[2] = {{"__name__", "heap"}, {"instance", inst}};
-			size_t f = file_of(s, k);
-			struct pd_pprof_profile *dec = NULL;
-			if (s == 1 && pd_pprof_decode(&dec, raw[f], rawlen[f], NULL, &err))
-				fail_msg("decode: %s", err.msg);
-			if (pd_tsdb_append_gzip(a, l, 2, time_of(k), raw[f], rawlen[f], dec, gzd[f],
-						gzlen[f], &err))
-				fail_msg("append: %s", err.msg);
-		}
-		if (pd_tsdb_commit(a, &err))
-			fail_msg("commit: %s", err.msg);
-	}
+	append_how(db, 0, 12, 1);
 	check(db, 12);
 	pd_tsdb_close(db);
 	/* every distinct stream of the corpus is in the WAL verbatim */

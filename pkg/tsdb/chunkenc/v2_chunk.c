@@ -237,20 +237,39 @@ int v2_decompress(const uint8_t *f, size_t flen, size_t max, uint8_t **out, size
 	return decompress_with(f, flen, max, NULL, 0, out, out_len, what, err);
 }
 
-int v2_decompress_buf(const uint8_t *f, size_t flen, size_t max, struct pd_buf *b,
-			  const char *what, struct pd_err *err)
+/* The content size of zstd frame f, checked against max. */
+static int frame_size(const uint8_t *f, size_t flen, size_t max, const char *what,
+		      unsigned long long *size, struct pd_err *err)
 {
-	b->len = 0;
-	unsigned long long size = ZSTD_getFrameContentSize(f, flen);
-	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
+	*size = ZSTD_getFrameContentSize(f, flen);
+	if (*size == ZSTD_CONTENTSIZE_ERROR || *size == ZSTD_CONTENTSIZE_UNKNOWN)
 		return pd_err_set(err, PD_ECORRUPT, "value chunk: %s is not a valid zstd frame", what);
-	if (size > max)
+	if (*size > max)
 		return pd_err_set(err, PD_ETOOBIG, "value chunk: %s of %llu bytes exceeds the limit of %zu",
-				  what, size, max);
+				  what, *size, max);
+	return 0;
+}
+
+/* The calling thread's decompression context (kept until the thread ends); NULL
+ * without memory. */
+static ZSTD_DCtx *thread_dctx(void)
+{
 	pthread_once(&ctx_once, ctx_init);
 	ZSTD_DCtx *d = pthread_getspecific(dctx_key);
 	if (!d && (d = ZSTD_createDCtx()))
 		pthread_setspecific(dctx_key, d);
+	return d;
+}
+
+int v2_decompress_buf(const uint8_t *f, size_t flen, size_t max, struct pd_buf *b,
+		      const char *what, struct pd_err *err)
+{
+	b->len = 0;
+	unsigned long long size;
+	int rc = frame_size(f, flen, max, what, &size, err);
+	if (rc)
+		return rc;
+	ZSTD_DCtx *d = thread_dctx();
 	if (!d || pd_buf_reserve(b, size ? (size_t)size : 1))
 		return pd_err_set(err, PD_ENOMEM, "out of memory decompressing %llu bytes", size);
 	size_t n = ZSTD_decompressDCtx(d, b->data, (size_t)size, f, flen);
@@ -265,16 +284,12 @@ static int decompress_with(const uint8_t *f, size_t flen, size_t max, const uint
 			   size_t plen, uint8_t **out, size_t *out_len, const char *what,
 			   struct pd_err *err)
 {
-	unsigned long long size = ZSTD_getFrameContentSize(f, flen);
-	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
-		return pd_err_set(err, PD_ECORRUPT, "value chunk: %s is not a valid zstd frame", what);
-	if (size > max)
-		return pd_err_set(err, PD_ETOOBIG, "value chunk: %s of %llu bytes exceeds the limit of %zu",
-				  what, size, max);
-	pthread_once(&ctx_once, ctx_init);
-	ZSTD_DCtx *d = pthread_getspecific(dctx_key);
-	if (!d && (d = ZSTD_createDCtx()))
-		pthread_setspecific(dctx_key, d);
+	unsigned long long size;
+	*out = NULL;
+	int rc = frame_size(f, flen, max, what, &size, err);
+	if (rc)
+		return rc;
+	ZSTD_DCtx *d = thread_dctx();
 	*out = malloc(size ? (size_t)size : 1);
 	if (!d || !*out) {
 		free(*out);

@@ -777,6 +777,22 @@ static int64_t L(struct dec *d, uint64_t i)
 		goto out; \
 	} while (0)
 
+/* A record's mapping list after its count: nmap indices into t's mappings into idx,
+ * then their ids into id (1..nmap with F_MAP_SEQ). NULL, or what is wrong. */
+static const char *read_map_list(const struct v2_tables *t, struct v2_rd *r, unsigned flags,
+				 size_t nmap, uint32_t *idx, uint64_t *id)
+{
+	for (size_t i = 0; i < nmap; i++) {
+		uint64_t v = v2_uv(r);
+		if (v >= t->nmap)
+			return "a mapping index is out of range";
+		idx[i] = (uint32_t)v;
+	}
+	for (size_t i = 0; i < nmap; i++)
+		id[i] = flags & F_MAP_SEQ ? i + 1 : v2_uv(r);
+	return NULL;
+}
+
 /* Steps over the profile record at r (after its kind byte), only advancing the
  * delta state: the time, the mapping list, and the values by stack. Nothing is
  * built for the profile, no string is looked up and no stack is walked (unless
@@ -834,14 +850,9 @@ static int record_step(const struct v2_tables *t, struct v2_prev *prev, struct v
 		    scratch((void **)&prev->sflag, &prev->sflag_cap, t->nmap + 1, sizeof(uint8_t)))
 			goto nomem;
 		prev->nmap = nmap; /* on an error below the state is invalid anyway */
-		for (size_t i = 0; i < nmap; i++) {
-			uint64_t v = v2_uv(r);
-			if (v >= t->nmap)
-				DCORRUPT("a mapping index is out of range");
-			mi[i] = (uint32_t)v;
-		}
-		for (size_t i = 0; i < nmap; i++)
-			md[i] = flags & F_MAP_SEQ ? i + 1 : v2_uv(r);
+		const char *why = read_map_list(t, r, flags, nmap, mi, md);
+		if (why)
+			DCORRUPT(why);
 		memset(prev->sflag, 0, t->nmap + 1);
 		for (size_t i = 0; i < nmap; i++) {
 			if (prev->sflag[mi[i]] || md[i] == 0)
@@ -1080,14 +1091,9 @@ int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_
 		map_id = pd_arena_calloc(a, nmap + 1, sizeof(*map_id));
 		if (!map_idx || !map_id)
 			goto nomem;
-		for (size_t i = 0; i < nmap; i++) {
-			uint64_t v = v2_uv(r);
-			if (v >= t->nmap)
-				DCORRUPT("a mapping index is out of range");
-			map_idx[i] = (uint32_t)v;
-		}
-		for (size_t i = 0; i < nmap; i++)
-			map_id[i] = flags & F_MAP_SEQ ? i + 1 : v2_uv(r);
+		const char *why = read_map_list(t, r, flags, nmap, map_idx, map_id);
+		if (why)
+			DCORRUPT(why);
 	}
 	pp->nmapping = nmap;
 	if (!(pp->mapping = pd_arena_calloc(a, nmap + 1, sizeof(*pp->mapping))))
