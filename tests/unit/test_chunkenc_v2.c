@@ -327,6 +327,108 @@ static void test_duplicate_entries(void **state)
 	free_items(it, 3);
 }
 
+/* The first byte of the decompressed tables of sealed chunk s: 0 when its
+ * strings are in the NUL-terminated form, otherwise the low byte of the string
+ * count (docs/format/chunks.md). */
+static int tables_first_byte(const uint8_t *s, size_t sl)
+{
+	struct v2_rd r = {s, sl, 1, 0};
+	uint64_t count = v2_uv(&r), group = v2_uv(&r), tlen = v2_uv(&r);
+	for (uint64_t g = 0; g < (count + group - 1) / group; g++)
+		v2_uv(&r);
+	assert_false(r.bad);
+	assert_true(tlen <= sl - r.pos);
+	uint8_t *raw;
+	size_t rl;
+	struct pd_err err = {0};
+	if (v2_decompress(s + r.pos, tlen, (size_t)1 << 26, &raw, &rl, "tables", &err))
+		fail_msg("tables: %s", err.msg);
+	assert_true(rl > 0);
+	int b = raw[0];
+	free(raw);
+	return b;
+}
+
+/* Both forms of the string table: a chunk whose strings hold no NUL byte writes
+ * them NUL-terminated; tables with a NUL inside a string fall back to lengths
+ * (profd's pprof decoder ends strings at a NUL, so only the tables coder itself
+ * can be handed one); each reads back exactly. And a chunk written before the
+ * NUL-terminated form existed (testdata/chunks: goapp's cpu, cpu-2 and heap
+ * profiles in groups of 2) still reads back as those profiles. */
+static void test_string_forms(void **state)
+{
+	(void)state;
+	size_t rl;
+	uint8_t *raw = load("profiles/goapp/cpu.pb.gz", &rl);
+	struct pd_err err = {0};
+	struct pd_chunkenc_values *c = pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_COLUMNAR, 0, 0);
+	assert_non_null(c);
+	assert_int_equal(pd_chunkenc_values_append(c, raw, rl, &err), 0);
+	uint8_t *sealed, *back;
+	size_t slen, bl;
+	assert_int_equal(pd_chunkenc_values_seal(c, &sealed, &slen, &err), 0);
+	assert_int_equal(tables_first_byte(sealed, slen), 0);
+	if (pd_chunkenc_values_read(sealed, slen, 0, (size_t)256 << 20, &back, &bl, &err))
+		fail_msg("read: %s", err.msg);
+	assert_same_profile(raw, rl, back, bl, "NUL-terminated strings", 0);
+	free(back);
+	free(sealed);
+	free(raw);
+	pd_chunkenc_values_destroy(c);
+
+	static const char *const strs[] = {"", "samples", "ma\0in", "main.go", "main.go2"};
+	static const size_t lens[] = {0, 7, 5, 7, 8};
+	for (int with_nul = 0; with_nul < 2; with_nul++) {
+		struct v2_tables t, u;
+		v2_tables_init(&t);
+		v2_tables_init(&u);
+		for (int i = 0; i < 5; i++)
+			if (i != 2 || with_nul)
+				assert_int_equal(v2_intern_str(&t, strs[i], lens[i]), i - (i > 2 && !with_nul));
+		struct pd_buf b;
+		pd_buf_init(&b, 0);
+		assert_int_equal(v2_tables_write(&t, &b), 0);
+		assert_true(b.len > 0);
+		assert_int_equal(b.data[0], with_nul ? 5 : 0);
+		if (v2_tables_read(&u, b.data, b.len, &err))
+			fail_msg("tables read: %s", err.msg);
+		assert_int_equal(u.nstr, t.nstr);
+		for (uint32_t i = 0; i < t.nstr; i++) {
+			assert_int_equal(v2_str_len(&u, i), v2_str_len(&t, i));
+			assert_memory_equal(v2_str(&u, i), v2_str(&t, i), v2_str_len(&t, i) + 1);
+		}
+		/* a string cut short: no terminating NUL before the end */
+		if (!with_nul) {
+			struct v2_tables w;
+			v2_tables_init(&w);
+			size_t cut = 2 + 1 + 8 + 4; /* marker, count, "", "samples", "mai" */
+			assert_int_not_equal(v2_tables_read(&w, b.data, cut, &err), 0);
+			assert_non_null(strstr(err.msg, "truncated"));
+			v2_tables_fini(&w);
+		}
+		pd_buf_fini(&b);
+		v2_tables_fini(&t);
+		v2_tables_fini(&u);
+	}
+
+	size_t clen;
+	uint8_t *old = load("chunks/v2-prefix-strings.chunk", &clen);
+	assert_int_not_equal(tables_first_byte(old, clen), 0);
+	static const char *const src[] = {"profiles/goapp/cpu.pb.gz", "profiles/goapp/cpu-2.pb.gz",
+					  "profiles/goapp/heap.pb.gz"};
+	assert_int_equal(pd_chunkenc_values_read_count(old, clen, &err), 3);
+	for (size_t i = 0; i < 3; i++) {
+		size_t wl;
+		uint8_t *want = load(src[i], &wl);
+		if (pd_chunkenc_values_read(old, clen, i, (size_t)256 << 20, &back, &bl, &err))
+			fail_msg("old chunk, profile %zu: %s", i, err.msg);
+		assert_same_profile(want, wl, back, bl, "old chunk", i);
+		free(want);
+		free(back);
+	}
+	free(old);
+}
+
 /* A profile with a million locations (each its own function) in one stack each
  * of a thousand samples. */
 static void test_million_locations(void **state)
@@ -787,7 +889,7 @@ int main(void)
 	    cmocka_unit_test(test_duplicate_entries), cmocka_unit_test(test_million_locations),
 	    cmocka_unit_test(test_damaged),          cmocka_unit_test(test_lean_appender),
 	    cmocka_unit_test(test_merge_by_stack),   cmocka_unit_test(test_shared_symbols),
-	    cmocka_unit_test(test_frozen_view),      cmocka_unit_test(test_step_over_records),
+	    cmocka_unit_test(test_frozen_view), cmocka_unit_test(test_string_forms),      cmocka_unit_test(test_step_over_records),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -653,7 +653,8 @@ static int seal_write(const struct v2_appender *a, const struct v2_tables *t, co
 	}
 	if (v2_tables_write(t, &tables))
 		goto nomem;
-	if ((rc = v2_compress(tables.data, tables.len, a->level, &ctables, &tlen, err)))
+	if ((rc = v2_compress(tables.data, tables.len, a->level > V2_TABLES_LEVEL ? a->level : V2_TABLES_LEVEL,
+			      &ctables, &tlen, err)))
 		goto out;
 	uint8_t enc = PD_CHUNKENC_VALUES_COLUMNAR;
 	int w = pd_buf_append(&b, &enc, 1) | v2_put_uv(&b, a->count) | v2_put_uv(&b, a->group) |

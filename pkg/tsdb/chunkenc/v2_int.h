@@ -176,6 +176,12 @@ enum {
 };
 
 enum { KIND_PROFILE = 0, KIND_OPAQUE = 1 };
+
+/* zstd level of a sealed chunk's tables frame, at least: the tables are written
+ * once a chunk and hold most of its bytes on profiles with changing stacks (cpu),
+ * and level 15 makes them 7-8% smaller than level 3 for about 1 ms a 16 KB frame
+ * (docs/format/chunks.md, bench/tsdb.sh section 1) */
+#define V2_TABLES_LEVEL 15
 enum { COL_RAW = 0, COL_DELTA = 1 };
 
 /* What the record coder carries from one profile to the next within a group:
