@@ -38,6 +38,17 @@ test:
 	@cmake --build $(BUILD_REL) -j $(JOBS) --target profd
 	@cd $(BUILD_DEV) && ctest --output-on-failure -j $(JOBS)
 
+# every fuzz target for FUZZ_SECONDS each (default 600), after replaying its
+# regression inputs; `make test` runs each for 20-30 s. Inputs found go to
+# build/fuzz/tests/fuzz/fuzz_<target>.work/, crashes to its artifacts/.
+FUZZ_SECONDS ?= 600
+fuzz:
+	@./scripts/deps.sh --test
+	@cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=Debug -DPD_SANITIZE=ON -DPD_FUZZ=ON \
+		-DPD_FUZZ_SECONDS=$(FUZZ_SECONDS) -DPD_FUZZ_SECONDS_EACH=$(FUZZ_SECONDS) >/dev/null
+	@cmake --build build/fuzz -j $(JOBS)
+	@cd build/fuzz && ctest -L fuzz --output-on-failure -j $(JOBS)
+
 bench: deps
 	@cmake -S . -B $(BUILD_REL) -DCMAKE_BUILD_TYPE=Release -DPD_TESTS=OFF >/dev/null
 	@cmake --build $(BUILD_REL) -j $(JOBS)
