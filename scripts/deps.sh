@@ -17,7 +17,7 @@ browser=$here/tests/browser
 
 PKGS=(
   build-essential cmake pkg-config clang
-  libcurl4-openssl-dev libyaml-dev libzstd-dev
+  libcurl4-openssl-dev libyaml-dev libzstd-dev libcrypt-dev
   libprotobuf-c-dev protobuf-c-compiler
   libmicrohttpd-dev zlib1g-dev libpcre2-dev
   libcmocka-dev

@@ -1,7 +1,10 @@
 /* check_cmd.c: `profd check config FILE...`, which validates configuration files
  * the way `promtool check config` does: the whole configuration with Prometheus's
  * checks and messages, then (unless --syntax-only) the files it names: credentials
- * and client certificate files must exist, file_sd files that exist must parse. */
+ * and client certificate files must exist, file_sd files that exist must parse.
+ * And `profd check web-config FILE...`, as `promtool check web-config`: each web
+ * configuration (--web.config.file) with exporter-toolkit's checks, and the TLS
+ * files it names readable. */
 #include <errno.h>
 #include <glob.h>
 #include <stdio.h>
@@ -16,11 +19,15 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: profd check config [--syntax-only] FILE...\n"
+	           "       profd check web-config FILE...\n"
 	           "\n"
-	           "Checks that each FILE is a valid profd configuration, as `promtool check\n"
-	           "config` checks a Prometheus one. Exits 1 when a file is not.\n"
+	           "config: checks that each FILE is a valid profd configuration, as `promtool\n"
+	           "check config` checks a Prometheus one.\n"
+	           "web-config: checks that each FILE is a valid web configuration\n"
+	           "(--web.config.file: TLS, basic auth users, headers), as `promtool check\n"
+	           "web-config` does. Exits 1 when a file is not valid.\n"
 	           "\n"
-	           "flags:\n"
+	           "flags of config:\n"
 	           "  --syntax-only   only check the configuration itself, not the files it names\n"
 	           "                  (credentials, client certificates, file_sd target files)\n");
 }
@@ -138,12 +145,49 @@ static int check_config_file(const char *path, int syntax_only)
 	return 0;
 }
 
+/* promtool check web-config: "FILE SUCCESS" or "FILE FAILED: why", on stderr. */
+static int check_web_configs(int n, char **files)
+{
+	int failed = 0, nfiles = 0;
+	for (int i = 0; i < n; i++) {
+		if (strcmp(files[i], "-h") == 0 || strcmp(files[i], "--help") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (files[i][0] == '-' && files[i][1] == '-') {
+			fprintf(stderr, "profd check web-config: unknown flag %s\n\n", files[i]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		struct pd_web_config *wc = NULL;
+		struct pd_err err = {0};
+		nfiles++;
+		if (pd_web_config_load_file(files[i], &wc, &err) || pd_web_config_check_files(wc, &err)) {
+			fprintf(stderr, "%s FAILED: %s\n", files[i], err.msg);
+			failed = 1;
+		} else {
+			fprintf(stderr, "%s SUCCESS\n", files[i]);
+		}
+		pd_web_config_destroy(wc);
+	}
+	if (nfiles == 0) {
+		fprintf(stderr, "profd check web-config: no file given\n\n");
+		usage(stderr);
+		return 2;
+	}
+	return failed;
+}
+
 int pd_cmd_check(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
+	if (strcmp(argv[1], "web-config") == 0)
+		return check_web_configs(argc - 2, argv + 2);
 	if (strcmp(argv[1], "config") != 0) {
 		fprintf(stderr, "profd check: unknown subcommand \"%s\"\n\n", argv[1]);
 		usage(stderr);

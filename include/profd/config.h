@@ -189,4 +189,84 @@ void pd_config_format_size(int64_t bytes, char *out, size_t size);
  * PD_CONFIG_MAX_DEFAULT_SECONDS and at least 1. With the default 10s timeout: 9. */
 int64_t pd_config_default_profile_seconds(int64_t scrape_timeout_ms);
 
+/* ---- the web configuration (--web.config.file) ------------------------------ */
+
+/* The file Prometheus's servers take as --web.config.file, in exporter-toolkit's
+ * format: tls_server_config, http_server_config, basic_auth_users, rate_limit.
+ * Read strictly, as exporter-toolkit reads it (an unknown field or a key given
+ * twice is an error), with its defaults (TLS 1.2 to 1.3, http2 on,
+ * prefer_server_cipher_suites on) and its checks and messages, each error
+ * starting with `file:line:column: ` where a node is at fault:
+ * `web.yml:3:5: HTTP header "Server" can not be configured`. */
+
+enum pd_web_client_auth {
+	PD_WEB_NO_CLIENT_CERT = 0,
+	PD_WEB_REQUEST_CLIENT_CERT,      /* asked for, not required, not verified */
+	PD_WEB_REQUIRE_ANY_CLIENT_CERT,  /* required, not verified */
+	PD_WEB_VERIFY_CLIENT_CERT_IF_GIVEN,
+	PD_WEB_REQUIRE_AND_VERIFY_CLIENT_CERT,
+};
+
+#define PD_WEB_TLS10 0x0301
+#define PD_WEB_TLS11 0x0302
+#define PD_WEB_TLS12 0x0303
+#define PD_WEB_TLS13 0x0304
+
+struct pd_web_header {
+	const char *name, *value;
+};
+
+struct pd_web_user {
+	const char *name;
+	const char *hash; /* bcrypt ($2a$, $2b$, $2y$), checked to be well formed */
+};
+
+struct pd_web_config {
+	const char *filename;
+	/* tls_server_config; file paths are joined to the file's directory */
+	int tls_enabled; /* any certificate, key or client CA given (cert or file) */
+	const char *cert, *cert_file, *key, *key_file, *client_ca, *client_ca_file;
+	enum pd_web_client_auth client_auth;
+	int min_version, max_version;    /* PD_WEB_TLS1x */
+	const char **cipher_suites;      /* Go's names, e.g. TLS_AES_128_GCM_SHA256 */
+	size_t ncipher_suites;
+	const char **curve_preferences;  /* CurveP256, CurveP384, CurveP521, X25519 */
+	size_t ncurve_preferences;
+	int prefer_server_cipher_suites;
+	const char **client_allowed_sans; /* NULL: any */
+	size_t nclient_allowed_sans;
+	/* http_server_config */
+	int http2;
+	struct pd_web_header *headers; /* added to every response */
+	size_t nheaders;
+	/* basic_auth_users, in file order */
+	struct pd_web_user *users;
+	size_t nusers;
+	/* rate_limit: 0 interval means none */
+	int64_t rate_limit_burst;
+	int64_t rate_limit_interval_ms;
+
+	struct pd_arena *arena; /* private: owns every string and array above */
+};
+
+/* Parses len bytes of YAML text; filename (may be NULL) names it in messages and
+ * dir (may be NULL) is where relative paths are joined to. The certificate and
+ * key files are not read here (pd_web_config_check_files does). On success *out is
+ * owned by the caller (pd_web_config_destroy). */
+int pd_web_config_parse(const char *text, size_t len, const char *filename, const char *dir,
+                        struct pd_web_config **out, struct pd_err *err);
+/* Reads and parses the file at path (at most PD_CONFIG_MAX_FILE_SIZE bytes). */
+int pd_web_config_load_file(const char *path, struct pd_web_config **out, struct pd_err *err);
+/* Checks that the files the TLS settings name can be read, as exporter-toolkit
+ * does at start-up (`failed to read cert_file (PATH): ...`). 0 when they can or
+ * when TLS is off. */
+int pd_web_config_check_files(const struct pd_web_config *wc, struct pd_err *err);
+void pd_web_config_destroy(struct pd_web_config *wc);
+
+/* 1 when password is user's in wc->basic_auth_users (bcrypt, with libxcrypt),
+ * 0 otherwise, also for an unknown user (which costs one bcrypt check too, so that
+ * timing does not tell users apart). Slow by design: callers cache the answer. */
+int pd_web_config_check_password(const struct pd_web_config *wc, const char *user,
+                                 const char *password);
+
 #endif

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -1012,6 +1013,135 @@ static void test_load_errors(void **state)
 	assert_contains(parse_err(nul), "t.yml:2:15: string contains a NUL byte");
 }
 
+/* ---- the web configuration ------------------------------------------------ */
+
+/* "secret" at bcrypt cost 4 */
+#define SECRET_HASH "$2b$04$01XTU9ZIXdOWeXZhQaBkt./oIwI8gFiHp7Kkg5UqWBHTOaEDIoeT."
+
+static void web_bad(const char *text, const char *want)
+{
+	struct pd_web_config *wc = NULL;
+	struct pd_err err = {0};
+	if (pd_web_config_parse(text, strlen(text), "web.yml", NULL, &wc, &err) == 0)
+		fail_msg("accepted:\n%s", text);
+	assert_null(wc);
+	if (strcmp(err.msg, want) != 0)
+		fail_msg("got  %s\nwant %s", err.msg, want);
+}
+
+/* exporter-toolkit's defaults, fields and checks, with positions */
+static void test_web_config(void **state)
+{
+	(void)state;
+	struct pd_web_config *wc = NULL;
+	struct pd_err err = {0};
+	const char *empty = "";
+	assert_int_equal(pd_web_config_parse(empty, 0, "web.yml", NULL, &wc, &err), 0);
+	assert_false(wc->tls_enabled);
+	assert_int_equal(wc->min_version, PD_WEB_TLS12);
+	assert_int_equal(wc->max_version, PD_WEB_TLS13);
+	assert_true(wc->http2);
+	assert_true(wc->prefer_server_cipher_suites);
+	pd_web_config_destroy(wc);
+
+	const char *full = "tls_server_config:\n"
+	                   "  cert_file: server.crt\n"
+	                   "  key_file: /etc/profd/server.key\n"
+	                   "  client_auth_type: RequireAndVerifyClientCert\n"
+	                   "  client_ca_file: ca.crt\n"
+	                   "  min_version: TLS13\n"
+	                   "  cipher_suites: [TLS_AES_128_GCM_SHA256]\n"
+	                   "  curve_preferences: [X25519]\n"
+	                   "  prefer_server_cipher_suites: false\n"
+	                   "http_server_config:\n"
+	                   "  http2: false\n"
+	                   "  headers:\n"
+	                   "    X-Frame-Options: sameorigin\n"
+	                   "    Strict-Transport-Security: max-age=31536000\n"
+	                   "basic_auth_users:\n"
+	                   "  alice: " SECRET_HASH "\n"
+	                   "rate_limit: {burst: 5, interval: 1s}\n";
+	assert_int_equal(pd_web_config_parse(full, strlen(full), "web.yml", "/etc/profd", &wc, &err), 0);
+	assert_true(wc->tls_enabled);
+	assert_string_equal(wc->cert_file, "/etc/profd/server.crt");
+	assert_string_equal(wc->key_file, "/etc/profd/server.key");
+	assert_string_equal(wc->client_ca_file, "/etc/profd/ca.crt");
+	assert_int_equal(wc->client_auth, PD_WEB_REQUIRE_AND_VERIFY_CLIENT_CERT);
+	assert_int_equal(wc->min_version, PD_WEB_TLS13);
+	assert_int_equal(wc->ncipher_suites, 1);
+	assert_int_equal(wc->ncurve_preferences, 1);
+	assert_false(wc->prefer_server_cipher_suites);
+	assert_false(wc->http2);
+	assert_int_equal(wc->nheaders, 2);
+	assert_string_equal(wc->headers[0].name, "X-Frame-Options");
+	assert_int_equal(wc->nusers, 1);
+	assert_int_equal(wc->rate_limit_burst, 5);
+	assert_int_equal(wc->rate_limit_interval_ms, 1000);
+	/* bcrypt through libxcrypt: right, wrong, unknown user */
+	assert_true(pd_web_config_check_password(wc, "alice", "secret"));
+	assert_false(pd_web_config_check_password(wc, "alice", "Secret"));
+	assert_false(pd_web_config_check_password(wc, "alice", ""));
+	assert_false(pd_web_config_check_password(wc, "bob", "secret"));
+	pd_web_config_destroy(wc);
+
+	web_bad("tls_server_confi: {}\n", "web.yml:1:1: field tls_server_confi not found in type web.Config");
+	web_bad("tls_server_config:\n  cert_file: a\n", "web.yml:2:3: missing one of key or key_file");
+	web_bad("tls_server_config:\n  key_file: a\n", "web.yml:2:3: missing one of cert or cert_file");
+	web_bad("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: Bogus\n",
+	        "web.yml:4:21: invalid ClientAuth: Bogus");
+	web_bad("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_ca_file: c\n",
+	        "web.yml:4:19: client CA's have been configured without a Client Auth Policy");
+	web_bad("tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS14\n",
+	        "web.yml:4:16: unknown TLS version: TLS14");
+	web_bad("tls_server_config:\n  cipher_suites: [TLS_NULL]\n", "web.yml:2:19: unknown cipher: TLS_NULL");
+	web_bad("http_server_config:\n  headers:\n    Server: profd\n",
+	        "web.yml:3:5: HTTP header \"Server\" can not be configured");
+	web_bad("http_server_config:\n  headers:\n    X-Frame-Options: allow\n",
+	        "web.yml:3:22: invalid value for X-Frame-Options. Expected one of: [\"deny\" \"sameorigin\"], "
+	        "but got: \"allow\"");
+	web_bad("basic_auth_users:\n  bob: plain\n",
+	        "web.yml:2:8: crypto/bcrypt: hashedSecret too short to be a bcrypted password");
+	web_bad("basic_auth_users:\n  bob: $2b$99$01XTU9ZIXdOWeXZhQaBkt./oIwI8gFiHp7Kkg5UqWBHTOaEDIoeT.\n",
+	        "web.yml:2:8: crypto/bcrypt: cost 99 is outside allowed range (4,31)");
+	web_bad("basic_auth_users:\n  bob: x2b$04$01XTU9ZIXdOWeXZhQaBkt./oIwI8gFiHp7Kkg5UqWBHTOaEDIoeT.\n",
+	        "web.yml:2:8: crypto/bcrypt: bcrypt hashes must start with '$', but hashedSecret started with 'x'");
+	web_bad("basic_auth_users:\n  bob: a\n  bob: b\n", "web.yml:3:3: key \"bob\" already set in map");
+}
+
+/* A readable certificate file passes the file check; a missing one is named. */
+static void test_web_config_files(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/pd_test_webcfg_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[512];
+	snprintf(path, sizeof(path), "%s/web.yml", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("tls_server_config:\n  cert_file: s.crt\n  key_file: s.key\n", f);
+	fclose(f);
+	struct pd_web_config *wc = NULL;
+	struct pd_err err = {0};
+	assert_int_equal(pd_web_config_load_file(path, &wc, &err), 0);
+	assert_int_not_equal(pd_web_config_check_files(wc, &err), 0);
+	assert_non_null(strstr(err.msg, "failed to read cert_file ("));
+	assert_non_null(strstr(err.msg, "/s.crt"));
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, i ? "s.key" : "s.crt");
+		f = fopen(path, "w");
+		assert_non_null(f);
+		fputs("-----BEGIN X-----\n", f);
+		fclose(f);
+	}
+	assert_int_equal(pd_web_config_check_files(wc, &err), 0);
+	pd_web_config_destroy(wc);
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, i == 0 ? "s.key" : i == 1 ? "s.crt" : "web.yml");
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1038,6 +1168,8 @@ int main(void)
 	    cmocka_unit_test(test_render_roundtrip_all_good),
 	    cmocka_unit_test(test_bad_files),
 	    cmocka_unit_test(test_load_errors),
+	    cmocka_unit_test(test_web_config),
+	    cmocka_unit_test(test_web_config_files),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
