@@ -28,6 +28,10 @@ struct run_flags {
 	const char *log_level;
 	const char *log_format;
 	const char *ui_dir; /* "": the embedded UI */
+	const char *max_connections;
+	const char *max_connections_per_client;
+	const char *read_header_timeout;
+	const char *read_timeout;
 	const char *value_encoding;
 };
 
@@ -49,13 +53,22 @@ static void usage(FILE *f)
 		"  --web.listen-address=ADDR           address of the HTTP API and UI (default :10902)\n"
 		"  --web.ui-dir=DIR                    serve the web UI from DIR instead of the\n"
 		"                                      copy built into profd (for UI development)\n"
+		"  --web.max-connections=N             HTTP connections open at once (default 256)\n"
+		"  --web.max-connections-per-client=N  of those, from one IP address (default 64);\n"
+		"                                      more get a small reserve that serves only\n"
+		"                                      /-/healthy, /-/ready and /metrics\n"
+		"  --web.read-header-timeout=DUR       time a connection has to send a request's\n"
+		"                                      headers (default 10s)\n"
+		"  --web.read-timeout=DUR              time it has to send headers and body\n"
+		"                                      (default 1m)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 }
 
 static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
-	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2"};
+	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
+				"256", "64", "10s", "1m"};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -92,6 +105,14 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->ui_dir = v;
 		else if (IS("--storage.tsdb.value-encoding"))
 			f->value_encoding = v;
+		else if (IS("--web.max-connections"))
+			f->max_connections = v;
+		else if (IS("--web.max-connections-per-client"))
+			f->max_connections_per_client = v;
+		else if (IS("--web.read-header-timeout"))
+			f->read_header_timeout = v;
+		else if (IS("--web.read-timeout"))
+			f->read_timeout = v;
 		else {
 			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
@@ -280,6 +301,35 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A positive whole number of at most max for flag. */
+static int parse_count(const char *flag, const char *v, unsigned max, unsigned *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long n = strtoul(v, &end, 10);
+	if (!*v || *end || errno || n == 0 || n > max || v[0] == '-') {
+		fprintf(stderr, "profd run: %s: %s is not a whole number from 1 to %u\n", flag, v, max);
+		return -1;
+	}
+	*out = (unsigned)n;
+	return 0;
+}
+
+/* A positive duration (10s, 1m30s) for flag. */
+static int parse_timeout(const char *flag, const char *v, int64_t *ms)
+{
+	struct pd_err err = {0};
+	if (pd_config_parse_duration(v, ms, &err)) {
+		fprintf(stderr, "profd run: %s: %s\n", flag, err.msg);
+		return -1;
+	}
+	if (*ms <= 0) {
+		fprintf(stderr, "profd run: %s: %s must be longer than 0\n", flag, v);
+		return -1;
+	}
+	return 0;
+}
+
 int pd_cmd_run(int argc, char **argv)
 {
 	struct run_flags f;
@@ -314,6 +364,14 @@ int pd_cmd_run(int argc, char **argv)
 		return 2;
 	}
 	o.value_encoding = f.value_encoding[0] - '0';
+	unsigned max_conns, max_conns_client;
+	int64_t header_timeout_ms, read_timeout_ms;
+	if (parse_count("--web.max-connections", f.max_connections, 100000, &max_conns) ||
+	    parse_count("--web.max-connections-per-client", f.max_connections_per_client, 100000,
+			&max_conns_client) ||
+	    parse_timeout("--web.read-header-timeout", f.read_header_timeout, &header_timeout_ms) ||
+	    parse_timeout("--web.read-timeout", f.read_timeout, &read_timeout_ms))
+		return 2;
 
 	/* signals are taken by this thread only: block them before any thread starts */
 	sigset_t sigs;
@@ -350,13 +408,20 @@ int pd_cmd_run(int argc, char **argv)
 	}
 	const char *fn[] = {"config.file",	"storage.tsdb.path", "storage.tsdb.retention.time",
 			    "storage.tsdb.retention.size", "web.listen-address", "log.level",
-			    "log.format", "web.ui-dir", "storage.tsdb.value-encoding"};
+			    "log.format", "web.ui-dir", "storage.tsdb.value-encoding",
+			    "web.max-connections", "web.max-connections-per-client",
+			    "web.read-header-timeout", "web.read-timeout"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
-			    f.value_encoding};
+			    f.value_encoding, f.max_connections, f.max_connections_per_client,
+			    f.read_header_timeout, f.read_timeout};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
+	ao.max_connections = max_conns;
+	ao.max_connections_per_client = max_conns_client;
+	ao.read_header_timeout_ms = header_timeout_ms;
+	ao.read_timeout_ms = read_timeout_ms;
 	ao.db = d.db;
 	ao.scrape = d.scrape;
 	ao.discovery = d.disc;

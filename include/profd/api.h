@@ -37,6 +37,12 @@ struct pd_discovery_manager;
 #define PD_API_DEFAULT_MAX_FORM_BODY ((size_t)8 << 20) /* POSTed query parameters */
 #define PD_API_DEFAULT_MAX_RESPONSE ((size_t)512 << 20)
 #define PD_API_DEFAULT_MAX_CONNECTIONS 256
+#define PD_API_DEFAULT_MAX_CONNECTIONS_PER_CLIENT 64 /* from one IP address */
+#define PD_API_DEFAULT_READ_HEADER_TIMEOUT_MS (10LL * 1000) /* all of a request's headers */
+#define PD_API_DEFAULT_READ_TIMEOUT_MS (60LL * 1000)        /* headers and body together */
+/* Connections beyond the limits above go to a reserve of this many that serves
+ * only /-/healthy, /-/ready and /metrics (docs/api.md, "Connections"). */
+#define PD_API_RESERVE_CONNECTIONS 8
 #define PD_API_DEFAULT_MAX_CONCURRENT_QUERIES 20 /* as Prometheus's query.max-concurrency */
 
 /* ---- the UI hook ------------------------------------------------------------ */
@@ -100,7 +106,10 @@ struct pd_api_opts {
 	size_t max_decompressed;   /* a pushed profile after gunzip; 0: pprof's default */
 	size_t max_form_body;      /* bytes of a POSTed form of query parameters */
 	size_t max_response;       /* bytes of one response before compression */
-	unsigned max_connections;
+	unsigned max_connections;            /* open at once, all clients */
+	unsigned max_connections_per_client; /* open at once from one IP address */
+	int64_t read_header_timeout_ms; /* accept (or the previous response) to end of headers */
+	int64_t read_timeout_ms;        /* accept (or the previous response) to end of body */
 	unsigned max_concurrent_queries; /* /api/v1/query and query_range running at once */
 };
 

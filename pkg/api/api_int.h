@@ -6,6 +6,7 @@
 #define PROFD_API_INT_H
 
 #include <pthread.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -62,6 +63,8 @@ struct api_counters {
 	uint64_t pushed, push_failed; /* POST /api/v1/profiles */
 	uint64_t pushed_bytes;
 	uint64_t reloads, reload_failures;
+	uint64_t conn_reserve;   /* connections accepted into the reserve */
+	uint64_t conn_closed[4]; /* by enum api_close_reason */
 	int last_reload_ok;
 	int64_t last_reload_ms;
 };
@@ -71,8 +74,43 @@ struct api_metrics {
 	struct api_counters c;
 };
 
+/* The longest request path served (after decoding); longer ones are a 400. */
+#define PD_API_MAX_PATH 4096
+
+/* Why the server closed a connection itself (profd_http_connections_closed_total). */
+enum api_close_reason { CLOSE_HEADER_TIMEOUT, CLOSE_READ_TIMEOUT, CLOSE_EVICTED, CLOSE_REFUSED };
+
+/* Where a connection is: the deadline that applies to it follows. */
+enum api_conn_phase { PHASE_HEADERS, PHASE_BODY, PHASE_HANDLING };
+
+/* One accepted connection, from accept to MHD's close notification. dupfd is
+ * profd's own descriptor of the socket: shutting it down cuts the connection off
+ * without racing MHD's close of fd (the socket lives until both are closed). */
+struct api_conn {
+	int in_use;
+	int reserve; /* served by the reserve daemon */
+	int fd, dupfd;
+	int bound; /* MHD has started it (on_connection) */
+	int killed;
+	enum api_conn_phase phase;
+	int64_t phase_start_ns;
+	int64_t deadline_ns; /* 0: none */
+	uint64_t seq;        /* accept order, for evicting the oldest */
+	struct sockaddr_storage addr;
+	unsigned addrlen;
+};
+
 struct pd_api_server {
 	struct MHD_Daemon *mhd;
+	struct MHD_Daemon *mhd_reserve; /* /-/healthy, /-/ready, /metrics only */
+	int listen_fd;
+	int wake_fd;        /* eventfd: wakes the accept thread to stop */
+	pthread_t acceptor; /* accepts, picks the pool, enforces the timeouts */
+	int acceptor_started;
+	pthread_mutex_t cmu; /* guards conns */
+	struct api_conn *conns;
+	size_t nconns; /* max_connections + PD_API_RESERVE_CONNECTIONS */
+	uint64_t conn_seq;
 	struct pd_api_opts o; /* limits resolved; strings below are copies */
 	char *listen_address;
 	char *version;
@@ -99,6 +137,10 @@ struct api_param {
 /* One request, from its headers to the end of its response. */
 struct api_req {
 	struct pd_api_server *srv;
+	struct api_conn *cn; /* the connection's slot (NULL if unknown) */
+	int raw_nul;         /* the raw request target held %00 or a NUL byte */
+	const char *raw_uri; /* MHD's, seen by on_uri: compared, read only before decoding ends */
+	size_t raw_len;
 	struct MHD_Connection *conn;
 	const char *method; /* borrowed from MHD */
 	char *path;
@@ -131,7 +173,8 @@ struct api_resp {
 	const char *allow; /* for 405 */
 	const char *location;
 	const char *cache_control;
-	int no_gzip; /* the body is already compressed */
+	int no_gzip;    /* the body is already compressed */
+	int close_conn; /* Connection: close (reserve connections, early rejects) */
 	/* a borrowed body instead of body (UI assets) */
 	const uint8_t *raw;
 	size_t raw_len;

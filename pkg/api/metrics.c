@@ -358,6 +358,17 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	sample_u(w, "profd_push_failures_total", m.push_failed);
 	family(w, "profd_push_bytes_total", "counter", "Stored bytes of pushed profiles.");
 	sample_u(w, "profd_push_bytes_total", m.pushed_bytes);
+	family(w, "profd_http_connections_reserve_total", "counter",
+	       "Connections over --web.max-connections or --web.max-connections-per-client, "
+	       "given to the reserve that serves only /-/healthy, /-/ready and /metrics.");
+	sample_u(w, "profd_http_connections_reserve_total", m.conn_reserve);
+	family(w, "profd_http_connections_closed_total", "counter",
+	       "Connections the server closed itself, by reason.");
+	static const char *const reasons[] = {"header_timeout", "read_timeout", "evicted",
+	                                      "refused"};
+	for (int i = 0; i < 4; i++)
+		jprintf(w, "profd_http_connections_closed_total{reason=\"%s\"} %llu\n", reasons[i],
+		        (unsigned long long)m.conn_closed[i]);
 	family(w, "profd_config_last_reload_successful", "gauge",
 	       "Whether the last configuration reload attempt was successful.");
 	sample_u(w, "profd_config_last_reload_successful", (uint64_t)m.last_reload_ok);

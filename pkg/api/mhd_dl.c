@@ -22,6 +22,10 @@ static struct {
 	const char *(*lookup_connection_value)(struct MHD_Connection *, enum MHD_ValueKind, const char *);
 	int (*get_connection_values)(struct MHD_Connection *, enum MHD_ValueKind, MHD_KeyValueIterator,
 				     void *);
+	enum MHD_Result (*add_connection)(struct MHD_Daemon *, MHD_socket, const struct sockaddr *,
+					  socklen_t);
+	const union MHD_ConnectionInfo *(*get_connection_info)(struct MHD_Connection *,
+							       enum MHD_ConnectionInfoType, ...);
 } fn;
 
 static void load(void)
@@ -40,6 +44,8 @@ static void load(void)
 	SYM(destroy_response, "MHD_destroy_response");
 	SYM(lookup_connection_value, "MHD_lookup_connection_value");
 	SYM(get_connection_values, "MHD_get_connection_values");
+	SYM(add_connection, "MHD_add_connection");
+	SYM(get_connection_info, "MHD_get_connection_info");
 #undef SYM
 }
 
@@ -107,4 +113,17 @@ int MHD_get_connection_values(struct MHD_Connection *c, enum MHD_ValueKind kind,
 			      MHD_KeyValueIterator it, void *cls)
 {
 	return LOADED(get_connection_values) ? fn.get_connection_values(c, kind, it, cls) : 0;
+}
+
+enum MHD_Result MHD_add_connection(struct MHD_Daemon *d, MHD_socket fd, const struct sockaddr *addr,
+				   socklen_t addrlen)
+{
+	return LOADED(add_connection) ? fn.add_connection(d, fd, addr, addrlen) : MHD_NO;
+}
+
+/* Only the kinds that take no further argument (all profd asks for). */
+const union MHD_ConnectionInfo *MHD_get_connection_info(struct MHD_Connection *c,
+							enum MHD_ConnectionInfoType kind, ...)
+{
+	return LOADED(get_connection_info) ? fn.get_connection_info(c, kind) : NULL;
 }

@@ -3,16 +3,29 @@
  * output in Prometheus's `{status, data, errorType, error, warnings}` envelope,
  * compresses responses for clients that accept gzip, limits how many queries
  * run at once, and serves the lifecycle endpoints (/-/healthy, /-/ready,
- * /-/reload), the UI hook and a small index page. */
+ * /-/reload), the UI hook and a small index page.
+ *
+ * profd accepts connections itself (one thread, the acceptor) and hands each to
+ * one of two libmicrohttpd daemons: the main one, while the connection fits
+ * max_connections and max_connections_per_client, else a reserve of
+ * PD_API_RESERVE_CONNECTIONS that answers only /-/healthy, /-/ready and
+ * /metrics, so probes and monitoring get through while idle or slow clients
+ * hold the main pool. The acceptor also cuts off connections that do not
+ * deliver their headers within read_header_timeout, or their body within
+ * read_timeout. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -413,6 +426,8 @@ static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, w->location);
 	if (w->cache_control)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, w->cache_control);
+	if (w->close_conn || (r->cn && r->cn->reserve))
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result ret = MHD_queue_response(r->conn, w->status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -538,18 +553,300 @@ static void req_free(struct api_req *r)
 	free(r);
 }
 
-static enum MHD_Result reject_early(struct api_req *r, size_t limit)
+/* Answers a request before its body is read (and closes the connection). */
+static enum MHD_Result reject(struct api_req *r, unsigned status, const char *type,
+                              const char *msg)
 {
 	struct api_resp w;
 	resp_init(&w, 0);
-	w.json = 1;
-	api_error(&w, 413, "bad_data", "the request body is larger than the limit of %zu bytes",
-	          limit);
-	finish_json(r->srv, &w);
+	w.close_conn = 1;
+	if (strncmp(r->path, "/api/", 5) == 0) {
+		w.json = 1;
+		api_error(&w, status, type, "%s", msg);
+		finish_json(r->srv, &w);
+	} else {
+		text(&w, status, msg);
+		jput(&w, "\n");
+	}
 	enum MHD_Result ret = send_response(r, &w);
 	resp_fini(&w);
-	api_metrics_observe(r->srv, r->handler, 413, (double)(mono_ns() - r->t0_ns) / 1e9);
+	api_metrics_observe(r->srv, r->handler, status, (double)(mono_ns() - r->t0_ns) / 1e9);
+	pd_log_debug("api", "method=%s path=\"%s\" status=%u msg=\"%s\"", r->method, r->path,
+	             status, msg);
 	return ret;
+}
+
+/* ---- connections ----------------------------------------------------------------------- */
+
+static int same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return 0;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		              &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0;
+	return 1;
+}
+
+static void count_close(struct pd_api_server *s, enum api_close_reason why)
+{
+	pthread_mutex_lock(&s->m.mu);
+	s->m.c.conn_closed[why]++;
+	pthread_mutex_unlock(&s->m.mu);
+}
+
+/* Moves a connection to phase ph and sets the deadline that phase has. */
+static void conn_phase(struct pd_api_server *s, struct api_conn *cn, enum api_conn_phase ph)
+{
+	if (!cn)
+		return;
+	int64_t now = mono_ns();
+	pthread_mutex_lock(&s->cmu);
+	cn->phase = ph;
+	if (ph == PHASE_HEADERS) {
+		cn->phase_start_ns = now;
+		cn->deadline_ns = now + s->o.read_header_timeout_ms * 1000000;
+	} else if (ph == PHASE_BODY) {
+		cn->deadline_ns = cn->phase_start_ns + s->o.read_timeout_ms * 1000000;
+	} else {
+		cn->deadline_ns = 0;
+	}
+	pthread_mutex_unlock(&s->cmu);
+}
+
+/* Cuts off a connection: MHD's next read sees the end of the stream and closes it. */
+static void conn_kill(struct pd_api_server *s, struct api_conn *cn, enum api_close_reason why)
+{
+	shutdown(cn->dupfd, SHUT_RDWR);
+	cn->killed = 1;
+	count_close(s, why);
+}
+
+/* Closes connections past their deadline; returns the milliseconds until the next
+ * deadline (at most 1000). Called by the acceptor. */
+static int reap(struct pd_api_server *s)
+{
+	int64_t now = mono_ns(), next = now + 1000000000LL;
+	pthread_mutex_lock(&s->cmu);
+	for (size_t i = 0; i < s->nconns; i++) {
+		struct api_conn *cn = &s->conns[i];
+		if (!cn->in_use || cn->killed || !cn->deadline_ns)
+			continue;
+		if (now >= cn->deadline_ns) {
+			enum api_close_reason why =
+			    cn->phase == PHASE_HEADERS ? CLOSE_HEADER_TIMEOUT : CLOSE_READ_TIMEOUT;
+			conn_kill(s, cn, why);
+			pd_log_debug("api", "msg=\"closed a connection: %s\"",
+			             why == CLOSE_HEADER_TIMEOUT
+			                 ? "no complete request headers within --web.read-header-timeout"
+			                 : "no complete request body within --web.read-timeout");
+		} else if (cn->deadline_ns < next) {
+			next = cn->deadline_ns;
+		}
+	}
+	pthread_mutex_unlock(&s->cmu);
+	return (int)((next - now + 999999) / 1000000);
+}
+
+/* Accepts one connection and gives it to the main daemon or the reserve. */
+static void accept_one(struct pd_api_server *s)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int fd = accept(s->listen_fd, (struct sockaddr *)&ss, &sl);
+	if (fd < 0)
+		return;
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (dfd < 0) {
+		close(fd);
+		count_close(s, CLOSE_REFUSED);
+		return;
+	}
+	int64_t now = mono_ns();
+	pthread_mutex_lock(&s->cmu);
+	unsigned nmain = 0, nres = 0, nip = 0;
+	struct api_conn *slot = NULL, *oldest = NULL;
+	for (size_t i = 0; i < s->nconns; i++) {
+		struct api_conn *cn = &s->conns[i];
+		if (!cn->in_use) {
+			if (!slot)
+				slot = cn;
+			continue;
+		}
+		if (cn->killed)
+			continue;
+		if (cn->reserve) {
+			nres++;
+			if (cn->phase == PHASE_HEADERS && (!oldest || cn->seq < oldest->seq))
+				oldest = cn;
+		} else {
+			nmain++;
+			if (same_ip(&cn->addr, &ss))
+				nip++;
+		}
+	}
+	int reserve = nmain >= s->o.max_connections || nip >= s->o.max_connections_per_client;
+	if (reserve && nres >= PD_API_RESERVE_CONNECTIONS) {
+		/* the reserve is full: the oldest still waiting for its request makes room */
+		if (oldest)
+			conn_kill(s, oldest, CLOSE_EVICTED);
+		else
+			slot = NULL;
+	}
+	uint64_t seq = 0;
+	if (slot) {
+		memset(slot, 0, sizeof(*slot));
+		slot->in_use = 1;
+		slot->reserve = reserve;
+		slot->fd = fd;
+		slot->dupfd = dfd;
+		slot->phase = PHASE_HEADERS;
+		slot->phase_start_ns = now;
+		slot->deadline_ns = now + s->o.read_header_timeout_ms * 1000000;
+		slot->seq = seq = ++s->conn_seq;
+		memcpy(&slot->addr, &ss, sizeof(ss));
+		slot->addrlen = sl;
+	}
+	pthread_mutex_unlock(&s->cmu);
+	if (!slot) {
+		close(dfd);
+		close(fd);
+		count_close(s, CLOSE_REFUSED);
+		return;
+	}
+	if (reserve) {
+		pthread_mutex_lock(&s->m.mu);
+		s->m.c.conn_reserve++;
+		pthread_mutex_unlock(&s->m.mu);
+	}
+	/* MHD closes fd itself when it cannot take the connection */
+	if (MHD_add_connection(reserve ? s->mhd_reserve : s->mhd, fd, (struct sockaddr *)&ss, sl) !=
+	    MHD_YES) {
+		pthread_mutex_lock(&s->cmu);
+		if (slot->in_use && slot->seq == seq) {
+			close(slot->dupfd);
+			slot->in_use = 0;
+		}
+		pthread_mutex_unlock(&s->cmu);
+		count_close(s, CLOSE_REFUSED);
+	}
+}
+
+static void *acceptor_main(void *arg)
+{
+	struct pd_api_server *s = arg;
+	struct pollfd pf[2] = {{s->listen_fd, POLLIN, 0}, {s->wake_fd, POLLIN, 0}};
+	int backoff = 0;
+	while (!__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
+		int timeout = reap(s);
+		/* out of descriptors: wait before the next accept rather than spin */
+		int n = poll(backoff ? pf + 1 : pf, backoff ? 1 : 2, backoff ? 100 : timeout);
+		backoff = 0;
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n <= 0)
+			continue;
+		if (pf[1].revents)
+			break;
+		if (pf[0].revents & POLLIN) {
+			errno = 0;
+			accept_one(s);
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				backoff = 1;
+		}
+	}
+	return NULL;
+}
+
+/* MHD's connection start and close: binds a connection to its slot, frees it. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+	struct pd_api_server *s = cls;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (!ci)
+			return;
+		pthread_mutex_lock(&s->cmu);
+		for (size_t i = 0; i < s->nconns; i++) {
+			struct api_conn *cn = &s->conns[i];
+			if (cn->in_use && !cn->bound && cn->fd == ci->connect_fd) {
+				cn->bound = 1;
+				*socket_context = cn;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&s->cmu);
+		return;
+	}
+	struct api_conn *cn = *socket_context;
+	if (!cn)
+		return;
+	pthread_mutex_lock(&s->cmu);
+	close(cn->dupfd);
+	cn->in_use = 0;
+	pthread_mutex_unlock(&s->cmu);
+	*socket_context = NULL;
+}
+
+static struct api_conn *conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
+}
+
+/* The raw request target, before MHD decodes it: remembers a %00 (decoded, it
+ * would silently end the path or a parameter). Its result is the request's state. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	(void)cls;
+	(void)c;
+	struct api_req *r = calloc(1, sizeof(*r));
+	if (r && uri) {
+		r->raw_nul = strstr(uri, "%00") != NULL;
+		r->raw_uri = uri;
+		r->raw_len = strlen(uri);
+	}
+	return r;
+}
+
+/* 1 when the request line held a raw NUL byte inside its target. MHD hands the
+ * target over as a C string, so "GET /a.js\0.html HTTP/1.1" would arrive as
+ * "/a.js". MHD decodes the target in place, in the buffer that holds the request
+ * line, just before the version: between the end of the raw target (as on_uri
+ * saw it) and the version there is only the separating space (now a NUL) unless
+ * the target went on after a NUL. Checked only when the pointers have that
+ * layout; otherwise nothing is found. */
+static int raw_nul_in_line(const struct api_req *r, const char *url, const char *version)
+{
+	if (!r->raw_uri || url != r->raw_uri || !version || version <= url + r->raw_len ||
+	    version - url > 256 * 1024)
+		return 0;
+	for (const char *p = url + r->raw_len; p < version; p++)
+		if (*p != '\0' && *p != ' ' && *p != '\t')
+			return 1;
+	return 0;
+}
+
+/* A reason to refuse the decoded path, or NULL: "." and ".." segments, overlong. */
+static const char *bad_path(const char *p)
+{
+	if (strlen(p) > PD_API_MAX_PATH)
+		return "the request path is longer than 4096 bytes";
+	for (const char *seg = p; seg; seg = strchr(seg + 1, '/')) {
+		const char *q = seg + 1;
+		size_t n = strcspn(q, "/");
+		if ((n == 1 && q[0] == '.') || (n == 2 && q[0] == '.' && q[1] == '.'))
+			return "the request path holds a \".\" or \"..\" segment (perhaps encoded as "
+			       "%2e); ask for the path without it";
+	}
+	return NULL;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -558,15 +855,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 {
 	struct pd_api_server *s = cls;
 	struct api_req *r = *state;
-	(void)version;
-	if (!r) {
-		r = calloc(1, sizeof(*r));
-		if (!r || !(r->path = strdup(url ? url : "/"))) {
-			free(r);
+	if (!r || !r->path) {
+		if (!r && !(r = calloc(1, sizeof(*r))))
 			return MHD_NO;
-		}
+		*state = r;
+		if (raw_nul_in_line(r, url, version))
+			r->raw_nul = 1;
+		if (!(r->path = strdup(url ? url : "/")))
+			return MHD_NO;
 		r->srv = s;
 		r->conn = c;
+		r->cn = conn_of(c);
 		r->method = method;
 		r->t0_ns = mono_ns();
 		r->now_ms = api_now_ms();
@@ -579,12 +878,32 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		              : body == BODY_FORM ? s->o.max_form_body
 		                                  : 0;
 		pd_buf_init(&r->body, r->body_max);
-		*state = r;
+		conn_phase(s, r->cn, PHASE_BODY);
+		if (r->cn && r->cn->reserve && r->handler != H_HEALTHY && r->handler != H_READY &&
+		    r->handler != H_METRICS) {
+			char msg[512];
+			snprintf(msg, sizeof(msg),
+			         "too many connections: this client has %u open "
+			         "(--web.max-connections-per-client) or the server has %u "
+			         "(--web.max-connections); close idle connections and retry",
+			         s->o.max_connections_per_client, s->o.max_connections);
+			return reject(r, 503, "unavailable", msg);
+		}
+		if (r->raw_nul)
+			return reject(r, 400, "bad_data",
+			              "the request target holds a NUL byte (raw or encoded as %00); "
+			              "paths and parameters cannot contain NUL");
+		const char *why = bad_path(r->path);
+		if (why)
+			return reject(r, 400, "bad_data", why);
 		const char *cl =
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (r->body_max && cl && strtoull(cl, NULL, 10) > r->body_max) {
 			r->body_too_big = 1;
-			return reject_early(r, r->body_max);
+			char msg[128];
+			snprintf(msg, sizeof(msg),
+			         "the request body is larger than the limit of %zu bytes", r->body_max);
+			return reject(r, 413, "bad_data", msg);
 		}
 		return MHD_YES;
 	}
@@ -596,15 +915,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_len = 0;
 		return MHD_YES;
 	}
+	conn_phase(s, r->cn, PHASE_HANDLING);
 	return process(r);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **state,
                          enum MHD_RequestTerminationCode why)
 {
-	(void)cls;
-	(void)c;
 	(void)why;
+	/* the next request's headers are due within read_header_timeout */
+	conn_phase(cls, conn_of(c), PHASE_HEADERS);
 	req_free(*state);
 	*state = NULL;
 }
@@ -617,7 +937,11 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	size_t n = strlen(buf);
 	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		buf[--n] = '\0';
-	pd_log_warn("api", "libmicrohttpd: %s", buf);
+	/* connections profd cut off (timeouts, the reserve) look to MHD like clients that left */
+	if (strstr(buf, "closed by remote side") || strstr(buf, "Connection reset"))
+		pd_log_debug("api", "libmicrohttpd: %s", buf);
+	else
+		pd_log_warn("api", "libmicrohttpd: %s", buf);
 }
 
 /* ---- listening ------------------------------------------------------------------------ */
@@ -725,6 +1049,9 @@ void pd_api_opts_init(struct pd_api_opts *o)
 	o->max_form_body = PD_API_DEFAULT_MAX_FORM_BODY;
 	o->max_response = PD_API_DEFAULT_MAX_RESPONSE;
 	o->max_connections = PD_API_DEFAULT_MAX_CONNECTIONS;
+	o->max_connections_per_client = PD_API_DEFAULT_MAX_CONNECTIONS_PER_CLIENT;
+	o->read_header_timeout_ms = PD_API_DEFAULT_READ_HEADER_TIMEOUT_MS;
+	o->read_timeout_ms = PD_API_DEFAULT_READ_TIMEOUT_MS;
 	o->max_concurrent_queries = PD_API_DEFAULT_MAX_CONCURRENT_QUERIES;
 }
 
@@ -738,6 +1065,8 @@ static void server_free(struct pd_api_server *s)
 	free(s->flag_values);
 	free(s->listen_address);
 	free(s->version);
+	free(s->conns);
+	pthread_mutex_destroy(&s->cmu);
 	pthread_mutex_destroy(&s->qmu);
 	pthread_cond_destroy(&s->qcv);
 	pthread_mutex_destroy(&s->m.mu);
@@ -752,6 +1081,8 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	struct pd_api_server *s = calloc(1, sizeof(*s));
 	if (!s)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	pthread_mutex_init(&s->cmu, NULL);
+	s->listen_fd = s->wake_fd = -1;
 	pthread_mutex_init(&s->qmu, NULL);
 	pthread_cond_init(&s->qcv, NULL);
 	pthread_mutex_init(&s->m.mu, NULL);
@@ -770,6 +1101,9 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	DEF(max_form_body);
 	DEF(max_response);
 	DEF(max_connections);
+	DEF(max_connections_per_client);
+	DEF(read_header_timeout_ms);
+	DEF(read_timeout_ms);
 	DEF(max_concurrent_queries);
 #undef DEF
 	if (s->o.lookback_ms < 0)
@@ -800,26 +1134,58 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	s->m.c.last_reload_ok = 1;
 	s->started_ms = api_now_ms();
 	s->m.c.last_reload_ms = s->started_ms;
-	int fd = -1;
-	if ((rc = open_listener(s->listen_address, &fd, &s->port, err))) {
+	if (s->o.read_header_timeout_ms < 0 || s->o.read_timeout_ms < 0) {
+		server_free(s);
+		return pd_err_set(err, PD_EINVAL, "the HTTP read timeouts must not be negative");
+	}
+	if (s->o.read_header_timeout_ms > s->o.read_timeout_ms)
+		s->o.read_header_timeout_ms = s->o.read_timeout_ms;
+	/* killed connections keep their slot until MHD closes them: room for a reserve's worth */
+	s->nconns = (size_t)s->o.max_connections + 2 * PD_API_RESERVE_CONNECTIONS;
+	s->conns = calloc(s->nconns, sizeof(*s->conns));
+	if (!s->conns) {
+		server_free(s);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	if ((rc = open_listener(s->listen_address, &s->listen_fd, &s->port, err))) {
 		server_free(s);
 		return rc;
 	}
+	/* a connection reset between poll and accept must not block the acceptor */
+	fcntl(s->listen_fd, F_SETFL, fcntl(s->listen_fd, F_GETFL) | O_NONBLOCK);
+	/* MHD's own inactivity timeout (whole seconds) backs ours and covers clients that
+	 * stop reading a response */
+	intptr_t idle_s = (intptr_t)((s->o.read_timeout_ms + 999) / 1000);
 	/* options as one array: the form mhd_dl.c forwards to the loaded library */
 	struct MHD_OptionItem ops[] = {
 		{MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL},
-		{MHD_OPTION_LISTEN_SOCKET, fd, NULL},
 		{MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s},
-		{MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->o.max_connections, NULL},
-		{MHD_OPTION_CONNECTION_TIMEOUT, 120, NULL},
+		{MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s},
+		{MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, s},
+		{MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->nconns, NULL},
+		{MHD_OPTION_CONNECTION_TIMEOUT, idle_s, NULL},
 		{MHD_OPTION_CONNECTION_MEMORY_LIMIT, 256 * 1024, NULL},
 		{MHD_OPTION_END, 0, NULL},
 	};
-	s->mhd = MHD_start_daemon(MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD |
-	                              MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
-	                          0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, ops, MHD_OPTION_END);
-	if (!s->mhd) {
-		close(fd);
+	const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+	                       MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, ops,
+	                          MHD_OPTION_END);
+	if (s->mhd)
+		s->mhd_reserve = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+		                                  MHD_OPTION_ARRAY, ops, MHD_OPTION_END);
+	if (s->mhd_reserve)
+		s->wake_fd = eventfd(0, EFD_CLOEXEC);
+	if (s->wake_fd >= 0 && pthread_create(&s->acceptor, NULL, acceptor_main, s) == 0)
+		s->acceptor_started = 1;
+	if (!s->acceptor_started) {
+		if (s->mhd_reserve)
+			MHD_stop_daemon(s->mhd_reserve);
+		if (s->mhd)
+			MHD_stop_daemon(s->mhd);
+		if (s->wake_fd >= 0)
+			close(s->wake_fd);
+		close(s->listen_fd);
 		server_free(s);
 		return pd_err_set(err, PD_EIO, "listen tcp %s: starting the HTTP server failed",
 		                  opts->listen_address ? opts->listen_address
@@ -846,6 +1212,16 @@ void pd_api_stop(struct pd_api_server *s)
 	if (!s)
 		return;
 	__atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
-	MHD_stop_daemon(s->mhd); /* closes the listen socket too */
+	uint64_t one = 1;
+	if (write(s->wake_fd, &one, sizeof(one)) < 0)
+		pd_log_warn("api", "waking the acceptor: %s", strerror(errno));
+	pthread_join(s->acceptor, NULL);
+	close(s->listen_fd);
+	MHD_stop_daemon(s->mhd_reserve);
+	MHD_stop_daemon(s->mhd);
+	close(s->wake_fd);
+	for (size_t i = 0; i < s->nconns; i++)
+		if (s->conns[i].in_use) /* never started by MHD */
+			close(s->conns[i].dupfd);
 	server_free(s);
 }
