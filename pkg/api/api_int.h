@@ -221,7 +221,8 @@ const char *api_param(const struct api_req *r, const char *name);
 int api_params(const struct api_req *r, const char *name, const char ***out, size_t *n);
 /* Adds name=value (copied). */
 int api_param_add(struct api_req *r, const char *name, size_t nlen, const char *value, size_t vlen);
-/* Parses an application/x-www-form-urlencoded string into r's parameters. */
+/* Parses an application/x-www-form-urlencoded string into r's parameters:
+ * PD_EINVAL when a name or value decodes to a NUL byte, PD_ENOMEM. */
 int api_params_parse_form(struct api_req *r, const char *s, size_t len);
 
 /* Parameter parsers: 0 on success, -1 after setting a 400 naming the parameter.
@@ -252,6 +253,12 @@ void api_sel_fini(struct api_sel *s);
  * end not before start, end - start within max_range_ms. prefix is "" or "a.". */
 int api_range_params(const struct api_req *r, struct api_resp *w, const char *prefix,
                      int64_t *start, int64_t *end);
+
+/* Splits a multipart/form-data body (r->body) with Content-Type ct: *file (into
+ * r->body) is the first part with a filename or named file or profile; parts
+ * named labels and time are added to r's parameters. 0, or -1 when the body is
+ * not such a form or has no profile (multipart.c). */
+int api_multipart(struct api_req *r, const char *ct, const uint8_t **file, size_t *flen);
 
 /* ---- handlers ------------------------------------------------------------------ */
 

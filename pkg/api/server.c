@@ -499,8 +499,13 @@ static enum MHD_Result process(struct api_req *r)
 		api_error(&w, 413, "bad_data",
 		          "the request body is larger than the limit of %zu bytes", r->body_max);
 	} else {
-		if (rt->body == BODY_FORM && r->is_post && r->body.len && is_form(r->conn) &&
-		    api_params_parse_form(r, (const char *)r->body.data, r->body.len))
+		int frc = 0;
+		if (rt->body == BODY_FORM && r->is_post && r->body.len && is_form(r->conn))
+			frc = api_params_parse_form(r, (const char *)r->body.data, r->body.len);
+		if (frc == PD_EINVAL)
+			api_error(&w, 400, "bad_data",
+			          "the form body holds a NUL byte (%%00); parameters cannot contain NUL");
+		else if (frc)
 			api_error(&w, 500, "internal", "reading the form failed: out of memory");
 		if (!w.error_set) {
 			int gated = rt->handler == H_QUERY || rt->handler == H_QUERY_RANGE;

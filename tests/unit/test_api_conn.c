@@ -270,6 +270,17 @@ static void test_bad_targets(void **state)
 	int status = 0;
 	assert_int_equal(sscanf(big, "HTTP/1.%*d %d", &status), 1);
 	assert_int_equal(status, 400);
+	/* a NUL in a POSTed form is refused as in the URL */
+	fd = dial(port);
+	static const char form[] = "POST /api/v1/labels HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+	                           "Content-Type: application/x-www-form-urlencoded\r\n"
+	                           "Content-Length: 15\r\n\r\nmatch[]=up%00x1";
+	send_all(fd, form, sizeof(form) - 1);
+	assert_true(read_until_close(fd, big, sizeof(big), dl) > 0);
+	close(fd);
+	assert_int_equal(sscanf(big, "HTTP/1.%*d %d", &status), 1);
+	assert_int_equal(status, 400);
+	assert_non_null(strstr(big, "NUL"));
 	/* what is fine stays fine */
 	assert_int_equal(request(port, "/-/healthy", big, sizeof(big), dl), 200);
 	assert_int_equal(request(port, "/api/v1/labels?match[]=%7Bjob%3D%22a%25b%22%7D", big,
