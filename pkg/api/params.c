@@ -94,9 +94,12 @@ int api_params_parse_form(struct api_req *r, const char *s, size_t len)
 		while (j < len && s[j] != '&')
 			j++;
 		if (j > i) {
-			char *pair = strndup(s + i, j - i);
+			/* all j - i bytes, even past a raw NUL (strndup would stop there) */
+			char *pair = malloc(j - i + 1);
 			if (!pair)
 				return PD_ENOMEM;
+			memcpy(pair, s + i, j - i);
+			pair[j - i] = '\0';
 			char *eq = memchr(pair, '=', j - i);
 			size_t nlen = eq ? (size_t)(eq - pair) : j - i;
 			size_t vlen = eq ? j - i - nlen - 1 : 0;

@@ -21,12 +21,23 @@ cleanup() {
 trap cleanup EXIT
 export HOME=${HOME:-$tmp} PPROF_TMPDIR=$tmp
 fail() { echo "FAIL: $*"; tail -20 "$tmp/profd.log" 2>/dev/null; exit 1; }
+# Runs CMD every 0.2 s until it succeeds; fails with WHAT after TIMEOUT seconds.
+# Conditions are waited for, never slept on: the machine may be loaded.
+wait_for() {
+	local timeout=$1 what=$2 deadline
+	shift 2
+	deadline=$((SECONDS + timeout))
+	until "$@"; do
+		[ "$SECONDS" -lt "$deadline" ] || fail "$what (waited ${timeout} s)"
+		sleep 0.2
+	done
+}
 
 g=$data/profiles/goapp
 "$serve" "$tmp/addr" "$tmp/served" "/debug/pprof/heap=$g/heap.pb.gz,$g/heap-2.pb.gz,$g/heap-3.pb.gz" \
 	"/debug/pprof/goroutine=$g/goroutine.pb.gz" &
 pids+=($!)
-for _ in $(seq 50); do [ -s "$tmp/addr" ] && break; sleep 0.1; done
+wait_for 60 "the profile server did not start" test -s "$tmp/addr"
 addr=$(cat "$tmp/addr")
 cat >"$tmp/profd.yml" <<EOC
 global:
@@ -47,14 +58,19 @@ EOC
 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
 	--web.listen-address=127.0.0.1:0 2>"$tmp/profd.log" &
 pids+=($!)
-for _ in $(seq 50); do
+listening() {
 	port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$tmp/profd.log" | head -1)
-	[ -n "$port" ] && break
-	sleep 0.1
-done
-[ -n "$port" ] || fail "profd did not start"
+	[ -n "$port" ]
+}
+wait_for 60 "profd did not start" listening
 api="http://127.0.0.1:$port"
-sleep 5.5
+# four heap scrapes stored (one a second)
+heap_samples() {
+	curl -fsS -G "$api/api/v1/query_range" --data-urlencode 'query=heap{job="served"}' \
+		--data-urlencode "start=$(($(date +%s) - 120))" 2>/dev/null |
+		grep -o '"timestamps":\[[0-9,]*' | tr ',' '\n' | grep -c '[0-9]' | grep -q '^[4-9]\|^[1-9][0-9]'
+}
+wait_for 120 "fewer than 4 heap samples were stored" heap_samples
 
 curl -fsS -G "$api/api/v1/query_range" --data-urlencode 'query=heap{job="served"}' \
 	--data-urlencode "start=$(($(date +%s) - 120))" >"$tmp/qr.json"

@@ -21,11 +21,30 @@ cleanup() {
 trap cleanup EXIT
 export HOME=${HOME:-$tmp} GOCACHE=$tmp/gocache GOFLAGS=-mod=mod GOPROXY=off PPROF_TMPDIR=$tmp
 fail() { echo "FAIL: $*"; echo "--- profd log"; cat "$tmp/profd.log" 2>/dev/null | tail -30; exit 1; }
+# Runs CMD every 0.2 s until it succeeds; fails with WHAT after TIMEOUT seconds.
+# Conditions are waited for, never slept on: the machine may be loaded.
+wait_for() {
+	local timeout=$1 what=$2 deadline
+	shift 2
+	deadline=$((SECONDS + timeout))
+	until "$@"; do
+		[ "$SECONDS" -lt "$deadline" ] || fail "$what (waited ${timeout} s)"
+		sleep 0.2
+	done
+}
+# At least N profiles of SELECTOR stored in the last 10 minutes, through the API.
+stored() {
+	local sel=$1 min=$2 n
+	n=$(curl -fsS -G "$api/api/v1/query_range" --data-urlencode "query=$sel" \
+		--data-urlencode "start=$(($(date +%s) - 600))" 2>/dev/null |
+		grep -o '"timestamps":\[[0-9,]*' | sed 's/.*\[//' | tr ',' '\n' | grep -c '[0-9]') || true
+	[ "${n:-0}" -ge "$min" ]
+}
 
 (cd "$data/gen/goapp" && go build -o "$tmp/goapp" .)
 "$tmp/goapp" -addr 127.0.0.1:0 -addr-file "$tmp/addr" >"$tmp/goapp.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 50); do [ -s "$tmp/addr" ] && break; sleep 0.1; done
+wait_for 60 "the Go target did not start" test -s "$tmp/addr"
 addr=$(cat "$tmp/addr")
 [ -n "$addr" ] || fail "the Go target did not start"
 
@@ -59,16 +78,15 @@ start() {
 		--web.listen-address=127.0.0.1:0 --log.level=debug 2> >(tee -a "$tmp/profd.log" >"$tmp/profd.log.cur") &
 	profd_pid=$!
 	pids+=($profd_pid)
-	for _ in $(seq 50); do
-		port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$tmp/profd.log.cur" | head -1)
-		[ -n "$port" ] && break
-		sleep 0.1
-	done
-	[ -n "$port" ] || fail "profd did not start listening"
+	wait_for 60 "profd did not start listening" listening
 	api="http://127.0.0.1:$port"
 }
+listening() {
+	port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$tmp/profd.log.cur" | head -1)
+	[ -n "$port" ]
+}
 start
-sleep 4.5
+wait_for 120 "no heap profiles of the Go target were stored" stored 'heap{job="goapp"}' 4
 
 # the API while it runs
 curl -fsS "$api/-/ready" >/dev/null || fail "/-/ready"
@@ -109,7 +127,11 @@ printf -- '- targets: [127.0.0.1:1\n' >"$tmp/broken_sd.yml"
 EOC
 } >"$tmp/profd.yml"
 curl -fsS -X POST "$api/-/reload" >/dev/null || fail "POST /-/reload"
-sleep 3.5
+wait_for 120 "the reloaded job stored fewer than 2 goroutine profiles" stored 'goroutine{job="second"}' 2
+broken_sd_logged() {
+	grep -q "component=discovery msg=\"refreshing targets failed.*job=broken_sd" "$tmp/profd.log"
+}
+wait_for 60 "the broken file_sd file was not logged" broken_sd_logged
 grep -q 'configuration reloaded' "$tmp/profd.log" || fail "no reload in the log"
 grep -q "component=discovery msg=\"refreshing targets failed.*job=broken_sd provider=file/[0-9]*: $tmp/broken_sd.yml:2:" "$tmp/profd.log" ||
 	fail "the broken file_sd file was not logged"
@@ -121,7 +143,7 @@ grep -q '^prometheus_sd_discovered_providers [1-9]' "$tmp/metrics2" || fail "/me
 # a bad config is refused and scraping goes on
 { header; job goapp; job goapp; } >"$tmp/profd.yml"
 kill -HUP "$profd_pid"
-sleep 2.5
+wait_for 60 "the bad config was not refused" grep -q 'reload refused' "$tmp/profd.log"
 grep -q 'reload refused.*found multiple scrape configs with job name' "$tmp/profd.log" ||
 	fail "the bad config was not refused with its reason"
 
@@ -151,7 +173,7 @@ last=$(grep '^  ' "$tmp/goapp.ts" | tail -1 | tr -d ' ')
 # a restart keeps everything and goes on appending
 { header; job goapp; } >"$tmp/profd.yml"
 start
-sleep 2.5
+wait_for 120 "no new heap profile after the restart" stored 'heap{job="goapp"}' $((n + 1))
 kill -TERM "$profd_pid"
 wait "$profd_pid" || fail "profd exited with an error after the restart"
 n2=$(q 'heap{job="goapp"}' | grep -c '^  ' || true)
