@@ -28,11 +28,11 @@ struct run_flags {
 	const char *log_level;
 	const char *log_format;
 	const char *ui_dir; /* "": the embedded UI */
+	const char *value_encoding;
 	const char *max_connections;
 	const char *max_connections_per_client;
 	const char *read_header_timeout;
 	const char *read_timeout;
-	const char *value_encoding;
 };
 
 static void usage(FILE *f)
