@@ -8,7 +8,16 @@
  * at different points of the sequence. Other paths answer 404.
  *
  *   daemon_targets --files DIR --targets N --addr-file FILE [--path P]
+ *                  [--also PATH=DIR]... [--arrivals DIR]
  *                  [--procs P] [--lifetime SECONDS]
+ *
+ * --also serves a further path from another folder (up to 7 of them, e.g.
+ * /debug/pprof/goroutine=CORPUS/goroutine), cycling through its files the same way
+ * with its own count per target. --arrivals DIR makes each serving process write
+ * DIR/arrivals.<process> when it stops: one line per profile served,
+ * "TARGET ROUTE MICROSECONDS" (target index in FILE order, 0 for --path and 1, 2,
+ * ... for each --also in order, the wall-clock time at which the request was
+ * complete), so that a bench can tell when each scrape really came.
  *
  * The sockets are bound first and written to FILE (one host:port a line, target
  * order; written under FILE.tmp and renamed, so FILE appears complete); then
@@ -39,6 +48,7 @@
 
 #define MAX_FILES 4096
 #define REQ_MAX 8192
+#define MAX_ROUTES 8
 
 struct file {
 	char *data;
@@ -47,13 +57,21 @@ struct file {
 	size_t head_len;
 };
 
-static struct file files[MAX_FILES];
-static size_t nfiles;
+/* a path and the files it cycles through: route 0 is --path, the others --also */
+struct route {
+	const char *path;
+	struct file *files;
+	size_t nfiles;
+};
+
+static struct route routes[MAX_ROUTES];
+static size_t nroutes;
 static struct file not_found;
+static FILE *arrivals; /* --arrivals: this process's log, or NULL */
 
 struct target {
 	int lfd;
-	uint64_t served;
+	uint64_t served[MAX_ROUTES];
 };
 
 struct conn {
@@ -93,8 +111,11 @@ static void set_head(struct file *f, const char *status, const char *type)
 				       type, f->len);
 }
 
-static void load_files(const char *dir)
+static void load_files(const char *dir, struct route *r)
 {
+	r->files = calloc(MAX_FILES, sizeof(*r->files));
+	if (!r->files)
+		die("calloc");
 	DIR *d = opendir(dir);
 	if (!d)
 		die(dir);
@@ -117,7 +138,7 @@ static void load_files(const char *dir)
 		struct stat st;
 		if (fstat(fileno(f), &st))
 			die(path);
-		struct file *x = &files[nfiles++];
+		struct file *x = &r->files[r->nfiles++];
 		x->len = (size_t)st.st_size;
 		x->data = malloc(x->len ? x->len : 1);
 		if (!x->data || fread(x->data, 1, x->len, f) != x->len)
@@ -126,10 +147,14 @@ static void load_files(const char *dir)
 		set_head(x, "200 OK", "application/octet-stream");
 		free(names[i]);
 	}
-	if (!nfiles) {
+	if (!r->nfiles) {
 		fprintf(stderr, "daemon_targets: no *.pb.gz files in %s\n", dir);
 		exit(1);
 	}
+}
+
+static void set_not_found(void)
+{
 	not_found.data = "404 page not found\n";
 	not_found.len = strlen(not_found.data);
 	set_head(&not_found, "404 Not Found", "text/plain; charset=utf-8");
@@ -137,7 +162,7 @@ static void load_files(const char *dir)
 
 /* A complete request at the start of c->in: set the response, drop the request
  * from the buffer. 0 when none is complete yet, -1 on a malformed one. */
-static int take_request(struct conn *c, const char *path)
+static int take_request(struct conn *c)
 {
 	char *end = memmem(c->in, c->in_len, "\r\n\r\n", 4);
 	if (!end)
@@ -157,11 +182,20 @@ static int take_request(struct conn *c, const char *path)
 		url_len = (size_t)(q - url);
 	c->close_after = (eol - sp2 >= 9 && memcmp(sp2 + 1, "HTTP/1.0", 8) == 0) ||
 			 memmem(c->in, req_len, "\r\nConnection: close", 19) != NULL;
-	if (url_len == strlen(path) && memcmp(url, path, url_len) == 0) {
-		struct target *t = &targets[c->target];
-		c->out = &files[(c->target + t->served++) % nfiles];
-	} else {
-		c->out = &not_found;
+	c->out = &not_found;
+	for (size_t k = 0; k < nroutes; k++) {
+		const struct route *r = &routes[k];
+		if (url_len == strlen(r->path) && memcmp(url, r->path, url_len) == 0) {
+			struct target *t = &targets[c->target];
+			c->out = &r->files[(c->target + t->served[k]++) % r->nfiles];
+			if (arrivals) {
+				struct timespec now;
+				clock_gettime(CLOCK_REALTIME, &now);
+				fprintf(arrivals, "%zu %zu %lld\n", c->target, k,
+					(long long)now.tv_sec * 1000000 + now.tv_nsec / 1000);
+			}
+			break;
+		}
 	}
 	c->out_off = 0;
 	memmove(c->in, c->in + req_len, c->in_len - req_len);
@@ -201,7 +235,7 @@ static void conn_close(int ep, struct conn *c)
 }
 
 /* Read, answer every complete request, write; closes c on error or end. */
-static void conn_run(int ep, struct conn *c, const char *path)
+static void conn_run(int ep, struct conn *c)
 {
 	for (;;) {
 		if (c->out) {
@@ -222,7 +256,7 @@ static void conn_run(int ep, struct conn *c, const char *path)
 			struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
 			epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
 		}
-		int r = take_request(c, path);
+		int r = take_request(c);
 		if (r < 0) {
 			conn_close(ep, c);
 			return;
@@ -246,7 +280,7 @@ static void conn_run(int ep, struct conn *c, const char *path)
  * tagged with the top bit; connections carry their struct. */
 #define LISTENER_TAG (1ull << 63)
 
-static int serve(size_t lo, size_t hi, const char *path, double lifetime, pid_t parent)
+static int serve(size_t lo, size_t hi, double lifetime, pid_t parent)
 {
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	if (ep < 0)
@@ -285,7 +319,7 @@ static int serve(size_t lo, size_t hi, const char *path, double lifetime, pid_t 
 					}
 				}
 			} else {
-				conn_run(ep, evs[k].data.ptr, path);
+				conn_run(ep, evs[k].data.ptr);
 			}
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
@@ -294,12 +328,18 @@ static int serve(size_t lo, size_t hi, const char *path, double lifetime, pid_t 
 		if (getppid() != parent)
 			break;
 	}
+	if (arrivals && fclose(arrivals)) {
+		fprintf(stderr, "daemon_targets: writing the arrivals failed: %s\n", strerror(errno));
+		return 1;
+	}
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	const char *dir = NULL, *addr_file = NULL, *path = "/debug/pprof/heap";
+	const char *dir = NULL, *addr_file = NULL, *path = "/debug/pprof/heap", *arrivals_dir = NULL;
+	const char *also[MAX_ROUTES];
+	size_t nalso = 0;
 	size_t ntargets = 0;
 	unsigned procs = 0;
 	double lifetime = 1200;
@@ -319,13 +359,25 @@ int main(int argc, char **argv)
 			procs = (unsigned)strtoul(v, NULL, 10);
 		else if (!strcmp(a, "--lifetime"))
 			lifetime = strtod(v, NULL);
+		else if (!strcmp(a, "--also") && nalso < MAX_ROUTES - 1 && strchr(v, '=') && v[0] == '/')
+			also[nalso++] = v;
+		else if (!strcmp(a, "--arrivals"))
+			arrivals_dir = v;
 		else
 			goto usage;
 		i++;
 	}
 	if (!dir || !addr_file || !ntargets)
 		goto usage;
-	load_files(dir);
+	routes[nroutes].path = path;
+	load_files(dir, &routes[nroutes++]);
+	for (size_t k = 0; k < nalso; k++) {
+		char *spec = strdup(also[k]), *eq = strchr(spec, '=');
+		*eq = 0;
+		routes[nroutes].path = spec;
+		load_files(eq + 1, &routes[nroutes++]);
+	}
+	set_not_found();
 
 	struct rlimit rl;
 	getrlimit(RLIMIT_NOFILE, &rl);
@@ -388,14 +440,24 @@ int main(int argc, char **argv)
 			for (size_t i = 0; i < ntargets; i++)
 				if (i < lo || i >= hi)
 					close(targets[i].lfd);
-			_exit(serve(lo, hi, path, lifetime, self));
+			if (arrivals_dir) {
+				char ap[4096];
+				snprintf(ap, sizeof(ap), "%s/arrivals.%u", arrivals_dir, p);
+				arrivals = fopen(ap, "w");
+				if (!arrivals)
+					die(ap);
+			}
+			_exit(serve(lo, hi, lifetime, self));
 		}
 		kids[p] = pid;
 	}
 	for (size_t i = 0; i < ntargets; i++)
 		close(targets[i].lfd);
-	fprintf(stderr, "daemon_targets: %zu targets on 127.0.0.1 in %u processes, %zu files of %s\n", ntargets,
-		procs, nfiles, dir);
+	fprintf(stderr, "daemon_targets: %zu targets on 127.0.0.1 in %u processes, %zu files of %s", ntargets,
+		procs, routes[0].nfiles, dir);
+	for (size_t k = 1; k < nroutes; k++)
+		fprintf(stderr, ", %zu files for %s", routes[k].nfiles, also[k - 1]);
+	fprintf(stderr, "\n");
 	/* wait for a signal, a child's end or the lifetime, then stop the children */
 	pid_t parent = getppid();
 	struct timespec t0, now;
@@ -418,6 +480,7 @@ int main(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: daemon_targets --files DIR --targets N --addr-file FILE [--path P]\n"
+			"                      [--also PATH=DIR]... [--arrivals DIR]\n"
 			"                      [--procs P] [--lifetime SECONDS]\n");
 	return 2;
 }
