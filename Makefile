@@ -59,6 +59,7 @@ bench: deps
 	@./bench/run.sh $(BUILD_REL)/profd
 	@./bench/selfprof.sh $(BUILD_REL)
 	@./bench/ui.sh $(BUILD_REL)
+	@./bench/soak.sh $(BUILD_REL)
 
 clean:
 	rm -rf build

@@ -29,7 +29,8 @@
 #   SOAK_THINK_MS=1000     each client waits a random 0 to 2x this between requests
 #                          (0: back to back)
 #   SOAK_RSS_TOL=2         flat RSS: the soak's RSS slope over its second half
-#                          exceeds the reference's by at most this many MB/min
+#                          exceeds the reference's (over its whole window: the
+#                          cost of the growing store) by at most this many MB/min
 #   DAEMON_CORPUS=DIR      the captured corpus (default PROFD_BUILD_DIR/
 #                          bench-corpus/goapp, captured there by bench/capture.sh
 #                          when missing: about 2.5 minutes, needs go); its heap/ and
@@ -347,9 +348,10 @@ scrape_stats() {
 	touch "$work/$tag.late" "$work/$tag.gap" "$work/$tag.sgap"
 }
 
-# slope TAG: "slope_MB_per_min mean_MB" of RSS over the second half of the polls
+# slope TAG FROM: "slope_MB_per_min mean_MB" of RSS (least squares) over the polls
+# from FROM seconds on
 slope() {
-	awk -v d="$2" '$1 >= d / 2 { n++; x = $1 / 60; y = $2 / 1024; sx += x; sy += y; sxx += x * x; sxy += x * y }
+	awk -v from="$2" '$1 >= from { n++; x = $1 / 60; y = $2 / 1024; sx += x; sy += y; sxx += x * x; sxy += x * y }
 		END { if (n < 2) { print "0 0"; exit }
 			printf "%.2f %.1f\n", (n * sxy - sx * sy) / (n * sxx - sx * sx), sy / n }' "$work/$1.poll"
 }
@@ -401,9 +403,9 @@ awk '{ print $1 }' "$work/soak.sgap" | sort -g | uniq -c | sort -k2 -g | head -5
 echo
 echo "-- profd every 30 s (RSS = VmRSS; CPU = profd's user + system over the 30 s, % of one core;"
 echo "   q/s = soak queries per second; others = the cores used by everything but profd, targets"
-echo "   and clients)"
-printf '%6s | %8s %7s %8s | %8s %7s %6s %7s %7s\n' "t s" "ref MB" "ref CPU" "ref scr/s" "soak MB" "soak CPU" \
-	"q/s" "q errs" "others"
+echo "   and clients; soak-ref = the soak's RSS minus the reference's at the same time: the query load's)"
+printf '%6s | %8s %7s %8s | %8s %7s %6s %7s %7s | %8s\n' "t s" "ref MB" "ref CPU" "ref scr/s" "soak MB" "soak CPU" \
+	"q/s" "q errs" "others" "soak-ref"
 awk -v tck="$clk_tck" -v iv=30 '
 	FNR == 1 { ph++ }
 	{ r = int($1 / 5 + 0.5) * 5; if (r % iv) next
@@ -419,16 +421,18 @@ awk -v tck="$clk_tck" -v iv=30 '
 				else printf "%8.1f %7s %8s | ", rss[a] / 1024, "-", "-"
 			} else printf "%8s %7s %8s | ", "", "", ""
 			if (b in rss) {
-				if (pb in rss) printf "%8.1f %6.0f%% %6.1f %7d %6.2fc\n", rss[b] / 1024, (cpu[b] - cpu[pb]) / tck / iv * 100,
+				if (pb in rss) printf "%8.1f %6.0f%% %6.1f %7d %6.2fc", rss[b] / 1024, (cpu[b] - cpu[pb]) / tck / iv * 100,
 					(rq[b] - rq[pb]) / iv, qe[b], (mt[b] - mt[pb] - (cpu[b] - cpu[pb]) - (tc[b] - tc[pb]) - (cc[b] - cc[pb])) / tck / iv
-				else printf "%8.1f %7s %6s %7d %7s\n", rss[b] / 1024, "-", "-", qe[b], "-"
-			} else printf "\n"
+				else printf "%8.1f %7s %6s %7d %7s", rss[b] / 1024, "-", "-", qe[b], "-"
+				if (a in rss) printf " | %+8.1f", (rss[b] - rss[a]) / 1024
+			}
+			printf "\n"
 		}
 	}' "$work/ref.poll" "$work/soak.poll"
-read -r rslope rmean <<<"$(slope ref "$ref_secs")"
-read -r sslope smean <<<"$(slope soak "$secs")"
-echo "   RSS slope over the second half: reference $rslope MB/min (mean $rmean MB), soak $sslope MB/min (mean $smean MB)"
-echo "   (the store grows by about the same in both: the head holds the profiles it stores)"
+read -r rslope rmean <<<"$(slope ref 0)"
+read -r sslope smean <<<"$(slope soak $((secs / 2)))"
+echo "   RSS slope (least squares over the 5 s polls): soak over its second half $sslope MB/min (mean $smean MB);"
+echo "   reference over its whole window $rslope MB/min (mean $rmean MB): what the growing store costs"
 echo "   disk: reference store $(awk -v k="$(cat "$work/ref.disk")" 'BEGIN { printf "%.0f", k / 1024 }') MB," \
 	"soak store $(awk -v k="$(cat "$work/soak.disk")" 'BEGIN { printf "%.0f", k / 1024 }') MB at the end (under $work$([ -n "${SOAK_KEEP:-}" ] && echo ', kept' || echo ', removed'))"
 echo "   profd log lines: reference $(cat "$work/ref.logerrors") level=error, $(cat "$work/ref.logwarns") level=warn;" \
@@ -441,6 +445,6 @@ read -r _ _ smissed _ _ _ <"$work/soak.sum"
 read -r _ _ rmissed _ _ _ <"$work/ref.sum"
 yn() { [ "$1" = 1 ] && echo yes || echo NO; }
 echo "aim: zero errors: $(yn "$([ "$qerr" -eq 0 ] && [ "$sfail" -eq 0 ] && echo 1)") ($qerr query errors, $sfail failed scrapes in the soak window)"
-echo "aim: flat RSS (soak slope <= reference slope + $tol MB/min): $(yn "$(awk -v s="$sslope" -v r="$rslope" -v t="$tol" 'BEGIN { print (s <= r + t) ? 1 : 0 }')") ($sslope vs $rslope MB/min)"
+echo "aim: flat RSS (soak slope over its second half <= reference slope + $tol MB/min): $(yn "$(awk -v s="$sslope" -v r="$rslope" -v t="$tol" 'BEGIN { print (s <= r + t) ? 1 : 0 }')") ($sslope vs $rslope MB/min)"
 echo "aim: no missed ticks: $(yn "$([ "$smissed" -eq 0 ] && echo 1)") (soak $smissed, reference $rmissed)"
 echo "total $((SECONDS - start)) s; load average after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
