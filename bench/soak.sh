@@ -50,6 +50,7 @@ if [ $# -ne 1 ]; then
 	exit 2
 fi
 build=$(realpath "$1")
+shown_build=$1 # as given, for the output
 repo=$(cd "$(dirname "$0")/.." && pwd)
 profd=$build/profd
 
@@ -363,9 +364,9 @@ mem=$(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo 2>/dev
 sched=$(awk -v s="$nseries" -v i="$ivms" 'BEGIN { printf "%.1f", s * 1000 / i }')
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) cores, ${cpu:-unknown cpu}, ${mem:-?} RAM," \
 	"$(uname -sr); libcurl $(curl-config --version 2>/dev/null | cut -d' ' -f2 || echo '?');" \
-	"build: $build (${btype:-unknown}); load average before: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
+	"build: $shown_build (${btype:-unknown}); load average before: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
 echo "profd soak: \`profd run\` scraping $n loopback targets (bench/daemon_targets.c) for ${types[*]}"
-echo "($nseries series, scrape_interval $iv: $sched scrapes/s scheduled) from $corpus;"
+echo "($nseries series, scrape_interval $iv: $sched scrapes/s scheduled) from ${corpus#"$PWD"/};"
 echo "reference: ${ref_secs} s with no clients; soak: ${secs} s with $nclients clients (think time 0-$((2 * think)) ms)."
 echo "Each phase: fresh targets, profd and store; its clock starts once every series has 2 profiles."
 start=$SECONDS
@@ -434,7 +435,7 @@ read -r sslope smean <<<"$(slope soak $((secs / 2)))"
 echo "   RSS slope (least squares over the 5 s polls): soak over its second half $sslope MB/min (mean $smean MB);"
 echo "   reference over its whole window $rslope MB/min (mean $rmean MB): what the growing store costs"
 echo "   disk: reference store $(awk -v k="$(cat "$work/ref.disk")" 'BEGIN { printf "%.0f", k / 1024 }') MB," \
-	"soak store $(awk -v k="$(cat "$work/soak.disk")" 'BEGIN { printf "%.0f", k / 1024 }') MB at the end (under $work$([ -n "${SOAK_KEEP:-}" ] && echo ', kept' || echo ', removed'))"
+	"soak store $(awk -v k="$(cat "$work/soak.disk")" 'BEGIN { printf "%.0f", k / 1024 }') MB at the end (under ${work#"$PWD"/}$([ -n "${SOAK_KEEP:-}" ] && echo ', kept' || echo ', removed'))"
 echo "   profd log lines: reference $(cat "$work/ref.logerrors") level=error, $(cat "$work/ref.logwarns") level=warn;" \
 	"soak $(cat "$work/soak.logerrors") level=error, $(cat "$work/soak.logwarns") level=warn"
 
