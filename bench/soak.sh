@@ -36,7 +36,7 @@
 #                          when missing: about 2.5 minutes, needs go); its heap/ and
 #                          goroutine/*.pb.gz are served
 #   PD_BENCH_DIR=DIR       where the work directory goes (default PROFD_BUILD_DIR);
-#                          the stores, about 0.5 GB with the defaults, are removed
+#                          the stores, about 1.1 GB with the defaults, are removed
 #                          after each phase, the work directory at the end
 #   SOAK_KEEP=1            keep the work directory (polls, timestamps, arrivals,
 #                          logs) and the stores
