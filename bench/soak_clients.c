@@ -44,11 +44,23 @@
 #define MAX_TYPES 8
 
 enum kind { K_RANGE_SERIES, K_PROTO, K_TOP, K_MERGE, K_SERIES, K_LABELS, K_RANGE_JOB, NKINDS };
-static const char *kind_names[NKINDS] = {"range_series", "proto", "top", "merge", "series", "labels", "range_job"};
+static const char *kind_names[NKINDS] = {"range_series", "proto",  "top",      "merge",
+                                         "series",       "labels", "range_job"};
 
-enum reason { R_HTTP, R_TRANSPORT, R_TIMEOUT, R_BAD_JSON, R_NOT_SUCCESS, R_EMPTY, R_WRONG_COUNT, R_BAD_PROTO, NREASONS };
-static const char *reason_names[NREASONS] = {"http_status", "transport", "timeout", "bad_json",
-					     "not_success", "empty",     "wrong_count", "bad_proto"};
+enum reason {
+	R_HTTP,
+	R_TRANSPORT,
+	R_TIMEOUT,
+	R_BAD_JSON,
+	R_NOT_SUCCESS,
+	R_EMPTY,
+	R_WRONG_COUNT,
+	R_BAD_PROTO,
+	NREASONS
+};
+static const char *reason_names[NREASONS] = {"http_status", "transport",   "timeout",
+                                             "bad_json",    "not_success", "empty",
+                                             "wrong_count", "bad_proto"};
 
 struct stats {
 	double *lat; /* ms, every request (ok or not) */
@@ -173,7 +185,8 @@ static int js_string(struct js *j)
 				return -1;
 			if (*j->p == 'u') {
 				for (int k = 0; k < 4; k++)
-					if (++j->p >= j->end || !strchr("0123456789abcdefABCDEF", *j->p))
+					if (++j->p >= j->end ||
+					    !strchr("0123456789abcdefABCDEF", *j->p))
 						return -1;
 			} else if (!strchr("\"\\/bfnrt", *j->p)) {
 				return -1;
@@ -405,7 +418,7 @@ static char *selector(CURL *h, const struct client *c, int whole_job)
 		snprintf(sel, sizeof(sel), "%s{job=\"%s\"}", types[c->type], job);
 	else
 		snprintf(sel, sizeof(sel), "%s{job=\"%s\",instance=\"%s\"}", types[c->type], job,
-			 instances[c->target]);
+		         instances[c->target]);
 	return curl_easy_escape(h, sel, 0);
 }
 
@@ -424,21 +437,23 @@ static void start_request(CURLM *m, struct client *c)
 		sel = selector(c->h, c, 0);
 		fmt_s(a, sizeof(a), now - 300);
 		fmt_s(b, sizeof(b), now);
-		snprintf(c->url, sizeof(c->url), "%s/api/v1/query_range?query=%s&start=%s&end=%s", api, sel, a, b);
+		snprintf(c->url, sizeof(c->url), "%s/api/v1/query_range?query=%s&start=%s&end=%s",
+		         api, sel, a, b);
 		break;
 	case K_PROTO:
 	case K_TOP:
 		sel = selector(c->h, c, 0);
 		fmt_ms(a, sizeof(a), c->ts_ms);
-		snprintf(c->url, sizeof(c->url), "%s/api/v1/query?query=%s&time=%s&report=%s", api, sel, a,
-			 c->step == K_PROTO ? "proto" : "top");
+		snprintf(c->url, sizeof(c->url), "%s/api/v1/query?query=%s&time=%s&report=%s", api,
+		         sel, a, c->step == K_PROTO ? "proto" : "top");
 		break;
 	case K_MERGE:
 		sel = selector(c->h, c, 0);
 		fmt_ms(a, sizeof(a), c->ts_ms - 60000);
 		fmt_ms(b, sizeof(b), c->ts_ms);
-		snprintf(c->url, sizeof(c->url), "%s/api/v1/query?query=%s&mode=merge&report=meta&start=%s&end=%s",
-			 api, sel, a, b);
+		snprintf(c->url, sizeof(c->url),
+		         "%s/api/v1/query?query=%s&mode=merge&report=meta&start=%s&end=%s", api,
+		         sel, a, b);
 		break;
 	case K_SERIES:
 		sel = selector(c->h, c, 1);
@@ -452,7 +467,8 @@ static void start_request(CURLM *m, struct client *c)
 		sel = selector(c->h, c, 1);
 		fmt_s(a, sizeof(a), since);
 		fmt_s(b, sizeof(b), now);
-		snprintf(c->url, sizeof(c->url), "%s/api/v1/query_range?query=%s&start=%s&end=%s", api, sel, a, b);
+		snprintf(c->url, sizeof(c->url), "%s/api/v1/query_range?query=%s&start=%s&end=%s",
+		         api, sel, a, b);
 		break;
 	}
 	curl_free(sel);
@@ -519,14 +535,19 @@ static void finish(struct client *c, CURLcode res, double think_s)
 	if (res == CURLE_OPERATION_TIMEDOUT) {
 		error(k, R_TIMEOUT, c, c->errbuf[0] ? c->errbuf : curl_easy_strerror(res));
 	} else if (res != CURLE_OK) {
-		snprintf(detail, sizeof(detail), "%.150s", c->body.too_big ? "response too big" : c->errbuf[0] ? c->errbuf : curl_easy_strerror(res));
+		snprintf(detail, sizeof(detail), "%.150s",
+		         c->body.too_big ? "response too big"
+		         : c->errbuf[0]  ? c->errbuf
+		                         : curl_easy_strerror(res));
 		error(k, R_TRANSPORT, c, detail);
 	} else if (status != 200) {
-		snprintf(detail, sizeof(detail), "HTTP %ld: %.120s", status, c->body.len ? c->body.p : "");
+		snprintf(detail, sizeof(detail), "HTTP %ld: %.120s", status,
+		         c->body.len ? c->body.p : "");
 		error(k, R_HTTP, c, detail);
 	} else if (k == K_PROTO) {
 		if (!gunzip_proto_ok(&c->body))
-			error(k, R_BAD_PROTO, c, "not a gzip stream of a well-formed profile.proto");
+			error(k, R_BAD_PROTO, c,
+			      "not a gzip stream of a well-formed profile.proto");
 		else
 			ok = 1;
 	} else if (!json_ok(c->body.p, c->body.len)) {
@@ -565,7 +586,8 @@ static void finish(struct client *c, CURLcode res, double think_s)
 			nl = count(&c->body, k == K_SERIES ? "\"__name__\":" : "\"labels\":");
 			ok = nl == ninstances;
 			if (!ok) {
-				snprintf(detail, sizeof(detail), "%zu series, not %zu", nl, ninstances);
+				snprintf(detail, sizeof(detail), "%zu series, not %zu", nl,
+				         ninstances);
 				error(k, R_WRONG_COUNT, c, detail);
 			}
 			break;
@@ -677,8 +699,8 @@ int main(int argc, char **argv)
 		else
 			goto usage;
 	}
-	if (argc % 2 == 0 || !api || !addr_file || !job || !types_arg || nclients < 1 || seconds <= 0 || since <= 0 ||
-	    think_ms < 0 || timeout <= 0)
+	if (argc % 2 == 0 || !api || !addr_file || !job || !types_arg || nclients < 1 ||
+	    seconds <= 0 || since <= 0 || think_ms < 0 || timeout <= 0)
 		goto usage;
 	for (char *t = strtok(types_arg, ","); t && ntypes < MAX_TYPES; t = strtok(NULL, ","))
 		types[ntypes++] = t;
@@ -752,24 +774,27 @@ int main(int argc, char **argv)
 		write_progress(progress, elapsed);
 
 	uint64_t total = 0, errors = 0;
-	printf("%-13s %8s %7s %8s %8s %8s %8s %9s %7s\n", "query", "count", "errors", "p50 ms", "p90 ms", "p99 ms",
-	       "max ms", "mean KB", "per s");
+	printf("%-13s %8s %7s %8s %8s %8s %8s %9s %7s\n", "query", "count", "errors", "p50 ms",
+	       "p90 ms", "p99 ms", "max ms", "mean KB", "per s");
 	for (int k = 0; k < NKINDS; k++) {
 		struct stats *s = &stats[k];
 		qsort(s->lat, s->n, sizeof(*s->lat), cmp_double);
-		printf("%-13s %8zu %7llu %8.1f %8.1f %8.1f %8.1f %9.1f %7.2f\n", kind_names[k], s->n,
-		       (unsigned long long)s->errors, pct(s, 0.5), pct(s, 0.9), pct(s, 0.99), s->n ? s->lat[s->n - 1] : 0,
+		printf("%-13s %8zu %7llu %8.1f %8.1f %8.1f %8.1f %9.1f %7.2f\n", kind_names[k],
+		       s->n, (unsigned long long)s->errors, pct(s, 0.5), pct(s, 0.9), pct(s, 0.99),
+		       s->n ? s->lat[s->n - 1] : 0,
 		       s->n ? (double)s->bytes / (double)s->n / 1024 : 0, (double)s->n / elapsed);
 		total += s->n;
 		errors += s->errors;
 	}
-	printf("%-13s %8llu %7llu   (%d clients, %.0f s, %.1f requests/s)\n", "all", (unsigned long long)total,
-	       (unsigned long long)errors, nclients, elapsed, (double)total / elapsed);
+	printf("%-13s %8llu %7llu   (%d clients, %.0f s, %.1f requests/s)\n", "all",
+	       (unsigned long long)total, (unsigned long long)errors, nclients, elapsed,
+	       (double)total / elapsed);
 	for (int k = 0; k < NKINDS; k++)
 		for (int r = 0; r < NREASONS; r++)
 			if (stats[k].by_reason[r])
-				printf("error %s %s x%llu, first: %s\n", kind_names[k], reason_names[r],
-				       (unsigned long long)stats[k].by_reason[r], stats[k].first[r]);
+				printf("error %s %s x%llu, first: %s\n", kind_names[k],
+				       reason_names[r], (unsigned long long)stats[k].by_reason[r],
+				       stats[k].first[r]);
 	for (int i = 0; i < nclients; i++) {
 		curl_easy_cleanup(cl[i].h);
 		free(cl[i].body.p);
@@ -778,8 +803,9 @@ int main(int argc, char **argv)
 	curl_global_cleanup();
 	return 0;
 usage:
-	fprintf(stderr, "usage: soak_clients --api URL --addr-file FILE --job JOB --types heap,goroutine\n"
-			"                    --clients C --seconds S --since UNIX_SECONDS\n"
-			"                    [--think-ms MS] [--timeout S] [--seed N] [--progress FILE]\n");
+	fprintf(stderr,
+	        "usage: soak_clients --api URL --addr-file FILE --job JOB --types heap,goroutine\n"
+	        "                    --clients C --seconds S --since UNIX_SECONDS\n"
+	        "                    [--think-ms MS] [--timeout S] [--seed N] [--progress FILE]\n");
 	return 2;
 }
