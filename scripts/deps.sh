@@ -19,7 +19,7 @@ PKGS=(
   build-essential cmake pkg-config clang
   libcurl4-openssl-dev libyaml-dev libzstd-dev libcrypt-dev
   libprotobuf-c-dev protobuf-c-compiler
-  libmicrohttpd-dev zlib1g-dev libpcre2-dev
+  libmicrohttpd-dev zlib1g-dev libre2-dev libpcre2-dev
   libcmocka-dev
   golang-go time curl
 )

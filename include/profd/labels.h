@@ -29,6 +29,10 @@
 #define PD_LABELS_DEFAULT_MAX_VALUE_LEN 4096     /* bytes */
 #define PD_LABELS_DEFAULT_MAX_SELECTOR_LEN 65536 /* bytes of selector text */
 #define PD_LABELS_DEFAULT_MAX_MATCHERS 256
+/* memory one compiled regex may use for its program and its DFA caches (RE2's
+ * max_mem, and its default); a regex whose program does not fit is rejected with
+ * "expression too large", a DFA cache that fills up is flushed, never a failure */
+#define PD_LABELS_DEFAULT_REGEX_MAX_MEM (8 << 20) /* bytes */
 
 /* Limits on one label set. A zero field means its default above. */
 struct pd_labels_limits {
@@ -201,12 +205,10 @@ struct pd_labels_matcher;
 /* Creates a matcher on label name (which must be a valid label name). For =~ and !~,
  * value is a regex in RE2 syntax, as Prometheus takes it, fully anchored: it must
  * match the whole label value, as if written ^(?s:value)$, so `.` also matches a
- * newline. It is compiled with PCRE2 (UTF mode, JIT when available) after a check
- * that rejects what RE2 would reject and PCRE2 would take with another meaning
- * (backreferences, lookarounds, possessive and nested quantifiers, atomic groups,
- * flags other than imsU, \Z, \K, ...); see docs/selectors.md. A bad regex gives
- * Go's words where profd finds the fault and PCRE2's otherwise, with the byte offset
- * in the regex: `error parsing regexp "(a" at offset 2: missing closing ): `(a``.
+ * newline. It is compiled once, as pd_labels_regex_compile does (without capture
+ * groups), and runs in time linear in the value's length. A bad regex gives Go's
+ * words with the byte offset in the regex:
+ * `error parsing regexp "(a" at offset 2: missing closing ): `(a``.
  * *out is owned by the caller; name and value are copied. */
 int pd_labels_matcher_create(struct pd_labels_matcher **out, enum pd_labels_match_type type,
                              const char *name, const char *value, struct pd_err *err);
@@ -221,8 +223,8 @@ const char *pd_labels_matcher_value(const struct pd_labels_matcher *m);
 
 /* 1 when the label value matches, else 0. value NULL means the series has no such
  * label, which matches as the empty string does (Prometheus semantics: `job=""`
- * selects series without a job label, `job!=""` those with one). A regex match that
- * PCRE2 abandons (its match or depth limit) counts as "the regex does not match". */
+ * selects series without a job label, `job!=""` those with one). A value that is not
+ * valid UTF-8 (no label set holds one) never matches a regex other than `.*`. */
 int pd_labels_matcher_matches(const struct pd_labels_matcher *m, const char *value);
 
 /* 1 when the matcher matches the empty string, i.e. also selects series that lack
@@ -235,6 +237,50 @@ int pd_labels_matches(const struct pd_labels *ls, struct pd_labels_matcher *cons
 
 /* Appends the matcher as Prometheus prints it: `job=~"a|b"` (value Go-quoted). */
 int pd_labels_matcher_format(const struct pd_labels_matcher *m, struct pd_buf *b);
+
+/* ---- regexes -------------------------------------------------------------- */
+
+/* A regex with Go's syntax and Prometheus's anchoring, run by RE2 (linear time in
+ * the text's length, whatever the regex). Immutable once compiled: any number of
+ * threads may match with one at once. Matchers use it; so do relabeling rules,
+ * which need capture groups. */
+struct pd_labels_regex;
+
+/* pd_labels_regex_compile flags */
+#define PD_LABELS_REGEX_CAPTURE 1u /* record capture groups (costs speed otherwise) */
+
+/* Compiles re (len bytes) as Prometheus does, ^(?s:re)$ with Go's regexp: what Go
+ * rejects is rejected (backreferences, lookarounds, atomic groups, possessive and
+ * nested quantifiers, \C, \Z, flags other than imsU, repeat counts over 1000, ...)
+ * with Go's words and the byte offset in re:
+ * `error parsing regexp "a**" at offset 2: invalid nested repetition operator: `**``.
+ * max_mem 0 means PD_LABELS_DEFAULT_REGEX_MAX_MEM. *out is owned by the caller
+ * (pd_labels_regex_destroy); re is copied. PD_EINVAL for a bad regex, PD_ENOMEM. */
+int pd_labels_regex_compile(struct pd_labels_regex **out, const char *re, size_t len,
+                            unsigned flags, size_t max_mem, struct pd_err *err);
+
+/* Frees a regex; NULL does nothing. */
+void pd_labels_regex_destroy(struct pd_labels_regex *rx);
+
+/* Capture groups, not counting the whole match (0 unless compiled with
+ * PD_LABELS_REGEX_CAPTURE). */
+size_t pd_labels_regex_groups(const struct pd_labels_regex *rx);
+
+/* The name of group i (1..groups) as written in (?P<name>...) or (?<name>...),
+ * borrowed from rx; NULL when it has none. Two groups may share a name, as in Go. */
+const char *pd_labels_regex_group_name(const struct pd_labels_regex *rx, size_t i);
+
+/* An offset of a group that took no part in the match. */
+#define PD_LABELS_REGEX_UNSET SIZE_MAX
+
+/* Matches the whole of s (len bytes) as Go's regexp does (leftmost-first, so the
+ * groups are Go's FindSubmatchIndex). Returns 1 on a match, 0 on none (also when s
+ * is not valid UTF-8 where the regex reads a character), PD_ENOMEM when memory
+ * ran out. On a match, when ov is not NULL, fills 2 * nov offsets: ov[2i] and
+ * ov[2i+1] the start and end of group i (0: the whole text), PD_LABELS_REGEX_UNSET
+ * for a group that took no part or does not exist. nov 0 is the fastest. */
+int pd_labels_regex_match(const struct pd_labels_regex *rx, const char *s, size_t len,
+                          size_t *ov, size_t nov);
 
 /* ---- selectors ------------------------------------------------------------ */
 

@@ -68,12 +68,13 @@ const char *pd_labels_builder_error(const struct pd_labels_builder *b);
 
 /* ---- regexes -------------------------------------------------------------- */
 
-/* Checks re (len bytes) against RE2's syntax and translates it into the PCRE2
- * pattern of the same meaning, wrapped as ^(?s:...)$. On success *out (malloc'd,
- * NUL-terminated, caller frees) is the pattern and *map (malloc'd, caller frees)
- * maps each byte offset of *out to an offset in re, so PCRE2's error offsets can be
- * reported in the user's terms. On failure writes a message (without the regex)
- * into msg and the offset into *err_off, and returns PD_EINVAL (or PD_ENOMEM). */
+/* Checks re (len bytes) against the syntax of Go's regexp and writes the pattern RE2
+ * compiles to the same meaning, wrapped as ^(?s:...)$ (re2.c). On success *out
+ * (malloc'd, NUL-terminated, caller frees) is the pattern and *map (malloc'd, caller
+ * frees) maps each byte offset of *out, and the offset just past its end, to an
+ * offset in re, so that a fault RE2 finds is reported in the user's terms. On
+ * failure writes a message (without the regex) into msg and the offset into
+ * *err_off, and returns PD_EINVAL (or PD_ENOMEM). */
 int pd_labels_re2_translate(const char *re, size_t len, char **out, size_t **map, char *msg,
                             size_t cap, size_t *err_off);
 

@@ -1,21 +1,27 @@
-/* re2.c: checks a regex against RE2's syntax, which Prometheus (Go's regexp) uses,
- * and rewrites it into a PCRE2 pattern of the same meaning, anchored as Prometheus
- * anchors matchers: ^(?s:RE)$.
+/* re2.c: checks a regex against the syntax of Go's regexp (the RE2 syntax Prometheus
+ * takes) and writes the pattern RE2 compiles, anchored as Prometheus anchors matchers
+ * and rules: ^(?s:RE)$.
  *
- * PCRE2 understands almost all of RE2, but not always alike. This scanner rejects
- * what Go's regexp rejects where PCRE2 would accept it with a meaning of its own
- * (backreferences, lookarounds, atomic groups, recursion, possessive and nested
- * quantifiers, backtracking verbs, flags other than i m s U, escapes such as \Z \K
- * \h \R \g), tracks parentheses itself so that an unbalanced `)` cannot escape the
- * anchoring group, and rewrites the few escapes whose meaning differs: \v (RE2: the
- * vertical tab; PCRE2: any vertical space), \s and \S (RE2: [\t\n\f\r ]; PCRE2 also
- * counts \v), and octal escapes (PCRE2 may read \12 as a backreference). Messages use
- * Go's wording, e.g. "invalid escape sequence: `\1`". */
+ * RE2 (C++) accepts a little more than Go does, and says what it rejects in its own
+ * words. This scanner rejects, in Go's words and at the user's byte offset, what Go
+ * rejects: escapes RE2 knows and Go does not (\C; any letter escape beyond Go's),
+ * backreferences, lookarounds, atomic groups, possessive and nested quantifiers,
+ * backtracking verbs, flags other than i m s U, repeat counts over 1000, more than
+ * 1000 nested groups; it tracks parentheses itself so that an unbalanced `)` cannot
+ * escape the anchoring group. The pattern it writes is the regex itself, but for a
+ * literal `{` or `}` and a `[` inside a class (escaped), a named group written
+ * (?<name>...) (written (?P<name>...), the only form this RE2 reads) and an empty
+ * flag group (?) (left out, as Go ignores it). What it lets through, RE2 checks
+ * (Unicode class names, class ranges, POSIX class names), and regex.c words RE2's
+ * complaints as Go does. */
 #include "labels_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Go's limit on nesting (regexp/syntax's maxHeight), counted here in groups */
+#define MAX_DEPTH 1000
 
 #define PREFIX "^(?s:"
 #define SUFFIX ")$"
@@ -62,17 +68,6 @@ static int fail(struct tr *t, size_t off, const char *what, size_t frag_start, s
 	return fail_hint(t, off, what, frag_start, frag_end, NULL);
 }
 
-/* Inside a class, Go takes a '-' right after a class escape (\d, \pL, [:alpha:]) as
- * a literal; PCRE2 would call it a bad range, so it is escaped. */
-static void class_dash(struct tr *t, size_t *ip)
-{
-	size_t i = *ip;
-	if (i + 1 < t->len && t->re[i] == '-' && t->re[i + 1] != ']') {
-		emit(t, "\\-", 2, i);
-		*ip = i + 1;
-	}
-}
-
 static int is_digit(char c)
 {
 	return c >= '0' && c <= '9';
@@ -93,35 +88,47 @@ static int is_alnum(char c)
 	return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
+/* Writes the text of \Q...\E (start..end of re) as literals: ASCII punctuation
+ * escaped, everything else as it is, so that RE2's own reading of \Q plays no part. */
+static void quote_literal(struct tr *t, size_t start, size_t end)
+{
+	for (size_t k = start; k < end; k++) {
+		unsigned char c = (unsigned char)t->re[k];
+		if (c < 0x80 && !is_alnum((char)c) && c != ' ' && c >= 0x21 && c < 0x7f)
+			emit(t, "\\", 1, k);
+		emit(t, t->re + k, 1, k);
+	}
+}
+
 /* Handles the escape at re[*i] == '\\', inside a character class or not. */
 static int escape(struct tr *t, size_t *ip, int in_class)
 {
 	const char *re = t->re;
-	size_t i = *ip, len = t->len;
-	char buf[32];
+	size_t i = *ip, len = t->len, end = i + 2;
 
 	if (i + 1 >= len)
 		return fail(t, i, "trailing backslash at end of expression", i, i);
 	char d = re[i + 1];
 	if ((unsigned char)d < 0x80 && !is_alnum(d)) {
-		/* escaped punctuation is the character itself, in both */
+		/* escaped punctuation is the character itself */
 		emit(t, re + i, 2, i);
 		*ip = i + 2;
 		return 0;
 	}
 	switch (d) {
-	case 'a':
+	case 'a': /* \a \f \t \n \r \v, and the Perl classes \d \s \w (ASCII in both) */
 	case 'f':
 	case 't':
 	case 'n':
 	case 'r':
-		emit(t, re + i, 2, i);
-		*ip = i + 2;
-		return 0;
 	case 'v':
-		emits(t, "\\x0b", i);
-		*ip = i + 2;
-		return 0;
+	case 'd':
+	case 'D':
+	case 's':
+	case 'S':
+	case 'w':
+	case 'W':
+		break;
 	case '1':
 	case '2':
 	case '3':
@@ -134,19 +141,12 @@ static int escape(struct tr *t, size_t *ip, int in_class)
 			return fail_hint(t, i, "invalid escape sequence", i, i + 2,
 			                 "backreferences are not supported");
 		/* fall through */
-	case '0': {
-		unsigned v = 0;
-		size_t j = i + 1, k = 0;
-		while (k < 3 && j < len && is_octal(re[j])) {
-			v = v * 8 + (unsigned)(re[j] - '0');
-			j++;
-			k++;
-		}
-		snprintf(buf, sizeof(buf), "\\x{%x}", v);
-		emits(t, buf, i);
-		*ip = j;
-		return 0;
-	}
+	case '0':
+		/* up to three octal digits */
+		end = i + 1;
+		for (size_t k = 0; k < 3 && end < len && is_octal(re[end]); k++)
+			end++;
+		break;
 	case 'x': {
 		size_t j = i + 2;
 		if (j < len && re[j] == '{') {
@@ -160,14 +160,12 @@ static int escape(struct tr *t, size_t *ip, int in_class)
 			}
 			if (k == j + 1 || k >= len || re[k] != '}' || v > 0x10FFFF)
 				return fail(t, i, "invalid escape sequence", i, k + 1);
-			emit(t, re + i, k + 1 - i, i);
-			*ip = k + 1;
-			return 0;
+			end = k + 1;
+			break;
 		}
 		if (j + 1 < len && is_hex(re[j]) && is_hex(re[j + 1])) {
-			emit(t, re + i, 4, i);
-			*ip = i + 4;
-			return 0;
+			end = i + 4;
+			break;
 		}
 		return fail(t, i, "invalid escape sequence", i, j + 2);
 	}
@@ -177,36 +175,10 @@ static int escape(struct tr *t, size_t *ip, int in_class)
 	case 'B':
 		if (in_class)
 			return fail(t, i, "invalid escape sequence", i, i + 2);
-		emit(t, re + i, 2, i);
-		*ip = i + 2;
-		return 0;
-	case 'd':
-	case 'D':
-	case 'w':
-	case 'W':
-		/* ASCII-only in both, since PCRE2 runs without PCRE2_UCP */
-		emit(t, re + i, 2, i);
-		*ip = i + 2;
-		if (in_class)
-			class_dash(t, ip);
-		return 0;
-	case 's':
-		emits(t, in_class ? "\\t\\n\\f\\r " : "[\\t\\n\\f\\r ]", i);
-		*ip = i + 2;
-		if (in_class)
-			class_dash(t, ip);
-		return 0;
-	case 'S':
-		emits(t,
-		      in_class ? "\\x00-\\x08\\x0b\\x0e-\\x1f\\x21-\\x{10ffff}"
-		               : "[^\\t\\n\\f\\r ]",
-		      i);
-		*ip = i + 2;
-		if (in_class)
-			class_dash(t, ip);
-		return 0;
+		break;
 	case 'p':
 	case 'P': {
+		/* \pN or \p{Name}; RE2 checks the name */
 		size_t j = i + 2;
 		if (j >= len)
 			return fail(t, i, "invalid character class range", i, j);
@@ -216,41 +188,34 @@ static int escape(struct tr *t, size_t *ip, int in_class)
 				k++;
 			if (k >= len || k == j + 1)
 				return fail(t, i, "invalid character class range", i, k);
-			emit(t, re + i, k + 1 - i, i);
-			*ip = k + 1;
-			if (in_class)
-				class_dash(t, ip);
-			return 0;
+			end = k + 1;
+			break;
 		}
 		if ((unsigned char)re[j] >= 0x80)
 			return fail(t, i, "invalid character class range", i, j + 1);
-		emit(t, re + i, 3, i);
-		*ip = i + 3;
-		if (in_class)
-			class_dash(t, ip);
-		return 0;
+		end = i + 3;
+		break;
 	}
 	case 'Q': {
 		if (in_class)
 			return fail(t, i, "invalid escape sequence", i, i + 2);
-		size_t j = i + 2, end;
-		const char *e = NULL;
+		size_t j = i + 2, stop = len;
 		for (size_t k = j; k + 1 < len; k++) {
 			if (re[k] == '\\' && re[k + 1] == 'E') {
-				e = re + k;
+				stop = k;
 				break;
 			}
 		}
-		end = e ? (size_t)(e - re) : len;
-		emits(t, "\\Q", i);
-		emit(t, re + j, end - j, j);
-		emits(t, "\\E", end);
-		*ip = e ? end + 2 : len;
+		quote_literal(t, j, stop);
+		*ip = stop < len ? stop + 2 : len;
 		return 0;
 	}
-	default:
+	default: /* \C, \Z, \K, \h, \R, \g, \e, \8, \9, ...: not Go's */
 		return fail(t, i, "invalid escape sequence", i, i + 2);
 	}
+	emit(t, re + i, end - i, i);
+	*ip = end;
+	return 0;
 }
 
 /* Parses {n}, {n,} or {n,m} at re[i] == '{'. Returns the index after '}' and sets
@@ -318,12 +283,17 @@ static int perl_group(struct tr *t, size_t *ip, int *depth)
 		if (k + 1 < len && (re[k + 1] == '=' || re[k + 1] == '!'))
 			return fail_hint(t, i, unsupported, i, k + 2,
 			                 "lookbehinds are not supported");
-		size_t n = k + 1;
-		while (n < len && (is_alnum(re[n]) || re[n] == '_'))
+		/* as Go: the name runs to the first '>', and must be [A-Za-z0-9_]+ */
+		size_t n = k + 1, gt = k + 1;
+		while (gt < len && re[gt] != '>')
+			gt++;
+		if (gt >= len)
+			return fail(t, i, "invalid named capture", i, len);
+		while (n < gt && (is_alnum(re[n]) || re[n] == '_'))
 			n++;
-		if (n >= len || re[n] != '>' || n == k + 1)
-			return fail(t, i, "invalid named capture", i, n + 1);
-		emits(t, "(?<", i);
+		if (n != gt || n == k + 1)
+			return fail(t, i, "invalid named capture", i, gt + 1);
+		emits(t, "(?P<", i);
 		emit(t, re + k + 1, n - k - 1, k + 1);
 		emits(t, ">", n);
 		(*depth)++;
@@ -389,6 +359,7 @@ int pd_labels_re2_translate(const char *re, size_t len, char **out, size_t **map
 	emits(&t, PREFIX, 0);
 	while (i < len && rc == 0) {
 		char c = re[i];
+		size_t at = i;
 		int repeat = 0;
 		switch (c) {
 		case '\\':
@@ -441,7 +412,6 @@ int pd_labels_re2_translate(const char *re, size_t len, char **out, size_t **map
 					if (k + 1 < len && re[k] == ':' && re[k + 1] == ']') {
 						emit(&t, re + i, k + 2 - i, i);
 						i = k + 2;
-						class_dash(&t, &i);
 						continue;
 					}
 					emit(&t, "\\[", 2, i++);
@@ -504,6 +474,8 @@ int pd_labels_re2_translate(const char *re, size_t len, char **out, size_t **map
 			break;
 		}
 		after_repeat = repeat;
+		if (rc == 0 && depth > MAX_DEPTH)
+			rc = fail(&t, at, "expression nests too deeply", 0, len);
 	}
 	if (rc == 0 && depth > 0)
 		rc = fail(&t, len, "missing closing )", 0, len);

@@ -1,11 +1,12 @@
 /* regex.c: a rule's regex with capture groups, and Go's regexp.Expand.
  *
  * Prometheus compiles a rule's regex as ^(?s:RE)$ with Go's regexp (RE2 syntax) and
- * expands target_label and replacement with Regexp.ExpandString. profd checks the
- * regex against RE2's syntax and translates it with the labels package's
- * translator (the one label matchers use, so a regex means the same in a selector
- * and in a rule), compiles it with PCRE2 once per rule, and reimplements Expand. The
- * default regex (.*) skips PCRE2: it matches anything, group 1 being the input. */
+ * expands target_label and replacement with Regexp.ExpandString. profd compiles it
+ * with the labels package's regexes (pd_labels_regex: Go's syntax and messages, run
+ * by RE2 in linear time, the same code label matchers use, so a regex means the same
+ * in a selector and in a rule) once per rule, with capture groups, and reimplements
+ * Expand. The default regex (.*) skips RE2: it matches anything, group 1 being the
+ * input. */
 #include "relabel_int.h"
 
 #include <stdlib.h>
@@ -13,46 +14,10 @@
 
 #include "../labels/labels_int.h"
 
-/* PCRE2's backtracking limit per match, as for label matchers: RE2 is linear-time,
- * PCRE2 is not, so a pathological regex gives up ("no match") instead of stalling. */
-#define MATCH_LIMIT 1000000u
-
-static int read_names(struct pd_relabel_regex *rx, struct pd_err *err)
-{
-	uint32_t count = 0, size = 0;
-	PCRE2_SPTR table = NULL;
-
-	rx->names = calloc((size_t)rx->ncap + 1, sizeof(char *));
-	if (!rx->names)
-		return pd_err_set(err, PD_ENOMEM, "out of memory");
-	if (!rx->re)
-		return 0;
-	pcre2_pattern_info(rx->re, PCRE2_INFO_NAMECOUNT, &count);
-	if (count == 0)
-		return 0;
-	pcre2_pattern_info(rx->re, PCRE2_INFO_NAMEENTRYSIZE, &size);
-	pcre2_pattern_info(rx->re, PCRE2_INFO_NAMETABLE, &table);
-	for (uint32_t i = 0; i < count; i++) {
-		/* an entry: the group number (2 bytes, big-endian), then the name */
-		const unsigned char *e = (const unsigned char *)table + (size_t)i * size;
-		uint32_t g = (uint32_t)e[0] << 8 | e[1];
-		if (g > rx->ncap || rx->names[g])
-			continue;
-		rx->names[g] = strdup((const char *)e + 2);
-		if (!rx->names[g])
-			return pd_err_set(err, PD_ENOMEM, "out of memory");
-	}
-	return 0;
-}
-
 int pd_relabel_regex_compile(struct pd_relabel_regex *rx, const char *src, int is_default,
                              struct pd_err *err)
 {
-	char msg[256], qre[300];
-	char *pat = NULL;
-	size_t *map = NULL, off = 0, len = strlen(src);
-	int rc, errcode;
-	PCRE2_SIZE erroff;
+	int rc;
 
 	memset(rx, 0, sizeof(*rx));
 	rx->src = strdup(src);
@@ -61,62 +26,25 @@ int pd_relabel_regex_compile(struct pd_relabel_regex *rx, const char *src, int i
 	if (is_default || strcmp(src, "(.*)") == 0) {
 		rx->any = 1;
 		rx->ncap = 1;
-		return read_names(rx, err);
+		return 0;
 	}
-	pd_labels_quote_msg(qre, sizeof(qre), src, len, 200);
-	rc = pd_labels_re2_translate(src, len, &pat, &map, msg, sizeof(msg), &off);
+	rc = pd_labels_regex_compile(&rx->re, src, strlen(src), PD_LABELS_REGEX_CAPTURE, 0, err);
 	if (rc < 0)
-		return pd_err_set(err, rc, "error parsing regexp %s at offset %zu: %s", qre, off,
-		                  msg);
-	/* the flags label matchers use (Go's $ is the end of the text, and a multiline
-	 * ^ also matches after a final newline), plus DUPNAMES: Go lets two groups share
-	 * a name, and $name then takes the first of them that took part in the match */
-	rx->re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
-	                       PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_ALT_CIRCUMFLEX |
-	                           PCRE2_NEVER_BACKSLASH_C | PCRE2_ANCHORED | PCRE2_DUPNAMES,
-	                       &errcode, &erroff, NULL);
-	if (!rx->re) {
-		PCRE2_UCHAR pmsg[200];
-		size_t patlen = strlen(pat);
-		pcre2_get_error_message(errcode, pmsg, sizeof(pmsg));
-		off = map[erroff < patlen ? erroff : patlen];
-		rc = pd_err_set(err, PD_EINVAL, "error parsing regexp %s at offset %zu: %s", qre,
-		                off, (const char *)pmsg);
-		goto out;
-	}
-	/* JIT is an optimisation: without it pcre2_match interprets */
-	(void)pcre2_jit_compile(rx->re, PCRE2_JIT_COMPLETE);
-	rx->mctx = pcre2_match_context_create(NULL);
-	if (!rx->mctx) {
-		rc = pd_err_set(err, PD_ENOMEM, "out of memory compiling a regex");
-		goto out;
-	}
-	pcre2_set_match_limit(rx->mctx, MATCH_LIMIT);
-	pcre2_pattern_info(rx->re, PCRE2_INFO_CAPTURECOUNT, &rx->ncap);
-	rc = read_names(rx, err);
-out:
-	free(pat);
-	free(map);
-	return rc;
+		return rc;
+	rx->ncap = (uint32_t)pd_labels_regex_groups(rx->re);
+	return 0;
 }
 
 void pd_relabel_regex_fini(struct pd_relabel_regex *rx)
 {
-	if (rx->names)
-		for (uint32_t i = 0; i <= rx->ncap; i++)
-			free(rx->names[i]);
-	free(rx->names);
-	pcre2_code_free(rx->re);
-	pcre2_match_context_free(rx->mctx);
+	pd_labels_regex_destroy(rx->re);
 	free(rx->src);
 	memset(rx, 0, sizeof(*rx));
 }
 
 int pd_relabel_regex_match(const struct pd_relabel_regex *rx, const char *s, size_t len,
-                           pcre2_match_data *md, size_t *ov)
+                           size_t *ov)
 {
-	int rc;
-
 	if (rx->any) {
 		if (ov) {
 			ov[0] = ov[2] = 0;
@@ -124,23 +52,13 @@ int pd_relabel_regex_match(const struct pd_relabel_regex *rx, const char *s, siz
 		}
 		return 1;
 	}
-	if (!md)
-		return 0;
-	rc = pcre2_match(rx->re, (PCRE2_SPTR)s, len, 0, 0, md, rx->mctx);
-	/* the JIT's stack is small; the interpreter keeps its backtracking on the heap */
-	if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
-		rc = pcre2_match(rx->re, (PCRE2_SPTR)s, len, 0, PCRE2_NO_JIT, md, rx->mctx);
-	if (rc <= 0) /* no match, a limit, invalid UTF-8, or (0) an ovector too small */
-		return 0;
-	if (ov) {
-		const PCRE2_SIZE *v = pcre2_get_ovector_pointer(md);
-		for (uint32_t i = 0; i <= rx->ncap; i++) {
-			int set = i < (uint32_t)rc && v[2 * i] != PCRE2_UNSET;
-			ov[2 * i] = set ? v[2 * i] : PD_RELABEL_UNSET;
-			ov[2 * i + 1] = set ? v[2 * i + 1] : PD_RELABEL_UNSET;
-		}
-	}
-	return 1;
+	/* PD_LABELS_REGEX_UNSET is PD_RELABEL_UNSET: both SIZE_MAX */
+	return pd_labels_regex_match(rx->re, s, len, ov, ov ? (size_t)rx->ncap + 1 : 0) == 1;
+}
+
+static const char *group_name(const struct pd_relabel_regex *rx, uint32_t g)
+{
+	return rx->re ? pd_labels_regex_group_name(rx->re, g) : NULL;
 }
 
 /* ---- regexp.Expand --------------------------------------------------------- */
@@ -239,7 +157,7 @@ int pd_relabel_expand(struct pd_buf *out, const char *tmpl, const struct pd_rela
 		}
 		/* the first group of that name that took part in the match */
 		for (uint32_t g = 0; g <= rx->ncap; g++) {
-			const char *gn = rx->names[g];
+			const char *gn = group_name(rx, g);
 			if (gn && strlen(gn) == nlen && memcmp(gn, name, nlen) == 0 &&
 			    ov[2 * g] != PD_RELABEL_UNSET) {
 				if ((rc = append_group(out, src, ov, g)) < 0)

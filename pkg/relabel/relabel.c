@@ -403,7 +403,6 @@ static const char *arena_str(struct lb *b, const struct pd_buf *s)
 
 struct proc {
 	struct lb lb;
-	pcre2_match_data *md;
 	size_t *ov;
 	struct pd_buf val, t1, t2;
 };
@@ -436,7 +435,7 @@ static int do_replace(struct proc *p, const struct pd_relabel_rule *r, const cha
 	const char *target, *value;
 	int rc;
 
-	if (!pd_relabel_regex_match(&r->regex, val, vlen, p->md, p->ov))
+	if (!pd_relabel_regex_match(&r->regex, val, vlen, p->ov))
 		return 0; /* no match: no change */
 	p->t1.len = 0;
 	p->t2.len = 0;
@@ -468,7 +467,7 @@ static int do_names(struct proc *p, const struct pd_relabel_rule *r)
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		const char *name = l[i].name;
 		size_t nlen = strlen(name);
-		int m = pd_relabel_regex_match(&r->regex, name, nlen, p->md, p->ov);
+		int m = pd_relabel_regex_match(&r->regex, name, nlen, p->ov);
 		if (r->action == PD_RELABEL_LABELDROP) {
 			if (m)
 				rc = lb_del(&p->lb, name);
@@ -532,9 +531,9 @@ static int apply(struct proc *p, const struct pd_relabel_rule *r)
 
 	switch (r->action) {
 	case PD_RELABEL_DROP:
-		return !pd_relabel_regex_match(&r->regex, val, vlen, p->md, NULL);
+		return !pd_relabel_regex_match(&r->regex, val, vlen, NULL);
 	case PD_RELABEL_KEEP:
-		return pd_relabel_regex_match(&r->regex, val, vlen, p->md, NULL);
+		return pd_relabel_regex_match(&r->regex, val, vlen, NULL);
 	case PD_RELABEL_DROPEQUAL:
 		return strcmp(lb_get(&p->lb, r->target_label), val) != 0;
 	case PD_RELABEL_KEEPEQUAL:
@@ -610,8 +609,7 @@ int pd_relabel_process(const struct pd_relabel_rules *r, const struct pd_labels 
 	pd_buf_init(&p.t2, MAX_VALUE);
 	p.lb.arena = pd_arena_create(MAX_ARENA);
 	p.ov = malloc(2 * ((size_t)r->max_ncap + 1) * sizeof(size_t));
-	p.md = pcre2_match_data_create(r->max_ncap + 1, NULL);
-	if (!p.lb.arena || !p.ov || !p.md) {
+	if (!p.lb.arena || !p.ov) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -644,7 +642,6 @@ out:
 	pd_buf_fini(&p.val);
 	pd_buf_fini(&p.t1);
 	pd_buf_fini(&p.t2);
-	pcre2_match_data_free(p.md);
 	free(p.ov);
 	free(p.lb.add);
 	free(p.lb.del);

@@ -5,8 +5,6 @@
 #ifndef PROFD_RELABEL_INT_H
 #define PROFD_RELABEL_INT_H
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,34 +13,32 @@
 /* ---- regexes ------------------------------------------------------------- */
 
 /* A rule's regex, anchored as Prometheus anchors it: ^(?s:RE)$. The default
- * "(.*)" never goes through PCRE2: it matches everything, group 1 is the whole
+ * "(.*)" never goes through RE2: it matches everything, group 1 is the whole
  * input. */
 struct pd_relabel_regex {
-	char *src;      /* the regex as written */
-	int any;        /* the default (.*) */
-	pcre2_code *re; /* NULL when any */
-	pcre2_match_context *mctx;
-	uint32_t ncap; /* capture groups, not counting group 0 */
-	char **names;  /* [ncap + 1]: name of group i, or NULL */
+	char *src;                  /* the regex as written */
+	int any;                    /* the default (.*) */
+	struct pd_labels_regex *re; /* with capture groups; NULL when any */
+	uint32_t ncap;              /* capture groups, not counting group 0 */
 };
 
 /* An unset capture offset (a group that took no part in the match). */
 #define PD_RELABEL_UNSET SIZE_MAX
 
-/* Compiles src after checking it against RE2's syntax (the labels package's
- * translator), so that it means what it means in Prometheus. On failure err says
+/* Compiles src with the labels package's regexes (Go's syntax, RE2), so that it
+ * means what it means in Prometheus. On failure err says
  * `error parsing regexp "(a" at offset 2: ...`, as matchers do. */
 int pd_relabel_regex_compile(struct pd_relabel_regex *rx, const char *src, int is_default,
                              struct pd_err *err);
 void pd_relabel_regex_fini(struct pd_relabel_regex *rx);
 
-/* Matches s (len bytes) in full. On a match returns 1 and fills ov with
- * 2 * (ncap + 1) offsets (PD_RELABEL_UNSET for groups that did not take part);
- * ov may be NULL when only the yes/no matters. md must have room for ncap + 1
- * pairs. Returns 0 when there is no match, also when PCRE2 gives up (its match
- * limit) or s is not valid UTF-8. */
+/* Matches s (len bytes) in full, in time linear in len. On a match returns 1 and
+ * fills ov with 2 * (ncap + 1) offsets (PD_RELABEL_UNSET for groups that did not
+ * take part); ov may be NULL when only the yes/no matters. Returns 0 when there is
+ * no match (also when s is not valid UTF-8 where the regex reads a character, or
+ * memory ran out). Thread-safe: rx is only read. */
 int pd_relabel_regex_match(const struct pd_relabel_regex *rx, const char *s, size_t len,
-                           pcre2_match_data *md, size_t *ov);
+                           size_t *ov);
 
 /* Appends template to out with $-expansion exactly as Go's regexp.Expand: $$ is a
  * literal $; $name and ${name} take the longest run of letters, digits and '_'

@@ -841,7 +841,8 @@ static void test_regex_anchoring(void **state)
 	assert_false(pd_labels_matcher_matches(m, "api-server_12"));
 	pd_labels_matcher_destroy(m);
 
-	/* a pathological regex gives up instead of hanging (counts as no match) */
+	/* a regex that makes a backtracking engine explore exponentially many paths is
+	 * answered as Go answers it: no match here, for want of the c */
 	m = mm(PD_LABELS_MATCH_REGEXP, "v", "(a|aa)*(a|aa)*(a|aa)*(a|aa)*c");
 	char s[64];
 	memset(s, 'a', 40);
@@ -849,7 +850,7 @@ static void test_regex_anchoring(void **state)
 	assert_false(pd_labels_matcher_matches(m, s));
 	pd_labels_matcher_destroy(m);
 
-	/* long values: when the JIT runs out of stack the interpreter finishes the match */
+	/* long values */
 	m = mm(PD_LABELS_MATCH_REGEXP, "v", "(a|b)*c");
 	char *lv = malloc(4097);
 	memset(lv, 'a', 4095);
@@ -905,12 +906,57 @@ static void test_regex_errors(void **state)
 	               "sequence: `\\h`"},
 	    {"[\\b]", "error parsing regexp \"[\\\\b]\" at offset 1: invalid escape sequence: "
 	              "`\\b`"},
-	    /* errors PCRE2 finds are reported with its words, at the user's offset */
-	    {"[z-a]", "error parsing regexp \"[z-a]\" at offset 3: range out of order in "
-	              "character class"},
+	    /* errors RE2 finds are worded as Go words them, at the user's offset */
+	    {"[z-a]", "error parsing regexp \"[z-a]\" at offset 1: invalid character class "
+	              "range: `z-a`"},
+	    {"\\p{Foo}", "error parsing regexp \"\\\\p{Foo}\" at offset 0: invalid character "
+	                 "class range: `\\p{Foo}`"},
+	    {"\\p{IsGreek}", "error parsing regexp \"\\\\p{IsGreek}\" at offset 0: invalid "
+	                     "character class range: `\\p{IsGreek}`"},
+	    {"\\pX", "error parsing regexp \"\\\\pX\" at offset 0: invalid character class "
+	             "range: `\\pX`"},
+	    {"x[[:foo:]]", "error parsing regexp \"x[[:foo:]]\" at offset 2: invalid character "
+	                   "class range: `[:foo:]`"},
+	    {"*", "error parsing regexp \"*\" at offset 0: missing argument to repetition "
+	          "operator: `*`"},
+	    {"a|*", "error parsing regexp \"a|*\" at offset 2: missing argument to repetition "
+	            "operator: `*`"},
+	    {"[a-\\d]", "error parsing regexp \"[a-\\\\d]\" at offset 3: invalid escape "
+	                "sequence: `\\d`"},
+	    /* found by profd's check: what RE2 would take and Go does not */
 	    {"x*?*", "error parsing regexp \"x*?*\" at offset 3: invalid nested repetition "
 	             "operator: `*?*`"},
+	    {"a{2}*", "error parsing regexp \"a{2}*\" at offset 4: invalid nested repetition "
+	              "operator: `{2}*`"},
+	    {"x{2}{3}", "error parsing regexp \"x{2}{3}\" at offset 4: invalid nested "
+	                "repetition operator: `{2}{3}`"},
 	    {"\\s(", "error parsing regexp \"\\\\s(\" at offset 3: missing closing ): `\\s(`"},
+	    {"a\\C", "error parsing regexp \"a\\\\C\" at offset 1: invalid escape sequence: "
+	             "`\\C`"},
+	    {"\\8", "error parsing regexp \"\\\\8\" at offset 0: invalid escape sequence: "
+	            "`\\8`"},
+	    {"x{1001,}", "error parsing regexp \"x{1001,}\" at offset 1: invalid repeat count: "
+	                 "`{1001,}`"},
+	    {"x{2,1}", "error parsing regexp \"x{2,1}\" at offset 1: invalid repeat count: "
+	               "`{2,1}`"},
+	    {"(?P<>a)", "error parsing regexp \"(?P<>a)\" at offset 0: invalid named capture: "
+	                "`(?P<>`"},
+	    {"(?P<n!>x)", "error parsing regexp \"(?P<n!>x)\" at offset 0: invalid named "
+	                  "capture: `(?P<n!>`"},
+	    {"(?i-)", "error parsing regexp \"(?i-)\" at offset 0: invalid or unsupported Perl "
+	              "syntax: `(?i-)`"},
+	    {"\\Q(a|b\\E)", "error parsing regexp \"\\\\Q(a|b\\\\E)\" at offset 8: unexpected ): "
+	                   "`\\Q(a|b\\E)`"},
+	    {"\\Q\\E*", "error parsing regexp \"\\\\Q\\\\E*\" at offset 4: missing argument "
+	                 "to repetition operator: `*`"},
+	    {"a\xff" "b", "error parsing regexp \"a\\xffb\" at offset 1: invalid UTF-8: "
+	               "\"\\xffb\""},
+	    /* Go's limits: 1000 nested groups, and a program that fits in memory */
+	    {"((a{1000}){1000}){1000}", "error parsing regexp \"((a{1000}){1000}){1000}\" at "
+	                                "offset 3: invalid repeat count: `{1000}`"},
+	    /* RE2's own limit (Go 1.19 takes this one) */
+	    {"\\pL{1000}", "error parsing regexp \"\\\\pL{1000}\" at offset 0: expression too "
+	                   "large (over 8388608 bytes of compiled program)"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct pd_labels_matcher *m = (struct pd_labels_matcher *)1;
@@ -1272,6 +1318,187 @@ static void *match_thread(void *arg)
 	return (void *)ok;
 }
 
+/* Regexes RE2 and Go's regexp both read, and some only Go's reads the same way,
+ * against values; want computed with Go's regexp (^(?s:RE)$). */
+static void test_regex_go_table(void **state)
+{
+	static const struct {
+		const char *re, *value;
+		int want;
+	} cases[] = {
+	    {"[\\d-z]+", "1-z", 1},          /* '-' after a class escape is a literal */
+	    {"[[:alpha:]-z]+", "a-z", 1},
+	    {"\\Qa.b\\E", "a.b", 1},          /* \Q...\E quotes */
+	    {"\\Qa.b\\E", "axb", 0},
+	    {"\\Qa\\\\E", "a\\", 1},         /* \Q ends at the first \E */
+	    {"\\101\\0610", "A10", 1},          /* octal escapes, up to three digits */
+	    {"\\x41\\x{263a}", "A\xe2\x98\xba", 1},
+	    {"\\v", "\v", 1},
+	    {"\\s", "\v", 0}, /* \s is [\t\n\f\r ] */
+	    {"\\pN+", "12\xd9\xa3", 1},
+	    {"\\p{Greek}+", "\xce\xb1\xce\xb2\xce\xb3", 1},
+	    {"\\p{^L}\\PL", "12", 1},
+	    {"[\\p{Lu}]", "A", 1},
+	    {"\\pZ", " ", 1},
+	    {"(?i)k", "\xe2\x84\xaa", 1},       /* Kelvin sign folds to k */
+	    {"(?i)stra\xc3\x9f" "e", "STRASSE", 0}, /* simple folding only */
+	    {"a$", "a\n", 0},                   /* $ is the end of the text */
+	    {"(?m)^b$", "a\nb", 0},             /* anchored: the whole value */
+	    {"(?m)a$\\n^b", "a\nb", 1},
+	    {"(?U)a+", "aaa", 1},
+	    {"a{,3}", "a{,3}", 1},              /* not a repetition: literal braces */
+	    {"a{1000}", "a", 0},
+	    {"[]a]+", "]a", 1},
+	    {"[^]a]", "b", 1},
+	    {"(|a)*", "aa", 1},
+	    {"(a*)+", "b", 0},
+	    {"(?<name>x)", "x", 1},             /* Go 1.22's form of (?P<name>x) (1.19: error) */
+	    {"(?P<a1>x)|(?P<a1>y)", "y", 1},    /* names may repeat */
+	    {"(?)a", "a", 1},
+	    {"(?s-i:A)", "A", 1},
+	    {"a.c", "a\nc", 1},
+	    /* a backtracking engine gives up on this one; Go takes the second branch */
+	    {"(a|aa)*(a|aa)*(a|aa)*c|a*", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 1},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pd_labels_matcher *m = mm(PD_LABELS_MATCH_REGEXP, "v", cases[i].re);
+		if (pd_labels_matcher_matches(m, cases[i].value) != cases[i].want)
+			fail_msg("regex %s on \"%s\": want %d", cases[i].re, cases[i].value,
+			         cases[i].want);
+		pd_labels_matcher_destroy(m);
+	}
+}
+
+/* Pathological regexes on 100,000-byte values: RE2 answers in time linear in the
+ * value, where a backtracking engine would need more steps than there are atoms. */
+static void test_regex_linear_time(void **state)
+{
+	enum { N = 100000 };
+	char *a = malloc(N + 2), *x = malloc(N + 2);
+	assert_non_null(a);
+	assert_non_null(x);
+	memset(a, 'a', N);
+	a[N] = '\0';
+	memset(x, 'x', N);
+	x[N] = '\0';
+	static const struct {
+		const char *re;
+		int a, ab, x, xy; /* Go's answers on a^N, a^N b, x^N, x^N y */
+	} cases[] = {
+	    {"(a|aa)+", 1, 0, 0, 0},
+	    {"(a|aa)+$", 1, 0, 0, 0},
+	    {"(x+x+)+y", 0, 0, 0, 1},
+	    {"(a*)*b", 0, 1, 0, 0},
+	    {"(a|aa)*(a|aa)*(a|aa)*c|a*", 1, 0, 0, 0},
+	    {"(.*a){20}", 1, 0, 0, 0},
+	    {".*x.*x.*x.*y", 0, 0, 0, 1},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pd_labels_matcher *m = mm(PD_LABELS_MATCH_REGEXP, "v", cases[i].re);
+		assert_int_equal(pd_labels_matcher_matches(m, a), cases[i].a);
+		a[N] = 'b';
+		a[N + 1] = '\0';
+		assert_int_equal(pd_labels_matcher_matches(m, a), cases[i].ab);
+		a[N] = '\0';
+		assert_int_equal(pd_labels_matcher_matches(m, x), cases[i].x);
+		x[N] = 'y';
+		x[N + 1] = '\0';
+		assert_int_equal(pd_labels_matcher_matches(m, x), cases[i].xy);
+		x[N] = '\0';
+		pd_labels_matcher_destroy(m);
+	}
+
+	/* with capture groups, as relabeling uses them: Go's FindSubmatchIndex */
+	struct pd_labels_regex *rx;
+	struct pd_err err = {0};
+	size_t ov[6];
+	assert_int_equal(pd_labels_regex_compile(&rx, "(a|aa)+", 7, PD_LABELS_REGEX_CAPTURE, 0,
+	                                         &err),
+	                 0);
+	assert_int_equal(pd_labels_regex_groups(rx), 1);
+	assert_int_equal(pd_labels_regex_match(rx, a, N, ov, 3), 1);
+	assert_int_equal(ov[0], 0);
+	assert_int_equal(ov[1], N);
+	assert_int_equal(ov[2], N - 1); /* the last iteration took one a */
+	assert_int_equal(ov[3], N);
+	assert_true(ov[4] == PD_LABELS_REGEX_UNSET && ov[5] == PD_LABELS_REGEX_UNSET);
+	a[N] = 'b';
+	assert_int_equal(pd_labels_regex_match(rx, a, N + 1, ov, 3), 0);
+	a[N] = '\0';
+	pd_labels_regex_destroy(rx);
+	free(a);
+	free(x);
+}
+
+/* Capture groups and their names through the public regex API, leftmost-first as
+ * Go's regexp; offsets computed with Go's FindStringSubmatchIndex. */
+static void test_regex_groups(void **state)
+{
+	static const struct {
+		const char *re, *value;
+		size_t ngroups;
+		long ov[8]; /* -1: unset */
+		const char *names[3];
+	} cases[] = {
+	    {"(a|ab)(c|bcd)(d*)", "abcd", 3, {0, 4, 0, 1, 1, 4, 4, 4}, {NULL, NULL, NULL}},
+	    {"(x|xy)(y?)", "xy", 2, {0, 2, 0, 1, 1, 2, -1, -1}, {NULL, NULL, NULL}},
+	    {"(?P<a1>x)|(?P<a1>y)", "y", 2, {0, 1, -1, -1, 0, 1, -1, -1}, {"a1", "a1", NULL}},
+	    {"(?<host>[^:]+):(?P<port>\\d+)", "h:80", 2, {0, 4, 0, 1, 2, 4, -1, -1},
+	     {"host", "port", NULL}},
+	    {"(a)|b", "b", 1, {0, 1, -1, -1, -1, -1, -1, -1}, {NULL, NULL, NULL}},
+	    {"(a+?)(a*)", "aaa", 2, {0, 3, 0, 1, 1, 3, -1, -1}, {NULL, NULL, NULL}},
+	    {"(?U)(a+)(a*)", "aaa", 2, {0, 3, 0, 1, 1, 3, -1, -1}, {NULL, NULL, NULL}},
+	    {"(?:(a)|b)+", "ab", 1, {0, 2, 0, 1, -1, -1, -1, -1}, {NULL, NULL, NULL}},
+	    {"\\Q(\\E(x)", "(x", 1, {0, 2, 1, 2, -1, -1, -1, -1}, {NULL, NULL, NULL}},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pd_labels_regex *rx;
+		struct pd_err err = {0};
+		size_t ov[8];
+		const char *re = cases[i].re, *v = cases[i].value;
+		if (pd_labels_regex_compile(&rx, re, strlen(re), PD_LABELS_REGEX_CAPTURE, 0, &err))
+			fail_msg("%s: %s", re, err.msg);
+		assert_int_equal(pd_labels_regex_groups(rx), cases[i].ngroups);
+		for (size_t g = 1; g <= cases[i].ngroups; g++) {
+			const char *n = pd_labels_regex_group_name(rx, g), *w = cases[i].names[g - 1];
+			if (!(n == w || (n && w && strcmp(n, w) == 0)))
+				fail_msg("%s: group %zu is named %s, want %s", re, g, n ? n : "(none)",
+				         w ? w : "(none)");
+		}
+		assert_int_equal(pd_labels_regex_match(rx, v, strlen(v), ov, 4), 1);
+		for (size_t k = 0; k < 8; k++) {
+			size_t want = cases[i].ov[k] < 0 ? PD_LABELS_REGEX_UNSET : (size_t)cases[i].ov[k];
+			if (ov[k] != want)
+				fail_msg("%s on %s: offset %zu is %zu, want %ld", re, v, k, ov[k],
+				         cases[i].ov[k]);
+		}
+		/* without room for groups, only the answer */
+		assert_int_equal(pd_labels_regex_match(rx, v, strlen(v), NULL, 0), 1);
+		pd_labels_regex_destroy(rx);
+	}
+
+	/* nesting: 1000 groups deep is Go's limit */
+	char deep[2 * 1001 + 2];
+	size_t n = 0;
+	for (int k = 0; k < 1000; k++)
+		deep[n++] = '(';
+	deep[n++] = 'a';
+	for (int k = 0; k < 1000; k++)
+		deep[n++] = ')';
+	deep[n] = '\0';
+	struct pd_labels_regex *rx;
+	struct pd_err err = {0};
+	assert_int_equal(pd_labels_regex_compile(&rx, deep, n, 0, 0, &err), 0);
+	assert_int_equal(pd_labels_regex_match(rx, "a", 1, NULL, 0), 1);
+	pd_labels_regex_destroy(rx);
+	memmove(deep + 1, deep, n + 1);
+	deep[0] = '(';
+	deep[n + 1] = ')';
+	deep[n + 2] = '\0';
+	assert_int_equal(pd_labels_regex_compile(&rx, deep, n + 2, 0, 0, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "at offset 1000: expression nests too deeply: `((("));
+}
+
 static void test_matcher_threads(void **state)
 {
 	struct pd_labels_matcher *m = mm(PD_LABELS_MATCH_REGEXP, "job", "api-\\d+|db");
@@ -1307,6 +1534,9 @@ int main(void)
 	    cmocka_unit_test(test_regex_semantics),
 	    cmocka_unit_test(test_regex_anchoring),
 	    cmocka_unit_test(test_regex_errors),
+	    cmocka_unit_test(test_regex_go_table),
+	    cmocka_unit_test(test_regex_linear_time),
+	    cmocka_unit_test(test_regex_groups),
 	    cmocka_unit_test(test_selector_valid),
 	    cmocka_unit_test(test_selector_format),
 	    cmocka_unit_test(test_selector_invalid),
