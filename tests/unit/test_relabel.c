@@ -351,6 +351,79 @@ static void test_expand(void **state)
 	}
 }
 
+/* ---- regexes that make a backtracking engine stall ------------------------ */
+
+/* Go's regexp (RE2) answers these in time linear in the input; results computed
+ * with Go (FindStringSubmatchIndex, ExpandString). A backtracking engine with a step
+ * limit answers "no match" for the first rule set, where Go matches. */
+static void test_pathological(void **state)
+{
+	const struct pcase cases[] = {
+	    {"keep: the second branch matches after the first fails",
+	     {"a", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", NULL},
+	     {{SRC("a"), .regex = "(a|aa)*(a|aa)*(a|aa)*c|a*", .action = PD_RELABEL_KEEP}},
+	     "{a=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}"},
+	    {"replace: the group of the branch that matched",
+	     {"a", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", NULL},
+	     {{SRC("a"), .regex = "(a|aa)*(a|aa)*(a|aa)*c|(a*)", .target_label = "b",
+	       .replacement = "<$4>"}},
+	     "{a=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\", "
+	     "b=\"<aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa>\"}"},
+	    {"drop: no match, as in Go",
+	     {"a", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", NULL},
+	     {{SRC("a"), .regex = "(x+x+)+y", .action = PD_RELABEL_DROP}},
+	     "{a=\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}"},
+	};
+	RUN(cases);
+
+	/* 100,000-byte inputs, with capture groups */
+	enum { N = 100000 };
+	char *in = malloc(N + 2);
+	assert_non_null(in);
+	static const struct {
+		const char *re, *tmpl;
+		char fill, last; /* the input: N of fill, then last when not NUL */
+		const char *want; /* NULL: no match; "*": N of fill */
+	} v[] = {
+	    {"(a|aa)+", "[$1]", 'a', 0, "[a]"},
+	    {"(a|aa)+$", "[$1]", 'a', 0, "[a]"},
+	    {"(a|aa)+", "[$1]", 'a', 'b', NULL},
+	    {"(x+x+)+y", "$1", 'x', 'y', "*"},
+	    {"(x+x+)+y", "$1", 'x', 0, NULL},
+	    {"(?P<w>\\w+)-?(\\d*)", "${w}", 'w', 0, "*"},
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct pd_relabel_regex rx;
+		struct pd_err err = {0};
+		struct pd_buf out;
+		size_t ov[6], len = N;
+		memset(in, v[i].fill, N);
+		if (v[i].last)
+			in[len++] = v[i].last;
+		in[len] = '\0';
+		if (pd_relabel_regex_compile(&rx, v[i].re, 0, &err) != 0)
+			fail_msg("%s: %s", v[i].re, err.msg);
+		assert_true(rx.ncap <= 2);
+		int m = pd_relabel_regex_match(&rx, in, len, ov);
+		if (m != (v[i].want != NULL))
+			fail_msg("%s on %zu bytes: match %d", v[i].re, len, m);
+		if (m) {
+			pd_buf_init(&out, 0);
+			assert_int_equal(pd_relabel_expand(&out, v[i].tmpl, &rx, in, ov), 0);
+			if (strcmp(v[i].want, "*") == 0) {
+				assert_int_equal(out.len, N);
+				assert_memory_equal(out.data, in, N);
+			} else {
+				assert_int_equal(out.len, strlen(v[i].want));
+				assert_memory_equal(out.data, v[i].want, out.len);
+			}
+			pd_buf_fini(&out);
+		}
+		pd_relabel_regex_fini(&rx);
+	}
+	free(in);
+}
+
 /* ---- replace --------------------------------------------------------------- */
 
 static void test_replace(void **state)
@@ -1099,6 +1172,7 @@ int main(void)
 	    cmocka_unit_test(test_hashmod),
 	    cmocka_unit_test(test_hashmod_sharding),
 	    cmocka_unit_test(test_expand),
+	    cmocka_unit_test(test_pathological),
 	    cmocka_unit_test(test_replace),
 	    cmocka_unit_test(test_keep_drop),
 	    cmocka_unit_test(test_equal),
