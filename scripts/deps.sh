@@ -19,9 +19,10 @@ PKGS=(
   build-essential cmake pkg-config clang
   libcurl4-openssl-dev libyaml-dev libzstd-dev libcrypt-dev
   libprotobuf-c-dev protobuf-c-compiler
-  libmicrohttpd-dev zlib1g-dev libre2-dev libpcre2-dev
+  libmicrohttpd-dev zlib1g-dev libre2-dev
   libcmocka-dev
   golang-go time curl
+  libpcre2-dev # bench/regex.sh only: its reference, the PCRE2 matchers before RE2
 )
 # the browser tests: Debian's Chromium, and Node.js and npm unless the machine has them
 if [ $tests = 1 ] && [ -f "$browser/package.json" ]; then
