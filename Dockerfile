@@ -26,10 +26,11 @@ RUN cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DPD_TESTS=OFF -DPD_B
 FROM debian:bookworm-slim
 # libc6 comes with the base image; libgcc-s1 is loaded by backtrace() for profd's own
 # CPU and heap profiles; ca-certificates lets profd scrape https targets; libre2-9
-# (regexes) is C++, so profd links libstdc++6 too.
+# (regexes) is C++, so profd links libstdc++6 too; libcrypt1 checks the web
+# configuration's bcrypt hashes.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      ca-certificates libcurl4 libgcc-s1 libmicrohttpd12 libprotobuf-c1 libre2-9 libstdc++6 \
+      ca-certificates libcrypt1 libcurl4 libgcc-s1 libmicrohttpd12 libprotobuf-c1 libre2-9 libstdc++6 \
       libyaml-0-2 libzstd1 zlib1g \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 profd \
