@@ -47,9 +47,18 @@ struct pd_tsdb_opts {
 /* Fills o with the defaults. */
 void pd_tsdb_opts_init(struct pd_tsdb_opts *o);
 
-/* Opens (creating) the store in dir: loads blocks, replays the WAL into the head
- * (cutting off a damaged tail, which is logged in the stats), and applies
- * retention. *out is owned by the caller (pd_tsdb_close). opts may be NULL. */
+/* Where blocks that do not open are moved, under the store's directory. */
+#define PD_TSDB_DAMAGED_DIR "damaged"
+
+/* Opens (creating) the store in dir: loads blocks, replays the WAL into the head,
+ * and persists the head's complete block ranges (as pd_tsdb_flush(db, 0) does),
+ * so a process that never lives to its first flush still checkpoints. Damage
+ * costs only itself: a block that does not open (its meta.json, index or chunk
+ * files damaged or missing) is moved to dir/damaged/ (read-only: left out), WAL
+ * replay skips damaged records and resumes at the next intact one, and a torn
+ * WAL tail is cut off; each is logged (component=tsdb) and counted in the stats.
+ * Only a failure to read the directory or to allocate fails the open. *out is
+ * owned by the caller (pd_tsdb_close). opts may be NULL. */
 int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opts *opts,
 		 struct pd_err *err);
 /* Closes the store; samples in the head stay in the WAL for the next open. */
@@ -182,6 +191,16 @@ struct pd_tsdb_stats {
 	/* the WAL's damaged tail cut off at open, if any */
 	int wal_repaired;
 	char wal_repair[300];
+	/* damage found at open: WAL records skipped by the replay (a torn tail's
+	 * included), blocks set aside, and the first of it in words ("" if none) */
+	uint64_t wal_damaged_records, wal_damaged_bytes;
+	uint64_t blocks_damaged;
+	char damage[400];
+	/* since open: chunk reads that found a chunk damaged (the read of that
+	 * series failed or left the chunk out), and storage writes that failed:
+	 * persisting the head as a block, compacting blocks */
+	uint64_t chunks_damaged;
+	uint64_t head_cut_failures, compaction_failures;
 	/* WAL writes since open. Concurrent commits share writes (group commit):
 	 * wal_records / wal_fsyncs is the number of commits per fsync. */
 	uint64_t wal_records;       /* commits written to the WAL */

@@ -236,12 +236,13 @@ int pd_block_chunk_bytes(const struct pd_block *b, uint64_t ref, const uint8_t *
 
 	*p = NULL;
 	*len = 0;
+	/* the index refers to chunk bytes that are not there: damage */
 	if (segno < 1 || segno > b->nsegs)
-		return pd_err_set(err, PD_ENOTFOUND, "%s: chunk ref %llu: no segment %06llu", b->dir,
+		return pd_err_set(err, PD_ECORRUPT, "%s: chunk ref %llu: no segment %06llu", b->dir,
 				  (unsigned long long)ref, (unsigned long long)segno);
 	const struct pd_block_segment *s = &b->segs[segno - 1];
 	if (off < PD_SEGMENT_HEADER_SIZE || off >= s->size)
-		return pd_err_set(err, PD_ENOTFOUND,
+		return pd_err_set(err, PD_ECORRUPT,
 				  "%s/chunks/%06llu: chunk ref %llu: offset %llu is outside the segment",
 				  b->dir, (unsigned long long)segno, (unsigned long long)ref,
 				  (unsigned long long)off);

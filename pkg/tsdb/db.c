@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "profd/pprof.h"
+#include "block_int.h"
 #include "tsdb_int.h"
 #include "wal.h"
 
@@ -139,6 +141,63 @@ static void drop_superseded(struct pd_tsdb *db)
 	}
 }
 
+/* Notes damage found at open (or, for a read-only store, hidden blocks). */
+static void note_damage(struct pd_tsdb *db, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void note_damage(struct pd_tsdb *db, const char *fmt, ...)
+{
+	va_list ap;
+	char msg[PD_ERR_MSG_MAX + 128];
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pd_log_warn("tsdb", "%s", msg);
+	if (!db->damage_note[0]) {
+		size_t n = strlen(msg);
+		if (n >= sizeof(db->damage_note))
+			n = sizeof(db->damage_note) - 1;
+		memcpy(db->damage_note, msg, n);
+		db->damage_note[n] = '\0';
+	}
+}
+
+/* Moves the block directory name (in db->dir), which did not open, into
+ * damaged/ under the data directory, out of the store's way; a read-only reader
+ * only leaves it out. */
+static void set_aside(struct pd_tsdb *db, const char *name, const struct pd_err *why)
+{
+	db->blocks_damaged++;
+	if (db->o.read_only) {
+		note_damage(db, "block %s left out, damaged: %s", name, why->msg);
+		return;
+	}
+	char *dd = path_join(db->dir, PD_TSDB_DAMAGED_DIR);
+	char *from = path_join(db->dir, name);
+	char *to = dd ? path_join(dd, name) : NULL;
+	int ok = dd && from && to && (mkdir(dd, 0755) == 0 || errno == EEXIST);
+	for (int i = 1; ok && i < 100 && access(to, F_OK) == 0; i++) {
+		/* set aside before under the same name: keep both */
+		free(to);
+		size_t n = strlen(dd) + strlen(name) + 8;
+		if ((to = malloc(n)))
+			snprintf(to, n, "%s/%s.%d", dd, name, i);
+		ok = to != NULL;
+	}
+	if (ok && rename(from, to) == 0) {
+		pd_fsync_dir(db->dir, NULL);
+		note_damage(db, "block %s moved to %s, damaged: %s", name, to, why->msg);
+	} else {
+		note_damage(db, "block %s left out, damaged (moving it to %s/ failed: %s): %s", name,
+			    PD_TSDB_DAMAGED_DIR, strerror(errno), why->msg);
+	}
+	free(dd);
+	free(from);
+	free(to);
+}
+
+/* Only allocation failures stop the store from opening; a block that does not
+ * open for any other reason is damaged and set aside. */
 static int load_blocks(struct pd_tsdb *db, struct pd_err *err)
 {
 	DIR *d = opendir(db->dir);
@@ -161,7 +220,13 @@ static int load_blocks(struct pd_tsdb *db, struct pd_err *err)
 				rm_rf(p);
 		} else if (is_ulid(e->d_name)) {
 			struct pd_block *b;
-			if ((rc = pd_block_open(&b, p, err)) == 0 && (rc = add_block(db, b, err)))
+			struct pd_err berr = {0};
+			int r2 = pd_block_open(&b, p, &berr);
+			if (r2 == PD_ENOMEM)
+				rc = pd_err_set(err, PD_ENOMEM, "%s", berr.msg);
+			else if (r2)
+				set_aside(db, e->d_name, &berr);
+			else if ((rc = add_block(db, b, err)))
 				pd_block_close(b);
 		}
 		free(p);
@@ -327,11 +392,34 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 				 "WAL segment %u cut at byte %llu: %s", st.segment,
 				 (unsigned long long)st.offset, st.reason);
 		}
+		if (!rc && st.damaged_regions) {
+			db->wal_damaged_records = st.damaged_records;
+			db->wal_damaged_bytes = st.damaged_bytes;
+			note_damage(db,
+				    "WAL replay skipped %llu damaged records (%llu bytes) in %llu "
+				    "places and kept %llu records; the first in segment %u at byte "
+				    "%llu: %s",
+				    (unsigned long long)st.damaged_records,
+				    (unsigned long long)st.damaged_bytes,
+				    (unsigned long long)st.damaged_regions,
+				    (unsigned long long)st.records, st.damage_segment,
+				    (unsigned long long)st.damage_offset, st.damage_reason);
+			/* the last segment's framing may be broken inside: append to a
+			 * new one */
+			wo.new_segment = 1;
+		}
 		if (!rc && !db->o.read_only)
 			rc = pd_wal_open(&db->wal, wdir, &wo, err);
 		free(wdir);
 		if (rc)
 			goto fail;
+	}
+	if (!db->o.read_only && !db->o.wal_disabled) {
+		/* a daemon killed before its first periodic flush, again and again,
+		 * would otherwise grow its WAL and its start-up time without end */
+		struct pd_err ferr = {0};
+		if (pd_tsdb_flush(db, 0, &ferr))
+			pd_log_error("tsdb", "persisting the head at open failed: %s", ferr.msg);
 	}
 	*out = db;
 	return 0;
@@ -948,8 +1036,21 @@ int pd_tsdb_flush(struct pd_tsdb *db, int all, struct pd_err *err)
 			rc = pd_wal_checkpoint(db->wal, persisted_to, keep_series, &k, err);
 	}
 	pthread_mutex_unlock(&db->append_mu);
-	if (!rc)
-		rc = compact(db, err);
+	if (rc) {
+		/* the head keeps what did not reach a block, the WAL what was not
+		 * checkpointed: nothing is lost, and the next flush tries again */
+		__atomic_fetch_add(&db->head_cut_failures, 1, __ATOMIC_RELAXED);
+		pd_log_error("tsdb", "persisting the head as a block failed (the head and the WAL keep "
+			     "its samples; retried at the next flush): %s",
+			     err ? err->msg : "");
+	}
+	if (!rc && (rc = compact(db, err))) {
+		/* the blocks being merged stay as they are */
+		__atomic_fetch_add(&db->compaction_failures, 1, __ATOMIC_RELAXED);
+		pd_log_error("tsdb", "compaction failed (the blocks it would merge stay as they are; "
+			     "retried at the next flush): %s",
+			     err ? err->msg : "");
+	}
 	if (!rc)
 		rc = apply_retention(db, err);
 	pthread_mutex_lock(&db->append_mu);
@@ -1292,6 +1393,13 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 	st->retention_deletions = db->retention_deletions;
 	st->wal_repaired = db->wal_repaired;
 	memcpy(st->wal_repair, db->wal_repair, sizeof(st->wal_repair));
+	st->wal_damaged_records = db->wal_damaged_records;
+	st->wal_damaged_bytes = db->wal_damaged_bytes;
+	st->blocks_damaged = db->blocks_damaged;
+	memcpy(st->damage, db->damage_note, sizeof(st->damage));
+	st->chunks_damaged = __atomic_load_n(&db->chunks_damaged, __ATOMIC_RELAXED);
+	st->head_cut_failures = __atomic_load_n(&db->head_cut_failures, __ATOMIC_RELAXED);
+	st->compaction_failures = __atomic_load_n(&db->compaction_failures, __ATOMIC_RELAXED);
 	if (db->wal) {
 		struct pd_wal_stats ws;
 		pd_wal_stats(db->wal, &ws);

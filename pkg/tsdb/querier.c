@@ -256,10 +256,22 @@ void pd_tsdb_result_destroy(struct pd_tsdb_result *r)
 	free(r);
 }
 
-/* Adds the timestamps in [mint, maxt] of one series of one source. */
-static int collect_series(const struct source *src, uint64_t ref, const struct pd_tsdb_matcher *m,
-			  size_t nm, int64_t mint, int64_t maxt, struct rs *res, size_t limit,
-			  struct pd_err *err)
+/* Counts and logs a damaged chunk that a read met. */
+static void chunk_damaged(struct pd_tsdb *db, const struct source *src, const char *what,
+			  const struct pd_err *err)
+{
+	__atomic_fetch_add(&db->chunks_damaged, 1, __ATOMIC_RELAXED);
+	pd_log_warn("tsdb", "%s%s%s: %s", what, src->ops == &block_reader_ops ? " in block " : "",
+		    src->ops == &block_reader_ops ? pd_block_dir(src->r) : " in the head",
+		    err ? err->msg : "a chunk is damaged");
+}
+
+/* Adds the timestamps in [mint, maxt] of one series of one source. A damaged
+ * timestamp chunk is left out (and counted): the series' other chunks and every
+ * other series still answer. */
+static int collect_series(struct pd_tsdb *db, const struct source *src, uint64_t ref,
+			  const struct pd_tsdb_matcher *m, size_t nm, int64_t mint, int64_t maxt,
+			  struct rs *res, size_t limit, struct pd_err *err)
 {
 	struct pd_lpair *l;
 	struct rchunk *c;
@@ -277,8 +289,13 @@ static int collect_series(const struct source *src, uint64_t ref, const struct p
 			continue;
 		uint8_t *tb;
 		size_t tl;
-		if ((rc = src->ops->chunk_ts(src->r, ref, &c[k], &tb, &tl, err)))
-			break;
+		if ((rc = src->ops->chunk_ts(src->r, ref, &c[k], &tb, &tl, err))) {
+			if (rc != PD_ECORRUPT)
+				break;
+			chunk_damaged(db, src, "listing timestamps: timestamp chunk left out", err);
+			rc = 0;
+			continue;
+		}
 		struct pd_chunkenc_ts_iter it;
 		pd_chunkenc_ts_iter_init(&it, tb, tl);
 		while (!rc && pd_chunkenc_ts_iter_next(&it)) {
@@ -299,9 +316,13 @@ static int collect_series(const struct source *src, uint64_t ref, const struct p
 			if (rs_push_ts(res, idx, t))
 				rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		}
-		if (!rc && pd_chunkenc_ts_iter_err(&it))
-			rc = pd_err_set(err, PD_ECORRUPT, "series %llu: timestamp chunk is corrupt",
-					(unsigned long long)ref);
+		if (!rc && pd_chunkenc_ts_iter_err(&it)) {
+			struct pd_err e2;
+			pd_err_set(&e2, PD_ECORRUPT, "series %llu: timestamp chunk of %lld..%lld does not decode",
+				   (unsigned long long)ref, (long long)c[k].mint, (long long)c[k].maxt);
+			chunk_damaged(db, src, "listing timestamps: the rest of a timestamp chunk left out",
+				      &e2);
+		}
 		free(tb);
 	}
 out:
@@ -326,7 +347,7 @@ int pd_tsdb_select(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t n
 		if ((rc = candidates(&src[s], m, nm, &refs, &n, err)))
 			break;
 		for (size_t i = 0; i < n && !rc; i++)
-			rc = collect_series(&src[s], refs[i], m, nm, mint, maxt, &res, limit, err);
+			rc = collect_series(db, &src[s], refs[i], m, nm, mint, maxt, &res, limit, err);
 		free(refs);
 	}
 	pthread_rwlock_unlock(&db->blocks_mu);
@@ -467,6 +488,10 @@ int pd_tsdb_read(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t 
 			break;
 		}
 		rc = read_from(&src[s], ref, t, db->o.max_profile, out, len, err);
+		if (rc == PD_ECORRUPT) {
+			pd_err_prefix(err, "the profile at %lld is in a damaged chunk", (long long)t);
+			chunk_damaged(db, &src[s], "reading a profile", err);
+		}
 	}
 	pthread_rwlock_unlock(&db->blocks_mu);
 	free(src);
@@ -667,6 +692,11 @@ int pd_tsdb_merge(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t
 		if ((rc = r2))
 			break;
 		rc = merge_from(&src[s], ref, lo, hi, db->o.max_profile, emit, ctx, err);
+		if (rc == PD_ECORRUPT) {
+			pd_err_prefix(err, "a profile in %lld..%lld is in a damaged chunk", (long long)lo,
+				      (long long)hi);
+			chunk_damaged(db, &src[s], "merging profiles", err);
+		}
 	}
 	pthread_rwlock_unlock(&db->blocks_mu);
 	free(src);

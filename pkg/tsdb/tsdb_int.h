@@ -165,6 +165,12 @@ struct pd_tsdb {
 	uint64_t compactions, retention_deletions;
 	int wal_repaired;
 	char wal_repair[300];
+	uint64_t wal_damaged_records, wal_damaged_bytes; /* skipped at replay */
+	uint64_t blocks_damaged;     /* set aside at open */
+	char damage_note[400];       /* the first damage found at open */
+	/* failures, counted with __atomic builtins */
+	uint64_t chunks_damaged;     /* chunk reads that found damage */
+	uint64_t head_cut_failures, compaction_failures;
 };
 
 /* A place queries read from: the head or one block. */

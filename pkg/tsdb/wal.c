@@ -327,10 +327,10 @@ int pd_wal_open(struct pd_wal **out, const char *dir, const struct pd_wal_opts *
 
 	uint32_t last_cp = l.ncps ? l.cps[l.ncps - 1] : 0;
 	uint32_t last_seg = l.nsegs ? l.segs[l.nsegs - 1] : 0;
-	if (last_seg > last_cp)
+	if (last_seg > last_cp && !o.new_segment)
 		rc = resume_last(w, last_seg, err);
 	else
-		rc = pd_wal_segw_create(&w->seg, last_cp + 1, err);
+		rc = pd_wal_segw_create(&w->seg, (last_seg > last_cp ? last_seg : last_cp) + 1, err);
 	if (rc)
 		goto fail;
 	if ((rc = pd_wal_du(dir, &w->base_size, err)))

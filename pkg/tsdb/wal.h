@@ -35,6 +35,9 @@ enum pd_wal_sync {
 struct pd_wal_opts {
 	size_t segment_size; /* cut a new segment past this size; 0: 128 MiB */
 	int sync;            /* enum pd_wal_sync */
+	int new_segment;     /* start a new segment rather than append to the last one:
+			      * after a replay that skipped damage inside it, whose
+			      * record framing no longer adds up */
 };
 
 struct pd_wal;
@@ -125,17 +128,27 @@ struct pd_wal_replay_stats {
 	uint32_t segment;      /* in which segment */
 	uint64_t offset;       /* at which byte */
 	char reason[256];      /* why, e.g. "record CRC mismatch" */
+	/* every damage skipped (the tail too), in the checkpoint and the segments: */
+	uint64_t damaged_regions; /* stretches of damage, and missing segments */
+	uint64_t damaged_records; /* records lost in them (as their lengths tell) */
+	uint64_t damaged_bytes;   /* bytes skipped */
+	uint32_t damage_segment;  /* the first: segment, byte, why ("checkpoint.N: " */
+	uint64_t damage_offset;   /* before the reason when it is in the checkpoint) */
+	char damage_reason[256];
 };
 
 /* Replays the checkpoint and then every segment in order, calling cb for each
- * series and sample. A torn or corrupt record ends the replay: the segment is cut
- * at the last good record, later segments are removed, and stats says where and
- * why; records before it are all delivered. A missing dir is an empty WAL. */
+ * series and sample. Damage is skipped: a bad record (or stretch of bytes) is
+ * passed over up to the next record that checks whole, a missing segment is
+ * passed over, and stats counts what was lost; every intact record is
+ * delivered. Damage that runs to the end of the last segment is a torn tail: the
+ * segment is cut there (stats->truncated says where and why). A missing dir is
+ * an empty WAL. */
 int pd_wal_replay(const char *dir, const struct pd_wal_replay_cb *cb,
 		  struct pd_wal_replay_stats *stats, struct pd_err *err);
 
 /* As pd_wal_replay, but changes no file: a damaged tail (or one a live writer is
- * still writing) ends the replay and is reported in stats, and stays on disk. */
+ * still writing) is reported in stats, and stays on disk. */
 int pd_wal_replay_readonly(const char *dir, const struct pd_wal_replay_cb *cb,
 			   struct pd_wal_replay_stats *stats, struct pd_err *err);
 

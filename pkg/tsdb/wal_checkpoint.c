@@ -63,8 +63,9 @@ static int cp_sample(void *ctx, uint64_t ref, int64_t t, const uint8_t *p, size_
 	return rc;
 }
 
-/* Reads segments nums[0..n) of dir into the checkpoint writer; damage is an error
- * here (pd_wal_replay repairs it). */
+/* Reads segments nums[0..n) of dir into the checkpoint writer. Damage is skipped
+ * as replay skips it (what it held was lost at replay already), so a damaged
+ * record does not keep the WAL from being checkpointed and shrinking. */
 static int cp_read(struct cp_writer *c, const char *dir, const uint32_t *nums, size_t n,
 		   uint32_t first, struct pd_err *err)
 {
@@ -74,9 +75,7 @@ static int cp_read(struct cp_writer *c, const char *dir, const uint32_t *nums, s
 	c->err.code = 0;
 	int rc = pd_wal_read_segments(dir, nums, n, first, &cb, NULL, &dmg, err);
 	if (rc == 1)
-		return pd_err_set(err, PD_ECORRUPT,
-				  "%s/%08u offset %llu: %s; replay the WAL to repair it", dir,
-				  dmg.segment, (unsigned long long)dmg.offset, dmg.reason);
+		rc = 0;
 	if (rc < 0 && c->err.code) {
 		if (err)
 			*err = c->err;

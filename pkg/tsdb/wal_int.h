@@ -196,19 +196,28 @@ int pd_wal_du(const char *dir, uint64_t *out, struct pd_err *err);
 
 /* ---- reading --------------------------------------------------------------- */
 
-/* Where a directory of segments stopped being readable. */
+/* The damage a read of segments skipped. */
 struct pd_wal_damage {
-	uint32_t segment;
+	uint32_t segment; /* the first damage: where, and why */
 	uint64_t offset;
 	char reason[200];
+	uint64_t regions; /* damaged stretches skipped (a missing segment is one) */
+	uint64_t records; /* records in them, as far as their lengths tell; >= 1 each */
+	uint64_t bytes;   /* bytes in them */
+	int tail;         /* the last segment read ends in damage: */
+	uint32_t tail_segment;
+	uint64_t tail_offset; /* where that damage starts */
+	char tail_reason[200];
 };
 
 /* Reads segments nums[0..n) of dir in order and hands every record's series and
  * samples to cb (a record is checked whole before any of it is delivered).
- * first: the number the first segment must have (0: any). Returns 0 when all was
- * read, 1 when damage was found (*dmg says where; the segments were not touched),
- * or a negative code: a callback's, PD_EIO, PD_ENOMEM, or PD_EINCOMPAT for data
- * of a newer format. */
+ * Damage is skipped: the reader looks for the next intact record (a header whose
+ * CRC32C and payload check) byte by byte and goes on from there; a missing
+ * segment is skipped likewise. first: the number the first segment must have (0:
+ * any). Returns 0 when all was read, 1 when damage was skipped (*dmg says where
+ * and how much; the segments were not touched), or a negative code: a
+ * callback's, PD_EIO, PD_ENOMEM, or PD_EINCOMPAT for data of a newer format. */
 int pd_wal_read_segments(const char *dir, const uint32_t *nums, size_t n, uint32_t first,
 			 const struct pd_wal_replay_cb *cb, struct pd_wal_replay_stats *stats,
 			 struct pd_wal_damage *dmg, struct pd_err *err);

@@ -1,9 +1,9 @@
 /* wal_read.c: reading the WAL back: segment files record by record (framing,
  * CRC32C, zstd, and a bounds-checked decoder for commit payloads, which are
  * outside input), and pd_wal_replay, which reads the newest checkpoint and then
- * the segments after it, and repairs a damaged tail: the damaged segment is cut
- * at the start of the bad record and every later segment removed, so that the
- * WAL is again a sequence of whole commits. A record is checked whole before any
+ * the segments after it. Damage is skipped: reading resumes at the next intact
+ * record, and only a torn tail (damage that runs to the end of the last segment)
+ * is cut off, so that the WAL again ends in a whole commit. A record is checked whole before any
  * of its series or samples is handed out. Layouts: docs/format/wal.md. */
 #include <errno.h>
 #include <fcntl.h>
@@ -275,16 +275,22 @@ struct reader {
 	struct segr r;
 };
 
-__attribute__((format(printf, 4, 5))) static int damage(struct reader *rd, uint32_t seg,
-							 uint64_t off, const char *fmt, ...)
+/* Notes the start of a damaged stretch at off of segment seg: the first one
+ * read is the one reported by name. */
+__attribute__((format(printf, 4, 5))) static void damage(struct reader *rd, uint32_t seg,
+							  uint64_t off, const char *fmt, ...)
 {
 	va_list ap;
-	rd->dmg->segment = seg;
-	rd->dmg->offset = off;
+	char why[sizeof(rd->dmg->reason)];
 	va_start(ap, fmt);
-	vsnprintf(rd->dmg->reason, sizeof(rd->dmg->reason), fmt, ap);
+	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	return 1;
+	if (!rd->dmg->regions) {
+		rd->dmg->segment = seg;
+		rd->dmg->offset = off;
+		memcpy(rd->dmg->reason, why, sizeof(why));
+	}
+	memcpy(rd->dmg->tail_reason, why, sizeof(why));
 }
 
 /* Decompresses one zstd frame into rd->dec; 0, 1 when it is not a valid frame
@@ -323,18 +329,139 @@ static int unzstd(struct reader *rd, const uint8_t *p, size_t len, const char **
 	return 0;
 }
 
-/* Reads one segment file: 0 when it ended cleanly, 1 on damage, < 0 on error. */
-static int read_segment(struct reader *rd, const char *dir, uint32_t num)
+/* Counts the records of a damaged stretch [from, to) of the segment, following
+ * their length fields while they stay inside it; at least one. */
+static uint64_t count_records(struct reader *rd, uint64_t from, uint64_t to)
+{
+	uint64_t n = 0, off = from < PD_WAL_SEG_HDR ? PD_WAL_SEG_HDR : from;
+	const uint8_t *h;
+	while (to - off >= PD_WAL_REC_HDR && segr_get(&rd->r, off, PD_WAL_REC_HDR, &h) == 0) {
+		uint64_t next = off + PD_WAL_REC_HDR + get_be32(h + 2);
+		if (next > to)
+			break;
+		n++;
+		off = next;
+	}
+	return n + (off < to);
+}
+
+/* Closes the damaged stretch [from, to) of segment seg. */
+static void skipped(struct reader *rd, uint32_t seg, uint64_t from, uint64_t to, int at_end)
+{
+	rd->dmg->regions++;
+	rd->dmg->bytes += to - from;
+	rd->dmg->records += count_records(rd, from, to);
+	if (at_end) {
+		rd->dmg->tail = 1;
+		rd->dmg->tail_segment = seg;
+		rd->dmg->tail_offset = from;
+	}
+}
+
+#define REC_OK 0
+#define REC_BAD 1
+
+/* Checks the record at off of segment num and, when it is whole and valid, hands
+ * its series and samples out and sets *next past it. Returns REC_OK, REC_BAD
+ * (why[] says why), or a negative code (an error, or PD_EINCOMPAT for a record of
+ * a newer format). scanning: looking for the next intact record after damage,
+ * where only commit records with known flags count and nothing is an error of
+ * format. */
+static int read_record(struct reader *rd, const char *path, uint64_t off, int scanning,
+		       uint64_t *next, char *why, size_t whylen)
 {
 	struct segr *r = &rd->r;
 	const uint8_t *h, *rec;
-	const char *why = NULL;
-	struct stat st;
+	const char *w = NULL;
 	int rc;
+	uint64_t left = r->size - off;
+
+	if (left < PD_WAL_REC_HDR) {
+		snprintf(why, whylen, "record header truncated (%llu of %d bytes)",
+			 (unsigned long long)left, PD_WAL_REC_HDR);
+		return REC_BAD;
+	}
+	if ((rc = segr_get(r, off, PD_WAL_REC_HDR, &h)))
+		goto io;
+	uint8_t type = h[0], flags = h[1];
+	uint32_t len = get_be32(h + 2), crc = get_be32(h + 6);
+	if (scanning && (type != PD_WAL_REC_COMMIT || (flags & ~PD_WAL_FLAGS_KNOWN)))
+		return REC_BAD;
+	if (len > left - PD_WAL_REC_HDR) {
+		snprintf(why, whylen, "record truncated (%u payload bytes, %llu left in the segment)",
+			 len, (unsigned long long)(left - PD_WAL_REC_HDR));
+		return REC_BAD;
+	}
+	if (len > PD_WAL_RECORD_LIMIT) {
+		snprintf(why, whylen, "record of %u bytes exceeds the limit of %zu", len,
+			 PD_WAL_RECORD_LIMIT);
+		return REC_BAD;
+	}
+	if ((rc = segr_get(r, off, PD_WAL_REC_HDR + (size_t)len, &rec)))
+		goto io;
+	uint32_t got = pd_crc32c(pd_crc32c(0, rec, 6), rec + PD_WAL_REC_HDR, len);
+	if (got != crc) {
+		snprintf(why, whylen, "record CRC mismatch (stored %08x, computed %08x)", crc, got);
+		return REC_BAD;
+	}
+	if (type == 0) {
+		snprintf(why, whylen, "record type 0 is invalid");
+		return REC_BAD;
+	}
+	if (type != PD_WAL_REC_COMMIT || (flags & ~PD_WAL_FLAGS_KNOWN))
+		return pd_err_set(rd->err, PD_EINCOMPAT,
+				  "%s offset %llu: unknown record type %u or flags 0x%02x "
+				  "(written by a newer profd?)",
+				  path, (unsigned long long)off, type, flags);
+	const uint8_t *pl = rec + PD_WAL_REC_HDR;
+	size_t plen = len;
+	if (flags & PD_WAL_FLAG_ZSTD) {
+		if ((rc = unzstd(rd, pl, plen, &w)) < 0)
+			return pd_err_set(rd->err, PD_ENOMEM, "%s: out of memory", path);
+		if (rc) {
+			snprintf(why, whylen, "undecodable record payload: %s", w);
+			return REC_BAD;
+		}
+		pl = rd->dec.data;
+		plen = rd->dec.len;
+	}
+	if ((rc = decode_commit(pl, plen, NULL, &rd->sc, NULL, &w)) == DECODE_BAD) {
+		snprintf(why, whylen, "undecodable record payload: %s", w);
+		return REC_BAD;
+	}
+	if (rc == 0)
+		rc = decode_commit(pl, plen, rd->cb, &rd->sc, rd->stats, &w);
+	if (rc == DECODE_NOMEM)
+		return pd_err_set(rd->err, PD_ENOMEM, "%s: out of memory", path);
+	if (rc != 0)
+		return pd_err_set(rd->err, rc, "%s offset %llu: replay stopped by its callback (%s)",
+				  path, (unsigned long long)off, pd_strerror(rc));
+	if (rd->stats)
+		rd->stats->records++;
+	*next = off + PD_WAL_REC_HDR + (uint64_t)len;
+	return REC_OK;
+io:
+	if (rc == PD_ENOMEM)
+		return pd_err_set(rd->err, PD_ENOMEM, "%s: out of memory", path);
+	return pd_err_set(rd->err, PD_EIO, "%s: read: %s", path, strerror(errno));
+}
+
+/* Reads one segment file, skipping damage: after a bad record (or a bad header)
+ * every later byte offset is tried until a record checks whole, and reading goes
+ * on from there. 0 or a negative code; the damage is counted in rd->dmg. */
+static int read_segment(struct reader *rd, const char *dir, uint32_t num)
+{
+	struct segr *r = &rd->r;
+	const uint8_t *h;
+	struct stat st;
+	char why[sizeof(rd->dmg->reason)];
+	int rc = 0;
+	uint64_t bad = UINT64_MAX; /* start of the damaged stretch being skipped */
 	char *path = pd_wal_seg_path(dir, num);
 
 	if (!path)
 		return pd_err_set(rd->err, PD_ENOMEM, "out of memory");
+	rd->dmg->tail = 0;
 	r->win.len = 0;
 	if ((r->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(r->fd, &st) != 0) {
 		rc = pd_err_set(rd->err, PD_EIO, "%s: %s", path, strerror(errno));
@@ -342,17 +469,19 @@ static int read_segment(struct reader *rd, const char *dir, uint32_t num)
 	}
 	r->size = (uint64_t)st.st_size;
 	if (r->size < PD_WAL_SEG_HDR) {
-		rc = damage(rd, num, 0, "segment header truncated (%llu bytes)",
-			    (unsigned long long)r->size);
+		damage(rd, num, 0, "segment header truncated (%llu bytes)", (unsigned long long)r->size);
+		skipped(rd, num, 0, r->size, 1);
 		goto done;
 	}
-	if ((rc = segr_get(r, 0, PD_WAL_SEG_HDR, &h)))
-		goto io;
+	if ((rc = segr_get(r, 0, PD_WAL_SEG_HDR, &h))) {
+		rc = rc == PD_ENOMEM ? pd_err_set(rd->err, PD_ENOMEM, "%s: out of memory", path)
+				     : pd_err_set(rd->err, PD_EIO, "%s: read: %s", path, strerror(errno));
+		goto done;
+	}
 	if (memcmp(h, PD_WAL_MAGIC, 4) != 0) {
-		rc = damage(rd, num, 0, "bad segment magic");
-		goto done;
-	}
-	if (h[4] != PD_WAL_VERSION) {
+		damage(rd, num, 0, "bad segment magic");
+		bad = 0;
+	} else if (h[4] != PD_WAL_VERSION) {
 		rc = pd_err_set(rd->err, PD_EINCOMPAT,
 				"%s: segment format version %u is not supported (written by a newer "
 				"profd?)",
@@ -360,86 +489,27 @@ static int read_segment(struct reader *rd, const char *dir, uint32_t num)
 		goto done;
 	}
 
-	uint64_t off = PD_WAL_SEG_HDR;
+	uint64_t off = PD_WAL_SEG_HDR, next = 0;
 	while (off < r->size) {
-		uint64_t left = r->size - off;
-		if (left < PD_WAL_REC_HDR) {
-			rc = damage(rd, num, off, "record header truncated (%llu of %d bytes)",
-				    (unsigned long long)left, PD_WAL_REC_HDR);
+		rc = read_record(rd, path, off, bad != UINT64_MAX, &next, why, sizeof(why));
+		if (rc < 0)
 			goto done;
+		if (rc == REC_OK) {
+			if (bad != UINT64_MAX)
+				skipped(rd, num, bad, off, 0);
+			bad = UINT64_MAX;
+			off = next;
+			continue;
 		}
-		if ((rc = segr_get(r, off, PD_WAL_REC_HDR, &h)))
-			goto io;
-		uint8_t type = h[0], flags = h[1];
-		uint32_t len = get_be32(h + 2), crc = get_be32(h + 6);
-		if (len > left - PD_WAL_REC_HDR) {
-			rc = damage(rd, num, off,
-				    "record truncated (%u payload bytes, %llu left in the segment)",
-				    len, (unsigned long long)(left - PD_WAL_REC_HDR));
-			goto done;
+		if (bad == UINT64_MAX) {
+			damage(rd, num, off, "%s", why);
+			bad = off;
 		}
-		if (len > PD_WAL_RECORD_LIMIT) {
-			rc = damage(rd, num, off, "record of %u bytes exceeds the limit of %zu", len,
-				    PD_WAL_RECORD_LIMIT);
-			goto done;
-		}
-		if ((rc = segr_get(r, off, PD_WAL_REC_HDR + (size_t)len, &rec)))
-			goto io;
-		uint32_t got = pd_crc32c(pd_crc32c(0, rec, 6), rec + PD_WAL_REC_HDR, len);
-		if (got != crc) {
-			rc = damage(rd, num, off, "record CRC mismatch (stored %08x, computed %08x)",
-				    crc, got);
-			goto done;
-		}
-		if (type == 0) {
-			rc = damage(rd, num, off, "record type 0 is invalid");
-			goto done;
-		}
-		if (type != PD_WAL_REC_COMMIT || (flags & ~PD_WAL_FLAGS_KNOWN)) {
-			rc = pd_err_set(rd->err, PD_EINCOMPAT,
-					"%s offset %llu: unknown record type %u or flags 0x%02x "
-					"(written by a newer profd?)",
-					path, (unsigned long long)off, type, flags);
-			goto done;
-		}
-		const uint8_t *pl = rec + PD_WAL_REC_HDR;
-		size_t plen = len;
-		if (flags & PD_WAL_FLAG_ZSTD) {
-			if ((rc = unzstd(rd, pl, plen, &why)) < 0)
-				goto nomem;
-			if (rc) {
-				rc = damage(rd, num, off, "undecodable record payload: %s", why);
-				goto done;
-			}
-			pl = rd->dec.data;
-			plen = rd->dec.len;
-		}
-		if ((rc = decode_commit(pl, plen, NULL, &rd->sc, NULL, &why)) == DECODE_BAD) {
-			rc = damage(rd, num, off, "undecodable record payload: %s", why);
-			goto done;
-		}
-		if (rc == 0)
-			rc = decode_commit(pl, plen, rd->cb, &rd->sc, rd->stats, &why);
-		if (rc != 0) {
-			if (rc == DECODE_NOMEM)
-				goto nomem;
-			pd_err_set(rd->err, rc, "%s offset %llu: replay stopped by its callback (%s)",
-				   path, (unsigned long long)off, pd_strerror(rc));
-			goto done;
-		}
-		if (rd->stats)
-			rd->stats->records++;
-		off += PD_WAL_REC_HDR + (uint64_t)len;
+		off++;
 	}
+	if (bad != UINT64_MAX)
+		skipped(rd, num, bad, r->size, 1);
 	rc = 0;
-	goto done;
-io:
-	if (rc == PD_ENOMEM)
-		goto nomem;
-	rc = pd_err_set(rd->err, PD_EIO, "%s: read: %s", path, strerror(errno));
-	goto done;
-nomem:
-	rc = pd_err_set(rd->err, PD_ENOMEM, "%s: out of memory", path);
 done:
 	if (r->fd >= 0)
 		close(r->fd);
@@ -467,12 +537,13 @@ int pd_wal_read_segments(const char *dir, const uint32_t *nums, size_t n, uint32
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		uint32_t want = i ? nums[i - 1] + 1 : first;
 		if (want && nums[i] != want) {
+			/* what the missing segments held is lost; the rest is read */
 			if (nums[i] == want + 1)
-				rc = damage(&rd, nums[i], 0, "segment %08u is missing", want);
+				damage(&rd, nums[i], 0, "segment %08u is missing", want);
 			else
-				rc = damage(&rd, nums[i], 0, "segments %08u to %08u are missing", want,
-					    nums[i] - 1);
-			break;
+				damage(&rd, nums[i], 0, "segments %08u to %08u are missing", want,
+				       nums[i] - 1);
+			dmg->regions++;
 		}
 		rc = read_segment(&rd, dir, nums[i]);
 	}
@@ -480,7 +551,7 @@ int pd_wal_read_segments(const char *dir, const uint32_t *nums, size_t n, uint32
 	pd_buf_fini(&rd.dec);
 	pd_buf_fini(&rd.r.win);
 	scratch_fini(&rd.sc);
-	return rc;
+	return rc ? rc : dmg->regions ? 1 : 0;
 }
 
 int pd_wal_check_tail(const char *path, int fd, uint64_t size, struct pd_err *err)
@@ -518,30 +589,25 @@ int pd_wal_check_tail(const char *path, int fd, uint64_t size, struct pd_err *er
 
 /* ---- replay and repair ----------------------------------------------------- */
 
-/* Cuts segment dmg->segment of dir at dmg->offset (removing it when the offset is
- * inside its header) and removes every later one of nums. */
-static int repair(const char *dir, const uint32_t *nums, size_t n,
-		  const struct pd_wal_damage *dmg, struct pd_err *err)
+/* Cuts segment seg of dir at off (removing it when off is inside its header):
+ * a torn tail. */
+static int cut_tail(const char *dir, uint32_t seg, uint64_t off, struct pd_err *err)
 {
 	int rc = 0;
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		if (nums[i] < dmg->segment)
-			continue;
-		char *path = pd_wal_seg_path(dir, nums[i]);
-		if (!path)
-			return pd_err_set(err, PD_ENOMEM, "out of memory");
-		if (nums[i] == dmg->segment && dmg->offset >= PD_WAL_SEG_HDR) {
-			int fd = open(path, O_WRONLY | O_CLOEXEC);
-			if (fd < 0 || ftruncate(fd, (off_t)dmg->offset) != 0 || fsync(fd) != 0)
-				rc = pd_err_set(err, PD_EIO, "%s: cutting at %llu: %s", path,
-						(unsigned long long)dmg->offset, strerror(errno));
-			if (fd >= 0)
-				close(fd);
-		} else if (unlink(path) != 0 && errno != ENOENT) {
-			rc = pd_err_set(err, PD_EIO, "%s: unlink: %s", path, strerror(errno));
-		}
-		free(path);
+	char *path = pd_wal_seg_path(dir, seg);
+	if (!path)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	if (off >= PD_WAL_SEG_HDR) {
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || ftruncate(fd, (off_t)off) != 0 || fsync(fd) != 0)
+			rc = pd_err_set(err, PD_EIO, "%s: cutting at %llu: %s", path,
+					(unsigned long long)off, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	} else if (unlink(path) != 0 && errno != ENOENT) {
+		rc = pd_err_set(err, PD_EIO, "%s: unlink: %s", path, strerror(errno));
 	}
+	free(path);
 	if (rc == 0)
 		rc = pd_wal_fsync_dir(dir, err);
 	return rc;
@@ -554,6 +620,26 @@ static size_t first_after(const uint32_t *nums, size_t n, uint32_t after)
 	while (i < n && nums[i] <= after)
 		i++;
 	return i;
+}
+
+/* Adds the damage d (found in a checkpoint when cp) to stats. */
+static void add_damage(struct pd_wal_replay_stats *stats, const struct pd_wal_damage *d,
+		       uint32_t cp)
+{
+	if (!d->regions)
+		return;
+	if (!stats->damaged_regions) {
+		stats->damage_segment = d->segment;
+		stats->damage_offset = d->offset;
+		if (cp)
+			snprintf(stats->damage_reason, sizeof(stats->damage_reason),
+				 "checkpoint.%08u: %s", cp, d->reason);
+		else
+			snprintf(stats->damage_reason, sizeof(stats->damage_reason), "%s", d->reason);
+	}
+	stats->damaged_regions += d->regions;
+	stats->damaged_records += d->records;
+	stats->damaged_bytes += d->bytes;
 }
 
 static int replay(const char *dir, const struct pd_wal_replay_cb *cb,
@@ -573,7 +659,8 @@ static int replay(const char *dir, const struct pd_wal_replay_cb *cb,
 	if ((rc = pd_wal_list(dir, &l, err)))
 		return rc == PD_ENOTFOUND ? 0 : rc;
 
-	/* the newest complete checkpoint; older ones and temporary ones are ignored */
+	/* the newest complete checkpoint; older ones and temporary ones are ignored.
+	 * Its damage is skipped like a segment's: nothing appends to it. */
 	if (l.ncps) {
 		cp = l.cps[l.ncps - 1];
 		if (!(cpdir = pd_wal_cp_path(dir, cp, 0))) {
@@ -583,37 +670,29 @@ static int replay(const char *dir, const struct pd_wal_replay_cb *cb,
 		if ((rc = pd_wal_list(cpdir, &c, err)))
 			goto done;
 		rc = pd_wal_read_segments(cpdir, c.segs, c.nsegs, 1, cb, stats, &dmg, err);
-		if (rc == 1) {
-			/* everything after the damage goes, the segments too */
-			k = first_after(l.segs, l.nsegs, cp);
-			struct pd_wal_damage all = {.segment = k < l.nsegs ? l.segs[k] : 0};
-			rc = 0;
-			if (fix && ((rc = repair(cpdir, c.segs, c.nsegs, &dmg, err)) ||
-				    (k < l.nsegs && (rc = repair(dir, l.segs + k, l.nsegs - k, &all, err)))))
-				goto done;
-			stats->truncated = 1;
-			stats->segment = dmg.segment;
-			stats->offset = dmg.offset;
-			snprintf(stats->reason, sizeof(stats->reason), "checkpoint.%08u: %s", cp,
-				 dmg.reason);
+		if (rc < 0)
 			goto done;
-		}
-		if (rc)
-			goto done;
+		add_damage(stats, &dmg, cp);
 	}
 
-	/* then the segments after it, in order, without gaps */
+	/* then the segments after it, in order; a gap is skipped and reported */
+	memset(&dmg, 0, sizeof(dmg));
 	k = first_after(l.segs, l.nsegs, cp);
 	rc = pd_wal_read_segments(dir, l.segs + k, l.nsegs - k, cp ? cp + 1 : 0, cb, stats, &dmg,
 				  err);
-	if (rc == 1) {
-		rc = 0;
-		if (fix && (rc = repair(dir, l.segs + k, l.nsegs - k, &dmg, err)))
+	if (rc < 0)
+		goto done;
+	rc = 0;
+	add_damage(stats, &dmg, 0);
+	if (dmg.tail) {
+		/* the last segment ends in damage with no intact record after it: a
+		 * torn write, cut off so that appending goes on after the last record */
+		if (fix && (rc = cut_tail(dir, dmg.tail_segment, dmg.tail_offset, err)))
 			goto done;
 		stats->truncated = 1;
-		stats->segment = dmg.segment;
-		stats->offset = dmg.offset;
-		snprintf(stats->reason, sizeof(stats->reason), "%s", dmg.reason);
+		stats->segment = dmg.tail_segment;
+		stats->offset = dmg.tail_offset;
+		snprintf(stats->reason, sizeof(stats->reason), "%s", dmg.tail_reason);
 	}
 done:
 	if (rc)

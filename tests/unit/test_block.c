@@ -770,11 +770,11 @@ static void test_roundtrip(void **state)
 	assert_int_equal(pd_block_series(b, UINT64_MAX, &l, &nl, &c, &nc, &err), PD_ENOTFOUND);
 	const uint8_t *cp;
 	size_t clen;
-	expect_err(pd_block_chunk_bytes(b, 0, &cp, &clen, &err), &err, PD_ENOTFOUND, "segment");
-	expect_err(pd_block_chunk_bytes(b, 7ull << 32 | 8, &cp, &clen, &err), &err, PD_ENOTFOUND,
+	expect_err(pd_block_chunk_bytes(b, 0, &cp, &clen, &err), &err, PD_ECORRUPT, "segment");
+	expect_err(pd_block_chunk_bytes(b, 7ull << 32 | 8, &cp, &clen, &err), &err, PD_ECORRUPT,
 		   "no segment 000007");
 	expect_err(pd_block_chunk_bytes(b, 1ull << 32 | 0xfffffff0u, &cp, &clen, &err), &err,
-		   PD_ENOTFOUND, "outside the segment");
+		   PD_ECORRUPT, "outside the segment");
 	pd_block_close(b);
 	pd_block_close(NULL);
 
@@ -1353,7 +1353,7 @@ static void test_chunk_corruption(void **state)
 		else if (r == nrefs / 2)
 			expect_err(rc, &err, PD_ECORRUPT, "runs past the end of the file");
 		else
-			expect_err(rc, &err, PD_ENOTFOUND, "outside the segment");
+			expect_err(rc, &err, PD_ECORRUPT, "outside the segment");
 	}
 	pd_block_close(b);
 	write_file(path, orig, 5);
@@ -1584,7 +1584,7 @@ static void test_chunk_corruption_v2(void **state)
 			expect_err(read_value(b, e[r].ref, 0, &out, &olen, &err), &err, PD_ECORRUPT,
 				   "runs past the end of the file");
 		else
-			expect_err(read_value(b, e[r].ref, 0, &out, &olen, &err), &err, PD_ENOTFOUND,
+			expect_err(read_value(b, e[r].ref, 0, &out, &olen, &err), &err, PD_ECORRUPT,
 				   "outside the segment");
 	}
 	pd_block_close(b);

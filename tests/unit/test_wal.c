@@ -812,31 +812,31 @@ static void test_checkpoint_damaged(void **state)
 	snprintf(cp, sizeof(cp), "%s/checkpoint.%08u", t.wal, cur - 1);
 	flip_byte(seg_path(cp, 1), PD_WAL_SEG_HDR + PD_WAL_REC_HDR + 3, 0x10);
 
-	/* a checkpoint cannot be rewritten from damaged input */
+	/* the damaged checkpoint record (commits 1 to 3) is skipped, the segment
+	 * after the checkpoint is kept, and nothing is cut */
+	uint64_t size = du(t.wal);
+	assert_int_equal(replay(t.wal, &c, &st), 0);
+	assert_int_equal(st.truncated, 0);
+	assert_int_equal(st.damaged_regions, 1);
+	assert_int_equal(st.damaged_records, 1);
+	assert_int_equal(st.damage_segment, 1);
+	assert_int_equal(st.damage_offset, PD_WAL_SEG_HDR);
+	assert_non_null(strstr(st.damage_reason, "checkpoint."));
+	assert_non_null(strstr(st.damage_reason, "CRC"));
+	expect_commits(&c, (uint64_t[]){4}, 1);
+	assert_int_equal(du(t.wal), size);
+
+	/* a checkpoint is rewritten past the damage, which it leaves behind */
 	w = wal_open(t.wal, 0, PD_WAL_SYNC_NONE);
 	commit_n(w, 5);
 	assert_int_equal(pd_wal_cut(w, &err), 0);
-	assert_int_equal(pd_wal_checkpoint(w, INT64_MIN, keep_all, NULL, &err), PD_ECORRUPT);
-	assert_non_null(strstr(err.msg, "CRC"));
-	pd_wal_close(w);
-
-	assert_int_equal(replay(t.wal, &c, &st), 0);
-	assert_int_equal(st.truncated, 1);
-	assert_int_equal(st.segment, 1);
-	assert_int_equal(st.offset, PD_WAL_SEG_HDR);
-	assert_non_null(strstr(st.reason, "checkpoint."));
-	assert_non_null(strstr(st.reason, "CRC"));
-	assert_int_equal(c.nm, 0);
-	uint32_t segs[8];
-	assert_int_equal(list_segs(t.wal, segs, 8), 0);
-	assert_int_equal(file_size(seg_path(cp, 1)), PD_WAL_SEG_HDR);
-	/* and the WAL goes on from there */
-	w = wal_open(t.wal, 0, PD_WAL_SYNC_NONE);
+	assert_int_equal(pd_wal_checkpoint(w, INT64_MIN, keep_all, NULL, &err), 0);
 	commit_n(w, 6);
 	pd_wal_close(w);
 	assert_int_equal(replay(t.wal, &c, &st), 0);
 	assert_int_equal(st.truncated, 0);
-	expect_commits(&c, (uint64_t[]){6}, 1);
+	assert_int_equal(st.damaged_regions, 0);
+	expect_commits(&c, (uint64_t[]){4, 5, 6}, 3);
 	coll_fini(&c);
 	tdir_drop(&t);
 }
@@ -977,20 +977,77 @@ static void test_bit_flips(void **state)
 		write_file(seg_path(t.wal, 1), seg, seg_len);
 		flip_byte(seg_path(t.wal, 1), off, (uint8_t)(1u << (off % 8)));
 		assert_int_equal(replay(t.wal, &c, &st), 0);
-		expect_range(&c, 1, 1);
-		assert_int_equal(st.records, 1);
-		assert_int_equal(st.truncated, 1);
-		assert_int_equal(st.segment, 1);
-		assert_int_equal(st.offset, start);
+		/* only the damaged record is lost: replay resumes at the next one,
+		 * and nothing is cut, since intact records follow */
+		assert_int_equal(c.nm, 2);
+		assert_int_equal(c.m[0].ref, 1);
+		assert_int_equal(c.m[1].ref, 3);
+		assert_int_equal(c.m[1].len, sizeof(last));
+		assert_memory_equal(c.m[1].p, last, sizeof(last));
+		assert_int_equal(st.records, 2);
+		assert_int_equal(st.truncated, 0);
+		assert_int_equal(st.damaged_regions, 1);
+		assert_int_equal(st.damaged_bytes, end - start);
+		assert_true(st.damaged_records >= 1);
+		assert_int_equal(st.damage_segment, 1);
+		assert_int_equal(st.damage_offset, start);
 		int in_len = off >= start + 2 && off < start + 6;
 		if (!in_len) {
-			assert_non_null(strstr(st.reason, "CRC mismatch"));
+			assert_int_equal(st.damaged_records, 1);
+			assert_non_null(strstr(st.damage_reason, "CRC mismatch"));
 			crc_reports++;
 		}
-		assert_int_equal(file_size(seg_path(t.wal, 1)), start);
+		assert_int_equal(file_size(seg_path(t.wal, 1)), seg_len);
 	}
 	assert_true(crc_reports > 20);
 	free(seg);
+	coll_fini(&c);
+	tdir_drop(&t);
+}
+
+/* 16 bytes flipped at 1% of a segment of 200 commits lose the one or two commits
+ * they hit, not the ones after them; a torn tail after that damage is still cut. */
+static void test_damage_resync(void **state)
+{
+	struct tdir t;
+	struct coll c;
+	struct pd_wal_replay_stats st;
+	uint64_t ends[200];
+
+	tdir_make(&t);
+	coll_init(&c);
+	struct pd_wal *w = wal_open(t.wal, 0, PD_WAL_SYNC_NONE);
+	for (uint64_t n = 1; n <= 200; n++) {
+		commit_n(w, n);
+		ends[n - 1] = (uint64_t)file_size(seg_path(t.wal, 1));
+	}
+	pd_wal_close(w);
+	uint64_t size = ends[199], at = size / 100;
+	for (uint64_t i = 0; i < 16; i++)
+		flip_byte(seg_path(t.wal, 1), at + i, 0xff);
+	/* the commits whose records hold a flipped byte */
+	uint64_t hit = 0, want[200], nw = 0;
+	for (uint64_t n = 1; n <= 200; n++) {
+		uint64_t start = n > 1 ? ends[n - 2] : PD_WAL_SEG_HDR;
+		if (start < at + 16 && ends[n - 1] > at)
+			hit++;
+		else
+			want[nw++] = n;
+	}
+	assert_true(hit >= 1 && hit <= 2);
+	/* and the last record torn */
+	assert_int_equal(truncate(seg_path(t.wal, 1), (off_t)size - 3), 0);
+	nw--;
+	assert_int_equal(replay(t.wal, &c, &st), 0);
+	expect_commits(&c, want, nw);
+	assert_int_equal(st.records, nw);
+	assert_int_equal(st.damaged_regions, 2);
+	assert_int_equal(st.damaged_records, hit + 1);
+	assert_int_equal(st.damage_segment, 1);
+	assert_true(st.damage_offset <= at);
+	assert_int_equal(st.truncated, 1);
+	assert_int_equal(st.offset, ends[198]);
+	assert_int_equal(file_size(seg_path(t.wal, 1)), ends[198]);
 	coll_fini(&c);
 	tdir_drop(&t);
 }
@@ -1022,24 +1079,29 @@ static void test_corrupt_middle_segment(void **state)
 		if (seg_of[n] == 1)
 			last_in_1 = n;
 	assert_true(last_in_1 >= 1);
-	/* damage the first record of segment 2 */
+	/* damage the first record of segment 2: only that commit is lost */
+	size_t nsegs = list_segs(t.wal, segs, 64);
 	flip_byte(seg_path(t.wal, 2), PD_WAL_SEG_HDR + PD_WAL_REC_HDR + 5, 0x01);
 	assert_int_equal(replay(t.wal, &c, &st), 0);
-	expect_range(&c, 1, last_in_1);
-	assert_int_equal(st.truncated, 1);
-	assert_int_equal(st.segment, 2);
-	assert_int_equal(st.offset, PD_WAL_SEG_HDR);
-	assert_int_equal(list_segs(t.wal, segs, 64), 2);
-	assert_int_equal(file_size(seg_path(t.wal, 2)), PD_WAL_SEG_HDR);
-	/* appending continues in segment 2 */
+	uint64_t want[40], nw = 0;
+	for (uint64_t n = 1; n <= 40; n++)
+		if (n != last_in_1 + 1)
+			want[nw++] = n;
+	expect_commits(&c, want, nw);
+	assert_int_equal(st.truncated, 0);
+	assert_int_equal(st.damaged_records, 1);
+	assert_int_equal(st.damage_segment, 2);
+	assert_int_equal(st.damage_offset, PD_WAL_SEG_HDR);
+	assert_int_equal(list_segs(t.wal, segs, 64), nsegs);
+	/* appending continues in the last segment */
 	struct pd_wal *w = wal_open(t.wal, 2048, PD_WAL_SYNC_NONE);
-	assert_int_equal(w->seg.num, 2);
+	assert_int_equal(w->seg.num, segs[nsegs - 1]);
 	commit_n(w, 100);
 	pd_wal_close(w);
 	assert_int_equal(replay(t.wal, &c, &st), 0);
 	assert_int_equal(st.truncated, 0);
-	assert_int_equal(c.nm, last_in_1 + 1);
-	assert_int_equal(c.m[last_in_1].ref, 100);
+	assert_int_equal(c.nm, nw + 1);
+	assert_int_equal(c.m[nw].ref, 100);
 	coll_fini(&c);
 	tdir_drop(&t);
 }
@@ -1061,13 +1123,19 @@ static void test_missing_segment(void **state)
 	for (uint64_t n = 1; n <= 40; n++)
 		if (seg_of[n] <= 2)
 			last_in_2 = n;
+	/* what segment 3 held is lost; every later segment is read and kept */
 	assert_int_equal(replay(t.wal, &c, &st), 0);
-	expect_range(&c, 1, last_in_2);
-	assert_int_equal(st.truncated, 1);
-	assert_int_equal(st.segment, 4);
-	assert_int_equal(st.offset, 0);
-	assert_non_null(strstr(st.reason, "00000003 is missing"));
-	assert_int_equal(list_segs(t.wal, segs, 64), 2);
+	uint64_t want[40], nw = 0;
+	for (uint64_t n = 1; n <= 40; n++)
+		if (seg_of[n] != 3)
+			want[nw++] = n;
+	assert_true(nw < 40 && nw > last_in_2);
+	expect_commits(&c, want, nw);
+	assert_int_equal(st.truncated, 0);
+	assert_int_equal(st.damaged_regions, 1);
+	assert_int_equal(st.damage_segment, 4);
+	assert_non_null(strstr(st.damage_reason, "00000003 is missing"));
+	assert_int_equal(list_segs(t.wal, segs, 64), nsegs - 1);
 	coll_fini(&c);
 	tdir_drop(&t);
 }
@@ -1098,15 +1166,29 @@ static void test_segment_headers(void **state)
 	assert_int_equal(du(t.wal), size);
 	flip_byte(seg_path(t.wal, 2), 4, 0x03);
 
-	/* bad magic in the last segment: it is removed */
+	/* bad magic in the last segment: its records are still read, and it is
+	 * left alone; appending goes to a new segment */
 	flip_byte(seg_path(t.wal, lastseg), 0, 0x20);
 	assert_int_equal(replay(t.wal, &c, &st), 0);
-	expect_range(&c, 1, last_before);
-	assert_int_equal(st.truncated, 1);
-	assert_int_equal(st.segment, lastseg);
-	assert_int_equal(st.offset, 0);
-	assert_non_null(strstr(st.reason, "magic"));
-	assert_false(exists(seg_path(t.wal, lastseg)));
+	expect_range(&c, 1, 40);
+	assert_int_equal(st.truncated, 0);
+	assert_int_equal(st.damaged_regions, 1);
+	assert_int_equal(st.damaged_bytes, PD_WAL_SEG_HDR);
+	assert_int_equal(st.damage_segment, lastseg);
+	assert_int_equal(st.damage_offset, 0);
+	assert_non_null(strstr(st.damage_reason, "magic"));
+	assert_true(exists(seg_path(t.wal, lastseg)));
+	struct pd_wal_opts o = {.sync = PD_WAL_SYNC_NONE};
+	struct pd_wal *w;
+	assert_int_equal(pd_wal_open(&w, t.wal, &o, &err), PD_ECORRUPT);
+	o.new_segment = 1;
+	assert_int_equal(pd_wal_open(&w, t.wal, &o, &err), 0);
+	assert_int_equal(w->seg.num, lastseg + 1);
+	commit_n(w, 41);
+	pd_wal_close(w);
+	assert_int_equal(replay(t.wal, &c, &st), 0);
+	expect_range(&c, 1, 41);
+	assert_int_equal(unlink(seg_path(t.wal, lastseg + 1)), 0);
 
 	/* a segment cut inside its header (a crash while creating it) */
 	write_file(seg_path(t.wal, lastseg), "PDW", 3);
@@ -1211,12 +1293,15 @@ static void test_malformed_payloads(void **state)
 		commit_n(w = wal_open(t.wal, 0, PD_WAL_SYNC_NONE), 2);
 		pd_wal_close(w);
 		assert_int_equal(replay(t.wal, &c, &st), 0);
-		expect_range(&c, 1, 1);
-		assert_int_equal(st.truncated, 1);
-		assert_int_equal(st.offset, good);
-		if (!strstr(st.reason, cases[i].why))
-			fail_msg("case %zu: reason \"%s\", want \"%s\"", i, st.reason, cases[i].why);
-		assert_non_null(strstr(st.reason, "undecodable"));
+		/* the malformed record is skipped, the one after it read */
+		expect_commits(&c, (uint64_t[]){1, 2}, 2);
+		assert_int_equal(st.truncated, 0);
+		assert_int_equal(st.damaged_records, 1);
+		assert_int_equal(st.damage_offset, good);
+		if (!strstr(st.damage_reason, cases[i].why))
+			fail_msg("case %zu: reason \"%s\", want \"%s\"", i, st.damage_reason,
+				 cases[i].why);
+		assert_non_null(strstr(st.damage_reason, "undecodable"));
 	}
 
 	/* mutations of a real payload, checked without the repair (no fsyncs) */
@@ -1820,6 +1905,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_checkpoint, teardown),
 		cmocka_unit_test_teardown(test_checkpoint_crash_states, teardown),
 		cmocka_unit_test_teardown(test_checkpoint_damaged, teardown),
+		cmocka_unit_test_teardown(test_damage_resync, teardown),
 		cmocka_unit_test_teardown(test_torn_tail, teardown),
 		cmocka_unit_test_teardown(test_open_needs_repair, teardown),
 		cmocka_unit_test_teardown(test_bit_flips, teardown),
