@@ -220,6 +220,29 @@ struct pd_tsdb_block_info {
 	uint64_t size;                  /* bytes of all the block's files */
 };
 
+/* ---- checking ---------------------------------------------------------------- */
+
+/* One damage pd_tsdb_check found. */
+struct pd_tsdb_damage {
+	char block[27];  /* the block's ULID; "" for the WAL */
+	char file[128];  /* relative to the store: "<ULID>/index", "<ULID>/chunks/000001",
+			  * "wal/00000003", or the block directory when no file is named */
+	int64_t offset;  /* byte offset in file; -1 when the file as a whole is bad */
+	char what[PD_ERR_MSG_MAX + 400]; /* what is wrong */
+};
+
+typedef void (*pd_tsdb_damage_fn)(void *ctx, const struct pd_tsdb_damage *d);
+
+/* Checks the store in dir without changing any file, even with a daemon running
+ * on it: every block opens (meta.json, the index and its CRCs, chunk segment
+ * headers), every chunk of every series has its CRC, its timestamps decode and
+ * both hold as many samples as the index says; the WAL replays (damage counted,
+ * a torn tail reported, nothing cut). Each damage goes to fn (borrowed for the
+ * call); *found counts them. Returns 0 however much damage was found, or an
+ * error that stopped the check (PD_ENOTFOUND: no such directory, PD_ENOMEM). */
+int pd_tsdb_check(const char *dir, pd_tsdb_damage_fn fn, void *ctx, uint64_t *found,
+		  struct pd_err *err);
+
 /* Describes every block, oldest first. *out is malloc'd (free it). */
 int pd_tsdb_blocks(struct pd_tsdb *db, struct pd_tsdb_block_info **out, size_t *n,
 		   struct pd_err *err);

@@ -419,7 +419,7 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		 * would otherwise grow its WAL and its start-up time without end */
 		struct pd_err ferr = {0};
 		if (pd_tsdb_flush(db, 0, &ferr))
-			pd_log_error("tsdb", "persisting the head at open failed: %s", ferr.msg);
+			pd_log_error("tsdb", "flushing the head at open failed (the store opens all the same): %s", ferr.msg);
 	}
 	*out = db;
 	return 0;
