@@ -395,6 +395,13 @@ int pd_cmd_run(int argc, char **argv)
 	pd_tsdb_stats(d.db, &st);
 	if (st.wal_repaired)
 		pd_log_warn("tsdb", "%s", st.wal_repair);
+	if (st.blocks_damaged || st.wal_damaged_records)
+		pd_log_warn("tsdb",
+			    "damage found at open: %llu blocks set aside in %s/%s, %llu WAL records "
+			    "(%llu bytes) skipped; the rest is served",
+			    (unsigned long long)st.blocks_damaged, f.storage_path, PD_TSDB_DAMAGED_DIR,
+			    (unsigned long long)st.wal_damaged_records,
+			    (unsigned long long)st.wal_damaged_bytes);
 	pd_log_info("tsdb", "store opened at %s: %llu blocks, %llu series in the head",
 		    f.storage_path, (unsigned long long)st.blocks, (unsigned long long)st.head_series);
 	if (pd_scrape_manager_create(&d.scrape, d.db, NULL, &err) ||

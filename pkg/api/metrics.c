@@ -266,6 +266,24 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	family(w, "profd_tsdb_wal_writes_failed_total", "counter",
 	       "Group writes or fsyncs of the write log that failed.");
 	sample_u(w, "profd_tsdb_wal_writes_failed_total", st.wal_failed_writes);
+	family(w, "profd_tsdb_wal_damaged_records_total", "counter",
+	       "Write log records skipped as damaged by the replay at open (a torn tail included).");
+	sample_u(w, "profd_tsdb_wal_damaged_records_total", st.wal_damaged_records);
+	family(w, "profd_tsdb_wal_damaged_bytes_total", "counter",
+	       "Write log bytes skipped as damaged by the replay at open.");
+	sample_u(w, "profd_tsdb_wal_damaged_bytes_total", st.wal_damaged_bytes);
+	family(w, "profd_tsdb_blocks_damaged_total", "counter",
+	       "Blocks that did not open and were moved to the damaged/ directory.");
+	sample_u(w, "profd_tsdb_blocks_damaged_total", st.blocks_damaged);
+	family(w, "profd_tsdb_chunks_damaged_total", "counter",
+	       "Chunk reads that found a damaged chunk (the read of that series failed or left "
+	       "the chunk out).");
+	sample_u(w, "profd_tsdb_chunks_damaged_total", st.chunks_damaged);
+	family(w, "profd_tsdb_head_truncations_failed_total", "counter",
+	       "Head cuts (writing a block, checkpointing the write log) that failed.");
+	sample_u(w, "profd_tsdb_head_truncations_failed_total", st.head_cut_failures);
+	family(w, "profd_tsdb_compactions_failed_total", "counter", "Compactions that failed.");
+	sample_u(w, "profd_tsdb_compactions_failed_total", st.compaction_failures);
 	family(w, "profd_tsdb_compactions_total", "counter", "Total number of compactions run.");
 	sample_u(w, "profd_tsdb_compactions_total", st.compactions);
 	family(w, "profd_tsdb_retention_deletions_total", "counter",
