@@ -258,7 +258,8 @@ static int clean_dir(const char *dir, const struct pd_wal_listing *l, struct pd_
 
 /* Opens the last segment for appending at its end. A segment too short to hold
  * its header (a crash while it was created) is given one; a damaged tail is an
- * error, since pd_wal_replay should have cut it. */
+ * error, since pd_wal_replay should have cut it; damage with intact records
+ * after it (which replay skips and keeps) starts a new segment. */
 static int resume_last(struct pd_wal *w, uint32_t num, struct pd_err *err)
 {
 	struct stat st;
@@ -280,7 +281,18 @@ static int resume_last(struct pd_wal *w, uint32_t num, struct pd_err *err)
 		}
 		st.st_size = PD_WAL_SEG_HDR;
 	} else if ((rc = pd_wal_check_tail(path, fd, (uint64_t)st.st_size, err))) {
-		goto fail;
+		/* lengths that do not add up are a torn tail (refused: replay cuts it)
+		 * unless intact records follow the damage, which a replay skipped and
+		 * kept: then appending goes to a new segment */
+		struct pd_wal_damage dmg = {0};
+		struct pd_err e2 = {0};
+		if (rc != PD_ECORRUPT ||
+		    pd_wal_read_segments(w->dir, &num, 1, 0, NULL, NULL, &dmg, &e2) != 1 ||
+		    dmg.tail)
+			goto fail;
+		close(fd);
+		free(path);
+		return pd_wal_segw_create(&w->seg, num + 1, err);
 	}
 	pd_wal_segw_resume(&w->seg, num, fd, (uint64_t)st.st_size);
 	free(path);
