@@ -4,7 +4,9 @@
  * so that load spreads evenly), fetches one URL with its timeout, body limit and
  * client settings, and hands the body to a pool of worker threads, where the
  * caller's callback decodes and stores it. A slow or failing target never delays
- * another. */
+ * another: the event loop only copies bytes (libcurl's content decoding is off;
+ * a Content-Encoding is undone on a worker, under the body limit and the scrape's
+ * timeout), and every body is bounded by its limit. */
 #ifndef PROFD_SCRAPE_H
 #define PROFD_SCRAPE_H
 
@@ -14,12 +16,17 @@
 #include "profd/discovery.h"
 #include "profd/util.h"
 
+/* The body limit of a scrape whose configuration sets none (body_size_limit 0):
+ * 64 MiB, after content decoding. It also caps the inflated size of a gzip
+ * profile (with the pprof decoder's own 256 MiB cap). */
+#define PD_SCRAPE_DEFAULT_BODY_LIMIT ((size_t)64 << 20)
+
 /* What one loop fetches and how often. Strings are copied by pd_scrape_loop_add. */
 struct pd_scrape_spec {
 	const char *url;
 	int64_t interval_ms;
 	int64_t timeout_ms;
-	size_t body_limit;  /* bytes after content decoding; 0: no limit */
+	size_t body_limit;  /* bytes after content decoding; 0: PD_SCRAPE_DEFAULT_BODY_LIMIT */
 	uint64_t offset_seed; /* hash of the target: where in the interval it fires */
 	const struct pd_http_client_config *client; /* may be NULL; copied */
 };
@@ -33,6 +40,15 @@ struct pd_scrape_result {
 	size_t len;
 	int error;            /* 0 or a PD_E... code */
 	const char *message;  /* why it failed, for the target's last error */
+	/* for the callback's own decoding: the loop's limits, the instant (CLOCK_MONOTONIC
+	 * microseconds) by which decoding must end (the timeout bounds the transfer, then
+	 * again the decoding, counted from when a worker takes the result up, so that
+	 * waiting behind other targets' work never counts), and a flag that becomes
+	 * non-zero when the loop is removed or the engine stops (give up then) */
+	int64_t timeout_ms;
+	size_t body_limit;
+	int64_t deadline_us;
+	const int *cancel;
 };
 
 struct pd_scrape_engine;
@@ -67,6 +83,12 @@ void pd_scrape_loop_remove(struct pd_scrape_engine *e, uint64_t id);
 /* The time within [0, interval) at which a loop with this seed fires, as
  * Prometheus spreads targets (exposed for tests). */
 int64_t pd_scrape_offset(uint64_t seed, int64_t interval_ms);
+
+/* A duration as Prometheus prints it ("1m30s", "15s", "500ms") into out. */
+void pd_scrape_format_duration(int64_t ms, char *out, size_t size);
+
+/* The current CLOCK_MONOTONIC time in microseconds, the clock of deadline_us. */
+int64_t pd_scrape_mono_us(void);
 
 /* ---- the scrape manager ------------------------------------------------------- */
 
@@ -111,7 +133,8 @@ struct pd_scrape_pool_settings {
 
 struct pd_scrape_manager_opts {
 	unsigned workers;        /* decode threads; 0: pd_scrape_default_workers() */
-	size_t max_decompressed; /* largest profile after gunzip; 0: the pprof default */
+	size_t max_decompressed; /* largest profile after gunzip, whatever the body
+				    limit; 0: the pprof default (256 MiB) */
 };
 
 struct pd_scrape_manager;

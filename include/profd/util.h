@@ -95,6 +95,29 @@ int pd_gzip_is(const uint8_t *buf, size_t len);
 int pd_gunzip(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t *out_len,
 	      struct pd_err *err);
 
+/* How pd_inflate reads its input. */
+enum pd_inflate_format {
+	PD_INFLATE_GZIP = 0,    /* gzip members, concatenated ones read as one stream */
+	PD_INFLATE_DEFLATE = 1, /* HTTP's "deflate": zlib-wrapped, or raw deflate as some
+				   servers send it (told apart by the zlib header check) */
+};
+
+/* Limits of one pd_inflate call. */
+struct pd_inflate_opts {
+	int format;          /* enum pd_inflate_format */
+	size_t max;          /* largest output in bytes; past it PD_ETOOBIG */
+	int64_t deadline_us; /* CLOCK_MONOTONIC microseconds; 0: none. Past it PD_EIO
+				with "gave up at the deadline" */
+	const int *cancel;   /* may be NULL; once *cancel is non-zero: PD_EIO */
+};
+
+/* Decompresses buf into *out (malloc'd, caller frees) in slices of at most 1 MiB of
+ * output, checking the limits after each, so that a call stops within a slice of
+ * its deadline or a cancel, and its output buffer never exceeds max + 1 bytes.
+ * Errors as pd_gunzip, plus PD_EIO for the deadline and the cancel. */
+int pd_inflate(const uint8_t *buf, size_t len, const struct pd_inflate_opts *o, uint8_t **out,
+	       size_t *out_len, struct pd_err *err);
+
 /* Compresses buf as a gzip stream at the given zlib level into *out (caller frees). */
 int pd_gzip(const uint8_t *buf, size_t len, int level, uint8_t **out, size_t *out_len,
 	    struct pd_err *err);

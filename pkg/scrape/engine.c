@@ -22,13 +22,22 @@
  *   a loop's chosen by its target's hash, not in the multi handle's one cache:
  *   libcurl 7.88 walks a transfer's whole connection cache when the transfer is
  *   removed from the multi handle and its whole DNS cache when it ends, so with
- *   one cache per multi handle each scrape cost a walk over every target. */
+ *   one cache per multi handle each scrape cost a walk over every target.
+ *
+ * One target must not be able to hold the event loop: libcurl's own content
+ * decoding is off (it inflates inside the write path, where a 4 MB body can
+ * become gigabytes before the loop gets control back), so the event loop only
+ * copies raw bytes, at most a little over the body limit per transfer. A
+ * Content-Encoding (gzip, deflate) is undone on a worker thread, in slices that
+ * check the body limit, the scrape's deadline and a cancel flag set when the loop
+ * is removed or the engine stops. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -36,6 +45,7 @@
 #include <unistd.h>
 
 #include "profd/scrape.h"
+#include "profd/util.h"
 
 #ifndef PD_VERSION
 #define PD_VERSION "dev"
@@ -47,14 +57,20 @@
 /* connection and DNS caches; with 10,000 targets, about 40 connections each */
 #define SHARES 256
 
+/* The response's Content-Encoding, as the header callback finds it. */
+enum encoding { ENC_IDENTITY = 0, ENC_GZIP, ENC_DEFLATE, ENC_OTHER };
+
 /* One transfer in flight: an easy handle lent by the pool, with what it fills. */
 struct xfer {
 	CURL *easy;
 	struct loop *l;
 	struct curl_slist *headers;
 	struct pd_buf body;
-	size_t body_limit;
+	size_t body_limit; /* after decoding */
+	size_t raw_limit;  /* as received: a little more when the body is encoded */
 	int too_big;
+	int encoding;      /* enum encoding, of the last response (after redirects) */
+	char encoding_name[32];
 	int64_t sched, start_ms, start_mono_us;
 	char errbuf[CURL_ERROR_SIZE];
 	CURLcode code;     /* how it ended */
@@ -76,6 +92,7 @@ struct loop {
 	int in_callback;   /* callbacks running now */
 	int removed;
 	struct xfer *xfer; /* the transfer in flight, or NULL */
+	struct job *running; /* the job whose callback runs now, or NULL */
 	int pending;       /* its result waits for or is in a worker: the next scrape of
 			      the loop waits for it, so a loop never runs ahead of its
 			      storage and the queue holds at most one result per loop */
@@ -86,7 +103,10 @@ struct job {
 	struct loop *l;
 	struct pd_scrape_result r;
 	uint8_t *body;
-	char message[300];
+	int encoding; /* enum encoding: undone by the worker */
+	char encoding_name[32];
+	int cancel;   /* set (atomically) when the loop is removed or the engine stops */
+	char message[PD_ERR_MSG_MAX + 320];
 	struct job *next;
 };
 
@@ -139,6 +159,11 @@ static int64_t mono_us(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t pd_scrape_mono_us(void)
+{
+	return mono_us();
 }
 
 int64_t pd_scrape_offset(uint64_t seed, int64_t interval_ms)
@@ -288,6 +313,57 @@ static void loop_unref(struct loop *l)
 
 /* ---- workers ------------------------------------------------------------------ */
 
+/* Undoes the body's Content-Encoding (worker thread) under the body limit, the
+ * scrape's deadline and the job's cancel flag; on failure the result carries the
+ * error instead of the body. */
+static void decode_body(struct job *j)
+{
+	struct pd_scrape_result *r = &j->r;
+	struct pd_err err = {0};
+	char dur[32];
+	uint8_t *out;
+	size_t out_len;
+	if (j->encoding == ENC_OTHER) {
+		r->error = PD_EINVAL;
+		snprintf(j->message, sizeof(j->message),
+			 "unsupported Content-Encoding \"%s\" (accepted: gzip, deflate)", j->encoding_name);
+		goto fail;
+	}
+	struct pd_inflate_opts o = {.format = j->encoding == ENC_GZIP ? PD_INFLATE_GZIP : PD_INFLATE_DEFLATE,
+				    .max = r->body_limit,
+				    .deadline_us = r->deadline_us,
+				    .cancel = &j->cancel};
+	int rc = pd_inflate(j->body, r->len, &o, &out, &out_len, &err);
+	if (rc == 0) {
+		free(j->body);
+		j->body = out;
+		r->body = out;
+		r->len = out_len;
+		return;
+	}
+	r->error = rc;
+	if (rc == PD_ETOOBIG) {
+		snprintf(j->message, sizeof(j->message),
+			 "body size limit exceeded (limit %zu bytes) after Content-Encoding %s: a body of %zu "
+			 "bytes inflates further",
+			 r->body_limit, j->encoding_name, r->len);
+	} else if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED)) {
+		snprintf(j->message, sizeof(j->message), "scrape abandoned: the target was removed or profd is stopping");
+	} else if (pd_scrape_mono_us() >= r->deadline_us) {
+		pd_scrape_format_duration(r->timeout_ms, dur, sizeof(dur));
+		snprintf(j->message, sizeof(j->message),
+			 "scrape_timeout of %s exceeded while undoing Content-Encoding %s (%s)", dur,
+			 j->encoding_name, err.msg);
+	} else {
+		snprintf(j->message, sizeof(j->message), "Content-Encoding %s: %s", j->encoding_name, err.msg);
+	}
+fail:
+	free(j->body);
+	j->body = NULL;
+	r->body = NULL;
+	r->len = 0;
+}
+
 static void *worker_main(void *arg)
 {
 	struct pd_scrape_engine *e = arg;
@@ -304,9 +380,18 @@ static void *worker_main(void *arg)
 		struct loop *l = j->l;
 		if (!l->removed) {
 			l->in_callback++;
+			l->running = j;
+			if (e->qstop)
+				__atomic_store_n(&j->cancel, 1, __ATOMIC_RELAXED);
 			pthread_mutex_unlock(&e->mu);
+			/* decoding has the scrape's timeout of its own, from now: time spent
+			 * waiting for a worker (others' decoding) must not count against it */
+			j->r.deadline_us = mono_us() + j->r.timeout_ms * 1000;
+			if (j->encoding != ENC_IDENTITY && !j->r.error)
+				decode_body(j);
 			e->fn(e->ctx, l->ctx, &j->r);
 			pthread_mutex_lock(&e->mu);
+			l->running = NULL;
 			l->in_callback--;
 			pthread_cond_broadcast(&e->cv);
 		}
@@ -321,16 +406,49 @@ static void *worker_main(void *arg)
 
 /* ---- transfers ----------------------------------------------------------------- */
 
+/* Copies received bytes, as they came: no decoding here (event loop). */
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
 	struct xfer *x = arg;
 	size_t len = size * n;
-	if (x->body_limit && x->body.len + len > x->body_limit) {
+	size_t limit = x->encoding == ENC_IDENTITY ? x->body_limit : x->raw_limit;
+	if (x->body.len + len > limit) {
 		x->too_big = 1;
 		return 0; /* aborts the transfer */
 	}
 	if (pd_buf_append(&x->body, p, len))
 		return 0;
+	return len;
+}
+
+/* Notes the Content-Encoding of the response; a new status line (a redirect's
+ * next response) starts afresh. */
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+	size_t len = size * n;
+	static const char ce[] = "content-encoding:";
+	if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) {
+		x->encoding = ENC_IDENTITY;
+		x->encoding_name[0] = '\0';
+	} else if (len > sizeof(ce) - 1 && strncasecmp(p, ce, sizeof(ce) - 1) == 0) {
+		size_t i = sizeof(ce) - 1, k = 0;
+		while (i < len && (p[i] == ' ' || p[i] == '\t'))
+			i++;
+		while (i < len && p[i] != '\r' && p[i] != '\n' && k + 1 < sizeof(x->encoding_name))
+			x->encoding_name[k++] = p[i++];
+		while (k && (x->encoding_name[k - 1] == ' ' || x->encoding_name[k - 1] == '\t'))
+			k--;
+		x->encoding_name[k] = '\0';
+		if (k == 0 || strcasecmp(x->encoding_name, "identity") == 0)
+			x->encoding = ENC_IDENTITY;
+		else if (strcasecmp(x->encoding_name, "gzip") == 0 || strcasecmp(x->encoding_name, "x-gzip") == 0)
+			x->encoding = ENC_GZIP;
+		else if (strcasecmp(x->encoding_name, "deflate") == 0)
+			x->encoding = ENC_DEFLATE;
+		else
+			x->encoding = ENC_OTHER;
+	}
 	return len;
 }
 
@@ -366,7 +484,13 @@ static int start_transfer(struct pd_scrape_engine *e, struct loop *l, int64_t sc
 	curl_easy_reset(h);
 	x->l = l;
 	x->body_limit = l->body_limit;
+	/* an encoded body may be a little larger than what it decodes to (stored
+	 * deflate blocks, headers): give it that much room before its decoding, on a
+	 * worker, holds it to the limit exactly */
+	x->raw_limit = l->body_limit + l->body_limit / 64 + 4096;
 	x->too_big = 0;
+	x->encoding = ENC_IDENTITY;
+	x->encoding_name[0] = '\0';
 	x->errbuf[0] = '\0';
 	x->sched = sched;
 	x->start_ms = now_ms();
@@ -379,7 +503,11 @@ static int start_transfer(struct pd_scrape_engine *e, struct loop *l, int64_t sc
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)l->timeout);
 	curl_easy_setopt(h, CURLOPT_SHARE, sh);
-	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+	/* the encodings pd_inflate undoes, on a worker: libcurl only passes them on */
+	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "gzip, deflate");
+	curl_easy_setopt(h, CURLOPT_HTTP_CONTENT_DECODING, 0L);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "profd/" PD_VERSION);
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, c->follow_redirects ? 1L : 0L);
 	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
@@ -466,10 +594,27 @@ static void finish_transfer(struct pd_scrape_engine *e, struct xfer *x, CURLcode
 	j->r.duration_us = mono_us() - x->start_mono_us;
 	j->r.http_status = status;
 	j->r.message = j->message;
+	j->r.timeout_ms = l->timeout;
+	j->r.body_limit = x->body_limit;
+	j->r.cancel = &j->cancel;
+	j->encoding = x->encoding;
+	memcpy(j->encoding_name, x->encoding_name, sizeof(j->encoding_name));
 	if (x->too_big) {
 		j->r.error = PD_ETOOBIG;
-		snprintf(j->message, sizeof(j->message), "body size limit exceeded (limit %zu bytes)",
-			 x->body_limit);
+		if (x->encoding == ENC_IDENTITY)
+			snprintf(j->message, sizeof(j->message), "body size limit exceeded (limit %zu bytes)",
+				 x->body_limit);
+		else
+			snprintf(j->message, sizeof(j->message),
+				 "body size limit exceeded (limit %zu bytes): over %zu bytes received with "
+				 "Content-Encoding %s",
+				 x->body_limit, x->raw_limit, x->encoding_name);
+	} else if (code == CURLE_OPERATION_TIMEDOUT) {
+		char dur[32];
+		pd_scrape_format_duration(l->timeout, dur, sizeof(dur));
+		j->r.error = PD_EIO;
+		snprintf(j->message, sizeof(j->message), "scrape_timeout of %s exceeded: %s", dur,
+			 x->errbuf[0] ? x->errbuf : curl_easy_strerror(code));
 	} else if (code != CURLE_OK) {
 		j->r.error = PD_EIO;
 		snprintf(j->message, sizeof(j->message), "%s",
@@ -732,6 +877,12 @@ void pd_scrape_engine_destroy(struct pd_scrape_engine *e)
 		return;
 	pthread_mutex_lock(&e->mu);
 	e->stop = 1;
+	/* decoding in progress gives up; queued results are delivered cancelled */
+	for (size_t i = 0; i < e->nslots; i++)
+		if (e->slots[i] && e->slots[i]->running)
+			__atomic_store_n(&e->slots[i]->running->cancel, 1, __ATOMIC_RELAXED);
+	for (struct job *j = e->qhead; j; j = j->next)
+		__atomic_store_n(&j->cancel, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&e->mu);
 	if (e->thread_started) {
 		wake(e);
@@ -820,7 +971,7 @@ int pd_scrape_loop_add(struct pd_scrape_engine *e, const struct pd_scrape_spec *
 	l->url = strdup(spec->url);
 	l->interval = spec->interval_ms;
 	l->timeout = spec->timeout_ms;
-	l->body_limit = spec->body_limit;
+	l->body_limit = spec->body_limit ? spec->body_limit : PD_SCRAPE_DEFAULT_BODY_LIMIT;
 	l->offset = pd_scrape_offset(spec->offset_seed, spec->interval_ms);
 	l->heap_idx = SIZE_MAX;
 	l->share = (unsigned)((spec->offset_seed >> 32) % SHARES);
@@ -876,6 +1027,8 @@ void pd_scrape_loop_remove(struct pd_scrape_engine *e, uint64_t id)
 	l->dead_next = e->dead;
 	e->dead = l;
 	l->refs++; /* keep it while we wait */
+	if (l->running)
+		__atomic_store_n(&l->running->cancel, 1, __ATOMIC_RELAXED);
 	while (l->in_callback)
 		pthread_cond_wait(&e->cv, &e->mu);
 	loop_unref(l);

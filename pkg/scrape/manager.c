@@ -68,7 +68,7 @@ static char *sdup(const char *s)
 }
 
 /* A duration as Prometheus prints model.Duration: "1m30s", "15s", "500ms". */
-static void format_duration(int64_t ms, char *out, size_t size)
+void pd_scrape_format_duration(int64_t ms, char *out, size_t size)
 {
 	static const struct {
 		int64_t ms;
@@ -263,10 +263,10 @@ static struct target *make_target(struct pd_scrape_manager *m, struct pool *p,
 	for (size_t i = 0; i < 3; i++)
 		if (!pd_labels_builder_get(b, defaults[i].name) || i == 2)
 			pd_labels_builder_set(b, defaults[i].name, defaults[i].value);
-	format_duration(p->s.interval_ms, dur, sizeof(dur));
+	pd_scrape_format_duration(p->s.interval_ms, dur, sizeof(dur));
 	if (!pd_labels_builder_get(b, "__scrape_interval__"))
 		pd_labels_builder_set(b, "__scrape_interval__", dur);
-	format_duration(p->s.timeout_ms, dur, sizeof(dur));
+	pd_scrape_format_duration(p->s.timeout_ms, dur, sizeof(dur));
 	if (!pd_labels_builder_get(b, "__scrape_timeout__"))
 		pd_labels_builder_set(b, "__scrape_timeout__", dur);
 	for (size_t i = 0; i < p->s.nparams; i++) {
@@ -453,8 +453,11 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 	size_t rawlen = 0;
 	const uint8_t *data = r->body;
 	size_t len = r->len;
-	char msg[PD_ERR_MSG_MAX + 32];
+	char msg[PD_ERR_MSG_MAX + 96], dur[32];
+	/* the body limit holds for the profile inflated here too, within the decoder's cap */
 	size_t max = m->o.max_decompressed ? m->o.max_decompressed : PD_PPROF_DEFAULT_MAX_DECOMPRESSED;
+	if (r->body_limit && r->body_limit < max)
+		max = r->body_limit;
 
 	double secs = (double)r->duration_us / 1e6;
 	for (size_t b = 0; b < PD_SCRAPE_DURATION_BUCKETS; b++)
@@ -473,15 +476,39 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 	}
 	__atomic_add_fetch(&m->bytes, r->len, __ATOMIC_RELAXED);
 	if (pd_gzip_is(data, len)) {
-		if (pd_gunzip(data, len, max, &raw, &rawlen, &err))
+		struct pd_inflate_opts io = {.format = PD_INFLATE_GZIP,
+					     .max = max,
+					     .deadline_us = r->deadline_us,
+					     .cancel = r->cancel};
+		int rc = pd_inflate(data, len, &io, &raw, &rawlen, &err);
+		if (rc == PD_EIO)
+			goto gave_up;
+		if (rc)
 			goto bad;
 		data = raw;
 		len = rawlen;
 	}
-	struct pd_pprof_decode_opts dopts = {.max_decompressed = max};
+	/* the decoded profile may take as much memory as the limit, too: a
+	 * well-formed profile needs 4 to 12 times its protobuf size */
+	struct pd_pprof_decode_opts dopts = {.max_decompressed = max, .max_memory = max};
 	struct pd_pprof_profile *prof;
-	if (pd_pprof_decode(&prof, data, len, &dopts, &err))
+	/* the decoder cannot be interrupted, but its work is bounded by the size
+	 * limit: a profile that took past the timeout is refused after it */
+	int drc = pd_pprof_decode(&prof, data, len, &dopts, &err);
+	if (drc == PD_ENOMEM) {
+		snprintf(msg, sizeof(msg), "profile too large to decode within the body size limit: %s",
+			 err.msg);
+		goto fail;
+	}
+	if (drc)
 		goto bad;
+	if (r->deadline_us && pd_scrape_mono_us() >= r->deadline_us) {
+		pd_pprof_destroy(prof);
+		pd_scrape_format_duration(r->timeout_ms, dur, sizeof(dur));
+		snprintf(msg, sizeof(msg),
+			 "scrape_timeout of %s exceeded while decoding the profile (%zu bytes)", dur, len);
+		goto fail;
+	}
 	struct pd_tsdb_appender *a = pd_tsdb_appender(m->db);
 	if (!a) {
 		pd_pprof_destroy(prof);
@@ -504,6 +531,15 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 	return;
 bad:
 	snprintf(msg, sizeof(msg), "not a valid profile: %s", err.msg);
+	goto fail;
+gave_up:
+	if (r->cancel && __atomic_load_n(r->cancel, __ATOMIC_RELAXED)) {
+		snprintf(msg, sizeof(msg), "scrape abandoned: the target was removed or profd is stopping");
+	} else {
+		pd_scrape_format_duration(r->timeout_ms, dur, sizeof(dur));
+		snprintf(msg, sizeof(msg), "scrape_timeout of %s exceeded while inflating the profile (%s)",
+			 dur, err.msg);
+	}
 	goto fail;
 store_failed:
 	snprintf(msg, sizeof(msg), "storing the profile failed: %s", err.msg);

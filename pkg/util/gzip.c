@@ -1,6 +1,8 @@
 /* gzip.c: gzip compression and bounded decompression with zlib. Decompression stops
  * with an error as soon as the output passes the caller's limit, so a small
- * "gzip bomb" costs at most that limit in memory. Concatenated gzip members are
+ * "gzip bomb" costs at most that limit in memory, and (pd_inflate) works in slices
+ * that check a deadline and a cancel flag, so it never runs long past either. It
+ * also reads HTTP's "deflate" (zlib or raw). Concatenated gzip members are
  * read as one stream, as Go's gzip reader does; anything else after a member is an
  * error. A thread keeps its compressor between calls: zlib's state is about
  * 270 KB, and setting it up afresh for every API response cost more than
@@ -9,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <zlib.h>
 
 int pd_gzip_is(const uint8_t *buf, size_t len)
@@ -16,20 +19,44 @@ int pd_gzip_is(const uint8_t *buf, size_t len)
 	return len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b;
 }
 
-int pd_gunzip(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t *out_len,
-	      struct pd_err *err)
+/* Output is produced in slices of this size at most, with the limits checked
+ * after each: inflating a MiB takes about a millisecond. */
+#define SLICE ((size_t)1 << 20)
+
+static int64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* zlib's window bits for o->format and the input's first bytes. */
+static int window_bits(int format, const uint8_t *buf, size_t len)
+{
+	if (format == PD_INFLATE_GZIP)
+		return 16 + MAX_WBITS;
+	/* a zlib header: method 8, a window of at most 32 KiB, and a check value */
+	if (len >= 2 && (buf[0] & 0x0f) == 8 && (buf[0] >> 4) <= 7 && ((buf[0] << 8) | buf[1]) % 31 == 0)
+		return MAX_WBITS;
+	return -MAX_WBITS;
+}
+
+int pd_inflate(const uint8_t *buf, size_t len, const struct pd_inflate_opts *o, uint8_t **out,
+	       size_t *out_len, struct pd_err *err)
 {
 	z_stream zs = {0};
 	struct pd_buf b;
 	int rc = 0;
+	size_t max = o->max;
 	/* room for one byte past max, so that reaching it proves the stream is too big */
 	size_t limit = max == SIZE_MAX ? max : max + 1;
+	const char *what = o->format == PD_INFLATE_GZIP ? "gzip" : "deflate";
 
 	*out = NULL;
 	*out_len = 0;
 	pd_buf_init(&b, limit);
-	if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
-		return pd_err_set(err, PD_ENOMEM, "gzip: cannot initialise zlib");
+	if (inflateInit2(&zs, window_bits(o->format, buf, len)) != Z_OK)
+		return pd_err_set(err, PD_ENOMEM, "%s: cannot initialise zlib", what);
 	const uint8_t *in = buf;
 	size_t in_left = len;
 	for (;;) {
@@ -45,20 +72,20 @@ int pd_gunzip(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t 
 			if (want > limit - b.len)
 				want = limit - b.len;
 			if ((rc = pd_buf_reserve(&b, want))) {
-				rc = pd_err_set(err, rc, "gzip: cannot allocate %zu bytes", b.len + want);
+				rc = pd_err_set(err, rc, "%s: cannot allocate %zu bytes", what, b.len + want);
 				goto out;
 			}
 		}
 		size_t room = b.cap - b.len;
-		if (room > (1u << 30))
-			room = 1u << 30;
+		if (room > SLICE)
+			room = SLICE;
 		zs.next_out = b.data + b.len;
 		zs.avail_out = (uInt)room;
 		int z = inflate(&zs, Z_NO_FLUSH);
 		b.len += room - zs.avail_out;
 		if (b.len > max) {
-			rc = pd_err_set(err, PD_ETOOBIG,
-					"gzip: decompressed size exceeds the limit of %zu bytes", max);
+			rc = pd_err_set(err, PD_ETOOBIG, "%s: decompressed size exceeds the limit of %zu bytes",
+					what, max);
 			goto out;
 		}
 		if (z == Z_STREAM_END) {
@@ -66,21 +93,32 @@ int pd_gunzip(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t 
 				break;
 			const uint8_t *rest = zs.next_in;
 			size_t rest_len = zs.avail_in + in_left;
-			if (!pd_gzip_is(rest, rest_len)) {
-				rc = pd_err_set(err, PD_ECORRUPT,
-						"gzip: %zu bytes of trailing data after the stream", rest_len);
+			if (o->format != PD_INFLATE_GZIP || !pd_gzip_is(rest, rest_len)) {
+				rc = pd_err_set(err, PD_ECORRUPT, "%s: %zu bytes of trailing data after the stream",
+						what, rest_len);
 				goto out;
 			}
 			inflateReset(&zs);
 			continue;
 		}
 		if (z == Z_BUF_ERROR && zs.avail_in == 0 && in_left == 0) {
-			rc = pd_err_set(err, PD_ECORRUPT, "gzip: stream is truncated (unexpected end of input)");
+			rc = pd_err_set(err, PD_ECORRUPT, "%s: stream is truncated (unexpected end of input)",
+					what);
 			goto out;
 		}
 		if (z != Z_OK && z != Z_BUF_ERROR) {
-			rc = pd_err_set(err, PD_ECORRUPT, "gzip: corrupt stream: %s",
+			rc = pd_err_set(err, PD_ECORRUPT, "%s: corrupt stream: %s", what,
 					zs.msg ? zs.msg : "invalid data");
+			goto out;
+		}
+		/* not done yet: a stream that ends within its first slice always
+		 * completes, so small bodies are never given up on */
+		if (o->cancel && __atomic_load_n(o->cancel, __ATOMIC_RELAXED)) {
+			rc = pd_err_set(err, PD_EIO, "%s: cancelled after %zu bytes", what, b.len);
+			goto out;
+		}
+		if (o->deadline_us && mono_us() >= o->deadline_us) {
+			rc = pd_err_set(err, PD_EIO, "%s: gave up at the deadline after %zu bytes", what, b.len);
 			goto out;
 		}
 	}
@@ -94,6 +132,13 @@ out:
 	inflateEnd(&zs);
 	pd_buf_fini(&b);
 	return rc;
+}
+
+int pd_gunzip(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t *out_len,
+	      struct pd_err *err)
+{
+	struct pd_inflate_opts o = {.format = PD_INFLATE_GZIP, .max = max};
+	return pd_inflate(buf, len, &o, out, out_len, err);
 }
 
 /* The thread's compressor, initialised at some level. */
