@@ -21,7 +21,7 @@ PKGS=(
   libprotobuf-c-dev protobuf-c-compiler
   libmicrohttpd-dev zlib1g-dev libre2-dev
   libcmocka-dev
-  golang-go time curl
+  golang-go time curl jq
   libpcre2-dev # bench/regex.sh only: its reference, the PCRE2 matchers before RE2
 )
 # the browser tests: Debian's Chromium, and Node.js and npm unless the machine has them

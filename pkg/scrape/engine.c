@@ -56,6 +56,12 @@
 #define POOL_KEEP 64
 /* connection and DNS caches; with 10,000 targets, about 40 connections each */
 #define SHARES 256
+/* a body larger than this as received (a profile is rarely over 100 KB gzipped)
+ * is decoded by one of HEAVY_WORKERS threads of its own, so that large or hostile
+ * bodies never make small ones wait for a worker, take at most HEAVY_WORKERS
+ * CPUs, and hold at most HEAVY_WORKERS decodings' memory at once */
+#define HEAVY_BYTES ((size_t)256 << 10)
+#define HEAVY_WORKERS 2
 
 /* The response's Content-Encoding, as the header callback finds it. */
 enum encoding { ENC_IDENTITY = 0, ENC_GZIP, ENC_DEFLATE, ENC_OTHER };
@@ -135,10 +141,14 @@ struct pd_scrape_engine {
 	struct xfer *pool;
 	size_t npool;
 	/* results */
-	pthread_t *workers;
-	unsigned nworkers;
-	pthread_cond_t qcv;
-	struct job *qhead, *qtail;
+	pthread_t *workers;    /* nworkers for small bodies, then HEAVY_WORKERS */
+	unsigned nworkers, nstarted;
+	struct queue {
+		struct pd_scrape_engine *e;
+		pthread_cond_t cv;
+		struct job *head, *tail;
+		int heavy;
+	} q[2];                /* small bodies, large ones */
 	int qstop;
 	pd_scrape_result_fn fn;
 	void *ctx;
@@ -366,17 +376,18 @@ fail:
 
 static void *worker_main(void *arg)
 {
-	struct pd_scrape_engine *e = arg;
+	struct queue *q = arg;
+	struct pd_scrape_engine *e = q->e;
 	pthread_mutex_lock(&e->mu);
 	for (;;) {
-		while (!e->qhead && !e->qstop)
-			pthread_cond_wait(&e->qcv, &e->mu);
-		struct job *j = e->qhead;
+		while (!q->head && !e->qstop)
+			pthread_cond_wait(&q->cv, &e->mu);
+		struct job *j = q->head;
 		if (!j)
 			break; /* stopping and drained */
-		e->qhead = j->next;
-		if (!e->qhead)
-			e->qtail = NULL;
+		q->head = j->next;
+		if (!q->head)
+			q->tail = NULL;
 		struct loop *l = j->l;
 		if (!l->removed) {
 			l->in_callback++;
@@ -631,12 +642,13 @@ static void finish_transfer(struct pd_scrape_engine *e, struct xfer *x, CURLcode
 	}
 	xfer_put(e, x);
 	l->pending = 1;
-	if (e->qtail)
-		e->qtail->next = j;
+	struct queue *q = &e->q[j->r.len > HEAVY_BYTES];
+	if (q->tail)
+		q->tail->next = j;
 	else
-		e->qhead = j;
-	e->qtail = j;
-	pthread_cond_signal(&e->qcv);
+		q->head = j;
+	q->tail = j;
+	pthread_cond_signal(&q->cv);
 }
 
 static int64_t mono_ms(void)
@@ -813,7 +825,11 @@ int pd_scrape_engine_create(struct pd_scrape_engine **out, unsigned workers,
 	e->ctx = ctx;
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_cond_init(&e->cv, NULL);
-	pthread_cond_init(&e->qcv, NULL);
+	for (int k = 0; k < 2; k++) {
+		e->q[k].e = e;
+		e->q[k].heavy = k;
+		pthread_cond_init(&e->q[k].cv, NULL);
+	}
 	e->wakefd = -1;
 	e->curl_deadline = -1;
 	if ((e->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
@@ -851,17 +867,18 @@ int pd_scrape_engine_create(struct pd_scrape_engine **out, unsigned workers,
 		e->share_maxconn = 2;
 	curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, e->share_maxconn);
 	e->nworkers = workers ? workers : pd_scrape_default_workers();
-	e->workers = calloc(e->nworkers, sizeof(*e->workers));
+	e->workers = calloc(e->nworkers + HEAVY_WORKERS, sizeof(*e->workers));
 	if (!e->workers) {
 		pd_scrape_engine_destroy(e);
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
-	for (unsigned i = 0; i < e->nworkers; i++)
-		if (pthread_create(&e->workers[i], NULL, worker_main, e)) {
-			e->nworkers = i;
+	for (unsigned i = 0; i < e->nworkers + HEAVY_WORKERS; i++) {
+		if (pthread_create(&e->workers[i], NULL, worker_main, &e->q[i >= e->nworkers])) {
 			pd_scrape_engine_destroy(e);
 			return pd_err_set(err, PD_ENOMEM, "cannot start scrape workers");
 		}
+		e->nstarted = i + 1;
+	}
 	if (pthread_create(&e->thread, NULL, engine_main, e)) {
 		pd_scrape_engine_destroy(e);
 		return pd_err_set(err, PD_ENOMEM, "cannot start the scrape thread");
@@ -881,8 +898,9 @@ void pd_scrape_engine_destroy(struct pd_scrape_engine *e)
 	for (size_t i = 0; i < e->nslots; i++)
 		if (e->slots[i] && e->slots[i]->running)
 			__atomic_store_n(&e->slots[i]->running->cancel, 1, __ATOMIC_RELAXED);
-	for (struct job *j = e->qhead; j; j = j->next)
-		__atomic_store_n(&j->cancel, 1, __ATOMIC_RELAXED);
+	for (int k = 0; k < 2; k++)
+		for (struct job *j = e->q[k].head; j; j = j->next)
+			__atomic_store_n(&j->cancel, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&e->mu);
 	if (e->thread_started) {
 		wake(e);
@@ -891,9 +909,10 @@ void pd_scrape_engine_destroy(struct pd_scrape_engine *e)
 	/* deliver what is queued, then stop the workers */
 	pthread_mutex_lock(&e->mu);
 	e->qstop = 1;
-	pthread_cond_broadcast(&e->qcv);
+	pthread_cond_broadcast(&e->q[0].cv);
+	pthread_cond_broadcast(&e->q[1].cv);
 	pthread_mutex_unlock(&e->mu);
-	for (unsigned i = 0; i < e->nworkers; i++)
+	for (unsigned i = 0; i < e->nstarted; i++)
 		pthread_join(e->workers[i], NULL);
 	free(e->workers);
 	/* without a thread (it failed to start) loops may remain; none has a
@@ -927,7 +946,8 @@ void pd_scrape_engine_destroy(struct pd_scrape_engine *e)
 	free(e->heap);
 	pthread_mutex_destroy(&e->mu);
 	pthread_cond_destroy(&e->cv);
-	pthread_cond_destroy(&e->qcv);
+	pthread_cond_destroy(&e->q[0].cv);
+	pthread_cond_destroy(&e->q[1].cv);
 	free(e);
 }
 

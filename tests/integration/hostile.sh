@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# hostile.sh: one hostile target must not stop all scraping. profd run scrapes, every
+# second, a well-behaved target serving a real heap profile beside seven hostile
+# ones (tests/support/hostile_targets): a Content-Encoding gzip bomb (4 MiB inflating
+# to 4 GiB), a gzip profile inflating to 1 GiB, an endless body, a body trickling at
+# one byte a second, garbage, a profile of 1,000,000 locations and a redirect loop.
+# Asserts, each with a deadline:
+# - every hostile target is down with its own reason (/api/v1/targets lastError);
+# - the normal target keeps its schedule while the hostile scrapes go on: of its
+#   next 15 ticks (1 s apart, the API's timestamps), at least 8 have a sample and
+#   no two samples in a row are more than 4 s apart. A tick that comes while the
+#   previous scrape still runs is skipped, and on a 2-core machine loaded many
+#   times over, profd's threads may wait for a CPU for a second or two; a target
+#   that holds the event loop (as a bomb inflated inside libcurl did, for ~90 s)
+#   stops every scrape, and the test fails by far;
+# - the daemon's peak RSS (VmHWM) stays under the bound docs/scraping.md states:
+#   three times the body limit per scrape in flight, plus 256 MiB for the rest of
+#   the daemon (generous for a sanitizer build; its quarantine is kept small);
+#   the default body limit itself is tested in tests/unit/test_scrape.c;
+# - SIGTERM with hostile transfers in flight ends the process within 10 s.
+#
+#   hostile.sh PROFD HOSTILE_TARGETS TESTDATA
+set -euo pipefail
+
+profd=$(realpath "$1")
+hostile=$(realpath "$2")
+data=$(cd "$3" && pwd)
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*"
+	[ -s "$tmp/targets.json" ] && jq -c '.data.activeTargets[] | [.scrapePool, .health, .lastError]' "$tmp/targets.json"
+	tail -20 "$tmp/profd.log" 2>/dev/null
+	exit 1
+}
+now_ms() { date +%s%3N; }
+
+# a sanitizer's quarantine keeps freed memory resident; the bound is about profd's own
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=16"
+
+# the normal target in a process of its own; the hostile ones, which would run on
+# other machines, at a lower CPU priority, so that what they spend serving their
+# bodies is not taken from the normal target's server
+"$hostile" "$tmp/addr_ok" "$data/profiles/goapp/heap.pb.gz" 2>"$tmp/normal.log" &
+pids+=($!)
+nice -n 10 "$hostile" "$tmp/addr" "$data/profiles/goapp/heap.pb.gz" 2>"$tmp/hostile.log" &
+pids+=($!)
+for _ in $(seq 600); do [ -s "$tmp/addr" ] && [ -s "$tmp/addr_ok" ] && break; sleep 0.1; done
+[ -s "$tmp/addr" ] && [ -s "$tmp/addr_ok" ] || fail "the targets did not start: $(cat "$tmp/hostile.log")"
+addr=$(cat "$tmp/addr")
+addr_ok=$(cat "$tmp/addr_ok")
+
+# the normal target every second; the hostile ones every 4 s with a body limit of
+# 16 MiB, but for the encoded bomb, which has the default limit (64 MiB) and 10 s
+# (a worst-case gzip bomb inflates at well under 100 MB/s: zlib copies a match of
+# distance 1 byte by byte)
+limit=$((16 << 20))
+default_limit=$((64 << 20))
+job() { # name address path [interval timeout [body_size_limit]]
+	cat <<EOJ
+  - job_name: $1
+    static_configs:
+      - targets: ['$2']
+${4:+    scrape_interval: $4
+    scrape_timeout: $5
+}${6:+    body_size_limit: $6
+}    profiling_config:
+      pprof_config:
+        heap: {path: $3}
+        allocs: {enabled: false}
+        block: {enabled: false}
+        goroutine: {enabled: false}
+        mutex: {enabled: false}
+        profile: {enabled: false}
+        threadcreate: {enabled: false}
+EOJ
+}
+{
+	printf 'global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n'
+	job normal "$addr_ok" /ok
+	job encoded-bomb "$addr" /encoded-bomb 10s 10s
+	job gzip-bomb "$addr" /gzip-bomb 4s 4s 16MiB
+	job endless "$addr" /endless 4s 4s 16MiB
+	job trickle "$addr" /trickle 4s 2s 16MiB
+	job garbage "$addr" /garbage 4s 4s 16MiB
+	job many-locations "$addr" /many-locations 4s 4s 16MiB
+	job redirect-loop "$addr" /redirect-loop 4s 4s 16MiB
+} >"$tmp/profd.yml"
+"$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
+	--web.listen-address=127.0.0.1:0 2>"$tmp/profd.log" &
+profd_pid=$!
+pids+=($profd_pid)
+port=
+for _ in $(seq 300); do
+	port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$tmp/profd.log" | head -1)
+	[ -n "$port" ] && break
+	sleep 0.1
+done
+[ -n "$port" ] || fail "profd did not start"
+api="http://127.0.0.1:$port"
+
+# every hostile target down with its own reason, within 60 s
+declare -A want=(
+	[encoded-bomb]="body size limit exceeded (limit $default_limit bytes) after Content-Encoding gzip"
+	[gzip-bomb]="not a valid profile: gzip: decompressed size exceeds the limit of $limit bytes"
+	[endless]="body size limit exceeded (limit $limit bytes)"
+	[trickle]="scrape_timeout of 2s exceeded: Operation timed out"
+	[garbage]="not a valid profile"
+	[many-locations]="profile too large to decode within the body size limit"
+	[redirect-loop]="Maximum (10) redirects followed"
+)
+deadline=$(($(now_ms) + 60000))
+while :; do
+	curl -fsS "$api/api/v1/targets" -o "$tmp/targets.json" || fail "GET /api/v1/targets"
+	missing=()
+	for j in "${!want[@]}"; do
+		err=$(jq -r --arg j "$j" '.data.activeTargets[] | select(.scrapePool == $j and .health == "down") | .lastError' "$tmp/targets.json")
+		[[ "$err" == *"${want[$j]}"* ]] || missing+=("$j")
+	done
+	[ ${#missing[@]} = 0 ] && break
+	[ "$(now_ms)" -lt "$deadline" ] || fail "after 60 s, no expected error yet for: ${missing[*]}"
+	sleep 0.2
+done
+echo "every hostile target is down with its own reason"
+
+# the normal target keeps its schedule: its samples of the next 15 ticks, read
+# once a later tick's sample landed (or 15 s after the 15th tick)
+t0=$(now_ms)
+t1=$((t0 + 15000))
+deadline=$((t1 + 15000))
+while :; do
+	curl -fsS -G "$api/api/v1/query_range" --data-urlencode 'query=heap{job="normal"}' \
+		--data-urlencode "start=$(((t0 + 999) / 1000))" --data-urlencode "end=$(($(now_ms) / 1000 + 1))" \
+		-o "$tmp/qr.json" || fail "query_range"
+	mapfile -t ts < <(jq -r --argjson t1 "$t1" '.data[0].timestamps[]? | select(. < $t1)' "$tmp/qr.json")
+	last=$(jq -r '.data[0].timestamps[-1] // 0' "$tmp/qr.json")
+	[ "$last" -ge "$t1" ] && break # a later tick landed: so did every earlier one that will
+	[ "$(now_ms)" -lt "$deadline" ] || break
+	sleep 0.2
+done
+[ ${#ts[@]} -ge 8 ] || fail "the normal target stored ${#ts[@]} profiles in 15 ticks of 1 s, want at least 8: ${ts[*]}"
+for ((i = 1; i < ${#ts[@]}; i++)); do
+	[ $((ts[i] - ts[i - 1])) -le 4000 ] ||
+		fail "the normal target's samples $((i - 1)) and $i are $((ts[i] - ts[i - 1])) ms apart, want at most 4000"
+done
+health=$(jq -r '.data.activeTargets[] | select(.scrapePool == "normal") | .health' "$tmp/targets.json")
+[ "$health" = up ] || fail "the normal target is $health"
+echo "the normal target kept its 1 s schedule: ${#ts[@]} of 15 ticks: ${ts[*]}"
+
+# memory (docs/scraping.md): three body limits for each of the two decodings of
+# large bodies that may run at once, one body limit for each other loop (a body
+# received or waiting), plus 256 MiB for the rest of the daemon
+bound=$(((2 * 3 * default_limit + 6 * limit) / 1024 + 256 * 1024))
+hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$profd_pid/status")
+echo "peak RSS ${hwm} kB, bound ${bound} kB"
+[ "$hwm" -lt "$bound" ] || fail "peak RSS ${hwm} kB is over the bound of ${bound} kB"
+
+# SIGTERM with hostile scrapes in flight: the process ends within 10 s
+kill -TERM "$profd_pid"
+t=$(now_ms)
+for _ in $(seq 100); do kill -0 "$profd_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$profd_pid" 2>/dev/null && fail "profd still runs 10 s after SIGTERM"
+rc=0
+wait "$profd_pid" || rc=$?
+[ "$rc" = 0 ] || fail "profd exited with status $rc after SIGTERM"
+echo "SIGTERM: stopped in $(($(now_ms) - t)) ms"
+echo PASS
