@@ -10,8 +10,9 @@
 
 #include "target_server.h"
 
-#define NPATHS 8
-static const char *paths[NPATHS] = {"/ok", "/slow", "/500", "/garbage", "/bomb", "/endless", "/empty", "/auth"};
+#define NPATHS 12
+static const char *paths[NPATHS] = {"/ok",   "/slow",    "/500",    "/garbage",      "/bomb",  "/endless",
+				    "/empty", "/auth", "/encoded", "/deflate", "/encoded-bomb", "/brotli"};
 
 struct target_server {
 	struct MHD_Daemon *d;
@@ -19,6 +20,8 @@ struct target_server {
 	size_t len;
 	uint8_t *bomb;
 	size_t bomb_len;
+	uint8_t *encoded, *deflated, *encoded_bomb;
+	size_t encoded_len, deflated_len, encoded_bomb_len;
 	unsigned slow_ms;
 	unsigned hits[NPATHS];
 	pthread_mutex_t mu;
@@ -37,6 +40,16 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const vo
 	struct MHD_Response *r = MHD_create_response_from_buffer(n, (void *)p, MHD_RESPMEM_MUST_COPY);
 	MHD_add_response_header(r, "Content-Type", "application/octet-stream");
 	enum MHD_Result ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result reply_encoded(struct MHD_Connection *c, const void *p, size_t n, const char *enc)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(n, (void *)p, MHD_RESPMEM_MUST_COPY);
+	MHD_add_response_header(r, "Content-Type", "application/octet-stream");
+	MHD_add_response_header(r, "Content-Encoding", enc);
+	enum MHD_Result ret = MHD_queue_response(c, 200, r);
 	MHD_destroy_response(r);
 	return ret;
 }
@@ -86,6 +99,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			return reply(c, 401, "unauthorized\n", 13);
 		return reply(c, 200, s->profile, s->len);
 	}
+	case 8:
+		return reply_encoded(c, s->encoded, s->encoded_len, "gzip");
+	case 9:
+		return reply_encoded(c, s->deflated, s->deflated_len, "deflate");
+	case 10:
+		return reply_encoded(c, s->encoded_bomb, s->encoded_bomb_len, "gzip");
+	case 11:
+		return reply_encoded(c, s->profile, s->len, "br");
 	default:
 		return reply(c, 404, "not found\n", 10);
 	}
@@ -115,6 +136,27 @@ static int make_bomb(struct target_server *s)
 	return 0;
 }
 
+/* in compressed with zlib's window bits wbits (31: gzip, 15: zlib) into *out. */
+static int compress_with(const uint8_t *in, size_t n, int wbits, uint8_t **out, size_t *out_len)
+{
+	z_stream z = {0};
+	if (deflateInit2(&z, 6, Z_DEFLATED, wbits, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -1;
+	size_t cap = deflateBound(&z, (uLong)n);
+	if (!(*out = malloc(cap))) {
+		deflateEnd(&z);
+		return -1;
+	}
+	z.next_in = (Bytef *)in;
+	z.avail_in = (uInt)n;
+	z.next_out = *out;
+	z.avail_out = (uInt)cap;
+	int rc = deflate(&z, Z_FINISH);
+	*out_len = cap - z.avail_out;
+	deflateEnd(&z);
+	return rc == Z_STREAM_END ? 0 : -1;
+}
+
 struct target_server *target_server_start(const uint8_t *profile, size_t len, unsigned slow_ms)
 {
 	struct target_server *s = calloc(1, sizeof(*s));
@@ -125,7 +167,9 @@ struct target_server *target_server_start(const uint8_t *profile, size_t len, un
 	memcpy(s->profile, profile, len);
 	s->len = len;
 	s->slow_ms = slow_ms;
-	if (make_bomb(s)) {
+	if (make_bomb(s) || compress_with(profile, len, 31, &s->encoded, &s->encoded_len) ||
+	    compress_with(profile, len, 15, &s->deflated, &s->deflated_len) ||
+	    compress_with(s->bomb, s->bomb_len, 31, &s->encoded_bomb, &s->encoded_bomb_len)) {
 		target_server_stop(s);
 		return NULL;
 	}
@@ -150,6 +194,9 @@ void target_server_stop(struct target_server *s)
 		MHD_stop_daemon(s->d);
 	free(s->profile);
 	free(s->bomb);
+	free(s->encoded);
+	free(s->deflated);
+	free(s->encoded_bomb);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }

@@ -8,6 +8,11 @@
  *   /endless     200 with a body that never ends
  *   /empty       200 with no body
  *   /auth        the profile, only with "Authorization: Bearer secret" (else 401)
+ *   /encoded     the profile gzip-compressed once more, with Content-Encoding: gzip
+ *   /deflate     the profile zlib-compressed, with Content-Encoding: deflate
+ *   /encoded-bomb  the /bomb stream with Content-Encoding: gzip (inflates to
+ *                a gzip "profile" of about 320 KiB, which inflates to 320 MiB)
+ *   /brotli      the profile labelled Content-Encoding: br, which profd refuses
  * Every request is counted per path. */
 #ifndef PROFD_TEST_TARGET_SERVER_H
 #define PROFD_TEST_TARGET_SERVER_H

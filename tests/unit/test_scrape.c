@@ -146,6 +146,12 @@ static void test_failures(void **state)
 	expect_failure(s, "/500", 1000, 0, NULL, PD_EIO, "HTTP status 500");
 	expect_failure(s, "/nope", 1000, 0, NULL, PD_EIO, "HTTP status 404");
 	expect_failure(s, "/endless", 5000, 1 << 20, NULL, PD_ETOOBIG, "body size limit exceeded");
+	/* no limit configured: the default one */
+	expect_failure(s, "/endless", 10000, 0, NULL, PD_ETOOBIG, "body size limit exceeded (limit 67108864 bytes)");
+	/* a Content-Encoding is undone under the limit, whatever the limit of the raw body */
+	expect_failure(s, "/encoded-bomb", 5000, 100 << 10, NULL, PD_ETOOBIG,
+		       "body size limit exceeded (limit 102400 bytes) after Content-Encoding gzip");
+	expect_failure(s, "/brotli", 1000, 0, NULL, PD_EINVAL, "unsupported Content-Encoding \"br\"");
 	expect_failure(s, "/slow", 300, 0, NULL, PD_EIO, "imed out");
 	expect_failure(s, "/empty", 1000, 0, NULL, PD_EINVAL, "empty response body");
 	expect_failure(s, "/auth", 1000, 0, NULL, PD_EIO, "HTTP status 401");
@@ -154,6 +160,31 @@ static void test_failures(void **state)
 	bearer.authorization_credentials = "secret";
 	bearer.follow_redirects = 1;
 	expect_failure(s, "/auth", 1000, 0, &bearer, 0, "");
+	target_server_stop(s);
+}
+
+/* A body with Content-Encoding gzip or deflate arrives decoded. */
+static void test_content_encoding(void **state)
+{
+	struct target_server *s = start_server(0);
+	const char *paths[] = {"/encoded", "/deflate"};
+	for (int k = 0; k < 2; k++) {
+		struct ctx c = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, profile, profile_len, 0, 0};
+		struct pd_scrape_engine *e;
+		struct pd_err err = {0};
+		struct rec rec = {0};
+		char url[128];
+		uint64_t id;
+		assert_int_equal(pd_scrape_engine_create(&e, 1, on_result, &c, &err), 0);
+		url_of(url, sizeof(url), s, paths[k]);
+		struct pd_scrape_spec spec = {url, 100, 1000, profile_len, 3, NULL};
+		assert_int_equal(pd_scrape_loop_add(e, &spec, &rec, &id, &err), 0);
+		assert_int_equal(wait_for(&c, &rec, 1, 10000), 1);
+		pd_scrape_engine_destroy(e);
+		if (rec.error[0] || !rec.body_ok[0])
+			fail_msg("%s: error %d \"%s\", %zu bytes", paths[k], rec.error[0], rec.msg[0], rec.len[0]);
+	}
+	assert_true(target_server_hits(s, "/encoded") >= 1);
 	target_server_stop(s);
 }
 
@@ -364,6 +395,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ticks_and_bodies),
 		cmocka_unit_test(test_failures),
+		cmocka_unit_test(test_content_encoding),
 		cmocka_unit_test(test_slow_does_not_stall),
 		cmocka_unit_test(test_remove),
 		cmocka_unit_test(test_many_loops_and_stale_ids),
