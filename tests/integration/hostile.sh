@@ -119,7 +119,7 @@ declare -A want=(
 )
 deadline=$(($(now_ms) + 60000))
 while :; do
-	curl -fsS "$api/api/v1/targets" -o "$tmp/targets.json" || fail "GET /api/v1/targets"
+	curl -fsS --max-time 10 "$api/api/v1/targets" -o "$tmp/targets.json" || fail "GET /api/v1/targets"
 	missing=()
 	for j in "${!want[@]}"; do
 		err=$(jq -r --arg j "$j" '.data.activeTargets[] | select(.scrapePool == $j and .health == "down") | .lastError' "$tmp/targets.json")
@@ -137,7 +137,7 @@ t0=$(now_ms)
 t1=$((t0 + 15000))
 deadline=$((t1 + 15000))
 while :; do
-	curl -fsS -G "$api/api/v1/query_range" --data-urlencode 'query=heap{job="normal"}' \
+	curl -fsS --max-time 10 -G "$api/api/v1/query_range" --data-urlencode 'query=heap{job="normal"}' \
 		--data-urlencode "start=$(((t0 + 999) / 1000))" --data-urlencode "end=$(($(now_ms) / 1000 + 1))" \
 		-o "$tmp/qr.json" || fail "query_range"
 	mapfile -t ts < <(jq -r --argjson t1 "$t1" '.data[0].timestamps[]? | select(. < $t1)' "$tmp/qr.json")

@@ -9,7 +9,7 @@
  *   /garbage         bytes that are not a profile
  *   /many-locations  a valid gzip profile with 1,000,000 locations
  *   /redirect-loop   a redirect to itself
- * It runs until killed.
+ * It runs until killed, until its parent exits, or for 10 minutes at most.
  *
  *   hostile_targets ADDR_FILE PROFILE */
 #include <arpa/inet.h>
@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -236,6 +237,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* stop by itself: with the test that started it, and after 10 minutes */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	alarm(600);
 	if (pd_file_read(argv[2], 64 << 20, &profile, &profile_len, &err)) {
 		fprintf(stderr, "hostile_targets: %s\n", err.msg);
 		return 1;
