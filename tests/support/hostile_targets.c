@@ -37,7 +37,8 @@ static int zero_bomb(unsigned mib, uint8_t **out, size_t *out_len)
 	uint8_t *zeros = calloc(1, chunk), *one = malloc(chunk), *tail = malloc(64);
 	z_stream z = {0};
 	int rc = -1;
-	if (!zeros || !one || !tail || deflateInit2(&z, 9, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY) != Z_OK)
+	if (!zeros || !one || !tail ||
+	    deflateInit2(&z, 9, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY) != Z_OK)
 		goto out;
 	/* the first MiB primes nothing (the window starts empty); the second is the unit */
 	for (int pass = 0; pass < 2; pass++) {
@@ -121,31 +122,32 @@ static int many_locations(uint32_t nloc, uint8_t **out, size_t *out_len)
 	pd_buf_init(&m, 0);
 	pd_buf_init(&s, 0);
 	/* sample_type {type: "samples", unit: "count"} */
-	if (put_varint(&m, 1 << 3) || put_varint(&m, 1) || put_varint(&m, 2 << 3) || put_varint(&m, 2) ||
-	    put_field(&p, 1, &m))
+	if (put_varint(&m, 1 << 3) || put_varint(&m, 1) || put_varint(&m, 2 << 3) ||
+	    put_varint(&m, 2) || put_field(&p, 1, &m))
 		goto out;
 	for (uint32_t first = 1; first <= nloc && first <= 100000; first += 1000) {
 		m.len = s.len = 0;
 		for (uint32_t id = first; id < first + 1000 && id <= nloc; id++)
 			if (put_varint(&s, id))
 				goto out;
-		if (put_varint(&m, 1 << 3 | 2) || put_varint(&m, s.len) || pd_buf_append(&m, s.data, s.len) ||
-		    put_varint(&m, 2 << 3) || put_varint(&m, 1) || put_field(&p, 2, &m))
+		if (put_varint(&m, 1 << 3 | 2) || put_varint(&m, s.len) ||
+		    pd_buf_append(&m, s.data, s.len) || put_varint(&m, 2 << 3) ||
+		    put_varint(&m, 1) || put_field(&p, 2, &m))
 			goto out;
 	}
 	for (uint32_t id = 1; id <= nloc; id++) {
 		/* location {id, line {function_id: 1, line: 1}} */
 		m.len = s.len = 0;
 		if (put_varint(&s, 1 << 3) || put_varint(&s, 1) || put_varint(&s, 2 << 3) ||
-		    put_varint(&s, 1) || put_varint(&m, 1 << 3) || put_varint(&m, id) || put_field(&m, 4, &s) ||
-		    put_field(&p, 4, &m))
+		    put_varint(&s, 1) || put_varint(&m, 1 << 3) || put_varint(&m, id) ||
+		    put_field(&m, 4, &s) || put_field(&p, 4, &m))
 			goto out;
 	}
 	/* function {id: 1, name: "f", system_name: "f", filename: "x.go"} */
 	m.len = 0;
-	if (put_varint(&m, 1 << 3) || put_varint(&m, 1) || put_varint(&m, 2 << 3) || put_varint(&m, 3) ||
-	    put_varint(&m, 3 << 3) || put_varint(&m, 3) || put_varint(&m, 4 << 3) || put_varint(&m, 4) ||
-	    put_field(&p, 5, &m))
+	if (put_varint(&m, 1 << 3) || put_varint(&m, 1) || put_varint(&m, 2 << 3) ||
+	    put_varint(&m, 3) || put_varint(&m, 3 << 3) || put_varint(&m, 3) ||
+	    put_varint(&m, 4 << 3) || put_varint(&m, 4) || put_field(&p, 5, &m))
 		goto out;
 	if (put_string(&p, "") || put_string(&p, "samples") || put_string(&p, "count") ||
 	    put_string(&p, "f") || put_string(&p, "x.go"))
@@ -188,11 +190,13 @@ static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, struct M
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const void *p, size_t n)
 {
-	return queue(c, status, MHD_create_response_from_buffer(n, (void *)p, MHD_RESPMEM_PERSISTENT));
+	return queue(c, status,
+	             MHD_create_response_from_buffer(n, (void *)p, MHD_RESPMEM_PERSISTENT));
 }
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-			      const char *version, const char *upload, size_t *upload_len, void **state)
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_len, void **state)
 {
 	static const char garbage[] = "\x08\x96\x01 this is not a profile \xff\xfe\x00\x01 at all";
 	(void)cls;
@@ -204,25 +208,28 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (!strcmp(url, "/ok"))
 		return reply(c, 200, profile, profile_len);
 	if (!strcmp(url, "/encoded-bomb")) {
-		struct MHD_Response *r =
-		    MHD_create_response_from_buffer(encoded_bomb_len, encoded_bomb, MHD_RESPMEM_PERSISTENT);
+		struct MHD_Response *r = MHD_create_response_from_buffer(
+		    encoded_bomb_len, encoded_bomb, MHD_RESPMEM_PERSISTENT);
 		MHD_add_response_header(r, "Content-Encoding", "gzip");
 		return queue(c, 200, r);
 	}
 	if (!strcmp(url, "/gzip-bomb"))
 		return reply(c, 200, gzip_bomb, gzip_bomb_len);
 	if (!strcmp(url, "/endless"))
-		return queue(c, 200, MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, endless,
-								       NULL, NULL));
+		return queue(c, 200,
+		             MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, endless,
+		                                               NULL, NULL));
 	if (!strcmp(url, "/trickle"))
-		return queue(c, 200, MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16, trickle, NULL,
-								       NULL));
+		return queue(
+		    c, 200,
+		    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16, trickle, NULL, NULL));
 	if (!strcmp(url, "/garbage"))
 		return reply(c, 200, garbage, sizeof(garbage) - 1);
 	if (!strcmp(url, "/many-locations"))
 		return reply(c, 200, many, many_len);
 	if (!strcmp(url, "/redirect-loop")) {
-		struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+		struct MHD_Response *r =
+		    MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
 		MHD_add_response_header(r, "Location", "/redirect-loop");
 		return queue(c, 302, r);
 	}
@@ -244,7 +251,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hostile_targets: %s\n", err.msg);
 		return 1;
 	}
-	if (zero_bomb(4096, &encoded_bomb, &encoded_bomb_len) || zero_bomb(1024, &gzip_bomb, &gzip_bomb_len) ||
+	if (zero_bomb(4096, &encoded_bomb, &encoded_bomb_len) ||
+	    zero_bomb(1024, &gzip_bomb, &gzip_bomb_len) ||
 	    many_locations(1000000, &many, &many_len)) {
 		fprintf(stderr, "hostile_targets: cannot build the bodies\n");
 		return 1;
@@ -253,8 +261,8 @@ int main(int argc, char **argv)
 	addr.sin_family = AF_INET;
 	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	struct MHD_Daemon *d =
-	    MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL,
-			     handle, NULL, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_END);
+	    MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
+	                     NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_END);
 	if (!d) {
 		fprintf(stderr, "hostile_targets: cannot listen on 127.0.0.1\n");
 		return 1;
@@ -263,13 +271,15 @@ int main(int argc, char **argv)
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", argv[1]);
 	FILE *f = fopen(tmp, "w");
-	if (!f || fprintf(f, "127.0.0.1:%u\n", i ? i->port : 0) < 0 || fclose(f) || rename(tmp, argv[1])) {
+	if (!f || fprintf(f, "127.0.0.1:%u\n", i ? i->port : 0) < 0 || fclose(f) ||
+	    rename(tmp, argv[1])) {
 		fprintf(stderr, "hostile_targets: cannot write %s\n", argv[1]);
 		return 1;
 	}
-	fprintf(stderr, "hostile_targets: encoded bomb %zu bytes, gzip bomb %zu bytes, %zu bytes of "
-			"many locations\n",
-		encoded_bomb_len, gzip_bomb_len, many_len);
+	fprintf(stderr,
+	        "hostile_targets: encoded bomb %zu bytes, gzip bomb %zu bytes, %zu bytes of "
+	        "many locations\n",
+	        encoded_bomb_len, gzip_bomb_len, many_len);
 	for (;;)
 		pause();
 }
