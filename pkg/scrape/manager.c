@@ -489,7 +489,7 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 		len = rawlen;
 	}
 	/* the decoded profile may take as much memory as the limit, too: a
-	 * well-formed profile needs 4 to 12 times its protobuf size */
+	 * decoded profile takes several times its protobuf size */
 	struct pd_pprof_decode_opts dopts = {.max_decompressed = max, .max_memory = max};
 	struct pd_pprof_profile *prof;
 	/* the decoder cannot be interrupted, but its work is bounded by the size

@@ -171,7 +171,11 @@ static void test_targets_and_storage(void **state)
 										: NULL;
 		if (want) {
 			assert_int_equal(st[i].health, PD_SCRAPE_DOWN);
-			if (!strstr(st[i].last_error, want))
+			/* the bomb stops at the limit, or at the timeout on a machine too
+			 * busy to inflate 64 MiB within 1 s */
+			int bomb_timeout = strcmp(st[i].profile_type, "bomb") == 0 &&
+					   strstr(st[i].last_error, "scrape_timeout of 1s exceeded while inflating");
+			if (!strstr(st[i].last_error, want) && !bomb_timeout)
 				fail_msg("%s: \"%s\" lacks \"%s\"", st[i].profile_type, st[i].last_error, want);
 			down++;
 		} else {
