@@ -68,6 +68,22 @@ int pd_config_parse(const char *text, size_t len, const char *filename, struct p
 	return parse(text, len, filename, NULL, out, err);
 }
 
+char *cfg_dir_of(const char *path)
+{
+	char *dir = malloc(strlen(path) + 2);
+	if (!dir)
+		return NULL;
+	strcpy(dir, path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		strcpy(dir, ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	return dir;
+}
+
 int pd_config_load_file(const char *path, struct pd_config **out, struct pd_err *err)
 {
 	uint8_t *buf;
@@ -77,19 +93,11 @@ int pd_config_load_file(const char *path, struct pd_config **out, struct pd_err 
 	*out = NULL;
 	if ((rc = pd_file_read(path, PD_CONFIG_MAX_FILE_SIZE, &buf, &len, err)))
 		return rc;
-	/* filepath.Dir */
-	char *dir = strdup(path);
+	char *dir = cfg_dir_of(path);
 	if (!dir) {
 		free(buf);
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
-	char *slash = strrchr(dir, '/');
-	if (!slash)
-		strcpy(dir, ".");
-	else if (slash == dir)
-		dir[1] = '\0';
-	else
-		*slash = '\0';
 	rc = parse((const char *)buf, len, path, dir, out, err);
 	free(dir);
 	free(buf);

@@ -108,6 +108,13 @@ int cy_strlist(struct cfg_ctx *c, yaml_node_t *n, const char ***out, size_t *cou
 /* Go's os.Expand with Prometheus's mapping ($$ -> $, unset -> ""). Arena string. */
 char *cfg_expand_env(struct cfg_ctx *c, const char *s);
 
+/* ---- config.c ------------------------------------------------------------- */
+
+/* The directory of path as Go's filepath.Dir gives it ("." for a bare name), in
+ * a new string owned by the caller (free()); NULL when out of memory. Both
+ * loaders join relative paths inside a file to it. */
+char *cfg_dir_of(const char *path);
+
 /* ---- parse.c -------------------------------------------------------------- */
 
 /* Fills c->cfg from the document root (NULL: empty document). */

@@ -362,18 +362,11 @@ int pd_web_config_load_file(const char *path, struct pd_web_config **out, struct
 	*out = NULL;
 	if ((rc = pd_file_read(path, PD_CONFIG_MAX_FILE_SIZE, &buf, &len, err)))
 		return rc;
-	char *dir = strdup(path);
+	char *dir = cfg_dir_of(path);
 	if (!dir) {
 		free(buf);
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
-	char *slash = strrchr(dir, '/');
-	if (!slash)
-		strcpy(dir, ".");
-	else if (slash == dir)
-		dir[1] = '\0';
-	else
-		*slash = '\0';
 	rc = pd_web_config_parse((const char *)buf, len, path, dir, out, err);
 	free(dir);
 	free(buf);
