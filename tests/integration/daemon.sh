@@ -33,12 +33,16 @@ wait_for() {
 	done
 }
 # At least N profiles of SELECTOR stored in the last 10 minutes, through the API.
-stored() {
-	local sel=$1 min=$2 n
-	n=$(curl -fsS -G "$api/api/v1/query_range" --data-urlencode "query=$sel" \
+# count SEL: how many profiles of SEL the API lists over the last 10 minutes
+count() {
+	curl -fsS -G "$api/api/v1/query_range" --data-urlencode "query=$1" \
 		--data-urlencode "start=$(($(date +%s) - 600))" 2>/dev/null |
-		grep -o '"timestamps":\[[0-9,]*' | sed 's/.*\[//' | tr ',' '\n' | grep -c '[0-9]') || true
-	[ "${n:-0}" -ge "$min" ]
+		grep -o '"timestamps":\[[0-9,]*' | sed 's/.*\[//' | tr ',' '\n' | grep -c '[0-9]' || true
+}
+stored() {
+	local n
+	n=$(count "$1")
+	[ "${n:-0}" -ge "$2" ]
 }
 
 (cd "$data/gen/goapp" && go build -o "$tmp/goapp" .)
@@ -146,6 +150,12 @@ kill -HUP "$profd_pid"
 wait_for 60 "the bad config was not refused" grep -q 'reload refused' "$tmp/profd.log"
 grep -q 'reload refused.*found multiple scrape configs with job name' "$tmp/profd.log" ||
 	fail "the bad config was not refused with its reason"
+# scraping goes on after both reloads: wait for two more heap profiles than
+# were stored when the bad config was refused, and for at least 9 in all
+after_refusal=$(count 'heap{job="goapp"}')
+want=$((after_refusal + 2))
+[ "$want" -ge 9 ] || want=9
+wait_for 120 "scraping did not go on after the refused reload" stored 'heap{job="goapp"}' "$want"
 
 kill -TERM "$profd_pid"
 rc=0
