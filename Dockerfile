@@ -30,7 +30,7 @@ FROM debian:bookworm-slim
 # configuration's bcrypt hashes.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      ca-certificates libcrypt1 libcurl4 libgcc-s1 libmicrohttpd12 libprotobuf-c1 libre2-9 libstdc++6 \
+      ca-certificates libcrypt1 libcurl4 libgcc-s1 libmicrohttpd12 libprotobuf-c1 libre2-9 libssl3 libstdc++6 \
       libyaml-0-2 libzstd1 zlib1g \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 profd \

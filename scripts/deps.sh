@@ -17,7 +17,7 @@ browser=$here/tests/browser
 
 PKGS=(
   build-essential cmake pkg-config clang
-  libcurl4-openssl-dev libyaml-dev libzstd-dev libcrypt-dev
+  libcurl4-openssl-dev libssl-dev libyaml-dev libzstd-dev libcrypt-dev openssl
   libprotobuf-c-dev protobuf-c-compiler
   libmicrohttpd-dev zlib1g-dev libre2-dev
   libcmocka-dev
@@ -30,6 +30,9 @@ if [ $tests = 1 ] && [ -f "$browser/package.json" ]; then
   command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
   command -v npm >/dev/null 2>&1 || PKGS+=(npm)
 fi
+
+# tests/integration/tls.sh: Debian's Prometheus scrapes profd over TLS
+[ $tests = 1 ] && PKGS+=(prometheus)
 
 missing=()
 for p in "${PKGS[@]}"; do

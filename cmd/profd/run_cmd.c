@@ -33,6 +33,7 @@ struct run_flags {
 	const char *max_connections_per_client;
 	const char *read_header_timeout;
 	const char *read_timeout;
+	const char *web_config_file; /* "": none */
 };
 
 static void usage(FILE *f)
@@ -61,6 +62,9 @@ static void usage(FILE *f)
 		"                                      headers (default 10s)\n"
 		"  --web.read-timeout=DUR              time it has to send headers and body\n"
 		"                                      (default 1m)\n"
+		"  --web.config.file=FILE              TLS, basic auth and response headers, in\n"
+		"                                      Prometheus's web configuration format\n"
+		"                                      (read again for every connection)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 }
@@ -68,7 +72,7 @@ static void usage(FILE *f)
 static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
 	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
-				"256", "64", "10s", "1m"};
+				"256", "64", "10s", "1m", ""};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -113,6 +117,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->read_header_timeout = v;
 		else if (IS("--web.read-timeout"))
 			f->read_timeout = v;
+		else if (IS("--web.config.file"))
+			f->web_config_file = v;
 		else {
 			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
@@ -381,6 +387,20 @@ int pd_cmd_run(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+	if (f.web_config_file[0]) {
+		/* checked before anything starts, as Prometheus does */
+		struct pd_web_config *wc;
+		struct pd_err werr = {0};
+		int bad = pd_web_config_load_file(f.web_config_file, &wc, &werr);
+		if (!bad) {
+			bad = pd_web_config_check_files(wc, &werr);
+			pd_web_config_destroy(wc);
+		}
+		if (bad) {
+			pd_log_error("main", "--web.config.file: %s", werr.msg);
+			return 1;
+		}
+	}
 	if (pd_config_load_file(f.config_file, &d.cfg, &err)) {
 		pd_log_error("main", "loading the configuration failed: %s", err.msg);
 		return 1;
@@ -417,11 +437,11 @@ int pd_cmd_run(int argc, char **argv)
 			    "storage.tsdb.retention.size", "web.listen-address", "log.level",
 			    "log.format", "web.ui-dir", "storage.tsdb.value-encoding",
 			    "web.max-connections", "web.max-connections-per-client",
-			    "web.read-header-timeout", "web.read-timeout"};
+			    "web.read-header-timeout", "web.read-timeout", "web.config.file"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
-			    f.read_header_timeout, f.read_timeout};
+			    f.read_header_timeout, f.read_timeout, f.web_config_file};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -429,6 +449,7 @@ int pd_cmd_run(int argc, char **argv)
 	ao.max_connections_per_client = max_conns_client;
 	ao.read_header_timeout_ms = header_timeout_ms;
 	ao.read_timeout_ms = read_timeout_ms;
+	ao.web_config_file = f.web_config_file;
 	ao.db = d.db;
 	ao.scrape = d.scrape;
 	ao.discovery = d.disc;

@@ -111,6 +111,11 @@ struct pd_api_opts {
 	int64_t read_header_timeout_ms; /* accept (or the previous response) to end of headers */
 	int64_t read_timeout_ms;        /* accept (or the previous response) to end of body */
 	unsigned max_concurrent_queries; /* /api/v1/query and query_range running at once */
+
+	/* --web.config.file (exporter-toolkit's format): TLS, basic auth, response
+	 * headers, a rate limit; read again for every connection and request. NULL or
+	 * "": none. A file that does not apply is a start error naming the field. */
+	const char *web_config_file;
 };
 
 /* Fills o with zeros and the defaults (the daemon then sets db and the rest). */

@@ -100,6 +100,48 @@ struct api_conn {
 	unsigned addrlen;
 };
 
+/* ---- the web configuration (webcfg.c) and TLS (tls.c) --------------------- */
+
+struct api_web;      /* --web.config.file, re-read for every request and connection */
+struct api_web_snap; /* one reading of it, refcounted */
+struct pd_web_config;
+struct ssl_ctx_st;
+
+/* Reads and checks the file (and, with TLS, the files it names) as at start-up;
+ * errors name the file and field. *out is the caller's (api_web_close). */
+int api_web_open(const char *path, struct api_web **out, struct pd_err *err);
+void api_web_close(struct api_web *w);
+/* 1 when TLS was on at start: then every connection is TLS. */
+int api_web_tls(const struct api_web *w);
+/* The configuration now, read again; for_connection also reads the TLS files and
+ * builds the TLS context. A reference the caller drops with api_web_snap_put;
+ * NULL when the file cannot be read or applied (logged once per error). */
+struct api_web_snap *api_web_get(struct api_web *w, int for_connection);
+void api_web_snap_put(struct api_web_snap *s); /* NULL does nothing */
+const struct pd_web_config *api_web_snap_config(const struct api_web_snap *s);
+struct ssl_ctx_st *api_web_snap_ctx(const struct api_web_snap *s);
+/* 1 when the rate limit lets one more request through (always without one). */
+int api_web_rate_ok(struct api_web *w);
+/* 1 when the Authorization header value holds a user and password of s (or s
+ * has no users); bcrypt checks are cached. */
+int api_web_authorized(struct api_web *w, const struct api_web_snap *s, const char *authorization);
+
+/* The threads that carry TLS connections (one each), waited for at stop. */
+struct api_tls_pool {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned running;
+};
+void api_tls_pool_init(struct api_tls_pool *pool);
+/* Waits until every TLS thread ended (their plain ends must be closed first). */
+void api_tls_pool_wait(struct api_tls_pool *pool);
+/* Takes cfd, the accepted client socket: a thread makes the TLS handshake with the
+ * configuration read now (deadline: CLOCK_MONOTONIC ns), then carries bytes between
+ * it and *plain_fd, the socket libmicrohttpd is to serve. -1 (cfd untouched) if
+ * none could be set up. */
+int api_tls_start(struct api_tls_pool *pool, struct api_web *web, int cfd,
+                  const struct sockaddr_storage *addr, int64_t deadline_ns, int *plain_fd);
+
 struct pd_api_server {
 	struct MHD_Daemon *mhd;
 	struct MHD_Daemon *mhd_reserve; /* /-/healthy, /-/ready, /metrics only */
@@ -127,6 +169,9 @@ struct pd_api_server {
 	unsigned qrunning;
 
 	struct api_metrics m;
+
+	struct api_web *web; /* --web.config.file; NULL: none */
+	struct api_tls_pool tls;
 };
 
 struct api_param {
@@ -154,6 +199,7 @@ struct api_req {
 	size_t nparams, cparams;
 	int64_t t0_ns;
 	int64_t now_ms;
+	struct api_web_snap *web; /* the web configuration for this request; NULL: none */
 };
 
 /* A response being built. JSON responses hold the success envelope's opening

@@ -27,10 +27,12 @@
 #include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "api_int.h"
+#include "profd/config.h"
 
 #ifndef PD_VERSION
 #define PD_VERSION "unknown"
@@ -428,6 +430,14 @@ static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, w->cache_control);
 	if (w->close_conn || (r->cn && r->cn->reserve))
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	if (w->status == 401)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic");
+	if (r->web) {
+		/* http_server_config.headers, on every response */
+		const struct pd_web_config *wc = api_web_snap_config(r->web);
+		for (size_t i = 0; i < wc->nheaders; i++)
+			MHD_add_response_header(resp, wc->headers[i].name, wc->headers[i].value);
+	}
 	enum MHD_Result ret = MHD_queue_response(r->conn, w->status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -555,6 +565,7 @@ static void req_free(struct api_req *r)
 	}
 	free(r->params);
 	free(r->path);
+	api_web_snap_put(r->web);
 	free(r);
 }
 
@@ -573,6 +584,23 @@ static enum MHD_Result reject(struct api_req *r, unsigned status, const char *ty
 		text(&w, status, msg);
 		jput(&w, "\n");
 	}
+	enum MHD_Result ret = send_response(r, &w);
+	resp_fini(&w);
+	api_metrics_observe(r->srv, r->handler, status, (double)(mono_ns() - r->t0_ns) / 1e9);
+	pd_log_debug("api", "method=%s path=\"%s\" status=%u msg=\"%s\"", r->method, r->path,
+	             status, msg);
+	return ret;
+}
+
+/* Answers as exporter-toolkit's wrapper does, before the API sees the request:
+ * plain text whatever the path (and, for 401, a Basic challenge). */
+static enum MHD_Result reject_plain(struct api_req *r, unsigned status, const char *msg)
+{
+	struct api_resp w;
+	resp_init(&w, 0);
+	w.close_conn = 1;
+	text(&w, status, msg);
+	jput(&w, "\n");
 	enum MHD_Result ret = send_response(r, &w);
 	resp_fini(&w);
 	api_metrics_observe(r->srv, r->handler, status, (double)(mono_ns() - r->t0_ns) / 1e9);
@@ -665,6 +693,18 @@ static void accept_one(struct pd_api_server *s)
 	if (fd < 0)
 		return;
 	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	if (s->web && api_web_tls(s->web)) {
+		/* a thread of its own makes the handshake and carries the bytes; MHD
+		 * serves the plain end (tls.c) */
+		int pfd;
+		int64_t deadline = mono_ns() + s->o.read_header_timeout_ms * 1000000;
+		if (api_tls_start(&s->tls, s->web, fd, &ss, deadline, &pfd)) {
+			close(fd);
+			count_close(s, CLOSE_REFUSED);
+			return;
+		}
+		fd = pfd;
+	}
 	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (dfd < 0) {
 		close(fd);
@@ -728,8 +768,17 @@ static void accept_one(struct pd_api_server *s)
 		s->m.c.conn_reserve++;
 		pthread_mutex_unlock(&s->m.mu);
 	}
-	/* MHD closes fd itself when it cannot take the connection */
-	if (MHD_add_connection(reserve ? s->mhd_reserve : s->mhd, fd, (struct sockaddr *)&ss, sl) !=
+	/* MHD closes fd itself when it cannot take the connection. A TLS connection's
+	 * plain end is a UNIX socket: MHD is told so (it then leaves TCP options
+	 * alone); the client's address stays in the slot. */
+	struct sockaddr_un un = {.sun_family = AF_UNIX};
+	struct sockaddr *ma = (struct sockaddr *)&ss;
+	socklen_t ml = sl;
+	if (s->web && api_web_tls(s->web)) {
+		ma = (struct sockaddr *)&un;
+		ml = sizeof(sa_family_t);
+	}
+	if (MHD_add_connection(reserve ? s->mhd_reserve : s->mhd, fd, ma, ml) !=
 	    MHD_YES) {
 		pthread_mutex_lock(&s->cmu);
 		if (slot->in_use && slot->seq == seq) {
@@ -884,6 +933,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		                                  : 0;
 		pd_buf_init(&r->body, r->body_max);
 		conn_phase(s, r->cn, PHASE_BODY);
+		if (s->web) {
+			/* exporter-toolkit's order: the file, the rate limit, basic auth */
+			if (!(r->web = api_web_get(s->web, 0)))
+				return reject_plain(r, 500, "Internal Server Error");
+			if (!api_web_rate_ok(s->web))
+				return reject_plain(r, 429, "Too Many Requests");
+			if (!api_web_authorized(s->web, r->web,
+			                        MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+			                                                    MHD_HTTP_HEADER_AUTHORIZATION)))
+				return reject_plain(r, 401, "Unauthorized");
+		}
 		if (r->cn && r->cn->reserve && r->handler != H_HEALTHY && r->handler != H_READY &&
 		    r->handler != H_METRICS) {
 			char msg[512];
@@ -937,13 +997,17 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char buf[512];
-	(void)cls;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	size_t n = strlen(buf);
 	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		buf[--n] = '\0';
 	/* connections profd cut off (timeouts, the reserve) look to MHD like clients that left */
-	if (strstr(buf, "closed by remote side") || strstr(buf, "Connection reset"))
+	/* ... and the plain end of a TLS connection (a UNIX socket, tls.c) has no TCP
+	 * options to set */
+	if (strstr(buf, "closed by remote side") || strstr(buf, "Connection reset") ||
+	    ((strstr(buf, "TCP_NODELAY") || strstr(buf, "TCP_CORK") ||
+	      strstr(buf, "push the data from buffers")) &&
+	     cls && ((struct pd_api_server *)cls)->web))
 		pd_log_debug("api", "libmicrohttpd: %s", buf);
 	else
 		pd_log_warn("api", "libmicrohttpd: %s", buf);
@@ -1071,6 +1135,8 @@ static void server_free(struct pd_api_server *s)
 	free(s->listen_address);
 	free(s->version);
 	free(s->conns);
+	api_tls_pool_wait(&s->tls);
+	api_web_close(s->web);
 	pthread_mutex_destroy(&s->cmu);
 	pthread_mutex_destroy(&s->qmu);
 	pthread_cond_destroy(&s->qcv);
@@ -1152,6 +1218,12 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 		server_free(s);
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
+	api_tls_pool_init(&s->tls);
+	if (opts->web_config_file && *opts->web_config_file &&
+	    (rc = api_web_open(opts->web_config_file, &s->web, err))) {
+		server_free(s);
+		return rc;
+	}
 	if ((rc = open_listener(s->listen_address, &s->listen_fd, &s->port, err))) {
 		server_free(s);
 		return rc;
@@ -1163,7 +1235,7 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	intptr_t idle_s = (intptr_t)((s->o.read_timeout_ms + 999) / 1000);
 	/* options as one array: the form mhd_dl.c forwards to the loaded library */
 	struct MHD_OptionItem ops[] = {
-		{MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL},
+		{MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, s},
 		{MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s},
 		{MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s},
 		{MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, s},
@@ -1196,7 +1268,8 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 		                  opts->listen_address ? opts->listen_address
 		                                       : PD_API_DEFAULT_LISTEN_ADDRESS);
 	}
-	pd_log_info("api", "listening on %s (port %u)", s->listen_address, s->port);
+	pd_log_info("api", "listening on %s (port %u)%s", s->listen_address, s->port,
+	            s->web ? (api_web_tls(s->web) ? ", TLS on" : ", TLS off") : "");
 	*out = s;
 	return 0;
 }
