@@ -45,7 +45,7 @@ enum api_handler {
 extern const char *const api_handler_names[API_NHANDLERS];
 
 /* Status codes counted per handler; others count as "other". */
-#define API_NCODES 12
+#define API_NCODES 14
 extern const unsigned api_codes[API_NCODES];
 /* Request duration histogram buckets (seconds). */
 #define API_NBUCKETS 13
@@ -65,6 +65,9 @@ struct api_counters {
 	uint64_t reloads, reload_failures;
 	uint64_t conn_reserve;   /* connections accepted into the reserve */
 	uint64_t conn_closed[4]; /* by enum api_close_reason */
+	uint64_t tls_handshake_errors; /* tls.c */
+	uint64_t bcrypt_checks;        /* webcfg.c: cache misses */
+	uint64_t web_config_failures;  /* webcfg.c: the file could not be applied */
 	int last_reload_ok;
 	int64_t last_reload_ms;
 };
@@ -109,7 +112,8 @@ struct ssl_ctx_st;
 
 /* Reads and checks the file (and, with TLS, the files it names) as at start-up;
  * errors name the file and field. *out is the caller's (api_web_close). */
-int api_web_open(const char *path, struct api_web **out, struct pd_err *err);
+int api_web_open(const char *path, struct api_metrics *m, struct api_web **out,
+                 struct pd_err *err);
 void api_web_close(struct api_web *w);
 /* 1 when TLS was on at start: then every connection is TLS. */
 int api_web_tls(const struct api_web *w);
@@ -131,8 +135,9 @@ struct api_tls_pool {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	unsigned running;
+	struct api_metrics *m; /* counts handshake errors */
 };
-void api_tls_pool_init(struct api_tls_pool *pool);
+void api_tls_pool_init(struct api_tls_pool *pool, struct api_metrics *m);
 /* Waits until every TLS thread ended (their plain ends must be closed first). */
 void api_tls_pool_wait(struct api_tls_pool *pool);
 /* Takes cfd, the accepted client socket: a thread makes the TLS handshake with the

@@ -16,7 +16,7 @@
 #include "profd/discovery.h"
 #include "profd/scrape.h"
 
-const unsigned api_codes[API_NCODES] = {200, 204, 302, 304, 400, 403, 404, 405, 413, 422, 500, 503};
+const unsigned api_codes[API_NCODES] = {200, 204, 302, 304, 400, 401, 403, 404, 405, 413, 422, 429, 500, 503};
 const double api_buckets[API_NBUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                           1,     2.5,  5,     10,   30,  60};
 
@@ -387,6 +387,17 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	for (int i = 0; i < 4; i++)
 		jprintf(w, "profd_http_connections_closed_total{reason=\"%s\"} %llu\n", reasons[i],
 		        (unsigned long long)m.conn_closed[i]);
+	family(w, "profd_http_tls_handshake_errors_total", "counter",
+	       "TLS connections that ended before or in the handshake (--web.config.file).");
+	sample_u(w, "profd_http_tls_handshake_errors_total", m.tls_handshake_errors);
+	family(w, "profd_http_basic_auth_checks_total", "counter",
+	       "bcrypt checks of basic-auth passwords; repeated credentials are answered from "
+	       "a cache and not counted.");
+	sample_u(w, "profd_http_basic_auth_checks_total", m.bcrypt_checks);
+	family(w, "profd_web_config_failures_total", "counter",
+	       "Times the web configuration file (or a file it names) could not be read or "
+	       "applied to a request or connection.");
+	sample_u(w, "profd_web_config_failures_total", m.web_config_failures);
 	family(w, "profd_config_last_reload_successful", "gauge",
 	       "Whether the last configuration reload attempt was successful.");
 	sample_u(w, "profd_config_last_reload_successful", (uint64_t)m.last_reload_ok);

@@ -1218,9 +1218,9 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 		server_free(s);
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
-	api_tls_pool_init(&s->tls);
+	api_tls_pool_init(&s->tls, &s->m);
 	if (opts->web_config_file && *opts->web_config_file &&
-	    (rc = api_web_open(opts->web_config_file, &s->web, err))) {
+	    (rc = api_web_open(opts->web_config_file, &s->m, &s->web, err))) {
 		server_free(s);
 		return rc;
 	}

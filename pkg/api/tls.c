@@ -290,6 +290,10 @@ static void *pump_main(void *arg)
 		api_web_snap_put(p->snap);
 		p->snap = NULL;
 		pump(p);
+	} else {
+		pthread_mutex_lock(&p->pool->m->mu);
+		p->pool->m->c.tls_handshake_errors++;
+		pthread_mutex_unlock(&p->pool->m->mu);
 	}
 	api_web_snap_put(p->snap);
 	SSL_free(p->ssl);
@@ -304,8 +308,9 @@ static void *pump_main(void *arg)
 	return NULL;
 }
 
-void api_tls_pool_init(struct api_tls_pool *pool)
+void api_tls_pool_init(struct api_tls_pool *pool, struct api_metrics *m)
 {
+	pool->m = m;
 	pthread_mutex_init(&pool->mu, NULL);
 	pthread_cond_init(&pool->cv, NULL);
 	pool->running = 0;

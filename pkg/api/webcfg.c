@@ -45,6 +45,7 @@ struct cred {
 
 struct api_web {
 	char *path;
+	struct api_metrics *m;
 	int tls; /* TLS was on at start: every connection is TLS */
 	pthread_mutex_t mu;
 	struct api_web_snap *cur;
@@ -370,6 +371,9 @@ static int snap_new(const char *path, uint8_t *text, size_t len, int tls,
  * flood the log with one line per request. */
 static void log_once(struct api_web *w, const char *msg)
 {
+	pthread_mutex_lock(&w->m->mu);
+	w->m->c.web_config_failures++;
+	pthread_mutex_unlock(&w->m->mu);
 	pthread_mutex_lock(&w->mu);
 	int fresh = strcmp(w->last_err, msg) != 0;
 	if (fresh)
@@ -452,7 +456,8 @@ int api_web_tls(const struct api_web *w)
 	return w->tls;
 }
 
-int api_web_open(const char *path, struct api_web **out, struct pd_err *err)
+int api_web_open(const char *path, struct api_metrics *m, struct api_web **out,
+                 struct pd_err *err)
 {
 	*out = NULL;
 	struct api_web *w = calloc(1, sizeof(*w));
@@ -460,6 +465,7 @@ int api_web_open(const char *path, struct api_web **out, struct pd_err *err)
 		free(w);
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
+	w->m = m;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_mutex_init(&w->bmu, NULL);
 	pthread_mutex_init(&w->cmu, NULL);
@@ -585,6 +591,9 @@ int api_web_authorized(struct api_web *w, const struct api_web_snap *s, const ch
 	pthread_mutex_lock(&w->bmu);
 	int ok = pd_web_config_check_password(wc, user, pass);
 	pthread_mutex_unlock(&w->bmu);
+	pthread_mutex_lock(&w->m->mu);
+	w->m->c.bcrypt_checks++;
+	pthread_mutex_unlock(&w->m->mu);
 	OPENSSL_cleanse(raw, sizeof(raw));
 	if (hashed) {
 		pthread_mutex_lock(&w->cmu);

@@ -60,7 +60,7 @@ cert server2 testca "DNS:localhost,IP:127.0.0.1"
 pw1=s3cret-Alice-pw pw2=n3w-Alice-pw
 secret_hash='$2b$04$lTbj2cbV50JV28eWZcVK/e2YMM6bUxf/0.GRX2tBbI1jrwi21w2iK'
 changed_hash='$2b$04$I5QoecpKOrhESBOpAhdwM.6Uj3M/3LzdOS6mWQG0SEJCKvvRWNYta'
-webcfg() { # HASH CLIENT_AUTH_TYPE
+webcfg() { # HASH [CLIENT_AUTH_TYPE [ALLOWED_SAN]]
 	cat <<EOF
 tls_server_config:
   cert_file: tls/server.crt
@@ -68,6 +68,7 @@ tls_server_config:
   client_ca_file: tls/testca.crt
   client_auth_type: ${2:-RequireAndVerifyClientCert}
   min_version: TLS12
+${3:+  client_allowed_sans: [$3]}
 http_server_config:
   headers:
     X-Frame-Options: deny
@@ -247,6 +248,27 @@ webcfg "$changed_hash" >web.yml.new && mv web.yml.new web.yml
 [ "$(code "${ok[@]}" -u alice:$pw1 "$base/-/healthy")" = 401 ] || fail "the old password still works"
 [ "$(code "${ok[@]}" -u alice:$pw2 "$base/-/healthy")" = 200 ] || fail "the new password does not work"
 echo "rotation: certificate and password changes apply without a restart"
+
+# client_allowed_sans: the client certificate must name one of them
+webcfg "$changed_hash" RequireAndVerifyClientCert other.example >web.yml.new && mv web.yml.new web.yml
+rc=0
+curl -sS -o /dev/null "${ok[@]}" -u "alice:$pw2" "$base/-/healthy" 2>err.txt || rc=$?
+[ "$rc" != 0 ] || fail "a client certificate without an allowed SAN got through"
+webcfg "$changed_hash" RequireAndVerifyClientCert client.example >web.yml.new && mv web.yml.new web.yml
+[ "$(code "${ok[@]}" -u "alice:$pw2" "$base/-/healthy")" = 200 ] || fail "the allowed SAN was refused"
+# a broken file: new connections fail (logged, counted); fixed, they work again
+printf 'tls_server_config: [\n' >web.yml.new && mv web.yml.new web.yml
+rc=0
+curl -sS -o /dev/null "${ok[@]}" -u "alice:$pw2" "$base/-/healthy" 2>err.txt || rc=$?
+[ "$rc" != 0 ] || fail "a connection was served with a broken web configuration"
+grep -q 'level=error component=api msg="unable to apply the web configuration: .*web.yml:' profd.log ||
+	fail "the broken web configuration was not logged with its position"
+webcfg "$changed_hash" >web.yml.new && mv web.yml.new web.yml
+[ "$(code "${ok[@]}" -u "alice:$pw2" "$base/-/healthy")" = 200 ] || fail "after the file was fixed"
+curl -sS "${ok[@]}" -u "alice:$pw2" "$base/metrics" >metrics.txt
+grep -q '^profd_http_tls_handshake_errors_total [1-9]' metrics.txt || fail "handshake errors not counted"
+grep -q '^profd_web_config_failures_total [1-9]' metrics.txt || fail "web configuration failures not counted"
+echo "client_allowed_sans and a broken file: refused, logged, counted, recovered"
 
 # ---- no secret in the log or the status endpoints ----
 curl -sS "${ok[@]}" -u alice:$pw2 "$base/api/v1/status/flags" >flags.json
