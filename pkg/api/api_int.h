@@ -130,6 +130,13 @@ int api_web_rate_ok(struct api_web *w);
  * has no users); bcrypt checks are cached. */
 int api_web_authorized(struct api_web *w, const struct api_web_snap *s, const char *authorization);
 
+/* Reads "Basic base64(user:password)" (basic_auth.c) into buf (cap bytes, which
+ * holds both, NUL-terminated); *user and *pass point into it. -1 when the header is
+ * missing, of another scheme or malformed (as Go's Request.BasicAuth refuses it),
+ * or holds a NUL. */
+int api_basic_auth_parse(const char *header, char *buf, size_t cap, const char **user,
+                         const char **pass);
+
 /* The threads that carry TLS connections (one each), waited for at stop. */
 struct api_tls_pool {
 	pthread_mutex_t mu;

@@ -532,37 +532,15 @@ int api_web_rate_ok(struct api_web *w)
 	return ok;
 }
 
-/* Standard base64 with padding, as Go's Request.BasicAuth reads it; -1 if not. */
-static int b64_decode(const char *in, unsigned char *out, size_t cap, size_t *outlen)
-{
-	size_t n = strlen(in);
-	if (n == 0 || n % 4 || n / 4 * 3 > cap)
-		return -1;
-	int got = EVP_DecodeBlock(out, (const unsigned char *)in, (int)n);
-	if (got < 0)
-		return -1;
-	size_t pad = (in[n - 1] == '=') + (n > 1 && in[n - 2] == '=');
-	*outlen = (size_t)got - pad;
-	return 0;
-}
-
 int api_web_authorized(struct api_web *w, const struct api_web_snap *s, const char *authorization)
 {
 	const struct pd_web_config *wc = s->wc;
 	if (!wc->nusers)
 		return 1;
-	if (!authorization || strncasecmp(authorization, "Basic ", 6) != 0)
+	char raw[1024];
+	const char *user, *pass;
+	if (api_basic_auth_parse(authorization, raw, sizeof(raw), &user, &pass))
 		return 0;
-	unsigned char raw[1024];
-	size_t rl;
-	if (b64_decode(authorization + 6, raw, sizeof(raw) - 1, &rl))
-		return 0;
-	raw[rl] = 0;
-	char *colon = memchr(raw, ':', rl);
-	if (!colon || memchr(raw, 0, rl))
-		return 0;
-	*colon = 0;
-	const char *user = (const char *)raw, *pass = colon + 1;
 	const char *hash = "";
 	for (size_t i = 0; i < wc->nusers; i++)
 		if (strcmp(wc->users[i].name, user) == 0)
