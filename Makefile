@@ -60,6 +60,7 @@ bench: deps
 	@./bench/selfprof.sh $(BUILD_REL)
 	@./bench/ui.sh $(BUILD_REL)
 	@./bench/soak.sh $(BUILD_REL)
+	@./bench/tls.sh $(BUILD_REL)/profd
 
 clean:
 	rm -rf build
