@@ -13,6 +13,10 @@
 #   PROFD_DEMO_ADDR  the demo program's address (default 127.0.0.1:6060)
 #   PROFD_DEMO       0: do not start the demo program
 #   PROFD_ARGS       more flags for `profd run`, e.g. --log.level=debug
+# profd runs with the defaults of `profd run` otherwise: it listens on every
+# interface, so POST /-/reload and /-/quit stay off (anyone on the network could
+# send them); reload with Ctrl-C and `make run` again, `kill -HUP`, or turn them
+# on with PROFD_ARGS=--web.enable-lifecycle. Pushes (POST /api/v1/profiles) are on.
 # With the default configuration, the two targets in it follow PROFD_LISTEN and
 # PROFD_DEMO_ADDR: profd then runs with a copy of examples/profd.yml with those
 # addresses rewritten (build/run-profd.yml). A configuration of your own is used as

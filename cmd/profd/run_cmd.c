@@ -1,11 +1,13 @@
 /* run_cmd.c: `profd run`, the daemon: loads the configuration, opens the store,
  * discovers targets and scrapes them, persists and compacts the store on a timer,
  * reloads the configuration on SIGHUP (a bad one is refused and the old one keeps
- * running), and shuts down cleanly on SIGTERM or SIGINT. */
+ * running), and shuts down cleanly on SIGTERM or SIGINT (or POST /-/quit with
+ * --web.enable-lifecycle). */
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,8 @@ struct run_flags {
 	const char *read_header_timeout;
 	const char *read_timeout;
 	const char *web_config_file; /* "": none */
+	int enable_lifecycle; /* /-/reload and /-/quit; off by default, as in Prometheus */
+	int enable_push;      /* POST /api/v1/profiles; on by default */
 };
 
 static void usage(FILE *f)
@@ -65,14 +69,61 @@ static void usage(FILE *f)
 		"  --web.config.file=FILE              TLS, basic auth and response headers, in\n"
 		"                                      Prometheus's web configuration format\n"
 		"                                      (read again for every connection)\n"
+		"  --web.enable-lifecycle              serve POST /-/reload and POST /-/quit\n"
+		"                                      (default off: they answer 403)\n"
+		"  --[no-]web.enable-push              accept pushed profiles at POST\n"
+		"                                      /api/v1/profiles (default on;\n"
+		"                                      --no-web.enable-push refuses them with 404)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
+}
+
+/* Boolean flags, as Prometheus's: `--web.enable-lifecycle` sets one and
+ * `--no-web.enable-lifecycle` clears it; `=true` and `=false` are taken too. They
+ * never take the next argument as their value. a is the argument, nl the length
+ * of its name, v what follows its `=` (or NULL). Returns 1 when a was a boolean
+ * flag, 0 when it was not, -1 after printing why its value is bad. */
+static int bool_flag(const char *a, size_t nl, const char *v, struct run_flags *f)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} flags[] = {
+	    {"web.enable-lifecycle", offsetof(struct run_flags, enable_lifecycle)},
+	    {"web.enable-push", offsetof(struct run_flags, enable_push)},
+	};
+	if (nl < 3 || strncmp(a, "--", 2) != 0)
+		return 0;
+	int neg = nl > 5 && strncmp(a, "--no-", 5) == 0;
+	const char *name = a + (neg ? 5 : 2);
+	size_t n = nl - (neg ? 5 : 2);
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		if (strlen(flags[i].name) != n || strncmp(name, flags[i].name, n) != 0)
+			continue;
+		int on = !neg;
+		if (v && neg) {
+			fprintf(stderr, "profd run: --no-%s takes no value\n", flags[i].name);
+			return -1;
+		}
+		if (v && strcmp(v, "true") == 0)
+			on = 1;
+		else if (v && strcmp(v, "false") == 0)
+			on = 0;
+		else if (v) {
+			fprintf(stderr, "profd run: --%s: %s is not true or false\n", flags[i].name,
+				v);
+			return -1;
+		}
+		*(int *)((char *)f + flags[i].off) = on;
+		return 1;
+	}
+	return 0;
 }
 
 static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
 	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
-				"256", "64", "10s", "1m", ""};
+				"256", "64", "10s", "1m", "", 0, 1};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -81,6 +132,11 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 		}
 		const char *eq = strchr(a, '=');
 		size_t nl = eq ? (size_t)(eq - a) : strlen(a);
+		int b = bool_flag(a, nl, eq ? eq + 1 : NULL, f);
+		if (b < 0)
+			return -1;
+		if (b > 0)
+			continue;
 		const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
 		if (!eq && v && strncmp(v, "--", 2) == 0)
 			v = NULL; /* the next flag is not this one's value */
@@ -130,6 +186,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 
 struct daemon {
 	pthread_mutex_t cfg_mu; /* guards cfg: swapped by reloads, rendered by the API */
+	pthread_t main_thread;  /* takes the signals */
+	int quit;               /* POST /-/quit was answered (atomic) */
 	const char *config_file;
 	struct pd_config *cfg;
 	struct pd_tsdb *db;
@@ -300,6 +358,15 @@ static int reload_config(void *ctx, struct pd_err *err)
 	return rc;
 }
 
+/* POST /-/quit, once its answer has been sent: the main thread shuts down as
+ * on SIGTERM. Called from an HTTP thread: it only wakes the main thread. */
+static void request_quit(void *ctx)
+{
+	struct daemon *d = ctx;
+	__atomic_store_n(&d->quit, 1, __ATOMIC_RELEASE);
+	pthread_kill(d->main_thread, SIGTERM);
+}
+
 static int64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -343,6 +410,7 @@ int pd_cmd_run(int argc, char **argv)
 	struct daemon d = {0};
 	int rc = 1;
 	pthread_mutex_init(&d.cfg_mu, NULL);
+	d.main_thread = pthread_self();
 	if (parse_flags(argc - 1, argv + 1, &f))
 		return 2;
 	d.config_file = f.config_file;
@@ -437,11 +505,13 @@ int pd_cmd_run(int argc, char **argv)
 			    "storage.tsdb.retention.size", "web.listen-address", "log.level",
 			    "log.format", "web.ui-dir", "storage.tsdb.value-encoding",
 			    "web.max-connections", "web.max-connections-per-client",
-			    "web.read-header-timeout", "web.read-timeout", "web.config.file"};
+			    "web.read-header-timeout", "web.read-timeout", "web.config.file",
+			    "web.enable-lifecycle", "web.enable-push"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
-			    f.read_header_timeout, f.read_timeout, f.web_config_file};
+			    f.read_header_timeout, f.read_timeout, f.web_config_file,
+			    f.enable_lifecycle ? "true" : "false", f.enable_push ? "true" : "false"};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -453,8 +523,14 @@ int pd_cmd_run(int argc, char **argv)
 	ao.db = d.db;
 	ao.scrape = d.scrape;
 	ao.discovery = d.disc;
-	ao.reload = reload_config;
-	ao.reload_ctx = &d;
+	if (f.enable_lifecycle) {
+		/* without it both answer 403; SIGHUP and SIGTERM work either way */
+		ao.reload = reload_config;
+		ao.reload_ctx = &d;
+		ao.quit = request_quit;
+		ao.quit_ctx = &d;
+	}
+	ao.push_disabled = !f.enable_push;
 	ao.config_yaml = render_config;
 	ao.config_ctx = &d;
 	ao.flag_names = fn;
@@ -483,6 +559,11 @@ int pd_cmd_run(int argc, char **argv)
 	for (;;) {
 		struct timespec tick = {1, 0};
 		int sig = sigtimedwait(&sigs, NULL, &tick);
+		if (sig == SIGTERM && __atomic_load_n(&d.quit, __ATOMIC_ACQUIRE)) {
+			pd_log_info("main",
+				    "received a termination request via /-/quit, shutting down");
+			break;
+		}
 		if (sig == SIGTERM || sig == SIGINT) {
 			pd_log_info("main", "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 			break;

@@ -1,7 +1,7 @@
 /* api.h: profd's HTTP server: the Prometheus-style query API under /api/v1 (the
  * `{status, data, errorType, error, warnings}` envelope), the push endpoint for
  * short-lived jobs, /metrics in the Prometheus text format, and the lifecycle
- * endpoints /-/healthy, /-/ready and /-/reload. It runs on libmicrohttpd with one
+ * endpoints /-/healthy, /-/ready, /-/reload and /-/quit. It runs on libmicrohttpd with one
  * thread per connection; handlers only read the store (and append for a push),
  * so it needs no lock of its own around the store or the scrape manager.
  *
@@ -9,7 +9,7 @@
  *
  * What the daemon must guarantee:
  *   - db (and scrape, when given) outlive the server: call pd_api_stop first.
- *   - config_yaml and reload are called from HTTP threads, concurrently with each
+ *   - config_yaml, reload and quit are called from HTTP threads, concurrently with each
  *     other and with the daemon's own SIGHUP handling. The daemon serialises them
  *     with its own lock: config_yaml renders the current configuration while
  *     holding the lock that a reload takes to swap configurations, so a
@@ -79,9 +79,20 @@ struct pd_api_opts {
 	struct pd_discovery_manager *discovery;
 
 	/* POST /-/reload calls this; 0 on success, else err says why. NULL: the
-	 * endpoint answers 403 "Lifecycle API is not enabled." as Prometheus does. */
+	 * endpoint answers 403 "Lifecycle API is not enabled." as Prometheus does
+	 * without --web.enable-lifecycle. */
 	int (*reload)(void *ctx, struct pd_err *err);
 	void *reload_ctx;
+	/* POST /-/quit calls this once, after its answer "Requesting termination...
+	 * Goodbye!" has been sent; the daemon then shuts down as on SIGTERM (it must
+	 * not call pd_api_stop from inside the callback, which runs on an HTTP
+	 * thread). Later requests get "Termination already in progress.". NULL: 403
+	 * "Lifecycle API is not enabled.", as for reload. */
+	void (*quit)(void *ctx);
+	void *quit_ctx;
+	/* 1: POST /api/v1/profiles answers 404 and stores nothing, before reading
+	 * the body (--no-web.enable-push). 0 (the default): pushes are accepted. */
+	int push_disabled;
 	/* /api/v1/status/config calls this for the rendered configuration
 	 * (pd_config_render), a malloc'd NUL-terminated string the server frees;
 	 * NULL on failure. The callback itself may be NULL (empty YAML). */

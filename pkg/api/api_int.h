@@ -35,6 +35,7 @@ enum api_handler {
 	H_HEALTHY,
 	H_READY,
 	H_RELOAD,
+	H_QUIT,
 	H_METRICS,
 	H_DEBUG_PPROF,
 	H_UI,
@@ -172,6 +173,7 @@ struct pd_api_server {
 	size_t nflags;
 	unsigned port;
 	int ready; /* read and written with __atomic builtins */
+	int quitting; /* /-/quit was called (atomic): later calls only say so */
 	int stopping; /* set (atomically) by pd_api_stop: long requests end early */
 	int64_t started_ms;
 
@@ -207,6 +209,7 @@ struct api_req {
 	size_t body_max; /* 0: a body is read and dropped */
 	struct pd_buf body;
 	int body_too_big;
+	int quit_after; /* call opts.quit once the response is sent (/-/quit) */
 	struct api_param *params;
 	size_t nparams, cparams;
 	int64_t t0_ns;

@@ -3,7 +3,7 @@
  * output in Prometheus's `{status, data, errorType, error, warnings}` envelope,
  * compresses responses for clients that accept gzip, limits how many queries
  * run at once, and serves the lifecycle endpoints (/-/healthy, /-/ready,
- * /-/reload), the UI hook and a small index page.
+ * /-/reload, /-/quit), the UI hook and a small index page.
  *
  * profd accepts connections itself (one thread, the acceptor) and hands each to
  * one of two libmicrohttpd daemons: the main one, while the connection fits
@@ -53,6 +53,7 @@ const char *const api_handler_names[API_NHANDLERS] = {
     "/-/healthy",
     "/-/ready",
     "/-/reload",
+    "/-/quit",
     "/metrics",
     "/debug/pprof/",
     "/",
@@ -81,6 +82,7 @@ enum { BODY_NONE, BODY_FORM, BODY_PUSH };
 static void h_healthy(struct api_req *r, struct api_resp *w);
 static void h_ready(struct api_req *r, struct api_resp *w);
 static void h_reload(struct api_req *r, struct api_resp *w);
+static void h_quit(struct api_req *r, struct api_resp *w);
 
 struct route {
 	const char *path;
@@ -114,6 +116,7 @@ static const struct route routes[] = {
     {"/-/healthy", M_GET | M_HEAD, H_HEALTHY, h_healthy, BODY_NONE, 0, "GET, HEAD"},
     {"/-/ready", M_GET | M_HEAD, H_READY, h_ready, BODY_NONE, 0, "GET, HEAD"},
     {"/-/reload", M_POST | M_PUT, H_RELOAD, h_reload, BODY_NONE, 0, "POST, PUT"},
+    {"/-/quit", M_POST | M_PUT, H_QUIT, h_quit, BODY_NONE, 0, "POST, PUT"},
     {"/metrics", M_GET | M_HEAD, H_METRICS, api_metrics, BODY_NONE, 0, "GET, HEAD"},
     {"/debug/pprof", M_GET | M_HEAD, H_DEBUG_PPROF, api_debug_pprof, BODY_NONE, 0, "GET, HEAD"},
 };
@@ -181,12 +184,16 @@ static void h_ready(struct api_req *r, struct api_resp *w)
 		text(w, 503, "Service Unavailable\n");
 }
 
+/* Without --web.enable-lifecycle, /-/reload and /-/quit answer 403 with
+ * Prometheus's words (no trailing newline, as Prometheus writes it). */
+#define LIFECYCLE_OFF "Lifecycle API is not enabled."
+
 static void h_reload(struct api_req *r, struct api_resp *w)
 {
 	struct pd_api_server *s = r->srv;
 	struct pd_err err = {0};
 	if (!s->o.reload) {
-		text(w, 403, "Lifecycle API is not enabled.\n");
+		text(w, 403, LIFECYCLE_OFF);
 		return;
 	}
 	int rc = s->o.reload(s->o.reload_ctx, &err);
@@ -200,6 +207,24 @@ static void h_reload(struct api_req *r, struct api_resp *w)
 	}
 	w->status = 200;
 	w->content_type = "text/plain; charset=utf-8";
+}
+
+/* The daemon is told after the answer has been sent (on_completed), so the
+ * shutdown that follows cannot cut the answer off. */
+static void h_quit(struct api_req *r, struct api_resp *w)
+{
+	struct pd_api_server *s = r->srv;
+	if (!s->o.quit) {
+		text(w, 403, LIFECYCLE_OFF);
+		return;
+	}
+	w->close_conn = 1;
+	if (__atomic_exchange_n(&s->quitting, 1, __ATOMIC_ACQ_REL)) {
+		text(w, 200, "Termination already in progress.");
+		return;
+	}
+	r->quit_after = 1;
+	text(w, 200, "Requesting termination... Goodbye!");
 }
 
 static const char index_html[] =
@@ -220,7 +245,7 @@ static const char index_html[] =
     "<a href=\"/api/v1/status/tsdb\">/api/v1/status/tsdb</a>, "
     "<a href=\"/api/v1/status/buildinfo\">/api/v1/status/buildinfo</a></li>\n"
     "<li><a href=\"/metrics\">/metrics</a>, <a href=\"/-/healthy\">/-/healthy</a>, "
-    "<a href=\"/-/ready\">/-/ready</a>, POST /-/reload</li>\n"
+    "<a href=\"/-/ready\">/-/ready</a>, POST /-/reload, POST /-/quit</li>\n"
     "<li><a href=\"/debug/pprof/\">/debug/pprof/</a>: profiles of profd itself</li>\n"
     "</ul>\n</body></html>\n";
 
@@ -503,8 +528,9 @@ static enum MHD_Result process(struct api_req *r)
 			          rt->allow);
 		else
 			text(&w, 405,
-			     rt->handler == H_RELOAD ? "Only POST or PUT requests allowed\n"
-			                             : "Method Not Allowed\n");
+			     rt->handler == H_RELOAD || rt->handler == H_QUIT
+			         ? "Only POST or PUT requests allowed\n"
+			         : "Method Not Allowed\n");
 	} else if (r->body_too_big) {
 		api_error(&w, 413, "bad_data",
 		          "the request body is larger than the limit of %zu bytes", r->body_max);
@@ -961,6 +987,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		const char *why = bad_path(r->path);
 		if (why)
 			return reject(r, 400, "bad_data", why);
+		if (r->handler == H_PROFILES && s->o.push_disabled)
+			return reject(r, 404, "not_found",
+			              "push receiver needs to be enabled with --web.enable-push");
 		const char *cl =
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (r->body_max && cl && strtoull(cl, NULL, 10) > r->body_max) {
@@ -988,9 +1017,13 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
                          enum MHD_RequestTerminationCode why)
 {
 	(void)why;
+	struct pd_api_server *s = cls;
+	struct api_req *r = *state;
 	/* the next request's headers are due within read_header_timeout */
-	conn_phase(cls, conn_of(c), PHASE_HEADERS);
-	req_free(*state);
+	conn_phase(s, conn_of(c), PHASE_HEADERS);
+	if (r && r->quit_after)
+		s->o.quit(s->o.quit_ctx);
+	req_free(r);
 	*state = NULL;
 }
 

@@ -79,7 +79,7 @@ EOC
 start() {
 	: >"$tmp/profd.log.cur"
 	"$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
-		--web.listen-address=127.0.0.1:0 --log.level=debug 2> >(tee -a "$tmp/profd.log" >"$tmp/profd.log.cur") &
+		--web.listen-address=127.0.0.1:0 --log.level=debug --web.enable-lifecycle 2> >(tee -a "$tmp/profd.log" >"$tmp/profd.log.cur") &
 	profd_pid=$!
 	pids+=($profd_pid)
 	wait_for 60 "profd did not start listening" listening

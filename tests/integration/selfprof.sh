@@ -32,13 +32,14 @@ fail() {
 }
 top() { (cd "$tmp" && go tool pprof -top -nodefraction=0 -symbolize=none "$@" 2>&1); }
 
-# start NAME BINARY: starts a daemon on a free loopback port with an empty
-# configuration; it stops by itself after three minutes. Sets $api.
+# start NAME BINARY [FLAGS...]: starts a daemon on a free loopback port with an
+# empty configuration; it stops by itself after three minutes. Sets $api.
 start() {
 	local name=$1 bin=$2 port=""
+	shift 2
 	printf 'global:\n  scrape_interval: 2s\n  scrape_timeout: 1500ms\n' >"$tmp/$name.yml"
 	timeout 180 "$bin" run --config.file="$tmp/$name.yml" --storage.tsdb.path="$tmp/$name-data" \
-		--web.listen-address=127.0.0.1:0 2>"$tmp/$name.log" &
+		--web.listen-address=127.0.0.1:0 "$@" 2>"$tmp/$name.log" &
 	pids+=($!)
 	for _ in $(seq 100); do
 		port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$tmp/$name.log" | head -1)
@@ -65,7 +66,7 @@ load() {
 status() { curl -s -o "${2:-/dev/null}" -w '%{http_code}' "$1"; }
 
 # ---- the CPU profile of the binary under test ------------------------------
-start main "$profd"
+start main "$profd" --web.enable-lifecycle # its configuration is reloaded below
 main_api=$api
 load "$main_api" 6 &
 loader=$!

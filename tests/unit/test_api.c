@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1319,6 +1320,116 @@ static int ui_everything(void *ctx, const char *method, const char *path,
 }
 
 /* The UI gets the paths outside the API; unknown API paths stay 404s. */
+/* POST /-/quit's callback: counts calls (from an HTTP thread). */
+static int quit_calls;
+
+static void quit_cb(void *ctx)
+{
+	(void)ctx;
+	__atomic_add_fetch(&quit_calls, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Starts a second server on the fixture's store and points the helpers at it. */
+static struct pd_api_server *start_other(struct pd_api_opts *ao, unsigned *saved)
+{
+	struct pd_api_server *s2;
+	struct pd_err err = {0};
+	ao->listen_address = "127.0.0.1:0";
+	ao->db = db;
+	if (pd_api_start(&s2, ao, &err))
+		fail_msg("start: %s", err.msg);
+	*saved = port;
+	port = pd_api_port(s2);
+	return s2;
+}
+
+static void test_lifecycle_gates(void **state)
+{
+	(void)state;
+	struct pd_api_opts ao;
+	struct http h;
+	unsigned saved;
+	static const char *const methods[] = {"POST", "PUT"};
+	static const char *const paths[] = {"/-/reload", "/-/quit"};
+
+	/* the fixture's server has a reload hook but no quit hook: quit is refused */
+	http_do("POST", "/-/quit", NULL, NULL, 0, NULL, &h);
+	assert_int_equal(h.status, 403);
+	assert_string_equal(h.body, "Lifecycle API is not enabled.");
+	http_free(&h);
+
+	/* no lifecycle hooks, pushes off: as `profd run --no-web.enable-push` */
+	pd_api_opts_init(&ao);
+	ao.push_disabled = 1;
+	struct pd_api_server *s2 = start_other(&ao, &saved);
+	int calls = reload_calls;
+	for (int m = 0; m < 2; m++)
+		for (int p = 0; p < 2; p++) {
+			http_do(methods[m], paths[p], NULL, NULL, 0, NULL, &h);
+			assert_int_equal(h.status, 403);
+			assert_string_equal(h.body, "Lifecycle API is not enabled.");
+			http_free(&h);
+		}
+	assert_int_equal(reload_calls, calls);
+	get("/-/quit", &h);
+	assert_int_equal(h.status, 405);
+	assert_string_equal(h.body, "Only POST or PUT requests allowed\n");
+	http_free(&h);
+	get("/-/healthy", &h); /* still serving */
+	assert_int_equal(h.status, 200);
+	http_free(&h);
+	/* a valid push is refused before its body is read, and nothing is stored */
+	http_do(NULL, build("/api/v1/profiles", "labels", "goroutine{job=\"refused\"}", NULL), NULL,
+	        gor_gz, gor_gz_len, NULL, &h);
+	assert_int_equal(h.status, 404);
+	struct jv *v = jparse(h.body);
+	assert_non_null(v);
+	assert_string_equal(jstr_of(jget(v, "status")), "error");
+	assert_string_equal(jstr_of(jget(v, "errorType")), "not_found");
+	assert_string_equal(jstr_of(jget(v, "error")),
+	                    "push receiver needs to be enabled with --web.enable-push");
+	jv_free(v);
+	http_free(&h);
+	v = get_json(build("/api/v1/series", "match[]", "{job=\"refused\"}", NULL), 200);
+	assert_int_equal(jget(v, "data")->n, 0);
+	jv_free(v);
+	v = get_json("/api/v1/labels", 200); /* the rest of the API answers */
+	jv_free(v);
+	port = saved;
+	pd_api_stop(s2);
+
+	/* with a quit hook: the first call says goodbye and calls it once, after
+	 * the answer went out; later calls only say that it is under way */
+	pd_api_opts_init(&ao);
+	ao.quit = quit_cb;
+	s2 = start_other(&ao, &saved);
+	http_do("POST", "/-/quit", NULL, NULL, 0, NULL, &h);
+	assert_int_equal(h.status, 200);
+	assert_string_equal(h.body, "Requesting termination... Goodbye!");
+	http_free(&h);
+	struct timespec t0, now, nap = {0, 10 * 1000 * 1000};
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (__atomic_load_n(&quit_calls, __ATOMIC_ACQUIRE) == 0) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec > 30)
+			fail_msg("the quit hook was not called within 30 s of the answer");
+		nanosleep(&nap, NULL);
+	}
+	http_do("PUT", "/-/quit", NULL, NULL, 0, NULL, &h);
+	assert_int_equal(h.status, 200);
+	assert_string_equal(h.body, "Termination already in progress.");
+	http_free(&h);
+	/* pushes stay on by default */
+	http_do(NULL, build("/api/v1/profiles", "labels", "goroutine{job=\"quit\"}", NULL), NULL,
+	        gor_gz, gor_gz_len, NULL, &h);
+	if (h.status != 200)
+		fail_msg("push: %ld %s", h.status, h.body);
+	http_free(&h);
+	port = saved;
+	pd_api_stop(s2); /* every request has completed: the count is final */
+	assert_int_equal(__atomic_load_n(&quit_calls, __ATOMIC_ACQUIRE), 1);
+}
+
 static void test_ui_hook(void **state)
 {
 	(void)state;
@@ -1446,6 +1557,7 @@ int main(void)
 	    cmocka_unit_test(test_targets),
 	    cmocka_unit_test(test_status),
 	    cmocka_unit_test(test_lifecycle_and_misc),
+	    cmocka_unit_test(test_lifecycle_gates),
 	    cmocka_unit_test(test_ui_hook),
 	    cmocka_unit_test(test_metrics),
 	};

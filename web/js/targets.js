@@ -124,8 +124,9 @@ export function mountTargets(main) {
     if (!groups.length) {
       html += `<div class="empty"><h3>No scrape pools</h3><p>profd scrapes nothing: add
         <code>scrape_configs</code> to the configuration file (the loaded one is on the
-        <a href="/status">status page</a>) and reload it with <code>SIGHUP</code> or
-        <code>POST /-/reload</code>.</p></div>`;
+        <a href="/status">status page</a>) and reload it with <code>SIGHUP</code> (or
+        <code>POST /-/reload</code> when profd runs with
+        <code>--web.enable-lifecycle</code>).</p></div>`;
     }
     let shown = 0;
     for (const g of groups) {
