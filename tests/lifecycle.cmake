@@ -12,5 +12,9 @@ set_tests_properties(cli_run_bool_flag_bad_value PROPERTIES
 add_test(NAME cli_run_bool_flag_negated_value COMMAND profd run --no-web.enable-push=false)
 set_tests_properties(cli_run_bool_flag_negated_value PROPERTIES
   PASS_REGULAR_EXPRESSION "--no-web.enable-push takes no value")
-set_tests_properties(cli_run_bool_flag_bad_value cli_run_bool_flag_negated_value PROPERTIES
+add_test(NAME cli_run_bool_flag_separate_value COMMAND profd run --web.enable-lifecycle false)
+set_tests_properties(cli_run_bool_flag_separate_value PROPERTIES
+  PASS_REGULAR_EXPRESSION "false: unexpected argument \\(a boolean flag takes its value after =")
+set_tests_properties(cli_run_bool_flag_bad_value cli_run_bool_flag_negated_value
+  cli_run_bool_flag_separate_value PROPERTIES
   LABELS unit TIMEOUT 30)

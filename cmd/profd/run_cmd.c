@@ -137,13 +137,21 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			return -1;
 		if (b > 0)
 			continue;
+		if (strncmp(a, "--", 2) != 0) {
+			int tf = strcmp(a, "true") == 0 || strcmp(a, "false") == 0;
+			fprintf(stderr, "profd run: %s: unexpected argument%s\n", a,
+				tf ? " (a boolean flag takes its value after =, as "
+				     "--web.enable-lifecycle=true)"
+				   : "");
+			return -1;
+		}
 		const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
 		if (!eq && v && strncmp(v, "--", 2) == 0)
 			v = NULL; /* the next flag is not this one's value */
 		else if (!eq && v)
 			i++;
-		if (strncmp(a, "--", 2) != 0 || !v) {
-			fprintf(stderr, "profd run: %s: %s\n", a, v ? "unexpected argument" : "needs a value");
+		if (!v) {
+			fprintf(stderr, "profd run: %s: needs a value\n", a);
 			return -1;
 		}
 #define IS(x) (nl == strlen(x) && strncmp(a, x, nl) == 0)
