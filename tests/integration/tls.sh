@@ -9,12 +9,15 @@
 # scraping /metrics over TLS with basic auth and a client certificate, and no
 # secret in the log or the status endpoints.
 #
-#   tls.sh PROFD TESTDATA API_MD
+# Last, the hardened example (examples/hardened) as its README runs it.
+#
+#   tls.sh PROFD TESTDATA API_MD EXAMPLES_DIR
 set -euo pipefail
 
 profd=$(realpath "$1")
 data=$(cd "$2" && pwd)
 api_md=$(realpath "$3")
+examples=$(realpath "$4")
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -283,6 +286,31 @@ for f in profd.log flags.json config.json metrics.txt; do
 	done
 done
 echo "secrets: none in the log, status/flags, status/config or /metrics"
+
+# ---- the hardened example, as its README runs it ----
+cp -r "$examples/hardened" hardened
+cp "$examples/profd.yml" hardened-profd.yml
+(cd hardened && ./make-certs.sh localhost >/dev/null) || fail "examples/hardened/make-certs.sh"
+"$profd" check web-config hardened/web.yml 2>check.txt || fail "the example's web.yml: $(cat check.txt)"
+grep -q 'hardened/web.yml SUCCESS' check.txt || fail "check web-config: $(cat check.txt)"
+(cd hardened && exec "$profd" run --config.file=../hardened-profd.yml --web.config.file=web.yml \
+	--no-web.enable-push --storage.tsdb.path=../hardened-data --web.listen-address=127.0.0.1:0 \
+	2>../hardened.log) &
+pids+=($!)
+hport() { hport=$(sed -n 's/.*listening on .* (port \([0-9]*\)), TLS on.*/\1/p' hardened.log | head -1); [ -n "$hport" ]; }
+wait_for 60 "the hardened example did not start with TLS" hport
+h=(--cacert hardened/tls/ca.crt --cert hardened/tls/client.crt --key hardened/tls/client.key)
+[ "$(code "${h[@]}" -u prometheus:change-me-now "https://localhost:$hport/api/v1/targets")" = 200 ] ||
+	fail "the hardened example's README command"
+[ "$(code --cacert hardened/tls/ca.crt -u prometheus:change-me-now "https://localhost:$hport/-/healthy")" = 000 ] ||
+	fail "the hardened example let a client without a certificate in"
+[ "$(code "${h[@]}" "https://localhost:$hport/-/healthy")" = 401 ] || fail "the hardened example without a password"
+[ "$(code "${h[@]}" -u prometheus:change-me-now -X POST "https://localhost:$hport/-/reload")" = 403 ] ||
+	fail "the hardened example has the lifecycle API on"
+[ "$(code "${h[@]}" -u prometheus:change-me-now --data-binary "@$data/profiles/prometheus/heap.pb.gz" \
+	"https://localhost:$hport/api/v1/profiles?labels=heap%7Bjob%3D%22x%22%7D")" = 404 ] ||
+	fail "the hardened example takes pushes"
+echo "examples/hardened: starts as its README says; certificate, password, no lifecycle, no pushes"
 
 # a clean stop with TLS connections open: every TLS thread ends, nothing leaks
 # (the sanitizers' leak check makes the exit status non-zero otherwise)
