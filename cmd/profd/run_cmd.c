@@ -38,6 +38,8 @@ struct run_flags {
 	const char *web_config_file; /* "": none */
 	int enable_lifecycle; /* /-/reload and /-/quit; off by default, as in Prometheus */
 	int enable_push;      /* POST /api/v1/profiles; on by default */
+	const char *external_url; /* "": http://<hostname>:<port>/ */
+	const char *route_prefix; /* "": the external URL's path */
 };
 
 static void usage(FILE *f)
@@ -74,6 +76,13 @@ static void usage(FILE *f)
 		"  --[no-]web.enable-push              accept pushed profiles at POST\n"
 		"                                      /api/v1/profiles (default on;\n"
 		"                                      --no-web.enable-push refuses them with 404)\n"
+		"  --web.external-url=URL              the URL under which profd is reachable from\n"
+		"                                      outside (e.g. through a reverse proxy), for\n"
+		"                                      links back to profd; its path, if any, is the\n"
+		"                                      default route prefix (default\n"
+		"                                      http://<hostname>:<port>/)\n"
+		"  --web.route-prefix=PATH             prefix of every HTTP route (default: the\n"
+		"                                      path of --web.external-url)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 }
@@ -123,7 +132,7 @@ static int bool_flag(const char *a, size_t nl, const char *v, struct run_flags *
 static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
 	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
-				"256", "64", "10s", "1m", "", 0, 1};
+				"256", "64", "10s", "1m", "", 0, 1, "", ""};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -183,6 +192,10 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->read_timeout = v;
 		else if (IS("--web.config.file"))
 			f->web_config_file = v;
+		else if (IS("--web.external-url"))
+			f->external_url = v;
+		else if (IS("--web.route-prefix"))
+			f->route_prefix = v;
 		else {
 			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
@@ -454,6 +467,15 @@ int pd_cmd_run(int argc, char **argv)
 	    parse_timeout("--web.read-header-timeout", f.read_header_timeout, &header_timeout_ms) ||
 	    parse_timeout("--web.read-timeout", f.read_timeout, &read_timeout_ms))
 		return 2;
+	/* as Prometheus: the external URL from the hostname and port unless given; the
+	 * route prefix from its path unless given */
+	char *external_url = NULL, *route_prefix = NULL;
+	if (pd_api_external_url(f.external_url, f.listen_address, &external_url, &err) ||
+	    pd_api_route_prefix(f.route_prefix, external_url, &route_prefix, &err)) {
+		fprintf(stderr, "profd run: %s\n", err.msg);
+		free(external_url);
+		return 2;
+	}
 
 	/* signals are taken by this thread only: block them before any thread starts */
 	sigset_t sigs;
@@ -474,11 +496,15 @@ int pd_cmd_run(int argc, char **argv)
 		}
 		if (bad) {
 			pd_log_error("main", "--web.config.file: %s", werr.msg);
+			free(external_url);
+			free(route_prefix);
 			return 1;
 		}
 	}
 	if (pd_config_load_file(f.config_file, &d.cfg, &err)) {
 		pd_log_error("main", "loading the configuration failed: %s", err.msg);
+		free(external_url);
+		free(route_prefix);
 		return 1;
 	}
 	for (size_t i = 0; i < d.cfg->nwarnings; i++)
@@ -514,12 +540,14 @@ int pd_cmd_run(int argc, char **argv)
 			    "log.format", "web.ui-dir", "storage.tsdb.value-encoding",
 			    "web.max-connections", "web.max-connections-per-client",
 			    "web.read-header-timeout", "web.read-timeout", "web.config.file",
-			    "web.enable-lifecycle", "web.enable-push"};
+			    "web.enable-lifecycle", "web.enable-push", "web.external-url",
+			    "web.route-prefix"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
 			    f.read_header_timeout, f.read_timeout, f.web_config_file,
-			    f.enable_lifecycle ? "true" : "false", f.enable_push ? "true" : "false"};
+			    f.enable_lifecycle ? "true" : "false", f.enable_push ? "true" : "false",
+			    external_url, route_prefix};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -545,9 +573,14 @@ int pd_cmd_run(int argc, char **argv)
 	ao.flag_values = fv;
 	ao.nflags = sizeof(fn) / sizeof(fn[0]);
 	ao.version = PD_VERSION;
+	ao.route_prefix = route_prefix;
 	if (pd_webui_create(f.ui_dir[0] ? f.ui_dir : NULL, &d.ui, &err) == 0) {
 		ao.ui = pd_webui_serve;
 		ao.ui_ctx = d.ui;
+		if (pd_webui_set_links(d.ui, route_prefix, external_url, &err)) {
+			pd_log_error("main", "web UI: %s", err.msg);
+			goto out;
+		}
 		if (f.ui_dir[0])
 			pd_log_info("web", "serving the web UI from %s", f.ui_dir);
 	} else if (f.ui_dir[0]) {
@@ -562,6 +595,9 @@ int pd_cmd_run(int argc, char **argv)
 	}
 	pd_log_info("main", "profd started: %zu scrape configs from %s, listening on %s (port %u)",
 		    d.cfg->nscrape_configs, f.config_file, f.listen_address, pd_api_port(d.api));
+	if (strcmp(route_prefix, "/") != 0)
+		pd_log_info("main", "serving every route under %s (external URL %s)", route_prefix,
+			    external_url);
 
 	int64_t last_flush = mono_ms(), last_trim = mono_ms();
 	for (;;) {
@@ -608,6 +644,8 @@ out:
 	pd_tsdb_close(d.db);
 	pd_config_destroy(d.cfg);
 	pthread_mutex_destroy(&d.cfg_mu);
+	free(external_url);
+	free(route_prefix);
 	if (rc == 0)
 		pd_log_info("main", "stopped");
 	return rc;

@@ -107,6 +107,13 @@ struct pd_api_opts {
 	/* Paths outside the API; NULL: an index page at "/" and 404 elsewhere. */
 	pd_api_ui_fn ui;
 	void *ui_ctx;
+	/* --web.route-prefix as pd_api_route_prefix returns it ("/profd"); NULL or "/":
+	 * none. With a prefix P every route is served under P (P/api/v1/…, P/-/healthy,
+	 * P/metrics, the UI at P/), handlers and the UI hook see the path without P,
+	 * GET / answers 302 to P, P answers 302 to P/, and paths outside P are 404.
+	 * Redirects that handlers and the UI hook give as absolute paths get P in
+	 * front. Copied. */
+	const char *route_prefix;
 
 	/* Limits; 0 means the default above. */
 	int64_t lookback_ms;       /* query at a time: how far back the nearest sample may be */
@@ -128,6 +135,24 @@ struct pd_api_opts {
 	 * "": none. A file that does not apply is a start error naming the field. */
 	const char *web_config_file;
 };
+
+/* ---- running under a path (docs/configuration.md, docs/operating.md) ---------- */
+
+/* --web.external-url: value, or when NULL or "" http://<hostname>:<port>/ with
+ * the port of listen_address (NULL: the default address), checked (http or https,
+ * a host, no user information, query or fragment, a path profd can serve) and
+ * without trailing slashes, as Prometheus keeps it ("http://host/profd"). *out is
+ * malloc'd, the caller's. Errors name the flag and the value. */
+int pd_api_external_url(const char *value, const char *listen_address, char **out,
+                        struct pd_err *err);
+
+/* --web.route-prefix: value, or when NULL or "" the path of external_url (as
+ * pd_api_external_url returns it), normalised as Prometheus does: one leading
+ * slash, no trailing one, "/" when empty ("profd/" gives "/profd"). Refuses "."
+ * and ".." segments and characters that would need escaping. *out is malloc'd,
+ * the caller's. Errors name the flag the prefix came from. */
+int pd_api_route_prefix(const char *value, const char *external_url, char **out,
+                        struct pd_err *err);
 
 /* Fills o with zeros and the defaults (the daemon then sets db and the rest). */
 void pd_api_opts_init(struct pd_api_opts *o);

@@ -26,6 +26,16 @@ int pd_webui_create(const char *dir, struct pd_webui **out, struct pd_err *err);
 /* Frees ui; NULL does nothing. */
 void pd_webui_destroy(struct pd_webui *ui);
 
+/* Where the UI lives, written into every index.html served: route_prefix
+ * ("/profd", as pd_api_route_prefix returns it; NULL or "/" for none) becomes the
+ * page's <base href="/profd/">, which every link, asset and API call of the UI is
+ * relative to, and external_url (pd_api_external_url's; may be NULL) the content
+ * of <meta name="profd-external-url">, from which the UI builds absolute links it
+ * shows. Call before serving (not concurrently with pd_webui_serve); both are
+ * copied. Without this call index.html is served as it is (base "/"). */
+int pd_webui_set_links(struct pd_webui *ui, const char *route_prefix, const char *external_url,
+                       struct pd_err *err);
+
 /* The pd_api_ui_fn to plug into pd_api_opts.ui with ctx = the pd_webui. Bodies
  * of embedded files are static; files read from disk are malloc'd and handed to
  * the server (must_free). Safe from several threads. */

@@ -169,6 +169,8 @@ struct pd_api_server {
 	struct pd_api_opts o; /* limits resolved; strings below are copies */
 	char *listen_address;
 	char *version;
+	char *prefix;      /* the route prefix without its trailing slash; "" for none */
+	size_t prefix_len; /* 0: no prefix */
 	char **flag_names, **flag_values;
 	size_t nflags;
 	unsigned port;
@@ -193,6 +195,14 @@ struct api_param {
 	char *value;
 };
 
+/* Where a request's path lies against the route prefix P. */
+enum api_outside {
+	OUT_INSIDE = 0, /* under P (or no prefix): routed */
+	OUT_ROOT,       /* "/": redirected to P */
+	OUT_PREFIX,     /* P itself: redirected to P/ */
+	OUT_ELSEWHERE,  /* 404 */
+};
+
 /* One request, from its headers to the end of its response. */
 struct api_req {
 	struct pd_api_server *srv;
@@ -202,7 +212,9 @@ struct api_req {
 	size_t raw_len;
 	struct MHD_Connection *conn;
 	const char *method; /* borrowed from MHD */
-	char *path;
+	char *path;        /* without the route prefix */
+	char *raw_query;   /* the raw query string (after '?'), copied by on_uri; may be NULL */
+	int outside;       /* enum api_outside: where the path lies against the route prefix */
 	int route;   /* index into the route table, -1: none */
 	int handler; /* enum api_handler */
 	int is_post, is_head;
@@ -232,7 +244,9 @@ struct api_resp {
 	size_t nwarnings;
 	char *disposition; /* Content-Disposition, malloc'd */
 	const char *allow; /* for 405 */
-	const char *location;
+	const char *location; /* a path inside the server (the route prefix goes in front) */
+	const char *location_abs; /* a Location sent as it is (wins over location) */
+	char *location_owned;     /* malloc'd storage of location_abs, freed with the response */
 	const char *cache_control;
 	int no_gzip;    /* the body is already compressed */
 	int close_conn; /* Connection: close (reserve connections, early rejects) */

@@ -159,7 +159,7 @@ void api_debug_pprof(struct api_req *r, struct api_resp *w)
 		w->status = 301;
 		w->location = "/debug/pprof/";
 		w->content_type = "text/html; charset=utf-8";
-		jput(w, "<a href=\"/debug/pprof/\">Moved Permanently</a>.\n");
+		jput(w, "<a href=\"pprof/\">Moved Permanently</a>.\n");
 		return;
 	}
 	p++; /* the slash */

@@ -3,7 +3,9 @@
  * output in Prometheus's `{status, data, errorType, error, warnings}` envelope,
  * compresses responses for clients that accept gzip, limits how many queries
  * run at once, and serves the lifecycle endpoints (/-/healthy, /-/ready,
- * /-/reload, /-/quit), the UI hook and a small index page.
+ * /-/reload, /-/quit), the UI hook and a small index page. Under a route prefix
+ * (--web.route-prefix) every route lies below it and the handlers see the path
+ * without it.
  *
  * profd accepts connections itself (one thread, the acceptor) and hands each to
  * one of two libmicrohttpd daemons: the main one, while the connection fits
@@ -231,29 +233,68 @@ static const char index_html[] =
     "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>profd</title></head>\n"
     "<body>\n<h1>profd</h1>\n<p>A continuous-profiling server. The API follows Prometheus's "
     "conventions.</p>\n<ul>\n"
-    "<li><a href=\"/api/v1/targets\">/api/v1/targets</a>: scrape targets</li>\n"
-    "<li><a href=\"/api/v1/labels\">/api/v1/labels</a>: label names</li>\n"
-    "<li><a href=\"/api/v1/label/__name__/values\">/api/v1/label/__name__/values</a>: profile "
+    "<li><a href=\"api/v1/targets\">/api/v1/targets</a>: scrape targets</li>\n"
+    "<li><a href=\"api/v1/labels\">/api/v1/labels</a>: label names</li>\n"
+    "<li><a href=\"api/v1/label/__name__/values\">/api/v1/label/__name__/values</a>: profile "
     "types</li>\n"
     "<li>/api/v1/series?match[]=SELECTOR: series</li>\n"
     "<li>/api/v1/query_range?query=SELECTOR&amp;start=&amp;end=: profile timestamps</li>\n"
     "<li>/api/v1/query?query=SELECTOR&amp;time=&amp;report=meta|top|flamegraph|proto: one "
     "profile, a merge (mode=merge) or a diff (mode=diff)</li>\n"
     "<li>POST /api/v1/profiles?labels=LABELS: push a profile</li>\n"
-    "<li><a href=\"/api/v1/status/config\">/api/v1/status/config</a>, "
-    "<a href=\"/api/v1/status/flags\">/api/v1/status/flags</a>, "
-    "<a href=\"/api/v1/status/tsdb\">/api/v1/status/tsdb</a>, "
-    "<a href=\"/api/v1/status/buildinfo\">/api/v1/status/buildinfo</a></li>\n"
-    "<li><a href=\"/metrics\">/metrics</a>, <a href=\"/-/healthy\">/-/healthy</a>, "
-    "<a href=\"/-/ready\">/-/ready</a>, POST /-/reload, POST /-/quit</li>\n"
-    "<li><a href=\"/debug/pprof/\">/debug/pprof/</a>: profiles of profd itself</li>\n"
+    "<li><a href=\"api/v1/status/config\">/api/v1/status/config</a>, "
+    "<a href=\"api/v1/status/flags\">/api/v1/status/flags</a>, "
+    "<a href=\"api/v1/status/tsdb\">/api/v1/status/tsdb</a>, "
+    "<a href=\"api/v1/status/buildinfo\">/api/v1/status/buildinfo</a></li>\n"
+    "<li><a href=\"metrics\">/metrics</a>, <a href=\"-/healthy\">/-/healthy</a>, "
+    "<a href=\"-/ready\">/-/ready</a>, POST /-/reload, POST /-/quit</li>\n"
+    "<li><a href=\"debug/pprof/\">/debug/pprof/</a>: profiles of profd itself</li>\n"
     "</ul>\n</body></html>\n";
+
+/* A path outside the route prefix P: / and P are redirected, the rest is 404. */
+static void serve_outside(struct api_req *r, struct api_resp *w)
+{
+	struct pd_api_server *s = r->srv;
+	unsigned m = method_bit(r->method);
+	if (r->outside == OUT_ELSEWHERE || !(m == M_GET || m == M_HEAD)) {
+		text(w, 404, "404 page not found\n");
+		return;
+	}
+	/* as Prometheus: / to P (its router then adds the slash: P to P/, the query kept) */
+	r->handler = H_UI;
+	w->status = 302;
+	w->content_type = "text/html; charset=utf-8";
+	if (r->outside == OUT_ROOT) {
+		w->location_abs = s->prefix;
+		jput(w, "<a href=\"");
+		jput(w, s->prefix);
+		jput(w, "\">Found</a>.\n");
+		return;
+	}
+	size_t ql = r->raw_query ? strlen(r->raw_query) : 0;
+	char *loc = malloc(s->prefix_len + ql + 3);
+	if (!loc) {
+		text(w, 500, "building the redirect failed: out of memory\n");
+		return;
+	}
+	snprintf(loc, s->prefix_len + ql + 3, "%s/%s%s", s->prefix, ql ? "?" : "",
+	         ql ? r->raw_query : "");
+	w->location_owned = loc;
+	w->location_abs = loc;
+	jput(w, "<a href=\"");
+	jput(w, s->prefix);
+	jput(w, "/\">Found</a>.\n");
+}
 
 /* Everything outside the API: the UI hook, else the index page or 404. */
 static void serve_other(struct api_req *r, struct api_resp *w)
 {
 	struct pd_api_server *s = r->srv;
 	unsigned m = method_bit(r->method);
+	if (r->outside) {
+		serve_outside(r, w);
+		return;
+	}
 	/* the API's own prefixes never reach the UI: an unknown endpoint is a 404 */
 	int api_path = strncmp(r->path, "/api/", 5) == 0 || strncmp(r->path, "/-/", 3) == 0 ||
 		       strncmp(r->path, "/debug/", 7) == 0;
@@ -306,6 +347,7 @@ static void resp_fini(struct api_resp *w)
 		free(w->warnings[i]);
 	free(w->warnings);
 	free(w->disposition);
+	free(w->location_owned);
 	if (w->raw && w->raw_free)
 		free((void *)w->raw);
 }
@@ -449,8 +491,21 @@ static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
 		MHD_add_response_header(resp, "Content-Disposition", w->disposition);
 	if (w->allow)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, w->allow);
-	if (w->location)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, w->location);
+	if (w->location_abs) {
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, w->location_abs);
+	} else if (w->location) {
+		/* a path inside the server: under the route prefix */
+		struct pd_api_server *s = r->srv;
+		size_t ll = strlen(w->location);
+		char *loc = s->prefix_len && w->location[0] == '/' ? malloc(s->prefix_len + ll + 1)
+		                                                   : NULL;
+		if (loc) {
+			memcpy(loc, s->prefix, s->prefix_len);
+			memcpy(loc + s->prefix_len, w->location, ll + 1);
+		}
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, loc ? loc : w->location);
+		free(loc);
+	}
 	if (w->cache_control)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, w->cache_control);
 	if (w->close_conn || (r->cn && r->cn->reserve))
@@ -591,6 +646,7 @@ static void req_free(struct api_req *r)
 	}
 	free(r->params);
 	free(r->path);
+	free(r->raw_query);
 	api_web_snap_put(r->web);
 	free(r);
 }
@@ -892,6 +948,11 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 		r->raw_nul = strstr(uri, "%00") != NULL;
 		r->raw_uri = uri;
 		r->raw_len = strlen(uri);
+		/* kept for the redirect of the bare route prefix to P/ (MHD decodes the
+		 * arguments in place later); a failed copy only drops the query there */
+		const char *q = strchr(uri, '?');
+		if (q)
+			r->raw_query = strdup(q + 1);
 	}
 	return r;
 }
@@ -929,6 +990,24 @@ static const char *bad_path(const char *p)
 	return NULL;
 }
 
+/* Under a route prefix P: takes P off the front of path (in place) and returns
+ * OUT_INSIDE, or says where else the path lies. Without a prefix: OUT_INSIDE. */
+static int strip_prefix(const struct pd_api_server *s, char *path)
+{
+	size_t n = s->prefix_len;
+	if (!n)
+		return OUT_INSIDE;
+	if (strncmp(path, s->prefix, n) == 0 && path[n] == '/') {
+		memmove(path, path + n, strlen(path + n) + 1);
+		return OUT_INSIDE;
+	}
+	if (strcmp(path, s->prefix) == 0)
+		return OUT_PREFIX;
+	if (strcmp(path, "/") == 0)
+		return OUT_ROOT;
+	return OUT_ELSEWHERE;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_len, void **state)
@@ -951,7 +1030,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		r->now_ms = api_now_ms();
 		r->is_post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
 		r->is_head = strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
-		r->route = find_route(r->path);
+		r->outside = strip_prefix(s, r->path);
+		r->route = r->outside ? -1 : find_route(r->path);
 		r->handler = r->route >= 0 ? routes[r->route].handler : H_OTHER;
 		int body = r->route >= 0 ? routes[r->route].body : BODY_NONE;
 		r->body_max = body == BODY_PUSH   ? s->o.max_push_body
@@ -1167,6 +1247,7 @@ static void server_free(struct pd_api_server *s)
 	free(s->flag_values);
 	free(s->listen_address);
 	free(s->version);
+	free(s->prefix);
 	free(s->conns);
 	api_tls_pool_wait(&s->tls);
 	api_web_close(s->web);
@@ -1216,11 +1297,19 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	s->version = strdup(opts->version ? opts->version : PD_VERSION);
 	s->o.listen_address = s->listen_address;
 	s->o.version = s->version;
+	/* "/" and "" are no prefix; a trailing slash is not part of one */
+	const char *pp = opts->route_prefix ? opts->route_prefix : "";
+	size_t pn = strlen(pp);
+	while (pn && pp[pn - 1] == '/')
+		pn--;
+	s->prefix = strndup(pp, pn);
+	s->prefix_len = pn;
+	s->o.route_prefix = s->prefix;
 	s->nflags = opts->nflags;
 	s->flag_names = calloc(s->nflags + 1, sizeof(char *));
 	s->flag_values = calloc(s->nflags + 1, sizeof(char *));
 	int rc = 0;
-	if (!s->listen_address || !s->version || !s->flag_names || !s->flag_values)
+	if (!s->listen_address || !s->version || !s->prefix || !s->flag_names || !s->flag_values)
 		rc = PD_ENOMEM;
 	for (size_t i = 0; i < s->nflags && !rc; i++) {
 		s->flag_names[i] = strdup(opts->flag_names[i] ? opts->flag_names[i] : "");
@@ -1238,6 +1327,13 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	s->m.c.last_reload_ok = 1;
 	s->started_ms = api_now_ms();
 	s->m.c.last_reload_ms = s->started_ms;
+	if (s->prefix_len && s->prefix[0] != '/') {
+		server_free(s);
+		return pd_err_set(err, PD_EINVAL,
+		                  "the route prefix %s must start with \"/\" (see "
+		                  "pd_api_route_prefix)",
+		                  opts->route_prefix);
+	}
 	if (s->o.read_header_timeout_ms < 0 || s->o.read_timeout_ms < 0) {
 		server_free(s);
 		return pd_err_set(err, PD_EINVAL, "the HTTP read timeouts must not be negative");

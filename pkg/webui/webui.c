@@ -1,8 +1,11 @@
 /* pkg/webui/webui.c — serves the UI's files, embedded or from a directory, with
- * the client-side routes (/targets, /status, …) answered by index.html. */
+ * the client-side routes (/targets, /status, …) answered by index.html, into
+ * which it writes where the UI lives: the route prefix as the page's
+ * <base href> and the external URL as a meta tag. */
 #include "profd/webui.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +19,20 @@
 struct pd_webui {
 	char *dir;  /* NULL: embedded */
 	char *root; /* dir with its symlinks resolved: what a served file must lie under */
+	char *base; /* the <base href> value: the route prefix with a trailing slash */
+	char *external_url; /* HTML-escaped; "" when not set */
+	uint8_t *index;     /* the embedded index.html filled in (NULL: not built) */
+	size_t index_len;
 };
+
+/* What index.html holds for the server to fill in: each mark is head + old
+ * value + tail, and the value between head and tail is replaced. */
+struct mark {
+	const char *head, *old, *tail;
+};
+static const struct mark base_mark = {"<base href=\"", "/", "\">"};
+static const struct mark url_mark = {"<meta name=\"profd-external-url\" content=\"", "",
+                                     "\">"};
 
 static const struct {
 	const char *ext;
@@ -118,7 +134,123 @@ void pd_webui_destroy(struct pd_webui *ui)
 		return;
 	free(ui->dir);
 	free(ui->root);
+	free(ui->base);
+	free(ui->external_url);
+	free(ui->index);
 	free(ui);
+}
+
+/* Where mark m starts in d[0..n), or NULL. */
+static const uint8_t *find(const uint8_t *d, size_t n, const struct mark *m)
+{
+	size_t hl = strlen(m->head), ol = strlen(m->old), tl = strlen(m->tail);
+	for (size_t i = 0; i + hl + ol + tl <= n; i++)
+		if (memcmp(d + i, m->head, hl) == 0 && memcmp(d + i + hl, m->old, ol) == 0 &&
+		    memcmp(d + i + hl + ol, m->tail, tl) == 0)
+			return d + i;
+	return NULL;
+}
+
+/* index.html with the base and the external URL written into its marks: a
+ * malloc'd copy in *out, or NULL when there is nothing to change (no marks, or
+ * no links set). */
+static int fill_index(const struct pd_webui *ui, const uint8_t *d, size_t n, uint8_t **out,
+                      size_t *out_len)
+{
+	*out = NULL;
+	if (!ui->base)
+		return 0;
+	const uint8_t *b = find(d, n, &base_mark), *u = find(d, n, &url_mark);
+	if (!b && !u)
+		return 0;
+	size_t bl = strlen(ui->base), ul = strlen(ui->external_url);
+	uint8_t *o = malloc(n + bl + ul + 1);
+	if (!o)
+		return PD_ENOMEM;
+	size_t k = 0, i = 0;
+	while (i < n) {
+		const struct mark *m = NULL;
+		const char *val = NULL;
+		if (b && d + i == b)
+			m = &base_mark, val = ui->base;
+		else if (u && d + i == u)
+			m = &url_mark, val = ui->external_url;
+		if (!m) {
+			o[k++] = d[i++];
+			continue;
+		}
+		size_t hl = strlen(m->head), vl = strlen(val), tl = strlen(m->tail);
+		memcpy(o + k, m->head, hl);
+		memcpy(o + k + hl, val, vl);
+		memcpy(o + k + hl + vl, m->tail, tl);
+		k += hl + vl + tl;
+		i += hl + strlen(m->old) + tl;
+	}
+	*out = o;
+	*out_len = k;
+	return 0;
+}
+
+/* s with &, <, >, " and ' as HTML character references; malloc'd. */
+static char *html_escape(const char *s)
+{
+	size_t n = 0;
+	for (const char *p = s; *p; p++)
+		n += strchr("&<>\"'", *p) ? 6 : 1;
+	char *o = malloc(n + 1), *q = o;
+	if (!o)
+		return NULL;
+	for (const char *p = s; *p; p++) {
+		const char *e = *p == '&'    ? "&amp;"
+		                : *p == '<'  ? "&lt;"
+		                : *p == '>'  ? "&gt;"
+		                : *p == '"'  ? "&#34;"
+		                : *p == '\'' ? "&#39;"
+		                              : NULL;
+		if (e) {
+			memcpy(q, e, strlen(e));
+			q += strlen(e);
+		} else {
+			*q++ = *p;
+		}
+	}
+	*q = '\0';
+	return o;
+}
+
+int pd_webui_set_links(struct pd_webui *ui, const char *route_prefix, const char *external_url,
+                       struct pd_err *err)
+{
+	const char *p = route_prefix && *route_prefix ? route_prefix : "/";
+	size_t pl = strlen(p);
+	while (pl && p[pl - 1] == '/')
+		pl--;
+	if (p[0] != '/')
+		return pd_err_set(err, PD_EINVAL, "the route prefix %s must start with \"/\"", p);
+	char *base = malloc(pl + 2);
+	char *url = html_escape(external_url ? external_url : "");
+	if (!base || !url) {
+		free(base);
+		free(url);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	/* the prefix holds no character that needs escaping (pd_api_route_prefix) */
+	memcpy(base, p, pl);
+	base[pl] = '/';
+	base[pl + 1] = '\0';
+	free(ui->base);
+	free(ui->external_url);
+	free(ui->index);
+	ui->base = base;
+	ui->external_url = url;
+	ui->index = NULL;
+	ui->index_len = 0;
+	if (!ui->dir) {
+		const struct pd_webui_asset *a = embedded("/index.html");
+		if (a && fill_index(ui, a->data, a->len, &ui->index, &ui->index_len))
+			return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	return 0;
 }
 
 /* Only plain relative names: no "..", no "//", no hidden files, no backslashes. */
@@ -189,13 +321,29 @@ int pd_webui_serve(void *ctx, const char *method, const char *path,
 		if (!a && is_route(path))
 			a = embedded(file = "/index.html");
 		rc = a ? 0 : PD_ENOTFOUND;
-		if (a) {
+		if (a && ui->index && strcmp(file, "/index.html") == 0) {
+			r->data = ui->index;
+			r->len = ui->index_len;
+		} else if (a) {
 			r->data = a->data;
 			r->len = a->len;
 		}
 	}
 	if (rc != 0)
 		return rc;
+	if (ui->dir && strcmp(file, "/index.html") == 0) {
+		uint8_t *filled;
+		size_t fl;
+		if (fill_index(ui, r->data, r->len, &filled, &fl)) {
+			free((void *)r->data);
+			return PD_ENOMEM;
+		}
+		if (filled) {
+			free((void *)r->data);
+			r->data = filled;
+			r->len = fl;
+		}
+	}
 	r->status = 200;
 	r->content_type = content_type(file);
 	/* revalidate each time: the files change with the binary (or on disk) */

@@ -294,6 +294,7 @@ struct http {
 	char cenc[64];
 	char disp[256];
 	char allow[64];
+	char location[512];
 };
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
@@ -330,6 +331,7 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 	copy_header(p, sz * n, "Content-Encoding", h->cenc, sizeof(h->cenc));
 	copy_header(p, sz * n, "Content-Disposition", h->disp, sizeof(h->disp));
 	copy_header(p, sz * n, "Allow", h->allow, sizeof(h->allow));
+	copy_header(p, sz * n, "Location", h->location, sizeof(h->location));
 	return sz * n;
 }
 
@@ -1467,6 +1469,219 @@ static void test_ui_hook(void **state)
 	pd_api_stop(s2);
 }
 
+/* --web.external-url and --web.route-prefix as Prometheus reads them, and the
+ * values profd refuses, each with a message naming the flag. */
+static void test_prefix_flags(void **state)
+{
+	(void)state;
+	struct pd_err err = {0};
+	char *u = NULL, *p = NULL, host[256], want[400];
+	/* the default: http://<hostname>:<port of the listen address> */
+	assert_int_equal(gethostname(host, sizeof(host)), 0);
+	assert_int_equal(pd_api_external_url(NULL, "127.0.0.1:9999", &u, &err), 0);
+	snprintf(want, sizeof(want), "http://%s:9999", host);
+	assert_string_equal(u, want);
+	assert_int_equal(pd_api_route_prefix("", u, &p, &err), 0);
+	assert_string_equal(p, "/");
+	free(u);
+	free(p);
+	assert_int_equal(pd_api_external_url("", "[::1]:10902", &u, &err), 0);
+	snprintf(want, sizeof(want), "http://%s:10902", host);
+	assert_string_equal(u, want);
+	free(u);
+	/* the path loses its trailing slashes and is the default prefix */
+	static const struct {
+		const char *url, *prefix_flag, *want_url, *want_prefix;
+	} ok[] = {
+	    {"http://proxy.example/profd/", NULL, "http://proxy.example/profd", "/profd"},
+	    {"HTTPS://proxy.example:8443/a/b//", "", "https://proxy.example:8443/a/b", "/a/b"},
+	    {"http://proxy.example", NULL, "http://proxy.example", "/"},
+	    {"http://proxy.example/", NULL, "http://proxy.example", "/"},
+	    {"http://proxy.example/profd/", "/", "http://proxy.example/profd", "/"},
+	    {"http://proxy.example/profd/", "other/", "http://proxy.example/profd", "/other"},
+	    {"http://proxy.example/", "//x/y//", "http://proxy.example", "/x/y"},
+	    {"http://[::1]:9/p", NULL, "http://[::1]:9/p", "/p"},
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		if (pd_api_external_url(ok[i].url, NULL, &u, &err))
+			fail_msg("%s: %s", ok[i].url, err.msg);
+		assert_string_equal(u, ok[i].want_url);
+		if (pd_api_route_prefix(ok[i].prefix_flag, u, &p, &err))
+			fail_msg("%s %s: %s", ok[i].url, ok[i].prefix_flag, err.msg);
+		assert_string_equal(p, ok[i].want_prefix);
+		free(u);
+		free(p);
+	}
+	static const struct {
+		const char *url, *want;
+	} bad_url[] = {
+	    {"ftp://proxy.example/", "scheme \"ftp\" is not supported; use http or https"},
+	    {"proxy.example/profd", "not an absolute URL"},
+	    {"\"http://proxy.example/\"", "must not begin or end with quotes"},
+	    {"http:///profd", "no host"},
+	    {"http://user:secret@proxy.example/", "user information"},
+	    {"http://proxy.example/profd?x=1", "query (?) or fragment (#)"},
+	    {"http://proxy.example/profd#top", "query (?) or fragment (#)"},
+	    {"http://proxy.example/a/../b", "\"..\" segment"},
+	    {"http://proxy.example/my%20profd", "the path holds '%'"},
+	    {"http://proxy.example/a b", "the path holds ' '"},
+	};
+	for (size_t i = 0; i < sizeof(bad_url) / sizeof(bad_url[0]); i++) {
+		u = (char *)"unset";
+		assert_int_equal(pd_api_external_url(bad_url[i].url, NULL, &u, &err), PD_EINVAL);
+		assert_null(u);
+		if (!strstr(err.msg, "--web.external-url") || !strstr(err.msg, bad_url[i].want))
+			fail_msg("%s: error \"%s\" lacks the flag or \"%s\"", bad_url[i].url, err.msg,
+			         bad_url[i].want);
+		assert_null(strstr(err.msg, "secret")); /* a password is never repeated */
+	}
+	static const char *const bad_prefix[] = {"/a/./b", "../x", "/a\"b", "/a<b", "/a&b", "/a?b"};
+	for (size_t i = 0; i < sizeof(bad_prefix) / sizeof(bad_prefix[0]); i++) {
+		assert_int_equal(pd_api_route_prefix(bad_prefix[i], "http://h", &p, &err), PD_EINVAL);
+		if (!strstr(err.msg, "--web.route-prefix"))
+			fail_msg("%s: error \"%s\" does not name the flag", bad_prefix[i], err.msg);
+	}
+}
+
+/* What the UI hook of the prefixed server saw last. */
+static char ui_seen[256];
+
+static int ui_record(void *ctx, const char *method, const char *path,
+                     struct pd_api_ui_response *r)
+{
+	static const char page[] = "<!doctype html><title>ui</title>";
+	(void)ctx;
+	(void)method;
+	snprintf(ui_seen, sizeof(ui_seen), "%s", path);
+	if (strcmp(path, "/moved") == 0) {
+		r->status = 302;
+		r->location = "/elsewhere";
+	}
+	r->content_type = "text/html; charset=utf-8";
+	r->data = (const uint8_t *)page;
+	r->len = sizeof(page) - 1;
+	return 0;
+}
+
+/* Under --web.route-prefix=/profd every route answers below /profd: the API, the
+ * lifecycle endpoints, /metrics, /debug/pprof and the UI (which sees the path
+ * without the prefix); / redirects to /profd, /profd to /profd/ (keeping the
+ * query), and everything outside /profd is 404. */
+static void test_route_prefix(void **state)
+{
+	(void)state;
+	struct pd_api_opts ao;
+	struct pd_api_server *s2;
+	struct pd_err err = {0};
+	pd_api_opts_init(&ao);
+	ao.listen_address = "127.0.0.1:0";
+	ao.db = db;
+	ao.ui = ui_record;
+	ao.route_prefix = "/profd";
+	assert_int_equal(pd_api_start(&s2, &ao, &err), 0);
+	unsigned saved = port;
+	port = pd_api_port(s2);
+	struct http h;
+
+	struct jv *v = get_json("/profd/api/v1/labels", 200);
+	assert_non_null(jget(v, "data"));
+	jv_free(v);
+	v = get_json(build("/profd/api/v1/query_range", "query", "heap{job=\"api\"}", "start",
+	                   ms(heap_t[0] - 1000), "end", ms(heap_t[2] + 1000), NULL),
+	             200);
+	assert_int_equal(jget(jat(jget(v, "data"), 0), "timestamps")->n, 3);
+	jv_free(v);
+	v = get_json("/profd/api/v1/nope", 404); /* the API's own 404 inside the prefix */
+	assert_string_equal(jstr_of(jget(v, "errorType")), "not_found");
+	jv_free(v);
+	get("/profd/-/healthy", &h);
+	assert_int_equal(h.status, 200);
+	assert_string_equal(h.body, "profd is Healthy.\n");
+	http_free(&h);
+	get("/profd/-/ready", &h);
+	assert_int_equal(h.status, 200);
+	http_free(&h);
+	get("/profd/metrics", &h);
+	assert_int_equal(h.status, 200);
+	assert_non_null(strstr(h.body, "profd_build_info"));
+	http_free(&h);
+	get("/profd/debug/pprof/", &h);
+	assert_int_equal(h.status, 200);
+	http_free(&h);
+	/* the handler's own redirect gets the prefix */
+	get("/profd/debug/pprof", &h);
+	assert_int_equal(h.status, 301);
+	assert_string_equal(h.location, "/profd/debug/pprof/");
+	http_free(&h);
+
+	/* the UI, with the path inside the prefix */
+	get("/profd/", &h);
+	assert_int_equal(h.status, 200);
+	assert_string_equal(ui_seen, "/");
+	http_free(&h);
+	get("/profd/targets", &h);
+	assert_int_equal(h.status, 200);
+	assert_string_equal(ui_seen, "/targets");
+	http_free(&h);
+	get("/profd/moved", &h);
+	assert_int_equal(h.status, 302);
+	assert_string_equal(h.location, "/profd/elsewhere");
+	http_free(&h);
+
+	/* redirects into the prefix, as Prometheus */
+	get("/", &h);
+	assert_int_equal(h.status, 302);
+	assert_string_equal(h.location, "/profd");
+	http_free(&h);
+	get("/profd", &h);
+	assert_int_equal(h.status, 302);
+	assert_string_equal(h.location, "/profd/");
+	http_free(&h);
+	get("/profd?query=heap%7Bjob%3D%22api%22%7D&range=1h", &h);
+	assert_int_equal(h.status, 302);
+	assert_string_equal(h.location, "/profd/?query=heap%7Bjob%3D%22api%22%7D&range=1h");
+	http_free(&h);
+	http_do("POST", "/", NULL, "x", 1, NULL, &h);
+	assert_int_equal(h.status, 404);
+	http_free(&h);
+
+	/* outside the prefix: nothing, not even the API or the lifecycle endpoints */
+	static const char *const outside[] = {
+	    "/api/v1/labels", "/-/healthy", "/metrics", "/debug/pprof/", "/targets",
+	    "/profdx/api/v1/labels", "/prof", "/profd-other/"};
+	ui_seen[0] = '\0';
+	for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++) {
+		get(outside[i], &h);
+		if (h.status != 404)
+			fail_msg("%s: status %ld, want 404", outside[i], h.status);
+		http_free(&h);
+	}
+	assert_string_equal(ui_seen, ""); /* the UI never saw them */
+	http_do("POST", "/-/reload", NULL, "", 0, NULL, &h);
+	assert_int_equal(h.status, 404);
+	http_free(&h);
+	pd_api_stop(s2);
+
+	/* a trailing slash is not part of the prefix; "/" is none */
+	ao.route_prefix = "/profd/";
+	assert_int_equal(pd_api_start(&s2, &ao, &err), 0);
+	port = pd_api_port(s2);
+	get("/profd/-/healthy", &h);
+	assert_int_equal(h.status, 200);
+	http_free(&h);
+	pd_api_stop(s2);
+	ao.route_prefix = "/";
+	assert_int_equal(pd_api_start(&s2, &ao, &err), 0);
+	port = pd_api_port(s2);
+	get("/-/healthy", &h);
+	assert_int_equal(h.status, 200);
+	http_free(&h);
+	pd_api_stop(s2);
+	ao.route_prefix = "profd";
+	assert_int_equal(pd_api_start(&s2, &ao, &err), PD_EINVAL);
+	port = saved;
+}
+
 /* 1 when text has "# HELP name " and "# TYPE name [type]". */
 static int has_family(const char *text, const char *name, const char *type)
 {
@@ -1559,6 +1774,8 @@ int main(void)
 	    cmocka_unit_test(test_lifecycle_and_misc),
 	    cmocka_unit_test(test_lifecycle_gates),
 	    cmocka_unit_test(test_ui_hook),
+	    cmocka_unit_test(test_prefix_flags),
+	    cmocka_unit_test(test_route_prefix),
 	    cmocka_unit_test(test_metrics),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

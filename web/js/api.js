@@ -1,5 +1,8 @@
 // The one way the UI talks to profd: GET an /api/v1 endpoint and unwrap
-// Prometheus's envelope, or build the URL of a download.
+// Prometheus's envelope, or build the URL of a download. URLs are under the route
+// prefix the page was served with (base.js).
+
+import { BASE } from './base.js';
 
 export class ApiError extends Error {
   constructor(status, errorType, message) {
@@ -10,9 +13,9 @@ export class ApiError extends Error {
   }
 }
 
-// Builds "/api/v1/<path>?k=v&…" from a params object; undefined/null/'' values are left
-// out, arrays give repeated parameters (match[]).
-export function apiUrl(path, params = {}) {
+// Builds "/api/v1/<path>?k=v&…" (under base: "/profd/api/v1/…") from a params object;
+// undefined/null/'' values are left out, arrays give repeated parameters (match[]).
+export function apiUrl(path, params = {}, base = BASE) {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) {
     if (v === undefined || v === null || v === '') continue;
@@ -20,7 +23,7 @@ export function apiUrl(path, params = {}) {
     else q.append(k, String(v));
   }
   const s = q.toString();
-  return '/api/v1/' + path.replace(/^\/+/, '') + (s ? '?' + s : '');
+  return base + 'api/v1/' + path.replace(/^\/+/, '') + (s ? '?' + s : '');
 }
 
 // Resolves to {data, warnings} of a successful answer; rejects with ApiError carrying

@@ -4,6 +4,7 @@
 // encodeState/decodeState and the other pure helpers run in node.
 
 import { apiGet } from './api.js';
+import { BASE, innerPath, pagePath, externalLink, pageExternalBase } from './base.js';
 import { formatTime } from './format.js';
 import {
   SelectorInput, RangeControls, resolveRange, parseDuration, formatDurationShort,
@@ -147,7 +148,7 @@ export function stepTime(ts, time, d) {
 // parser first; comparing the raw strings pushed a history entry on every re-run.
 export function sameUrl(url, loc) {
   try {
-    const u = new URL(url, 'http://x');
+    const u = new URL(url, 'http://x' + BASE);
     const l = new URL(loc.pathname + loc.search, 'http://x');
     return u.pathname + u.search === l.pathname + l.search;
   } catch (e) {
@@ -335,6 +336,7 @@ class QueryPage {
             <ul id="query-suggest" class="suggest" hidden></ul>
           </div>
           <button type="button" id="run-query" class="btn primary">Run</button>
+          <button type="button" id="copy-link" class="btn ghost" title="Copy a link to this view (under --web.external-url)">Copy link</button>
         </form>
         <div id="query-error" class="query-error" role="alert" hidden></div>
         <div class="range-bar"></div>
@@ -368,6 +370,7 @@ class QueryPage {
       onRun: (q) => this.run(q),
     });
     main.querySelector('#run-query').addEventListener('click', () => this.run(this.input.value));
+    main.querySelector('#copy-link').addEventListener('click', (e) => this.copyLink(e.currentTarget));
     const hist = main.querySelector('#query-history');
     hist.addEventListener('mousedown', (e) => e.preventDefault());
     hist.addEventListener('click', () => {
@@ -430,9 +433,23 @@ class QueryPage {
     this.renderOpen();
   }
 
+  // The view's absolute link, under the external URL, to the clipboard (and in the
+  // button's data-url, where it can be read when the clipboard cannot be written).
+  copyLink(btn) {
+    this.commit(false);
+    const link = externalLink('/', encodeState(this.state), pageExternalBase());
+    btn.dataset.url = link;
+    const done = (ok) => {
+      btn.textContent = ok ? 'Copied' : 'Copy link';
+      btn.title = ok ? link : 'The clipboard is not available here: ' + link;
+    };
+    if (navigator.clipboard && navigator.clipboard.writeText) navigator.clipboard.writeText(link).then(() => done(true), () => done(false));
+    else done(false);
+  }
+
   url() {
     const s = encodeState(this.state);
-    return '/' + (s ? '?' + s : '');
+    return pagePath('/') + (s ? '?' + s : '');
   }
 
   commit(push) {
@@ -607,9 +624,9 @@ class QueryPage {
     d.innerHTML = `<h3>profd has no profiles yet</h3>
       ${polling ? `<p>A profd that has just started stores its first profiles within a scrape
       interval (15 s in the example configuration); this page looks again every 5 s.</p>` : ''}
-      <p>No series are stored. Check the <a href="/targets">targets</a>: are any configured, and are
+      <p>No series are stored. Check the <a href="targets">targets</a>: are any configured, and are
       they up? Targets come from <code>scrape_configs</code> in the configuration file
-      (see <a href="/status">status</a> for the loaded configuration); profiles can also be
+      (see <a href="status">status</a> for the loaded configuration); profiles can also be
       pushed to <code>POST /api/v1/profiles</code>.</p>`;
     return d;
   }
@@ -837,9 +854,12 @@ const ROUTES = {
   '/status': (main) => mountStatus(main),
 };
 
-// The route of a path: '/', '/targets', '/status' or null (not a page of the UI).
-export function routeOf(pathname) {
-  const p = (pathname || '/').replace(/\/+$/, '') || '/';
+// The route of a path: '/', '/targets', '/status' or null (not a page of the UI). The
+// path is absolute, under base (the route prefix: '/profd/targets').
+export function routeOf(pathname, base = BASE) {
+  const inner = innerPath(pathname, base);
+  if (inner === null) return null;
+  const p = inner.replace(/\/+$/, '') || '/';
   return Object.prototype.hasOwnProperty.call(ROUTES, p) ? p : null;
 }
 
@@ -847,8 +867,8 @@ let current = null;
 
 function notFound(main) {
   main.innerHTML = `<section class="page"><h2>Page not found</h2>
-    <p>There is nothing at <code></code>. Go to the <a href="/">query page</a>,
-    the <a href="/targets">targets</a> or the <a href="/status">status</a>.</p></section>`;
+    <p>There is nothing at <code></code>. Go to the <a href="./">query page</a>,
+    the <a href="targets">targets</a> or the <a href="status">status</a>.</p></section>`;
   main.querySelector('code').textContent = location.pathname;
   return { destroy() {} };
 }
@@ -857,7 +877,7 @@ function route() {
   const main = document.getElementById('main');
   const path = routeOf(location.pathname);
   for (const a of document.querySelectorAll('.topbar nav a')) {
-    const on = a.getAttribute('href') === path;
+    const on = routeOf(new URL(a.href, location.href).pathname) === path;
     if (on) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }

@@ -150,7 +150,7 @@ function ensureStylesheet() {
   if (document.querySelector('link[rel="stylesheet"][href$="css/profile.css"]')) return;
   const link = document.createElement('link');
   link.rel = 'stylesheet';
-  link.href = '/css/profile.css';
+  link.href = 'css/profile.css'; // under the page's <base href>
   document.head.append(link);
 }
 

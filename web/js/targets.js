@@ -5,6 +5,7 @@
 import { apiGet } from './api.js';
 import { formatRelative, formatSeconds, formatTime } from './format.js';
 import { escapeHtml, seriesSelector } from './timeline.js';
+import { pagePath } from './base.js';
 
 const HEALTHS = ['up', 'down', 'unknown'];
 const ZERO_TIME = '0001-01-01T00:00:00Z';
@@ -95,7 +96,7 @@ export function mountTargets(main) {
     if (filter.health) p.set('health', filter.health);
     if (filter.text) p.set('search', filter.text);
     const s = p.toString();
-    const url = '/targets' + (s ? '?' + s : '');
+    const url = pagePath('/targets') + (s ? '?' + s : '');
     if (url !== location.pathname + location.search) history.replaceState(null, '', url);
   }
 
@@ -124,7 +125,7 @@ export function mountTargets(main) {
     if (!groups.length) {
       html += `<div class="empty"><h3>No scrape pools</h3><p>profd scrapes nothing: add
         <code>scrape_configs</code> to the configuration file (the loaded one is on the
-        <a href="/status">status page</a>) and reload it with <code>SIGHUP</code> (or
+        <a href="status">status page</a>) and reload it with <code>SIGHUP</code> (or
         <code>POST /-/reload</code> when profd runs with
         <code>--web.enable-lifecycle</code>).</p></div>`;
     }
@@ -157,7 +158,7 @@ export function mountTargets(main) {
             html += `<tr class="target" data-health="${escapeHtml(t.health)}">
               <td class="endpoint"><a href="${escapeHtml(t.scrapeUrl)}" target="_blank" rel="noopener" title="${escapeHtml(t.globalUrl || t.scrapeUrl)}">${escapeHtml(t.scrapeUrl)}</a>
                 <div class="row-links">
-                  <a href="/?query=${encodeURIComponent(sel)}&range=1h" title="Open this target's profiles on the query page">profiles</a>
+                  <a href="./?query=${encodeURIComponent(sel)}&range=1h" title="Open this target's profiles on the query page">profiles</a>
                   <button type="button" class="linkish" data-expand="${escapeHtml(id)}" aria-expanded="${open}">${open ? 'hide' : 'show'} discovered labels</button>
                 </div></td>
               <td><code>${escapeHtml(t.profileType || '')}</code></td>
