@@ -243,10 +243,12 @@ step('01-query-page', [], async () => {
   }
   assert.equal(await page.locator('#live').count(), 1, '#live');
   // the navigation: the brand and Query lead to /, each link has its own id
-  assert.equal(await attr('#nav-brand', 'href'), '/', 'the brand links the query page');
-  assert.equal(await attr('#nav-query', 'href'), '/', 'nav link to /');
-  assert.equal(await attr('#nav-targets', 'href'), '/targets', 'nav link to /targets');
-  assert.equal(await attr('#nav-status', 'href'), '/status', 'nav link to /status');
+  // (relative to the page's <base href>, which is "/" without a route prefix)
+  const linked = (sel) => page.$eval(sel, (a) => new URL(a.href).pathname);
+  assert.equal(await linked('#nav-brand'), '/', 'the brand links the query page');
+  assert.equal(await linked('#nav-query'), '/', 'nav link to /');
+  assert.equal(await linked('#nav-targets'), '/targets', 'nav link to /targets');
+  assert.equal(await linked('#nav-status'), '/status', 'nav link to /status');
   // "?" lists the keyboard shortcuts; Escape closes the list
   await page.locator('body').press('?');
   await page.waitForSelector('#keys-popover', { state: 'visible' });
