@@ -212,9 +212,9 @@ struct api_req {
 	size_t raw_len;
 	struct MHD_Connection *conn;
 	const char *method; /* borrowed from MHD */
-	char *path;        /* without the route prefix */
-	char *raw_query;   /* the raw query string (after '?'), copied by on_uri; may be NULL */
-	int outside;       /* enum api_outside: where the path lies against the route prefix */
+	char *path;         /* without the route prefix */
+	char *raw_query;    /* the raw query string (after '?'), copied by on_uri; may be NULL */
+	int outside;        /* enum api_outside: where the path lies against the route prefix */
 	int route;   /* index into the route table, -1: none */
 	int handler; /* enum api_handler */
 	int is_post, is_head;
@@ -244,7 +244,7 @@ struct api_resp {
 	size_t nwarnings;
 	char *disposition; /* Content-Disposition, malloc'd */
 	const char *allow; /* for 405 */
-	const char *location; /* a path inside the server (the route prefix goes in front) */
+	const char *location;     /* a path inside the server (the route prefix goes in front) */
 	const char *location_abs; /* a Location sent as it is (wins over location) */
 	char *location_owned;     /* malloc'd storage of location_abs, freed with the response */
 	const char *cache_control;

@@ -39,11 +39,13 @@ static int check_path(const char *p, size_t n, const char *what, const char *val
 		while (k < n && p[k] != '/')
 			k++;
 		size_t seg = k - i - 1;
-		if ((seg == 1 && p[i + 1] == '.') || (seg == 2 && p[i + 1] == '.' && p[i + 2] == '.'))
-			return pd_err_set(err, PD_EINVAL,
-			                  "%s: %s: the path holds a \".\" or \"..\" segment, which no "
-			                  "request can reach",
-			                  what, value);
+		if ((seg == 1 && p[i + 1] == '.') ||
+		    (seg == 2 && p[i + 1] == '.' && p[i + 2] == '.'))
+			return pd_err_set(
+			    err, PD_EINVAL,
+			    "%s: %s: the path holds a \".\" or \"..\" segment, which no "
+			    "request can reach",
+			    what, value);
 	}
 	return 0;
 }
@@ -65,25 +67,28 @@ int pd_api_external_url(const char *value, const char *listen_address, char **ou
 	*out = NULL;
 	if (!value || !*value) {
 		char host[256];
-		const char *port = listen_port(listen_address ? listen_address
-		                                              : PD_API_DEFAULT_LISTEN_ADDRESS);
+		const char *port =
+		    listen_port(listen_address ? listen_address : PD_API_DEFAULT_LISTEN_ADDRESS);
 		if (gethostname(host, sizeof(host)) != 0)
 			return pd_err_set(err, PD_EIO,
-			                  "%s: no hostname to build the default from; set the flag", flag);
+			                  "%s: no hostname to build the default from; set the flag",
+			                  flag);
 		host[sizeof(host) - 1] = '\0';
 		if (!port)
-			return pd_err_set(err, PD_EINVAL,
-			                  "%s: no port in the listen address %s to build the default "
-			                  "from; set the flag",
-			                  flag, listen_address);
+			return pd_err_set(
+			    err, PD_EINVAL,
+			    "%s: no port in the listen address %s to build the default "
+			    "from; set the flag",
+			    flag, listen_address);
 		snprintf(def, sizeof(def), "http://%s:%s/", host, port);
 		value = def;
 	}
 	size_t vl = strlen(value);
 	if (value[0] == '"' || value[0] == '\'' || value[vl - 1] == '"' || value[vl - 1] == '\'')
-		return pd_err_set(err, PD_EINVAL,
-		                  "%s: parse external URL %s: URL must not begin or end with quotes",
-		                  flag, value);
+		return pd_err_set(
+		    err, PD_EINVAL,
+		    "%s: parse external URL %s: URL must not begin or end with quotes", flag,
+		    value);
 	const char *sep = strstr(value, "://");
 	if (!sep || sep == value)
 		return pd_err_set(err, PD_EINVAL,
@@ -93,16 +98,18 @@ int pd_api_external_url(const char *value, const char *listen_address, char **ou
 	size_t sl = (size_t)(sep - value);
 	if (!((sl == 4 && strncasecmp(value, "http", 4) == 0) ||
 	      (sl == 5 && strncasecmp(value, "https", 5) == 0)))
-		return pd_err_set(err, PD_EINVAL,
-		                  "%s: parse external URL %s: scheme \"%.*s\" is not supported; use "
-		                  "http or https",
-		                  flag, value, (int)sl, value);
+		return pd_err_set(
+		    err, PD_EINVAL,
+		    "%s: parse external URL %s: scheme \"%.*s\" is not supported; use "
+		    "http or https",
+		    flag, value, (int)sl, value);
 	const char *host = sep + 3;
 	size_t hl = strcspn(host, "/?#");
 	const char *path = host + hl;
 	size_t pl = strcspn(path, "?#");
 	if (hl == 0)
-		return pd_err_set(err, PD_EINVAL, "%s: parse external URL %s: no host", flag, value);
+		return pd_err_set(err, PD_EINVAL, "%s: parse external URL %s: no host", flag,
+		                  value);
 	if (memchr(host, '@', hl))
 		return pd_err_set(err, PD_EINVAL,
 		                  "%s: parse external URL: user information (user:password@) is "
@@ -113,8 +120,8 @@ int pd_api_external_url(const char *value, const char *listen_address, char **ou
 	for (size_t i = 0; i < hl; i++)
 		if (!path_char(host[i]) && host[i] != '[' && host[i] != ']')
 			return pd_err_set(err, PD_EINVAL,
-			                  "%s: parse external URL %s: the host holds '%c'", flag, value,
-			                  host[i] >= 0x20 && host[i] < 0x7f ? host[i] : '?');
+			                  "%s: parse external URL %s: the host holds '%c'", flag,
+			                  value, host[i] >= 0x20 && host[i] < 0x7f ? host[i] : '?');
 	if (path[pl])
 		return pd_err_set(err, PD_EINVAL,
 		                  "%s: parse external URL %s: a query (?) or fragment (#) is not "
@@ -139,8 +146,7 @@ int pd_api_external_url(const char *value, const char *listen_address, char **ou
 	return 0;
 }
 
-int pd_api_route_prefix(const char *value, const char *external_url, char **out,
-                        struct pd_err *err)
+int pd_api_route_prefix(const char *value, const char *external_url, char **out, struct pd_err *err)
 {
 	const char *what = "--web.route-prefix";
 	const char *p = value;

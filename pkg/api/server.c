@@ -497,8 +497,8 @@ static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
 		/* a path inside the server: under the route prefix */
 		struct pd_api_server *s = r->srv;
 		size_t ll = strlen(w->location);
-		char *loc = s->prefix_len && w->location[0] == '/' ? malloc(s->prefix_len + ll + 1)
-		                                                   : NULL;
+		char *loc =
+		    s->prefix_len && w->location[0] == '/' ? malloc(s->prefix_len + ll + 1) : NULL;
 		if (loc) {
 			memcpy(loc, s->prefix, s->prefix_len);
 			memcpy(loc + s->prefix_len, w->location, ll + 1);

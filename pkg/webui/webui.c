@@ -31,8 +31,7 @@ struct mark {
 	const char *head, *old, *tail;
 };
 static const struct mark base_mark = {"<base href=\"", "/", "\">"};
-static const struct mark url_mark = {"<meta name=\"profd-external-url\" content=\"", "",
-                                     "\">"};
+static const struct mark url_mark = {"<meta name=\"profd-external-url\" content=\"", "", "\">"};
 
 static const struct {
 	const char *ext;
@@ -206,7 +205,7 @@ static char *html_escape(const char *s)
 		                : *p == '>'  ? "&gt;"
 		                : *p == '"'  ? "&#34;"
 		                : *p == '\'' ? "&#39;"
-		                              : NULL;
+		                             : NULL;
 		if (e) {
 			memcpy(q, e, strlen(e));
 			q += strlen(e);

@@ -1531,13 +1531,14 @@ static void test_prefix_flags(void **state)
 		assert_int_equal(pd_api_external_url(bad_url[i].url, NULL, &u, &err), PD_EINVAL);
 		assert_null(u);
 		if (!strstr(err.msg, "--web.external-url") || !strstr(err.msg, bad_url[i].want))
-			fail_msg("%s: error \"%s\" lacks the flag or \"%s\"", bad_url[i].url, err.msg,
-			         bad_url[i].want);
+			fail_msg("%s: error \"%s\" lacks the flag or \"%s\"", bad_url[i].url,
+			         err.msg, bad_url[i].want);
 		assert_null(strstr(err.msg, "hunter2")); /* a password is never repeated */
 	}
 	static const char *const bad_prefix[] = {"/a/./b", "../x", "/a\"b", "/a<b", "/a&b", "/a?b"};
 	for (size_t i = 0; i < sizeof(bad_prefix) / sizeof(bad_prefix[0]); i++) {
-		assert_int_equal(pd_api_route_prefix(bad_prefix[i], "http://h", &p, &err), PD_EINVAL);
+		assert_int_equal(pd_api_route_prefix(bad_prefix[i], "http://h", &p, &err),
+		                 PD_EINVAL);
 		if (!strstr(err.msg, "--web.route-prefix"))
 			fail_msg("%s: error \"%s\" does not name the flag", bad_prefix[i], err.msg);
 	}
@@ -1546,8 +1547,7 @@ static void test_prefix_flags(void **state)
 /* What the UI hook of the prefixed server saw last. */
 static char ui_seen[256];
 
-static int ui_record(void *ctx, const char *method, const char *path,
-                     struct pd_api_ui_response *r)
+static int ui_record(void *ctx, const char *method, const char *path, struct pd_api_ui_response *r)
 {
 	static const char page[] = "<!doctype html><title>ui</title>";
 	(void)ctx;
@@ -1647,8 +1647,8 @@ static void test_route_prefix(void **state)
 
 	/* outside the prefix: nothing, not even the API or the lifecycle endpoints */
 	static const char *const outside[] = {
-	    "/api/v1/labels", "/-/healthy", "/metrics", "/debug/pprof/", "/targets",
-	    "/profdx/api/v1/labels", "/prof", "/profd-other/"};
+	    "/api/v1/labels",        "/-/healthy", "/metrics",     "/debug/pprof/", "/targets",
+	    "/profdx/api/v1/labels", "/prof",      "/profd-other/"};
 	ui_seen[0] = '\0';
 	for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++) {
 		get(outside[i], &h);

@@ -202,13 +202,73 @@ static void test_embedded_equals_source(void **state)
 	pd_webui_destroy(ui);
 }
 
+/* pd_webui_set_links writes the route prefix into <base href> and the external URL
+ * (escaped) into the meta tag of every index.html served, embedded or from disk,
+ * and leaves the other files and a page without the marks alone. */
+static void test_links(void **state)
+{
+	struct pd_webui *ui = NULL;
+	struct pd_err err = {0};
+	static const char page[] =
+	    "<!doctype html><head><meta charset=\"utf-8\">\n<base href=\"/\">\n"
+	    "<meta name=\"profd-external-url\" content=\"\">\n"
+	    "<link rel=\"stylesheet\" href=\"css/style.css\"></head>";
+	put("index.html", page);
+	assert_int_equal(pd_webui_create(tmpdir, &ui, &err), 0);
+	char *s = get(ui, "/", NULL);
+	assert_string_equal(s, page); /* no links set: as it is */
+	free(s);
+	assert_int_equal(
+	    pd_webui_set_links(ui, "/profd", "http://proxy.example/profd?a=\"<x>&'", &err), 0);
+	static const char want[] =
+	    "<!doctype html><head><meta charset=\"utf-8\">\n<base href=\"/profd/\">\n"
+	    "<meta name=\"profd-external-url\" "
+	    "content=\"http://proxy.example/profd?a=&#34;&lt;x&gt;&amp;&#39;\">\n"
+	    "<link rel=\"stylesheet\" href=\"css/style.css\"></head>";
+	s = get(ui, "/", NULL);
+	assert_string_equal(s, want);
+	free(s);
+	s = get(ui, "/targets", NULL); /* a client route: the same page */
+	assert_string_equal(s, want);
+	free(s);
+	s = get(ui, "/js/app.js", NULL); /* other files untouched */
+	assert_string_equal(s, "export const x = 1;\n");
+	free(s);
+	/* "/" is no prefix; a trailing slash is not doubled */
+	assert_int_equal(pd_webui_set_links(ui, "/", NULL, &err), 0);
+	s = get(ui, "/", NULL);
+	assert_non_null(strstr(s, "<base href=\"/\">"));
+	assert_non_null(strstr(s, "content=\"\">"));
+	free(s);
+	assert_int_equal(pd_webui_set_links(ui, "/a/b/", "http://h/a/b", &err), 0);
+	s = get(ui, "/", NULL);
+	assert_non_null(strstr(s, "<base href=\"/a/b/\">"));
+	free(s);
+	assert_int_equal(pd_webui_set_links(ui, "profd", NULL, &err), PD_EINVAL);
+	/* a page without the marks is served as it is */
+	put("index.html", "<!doctype html><title>x</title>");
+	s = get(ui, "/", NULL);
+	assert_string_equal(s, "<!doctype html><title>x</title>");
+	free(s);
+	pd_webui_destroy(ui);
+
+	/* the embedded page has both marks */
+	assert_int_equal(pd_webui_create(NULL, &ui, &err), 0);
+	assert_int_equal(pd_webui_set_links(ui, "/profd", "http://proxy.example/profd", &err), 0);
+	s = get(ui, "/status", NULL);
+	assert_non_null(strstr(s, "<base href=\"/profd/\">"));
+	assert_non_null(
+	    strstr(s, "<meta name=\"profd-external-url\" content=\"http://proxy.example/profd\">"));
+	free(s);
+	pd_webui_destroy(ui);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_dir),
-	    cmocka_unit_test(test_dir_symlinks),
-	    cmocka_unit_test(test_bad_dir),
-	    cmocka_unit_test(test_embedded_equals_source),
+	    cmocka_unit_test(test_dir),     cmocka_unit_test(test_dir_symlinks),
+	    cmocka_unit_test(test_bad_dir), cmocka_unit_test(test_embedded_equals_source),
+	    cmocka_unit_test(test_links),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
