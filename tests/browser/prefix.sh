@@ -9,7 +9,8 @@
 #   prefix.sh PROFD SERVE_PROFILES TESTDATA OUT_DIR
 #
 # Environment: CHROMIUM (default /usr/bin/chromium), PD_BROWSER_HEADED=1 to watch,
-# PD_BROWSER_KEEP=1 to keep the temporary folder.
+# PD_BROWSER_KEEP=1 to keep the temporary folder, PD_BROWSER_UI_DIR=DIR to serve the
+# UI from DIR (--web.ui-dir) instead of the copy built into profd.
 set -euo pipefail
 
 if [ $# -ne 4 ]; then
@@ -83,8 +84,10 @@ scrape_configs:
         profile: {enabled: false}
         threadcreate: {enabled: false}
 EOC
+uidir=()
+[ -n "${PD_BROWSER_UI_DIR:-}" ] && uidir=(--web.ui-dir="$PD_BROWSER_UI_DIR")
 timeout -k 10 "$limit" "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
-	--web.listen-address=127.0.0.1:0 --web.external-url="$proxy/profd/" 2>"$tmp/profd.log" &
+	--web.listen-address=127.0.0.1:0 --web.external-url="$proxy/profd/" "${uidir[@]}" 2>"$tmp/profd.log" &
 pids+=($!)
 port=
 for _ in $(seq 100); do
