@@ -941,7 +941,7 @@ static struct api_conn *conn_of(struct MHD_Connection *c)
  * would silently end the path or a parameter). Its result is the request's state. */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
-	(void)cls;
+	const struct pd_api_server *s = cls;
 	(void)c;
 	struct api_req *r = calloc(1, sizeof(*r));
 	if (r && uri) {
@@ -950,7 +950,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 		r->raw_len = strlen(uri);
 		/* kept for the redirect of the bare route prefix to P/ (MHD decodes the
 		 * arguments in place later); a failed copy only drops the query there */
-		const char *q = strchr(uri, '?');
+		const char *q = s->prefix_len ? strchr(uri, '?') : NULL;
 		if (q)
 			r->raw_query = strdup(q + 1);
 	}
