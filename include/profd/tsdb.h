@@ -107,6 +107,44 @@ void pd_tsdb_rollback(struct pd_tsdb_appender *a);
  * applies retention. Called periodically by the daemon; import calls it with all. */
 int pd_tsdb_flush(struct pd_tsdb *db, int all, struct pd_err *err);
 
+/* ---- deleting and snapshots ---------------------------------------------------- */
+
+/* Deletes the samples in [mint, maxt] (ms, both inclusive, as Prometheus) of every
+ * series all matchers accept (nm >= 1), in the head and in every block, at once
+ * for every query: blocks get tombstones (their `tombstones` file, written before
+ * this returns), the head gets them through one WAL record (durable before this
+ * returns, honoured by replay). Only samples there now are deleted: samples
+ * appended later are not, whatever maxt says. Compaction and
+ * pd_tsdb_clean_tombstones leave deleted samples out of the blocks they write; a
+ * block left with nothing disappears. Series whose samples are all deleted no
+ * longer answer pd_tsdb_select (so series and labels queries with matchers);
+ * pd_tsdb_label_names and _values without matchers read the index and may still
+ * name them until the blocks are cleaned and the head persisted, as Prometheus
+ * does. The matchers are borrowed for the call. */
+struct pd_tsdb_matcher;
+int pd_tsdb_delete(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm, int64_t mint,
+		   int64_t maxt, struct pd_err *err);
+
+/* Rewrites every block that has tombstones without the deleted samples (one
+ * level up, with the same sources: a crash leaves the old block or the new one,
+ * never both) and removes the old one with its tombstones file; a block left
+ * empty goes. The head's deleted samples go when the head is persisted. */
+int pd_tsdb_clean_tombstones(struct pd_tsdb *db, struct pd_err *err);
+
+/* Where snapshots go, under the store's directory; retention and compaction
+ * never look inside. */
+#define PD_TSDB_SNAPSHOTS_DIR "snapshots"
+#define PD_TSDB_SNAPSHOT_NAME_MAX 64
+
+/* Writes a consistent copy of the store to <dir>/snapshots/<name>, name being
+ * YYYYMMDDTHHMMSSZ-<16 hex digits> (UTC, 8 random bytes) as Prometheus names
+ * them, and returns the name. Blocks are hard-linked (copied across file
+ * systems) with their tombstones; unless skip_head, the head's samples up to now
+ * (less deleted ones) are written as one more block. The directory opens as a
+ * store (pd_tsdb_open). Written under <name>.tmp and renamed when complete. */
+int pd_tsdb_snapshot(struct pd_tsdb *db, int skip_head, char name[PD_TSDB_SNAPSHOT_NAME_MAX],
+		     struct pd_err *err);
+
 /* ---- querying ------------------------------------------------------------- */
 
 /* A matcher as the querier sees it: a label name and a predicate over values
@@ -207,6 +245,11 @@ struct pd_tsdb_stats {
 	uint64_t wal_writes;        /* group writes (one pwritev each) */
 	uint64_t wal_fsyncs;        /* fdatasync calls making groups durable (wal_sync 0) */
 	uint64_t wal_failed_writes; /* group writes or syncs that failed */
+	/* deletions: intervals in the blocks' tombstones and the head's now, and
+	 * since open: deletions done, blocks rewritten by clean_tombstones,
+	 * snapshots written and failed */
+	uint64_t tombstones, head_tombstones;
+	uint64_t deletions, tombstones_cleaned, snapshots, snapshot_failures;
 };
 
 void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st);

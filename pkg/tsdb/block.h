@@ -5,6 +5,8 @@
  *   <ULID>/index           symbols, series with their chunk references, postings
  *                          (docs/format/index.md)
  *   <ULID>/chunks/000001   chunk segment files (docs/format/chunk-segments.md)
+ *   <ULID>/tombstones      deleted time ranges of series, when there are any
+ *                          (docs/format/tombstones.md); the one file that changes
  *
  * Timestamp chunks and value chunks are separate entries of the segment files,
  * each with its own CRC32C, so that reading timestamps never reads a profile. */
@@ -43,6 +45,53 @@ struct pd_block_meta {
 	char (*sources)[27];             /* ULIDs of the level-1 blocks it holds */
 	size_t nsources;
 };
+
+/* ---- tombstones (tombstones.c) -------------------------------------------- */
+
+/* A deleted interval [mint, maxt] (both inclusive, ms) of series ref. */
+struct tomb_entry {
+	uint64_t ref;
+	int64_t mint, maxt;
+};
+
+/* Deleted intervals by series: after tomb_normalize, ascending by (ref, mint),
+ * the intervals of one ref disjoint and not adjacent. Embedded: tomb_init /
+ * tomb_fini. */
+struct tombstones {
+	struct tomb_entry *v;
+	size_t n, cap;
+};
+
+#define PD_TOMB_FILE "tombstones"
+#define PD_TOMB_MAGIC 0x50445442u /* "PDTB" */
+#define PD_TOMB_VERSION 1
+#define PD_TOMB_HEADER_SIZE 8 /* magic, version, 3 reserved zero bytes */
+#define PD_TOMB_MAX_SIZE ((size_t)256 << 20) /* largest file a reader accepts */
+
+void tomb_init(struct tombstones *t);
+void tomb_fini(struct tombstones *t);
+/* Adds an interval (none when mint > maxt); call tomb_normalize before lookups. */
+int tomb_add(struct tombstones *t, uint64_t ref, int64_t mint, int64_t maxt);
+/* Sorts and joins overlapping and adjacent intervals of each series. */
+void tomb_normalize(struct tombstones *t);
+/* The intervals of ref (borrowed from t), or NULL with *n = 0. */
+const struct tomb_entry *tomb_find(const struct tombstones *t, uint64_t ref, size_t *n);
+/* True when one of the n intervals holds t. */
+int tomb_covers(const struct tomb_entry *iv, size_t n, int64_t t);
+/* to = a copy of from (to is initialised here). */
+int tomb_copy(const struct tombstones *from, struct tombstones *to);
+/* The tombstones file's bytes of a normalised t into out (emptied first). */
+int tomb_encode(const struct tombstones *t, struct pd_buf *out);
+/* Parses a tombstones file strictly into t (initialised here, left empty on
+ * error); errors name what (the file) and the offset. */
+int tomb_decode(const uint8_t *p, size_t len, struct tombstones *t, const char *what,
+		struct pd_err *err);
+/* Reads dir/tombstones into t; a missing file is an empty table. *size: its bytes. */
+int tomb_read_file(const char *dir, struct tombstones *t, uint64_t *size, struct pd_err *err);
+/* Writes t as dir/tombstones (temporary name, fsync, rename, fsync of dir); an
+ * empty t removes the file. *size: the bytes written (0 for none). */
+int tomb_write_file(const char *dir, const struct tombstones *t, uint64_t *size,
+		    struct pd_err *err);
 
 /* ---- writing -------------------------------------------------------------- */
 
@@ -97,6 +146,14 @@ int pd_block_series(const struct pd_block *b, uint64_t ref, struct pd_lpair **la
  * Borrowed from the mapping until close. */
 int pd_block_chunk_bytes(const struct pd_block *b, uint64_t ref, const uint8_t **p, size_t *len,
 			 struct pd_err *err);
+
+/* The block's tombstones, borrowed: they change only through
+ * pd_block_swap_tombstones, which the caller must keep from running meanwhile. */
+const struct tombstones *pd_block_tombstones(const struct pd_block *b);
+/* Replaces the block's tombstones by *t (taken over; *t is left with the old
+ * ones, which the caller frees). The file must have been written already
+ * (tomb_write_file). No reader may use the block meanwhile. */
+void pd_block_swap_tombstones(struct pd_block *b, struct tombstones *t, uint64_t file_size);
 
 /* Writes a new ULID for time ms (Crockford base32, 26 characters + NUL). */
 void pd_ulid_new(char out[27], int64_t ms);

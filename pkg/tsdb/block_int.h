@@ -259,6 +259,8 @@ struct pd_block {
 	struct pd_block_segment *segs; /* segs[i] is chunks/<i+1> */
 	size_t nsegs;
 	uint64_t size;
+	struct tombstones tomb; /* deleted intervals by series ref */
+	uint64_t tomb_size;     /* bytes of the tombstones file */
 };
 
 /* For tests: cut chunk segments past size bytes instead of 512 MiB. */

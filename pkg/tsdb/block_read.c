@@ -186,7 +186,7 @@ int pd_block_open(struct pd_block **out, const char *dir, struct pd_err *err)
 		goto fail;
 	}
 	if ((rc = read_meta(b, err)) || (rc = pd_index_open(&b->idx, index, err)) ||
-	    (rc = open_segments(b, err)))
+	    (rc = open_segments(b, err)) || (rc = tomb_read_file(dir, &b->tomb, &b->tomb_size, err)))
 		goto fail;
 	b->size += b->idx.size;
 	free(index);
@@ -209,8 +209,22 @@ void pd_block_close(struct pd_block *b)
 	if (b->idx.path)
 		pd_index_close(&b->idx);
 	free(b->meta.sources);
+	tomb_fini(&b->tomb);
 	free(b->dir);
 	free(b);
+}
+
+const struct tombstones *pd_block_tombstones(const struct pd_block *b)
+{
+	return &b->tomb;
+}
+
+void pd_block_swap_tombstones(struct pd_block *b, struct tombstones *t, uint64_t file_size)
+{
+	b->tomb_size = file_size;
+	struct tombstones old = b->tomb;
+	b->tomb = *t;
+	*t = old;
 }
 
 const struct pd_block_meta *pd_block_meta(const struct pd_block *b)
@@ -225,7 +239,7 @@ const char *pd_block_dir(const struct pd_block *b)
 
 uint64_t pd_block_size(const struct pd_block *b)
 {
-	return b->size;
+	return b->size + b->tomb_size;
 }
 
 int pd_block_chunk_bytes(const struct pd_block *b, uint64_t ref, const uint8_t **p, size_t *len,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "profd/pprof.h"
@@ -304,6 +305,23 @@ static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, siz
 	return 0;
 }
 
+/* A deletion's interval: masks the series' samples in the head from now on. */
+static int replay_tombstone(void *c, uint64_t ref, int64_t mint, int64_t maxt)
+{
+	struct replay_ctx *rc = c;
+	struct head *h = &rc->db->head;
+	uint32_t hr;
+	if (ref == 0 || !pd_u64map_get(&rc->refs, ref, &hr) || hr == 0 || hr > h->nseries ||
+	    !h->series[hr - 1])
+		return 0;
+	struct head_series *s = h->series[hr - 1];
+	pthread_mutex_lock(&s->mu);
+	int r2 = tomb_add(&s->tomb, 0, mint, maxt);
+	tomb_normalize(&s->tomb);
+	pthread_mutex_unlock(&s->mu);
+	return r2 ? PD_ENOMEM : 0;
+}
+
 static int ref_cmp(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -347,6 +365,7 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		pthread_cond_init(&db->order[i].cv, NULL);
 	}
 	pthread_rwlock_init(&db->blocks_mu, NULL);
+	pthread_mutex_init(&db->maint_mu, NULL);
 	if (!(db->dir = strdup(dir))) {
 		free(db);
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
@@ -372,7 +391,7 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		char *wdir = path_join(dir, "wal");
 		struct replay_ctx ctx = {db, INT64_MIN, 0, 0, {0}};
 		pd_u64map_init(&ctx.refs);
-		struct pd_wal_replay_cb cb = {replay_series, replay_sample, &ctx};
+		struct pd_wal_replay_cb cb = {replay_series, replay_sample, &ctx, replay_tombstone};
 		struct pd_wal_replay_stats st;
 		struct pd_wal_opts wo = {.segment_size = db->o.wal_segment_size, .sync = db->o.wal_sync};
 		if (!wdir) {
@@ -444,6 +463,7 @@ void pd_tsdb_close(struct pd_tsdb *db)
 		pthread_cond_destroy(&db->order[i].cv);
 	}
 	pthread_rwlock_destroy(&db->blocks_mu);
+	pthread_mutex_destroy(&db->maint_mu);
 	free(db->dir);
 	free(db);
 }
@@ -897,6 +917,81 @@ static int series_ptr_cmp(const void *a, const void *b)
 	return labels_cmp(x->labels, x->nlabels, y->labels, y->nlabels);
 }
 
+/* ---- deleted samples out of chunks ------------------------------------------ */
+
+/* Chunk c without the samples the intervals iv delete. *kept: 0 when nothing is
+ * left; else *out is the chunk to write: c itself when nothing was deleted, or a
+ * new chunk (timestamps and values in the store's encoding) whose bytes
+ * *ts_owned and *vals_owned receive (malloc'd, the caller frees them). */
+static int filter_chunk(struct pd_tsdb *db, const struct pd_block_chunk *c,
+			const struct tomb_entry *iv, size_t niv, struct pd_block_chunk *out,
+			uint8_t **ts_owned, uint8_t **vals_owned, int *kept, struct pd_err *err)
+{
+	int overlaps = 0, rc = 0;
+	*ts_owned = *vals_owned = NULL;
+	*kept = 1;
+	*out = *c;
+	for (size_t i = 0; i < niv && !overlaps; i++)
+		overlaps = iv[i].mint <= c->maxt && iv[i].maxt >= c->mint;
+	if (!overlaps)
+		return 0;
+	struct pd_chunkenc_ts_iter it;
+	struct pd_chunkenc_ts ts;
+	struct pd_chunkenc_values *vals =
+	    pd_chunkenc_values_create_enc(db->o.value_encoding, db->o.value_group, db->o.zstd_level);
+	uint32_t n = 0, all = 0;
+	int64_t first = 0, last = 0;
+	pd_chunkenc_ts_init(&ts);
+	if (!vals) {
+		pd_chunkenc_ts_fini(&ts);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	pd_chunkenc_ts_iter_init(&it, c->ts, c->ts_len);
+	for (size_t i = 0; !rc && pd_chunkenc_ts_iter_next(&it); i++) {
+		int64_t t = pd_chunkenc_ts_iter_at(&it);
+		all++;
+		if (tomb_covers(iv, niv, t))
+			continue;
+		uint8_t *p;
+		size_t pl;
+		if ((rc = pd_chunkenc_values_read(c->vals, c->vals_len, i, db->o.max_profile, &p, &pl, err)))
+			break;
+		rc = pd_chunkenc_values_append(vals, p, pl, err);
+		free(p);
+		if (!rc)
+			rc = pd_chunkenc_ts_append(&ts, t, err);
+		if (!n)
+			first = t;
+		last = t;
+		n++;
+	}
+	if (!rc && pd_chunkenc_ts_iter_err(&it))
+		rc = pd_err_set(err, PD_ECORRUPT, "timestamp chunk of %lld..%lld does not decode",
+				(long long)c->mint, (long long)c->maxt);
+	if (!rc && n && n < all) {
+		size_t tl;
+		const uint8_t *tb = pd_chunkenc_ts_bytes(&ts, &tl);
+		uint8_t *vb;
+		size_t vl;
+		if (!(*ts_owned = malloc(tl ? tl : 1)))
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		else if (!(rc = pd_chunkenc_values_seal(vals, &vb, &vl, err))) {
+			memcpy(*ts_owned, tb, tl);
+			*vals_owned = vb;
+			*out = (struct pd_block_chunk){first, last, n, *ts_owned, tl, vb, vl};
+		}
+		if (rc) {
+			free(*ts_owned);
+			*ts_owned = NULL;
+		}
+	}
+	if (!rc && !n)
+		*kept = 0;
+	pd_chunkenc_ts_fini(&ts);
+	pd_chunkenc_values_destroy(vals);
+	return rc;
+}
+
 /* Writes the head's chunks inside [lo, hi) as one block and opens it. */
 static int persist_range(struct pd_tsdb *db, int64_t lo, int64_t hi, struct pd_err *err)
 {
@@ -923,24 +1018,39 @@ static int persist_range(struct pd_tsdb *db, int64_t lo, int64_t hi, struct pd_e
 	for (size_t i = 0; i < n && !rc; i++) {
 		struct head_series *s = all[i];
 		pthread_mutex_lock(&s->mu);
-		struct pd_block_chunk *cs = malloc((s->nchunks ? s->nchunks : 1) * sizeof(*cs));
+		size_t cap = s->nchunks ? s->nchunks : 1;
+		struct pd_block_chunk *cs = malloc(cap * sizeof(*cs));
+		uint8_t **owned = calloc(cap * 2, sizeof(*owned));
 		size_t nc = 0;
-		if (!cs) {
+		if (!cs || !owned) {
 			pthread_mutex_unlock(&s->mu);
+			free(cs);
+			free(owned);
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 			break;
 		}
-		for (size_t k = 0; k < s->nchunks; k++) {
+		for (size_t k = 0; k < s->nchunks && !rc; k++) {
 			const struct head_chunk *c = &s->chunks[k];
-			if (c->mint >= lo && c->maxt < hi)
-				cs[nc++] = (struct pd_block_chunk){c->mint, c->maxt, c->count, c->ts, c->ts_len,
-								   c->vals, c->vals_len};
+			if (c->mint < lo || c->maxt >= hi)
+				continue;
+			struct pd_block_chunk bc = {c->mint, c->maxt, c->count, c->ts, c->ts_len,
+						    c->vals, c->vals_len};
+			int kept = 1;
+			/* deleted samples do not reach the block */
+			if (s->tomb.n)
+				rc = filter_chunk(db, &bc, s->tomb.v, s->tomb.n, &bc, &owned[2 * nc],
+						  &owned[2 * nc + 1], &kept, err);
+			if (!rc && kept)
+				cs[nc++] = bc;
 		}
-		if (nc) {
+		if (nc && !rc) {
 			rc = pd_block_writer_add_series(w, s->labels, s->nlabels, cs, nc, err);
 			written++;
 		}
 		pthread_mutex_unlock(&s->mu);
+		for (size_t k = 0; k < 2 * cap; k++)
+			free(owned[k]);
+		free(owned);
 		free(cs);
 	}
 	if (rc) {
@@ -1002,13 +1112,23 @@ static int window_floor(int64_t t, int64_t r, int64_t *out)
 static int compact(struct pd_tsdb *db, struct pd_err *err);
 static int apply_retention(struct pd_tsdb *db, struct pd_err *err);
 
+static int flush(struct pd_tsdb *db, int all, struct pd_err *err);
+
 int pd_tsdb_flush(struct pd_tsdb *db, int all, struct pd_err *err)
+{
+	if (db->o.read_only)
+		return pd_err_set(err, PD_EINVAL, "the store is open read-only");
+	pthread_mutex_lock(&db->maint_mu);
+	int rc = flush(db, all, err);
+	pthread_mutex_unlock(&db->maint_mu);
+	return rc;
+}
+
+static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 {
 	struct head *h = &db->head;
 	int rc = 0;
 	int64_t br = db->o.block_range_ms, persisted_to = INT64_MIN;
-	if (db->o.read_only)
-		return pd_err_set(err, PD_EINVAL, "the store is open read-only");
 	pthread_mutex_lock(&db->append_mu);
 	/* close the gate to new commits and let those in flight reach the head, so
 	 * that what is persisted and checkpointed is everything reserved */
@@ -1119,10 +1239,13 @@ static int reencode_values(struct pd_tsdb *db, const uint8_t **vals, size_t *len
 	return rc;
 }
 
-/* Merges blocks (sorted by time, not overlapping) into one new block. */
+/* Merges blocks (sorted by time, not overlapping) into one new block, leaving
+ * out what their tombstones delete; ulid receives its name, or "" when nothing
+ * was left to write. */
 static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char ulid[27],
 			struct pd_err *err)
 {
+	uint64_t written = 0;
 	struct cursor *cur = calloc(n, sizeof(*cur));
 	char(*sources)[27] = NULL;
 	size_t nsrc = 0;
@@ -1180,7 +1303,7 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 				struct pd_block_chunk *nc = realloc(cs, c * sizeof(*nc));
 				if (nc)
 					cs = nc;
-				uint8_t **no = realloc(owned, c * sizeof(*no));
+				uint8_t **no = realloc(owned, 2 * c * sizeof(*no));
 				if (no)
 					owned = no;
 				if (!nc || !no) {
@@ -1189,9 +1312,13 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 				}
 				cs_cap = c;
 			}
+			/* deleted samples are left out of the new block */
+			size_t ntv;
+			const struct tomb_entry *tv =
+			    tomb_find(pd_block_tombstones(bs[i]), cur[i].refs[cur[i].i], &ntv);
 			for (size_t k = 0; k < cur[i].nc && !rc; k++) {
 				const struct pd_block_chunk_meta *m = &cur[i].chunks[k];
-				owned[ncs] = NULL;
+				owned[2 * ncs] = owned[2 * ncs + 1] = NULL;
 				struct pd_block_chunk *c = &cs[ncs++];
 				c->mint = m->mint;
 				c->maxt = m->maxt;
@@ -1199,13 +1326,26 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 				rc = pd_block_chunk_bytes(bs[i], m->ts_ref, &c->ts, &c->ts_len, err);
 				if (!rc)
 					rc = pd_block_chunk_bytes(bs[i], m->vals_ref, &c->vals, &c->vals_len, err);
+				if (!rc && ntv) {
+					int kept;
+					uint8_t **o = &owned[2 * (ncs - 1)];
+					rc = filter_chunk(db, c, tv, ntv, c, &o[1], &o[0], &kept, err);
+					if (!rc && !kept) {
+						ncs--;
+						continue;
+					}
+					if (!rc && o[0])
+						continue; /* rewritten in the store's encoding */
+				}
 				if (!rc)
-					rc = reencode_values(db, &c->vals, &c->vals_len, &owned[ncs - 1], err);
+					rc = reencode_values(db, &c->vals, &c->vals_len, &owned[2 * (ncs - 1)], err);
 			}
 		}
-		if (!rc)
+		if (!rc && ncs) {
 			rc = pd_block_writer_add_series(w, lab, nlab, cs, ncs, err);
-		for (size_t k = 0; k < ncs; k++) {
+			written++;
+		}
+		for (size_t k = 0; k < 2 * ncs; k++) {
 			free(owned[k]);
 			owned[k] = NULL;
 		}
@@ -1222,8 +1362,9 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 			rc = cursor_load(adv[i], err);
 		}
 	}
-	if (rc)
-		pd_block_writer_abort(w);
+	ulid[0] = '\0';
+	if (rc || !written)
+		pd_block_writer_abort(w); /* nothing left: the blocks go, no block comes */
 	else
 		rc = pd_block_writer_finish(w, ulid, err);
 out:
@@ -1239,30 +1380,35 @@ out:
 	return rc;
 }
 
-/* Replaces blocks [from, from+n) of db->blocks by the block in dir ulid. */
+/* Replaces blocks [from, from+n) of db->blocks by the block in dir ulid (none
+ * when ulid is ""). */
 static int swap_blocks(struct pd_tsdb *db, size_t from, size_t n, const char *ulid,
 		       struct pd_err *err)
 {
-	char *p = path_join(db->dir, ulid);
-	struct pd_block *nb;
+	struct pd_block *nb = NULL;
 	int rc;
-	if (!p)
-		return pd_err_set(err, PD_ENOMEM, "out of memory");
-	rc = pd_block_open(&nb, p, err);
-	free(p);
-	if (rc)
-		return rc;
+	if (ulid[0]) {
+		char *p = path_join(db->dir, ulid);
+		if (!p)
+			return pd_err_set(err, PD_ENOMEM, "out of memory");
+		rc = pd_block_open(&nb, p, err);
+		free(p);
+		if (rc)
+			return rc;
+	}
 	struct pd_block **old = malloc(n * sizeof(*old));
 	if (!old) {
 		pd_block_close(nb);
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
+	size_t add = nb ? 1 : 0;
 	pthread_rwlock_wrlock(&db->blocks_mu);
 	memcpy(old, db->blocks + from, n * sizeof(*old));
-	db->blocks[from] = nb;
-	memmove(db->blocks + from + 1, db->blocks + from + n,
+	if (nb)
+		db->blocks[from] = nb;
+	memmove(db->blocks + from + add, db->blocks + from + n,
 		(db->nblocks - from - n) * sizeof(*db->blocks));
-	db->nblocks -= n - 1;
+	db->nblocks -= n - add;
 	pthread_rwlock_unlock(&db->blocks_mu);
 	for (size_t i = 0; i < n; i++) {
 		char *dir = strdup(pd_block_dir(old[i]));
@@ -1380,14 +1526,21 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 		for (size_t k = 0; k < s->nchunks; k++)
 			st->head_samples += s->chunks[k].count;
 		st->head_samples += s->open_ts.count;
+		st->head_tombstones += s->tomb.n;
 		pthread_mutex_unlock(&s->mu);
 	}
 	pthread_rwlock_unlock(&h->mu);
 	pthread_rwlock_rdlock(&db->blocks_mu);
 	st->blocks = db->nblocks;
-	for (size_t i = 0; i < db->nblocks; i++)
+	for (size_t i = 0; i < db->nblocks; i++) {
 		st->block_bytes += pd_block_size(db->blocks[i]);
+		st->tombstones += pd_block_tombstones(db->blocks[i])->n;
+	}
 	pthread_rwlock_unlock(&db->blocks_mu);
+	st->deletions = __atomic_load_n(&db->deletions, __ATOMIC_RELAXED);
+	st->tombstones_cleaned = __atomic_load_n(&db->tombstones_cleaned, __ATOMIC_RELAXED);
+	st->snapshots = __atomic_load_n(&db->snapshots, __ATOMIC_RELAXED);
+	st->snapshot_failures = __atomic_load_n(&db->snapshot_failures, __ATOMIC_RELAXED);
 	st->wal_bytes = db->wal ? pd_wal_size(db->wal) : 0;
 	st->compactions = db->compactions;
 	st->retention_deletions = db->retention_deletions;
@@ -1436,4 +1589,428 @@ int pd_tsdb_blocks(struct pd_tsdb *db, struct pd_tsdb_block_info **out, size_t *
 	}
 	pthread_rwlock_unlock(&db->blocks_mu);
 	return 0;
+}
+
+/* ---- deleting series ------------------------------------------------------------ */
+
+/* The first and last timestamp of a head series (s->mu held); 0 when empty. */
+static int head_series_range(const struct head_series *s, int64_t *mint, int64_t *maxt)
+{
+	if (s->nchunks)
+		*mint = s->chunks[0].mint;
+	else if (s->open_ts.count)
+		*mint = s->open_mint;
+	else
+		return 0;
+	*maxt = s->maxt;
+	return 1;
+}
+
+/* Tombstones for the head: the matching series' intervals clamped to the samples
+ * they hold, written to the WAL as one deletion record and then applied. */
+static int delete_head(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm, int64_t mint,
+		       int64_t maxt, struct pd_err *err)
+{
+	struct head *h = &db->head;
+	struct source src = {&head_reader_ops, h, h->mint, h->maxt};
+	uint64_t *refs = NULL;
+	size_t nr = 0, nd = 0;
+	struct head_series **ser = NULL;
+	struct tomb_entry *iv = NULL;
+	unsigned char *entry = NULL;
+	struct pd_wal_rec *rec = NULL;
+	int rc = tsdb_matching_refs(&src, m, nm, &refs, &nr, err);
+	if (rc)
+		return rc;
+	ser = calloc(nr ? nr : 1, sizeof(*ser));
+	iv = calloc(nr ? nr : 1, sizeof(*iv));
+	entry = calloc(nr ? nr : 1, 1);
+	if (!ser || !iv || !entry) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	pthread_rwlock_rdlock(&h->mu);
+	for (size_t i = 0; i < nr; i++) {
+		struct head_series *s = refs[i] && refs[i] <= h->nseries ? h->series[refs[i] - 1] : NULL;
+		int64_t lo, hi;
+		if (!s)
+			continue;
+		pthread_mutex_lock(&s->mu);
+		/* only samples there now are deleted: later ones are newer than maxt */
+		if (head_series_range(s, &lo, &hi) && lo <= maxt && hi >= mint) {
+			ser[nd] = s;
+			iv[nd++] = (struct tomb_entry){s->ref, mint > lo ? mint : lo, maxt < hi ? maxt : hi};
+		}
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_rwlock_unlock(&h->mu);
+	if (!nd)
+		goto out;
+	if (db->wal) {
+		if (!(rec = pd_wal_rec_create())) {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < nd && !rc; i++) {
+			entry[i] = !__atomic_load_n(&ser[i]->logged, __ATOMIC_ACQUIRE);
+			if (entry[i])
+				rc = pd_wal_rec_series(rec, ser[i]->ref, ser[i]->labels, ser[i]->nlabels, err);
+		}
+		for (size_t i = 0; i < nd && !rc; i++)
+			rc = pd_wal_rec_tombstone(rec, iv[i].ref, iv[i].mint, iv[i].maxt, err);
+		if (!rc)
+			rc = pd_wal_rec_seal(rec, err);
+		if (rc)
+			goto out;
+		/* queued as commits are, so the WAL order is the order of the head */
+		pthread_mutex_lock(&db->append_mu);
+		pd_wal_enqueue(db->wal, rec);
+		pthread_mutex_unlock(&db->append_mu);
+		if ((rc = pd_wal_wait(db->wal, rec, err))) {
+			pd_err_prefix(err, "writing the deletion to the WAL");
+			goto out;
+		}
+		for (size_t i = 0; i < nd; i++)
+			if (entry[i])
+				__atomic_store_n(&ser[i]->logged, 1, __ATOMIC_RELEASE);
+	}
+	for (size_t i = 0; i < nd && !rc; i++) {
+		pthread_mutex_lock(&ser[i]->mu);
+		if (tomb_add(&ser[i]->tomb, 0, iv[i].mint, iv[i].maxt))
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		tomb_normalize(&ser[i]->tomb);
+		pthread_mutex_unlock(&ser[i]->mu);
+	}
+out:
+	pd_wal_rec_destroy(rec);
+	free(entry);
+	free(iv);
+	free(ser);
+	free(refs);
+	return rc;
+}
+
+/* Tombstones for one block: its matching series' intervals clamped to the block
+ * and to the chunks each holds; the tombstones file is rewritten when any is new. */
+static int delete_block(struct pd_tsdb *db, struct pd_block *b, const struct pd_tsdb_matcher *m,
+			size_t nm, int64_t mint, int64_t maxt, struct pd_err *err)
+{
+	const struct pd_block_meta *bm = pd_block_meta(b);
+	struct source src = {&block_reader_ops, b, bm->mint, bm->maxt - 1};
+	struct tombstones t;
+	uint64_t *refs = NULL, size;
+	size_t nr = 0, added = 0;
+	int rc;
+	if (bm->maxt <= mint || bm->mint > maxt)
+		return 0;
+	if ((rc = tsdb_matching_refs(&src, m, nm, &refs, &nr, err)))
+		return rc;
+	if (tomb_copy(pd_block_tombstones(b), &t)) {
+		free(refs);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < nr && !rc; i++) {
+		struct pd_lpair *l;
+		struct rchunk *c;
+		size_t nl, nc;
+		if ((rc = block_reader_ops.series(b, refs[i], &l, &nl, &c, &nc, err)))
+			break;
+		if (nc && c[0].mint <= maxt && c[nc - 1].maxt >= mint) {
+			int64_t lo = mint > c[0].mint ? mint : c[0].mint;
+			int64_t hi = maxt < c[nc - 1].maxt ? maxt : c[nc - 1].maxt;
+			if (tomb_add(&t, refs[i], lo, hi))
+				rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			added++;
+		}
+		free(l);
+		free(c);
+	}
+	if (!rc && added) {
+		tomb_normalize(&t);
+		if (!(rc = tomb_write_file(pd_block_dir(b), &t, &size, err))) {
+			pthread_rwlock_wrlock(&db->blocks_mu);
+			pd_block_swap_tombstones(b, &t, size);
+			pthread_rwlock_unlock(&db->blocks_mu);
+		}
+	}
+	tomb_fini(&t);
+	free(refs);
+	return rc;
+}
+
+int pd_tsdb_delete(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm, int64_t mint,
+		   int64_t maxt, struct pd_err *err)
+{
+	int rc = 0;
+	if (db->o.read_only)
+		return pd_err_set(err, PD_EINVAL, "the store is open read-only");
+	if (!nm)
+		return pd_err_set(err, PD_EINVAL, "deleting series needs at least one matcher");
+	if (mint > maxt)
+		return pd_err_set(err, PD_EINVAL, "the start of the deletion (%lld) is after its end (%lld)",
+				  (long long)mint, (long long)maxt);
+	/* no flush, compaction or snapshot meanwhile: a block being written from the
+	 * head, or blocks being merged, would miss the tombstones */
+	pthread_mutex_lock(&db->maint_mu);
+	for (size_t i = 0; i < db->nblocks && !rc; i++)
+		rc = delete_block(db, db->blocks[i], m, nm, mint, maxt, err);
+	if (!rc)
+		rc = delete_head(db, m, nm, mint, maxt, err);
+	if (!rc)
+		__atomic_fetch_add(&db->deletions, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&db->maint_mu);
+	if (rc)
+		pd_err_prefix(err, "deleting series");
+	return rc;
+}
+
+int pd_tsdb_clean_tombstones(struct pd_tsdb *db, struct pd_err *err)
+{
+	int rc = 0;
+	if (db->o.read_only)
+		return pd_err_set(err, PD_EINVAL, "the store is open read-only");
+	pthread_mutex_lock(&db->maint_mu);
+	for (size_t i = 0; i < db->nblocks && !rc;) {
+		char ulid[27];
+		if (!pd_block_tombstones(db->blocks[i])->n) {
+			i++;
+			continue;
+		}
+		/* the block again without what is deleted, one level up with the same
+		 * sources, so that a crash before the old one is gone drops the old one */
+		if ((rc = merge_blocks(db, db->blocks + i, 1, ulid, err)) ||
+		    (rc = swap_blocks(db, i, 1, ulid, err)))
+			break;
+		__atomic_fetch_add(&db->tombstones_cleaned, 1, __ATOMIC_RELAXED);
+		if (ulid[0])
+			i++;
+	}
+	pthread_mutex_unlock(&db->maint_mu);
+	if (rc)
+		pd_err_prefix(err, "cleaning tombstones");
+	return rc;
+}
+
+/* ---- snapshots -------------------------------------------------------------------- */
+
+/* Copies file from to to (for a snapshot on another file system than the store). */
+static int copy_file(const char *from, const char *to, struct pd_err *err)
+{
+	uint8_t *buf = NULL;
+	size_t len;
+	int rc = pd_file_read(from, SIZE_MAX, &buf, &len, err);
+	if (!rc)
+		rc = pd_file_write(to, buf, len, err);
+	free(buf);
+	return rc;
+}
+
+/* Links (or copies) every file of directory from into the new directory to, and
+ * the files of its subdirectories likewise, one level deep (a block's chunks/). */
+static int link_dir(const char *from, const char *to, int depth, struct pd_err *err)
+{
+	DIR *d;
+	struct dirent *e;
+	int rc = 0;
+	if (mkdir(to, 0755) != 0)
+		return pd_err_set(err, PD_EIO, "creating %s: %s", to, strerror(errno));
+	if (!(d = opendir(from)))
+		return pd_err_set(err, PD_EIO, "%s: %s", from, strerror(errno));
+	while (!rc && (e = readdir(d))) {
+		struct stat st;
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		char *f = path_join(from, e->d_name), *t = path_join(to, e->d_name);
+		if (!f || !t)
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		else if (lstat(f, &st) != 0)
+			rc = pd_err_set(err, PD_EIO, "%s: %s", f, strerror(errno));
+		else if (S_ISDIR(st.st_mode) && depth > 0)
+			rc = link_dir(f, t, depth - 1, err);
+		else if (S_ISREG(st.st_mode) && link(f, t) != 0) {
+			/* blocks are immutable, so a link is a copy; across file systems, copy */
+			if (errno == EXDEV || errno == EPERM || errno == EMLINK)
+				rc = copy_file(f, t, err);
+			else
+				rc = pd_err_set(err, PD_EIO, "linking %s to %s: %s", f, t, strerror(errno));
+		}
+		free(f);
+		free(t);
+	}
+	closedir(d);
+	if (!rc)
+		rc = pd_fsync_dir(to, err);
+	return rc;
+}
+
+/* Writes the head (less what its tombstones delete) as one block in dir. */
+static int snapshot_head(struct pd_tsdb *db, const char *dir, struct pd_err *err)
+{
+	struct head *h = &db->head;
+	struct head_series **all = NULL;
+	struct pd_block_writer *w = NULL;
+	size_t n = 0;
+	uint64_t written = 0;
+	int rc = 0;
+	pthread_rwlock_rdlock(&h->mu);
+	int64_t lo = h->mint, hi = h->maxt;
+	all = malloc((h->nseries ? h->nseries : 1) * sizeof(*all));
+	if (all)
+		for (size_t i = 0; i < h->nseries; i++)
+			if (h->series[i])
+				all[n++] = h->series[i];
+	pthread_rwlock_unlock(&h->mu);
+	if (!all)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	if (lo == INT64_MAX || hi == INT64_MIN || lo > hi)
+		goto out; /* an empty head */
+	qsort(all, n, sizeof(*all), series_ptr_cmp);
+	if ((rc = pd_block_writer_create(&w, dir, lo, hi + 1, 1, NULL, 0, err)))
+		goto out;
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct head_series *s = all[i];
+		pthread_mutex_lock(&s->mu);
+		size_t cap = s->nchunks + 1, nc = 0;
+		struct pd_block_chunk *cs = malloc(cap * sizeof(*cs));
+		uint8_t **owned = calloc(cap * 2 + 1, sizeof(*owned));
+		struct tombstones t;
+		/* what the tombstones delete, and what came before or after the head's
+		 * range as it was read above (appended meanwhile) */
+		rc = tomb_copy(&s->tomb, &t);
+		if (!rc && lo > INT64_MIN)
+			rc = tomb_add(&t, 0, INT64_MIN, lo - 1);
+		if (!rc && hi < INT64_MAX)
+			rc = tomb_add(&t, 0, hi + 1, INT64_MAX);
+		tomb_normalize(&t);
+		if (rc || !cs || !owned)
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		for (size_t k = 0; k <= s->nchunks && !rc; k++) {
+			struct pd_block_chunk bc;
+			if (k < s->nchunks) {
+				const struct head_chunk *c = &s->chunks[k];
+				bc = (struct pd_block_chunk){c->mint, c->maxt, c->count, c->ts, c->ts_len,
+							     c->vals, c->vals_len};
+			} else if (s->open_ts.count) {
+				/* the open chunk, sealed into a copy: the head goes on appending to it */
+				size_t tl, vl;
+				uint8_t *vb;
+				const uint8_t *tb = pd_chunkenc_ts_bytes(&s->open_ts, &tl);
+				if ((rc = pd_chunkenc_values_seal(s->open_vals, &vb, &vl, err)))
+					break;
+				owned[2 * cap] = vb;
+				bc = (struct pd_block_chunk){s->open_mint, s->maxt, s->open_ts.count, tb, tl,
+							     vb, vl};
+			} else {
+				break;
+			}
+			int kept = 1;
+			rc = filter_chunk(db, &bc, t.v, t.n, &bc, &owned[2 * nc], &owned[2 * nc + 1],
+					  &kept, err);
+			if (!rc && kept)
+				cs[nc++] = bc;
+		}
+		if (!rc && nc) {
+			rc = pd_block_writer_add_series(w, s->labels, s->nlabels, cs, nc, err);
+			written++;
+		}
+		pthread_mutex_unlock(&s->mu);
+		tomb_fini(&t);
+		if (owned)
+			for (size_t k = 0; k < 2 * cap + 1; k++)
+				free(owned[k]);
+		free(owned);
+		free(cs);
+	}
+	if (rc || !written)
+		pd_block_writer_abort(w);
+	else {
+		char ulid[27];
+		rc = pd_block_writer_finish(w, ulid, err);
+	}
+out:
+	free(all);
+	return rc;
+}
+
+static int random_hex(char *out, size_t nbytes)
+{
+	uint8_t b[32];
+	FILE *f = fopen("/dev/urandom", "rb");
+	if (!f)
+		return -1;
+	size_t got = fread(b, 1, nbytes, f);
+	fclose(f);
+	if (got != nbytes)
+		return -1;
+	for (size_t i = 0; i < nbytes; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+	return 0;
+}
+
+int pd_tsdb_snapshot(struct pd_tsdb *db, int skip_head, char name[PD_TSDB_SNAPSHOT_NAME_MAX],
+		     struct pd_err *err)
+{
+	char *sdir = path_join(db->dir, PD_TSDB_SNAPSHOTS_DIR), *tmp = NULL, *final = NULL;
+	int rc = 0;
+	name[0] = '\0';
+	if (!sdir)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	/* YYYYMMDDTHHMMSSZ-<16 hex digits>, as Prometheus names its snapshots */
+	time_t now = time(NULL);
+	struct tm tm;
+	char hex[17];
+	gmtime_r(&now, &tm);
+	if (random_hex(hex, 8)) {
+		free(sdir);
+		return pd_err_set(err, PD_EIO, "reading /dev/urandom for the snapshot's name failed");
+	}
+	snprintf(name, PD_TSDB_SNAPSHOT_NAME_MAX, "%04d%02d%02dT%02d%02d%02dZ-%s", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, hex);
+	final = path_join(sdir, name);
+	size_t tl = final ? strlen(final) + 5 : 0;
+	if (final && (tmp = malloc(tl)))
+		snprintf(tmp, tl, "%s.tmp", final);
+	if (!tmp) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (mkdir(sdir, 0755) != 0 && errno != EEXIST) {
+		rc = pd_err_set(err, PD_EIO, "creating %s: %s", sdir, strerror(errno));
+		goto out;
+	}
+	/* the block list stays as it is while the snapshot links it */
+	pthread_mutex_lock(&db->maint_mu);
+	if (mkdir(tmp, 0755) != 0)
+		rc = pd_err_set(err, PD_EIO, "creating %s: %s", tmp, strerror(errno));
+	for (size_t i = 0; i < db->nblocks && !rc; i++) {
+		const struct pd_block_meta *m = pd_block_meta(db->blocks[i]);
+		char *to = path_join(tmp, m->ulid);
+		rc = to ? link_dir(pd_block_dir(db->blocks[i]), to, 1, err)
+			: pd_err_set(err, PD_ENOMEM, "out of memory");
+		free(to);
+	}
+	if (!rc && !skip_head)
+		rc = snapshot_head(db, tmp, err);
+	if (!rc)
+		rc = pd_fsync_dir(tmp, err);
+	if (!rc && rename(tmp, final) != 0)
+		rc = pd_err_set(err, PD_EIO, "renaming %s: %s", tmp, strerror(errno));
+	if (!rc)
+		rc = pd_fsync_dir(sdir, err);
+	if (rc) {
+		rm_rf(tmp);
+		__atomic_fetch_add(&db->snapshot_failures, 1, __ATOMIC_RELAXED);
+	} else {
+		__atomic_fetch_add(&db->snapshots, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&db->maint_mu);
+out:
+	if (rc) {
+		name[0] = '\0';
+		pd_err_prefix(err, "snapshot");
+	}
+	free(sdir);
+	free(tmp);
+	free(final);
+	return rc;
 }

@@ -57,6 +57,7 @@ static void free_series(struct head_series *s)
 	free(s->chunks);
 	pd_chunkenc_ts_fini(&s->open_ts);
 	pd_chunkenc_values_destroy(s->open_vals);
+	tomb_fini(&s->tomb);
 	pthread_mutex_destroy(&s->mu);
 	free(s->labels);
 	free(s);

@@ -293,7 +293,25 @@ static int hr_chunk_merge(void *r, uint64_t series_ref, const struct rchunk *c, 
 	return rc;
 }
 
+static int hr_tombstones(void *r, uint64_t ref, struct tomb_entry **out, size_t *n,
+			 struct pd_err *err)
+{
+	struct head_series *s = series_by_ref(r, ref);
+	*out = NULL;
+	*n = 0;
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	if (s->tomb.n && (*out = malloc(s->tomb.n * sizeof(**out)))) {
+		memcpy(*out, s->tomb.v, s->tomb.n * sizeof(**out));
+		*n = s->tomb.n;
+	}
+	int nomem = s->tomb.n && !*out;
+	pthread_mutex_unlock(&s->mu);
+	return nomem ? pd_err_set(err, PD_ENOMEM, "out of memory") : 0;
+}
+
 const struct reader_ops head_reader_ops = {
-	hr_label_names, hr_label_values, hr_postings,   hr_all_series,
-	hr_series,      hr_chunk_ts,     hr_chunk_value, hr_chunk_merge,
+	hr_label_names, hr_label_values, hr_postings,    hr_all_series, hr_series,
+	hr_chunk_ts,    hr_chunk_value,  hr_chunk_merge, hr_tombstones,
 };

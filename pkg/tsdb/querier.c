@@ -130,6 +130,39 @@ static int labels_match(const struct pd_lpair *l, size_t n, const struct pd_tsdb
 	return 1;
 }
 
+int tsdb_matching_refs(const struct source *src, const struct pd_tsdb_matcher *m, size_t nm,
+		       uint64_t **out, size_t *n, struct pd_err *err)
+{
+	uint64_t *refs;
+	size_t nr, k = 0;
+	int rc = candidates(src, m, nm, &refs, &nr, err);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < nr && !rc; i++) {
+		struct pd_lpair *l;
+		struct rchunk *c;
+		size_t nl, nc;
+		int r2 = src->ops->series(src->r, refs[i], &l, &nl, &c, &nc, err);
+		if (r2 == PD_ENOTFOUND)
+			continue;
+		if (r2) {
+			rc = r2;
+			break;
+		}
+		if (labels_match(l, nl, m, nm))
+			refs[k++] = refs[i];
+		free(l);
+		free(c);
+	}
+	if (rc) {
+		free(refs);
+		return rc;
+	}
+	*out = refs;
+	*n = k;
+	return 0;
+}
+
 /* ---- results --------------------------------------------------------------- */
 
 struct rs {
@@ -281,7 +314,11 @@ static int collect_series(struct pd_tsdb *db, const struct source *src, uint64_t
 		return 0;
 	if (rc)
 		return rc;
+	struct tomb_entry *tomb = NULL;
+	size_t ntomb = 0;
 	if (!labels_match(l, nl, m, nm))
+		goto out;
+	if ((rc = src->ops->tombstones(src->r, ref, &tomb, &ntomb, err)))
 		goto out;
 	size_t idx = SIZE_MAX;
 	for (size_t k = 0; k < nc && !rc; k++) {
@@ -300,7 +337,7 @@ static int collect_series(struct pd_tsdb *db, const struct source *src, uint64_t
 		pd_chunkenc_ts_iter_init(&it, tb, tl);
 		while (!rc && pd_chunkenc_ts_iter_next(&it)) {
 			int64_t t = pd_chunkenc_ts_iter_at(&it);
-			if (t < mint || t > maxt)
+			if (t < mint || t > maxt || (ntomb && tomb_covers(tomb, ntomb, t)))
 				continue;
 			if (idx == SIZE_MAX) {
 				/* past the limit, series already in the result still get the
@@ -326,6 +363,7 @@ static int collect_series(struct pd_tsdb *db, const struct source *src, uint64_t
 		free(tb);
 	}
 out:
+	free(tomb);
 	free(l);
 	free(c);
 	return rc;
@@ -436,9 +474,17 @@ static int read_from(const struct source *src, uint64_t ref, int64_t t, size_t m
 	struct pd_lpair *l;
 	struct rchunk *c;
 	size_t nl, nc;
+	struct tomb_entry *tomb = NULL;
+	size_t ntomb = 0;
 	int rc = src->ops->series(src->r, ref, &l, &nl, &c, &nc, err);
 	if (rc)
 		return rc;
+	if ((rc = src->ops->tombstones(src->r, ref, &tomb, &ntomb, err)))
+		goto out;
+	/* a deleted profile is not there */
+	rc = tomb_covers(tomb, ntomb, t) ? PD_ENOTFOUND : 0;
+	if (rc)
+		goto out;
 	rc = PD_ENOTFOUND;
 	for (size_t k = 0; k < nc && rc == PD_ENOTFOUND; k++) {
 		if (t < c[k].mint || t > c[k].maxt)
@@ -462,6 +508,8 @@ static int read_from(const struct source *src, uint64_t ref, int64_t t, size_t m
 		}
 		free(tb);
 	}
+out:
+	free(tomb);
 	free(l);
 	free(c);
 	return rc;
@@ -630,9 +678,12 @@ static int merge_from(const struct source *src, uint64_t ref, int64_t mint, int6
 	struct pd_lpair *l;
 	struct rchunk *c;
 	size_t nl, nc;
+	struct tomb_entry *tomb = NULL;
+	size_t ntomb = 0;
 	int rc = src->ops->series(src->r, ref, &l, &nl, &c, &nc, err);
 	if (rc)
 		return rc;
+	rc = src->ops->tombstones(src->r, ref, &tomb, &ntomb, err);
 	for (size_t k = 0; k < nc && !rc; k++) {
 		if (c[k].maxt < mint || c[k].mint > maxt)
 			continue;
@@ -662,12 +713,23 @@ static int merge_from(const struct source *src, uint64_t ref, int64_t mint, int6
 		else if (pd_chunkenc_ts_iter_err(&it))
 			rc = pd_err_set(err, PD_ECORRUPT, "a timestamp chunk is damaged");
 		else if (from != SIZE_MAX) {
+			/* runs of profiles that no tombstone deletes, merged one run at a time */
 			struct merge_ctx m = {emit, ctx, ts};
-			rc = src->ops->chunk_merge(src->r, ref, &c[k], from, to, max_profile, merge_emit,
-						   &m, err);
+			for (size_t i = from; i < to && !rc;) {
+				while (i < to && tomb_covers(tomb, ntomb, ts[i]))
+					i++;
+				size_t j = i;
+				while (j < to && !tomb_covers(tomb, ntomb, ts[j]))
+					j++;
+				if (j > i)
+					rc = src->ops->chunk_merge(src->r, ref, &c[k], i, j, max_profile,
+								   merge_emit, &m, err);
+				i = j;
+			}
 		}
 		free(ts);
 	}
+	free(tomb);
 	free(l);
 	free(c);
 	return rc;

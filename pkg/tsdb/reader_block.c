@@ -113,7 +113,22 @@ static int br_chunk_merge(void *r, uint64_t series_ref, const struct rchunk *c, 
 	return pd_chunkenc_values_merge(p, n, from, to, max_profile, emit, ctx, err);
 }
 
+static int br_tombstones(void *r, uint64_t ref, struct tomb_entry **out, size_t *n,
+			 struct pd_err *err)
+{
+	const struct tomb_entry *e = tomb_find(pd_block_tombstones(r), ref, n);
+	*out = NULL;
+	if (!*n)
+		return 0;
+	if (!(*out = malloc(*n * sizeof(**out)))) {
+		*n = 0;
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	memcpy(*out, e, *n * sizeof(**out));
+	return 0;
+}
+
 const struct reader_ops block_reader_ops = {
-	br_label_names, br_label_values, br_postings,   br_all_series,
-	br_series,      br_chunk_ts,     br_chunk_value, br_chunk_merge,
+	br_label_names, br_label_values, br_postings,    br_all_series, br_series,
+	br_chunk_ts,    br_chunk_value,  br_chunk_merge, br_tombstones,
 };

@@ -36,6 +36,7 @@ struct head_series {
 	struct pd_chunkenc_values *open_vals;
 	int64_t open_mint;
 	int64_t maxt; /* last timestamp appended, INT64_MIN when none */
+	struct tombstones tomb; /* deleted intervals (ref 0), normalised */
 	int logged;   /* the WAL holds this series' record (written under append_mu with
 		       * __atomic stores; committers read it with __atomic loads) */
 	/* commits in flight (db.c): samples reserved in WAL order, not yet in the head */
@@ -130,6 +131,10 @@ struct reader_ops {
 	int (*chunk_merge)(void *r, uint64_t series_ref, const struct rchunk *c, size_t from,
 			   size_t to, size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
 			   struct pd_err *err);
+	/* the deleted intervals of a series (tombstones), ascending and disjoint:
+	 * *out malloc'd, NULL with *n = 0 when there are none. */
+	int (*tombstones)(void *r, uint64_t series_ref, struct tomb_entry **out, size_t *n,
+			  struct pd_err *err);
 };
 
 extern const struct reader_ops head_reader_ops;
@@ -171,6 +176,11 @@ struct pd_tsdb {
 	/* failures, counted with __atomic builtins */
 	uint64_t chunks_damaged;     /* chunk reads that found damage */
 	uint64_t head_cut_failures, compaction_failures;
+	/* maint_mu: held by whatever changes blocks or deletes (flush, compaction,
+	 * retention, deletion, clean_tombstones) and by snapshots; taken before
+	 * append_mu and blocks_mu */
+	pthread_mutex_t maint_mu;
+	uint64_t deletions, snapshots, snapshot_failures, tombstones_cleaned; /* __atomic */
 };
 
 /* A place queries read from: the head or one block. */
@@ -179,6 +189,11 @@ struct source {
 	void *r;
 	int64_t mint, maxt; /* inclusive */
 };
+
+/* The refs (ascending, malloc'd) of the series of src that every matcher
+ * accepts. */
+int tsdb_matching_refs(const struct source *src, const struct pd_tsdb_matcher *m, size_t nm,
+		       uint64_t **out, size_t *n, struct pd_err *err);
 
 /* The head and the blocks overlapping [mint, maxt], oldest first. The caller holds
  * blocks_mu for reading while it uses them. *out is malloc'd. */

@@ -435,6 +435,14 @@ int pd_wal_rec_sample(struct pd_wal_rec *r, uint64_t ref, int64_t t, const uint8
 	return pd_wal_enc_sample(&r->enc, ref, t, p, len, err);
 }
 
+int pd_wal_rec_tombstone(struct pd_wal_rec *r, uint64_t ref, int64_t mint, int64_t maxt,
+			 struct pd_err *err)
+{
+	if (r->sealed)
+		return pd_err_set(err, PD_EINVAL, "WAL record already sealed");
+	return pd_wal_enc_tombstone(&r->enc, ref, mint, maxt, err);
+}
+
 int pd_wal_rec_seal(struct pd_wal_rec *r, struct pd_err *err)
 {
 	int rc = pd_wal_frame(&r->enc, pd_wal_thread_cctx(), &r->rec, &r->scratch, err);

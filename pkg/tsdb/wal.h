@@ -68,6 +68,10 @@ int pd_wal_rec_series(struct pd_wal_rec *r, uint64_t ref, const struct pd_lpair 
 		      size_t n, struct pd_err *err);
 int pd_wal_rec_sample(struct pd_wal_rec *r, uint64_t ref, int64_t t, const uint8_t *p,
 		      size_t len, struct pd_err *err);
+/* Adds a deleted interval [mint, maxt] of series ref: a record holds samples or
+ * tombstones (a deletion, record type 2), never both (PD_EINVAL). */
+int pd_wal_rec_tombstone(struct pd_wal_rec *r, uint64_t ref, int64_t mint, int64_t maxt,
+			 struct pd_err *err);
 /* Frames r (CRC32C, zstd when that saves space) on the calling thread; after it,
  * r takes no more entries until pd_wal_rec_reset. */
 int pd_wal_rec_seal(struct pd_wal_rec *r, struct pd_err *err);
@@ -119,10 +123,12 @@ struct pd_wal_replay_cb {
 	int (*series)(void *ctx, uint64_t ref, const struct pd_lpair *labels, size_t n);
 	int (*sample)(void *ctx, uint64_t ref, int64_t t, const uint8_t *p, size_t len);
 	void *ctx;
+	/* a deleted interval [mint, maxt] of series ref (NULL: skipped) */
+	int (*tombstone)(void *ctx, uint64_t ref, int64_t mint, int64_t maxt);
 };
 
 struct pd_wal_replay_stats {
-	uint64_t records, series, samples;
+	uint64_t records, series, samples, tombstones;
 	/* a damaged tail that was cut off: */
 	int truncated;         /* 1 when bytes were cut */
 	uint32_t segment;      /* in which segment */
@@ -157,7 +163,8 @@ int pd_wal_replay_readonly(const char *dir, const struct pd_wal_replay_cb *cb,
 int pd_wal_cut(struct pd_wal *w, struct pd_err *err);
 
 /* Rewrites everything before the current segment as a checkpoint that keeps only
- * series for which keep(ctx, ref) is true and samples at or after mint, then
+ * series for which keep(ctx, ref) is true and their samples at or after mint and
+ * tombstones ending at or after mint, then
  * deletes those segments and the previous checkpoint. Crash-safe: a checkpoint is
  * written to a temporary directory and renamed. Holds the writer role: records
  * queued meanwhile are written after it. */

@@ -1,6 +1,7 @@
 /* wal_checkpoint.c: WAL checkpoints. Everything before the current segment (the
  * previous checkpoint and segments up to N) is read back, filtered (series that
- * keep() wants, their samples at or after mint), and written as segment files of
+ * keep() wants, their samples at or after mint and tombstones ending there or
+ * later), and written as segment files of
  * the usual format into checkpoint.N.tmp, which is synced and renamed to
  * checkpoint.N; only then are segments up to N and older checkpoints deleted. A
  * crash at any point leaves either the old state or the new one: replay reads the
@@ -55,11 +56,31 @@ static int cp_sample(void *ctx, uint64_t ref, int64_t t, const uint8_t *p, size_
 
 	if (t < c->mint || (c->keep && !c->keep(c->kctx, ref)))
 		return 0;
-	if (pd_wal_enc_len(&c->enc) >= PD_WAL_CHECKPOINT_BATCH && (rc = cp_flush(c)))
+	if ((c->enc.tombs || pd_wal_enc_len(&c->enc) >= PD_WAL_CHECKPOINT_BATCH) &&
+	    (rc = cp_flush(c)))
 		return rc;
 	rc = pd_wal_enc_sample(&c->enc, ref, t, p, len, &c->err);
 	if (rc == PD_ETOOBIG && (rc = cp_flush(c)) == 0)
 		rc = pd_wal_enc_sample(&c->enc, ref, t, p, len, &c->err);
+	return rc;
+}
+
+/* A tombstone stays while it may still mask samples of the head: its series is
+ * kept and it ends at or after mint. */
+static int cp_tombstone(void *ctx, uint64_t ref, int64_t mint, int64_t maxt)
+{
+	struct cp_writer *c = ctx;
+	int rc;
+
+	if (maxt < c->mint || (c->keep && !c->keep(c->kctx, ref)))
+		return 0;
+	if (((c->enc.nsamples && !c->enc.tombs) ||
+	     pd_wal_enc_len(&c->enc) >= PD_WAL_CHECKPOINT_BATCH) &&
+	    (rc = cp_flush(c)))
+		return rc;
+	rc = pd_wal_enc_tombstone(&c->enc, ref, mint, maxt, &c->err);
+	if (rc == PD_ETOOBIG && (rc = cp_flush(c)) == 0)
+		rc = pd_wal_enc_tombstone(&c->enc, ref, mint, maxt, &c->err);
 	return rc;
 }
 
@@ -69,7 +90,7 @@ static int cp_sample(void *ctx, uint64_t ref, int64_t t, const uint8_t *p, size_
 static int cp_read(struct cp_writer *c, const char *dir, const uint32_t *nums, size_t n,
 		   uint32_t first, struct pd_err *err)
 {
-	const struct pd_wal_replay_cb cb = {cp_series, cp_sample, c};
+	const struct pd_wal_replay_cb cb = {cp_series, cp_sample, c, cp_tombstone};
 	struct pd_wal_damage dmg = {0};
 
 	c->err.code = 0;

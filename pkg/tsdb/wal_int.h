@@ -7,6 +7,8 @@
  *   record    = type (1B) | flags (1B) | length (4B BE) | CRC32C (4B BE) | payload
  *               the CRC covers type, flags, length and the stored payload
  *   commit    = nseries uvarint, series*, nsamples uvarint, sample*   (type 1)
+ *   deletion  = nseries uvarint, series*, ntombs uvarint, tombstone*  (type 2)
+ *   tombstone = ref uvarint, mint signed varint, maxt signed varint
  *   series    = ref uvarint, nlabels uvarint, (len uvarint, name, len uvarint, value)*
  *   sample    = ref uvarint, t signed varint (zigzag), len uvarint, profile bytes
  *
@@ -30,7 +32,8 @@
 #define PD_WAL_REC_HDR 10 /* record header bytes */
 
 enum pd_wal_rec_type {
-	PD_WAL_REC_COMMIT = 1, /* series and samples of one commit */
+	PD_WAL_REC_COMMIT = 1,     /* series and samples of one commit */
+	PD_WAL_REC_TOMBSTONES = 2, /* series and deleted intervals of one deletion */
 };
 
 #define PD_WAL_FLAG_ZSTD 0x01 /* payload is one zstd frame */
@@ -53,6 +56,7 @@ struct pd_wal_enc {
 	uint64_t nseries, nsamples;
 	size_t packed; /* bytes of samples that are gzip streams already */
 	size_t max; /* largest payload */
+	int tombs;  /* samples holds tombstones (a deletion record, type 2) */
 };
 
 void pd_wal_enc_init(struct pd_wal_enc *e, size_t max);
@@ -64,6 +68,10 @@ int pd_wal_enc_series(struct pd_wal_enc *e, uint64_t ref, const struct pd_lpair 
 		      size_t n, struct pd_err *err);
 int pd_wal_enc_sample(struct pd_wal_enc *e, uint64_t ref, int64_t t, const uint8_t *p,
 		      size_t len, struct pd_err *err);
+/* A deleted interval; a record holds samples or tombstones, never both
+ * (PD_EINVAL). */
+int pd_wal_enc_tombstone(struct pd_wal_enc *e, uint64_t ref, int64_t mint, int64_t maxt,
+			 struct pd_err *err);
 /* Uncompressed payload size. */
 size_t pd_wal_enc_len(const struct pd_wal_enc *e);
 static inline int pd_wal_enc_empty(const struct pd_wal_enc *e)

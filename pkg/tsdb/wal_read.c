@@ -161,7 +161,7 @@ static void scratch_fini(struct scratch *s)
 /* Decodes a commit payload. With cb NULL it only checks it; otherwise it hands
  * out every series and sample (so call it with cb only on a checked payload).
  * Returns 0, DECODE_BAD (*why says how), DECODE_NOMEM, or a callback's code. */
-static int decode_commit(const uint8_t *p, size_t len, const struct pd_wal_replay_cb *cb,
+static int decode_commit(int type, const uint8_t *p, size_t len, const struct pd_wal_replay_cb *cb,
 			 struct scratch *sc, struct pd_wal_replay_stats *stats, const char **why)
 {
 	struct dec d = {p, len, 0, NULL};
@@ -236,9 +236,29 @@ static int decode_commit(const uint8_t *p, size_t len, const struct pd_wal_repla
 	}
 
 	uint64_t nm = dec_uvarint(&d);
-	if (!d.err && nm > dec_left(&d) / 3) /* a sample takes at least 3 bytes */
-		d.err = "sample count exceeds the payload";
-	for (uint64_t i = 0; i < nm && !d.err; i++) {
+	if (!d.err && nm > dec_left(&d) / 3) /* a sample or tombstone takes at least 3 bytes */
+		d.err = type == PD_WAL_REC_TOMBSTONES ? "tombstone count exceeds the payload"
+						      : "sample count exceeds the payload";
+	for (uint64_t i = 0; i < nm && !d.err && type == PD_WAL_REC_TOMBSTONES; i++) {
+		uint64_t ref = dec_uvarint(&d);
+		uint64_t z1 = dec_uvarint(&d);
+		uint64_t z2 = dec_uvarint(&d);
+		if (d.err)
+			break;
+		int64_t mint = (int64_t)((z1 >> 1) ^ (0 - (z1 & 1)));
+		int64_t maxt = (int64_t)((z2 >> 1) ^ (0 - (z2 & 1)));
+		if (mint > maxt) {
+			d.err = "a tombstone's mint is after its maxt";
+			break;
+		}
+		if (!cb)
+			continue;
+		if (cb->tombstone && (rc = cb->tombstone(cb->ctx, ref, mint, maxt)))
+			return rc < 0 ? rc : PD_EINVAL;
+		if (stats)
+			stats->tombstones++;
+	}
+	for (uint64_t i = 0; i < nm && !d.err && type == PD_WAL_REC_COMMIT; i++) {
 		uint64_t ref = dec_uvarint(&d);
 		uint64_t z = dec_uvarint(&d);
 		uint64_t plen = dec_uvarint(&d);
@@ -254,7 +274,8 @@ static int decode_commit(const uint8_t *p, size_t len, const struct pd_wal_repla
 			stats->samples++;
 	}
 	if (!d.err && d.pos != len)
-		d.err = "bytes left after the last sample";
+		d.err = type == PD_WAL_REC_TOMBSTONES ? "bytes left after the last tombstone"
+						      : "bytes left after the last sample";
 	if (d.err) {
 		*why = d.err;
 		return DECODE_BAD;
@@ -385,7 +406,8 @@ static int read_record(struct reader *rd, const char *path, uint64_t off, int sc
 		goto io;
 	uint8_t type = h[0], flags = h[1];
 	uint32_t len = get_be32(h + 2), crc = get_be32(h + 6);
-	if (scanning && (type != PD_WAL_REC_COMMIT || (flags & ~PD_WAL_FLAGS_KNOWN)))
+	int known = type == PD_WAL_REC_COMMIT || type == PD_WAL_REC_TOMBSTONES;
+	if (scanning && (!known || (flags & ~PD_WAL_FLAGS_KNOWN)))
 		return REC_BAD;
 	if (len > left - PD_WAL_REC_HDR) {
 		snprintf(why, whylen, "record truncated (%u payload bytes, %llu left in the segment)",
@@ -408,7 +430,7 @@ static int read_record(struct reader *rd, const char *path, uint64_t off, int sc
 		snprintf(why, whylen, "record type 0 is invalid");
 		return REC_BAD;
 	}
-	if (type != PD_WAL_REC_COMMIT || (flags & ~PD_WAL_FLAGS_KNOWN))
+	if (!known || (flags & ~PD_WAL_FLAGS_KNOWN))
 		return pd_err_set(rd->err, PD_EINCOMPAT,
 				  "%s offset %llu: unknown record type %u or flags 0x%02x "
 				  "(written by a newer profd?)",
@@ -425,12 +447,12 @@ static int read_record(struct reader *rd, const char *path, uint64_t off, int sc
 		pl = rd->dec.data;
 		plen = rd->dec.len;
 	}
-	if ((rc = decode_commit(pl, plen, NULL, &rd->sc, NULL, &w)) == DECODE_BAD) {
+	if ((rc = decode_commit(type, pl, plen, NULL, &rd->sc, NULL, &w)) == DECODE_BAD) {
 		snprintf(why, whylen, "undecodable record payload: %s", w);
 		return REC_BAD;
 	}
 	if (rc == 0)
-		rc = decode_commit(pl, plen, rd->cb, &rd->sc, rd->stats, &w);
+		rc = decode_commit(type, pl, plen, rd->cb, &rd->sc, rd->stats, &w);
 	if (rc == DECODE_NOMEM)
 		return pd_err_set(rd->err, PD_ENOMEM, "%s: out of memory", path);
 	if (rc != 0)

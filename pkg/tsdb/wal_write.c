@@ -60,6 +60,7 @@ void pd_wal_enc_init(struct pd_wal_enc *e, size_t max)
 	e->nseries = e->nsamples = 0;
 	e->packed = 0;
 	e->max = max;
+	e->tombs = 0;
 }
 
 void pd_wal_enc_fini(struct pd_wal_enc *e)
@@ -78,6 +79,7 @@ void pd_wal_enc_reset(struct pd_wal_enc *e)
 	e->series.len = e->samples.len = 0;
 	e->nseries = e->nsamples = 0;
 	e->packed = 0;
+	e->tombs = 0;
 }
 
 size_t pd_wal_enc_len(const struct pd_wal_enc *e)
@@ -159,6 +161,8 @@ int pd_wal_enc_sample(struct pd_wal_enc *e, uint64_t ref, int64_t t, const uint8
 	if (len && !p)
 		return pd_err_set(err, PD_EINVAL, "sample of series %llu: no bytes",
 				  (unsigned long long)ref);
+	if (e->tombs)
+		return pd_err_set(err, PD_EINVAL, "a WAL record holds samples or tombstones, not both");
 	need = uvarint_len(ref) + uvarint_len(zigzag(t)) + uvarint_len(len);
 	if (len > SIZE_MAX - need)
 		return pd_err_set(err, PD_ETOOBIG, "sample too large");
@@ -177,6 +181,32 @@ int pd_wal_enc_sample(struct pd_wal_enc *e, uint64_t ref, int64_t t, const uint8
 	e->nsamples++;
 	if (len >= 2 && p[0] == 0x1f && p[1] == 0x8b)
 		e->packed += len;
+	return 0;
+}
+
+int pd_wal_enc_tombstone(struct pd_wal_enc *e, uint64_t ref, int64_t mint, int64_t maxt,
+			 struct pd_err *err)
+{
+	size_t need;
+	int rc;
+
+	if (e->nsamples && !e->tombs)
+		return pd_err_set(err, PD_EINVAL, "a WAL record holds samples or tombstones, not both");
+	if (mint > maxt)
+		return pd_err_set(err, PD_EINVAL, "tombstone of series %llu: mint %lld after maxt %lld",
+				  (unsigned long long)ref, (long long)mint, (long long)maxt);
+	need = uvarint_len(ref) + uvarint_len(zigzag(mint)) + uvarint_len(zigzag(maxt));
+	if ((rc = enc_fits(e, need, 0, err)))
+		return rc;
+	if ((rc = pd_buf_reserve(&e->samples, need)))
+		return pd_err_set(err, rc, "WAL record: cannot allocate %zu bytes", need);
+	uint8_t *q = e->samples.data + e->samples.len;
+	q = uvarint_put(q, ref);
+	q = uvarint_put(q, zigzag(mint));
+	q = uvarint_put(q, zigzag(maxt));
+	e->samples.len += need;
+	e->nsamples++;
+	e->tombs = 1;
 	return 0;
 }
 
@@ -369,7 +399,7 @@ int pd_wal_frame(const struct pd_wal_enc *e, void *cctx, struct pd_buf *out, str
 			}
 		}
 	}
-	rec[0] = PD_WAL_REC_COMMIT;
+	rec[0] = e->tombs ? PD_WAL_REC_TOMBSTONES : PD_WAL_REC_COMMIT;
 	rec[1] = flags;
 	put_be32(rec + 2, (uint32_t)stored);
 	uint32_t crc = pd_crc32c(0, rec, 6);
