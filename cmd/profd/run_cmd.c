@@ -40,6 +40,7 @@ struct run_flags {
 	int enable_push;      /* POST /api/v1/profiles; on by default */
 	const char *external_url; /* "": http://<hostname>:<port>/ */
 	const char *route_prefix; /* "": the external URL's path */
+	int enable_admin_api; /* the admin endpoints; off by default, as in Prometheus */
 };
 
 static void usage(FILE *f)
@@ -83,6 +84,9 @@ static void usage(FILE *f)
 		"                                      http://<hostname>:<port>/)\n"
 		"  --web.route-prefix=PATH             prefix of every HTTP route (default: the\n"
 		"                                      path of --web.external-url)\n"
+		"  --web.enable-admin-api              enable the admin endpoints under\n"
+		"                                      /api/v1/admin/tsdb/ (delete series, clean\n"
+		"                                      tombstones, snapshots; default off)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 }
@@ -100,6 +104,7 @@ static int bool_flag(const char *a, size_t nl, const char *v, struct run_flags *
 	} flags[] = {
 	    {"web.enable-lifecycle", offsetof(struct run_flags, enable_lifecycle)},
 	    {"web.enable-push", offsetof(struct run_flags, enable_push)},
+	    {"web.enable-admin-api", offsetof(struct run_flags, enable_admin_api)},
 	};
 	if (nl < 3 || strncmp(a, "--", 2) != 0)
 		return 0;
@@ -132,7 +137,7 @@ static int bool_flag(const char *a, size_t nl, const char *v, struct run_flags *
 static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
 	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
-				"256", "64", "10s", "1m", "", 0, 1, "", ""};
+				"256", "64", "10s", "1m", "", 0, 1, "", "", 0};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -541,13 +546,13 @@ int pd_cmd_run(int argc, char **argv)
 			    "web.max-connections", "web.max-connections-per-client",
 			    "web.read-header-timeout", "web.read-timeout", "web.config.file",
 			    "web.enable-lifecycle", "web.enable-push", "web.external-url",
-			    "web.route-prefix"};
+			    "web.route-prefix", "web.enable-admin-api"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
 			    f.read_header_timeout, f.read_timeout, f.web_config_file,
 			    f.enable_lifecycle ? "true" : "false", f.enable_push ? "true" : "false",
-			    external_url, route_prefix};
+			    external_url, route_prefix, f.enable_admin_api ? "true" : "false"};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -567,6 +572,7 @@ int pd_cmd_run(int argc, char **argv)
 		ao.quit_ctx = &d;
 	}
 	ao.push_disabled = !f.enable_push;
+	ao.enable_admin_api = f.enable_admin_api;
 	ao.config_yaml = render_config;
 	ao.config_ctx = &d;
 	ao.flag_names = fn;

@@ -102,6 +102,10 @@ struct pd_api_opts {
 	const char *const *flag_names;
 	const char *const *flag_values;
 	size_t nflags;
+	/* 1: the endpoints under /api/v1/admin/tsdb/ delete series, clean tombstones and write
+	 * snapshots (--web.enable-admin-api); 0: they answer 503 "admin APIs
+	 * disabled" as Prometheus does. */
+	int enable_admin_api;
 	/* profd_build_info's version label; NULL: the version profd was built as. */
 	const char *version;
 	/* Paths outside the API; NULL: an index page at "/" and 404 elsewhere. */

@@ -32,6 +32,9 @@ enum api_handler {
 	H_STATUS_TSDB,
 	H_STATUS_BUILDINFO,
 	H_PROFILES,
+	H_ADMIN_DELETE_SERIES,
+	H_ADMIN_CLEAN_TOMBSTONES,
+	H_ADMIN_SNAPSHOT,
 	H_HEALTHY,
 	H_READY,
 	H_RELOAD,
@@ -348,6 +351,10 @@ void api_status_flags(struct api_req *r, struct api_resp *w);
 void api_status_tsdb(struct api_req *r, struct api_resp *w);
 void api_status_buildinfo(struct api_req *r, struct api_resp *w);
 void api_push(struct api_req *r, struct api_resp *w);
+/* /api/v1/admin/tsdb/{delete_series,clean_tombstones,snapshot} (admin.c). */
+void api_admin_delete_series(struct api_req *r, struct api_resp *w);
+void api_admin_clean_tombstones(struct api_req *r, struct api_resp *w);
+void api_admin_snapshot(struct api_req *r, struct api_resp *w);
 void api_metrics(struct api_req *r, struct api_resp *w);
 /* /debug/pprof and everything under it (debug.c). */
 void api_debug_pprof(struct api_req *r, struct api_resp *w);

@@ -289,6 +289,19 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	family(w, "profd_tsdb_retention_deletions_total", "counter",
 	       "Blocks deleted because of the time or size retention.");
 	sample_u(w, "profd_tsdb_retention_deletions_total", st.retention_deletions);
+	family(w, "profd_tsdb_tombstones", "gauge",
+	       "Deleted intervals of series (tombstones) in the blocks and the head.");
+	sample_u(w, "profd_tsdb_tombstones", st.tombstones + st.head_tombstones);
+	family(w, "profd_tsdb_deletions_total", "counter",
+	       "Deletions of series done (each match[] of delete_series is one).");
+	sample_u(w, "profd_tsdb_deletions_total", st.deletions);
+	family(w, "profd_tsdb_tombstone_cleanups_total", "counter",
+	       "Blocks rewritten without their deleted samples by clean_tombstones.");
+	sample_u(w, "profd_tsdb_tombstone_cleanups_total", st.tombstones_cleaned);
+	family(w, "profd_tsdb_snapshots_total", "counter", "Snapshots written.");
+	sample_u(w, "profd_tsdb_snapshots_total", st.snapshots);
+	family(w, "profd_tsdb_snapshots_failed_total", "counter", "Snapshots that failed.");
+	sample_u(w, "profd_tsdb_snapshots_failed_total", st.snapshot_failures);
 
 	/* service discovery, named as Prometheus names it */
 	if (s->o.discovery) {

@@ -52,6 +52,9 @@ const char *const api_handler_names[API_NHANDLERS] = {
     "/api/v1/status/tsdb",
     "/api/v1/status/buildinfo",
     "/api/v1/profiles",
+    "/api/v1/admin/tsdb/delete_series",
+    "/api/v1/admin/tsdb/clean_tombstones",
+    "/api/v1/admin/tsdb/snapshot",
     "/-/healthy",
     "/-/ready",
     "/-/reload",
@@ -115,6 +118,12 @@ static const struct route routes[] = {
     {"/api/v1/status/buildinfo", M_GET | M_HEAD, H_STATUS_BUILDINFO, api_status_buildinfo,
      BODY_NONE, 1, "GET, HEAD"},
     {"/api/v1/profiles", M_POST, H_PROFILES, api_push, BODY_PUSH, 1, "POST"},
+    {"/api/v1/admin/tsdb/delete_series", M_POST | M_PUT, H_ADMIN_DELETE_SERIES,
+     api_admin_delete_series, BODY_FORM, 1, "POST, PUT"},
+    {"/api/v1/admin/tsdb/clean_tombstones", M_POST | M_PUT, H_ADMIN_CLEAN_TOMBSTONES,
+     api_admin_clean_tombstones, BODY_FORM, 1, "POST, PUT"},
+    {"/api/v1/admin/tsdb/snapshot", M_POST | M_PUT, H_ADMIN_SNAPSHOT, api_admin_snapshot,
+     BODY_FORM, 1, "POST, PUT"},
     {"/-/healthy", M_GET | M_HEAD, H_HEALTHY, h_healthy, BODY_NONE, 0, "GET, HEAD"},
     {"/-/ready", M_GET | M_HEAD, H_READY, h_ready, BODY_NONE, 0, "GET, HEAD"},
     {"/-/reload", M_POST | M_PUT, H_RELOAD, h_reload, BODY_NONE, 0, "POST, PUT"},
@@ -591,7 +600,8 @@ static enum MHD_Result process(struct api_req *r)
 		          "the request body is larger than the limit of %zu bytes", r->body_max);
 	} else {
 		int frc = 0;
-		if (rt->body == BODY_FORM && r->is_post && r->body.len && is_form(r->conn))
+		if (rt->body == BODY_FORM && (r->is_post || m == M_PUT) && r->body.len &&
+		    is_form(r->conn))
 			frc = api_params_parse_form(r, (const char *)r->body.data, r->body.len);
 		if (frc == PD_EINVAL)
 			api_error(&w, 400, "bad_data",
