@@ -20,6 +20,12 @@
  * max_profile); a profile read back from a damaged chunk may be any bytes, which
  * the pprof decoder must then take without crashing.
  *
+ * With bit 4 of the first byte (0x10) the rest is instead the block's tombstones
+ * file (docs/format/tombstones.md), with its CRC32C fixed up when bit 5 (0x20) is
+ * set too, beside the template's other files: the block is walked (and with bit 3
+ * the store queried) under those deletions, and a file that parses must parse
+ * again the same after tomb_encode. Without bit 4 the block has no tombstones.
+ *
  * First byte, low 3 bits:
  *   0  the rest is the index             1  the index, with its CRCs fixed up
  *   2  the rest is meta.json             3  chunks/000001
@@ -646,8 +652,14 @@ static void pd_fuzz_walk_block(void)
 
 	if (pd_block_all_series(b, &refs, &nr, &err) == 0) {
 		pd_fuzz_check_refs(refs, nr, "all-series postings are not ascending");
-		for (size_t i = 0; i < nr; i++)
+		for (size_t i = 0; i < nr; i++) {
+			size_t nt;
+			const struct tomb_entry *iv = tomb_find(pd_block_tombstones(b), refs[i], &nt);
+			for (size_t k = 0; k < nt; k++)
+				if (iv[k].ref != refs[i] || iv[k].mint > iv[k].maxt)
+					pd_fuzz_bug("tomb_find gave another series' or a bad interval");
 			pd_fuzz_series(b, refs[i]);
+		}
 		free(refs);
 		refs = NULL;
 	}
@@ -775,6 +787,65 @@ out:
 	pd_buf_fini(&b);
 }
 
+/* ---- tombstones ---------------------------------------------------------------- */
+
+/* A parsed tombstones file must keep what tombstones.c promises (ascending, no
+ * overlaps, mint <= maxt) and read back the same after encoding. */
+static void pd_fuzz_tombstones(const uint8_t *p, size_t len)
+{
+	struct tombstones t, t2;
+	struct pd_buf b;
+	struct pd_err err = {0};
+	if (tomb_decode(p, len, &t, "tombstones", &err))
+		return;
+	for (size_t i = 0; i < t.n; i++) {
+		if (t.v[i].mint > t.v[i].maxt)
+			pd_fuzz_bug("a tombstone with mint after maxt was accepted");
+		if (i && (t.v[i].ref < t.v[i - 1].ref ||
+		          (t.v[i].ref == t.v[i - 1].ref && t.v[i].mint <= t.v[i - 1].maxt)))
+			pd_fuzz_bug("tombstones out of order or overlapping were accepted");
+		size_t n;
+		const struct tomb_entry *iv = tomb_find(&t, t.v[i].ref, &n);
+		if (!iv || !tomb_covers(iv, n, t.v[i].mint) || !tomb_covers(iv, n, t.v[i].maxt))
+			pd_fuzz_bug("tomb_find does not find an interval of the table");
+	}
+	pd_buf_init(&b, 0);
+	if (tomb_encode(&t, &b) == 0) {
+		if (tomb_decode(b.data, b.len, &t2, "re-encoded", &err))
+			pd_fuzz_bug("re-encoded tombstones do not parse");
+		else if (t2.n != t.n || (t.n && memcmp(t.v, t2.v, t.n * sizeof(*t.v))))
+			pd_fuzz_bug("tombstones changed in an encode/decode round trip");
+		tomb_fini(&t2);
+	}
+	pd_buf_fini(&b);
+	tomb_fini(&t);
+}
+
+/* The seed: a valid tombstones file for the template, deleting part of its first
+ * series and all of its last one. */
+static void pd_fuzz_tombstones_seed(struct pd_buf *out)
+{
+	struct pd_block *b;
+	struct pd_err err = {0};
+	struct tombstones t;
+	uint64_t *refs = NULL;
+	size_t nr = 0;
+	tomb_init(&t);
+	if (pd_block_open(&b, pd_fuzz_block, &err) || pd_block_all_series(b, &refs, &nr, &err))
+		pd_fuzz_die("the template block", &err);
+	const struct pd_block_meta *m = pd_block_meta(b);
+	if (nr && tomb_add(&t, refs[0], m->mint, m->mint + (m->maxt - m->mint) / 2))
+		pd_fuzz_die("out of memory", NULL);
+	if (nr > 1 && tomb_add(&t, refs[nr - 1], INT64_MIN, INT64_MAX))
+		pd_fuzz_die("out of memory", NULL);
+	tomb_normalize(&t);
+	if (tomb_encode(&t, out))
+		pd_fuzz_die("encoding tombstones", NULL);
+	free(refs);
+	tomb_fini(&t);
+	pd_block_close(b);
+}
+
 /* ---- libFuzzer entry points ------------------------------------------------ */
 
 static void pd_fuzz_write_seeds(const char *dir)
@@ -803,6 +874,22 @@ static void pd_fuzz_write_seeds(const char *dir)
 		pd_fuzz_write(path, p, f->len - skip + 1);
 		free(p);
 	}
+	struct pd_buf t;
+	pd_buf_init(&t, 0);
+	pd_fuzz_tombstones_seed(&t);
+	static const struct {
+		uint8_t mode;
+		const char *name;
+	} tseeds[] = {{0x18, "tombstones-db"}, {0x38, "tombstones-crc-db"}};
+	for (size_t i = 0; i < 2; i++) {
+		uint8_t *p = malloc(t.len + 1);
+		p[0] = tseeds[i].mode;
+		memcpy(p + 1, t.data, t.len);
+		snprintf(path, sizeof(path), "%s/%s", dir, tseeds[i].name);
+		pd_fuzz_write(path, p, t.len + 1);
+		free(p);
+	}
+	pd_buf_fini(&t);
 }
 
 /* A crash ends the process without its atexit handlers, leaving its temporary
@@ -867,6 +954,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *body = data + 1;
 	size_t len = size - 1;
 	int t = target[mode];
+
+	snprintf(path, sizeof(path), "%s/" PD_TOMB_FILE, pd_fuzz_block);
+	if (data[0] & 0x10) {
+		/* the template's files and this tombstones file */
+		uint8_t *copy = malloc(len ? len : 1);
+		memcpy(copy, body, len);
+		if ((data[0] & 0x20) && len >= 4)
+			pd_put_be32(copy + len - 4, pd_crc32c(0, copy, len - 4));
+		pd_fuzz_write(path, copy, len);
+		for (int i = 0; i < pd_fuzz_nfiles; i++) {
+			snprintf(path, sizeof(path), "%s/%s", pd_fuzz_block, pd_fuzz_files[i].rel);
+			pd_fuzz_write(path, pd_fuzz_files[i].p, pd_fuzz_files[i].len);
+		}
+		pd_fuzz_tombstones(copy, len);
+		free(copy);
+		pd_fuzz_walk_block();
+		if (store)
+			pd_fuzz_walk_store();
+		return 0;
+	}
+	unlink(path); /* only the inputs above have deletions */
 
 	if (t >= 0) {
 		size_t hdr = mode == 6 ? PD_SEGMENT_HEADER_SIZE : 0, flen = hdr + len;
