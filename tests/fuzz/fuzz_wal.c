@@ -465,7 +465,7 @@ static void pd_fuzz_store(const struct pd_fuzz_log *g)
 static void pd_fuzz_replay(int store)
 {
 	struct pd_fuzz_seen a = {.limit_series = UINT64_MAX, .limit_samples = UINT64_MAX}, b;
-	struct pd_wal_replay_cb cb = {pd_fuzz_on_series, pd_fuzz_on_sample, &a};
+	struct pd_wal_replay_cb cb = {pd_fuzz_on_series, pd_fuzz_on_sample, &a, NULL};
 	struct pd_wal_replay_stats st, st2;
 	struct pd_err err = {0};
 	int rc;

@@ -323,7 +323,7 @@ static void coll_fini(struct coll *c)
 
 static int replay(const char *dir, struct coll *c, struct pd_wal_replay_stats *st)
 {
-	struct pd_wal_replay_cb cb = {coll_series, coll_sample, c};
+	struct pd_wal_replay_cb cb = {coll_series, coll_sample, c, NULL};
 	struct pd_err err = {0};
 	coll_fini(c);
 	coll_init(c);
@@ -570,7 +570,7 @@ static void test_replay_missing_and_stop(void **state)
 	uint64_t size = du(t.wal);
 
 	/* a callback's error stops the replay and is returned; nothing is cut */
-	struct pd_wal_replay_cb cb = {coll_series, coll_sample, &c};
+	struct pd_wal_replay_cb cb = {coll_series, coll_sample, &c, NULL};
 	c.stop_at = 2;
 	assert_int_equal(pd_wal_replay(t.wal, &cb, &st, &err), PD_ENOMEM);
 	assert_non_null(strstr(err.msg, "callback"));
@@ -1233,7 +1233,7 @@ static void test_unknown_record_type(void **state)
 	pd_wal_close(w);
 	append_record(seg_path(t.wal, 1), 9, 0, payload, 2);
 	uint64_t size = du(t.wal);
-	struct pd_wal_replay_cb cb = {coll_series, coll_sample, &c};
+	struct pd_wal_replay_cb cb = {coll_series, coll_sample, &c, NULL};
 	assert_int_equal(pd_wal_replay(t.wal, &cb, &st, &err), PD_EINCOMPAT);
 	assert_non_null(strstr(err.msg, "unknown record type 9"));
 	assert_int_equal(du(t.wal), size);
@@ -1342,7 +1342,7 @@ static void test_malformed_payloads(void **state)
 		write_file(seg_path(t.wal, 1), "PDWL\1\0\0\0", 8);
 		append_record(seg_path(t.wal, 1), PD_WAL_REC_COMMIT, 0, mut, mlen);
 		struct pd_wal_damage dmg = {0};
-		struct pd_wal_replay_cb cb = {coll_series, coll_sample, &c};
+		struct pd_wal_replay_cb cb = {coll_series, coll_sample, &c, NULL};
 		coll_fini(&c);
 		coll_init(&c);
 		int rc = pd_wal_read_segments(t.wal, &one, 1, 0, &cb, NULL, &dmg, &err);
