@@ -22,6 +22,7 @@
 #include "profd/pprof.h"
 #include "profd/tsdb.h"
 #include "tsdb_int.h"
+#include "wal.h"
 
 #define NSERIES 3
 static const char *jobs[NSERIES] = {"a", "b", "c"};
@@ -548,6 +549,111 @@ static void test_snapshot(void **state)
 	rmdir_all(dir);
 }
 
+struct wal_seen {
+	int series, samples;
+	struct tomb_entry t[8];
+	int nt;
+};
+
+static int seen_series(void *c, uint64_t ref, const struct pd_lpair *l, size_t n)
+{
+	(void)ref;
+	(void)l;
+	(void)n;
+	((struct wal_seen *)c)->series++;
+	return 0;
+}
+
+static int seen_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, size_t len)
+{
+	(void)ref;
+	(void)t;
+	(void)p;
+	(void)len;
+	((struct wal_seen *)c)->samples++;
+	return 0;
+}
+
+static int seen_tombstone(void *c, uint64_t ref, int64_t mint, int64_t maxt)
+{
+	struct wal_seen *w = c;
+	if (w->nt < 8)
+		w->t[w->nt++] = (struct tomb_entry){ref, mint, maxt};
+	return 0;
+}
+
+static void wal_write(struct pd_wal *w, struct pd_wal_rec *r)
+{
+	struct pd_err err = {0};
+	assert_int_equal(pd_wal_rec_seal(r, &err), 0);
+	pd_wal_enqueue(w, r);
+	assert_int_equal(pd_wal_wait(w, r, &err), 0);
+	pd_wal_rec_reset(r);
+}
+
+/* The deletion record (type 2) on its own: its bytes, replay, the rule that a
+ * record holds samples or tombstones, and checkpoints keeping only tombstones
+ * that end at or after the checkpoint's time. */
+static void test_wal_deletion_record(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_wal *w;
+	struct pd_wal_opts o = {0, PD_WAL_SYNC_NONE, 0};
+	struct pd_lpair l[1] = {{"job", "a"}};
+	assert_int_equal(pd_wal_open(&w, dir, &o, &err), 0);
+	struct pd_wal_rec *r = pd_wal_rec_create();
+	assert_int_equal(pd_wal_rec_series(r, 1, l, 1, &err), 0);
+	assert_int_equal(pd_wal_rec_sample(r, 1, 100, (const uint8_t *)"x", 1, &err), 0);
+	assert_int_equal(pd_wal_rec_tombstone(r, 1, 0, 10, &err), PD_EINVAL);
+	wal_write(w, r);
+	assert_int_equal(pd_wal_rec_tombstone(r, 1, INT64_MIN, 50, &err), 0);
+	assert_int_equal(pd_wal_rec_tombstone(r, 1, 90, 200, &err), 0);
+	assert_int_equal(pd_wal_rec_sample(r, 1, 300, (const uint8_t *)"y", 1, &err), PD_EINVAL);
+	assert_int_equal(pd_wal_rec_tombstone(r, 1, 5, 4, &err), PD_EINVAL);
+	wal_write(w, r);
+
+	/* the second record of segment 1 has type 2 */
+	char seg[512];
+	snprintf(seg, sizeof(seg), "%s/00000001", dir);
+	uint8_t *b;
+	size_t len;
+	assert_int_equal(pd_file_read(seg, 1 << 20, &b, &len, &err), 0);
+	assert_true(len > 8 + 10);
+	assert_int_equal(b[8], 1);
+	size_t second = 8 + 10 + ((size_t)b[10] << 24 | (size_t)b[11] << 16 | (size_t)b[12] << 8 | b[13]);
+	assert_true(second < len);
+	assert_int_equal(b[second], 2);
+	free(b);
+
+	struct wal_seen seen = {0};
+	struct pd_wal_replay_cb cb = {seen_series, seen_sample, &seen, seen_tombstone};
+	struct pd_wal_replay_stats st;
+	assert_int_equal(pd_wal_replay_readonly(dir, &cb, &st, &err), 0);
+	assert_int_equal(seen.series, 1);
+	assert_int_equal(seen.samples, 1);
+	assert_int_equal(seen.nt, 2);
+	assert_int_equal(seen.t[0].mint, INT64_MIN);
+	assert_int_equal(seen.t[0].maxt, 50);
+	assert_int_equal(seen.t[1].mint, 90);
+	assert_int_equal(seen.t[1].maxt, 200);
+	assert_int_equal(st.tombstones, 2);
+
+	/* a checkpoint at 60 drops the tombstone that ends before it */
+	assert_int_equal(pd_wal_cut(w, &err), 0);
+	assert_int_equal(pd_wal_checkpoint(w, 60, NULL, NULL, &err), 0);
+	pd_wal_rec_destroy(r);
+	pd_wal_close(w);
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(pd_wal_replay_readonly(dir, &cb, &st, &err), 0);
+	assert_int_equal(seen.series, 1);
+	assert_int_equal(seen.samples, 1);
+	assert_int_equal(seen.nt, 1);
+	assert_int_equal(seen.t[0].mint, 90);
+	rmdir_all(dir);
+}
+
 static void test_delete_refusals(void **state)
 {
 	(void)state;
@@ -572,6 +678,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tombstones_file),
+	    cmocka_unit_test(test_wal_deletion_record),
 	    cmocka_unit_test(test_delete_head_and_replay),
 	    cmocka_unit_test(test_delete_survives_checkpoint),
 	    cmocka_unit_test(test_delete_blocks_clean),
