@@ -127,7 +127,8 @@ void api_admin_snapshot(struct api_req *r, struct api_resp *w)
 		return;
 	const char *sh = api_param(r, "skip_head");
 	if (sh && *sh && parse_bool(sh, &skip_head)) {
-		api_bad_param(w, "skip_head", "cannot parse \"%s\" as a boolean (true or false)", sh);
+		api_bad_param(w, "skip_head", "cannot parse \"%s\" as a boolean (true or false)",
+		              sh);
 		return;
 	}
 	int rc = pd_tsdb_snapshot(r->srv->o.db, skip_head, name, &err);

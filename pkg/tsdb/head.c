@@ -429,6 +429,14 @@ void head_truncate(struct head *h, int64_t t)
 			s->nchunks -= k;
 			s->dropped += k;
 		}
+		/* deleted intervals of what is gone now mask nothing */
+		size_t d = 0;
+		while (d < s->tomb.n && s->tomb.v[d].maxt < t)
+			d++;
+		if (d) {
+			memmove(s->tomb.v, s->tomb.v + d, (s->tomb.n - d) * sizeof(*s->tomb.v));
+			s->tomb.n -= d;
+		}
 		if (s->nchunks && s->chunks[0].mint < mint)
 			mint = s->chunks[0].mint;
 		else if (!s->nchunks && s->open_ts.count && s->open_mint < mint)

@@ -153,30 +153,31 @@ int tomb_encode(const struct tombstones *t, struct pd_buf *out)
 }
 
 int tomb_decode(const uint8_t *p, size_t len, struct tombstones *t, const char *what,
-		struct pd_err *err)
+                struct pd_err *err)
 {
 	struct pd_dec d;
 	tomb_init(t);
 	if (len < PD_TOMB_HEADER_SIZE + 1 + 4)
-		return pd_err_set(err, PD_ECORRUPT, "%s: %zu bytes, too short for a tombstones file",
-				  what, len);
+		return pd_err_set(err, PD_ECORRUPT,
+		                  "%s: %zu bytes, too short for a tombstones file", what, len);
 	if (pd_get_be32(p) != PD_TOMB_MAGIC)
-		return pd_err_set(err, PD_ECORRUPT, "%s: bad magic 0x%08x (want 0x%08x, \"PDTB\")", what,
-				  pd_get_be32(p), PD_TOMB_MAGIC);
+		return pd_err_set(err, PD_ECORRUPT, "%s: bad magic 0x%08x (want 0x%08x, \"PDTB\")",
+		                  what, pd_get_be32(p), PD_TOMB_MAGIC);
 	if (p[4] != PD_TOMB_VERSION)
 		return pd_err_set(err, PD_EINCOMPAT,
-				  "%s: tombstones format version %u, this profd reads version %u", what,
-				  p[4], PD_TOMB_VERSION);
+		                  "%s: tombstones format version %u, this profd reads version %u",
+		                  what, p[4], PD_TOMB_VERSION);
 	uint32_t want = pd_get_be32(p + len - 4), got = pd_crc32c(0, p, len - 4);
 	if (want != got)
-		return pd_err_set(err, PD_ECORRUPT, "%s: CRC32C mismatch (stored 0x%08x, computed 0x%08x)",
-				  what, want, got);
+		return pd_err_set(err, PD_ECORRUPT,
+		                  "%s: CRC32C mismatch (stored 0x%08x, computed 0x%08x)", what,
+		                  want, got);
 	pd_dec_init(&d, p + PD_TOMB_HEADER_SIZE, len - PD_TOMB_HEADER_SIZE - 4);
 	uint64_t count = pd_dec_uvarint(&d);
 	/* an entry takes at least 3 bytes: no count the file cannot hold */
 	if (d.err || count > pd_dec_left(&d) / 3)
-		return pd_err_set(err, PD_ECORRUPT, "%s: entry count %llu does not fit the file", what,
-				  (unsigned long long)count);
+		return pd_err_set(err, PD_ECORRUPT, "%s: entry count %llu does not fit the file",
+		                  what, (unsigned long long)count);
 	if (count && !(t->v = malloc(count * sizeof(*t->v))))
 		return pd_err_set(err, PD_ENOMEM, "out of memory reading %s", what);
 	t->cap = count;
@@ -188,30 +189,34 @@ int tomb_decode(const uint8_t *p, size_t len, struct tombstones *t, const char *
 		e.maxt = pd_dec_varint(&d);
 		if (d.err) {
 			tomb_fini(t);
-			return pd_err_set(err, PD_ECORRUPT, "%s offset %zu: entry %llu is cut short", what,
-					  at, (unsigned long long)i);
+			return pd_err_set(err, PD_ECORRUPT,
+			                  "%s offset %zu: entry %llu is cut short", what, at,
+			                  (unsigned long long)i);
 		}
 		const char *bad = NULL;
 		if (e.mint > e.maxt)
 			bad = "mint is after maxt";
-		else if (t->n && (e.ref < t->v[t->n - 1].ref ||
-				  (e.ref == t->v[t->n - 1].ref &&
-				   (t->v[t->n - 1].maxt == INT64_MAX || e.mint <= t->v[t->n - 1].maxt + 1))))
+		else if (t->n &&
+		         (e.ref < t->v[t->n - 1].ref ||
+		          (e.ref == t->v[t->n - 1].ref && (t->v[t->n - 1].maxt == INT64_MAX ||
+		                                           e.mint <= t->v[t->n - 1].maxt + 1))))
 			bad = "not after the entry before it (entries ascend by series, then time, "
 			      "without overlaps)";
 		if (bad) {
 			tomb_fini(t);
-			return pd_err_set(err, PD_ECORRUPT, "%s offset %zu: entry %llu (series %llu, %lld..%lld): %s",
-					  what, at, (unsigned long long)i, (unsigned long long)e.ref,
-					  (long long)e.mint, (long long)e.maxt, bad);
+			return pd_err_set(err, PD_ECORRUPT,
+			                  "%s offset %zu: entry %llu (series %llu, %lld..%lld): %s",
+			                  what, at, (unsigned long long)i,
+			                  (unsigned long long)e.ref, (long long)e.mint,
+			                  (long long)e.maxt, bad);
 		}
 		t->v[t->n++] = e;
 	}
 	if (pd_dec_left(&d)) {
 		size_t at = PD_TOMB_HEADER_SIZE + d.pos;
 		tomb_fini(t);
-		return pd_err_set(err, PD_ECORRUPT, "%s offset %zu: %zu bytes after the last entry", what,
-				  at, len - 4 - at);
+		return pd_err_set(err, PD_ECORRUPT, "%s offset %zu: %zu bytes after the last entry",
+		                  what, at, len - 4 - at);
 	}
 	return 0;
 }
@@ -241,8 +246,7 @@ out:
 	return rc;
 }
 
-int tomb_write_file(const char *dir, const struct tombstones *t, uint64_t *size,
-		    struct pd_err *err)
+int tomb_write_file(const char *dir, const struct tombstones *t, uint64_t *size, struct pd_err *err)
 {
 	char *path = pd_path_join(dir, PD_TOMB_FILE);
 	char *tmp = pd_path_join(dir, PD_TOMB_FILE ".tmp");
@@ -265,7 +269,8 @@ int tomb_write_file(const char *dir, const struct tombstones *t, uint64_t *size,
 	}
 	if ((rc = tomb_encode(t, &b))) {
 		rc = pd_err_set(err, rc, "%s: %s", path,
-				rc == PD_ETOOBIG ? "tombstones exceed the file size limit" : "out of memory");
+		                rc == PD_ETOOBIG ? "tombstones exceed the file size limit"
+		                                 : "out of memory");
 		goto out;
 	}
 	unlink(tmp); /* a write a crash interrupted */

@@ -88,7 +88,7 @@ int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t 
 		const struct pd_pprof_profile *decoded, struct pd_err *err);
 /* Seals the open chunk of every series whose open chunk ends before t. */
 int head_cut_before(struct head *h, int64_t t, struct pd_err *err);
-/* Drops chunks that end before t. */
+/* Drops chunks that end before t, and the deleted intervals that do. */
 void head_truncate(struct head *h, int64_t t);
 uint64_t labels_hash(const struct pd_lpair *l, size_t n);
 /* Sorts a malloc'd list of malloc'd strings and frees the duplicates. */

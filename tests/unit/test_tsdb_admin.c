@@ -56,8 +56,8 @@ static void rmdir_all(char *d)
 /* A small real profile whose value depends on (series, t). Raw protobuf, malloc'd. */
 static uint8_t *payload(int series, int64_t t, size_t *len)
 {
-	static const char *strs[] = {"", "inuse_space", "bytes", "main.main", "main.go",
-				     "main.work", "space"};
+	static const char *strs[] = {"",        "inuse_space", "bytes", "main.main",
+	                             "main.go", "main.work",   "space"};
 	size_t lens[7];
 	for (int i = 0; i < 7; i++)
 		lens[i] = strlen(strs[i]);
@@ -65,7 +65,7 @@ static uint8_t *payload(int series, int64_t t, size_t *len)
 	struct pd_pprof_pfunction fns[2] = {{1, 3, 3, 4, 10}, {2, 5, 5, 4, 20}};
 	struct pd_pprof_pline ln[2] = {{1, 12, 0}, {2, 22 + series, 0}};
 	struct pd_pprof_plocation locs[2] = {{1, 0, 0x401000, &ln[0], 1, 0},
-					     {2, 0, 0x402000, &ln[1], 1, 0}};
+	                                     {2, 0, 0x402000, &ln[1], 1, 0}};
 	uint64_t s1[] = {2, 1};
 	int64_t v = 1000 * t + series;
 	struct pd_pprof_psample sample = {s1, 2, &v, 1, NULL, 0};
@@ -139,7 +139,7 @@ static void delete_job(struct pd_tsdb *db, const char *job, int64_t mint, int64_
 {
 	struct pd_err err = {0};
 	struct pd_tsdb_matcher m = job ? (struct pd_tsdb_matcher){"job", eq_match, job}
-				       : (struct pd_tsdb_matcher){"__name__", eq_match, "heap"};
+	                               : (struct pd_tsdb_matcher){"__name__", eq_match, "heap"};
 	if (pd_tsdb_delete(db, &m, 1, mint, maxt, &err))
 		fail_msg("delete: %s", err.msg);
 }
@@ -157,7 +157,7 @@ static int deleted(const struct expect *e, int s, int64_t t)
 }
 
 static int merge_count(void *ctx, struct pd_pprof_profile *p, size_t count, int64_t first_t,
-		       int64_t last_t, size_t bytes)
+                       int64_t last_t, size_t bytes)
 {
 	(void)first_t;
 	(void)last_t;
@@ -187,8 +187,8 @@ static void check(struct pd_tsdb *db, const struct expect *e)
 				got = &r->series[i];
 		if (!want) {
 			if (got)
-				fail_msg("series %s listed with %zu timestamps, all were deleted", jobs[s],
-					 got->nts);
+				fail_msg("series %s listed with %zu timestamps, all were deleted",
+				         jobs[s], got->nts);
 			continue;
 		}
 		listed++;
@@ -209,8 +209,8 @@ static void check(struct pd_tsdb *db, const struct expect *e)
 			int rc = pd_tsdb_read(db, l, 2, t, &p, &len, &err);
 			if (deleted(e, s, t)) {
 				if (rc != PD_ENOTFOUND)
-					fail_msg("series %s at %lld: deleted, read gave %d", jobs[s],
-						 (long long)t, rc);
+					fail_msg("series %s at %lld: deleted, read gave %d",
+					         jobs[s], (long long)t, rc);
 				continue;
 			}
 			if (rc)
@@ -229,9 +229,11 @@ static void check(struct pd_tsdb *db, const struct expect *e)
 			free(p);
 		}
 		size_t merged = 0;
-		assert_int_equal(pd_tsdb_merge(db, l, 2, INT64_MIN, INT64_MAX, merge_count, &merged, &err), 0);
+		assert_int_equal(
+		    pd_tsdb_merge(db, l, 2, INT64_MIN, INT64_MAX, merge_count, &merged, &err), 0);
 		if (merged != want)
-			fail_msg("series %s: a merge added %zu profiles, want %zu", jobs[s], merged, want);
+			fail_msg("series %s: a merge added %zu profiles, want %zu", jobs[s], merged,
+			         want);
 	}
 	assert_int_equal(r->nseries, listed);
 	pd_tsdb_result_destroy(r);
@@ -490,7 +492,7 @@ static void test_snapshot(void **state)
 	struct pd_tsdb *db = open_db(dir, 10000, 0);
 	append_range(db, 0, 20000, 1000);
 	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0); /* blocks [0, 10000), [10000, 20000) */
-	append_range(db, 20000, 26000, 1000);             /* the head */
+	append_range(db, 20000, 26000, 1000);            /* the head */
 	struct expect e = expect_all(0, 26000, 1000);
 	delete_job(db, "a", 8000, 22000); /* in both blocks and the head */
 	e.del_lo[0] = 8000;
@@ -622,7 +624,8 @@ static void test_wal_deletion_record(void **state)
 	assert_int_equal(pd_file_read(seg, 1 << 20, &b, &len, &err), 0);
 	assert_true(len > 8 + 10);
 	assert_int_equal(b[8], 1);
-	size_t second = 8 + 10 + ((size_t)b[10] << 24 | (size_t)b[11] << 16 | (size_t)b[12] << 8 | b[13]);
+	size_t second =
+	    8 + 10 + ((size_t)b[10] << 24 | (size_t)b[11] << 16 | (size_t)b[12] << 8 | b[13]);
 	assert_true(second < len);
 	assert_int_equal(b[second], 2);
 	free(b);
