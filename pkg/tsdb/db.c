@@ -1351,7 +1351,7 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 		}
 		/* advance every cursor that held this series (lab points into min's
 		 * labels, so compare before any reload) */
-		struct cursor *adv[64];
+		struct cursor *adv[64] = {NULL};
 		size_t nadv = 0;
 		for (size_t i = 0; i < n && !rc; i++)
 			if (cur[i].i < cur[i].n && labels_cmp(cur[i].labels, cur[i].nl, lab, nlab) == 0 &&
