@@ -255,7 +255,8 @@ static int fetch(struct eval *ev, struct pd_pq_node *n)
 			return pd_pq_fail(ev->err, PD_PROMQL_ERR_INTERNAL, rc < 0 ? rc : PD_EIO,
 			                  "reading series: %s", e.msg);
 		}
-		qsort(n->series, n->nseries, sizeof *n->series, cmp_series);
+		if (n->nseries)
+			qsort(n->series, n->nseries, sizeof *n->series, cmp_series);
 		return 0;
 	}
 	for (size_t i = 0; i < n->nargs; i++)
@@ -1267,7 +1268,8 @@ static int run(struct pd_promql_result **out, const struct pd_promql_source *src
 					if ((rc = out_push(&ev, s, v.m[i].t[j], v.m[i].v[j])))
 						goto out;
 			}
-			qsort(r->s, r->n, sizeof *r->s, cmp_out);
+			if (r->n)
+				qsort(r->s, r->n, sizeof *r->s, cmp_out);
 		}
 	} else {
 		r->type = PD_PROMQL_MATRIX;
@@ -1280,7 +1282,8 @@ static int run(struct pd_promql_result **out, const struct pd_promql_source *src
 			if (end - t < step)
 				break;
 		}
-		qsort(r->s, r->n, sizeof *r->s, cmp_out);
+		if (r->n)
+			qsort(r->s, r->n, sizeof *r->s, cmp_out);
 	}
 	*out = r;
 	r = NULL;

@@ -41,82 +41,75 @@ until [ "$(curl -sf "$base/api/v1/series" --data-urlencode 'match[]={__name__=~"
 	sleep 0.2
 done
 
-# Normalises a `data` object into sorted lines: metric<TAB>time<TAB>value.
-norm='if .resultType == "scalar" or .resultType == "string" then
+# every (kind, times, expression), evaluated by profd's engine in one run
+times="1700000100 1700000400.5 1700001800 1700002345.678 1700003590 1700004000"
+: >list.tsv
+while IFS= read -r expr; do
+	case "$expr" in '' | '#'*) continue ;; esac
+	for t in $times; do
+		printf 'instant\t%s\t%s\n' "$t" "$expr" >>list.tsv
+	done
+	printf 'range\t1700000000\t1700003700\t97\t%s\n' "$expr" >>list.tsv
+done <"$queries"
+"$drv" batch data.om list.tsv >ours.jsonl
+[ "$(wc -l <list.tsv)" = "$(wc -l <ours.jsonl)" ] || fail "the driver did not answer every query"
+
+# Prometheus's answers, one a line, in the same order
+while IFS=$'\t' read -r kind a b c d; do
+	if [ "$kind" = instant ]; then
+		curl -sS "$base/api/v1/query" --data-urlencode "query=$b" -d "time=$a"
+	else
+		curl -sS "$base/api/v1/query_range" --data-urlencode "query=$d" \
+			-d "start=$a" -d "end=$b" -d "step=$c"
+	fi
+	echo
+done <list.tsv >theirs.jsonl
+[ "$(wc -l <list.tsv)" = "$(grep -c . theirs.jsonl)" ] || fail "prometheus did not answer every query"
+
+# Both sides as lines `query number<TAB>metric<TAB>time<TAB>value`; an error as
+# `n<TAB>ERROR<TAB>errorType<TAB>-`, so that an error must be an error of the same
+# type on the other side.
+norm='def lines: if .resultType == "scalar" or .resultType == "string" then
 		"{}\t\(.result[0])\t\(.result[1])"
 	elif .resultType == "vector" then
 		.result[] | "\(.metric | to_entries | sort_by(.key) | from_entries | tojson)\t\(.value[0])\t\(.value[1])"
 	else
 		.result[] | (.metric | to_entries | sort_by(.key) | from_entries | tojson) as $m |
 		.values[] | "\($m)\t\(.[0])\t\(.[1])"
-	end'
+	end;
+	[inputs] | to_entries[] | .key as $i | .value |
+	if .errorType then "\($i)\tERROR\t\(.errorType)\t-"
+	elif .status then .data | lines | "\($i)\t\(.)"
+	else lines | "\($i)\t\(.)" end'
+jq -rn "$norm" theirs.jsonl >theirs.txt || fail "prometheus answered something that is not JSON"
+jq -rn "$norm" ours.jsonl >ours.txt || fail "profd answered something that is not JSON"
 
-# Compares two normalised files: same keys, values within 1e-9 relative.
-compare() {
-	awk -F'\t' '
-	function special(v) { return v == "NaN" || v == "+Inf" || v == "-Inf" }
-	NR == FNR { want[$1 "\t" $2] = $3; n++; next }
-	{
-		k = $1 "\t" $2; m++
-		if (!(k in want)) { print "extra point " k " = " $3; bad = 1; next }
-		w = want[k]; delete want[k]
-		if (special(w) || special($3)) {
-			if (w != $3) { print "at " k ": prometheus " w ", profd " $3; bad = 1 }
-			next
-		}
-		d = w - $3; if (d < 0) d = -d
-		s = w < 0 ? -w : w
-		if (d > 1e-9 * s && d > 1e-300) { print "at " k ": prometheus " w ", profd " $3; bad = 1 }
+# Same keys; values within 1e-9 relative, NaN and infinities exactly.
+awk -F'\t' -v queries=list.tsv '
+function special(v) { return v == "NaN" || v == "+Inf" || v == "-Inf" || v == "-" }
+function report(i, msg) {
+	if (!(i in shown) && nbad < 40)
+		print "query " i ": " what[i] ": " msg
+	if (!(i in shown)) { shown[i] = 1; nbad++ }
+}
+FILENAME == queries { what[FNR - 1] = $0; next }
+FILENAME ~ /theirs/ { want[$1 "\t" $2 "\t" $3] = $4; if ($2 != "ERROR") data[$1] = 1; next }
+{
+	k = $1 "\t" $2 "\t" $3
+	if (!(k in want)) { report($1, "extra point " $2 " " $3 " = " $4); next }
+	w = want[k]; delete want[k]
+	if (special(w) || special($4)) {
+		if (w != $4) report($1, "at " $2 " " $3 ": prometheus " w ", profd " $4)
+		next
 	}
-	END { for (k in want) { print "missing point " k; bad = 1 } exit bad }' "$1" "$2"
+	d = w - $4; if (d < 0) d = -d
+	s = w < 0 ? -w : w
+	if (d > 1e-9 * s && d > 1e-300) report($1, "at " $2 " " $3 ": prometheus " w ", profd " $4)
 }
-
-checked=0
-failed=0
-run_one() { # kind expr args...
-	local kind=$1 expr=$2; shift 2
-	local p
-	if [ "$kind" = instant ]; then
-		p=$(curl -sS "$base/api/v1/query" --data-urlencode "query=$expr" -d "time=$1")
-		"$drv" instant data.om "$1" "$expr" >ours.json || true
-	else
-		p=$(curl -sS "$base/api/v1/query_range" --data-urlencode "query=$expr" \
-			-d "start=$1" -d "end=$2" -d "step=$3")
-		"$drv" range data.om "$1" "$2" "$3" "$expr" >ours.json || true
-	fi
-	if [ "$(echo "$p" | jq -r .status)" != success ]; then
-		# an error in Prometheus must be an error of the same type in profd
-		if [ "$(jq -r .errorType ours.json)" != "$(echo "$p" | jq -r .errorType)" ]; then
-			echo "$kind $expr $*: prometheus: $p; profd: $(cat ours.json)"
-			failed=$((failed + 1))
-		fi
-		checked=$((checked + 1))
-		return
-	fi
-	echo "$p" | jq -r ".data | $norm" | sort >theirs.txt
-	if ! jq -r "$norm" ours.json 2>/dev/null | sort >ours.txt; then
-		echo "$kind $expr $*: profd failed: $(cat ours.json)"
-		failed=$((failed + 1))
-		return
-	fi
-	if ! out=$(compare theirs.txt ours.txt); then
-		echo "$kind $expr $*:"
-		echo "$out" | head -5
-		failed=$((failed + 1))
-	fi
-	checked=$((checked + 1))
-}
-
-nonempty=0
-while IFS= read -r expr; do
-	case "$expr" in '' | '#'*) continue ;; esac
-	for t in 1700000100 1700000400.5 1700001800 1700002345.678 1700003590 1700004000; do
-		run_one instant "$expr" "$t"
-	done
-	run_one range "$expr" 1700000000 1700003700 97
-	[ -s theirs.txt ] && nonempty=$((nonempty + 1))
-done <"$queries"
-
-echo "checked $checked queries, $nonempty expressions with data in the range query, $failed differ"
-[ "$failed" = 0 ] || fail "$failed queries differ from Prometheus"
-[ "$nonempty" -gt 50 ] || fail "too few expressions returned data: $nonempty"
+END {
+	for (k in want) { split(k, p, "\t"); report(p[1], "missing point " p[2] " " p[3]) }
+	n = 0; for (i in data) n++
+	printf "checked %d queries, %d with data, %d differ\n", length(what), n, nbad
+	if (n < length(what) / 2) { print "too few queries returned data"; exit 1 }
+	exit nbad > 0
+}' list.tsv theirs.txt ours.txt || fail "profd differs from Prometheus"

@@ -5,6 +5,9 @@
  *   instant FILE TIME EXPR    evaluates EXPR at TIME (Unix seconds) over FILE's
  *                             samples and prints the `data` JSON of the HTTP API
  *   range FILE START END STEP EXPR   the same for a range query
+ *   batch FILE QUERIES        evaluates every line of QUERIES, "instant<TAB>TIME<TAB>
+ *                             EXPR" or "range<TAB>START<TAB>END<TAB>STEP<TAB>EXPR",
+ *                             and prints one JSON object a line
  *   freeport                  prints a free TCP port on 127.0.0.1
  * Errors print {"errorType":"...","error":"..."} and exit 1. */
 #include <arpa/inet.h>
@@ -140,6 +143,30 @@ static int64_t secs(const char *s)
 	return (int64_t)llround(strtod(s, NULL) * 1000);
 }
 
+/* Evaluates one query and prints its JSON on one line; non-zero on an error. */
+static int eval_one(const struct pd_promql_source *src, int instant, const char *t0,
+                    const char *t1, const char *step, const char *q)
+{
+	struct pd_promql_result *r = NULL;
+	struct pd_promql_err err = {0};
+	int rc = instant ? pd_promql_query_instant(&r, src, q, strlen(q), secs(t0), NULL, &err)
+	                 : pd_promql_query_range(&r, src, q, strlen(q), secs(t0), secs(t1),
+	                                         secs(step), NULL, &err);
+	struct pd_buf b;
+	pd_buf_init(&b, 0);
+	if (rc) {
+		pd_buf_printf(&b, "{\"errorType\":\"%s\",\"error\":", pd_promql_errtype_string(err.type));
+		pd_buf_json_string(&b, err.err.msg);
+		pd_buf_append(&b, "}", 1);
+	} else {
+		pd_promql_result_json(r, &b);
+	}
+	printf("%.*s\n", (int)b.len, (const char *)b.data);
+	pd_buf_fini(&b);
+	pd_promql_result_destroy(r);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "freeport")) {
@@ -157,33 +184,49 @@ int main(int argc, char **argv)
 		return gen(argv[2]);
 	int instant = argc == 5 && !strcmp(argv[1], "instant");
 	int range = argc == 7 && !strcmp(argv[1], "range");
-	if (!instant && !range) {
+	int batch = argc == 4 && !strcmp(argv[1], "batch");
+	if (!instant && !range && !batch) {
 		fprintf(stderr, "usage: promql_eval gen FILE | instant FILE TIME EXPR | "
-		                "range FILE START END STEP EXPR | freeport\n");
+		                "range FILE START END STEP EXPR | batch FILE QUERIES | freeport\n");
 		return 2;
 	}
 	struct pd_promql_memstore *m = pd_promql_memstore_create();
 	if (!m || load(m, argv[2]))
 		return 1;
 	struct pd_promql_source src = pd_promql_memstore_source(m);
-	struct pd_promql_result *r = NULL;
-	struct pd_promql_err err = {0};
-	const char *q = argv[argc - 1];
-	int rc = instant ? pd_promql_query_instant(&r, &src, q, strlen(q), secs(argv[3]), NULL, &err)
-	                 : pd_promql_query_range(&r, &src, q, strlen(q), secs(argv[3]),
-	                                         secs(argv[4]), secs(argv[5]), NULL, &err);
-	struct pd_buf b;
-	pd_buf_init(&b, 0);
-	if (rc) {
-		pd_buf_printf(&b, "{\"errorType\":\"%s\",\"error\":", pd_promql_errtype_string(err.type));
-		pd_buf_json_string(&b, err.err.msg);
-		pd_buf_append(&b, "}", 1);
+	int rc = 0;
+	if (instant) {
+		rc = eval_one(&src, 1, argv[3], NULL, NULL, argv[4]);
+	} else if (range) {
+		rc = eval_one(&src, 0, argv[3], argv[4], argv[5], argv[6]);
 	} else {
-		pd_promql_result_json(r, &b);
+		FILE *f = fopen(argv[3], "r");
+		char line[8192];
+		if (!f) {
+			fprintf(stderr, "promql_eval: cannot open %s\n", argv[3]);
+			return 1;
+		}
+		while (fgets(line, sizeof line, f)) {
+			char *fld[6];
+			int nf = 0;
+			line[strcspn(line, "\n")] = '\0';
+			for (char *p = line; nf < 6;) {
+				fld[nf++] = p;
+				char *tab = strchr(p, '\t');
+				if (!tab)
+					break;
+				*tab = '\0';
+				p = tab + 1;
+			}
+			if (nf == 3 && !strcmp(fld[0], "instant"))
+				eval_one(&src, 1, fld[1], NULL, NULL, fld[2]);
+			else if (nf == 5 && !strcmp(fld[0], "range"))
+				eval_one(&src, 0, fld[1], fld[2], fld[3], fld[4]);
+			else
+				printf("{\"errorType\":\"driver\",\"error\":\"bad line\"}\n");
+		}
+		fclose(f);
 	}
-	printf("%.*s\n", (int)b.len, (const char *)b.data);
-	pd_buf_fini(&b);
-	pd_promql_result_destroy(r);
 	pd_promql_memstore_destroy(m);
 	return rc ? 1 : 0;
 }
