@@ -23,17 +23,17 @@
 
 #define PD_PROMQL_DEFAULT_LOOKBACK_MS (5 * 60 * 1000) /* --query.lookback-delta */
 #define PD_PROMQL_DEFAULT_MAX_SAMPLES 50000000        /* --query.max-samples */
-#define PD_PROMQL_DEFAULT_MAX_DEPTH 200     /* nesting of expressions in a query */
-#define PD_PROMQL_DEFAULT_MAX_LEN 65536     /* bytes of query text */
-#define PD_PROMQL_DEFAULT_MAX_POINTS 11000  /* steps of a range query per series */
+#define PD_PROMQL_DEFAULT_MAX_DEPTH 200               /* nesting of expressions in a query */
+#define PD_PROMQL_DEFAULT_MAX_LEN 65536               /* bytes of query text */
+#define PD_PROMQL_DEFAULT_MAX_POINTS 11000            /* steps of a range query per series */
 
 /* Options of one query. A zero field means its default above. */
 struct pd_promql_opts {
-	int64_t lookback_ms;  /* how far an instant selector looks back for a sample */
-	size_t max_samples;   /* samples a query may hold in memory at once */
-	size_t max_depth;     /* nesting depth of the parsed expression */
-	size_t max_len;       /* bytes of the query text */
-	size_t max_points;    /* evaluation steps of a range query */
+	int64_t lookback_ms; /* how far an instant selector looks back for a sample */
+	size_t max_samples;  /* samples a query may hold in memory at once */
+	size_t max_depth;    /* nesting depth of the parsed expression */
+	size_t max_len;      /* bytes of the query text */
+	size_t max_points;   /* evaluation steps of a range query */
 	/* The timeout hook: called now and then during evaluation (at least once per
 	 * step and per series read); a non-zero return stops the query with errorType
 	 * "timeout" ("query timed out in expression evaluation"). NULL: never. */
@@ -146,9 +146,8 @@ int pd_promql_query_instant(struct pd_promql_result **out, const struct pd_promq
  * start), as Prometheus's query_range does; the result is a matrix. A query of a
  * string or range-vector type is refused, as Prometheus does. */
 int pd_promql_query_range(struct pd_promql_result **out, const struct pd_promql_source *src,
-                          const char *query, size_t len, int64_t start, int64_t end,
-                          int64_t step, const struct pd_promql_opts *opts,
-                          struct pd_promql_err *err);
+                          const char *query, size_t len, int64_t start, int64_t end, int64_t step,
+                          const struct pd_promql_opts *opts, struct pd_promql_err *err);
 
 /* Frees a result; NULL does nothing. */
 void pd_promql_result_destroy(struct pd_promql_result *r);

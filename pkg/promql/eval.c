@@ -61,47 +61,74 @@ struct pd_promql_result {
 };
 
 enum {
-	F_RATE = 1, F_INCREASE, F_DELTA, F_IRATE, F_IDELTA, F_DERIV, F_SUM_OT, F_AVG_OT, F_MIN_OT,
-	F_MAX_OT, F_COUNT_OT, F_LAST_OT, F_STDDEV_OT, F_STDVAR_OT, F_PRESENT_OT, F_CHANGES, F_RESETS,
-	F_ABS, F_CEIL, F_FLOOR, F_EXP, F_LN, F_LOG2, F_LOG10, F_SQRT, F_SGN, F_TIME, F_VECTOR,
-	F_SCALAR, F_CLAMP_MIN, F_CLAMP_MAX,
+	F_RATE = 1,
+	F_INCREASE,
+	F_DELTA,
+	F_IRATE,
+	F_IDELTA,
+	F_DERIV,
+	F_SUM_OT,
+	F_AVG_OT,
+	F_MIN_OT,
+	F_MAX_OT,
+	F_COUNT_OT,
+	F_LAST_OT,
+	F_STDDEV_OT,
+	F_STDVAR_OT,
+	F_PRESENT_OT,
+	F_CHANGES,
+	F_RESETS,
+	F_ABS,
+	F_CEIL,
+	F_FLOOR,
+	F_EXP,
+	F_LN,
+	F_LOG2,
+	F_LOG10,
+	F_SQRT,
+	F_SGN,
+	F_TIME,
+	F_VECTOR,
+	F_SCALAR,
+	F_CLAMP_MIN,
+	F_CLAMP_MAX,
 };
 
 #define M PQ_ARG_MATRIX
 #define V PQ_ARG_VECTOR
 #define S PQ_ARG_SCALAR
 static const struct pd_pq_func funcs[] = {
-	{"rate", F_RATE, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"increase", F_INCREASE, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"delta", F_DELTA, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"irate", F_IRATE, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"idelta", F_IDELTA, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"deriv", F_DERIV, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"sum_over_time", F_SUM_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"avg_over_time", F_AVG_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"min_over_time", F_MIN_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"max_over_time", F_MAX_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"count_over_time", F_COUNT_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"last_over_time", F_LAST_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"stddev_over_time", F_STDDEV_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"stdvar_over_time", F_STDVAR_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"present_over_time", F_PRESENT_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"changes", F_CHANGES, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"resets", F_RESETS, {M}, 1, 0, PD_PROMQL_VECTOR},
-	{"abs", F_ABS, {V}, 1, 0, PD_PROMQL_VECTOR},
-	{"ceil", F_CEIL, {V}, 1, 0, PD_PROMQL_VECTOR},
-	{"floor", F_FLOOR, {V}, 1, 0, PD_PROMQL_VECTOR},
-	{"exp", F_EXP, {V}, 1, 0, PD_PROMQL_VECTOR},
-	{"ln", F_LN, {V}, 1, 0, PD_PROMQL_VECTOR},
-	{"log2", F_LOG2, {V}, 1, 0, PD_PROMQL_VECTOR},
-	{"log10", F_LOG10, {V}, 1, 0, PD_PROMQL_VECTOR},
-	{"sqrt", F_SQRT, {V}, 1, 0, PD_PROMQL_VECTOR},
-	{"sgn", F_SGN, {V}, 1, 0, PD_PROMQL_VECTOR},
-	{"time", F_TIME, {S}, 0, 0, PD_PROMQL_SCALAR},
-	{"vector", F_VECTOR, {S}, 1, 0, PD_PROMQL_VECTOR},
-	{"scalar", F_SCALAR, {V}, 1, 0, PD_PROMQL_SCALAR},
-	{"clamp_min", F_CLAMP_MIN, {V, S}, 2, 0, PD_PROMQL_VECTOR},
-	{"clamp_max", F_CLAMP_MAX, {V, S}, 2, 0, PD_PROMQL_VECTOR},
+    {"rate", F_RATE, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"increase", F_INCREASE, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"delta", F_DELTA, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"irate", F_IRATE, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"idelta", F_IDELTA, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"deriv", F_DERIV, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"sum_over_time", F_SUM_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"avg_over_time", F_AVG_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"min_over_time", F_MIN_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"max_over_time", F_MAX_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"count_over_time", F_COUNT_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"last_over_time", F_LAST_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"stddev_over_time", F_STDDEV_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"stdvar_over_time", F_STDVAR_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"present_over_time", F_PRESENT_OT, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"changes", F_CHANGES, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"resets", F_RESETS, {M}, 1, 0, PD_PROMQL_VECTOR},
+    {"abs", F_ABS, {V}, 1, 0, PD_PROMQL_VECTOR},
+    {"ceil", F_CEIL, {V}, 1, 0, PD_PROMQL_VECTOR},
+    {"floor", F_FLOOR, {V}, 1, 0, PD_PROMQL_VECTOR},
+    {"exp", F_EXP, {V}, 1, 0, PD_PROMQL_VECTOR},
+    {"ln", F_LN, {V}, 1, 0, PD_PROMQL_VECTOR},
+    {"log2", F_LOG2, {V}, 1, 0, PD_PROMQL_VECTOR},
+    {"log10", F_LOG10, {V}, 1, 0, PD_PROMQL_VECTOR},
+    {"sqrt", F_SQRT, {V}, 1, 0, PD_PROMQL_VECTOR},
+    {"sgn", F_SGN, {V}, 1, 0, PD_PROMQL_VECTOR},
+    {"time", F_TIME, {S}, 0, 0, PD_PROMQL_SCALAR},
+    {"vector", F_VECTOR, {S}, 1, 0, PD_PROMQL_VECTOR},
+    {"scalar", F_SCALAR, {V}, 1, 0, PD_PROMQL_SCALAR},
+    {"clamp_min", F_CLAMP_MIN, {V, S}, 2, 0, PD_PROMQL_VECTOR},
+    {"clamp_max", F_CLAMP_MAX, {V, S}, 2, 0, PD_PROMQL_VECTOR},
 };
 #undef M
 #undef V
@@ -175,7 +202,8 @@ static int vec_push(struct eval *ev, struct value *v, size_t *cap, const struct 
 static int drop_name(struct eval *ev, const struct pd_labels *ls, struct pd_labels **out)
 {
 	struct pd_err e;
-	if (pd_labels_builder_reset(ev->lb, ls) || pd_labels_builder_del(ev->lb, PD_LABELS_METRIC_NAME))
+	if (pd_labels_builder_reset(ev->lb, ls) ||
+	    pd_labels_builder_del(ev->lb, PD_LABELS_METRIC_NAME))
 		return oom(ev);
 	if (pd_labels_builder_finish(ev->lb, out, &e))
 		return oom(ev);
@@ -190,8 +218,8 @@ struct collect {
 	size_t cap;
 };
 
-static int collect_series(void *arg, const struct pd_labels *ls, const int64_t *t,
-                          const double *v, size_t n)
+static int collect_series(void *arg, const struct pd_labels *ls, const int64_t *t, const double *v,
+                          size_t n)
 {
 	struct collect *c = arg;
 	struct pd_pq_node *nd = c->n;
@@ -374,11 +402,16 @@ static int over_time(int id, const struct rseries *s, int64_t rs, int64_t re, in
 {
 	size_t n = s->n;
 	switch (id) {
-	case F_RATE: return extrapolated(s, rs, re, range, 1, 1, out);
-	case F_INCREASE: return extrapolated(s, rs, re, range, 1, 0, out);
-	case F_DELTA: return extrapolated(s, rs, re, range, 0, 0, out);
-	case F_IRATE: return instant_value(s, 1, out);
-	case F_IDELTA: return instant_value(s, 0, out);
+	case F_RATE:
+		return extrapolated(s, rs, re, range, 1, 1, out);
+	case F_INCREASE:
+		return extrapolated(s, rs, re, range, 1, 0, out);
+	case F_DELTA:
+		return extrapolated(s, rs, re, range, 0, 0, out);
+	case F_IRATE:
+		return instant_value(s, 1, out);
+	case F_IDELTA:
+		return instant_value(s, 0, out);
 	case F_DERIV:
 		if (n < 2)
 			return 0;
@@ -418,9 +451,15 @@ static int over_time(int id, const struct rseries *s, int64_t rs, int64_t re, in
 		*out = m;
 		return 1;
 	}
-	case F_COUNT_OT: *out = (double)n; return 1;
-	case F_LAST_OT: *out = s->v[n - 1]; return 1;
-	case F_PRESENT_OT: *out = 1; return 1;
+	case F_COUNT_OT:
+		*out = (double)n;
+		return 1;
+	case F_LAST_OT:
+		*out = s->v[n - 1];
+		return 1;
+	case F_PRESENT_OT:
+		*out = 1;
+		return 1;
 	case F_STDDEV_OT:
 	case F_STDVAR_OT: {
 		double count = 0, mean = 0, cm = 0, aux = 0, ca = 0;
@@ -440,7 +479,8 @@ static int over_time(int id, const struct rseries *s, int64_t rs, int64_t re, in
 		double c = 0;
 		for (size_t i = 1; i < n; i++) {
 			double prev = s->v[i - 1], cur = s->v[i];
-			if (id == F_CHANGES ? !(cur == prev || (isnan(cur) && isnan(prev))) : cur < prev)
+			if (id == F_CHANGES ? !(cur == prev || (isnan(cur) && isnan(prev)))
+			                    : cur < prev)
 				c++;
 		}
 		*out = c;
@@ -453,17 +493,28 @@ static int over_time(int id, const struct rseries *s, int64_t rs, int64_t re, in
 static double instant_fn(int id, double x, double arg)
 {
 	switch (id) {
-	case F_ABS: return fabs(x);
-	case F_CEIL: return ceil(x);
-	case F_FLOOR: return floor(x);
-	case F_EXP: return exp(x);
-	case F_LN: return log(x);
-	case F_LOG2: return log2(x);
-	case F_LOG10: return log10(x);
-	case F_SQRT: return sqrt(x);
-	case F_SGN: return x > 0 ? 1 : x < 0 ? -1 : x;
-	case F_CLAMP_MIN: return isnan(x) || isnan(arg) ? NAN : fmax(x, arg);
-	case F_CLAMP_MAX: return isnan(x) || isnan(arg) ? NAN : fmin(x, arg);
+	case F_ABS:
+		return fabs(x);
+	case F_CEIL:
+		return ceil(x);
+	case F_FLOOR:
+		return floor(x);
+	case F_EXP:
+		return exp(x);
+	case F_LN:
+		return log(x);
+	case F_LOG2:
+		return log2(x);
+	case F_LOG10:
+		return log10(x);
+	case F_SQRT:
+		return sqrt(x);
+	case F_SGN:
+		return x > 0 ? 1 : x < 0 ? -1 : x;
+	case F_CLAMP_MIN:
+		return isnan(x) || isnan(arg) ? NAN : fmax(x, arg);
+	case F_CLAMP_MAX:
+		return isnan(x) || isnan(arg) ? NAN : fmin(x, arg);
 	}
 	return x;
 }
@@ -475,19 +526,38 @@ static double binop(int op, double a, double b, int *keep)
 {
 	*keep = 1;
 	switch (op) {
-	case PQ_OP_ADD: return a + b;
-	case PQ_OP_SUB: return a - b;
-	case PQ_OP_MUL: return a * b;
-	case PQ_OP_DIV: return a / b;
-	case PQ_OP_MOD: return fmod(a, b);
-	case PQ_OP_POW: return pow(a, b);
-	case PQ_OP_ATAN2: return atan2(a, b);
-	case PQ_OP_EQL: *keep = a == b; return a;
-	case PQ_OP_NEQ: *keep = a != b; return a;
-	case PQ_OP_LSS: *keep = a < b; return a;
-	case PQ_OP_LTE: *keep = a <= b; return a;
-	case PQ_OP_GTR: *keep = a > b; return a;
-	case PQ_OP_GTE: *keep = a >= b; return a;
+	case PQ_OP_ADD:
+		return a + b;
+	case PQ_OP_SUB:
+		return a - b;
+	case PQ_OP_MUL:
+		return a * b;
+	case PQ_OP_DIV:
+		return a / b;
+	case PQ_OP_MOD:
+		return fmod(a, b);
+	case PQ_OP_POW:
+		return pow(a, b);
+	case PQ_OP_ATAN2:
+		return atan2(a, b);
+	case PQ_OP_EQL:
+		*keep = a == b;
+		return a;
+	case PQ_OP_NEQ:
+		*keep = a != b;
+		return a;
+	case PQ_OP_LSS:
+		*keep = a < b;
+		return a;
+	case PQ_OP_LTE:
+		*keep = a <= b;
+		return a;
+	case PQ_OP_GTR:
+		*keep = a > b;
+		return a;
+	case PQ_OP_GTE:
+		*keep = a >= b;
+		return a;
 	}
 	return 0;
 }
@@ -610,7 +680,8 @@ static int vector_binop(struct eval *ev, const struct pd_pq_node *n, struct valu
 				goto out;
 			int found = sig_find(rs, r->n, sig) != NULL;
 			pd_labels_destroy(sig);
-			if (found == (n->op == PQ_OP_AND) && (rc = take_sample(ev, out, &cap, &l->s[i])))
+			if (found == (n->op == PQ_OP_AND) &&
+			    (rc = take_sample(ev, out, &cap, &l->s[i])))
 				goto out;
 		}
 		goto out;
@@ -633,13 +704,15 @@ static int vector_binop(struct eval *ev, const struct pd_pq_node *n, struct valu
 	/* one-to-one: the right side must be unique per signature */
 	for (size_t i = 1; i < r->n; i++)
 		if (pd_labels_equal(rs[i].sig, rs[i - 1].sig)) {
-			char *a = pd_labels_string(rs[i].sig), *b = pd_labels_string(r->s[rs[i].idx].ls),
+			char *a = pd_labels_string(rs[i].sig),
+			     *b = pd_labels_string(r->s[rs[i].idx].ls),
 			     *c = pd_labels_string(r->s[rs[i - 1].idx].ls);
-			rc = pd_pq_fail(ev->err, PD_PROMQL_ERR_EXECUTION, PD_EINVAL,
-			                "found duplicate series for the match group %s on the right "
-			                "hand-side of the operation: [%s, %s];many-to-many matching not "
-			                "allowed: matching labels must be unique on one side",
-			                a ? a : "", b ? b : "", c ? c : "");
+			rc = pd_pq_fail(
+			    ev->err, PD_PROMQL_ERR_EXECUTION, PD_EINVAL,
+			    "found duplicate series for the match group %s on the right "
+			    "hand-side of the operation: [%s, %s];many-to-many matching not "
+			    "allowed: matching labels must be unique on one side",
+			    a ? a : "", b ? b : "", c ? c : "");
 			free(a);
 			free(b);
 			free(c);
@@ -814,9 +887,17 @@ static int aggregate(struct eval *ev, const struct pd_pq_node *n, struct value *
 			double x = in->s[g[i].idx].v;
 			cnt++;
 			switch (n->op) {
-			case PQ_AGG_SUM: v += x; break;
-			case PQ_AGG_MIN: if (v > x || isnan(v)) v = x; break;
-			case PQ_AGG_MAX: if (v < x || isnan(v)) v = x; break;
+			case PQ_AGG_SUM:
+				v += x;
+				break;
+			case PQ_AGG_MIN:
+				if (v > x || isnan(v))
+					v = x;
+				break;
+			case PQ_AGG_MAX:
+				if (v < x || isnan(v))
+					v = x;
+				break;
 			case PQ_AGG_AVG:
 				if (isinf(mean)) {
 					if (isinf(x) && (mean > 0) == (x > 0))
@@ -826,7 +907,8 @@ static int aggregate(struct eval *ev, const struct pd_pq_node *n, struct value *
 				}
 				mean += x / cnt - mean / cnt;
 				break;
-			default: break;
+			default:
+				break;
 			}
 		}
 		if (n->op == PQ_AGG_STDDEV || n->op == PQ_AGG_STDVAR) {
@@ -938,7 +1020,8 @@ static int eval_call(struct eval *ev, const struct pd_pq_node *n, int64_t t, str
 	if (fn->id == F_VECTOR) {
 		struct pd_labels *ls;
 		struct pd_err e;
-		if (pd_labels_builder_reset(ev->lb, NULL) || pd_labels_builder_finish(ev->lb, &ls, &e))
+		if (pd_labels_builder_reset(ev->lb, NULL) ||
+		    pd_labels_builder_finish(ev->lb, &ls, &e))
 			rc = oom(ev);
 		else
 			rc = vec_push(ev, out, &cap, ls, 1, a.num);
@@ -1159,7 +1242,8 @@ static int out_series(struct eval *ev, struct pd_promql_result *r, struct outmap
 
 static int cmp_out(const void *a, const void *b)
 {
-	return pd_labels_compare(((const struct outseries *)a)->ls, ((const struct outseries *)b)->ls);
+	return pd_labels_compare(((const struct outseries *)a)->ls,
+	                         ((const struct outseries *)b)->ls);
 }
 
 static int add_step(struct eval *ev, struct pd_promql_result *r, struct outmap *m,
@@ -1170,7 +1254,8 @@ static int add_step(struct eval *ev, struct pd_promql_result *r, struct outmap *
 	if (v->type == PD_PROMQL_SCALAR) {
 		struct pd_labels *empty;
 		struct pd_err e;
-		if (pd_labels_builder_reset(ev->lb, NULL) || pd_labels_builder_finish(ev->lb, &empty, &e))
+		if (pd_labels_builder_reset(ev->lb, NULL) ||
+		    pd_labels_builder_finish(ev->lb, &empty, &e))
 			return oom(ev);
 		rc = out_series(ev, r, m, empty, &s);
 		pd_labels_destroy(empty);
@@ -1188,9 +1273,9 @@ static int add_step(struct eval *ev, struct pd_promql_result *r, struct outmap *
 	return 0;
 }
 
-static int run(struct pd_promql_result **out, const struct pd_promql_source *src,
-               const char *query, size_t len, int64_t start, int64_t end, int64_t step,
-               int range, const struct pd_promql_opts *opts, struct pd_promql_err *err)
+static int run(struct pd_promql_result **out, const struct pd_promql_source *src, const char *query,
+               size_t len, int64_t start, int64_t end, int64_t step, int range,
+               const struct pd_promql_opts *opts, struct pd_promql_err *err)
 {
 	struct pd_promql_expr *e = NULL;
 	struct pd_promql_result *r = NULL;
@@ -1206,23 +1291,27 @@ static int run(struct pd_promql_result **out, const struct pd_promql_source *src
 		err->err.msg[0] = '\0';
 	}
 	ev.lookback = opts && opts->lookback_ms ? opts->lookback_ms : PD_PROMQL_DEFAULT_LOOKBACK_MS;
-	ev.max_samples = opts && opts->max_samples ? opts->max_samples : PD_PROMQL_DEFAULT_MAX_SAMPLES;
+	ev.max_samples =
+	    opts && opts->max_samples ? opts->max_samples : PD_PROMQL_DEFAULT_MAX_SAMPLES;
 	if ((rc = pd_promql_parse(&e, query, len, opts, err)))
 		return rc;
 	if (range) {
-		size_t max_points = opts && opts->max_points ? opts->max_points : PD_PROMQL_DEFAULT_MAX_POINTS;
+		size_t max_points =
+		    opts && opts->max_points ? opts->max_points : PD_PROMQL_DEFAULT_MAX_POINTS;
 		enum pd_promql_type t = e->root->type;
 		if (t != PD_PROMQL_SCALAR && t != PD_PROMQL_VECTOR) {
-			rc = pd_pq_fail(err, PD_PROMQL_ERR_BAD_DATA, PD_EINVAL,
-			                "invalid expression type \"%s\" for range query, must be Scalar "
-			                "or instant Vector",
-			                t == PD_PROMQL_MATRIX ? "range vector" : "string");
+			rc = pd_pq_fail(
+			    err, PD_PROMQL_ERR_BAD_DATA, PD_EINVAL,
+			    "invalid expression type \"%s\" for range query, must be Scalar "
+			    "or instant Vector",
+			    t == PD_PROMQL_MATRIX ? "range vector" : "string");
 			goto out;
 		}
 		if (step <= 0) {
-			rc = pd_pq_fail(err, PD_PROMQL_ERR_BAD_DATA, PD_EINVAL,
-			                "zero or negative query resolution step widths are not accepted. "
-			                "Try a positive integer");
+			rc = pd_pq_fail(
+			    err, PD_PROMQL_ERR_BAD_DATA, PD_EINVAL,
+			    "zero or negative query resolution step widths are not accepted. "
+			    "Try a positive integer");
 			goto out;
 		}
 		if (end < start) {
@@ -1231,10 +1320,11 @@ static int run(struct pd_promql_result **out, const struct pd_promql_source *src
 			goto out;
 		}
 		if ((uint64_t)(end - start) / (uint64_t)step >= max_points) {
-			rc = pd_pq_fail(err, PD_PROMQL_ERR_BAD_DATA, PD_EINVAL,
-			                "exceeded maximum resolution of %zu points per timeseries. Try "
-			                "decreasing the query resolution (?step=XX)",
-			                max_points);
+			rc = pd_pq_fail(
+			    err, PD_PROMQL_ERR_BAD_DATA, PD_EINVAL,
+			    "exceeded maximum resolution of %zu points per timeseries. Try "
+			    "decreasing the query resolution (?step=XX)",
+			    max_points);
 			goto out;
 		}
 	}
@@ -1304,9 +1394,8 @@ int pd_promql_query_instant(struct pd_promql_result **out, const struct pd_promq
 }
 
 int pd_promql_query_range(struct pd_promql_result **out, const struct pd_promql_source *src,
-                          const char *query, size_t len, int64_t start, int64_t end,
-                          int64_t step, const struct pd_promql_opts *opts,
-                          struct pd_promql_err *err)
+                          const char *query, size_t len, int64_t start, int64_t end, int64_t step,
+                          const struct pd_promql_opts *opts, struct pd_promql_err *err)
 {
 	return run(out, src, query, len, start, end, step, 1, opts, err);
 }

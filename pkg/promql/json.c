@@ -89,8 +89,9 @@ static int metric(struct pd_buf *b, const struct pd_labels *ls)
 	int rc = pd_buf_append(b, "{\"metric\":{", 11);
 	for (size_t i = 0; !rc && i < pd_labels_len(ls); i++) {
 		const struct pd_label *l = pd_labels_at(ls, i);
-		if ((i && (rc = pd_buf_append(b, ",", 1))) || (rc = pd_buf_json_string(b, l->name)) ||
-		    (rc = pd_buf_append(b, ":", 1)) || (rc = pd_buf_json_string(b, l->value)))
+		if ((i && (rc = pd_buf_append(b, ",", 1))) ||
+		    (rc = pd_buf_json_string(b, l->name)) || (rc = pd_buf_append(b, ":", 1)) ||
+		    (rc = pd_buf_json_string(b, l->value)))
 			return rc;
 	}
 	return rc ? rc : pd_buf_append(b, "},", 2);
@@ -99,7 +100,8 @@ static int metric(struct pd_buf *b, const struct pd_labels *ls)
 int pd_promql_result_json(const struct pd_promql_result *r, struct pd_buf *b)
 {
 	enum pd_promql_type type = pd_promql_result_type(r);
-	int rc = pd_buf_printf(b, "{\"resultType\":\"%s\",\"result\":", pd_promql_type_string(type));
+	int rc =
+	    pd_buf_printf(b, "{\"resultType\":\"%s\",\"result\":", pd_promql_type_string(type));
 	if (rc)
 		return rc;
 	if (type == PD_PROMQL_SCALAR) {
@@ -108,7 +110,8 @@ int pd_promql_result_json(const struct pd_promql_result *r, struct pd_buf *b)
 		return pd_buf_append(b, "}", 1);
 	}
 	if (type == PD_PROMQL_STRING) {
-		if ((rc = pd_buf_append(b, "[", 1)) || (rc = format_time(b, pd_promql_result_time(r))) ||
+		if ((rc = pd_buf_append(b, "[", 1)) ||
+		    (rc = format_time(b, pd_promql_result_time(r))) ||
 		    (rc = pd_buf_append(b, ",", 1)) ||
 		    (rc = pd_buf_json_string(b, pd_promql_result_string(r))))
 			return rc;
@@ -130,7 +133,8 @@ int pd_promql_result_json(const struct pd_promql_result *r, struct pd_buf *b)
 			if ((rc = pd_buf_append(b, "\"values\":[", 10)))
 				return rc;
 			for (size_t j = 0; j < n; j++)
-				if ((j && (rc = pd_buf_append(b, ",", 1))) || (rc = point(b, t[j], v[j])))
+				if ((j && (rc = pd_buf_append(b, ",", 1))) ||
+				    (rc = point(b, t[j], v[j])))
 					return rc;
 			if ((rc = pd_buf_append(b, "]", 1)))
 				return rc;

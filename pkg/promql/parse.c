@@ -15,8 +15,21 @@
 #include "promql_int.h"
 
 enum tt {
-	T_EOF = 0, T_IDENT, T_NUMBER, T_DURATION, T_STRING, T_LPAREN, T_RPAREN, T_LBRACE,
-	T_LBRACKET, T_RBRACKET, T_COMMA, T_COLON, T_AT, T_OP, T_BAD,
+	T_EOF = 0,
+	T_IDENT,
+	T_NUMBER,
+	T_DURATION,
+	T_STRING,
+	T_LPAREN,
+	T_RPAREN,
+	T_LBRACE,
+	T_LBRACKET,
+	T_RBRACKET,
+	T_COMMA,
+	T_COLON,
+	T_AT,
+	T_OP,
+	T_BAD,
 };
 
 struct tok {
@@ -52,7 +65,7 @@ int pd_pq_fail(struct pd_promql_err *err, enum pd_promql_errtype t, int code, co
 
 /* Records a parse error at byte offset pos, as Prometheus's ParseErr prints it. */
 static int perr(struct parser *p, size_t pos, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static int perr(struct parser *p, size_t pos, const char *fmt, ...)
 {
 	char msg[PD_ERR_MSG_MAX];
@@ -93,7 +106,7 @@ static int unit_ms(const char *s, size_t n, size_t *w, int64_t *ms)
 	static const struct {
 		const char *u;
 		int64_t ms;
-	} units[] = {{"ms", 1},        {"s", 1000},           {"m", 60000},         {"h", 3600000},
+	} units[] = {{"ms", 1},       {"s", 1000},           {"m", 60000},           {"h", 3600000},
 	             {"d", 86400000}, {"w", 7 * 86400000LL}, {"y", 365 * 86400000LL}};
 	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
 		size_t ul = strlen(units[i].u);
@@ -165,42 +178,114 @@ static void next(struct parser *p)
 	char c = s[i];
 	size_t start = i;
 	switch (c) {
-	case '(': t->type = T_LPAREN; i++; goto done;
-	case ')': t->type = T_RPAREN; i++; goto done;
-	case '{': t->type = T_LBRACE; i++; goto done;
-	case '[': t->type = T_LBRACKET; i++; goto done;
-	case ']': t->type = T_RBRACKET; i++; goto done;
-	case ',': t->type = T_COMMA; i++; goto done;
-	case ':': if (!(i + 1 < n && is_ident_start((unsigned char)s[i + 1]))) {
-			t->type = T_COLON; i++; goto done;
+	case '(':
+		t->type = T_LPAREN;
+		i++;
+		goto done;
+	case ')':
+		t->type = T_RPAREN;
+		i++;
+		goto done;
+	case '{':
+		t->type = T_LBRACE;
+		i++;
+		goto done;
+	case '[':
+		t->type = T_LBRACKET;
+		i++;
+		goto done;
+	case ']':
+		t->type = T_RBRACKET;
+		i++;
+		goto done;
+	case ',':
+		t->type = T_COMMA;
+		i++;
+		goto done;
+	case ':':
+		if (!(i + 1 < n && is_ident_start((unsigned char)s[i + 1]))) {
+			t->type = T_COLON;
+			i++;
+			goto done;
 		}
 		break;
-	case '@': t->type = T_AT; i++; goto done;
-	case '+': t->type = T_OP; t->op = PQ_OP_ADD; i++; goto done;
-	case '-': t->type = T_OP; t->op = PQ_OP_SUB; i++; goto done;
-	case '*': t->type = T_OP; t->op = PQ_OP_MUL; i++; goto done;
-	case '/': t->type = T_OP; t->op = PQ_OP_DIV; i++; goto done;
-	case '%': t->type = T_OP; t->op = PQ_OP_MOD; i++; goto done;
-	case '^': t->type = T_OP; t->op = PQ_OP_POW; i++; goto done;
+	case '@':
+		t->type = T_AT;
+		i++;
+		goto done;
+	case '+':
+		t->type = T_OP;
+		t->op = PQ_OP_ADD;
+		i++;
+		goto done;
+	case '-':
+		t->type = T_OP;
+		t->op = PQ_OP_SUB;
+		i++;
+		goto done;
+	case '*':
+		t->type = T_OP;
+		t->op = PQ_OP_MUL;
+		i++;
+		goto done;
+	case '/':
+		t->type = T_OP;
+		t->op = PQ_OP_DIV;
+		i++;
+		goto done;
+	case '%':
+		t->type = T_OP;
+		t->op = PQ_OP_MOD;
+		i++;
+		goto done;
+	case '^':
+		t->type = T_OP;
+		t->op = PQ_OP_POW;
+		i++;
+		goto done;
 	case '=':
 		if (i + 1 < n && s[i + 1] == '=') {
-			t->type = T_OP; t->op = PQ_OP_EQL; i += 2; goto done;
+			t->type = T_OP;
+			t->op = PQ_OP_EQL;
+			i += 2;
+			goto done;
 		}
-		t->type = T_BAD; i++; goto done;
+		t->type = T_BAD;
+		i++;
+		goto done;
 	case '!':
 		if (i + 1 < n && s[i + 1] == '=') {
-			t->type = T_OP; t->op = PQ_OP_NEQ; i += 2; goto done;
+			t->type = T_OP;
+			t->op = PQ_OP_NEQ;
+			i += 2;
+			goto done;
 		}
-		t->type = T_BAD; i++; goto done;
+		t->type = T_BAD;
+		i++;
+		goto done;
 	case '<':
 		t->type = T_OP;
-		if (i + 1 < n && s[i + 1] == '=') { t->op = PQ_OP_LTE; i += 2; } else { t->op = PQ_OP_LSS; i++; }
+		if (i + 1 < n && s[i + 1] == '=') {
+			t->op = PQ_OP_LTE;
+			i += 2;
+		} else {
+			t->op = PQ_OP_LSS;
+			i++;
+		}
 		goto done;
 	case '>':
 		t->type = T_OP;
-		if (i + 1 < n && s[i + 1] == '=') { t->op = PQ_OP_GTE; i += 2; } else { t->op = PQ_OP_GTR; i++; }
+		if (i + 1 < n && s[i + 1] == '=') {
+			t->op = PQ_OP_GTE;
+			i += 2;
+		} else {
+			t->op = PQ_OP_GTR;
+			i++;
+		}
 		goto done;
-	case '"': case '\'': case '`': {
+	case '"':
+	case '\'':
+	case '`': {
 		/* find the end; the text is unquoted later */
 		i++;
 		while (i < n && s[i] != c) {
@@ -220,9 +305,11 @@ static void next(struct parser *p)
 		t->type = T_STRING;
 		goto done;
 	}
-	default: break;
+	default:
+		break;
 	}
-	if (isdigit((unsigned char)c) || (c == '.' && i + 1 < n && isdigit((unsigned char)s[i + 1]))) {
+	if (isdigit((unsigned char)c) ||
+	    (c == '.' && i + 1 < n && isdigit((unsigned char)s[i + 1]))) {
 		int bad;
 		int64_t d;
 		size_t dl = lex_duration(s + i, n - i, &d, &bad);
@@ -304,21 +391,51 @@ static void tok_desc(const struct parser *p, char *dst, size_t cap)
 	int l = t->len > 40 ? 40 : (int)t->len;
 	const char *s = p->s + t->pos;
 	switch (t->type) {
-	case T_EOF: snprintf(dst, cap, "end of input"); break;
-	case T_IDENT: snprintf(dst, cap, "identifier \"%.*s\"", l, s); break;
-	case T_NUMBER: snprintf(dst, cap, "number \"%.*s\"", l, s); break;
-	case T_DURATION: snprintf(dst, cap, "duration \"%.*s\"", l, s); break;
-	case T_STRING: snprintf(dst, cap, "string \"%.*s\"", l, s); break;
-	case T_LPAREN: snprintf(dst, cap, "left parenthesis \"(\""); break;
-	case T_RPAREN: snprintf(dst, cap, "right parenthesis \")\""); break;
-	case T_LBRACE: snprintf(dst, cap, "left brace \"{\""); break;
-	case T_LBRACKET: snprintf(dst, cap, "left bracket \"[\""); break;
-	case T_RBRACKET: snprintf(dst, cap, "right bracket \"]\""); break;
-	case T_COMMA: snprintf(dst, cap, "comma \",\""); break;
-	case T_COLON: snprintf(dst, cap, "colon \":\""); break;
-	case T_AT: snprintf(dst, cap, "@"); break;
-	case T_OP: snprintf(dst, cap, "<op:%.*s>", l, s); break;
-	default: snprintf(dst, cap, "character %.*s", l, s); break;
+	case T_EOF:
+		snprintf(dst, cap, "end of input");
+		break;
+	case T_IDENT:
+		snprintf(dst, cap, "identifier \"%.*s\"", l, s);
+		break;
+	case T_NUMBER:
+		snprintf(dst, cap, "number \"%.*s\"", l, s);
+		break;
+	case T_DURATION:
+		snprintf(dst, cap, "duration \"%.*s\"", l, s);
+		break;
+	case T_STRING:
+		snprintf(dst, cap, "string \"%.*s\"", l, s);
+		break;
+	case T_LPAREN:
+		snprintf(dst, cap, "left parenthesis \"(\"");
+		break;
+	case T_RPAREN:
+		snprintf(dst, cap, "right parenthesis \")\"");
+		break;
+	case T_LBRACE:
+		snprintf(dst, cap, "left brace \"{\"");
+		break;
+	case T_LBRACKET:
+		snprintf(dst, cap, "left bracket \"[\"");
+		break;
+	case T_RBRACKET:
+		snprintf(dst, cap, "right bracket \"]\"");
+		break;
+	case T_COMMA:
+		snprintf(dst, cap, "comma \",\"");
+		break;
+	case T_COLON:
+		snprintf(dst, cap, "colon \":\"");
+		break;
+	case T_AT:
+		snprintf(dst, cap, "@");
+		break;
+	case T_OP:
+		snprintf(dst, cap, "<op:%.*s>", l, s);
+		break;
+	default:
+		snprintf(dst, cap, "character %.*s", l, s);
+		break;
 	}
 }
 
@@ -400,22 +517,45 @@ static int unquote(struct parser *p, char **out)
 		uint32_t v = 0;
 		int digits = 0;
 		switch (c) {
-		case 'a': r[o++] = '\a'; continue;
-		case 'b': r[o++] = '\b'; continue;
-		case 'f': r[o++] = '\f'; continue;
-		case 'n': r[o++] = '\n'; continue;
-		case 'r': r[o++] = '\r'; continue;
-		case 't': r[o++] = '\t'; continue;
-		case 'v': r[o++] = '\v'; continue;
-		case '\\': r[o++] = '\\'; continue;
-		case '"': case '\'':
+		case 'a':
+			r[o++] = '\a';
+			continue;
+		case 'b':
+			r[o++] = '\b';
+			continue;
+		case 'f':
+			r[o++] = '\f';
+			continue;
+		case 'n':
+			r[o++] = '\n';
+			continue;
+		case 'r':
+			r[o++] = '\r';
+			continue;
+		case 't':
+			r[o++] = '\t';
+			continue;
+		case 'v':
+			r[o++] = '\v';
+			continue;
+		case '\\':
+			r[o++] = '\\';
+			continue;
+		case '"':
+		case '\'':
 			if (c != q)
 				goto bad;
 			r[o++] = c;
 			continue;
-		case 'x': digits = 2; break;
-		case 'u': digits = 4; break;
-		case 'U': digits = 8; break;
+		case 'x':
+			digits = 2;
+			break;
+		case 'u':
+			digits = 4;
+			break;
+		case 'U':
+			digits = 8;
+			break;
 		default:
 			if (c >= '0' && c <= '7') {
 				for (int k = 0; k < 3; k++, i++) {
@@ -497,10 +637,14 @@ static struct pd_pq_node *node_new(struct parser *p, enum pd_pq_kind k, size_t p
 static const char *type_doc(enum pd_promql_type t)
 {
 	switch (t) {
-	case PD_PROMQL_SCALAR: return "scalar";
-	case PD_PROMQL_VECTOR: return "instant vector";
-	case PD_PROMQL_MATRIX: return "range vector";
-	default: return "string";
+	case PD_PROMQL_SCALAR:
+		return "scalar";
+	case PD_PROMQL_VECTOR:
+		return "instant vector";
+	case PD_PROMQL_MATRIX:
+		return "range vector";
+	default:
+		return "string";
 	}
 }
 
@@ -511,14 +655,30 @@ static struct pd_pq_node *parse_expr(struct parser *p, int minprec);
 static int op_prec(int op)
 {
 	switch (op) {
-	case PQ_OP_OR: return 1;
-	case PQ_OP_AND: case PQ_OP_UNLESS: return 2;
-	case PQ_OP_EQL: case PQ_OP_NEQ: case PQ_OP_LSS: case PQ_OP_LTE: case PQ_OP_GTR: case PQ_OP_GTE:
+	case PQ_OP_OR:
+		return 1;
+	case PQ_OP_AND:
+	case PQ_OP_UNLESS:
+		return 2;
+	case PQ_OP_EQL:
+	case PQ_OP_NEQ:
+	case PQ_OP_LSS:
+	case PQ_OP_LTE:
+	case PQ_OP_GTR:
+	case PQ_OP_GTE:
 		return 3;
-	case PQ_OP_ADD: case PQ_OP_SUB: return 4;
-	case PQ_OP_MUL: case PQ_OP_DIV: case PQ_OP_MOD: case PQ_OP_ATAN2: return 5;
-	case PQ_OP_POW: return 6;
-	default: return 0;
+	case PQ_OP_ADD:
+	case PQ_OP_SUB:
+		return 4;
+	case PQ_OP_MUL:
+	case PQ_OP_DIV:
+	case PQ_OP_MOD:
+	case PQ_OP_ATAN2:
+		return 5;
+	case PQ_OP_POW:
+		return 6;
+	default:
+		return 0;
 	}
 }
 
@@ -559,10 +719,12 @@ static int parse_label_list(struct parser *p, struct pd_pq_node *n, const char *
 			return unexpected(p, "grouping opts");
 		char **nl = realloc(n->labels, (n->nlabels + 1) * sizeof *nl);
 		if (!nl)
-			return pd_pq_fail(p->err, PD_PROMQL_ERR_INTERNAL, PD_ENOMEM, "out of memory");
+			return pd_pq_fail(p->err, PD_PROMQL_ERR_INTERNAL, PD_ENOMEM,
+			                  "out of memory");
 		n->labels = nl;
 		if (!(nl[n->nlabels] = strndup(p->s + p->tok.pos, p->tok.len)))
-			return pd_pq_fail(p->err, PD_PROMQL_ERR_INTERNAL, PD_ENOMEM, "out of memory");
+			return pd_pq_fail(p->err, PD_PROMQL_ERR_INTERNAL, PD_ENOMEM,
+			                  "out of memory");
 		n->nlabels++;
 		next(p);
 		if (p->tok.type == T_COMMA) {
@@ -576,8 +738,8 @@ static int parse_label_list(struct parser *p, struct pd_pq_node *n, const char *
 	return 0;
 }
 
-static const char *const agg_names[] = {"sum",     "avg",   "min",    "max",    "count",
-                                        "topk",    "bottomk", "group", "stddev", "stdvar"};
+static const char *const agg_names[] = {"sum",  "avg",     "min",   "max",    "count",
+                                        "topk", "bottomk", "group", "stddev", "stdvar"};
 
 static int agg_lookup(struct parser *p)
 {
@@ -640,8 +802,10 @@ static struct pd_pq_node *parse_aggregation(struct parser *p, int op)
 		if (n->nargs == 0)
 			perr(p, lpos, "no arguments for aggregate expression provided");
 		else
-			perr(p, n->pos, "wrong number of arguments for aggregate expression provided, "
-			                "expected %d, got %zu", want, n->nargs);
+			perr(p, n->pos,
+			     "wrong number of arguments for aggregate expression provided, "
+			     "expected %d, got %zu",
+			     want, n->nargs);
 		goto fail;
 	}
 	if (!grouped && (tok_is(p, "by") || tok_is(p, "without"))) {
@@ -671,10 +835,14 @@ fail:
 static enum pd_promql_type argt_type(enum pd_pq_argt a)
 {
 	switch (a) {
-	case PQ_ARG_SCALAR: return PD_PROMQL_SCALAR;
-	case PQ_ARG_VECTOR: return PD_PROMQL_VECTOR;
-	case PQ_ARG_MATRIX: return PD_PROMQL_MATRIX;
-	default: return PD_PROMQL_STRING;
+	case PQ_ARG_SCALAR:
+		return PD_PROMQL_SCALAR;
+	case PQ_ARG_VECTOR:
+		return PD_PROMQL_VECTOR;
+	case PQ_ARG_MATRIX:
+		return PD_PROMQL_MATRIX;
+	default:
+		return PD_PROMQL_STRING;
 	}
 }
 
@@ -715,18 +883,20 @@ static struct pd_pq_node *parse_call(struct parser *p, const struct pd_pq_func *
 	next(p);
 	if ((int)n->nargs < fn->nargs || (int)n->nargs > fn->nargs + fn->optional) {
 		if (fn->optional)
-			perr(p, n->pos, "expected at most %d argument(s) in call to \"%s\", got %zu",
+			perr(p, n->pos,
+			     "expected at most %d argument(s) in call to \"%s\", got %zu",
 			     fn->nargs + fn->optional, fn->name, n->nargs);
 		else
-			perr(p, n->pos, "expected %d argument(s) in call to \"%s\", got %zu", fn->nargs,
-			     fn->name, n->nargs);
+			perr(p, n->pos, "expected %d argument(s) in call to \"%s\", got %zu",
+			     fn->nargs, fn->name, n->nargs);
 		goto fail;
 	}
 	for (size_t i = 0; i < n->nargs; i++) {
 		enum pd_promql_type want = argt_type(fn->args[i]);
 		if (n->args[i]->type != want) {
-			perr(p, n->args[i]->pos, "expected type %s in call to function \"%s\", got %s",
-			     type_doc(want), fn->name, type_doc(n->args[i]->type));
+			perr(p, n->args[i]->pos,
+			     "expected type %s in call to function \"%s\", got %s", type_doc(want),
+			     fn->name, type_doc(n->args[i]->type));
 			goto fail;
 		}
 	}
@@ -804,13 +974,15 @@ static int parse_at_offset(struct parser *p, struct pd_pq_node *n, int *seen_off
 		if (tok_is(p, "offset")) {
 			size_t pos = p->tok.pos;
 			if (n->kind != PQ_SEL)
-				return perr(p, pos, "offset modifier must be preceded by an instant vector "
-				                    "selector or range vector selector or a subquery");
+				return perr(p, pos,
+				            "offset modifier must be preceded by an instant vector "
+				            "selector or range vector selector or a subquery");
 			if (*seen_offset)
 				return perr(p, pos, "offset may not be set multiple times");
 			next(p);
 			int neg = 0;
-			if (p->tok.type == T_OP && (p->tok.op == PQ_OP_SUB || p->tok.op == PQ_OP_ADD)) {
+			if (p->tok.type == T_OP &&
+			    (p->tok.op == PQ_OP_SUB || p->tok.op == PQ_OP_ADD)) {
 				neg = p->tok.op == PQ_OP_SUB;
 				next(p);
 			}
@@ -822,8 +994,9 @@ static int parse_at_offset(struct parser *p, struct pd_pq_node *n, int *seen_off
 		} else if (p->tok.type == T_AT) {
 			size_t pos = p->tok.pos;
 			if (n->kind != PQ_SEL)
-				return perr(p, pos, "@ modifier must be preceded by an instant vector "
-				                    "selector or range vector selector or a subquery");
+				return perr(p, pos,
+				            "@ modifier must be preceded by an instant vector "
+				            "selector or range vector selector or a subquery");
 			if (*seen_at)
 				return perr(p, pos, "@ <timestamp> may not be set multiple times");
 			next(p);
@@ -838,7 +1011,8 @@ static int parse_at_offset(struct parser *p, struct pd_pq_node *n, int *seen_off
 				next(p);
 			} else {
 				int neg = 0;
-				if (p->tok.type == T_OP && (p->tok.op == PQ_OP_SUB || p->tok.op == PQ_OP_ADD)) {
+				if (p->tok.type == T_OP &&
+				    (p->tok.op == PQ_OP_SUB || p->tok.op == PQ_OP_ADD)) {
 					neg = p->tok.op == PQ_OP_SUB;
 					next(p);
 				}
@@ -846,7 +1020,9 @@ static int parse_at_offset(struct parser *p, struct pd_pq_node *n, int *seen_off
 					return unexpected(p, "@");
 				double v = neg ? -p->tok.num : p->tok.num;
 				if (!isfinite(v) || fabs(v * 1000) > 9.2e18)
-					return perr(p, p->tok.pos, "timestamp out of bounds for @ modifier: %g", v);
+					return perr(p, p->tok.pos,
+					            "timestamp out of bounds for @ modifier: %g",
+					            v);
 				n->at = 1;
 				n->at_ms = (int64_t)llround(v * 1000);
 				next(p);
@@ -928,13 +1104,14 @@ static struct pd_pq_node *parse_primary(struct parser *p)
 		if (j < p->len && p->s[j] == '(') {
 			const struct pd_pq_func *fn = pd_pq_func_lookup(w, t.len);
 			if (!fn)
-				return (perr(p, t.pos, "unknown function with name \"%.*s\"", (int)t.len, w),
+				return (perr(p, t.pos, "unknown function with name \"%.*s\"",
+				             (int)t.len, w),
 				        NULL);
 			return parse_call(p, fn);
 		}
-		static const char *const kw[] = {"by", "without", "on", "ignoring", "group_left",
-		                                 "group_right", "bool", "offset", "and", "or",
-		                                 "unless", "atan2"};
+		static const char *const kw[] = {"by",         "without",     "on",     "ignoring",
+		                                 "group_left", "group_right", "bool",   "offset",
+		                                 "and",        "or",          "unless", "atan2"};
 		for (size_t k = 0; k < sizeof kw / sizeof kw[0]; k++)
 			if (tok_is(p, kw[k]))
 				return (unexpected(p, NULL), NULL);
@@ -1007,8 +1184,10 @@ static struct pd_pq_node *parse_unary(struct parser *p)
 		if (!in)
 			return NULL;
 		if (in->type != PD_PROMQL_SCALAR && in->type != PD_PROMQL_VECTOR) {
-			perr(p, pos, "unary expression only allowed on expressions of type scalar or "
-			             "instant vector, got \"%s\"", type_doc(in->type));
+			perr(p, pos,
+			     "unary expression only allowed on expressions of type scalar or "
+			     "instant vector, got \"%s\"",
+			     type_doc(in->type));
 			pd_pq_node_free(in);
 			return NULL;
 		}
@@ -1050,9 +1229,11 @@ static struct pd_pq_node *parse_expr(struct parser *p, int minprec)
 				while (j < p->len && p->s[j] != ']' && p->s[j] != ':')
 					j++;
 				if (j < p->len && p->s[j] == ':')
-					perr(p, p->tok.pos, "subqueries are not supported by profd");
+					perr(p, p->tok.pos,
+					     "subqueries are not supported by profd");
 				else
-					perr(p, lhs->pos, "ranges only allowed for vector selectors");
+					perr(p, lhs->pos,
+					     "ranges only allowed for vector selectors");
 				goto fail;
 			}
 			break;
@@ -1067,7 +1248,8 @@ static struct pd_pq_node *parse_expr(struct parser *p, int minprec)
 		next(p);
 		if (tok_is(p, "bool")) {
 			if (!is_comparison(op)) {
-				perr(p, p->tok.pos, "bool modifier can only be used on comparison operators");
+				perr(p, p->tok.pos,
+				     "bool modifier can only be used on comparison operators");
 				goto fail;
 			}
 			n->ret_bool = 1;
@@ -1079,8 +1261,9 @@ static struct pd_pq_node *parse_expr(struct parser *p, int minprec)
 			if (parse_label_list(p, n, "grouping opts"))
 				goto fail;
 			if (tok_is(p, "group_left") || tok_is(p, "group_right")) {
-				perr(p, p->tok.pos, "%.*s is not supported by profd: only one-to-one "
-				                    "vector matching is",
+				perr(p, p->tok.pos,
+				     "%.*s is not supported by profd: only one-to-one "
+				     "vector matching is",
 				     (int)p->tok.len, p->s + p->tok.pos);
 				goto fail;
 			}
@@ -1095,8 +1278,9 @@ static struct pd_pq_node *parse_expr(struct parser *p, int minprec)
 		enum pd_promql_type lt = n->lhs->type, rt = n->rhs->type;
 		if ((lt != PD_PROMQL_SCALAR && lt != PD_PROMQL_VECTOR) ||
 		    (rt != PD_PROMQL_SCALAR && rt != PD_PROMQL_VECTOR)) {
-			perr(p, n->pos, "binary expression must contain only scalar and instant vector "
-			                "types");
+			perr(p, n->pos,
+			     "binary expression must contain only scalar and instant vector "
+			     "types");
 			goto fail;
 		}
 		if (lt == PD_PROMQL_SCALAR && rt == PD_PROMQL_SCALAR && is_comparison(op) &&
@@ -1109,12 +1293,15 @@ static struct pd_pq_node *parse_expr(struct parser *p, int minprec)
 			goto fail;
 		}
 		if (is_setop(op) && (lt == PD_PROMQL_SCALAR || rt == PD_PROMQL_SCALAR)) {
-			perr(p, oppos, "set operator \"%s\" not allowed in binary scalar expression",
-			     op == PQ_OP_AND ? "and" : op == PQ_OP_OR ? "or" : "unless");
+			perr(p, oppos,
+			     "set operator \"%s\" not allowed in binary scalar expression",
+			     op == PQ_OP_AND  ? "and"
+			     : op == PQ_OP_OR ? "or"
+			                      : "unless");
 			goto fail;
 		}
 		n->type = lt == PD_PROMQL_SCALAR && rt == PD_PROMQL_SCALAR ? PD_PROMQL_SCALAR
-		                                                          : PD_PROMQL_VECTOR;
+		                                                           : PD_PROMQL_VECTOR;
 		lhs = n;
 		n = NULL;
 	}
@@ -1179,21 +1366,30 @@ enum pd_promql_type pd_promql_expr_type(const struct pd_promql_expr *e)
 const char *pd_promql_type_string(enum pd_promql_type t)
 {
 	switch (t) {
-	case PD_PROMQL_SCALAR: return "scalar";
-	case PD_PROMQL_VECTOR: return "vector";
-	case PD_PROMQL_MATRIX: return "matrix";
-	default: return "string";
+	case PD_PROMQL_SCALAR:
+		return "scalar";
+	case PD_PROMQL_VECTOR:
+		return "vector";
+	case PD_PROMQL_MATRIX:
+		return "matrix";
+	default:
+		return "string";
 	}
 }
 
 const char *pd_promql_errtype_string(enum pd_promql_errtype t)
 {
 	switch (t) {
-	case PD_PROMQL_ERR_BAD_DATA: return "bad_data";
-	case PD_PROMQL_ERR_EXECUTION: return "execution";
-	case PD_PROMQL_ERR_TIMEOUT: return "timeout";
-	case PD_PROMQL_ERR_INTERNAL: return "internal";
-	default: return "";
+	case PD_PROMQL_ERR_BAD_DATA:
+		return "bad_data";
+	case PD_PROMQL_ERR_EXECUTION:
+		return "execution";
+	case PD_PROMQL_ERR_TIMEOUT:
+		return "timeout";
+	case PD_PROMQL_ERR_INTERNAL:
+		return "internal";
+	default:
+		return "";
 	}
 }
 
@@ -1201,8 +1397,8 @@ const char *pd_promql_errtype_string(enum pd_promql_errtype t)
 
 static const char *op_string(int op)
 {
-	static const char *const s[] = {"", "+", "-", "*", "/", "%", "^", "atan2", "==", "!=",
-	                                "<", "<=", ">", ">=", "and", "or", "unless"};
+	static const char *const s[] = {"",   "+", "-",  "*", "/",  "%",   "^",  "atan2", "==",
+	                                "!=", "<", "<=", ">", ">=", "and", "or", "unless"};
 	return s[op];
 }
 
@@ -1229,8 +1425,9 @@ static int fmt_node(const struct pd_pq_node *n, struct pd_buf *b)
 	case PQ_SEL:
 		if ((rc = pd_labels_selector_format(n->sel, b)))
 			return rc;
-		if (n->range_ms && ((rc = pd_buf_append(b, "[", 1)) || (rc = fmt_dur(b, n->range_ms)) ||
-		                    (rc = pd_buf_append(b, "]", 1))))
+		if (n->range_ms &&
+		    ((rc = pd_buf_append(b, "[", 1)) || (rc = fmt_dur(b, n->range_ms)) ||
+		     (rc = pd_buf_append(b, "]", 1))))
 			return rc;
 		if (n->at == 1)
 			rc = pd_buf_printf(b, " @ %.3f", (double)n->at_ms / 1000);

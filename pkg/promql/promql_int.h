@@ -12,14 +12,35 @@
 /* Operators, by token. */
 enum pd_pq_op {
 	PQ_OP_NONE = 0,
-	PQ_OP_ADD, PQ_OP_SUB, PQ_OP_MUL, PQ_OP_DIV, PQ_OP_MOD, PQ_OP_POW, PQ_OP_ATAN2,
-	PQ_OP_EQL, PQ_OP_NEQ, PQ_OP_LSS, PQ_OP_LTE, PQ_OP_GTR, PQ_OP_GTE,
-	PQ_OP_AND, PQ_OP_OR, PQ_OP_UNLESS,
+	PQ_OP_ADD,
+	PQ_OP_SUB,
+	PQ_OP_MUL,
+	PQ_OP_DIV,
+	PQ_OP_MOD,
+	PQ_OP_POW,
+	PQ_OP_ATAN2,
+	PQ_OP_EQL,
+	PQ_OP_NEQ,
+	PQ_OP_LSS,
+	PQ_OP_LTE,
+	PQ_OP_GTR,
+	PQ_OP_GTE,
+	PQ_OP_AND,
+	PQ_OP_OR,
+	PQ_OP_UNLESS,
 };
 
 enum pd_pq_agg {
-	PQ_AGG_SUM = 0, PQ_AGG_AVG, PQ_AGG_MIN, PQ_AGG_MAX, PQ_AGG_COUNT, PQ_AGG_TOPK,
-	PQ_AGG_BOTTOMK, PQ_AGG_GROUP, PQ_AGG_STDDEV, PQ_AGG_STDVAR,
+	PQ_AGG_SUM = 0,
+	PQ_AGG_AVG,
+	PQ_AGG_MIN,
+	PQ_AGG_MAX,
+	PQ_AGG_COUNT,
+	PQ_AGG_TOPK,
+	PQ_AGG_BOTTOMK,
+	PQ_AGG_GROUP,
+	PQ_AGG_STDDEV,
+	PQ_AGG_STDVAR,
 };
 
 enum pd_pq_kind {
@@ -54,7 +75,7 @@ struct pd_pq_node {
 	struct pd_labels_selector *sel;
 	int64_t range_ms; /* 0: an instant selector */
 	int64_t offset_ms;
-	int at;           /* 0: none, 1: at_ms, 2: start(), 3: end() */
+	int at; /* 0: none, 1: at_ms, 2: start(), 3: end() */
 	int64_t at_ms;
 	struct pd_pq_series *series; /* read by the evaluator */
 	size_t nseries;
@@ -94,6 +115,6 @@ void pd_pq_node_free(struct pd_pq_node *n);
 
 /* Sets err to a failure of errtype t with a printf-style message; returns code. */
 int pd_pq_fail(struct pd_promql_err *err, enum pd_promql_errtype t, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -19,8 +19,8 @@ static struct pd_promql_memstore *store;
 static void pd_fuzz_bug(const char *what, const char *in, size_t len, const char *out,
                         const char *msg)
 {
-	fprintf(stderr, "fuzz_promql: BUG: %s\n  input:  %.*s\n  output: %s\n  error:  %s\n",
-	        what, (int)len, in, out ? out : "", msg ? msg : "");
+	fprintf(stderr, "fuzz_promql: BUG: %s\n  input:  %.*s\n  output: %s\n  error:  %s\n", what,
+	        (int)len, in, out ? out : "", msg ? msg : "");
 	abort();
 }
 
@@ -38,7 +38,8 @@ static void pd_fuzz_store(void)
 		if (pd_labels_parse(&ls, series[s], NULL, &err))
 			abort();
 		for (int64_t t = 0; t < 900; t += 15 + (int64_t)s)
-			pd_promql_memstore_add(store, ls, t * 1000 + (int64_t)s, (double)((t * 7 + (int64_t)s * 13) % 50) - 10);
+			pd_promql_memstore_add(store, ls, t * 1000 + (int64_t)s,
+			                       (double)((t * 7 + (int64_t)s * 13) % 50) - 10);
 		pd_labels_destroy(ls);
 	}
 }
@@ -85,7 +86,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		            err.err.msg);
 	}
 	if (pd_promql_expr_type(e1) != pd_promql_expr_type(e2))
-		pd_fuzz_bug("the printed query has another type", q, size, (const char *)b1.data, NULL);
+		pd_fuzz_bug("the printed query has another type", q, size, (const char *)b1.data,
+		            NULL);
 	if (pd_fuzz_format(e2, &b2))
 		goto out;
 	if (b1.len != b2.len || memcmp(b1.data, b2.data, b1.len))
@@ -94,8 +96,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	struct pd_promql_source src = pd_promql_memstore_source(store);
 	int calls = 0;
-	struct pd_promql_opts o = {.max_samples = 100000, .max_points = 30,
-	                           .interrupted = pd_fuzz_stop, .interrupted_ctx = &calls};
+	struct pd_promql_opts o = {.max_samples = 100000,
+	                           .max_points = 30,
+	                           .interrupted = pd_fuzz_stop,
+	                           .interrupted_ctx = &calls};
 	struct pd_promql_result *r = NULL;
 	if (!pd_promql_query_instant(&r, &src, q, size, 600000, &o, &err)) {
 		b1.len = 0;

@@ -57,13 +57,14 @@ static int gen(const char *path)
 	for (int j = 0; j < 2; j++)
 		for (int inst = 0; inst < 3; inst++) {
 			char series[128];
-			snprintf(series, sizeof series, "ctr{job=\"%s\",instance=\"h%d:80\"}", jobs[j],
-			         inst);
+			snprintf(series, sizeof series, "ctr{job=\"%s\",instance=\"h%d:80\"}",
+			         jobs[j], inst);
 			double v = (double)(next_rand() % 100);
 			for (int64_t t = GEN_BASE + inst * 1000; t < GEN_BASE + 3600000;
 			     t += 15000 + (int64_t)(next_rand() % 400)) {
 				/* a ten-minute gap in one series */
-				if (j == 1 && inst == 2 && t > GEN_BASE + 1200000 && t < GEN_BASE + 1800000)
+				if (j == 1 && inst == 2 && t > GEN_BASE + 1200000 &&
+				    t < GEN_BASE + 1800000)
 					continue;
 				if (next_rand() % 40 == 0)
 					v = (double)(next_rand() % 10); /* a reset */
@@ -76,8 +77,8 @@ static int gen(const char *path)
 	for (int j = 0; j < 2; j++)
 		for (int inst = 0; inst < 2; inst++) {
 			char series[128];
-			snprintf(series, sizeof series, "gauge{job=\"%s\",instance=\"h%d:80\"}", jobs[j],
-			         inst);
+			snprintf(series, sizeof series, "gauge{job=\"%s\",instance=\"h%d:80\"}",
+			         jobs[j], inst);
 			int k = 0;
 			for (int64_t t = GEN_BASE + 500; t < GEN_BASE + 3600000; t += 30000, k++) {
 				double v = ((double)(next_rand() % 20001) - 10000) / 8;
@@ -92,7 +93,8 @@ static int gen(const char *path)
 	for (int inst = 0; inst < 2; inst++) {
 		char series[128];
 		snprintf(series, sizeof series, "sparse{job=\"api\",instance=\"h%d:80\"}", inst);
-		for (int64_t t = GEN_BASE + 7000; t < GEN_BASE + 3600000; t += 420000 + inst * 60000)
+		for (int64_t t = GEN_BASE + 7000; t < GEN_BASE + 3600000;
+		     t += 420000 + inst * 60000)
 			write_sample(f, series, (double)(next_rand() % 1000), t);
 	}
 	fprintf(f, "# EOF\n");
@@ -144,8 +146,8 @@ static int64_t secs(const char *s)
 }
 
 /* Evaluates one query and prints its JSON on one line; non-zero on an error. */
-static int eval_one(const struct pd_promql_source *src, int instant, const char *t0,
-                    const char *t1, const char *step, const char *q)
+static int eval_one(const struct pd_promql_source *src, int instant, const char *t0, const char *t1,
+                    const char *step, const char *q)
 {
 	struct pd_promql_result *r = NULL;
 	struct pd_promql_err err = {0};
@@ -155,7 +157,8 @@ static int eval_one(const struct pd_promql_source *src, int instant, const char 
 	struct pd_buf b;
 	pd_buf_init(&b, 0);
 	if (rc) {
-		pd_buf_printf(&b, "{\"errorType\":\"%s\",\"error\":", pd_promql_errtype_string(err.type));
+		pd_buf_printf(
+		    &b, "{\"errorType\":\"%s\",\"error\":", pd_promql_errtype_string(err.type));
 		pd_buf_json_string(&b, err.err.msg);
 		pd_buf_append(&b, "}", 1);
 	} else {
@@ -171,7 +174,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "freeport")) {
 		int fd = socket(AF_INET, SOCK_STREAM, 0);
-		struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		struct sockaddr_in a = {.sin_family = AF_INET,
+		                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 		socklen_t l = sizeof a;
 		if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) ||
 		    getsockname(fd, (struct sockaddr *)&a, &l))

@@ -87,7 +87,8 @@ static const char *instant_opts(const char *q, int64_t t_ms, const struct pd_pro
 	struct pd_promql_err err = {0};
 	struct pd_buf b;
 	if (pd_promql_query_instant(&r, &src, q, strlen(q), t_ms, o, &err)) {
-		snprintf(out, sizeof out, "%s: %s", pd_promql_errtype_string(err.type), err.err.msg);
+		snprintf(out, sizeof out, "%s: %s", pd_promql_errtype_string(err.type),
+		         err.err.msg);
 		return out;
 	}
 	pd_buf_init(&b, 0);
@@ -208,7 +209,8 @@ static void test_parse_errors(void **state)
 	assert_string_equal(parse_err("{a=\"\"}", NULL),
 	                    "1:1: parse error: vector selector must contain at least one "
 	                    "non-empty matcher");
-	assert_string_equal(parse_err("\"abc", NULL), "1:1: parse error: unterminated quoted string \"");
+	assert_string_equal(parse_err("\"abc", NULL),
+	                    "1:1: parse error: unterminated quoted string \"");
 	assert_string_equal(parse_err("1 + 5x", NULL),
 	                    "1:5: parse error: bad number or duration syntax: \"5x\"");
 }
@@ -348,17 +350,20 @@ static void test_lookback(void **state)
 	assert_string_equal(instant("s", 99999), "{\"resultType\":\"vector\",\"result\":[]}");
 	/* the lookback delta is configurable */
 	struct pd_promql_opts o = {.lookback_ms = 60000};
-	assert_string_equal(instant_opts("s", 261000, &o), "{\"resultType\":\"vector\",\"result\":[]}");
+	assert_string_equal(instant_opts("s", 261000, &o),
+	                    "{\"resultType\":\"vector\",\"result\":[]}");
 	assert_non_null(strstr(instant_opts("s", 260000, &o), "\"8\""));
 	/* offset and a vector keeps the sample's name */
 	assert_close(value_of("s offset 100s", 250000), 7);
-	assert_string_equal(instant("s", 200000),
-	                    "{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"__name__\":\"s\","
-	                    "\"a\":\"1\"},\"value\":[200,\"8\"]}]}");
+	assert_string_equal(
+	    instant("s", 200000),
+	    "{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"__name__\":\"s\","
+	    "\"a\":\"1\"},\"value\":[200,\"8\"]}]}");
 	/* a range selector at the top gives a matrix of raw samples */
-	assert_string_equal(instant("s[5m]", 250000),
-	                    "{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"__name__\":\"s\","
-	                    "\"a\":\"1\"},\"values\":[[100,\"7\"],[200,\"8\"]]}]}");
+	assert_string_equal(
+	    instant("s[5m]", 250000),
+	    "{\"resultType\":\"matrix\",\"result\":[{\"metric\":{\"__name__\":\"s\","
+	    "\"a\":\"1\"},\"values\":[[100,\"7\"],[200,\"8\"]]}]}");
 }
 
 /* ---- aggregation ------------------------------------------------------------------ */
@@ -381,8 +386,9 @@ static void test_aggregation(void **state)
 	assert_close(value_of("min(x)", 10000), 1);
 	assert_close(value_of("max(x)", 10000), 30);
 	/* by and without, before or after the argument; __name__ goes */
-	const char *by = "{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"job\":\"a\"},"
-	                 "\"value\":[10,\"4\"]},{\"metric\":{\"job\":\"b\"},\"value\":[10,\"60\"]}]}";
+	const char *by =
+	    "{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"job\":\"a\"},"
+	    "\"value\":[10,\"4\"]},{\"metric\":{\"job\":\"b\"},\"value\":[10,\"60\"]}]}";
 	assert_string_equal(instant("sum by (job) (x)", 10000), by);
 	assert_string_equal(instant("sum(x) by (job)", 10000), by);
 	assert_string_equal(instant("sum without (inst) (x)", 10000), by);
@@ -393,17 +399,20 @@ static void test_aggregation(void **state)
 	assert_close(value_of("stddev(x{job=\"a\"})", 10000), 1);
 	assert_close(value_of("group(x)", 10000), 1);
 	/* topk keeps the series' labels, largest first */
-	assert_string_equal(instant("topk(2, x)", 10000),
-	                    "{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"__name__\":\"x\","
-	                    "\"inst\":\"3\",\"job\":\"b\"},\"value\":[10,\"30\"]},{\"metric\":{"
-	                    "\"__name__\":\"x\",\"inst\":\"2\",\"job\":\"b\"},\"value\":[10,"
-	                    "\"20\"]}]}");
-	assert_string_equal(instant("bottomk by (job) (1, x)", 10000),
-	                    "{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"__name__\":\"x\","
-	                    "\"inst\":\"1\",\"job\":\"a\"},\"value\":[10,\"1\"]},{\"metric\":{"
-	                    "\"__name__\":\"x\",\"inst\":\"1\",\"job\":\"b\"},\"value\":[10,"
-	                    "\"10\"]}]}");
-	assert_string_equal(instant("topk(0, x)", 10000), "{\"resultType\":\"vector\",\"result\":[]}");
+	assert_string_equal(
+	    instant("topk(2, x)", 10000),
+	    "{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"__name__\":\"x\","
+	    "\"inst\":\"3\",\"job\":\"b\"},\"value\":[10,\"30\"]},{\"metric\":{"
+	    "\"__name__\":\"x\",\"inst\":\"2\",\"job\":\"b\"},\"value\":[10,"
+	    "\"20\"]}]}");
+	assert_string_equal(
+	    instant("bottomk by (job) (1, x)", 10000),
+	    "{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"__name__\":\"x\","
+	    "\"inst\":\"1\",\"job\":\"a\"},\"value\":[10,\"1\"]},{\"metric\":{"
+	    "\"__name__\":\"x\",\"inst\":\"1\",\"job\":\"b\"},\"value\":[10,"
+	    "\"10\"]}]}");
+	assert_string_equal(instant("topk(0, x)", 10000),
+	                    "{\"resultType\":\"vector\",\"result\":[]}");
 	assert_string_equal(instant("topk(NaN, x)", 10000),
 	                    "execution: Scalar value nan overflows int64");
 }
@@ -415,10 +424,11 @@ static void test_topk_ties_nan(void **state)
 	add("t{i=\"b\"}", 10, 5);
 	add("t{i=\"d\"}", 10, NAN);
 	/* equal values: the series that come first (in label order) are kept */
-	assert_string_equal(instant("topk(2, t)", 10000),
-	                    "{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"__name__\":\"t\","
-	                    "\"i\":\"a\"},\"value\":[10,\"5\"]},{\"metric\":{\"__name__\":\"t\","
-	                    "\"i\":\"b\"},\"value\":[10,\"5\"]}]}");
+	assert_string_equal(
+	    instant("topk(2, t)", 10000),
+	    "{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"__name__\":\"t\","
+	    "\"i\":\"a\"},\"value\":[10,\"5\"]},{\"metric\":{\"__name__\":\"t\","
+	    "\"i\":\"b\"},\"value\":[10,\"5\"]}]}");
 	/* NaN ranks below every number, for topk and for bottomk */
 	assert_null(strstr(instant("topk(3, t)", 10000), "NaN"));
 	assert_null(strstr(instant("bottomk(3, t)", 10000), "NaN"));
@@ -469,11 +479,12 @@ static void test_operators(void **state)
 	                    "execution: multiple matches for labels: many-to-one matching must be "
 	                    "explicit (group_left/group_right)");
 	/* a filter keeps the name and the vector's value, also with the scalar left */
-	assert_string_equal(instant("15 < x", 10000),
-	                    "{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"__name__\":\"x\","
-	                    "\"inst\":\"2\",\"job\":\"b\"},\"value\":[10,\"20\"]},{\"metric\":{"
-	                    "\"__name__\":\"x\",\"inst\":\"3\",\"job\":\"b\"},\"value\":[10,"
-	                    "\"30\"]}]}");
+	assert_string_equal(
+	    instant("15 < x", 10000),
+	    "{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"__name__\":\"x\","
+	    "\"inst\":\"2\",\"job\":\"b\"},\"value\":[10,\"20\"]},{\"metric\":{"
+	    "\"__name__\":\"x\",\"inst\":\"3\",\"job\":\"b\"},\"value\":[10,"
+	    "\"30\"]}]}");
 	assert_close(value_of("count(x > bool 15)", 10000), 5);
 	assert_close(value_of("sum(x > bool 15)", 10000), 2);
 	assert_close(value_of("sum(x and y)", 10000), 31);
@@ -497,8 +508,8 @@ static void test_range_query(void **state)
 	struct pd_promql_err err = {0};
 	const char *q = "q * 2";
 	/* steps at start + k * step up to end */
-	assert_int_equal(pd_promql_query_range(&r, &src, q, strlen(q), 5000, 100000, 30000, NULL,
-	                                       &err), 0);
+	assert_int_equal(
+	    pd_promql_query_range(&r, &src, q, strlen(q), 5000, 100000, 30000, NULL, &err), 0);
 	assert_int_equal(pd_promql_result_type(r), PD_PROMQL_MATRIX);
 	assert_int_equal(pd_promql_result_len(r), 1);
 	const int64_t *t;
@@ -513,14 +524,17 @@ static void test_range_query(void **state)
 	pd_promql_result_destroy(r);
 	/* a scalar gives one series without labels */
 	q = "time()";
-	assert_int_equal(pd_promql_query_range(&r, &src, q, strlen(q), 0, 2000, 1000, NULL, &err), 0);
+	assert_int_equal(pd_promql_query_range(&r, &src, q, strlen(q), 0, 2000, 1000, NULL, &err),
+	                 0);
 	struct pd_buf b;
 	pd_buf_init(&b, 0);
 	assert_int_equal(pd_promql_result_json(r, &b), 0);
 	assert_int_equal(b.len, strlen("{\"resultType\":\"matrix\",\"result\":[{\"metric\":{},"
 	                               "\"values\":[[0,\"0\"],[1,\"1\"],[2,\"2\"]]}]}"));
-	assert_memory_equal(b.data, "{\"resultType\":\"matrix\",\"result\":[{\"metric\":{},"
-	                            "\"values\":[[0,\"0\"],[1,\"1\"],[2,\"2\"]]}]}", b.len);
+	assert_memory_equal(b.data,
+	                    "{\"resultType\":\"matrix\",\"result\":[{\"metric\":{},"
+	                    "\"values\":[[0,\"0\"],[1,\"1\"],[2,\"2\"]]}]}",
+	                    b.len);
 	pd_buf_fini(&b);
 	pd_promql_result_destroy(r);
 	/* range vectors and strings are refused; too many steps as well */
@@ -531,8 +545,9 @@ static void test_range_query(void **state)
 	                                 "query, must be Scalar or instant Vector");
 	assert_int_equal(err.type, PD_PROMQL_ERR_BAD_DATA);
 	q = "q";
-	assert_int_equal(pd_promql_query_range(&r, &src, q, strlen(q), 0, 11000000, 1000, NULL,
-	                                       &err), PD_EINVAL);
+	assert_int_equal(
+	    pd_promql_query_range(&r, &src, q, strlen(q), 0, 11000000, 1000, NULL, &err),
+	    PD_EINVAL);
 	assert_non_null(strstr(err.err.msg, "exceeded maximum resolution of 11000 points"));
 }
 
@@ -602,20 +617,20 @@ static void test_json_values(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_precedence),
-		cmocka_unit_test(test_parse_errors),
-		cmocka_unit_test(test_parse_limits),
-		cmocka_unit_test_setup_teardown(test_rate_extrapolation, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rate_resets, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rate_far_from_edges, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_over_time, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lookback, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_aggregation, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_topk_ties_nan, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_operators, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_range_query, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_json_values, setup, teardown),
+	    cmocka_unit_test(test_precedence),
+	    cmocka_unit_test(test_parse_errors),
+	    cmocka_unit_test(test_parse_limits),
+	    cmocka_unit_test_setup_teardown(test_rate_extrapolation, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rate_resets, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rate_far_from_edges, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_over_time, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lookback, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_aggregation, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_topk_ties_nan, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_operators, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_range_query, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_json_values, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
