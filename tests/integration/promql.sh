@@ -25,6 +25,7 @@ echo 'global: {}' >prometheus.yml
 port=$("$drv" freeport)
 prometheus --config.file=prometheus.yml --storage.tsdb.path=promdata \
 	--storage.tsdb.retention.time=100y --web.listen-address="127.0.0.1:$port" \
+	--enable-feature=promql-negative-offset \
 	>prometheus.log 2>&1 &
 prom_pid=$!
 base="http://127.0.0.1:$port"
