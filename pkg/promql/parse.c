@@ -315,6 +315,7 @@ static void next(struct parser *p)
 		size_t dl = lex_duration(s + i, n - i, &d, &bad);
 		if (dl && !(i + dl < n && is_ident_char((unsigned char)s[i + dl]))) {
 			t->type = bad ? T_BAD : T_DURATION;
+			t->op = bad ? 3 : 0; /* bad duration */
 			t->dur = d;
 			i += dl;
 			goto done;
@@ -448,6 +449,9 @@ static int unexpected(struct parser *p, const char *context)
 			return perr(p, t->pos, "unterminated quoted string %c", p->s[t->pos]);
 		if (t->op == 2)
 			return perr(p, t->pos, "bad number or duration syntax: \"%.*s\"",
+			            (int)(t->len > 40 ? 40 : t->len), p->s + t->pos);
+		if (t->op == 3)
+			return perr(p, t->pos, "not a valid duration string: \"%.*s\"",
 			            (int)(t->len > 40 ? 40 : t->len), p->s + t->pos);
 		return perr(p, t->pos, "unexpected character: '%c'", p->s[t->pos]);
 	}

@@ -211,6 +211,8 @@ static void test_parse_errors(void **state)
 	                    "non-empty matcher");
 	assert_string_equal(parse_err("\"abc", NULL),
 	                    "1:1: parse error: unterminated quoted string \"");
+	assert_string_equal(parse_err("x[1h1d]", NULL),
+	                    "1:3: parse error: not a valid duration string: \"1h1d\"");
 	assert_string_equal(parse_err("1 + 5x", NULL),
 	                    "1:5: parse error: bad number or duration syntax: \"5x\"");
 }
