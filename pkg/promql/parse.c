@@ -311,7 +311,7 @@ static void next(struct parser *p)
 	if (isdigit((unsigned char)c) ||
 	    (c == '.' && i + 1 < n && isdigit((unsigned char)s[i + 1]))) {
 		int bad;
-		int64_t d;
+		int64_t d = 0;
 		size_t dl = lex_duration(s + i, n - i, &d, &bad);
 		if (dl && !(i + dl < n && is_ident_char((unsigned char)s[i + dl]))) {
 			t->type = bad ? T_BAD : T_DURATION;
