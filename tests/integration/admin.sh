@@ -109,13 +109,13 @@ done
 code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT "$api/api/v1/admin/tsdb/snapshot")
 [ "$code" = 503 ] || fail "PUT snapshot without the flag gave $code"
 [ ! -e "$tmp/data/snapshots" ] || fail "a refused snapshot left $tmp/data/snapshots"
-curl -fsS "$api/api/v1/status/flags" | grep -q '"web.enable-admin-api":"false"' ||
+grep -q '"web.enable-admin-api":"false"' <<<"$(curl -fsS "$api/api/v1/status/flags")" ||
 	fail "/api/v1/status/flags does not list web.enable-admin-api=false"
 stop TERM
 
 # ---- with the flag
 start --web.enable-admin-api
-curl -fsS "$api/api/v1/status/flags" | grep -q '"web.enable-admin-api":"true"' ||
+grep -q '"web.enable-admin-api":"true"' <<<"$(curl -fsS "$api/api/v1/status/flags")" ||
 	fail "/api/v1/status/flags does not list web.enable-admin-api=true"
 wait_for 120 "fewer than 4 heap profiles of job goapp" stored 'heap{job="goapp"}' 4
 wait_for 120 "fewer than 4 heap profiles of job other" stored 'heap{job="other"}' 4
@@ -142,7 +142,7 @@ meta() {
 	curl -fsS -G "$api/api/v1/query" --data-urlencode 'query=heap{job="goapp"}' \
 		--data-urlencode "time=$at" --data-urlencode lookback=1ms --data-urlencode report=meta
 }
-meta | grep -q "$ts" || fail "query at $at does not find the profile at $ts: $(meta | head -c 300)"
+grep -q "$ts" <<<"$(meta)" || fail "query at $at does not find the profile at $ts: $(meta | head -c 300)"
 others=$(count 'heap{job="other"}')
 
 # delete every sample of job goapp there is now (no start, no end: all time)
@@ -164,7 +164,7 @@ check_deleted() {
 	curl -fsS -G "$api/api/v1/series" --data-urlencode 'match[]=heap{job="other"}' \
 		--data-urlencode "start=$(($(date +%s) - 600))" --data-urlencode "end=$before" >"$tmp/series.json"
 	grep -q '"job":"other"' "$tmp/series.json" || fail "series lost job other: $(cat "$tmp/series.json")"
-	if meta | grep -q "$ts"; then fail "query still returns the deleted profile at $ts"; fi
+	if grep -q "$ts" <<<"$(meta)"; then fail "query still returns the deleted profile at $ts"; fi
 }
 start --web.enable-admin-api
 check_deleted

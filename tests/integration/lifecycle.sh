@@ -104,7 +104,7 @@ grep -q '"web.enable-lifecycle":"false"' "$tmp/flags.json" && grep -q '"web.enab
 config 20s
 kill -HUP "$profd_pid"
 wait_for 60 "SIGHUP did not reload without --web.enable-lifecycle" grep -q 'configuration reloaded' "$log"
-curl -fsS "$api/api/v1/status/config" | grep -q 'scrape_interval: 20s' || fail "SIGHUP: the new configuration is not in use"
+grep -q 'scrape_interval: 20s' <<<"$(curl -fsS "$api/api/v1/status/config")" || fail "SIGHUP: the new configuration is not in use"
 push a
 [ "$code" = 200 ] || fail "a push with the defaults answered $code: $(cat "$tmp/push.json")"
 kill -TERM "$profd_pid"
@@ -117,10 +117,10 @@ push b
 config 25s
 expect POST /-/reload 200 ''
 grep -q 'configuration reloaded' "$log" || fail "no reload in the log after POST /-/reload"
-curl -fsS "$api/api/v1/status/config" | grep -q 'scrape_interval: 25s' || fail "/-/reload: the new configuration is not in use"
+grep -q 'scrape_interval: 25s' <<<"$(curl -fsS "$api/api/v1/status/config")" || fail "/-/reload: the new configuration is not in use"
 config 30s
 expect PUT /-/reload 200 ''
-curl -fsS "$api/api/v1/status/config" | grep -q 'scrape_interval: 30s' || fail "PUT /-/reload: the new configuration is not in use"
+grep -q 'scrape_interval: 30s' <<<"$(curl -fsS "$api/api/v1/status/config")" || fail "PUT /-/reload: the new configuration is not in use"
 call GET /-/quit
 [ "$code" = 405 ] || fail "GET /-/quit answered $code"
 kill -0 "$profd_pid" 2>/dev/null || fail "profd stopped after GET /-/quit"
@@ -132,15 +132,15 @@ grep -q 'msg="received a termination request via /-/quit, shutting down"' "$log"
 # 3. --no-web.enable-push: what was pushed before the quit is there; pushes are refused
 start nopush --no-web.enable-push
 for i in a b; do
-	series "heap{job=\"push\",instance=\"$i\"}" | grep -q "\"instance\":\"$i\"" ||
+	grep -q "\"instance\":\"$i\"" <<<"$(series "heap{job=\"push\",instance=\"$i\"}")" ||
 		fail "the profile pushed as instance $i is gone after the restart"
 done
 push c
 [ "$code" = 404 ] || fail "a push with --no-web.enable-push answered $code: $(cat "$tmp/push.json")"
 grep -qxF '{"status":"error","errorType":"not_found","error":"push receiver needs to be enabled with --web.enable-push"}' \
 	"$tmp/push.json" || fail "the refused push: $(cat "$tmp/push.json")"
-series 'heap{instance="c"}' | grep -qF '"data":[]' || fail "the refused push was stored"
-curl -fsS "$api/metrics" | grep -q '^profd_profiles_appended_total{source="push"} 0$' ||
+grep -qF '"data":[]' <<<"$(series 'heap{instance="c"}')" || fail "the refused push was stored"
+grep -q '^profd_profiles_appended_total{source="push"} 0$' <<<"$(curl -fsS "$api/metrics")" ||
 	fail "/metrics counts a refused push as appended"
 expect POST /-/quit 403 'Lifecycle API is not enabled.'
 kill -TERM "$profd_pid"
