@@ -197,6 +197,90 @@ void pd_pprof_format_value_in(int64_t value, const char *unit, const char *out_u
 /* Formats value*100/total as pprof does ("12.34%", "0.5%", "100%"). */
 void pd_pprof_format_percent(int64_t value, int64_t total, char *out, size_t size);
 
+/* ---- labels on samples (pprof's tags) ------------------------------------ */
+
+/* Longest -tagfocus/-tagignore value pd_pprof_tagfilter_parse accepts, in bytes. */
+#define PD_PPROF_DEFAULT_MAX_TAGFILTER_LEN 4096
+/* Most comma-separated regexes in one filter value. */
+#define PD_PPROF_DEFAULT_MAX_TAGFILTER_REGEXES 32
+
+/* One `go tool pprof -tagfocus/-tagignore` value, compiled. Immutable once parsed:
+ * any number of threads may match with it at once. */
+struct pd_pprof_tagfilter;
+
+/* Parses spec (len bytes) exactly as pprof's driver does: an optional `key=`
+ * (up to the first '='; an empty key means none), then either a numeric range
+ * (`32kb`, `:64kb`, `4mb:`, `12kb:64mb`, units as pprof's measurement package
+ * knows them; matched against numeric labels, of that key or of any key) or
+ * comma-separated regexes in Go's syntax (unanchored; with a key, any value of
+ * that key matching any regex; without, every regex must match some
+ * `key:value` of the sample's string labels). Ranges whose numbers overflow
+ * int64 (which make pprof panic) and specs over the limits above are refused.
+ * *out is owned by the caller (pd_pprof_tagfilter_destroy). On failure err says
+ * what was wrong, e.g. `error parsing regexp "(a" at offset 2: missing closing )`. */
+int pd_pprof_tagfilter_parse(struct pd_pprof_tagfilter **out, const char *spec, size_t len,
+			     struct pd_err *err);
+void pd_pprof_tagfilter_destroy(struct pd_pprof_tagfilter *f);
+
+/* Keeps the samples of p that every focus filter matches and no ignore filter
+ * matches (one focus and one ignore is pprof's -tagfocus/-tagignore; more are
+ * applied one after the other, as pprof run again on its own output). Numeric
+ * labels are compared in the unit pprof infers for their key from p. *out is new
+ * and owned by the caller; p is only read. *kept (may be NULL) receives how many
+ * samples were kept. */
+int pd_pprof_filter_tags(const struct pd_pprof_profile *p,
+			 const struct pd_pprof_tagfilter *const *focus, size_t nfocus,
+			 const struct pd_pprof_tagfilter *const *ignore, size_t nignore,
+			 struct pd_pprof_profile **out, size_t *kept, struct pd_err *err);
+
+struct pd_pprof_tag_value {
+	const char *name; /* a string label's value, or a numeric one as pprof prints it */
+	int64_t total;    /* sum of the sample type over samples carrying it */
+};
+
+struct pd_pprof_tag_key {
+	const char *key;
+	int64_t total; /* sum of the values' totals */
+	struct pd_pprof_tag_value *values; /* by descending |total|, then name */
+	size_t nvalues;
+};
+
+struct pd_pprof_tags {
+	struct pd_pprof_tag_key *keys; /* by key */
+	size_t nkeys;
+	int sample_index;
+	void *priv;
+};
+
+/* The report of `go tool pprof -tags`: for every label key of p's samples, each
+ * value with the sum of sample_index's values of the samples carrying it. Numeric
+ * values are named as pprof does, scaled to unit (pprof's -unit; NULL or "" means
+ * "minimum": a readable unit), e.g. "72kB". *out is owned by the caller
+ * (pd_pprof_tags_destroy) and does not borrow from p. */
+int pd_pprof_tags(const struct pd_pprof_profile *p, int sample_index, const char *unit,
+		  struct pd_pprof_tags **out, struct pd_err *err);
+void pd_pprof_tags_destroy(struct pd_pprof_tags *t);
+
+/* A profile split by the values of one label key, as `-tagfocus=key=^value$`
+ * selects them: a sample is in the group of each value it carries (string
+ * labels, and numeric ones named as pd_pprof_tags names them with unit
+ * "minimum"), or in the group without the label (value NULL). */
+struct pd_pprof_tag_group {
+	const char *value; /* NULL for the group of samples without the key */
+	struct pd_pprof_profile *profile;
+	size_t samples;
+};
+
+/* Splits p by key into *groups (n of them, malloc'd; free with
+ * pd_pprof_tag_groups_free), ordered by value with the group without the key
+ * last; groups with no sample are left out. At most max_values values are kept:
+ * those whose samples' |sample_index| sum is largest (0 means no limit);
+ * *dropped receives how many were left out. p is only read. */
+int pd_pprof_split_by_tag(const struct pd_pprof_profile *p, const char *key, int sample_index,
+			  size_t max_values, struct pd_pprof_tag_group **groups, size_t *n,
+			  size_t *dropped, struct pd_err *err);
+void pd_pprof_tag_groups_free(struct pd_pprof_tag_group *groups, size_t n);
+
 /* ---- comparing ------------------------------------------------------------ */
 
 /* 0 when a and b are the same profile: every field of profile.proto equal, ids

@@ -4,8 +4,11 @@
  * within the lookback), a merge of every matching profile in a range
  * (mode=merge, incremental and bounded by a count and a byte budget), or the
  * difference of two such sides (mode=diff, b - a as pprof's -diff_base=a), and
- * reports on the result: meta, top, flamegraph, or proto (the gzip pprof file
- * as a download). */
+ * reports on the result: meta, top, flamegraph, tags (the labels on samples, as
+ * go tool pprof -tags), or proto (the gzip pprof file as a download). tag_focus
+ * and tag_ignore keep the samples whose labels match, as go tool pprof's
+ * -tagfocus/-tagignore, before any report; group_by_sample_label splits the
+ * result by the values of one sample label and reports on each group. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,7 +106,7 @@ out:
 /* ---- loading profiles -------------------------------------------------------- */
 
 enum { MODE_SINGLE, MODE_MERGE, MODE_DIFF };
-enum { REPORT_META, REPORT_TOP, REPORT_FLAME, REPORT_PROTO };
+enum { REPORT_META, REPORT_TOP, REPORT_FLAME, REPORT_PROTO, REPORT_TAGS };
 
 /* One side of a query: a single profile or a merge. */
 struct side {
@@ -514,8 +517,10 @@ static double pct(int64_t v, int64_t total)
 	return total ? (double)v * 100.0 / (double)total : 0;
 }
 
+/* whole: the profile before tag filters, whose total pprof's percentages and node
+ * cut are relative to (p itself when there are none). */
 static void report_top(struct api_req *r, struct api_resp *w, const struct pd_pprof_profile *p,
-                       uint64_t limit, double nodefraction)
+                       const struct pd_pprof_profile *whole, uint64_t limit, double nodefraction)
 {
 	struct pd_pprof_top *t = NULL;
 	struct pd_err err = {0};
@@ -527,6 +532,8 @@ static void report_top(struct api_req *r, struct api_resp *w, const struct pd_pp
 		api_internal(w, "computing the top table failed", rc, &err);
 		return;
 	}
+	int64_t kept_total = t->total;
+	t->total = pd_pprof_total(whole, idx);
 	size_t all = t->nrows;
 	int64_t cutoff = 0;
 	if (nodefraction > 0)
@@ -540,6 +547,10 @@ static void report_top(struct api_req *r, struct api_resp *w, const struct pd_pp
 	ji64(w, t->sample_index);
 	jput(w, ",\"total\":");
 	ji64(w, t->total);
+	if (whole != p) {
+		jput(w, ",\"focusTotal\":");
+		ji64(w, kept_total);
+	}
 	jput(w, ",\"nodeCount\":");
 	ju64(w, all);
 	jput(w, ",\"dropped\":");
@@ -667,6 +678,204 @@ static void report_proto(struct api_resp *w, const struct side *sides, size_t ns
 		set_download(w, type, sides[0].merge ? "-merge" : "", sides[0].maxt);
 }
 
+static void report_tags(struct api_req *r, struct api_resp *w, const struct pd_pprof_profile *p)
+{
+	struct pd_pprof_tags *t = NULL;
+	struct pd_err err = {0};
+	int idx;
+	if (sample_index(r, w, p, &idx))
+		return;
+	const char *unit = api_param(r, "unit");
+	int rc = pd_pprof_tags(p, idx, unit, &t, &err);
+	if (rc) {
+		api_internal(w, "listing the sample labels failed", rc, &err);
+		return;
+	}
+	jput(w, "{\"sampleType\":");
+	jstr(w, pd_pprof_sample_type(p, (size_t)idx));
+	jput(w, ",\"unit\":");
+	jstr(w, pd_pprof_sample_unit(p, (size_t)idx));
+	jput(w, ",\"sampleIndex\":");
+	ji64(w, idx);
+	jput(w, ",\"keys\":[");
+	for (size_t i = 0; i < t->nkeys && !w->berr; i++) {
+		const struct pd_pprof_tag_key *k = &t->keys[i];
+		jput(w, i ? ",{\"key\":" : "{\"key\":");
+		jstr(w, k->key);
+		jput(w, ",\"total\":");
+		ji64(w, k->total);
+		jput(w, ",\"values\":[");
+		for (size_t j = 0; j < k->nvalues; j++) {
+			jput(w, j ? ",{\"value\":" : "{\"value\":");
+			jstr(w, k->values[j].name);
+			jput(w, ",\"total\":");
+			ji64(w, k->values[j].total);
+			jput(w, ",\"percent\":");
+			jdbl(w, pct(k->values[j].total, k->total));
+			jput(w, "}");
+		}
+		jput(w, "]}");
+	}
+	jput(w, "]}");
+	pd_pprof_tags_destroy(t);
+}
+
+/* ---- labels on samples: filters and groups ----------------------------------- */
+
+/* Most tag_focus or tag_ignore parameters one query may give. */
+#define MAX_TAG_FILTERS 16
+/* Default and largest number of groups group_by_sample_label returns. */
+#define DEFAULT_SAMPLE_GROUPS 50
+#define MAX_SAMPLE_GROUPS 1000
+
+struct tag_filters {
+	struct pd_pprof_tagfilter *focus[MAX_TAG_FILTERS], *ignore[MAX_TAG_FILTERS];
+	size_t nfocus, nignore;
+};
+
+static void tag_filters_fini(struct tag_filters *tf)
+{
+	for (size_t i = 0; i < tf->nfocus; i++)
+		pd_pprof_tagfilter_destroy(tf->focus[i]);
+	for (size_t i = 0; i < tf->nignore; i++)
+		pd_pprof_tagfilter_destroy(tf->ignore[i]);
+	memset(tf, 0, sizeof(*tf));
+}
+
+static int tag_filters_parse_one(struct api_req *r, struct api_resp *w, const char *name,
+                                 struct pd_pprof_tagfilter **out, size_t *n)
+{
+	const char **vals = NULL;
+	size_t nv = 0;
+	if (api_params(r, name, &vals, &nv)) {
+		api_error(w, 500, "internal", "out of memory");
+		return -1;
+	}
+	int ret = 0;
+	if (nv > MAX_TAG_FILTERS) {
+		api_bad_param(w, name, "given %zu times, over the limit of %d", nv, MAX_TAG_FILTERS);
+		ret = -1;
+	}
+	for (size_t i = 0; i < nv && !ret; i++) {
+		struct pd_err err = {0};
+		if (!*vals[i])
+			continue; /* an empty filter is no filter, as in pprof */
+		if (pd_pprof_tagfilter_parse(&out[*n], vals[i], strlen(vals[i]), &err)) {
+			api_bad_param(w, name, "%s", err.msg);
+			ret = -1;
+			break;
+		}
+		(*n)++;
+	}
+	free(vals);
+	return ret;
+}
+
+static int tag_filters_parse(struct api_req *r, struct api_resp *w, struct tag_filters *tf)
+{
+	memset(tf, 0, sizeof(*tf));
+	return tag_filters_parse_one(r, w, "tag_focus", tf->focus, &tf->nfocus) ||
+	               tag_filters_parse_one(r, w, "tag_ignore", tf->ignore, &tf->nignore)
+	           ? -1
+	           : 0;
+}
+
+/* Applies the filters to p into *out (NULL when there are none). */
+static int tag_filters_apply(struct api_resp *w, const struct tag_filters *tf,
+                             const struct pd_pprof_profile *p, struct pd_pprof_profile **out)
+{
+	struct pd_err err = {0};
+	*out = NULL;
+	if (!tf->nfocus && !tf->nignore)
+		return 0;
+	size_t kept = 0;
+	int rc = pd_pprof_filter_tags(p, (const struct pd_pprof_tagfilter *const *)tf->focus,
+	                              tf->nfocus,
+	                              (const struct pd_pprof_tagfilter *const *)tf->ignore,
+	                              tf->nignore, out, &kept, &err);
+	if (rc) {
+		api_internal(w, "filtering samples by label failed", rc, &err);
+		return -1;
+	}
+	if (kept == 0)
+		api_warn(w, "tag_focus and tag_ignore left no sample");
+	return 0;
+}
+
+static void one_report(struct api_req *r, struct api_resp *w, int report,
+                       const struct pd_pprof_profile *p, const struct pd_pprof_profile *whole,
+                       const struct side *sides, size_t nsides, uint64_t limit,
+                       double nodefraction, int64_t min_total)
+{
+	switch (report) {
+	case REPORT_META:
+		report_meta(w, p, sides, nsides);
+		break;
+	case REPORT_TOP:
+		report_top(r, w, p, whole, limit, nodefraction);
+		break;
+	case REPORT_FLAME:
+		report_flame(r, w, p, min_total);
+		break;
+	case REPORT_TAGS:
+		report_tags(r, w, p);
+		break;
+	case REPORT_PROTO:
+		report_proto(w, sides, nsides, p);
+		break;
+	}
+}
+
+/* group_by_sample_label: one report per value of the key, and one for the samples
+ * without it: {"label","groups":[{"value","sampleCount","total","report"}],
+ * "droppedGroups"}. */
+static void report_groups(struct api_req *r, struct api_resp *w, int report, const char *key,
+                          uint64_t max_groups, const struct pd_pprof_profile *p,
+                          const struct pd_pprof_profile *whole, const struct side *sides,
+                          size_t nsides, uint64_t limit, double nodefraction, int64_t min_total)
+{
+	struct pd_pprof_tag_group *g = NULL;
+	size_t n = 0, dropped = 0;
+	struct pd_err err = {0};
+	int idx;
+	if (sample_index(r, w, p, &idx))
+		return;
+	int rc = pd_pprof_split_by_tag(p, key, idx, (size_t)max_groups, &g, &n, &dropped, &err);
+	if (rc) {
+		api_internal(w, "grouping samples by label failed", rc, &err);
+		return;
+	}
+	if (dropped)
+		api_warn(w,
+		         "group_by_sample_label: %zu values of \"%s\" left out, beyond the %llu "
+		         "largest (sample_group_limit)",
+		         dropped, key, (unsigned long long)max_groups);
+	jput(w, "{\"label\":");
+	jstr(w, key);
+	jput(w, ",\"sampleType\":");
+	jstr(w, pd_pprof_sample_type(p, (size_t)idx));
+	jput(w, ",\"droppedGroups\":");
+	ju64(w, dropped);
+	jput(w, ",\"groups\":[");
+	for (size_t i = 0; i < n && !w->berr && !w->error_set; i++) {
+		jput(w, i ? ",{\"value\":" : "{\"value\":");
+		if (g[i].value)
+			jstr(w, g[i].value);
+		else
+			jput(w, "null");
+		jput(w, ",\"sampleCount\":");
+		ju64(w, g[i].samples);
+		jput(w, ",\"total\":");
+		ji64(w, pd_pprof_total(g[i].profile, idx));
+		jput(w, ",\"report\":");
+		one_report(r, w, report, g[i].profile, whole, sides, nsides, limit, nodefraction,
+		           min_total);
+		jput(w, "}");
+	}
+	jput(w, "]}");
+	pd_pprof_tag_groups_free(g, n);
+}
+
 /* ---- /api/v1/query --------------------------------------------------------------- */
 
 static int lookup(const char *v, const char *const *names, int n, int def)
@@ -682,15 +891,17 @@ static int lookup(const char *v, const char *const *names, int n, int def)
 void api_query(struct api_req *r, struct api_resp *w)
 {
 	static const char *const modes[] = {"single", "merge", "diff"};
-	static const char *const reports[] = {"meta", "top", "flamegraph", "proto"};
+	static const char *const reports[] = {"meta", "top", "flamegraph", "proto", "tags"};
 	struct pd_api_server *s = r->srv;
 	struct side sides[2];
-	struct pd_pprof_profile *diff = NULL;
+	struct pd_pprof_profile *diff = NULL, *focused = NULL;
+	struct tag_filters tf = {0};
 	memset(sides, 0, sizeof(sides));
 	size_t nsides = 0;
 	int mode = lookup(api_param(r, "mode"), modes, 3, MODE_SINGLE);
-	int report = lookup(api_param(r, "report"), reports, 4, REPORT_META);
-	uint64_t limit, maxp;
+	int report = lookup(api_param(r, "report"), reports, 5, REPORT_META);
+	const char *group_key = api_param(r, "group_by_sample_label");
+	uint64_t limit, maxp, max_groups;
 	int64_t min_total;
 	double nodefraction;
 	if (mode < 0) {
@@ -700,15 +911,36 @@ void api_query(struct api_req *r, struct api_resp *w)
 	}
 	if (report < 0) {
 		api_bad_param(w, "report",
-		              "unknown report \"%s\": use meta, top, flamegraph or proto",
+		              "unknown report \"%s\": use meta, top, flamegraph, tags or proto",
 		              api_param(r, "report"));
 		return;
 	}
 	if (api_uint_param(r, w, "limit", 0, &limit) ||
 	    api_double_param(r, w, "nodefraction", 0, 0, 1, &nodefraction) ||
 	    api_int_param(r, w, "min_total", 0, &min_total) ||
-	    api_uint_param(r, w, "max_profiles", s->o.max_merge_profiles, &maxp))
+	    api_uint_param(r, w, "max_profiles", s->o.max_merge_profiles, &maxp) ||
+	    api_uint_param(r, w, "sample_group_limit", DEFAULT_SAMPLE_GROUPS, &max_groups))
 		return;
+	if (max_groups == 0 || max_groups > MAX_SAMPLE_GROUPS) {
+		api_bad_param(w, "sample_group_limit", "must be between 1 and %d", MAX_SAMPLE_GROUPS);
+		return;
+	}
+	if (group_key && !*group_key)
+		group_key = NULL;
+	if (group_key && mode == MODE_DIFF) {
+		api_bad_param(w, "group_by_sample_label",
+		              "groups are made of one profile or a merge: use mode=single or merge");
+		return;
+	}
+	if (group_key && report == REPORT_PROTO) {
+		api_bad_param(w, "group_by_sample_label",
+		              "report=proto returns one file: use meta, top, flamegraph or tags, or "
+		              "tag_focus=%s=^value$ for one group's profile",
+		              group_key);
+		return;
+	}
+	if (tag_filters_parse(r, w, &tf))
+		goto out;
 	if (maxp == 0 || maxp > s->o.max_merge_profiles)
 		maxp = s->o.max_merge_profiles;
 	int64_t lookback = s->o.lookback_ms;
@@ -719,7 +951,8 @@ void api_query(struct api_req *r, struct api_resp *w)
 	s->m.c.queries[mode]++;
 	pthread_mutex_unlock(&s->m.mu);
 
-	int decode = report != REPORT_PROTO || mode != MODE_SINGLE;
+	int filtering = tf.nfocus || tf.nignore;
+	int decode = report != REPORT_PROTO || mode != MODE_SINGLE || filtering;
 	if (mode == MODE_DIFF) {
 		if (side_params(r, w, &sides[0], "a.", mode) ||
 		    side_params(r, w, &sides[1], "b.", mode))
@@ -768,21 +1001,25 @@ void api_query(struct api_req *r, struct api_resp *w)
 		}
 		p = diff;
 	}
-	switch (report) {
-	case REPORT_META:
-		report_meta(w, p, sides, nsides);
-		break;
-	case REPORT_TOP:
-		report_top(r, w, p, limit, nodefraction);
-		break;
-	case REPORT_FLAME:
-		report_flame(r, w, p, min_total);
-		break;
-	case REPORT_PROTO:
-		report_proto(w, sides, nsides, p);
-		break;
+	const struct pd_pprof_profile *whole = p;
+	if (tag_filters_apply(w, &tf, p, &focused))
+		goto out;
+	if (focused) {
+		p = focused;
+		/* the stored bytes are no longer the answer */
+		for (size_t i = 0; i < nsides; i++) {
+			free(sides[i].raw);
+			sides[i].raw = NULL;
+		}
 	}
+	if (group_key)
+		report_groups(r, w, report, group_key, max_groups, p, whole, sides, nsides, limit,
+		              nodefraction, min_total);
+	else
+		one_report(r, w, report, p, whole, sides, nsides, limit, nodefraction, min_total);
 out:
+	tag_filters_fini(&tf);
+	pd_pprof_destroy(focused);
 	pd_pprof_destroy(diff);
 	for (size_t i = 0; i < 2; i++)
 		side_fini(&sides[i]);

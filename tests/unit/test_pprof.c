@@ -462,6 +462,157 @@ static void test_format(void **state)
 	assert_string_equal(s, "1024kB");
 }
 
+/* ---- labels on samples --------------------------------------------------- */
+
+static size_t focus_count(struct pd_pprof_profile *p, const char *focus, const char *ignore)
+{
+	struct pd_pprof_tagfilter *f = NULL, *g = NULL;
+	struct pd_pprof_profile *out = NULL;
+	struct pd_err err = {0};
+	size_t kept = 0;
+	if (focus)
+		assert_int_equal(pd_pprof_tagfilter_parse(&f, focus, strlen(focus), &err), 0);
+	if (ignore)
+		assert_int_equal(pd_pprof_tagfilter_parse(&g, ignore, strlen(ignore), &err), 0);
+	const struct pd_pprof_tagfilter *const fs[] = {f}, *const gs[] = {g};
+	assert_int_equal(pd_pprof_filter_tags(p, fs, f != NULL, gs, g != NULL, &out, &kept, &err), 0);
+	assert_int_equal(pd_pprof_sample_count(out), kept);
+	pd_pprof_destroy(out);
+	pd_pprof_tagfilter_destroy(f);
+	pd_pprof_tagfilter_destroy(g);
+	return kept;
+}
+
+static void test_tag_filters(void **state)
+{
+	(void)state;
+	struct pd_pprof_profile *g = load(P("labels/goroutine.pb.gz"));
+	struct pd_pprof_profile *h = load(P("labels/heap.pb.gz"));
+	size_t n = pd_pprof_sample_count(g);
+	/* the generator parks one goroutine per label set: /api shards 1-3, /health,
+	 * /admin with tenant acme, and one with no labels */
+	size_t api = focus_count(g, "endpoint=/api", NULL);
+	assert_true(api >= 1);
+	assert_int_equal(focus_count(g, NULL, "endpoint=/api"), n - api);
+	assert_int_equal(focus_count(g, "endpoint=^/api$", NULL), api);
+	assert_int_equal(focus_count(g, "endpoint=^/ap$", NULL), 0);
+	/* bare regexes match key:value, all of them */
+	assert_int_equal(focus_count(g, "endpoint:/api", NULL), api);
+	assert_int_equal(focus_count(g, "endpoint:/api,tenant:acme", NULL), 0);
+	assert_true(focus_count(g, "tenant:acme", NULL) >= 1);
+	/* an empty key is no key; a key with an empty regex needs the key */
+	assert_int_equal(focus_count(g, "=endpoint:/api", NULL), api);
+	assert_int_equal(focus_count(g, "tenant=", NULL), focus_count(g, "tenant:", NULL));
+	/* a range on string labels matches nothing */
+	assert_int_equal(focus_count(g, "shard=1:3", NULL), 0);
+	/* numeric ranges on the heap's bytes label, in bytes and in kB */
+	size_t nh = pd_pprof_sample_count(h);
+	size_t big = focus_count(h, "bytes=1kb:", NULL), small = focus_count(h, "bytes=:1023b", NULL);
+	assert_true(big >= 1 && small >= 1);
+	assert_true(big + small <= nh);
+	assert_int_equal(focus_count(h, "bytes=1024b:", NULL), big);
+	/* as in pprof, a number without a unit never matches a label in bytes */
+	assert_int_equal(focus_count(h, "bytes=1024:", NULL), 0);
+	assert_int_equal(focus_count(h, "1kb:", NULL), big);
+	assert_int_equal(focus_count(h, NULL, "bytes=1kb:"), nh - big);
+	assert_int_equal(focus_count(h, "bytes=96b", NULL), focus_count(h, "bytes=96b:96", NULL));
+	assert_true(focus_count(h, "bytes=96b", NULL) >= 1);
+	/* mixed families are no range: a regex, which numeric labels never match */
+	assert_int_equal(focus_count(h, "bytes=1kb:2s", NULL), 0);
+	pd_pprof_destroy(g);
+	pd_pprof_destroy(h);
+}
+
+static void test_tag_filter_errors(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *msg;
+	} bad[] = {
+	    {"endpoint=(", "missing closing )"},
+	    {"a**", "invalid nested repetition operator"},
+	    {"bytes=99999999999999999999", "out of the int64 range"},
+	    {"bytes=1:99999999999999999999", "out of the int64 range"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct pd_pprof_tagfilter *f = NULL;
+		struct pd_err err = {0};
+		assert_int_not_equal(pd_pprof_tagfilter_parse(&f, bad[i].in, strlen(bad[i].in), &err), 0);
+		assert_null(f);
+		if (!strstr(err.msg, bad[i].msg))
+			fail_msg("%s: %s", bad[i].in, err.msg);
+	}
+	char many[200] = "k=a";
+	for (int i = 0; i < 40; i++)
+		strcat(many, ",a");
+	struct pd_pprof_tagfilter *f = NULL;
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_tagfilter_parse(&f, many, strlen(many), &err), PD_ETOOBIG);
+}
+
+static void test_tags_report(void **state)
+{
+	(void)state;
+	struct pd_pprof_profile *c = load(P("labels/cpu.pb.gz"));
+	struct pd_pprof_tags *t = NULL;
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_tags(c, 1, NULL, &t, &err), 0);
+	int64_t total = pd_pprof_total(c, 1), unlabelled = 0;
+	const struct pd_pprof_tag_key *ep = NULL;
+	for (size_t i = 0; i < t->nkeys; i++) {
+		if (i)
+			assert_true(strcmp(t->keys[i - 1].key, t->keys[i].key) < 0);
+		if (strcmp(t->keys[i].key, "endpoint") == 0)
+			ep = &t->keys[i];
+	}
+	assert_non_null(ep);
+	int64_t sum = 0;
+	for (size_t j = 0; j < ep->nvalues; j++) {
+		sum += ep->values[j].total;
+		if (j)
+			assert_true(ep->values[j - 1].total >= ep->values[j].total);
+	}
+	assert_int_equal(sum, ep->total);
+	/* endpoint plus the samples without it is the whole profile */
+	struct pd_pprof_tag_group *g = NULL;
+	size_t n = 0, dropped = 0;
+	assert_int_equal(pd_pprof_split_by_tag(c, "endpoint", 1, 0, &g, &n, &dropped, &err), 0);
+	assert_int_equal(n, ep->nvalues + 1);
+	assert_null(g[n - 1].value);
+	unlabelled = pd_pprof_total(g[n - 1].profile, 1);
+	assert_int_equal(ep->total + unlabelled, total);
+	for (size_t i = 0; i + 1 < n; i++)
+		for (size_t j = 0; j < ep->nvalues; j++)
+			if (strcmp(ep->values[j].name, g[i].value) == 0)
+				assert_int_equal(pd_pprof_total(g[i].profile, 1), ep->values[j].total);
+	pd_pprof_tag_groups_free(g, n);
+	/* the limit keeps the heaviest values */
+	assert_int_equal(pd_pprof_split_by_tag(c, "endpoint", 1, 1, &g, &n, &dropped, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(dropped, ep->nvalues - 1);
+	assert_string_equal(g[0].value, ep->values[0].name);
+	pd_pprof_tag_groups_free(g, n);
+	pd_pprof_tags_destroy(t);
+	/* numeric labels named as pprof names them */
+	struct pd_pprof_profile *h = load(P("labels/heap.pb.gz"));
+	assert_int_equal(pd_pprof_tags(h, 3, NULL, &t, &err), 0);
+	assert_int_equal(t->nkeys, 1);
+	assert_string_equal(t->keys[0].key, "bytes");
+	int found = 0;
+	for (size_t j = 0; j < t->keys[0].nvalues; j++)
+		found |= strcmp(t->keys[0].values[j].name, "72kB") == 0;
+	assert_true(found);
+	pd_pprof_tags_destroy(t);
+	assert_int_equal(pd_pprof_tags(h, 3, "bytes", &t, &err), 0);
+	found = 0;
+	for (size_t j = 0; j < t->keys[0].nvalues; j++)
+		found |= strcmp(t->keys[0].values[j].name, "73728B") == 0;
+	assert_true(found);
+	pd_pprof_tags_destroy(t);
+	pd_pprof_destroy(h);
+	pd_pprof_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -478,6 +629,9 @@ int main(void)
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_diff),
 		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_tag_filters),
+		cmocka_unit_test(test_tag_filter_errors),
+		cmocka_unit_test(test_tags_report),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
