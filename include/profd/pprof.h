@@ -219,7 +219,7 @@ struct pd_pprof_tagfilter;
  * *out is owned by the caller (pd_pprof_tagfilter_destroy). On failure err says
  * what was wrong, e.g. `error parsing regexp "(a" at offset 2: missing closing )`. */
 int pd_pprof_tagfilter_parse(struct pd_pprof_tagfilter **out, const char *spec, size_t len,
-			     struct pd_err *err);
+                             struct pd_err *err);
 void pd_pprof_tagfilter_destroy(struct pd_pprof_tagfilter *f);
 
 /* Keeps the samples of p that every focus filter matches and no ignore filter
@@ -229,9 +229,9 @@ void pd_pprof_tagfilter_destroy(struct pd_pprof_tagfilter *f);
  * and owned by the caller; p is only read. *kept (may be NULL) receives how many
  * samples were kept. */
 int pd_pprof_filter_tags(const struct pd_pprof_profile *p,
-			 const struct pd_pprof_tagfilter *const *focus, size_t nfocus,
-			 const struct pd_pprof_tagfilter *const *ignore, size_t nignore,
-			 struct pd_pprof_profile **out, size_t *kept, struct pd_err *err);
+                         const struct pd_pprof_tagfilter *const *focus, size_t nfocus,
+                         const struct pd_pprof_tagfilter *const *ignore, size_t nignore,
+                         struct pd_pprof_profile **out, size_t *kept, struct pd_err *err);
 
 struct pd_pprof_tag_value {
 	const char *name; /* a string label's value, or a numeric one as pprof prints it */
@@ -240,7 +240,7 @@ struct pd_pprof_tag_value {
 
 struct pd_pprof_tag_key {
 	const char *key;
-	int64_t total; /* sum of the values' totals */
+	int64_t total;                     /* sum of the values' totals */
 	struct pd_pprof_tag_value *values; /* by descending |total|, then name */
 	size_t nvalues;
 };
@@ -258,7 +258,7 @@ struct pd_pprof_tags {
  * "minimum": a readable unit), e.g. "72kB". *out is owned by the caller
  * (pd_pprof_tags_destroy) and does not borrow from p. */
 int pd_pprof_tags(const struct pd_pprof_profile *p, int sample_index, const char *unit,
-		  struct pd_pprof_tags **out, struct pd_err *err);
+                  struct pd_pprof_tags **out, struct pd_err *err);
 void pd_pprof_tags_destroy(struct pd_pprof_tags *t);
 
 /* A profile split by the values of one label key, as `-tagfocus=key=^value$`
@@ -277,8 +277,8 @@ struct pd_pprof_tag_group {
  * those whose samples' |sample_index| sum is largest (0 means no limit);
  * *dropped receives how many were left out. p is only read. */
 int pd_pprof_split_by_tag(const struct pd_pprof_profile *p, const char *key, int sample_index,
-			  size_t max_values, struct pd_pprof_tag_group **groups, size_t *n,
-			  size_t *dropped, struct pd_err *err);
+                          size_t max_values, struct pd_pprof_tag_group **groups, size_t *n,
+                          size_t *dropped, struct pd_err *err);
 void pd_pprof_tag_groups_free(struct pd_pprof_tag_group *groups, size_t n);
 
 /* ---- comparing ------------------------------------------------------------ */

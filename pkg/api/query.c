@@ -753,7 +753,8 @@ static int tag_filters_parse_one(struct api_req *r, struct api_resp *w, const ch
 	}
 	int ret = 0;
 	if (nv > MAX_TAG_FILTERS) {
-		api_bad_param(w, name, "given %zu times, over the limit of %d", nv, MAX_TAG_FILTERS);
+		api_bad_param(w, name, "given %zu times, over the limit of %d", nv,
+		              MAX_TAG_FILTERS);
 		ret = -1;
 	}
 	for (size_t i = 0; i < nv && !ret; i++) {
@@ -789,10 +790,9 @@ static int tag_filters_apply(struct api_resp *w, const struct tag_filters *tf,
 	if (!tf->nfocus && !tf->nignore)
 		return 0;
 	size_t kept = 0;
-	int rc = pd_pprof_filter_tags(p, (const struct pd_pprof_tagfilter *const *)tf->focus,
-	                              tf->nfocus,
-	                              (const struct pd_pprof_tagfilter *const *)tf->ignore,
-	                              tf->nignore, out, &kept, &err);
+	int rc = pd_pprof_filter_tags(
+	    p, (const struct pd_pprof_tagfilter *const *)tf->focus, tf->nfocus,
+	    (const struct pd_pprof_tagfilter *const *)tf->ignore, tf->nignore, out, &kept, &err);
 	if (rc) {
 		api_internal(w, "filtering samples by label failed", rc, &err);
 		return -1;
@@ -804,8 +804,8 @@ static int tag_filters_apply(struct api_resp *w, const struct tag_filters *tf,
 
 static void one_report(struct api_req *r, struct api_resp *w, int report,
                        const struct pd_pprof_profile *p, const struct pd_pprof_profile *whole,
-                       const struct side *sides, size_t nsides, uint64_t limit,
-                       double nodefraction, int64_t min_total)
+                       const struct side *sides, size_t nsides, uint64_t limit, double nodefraction,
+                       int64_t min_total)
 {
 	switch (report) {
 	case REPORT_META:
@@ -922,21 +922,24 @@ void api_query(struct api_req *r, struct api_resp *w)
 	    api_uint_param(r, w, "sample_group_limit", DEFAULT_SAMPLE_GROUPS, &max_groups))
 		return;
 	if (max_groups == 0 || max_groups > MAX_SAMPLE_GROUPS) {
-		api_bad_param(w, "sample_group_limit", "must be between 1 and %d", MAX_SAMPLE_GROUPS);
+		api_bad_param(w, "sample_group_limit", "must be between 1 and %d",
+		              MAX_SAMPLE_GROUPS);
 		return;
 	}
 	if (group_key && !*group_key)
 		group_key = NULL;
 	if (group_key && mode == MODE_DIFF) {
-		api_bad_param(w, "group_by_sample_label",
-		              "groups are made of one profile or a merge: use mode=single or merge");
+		api_bad_param(
+		    w, "group_by_sample_label",
+		    "groups are made of one profile or a merge: use mode=single or merge");
 		return;
 	}
 	if (group_key && report == REPORT_PROTO) {
-		api_bad_param(w, "group_by_sample_label",
-		              "report=proto returns one file: use meta, top, flamegraph or tags, or "
-		              "tag_focus=%s=^value$ for one group's profile",
-		              group_key);
+		api_bad_param(
+		    w, "group_by_sample_label",
+		    "report=proto returns one file: use meta, top, flamegraph or tags, or "
+		    "tag_focus=%s=^value$ for one group's profile",
+		    group_key);
 		return;
 	}
 	if (tag_filters_parse(r, w, &tf))

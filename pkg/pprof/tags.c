@@ -35,10 +35,8 @@ static const struct unit mem_units[] = {
     {"PB", {"pb", "pbyte", "petabyte"}, 1125899906842624.0},
 };
 static const struct unit time_units[] = {
-    {"ns", {"ns", "nanosecond"}, 1},
-    {"us", {"\xce\xbcs", "us", "microsecond"}, 1e3},
-    {"ms", {"ms", "millisecond"}, 1e6},
-    {"s", {"s", "sec", "second"}, 1e9},
+    {"ns", {"ns", "nanosecond"}, 1},    {"us", {"\xce\xbcs", "us", "microsecond"}, 1e3},
+    {"ms", {"ms", "millisecond"}, 1e6}, {"s", {"s", "sec", "second"}, 1e9},
     {"hrs", {"hour", "hr"}, 3600e9},
 };
 static const struct unit gcu_units[] = {
@@ -71,7 +69,10 @@ static const struct unit *sniff(const struct unit_type *ut, const char *unit)
 	return NULL;
 }
 
-static int is_auto(const char *u) { return strcmp(u, "minimum") == 0 || strcmp(u, "auto") == 0; }
+static int is_auto(const char *u)
+{
+	return strcmp(u, "minimum") == 0 || strcmp(u, "auto") == 0;
+}
 
 /* measurement.Scale: value in from, expressed in to; *out_unit is borrowed (from
  * the tables, or `to` itself). */
@@ -157,8 +158,14 @@ void pd_pprof_tagfilter_destroy(struct pd_pprof_tagfilter *f)
 	free(f);
 }
 
-static int is_digit(char c) { return c >= '0' && c <= '9'; }
-static int is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+static int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+static int is_alpha(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
 
 /* One match of ([+-]?[[:digit:]]+)([[:alpha:]]+)? at or after *pos in s[0..len):
  * the match [ms, me), the number [ms, ne) and the unit [ne, me). */
@@ -221,7 +228,7 @@ static int parse_range(struct pd_pprof_tagfilter *f, const char *s, size_t len, 
 	char u0[64];
 	if (parse_i64(s, m[0].ms, m[0].ne, &v))
 		return pd_err_set(err, PD_EINVAL, "the number \"%.*s\" is out of the int64 range",
-				  (int)(m[0].ne - m[0].ms), s + m[0].ms);
+		                  (int)(m[0].ne - m[0].ms), s + m[0].ms);
 	snprintf(u0, sizeof(u0), "%.*s", (int)(m[0].me - m[0].ne), s + m[0].ne);
 	if (m[0].me - m[0].ne >= sizeof(u0))
 		return 0; /* no unit is that long: as a regex */
@@ -250,7 +257,7 @@ static int parse_range(struct pd_pprof_tagfilter *f, const char *s, size_t len, 
 	int64_t v2;
 	if (parse_i64(s, m[1].ms, m[1].ne, &v2))
 		return pd_err_set(err, PD_EINVAL, "the number \"%.*s\" is out of the int64 range",
-				  (int)(m[1].ne - m[1].ms), s + m[1].ms);
+		                  (int)(m[1].ne - m[1].ms), s + m[1].ms);
 	char u1[64];
 	if (m[1].me - m[1].ne >= sizeof(u1))
 		return 0;
@@ -269,7 +276,7 @@ static int parse_range(struct pd_pprof_tagfilter *f, const char *s, size_t len, 
 /* Go's unanchored MatchString over pkg/labels' anchored regexes: ^(?s:.*)(?:re)(?s:.*)$
  * with re's own flags as Go's defaults leave them (s off). */
 static int compile_unanchored(struct pd_labels_regex **out, const char *re, size_t len,
-			      struct pd_err *err)
+                              struct pd_err *err)
 {
 	struct pd_labels_regex *check = NULL;
 	/* first as written, so that errors are Go's, at offsets in the user's regex */
@@ -291,12 +298,12 @@ static int compile_unanchored(struct pd_labels_regex **out, const char *re, size
 }
 
 int pd_pprof_tagfilter_parse(struct pd_pprof_tagfilter **out, const char *spec, size_t len,
-			     struct pd_err *err)
+                             struct pd_err *err)
 {
 	*out = NULL;
 	if (len > PD_PPROF_DEFAULT_MAX_TAGFILTER_LEN)
 		return pd_err_set(err, PD_ETOOBIG, "the filter is %zu bytes, over the limit of %d",
-				  len, PD_PPROF_DEFAULT_MAX_TAGFILTER_LEN);
+		                  len, PD_PPROF_DEFAULT_MAX_TAGFILTER_LEN);
 	if (memchr(spec, '\0', len))
 		return pd_err_set(err, PD_EINVAL, "the filter contains a NUL byte");
 	struct pd_pprof_tagfilter *f = calloc(1, sizeof(*f));
@@ -329,8 +336,10 @@ int pd_pprof_tagfilter_parse(struct pd_pprof_tagfilter **out, const char *spec, 
 	for (size_t i = 0; i < vlen; i++)
 		parts += v[i] == ',';
 	if (parts > PD_PPROF_DEFAULT_MAX_TAGFILTER_REGEXES) {
-		rc = pd_err_set(err, PD_ETOOBIG, "the filter has %zu comma-separated regexes, over "
-				"the limit of %d", parts, PD_PPROF_DEFAULT_MAX_TAGFILTER_REGEXES);
+		rc = pd_err_set(err, PD_ETOOBIG,
+		                "the filter has %zu comma-separated regexes, over "
+		                "the limit of %d",
+		                parts, PD_PPROF_DEFAULT_MAX_TAGFILTER_REGEXES);
 		goto fail;
 	}
 	f->rx = calloc(parts, sizeof(*f->rx));
@@ -373,10 +382,12 @@ static const char *numunit_of(const struct numunits *nu, const char *key)
 	return key;
 }
 
-static int is_num(const pb_label *l) { return !l->str && (l->num || l->num_unit); }
+static int is_num(const pb_label *l)
+{
+	return !l->str && (l->num || l->num_unit);
+}
 
-static int numunits_build(const struct pd_pprof_profile *p, struct numunits *nu,
-			  struct pd_err *err)
+static int numunits_build(const struct pd_pprof_profile *p, struct numunits *nu, struct pd_err *err)
 {
 	const pb_profile *pb = p->pb;
 	memset(nu, 0, sizeof(*nu));
@@ -398,7 +409,8 @@ static int numunits_build(const struct pd_pprof_profile *p, struct numunits *nu,
 					const char **nk = realloc(nu->key, cap * sizeof(*nk));
 					if (nk)
 						nu->key = nk;
-					const char **nv = nk ? realloc(nu->unit, cap * sizeof(*nv)) : NULL;
+					const char **nv =
+					    nk ? realloc(nu->unit, cap * sizeof(*nv)) : NULL;
 					if (!nv)
 						return pd_err_set(err, PD_ENOMEM, "out of memory");
 					nu->unit = nv;
@@ -414,9 +426,9 @@ static int numunits_build(const struct pd_pprof_profile *p, struct numunits *nu,
 	for (size_t j = 0; j < nu->n; j++)
 		if (!*nu->unit[j])
 			nu->unit[j] = strcmp(nu->key[j], "alignment") == 0 ||
-					      strcmp(nu->key[j], "request") == 0
-					  ? "bytes"
-					  : nu->key[j];
+			                      strcmp(nu->key[j], "request") == 0
+			                  ? "bytes"
+			                  : nu->key[j];
 	return 0;
 }
 
@@ -451,8 +463,8 @@ static int rx_match(const struct pd_labels_regex *rx, const char *s, size_t len)
 }
 
 static int filter_match(const struct pd_pprof_profile *p, const struct numunits *nu,
-			const struct pd_pprof_tagfilter *f, const pb_sample *s, char **scratch,
-			size_t *scap)
+                        const struct pd_pprof_tagfilter *f, const pb_sample *s, char **scratch,
+                        size_t *scap)
 {
 	if (f->is_range) {
 		for (size_t k = 0; k < s->n_label; k++) {
@@ -508,7 +520,8 @@ static int filter_match(const struct pd_pprof_profile *p, const struct numunits 
 
 /* A profile of the samples of p whose keep[i] is set. */
 static int build_subset(const struct pd_pprof_profile *p, struct pd_pprof_parts *parts,
-			const unsigned char *keep, struct pd_pprof_profile **out, struct pd_err *err)
+                        const unsigned char *keep, struct pd_pprof_profile **out,
+                        struct pd_err *err)
 {
 	struct pd_pprof_psample *all = parts->sample;
 	size_t nall = parts->nsample, k = 0;
@@ -529,9 +542,9 @@ static int build_subset(const struct pd_pprof_profile *p, struct pd_pprof_parts 
 }
 
 int pd_pprof_filter_tags(const struct pd_pprof_profile *p,
-			 const struct pd_pprof_tagfilter *const *focus, size_t nfocus,
-			 const struct pd_pprof_tagfilter *const *ignore, size_t nignore,
-			 struct pd_pprof_profile **out, size_t *kept, struct pd_err *err)
+                         const struct pd_pprof_tagfilter *const *focus, size_t nfocus,
+                         const struct pd_pprof_tagfilter *const *ignore, size_t nignore,
+                         struct pd_pprof_profile **out, size_t *kept, struct pd_err *err)
 {
 	const pb_profile *pb = p->pb;
 	struct numunits nu = {0};
@@ -600,9 +613,9 @@ static int value_cmp(const void *a, const void *b)
 }
 
 /* Every (key, value name) of every sample into an arena-backed array. */
-static int collect_entries(const struct pd_pprof_profile *p, const struct numunits *nu,
-			   int idx, const char *unit, const char *only_key, struct pd_arena *a,
-			   struct tag_entry **out, size_t *n, struct pd_err *err)
+static int collect_entries(const struct pd_pprof_profile *p, const struct numunits *nu, int idx,
+                           const char *unit, const char *only_key, struct pd_arena *a,
+                           struct tag_entry **out, size_t *n, struct pd_err *err)
 {
 	const pb_profile *pb = p->pb;
 	size_t total = 0, k = 0;
@@ -650,7 +663,7 @@ void pd_pprof_tags_destroy(struct pd_pprof_tags *t)
 }
 
 int pd_pprof_tags(const struct pd_pprof_profile *p, int sample_index, const char *unit,
-		  struct pd_pprof_tags **out, struct pd_err *err)
+                  struct pd_pprof_tags **out, struct pd_err *err)
 {
 	struct numunits nu = {0};
 	struct pd_pprof_tags *t = NULL;
@@ -748,8 +761,8 @@ static int vsum_name_cmp(const void *a, const void *b)
 }
 
 int pd_pprof_split_by_tag(const struct pd_pprof_profile *p, const char *key, int sample_index,
-			  size_t max_values, struct pd_pprof_tag_group **groups, size_t *n,
-			  size_t *dropped, struct pd_err *err)
+                          size_t max_values, struct pd_pprof_tag_group **groups, size_t *n,
+                          size_t *dropped, struct pd_err *err)
 {
 	const pb_profile *pb = p->pb;
 	struct numunits nu = {0};

@@ -23,7 +23,8 @@ static void bug(const char *what, const uint8_t *in, size_t n)
 
 static void load(void)
 {
-	static const char *const files[] = {"/profiles/labels/cpu.pb.gz", "/profiles/labels/heap.pb.gz"};
+	static const char *const files[] = {"/profiles/labels/cpu.pb.gz",
+	                                    "/profiles/labels/heap.pb.gz"};
 	for (size_t i = 0; i < 2; i++) {
 		char path[1024];
 		struct pd_err err = {0};

@@ -475,7 +475,8 @@ static size_t focus_count(struct pd_pprof_profile *p, const char *focus, const c
 	if (ignore)
 		assert_int_equal(pd_pprof_tagfilter_parse(&g, ignore, strlen(ignore), &err), 0);
 	const struct pd_pprof_tagfilter *const fs[] = {f}, *const gs[] = {g};
-	assert_int_equal(pd_pprof_filter_tags(p, fs, f != NULL, gs, g != NULL, &out, &kept, &err), 0);
+	assert_int_equal(pd_pprof_filter_tags(p, fs, f != NULL, gs, g != NULL, &out, &kept, &err),
+	                 0);
 	assert_int_equal(pd_pprof_sample_count(out), kept);
 	pd_pprof_destroy(out);
 	pd_pprof_tagfilter_destroy(f);
@@ -507,7 +508,8 @@ static void test_tag_filters(void **state)
 	assert_int_equal(focus_count(g, "shard=1:3", NULL), 0);
 	/* numeric ranges on the heap's bytes label, in bytes and in kB */
 	size_t nh = pd_pprof_sample_count(h);
-	size_t big = focus_count(h, "bytes=1kb:", NULL), small = focus_count(h, "bytes=:1023b", NULL);
+	size_t big = focus_count(h, "bytes=1kb:", NULL),
+	       small = focus_count(h, "bytes=:1023b", NULL);
 	assert_true(big >= 1 && small >= 1);
 	assert_true(big + small <= nh);
 	assert_int_equal(focus_count(h, "bytes=1024b:", NULL), big);
@@ -537,7 +539,8 @@ static void test_tag_filter_errors(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct pd_pprof_tagfilter *f = NULL;
 		struct pd_err err = {0};
-		assert_int_not_equal(pd_pprof_tagfilter_parse(&f, bad[i].in, strlen(bad[i].in), &err), 0);
+		assert_int_not_equal(
+		    pd_pprof_tagfilter_parse(&f, bad[i].in, strlen(bad[i].in), &err), 0);
 		assert_null(f);
 		if (!strstr(err.msg, bad[i].msg))
 			fail_msg("%s: %s", bad[i].in, err.msg);
@@ -584,7 +587,8 @@ static void test_tags_report(void **state)
 	for (size_t i = 0; i + 1 < n; i++)
 		for (size_t j = 0; j < ep->nvalues; j++)
 			if (strcmp(ep->values[j].name, g[i].value) == 0)
-				assert_int_equal(pd_pprof_total(g[i].profile, 1), ep->values[j].total);
+				assert_int_equal(pd_pprof_total(g[i].profile, 1),
+				                 ep->values[j].total);
 	pd_pprof_tag_groups_free(g, n);
 	/* the limit keeps the heaviest values */
 	assert_int_equal(pd_pprof_split_by_tag(c, "endpoint", 1, 1, &g, &n, &dropped, &err), 0);
@@ -616,22 +620,22 @@ static void test_tags_report(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_decode_all),
-		cmocka_unit_test(test_roundtrip),
-		cmocka_unit_test(test_bad_inputs),
-		cmocka_unit_test(test_bad_bytes),
-		cmocka_unit_test(test_truncations_and_flips),
-		cmocka_unit_test(test_limits),
-		cmocka_unit_test(test_sample_index),
-		cmocka_unit_test(test_top_invariants),
-		cmocka_unit_test(test_top_recursion_inline),
-		cmocka_unit_test(test_flame),
-		cmocka_unit_test(test_merge),
-		cmocka_unit_test(test_diff),
-		cmocka_unit_test(test_format),
-		cmocka_unit_test(test_tag_filters),
-		cmocka_unit_test(test_tag_filter_errors),
-		cmocka_unit_test(test_tags_report),
+	    cmocka_unit_test(test_decode_all),
+	    cmocka_unit_test(test_roundtrip),
+	    cmocka_unit_test(test_bad_inputs),
+	    cmocka_unit_test(test_bad_bytes),
+	    cmocka_unit_test(test_truncations_and_flips),
+	    cmocka_unit_test(test_limits),
+	    cmocka_unit_test(test_sample_index),
+	    cmocka_unit_test(test_top_invariants),
+	    cmocka_unit_test(test_top_recursion_inline),
+	    cmocka_unit_test(test_flame),
+	    cmocka_unit_test(test_merge),
+	    cmocka_unit_test(test_diff),
+	    cmocka_unit_test(test_format),
+	    cmocka_unit_test(test_tag_filters),
+	    cmocka_unit_test(test_tag_filter_errors),
+	    cmocka_unit_test(test_tags_report),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
