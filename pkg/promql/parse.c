@@ -1459,10 +1459,17 @@ static int fmt_node(const struct pd_pq_node *n, struct pd_buf *b)
 				rc = fmt_node(n->args[i], b);
 		}
 		return rc ? rc : pd_buf_append(b, ")", 1);
-	case PQ_NEG:
-		if ((rc = pd_buf_append(b, "-", 1)))
+	case PQ_NEG: {
+		/* a negated number or negation (kept apart by parentheses in the query) is
+		 * printed in parentheses, or reading it again would fold it into the number */
+		const struct pd_pq_node *in = n->lhs;
+		while (in->kind == PQ_PAREN)
+			in = in->lhs;
+		int wrap = in->kind == PQ_NUM || in->kind == PQ_NEG;
+		if ((rc = pd_buf_append(b, "-(", wrap ? 2 : 1)) || (rc = fmt_node(n->lhs, b)))
 			return rc;
-		return fmt_node(n->lhs, b);
+		return wrap ? pd_buf_append(b, ")", 1) : 0;
+	}
 	case PQ_PAREN:
 		return fmt_node(n->lhs, b);
 	case PQ_BIN:

@@ -144,6 +144,9 @@ static void test_precedence(void **state)
 	assert_string_equal(fmt("8 / 4 % 3 * 2"), "(((8 / 4) % 3) * 2)");
 	assert_string_equal(fmt("-2 ^ 2"), "-(2 ^ 2)");
 	assert_string_equal(fmt("-a * b"), "(-a * b)");
+	/* a negation kept apart from a number by parentheses stays apart when printed */
+	assert_string_equal(fmt("a - --(-2)"), "(a - -(-(-2)))");
+	assert_string_equal(fmt("--a"), "-(-a)");
 	assert_string_equal(fmt("a + b > bool c"), "((a + b) > bool c)");
 	assert_string_equal(fmt("a or b and c unless d"), "(a or ((b and c) unless d))");
 	assert_string_equal(fmt("a == b or c"), "((a == b) or c)");
