@@ -194,6 +194,45 @@ void pd_tsdb_result_destroy(struct pd_tsdb_result *r);
 int pd_tsdb_read(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t n, int64_t t,
 		 uint8_t **out, size_t *len, struct pd_err *err);
 
+/* ---- totals: profile values over time ---------------------------------------- */
+
+/* A sample type (pprof's ValueType) of a series' profiles. */
+struct pd_tsdb_sample_type {
+	char *type; /* "inuse_space" */
+	char *unit; /* "bytes" */
+};
+
+/* One series' profiles as numbers: for each profile in [mint, maxt] and each of the
+ * series' sample types, the sum of that type's values over the profile's samples
+ * (pd_pprof_sum), and the profile's duration_nanos. */
+struct pd_tsdb_totals {
+	struct pd_tsdb_label *labels; /* sorted */
+	size_t nlabels;
+	int64_t *ts; /* ascending timestamps in [mint, maxt] */
+	size_t nts;
+	int64_t *duration_nanos; /* per profile; 0 when the profile has none */
+	/* The sample types the series' profiles have in [mint, maxt], in order of first
+	 * appearance (a series whose profiles change types lists each type once). */
+	struct pd_tsdb_sample_type *types;
+	size_t ntypes;
+	int64_t *values;  /* values[k * nts + i]: total of types[k] in profile i */
+	uint8_t *present; /* present[k * nts + i]: 1 when profile i has types[k] */
+};
+
+struct pd_tsdb_totals_result {
+	struct pd_tsdb_totals *series; /* sorted by labels */
+	size_t nseries;
+	void *priv;
+};
+
+/* As pd_tsdb_select, with every profile's totals. A stored record that is not a
+ * profile (kept opaque) has no types: present is 0 for it everywhere. *out is owned
+ * by the caller (pd_tsdb_totals_result_destroy). limit > 0 caps the series. */
+int pd_tsdb_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm,
+			  int64_t mint, int64_t maxt, size_t limit,
+			  struct pd_tsdb_totals_result **out, struct pd_err *err);
+void pd_tsdb_totals_result_destroy(struct pd_tsdb_totals_result *r);
+
 /* Receives a series' merged profiles from pd_tsdb_merge: p (owned by the callee
  * from now on) sums `count` stored profiles, the first at first_t and the last at
  * last_t, whose records took `bytes` bytes decoded. Non-zero stops the merge. */

@@ -120,6 +120,18 @@ int64_t pd_pprof_total(const struct pd_pprof_profile *p, int idx)
 	return diff_total > 0 ? diff_total : total;
 }
 
+int64_t pd_pprof_sum(const struct pd_pprof_profile *p, int idx)
+{
+	const pb_profile *pb = p->pb;
+	int64_t sum = 0;
+	if (idx < 0 || (size_t)idx >= pb->n_sample_type)
+		return 0;
+	for (size_t i = 0; i < pb->n_sample; i++)
+		if ((size_t)idx < pb->sample[i]->n_value)
+			sum = pd_add64(sum, pb->sample[i]->value[idx]);
+	return sum;
+}
+
 int pd_pprof_encode(const struct pd_pprof_profile *p, int gzip, uint8_t **out, size_t *out_len,
 		    struct pd_err *err)
 {
