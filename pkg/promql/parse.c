@@ -353,8 +353,16 @@ static void next(struct parser *p)
 			i = j;
 			goto done;
 		}
-		char buf[128];
-		size_t l = j - i < sizeof buf - 1 ? j - i : sizeof buf - 1;
+		/* a long literal (up to the query's length limit) is read whole: cut short
+		 * it would be another number */
+		char small[128], *buf = small;
+		size_t l = j - i;
+		if (l >= sizeof small && !(buf = malloc(l + 1))) {
+			t->type = T_BAD;
+			t->op = 4; /* out of memory */
+			i = j;
+			goto done;
+		}
 		memcpy(buf, s + i, l);
 		buf[l] = '\0';
 		t->type = T_NUMBER;
@@ -362,6 +370,8 @@ static void next(struct parser *p)
 			t->num = (double)strtoull(buf, NULL, 16);
 		else
 			t->num = strtod(buf, NULL);
+		if (buf != small)
+			free(buf);
 		i = j;
 		goto done;
 	}
@@ -453,6 +463,8 @@ static int unexpected(struct parser *p, const char *context)
 		if (t->op == 3)
 			return perr(p, t->pos, "not a valid duration string: \"%.*s\"",
 			            (int)(t->len > 40 ? 40 : t->len), p->s + t->pos);
+		if (t->op == 4)
+			return perr(p, t->pos, "out of memory reading a number");
 		return perr(p, t->pos, "unexpected character: '%c'", p->s[t->pos]);
 	}
 	tok_desc(p, d, sizeof d);
@@ -1459,19 +1471,22 @@ static int fmt_node(const struct pd_pq_node *n, struct pd_buf *b)
 				rc = fmt_node(n->args[i], b);
 		}
 		return rc ? rc : pd_buf_append(b, ")", 1);
-	case PQ_NEG: {
-		/* a negated number or negation (kept apart by parentheses in the query) is
-		 * printed in parentheses, or reading it again would fold it into the number */
+	case PQ_NEG:
+	case PQ_PAREN: {
+		/* Parentheses the query had are printed where dropping them would change
+		 * the tree read back: around a number or a negation (a negation would be
+		 * folded into the number, and `(-a) ^ b` read as `-(a ^ b)`); elsewhere the
+		 * parentheses of binary expressions say enough. */
 		const struct pd_pq_node *in = n->lhs;
 		while (in->kind == PQ_PAREN)
 			in = in->lhs;
 		int wrap = in->kind == PQ_NUM || in->kind == PQ_NEG;
-		if ((rc = pd_buf_append(b, "-(", wrap ? 2 : 1)) || (rc = fmt_node(n->lhs, b)))
+		if (n->kind == PQ_NEG && (rc = pd_buf_append(b, "-", 1)))
+			return rc;
+		if ((wrap && (rc = pd_buf_append(b, "(", 1))) || (rc = fmt_node(in, b)))
 			return rc;
 		return wrap ? pd_buf_append(b, ")", 1) : 0;
 	}
-	case PQ_PAREN:
-		return fmt_node(n->lhs, b);
 	case PQ_BIN:
 		if ((rc = pd_buf_append(b, "(", 1)) || (rc = fmt_node(n->lhs, b)) ||
 		    (rc = pd_buf_printf(b, " %s ", op_string(n->op))))

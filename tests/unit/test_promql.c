@@ -147,6 +147,8 @@ static void test_precedence(void **state)
 	/* a negation kept apart from a number by parentheses stays apart when printed */
 	assert_string_equal(fmt("a - --(-2)"), "(a - -(-(-2)))");
 	assert_string_equal(fmt("--a"), "-(-a)");
+	assert_string_equal(fmt("(-a) ^ b"), "((-a) ^ b)");
+	assert_string_equal(fmt("-(a) ^ b"), "-(a ^ b)");
 	assert_string_equal(fmt("a + b > bool c"), "((a + b) > bool c)");
 	assert_string_equal(fmt("a or b and c unless d"), "(a or ((b and c) unless d))");
 	assert_string_equal(fmt("a == b or c"), "((a == b) or c)");
