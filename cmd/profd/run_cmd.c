@@ -41,6 +41,9 @@ struct run_flags {
 	const char *external_url; /* "": http://<hostname>:<port>/ */
 	const char *route_prefix; /* "": the external URL's path */
 	int enable_admin_api; /* the admin endpoints; off by default, as in Prometheus */
+	const char *query_timeout;     /* PromQL under /prometheus, as Prometheus's --query.* */
+	const char *query_max_samples;
+	const char *query_lookback_delta;
 };
 
 static void usage(FILE *f)
@@ -87,6 +90,12 @@ static void usage(FILE *f)
 		"  --web.enable-admin-api              enable the admin endpoints under\n"
 		"                                      /api/v1/admin/tsdb/ (delete series, clean\n"
 		"                                      tombstones, snapshots; default off)\n"
+		"  --query.timeout=DUR                 longest a PromQL query under /prometheus\n"
+		"                                      may run (default 2m)\n"
+		"  --query.max-samples=N               samples one such query may hold in memory\n"
+		"                                      (default 50000000)\n"
+		"  --query.lookback-delta=DUR          how far back an instant selector looks for\n"
+		"                                      a profile's total (default 5m)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 }
@@ -137,7 +146,7 @@ static int bool_flag(const char *a, size_t nl, const char *v, struct run_flags *
 static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
 	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
-				"256", "64", "10s", "1m", "", 0, 1, "", "", 0};
+				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m"};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -201,6 +210,12 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->external_url = v;
 		else if (IS("--web.route-prefix"))
 			f->route_prefix = v;
+		else if (IS("--query.timeout"))
+			f->query_timeout = v;
+		else if (IS("--query.max-samples"))
+			f->query_max_samples = v;
+		else if (IS("--query.lookback-delta"))
+			f->query_lookback_delta = v;
 		else {
 			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
@@ -472,6 +487,13 @@ int pd_cmd_run(int argc, char **argv)
 	    parse_timeout("--web.read-header-timeout", f.read_header_timeout, &header_timeout_ms) ||
 	    parse_timeout("--web.read-timeout", f.read_timeout, &read_timeout_ms))
 		return 2;
+	unsigned query_max_samples;
+	int64_t query_timeout_ms, query_lookback_ms;
+	if (parse_timeout("--query.timeout", f.query_timeout, &query_timeout_ms) ||
+	    parse_count("--query.max-samples", f.query_max_samples, 2000000000u,
+			&query_max_samples) ||
+	    parse_timeout("--query.lookback-delta", f.query_lookback_delta, &query_lookback_ms))
+		return 2;
 	/* as Prometheus: the external URL from the hostname and port unless given; the
 	 * route prefix from its path unless given */
 	char *external_url = NULL, *route_prefix = NULL;
@@ -546,13 +568,15 @@ int pd_cmd_run(int argc, char **argv)
 			    "web.max-connections", "web.max-connections-per-client",
 			    "web.read-header-timeout", "web.read-timeout", "web.config.file",
 			    "web.enable-lifecycle", "web.enable-push", "web.external-url",
-			    "web.route-prefix", "web.enable-admin-api"};
+			    "web.route-prefix", "web.enable-admin-api", "query.timeout",
+			    "query.max-samples", "query.lookback-delta"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
 			    f.read_header_timeout, f.read_timeout, f.web_config_file,
 			    f.enable_lifecycle ? "true" : "false", f.enable_push ? "true" : "false",
-			    external_url, route_prefix, f.enable_admin_api ? "true" : "false"};
+			    external_url, route_prefix, f.enable_admin_api ? "true" : "false",
+			    f.query_timeout, f.query_max_samples, f.query_lookback_delta};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -561,6 +585,9 @@ int pd_cmd_run(int argc, char **argv)
 	ao.read_header_timeout_ms = header_timeout_ms;
 	ao.read_timeout_ms = read_timeout_ms;
 	ao.web_config_file = f.web_config_file;
+	ao.query_timeout_ms = query_timeout_ms;
+	ao.query_max_samples = query_max_samples;
+	ao.query_lookback_ms = query_lookback_ms;
 	ao.db = d.db;
 	ao.scrape = d.scrape;
 	ao.discovery = d.disc;

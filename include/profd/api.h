@@ -44,6 +44,10 @@ struct pd_discovery_manager;
  * only /-/healthy, /-/ready and /metrics (docs/api.md, "Connections"). */
 #define PD_API_RESERVE_CONNECTIONS 8
 #define PD_API_DEFAULT_MAX_CONCURRENT_QUERIES 20 /* as Prometheus's query.max-concurrency */
+/* PromQL under /prometheus, as Prometheus's --query.* flags */
+#define PD_API_DEFAULT_QUERY_TIMEOUT_MS (2LL * 60 * 1000)   /* --query.timeout */
+#define PD_API_DEFAULT_QUERY_MAX_SAMPLES 50000000           /* --query.max-samples */
+#define PD_API_DEFAULT_QUERY_LOOKBACK_MS (5LL * 60 * 1000)  /* --query.lookback-delta */
 
 /* ---- the UI hook ------------------------------------------------------------ */
 
@@ -132,13 +136,42 @@ struct pd_api_opts {
 	unsigned max_connections_per_client; /* open at once from one IP address */
 	int64_t read_header_timeout_ms; /* accept (or the previous response) to end of headers */
 	int64_t read_timeout_ms;        /* accept (or the previous response) to end of body */
-	unsigned max_concurrent_queries; /* /api/v1/query and query_range running at once */
+	unsigned max_concurrent_queries; /* query and query_range (both APIs) running at once */
+	/* PromQL under /prometheus: the longest a query may run (a request's `timeout`
+	 * can only shorten it), the samples it may hold, and how far back an instant
+	 * selector looks for a sample. */
+	int64_t query_timeout_ms;
+	size_t query_max_samples;
+	int64_t query_lookback_ms;
 
 	/* --web.config.file (exporter-toolkit's format): TLS, basic auth, response
 	 * headers, a rate limit; read again for every connection and request. NULL or
 	 * "": none. A file that does not apply is a start error naming the field. */
 	const char *web_config_file;
 };
+
+/* ---- profile totals as Prometheus metrics (docs/api.md, "/prometheus") ---------- */
+
+/* Appends the metric name under which /prometheus serves the totals of one sample
+ * type of a profile type: `<profile_type>_<sample_type>_<unit>`, parts that are
+ * empty left out, every byte outside [a-zA-Z0-9_] replaced by `_`, and
+ * `_per_second` after it when per_second (the total divided by the profile's
+ * duration in seconds): ("heap", "inuse_space", "bytes") gives
+ * heap_inuse_space_bytes, ("profile", "cpu", "nanoseconds", 1)
+ * profile_cpu_nanoseconds_per_second. PD_ETOOBIG or PD_ENOMEM when b cannot
+ * grow. */
+int pd_api_prom_metric_name(struct pd_buf *b, const char *profile_type, const char *sample_type,
+                            const char *unit, int per_second);
+
+/* The store seen as PromQL series: fills *src with a source (promql.h) whose
+ * select gives, for every stored series (with a __name__) and each of its sample
+ * types, one series named as pd_api_prom_metric_name says with the stored
+ * series' other labels, whose samples are the totals of its profiles at their
+ * timestamps; for profiles with a duration, also the `_per_second` series.
+ * Matchers on __name__ choose among these names; the others go to the store.
+ * db is borrowed and must outlive the source. */
+struct pd_promql_source;
+void pd_api_prom_source(struct pd_tsdb *db, struct pd_promql_source *src);
 
 /* ---- running under a path (docs/configuration.md, docs/operating.md) ---------- */
 

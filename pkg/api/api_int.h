@@ -41,6 +41,13 @@ enum api_handler {
 	H_QUIT,
 	H_METRICS,
 	H_DEBUG_PPROF,
+	H_PROM_QUERY_RANGE,
+	H_PROM_QUERY,
+	H_PROM_SERIES,
+	H_PROM_LABELS,
+	H_PROM_LABEL_VALUES,
+	H_PROM_METADATA,
+	H_PROM_BUILDINFO,
 	H_UI,
 	H_OTHER,
 	API_NHANDLERS
@@ -358,6 +365,16 @@ void api_admin_snapshot(struct api_req *r, struct api_resp *w);
 void api_metrics(struct api_req *r, struct api_resp *w);
 /* /debug/pprof and everything under it (debug.c). */
 void api_debug_pprof(struct api_req *r, struct api_resp *w);
+
+/* The Prometheus-compatible API under /prometheus (prometheus.c): PromQL over
+ * the totals of stored profiles (promsource.c). */
+void api_prom_query(struct api_req *r, struct api_resp *w);
+void api_prom_query_range(struct api_req *r, struct api_resp *w);
+void api_prom_series(struct api_req *r, struct api_resp *w);
+void api_prom_labels(struct api_req *r, struct api_resp *w);
+void api_prom_label_values(struct api_req *r, struct api_resp *w);
+void api_prom_metadata(struct api_req *r, struct api_resp *w);
+void api_prom_buildinfo(struct api_req *r, struct api_resp *w);
 
 /* Records a finished request in the metrics. */
 void api_metrics_observe(struct pd_api_server *s, int handler, unsigned status, double seconds);

@@ -61,6 +61,13 @@ const char *const api_handler_names[API_NHANDLERS] = {
     "/-/quit",
     "/metrics",
     "/debug/pprof/",
+    "/prometheus/api/v1/query_range",
+    "/prometheus/api/v1/query",
+    "/prometheus/api/v1/series",
+    "/prometheus/api/v1/labels",
+    "/prometheus/api/v1/label/:name/values",
+    "/prometheus/api/v1/metadata",
+    "/prometheus/api/v1/status/buildinfo",
     "/",
     "other",
 };
@@ -130,14 +137,29 @@ static const struct route routes[] = {
     {"/-/quit", M_POST | M_PUT, H_QUIT, h_quit, BODY_NONE, 0, "POST, PUT"},
     {"/metrics", M_GET | M_HEAD, H_METRICS, api_metrics, BODY_NONE, 0, "GET, HEAD"},
     {"/debug/pprof", M_GET | M_HEAD, H_DEBUG_PPROF, api_debug_pprof, BODY_NONE, 0, "GET, HEAD"},
+    /* the Prometheus-compatible API (prometheus.c), with Prometheus's methods */
+    {"/prometheus/api/v1/query_range", M_GET | M_HEAD | M_POST, H_PROM_QUERY_RANGE,
+     api_prom_query_range, BODY_FORM, 1, "GET, HEAD, POST"},
+    {"/prometheus/api/v1/query", M_GET | M_HEAD | M_POST, H_PROM_QUERY, api_prom_query, BODY_FORM,
+     1, "GET, HEAD, POST"},
+    {"/prometheus/api/v1/series", M_GET | M_HEAD | M_POST, H_PROM_SERIES, api_prom_series,
+     BODY_FORM, 1, "GET, HEAD, POST"},
+    {"/prometheus/api/v1/labels", M_GET | M_HEAD | M_POST, H_PROM_LABELS, api_prom_labels,
+     BODY_FORM, 1, "GET, HEAD, POST"},
+    {"/prometheus/api/v1/label/", M_GET | M_HEAD, H_PROM_LABEL_VALUES, api_prom_label_values,
+     BODY_NONE, 1, "GET, HEAD"},
+    {"/prometheus/api/v1/metadata", M_GET | M_HEAD, H_PROM_METADATA, api_prom_metadata,
+     BODY_NONE, 1, "GET, HEAD"},
+    {"/prometheus/api/v1/status/buildinfo", M_GET | M_HEAD, H_PROM_BUILDINFO,
+     api_prom_buildinfo, BODY_NONE, 1, "GET, HEAD"},
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
 static int find_route(const char *path)
 {
 	for (size_t i = 0; i < NROUTES; i++) {
-		if (routes[i].handler == H_LABEL_VALUES) {
-			/* /api/v1/label/<name>/values */
+		if (routes[i].handler == H_LABEL_VALUES || routes[i].handler == H_PROM_LABEL_VALUES) {
+			/* [/prometheus]/api/v1/label/<name>/values */
 			size_t n = strlen(routes[i].path);
 			const char *rest = path + n;
 			if (strncmp(path, routes[i].path, n) != 0)
@@ -260,6 +282,12 @@ static const char index_html[] =
     "<li><a href=\"debug/pprof/\">/debug/pprof/</a>: profiles of profd itself</li>\n"
     "</ul>\n</body></html>\n";
 
+/* 1 for the paths whose errors are JSON: /api/... and /prometheus/api/... */
+static int json_api_path(const char *p)
+{
+	return strncmp(p, "/api/", 5) == 0 || strncmp(p, "/prometheus/api/", 16) == 0;
+}
+
 /* A path outside the route prefix P: / and P are redirected, the rest is 404. */
 static void serve_outside(struct api_req *r, struct api_resp *w)
 {
@@ -306,7 +334,7 @@ static void serve_other(struct api_req *r, struct api_resp *w)
 	}
 	/* the API's own prefixes never reach the UI: an unknown endpoint is a 404 */
 	int api_path = strncmp(r->path, "/api/", 5) == 0 || strncmp(r->path, "/-/", 3) == 0 ||
-		       strncmp(r->path, "/debug/", 7) == 0;
+		       strncmp(r->path, "/debug/", 7) == 0 || json_api_path(r->path);
 	if (s->o.ui && !api_path && (m == M_GET || m == M_HEAD)) {
 		struct pd_api_ui_response u = {0};
 		int rc = s->o.ui(s->o.ui_ctx, r->method, r->path, &u);
@@ -330,7 +358,7 @@ static void serve_other(struct api_req *r, struct api_resp *w)
 		jput(w, index_html);
 		return;
 	}
-	if (strncmp(r->path, "/api/", 5) == 0) {
+	if (json_api_path(r->path)) {
 		w->json = 1;
 		api_error(w, 404, "not_found", "unknown API endpoint %s", r->path);
 		return;
@@ -609,7 +637,12 @@ static enum MHD_Result process(struct api_req *r)
 		else if (frc)
 			api_error(&w, 500, "internal", "reading the form failed: out of memory");
 		if (!w.error_set) {
-			int gated = rt->handler == H_QUERY || rt->handler == H_QUERY_RANGE;
+			/* queries, and the /prometheus endpoints that read profile totals */
+			int gated = rt->handler == H_QUERY || rt->handler == H_QUERY_RANGE ||
+			            rt->handler == H_PROM_QUERY || rt->handler == H_PROM_QUERY_RANGE ||
+			            rt->handler == H_PROM_SERIES || rt->handler == H_PROM_LABELS ||
+			            rt->handler == H_PROM_LABEL_VALUES ||
+			            rt->handler == H_PROM_METADATA;
 			if (gated)
 				query_gate_enter(s);
 			rt->fn(r, &w);
@@ -668,7 +701,7 @@ static enum MHD_Result reject(struct api_req *r, unsigned status, const char *ty
 	struct api_resp w;
 	resp_init(&w, 0);
 	w.close_conn = 1;
-	if (strncmp(r->path, "/api/", 5) == 0) {
+	if (json_api_path(r->path)) {
 		w.json = 1;
 		api_error(&w, status, type, "%s", msg);
 		finish_json(r->srv, &w);
@@ -1245,6 +1278,9 @@ void pd_api_opts_init(struct pd_api_opts *o)
 	o->read_header_timeout_ms = PD_API_DEFAULT_READ_HEADER_TIMEOUT_MS;
 	o->read_timeout_ms = PD_API_DEFAULT_READ_TIMEOUT_MS;
 	o->max_concurrent_queries = PD_API_DEFAULT_MAX_CONCURRENT_QUERIES;
+	o->query_timeout_ms = PD_API_DEFAULT_QUERY_TIMEOUT_MS;
+	o->query_max_samples = PD_API_DEFAULT_QUERY_MAX_SAMPLES;
+	o->query_lookback_ms = PD_API_DEFAULT_QUERY_LOOKBACK_MS;
 }
 
 static void server_free(struct pd_api_server *s)
@@ -1300,6 +1336,9 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	DEF(read_header_timeout_ms);
 	DEF(read_timeout_ms);
 	DEF(max_concurrent_queries);
+	DEF(query_timeout_ms);
+	DEF(query_max_samples);
+	DEF(query_lookback_ms);
 #undef DEF
 	if (s->o.lookback_ms < 0)
 		s->o.lookback_ms = 0;
