@@ -45,9 +45,9 @@ struct pd_discovery_manager;
 #define PD_API_RESERVE_CONNECTIONS 8
 #define PD_API_DEFAULT_MAX_CONCURRENT_QUERIES 20 /* as Prometheus's query.max-concurrency */
 /* PromQL under /prometheus, as Prometheus's --query.* flags */
-#define PD_API_DEFAULT_QUERY_TIMEOUT_MS (2LL * 60 * 1000)   /* --query.timeout */
-#define PD_API_DEFAULT_QUERY_MAX_SAMPLES 50000000           /* --query.max-samples */
-#define PD_API_DEFAULT_QUERY_LOOKBACK_MS (5LL * 60 * 1000)  /* --query.lookback-delta */
+#define PD_API_DEFAULT_QUERY_TIMEOUT_MS (2LL * 60 * 1000)  /* --query.timeout */
+#define PD_API_DEFAULT_QUERY_MAX_SAMPLES 50000000          /* --query.max-samples */
+#define PD_API_DEFAULT_QUERY_LOOKBACK_MS (5LL * 60 * 1000) /* --query.lookback-delta */
 
 /* ---- the UI hook ------------------------------------------------------------ */
 

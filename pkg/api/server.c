@@ -148,17 +148,18 @@ static const struct route routes[] = {
      BODY_FORM, 1, "GET, HEAD, POST"},
     {"/prometheus/api/v1/label/", M_GET | M_HEAD, H_PROM_LABEL_VALUES, api_prom_label_values,
      BODY_NONE, 1, "GET, HEAD"},
-    {"/prometheus/api/v1/metadata", M_GET | M_HEAD, H_PROM_METADATA, api_prom_metadata,
+    {"/prometheus/api/v1/metadata", M_GET | M_HEAD, H_PROM_METADATA, api_prom_metadata, BODY_NONE,
+     1, "GET, HEAD"},
+    {"/prometheus/api/v1/status/buildinfo", M_GET | M_HEAD, H_PROM_BUILDINFO, api_prom_buildinfo,
      BODY_NONE, 1, "GET, HEAD"},
-    {"/prometheus/api/v1/status/buildinfo", M_GET | M_HEAD, H_PROM_BUILDINFO,
-     api_prom_buildinfo, BODY_NONE, 1, "GET, HEAD"},
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
 static int find_route(const char *path)
 {
 	for (size_t i = 0; i < NROUTES; i++) {
-		if (routes[i].handler == H_LABEL_VALUES || routes[i].handler == H_PROM_LABEL_VALUES) {
+		if (routes[i].handler == H_LABEL_VALUES ||
+		    routes[i].handler == H_PROM_LABEL_VALUES) {
 			/* [/prometheus]/api/v1/label/<name>/values */
 			size_t n = strlen(routes[i].path);
 			const char *rest = path + n;
@@ -638,11 +639,11 @@ static enum MHD_Result process(struct api_req *r)
 			api_error(&w, 500, "internal", "reading the form failed: out of memory");
 		if (!w.error_set) {
 			/* queries, and the /prometheus endpoints that read profile totals */
-			int gated = rt->handler == H_QUERY || rt->handler == H_QUERY_RANGE ||
-			            rt->handler == H_PROM_QUERY || rt->handler == H_PROM_QUERY_RANGE ||
-			            rt->handler == H_PROM_SERIES || rt->handler == H_PROM_LABELS ||
-			            rt->handler == H_PROM_LABEL_VALUES ||
-			            rt->handler == H_PROM_METADATA;
+			int gated =
+			    rt->handler == H_QUERY || rt->handler == H_QUERY_RANGE ||
+			    rt->handler == H_PROM_QUERY || rt->handler == H_PROM_QUERY_RANGE ||
+			    rt->handler == H_PROM_SERIES || rt->handler == H_PROM_LABELS ||
+			    rt->handler == H_PROM_LABEL_VALUES || rt->handler == H_PROM_METADATA;
 			if (gated)
 				query_gate_enter(s);
 			rt->fn(r, &w);
