@@ -7,6 +7,9 @@
 #   - kubernetes/profd.yaml: the profd.yml and targets.json of its ConfigMap, taken
 #     out of the manifest, with `profd check config` (the file_sd path pointed at the
 #     extracted targets.json); every document has apiVersion, kind and metadata.name;
+#   - grafana/: the data source is a Prometheus one at profd's /prometheus; the
+#     dashboard is JSON whose every query parses as PromQL (with promtool, as rules,
+#     when it is installed) and reads metrics of the demo's job;
 #   - systemd/profd.service: `systemd-analyze verify` when systemd-analyze is
 #     installed (with ExecStart pointed at the profd under test);
 #   - demo-go: go vet, go build, and the program serves every Go profile type (each
@@ -74,6 +77,35 @@ for k in ConfigMap PersistentVolumeClaim Deployment Service; do
 done
 for p in /-/ready /-/healthy; do grep -q "path: $p" "$ex/kubernetes/profd.yaml" || fail "kubernetes/profd.yaml: no probe on $p"; done
 echo "check: kubernetes/profd.yaml: $docs documents, its configuration valid"
+
+# grafana/: provisioning files and the dashboard
+grep -q '^    type: prometheus$' "$ex/grafana/datasource.yml" &&
+	grep -q '^    url: http://profd:10902/prometheus$' "$ex/grafana/datasource.yml" ||
+	fail "grafana/datasource.yml: not a Prometheus data source at http://profd:10902/prometheus"
+grep -q '^    type: file$' "$ex/grafana/dashboards.yml" || fail "grafana/dashboards.yml: no file provider"
+dash=$ex/grafana/dashboards/profd-demo.json
+command -v jq >/dev/null || fail "jq is needed to read grafana/dashboards/profd-demo.json"
+jq -e '.title and .uid and (.panels | length > 0)' "$dash" >/dev/null || fail "$dash: not a dashboard"
+# each query, with Grafana's variables given values, as a recording rule
+jq -r '.. | objects | select(has("expr")) | .expr' "$dash" |
+	sed -e 's/\$__rate_interval/1m/g' -e 's/\$instance/.+/g' >"$tmp/exprs"
+[ "$(wc -l <"$tmp/exprs")" -ge 4 ] || fail "$dash: fewer than 4 queries"
+grep -v 'job="demo"' "$tmp/exprs" && fail "$dash: a query not about the demo's job"
+if command -v promtool >/dev/null; then
+	{
+		echo 'groups:'
+		echo '  - name: dashboard'
+		echo '    rules:'
+		i=0
+		while IFS= read -r e; do
+			i=$((i + 1))
+			printf '      - record: dashboard_query_%d\n        expr: %s\n' "$i" "$(jq -Rn --arg e "$e" '$e')"
+		done <"$tmp/exprs"
+	} >"$tmp/dashboard-rules.yml"
+	promtool check rules "$tmp/dashboard-rules.yml" >"$tmp/promtool.out" 2>&1 ||
+		{ cat "$tmp/promtool.out"; fail "grafana/dashboards/profd-demo.json: a query promtool does not parse"; }
+fi
+echo "check: grafana/: $(wc -l <"$tmp/exprs") dashboard queries"
 
 if command -v systemd-analyze >/dev/null; then
 	sed "s#/usr/local/bin/profd#$profd#g" "$ex/systemd/profd.service" >"$tmp/profd.service"
