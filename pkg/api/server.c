@@ -274,6 +274,8 @@ static const char index_html[] =
     "<li>/api/v1/query?query=SELECTOR&amp;time=&amp;report=meta|top|flamegraph|proto: one "
     "profile, a merge (mode=merge) or a diff (mode=diff)</li>\n"
     "<li>POST /api/v1/profiles?labels=LABELS: push a profile</li>\n"
+    "<li>/prometheus/api/v1/query?query=PROMQL, /prometheus/api/v1/query_range: PromQL over "
+    "the totals of the profiles, as Prometheus's API (for Grafana and promtool)</li>\n"
     "<li><a href=\"api/v1/status/config\">/api/v1/status/config</a>, "
     "<a href=\"api/v1/status/flags\">/api/v1/status/flags</a>, "
     "<a href=\"api/v1/status/tsdb\">/api/v1/status/tsdb</a>, "
