@@ -7,5 +7,5 @@ if(TARGET pd_api AND TARGET pd_promql)
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/prom_api.sh $<TARGET_FILE:profd>
             $<TARGET_FILE:promql_eval> ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/examples
             ${PD_TESTDATA})
-  set_tests_properties(integration_prom_api PROPERTIES LABELS integration TIMEOUT 600)
+  set_tests_properties(integration_prom_api PROPERTIES LABELS integration TIMEOUT 900)
 endif()
