@@ -1,4 +1,4 @@
-// The one way the UI talks to profd: GET an /api/v1 endpoint and unwrap
+// The one way the UI talks to profd: GET an /api/v1 endpoint (or /prometheus/api/v1) and unwrap
 // Prometheus's envelope, or build the URL of a download. URLs are under the route
 // prefix the page was served with (base.js).
 
@@ -29,9 +29,13 @@ export function apiUrl(path, params = {}, base = BASE) {
 // Resolves to {data, warnings} of a successful answer; rejects with ApiError carrying
 // the API's own message (which names the bad parameter). signal: an AbortSignal.
 export async function apiGet(path, params = {}, signal) {
+  return getJson(apiUrl(path, params), signal);
+}
+
+async function getJson(url, signal) {
   let res;
   try {
-    res = await fetch(apiUrl(path, params), { signal, headers: { Accept: 'application/json' } });
+    res = await fetch(url, { signal, headers: { Accept: 'application/json' } });
   } catch (e) {
     if (e && e.name === 'AbortError') throw e;
     throw new ApiError(0, 'network', 'profd did not answer: ' + (e && e.message ? e.message : e));
@@ -47,4 +51,15 @@ export async function apiGet(path, params = {}, signal) {
       (body && body.error) || `profd answered ${res.status}`);
   }
   return { data: body.data, warnings: body.warnings || [] };
+}
+
+// The URL of profd's Prometheus-compatible endpoint: "/prometheus/api/v1/<path>?…"
+// (under base).
+export function promUrl(path, params = {}, base = BASE) {
+  return apiUrl(path, params, base + 'prometheus/');
+}
+
+// As apiGet, against the Prometheus-compatible endpoint (the values chart).
+export async function promGet(path, params = {}, signal) {
+  return getJson(promUrl(path, params), signal);
 }

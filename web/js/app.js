@@ -3,14 +3,18 @@
 // state (selector, range, live, zoom, the open profile and its view) lives in the URL.
 // encodeState/decodeState and the other pure helpers run in node.
 
-import { apiGet } from './api.js';
+import { apiGet, promGet } from './api.js';
 import { BASE, innerPath, pagePath, externalLink, pageExternalBase } from './base.js';
 import { formatTime } from './format.js';
 import {
   SelectorInput, RangeControls, resolveRange, parseDuration, formatDurationShort,
   rememberQuery, profileTypes, metricOf, closeSelector,
 } from './query.js';
-import { Timeline, escapeHtml, lowerBound, fitWindow } from './timeline.js';
+import { Timeline, escapeHtml, lowerBound, fitWindow, zoomWindow } from './timeline.js';
+import {
+  Chart, sampleChoices, defaultChoice, chartRequest, linesOf, profileSeriesOf, groupPointRequest,
+  withMetric,
+} from './chart.js';
 import { mountTargets } from './targets.js';
 import { mountStatus } from './status.js';
 
@@ -38,11 +42,15 @@ function decodeSide(p, prefix) {
 
 // The query page's state from location.search:
 // {query, range ('15m', or null for absolute), from, to (ms, absolute only), live,
-//  zoom ({from, to} or null), open (profile.js's req or null), view ({…})}.
+//  zoom ({from, to} or null), chart (the values chart's metric, '' for the default),
+//  group (the chart's group-by label, '' for none), tagFocus (the sample-label filter
+//  of the profiles opened, '' for none), open (profile.js's req or null), view ({…})}.
 export function decodeState(search) {
   const p = new URLSearchParams(search || '');
   const st = { query: p.get('query') || '', range: null, from: null, to: null, live: false,
-    zoom: null, open: null, view: {} };
+    zoom: null, chart: p.get('chart') || '', group: p.get('group') || '',
+    tagFocus: p.get('tag_focus') || '', open: null, view: {} };
+  if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(st.group)) st.group = '';
   const range = p.get('range');
   const from = int(p.get('from'));
   const to = int(p.get('to'));
@@ -96,6 +104,9 @@ export function encodeState(st) {
   else if (st.from != null && st.to != null) { out.push(['from', st.from]); out.push(['to', st.to]); }
   if (st.live && st.range) out.push(['live', '1']);
   if (st.zoom) out.push(['zoom', `${st.zoom.from}-${st.zoom.to}`]);
+  if (st.chart) out.push(['chart', st.chart]);
+  if (st.group) out.push(['group', st.group]);
+  if (st.tagFocus) out.push(['tag_focus', st.tagFocus]);
   const o = st.open;
   if (o) {
     out.push(['open', o.mode]);
@@ -387,14 +398,16 @@ class QueryPage {
         this.state.zoom = zoomed ? { from: f, to: t } : null;
         this.commitSoon();
       },
+      onWindow: (f, t) => { if (this.chart) this.chart.setWindow(f, t); },
     });
+    this.setupChart();
     this.openBar.addEventListener('click', (e) => {
       const b = e.target.closest('button[data-act]');
       if (b) this.openBarAction(b.dataset.act);
     });
     this.onKey = (e) => this.globalKey(e);
     document.addEventListener('keydown', this.onKey);
-    this.onTheme = () => this.timeline.redraw();
+    this.onTheme = () => { this.timeline.redraw(); this.chart.redraw(); };
     window.addEventListener('profd-theme', this.onTheme);
     this.timer = setInterval(() => {
       if (this.state.live && !document.hidden) this.load(true);
@@ -412,6 +425,7 @@ class QueryPage {
     window.removeEventListener('profd-theme', this.onTheme);
     if (this.abort) this.abort.abort();
     this.timeline.destroy();
+    this.chart.destroy();
     if (this.mounted) this.mounted.destroy();
     this.mounted = null;
   }
@@ -425,11 +439,13 @@ class QueryPage {
     const reload = prev.query !== st.query || prev.range !== st.range || prev.from !== st.from ||
       prev.to !== st.to || prev.live !== st.live;
     if (reload) this.load(false);
-    else if (JSON.stringify(prev.zoom) !== JSON.stringify(st.zoom)) {
+    else if (prev.chart !== st.chart || prev.group !== st.group) this.loadChart();
+    if (!reload && JSON.stringify(prev.zoom) !== JSON.stringify(st.zoom)) {
       this.fitZoom();
       this.timeline.setView(st.zoom ? st.zoom.from : this.resolved.from,
         st.zoom ? st.zoom.to : this.resolved.to, false);
     }
+    this.tagInput.value = st.tagFocus;
     this.renderOpen();
   }
 
@@ -471,7 +487,7 @@ class QueryPage {
     const changed = query !== this.state.query;
     this.state.query = query;
     this.state.zoom = null;
-    if (changed) { this.state.open = null; this.state.view = {}; }
+    if (changed) { this.state.open = null; this.state.view = {}; this.state.group = ''; }
     if (query) rememberQuery(query);
     this.commit(true);
     this.load(false);
@@ -529,6 +545,7 @@ class QueryPage {
     this.fitZoom();
     this.range.set(st, this.resolved);
     document.title = (st.query ? st.query + ' · ' : '') + 'profd';
+    this.chartSlot.hidden = true;
     if (!st.query.trim()) {
       this.series = [];
       this.setStatus('');
@@ -558,6 +575,7 @@ class QueryPage {
       this.timeline.setData(series, from, to, st.zoom ? st.zoom.from : null,
         st.zoom ? st.zoom.to : null);
       this.timeline.setPicks(picksOf(st.open, st.query), st.open && st.open.mode === 'merge');
+      this.loadChart(quiet);
       let n = 0;
       for (const s of series) n += s.timestamps.length;
       const warn = r.warnings.length
@@ -575,6 +593,157 @@ class QueryPage {
       }
       this.setStatus('');
     }
+  }
+
+  // ------------------------------------------------------------ the values chart
+
+  // The chart above the lanes, in the timeline's slot: its controls (sample type,
+  // group-by, sample-label filter) and the canvas.
+  setupChart() {
+    const slot = this.timeline.root.querySelector('.tl-chart');
+    this.chartSlot = slot;
+    slot.innerHTML = `
+      <div class="ch-toolbar">
+        <label>Values <select id="chart-sample" aria-label="The sample type the chart shows"></select></label>
+        <label>Group by <select id="chart-group" aria-label="Group the chart's lines by a label">
+          <option value="">nothing (a line per series)</option></select></label>
+        <label title="Open profiles with only the samples whose pprof labels match (go tool pprof -tagfocus); the chart's totals are of whole profiles">Sample labels
+          <input id="tag-focus" type="text" class="mono" placeholder="key=regex" spellcheck="false"
+                 aria-label="Sample-label filter of the profiles opened (tag_focus)"></label>
+        <span class="ch-status muted" aria-live="polite"></span>
+      </div>
+      <div id="chart" data-state="idle" data-series="0" data-points="0"></div>`;
+    this.chartSample = slot.querySelector('#chart-sample');
+    this.chartGroup = slot.querySelector('#chart-group');
+    this.tagInput = slot.querySelector('#tag-focus');
+    this.chartStatus = slot.querySelector('.ch-status');
+    this.tagInput.value = this.state.tagFocus;
+    this.chart = new Chart(slot.querySelector('#chart'), {
+      onPoint: (p, e) => this.chartPoint(p, e),
+      onBrush: (r) => this.chartBrush(r),
+      onCommand: (act) => this.timeline.command(act),
+      onZoom: (anchor, factor) => {
+        const tl = this.timeline;
+        tl.setView(...zoomWindow(tl.vf, tl.vt, anchor, factor, tl.from, tl.to), true);
+      },
+    });
+    this.chartSample.addEventListener('change', () => {
+      this.state.chart = this.chartSample.value;
+      this.commit(false);
+      this.loadChart();
+    });
+    this.chartGroup.addEventListener('change', () => {
+      this.state.group = this.chartGroup.value;
+      this.commit(false);
+      this.loadChart();
+    });
+    const applyTag = () => {
+      const v = this.tagInput.value.trim();
+      if (v === this.state.tagFocus) return;
+      this.state.tagFocus = v;
+      this.commit(false);
+      this.renderOpen();
+    };
+    this.tagInput.addEventListener('change', applyTag);
+    this.tagInput.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); applyTag(); } });
+  }
+
+  // Loads the chart's lines for the timeline's series (this.series): the sample types
+  // of their profile types, the one chosen, then its values over the range.
+  async loadChart(quiet = false) {
+    const st = this.state;
+    const series = this.series;
+    if (this.chartAbort) this.chartAbort.abort();
+    const ac = new AbortController();
+    this.chartAbort = ac;
+    if (!series.length) { this.chartSlot.hidden = true; return; }
+    this.chartSlot.hidden = false;
+    this.chart.resize();
+    const { from, to } = this.resolved;
+    if (!quiet) this.chart.setLoading();
+    this.chart.setWindow(this.timeline.vf, this.timeline.vt);
+    try {
+      const types = [...new Set(series.map((s) => s.labels.__name__))].sort();
+      const names = (await promGet('label/__name__/values', {}, ac.signal)).data || [];
+      if (ac !== this.chartAbort) return;
+      const choices = types.flatMap((t) => sampleChoices(t, names));
+      this.fillChartControls(types, choices, series);
+      const choice = choices.find((c) => c.metric === st.chart) ||
+        defaultChoice(choices.filter((c) => c.profileType === types[0]), this.samplePref);
+      if (!choice) {
+        this.chart.setEmpty('No values stored for ' + types.join(', ') + ' yet.');
+        return;
+      }
+      this.chartSample.value = choice.metric;
+      this.chartChoice = choice;
+      const req = chartRequest(st.query, choice.metric, from, to, this.chart.plotWidth(), st.group);
+      const r = await promGet(req.path, req.params, ac.signal);
+      if (ac !== this.chartAbort) return;
+      const lines = linesOf(r.data && r.data.result);
+      this.chart.setData(lines, { unit: choice.unit, perSecond: choice.perSecond, group: st.group,
+        metric: choice.metric, step: req.step });
+      this.chart.setWindow(this.timeline.vf, this.timeline.vt);
+      this.chartStatus.textContent = st.group
+        ? `${lines.length} group${lines.length === 1 ? '' : 's'} by ${st.group}, summed every ${req.params.step} s`
+        : `${lines.length} series`;
+    } catch (e) {
+      if (e && e.name === 'AbortError') return;
+      if (ac !== this.chartAbort) return;
+      this.chart.setError('No values: ' + (e && e.message ? e.message : String(e)));
+      this.chartStatus.textContent = '';
+    }
+  }
+
+  fillChartControls(types, choices, series) {
+    const st = this.state;
+    const sel = this.chartSample;
+    sel.replaceChildren();
+    for (const t of types) {
+      const g = document.createElement('optgroup');
+      g.label = t;
+      for (const c of choices.filter((x) => x.profileType === t)) {
+        const o = document.createElement('option');
+        o.value = c.metric;
+        o.textContent = `${t}: ${c.label.replace(/_/g, ' ')}`;
+        g.appendChild(o);
+      }
+      if (g.children.length) sel.appendChild(g);
+    }
+    sel.disabled = choices.length < 2;
+    const labels = new Set();
+    for (const s of series) for (const k of Object.keys(s.labels)) if (k !== '__name__') labels.add(k);
+    const gs = this.chartGroup;
+    while (gs.options.length > 1) gs.remove(1);
+    for (const k of [...labels].sort()) {
+      const o = document.createElement('option');
+      o.value = k;
+      o.textContent = k;
+      gs.appendChild(o);
+    }
+    gs.value = labels.has(st.group) ? st.group : '';
+  }
+
+  chartPoint(p, e) {
+    const c = this.chartChoice;
+    if (!c) return;
+    const st = this.state;
+    if (!st.group) {
+      const key = profileSeriesOf(this.chart.lines[p.line], c.profileType);
+      this.markClicked({ series: { key }, t: p.t }, e);
+      return;
+    }
+    const ts = this.timeline.series.map((s) => ({ labels: s.labels, ts: s.ts }));
+    const req = groupPointRequest(st.query, c.profileType, st.group, p.labels[st.group], ts, p.t);
+    if (req) this.open(req);
+  }
+
+  // A brush over the chart: a merge of the query's profiles of the chart's profile type.
+  chartBrush(r) {
+    const c = this.chartChoice;
+    if (!c) return;
+    const query = metricOf(this.state.query) === c.profileType ? this.state.query
+      : withMetric(this.state.query, c.profileType);
+    this.open({ mode: 'merge', query, start: r.start, end: r.end });
   }
 
   // Buttons that run a query: each profile type (all its series), or a selector.
@@ -789,7 +958,8 @@ class QueryPage {
     const st = this.state;
     this.renderOpenBar();
     this.timeline.setPicks(picksOf(st.open, st.query), st.open && st.open.mode === 'merge');
-    const key = JSON.stringify(st.open);
+    const req = st.open && st.tagFocus ? { ...st.open, tagFocus: st.tagFocus } : st.open;
+    const key = JSON.stringify(req);
     if (key === this.mountedKey) return;
     this.mountedKey = key;
     if (this.mounted) { this.mounted.destroy(); this.mounted = null; }
@@ -824,7 +994,7 @@ class QueryPage {
     };
     const opts = { sampleType: this.carrySample };
     this.carrySample = '';
-    this.mounted = mod.mountProfile(this.host, st.open, { ...st.view }, onView, opts);
+    this.mounted = mod.mountProfile(this.host, req, { ...st.view }, onView, opts);
   }
 
   globalKey(e) {

@@ -28,10 +28,12 @@ export function sideParams(side, fallbackQuery) {
 }
 
 // The /api/v1/query parameters of a profile view request (without report).
+// req.tagFocus (optional): the sample-label filter, as tag_focus.
 export function queryParams(req) {
   if (!req) return {};
+  const tf = req.tagFocus ? { tag_focus: req.tagFocus } : {};
   if (req.mode === 'diff') {
-    const p = { mode: 'diff' };
+    const p = { mode: 'diff', ...tf };
     if (req.query) p.query = req.query;
     for (const k of ['a', 'b']) {
       const s = req[k] || {};
@@ -45,8 +47,8 @@ export function queryParams(req) {
     }
     return p;
   }
-  if (req.mode === 'merge') return { mode: 'merge', query: req.query, start: secs(req.start), end: secs(req.end) };
-  return { mode: 'single', query: req.query, time: secs(req.time) };
+  if (req.mode === 'merge') return { mode: 'merge', query: req.query, start: secs(req.start), end: secs(req.end), ...tf };
+  return { mode: 'single', query: req.query, time: secs(req.time), ...tf };
 }
 
 // {__name__:"heap", job:"api"} → 'heap{job="api"}', as Prometheus prints series (values
@@ -114,6 +116,11 @@ export function describeRequest(req) {
     return { title: 'Merge', lines: [['query', req.query || ''], ['time', `${formatTime(req.start)} to ${formatTime(req.end)}`]] };
   }
   return { title: req.query || 'Profile', lines: [['time', formatTime(req.time)]] };
+}
+
+// The header's line for a sample-label filter, or none.
+function filterLines(req) {
+  return req && req.tagFocus ? [['samples', `with labels matching ${req.tagFocus}`]] : [];
 }
 
 // Header title and detail lines for a meta answer.
@@ -338,7 +345,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     title.textContent = d.title;
     title.title = d.title;
     details.textContent = '';
-    for (const [k, v] of d.lines) {
+    for (const [k, v] of d.lines.concat(filterLines(req))) {
       const dt = h('dt', {}, k);
       // a diff's sides carry the A and B of the timeline's picks
       const side = diff ? (k.startsWith('base') ? 'a' : k.startsWith('new') ? 'b' : '') : '';
@@ -388,7 +395,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
         let unit;
         if (diff) {
           const [ra, rb] = await Promise.all(['a', 'b'].map((k) =>
-            apiGet('query', { ...sideParams(req[k], req.query), report: 'flamegraph', sample_index: si }, signal)));
+            apiGet('query', { ...sideParams(req[k], req.query), tag_focus: req.tagFocus || undefined, report: 'flamegraph', sample_index: si }, signal)));
           addWarnings(ra.warnings.map((w) => 'base (a): ' + w));
           addWarnings(rb.warnings.map((w) => 'new (b): ' + w));
           tree = combineDiff(ra.data && ra.data.root, rb.data && rb.data.root);

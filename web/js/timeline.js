@@ -240,6 +240,8 @@ function cssVar(style, name, fallback) {
 //                             sel = {start, end, lane (index or null)}
 //   onRangeShift(sel)         a shift-drag selection (diff against the open merge)
 //   onView(from, to)          the visible window changed (zoom, pan)
+//   onWindow(from, to)        the visible window was set, by the user or by new data
+//                             (the values chart above the lanes follows it)
 export class Timeline {
   constructor(root, handlers = {}) {
     this.root = root;
@@ -279,6 +281,7 @@ export class Timeline {
           <button type="button" class="btn small" data-act="reset" title="Show the whole range (0)">Reset zoom</button>
         </span>
       </div>
+      <div class="tl-chart" hidden></div>
       <div class="tl-wrap" tabindex="0" role="application"
            aria-label="Timeline: click a mark to open a profile, drag to select a range; Enter opens the latest profile, arrow keys pan, + and - zoom, 0 resets">
         <canvas class="tl-canvas"></canvas>
@@ -423,6 +426,7 @@ export class Timeline {
       : '';
     this.root.querySelector('[data-act="reset"]').disabled = !zoomed;
     if (changed && emit && this.h.onView) this.h.onView(f, t, zoomed);
+    if (this.h.onWindow) this.h.onWindow(f, t);
     this.redraw();
   }
 

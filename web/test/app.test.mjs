@@ -19,21 +19,22 @@ import { formatSpan } from '../js/status.js';
 test('decodeState defaults', () => {
   const st = decodeState('');
   assert.deepEqual(st, { query: '', range: '1h', from: null, to: null, live: false, zoom: null,
-    open: null, view: {} });
+    chart: '', group: '', tagFocus: '', open: null, view: {} });
 });
 
 test('encodeState/decodeState round-trip every kind of state', () => {
   const states = [
     { query: 'heap{job="api"}', range: '15m', from: null, to: null, live: true,
-      zoom: { from: 1000, to: 2000 }, open: null, view: {} },
+      zoom: { from: 1000, to: 2000 }, chart: 'heap_inuse_space_bytes', group: 'instance',
+      tagFocus: 'endpoint=/api/.*', open: null, view: {} },
     { query: 'heap', range: null, from: 1700000000000, to: 1700003600000, live: false, zoom: null,
-      open: { mode: 'single', query: 'heap{instance="a:1", job="api"}', time: 1700000001234 },
+      chart: '', group: '', tagFocus: '', open: { mode: 'single', query: 'heap{instance="a:1", job="api"}', time: 1700000001234 },
       view: { sampleIndex: 'alloc_space', focus: 'main.run', search: 'json|http', sort: 'cum',
         filter: 'a&b=c', extra: 'x y' } },
     { query: 'allocs', range: '7d', from: null, to: null, live: false, zoom: null,
-      open: { mode: 'merge', query: 'allocs', start: 1, end: 2 }, view: {} },
+      chart: '', group: '', tagFocus: '', open: { mode: 'merge', query: 'allocs', start: 1, end: 2 }, view: {} },
     { query: 'heap', range: '1h', from: null, to: null, live: false, zoom: null,
-      open: { mode: 'diff', a: { query: 'heap{x="1"}', time: 5 }, b: { query: 'heap{x="2"}', start: 6, end: 9 } },
+      chart: '', group: 'job', tagFocus: 'a=b&c=#d', open: { mode: 'diff', a: { query: 'heap{x="1"}', time: 5 }, b: { query: 'heap{x="2"}', start: 6, end: 9 } },
       view: { sampleIndex: '0' } },
   ];
   for (const st of states) {
@@ -59,6 +60,8 @@ test('decodeState ignores bad values', () => {
   assert.equal(abs.range, null);
   assert.equal(abs.live, false); // live needs a relative range
   assert.equal(decodeState('?open=diff&a.sel=x&a.time=1').open, null);
+  assert.equal(decodeState('?group=a-b').group, ''); // not a label name
+  assert.equal(decodeState('?group=instance').group, 'instance');
 });
 
 test('diffRequest: the earlier profile is the base', () => {
@@ -295,10 +298,10 @@ test('encodeState/decodeState round-trip nasty selectors', () => {
   ];
   for (const q of sels) {
     const st = { query: q, range: '1h', from: null, to: null, live: false, zoom: null,
-      open: { mode: 'diff', a: { query: q, time: 1 }, b: { query: q + ' ', start: 2, end: 3 } },
+      chart: '', group: '', tagFocus: q, open: { mode: 'diff', a: { query: q, time: 1 }, b: { query: q + ' ', start: 2, end: 3 } },
       view: { search: q, filter: '+&=' } };
     const s = encodeState(st);
-    assert.ok(!/[&#+ ]/.test(s.replace(/&(?=[a-z.]+=)/g, '')), s); // only separators are raw
+    assert.ok(!/[&#+ ]/.test(s.replace(/&(?=[a-z._]+=)/g, '')), s); // only separators are raw
     assert.deepEqual(decodeState('?' + s), st, s);
     // the URL parser's percent-encoding (what location.search holds) changes nothing
     assert.deepEqual(decodeState(new URL('/?' + s, 'http://x').search), st, s);

@@ -19,6 +19,14 @@ test('queryParams: single, merge and diff, times in seconds', () => {
   assert.equal(d['b.time'], 2);
 });
 
+test('queryParams: the sample-label filter goes along as tag_focus in every mode', () => {
+  assert.deepEqual(queryParams({ mode: 'single', query: 'heap', time: 1000, tagFocus: 'endpoint=/api' }),
+    { mode: 'single', query: 'heap', time: 1, tag_focus: 'endpoint=/api' });
+  assert.equal(queryParams({ mode: 'merge', query: 'heap', start: 1000, end: 2000, tagFocus: 'x=1' }).tag_focus, 'x=1');
+  assert.equal(queryParams({ mode: 'diff', a: { query: 'q', time: 1 }, b: { query: 'q', time: 2 }, tagFocus: 'x' }).tag_focus, 'x');
+  assert.equal('tag_focus' in queryParams({ mode: 'single', query: 'heap', time: 1000, tagFocus: '' }), false);
+});
+
 test('sideParams: a diff side as a request of its own', () => {
   assert.deepEqual(sideParams({ query: 'heap', time: 1500 }), { mode: 'single', query: 'heap', time: 1.5 });
   assert.deepEqual(sideParams({ start: 1000, end: 2000 }, 'heap'), { mode: 'merge', query: 'heap', start: 1, end: 2 });
