@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/ui.sh: the web UI benchmark. Draws the timeline (web/js/timeline.js) and the
+# bench/ui.sh: the web UI benchmark. Draws the timeline (web/js/timeline.js), the values
+# chart (web/js/chart.js, beside the timeline of the same series) and the
 # flame graph (web/js/flame.js) in Debian's headless Chromium at 1280x800, driven
 # through bench/ui/harness.html, each beside the straightforward DOM drawing of the
 # same input in the same page: one SVG <rect> per timeline mark, one absolutely
@@ -14,7 +15,7 @@
 #   BENCH_RUNS=N          repetitions per figure (default 15; the slow references stop
 #                         after 12 s of repetitions, but never under 3)
 #   BENCH_SYNTH_NODES=N   nodes of the synthetic flame tree (default 100000)
-#   BENCH_UI_CASES=LIST   timeline, flame or both (default timeline,flame)
+#   BENCH_UI_CASES=LIST   timeline, chart, flame, comma-separated (default all three)
 #   CHROMIUM=PATH         the browser (default /usr/bin/chromium)
 #   PLAYWRIGHT_CORE=DIR   playwright-core (default tests/browser/node_modules/playwright-core)
 set -euo pipefail

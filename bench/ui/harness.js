@@ -1,8 +1,9 @@
 // bench/ui/harness.js: the measurements of bench/ui.sh, run in the page
 // bench/ui/harness.html. It drives the UI's own modules (web/js/timeline.js,
-// web/js/flame.js, served from web/ at /) with synthetic or real data, and the same
-// input drawn the straightforward DOM way (one SVG <rect> per timeline mark, one
-// absolutely positioned <div> per flame frame) as the reference. run.mjs calls the
+// web/js/chart.js, web/js/flame.js, served from web/ at /) with synthetic or real
+// data, and the same input drawn the straightforward DOM way (one SVG <rect> per
+// timeline mark, one SVG <polyline> per chart series, one absolutely positioned
+// <div> per flame frame) as the reference. run.mjs calls the
 // functions of window.bench and prints the tables.
 //
 // Every measurement is a `step`: work() runs inside a requestAnimationFrame
@@ -20,6 +21,7 @@
 // in the frame where the work happened.
 
 import { Timeline } from '/js/timeline.js';
+import { Chart } from '/js/chart.js';
 import {
   FlameView, layoutFlame, frameColor, fitLabel, compileMatcher, ROW_H,
 } from '/js/flame.js';
@@ -267,6 +269,120 @@ export async function timelineCase(lanes, marks, runs) {
   return strip(out);
 }
 
+// ------------------------------------------------------------------ values chart
+
+// The chart's lines for makeSeries' timestamps: a heap-like value per profile, a
+// random walk around each series' own level.
+function chartLines(series, seed = 3) {
+  const r = rng(seed);
+  return series.map((s, i) => {
+    const vs = new Array(s.timestamps.length);
+    let v = (1 + (i % 17)) * 64 * 1024 * 1024;
+    for (let j = 0; j < vs.length; j++) {
+      v = Math.max(1e6, v + (r() - 0.5) * 4 * 1024 * 1024);
+      vs[j] = v;
+    }
+    return { labels: { instance: s.labels.instance, job: 'bench' }, ts: s.timestamps, vs };
+  });
+}
+
+// The reference: the same lines as an SVG, one <polyline> per series with every
+// point (no decimation), over the same 170 px high plot.
+function svgChart(lines, vf, vt, top) {
+  const NS = 'http://www.w3.org/2000/svg';
+  const W = 1280;
+  const H = 170;
+  const k = (W - 2 * PAD_X) / (vt - vf);
+  const svg = document.createElementNS(NS, 'svg');
+  svg.setAttribute('width', W);
+  svg.setAttribute('height', H);
+  svg.style.display = 'block';
+  const colors = ['#2f6fd6', '#d6336c', '#2b8a3e', '#e8590c', '#7048e8', '#0c8599', '#c2255c', '#5c940d', '#1864ab', '#a61e4d'];
+  for (let i = 0; i < lines.length; i++) {
+    const { ts, vs } = lines[i];
+    const pts = new Array(ts.length);
+    for (let j = 0; j < ts.length; j++) {
+      pts[j] = (PAD_X + (ts[j] - vf) * k).toFixed(1) + ',' + (16 + (H - 22) * (1 - vs[j] / top)).toFixed(1);
+    }
+    const pl = document.createElementNS(NS, 'polyline');
+    pl.setAttribute('points', pts.join(' '));
+    pl.setAttribute('fill', 'none');
+    pl.setAttribute('stroke', colors[i % colors.length]);
+    pl.setAttribute('stroke-opacity', '0.6');
+    svg.append(pl);
+  }
+  return svg;
+}
+
+// One case of the values chart, lines x points at 1280 px, beside the timeline of the
+// same series (one lane per series, its marks) in the same page and run:
+//   first paint  Chart.setData + paint / Timeline.setData + paint / the SVG built
+//   pan step     the window (half the range) moved by 1% and painted
+//   repaint      paint() of an unchanged window (a hover)
+export async function chartCase(nLines, points, runs) {
+  const { series, from, to } = makeSeries(nLines, points, 5);
+  const lines = chartLines(series);
+  const out = { lines: nLines, points, total: nLines * points };
+  const span = Math.round((to - from) / 2);
+  const vf0 = from + Math.round(span / 2);
+  const d = Math.round(span / 100);
+
+  // the timeline of the same series
+  const tl = new Timeline(timelineHost(), {});
+  const tlPaint = () => { if (tl.frame) cancelAnimationFrame(tl.frame); tl.frame = 0; tl.paint(); };
+  await nextFrame();
+  const copy = () => series.map((s) => ({ labels: s.labels, timestamps: s.timestamps }));
+  out.tlFirstPaint = await repeat(() => { tl.setData(copy(), from, to, null, null); tlPaint(); },
+    { runs, before: () => tl.setLoading() });
+  tl.setView(vf0, vf0 + span, false);
+  tlPaint();
+  out.tlPan = await repeat((i) => {
+    const f = vf0 + (i % 2 === 0 ? d : 0);
+    tl.setView(f, f + span, false);
+    tlPaint();
+  }, { runs });
+  tl.destroy();
+
+  // the chart
+  clear();
+  const host = document.createElement('div');
+  host.id = 'chart';
+  stage.append(host);
+  const ch = new Chart(host, {});
+  const chPaint = () => { if (ch.frame) cancelAnimationFrame(ch.frame); ch.frame = 0; ch.paint(); };
+  await nextFrame();
+  ch.setWindow(from, to);
+  out.firstPaint = await repeat(() => {
+    ch.setData(lines.map((l) => ({ labels: l.labels, ts: l.ts, vs: l.vs })), { unit: 'bytes', metric: 'heap_inuse_space_bytes' });
+    chPaint();
+  }, { runs, before: () => ch.setLoading() });
+  ch.setWindow(vf0, vf0 + span);
+  chPaint();
+  out.pan = await repeat((i) => {
+    const f = vf0 + (i % 2 === 0 ? d : 0);
+    ch.setWindow(f, f + span);
+    chPaint();
+  }, { runs });
+  out.repaint = await repeat(() => chPaint(), { runs });
+  out.floor = await repeat(() => {}, { runs });
+  out.points = Number(host.dataset.points);
+  ch.destroy();
+  clear();
+
+  // the reference
+  let top = 0;
+  for (const l of lines) for (const v of l.vs) if (v > top) top = v;
+  let ref = null;
+  out.svgBuild = await repeat(() => {
+    ref = svgChart(lines, from, to, top);
+    stage.append(ref);
+    forceLayout(ref);
+  }, { runs, budgetMs: 12000, before: () => { if (ref) ref.remove(); ref = null; } });
+  if (ref) ref.remove();
+  clear();
+  return strip(out);
+}
+
 // ------------------------------------------------------------------ flame graph
 
 function countTree(root) {
@@ -501,5 +617,5 @@ export function info() {
   return { ua: navigator.userAgent, dpr: window.devicePixelRatio, w: innerWidth, h: innerHeight };
 }
 
-window.bench = { timelineCase, loadTree, makeSynth, flameCase, info };
+window.bench = { timelineCase, chartCase, loadTree, makeSynth, flameCase, info };
 window.benchReady = true;

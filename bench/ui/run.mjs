@@ -8,7 +8,7 @@
 // Environment: CHROMIUM (default /usr/bin/chromium), PLAYWRIGHT_CORE (the
 // playwright-core directory), BENCH_RUNS (repetitions per figure, default 15),
 // BENCH_SYNTH_NODES (the synthetic tree's size, default 100000), BENCH_UI_CASES
-// (`timeline`, `flame` or both, default both).
+// (`timeline`, `chart`, `flame`, comma-separated, default all three).
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,7 +24,7 @@ const pwDir = process.env.PLAYWRIGHT_CORE || path.join(here, '../../tests/browse
 const { chromium } = await import(pathToFileURL(path.join(pwDir, 'index.mjs')).href);
 const runs = Number(process.env.BENCH_RUNS || 15);
 const synthNodes = Number(process.env.BENCH_SYNTH_NODES || 100000);
-const cases = (process.env.BENCH_UI_CASES || 'timeline,flame').split(',');
+const cases = (process.env.BENCH_UI_CASES || 'timeline,chart,flame').split(',');
 
 // ------------------------------------------------------------------ static server
 
@@ -97,8 +97,28 @@ try {
     console.log('');
   }
 
+  if (cases.includes('chart')) {
+    console.log('2. Values chart (web/js/chart.js) against one SVG <polyline> per series, and the timeline of the same series, 1280 px wide\n');
+    head();
+    const notes = [];
+    for (const [lines, points] of [[10, 1000], [100, 1000], [1000, 1000]]) {
+      const r = await page.evaluate(([l, p, n]) => window.bench.chartCase(l, p, n), [lines, points, runs]);
+      const tag = `${lines.toLocaleString('en')}x${points.toLocaleString('en')}`;
+      line(`${tag} data -> first paint`, r.firstPaint, r.svgBuild);
+      line(`${tag} pan step (no ref)`, r.pan, {});
+      line(`${tag} repaint, same window (no ref)`, r.repaint, {});
+      line(`${tag} timeline: data -> first paint`, r.tlFirstPaint, {});
+      line(`${tag} timeline: pan step`, r.tlPan, {});
+      notes.push(`${tag}: ${r.total.toLocaleString('en')} points; empty step ${f(r.floor.frame)} ms; ` +
+        `chart first-paint frame spread ${f(r.firstPaint.frameMin)}-${f(r.firstPaint.frameMax)} ms`);
+    }
+    console.log('');
+    for (const n of notes) console.log('  ' + n);
+    console.log('');
+  }
+
   if (cases.includes('flame')) {
-    console.log('2. Flame graph (web/js/flame.js) against one absolutely positioned <div> per frame, 1280 px wide\n');
+    console.log('3. Flame graph (web/js/flame.js) against one absolutely positioned <div> per frame, 1280 px wide\n');
     const trees = [];
     const files = fs.readdirSync(dataDir).filter((x) => x.endsWith('.json'));
     for (const file of files) {

@@ -726,6 +726,160 @@ step('22-hostile-strings', ['01-query-page'], async () => {
   await shot('22-hostile-strings');
 });
 
-step('23-no-page-errors', [], async () => {
+// ---- the values chart: heap profiles pushed at known times into three series of two
+// zones, so each point's value (the profile's inuse_space total) and each group's sum
+// are known from go tool pprof -raw on the files pushed ----
+
+// The total of one sample type over a file's samples, from go tool pprof -raw.
+function sampleTotal(file, type) {
+  const lines = pprof(['-raw', file]).split('\n');
+  const h = lines.findIndex((l) => l.includes('/') && l.trim().split(/\s+/).some((c) => c.startsWith(type + '/')));
+  assert.ok(h >= 0, `go tool pprof -raw ${file} lists no ${type}`);
+  const col = lines[h].trim().split(/\s+/).findIndex((c) => c.startsWith(type + '/'));
+  let sum = 0;
+  for (const l of lines.slice(h + 1)) {
+    const m = /^\s*([-\d\s]+):/.exec(l);
+    if (!m) { if (/^\S/.test(l)) break; continue; }
+    sum += Number(m[1].trim().split(/\s+/)[col]);
+  }
+  return sum;
+}
+
+const CHART = 'heap{job="chart"}';
+const chartPushed = []; // [{instance, zone, t (ms), file}]
+const chartState = () => page.$eval('#chart', (el) => ({ ...el.dataset }));
+const chartPoints = () => page.$eval('#chart', (el) => el.profdPoints());
+
+async function chartReady(series, points) {
+  await page.waitForFunction(([n, p]) => {
+    const el = document.querySelector('#chart');
+    return el && el.dataset.state === 'ready' && Number(el.dataset.series) === n && (p == null || Number(el.dataset.points) === p);
+  }, [series, points], { timeout: T }).catch(async (e) => {
+    throw new Error(`chart not ready with ${series} series and ${points} points: ${JSON.stringify(await chartState().catch(() => 'no #chart'))}`, { cause: e });
+  });
+}
+
+step('23-chart', ['01-query-page'], async () => {
+  const dir = readFileSync(SERVED_LOG, 'utf8').split('\n').find((l) => l.startsWith('/debug/pprof/heap '))
+    .slice('/debug/pprof/heap '.length).replace(/\/[^/]*$/, '');
+  const files = ['heap.pb.gz', 'heap-2.pb.gz', 'heap-3.pb.gz'].map((f) => join(dir, f));
+  const now = Math.floor(Date.now() / 1000);
+  const series = [['p1', 'a'], ['p2', 'a'], ['p3', 'b']];
+  for (const [i, [instance, zone]] of series.entries()) {
+    for (let k = 0; k < 3; k++) {
+      const t = now - 90 + 20 * k;
+      const file = files[(i + k) % 3];
+      const sel = `heap{job="chart", instance="${instance}", zone="${zone}"}`;
+      const r = await fetch(`${URL_BASE}/api/v1/profiles?labels=${encodeURIComponent(sel)}&time=${t}`,
+        { method: 'POST', body: readFileSync(file) });
+      assert.equal(r.status, 200, await r.text());
+      chartPushed.push({ instance, zone, t: t * 1000, file });
+    }
+  }
+  await page.goto(URL_BASE + '/?query=' + encodeURIComponent(CHART) + '&range=15m');
+  await timelineReady(3, 9);
+  await chartReady(3, 9);
+  const st = await chartState();
+  assert.equal(st.metric, 'heap_inuse_space_bytes', 'the chart shows heap\'s default sample type');
+  assert.equal(st.group, '');
+  const pts = await chartPoints();
+  assert.equal(pts.length, 9, 'one point per pushed profile');
+  for (const p of pts) {
+    const inst = /instance="(p\d)"/.exec(p.series)[1];
+    const pushed = chartPushed.find((x) => x.instance === inst && x.t === p.t);
+    assert.ok(pushed, `point ${JSON.stringify(p)} is a pushed profile`);
+    assert.equal(p.v, sampleTotal(pushed.file, 'inuse_space'), `${inst} at ${p.t}: inuse_space total of ${pushed.file}`);
+  }
+  // drawn inside the chart, later points further right, above the lanes
+  const box = await page.locator('#chart canvas').boundingBox();
+  const lanes = await page.locator('#timeline .tl-wrap').boundingBox();
+  for (const p of pts) assert.ok(p.x >= box.x && p.x <= box.x + box.width && p.y >= box.y && p.y <= box.y + box.height, 'point inside the chart');
+  assert.ok(box.y + box.height <= lanes.y + 1, 'the chart is above the lanes');
+  // the chart and the lanes share their time axis: a point sits over its profile's mark
+  const ms = await marks();
+  for (const p of pts) {
+    const m = ms.find((x) => x.t === p.t);
+    assert.ok(m && Math.abs(m.x - p.x) < 1.5, `point at ${p.t} over its mark (${p.x} vs ${m && m.x})`);
+  }
+  // hover shows the value
+  const p0 = pts[0];
+  await page.mouse.move(p0.x, p0.y);
+  await page.waitForSelector('.ch-tooltip', { state: 'visible' });
+  assert.match(await page.locator('.ch-tooltip').innerText(), /\d+(\.\d+)? (B|kB|MB)/);
+  // the screen readers' table: a row per series
+  assert.equal(await page.locator('.ch-table tbody tr').count(), 3);
+  await shot('23-chart');
+});
+
+step('24-chart-click', ['23-chart'], async () => {
+  const pts = await chartPoints();
+  const p = pts.find((x) => x.series.includes('"p2"') && x.t === chartPushed.find((y) => y.instance === 'p2').t + 20000);
+  assert.ok(p, 'p2\'s second point');
+  await page.mouse.click(p.x, p.y);
+  await profileReady(false);
+  const u = new URL(page.url());
+  assert.equal(u.searchParams.get('open'), 'single');
+  assert.equal(u.searchParams.get('sel'), 'heap{instance="p2", job="chart", zone="a"}');
+  assert.equal(u.searchParams.get('time'), String(p.t));
+  // the profile open is the file pushed there: the top table's first row is go tool pprof's
+  const pushed = chartPushed.find((y) => y.instance === 'p2' && y.t === p.t);
+  const s = await sampleTypeShown();
+  await eventually(async () => assert.equal((await topRows())[0], topName([`-sample_index=${s}`, pushed.file])));
+  await shot('24-chart-click');
+});
+
+step('25-chart-brush', ['23-chart'], async () => {
+  const pts = (await chartPoints()).sort((a, b) => a.t - b.t);
+  const ts = [...new Set(pts.map((p) => p.t))];
+  assert.equal(ts.length, 3);
+  const x = (t) => pts.find((p) => p.t === t).x;
+  const gap = x(ts[1]) - x(ts[0]);
+  const box = await page.locator('#chart canvas').boundingBox();
+  await drag(box.y + 8, x(ts[0]) - gap / 3, x(ts[1]) + gap / 3);
+  await profileReady(false);
+  const u = new URL(page.url());
+  assert.equal(u.searchParams.get('open'), 'merge');
+  assert.equal(u.searchParams.get('sel'), CHART);
+  const start = Number(u.searchParams.get('start'));
+  const end = Number(u.searchParams.get('end'));
+  assert.ok(start <= ts[0] && start > ts[0] - 20000 && end >= ts[1] && end < ts[2], `merge over the brush: ${start}-${end} for ${ts}`);
+  await eventually(async () => assert.match(await page.locator('#profile').innerText(), /Merge of 6 profiles of 3 series/));
+  await shot('25-chart-brush');
+});
+
+step('26-chart-group', ['23-chart'], async () => {
+  await page.selectOption('#chart-group', 'zone');
+  await eventually(async () => {
+    const st = await chartState();
+    assert.equal(st.group, 'zone');
+    assert.equal(st.state, 'ready');
+    assert.equal(st.series, '2', 'one line per zone');
+  });
+  assert.match(page.url(), /group=zone/, 'the group-by is kept in the URL');
+  const pts = await chartPoints();
+  // every zone's latest point: the sum of its series' latest profiles
+  const t2 = Math.max(...chartPushed.map((p) => p.t));
+  for (const zone of ['a', 'b']) {
+    const line = pts.filter((p) => p.series === `{zone="${zone}"}`).sort((a, b) => a.t - b.t);
+    assert.ok(line.length > 0, `a line for zone ${zone}`);
+    const last = line[line.length - 1];
+    assert.ok(last.t >= t2);
+    const want = chartPushed.filter((p) => p.zone === zone && p.t === t2)
+      .reduce((n, p) => n + sampleTotal(p.file, 'inuse_space'), 0);
+    assert.equal(last.v, want, `zone ${zone} at ${last.t}: the sum of its series' latest inuse_space`);
+  }
+  await shot('26-chart-group');
+  // a point of zone a opens the merge of that zone's profiles that made it
+  const a = pts.filter((p) => p.series === '{zone="a"}').sort((x, y) => x.t - y.t).pop();
+  await page.mouse.click(a.x, a.y);
+  await profileReady(false);
+  const u = new URL(page.url());
+  assert.equal(u.searchParams.get('open'), 'merge');
+  assert.equal(u.searchParams.get('sel'), 'heap{job="chart", zone="a"}');
+  assert.equal(Number(u.searchParams.get('start')), t2);
+  await eventually(async () => assert.match(await page.locator('#profile').innerText(), /Merge of 2 profiles of 2 series/));
+});
+
+step('27-no-page-errors', [], async () => {
   assert.deepEqual(pageErrors, [], 'no uncaught errors in the pages');
 });

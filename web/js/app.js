@@ -268,6 +268,13 @@ export const SHORTCUTS = [
     ['Shift+click', 'diff with the open profile'],
     ['Shift+drag', 'diff a range with the open merge'],
   ]],
+  ['Values chart (click it or Tab to it)', [
+    ['← → + − 0', 'pan and zoom, with the timeline'],
+    ['Ctrl+wheel', 'zoom'],
+    ['click', 'open the profile of a point (of a group: its profiles)'],
+    ['drag', 'merge the range'],
+    ['Shift+click', 'diff a point with the open profile'],
+  ]],
   ['Flame graph', [
     ['/', 'search frames (in the profile view)'],
     ['← → ↑ ↓', 'move between frames (graph focused)'],
@@ -354,6 +361,7 @@ class QueryPage {
         <div class="query-status muted" aria-live="polite"></div>
         <div id="timeline" data-state="loading" data-lanes="0" data-marks="0"></div>
         <p class="tl-hint muted">
+          <b>Chart:</b> click a point to open that profile, drag to merge a range ·
           <b>Click</b> a mark: open it ·
           <b>Shift-click</b> another: diff them (the earlier is the base, A) ·
           <b>Drag</b>: zoom to or merge a range (in one lane: that series; across lanes: the whole query) ·

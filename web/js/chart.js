@@ -254,7 +254,8 @@ export function valueTicks(max, n = 4, bytes = false) {
 
 // The points of one line in [from, to] reduced to at most four per pixel column
 // (first, min, max, last, in time order), as x, y pixel pairs appended to out (a flat
-// array); a NaN value breaks the line (NaN pair). toX and toY map to pixels.
+// array); a NaN value breaks the line (NaN pair). toX and toY map to pixels. One point
+// either side of the window is kept, so the line runs to the plot's edges.
 export function decimate(ts, vs, from, to, toX, toY, out = []) {
   const lo = Math.max(0, lowerBound(ts, from) - 1);
   const hi = Math.min(ts.length, upperBound(ts, to) + 1);
@@ -263,10 +264,16 @@ export function decimate(ts, vs, from, to, toX, toY, out = []) {
   let min = -1;
   let max = -1;
   let last = -1;
+  const put = (i) => { out.push(toX(ts[i]), toY(vs[i])); };
   const flush = () => {
     if (first < 0) return;
-    const idx = [first, min, max, last].filter((v, k, a) => a.indexOf(v) === k).sort((a, b) => a - b);
-    for (const i of idx) out.push(toX(ts[i]), toY(vs[i]));
+    put(first);
+    // min and max in time order, each once, then the last
+    const a = min < max ? min : max;
+    const b = min < max ? max : min;
+    if (a !== first && a !== last) put(a);
+    if (b !== first && b !== last && b !== a) put(b);
+    if (last !== first) put(last);
     first = -1;
   };
   for (let i = lo; i < hi; i++) {
@@ -287,13 +294,71 @@ export function decimate(ts, vs, from, to, toX, toY, out = []) {
   return out;
 }
 
+// Draws a line's points ts, vs in the window [from, to] into a 32-bit pixel buffer
+// w × h as one-pixel-wide vertical spans per column: each segment fills, in every
+// column it crosses, the rows between its heights at the column's edges, so a time
+// series (x only grows) is a line without gaps. m maps to pixels: x = m.ax + m.bx·t,
+// y = m.ay + m.by·v. A NaN value breaks the line. It costs a few operations per point
+// and per pixel filled, whatever the number of points per column (no decimation).
+export function rasterLine(px, w, h, ts, vs, from, to, m, color) {
+  const lo = Math.max(0, lowerBound(ts, from) - 1);
+  const hi = Math.min(ts.length, upperBound(ts, to) + 1);
+  const { ax, bx, ay, by } = m;
+  let x0 = NaN;
+  let y0 = NaN;
+  for (let i = lo; i < hi; i++) {
+    const v = vs[i];
+    if (!Number.isFinite(v)) { x0 = NaN; continue; }
+    const x1 = ax + bx * ts[i];
+    const y1 = ay + by * v;
+    if (x0 !== x0) { // the first point after a break: a dot
+      const cx = Math.floor(x1);
+      if (cx >= 0 && cx < w) span(px, w, h, cx, y1, y1, color);
+    } else {
+      const ca = Math.floor(x0);
+      const cb = Math.floor(x1);
+      if (ca === cb) {
+        if (ca >= 0 && ca < w) span(px, w, h, ca, y0, y1, color);
+      } else {
+        const k = (y1 - y0) / (x1 - x0);
+        const c0 = Math.max(0, ca);
+        const c1 = Math.min(w - 1, cb);
+        for (let cx = c0; cx <= c1; cx++) {
+          // the segment's heights where it enters and leaves column cx
+          const ya = cx === ca ? y0 : y0 + k * (cx - x0);
+          const yb = cx === cb ? y1 : y0 + k * (cx + 1 - x0);
+          span(px, w, h, cx, ya, yb, color);
+        }
+      }
+    }
+    x0 = x1;
+    y0 = y1;
+  }
+}
+
+function span(px, w, h, cx, ya, yb, color) {
+  let r0 = Math.floor(ya < yb ? ya : yb);
+  let r1 = Math.floor(ya < yb ? yb : ya);
+  if (r1 < 0 || r0 >= h) return;
+  if (r0 < 0) r0 = 0;
+  if (r1 >= h) r1 = h - 1;
+  for (let o = r0 * w + cx, end = r1 * w + cx; o <= end; o += w) px[o] = color;
+}
+
+// A CSS colour '#rrggbb' as a pixel of a little-endian RGBA buffer with alpha a (0-255).
+export function pixelOf(hex, a = 255) {
+  const n = parseInt(hex.slice(1), 16);
+  return (((a << 24) | ((n & 0xff) << 16) | (n & 0xff00) | ((n >> 16) & 0xff)) >>> 0);
+}
+
 // ---------------------------------------------------------------- drawing
 
 const PAD_X = 14; // as the timeline's, so both share their x
 const CHART_H = 170;
-const PAD_TOP = 10;
+const PAD_TOP = 16;
 const PAD_BOTTOM = 6;
 const HIT_PX = 8;
+const DENSE_POINTS = 50000; // points in the window above which lines are rasterised
 const PALETTE_LIGHT = ['#2f6fd6', '#d6336c', '#2b8a3e', '#e8590c', '#7048e8', '#0c8599',
   '#c2255c', '#5c940d', '#1864ab', '#a61e4d'];
 const PALETTE_DARK = ['#6ea2f7', '#f783ac', '#69db7c', '#ffa94d', '#b197fc', '#66d9e8',
@@ -639,42 +704,12 @@ export class Chart {
     ctx.beginPath();
     ctx.rect(PAD_X, 0, W - 2 * PAD_X, H);
     ctx.clip();
-    const paths = palette.map(() => new Path2D());
-    const dots = palette.map(() => new Path2D());
     const toX = (t) => this.tToX(t);
     const toY = (v) => this.vToY(v);
-    const buf = [];
-    for (const l of this.lines) {
-      buf.length = 0;
-      decimate(l.ts, l.vs, this.vf, this.vt, toX, toY, buf);
-      const p = paths[l.color % palette.length];
-      let pen = false;
-      for (let i = 0; i < buf.length; i += 2) {
-        const x = buf[i];
-        if (Number.isNaN(x)) { pen = false; continue; }
-        if (pen) p.lineTo(x, buf[i + 1]);
-        else { p.moveTo(x, buf[i + 1]); pen = true; }
-      }
-      // sparse lines show their points
-      if (buf.length / 2 < this.plotWidth() / 12) {
-        const dp = dots[l.color % palette.length];
-        for (let i = 0; i < buf.length; i += 2) {
-          if (Number.isNaN(buf[i])) continue;
-          dp.moveTo(buf[i] + 2, buf[i + 1]);
-          dp.arc(buf[i], buf[i + 1], 2, 0, 2 * Math.PI);
-        }
-      }
-    }
-    ctx.lineWidth = this.lines.length > 50 ? 1 : 1.5;
-    ctx.lineJoin = 'round';
-    ctx.globalAlpha = this.lines.length > 50 ? 0.6 : 1;
-    for (let c = 0; c < palette.length; c++) {
-      ctx.strokeStyle = palette[c];
-      ctx.stroke(paths[c]);
-      ctx.fillStyle = palette[c];
-      ctx.fill(dots[c]);
-    }
-    ctx.globalAlpha = 1;
+    let inWindow = 0;
+    for (const l of this.lines) inWindow += upperBound(l.ts, this.vt) - lowerBound(l.ts, this.vf);
+    if (inWindow > DENSE_POINTS) this.paintDense(ctx, palette);
+    else this.paintPaths(ctx, palette, toX, toY);
     // the brush
     if (this.drag && this.drag.moved) {
       const x0 = Math.min(this.drag.x0, this.drag.x);
@@ -718,5 +753,71 @@ export class Chart {
     }
     ctx.fillStyle = col.grid;
     ctx.fillRect(0, H - 1, W, 1);
+  }
+
+  // Lines as anti-aliased strokes, one path per colour (few points).
+  paintPaths(ctx, palette, toX, toY) {
+    const paths = palette.map(() => new Path2D());
+    const dots = palette.map(() => new Path2D());
+    const buf = [];
+    for (const l of this.lines) {
+      buf.length = 0;
+      decimate(l.ts, l.vs, this.vf, this.vt, toX, toY, buf);
+      const p = paths[l.color % palette.length];
+      let pen = false;
+      for (let i = 0; i < buf.length; i += 2) {
+        const x = buf[i];
+        if (Number.isNaN(x)) { pen = false; continue; }
+        if (pen) p.lineTo(x, buf[i + 1]);
+        else { p.moveTo(x, buf[i + 1]); pen = true; }
+      }
+      // sparse lines show their points
+      if (buf.length / 2 < this.plotWidth() / 12) {
+        const dp = dots[l.color % palette.length];
+        for (let i = 0; i < buf.length; i += 2) {
+          if (Number.isNaN(buf[i])) continue;
+          dp.moveTo(buf[i] + 2, buf[i + 1]);
+          dp.arc(buf[i], buf[i + 1], 2, 0, 2 * Math.PI);
+        }
+      }
+    }
+    ctx.lineWidth = 1.5;
+    ctx.lineJoin = 'round';
+    for (let c = 0; c < palette.length; c++) {
+      ctx.strokeStyle = palette[c];
+      ctx.stroke(paths[c]);
+      ctx.fillStyle = palette[c];
+      ctx.fill(dots[c]);
+    }
+  }
+
+  // Many points: every line rasterised into one pixel buffer on device pixels
+  // (rasterLine), drawn over the grid in one drawImage. (The buffer's width is the
+  // plot's in device pixels, so its x scale is w over the window.)
+  paintDense(ctx, palette) {
+    const dpr = this.dpr;
+    const w = Math.max(1, Math.round(this.plotWidth() * dpr));
+    const h = Math.max(1, Math.round(this.height * dpr));
+    if (!this.dense || this.dense.w !== w || this.dense.h !== h) {
+      const c = document.createElement('canvas');
+      c.width = w;
+      c.height = h;
+      const cx = c.getContext('2d');
+      const img = cx.createImageData(w, h);
+      this.dense = { w, h, canvas: c, ctx: cx, img, px: new Uint32Array(img.data.buffer) };
+    }
+    const d = this.dense;
+    d.px.fill(0);
+    const colors = palette.map((c) => pixelOf(c, 200));
+    // x = (tToX(t) - PAD_X)·dpr, y = vToY(v)·dpr, as linear maps
+    const bx = (w / (this.vt - this.vf));
+    const plotH = this.height - PAD_TOP - PAD_BOTTOM;
+    const by = (-plotH / (this.top || 1)) * dpr;
+    const m = { ax: -this.vf * bx, bx, ay: (PAD_TOP + plotH) * dpr, by };
+    for (const l of this.lines) {
+      rasterLine(d.px, w, h, l.ts, l.vs, this.vf, this.vt, m, colors[l.color % colors.length]);
+    }
+    d.ctx.putImageData(d.img, 0, 0);
+    ctx.drawImage(d.canvas, PAD_X, 0, w / dpr, h / dpr);
   }
 }

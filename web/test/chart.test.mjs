@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import {
   promName, metricName, sampleChoices, defaultChoice, splitSelector, withMetric, promDuration,
   stepFor, chartRequest, linesOf, profileSeriesOf, groupPointRequest, brushRange, nearestPoint,
-  maxValue, valueTicks, decimate,
+  maxValue, valueTicks, decimate, rasterLine, pixelOf,
 } from '../js/chart.js';
 
 const NAMES = ['goroutine_goroutine_count', 'heap_alloc_objects_count', 'heap_alloc_space_bytes',
@@ -143,4 +143,32 @@ test('decimate keeps first, min, max and last of each pixel column, and breaks a
   // (t=30 is the first point past the window, kept so the line leaves the plot)
   assert.deepEqual(out.filter((_, i) => i % 2 === 1), [5, 1, 9, 4, 2, NaN, 3, 7]);
   assert.deepEqual(decimate([0, 1, 2], [1, 1, 1], 0, 2, (t) => t * 0.1, (v) => v).length, 4);
+});
+
+test('rasterLine fills every column a segment crosses, without gaps, clipped to the buffer', () => {
+  const w = 6;
+  const h = 5;
+  const px = new Uint32Array(w * h);
+  // from (0.5, 0.5) to (4.5, 4.5): a diagonal; then a break (NaN); then one lone point
+  const id = { ax: 0, bx: 1, ay: 0, by: 1 };
+  rasterLine(px, w, h, [0.5, 4.5, 5, 5.2], [0.5, 4.5, NaN, 2.1], 0, 6, id, 7);
+  const rows = [];
+  for (let r = 0; r < h; r++) rows.push(Array.from(px.slice(r * w, r * w + w), (v) => (v ? '#' : '.')).join(''));
+  // (each column spans the rows between the heights at its edges: y = x here)
+  assert.deepEqual(rows, [
+    '#.....',
+    '##....',
+    '.##..#',
+    '..##..',
+    '...##.',
+  ]);
+  // a steep segment fills the rows between; points outside the buffer are clipped
+  const p2 = new Uint32Array(3 * 4);
+  rasterLine(p2, 3, 4, [1.5, 1.6, 9], [-10, 10, 9], 0, 3, id, 1);
+  assert.deepEqual(Array.from(p2), [0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0]); // the last segment runs below
+});
+
+test('pixelOf packs a colour for a little-endian RGBA buffer', () => {
+  const px = new Uint32Array([pixelOf('#102030', 200)]);
+  assert.deepEqual(Array.from(new Uint8Array(px.buffer)), [0x10, 0x20, 0x30, 200]);
 });
