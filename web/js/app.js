@@ -668,7 +668,10 @@ class QueryPage {
     this.chartSlot.hidden = false;
     this.chart.resize();
     const { from, to } = this.resolved;
-    if (!quiet) this.chart.setLoading();
+    if (!quiet) {
+      this.chart.setLoading();
+      this.chartStatus.textContent = 'Loading values…';
+    }
     this.chart.setWindow(this.timeline.vf, this.timeline.vt);
     try {
       const types = [...new Set(series.map((s) => s.labels.__name__))].sort();
@@ -966,6 +969,7 @@ class QueryPage {
     const st = this.state;
     this.renderOpenBar();
     this.timeline.setPicks(picksOf(st.open, st.query), st.open && st.open.mode === 'merge');
+    this.chart.setPicks(picksOf(st.open, st.query));
     const req = st.open && st.tagFocus ? { ...st.open, tagFocus: st.tagFocus } : st.open;
     const key = JSON.stringify(req);
     if (key === this.mountedKey) return;

@@ -391,6 +391,7 @@ export class Chart {
     this.frame = 0;
     this.hover = null;
     this.drag = null;
+    this.picks = [];
     this.build();
     this.setState('idle');
   }
@@ -526,6 +527,13 @@ export class Chart {
     if (!Number.isFinite(v)) return 'n/a';
     const s = formatValue(v, this.unit, opts);
     return this.perSecond ? s + '/s' : s;
+  }
+
+  // What is open, as the timeline's picks (app.js's picksOf): [{t, tag}] for single
+  // profiles, drawn as a line at t; [{start, end, tag}] for ranges, shaded.
+  setPicks(picks) {
+    this.picks = picks || [];
+    this.redraw();
   }
 
   // The visible window, as the timeline's.
@@ -685,6 +693,10 @@ export class Chart {
       muted: cssVar(style, '--muted', '#69717d'),
       hover: cssVar(style, '--tl-hover', '#e8590c'),
       sel: cssVar(style, '--tl-sel', 'rgba(47,111,214,0.15)'),
+      range: cssVar(style, '--tl-range', 'rgba(232,89,12,0.13)'),
+      pick: cssVar(style, '--tl-pick', '#e8590c'),
+      a: cssVar(style, '--diff-a', '#2f6fd6'),
+      b: cssVar(style, '--diff-b', '#d6336c'),
       selLine: cssVar(style, '--tl-sel-line', 'rgba(47,111,214,0.7)'),
     };
     const sans = cssVar(style, '--sans', 'system-ui, sans-serif');
@@ -699,6 +711,19 @@ export class Chart {
     ctx.fillStyle = col.grid;
     for (const tk of timeTicks(this.vf, this.vt, this.plotWidth()).ticks) ctx.fillRect(Math.round(PAD_X + tk.x), 0, 1, H);
     for (const v of yTicks) ctx.fillRect(PAD_X, Math.round(this.vToY(v)), W - 2 * PAD_X, 1);
+    // what is open: merged ranges shaded, single profiles as a line
+    for (const p of this.picks) {
+      const c = p.tag === 'A' ? col.a : p.tag === 'B' ? col.b : col.pick;
+      if (p.start != null && p.end >= this.vf && p.start <= this.vt) {
+        const x0 = this.tToX(Math.max(p.start, this.vf));
+        const x1 = this.tToX(Math.min(p.end, this.vt));
+        ctx.fillStyle = col.range;
+        ctx.fillRect(x0, 0, Math.max(1, x1 - x0), H);
+      } else if (p.t != null && p.t >= this.vf && p.t <= this.vt) {
+        ctx.fillStyle = c;
+        ctx.fillRect(Math.round(this.tToX(p.t)) - 1, 0, 2, H);
+      }
+    }
     // lines: one path per colour, points reduced to four per pixel column
     ctx.save();
     ctx.beginPath();
