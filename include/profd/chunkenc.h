@@ -61,6 +61,105 @@ static inline int pd_chunkenc_ts_iter_err(const struct pd_chunkenc_ts_iter *it)
 }
 /* Number of samples in an encoded chunk (0 for a malformed one). */
 uint16_t pd_chunkenc_ts_count(const uint8_t *p, size_t len);
+/* After the iterator has read every timestamp (next returned 0 without an
+ * error): the offset of the first byte after the bit stream, where a totals
+ * section starts when the chunk has one (below). */
+static inline size_t pd_chunkenc_ts_iter_end(const struct pd_chunkenc_ts_iter *it)
+{
+	return (it->bitpos + 7) / 8;
+}
+/* The totals section of an encoded timestamp chunk: *sec points into p (borrowed)
+ * and *sec_len is 0 when the chunk has none. Decodes every timestamp to find
+ * it: PD_ECORRUPT when they do not decode. */
+int pd_chunkenc_ts_totals(const uint8_t *p, size_t len, const uint8_t **sec, size_t *sec_len);
+
+/* ---- totals section --------------------------------------------------------- */
+
+/* A timestamp chunk may carry, after its bit stream, a totals section: for each
+ * of its samples, whether it is a profile and if so its duration_nanos and the
+ * sum of each sample type's values (pd_pprof_sum), so that values over time are
+ * read beside the timestamps without opening a profile. Types (type, unit) and
+ * the sets of types profiles have are written once a chunk; sums and durations
+ * as differences from the previous profile's. Readers of timestamps ignore it;
+ * a chunk written before it existed has none. Layout: docs/format/chunks.md. */
+#define PD_CHUNKENC_TOTALS_VERSION 1
+
+/* An appendable totals section: one record per sample, in the order of the
+ * timestamp chunk's samples. Heap object. */
+struct pd_chunkenc_totals;
+
+/* NULL when out of memory. */
+struct pd_chunkenc_totals *pd_chunkenc_totals_create(void);
+void pd_chunkenc_totals_destroy(struct pd_chunkenc_totals *c);
+/* Heap bytes the section holds. */
+size_t pd_chunkenc_totals_memory(const struct pd_chunkenc_totals *c);
+/* Appends a profile with n sample types (types[i], units[i]: borrowed for the
+ * call) whose values sum to sums[i], and its duration. On error (PD_ENOMEM,
+ * PD_ETOOBIG past 65535 records) nothing was appended. */
+int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char *const *types,
+			      const char *const *units, const int64_t *sums, int64_t duration,
+			      struct pd_err *err);
+/* Appends a sample that is not a profile (no types, no duration). */
+int pd_chunkenc_totals_append_opaque(struct pd_chunkenc_totals *c, struct pd_err *err);
+struct pd_pprof_profile;
+/* Appends p's totals (p is only read; NULL: not a profile). */
+int pd_chunkenc_totals_append_profile(struct pd_chunkenc_totals *c,
+				      const struct pd_pprof_profile *p, struct pd_err *err);
+uint32_t pd_chunkenc_totals_count(const struct pd_chunkenc_totals *c);
+/* The section's bytes, borrowed until the next append or destroy; they go right
+ * after the timestamp chunk's bytes. */
+const uint8_t *pd_chunkenc_totals_bytes(const struct pd_chunkenc_totals *c, size_t *len);
+
+/* A sample type as the section names it: the strings are borrowed from the
+ * section's bytes and are not NUL-terminated. */
+struct pd_chunkenc_totals_type {
+	const char *type;
+	size_t type_len;
+	const char *unit;
+	size_t unit_len;
+};
+
+/* Iterates over a totals section (bytes borrowed, outliving the iterator).
+ * Embedded: _init, then while (next(it)) read the fields below, then
+ * err(it), then _fini. After next returned 1: profile (0: the sample is not a
+ * profile); duration; n totals vals[i] of types[type_idx[i]]. types grows as the
+ * section defines them (ntypes), in order of definition. */
+struct pd_chunkenc_totals_iter {
+	const uint8_t *p;
+	size_t len, pos;
+	uint32_t left;
+	int err;
+	int profile;
+	int64_t duration;
+	size_t n;
+	const uint32_t *type_idx;
+	int64_t *vals;
+	struct pd_chunkenc_totals_type *types;
+	size_t ntypes;
+	/* private */
+	size_t types_cap, prev_cap, vals_cap;
+	int64_t *prev, prev_duration;
+	uint32_t *set_types;
+	size_t nset_types, set_types_cap;
+	size_t *set_off, *set_len;
+	size_t nsets, sets_cap, sets_len_cap;
+};
+
+/* Starts reading a section of count records (the timestamp chunk's count).
+ * PD_ENOTFOUND when there is no section (len 0) or it has a version this
+ * reader does not know (answered as if absent); the iterator needs _fini
+ * either way. */
+int pd_chunkenc_totals_iter_init(struct pd_chunkenc_totals_iter *it, const uint8_t *p, size_t len,
+				 uint32_t count);
+/* 1 when a record is available; 0 at the end or on error. */
+int pd_chunkenc_totals_iter_next(struct pd_chunkenc_totals_iter *it);
+/* 0, PD_ECORRUPT when the section is malformed (a record or set out of range,
+ * fewer records than count, bytes left after the last), PD_ENOMEM. */
+static inline int pd_chunkenc_totals_iter_err(const struct pd_chunkenc_totals_iter *it)
+{
+	return it->err;
+}
+void pd_chunkenc_totals_iter_fini(struct pd_chunkenc_totals_iter *it);
 
 /* ---- value chunk ---------------------------------------------------------- */
 

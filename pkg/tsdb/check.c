@@ -78,6 +78,24 @@ static int check_chunk(struct checker *c, const struct pd_block *b, const char *
 			rc = pd_err_set(&err, PD_ECORRUPT,
 					"timestamp chunk holds %u timestamps, the index says %u", n,
 					count);
+		else {
+			/* the totals section, when there is one, holds a record a timestamp */
+			size_t end = pd_chunkenc_ts_iter_end(&it);
+			struct pd_chunkenc_totals_iter tit;
+			if (pd_chunkenc_totals_iter_init(&tit, p + end, len > end ? len - end : 0, n) == 0) {
+				while (pd_chunkenc_totals_iter_next(&tit))
+					;
+				int terr = pd_chunkenc_totals_iter_err(&tit);
+				if (terr == PD_ENOMEM)
+					rc = PD_ENOMEM;
+				else if (terr)
+					rc = pd_err_set(&err, PD_ECORRUPT,
+							"the totals section after the timestamps does not "
+							"decode (at byte %zu of %zu)",
+							tit.pos, tit.len);
+			}
+			pd_chunkenc_totals_iter_fini(&tit);
+		}
 	}
 	if (rc == PD_ENOMEM)
 		return rc;

@@ -939,11 +939,14 @@ static int filter_chunk(struct pd_tsdb *db, const struct pd_block_chunk *c,
 	struct pd_chunkenc_ts ts;
 	struct pd_chunkenc_values *vals =
 	    pd_chunkenc_values_create_enc(db->o.value_encoding, db->o.value_group, db->o.zstd_level);
+	struct pd_chunkenc_totals *tot = pd_chunkenc_totals_create();
 	uint32_t n = 0, all = 0;
 	int64_t first = 0, last = 0;
 	pd_chunkenc_ts_init(&ts);
-	if (!vals) {
+	if (!vals || !tot) {
 		pd_chunkenc_ts_fini(&ts);
+		pd_chunkenc_values_destroy(vals);
+		pd_chunkenc_totals_destroy(tot);
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
 	pd_chunkenc_ts_iter_init(&it, c->ts, c->ts_len);
@@ -954,12 +957,19 @@ static int filter_chunk(struct pd_tsdb *db, const struct pd_block_chunk *c,
 			continue;
 		uint8_t *p;
 		size_t pl;
+		struct pd_pprof_profile *prof = NULL;
+		struct pd_err derr;
 		if ((rc = pd_chunkenc_values_read(c->vals, c->vals_len, i, db->o.max_profile, &p, &pl, err)))
 			break;
-		rc = pd_chunkenc_values_append(vals, p, pl, err);
+		if (pd_pprof_decode(&prof, p, pl, NULL, &derr))
+			prof = NULL; /* kept opaque */
+		rc = pd_chunkenc_values_append_decoded(vals, p, pl, prof, err);
 		free(p);
 		if (!rc)
 			rc = pd_chunkenc_ts_append(&ts, t, err);
+		if (!rc)
+			rc = pd_chunkenc_totals_append_profile(tot, prof, err);
+		pd_pprof_destroy(prof);
 		if (!n)
 			first = t;
 		last = t;
@@ -969,16 +979,19 @@ static int filter_chunk(struct pd_tsdb *db, const struct pd_block_chunk *c,
 		rc = pd_err_set(err, PD_ECORRUPT, "timestamp chunk of %lld..%lld does not decode",
 				(long long)c->mint, (long long)c->maxt);
 	if (!rc && n && n < all) {
-		size_t tl;
+		/* the timestamps with the totals section of the samples kept */
+		size_t tl, xl;
 		const uint8_t *tb = pd_chunkenc_ts_bytes(&ts, &tl);
+		const uint8_t *xb = pd_chunkenc_totals_bytes(tot, &xl);
 		uint8_t *vb;
 		size_t vl;
-		if (!(*ts_owned = malloc(tl ? tl : 1)))
+		if (!(*ts_owned = malloc(tl + xl)))
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		else if (!(rc = pd_chunkenc_values_seal(vals, &vb, &vl, err))) {
 			memcpy(*ts_owned, tb, tl);
+			memcpy(*ts_owned + tl, xb, xl);
 			*vals_owned = vb;
-			*out = (struct pd_block_chunk){first, last, n, *ts_owned, tl, vb, vl};
+			*out = (struct pd_block_chunk){first, last, n, *ts_owned, tl + xl, vb, vl};
 		}
 		if (rc) {
 			free(*ts_owned);
@@ -989,6 +1002,7 @@ static int filter_chunk(struct pd_tsdb *db, const struct pd_block_chunk *c,
 		*kept = 0;
 	pd_chunkenc_ts_fini(&ts);
 	pd_chunkenc_values_destroy(vals);
+	pd_chunkenc_totals_destroy(tot);
 	return rc;
 }
 
@@ -1339,6 +1353,10 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 				}
 				if (!rc)
 					rc = reencode_values(db, &c->vals, &c->vals_len, &owned[2 * (ncs - 1)], err);
+				/* a chunk written before totals sections existed gets one */
+				if (!rc)
+					rc = tsdb_chunk_add_totals(c, db->o.max_profile, &owned[2 * (ncs - 1) + 1],
+								   err);
 			}
 		}
 		if (!rc && ncs) {
@@ -1872,7 +1890,7 @@ static int snapshot_head(struct pd_tsdb *db, const char *dir, struct pd_err *err
 		pthread_mutex_lock(&s->mu);
 		size_t cap = s->nchunks + 1, nc = 0;
 		struct pd_block_chunk *cs = malloc(cap * sizeof(*cs));
-		uint8_t **owned = calloc(cap * 2 + 1, sizeof(*owned));
+		uint8_t **owned = calloc(cap * 2 + 2, sizeof(*owned));
 		struct tombstones t;
 		/* what the tombstones delete, and what came before or after the head's
 		 * range as it was read above (appended meanwhile) */
@@ -1893,8 +1911,10 @@ static int snapshot_head(struct pd_tsdb *db, const char *dir, struct pd_err *err
 			} else if (s->open_ts.count) {
 				/* the open chunk, sealed into a copy: the head goes on appending to it */
 				size_t tl, vl;
-				uint8_t *vb;
-				const uint8_t *tb = pd_chunkenc_ts_bytes(&s->open_ts, &tl);
+				uint8_t *vb, *tb;
+				if ((rc = head_open_ts(s, &tb, &tl, err)))
+					break;
+				owned[2 * cap + 1] = tb;
 				if ((rc = pd_chunkenc_values_seal(s->open_vals, &vb, &vl, err)))
 					break;
 				owned[2 * cap] = vb;
@@ -1916,7 +1936,7 @@ static int snapshot_head(struct pd_tsdb *db, const char *dir, struct pd_err *err
 		pthread_mutex_unlock(&s->mu);
 		tomb_fini(&t);
 		if (owned)
-			for (size_t k = 0; k < 2 * cap + 1; k++)
+			for (size_t k = 0; k < 2 * cap + 2; k++)
 				free(owned[k]);
 		free(owned);
 		free(cs);

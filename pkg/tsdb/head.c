@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profd/pprof.h"
 #include "tsdb_int.h"
 
 uint64_t labels_hash(const struct pd_lpair *l, size_t n)
@@ -57,6 +58,7 @@ static void free_series(struct head_series *s)
 	free(s->chunks);
 	pd_chunkenc_ts_fini(&s->open_ts);
 	pd_chunkenc_values_destroy(s->open_vals);
+	pd_chunkenc_totals_destroy(s->open_tot);
 	tomb_fini(&s->tomb);
 	pthread_mutex_destroy(&s->mu);
 	free(s->labels);
@@ -278,6 +280,24 @@ nomem:
 	return pd_err_set(err, PD_ENOMEM, "out of memory creating a series");
 }
 
+int head_open_ts(const struct head_series *s, uint8_t **out, size_t *len, struct pd_err *err)
+{
+	size_t tl, xl = 0;
+	const uint8_t *tb = pd_chunkenc_ts_bytes(&s->open_ts, &tl);
+	const uint8_t *xb = NULL;
+	if (s->open_tot && pd_chunkenc_totals_count(s->open_tot) == s->open_ts.count)
+		xb = pd_chunkenc_totals_bytes(s->open_tot, &xl);
+	*out = malloc(tl + xl + 1);
+	if (!*out)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	if (tl)
+		memcpy(*out, tb, tl);
+	if (xl)
+		memcpy(*out + tl, xb, xl);
+	*len = tl + xl;
+	return 0;
+}
+
 /* Moves the open chunk to the closed list. Series lock held. */
 static int seal_open(struct head *h, struct head_series *s, struct pd_err *err)
 {
@@ -296,15 +316,10 @@ static int seal_open(struct head *h, struct head_series *s, struct pd_err *err)
 	int rc = pd_chunkenc_values_seal(s->open_vals, &c->vals, &c->vals_len, err);
 	if (rc)
 		return rc;
-	size_t tl;
-	const uint8_t *tb = pd_chunkenc_ts_bytes(&s->open_ts, &tl);
-	c->ts = malloc(tl);
-	if (!c->ts) {
+	if ((rc = head_open_ts(s, &c->ts, &c->ts_len, err))) {
 		free(c->vals);
-		return pd_err_set(err, PD_ENOMEM, "out of memory sealing a chunk");
+		return rc;
 	}
-	memcpy(c->ts, tb, tl);
-	c->ts_len = tl;
 	c->mint = s->open_mint;
 	c->maxt = s->open_ts.t;
 	c->count = s->open_ts.count;
@@ -313,6 +328,8 @@ static int seal_open(struct head *h, struct head_series *s, struct pd_err *err)
 	pd_chunkenc_ts_init(&s->open_ts);
 	pd_chunkenc_values_destroy(s->open_vals);
 	s->open_vals = NULL;
+	pd_chunkenc_totals_destroy(s->open_tot);
+	s->open_tot = NULL;
 	(void)h;
 	return 0;
 }
@@ -350,6 +367,15 @@ int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t 
 		const struct pd_pprof_profile *decoded, struct pd_err *err)
 {
 	int rc = 0;
+	struct pd_pprof_profile *own = NULL;
+	if (!decoded) {
+		/* the totals need the profile decoded; the value chunk then uses it too.
+		 * Bytes that do not decode are kept opaque and have no totals. */
+		struct pd_err derr;
+		if (pd_pprof_decode(&own, p, len, NULL, &derr))
+			own = NULL;
+		decoded = own;
+	}
 	pthread_mutex_lock(&s->mu);
 	if (t <= s->maxt) {
 		rc = pd_err_set(err, PD_EINVAL, "out of order sample: %lld is not after %lld",
@@ -371,11 +397,24 @@ int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t 
 		/* cannot happen after the checks above, but keep the pair consistent */
 		goto out;
 	}
-	if (s->open_ts.count == 1)
+	if (s->open_ts.count == 1) {
 		s->open_mint = t;
+		pd_chunkenc_totals_destroy(s->open_tot);
+		s->open_tot = pd_chunkenc_totals_create();
+	}
+	if (s->open_tot) {
+		/* out of memory costs the chunk its section (its totals are then read
+		 * from its profiles), not the sample */
+		struct pd_err terr;
+		if (pd_chunkenc_totals_append_profile(s->open_tot, decoded, &terr)) {
+			pd_chunkenc_totals_destroy(s->open_tot);
+			s->open_tot = NULL;
+		}
+	}
 	s->maxt = t;
 out:
 	pthread_mutex_unlock(&s->mu);
+	pd_pprof_destroy(own);
 	if (rc == 0) {
 		/* atomics, not the head's table lock: appends to different series
 		 * run in parallel */

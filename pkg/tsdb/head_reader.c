@@ -158,27 +158,22 @@ static int hr_chunk_ts(void *r, uint64_t series_ref, const struct rchunk *c, uin
 		return pd_err_set(err, PD_ENOTFOUND, "no series %llu in the head",
 				  (unsigned long long)series_ref);
 	pthread_mutex_lock(&s->mu);
-	const uint8_t *p = NULL;
-	size_t n = 0;
 	if (c->ts_ref < s->dropped) {
 		rc = pd_err_set(err, PD_ENOTFOUND, "chunk was truncated from the head");
 	} else if (c->ts_ref - s->dropped < s->nchunks) {
 		const struct head_chunk *hc = &s->chunks[c->ts_ref - s->dropped];
-		p = hc->ts;
-		n = hc->ts_len;
-	} else if (c->ts_ref - s->dropped == s->nchunks && s->open_ts.count) {
-		p = pd_chunkenc_ts_bytes(&s->open_ts, &n);
-	} else {
-		rc = pd_err_set(err, PD_ENOTFOUND, "no such head chunk");
-	}
-	if (!rc) {
-		*out = malloc(n ? n : 1);
+		*out = malloc(hc->ts_len ? hc->ts_len : 1);
 		if (*out) {
-			memcpy(*out, p, n);
-			*len = n;
+			memcpy(*out, hc->ts, hc->ts_len);
+			*len = hc->ts_len;
 		} else {
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		}
+	} else if (c->ts_ref - s->dropped == s->nchunks && s->open_ts.count) {
+		/* the timestamps and the totals section as sealing would write them */
+		rc = head_open_ts(s, out, len, err);
+	} else {
+		rc = pd_err_set(err, PD_ENOTFOUND, "no such head chunk");
 	}
 	pthread_mutex_unlock(&s->mu);
 	return rc;

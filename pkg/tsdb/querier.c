@@ -58,7 +58,7 @@ static void intersect_refs(uint64_t *a, size_t *na, const uint64_t *b, size_t nb
 	*na = k;
 }
 
-static int candidates(const struct source *src, const struct pd_tsdb_matcher *m, size_t nm,
+int tsdb_candidates(const struct source *src, const struct pd_tsdb_matcher *m, size_t nm,
 		      uint64_t **out, size_t *n, struct pd_err *err)
 {
 	uint64_t *cur = NULL;
@@ -114,7 +114,7 @@ static int candidates(const struct source *src, const struct pd_tsdb_matcher *m,
 	return 0;
 }
 
-static int labels_match(const struct pd_lpair *l, size_t n, const struct pd_tsdb_matcher *m,
+int tsdb_labels_match(const struct pd_lpair *l, size_t n, const struct pd_tsdb_matcher *m,
 			size_t nm)
 {
 	for (size_t k = 0; k < nm; k++) {
@@ -135,7 +135,7 @@ int tsdb_matching_refs(const struct source *src, const struct pd_tsdb_matcher *m
 {
 	uint64_t *refs;
 	size_t nr, k = 0;
-	int rc = candidates(src, m, nm, &refs, &nr, err);
+	int rc = tsdb_candidates(src, m, nm, &refs, &nr, err);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < nr && !rc; i++) {
@@ -149,7 +149,7 @@ int tsdb_matching_refs(const struct source *src, const struct pd_tsdb_matcher *m
 			rc = r2;
 			break;
 		}
-		if (labels_match(l, nl, m, nm))
+		if (tsdb_labels_match(l, nl, m, nm))
 			refs[k++] = refs[i];
 		free(l);
 		free(c);
@@ -290,7 +290,7 @@ void pd_tsdb_result_destroy(struct pd_tsdb_result *r)
 }
 
 /* Counts and logs a damaged chunk that a read met. */
-static void chunk_damaged(struct pd_tsdb *db, const struct source *src, const char *what,
+void tsdb_chunk_damaged(struct pd_tsdb *db, const struct source *src, const char *what,
 			  const struct pd_err *err)
 {
 	__atomic_fetch_add(&db->chunks_damaged, 1, __ATOMIC_RELAXED);
@@ -316,7 +316,7 @@ static int collect_series(struct pd_tsdb *db, const struct source *src, uint64_t
 		return rc;
 	struct tomb_entry *tomb = NULL;
 	size_t ntomb = 0;
-	if (!labels_match(l, nl, m, nm))
+	if (!tsdb_labels_match(l, nl, m, nm))
 		goto out;
 	if ((rc = src->ops->tombstones(src->r, ref, &tomb, &ntomb, err)))
 		goto out;
@@ -329,7 +329,7 @@ static int collect_series(struct pd_tsdb *db, const struct source *src, uint64_t
 		if ((rc = src->ops->chunk_ts(src->r, ref, &c[k], &tb, &tl, err))) {
 			if (rc != PD_ECORRUPT)
 				break;
-			chunk_damaged(db, src, "listing timestamps: timestamp chunk left out", err);
+			tsdb_chunk_damaged(db, src, "listing timestamps: timestamp chunk left out", err);
 			rc = 0;
 			continue;
 		}
@@ -357,7 +357,7 @@ static int collect_series(struct pd_tsdb *db, const struct source *src, uint64_t
 			struct pd_err e2;
 			pd_err_set(&e2, PD_ECORRUPT, "series %llu: timestamp chunk of %lld..%lld does not decode",
 				   (unsigned long long)ref, (long long)c[k].mint, (long long)c[k].maxt);
-			chunk_damaged(db, src, "listing timestamps: the rest of a timestamp chunk left out",
+			tsdb_chunk_damaged(db, src, "listing timestamps: the rest of a timestamp chunk left out",
 				      &e2);
 		}
 		free(tb);
@@ -382,7 +382,7 @@ int pd_tsdb_select(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t n
 	for (size_t s = 0; s < nsrc && !rc; s++) {
 		uint64_t *refs;
 		size_t n;
-		if ((rc = candidates(&src[s], m, nm, &refs, &n, err)))
+		if ((rc = tsdb_candidates(&src[s], m, nm, &refs, &n, err)))
 			break;
 		for (size_t i = 0; i < n && !rc; i++)
 			rc = collect_series(db, &src[s], refs[i], m, nm, mint, maxt, &res, limit, err);
@@ -538,7 +538,7 @@ int pd_tsdb_read(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t 
 		rc = read_from(&src[s], ref, t, db->o.max_profile, out, len, err);
 		if (rc == PD_ECORRUPT) {
 			pd_err_prefix(err, "the profile at %lld is in a damaged chunk", (long long)t);
-			chunk_damaged(db, &src[s], "reading a profile", err);
+			tsdb_chunk_damaged(db, &src[s], "reading a profile", err);
 		}
 	}
 	pthread_rwlock_unlock(&db->blocks_mu);
@@ -757,7 +757,7 @@ int pd_tsdb_merge(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t
 		if (rc == PD_ECORRUPT) {
 			pd_err_prefix(err, "a profile in %lld..%lld is in a damaged chunk", (long long)lo,
 				      (long long)hi);
-			chunk_damaged(db, &src[s], "merging profiles", err);
+			tsdb_chunk_damaged(db, &src[s], "merging profiles", err);
 		}
 	}
 	pthread_rwlock_unlock(&db->blocks_mu);

@@ -16,7 +16,7 @@
 struct head_chunk {
 	int64_t mint, maxt;
 	uint32_t count;
-	uint8_t *ts;   /* encoded timestamp chunk */
+	uint8_t *ts;   /* encoded timestamp chunk, with its totals section */
 	size_t ts_len;
 	uint8_t *vals; /* sealed value chunk */
 	size_t vals_len;
@@ -34,6 +34,9 @@ struct head_series {
 	uint64_t dropped; /* chunks truncated so far: chunk seq = dropped + index */
 	struct pd_chunkenc_ts open_ts; /* the open chunk; count 0 when empty */
 	struct pd_chunkenc_values *open_vals;
+	/* the open chunk's totals section, one record per sample of open_ts; NULL
+	 * when it could not be kept (out of memory): the chunk is sealed without */
+	struct pd_chunkenc_totals *open_tot;
 	int64_t open_mint;
 	int64_t maxt; /* last timestamp appended, INT64_MIN when none */
 	struct tombstones tomb; /* deleted intervals (ref 0), normalised */
@@ -86,6 +89,9 @@ int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint6
  * caller decoded it, or NULL. */
 int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t *p, size_t len,
 		const struct pd_pprof_profile *decoded, struct pd_err *err);
+/* The open chunk's timestamp bytes followed by its totals section (when it has
+ * one) into *out, malloc'd. Series lock held. */
+int head_open_ts(const struct head_series *s, uint8_t **out, size_t *len, struct pd_err *err);
 /* Seals the open chunk of every series whose open chunk ends before t. */
 int head_cut_before(struct head *h, int64_t t, struct pd_err *err);
 /* Drops chunks that end before t, and the deleted intervals that do. */
@@ -139,6 +145,15 @@ struct reader_ops {
 
 extern const struct reader_ops head_reader_ops;
 extern const struct reader_ops block_reader_ops;
+
+/* ---- totals (totals.c) -------------------------------------------------------- */
+
+/* When chunk c's timestamps have no totals section, computes one from its
+ * profiles (each decoded) and points c->ts at a new timestamp chunk with it,
+ * which *owned also receives (malloc'd, the caller frees it); a chunk that has a
+ * section is left alone and *owned stays NULL. */
+int tsdb_chunk_add_totals(struct pd_block_chunk *c, size_t max_profile, uint8_t **owned,
+			  struct pd_err *err);
 
 /* ---- the database ---------------------------------------------------------- */
 
@@ -194,6 +209,17 @@ struct source {
  * accepts. */
 int tsdb_matching_refs(const struct source *src, const struct pd_tsdb_matcher *m, size_t nm,
 		       uint64_t **out, size_t *n, struct pd_err *err);
+
+/* querier.c: the refs (ascending, malloc'd) of the series of src that the
+ * matchers may accept, through postings (check each with tsdb_labels_match);
+ * whether labels pass every matcher; counting and logging a damaged chunk that
+ * a read met (what: what was being done; err: the damage, may be NULL). */
+int tsdb_candidates(const struct source *src, const struct pd_tsdb_matcher *m, size_t nm,
+		    uint64_t **out, size_t *n, struct pd_err *err);
+int tsdb_labels_match(const struct pd_lpair *l, size_t n, const struct pd_tsdb_matcher *m,
+		      size_t nm);
+void tsdb_chunk_damaged(struct pd_tsdb *db, const struct source *src, const char *what,
+			const struct pd_err *err);
 
 /* The head and the blocks overlapping [mint, maxt], oldest first. The caller holds
  * blocks_mu for reading while it uses them. *out is malloc'd. */

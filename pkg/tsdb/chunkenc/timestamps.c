@@ -211,3 +211,21 @@ corrupt:
 	it->err = PD_ECORRUPT;
 	return 0;
 }
+
+int pd_chunkenc_ts_totals(const uint8_t *p, size_t len, const uint8_t **sec, size_t *sec_len)
+{
+	struct pd_chunkenc_ts_iter it;
+	pd_chunkenc_ts_iter_init(&it, p, len);
+	while (pd_chunkenc_ts_iter_next(&it))
+		;
+	*sec = NULL;
+	*sec_len = 0;
+	if (pd_chunkenc_ts_iter_err(&it))
+		return PD_ECORRUPT;
+	size_t end = pd_chunkenc_ts_iter_end(&it);
+	if (end < len) {
+		*sec = p + end;
+		*sec_len = len - end;
+	}
+	return 0;
+}

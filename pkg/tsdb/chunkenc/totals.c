@@ -1,0 +1,460 @@
+/* totals.c: the totals section of a timestamp chunk: for each profile of the
+ * chunk, the sum of each sample type's values and the profile's duration, so
+ * that values over time are read beside the timestamps without opening a
+ * profile. The section follows the timestamp chunk's bit stream (from the next
+ * byte boundary); a chunk without it ends with the bit stream.
+ *
+ *   ┌──────────────┬──────────────────────────────────────────────┐
+ *   │ version <1B> │ one record per timestamp, in order            │
+ *   └──────────────┴──────────────────────────────────────────────┘
+ *
+ *   record:  tag <uvar>        0 not a profile (nothing follows)
+ *                              1 a new set of sample types follows, then the
+ *                                profile's fields (the set gets the next index)
+ *                              s >= 2: the profile has set s - 2
+ *            new set:          n <uvar>, then n times: k <uvar>: 0 = a new type
+ *                              follows (type and unit, each len <uvar> + bytes),
+ *                              k >= 1 = type k - 1
+ *            duration_nanos    <sv> difference from the previous profile's
+ *            per type of set   <sv> difference from the previous total of that
+ *                              type in the chunk (0 before its first)
+ *
+ * Types and sets are numbered in order of definition, from 0. Full
+ * specification: docs/format/chunks.md. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "profd/chunkenc.h"
+#include "profd/pprof.h"
+
+/* ---- coding helpers --------------------------------------------------------- */
+
+static int put_uvar(struct pd_buf *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	size_t n = 0;
+	while (v >= 0x80) {
+		tmp[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	tmp[n++] = (uint8_t)v;
+	return pd_buf_append(b, tmp, n);
+}
+
+static int put_svar(struct pd_buf *b, int64_t v)
+{
+	return put_uvar(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+static int put_str(struct pd_buf *b, const char *s)
+{
+	size_t n = strlen(s);
+	return put_uvar(b, n) || pd_buf_append(b, s, n) ? PD_ENOMEM : 0;
+}
+
+/* wrapping difference and sum, as the totals themselves wrap */
+static int64_t wsub(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+static int64_t wadd(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static int grow(void **v, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap ? *cap * 2 : 8;
+	while (c < need)
+		c *= 2;
+	void *n = realloc(*v, c * size);
+	if (!n)
+		return PD_ENOMEM;
+	*v = n;
+	*cap = c;
+	return 0;
+}
+
+/* ---- encoder ------------------------------------------------------------------ */
+
+struct enc_type {
+	char *type, *unit;
+	int64_t prev;
+};
+
+struct pd_chunkenc_totals {
+	struct pd_buf b;
+	uint32_t count;
+	struct enc_type *types;
+	size_t ntypes, types_cap;
+	uint32_t *set_types; /* the sets' type indices back to back */
+	size_t nset_types, set_types_cap;
+	size_t *set_off, *set_len;
+	size_t nsets, sets_cap, sets_len_cap;
+	size_t last_set; /* index of the set used last, SIZE_MAX for none */
+	int64_t prev_duration;
+	uint32_t *scratch; /* the type indices of the profile being appended */
+	size_t scratch_cap;
+};
+
+struct pd_chunkenc_totals *pd_chunkenc_totals_create(void)
+{
+	struct pd_chunkenc_totals *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	pd_buf_init(&c->b, 0);
+	c->last_set = SIZE_MAX;
+	if (pd_buf_append(&c->b, &(uint8_t){PD_CHUNKENC_TOTALS_VERSION}, 1)) {
+		pd_buf_fini(&c->b);
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void pd_chunkenc_totals_destroy(struct pd_chunkenc_totals *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->ntypes; i++) {
+		free(c->types[i].type);
+		free(c->types[i].unit);
+	}
+	free(c->types);
+	free(c->set_types);
+	free(c->set_off);
+	free(c->set_len);
+	free(c->scratch);
+	pd_buf_fini(&c->b);
+	free(c);
+}
+
+size_t pd_chunkenc_totals_memory(const struct pd_chunkenc_totals *c)
+{
+	size_t m = sizeof(*c) + c->b.cap + c->types_cap * sizeof(*c->types) +
+		   c->set_types_cap * sizeof(uint32_t) + c->sets_cap * 2 * sizeof(size_t) +
+		   c->scratch_cap * sizeof(uint32_t);
+	for (size_t i = 0; i < c->ntypes; i++)
+		m += strlen(c->types[i].type) + strlen(c->types[i].unit) + 2;
+	return m;
+}
+
+uint32_t pd_chunkenc_totals_count(const struct pd_chunkenc_totals *c)
+{
+	return c->count;
+}
+
+const uint8_t *pd_chunkenc_totals_bytes(const struct pd_chunkenc_totals *c, size_t *len)
+{
+	*len = c->b.len;
+	return c->b.data;
+}
+
+static long find_type(const struct pd_chunkenc_totals *c, const char *type, const char *unit)
+{
+	for (size_t i = 0; i < c->ntypes; i++)
+		if (!strcmp(c->types[i].type, type) && !strcmp(c->types[i].unit, unit))
+			return (long)i;
+	return -1;
+}
+
+static int set_equals(const struct pd_chunkenc_totals *c, size_t s, const uint32_t *ty, size_t n)
+{
+	return c->set_len[s] == n &&
+	       (n == 0 || !memcmp(c->set_types + c->set_off[s], ty, n * sizeof(*ty)));
+}
+
+int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char *const *types,
+			      const char *const *units, const int64_t *sums, int64_t duration,
+			      struct pd_err *err)
+{
+	size_t mark = c->b.len, ntypes0 = c->ntypes, nsets0 = c->nsets, nst0 = c->nset_types;
+	int rc = 0;
+	if (c->count == PD_CHUNKENC_MAX_SAMPLES)
+		return pd_err_set(err, PD_ETOOBIG, "totals section is full (%d profiles)",
+				  PD_CHUNKENC_MAX_SAMPLES);
+	if (grow((void **)&c->scratch, &c->scratch_cap, n + 1, sizeof(*c->scratch)))
+		goto nomem;
+	/* the profile's types, known ones found, new ones marked (index ntypes + j) */
+	size_t added = 0;
+	for (size_t i = 0; i < n; i++) {
+		long k = find_type(c, types[i], units[i]);
+		if (k < 0) {
+			for (size_t j = 0; j < i && k < 0; j++)
+				if (c->scratch[j] >= c->ntypes && !strcmp(types[j], types[i]) &&
+				    !strcmp(units[j], units[i]))
+					k = (long)c->scratch[j];
+			if (k < 0)
+				k = (long)(c->ntypes + added++);
+		}
+		c->scratch[i] = (uint32_t)k;
+	}
+	size_t set = SIZE_MAX;
+	if (!added) {
+		if (c->last_set != SIZE_MAX && set_equals(c, c->last_set, c->scratch, n))
+			set = c->last_set;
+		for (size_t s = 0; s < c->nsets && set == SIZE_MAX; s++)
+			if (set_equals(c, s, c->scratch, n))
+				set = s;
+	}
+	if (set != SIZE_MAX) {
+		if (put_uvar(&c->b, set + 2))
+			goto nomem;
+	} else {
+		/* a new set, with its new types */
+		if (put_uvar(&c->b, 1) || put_uvar(&c->b, n))
+			goto nomem;
+		if (grow((void **)&c->types, &c->types_cap, c->ntypes + added, sizeof(*c->types)) ||
+		    grow((void **)&c->set_types, &c->set_types_cap, c->nset_types + n,
+			 sizeof(*c->set_types)) ||
+		    grow((void **)&c->set_off, &c->sets_cap, c->nsets + 1, sizeof(*c->set_off)) ||
+		    grow((void **)&c->set_len, &c->sets_len_cap, c->nsets + 1, sizeof(*c->set_len)))
+			goto nomem;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t k = c->scratch[i];
+			if (k == c->ntypes) {
+				struct enc_type *t = &c->types[c->ntypes];
+				t->type = strdup(types[i]);
+				t->unit = strdup(units[i]);
+				t->prev = 0;
+				if (!t->type || !t->unit) {
+					free(t->type);
+					free(t->unit);
+					goto nomem;
+				}
+				c->ntypes++;
+				if (put_uvar(&c->b, 0) || put_str(&c->b, types[i]) || put_str(&c->b, units[i]))
+					goto nomem;
+			} else if (put_uvar(&c->b, (uint64_t)k + 1)) {
+				goto nomem;
+			}
+			c->set_types[c->nset_types + i] = k;
+		}
+		c->set_off[c->nsets] = c->nset_types;
+		c->set_len[c->nsets] = n;
+		c->nset_types += n;
+		set = c->nsets++;
+	}
+	/* room for every varint below, so that none of them fails half-way */
+	if (pd_buf_reserve(&c->b, 10 * (n + 1)))
+		goto nomem;
+	put_svar(&c->b, wsub(duration, c->prev_duration));
+	/* deltas, applied in order: a type listed twice takes its last sum */
+	size_t off = c->set_off[set];
+	for (size_t i = 0; i < n; i++) {
+		struct enc_type *t = &c->types[c->set_types[off + i]];
+		put_svar(&c->b, wsub(sums[i], t->prev));
+		t->prev = sums[i];
+	}
+	c->prev_duration = duration;
+	c->last_set = set;
+	c->count++;
+	return rc;
+nomem:
+	/* back to the state before this profile: the section stays usable */
+	c->b.len = mark;
+	for (size_t i = ntypes0; i < c->ntypes; i++) {
+		free(c->types[i].type);
+		free(c->types[i].unit);
+	}
+	c->ntypes = ntypes0;
+	c->nsets = nsets0;
+	c->nset_types = nst0;
+	return pd_err_set(err, PD_ENOMEM, "out of memory appending a profile's totals");
+}
+
+int pd_chunkenc_totals_append_opaque(struct pd_chunkenc_totals *c, struct pd_err *err)
+{
+	if (c->count == PD_CHUNKENC_MAX_SAMPLES)
+		return pd_err_set(err, PD_ETOOBIG, "totals section is full (%d profiles)",
+				  PD_CHUNKENC_MAX_SAMPLES);
+	if (put_uvar(&c->b, 0))
+		return pd_err_set(err, PD_ENOMEM, "out of memory appending a profile's totals");
+	c->count++;
+	return 0;
+}
+
+int pd_chunkenc_totals_append_profile(struct pd_chunkenc_totals *c,
+				      const struct pd_pprof_profile *p, struct pd_err *err)
+{
+	if (!p)
+		return pd_chunkenc_totals_append_opaque(c, err);
+	size_t n = pd_pprof_sample_type_count(p);
+	const char *st[8], *su[8];
+	int64_t ss[8];
+	const char **types = st, **units = su;
+	int64_t *sums = ss;
+	if (n > 8) {
+		types = malloc(n * sizeof(*types));
+		units = malloc(n * sizeof(*units));
+		sums = malloc(n * sizeof(*sums));
+	}
+	int rc;
+	if (!types || !units || !sums) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory appending a profile's totals");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		types[i] = pd_pprof_sample_type(p, i);
+		units[i] = pd_pprof_sample_unit(p, i);
+		sums[i] = pd_pprof_sum(p, (int)i);
+	}
+	rc = pd_chunkenc_totals_append(c, n, types, units, sums, pd_pprof_duration_nanos(p), err);
+out:
+	if (n > 8) {
+		free(types);
+		free(units);
+		free(sums);
+	}
+	return rc;
+}
+
+/* ---- reader ------------------------------------------------------------------- */
+
+static uint64_t get_uvar(struct pd_chunkenc_totals_iter *it)
+{
+	uint64_t r = 0;
+	if (it->err)
+		return 0;
+	for (unsigned i = 0; i < 10 && it->pos < it->len; i++) {
+		uint8_t b = it->p[it->pos++];
+		if (i == 9 && b > 1)
+			break;
+		r |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80))
+			return r;
+	}
+	it->err = PD_ECORRUPT;
+	return 0;
+}
+
+static int64_t get_svar(struct pd_chunkenc_totals_iter *it)
+{
+	uint64_t u = get_uvar(it);
+	return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
+static const char *get_str(struct pd_chunkenc_totals_iter *it, size_t *n)
+{
+	uint64_t l = get_uvar(it);
+	if (it->err || l > it->len - it->pos) {
+		it->err = PD_ECORRUPT;
+		*n = 0;
+		return "";
+	}
+	const char *s = (const char *)it->p + it->pos;
+	it->pos += (size_t)l;
+	*n = (size_t)l;
+	return s;
+}
+
+int pd_chunkenc_totals_iter_init(struct pd_chunkenc_totals_iter *it, const uint8_t *p, size_t len,
+				 uint32_t count)
+{
+	memset(it, 0, sizeof(*it));
+	it->p = p;
+	it->len = len;
+	it->left = count;
+	if (len == 0 || p[0] != PD_CHUNKENC_TOTALS_VERSION)
+		return PD_ENOTFOUND;
+	it->pos = 1;
+	return 0;
+}
+
+void pd_chunkenc_totals_iter_fini(struct pd_chunkenc_totals_iter *it)
+{
+	free(it->types);
+	free(it->set_types);
+	free(it->set_off);
+	free(it->set_len);
+	free(it->vals);
+	free(it->prev);
+	memset(it, 0, sizeof(*it));
+}
+
+/* Reads a set definition. */
+static void read_set(struct pd_chunkenc_totals_iter *it)
+{
+	uint64_t n = get_uvar(it);
+	/* every entry takes at least one byte */
+	if (it->err || n > it->len - it->pos) {
+		it->err = PD_ECORRUPT;
+		return;
+	}
+	if (grow((void **)&it->set_types, &it->set_types_cap, it->nset_types + (size_t)n,
+		 sizeof(*it->set_types)) ||
+	    grow((void **)&it->set_off, &it->sets_cap, it->nsets + 1, sizeof(*it->set_off)) ||
+	    grow((void **)&it->set_len, &it->sets_len_cap, it->nsets + 1, sizeof(*it->set_len)) ||
+	    grow((void **)&it->vals, &it->vals_cap, (size_t)n + 1, sizeof(*it->vals))) {
+		it->err = PD_ENOMEM;
+		return;
+	}
+	for (uint64_t i = 0; i < n && !it->err; i++) {
+		uint64_t k = get_uvar(it);
+		if (k == 0) {
+			if (grow((void **)&it->types, &it->types_cap, it->ntypes + 1, sizeof(*it->types)) ||
+			    grow((void **)&it->prev, &it->prev_cap, it->ntypes + 1, sizeof(*it->prev))) {
+				it->err = PD_ENOMEM;
+				return;
+			}
+			struct pd_chunkenc_totals_type *t = &it->types[it->ntypes];
+			t->type = get_str(it, &t->type_len);
+			t->unit = get_str(it, &t->unit_len);
+			it->prev[it->ntypes] = 0;
+			k = ++it->ntypes;
+		} else if (k > it->ntypes) {
+			it->err = PD_ECORRUPT;
+		}
+		it->set_types[it->nset_types + i] = (uint32_t)(k - 1);
+	}
+	it->set_off[it->nsets] = it->nset_types;
+	it->set_len[it->nsets] = (size_t)n;
+	it->nset_types += (size_t)n;
+	it->nsets++;
+}
+
+int pd_chunkenc_totals_iter_next(struct pd_chunkenc_totals_iter *it)
+{
+	if (it->err)
+		return 0;
+	if (it->left == 0) {
+		if (it->pos != it->len)
+			it->err = PD_ECORRUPT; /* bytes after the last record */
+		return 0;
+	}
+	uint64_t tag = get_uvar(it);
+	if (it->err)
+		return 0;
+	it->left--;
+	if (tag == 0) {
+		it->profile = 0;
+		it->duration = 0;
+		it->n = 0;
+		return 1;
+	}
+	size_t set;
+	if (tag == 1) {
+		read_set(it);
+		set = it->nsets - 1;
+	} else if (tag - 2 < it->nsets) {
+		set = (size_t)(tag - 2);
+	} else {
+		it->err = PD_ECORRUPT;
+	}
+	if (it->err)
+		return 0;
+	it->profile = 1;
+	it->prev_duration = wadd(it->prev_duration, get_svar(it));
+	it->duration = it->prev_duration;
+	it->n = it->set_len[set];
+	it->type_idx = it->set_types + it->set_off[set];
+	for (size_t i = 0; i < it->n; i++) {
+		uint32_t k = it->type_idx[i];
+		it->prev[k] = wadd(it->prev[k], get_svar(it));
+		it->vals[i] = it->prev[k];
+	}
+	return it->err ? 0 : 1;
+}
