@@ -1,0 +1,667 @@
+/* test_tsdb_totals.c: profile totals kept beside the timestamps. The totals
+ * section's encoder and reader (round trips, malformed sections), and
+ * pd_tsdb_select_totals over the head, blocks cut from it, compacted blocks, a
+ * head rebuilt by WAL replay, blocks written before sections existed (the
+ * golden v1 store) and what compaction makes of them, deleted samples, records
+ * that are not profiles, and a damaged section: in every case the totals equal
+ * pd_pprof_sum of each stored profile, decoded. */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "block.h"
+#include "profd/chunkenc.h"
+#include "profd/pprof.h"
+#include "profd/tsdb.h"
+#include "profd/util.h"
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+static int rm_entry(const char *p, const struct stat *st, int f, struct FTW *w)
+{
+	(void)st;
+	(void)f;
+	(void)w;
+	return remove(p);
+}
+
+static char *tmpdir(void)
+{
+	char *d = strdup("/tmp/pd_test_totals_XXXXXX");
+	assert_non_null(mkdtemp(d));
+	return d;
+}
+
+static void rmdir_all(char *d)
+{
+	nftw(d, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(d);
+}
+
+/* The profiles the tests store, raw (gunzipped); the last payload is not a
+ * profile. */
+static const char *const files[] = {
+    "prometheus/heap.pb.gz",   "prometheus/cpu.pb.gz",     "prometheus/goroutine.pb.gz",
+    "prometheus/block.pb.gz",  "goapp/allocs.pb.gz",       "goapp/cpu.pb.gz",
+    "goapp/heap-2.pb.gz",      "labels/cpu.pb.gz",         "edge/multi-types.pb",
+    "edge/zero-and-negative.pb", "edge/cpu-extra-type.pb", "edge/empty-samples.pb",
+    "edge/default-type.pb",
+};
+#define NFILES (sizeof(files) / sizeof(files[0]))
+#define NPAYLOADS (NFILES + 1)
+
+static uint8_t *payloads[NPAYLOADS];
+static size_t payload_len[NPAYLOADS];
+
+static int load(void **state)
+{
+	(void)state;
+	struct pd_err err = {0};
+	for (size_t i = 0; i < NFILES; i++) {
+		char path[512];
+		uint8_t *buf;
+		size_t len;
+		snprintf(path, sizeof(path), "%s/profiles/%s", PD_TESTDATA, files[i]);
+		if (pd_file_read(path, 64 << 20, &buf, &len, &err))
+			fail_msg("%s: %s", path, err.msg);
+		if (pd_gzip_is(buf, len)) {
+			if (pd_gunzip(buf, len, 64 << 20, &payloads[i], &payload_len[i], &err))
+				fail_msg("%s: %s", path, err.msg);
+			free(buf);
+		} else {
+			payloads[i] = buf;
+			payload_len[i] = len;
+		}
+	}
+	static const char opaque[] = "not a profile at all";
+	payloads[NFILES] = (uint8_t *)strdup(opaque);
+	payload_len[NFILES] = sizeof(opaque) - 1;
+	return 0;
+}
+
+static int unload(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < NPAYLOADS; i++)
+		free(payloads[i]);
+	return 0;
+}
+
+static struct pd_tsdb *open_db(const char *dir, int64_t block_range, int wal)
+{
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	struct pd_err err = {0};
+	pd_tsdb_opts_init(&o);
+	o.retention_ms = -1;
+	o.block_range_ms = block_range;
+	o.chunk_samples = 7; /* several chunks a series */
+	o.wal_disabled = !wal;
+	o.wal_sync = 1;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open %s: %s", dir, err.msg);
+	return db;
+}
+
+#define NSERIES 4
+#define NSAMPLES 40
+#define T0 1700000000000ll
+#define STEP 15000ll
+
+/* Which payload series s has at sample k: a mix, profiles changing type sets
+ * within a chunk, and now and then a record that is not a profile. */
+static size_t payload_of(int s, int k)
+{
+	if (s == 3 && k % 5 == 2)
+		return NFILES;
+	return ((size_t)s * 3 + (size_t)k * (size_t)(s + 1)) % NFILES;
+}
+
+static void append_all(struct pd_tsdb *db, int from, int to)
+{
+	struct pd_err err = {0};
+	for (int k = from; k < to; k++) {
+		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+		for (int s = 0; s < NSERIES; s++) {
+			char inst[16];
+			snprintf(inst, sizeof(inst), "i%d", s);
+			struct pd_tsdb_label l[2] = {{"__name__", "prof"}, {"instance", inst}};
+			size_t p = payload_of(s, k);
+			if (pd_tsdb_append(a, l, 2, T0 + k * STEP + s, payloads[p], payload_len[p], &err))
+				fail_msg("append: %s", err.msg);
+		}
+		if (pd_tsdb_commit(a, &err))
+			fail_msg("commit: %s", err.msg);
+	}
+}
+
+static int match_any(const void *ctx, const char *v)
+{
+	(void)ctx;
+	(void)v;
+	return 1;
+}
+
+/* Checks every series' totals against its profiles, read and decoded one by
+ * one, and its timestamps against pd_tsdb_select. Returns the profiles seen. */
+static size_t check_totals(struct pd_tsdb *db, int64_t mint, int64_t maxt)
+{
+	struct pd_err err = {0};
+	struct pd_tsdb_matcher m = {"__name__", match_any, NULL};
+	struct pd_tsdb_result *sel;
+	struct pd_tsdb_totals_result *tot;
+	size_t seen = 0;
+	if (pd_tsdb_select(db, &m, 1, mint, maxt, 0, &sel, &err))
+		fail_msg("select: %s", err.msg);
+	if (pd_tsdb_select_totals(db, &m, 1, mint, maxt, 0, &tot, &err))
+		fail_msg("select_totals: %s", err.msg);
+	assert_int_equal(tot->nseries, sel->nseries);
+	for (size_t i = 0; i < tot->nseries; i++) {
+		const struct pd_tsdb_totals *t = &tot->series[i];
+		const struct pd_tsdb_series *s = &sel->series[i];
+		assert_int_equal(t->nlabels, s->nlabels);
+		for (size_t k = 0; k < t->nlabels; k++) {
+			assert_string_equal(t->labels[k].name, s->labels[k].name);
+			assert_string_equal(t->labels[k].value, s->labels[k].value);
+		}
+		assert_int_equal(t->nts, s->nts);
+		for (size_t j = 0; j < t->nts; j++) {
+			assert_int_equal(t->ts[j], s->ts[j]);
+			uint8_t *buf;
+			size_t len;
+			if (pd_tsdb_read(db, t->labels, t->nlabels, t->ts[j], &buf, &len, &err))
+				fail_msg("read %lld: %s", (long long)t->ts[j], err.msg);
+			struct pd_pprof_profile *p = NULL;
+			struct pd_err derr;
+			if (pd_pprof_decode(&p, buf, len, NULL, &derr))
+				p = NULL;
+			free(buf);
+			size_t have = 0;
+			for (size_t k = 0; k < t->ntypes; k++)
+				have += t->present[k * t->nts + j];
+			if (!p) {
+				assert_int_equal(have, 0);
+				assert_int_equal(t->duration_nanos[j], 0);
+				continue;
+			}
+			seen++;
+			assert_int_equal(t->duration_nanos[j], pd_pprof_duration_nanos(p));
+			size_t distinct = 0;
+			for (size_t q = 0; q < pd_pprof_sample_type_count(p); q++) {
+				const char *ty = pd_pprof_sample_type(p, q), *un = pd_pprof_sample_unit(p, q);
+				size_t k = 0;
+				while (k < t->ntypes &&
+				       (strcmp(t->types[k].type, ty) || strcmp(t->types[k].unit, un)))
+					k++;
+				if (k == t->ntypes)
+					fail_msg("series %zu, profile at %lld: type %s/%s missing", i,
+						 (long long)t->ts[j], ty, un);
+				assert_true(t->present[k * t->nts + j]);
+				/* a type listed twice takes its last sum, as pprof -raw's last column */
+				int last = (int)q;
+				for (size_t r = q + 1; r < pd_pprof_sample_type_count(p); r++)
+					if (!strcmp(pd_pprof_sample_type(p, r), ty) &&
+					    !strcmp(pd_pprof_sample_unit(p, r), un))
+						last = (int)r;
+				assert_int_equal(t->values[k * t->nts + j], pd_pprof_sum(p, last));
+				if (last == (int)q)
+					distinct++;
+			}
+			assert_int_equal(have, distinct);
+			pd_pprof_destroy(p);
+		}
+	}
+	pd_tsdb_result_destroy(sel);
+	pd_tsdb_totals_result_destroy(tot);
+	return seen;
+}
+
+/* Every timestamp chunk of every block has a totals section. */
+static void assert_blocks_have_sections(const char *dir, size_t *nblocks)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "ls -1 '%s' | grep -E '^[0-9A-Z]{26}$' > '%s/.blocks'", dir, dir);
+	assert_int_equal(system(cmd), 0);
+	char path[600];
+	snprintf(path, sizeof(path), "%s/.blocks", dir);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	char name[64];
+	*nblocks = 0;
+	while (fgets(name, sizeof(name), f)) {
+		name[strcspn(name, "\n")] = '\0';
+		char bdir[700];
+		snprintf(bdir, sizeof(bdir), "%s/%s", dir, name);
+		struct pd_block *b;
+		struct pd_err err = {0};
+		if (pd_block_open(&b, bdir, &err))
+			fail_msg("%s: %s", bdir, err.msg);
+		uint64_t *refs;
+		size_t n;
+		assert_int_equal(pd_block_all_series(b, &refs, &n, &err), 0);
+		for (size_t i = 0; i < n; i++) {
+			struct pd_lpair *l;
+			size_t nl, nc;
+			struct pd_block_chunk_meta *c;
+			assert_int_equal(pd_block_series(b, refs[i], &l, &nl, &c, &nc, &err), 0);
+			for (size_t k = 0; k < nc; k++) {
+				const uint8_t *p, *sec;
+				size_t len, sl;
+				assert_int_equal(pd_block_chunk_bytes(b, c[k].ts_ref, &p, &len, &err), 0);
+				assert_int_equal(pd_chunkenc_ts_totals(p, len, &sec, &sl), 0);
+				if (!sl)
+					fail_msg("%s: series %zu chunk %zu has no totals section", name, i, k);
+			}
+			free(l);
+			free(c);
+		}
+		free(refs);
+		pd_block_close(b);
+		(*nblocks)++;
+	}
+	fclose(f);
+	remove(path);
+}
+
+/* ---- the section on its own --------------------------------------------------- */
+
+static void test_section_roundtrip(void **state)
+{
+	(void)state;
+	struct pd_err err = {0};
+	struct pd_chunkenc_totals *c = pd_chunkenc_totals_create();
+	assert_non_null(c);
+	const char *t1[] = {"samples", "cpu"}, *u1[] = {"count", "nanoseconds"};
+	const char *t2[] = {"cpu", "wall", "cpu"}, *u2[] = {"nanoseconds", "nanoseconds", "nanoseconds"};
+	int64_t s1[] = {5, 50}, s2[] = {INT64_MAX, -7, INT64_MIN}, s3[] = {-3, INT64_MIN};
+	assert_int_equal(pd_chunkenc_totals_append(c, 2, t1, u1, s1, 10, &err), 0);
+	assert_int_equal(pd_chunkenc_totals_append_opaque(c, &err), 0);
+	assert_int_equal(pd_chunkenc_totals_append(c, 3, t2, u2, s2, -1, &err), 0);
+	assert_int_equal(pd_chunkenc_totals_append(c, 2, t1, u1, s3, INT64_MAX, &err), 0);
+	assert_int_equal(pd_chunkenc_totals_append(c, 0, NULL, NULL, NULL, 0, &err), 0);
+	assert_int_equal(pd_chunkenc_totals_count(c), 5);
+	size_t len;
+	const uint8_t *b = pd_chunkenc_totals_bytes(c, &len);
+	assert_int_equal(b[0], PD_CHUNKENC_TOTALS_VERSION);
+
+	struct pd_chunkenc_totals_iter it;
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, b, len, 5), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 1);
+	assert_int_equal(it.profile, 1);
+	assert_int_equal(it.duration, 10);
+	assert_int_equal(it.n, 2);
+	assert_int_equal(it.vals[0], 5);
+	assert_int_equal(it.vals[1], 50);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 1);
+	assert_int_equal(it.profile, 0);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 1);
+	assert_int_equal(it.duration, -1);
+	assert_int_equal(it.n, 3);
+	/* cpu is one type, listed twice; wall is new */
+	assert_int_equal(it.type_idx[0], it.type_idx[2]);
+	assert_int_equal(it.types[it.type_idx[0]].type_len, 3);
+	assert_memory_equal(it.types[it.type_idx[1]].type, "wall", 4);
+	assert_true(it.vals[0] == INT64_MAX && it.vals[1] == -7 && it.vals[2] == INT64_MIN);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 1);
+	assert_int_equal(it.duration, INT64_MAX);
+	assert_true(it.vals[0] == -3 && it.vals[1] == INT64_MIN);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 1);
+	assert_int_equal(it.profile, 1);
+	assert_int_equal(it.n, 0);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_err(&it), 0);
+	assert_int_equal(it.ntypes, 3);
+	pd_chunkenc_totals_iter_fini(&it);
+
+	/* malformed: fewer records than timestamps, bytes left over, every cut */
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, b, len, 6), 0);
+	while (pd_chunkenc_totals_iter_next(&it))
+		;
+	assert_int_equal(pd_chunkenc_totals_iter_err(&it), PD_ECORRUPT);
+	pd_chunkenc_totals_iter_fini(&it);
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, b, len, 4), 0);
+	while (pd_chunkenc_totals_iter_next(&it))
+		;
+	assert_int_equal(pd_chunkenc_totals_iter_err(&it), PD_ECORRUPT);
+	pd_chunkenc_totals_iter_fini(&it);
+	for (size_t cut = 1; cut < len; cut++) {
+		assert_int_equal(pd_chunkenc_totals_iter_init(&it, b, cut, 5), 0);
+		while (pd_chunkenc_totals_iter_next(&it))
+			;
+		assert_int_equal(pd_chunkenc_totals_iter_err(&it), PD_ECORRUPT);
+		pd_chunkenc_totals_iter_fini(&it);
+	}
+	/* a set index out of range, a type index out of range */
+	static const uint8_t bad_set[] = {1, 5, 0};
+	static const uint8_t bad_type[] = {1, 1, 1, 2, 0, 0};
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, bad_set, sizeof(bad_set), 1), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_err(&it), PD_ECORRUPT);
+	pd_chunkenc_totals_iter_fini(&it);
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, bad_type, sizeof(bad_type), 1), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_err(&it), PD_ECORRUPT);
+	pd_chunkenc_totals_iter_fini(&it);
+	/* no section, or a version this reader does not know: answered as absent */
+	static const uint8_t v2[] = {2, 0};
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, b, 0, 5), PD_ENOTFOUND);
+	pd_chunkenc_totals_iter_fini(&it);
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, v2, 2, 1), PD_ENOTFOUND);
+	pd_chunkenc_totals_iter_fini(&it);
+	pd_chunkenc_totals_destroy(c);
+}
+
+/* Timestamps read the same with a section after them, and the section is found. */
+static void test_section_after_timestamps(void **state)
+{
+	(void)state;
+	struct pd_err err = {0};
+	for (int n = 1; n <= 9; n++) {
+		struct pd_chunkenc_ts ts;
+		struct pd_chunkenc_totals *c = pd_chunkenc_totals_create();
+		pd_chunkenc_ts_init(&ts);
+		for (int i = 0; i < n; i++) {
+			assert_int_equal(pd_chunkenc_ts_append(&ts, T0 + i * 15000 + (i * 7) % 5, &err), 0);
+			assert_int_equal(pd_chunkenc_totals_append_opaque(c, &err), 0);
+		}
+		size_t tl, xl;
+		const uint8_t *tb = pd_chunkenc_ts_bytes(&ts, &tl), *xb = pd_chunkenc_totals_bytes(c, &xl);
+		uint8_t *all = malloc(tl + xl);
+		memcpy(all, tb, tl);
+		memcpy(all + tl, xb, xl);
+		struct pd_chunkenc_ts_iter it;
+		pd_chunkenc_ts_iter_init(&it, all, tl + xl);
+		int k = 0;
+		while (pd_chunkenc_ts_iter_next(&it))
+			assert_int_equal(pd_chunkenc_ts_iter_at(&it), T0 + k * 15000 + (k * 7) % 5), k++;
+		assert_int_equal(k, n);
+		assert_int_equal(pd_chunkenc_ts_iter_err(&it), 0);
+		const uint8_t *sec;
+		size_t sl;
+		assert_int_equal(pd_chunkenc_ts_totals(all, tl + xl, &sec, &sl), 0);
+		assert_ptr_equal(sec, all + tl);
+		assert_int_equal(sl, xl);
+		assert_int_equal(pd_chunkenc_ts_totals(all, tl, &sec, &sl), 0);
+		assert_int_equal(sl, 0);
+		free(all);
+		pd_chunkenc_ts_fini(&ts);
+		pd_chunkenc_totals_destroy(c);
+	}
+}
+
+/* ---- the store ------------------------------------------------------------------ */
+
+/* Head, then blocks cut from it, then compacted blocks. */
+static void test_head_blocks_compaction(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	/* 40 samples 15 s apart in ranges of 60 s: ten blocks, compacted by three */
+	struct pd_tsdb *db = open_db(dir, 60000, 0);
+	struct pd_err err = {0};
+	append_all(db, 0, NSAMPLES);
+	size_t seen = check_totals(db, INT64_MIN, INT64_MAX);
+	assert_true(seen >= NSERIES * NSAMPLES - NSAMPLES / 5);
+	/* a range inside a chunk */
+	check_totals(db, T0 + 5 * STEP, T0 + 17 * STEP);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_true(st.compactions > 0);
+	assert_int_equal(check_totals(db, INT64_MIN, INT64_MAX), seen);
+	check_totals(db, T0 + 5 * STEP, T0 + 17 * STEP);
+	pd_tsdb_close(db);
+	size_t nblocks;
+	assert_blocks_have_sections(dir, &nblocks);
+	assert_true(nblocks >= 2);
+	rmdir_all(dir);
+}
+
+/* A head rebuilt from the WAL has its sections too. */
+static void test_wal_replay(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_tsdb *db = open_db(dir, 2 * 3600 * 1000, 1);
+	append_all(db, 0, 20);
+	size_t seen = check_totals(db, INT64_MIN, INT64_MAX);
+	pd_tsdb_close(db);
+	db = open_db(dir, 2 * 3600 * 1000, 1);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.head_samples, NSERIES * 20);
+	assert_int_equal(check_totals(db, INT64_MIN, INT64_MAX), seen);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* Deleted samples are left out, in the head, in blocks, and after the blocks
+ * are rewritten without them. */
+static void test_tombstones(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_tsdb *db = open_db(dir, 2 * 3600 * 1000, 0);
+	struct pd_err err = {0};
+	append_all(db, 0, 30);
+	struct pd_tsdb_matcher m = {"instance", pd_tsdb_match_equal, "i1"};
+	assert_int_equal(pd_tsdb_delete(db, &m, 1, T0 + 3 * STEP, T0 + 11 * STEP, &err), 0);
+	size_t seen = check_totals(db, INT64_MIN, INT64_MAX);
+	struct pd_tsdb_totals_result *tot;
+	assert_int_equal(pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &tot, &err), 0);
+	assert_int_equal(tot->nseries, 1);
+	assert_int_equal(tot->series[0].nts, 30 - 8); /* k = 3..10 (i1 is 1 ms late) */
+	pd_tsdb_totals_result_destroy(tot);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	assert_int_equal(check_totals(db, INT64_MIN, INT64_MAX), seen);
+	/* and deleted in a block, then rewritten */
+	assert_int_equal(pd_tsdb_delete(db, &m, 1, T0 + 20 * STEP, T0 + 21 * STEP, &err), 0);
+	size_t seen2 = check_totals(db, INT64_MIN, INT64_MAX);
+	assert_true(seen2 < seen);
+	assert_int_equal(pd_tsdb_clean_tombstones(db, &err), 0);
+	assert_int_equal(check_totals(db, INT64_MIN, INT64_MAX), seen2);
+	assert_int_equal(pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &tot, &err), 0);
+	assert_int_equal(tot->series[0].nts, 30 - 8 - 1);
+	pd_tsdb_totals_result_destroy(tot);
+	pd_tsdb_close(db);
+	size_t nblocks;
+	assert_blocks_have_sections(dir, &nblocks);
+	rmdir_all(dir);
+}
+
+/* A record that is not a profile has no types, and a series of only such records
+ * has none at all. */
+static void test_opaque(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_tsdb *db = open_db(dir, 2 * 3600 * 1000, 0);
+	struct pd_err err = {0};
+	struct pd_tsdb_label l[1] = {{"__name__", "raw"}};
+	for (int k = 0; k < 10; k++) {
+		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+		assert_int_equal(pd_tsdb_append(a, l, 1, T0 + k, payloads[NFILES], payload_len[NFILES],
+						&err),
+				 0);
+		assert_int_equal(pd_tsdb_commit(a, &err), 0);
+	}
+	struct pd_tsdb_matcher m = {"__name__", pd_tsdb_match_equal, "raw"};
+	for (int pass = 0; pass < 2; pass++) {
+		struct pd_tsdb_totals_result *tot;
+		assert_int_equal(pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &tot, &err), 0);
+		assert_int_equal(tot->nseries, 1);
+		assert_int_equal(tot->series[0].nts, 10);
+		assert_int_equal(tot->series[0].ntypes, 0);
+		for (int k = 0; k < 10; k++)
+			assert_int_equal(tot->series[0].duration_nanos[k], 0);
+		pd_tsdb_totals_result_destroy(tot);
+		assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	}
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* Blocks written before totals sections existed (the golden v1 store) are
+ * answered from their profiles, and compaction gives them sections. */
+static void test_blocks_without_sections(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "cp -R '%s/tsdb/v1/.' '%s/'", PD_TESTDATA, dir);
+	assert_int_equal(system(cmd), 0);
+	/* the golden store's blocks have no section: this test means something */
+	char blk[800];
+	snprintf(cmd, sizeof(cmd), "ls -1 '%s' | grep -E '^[0-9A-Z]{26}$' | head -1", dir);
+	FILE *pf = popen(cmd, "r");
+	assert_non_null(pf);
+	char name[64] = "";
+	assert_non_null(fgets(name, sizeof(name), pf));
+	pclose(pf);
+	name[strcspn(name, "\n")] = '\0';
+	snprintf(blk, sizeof(blk), "%s/%s", dir, name);
+	struct pd_block *b;
+	struct pd_err err = {0};
+	assert_int_equal(pd_block_open(&b, blk, &err), 0);
+	uint64_t *refs;
+	size_t n;
+	assert_int_equal(pd_block_all_series(b, &refs, &n, &err), 0);
+	struct pd_lpair *l;
+	size_t nl, nc;
+	struct pd_block_chunk_meta *c;
+	assert_int_equal(pd_block_series(b, refs[0], &l, &nl, &c, &nc, &err), 0);
+	const uint8_t *p, *sec;
+	size_t len, sl;
+	assert_int_equal(pd_block_chunk_bytes(b, c[0].ts_ref, &p, &len, &err), 0);
+	assert_int_equal(pd_chunkenc_ts_totals(p, len, &sec, &sl), 0);
+	assert_int_equal(sl, 0);
+	free(l);
+	free(c);
+	free(refs);
+	pd_block_close(b);
+
+	/* ranges of 1 h: compaction's 9 h window then takes both old blocks (0..6 h,
+	 * 6..8 h) with the head's first hour */
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	pd_tsdb_opts_init(&o);
+	o.retention_ms = -1;
+	o.block_range_ms = 3600 * 1000;
+	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
+	size_t seen = check_totals(db, INT64_MIN, INT64_MAX);
+	assert_true(seen > 0);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_true(st.compactions > 0);
+	assert_int_equal(check_totals(db, INT64_MIN, INT64_MAX), seen);
+	pd_tsdb_close(db);
+	size_t nblocks;
+	assert_blocks_have_sections(dir, &nblocks);
+	assert_true(nblocks >= 1);
+	rmdir_all(dir);
+}
+
+static void on_damage(void *ctx, const struct pd_tsdb_damage *d)
+{
+	(void)ctx;
+	assert_non_null(strstr(d->what, "totals section"));
+}
+
+/* A section that does not decode fails only that chunk's totals: counted as
+ * damage, its timestamps still listed by pd_tsdb_select, other chunks answer. */
+static void test_damaged_section(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_block_writer *w;
+	assert_int_equal(pd_block_writer_create(&w, dir, T0, T0 + 3600000, 1, NULL, 0, &err), 0);
+	struct pd_block_chunk cs[2];
+	uint8_t *tsb[2], *vb[2];
+	for (int k = 0; k < 2; k++) {
+		struct pd_chunkenc_ts ts;
+		struct pd_chunkenc_values *v = pd_chunkenc_values_create_enc(0, 0, 0);
+		struct pd_chunkenc_totals *tot = pd_chunkenc_totals_create();
+		pd_chunkenc_ts_init(&ts);
+		for (int i = 0; i < 3; i++) {
+			assert_int_equal(pd_chunkenc_ts_append(&ts, T0 + k * 100000 + i * 1000, &err), 0);
+			assert_int_equal(pd_chunkenc_values_append(v, payloads[1], payload_len[1], &err), 0);
+			struct pd_pprof_profile *p;
+			assert_int_equal(pd_pprof_decode(&p, payloads[1], payload_len[1], NULL, &err), 0);
+			assert_int_equal(pd_chunkenc_totals_append_profile(tot, p, &err), 0);
+			pd_pprof_destroy(p);
+		}
+		size_t tl, xl, vl;
+		const uint8_t *tb = pd_chunkenc_ts_bytes(&ts, &tl), *xb = pd_chunkenc_totals_bytes(tot, &xl);
+		tsb[k] = malloc(tl + xl);
+		memcpy(tsb[k], tb, tl);
+		memcpy(tsb[k] + tl, xb, xl);
+		if (k == 0)
+			tsb[k][tl + 1] = 0x7f; /* the first record's tag: a set that is not there */
+		assert_int_equal(pd_chunkenc_values_seal(v, &vb[k], &vl, &err), 0);
+		cs[k] = (struct pd_block_chunk){T0 + k * 100000, T0 + k * 100000 + 2000, 3, tsb[k], tl + xl,
+						vb[k], vl};
+		pd_chunkenc_ts_fini(&ts);
+		pd_chunkenc_values_destroy(v);
+		pd_chunkenc_totals_destroy(tot);
+	}
+	struct pd_lpair l[1] = {{"__name__", "cpu"}};
+	assert_int_equal(pd_block_writer_add_series(w, l, 1, cs, 2, &err), 0);
+	char ulid[27];
+	assert_int_equal(pd_block_writer_finish(w, ulid, &err), 0);
+	for (int k = 0; k < 2; k++) {
+		free(tsb[k]);
+		free(vb[k]);
+	}
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	pd_tsdb_opts_init(&o);
+	o.retention_ms = -1;
+	o.read_only = 1;
+	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
+	struct pd_tsdb_matcher m = {"__name__", pd_tsdb_match_equal, "cpu"};
+	struct pd_tsdb_result *sel;
+	assert_int_equal(pd_tsdb_select(db, &m, 1, INT64_MIN, INT64_MAX, 0, &sel, &err), 0);
+	assert_int_equal(sel->series[0].nts, 6);
+	pd_tsdb_result_destroy(sel);
+	struct pd_tsdb_totals_result *tot;
+	assert_int_equal(pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &tot, &err), 0);
+	assert_int_equal(tot->nseries, 1);
+	assert_int_equal(tot->series[0].nts, 3);
+	assert_int_equal(tot->series[0].ts[0], T0 + 100000);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.chunks_damaged, 1);
+	pd_tsdb_totals_result_destroy(tot);
+	pd_tsdb_close(db);
+	/* and tsdb check reports it */
+	uint64_t found = 0;
+	assert_int_equal(pd_tsdb_check(dir, on_damage, NULL, &found, &err), 0);
+	assert_int_equal(found, 1);
+	rmdir_all(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_section_roundtrip),
+	    cmocka_unit_test(test_section_after_timestamps),
+	    cmocka_unit_test(test_head_blocks_compaction),
+	    cmocka_unit_test(test_wal_replay),
+	    cmocka_unit_test(test_tombstones),
+	    cmocka_unit_test(test_opaque),
+	    cmocka_unit_test(test_blocks_without_sections),
+	    cmocka_unit_test(test_damaged_section),
+	};
+	return cmocka_run_group_tests(tests, load, unload);
+}
