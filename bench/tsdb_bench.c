@@ -7,7 +7,8 @@
  * timestamps against reading profiles (head and blocks), append throughput
  * against a plain file append, head memory per series, and commits per second
  * from 1 to 16 threads committing at once with an fsync per commit promised,
- * against a plain file fsynced after every write. bench/tsdb.sh runs it;
+ * against a plain file fsynced after every write, and values over time (profile
+ * totals) against the timestamps-only listing. bench/tsdb.sh runs it;
  * bench/README.md reads the output.
  *
  * usage: tsdb_bench --corpus DIR [--corpus2 DIR] [--dir DIR] [--section N] [--series N]
@@ -1963,19 +1964,150 @@ out:
 	return rc;
 }
 
+
+/* ---- 6. values over time: totals beside the timestamps ------------------------------ */
+
+#define TV_RUNS 31            /* timed calls of each, interleaved; medians */
+#define AIM_TOTALS_MS 100.0   /* the aim for 1,000 series x 1,000 profiles */
+
+struct tv_rates {
+	double list_ms, totals_ms;
+	size_t timestamps, values;
+};
+
+/* Times pd_tsdb_select and pd_tsdb_select_totals of every series, TV_RUNS times
+ * each, alternating which goes first; medians. Checks that totals list the same
+ * timestamps, every one a profile with its types. */
+static int time_totals(struct pd_tsdb *db, size_t expect, struct tv_rates *r,
+                       struct pd_err *err)
+{
+	struct pd_tsdb_matcher m = {"job", match_eq, "bench"};
+	double tl[TV_RUNS], tt[TV_RUNS];
+	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < TV_RUNS; i++)
+		for (int x = 0; x < 2; x++) {
+			int totals = (i & 1) ? !x : x;
+			double t0 = now();
+			if (totals) {
+				struct pd_tsdb_totals_result *res;
+				if (pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &res, err))
+					return -1;
+				tt[i] = now() - t0;
+				size_t n = 0, v = 0;
+				for (size_t s = 0; s < res->nseries; s++) {
+					const struct pd_tsdb_totals *t = &res->series[s];
+					n += t->nts;
+					for (size_t q = 0; q < t->ntypes * t->nts; q++)
+						v += t->present[q];
+				}
+				pd_tsdb_totals_result_destroy(res);
+				r->values = v;
+				if (n != expect) {
+					pd_err_set(err, PD_EINVAL, "totals listed %zu profiles of %zu", n, expect);
+					return -1;
+				}
+			} else {
+				struct pd_tsdb_result *res;
+				if (pd_tsdb_select(db, &m, 1, INT64_MIN, INT64_MAX, 0, &res, err))
+					return -1;
+				tl[i] = now() - t0;
+				size_t n = 0;
+				for (size_t s = 0; s < res->nseries; s++)
+					n += res->series[s].nts;
+				pd_tsdb_result_destroy(res);
+				r->timestamps = n;
+			}
+		}
+	qsort(tl, TV_RUNS, sizeof(tl[0]), double_cmp);
+	qsort(tt, TV_RUNS, sizeof(tt[0]), double_cmp);
+	r->list_ms = tl[TV_RUNS / 2] * 1e3;
+	r->totals_ms = tt[TV_RUNS / 2] * 1e3;
+	return 0;
+}
+
+static int section_totals(const struct opts *o)
+{
+	struct pd_err err = {0};
+	struct pd_tsdb *db = NULL;
+	struct pd_tsdb_block_info *b = NULL;
+	struct synth s = {0};
+	struct tv_rates r[2];
+	char dir[PATH_MAX] = "";
+	double raw = 0;
+	int rc = -1;
+	if (synth_init(&s, o->series))
+		goto fail;
+	size_t nheap = synth_add_heap(&s, HEAP_EVERY);
+	struct pd_tsdb_opts to;
+	if (make_tmpdir(o->dir, "totals", dir, sizeof(dir)))
+		goto fail;
+	pd_tsdb_opts_init(&to);
+	to.wal_disabled = 1;
+	to.retention_ms = -1;
+	if (pd_tsdb_open(&db, dir, &to, &err))
+		goto fail;
+	double t0 = now();
+	if (synth_append(db, &s, 0, o->samples, &raw, &err))
+		goto fail;
+	double append_s = now() - t0;
+	size_t total = o->series * o->samples;
+	printf("\n6. Values over time: %zu series x %zu profiles (section 3's samples, %zu heap\n"
+	       "   series), appended without WAL into one store (default encoding) in %.1f s.\n"
+	       "   totals = pd_tsdb_select_totals of every series (each profile's sum per\n"
+	       "   sample type and duration, read from the totals sections beside the\n"
+	       "   timestamps); list = pd_tsdb_select of the same series (timestamps only),\n"
+	       "   the reference; medians of %d calls each, alternating. In the head, then\n"
+	       "   after flushing everything to blocks.\n\n",
+	       o->series, o->samples, nheap, append_s, TV_RUNS);
+	if (time_totals(db, total, &r[0], &err))
+		goto fail;
+	size_t n = 0;
+	if (pd_tsdb_flush(db, 1, &err) || pd_tsdb_blocks(db, &b, &n, &err))
+		goto fail;
+	uint64_t tsb = 0;
+	for (size_t i = 0; i < n; i++)
+		tsb += b[i].ts_bytes;
+	if (time_totals(db, total, &r[1], &err))
+		goto fail;
+	printf("%-7s %10s %9s %9s %10s %9s %8s %8s\n", "where", "profiles", "values", "list ms",
+	       "totals ms", "totals/s", "ratio", "< 100ms");
+	print_rule(78);
+	for (int w = 0; w < 2; w++) {
+		char a[32];
+		printf("%-7s %10zu %9zu %9.1f %10.1f %9s %7.2fx %8s\n", w ? "blocks" : "head",
+		       r[w].timestamps, r[w].values, r[w].list_ms, r[w].totals_ms,
+		       si((double)r[w].timestamps / (r[w].totals_ms / 1e3), a, sizeof(a)),
+		       r[w].totals_ms / r[w].list_ms, r[w].totals_ms < AIM_TOTALS_MS ? "yes" : "no");
+	}
+	print_rule(78);
+	printf("timestamp chunks with their totals sections: %.2f B/profile in the blocks\n",
+	       (double)tsb / (double)total);
+	printf("(ratio = totals ms / list ms; profiles/s of totals in 'totals/s')\n");
+	rc = 0;
+fail:
+	if (rc)
+		fprintf(stderr, "tsdb_bench: totals: %s\n", err.msg);
+	free(b);
+	pd_tsdb_close(db);
+	if (dir[0])
+		rm_rf(dir);
+	synth_fini(&s);
+	return rc;
+}
+
 /* ---- main ---------------------------------------------------------------------- */
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: tsdb_bench --corpus DIR [--corpus2 DIR] [--dir DIR] [--section 1|2|3|4|5]\n"
+	        "usage: tsdb_bench --corpus DIR [--corpus2 DIR] [--dir DIR] [--section 1..6]\n"
 	        "                  [--series N] [--samples N] [--read-seconds S]\n"
 	        "                  [--commit-seconds S]\n"
 	        "  --corpus DIR       per-type folders of 1.pb.gz..N.pb.gz (default $PD_CORPUS)\n"
 	        "  --corpus2 DIR      a second corpus of the same layout, for sections 1 and 2\n"
 	        "                     (bench/capture.sh makes one; default $PD_CORPUS2)\n"
 	        "  --dir DIR          where temporary stores go (default $TMPDIR or /tmp)\n"
-	        "  --series, --samples  size of section 3 (default 1000 x 1000)\n"
+	        "  --series, --samples  size of sections 3 and 6 (default 1000 x 1000)\n"
 	        "  --read-seconds S   time spent reading profiles in section 3 (default 3)\n"
 	        "  --commit-seconds S length of each run of section 5 (default 2)\n");
 }
@@ -2024,7 +2156,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!o.corpus || o.series == 0 || o.samples == 0 || o.read_seconds <= 0 ||
-	    o.commit_seconds <= 0 || o.section < 0 || o.section > 5) {
+	    o.commit_seconds <= 0 || o.section < 0 || o.section > 6) {
 		usage(stderr);
 		return 2;
 	}
@@ -2064,6 +2196,8 @@ int main(int argc, char **argv)
 		rc = section_append(&o);
 	if (!rc && (o.section == 0 || o.section == 5))
 		rc = section_group_commit(&o);
+	if (!rc && (o.section == 0 || o.section == 6))
+		rc = section_totals(&o);
 	fflush(stdout);
 	if (!rc)
 		printf("\ntotal %.0f s\n", now() - t0);

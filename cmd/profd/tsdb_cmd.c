@@ -25,8 +25,9 @@ static void usage(FILE *f)
 		"  analyze DIR\n"
 		"        series, samples, chunks and bytes of timestamps and of profiles, per block\n"
 		"        and in total, and label cardinalities\n"
-		"  query DIR SELECTOR [--start=T] [--end=T] [--timestamps]\n"
-		"        series matching a PromQL selector, with their sample counts (and times)\n"
+		"  query DIR SELECTOR [--start=T] [--end=T] [--timestamps] [--totals]\n"
+		"        series matching a PromQL selector, with their sample counts (and times;\n"
+		"        with --totals, each profile's duration and sum per sample type)\n"
 		"  dump-profile DIR SELECTOR --time=T -o OUT.pb.gz\n"
 		"        the profile of the one matching series at time T (the latest sample at\n"
 		"        or before T), as a gzip pprof file\n"
@@ -37,7 +38,7 @@ static void usage(FILE *f)
 
 struct args {
 	const char *path, *labels, *start, *end, *time, *out;
-	int timestamps;
+	int timestamps, totals;
 	char **pos;
 	int npos;
 };
@@ -56,6 +57,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 		}
 		if (strcmp(s, "--timestamps") == 0) {
 			a->timestamps = 1;
+			continue;
+		}
+		if (strcmp(s, "--totals") == 0) {
+			a->totals = 1;
 			continue;
 		}
 		const char *eq = strchr(s, '=');
@@ -279,6 +284,37 @@ static void print_labels(FILE *f, const struct pd_tsdb_series *s)
 	fprintf(f, "}");
 }
 
+/* --totals: per series, then per profile "  <ms> duration=<ns> type/unit=sum ...". */
+static int print_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm,
+			int64_t start, int64_t end)
+{
+	struct pd_tsdb_totals_result *r = NULL;
+	struct pd_err err = {0};
+	if (pd_tsdb_select_totals(db, m, nm, start, end, 0, &r, &err)) {
+		fprintf(stderr, "profd tsdb query: %s\n", err.msg);
+		return 1;
+	}
+	for (size_t i = 0; i < r->nseries; i++) {
+		const struct pd_tsdb_totals *t = &r->series[i];
+		struct pd_tsdb_series s = {t->labels, t->nlabels, t->ts, t->nts};
+		char t0[40], t1[40];
+		pd_time_format(t->ts[0], t0, sizeof(t0));
+		pd_time_format(t->ts[t->nts - 1], t1, sizeof(t1));
+		print_labels(stdout, &s);
+		printf(" %zu samples %s .. %s\n", t->nts, t0, t1);
+		for (size_t j = 0; j < t->nts; j++) {
+			printf("  %lld duration=%lld", (long long)t->ts[j], (long long)t->duration_nanos[j]);
+			for (size_t k = 0; k < t->ntypes; k++)
+				if (t->present[k * t->nts + j])
+					printf(" %s/%s=%lld", t->types[k].type, t->types[k].unit,
+					       (long long)t->values[k * t->nts + j]);
+			printf("\n");
+		}
+	}
+	pd_tsdb_totals_result_destroy(r);
+	return 0;
+}
+
 static int cmd_query(struct args *a)
 {
 	struct pd_tsdb *db = NULL;
@@ -296,6 +332,10 @@ static int cmd_query(struct args *a)
 	    parse_time_flag("--end", a->end, INT64_MAX, &end))
 		goto out;
 	rc = 1;
+	if (a->totals) {
+		rc = print_totals(db, m, nm, start, end);
+		goto out;
+	}
 	if (pd_tsdb_select(db, m, nm, start, end, 0, &r, &err)) {
 		fprintf(stderr, "profd tsdb query: %s\n", err.msg);
 		goto out;

@@ -283,8 +283,8 @@ int pd_chunkenc_totals_append_profile(struct pd_chunkenc_totals *c,
 	if (!p)
 		return pd_chunkenc_totals_append_opaque(c, err);
 	size_t n = pd_pprof_sample_type_count(p);
-	const char *st[8], *su[8];
-	int64_t ss[8];
+	const char *st[8] = {0}, *su[8] = {0};
+	int64_t ss[8] = {0};
 	const char **types = st, **units = su;
 	int64_t *sums = ss;
 	if (n > 8) {
