@@ -72,7 +72,7 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
 /* The series with these labels, or a new one when may_add (PD_ENOTFOUND
  * otherwise). */
 static int tacc_find_or_add(struct tacc *a, const struct pd_lpair *l, size_t nl, int may_add,
-			    size_t *idx)
+                            size_t *idx)
 {
 	uint64_t h = labels_hash(l, nl);
 	if ((a->n + 1) * 2 > a->nslots) {
@@ -94,8 +94,8 @@ static int tacc_find_or_add(struct tacc *a, const struct pd_lpair *l, size_t nl,
 	while (a->slots[j]) {
 		size_t i = a->slots[j] - 1;
 		if (a->v[i].hash == h &&
-		    labels_cmp((const struct pd_lpair *)(const void *)a->v[i].labels, a->v[i].nlabels, l,
-			       nl) == 0) {
+		    labels_cmp((const struct pd_lpair *)(const void *)a->v[i].labels,
+		               a->v[i].nlabels, l, nl) == 0) {
 			*idx = i;
 			return 0;
 		}
@@ -271,7 +271,7 @@ static struct tser *series_of(struct chunk_read *r, int *rc)
 
 /* A chunk without a section: its profiles decoded, one by one. */
 static int chunk_from_profiles(struct chunk_read *r, const int64_t *ts, size_t nts,
-			       struct pd_err *err)
+                               struct pd_err *err)
 {
 	int rc = 0;
 	for (size_t i = 0; i < nts && !rc; i++) {
@@ -279,8 +279,8 @@ static int chunk_from_profiles(struct chunk_read *r, const int64_t *ts, size_t n
 			continue;
 		uint8_t *buf = NULL;
 		size_t len = 0;
-		if ((rc = r->src->ops->chunk_value(r->src->r, r->ref, r->c, i, r->db->o.max_profile, &buf,
-						   &len, err)))
+		if ((rc = r->src->ops->chunk_value(r->src->r, r->ref, r->c, i, r->db->o.max_profile,
+		                                   &buf, &len, err)))
 			break;
 		struct pd_pprof_profile *p = NULL;
 		struct pd_err derr;
@@ -302,7 +302,7 @@ static int chunk_from_profiles(struct chunk_read *r, const int64_t *ts, size_t n
 /* A chunk with a section: records read beside the timestamps. A damaged
  * section takes back what it added and returns PD_ECORRUPT. */
 static int chunk_from_section(struct chunk_read *r, const int64_t *ts, size_t nts,
-			      struct pd_chunkenc_totals_iter *it, struct pd_err *err)
+                              struct pd_chunkenc_totals_iter *it, struct pd_err *err)
 {
 	uint32_t *map = NULL; /* section type -> series type + 1 (0: not mapped yet) */
 	size_t nmap = 0, mapcap = 0;
@@ -360,10 +360,11 @@ static int chunk_from_section(struct chunk_read *r, const int64_t *ts, size_t nt
 			s->n = n0;
 			s->np = np0;
 		}
-		return pd_err_set(err, PD_ECORRUPT,
-				  "series %llu: the totals section of the timestamp chunk of %lld..%lld "
-				  "does not decode",
-				  (unsigned long long)r->ref, (long long)r->c->mint, (long long)r->c->maxt);
+		return pd_err_set(
+		    err, PD_ECORRUPT,
+		    "series %llu: the totals section of the timestamp chunk of %lld..%lld "
+		    "does not decode",
+		    (unsigned long long)r->ref, (long long)r->c->mint, (long long)r->c->maxt);
 	}
 	return rc;
 }
@@ -396,8 +397,9 @@ static int read_chunk(struct chunk_read *r, struct pd_err *err)
 	}
 	if (pd_chunkenc_ts_iter_err(&it)) {
 		struct pd_err e2;
-		pd_err_set(&e2, PD_ECORRUPT, "series %llu: timestamp chunk of %lld..%lld does not decode",
-			   (unsigned long long)r->ref, (long long)r->c->mint, (long long)r->c->maxt);
+		pd_err_set(
+		    &e2, PD_ECORRUPT, "series %llu: timestamp chunk of %lld..%lld does not decode",
+		    (unsigned long long)r->ref, (long long)r->c->mint, (long long)r->c->maxt);
 		tsdb_chunk_damaged(r->db, r->src, "reading totals: timestamp chunk left out", &e2);
 		goto out;
 	}
@@ -428,8 +430,8 @@ out:
 }
 
 static int read_series(struct pd_tsdb *db, const struct source *src, uint64_t ref,
-		       const struct pd_tsdb_matcher *m, size_t nm, int64_t mint, int64_t maxt,
-		       struct tacc *acc, size_t limit, struct pd_err *err)
+                       const struct pd_tsdb_matcher *m, size_t nm, int64_t mint, int64_t maxt,
+                       struct tacc *acc, size_t limit, struct pd_err *err)
 {
 	struct pd_lpair *l;
 	struct rchunk *c;
@@ -451,8 +453,8 @@ static int read_series(struct pd_tsdb *db, const struct source *src, uint64_t re
 	for (size_t k = 0; k < nc && !rc; k++) {
 		if (c[k].maxt < mint || c[k].mint > maxt)
 			continue;
-		struct chunk_read r = {db,   src,  ref, &c[k], l,     nl,    mint,
-				       maxt, tomb, ntomb, acc,  limit, &idx};
+		struct chunk_read r = {db,   src,  ref,   &c[k], l,     nl,  mint,
+		                       maxt, tomb, ntomb, acc,   limit, &idx};
 		rc = read_chunk(&r, err);
 	}
 out:
@@ -583,12 +585,12 @@ static int totals_cmp(const void *a, const void *b)
 {
 	const struct pd_tsdb_totals *x = a, *y = b;
 	return labels_cmp((const struct pd_lpair *)(const void *)x->labels, x->nlabels,
-			  (const struct pd_lpair *)(const void *)y->labels, y->nlabels);
+	                  (const struct pd_lpair *)(const void *)y->labels, y->nlabels);
 }
 
 int pd_tsdb_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm,
-			  int64_t mint, int64_t maxt, size_t limit,
-			  struct pd_tsdb_totals_result **out, struct pd_err *err)
+                          int64_t mint, int64_t maxt, size_t limit,
+                          struct pd_tsdb_totals_result **out, struct pd_err *err)
 {
 	struct tacc acc = {0};
 	struct source *src = NULL;
@@ -639,14 +641,14 @@ int pd_tsdb_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, s
 /* ---- a section for a chunk without one ------------------------------------------------ */
 
 int tsdb_chunk_add_totals(struct pd_block_chunk *c, size_t max_profile, uint8_t **owned,
-			  struct pd_err *err)
+                          struct pd_err *err)
 {
 	const uint8_t *sec;
 	size_t sec_len;
 	*owned = NULL;
 	if (pd_chunkenc_ts_totals(c->ts, c->ts_len, &sec, &sec_len))
 		return pd_err_set(err, PD_ECORRUPT, "timestamp chunk of %lld..%lld does not decode",
-				  (long long)c->mint, (long long)c->maxt);
+		                  (long long)c->mint, (long long)c->maxt);
 	if (sec_len)
 		return 0;
 	struct pd_chunkenc_totals *tot = pd_chunkenc_totals_create();
@@ -657,7 +659,8 @@ int tsdb_chunk_add_totals(struct pd_block_chunk *c, size_t max_profile, uint8_t 
 	for (uint32_t i = 0; i < count && !rc; i++) {
 		uint8_t *p;
 		size_t pl;
-		if ((rc = pd_chunkenc_values_read(c->vals, c->vals_len, i, max_profile, &p, &pl, err)))
+		if ((rc = pd_chunkenc_values_read(c->vals, c->vals_len, i, max_profile, &p, &pl,
+		                                  err)))
 			break;
 		struct pd_pprof_profile *prof = NULL;
 		struct pd_err derr;

@@ -31,8 +31,10 @@ static void read_section(const uint8_t *p, size_t len, uint32_t count)
 				if (it.type_idx[i] >= it.ntypes)
 					abort();
 				const struct pd_chunkenc_totals_type *t = &it.types[it.type_idx[i]];
-				if (t->type < (const char *)p || t->type + t->type_len > (const char *)p + len ||
-				    t->unit < (const char *)p || t->unit + t->unit_len > (const char *)p + len)
+				if (t->type < (const char *)p ||
+				    t->type + t->type_len > (const char *)p + len ||
+				    t->unit < (const char *)p ||
+				    t->unit + t->unit_len > (const char *)p + len)
 					abort();
 			}
 			if (!it.profile && (it.n || it.duration))
@@ -62,8 +64,8 @@ static int64_t get64(const uint8_t **p, size_t *n)
 static void roundtrip(const uint8_t *p, size_t n)
 {
 	static const char *const pool_t[] = {"cpu", "samples", "alloc_space", "cpu", "", "wall"};
-	static const char *const pool_u[] = {"nanoseconds", "count", "bytes", "milliseconds", "",
-					     "nanoseconds"};
+	static const char *const pool_u[] = {"nanoseconds",  "count", "bytes",
+	                                     "milliseconds", "",      "nanoseconds"};
 	struct pd_err err = {0};
 	struct pd_chunkenc_totals *c = pd_chunkenc_totals_create();
 	if (!c)

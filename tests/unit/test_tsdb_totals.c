@@ -50,9 +50,9 @@ static void rmdir_all(char *d)
 /* The profiles the tests store, raw (gunzipped); the last payload is not a
  * profile. */
 static const char *const files[] = {
-    "prometheus/heap.pb.gz",   "prometheus/cpu.pb.gz",     "prometheus/goroutine.pb.gz",
-    "prometheus/block.pb.gz",  "goapp/allocs.pb.gz",       "goapp/cpu.pb.gz",
-    "goapp/heap-2.pb.gz",      "labels/cpu.pb.gz",         "edge/multi-types.pb",
+    "prometheus/heap.pb.gz",     "prometheus/cpu.pb.gz",   "prometheus/goroutine.pb.gz",
+    "prometheus/block.pb.gz",    "goapp/allocs.pb.gz",     "goapp/cpu.pb.gz",
+    "goapp/heap-2.pb.gz",        "labels/cpu.pb.gz",       "edge/multi-types.pb",
     "edge/zero-and-negative.pb", "edge/cpu-extra-type.pb", "edge/empty-samples.pb",
     "edge/default-type.pb",
 };
@@ -136,7 +136,8 @@ static void append_all(struct pd_tsdb *db, int from, int to)
 			snprintf(inst, sizeof(inst), "i%d", s);
 			struct pd_tsdb_label l[2] = {{"__name__", "prof"}, {"instance", inst}};
 			size_t p = payload_of(s, k);
-			if (pd_tsdb_append(a, l, 2, T0 + k * STEP + s, payloads[p], payload_len[p], &err))
+			if (pd_tsdb_append(a, l, 2, T0 + k * STEP + s, payloads[p], payload_len[p],
+			                   &err))
 				fail_msg("append: %s", err.msg);
 		}
 		if (pd_tsdb_commit(a, &err))
@@ -197,16 +198,18 @@ static size_t check_totals(struct pd_tsdb *db, int64_t mint, int64_t maxt)
 			assert_int_equal(t->duration_nanos[j], pd_pprof_duration_nanos(p));
 			size_t distinct = 0;
 			for (size_t q = 0; q < pd_pprof_sample_type_count(p); q++) {
-				const char *ty = pd_pprof_sample_type(p, q), *un = pd_pprof_sample_unit(p, q);
+				const char *ty = pd_pprof_sample_type(p, q),
+				           *un = pd_pprof_sample_unit(p, q);
 				size_t k = 0;
-				while (k < t->ntypes &&
-				       (strcmp(t->types[k].type, ty) || strcmp(t->types[k].unit, un)))
+				while (k < t->ntypes && (strcmp(t->types[k].type, ty) ||
+				                         strcmp(t->types[k].unit, un)))
 					k++;
 				if (k == t->ntypes)
-					fail_msg("series %zu, profile at %lld: type %s/%s missing", i,
-						 (long long)t->ts[j], ty, un);
+					fail_msg("series %zu, profile at %lld: type %s/%s missing",
+					         i, (long long)t->ts[j], ty, un);
 				assert_true(t->present[k * t->nts + j]);
-				/* a type listed twice takes its last sum, as pprof -raw's last column */
+				/* a type listed twice takes its last sum, as pprof -raw's last
+				 * column */
 				int last = (int)q;
 				for (size_t r = q + 1; r < pd_pprof_sample_type_count(p); r++)
 					if (!strcmp(pd_pprof_sample_type(p, r), ty) &&
@@ -229,7 +232,8 @@ static size_t check_totals(struct pd_tsdb *db, int64_t mint, int64_t maxt)
 static void assert_blocks_have_sections(const char *dir, size_t *nblocks)
 {
 	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "ls -1 '%s' | grep -E '^[0-9A-Z]{26}$' > '%s/.blocks'", dir, dir);
+	snprintf(cmd, sizeof(cmd), "ls -1 '%s' | grep -E '^[0-9A-Z]{26}$' > '%s/.blocks'", dir,
+	         dir);
 	assert_int_equal(system(cmd), 0);
 	char path[600];
 	snprintf(path, sizeof(path), "%s/.blocks", dir);
@@ -256,10 +260,12 @@ static void assert_blocks_have_sections(const char *dir, size_t *nblocks)
 			for (size_t k = 0; k < nc; k++) {
 				const uint8_t *p, *sec;
 				size_t len, sl;
-				assert_int_equal(pd_block_chunk_bytes(b, c[k].ts_ref, &p, &len, &err), 0);
+				assert_int_equal(
+				    pd_block_chunk_bytes(b, c[k].ts_ref, &p, &len, &err), 0);
 				assert_int_equal(pd_chunkenc_ts_totals(p, len, &sec, &sl), 0);
 				if (!sl)
-					fail_msg("%s: series %zu chunk %zu has no totals section", name, i, k);
+					fail_msg("%s: series %zu chunk %zu has no totals section",
+					         name, i, k);
 			}
 			free(l);
 			free(c);
@@ -281,7 +287,8 @@ static void test_section_roundtrip(void **state)
 	struct pd_chunkenc_totals *c = pd_chunkenc_totals_create();
 	assert_non_null(c);
 	const char *t1[] = {"samples", "cpu"}, *u1[] = {"count", "nanoseconds"};
-	const char *t2[] = {"cpu", "wall", "cpu"}, *u2[] = {"nanoseconds", "nanoseconds", "nanoseconds"};
+	const char *t2[] = {"cpu", "wall", "cpu"},
+	           *u2[] = {"nanoseconds", "nanoseconds", "nanoseconds"};
 	int64_t s1[] = {5, 50}, s2[] = {INT64_MAX, -7, INT64_MIN}, s3[] = {-3, INT64_MIN};
 	assert_int_equal(pd_chunkenc_totals_append(c, 2, t1, u1, s1, 10, &err), 0);
 	assert_int_equal(pd_chunkenc_totals_append_opaque(c, &err), 0);
@@ -370,11 +377,13 @@ static void test_section_after_timestamps(void **state)
 		struct pd_chunkenc_totals *c = pd_chunkenc_totals_create();
 		pd_chunkenc_ts_init(&ts);
 		for (int i = 0; i < n; i++) {
-			assert_int_equal(pd_chunkenc_ts_append(&ts, T0 + i * 15000 + (i * 7) % 5, &err), 0);
+			assert_int_equal(
+			    pd_chunkenc_ts_append(&ts, T0 + i * 15000 + (i * 7) % 5, &err), 0);
 			assert_int_equal(pd_chunkenc_totals_append_opaque(c, &err), 0);
 		}
 		size_t tl, xl;
-		const uint8_t *tb = pd_chunkenc_ts_bytes(&ts, &tl), *xb = pd_chunkenc_totals_bytes(c, &xl);
+		const uint8_t *tb = pd_chunkenc_ts_bytes(&ts, &tl),
+		              *xb = pd_chunkenc_totals_bytes(c, &xl);
 		uint8_t *all = malloc(tl + xl);
 		memcpy(all, tb, tl);
 		memcpy(all + tl, xb, xl);
@@ -382,7 +391,8 @@ static void test_section_after_timestamps(void **state)
 		pd_chunkenc_ts_iter_init(&it, all, tl + xl);
 		int k = 0;
 		while (pd_chunkenc_ts_iter_next(&it))
-			assert_int_equal(pd_chunkenc_ts_iter_at(&it), T0 + k * 15000 + (k * 7) % 5), k++;
+			assert_int_equal(pd_chunkenc_ts_iter_at(&it), T0 + k * 15000 + (k * 7) % 5),
+			    k++;
 		assert_int_equal(k, n);
 		assert_int_equal(pd_chunkenc_ts_iter_err(&it), 0);
 		const uint8_t *sec;
@@ -489,15 +499,16 @@ static void test_opaque(void **state)
 	struct pd_tsdb_label l[1] = {{"__name__", "raw"}};
 	for (int k = 0; k < 10; k++) {
 		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
-		assert_int_equal(pd_tsdb_append(a, l, 1, T0 + k, payloads[NFILES], payload_len[NFILES],
-						&err),
-				 0);
+		assert_int_equal(
+		    pd_tsdb_append(a, l, 1, T0 + k, payloads[NFILES], payload_len[NFILES], &err),
+		    0);
 		assert_int_equal(pd_tsdb_commit(a, &err), 0);
 	}
 	struct pd_tsdb_matcher m = {"__name__", pd_tsdb_match_equal, "raw"};
 	for (int pass = 0; pass < 2; pass++) {
 		struct pd_tsdb_totals_result *tot;
-		assert_int_equal(pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &tot, &err), 0);
+		assert_int_equal(
+		    pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &tot, &err), 0);
 		assert_int_equal(tot->nseries, 1);
 		assert_int_equal(tot->series[0].nts, 10);
 		assert_int_equal(tot->series[0].ntypes, 0);
@@ -594,23 +605,27 @@ static void test_damaged_section(void **state)
 		struct pd_chunkenc_totals *tot = pd_chunkenc_totals_create();
 		pd_chunkenc_ts_init(&ts);
 		for (int i = 0; i < 3; i++) {
-			assert_int_equal(pd_chunkenc_ts_append(&ts, T0 + k * 100000 + i * 1000, &err), 0);
-			assert_int_equal(pd_chunkenc_values_append(v, payloads[1], payload_len[1], &err), 0);
+			assert_int_equal(
+			    pd_chunkenc_ts_append(&ts, T0 + k * 100000 + i * 1000, &err), 0);
+			assert_int_equal(
+			    pd_chunkenc_values_append(v, payloads[1], payload_len[1], &err), 0);
 			struct pd_pprof_profile *p;
-			assert_int_equal(pd_pprof_decode(&p, payloads[1], payload_len[1], NULL, &err), 0);
+			assert_int_equal(
+			    pd_pprof_decode(&p, payloads[1], payload_len[1], NULL, &err), 0);
 			assert_int_equal(pd_chunkenc_totals_append_profile(tot, p, &err), 0);
 			pd_pprof_destroy(p);
 		}
 		size_t tl, xl, vl;
-		const uint8_t *tb = pd_chunkenc_ts_bytes(&ts, &tl), *xb = pd_chunkenc_totals_bytes(tot, &xl);
+		const uint8_t *tb = pd_chunkenc_ts_bytes(&ts, &tl),
+		              *xb = pd_chunkenc_totals_bytes(tot, &xl);
 		tsb[k] = malloc(tl + xl);
 		memcpy(tsb[k], tb, tl);
 		memcpy(tsb[k] + tl, xb, xl);
 		if (k == 0)
 			tsb[k][tl + 1] = 0x7f; /* the first record's tag: a set that is not there */
 		assert_int_equal(pd_chunkenc_values_seal(v, &vb[k], &vl, &err), 0);
-		cs[k] = (struct pd_block_chunk){T0 + k * 100000, T0 + k * 100000 + 2000, 3, tsb[k], tl + xl,
-						vb[k], vl};
+		cs[k] = (struct pd_block_chunk){
+		    T0 + k * 100000, T0 + k * 100000 + 2000, 3, tsb[k], tl + xl, vb[k], vl};
 		pd_chunkenc_ts_fini(&ts);
 		pd_chunkenc_values_destroy(v);
 		pd_chunkenc_totals_destroy(tot);

@@ -135,8 +135,8 @@ void pd_chunkenc_totals_destroy(struct pd_chunkenc_totals *c)
 size_t pd_chunkenc_totals_memory(const struct pd_chunkenc_totals *c)
 {
 	size_t m = sizeof(*c) + c->b.cap + c->types_cap * sizeof(*c->types) +
-		   c->set_types_cap * sizeof(uint32_t) + c->sets_cap * 2 * sizeof(size_t) +
-		   c->scratch_cap * sizeof(uint32_t);
+	           c->set_types_cap * sizeof(uint32_t) + c->sets_cap * 2 * sizeof(size_t) +
+	           c->scratch_cap * sizeof(uint32_t);
 	for (size_t i = 0; i < c->ntypes; i++)
 		m += strlen(c->types[i].type) + strlen(c->types[i].unit) + 2;
 	return m;
@@ -168,14 +168,14 @@ static int set_equals(const struct pd_chunkenc_totals *c, size_t s, const uint32
 }
 
 int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char *const *types,
-			      const char *const *units, const int64_t *sums, int64_t duration,
-			      struct pd_err *err)
+                              const char *const *units, const int64_t *sums, int64_t duration,
+                              struct pd_err *err)
 {
 	size_t mark = c->b.len, ntypes0 = c->ntypes, nsets0 = c->nsets, nst0 = c->nset_types;
 	int rc = 0;
 	if (c->count == PD_CHUNKENC_MAX_SAMPLES)
 		return pd_err_set(err, PD_ETOOBIG, "totals section is full (%d profiles)",
-				  PD_CHUNKENC_MAX_SAMPLES);
+		                  PD_CHUNKENC_MAX_SAMPLES);
 	if (grow((void **)&c->scratch, &c->scratch_cap, n + 1, sizeof(*c->scratch)))
 		goto nomem;
 	/* the profile's types, known ones found, new ones marked (index ntypes + j) */
@@ -209,7 +209,7 @@ int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char
 			goto nomem;
 		if (grow((void **)&c->types, &c->types_cap, c->ntypes + added, sizeof(*c->types)) ||
 		    grow((void **)&c->set_types, &c->set_types_cap, c->nset_types + n,
-			 sizeof(*c->set_types)) ||
+		         sizeof(*c->set_types)) ||
 		    grow((void **)&c->set_off, &c->sets_cap, c->nsets + 1, sizeof(*c->set_off)) ||
 		    grow((void **)&c->set_len, &c->sets_len_cap, c->nsets + 1, sizeof(*c->set_len)))
 			goto nomem;
@@ -226,7 +226,8 @@ int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char
 					goto nomem;
 				}
 				c->ntypes++;
-				if (put_uvar(&c->b, 0) || put_str(&c->b, types[i]) || put_str(&c->b, units[i]))
+				if (put_uvar(&c->b, 0) || put_str(&c->b, types[i]) ||
+				    put_str(&c->b, units[i]))
 					goto nomem;
 			} else if (put_uvar(&c->b, (uint64_t)k + 1)) {
 				goto nomem;
@@ -270,7 +271,7 @@ int pd_chunkenc_totals_append_opaque(struct pd_chunkenc_totals *c, struct pd_err
 {
 	if (c->count == PD_CHUNKENC_MAX_SAMPLES)
 		return pd_err_set(err, PD_ETOOBIG, "totals section is full (%d profiles)",
-				  PD_CHUNKENC_MAX_SAMPLES);
+		                  PD_CHUNKENC_MAX_SAMPLES);
 	if (put_uvar(&c->b, 0))
 		return pd_err_set(err, PD_ENOMEM, "out of memory appending a profile's totals");
 	c->count++;
@@ -278,7 +279,7 @@ int pd_chunkenc_totals_append_opaque(struct pd_chunkenc_totals *c, struct pd_err
 }
 
 int pd_chunkenc_totals_append_profile(struct pd_chunkenc_totals *c,
-				      const struct pd_pprof_profile *p, struct pd_err *err)
+                                      const struct pd_pprof_profile *p, struct pd_err *err)
 {
 	if (!p)
 		return pd_chunkenc_totals_append_opaque(c, err);
@@ -352,7 +353,7 @@ static const char *get_str(struct pd_chunkenc_totals_iter *it, size_t *n)
 }
 
 int pd_chunkenc_totals_iter_init(struct pd_chunkenc_totals_iter *it, const uint8_t *p, size_t len,
-				 uint32_t count)
+                                 uint32_t count)
 {
 	memset(it, 0, sizeof(*it));
 	it->p = p;
@@ -385,7 +386,7 @@ static void read_set(struct pd_chunkenc_totals_iter *it)
 		return;
 	}
 	if (grow((void **)&it->set_types, &it->set_types_cap, it->nset_types + (size_t)n,
-		 sizeof(*it->set_types)) ||
+	         sizeof(*it->set_types)) ||
 	    grow((void **)&it->set_off, &it->sets_cap, it->nsets + 1, sizeof(*it->set_off)) ||
 	    grow((void **)&it->set_len, &it->sets_len_cap, it->nsets + 1, sizeof(*it->set_len)) ||
 	    grow((void **)&it->vals, &it->vals_cap, (size_t)n + 1, sizeof(*it->vals))) {
@@ -395,8 +396,10 @@ static void read_set(struct pd_chunkenc_totals_iter *it)
 	for (uint64_t i = 0; i < n && !it->err; i++) {
 		uint64_t k = get_uvar(it);
 		if (k == 0) {
-			if (grow((void **)&it->types, &it->types_cap, it->ntypes + 1, sizeof(*it->types)) ||
-			    grow((void **)&it->prev, &it->prev_cap, it->ntypes + 1, sizeof(*it->prev))) {
+			if (grow((void **)&it->types, &it->types_cap, it->ntypes + 1,
+			         sizeof(*it->types)) ||
+			    grow((void **)&it->prev, &it->prev_cap, it->ntypes + 1,
+			         sizeof(*it->prev))) {
 				it->err = PD_ENOMEM;
 				return;
 			}
