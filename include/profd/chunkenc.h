@@ -151,6 +151,10 @@ struct pd_chunkenc_totals_iter {
  * either way. */
 int pd_chunkenc_totals_iter_init(struct pd_chunkenc_totals_iter *it, const uint8_t *p, size_t len,
 				 uint32_t count);
+/* As _init, on an iterator initialised before (not yet finished): its buffers
+ * are kept, so reading many sections costs no allocation each. */
+int pd_chunkenc_totals_iter_reuse(struct pd_chunkenc_totals_iter *it, const uint8_t *p,
+				  size_t len, uint32_t count);
 /* 1 when a record is available; 0 at the end or on error. */
 int pd_chunkenc_totals_iter_next(struct pd_chunkenc_totals_iter *it);
 /* 0, PD_ECORRUPT when the section is malformed (a record or set out of range,

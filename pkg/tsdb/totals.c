@@ -34,7 +34,10 @@ struct tser {
 struct tacc {
 	struct tser *v;
 	size_t n, cap;
-	size_t *slots; /* index + 1, open addressing by hash */
+	int64_t *ts; /* scratch: a chunk's timestamps */
+	size_t ts_cap;
+	struct pd_chunkenc_totals_iter it; /* reused from chunk to chunk */
+	size_t *slots;                     /* index + 1, open addressing by hash */
 	size_t nslots;
 };
 
@@ -384,11 +387,11 @@ static int read_chunk(struct chunk_read *r, struct pd_err *err)
 		return rc;
 	struct pd_chunkenc_ts_iter it;
 	pd_chunkenc_ts_iter_init(&it, tb, tl);
-	ts = malloc((size_t)(it.count ? it.count : 1) * sizeof(*ts));
-	if (!ts) {
+	if (grow((void **)&r->acc->ts, &r->acc->ts_cap, (size_t)it.count + 1, sizeof(*ts))) {
 		free(tb);
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
+	ts = r->acc->ts;
 	int any = 0;
 	while (pd_chunkenc_ts_iter_next(&it)) {
 		ts[nts] = pd_chunkenc_ts_iter_at(&it);
@@ -406,10 +409,9 @@ static int read_chunk(struct chunk_read *r, struct pd_err *err)
 	if (!any)
 		goto out;
 	size_t end = pd_chunkenc_ts_iter_end(&it);
-	struct pd_chunkenc_totals_iter tit;
-	if (pd_chunkenc_totals_iter_init(&tit, tb + end, tl > end ? tl - end : 0, (uint32_t)nts) ==
+	struct pd_chunkenc_totals_iter *tit = &r->acc->it;
+	if (pd_chunkenc_totals_iter_reuse(tit, tb + end, tl > end ? tl - end : 0, (uint32_t)nts) ==
 	    PD_ENOTFOUND) {
-		pd_chunkenc_totals_iter_fini(&tit);
 		rc = chunk_from_profiles(r, ts, nts, err);
 		if (rc == PD_ECORRUPT) {
 			tsdb_chunk_damaged(r->db, r->src, "reading totals from profiles", err);
@@ -417,14 +419,12 @@ static int read_chunk(struct chunk_read *r, struct pd_err *err)
 		}
 		goto out;
 	}
-	rc = chunk_from_section(r, ts, nts, &tit, err);
-	pd_chunkenc_totals_iter_fini(&tit);
+	rc = chunk_from_section(r, ts, nts, tit, err);
 	if (rc == PD_ECORRUPT) {
 		tsdb_chunk_damaged(r->db, r->src, "reading totals: chunk left out", err);
 		rc = 0;
 	}
 out:
-	free(ts);
 	free(tb);
 	return rc;
 }
@@ -594,6 +594,7 @@ int pd_tsdb_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, s
 {
 	struct tacc acc = {0};
 	struct source *src = NULL;
+	pd_chunkenc_totals_iter_init(&acc.it, NULL, 0, 0);
 	size_t nsrc = 0;
 	struct pd_tsdb_totals_result *r = NULL;
 	int rc;
@@ -628,6 +629,8 @@ int pd_tsdb_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, s
 		tser_free(&acc.v[i]);
 	free(acc.v);
 	free(acc.slots);
+	free(acc.ts);
+	pd_chunkenc_totals_iter_fini(&acc.it);
 	if (rc) {
 		pd_tsdb_totals_result_destroy(r);
 		return rc;

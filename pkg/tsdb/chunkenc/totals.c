@@ -356,9 +356,22 @@ int pd_chunkenc_totals_iter_init(struct pd_chunkenc_totals_iter *it, const uint8
                                  uint32_t count)
 {
 	memset(it, 0, sizeof(*it));
+	return pd_chunkenc_totals_iter_reuse(it, p, len, count);
+}
+
+int pd_chunkenc_totals_iter_reuse(struct pd_chunkenc_totals_iter *it, const uint8_t *p, size_t len,
+                                  uint32_t count)
+{
 	it->p = p;
 	it->len = len;
+	it->pos = 0;
 	it->left = count;
+	it->err = 0;
+	it->profile = 0;
+	it->duration = it->prev_duration = 0;
+	it->n = 0;
+	it->type_idx = NULL;
+	it->ntypes = it->nset_types = it->nsets = 0;
 	if (len == 0 || p[0] != PD_CHUNKENC_TOTALS_VERSION)
 		return PD_ENOTFOUND;
 	it->pos = 1;
