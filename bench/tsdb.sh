@@ -3,7 +3,8 @@
 # encodings 1 and 2 against gzip files, conprof's zstd groups and the whole series
 # as one zstd frame, on the Prometheus corpus and on one captured from the demo Go
 # program (bench/capture.sh, generated into the build directory on first use),
-# the value group size / zstd level sweep,
+# the value group size / zstd level sweep, values over time (totals) beside the
+# timestamps-only listing,
 # listing timestamps against reading profiles, append throughput and head memory,
 # and commits/s of 1 to 16 threads committing at once (group commit),
 # each beside its reference (bench/README.md explains every table).

@@ -398,7 +398,8 @@ static void read_set(struct pd_chunkenc_totals_iter *it)
 		it->err = PD_ECORRUPT;
 		return;
 	}
-	if (grow((void **)&it->set_types, &it->set_types_cap, it->nset_types + (size_t)n,
+	/* + 1: a set of no types still points into the array */
+	if (grow((void **)&it->set_types, &it->set_types_cap, it->nset_types + (size_t)n + 1,
 	         sizeof(*it->set_types)) ||
 	    grow((void **)&it->set_off, &it->sets_cap, it->nsets + 1, sizeof(*it->set_off)) ||
 	    grow((void **)&it->set_len, &it->sets_len_cap, it->nsets + 1, sizeof(*it->set_len)) ||
