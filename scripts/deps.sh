@@ -21,6 +21,7 @@ PKGS=(
   libprotobuf-c-dev protobuf-c-compiler
   libmicrohttpd-dev zlib1g-dev libre2-dev
   libcmocka-dev
+  libc-ares-dev # dns_sd_configs: DNS lookups
   golang-go time curl jq
   libpcre2-dev # bench/regex.sh only: its reference, the PCRE2 matchers before RE2
 )
@@ -33,6 +34,9 @@ fi
 
 # tests/integration/tls.sh: Debian's Prometheus scrapes profd over TLS
 [ $tests = 1 ] && PKGS+=(prometheus)
+# tests/integration/dns_sd.sh: Debian's dnsmasq (the binary alone, no service) serves
+# the records that dns_sd_configs look up
+[ $tests = 1 ] && PKGS+=(dnsmasq-base)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -44,6 +44,7 @@ struct run_flags {
 	const char *query_timeout;     /* PromQL under /prometheus, as Prometheus's --query.* */
 	const char *query_max_samples;
 	const char *query_lookback_delta;
+	const char *dns_server; /* "": the servers of /etc/resolv.conf */
 };
 
 static void usage(FILE *f)
@@ -96,6 +97,9 @@ static void usage(FILE *f)
 		"                                      (default 50000000)\n"
 		"  --query.lookback-delta=DUR          how far back an instant selector looks for\n"
 		"                                      a profile's total (default 5m)\n"
+		"  --discovery.dns.server=IP:PORT      send every dns_sd_configs query to this DNS\n"
+		"                                      server instead of those of /etc/resolv.conf\n"
+		"                                      (a profd addition; default: resolv.conf)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 }
@@ -146,7 +150,7 @@ static int bool_flag(const char *a, size_t nl, const char *v, struct run_flags *
 static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
 	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
-				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m"};
+				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m", ""};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -216,6 +220,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->query_max_samples = v;
 		else if (IS("--query.lookback-delta"))
 			f->query_lookback_delta = v;
+		else if (IS("--discovery.dns.server"))
+			f->dns_server = v;
 		else {
 			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
@@ -339,7 +345,8 @@ static int apply_config(struct daemon *d, const struct pd_config *cfg, struct pd
 		dp[i] = (struct pd_discovery_pool_config){sc->job_name,   sc->static_configs,
 							  sc->nstatic_configs, sc->file_sd_configs,
 							  sc->nfile_sd_configs, sc->http_sd_configs,
-							  sc->nhttp_sd_configs};
+							  sc->nhttp_sd_configs, sc->dns_sd_configs,
+							  sc->ndns_sd_configs};
 	}
 	if (!rc)
 		rc = pd_scrape_manager_set_pools(d->scrape, ps, n, err);
@@ -494,6 +501,10 @@ int pd_cmd_run(int argc, char **argv)
 			&query_max_samples) ||
 	    parse_timeout("--query.lookback-delta", f.query_lookback_delta, &query_lookback_ms))
 		return 2;
+	if (f.dns_server[0] && pd_discovery_dns_server_check(f.dns_server, &err)) {
+		fprintf(stderr, "profd run: --discovery.dns.server: %s\n", err.msg);
+		return 2;
+	}
 	/* as Prometheus: the external URL from the hostname and port unless given; the
 	 * route prefix from its path unless given */
 	char *external_url = NULL, *route_prefix = NULL;
@@ -553,8 +564,9 @@ int pd_cmd_run(int argc, char **argv)
 			    (unsigned long long)st.wal_damaged_bytes);
 	pd_log_info("tsdb", "store opened at %s: %llu blocks, %llu series in the head",
 		    f.storage_path, (unsigned long long)st.blocks, (unsigned long long)st.head_series);
+	struct pd_discovery_options dopts = {.dns_server = f.dns_server};
 	if (pd_scrape_manager_create(&d.scrape, d.db, NULL, &err) ||
-	    pd_discovery_manager_create(&d.disc, on_groups, &d, NULL, &err)) {
+	    pd_discovery_manager_create(&d.disc, on_groups, &d, &dopts, &err)) {
 		pd_log_error("main", "starting failed: %s", err.msg);
 		goto out;
 	}
@@ -570,6 +582,7 @@ int pd_cmd_run(int argc, char **argv)
 			    "web.enable-lifecycle", "web.enable-push", "web.external-url",
 			    "web.route-prefix", "web.enable-admin-api", "query.timeout",
 			    "query.max-samples", "query.lookback-delta"};
+			    "web.route-prefix", "web.enable-admin-api", "discovery.dns.server"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -577,6 +590,7 @@ int pd_cmd_run(int argc, char **argv)
 			    f.enable_lifecycle ? "true" : "false", f.enable_push ? "true" : "false",
 			    external_url, route_prefix, f.enable_admin_api ? "true" : "false",
 			    f.query_timeout, f.query_max_samples, f.query_lookback_delta};
+			    f.dns_server};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;

@@ -31,6 +31,7 @@
 #define PD_CONFIG_DEFAULT_SCRAPE_TIMEOUT_MS 10000   /* global.scrape_timeout: 10s */
 #define PD_CONFIG_DEFAULT_FILE_SD_REFRESH_MS 300000 /* file_sd refresh_interval: 5m */
 #define PD_CONFIG_DEFAULT_HTTP_SD_REFRESH_MS 60000  /* http_sd refresh_interval: 1m */
+#define PD_CONFIG_DEFAULT_DNS_SD_REFRESH_MS 30000   /* dns_sd refresh_interval: 30s */
 #define PD_CONFIG_MAX_FILE_SIZE (16u << 20)         /* largest config file read */
 /* The longest default `seconds` of a CPU or delta profile (Go's own default). */
 #define PD_CONFIG_MAX_DEFAULT_SECONDS 30
@@ -97,6 +98,8 @@ struct pd_scrape_config {
 	size_t nfile_sd_configs;
 	struct pd_discovery_http_config *http_sd_configs; /* each with its own client */
 	size_t nhttp_sd_configs;
+	struct pd_discovery_dns_config *dns_sd_configs; /* type as written, refresh set */
+	size_t ndns_sd_configs;
 
 	/* relabel_configs as written (unset fields NULL / -1, as pd_relabel_rules_build
 	 * takes them) and the rule set built from them (never NULL, may be empty). */

@@ -3,7 +3,8 @@
  * a list of targets (label sets, each with at least __address__) plus labels common
  * to the group, identified by a source string. Providers: static_configs,
  * file_sd_configs (JSON and YAML files, globs, inotify and refresh_interval,
- * __meta_filepath), http_sd_configs (url, refresh_interval, __meta_url).
+ * __meta_filepath), http_sd_configs (url, refresh_interval, __meta_url),
+ * dns_sd_configs (SRV, A, AAAA, MX and NS lookups with c-ares, __meta_dns_*).
  *
  * A manager runs every provider of every scrape pool on one background thread (an
  * event loop over inotify descriptors, timers and a libcurl multi handle, so HTTP
@@ -28,6 +29,11 @@
 #define PD_DISCOVERY_HTTP_BODY_LIMIT_DEFAULT (64u << 20)     /* bytes of an http_sd body */
 #define PD_DISCOVERY_MAX_TARGETS 1000000             /* groups plus targets in one document */
 #define PD_DISCOVERY_UPDATE_INTERVAL_DEFAULT_MS 5000 /* Prometheus's updatert */
+#define PD_DISCOVERY_DNS_REFRESH_DEFAULT_MS (30 * 1000)  /* dns_sd, as Prometheus */
+/* One DNS query to one server times out after this (Prometheus's DNS client waits
+ * 2s); each server is asked once per name, and a whole refresh is cut off after
+ * refresh_interval. */
+#define PD_DISCOVERY_DNS_QUERY_TIMEOUT_MS 2000
 
 /* ---- configuration (filled by the config package) ------------------------- */
 
@@ -53,6 +59,32 @@ struct pd_discovery_http_config {
 	int64_t timeout_ms;     /* <= 0: refresh_interval */
 	size_t body_size_limit; /* 0: PD_DISCOVERY_HTTP_BODY_LIMIT_DEFAULT */
 };
+
+/* The record types of dns_sd_configs. */
+enum pd_discovery_dns_type {
+	PD_DISCOVERY_DNS_SRV = 0, /* the default */
+	PD_DISCOVERY_DNS_A,
+	PD_DISCOVERY_DNS_AAAA,
+	PD_DISCOVERY_DNS_MX,
+	PD_DISCOVERY_DNS_NS,
+};
+
+struct pd_discovery_dns_config {
+	const char **names; /* at least one */
+	size_t nnames;
+	const char *type;            /* "SRV", "A", "AAAA", "MX" or "NS", any case; NULL: SRV */
+	int64_t port;                /* required (not 0) for all types but SRV, which ignores it */
+	int64_t refresh_interval_ms; /* <= 0: default 30s */
+};
+
+/* The type named s, compared case-insensitively as Prometheus does; -1 when s
+ * names none. NULL is SRV. */
+int pd_discovery_dns_type_parse(const char *s);
+
+/* Checks a dns_sd configuration with Prometheus's messages: `DNS-SD config must
+ * contain at least one SRV record name`, `invalid DNS-SD records type PTR`, `a port
+ * is required in DNS-SD configs for all record types except SRV`. */
+int pd_discovery_dns_validate(const struct pd_discovery_dns_config *c, struct pd_err *err);
 
 /* HTTP client settings shared by scraping and http_sd (the config package fills
  * them from basic_auth, authorization, bearer_token[_file], tls_config, proxy_url,
@@ -114,6 +146,24 @@ void pd_target_group_free(struct pd_target_group *g, size_t n);
 int pd_discovery_parse_groups(const char *text, size_t len, int yaml, const char *source_prefix,
                               struct pd_target_group **out, size_t *n, struct pd_err *err);
 
+/* Builds the target group of one dns_sd name from a DNS response (msg, len bytes,
+ * as the resolver received it), as Prometheus builds it: source and
+ * __meta_dns_name are name; each SRV record gives __address__ = target:port (the
+ * target's final dot removed) with __meta_dns_srv_record_target (the target as a
+ * rooted name, with its dot) and __meta_dns_srv_record_port; each MX / NS record
+ * gives target:port with __meta_dns_mx_record_target / __meta_dns_ns_record_target;
+ * each A / AAAA record address:port (IPv6 in brackets). Records of other types
+ * (CNAMEs of a chain, which c-ares follows) are skipped. A response without
+ * records gives a group without targets. On success *out is filled and owned by
+ * the caller (pd_discovery_dns_group_fini); on failure it is left empty. PD_EINVAL
+ * when c-ares cannot read the response, PD_ENOMEM. */
+int pd_discovery_dns_group(const char *name, enum pd_discovery_dns_type type, int64_t port,
+                           const unsigned char *msg, size_t len, struct pd_target_group *out,
+                           struct pd_err *err);
+
+/* Frees what pd_discovery_dns_group put into g (not g itself) and zeroes it. */
+void pd_discovery_dns_group_fini(struct pd_target_group *g);
+
 /* ---- the manager ---------------------------------------------------------------- */
 
 /* One scrape pool (a scrape_config's job_name) and its service discovery. Every
@@ -127,6 +177,8 @@ struct pd_discovery_pool_config {
 	size_t nfile;
 	const struct pd_discovery_http_config *http_configs;
 	size_t nhttp;
+	const struct pd_discovery_dns_config *dns_configs;
+	size_t ndns;
 };
 
 /* Receives the full current set of target groups of a pool: once when the pool
@@ -146,17 +198,23 @@ struct pd_discovery_options {
 	int64_t update_interval_ms;
 	/* 1: file_sd does not use inotify and relies on refresh_interval alone. */
 	int disable_inotify;
+	/* "IP:PORT" (IPv6 in brackets; the port may be left out for 53): every dns_sd
+	 * query goes to this server instead of those of /etc/resolv.conf (whose search
+	 * domains and ndots still apply). NULL or "": /etc/resolv.conf, as Prometheus. */
+	const char *dns_server;
 };
 
 /* What a provider did last, for the targets page. A provider is one static_configs
- * list, one file_sd_config or one http_sd_config; identical configurations, even of
+ * list, one file_sd_config, one http_sd_config or one dns_sd_config; identical configurations, even of
  * different pools, share one provider, as in Prometheus. */
 struct pd_discovery_provider_status {
-	char name[32];           /* "static/0", "file/3", "http/7": kind and a
+	char name[32];           /* "static/0", "file/3", "http/7", "dns/2": kind and a
 	                            manager-wide counter, as Prometheus names providers */
-	char *detail;            /* the files (joined by ", ") or the URL; "" for static */
+	char *detail;            /* the files (joined by ", "), the URL, or the dns_sd type
+	                            and names ("SRV: a, b"); "" for static */
 	char *last_error;        /* NULL when the last refresh succeeded; for file_sd the
-	                            errors of every file that failed, joined by "; " */
+	                            errors of every file that failed, for dns_sd of every
+	                            name that failed, joined by "; " */
 	int64_t last_refresh_ms; /* Unix ms when the last refresh finished; 0 before */
 	int64_t last_success_ms; /* Unix ms of the last refresh without error; 0: never */
 	size_t ngroups;          /* groups currently held (the last good ones) */
@@ -171,14 +229,21 @@ struct pd_discovery_stats {
 	uint64_t updates_sent;     /* callback calls (prometheus_sd_updates_total) */
 	uint64_t file_read_errors; /* prometheus_sd_file_read_errors_total */
 	uint64_t http_failures;    /* prometheus_sd_http_failures_total */
+	uint64_t dns_lookups;      /* one per name per refresh: prometheus_sd_dns_lookups_total */
+	uint64_t dns_lookup_failures; /* prometheus_sd_dns_lookup_failures_total */
 	uint64_t refreshes;        /* completed provider refreshes, failed ones too */
 };
 
 struct pd_discovery_manager;
 
+/* Checks a value for opts->dns_server: `DNS server "x" is not an IP address with an
+ * optional port, as 127.0.0.1:53 or [::1]:5353`. */
+int pd_discovery_dns_server_check(const char *server, struct pd_err *err);
+
 /* Starts a manager with no pools and its thread. opts may be NULL for the defaults;
  * it is copied. On success *out is owned by the caller (pd_discovery_manager_destroy).
- * Initialises libcurl (curl_global_init, reference-counted by libcurl). */
+ * Initialises libcurl (curl_global_init, reference-counted by libcurl) and c-ares.
+ * PD_EINVAL when opts->dns_server is not an IP address with an optional port. */
 int pd_discovery_manager_create(struct pd_discovery_manager **out, pd_discovery_cb cb, void *ctx,
                                 const struct pd_discovery_options *opts, struct pd_err *err);
 
@@ -199,7 +264,7 @@ int pd_discovery_manager_set_pools(struct pd_discovery_manager *m,
                                    const struct pd_discovery_pool_config *pools, size_t n,
                                    struct pd_err *err);
 
-/* The providers of pool, in configuration order (static, file, http): *out is a new
+/* The providers of pool, in configuration order (static, file, http, dns): *out is a new
  * array owned by the caller (pd_discovery_provider_status_free), *n its length.
  * PD_ENOTFOUND when there is no such pool. */
 int pd_discovery_manager_status(struct pd_discovery_manager *m, const char *pool,

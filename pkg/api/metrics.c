@@ -322,6 +322,12 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 		family(w, "prometheus_sd_http_failures_total", "counter",
 		       "HTTP service discovery refreshes that failed.");
 		sample_u(w, "prometheus_sd_http_failures_total", ds.http_failures);
+		family(w, "prometheus_sd_dns_lookups_total", "counter",
+		       "The number of DNS-SD lookups.");
+		sample_u(w, "prometheus_sd_dns_lookups_total", ds.dns_lookups);
+		family(w, "prometheus_sd_dns_lookup_failures_total", "counter",
+		       "The number of DNS-SD lookup failures.");
+		sample_u(w, "prometheus_sd_dns_lookup_failures_total", ds.dns_lookup_failures);
 	}
 
 	/* the API */

@@ -1,7 +1,7 @@
 /* parse.c: the configuration schema: `global` and `scrape_configs` as Prometheus's
  * config package defines them (fields, defaults, inheritance, validation and its
  * messages), the HTTP client settings of prometheus/common, static / file / http
- * service discovery, relabel_configs, and conprof's per-job profiling_config with
+ * service discovery, dns_sd_configs, relabel_configs, and conprof's per-job profiling_config with
  * its seven default profile types. Fields Prometheus knows but profd does not use
  * are accepted with a warning; fields that would change what is scraped and that
  * profd cannot honour (oauth2, other service discoveries, ...) are errors. */
@@ -674,6 +674,48 @@ static int parse_http_sd_configs(struct cfg_ctx *c, yaml_node_t *n, struct pd_sc
 	return 0;
 }
 
+/* dns.SDConfig: names, type, port, refresh_interval, with Prometheus's checks
+ * (UnmarshalYAML) reported at the entry. */
+static int parse_dns_sd_configs(struct cfg_ctx *c, yaml_node_t *n, struct pd_scrape_config *sc)
+{
+	yaml_node_t **items;
+	size_t k;
+	int rc = cy_seq(c, n, "[]*dns.SDConfig", &items, &k);
+	if (rc || k == 0)
+		return rc;
+	sc->dns_sd_configs = cy_alloc(c, k, sizeof(*sc->dns_sd_configs));
+	if (!sc->dns_sd_configs)
+		return PD_ENOMEM;
+	for (size_t i = 0; i < k; i++) {
+		struct pd_discovery_dns_config *d = &sc->dns_sd_configs[sc->ndns_sd_configs++];
+		struct pd_err e = {0};
+		struct cy_map m;
+		d->type = "SRV";
+		if ((rc = cy_map(c, items[i], "dns.SDConfig", 1, &m)))
+			return rc;
+		for (size_t j = 0; j < m.n && rc == 0; j++) {
+			struct cy_entry *f = &m.e[j];
+			if (is(f, "names"))
+				rc = cy_strlist(c, f->val, &d->names, &d->nnames);
+			else if (is(f, "type"))
+				rc = cy_str(c, f->val, &d->type);
+			else if (is(f, "port"))
+				rc = cy_int(c, f->val, &d->port);
+			else if (is(f, "refresh_interval"))
+				rc = cy_duration(c, f->val, &d->refresh_interval_ms);
+			else
+				rc = cy_unknown(c, f, "dns.SDConfig");
+		}
+		if (rc)
+			return rc;
+		if (d->refresh_interval_ms <= 0)
+			d->refresh_interval_ms = PD_CONFIG_DEFAULT_DNS_SD_REFRESH_MS;
+		if (pd_discovery_dns_validate(d, &e))
+			return cy_err(c, items[i], "%s", e.msg);
+	}
+	return 0;
+}
+
 /* ---- relabel_configs ------------------------------------------------------ */
 
 static int parse_relabel_configs(struct cfg_ctx *c, yaml_node_t *n, struct pd_scrape_config *sc,
@@ -988,6 +1030,8 @@ static int parse_scrape(struct cfg_ctx *c, yaml_node_t *n, struct pd_scrape_conf
 			rc = parse_file_sd_configs(c, e->val, sc);
 		} else if (is(e, "http_sd_configs")) {
 			rc = parse_http_sd_configs(c, e->val, sc);
+		} else if (is(e, "dns_sd_configs")) {
+			rc = parse_dns_sd_configs(c, e->val, sc);
 		} else if (is(e, "relabel_configs")) {
 			rc = parse_relabel_configs(c, e->val, sc, js);
 		} else if (is(e, "profiling_config")) {
@@ -998,7 +1042,8 @@ static int parse_scrape(struct cfg_ctx *c, yaml_node_t *n, struct pd_scrape_conf
 		} else if (ends_with(e->name, "_sd_configs")) {
 			rc = cy_err(c, e->key,
 			            "%s is not supported by profd (service discovery: "
-			            "static_configs, file_sd_configs, http_sd_configs)",
+			            "static_configs, file_sd_configs, http_sd_configs, "
+			            "dns_sd_configs)",
 			            e->name);
 		} else if (listed(e->name, ignored_scrape)) {
 			rc = ignored(c, e);

@@ -329,6 +329,21 @@ static void scrape_config(struct em *m, const struct pd_scrape_config *sc)
 		}
 		seq_end(m);
 	}
+	if (sc->ndns_sd_configs) {
+		raw(m, "dns_sd_configs");
+		seq_start(m, 0);
+		for (size_t i = 0; i < sc->ndns_sd_configs; i++) {
+			const struct pd_discovery_dns_config *d = &sc->dns_sd_configs[i];
+			map_start(m);
+			raw(m, "names");
+			strseq(m, d->names, d->nnames, 0);
+			kdur(m, "refresh_interval", d->refresh_interval_ms);
+			kv(m, "type", d->type);
+			kint(m, "port", d->port);
+			map_end(m);
+		}
+		seq_end(m);
+	}
 	if (sc->nrelabel_configs) {
 		raw(m, "relabel_configs");
 		seq_start(m, 0);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <ares.h>
 #include <curl/curl.h>
 
 #include "profd/discovery.h"
@@ -84,7 +85,7 @@ int pd_sd_groups_set_label(struct pd_target_group *g, size_t n, const char *name
 
 /* ---- providers ---------------------------------------------------------------- */
 
-enum pd_sd_provider_kind { PD_SD_STATIC, PD_SD_FILE, PD_SD_HTTP };
+enum pd_sd_provider_kind { PD_SD_STATIC, PD_SD_FILE, PD_SD_HTTP, PD_SD_DNS };
 
 /* One file matched by a file_sd provider's patterns. */
 struct pd_sd_file_state {
@@ -146,6 +147,27 @@ struct pd_sd_provider {
 	int body_too_big;
 	char status_line[128];
 	char errbuf[CURL_ERROR_SIZE];
+
+	/* dns_sd */
+	char **names;
+	size_t nnames;
+	enum pd_discovery_dns_type qtype;
+	int64_t port;
+	struct pd_sd_dns_name *dns; /* per name */
+	ares_channel channel;       /* the refresh in flight, or NULL */
+	size_t pending;             /* its lookups not yet answered */
+	int64_t deadline;           /* monotonic ms when it is cut off */
+};
+
+/* One name of a dns_sd provider. */
+struct pd_sd_dns_name {
+	struct pd_sd_provider *p;
+	size_t index;
+	int has_group;              /* group holds the last good answer */
+	struct pd_target_group group;
+	int done;                   /* this refresh's lookup has finished */
+	char *error;                /* this refresh's error, or NULL */
+	struct pd_target_group next; /* this refresh's answer, when done without error */
 };
 
 /* Counters the providers bump (under the manager lock). */
@@ -153,6 +175,8 @@ struct pd_sd_counters {
 	uint64_t file_read_errors;
 	uint64_t http_failures;
 	uint64_t refreshes;
+	uint64_t dns_lookups;
+	uint64_t dns_lookup_failures;
 };
 
 /* Checks a configuration with Prometheus's messages. */
@@ -163,12 +187,14 @@ int pd_sd_http_validate(const struct pd_discovery_http_config *c, struct pd_err 
 int pd_sd_static_key(struct pd_buf *b, const struct pd_discovery_static_config *c, size_t n);
 int pd_sd_file_key(struct pd_buf *b, const struct pd_discovery_file_config *c);
 int pd_sd_http_key(struct pd_buf *b, const struct pd_discovery_http_config *c);
+int pd_sd_dns_key(struct pd_buf *b, const struct pd_discovery_dns_config *c);
 
 /* Fill a zeroed provider from its configuration (copies everything). */
 int pd_sd_static_init(struct pd_sd_provider *p, const struct pd_discovery_static_config *c,
                       size_t n, struct pd_err *err);
 int pd_sd_file_init(struct pd_sd_provider *p, const struct pd_discovery_file_config *c);
 int pd_sd_http_init(struct pd_sd_provider *p, const struct pd_discovery_http_config *c);
+int pd_sd_dns_init(struct pd_sd_provider *p, const struct pd_discovery_dns_config *c);
 
 /* Manager thread: file_sd. start sets up inotify (unless disabled); drain reads
  * pending events and returns 1 when one concerns a watched pattern; refresh
@@ -181,6 +207,22 @@ void pd_sd_file_refresh(struct pd_sd_provider *p, struct pd_sd_counters *c);
  * could not); done finishes it with curl's result. */
 void pd_sd_http_start(struct pd_sd_provider *p, CURLM *multi, struct pd_sd_counters *c);
 void pd_sd_http_done(struct pd_sd_provider *p, CURLM *multi, CURLcode rc, struct pd_sd_counters *c);
+
+/* Manager thread: dns_sd. start begins a refresh (a c-ares channel with one search
+ * per name), sending to server ("IP:PORT", NULL: /etc/resolv.conf); step handles
+ * its ready sockets and timeouts and finishes it when every name has an answer
+ * or the deadline has passed; wait adds the channel's sockets to w (room for
+ * ARES_GETSOCK_MAXNUM more) and lowers *next to c-ares's next timeout. */
+void pd_sd_dns_start(struct pd_sd_provider *p, const char *server, int64_t now,
+                     struct pd_sd_counters *c);
+void pd_sd_dns_step(struct pd_sd_provider *p, int64_t now, struct pd_sd_counters *c);
+size_t pd_sd_dns_wait(struct pd_sd_provider *p, struct curl_waitfd *w, int64_t now,
+                      int64_t *next);
+/* Checks a --discovery.dns.server value and writes it to out as c-ares takes it
+ * ("IP:PORT", "[IP6]:PORT"). */
+int pd_sd_dns_server_norm(const char *server, char *out, size_t cap, struct pd_err *err);
+/* Frees the dns_sd parts of a provider (cancelling a refresh in flight). */
+void pd_sd_dns_free(struct pd_sd_provider *p);
 
 /* Replaces an owning provider's groups (takes ownership of g), noting whether they
  * changed. */

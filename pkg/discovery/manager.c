@@ -2,6 +2,8 @@
  * the providers of every scrape pool (a provider per static_configs list, per
  * file_sd_config and per http_sd_config; identical configurations share one), runs
  * them all on one thread and hands each pool's full set of groups to a callback.
+ * dns_sd providers run their lookups on c-ares channels whose sockets join the
+ * same wait.
  *
  * The thread's loop: under the lock, free providers a reload stopped, start new
  * ones, read inotify events and re-read files whose directory changed or whose
@@ -26,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 
 /* How long a new or changed pool waits for its providers' first refresh before it is
  * handed over with what there is (Prometheus 2.0's TargetSet waited as long). */
@@ -50,6 +53,7 @@ struct pd_discovery_manager {
 	void *ctx;
 	int64_t update_interval_ms;
 	int use_inotify;
+	char *dns_server; /* "IP:PORT" for c-ares, or NULL: /etc/resolv.conf */
 	int stop;
 	struct pd_sd_provider *providers; /* running */
 	struct pd_sd_provider *graveyard; /* stopped, for the thread to free */
@@ -136,8 +140,9 @@ void pd_sd_provider_free(struct pd_sd_provider *p, CURLM *multi)
 		free(p->fs[i].error);
 	}
 	free(p->fs);
-	if (p->kind == PD_SD_FILE)
-		free(p->groups); /* a view of the files' groups */
+	pd_sd_dns_free(p);
+	if (p->kind == PD_SD_FILE || p->kind == PD_SD_DNS)
+		free(p->groups); /* a view of the files' or names' groups */
 	else
 		pd_target_group_free(p->groups, p->ngroups);
 	for (size_t i = 0; i < p->nfiles; i++) {
@@ -243,6 +248,7 @@ static void start_provider(struct pd_discovery_manager *m, struct pd_sd_provider
 		p->next_refresh = now + p->interval_ms;
 		break;
 	case PD_SD_HTTP:
+	case PD_SD_DNS:
 		p->next_refresh = now;
 		break;
 	}
@@ -277,6 +283,12 @@ static int64_t work(struct pd_discovery_manager *m, size_t *nwfds)
 		} else if (p->kind == PD_SD_HTTP && !p->easy && now >= p->next_refresh) {
 			p->next_refresh = now + p->interval_ms;
 			pd_sd_http_start(p, m->multi, &m->counters);
+		} else if (p->kind == PD_SD_DNS) {
+			pd_sd_dns_step(p, now, &m->counters);
+			if (!p->channel && now >= p->next_refresh) {
+				p->next_refresh = now + p->interval_ms;
+				pd_sd_dns_start(p, m->dns_server, now, &m->counters);
+			}
 		}
 	}
 	curl_multi_perform(m->multi, &running);
@@ -298,9 +310,24 @@ static int64_t work(struct pd_discovery_manager *m, size_t *nwfds)
 	*nwfds = 0;
 	for (p = m->providers; p; p = p->next) {
 		p->changed = 0;
-		if (p->kind == PD_SD_FILE || (p->kind == PD_SD_HTTP && !p->easy))
+		if (p->kind == PD_SD_FILE || (p->kind == PD_SD_HTTP && !p->easy) ||
+		    (p->kind == PD_SD_DNS && !p->channel))
 			if (p->next_refresh < next)
 				next = p->next_refresh;
+		if (p->kind == PD_SD_DNS && p->channel) {
+			if (*nwfds + ARES_GETSOCK_MAXNUM > m->wfcap) {
+				size_t ncap = 2 * (m->wfcap + ARES_GETSOCK_MAXNUM);
+				struct curl_waitfd *w = realloc(m->wfds, ncap * sizeof(*w));
+				if (!w) { /* poll again soon rather than miss an answer */
+					if (now + 10 < next)
+						next = now + 10;
+					continue;
+				}
+				m->wfds = w;
+				m->wfcap = ncap;
+			}
+			*nwfds += pd_sd_dns_wait(p, m->wfds + *nwfds, now, &next);
+		}
 		if (p->kind == PD_SD_FILE && p->ifd >= 0) {
 			if (*nwfds == m->wfcap) {
 				size_t ncap = m->wfcap ? 2 * m->wfcap : 16;
@@ -371,6 +398,22 @@ int pd_discovery_manager_create(struct pd_discovery_manager **out, pd_discovery_
 	                            ? opts->update_interval_ms
 	                            : PD_DISCOVERY_UPDATE_INTERVAL_DEFAULT_MS;
 	m->use_inotify = !(opts && opts->disable_inotify);
+	if (opts && opts->dns_server && *opts->dns_server) {
+		char srv[INET6_ADDRSTRLEN + 16];
+		if ((rc = pd_sd_dns_server_norm(opts->dns_server, srv, sizeof(srv), err))) {
+			free(m);
+			return rc;
+		}
+		if (!(m->dns_server = strdup(srv))) {
+			free(m);
+			return pd_err_set(err, PD_ENOMEM, "out of memory");
+		}
+	}
+	if (ares_library_init(ARES_LIB_INIT_ALL) != ARES_SUCCESS) {
+		free(m->dns_server);
+		free(m);
+		return pd_err_set(err, PD_ENOMEM, "discovery manager: cannot initialise c-ares");
+	}
 	pthread_mutex_init(&m->mu, NULL);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		rc = pd_err_set(err, PD_ENOMEM, "discovery manager: cannot initialise libcurl");
@@ -392,6 +435,8 @@ int pd_discovery_manager_create(struct pd_discovery_manager **out, pd_discovery_
 	return 0;
 fail:
 	pthread_mutex_destroy(&m->mu);
+	ares_library_cleanup();
+	free(m->dns_server);
 	free(m);
 	return rc;
 }
@@ -418,7 +463,9 @@ void pd_discovery_manager_destroy(struct pd_discovery_manager *m)
 	free(m->wfds);
 	curl_multi_cleanup(m->multi);
 	curl_global_cleanup();
+	ares_library_cleanup();
 	pthread_mutex_destroy(&m->mu);
+	free(m->dns_server);
 	free(m);
 }
 
@@ -462,6 +509,12 @@ static int validate(const struct pd_discovery_pool_config *pools, size_t n, stru
 				return rc;
 			}
 		}
+		for (size_t j = 0; j < pc->ndns; j++) {
+			if ((rc = pd_discovery_dns_validate(&pc->dns_configs[j], err))) {
+				pd_err_prefix(err, "job \"%s\": dns_sd_configs[%zu]", pc->name, j);
+				return rc;
+			}
+		}
 	}
 	return 0;
 }
@@ -476,6 +529,8 @@ static int make_key(struct want *w)
 		return pd_sd_file_key(&w->key, w->cfg);
 	case PD_SD_HTTP:
 		return pd_sd_http_key(&w->key, w->cfg);
+	case PD_SD_DNS:
+		return pd_sd_dns_key(&w->key, w->cfg);
 	}
 	return PD_EINVAL;
 }
@@ -491,7 +546,7 @@ static struct pd_sd_provider *find_key(struct pd_sd_provider *list, const struct
 static int new_provider(struct pd_discovery_manager *m, const struct want *w,
                         struct pd_sd_provider **out, struct pd_err *err)
 {
-	static const char *const kinds[] = {"static", "file", "http"};
+	static const char *const kinds[] = {"static", "file", "http", "dns"};
 	struct pd_sd_provider *p = calloc(1, sizeof(*p));
 	int rc;
 
@@ -506,8 +561,11 @@ static int new_provider(struct pd_discovery_manager *m, const struct want *w,
 	case PD_SD_FILE:
 		rc = pd_sd_file_init(p, w->cfg);
 		break;
-	default:
+	case PD_SD_HTTP:
 		rc = pd_sd_http_init(p, w->cfg);
+		break;
+	default:
+		rc = pd_sd_dns_init(p, w->cfg);
 		break;
 	}
 	if (!rc && !(p->key = malloc(w->key.len ? w->key.len : 1)))
@@ -540,7 +598,7 @@ int pd_discovery_manager_set_pools(struct pd_discovery_manager *m,
 	if ((rc = validate(pools, n, err)))
 		return rc;
 	for (size_t i = 0; i < n; i++)
-		cap += (pools[i].nstatic ? 1 : 0) + pools[i].nfile + pools[i].nhttp;
+		cap += (pools[i].nstatic ? 1 : 0) + pools[i].nfile + pools[i].nhttp + pools[i].ndns;
 	if ((cap && !(wants = calloc(cap, sizeof(*wants)))) ||
 	    (n && !(np = calloc(n, sizeof(*np))))) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
@@ -548,7 +606,7 @@ int pd_discovery_manager_set_pools(struct pd_discovery_manager *m,
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct pd_discovery_pool_config *pc = &pools[i];
-		size_t k = (pc->nstatic ? 1 : 0) + pc->nfile + pc->nhttp;
+		size_t k = (pc->nstatic ? 1 : 0) + pc->nfile + pc->nhttp + pc->ndns;
 		if (!(np[i].name = strdup(pc->name)) ||
 		    (k && !(np[i].provs = calloc(k, sizeof(*np[i].provs))))) {
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
@@ -565,6 +623,9 @@ int pd_discovery_manager_set_pools(struct pd_discovery_manager *m,
 		for (size_t j = 0; j < pc->nhttp; j++)
 			wants[nwants++] = (struct want){
 			    .pool = i, .kind = PD_SD_HTTP, .cfg = &pc->http_configs[j], .ncfg = 1};
+		for (size_t j = 0; j < pc->ndns; j++)
+			wants[nwants++] = (struct want){
+			    .pool = i, .kind = PD_SD_DNS, .cfg = &pc->dns_configs[j], .ncfg = 1};
 	}
 	for (size_t i = 0; i < nwants; i++) {
 		if (make_key(&wants[i])) {
@@ -713,5 +774,7 @@ void pd_discovery_manager_stats(struct pd_discovery_manager *m, struct pd_discov
 	out->file_read_errors = m->counters.file_read_errors;
 	out->http_failures = m->counters.http_failures;
 	out->refreshes = m->counters.refreshes;
+	out->dns_lookups = m->counters.dns_lookups;
+	out->dns_lookup_failures = m->counters.dns_lookup_failures;
 	pthread_mutex_unlock(&m->mu);
 }
