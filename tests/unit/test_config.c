@@ -946,6 +946,40 @@ static void test_render_roundtrip_all_good(void **state)
 	assert_true(n >= 6);
 }
 
+/* dns_sd_configs: Prometheus's examples, its defaults (SRV, 30s), the type kept as
+ * written, and the rendering /api/v1/status/config shows. */
+static void test_dns_sd(void **state)
+{
+	(void)state;
+	struct pd_config *cfg = load_ok(GOOD "/dns_sd.yml");
+	const struct pd_scrape_config *sc = pd_config_job(cfg, "service-y");
+	assert_non_null(sc);
+	assert_int_equal(sc->ndns_sd_configs, 2);
+	const struct pd_discovery_dns_config *d = &sc->dns_sd_configs[0];
+	assert_int_equal(d->nnames, 2);
+	assert_string_equal(d->names[1], "second.dns.address.domain.com");
+	assert_string_equal(d->type, "SRV");
+	assert_int_equal(d->refresh_interval_ms, 15000);
+	assert_int_equal(d->port, 0);
+	assert_int_equal(sc->dns_sd_configs[1].refresh_interval_ms, 30000);
+	sc = pd_config_job(cfg, "web");
+	assert_int_equal(sc->ndns_sd_configs, 2);
+	assert_string_equal(sc->dns_sd_configs[1].type, "aaaa");
+	assert_int_equal(sc->dns_sd_configs[1].port, 6060);
+	assert_int_equal(pd_discovery_dns_type_parse(sc->dns_sd_configs[1].type),
+	                 PD_DISCOVERY_DNS_AAAA);
+	char *y = render(cfg);
+	assert_non_null(strstr(y, "  dns_sd_configs:\n"
+	                          "  - names:\n"
+	                          "    - first.dns.address.domain.com\n"
+	                          "    - second.dns.address.domain.com\n"
+	                          "    refresh_interval: 15s\n"
+	                          "    type: SRV\n"
+	                          "    port: 0\n"));
+	free(y);
+	pd_config_destroy(cfg);
+}
+
 /* ---- testdata/config/bad -------------------------------------------------- */
 
 static void test_bad_files(void **state)
@@ -1166,6 +1200,7 @@ int main(void)
 	    cmocka_unit_test(test_render_defaults),
 	    cmocka_unit_test(test_render_quoting),
 	    cmocka_unit_test(test_render_roundtrip_all_good),
+	    cmocka_unit_test(test_dns_sd),
 	    cmocka_unit_test(test_bad_files),
 	    cmocka_unit_test(test_load_errors),
 	    cmocka_unit_test(test_web_config),

@@ -1262,6 +1262,310 @@ static void test_reload_from_callback(void **state)
 	rec_fini(&re.r);
 }
 
+/* ---- dns_sd: groups from DNS responses ------------------------------------------- */
+
+/* A DNS response built by hand: header, one question, answers (names written out
+ * in full, no compression). */
+struct msg {
+	unsigned char b[2048];
+	size_t n;
+	unsigned ancount;
+};
+
+static void put8(struct msg *m, unsigned v)
+{
+	assert_true(m->n < sizeof(m->b));
+	m->b[m->n++] = (unsigned char)v;
+}
+
+static void put16(struct msg *m, unsigned v)
+{
+	put8(m, v >> 8);
+	put8(m, v & 0xff);
+}
+
+static void put_name(struct msg *m, const char *name)
+{
+	while (*name) {
+		const char *dot = strchr(name, '.');
+		size_t len = dot ? (size_t)(dot - name) : strlen(name);
+		put8(m, (unsigned)len);
+		for (size_t i = 0; i < len; i++)
+			put8(m, (unsigned char)name[i]);
+		name += len + (dot ? 1 : 0);
+	}
+	put8(m, 0);
+}
+
+static void msg_start(struct msg *m, const char *qname, unsigned qtype)
+{
+	memset(m, 0, sizeof(*m));
+	put16(m, 0x1234); /* id */
+	put16(m, 0x8180); /* response, recursion desired and available, NOERROR */
+	put16(m, 1);
+	put16(m, 0); /* answers: patched by rr() */
+	put16(m, 0);
+	put16(m, 0);
+	put_name(m, qname);
+	put16(m, qtype);
+	put16(m, 1);
+}
+
+/* Starts an answer record; returns where its rdlength goes (rr_end fills it). */
+static size_t rr(struct msg *m, const char *name, unsigned type)
+{
+	size_t at;
+	put_name(m, name);
+	put16(m, type);
+	put16(m, 1);     /* IN */
+	put16(m, 0);     /* TTL */
+	put16(m, 300);
+	at = m->n;
+	put16(m, 0);
+	m->ancount++;
+	m->b[6] = (unsigned char)(m->ancount >> 8);
+	m->b[7] = (unsigned char)(m->ancount & 0xff);
+	return at;
+}
+
+static void rr_end(struct msg *m, size_t at)
+{
+	size_t len = m->n - at - 2;
+	m->b[at] = (unsigned char)(len >> 8);
+	m->b[at + 1] = (unsigned char)(len & 0xff);
+}
+
+static void rr_srv(struct msg *m, const char *name, unsigned port, const char *target)
+{
+	size_t at = rr(m, name, 33);
+	put16(m, 10);
+	put16(m, 5);
+	put16(m, port);
+	put_name(m, target);
+	rr_end(m, at);
+}
+
+static void rr_name(struct msg *m, const char *name, unsigned type, int mx, const char *target)
+{
+	size_t at = rr(m, name, type);
+	if (mx)
+		put16(m, 10);
+	put_name(m, target);
+	rr_end(m, at);
+}
+
+static void rr_addr(struct msg *m, const char *name, int v6, const char *ip)
+{
+	unsigned char a[16];
+	size_t at = rr(m, name, v6 ? 28 : 1);
+	assert_int_equal(inet_pton(v6 ? AF_INET6 : AF_INET, ip, a), 1);
+	for (int i = 0; i < (v6 ? 16 : 4); i++)
+		put8(m, a[i]);
+	rr_end(m, at);
+}
+
+/* The group's targets, one label set a line, after "source\n". */
+static char *dns_render(const char *name, enum pd_discovery_dns_type type, int64_t port,
+                        const struct msg *m)
+{
+	struct pd_target_group g;
+	struct pd_err err = {0};
+	struct pd_buf b;
+	int rc = pd_discovery_dns_group(name, type, port, m->b, m->n, &g, &err);
+	if (rc)
+		fail_msg("pd_discovery_dns_group: %s", err.msg);
+	pd_buf_init(&b, 0);
+	assert_int_equal(pd_labels_len(g.labels), 0);
+	assert_int_equal(pd_buf_printf(&b, "%s\n", g.source), 0);
+	for (size_t i = 0; i < g.ntargets; i++) {
+		char *ls = pd_labels_string(g.targets[i]);
+		assert_non_null(ls);
+		assert_int_equal(pd_buf_printf(&b, "%s\n", ls), 0);
+		free(ls);
+	}
+	assert_int_equal(pd_buf_append(&b, "", 1), 0);
+	pd_discovery_dns_group_fini(&g);
+	return (char *)pd_buf_steal(&b, NULL);
+}
+
+static void dns_expect(const char *name, enum pd_discovery_dns_type type, int64_t port,
+                       const struct msg *m, const char *want)
+{
+	char *got = dns_render(name, type, port, m);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+/* The label sets of Prometheus's discovery/dns tests, and what c-ares adds: CNAME
+ * chains, records of other types, IPv4-mapped addresses, the root as a target. */
+static void test_dns_groups(void **state)
+{
+	struct msg m;
+	(void)state;
+
+	msg_start(&m, "web.example.com", 1);
+	rr_addr(&m, "web.example.com", 0, "192.0.2.2");
+	dns_expect("web.example.com.", PD_DISCOVERY_DNS_A, 80, &m,
+	           "web.example.com.\n"
+	           "{__address__=\"192.0.2.2:80\", __meta_dns_name=\"web.example.com.\"}\n");
+
+	msg_start(&m, "web.example.com", 28);
+	rr_addr(&m, "web.example.com", 1, "::1");
+	rr_addr(&m, "web.example.com", 1, "2001:db8::7");
+	rr_addr(&m, "web.example.com", 1, "::ffff:192.0.2.3"); /* Go prints it as IPv4 */
+	dns_expect("web.example.com.", PD_DISCOVERY_DNS_AAAA, 80, &m,
+	           "web.example.com.\n"
+	           "{__address__=\"[::1]:80\", __meta_dns_name=\"web.example.com.\"}\n"
+	           "{__address__=\"[2001:db8::7]:80\", __meta_dns_name=\"web.example.com.\"}\n"
+	           "{__address__=\"192.0.2.3:80\", __meta_dns_name=\"web.example.com.\"}\n");
+
+	msg_start(&m, "_mysql._tcp.db.example.com", 33);
+	rr_srv(&m, "_mysql._tcp.db.example.com", 3306, "db1.example.com");
+	rr_srv(&m, "_mysql._tcp.db.example.com", 3307, "db2.example.com");
+	dns_expect("_mysql._tcp.db.example.com.", PD_DISCOVERY_DNS_SRV, 0, &m,
+	           "_mysql._tcp.db.example.com.\n"
+	           "{__address__=\"db1.example.com:3306\", "
+	           "__meta_dns_name=\"_mysql._tcp.db.example.com.\", "
+	           "__meta_dns_srv_record_port=\"3306\", "
+	           "__meta_dns_srv_record_target=\"db1.example.com.\"}\n"
+	           "{__address__=\"db2.example.com:3307\", "
+	           "__meta_dns_name=\"_mysql._tcp.db.example.com.\", "
+	           "__meta_dns_srv_record_port=\"3307\", "
+	           "__meta_dns_srv_record_target=\"db2.example.com.\"}\n");
+
+	/* records of another type are left out; the port of the config is ignored */
+	msg_start(&m, "_mysql._tcp.db.example.com", 33);
+	rr_srv(&m, "_mysql._tcp.db.example.com", 3306, "db1.example.com");
+	{
+		size_t at = rr(&m, "_mysql._tcp.db.example.com", 16); /* TXT */
+		put8(&m, 4);
+		put8(&m, 't'), put8(&m, 'e'), put8(&m, 'x'), put8(&m, 't');
+		rr_end(&m, at);
+	}
+	dns_expect("_mysql._tcp.db.example.com", PD_DISCOVERY_DNS_SRV, 9999, &m,
+	           "_mysql._tcp.db.example.com\n"
+	           "{__address__=\"db1.example.com:3306\", "
+	           "__meta_dns_name=\"_mysql._tcp.db.example.com\", "
+	           "__meta_dns_srv_record_port=\"3306\", "
+	           "__meta_dns_srv_record_target=\"db1.example.com.\"}\n");
+
+	/* no records (NOERROR without answers): a group without targets */
+	msg_start(&m, "_mysql._tcp.db.example.com", 33);
+	dns_expect("_mysql._tcp.db.example.com.", PD_DISCOVERY_DNS_SRV, 0, &m,
+	           "_mysql._tcp.db.example.com.\n");
+
+	/* the root as an SRV target ("no service here"): Prometheus's ":port" */
+	msg_start(&m, "_x._tcp.example.com", 33);
+	rr_srv(&m, "_x._tcp.example.com", 1, "");
+	dns_expect("_x._tcp.example.com", PD_DISCOVERY_DNS_SRV, 0, &m,
+	           "_x._tcp.example.com\n"
+	           "{__address__=\":1\", __meta_dns_name=\"_x._tcp.example.com\", "
+	           "__meta_dns_srv_record_port=\"1\", __meta_dns_srv_record_target=\".\"}\n");
+
+	msg_start(&m, "example.com", 15);
+	rr_name(&m, "example.com", 15, 1, "smtp1.example.com");
+	rr_name(&m, "example.com", 15, 1, "smtp2.example.com");
+	dns_expect("example.com.", PD_DISCOVERY_DNS_MX, 25, &m,
+	           "example.com.\n"
+	           "{__address__=\"smtp1.example.com:25\", __meta_dns_mx_record_target="
+	           "\"smtp1.example.com.\", __meta_dns_name=\"example.com.\"}\n"
+	           "{__address__=\"smtp2.example.com:25\", __meta_dns_mx_record_target="
+	           "\"smtp2.example.com.\", __meta_dns_name=\"example.com.\"}\n");
+
+	msg_start(&m, "example.com", 2);
+	rr_name(&m, "example.com", 2, 0, "ns1.example.com");
+	dns_expect("example.com", PD_DISCOVERY_DNS_NS, 53, &m,
+	           "example.com\n"
+	           "{__address__=\"ns1.example.com:53\", __meta_dns_name=\"example.com\", "
+	           "__meta_dns_ns_record_target=\"ns1.example.com.\"}\n");
+
+	/* a CNAME chain is followed to the addresses of its end */
+	msg_start(&m, "www.example.com", 1);
+	rr_name(&m, "www.example.com", 5, 0, "lb.example.com");
+	rr_name(&m, "lb.example.com", 5, 0, "lb1.example.net");
+	rr_addr(&m, "lb1.example.net", 0, "198.51.100.4");
+	dns_expect("www.example.com", PD_DISCOVERY_DNS_A, 8080, &m,
+	           "www.example.com\n"
+	           "{__address__=\"198.51.100.4:8080\", __meta_dns_name=\"www.example.com\"}\n");
+
+	/* a response c-ares cannot read is an error, and leaves nothing behind */
+	{
+		struct pd_target_group g;
+		struct pd_err err = {0};
+		msg_start(&m, "_x._tcp.example.com", 33);
+		rr_srv(&m, "_x._tcp.example.com", 1, "a.example.com");
+		m.n -= 5; /* cut inside the record */
+		assert_int_equal(pd_discovery_dns_group("_x._tcp.example.com", PD_DISCOVERY_DNS_SRV,
+		                                        0, m.b, m.n, &g, &err),
+		                 PD_EINVAL);
+		assert_non_null(strstr(err.msg, "cannot read the DNS response"));
+		assert_null(g.source);
+		assert_int_equal(g.ntargets, 0);
+	}
+}
+
+static void on_groups_noop(void *ctx, const char *pool, const struct pd_target_group *g, size_t n)
+{
+	(void)ctx, (void)pool, (void)g, (void)n;
+}
+
+static void dns_bad(const struct pd_discovery_dns_config *c, const char *want)
+{
+	struct pd_err err = {0};
+	assert_int_equal(pd_discovery_dns_validate(c, &err), PD_EINVAL);
+	assert_string_equal(err.msg, want);
+}
+
+/* Prometheus's SDConfig.UnmarshalYAML checks and messages, and the server flag. */
+static void test_dns_validation(void **state)
+{
+	const char *names[] = {"a.example.com", "b.example.com"};
+	struct pd_err err = {0};
+	(void)state;
+
+	struct pd_discovery_dns_config c = {.names = names, .nnames = 2};
+	assert_int_equal(pd_discovery_dns_validate(&c, &err), 0); /* SRV by default */
+	c.type = "srv";
+	assert_int_equal(pd_discovery_dns_validate(&c, &err), 0);
+	c.type = "AAAA";
+	c.port = 5300;
+	assert_int_equal(pd_discovery_dns_validate(&c, &err), 0);
+	c.type = "a";
+	c.port = 0;
+	dns_bad(&c, "a port is required in DNS-SD configs for all record types except SRV");
+	c.type = "MX";
+	dns_bad(&c, "a port is required in DNS-SD configs for all record types except SRV");
+	c.type = "PTR";
+	dns_bad(&c, "invalid DNS-SD records type PTR");
+	c.nnames = 0;
+	dns_bad(&c, "DNS-SD config must contain at least one SRV record name");
+
+	assert_int_equal(pd_discovery_dns_type_parse("ns"), PD_DISCOVERY_DNS_NS);
+	assert_int_equal(pd_discovery_dns_type_parse("Aaaa"), PD_DISCOVERY_DNS_AAAA);
+	assert_int_equal(pd_discovery_dns_type_parse(""), -1);
+
+	assert_int_equal(pd_discovery_dns_server_check("127.0.0.1:5353", &err), 0);
+	assert_int_equal(pd_discovery_dns_server_check("127.0.0.1", &err), 0);
+	assert_int_equal(pd_discovery_dns_server_check("[::1]:53", &err), 0);
+	assert_int_equal(pd_discovery_dns_server_check("::1", &err), 0);
+	const char *bad[] = {"localhost:53", "127.0.0.1:", "127.0.0.1:0", "127.0.0.1:65536",
+	                     "[::1]x",       "",           "1.2.3:53",    "[127.0.0.1]:53"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char want[160];
+		assert_int_equal(pd_discovery_dns_server_check(bad[i], &err), PD_EINVAL);
+		snprintf(want, sizeof(want),
+		         "DNS server \"%s\" is not an IP address with an optional port, as "
+		         "127.0.0.1:53 or [::1]:5353",
+		         bad[i]);
+		assert_string_equal(err.msg, want);
+	}
+	/* and the manager refuses what the flag would */
+	struct pd_discovery_manager *m = NULL;
+	struct pd_discovery_options o = {.dns_server = "resolver:53"};
+	assert_int_equal(pd_discovery_manager_create(&m, on_groups_noop, NULL, &o, &err), PD_EINVAL);
+	assert_null(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1280,6 +1584,8 @@ int main(void)
 	    cmocka_unit_test(test_destroy_prompt),
 	    cmocka_unit_test(test_reload),
 	    cmocka_unit_test(test_reload_from_callback),
+	    cmocka_unit_test(test_dns_groups),
+	    cmocka_unit_test(test_dns_validation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
