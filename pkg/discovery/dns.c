@@ -297,8 +297,9 @@ int pd_discovery_dns_group(const char *name, enum pd_discovery_dns_type type, in
 /* ---- the server of --discovery.dns.server ------------------------------------------ */
 
 /* Normalises server into "IP:PORT" / "[IP6]:PORT" for c-ares (out may be NULL). */
-static int parse_server(const char *server, char *out, size_t cap, struct pd_err *err)
+static int parse_server(const char *arg, char *out, size_t cap, struct pd_err *err)
 {
+	const char *server = arg;
 	char host[INET6_ADDRSTRLEN + 1];
 	const char *port = NULL, *end;
 	unsigned char addr[16];
@@ -342,7 +343,7 @@ bad:
 	return pd_err_set(err, PD_EINVAL,
 	                  "DNS server \"%s\" is not an IP address with an optional port, as "
 	                  "127.0.0.1:53 or [::1]:5353",
-	                  server);
+	                  arg);
 }
 
 int pd_discovery_dns_server_check(const char *server, struct pd_err *err)
