@@ -27,9 +27,9 @@
 #define PD_DISCOVERY_HTTP_REFRESH_DEFAULT_MS (60 * 1000)     /* http_sd, as Prometheus */
 #define PD_DISCOVERY_MAX_DOCUMENT_SIZE (64u << 20)           /* bytes of one file_sd file */
 #define PD_DISCOVERY_HTTP_BODY_LIMIT_DEFAULT (64u << 20)     /* bytes of an http_sd body */
-#define PD_DISCOVERY_MAX_TARGETS 1000000             /* groups plus targets in one document */
-#define PD_DISCOVERY_UPDATE_INTERVAL_DEFAULT_MS 5000 /* Prometheus's updatert */
-#define PD_DISCOVERY_DNS_REFRESH_DEFAULT_MS (30 * 1000)  /* dns_sd, as Prometheus */
+#define PD_DISCOVERY_MAX_TARGETS 1000000                /* groups plus targets in one document */
+#define PD_DISCOVERY_UPDATE_INTERVAL_DEFAULT_MS 5000    /* Prometheus's updatert */
+#define PD_DISCOVERY_DNS_REFRESH_DEFAULT_MS (30 * 1000) /* dns_sd, as Prometheus */
 /* One DNS query to one server times out after this (Prometheus's DNS client waits
  * 2s); each server is asked once per name, and a whole refresh is cut off after
  * refresh_interval. */
@@ -105,7 +105,7 @@ struct pd_http_client_config {
 
 /* Deep-copies c into d (d's old strings are not freed). */
 void pd_http_client_config_copy(struct pd_http_client_config *d,
-				const struct pd_http_client_config *c);
+                                const struct pd_http_client_config *c);
 /* Frees the strings of a copy made by pd_http_client_config_copy and zeroes it. */
 void pd_http_client_config_free(struct pd_http_client_config *c);
 /* A fingerprint of every setting, to tell whether two configurations differ. */
@@ -205,8 +205,8 @@ struct pd_discovery_options {
 };
 
 /* What a provider did last, for the targets page. A provider is one static_configs
- * list, one file_sd_config, one http_sd_config or one dns_sd_config; identical configurations, even of
- * different pools, share one provider, as in Prometheus. */
+ * list, one file_sd_config, one http_sd_config or one dns_sd_config; identical configurations, even
+ * of different pools, share one provider, as in Prometheus. */
 struct pd_discovery_provider_status {
 	char name[32];           /* "static/0", "file/3", "http/7", "dns/2": kind and a
 	                            manager-wide counter, as Prometheus names providers */
@@ -231,7 +231,7 @@ struct pd_discovery_stats {
 	uint64_t http_failures;    /* prometheus_sd_http_failures_total */
 	uint64_t dns_lookups;      /* one per name per refresh: prometheus_sd_dns_lookups_total */
 	uint64_t dns_lookup_failures; /* prometheus_sd_dns_lookup_failures_total */
-	uint64_t refreshes;        /* completed provider refreshes, failed ones too */
+	uint64_t refreshes;           /* completed provider refreshes, failed ones too */
 };
 
 struct pd_discovery_manager;

@@ -163,10 +163,10 @@ struct pd_sd_provider {
 struct pd_sd_dns_name {
 	struct pd_sd_provider *p;
 	size_t index;
-	int has_group;              /* group holds the last good answer */
+	int has_group; /* group holds the last good answer */
 	struct pd_target_group group;
-	int done;                   /* this refresh's lookup has finished */
-	char *error;                /* this refresh's error, or NULL */
+	int done;                    /* this refresh's lookup has finished */
+	char *error;                 /* this refresh's error, or NULL */
 	struct pd_target_group next; /* this refresh's answer, when done without error */
 };
 
@@ -216,8 +216,7 @@ void pd_sd_http_done(struct pd_sd_provider *p, CURLM *multi, CURLcode rc, struct
 void pd_sd_dns_start(struct pd_sd_provider *p, const char *server, int64_t now,
                      struct pd_sd_counters *c);
 void pd_sd_dns_step(struct pd_sd_provider *p, int64_t now, struct pd_sd_counters *c);
-size_t pd_sd_dns_wait(struct pd_sd_provider *p, struct curl_waitfd *w, int64_t now,
-                      int64_t *next);
+size_t pd_sd_dns_wait(struct pd_sd_provider *p, struct curl_waitfd *w, int64_t now, int64_t *next);
 /* Checks a --discovery.dns.server value and writes it to out as c-ares takes it
  * ("IP:PORT", "[IP6]:PORT"). */
 int pd_sd_dns_server_norm(const char *server, char *out, size_t cap, struct pd_err *err);

@@ -64,8 +64,9 @@ int pd_sd_dns_key(struct pd_buf *b, const struct pd_discovery_dns_config *c)
 	if (!rc)
 		rc = pd_sd_key_i64(b, c->port);
 	if (!rc)
-		rc = pd_sd_key_i64(b, c->refresh_interval_ms > 0 ? c->refresh_interval_ms
-		                                                 : PD_DISCOVERY_DNS_REFRESH_DEFAULT_MS);
+		rc = pd_sd_key_i64(b, c->refresh_interval_ms > 0
+		                          ? c->refresh_interval_ms
+		                          : PD_DISCOVERY_DNS_REFRESH_DEFAULT_MS);
 	if (!rc)
 		rc = pd_sd_key_i64(b, (int64_t)c->nnames);
 	for (size_t i = 0; i < c->nnames && !rc; i++)
@@ -240,8 +241,9 @@ static int parse_answer(struct builder *bd, enum pd_discovery_dns_type type, int
 		return rc;
 	case PD_DISCOVERY_DNS_A:
 	case PD_DISCOVERY_DNS_AAAA:
-		st = type == PD_DISCOVERY_DNS_A ? ares_parse_a_reply(msg, len, &host, NULL, NULL)
-		                                : ares_parse_aaaa_reply(msg, len, &host, NULL, NULL);
+		st = type == PD_DISCOVERY_DNS_A
+		         ? ares_parse_a_reply(msg, len, &host, NULL, NULL)
+		         : ares_parse_aaaa_reply(msg, len, &host, NULL, NULL);
 		if (st != ARES_SUCCESS)
 			break;
 		for (char **a = host->h_addr_list; a && *a && !rc; a++) {
@@ -372,8 +374,8 @@ static void on_answer(void *arg, int status, int timeouts, unsigned char *abuf, 
 	n->done = 1;
 	p->pending--;
 	if (status == ARES_SUCCESS) {
-		rc = pd_discovery_dns_group(name, p->qtype, p->port, abuf, alen > 0 ? (size_t)alen : 0,
-		                            &n->next, &err);
+		rc = pd_discovery_dns_group(name, p->qtype, p->port, abuf,
+		                            alen > 0 ? (size_t)alen : 0, &n->next, &err);
 		if (rc) {
 			snprintf(msg, sizeof(msg), "could not resolve \"%s\": %s", name, err.msg);
 			n->error = strdup(msg);
@@ -542,7 +544,8 @@ void pd_sd_dns_step(struct pd_sd_provider *p, int64_t now, struct pd_sd_counters
 			if (!r)
 				continue;
 			ares_process_fd(p->channel,
-			                r & (POLLIN | POLLERR | POLLHUP) ? fds[i].fd : ARES_SOCKET_BAD,
+			                r & (POLLIN | POLLERR | POLLHUP) ? fds[i].fd
+			                                                 : ARES_SOCKET_BAD,
 			                r & POLLOUT ? fds[i].fd : ARES_SOCKET_BAD);
 		}
 	}
@@ -553,8 +556,7 @@ void pd_sd_dns_step(struct pd_sd_provider *p, int64_t now, struct pd_sd_counters
 		finish(p, c);
 }
 
-size_t pd_sd_dns_wait(struct pd_sd_provider *p, struct curl_waitfd *w, int64_t now,
-                      int64_t *next)
+size_t pd_sd_dns_wait(struct pd_sd_provider *p, struct curl_waitfd *w, int64_t now, int64_t *next)
 {
 	ares_socket_t socks[ARES_GETSOCK_MAXNUM];
 	struct timeval tv, *t;

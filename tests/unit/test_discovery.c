@@ -1317,8 +1317,8 @@ static size_t rr(struct msg *m, const char *name, unsigned type)
 	size_t at;
 	put_name(m, name);
 	put16(m, type);
-	put16(m, 1);     /* IN */
-	put16(m, 0);     /* TTL */
+	put16(m, 1); /* IN */
+	put16(m, 0); /* TTL */
 	put16(m, 300);
 	at = m->n;
 	put16(m, 0);
@@ -1562,7 +1562,8 @@ static void test_dns_validation(void **state)
 	/* and the manager refuses what the flag would */
 	struct pd_discovery_manager *m = NULL;
 	struct pd_discovery_options o = {.dns_server = "resolver:53"};
-	assert_int_equal(pd_discovery_manager_create(&m, on_groups_noop, NULL, &o, &err), PD_EINVAL);
+	assert_int_equal(pd_discovery_manager_create(&m, on_groups_noop, NULL, &o, &err),
+	                 PD_EINVAL);
 	assert_null(m);
 }
 
