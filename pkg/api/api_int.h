@@ -334,6 +334,29 @@ struct api_sel {
 int api_sel_parse(struct api_resp *w, const char *name, const char *text, struct api_sel *s);
 void api_sel_fini(struct api_sel *s);
 
+/* group_by of /api/v1/query (groupby.c): the series labels a merge is split by. */
+#define API_GROUP_BY_MAX_LABELS 16
+struct api_group_by {
+	const char *names[API_GROUP_BY_MAX_LABELS]; /* pointing into buf */
+	size_t n;                                   /* 0: no grouping */
+	char *buf;
+};
+/* Reads every value of parameter param (each a comma-separated list of label
+ * names, spaces around names allowed) into gb (empty values give no names);
+ * -1 after a 400 naming param for an invalid, empty or repeated name or more
+ * than API_GROUP_BY_MAX_LABELS. gb owns its strings: api_group_by_fini. */
+int api_group_by_parse(const struct api_req *r, struct api_resp *w, const char *param,
+                       struct api_group_by *gb);
+void api_group_by_fini(struct api_group_by *gb);
+/* The value of label name of s, "" when s has none; borrowed from s. */
+const char *api_series_label(const struct pd_tsdb_series *s, const char *name);
+/* Compares a and b by their values of gb's names in order: 0 for one group. */
+int api_group_cmp(const struct api_group_by *gb, const struct pd_tsdb_series *a,
+                  const struct pd_tsdb_series *b);
+/* Fills order[0..res->nseries) with the series indexes sorted by api_group_cmp,
+ * label order within a group. 0 or PD_ENOMEM. */
+int api_group_sort(const struct api_group_by *gb, const struct pd_tsdb_result *res, size_t *order);
+
 /* start/end with query_range's defaults (end: now, start: end - 1h) and checks:
  * end not before start, end - start within max_range_ms. prefix is "" or "a.". */
 int api_range_params(const struct api_req *r, struct api_resp *w, const char *prefix,

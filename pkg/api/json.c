@@ -209,6 +209,9 @@ void api_warn(struct api_resp *w, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	for (size_t i = 0; i < w->nwarnings; i++)
+		if (strcmp(w->warnings[i], buf) == 0)
+			return; /* said once (a report per group may repeat it) */
 	char **nw = realloc(w->warnings, (w->nwarnings + 1) * sizeof(*nw));
 	if (!nw)
 		return;

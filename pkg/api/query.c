@@ -8,7 +8,9 @@
  * go tool pprof -tags), or proto (the gzip pprof file as a download). tag_focus
  * and tag_ignore keep the samples whose labels match, as go tool pprof's
  * -tagfocus/-tagignore, before any report; group_by_sample_label splits the
- * result by the values of one sample label and reports on each group. */
+ * result by the values of one sample label and reports on each group; group_by
+ * splits a merge by series labels (merged group by group) and reports on each
+ * group, and both together nest the sample groups inside the series groups. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,10 +252,22 @@ static int item_cmp(const void *a, const void *b)
 	return x->series < y->series ? -1 : x->series > y->series;
 }
 
+/* What one group of group_by collected (see load_groups). */
+struct group {
+	size_t first, count; /* its series: order[first .. first + count) */
+	size_t nprofiles, nseries;
+	int64_t mint, maxt;
+	struct pd_pprof_profile *whole;   /* the merge */
+	struct pd_pprof_profile *focused; /* after tag_focus/tag_ignore, or NULL */
+	int idx;                          /* sample_index in its profile */
+	int64_t total;                    /* of idx over focused (else whole) */
+};
+
 /* What a merge collects from the store, series by series. */
 struct merge_state {
 	struct pd_api_server *s;
 	struct side *sd;
+	struct group *g; /* group_by: the group being merged, else NULL */
 	struct pd_pprof_merger *mg;
 	size_t series;    /* index in sd->res being merged */
 	uint64_t bytes;   /* decoded bytes read so far */
@@ -270,6 +284,7 @@ static int merge_emit(void *ctx, struct pd_pprof_profile *p, size_t count, int64
 {
 	struct merge_state *m = ctx;
 	struct side *sd = m->sd;
+	struct group *g = m->g;
 	if (m->bytes + bytes > m->s->o.max_merge_bytes) {
 		pd_pprof_destroy(p);
 		m->cut = "the server's limit on bytes read by a merge";
@@ -292,101 +307,151 @@ static int merge_emit(void *ctx, struct pd_pprof_profile *p, size_t count, int64
 	if (!sd->nprofiles || last_t > sd->maxt)
 		sd->maxt = last_t;
 	sd->nprofiles += count;
+	if (g) {
+		if (!g->nprofiles || first_t < g->mint)
+			g->mint = first_t;
+		if (!g->nprofiles || last_t > g->maxt)
+			g->maxt = last_t;
+		g->nprofiles += count;
+	}
 	if (!sd->used[m->series]) {
 		sd->used[m->series] = 1;
 		sd->nseries++;
+		if (g)
+			g->nseries++; /* a series is in one group only */
 	}
 	return 0;
 }
 
-/* A merge over [start, end] of every matching series: the first max_profiles
- * profiles by time are chosen from the timestamps, then each series' share is
- * merged by the store chunk by chunk (by stack id), so no profile is decoded on
- * its own. */
-static int load_merge(struct api_req *r, struct api_resp *w, struct side *sd, uint64_t max_profiles)
+/* The profiles a merge over [start, end] takes: the first max_profiles by time
+ * (ties by series), chosen from the timestamps. Lists sd->res and sets
+ * (*upto)[i] to the last time of series i to merge (INT64_MIN: none of it);
+ * *n counts the profiles in the range, *take those chosen. -1 after an error. */
+static int merge_plan(struct api_req *r, struct api_resp *w, struct side *sd, uint64_t max_profiles,
+                      int64_t **upto, size_t *n, size_t *take)
 {
 	struct pd_api_server *s = r->srv;
 	struct pd_err err = {0};
 	struct item *items = NULL;
-	int64_t *upto = NULL;
-	struct merge_state m = {.s = s, .sd = sd};
-	int ret = -1;
+	*upto = NULL;
+	*n = *take = 0;
 	int rc =
 	    pd_tsdb_select(s->o.db, sd->sel.m, sd->sel.nm, sd->start, sd->end, 0, &sd->res, &err);
 	if (rc) {
 		api_internal(w, "listing series failed", rc, &err);
 		return -1;
 	}
-	size_t n = 0;
+	size_t all = 0;
 	for (size_t i = 0; i < sd->res->nseries; i++)
-		n += sd->res->series[i].nts;
-	if (n == 0)
+		all += sd->res->series[i].nts;
+	if (all == 0)
 		return 0;
-	items = malloc(n * sizeof(*items));
-	upto = malloc(sd->res->nseries * sizeof(*upto));
+	items = malloc(all * sizeof(*items));
+	*upto = malloc(sd->res->nseries * sizeof(**upto));
 	sd->used = calloc(sd->res->nseries, 1);
-	if (!items || !upto || !sd->used) {
+	if (!items || !*upto || !sd->used) {
+		free(items);
+		free(*upto);
+		*upto = NULL;
 		api_error(w, 500, "internal", "out of memory");
-		goto out;
+		return -1;
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < sd->res->nseries; i++)
 		for (size_t j = 0; j < sd->res->series[i].nts; j++)
 			items[k++] = (struct item){sd->res->series[i].ts[j], i};
-	qsort(items, n, sizeof(*items), item_cmp);
+	qsort(items, all, sizeof(*items), item_cmp);
 	/* the earliest max_profiles: each series up to its last one among them */
-	size_t take = n < max_profiles ? n : (size_t)max_profiles;
-	if (take < n)
-		m.cut = "max_profiles";
+	*n = all;
+	*take = all < max_profiles ? all : (size_t)max_profiles;
 	for (size_t i = 0; i < sd->res->nseries; i++)
-		upto[i] = INT64_MIN;
-	for (size_t i = 0; i < take; i++)
-		upto[items[i].series] = items[i].t;
+		(*upto)[i] = INT64_MIN;
+	for (size_t i = 0; i < *take; i++)
+		(*upto)[items[i].series] = items[i].t;
+	free(items);
+	return 0;
+}
+
+/* The store merges series i of sd->res over [start, upto] into m->mg, chunk by
+ * chunk (by stack id), so no profile is decoded on its own. 0, MERGE_STOP (a
+ * limit: m->cut says which) or -1 after setting the error. */
+static int merge_series(struct api_resp *w, struct merge_state *m, size_t i, int64_t upto)
+{
+	struct side *sd = m->sd;
+	const struct pd_tsdb_series *se = &sd->res->series[i];
+	m->series = i;
+	m->cut = NULL;
+	int rc = pd_tsdb_merge(m->s->o.db, se->labels, se->nlabels, sd->start, upto, merge_emit, m,
+	                       &m->err);
+	if (rc == MERGE_STOP)
+		return MERGE_STOP;
+	if (rc && m->bad) {
+		char a[512];
+		series_string(se->labels, se->nlabels, a, sizeof(a));
+		api_bad_param(w, sd->qname,
+		              "the matching profiles cannot be merged: %s (adding %s at %lld); "
+		              "select one profile type%s",
+		              m->err.msg, a, (long long)m->bad_t,
+		              m->g ? " or group by __name__" : "");
+		return -1;
+	}
+	if (rc) {
+		api_internal(w, "reading profiles to merge failed", rc, &m->err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Warns when a limit cut the merge short. */
+static void merge_warn_cut(struct pd_api_server *s, struct api_resp *w, const struct side *sd,
+                           size_t n, const char *cut)
+{
+	if (!cut || !sd->nprofiles)
+		return;
+	char t0[40], t1[40];
+	pd_time_format(sd->mint, t0, sizeof(t0));
+	pd_time_format(sd->maxt, t1, sizeof(t1));
+	api_warn(w,
+	         "%smerge cut at %zu of %zu profiles by %s: the merged profiles span %s to %s; "
+	         "narrow the range for the rest",
+	         sd->pfx, sd->nprofiles, n, cut, t0, t1);
+	pthread_mutex_lock(&s->m.mu);
+	s->m.c.merges_truncated++;
+	pthread_mutex_unlock(&s->m.mu);
+}
+
+/* A merge over [start, end] of every matching series (merge_plan picks the
+ * profiles, merge_series reads them). */
+static int load_merge(struct api_req *r, struct api_resp *w, struct side *sd, uint64_t max_profiles)
+{
+	struct pd_api_server *s = r->srv;
+	struct pd_err err = {0};
+	int64_t *upto = NULL;
+	struct merge_state m = {.s = s, .sd = sd};
+	size_t n, take;
+	int ret = -1;
+	if (merge_plan(r, w, sd, max_profiles, &upto, &n, &take))
+		return -1;
+	if (n == 0)
+		return 0;
+	int rc;
 	if ((rc = pd_pprof_merger_create(&m.mg, &err))) {
 		api_internal(w, "merging failed", rc, &err);
 		goto out;
 	}
 	const char *limit_cut = NULL;
 	for (size_t i = 0; i < sd->res->nseries; i++) {
-		const struct pd_tsdb_series *se = &sd->res->series[i];
 		if (upto[i] == INT64_MIN)
 			continue;
-		m.series = i;
-		m.cut = NULL;
-		rc = pd_tsdb_merge(s->o.db, se->labels, se->nlabels, sd->start, upto[i], merge_emit, &m,
-		                   &m.err);
+		rc = merge_series(w, &m, i, upto[i]);
 		if (rc == MERGE_STOP) {
 			limit_cut = m.cut;
 			break;
 		}
-		if (rc && m.bad) {
-			char a[512];
-			series_string(se->labels, se->nlabels, a, sizeof(a));
-			api_bad_param(w, sd->qname,
-			              "the matching profiles cannot be merged: %s (adding %s at %lld); "
-			              "select one profile type",
-			              m.err.msg, a, (long long)m.bad_t);
+		if (rc)
 			goto out;
-		}
-		if (rc) {
-			api_internal(w, "reading profiles to merge failed", rc, &m.err);
-			goto out;
-		}
 	}
-	const char *cut = limit_cut ? limit_cut : take < n ? "max_profiles" : NULL;
-	if (cut && sd->nprofiles) {
-		char t0[40], t1[40];
-		pd_time_format(sd->mint, t0, sizeof(t0));
-		pd_time_format(sd->maxt, t1, sizeof(t1));
-		api_warn(
-		    w,
-		    "%smerge cut at %zu of %zu profiles by %s: the merged profiles span %s to %s; "
-		    "narrow the range for the rest",
-		    sd->pfx, sd->nprofiles, n, cut, t0, t1);
-		pthread_mutex_lock(&s->m.mu);
-		s->m.c.merges_truncated++;
-		pthread_mutex_unlock(&s->m.mu);
-	}
+	merge_warn_cut(s, w, sd, n, limit_cut ? limit_cut : take < n ? "max_profiles" : NULL);
 	if (sd->nprofiles == 0) {
 		ret = 0;
 		goto out;
@@ -401,7 +466,6 @@ static int load_merge(struct api_req *r, struct api_resp *w, struct side *sd, ui
 	ret = 0;
 out:
 	pd_pprof_merger_destroy(m.mg);
-	free(items);
 	free(upto);
 	return ret;
 }
@@ -781,26 +845,28 @@ static int tag_filters_parse(struct api_req *r, struct api_resp *w, struct tag_f
 	           : 0;
 }
 
-/* Applies the filters to p into *out (NULL when there are none). */
+/* Applies the filters to p into *out (NULL when there are none); *kept counts
+ * the samples kept. */
 static int tag_filters_apply(struct api_resp *w, const struct tag_filters *tf,
-                             const struct pd_pprof_profile *p, struct pd_pprof_profile **out)
+                             const struct pd_pprof_profile *p, struct pd_pprof_profile **out,
+                             size_t *kept)
 {
 	struct pd_err err = {0};
 	*out = NULL;
+	*kept = 0;
 	if (!tf->nfocus && !tf->nignore)
 		return 0;
-	size_t kept = 0;
 	int rc = pd_pprof_filter_tags(
 	    p, (const struct pd_pprof_tagfilter *const *)tf->focus, tf->nfocus,
-	    (const struct pd_pprof_tagfilter *const *)tf->ignore, tf->nignore, out, &kept, &err);
+	    (const struct pd_pprof_tagfilter *const *)tf->ignore, tf->nignore, out, kept, &err);
 	if (rc) {
 		api_internal(w, "filtering samples by label failed", rc, &err);
 		return -1;
 	}
-	if (kept == 0)
-		api_warn(w, "tag_focus and tag_ignore left no sample");
 	return 0;
 }
+
+#define WARN_FILTERED_ALL "tag_focus and tag_ignore left no sample"
 
 static void one_report(struct api_req *r, struct api_resp *w, int report,
                        const struct pd_pprof_profile *p, const struct pd_pprof_profile *whole,
@@ -876,6 +942,249 @@ static void report_groups(struct api_req *r, struct api_resp *w, int report, con
 	pd_pprof_tag_groups_free(g, n);
 }
 
+/* ---- group_by: a merge split by series labels --------------------------------- */
+
+/* Default and largest number of groups group_by returns. */
+#define DEFAULT_SERIES_GROUPS 50
+#define MAX_SERIES_GROUPS 1000
+
+static void group_fini(struct group *g)
+{
+	pd_pprof_destroy(g->focused);
+	pd_pprof_destroy(g->whole);
+	memset(g, 0, sizeof(*g));
+}
+
+/* 1 when a weighs less than b: a smaller total, or as much and later in label
+ * order (so of two groups alike the first in label order stays). */
+static int group_lighter(const struct group *a, const struct group *b)
+{
+	if (a->total != b->total)
+		return a->total < b->total;
+	return a->first > b->first;
+}
+
+static int group_first_cmp(const void *x, const void *y)
+{
+	const struct group *a = x, *b = y;
+	return a->first < b->first ? -1 : a->first > b->first;
+}
+
+/* What load_groups found. */
+struct groups {
+	size_t *order;   /* series indexes of sd->res, grouped (api_group_sort) */
+	struct group *g; /* the groups kept, in label order */
+	size_t n;
+	size_t dropped; /* groups with profiles beyond max_groups */
+};
+
+static void groups_fini(struct groups *gs)
+{
+	for (size_t i = 0; i < gs->n; i++)
+		group_fini(&gs->g[i]);
+	free(gs->g);
+	free(gs->order);
+	memset(gs, 0, sizeof(*gs));
+}
+
+/* Merges the group of order[first, first + count) into g, filters it and weighs
+ * it. 0 (g->nprofiles 0: nothing of it was chosen), MERGE_STOP (a limit cut it:
+ * what was merged is in g) or -1 after setting the error. */
+static int load_group(struct api_req *r, struct api_resp *w, struct merge_state *m,
+                      const int64_t *upto, const size_t *order, struct group *g,
+                      const struct tag_filters *tf, size_t *kept)
+{
+	struct pd_err err = {0};
+	int stop = 0, rc;
+	m->g = g;
+	if ((rc = pd_pprof_merger_create(&m->mg, &err))) {
+		api_internal(w, "merging failed", rc, &err);
+		return -1;
+	}
+	for (size_t k = g->first; k < g->first + g->count && !stop; k++) {
+		if (upto[order[k]] == INT64_MIN)
+			continue;
+		rc = merge_series(w, m, order[k], upto[order[k]]);
+		if (rc == MERGE_STOP)
+			stop = 1;
+		else if (rc)
+			return -1; /* load_groups destroys m->mg */
+	}
+	if (g->nprofiles == 0) {
+		pd_pprof_merger_destroy(m->mg);
+		m->mg = NULL;
+		return stop ? MERGE_STOP : 0;
+	}
+	rc = pd_pprof_merger_finish(m->mg, &g->whole, &err);
+	m->mg = NULL;
+	if (rc) {
+		api_internal(w, "merging failed", rc, &err);
+		return -1;
+	}
+	size_t k = 0;
+	if (tag_filters_apply(w, tf, g->whole, &g->focused, &k))
+		return -1;
+	*kept += k;
+	const struct pd_pprof_profile *p = g->focused ? g->focused : g->whole;
+	if (sample_index(r, w, p, &g->idx))
+		return -1;
+	g->total = pd_pprof_total(p, g->idx);
+	return stop ? MERGE_STOP : 0;
+}
+
+/* group_by: the profiles load_merge would merge (the same first max_profiles
+ * by time, the same byte limit), merged per group of series with equal values of
+ * gb's labels. Groups are merged one after another and weighed by their total
+ * of sample_index (after tag filters); only the max_groups heaviest are kept,
+ * so memory holds at most max_groups + 1 merges. gs->n is 0 when nothing
+ * matched. */
+static int load_groups(struct api_req *r, struct api_resp *w, struct side *sd,
+                       const struct api_group_by *gb, uint64_t max_profiles, size_t max_groups,
+                       const struct tag_filters *tf, struct groups *gs)
+{
+	struct pd_api_server *s = r->srv;
+	struct merge_state m = {.s = s, .sd = sd};
+	struct group g = {0};
+	int64_t *upto = NULL;
+	size_t n, take, kept = 0;
+	int ret = -1, rc;
+	memset(gs, 0, sizeof(*gs));
+	if (merge_plan(r, w, sd, max_profiles, &upto, &n, &take))
+		return -1;
+	if (n == 0)
+		return 0;
+	size_t ns = sd->res->nseries;
+	gs->order = malloc(ns * sizeof(*gs->order));
+	gs->g = calloc((max_groups < ns ? max_groups : ns) + 1, sizeof(*gs->g));
+	if (!gs->order || !gs->g || api_group_sort(gb, sd->res, gs->order)) {
+		api_error(w, 500, "internal", "out of memory");
+		goto out;
+	}
+	const char *limit_cut = NULL;
+	for (size_t i = 0; i < ns && !limit_cut;) {
+		size_t j = i + 1;
+		while (j < ns && api_group_cmp(gb, &sd->res->series[gs->order[i]],
+		                               &sd->res->series[gs->order[j]]) == 0)
+			j++;
+		g = (struct group){.first = i, .count = j - i};
+		i = j;
+		rc = load_group(r, w, &m, upto, gs->order, &g, tf, &kept);
+		if (rc < 0)
+			goto out;
+		if (rc == MERGE_STOP)
+			limit_cut = m.cut;
+		if (g.nprofiles == 0)
+			continue;
+		if (gs->n < max_groups) {
+			gs->g[gs->n++] = g;
+		} else {
+			size_t light = 0;
+			for (size_t k = 1; k < gs->n; k++)
+				if (group_lighter(&gs->g[k], &gs->g[light]))
+					light = k;
+			gs->dropped++;
+			if (group_lighter(&gs->g[light], &g)) {
+				group_fini(&gs->g[light]);
+				gs->g[light] = g;
+			} else {
+				group_fini(&g);
+			}
+		}
+		memset(&g, 0, sizeof(g));
+	}
+	qsort(gs->g, gs->n, sizeof(*gs->g), group_first_cmp);
+	merge_warn_cut(s, w, sd, n, limit_cut ? limit_cut : take < n ? "max_profiles" : NULL);
+	if ((tf->nfocus || tf->nignore) && gs->n && kept == 0)
+		api_warn(w, WARN_FILTERED_ALL);
+	if (gs->n)
+		sd->found = 1;
+	ret = 0;
+out:
+	pd_pprof_merger_destroy(m.mg);
+	group_fini(&g);
+	free(upto);
+	if (ret)
+		groups_fini(gs);
+	return ret;
+}
+
+/* group_by: {"groupBy":[names],"droppedGroups","groups":[{"labels",
+ * "profileCount","seriesCount","minTime","maxTime","sampleType","total",
+ * "report"}]}; with group_by_sample_label (key) each group's report is split
+ * again by that sample label. */
+static void report_series_groups(struct api_req *r, struct api_resp *w, int report,
+                                 const struct api_group_by *gb, const struct groups *gs,
+                                 uint64_t max_groups, const struct side *sd, const char *key,
+                                 uint64_t max_sample_groups, uint64_t limit, double nodefraction,
+                                 int64_t min_total)
+{
+	if (gs->dropped)
+		api_warn(w, "group_by: %zu groups left out, beyond the %llu largest (group_limit)",
+		         gs->dropped, (unsigned long long)max_groups);
+	jput(w, "{\"groupBy\":[");
+	for (size_t i = 0; i < gb->n; i++) {
+		if (i)
+			jput(w, ",");
+		jstr(w, gb->names[i]);
+	}
+	jput(w, "],\"droppedGroups\":");
+	ju64(w, gs->dropped);
+	jput(w, ",\"groups\":[");
+	for (size_t i = 0; i < gs->n && !w->berr && !w->error_set; i++) {
+		const struct group *g = &gs->g[i];
+		const struct pd_tsdb_series *se0 = &sd->res->series[gs->order[g->first]];
+		jput(w, i ? ",{\"labels\":{" : "{\"labels\":{");
+		for (size_t k = 0; k < gb->n; k++) {
+			if (k)
+				jput(w, ",");
+			jstr(w, gb->names[k]);
+			jput(w, ":");
+			jstr(w, api_series_label(se0, gb->names[k]));
+		}
+		jput(w, "},\"profileCount\":");
+		ju64(w, g->nprofiles);
+		jput(w, ",\"seriesCount\":");
+		ju64(w, g->nseries);
+		jput(w, ",\"minTime\":");
+		ji64(w, g->mint);
+		jput(w, ",\"maxTime\":");
+		ji64(w, g->maxt);
+		const struct pd_pprof_profile *p = g->focused ? g->focused : g->whole;
+		jput(w, ",\"sampleType\":");
+		jstr(w, pd_pprof_sample_type(p, (size_t)g->idx));
+		jput(w, ",\"unit\":");
+		jstr(w, pd_pprof_sample_unit(p, (size_t)g->idx));
+		jput(w, ",\"total\":");
+		ji64(w, g->total);
+		jput(w, ",\"report\":");
+		/* the group as a side of its own, for report=meta's summary */
+		struct side one = {0};
+		one.merge = 1;
+		one.found = 1;
+		one.res = sd->res;
+		one.used = calloc(sd->res->nseries, 1);
+		if (!one.used) {
+			api_error(w, 500, "internal", "out of memory");
+			return;
+		}
+		for (size_t k = g->first; k < g->first + g->count; k++)
+			one.used[gs->order[k]] = sd->used[gs->order[k]];
+		one.nprofiles = g->nprofiles;
+		one.nseries = g->nseries;
+		one.mint = g->mint;
+		one.maxt = g->maxt;
+		if (key)
+			report_groups(r, w, report, key, max_sample_groups, p, g->whole, &one, 1,
+			              limit, nodefraction, min_total);
+		else
+			one_report(r, w, report, p, g->whole, &one, 1, limit, nodefraction,
+			           min_total);
+		free(one.used);
+		jput(w, "}");
+	}
+	jput(w, "]}");
+}
+
 /* ---- /api/v1/query --------------------------------------------------------------- */
 
 static int lookup(const char *v, const char *const *names, int n, int def)
@@ -896,12 +1205,14 @@ void api_query(struct api_req *r, struct api_resp *w)
 	struct side sides[2];
 	struct pd_pprof_profile *diff = NULL, *focused = NULL;
 	struct tag_filters tf = {0};
+	struct api_group_by gb = {0};
+	struct groups groups = {0};
 	memset(sides, 0, sizeof(sides));
 	size_t nsides = 0;
 	int mode = lookup(api_param(r, "mode"), modes, 3, MODE_SINGLE);
 	int report = lookup(api_param(r, "report"), reports, 5, REPORT_META);
 	const char *group_key = api_param(r, "group_by_sample_label");
-	uint64_t limit, maxp, max_groups;
+	uint64_t limit, maxp, max_groups, max_series_groups;
 	int64_t min_total;
 	double nodefraction;
 	if (mode < 0) {
@@ -919,11 +1230,16 @@ void api_query(struct api_req *r, struct api_resp *w)
 	    api_double_param(r, w, "nodefraction", 0, 0, 1, &nodefraction) ||
 	    api_int_param(r, w, "min_total", 0, &min_total) ||
 	    api_uint_param(r, w, "max_profiles", s->o.max_merge_profiles, &maxp) ||
-	    api_uint_param(r, w, "sample_group_limit", DEFAULT_SAMPLE_GROUPS, &max_groups))
+	    api_uint_param(r, w, "sample_group_limit", DEFAULT_SAMPLE_GROUPS, &max_groups) ||
+	    api_uint_param(r, w, "group_limit", DEFAULT_SERIES_GROUPS, &max_series_groups))
 		return;
 	if (max_groups == 0 || max_groups > MAX_SAMPLE_GROUPS) {
 		api_bad_param(w, "sample_group_limit", "must be between 1 and %d",
 		              MAX_SAMPLE_GROUPS);
+		return;
+	}
+	if (max_series_groups == 0 || max_series_groups > MAX_SERIES_GROUPS) {
+		api_bad_param(w, "group_limit", "must be between 1 and %d", MAX_SERIES_GROUPS);
 		return;
 	}
 	if (group_key && !*group_key)
@@ -942,13 +1258,27 @@ void api_query(struct api_req *r, struct api_resp *w)
 		    group_key);
 		return;
 	}
+	if (api_group_by_parse(r, w, "group_by", &gb))
+		return;
+	if (gb.n && mode != MODE_MERGE) {
+		api_bad_param(w, "group_by",
+		              "group_by splits a merge over a range by series labels: use "
+		              "mode=merge (and narrow the selector for a single profile)");
+		goto out;
+	}
+	if (gb.n && report == REPORT_PROTO) {
+		api_bad_param(w, "group_by",
+		              "report=proto returns one file: use meta, top, flamegraph or tags, "
+		              "or a selector on the group's labels for one group's profile");
+		goto out;
+	}
 	if (tag_filters_parse(r, w, &tf))
 		goto out;
 	if (maxp == 0 || maxp > s->o.max_merge_profiles)
 		maxp = s->o.max_merge_profiles;
 	int64_t lookback = s->o.lookback_ms;
 	if (api_duration_param(r, w, "lookback", s->o.lookback_ms, &lookback))
-		return;
+		goto out;
 
 	pthread_mutex_lock(&s->m.mu);
 	s->m.c.queries[mode]++;
@@ -965,6 +1295,18 @@ void api_query(struct api_req *r, struct api_resp *w)
 		if (side_params(r, w, &sides[0], "", mode))
 			goto out;
 		nsides = 1;
+	}
+	if (gb.n) {
+		if (load_groups(r, w, &sides[0], &gb, maxp, (size_t)max_series_groups, &tf,
+		                &groups))
+			goto out;
+		if (groups.n == 0)
+			jput(w, "null");
+		else
+			report_series_groups(r, w, report, &gb, &groups, max_series_groups,
+			                     &sides[0], group_key, max_groups, limit, nodefraction,
+			                     min_total);
+		goto out;
 	}
 	for (size_t i = 0; i < nsides; i++) {
 		sides[i].lookback = lookback;
@@ -1005,8 +1347,11 @@ void api_query(struct api_req *r, struct api_resp *w)
 		p = diff;
 	}
 	const struct pd_pprof_profile *whole = p;
-	if (tag_filters_apply(w, &tf, p, &focused))
+	size_t kept = 0;
+	if (tag_filters_apply(w, &tf, p, &focused, &kept))
 		goto out;
+	if (focused && kept == 0)
+		api_warn(w, WARN_FILTERED_ALL);
 	if (focused) {
 		p = focused;
 		/* the stored bytes are no longer the answer */
@@ -1021,6 +1366,8 @@ void api_query(struct api_req *r, struct api_resp *w)
 	else
 		one_report(r, w, report, p, whole, sides, nsides, limit, nodefraction, min_total);
 out:
+	groups_fini(&groups);
+	api_group_by_fini(&gb);
 	tag_filters_fini(&tf);
 	pd_pprof_destroy(focused);
 	pd_pprof_destroy(diff);

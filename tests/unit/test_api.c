@@ -912,6 +912,79 @@ static void test_merge(void **state)
 	           "query");
 }
 
+/* group_by: one merge per group of series, each equal to the merge of exactly
+ * that group's profiles (here grouped by __name__: the heap profiles of a block
+ * and the head, and the CPU profile) */
+static void test_group_by(void **state)
+{
+	(void)state;
+	struct pd_pprof_profile *m;
+	struct pd_err err = {0};
+	const struct pd_pprof_profile *in[3] = {heap[0], heap[1], heap[2]};
+	assert_int_equal(pd_pprof_merge(in, 3, &m, &err), 0);
+	int64_t lo = heap_t[0] < cpu_t ? heap_t[0] : cpu_t;
+	int64_t hi = heap_t[2] > cpu_t ? heap_t[2] : cpu_t;
+	struct jv *v =
+	    get_json(build("/api/v1/query", "query", "{job=\"api\"}", "mode", "merge", "start",
+	                   ms(lo), "end", ms(hi), "report", "top", "group_by", "__name__", NULL),
+	             200);
+	struct jv *d = jget(v, "data");
+	assert_string_equal(jstr_of(jat(jget(d, "groupBy"), 0)), "__name__");
+	assert_int_equal(jint(jget(d, "droppedGroups")), 0);
+	struct jv *gs = jget(d, "groups");
+	assert_int_equal(gs->n, 2);
+	/* in label order: heap, then profile */
+	struct jv *g0 = jat(gs, 0), *g1 = jat(gs, 1);
+	assert_string_equal(jstr_of(jget(jget(g0, "labels"), "__name__")), "heap");
+	assert_int_equal(jint(jget(g0, "profileCount")), 3);
+	assert_int_equal(jint(jget(g0, "seriesCount")), 1);
+	assert_int_equal(jint(jget(g0, "minTime")), heap_t[0]);
+	assert_int_equal(jint(jget(g0, "maxTime")), heap_t[2]);
+	int idx = pd_pprof_default_sample_index(m);
+	assert_int_equal(jint(jget(g0, "total")), pd_pprof_total(m, idx));
+	check_top(jget(g0, "report"), m, idx);
+	assert_string_equal(jstr_of(jget(jget(g1, "labels"), "__name__")), "profile");
+	assert_int_equal(jint(jget(g1, "profileCount")), 1);
+	check_top(jget(g1, "report"), cpu, pd_pprof_default_sample_index(cpu));
+	assert_null(jget(v, "warnings"));
+	jv_free(v);
+	pd_pprof_destroy(m);
+
+	/* a label no series has: one group under "", the merge of everything that
+	 * merges (the heap series alone) */
+	v = get_json(build("/api/v1/query", "query", "heap", "mode", "merge", "start", ms(lo),
+	                   "end", ms(hi), "report", "meta", "group_by", "zone", NULL),
+	             200);
+	gs = jget(jget(v, "data"), "groups");
+	assert_int_equal(gs->n, 1);
+	assert_string_equal(jstr_of(jget(jget(jat(gs, 0), "labels"), "zone")), "");
+	assert_int_equal(jint(jget(jget(jat(gs, 0), "report"), "profileCount")), 3);
+	jv_free(v);
+
+	/* group_limit: one group stays, the other is counted and warned about */
+	v = get_json(build("/api/v1/query", "query", "{job=\"api\"}", "mode", "merge", "start",
+	                   ms(lo), "end", ms(hi), "report", "top", "group_by", "__name__",
+	                   "group_limit", "1", NULL),
+	             200);
+	assert_int_equal(jget(jget(v, "data"), "groups")->n, 1);
+	assert_int_equal(jint(jget(jget(v, "data"), "droppedGroups")), 1);
+	assert_non_null(strstr(jstr_of(jat(jget(v, "warnings"), 0)), "group_limit"));
+	jv_free(v);
+
+	/* two profile types in one group cannot be merged; bad names and modes */
+	expect_bad(build("/api/v1/query", "query", "{job=\"api\"}", "mode", "merge", "start",
+	                 ms(lo), "end", ms(hi), "group_by", "instance", NULL),
+	           "query");
+	expect_bad(
+	    build("/api/v1/query", "query", "heap", "mode", "merge", "group_by", "a-b", NULL),
+	    "group_by");
+	expect_bad(build("/api/v1/query", "query", "heap", "group_by", "instance", NULL),
+	           "group_by");
+	expect_bad(build("/api/v1/query", "query", "heap", "mode", "merge", "group_by", "job",
+	                 "group_limit", "0", NULL),
+	           "group_limit");
+}
+
 static void test_diff(void **state)
 {
 	(void)state;
@@ -1870,6 +1943,7 @@ int main(void)
 	    cmocka_unit_test(test_meta_and_flamegraph),
 	    cmocka_unit_test(test_proto),
 	    cmocka_unit_test(test_merge),
+	    cmocka_unit_test(test_group_by),
 	    cmocka_unit_test(test_diff),
 	    cmocka_unit_test(test_series_and_labels),
 	    cmocka_unit_test(test_bad_parameters),
