@@ -4,10 +4,11 @@
  * api_params_parse_form; then every typed parser reads the parameters the
  * endpoints read: times (start, end, time), durations (step, lookback), numbers
  * (limit, max_profiles, a double), selectors (query, match[]) and the start/end
- * pair with its range limit. Each may refuse; what it accepts must hold: no
- * parameter holds a NUL, a refusal is a 400 naming the parameter, a duration is
- * not negative, a range has start <= end within the limit, and an unsigned number
- * reads back as its text. A broken property aborts. */
+ * pair with its range limit, and group_by's label names. Each may refuse; what it
+ * accepts must hold: no parameter holds a NUL, a refusal is a 400 naming the
+ * parameter, a duration is not negative, a range has start <= end within the
+ * limit, an unsigned number reads back as its text, and group_by gives at most
+ * 16 valid, distinct label names. A broken property aborts. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +163,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			api_sel_fini(&sel);
 		else if (!w.error_set)
 			bug("a query refused without an error", data, size);
+		resp_end(&w);
+	}
+	{
+		struct api_group_by gb;
+		resp_start(&w);
+		if (api_group_by_parse(&r, &w, "group_by", &gb)) {
+			check_refusal(&w, "group_by", data, size);
+		} else {
+			if (gb.n > API_GROUP_BY_MAX_LABELS)
+				bug("group_by: more names than the limit", data, size);
+			for (size_t i = 0; i < gb.n; i++) {
+				if (!pd_labels_valid_name(gb.names[i]))
+					bug("group_by: an invalid label name accepted", data, size);
+				for (size_t j = 0; j < i; j++)
+					if (strcmp(gb.names[i], gb.names[j]) == 0)
+						bug("group_by: a name accepted twice", data, size);
+			}
+			api_group_by_fini(&gb);
+		}
 		resp_end(&w);
 	}
 	for (size_t i = 0; i < r.nparams; i++) {
