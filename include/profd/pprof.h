@@ -79,9 +79,10 @@ const char *pd_pprof_main_binary(const struct pd_pprof_profile *p);
 /* Sum of |value| of all samples for a sample type: the denominator of pprof's
  * percentages (for a diff, the sum over the base samples only). */
 int64_t pd_pprof_total(const struct pd_pprof_profile *p, int sample_index);
-/* Sum of the values of all samples for a sample type, as `go tool pprof -raw`
- * lists them (wrapping around as Go's int64 does, as pprof adds); 0 for an index
- * out of range. */
+/* Sum of the values of all samples for a sample type, wrapping around as Go's
+ * int64 does: the total `go tool pprof -top` reports. Samples without a stack
+ * count too (`go tool pprof -raw` does not list those). 0 for an index out of
+ * range. */
 int64_t pd_pprof_sum(const struct pd_pprof_profile *p, int sample_index);
 
 /* ---- top ------------------------------------------------------------------ */
