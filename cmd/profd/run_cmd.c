@@ -581,15 +581,14 @@ int pd_cmd_run(int argc, char **argv)
 			    "web.read-header-timeout", "web.read-timeout", "web.config.file",
 			    "web.enable-lifecycle", "web.enable-push", "web.external-url",
 			    "web.route-prefix", "web.enable-admin-api", "query.timeout",
-			    "query.max-samples", "query.lookback-delta"};
-			    "web.route-prefix", "web.enable-admin-api", "discovery.dns.server"};
+			    "query.max-samples", "query.lookback-delta", "discovery.dns.server"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
 			    f.read_header_timeout, f.read_timeout, f.web_config_file,
 			    f.enable_lifecycle ? "true" : "false", f.enable_push ? "true" : "false",
 			    external_url, route_prefix, f.enable_admin_api ? "true" : "false",
-			    f.query_timeout, f.query_max_samples, f.query_lookback_delta};
+			    f.query_timeout, f.query_max_samples, f.query_lookback_delta,
 			    f.dns_server};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
