@@ -342,11 +342,19 @@ static int apply_config(struct daemon *d, const struct pd_config *cfg, struct pd
 		p->honor_labels = sc->honor_labels;
 		p->client = &sc->http_client;
 		p->relabel = sc->relabel_rules;
-		dp[i] = (struct pd_discovery_pool_config){sc->job_name,   sc->static_configs,
-							  sc->nstatic_configs, sc->file_sd_configs,
-							  sc->nfile_sd_configs, sc->http_sd_configs,
-							  sc->nhttp_sd_configs, sc->dns_sd_configs,
-							  sc->ndns_sd_configs};
+		dp[i] = (struct pd_discovery_pool_config){
+		    .name = sc->job_name,
+		    .static_configs = sc->static_configs,
+		    .nstatic = sc->nstatic_configs,
+		    .file_configs = sc->file_sd_configs,
+		    .nfile = sc->nfile_sd_configs,
+		    .http_configs = sc->http_sd_configs,
+		    .nhttp = sc->nhttp_sd_configs,
+		    .dns_configs = sc->dns_sd_configs,
+		    .ndns = sc->ndns_sd_configs,
+		    .kubernetes_configs = sc->kubernetes_sd_configs,
+		    .nkubernetes = sc->nkubernetes_sd_configs,
+		};
 	}
 	if (!rc)
 		rc = pd_scrape_manager_set_pools(d->scrape, ps, n, err);

@@ -100,6 +100,8 @@ struct pd_scrape_config {
 	size_t nhttp_sd_configs;
 	struct pd_discovery_dns_config *dns_sd_configs; /* type as written, refresh set */
 	size_t ndns_sd_configs;
+	struct pd_discovery_kubernetes_config *kubernetes_sd_configs;
+	size_t nkubernetes_sd_configs;
 
 	/* relabel_configs as written (unset fields NULL / -1, as pd_relabel_rules_build
 	 * takes them) and the rule set built from them (never NULL, may be empty). */

@@ -77,6 +77,50 @@ struct pd_discovery_dns_config {
 	int64_t refresh_interval_ms; /* <= 0: default 30s */
 };
 
+/* kubernetes_sd_configs: the roles and the objects they read. */
+enum pd_discovery_k8s_role {
+	PD_DISCOVERY_K8S_NODE,
+	PD_DISCOVERY_K8S_SERVICE,
+	PD_DISCOVERY_K8S_POD,
+	PD_DISCOVERY_K8S_ENDPOINTS,
+	PD_DISCOVERY_K8S_ENDPOINTSLICE,
+	PD_DISCOVERY_K8S_INGRESS,
+};
+
+/* One entry of `selectors`: label and field selectors (Kubernetes syntax, passed to
+ * the API server as labelSelector / fieldSelector) for the objects of one role. */
+struct pd_discovery_k8s_selector {
+	const char *role; /* "pod", "service", "endpoints", "endpointslice", "node", "ingress" */
+	const char *label; /* may be NULL */
+	const char *field; /* may be NULL */
+};
+
+struct pd_discovery_kubernetes_config {
+	const char *role;            /* required; as in the enum, lower case */
+	const char *api_server;      /* NULL: kubeconfig_file, else in-cluster */
+	const char *kubeconfig_file; /* NULL; not together with api_server */
+	/* namespaces: own_namespace adds the namespace profd runs in (read from
+	 * /var/run/secrets/kubernetes.io/serviceaccount/namespace); names lists more;
+	 * none at all means every namespace. */
+	int own_namespace;
+	const char **namespaces;
+	size_t nnamespaces;
+	const struct pd_discovery_k8s_selector *selectors;
+	size_t nselectors;
+	int attach_node;      /* attach_metadata.node: pods' node labels (pod, endpoints,
+	                         endpointslice roles) */
+	int attach_namespace; /* attach_metadata.namespace: the namespace's labels and
+	                         annotations */
+	/* HTTP client settings for the API server (auth, TLS, proxy); may be NULL */
+	const struct pd_http_client_config *client;
+};
+
+/* Checks a kubernetes_sd configuration with Prometheus's messages (`role missing
+ * (one of: pod, service, endpoints, endpointslice, node, ingress)`, `to use custom
+ * HTTP client configuration please provide the 'api_server' URL explicitly`, ...). */
+int pd_discovery_kubernetes_validate(const struct pd_discovery_kubernetes_config *c,
+                                     struct pd_err *err);
+
 /* The type named s, compared case-insensitively as Prometheus does; -1 when s
  * names none. NULL is SRV. */
 int pd_discovery_dns_type_parse(const char *s);
@@ -179,6 +223,8 @@ struct pd_discovery_pool_config {
 	size_t nhttp;
 	const struct pd_discovery_dns_config *dns_configs;
 	size_t ndns;
+	const struct pd_discovery_kubernetes_config *kubernetes_configs;
+	size_t nkubernetes;
 };
 
 /* Receives the full current set of target groups of a pool: once when the pool
