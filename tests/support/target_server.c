@@ -23,6 +23,8 @@ struct target_server {
 	uint8_t *encoded, *deflated, *encoded_bomb;
 	size_t encoded_len, deflated_len, encoded_bomb_len;
 	unsigned slow_ms;
+	int stopping; /* set by target_server_stop: /slow answers at once */
+	pthread_cond_t cv;
 	unsigned hits[NPATHS];
 	pthread_mutex_t mu;
 };
@@ -75,9 +77,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	switch (which) {
 	case 0:
 		return reply(c, 200, s->profile, s->len);
-	case 1:
-		usleep(s->slow_ms * 1000);
+	case 1: {
+		/* waits slow_ms, or until the server stops, so that stopping never waits */
+		struct timespec dl;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_sec += s->slow_ms / 1000;
+		dl.tv_nsec += (long)(s->slow_ms % 1000) * 1000000L;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&s->mu);
+		while (!s->stopping && pthread_cond_timedwait(&s->cv, &s->mu, &dl) == 0)
+			;
+		pthread_mutex_unlock(&s->mu);
 		return reply(c, 200, s->profile, s->len);
+	}
 	case 2:
 		return reply(c, 500, "internal error\n", 15);
 	case 3:
@@ -163,6 +178,7 @@ struct target_server *target_server_start(const uint8_t *profile, size_t len, un
 	if (!s)
 		return NULL;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
 	s->profile = malloc(len ? len : 1);
 	memcpy(s->profile, profile, len);
 	s->len = len;
@@ -190,6 +206,10 @@ void target_server_stop(struct target_server *s)
 {
 	if (!s)
 		return;
+	pthread_mutex_lock(&s->mu);
+	s->stopping = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
 	if (s->d)
 		MHD_stop_daemon(s->d);
 	free(s->profile);
@@ -198,6 +218,7 @@ void target_server_stop(struct target_server *s)
 	free(s->deflated);
 	free(s->encoded_bomb);
 	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
 	free(s);
 }
 
