@@ -32,7 +32,9 @@ struct pd_sd_node {
 	uint32_t col; /* YAML: 1-based column; 0 for JSON */
 	size_t pos;   /* YAML: 1-based line; JSON: byte offset (line and column on demand) */
 	union {
-		struct { /* STRING: the text, NUL-terminated, len bytes; NULL: "" in YAML */
+		struct { /* STRING: the text, NUL-terminated, len bytes; NULL: "" in YAML;
+			    JSON's BOOL: "true" or "false"; JSON's NUMBER: its literal
+			    text ("8080", "-1.5e3") */
 			const char *str;
 			size_t len;
 		};

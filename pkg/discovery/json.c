@@ -503,6 +503,8 @@ static int parse_value(struct jp *p, int depth, struct pd_sd_node **out)
 			return PD_ENOMEM;
 		if ((rc = scan_literal(p, word)))
 			return rc;
+		if (word[0] != 'n' && (rc = set_text(p, n, word, strlen(word))))
+			return rc;
 		break;
 	}
 	default:
@@ -510,7 +512,9 @@ static int parse_value(struct jp *p, int depth, struct pd_sd_node **out)
 			return char_err(p, "looking for beginning of value");
 		if (!(n = new_node(p, PD_SD_NUMBER, start)))
 			return PD_ENOMEM;
-		if ((rc = scan_number(p))) /* only its kind matters: no text kept */
+		if ((rc = scan_number(p)))
+			return rc;
+		if ((rc = set_text(p, n, p->s + start, p->pos - start)))
 			return rc;
 		break;
 	}

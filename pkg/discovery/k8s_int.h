@@ -29,7 +29,19 @@ struct pd_k8s_lookup {
 	void *ctx;
 	int attach_node;      /* attach_metadata.node */
 	int attach_namespace; /* attach_metadata.namespace */
+	size_t max_targets;   /* targets one group may have; 0: PD_K8S_DEFAULT_MAX_TARGETS */
 };
+
+/* Limits of one built group. An Endpoints or EndpointSlice gives a target per
+ * address and port (Kubernetes keeps both at most 1000 addresses and 100 ports,
+ * hence the default); a group beyond max_targets is an error naming the object.
+ * Kubernetes bounds an object's labels and annotations (keys of 317 bytes, values
+ * of 63 bytes for labels, 256 KiB for all annotations together); the label sets of
+ * a group are built with the label limits below, which hold any valid object. */
+#define PD_K8S_DEFAULT_MAX_TARGETS 100000
+#define PD_K8S_MAX_LABELS 16384           /* labels in one target's or group's set */
+#define PD_K8S_MAX_LABEL_NAME_LEN 1024    /* bytes of a label name */
+#define PD_K8S_MAX_LABEL_VALUE_LEN 262144 /* bytes of a label value */
 
 /* The member `key` of a JSON object (NULL when obj is not an object or has none). */
 const struct pd_sd_node *pd_k8s_field(const struct pd_sd_node *obj, const char *key);
