@@ -29,9 +29,8 @@ struct known {
 	const struct pd_sd_node *self;  /* the object, handed back when not a List */
 };
 
-static const char *const kinds[] = {"Node",      "Service",       "Pod",
-                                    "Endpoints", "EndpointSlice", "Ingress",
-                                    "Namespace"};
+static const char *const kinds[] = {"Node",          "Service", "Pod",      "Endpoints",
+                                    "EndpointSlice", "Ingress", "Namespace"};
 
 static const struct pd_sd_node *get(void *ctx, enum pd_k8s_kind kind, const char *ns,
                                     const char *name)
@@ -56,8 +55,8 @@ static const struct pd_sd_node *get(void *ctx, enum pd_k8s_kind kind, const char
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const prefixes[] = {"node/", "svc/", "pod/", "endpoints/",
-	                                       "endpointslice/", "ingress/"};
+	static const char *const prefixes[] = {"node/",      "svc/",           "pod/",
+	                                       "endpoints/", "endpointslice/", "ingress/"};
 	struct pd_sd_doc doc = {0};
 	struct known known = {0};
 	struct pd_k8s_lookup lk = {.get = get, .ctx = &known, .max_targets = 1000};

@@ -252,19 +252,19 @@ static void test_node_cases(void **state)
 static void test_service_cases(void **state)
 {
 	(void)state;
-	run_role("service", 5);
+	run_role("service", 7);
 }
 
 static void test_pod_cases(void **state)
 {
 	(void)state;
-	run_role("pod", 8);
+	run_role("pod", 10);
 }
 
 static void test_endpoints_cases(void **state)
 {
 	(void)state;
-	run_role("endpoints", 4);
+	run_role("endpoints", 5);
 }
 
 static void test_endpointslice_cases(void **state)
@@ -276,7 +276,7 @@ static void test_endpointslice_cases(void **state)
 static void test_ingress_cases(void **state)
 {
 	(void)state;
-	run_role("ingress", 2);
+	run_role("ingress", 6);
 }
 
 /* ---- building from inline objects ---------------------------------------------- */
