@@ -61,8 +61,13 @@ void pd_k8s_source(enum pd_discovery_k8s_role role, const char *ns, const char *
  * endpointslice, ...) with exactly the targets and labels Prometheus's discovery
  * gives it, looking up related objects through lk. On success *out is filled and
  * owned by the caller (free its parts with pd_k8s_group_fini); a group may have no
- * targets (a pod without IP). PD_EINVAL when obj lacks what every such object has
- * (metadata.name), naming the field; PD_ENOMEM. */
+ * targets (a pod without IP or, with attach_node, whose node is unknown; a node
+ * without addresses). lk may be NULL (nothing related is known, nothing attached);
+ * get is called only during the build, with ns "" for objects without a namespace.
+ * Fields of the wrong JSON type count as missing. PD_EINVAL when obj lacks what
+ * every such object has (metadata.name) or a port number is not an integer in
+ * [0, 2^31), naming the field; PD_ETOOBIG beyond lk->max_targets; PD_ENOMEM. On
+ * error *out is left zeroed. */
 int pd_k8s_build(enum pd_discovery_k8s_role role, const struct pd_sd_node *obj,
                  const struct pd_k8s_lookup *lk, struct pd_target_group *out, struct pd_err *err);
 
