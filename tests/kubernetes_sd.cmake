@@ -1,0 +1,19 @@
+# kubernetes_sd_configs without a cluster: the Kubernetes API test server
+# (tests/support/k8s_apiserver.go, built here with Go's standard library only) on
+# its own, then profd discovering through it
+find_program(GO_BIN_FOR_K8S go REQUIRED)
+find_program(JQ_BIN_FOR_K8S jq REQUIRED)
+find_program(OPENSSL_BIN_FOR_K8S openssl REQUIRED)
+set(PD_K8S_APISERVER ${CMAKE_CURRENT_BINARY_DIR}/k8s_apiserver)
+add_custom_command(OUTPUT ${PD_K8S_APISERVER}
+  COMMAND ${CMAKE_COMMAND} -E env GOCACHE=${CMAKE_CURRENT_BINARY_DIR}/gocache
+          GOPATH=${CMAKE_CURRENT_BINARY_DIR}/gopath GOFLAGS=-mod=mod GOPROXY=off GO111MODULE=on
+          ${GO_BIN_FOR_K8S} build -o ${PD_K8S_APISERVER} support/k8s_apiserver.go
+  WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}
+  DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/support/k8s_apiserver.go
+  COMMENT "go build k8s_apiserver")
+add_custom_target(k8s_apiserver ALL DEPENDS ${PD_K8S_APISERVER})
+
+add_test(NAME k8s_apiserver
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/k8s_apiserver.sh ${PD_K8S_APISERVER} ${PD_TESTDATA})
+set_tests_properties(k8s_apiserver PROPERTIES LABELS integration TIMEOUT 300)
