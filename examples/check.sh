@@ -4,9 +4,12 @@
 #   - profd.yml, prometheus/profd.yml (with its targets.json) and
 #     prometheus/prometheus.yml: `profd check config`; prometheus.yml and
 #     prometheus/profd-alerts.yml also with promtool when it is installed;
-#   - kubernetes/profd.yaml: the profd.yml and targets.json of its ConfigMap, taken
-#     out of the manifest, with `profd check config` (the file_sd path pointed at the
-#     extracted targets.json); every document has apiVersion, kind and metadata.name;
+#   - kubernetes/profd.yaml: read with python3-yaml, the kinds of its documents (each
+#     with apiVersion and metadata.name), a ClusterRole that lets profd get, list and
+#     watch what kubernetes_sd_configs reads (and nothing more), bound to the
+#     ServiceAccount the Deployment runs as; the profd.yml of its ConfigMap with
+#     `profd check config`, a kubernetes_sd_configs of role pod reading the
+#     annotations its header documents;
 #   - grafana/: the data source is a Prometheus one at profd's /prometheus; the
 #     dashboard is JSON whose every query parses as PromQL (with promtool, as rules,
 #     when it is installed) and reads metrics of the demo's job;
@@ -56,27 +59,51 @@ else
 fi
 echo "check: configurations valid"
 
-# the ConfigMap's files: the block scalars under `data:` of the first document
-block() { # key: the lines of `  key: |`, unindented by four spaces
-	awk -v key="$1" '
-		$0 == "  " key ": |" { on = 1; next }
-		on && /^(    |$)/ { sub(/^    /, ""); print; next }
-		on { exit }' "$ex/kubernetes/profd.yaml"
-}
-mkdir -p "$tmp/k8s"
-block profd.yml | sed "s#/etc/profd/targets.json#$tmp/k8s/targets.json#" >"$tmp/k8s/profd.yml"
-block targets.json >"$tmp/k8s/targets.json"
-[ -s "$tmp/k8s/profd.yml" ] && [ -s "$tmp/k8s/targets.json" ] || fail "kubernetes/profd.yaml: no profd.yml or targets.json in the ConfigMap"
-grep -q "$tmp/k8s/targets.json" "$tmp/k8s/profd.yml" || fail "kubernetes/profd.yaml: profd.yml does not read /etc/profd/targets.json"
-check "$tmp/k8s/profd.yml"
-docs=$(grep -c '^kind: ' "$ex/kubernetes/profd.yaml")
-[ "$docs" = "$(($(grep -c '^---$' "$ex/kubernetes/profd.yaml") + 1))" ] || fail "kubernetes/profd.yaml: a document without kind"
-[ "$docs" = "$(grep -c '^apiVersion: ' "$ex/kubernetes/profd.yaml")" ] || fail "kubernetes/profd.yaml: a document without apiVersion"
-for k in ConfigMap PersistentVolumeClaim Deployment Service; do
-	grep -q "^kind: $k$" "$ex/kubernetes/profd.yaml" || fail "kubernetes/profd.yaml: no $k"
+# kubernetes/profd.yaml: its documents read with a YAML parser (python3-yaml; kubectl
+# is not at hand), their kinds, the RBAC that kubernetes_sd_configs needs, and the
+# ConfigMap's profd.yml with `profd check config`
+k8s=$ex/kubernetes/profd.yaml
+command -v python3 >/dev/null && python3 -c 'import yaml' 2>/dev/null ||
+	fail "python3 with yaml (python3-yaml) is needed to read kubernetes/profd.yaml"
+python3 -c 'import json, sys, yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))' \
+	"$k8s" >"$tmp/k8s.json" 2>"$tmp/k8s.err" || fail "kubernetes/profd.yaml does not parse: $(cat "$tmp/k8s.err")"
+command -v jq >/dev/null || fail "jq is needed to read kubernetes/profd.yaml"
+kinds=$(jq -r '[.[].kind] | join(" ")' "$tmp/k8s.json")
+[ "$kinds" = "ServiceAccount ClusterRole ClusterRoleBinding ConfigMap PersistentVolumeClaim Deployment Service" ] ||
+	fail "kubernetes/profd.yaml: kinds $kinds"
+jq -e 'all(.[]; (.apiVersion | type == "string") and (.metadata.name | type == "string"))' "$tmp/k8s.json" >/dev/null ||
+	fail "kubernetes/profd.yaml: a document without apiVersion or metadata.name"
+# every resource kubernetes_sd_configs reads: get, list and watch in its API group,
+# and no verb that writes
+for gr in /pods /services /endpoints /nodes /namespaces discovery.k8s.io/endpointslices networking.k8s.io/ingresses; do
+	jq -e --arg g "${gr%/*}" --arg r "${gr#*/}" '.[] | select(.kind == "ClusterRole") | [.rules[] |
+		select((.apiGroups | index($g)) and (.resources | index($r))) | .verbs] | add // [] |
+		(index("get") and index("list") and index("watch"))' "$tmp/k8s.json" >/dev/null ||
+		fail "kubernetes/profd.yaml: the ClusterRole does not let profd get, list and watch ${gr#*/}"
 done
-for p in /-/ready /-/healthy; do grep -q "path: $p" "$ex/kubernetes/profd.yaml" || fail "kubernetes/profd.yaml: no probe on $p"; done
-echo "check: kubernetes/profd.yaml: $docs documents, its configuration valid"
+jq -e '[.[] | select(.kind == "ClusterRole") | .rules[].verbs[]] | all(. == "get" or . == "list" or . == "watch")' \
+	"$tmp/k8s.json" >/dev/null || fail "kubernetes/profd.yaml: the ClusterRole grants more than get, list and watch"
+jq -e '(.[] | select(.kind == "ClusterRoleBinding")) as $b | (.[] | select(.kind == "Deployment")) as $d |
+	(.[] | select(.kind == "ClusterRole")) as $r | (.[] | select(.kind == "ServiceAccount")) as $sa |
+	$b.roleRef.kind == "ClusterRole" and $b.roleRef.name == $r.metadata.name and
+	($b.subjects | any(.kind == "ServiceAccount" and .name == $sa.metadata.name)) and
+	$d.spec.template.spec.serviceAccountName == $sa.metadata.name' "$tmp/k8s.json" >/dev/null ||
+	fail "kubernetes/profd.yaml: the Deployment does not run as the ServiceAccount bound to the ClusterRole"
+mkdir -p "$tmp/k8s"
+jq -r '.[] | select(.kind == "ConfigMap") | .data["profd.yml"] // empty' "$tmp/k8s.json" >"$tmp/k8s/profd.yml"
+[ -s "$tmp/k8s/profd.yml" ] || fail "kubernetes/profd.yaml: no profd.yml in the ConfigMap"
+check "$tmp/k8s/profd.yml"
+python3 -c 'import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))' "$tmp/k8s/profd.yml" >"$tmp/k8s/profd.json"
+jq -e '[.scrape_configs[] | .kubernetes_sd_configs // [] | .[] | .role] | index("pod")' "$tmp/k8s/profd.json" >/dev/null ||
+	fail "kubernetes/profd.yaml: no kubernetes_sd_configs with role pod"
+# the annotations the header tells users to set are the ones the rules read
+for a in prometheus.io/scrape prometheus.io/port; do
+	grep -q "^#       $a: " "$k8s" || fail "kubernetes/profd.yaml: the header does not show the annotation $a"
+	grep -q "__meta_kubernetes_pod_annotation_$(echo "$a" | tr './' '__')]" "$tmp/k8s/profd.yml" ||
+		fail "kubernetes/profd.yaml: no rule reads the annotation $a"
+done
+for p in /-/ready /-/healthy; do grep -q "path: $p" "$k8s" || fail "kubernetes/profd.yaml: no probe on $p"; done
+echo "check: kubernetes/profd.yaml: $(jq length "$tmp/k8s.json") documents, its RBAC and configuration valid"
 
 # grafana/: provisioning files and the dashboard
 grep -q '^    type: prometheus$' "$ex/grafana/datasource.yml" &&

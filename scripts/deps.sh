@@ -23,6 +23,7 @@ PKGS=(
   libcmocka-dev
   libc-ares-dev # dns_sd_configs: DNS lookups
   golang-go time curl jq
+  python3-yaml # examples/check.sh: reads the Kubernetes manifests
   libpcre2-dev # bench/regex.sh only: its reference, the PCRE2 matchers before RE2
 )
 # the browser tests: Debian's Chromium, and Node.js and npm unless the machine has them
