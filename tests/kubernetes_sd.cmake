@@ -17,3 +17,10 @@ add_custom_target(k8s_apiserver ALL DEPENDS ${PD_K8S_APISERVER})
 add_test(NAME k8s_apiserver
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/k8s_apiserver.sh ${PD_K8S_APISERVER} ${PD_TESTDATA})
 set_tests_properties(k8s_apiserver PROPERTIES LABELS integration TIMEOUT 300)
+
+# profd check config on kubernetes_sd_configs: Prometheus's examples pass, its bad
+# configurations fail with its messages
+add_test(NAME check_config_kubernetes_sd
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/kubernetes_sd_check_config.sh $<TARGET_FILE:profd>
+          ${PD_TESTDATA})
+set_tests_properties(check_config_kubernetes_sd PROPERTIES LABELS unit TIMEOUT 120)
