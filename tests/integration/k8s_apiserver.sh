@@ -215,6 +215,22 @@ ctl drop >/dev/null
 wait_for 30 "drop did not end the watch" eval '! kill -0 $wpid_d1 2>/dev/null'
 if wait "$wpid_d1"; then fail "curl saw a dropped watch end cleanly"; fi
 
+# ---- a lost event (silent=1): no watch hears of it, resuming from before it is 410 --
+wait_for 30 "the dropped watch still counted as open" open_watches 0
+rv=$(curl -fsS "$url/_control/state" | jq -r .resourceVersion)
+watch_start q1 "watch=1&resourceVersion=$rv"
+wait_for 30 "the watch did not open" open_watches 1
+jq -n '{kind: "Pod", apiVersion: "v1", metadata: {name: "other", namespace: "default"}}' |
+	ctl 'delete?silent=1' --data-binary @- >/dev/null
+pod heard '{}' default | ctl apply --data-binary @- >/dev/null
+wait_events q1 "ADDED heard"
+kill "$wpid_q1"
+watch_start q2 "watch=1&resourceVersion=$rv&timeoutSeconds=5"
+wait "$wpid_q2" || true
+expect "a watch from before the lost event" "$(jq -r '.type + " " + (.object.code | tostring)' "$tmp/q2")" "ERROR 410"
+expect "the list after the lost event" "$(names /api/v1/namespaces/default/pods)" "heard queued"
+wait_for 30 "the silent watch still counted as open" open_watches 0
+
 # ---- a slow stream: one byte a chunk ----------------------------------------------------
 ctl 'slow?delay=0' >/dev/null
 curl -sS --raw -H "Authorization: Bearer $tok" "$url/api/v1/namespaces/default/pods" >"$tmp/raw"

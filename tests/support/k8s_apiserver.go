@@ -38,6 +38,10 @@
 //	                         (ADDED or MODIFIED to open watches)
 //	POST /_control/delete    body: an object (kind, metadata.namespace, .name);
 //	                         DELETED to open watches
+//	                         (apply and delete with ?silent=1: a change whose event
+//	                         is lost, as when the server's history was compacted:
+//	                         no watch hears of it, and watches resuming from a
+//	                         version before it get 410 Gone)
 //	POST /_control/bookmark  a BOOKMARK to every open watch that allows them
 //	POST /_control/gone?mode=http|event[&count=N]
 //	                         the next N watch requests get 410 Gone: an HTTP 410
@@ -165,6 +169,7 @@ type server struct {
 	counts    map[string]int
 	log       []reqEntry
 	addr      string
+	silent    bool // changes made now reach no watch (see emit)
 }
 
 func key(r *resource, ns, name string) string { return r.plural + "/" + ns + "/" + name }
@@ -569,7 +574,14 @@ func (s *server) send(w *watcher, b []byte) {
 	}
 }
 
+// emit tells the open watches of a change and keeps it for watches that resume
+// later. A silent change is one whose event was lost: no watch hears of it, and as
+// the history no longer holds every change, versions before it become too old.
 func (s *server) emit(ev event) {
+	if s.silent {
+		s.compacted = ev.rv
+		return
+	}
 	s.history = append(s.history, ev)
 	for w := range s.watchers {
 		if typ, ok := w.translate(ev); ok {
@@ -602,7 +614,7 @@ func (s *server) loadFixtures(dir string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %v", f, err)
 		}
-		if err := s.apply(v); err != nil {
+		if err := s.apply(v, false); err != nil {
 			return fmt.Errorf("%s: %v", f, err)
 		}
 	}
@@ -610,13 +622,15 @@ func (s *server) loadFixtures(dir string) error {
 }
 
 // apply puts one object or every item of a List; s.mu is not held.
-func (s *server) apply(v any) error {
+func (s *server) apply(v any, silent bool) error {
 	o, ok := v.(obj)
 	if !ok {
 		return errors.New("not a JSON object")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.silent = silent
+	defer func() { s.silent = false }()
 	if items, ok := o["items"].([]any); ok {
 		for i, it := range items {
 			item, ok := it.(obj)
@@ -1039,13 +1053,16 @@ func (s *server) control(w http.ResponseWriter, r *http.Request) {
 			bad(400, "body: "+err.Error())
 			return
 		}
+		silent := q.Get("silent") == "1"
 		if what == "apply" {
-			err = s.apply(v)
+			err = s.apply(v, silent)
 		} else if o, ok := v.(obj); !ok {
 			err = errors.New("body: not a JSON object")
 		} else {
 			s.mu.Lock()
+			s.silent = silent
 			err = s.del(o)
+			s.silent = false
 			s.mu.Unlock()
 		}
 		if err != nil {
