@@ -24,3 +24,10 @@ add_test(NAME check_config_kubernetes_sd
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/kubernetes_sd_check_config.sh $<TARGET_FILE:profd>
           ${PD_TESTDATA})
 set_tests_properties(check_config_kubernetes_sd PROPERTIES LABELS unit TIMEOUT 120)
+
+# profd against the API test server: every role's labels, the example's job, and
+# changes, bookmarks, 410s, dropped and slow streams, back-off while it watches
+add_test(NAME integration_kubernetes_sd
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/kubernetes_sd.sh $<TARGET_FILE:profd>
+          ${PD_K8S_APISERVER} ${PD_TESTDATA} ${PROJECT_SOURCE_DIR}/examples)
+set_tests_properties(integration_kubernetes_sd PROPERTIES LABELS integration TIMEOUT 600)
