@@ -39,13 +39,15 @@ fail() {
 	tail -20 "$tmp/profd.log" 2>/dev/null
 	exit 1
 }
-# Runs CMD every 0.2 s until it succeeds; fails with WHAT after TIMEOUT seconds.
+# Runs CMD every 0.2 s until it succeeds; fails with WHAT after TIMEOUT seconds, or
+# at once when a process this script started has exited.
 wait_for() {
 	local timeout=$1 what=$2 deadline
 	shift 2
 	deadline=$((SECONDS + timeout))
 	until "$@"; do
 		[ "$SECONDS" -lt "$deadline" ] || fail "$what (waited ${timeout} s)"
+		for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || fail "$what (process $p exited)"; done
 		sleep 0.2
 	done
 }

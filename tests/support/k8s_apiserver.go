@@ -12,8 +12,8 @@
 //
 // It listens on 127.0.0.1 on a free port and writes its URL (http://127.0.0.1:PORT
 // or https://...) to the -url-file once it accepts connections. -fixtures loads
-// every *.json file under DIR: one object, or a List of objects, as
-// `kubectl get -o json` prints them. It exits after -lifetime, so a test that dies
+// every *.json file in DIR (not in its subdirectories): one object, or a List of
+// objects, as `kubectl get -o json` prints them. It exits after -lifetime, so a test that dies
 // leaves nothing running.
 //
 // API paths: /version, /api, /api/v1, /apis, /apis/GROUP/VERSION (discovery
@@ -593,15 +593,12 @@ func (s *server) emit(ev event) {
 }
 
 func (s *server) loadFixtures(dir string) error {
-	var files []string
-	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() && strings.HasSuffix(p, ".json") {
-			files = append(files, p)
-		}
-		return err
-	})
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("%s: no *.json files", dir)
 	}
 	sort.Strings(files)
 	for _, f := range files {
@@ -1189,7 +1186,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func main() {
 	urlFile := flag.String("url-file", "", "write the server's URL here once it listens (required)")
-	fixtures := flag.String("fixtures", "", "load every *.json file under this directory")
+	fixtures := flag.String("fixtures", "", "load every *.json file in this directory")
 	token := flag.String("token", "", "require this bearer token on API paths")
 	cert := flag.String("tls-cert", "", "serve HTTPS with this certificate (PEM)")
 	keyFile := flag.String("tls-key", "", "the certificate's private key (PEM)")
