@@ -110,6 +110,13 @@ static int check_files(const struct pd_config *cfg, char *msg, size_t size)
 			if (sc->http_sd_configs[j].client &&
 			    check_client(sc->http_sd_configs[j].client, msg, size))
 				return -1;
+		/* promtool looks only at a kubernetes_sd_config's client certificate */
+		for (size_t j = 0; j < sc->nkubernetes_sd_configs; j++) {
+			const struct pd_http_client_config *h = sc->kubernetes_sd_configs[j].client;
+			if (h && (file_exists("client cert file", h->tls_cert_file, msg, size) ||
+			          file_exists("client key file", h->tls_key_file, msg, size)))
+				return -1;
+		}
 		for (size_t j = 0; j < sc->nfile_sd_configs; j++)
 			for (size_t k = 0; k < sc->file_sd_configs[j].nfiles; k++)
 				if (check_file_sd(sc, sc->file_sd_configs[j].files[k], msg, size))

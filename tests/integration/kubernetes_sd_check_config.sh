@@ -45,8 +45,9 @@ for f in "$dir"/bad/*.yml; do
 done
 [ "$n" -ge 15 ] || bad "only $n bad files"
 
-# promtool's checks of a kubernetes_sd_config's TLS files: a certificate without its
-# key (always), and files that do not exist (not with --syntax-only)
+# a kubernetes_sd_config's TLS files: a certificate without its key is refused when
+# the file is read (Prometheus's TLS settings check), files that do not exist only
+# without --syntax-only (promtool's check of them)
 cat >"$tmp/cert-only.yml" <<EOC
 scrape_configs:
   - job_name: app
@@ -58,7 +59,7 @@ scrape_configs:
 EOC
 rc=0
 "$profd" check config --syntax-only "$tmp/cert-only.yml" >"$tmp/out" 2>&1 || rc=$?
-[ "$rc" = 1 ] && grep -qF "client cert file \"$tmp/client.crt\" specified without client key file" "$tmp/out" ||
+[ "$rc" = 1 ] && grep -qF "exactly one of key or key_file must be configured when a client certificate is configured" "$tmp/out" ||
 	bad "a cert_file without key_file: exit $rc: $(cat "$tmp/out")"
 cat >"$tmp/missing.yml" <<EOC
 scrape_configs:
