@@ -1154,7 +1154,7 @@ func (s *server) control(w http.ResponseWriter, r *http.Request) {
 		reply(obj{"counts": s.counts, "requests": s.log})
 	case "reset":
 		s.mu.Lock()
-		s.counts, s.log = map[string]int{}, nil
+		s.counts, s.log = map[string]int{}, []reqEntry{}
 		s.mu.Unlock()
 		reply(obj{})
 	case "watches":
@@ -1197,7 +1197,7 @@ func main() {
 		os.Exit(2)
 	}
 	s := &server{objects: map[string]*object{}, watchers: map[*watcher]bool{},
-		counts: map[string]int{}, token: *token}
+		counts: map[string]int{}, log: []reqEntry{}, token: *token}
 	if *fixtures != "" {
 		if err := s.loadFixtures(*fixtures); err != nil {
 			fmt.Fprintln(os.Stderr, "k8s_apiserver: fixtures:", err)
