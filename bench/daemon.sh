@@ -203,7 +203,7 @@ start_profd() {
 	while [ -z "$port" ]; do
 		kill -0 "$profd_pid" 2>/dev/null || die "profd exited: $(tail -5 "$log")"
 		[ $SECONDS -lt $end ] || die "profd did not start listening within 60 s"
-		port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$log" | head -1)
+		port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$log" | head -1)
 		[ -n "$port" ] || sleep 0.05
 	done
 	api=http://127.0.0.1:$port

@@ -58,7 +58,7 @@ start() { # NAME [WEB_CONFIG]: sets port
 	while [ -z "$port" ]; do
 		[ "$SECONDS" -lt "$deadline" ] || die "profd ($1) did not start: $(cat "$log")"
 		sleep 0.1
-		port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$log" | head -1)
+		port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$log" | head -1)
 	done
 }
 

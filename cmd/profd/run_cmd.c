@@ -279,9 +279,9 @@ static void log_discovery_errors(struct daemon *d)
 			d->sd_seen[j].refresh_ms = st[k].last_refresh_ms;
 			if (st[k].last_error)
 				pd_log_error("discovery",
-					     "refreshing targets failed, keeping the last good ones: "
-					     "job=%s provider=%s: %s",
-					     pool, st[k].name, st[k].last_error);
+					     "refreshing targets failed, keeping the last good ones",
+					     "job=%s provider=%s err=%s", pool, st[k].name,
+					     st[k].last_error);
 		}
 		pd_discovery_provider_status_free(st, n);
 	}
@@ -408,9 +408,10 @@ static int reload_config(void *ctx, struct pd_err *err)
 	size_t njobs = d->cfg->nscrape_configs;
 	pthread_mutex_unlock(&d->cfg_mu);
 	if (rc)
-		pd_log_error("config", "reload refused, the previous configuration stays: %s", err->msg);
+		pd_log_error("config", "reload refused, the previous configuration stays", "err=%s",
+		             err->msg);
 	else
-		pd_log_info("config", "configuration reloaded: %zu scrape configs", njobs);
+		pd_log_info("config", "configuration reloaded", "scrape_configs=%zu", njobs);
 	return rc;
 }
 
@@ -541,45 +542,45 @@ int pd_cmd_run(int argc, char **argv)
 			pd_web_config_destroy(wc);
 		}
 		if (bad) {
-			pd_log_error("main", "--web.config.file: %s", werr.msg);
+			pd_log_error("main", "--web.config.file is not usable", "err=%s", werr.msg);
 			free(external_url);
 			free(route_prefix);
 			return 1;
 		}
 	}
 	if (pd_config_load_file(f.config_file, &d.cfg, &err)) {
-		pd_log_error("main", "loading the configuration failed: %s", err.msg);
+		pd_log_error("main", "loading the configuration failed", "err=%s", err.msg);
 		free(external_url);
 		free(route_prefix);
 		return 1;
 	}
 	for (size_t i = 0; i < d.cfg->nwarnings; i++)
-		pd_log_warn("config", "%s", d.cfg->warnings[i]);
+		pd_log_warn("config", "configuration warning", "warning=%s", d.cfg->warnings[i]);
 	if (pd_tsdb_open(&d.db, f.storage_path, &o, &err)) {
-		pd_log_error("tsdb", "opening the store failed: %s", err.msg);
+		pd_log_error("tsdb", "opening the store failed", "err=%s", err.msg);
 		goto out;
 	}
 	struct pd_tsdb_stats st;
 	pd_tsdb_stats(d.db, &st);
 	if (st.wal_repaired)
-		pd_log_warn("tsdb", "%s", st.wal_repair);
+		pd_log_warn("tsdb", "WAL repaired", "detail=%s", st.wal_repair);
 	if (st.blocks_damaged || st.wal_damaged_records)
-		pd_log_warn("tsdb",
-			    "damage found at open: %llu blocks set aside in %s/%s, %llu WAL records "
-			    "(%llu bytes) skipped; the rest is served",
+		pd_log_warn("tsdb", "damage found at open; the rest is served",
+			    "blocks_set_aside=%llu damaged_dir=%s/%s wal_records_skipped=%llu "
+			    "wal_bytes_skipped=%llu",
 			    (unsigned long long)st.blocks_damaged, f.storage_path, PD_TSDB_DAMAGED_DIR,
 			    (unsigned long long)st.wal_damaged_records,
 			    (unsigned long long)st.wal_damaged_bytes);
-	pd_log_info("tsdb", "store opened at %s: %llu blocks, %llu series in the head",
-		    f.storage_path, (unsigned long long)st.blocks, (unsigned long long)st.head_series);
+	pd_log_info("tsdb", "store opened", "path=%s blocks=%llu head_series=%llu", f.storage_path,
+		    (unsigned long long)st.blocks, (unsigned long long)st.head_series);
 	struct pd_discovery_options dopts = {.dns_server = f.dns_server};
 	if (pd_scrape_manager_create(&d.scrape, d.db, NULL, &err) ||
 	    pd_discovery_manager_create(&d.disc, on_groups, &d, &dopts, &err)) {
-		pd_log_error("main", "starting failed: %s", err.msg);
+		pd_log_error("main", "starting failed", "err=%s", err.msg);
 		goto out;
 	}
 	if (apply_config(&d, d.cfg, &err)) {
-		pd_log_error("main", "applying the configuration failed: %s", err.msg);
+		pd_log_error("main", "applying the configuration failed", "err=%s", err.msg);
 		goto out;
 	}
 	const char *fn[] = {"config.file",	"storage.tsdb.path", "storage.tsdb.retention.time",
@@ -632,26 +633,26 @@ int pd_cmd_run(int argc, char **argv)
 		ao.ui = pd_webui_serve;
 		ao.ui_ctx = d.ui;
 		if (pd_webui_set_links(d.ui, route_prefix, external_url, &err)) {
-			pd_log_error("main", "web UI: %s", err.msg);
+			pd_log_error("main", "the web UI is not usable", "err=%s", err.msg);
 			goto out;
 		}
 		if (f.ui_dir[0])
-			pd_log_info("web", "serving the web UI from %s", f.ui_dir);
+			pd_log_info("web", "serving the web UI from a directory", "dir=%s", f.ui_dir);
 	} else if (f.ui_dir[0]) {
-		pd_log_error("main", "--web.ui-dir: %s", err.msg);
+		pd_log_error("main", "--web.ui-dir is not usable", "err=%s", err.msg);
 		goto out;
 	} else {
-		pd_log_warn("web", "%s; / lists the API endpoints", err.msg);
+		pd_log_warn("web", "no web UI; / lists the API endpoints", "reason=%s", err.msg);
 	}
 	if (pd_api_start(&d.api, &ao, &err)) {
-		pd_log_error("main", "starting the HTTP server failed: %s", err.msg);
+		pd_log_error("main", "starting the HTTP server failed", "err=%s", err.msg);
 		goto out;
 	}
-	pd_log_info("main", "profd started: %zu scrape configs from %s, listening on %s (port %u)",
+	pd_log_info("main", "profd started", "scrape_configs=%zu config_file=%s address=%s port=%u",
 		    d.cfg->nscrape_configs, f.config_file, f.listen_address, pd_api_port(d.api));
 	if (strcmp(route_prefix, "/") != 0)
-		pd_log_info("main", "serving every route under %s (external URL %s)", route_prefix,
-			    external_url);
+		pd_log_info("main", "serving every route under the route prefix",
+			    "route_prefix=%s external_url=%s", route_prefix, external_url);
 
 	int64_t last_flush = mono_ms(), last_trim = mono_ms();
 	for (;;) {
@@ -663,7 +664,8 @@ int pd_cmd_run(int argc, char **argv)
 			break;
 		}
 		if (sig == SIGTERM || sig == SIGINT) {
-			pd_log_info("main", "received %s, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+			pd_log_info("main", "received a signal, shutting down", "signal=%s",
+			            sig == SIGTERM ? "SIGTERM" : "SIGINT");
 			break;
 		}
 		if (sig == SIGHUP)
@@ -671,7 +673,7 @@ int pd_cmd_run(int argc, char **argv)
 		log_discovery_errors(&d);
 		if (mono_ms() - last_flush >= 60000) {
 			if (pd_tsdb_flush(d.db, 0, &err))
-				pd_log_error("tsdb", "persisting the head failed: %s", err.msg);
+				pd_log_error("tsdb", "persisting the head failed", "err=%s", err.msg);
 			last_flush = mono_ms();
 		}
 		if (mono_ms() - last_trim >= 30000) {

@@ -66,4 +66,11 @@ int pd_selfprof_heap_profile(int allocs, uint8_t **out, size_t *out_len, struct 
  * it reads /proc/self/maps and the ELF file each time; for tests and tools. */
 int pd_selfprof_symbolize(uintptr_t pc, char *name, size_t size, struct pd_err *err);
 
+/* The names of n code addresses of this process at once, as Go's
+ * /debug/pprof/symbol gives them: names[i] is the function containing pcs[i], or
+ * NULL when no symbol covers it. Reads /proc/self/maps once for all of them. The
+ * names are borrowed and stay valid for the life of the process. */
+int pd_selfprof_symbolize_many(const uintptr_t *pcs, size_t n, const char **names,
+                               struct pd_err *err);
+
 #endif

@@ -263,6 +263,8 @@ void pd_tsdb_strings_free(char **s, size_t n);
 struct pd_tsdb_stats {
 	uint64_t head_series, head_samples, head_chunks;
 	int64_t head_mint, head_maxt;
+	/* wal_bytes: the WAL's segments and checkpoint on disk (when opened read_only,
+	 * as they were at open) */
 	uint64_t blocks, block_bytes, wal_bytes;
 	uint64_t compactions, retention_deletions;
 	/* the WAL's damaged tail cut off at open, if any */

@@ -139,30 +139,29 @@ enum pd_log_level { PD_LOG_ERROR = 0, PD_LOG_WARN = 1, PD_LOG_INFO = 2, PD_LOG_D
 /* Sets the level ("debug", "info", "warn", "error") and format ("logfmt", "json"). */
 int pd_log_setup(const char *level, const char *format, struct pd_err *err);
 int pd_log_enabled(int level);
-void pd_log_write(int level, const char *component, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
-/* Log macros: the level is checked before any formatting. */
-#define pd_log_error(comp, ...)                                              \
+/* Writes one line: msg is a fixed message (no values in it, so that lines of one
+ * event grep alike), fields a printf format of space-separated key=value pairs,
+ * e.g. "job=%s target=%s err=%s", each value formatted on its own and quoted as
+ * logfmt or JSON needs it:
+ *   ts=… level=error component=scrape msg="scrape failed" job=api target=… err="…"
+ *   {"ts":"…","level":"error","component":"scrape","msg":"scrape failed","job":"api",…}
+ * A value's format holds printf conversions without spaces (%s, %llu, %.3f,
+ * %.*s, %#x, …); a key is letters, digits, '_' and '.'. */
+void pd_log_write(int level, const char *component, const char *msg, const char *fields, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Log macros: the level is checked before any formatting. The fields, if any,
+ * follow the message: pd_log_info("tsdb", "block written", "ulid=%s", id). */
+#define pd_log_at(lvl, comp, msg, ...)                                       \
 	do {                                                                 \
-		if (pd_log_enabled(PD_LOG_ERROR))                            \
-			pd_log_write(PD_LOG_ERROR, comp, __VA_ARGS__);       \
+		if (pd_log_enabled(lvl))                                     \
+			pd_log_write(lvl, comp, msg, " " __VA_ARGS__);       \
 	} while (0)
-#define pd_log_warn(comp, ...)                                               \
-	do {                                                                 \
-		if (pd_log_enabled(PD_LOG_WARN))                             \
-			pd_log_write(PD_LOG_WARN, comp, __VA_ARGS__);        \
-	} while (0)
-#define pd_log_info(comp, ...)                                               \
-	do {                                                                 \
-		if (pd_log_enabled(PD_LOG_INFO))                             \
-			pd_log_write(PD_LOG_INFO, comp, __VA_ARGS__);        \
-	} while (0)
-#define pd_log_debug(comp, ...)                                              \
-	do {                                                                 \
-		if (pd_log_enabled(PD_LOG_DEBUG))                            \
-			pd_log_write(PD_LOG_DEBUG, comp, __VA_ARGS__);       \
-	} while (0)
+#define pd_log_error(comp, msg, ...) pd_log_at(PD_LOG_ERROR, comp, msg, __VA_ARGS__)
+#define pd_log_warn(comp, msg, ...) pd_log_at(PD_LOG_WARN, comp, msg, __VA_ARGS__)
+#define pd_log_info(comp, msg, ...) pd_log_at(PD_LOG_INFO, comp, msg, __VA_ARGS__)
+#define pd_log_debug(comp, msg, ...) pd_log_at(PD_LOG_DEBUG, comp, msg, __VA_ARGS__)
 
 /* ---- time ----------------------------------------------------------------- */
 

@@ -2,9 +2,9 @@
  *
  * The files of web/ are embedded into the binary at build time (the generated
  * table of pkg/webui/assets.h); for development a directory may be served from
- * disk instead, so a change shows on reload. Every path that names no file and has
- * no extension in its last segment (/targets, /status, /) answers index.html,
- * because the UI routes on the client. */
+ * disk instead, so a change shows on reload. The pages of the UI's client-side
+ * router (/, /targets, /status: pd_webui_routes) answer index.html; any other
+ * path that names no file is left to the server's 404. */
 #ifndef PROFD_WEBUI_H
 #define PROFD_WEBUI_H
 
@@ -41,6 +41,10 @@ int pd_webui_set_links(struct pd_webui *ui, const char *route_prefix, const char
  * the server (must_free). Safe from several threads. */
 int pd_webui_serve(void *ctx, const char *method, const char *path,
                    struct pd_api_ui_response *r);
+
+/* The paths the UI's router shows a page for ("/", "/targets", …), *n of them;
+ * static, never freed. A trailing slash after one of them is the same page. */
+const char *const *pd_webui_routes(size_t *n);
 
 /* How many files the binary embeds and their total size in bytes (for logs). */
 size_t pd_webui_embedded_count(size_t *total_bytes);

@@ -82,7 +82,7 @@ void api_admin_delete_series(struct api_req *r, struct api_resp *w)
 	free(vals);
 	if (failed)
 		return;
-	pd_log_info("api", "deleted series: %zu selectors, samples at %lld..%lld", ns,
+	pd_log_info("api", "deleted series", "selectors=%zu start=%lld end=%lld", ns,
 	            (long long)start, (long long)end);
 	no_content(w);
 }
@@ -136,7 +136,8 @@ void api_admin_snapshot(struct api_req *r, struct api_resp *w)
 		api_internal(w, "creating the snapshot", rc, &err);
 		return;
 	}
-	pd_log_info("api", "snapshot %s created%s", name, skip_head ? " without the head" : "");
+	pd_log_info("api", "snapshot created", "name=%s skip_head=%s", name,
+	            skip_head ? "true" : "false");
 	jput(w, "{\"name\":");
 	jstr(w, name);
 	jput(w, "}");

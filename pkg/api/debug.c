@@ -1,9 +1,11 @@
 /* debug.c: /debug/pprof/ for profd itself, as Go's net/http/pprof serves it for a
  * Go program, so that profd (or go tool pprof, or another profd) can profile it:
  * the index, profile (CPU, blocking the request for `seconds`), heap and allocs
- * (the sampled heap profile) and cmdline. Profiles are gzip-compressed
+ * (the sampled heap profile), cmdline and symbol (go tool pprof's symbolz:
+ * names for code addresses). Profiles are gzip-compressed
  * profile.proto; errors are plain text, as Go answers them. The profilers are in
  * pkg/selfprof; docs/self-profiling.md says what they measure. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +77,7 @@ static void cpu_profile(struct api_req *r, struct api_resp *w)
 	uint8_t *out;
 	size_t len;
 	if (pd_selfprof_cpu_stop(c, &out, &len, &err)) {
-		pd_log_error("api", "writing the CPU profile failed: %s", err.msg);
+		pd_log_error("api", "writing the CPU profile failed", "err=%s", err.msg);
 		w->status = 500;
 		w->content_type = "text/plain; charset=utf-8";
 		jprintf(w, "Could not write the CPU profile: %s\n", pd_strerror(err.code));
@@ -109,7 +111,7 @@ static void heap_profile(struct api_req *r, struct api_resp *w, int allocs)
 	uint8_t *out;
 	size_t len;
 	if (pd_selfprof_heap_profile(allocs, &out, &len, &err)) {
-		pd_log_error("api", "writing the heap profile failed: %s", err.msg);
+		pd_log_error("api", "writing the heap profile failed", "err=%s", err.msg);
 		w->status = 500;
 		w->content_type = "text/plain; charset=utf-8";
 		jprintf(w, "Could not write the heap profile: %s\n", pd_strerror(err.code));
@@ -138,6 +140,70 @@ static void cmdline(struct api_req *r, struct api_resp *w)
 		w->body.len--;
 }
 
+/* At most this many addresses are named per request; the rest are ignored (the
+ * body is bounded by max_form_body already; this bounds the answer). */
+#define SYMBOL_MAX_ADDRS 100000
+
+/* /debug/pprof/symbol, as Go's net/http/pprof serves it for go tool pprof's
+ * symbolz: GET alone answers "num_symbols: 1" (symbols are available); a POST
+ * body or a GET query of addresses joined by '+' ("0x4a1b20+0x4a1c40") gets one
+ * "0xaddr name" line per address a symbol covers, after that first line.
+ * Addresses are read as Go's strconv.ParseUint(s, 0, 64) reads them (0x hex, 0
+ * octal, else decimal); words that are not numbers are skipped, as Go does. */
+static void symbol(struct api_req *r, struct api_resp *w)
+{
+	w->content_type = "text/plain; charset=utf-8";
+	jput(w, "num_symbols: 1\n");
+	if (r->is_head)
+		return;
+	const char *in = r->is_post ? (const char *)r->body.data : r->raw_query;
+	size_t inlen = r->is_post ? r->body.len : (r->raw_query ? strlen(r->raw_query) : 0);
+	if (!in || !inlen)
+		return;
+	uintptr_t *pcs = malloc(sizeof(*pcs) * (inlen / 2 + 1));
+	const char **names = NULL;
+	size_t n = 0;
+	if (!pcs)
+		goto oom;
+	for (size_t i = 0; i < inlen && n < SYMBOL_MAX_ADDRS;) {
+		size_t j = i;
+		while (j < inlen && in[j] != '+')
+			j++;
+		char word[32];
+		size_t wl = j - i;
+		if (wl > 0 && wl < sizeof(word)) {
+			memcpy(word, in + i, wl);
+			word[wl] = '\0';
+			char *end;
+			errno = 0;
+			unsigned long long v = word[0] == '-' ? 0 : strtoull(word, &end, 0);
+			if (v && !errno && *end == '\0')
+				pcs[n++] = (uintptr_t)v;
+		}
+		i = j + 1;
+	}
+	if (!n)
+		goto out;
+	if (!(names = calloc(n, sizeof(*names))))
+		goto oom;
+	struct pd_err err = {0};
+	if (pd_selfprof_symbolize_many(pcs, n, names, &err)) {
+		pd_log_error("api", "naming addresses for /debug/pprof/symbol failed", "err=%s",
+		             err.msg);
+		jprintf(w, "reading request: %s\n", err.msg);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (names[i])
+			jprintf(w, "%#llx %s\n", (unsigned long long)pcs[i], names[i]);
+	goto out;
+oom:
+	jput(w, "reading request: out of memory\n");
+out:
+	free(pcs);
+	free(names);
+}
+
 static const char index_html[] =
     "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>/debug/pprof/</title></head>\n"
     "<body>\n/debug/pprof/\n<p>Profiles of profd itself (docs/self-profiling.md):</p>\n"
@@ -148,6 +214,8 @@ static const char index_html[] =
     "separated by NUL bytes</td></tr>\n"
     "<tr><td><a href=\"heap?debug=0\">heap</a></td><td>A sampling of memory allocations of "
     "live objects</td></tr>\n"
+    "<tr><td><a href=\"symbol\">symbol</a></td><td>Function names for code addresses "
+    "(POST 0xADDR+0xADDR), for go tool pprof</td></tr>\n"
     "<tr><td><a href=\"profile\">profile</a></td><td>CPU profile; the duration is the "
     "<code>seconds</code> parameter (default 30, at most 300)</td></tr>\n"
     "</table>\n</body></html>\n";
@@ -163,6 +231,11 @@ void api_debug_pprof(struct api_req *r, struct api_resp *w)
 		return;
 	}
 	p++; /* the slash */
+	if (r->is_post && strcmp(p, "symbol") != 0) {
+		w->allow = "GET, HEAD";
+		plain(w, 405, "Method Not Allowed");
+		return;
+	}
 	if (*p == '\0') {
 		w->content_type = "text/html; charset=utf-8";
 		jput(w, index_html);
@@ -174,6 +247,8 @@ void api_debug_pprof(struct api_req *r, struct api_resp *w)
 		heap_profile(r, w, 1);
 	} else if (strcmp(p, "cmdline") == 0) {
 		cmdline(r, w);
+	} else if (strcmp(p, "symbol") == 0) {
+		symbol(r, w);
 	} else {
 		plain(w, 404, "Unknown profile");
 	}

@@ -198,7 +198,7 @@ void api_bad_param(struct api_resp *w, const char *name, const char *fmt, ...)
 void api_internal(struct api_resp *w, const char *what, int rc, const struct pd_err *err)
 {
 	int code = rc < 0 ? rc : PD_EIO;
-	pd_log_error("api", "%s: %s", what, err && err->msg[0] ? err->msg : pd_strerror(code));
+	pd_log_error("api", what, "err=%s", err && err->msg[0] ? err->msg : pd_strerror(code));
 	api_error(w, 500, "internal", "%s: %s", what, pd_strerror(code));
 }
 

@@ -134,7 +134,7 @@ void api_push(struct api_req *r, struct api_resp *w)
 			api_internal(w, "storing the profile failed", rc, &err);
 		goto out;
 	}
-	pd_log_debug("api", "msg=\"profile pushed\" time=%lld bytes=%zu", (long long)t, store_len);
+	pd_log_debug("api", "profile pushed", "time=%lld bytes=%zu", (long long)t, store_len);
 	jput(w, "{\"labels\":");
 	jlabels(w, ls);
 	jput(w, ",\"timestamp\":");

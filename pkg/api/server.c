@@ -89,7 +89,7 @@ static int64_t mono_ns(void)
 /* ---- routes --------------------------------------------------------------- */
 
 enum { M_GET = 1, M_HEAD = 2, M_POST = 4, M_PUT = 8 };
-enum { BODY_NONE, BODY_FORM, BODY_PUSH };
+enum { BODY_NONE, BODY_FORM, BODY_PUSH, BODY_RAW }; /* RAW: read, as it is, up to max_form_body */
 
 static void h_healthy(struct api_req *r, struct api_resp *w);
 static void h_ready(struct api_req *r, struct api_resp *w);
@@ -136,7 +136,9 @@ static const struct route routes[] = {
     {"/-/reload", M_POST | M_PUT, H_RELOAD, h_reload, BODY_NONE, 0, "POST, PUT"},
     {"/-/quit", M_POST | M_PUT, H_QUIT, h_quit, BODY_NONE, 0, "POST, PUT"},
     {"/metrics", M_GET | M_HEAD, H_METRICS, api_metrics, BODY_NONE, 0, "GET, HEAD"},
-    {"/debug/pprof", M_GET | M_HEAD, H_DEBUG_PPROF, api_debug_pprof, BODY_NONE, 0, "GET, HEAD"},
+    /* POST only for /debug/pprof/symbol (debug.c refuses it elsewhere) */
+    {"/debug/pprof", M_GET | M_HEAD | M_POST, H_DEBUG_PPROF, api_debug_pprof, BODY_RAW, 0,
+     "GET, HEAD, POST"},
     /* the Prometheus-compatible API (prometheus.c), with Prometheus's methods */
     {"/prometheus/api/v1/query_range", M_GET | M_HEAD | M_POST, H_PROM_QUERY_RANGE,
      api_prom_query_range, BODY_FORM, 1, "GET, HEAD, POST"},
@@ -233,7 +235,7 @@ static void h_reload(struct api_req *r, struct api_resp *w)
 	int rc = s->o.reload(s->o.reload_ctx, &err);
 	pd_api_record_reload(s, rc == 0);
 	if (rc) {
-		pd_log_error("api", "reload via /-/reload failed: %s", err.msg);
+		pd_log_error("api", "reload via /-/reload failed", "err=%s", err.msg);
 		w->status = 500;
 		w->content_type = "text/plain; charset=utf-8";
 		jprintf(w, "failed to reload config: %s\n", err.msg[0] ? err.msg : pd_strerror(rc));
@@ -676,8 +678,8 @@ static enum MHD_Result process(struct api_req *r)
 	resp_fini(&w);
 	double secs = (double)(mono_ns() - r->t0_ns) / 1e9;
 	api_metrics_observe(s, r->handler, status, secs);
-	pd_log_debug("api", "method=%s path=\"%s\" status=%u duration=%.6f", r->method, r->path,
-	             status, secs);
+	pd_log_debug("api", "request", "method=%s path=%s status=%u duration=%.6f", r->method,
+	             r->path, status, secs);
 	return ret;
 }
 
@@ -715,8 +717,8 @@ static enum MHD_Result reject(struct api_req *r, unsigned status, const char *ty
 	enum MHD_Result ret = send_response(r, &w);
 	resp_fini(&w);
 	api_metrics_observe(r->srv, r->handler, status, (double)(mono_ns() - r->t0_ns) / 1e9);
-	pd_log_debug("api", "method=%s path=\"%s\" status=%u msg=\"%s\"", r->method, r->path,
-	             status, msg);
+	pd_log_debug("api", "request refused", "method=%s path=%s status=%u err=%s", r->method,
+	             r->path, status, msg);
 	return ret;
 }
 
@@ -732,8 +734,8 @@ static enum MHD_Result reject_plain(struct api_req *r, unsigned status, const ch
 	enum MHD_Result ret = send_response(r, &w);
 	resp_fini(&w);
 	api_metrics_observe(r->srv, r->handler, status, (double)(mono_ns() - r->t0_ns) / 1e9);
-	pd_log_debug("api", "method=%s path=\"%s\" status=%u msg=\"%s\"", r->method, r->path,
-	             status, msg);
+	pd_log_debug("api", "request refused", "method=%s path=%s status=%u err=%s", r->method,
+	             r->path, status, msg);
 	return ret;
 }
 
@@ -800,7 +802,7 @@ static int reap(struct pd_api_server *s)
 			enum api_close_reason why =
 			    cn->phase == PHASE_HEADERS ? CLOSE_HEADER_TIMEOUT : CLOSE_READ_TIMEOUT;
 			conn_kill(s, cn, why);
-			pd_log_debug("api", "msg=\"closed a connection: %s\"",
+			pd_log_debug("api", "closed a connection", "reason=%s",
 			             why == CLOSE_HEADER_TIMEOUT
 			                 ? "no complete request headers within --web.read-header-timeout"
 			                 : "no complete request body within --web.read-timeout");
@@ -1081,7 +1083,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		r->handler = r->route >= 0 ? routes[r->route].handler : H_OTHER;
 		int body = r->route >= 0 ? routes[r->route].body : BODY_NONE;
 		r->body_max = body == BODY_PUSH   ? s->o.max_push_body
-		              : body == BODY_FORM ? s->o.max_form_body
+		              : body == BODY_FORM || body == BODY_RAW ? s->o.max_form_body
 		                                  : 0;
 		pd_buf_init(&r->body, r->body_max);
 		conn_phase(s, r->cn, PHASE_BODY);
@@ -1167,9 +1169,9 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	    ((strstr(buf, "TCP_NODELAY") || strstr(buf, "TCP_CORK") ||
 	      strstr(buf, "push the data from buffers")) &&
 	     cls && ((struct pd_api_server *)cls)->web))
-		pd_log_debug("api", "libmicrohttpd: %s", buf);
+		pd_log_debug("api", "libmicrohttpd", "err=%s", buf);
 	else
-		pd_log_warn("api", "libmicrohttpd: %s", buf);
+		pd_log_warn("api", "libmicrohttpd", "err=%s", buf);
 }
 
 /* ---- listening ------------------------------------------------------------------------ */
@@ -1449,8 +1451,8 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 		                  opts->listen_address ? opts->listen_address
 		                                       : PD_API_DEFAULT_LISTEN_ADDRESS);
 	}
-	pd_log_info("api", "listening on %s (port %u)%s", s->listen_address, s->port,
-	            s->web ? (api_web_tls(s->web) ? ", TLS on" : ", TLS off") : "");
+	pd_log_info("api", "listening", "address=%s port=%u tls=%s", s->listen_address, s->port,
+	            s->web && api_web_tls(s->web) ? "on" : "off");
 	*out = s;
 	return 0;
 }
@@ -1473,7 +1475,7 @@ void pd_api_stop(struct pd_api_server *s)
 	__atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
 	uint64_t one = 1;
 	if (write(s->wake_fd, &one, sizeof(one)) < 0)
-		pd_log_warn("api", "waking the acceptor: %s", strerror(errno));
+		pd_log_warn("api", "waking the acceptor failed", "err=%s", strerror(errno));
 	pthread_join(s->acceptor, NULL);
 	close(s->listen_fd);
 	MHD_stop_daemon(s->mhd_reserve);

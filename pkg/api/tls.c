@@ -158,7 +158,7 @@ static int handshake(struct pump *p)
 	int r = plain_http(p);
 	if (r) {
 		if (r > 0)
-			pd_log_debug("api", "an HTTP request from %s on the TLS port", p->peer);
+			pd_log_debug("api", "an HTTP request on the TLS port", "remote=%s", p->peer);
 		return -1;
 	}
 	for (;;) {
@@ -170,20 +170,19 @@ static int handshake(struct pump *p)
 		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
 			if (wait_client(p, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT) == 0)
 				continue;
-			pd_log_debug("api", "TLS handshake error from %s: timed out or cut off",
-			             p->peer);
+			pd_log_debug("api", "TLS handshake error", "remote=%s err=%s", p->peer,
+			             "timed out or cut off");
 			return -1;
 		}
-		pd_log_debug("api", "TLS handshake error from %s: %s", p->peer, ssl_why());
+		pd_log_debug("api", "TLS handshake error", "remote=%s err=%s", p->peer, ssl_why());
 		return -1;
 	}
 	X509 *cert = SSL_get1_peer_certificate(p->ssl);
 	int ok = san_allowed(cert, api_web_snap_config(p->snap));
 	X509_free(cert);
 	if (!ok) {
-		pd_log_debug("api",
-		             "TLS handshake error from %s: could not find allowed SANs in client cert",
-		             p->peer);
+		pd_log_debug("api", "TLS handshake error", "remote=%s err=%s", p->peer,
+		             "could not find allowed SANs in client cert");
 		return -1;
 	}
 	return 0;

@@ -380,7 +380,7 @@ static void log_once(struct api_web *w, const char *msg)
 		snprintf(w->last_err, sizeof(w->last_err), "%s", msg);
 	pthread_mutex_unlock(&w->mu);
 	if (fresh)
-		pd_log_error("api", "unable to apply the web configuration: %s", msg);
+		pd_log_error("api", "unable to apply the web configuration", "err=%s", msg);
 }
 
 struct api_web_snap *api_web_get(struct api_web *w, int for_connection)

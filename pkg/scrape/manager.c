@@ -442,6 +442,10 @@ static void set_status(struct target *t, int health, const char *msg, const stru
 	t->last_scrape = r->scheduled_ms;
 	t->last_duration = r->duration_us;
 	pthread_mutex_unlock(&t->mu);
+	/* as Prometheus, at debug level: every failure, with the target's fields */
+	if (health == PD_SCRAPE_DOWN)
+		pd_log_debug("scrape", "scrape failed", "scrape_pool=%s target=%s profile=%s err=%s",
+			     t->pool_name, t->url, t->type, msg ? msg : "");
 }
 
 static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)

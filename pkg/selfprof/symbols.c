@@ -210,3 +210,16 @@ int pd_selfprof_symbolize(uintptr_t pc, char *name, size_t size, struct pd_err *
 	sp_maps_fini(&ms);
 	return rc;
 }
+
+int pd_selfprof_symbolize_many(const uintptr_t *pcs, size_t n, const char **names,
+                               struct pd_err *err)
+{
+	struct sp_maps ms;
+	int rc = sp_maps_load(&ms, err);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		names[i] = sp_maps_symbol(sp_maps_find(&ms, pcs[i]), pcs[i]);
+	sp_maps_fini(&ms);
+	return 0;
+}

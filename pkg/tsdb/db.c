@@ -153,7 +153,7 @@ static void note_damage(struct pd_tsdb *db, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	pd_log_warn("tsdb", "%s", msg);
+	pd_log_warn("tsdb", "damage set aside", "err=%s", msg);
 	if (!db->damage_note[0]) {
 		size_t n = strlen(msg);
 		if (n >= sizeof(db->damage_note))
@@ -429,6 +429,9 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		}
 		if (!rc && !db->o.read_only)
 			rc = pd_wal_open(&db->wal, wdir, &wo, err);
+		/* a reader of a live store (tsdb analyze) reports what the WAL holds */
+		if (!rc && db->o.read_only)
+			rc = pd_wal_du(wdir, &db->wal_ro_bytes, err);
 		free(wdir);
 		if (rc)
 			goto fail;
@@ -438,7 +441,8 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		 * would otherwise grow its WAL and its start-up time without end */
 		struct pd_err ferr = {0};
 		if (pd_tsdb_flush(db, 0, &ferr))
-			pd_log_error("tsdb", "flushing the head at open failed (the store opens all the same): %s", ferr.msg);
+			pd_log_error("tsdb", "flushing the head at open failed (the store opens all the same)",
+				     "err=%s", ferr.msg);
 	}
 	*out = db;
 	return 0;
@@ -1093,6 +1097,9 @@ static int persist_range(struct pd_tsdb *db, int64_t lo, int64_t hi, struct pd_e
 	pthread_rwlock_unlock(&db->blocks_mu);
 	if (rc)
 		pd_block_close(b);
+	else
+		pd_log_info("tsdb", "block written", "ulid=%s mint=%lld maxt=%lld series=%llu", ulid,
+			    (long long)lo, (long long)hi, (unsigned long long)written);
 out:
 	free(all);
 	return rc;
@@ -1175,15 +1182,15 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 		 * checkpointed: nothing is lost, and the next flush tries again */
 		__atomic_fetch_add(&db->head_cut_failures, 1, __ATOMIC_RELAXED);
 		pd_log_error("tsdb", "persisting the head as a block failed (the head and the WAL keep "
-			     "its samples; retried at the next flush): %s",
-			     err ? err->msg : "");
+			     "its samples; retried at the next flush)",
+			     "err=%s", err ? err->msg : "");
 	}
 	if (!rc && (rc = compact(db, err))) {
 		/* the blocks being merged stay as they are */
 		__atomic_fetch_add(&db->compaction_failures, 1, __ATOMIC_RELAXED);
 		pd_log_error("tsdb", "compaction failed (the blocks it would merge stay as they are; "
-			     "retried at the next flush): %s",
-			     err ? err->msg : "");
+			     "retried at the next flush)",
+			     "err=%s", err ? err->msg : "");
 	}
 	if (!rc)
 		rc = apply_retention(db, err);
@@ -1385,6 +1392,10 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 		pd_block_writer_abort(w); /* nothing left: the blocks go, no block comes */
 	else
 		rc = pd_block_writer_finish(w, ulid, err);
+	if (!rc && ulid[0])
+		pd_log_info("tsdb", "blocks compacted", "ulid=%s sources=%zu mint=%lld maxt=%lld", ulid,
+			    n, (long long)pd_block_meta(bs[0])->mint,
+			    (long long)pd_block_meta(bs[n - 1])->maxt);
 out:
 	for (size_t i = 0; i < n; i++) {
 		free(cur[i].refs);
@@ -1559,7 +1570,7 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 	st->tombstones_cleaned = __atomic_load_n(&db->tombstones_cleaned, __ATOMIC_RELAXED);
 	st->snapshots = __atomic_load_n(&db->snapshots, __ATOMIC_RELAXED);
 	st->snapshot_failures = __atomic_load_n(&db->snapshot_failures, __ATOMIC_RELAXED);
-	st->wal_bytes = db->wal ? pd_wal_size(db->wal) : 0;
+	st->wal_bytes = db->wal ? pd_wal_size(db->wal) : db->wal_ro_bytes;
 	st->compactions = db->compactions;
 	st->retention_deletions = db->retention_deletions;
 	st->wal_repaired = db->wal_repaired;

@@ -294,8 +294,8 @@ void tsdb_chunk_damaged(struct pd_tsdb *db, const struct source *src, const char
 			  const struct pd_err *err)
 {
 	__atomic_fetch_add(&db->chunks_damaged, 1, __ATOMIC_RELAXED);
-	pd_log_warn("tsdb", "%s%s%s: %s", what, src->ops == &block_reader_ops ? " in block " : "",
-		    src->ops == &block_reader_ops ? pd_block_dir(src->r) : " in the head",
+	pd_log_warn("tsdb", what, "source=%s err=%s",
+		    src->ops == &block_reader_ops ? pd_block_dir(src->r) : "head",
 		    err ? err->msg : "a chunk is damaged");
 }
 

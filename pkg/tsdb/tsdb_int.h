@@ -184,6 +184,7 @@ struct pd_tsdb {
 	size_t nblocks;
 	uint64_t compactions, retention_deletions;
 	int wal_repaired;
+	uint64_t wal_ro_bytes; /* read-only: the WAL's size on disk when opened */
 	char wal_repair[300];
 	uint64_t wal_damaged_records, wal_damaged_bytes; /* skipped at replay */
 	uint64_t blocks_damaged;     /* set aside at open */

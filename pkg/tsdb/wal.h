@@ -158,6 +158,10 @@ int pd_wal_replay(const char *dir, const struct pd_wal_replay_cb *cb,
 int pd_wal_replay_readonly(const char *dir, const struct pd_wal_replay_cb *cb,
 			   struct pd_wal_replay_stats *stats, struct pd_err *err);
 
+/* Bytes on disk of the WAL directory dir without opening it (a read-only reader
+ * beside the writer): the segments and the checkpoint; 0 when dir is missing. */
+int pd_wal_du(const char *dir, uint64_t *out, struct pd_err *err);
+
 /* Starts a new segment, so that every earlier one is complete. Waits for a group
  * write under way; records queued meanwhile go to the new segment. */
 int pd_wal_cut(struct pd_wal *w, struct pd_err *err);

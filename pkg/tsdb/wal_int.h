@@ -199,8 +199,6 @@ char *pd_wal_cp_path(const char *dir, uint32_t num, int tmp);
 int pd_wal_fsync_dir(const char *dir, struct pd_err *err);
 /* Removes a directory of plain files; a missing one is fine. */
 int pd_wal_rmdir(const char *dir, struct pd_err *err);
-/* Bytes of the segments after the newest checkpoint, plus that checkpoint's. */
-int pd_wal_du(const char *dir, uint64_t *out, struct pd_err *err);
 
 /* ---- reading --------------------------------------------------------------- */
 

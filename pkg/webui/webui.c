@@ -1,5 +1,5 @@
 /* pkg/webui/webui.c — serves the UI's files, embedded or from a directory, with
- * the client-side routes (/targets, /status, …) answered by index.html, into
+ * the client-side routes (/targets, /status) answered by index.html, into
  * which it writes where the UI lives: the route prefix as the page's
  * <base href> and the external URL as a meta tag. */
 #include "profd/webui.h"
@@ -59,11 +59,28 @@ static const char *content_type(const char *path)
 	return "application/octet-stream";
 }
 
-/* A path the client routes itself: its last segment has no dot. */
+/* The pages the UI's router knows (ROUTES in web/js/app.js; test_webui checks
+ * that the two lists agree). Only these answer index.html; any other path that is
+ * not a file is a 404, as Prometheus answers an unknown path. */
+static const char *const ui_routes[] = {"/", "/targets", "/status"};
+
+const char *const *pd_webui_routes(size_t *n)
+{
+	*n = sizeof ui_routes / sizeof ui_routes[0];
+	return ui_routes;
+}
+
+/* A path the client routes itself: one of ui_routes, trailing slashes aside
+ * ("/targets/" is "/targets", as the router reads it). */
 static int is_route(const char *path)
 {
-	const char *last = strrchr(path, '/');
-	return !strchr(last ? last : path, '.');
+	size_t n = strlen(path);
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	for (size_t i = 0; i < sizeof ui_routes / sizeof ui_routes[0]; i++)
+		if (strlen(ui_routes[i]) == n && strncmp(path, ui_routes[i], n) == 0)
+			return 1;
+	return 0;
 }
 
 static int asset_cmp(const void *key, const void *elem)

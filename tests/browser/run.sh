@@ -94,7 +94,7 @@ timeout -k 10 "$limit" "$profd" run --config.file="$tmp/profd.yml" --storage.tsd
 pids+=($!)
 port=
 for _ in $(seq 100); do
-	port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$tmp/profd.log" | head -1)
+	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log" | head -1)
 	[ -n "$port" ] && break
 	kill -0 "${pids[1]}" 2>/dev/null || break
 	sleep 0.1

@@ -86,7 +86,7 @@ start() {
 	api="http://127.0.0.1:$port"
 }
 listening() {
-	port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$tmp/profd.log.cur" | head -1)
+	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log.cur" | head -1)
 	[ -n "$port" ]
 }
 start
@@ -137,7 +137,7 @@ broken_sd_logged() {
 }
 wait_for 60 "the broken file_sd file was not logged" broken_sd_logged
 grep -q 'configuration reloaded' "$tmp/profd.log" || fail "no reload in the log"
-grep -q "component=discovery msg=\"refreshing targets failed.*job=broken_sd provider=file/[0-9]*: $tmp/broken_sd.yml:2:" "$tmp/profd.log" ||
+grep -q "component=discovery msg=\"refreshing targets failed.*job=broken_sd provider=file/[0-9]* err=\"$tmp/broken_sd.yml:2:" "$tmp/profd.log" ||
 	fail "the broken file_sd file was not logged"
 curl -fsS "$api/metrics" >"$tmp/metrics2" || fail "/metrics"
 grep -q '^prometheus_sd_file_read_errors_total [1-9]' "$tmp/metrics2" ||

@@ -78,11 +78,11 @@ run_pid=$!
 
 # the build: until profd listens (or make run gives up)
 for _ in $(seq 1500); do
-	grep -q 'msg="listening on' "$tmp/run.log" 2>/dev/null && break
+	grep -q 'msg="listening"' "$tmp/run.log" 2>/dev/null && break
 	kill -0 "$run_pid" 2>/dev/null || fail "make run ended before profd listened"
 	sleep 0.5
 done
-grep -q 'msg="listening on' "$tmp/run.log" || fail "profd did not start listening within 750 s"
+grep -q 'msg="listening"' "$tmp/run.log" || fail "profd did not start listening within 750 s"
 echo "first_run: profd listening on $api after $(($(date +%s) - start)) s (build included)"
 grep -q "http://localhost:$port/" "$tmp/run.log" || fail "make run did not say where to look"
 

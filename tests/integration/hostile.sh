@@ -98,7 +98,7 @@ profd_pid=$!
 pids+=($profd_pid)
 port=
 for _ in $(seq 300); do
-	port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$tmp/profd.log" | head -1)
+	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log" | head -1)
 	[ -n "$port" ] && break
 	sleep 0.1
 done

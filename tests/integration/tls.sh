@@ -104,7 +104,7 @@ rc=0
 profd_pid=$!
 pids+=($profd_pid)
 listening() {
-	port=$(sed -n 's/.*listening on .* (port \([0-9]*\)), TLS on.*/\1/p' profd.log | head -1)
+	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\) tls=on.*/\1/p' profd.log | head -1)
 	[ -n "$port" ]
 }
 wait_for 60 "profd did not start listening with TLS" listening
@@ -265,7 +265,7 @@ printf 'tls_server_config: [\n' >web.yml.new && mv web.yml.new web.yml
 rc=0
 curl -sS -o /dev/null "${ok[@]}" -u "alice:$pw2" "$base/-/healthy" 2>err.txt || rc=$?
 [ "$rc" != 0 ] || fail "a connection was served with a broken web configuration"
-grep -q 'level=error component=api msg="unable to apply the web configuration: .*web.yml:' profd.log ||
+grep -q 'level=error component=api msg="unable to apply the web configuration" err=".*web.yml:' profd.log ||
 	fail "the broken web configuration was not logged with its position"
 webcfg "$changed_hash" >web.yml.new && mv web.yml.new web.yml
 [ "$(code "${ok[@]}" -u "alice:$pw2" "$base/-/healthy")" = 200 ] || fail "after the file was fixed"
@@ -297,7 +297,7 @@ grep -q 'hardened/web.yml SUCCESS' check.txt || fail "check web-config: $(cat ch
 	--no-web.enable-push --storage.tsdb.path=../hardened-data --web.listen-address=127.0.0.1:0 \
 	2>../hardened.log) &
 pids+=($!)
-hport() { hport=$(sed -n 's/.*listening on .* (port \([0-9]*\)), TLS on.*/\1/p' hardened.log | head -1); [ -n "$hport" ]; }
+hport() { hport=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\) tls=on.*/\1/p' hardened.log | head -1); [ -n "$hport" ]; }
 wait_for 60 "the hardened example did not start with TLS" hport
 h=(--cacert hardened/tls/ca.crt --cert hardened/tls/client.crt --key hardened/tls/client.key)
 [ "$(code "${h[@]}" -u prometheus:change-me-now "https://localhost:$hport/api/v1/targets")" = 200 ] ||

@@ -411,6 +411,41 @@ static void test_read_only_leaves_wal(void **state)
 	rmdir_all(dir);
 }
 
+/* A reader beside a live daemon (tsdb analyze) reports the WAL's real size: the
+ * segments on disk, as the writer counts them, not 0. */
+static void test_read_only_wal_size(void **state)
+{
+	char *dir = tmpdir();
+	struct pd_tsdb *db = open_db(dir, 3600000, 0);
+	append_range(db, 3, 0, 20 * 1000, 1000);
+	struct pd_tsdb_stats live, ro;
+	pd_tsdb_stats(db, &live);
+	assert_true(live.wal_bytes > 0);
+
+	struct pd_tsdb_opts o;
+	struct pd_err err = {0};
+	struct pd_tsdb *rdb;
+	pd_tsdb_opts_init(&o);
+	o.read_only = 1;
+	assert_int_equal(pd_tsdb_open(&rdb, dir, &o, &err), 0);
+	pd_tsdb_stats(rdb, &ro);
+	assert_int_equal(ro.head_samples, 3 * 20);
+	assert_int_equal(ro.wal_bytes, live.wal_bytes);
+	/* what is on disk: the segment files under wal/ */
+	char seg[512];
+	struct stat st;
+	uint64_t sum = 0;
+	for (int i = 0; i < 16; i++) {
+		snprintf(seg, sizeof(seg), "%s/wal/%08d", dir, i);
+		if (stat(seg, &st) == 0)
+			sum += (uint64_t)st.st_size;
+	}
+	assert_int_equal(ro.wal_bytes, sum);
+	pd_tsdb_close(rdb);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
 static void test_flush_compact_retention(void **state)
 {
 	char *dir = tmpdir();
@@ -1152,6 +1187,7 @@ int main(void)
 		cmocka_unit_test(test_select_equality),
 		cmocka_unit_test(test_restart_replays_wal),
 		cmocka_unit_test(test_read_only_leaves_wal),
+		cmocka_unit_test(test_read_only_wal_size),
 		cmocka_unit_test(test_flush_compact_retention),
 		cmocka_unit_test(test_concurrency),
 		cmocka_unit_test(test_crash_safety),

@@ -320,6 +320,76 @@ static void test_hash(void **state)
 	assert_int_not_equal(pd_hash_bytes("", 0, 0), pd_hash_bytes("\0", 1, 0));
 }
 
+/* Runs one log call with stderr sent to a file and returns what it wrote
+ * (static storage). */
+static const char *logged(int json, void (*call)(void))
+{
+	static char out[4096];
+	struct pd_err err = {0};
+	char path[] = "/tmp/pd_log_XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(pd_log_setup("debug", json ? "json" : "logfmt", &err), 0);
+	fflush(stderr);
+	int saved = dup(2);
+	assert_true(dup2(fd, 2) >= 0);
+	call();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	lseek(fd, 0, SEEK_SET);
+	ssize_t n = read(fd, out, sizeof(out) - 1);
+	out[n > 0 ? n : 0] = '\0';
+	close(fd);
+	unlink(path);
+	assert_int_equal(pd_log_setup("info", "logfmt", &err), 0);
+	return out;
+}
+
+static void log_scrape_failed(void)
+{
+	pd_log_debug("scrape", "scrape failed", "scrape_pool=%s target=%s err=%s took=%.3fs n=%zu",
+		     "api", "http://10.0.0.7:8080/debug/pprof/heap",
+		     "Get \"http://10.0.0.7:8080\": connection refused", 1.5, (size_t)42);
+}
+
+static void log_plain(void)
+{
+	pd_log_info("main", "stopped");
+}
+
+static void log_kinds(void)
+{
+	pd_log_warn("tsdb", "block written", "ulid=%.*s mint=%lld maxt=%llu id=%#x pct=%d%% empty=%s",
+		    3, "01JXYZ", -5LL, 7ULL, 255u, 9, "");
+}
+
+/* Values go into key=value fields, never into msg; logfmt quotes a value only
+ * when it needs it, JSON gives every field as a string. */
+static void test_log_fields(void **state)
+{
+	const char *s = logged(0, log_scrape_failed);
+	assert_non_null(strstr(s, " level=debug component=scrape msg=\"scrape failed\" "
+				  "scrape_pool=api target=http://10.0.0.7:8080/debug/pprof/heap "
+				  "err=\"Get \\\"http://10.0.0.7:8080\\\": connection refused\" "
+				  "took=1.500s n=42\n"));
+	assert_true(strncmp(s, "ts=", 3) == 0);
+	s = logged(1, log_scrape_failed);
+	assert_non_null(strstr(s, "\"level\":\"debug\",\"component\":\"scrape\","
+				  "\"msg\":\"scrape failed\",\"scrape_pool\":\"api\","
+				  "\"target\":\"http://10.0.0.7:8080/debug/pprof/heap\","
+				  "\"err\":\"Get \\\"http://10.0.0.7:8080\\\": connection refused\","
+				  "\"took\":\"1.500s\",\"n\":\"42\"}\n"));
+	assert_true(strncmp(s, "{\"ts\":", 6) == 0);
+	s = logged(0, log_plain);
+	assert_non_null(strstr(s, " level=info component=main msg=\"stopped\"\n"));
+	s = logged(1, log_plain);
+	assert_non_null(strstr(s, "\"component\":\"main\",\"msg\":\"stopped\"}\n"));
+	s = logged(0, log_kinds);
+	assert_non_null(strstr(s, "msg=\"block written\" ulid=01J mint=-5 maxt=7 id=0xff pct=9% "
+				  "empty=\"\"\n"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,7 +398,7 @@ int main(void)
 		cmocka_unit_test(test_gzip_roundtrip), cmocka_unit_test(test_gzip_bomb),
 		cmocka_unit_test(test_file),       cmocka_unit_test(test_u64map),
 		cmocka_unit_test(test_hash),       cmocka_unit_test(test_arena_reuse),
-		cmocka_unit_test(test_gzip_reuse),
+		cmocka_unit_test(test_gzip_reuse), cmocka_unit_test(test_log_fields),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

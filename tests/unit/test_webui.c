@@ -89,6 +89,14 @@ static void test_dir(void **state)
 	free(s);
 	/* a missing file is a 404, not the page */
 	assert_null(get(ui, "/js/missing.js", NULL));
+	/* only the router's pages answer the page: any other path is a 404 */
+	s = get(ui, "/targets/", NULL);
+	assert_string_equal(s, "<!doctype html><title>x</title>");
+	free(s);
+	assert_null(get(ui, "/federate", NULL));
+	assert_null(get(ui, "/ingest", NULL));
+	assert_null(get(ui, "/targets/x", NULL));
+	assert_null(get(ui, "/statusx", NULL));
 	/* nothing outside the directory, hidden or test files */
 	assert_null(get(ui, "/../etc/passwd", NULL));
 	assert_null(get(ui, "/js/../../etc/passwd", NULL));
@@ -202,6 +210,73 @@ static void test_embedded_equals_source(void **state)
 	pd_webui_destroy(ui);
 }
 
+/* The keys of ROUTES in web/js/app.js: "const ROUTES = {", then one
+ * "  '/path': ..." line per page up to "};". */
+static size_t app_routes(char out[][64], size_t max)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s/js/app.js", PD_WEB_DIR);
+	FILE *f = fopen(p, "r");
+	assert_non_null(f);
+	char line[1024];
+	size_t n = 0;
+	int in = 0;
+	while (fgets(line, sizeof line, f)) {
+		if (!in) {
+			in = strncmp(line, "const ROUTES = {", 16) == 0;
+			continue;
+		}
+		if (strncmp(line, "};", 2) == 0)
+			break;
+		char *q = strchr(line, '\'');
+		char *e = q ? strchr(q + 1, '\'') : NULL;
+		if (!q || !e || (size_t)(e - q - 1) >= 64)
+			continue;
+		assert_true(n < max);
+		memcpy(out[n], q + 1, (size_t)(e - q - 1));
+		out[n][e - q - 1] = '\0';
+		n++;
+	}
+	fclose(f);
+	assert_true(in);
+	return n;
+}
+
+/* The server's list of UI pages is the router's: a page added to web/js/app.js
+ * and not to pkg/webui (or the other way round) fails here. Every page answers
+ * index.html, embedded and from web/ on disk. */
+static void test_routes_match_app(void **state)
+{
+	char js[32][64];
+	size_t njs = app_routes(js, 32), nc;
+	const char *const *c = pd_webui_routes(&nc);
+	assert_true(njs >= 3);
+	assert_int_equal(njs, nc);
+	for (size_t i = 0; i < njs; i++) {
+		size_t k = 0;
+		while (k < nc && strcmp(js[i], c[k]) != 0)
+			k++;
+		if (k == nc)
+			fail_msg("web/js/app.js routes %s; pkg/webui/webui.c's ui_routes does not", js[i]);
+	}
+	struct pd_webui *emb = NULL, *disk = NULL;
+	struct pd_err err = {0};
+	assert_int_equal(pd_webui_create(NULL, &emb, &err), 0);
+	assert_int_equal(pd_webui_create(PD_WEB_DIR, &disk, &err), 0);
+	for (size_t i = 0; i < nc; i++) {
+		char *a = get(emb, c[i], NULL), *b = get(disk, c[i], NULL);
+		assert_non_null(a);
+		assert_non_null(b);
+		assert_non_null(strstr(a, "<base href="));
+		free(a);
+		free(b);
+	}
+	assert_null(get(emb, "/federate", NULL));
+	assert_null(get(disk, "/federate", NULL));
+	pd_webui_destroy(emb);
+	pd_webui_destroy(disk);
+}
+
 /* pd_webui_set_links writes the route prefix into <base href> and the external URL
  * (escaped) into the meta tag of every index.html served, embedded or from disk,
  * and leaves the other files and a page without the marks alone. */
@@ -268,7 +343,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_dir),     cmocka_unit_test(test_dir_symlinks),
 	    cmocka_unit_test(test_bad_dir), cmocka_unit_test(test_embedded_equals_source),
-	    cmocka_unit_test(test_links),
+	    cmocka_unit_test(test_links), cmocka_unit_test(test_routes_match_app),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
