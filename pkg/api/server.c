@@ -989,16 +989,17 @@ static struct api_conn *conn_of(struct MHD_Connection *c)
  * would silently end the path or a parameter). Its result is the request's state. */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
-	const struct pd_api_server *s = cls;
+	(void)cls;
 	(void)c;
 	struct api_req *r = calloc(1, sizeof(*r));
 	if (r && uri) {
 		r->raw_nul = strstr(uri, "%00") != NULL;
 		r->raw_uri = uri;
 		r->raw_len = strlen(uri);
-		/* kept for the redirect of the bare route prefix to P/ (MHD decodes the
-		 * arguments in place later); a failed copy only drops the query there */
-		const char *q = s->prefix_len ? strchr(uri, '?') : NULL;
+		/* kept for the redirect of the bare route prefix to P/ and for
+		 * /debug/pprof/symbol's "?0xADDR+0xADDR" (MHD decodes the arguments in
+		 * place later); a failed copy only drops the query there */
+		const char *q = strchr(uri, '?');
 		if (q)
 			r->raw_query = strdup(q + 1);
 	}

@@ -3,7 +3,9 @@
 # in `make test`) serves /debug/pprof/profile while pushes and queries keep it
 # busy; go tool pprof reads the profile and finds profd's own functions by name,
 # without symbolizing anything itself. A second CPU profile at the same time is
-# refused, bad `seconds` are 400s, the index, the redirect and cmdline answer.
+# refused, bad `seconds` are 400s, the index, the redirect and cmdline answer;
+# go tool pprof -raw reads profile and heap by URL from the running daemon,
+# /debug/pprof/symbol names profd's own addresses.
 # Then profd scrapes itself (a job whose target is its own address) and the
 # series shows up in query_range. The heap profile is checked in whichever
 # binary has it: the one under test, else the release binary given second (a
@@ -102,6 +104,32 @@ echo "CPU profile of $(basename "$profd"):"
 sed -n '/^Duration/,$p' "$tmp/cpu.top" | sed -n 1,15p
 kill $loader 2>/dev/null || true
 
+# ---- go tool pprof by URL, and /debug/pprof/symbol ------------------------------
+# go tool pprof fetches from the daemon itself and POSTs the addresses it cannot
+# name to /debug/pprof/symbol (a 405 there made it fail); -raw must succeed
+load "$main_api" 4 &
+pids+=($!)
+out=$(cd "$tmp" && go tool pprof -raw "$main_api/debug/pprof/profile?seconds=2" 2>&1) ||
+	fail "go tool pprof -raw $main_api/debug/pprof/profile: $out"
+grep -q '^PeriodType: cpu nanoseconds' <<<"$out" || fail "go tool pprof -raw by URL: $(head -5 <<<"$out")"
+echo "go tool pprof -raw $main_api/debug/pprof/profile?seconds=2: $(grep -c ' M=' <<<"$out") locations"
+# the endpoint as net/http/pprof serves it: GET alone, then addresses by POST and
+# by GET, each named as profd names it in its own profile; junk is skipped
+[ "$(curl -fsS "$main_api/debug/pprof/symbol")" = "num_symbols: 1" ] || fail "GET /debug/pprof/symbol"
+read -r addr name < <(go tool pprof -raw -symbolize=none "$tmp/cpu.pb.gz" 2>/dev/null |
+	sed -n '/^Locations/,/^Mappings/p' | awk '$2 ~ /^0x/ && $4 ~ /^(pd_|api_)/ {print $2, $4; exit}')
+[ -n "${addr:-}" ] || fail "no profd function among the CPU profile's locations"
+sym=$(curl -fsS --data-binary "$addr+junk+0x1+$addr" "$main_api/debug/pprof/symbol") || fail "POST /debug/pprof/symbol"
+[ "$sym" = "num_symbols: 1
+$addr $name
+$addr $name" ] || fail "POST /debug/pprof/symbol $addr (want $name): $sym"
+sym=$(curl -fsS "$main_api/debug/pprof/symbol?$addr") || fail "GET /debug/pprof/symbol?$addr"
+[ "$sym" = "num_symbols: 1
+$addr $name" ] || fail "GET /debug/pprof/symbol?$addr (want $name): $sym"
+[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$main_api/debug/pprof/heap")" = 405 ] ||
+	fail "POST /debug/pprof/heap is not 405"
+echo "/debug/pprof/symbol names $addr $name"
+
 # bad durations name the parameter
 for s in 0 301 abc -5; do
 	code=$(status "$main_api/debug/pprof/profile?seconds=$s" "$tmp/bad.txt")
@@ -125,6 +153,10 @@ check_heap() {
 	load "$api" 2
 	[ "$(status "$api/debug/pprof/heap" "$tmp/heap.pb.gz")" = 200 ] || fail "heap: $(cat "$tmp/heap.pb.gz")"
 	top "$tmp/heap.pb.gz" >"$tmp/heap.top"
+	local out
+	out=$(cd "$tmp" && go tool pprof -raw "$api/debug/pprof/heap" 2>&1) ||
+		fail "go tool pprof -raw $api/debug/pprof/heap: $out"
+	grep -q '^PeriodType: space bytes' <<<"$out" || fail "go tool pprof -raw heap by URL: $(head -5 <<<"$out")"
 	grep -q '^Type: inuse_space' "$tmp/heap.top" || fail "heap: $(head -5 "$tmp/heap.top")"
 	top -sample_index=alloc_space "$tmp/heap.pb.gz" >"$tmp/heap-alloc.top"
 	grep -Eq ' (pd_|api_|sp_)[a-z_0-9]+$' "$tmp/heap-alloc.top" ||
