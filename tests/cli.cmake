@@ -21,3 +21,42 @@ set_tests_properties(cli_run_route_prefix_dots PROPERTIES PASS_REGULAR_EXPRESSIO
   "--web.route-prefix: /a/../b: the path holds a \"\\.\" or \"\\.\\.\" segment")
 set_tests_properties(cli_run_external_url_scheme cli_run_route_prefix_dots PROPERTIES
   LABELS unit TIMEOUT 30)
+
+# profd tsdb import: --help after the subcommand; a profile at a time its series
+# already holds (repeated in the input, or in the store from an earlier import)
+# is skipped and counted, not fatal and not stored twice; progress only on a
+# terminal (script(1) gives it one); the blocks it writes are logged with their
+# values as fields.
+add_test(NAME cli_tsdb_import_help COMMAND profd tsdb import --help)
+set_tests_properties(cli_tsdb_import_help PROPERTIES PASS_REGULAR_EXPRESSION
+  "import --storage.tsdb.path=DIR")
+add_test(NAME cli_tsdb_import_duplicates COMMAND sh -c [=[
+set -eu
+profd=$1 g=$2/profiles/goapp
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+"$profd" tsdb import --storage.tsdb.path="$tmp/d" --labels='heap{job="x"}' \
+  "$g/heap.pb.gz" "$g/heap-2.pb.gz" "$g/heap.pb.gz" >"$tmp/out" 2>"$tmp/err" || fail "import: $(cat "$tmp/err")"
+cat "$tmp/out"
+grep -q '^imported 2 profiles into' "$tmp/out" || fail "first import: $(cat "$tmp/out")"
+grep -q '^skipped 1 duplicate .*1 repeated in the input, 0 already in the store; the first: .*heap.pb.gz$' "$tmp/out" ||
+  fail "first import: $(cat "$tmp/out")"
+! grep -q "$(printf '\r')" "$tmp/err" || fail "progress written to a file"
+grep -Eq 'level=info component=tsdb msg="block written" ulid=[0-9A-Z]{26} mint=[0-9]+ maxt=[0-9]+ series=1$' "$tmp/err" ||
+  fail "no block written line with fields: $(cat "$tmp/err")"
+"$profd" tsdb import --storage.tsdb.path="$tmp/d" --labels='heap{job="x"}' \
+  "$g/heap.pb.gz" "$g/heap-2.pb.gz" "$g/heap-3.pb.gz" >"$tmp/out" 2>"$tmp/err" || fail "re-import: $(cat "$tmp/err")"
+cat "$tmp/out"
+grep -q '^imported 1 profile into' "$tmp/out" || fail "re-import: $(cat "$tmp/out")"
+grep -q '^skipped 2 duplicates .*0 repeated in the input, 2 already in the store' "$tmp/out" ||
+  fail "re-import: $(cat "$tmp/out")"
+# another series (more labels) at the same times is not a duplicate
+"$profd" tsdb import --storage.tsdb.path="$tmp/d" --labels='heap{job="x",instance="b"}' \
+  "$g/heap.pb.gz" >"$tmp/out" 2>"$tmp/err" || fail "another series: $(cat "$tmp/err")"
+grep -q '^imported 1 profile into' "$tmp/out" && ! grep -q skipped "$tmp/out" || fail "another series: $(cat "$tmp/out")"
+"$profd" tsdb query "$tmp/d" 'heap{job="x",instance=""}' >"$tmp/q"
+grep -q '^heap{job="x"} 3 samples' "$tmp/q" || fail "stored: $(cat "$tmp/q")"
+script -qec "'$profd' tsdb import --storage.tsdb.path='$tmp/d2' --labels='heap{job=\"x\"}' '$g/heap.pb.gz' '$g/heap-2.pb.gz'" /dev/null >"$tmp/tty"
+grep -q "$(printf '\r')profd tsdb import: appending 2/2 files" "$tmp/tty" || fail "no progress on a terminal: $(cat -v "$tmp/tty")"
+echo PASS]=] sh $<TARGET_FILE:profd> ${PD_TESTDATA})
+set_tests_properties(cli_tsdb_import_help cli_tsdb_import_duplicates PROPERTIES LABELS unit TIMEOUT 60)

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "profd/labels.h"
@@ -18,7 +20,9 @@ static void usage(FILE *f)
 		"subcommands:\n"
 		"  import --storage.tsdb.path=DIR --labels='heap{job=\"x\"}' FILE...\n"
 		"        append each profile at its time_nanos and write the result as blocks\n"
-		"        (no WAL is left behind)\n"
+		"        (no WAL is left behind); a profile whose time the series already\n"
+		"        holds (in the store, or earlier in the input) is skipped and counted;\n"
+		"        on a terminal, progress is shown on stderr\n"
 		"  check DIR\n"
 		"        read every block, chunk and WAL record and report damage (block, file,\n"
 		"        byte offset, what); changes nothing; exit status 1 when damage is found\n"
@@ -107,16 +111,102 @@ struct item {
 	uint8_t *raw;
 	size_t len;
 	int64_t t;
+	int order; /* position on the command line */
 };
 
 static int item_cmp(const void *a, const void *b)
 {
 	const struct item *x = a, *y = b;
-	return x->t < y->t ? -1 : x->t > y->t;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Progress on stderr when it is a terminal: "\r<what> n/total", at most every
+ * 100 ms, and always at the end (done). Nothing when stderr is a file or pipe. */
+struct progress {
+	int on;
+	int64_t last_ms;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void progress(struct progress *p, const char *what, int n, int total, int done)
+{
+	if (!p->on)
+		return;
+	int64_t t = now_ms();
+	if (!done && t - p->last_ms < 100)
+		return;
+	p->last_ms = t;
+	fprintf(stderr, "\rprofd tsdb import: %s %d/%d files%s", what, n, total, done ? "\n" : "");
+	fflush(stderr);
+}
+
+/* The timestamps the store holds for exactly the label set tl (not a series
+ * with more labels), ascending, into *out (malloc'd; NULL and 0 when none). */
+static int stored_times(struct pd_tsdb *db, const struct pd_tsdb_label *tl, size_t n,
+			int64_t **out, size_t *nout, struct pd_err *err)
+{
+	struct pd_tsdb_matcher *m = calloc(n ? n : 1, sizeof(*m));
+	struct pd_tsdb_result *r = NULL;
+	*out = NULL;
+	*nout = 0;
+	if (!m)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		m[i].name = tl[i].name;
+		m[i].matches = pd_tsdb_match_equal;
+		m[i].ctx = tl[i].value;
+	}
+	int rc = pd_tsdb_select(db, m, n, INT64_MIN, INT64_MAX, 0, &r, err);
+	free(m);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < r->nseries; i++) {
+		const struct pd_tsdb_series *s = &r->series[i];
+		if (s->nlabels != n)
+			continue;
+		size_t k = 0;
+		/* both sorted by name */
+		while (k < n && strcmp(s->labels[k].name, tl[k].name) == 0 &&
+		       strcmp(s->labels[k].value, tl[k].value) == 0)
+			k++;
+		if (k != n || !s->nts)
+			continue;
+		if (!(*out = malloc(s->nts * sizeof(**out)))) {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			break;
+		}
+		memcpy(*out, s->ts, s->nts * sizeof(**out));
+		*nout = s->nts;
+		break;
+	}
+	pd_tsdb_result_destroy(r);
+	return rc;
+}
+
+static int has_time(const int64_t *ts, size_t n, int64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ts[mid] < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && ts[lo] == t;
 }
 
 static int cmd_import(struct args *a)
 {
+	struct progress pr = {isatty(2), 0};
 	struct pd_err err = {0};
 	struct pd_labels *ls = NULL;
 	struct pd_tsdb *db = NULL;
@@ -142,6 +232,7 @@ static int cmd_import(struct args *a)
 		uint8_t *buf;
 		size_t len;
 		struct pd_pprof_profile *p;
+		progress(&pr, "reading", i, a->npos, 0);
 		items[i].file = a->pos[i];
 		if (pd_file_read(a->pos[i], PD_PPROF_DEFAULT_MAX_DECOMPRESSED, &buf, &len, &err) ||
 		    pd_pprof_decode(&p, buf, len, NULL, &err)) {
@@ -171,6 +262,10 @@ static int cmd_import(struct args *a)
 			items[i].len = len;
 		}
 	}
+	progress(&pr, "reading", a->npos, a->npos, 1);
+	/* stable for equal times: the first file named wins, later ones are skipped */
+	for (int i = 0; i < a->npos; i++)
+		items[i].order = i;
 	qsort(items, (size_t)a->npos, sizeof(*items), item_cmp);
 	struct pd_tsdb_opts o;
 	pd_tsdb_opts_init(&o);
@@ -188,8 +283,28 @@ static int cmd_import(struct args *a)
 		tl[i].name = pd_labels_at(ls, i)->name;
 		tl[i].value = pd_labels_at(ls, i)->value;
 	}
-	int failed = 0;
+	int64_t *have = NULL;
+	size_t nhave = 0;
+	if (stored_times(db, tl, n, &have, &nhave, &err)) {
+		fprintf(stderr, "profd tsdb import: reading what the store holds: %s\n", err.msg);
+		free(tl);
+		goto out;
+	}
+	int failed = 0, imported = 0, dup_input = 0, dup_store = 0;
+	const char *first_dup = NULL;
 	for (int i = 0; i < a->npos && !failed; i++) {
+		progress(&pr, "appending", i, a->npos, 0);
+		/* one sample per timestamp in a series: a repeat is skipped, not fatal */
+		if (i > 0 && items[i].t == items[i - 1].t) {
+			dup_input++;
+			first_dup = first_dup ? first_dup : items[i].file;
+			continue;
+		}
+		if (has_time(have, nhave, items[i].t)) {
+			dup_store++;
+			first_dup = first_dup ? first_dup : items[i].file;
+			continue;
+		}
 		struct pd_tsdb_appender *app = pd_tsdb_appender(db);
 		if (!app || pd_tsdb_append(app, tl, n, items[i].t, items[i].raw, items[i].len, &err)) {
 			fprintf(stderr, "profd tsdb import: %s: %s\n", items[i].file, err.msg);
@@ -201,7 +316,11 @@ static int cmd_import(struct args *a)
 			fprintf(stderr, "profd tsdb import: %s: %s\n", items[i].file, err.msg);
 			failed = 1;
 		}
+		imported++;
 	}
+	if (!failed)
+		progress(&pr, "appending", a->npos, a->npos, 1);
+	free(have);
 	free(tl);
 	if (!failed && pd_tsdb_flush(db, 1, &err)) {
 		fprintf(stderr, "profd tsdb import: writing blocks: %s\n", err.msg);
@@ -210,8 +329,13 @@ static int cmd_import(struct args *a)
 	if (!failed) {
 		struct pd_tsdb_stats st;
 		pd_tsdb_stats(db, &st);
-		printf("imported %d profiles into %s: %llu blocks, %llu bytes\n", a->npos, a->path,
-		       (unsigned long long)st.blocks, (unsigned long long)st.block_bytes);
+		printf("imported %d %s into %s: %llu blocks, %llu bytes\n", imported,
+		       imported == 1 ? "profile" : "profiles", a->path, (unsigned long long)st.blocks, (unsigned long long)st.block_bytes);
+		if (dup_input + dup_store)
+			printf("skipped %d %s (a profile at a time the series already has): "
+			       "%d repeated in the input, %d already in the store; the first: %s\n",
+			       dup_input + dup_store, dup_input + dup_store == 1 ? "duplicate" : "duplicates",
+			       dup_input, dup_store, first_dup);
 		rc = 0;
 	}
 out:
@@ -451,6 +575,11 @@ int pd_cmd_tsdb(int argc, char **argv)
 		return argc < 2 ? 2 : 0;
 	}
 	const char *sub = argv[1];
+	for (int i = 2; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
 	if (parse_args(argc - 2, argv + 2, &a)) {
 		free(a.pos);
 		return 2;
