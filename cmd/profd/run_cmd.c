@@ -278,10 +278,11 @@ static void log_discovery_errors(struct daemon *d)
 				continue;
 			d->sd_seen[j].refresh_ms = st[k].last_refresh_ms;
 			if (st[k].last_error)
-				pd_log_error("discovery",
-					     "refreshing targets failed, keeping the last good ones",
-					     "job=%s provider=%s err=%s", pool, st[k].name,
-					     st[k].last_error);
+				pd_log_error(
+				    "discovery",
+				    "refreshing targets failed, keeping the last good ones",
+				    "job=%s provider=%s err=%s", pool, st[k].name,
+				    st[k].last_error);
 		}
 		pd_discovery_provider_status_free(st, n);
 	}
@@ -566,13 +567,13 @@ int pd_cmd_run(int argc, char **argv)
 		pd_log_warn("tsdb", "WAL repaired", "detail=%s", st.wal_repair);
 	if (st.blocks_damaged || st.wal_damaged_records)
 		pd_log_warn("tsdb", "damage found at open; the rest is served",
-			    "blocks_set_aside=%llu damaged_dir=%s/%s wal_records_skipped=%llu "
-			    "wal_bytes_skipped=%llu",
-			    (unsigned long long)st.blocks_damaged, f.storage_path, PD_TSDB_DAMAGED_DIR,
-			    (unsigned long long)st.wal_damaged_records,
-			    (unsigned long long)st.wal_damaged_bytes);
+		            "blocks_set_aside=%llu damaged_dir=%s/%s wal_records_skipped=%llu "
+		            "wal_bytes_skipped=%llu",
+		            (unsigned long long)st.blocks_damaged, f.storage_path,
+		            PD_TSDB_DAMAGED_DIR, (unsigned long long)st.wal_damaged_records,
+		            (unsigned long long)st.wal_damaged_bytes);
 	pd_log_info("tsdb", "store opened", "path=%s blocks=%llu head_series=%llu", f.storage_path,
-		    (unsigned long long)st.blocks, (unsigned long long)st.head_series);
+	            (unsigned long long)st.blocks, (unsigned long long)st.head_series);
 	struct pd_discovery_options dopts = {.dns_server = f.dns_server};
 	if (pd_scrape_manager_create(&d.scrape, d.db, NULL, &err) ||
 	    pd_discovery_manager_create(&d.disc, on_groups, &d, &dopts, &err)) {
@@ -637,7 +638,8 @@ int pd_cmd_run(int argc, char **argv)
 			goto out;
 		}
 		if (f.ui_dir[0])
-			pd_log_info("web", "serving the web UI from a directory", "dir=%s", f.ui_dir);
+			pd_log_info("web", "serving the web UI from a directory", "dir=%s",
+			            f.ui_dir);
 	} else if (f.ui_dir[0]) {
 		pd_log_error("main", "--web.ui-dir is not usable", "err=%s", err.msg);
 		goto out;
@@ -649,10 +651,10 @@ int pd_cmd_run(int argc, char **argv)
 		goto out;
 	}
 	pd_log_info("main", "profd started", "scrape_configs=%zu config_file=%s address=%s port=%u",
-		    d.cfg->nscrape_configs, f.config_file, f.listen_address, pd_api_port(d.api));
+	            d.cfg->nscrape_configs, f.config_file, f.listen_address, pd_api_port(d.api));
 	if (strcmp(route_prefix, "/") != 0)
 		pd_log_info("main", "serving every route under the route prefix",
-			    "route_prefix=%s external_url=%s", route_prefix, external_url);
+		            "route_prefix=%s external_url=%s", route_prefix, external_url);
 
 	int64_t last_flush = mono_ms(), last_trim = mono_ms();
 	for (;;) {
@@ -673,7 +675,8 @@ int pd_cmd_run(int argc, char **argv)
 		log_discovery_errors(&d);
 		if (mono_ms() - last_flush >= 60000) {
 			if (pd_tsdb_flush(d.db, 0, &err))
-				pd_log_error("tsdb", "persisting the head failed", "err=%s", err.msg);
+				pd_log_error("tsdb", "persisting the head failed", "err=%s",
+				             err.msg);
 			last_flush = mono_ms();
 		}
 		if (mono_ms() - last_trim >= 30000) {

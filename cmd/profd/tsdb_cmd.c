@@ -14,30 +14,31 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: profd tsdb <subcommand> [flags] ...\n"
-		"\n"
-		"subcommands:\n"
-		"  import --storage.tsdb.path=DIR --labels='heap{job=\"x\"}' FILE...\n"
-		"        append each profile at its time_nanos and write the result as blocks\n"
-		"        (no WAL is left behind); a profile whose time the series already\n"
-		"        holds (in the store, or earlier in the input) is skipped and counted;\n"
-		"        on a terminal, progress is shown on stderr\n"
-		"  check DIR\n"
-		"        read every block, chunk and WAL record and report damage (block, file,\n"
-		"        byte offset, what); changes nothing; exit status 1 when damage is found\n"
-		"  analyze DIR\n"
-		"        series, samples, chunks and bytes of timestamps and of profiles, per block\n"
-		"        and in total, and label cardinalities\n"
-		"  query DIR SELECTOR [--start=T] [--end=T] [--timestamps] [--totals]\n"
-		"        series matching a PromQL selector, with their sample counts (and times;\n"
-		"        with --totals, each profile's duration and sum per sample type)\n"
-		"  dump-profile DIR SELECTOR --time=T -o OUT.pb.gz\n"
-		"        the profile of the one matching series at time T (the latest sample at\n"
-		"        or before T), as a gzip pprof file\n"
-		"\n"
-		"Times are Unix seconds (fractions allowed) or RFC 3339, as Prometheus's API\n"
-		"takes them.\n");
+	fprintf(
+	    f,
+	    "usage: profd tsdb <subcommand> [flags] ...\n"
+	    "\n"
+	    "subcommands:\n"
+	    "  import --storage.tsdb.path=DIR --labels='heap{job=\"x\"}' FILE...\n"
+	    "        append each profile at its time_nanos and write the result as blocks\n"
+	    "        (no WAL is left behind); a profile whose time the series already\n"
+	    "        holds (in the store, or earlier in the input) is skipped and counted;\n"
+	    "        on a terminal, progress is shown on stderr\n"
+	    "  check DIR\n"
+	    "        read every block, chunk and WAL record and report damage (block, file,\n"
+	    "        byte offset, what); changes nothing; exit status 1 when damage is found\n"
+	    "  analyze DIR\n"
+	    "        series, samples, chunks and bytes of timestamps and of profiles, per block\n"
+	    "        and in total, and label cardinalities\n"
+	    "  query DIR SELECTOR [--start=T] [--end=T] [--timestamps] [--totals]\n"
+	    "        series matching a PromQL selector, with their sample counts (and times;\n"
+	    "        with --totals, each profile's duration and sum per sample type)\n"
+	    "  dump-profile DIR SELECTOR --time=T -o OUT.pb.gz\n"
+	    "        the profile of the one matching series at time T (the latest sample at\n"
+	    "        or before T), as a gzip pprof file\n"
+	    "\n"
+	    "Times are Unix seconds (fractions allowed) or RFC 3339, as Prometheus's API\n"
+	    "takes them.\n");
 }
 
 struct args {
@@ -150,8 +151,8 @@ static void progress(struct progress *p, const char *what, int n, int total, int
 
 /* The timestamps the store holds for exactly the label set tl (not a series
  * with more labels), ascending, into *out (malloc'd; NULL and 0 when none). */
-static int stored_times(struct pd_tsdb *db, const struct pd_tsdb_label *tl, size_t n,
-			int64_t **out, size_t *nout, struct pd_err *err)
+static int stored_times(struct pd_tsdb *db, const struct pd_tsdb_label *tl, size_t n, int64_t **out,
+                        size_t *nout, struct pd_err *err)
 {
 	struct pd_tsdb_matcher *m = calloc(n ? n : 1, sizeof(*m));
 	struct pd_tsdb_result *r = NULL;
@@ -330,12 +331,14 @@ static int cmd_import(struct args *a)
 		struct pd_tsdb_stats st;
 		pd_tsdb_stats(db, &st);
 		printf("imported %d %s into %s: %llu blocks, %llu bytes\n", imported,
-		       imported == 1 ? "profile" : "profiles", a->path, (unsigned long long)st.blocks, (unsigned long long)st.block_bytes);
+		       imported == 1 ? "profile" : "profiles", a->path,
+		       (unsigned long long)st.blocks, (unsigned long long)st.block_bytes);
 		if (dup_input + dup_store)
 			printf("skipped %d %s (a profile at a time the series already has): "
 			       "%d repeated in the input, %d already in the store; the first: %s\n",
-			       dup_input + dup_store, dup_input + dup_store == 1 ? "duplicate" : "duplicates",
-			       dup_input, dup_store, first_dup);
+			       dup_input + dup_store,
+			       dup_input + dup_store == 1 ? "duplicate" : "duplicates", dup_input,
+			       dup_store, first_dup);
 		rc = 0;
 	}
 out:

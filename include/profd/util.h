@@ -149,14 +149,14 @@ int pd_log_enabled(int level);
  * A value's format holds printf conversions without spaces (%s, %llu, %.3f,
  * %.*s, %#x, …); a key is letters, digits, '_' and '.'. */
 void pd_log_write(int level, const char *component, const char *msg, const char *fields, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /* Log macros: the level is checked before any formatting. The fields, if any,
  * follow the message: pd_log_info("tsdb", "block written", "ulid=%s", id). */
-#define pd_log_at(lvl, comp, msg, ...)                                       \
-	do {                                                                 \
-		if (pd_log_enabled(lvl))                                     \
-			pd_log_write(lvl, comp, msg, " " __VA_ARGS__);       \
+#define pd_log_at(lvl, comp, msg, ...)                                                             \
+	do {                                                                                       \
+		if (pd_log_enabled(lvl))                                                           \
+			pd_log_write(lvl, comp, msg, " " __VA_ARGS__);                             \
 	} while (0)
 #define pd_log_error(comp, msg, ...) pd_log_at(PD_LOG_ERROR, comp, msg, __VA_ARGS__)
 #define pd_log_warn(comp, msg, ...) pd_log_at(PD_LOG_WARN, comp, msg, __VA_ARGS__)

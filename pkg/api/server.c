@@ -129,8 +129,8 @@ static const struct route routes[] = {
      api_admin_delete_series, BODY_FORM, 1, "POST, PUT"},
     {"/api/v1/admin/tsdb/clean_tombstones", M_POST | M_PUT, H_ADMIN_CLEAN_TOMBSTONES,
      api_admin_clean_tombstones, BODY_FORM, 1, "POST, PUT"},
-    {"/api/v1/admin/tsdb/snapshot", M_POST | M_PUT, H_ADMIN_SNAPSHOT, api_admin_snapshot,
-     BODY_FORM, 1, "POST, PUT"},
+    {"/api/v1/admin/tsdb/snapshot", M_POST | M_PUT, H_ADMIN_SNAPSHOT, api_admin_snapshot, BODY_FORM,
+     1, "POST, PUT"},
     {"/-/healthy", M_GET | M_HEAD, H_HEALTHY, h_healthy, BODY_NONE, 0, "GET, HEAD"},
     {"/-/ready", M_GET | M_HEAD, H_READY, h_ready, BODY_NONE, 0, "GET, HEAD"},
     {"/-/reload", M_POST | M_PUT, H_RELOAD, h_reload, BODY_NONE, 0, "POST, PUT"},
@@ -802,10 +802,11 @@ static int reap(struct pd_api_server *s)
 			enum api_close_reason why =
 			    cn->phase == PHASE_HEADERS ? CLOSE_HEADER_TIMEOUT : CLOSE_READ_TIMEOUT;
 			conn_kill(s, cn, why);
-			pd_log_debug("api", "closed a connection", "reason=%s",
-			             why == CLOSE_HEADER_TIMEOUT
-			                 ? "no complete request headers within --web.read-header-timeout"
-			                 : "no complete request body within --web.read-timeout");
+			pd_log_debug(
+			    "api", "closed a connection", "reason=%s",
+			    why == CLOSE_HEADER_TIMEOUT
+			        ? "no complete request headers within --web.read-header-timeout"
+			        : "no complete request body within --web.read-timeout");
 		} else if (cn->deadline_ns < next) {
 			next = cn->deadline_ns;
 		}
@@ -1083,9 +1084,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		r->route = r->outside ? -1 : find_route(r->path);
 		r->handler = r->route >= 0 ? routes[r->route].handler : H_OTHER;
 		int body = r->route >= 0 ? routes[r->route].body : BODY_NONE;
-		r->body_max = body == BODY_PUSH   ? s->o.max_push_body
+		r->body_max = body == BODY_PUSH                       ? s->o.max_push_body
 		              : body == BODY_FORM || body == BODY_RAW ? s->o.max_form_body
-		                                  : 0;
+		                                                      : 0;
 		pd_buf_init(&r->body, r->body_max);
 		conn_phase(s, r->cn, PHASE_BODY);
 		if (s->web) {

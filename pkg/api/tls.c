@@ -158,7 +158,8 @@ static int handshake(struct pump *p)
 	int r = plain_http(p);
 	if (r) {
 		if (r > 0)
-			pd_log_debug("api", "an HTTP request on the TLS port", "remote=%s", p->peer);
+			pd_log_debug("api", "an HTTP request on the TLS port", "remote=%s",
+			             p->peer);
 		return -1;
 	}
 	for (;;) {

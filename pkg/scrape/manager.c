@@ -444,8 +444,9 @@ static void set_status(struct target *t, int health, const char *msg, const stru
 	pthread_mutex_unlock(&t->mu);
 	/* as Prometheus, at debug level: every failure, with the target's fields */
 	if (health == PD_SCRAPE_DOWN)
-		pd_log_debug("scrape", "scrape failed", "scrape_pool=%s target=%s profile=%s err=%s",
-			     t->pool_name, t->url, t->type, msg ? msg : "");
+		pd_log_debug("scrape", "scrape failed",
+		             "scrape_pool=%s target=%s profile=%s err=%s", t->pool_name, t->url,
+		             t->type, msg ? msg : "");
 }
 
 static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)

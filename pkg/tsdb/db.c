@@ -441,8 +441,10 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		 * would otherwise grow its WAL and its start-up time without end */
 		struct pd_err ferr = {0};
 		if (pd_tsdb_flush(db, 0, &ferr))
-			pd_log_error("tsdb", "flushing the head at open failed (the store opens all the same)",
-				     "err=%s", ferr.msg);
+			pd_log_error(
+			    "tsdb",
+			    "flushing the head at open failed (the store opens all the same)",
+			    "err=%s", ferr.msg);
 	}
 	*out = db;
 	return 0;
@@ -1098,8 +1100,8 @@ static int persist_range(struct pd_tsdb *db, int64_t lo, int64_t hi, struct pd_e
 	if (rc)
 		pd_block_close(b);
 	else
-		pd_log_info("tsdb", "block written", "ulid=%s mint=%lld maxt=%lld series=%llu", ulid,
-			    (long long)lo, (long long)hi, (unsigned long long)written);
+		pd_log_info("tsdb", "block written", "ulid=%s mint=%lld maxt=%lld series=%llu",
+		            ulid, (long long)lo, (long long)hi, (unsigned long long)written);
 out:
 	free(all);
 	return rc;
@@ -1181,16 +1183,18 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 		/* the head keeps what did not reach a block, the WAL what was not
 		 * checkpointed: nothing is lost, and the next flush tries again */
 		__atomic_fetch_add(&db->head_cut_failures, 1, __ATOMIC_RELAXED);
-		pd_log_error("tsdb", "persisting the head as a block failed (the head and the WAL keep "
-			     "its samples; retried at the next flush)",
-			     "err=%s", err ? err->msg : "");
+		pd_log_error("tsdb",
+		             "persisting the head as a block failed (the head and the WAL keep "
+		             "its samples; retried at the next flush)",
+		             "err=%s", err ? err->msg : "");
 	}
 	if (!rc && (rc = compact(db, err))) {
 		/* the blocks being merged stay as they are */
 		__atomic_fetch_add(&db->compaction_failures, 1, __ATOMIC_RELAXED);
-		pd_log_error("tsdb", "compaction failed (the blocks it would merge stay as they are; "
-			     "retried at the next flush)",
-			     "err=%s", err ? err->msg : "");
+		pd_log_error("tsdb",
+		             "compaction failed (the blocks it would merge stay as they are; "
+		             "retried at the next flush)",
+		             "err=%s", err ? err->msg : "");
 	}
 	if (!rc)
 		rc = apply_retention(db, err);
@@ -1393,9 +1397,9 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 	else
 		rc = pd_block_writer_finish(w, ulid, err);
 	if (!rc && ulid[0])
-		pd_log_info("tsdb", "blocks compacted", "ulid=%s sources=%zu mint=%lld maxt=%lld", ulid,
-			    n, (long long)pd_block_meta(bs[0])->mint,
-			    (long long)pd_block_meta(bs[n - 1])->maxt);
+		pd_log_info("tsdb", "blocks compacted", "ulid=%s sources=%zu mint=%lld maxt=%lld",
+		            ulid, n, (long long)pd_block_meta(bs[0])->mint,
+		            (long long)pd_block_meta(bs[n - 1])->maxt);
 out:
 	for (size_t i = 0; i < n; i++) {
 		free(cur[i].refs);

@@ -295,8 +295,8 @@ void tsdb_chunk_damaged(struct pd_tsdb *db, const struct source *src, const char
 {
 	__atomic_fetch_add(&db->chunks_damaged, 1, __ATOMIC_RELAXED);
 	pd_log_warn("tsdb", what, "source=%s err=%s",
-		    src->ops == &block_reader_ops ? pd_block_dir(src->r) : "head",
-		    err ? err->msg : "a chunk is damaged");
+	            src->ops == &block_reader_ops ? pd_block_dir(src->r) : "head",
+	            err ? err->msg : "a chunk is damaged");
 }
 
 /* Adds the timestamps in [mint, maxt] of one series of one source. A damaged

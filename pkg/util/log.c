@@ -74,8 +74,7 @@ static void put_logfmt_value(FILE *f, const char *s)
 
 /* Appends to out (at *n of size) one printf conversion spec (spec[0..len), '%'
  * included), taking its argument(s) from *ap by the conversion's type. */
-static void format_one(char *out, size_t *n, size_t size, const char *spec, size_t len,
-		       va_list *ap)
+static void format_one(char *out, size_t *n, size_t size, const char *spec, size_t len, va_list *ap)
 {
 	char f[32];
 	if (len >= sizeof(f))
@@ -96,12 +95,12 @@ static void format_one(char *out, size_t *n, size_t size, const char *spec, size
 	size_t ml = (size_t)(f + len - 1 - m);
 	char tmp[1024];
 	int r = 0;
-#define FMT1(T)                                                                     \
-	do {                                                                        \
-		T v = va_arg(*ap, T);                                               \
-		r = stars == 2   ? snprintf(tmp, sizeof(tmp), f, sv[0], sv[1], v)   \
-		    : stars == 1 ? snprintf(tmp, sizeof(tmp), f, sv[0], v)          \
-				 : snprintf(tmp, sizeof(tmp), f, v);                \
+#define FMT1(T)                                                                                    \
+	do {                                                                                       \
+		T v = va_arg(*ap, T);                                                              \
+		r = stars == 2   ? snprintf(tmp, sizeof(tmp), f, sv[0], sv[1], v)                  \
+		    : stars == 1 ? snprintf(tmp, sizeof(tmp), f, sv[0], v)                         \
+		                 : snprintf(tmp, sizeof(tmp), f, v);                               \
 	} while (0)
 	if (strchr("di", conv)) {
 		if (ml == 2 && m[0] == 'l')

@@ -1183,18 +1183,18 @@ static void test_commit_during_flush(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_append_select_read),
-		cmocka_unit_test(test_select_equality),
-		cmocka_unit_test(test_restart_replays_wal),
-		cmocka_unit_test(test_read_only_leaves_wal),
-		cmocka_unit_test(test_read_only_wal_size),
-		cmocka_unit_test(test_flush_compact_retention),
-		cmocka_unit_test(test_concurrency),
-		cmocka_unit_test(test_crash_safety),
-		cmocka_unit_test(test_group_commit),
-		cmocka_unit_test(test_same_series_concurrent),
-		cmocka_unit_test(test_group_commit_failure),
-		cmocka_unit_test(test_commit_during_flush),
+	    cmocka_unit_test(test_append_select_read),
+	    cmocka_unit_test(test_select_equality),
+	    cmocka_unit_test(test_restart_replays_wal),
+	    cmocka_unit_test(test_read_only_leaves_wal),
+	    cmocka_unit_test(test_read_only_wal_size),
+	    cmocka_unit_test(test_flush_compact_retention),
+	    cmocka_unit_test(test_concurrency),
+	    cmocka_unit_test(test_crash_safety),
+	    cmocka_unit_test(test_group_commit),
+	    cmocka_unit_test(test_same_series_concurrent),
+	    cmocka_unit_test(test_group_commit_failure),
+	    cmocka_unit_test(test_commit_during_flush),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -349,8 +349,8 @@ static const char *logged(int json, void (*call)(void))
 static void log_scrape_failed(void)
 {
 	pd_log_debug("scrape", "scrape failed", "scrape_pool=%s target=%s err=%s took=%.3fs n=%zu",
-		     "api", "http://10.0.0.7:8080/debug/pprof/heap",
-		     "Get \"http://10.0.0.7:8080\": connection refused", 1.5, (size_t)42);
+	             "api", "http://10.0.0.7:8080/debug/pprof/heap",
+	             "Get \"http://10.0.0.7:8080\": connection refused", 1.5, (size_t)42);
 }
 
 static void log_plain(void)
@@ -360,8 +360,9 @@ static void log_plain(void)
 
 static void log_kinds(void)
 {
-	pd_log_warn("tsdb", "block written", "ulid=%.*s mint=%lld maxt=%llu id=%#x pct=%d%% empty=%s",
-		    3, "01JXYZ", -5LL, 7ULL, 255u, 9, "");
+	pd_log_warn("tsdb", "block written",
+	            "ulid=%.*s mint=%lld maxt=%llu id=%#x pct=%d%% empty=%s", 3, "01JXYZ", -5LL,
+	            7ULL, 255u, 9, "");
 }
 
 /* Values go into key=value fields, never into msg; logfmt quotes a value only
@@ -370,16 +371,17 @@ static void test_log_fields(void **state)
 {
 	const char *s = logged(0, log_scrape_failed);
 	assert_non_null(strstr(s, " level=debug component=scrape msg=\"scrape failed\" "
-				  "scrape_pool=api target=http://10.0.0.7:8080/debug/pprof/heap "
-				  "err=\"Get \\\"http://10.0.0.7:8080\\\": connection refused\" "
-				  "took=1.500s n=42\n"));
+	                          "scrape_pool=api target=http://10.0.0.7:8080/debug/pprof/heap "
+	                          "err=\"Get \\\"http://10.0.0.7:8080\\\": connection refused\" "
+	                          "took=1.500s n=42\n"));
 	assert_true(strncmp(s, "ts=", 3) == 0);
 	s = logged(1, log_scrape_failed);
-	assert_non_null(strstr(s, "\"level\":\"debug\",\"component\":\"scrape\","
-				  "\"msg\":\"scrape failed\",\"scrape_pool\":\"api\","
-				  "\"target\":\"http://10.0.0.7:8080/debug/pprof/heap\","
-				  "\"err\":\"Get \\\"http://10.0.0.7:8080\\\": connection refused\","
-				  "\"took\":\"1.500s\",\"n\":\"42\"}\n"));
+	assert_non_null(strstr(s,
+	                       "\"level\":\"debug\",\"component\":\"scrape\","
+	                       "\"msg\":\"scrape failed\",\"scrape_pool\":\"api\","
+	                       "\"target\":\"http://10.0.0.7:8080/debug/pprof/heap\","
+	                       "\"err\":\"Get \\\"http://10.0.0.7:8080\\\": connection refused\","
+	                       "\"took\":\"1.500s\",\"n\":\"42\"}\n"));
 	assert_true(strncmp(s, "{\"ts\":", 6) == 0);
 	s = logged(0, log_plain);
 	assert_non_null(strstr(s, " level=info component=main msg=\"stopped\"\n"));
@@ -387,18 +389,24 @@ static void test_log_fields(void **state)
 	assert_non_null(strstr(s, "\"component\":\"main\",\"msg\":\"stopped\"}\n"));
 	s = logged(0, log_kinds);
 	assert_non_null(strstr(s, "msg=\"block written\" ulid=01J mint=-5 maxt=7 id=0xff pct=9% "
-				  "empty=\"\"\n"));
+	                          "empty=\"\"\n"));
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_err),        cmocka_unit_test(test_arena),
-		cmocka_unit_test(test_buf),        cmocka_unit_test(test_json_string),
-		cmocka_unit_test(test_gzip_roundtrip), cmocka_unit_test(test_gzip_bomb),
-		cmocka_unit_test(test_file),       cmocka_unit_test(test_u64map),
-		cmocka_unit_test(test_hash),       cmocka_unit_test(test_arena_reuse),
-		cmocka_unit_test(test_gzip_reuse), cmocka_unit_test(test_log_fields),
+	    cmocka_unit_test(test_err),
+	    cmocka_unit_test(test_arena),
+	    cmocka_unit_test(test_buf),
+	    cmocka_unit_test(test_json_string),
+	    cmocka_unit_test(test_gzip_roundtrip),
+	    cmocka_unit_test(test_gzip_bomb),
+	    cmocka_unit_test(test_file),
+	    cmocka_unit_test(test_u64map),
+	    cmocka_unit_test(test_hash),
+	    cmocka_unit_test(test_arena_reuse),
+	    cmocka_unit_test(test_gzip_reuse),
+	    cmocka_unit_test(test_log_fields),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -257,7 +257,8 @@ static void test_routes_match_app(void **state)
 		while (k < nc && strcmp(js[i], c[k]) != 0)
 			k++;
 		if (k == nc)
-			fail_msg("web/js/app.js routes %s; pkg/webui/webui.c's ui_routes does not", js[i]);
+			fail_msg("web/js/app.js routes %s; pkg/webui/webui.c's ui_routes does not",
+			         js[i]);
 	}
 	struct pd_webui *emb = NULL, *disk = NULL;
 	struct pd_err err = {0};
@@ -343,7 +344,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_dir),     cmocka_unit_test(test_dir_symlinks),
 	    cmocka_unit_test(test_bad_dir), cmocka_unit_test(test_embedded_equals_source),
-	    cmocka_unit_test(test_links), cmocka_unit_test(test_routes_match_app),
+	    cmocka_unit_test(test_links),   cmocka_unit_test(test_routes_match_app),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
