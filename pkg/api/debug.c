@@ -160,12 +160,13 @@ static void symbol(struct api_req *r, struct api_resp *w)
 	size_t inlen = r->is_post ? r->body.len : (r->raw_query ? strlen(r->raw_query) : 0);
 	if (!in || !inlen)
 		return;
-	uintptr_t *pcs = malloc(sizeof(*pcs) * (inlen / 2 + 1));
+	size_t cap = inlen / 2 + 1 < SYMBOL_MAX_ADDRS ? inlen / 2 + 1 : SYMBOL_MAX_ADDRS;
+	uintptr_t *pcs = malloc(sizeof(*pcs) * cap);
 	const char **names = NULL;
 	size_t n = 0;
 	if (!pcs)
 		goto oom;
-	for (size_t i = 0; i < inlen && n < SYMBOL_MAX_ADDRS;) {
+	for (size_t i = 0; i < inlen && n < cap;) {
 		size_t j = i;
 		while (j < inlen && in[j] != '+')
 			j++;
