@@ -91,7 +91,7 @@ rc=0
 "$profd" run --config.file=profd.yml --storage.tsdb.path=data-bad --web.listen-address=127.0.0.1:0 \
 	--web.config.file=bad-web.yml >bad.log 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "a web configuration naming a missing key file: exit $rc, want 1"
-grep -q 'web.config.file: failed to read key_file (.*tls/nope.key)' bad.log ||
+grep -q 'msg="--web.config.file is not usable" err="failed to read key_file (.*tls/nope.key)' bad.log ||
 	fail "the start-up error does not name the field and file: $(cat bad.log)"
 printf 'basic_auth_users:\n  alice: nothash\n' >bad-web.yml
 rc=0
