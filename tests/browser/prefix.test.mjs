@@ -187,8 +187,10 @@ test('pages, history and deep links keep the prefix', async () => {
   await timelineReady(p2);
   await shot('05-deep-link', p2);
   // a path that is no page of the UI is the server's 404, as Prometheus answers
-  // one, under the prefix too (only the router's pages get the UI)
-  const nowhere = await p2.goto(HOME + 'nowhere');
+  // one, under the prefix too (only the router's pages get the UI). Asked without
+  // opening it: a page that is not the UI's would make the browser ask for
+  // /favicon.ico, outside the prefix.
+  const nowhere = await p2.request.get(HOME + 'nowhere');
   assert.equal(nowhere.status(), 404);
   assert.equal((await nowhere.text()).trim(), '404 page not found');
   await p2.close();
