@@ -121,6 +121,10 @@ struct pd_discovery_kubernetes_config {
 int pd_discovery_kubernetes_validate(const struct pd_discovery_kubernetes_config *c,
                                      struct pd_err *err);
 
+/* The role named s (exactly, lower case, as Prometheus compares), or -1 when s
+ * (or NULL) names none. */
+int pd_discovery_k8s_role_parse(const char *s);
+
 /* The type named s, compared case-insensitively as Prometheus does; -1 when s
  * names none. NULL is SRV. */
 int pd_discovery_dns_type_parse(const char *s);

@@ -1,7 +1,7 @@
 /* parse.c: the configuration schema: `global` and `scrape_configs` as Prometheus's
  * config package defines them (fields, defaults, inheritance, validation and its
  * messages), the HTTP client settings of prometheus/common, static / file / http
- * service discovery, dns_sd_configs, relabel_configs, and conprof's per-job profiling_config with
+ * service discovery, dns_sd_configs, kubernetes_sd_configs, relabel_configs, and conprof's per-job profiling_config with
  * its seven default profile types. Fields Prometheus knows but profd does not use
  * are accepted with a warning; fields that would change what is scraped and that
  * profd cannot honour (oauth2, other service discoveries, ...) are errors. */
@@ -716,6 +716,155 @@ static int parse_dns_sd_configs(struct cfg_ctx *c, yaml_node_t *n, struct pd_scr
 	return 0;
 }
 
+/* kubernetes.SDConfig: role, api_server, kubeconfig_file, namespaces, selectors,
+ * attach_metadata and the inlined HTTP client settings, with Prometheus's checks
+ * (UnmarshalYAML) reported at the entry and an unknown role at its value. */
+static int parse_k8s_selectors(struct cfg_ctx *c, yaml_node_t *n,
+                               struct pd_discovery_kubernetes_config *k)
+{
+	yaml_node_t **items;
+	size_t cnt;
+	int rc = cy_seq(c, n, "[]kubernetes.SelectorConfig", &items, &cnt);
+	if (rc || cnt == 0)
+		return rc;
+	struct pd_discovery_k8s_selector *sel = cy_alloc(c, cnt, sizeof(*sel));
+	if (!sel)
+		return PD_ENOMEM;
+	for (size_t i = 0; i < cnt; i++) {
+		struct cy_map m;
+		if ((rc = cy_map(c, items[i], "kubernetes.SelectorConfig", 1, &m)))
+			return rc;
+		sel[i].role = "";
+		for (size_t j = 0; j < m.n && rc == 0; j++) {
+			struct cy_entry *f = &m.e[j];
+			if (is(f, "role")) {
+				rc = cy_str(c, f->val, &sel[i].role);
+				if (!rc && pd_discovery_k8s_role_parse(sel[i].role) < 0)
+					rc = cy_err(c, f->val, "unknown Kubernetes SD role %s",
+					            cy_quote(c, sel[i].role));
+			} else if (is(f, "label"))
+				rc = cy_str(c, f->val, &sel[i].label);
+			else if (is(f, "field"))
+				rc = cy_str(c, f->val, &sel[i].field);
+			else
+				rc = cy_unknown(c, f, "kubernetes.SelectorConfig");
+		}
+		if (rc)
+			return rc;
+		if (!*sel[i].role)
+			return cy_err(c, items[i], "unknown Kubernetes SD role \"\"");
+	}
+	k->selectors = sel;
+	k->nselectors = cnt;
+	return 0;
+}
+
+static int parse_k8s_namespaces(struct cfg_ctx *c, yaml_node_t *n,
+                                struct pd_discovery_kubernetes_config *k)
+{
+	struct cy_map m;
+	int rc;
+	if (cy_is_null(n))
+		return 0;
+	if ((rc = cy_map(c, n, "kubernetes.NamespaceDiscovery", 1, &m)))
+		return rc;
+	for (size_t j = 0; j < m.n && rc == 0; j++) {
+		struct cy_entry *f = &m.e[j];
+		if (is(f, "own_namespace"))
+			rc = cy_bool(c, f->val, &k->own_namespace);
+		else if (is(f, "names"))
+			rc = cy_strlist(c, f->val, &k->namespaces, &k->nnamespaces);
+		else
+			rc = cy_unknown(c, f, "kubernetes.NamespaceDiscovery");
+	}
+	return rc;
+}
+
+static int parse_k8s_attach(struct cfg_ctx *c, yaml_node_t *n,
+                            struct pd_discovery_kubernetes_config *k)
+{
+	struct cy_map m;
+	int rc;
+	if (cy_is_null(n))
+		return 0;
+	if ((rc = cy_map(c, n, "kubernetes.AttachMetadataConfig", 1, &m)))
+		return rc;
+	for (size_t j = 0; j < m.n && rc == 0; j++) {
+		struct cy_entry *f = &m.e[j];
+		if (is(f, "node"))
+			rc = cy_bool(c, f->val, &k->attach_node);
+		else if (is(f, "namespace"))
+			rc = cy_bool(c, f->val, &k->attach_namespace);
+		else
+			rc = cy_unknown(c, f, "kubernetes.AttachMetadataConfig");
+	}
+	return rc;
+}
+
+static int parse_kubernetes_sd_configs(struct cfg_ctx *c, yaml_node_t *n,
+                                       struct pd_scrape_config *sc)
+{
+	yaml_node_t **items;
+	size_t cnt;
+	int rc = cy_seq(c, n, "[]*kubernetes.SDConfig", &items, &cnt);
+	if (rc || cnt == 0)
+		return rc;
+	sc->kubernetes_sd_configs = cy_alloc(c, cnt, sizeof(*sc->kubernetes_sd_configs));
+	if (!sc->kubernetes_sd_configs)
+		return PD_ENOMEM;
+	for (size_t i = 0; i < cnt; i++) {
+		struct pd_discovery_kubernetes_config *k =
+		    &sc->kubernetes_sd_configs[sc->nkubernetes_sd_configs++];
+		struct pd_err e = {0};
+		struct http_src h;
+		struct cy_map m;
+		http_src_init(&h, items[i]);
+		k->role = "";
+		if ((rc = cy_map(c, items[i], "kubernetes.SDConfig", 1, &m)))
+			return rc;
+		for (size_t j = 0; j < m.n && rc == 0; j++) {
+			struct cy_entry *f = &m.e[j];
+			if (is(f, "role")) {
+				rc = cy_str(c, f->val, &k->role);
+				if (!rc && *k->role && pd_discovery_k8s_role_parse(k->role) < 0)
+					rc = cy_err(c, f->val, "unknown Kubernetes SD role %s",
+					            cy_quote(c, k->role));
+			} else if (is(f, "api_server")) {
+				rc = cy_str(c, f->val, &k->api_server);
+			} else if (is(f, "kubeconfig_file")) {
+				rc = cy_str(c, f->val, &k->kubeconfig_file);
+			} else if (is(f, "namespaces")) {
+				rc = parse_k8s_namespaces(c, f->val, k);
+			} else if (is(f, "selectors")) {
+				rc = parse_k8s_selectors(c, f->val, k);
+			} else if (is(f, "attach_metadata")) {
+				rc = parse_k8s_attach(c, f->val, k);
+			} else if ((rc = http_field(c, f, &h)) != 0) {
+				rc = rc > 0 ? 0 : rc;
+			} else {
+				rc = cy_unknown(c, f, "kubernetes.SDConfig");
+			}
+		}
+		if (rc)
+			return rc;
+		if (k->api_server && !*k->api_server)
+			k->api_server = NULL;
+		if (k->kubeconfig_file && !*k->kubeconfig_file)
+			k->kubeconfig_file = NULL;
+		else if (k->kubeconfig_file && !(k->kubeconfig_file = cy_path(c, k->kubeconfig_file)))
+			return PD_ENOMEM;
+		struct pd_http_client_config *client = cy_alloc(c, 1, sizeof(*client));
+		if (!client)
+			return PD_ENOMEM;
+		if ((rc = http_finish(c, &h, client)))
+			return rc;
+		k->client = client;
+		if (pd_discovery_kubernetes_validate(k, &e))
+			return cy_err(c, items[i], "%s", e.msg);
+	}
+	return 0;
+}
+
 /* ---- relabel_configs ------------------------------------------------------ */
 
 static int parse_relabel_configs(struct cfg_ctx *c, yaml_node_t *n, struct pd_scrape_config *sc,
@@ -1032,6 +1181,8 @@ static int parse_scrape(struct cfg_ctx *c, yaml_node_t *n, struct pd_scrape_conf
 			rc = parse_http_sd_configs(c, e->val, sc);
 		} else if (is(e, "dns_sd_configs")) {
 			rc = parse_dns_sd_configs(c, e->val, sc);
+		} else if (is(e, "kubernetes_sd_configs")) {
+			rc = parse_kubernetes_sd_configs(c, e->val, sc);
 		} else if (is(e, "relabel_configs")) {
 			rc = parse_relabel_configs(c, e->val, sc, js);
 		} else if (is(e, "profiling_config")) {
@@ -1043,7 +1194,7 @@ static int parse_scrape(struct cfg_ctx *c, yaml_node_t *n, struct pd_scrape_conf
 			rc = cy_err(c, e->key,
 			            "%s is not supported by profd (service discovery: "
 			            "static_configs, file_sd_configs, http_sd_configs, "
-			            "dns_sd_configs)",
+			            "dns_sd_configs, kubernetes_sd_configs)",
 			            e->name);
 		} else if (listed(e->name, ignored_scrape)) {
 			rc = ignored(c, e);

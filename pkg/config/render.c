@@ -344,6 +344,49 @@ static void scrape_config(struct em *m, const struct pd_scrape_config *sc)
 		}
 		seq_end(m);
 	}
+	if (sc->nkubernetes_sd_configs) {
+		raw(m, "kubernetes_sd_configs");
+		seq_start(m, 0);
+		for (size_t i = 0; i < sc->nkubernetes_sd_configs; i++) {
+			const struct pd_discovery_kubernetes_config *k = &sc->kubernetes_sd_configs[i];
+			map_start(m);
+			if (k->api_server)
+				redacted_url(m, "api_server", k->api_server);
+			kv(m, "role", k->role);
+			kv(m, "kubeconfig_file", k->kubeconfig_file ? k->kubeconfig_file : "");
+			if (k->client)
+				http_client(m, k->client);
+			raw(m, "namespaces");
+			map_start(m);
+			kbool(m, "own_namespace", k->own_namespace);
+			if (k->nnamespaces) {
+				raw(m, "names");
+				strseq(m, k->namespaces, k->nnamespaces, 0);
+			}
+			map_end(m);
+			if (k->nselectors) {
+				raw(m, "selectors");
+				seq_start(m, 0);
+				for (size_t j = 0; j < k->nselectors; j++) {
+					map_start(m);
+					kv(m, "role", k->selectors[j].role);
+					if (k->selectors[j].label && *k->selectors[j].label)
+						kv(m, "label", k->selectors[j].label);
+					if (k->selectors[j].field && *k->selectors[j].field)
+						kv(m, "field", k->selectors[j].field);
+					map_end(m);
+				}
+				seq_end(m);
+			}
+			raw(m, "attach_metadata");
+			map_start(m);
+			kbool(m, "node", k->attach_node);
+			kbool(m, "namespace", k->attach_namespace);
+			map_end(m);
+			map_end(m);
+		}
+		seq_end(m);
+	}
 	if (sc->nrelabel_configs) {
 		raw(m, "relabel_configs");
 		seq_start(m, 0);

@@ -980,6 +980,57 @@ static void test_dns_sd(void **state)
 	pd_config_destroy(cfg);
 }
 
+/* kubernetes_sd_configs: Prometheus's examples and every field, the kubeconfig path
+ * made absolute, and the rendering /api/v1/status/config shows. */
+static void test_kubernetes_sd(void **state)
+{
+	(void)state;
+	struct pd_config *cfg = load_ok(GOOD "/kubernetes_sd.yml");
+	const struct pd_scrape_config *sc = pd_config_job(cfg, "kubernetes-apiservers");
+	assert_non_null(sc);
+	assert_int_equal(sc->nkubernetes_sd_configs, 1);
+	assert_string_equal(sc->kubernetes_sd_configs[0].role, "endpoints");
+	assert_null(sc->kubernetes_sd_configs[0].api_server);
+	assert_null(sc->kubernetes_sd_configs[0].kubeconfig_file);
+	sc = pd_config_job(cfg, "service-kubernetes");
+	const struct pd_discovery_kubernetes_config *k = &sc->kubernetes_sd_configs[0];
+	assert_string_equal(k->api_server, "https://localhost:1234");
+	assert_string_equal(k->client->basic_auth_username, "myusername");
+	assert_non_null(strstr(k->client->tls_cert_file, "valid_cert_file"));
+	sc = pd_config_job(cfg, "kubernetes-pods");
+	k = &sc->kubernetes_sd_configs[0];
+	assert_int_equal(pd_discovery_k8s_role_parse(k->role), PD_DISCOVERY_K8S_POD);
+	assert_true(k->own_namespace);
+	assert_int_equal(k->nnamespaces, 1);
+	assert_string_equal(k->namespaces[0], "monitoring");
+	assert_int_equal(k->nselectors, 1);
+	assert_string_equal(k->selectors[0].label, "app in (api, web),tier!=cache,!canary");
+	assert_string_equal(k->selectors[0].field, "spec.nodeName=worker-1,status.phase!=Failed");
+	assert_true(k->attach_node);
+	assert_true(k->attach_namespace);
+	sc = pd_config_job(cfg, "kubernetes-endpointslices");
+	assert_int_equal(sc->nkubernetes_sd_configs, 4);
+	k = &sc->kubernetes_sd_configs[0];
+	assert_int_equal(k->nselectors, 3);
+	assert_string_equal(k->kubeconfig_file, PD_TESTDATA "/config/good/kube/config");
+	assert_int_equal(sc->kubernetes_sd_configs[1].client->follow_redirects, 0);
+	char *y = render(cfg);
+	assert_non_null(strstr(y, "  kubernetes_sd_configs:\n"
+	                          "  - role: pod\n"
+	                          "    kubeconfig_file: \"\"\n"));
+	assert_non_null(strstr(y, "    namespaces:\n"
+	                          "      own_namespace: true\n"
+	                          "      names:\n"
+	                          "      - monitoring\n"
+	                          "    selectors:\n"
+	                          "    - role: pod\n"));
+	assert_non_null(strstr(y, "    attach_metadata:\n"
+	                          "      node: true\n"
+	                          "      namespace: true\n"));
+	free(y);
+	pd_config_destroy(cfg);
+}
+
 /* ---- testdata/config/bad -------------------------------------------------- */
 
 static void test_bad_files(void **state)
@@ -1201,6 +1252,7 @@ int main(void)
 	    cmocka_unit_test(test_render_quoting),
 	    cmocka_unit_test(test_render_roundtrip_all_good),
 	    cmocka_unit_test(test_dns_sd),
+	    cmocka_unit_test(test_kubernetes_sd),
 	    cmocka_unit_test(test_bad_files),
 	    cmocka_unit_test(test_load_errors),
 	    cmocka_unit_test(test_web_config),
