@@ -252,6 +252,10 @@ struct pd_discovery_options {
 	 * query goes to this server instead of those of /etc/resolv.conf (whose search
 	 * domains and ndots still apply). NULL or "": /etc/resolv.conf, as Prometheus. */
 	const char *dns_server;
+	/* kubernetes_sd's in-cluster service account directory (token, ca.crt,
+	 * namespace); NULL or "": /var/run/secrets/kubernetes.io/serviceaccount. For
+	 * tests, which cannot write there. */
+	const char *k8s_serviceaccount_dir;
 };
 
 /* What a provider did last, for the targets page. A provider is one static_configs
@@ -282,6 +286,12 @@ struct pd_discovery_stats {
 	uint64_t dns_lookups;      /* one per name per refresh: prometheus_sd_dns_lookups_total */
 	uint64_t dns_lookup_failures; /* prometheus_sd_dns_lookup_failures_total */
 	uint64_t refreshes;           /* completed provider refreshes, failed ones too */
+	/* kubernetes_sd: events per kind (node, service, pod, endpoints, endpointslice,
+	 * ingress, namespace, as enum pd_discovery_k8s_role then namespace) and type
+	 * (add, update, delete): prometheus_sd_kubernetes_events_total{role,event}; objects
+	 * a list brings count as added, changed or (gone) deleted */
+	uint64_t k8s_events[7][3];
+	uint64_t k8s_failures; /* failed lists and watches: prometheus_sd_kubernetes_failures_total */
 };
 
 struct pd_discovery_manager;

@@ -87,7 +87,9 @@ int pd_sd_groups_set_label(struct pd_target_group *g, size_t n, const char *name
 
 /* ---- providers ---------------------------------------------------------------- */
 
-enum pd_sd_provider_kind { PD_SD_STATIC, PD_SD_FILE, PD_SD_HTTP, PD_SD_DNS };
+enum pd_sd_provider_kind { PD_SD_STATIC, PD_SD_FILE, PD_SD_HTTP, PD_SD_DNS, PD_SD_K8S };
+
+struct pd_sd_k8s; /* k8s.c */
 
 /* One file matched by a file_sd provider's patterns. */
 struct pd_sd_file_state {
@@ -159,6 +161,10 @@ struct pd_sd_provider {
 	ares_channel channel;       /* the refresh in flight, or NULL */
 	size_t pending;             /* its lookups not yet answered */
 	int64_t deadline;           /* monotonic ms when it is cut off */
+
+	/* kubernetes_sd: its watches and object stores (k8s.c); groups are a view of
+	 * its objects' groups */
+	struct pd_sd_k8s *k8s;
 };
 
 /* One name of a dns_sd provider. */
@@ -179,6 +185,8 @@ struct pd_sd_counters {
 	uint64_t refreshes;
 	uint64_t dns_lookups;
 	uint64_t dns_lookup_failures;
+	uint64_t k8s_events[7][3]; /* per pd_k8s_kind: add, update, delete */
+	uint64_t k8s_failures;     /* failed lists and watches (and setups) */
 };
 
 /* Checks a configuration with Prometheus's messages. */
@@ -224,6 +232,23 @@ size_t pd_sd_dns_wait(struct pd_sd_provider *p, struct curl_waitfd *w, int64_t n
 int pd_sd_dns_server_norm(const char *server, char *out, size_t cap, struct pd_err *err);
 /* Frees the dns_sd parts of a provider (cancelling a refresh in flight). */
 void pd_sd_dns_free(struct pd_sd_provider *p);
+
+/* Manager thread: kubernetes_sd (k8s.c). init fills a zeroed provider (sa_dir: the
+ * service account directory, NULL for the standard one); step sets the client and
+ * watches up on its first call and starts the requests that are due, returning
+ * when it next has something to do (INT64_MAX: nothing until a transfer ends);
+ * done handles a finished transfer of the provider (0 when easy is not one of
+ * its); flush rebuilds the groups events have touched (after curl_multi_perform
+ * has run the watch streams' callbacks); free takes its transfers off multi. */
+int pd_sd_k8s_key(struct pd_buf *b, const struct pd_discovery_kubernetes_config *c);
+int pd_sd_k8s_init(struct pd_sd_provider *p, const struct pd_discovery_kubernetes_config *c,
+                   const char *sa_dir);
+int64_t pd_sd_k8s_step(struct pd_sd_provider *p, CURLM *multi, int64_t now,
+                       struct pd_sd_counters *c);
+int pd_sd_k8s_done(struct pd_sd_provider *p, CURLM *multi, CURL *easy, CURLcode rc,
+                   struct pd_sd_counters *c);
+void pd_sd_k8s_flush(struct pd_sd_provider *p, struct pd_sd_counters *c);
+void pd_sd_k8s_free(struct pd_sd_provider *p, CURLM *multi);
 
 /* Replaces an owning provider's groups (takes ownership of g), noting whether they
  * changed. */

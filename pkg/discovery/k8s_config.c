@@ -253,6 +253,9 @@ int pd_discovery_kubernetes_validate(const struct pd_discovery_kubernetes_config
 		return pd_err_set(err, PD_EINVAL,
 		                  "api_server %s: the URL must start with http:// or https://",
 		                  c->api_server);
+	if (c->client && c->client->tls_server_name && *c->client->tls_server_name)
+		return pd_err_set(err, PD_EINVAL,
+		                  "tls_config.server_name is not supported for kubernetes_sd_configs");
 	for (size_t i = 0; i < c->nnamespaces; i++)
 		if (!c->namespaces[i] || !*c->namespaces[i])
 			return pd_err_set(err, PD_EINVAL, "namespaces.names[%zu] is empty", i);

@@ -35,4 +35,126 @@ int pd_k8s_custom_client(const struct pd_http_client_config *h);
 int pd_k8s_label_selector_check(const char *sel, struct pd_err *err);
 int pd_k8s_field_selector_check(const char *sel, struct pd_err *err);
 
+/* A kubeconfig file may be at most this long. */
+#define PD_K8S_MAX_KUBECONFIG (4u << 20)
+
+/* ---- the API client (k8s_client.c) --------------------------------------------- */
+
+struct pd_k8s_blob {
+	uint8_t *data;
+	size_t len;
+};
+
+/* Where requests go and how they authenticate. Every string is owned (NULL: not
+ * set). */
+struct pd_k8s_client {
+	char *server;     /* "https://host:port[/prefix]" without a trailing slash */
+	char *auth_type;  /* "Bearer" or authorization.type; set with token or token_file */
+	char *token;      /* credentials, or */
+	char *token_file; /* read on every request, so that a rotated token is used */
+	char *basic_user, *basic_pass, *basic_pass_file;
+	char *ca_file, *cert_file, *key_file;
+	struct pd_k8s_blob ca, cert, key; /* kubeconfig's *-data fields, decoded (PEM) */
+	int insecure;
+	char *proxy;
+	int follow;
+	char *namespace; /* the kubeconfig context's namespace, for messages */
+};
+
+/* From api_server and the HTTP client settings (h may be NULL). Fills a zeroed c,
+ * owned by the caller (pd_k8s_client_fini). */
+int pd_k8s_client_from_config(struct pd_k8s_client *c, const char *api_server,
+                              const struct pd_http_client_config *h, struct pd_err *err);
+/* From a kubeconfig (text of len bytes read from path, which names it in messages and
+ * anchors relative file paths): current-context, its cluster (server,
+ * certificate-authority[-data], insecure-skip-tls-verify, proxy-url) and user
+ * (client-certificate[-data], client-key[-data], token, tokenFile, username and
+ * password). PD_EINVAL naming the file and what is wrong. */
+int pd_k8s_kubeconfig_parse(struct pd_k8s_client *c, const char *text, size_t len,
+                            const char *path, struct pd_err *err);
+/* Reads the file (at most PD_K8S_MAX_KUBECONFIG bytes), then as above. */
+int pd_k8s_kubeconfig_load(struct pd_k8s_client *c, const char *path, struct pd_err *err);
+/* In-cluster: https://host:port (KUBERNETES_SERVICE_HOST / _PORT, passed in), the
+ * token and CA of the service account directory sa_dir (NULL:
+ * PD_K8S_SERVICEACCOUNT_DIR). The token must be readable now. */
+int pd_k8s_client_in_cluster(struct pd_k8s_client *c, const char *sa_dir, const char *host,
+                             const char *port, struct pd_err *err);
+/* The namespace profd runs in (sa_dir/namespace, trimmed); *out is malloc'd. */
+int pd_k8s_own_namespace(const char *sa_dir, char **out, struct pd_err *err);
+/* A file's content trimmed of white space (malloc'd), NULL with err set. */
+char *pd_k8s_read_trimmed(const char *path, struct pd_err *err);
+void pd_k8s_client_fini(struct pd_k8s_client *c);
+/* Sets a transfer's authentication (reading the token file now), TLS, proxy and
+ * redirect options; may append to *hdrs (owned by the caller). */
+int pd_k8s_client_apply(const struct pd_k8s_client *c, CURL *h, struct curl_slist **hdrs,
+                        struct pd_err *err);
+
+/* One list page or watch request. */
+struct pd_k8s_request {
+	enum pd_k8s_kind kind;
+	const char *ns; /* NULL or "": all namespaces (and always for nodes, namespaces) */
+	const char *label_selector, *field_selector; /* may be NULL */
+	int watch;
+	const char *resource_version; /* watch: from where */
+	int timeout_s;                /* watch: timeoutSeconds */
+	const char *cont;             /* list: the continue token of the previous page */
+	int limit;                    /* list: limit */
+};
+
+/* Appends the request's URL (NUL-terminated) to b: server, the kind's path (/api/v1 or
+ * /apis/<group>/v1, /namespaces/<ns>), then the query with every value
+ * percent-encoded. */
+int pd_k8s_url(struct pd_buf *b, const char *server, const struct pd_k8s_request *r);
+
+/* ---- watch streams --------------------------------------------------------------- */
+
+/* Receives one event line (without its newline); nonzero stops the stream. */
+typedef int (*pd_k8s_event_fn)(void *ctx, const char *line, size_t len, struct pd_err *err);
+
+/* Splits a watch body into lines as it arrives, keeping only the unfinished line
+ * (at most max bytes: a longer event is an error, PD_ETOOBIG). Blank lines are
+ * skipped. */
+struct pd_k8s_stream {
+	struct pd_buf line;
+	size_t max;
+};
+void pd_k8s_stream_init(struct pd_k8s_stream *s, size_t max); /* 0: the default */
+void pd_k8s_stream_fini(struct pd_k8s_stream *s);
+/* Feeds n bytes; calls fn for each complete line; returns fn's nonzero result or
+ * PD_ETOOBIG / PD_ENOMEM. */
+int pd_k8s_stream_feed(struct pd_k8s_stream *s, const char *data, size_t n, pd_k8s_event_fn fn,
+                       void *ctx, struct pd_err *err);
+/* At the end of the body: a last line without its newline is an event too. */
+int pd_k8s_stream_end(struct pd_k8s_stream *s, pd_k8s_event_fn fn, void *ctx, struct pd_err *err);
+
+enum pd_k8s_event_type {
+	PD_K8S_EVENT_ADDED,
+	PD_K8S_EVENT_MODIFIED,
+	PD_K8S_EVENT_DELETED,
+	PD_K8S_EVENT_BOOKMARK,
+	PD_K8S_EVENT_ERROR,
+};
+
+/* One parsed event; pointers into the line or the arena. */
+struct pd_k8s_event {
+	int type; /* enum pd_k8s_event_type */
+	const struct pd_sd_node *object;
+	const char *raw; /* the object's JSON text within the line */
+	size_t rawlen;
+	const char *resource_version; /* metadata.resourceVersion, may be NULL */
+	const char *ns, *name;        /* metadata (ns NULL for cluster objects) */
+	int64_t code;                 /* ERROR: the Status's code (410: Gone) */
+	const char *message;          /* ERROR: its message, may be NULL */
+};
+
+/* Parses one event line into ev (nodes from a). PD_EINVAL naming the fault: not
+ * JSON, no or unknown type, no object, an object without metadata.name. */
+int pd_k8s_event_parse(const char *line, size_t len, struct pd_arena *a, struct pd_k8s_event *ev,
+                       struct pd_err *err);
+
+/* The end (one past) of the JSON value starting at text[pos]; -1 when cut. */
+int pd_k8s_json_span(const char *text, size_t len, size_t pos, size_t *end);
+/* A NUMBER node's value, read from text (the JSON the node was parsed from). */
+int64_t pd_k8s_json_int(const char *text, size_t len, const struct pd_sd_node *n);
+
 #endif

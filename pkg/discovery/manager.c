@@ -54,6 +54,7 @@ struct pd_discovery_manager {
 	int64_t update_interval_ms;
 	int use_inotify;
 	char *dns_server; /* "IP:PORT" for c-ares, or NULL: /etc/resolv.conf */
+	char *k8s_sa_dir; /* kubernetes_sd's service account directory, or NULL */
 	int stop;
 	struct pd_sd_provider *providers; /* running */
 	struct pd_sd_provider *graveyard; /* stopped, for the thread to free */
@@ -141,7 +142,9 @@ void pd_sd_provider_free(struct pd_sd_provider *p, CURLM *multi)
 	}
 	free(p->fs);
 	pd_sd_dns_free(p);
-	if (p->kind == PD_SD_FILE || p->kind == PD_SD_DNS)
+	if (p->kind == PD_SD_K8S)
+		pd_sd_k8s_free(p, multi);
+	if (p->kind == PD_SD_FILE || p->kind == PD_SD_DNS || p->kind == PD_SD_K8S)
 		free(p->groups); /* a view of the files' or names' groups */
 	else
 		pd_target_group_free(p->groups, p->ngroups);
@@ -249,6 +252,7 @@ static void start_provider(struct pd_discovery_manager *m, struct pd_sd_provider
 		break;
 	case PD_SD_HTTP:
 	case PD_SD_DNS:
+	case PD_SD_K8S:
 		p->next_refresh = now;
 		break;
 	}
@@ -289,6 +293,8 @@ static int64_t work(struct pd_discovery_manager *m, size_t *nwfds)
 				p->next_refresh = now + p->interval_ms;
 				pd_sd_dns_start(p, m->dns_server, now, &m->counters);
 			}
+		} else if (p->kind == PD_SD_K8S) {
+			p->next_refresh = pd_sd_k8s_step(p, m->multi, now, &m->counters);
 		}
 	}
 	curl_multi_perform(m->multi, &running);
@@ -299,8 +305,16 @@ static int64_t work(struct pd_discovery_manager *m, size_t *nwfds)
 			continue;
 		rc = msg->data.result; /* msg dies with the handle */
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
-		pd_sd_http_done((struct pd_sd_provider *)(void *)priv, m->multi, rc, &m->counters);
+		p = (struct pd_sd_provider *)(void *)priv;
+		if (p->kind == PD_SD_K8S)
+			pd_sd_k8s_done(p, m->multi, msg->easy_handle, rc, &m->counters);
+		else
+			pd_sd_http_done(p, m->multi, rc, &m->counters);
 	}
+	/* watch streams' events arrived during curl_multi_perform */
+	for (p = m->providers; p; p = p->next)
+		if (p->kind == PD_SD_K8S && p->started)
+			pd_sd_k8s_flush(p, &m->counters);
 
 	/* tell the pools, then the timers and descriptors to wait for */
 	for (size_t i = 0; i < m->npools; i++)
@@ -311,7 +325,7 @@ static int64_t work(struct pd_discovery_manager *m, size_t *nwfds)
 	for (p = m->providers; p; p = p->next) {
 		p->changed = 0;
 		if (p->kind == PD_SD_FILE || (p->kind == PD_SD_HTTP && !p->easy) ||
-		    (p->kind == PD_SD_DNS && !p->channel))
+		    (p->kind == PD_SD_DNS && !p->channel) || p->kind == PD_SD_K8S)
 			if (p->next_refresh < next)
 				next = p->next_refresh;
 		if (p->kind == PD_SD_DNS && p->channel) {
@@ -398,6 +412,11 @@ int pd_discovery_manager_create(struct pd_discovery_manager **out, pd_discovery_
 	                            ? opts->update_interval_ms
 	                            : PD_DISCOVERY_UPDATE_INTERVAL_DEFAULT_MS;
 	m->use_inotify = !(opts && opts->disable_inotify);
+	if (opts && opts->k8s_serviceaccount_dir && *opts->k8s_serviceaccount_dir &&
+	    !(m->k8s_sa_dir = strdup(opts->k8s_serviceaccount_dir))) {
+		free(m);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
 	if (opts && opts->dns_server && *opts->dns_server) {
 		char srv[INET6_ADDRSTRLEN + 16];
 		if ((rc = pd_sd_dns_server_norm(opts->dns_server, srv, sizeof(srv), err))) {
@@ -436,6 +455,7 @@ int pd_discovery_manager_create(struct pd_discovery_manager **out, pd_discovery_
 fail:
 	pthread_mutex_destroy(&m->mu);
 	ares_library_cleanup();
+	free(m->k8s_sa_dir);
 	free(m->dns_server);
 	free(m);
 	return rc;
@@ -465,6 +485,7 @@ void pd_discovery_manager_destroy(struct pd_discovery_manager *m)
 	curl_global_cleanup();
 	ares_library_cleanup();
 	pthread_mutex_destroy(&m->mu);
+	free(m->k8s_sa_dir);
 	free(m->dns_server);
 	free(m);
 }
@@ -515,6 +536,13 @@ static int validate(const struct pd_discovery_pool_config *pools, size_t n, stru
 				return rc;
 			}
 		}
+		for (size_t j = 0; j < pc->nkubernetes; j++) {
+			if ((rc = pd_discovery_kubernetes_validate(&pc->kubernetes_configs[j], err))) {
+				pd_err_prefix(err, "job \"%s\": kubernetes_sd_configs[%zu]", pc->name,
+				              j);
+				return rc;
+			}
+		}
 	}
 	return 0;
 }
@@ -531,6 +559,8 @@ static int make_key(struct want *w)
 		return pd_sd_http_key(&w->key, w->cfg);
 	case PD_SD_DNS:
 		return pd_sd_dns_key(&w->key, w->cfg);
+	case PD_SD_K8S:
+		return pd_sd_k8s_key(&w->key, w->cfg);
 	}
 	return PD_EINVAL;
 }
@@ -546,7 +576,7 @@ static struct pd_sd_provider *find_key(struct pd_sd_provider *list, const struct
 static int new_provider(struct pd_discovery_manager *m, const struct want *w,
                         struct pd_sd_provider **out, struct pd_err *err)
 {
-	static const char *const kinds[] = {"static", "file", "http", "dns"};
+	static const char *const kinds[] = {"static", "file", "http", "dns", "kubernetes"};
 	struct pd_sd_provider *p = calloc(1, sizeof(*p));
 	int rc;
 
@@ -563,6 +593,9 @@ static int new_provider(struct pd_discovery_manager *m, const struct want *w,
 		break;
 	case PD_SD_HTTP:
 		rc = pd_sd_http_init(p, w->cfg);
+		break;
+	case PD_SD_K8S:
+		rc = pd_sd_k8s_init(p, w->cfg, m->k8s_sa_dir);
 		break;
 	default:
 		rc = pd_sd_dns_init(p, w->cfg);
@@ -598,7 +631,8 @@ int pd_discovery_manager_set_pools(struct pd_discovery_manager *m,
 	if ((rc = validate(pools, n, err)))
 		return rc;
 	for (size_t i = 0; i < n; i++)
-		cap += (pools[i].nstatic ? 1 : 0) + pools[i].nfile + pools[i].nhttp + pools[i].ndns;
+		cap += (pools[i].nstatic ? 1 : 0) + pools[i].nfile + pools[i].nhttp + pools[i].ndns +
+		       pools[i].nkubernetes;
 	if ((cap && !(wants = calloc(cap, sizeof(*wants)))) ||
 	    (n && !(np = calloc(n, sizeof(*np))))) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
@@ -606,7 +640,7 @@ int pd_discovery_manager_set_pools(struct pd_discovery_manager *m,
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct pd_discovery_pool_config *pc = &pools[i];
-		size_t k = (pc->nstatic ? 1 : 0) + pc->nfile + pc->nhttp + pc->ndns;
+		size_t k = (pc->nstatic ? 1 : 0) + pc->nfile + pc->nhttp + pc->ndns + pc->nkubernetes;
 		if (!(np[i].name = strdup(pc->name)) ||
 		    (k && !(np[i].provs = calloc(k, sizeof(*np[i].provs))))) {
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
@@ -626,6 +660,11 @@ int pd_discovery_manager_set_pools(struct pd_discovery_manager *m,
 		for (size_t j = 0; j < pc->ndns; j++)
 			wants[nwants++] = (struct want){
 			    .pool = i, .kind = PD_SD_DNS, .cfg = &pc->dns_configs[j], .ncfg = 1};
+		for (size_t j = 0; j < pc->nkubernetes; j++)
+			wants[nwants++] = (struct want){.pool = i,
+			                                .kind = PD_SD_K8S,
+			                                .cfg = &pc->kubernetes_configs[j],
+			                                .ncfg = 1};
 	}
 	for (size_t i = 0; i < nwants; i++) {
 		if (make_key(&wants[i])) {
@@ -776,5 +815,7 @@ void pd_discovery_manager_stats(struct pd_discovery_manager *m, struct pd_discov
 	out->refreshes = m->counters.refreshes;
 	out->dns_lookups = m->counters.dns_lookups;
 	out->dns_lookup_failures = m->counters.dns_lookup_failures;
+	memcpy(out->k8s_events, m->counters.k8s_events, sizeof(out->k8s_events));
+	out->k8s_failures = m->counters.k8s_failures;
 	pthread_mutex_unlock(&m->mu);
 }
