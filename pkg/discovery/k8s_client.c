@@ -716,16 +716,11 @@ int pd_k8s_json_span(const char *text, size_t len, size_t pos, size_t *end)
 	return -1;
 }
 
-int64_t pd_k8s_json_int(const char *text, size_t len, const struct pd_sd_node *n)
+int64_t pd_k8s_json_int(const struct pd_sd_node *n)
 {
-	char buf[32];
-	size_t end, k;
-	if (!n || n->kind != PD_SD_NUMBER || pd_k8s_json_span(text, len, n->pos, &end))
+	if (!n || n->kind != PD_SD_NUMBER || !n->str)
 		return 0;
-	k = end - n->pos < sizeof(buf) - 1 ? end - n->pos : sizeof(buf) - 1;
-	memcpy(buf, text + n->pos, k);
-	buf[k] = '\0';
-	return strtoll(buf, NULL, 10);
+	return strtoll(n->str, NULL, 10);
 }
 
 int pd_k8s_event_parse(const char *line, size_t len, struct pd_arena *a, struct pd_k8s_event *ev,
@@ -758,7 +753,7 @@ int pd_k8s_event_parse(const char *line, size_t len, struct pd_arena *a, struct 
 	ev->raw = line + ev->object->pos;
 	ev->rawlen = end - ev->object->pos;
 	if (ev->type == PD_K8S_EVENT_ERROR) {
-		ev->code = pd_k8s_json_int(line, len, mfield(ev->object, "code"));
+		ev->code = pd_k8s_json_int(mfield(ev->object, "code"));
 		ev->message = mstr(ev->object, "message");
 		return 0;
 	}

@@ -154,7 +154,7 @@ int pd_k8s_event_parse(const char *line, size_t len, struct pd_arena *a, struct 
 
 /* The end (one past) of the JSON value starting at text[pos]; -1 when cut. */
 int pd_k8s_json_span(const char *text, size_t len, size_t pos, size_t *end);
-/* A NUMBER node's value, read from text (the JSON the node was parsed from). */
-int64_t pd_k8s_json_int(const char *text, size_t len, const struct pd_sd_node *n);
+/* A JSON NUMBER node's value as an integer (0 for anything else). */
+int64_t pd_k8s_json_int(const struct pd_sd_node *n);
 
 #endif
