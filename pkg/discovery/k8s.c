@@ -398,8 +398,14 @@ static void flush(struct pd_sd_k8s *k)
 	for (size_t i = 0; i < k->nw; i++)
 		if (is_role_kind(k, k->w[i].kind))
 			total += k->w[i].store.n;
+	/* the old view points at groups that may be gone: it is replaced whole, and
+	 * k->changed says whether anything differs */
+	free(p->groups);
+	p->groups = NULL;
+	p->ngroups = 0;
+	p->changed = 1;
 	if (!(view = malloc((total ? total : 1) * sizeof(*view))))
-		return; /* tried again at the next change */
+		return; /* no groups until the next round tries again */
 	k->changed = 0;
 	for (size_t i = 0; i < k->nw; i++) {
 		struct k8s_watch *w = &k->w[i];
@@ -411,9 +417,6 @@ static void flush(struct pd_sd_k8s *k)
 					view[n++] = o->group;
 	}
 	qsort(view, n, sizeof(*view), cmp_group);
-	if (!pd_sd_groups_equal(p->groups, p->ngroups, view, n))
-		p->changed = 1;
-	free(p->groups);
 	p->groups = view;
 	p->ngroups = n;
 }
@@ -1064,6 +1067,7 @@ int pd_sd_k8s_done(struct pd_sd_provider *p, CURLM *multi, CURL *easy, CURLcode 
 			watch_done(k, w, rc, now);
 		watch_end_transfer(w, multi);
 		flush(k);
+		p->next_refresh = now; /* the next request may be due at once */
 		return 1;
 	}
 	return 0;
