@@ -4,7 +4,9 @@
  * to the group, identified by a source string. Providers: static_configs,
  * file_sd_configs (JSON and YAML files, globs, inotify and refresh_interval,
  * __meta_filepath), http_sd_configs (url, refresh_interval, __meta_url),
- * dns_sd_configs (SRV, A, AAAA, MX and NS lookups with c-ares, __meta_dns_*).
+ * dns_sd_configs (SRV, A, AAAA, MX and NS lookups with c-ares, __meta_dns_*),
+ * kubernetes_sd_configs (objects of the Kubernetes API kept current by list and
+ * watch, __meta_kubernetes_*).
  *
  * A manager runs every provider of every scrape pool on one background thread (an
  * event loop over inotify descriptors, timers and a libcurl multi handle, so HTTP

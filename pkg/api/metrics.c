@@ -328,6 +328,22 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 		family(w, "prometheus_sd_dns_lookup_failures_total", "counter",
 		       "The number of DNS-SD lookup failures.");
 		sample_u(w, "prometheus_sd_dns_lookup_failures_total", ds.dns_lookup_failures);
+		/* every role and event, as Prometheus initialises them */
+		static const char *const k8s_roles[] = {"node",      "service",       "pod",
+		                                        "endpoints", "endpointslice", "ingress"};
+		static const char *const k8s_events[] = {"add", "update", "delete"};
+		family(w, "prometheus_sd_kubernetes_events_total", "counter",
+		       "The number of Kubernetes events handled.");
+		for (int r = 0; r < 6; r++)
+			for (int e = 0; e < 3; e++)
+				jprintf(w,
+				        "prometheus_sd_kubernetes_events_total{event=\"%s\",role=\"%s\"} "
+				        "%llu\n",
+				        k8s_events[e], k8s_roles[r],
+				        (unsigned long long)ds.k8s_events[r][e]);
+		family(w, "prometheus_sd_kubernetes_failures_total", "counter",
+		       "The number of failed WATCH/LIST requests.");
+		sample_u(w, "prometheus_sd_kubernetes_failures_total", ds.k8s_failures);
 	}
 
 	/* the API */

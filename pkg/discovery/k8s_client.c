@@ -628,10 +628,10 @@ static int emit_line(struct pd_k8s_stream *s, const char *line, size_t n, pd_k8s
 {
 	if (n && line[n - 1] == '\r')
 		n--;
-	if (blank(line, n))
-		return 0;
 	if (n > s->max)
 		return pd_err_set(err, PD_ETOOBIG, "a watch event is larger than %zu bytes", s->max);
+	if (blank(line, n))
+		return 0;
 	return fn(ctx, line, n, err);
 }
 

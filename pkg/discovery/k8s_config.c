@@ -90,7 +90,7 @@ static const char *skip_ws(const char *p)
 
 static int label_err(struct pd_err *err, const char *sel, const char *what)
 {
-	return pd_err_set(err, PD_EINVAL, "unable to parse label selector %s: %s", sel, what);
+	return pd_err_set(err, PD_EINVAL, "unable to parse label selector \"%s\": %s", sel, what);
 }
 
 int pd_k8s_label_selector_check(const char *sel, struct pd_err *err)
@@ -180,7 +180,7 @@ int pd_k8s_field_selector_check(const char *sel, struct pd_err *err)
 			if (*p == '\\') {
 				if (!p[1] || !strchr("\\,=", p[1]))
 					return pd_err_set(err, PD_EINVAL,
-					                  "invalid field selector %s: invalid escape "
+					                  "invalid field selector \"%s\": invalid escape "
 					                  "sequence",
 					                  sel);
 				p++;
@@ -189,7 +189,7 @@ int pd_k8s_field_selector_check(const char *sel, struct pd_err *err)
 			if (!op && (*p == '=' || (*p == '!' && p[1] == '='))) {
 				if (p == start)
 					return pd_err_set(err, PD_EINVAL,
-					                  "invalid field selector %s: empty field name",
+					                  "invalid field selector \"%s\": empty field name",
 					                  sel);
 				op = 1;
 				if (*p == '!' || p[1] == '=')
@@ -198,7 +198,7 @@ int pd_k8s_field_selector_check(const char *sel, struct pd_err *err)
 		}
 		if (!op)
 			return pd_err_set(err, PD_EINVAL,
-			                  "invalid field selector %s: invalid selector: '%.*s'; can't "
+			                  "invalid field selector \"%s\": invalid selector: '%.*s'; can't "
 			                  "understand '%.*s'",
 			                  sel, (int)(p - start), start, (int)(p - start), start);
 		if (!*p)
