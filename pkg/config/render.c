@@ -348,7 +348,8 @@ static void scrape_config(struct em *m, const struct pd_scrape_config *sc)
 		raw(m, "kubernetes_sd_configs");
 		seq_start(m, 0);
 		for (size_t i = 0; i < sc->nkubernetes_sd_configs; i++) {
-			const struct pd_discovery_kubernetes_config *k = &sc->kubernetes_sd_configs[i];
+			const struct pd_discovery_kubernetes_config *k =
+			    &sc->kubernetes_sd_configs[i];
 			map_start(m);
 			if (k->api_server)
 				redacted_url(m, "api_server", k->api_server);

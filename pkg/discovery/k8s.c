@@ -38,7 +38,7 @@
 
 struct k8s_obj {
 	struct k8s_obj *next;
-	char *ns;   /* NULL for cluster objects */
+	char *ns; /* NULL for cluster objects */
 	char *name;
 	char *raw; /* the object's JSON */
 	size_t rawlen;
@@ -146,9 +146,9 @@ struct k8s_watch {
 	struct curl_slist *hdrs;
 	struct pd_buf body;
 	struct pd_k8s_stream stream;
-	int events;   /* events of this stream */
-	int relist;   /* the stream said 410 Gone */
-	char *fail;   /* the stream's error, or NULL */
+	int events; /* events of this stream */
+	int relist; /* the stream said 410 Gone */
+	char *fail; /* the stream's error, or NULL */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -165,15 +165,15 @@ struct pd_sd_k8s {
 	size_t nsel;
 	int attach_node, attach_namespace;
 
-	int setup;              /* client and watches exist */
-	int64_t setup_due;      /* when to try setting up again */
+	int setup;         /* client and watches exist */
+	int64_t setup_due; /* when to try setting up again */
 	int64_t setup_backoff;
 	struct pd_k8s_client client;
 	struct k8s_watch *w;
 	size_t nw;
-	int changed;                 /* a role object's group changed */
-	struct pd_sd_counters *ctr;  /* the manager's, from the first step on */
-	struct pd_arena *scratch;    /* lookups during one build */
+	int changed;                /* a role object's group changed */
+	struct pd_sd_counters *ctr; /* the manager's, from the first step on */
+	struct pd_arena *scratch;   /* lookups during one build */
 };
 
 static const char *const kind_role[] = {
@@ -370,8 +370,8 @@ static void flush(struct pd_sd_k8s *k)
 				o->dirty = 0;
 				if (!(root = parse_raw(k->scratch, o)) ||
 				    pd_k8s_build(k->role, root, &lk, &g, &err)) {
-					snprintf(msg, sizeof(msg), "%s %s/%s: %s", kind_role[w->kind],
-					         o->ns ? o->ns : "", o->name,
+					snprintf(msg, sizeof(msg), "%s %s/%s: %s",
+					         kind_role[w->kind], o->ns ? o->ns : "", o->name,
 					         err.msg[0] ? err.msg : "not valid JSON");
 					if (o->has_group) {
 						pd_k8s_group_fini(&o->group);
@@ -439,7 +439,8 @@ int pd_sd_k8s_key(struct pd_buf *b, const struct pd_discovery_kubernetes_config 
 	if (!rc)
 		rc = pd_sd_key_str(b, c->kubeconfig_file);
 	if (!rc)
-		rc = pd_sd_key_i64(b, c->own_namespace * 4 + c->attach_node * 2 + c->attach_namespace);
+		rc = pd_sd_key_i64(b,
+		                   c->own_namespace * 4 + c->attach_node * 2 + c->attach_namespace);
 	if (!rc)
 		rc = pd_sd_key_i64(b, (int64_t)pd_http_client_config_hash(c->client));
 	for (size_t i = 0; i < c->nnamespaces && !rc; i++)
@@ -640,8 +641,7 @@ static int do_setup(struct pd_sd_k8s *k, int64_t now, struct pd_err *err)
 		rc = add_watches(k, PD_K8S_KIND_SERVICE, nss, nns, now);
 	if (!rc && ep)
 		rc = add_watches(k, PD_K8S_KIND_POD, nss, nns, now);
-	if (!rc && k->attach_node &&
-	    (ep || k->role == PD_DISCOVERY_K8S_POD))
+	if (!rc && k->attach_node && (ep || k->role == PD_DISCOVERY_K8S_POD))
 		rc = add_watches(k, PD_K8S_KIND_NODE, nss, nns, now);
 	if (!rc && k->attach_namespace && k->role != PD_DISCOVERY_K8S_NODE)
 		rc = add_watches(k, PD_K8S_KIND_NAMESPACE, nss, nns, now);
@@ -747,8 +747,7 @@ static size_t on_watch_body(char *data, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
-static int start_request(struct pd_sd_k8s *k, struct k8s_watch *w, CURLM *multi,
-                         struct pd_err *err)
+static int start_request(struct pd_sd_k8s *k, struct k8s_watch *w, CURLM *multi, struct pd_err *err)
 {
 	struct pd_buf url;
 	struct pd_k8s_request r = {.kind = w->kind,
@@ -762,9 +761,9 @@ static int start_request(struct pd_sd_k8s *k, struct k8s_watch *w, CURLM *multi,
 	CURL *h;
 	int rc;
 
-	r.timeout_s = PD_K8S_WATCH_TIMEOUT_MIN_S + (int)(pd_hash_u64((uint64_t)pd_sd_mono_ms(),
-	                                                             (uint64_t)(uintptr_t)w) %
-	                                                 PD_K8S_WATCH_TIMEOUT_MIN_S);
+	r.timeout_s = PD_K8S_WATCH_TIMEOUT_MIN_S +
+	              (int)(pd_hash_u64((uint64_t)pd_sd_mono_ms(), (uint64_t)(uintptr_t)w) %
+	                    PD_K8S_WATCH_TIMEOUT_MIN_S);
 	pd_buf_init(&url, 0);
 	if (pd_k8s_url(&url, k->client.server, &r))
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
@@ -829,8 +828,8 @@ static void failed(struct pd_sd_k8s *k, struct k8s_watch *w, int64_t now, int re
 	pd_log_warn("discovery", "kubernetes_sd: %s", msg);
 	w->state = W_IDLE;
 	w->due = now + w->backoff_ms;
-	w->backoff_ms = w->backoff_ms * 2 > PD_K8S_BACKOFF_MAX_MS ? PD_K8S_BACKOFF_MAX_MS
-	                                                           : w->backoff_ms * 2;
+	w->backoff_ms =
+	    w->backoff_ms * 2 > PD_K8S_BACKOFF_MAX_MS ? PD_K8S_BACKOFF_MAX_MS : w->backoff_ms * 2;
 	if (relist) {
 		w->need_list = 1;
 		free(w->cont);
@@ -881,7 +880,8 @@ static void list_done(struct pd_sd_k8s *k, struct k8s_watch *w, CURLcode rc, int
 			failed(k, w, now, 1, "the response is larger than %u bytes",
 			       (unsigned)PD_K8S_MAX_LIST_BODY);
 		else
-			failed(k, w, now, 1, "%s", w->errbuf[0] ? w->errbuf : curl_easy_strerror(rc));
+			failed(k, w, now, 1, "%s",
+			       w->errbuf[0] ? w->errbuf : curl_easy_strerror(rc));
 		return;
 	}
 	curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -1020,8 +1020,8 @@ int64_t pd_sd_k8s_step(struct pd_sd_provider *p, CURLM *multi, int64_t now,
 		if (now < k->setup_due)
 			return k->setup_due;
 		if (do_setup(k, now, &err)) {
-			k->setup_backoff = k->setup_backoff ? 2 * k->setup_backoff
-			                                    : PD_K8S_BACKOFF_MIN_MS;
+			k->setup_backoff =
+			    k->setup_backoff ? 2 * k->setup_backoff : PD_K8S_BACKOFF_MIN_MS;
 			if (k->setup_backoff > PD_K8S_BACKOFF_MAX_MS)
 				k->setup_backoff = PD_K8S_BACKOFF_MAX_MS;
 			k->setup_due = now + k->setup_backoff;

@@ -60,10 +60,9 @@ static void blob_free(struct pd_k8s_blob *b)
 
 void pd_k8s_client_fini(struct pd_k8s_client *c)
 {
-	char *strs[] = {c->server,     c->token,       c->token_file, c->auth_type,
-	                c->basic_user, c->basic_pass,  c->basic_pass_file,
-	                c->ca_file,    c->cert_file,   c->key_file,   c->proxy,
-	                c->namespace};
+	char *strs[] = {c->server,     c->token,      c->token_file,      c->auth_type,
+	                c->basic_user, c->basic_pass, c->basic_pass_file, c->ca_file,
+	                c->cert_file,  c->key_file,   c->proxy,           c->namespace};
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		free(strs[i]);
 	blob_free(&c->ca);
@@ -160,17 +159,18 @@ int pd_k8s_client_in_cluster(struct pd_k8s_client *c, const char *sa_dir, const 
 	if (!sa_dir || !*sa_dir)
 		sa_dir = PD_K8S_SERVICEACCOUNT_DIR;
 	if (!host || !*host || !port || !*port)
-		return pd_err_set(err, PD_EINVAL,
-		                  "unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST "
-		                  "and KUBERNETES_SERVICE_PORT must be defined (or set api_server "
-		                  "or kubeconfig_file)");
+		return pd_err_set(
+		    err, PD_EINVAL,
+		    "unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST "
+		    "and KUBERNETES_SERVICE_PORT must be defined (or set api_server "
+		    "or kubeconfig_file)");
 	v6 = strchr(host, ':') != NULL;
 	size_t n = strlen(host) + strlen(port) + 16;
 	if (!(c->server = malloc(n)))
 		goto nomem;
 	snprintf(c->server, n, "https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port);
-	if (join_path(&c->token_file, sa_dir, "token") || join_path(&c->ca_file, sa_dir, "ca.crt") ||
-	    !(c->auth_type = strdup("Bearer")))
+	if (join_path(&c->token_file, sa_dir, "token") ||
+	    join_path(&c->ca_file, sa_dir, "ca.crt") || !(c->auth_type = strdup("Bearer")))
 		goto nomem;
 	/* client-go refuses to start without a readable token */
 	if (!(tok = pd_k8s_read_trimmed(c->token_file, err))) {
@@ -195,7 +195,8 @@ int pd_k8s_own_namespace(const char *sa_dir, char **out, struct pd_err *err)
 	*out = pd_k8s_read_trimmed(path, err);
 	free(path);
 	if (!*out) {
-		pd_err_prefix(err, "namespaces.own_namespace: cannot read the namespace profd runs in");
+		pd_err_prefix(err,
+		              "namespaces.own_namespace: cannot read the namespace profd runs in");
 		return PD_EINVAL;
 	}
 	if (!**out) {
@@ -304,8 +305,8 @@ static int kc_tls(const struct pd_sd_node *n, const char *file_key, const char *
 	return 0;
 }
 
-int pd_k8s_kubeconfig_parse(struct pd_k8s_client *c, const char *text, size_t len,
-                            const char *path, struct pd_err *err)
+int pd_k8s_kubeconfig_parse(struct pd_k8s_client *c, const char *text, size_t len, const char *path,
+                            struct pd_err *err)
 {
 	struct pd_sd_doc doc = {.text = text, .len = len, .prefix = path, .yaml = 1};
 	const struct pd_sd_node *ctx, *cluster, *user = NULL;
@@ -346,8 +347,7 @@ int pd_k8s_kubeconfig_parse(struct pd_k8s_client *c, const char *text, size_t le
 		                path, cname ? cname : "", cur);
 		goto out;
 	}
-	if (uname && *uname &&
-	    !(user = named(mfield(doc.root, "users"), uname, "user"))) {
+	if (uname && *uname && !(user = named(mfield(doc.root, "users"), uname, "user"))) {
 		rc = pd_err_set(err, PD_EINVAL, "%s: user \"%s\" of context \"%s\" not found", path,
 		                uname, cur);
 		goto out;
@@ -392,11 +392,12 @@ int pd_k8s_kubeconfig_parse(struct pd_k8s_client *c, const char *text, size_t le
 			goto out;
 		}
 		if (mfield(user, "exec") || mfield(user, "auth-provider")) {
-			rc = pd_err_set(err, PD_EINVAL,
-			                "%s: user \"%s\": exec and auth-provider credentials are not "
-			                "supported by profd (use a token, tokenFile or a client "
-			                "certificate)",
-			                path, uname);
+			rc = pd_err_set(
+			    err, PD_EINVAL,
+			    "%s: user \"%s\": exec and auth-provider credentials are not "
+			    "supported by profd (use a token, tokenFile or a client "
+			    "certificate)",
+			    path, uname);
 			goto out;
 		}
 		if ((tok && *tok) || (tf && *tf)) {
@@ -407,7 +408,8 @@ int pd_k8s_kubeconfig_parse(struct pd_k8s_client *c, const char *text, size_t le
 				goto out;
 			}
 		} else if (un && *un) {
-			if (!(c->basic_user = strdup(un)) || !(c->basic_pass = sdup(pw ? pw : ""))) {
+			if (!(c->basic_user = strdup(un)) ||
+			    !(c->basic_pass = sdup(pw ? pw : ""))) {
 				rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 				goto out;
 			}
@@ -629,7 +631,8 @@ static int emit_line(struct pd_k8s_stream *s, const char *line, size_t n, pd_k8s
 	if (n && line[n - 1] == '\r')
 		n--;
 	if (n > s->max)
-		return pd_err_set(err, PD_ETOOBIG, "a watch event is larger than %zu bytes", s->max);
+		return pd_err_set(err, PD_ETOOBIG, "a watch event is larger than %zu bytes",
+		                  s->max);
 	if (blank(line, n))
 		return 0;
 	return fn(ctx, line, n, err);

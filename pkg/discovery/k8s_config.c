@@ -131,8 +131,9 @@ int pd_k8s_label_selector_check(const char *sel, struct pd_err *err)
 			while (isdigit((unsigned char)*p))
 				p++;
 			if (p == v || (p == v + 1 && *v == '-'))
-				return label_err(err, sel, "for 'Gt', 'Lt' operators, the value "
-				                           "must be an integer");
+				return label_err(err, sel,
+				                 "for 'Gt', 'Lt' operators, the value "
+				                 "must be an integer");
 		} else if (!strncmp(p, "in", 2) || !strncmp(p, "notin", 5)) {
 			p += p[0] == 'i' ? 2 : 5;
 			p = skip_ws(p);
@@ -179,28 +180,30 @@ int pd_k8s_field_selector_check(const char *sel, struct pd_err *err)
 		for (; *p && *p != ','; p++) {
 			if (*p == '\\') {
 				if (!p[1] || !strchr("\\,=", p[1]))
-					return pd_err_set(err, PD_EINVAL,
-					                  "invalid field selector \"%s\": invalid escape "
-					                  "sequence",
-					                  sel);
+					return pd_err_set(
+					    err, PD_EINVAL,
+					    "invalid field selector \"%s\": invalid escape "
+					    "sequence",
+					    sel);
 				p++;
 				continue;
 			}
 			if (!op && (*p == '=' || (*p == '!' && p[1] == '='))) {
 				if (p == start)
-					return pd_err_set(err, PD_EINVAL,
-					                  "invalid field selector \"%s\": empty field name",
-					                  sel);
+					return pd_err_set(
+					    err, PD_EINVAL,
+					    "invalid field selector \"%s\": empty field name", sel);
 				op = 1;
 				if (*p == '!' || p[1] == '=')
 					p++;
 			}
 		}
 		if (!op)
-			return pd_err_set(err, PD_EINVAL,
-			                  "invalid field selector \"%s\": invalid selector: '%.*s'; can't "
-			                  "understand '%.*s'",
-			                  sel, (int)(p - start), start, (int)(p - start), start);
+			return pd_err_set(
+			    err, PD_EINVAL,
+			    "invalid field selector \"%s\": invalid selector: '%.*s'; can't "
+			    "understand '%.*s'",
+			    sel, (int)(p - start), start, (int)(p - start), start);
 		if (!*p)
 			return 0;
 		p++;
@@ -254,8 +257,9 @@ int pd_discovery_kubernetes_validate(const struct pd_discovery_kubernetes_config
 		                  "api_server %s: the URL must start with http:// or https://",
 		                  c->api_server);
 	if (c->client && c->client->tls_server_name && *c->client->tls_server_name)
-		return pd_err_set(err, PD_EINVAL,
-		                  "tls_config.server_name is not supported for kubernetes_sd_configs");
+		return pd_err_set(
+		    err, PD_EINVAL,
+		    "tls_config.server_name is not supported for kubernetes_sd_configs");
 	for (size_t i = 0; i < c->nnamespaces; i++)
 		if (!c->namespaces[i] || !*c->namespaces[i])
 			return pd_err_set(err, PD_EINVAL, "namespaces.names[%zu] is empty", i);

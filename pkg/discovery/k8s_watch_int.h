@@ -70,8 +70,8 @@ int pd_k8s_client_from_config(struct pd_k8s_client *c, const char *api_server,
  * certificate-authority[-data], insecure-skip-tls-verify, proxy-url) and user
  * (client-certificate[-data], client-key[-data], token, tokenFile, username and
  * password). PD_EINVAL naming the file and what is wrong. */
-int pd_k8s_kubeconfig_parse(struct pd_k8s_client *c, const char *text, size_t len,
-                            const char *path, struct pd_err *err);
+int pd_k8s_kubeconfig_parse(struct pd_k8s_client *c, const char *text, size_t len, const char *path,
+                            struct pd_err *err);
 /* Reads the file (at most PD_K8S_MAX_KUBECONFIG bytes), then as above. */
 int pd_k8s_kubeconfig_load(struct pd_k8s_client *c, const char *path, struct pd_err *err);
 /* In-cluster: https://host:port (KUBERNETES_SERVICE_HOST / _PORT, passed in), the

@@ -537,9 +537,10 @@ static int validate(const struct pd_discovery_pool_config *pools, size_t n, stru
 			}
 		}
 		for (size_t j = 0; j < pc->nkubernetes; j++) {
-			if ((rc = pd_discovery_kubernetes_validate(&pc->kubernetes_configs[j], err))) {
-				pd_err_prefix(err, "job \"%s\": kubernetes_sd_configs[%zu]", pc->name,
-				              j);
+			if ((rc = pd_discovery_kubernetes_validate(&pc->kubernetes_configs[j],
+			                                           err))) {
+				pd_err_prefix(err, "job \"%s\": kubernetes_sd_configs[%zu]",
+				              pc->name, j);
 				return rc;
 			}
 		}
@@ -631,8 +632,8 @@ int pd_discovery_manager_set_pools(struct pd_discovery_manager *m,
 	if ((rc = validate(pools, n, err)))
 		return rc;
 	for (size_t i = 0; i < n; i++)
-		cap += (pools[i].nstatic ? 1 : 0) + pools[i].nfile + pools[i].nhttp + pools[i].ndns +
-		       pools[i].nkubernetes;
+		cap += (pools[i].nstatic ? 1 : 0) + pools[i].nfile + pools[i].nhttp +
+		       pools[i].ndns + pools[i].nkubernetes;
 	if ((cap && !(wants = calloc(cap, sizeof(*wants)))) ||
 	    (n && !(np = calloc(n, sizeof(*np))))) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
@@ -640,7 +641,8 @@ int pd_discovery_manager_set_pools(struct pd_discovery_manager *m,
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct pd_discovery_pool_config *pc = &pools[i];
-		size_t k = (pc->nstatic ? 1 : 0) + pc->nfile + pc->nhttp + pc->ndns + pc->nkubernetes;
+		size_t k =
+		    (pc->nstatic ? 1 : 0) + pc->nfile + pc->nhttp + pc->ndns + pc->nkubernetes;
 		if (!(np[i].name = strdup(pc->name)) ||
 		    (k && !(np[i].provs = calloc(k, sizeof(*np[i].provs))))) {
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");

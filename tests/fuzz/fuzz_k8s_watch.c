@@ -61,8 +61,8 @@ static int feed(const uint8_t *body, size_t n, size_t step, struct run *r)
 	int rc = 0;
 	pd_k8s_stream_init(&s, MAX_EVENT);
 	for (size_t off = 0; off < n && !rc; off += step)
-		rc = pd_k8s_stream_feed(&s, (const char *)body + off, n - off < step ? n - off : step,
-		                        on_line, r, &err);
+		rc = pd_k8s_stream_feed(&s, (const char *)body + off,
+		                        n - off < step ? n - off : step, on_line, r, &err);
 	if (!rc)
 		rc = pd_k8s_stream_end(&s, on_line, r, &err);
 	if (s.line.len > MAX_EVENT + 1)

@@ -64,16 +64,17 @@ static void test_stream_every_cut(void **state)
 			struct lines l = {0};
 			struct pd_err err = {0};
 			pd_k8s_stream_init(&s, 0);
-			assert_int_equal(pd_k8s_stream_feed(&s, stream_text, i, collect, &l, &err), 0);
+			assert_int_equal(pd_k8s_stream_feed(&s, stream_text, i, collect, &l, &err),
+			                 0);
 			assert_int_equal(
 			    pd_k8s_stream_feed(&s, stream_text + i, j - i, collect, &l, &err), 0);
 			assert_int_equal(
 			    pd_k8s_stream_feed(&s, stream_text + j, n - j, collect, &l, &err), 0);
 			assert_int_equal(pd_k8s_stream_end(&s, collect, &l, &err), 0);
 			assert_int_equal(l.n, 3);
-			assert_string_equal(l.got[0],
-			                    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":"
-			                    "\"a\"}}}");
+			assert_string_equal(
+			    l.got[0], "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":"
+			              "\"a\"}}}");
 			assert_non_null(strstr(l.got[1], "BOOKMARK"));
 			assert_null(strchr(l.got[1], '\r'));
 			assert_non_null(strstr(l.got[2], "DELETED"));
@@ -128,8 +129,7 @@ static void test_stream_stop(void **state)
 	struct pd_err err = {0};
 	pd_k8s_stream_init(&s, 0);
 	assert_int_equal(
-	    pd_k8s_stream_feed(&s, stream_text, strlen(stream_text), collect, &l, &err),
-	    PD_EINVAL);
+	    pd_k8s_stream_feed(&s, stream_text, strlen(stream_text), collect, &l, &err), PD_EINVAL);
 	assert_int_equal(l.n, 1);
 	assert_string_equal(err.msg, "stopped");
 	pd_k8s_stream_fini(&s);
@@ -263,8 +263,8 @@ static void test_selectors(void **state)
 	                             "example.com/team=x",
 	                             "size>3,size<10",
 	                             "app="};
-	const char *bad_labels[] = {"app in a", "=x", "app=web!", "a b", "app in (a", "-x=1",
-	                            "size>x"};
+	const char *bad_labels[] = {"app in a",  "=x",   "app=web!", "a b",
+	                            "app in (a", "-x=1", "size>x"};
 	for (size_t i = 0; i < sizeof(good_labels) / sizeof(*good_labels); i++)
 		if (pd_k8s_label_selector_check(good_labels[i], &err))
 			fail_msg("%s: %s", good_labels[i], err.msg);
@@ -273,8 +273,8 @@ static void test_selectors(void **state)
 			fail_msg("%s was accepted", bad_labels[i]);
 		assert_non_null(strstr(err.msg, bad_labels[i]));
 	}
-	const char *good_fields[] = {"", "metadata.name=x", "spec.nodeName==n1,status.phase!=Failed",
-	                             "metadata.name=a\\,b"};
+	const char *good_fields[] = {
+	    "", "metadata.name=x", "spec.nodeName==n1,status.phase!=Failed", "metadata.name=a\\,b"};
 	const char *bad_fields[] = {"metadata.name", "=x", "a=b,c", "a=b\\x"};
 	for (size_t i = 0; i < sizeof(good_fields) / sizeof(*good_fields); i++)
 		if (pd_k8s_field_selector_check(good_fields[i], &err))
@@ -348,9 +348,9 @@ static void test_kubeconfig(void **state)
 	(void)state;
 	struct pd_k8s_client c;
 	struct pd_err err = {0};
-	assert_int_equal(pd_k8s_kubeconfig_parse(&c, kubeconfig, strlen(kubeconfig),
-	                                         "/etc/kube/config", &err),
-	                 0);
+	assert_int_equal(
+	    pd_k8s_kubeconfig_parse(&c, kubeconfig, strlen(kubeconfig), "/etc/kube/config", &err),
+	    0);
 	assert_string_equal(c.server, "https://prod.example.com:6443");
 	assert_int_equal(c.ca.len, strlen("-----BEGIN CERTIFICATE-----\n"));
 	assert_memory_equal(c.ca.data, "-----BEGIN CERTIFICATE-----\n", c.ca.len);
@@ -456,7 +456,6 @@ static void test_in_cluster(void **state)
 	pd_k8s_client_fini(&c);
 }
 
-
 /* ---- a small API server on loopback ---------------------------------------------------
  * Serves the collections /api/v1/{pods,services,endpoints,nodes} (all namespaces):
  * lists in pages of two items (with continue tokens, as a server may cut pages
@@ -465,8 +464,8 @@ static void test_in_cluster(void **state)
  * connection or a normal end of stream. Every request line is logged. */
 
 enum { R_PODS, R_SERVICES, R_ENDPOINTS, R_NODES, NRES };
-static const char *const res_path[NRES] = {"/api/v1/pods", "/api/v1/services",
-                                           "/api/v1/endpoints", "/api/v1/nodes"};
+static const char *const res_path[NRES] = {"/api/v1/pods", "/api/v1/services", "/api/v1/endpoints",
+                                           "/api/v1/nodes"};
 
 struct fsrv {
 	int lfd, port, wake[2], stop;
@@ -512,7 +511,11 @@ static void respond(int fd, int code, const char *body)
 	snprintf(hdr, sizeof(hdr),
 	         "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
 	         "Connection: close\r\n\r\n",
-	         code, code == 200 ? "OK" : code == 410 ? "Gone" : "Error", strlen(body));
+	         code,
+	         code == 200   ? "OK"
+	         : code == 410 ? "Gone"
+	                       : "Error",
+	         strlen(body));
 	send_all(fd, hdr, strlen(hdr));
 	send_all(fd, body, strlen(body));
 	close(fd);
