@@ -334,13 +334,13 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 		static const char *const k8s_events[] = {"add", "update", "delete"};
 		family(w, "prometheus_sd_kubernetes_events_total", "counter",
 		       "The number of Kubernetes events handled.");
-		for (int r = 0; r < 6; r++)
+		for (int ro = 0; ro < 6; ro++)
 			for (int e = 0; e < 3; e++)
 				jprintf(w,
 				        "prometheus_sd_kubernetes_events_total{event=\"%s\",role=\"%s\"} "
 				        "%llu\n",
-				        k8s_events[e], k8s_roles[r],
-				        (unsigned long long)ds.k8s_events[r][e]);
+				        k8s_events[e], k8s_roles[ro],
+				        (unsigned long long)ds.k8s_events[ro][e]);
 		family(w, "prometheus_sd_kubernetes_failures_total", "counter",
 		       "The number of failed WATCH/LIST requests.");
 		sample_u(w, "prometheus_sd_kubernetes_failures_total", ds.k8s_failures);
