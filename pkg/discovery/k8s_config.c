@@ -219,7 +219,7 @@ int pd_discovery_kubernetes_validate(const struct pd_discovery_kubernetes_config
 	static const char *const allowed[] = {
 	    [PD_DISCOVERY_K8S_NODE] = "node",
 	    [PD_DISCOVERY_K8S_SERVICE] = "service",
-	    [PD_DISCOVERY_K8S_POD] = "pod",
+	    [PD_DISCOVERY_K8S_POD] = "pod, node",
 	    [PD_DISCOVERY_K8S_ENDPOINTS] = "pod, service, endpoints",
 	    [PD_DISCOVERY_K8S_ENDPOINTSLICE] = "pod, service, endpointslice",
 	    [PD_DISCOVERY_K8S_INGRESS] = "ingress",
