@@ -392,7 +392,7 @@ static void flush(struct pd_sd_k8s *k)
 			}
 	}
 	if (msg[0])
-		pd_log_warn("discovery", "kubernetes_sd: cannot build the target group of %s", msg);
+		pd_log_warn("discovery", "kubernetes_sd: cannot build a target group", "err=%s", msg);
 	if (!k->changed)
 		return;
 	for (size_t i = 0; i < k->nw; i++)
@@ -825,7 +825,7 @@ static void failed(struct pd_sd_k8s *k, struct k8s_watch *w, int64_t now, int re
 	va_end(ap);
 	count_failure(k);
 	pd_sd_provider_set_result(k->p, msg);
-	pd_log_warn("discovery", "kubernetes_sd: %s", msg);
+	pd_log_warn("discovery", "kubernetes_sd: request failed", "err=%s", msg);
 	w->state = W_IDLE;
 	w->due = now + w->backoff_ms;
 	w->backoff_ms =
