@@ -14,21 +14,23 @@
 
 /* ---- one series, while it is read ---------------------------------------------- */
 
+/* A series' result, built in place: each record goes straight into the arrays
+ * the result hands out, values and present holding one row per sample type, cap
+ * entries apart until finish_series packs the rows n apart. Room for a chunk's
+ * records is made before it is read, so a series usually costs one allocation of
+ * each array. */
 struct tser {
 	struct pd_tsdb_label *labels; /* one allocation with the strings */
 	size_t nlabels;
 	uint64_t hash;
-	/* records in the order read: time, duration, is a profile, and the range
-	 * [off[i], off[i + 1]) of (type, value) pairs */
-	int64_t *ts, *dur;
-	uint8_t *prof;
-	size_t *off; /* n + 1 entries */
+	int64_t *ts, *dur; /* n records in the order read, room for cap */
 	size_t n, cap;
-	uint32_t *ptype; /* index into types */
-	int64_t *pval;
-	size_t np, pcap;
-	struct pd_tsdb_sample_type *types; /* in order of first reading */
-	size_t ntypes, tcap;
+	int64_t *values;  /* values[k * cap + i]: 0 where not present */
+	uint8_t *present; /* present[k * cap + i] */
+	struct pd_tsdb_sample_type *types; /* in order of first reading, ntypes rows */
+	size_t *type_len, *unit_len;
+	size_t ntypes, tcap, lcap, ucap;
+	int unsorted; /* a record was read at or before the time of the one before */
 };
 
 struct tacc {
@@ -36,6 +38,8 @@ struct tacc {
 	size_t n, cap;
 	int64_t *ts; /* scratch: a chunk's timestamps */
 	size_t ts_cap;
+	uint32_t *map; /* scratch: a section's type -> the series' type, UINT32_MAX: none yet */
+	size_t map_cap;
 	struct pd_chunkenc_totals_iter it; /* reused from chunk to chunk */
 	size_t *slots;                     /* index + 1, open addressing by hash */
 	size_t nslots;
@@ -46,15 +50,15 @@ static void tser_free(struct tser *s)
 	free(s->labels);
 	free(s->ts);
 	free(s->dur);
-	free(s->prof);
-	free(s->off);
-	free(s->ptype);
-	free(s->pval);
+	free(s->values);
+	free(s->present);
 	for (size_t k = 0; k < s->ntypes; k++) {
 		free(s->types[k].type);
 		free(s->types[k].unit);
 	}
 	free(s->types);
+	free(s->type_len);
+	free(s->unit_len);
 }
 
 static int grow(void **v, size_t *cap, size_t need, size_t size)
@@ -114,12 +118,8 @@ static int tacc_find_or_add(struct tacc *a, const struct pd_lpair *l, size_t nl,
 	for (size_t i = 0; i < nl; i++)
 		bytes += strlen(l[i].name) + strlen(l[i].value) + 2;
 	struct pd_tsdb_label *lab = malloc(bytes ? bytes : 1);
-	size_t *off = malloc(sizeof(*off));
-	if (!lab || !off) {
-		free(lab);
-		free(off);
+	if (!lab)
 		return PD_ENOMEM;
-	}
 	char *s = (char *)(lab + nl);
 	for (size_t i = 0; i < nl; i++) {
 		size_t x = strlen(l[i].name) + 1, y = strlen(l[i].value) + 1;
@@ -135,74 +135,88 @@ static int tacc_find_or_add(struct tacc *a, const struct pd_lpair *l, size_t nl,
 	t->labels = lab;
 	t->nlabels = nl;
 	t->hash = h;
-	t->off = off;
-	t->off[0] = 0;
-	t->cap = 0;
 	a->slots[j] = a->n + 1;
 	*idx = a->n++;
 	return 0;
 }
 
-/* Starts a record of s at t; its pairs follow with tser_pair. */
-static int tser_record(struct tser *s, int64_t t, int profile, int64_t duration)
+/* Makes room for `more` records after the n there are: the rows move apart. */
+static int tser_reserve(struct tser *s, size_t more)
 {
-	if (s->n + 1 > s->cap) {
-		size_t c = s->cap ? s->cap * 2 : 64;
-		int64_t *ts = realloc(s->ts, c * sizeof(*ts));
-		if (ts)
-			s->ts = ts;
-		int64_t *du = realloc(s->dur, c * sizeof(*du));
-		if (du)
-			s->dur = du;
-		uint8_t *pr = realloc(s->prof, c);
-		if (pr)
-			s->prof = pr;
-		size_t *of = realloc(s->off, (c + 1) * sizeof(*of));
-		if (of)
-			s->off = of;
-		if (!ts || !du || !pr || !of)
+	size_t need = s->n + more;
+	if (need <= s->cap)
+		return 0;
+	size_t c = s->cap + s->cap / 2;
+	if (c < need)
+		c = need;
+	int64_t *ts = realloc(s->ts, c * sizeof(*ts));
+	if (!ts)
+		return PD_ENOMEM;
+	s->ts = ts;
+	int64_t *du = realloc(s->dur, c * sizeof(*du));
+	if (!du)
+		return PD_ENOMEM;
+	s->dur = du;
+	if (s->ntypes) {
+		int64_t *v = realloc(s->values, s->ntypes * c * sizeof(*v));
+		if (!v)
 			return PD_ENOMEM;
-		s->cap = c;
+		s->values = v;
+		uint8_t *p = realloc(s->present, s->ntypes * c);
+		if (!p)
+			return PD_ENOMEM;
+		s->present = p;
+		/* the last row first, so that none is overwritten before it moves */
+		for (size_t k = s->ntypes; k-- > 0;) {
+			memmove(v + k * c, v + k * s->cap, s->n * sizeof(*v));
+			memset(v + k * c + s->n, 0, (c - s->n) * sizeof(*v));
+			memmove(p + k * c, p + k * s->cap, s->n);
+			memset(p + k * c + s->n, 0, c - s->n);
+		}
 	}
-	s->ts[s->n] = t;
-	s->dur[s->n] = duration;
-	s->prof[s->n] = (uint8_t)profile;
-	s->n++;
-	s->off[s->n] = s->np;
+	s->cap = c;
 	return 0;
 }
 
-/* Adds a (type, value) pair to the last record. */
-static int tser_pair(struct tser *s, uint32_t type, int64_t v)
+/* Starts a record of s at t (room made by tser_reserve); returns its index. Its
+ * values follow with tser_set. */
+static size_t tser_record(struct tser *s, int64_t t, int64_t duration)
 {
-	if (s->np + 1 > s->pcap) {
-		size_t c = s->pcap ? s->pcap * 2 : 256;
-		uint32_t *pt = realloc(s->ptype, c * sizeof(*pt));
-		if (pt)
-			s->ptype = pt;
-		int64_t *pv = realloc(s->pval, c * sizeof(*pv));
-		if (pv)
-			s->pval = pv;
-		if (!pt || !pv)
-			return PD_ENOMEM;
-		s->pcap = c;
-	}
-	s->ptype[s->np] = type;
-	s->pval[s->np++] = v;
-	s->off[s->n] = s->np;
-	return 0;
+	size_t i = s->n++;
+	if (i && s->ts[i - 1] >= t)
+		s->unsorted = 1;
+	s->ts[i] = t;
+	s->dur[i] = duration;
+	return i;
 }
 
-/* The index of (type, unit) among s's types (lengths given), added when new;
- * -1 when out of memory. */
+static void tser_set(struct tser *s, size_t i, size_t k, int64_t v)
+{
+	s->values[k * s->cap + i] = v;
+	s->present[k * s->cap + i] = 1;
+}
+
+/* The index of (type, unit) among s's types (lengths given), added with an empty
+ * row when new (s has room for a record); -1 when out of memory. */
 static long tser_type(struct tser *s, const char *type, size_t tl, const char *unit, size_t ul)
 {
 	for (size_t k = 0; k < s->ntypes; k++)
-		if (strlen(s->types[k].type) == tl && strlen(s->types[k].unit) == ul &&
+		if (s->type_len[k] == tl && s->unit_len[k] == ul &&
 		    !memcmp(s->types[k].type, type, tl) && !memcmp(s->types[k].unit, unit, ul))
 			return (long)k;
-	if (grow((void **)&s->types, &s->tcap, s->ntypes + 1, sizeof(*s->types)))
+	size_t nt = s->ntypes + 1;
+	if (grow((void **)&s->types, &s->tcap, nt, sizeof(*s->types)) ||
+	    grow((void **)&s->type_len, &s->lcap, nt, sizeof(*s->type_len)) ||
+	    grow((void **)&s->unit_len, &s->ucap, nt, sizeof(*s->unit_len)))
 		return -1;
+	int64_t *v = realloc(s->values, nt * s->cap * sizeof(*v));
+	if (!v)
+		return -1;
+	s->values = v;
+	uint8_t *p = realloc(s->present, nt * s->cap);
+	if (!p)
+		return -1;
+	s->present = p;
 	char *a = malloc(tl + 1), *b = malloc(ul + 1);
 	if (!a || !b) {
 		free(a);
@@ -213,21 +227,40 @@ static long tser_type(struct tser *s, const char *type, size_t tl, const char *u
 	a[tl] = '\0';
 	memcpy(b, unit, ul);
 	b[ul] = '\0';
+	memset(v + s->ntypes * s->cap, 0, s->cap * sizeof(*v));
+	memset(p + s->ntypes * s->cap, 0, s->cap);
 	s->types[s->ntypes].type = a;
 	s->types[s->ntypes].unit = b;
+	s->type_len[s->ntypes] = tl;
+	s->unit_len[s->ntypes] = ul;
 	return (long)s->ntypes++;
 }
 
-/* Adds a decoded profile (NULL: not a profile) as a record of s at t. */
+/* Takes back the records from n0 on and the types from nt0 on. */
+static void tser_rollback(struct tser *s, size_t n0, size_t nt0)
+{
+	for (size_t k = nt0; k < s->ntypes; k++) {
+		free(s->types[k].type);
+		free(s->types[k].unit);
+	}
+	s->ntypes = nt0;
+	for (size_t k = 0; k < nt0; k++) {
+		memset(s->values + k * s->cap + n0, 0, (s->n - n0) * sizeof(*s->values));
+		memset(s->present + k * s->cap + n0, 0, s->n - n0);
+	}
+	s->n = n0;
+}
+
+/* Adds a decoded profile (NULL: not a profile) as a record of s at t (room made). */
 static int tser_add_profile(struct tser *s, int64_t t, const struct pd_pprof_profile *p)
 {
-	if (tser_record(s, t, p != NULL, p ? pd_pprof_duration_nanos(p) : 0))
-		return PD_ENOMEM;
+	size_t i = tser_record(s, t, p ? pd_pprof_duration_nanos(p) : 0);
 	for (size_t j = 0; p && j < pd_pprof_sample_type_count(p); j++) {
 		const char *ty = pd_pprof_sample_type(p, j), *un = pd_pprof_sample_unit(p, j);
 		long k = tser_type(s, ty, strlen(ty), un, strlen(un));
-		if (k < 0 || tser_pair(s, (uint32_t)k, pd_pprof_sum(p, (int)j)))
+		if (k < 0)
 			return PD_ENOMEM;
+		tser_set(s, i, (size_t)k, pd_pprof_sum(p, (int)j));
 	}
 	return 0;
 }
@@ -276,10 +309,19 @@ static struct tser *series_of(struct chunk_read *r, int *rc)
 static int chunk_from_profiles(struct chunk_read *r, const int64_t *ts, size_t nts,
                                struct pd_err *err)
 {
+	struct tser *s = NULL;
 	int rc = 0;
 	for (size_t i = 0; i < nts && !rc; i++) {
 		if (!in_range(r, ts[i]))
 			continue;
+		if (!s) {
+			if (!(s = series_of(r, &rc)))
+				break; /* past the limit, or out of memory */
+			if (tser_reserve(s, nts - i)) {
+				rc = PD_ENOMEM;
+				break;
+			}
+		}
 		uint8_t *buf = NULL;
 		size_t len = 0;
 		if ((rc = r->src->ops->chunk_value(r->src->r, r->ref, r->c, i, r->db->o.max_profile,
@@ -290,79 +332,79 @@ static int chunk_from_profiles(struct chunk_read *r, const int64_t *ts, size_t n
 		if (pd_pprof_decode(&p, buf, len, NULL, &derr))
 			p = NULL; /* kept opaque: not a profile, no types */
 		free(buf);
-		struct tser *s = series_of(r, &rc);
-		if (s && tser_add_profile(s, ts[i], p))
+		if (tser_add_profile(s, ts[i], p))
 			rc = PD_ENOMEM;
 		pd_pprof_destroy(p);
-		if (!s && !rc)
-			break; /* past the limit */
 	}
 	if (rc == PD_ENOMEM)
 		pd_err_set(err, PD_ENOMEM, "out of memory");
 	return rc;
 }
 
-/* A chunk with a section: records read beside the timestamps. A damaged
- * section takes back what it added and returns PD_ECORRUPT. */
+/* A chunk with a section: records read beside the timestamps, straight into the
+ * series' arrays. A damaged section takes back what it added and returns
+ * PD_ECORRUPT. */
 static int chunk_from_section(struct chunk_read *r, const int64_t *ts, size_t nts,
                               struct pd_chunkenc_totals_iter *it, struct pd_err *err)
 {
-	uint32_t *map = NULL; /* section type -> series type + 1 (0: not mapped yet) */
-	size_t nmap = 0, mapcap = 0;
+	struct tacc *a = r->acc;
 	struct tser *s = NULL;
-	size_t n0 = 0, np0 = 0;
+	size_t n0 = 0, nt0 = 0, nmap = 0;
 	int rc = 0;
-	if (*r->idx != SIZE_MAX) {
-		s = &r->acc->v[*r->idx];
-		n0 = s->n;
-		np0 = s->np;
-	}
 	for (size_t i = 0; pd_chunkenc_totals_iter_next(it); i++) {
 		if (i >= nts || !in_range(r, ts[i]))
 			continue;
 		if (!s) {
 			if (!(s = series_of(r, &rc)))
 				break;
-			n0 = s->n;
-			np0 = s->np;
-		}
-		if (tser_record(s, ts[i], it->profile, it->duration)) {
-			rc = PD_ENOMEM;
-			break;
-		}
-		if (it->ntypes > nmap) {
-			if (grow((void **)&map, &mapcap, it->ntypes, sizeof(*map))) {
+			if (tser_reserve(s, nts - i)) {
 				rc = PD_ENOMEM;
 				break;
 			}
-			for (; nmap < it->ntypes; nmap++) {
-				const struct pd_chunkenc_totals_type *t = &it->types[nmap];
-				long k = tser_type(s, t->type, t->type_len, t->unit, t->unit_len);
-				if (k < 0) {
+			n0 = s->n;
+			nt0 = s->ntypes;
+		}
+		size_t row = tser_record(s, ts[i], it->duration);
+		if (it->ntypes > nmap) {
+			if (grow((void **)&a->map, &a->map_cap, it->ntypes, sizeof(*a->map))) {
+				rc = PD_ENOMEM;
+				break;
+			}
+			for (; nmap < it->ntypes; nmap++)
+				a->map[nmap] = UINT32_MAX;
+		}
+		const uint32_t *map = a->map, *idx = it->type_idx;
+		const int64_t *iv = it->vals;
+		int64_t *vals = s->values + row;
+		uint8_t *pres = s->present + row;
+		size_t cap = s->cap;
+		for (size_t j = 0; j < it->n; j++) {
+			uint32_t k = map[idx[j]];
+			if (k == UINT32_MAX) {
+				/* the series' type, looked up once a chunk */
+				const struct pd_chunkenc_totals_type *t = &it->types[idx[j]];
+				long kk = tser_type(s, t->type, t->type_len, t->unit, t->unit_len);
+				if (kk < 0) {
 					rc = PD_ENOMEM;
 					break;
 				}
-				map[nmap] = (uint32_t)k;
+				a->map[idx[j]] = k = (uint32_t)kk;
+				vals = s->values + row; /* moved by the new row */
+				pres = s->present + row;
 			}
-			if (rc)
-				break;
+			vals[k * cap] = iv[j];
+			pres[k * cap] = 1;
 		}
-		for (size_t j = 0; j < it->n && !rc; j++)
-			if (tser_pair(s, map[it->type_idx[j]], it->vals[j]))
-				rc = PD_ENOMEM;
 		if (rc)
 			break;
 	}
 	if (!rc && pd_chunkenc_totals_iter_err(it))
 		rc = pd_chunkenc_totals_iter_err(it);
-	free(map);
 	if (rc == PD_ENOMEM)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	if (rc == PD_ECORRUPT) {
-		if (s) {
-			s->n = n0;
-			s->np = np0;
-		}
+		if (s)
+			tser_rollback(s, n0, nt0);
 		return pd_err_set(
 		    err, PD_ECORRUPT,
 		    "series %llu: the totals section of the timestamp chunk of %lld..%lld "
@@ -479,85 +521,146 @@ static int tord_cmp(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i; /* the first read of a time wins */
 }
 
-/* s's records in time order, one per time, as a result series (s's labels are
- * moved into t). */
-static int finish_series(struct tser *s, struct pd_tsdb_totals *t)
+/* Puts s's records in time order, one per time (the first read wins), with its
+ * types in order of first appearance in time: new arrays replace s's. Sources
+ * are read oldest first, but a block and the head may interleave after a
+ * restart. */
+static int tser_sort(struct tser *s)
 {
-	size_t *ord = malloc((s->n ? s->n : 1) * sizeof(*ord));
+	size_t n = s->n, nt = 0, cap = s->cap;
+	struct tord *o = malloc(n * sizeof(*o));
 	uint32_t *remap = malloc((s->ntypes ? s->ntypes : 1) * sizeof(*remap));
-	if (!ord || !remap)
+	int64_t *ts = NULL, *dur = NULL, *v = NULL;
+	uint8_t *p = NULL;
+	struct pd_tsdb_sample_type *types = NULL;
+	size_t *tl = NULL, *ul = NULL;
+	if (!o || !remap)
 		goto nomem;
-	int sorted = 1;
-	for (size_t i = 0; i < s->n; i++) {
-		ord[i] = i;
-		if (i && s->ts[i - 1] >= s->ts[i])
-			sorted = 0;
-	}
-	size_t n = s->n;
-	if (!sorted) {
-		/* sources are read oldest first, but a block and the head may
-		 * interleave after a restart: sort, and keep one record per time */
-		struct tord *o = malloc(n * sizeof(*o));
-		if (!o)
-			goto nomem;
-		for (size_t i = 0; i < n; i++)
-			o[i] = (struct tord){s->ts[i], i};
-		qsort(o, n, sizeof(*o), tord_cmp);
-		for (size_t i = 0; i < n; i++)
-			ord[i] = o[i].i;
-		free(o);
-		size_t u = 0;
-		for (size_t i = 0; i < n; i++)
-			if (!u || s->ts[ord[u - 1]] != s->ts[ord[i]])
-				ord[u++] = ord[i];
-		n = u;
-	}
-	t->labels = s->labels;
-	t->nlabels = s->nlabels;
-	s->labels = NULL;
-	t->nts = n;
-	t->ts = malloc((n ? n : 1) * sizeof(*t->ts));
-	t->duration_nanos = malloc((n ? n : 1) * sizeof(*t->duration_nanos));
-	if (!t->ts || !t->duration_nanos)
-		goto nomem;
-	/* types in order of first appearance in time */
+	for (size_t i = 0; i < n; i++)
+		o[i] = (struct tord){s->ts[i], i};
+	qsort(o, n, sizeof(*o), tord_cmp);
+	size_t u = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!u || o[u - 1].t != o[i].t)
+			o[u++] = o[i];
 	for (size_t k = 0; k < s->ntypes; k++)
 		remap[k] = UINT32_MAX;
-	size_t ntypes = 0;
-	for (size_t i = 0; i < n; i++) {
-		size_t r = ord[i];
-		t->ts[i] = s->ts[r];
-		t->duration_nanos[i] = s->dur[r];
-		for (size_t q = s->off[r]; q < s->off[r + 1]; q++)
-			if (remap[s->ptype[q]] == UINT32_MAX)
-				remap[s->ptype[q]] = (uint32_t)ntypes++;
-	}
-	t->types = calloc(ntypes ? ntypes : 1, sizeof(*t->types));
-	t->values = calloc(ntypes * n + 1, sizeof(*t->values));
-	t->present = calloc(ntypes * n + 1, 1);
-	if (!t->types || !t->values || !t->present)
+	for (size_t i = 0; i < u; i++)
+		for (size_t k = 0; k < s->ntypes; k++)
+			if (remap[k] == UINT32_MAX && s->present[k * cap + o[i].i])
+				remap[k] = (uint32_t)nt++;
+	ts = malloc(u * sizeof(*ts));
+	dur = malloc(u * sizeof(*dur));
+	v = calloc(nt * u + 1, sizeof(*v));
+	p = calloc(nt * u + 1, 1);
+	types = calloc(nt + 1, sizeof(*types));
+	tl = malloc((nt + 1) * sizeof(*tl));
+	ul = malloc((nt + 1) * sizeof(*ul));
+	if (!ts || !dur || !v || !p || !types || !tl || !ul)
 		goto nomem;
-	for (size_t k = 0; k < s->ntypes; k++)
-		if (remap[k] != UINT32_MAX) {
-			t->types[remap[k]] = s->types[k];
-			s->types[k].type = s->types[k].unit = NULL;
-		}
-	t->ntypes = ntypes;
-	for (size_t i = 0; i < n; i++) {
-		size_t r = ord[i];
-		for (size_t q = s->off[r]; q < s->off[r + 1]; q++) {
-			size_t k = remap[s->ptype[q]];
-			t->values[k * n + i] = s->pval[q];
-			t->present[k * n + i] = 1;
-		}
+	for (size_t i = 0; i < u; i++) {
+		size_t r = o[i].i;
+		ts[i] = s->ts[r];
+		dur[i] = s->dur[r];
+		for (size_t k = 0; k < s->ntypes; k++)
+			if (s->present[k * cap + r]) {
+				v[remap[k] * u + i] = s->values[k * cap + r];
+				p[remap[k] * u + i] = 1;
+			}
 	}
-	free(ord);
+	for (size_t k = 0; k < s->ntypes; k++) {
+		if (remap[k] == UINT32_MAX) {
+			/* only in records of a time read before */
+			free(s->types[k].type);
+			free(s->types[k].unit);
+			continue;
+		}
+		types[remap[k]] = s->types[k];
+		tl[remap[k]] = s->type_len[k];
+		ul[remap[k]] = s->unit_len[k];
+	}
+	free(s->ts);
+	free(s->dur);
+	free(s->values);
+	free(s->present);
+	free(s->types);
+	free(s->type_len);
+	free(s->unit_len);
+	s->ts = ts;
+	s->dur = dur;
+	s->values = v;
+	s->present = p;
+	s->types = types;
+	s->type_len = tl;
+	s->unit_len = ul;
+	s->n = s->cap = u;
+	s->ntypes = s->tcap = s->lcap = s->ucap = nt;
+	s->unsorted = 0;
+	free(o);
 	free(remap);
 	return 0;
 nomem:
-	free(ord);
+	free(o);
 	free(remap);
+	free(ts);
+	free(dur);
+	free(v);
+	free(p);
+	free(types);
+	free(tl);
+	free(ul);
 	return PD_ENOMEM;
+}
+
+/* s as a result series: its arrays are moved into t, the rows packed n apart. */
+static int finish_series(struct tser *s, struct pd_tsdb_totals *t)
+{
+	if (s->unsorted && tser_sort(s))
+		return PD_ENOMEM;
+	size_t n = s->n, cap = s->cap, nt = s->ntypes;
+	if (!nt) {
+		/* no profile among the records: present stays readable */
+		free(s->values);
+		free(s->present);
+		s->values = calloc(1, sizeof(*s->values));
+		s->present = calloc(1, 1);
+		if (!s->values || !s->present)
+			return PD_ENOMEM;
+	}
+	if (!s->types && !(s->types = calloc(1, sizeof(*s->types))))
+		return PD_ENOMEM;
+	for (size_t k = 1; k < nt && cap != n; k++) {
+		memmove(s->values + k * n, s->values + k * cap, n * sizeof(*s->values));
+		memmove(s->present + k * n, s->present + k * cap, n);
+	}
+	if (cap > n + n / 4 + 16) {
+		/* room made for records out of range: given back (a failure keeps it) */
+		int64_t *x;
+		uint8_t *y;
+		if ((x = realloc(s->ts, n * sizeof(*x))))
+			s->ts = x;
+		if ((x = realloc(s->dur, n * sizeof(*x))))
+			s->dur = x;
+		if (nt && (x = realloc(s->values, nt * n * sizeof(*x))))
+			s->values = x;
+		if (nt && (y = realloc(s->present, nt * n)))
+			s->present = y;
+	}
+	t->labels = s->labels;
+	t->nlabels = s->nlabels;
+	t->nts = n;
+	t->ts = s->ts;
+	t->duration_nanos = s->dur;
+	t->types = s->types;
+	t->ntypes = nt;
+	t->values = s->values;
+	t->present = s->present;
+	s->labels = NULL;
+	s->ts = s->dur = s->values = NULL;
+	s->present = NULL;
+	s->types = NULL;
+	s->ntypes = 0;
+	return 0;
 }
 
 void pd_tsdb_totals_result_destroy(struct pd_tsdb_totals_result *r)
@@ -630,6 +733,7 @@ int pd_tsdb_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, s
 	free(acc.v);
 	free(acc.slots);
 	free(acc.ts);
+	free(acc.map);
 	pd_chunkenc_totals_iter_fini(&acc.it);
 	if (rc) {
 		pd_tsdb_totals_result_destroy(r);

@@ -3,8 +3,10 @@
  * pd_tsdb_select_totals over the head, blocks cut from it, compacted blocks, a
  * head rebuilt by WAL replay, blocks written before sections existed (the
  * golden v1 store) and what compaction makes of them, deleted samples, records
- * that are not profiles, and a damaged section: in every case the totals equal
- * pd_pprof_sum of each stored profile, decoded. */
+ * that are not profiles, a damaged section (at its first record, and at its end
+ * after records with types of their own), and a block and the head holding one
+ * series' profiles interleaved and at the same times: in every case the totals
+ * equal pd_pprof_sum of each stored profile, decoded. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <ftw.h>
 #include <setjmp.h>
@@ -666,6 +668,172 @@ static void test_damaged_section(void **state)
 	rmdir_all(dir);
 }
 
+/* The index of (type, unit) in t's types, or t->ntypes. */
+static size_t type_index(const struct pd_tsdb_totals *t, const char *type, const char *unit)
+{
+	size_t k = 0;
+	while (k < t->ntypes && (strcmp(t->types[k].type, type) || strcmp(t->types[k].unit, unit)))
+		k++;
+	return k;
+}
+
+/* Asserts that profile j of t has exactly payload p's totals. */
+static void assert_profile_is(const struct pd_tsdb_totals *t, size_t j, size_t p)
+{
+	struct pd_pprof_profile *prof;
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_decode(&prof, payloads[p], payload_len[p], NULL, &err), 0);
+	assert_int_equal(t->duration_nanos[j], pd_pprof_duration_nanos(prof));
+	size_t have = 0;
+	for (size_t k = 0; k < t->ntypes; k++)
+		have += t->present[k * t->nts + j];
+	assert_int_equal(have, pd_pprof_sample_type_count(prof));
+	for (size_t q = 0; q < pd_pprof_sample_type_count(prof); q++) {
+		size_t k = type_index(t, pd_pprof_sample_type(prof, q), pd_pprof_sample_unit(prof, q));
+		assert_true(k < t->ntypes);
+		assert_true(t->present[k * t->nts + j]);
+		assert_int_equal(t->values[k * t->nts + j], pd_pprof_sum(prof, (int)q));
+	}
+	pd_pprof_destroy(prof);
+}
+
+/* A block and the head holding one series' profiles interleaved in time, and at
+ * some times both (a restart, then older profiles appended): the totals come in
+ * time order, one per time, the block's (read first) winning; a sample type seen
+ * only in a profile that lost is not listed; types come in order of first
+ * appearance in time. */
+static void test_block_head_interleaved(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb_label l[1] = {{"__name__", "mix"}};
+	/* cpu (payload 1) at even steps, 0..38, into a block */
+	struct pd_tsdb *db = open_db(dir, 2 * 3600 * 1000, 0);
+	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+	for (int k = 0; k < NSAMPLES; k += 2)
+		assert_int_equal(pd_tsdb_append(a, l, 1, T0 + k * STEP, payloads[1],
+		                                 payload_len[1], &err), 0);
+	assert_int_equal(pd_tsdb_commit(a, &err), 0);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	pd_tsdb_close(db);
+	/* after a restart, into the head: goroutine (2) at odd steps, and at every
+	 * 4th step, the time of a cpu profile of the block, a heap profile (0) */
+	db = open_db(dir, 2 * 3600 * 1000, 0);
+	a = pd_tsdb_appender(db);
+	for (int k = 0; k < NSAMPLES; k++)
+		if (k % 2 || k % 4 == 0)
+			assert_int_equal(pd_tsdb_append(a, l, 1, T0 + k * STEP,
+			                                 payloads[k % 2 ? 2 : 0],
+			                                 payload_len[k % 2 ? 2 : 0], &err),
+			                 0);
+	assert_int_equal(pd_tsdb_commit(a, &err), 0);
+	struct pd_tsdb_matcher m = {"__name__", pd_tsdb_match_equal, "mix"};
+	struct pd_tsdb_totals_result *tot;
+	assert_int_equal(pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &tot, &err), 0);
+	assert_int_equal(tot->nseries, 1);
+	const struct pd_tsdb_totals *t = &tot->series[0];
+	assert_int_equal(t->nts, NSAMPLES);
+	for (size_t j = 0; j < NSAMPLES; j++) {
+		assert_int_equal(t->ts[j], T0 + (int64_t)j * STEP);
+		assert_profile_is(t, j, j % 2 ? 2 : 1);
+	}
+	/* cpu's two types (the profile at T0), then goroutine's one; no heap type */
+	assert_int_equal(t->ntypes, 3);
+	assert_string_equal(t->types[0].type, "samples");
+	assert_string_equal(t->types[1].type, "cpu");
+	assert_string_equal(t->types[2].type, "goroutine");
+	pd_tsdb_totals_result_destroy(tot);
+	/* a range that starts in the head's odd steps */
+	assert_int_equal(pd_tsdb_select_totals(db, &m, 1, T0 + 3 * STEP, T0 + 9 * STEP, 0, &tot,
+	                                       &err), 0);
+	t = &tot->series[0];
+	assert_int_equal(t->nts, 7);
+	assert_string_equal(t->types[0].type, "goroutine");
+	for (size_t j = 0; j < 7; j++)
+		assert_profile_is(t, j, (j + 3) % 2 ? 2 : 1);
+	pd_tsdb_totals_result_destroy(tot);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* A section damaged at its end, after records with sample types of their own: the
+ * chunk's records and those types are taken back, the chunk before it stays. */
+static void test_section_damaged_at_end(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_block_writer *w;
+	assert_int_equal(pd_block_writer_create(&w, dir, T0, T0 + 3600000, 1, NULL, 0, &err), 0);
+	struct pd_block_chunk cs[2];
+	uint8_t *tsb[2], *vb[2];
+	for (int k = 0; k < 2; k++) {
+		struct pd_chunkenc_ts ts;
+		struct pd_chunkenc_values *v = pd_chunkenc_values_create_enc(0, 0, 0);
+		struct pd_chunkenc_totals *tot = pd_chunkenc_totals_create();
+		pd_chunkenc_ts_init(&ts);
+		for (int i = 0; i < 3; i++) {
+			/* chunk 1: multi-types (payload 8) twice, then cpu */
+			size_t p = k == 1 && i < 2 ? 8 : 1;
+			assert_int_equal(
+			    pd_chunkenc_ts_append(&ts, T0 + k * 100000 + i * 1000, &err), 0);
+			assert_int_equal(
+			    pd_chunkenc_values_append(v, payloads[p], payload_len[p], &err), 0);
+			struct pd_pprof_profile *prof;
+			assert_int_equal(
+			    pd_pprof_decode(&prof, payloads[p], payload_len[p], NULL, &err), 0);
+			assert_int_equal(pd_chunkenc_totals_append_profile(tot, prof, &err), 0);
+			pd_pprof_destroy(prof);
+		}
+		size_t tl, xl, vl;
+		const uint8_t *tb = pd_chunkenc_ts_bytes(&ts, &tl),
+		              *xb = pd_chunkenc_totals_bytes(tot, &xl);
+		if (k == 1)
+			xl--; /* the last record's last value cut short */
+		tsb[k] = malloc(tl + xl);
+		memcpy(tsb[k], tb, tl);
+		memcpy(tsb[k] + tl, xb, xl);
+		assert_int_equal(pd_chunkenc_values_seal(v, &vb[k], &vl, &err), 0);
+		cs[k] = (struct pd_block_chunk){
+		    T0 + k * 100000, T0 + k * 100000 + 2000, 3, tsb[k], tl + xl, vb[k], vl};
+		pd_chunkenc_ts_fini(&ts);
+		pd_chunkenc_values_destroy(v);
+		pd_chunkenc_totals_destroy(tot);
+	}
+	struct pd_lpair l[1] = {{"__name__", "cpu"}};
+	assert_int_equal(pd_block_writer_add_series(w, l, 1, cs, 2, &err), 0);
+	char ulid[27];
+	assert_int_equal(pd_block_writer_finish(w, ulid, &err), 0);
+	for (int k = 0; k < 2; k++) {
+		free(tsb[k]);
+		free(vb[k]);
+	}
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	pd_tsdb_opts_init(&o);
+	o.retention_ms = -1;
+	o.read_only = 1;
+	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
+	struct pd_tsdb_matcher m = {"__name__", pd_tsdb_match_equal, "cpu"};
+	struct pd_tsdb_totals_result *tot;
+	assert_int_equal(pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &tot, &err), 0);
+	assert_int_equal(tot->nseries, 1);
+	const struct pd_tsdb_totals *t = &tot->series[0];
+	assert_int_equal(t->nts, 3);
+	assert_int_equal(t->ntypes, 2);
+	for (size_t j = 0; j < 3; j++) {
+		assert_int_equal(t->ts[j], T0 + (int64_t)j * 1000);
+		assert_profile_is(t, j, 1);
+	}
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.chunks_damaged, 1);
+	pd_tsdb_totals_result_destroy(tot);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -677,6 +845,8 @@ int main(void)
 	    cmocka_unit_test(test_opaque),
 	    cmocka_unit_test(test_blocks_without_sections),
 	    cmocka_unit_test(test_damaged_section),
+	    cmocka_unit_test(test_block_head_interleaved),
+	    cmocka_unit_test(test_section_damaged_at_end),
 	};
 	return cmocka_run_group_tests(tests, load, unload);
 }

@@ -320,6 +320,8 @@ static uint64_t get_uvar(struct pd_chunkenc_totals_iter *it)
 	uint64_t r = 0;
 	if (it->err)
 		return 0;
+	if (it->pos < it->len && it->p[it->pos] < 0x80)
+		return it->p[it->pos++]; /* one byte: most of a section's varints */
 	for (unsigned i = 0; i < 10 && it->pos < it->len; i++) {
 		uint8_t b = it->p[it->pos++];
 		if (i == 9 && b > 1)
