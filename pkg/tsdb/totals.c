@@ -280,6 +280,7 @@ struct chunk_read {
 	struct tacc *acc;
 	size_t limit;
 	size_t *idx; /* the series' index in acc, SIZE_MAX before its first record */
+	size_t after; /* records in the source's chunks in range after this one */
 };
 
 static int in_range(const struct chunk_read *r, int64_t t)
@@ -317,7 +318,8 @@ static int chunk_from_profiles(struct chunk_read *r, const int64_t *ts, size_t n
 		if (!s) {
 			if (!(s = series_of(r, &rc)))
 				break; /* past the limit, or out of memory */
-			if (tser_reserve(s, nts - i)) {
+			/* room for the rest of the series in this source, at once */
+			if (tser_reserve(s, nts - i + r->after)) {
 				rc = PD_ENOMEM;
 				break;
 			}
@@ -357,7 +359,8 @@ static int chunk_from_section(struct chunk_read *r, const int64_t *ts, size_t nt
 		if (!s) {
 			if (!(s = series_of(r, &rc)))
 				break;
-			if (tser_reserve(s, nts - i)) {
+			/* room for the rest of the series in this source, at once */
+			if (tser_reserve(s, nts - i + r->after)) {
 				rc = PD_ENOMEM;
 				break;
 			}
@@ -471,6 +474,9 @@ out:
 	return rc;
 }
 
+/* The most records a series' arrays make room for ahead of reading them. */
+#define RESERVE_AHEAD 4096
+
 static int read_series(struct pd_tsdb *db, const struct source *src, uint64_t ref,
                        const struct pd_tsdb_matcher *m, size_t nm, int64_t mint, int64_t maxt,
                        struct tacc *acc, size_t limit, struct pd_err *err)
@@ -492,11 +498,19 @@ static int read_series(struct pd_tsdb *db, const struct source *src, uint64_t re
 	/* a series already in the result (an earlier source) keeps its place */
 	if (tacc_find_or_add(acc, l, nl, 0, &idx) != 0)
 		idx = SIZE_MAX;
+	/* the index's counts, trusted only so far: past RESERVE_AHEAD, arrays grow */
+	size_t after = 0;
+	for (size_t k = 0; k < nc && after < RESERVE_AHEAD; k++)
+		if (c[k].maxt >= mint && c[k].mint <= maxt)
+			after += c[k].count;
+	if (after > RESERVE_AHEAD)
+		after = RESERVE_AHEAD;
 	for (size_t k = 0; k < nc && !rc; k++) {
 		if (c[k].maxt < mint || c[k].mint > maxt)
 			continue;
-		struct chunk_read r = {db,   src,  ref,   &c[k], l,     nl,  mint,
-		                       maxt, tomb, ntomb, acc,   limit, &idx};
+		after -= c[k].count < after ? c[k].count : after;
+		struct chunk_read r = {db,   src,  ref,   &c[k], l,   nl,    mint,
+		                       maxt, tomb, ntomb, acc,   limit, &idx, after};
 		rc = read_chunk(&r, err);
 	}
 out:
