@@ -4,7 +4,8 @@
  * stream (written at append time, docs/format/chunks.md), so no profile is
  * opened; a chunk written before sections existed, or whose section was lost to
  * an allocation failure, is answered by decoding its profiles instead. Series
- * and timestamps are those pd_tsdb_select lists, deleted samples left out. Also
+ * and timestamps are those pd_tsdb_select lists, deleted samples left out. Each
+ * record is written once, straight into the arrays the result hands out. Also
  * here: giving a chunk without a section one (compaction). */
 #include <stdlib.h>
 #include <string.h>
