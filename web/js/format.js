@@ -5,6 +5,7 @@
 // EB ("1.2 MB" is 1.2 × 1024² bytes). Values keep three significant digits with
 // trailing zeros dropped ("1.2 MB", "12.3 MB", "123 MB"). Negative values (diffs)
 // carry "-"; with {sign:true} positive values carry "+" too. Zero is "0 B", "0 s", "0".
+// Percentages are the exception: always two decimals (formatPercent).
 
 const BYTE_UNITS = ['B', 'kB', 'MB', 'GB', 'TB', 'PB', 'EB'];
 const COUNT_UNITS = ['', 'k', 'M', 'G', 'T', 'P', 'E'];
@@ -133,17 +134,16 @@ export function formatValue(value, unit, opts) {
   return formatCount(value, opts);
 }
 
-// A percentage with sensible precision: 78.6111 → "78.61%", 0.004 → "0.004%", 0 → "0%".
+// A percentage with a fixed precision, two decimals, so that a column of them lines up
+// and "89.80%" reads beside "89.02%": 78.6111 → "78.61%", 100 → "100.00%". A share too
+// small for two decimals is "<0.01%" (not 0), and float noise of running sums below
+// 0.0005 is "0.00%".
 export function formatPercent(p, opts) {
   if (bad(p)) return 'n/a';
   const a = Math.abs(p);
-  let s;
-  if (a < 0.0005) return '0%'; // also float noise of running sums
-  if (a >= 100) s = a.toFixed(1);
-  else if (a >= 0.01) s = a.toFixed(2);
-  else s = a.toPrecision(1);
-  if (s.indexOf('.') >= 0 && s.indexOf('e') < 0) s = s.replace(/0+$/, '').replace(/\.$/, '');
-  return signOf(p, opts) + s + '%';
+  if (a < 0.0005) return '0.00%';
+  if (a < 0.005) return signOf(p, opts) + '<0.01%';
+  return signOf(p, opts) + a.toFixed(2) + '%';
 }
 
 const pad2 = (n) => String(n).padStart(2, '0');

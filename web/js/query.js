@@ -133,14 +133,47 @@ export function completionContext(text, pos = text.length) {
   return { kind: 'none' };
 }
 
-// The selector with what the cursor context says is missing at its end: an unclosed
-// brace (after an unclosed quote, that quote too). 'heap{job="a' → 'heap{job="a"}'.
+// The selector with what is missing at its end when it is a selector cut short: an
+// unclosed quote of a label value, then the unclosed brace. 'heap{job="a' →
+// 'heap{job="a"}'. Anything else is left as typed, for the API to name the error: a
+// brace already closed, an unquoted value ('heap{job=demo"}' stays as it is, rather
+// than becoming 'heap{job=demo"}"}'), a matcher without its value.
 export function closeSelector(text) {
-  let out = text;
-  const ctx = completionContext(out, out.length);
-  if (ctx.kind === 'labelValue' && ctx.quote && !ctx.closed) out += ctx.quote;
-  if (insideBraces(out)) out += '}';
-  return out;
+  let expect = ''; // '' outside braces; else name, op, value, sep
+  let quote = '';
+  let quoteIsName = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quote) {
+      if (c === '\\' && quote !== '`') i++;
+      else if (c === quote) { quote = ''; expect = quoteIsName ? 'op' : 'sep'; }
+      continue;
+    }
+    if (!expect) {
+      if (c === '{') expect = 'name';
+      else if (!METRIC_CH.test(c) && !WS.test(c)) return text;
+      continue;
+    }
+    if (WS.test(c)) continue;
+    if (c === '"' || c === "'" || c === '`') {
+      if (expect !== 'name' && expect !== 'value') return text;
+      quote = c;
+      quoteIsName = expect === 'name';
+      continue;
+    }
+    if (expect === 'name' && IDENT.test(c)) {
+      while (i + 1 < text.length && IDENT.test(text[i + 1])) i++;
+      expect = 'op';
+    } else if (expect === 'op' && (c === '=' || c === '!')) {
+      const two = text.slice(i, i + 2);
+      if (two === '=~' || two === '!~' || two === '!=') i++;
+      else if (c === '!') return text;
+      expect = 'value';
+    } else if (expect === 'sep' && c === ',') expect = 'name';
+    else return text; // a closed brace, an unquoted value, a comment: as typed
+  }
+  if (quote) return quoteIsName ? text : text + quote + '}';
+  return expect === 'name' || expect === 'sep' ? text + '}' : text;
 }
 
 // Whether the end of text is inside (unclosed) braces, outside strings.

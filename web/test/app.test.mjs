@@ -160,6 +160,22 @@ test('closeSelector closes what was left open', () => {
   assert.equal(closeSelector('heap{job="a"}'), 'heap{job="a"}');
   assert.equal(closeSelector('heap'), 'heap');
   assert.equal(closeSelector("{a='x\\'"), "{a='x\\''}");
+  assert.equal(closeSelector('heap{job="a",'), 'heap{job="a",}');
+  assert.equal(closeSelector('heap{job=~"a.*", instance!="b'), 'heap{job=~"a.*", instance!="b"}');
+  assert.equal(closeSelector('heap{'), 'heap{}');
+});
+
+test('closeSelector leaves a selector that is not cut short as typed', () => {
+  // the quote after an unquoted value is not a value left open
+  assert.equal(closeSelector('heap{job=demo"}'), 'heap{job=demo"}');
+  assert.equal(closeSelector('heap{job=demo"'), 'heap{job=demo"');
+  assert.equal(closeSelector('heap{job=demo'), 'heap{job=demo');
+  // a brace already closed, a matcher without its value, a label name left open
+  assert.equal(closeSelector('heap{job="a"} x'), 'heap{job="a"} x');
+  assert.equal(closeSelector('heap{job='), 'heap{job=');
+  assert.equal(closeSelector('heap{job'), 'heap{job');
+  assert.equal(closeSelector('heap{"job'), 'heap{"job');
+  assert.equal(closeSelector('heap{job="a" "b'), 'heap{job="a" "b');
 });
 
 test('escapeForQuote', () => {

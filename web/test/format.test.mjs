@@ -88,15 +88,23 @@ test('formatValue follows the unit pprof names', () => {
   assert.equal(unitKind('widgets'), null);
 });
 
-test('percentages', () => {
+test('percentages have a fixed precision', () => {
   assert.equal(formatPercent(78.6111), '78.61%');
-  assert.equal(formatPercent(100), '100%');
-  assert.equal(formatPercent(250.55), '250.6%');
-  assert.equal(formatPercent(0), '0%');
-  assert.equal(formatPercent(0.004), '0.004%');
-  assert.equal(formatPercent(-1e-13), '0%');
-  assert.equal(formatPercent(-12.345, { sign: true }), '-12.35%');
-  assert.equal(formatPercent(5, { sign: true }), '+5%');
+  // trailing zeros are kept, so a column lines up
+  assert.equal(formatPercent(89.8), '89.80%');
+  assert.equal(formatPercent(89.02), '89.02%');
+  assert.equal(formatPercent(5), '5.00%');
+  assert.equal(formatPercent(100), '100.00%');
+  assert.equal(formatPercent(250.55), '250.55%');
+  assert.equal(formatPercent(0), '0.00%');
+  assert.equal(formatPercent(0.004), '<0.01%');
+  assert.equal(formatPercent(-0.004, { sign: true }), '-<0.01%');
+  assert.equal(formatPercent(-1e-13), '0.00%');
+  assert.equal(formatPercent(-12.3456, { sign: true }), '-12.35%');
+  assert.equal(formatPercent(5, { sign: true }), '+5.00%');
+  for (const p of [0.5, 1, 12.3, 45.678, 99.999]) {
+    assert.match(formatPercent(p), /^\d+\.\d\d%$/, `${p}: two decimals`);
+  }
 });
 
 test('formatTime is local YYYY-MM-DD HH:MM:SS', () => {
