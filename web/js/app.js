@@ -40,8 +40,28 @@ function decodeSide(p, prefix) {
   return null;
 }
 
+// The range when the URL names none: an hour, and on the landing page (no query) 15
+// minutes, as a first run has only minutes of profiles. The presets highlight it and
+// the landing page's text names it (rangeWords), so the two always agree.
+export const DEFAULT_RANGE = '1h';
+export const LANDING_RANGE = '15m';
+
+const UNIT_WORDS = { ms: 'millisecond', s: 'second', m: 'minute', h: 'hour', d: 'day', w: 'week', y: 'year' };
+
+// The range of a state in words: '15m' → 'the last 15 minutes', '1h' → 'the last hour',
+// '1h30m' → 'the last 1h30m', absolute → 'from … to …' (local times).
+export function rangeWords(st) {
+  if (st.range) {
+    const m = /^(\d+)(ms|s|m|h|d|w|y)$/.exec(st.range);
+    if (!m) return `the last ${st.range}`;
+    const n = Number(m[1]);
+    return n === 1 ? `the last ${UNIT_WORDS[m[2]]}` : `the last ${n} ${UNIT_WORDS[m[2]]}s`;
+  }
+  return `from ${formatTime(st.from)} to ${formatTime(st.to)}`;
+}
+
 // The query page's state from location.search:
-// {query, range ('15m', or null for absolute), from, to (ms, absolute only), live,
+// {query, range ('15m', or null for absolute; DEFAULT_RANGE or LANDING_RANGE when none), from, to (ms, absolute only), live,
 //  zoom ({from, to} or null), chart (the values chart's metric, '' for the default),
 //  group (the chart's group-by label, '' for none), tagFocus (the sample-label filter
 //  of the profiles opened, '' for none), open (profile.js's req or null), view ({…})}.
@@ -56,7 +76,7 @@ export function decodeState(search) {
   const to = int(p.get('to'));
   if (range && parseDuration(range) > 0) st.range = range;
   else if (from != null && to != null && to > from) { st.from = from; st.to = to; }
-  else st.range = '1h';
+  else st.range = st.query ? DEFAULT_RANGE : LANDING_RANGE;
   st.live = p.get('live') === '1' && !!st.range;
   const z = /^(\d+)-(\d+)$/.exec(p.get('zoom') || '');
   if (z && Number(z[2]) > Number(z[1])) st.zoom = { from: Number(z[1]), to: Number(z[2]) };
@@ -757,10 +777,9 @@ class QueryPage {
     this.open({ mode: 'merge', query, start: r.start, end: r.end });
   }
 
-  // Buttons that run a query: each profile type (all its series), or a selector.
-  // range: the range to show it over ('15m' from the landing page, where a first run has
-  // only minutes of profiles; null keeps the range the user is on).
-  typeChips(types, range = null) {
+  // Buttons that run a query over the range shown: each profile type (all its series),
+  // or a selector.
+  typeChips(types) {
     const wrap = document.createElement('div');
     wrap.className = 'chips';
     for (const t of types) {
@@ -776,25 +795,10 @@ class QueryPage {
         b.append(' ', note);
         b.title = `${t}: ${what}, every series`;
       }
-      b.addEventListener('click', () => this.runChip(t, range));
+      b.addEventListener('click', () => this.run(t));
       wrap.appendChild(b);
     }
     return wrap;
-  }
-
-  runChip(query, range) {
-    if (range && this.state.range !== range) {
-      this.state.range = range;
-      this.state.from = null;
-      this.state.to = null;
-    }
-    this.run(query);
-  }
-
-  // The landing page's range for a chip: 15 minutes, unless the URL chose a range.
-  startRange() {
-    const p = new URLSearchParams(location.search);
-    return p.has('range') || p.has('from') ? null : '15m';
   }
 
   // polling: the page looks again by itself (the landing page does)
@@ -828,17 +832,16 @@ class QueryPage {
       jobs = (await apiGet('label/job/values', {}, ac.signal)).data || [];
     } catch (e) { /* the types alone will do */ }
     if (ac !== this.abort) return;
-    const range = this.startRange();
     const d = document.createElement('div');
     d.className = 'empty';
     d.innerHTML = `<h3>Pick what to look at</h3>
-      <p>A profile type: every series of it${range ? ', over the last 15 minutes' : ''}</p>`;
-    d.appendChild(this.typeChips(types, range));
+      <p class="start-range">A profile type: every series of it, over ${escapeHtml(rangeWords(this.state))}</p>`;
+    d.appendChild(this.typeChips(types));
     if (jobs.length && jobs.length <= 12) {
       const p = document.createElement('p');
       p.textContent = 'Or every profile type of one job:';
       d.appendChild(p);
-      d.appendChild(this.typeChips(jobs.map((j) => `{job="${j.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"}`), range));
+      d.appendChild(this.typeChips(jobs.map((j) => `{job="${j.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"}`)));
     }
     const more = document.createElement('p');
     more.className = 'muted';

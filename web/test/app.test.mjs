@@ -4,7 +4,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
   encodeState, decodeState, diffRequest, picksOf, requestTypes, routeOf, appliedZoom, carryView, SHORTCUTS,
-  stepTime, sameUrl,
+  stepTime, sameUrl, rangeWords,
 } from '../js/app.js';
 import {
   completionContext, applyCompletion, rankSuggestions, metricOf, errorColumn, parseDuration,
@@ -17,9 +17,21 @@ import { formatSpan } from '../js/status.js';
 // ---------------------------------------------------------------- URL state
 
 test('decodeState defaults', () => {
-  const st = decodeState('');
-  assert.deepEqual(st, { query: '', range: '1h', from: null, to: null, live: false, zoom: null,
+  const st = decodeState('?query=heap');
+  assert.deepEqual(st, { query: 'heap', range: '1h', from: null, to: null, live: false, zoom: null,
     chart: '', group: '', tagFocus: '', open: null, view: {} });
+});
+
+test('the landing page (no query) shows the last 15 minutes, and says so', () => {
+  assert.equal(decodeState('').range, '15m');
+  assert.equal(decodeState('?range=6h').range, '6h');
+  assert.equal(decodeState('?query=heap').range, '1h');
+  assert.equal(rangeWords(decodeState('')), 'the last 15 minutes');
+  assert.equal(rangeWords({ range: '1h' }), 'the last hour');
+  assert.equal(rangeWords({ range: '24h' }), 'the last 24 hours');
+  assert.equal(rangeWords({ range: '7d' }), 'the last 7 days');
+  assert.equal(rangeWords({ range: '1h30m' }), 'the last 1h30m');
+  assert.match(rangeWords({ range: null, from: 0, to: 3600e3 }), /^from \d{4}-\d\d-\d\d \d\d:\d\d:\d\d to /);
 });
 
 test('encodeState/decodeState round-trip every kind of state', () => {
@@ -50,7 +62,7 @@ test('encodeState keeps selectors readable and escapes what must be', () => {
 });
 
 test('decodeState ignores bad values', () => {
-  const st = decodeState('?range=forever&from=10&to=5&zoom=9-3&open=single&sel=heap&live=1');
+  const st = decodeState('?query=heap&range=forever&from=10&to=5&zoom=9-3&open=single&sel=heap&live=1');
   assert.equal(st.range, '1h');
   assert.equal(st.from, null);
   assert.equal(st.zoom, null);
@@ -302,6 +314,18 @@ test('SHORTCUTS list the query page, the timeline and the flame graph', () => {
   const sections = SHORTCUTS.map(([s]) => s).join(' | ');
   for (const s of ['Query page', 'Timeline', 'Flame graph']) assert.match(sections, new RegExp(s));
   for (const [, rows] of SHORTCUTS) for (const [k, what] of rows) assert.ok(k && what);
+});
+
+test('the landing page (no query) shows the last 15 minutes, and says so', () => {
+  assert.equal(decodeState('').range, '15m');
+  assert.equal(decodeState('?range=6h').range, '6h');
+  assert.equal(decodeState('?query=heap').range, '1h');
+  assert.equal(rangeWords(decodeState('')), 'the last 15 minutes');
+  assert.equal(rangeWords({ range: '1h' }), 'the last hour');
+  assert.equal(rangeWords({ range: '24h' }), 'the last 24 hours');
+  assert.equal(rangeWords({ range: '7d' }), 'the last 7 days');
+  assert.equal(rangeWords({ range: '1h30m' }), 'the last 1h30m');
+  assert.match(rangeWords({ range: null, from: 0, to: 3600e3 }), /^from \d{4}-\d\d-\d\d \d\d:\d\d:\d\d to /);
 });
 
 test('encodeState/decodeState round-trip nasty selectors', () => {
