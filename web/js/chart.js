@@ -5,7 +5,9 @@
 // the Chart class draws on a canvas that shares the timeline's time window and zoom.
 
 import { formatTime, formatValue } from './format.js';
-import { formatLabels, seriesSelector, timeTicks, lowerBound, upperBound, escapeHtml } from './timeline.js';
+import {
+  formatLabels, seriesSelector, timeTicks, lowerBound, upperBound, escapeHtml, TouchTip,
+} from './timeline.js';
 
 // ---------------------------------------------------------------- names
 
@@ -405,9 +407,9 @@ export class Chart {
         <div class="ch-overlay" hidden></div>
         <div class="tl-tooltip ch-tooltip" hidden></div>
       </div>
-      <table class="sr-only ch-table"><caption>Values per series</caption>
+      <div class="sr-only"><table class="ch-table"><caption>Values per series</caption>
         <thead><tr><th scope="col">series</th><th scope="col">points</th><th scope="col">latest</th><th scope="col">min</th><th scope="col">max</th></tr></thead>
-        <tbody></tbody></table>`;
+        <tbody></tbody></table></div>`;
     this.wrap = root.querySelector('.ch-wrap');
     this.canvas = root.querySelector('canvas');
     this.overlay = root.querySelector('.ch-overlay');
@@ -424,8 +426,10 @@ export class Chart {
     c.addEventListener('pointermove', (e) => this.pointerMove(e));
     c.addEventListener('pointerup', (e) => this.pointerUp(e));
     c.addEventListener('pointercancel', () => { this.drag = null; this.redraw(); });
+    const hideTip = () => { this.hover = null; this.tooltip.hidden = true; this.redraw(); };
+    this.touchTip = new TouchTip(c, this.tooltip, hideTip);
     c.addEventListener('pointerleave', () => {
-      if (!this.drag) { this.hover = null; this.tooltip.hidden = true; this.redraw(); }
+      if (!this.drag && !this.touchTip.pinned) hideTip();
     });
     c.addEventListener('wheel', (e) => {
       if (!(e.ctrlKey || e.metaKey) || this.state !== 'ready') return;
@@ -444,6 +448,7 @@ export class Chart {
 
   destroy() {
     if (this.ro) this.ro.disconnect();
+    this.touchTip.destroy();
     if (this.frame) cancelAnimationFrame(this.frame);
     delete this.root.profdPoints;
   }
@@ -643,6 +648,7 @@ export class Chart {
       const p = this.pointAt(x, y);
       if (p && this.h.onPoint) this.h.onPoint({ ...p, labels: this.lines[p.line].labels }, e);
       this.hoverAt(x, y);
+      this.touchTip.tapped(e, !this.tooltip.hidden);
       return;
     }
     const r = brushRange(d.x0 - PAD_X, x - PAD_X, this.vf, this.vt, this.plotWidth());

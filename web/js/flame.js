@@ -8,7 +8,7 @@
 // its children's widths, so frames that shrank or disappeared in b still show.
 
 import { formatValue, formatPercent } from './format.js';
-import { watchDevicePixelRatio } from './timeline.js';
+import { watchDevicePixelRatio, TouchTip } from './timeline.js';
 
 export const ROW_H = 18;        // CSS pixels per stack level
 export const MIN_WIDTH = 0.75;  // frames narrower than this (CSS px) are not drawn
@@ -432,12 +432,16 @@ export class FlameView {
     });
     on(this.resetBtn, 'click', () => this.userZoom([]));
     on(this.canvas, 'mousemove', (e) => this._onMove(e));
-    on(this.canvas, 'mouseleave', () => {
+    const hideTip = () => {
       this.hover = -1;
       this.tip.hidden = true;
       this.canvas.style.cursor = '';
       this.draw();
-    });
+    };
+    on(this.canvas, 'mouseleave', hideTip);
+    // a tap shows a frame's tooltip through the mouse events that follow it; the next
+    // press elsewhere hides it
+    this._touchTip = new TouchTip(this.canvas, this.tip, hideTip);
     on(this.canvas, 'click', (e) => {
       const i = this._hitEvent(e);
       if (i < 0) return;
@@ -474,6 +478,7 @@ export class FlameView {
     if (this._ro) this._ro.disconnect();
     if (this._mo) this._mo.disconnect();
     if (this._stopDpr) this._stopDpr();
+    this._touchTip.destroy();
     cancelAnimationFrame(this._raf);
     this.root.remove();
   }

@@ -164,8 +164,8 @@ export function mountTargets(main) {
               <td><code>${escapeHtml(t.profileType || '')}</code></td>
               <td><span class="health health-${escapeHtml(t.health)}">${escapeHtml(t.health)}</span></td>
               <td class="labels">${labelChips(t.labels, true)}</td>
-              <td class="nowrap">${lastScrapeCell(t, now)}</td>
-              <td class="num nowrap">${t.lastScrape && t.lastScrape !== ZERO_TIME ? escapeHtml(formatSeconds(t.lastScrapeDuration)) : ''}</td>
+              <td data-label="Last scrape" class="nowrap">${lastScrapeCell(t, now)}</td>
+              <td data-label="Duration" class="num nowrap">${t.lastScrape && t.lastScrape !== ZERO_TIME ? escapeHtml(formatSeconds(t.lastScrapeDuration)) : ''}</td>
               <td class="error-cell">${t.lastError ? `<span class="error-text">${escapeHtml(t.lastError)}</span>` : ''}</td>
             </tr>`;
             if (open) {

@@ -313,8 +313,10 @@ export class Timeline {
     c.addEventListener('pointermove', (e) => this.pointerMove(e));
     c.addEventListener('pointerup', (e) => this.pointerUp(e));
     c.addEventListener('pointercancel', () => { this.drag = null; this.redraw(); });
+    const hideTip = () => { this.hover = null; this.tooltip.hidden = true; this.redraw(); };
+    this.touchTip = new TouchTip(c, this.tooltip, hideTip);
     c.addEventListener('pointerleave', () => {
-      if (!this.drag) { this.hover = null; this.tooltip.hidden = true; this.redraw(); }
+      if (!this.drag && !this.touchTip.pinned) hideTip();
     });
     c.addEventListener('wheel', (e) => this.wheel(e), { passive: false });
     this.wrap.addEventListener('keydown', (e) => this.key(e));
@@ -337,6 +339,7 @@ export class Timeline {
     if (this.ro) this.ro.disconnect();
     window.removeEventListener('resize', this.onResize);
     this.stopDpr();
+    this.touchTip.destroy();
     if (this.frame) cancelAnimationFrame(this.frame);
     delete this.root.profdMarks;
   }
@@ -634,6 +637,7 @@ export class Timeline {
         this.clearSelection();
       }
       this.hoverAt(x, y);
+      this.touchTip.tapped(e, !this.tooltip.hidden);
       return;
     }
     let t0 = this.xToT(Math.min(d.x0, x));
@@ -949,6 +953,31 @@ export class Timeline {
       ctx.font = `bold 10px ${sans}`;
       ctx.fillText(tag, x0 + 3, y0 + 8);
     }
+  }
+}
+
+// A canvas tooltip on a touch screen, where nothing hovers: a tap shows the tooltip of
+// what it touched and pins it (the pointerleave that follows a lifted finger leaves it),
+// and the next pointer press anywhere else on the page hides it (hide()), pinned or
+// not, so no tooltip outlives the user's attention. destroy() removes the page-wide
+// listener.
+export class TouchTip {
+  constructor(canvas, tooltip, hide) {
+    this.pinned = false;
+    this.onDown = (e) => {
+      this.pinned = false;
+      if (!canvas.contains(e.target) && !tooltip.hidden) hide();
+    };
+    document.addEventListener('pointerdown', this.onDown, true);
+  }
+
+  // After a tap (pointerup without a drag): pin the tooltip shown for a finger or pen.
+  tapped(e, shown) {
+    this.pinned = shown && e.pointerType !== 'mouse';
+  }
+
+  destroy() {
+    document.removeEventListener('pointerdown', this.onDown, true);
   }
 }
 
