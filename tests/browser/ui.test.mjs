@@ -295,6 +295,13 @@ const spread = (ms) => Math.max(...ms.map((m) => m.x)) - Math.min(...ms.map((m) 
 
 step('03-range-presets', ['02-lanes'], async () => {
   // the same profiles over 15 minutes instead of an hour: marks spread further apart
+  // (the query ran from the landing page, over its 15 minutes: first the hour)
+  await page.click('[data-range="1h"]');
+  await eventually(async () => {
+    assert.equal(new URL(page.url()).searchParams.get('range'), '1h');
+    assert.equal((await timeline()).state, 'ready');
+  });
+  await timelineReady(2, 8);
   const wide = spread(await marks());
   await page.click('[data-range="15m"]');
   await eventually(async () => {
@@ -880,6 +887,221 @@ step('26-chart-group', ['23-chart'], async () => {
   await eventually(async () => assert.match(await page.locator('#profile').innerText(), /Merge of 2 profiles of 2 series/));
 });
 
-step('27-no-page-errors', [], async () => {
+step('27-landing-range', ['02-lanes'], async () => {
+  // the landing page names the range its buttons run over, and highlights that preset
+  await page.goto(URL_BASE + '/');
+  const said = () => page.locator('.start-range').innerText();
+  const active = () => page.$$eval('[data-range][aria-pressed="true"]', (bs) => bs.map((b) => b.dataset.range));
+  await eventually(async () => assert.match(await said(), /the last 15 minutes/));
+  assert.deepEqual(await active(), ['15m'], 'the 15m preset is the one highlighted');
+  await shot('27-landing-range');
+  await page.click('[data-range="6h"]');
+  await eventually(async () => assert.match(await said(), /the last 6 hours/));
+  assert.deepEqual(await active(), ['6h']);
+  // a job's button runs over that range
+  await page.locator('.chips .chip', { hasText: '{job="served"}' }).click();
+  await timelineReady(2, 4);
+  assert.equal(new URL(page.url()).searchParams.get('range'), '6h');
+});
+
+step('28-selector-as-typed', ['01-query-page'], async () => {
+  // Enter runs the selector as typed when closing it would not complete it
+  await page.goto(URL_BASE + '/');
+  const typed = 'heap{job=served"}';
+  await runQuery(typed);
+  await eventually(async () => assert.match(await page.locator('#query-error').innerText(), /parse error|unexpected/i));
+  assert.equal(await page.inputValue('#query-input'), typed, 'the selector is left as typed');
+  assert.equal(new URL(page.url()).searchParams.get('query'), typed);
+  // one cut short is still closed
+  await runQuery('heap{job="served');
+  await timelineReady(1, 4);
+  assert.equal(await page.inputValue('#query-input'), 'heap{job="served"}');
+  await shot('28-selector-as-typed');
+});
+
+step('29-percent-precision', ['profile-open'], async () => {
+  await page.goto(profileUrl);
+  await profileReady(false);
+  // flat%, sum%, cum%: every one with two decimals, so the column lines up
+  const cells = await page.$$eval('#top-table tbody tr[data-name]', (rs) => rs.flatMap((r) =>
+    [1, 2, 4].map((i) => r.children[i].textContent)));
+  assert.ok(cells.length >= 9, `percent cells: ${cells.length}`);
+  for (const c of cells) assert.match(c, /^(\d+\.\d\d|<0\.01)%$/, `a percent with two decimals: "${c}"`);
+  await shot('29-percent-precision');
+});
+
+step('30-preload', ['profile-open'], async () => {
+  // a cold load of a profile's page: every module it runs was preloaded by index.html,
+  // and index.html preloads nothing it does not run
+  const cold = await browser.newContext({ viewport: { width: 1400, height: 950 } });
+  const p = await cold.newPage();
+  watch(p);
+  const modules = new Set();
+  p.on('request', (r) => {
+    const u = new URL(r.url());
+    if (/\/js\/[^/]+\.js$/.test(u.pathname)) modules.add(u.pathname.replace(/^.*\/js\//, 'js/'));
+  });
+  try {
+    await p.goto(profileUrl);
+    await profileReady(false, p);
+    const head = await p.evaluate(() => ({
+      preload: [...document.querySelectorAll('link[rel="modulepreload"]')].map((l) => l.getAttribute('href')),
+      sheets: [...document.querySelectorAll('link[rel="stylesheet"]')].map((l) => l.getAttribute('href')),
+    }));
+    assert.deepEqual([...modules].sort(), [...head.preload].sort(), 'the modules run are the modules preloaded');
+    assert.ok(head.sheets.includes('css/profile.css'), 'the profile view\'s stylesheet is in the page from the start');
+    assert.equal(await p.locator('link[href$="css/profile.css"]').count(), 1, 'and only once');
+  } finally {
+    await cold.close();
+  }
+});
+
+step('31-profile-groups', ['23-chart'], async () => {
+  // a merge of the chart's three series, grouped by zone: one group per zone, each
+  // with the sum of its profiles' totals; the chart groups by the same label
+  const start = Math.min(...chartPushed.map((x) => x.t));
+  const end = Math.max(...chartPushed.map((x) => x.t));
+  await page.goto(`${URL_BASE}/?query=${encodeURIComponent(CHART)}&range=15m&group=zone&open=merge` +
+    `&sel=${encodeURIComponent(CHART)}&start=${start}&end=${end}`);
+  await profileReady(false);
+  const groups = () => page.$$eval('#profile-groups button[data-key]', (bs) => bs.map((b) => ({
+    key: b.dataset.key, total: Number(b.dataset.total), checked: b.getAttribute('aria-checked') })));
+  await page.waitForSelector('#profile-groups[data-state="ready"]');
+  const zoneTotal = (z) => chartPushed.filter((x) => x.zone === z).reduce((n, x) => n + sampleTotal(x.file, 'inuse_space'), 0);
+  const gs = await groups();
+  assert.deepEqual(gs.map((g) => g.key), ['', 'zone="a"', 'zone="b"'], 'All, then the heaviest group first');
+  assert.equal(gs[1].total, zoneTotal('a'));
+  assert.equal(gs[2].total, zoneTotal('b'));
+  assert.equal(gs[0].total, zoneTotal('a') + zoneTotal('b'));
+  assert.equal(gs[0].checked, 'true', 'the whole merge is shown first');
+  assert.equal(await page.inputValue('#profile-group-by'), 'zone');
+  await chartReady(2);
+  assert.equal((await chartState()).group, 'zone', 'the chart groups by the same label');
+  await shot('31-profile-groups');
+  // picking zone b shows the merge of zone b's profiles alone, and the URL keeps it
+  await page.click('#profile-groups button[data-key="zone=\\"b\\""]');
+  const bFiles = chartPushed.filter((x) => x.zone === 'b').map((x) => x.file);
+  await eventually(async () => assert.equal((await topRows())[0], topName(['-sample_index=inuse_space', ...bFiles])));
+  await eventually(async () => assert.equal(new URL(page.url()).searchParams.get('group_pick'), 'zone="b"'));
+  assert.match(await page.locator('#profile .pf-details').innerText(), /zone="b", 3 profiles of 1 series/);
+  await profileReady(false);
+  assert.equal((await topRows()).length, pprofTop(['-sample_index=inuse_space', ...bFiles]).length,
+    'as many rows as go tool pprof -top over zone b\'s files');
+  await shot('31-profile-group-b');
+  await page.reload();
+  await profileReady(false);
+  await page.waitForSelector('#profile-groups[data-state="ready"]');
+  assert.equal((await groups()).find((g) => g.checked === 'true').key, 'zone="b"', 'a reload keeps the group');
+  // the profile view's group-by is the chart's: by instance, both split three ways
+  await page.selectOption('#profile-group-by', 'instance');
+  await eventually(async () => {
+    assert.equal(new URL(page.url()).searchParams.get('group'), 'instance');
+    assert.equal(new URL(page.url()).searchParams.get('group_pick'), null, 'a new grouping starts from the whole merge');
+  });
+  await page.waitForSelector('#profile-groups[data-state="ready"]');
+  assert.equal((await groups()).length, 4, 'All and three instances');
+  await chartReady(3);
+  assert.equal((await chartState()).group, 'instance');
+  assert.equal(await page.inputValue('#chart-group'), 'instance');
+  // and the chart's control moves the profile view's
+  await page.selectOption('#chart-group', 'zone');
+  await eventually(async () => assert.equal(await page.inputValue('#profile-group-by'), 'zone'));
+  await page.waitForSelector('#profile-groups[data-state="ready"]');
+  assert.equal((await groups()).length, 3);
+});
+
+// ---- a phone: 390 px wide, touch, in both themes ----
+
+// What sticks out of a 390 px page: the page's own width, the nav bar's, and each
+// item of the bar that is cut off or covered.
+async function narrowProblems(p) {
+  return p.evaluate(() => {
+    const out = [];
+    const W = document.documentElement.clientWidth;
+    if (document.documentElement.scrollWidth > W) out.push(`the page is ${document.documentElement.scrollWidth} px wide`);
+    const bar = document.querySelector('.topbar');
+    if (bar.scrollWidth > bar.clientWidth) out.push(`the nav bar overflows to ${bar.scrollWidth} px`);
+    for (const id of ['nav-brand', 'nav-query', 'nav-targets', 'nav-status', 'keys-help', 'theme-toggle']) {
+      const el = document.getElementById(id);
+      const r = el.getBoundingClientRect();
+      if (!el.checkVisibility() || r.width < 8 || r.left < 0 || r.right > W) out.push(`#${id} is not on screen (${r.left}-${r.right})`);
+      else {
+        const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+        if (!hit || !el.contains(hit)) out.push(`#${id} is covered`);
+      }
+    }
+    return out;
+  });
+}
+
+// The width of a cell in characters of its own font.
+const widthInChars = (p, sel) => p.$eval(sel, (el) => {
+  const ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = getComputedStyle(el).font;
+  return el.getBoundingClientRect().width / ctx.measureText('0').width;
+});
+
+for (const theme of ['light', 'dark']) {
+  step(`32-narrow-${theme}`, ['profile-open', '23-chart'], async () => {
+    const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, colorScheme: theme,
+      hasTouch: true, isMobile: true });
+    const p = await ctx.newPage();
+    watch(p);
+    const snap = async (name) => {
+      await p.screenshot({ path: join(SHOTS, `32-narrow-${theme}-${name}.png`), fullPage: true });
+    };
+    try {
+      // the query page: every item of the bar on screen, nothing wider than the phone
+      await p.goto(URL_BASE + '/');
+      await p.waitForSelector('.start-range');
+      assert.deepEqual(await narrowProblems(p), [], 'the landing page at 390 px');
+      assert.equal(await p.evaluate(() => document.documentElement.dataset.theme), theme);
+      await snap('landing');
+      // the targets: each target's endpoint and labels get the width of the screen,
+      // not a character per line
+      await p.goto(URL_BASE + '/targets');
+      await p.waitForSelector('tr.target');
+      assert.deepEqual(await narrowProblems(p), [], 'the targets page at 390 px');
+      const cells = await p.$$eval('tr.target td.endpoint, tr.target td.labels', (tds) => tds.map((td) => ({
+        w: td.getBoundingClientRect().width, text: td.textContent.trim().slice(0, 40) })));
+      assert.ok(cells.length >= 8, `targets cells: ${cells.length}`);
+      for (const c of cells) assert.ok(c.w >= 300, `the cell "${c.text}" is ${c.w} px wide`);
+      const linkLines = await p.$$eval('tr.target td.endpoint > a', (as) => as.map((a) => a.getClientRects().length));
+      for (const n of linkLines) assert.ok(n <= 2, `an endpoint link spreads over ${n} lines`);
+      await snap('targets');
+      // a profile: the top table's names keep at least 20 characters
+      await p.goto(profileUrl);
+      await profileReady(false, p);
+      assert.deepEqual(await narrowProblems(p), [], 'the profile page at 390 px');
+      const chars = await widthInChars(p, '#top-table tbody tr[data-name] td.name');
+      assert.ok(chars >= 20, `the name column holds ${chars.toFixed(1)} characters`);
+      await snap('profile');
+      // a tap on a point of the chart shows its value until a tap elsewhere
+      await p.goto(URL_BASE + '/?query=' + encodeURIComponent(CHART) + '&range=15m');
+      await p.waitForFunction(() => document.querySelector('#chart')?.dataset.state === 'ready');
+      await p.waitForFunction(() => document.querySelector('#timeline')?.dataset.state === 'ready');
+      const pt = (await p.$eval('#chart', (el) => el.profdPoints())).sort((a, b) => b.t - a.t)[0];
+      await p.touchscreen.tap(pt.x, pt.y);
+      await profileReady(false, p);
+      await p.waitForSelector('.ch-tooltip', { state: 'visible' });
+      assert.match(await p.locator('.ch-tooltip').innerText(), /\d+(\.\d+)? (B|kB|MB)/, 'the tapped point\'s value');
+      await snap('tapped');
+      const status = await p.locator('.query-status').boundingBox();
+      await p.touchscreen.tap(status.x + 4, status.y + status.height / 2);
+      await p.waitForSelector('.ch-tooltip', { state: 'hidden' });
+      // and so does a mark's tooltip on the lanes
+      const m = (await p.$eval('#timeline', (el) => el.profdMarks()))[0];
+      await p.touchscreen.tap(m.x, m.y);
+      await p.waitForSelector('#timeline .tl-tooltip:not(.ch-tooltip)', { state: 'visible' });
+      await p.touchscreen.tap(status.x + 4, status.y + status.height / 2);
+      await p.waitForSelector('#timeline .tl-tooltip:not(.ch-tooltip)', { state: 'hidden' });
+      assert.deepEqual(await narrowProblems(p), [], 'the query page with a profile open at 390 px');
+    } finally {
+      await ctx.close();
+    }
+  });
+}
+
+step('34-no-page-errors', [], async () => {
   assert.deepEqual(pageErrors, [], 'no uncaught errors in the pages');
 });

@@ -22,7 +22,7 @@ import { mountStatus } from './status.js';
 
 // The profile view's keys (profile.js's view object) and their URL names.
 const VIEW_KEYS = [['sampleIndex', 'sample'], ['focus', 'focus'], ['search', 'search'],
-  ['sort', 'sort'], ['filter', 'filter']];
+  ['sort', 'sort'], ['filter', 'filter'], ['groupPick', 'group_pick']];
 
 function int(s) {
   if (s == null || !/^-?\d+$/.test(s)) return null;
@@ -212,6 +212,17 @@ export function carryView(view, prev, next, preferred) {
     return { view: keep, sampleType: keep.sampleIndex ? '' : sampleName(preferred) };
   }
   return { view: {}, sampleType: sampleName(preferred) || sampleName(v.sampleIndex) };
+}
+
+// The request the profile view gets for the state: the open profile with the
+// sample-label filter, and a merge with the group-by label (the chart's) as groupBy.
+export function openRequest(st) {
+  const o = st.open;
+  if (!o) return null;
+  const req = { ...o };
+  if (st.tagFocus) req.tagFocus = st.tagFocus;
+  if (o.mode === 'merge' && st.group) req.groupBy = st.group;
+  return req;
 }
 
 // What the timeline should highlight for an open request.
@@ -660,11 +671,7 @@ class QueryPage {
       this.commit(false);
       this.loadChart();
     });
-    this.chartGroup.addEventListener('change', () => {
-      this.state.group = this.chartGroup.value;
-      this.commit(false);
-      this.loadChart();
-    });
+    this.chartGroup.addEventListener('change', () => this.groupByChanged(this.chartGroup.value));
     const applyTag = () => {
       const v = this.tagInput.value.trim();
       if (v === this.state.tagFocus) return;
@@ -674,6 +681,17 @@ class QueryPage {
     };
     this.tagInput.addEventListener('change', applyTag);
     this.tagInput.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); applyTag(); } });
+  }
+
+  // The group-by label, from the chart's control or the profile view's: one choice for
+  // both (the chart's lines and a merge's groups), kept in the URL as group=.
+  groupByChanged(label) {
+    if (label === this.state.group) return;
+    this.state.group = label;
+    delete this.state.view.groupPick;
+    this.commit(false);
+    this.loadChart();
+    this.renderOpen();
   }
 
   // Loads the chart's lines for the timeline's series (this.series): the sample types
@@ -973,7 +991,7 @@ class QueryPage {
     this.renderOpenBar();
     this.timeline.setPicks(picksOf(st.open, st.query), st.open && st.open.mode === 'merge');
     this.chart.setPicks(picksOf(st.open, st.query));
-    const req = st.open && st.tagFocus ? { ...st.open, tagFocus: st.tagFocus } : st.open;
+    const req = openRequest(st);
     const key = JSON.stringify(req);
     if (key === this.mountedKey) return;
     this.mountedKey = key;
@@ -1007,7 +1025,7 @@ class QueryPage {
       if (partial && sampleName(partial.sampleIndex)) this.samplePref = partial.sampleIndex;
       this.commit(false);
     };
-    const opts = { sampleType: this.carrySample };
+    const opts = { sampleType: this.carrySample, onGroupBy: (label) => this.groupByChanged(label) };
     this.carrySample = '';
     this.mounted = mod.mountProfile(this.host, req, { ...st.view }, onView, opts);
   }

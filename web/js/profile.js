@@ -3,10 +3,11 @@
 // download for go tool pprof. mountProfile's contract is in web/README.md.
 
 import { apiGet, apiUrl } from './api.js';
-import { formatTime, formatRelative, formatValue } from './format.js';
+import { formatTime, formatRelative, formatValue, formatPercent } from './format.js';
 import { FlameView, combineDiff, findPath, pathsTo, escapeRegExp } from './flame.js';
 import { TopTable } from './top.js';
-import { quoteLabelValue } from './timeline.js';
+import { quoteLabelValue, isBareMetricName } from './timeline.js';
+import { splitSelector } from './chart.js';
 
 // ---------------------------------------------------------------------------------
 // Pure helpers
@@ -49,6 +50,57 @@ export function queryParams(req) {
   }
   if (req.mode === 'merge') return { mode: 'merge', query: req.query, start: secs(req.start), end: secs(req.end), ...tf };
   return { mode: 'single', query: req.query, time: secs(req.time), ...tf };
+}
+
+// The selector of one group of a merge grouped by `label`: the merge's selector with
+// label="value" added (for __name__, the name replaced), so that a group is a merge of
+// its own. The empty value is the group of series without the label, as in PromQL
+// (label="" matches them). ('heap{job="x"}', 'zone', 'a') → 'heap{job="x", zone="a"}'.
+export function groupSelector(selector, label, value) {
+  let name = '';
+  let matchers = [];
+  try {
+    ({ name, matchers } = splitSelector(selector));
+  } catch (e) {
+    return selector; // not a selector the view can extend: the API names the error
+  }
+  matchers = matchers.filter((m) => !new RegExp(`^${label}\\s*=\\s*["'\`]`).test(m) || label === '__name__');
+  if (label === '__name__') name = value;
+  else matchers.push(`${label}=${quoteLabelValue(value)}`);
+  if (name && !isBareMetricName(name)) {
+    matchers.unshift(`__name__=${quoteLabelValue(name)}`);
+    name = '';
+  }
+  return matchers.length ? `${name}{${matchers.join(', ')}}` : name;
+}
+
+// A group of a group_by answer as a matcher, which is also its key in the URL (the
+// view's groupPick): {zone: 'a'} under group_by=zone → 'zone="a"'.
+export function groupKey(label, labels) {
+  return `${label}=${quoteLabelValue((labels && labels[label]) || '')}`;
+}
+
+// The groups of a group_by answer, the heaviest first (as a person asks "which one
+// holds the most"; the API orders them by label value), each with its share of the
+// groups' sum: [{key, value, total, share, profileCount, seriesCount, top}] where top
+// is the group's heaviest function by flat (or '').
+export function groupRows(data, label) {
+  const groups = (data && data.groups) || [];
+  let sum = 0;
+  for (const g of groups) sum += Math.abs(g.total || 0);
+  return groups.map((g) => {
+    const rows = (g.report && g.report.rows) || [];
+    return {
+      key: groupKey(label, g.labels),
+      value: (g.labels && g.labels[label]) || '',
+      total: g.total || 0,
+      unit: g.unit || '',
+      share: sum ? (100 * Math.abs(g.total || 0)) / sum : 0,
+      profileCount: g.profileCount || 0,
+      seriesCount: g.seriesCount || 0,
+      top: rows.length ? rows[0].name : '',
+    };
+  }).sort((a, b) => Math.abs(b.total) - Math.abs(a.total) || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
 }
 
 // {__name__:"heap", job:"api"} → 'heap{job="api"}', as Prometheus prints series (values
@@ -184,7 +236,11 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
   ensureStylesheet();
   view = { ...view };
   const diff = req && req.mode === 'diff';
-  const base = queryParams(req);
+  // a merge split by a series label (req.groupBy): the groups, and the one shown
+  const groupBy = req && req.mode === 'merge' && req.groupBy ? req.groupBy : '';
+  let groups = null; // groupRows of the answer, once it is in
+  let pick = groupBy && view.groupPick ? view.groupPick : '';
+  let base = queryParams(pickedReq());
   let ctrl = new AbortController();
   let dataCtrl = null;
   let meta = null;
@@ -208,15 +264,22 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     id: 'download', class: 'pf-button', href: apiUrl('query', { ...base, report: 'proto' }), download: '',
     title: 'The profile as .pb.gz, for go tool pprof',
   }, 'Download .pb.gz');
+  const groupSelect = h('select', { id: 'profile-group-by', 'aria-label': 'Group the merge by a series label' },
+    h('option', { value: '' }, 'nothing'));
+  const groupLabel = h('label', { class: 'pf-label', title: 'One merge per value of a series label (as the values chart\'s Group by)' },
+    h('span', {}, 'Group by'), groupSelect);
   const controls = h('div', { class: 'pf-controls' },
     h('label', { class: 'pf-label' }, h('span', {}, 'Sample type'), select), layoutBar, download);
+  if (req && req.mode === 'merge') controls.insertBefore(groupLabel, layoutBar);
+  const groupList = h('div', { id: 'profile-groups', class: 'pf-groups', role: 'radiogroup',
+    'aria-label': 'The groups of the merge', 'data-state': groupBy ? 'loading' : 'none', hidden: !groupBy });
   const head = h('header', { class: 'pf-head' }, h('div', { class: 'pf-what' }, title, details), controls);
   const warn = h('div', { class: 'pf-warn', role: 'status', hidden: true });
   const msg = h('div', { class: 'pf-msg', role: 'alert', hidden: true });
   const topPane = h('div', { class: 'pf-pane pf-pane-top' });
   const flamePane = h('div', { class: 'pf-pane pf-pane-flame' });
   const body = h('div', { class: 'pf-body', 'data-layout': layout }, topPane, flamePane);
-  root.append(head, warn, msg, body);
+  root.append(head, warn, msg, groupList, body);
   container.append(root);
 
   const flame = new FlameView(flamePane, {
@@ -252,6 +315,129 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
   top.setView(view);
   flame.setSearch(view.search || '');
 
+  // --- groups
+  // The request of what is shown: the whole merge, or the picked group's merge.
+  function pickedReq() {
+    if (!pick) return req;
+    const m = /^([a-zA-Z_][a-zA-Z0-9_]*)=/.exec(pick);
+    if (!m || m[1] !== groupBy) return req;
+    const known = groups && groups.find((g) => g.key === pick);
+    let value = known ? known.value : '';
+    if (!known) {
+      try {
+        value = JSON.parse(pick.slice(m[0].length));
+      } catch (e) {
+        return req; // not a group of this merge: loadGroups says so once they are in
+      }
+    }
+    return { ...req, query: groupSelector(req.query, groupBy, String(value)) };
+  }
+
+  function setPick(key, report = true) {
+    pick = key;
+    base = queryParams(pickedReq());
+    download.href = apiUrl('query', { ...base, report: 'proto' });
+    if (report) {
+      view.groupPick = key;
+      onView({ groupPick: key });
+    }
+    renderGroups();
+    if (meta) renderDescription(describe(meta, req));
+  }
+
+  // The label names of the merge's series, for the group-by select.
+  async function loadGroupLabels() {
+    let names = [];
+    try {
+      const r = await apiGet('labels', { 'match[]': req.query, start: secs(req.start), end: secs(req.end) }, ctrl.signal);
+      names = (r.data || []).filter((n) => n !== '__name__');
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+    }
+    if (groupBy && !names.includes(groupBy)) names.push(groupBy);
+    for (const n of names.sort()) groupSelect.append(h('option', { value: n }, n));
+    groupSelect.value = groupBy;
+  }
+  groupSelect.addEventListener('change', () => {
+    if (opts && opts.onGroupBy) opts.onGroupBy(groupSelect.value);
+  });
+
+  function renderGroups() {
+    groupList.textContent = '';
+    if (!groupBy) return;
+    if (!groups) {
+      groupList.append(h('span', { class: 'pf-muted' }, `Grouping by ${groupBy}…`));
+      return;
+    }
+    let sum = 0;
+    let profiles = 0;
+    for (const g of groups) { sum += g.total; profiles += g.profileCount; }
+    const unit = groups.length ? groups[0].unit : '';
+    const item = (key, name, total, share, detail, title, raw) => {
+      const b = h('button', { type: 'button', class: 'pf-group', role: 'radio', 'data-key': key,
+        'data-total': String(raw), 'aria-checked': String(key === pick), title },
+      h('span', { class: 'pf-group-name' }, name),
+      h('span', { class: 'pf-group-total' }, total),
+      h('span', { class: 'pf-group-bar', 'aria-hidden': 'true' }, h('span', { style: `width:${Math.max(0, Math.min(100, share)).toFixed(1)}%` })),
+      h('span', { class: 'pf-group-detail pf-muted' }, detail));
+      return b;
+    };
+    groupList.append(item('', `All ${groups.length} group${groups.length === 1 ? '' : 's'}`, formatValue(sum, unit), 100,
+      `${profiles} profile${profiles === 1 ? '' : 's'}`, 'The whole merge', sum));
+    for (const g of groups) {
+      const name = g.value === '' ? `no ${groupBy}` : g.value;
+      const detail = `${formatPercent(g.share)} · ${g.profileCount} profile${g.profileCount === 1 ? '' : 's'} of ${g.seriesCount} series` +
+        (g.top ? ` · top: ${g.top}` : '');
+      groupList.append(item(g.key, name, formatValue(g.total, g.unit), g.share, detail, `${g.key}: ${detail}`, g.total));
+    }
+  }
+  groupList.addEventListener('click', (e) => {
+    const b = e.target.closest('button[data-key]');
+    if (!b || b.dataset.key === pick) return;
+    setPick(b.dataset.key);
+    loadData();
+  });
+  groupList.addEventListener('keydown', (e) => {
+    if (!['ArrowDown', 'ArrowRight', 'ArrowUp', 'ArrowLeft'].includes(e.key)) return;
+    const bs = [...groupList.querySelectorAll('button[data-key]')];
+    const i = bs.indexOf(document.activeElement);
+    if (i < 0) return;
+    e.preventDefault();
+    const next = bs[(i + (e.key === 'ArrowDown' || e.key === 'ArrowRight' ? 1 : bs.length - 1)) % bs.length];
+    next.focus();
+    next.click();
+  });
+
+  // The groups' totals (and each one's top function) in the sample type shown.
+  let groupCtrl = null;
+  async function loadGroups() {
+    if (!groupBy || destroyed) return;
+    if (groupCtrl) groupCtrl.abort();
+    groupCtrl = new AbortController();
+    const signal = groupCtrl.signal;
+    const si = sampleType || undefined;
+    groupList.dataset.state = 'loading';
+    try {
+      const r = await apiGet('query', { ...queryParams(req), report: 'top', limit: 1, group_by: groupBy, sample_index: si }, signal);
+      if (signal.aborted) return;
+      addWarnings(r.warnings);
+      groups = groupRows(r.data, groupBy);
+      groupList.dataset.state = 'ready';
+      groupList.dataset.groups = String(groups.length);
+      if (pick && !groups.some((g) => g.key === pick)) {
+        // the URL's group is not one of this merge's: show the whole merge, and say so
+        setPick('');
+        loadData();
+        return;
+      }
+      renderGroups();
+    } catch (e) {
+      if (e.name === 'AbortError' || signal.aborted) return;
+      groupList.dataset.state = 'error';
+      groupList.textContent = 'No groups: ' + errorText(e);
+    }
+  }
+
   // --- behaviour
   function setLayout(k) {
     layout = k;
@@ -272,6 +458,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     view.sampleIndex = sampleType;
     onView({ sampleIndex: sampleType });
     loadData();
+    loadGroups();
   });
 
   // Inside the view "/" goes to the flame graph's search (not the page's selector
@@ -345,7 +532,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     title.textContent = d.title;
     title.title = d.title;
     details.textContent = '';
-    for (const [k, v] of d.lines.concat(filterLines(req))) {
+    for (const [k, v] of d.lines.concat(filterLines(req), groupLines())) {
       const dt = h('dt', {}, k);
       // a diff's sides carry the A and B of the timeline's picks
       const side = diff ? (k.startsWith('base') ? 'a' : k.startsWith('new') ? 'b' : '') : '';
@@ -353,7 +540,15 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
       details.append(h('div', {}, dt, h('dd', { title: v }, v)));
     }
   }
+  function groupLines() {
+    if (!groupBy) return [];
+    if (!pick) return [['groups', `by ${groupBy}: all`]];
+    const g = groups && groups.find((x) => x.key === pick);
+    return [['group', g ? `${pick}, ${g.profileCount} profile${g.profileCount === 1 ? '' : 's'} of ${g.seriesCount} series` : pick]];
+  }
   renderDescription(describeRequest(req));
+  if (req && req.mode === 'merge') loadGroupLabels();
+  renderGroups();
 
   function renderHeader() {
     renderDescription(describe(meta, req));
@@ -431,7 +626,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     }
     // the data does not wait for meta: the view's sample type (or the server's default)
     // is fetched at once, and again only if the profile turns out not to have it
-    const metaP = apiGet('query', { ...base, report: 'meta' }, ctrl.signal);
+    const metaP = apiGet('query', { ...queryParams(req), report: 'meta' }, ctrl.signal);
     const wanted = sampleType;
     // a carried sample type waits for meta (the profile may not have it)
     const dataP = carried ? null : loadData();
@@ -467,6 +662,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     if (carried) {
       sampleType = carrySampleType(meta, carried);
       renderHeader();
+      loadGroups();
       if (sampleType === carried) {
         view.sampleIndex = sampleType;
         onView({ sampleIndex: sampleType });
@@ -477,6 +673,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     }
     sampleType = chooseSampleType(meta, wanted);
     renderHeader();
+    loadGroups();
     if (sampleType !== wanted && !(wanted === '' && sampleType === meta.defaultSampleType)) {
       // the URL's sample type is not this profile's: say what is shown instead
       if (wanted) {
@@ -501,6 +698,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
       destroyed = true;
       ctrl.abort();
       if (dataCtrl) dataCtrl.abort();
+      if (groupCtrl) groupCtrl.abort();
       document.removeEventListener('keydown', onKey);
       flame.destroy();
       top.destroy();
