@@ -1053,7 +1053,7 @@ for (const theme of ['light', 'dark']) {
     try {
       // the query page: every item of the bar on screen, nothing wider than the phone
       await p.goto(URL_BASE + '/');
-      await p.waitForSelector('.start-range');
+      await p.waitForSelector('#timeline .chips .chip');
       assert.deepEqual(await narrowProblems(p), [], 'the landing page at 390 px');
       assert.equal(await p.evaluate(() => document.documentElement.dataset.theme), theme);
       await snap('landing');
