@@ -1096,6 +1096,15 @@ for (const theme of ['light', 'dark']) {
       await p.touchscreen.tap(status.x + 4, status.y + status.height / 2);
       await p.waitForSelector('#timeline .tl-tooltip:not(.ch-tooltip)', { state: 'hidden' });
       assert.deepEqual(await narrowProblems(p), [], 'the query page with a profile open at 390 px');
+      // a merge grouped by zone: the groups fit the screen too
+      const start = Math.min(...chartPushed.map((x) => x.t));
+      const end = Math.max(...chartPushed.map((x) => x.t));
+      await p.goto(`${URL_BASE}/?query=${encodeURIComponent(CHART)}&range=15m&group=zone&open=merge` +
+        `&sel=${encodeURIComponent(CHART)}&start=${start}&end=${end}`);
+      await p.waitForSelector('#profile-groups[data-state="ready"]');
+      await profileReady(false, p);
+      assert.deepEqual(await narrowProblems(p), [], 'a grouped merge at 390 px');
+      await snap('groups');
     } finally {
       await ctx.close();
     }
