@@ -64,9 +64,12 @@ export function groupSelector(selector, label, value) {
   } catch (e) {
     return selector; // not a selector the view can extend: the API names the error
   }
-  matchers = matchers.filter((m) => !new RegExp(`^${label}\\s*=\\s*["'\`]`).test(m) || label === '__name__');
   if (label === '__name__') name = value;
-  else matchers.push(`${label}=${quoteLabelValue(value)}`);
+  else {
+    // an equality matcher on the label already there gives way to the group's
+    const same = new RegExp(`^${label}\\s*=\\s*["'\`]`);
+    matchers = matchers.filter((m) => !same.test(m)).concat(`${label}=${quoteLabelValue(value)}`);
+  }
   if (name && !isBareMetricName(name)) {
     matchers.unshift(`__name__=${quoteLabelValue(name)}`);
     name = '';

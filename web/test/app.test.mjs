@@ -4,7 +4,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
   encodeState, decodeState, diffRequest, picksOf, requestTypes, routeOf, appliedZoom, carryView, SHORTCUTS,
-  stepTime, sameUrl, rangeWords,
+  stepTime, sameUrl, rangeWords, openRequest,
 } from '../js/app.js';
 import {
   completionContext, applyCompletion, rankSuggestions, metricOf, errorColumn, parseDuration,
@@ -371,4 +371,17 @@ test('sameUrl compares as the browser encodes the location', () => {
   assert.equal(sameUrl(url, loc), true);
   assert.equal(sameUrl(url, new URL('/?query=heap&range=1h', 'http://x')), false);
   assert.equal(sameUrl('/', { pathname: '/', search: '' }), true);
+});
+
+test('openRequest: a merge carries the group-by label, every request the sample-label filter', () => {
+  const merge = { mode: 'merge', query: 'heap', start: 1, end: 2 };
+  assert.equal(openRequest({ open: null, group: 'zone' }), null);
+  assert.deepEqual(openRequest({ open: merge, group: 'zone', tagFocus: '' }), { ...merge, groupBy: 'zone' });
+  assert.deepEqual(openRequest({ open: merge, group: '', tagFocus: 'a=b' }), { ...merge, tagFocus: 'a=b' });
+  const single = { mode: 'single', query: 'heap{a="1"}', time: 5 };
+  assert.deepEqual(openRequest({ open: single, group: 'zone', tagFocus: '' }), single, 'one profile has no groups');
+  // the group shown is a view key, kept in the URL as group_pick
+  const st = decodeState('?query=heap&open=merge&sel=heap&start=1&end=2&group=zone&group_pick=zone="a"');
+  assert.equal(st.view.groupPick, 'zone="a"');
+  assert.match(encodeState(st), /&group_pick=zone="a"$/);
 });

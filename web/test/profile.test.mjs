@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   queryParams, sideParams, seriesLabel, orderSampleTypes, chooseSampleType, describe, describeProfiles,
-  carrySampleType, describeRequest,
+  carrySampleType, describeRequest, groupSelector, groupKey, groupRows,
 } from '../js/profile.js';
 
 test('queryParams: single, merge and diff, times in seconds', () => {
@@ -95,4 +95,35 @@ test('describeRequest: what was asked for, before meta answers', () => {
   assert.match(d.lines[0][1], /^heap\{x="1"\} at /);
   assert.match(d.lines[1][1], /^heap from .* to /);
   assert.deepEqual(describeRequest(null), { title: '', lines: [] });
+});
+
+test('groupSelector: a group of a merge is the merge\'s selector with the group\'s matcher', () => {
+  assert.equal(groupSelector('heap{job="x"}', 'zone', 'a'), 'heap{job="x", zone="a"}');
+  // the group of series without the label: label="" matches them, as in PromQL
+  assert.equal(groupSelector('heap{job="x"}', 'zone', ''), 'heap{job="x", zone=""}');
+  // an equality on the label gives way; other matchers on it stay
+  assert.equal(groupSelector('heap{zone="b", job="x"}', 'zone', 'a'), 'heap{job="x", zone="a"}');
+  assert.equal(groupSelector('heap{zone=~"a|b"}', 'zone', 'a'), 'heap{zone=~"a|b", zone="a"}');
+  assert.equal(groupSelector('heap', 'instance', 'a"b\n'), 'heap{instance="a\\"b\\n"}');
+  // by profile type: the name is the group's
+  assert.equal(groupSelector('{job="x"}', '__name__', 'heap'), 'heap{job="x"}');
+  assert.equal(groupSelector('{job="x"}', '__name__', 'a-b'), '{__name__="a-b", job="x"}');
+  assert.equal(groupSelector('heap{job=', 'zone', 'a'), 'heap{job=', 'not a selector: left to the API');
+});
+
+test('groupRows: the heaviest group first, with shares, counts and top function', () => {
+  const data = { groupBy: ['zone'], groups: [
+    { labels: { zone: '' }, total: 10, unit: 'bytes', profileCount: 1, seriesCount: 1, report: { rows: [{ name: 'f' }] } },
+    { labels: { zone: 'a' }, total: 30, unit: 'bytes', profileCount: 4, seriesCount: 2, report: { rows: [{ name: 'g' }] } },
+    { labels: { zone: 'b' }, total: 10, unit: 'bytes', profileCount: 2, seriesCount: 1, report: { rows: [] } },
+  ] };
+  const rows = groupRows(data, 'zone');
+  assert.deepEqual(rows.map((r) => r.key), ['zone="a"', 'zone=""', 'zone="b"']);
+  assert.deepEqual(rows.map((r) => r.share), [60, 20, 20]);
+  assert.equal(rows[0].top, 'g');
+  assert.equal(rows[2].top, '');
+  assert.equal(rows[1].value, '');
+  assert.deepEqual(groupRows(null, 'zone'), []);
+  assert.equal(groupKey('zone', { zone: 'a"b' }), 'zone="a\\"b"');
+  assert.equal(groupKey('zone', {}), 'zone=""');
 });
