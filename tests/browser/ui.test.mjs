@@ -890,7 +890,7 @@ step('26-chart-group', ['23-chart'], async () => {
 step('27-landing-range', ['02-lanes'], async () => {
   // the landing page names the range its buttons run over, and highlights that preset
   await page.goto(URL_BASE + '/');
-  const said = () => page.locator('.start-range').innerText();
+  const said = () => page.locator('#timeline p', { hasText: 'every series of it' }).innerText();
   const active = () => page.$$eval('[data-range][aria-pressed="true"]', (bs) => bs.map((b) => b.dataset.range));
   await eventually(async () => assert.match(await said(), /the last 15 minutes/));
   assert.deepEqual(await active(), ['15m'], 'the 15m preset is the one highlighted');
@@ -966,6 +966,7 @@ step('31-profile-groups', ['23-chart'], async () => {
   await profileReady(false);
   const groups = () => page.$$eval('#profile-groups button[data-key]', (bs) => bs.map((b) => ({
     key: b.dataset.key, total: Number(b.dataset.total), checked: b.getAttribute('aria-checked') })));
+  // (data-color: the swatch's colour, that of the group's line on the chart)
   await page.waitForSelector('#profile-groups[data-state="ready"]');
   const zoneTotal = (z) => chartPushed.filter((x) => x.zone === z).reduce((n, x) => n + sampleTotal(x.file, 'inuse_space'), 0);
   const gs = await groups();
@@ -977,6 +978,12 @@ step('31-profile-groups', ['23-chart'], async () => {
   assert.equal(await page.inputValue('#profile-group-by'), 'zone');
   await chartReady(2);
   assert.equal((await chartState()).group, 'zone', 'the chart groups by the same label');
+  // each group wears the colour of its line on the chart: two groups, two colours
+  await eventually(async () => {
+    const colors = await page.$$eval('#profile-groups button[data-key]:not([data-key=""])', (bs) => bs.map((b) => b.dataset.color));
+    assert.equal(colors.length, 2);
+    assert.ok(colors.every((c) => /^#[0-9a-f]{6}$/i.test(c)) && colors[0] !== colors[1], `group colours ${colors}`);
+  });
   await shot('31-profile-groups');
   // picking zone b shows the merge of zone b's profiles alone, and the URL keeps it
   await page.click('#profile-groups button[data-key="zone=\\"b\\""]');

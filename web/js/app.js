@@ -446,7 +446,7 @@ class QueryPage {
     });
     this.onKey = (e) => this.globalKey(e);
     document.addEventListener('keydown', this.onKey);
-    this.onTheme = () => { this.timeline.redraw(); this.chart.redraw(); };
+    this.onTheme = () => { this.timeline.redraw(); this.chart.redraw(); this.recolorGroups(); };
     window.addEventListener('profd-theme', this.onTheme);
     this.timer = setInterval(() => {
       if (this.state.live && !document.hidden) this.load(true);
@@ -694,6 +694,11 @@ class QueryPage {
     this.renderOpen();
   }
 
+  // The profile view's groups take the colours of the chart's lines.
+  recolorGroups() {
+    if (this.mounted && this.mounted.recolor) this.mounted.recolor();
+  }
+
   // Loads the chart's lines for the timeline's series (this.series): the sample types
   // of their profile types, the one chosen, then its values over the range.
   async loadChart(quiet = false) {
@@ -731,6 +736,7 @@ class QueryPage {
       const lines = linesOf(r.data && r.data.result);
       this.chart.setData(lines, { unit: choice.unit, perSecond: choice.perSecond, group: st.group,
         metric: choice.metric, step: req.step });
+      this.recolorGroups();
       this.chart.setWindow(this.timeline.vf, this.timeline.vt);
       this.chartStatus.textContent = st.group
         ? `${lines.length} group${lines.length === 1 ? '' : 's'} by ${st.group}, summed every ${req.params.step} s`
@@ -1025,7 +1031,8 @@ class QueryPage {
       if (partial && sampleName(partial.sampleIndex)) this.samplePref = partial.sampleIndex;
       this.commit(false);
     };
-    const opts = { sampleType: this.carrySample, onGroupBy: (label) => this.groupByChanged(label) };
+    const opts = { sampleType: this.carrySample, onGroupBy: (label) => this.groupByChanged(label),
+      groupColor: (value) => this.chart.groupColor(this.state.group, value) };
     this.carrySample = '';
     this.mounted = mod.mountProfile(this.host, req, { ...st.view }, onView, opts);
   }

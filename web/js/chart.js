@@ -491,6 +491,17 @@ export class Chart {
     this.redraw();
   }
 
+  // The colour of the line of value under the chart's group-by label (a CSS colour of
+  // the theme shown), or '' when the chart is not grouped by label or has no such line:
+  // the profile view marks its groups with it.
+  groupColor(label, value) {
+    if (!this.group || this.group !== label) return '';
+    const line = this.lines.find((l) => (l.labels[label] || '') === value);
+    if (!line) return '';
+    const palette = document.documentElement.dataset.theme === 'dark' ? PALETTE_DARK : PALETTE_LIGHT;
+    return palette[line.color % palette.length];
+  }
+
   // lines: linesOf's; opts: {unit, perSecond, group, metric, step (grouped: ms)}.
   setData(lines, opts = {}) {
     this.lines = lines.map((l, i) => ({ ...l, title: formatLabels(l.labels), color: i }));

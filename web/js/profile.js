@@ -379,7 +379,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     const item = (key, name, total, share, detail, title, raw) => {
       const b = h('button', { type: 'button', class: 'pf-group', role: 'radio', 'data-key': key,
         'data-total': String(raw), 'aria-checked': String(key === pick), title },
-      h('span', { class: 'pf-group-name' }, name),
+      h('span', { class: 'pf-group-name' }, h('span', { class: 'pf-group-swatch', 'aria-hidden': 'true' }), name),
       h('span', { class: 'pf-group-total' }, total),
       h('span', { class: 'pf-group-bar', 'aria-hidden': 'true' }, h('span', { style: `width:${Math.max(0, Math.min(100, share)).toFixed(1)}%` })),
       h('span', { class: 'pf-group-detail pf-muted' }, detail));
@@ -392,6 +392,20 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
       const detail = `${formatPercent(g.share)} · ${g.profileCount} profile${g.profileCount === 1 ? '' : 's'} of ${g.seriesCount} series` +
         (g.top ? ` · top: ${g.top}` : '');
       groupList.append(item(g.key, name, formatValue(g.total, g.unit), g.share, detail, `${g.key}: ${detail}`, g.total));
+    }
+    paintSwatches();
+  }
+
+  // Each group's swatch in the colour of its line on the values chart, when the chart
+  // draws one (opts.groupColor).
+  function paintSwatches() {
+    for (const b of groupList.querySelectorAll('button[data-key]')) {
+      const g = groups && groups.find((x) => x.key === b.dataset.key);
+      const c = g && opts && opts.groupColor ? opts.groupColor(g.value) : '';
+      const sw = b.querySelector('.pf-group-swatch');
+      sw.style.background = c || '';
+      sw.hidden = !c;
+      b.dataset.color = c || '';
     }
   }
   groupList.addEventListener('click', (e) => {
@@ -697,6 +711,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
   });
 
   return {
+    recolor: paintSwatches,
     destroy() {
       destroyed = true;
       ctrl.abort();
