@@ -927,6 +927,10 @@ step('29-percent-precision', ['profile-open'], async () => {
     [1, 2, 4].map((i) => r.children[i].textContent)));
   assert.ok(cells.length >= 9, `percent cells: ${cells.length}`);
   for (const c of cells) assert.match(c, /^(\d+\.\d\d|<0\.01)%$/, `a percent with two decimals: "${c}"`);
+  // and none is cut off by its column (100.00% included)
+  const cut = await page.$$eval('#top-table tbody tr[data-name] td.num', (tds) =>
+    tds.filter((td) => td.scrollWidth > td.clientWidth).map((td) => td.textContent));
+  assert.deepEqual(cut, [], 'numbers cut off by their column');
   await shot('29-percent-precision');
 });
 
