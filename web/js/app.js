@@ -61,9 +61,10 @@ export function rangeWords(st) {
 }
 
 // The query page's state from location.search:
-// {query, range ('15m', or null for absolute; DEFAULT_RANGE or LANDING_RANGE when none), from, to (ms, absolute only), live,
+// {query, range ('15m', or null for absolute; DEFAULT_RANGE or LANDING_RANGE when the
+//  URL names none), from, to (ms, absolute only), live,
 //  zoom ({from, to} or null), chart (the values chart's metric, '' for the default),
-//  group (the chart's group-by label, '' for none), tagFocus (the sample-label filter
+//  group (the group-by label of the chart and of a merge, '' for none), tagFocus (the sample-label filter
 //  of the profiles opened, '' for none), open (profile.js's req or null), view ({…})}.
 export function decodeState(search) {
   const p = new URLSearchParams(search || '');
