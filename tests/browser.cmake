@@ -10,7 +10,7 @@ set_tests_properties(web_unit PROPERTIES LABELS unit TIMEOUT 120)
 add_test(NAME browser_ui
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/browser/run.sh $<TARGET_FILE:profd>
           $<TARGET_FILE:serve_profiles> ${PD_TESTDATA} ${PROJECT_SOURCE_DIR}/web ${CMAKE_BINARY_DIR})
-set_tests_properties(browser_ui PROPERTIES LABELS integration TIMEOUT 300)
+set_tests_properties(browser_ui PROPERTIES LABELS integration TIMEOUT 600)
 
 # The UI under a route prefix through a reverse proxy (tests/browser/proxy.mjs):
 # profd run --web.external-url=http://127.0.0.1:<proxy>/profd/.

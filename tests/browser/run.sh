@@ -35,8 +35,8 @@ command -v node >/dev/null || { echo "FAIL: no node (scripts/deps.sh installs it
 
 # every process started here ends by itself after this long (SIGKILL 10 s after
 # SIGTERM), even if this script is killed without a chance to clean up (ctest's
-# TIMEOUT is 300 s)
-limit=${PD_BROWSER_LIMIT:-280}
+# TIMEOUT is 600 s: the steps take 2.5 min alone, about 5 on a loaded 2-core machine)
+limit=${PD_BROWSER_LIMIT:-560}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/profd-browser.XXXXXX")
 pids=()
 cleanup() {
