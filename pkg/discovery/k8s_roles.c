@@ -606,7 +606,7 @@ static int endpoints_add(struct kb *k, struct seen *s, const struct pd_sd_node *
 	const struct pd_sd_node *node = pd_k8s_field(addr, "nodeName");
 	const struct pd_sd_node *pod;
 	char num[16];
-	long pv;
+	long pv = 0;
 	int rc;
 
 	if ((rc = port_text(k, pd_k8s_field(port, "port"), "subsets[].ports[].port", num,
