@@ -224,23 +224,9 @@ static int rs_find_or_add(struct rs *r, const struct pd_lpair *l, size_t nl, int
 		r->tcap = nt;
 		r->cap = c;
 	}
-	/* labels and their strings in one allocation */
-	size_t bytes = nl * sizeof(struct pd_tsdb_label);
-	for (size_t i = 0; i < nl; i++)
-		bytes += strlen(l[i].name) + strlen(l[i].value) + 2;
-	struct pd_tsdb_label *lab = malloc(bytes ? bytes : 1);
+	struct pd_tsdb_label *lab = tsdb_labels_pack(l, nl);
 	if (!lab)
 		return PD_ENOMEM;
-	char *s = (char *)(lab + nl);
-	for (size_t i = 0; i < nl; i++) {
-		size_t a = strlen(l[i].name) + 1, b = strlen(l[i].value) + 1;
-		memcpy(s, l[i].name, a);
-		lab[i].name = s;
-		s += a;
-		memcpy(s, l[i].value, b);
-		lab[i].value = s;
-		s += b;
-	}
 	r->v[r->n] = (struct pd_tsdb_series){lab, nl, NULL, 0};
 	r->hashes[r->n] = h;
 	r->tcap[r->n] = 0;

@@ -115,22 +115,9 @@ static int tacc_find_or_add(struct tacc *a, const struct pd_lpair *l, size_t nl,
 	if (grow((void **)&a->v, &c, a->n + 1, sizeof(*a->v)))
 		return PD_ENOMEM;
 	a->cap = c;
-	size_t bytes = nl * sizeof(struct pd_tsdb_label);
-	for (size_t i = 0; i < nl; i++)
-		bytes += strlen(l[i].name) + strlen(l[i].value) + 2;
-	struct pd_tsdb_label *lab = malloc(bytes ? bytes : 1);
+	struct pd_tsdb_label *lab = tsdb_labels_pack(l, nl);
 	if (!lab)
 		return PD_ENOMEM;
-	char *s = (char *)(lab + nl);
-	for (size_t i = 0; i < nl; i++) {
-		size_t x = strlen(l[i].name) + 1, y = strlen(l[i].value) + 1;
-		memcpy(s, l[i].name, x);
-		lab[i].name = s;
-		s += x;
-		memcpy(s, l[i].value, y);
-		lab[i].value = s;
-		s += y;
-	}
 	struct tser *t = &a->v[a->n];
 	memset(t, 0, sizeof(*t));
 	t->labels = lab;

@@ -104,6 +104,9 @@ void tsdb_strings_sort_unique(char **v, size_t *n);
 int tsdb_selector_matches(const void *ctx, const char *value);
 const char *tsdb_matcher_equal(const struct pd_tsdb_matcher *m);
 int labels_cmp(const struct pd_lpair *a, size_t na, const struct pd_lpair *b, size_t nb);
+/* A copy of nl labels as the public label type, names and values in the same
+ * allocation (one free releases all); NULL when out of memory. */
+struct pd_tsdb_label *tsdb_labels_pack(const struct pd_lpair *l, size_t nl);
 
 /* ---- readers: head and blocks through one interface ------------------------- */
 
