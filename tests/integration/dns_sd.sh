@@ -232,8 +232,10 @@ failures1=$(lookups lookup_failures_total)
 kill -STOP "$dns_pid"
 failed_more() { [ "$(lookups lookup_failures_total)" -ge $((failures1 + 5)) ]; }
 wait_for 60 "prometheus_sd_dns_lookup_failures_total did not rise (was $failures1)" failed_more
-grep -q 'could not resolve \\"_pprof._tcp.profd.test.\\"' "$tmp/profd.log" ||
-	fail "the failed lookups were not logged"
+# the daemon logs failed refreshes when it next polls the providers' status, a moment
+# after the counter rises
+failure_logged() { grep -q 'could not resolve \\"_pprof._tcp.profd.test.\\"' "$tmp/profd.log"; }
+wait_for 30 "the failed lookups were not logged" failure_logged
 for j in srv a; do
 	want=$srv2
 	[ $j = a ] && want=$a2
