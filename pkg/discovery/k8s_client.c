@@ -17,6 +17,40 @@ static char *sdup(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/* The member key of a map node, or NULL (k8s_roles.c's pd_k8s_field does the same
+ * for the builders; this file stands alone so that its readers can be tested and
+ * fuzzed by themselves). */
+static const struct pd_sd_node *mfield(const struct pd_sd_node *obj, const char *key)
+{
+	if (!obj || obj->kind != PD_SD_MAP)
+		return NULL;
+	for (size_t i = 0; i + 1 < 2 * obj->n; i += 2)
+		if (obj->kids[i]->kind == PD_SD_STRING && obj->kids[i]->str &&
+		    !strcmp(obj->kids[i]->str, key))
+			return obj->kids[i + 1];
+	return NULL;
+}
+
+/* The string at a dotted path, or NULL. */
+static const char *mstr(const struct pd_sd_node *obj, const char *path)
+{
+	char key[64];
+	while (obj) {
+		size_t n = strcspn(path, ".");
+		if (n >= sizeof(key))
+			return NULL;
+		memcpy(key, path, n);
+		key[n] = '\0';
+		obj = mfield(obj, key);
+		if (!path[n])
+			break;
+		path += n + 1;
+	}
+	if (!obj || obj->kind != PD_SD_STRING)
+		return NULL;
+	return obj->str ? obj->str : "";
+}
+
 static void blob_free(struct pd_k8s_blob *b)
 {
 	free(b->data);
@@ -234,9 +268,9 @@ static const struct pd_sd_node *named(const struct pd_sd_node *list, const char 
 	if (!list || list->kind != PD_SD_LIST)
 		return NULL;
 	for (size_t i = 0; i < list->n; i++) {
-		const char *nm = pd_k8s_str(list->kids[i], "name");
+		const char *nm = mstr(list->kids[i], "name");
 		if (nm && !strcmp(nm, name))
-			return pd_k8s_field(list->kids[i], field);
+			return mfield(list->kids[i], field);
 	}
 	return NULL;
 }
@@ -256,7 +290,7 @@ static int kc_tls(const struct pd_sd_node *n, const char *file_key, const char *
                   const char *dir, char **file, struct pd_k8s_blob *blob, const char *where,
                   struct pd_err *err)
 {
-	const char *d = pd_k8s_str(n, data_key), *f = pd_k8s_str(n, file_key);
+	const char *d = mstr(n, data_key), *f = mstr(n, file_key);
 	int rc;
 	if (d && *d) {
 		if ((rc = b64_decode(d, strlen(d), blob)))
@@ -297,31 +331,33 @@ int pd_k8s_kubeconfig_parse(struct pd_k8s_client *c, const char *text, size_t le
 			goto out;
 		}
 	}
-	cur = pd_k8s_str(doc.root, "current-context");
+	cur = mstr(doc.root, "current-context");
 	if (!cur || !*cur) {
 		rc = pd_err_set(err, PD_EINVAL, "%s: current-context is not set", path);
 		goto out;
 	}
-	if (!(ctx = named(pd_k8s_field(doc.root, "contexts"), cur, "context"))) {
+	if (!(ctx = named(mfield(doc.root, "contexts"), cur, "context"))) {
 		rc = pd_err_set(err, PD_EINVAL, "%s: context \"%s\" not found", path, cur);
 		goto out;
 	}
-	cname = pd_k8s_str(ctx, "cluster");
-	uname = pd_k8s_str(ctx, "user");
-	if (!cname || !(cluster = named(pd_k8s_field(doc.root, "clusters"), cname, "cluster"))) {
+	cname = mstr(ctx, "cluster");
+	uname = mstr(ctx, "user");
+	if (!cname || !(cluster = named(mfield(doc.root, "clusters"), cname, "cluster"))) {
 		rc = pd_err_set(err, PD_EINVAL, "%s: cluster \"%s\" of context \"%s\" not found",
 		                path, cname ? cname : "", cur);
 		goto out;
 	}
-	if (uname && *uname && !(user = named(pd_k8s_field(doc.root, "users"), uname, "user"))) {
+	if (uname && *uname && !(user = named(mfield(doc.root, "users"), uname, "user"))) {
 		rc = pd_err_set(err, PD_EINVAL, "%s: user \"%s\" of context \"%s\" not found", path,
 		                uname, cur);
 		goto out;
 	}
-	server = pd_k8s_str(cluster, "server");
-	if (!server || (strncmp(server, "https://", 8) && strncmp(server, "http://", 7))) {
+	server = mstr(cluster, "server");
+	if (!server || (strncmp(server, "https://", 8) && strncmp(server, "http://", 7)) ||
+	    !server[strcspn(server, ":") + 3] || server[strcspn(server, ":") + 3] == '/') {
 		rc = pd_err_set(err, PD_EINVAL,
-		                "%s: cluster \"%s\": server must be an http:// or https:// URL",
+		                "%s: cluster \"%s\": server must be an http:// or https:// URL "
+		                "with a host",
 		                path, cname);
 		goto out;
 	}
@@ -329,13 +365,13 @@ int pd_k8s_kubeconfig_parse(struct pd_k8s_client *c, const char *text, size_t le
 		pd_err_set(err, rc, "out of memory");
 		goto out;
 	}
-	s = pd_k8s_str(cluster, "insecure-skip-tls-verify");
+	s = mstr(cluster, "insecure-skip-tls-verify");
 	c->insecure = s && !strcmp(s, "true");
-	if ((s = pd_k8s_str(cluster, "proxy-url")) && *s && !(c->proxy = strdup(s))) {
+	if ((s = mstr(cluster, "proxy-url")) && *s && !(c->proxy = strdup(s))) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((s = pd_k8s_str(ctx, "namespace")) && *s && !(c->namespace = strdup(s))) {
+	if ((s = mstr(ctx, "namespace")) && *s && !(c->namespace = strdup(s))) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -343,8 +379,8 @@ int pd_k8s_kubeconfig_parse(struct pd_k8s_client *c, const char *text, size_t le
 	                 &c->ca_file, &c->ca, path, err)))
 		goto out;
 	if (user) {
-		const char *tok = pd_k8s_str(user, "token"), *tf = pd_k8s_str(user, "tokenFile");
-		const char *un = pd_k8s_str(user, "username"), *pw = pd_k8s_str(user, "password");
+		const char *tok = mstr(user, "token"), *tf = mstr(user, "tokenFile");
+		const char *un = mstr(user, "username"), *pw = mstr(user, "password");
 		if ((rc = kc_tls(user, "client-certificate", "client-certificate-data", dir,
 		                 &c->cert_file, &c->cert, path, err)) ||
 		    (rc = kc_tls(user, "client-key", "client-key-data", dir, &c->key_file, &c->key,
@@ -357,7 +393,7 @@ int pd_k8s_kubeconfig_parse(struct pd_k8s_client *c, const char *text, size_t le
 			                path, uname);
 			goto out;
 		}
-		if (pd_k8s_field(user, "exec") || pd_k8s_field(user, "auth-provider")) {
+		if (mfield(user, "exec") || mfield(user, "auth-provider")) {
 			rc = pd_err_set(
 			    err, PD_EINVAL,
 			    "%s: user \"%s\": exec and auth-provider credentials are not "
@@ -706,7 +742,7 @@ int pd_k8s_event_parse(const char *line, size_t len, struct pd_arena *a, struct 
 		return rc;
 	if (!doc.root || doc.root->kind != PD_SD_MAP)
 		return pd_err_set(err, PD_EINVAL, "watch event: not a JSON object");
-	if (!(t = pd_k8s_str(doc.root, "type")))
+	if (!(t = mstr(doc.root, "type")))
 		return pd_err_set(err, PD_EINVAL, "watch event: no type");
 	ev->type = -1;
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
@@ -714,7 +750,7 @@ int pd_k8s_event_parse(const char *line, size_t len, struct pd_arena *a, struct 
 			ev->type = (int)i;
 	if (ev->type < 0)
 		return pd_err_set(err, PD_EINVAL, "watch event: unknown type \"%.32s\"", t);
-	ev->object = pd_k8s_field(doc.root, "object");
+	ev->object = mfield(doc.root, "object");
 	if (!ev->object || ev->object->kind != PD_SD_MAP)
 		return pd_err_set(err, PD_EINVAL, "watch event: %s without an object", t);
 	if (pd_k8s_json_span(line, len, ev->object->pos, &end))
@@ -722,19 +758,19 @@ int pd_k8s_event_parse(const char *line, size_t len, struct pd_arena *a, struct 
 	ev->raw = line + ev->object->pos;
 	ev->rawlen = end - ev->object->pos;
 	if (ev->type == PD_K8S_EVENT_ERROR) {
-		ev->code = pd_k8s_json_int(pd_k8s_field(ev->object, "code"));
-		ev->message = pd_k8s_str(ev->object, "message");
+		ev->code = pd_k8s_json_int(mfield(ev->object, "code"));
+		ev->message = mstr(ev->object, "message");
 		return 0;
 	}
-	ev->resource_version = pd_k8s_str(ev->object, "metadata.resourceVersion");
+	ev->resource_version = mstr(ev->object, "metadata.resourceVersion");
 	if (ev->type == PD_K8S_EVENT_BOOKMARK) {
 		if (!ev->resource_version)
 			return pd_err_set(err, PD_EINVAL,
 			                  "watch event: BOOKMARK without metadata.resourceVersion");
 		return 0;
 	}
-	ev->name = pd_k8s_str(ev->object, "metadata.name");
-	ev->ns = pd_k8s_str(ev->object, "metadata.namespace");
+	ev->name = mstr(ev->object, "metadata.name");
+	ev->ns = mstr(ev->object, "metadata.namespace");
 	if (!ev->name || !*ev->name)
 		return pd_err_set(err, PD_EINVAL, "watch event: %s object without metadata.name",
 		                  t);

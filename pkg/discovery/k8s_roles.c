@@ -52,12 +52,9 @@ static const struct pd_sd_node *path_node(const struct pd_sd_node *obj, const ch
 	return obj;
 }
 
-/* A string node's text; an empty YAML scalar (str NULL) is "". */
 static const char *str_of(const struct pd_sd_node *n)
 {
-	if (!n || n->kind != PD_SD_STRING)
-		return NULL;
-	return n->str ? n->str : "";
+	return n && n->kind == PD_SD_STRING ? n->str : NULL;
 }
 
 const char *pd_k8s_str(const struct pd_sd_node *obj, const char *path)
