@@ -12,6 +12,17 @@ add_test(NAME browser_ui
           $<TARGET_FILE:serve_profiles> ${PD_TESTDATA} ${PROJECT_SOURCE_DIR}/web ${CMAKE_BINARY_DIR})
 set_tests_properties(browser_ui PROPERTIES LABELS integration TIMEOUT 600)
 
+# A view with browser steps of its own (tests/browser/FILE, run by run.sh against a
+# profd of its own like browser_ui's); screenshots in browser-screenshots-NAME/.
+function(pd_browser_test name file)
+  add_test(NAME ${name}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/browser/run.sh $<TARGET_FILE:profd>
+            $<TARGET_FILE:serve_profiles> ${PD_TESTDATA} ${PROJECT_SOURCE_DIR}/web
+            ${CMAKE_BINARY_DIR} ${file})
+  set_tests_properties(${name} PROPERTIES LABELS integration TIMEOUT 600)
+endfunction()
+# pd_browser_test(browser_NAME NAME.test.mjs) lines, one per view, go below.
+
 # The UI under a route prefix through a reverse proxy (tests/browser/proxy.mjs):
 # profd run --web.external-url=http://127.0.0.1:<proxy>/profd/.
 add_test(NAME browser_prefix

@@ -7,14 +7,18 @@
 # targets and status pages, dark theme, empty and error states. Each step leaves a
 # screenshot in OUT_DIR/browser-screenshots/NN-step.png.
 #
-#   run.sh PROFD SERVE_PROFILES TESTDATA WEB_DIR OUT_DIR
+#   run.sh PROFD SERVE_PROFILES TESTDATA WEB_DIR OUT_DIR [TEST.mjs]
+#
+# TEST.mjs (default ui.test.mjs) is the file of steps to run against that profd: other
+# views have files of their own, each a ctest of its own (tests/browser.cmake), whose
+# screenshots go to OUT_DIR/browser-screenshots-NAME/ (NAME: the file without .test.mjs).
 #
 # Environment: CHROMIUM (default /usr/bin/chromium), PD_BROWSER_HEADED=1 to watch,
 # PD_BROWSER_KEEP=1 to keep the temporary folder (logs, data, downloads).
 set -euo pipefail
 
-if [ $# -ne 5 ]; then
-	echo "usage: run.sh PROFD SERVE_PROFILES TESTDATA WEB_DIR OUT_DIR" >&2
+if [ $# -ne 5 ] && [ $# -ne 6 ]; then
+	echo "usage: run.sh PROFD SERVE_PROFILES TESTDATA WEB_DIR OUT_DIR [TEST.mjs]" >&2
 	exit 2
 fi
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +29,10 @@ web=$(cd "$4" && pwd)
 mkdir -p "$5"
 out=$(cd "$5" && pwd)
 chromium=${CHROMIUM:-/usr/bin/chromium}
+steps=${6:-ui.test.mjs}
+[ -f "$here/$steps" ] || { echo "FAIL: no $here/$steps"; exit 1; }
+shots=$out/browser-screenshots
+[ "$steps" = ui.test.mjs ] || shots=$out/browser-screenshots-${steps%.test.mjs}
 
 # what the test needs, installed by scripts/deps.sh
 [ -x "$chromium" ] || { echo "FAIL: no Chromium at $chromium (scripts/deps.sh installs Debian's chromium)"; exit 1; }
@@ -112,5 +120,5 @@ done
 sleep 0.5
 
 PD_URL=$url PD_SERVED_LOG=$tmp/served PD_TMP=$tmp PD_PROFD=$profd CHROMIUM=$chromium \
-	PD_SCREENSHOTS=$out/browser-screenshots \
-	timeout -k 10 "$limit" node --test-reporter=spec "$here/ui.test.mjs"
+	PD_SCREENSHOTS=$shots \
+	timeout -k 10 "$limit" node --test-reporter=spec "$here/$steps"
