@@ -352,11 +352,54 @@ fail:
 
 static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r);
 
-/* Recomputes a pool's targets and reconciles loops. m->mu held. */
+/* An open-addressing index of active targets by key (targets of one pool), so that a
+ * reload matches n new targets against m old ones in O(n + m) rather than O(n·m). */
+struct target_index {
+	size_t *slot; /* 1 + position in the indexed array; 0: empty */
+	size_t mask;
+};
+
+static int target_index_init(struct target_index *ix, size_t n)
+{
+	size_t cap = 16;
+	while (cap < 2 * n)
+		cap *= 2;
+	ix->slot = calloc(cap, sizeof(*ix->slot));
+	ix->mask = cap - 1;
+	return ix->slot ? 0 : PD_ENOMEM;
+}
+
+static int same_target(const struct target *a, const struct target *b)
+{
+	return a->key == b->key && pd_labels_equal(a->labels, b->labels) && !strcmp(a->url, b->url);
+}
+
+/* The position of an indexed target the same as t (same labels, URL and pool
+ * settings), or SIZE_MAX; with add, t (at position pos) is indexed when none is. */
+static size_t target_index_find(struct target_index *ix, struct target **arr, struct target *t,
+				size_t pos, int add)
+{
+	for (size_t i = t->key & ix->mask;; i = (i + 1) & ix->mask) {
+		if (!ix->slot[i]) {
+			if (add)
+				ix->slot[i] = pos + 1;
+			return SIZE_MAX;
+		}
+		/* a NULL entry was an old target already carried over: probe on */
+		const struct target *x = arr[ix->slot[i] - 1];
+		if (x && same_target(x, t))
+			return ix->slot[i] - 1;
+	}
+}
+
+/* Recomputes a pool's targets and reconciles loops. m->mu held. Targets that come
+ * out the same (the same labels and URL, as when two discovered groups name one
+ * address) are one target with one loop, as in Prometheus. */
 static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 {
 	size_t cap = 16, n = 0;
 	struct target **nt = malloc(cap * sizeof(*nt));
+	struct target_index seen = {0}, old = {0};
 	if (!nt)
 		return;
 	for (size_t g = 0; g < p->ngroups; g++)
@@ -377,23 +420,38 @@ static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 				}
 				nt[n++] = t;
 			}
-	/* keep the loops (and status) of unchanged targets */
+	if (target_index_init(&seen, n) || target_index_init(&old, p->ntargets)) {
+		/* out of memory: keep the pool as it is */
+		for (size_t i = 0; i < n; i++)
+			target_free(nt[i]);
+		free(nt);
+		free(seen.slot);
+		free(old.slot);
+		return;
+	}
+	for (size_t k = 0; k < p->ntargets; k++) {
+		struct target *o = p->targets[k];
+		if (o && o->labels && o->loop_id)
+			target_index_find(&old, p->targets, o, k, 1);
+	}
+	/* drop repeats, keep the loops (and status) of unchanged targets */
+	size_t w = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct target *t = nt[i];
+		if (t->labels && target_index_find(&seen, nt, t, w, 1) != SIZE_MAX) {
+			target_free(t);
+			continue;
+		}
+		nt[w++] = t;
 		if (!t->labels)
 			continue;
-		for (size_t k = 0; k < p->ntargets; k++) {
-			struct target *o = p->targets[k];
-			if (o && o->labels && o->loop_id && o->key == t->key) {
-				nt[i] = o;
-				p->targets[k] = NULL;
-				target_free(t);
-				t = NULL;
-				break;
-			}
-		}
-		if (!t)
+		size_t k = target_index_find(&old, p->targets, t, 0, 0);
+		if (k != SIZE_MAX) {
+			nt[w - 1] = p->targets[k];
+			p->targets[k] = NULL;
+			target_free(t);
 			continue;
+		}
 		struct pd_scrape_spec spec = {t->url, p->s.interval_ms, p->s.timeout_ms,
 					      p->s.body_size_limit, t->seed, p->s.client};
 		struct pd_err err = {0};
@@ -403,6 +461,10 @@ static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 			t->last_error = sdup(err.msg);
 		}
 	}
+	n = w;
+	free(seen.slot);
+	free(old.slot);
+	/* old targets not carried over: their loops end */
 	for (size_t k = 0; k < p->ntargets; k++) {
 		struct target *o = p->targets[k];
 		if (!o)

@@ -224,6 +224,68 @@ static void test_targets_and_storage(void **state)
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Targets that come out the same (one address twice in a group, and again in another
+ * group) are one target with one loop, as in Prometheus; a reload keeps it. */
+static void test_duplicate_targets(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/pd_test_scrapemgr_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	struct target_server *srv = target_server_start(profile, profile_len, 0);
+	assert_non_null(srv);
+	struct pd_err err = {0};
+	struct pd_tsdb *db;
+	struct pd_tsdb_opts o;
+	pd_tsdb_opts_init(&o);
+	o.wal_sync = 1;
+	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
+	struct pd_scrape_manager *m;
+	struct pd_scrape_manager_opts mo = {.workers = 2, .max_decompressed = 64u << 20};
+	assert_int_equal(pd_scrape_manager_create(&m, db, &mo, &err), 0);
+	struct pd_scrape_profile_type types[] = {{"heap", "/ok", 0}};
+	struct pd_scrape_pool_settings ps = {0};
+	ps.job_name = "test";
+	ps.scheme = "http";
+	ps.interval_ms = 60000;
+	ps.timeout_ms = 1000;
+	ps.types = types;
+	ps.ntypes = 1;
+	assert_int_equal(pd_scrape_manager_set_pools(m, &ps, 1, &err), 0);
+
+	char addr[64];
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", target_server_port(srv));
+	struct pd_labels *t1, *t2, *t3;
+	assert_int_equal(pd_labels_from_strings(&t1, &err, "__address__", addr, NULL), 0);
+	assert_int_equal(pd_labels_from_strings(&t2, &err, "__address__", addr, "__meta_x", "other", NULL), 0);
+	assert_int_equal(pd_labels_from_strings(&t3, &err, "__address__", "127.0.0.1:1", NULL), 0);
+	struct pd_labels *a[] = {t1, t1, t3}, *b[] = {t2};
+	struct pd_target_group g[] = {{"static:0", a, 3, NULL}, {"static:1", b, 1, NULL}};
+	struct pd_scrape_target_status *st;
+	size_t n;
+	for (int round = 0; round < 2; round++) {
+		pd_scrape_manager_sync(m, "test", g, 2);
+		assert_int_equal(pd_scrape_manager_targets(m, 0, &st, &n, &err), 0);
+		/* addr once, 127.0.0.1:1 once */
+		assert_int_equal(n, 2);
+		size_t mine = 0;
+		for (size_t i = 0; i < n; i++)
+			mine += strstr(st[i].url, addr) != NULL;
+		assert_int_equal(mine, 1);
+		pd_scrape_target_status_free(st, n);
+	}
+	struct pd_scrape_stats ss;
+	pd_scrape_manager_stats(m, &ss);
+	assert_int_equal(ss.active_targets, 2);
+
+	pd_scrape_manager_destroy(m);
+	pd_labels_destroy(t1);
+	pd_labels_destroy(t2);
+	pd_labels_destroy(t3);
+	pd_tsdb_close(db);
+	target_server_stop(srv);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	struct pd_err err = {0};
@@ -233,6 +295,7 @@ int main(void)
 	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_targets_and_storage),
+		cmocka_unit_test(test_duplicate_targets),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	free(profile);
