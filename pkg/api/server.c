@@ -780,12 +780,13 @@ static void conn_phase(struct pd_api_server *s, struct api_conn *cn, enum api_co
 	pthread_mutex_unlock(&s->cmu);
 }
 
-/* Cuts off a connection: MHD's next read sees the end of the stream and closes it. */
+/* Cuts off a connection: MHD's next read sees the end of the stream and closes it.
+ * Counted first, so that a client who sees its connection end finds it counted. */
 static void conn_kill(struct pd_api_server *s, struct api_conn *cn, enum api_close_reason why)
 {
-	shutdown(cn->dupfd, SHUT_RDWR);
-	cn->killed = 1;
 	count_close(s, why);
+	cn->killed = 1;
+	shutdown(cn->dupfd, SHUT_RDWR);
 }
 
 /* Closes connections past their deadline; returns the milliseconds until the next
@@ -830,16 +831,16 @@ static void accept_one(struct pd_api_server *s)
 		int pfd;
 		int64_t deadline = mono_ns() + s->o.read_header_timeout_ms * 1000000;
 		if (api_tls_start(&s->tls, s->web, fd, &ss, deadline, &pfd)) {
-			close(fd);
 			count_close(s, CLOSE_REFUSED);
+			close(fd);
 			return;
 		}
 		fd = pfd;
 	}
 	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (dfd < 0) {
-		close(fd);
 		count_close(s, CLOSE_REFUSED);
+		close(fd);
 		return;
 	}
 	int64_t now = mono_ns();
@@ -889,9 +890,9 @@ static void accept_one(struct pd_api_server *s)
 	}
 	pthread_mutex_unlock(&s->cmu);
 	if (!slot) {
+		count_close(s, CLOSE_REFUSED); /* before the client can see the close */
 		close(dfd);
 		close(fd);
-		count_close(s, CLOSE_REFUSED);
 		return;
 	}
 	if (reserve) {
