@@ -9,5 +9,5 @@ if(TARGET pd_util)
   add_test(NAME integration_hostile
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/integration/hostile.sh $<TARGET_FILE:profd>
             $<TARGET_FILE:hostile_targets> ${PD_TESTDATA})
-  set_tests_properties(integration_hostile PROPERTIES LABELS integration TIMEOUT 240)
+  set_tests_properties(integration_hostile PROPERTIES LABELS integration TIMEOUT 600)
 endif()
