@@ -167,9 +167,32 @@ q() { "$profd" tsdb query "$tmp/data" "$1" --timestamps; }
 q 'heap{job="goapp"}' >"$tmp/goapp.ts"
 n=$(grep -c '^  ' "$tmp/goapp.ts" || true)
 [ "$n" -ge 9 ] || fail "heap{job=\"goapp\"} has $n samples, want >= 9"
-# one sample per 1 s tick, across both reloads: no gap, no duplicate
-gaps=$(grep '^  ' "$tmp/goapp.ts" | awk 'NR > 1 && $1 - prev != 1000 {bad++} {prev = $1} END {print bad + 0}')
-[ "$gaps" = 0 ] || fail "the goapp series has $gaps gaps or irregular steps"
+# one sample per 1 s tick, across both reloads: every step a whole number of
+# ticks (no duplicate, the phase kept), and no tick missing while the daemon
+# reports its scrapes of the target as fine. On a loaded machine scrapes time out
+# (900 ms), and a tick that comes while the previous scrape of its loop still
+# runs (or is still being stored) is skipped: profd logs each failed scrape at
+# debug level ("scrape failed"), not a skipped tick. So a run of missing ticks
+# is a bug unless a scrape of this target (heap or goroutine: one event loop
+# serves both) failed from 3 s before its first tick to 5 s after its last (the
+# log's times). On a quiet machine nothing fails and no tick may be missing; a
+# reload that stopped or replaced the loop loses ticks with nothing failing.
+{ grep -o '^ts=[^ ]* level=debug component=scrape msg="scrape failed" scrape_pool=goapp ' \
+	"$tmp/profd.log" || true; } | sed 's/^ts=\([^ ]*\) .*/\1/' | while read -r t; do date -d "$t" +%s%3N; done >"$tmp/failed.ms"
+grep '^  ' "$tmp/goapp.ts" | awk '{print $1}' >"$tmp/goapp.ms"
+bad=$(awk 'FILENAME == ARGV[1] {f[++nf] = $1; next}
+	FNR > 1 {
+		step = $1 - prev
+		if (step <= 0 || step % 1000) { printf "a step of %.0f ms after %.0f; ", step, prev }
+		else if (step > 1000) {
+			ok = 0
+			for (i = 1; i <= nf; i++) if (f[i] >= prev + 1000 - 3000 && f[i] <= $1 - 1000 + 5000) ok = 1
+			if (!ok) printf "%.0f tick(s) missing after %.0f with no scrape failing; ", step / 1000 - 1, prev
+		}
+	}
+	{prev = $1}' "$tmp/failed.ms" "$tmp/goapp.ms")
+[ -z "$bad" ] || fail "the goapp series: $bad(failed scrapes of the target logged at: $(tr '\n' ' ' <"$tmp/failed.ms"))"
+missing=$(awk 'NR > 1 && $1 - prev > 1000 {m += ($1 - prev) / 1000 - 1} {prev = $1} END {print m + 0}' "$tmp/goapp.ms")
 grep -q 'instance="'"$addr"'", job="goapp"' "$tmp/goapp.ts" || fail "labels: $(head -1 "$tmp/goapp.ts")"
 m=$(q 'goroutine{job="second"}' | grep -c '^  ' || true)
 [ "$m" -ge 2 ] || fail "the reloaded job stored $m goroutine profiles"
@@ -188,4 +211,4 @@ kill -TERM "$profd_pid"
 wait "$profd_pid" || fail "profd exited with an error after the restart"
 n2=$(q 'heap{job="goapp"}' | grep -c '^  ' || true)
 [ "$n2" -gt "$n" ] || fail "after a restart the series has $n2 samples, before $n"
-echo "daemon: $n samples before restart, $n2 after; reloads kept the series gap-free"
+echo "daemon: $n samples before restart, $n2 after; reloads kept the series on its ticks ($missing missing beside $(wc -l <"$tmp/failed.ms") failed scrapes)"
