@@ -23,7 +23,16 @@ fail=0
 checked=0
 skipped=0
 
-gopprof() { (cd "$tmp" && go tool pprof -symbolize=none "$@"); }
+# the pprof binary itself when it is there (the go command's start-up is a good
+# part of the time of a small report, and the test runs a great many), else go tool pprof
+pprof_bin=$(go env GOTOOLDIR)/pprof
+gopprof() {
+	if [ -x "$pprof_bin" ]; then
+		(cd "$tmp" && "$pprof_bin" -symbolize=none "$@")
+	else
+		(cd "$tmp" && go tool pprof -symbolize=none "$@")
+	fi
+}
 
 # The sums per sample type of the samples with no locations, one a line, in
 # type order, read from the protobuf itself: go tool pprof -raw (Go 1.19) prints
