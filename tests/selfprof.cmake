@@ -10,7 +10,7 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/pkg/selfprof/cpu.c)
   target_include_directories(test_selfprof PRIVATE ${PROJECT_SOURCE_DIR}/pkg/selfprof)
   target_link_libraries(test_selfprof PRIVATE pd_selfprof pd_pprof PkgConfig::CMOCKA m pthread)
   add_test(NAME unit_selfprof COMMAND test_selfprof)
-  set_tests_properties(unit_selfprof PROPERTIES LABELS unit TIMEOUT 120)
+  set_tests_properties(unit_selfprof PROPERTIES LABELS unit TIMEOUT 600)
 
   add_test(NAME integration_selfprof
     COMMAND ${CMAKE_CURRENT_LIST_DIR}/integration/selfprof.sh $<TARGET_FILE:profd>

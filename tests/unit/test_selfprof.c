@@ -213,17 +213,26 @@ static void test_cpu_profile(void **state)
 	__atomic_store_n(&spin_cpu_ns, 0, __ATOMIC_RELAXED);
 	assert_int_equal(pd_selfprof_cpu_start(&c, &err), 0);
 	assert_int_equal(pthread_create(&th, NULL, spin_thread, NULL), 0);
-	/* until the thread has had 1.2 s of CPU, however busy the machine is */
-	for (int i = 0; i < 600 && __atomic_load_n(&spin_cpu_ns, __ATOMIC_RELAXED) < 1200000000;
-	     i++) {
+	/* until the thread has had 1.2 s of CPU, however busy the machine is: beside
+	 * make test on a loaded 2-core machine it may get a twentieth of a CPU, so
+	 * the wall-clock deadline is far (the test's own timeout is 600 s) */
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
 		struct timespec ts = {0, 100000000};
 		nanosleep(&ts, NULL); /* our own SIGPROF may cut a step short */
-	}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (__atomic_load_n(&spin_cpu_ns, __ATOMIC_RELAXED) < 1200000000 &&
+	         t.tv_sec - t0.tv_sec < 400);
+	int64_t cpu_ns = __atomic_load_n(&spin_cpu_ns, __ATOMIC_RELAXED);
 	uint8_t *out;
 	size_t len;
 	assert_int_equal(pd_selfprof_cpu_stop(c, &out, &len, &err), 0);
 	spin_stop = 1;
 	pthread_join(th, NULL);
+	if (cpu_ns < 1200000000)
+		fail_msg("the spinning thread had %lld ms of CPU in 400 s, want 1200",
+		         (long long)(cpu_ns / 1000000));
 
 	assert_true(pd_gzip_is(out, len));
 	struct pd_pprof_profile *p;
