@@ -63,7 +63,9 @@ addr_ok=$(cat "$tmp/addr_ok")
 # and that a loaded machine may take long to get there: the encoded bomb, with the
 # default limit (64 MiB) and 10 s (a gzip bomb of zeros inflates far slower than
 # ordinary data: zlib copies its matches of distance 1 byte by byte); the redirect
-# loop, 10 s (11 requests to a server at a lower priority); the endless body, 30 s
+# loop, 10 s, on the normal target's server (11 requests, which a server at a
+# lower priority beside a CPU hog did not all answer within 10 s, while serving
+# them costs nothing that the normal target would miss); the endless body, 30 s
 # and a limit of 4 MiB (that server may send a few hundred KiB a second when the
 # machine is loaded many times over); the many locations, 30 s (its body waits
 # for one of the two workers of large bodies, which the bombs may hold up to their
@@ -99,7 +101,7 @@ EOJ
 	job trickle "$addr" /trickle 4s 2s 16MiB
 	job garbage "$addr" /garbage 4s 4s 16MiB
 	job many-locations "$addr" /many-locations 30s 30s 16MiB
-	job redirect-loop "$addr" /redirect-loop 10s 10s 16MiB
+	job redirect-loop "$addr_ok" /redirect-loop 10s 10s 16MiB
 } >"$tmp/profd.yml"
 # the reference: the normal target alone
 {
