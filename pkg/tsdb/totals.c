@@ -4,59 +4,168 @@
  * stream (written at append time, docs/format/chunks.md), so no profile is
  * opened; a chunk written before sections existed, or whose section was lost to
  * an allocation failure, is answered by decoding its profiles instead. Series
- * and timestamps are those pd_tsdb_select lists, deleted samples left out. Each
- * record is written once, straight into the arrays the result hands out. Also
- * here: giving a chunk without a section one (compaction). */
+ * and timestamps are those pd_tsdb_select lists, deleted samples left out.
+ *
+ * A query first lists the matching series of every source (blocks, then the
+ * head) and groups them by label set; then it reads one series at a time, from
+ * all its sources, into scratch arrays that every series reuses, and copies the
+ * finished series once into the result's arena: a few large mappings that the
+ * result owns and frees at once, so that a result of thousands of series costs
+ * a handful of allocations and page faults rather than several of each per
+ * series. Also here: giving a chunk without a section one (compaction). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "profd/pprof.h"
 #include "tsdb_int.h"
 
+/* ---- the result's arena ---------------------------------------------------------- */
+
+/* Blocks of memory handed out front to back and freed together with the result.
+ * Each block is its own mapping, twice as large as the one before (from
+ * ARENA_FIRST to ARENA_MOST, or as large as one request needs); blocks of
+ * ARENA_HUGE and more are aligned to it and marked for transparent huge pages,
+ * so that a large result is faulted in 2 MiB at a time. */
+#define ARENA_FIRST ((size_t)64 << 10)
+#define ARENA_MOST ((size_t)16 << 20)
+#define ARENA_HUGE ((size_t)2 << 20)
+
+struct arena_block {
+	struct arena_block *next;
+	size_t size; /* of the mapping, this header included */
+};
+
+struct arena {
+	struct arena_block *blocks; /* newest first */
+	char *pos, *end;            /* free space left in the newest block */
+	size_t next_size;
+};
+
+static void *arena_map(size_t size)
+{
+	if (size < ARENA_HUGE) {
+		void *p =
+		    mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		return p == MAP_FAILED ? NULL : p;
+	}
+	/* map one huge page more and trim, so the block starts on a huge page */
+	char *p = mmap(NULL, size + ARENA_HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+	               -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	uintptr_t a = ((uintptr_t)p + ARENA_HUGE - 1) & ~(uintptr_t)(ARENA_HUGE - 1);
+	size_t lead = a - (uintptr_t)p;
+	if (lead)
+		munmap(p, lead);
+	if (ARENA_HUGE - lead)
+		munmap((char *)a + size, ARENA_HUGE - lead);
+#ifdef MADV_HUGEPAGE
+	madvise((void *)a, size, MADV_HUGEPAGE); /* advice: failing costs only speed */
+#endif
+	return (void *)a;
+}
+
+/* bytes (rounded up to 16) from the arena; NULL when out of memory */
+static void *arena_alloc(struct arena *a, size_t bytes)
+{
+	bytes = (bytes + 15) & ~(size_t)15;
+	if (bytes > (size_t)(a->end - a->pos)) {
+		size_t hdr = (sizeof(struct arena_block) + 15) & ~(size_t)15;
+		size_t size = a->next_size ? a->next_size : ARENA_FIRST;
+		while (size < bytes + hdr)
+			size *= 2;
+		struct arena_block *b = arena_map(size);
+		if (!b)
+			return NULL;
+		b->size = size;
+		b->next = a->blocks;
+		a->blocks = b;
+		a->pos = (char *)b + hdr;
+		a->end = (char *)b + size;
+		a->next_size = size * 2 < ARENA_MOST ? size * 2 : ARENA_MOST;
+	}
+	void *p = a->pos;
+	a->pos += bytes;
+	return p;
+}
+
+static void arena_free(struct arena *a)
+{
+	if (!a)
+		return;
+	for (struct arena_block *b = a->blocks, *n; b; b = n) {
+		n = b->next;
+		munmap(b, b->size);
+	}
+	free(a);
+}
+
 /* ---- one series, while it is read ---------------------------------------------- */
 
-/* A series' result, built in place: each record goes straight into the arrays
- * the result hands out, values and present holding one row per sample type, cap
- * entries apart until finish_series packs the rows n apart. Room for a chunk's
- * records is made before it is read, so a series usually costs one allocation of
- * each array. */
+/* The series being read, in scratch arrays that the next series reuses: values
+ * and present hold one row per sample type, cap entries apart, with room for
+ * rcap rows. Room for a chunk's records is made before it is read. */
 struct tser {
-	struct pd_tsdb_label *labels; /* one allocation with the strings */
-	size_t nlabels;
-	uint64_t hash;
 	int64_t *ts, *dur; /* n records in the order read, room for cap */
 	size_t n, cap;
-	int64_t *values;  /* values[k * cap + i]: 0 where not present */
-	uint8_t *present; /* present[k * cap + i] */
+	int64_t *values;                   /* values[k * cap + i]: 0 where not present */
+	uint8_t *present;                  /* present[k * cap + i] */
+	size_t rcap;                       /* rows values and present have room for */
 	struct pd_tsdb_sample_type *types; /* in order of first reading, ntypes rows */
 	size_t *type_len, *unit_len;
 	size_t ntypes, tcap, lcap, ucap;
 	int unsorted; /* a record was read at or before the time of the one before */
 };
 
+/* A series of one source that the matchers accept. */
+struct tentry {
+	const struct source *src;
+	uint64_t ref;
+	struct pd_lpair *labels; /* from the source's series(): malloc'd array */
+	size_t nlabels;
+	struct rchunk *c; /* malloc'd */
+	size_t nc;
+	size_t next; /* the same label set's entry in the next source, SIZE_MAX: none */
+};
+
+/* A label set: its entries, oldest source first. */
+struct tgroup {
+	uint64_t hash;
+	size_t first, last;
+};
+
 struct tacc {
-	struct tser *v;
-	size_t n, cap;
-	int64_t *ts; /* scratch: a chunk's timestamps */
+	struct tentry *e;
+	size_t ne, ecap;
+	struct tgroup *g;
+	size_t ng, gcap;
+	size_t *slots; /* group index + 1, open addressing by hash */
+	size_t nslots;
+	struct tser s; /* the series being read */
+	int64_t *ts;   /* scratch: a chunk's timestamps */
 	size_t ts_cap;
 	uint32_t *map; /* scratch: a section's type -> the series' type, UINT32_MAX: none yet */
 	size_t map_cap;
 	struct pd_chunkenc_totals_iter it; /* reused from chunk to chunk */
-	size_t *slots;                     /* index + 1, open addressing by hash */
-	size_t nslots;
 };
 
-static void tser_free(struct tser *s)
+static void tser_clear_types(struct tser *s)
 {
-	free(s->labels);
-	free(s->ts);
-	free(s->dur);
-	free(s->values);
-	free(s->present);
 	for (size_t k = 0; k < s->ntypes; k++) {
 		free(s->types[k].type);
 		free(s->types[k].unit);
 	}
+	s->ntypes = 0;
+}
+
+static void tser_free(struct tser *s)
+{
+	tser_clear_types(s);
+	free(s->ts);
+	free(s->dur);
+	free(s->values);
+	free(s->present);
 	free(s->types);
 	free(s->type_len);
 	free(s->unit_len);
@@ -77,19 +186,17 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
-/* The series with these labels, or a new one when may_add (PD_ENOTFOUND
- * otherwise). */
-static int tacc_find_or_add(struct tacc *a, const struct pd_lpair *l, size_t nl, int may_add,
-                            size_t *idx)
+/* The group of the label set l, added when new. */
+static int tacc_group(struct tacc *a, const struct pd_lpair *l, size_t nl, size_t *idx)
 {
 	uint64_t h = labels_hash(l, nl);
-	if ((a->n + 1) * 2 > a->nslots) {
+	if ((a->ng + 1) * 2 > a->nslots) {
 		size_t ns = a->nslots ? a->nslots * 2 : 64;
 		size_t *sl = calloc(ns, sizeof(*sl));
 		if (!sl)
 			return PD_ENOMEM;
-		for (size_t i = 0; i < a->n; i++) {
-			size_t j = a->v[i].hash & (ns - 1);
+		for (size_t i = 0; i < a->ng; i++) {
+			size_t j = a->g[i].hash & (ns - 1);
 			while (sl[j])
 				j = (j + 1) & (ns - 1);
 			sl[j] = i + 1;
@@ -101,30 +208,18 @@ static int tacc_find_or_add(struct tacc *a, const struct pd_lpair *l, size_t nl,
 	size_t j = h & (a->nslots - 1);
 	while (a->slots[j]) {
 		size_t i = a->slots[j] - 1;
-		if (a->v[i].hash == h &&
-		    labels_cmp((const struct pd_lpair *)(const void *)a->v[i].labels,
-		               a->v[i].nlabels, l, nl) == 0) {
+		const struct tentry *e = &a->e[a->g[i].first];
+		if (a->g[i].hash == h && labels_cmp(e->labels, e->nlabels, l, nl) == 0) {
 			*idx = i;
 			return 0;
 		}
 		j = (j + 1) & (a->nslots - 1);
 	}
-	if (!may_add)
-		return PD_ENOTFOUND;
-	size_t c = a->cap;
-	if (grow((void **)&a->v, &c, a->n + 1, sizeof(*a->v)))
+	if (grow((void **)&a->g, &a->gcap, a->ng + 1, sizeof(*a->g)))
 		return PD_ENOMEM;
-	a->cap = c;
-	struct pd_tsdb_label *lab = tsdb_labels_pack(l, nl);
-	if (!lab)
-		return PD_ENOMEM;
-	struct tser *t = &a->v[a->n];
-	memset(t, 0, sizeof(*t));
-	t->labels = lab;
-	t->nlabels = nl;
-	t->hash = h;
-	a->slots[j] = a->n + 1;
-	*idx = a->n++;
+	a->g[a->ng] = (struct tgroup){h, SIZE_MAX, SIZE_MAX};
+	a->slots[j] = a->ng + 1;
+	*idx = a->ng++;
 	return 0;
 }
 
@@ -145,12 +240,12 @@ static int tser_reserve(struct tser *s, size_t more)
 	if (!du)
 		return PD_ENOMEM;
 	s->dur = du;
-	if (s->ntypes) {
-		int64_t *v = realloc(s->values, s->ntypes * c * sizeof(*v));
+	if (s->rcap) {
+		int64_t *v = realloc(s->values, s->rcap * c * sizeof(*v));
 		if (!v)
 			return PD_ENOMEM;
 		s->values = v;
-		uint8_t *p = realloc(s->present, s->ntypes * c);
+		uint8_t *p = realloc(s->present, s->rcap * c);
 		if (!p)
 			return PD_ENOMEM;
 		s->present = p;
@@ -197,14 +292,18 @@ static long tser_type(struct tser *s, const char *type, size_t tl, const char *u
 	    grow((void **)&s->type_len, &s->lcap, nt, sizeof(*s->type_len)) ||
 	    grow((void **)&s->unit_len, &s->ucap, nt, sizeof(*s->unit_len)))
 		return -1;
-	int64_t *v = realloc(s->values, nt * s->cap * sizeof(*v));
-	if (!v)
-		return -1;
-	s->values = v;
-	uint8_t *p = realloc(s->present, nt * s->cap);
-	if (!p)
-		return -1;
-	s->present = p;
+	if (nt > s->rcap) {
+		size_t rc = s->rcap ? s->rcap * 2 : 4;
+		int64_t *v = realloc(s->values, rc * s->cap * sizeof(*v));
+		if (!v)
+			return -1;
+		s->values = v;
+		uint8_t *p = realloc(s->present, rc * s->cap);
+		if (!p)
+			return -1;
+		s->present = p;
+		s->rcap = rc;
+	}
 	char *a = malloc(tl + 1), *b = malloc(ul + 1);
 	if (!a || !b) {
 		free(a);
@@ -215,8 +314,8 @@ static long tser_type(struct tser *s, const char *type, size_t tl, const char *u
 	a[tl] = '\0';
 	memcpy(b, unit, ul);
 	b[ul] = '\0';
-	memset(v + s->ntypes * s->cap, 0, s->cap * sizeof(*v));
-	memset(p + s->ntypes * s->cap, 0, s->cap);
+	memset(s->values + s->ntypes * s->cap, 0, s->cap * sizeof(*s->values));
+	memset(s->present + s->ntypes * s->cap, 0, s->cap);
 	s->types[s->ntypes].type = a;
 	s->types[s->ntypes].unit = b;
 	s->type_len[s->ntypes] = tl;
@@ -260,14 +359,10 @@ struct chunk_read {
 	const struct source *src;
 	uint64_t ref;
 	const struct rchunk *c;
-	const struct pd_lpair *l;
-	size_t nl;
 	int64_t mint, maxt;
 	const struct tomb_entry *tomb;
 	size_t ntomb;
 	struct tacc *acc;
-	size_t limit;
-	size_t *idx; /* the series' index in acc, SIZE_MAX before its first record */
 	size_t after; /* records in the source's chunks in range after this one */
 };
 
@@ -276,41 +371,19 @@ static int in_range(const struct chunk_read *r, int64_t t)
 	return t >= r->mint && t <= r->maxt && !(r->ntomb && tomb_covers(r->tomb, r->ntomb, t));
 }
 
-/* The series' accumulator, created at its first record (within the limit, as
- * pd_tsdb_select adds series). NULL with *rc 0 when it is left out. */
-static struct tser *series_of(struct chunk_read *r, int *rc)
-{
-	*rc = 0;
-	if (*r->idx == SIZE_MAX) {
-		struct tacc *a = r->acc;
-		int r2 = tacc_find_or_add(a, r->l, r->nl, !r->limit || a->n < r->limit, r->idx);
-		if (r2 == PD_ENOTFOUND)
-			return NULL;
-		if (r2) {
-			*rc = PD_ENOMEM;
-			return NULL;
-		}
-	}
-	return &r->acc->v[*r->idx];
-}
-
 /* A chunk without a section: its profiles decoded, one by one. */
 static int chunk_from_profiles(struct chunk_read *r, const int64_t *ts, size_t nts,
                                struct pd_err *err)
 {
-	struct tser *s = NULL;
-	int rc = 0;
+	struct tser *s = &r->acc->s;
+	int rc = 0, reserved = 0;
 	for (size_t i = 0; i < nts && !rc; i++) {
 		if (!in_range(r, ts[i]))
 			continue;
-		if (!s) {
-			if (!(s = series_of(r, &rc)))
-				break; /* past the limit, or out of memory */
-			/* room for the rest of the series in this source, at once */
-			if (tser_reserve(s, nts - i + r->after)) {
-				rc = PD_ENOMEM;
-				break;
-			}
+		/* room for the rest of the series in this source, at once */
+		if (!reserved++ && tser_reserve(s, nts - i + r->after)) {
+			rc = PD_ENOMEM;
+			break;
 		}
 		uint8_t *buf = NULL;
 		size_t len = 0;
@@ -338,22 +411,16 @@ static int chunk_from_section(struct chunk_read *r, const int64_t *ts, size_t nt
                               struct pd_chunkenc_totals_iter *it, struct pd_err *err)
 {
 	struct tacc *a = r->acc;
-	struct tser *s = NULL;
-	size_t n0 = 0, nt0 = 0, nmap = 0;
-	int rc = 0;
+	struct tser *s = &a->s;
+	size_t n0 = s->n, nt0 = s->ntypes, nmap = 0;
+	int rc = 0, reserved = 0;
 	for (size_t i = 0; pd_chunkenc_totals_iter_next(it); i++) {
 		if (i >= nts || !in_range(r, ts[i]))
 			continue;
-		if (!s) {
-			if (!(s = series_of(r, &rc)))
-				break;
-			/* room for the rest of the series in this source, at once */
-			if (tser_reserve(s, nts - i + r->after)) {
-				rc = PD_ENOMEM;
-				break;
-			}
-			n0 = s->n;
-			nt0 = s->ntypes;
+		/* room for the rest of the series in this source, at once */
+		if (!reserved++ && tser_reserve(s, nts - i + r->after)) {
+			rc = PD_ENOMEM;
+			break;
 		}
 		size_t row = tser_record(s, ts[i], it->duration);
 		if (it->ntypes > nmap) {
@@ -394,8 +461,7 @@ static int chunk_from_section(struct chunk_read *r, const int64_t *ts, size_t nt
 	if (rc == PD_ENOMEM)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	if (rc == PD_ECORRUPT) {
-		if (s)
-			tser_rollback(s, n0, nt0);
+		tser_rollback(s, n0, nt0);
 		return pd_err_set(
 		    err, PD_ECORRUPT,
 		    "series %llu: the totals section of the timestamp chunk of %lld..%lld "
@@ -465,46 +531,64 @@ out:
 /* The most records a series' arrays make room for ahead of reading them. */
 #define RESERVE_AHEAD 4096
 
-static int read_series(struct pd_tsdb *db, const struct source *src, uint64_t ref,
-                       const struct pd_tsdb_matcher *m, size_t nm, int64_t mint, int64_t maxt,
-                       struct tacc *acc, size_t limit, struct pd_err *err)
+/* Lists a series of a source as an entry of its label set's group, when the
+ * matchers accept it. */
+static int list_series(const struct source *src, uint64_t ref, const struct pd_tsdb_matcher *m,
+                       size_t nm, struct tacc *acc, struct pd_err *err)
 {
 	struct pd_lpair *l;
 	struct rchunk *c;
-	size_t nl, nc;
+	size_t nl, nc, g;
 	int rc = src->ops->series(src->r, ref, &l, &nl, &c, &nc, err);
 	if (rc == PD_ENOTFOUND)
 		return 0;
 	if (rc)
 		return rc;
-	struct tomb_entry *tomb = NULL;
-	size_t ntomb = 0, idx = SIZE_MAX;
-	if (!tsdb_labels_match(l, nl, m, nm))
+	if (!tsdb_labels_match(l, nl, m, nm) || !nc)
 		goto out;
-	if ((rc = src->ops->tombstones(src->r, ref, &tomb, &ntomb, err)))
+	if (grow((void **)&acc->e, &acc->ecap, acc->ne + 1, sizeof(*acc->e)) ||
+	    tacc_group(acc, l, nl, &g)) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		goto out;
-	/* a series already in the result (an earlier source) keeps its place */
-	if (tacc_find_or_add(acc, l, nl, 0, &idx) != 0)
-		idx = SIZE_MAX;
-	/* the index's counts, trusted only so far: past RESERVE_AHEAD, arrays grow */
-	size_t after = 0;
-	for (size_t k = 0; k < nc && after < RESERVE_AHEAD; k++)
-		if (c[k].maxt >= mint && c[k].mint <= maxt)
-			after += c[k].count;
-	if (after > RESERVE_AHEAD)
-		after = RESERVE_AHEAD;
-	for (size_t k = 0; k < nc && !rc; k++) {
-		if (c[k].maxt < mint || c[k].mint > maxt)
-			continue;
-		after -= c[k].count < after ? c[k].count : after;
-		struct chunk_read r = {db,   src,  ref,   &c[k], l,   nl,    mint,
-		                       maxt, tomb, ntomb, acc,   limit, &idx, after};
-		rc = read_chunk(&r, err);
 	}
+	acc->e[acc->ne] = (struct tentry){src, ref, l, nl, c, nc, SIZE_MAX};
+	if (acc->g[g].last == SIZE_MAX)
+		acc->g[g].first = acc->ne;
+	else
+		acc->e[acc->g[g].last].next = acc->ne;
+	acc->g[g].last = acc->ne++;
+	return 0;
 out:
-	free(tomb);
 	free(l);
 	free(c);
+	return rc;
+}
+
+/* Reads one entry's chunks in [mint, maxt] into the series being read. */
+static int read_entry(struct pd_tsdb *db, const struct tentry *e, int64_t mint, int64_t maxt,
+                      struct tacc *acc, struct pd_err *err)
+{
+	struct tomb_entry *tomb = NULL;
+	size_t ntomb = 0;
+	int rc = e->src->ops->tombstones(e->src->r, e->ref, &tomb, &ntomb, err);
+	if (rc)
+		return rc;
+	/* the index's counts, trusted only so far: past RESERVE_AHEAD, arrays grow */
+	size_t after = 0;
+	for (size_t k = 0; k < e->nc && after < RESERVE_AHEAD; k++)
+		if (e->c[k].maxt >= mint && e->c[k].mint <= maxt)
+			after += e->c[k].count;
+	if (after > RESERVE_AHEAD)
+		after = RESERVE_AHEAD;
+	for (size_t k = 0; k < e->nc && !rc; k++) {
+		if (e->c[k].maxt < mint || e->c[k].mint > maxt)
+			continue;
+		after -= e->c[k].count < after ? e->c[k].count : after;
+		struct chunk_read r = {db,   e->src, e->ref, &e->c[k], mint,
+		                       maxt, tomb,   ntomb,  acc,      after};
+		rc = read_chunk(&r, err);
+	}
+	free(tomb);
 	return rc;
 }
 
@@ -523,165 +607,126 @@ static int tord_cmp(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i; /* the first read of a time wins */
 }
 
-/* Puts s's records in time order, one per time (the first read wins), with its
- * types in order of first appearance in time: new arrays replace s's. Sources
- * are read oldest first, but a block and the head may interleave after a
- * restart. */
-static int tser_sort(struct tser *s)
+/* s as a result series, copied into the arena: records in time order, one per
+ * time (the first read wins; sources are read oldest first, but a block and the
+ * head may interleave after a restart), types in order of first appearance in
+ * time, rows packed n apart. */
+static int finish_series(const struct tser *s, const struct tentry *e, struct arena *ar,
+                         struct pd_tsdb_totals *t)
 {
-	size_t n = s->n, nt = 0, cap = s->cap;
-	struct tord *o = malloc(n * sizeof(*o));
+	size_t n = s->n, cap = s->cap, nt = 0, u = n;
+	struct tord *o = NULL;
 	uint32_t *remap = malloc((s->ntypes ? s->ntypes : 1) * sizeof(*remap));
-	int64_t *ts = NULL, *dur = NULL, *v = NULL;
-	uint8_t *p = NULL;
-	struct pd_tsdb_sample_type *types = NULL;
-	size_t *tl = NULL, *ul = NULL;
-	if (!o || !remap)
-		goto nomem;
-	for (size_t i = 0; i < n; i++)
-		o[i] = (struct tord){s->ts[i], i};
-	qsort(o, n, sizeof(*o), tord_cmp);
-	size_t u = 0;
-	for (size_t i = 0; i < n; i++)
-		if (!u || o[u - 1].t != o[i].t)
-			o[u++] = o[i];
+	int rc = PD_ENOMEM;
+	if (!remap)
+		goto out;
+	if (s->unsorted) {
+		if (!(o = malloc(n * sizeof(*o))))
+			goto out;
+		for (size_t i = 0; i < n; i++)
+			o[i] = (struct tord){s->ts[i], i};
+		qsort(o, n, sizeof(*o), tord_cmp);
+		u = 0;
+		for (size_t i = 0; i < n; i++)
+			if (!u || o[u - 1].t != o[i].t)
+				o[u++] = o[i];
+		for (size_t k = 0; k < s->ntypes; k++)
+			remap[k] = UINT32_MAX;
+		for (size_t i = 0; i < u; i++)
+			for (size_t k = 0; k < s->ntypes; k++)
+				if (remap[k] == UINT32_MAX && s->present[k * cap + o[i].i])
+					remap[k] = (uint32_t)nt++;
+	} else {
+		/* every type has a record: it was added for one */
+		for (size_t k = 0; k < s->ntypes; k++)
+			remap[k] = (uint32_t)nt++;
+	}
+	/* one piece of the arena: labels and their strings, times, durations, values,
+	 * presence, types and their strings */
+	size_t lb = e->nlabels * sizeof(*t->labels), tb = (nt ? nt : 1) * sizeof(*t->types);
+	for (size_t i = 0; i < e->nlabels; i++)
+		lb += strlen(e->labels[i].name) + strlen(e->labels[i].value) + 2;
 	for (size_t k = 0; k < s->ntypes; k++)
-		remap[k] = UINT32_MAX;
-	for (size_t i = 0; i < u; i++)
-		for (size_t k = 0; k < s->ntypes; k++)
-			if (remap[k] == UINT32_MAX && s->present[k * cap + o[i].i])
-				remap[k] = (uint32_t)nt++;
-	ts = malloc(u * sizeof(*ts));
-	dur = malloc(u * sizeof(*dur));
-	v = calloc(nt * u + 1, sizeof(*v));
-	p = calloc(nt * u + 1, 1);
-	types = calloc(nt + 1, sizeof(*types));
-	tl = malloc((nt + 1) * sizeof(*tl));
-	ul = malloc((nt + 1) * sizeof(*ul));
-	if (!ts || !dur || !v || !p || !types || !tl || !ul)
-		goto nomem;
-	for (size_t i = 0; i < u; i++) {
-		size_t r = o[i].i;
-		ts[i] = s->ts[r];
-		dur[i] = s->dur[r];
-		for (size_t k = 0; k < s->ntypes; k++)
-			if (s->present[k * cap + r]) {
-				v[remap[k] * u + i] = s->values[k * cap + r];
-				p[remap[k] * u + i] = 1;
-			}
+		if (remap[k] != UINT32_MAX)
+			tb += s->type_len[k] + s->unit_len[k] + 2;
+	lb = (lb + 7) & ~(size_t)7;
+	tb = (tb + 7) & ~(size_t)7;
+	size_t nv = nt * u > 0 ? nt * u : 1; /* values and flags, at least one */
+	char *p = arena_alloc(ar, lb + 2 * u * sizeof(int64_t) + nv * sizeof(int64_t) + tb + nv);
+	if (!p)
+		goto out;
+	t->labels = (struct pd_tsdb_label *)(void *)p;
+	t->nlabels = e->nlabels;
+	char *str = p + e->nlabels * sizeof(*t->labels);
+	for (size_t i = 0; i < e->nlabels; i++) {
+		size_t x = strlen(e->labels[i].name) + 1, y = strlen(e->labels[i].value) + 1;
+		memcpy(str, e->labels[i].name, x);
+		t->labels[i].name = str;
+		str += x;
+		memcpy(str, e->labels[i].value, y);
+		t->labels[i].value = str;
+		str += y;
 	}
-	for (size_t k = 0; k < s->ntypes; k++) {
-		if (remap[k] == UINT32_MAX) {
-			/* only in records of a time read before */
-			free(s->types[k].type);
-			free(s->types[k].unit);
-			continue;
-		}
-		types[remap[k]] = s->types[k];
-		tl[remap[k]] = s->type_len[k];
-		ul[remap[k]] = s->unit_len[k];
-	}
-	free(s->ts);
-	free(s->dur);
-	free(s->values);
-	free(s->present);
-	free(s->types);
-	free(s->type_len);
-	free(s->unit_len);
-	s->ts = ts;
-	s->dur = dur;
-	s->values = v;
-	s->present = p;
-	s->types = types;
-	s->type_len = tl;
-	s->unit_len = ul;
-	s->n = s->cap = u;
-	s->ntypes = s->tcap = s->lcap = s->ucap = nt;
-	s->unsorted = 0;
-	free(o);
-	free(remap);
-	return 0;
-nomem:
-	free(o);
-	free(remap);
-	free(ts);
-	free(dur);
-	free(v);
-	free(p);
-	free(types);
-	free(tl);
-	free(ul);
-	return PD_ENOMEM;
-}
-
-/* s as a result series: its arrays are moved into t, the rows packed n apart. */
-static int finish_series(struct tser *s, struct pd_tsdb_totals *t)
-{
-	if (s->unsorted && tser_sort(s))
-		return PD_ENOMEM;
-	size_t n = s->n, cap = s->cap, nt = s->ntypes;
+	p += lb;
+	t->ts = (int64_t *)(void *)p;
+	t->duration_nanos = t->ts + u;
+	t->values = t->duration_nanos + u;
+	t->types = (struct pd_tsdb_sample_type *)(void *)(t->values + nv);
+	t->present = (uint8_t *)t->types + tb;
+	t->nts = u;
+	t->ntypes = nt;
 	if (!nt) {
 		/* no profile among the records: present stays readable */
-		free(s->values);
-		free(s->present);
-		s->values = calloc(1, sizeof(*s->values));
-		s->present = calloc(1, 1);
-		if (!s->values || !s->present)
-			return PD_ENOMEM;
+		t->values[0] = 0;
+		t->present[0] = 0;
+		memset(t->types, 0, sizeof(*t->types));
 	}
-	if (!s->types && !(s->types = calloc(1, sizeof(*s->types))))
-		return PD_ENOMEM;
-	for (size_t k = 1; k < nt && cap != n; k++) {
-		memmove(s->values + k * n, s->values + k * cap, n * sizeof(*s->values));
-		memmove(s->present + k * n, s->present + k * cap, n);
+	str = (char *)(t->types + (nt ? nt : 1));
+	for (size_t k = 0; k < s->ntypes; k++) {
+		if (remap[k] == UINT32_MAX)
+			continue; /* only in records of a time read before */
+		struct pd_tsdb_sample_type *ty = &t->types[remap[k]];
+		ty->type = str;
+		memcpy(str, s->types[k].type, s->type_len[k] + 1);
+		str += s->type_len[k] + 1;
+		ty->unit = str;
+		memcpy(str, s->types[k].unit, s->unit_len[k] + 1);
+		str += s->unit_len[k] + 1;
 	}
-	if (cap > n + n / 4 + 16) {
-		/* room made for records out of range: given back (a failure keeps it) */
-		int64_t *x;
-		uint8_t *y;
-		if ((x = realloc(s->ts, n * sizeof(*x))))
-			s->ts = x;
-		if ((x = realloc(s->dur, n * sizeof(*x))))
-			s->dur = x;
-		if (nt && (x = realloc(s->values, nt * n * sizeof(*x))))
-			s->values = x;
-		if (nt && (y = realloc(s->present, nt * n)))
-			s->present = y;
+	if (!o) {
+		memcpy(t->ts, s->ts, n * sizeof(*t->ts));
+		memcpy(t->duration_nanos, s->dur, n * sizeof(*t->ts));
+		for (size_t k = 0; k < nt; k++) {
+			memcpy(t->values + k * n, s->values + k * cap, n * sizeof(*t->values));
+			memcpy(t->present + k * n, s->present + k * cap, n);
+		}
+	} else {
+		memset(t->values, 0, nt * u * sizeof(*t->values));
+		memset(t->present, 0, nt * u);
+		for (size_t i = 0; i < u; i++) {
+			size_t r = o[i].i;
+			t->ts[i] = s->ts[r];
+			t->duration_nanos[i] = s->dur[r];
+			for (size_t k = 0; k < s->ntypes; k++)
+				if (s->present[k * cap + r]) {
+					t->values[remap[k] * u + i] = s->values[k * cap + r];
+					t->present[remap[k] * u + i] = 1;
+				}
+		}
 	}
-	t->labels = s->labels;
-	t->nlabels = s->nlabels;
-	t->nts = n;
-	t->ts = s->ts;
-	t->duration_nanos = s->dur;
-	t->types = s->types;
-	t->ntypes = nt;
-	t->values = s->values;
-	t->present = s->present;
-	s->labels = NULL;
-	s->ts = s->dur = s->values = NULL;
-	s->present = NULL;
-	s->types = NULL;
-	s->ntypes = 0;
-	return 0;
+	rc = 0;
+out:
+	free(o);
+	free(remap);
+	return rc;
 }
 
 void pd_tsdb_totals_result_destroy(struct pd_tsdb_totals_result *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->nseries; i++) {
-		struct pd_tsdb_totals *t = &r->series[i];
-		free(t->labels);
-		free(t->ts);
-		free(t->duration_nanos);
-		for (size_t k = 0; k < t->ntypes; k++) {
-			free(t->types[k].type);
-			free(t->types[k].unit);
-		}
-		free(t->types);
-		free(t->values);
-		free(t->present);
-	}
+	/* every series' arrays are in the arena */
+	arena_free(r->priv);
 	free(r->series);
 	free(r);
 }
@@ -706,34 +751,49 @@ int pd_tsdb_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, s
 	*out = NULL;
 	pthread_rwlock_rdlock(&db->blocks_mu);
 	rc = db_sources(db, mint, maxt, &src, &nsrc, err);
+	/* the matching series of every source, grouped by label set */
 	for (size_t s = 0; s < nsrc && !rc; s++) {
 		uint64_t *refs;
 		size_t n;
 		if ((rc = tsdb_candidates(&src[s], m, nm, &refs, &n, err)))
 			break;
 		for (size_t i = 0; i < n && !rc; i++)
-			rc = read_series(db, &src[s], refs[i], m, nm, mint, maxt, &acc, limit, err);
+			rc = list_series(&src[s], refs[i], m, nm, &acc, err);
 		free(refs);
 	}
-	pthread_rwlock_unlock(&db->blocks_mu);
-	free(src);
 	if (!rc) {
 		r = calloc(1, sizeof(*r));
 		if (r)
-			r->series = calloc(acc.n + 1, sizeof(*r->series));
-		if (!r || !r->series)
+			r->series = calloc(acc.ng + 1, sizeof(*r->series));
+		if (r && r->series)
+			r->priv = calloc(1, sizeof(struct arena));
+		if (!r || !r->series || !r->priv)
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
-	for (size_t i = 0; i < acc.n && !rc; i++) {
-		if (!acc.v[i].n)
-			continue; /* every record it had was in a damaged chunk */
-		if (finish_series(&acc.v[i], &r->series[r->nseries++]))
+	/* then one series at a time, from all its sources, oldest first; a series
+	 * every record of which was out of range, deleted or in a damaged chunk is
+	 * left out, and past the limit, so is every series after */
+	for (size_t g = 0; g < acc.ng && !rc && (!limit || r->nseries < limit); g++) {
+		struct tser *s = &acc.s;
+		tser_clear_types(s);
+		s->n = 0;
+		s->unsorted = 0;
+		for (size_t i = acc.g[g].first; i != SIZE_MAX && !rc; i = acc.e[i].next)
+			rc = read_entry(db, &acc.e[i], mint, maxt, &acc, err);
+		if (!rc && s->n &&
+		    finish_series(s, &acc.e[acc.g[g].first], r->priv, &r->series[r->nseries++]))
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
-	for (size_t i = 0; i < acc.n; i++)
-		tser_free(&acc.v[i]);
-	free(acc.v);
+	pthread_rwlock_unlock(&db->blocks_mu);
+	free(src);
+	for (size_t i = 0; i < acc.ne; i++) {
+		free(acc.e[i].labels);
+		free(acc.e[i].c);
+	}
+	free(acc.e);
+	free(acc.g);
 	free(acc.slots);
+	tser_free(&acc.s);
 	free(acc.ts);
 	free(acc.map);
 	pd_chunkenc_totals_iter_fini(&acc.it);

@@ -5,7 +5,8 @@
  * golden v1 store) and what compaction makes of them, deleted samples, records
  * that are not profiles, a damaged section (at its first record, and at its end
  * after records with types of their own), and a block and the head holding one
- * series' profiles interleaved and at the same times: in every case the totals
+ * series' profiles interleaved and at the same times, many series of different
+ * type sets one after another: in every case the totals
  * equal pd_pprof_sum of each stored profile, decoded. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <ftw.h>
@@ -757,6 +758,52 @@ static void test_block_head_interleaved(void **state)
 	rmdir_all(dir);
 }
 
+/* Many series of different type sets read one after another, from blocks and
+ * the head, and one series longer than the first piece of memory a result takes:
+ * each series' totals are its own (nothing left over from the series read
+ * before it), however the result's memory is laid out. */
+static void test_many_series(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb *db = open_db(dir, 60000, 0);
+	enum { MANY = 150, ROUNDS = 12, LONG = 1500 };
+	for (int k = 0; k < ROUNDS; k++) {
+		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+		for (int s = 0; s < MANY; s++) {
+			char inst[16];
+			snprintf(inst, sizeof(inst), "m%03d", s);
+			struct pd_tsdb_label l[2] = {{"__name__", "prof"}, {"instance", inst}};
+			/* series s keeps to one payload for a while, then moves on */
+			size_t p = ((size_t)s + (size_t)(k / 5)) % NPAYLOADS;
+			assert_int_equal(pd_tsdb_append(a, l, 2, T0 + k * STEP + s, payloads[p],
+			                                payload_len[p], &err),
+			                 0);
+		}
+		assert_int_equal(pd_tsdb_commit(a, &err), 0);
+		if (k == ROUNDS / 2)
+			assert_int_equal(pd_tsdb_flush(db, 1, &err), 0); /* half into blocks */
+	}
+	/* the long series: 1,500 profiles of four types, about 100 KB of totals */
+	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+	struct pd_tsdb_label l[2] = {{"__name__", "prof"}, {"instance", "zlong"}};
+	for (int k = 0; k < LONG; k++)
+		assert_int_equal(pd_tsdb_append(a, l, 2, T0 + ROUNDS * STEP + k, payloads[0],
+		                                payload_len[0], &err),
+		                 0);
+	assert_int_equal(pd_tsdb_commit(a, &err), 0);
+	assert_true(check_totals(db, INT64_MIN, INT64_MAX) >= LONG);
+	struct pd_tsdb_matcher m = {"instance", pd_tsdb_match_equal, "zlong"};
+	struct pd_tsdb_totals_result *tot;
+	assert_int_equal(pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &tot, &err), 0);
+	assert_int_equal(tot->nseries, 1);
+	assert_int_equal(tot->series[0].nts, LONG);
+	assert_int_equal(tot->series[0].ntypes, 4);
+	pd_tsdb_totals_result_destroy(tot);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
 /* A section damaged at its end, after records with sample types of their own: the
  * chunk's records and those types are taken back, the chunk before it stays. */
 static void test_section_damaged_at_end(void **state)
@@ -847,6 +894,7 @@ int main(void)
 	    cmocka_unit_test(test_damaged_section),
 	    cmocka_unit_test(test_block_head_interleaved),
 	    cmocka_unit_test(test_section_damaged_at_end),
+	    cmocka_unit_test(test_many_series),
 	};
 	return cmocka_run_group_tests(tests, load, unload);
 }
