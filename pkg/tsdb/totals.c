@@ -564,14 +564,30 @@ out:
 	return rc;
 }
 
-/* Reads one entry's chunks in [mint, maxt] into the series being read. */
-static int read_entry(struct pd_tsdb *db, const struct tentry *e, int64_t mint, int64_t maxt,
+/* Reads one entry's chunks in [mint, maxt] into the series being read. The
+ * head's chunks are listed afresh first: since the series were listed, the head
+ * may have sealed, cut or truncated some (a block is immutable). */
+static int read_entry(struct pd_tsdb *db, struct tentry *e, int64_t mint, int64_t maxt,
                       struct tacc *acc, struct pd_err *err)
 {
 	struct tomb_entry *tomb = NULL;
 	size_t ntomb = 0;
-	int rc = e->src->ops->tombstones(e->src->r, e->ref, &tomb, &ntomb, err);
-	if (rc)
+	int rc;
+	if (e->src->ops == &head_reader_ops) {
+		struct pd_lpair *l;
+		struct rchunk *c;
+		size_t nl, nc;
+		rc = e->src->ops->series(e->src->r, e->ref, &l, &nl, &c, &nc, err);
+		if (rc == PD_ENOTFOUND)
+			return 0;
+		if (rc)
+			return rc;
+		free(l);
+		free(e->c);
+		e->c = c;
+		e->nc = nc;
+	}
+	if ((rc = e->src->ops->tombstones(e->src->r, e->ref, &tomb, &ntomb, err)))
 		return rc;
 	/* the index's counts, trusted only so far: past RESERVE_AHEAD, arrays grow */
 	size_t after = 0;
