@@ -311,6 +311,7 @@ export const SHORTCUTS = [
     ['/', 'search frames (in the profile view)'],
     ['← → ↑ ↓', 'move between frames (graph focused)'],
     ['Enter Space', 'zoom into the frame'],
+    ['S', 'sandwich of the frame: its callers and callees (or right-click it)'],
     ['Esc', 'zoom out, then clear the search'],
   ]],
 ];

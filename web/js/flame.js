@@ -1,6 +1,7 @@
 // The flame graph: pure layout, search, diff and colour functions (importable in node
 // without a DOM), and FlameView, which draws a call tree on a canvas with the root at
-// the top, zoom on click, search highlighting, a tooltip and keyboard navigation.
+// the top (an icicle graph) or at the bottom (a flame graph), zoom on click, search
+// highlighting, a tooltip and keyboard navigation.
 //
 // Trees are report=flamegraph's {name, self, total, children}. A diff tree
 // (combineDiff) adds baseSelf/baseTotal (side a) to each node, whose self/total are
@@ -277,9 +278,17 @@ export function indexByDepth(rects) {
   return rows;
 }
 
-// The index of the rect at (x, y) CSS pixels, or -1.
-export function hitTest(rects, rows, x, y, rowH = ROW_H) {
-  const d = Math.floor(y / rowH);
+// The top (CSS pixels) of the row of stack level `depth`: the root's row at the top
+// (icicle), or, when inverted, at the bottom of `depths` rows (flame).
+export function rowTop(depth, depths, inverted = false, rowH = ROW_H) {
+  return (inverted ? depths - 1 - depth : depth) * rowH;
+}
+
+// The index of the rect at (x, y) CSS pixels, or -1. inverted: the layout is drawn with
+// the root at the bottom of `depths` rows (rowTop).
+export function hitTest(rects, rows, x, y, rowH = ROW_H, inverted = false, depths = 0) {
+  if (y < 0) return -1;
+  const d = inverted ? depths - 1 - Math.floor(y / rowH) : Math.floor(y / rowH);
   const row = rows[d];
   if (!row) return -1;
   let lo = 0;
@@ -334,8 +343,14 @@ export function tipHtml(r, tree, unit, diff) {
     body += row('total', `${val(n.total)} <span class="pf-muted">(${pc(n.total)})</span>`);
     body += row('self', `${val(n.self)} <span class="pf-muted">(${pc(n.self)})</span>`);
   }
+  if (n.collapsed && n.collapsed.length) {
+    const shown = n.collapsed.slice(0, 8).map(esc).join('<br>');
+    const more = n.collapsed.length > 8 ? `<br>… ${n.collapsed.length - 8} more` : '';
+    body += row('collapsed', `<span class="pf-tip-collapsed">${n.collapsed.length} runtime function${n.collapsed.length === 1 ? '' : 's'}:<br>${shown}${more}</span>`);
+  }
   return `<div class="pf-tip-name">${esc(r.name)}</div><table>${body}</table>` +
-    `<div class="pf-tip-hint pf-muted">${r.dim ? 'click: zoom out to here' : 'click: zoom in'}</div>`;
+    `<div class="pf-tip-hint pf-muted">${r.dim ? 'click: zoom out to here' : 'click: zoom in'}` +
+    `${r.depth > 0 ? ' · right-click or S: sandwich' : ''}</div>`;
 }
 
 // ---------------------------------------------------------------------------------
@@ -358,7 +373,10 @@ function el(tag, attrs = {}, text) {
 const FONT = '11.5px ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace';
 
 // The flame graph widget: toolbar (search, result, reset), breadcrumbs and canvas.
-// opts.onZoom(pathArray) and opts.onSearch(string) report the user's changes.
+// opts.onZoom(pathArray) and opts.onSearch(string) report the user's changes;
+// opts.onContext(name) a right click (or the S key) on a frame; opts.id names the
+// canvas (default 'flame'; its controls are ID-search, ID-reset, …); opts.inverted
+// draws the root at the bottom; opts.toolbar === false leaves the search bar out.
 export class FlameView {
   constructor(container, opts = {}) {
     this.opts = opts;
@@ -374,20 +392,25 @@ export class FlameView {
     this.hover = -1;
     this.sel = -1;
     this.dark = false;
+    this.inverted = !!opts.inverted;
+    const id = opts.id || 'flame';
 
     this.root = el('div', { class: 'pf-flame' });
     const bar = el('div', { class: 'pf-flame-bar' });
     this.searchInput = el('input', {
-      id: 'flame-search', type: 'search', placeholder: 'Search frames (regex)  /',
+      id: `${id}-search`, type: 'search', placeholder: 'Search frames (regex)  /',
       'aria-label': 'Search frames (substring or regular expression)', spellcheck: 'false', autocomplete: 'off',
     });
-    this.searchResult = el('span', { id: 'flame-search-result', class: 'pf-muted', 'aria-live': 'polite' });
-    this.resetBtn = el('button', { id: 'flame-reset', type: 'button', title: 'Show the whole graph (Esc)' }, 'Reset zoom');
+    this.searchResult = el('span', { id: `${id}-search-result`, class: 'pf-muted', 'aria-live': 'polite' });
+    this.resetBtn = el('button', { id: `${id}-reset`, type: 'button', title: 'Show the whole graph (Esc)' }, 'Reset zoom');
     bar.append(this.searchInput, this.searchResult, this.resetBtn);
-    this.crumbs = el('nav', { id: 'flame-crumbs', class: 'pf-crumbs', 'aria-label': 'Zoomed frame and its callers' });
+    this.bar = bar;
+    if (opts.toolbar === false) bar.hidden = true;
+    this.crumbs = el('nav', { id: `${id}-crumbs`, class: 'pf-crumbs', 'aria-label': 'Zoomed frame and its callers' });
     this.scroll = el('div', { class: 'pf-flame-scroll' });
     this.canvas = el('canvas', {
-      id: 'flame', tabindex: '0', role: 'img', 'data-state': 'loading', 'data-root': 'root', 'data-diff': '0',
+      id, tabindex: '0', role: 'img', 'data-state': 'loading', 'data-root': 'root', 'data-diff': '0',
+      'data-orient': this.inverted ? 'flame' : 'icicle',
       'aria-label': 'Flame graph. Arrow keys move between frames, Enter zooms, Escape resets.',
     });
     this.tip = el('div', { class: 'pf-tooltip', role: 'tooltip' });
@@ -447,6 +470,12 @@ export class FlameView {
       if (i < 0) return;
       this.sel = i;
       this.userZoom(rectPath(this.layout.rects, i));
+    });
+    on(this.canvas, 'contextmenu', (e) => {
+      const i = this._hitEvent(e);
+      if (i < 0 || !this.opts.onContext || this.layout.rects[i].depth === 0) return;
+      e.preventDefault();
+      this.opts.onContext(this.layout.rects[i].name);
     });
     on(this.canvas, 'keydown', (e) => this._onKey(e));
     on(this.canvas, 'blur', () => {
@@ -519,6 +548,18 @@ export class FlameView {
     this.setState('ready');
     this._updateSearchResult();
     this.relayout();
+  }
+
+  // Root at the bottom (true, a flame graph) or at the top (false, an icicle graph).
+  setInverted(inverted) {
+    this.inverted = !!inverted;
+    this.canvas.dataset.orient = this.inverted ? 'flame' : 'icicle';
+    this.relayout();
+  }
+
+  // The top of a stack level's row on the canvas (CSS pixels).
+  _y(depth) {
+    return rowTop(depth, this.layout.depths, this.inverted);
   }
 
   // Sets the zoom path (array of names below the root) without reporting it.
@@ -602,6 +643,8 @@ export class FlameView {
     this.resetBtn.classList.toggle('pf-idle', zp.length === 0);
     this._renderCrumbs();
     this._sizeCanvas(this.layout.depths * ROW_H);
+    // a flame graph's root is at the bottom: show it first
+    if (this.inverted) this.scroll.scrollTop = this.scroll.scrollHeight;
     this.draw();
   }
 
@@ -658,7 +701,7 @@ export class FlameView {
       : { fill: 'hsl(282, 70%, 70%)', text: '#141414' };
     for (let i = 0; i < rects.length; i++) {
       const r = rects[i];
-      const y = r.depth * ROW_H;
+      const y = this._y(r.depth);
       const n = r.node;
       const matched = searching && r.depth > 0 && this._isMatch(r.name);
       let c;
@@ -683,13 +726,13 @@ export class FlameView {
       const r = rects[i];
       ctx.strokeStyle = color;
       ctx.lineWidth = i === this.sel ? 2 : 1;
-      ctx.strokeRect(r.x + 0.5, r.depth * ROW_H + 0.5, Math.max(r.w - 2, 1), ROW_H - 2);
+      ctx.strokeRect(r.x + 0.5, this._y(r.depth) + 0.5, Math.max(r.w - 2, 1), ROW_H - 2);
     }
   }
 
   _hitEvent(e) {
     const b = this.canvas.getBoundingClientRect();
-    return hitTest(this.layout.rects, this.rows, e.clientX - b.left, e.clientY - b.top);
+    return hitTest(this.layout.rects, this.rows, e.clientX - b.left, e.clientY - b.top, ROW_H, this.inverted, this.layout.depths);
   }
 
   _onMove(e) {
@@ -734,7 +777,16 @@ export class FlameView {
     let i = this.sel;
     const cur = rects[i];
     let handled = true;
-    switch (e.key) {
+    // up and down move on screen: to the caller is down when the root is at the bottom
+    let key = e.key;
+    if (this.inverted && (key === 'ArrowUp' || key === 'ArrowDown')) key = key === 'ArrowUp' ? 'ArrowDown' : 'ArrowUp';
+    switch (key) {
+      case 's':
+      case 'S':
+        if (i >= 0 && cur.depth > 0 && this.opts.onContext) this.opts.onContext(cur.name);
+        else handled = false;
+        i = -2;
+        break;
       case 'ArrowUp':
         i = i < 0 ? 0 : Math.max(0, cur.parent >= 0 ? cur.parent : i);
         break;
@@ -778,7 +830,7 @@ export class FlameView {
     const r = rects[i];
     if (r) {
       // keep the selection in view, and show its numbers
-      const top = r.depth * ROW_H;
+      const top = this._y(r.depth);
       if (top < this.scroll.scrollTop) this.scroll.scrollTop = top;
       else if (top + ROW_H > this.scroll.scrollTop + this.scroll.clientHeight) this.scroll.scrollTop = top + ROW_H - this.scroll.clientHeight;
       const b = this.canvas.getBoundingClientRect();
@@ -791,10 +843,11 @@ export class FlameView {
     const b = this.canvas.getBoundingClientRect();
     return this.layout.rects.map((r) => ({
       name: r.name, depth: r.depth,
-      x: b.left + r.x, y: b.top + r.depth * ROW_H, w: r.w, h: ROW_H - 1,
+      x: b.left + r.x, y: b.top + this._y(r.depth), w: r.w, h: ROW_H - 1,
       self: r.node.self, total: r.node.total,
       ...(this.diff ? { baseSelf: r.node.baseSelf, baseTotal: r.node.baseTotal } : {}),
       ...(r.dim ? { dim: true } : {}),
+      ...(r.node.collapsed ? { collapsed: r.node.collapsed.slice() } : {}),
     }));
   }
 }

@@ -1,11 +1,13 @@
 // The profile view: what is shown (one profile, a merge or a diff), the sample type,
-// the flame graph and the top table side by side (or either alone), and a .pb.gz
-// download for go tool pprof. mountProfile's contract is in web/README.md.
+// the flame graph and the top table side by side (or either alone), a function's
+// sandwich (sandwich.js) in the flame graph's place, and a .pb.gz download for go tool
+// pprof. mountProfile's contract is in web/README.md.
 
 import { apiGet, apiUrl } from './api.js';
 import { formatTime, formatRelative, formatValue, formatPercent } from './format.js';
 import { FlameView, combineDiff, findPath, pathsTo, escapeRegExp } from './flame.js';
 import { TopTable } from './top.js';
+import { SandwichView, collapseRuntime, flameOptions, storedOrient } from './sandwich.js';
 import { quoteLabelValue, isBareMetricName } from './timeline.js';
 import { splitSelector } from './chart.js';
 
@@ -251,6 +253,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
   // a sample type carried over from the profile open before (used if this one has it)
   const carried = !sampleType && opts && opts.sampleType ? String(opts.sampleType) : '';
   let flameTree = null;
+  let flameUnit = '';
   let destroyed = false;
 
   // --- DOM
@@ -286,6 +289,8 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
   container.append(root);
 
   const flame = new FlameView(flamePane, {
+    inverted: (view.orient || storedOrient()) === 'flame',
+    onContext: (name) => setPivot(name),
     onZoom(path) {
       view.focus = path.join(';');
       top.setFocus(path.length ? path[path.length - 1] : '');
@@ -314,9 +319,45 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
       onView({ focus: name, search });
       if (layout === 'top') setLayout('both');
     },
+    onSandwich: (name) => setPivot(name),
   });
   top.setView(view);
   flame.setSearch(view.search || '');
+
+  // --- the flame graph's options and the sandwich (view.orient, view.runtime, view.pivot)
+  let sandwich = null;
+  flame.bar.append(flameOptions(view, (partial) => {
+    Object.assign(view, partial);
+    onView(partial);
+    if ('orient' in partial) flame.setInverted(partial.orient === 'flame');
+    if ('runtime' in partial) showTree();
+  }));
+  function showTree() {
+    if (flame.canvas.dataset.state === 'ready' || flameTree) {
+      flame.setData(flameTree && view.runtime === 'collapse' ? collapseRuntime(flameTree) : flameTree, flameUnit, diff);
+      applyFocus();
+    }
+    if (sandwich && flameTree) sandwich.setData(flameTree, view.pivot, flameUnit, diff, view.runtime === 'collapse');
+  }
+  function setPivot(name) {
+    view.pivot = name || '';
+    onView({ pivot: view.pivot });
+    showPivot();
+  }
+  function showPivot() {
+    flame.root.hidden = !!view.pivot;
+    if (!view.pivot) {
+      if (sandwich) sandwich.destroy();
+      sandwich = null;
+      flame.relayout();
+      return;
+    }
+    if (!sandwich) sandwich = new SandwichView(flamePane, { onClose: () => setPivot(''), onPivot: setPivot });
+    if (layout === 'top') setLayout('both');
+    if (flameTree) sandwich.setData(flameTree, view.pivot, flameUnit, diff, view.runtime === 'collapse');
+    else sandwich.setState(flame.canvas.dataset.state, flame.msg.textContent);
+  }
+  showPivot();
 
   // --- groups
   // The request of what is shown: the whole merge, or the picked group's merge.
@@ -464,6 +505,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
       localStorage.setItem(LAYOUT_KEY, k);
     } catch (e) { /* private mode */ }
     flame.relayout();
+    if (sandwich) sandwich.relayout();
   }
   layoutBar.addEventListener('click', (e) => {
     const b = e.target.closest('button[data-layout]');
@@ -621,11 +663,13 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
         }
         if (signal.aborted) return;
         flameTree = tree;
-        flame.setData(tree, unit, diff);
-        applyFocus();
+        flameUnit = unit;
+        flame.setState('ready');
+        showTree();
       } catch (e) {
         if (e.name === 'AbortError' || signal.aborted) return;
         flame.setState('error', errorText(e));
+        if (sandwich) sandwich.setState('error', errorText(e));
       }
     })();
 
@@ -719,6 +763,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
       if (groupCtrl) groupCtrl.abort();
       document.removeEventListener('keydown', onKey);
       flame.destroy();
+      if (sandwich) sandwich.destroy();
       top.destroy();
       root.remove();
     },

@@ -110,10 +110,13 @@ export function rowHtml(r, unit, diff, focus) {
     `<td class="num pf-muted">${esc(formatPercent(r.sumPercent, o))}</td>` +
     `<td class="num">${esc(formatValue(r.cum, unit, o))}</td>` +
     `<td class="num">${esc(formatPercent(r.cumPercent, o))}</td>` +
-    `<td class="name" title="${esc(r.name)}">${esc(r.name)}${inl}</td></tr>`;
+    `<td class="name" title="${esc(r.name)}"><button type="button" class="pf-sw-act" data-act="sandwich" ` +
+    `title="Sandwich: the callers and callees of ${esc(r.name)}" aria-label="Sandwich of ${esc(r.name)}">⇅</button>` +
+    `${esc(r.name)}${inl}</td></tr>`;
 }
 
-// The top table widget. opts: onSort(sortString), onFilter(string), onFocus(name).
+// The top table widget. opts: onSort(sortString), onFilter(string), onFocus(name),
+// onSandwich(name) (a row's ⇅ button).
 export class TopTable {
   constructor(container, opts = {}) {
     this.opts = opts;
@@ -194,11 +197,13 @@ export class TopTable {
     });
     this._on(this.tbody, 'click', (e) => {
       const tr = e.target.closest('tr[data-name]');
-      if (tr) this._focusRow(tr);
+      if (tr && e.target.closest('[data-act="sandwich"]')) {
+        if (this.opts.onSandwich) this.opts.onSandwich(tr.dataset.name);
+      } else if (tr) this._focusRow(tr);
     });
     this._on(this.tbody, 'keydown', (e) => {
       const tr = e.target.closest('tr[data-name]');
-      if (!tr) return;
+      if (!tr || e.target.closest('[data-act="sandwich"]')) return; // the button's own keys
       if (e.key === 'Enter' || e.key === ' ') {
         e.preventDefault();
         this._focusRow(tr);
