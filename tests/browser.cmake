@@ -29,3 +29,4 @@ add_test(NAME browser_prefix
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/browser/prefix.sh $<TARGET_FILE:profd>
           $<TARGET_FILE:serve_profiles> ${PD_TESTDATA} ${CMAKE_BINARY_DIR})
 set_tests_properties(browser_prefix PROPERTIES LABELS integration TIMEOUT 300)
+pd_browser_test(browser_sandwich sandwich.test.mjs)
