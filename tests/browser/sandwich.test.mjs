@@ -144,6 +144,17 @@ function step(name, needs, fn) {
 }
 
 const framesOf = (sel, p = page) => p.$eval(sel, (el) => el.profdFrames());
+
+// Scrolls the page so that the frame of canvas `sel` called `name` (at `depth`, if
+// given) is on screen, and returns where it is drawn then.
+async function reveal(sel, name, depth) {
+  const find = (fs) => fs.filter((f) => f.name === name && (depth === undefined || f.depth === depth))
+    .sort((a, b) => b.w - a.w)[0];
+  const f = find(await framesOf(sel));
+  assert.ok(f, `${sel} draws ${name}`);
+  await page.evaluate((y) => window.scrollBy(0, y - window.innerHeight / 2), f.y + f.h / 2);
+  return find(await framesOf(sel));
+}
 const param = (p, k) => new URL(p.url()).searchParams.get(k);
 
 async function profileReady(p = page) {
@@ -233,7 +244,7 @@ step('03-reload-and-back', ['02-sandwich-from-top-table'], async () => {
 step('04-pivot-from-a-frame', ['03-reload-and-back'], async () => {
   // a right click on a callee makes it the pivot
   const callees = await framesOf('#sandwich-callees');
-  const target = callees.filter((f) => f.depth === 1).sort((a, b) => b.w - a.w)[0];
+  const target = await reveal('#sandwich-callees', callees.filter((f) => f.depth === 1).sort((a, b) => b.w - a.w)[0].name, 1);
   await page.mouse.click(target.x + target.w / 2, target.y + target.h / 2, { button: 'right' });
   await sandwichReady(target.name);
   assert.equal(param(page, 'v.pivot'), target.name);
@@ -247,7 +258,7 @@ step('04-pivot-from-a-frame', ['03-reload-and-back'], async () => {
   await page.click('#sandwich-close');
   await page.waitForSelector('#flame[data-state="ready"]');
   assert.equal(param(page, 'v.pivot'), null, 'closed: no pivot in the URL');
-  const f = (await framesOf('#flame')).find((x) => x.name === PIVOT);
+  const f = await reveal('#flame', PIVOT);
   await page.mouse.click(f.x + f.w / 2, f.y + f.h / 2, { button: 'right' });
   await sandwichReady(PIVOT);
   await page.click('#sandwich-close');
@@ -267,7 +278,7 @@ step('05-orientation', ['04-pivot-from-a-frame'], async () => {
   let fs = await framesOf('#flame');
   const deep = (list) => list.filter((f) => f.depth >= 2 && f.w > 40).sort((a, b) => b.w - a.w)[0];
   let root = fs.find((f) => f.depth === 0);
-  let d = deep(fs);
+  let d = await reveal('#flame', deep(fs).name, deep(fs).depth);
   assert.ok(root.y < d.y, 'icicle: the root above its callees');
   assert.equal(await nameAt(d.x + d.w / 2, d.y + d.h / 2), d.name, 'icicle: hit test finds the frame drawn there');
   await shot('05-icicle');
@@ -275,11 +286,13 @@ step('05-orientation', ['04-pivot-from-a-frame'], async () => {
   await page.waitForSelector('#flame[data-orient="flame"]');
   assert.equal(param(page, 'v.orient'), 'flame', 'the orientation is in the URL');
   fs = await framesOf('#flame');
-  root = fs.find((f) => f.depth === 0);
-  d = deep(fs);
+  d = await reveal('#flame', deep(fs).name, deep(fs).depth);
+  root = (await framesOf('#flame')).find((f) => f.depth === 0);
   assert.ok(root.y > d.y, `flame: the root (y ${root.y}) below its callees (${d.name}, y ${d.y})`);
   assert.equal(await nameAt(d.x + d.w / 2, d.y + d.h / 2), d.name, 'flame: hit test finds the frame drawn there');
+  root = await reveal('#flame', 'root', 0);
   assert.equal(await nameAt(root.x + 5, root.y + root.h / 2), 'root', 'flame: the bottom row is the root');
+  d = await reveal('#flame', d.name, d.depth);
   // a click zooms into the frame under it
   await page.mouse.click(d.x + d.w / 2, d.y + d.h / 2);
   await page.waitForFunction((n) => document.querySelector('#flame').dataset.root === n, d.name);
@@ -309,7 +322,9 @@ step('06-runtime-collapse', ['05-orientation'], async () => {
   assert.ok(after.length < before.length, `fewer frames: ${after.length} < ${before.length}`);
   const rootTotal = (fs) => fs.find((f) => f.depth === 0).total;
   assert.equal(rootTotal(after), rootTotal(before), 'the total is unchanged');
-  const folded = after.find((f) => f.collapsed && f.collapsed.length);
+  const folded0 = after.find((f) => f.collapsed && f.collapsed.length);
+  assert.ok(folded0, 'a frame says what was folded into it');
+  const folded = await reveal('#flame', folded0.name, folded0.depth);
   assert.ok(folded, 'a frame says what was folded into it');
   const mine = before.find((f) => f.name === folded.name && f.depth === folded.depth);
   assert.equal(folded.total, mine.total, `${folded.name}'s total is unchanged`);

@@ -287,6 +287,8 @@ export class SandwichView {
     this.callers = new FlameView(this.root, { id: 'sandwich-callers', inverted: true, toolbar: false, onContext: pick });
     this.root.append(this.calleesLabel);
     this.callees = new FlameView(this.root, { id: 'sandwich-callees', toolbar: false, onContext: pick });
+    this.callers.root.classList.add('pf-sw-callers');
+    this.callees.root.classList.add('pf-sw-callees');
     this.closeBtn.addEventListener('click', () => { if (this.opts.onClose) this.opts.onClose(); });
   }
 
