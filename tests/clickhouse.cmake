@@ -1,0 +1,21 @@
+# pkg/clickhouse: RowBinary and the client's checks (unit), and the schema, writer
+# and reader against Debian's clickhouse-server started on loopback ports
+# (integration; scripts/deps.sh --test installs it)
+if(TARGET pd_clickhouse)
+  pkg_check_modules(CMOCKA_FOR_CH REQUIRED IMPORTED_TARGET cmocka)
+  add_executable(test_clickhouse unit/test_clickhouse.c)
+  target_link_libraries(test_clickhouse PRIVATE pd_clickhouse PkgConfig::CMOCKA_FOR_CH)
+  add_test(NAME unit_clickhouse COMMAND test_clickhouse)
+  set_tests_properties(unit_clickhouse PROPERTIES LABELS unit TIMEOUT 120)
+
+  add_executable(clickhouse_tool support/clickhouse_tool.c)
+  target_link_libraries(clickhouse_tool PRIVATE pd_clickhouse pd_pprof pd_labels pd_util)
+
+  find_program(CLICKHOUSE_SERVER_BIN clickhouse-server PATHS /usr/sbin /usr/bin REQUIRED)
+  find_program(GO_BIN_FOR_CH go REQUIRED)
+  add_test(NAME integration_clickhouse
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/clickhouse.sh $<TARGET_FILE:clickhouse_tool>
+            ${PD_TESTDATA})
+  set_tests_properties(integration_clickhouse PROPERTIES LABELS integration TIMEOUT 900
+    ENVIRONMENT "PATH=/usr/sbin:$ENV{PATH}")
+endif()
