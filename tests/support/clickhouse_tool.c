@@ -8,7 +8,8 @@
  *   merge URL LABELS FROM TO OUT    merge a range, summed by ClickHouse
  *   times URL LABELS FROM TO        the timestamps of a series, one a line
  *   series URL                      every series' labels, one a line
- *   drop URL BEFORE_MS              drop the partitions of days before BEFORE_MS */
+ *   drop URL BEFORE_MS              drop the partitions of days before BEFORE_MS
+ *   filetime - FILE...              each file's time in ms, as "auto" takes it */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *cmd = argv[i];
+	if (!strcmp(cmd, "filetime")) {
+		for (int k = i + 2; k < argc; k++) {
+			struct pd_pprof_profile *fp = NULL;
+			if (pd_pprof_read_file(&fp, argv[k], NULL, &err))
+				return die(&err);
+			printf("%" PRId64 "\n", pd_pprof_time_nanos(fp) / 1000000);
+			pd_pprof_destroy(fp);
+		}
+		return 0;
+	}
 	o.url = argv[i + 1];
 	char **a = argv + i + 2;
 	int na = argc - i - 2;
