@@ -16,6 +16,6 @@ if(TARGET pd_clickhouse)
   add_test(NAME integration_clickhouse
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/clickhouse.sh $<TARGET_FILE:clickhouse_tool>
             ${PD_TESTDATA})
-  set_tests_properties(integration_clickhouse PROPERTIES LABELS integration TIMEOUT 900
+  set_tests_properties(integration_clickhouse PROPERTIES LABELS integration TIMEOUT 1800
     ENVIRONMENT "PATH=/usr/sbin:$ENV{PATH}")
 endif()

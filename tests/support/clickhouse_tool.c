@@ -4,7 +4,7 @@
  *   schema URL
  *   write URL [--batch N] LABELS TS FILE [LABELS TS FILE ...]   (TS "auto": the
  *        profile's own time in ms; prints profiles/s of the writes and flush)
- *   dump URL LABELS TS OUT          rebuild one profile into a pprof file
+ *   dump URL LABELS TS OUT [...]    rebuild profiles into pprof files
  *   merge URL LABELS FROM TO OUT    merge a range, summed by ClickHouse
  *   times URL LABELS FROM TO        the timestamps of a series, one a line
  *   series URL                      every series' labels, one a line
@@ -120,14 +120,20 @@ int main(int argc, char **argv)
 		free(ps);
 		free(lss);
 		pd_clickhouse_writer_destroy(w);
-	} else if (!strcmp(cmd, "dump") && na == 3) {
-		uint8_t *buf = NULL;
-		size_t len = 0;
-		if (!(rc = parse_labels(a[0], &ls, &err)) &&
-		    !(rc = pd_clickhouse_profile(c, ls, strtoll(a[1], NULL, 10), &p, &err)) &&
-		    !(rc = pd_pprof_encode(p, 1, &buf, &len, &err)))
-			rc = pd_file_write(a[2], buf, len, &err);
-		free(buf);
+	} else if (!strcmp(cmd, "dump") && na >= 3 && na % 3 == 0) {
+		for (int k = 0; !rc && k < na; k += 3) {
+			uint8_t *buf = NULL;
+			size_t len = 0;
+			pd_labels_destroy(ls);
+			pd_pprof_destroy(p);
+			ls = NULL;
+			p = NULL;
+			if (!(rc = parse_labels(a[k], &ls, &err)) &&
+			    !(rc = pd_clickhouse_profile(c, ls, strtoll(a[k + 1], NULL, 10), &p, &err)) &&
+			    !(rc = pd_pprof_encode(p, 1, &buf, &len, &err)))
+				rc = pd_file_write(a[k + 2], buf, len, &err);
+			free(buf);
+		}
 	} else if (!strcmp(cmd, "merge") && na == 4) {
 		uint8_t *buf = NULL;
 		size_t len = 0;
