@@ -64,7 +64,7 @@ store=$work/store
 t2=$(now)
 for dir in "$corpus"/*/; do
 	type=$(basename "$dir")
-	"$profd" tsdb import --storage.tsdb.path="$store" --labels="$type{src=\"corpus\"}" "$dir"*.pb.gz >/dev/null
+	"$profd" tsdb import --storage.tsdb.path="$store" --labels="$type{src=\"corpus\"}" "$dir"*.pb.gz >/dev/null 2>&1
 done
 t3=$(now)
 local_bytes=$(find "$store" -path '*/wal' -prune -o -type f -print0 | du -cb --files0-from=- | tail -1 | cut -f1)
