@@ -62,7 +62,7 @@ static const char *content_type(const char *path)
 /* The pages the UI's router knows (ROUTES in web/js/app.js; test_webui checks
  * that the two lists agree). Only these answer index.html; any other path that is
  * not a file is a 404, as Prometheus answers an unknown path. */
-static const char *const ui_routes[] = {"/", "/targets", "/status"};
+static const char *const ui_routes[] = {"/", "/targets", "/status", "/compare"};
 
 const char *const *pd_webui_routes(size_t *n)
 {

@@ -97,6 +97,11 @@ static void test_dir(void **state)
 	assert_null(get(ui, "/ingest", NULL));
 	assert_null(get(ui, "/targets/x", NULL));
 	assert_null(get(ui, "/statusx", NULL));
+	/* the side-by-side page is one of the router's pages */
+	s = get(ui, "/compare", NULL);
+	assert_string_equal(s, "<!doctype html><title>x</title>");
+	free(s);
+	assert_null(get(ui, "/compare/x", NULL));
 	/* nothing outside the directory, hidden or test files */
 	assert_null(get(ui, "/../etc/passwd", NULL));
 	assert_null(get(ui, "/js/../../etc/passwd", NULL));

@@ -17,6 +17,7 @@ import {
 } from './chart.js';
 import { mountTargets } from './targets.js';
 import { mountStatus } from './status.js';
+import { mountCompare, compareSearch } from './compare.js';
 
 // ---------------------------------------------------------------- URL state
 
@@ -443,6 +444,7 @@ class QueryPage {
     });
     this.setupChart();
     this.openBar.addEventListener('click', (e) => {
+      if (e.target.closest('a[data-act=compare]')) this.compareLink();
       const b = e.target.closest('button[data-act]');
       if (b) this.openBarAction(b.dataset.act);
     });
@@ -955,6 +957,12 @@ class QueryPage {
     if ((act === 'prev' || act === 'next') && o.mode === 'single') this.step(act === 'next' ? 1 : -1);
   }
 
+  // The open bar's link to the side-by-side page (compare.js), with the view as it is now.
+  compareLink() {
+    const a = this.openBar.querySelector('a[data-act=compare]');
+    if (a && this.state.open) a.setAttribute('href', 'compare?' + compareSearch(this.state.open, this.state.view));
+  }
+
   // Opens the previous/next profile of the open single profile's series.
   step(d) {
     const o = this.state.open;
@@ -976,20 +984,24 @@ class QueryPage {
       html = `<span class="badge">Profile</span>
         <span class="muted small-text">Shift-click another mark to diff against this one</span>
         <span class="spacer"></span>
+        <a class="btn small" data-act="compare" href="compare" title="This profile in a pane of its own beside another (the latest of its series to start with)">Compare</a>
         <button type="button" class="btn small" data-act="prev" title="Previous profile of this series ([)">‹ Prev</button>
         <button type="button" class="btn small" data-act="next" title="Next profile of this series (])">Next ›</button>`;
     } else if (o.mode === 'merge') {
       html = `<span class="badge">Merge</span>
         <span class="muted small-text">Shift-drag another range to diff against it</span>
-        <span class="spacer"></span>`;
+        <span class="spacer"></span>
+        <a class="btn small" data-act="compare" href="compare" title="This merge in a pane of its own beside another range">Compare</a>`;
     } else {
       html = `<span class="badge">Diff</span>
         <span class="muted small-text">The values are B − A: what grew from the base (A) to the new side (B)</span>
         <span class="spacer"></span>
+        <a class="btn small" data-act="compare" href="compare" title="The two sides in two panes, each with its own flame graph and top table">Side by side</a>
         <button type="button" class="btn small" data-act="swap" title="Swap the base and the new side">Swap A/B</button>`;
     }
     html += '<button type="button" class="btn small ghost" data-act="close" title="Close the profile" aria-label="Close the profile">✕</button>';
     this.openBar.innerHTML = html;
+    this.compareLink();
     this.openBar.dataset.mode = o.mode;
     this.openBar.hidden = false;
   }
@@ -1064,9 +1076,10 @@ const ROUTES = {
   '/': (main) => new QueryPage(main),
   '/targets': (main) => mountTargets(main),
   '/status': (main) => mountStatus(main),
+  '/compare': (main) => mountCompare(main),
 };
 
-// The route of a path: '/', '/targets', '/status' or null (not a page of the UI). The
+// The route of a path: '/', '/targets', '/status', '/compare' or null (not a page of the UI). The
 // path is absolute, under base (the route prefix: '/profd/targets').
 export function routeOf(pathname, base = BASE) {
   const inner = innerPath(pathname, base);
@@ -1103,7 +1116,7 @@ function route() {
   const page = path ? ROUTES[path](main) : notFound(main);
   current = { path, page };
   if (path !== '/') {
-    document.title = (path === '/targets' ? 'Targets' : path === '/status' ? 'Status' : 'Not found') + ' · profd';
+    document.title = ({ '/targets': 'Targets', '/status': 'Status', '/compare': 'Compare' }[path] || 'Not found') + ' · profd';
   }
 }
 

@@ -206,7 +206,9 @@ function byWidth(x, y) {
 // Lays out a tree for a canvas `width` CSS pixels wide, root at the top.
 // opts.zoom: path of names of the frame zoomed into (it gets the full width and its
 // ancestors are shown full width above it, `dim`); opts.minWidth: narrower frames
-// (and their children) are left out; opts.value(node): the number widths are
+// (and their children) are left out; opts.scale: the share of the width the top
+// frame spans (0 < scale <= 1, default 1: side by side, the smaller of two profiles is
+// drawn narrower); opts.value(node): the number widths are
 // proportional to (default |total|, use n => n.width for a diff tree).
 // Returns {rects, depths, zoomNode, zoomPath}: rects [{node, name, depth, x, w, dim,
 // parent}] in depth-first order (parent: index of the parent rect, -1 for the top),
@@ -216,6 +218,7 @@ export function layoutFlame(root, opts = {}) {
   const minWidth = opts.minWidth === undefined ? MIN_WIDTH : opts.minWidth;
   const val = opts.value || ((n) => Math.abs(n.total || 0));
   const maxDepth = opts.maxDepth || MAX_DEPTH;
+  const full = width * (opts.scale > 0 && opts.scale < 1 ? opts.scale : 1);
   const rects = [];
   if (!root || width <= 0) return { rects, depths: 0, zoomNode: root || null, zoomPath: [] };
 
@@ -229,17 +232,17 @@ export function layoutFlame(root, opts = {}) {
     zoomPath.push(name);
   }
   for (let i = 0; i < chain.length - 1; i++) {
-    rects.push({ node: chain[i], name: chain[i].name, depth: i, x: 0, w: width, dim: true, parent: i - 1 });
+    rects.push({ node: chain[i], name: chain[i].name, depth: i, x: 0, w: full, dim: true, parent: i - 1 });
   }
   const top = chain[chain.length - 1];
   const topV = val(top);
-  const scale = topV > 0 ? width / topV : 0;
+  const scale = topV > 0 ? full / topV : 0;
   let depths = chain.length;
 
   const stack = [[top, chain.length - 1, 0, chain.length - 2]];
   while (stack.length) {
     const [n, depth, x, parent] = stack.pop();
-    const w = n === top ? width : val(n) * scale;
+    const w = n === top ? full : val(n) * scale;
     if (n !== top && w < minWidth) continue;
     const idx = rects.length;
     rects.push({ node: n, name: n.name, depth, x, w, dim: false, parent });
@@ -384,6 +387,7 @@ export class FlameView {
     this.unit = '';
     this.diff = false;
     this.zoom = [];
+    this.scaleShare = 1; // setScale
     this.search = '';
     this.match = null;
     this.matchCache = new Map();
@@ -572,6 +576,13 @@ export class FlameView {
     if (zp.length && this.layout.rects[zp.length]) this.sel = zp.length;
   }
 
+  // The share of the width the zoomed frame spans (1: all of it).
+  setScale(share) {
+    if (share === this.scaleShare) return;
+    this.scaleShare = share;
+    this.relayout();
+  }
+
   userZoom(path) {
     this.setZoom(path);
     this.zoom = this.layout.zoomPath ? this.layout.zoomPath.slice() : this.zoom;
@@ -632,7 +643,7 @@ export class FlameView {
     }
     const width = Math.max(0, this.scroll.clientWidth);
     this.layout = layoutFlame(this.tree, {
-      width, zoom: this.zoom, value: this.diff ? (n) => n.width : undefined,
+      width, zoom: this.zoom, value: this.diff ? (n) => n.width : undefined, scale: this.scaleShare,
     });
     this.rows = indexByDepth(this.layout.rects);
     this.hover = -1;

@@ -494,7 +494,7 @@ export class SelectorInput {
         ? escapeHtml(t.slice(0, k)) + '<b>' + escapeHtml(t.slice(k, k + prefix.length)) + '</b>' +
           escapeHtml(t.slice(k + prefix.length))
         : escapeHtml(t);
-      return `<li role="option" id="suggest-${i}" data-i="${i}" class="kind-${it.kind === 'recent' ? 'recent' : 'other'}"><span class="s-text">${body}</span><span class="s-kind">${escapeHtml(it.kind)}</span></li>`;
+      return `<li role="option" id="${this.list.id}-${i}" data-i="${i}" class="kind-${it.kind === 'recent' ? 'recent' : 'other'}"><span class="s-text">${body}</span><span class="s-kind">${escapeHtml(it.kind)}</span></li>`;
     }).join('');
     this.list.hidden = false;
     this.input.setAttribute('aria-expanded', 'true');
@@ -608,22 +608,24 @@ export class SelectorInput {
 
 // Preset buttons (data-range), absolute from/to inputs and the live toggle (#live).
 // onChange receives {range} for a preset, {from, to} for absolute times, {live}.
+// idPrefix names a second set on one page (#PREFIXrange-from, …); live: false leaves
+// the live toggle out.
 export class RangeControls {
-  constructor(container, { onChange }) {
+  constructor(container, { onChange, idPrefix = '', live = true }) {
     this.onChange = onChange;
     container.innerHTML = `
       <div class="range-presets seg" role="group" aria-label="Time range, relative to now">
         ${RANGE_PRESETS.map((r) => `<button type="button" class="seg-btn" data-range="${r}" title="The last ${r}">${r}</button>`).join('')}
       </div>
       <label class="range-abs"><span>From</span>
-        <input type="datetime-local" step="1" id="range-from" aria-label="From (local time)"></label>
+        <input type="datetime-local" step="1" id="${idPrefix}range-from" aria-label="From (local time)"></label>
       <label class="range-abs"><span>To</span>
-        <input type="datetime-local" step="1" id="range-to" aria-label="To (local time)"></label>
-      <label class="live-toggle" title="Refresh every 10 s and keep the end of the range at now">
-        <input type="checkbox" id="live"> <span>Live</span></label>`;
-    this.fromInput = container.querySelector('#range-from');
-    this.toInput = container.querySelector('#range-to');
-    this.live = container.querySelector('#live');
+        <input type="datetime-local" step="1" id="${idPrefix}range-to" aria-label="To (local time)"></label>
+      ${live ? `<label class="live-toggle" title="Refresh every 10 s and keep the end of the range at now">
+        <input type="checkbox" id="${idPrefix}live"> <span>Live</span></label>` : ''}`;
+    this.fromInput = container.querySelector('input[id$="range-from"]');
+    this.toInput = container.querySelector('input[id$="range-to"]');
+    this.live = container.querySelector('input[type=checkbox]');
     container.querySelector('.range-presets').addEventListener('click', (e) => {
       const b = e.target.closest('button[data-range]');
       if (b) this.onChange({ range: b.dataset.range });
@@ -641,7 +643,7 @@ export class RangeControls {
     };
     this.fromInput.addEventListener('change', abs);
     this.toInput.addEventListener('change', abs);
-    this.live.addEventListener('change', () => this.onChange({ live: this.live.checked }));
+    if (this.live) this.live.addEventListener('change', () => this.onChange({ live: this.live.checked }));
     this.container = container;
   }
 
@@ -654,7 +656,7 @@ export class RangeControls {
     }
     if (document.activeElement !== this.fromInput) this.fromInput.value = toLocalInput(resolved.from);
     if (document.activeElement !== this.toInput) this.toInput.value = toLocalInput(resolved.to);
-    this.live.checked = !!st.live;
+    if (this.live) this.live.checked = !!st.live;
     this.container.classList.toggle('is-live', !!st.live);
   }
 }

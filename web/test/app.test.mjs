@@ -109,6 +109,8 @@ test('routeOf', () => {
   assert.equal(routeOf('/'), '/');
   assert.equal(routeOf('/targets'), '/targets');
   assert.equal(routeOf('/status/'), '/status');
+  assert.equal(routeOf('/compare'), '/compare');
+  assert.equal(routeOf('/profd/compare', '/profd/'), '/compare');
   assert.equal(routeOf('/nope'), null);
   assert.equal(routeOf('/api/v1/labels'), null);
 });
