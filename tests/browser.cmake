@@ -30,3 +30,4 @@ add_test(NAME browser_prefix
           $<TARGET_FILE:serve_profiles> ${PD_TESTDATA} ${CMAKE_BINARY_DIR})
 set_tests_properties(browser_prefix PROPERTIES LABELS integration TIMEOUT 300)
 pd_browser_test(browser_sandwich sandwich.test.mjs)
+pd_browser_test(browser_compare compare.test.mjs)
