@@ -401,6 +401,11 @@ step('10-edit-a-side', ['02-each-side-is-pprofs'], async () => {
   await eventually(async () => {
     assert.equal(params().get('b.sel'), 'goroutine{job="served"}');
     assert.match(await page.textContent('.cmp-status'), /no sample type in common/);
+    // counts beside bytes: each graph to its own scale, not 84 goroutines against MBs
+    for (const k of ['a', 'b']) {
+      const pn = await pane(k);
+      assert.ok(pn.frames.length && Math.abs(rootWidth(pn) - pn.width) < 1, `side ${k} spans its whole width`);
+    }
   });
   await shot('10-other-type');
   // a merge of the last 15 minutes of heap on side B: a range of its own

@@ -258,7 +258,9 @@ class Pane {
         h('div', { class: 'selector' }, this.input, list), run),
       this.error,
       h('div', { class: 'cmp-time' }, this.kind, this.atBar, this.rangeBar),
-      this.desc, this.total, this.note, this.msg, flameHost, topHost);
+      this.desc, this.total, this.note, this.msg,
+      // the profile view's look (profile.css) for the graph and the table
+      h('div', { class: 'pf-profile cmp-view' }, flameHost, topHost));
     host.append(this.root);
 
     this.sel = new SelectorInput({ input: this.input, list, error: this.error, onRun: (q) => this.run(q) });
@@ -535,7 +537,8 @@ class ComparePage {
       this.state.sample = '';
       this.commit(false);
     } else if (metas[0] && metas[1] && !types.length) {
-      this.status.textContent = 'The two sides have no sample type in common: compare profiles of one type.';
+      this.status.textContent = 'The two sides have no sample type in common: compare profiles of one type '
+        + '(each graph is drawn to its own scale).';
     }
     this.shown = pick;
     await this.loadData();
@@ -617,7 +620,9 @@ class ComparePage {
       const n = findPath(p.tree, p.flame.layout.zoomPath || []);
       return n ? n.total : 0;
     });
-    const shares = scaleShares(totals, this.state.scale === 'same');
+    // two units (heap beside goroutine) have no common scale: each side its own 100%
+    const units = new Set(SIDES.map((k) => this.panes[k].unit || ''));
+    const shares = scaleShares(totals, this.state.scale === 'same' && units.size === 1);
     SIDES.forEach((k, i) => {
       this.panes[k].flame.setScale(shares[i]);
       this.panes[k].flame.canvas.dataset.scale = shares[i].toFixed(4);
