@@ -196,6 +196,27 @@ test('pages, history and deep links keep the prefix', async () => {
   await p2.close();
 });
 
+test('the side-by-side page and the combined diff keep the prefix', async () => {
+  // from the open profile: Compare, with the latest of its series on side B
+  await page.click('#open-bar a[data-act="compare"]');
+  await page.waitForURL((u) => u.pathname === PREFIX + '/compare');
+  const ready = (p) => p.waitForFunction(() => document.querySelector('#compare')?.dataset.state === 'ready' &&
+    ['a', 'b'].every((k) => document.querySelector(`#cmp-${k}-top-table tbody tr[data-name]`)), null, { timeout: T });
+  await ready(page);
+  assert.equal(new URL(page.url()).searchParams.get('b.time'), 'now');
+  await shot('06-compare');
+  // to the combined diff of the same sides, on the query page under the prefix, and back
+  await page.click('#cmp-to-diff');
+  await page.waitForURL((u) => u.pathname === PREFIX + '/' && u.searchParams.get('open') === 'diff');
+  await page.waitForFunction(() => document.querySelector('#flame')?.dataset.diff === '1' &&
+    document.querySelector('#flame')?.dataset.state === 'ready', null, { timeout: T });
+  await page.goBack();
+  await page.waitForURL((u) => u.pathname === PREFIX + '/compare');
+  await ready(page);
+  await page.reload();
+  await ready(page);
+});
+
 test('no request left the prefix', async () => {
   const outside = requests.filter((u) => {
     if (!/^https?:/.test(u)) return false; // data: URLs (the icon)
