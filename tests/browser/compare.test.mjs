@@ -419,6 +419,24 @@ step('10-edit-a-side', ['02-each-side-is-pprofs'], async () => {
   await shot('10-last-15m');
 });
 
+step('10-swap', ['10-edit-a-side'], async () => {
+  const before = params();
+  const [a, b] = [await pane('a'), await pane('b')];
+  await page.click('#cmp-swap');
+  await eventually(async () => {
+    const p = params();
+    assert.equal(p.get('a.range'), before.get('b.range'), 'B\'s range is now A\'s');
+    assert.equal(p.get('b.time'), before.get('a.time'), 'A\'s time is now B\'s');
+  });
+  await panesReady();
+  assert.equal((await pane('b')).total, a.total, 'side B shows what A did');
+  assert.equal((await pane('a')).rows.length, b.rows.length);
+  await page.goBack();
+  await eventually(async () => assert.equal(params().get('a.time'), before.get('a.time'), 'back: as before the swap'));
+  await panesReady();
+  await shot('10-swap-back');
+});
+
 step('11-dark', ['02-each-side-is-pprofs'], async () => {
   const ctx = await browser.newContext({ viewport: { width: 1400, height: 950 }, colorScheme: 'dark' });
   const p = await ctx.newPage();
