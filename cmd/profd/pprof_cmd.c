@@ -1,5 +1,6 @@
 /* pprof_cmd.c: `profd pprof`, a command-line tool over pprof files: top tables,
- * flame graph JSON, merge, diff and validation, with go tool pprof's semantics. */
+ * flame graph JSON, folded stacks and speedscope exports, merge, diff and
+ * validation, with go tool pprof's semantics. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,10 @@ static void usage(FILE *f)
 		"subcommands:\n"
 		"  top [flags] FILE...          top table by function; several files are merged first\n"
 		"  flame [flags] FILE...        flame graph call tree as JSON\n"
+		"  folded [flags] FILE...       folded stacks of one sample type, as flamegraph.pl\n"
+		"                               reads them\n"
+		"  speedscope [flags] FILE...   a speedscope JSON file of every sample type (the\n"
+		"                               chosen one active)\n"
 		"  merge -o OUT FILE...         merge profiles into OUT (gzip pprof)\n"
 		"  diff -o OUT BASE FILE        FILE minus BASE, as go tool pprof -diff_base, into OUT\n"
 		"  validate FILE...             check files against the pprof format\n"
@@ -301,6 +306,30 @@ out:
 	return rc;
 }
 
+static int cmd_export(struct opts *o, int speedscope)
+{
+	struct pd_pprof_profile *p = NULL;
+	struct pd_err err = {0};
+	struct pd_buf b;
+	int idx, rc = 1;
+
+	pd_buf_init(&b, 0);
+	if (load(o, &p) || choose_index(p, o->sample_index, &idx))
+		goto out;
+	const char *slash = strrchr(o->files[0], '/');
+	if ((speedscope ? pd_pprof_speedscope(p, idx, 1, slash ? slash + 1 : o->files[0], &b, &err)
+	                : pd_pprof_folded(p, idx, &b, &err)) ||
+	    (speedscope && pd_buf_append(&b, "\n", 1)) || pd_file_write("-", b.data, b.len, &err)) {
+		fprintf(stderr, "profd pprof: %s\n", err.msg[0] ? err.msg : "out of memory");
+		goto out;
+	}
+	rc = 0;
+out:
+	pd_buf_fini(&b);
+	pd_pprof_destroy(p);
+	return rc;
+}
+
 static int write_profile(const struct pd_pprof_profile *p, const char *path)
 {
 	struct pd_err err = {0};
@@ -398,6 +427,10 @@ int pd_cmd_pprof(int argc, char **argv)
 		rc = cmd_top(&o);
 	else if (strcmp(sub, "flame") == 0)
 		rc = cmd_flame(&o);
+	else if (strcmp(sub, "folded") == 0)
+		rc = cmd_export(&o, 0);
+	else if (strcmp(sub, "speedscope") == 0)
+		rc = cmd_export(&o, 1);
 	else if (strcmp(sub, "merge") == 0)
 		rc = cmd_merge(&o);
 	else if (strcmp(sub, "diff") == 0)

@@ -153,6 +153,35 @@ void pd_pprof_flame_destroy(struct pd_pprof_flame *f);
  * left out (their parent's total still counts them); 0 keeps every node. */
 int pd_pprof_flame_json(const struct pd_pprof_flame *f, int64_t min_total, struct pd_buf *b);
 
+/* ---- exports: folded stacks and speedscope -------------------------------- */
+
+/* Appends the folded stacks of one sample type to b, as Brendan Gregg's
+ * flamegraph.pl reads them: one line per distinct stack, "outer;caller;leaf VALUE\n",
+ * frames named and inlined frames expanded as in pd_pprof_flame, identical stacks
+ * summed, stacks whose values sum to zero and samples without locations left out.
+ * In names, ';' becomes ':' and control bytes (line breaks included) a space.
+ * Values are raw, in the sample type's unit, and may be negative for a diff. b's
+ * max bounds the output: PD_ETOOBIG when it is reached. p is only read. */
+int pd_pprof_folded(const struct pd_pprof_profile *p, int sample_index, struct pd_buf *b,
+		    struct pd_err *err);
+
+/* Appends p as a speedscope file (https://www.speedscope.app/file-format-schema.json)
+ * to b: the frames in shared.frames and a "sampled" profile (named after its
+ * sample type) for sample_index, or, when all_types is non-zero, one for every
+ * sample type in order with activeProfileIndex sample_index. A profile's samples
+ * are its distinct stacks (outermost frame first, named as in pd_pprof_folded
+ * but unaltered) with their summed values as weights; endValue is their sum.
+ * name is the file's name (NULL: "profile"). PD_EINVAL when a written sample
+ * type has a negative value (speedscope weights are amounts, so a diff cannot
+ * be shown); PD_ETOOBIG when b's max is reached. p is only read. */
+int pd_pprof_speedscope(const struct pd_pprof_profile *p, int sample_index, int all_types,
+			const char *name, struct pd_buf *b, struct pd_err *err);
+
+/* speedscope's unit for a pprof unit: "bytes", "nanoseconds", "microseconds",
+ * "milliseconds" or "seconds" for those units and their short names (values are
+ * not scaled), "none" for every other unit. The result is a static string. */
+const char *pd_pprof_speedscope_unit(const char *unit);
+
 /* ---- merge and diff ------------------------------------------------------- */
 
 /* Merges n >= 1 profiles as pprof does: keeps the sample types that all share,

@@ -295,6 +295,15 @@ void api_bad_param(struct api_resp *w, const char *name, const char *fmt, ...)
 /* 500 internal: logs err's message (which may hold paths) and answers only
  * `what: <error class>`. */
 void api_internal(struct api_resp *w, const char *what, int rc, const struct pd_err *err);
+
+/* ---- file reports (export.c) ---------------------------------------------- */
+
+/* Answers p's folded stacks (speedscope 0) of sample type idx, or p as a
+ * speedscope file (every sample type, idx the active one), as a download named
+ * filename. Errors go to the envelope: a profile speedscope cannot show (negative
+ * values) is a 400 naming `report`, the response limit a 422. p is only read. */
+void api_report_export(struct api_resp *w, int speedscope, const struct pd_pprof_profile *p,
+                       int idx, const char *filename);
 void api_warn(struct api_resp *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- parameters (params.c) --------------------------------------------------- */

@@ -108,7 +108,10 @@ out:
 /* ---- loading profiles -------------------------------------------------------- */
 
 enum { MODE_SINGLE, MODE_MERGE, MODE_DIFF };
-enum { REPORT_META, REPORT_TOP, REPORT_FLAME, REPORT_PROTO, REPORT_TAGS };
+enum { REPORT_META, REPORT_TOP, REPORT_FLAME, REPORT_PROTO, REPORT_TAGS, REPORT_FOLDED, REPORT_SPEEDSCOPE };
+
+/* Reports that answer a file, not JSON: one profile only, 204 when none. */
+#define FILE_REPORT(r) ((r) == REPORT_PROTO || (r) == REPORT_FOLDED || (r) == REPORT_SPEEDSCOPE)
 
 /* One side of a query: a single profile or a merge. */
 struct side {
@@ -696,15 +699,26 @@ static const char *side_type(const struct side *sd)
 	return name;
 }
 
-static void set_download(struct api_resp *w, const char *type, const char *kind, int64_t t)
+/* "<type>[-merge|-diff]-<time><ext>", with bytes unsafe in a file name as '_'. */
+static void download_name(const struct side *sides, size_t nsides, const char *ext, char *name,
+                          size_t size)
 {
-	char ts[40], name[200];
-	compact_time(t, ts, sizeof(ts));
-	snprintf(name, sizeof(name), "%s%s-%s.pb.gz", type ? type : "profile", kind, ts);
+	char ts[40];
+	const struct side *last = &sides[nsides - 1];
+	const char *type = side_type(last);
+	compact_time(last->maxt, ts, sizeof(ts));
+	snprintf(name, size, "%s%s-%s%s", type ? type : "profile",
+	         nsides == 2 ? "-diff" : sides[0].merge ? "-merge" : "", ts, ext);
 	for (char *c = name; *c; c++)
 		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
 		      (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' || *c == '.'))
 			*c = '_';
+}
+
+static void set_download(struct api_resp *w, const struct side *sides, size_t nsides)
+{
+	char name[200];
+	download_name(sides, nsides, ".pb.gz", name, sizeof(name));
 	size_t n = strlen(name) + 40;
 	w->disposition = malloc(n);
 	if (w->disposition)
@@ -735,11 +749,7 @@ static void report_proto(struct api_resp *w, const struct side *sides, size_t ns
 	pd_buf_init(&w->body, 0);
 	w->berr = pd_buf_append(&w->body, out, len);
 	free(out);
-	const char *type = side_type(&sides[nsides - 1]);
-	if (nsides == 2)
-		set_download(w, type, "-diff", sides[1].maxt);
-	else
-		set_download(w, type, sides[0].merge ? "-merge" : "", sides[0].maxt);
+	set_download(w, sides, nsides);
 }
 
 static void report_tags(struct api_req *r, struct api_resp *w, const struct pd_pprof_profile *p)
@@ -889,6 +899,18 @@ static void one_report(struct api_req *r, struct api_resp *w, int report,
 	case REPORT_PROTO:
 		report_proto(w, sides, nsides, p);
 		break;
+	case REPORT_FOLDED:
+	case REPORT_SPEEDSCOPE: {
+		char name[200];
+		int idx;
+		if (sample_index(r, w, p, &idx))
+			break;
+		download_name(sides, nsides,
+		              report == REPORT_FOLDED ? ".folded.txt" : ".speedscope.json", name,
+		              sizeof(name));
+		api_report_export(w, report == REPORT_SPEEDSCOPE, p, idx, name);
+		break;
+	}
 	}
 }
 
@@ -1200,7 +1222,8 @@ static int lookup(const char *v, const char *const *names, int n, int def)
 void api_query(struct api_req *r, struct api_resp *w)
 {
 	static const char *const modes[] = {"single", "merge", "diff"};
-	static const char *const reports[] = {"meta", "top", "flamegraph", "proto", "tags"};
+	static const char *const reports[] = {"meta",  "top",    "flamegraph", "proto",
+	                                      "tags", "folded", "speedscope"};
 	struct pd_api_server *s = r->srv;
 	struct side sides[2];
 	struct pd_pprof_profile *diff = NULL, *focused = NULL;
@@ -1210,7 +1233,7 @@ void api_query(struct api_req *r, struct api_resp *w)
 	memset(sides, 0, sizeof(sides));
 	size_t nsides = 0;
 	int mode = lookup(api_param(r, "mode"), modes, 3, MODE_SINGLE);
-	int report = lookup(api_param(r, "report"), reports, 5, REPORT_META);
+	int report = lookup(api_param(r, "report"), reports, 7, REPORT_META);
 	const char *group_key = api_param(r, "group_by_sample_label");
 	uint64_t limit, maxp, max_groups, max_series_groups;
 	int64_t min_total;
@@ -1222,7 +1245,8 @@ void api_query(struct api_req *r, struct api_resp *w)
 	}
 	if (report < 0) {
 		api_bad_param(w, "report",
-		              "unknown report \"%s\": use meta, top, flamegraph, tags or proto",
+		              "unknown report \"%s\": use meta, top, flamegraph, tags, proto, "
+		              "folded or speedscope",
 		              api_param(r, "report"));
 		return;
 	}
@@ -1250,12 +1274,19 @@ void api_query(struct api_req *r, struct api_resp *w)
 		    "groups are made of one profile or a merge: use mode=single or merge");
 		return;
 	}
-	if (group_key && report == REPORT_PROTO) {
+	if (report >= REPORT_FOLDED && mode == MODE_DIFF) {
+		api_bad_param(w, "report",
+		              "report=%s shows amounts, and a diff's values are changes: use "
+		              "top, flamegraph or proto for a diff",
+		              reports[report]);
+		return;
+	}
+	if (group_key && FILE_REPORT(report)) {
 		api_bad_param(
 		    w, "group_by_sample_label",
-		    "report=proto returns one file: use meta, top, flamegraph or tags, or "
+		    "report=%s returns one file: use meta, top, flamegraph or tags, or "
 		    "tag_focus=%s=^value$ for one group's profile",
-		    group_key);
+		    reports[report], group_key);
 		return;
 	}
 	if (api_group_by_parse(r, w, "group_by", &gb))
@@ -1266,10 +1297,11 @@ void api_query(struct api_req *r, struct api_resp *w)
 		              "mode=merge (and narrow the selector for a single profile)");
 		goto out;
 	}
-	if (gb.n && report == REPORT_PROTO) {
+	if (gb.n && FILE_REPORT(report)) {
 		api_bad_param(w, "group_by",
-		              "report=proto returns one file: use meta, top, flamegraph or tags, "
-		              "or a selector on the group's labels for one group's profile");
+		              "report=%s returns one file: use meta, top, flamegraph or tags, "
+		              "or a selector on the group's labels for one group's profile",
+		              reports[report]);
 		goto out;
 	}
 	if (tag_filters_parse(r, w, &tf))
@@ -1319,7 +1351,7 @@ void api_query(struct api_req *r, struct api_resp *w)
 				api_warn(w,
 				         "side %c of the diff has no profile, so there is no diff",
 				         'a' + (int)i);
-			if (report == REPORT_PROTO) {
+			if (FILE_REPORT(report)) {
 				w->json = 0;
 				w->status = 204;
 				w->content_type = NULL;

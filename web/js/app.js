@@ -1046,6 +1046,7 @@ class QueryPage {
       this.commit(false);
     };
     const opts = { sampleType: this.carrySample, onGroupBy: (label) => this.groupByChanged(label),
+      copyLink: (btn) => this.copyLink(btn),
       groupColor: (value) => this.chart.groupColor(this.state.group, value) };
     this.carrySample = '';
     this.mounted = mod.mountProfile(this.host, req, { ...st.view }, onView, opts);

@@ -84,6 +84,12 @@ export function diffColor(base, value, dark = false) {
 // ---------------------------------------------------------------------------------
 // Search
 
+// The colour of frames the search matches.
+export const SEARCH_COLORS = {
+  light: { fill: 'hsl(282, 70%, 70%)', text: '#141414' },
+  dark: { fill: 'hsl(282, 60%, 62%)', text: '#141414' },
+};
+
 // A case-insensitive matcher for a search string: a regular expression when it is
 // one, else a substring. null for an empty search.
 export function compileMatcher(query) {
@@ -373,7 +379,8 @@ function el(tag, attrs = {}, text) {
   return e;
 }
 
-const FONT = '11.5px ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace';
+// The labels' font; export.js's SVG uses it too.
+export const FONT = '11.5px ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace';
 
 // The flame graph widget: toolbar (search, result, reset), breadcrumbs and canvas.
 // opts.onZoom(pathArray) and opts.onSearch(string) report the user's changes;
@@ -707,9 +714,7 @@ export class FlameView {
     if (!this._charW) this._charW = ctx.measureText('mmmmmmmmmm').width / 10 || 7;
     const charW = this._charW;
     const searching = !!this.match;
-    const hl = this.dark
-      ? { fill: 'hsl(282, 60%, 62%)', text: '#141414' }
-      : { fill: 'hsl(282, 70%, 70%)', text: '#141414' };
+    const hl = this.dark ? SEARCH_COLORS.dark : SEARCH_COLORS.light;
     for (let i = 0; i < rects.length; i++) {
       const r = rects[i];
       const y = this._y(r.depth);

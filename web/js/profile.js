@@ -8,6 +8,7 @@ import { formatTime, formatRelative, formatValue, formatPercent } from './format
 import { FlameView, combineDiff, findPath, pathsTo, escapeRegExp } from './flame.js';
 import { TopTable } from './top.js';
 import { SandwichView, collapseRuntime, flameOptions, storedOrient } from './sandwich.js';
+import { ExportMenu } from './export.js';
 import { quoteLabelValue, isBareMetricName } from './timeline.js';
 import { splitSelector } from './chart.js';
 
@@ -276,6 +277,10 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     h('span', {}, 'Group by'), groupSelect);
   const controls = h('div', { class: 'pf-controls' },
     h('label', { class: 'pf-label' }, h('span', {}, 'Sample type'), select), layoutBar, download);
+  // the export menu (export.js); its flame graph is set once the view exists
+  const exportMenu = new ExportMenu({ diff, copyLink: opts && opts.copyLink,
+    name: () => [((meta && meta.series && meta.series[0]) || {}).__name__ || 'profile', sampleType, 'flame'] });
+  controls.append(exportMenu.el);
   if (req && req.mode === 'merge') controls.insertBefore(groupLabel, layoutBar);
   const groupList = h('div', { id: 'profile-groups', class: 'pf-groups', role: 'radiogroup',
     'aria-label': 'The groups of the merge', 'data-state': groupBy ? 'loading' : 'none', hidden: !groupBy });
@@ -321,6 +326,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     },
     onSandwich: (name) => setPivot(name),
   });
+  exportMenu.opts.flame = flame;
   top.setView(view);
   flame.setSearch(view.search || '');
 
@@ -627,6 +633,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     dataCtrl = new AbortController();
     const signal = dataCtrl.signal;
     const si = sampleType || undefined;
+    exportMenu.update({ ...base, sample_index: si });
     flame.setState('loading');
     top.setState('loading');
     setRootState();
@@ -765,6 +772,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
       flame.destroy();
       if (sandwich) sandwich.destroy();
       top.destroy();
+      exportMenu.destroy();
       root.remove();
     },
   };
