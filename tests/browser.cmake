@@ -31,3 +31,4 @@ add_test(NAME browser_prefix
 set_tests_properties(browser_prefix PROPERTIES LABELS integration TIMEOUT 300)
 pd_browser_test(browser_sandwich sandwich.test.mjs)
 pd_browser_test(browser_compare compare.test.mjs)
+pd_browser_test(browser_exports exports.test.mjs)

@@ -49,9 +49,9 @@ def gopprof(*args, check=True):
     return run(["go", "tool", "pprof", "-symbolize=none"] + list(args), check=check)
 
 
-def types_of(path):
-    """[(type, unit)] as go tool pprof -raw lists them."""
-    lines = gopprof("-raw", path).stdout.splitlines()
+def types_of(raw):
+    """[(type, unit)] as go tool pprof -raw's output lists them."""
+    lines = raw.splitlines()
     for i, l in enumerate(lines):
         if l.startswith("Samples:"):
             return [tuple(t.replace("[dflt]", "").split("/", 1)) for t in lines[i + 1].split()]
@@ -156,13 +156,15 @@ def check_speedscope(doc, ntypes):
 def check_file(path, label):
     """Returns (checked, failures)."""
     fails, checked = [], 0
-    if gopprof("-raw", path, check=False).returncode != 0:
+    raw = gopprof("-raw", path, check=False)
+    if raw.returncode != 0:
         return 0, []
-    types = types_of(path)
+    types = types_of(raw.stdout)
+    stacks_of = {}
     ss = run([profd, "pprof", "speedscope", path], check=False)
     negative = False
     for idx, (typ, unit) in enumerate(types):
-        want = go_stacks(path, idx, unit)
+        want = stacks_of[idx] = go_stacks(path, idx, unit)
         got = folded_stacks(run([profd, "pprof", "folded", "--sample-index=%d" % idx, path]).stdout)
         want_safe = collections.Counter()
         for k, v in want.items():
@@ -200,7 +202,7 @@ def check_file(path, label):
             stacks[tuple(frames[i] for i in st)] += w
             if st:
                 flat[frames[st[-1]]] += w
-        if dict(stacks) != go_stacks(path, idx, unit):
+        if dict(stacks) != stacks_of[idx]:
             fails.append("%s [%s]: speedscope stacks differ from go tool pprof -traces" % (label, typ))
         want_flat = go_flat(path, idx, unit)
         got_flat = {k: v for k, v in flat.items() if v != 0}
