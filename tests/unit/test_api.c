@@ -867,6 +867,105 @@ static void test_proto(void **state)
 	http_free(&h);
 }
 
+/* report=folded and report=speedscope: the files of pd_pprof_folded and
+ * pd_pprof_speedscope for what was stored, named as downloads; refused for a diff and
+ * for groups; 204 when nothing is there. */
+static void test_exports(void **state)
+{
+	(void)state;
+	struct http h;
+	struct pd_err err = {0};
+	struct pd_buf want;
+	int idx;
+	assert_int_equal(pd_pprof_sample_index(heap[2], "alloc_space", &idx, &err), 0);
+
+	get(build("/api/v1/query", "query", "heap", "time", ms(heap_t[2]), "report", "folded",
+	          "sample_index", "alloc_space", NULL),
+	    &h);
+	assert_int_equal(h.status, 200);
+	assert_string_equal(h.ctype, "text/plain; charset=utf-8");
+	assert_non_null(strstr(h.disp, "attachment; filename=\"heap-"));
+	assert_non_null(strstr(h.disp, ".folded.txt\""));
+	pd_buf_init(&want, 0);
+	assert_int_equal(pd_pprof_folded(heap[2], idx, &want, &err), 0);
+	assert_true(want.len > 0);
+	assert_int_equal(h.len, want.len);
+	assert_memory_equal(h.body, want.data, want.len);
+	pd_buf_fini(&want);
+	http_free(&h);
+
+	get(build("/api/v1/query", "query", "heap", "time", ms(heap_t[2]), "report", "speedscope",
+	          "sample_index", "alloc_space", NULL),
+	    &h);
+	assert_int_equal(h.status, 200);
+	assert_string_equal(h.ctype, "application/json");
+	assert_non_null(strstr(h.disp, ".speedscope.json\""));
+	pd_buf_init(&want, 0);
+	char name[200];
+	const char *f = strstr(h.disp, "filename=\"") + 10;
+	snprintf(name, sizeof(name), "%.*s", (int)(strchr(f, '"') - f), f);
+	assert_int_equal(pd_pprof_speedscope(heap[2], idx, 1, name, &want, &err), 0);
+	assert_int_equal(h.len, want.len);
+	assert_memory_equal(h.body, want.data, want.len);
+	assert_non_null(strstr(h.body, "\"$schema\":\"https://www.speedscope.app/file-format-schema.json\""));
+	pd_buf_fini(&want);
+	http_free(&h);
+
+	/* tag_focus applies first, as for every report */
+	struct pd_pprof_tagfilter *tf = NULL;
+	struct pd_pprof_profile *kept = NULL;
+	size_t nkept = 0;
+	assert_int_equal(pd_pprof_tagfilter_parse(&tf, "bytes=:1kb", 10, &err), 0);
+	assert_int_equal(pd_pprof_filter_tags(heap[2], (const struct pd_pprof_tagfilter *const *)&tf,
+	                                      1, NULL, 0, &kept, &nkept, &err),
+	                 0);
+	assert_true(nkept > 0 && nkept < pd_pprof_sample_count(heap[2]));
+	get(build("/api/v1/query", "query", "heap", "time", ms(heap_t[2]), "report", "folded",
+	          "sample_index", "alloc_space", "tag_focus", "bytes=:1kb", NULL),
+	    &h);
+	assert_int_equal(h.status, 200);
+	pd_buf_init(&want, 0);
+	assert_int_equal(pd_pprof_folded(kept, idx, &want, &err), 0);
+	assert_int_equal(h.len, want.len);
+	assert_memory_equal(h.body, want.data, want.len);
+	pd_buf_fini(&want);
+	http_free(&h);
+	pd_pprof_destroy(kept);
+	pd_pprof_tagfilter_destroy(tf);
+
+	/* a merge is one file too */
+	get(build("/api/v1/query", "query", "heap", "mode", "merge", "start", ms(heap_t[0]), "end",
+	          ms(heap_t[2]), "report", "folded", NULL),
+	    &h);
+	assert_int_equal(h.status, 200);
+	assert_non_null(strstr(h.disp, "filename=\"heap-merge-"));
+	assert_true(h.len > 0 && h.body[h.len - 1] == '\n');
+	http_free(&h);
+
+	/* nothing there: 204 No Content */
+	get(build("/api/v1/query", "query", "heap", "time", "1", "report", "speedscope", NULL), &h);
+	assert_int_equal(h.status, 204);
+	assert_int_equal(h.len, 0);
+	http_free(&h);
+
+	/* a diff's changes are not amounts; groups are not one file */
+	expect_bad(build("/api/v1/query", "mode", "diff", "query", "heap", "a.time", ms(heap_t[0]),
+	                 "b.time", ms(heap_t[2]), "report", "folded", NULL),
+	           "report");
+	expect_bad(build("/api/v1/query", "mode", "diff", "query", "heap", "a.time", ms(heap_t[0]),
+	                 "b.time", ms(heap_t[2]), "report", "speedscope", NULL),
+	           "report");
+	expect_bad(build("/api/v1/query", "query", "heap", "time", ms(heap_t[2]), "report",
+	                 "speedscope", "group_by_sample_label", "bytes", NULL),
+	           "group_by_sample_label");
+	expect_bad(build("/api/v1/query", "query", "heap", "mode", "merge", "start", ms(heap_t[0]),
+	                 "end", ms(heap_t[2]), "report", "folded", "group_by", "job", NULL),
+	           "group_by");
+	expect_bad(build("/api/v1/query", "query", "heap", "time", ms(heap_t[2]), "report",
+	                 "folded", "sample_index", "nosuchtype", NULL),
+	           "sample_index");
+}
+
 static void test_merge(void **state)
 {
 	(void)state;
@@ -1942,6 +2041,7 @@ int main(void)
 	    cmocka_unit_test(test_query_single),
 	    cmocka_unit_test(test_meta_and_flamegraph),
 	    cmocka_unit_test(test_proto),
+	    cmocka_unit_test(test_exports),
 	    cmocka_unit_test(test_merge),
 	    cmocka_unit_test(test_group_by),
 	    cmocka_unit_test(test_diff),
