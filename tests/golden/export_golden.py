@@ -14,6 +14,13 @@ totals_golden.sh finds it), and for every sample type:
               weights, and each frame's weight as a leaf equals the flat of
               `go tool pprof -top -nodefraction=0`.
 
+Corpus profiles (hundreds of Go profiles whose every frame has a function name)
+are read with one `go tool pprof -raw` each: the stacks are its samples with
+their locations' function names, and -top's flat is compared for the default
+sample type only. Of each profile type's folder, the first PD_EXPORT_CORPUS
+files in name order are checked (default 5; 0 checks all), so that the test
+stays within its time on a loaded machine.
+
     export_golden.py PROFD TESTDATA [CORPUS]
 """
 import collections
@@ -88,6 +95,43 @@ def go_stacks(path, idx, unit):
     return {k: v for k, v in stacks.items() if v != 0}
 
 
+def raw_stacks(raw, ntypes):
+    """[{stack: summed value}] per sample type from go tool pprof -raw's output, or
+    None when a location has a frame without a function name (named by pprof's
+    rules, which -raw does not print)."""
+    lines = raw.splitlines()
+    i = lines.index("Samples:") + 2 if "Samples:" in lines else len(lines)
+    samples = []
+    while i < len(lines) and lines[i] != "Locations":
+        m = re.match(r"^\s*(-?\d+(?:\s+-?\d+)*): ([\d ]+)$", lines[i])
+        if m:
+            samples.append(([int(v) for v in m.group(1).split()], [int(x) for x in m.group(2).split()]))
+        i += 1
+    locs, cur = {}, None
+    for line in lines[i + 1:]:
+        if line == "Mappings":
+            break
+        m = re.match(r"^\s*(\d+): 0x[0-9a-f]+ (?:M=\d+ )?(.*)$", line)
+        rest = m.group(2) if m else line.strip()
+        if m:
+            cur = locs[int(m.group(1))] = []
+        if not rest:
+            if m:
+                return None
+            continue
+        name = re.sub(r" \S*:\d+ s=\d+$", "", rest)
+        if not name or name == rest:
+            return None
+        cur.append(name)
+    out = [collections.Counter() for _ in range(ntypes)]
+    for values, ids in samples:
+        frames = [f for l in ids for f in locs[l]][::-1]
+        if frames:
+            for t in range(ntypes):
+                out[t][tuple(frames)] += values[t]
+    return [{k: v for k, v in c.items() if v != 0} for c in out]
+
+
 TOP = re.compile(r"^\s*(-?\d+)\S*\s+\S+\s+\S+\s+(-?\d+)\S*\s+\S+  (.*)$")
 
 
@@ -153,7 +197,7 @@ def check_speedscope(doc, ntypes):
         need(k not in doc or isinstance(doc[k], str), "%s is not a string" % k)
 
 
-def check_file(path, label):
+def check_file(path, label, corpus=False):
     """Returns (checked, failures)."""
     fails, checked = [], 0
     raw = gopprof("-raw", path, check=False)
@@ -161,10 +205,11 @@ def check_file(path, label):
         return 0, []
     types = types_of(raw.stdout)
     stacks_of = {}
+    from_raw = raw_stacks(raw.stdout, len(types)) if corpus else None
     ss = run([profd, "pprof", "speedscope", path], check=False)
     negative = False
     for idx, (typ, unit) in enumerate(types):
-        want = stacks_of[idx] = go_stacks(path, idx, unit)
+        want = stacks_of[idx] = from_raw[idx] if from_raw else go_stacks(path, idx, unit)
         got = folded_stacks(run([profd, "pprof", "folded", "--sample-index=%d" % idx, path]).stdout)
         want_safe = collections.Counter()
         for k, v in want.items():
@@ -204,6 +249,8 @@ def check_file(path, label):
                 flat[frames[st[-1]]] += w
         if dict(stacks) != stacks_of[idx]:
             fails.append("%s [%s]: speedscope stacks differ from go tool pprof -traces" % (label, typ))
+        if from_raw and idx != doc.get("activeProfileIndex"):
+            continue
         want_flat = go_flat(path, idx, unit)
         got_flat = {k: v for k, v in flat.items() if v != 0}
         if got_flat != want_flat:
@@ -226,15 +273,17 @@ def main():
                 p = os.path.join(root, n)
                 rel = os.path.relpath(p, data)
                 if rel not in known and run([profd, "pprof", "validate", p], check=False).returncode == 0:
-                    files.append((p, rel))
+                    files.append((p, rel, False))
     ncorpus = 0
+    per_type = int(os.environ.get("PD_EXPORT_CORPUS", "5"))
     if os.path.isdir(corpus):
         for root, _, names in os.walk(corpus):
-            for n in names:
-                if n.endswith((".pb", ".pb.gz")):
-                    p = os.path.join(root, n)
-                    files.append((p, "corpus/" + os.path.relpath(p, corpus)))
-                    ncorpus += 1
+            names = sorted((n for n in names if n.endswith((".pb", ".pb.gz"))),
+                           key=lambda n: (len(n), n))
+            for n in names[:per_type] if per_type else names:
+                p = os.path.join(root, n)
+                files.append((p, "corpus/" + os.path.relpath(p, corpus), True))
+                ncorpus += 1
     files.sort()
     checked, fails = 0, []
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
