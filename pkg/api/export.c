@@ -30,8 +30,9 @@ void api_report_export(struct api_resp *w, int speedscope, const struct pd_pprof
 		goto out;
 	}
 	if (rc) {
-		api_internal(w, speedscope ? "writing speedscope JSON failed"
-		                           : "writing folded stacks failed",
+		api_internal(w,
+		             speedscope ? "writing speedscope JSON failed"
+		                        : "writing folded stacks failed",
 		             rc, &err);
 		goto out;
 	}

@@ -35,7 +35,7 @@ static int folded_name(struct pd_buf *b, const char *name)
 }
 
 typedef int (*emit_fn)(void *arg, const struct pd_pprof_flame_node *const *path, size_t n,
-		       int64_t value);
+                       int64_t value);
 
 /* Walks the tree depth first, calling emit for every node with a non-zero self
  * with the path from the outermost caller to it (the root left out). */
@@ -73,7 +73,8 @@ static int walk_tree(const struct pd_pprof_flame *f, emit_fn emit, void *arg)
 				goto out;
 			}
 			st = ns;
-			const struct pd_pprof_flame_node **np = realloc(path, cap * 2 * sizeof(*path));
+			const struct pd_pprof_flame_node **np =
+			    realloc(path, cap * 2 * sizeof(*path));
 			if (!np) {
 				rc = PD_ENOMEM;
 				goto out;
@@ -90,7 +91,7 @@ out:
 }
 
 static int emit_folded(void *arg, const struct pd_pprof_flame_node *const *path, size_t n,
-		       int64_t value)
+                       int64_t value)
 {
 	struct pd_buf *b = arg;
 	int rc = 0;
@@ -113,7 +114,7 @@ static int out_err(struct pd_err *err, int rc, const char *what)
 }
 
 int pd_pprof_folded(const struct pd_pprof_profile *p, int sample_index, struct pd_buf *b,
-		    struct pd_err *err)
+                    struct pd_err *err)
 {
 	struct pd_pprof_flame *f = NULL;
 	int rc = pd_pprof_flame(p, sample_index, &f, err);
@@ -191,7 +192,7 @@ struct sampled {
 };
 
 static int emit_sampled(void *arg, const struct pd_pprof_flame_node *const *path, size_t n,
-			int64_t value)
+                        int64_t value)
 {
 	struct sampled *s = arg;
 	int rc = pd_buf_append(&s->samples, s->count ? ",[" : "[", s->count ? 2 : 1);
@@ -215,22 +216,22 @@ const char *pd_pprof_speedscope_unit(const char *unit)
 	static const struct {
 		const char *name, *unit;
 	} direct[] = {{"bytes", "bytes"},
-		      {"byte", "bytes"},
-		      {"b", "bytes"},
-		      {"nanoseconds", "nanoseconds"},
-		      {"nanosecond", "nanoseconds"},
-		      {"ns", "nanoseconds"},
-		      {"microseconds", "microseconds"},
-		      {"microsecond", "microseconds"},
-		      {"us", "microseconds"},
-		      {"\xc2\xb5s", "microseconds"},
-		      {"\xce\xbcs", "microseconds"},
-		      {"milliseconds", "milliseconds"},
-		      {"millisecond", "milliseconds"},
-		      {"ms", "milliseconds"},
-		      {"seconds", "seconds"},
-		      {"second", "seconds"},
-		      {"s", "seconds"}};
+	              {"byte", "bytes"},
+	              {"b", "bytes"},
+	              {"nanoseconds", "nanoseconds"},
+	              {"nanosecond", "nanoseconds"},
+	              {"ns", "nanoseconds"},
+	              {"microseconds", "microseconds"},
+	              {"microsecond", "microseconds"},
+	              {"us", "microseconds"},
+	              {"\xc2\xb5s", "microseconds"},
+	              {"\xce\xbcs", "microseconds"},
+	              {"milliseconds", "milliseconds"},
+	              {"millisecond", "milliseconds"},
+	              {"ms", "milliseconds"},
+	              {"seconds", "seconds"},
+	              {"second", "seconds"},
+	              {"s", "seconds"}};
 	for (size_t i = 0; i < sizeof(direct) / sizeof(direct[0]); i++)
 		if (strcasecmp(unit, direct[i].name) == 0)
 			return direct[i].unit;
@@ -244,7 +245,7 @@ static int json_field(struct pd_buf *b, const char *key, const char *val)
 }
 
 int pd_pprof_speedscope(const struct pd_pprof_profile *p, int sample_index, int all_types,
-			const char *name, struct pd_buf *b, struct pd_err *err)
+                        const char *name, struct pd_buf *b, struct pd_err *err)
 {
 	size_t ntypes = p->pb->n_sample_type;
 	struct frames fr = {0};
@@ -256,8 +257,8 @@ int pd_pprof_speedscope(const struct pd_pprof_profile *p, int sample_index, int 
 		return pd_err_set(err, PD_EINVAL, "the profile has no sample types");
 	if (sample_index < 0 || (size_t)sample_index >= ntypes)
 		return pd_err_set(err, PD_EINVAL,
-				  "sample index %d out of range (profile has %zu sample types)",
-				  sample_index, ntypes);
+		                  "sample index %d out of range (profile has %zu sample types)",
+		                  sample_index, ntypes);
 	if (!all_types) {
 		first = (size_t)sample_index;
 		last = first + 1;
@@ -289,8 +290,9 @@ int pd_pprof_speedscope(const struct pd_pprof_profile *p, int sample_index, int 
 			goto write_fail;
 	}
 
-	rc = pd_buf_append(b, "{\"$schema\":\"" SPEEDSCOPE_SCHEMA "\",\"shared\":{\"frames\":[",
-			   sizeof("{\"$schema\":\"" SPEEDSCOPE_SCHEMA "\",\"shared\":{\"frames\":[") - 1);
+	rc = pd_buf_append(
+	    b, "{\"$schema\":\"" SPEEDSCOPE_SCHEMA "\",\"shared\":{\"frames\":[",
+	    sizeof("{\"$schema\":\"" SPEEDSCOPE_SCHEMA "\",\"shared\":{\"frames\":[") - 1);
 	for (size_t i = 0; i < fr.n && !rc; i++) {
 		rc = pd_buf_append(b, i ? ",{\"name\":" : "{\"name\":", i ? 9 : 8);
 		if (!rc)
@@ -303,15 +305,16 @@ int pd_pprof_speedscope(const struct pd_pprof_profile *p, int sample_index, int 
 	for (size_t t = first; t < last && !rc; t++) {
 		struct sampled *s = &ss[t - first];
 		const char *type = pd_pprof_sample_type(p, t), *unit = pd_pprof_sample_unit(p, t);
-		rc = pd_buf_append(b, t > first ? ",{\"type\":\"sampled\"" : "{\"type\":\"sampled\"",
-				   t > first ? 18 : 17);
+		rc =
+		    pd_buf_append(b, t > first ? ",{\"type\":\"sampled\"" : "{\"type\":\"sampled\"",
+		                  t > first ? 18 : 17);
 		if (!rc)
 			rc = json_field(b, "name", type);
 		if (!rc)
 			rc = json_field(b, "unit", pd_pprof_speedscope_unit(unit));
 		if (!rc)
-			rc = pd_buf_printf(b, ",\"startValue\":0,\"endValue\":%" PRId64 ",\"samples\":[",
-					   s->sum);
+			rc = pd_buf_printf(
+			    b, ",\"startValue\":0,\"endValue\":%" PRId64 ",\"samples\":[", s->sum);
 		if (!rc)
 			rc = pd_buf_append(b, s->samples.data, s->samples.len);
 		if (!rc)

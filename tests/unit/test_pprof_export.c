@@ -16,9 +16,8 @@
 #include "profd/pprof.h"
 
 /* strings of the profile */
-static const char *const strs[] = {"",          "samples",  "count",   "space",
-				   "bytes",     "main",     "handle",  "hash",
-				   "a;b",       "line\nbreak", "leaf"};
+static const char *const strs[] = {"",       "samples", "count", "space",       "bytes", "main",
+                                   "handle", "hash",    "a;b",   "line\nbreak", "leaf"};
 enum { S_SAMPLES = 1, S_COUNT, S_SPACE, S_BYTES, S_MAIN, S_HANDLE, S_HASH, S_SEMI, S_NL, S_LEAF };
 
 /* Functions 1..6: main, handle, hash, a;b, line\nbreak, leaf. Location 1 is
@@ -30,14 +29,16 @@ static struct pd_pprof_profile *build(int negative)
 	for (size_t i = 0; i < sizeof(strs) / sizeof(*strs); i++)
 		lens[i] = strlen(strs[i]);
 	struct pd_pprof_pvt types[2] = {{S_SAMPLES, S_COUNT}, {S_SPACE, S_BYTES}};
-	struct pd_pprof_pfunction fn[6] = {
-	    {1, S_MAIN, S_MAIN, 0, 0}, {2, S_HANDLE, S_HANDLE, 0, 0}, {3, S_HASH, S_HASH, 0, 0},
-	    {4, S_SEMI, S_SEMI, 0, 0}, {5, S_NL, S_NL, 0, 0},         {6, S_LEAF, S_LEAF, 0, 0}};
+	struct pd_pprof_pfunction fn[6] = {{1, S_MAIN, S_MAIN, 0, 0}, {2, S_HANDLE, S_HANDLE, 0, 0},
+	                                   {3, S_HASH, S_HASH, 0, 0}, {4, S_SEMI, S_SEMI, 0, 0},
+	                                   {5, S_NL, S_NL, 0, 0},     {6, S_LEAF, S_LEAF, 0, 0}};
 	struct pd_pprof_pline l1[2] = {{3, 0, 0}, {2, 0, 0}}, l2 = {1, 0, 0}, l3 = {4, 0, 0},
-			      l4 = {5, 0, 0}, l5 = {6, 0, 0};
-	struct pd_pprof_plocation loc[5] = {{1, 0, 0x10, l1, 2, 0}, {2, 0, 0x20, &l2, 1, 0},
-					    {3, 0, 0x30, &l3, 1, 0}, {4, 0, 0x40, &l4, 1, 0},
-					    {5, 0, 0x50, &l5, 1, 0}};
+	                      l4 = {5, 0, 0}, l5 = {6, 0, 0};
+	struct pd_pprof_plocation loc[5] = {{1, 0, 0x10, l1, 2, 0},
+	                                    {2, 0, 0x20, &l2, 1, 0},
+	                                    {3, 0, 0x30, &l3, 1, 0},
+	                                    {4, 0, 0x40, &l4, 1, 0},
+	                                    {5, 0, 0x50, &l5, 1, 0}};
 	/* leaf first */
 	static uint64_t st_a[] = {1, 2}, st_b[] = {5, 3, 2}, st_c[] = {4, 2};
 	static int64_t v[6][2];
@@ -47,10 +48,9 @@ static struct pd_pprof_profile *build(int negative)
 		v[4][1] = -100;
 	struct pd_pprof_psample s[6] = {
 	    {st_a, 2, v[0], 2, NULL, 0}, {st_a, 2, v[1], 2, NULL, 0}, /* summed: 5, 500 */
-	    {st_b, 3, v[2], 2, NULL, 0},                          /* zero space */
-	    {st_c, 2, v[3], 2, NULL, 0},                          /* zero in both */
-	    {st_c, 2, v[4], 2, NULL, 0},
-	    {NULL, 0, v[5], 2, NULL, 0}, /* no locations */
+	    {st_b, 3, v[2], 2, NULL, 0},                              /* zero space */
+	    {st_c, 2, v[3], 2, NULL, 0},                              /* zero in both */
+	    {st_c, 2, v[4], 2, NULL, 0}, {NULL, 0, v[5], 2, NULL, 0}, /* no locations */
 	};
 	struct pd_pprof_parts parts = {0};
 	parts.strings = strs;
@@ -91,19 +91,19 @@ static void test_folded(void **state)
 	/* ordered as the flame graph: by |total| descending, then name; hash inlined
 	 * into handle gives two frames; ';' and '\n' made safe */
 	assert_string_equal(got, "main;handle;hash 5\n"
-				 "main;a:b;leaf 4\n"
-				 "main;line break 1\n");
+	                         "main;a:b;leaf 4\n"
+	                         "main;line break 1\n");
 	free(got);
 	got = folded(p, 1);
 	assert_string_equal(got, "main;handle;hash 500\n"
-				 "main;line break 100\n");
+	                         "main;line break 100\n");
 	free(got);
 	pd_pprof_destroy(p);
 
 	p = build(1);
 	got = folded(p, 1);
 	assert_string_equal(got, "main;handle;hash 500\n"
-				 "main;line break -100\n");
+	                         "main;line break -100\n");
 	free(got);
 	pd_pprof_destroy(p);
 }
@@ -127,7 +127,7 @@ static void test_folded_limits(void **state)
 }
 
 static char *speedscope(const struct pd_pprof_profile *p, int idx, int all, int want_rc,
-			const char *want_err)
+                        const char *want_err)
 {
 	struct pd_buf b;
 	struct pd_err err = {0};
@@ -212,8 +212,8 @@ static void test_speedscope_limit(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_folded),          cmocka_unit_test(test_folded_limits),
-	    cmocka_unit_test(test_speedscope),      cmocka_unit_test(test_speedscope_units),
+	    cmocka_unit_test(test_folded),           cmocka_unit_test(test_folded_limits),
+	    cmocka_unit_test(test_speedscope),       cmocka_unit_test(test_speedscope_units),
 	    cmocka_unit_test(test_speedscope_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
