@@ -258,7 +258,15 @@ struct pd_discovery_options {
 	 * namespace); NULL or "": /var/run/secrets/kubernetes.io/serviceaccount. For
 	 * tests, which cannot write there. */
 	const char *k8s_serviceaccount_dir;
+	/* kubernetes_sd: each configuration holds the JSON of at most this many bytes of
+	 * watched objects; a list or event that would go over fails (and is retried),
+	 * keeping the targets found so far. 0: PD_DISCOVERY_K8S_MAX_OBJECT_BYTES. */
+	size_t k8s_max_object_bytes;
 };
+
+/* The default bound of kubernetes_sd's watched objects per configuration: 2 GiB of
+ * their JSON, the objects of a cluster of about 200,000 pods. */
+#define PD_DISCOVERY_K8S_MAX_OBJECT_BYTES ((size_t)2 << 30)
 
 /* What a provider did last, for the targets page. A provider is one static_configs
  * list, one file_sd_config, one http_sd_config or one dns_sd_config; identical configurations, even

@@ -234,7 +234,8 @@ int pd_sd_dns_server_norm(const char *server, char *out, size_t cap, struct pd_e
 void pd_sd_dns_free(struct pd_sd_provider *p);
 
 /* Manager thread: kubernetes_sd (k8s.c). init fills a zeroed provider (sa_dir: the
- * service account directory, NULL for the standard one); step sets the client and
+ * service account directory, NULL for the standard one; max_bytes: the bound of its
+ * objects' JSON, 0 for PD_DISCOVERY_K8S_MAX_OBJECT_BYTES); step sets the client and
  * watches up on its first call and starts the requests that are due, returning
  * when it next has something to do (INT64_MAX: nothing until a transfer ends);
  * done handles a finished transfer of the provider (0 when easy is not one of
@@ -242,7 +243,7 @@ void pd_sd_dns_free(struct pd_sd_provider *p);
  * has run the watch streams' callbacks); free takes its transfers off multi. */
 int pd_sd_k8s_key(struct pd_buf *b, const struct pd_discovery_kubernetes_config *c);
 int pd_sd_k8s_init(struct pd_sd_provider *p, const struct pd_discovery_kubernetes_config *c,
-                   const char *sa_dir);
+                   const char *sa_dir, size_t max_bytes);
 int64_t pd_sd_k8s_step(struct pd_sd_provider *p, CURLM *multi, int64_t now,
                        struct pd_sd_counters *c);
 int pd_sd_k8s_done(struct pd_sd_provider *p, CURLM *multi, CURL *easy, CURLcode rc,

@@ -34,6 +34,11 @@
 #define CONNECT_TIMEOUT_MS (10 * 1000)
 #define ERROR_BODY_MAX (64u << 10)
 
+/* What a list or watch that would take the objects over the bound says. */
+#define TOO_MANY_OBJECTS                                                                     \
+	"the objects watched for this configuration would exceed %zu bytes of JSON (narrow " \
+	"it with namespaces or selectors)"
+
 /* ---- object stores ----------------------------------------------------------------- */
 
 struct k8s_obj {
@@ -141,6 +146,7 @@ struct k8s_watch {
 	int64_t due;   /* W_IDLE: monotonic ms of the next request */
 	int64_t backoff_ms;
 	uint64_t gen;
+	size_t stale; /* bytes of objects a list in progress has not seen yet */
 	char *rv, *cont;
 	CURL *easy;
 	struct curl_slist *hdrs;
@@ -172,6 +178,9 @@ struct pd_sd_k8s {
 	struct k8s_watch *w;
 	size_t nw;
 	int changed;                /* a role object's group changed */
+	size_t bytes;               /* the objects' JSON held by every watch */
+	size_t stale;               /* of which the lists in progress have not seen */
+	size_t max_bytes;           /* bytes - stale at most this (PD_K8S_MAX_OBJECT_BYTES) */
 	struct pd_sd_counters *ctr; /* the manager's, from the first step on */
 	struct pd_arena *scratch;   /* lookups during one build */
 };
@@ -232,6 +241,17 @@ static int upsert(struct k8s_watch *w, const char *ns, const char *name, const c
 	if (w->store.n >= w->store.nb && store_grow(&w->store))
 		return PD_ENOMEM;
 	pp = store_slot(&w->store, ns, name);
+	/* the bound holds for what is current: objects a relist has not seen yet (it
+	 * drops them at its end if it never does) do not count */
+	size_t old = *pp ? (*pp)->rawlen : 0;
+	int was_stale = *pp && (*pp)->gen != w->gen;
+	size_t live = k->bytes - k->stale, after = live - (was_stale ? 0 : old) + rawlen;
+	if (after > live && after > k->max_bytes)
+		return PD_ETOOBIG;
+	if (was_stale) {
+		w->stale -= old;
+		k->stale -= old;
+	}
 	if ((o = *pp)) {
 		o->gen = w->gen;
 		if (o->rawlen == rawlen && !memcmp(o->raw, raw, rawlen))
@@ -259,6 +279,7 @@ static int upsert(struct k8s_watch *w, const char *ns, const char *name, const c
 	}
 	memcpy(o->raw, raw, rawlen);
 	o->raw[rawlen] = '\0';
+	k->bytes = k->bytes - o->rawlen + rawlen;
 	o->rawlen = rawlen;
 	if (is_role_kind(k, w->kind))
 		o->dirty = 1;
@@ -273,6 +294,11 @@ static void remove_obj(struct k8s_watch *w, struct k8s_obj **pp)
 	struct pd_sd_k8s *k = w->k;
 	*pp = o->next;
 	w->store.n--;
+	k->bytes -= o->rawlen;
+	if (o->gen != w->gen) {
+		w->stale -= o->rawlen;
+		k->stale -= o->rawlen;
+	}
 	count_event(k, w->kind, 2);
 	if (is_role_kind(k, w->kind)) {
 		if (o->has_group)
@@ -458,12 +484,13 @@ int pd_sd_k8s_key(struct pd_buf *b, const struct pd_discovery_kubernetes_config 
 }
 
 int pd_sd_k8s_init(struct pd_sd_provider *p, const struct pd_discovery_kubernetes_config *c,
-                   const char *sa_dir)
+                   const char *sa_dir, size_t max_bytes)
 {
 	struct pd_sd_k8s *k = calloc(1, sizeof(*k));
 	size_t n;
 	if (!k)
 		return PD_ENOMEM;
+	k->max_bytes = max_bytes ? max_bytes : PD_DISCOVERY_K8S_MAX_OBJECT_BYTES;
 	p->kind = PD_SD_K8S;
 	p->ifd = -1;
 	p->k8s = k;
@@ -527,6 +554,7 @@ static void teardown(struct pd_sd_k8s *k, CURLM *multi)
 		struct k8s_watch *w = &k->w[i];
 		watch_end_transfer(w, multi);
 		store_fini(&w->store);
+		w->stale = 0;
 		free(w->ns);
 		free(w->rv);
 		free(w->cont);
@@ -536,6 +564,7 @@ static void teardown(struct pd_sd_k8s *k, CURLM *multi)
 	k->nw = 0;
 	pd_k8s_client_fini(&k->client);
 	k->setup = 0;
+	k->bytes = k->stale = 0;
 }
 
 void pd_sd_k8s_free(struct pd_sd_provider *p, CURLM *multi)
@@ -707,8 +736,13 @@ static int on_event(void *ctx, const char *line, size_t len, struct pd_err *err)
 		break;
 	case PD_K8S_EVENT_ADDED:
 	case PD_K8S_EVENT_MODIFIED:
-		if (upsert(w, ev.ns, ev.name, ev.raw, ev.rawlen)) {
-			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		if ((rc = upsert(w, ev.ns, ev.name, ev.raw, ev.rawlen))) {
+			/* the watch fails and lists again after its backoff (events past
+			 * this one may delete objects; a resumed watch would stop here) */
+			if (rc == PD_ETOOBIG)
+				pd_err_set(err, rc, TOO_MANY_OBJECTS, w->k->max_bytes);
+			else
+				pd_err_set(err, rc, "out of memory");
 			goto out;
 		}
 		break;
@@ -919,8 +953,15 @@ static void list_done(struct pd_sd_k8s *k, struct k8s_watch *w, CURLcode rc, int
 		failed(k, w, now, 1, "the response is not a list (no metadata)");
 		goto out;
 	}
-	if (!w->cont) /* a new list: what it does not see goes at its end */
+	if (!w->cont) { /* a new list: what it does not see goes at its end */
 		w->gen++;
+		k->stale -= w->stale;
+		w->stale = 0;
+		for (size_t b = 0; b < w->store.nb; b++)
+			for (struct k8s_obj *o = w->store.b[b]; o; o = o->next)
+				w->stale += o->rawlen;
+		k->stale += w->stale;
+	}
 	for (size_t i = 0; items && items->kind == PD_SD_LIST && i < items->n; i++) {
 		const struct pd_sd_node *it = items->kids[i], *md = NULL;
 		const char *name = NULL, *ns = NULL;
@@ -939,7 +980,11 @@ static void list_done(struct pd_sd_k8s *k, struct k8s_watch *w, CURLcode rc, int
 		}
 		if (!name || !*name || pd_k8s_json_span(doc.text, doc.len, it->pos, &end))
 			continue; /* nothing can name it */
-		if (upsert(w, ns, name, doc.text + it->pos, end - it->pos)) {
+		int urc = upsert(w, ns, name, doc.text + it->pos, end - it->pos);
+		if (urc == PD_ETOOBIG) {
+			failed(k, w, now, 1, TOO_MANY_OBJECTS, k->max_bytes);
+			goto out;
+		} else if (urc) {
 			failed(k, w, now, 1, "out of memory");
 			goto out;
 		}

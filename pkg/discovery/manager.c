@@ -55,6 +55,7 @@ struct pd_discovery_manager {
 	int use_inotify;
 	char *dns_server; /* "IP:PORT" for c-ares, or NULL: /etc/resolv.conf */
 	char *k8s_sa_dir; /* kubernetes_sd's service account directory, or NULL */
+	size_t k8s_max_bytes; /* kubernetes_sd's bound of watched objects (0: default) */
 	int stop;
 	struct pd_sd_provider *providers; /* running */
 	struct pd_sd_provider *graveyard; /* stopped, for the thread to free */
@@ -412,6 +413,7 @@ int pd_discovery_manager_create(struct pd_discovery_manager **out, pd_discovery_
 	                            ? opts->update_interval_ms
 	                            : PD_DISCOVERY_UPDATE_INTERVAL_DEFAULT_MS;
 	m->use_inotify = !(opts && opts->disable_inotify);
+	m->k8s_max_bytes = opts ? opts->k8s_max_object_bytes : 0;
 	if (opts && opts->k8s_serviceaccount_dir && *opts->k8s_serviceaccount_dir &&
 	    !(m->k8s_sa_dir = strdup(opts->k8s_serviceaccount_dir))) {
 		free(m);
@@ -596,7 +598,7 @@ static int new_provider(struct pd_discovery_manager *m, const struct want *w,
 		rc = pd_sd_http_init(p, w->cfg);
 		break;
 	case PD_SD_K8S:
-		rc = pd_sd_k8s_init(p, w->cfg, m->k8s_sa_dir);
+		rc = pd_sd_k8s_init(p, w->cfg, m->k8s_sa_dir, m->k8s_max_bytes);
 		break;
 	default:
 		rc = pd_sd_dns_init(p, w->cfg);

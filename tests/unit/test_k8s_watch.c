@@ -845,12 +845,13 @@ static void set_node(struct fsrv *s, const char *name, const char *zone)
 	fsrv_set(s, R_NODES, name, json, 0);
 }
 
-static struct pd_discovery_manager *start_manager(struct fsrv *srv, struct seen *seen,
-                                                  const char *role, int attach_node)
+static struct pd_discovery_manager *start_manager_max(struct fsrv *srv, struct seen *seen,
+                                                      const char *role, int attach_node,
+                                                      size_t max_bytes)
 {
 	static char url[64];
 	static struct pd_discovery_kubernetes_config kc;
-	struct pd_discovery_options o = {.update_interval_ms = 1};
+	struct pd_discovery_options o = {.update_interval_ms = 1, .k8s_max_object_bytes = max_bytes};
 	struct pd_discovery_manager *m;
 	struct pd_err err = {0};
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", srv->port);
@@ -862,6 +863,12 @@ static struct pd_discovery_manager *start_manager(struct fsrv *srv, struct seen 
 	assert_int_equal(pd_discovery_manager_create(&m, on_groups, seen, &o, &err), 0);
 	assert_int_equal(pd_discovery_manager_set_pools(m, &pool, 1, &err), 0);
 	return m;
+}
+
+static struct pd_discovery_manager *start_manager(struct fsrv *srv, struct seen *seen,
+                                                  const char *role, int attach_node)
+{
+	return start_manager_max(srv, seen, role, attach_node, 0);
 }
 
 /* The pod role with attach_metadata.node: a paginated list, then events; a node's
@@ -1036,6 +1043,56 @@ static void test_provider_unreachable(void **state)
 	pthread_mutex_destroy(&seen.mu);
 }
 
+/* The watched objects' bound: a list that would go over it fails, is reported and
+ * retried; an event that would go over it fails the watch, keeping the targets;
+ * once objects go away, what fits is taken again. */
+static void test_provider_bound(void **state)
+{
+	(void)state;
+	struct fsrv srv;
+	struct seen seen = {0};
+	struct pd_discovery_provider_status *ps = NULL;
+	struct pd_discovery_stats st;
+	size_t nps = 0;
+	struct pd_err err = {0};
+	char json[1024];
+	fsrv_start(&srv);
+	set_pod(&srv, "p1", "", 8080, "10.0.0.1", 0);
+	set_pod(&srv, "p2", "", 8080, "10.0.0.2", 0);
+	/* room for two pods' JSON, not three */
+	size_t one = (size_t)snprintf(json, sizeof(json), pod_fmt, "p1", "p1", "", 8080, "10.0.0.1");
+	struct pd_discovery_manager *m = start_manager_max(&srv, &seen, "pod", 0, 2 * one + one / 2);
+	wait_seen(&seen, "pod/default/p1: 10.0.0.1:8080;pod/default/p2: 10.0.0.2:8080;");
+	wait_until(watching, &srv, R_PODS, "the pod watch");
+	pd_discovery_manager_stats(m, &st);
+	uint64_t failures = st.k8s_failures;
+	/* a third pod: the event would go over, the watch fails, the two stay */
+	set_pod(&srv, "p3", "", 8080, "10.0.0.3", 0);
+	int64_t deadline = mono_ms() + 60000;
+	for (;;) {
+		pd_discovery_manager_stats(m, &st);
+		if (st.k8s_failures > failures)
+			break;
+		if (mono_ms() > deadline)
+			fail_msg("the event over the bound did not fail the watch");
+		usleep(10000);
+	}
+	assert_int_equal(pd_discovery_manager_status(m, "k8s", &ps, &nps, &err), 0);
+	assert_non_null(ps[0].last_error);
+	if (!strstr(ps[0].last_error, "would exceed") || !strstr(ps[0].last_error, "namespaces or selectors"))
+		fail_msg("last error: %s", ps[0].last_error);
+	pd_discovery_provider_status_free(ps, nps);
+	pthread_mutex_lock(&seen.mu);
+	assert_string_equal(seen.text, "pod/default/p1: 10.0.0.1:8080;pod/default/p2: 10.0.0.2:8080;");
+	pthread_mutex_unlock(&seen.mu);
+	/* one goes away (unheard of: the retried list finds it gone): the rest fits */
+	fsrv_set(&srv, R_PODS, "p1", NULL, 1);
+	wait_seen(&seen, "pod/default/p2: 10.0.0.2:8080;pod/default/p3: 10.0.0.3:8080;");
+	pd_discovery_manager_destroy(m);
+	fsrv_stop(&srv);
+	pthread_mutex_destroy(&seen.mu);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1050,6 +1107,7 @@ int main(void)
 	    cmocka_unit_test(test_provider_pods),
 	    cmocka_unit_test(test_provider_endpoints),
 	    cmocka_unit_test(test_provider_unreachable),
+	    cmocka_unit_test(test_provider_bound),
 	};
 	return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
 }
