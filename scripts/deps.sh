@@ -22,6 +22,7 @@ PKGS=(
   libmicrohttpd-dev zlib1g-dev libre2-dev
   libcmocka-dev
   libc-ares-dev # dns_sd_configs: DNS lookups
+  libgraphviz-dev # report=svg: call graphs laid out by Graphviz's C library (libgvc)
   golang-go time curl jq
   python3-yaml # examples/check.sh: reads the Kubernetes manifests
   libpcre2-dev # bench/regex.sh only: its reference, the PCRE2 matchers before RE2

@@ -1,6 +1,6 @@
 /* pprof_cmd.c: `profd pprof`, a command-line tool over pprof files: top tables,
- * flame graph JSON, folded stacks and speedscope exports, merge, diff and
- * validation, with go tool pprof's semantics. */
+ * flame graph JSON, folded stacks and speedscope exports, call graphs in DOT,
+ * merge, diff and validation, with go tool pprof's semantics. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +22,8 @@ static void usage(FILE *f)
 		"                               reads them\n"
 		"  speedscope [flags] FILE...   a speedscope JSON file of every sample type (the\n"
 		"                               chosen one active)\n"
+		"  dot [flags] FILE...          call graph in Graphviz's DOT language, as go tool\n"
+		"                               pprof -dot; several files are merged first\n"
 		"  merge -o OUT FILE...         merge profiles into OUT (gzip pprof)\n"
 		"  diff -o OUT BASE FILE        FILE minus BASE, as go tool pprof -diff_base, into OUT\n"
 		"  validate FILE...             check files against the pprof format\n"
@@ -29,9 +31,12 @@ static void usage(FILE *f)
 		"flags:\n"
 		"  --sample-index=N|NAME  sample type by index or name (default: the profile's\n"
 		"                         default_sample_type, else the last type)\n"
-		"  --nodecount=N          top: show at most N rows (default: all)\n"
-		"  --nodefraction=F       top: hide rows whose cum is below F of the total\n"
+		"  --nodecount=N          top: show at most N rows (default: all); dot: keep at\n"
+		"                         most N nodes (default 80, 0 keeps all)\n"
+		"  --nodefraction=F       top, dot: hide nodes whose cum is below F of the total\n"
 		"                         (default 0.005; tsv output shows every row)\n"
+		"  --edgefraction=F       dot: hide edges below F of the total (default 0.001)\n"
+		"  --diff-base=FILE       dot: graph FILE... minus this base, as -diff_base\n"
 		"  --format=text|tsv      top: tsv prints name<TAB>flat<TAB>cum in raw units, every\n"
 		"                         function, no cut\n"
 		"  --min-total=N          flame: leave out nodes whose total is below N (default 0)\n"
@@ -42,7 +47,8 @@ static void usage(FILE *f)
 struct opts {
 	const char *sample_index;
 	long nodecount;
-	double nodefraction;
+	double nodefraction, edgefraction;
+	const char *diff_base;
 	int tsv;
 	long long min_total;
 	const char *out;
@@ -70,6 +76,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	o->nodecount = -1;
 	o->nodefraction = 0.005;
+	o->edgefraction = 0.001;
 	o->files = calloc((size_t)argc + 1, sizeof(char *));
 	if (!o->files)
 		return -1;
@@ -122,6 +129,15 @@ static int parse(int argc, char **argv, struct opts *o)
 				fprintf(stderr, "profd pprof: --nodefraction: \"%s\" is not a number in [0, 1]\n", v);
 				return -1;
 			}
+		} else if (strcmp(name, "--edgefraction") == 0) {
+			char *end;
+			o->edgefraction = strtod(v, &end);
+			if (!*v || *end || o->edgefraction < 0 || o->edgefraction > 1) {
+				fprintf(stderr, "profd pprof: --edgefraction: \"%s\" is not a number in [0, 1]\n", v);
+				return -1;
+			}
+		} else if (strcmp(name, "--diff-base") == 0) {
+			o->diff_base = v;
 		} else if (strcmp(name, "--format") == 0) {
 			if (strcmp(v, "tsv") == 0)
 				o->tsv = 1;
@@ -383,6 +399,64 @@ out:
 	return rc;
 }
 
+static int cmd_dot(struct opts *o)
+{
+	struct pd_pprof_profile *p = NULL, *base = NULL, *d = NULL;
+	struct pd_pprof_graph *g = NULL;
+	struct pd_err err = {0};
+	struct pd_buf b;
+	int idx, rc = 1;
+	pd_buf_init(&b, 0);
+	if (load(o, &p))
+		goto out;
+	if (o->diff_base) {
+		if (pd_pprof_read_file(&base, o->diff_base, &o->dec, &err) ||
+		    pd_pprof_diff(base, p, &d, &err)) {
+			fprintf(stderr, "profd pprof: diff: %s\n", err.msg);
+			goto out;
+		}
+		pd_pprof_destroy(p);
+		p = d;
+		d = NULL;
+	}
+	if (choose_index(p, o->sample_index, &idx))
+		goto out;
+	struct pd_pprof_graph_opts go = {
+	    .nodecount = o->nodecount < 0 ? PD_PPROF_DEFAULT_NODECOUNT
+	                 : o->nodecount > PD_PPROF_MAX_NODECOUNT ? PD_PPROF_MAX_NODECOUNT
+	                                                          : (int)o->nodecount,
+	    .nodefraction = o->nodefraction,
+	    .edgefraction = o->edgefraction};
+	if (pd_pprof_graph(p, idx, &go, &g, &err)) {
+		fprintf(stderr, "profd pprof: %s\n", err.msg);
+		goto out;
+	}
+	const char *bin = pd_pprof_main_binary(p);
+	const char *slash = strrchr(bin, '/');
+	const char *title = slash && slash[1] ? slash + 1 : bin;
+	char file[512], type[256];
+	const char *legend[2];
+	size_t nl = 0;
+	if (*title) {
+		snprintf(file, sizeof(file), "File: %s", title);
+		legend[nl++] = file;
+	}
+	snprintf(type, sizeof(type), "Type: %s", g->sample_type);
+	legend[nl++] = type;
+	if (pd_pprof_graph_dot(g, title, legend, nl, &b)) {
+		fprintf(stderr, "profd pprof: out of memory writing the graph\n");
+		goto out;
+	}
+	rc = fwrite(b.data, 1, b.len, stdout) == b.len ? 0 : 1;
+out:
+	pd_buf_fini(&b);
+	pd_pprof_graph_destroy(g);
+	pd_pprof_destroy(base);
+	pd_pprof_destroy(d);
+	pd_pprof_destroy(p);
+	return rc;
+}
+
 static int cmd_validate(struct opts *o)
 {
 	int bad = 0;
@@ -431,6 +505,8 @@ int pd_cmd_pprof(int argc, char **argv)
 		rc = cmd_export(&o, 0);
 	else if (strcmp(sub, "speedscope") == 0)
 		rc = cmd_export(&o, 1);
+	else if (strcmp(sub, "dot") == 0)
+		rc = cmd_dot(&o);
 	else if (strcmp(sub, "merge") == 0)
 		rc = cmd_merge(&o);
 	else if (strcmp(sub, "diff") == 0)

@@ -181,6 +181,79 @@ int pd_pprof_speedscope(const struct pd_pprof_profile *p, int sample_index, int 
  * "milliseconds" or "seconds" for those units and their short names (values are
  * not scaled), "none" for every other unit. The result is a static string. */
 const char *pd_pprof_speedscope_unit(const char *unit);
+/* ---- call graph ----------------------------------------------------------- */
+
+/* The cuts of `go tool pprof -dot`, with its defaults. */
+#define PD_PPROF_DEFAULT_NODECOUNT 80
+#define PD_PPROF_DEFAULT_NODEFRACTION 0.005
+#define PD_PPROF_DEFAULT_EDGEFRACTION 0.001
+/* Most nodes a graph may keep (nodecount); beyond it a layout is too slow to use. */
+#define PD_PPROF_MAX_NODECOUNT 1000
+
+struct pd_pprof_graph_opts {
+	/* Keep at most this many nodes, chosen as pprof -dot chooses them (entry, leaf
+	 * and branching nodes first); 0 keeps every node. */
+	int nodecount;
+	/* Drop nodes whose |cum| is below nodefraction times the graph's total flat,
+	 * and edges whose |weight| is below edgefraction times it. 0 drops none. */
+	double nodefraction, edgefraction;
+	/* Denominator of the percentages; 0 means pd_pprof_total of the profile. A
+	 * caller that filtered samples passes the total from before the filter. */
+	int64_t total;
+};
+
+struct pd_pprof_graph_node {
+	const char *name; /* function name as pprof prints it, owned by the graph */
+	int64_t flat;     /* value of samples whose (kept) leaf frame is the function */
+	int64_t cum;      /* value of samples with the function anywhere on the stack */
+};
+
+struct pd_pprof_graph_edge {
+	uint32_t from, to; /* caller and callee, indices into nodes */
+	int64_t weight;    /* value of samples with this call, counted once per sample */
+	uint8_t residual;  /* some samples pass through dropped nodes between the two */
+	uint8_t inlined;   /* every such call was inlined into the caller */
+};
+
+struct pd_pprof_graph {
+	struct pd_pprof_graph_node *nodes; /* in pprof's order: node i is "N<i+1>" */
+	size_t nnodes;
+	struct pd_pprof_graph_edge *edges; /* by |weight| desc, then caller and callee name */
+	size_t nedges;
+	int64_t total;       /* denominator of the percentages */
+	int64_t shown;       /* sum of the kept nodes' flat */
+	int64_t node_cutoff; /* absolute cuts derived from the fractions */
+	int64_t edge_cutoff;
+	size_t node_count;    /* nodes before nodecount (after the nodefraction cut) */
+	size_t dropped_nodes; /* nodes dropped by the nodefraction cut */
+	size_t dropped_edges; /* edges dropped by the edgefraction cut */
+	struct pd_pprof_graph_opts opts; /* the cuts it was built with */
+	int sample_index;
+	const char *sample_type; /* borrowed from the profile */
+	const char *unit;        /* borrowed from the profile */
+	void *priv;
+};
+
+/* Builds the call graph of one sample type at function granularity, exactly as
+ * `go tool pprof -dot` selects it: the nodefraction cut, nodecount nodes by
+ * pprof's entropy order (counting each node's label tags, up to 4, as pprof
+ * counts its nodelets), edges below the edgefraction cut dropped, and residual
+ * edges that another path already connects removed. opts may be NULL (pprof's
+ * defaults). *out is owned by the caller (pd_pprof_graph_destroy) and borrows
+ * only sample_type and unit from p. */
+int pd_pprof_graph(const struct pd_pprof_profile *p, int sample_index,
+                   const struct pd_pprof_graph_opts *opts, struct pd_pprof_graph **out,
+                   struct pd_err *err);
+void pd_pprof_graph_destroy(struct pd_pprof_graph *g);
+
+/* Appends g in Graphviz's DOT language to b, as `go tool pprof -dot` writes it:
+ * one box per node labelled with its name split at package and type separators,
+ * flat (flat%) and "of" cum (cum%), font size by flat and colour by cum; one edge
+ * per call labelled with its weight, " (inline)" for inlined calls, dotted when
+ * residual. legend lines (may be NULL, n 0) go into the legend box; pprof's
+ * per-node label tags (nodelets) are not drawn. */
+int pd_pprof_graph_dot(const struct pd_pprof_graph *g, const char *title,
+                       const char *const *legend, size_t nlegend, struct pd_buf *b);
 
 /* ---- merge and diff ------------------------------------------------------- */
 

@@ -423,4 +423,12 @@ int64_t api_now_ms(void);
 #define API_COMPILER "cc"
 #endif
 
+/* ---- call graphs (callgraph.c) ----------------------------------------------- */
+
+/* report=dot (DOT text) and report=svg (laid out by Graphviz) of p for the request's
+ * sample_index, nodecount, nodefraction and edgefraction; percentages relative to
+ * whole's total (the profile before tag filters). */
+void api_report_callgraph(struct api_req *r, struct api_resp *w, const struct pd_pprof_profile *p,
+                          const struct pd_pprof_profile *whole, int svg);
+
 #endif

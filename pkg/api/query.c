@@ -108,10 +108,22 @@ out:
 /* ---- loading profiles -------------------------------------------------------- */
 
 enum { MODE_SINGLE, MODE_MERGE, MODE_DIFF };
-enum { REPORT_META, REPORT_TOP, REPORT_FLAME, REPORT_PROTO, REPORT_TAGS, REPORT_FOLDED, REPORT_SPEEDSCOPE };
+enum {
+	REPORT_META,
+	REPORT_TOP,
+	REPORT_FLAME,
+	REPORT_PROTO,
+	REPORT_TAGS,
+	REPORT_FOLDED,
+	REPORT_SPEEDSCOPE,
+	REPORT_DOT,
+	REPORT_SVG
+};
 
 /* Reports that answer a file, not JSON: one profile only, 204 when none. */
 #define FILE_REPORT(r) ((r) == REPORT_PROTO || (r) == REPORT_FOLDED || (r) == REPORT_SPEEDSCOPE)
+/* Reports that answer with one document, not JSON, so cannot be grouped. */
+#define ONE_DOCUMENT(r) (FILE_REPORT(r) || (r) == REPORT_DOT || (r) == REPORT_SVG)
 
 /* One side of a query: a single profile or a merge. */
 struct side {
@@ -911,6 +923,10 @@ static void one_report(struct api_req *r, struct api_resp *w, int report,
 		api_report_export(w, report == REPORT_SPEEDSCOPE, p, idx, name);
 		break;
 	}
+	case REPORT_DOT:
+	case REPORT_SVG:
+		api_report_callgraph(r, w, p, whole, report == REPORT_SVG);
+		break;
 	}
 }
 
@@ -1223,7 +1239,7 @@ void api_query(struct api_req *r, struct api_resp *w)
 {
 	static const char *const modes[] = {"single", "merge", "diff"};
 	static const char *const reports[] = {"meta",  "top",    "flamegraph", "proto",
-	                                      "tags", "folded", "speedscope"};
+	                                      "tags", "folded", "speedscope", "dot", "svg"};
 	struct pd_api_server *s = r->srv;
 	struct side sides[2];
 	struct pd_pprof_profile *diff = NULL, *focused = NULL;
@@ -1233,7 +1249,7 @@ void api_query(struct api_req *r, struct api_resp *w)
 	memset(sides, 0, sizeof(sides));
 	size_t nsides = 0;
 	int mode = lookup(api_param(r, "mode"), modes, 3, MODE_SINGLE);
-	int report = lookup(api_param(r, "report"), reports, 7, REPORT_META);
+	int report = lookup(api_param(r, "report"), reports, 9, REPORT_META);
 	const char *group_key = api_param(r, "group_by_sample_label");
 	uint64_t limit, maxp, max_groups, max_series_groups;
 	int64_t min_total;
@@ -1246,7 +1262,7 @@ void api_query(struct api_req *r, struct api_resp *w)
 	if (report < 0) {
 		api_bad_param(w, "report",
 		              "unknown report \"%s\": use meta, top, flamegraph, tags, proto, "
-		              "folded or speedscope",
+		              "folded, speedscope, dot or svg",
 		              api_param(r, "report"));
 		return;
 	}
@@ -1274,14 +1290,14 @@ void api_query(struct api_req *r, struct api_resp *w)
 		    "groups are made of one profile or a merge: use mode=single or merge");
 		return;
 	}
-	if (report >= REPORT_FOLDED && mode == MODE_DIFF) {
+	if ((report == REPORT_FOLDED || report == REPORT_SPEEDSCOPE) && mode == MODE_DIFF) {
 		api_bad_param(w, "report",
 		              "report=%s shows amounts, and a diff's values are changes: use "
 		              "top, flamegraph or proto for a diff",
 		              reports[report]);
 		return;
 	}
-	if (group_key && FILE_REPORT(report)) {
+	if (group_key && ONE_DOCUMENT(report)) {
 		api_bad_param(
 		    w, "group_by_sample_label",
 		    "report=%s returns one file: use meta, top, flamegraph or tags, or "
@@ -1297,7 +1313,7 @@ void api_query(struct api_req *r, struct api_resp *w)
 		              "mode=merge (and narrow the selector for a single profile)");
 		goto out;
 	}
-	if (gb.n && FILE_REPORT(report)) {
+	if (gb.n && ONE_DOCUMENT(report)) {
 		api_bad_param(w, "group_by",
 		              "report=%s returns one file: use meta, top, flamegraph or tags, "
 		              "or a selector on the group's labels for one group's profile",
