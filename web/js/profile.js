@@ -9,6 +9,7 @@ import { FlameView, combineDiff, findPath, pathsTo, escapeRegExp } from './flame
 import { TopTable } from './top.js';
 import { SandwichView, collapseRuntime, flameOptions, storedOrient } from './sandwich.js';
 import { ExportMenu } from './export.js';
+import { CallGraphView } from './callgraph.js';
 import { quoteLabelValue, isBareMetricName } from './timeline.js';
 import { splitSelector } from './chart.js';
 
@@ -208,7 +209,7 @@ export function describe(meta, req, nowMs = Date.now()) {
 // ---------------------------------------------------------------------------------
 // The view (browser only)
 
-const LAYOUTS = [['both', 'Both'], ['flame', 'Flame graph'], ['top', 'Top']];
+const LAYOUTS = [['both', 'Both'], ['flame', 'Flame graph'], ['top', 'Top'], ['graph', 'Graph']];
 const LAYOUT_KEY = 'profd.profile.layout';
 
 function ensureStylesheet() {
@@ -289,7 +290,8 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
   const msg = h('div', { class: 'pf-msg', role: 'alert', hidden: true });
   const topPane = h('div', { class: 'pf-pane pf-pane-top' });
   const flamePane = h('div', { class: 'pf-pane pf-pane-flame' });
-  const body = h('div', { class: 'pf-body', 'data-layout': layout }, topPane, flamePane);
+  const graphPane = h('div', { class: 'pf-pane pf-pane-graph' });
+  const body = h('div', { class: 'pf-body', 'data-layout': layout }, topPane, flamePane, graphPane);
   root.append(head, warn, msg, groupList, body);
   container.append(root);
 
@@ -329,6 +331,18 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
   exportMenu.opts.flame = flame;
   top.setView(view);
   flame.setSearch(view.search || '');
+  // the call graph: a click on a function focuses it as a top-table row click does
+  const graph = new CallGraphView(graphPane, {
+    onFocus(name) {
+      const search = '^' + escapeRegExp(name) + '$';
+      view.focus = name;
+      view.search = search;
+      flame.setSearch(search);
+      applyFocus();
+      onView({ focus: name, search });
+    },
+  });
+  const showGraph = () => graph.show(apiUrl('query', { ...base, report: 'svg', sample_index: sampleType || undefined }), layout === 'graph');
 
   // --- the flame graph's options and the sandwich (view.orient, view.runtime, view.pivot)
   let sandwich = null;
@@ -512,6 +526,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     } catch (e) { /* private mode */ }
     flame.relayout();
     if (sandwich) sandwich.relayout();
+    showGraph();
   }
   layoutBar.addEventListener('click', (e) => {
     const b = e.target.closest('button[data-layout]');
@@ -559,6 +574,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     flame.setZoom(path);
     const zp = flame.layout.zoomPath || [];
     top.setFocus(zp.length ? zp[zp.length - 1] : f.includes(';') ? '' : f);
+    graph.setFocus(zp.length ? zp[zp.length - 1] : f.includes(';') ? '' : f);
   }
 
   function setRootState() {
@@ -637,6 +653,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     flame.setState('loading');
     top.setState('loading');
     setRootState();
+    showGraph();
 
     const topP = apiGet('query', { ...base, report: 'top', sample_index: si }, signal)
       .then(({ data, warnings: ws }) => {
@@ -773,6 +790,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
       if (sandwich) sandwich.destroy();
       top.destroy();
       exportMenu.destroy();
+      graph.destroy();
       root.remove();
     },
   };
