@@ -27,11 +27,13 @@ FROM debian:bookworm-slim
 # libc6 comes with the base image; libgcc-s1 is loaded by backtrace() for profd's own
 # CPU and heap profiles; ca-certificates lets profd scrape https targets; libre2-9
 # (regexes) is C++, so profd links libstdc++6 too; libcrypt1 checks the web
-# configuration's bcrypt hashes; libc-ares2 resolves dns_sd_configs.
+# configuration's bcrypt hashes; libc-ares2 resolves dns_sd_configs; libgvc6 (with
+# libcgraph6, libcdt5, libpathplan4, libltdl7 and libexpat1) lays out report=svg's
+# call graphs.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       ca-certificates libc-ares2 libcrypt1 libcurl4 libgcc-s1 libmicrohttpd12 libprotobuf-c1 libre2-9 libssl3 libstdc++6 \
-      libyaml-0-2 libzstd1 zlib1g \
+      libyaml-0-2 libzstd1 zlib1g libgvc6 libcgraph6 libcdt5 libpathplan4 libltdl7 libexpat1 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 profd \
  && useradd --system --uid 10001 --gid profd --home-dir /data --no-create-home --shell /usr/sbin/nologin profd \
