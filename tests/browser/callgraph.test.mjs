@@ -136,6 +136,15 @@ step('01-api', [], async () => {
   assert.equal(svg.headers.get('content-type'), 'image/svg+xml');
   const text = await svg.text();
   assert.match(text, /<svg[\s\S]*<\/svg>\s*$/);
+  // well-formed XML, an <svg> document, with a box per function
+  const parsed = await page.evaluate((t) => {
+    const d = new DOMParser().parseFromString(t, 'image/svg+xml');
+    return { error: d.querySelector('parsererror')?.textContent || '', root: d.documentElement.nodeName,
+      boxes: d.querySelectorAll('g.node').length };
+  }, text);
+  assert.equal(parsed.error, '', 'the SVG parses as XML');
+  assert.equal(parsed.root, 'svg');
+  assert.equal(parsed.boxes, expected.length + 1, 'a box per function, and the legend');
   const esc = (s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
   for (const n of expected) assert.ok(text.includes(esc(n)), `the SVG names ${n}`);
 
