@@ -145,17 +145,16 @@ int pd_pprof_graph_dot(const struct pd_pprof_graph *g, const char *title,
 {
 	char v1[64], v2[64], p1[32], p2[32], c1[16], c2[16];
 	const char *unit = g->unit ? g->unit : "";
-	int64_t minv = 0, maxv = 0;
+	/* pprof's unit: that of the smallest node value, against the report's total */
+	int64_t minv = 0;
 	for (size_t i = 0; i < g->nnodes; i++) {
 		int64_t lo = abs_sat(g->nodes[i].flat);
 		if (!lo)
 			lo = abs_sat(g->nodes[i].cum);
 		if (lo && (!minv || lo < minv))
 			minv = lo;
-		if (abs_sat(g->nodes[i].cum) > maxv)
-			maxv = abs_sat(g->nodes[i].cum);
 	}
-	const char *ou = g->nnodes ? pd_pprof_pick_unit(minv, maxv, unit) : unit;
+	const char *ou = g->nnodes ? pd_pprof_pick_unit(minv, g->total, unit) : unit;
 #define FMT(v, o) pd_pprof_format_value_in((v), unit, ou, (o), sizeof(o))
 	int rc = pd_buf_printf(b, "digraph \"%s\" {\nnode [style=filled fillcolor=\"#f8f8f8\"]\n",
 	                       title && *title ? title : "unnamed");
