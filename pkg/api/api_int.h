@@ -430,5 +430,9 @@ int64_t api_now_ms(void);
  * whole's total (the profile before tag filters). */
 void api_report_callgraph(struct api_req *r, struct api_resp *w, const struct pd_pprof_profile *p,
                           const struct pd_pprof_profile *whole, int svg);
+struct pd_pprof_graph_opts;
+/* Parses nodecount, nodefraction and edgefraction into *o; -1 (with a 400 set)
+ * when one is bad. */
+int api_callgraph_params(const struct api_req *r, struct api_resp *w, struct pd_pprof_graph_opts *o);
 
 #endif

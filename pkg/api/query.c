@@ -1273,6 +1273,11 @@ void api_query(struct api_req *r, struct api_resp *w)
 	    api_uint_param(r, w, "sample_group_limit", DEFAULT_SAMPLE_GROUPS, &max_groups) ||
 	    api_uint_param(r, w, "group_limit", DEFAULT_SERIES_GROUPS, &max_series_groups))
 		return;
+	if (report == REPORT_DOT || report == REPORT_SVG) {
+		struct pd_pprof_graph_opts go;
+		if (api_callgraph_params(r, w, &go))
+			return;
+	}
 	if (max_groups == 0 || max_groups > MAX_SAMPLE_GROUPS) {
 		api_bad_param(w, "sample_group_limit", "must be between 1 and %d",
 		              MAX_SAMPLE_GROUPS);

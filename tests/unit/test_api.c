@@ -824,6 +824,55 @@ static void test_meta_and_flamegraph(void **state)
 	jv_free(v);
 }
 
+/* report=dot and report=svg: the call graph as DOT text, and laid out as an SVG
+ * document naming every function of the DOT; bad cuts are 400s naming the parameter. */
+static void test_callgraph_reports(void **state)
+{
+	(void)state;
+	struct http d, v;
+	get(build("/api/v1/query", "query", "heap", "time", ms(heap_t[2]), "report", "dot", NULL), &d);
+	assert_int_equal(d.status, 200);
+	assert_string_equal(d.ctype, "text/vnd.graphviz; charset=utf-8");
+	assert_non_null(strstr(d.body, "digraph \""));
+	get(build("/api/v1/query", "query", "heap", "time", ms(heap_t[2]), "report", "svg", NULL), &v);
+	assert_int_equal(v.status, 200);
+	assert_string_equal(v.ctype, "image/svg+xml");
+	assert_non_null(strstr(v.body, "<svg"));
+	assert_non_null(strstr(v.body, "</svg>"));
+	/* every function box of the DOT is in the SVG, under its name */
+	size_t nodes = 0;
+	for (const char *l = d.body; (l = strstr(l, "\nN")) != NULL; l++) {
+		const char *t = strstr(l, " tooltip=\"");
+		const char *nl = strchr(l + 1, '\n');
+		if (l[2] < '1' || l[2] > '9' || strstr(l, " -> ") == l + 1 + strcspn(l + 1, " ") || !t ||
+		    (nl && t > nl))
+			continue;
+		t += 10;
+		const char *end = strstr(t, " (");
+		assert_non_null(end);
+		char name[512];
+		snprintf(name, sizeof(name), "%.*s", (int)(end - t), t);
+		if (!strchr(name, '&') && !strchr(name, '<') && !strchr(name, '>') && !strchr(name, '"') &&
+		    !strstr(v.body, name))
+			fail_msg("the SVG does not name %s", name);
+		nodes++;
+	}
+	assert_true(nodes > 3);
+	http_free(&d);
+	http_free(&v);
+	expect_bad(build("/api/v1/query", "query", "heap", "report", "svg", "nodecount", "0", NULL),
+	           "nodecount");
+	expect_bad(build("/api/v1/query", "query", "heap", "report", "dot", "nodecount", "1001", NULL),
+	           "nodecount");
+	expect_bad(build("/api/v1/query", "query", "heap", "report", "dot", "edgefraction", "2", NULL),
+	           "edgefraction");
+	expect_bad(build("/api/v1/query", "query", "heap", "report", "svg", "nodefraction", "x", NULL),
+	           "nodefraction");
+	expect_bad(build("/api/v1/query", "query", "heap", "report", "svg", "mode", "merge",
+	                 "group_by", "instance", NULL),
+	           "group_by");
+}
+
 static void test_proto(void **state)
 {
 	(void)state;
@@ -1201,7 +1250,7 @@ static void test_bad_parameters(void **state)
 	    build("/api/v1/query_range", "query", "heap", "start", "0", "end", "2764800", NULL),
 	    "end");
 	expect_bad(build("/api/v1/query_range", "query", "heap", "limit", "-1", NULL), "limit");
-	expect_bad(build("/api/v1/query", "query", "heap", "report", "svg", NULL), "report");
+	expect_bad(build("/api/v1/query", "query", "heap", "report", "pdf", NULL), "report");
 	expect_bad(build("/api/v1/query", "query", "heap", "mode", "sum", NULL), "mode");
 	expect_bad(build("/api/v1/query", "query", "heap", "time", "x", NULL), "time");
 	expect_bad(build("/api/v1/query", "query", "heap", "lookback", "5x", NULL), "lookback");
@@ -2042,6 +2091,7 @@ int main(void)
 	    cmocka_unit_test(test_meta_and_flamegraph),
 	    cmocka_unit_test(test_proto),
 	    cmocka_unit_test(test_exports),
+	    cmocka_unit_test(test_callgraph_reports),
 	    cmocka_unit_test(test_merge),
 	    cmocka_unit_test(test_group_by),
 	    cmocka_unit_test(test_diff),
