@@ -636,6 +636,7 @@ static int finish(struct ctx *c, struct build *b, const uint32_t *order, size_t 
 		return PD_ENOMEM;
 	}
 	g->shown = 0;
+	memset(pos, 0xff, nn * sizeof(*pos));
 	for (size_t i = 0; i < norder; i++) {
 		uint32_t n = order[i];
 		pos[n] = (uint32_t)i;
@@ -644,8 +645,11 @@ static int finish(struct ctx *c, struct build *b, const uint32_t *order, size_t 
 	}
 	g->nnodes = norder;
 	size_t ne = 0;
+	/* an edge to a function whose values cancelled out (a diff) has no box to go to:
+	 * pprof draws it to a box "N0" that does not exist; it is left out here */
 	for (size_t i = 0; i < b->nedges; i++)
-		if (b->edges[i].alive)
+		if (b->edges[i].alive && pos[b->edges[i].from] != UINT32_MAX &&
+		    pos[b->edges[i].to] != UINT32_MAX)
 			eidx[ne++] = (uint32_t)i;
 	sort_edges(c, b, eidx, ne);
 	g->edges = calloc(ne ? ne : 1, sizeof(*g->edges));
