@@ -231,7 +231,9 @@ if grep -rqE '\bbacktrace\(' "$src/pkg" "$src/cmd"; then
 	sonames+=$'\n'libgcc_s.so.1
 fi
 for so in $sonames; do
-	path=$(ldconfig -p | awk -v l="$so" '$1 == l { print $NF; exit }')
+	# awk reads all of ldconfig's output: exiting at the first match could kill
+	# ldconfig with SIGPIPE, and pipefail would then end this script without a word
+	path=$(ldconfig -p | awk -v l="$so" '$1 == l && p == "" { p = $NF } END { print p }')
 	[ -n "$path" ] || fail "dlopen'd $so is not installed on this machine"
 	check_lib "$so (dlopen)" "$path"
 done
