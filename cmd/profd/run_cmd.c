@@ -15,6 +15,7 @@
 
 #include "cmd.h"
 #include "profd/api.h"
+#include "profd/clickhouse.h"
 #include "profd/config.h"
 #include "profd/discovery.h"
 #include "profd/scrape.h"
@@ -45,6 +46,10 @@ struct run_flags {
 	const char *query_max_samples;
 	const char *query_lookback_delta;
 	const char *dns_server; /* "": the servers of /etc/resolv.conf */
+	const char *ch_url;     /* "": the local store; else profiles go to ClickHouse */
+	const char *ch_database;
+	const char *ch_credentials_file;
+	const char *ch_cluster; /* "": one server (or tables made by hand) */
 };
 
 static void usage(FILE *f)
@@ -100,6 +105,18 @@ static void usage(FILE *f)
 		"  --discovery.dns.server=IP:PORT      send every dns_sd_configs query to this DNS\n"
 		"                                      server instead of those of /etc/resolv.conf\n"
 		"                                      (a profd addition; default: resolv.conf)\n"
+		"  --storage.clickhouse.url=URL        keep profiles in ClickHouse, at the URL of its\n"
+		"                                      HTTP interface (http://HOST:8123/), instead\n"
+		"                                      of the local blocks (docs/scale-out.md)\n"
+		"  --storage.clickhouse.database=NAME  ClickHouse database of profd's tables\n"
+		"                                      (default profd)\n"
+		"  --storage.clickhouse.credentials-file=FILE\n"
+		"                                      ClickHouse user on the first line, password\n"
+		"                                      on the second (default: user default, no\n"
+		"                                      password)\n"
+		"  --storage.clickhouse.cluster=NAME   create the tables on every node of this\n"
+		"                                      ClickHouse cluster, with Distributed tables\n"
+		"                                      over them\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 }
@@ -150,7 +167,8 @@ static int bool_flag(const char *a, size_t nl, const char *v, struct run_flags *
 static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
 	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
-				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m", ""};
+				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m", "",
+				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", ""};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -184,6 +202,14 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 #define IS(x) (nl == strlen(x) && strncmp(a, x, nl) == 0)
 		if (IS("--config.file"))
 			f->config_file = v;
+		else if (IS("--storage.clickhouse.url"))
+			f->ch_url = v;
+		else if (IS("--storage.clickhouse.database"))
+			f->ch_database = v;
+		else if (IS("--storage.clickhouse.credentials-file"))
+			f->ch_credentials_file = v;
+		else if (IS("--storage.clickhouse.cluster"))
+			f->ch_cluster = v;
 		else if (IS("--storage.tsdb.path"))
 			f->storage_path = v;
 		else if (IS("--web.listen-address"))
@@ -237,6 +263,7 @@ struct daemon {
 	int quit;               /* POST /-/quit was answered (atomic) */
 	const char *config_file;
 	struct pd_config *cfg;
+	struct pd_clickhouse *ch; /* NULL: the local store only */
 	struct pd_tsdb *db;
 	struct pd_scrape_manager *scrape;
 	struct pd_discovery_manager *disc;
@@ -557,6 +584,25 @@ int pd_cmd_run(int argc, char **argv)
 	}
 	for (size_t i = 0; i < d.cfg->nwarnings; i++)
 		pd_log_warn("config", "configuration warning", "warning=%s", d.cfg->warnings[i]);
+	if (f.ch_url[0]) {
+		/* the schema is created (or migrated) before anything is scraped */
+		struct pd_clickhouse_opts co = {
+		    .url = f.ch_url,
+		    .database = f.ch_database,
+		    .credentials_file = f.ch_credentials_file[0] ? f.ch_credentials_file : NULL,
+		    .cluster = f.ch_cluster[0] ? f.ch_cluster : NULL,
+		};
+		if (pd_clickhouse_create(&d.ch, &co, &err) ||
+		    pd_clickhouse_schema_create(d.ch, &err)) {
+			pd_log_error("clickhouse", "ClickHouse is not usable", "url=%s err=%s",
+			             f.ch_url, err.msg);
+			goto out;
+		}
+		o.clickhouse = d.ch;
+		pd_log_info("clickhouse", "profiles are kept in ClickHouse",
+		            "url=%s database=%s cluster=%s", f.ch_url,
+		            pd_clickhouse_database(d.ch), f.ch_cluster);
+	}
 	if (pd_tsdb_open(&d.db, f.storage_path, &o, &err)) {
 		pd_log_error("tsdb", "opening the store failed", "err=%s", err.msg);
 		goto out;
@@ -591,7 +637,9 @@ int pd_cmd_run(int argc, char **argv)
 			    "web.read-header-timeout", "web.read-timeout", "web.config.file",
 			    "web.enable-lifecycle", "web.enable-push", "web.external-url",
 			    "web.route-prefix", "web.enable-admin-api", "query.timeout",
-			    "query.max-samples", "query.lookback-delta", "discovery.dns.server"};
+			    "query.max-samples", "query.lookback-delta", "discovery.dns.server",
+			    "storage.clickhouse.url", "storage.clickhouse.database",
+			    "storage.clickhouse.credentials-file", "storage.clickhouse.cluster"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -599,7 +647,8 @@ int pd_cmd_run(int argc, char **argv)
 			    f.enable_lifecycle ? "true" : "false", f.enable_push ? "true" : "false",
 			    external_url, route_prefix, f.enable_admin_api ? "true" : "false",
 			    f.query_timeout, f.query_max_samples, f.query_lookback_delta,
-			    f.dns_server};
+			    f.dns_server, f.ch_url, f.ch_database, f.ch_credentials_file,
+			    f.ch_cluster};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -701,6 +750,7 @@ out:
 	pd_discovery_manager_destroy(d.disc);
 	pd_scrape_manager_destroy(d.scrape);
 	pd_tsdb_close(d.db);
+	pd_clickhouse_destroy(d.ch); /* after the store, which borrows it */
 	pd_config_destroy(d.cfg);
 	pthread_mutex_destroy(&d.cfg_mu);
 	free(external_url);

@@ -40,6 +40,11 @@ struct pd_clickhouse_opts {
 	long timeout_ms;     /* 0: PD_CLICKHOUSE_DEFAULT_TIMEOUT_MS */
 	size_t max_response; /* 0: PD_CLICKHOUSE_DEFAULT_MAX_RESPONSE */
 	int no_compress;     /* non-zero: send request bodies uncompressed */
+	/* Name of a cluster in ClickHouse's remote_servers; NULL: one server. With it
+	 * every table is created ON CLUSTER as NAME_local on each node, with a
+	 * Distributed table of the plain name over them (docs/scale-out.md). Must
+	 * match [A-Za-z_][A-Za-z0-9_]*. */
+	const char *cluster;
 };
 
 struct pd_clickhouse;
@@ -51,6 +56,8 @@ int pd_clickhouse_create(struct pd_clickhouse **out, const struct pd_clickhouse_
 void pd_clickhouse_destroy(struct pd_clickhouse *c);
 /* The database name (borrowed from c). */
 const char *pd_clickhouse_database(const struct pd_clickhouse *c);
+/* The cluster name (borrowed from c), or NULL for one server. */
+const char *pd_clickhouse_cluster(const struct pd_clickhouse *c);
 
 /* Runs one statement. With data (len bytes, only read), sql goes in the URL and
  * data is the body (an INSERT ... FORMAT X); otherwise sql is the body. The

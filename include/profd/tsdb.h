@@ -42,6 +42,11 @@ struct pd_tsdb_opts {
 				     * replayed but not opened for writing, appends fail */
 	int wal_sync;               /* 0: fsync every commit; 1: never */
 	size_t wal_segment_size;    /* 0: 128 MiB */
+	/* Borrowed (must outlive the store); NULL: the local blocks. When set, the
+	 * profiles are kept in ClickHouse (docs/scale-out.md): the WAL in dir is the
+	 * point of acknowledgement and the spool of what ClickHouse has not taken
+	 * yet, and queries read ClickHouse. */
+	struct pd_clickhouse *clickhouse;
 };
 
 /* Fills o with the defaults. */

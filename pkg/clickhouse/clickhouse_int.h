@@ -7,6 +7,7 @@
 struct pd_clickhouse {
 	char *url;      /* without a trailing '/' */
 	char *database;
+	char *cluster;  /* NULL: one server */
 	char *user;     /* NULL: no credentials */
 	char *password;
 	long timeout_ms;

@@ -68,12 +68,17 @@ int pd_clickhouse_create(struct pd_clickhouse **out, const struct pd_clickhouse_
 		return pd_err_set(err, PD_EINVAL,
 				  "clickhouse database \"%s\": want letters, digits and _, not starting with a digit",
 				  db);
+	if (o->cluster && !valid_ident(o->cluster))
+		return pd_err_set(err, PD_EINVAL,
+				  "clickhouse cluster \"%s\": want letters, digits and _, not starting with a digit",
+				  o->cluster);
 	struct pd_clickhouse *c = calloc(1, sizeof(*c));
 	if (!c)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	c->url = strdup(o->url);
 	c->database = strdup(db);
-	if (!c->url || !c->database) {
+	c->cluster = o->cluster ? strdup(o->cluster) : NULL;
+	if (!c->url || !c->database || (o->cluster && !c->cluster)) {
 		pd_clickhouse_destroy(c);
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
@@ -101,6 +106,7 @@ void pd_clickhouse_destroy(struct pd_clickhouse *c)
 		return;
 	free(c->url);
 	free(c->database);
+	free(c->cluster);
 	if (c->password)
 		memset(c->password, 0, strlen(c->password));
 	free(c->user);
@@ -111,6 +117,11 @@ void pd_clickhouse_destroy(struct pd_clickhouse *c)
 const char *pd_clickhouse_database(const struct pd_clickhouse *c)
 {
 	return c->database;
+}
+
+const char *pd_clickhouse_cluster(const struct pd_clickhouse *c)
+{
+	return c->cluster;
 }
 
 struct sink {
