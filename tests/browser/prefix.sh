@@ -49,9 +49,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 export HOME=${HOME:-$tmp}
 fail() { echo "FAIL: $*"; exit 1; }
-# waits up to 10 s for a file to be non-empty
+# waits up to 60 s for a file to be non-empty
 wait_file() {
-	for _ in $(seq 100); do [ -s "$1" ] && return 0; sleep 0.1; done
+	local deadline=$((SECONDS + 60))
+	while [ "$SECONDS" -lt "$deadline" ]; do [ -s "$1" ] && return 0; sleep 0.1; done
 	return 1
 }
 
@@ -90,8 +91,9 @@ timeout -k 10 "$limit" "$profd" run --config.file="$tmp/profd.yml" --storage.tsd
 	--web.listen-address=127.0.0.1:0 --web.external-url="$proxy/profd/" "${uidir[@]}" 2>"$tmp/profd.log" &
 pids+=($!)
 port=
-for _ in $(seq 100); do
-	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log" | head -1)
+deadline=$((SECONDS + 60))
+while [ "$SECONDS" -lt "$deadline" ]; do
+	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log" 2>/dev/null | head -1 || true)
 	[ -n "$port" ] && break
 	kill -0 "${pids[2]}" 2>/dev/null || break
 	sleep 0.1
@@ -101,12 +103,13 @@ echo "127.0.0.1:$port" >"$tmp/upstream"
 
 # a few scrapes, so that the timeline has marks to click
 n=0
-for _ in $(seq 100); do
+deadline=$((SECONDS + 60))
+while [ "$SECONDS" -lt "$deadline" ]; do
 	n=$(grep -c '^/debug/pprof/heap ' "$tmp/served" || true)
 	[ "$n" -ge 3 ] && break
 	sleep 0.1
 done
-[ "$n" -ge 3 ] || fail "only $n heap scrapes after 10 s"
+[ "$n" -ge 3 ] || fail "only $n heap scrapes after 60 s"
 
 PD_PROXY=$proxy PD_DIRECT="http://127.0.0.1:$port" PD_OUTSIDE_LOG=$tmp/outside.log CHROMIUM=$chromium \
 	PD_SCREENSHOTS=$out/browser-screenshots \

@@ -69,7 +69,8 @@ g=$data/profiles/goapp
 timeout -k 10 "$limit" "$serve" "$tmp/addr" "$tmp/served" "/debug/pprof/heap=$g/heap.pb.gz,$g/heap-2.pb.gz,$g/heap-3.pb.gz" \
 	"/debug/pprof/goroutine=$g/goroutine.pb.gz" &
 pids+=($!)
-for _ in $(seq 50); do [ -s "$tmp/addr" ] && break; sleep 0.1; done
+deadline=$((SECONDS + 60))
+while [ "$SECONDS" -lt "$deadline" ]; do [ -s "$tmp/addr" ] && break; sleep 0.1; done
 [ -s "$tmp/addr" ] || fail "serve_profiles did not start"
 addr=$(cat "$tmp/addr")
 
@@ -101,8 +102,9 @@ timeout -k 10 "$limit" "$profd" run --config.file="$tmp/profd.yml" --storage.tsd
 	--web.listen-address=127.0.0.1:0 "${uidir[@]}" 2>"$tmp/profd.log" &
 pids+=($!)
 port=
-for _ in $(seq 100); do
-	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log" | head -1)
+deadline=$((SECONDS + 60))
+while [ "$SECONDS" -lt "$deadline" ]; do
+	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log" 2>/dev/null | head -1 || true)
 	[ -n "$port" ] && break
 	kill -0 "${pids[1]}" 2>/dev/null || break
 	sleep 0.1
@@ -111,12 +113,13 @@ done
 url="http://127.0.0.1:$port"
 
 # a few scrapes, so that the timeline has marks to click
-for _ in $(seq 100); do
+deadline=$((SECONDS + 60))
+while [ "$SECONDS" -lt "$deadline" ]; do
 	n=$(grep -c '^/debug/pprof/heap ' "$tmp/served" || true)
 	[ "$n" -ge 5 ] && break
 	sleep 0.1
 done
-[ "$n" -ge 5 ] || fail "only $n heap scrapes after 10 s"
+[ "$n" -ge 5 ] || fail "only $n heap scrapes after 60 s"
 sleep 0.5
 
 PD_URL=$url PD_SERVED_LOG=$tmp/served PD_TMP=$tmp PD_PROFD=$profd CHROMIUM=$chromium \

@@ -111,7 +111,7 @@ pid=$!
 deadline=$((SECONDS + 60))
 port=""
 until [ -n "$port" ]; do
-	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log" | head -1)
+	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log" 2>/dev/null | head -1 || true)
 	[ -n "$port" ] && break
 	kill -0 "$pid" 2>/dev/null || die "profd exited"
 	[ "$SECONDS" -lt "$deadline" ] || die "profd did not start (waited 60 s)"

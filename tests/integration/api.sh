@@ -59,7 +59,7 @@ EOC
 	--web.listen-address=127.0.0.1:0 2>"$tmp/profd.log" &
 pids+=($!)
 listening() {
-	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log" | head -1)
+	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log" 2>/dev/null | head -1 || true)
 	[ -n "$port" ]
 }
 wait_for 60 "profd did not start" listening

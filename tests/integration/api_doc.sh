@@ -63,7 +63,7 @@ timeout 300 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tm
 	2>"$tmp/profd.log" &
 pids+=($!)
 listening() {
-	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log" | head -1)
+	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log" 2>/dev/null | head -1 || true)
 	[ -n "$port" ]
 }
 wait_for 60 "profd did not start" listening

@@ -86,7 +86,7 @@ start() {
 	api="http://127.0.0.1:$port"
 }
 listening() {
-	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log.cur" | head -1)
+	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log.cur" 2>/dev/null | head -1 || true)
 	[ -n "$port" ]
 }
 start

@@ -117,7 +117,7 @@ profd_pid=$!
 pids+=($profd_pid)
 port=
 for _ in $(seq 300); do
-	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log" | head -1)
+	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log" 2>/dev/null | head -1 || true)
 	[ -n "$port" ] && break
 	sleep 0.1
 done
@@ -125,7 +125,7 @@ done
 api="http://127.0.0.1:$port"
 ref_port=
 for _ in $(seq 300); do
-	ref_port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/ref.log" | head -1)
+	ref_port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/ref.log" 2>/dev/null | head -1 || true)
 	[ -n "$ref_port" ] && break
 	sleep 0.1
 done

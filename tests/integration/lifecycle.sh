@@ -36,7 +36,7 @@ wait_for() {
 	done
 }
 listening() {
-	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$log" | head -1)
+	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$log" 2>/dev/null | head -1 || true)
 	[ -n "$port" ]
 }
 gone() { ! kill -0 "$profd_pid" 2>/dev/null; }

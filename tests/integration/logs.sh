@@ -40,9 +40,9 @@ start() {
 	profd_pid=$!
 	pids+=("$profd_pid")
 	if [ "$1" = json ]; then
-		listening() { port=$(sed -n 's/.*"msg":"listening".*"port":"\([0-9]*\)".*/\1/p' "$log" | head -1); [ -n "$port" ]; }
+		listening() { port=$(sed -n 's/.*"msg":"listening".*"port":"\([0-9]*\)".*/\1/p' "$log" 2>/dev/null | head -1 || true); [ -n "$port" ]; }
 	else
-		listening() { port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$log" | head -1); [ -n "$port" ]; }
+		listening() { port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$log" 2>/dev/null | head -1 || true); [ -n "$port" ]; }
 	fi
 	wait_for 60 "profd did not start listening" listening
 	addr=127.0.0.1:$port

@@ -55,7 +55,7 @@ echo 'scrape_configs: []' >"$tmp/profd.yml"
 	--query.max-samples=50000 >"$tmp/profd.log" 2>&1 &
 pids+=($!)
 listening() {
-	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log" | head -1)
+	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd.log" 2>/dev/null | head -1 || true)
 	[ -n "$port" ]
 }
 wait_for 60 "profd did not start" listening

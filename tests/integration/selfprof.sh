@@ -44,7 +44,7 @@ start() {
 		--web.listen-address=127.0.0.1:0 "$@" 2>"$tmp/$name.log" &
 	pids+=($!)
 	for _ in $(seq 100); do
-		port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/$name.log" | head -1)
+		port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/$name.log" 2>/dev/null | head -1 || true)
 		[ -n "$port" ] && break
 		sleep 0.1
 	done

@@ -104,7 +104,7 @@ rc=0
 profd_pid=$!
 pids+=($profd_pid)
 listening() {
-	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\) tls=on.*/\1/p' profd.log | head -1)
+	port=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\) tls=on.*/\1/p' profd.log 2>/dev/null | head -1 || true)
 	[ -n "$port" ]
 }
 wait_for 60 "profd did not start listening with TLS" listening
@@ -297,7 +297,7 @@ grep -q 'hardened/web.yml SUCCESS' check.txt || fail "check web-config: $(cat ch
 	--no-web.enable-push --storage.tsdb.path=../hardened-data --web.listen-address=127.0.0.1:0 \
 	2>../hardened.log) &
 pids+=($!)
-hport() { hport=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\) tls=on.*/\1/p' hardened.log | head -1); [ -n "$hport" ]; }
+hport() { hport=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\) tls=on.*/\1/p' hardened.log 2>/dev/null | head -1 || true); [ -n "$hport" ]; }
 wait_for 60 "the hardened example did not start with TLS" hport
 h=(--cacert hardened/tls/ca.crt --cert hardened/tls/client.crt --key hardened/tls/client.key)
 [ "$(code "${h[@]}" -u prometheus:change-me-now "https://localhost:$hport/api/v1/targets")" = 200 ] ||
