@@ -50,6 +50,7 @@ struct run_flags {
 	const char *ch_database;
 	const char *ch_credentials_file;
 	const char *ch_cluster; /* "": one server (or tables made by hand) */
+	const char *ch_spool_max; /* size of the spool of profiles ClickHouse has not taken */
 };
 
 static void usage(FILE *f)
@@ -117,6 +118,10 @@ static void usage(FILE *f)
 		"  --storage.clickhouse.cluster=NAME   create the tables on every node of this\n"
 		"                                      ClickHouse cluster, with Distributed tables\n"
 		"                                      over them\n"
+		"  --storage.clickhouse.spool.max-size=SIZE\n"
+		"                                      most bytes of profiles kept in the WAL\n"
+		"                                      while ClickHouse has not taken them; past\n"
+		"                                      it new profiles are refused (default 1GB)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 }
@@ -168,7 +173,7 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
 	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
 				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m", "",
-				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", ""};
+				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB"};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -210,6 +215,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->ch_credentials_file = v;
 		else if (IS("--storage.clickhouse.cluster"))
 			f->ch_cluster = v;
+		else if (IS("--storage.clickhouse.spool.max-size"))
+			f->ch_spool_max = v;
 		else if (IS("--storage.tsdb.path"))
 			f->storage_path = v;
 		else if (IS("--web.listen-address"))
@@ -517,6 +524,12 @@ int pd_cmd_run(int argc, char **argv)
 	if (o.retention_ms == 0)
 		o.retention_ms = -1; /* 0 means forever, as in Prometheus */
 	o.retention_bytes = (uint64_t)size;
+	if (pd_config_parse_size(f.ch_spool_max, &size, &err) || size <= 0) {
+		fprintf(stderr, "profd run: --storage.clickhouse.spool.max-size: %s\n",
+			size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
+		return 2;
+	}
+	o.clickhouse_spool_max = (uint64_t)size;
 	if (strcmp(f.value_encoding, "1") != 0 && strcmp(f.value_encoding, "2") != 0) {
 		fprintf(stderr, "profd run: --storage.tsdb.value-encoding: %s is not 1 or 2\n",
 			f.value_encoding);
@@ -592,8 +605,22 @@ int pd_cmd_run(int argc, char **argv)
 		    .credentials_file = f.ch_credentials_file[0] ? f.ch_credentials_file : NULL,
 		    .cluster = f.ch_cluster[0] ? f.ch_cluster : NULL,
 		};
-		if (pd_clickhouse_create(&d.ch, &co, &err) ||
-		    pd_clickhouse_schema_create(d.ch, &err)) {
+		if (pd_clickhouse_create(&d.ch, &co, &err)) {
+			pd_log_error("clickhouse", "ClickHouse is not usable", "url=%s err=%s",
+			             f.ch_url, err.msg);
+			goto out;
+		}
+		int src = pd_clickhouse_schema_create(d.ch, &err);
+		if (src == PD_EUNAVAIL) {
+			/* not answering now: profiles are spooled in the WAL, and the
+			 * shipper creates the schema before its first insert */
+			o.clickhouse_schema_pending = 1;
+			pd_log_warn("clickhouse",
+			            "ClickHouse does not answer; profiles are spooled in the WAL "
+			            "until it does",
+			            "url=%s err=%s", f.ch_url, err.msg);
+		} else if (src) {
+			/* an answer that refuses: a newer schema, credentials, the database */
 			pd_log_error("clickhouse", "ClickHouse is not usable", "url=%s err=%s",
 			             f.ch_url, err.msg);
 			goto out;
@@ -639,7 +666,8 @@ int pd_cmd_run(int argc, char **argv)
 			    "web.route-prefix", "web.enable-admin-api", "query.timeout",
 			    "query.max-samples", "query.lookback-delta", "discovery.dns.server",
 			    "storage.clickhouse.url", "storage.clickhouse.database",
-			    "storage.clickhouse.credentials-file", "storage.clickhouse.cluster"};
+			    "storage.clickhouse.credentials-file", "storage.clickhouse.cluster",
+			    "storage.clickhouse.spool.max-size"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -648,7 +676,7 @@ int pd_cmd_run(int argc, char **argv)
 			    external_url, route_prefix, f.enable_admin_api ? "true" : "false",
 			    f.query_timeout, f.query_max_samples, f.query_lookback_delta,
 			    f.dns_server, f.ch_url, f.ch_database, f.ch_credentials_file,
-			    f.ch_cluster};
+			    f.ch_cluster, f.ch_spool_max};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;

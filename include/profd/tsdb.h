@@ -47,7 +47,31 @@ struct pd_tsdb_opts {
 	 * point of acknowledgement and the spool of what ClickHouse has not taken
 	 * yet, and queries read ClickHouse. */
 	struct pd_clickhouse *clickhouse;
+	/* With clickhouse: the most bytes of WAL records not yet taken by ClickHouse
+	 * (the spool); a commit that would go over is refused with PD_EFULL and
+	 * nothing acknowledged is dropped. 0: PD_TSDB_DEFAULT_SPOOL_MAX. */
+	uint64_t clickhouse_spool_max;
+	/* With clickhouse: the schema still has to be created (ClickHouse did not
+	 * answer at start); the shipper creates it before its first insert. */
+	int clickhouse_schema_pending;
 };
+
+/* The ClickHouse spool's default limit: 1 GB (Prometheus's size units are
+ * powers of 2: 1 GiB). */
+#define PD_TSDB_DEFAULT_SPOOL_MAX ((uint64_t)1 << 30)
+/* The WAL segment size with clickhouse, when wal_segment_size is 0: segments
+ * wholly sent are deleted, so smaller ones give the disk back sooner. */
+#define PD_TSDB_CLICKHOUSE_SEGMENT ((size_t)16 << 20)
+/* The spool's "sent up to" file in the store's directory (docs/format/clickhouse-spool.md). */
+#define PD_TSDB_SENT_FILE "clickhouse.sent"
+/* The shipper flushes its batch after this many profiles, this many WAL bytes
+ * of them, or this long after the batch's first profile, whichever comes first. */
+#define PD_TSDB_SHIP_BATCH_PROFILES 256
+#define PD_TSDB_SHIP_BATCH_BYTES ((size_t)8 << 20)
+#define PD_TSDB_SHIP_INTERVAL_MS 1000
+/* Retries after a failed flush wait 1 s, doubling up to 30 s. */
+#define PD_TSDB_SHIP_BACKOFF_MIN_MS 1000
+#define PD_TSDB_SHIP_BACKOFF_MAX_MS 30000
 
 /* Fills o with the defaults. */
 void pd_tsdb_opts_init(struct pd_tsdb_opts *o);
@@ -296,6 +320,17 @@ struct pd_tsdb_stats {
 	 * snapshots written and failed */
 	uint64_t tombstones, head_tombstones;
 	uint64_t deletions, tombstones_cleaned, snapshots, snapshot_failures;
+	/* with opts.clickhouse (clickhouse is 1): the spool (WAL records after the
+	 * "sent up to" position) in bytes and profiles, its limit; since open:
+	 * profiles ClickHouse accepted, flushes and failed flushes, commits refused
+	 * because the spool was full, spooled profiles that could not be sent (not
+	 * decodable; skipped), and the time of the last successful flush (ms since
+	 * the epoch, 0: none yet) */
+	int clickhouse;
+	uint64_t ch_spool_bytes, ch_spool_profiles, ch_spool_max;
+	uint64_t ch_sent_profiles, ch_flushes, ch_flush_failures, ch_spool_full_refusals;
+	uint64_t ch_skipped_profiles;
+	int64_t ch_last_flush_ms;
 };
 
 void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st);

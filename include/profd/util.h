@@ -22,6 +22,8 @@ enum pd_errcode {
 	PD_ETOOBIG = -5,   /* input exceeds a configured size limit */
 	PD_ENOTFOUND = -6, /* a named thing does not exist */
 	PD_EINCOMPAT = -7, /* inputs cannot be combined */
+	PD_EFULL = -8,     /* a bounded store is full: try again later */
+	PD_EUNAVAIL = -9,  /* a server could not be reached (connection, timeout) */
 };
 
 #define PD_ERR_MSG_MAX 512

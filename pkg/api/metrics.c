@@ -303,6 +303,39 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	family(w, "profd_tsdb_snapshots_failed_total", "counter", "Snapshots that failed.");
 	sample_u(w, "profd_tsdb_snapshots_failed_total", st.snapshot_failures);
 
+	/* the ClickHouse spool: the WAL's records ClickHouse has not taken yet */
+	if (st.clickhouse) {
+		family(w, "profd_clickhouse_spool_bytes", "gauge",
+		       "Bytes of WAL records not yet accepted by ClickHouse.");
+		sample_u(w, "profd_clickhouse_spool_bytes", st.ch_spool_bytes);
+		family(w, "profd_clickhouse_spool_max_bytes", "gauge",
+		       "The spool's limit (--storage.clickhouse.spool.max-size).");
+		sample_u(w, "profd_clickhouse_spool_max_bytes", st.ch_spool_max);
+		family(w, "profd_clickhouse_spool_profiles", "gauge",
+		       "Profiles acknowledged and not yet accepted by ClickHouse.");
+		sample_u(w, "profd_clickhouse_spool_profiles", st.ch_spool_profiles);
+		family(w, "profd_clickhouse_sent_profiles_total", "counter",
+		       "Profiles accepted by ClickHouse.");
+		sample_u(w, "profd_clickhouse_sent_profiles_total", st.ch_sent_profiles);
+		family(w, "profd_clickhouse_flushes_total", "counter",
+		       "Batches of profiles accepted by ClickHouse.");
+		sample_u(w, "profd_clickhouse_flushes_total", st.ch_flushes);
+		family(w, "profd_clickhouse_flush_failures_total", "counter",
+		       "Flushes of a batch (or creations of the schema) that failed.");
+		sample_u(w, "profd_clickhouse_flush_failures_total", st.ch_flush_failures);
+		family(w, "profd_clickhouse_spool_full_refusals_total", "counter",
+		       "Commits refused because the spool was full.");
+		sample_u(w, "profd_clickhouse_spool_full_refusals_total", st.ch_spool_full_refusals);
+		family(w, "profd_clickhouse_skipped_profiles_total", "counter",
+		       "Spooled profiles that could not be sent (not decodable, or of no known "
+		       "series) and were skipped.");
+		sample_u(w, "profd_clickhouse_skipped_profiles_total", st.ch_skipped_profiles);
+		family(w, "profd_clickhouse_last_flush_timestamp_seconds", "gauge",
+		       "When ClickHouse last accepted a batch (0: not yet).");
+		jprintf(w, "profd_clickhouse_last_flush_timestamp_seconds %.3f\n",
+		        (double)st.ch_last_flush_ms / 1000.0);
+	}
+
 	/* service discovery, named as Prometheus names it */
 	if (s->o.discovery) {
 		struct pd_discovery_stats ds;

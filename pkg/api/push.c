@@ -130,6 +130,8 @@ void api_push(struct api_req *r, struct api_resp *w)
 	if ((rc = pd_tsdb_commit(app, &err))) {
 		if (rc == PD_EINVAL) /* out of order against a concurrent append */
 			api_error(w, 400, "bad_data", "%s", err.msg);
+		else if (rc == PD_EFULL) /* the ClickHouse spool: try again later */
+			api_error(w, 503, "unavailable", "%s", err.msg);
 		else
 			api_internal(w, "storing the profile failed", rc, &err);
 		goto out;

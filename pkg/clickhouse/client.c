@@ -267,7 +267,9 @@ int pd_clickhouse_exec(struct pd_clickhouse *c, const char *sql, const void *dat
 		goto out;
 	}
 	if (res != CURLE_OK) {
-		rc = pd_err_set(err, PD_EIO, "clickhouse %s: %s (statement \"%s\")", c->url,
+		/* no answer at all: the server is down or unreachable, which callers
+		 * may wait out, unlike an answer that refuses */
+		rc = pd_err_set(err, PD_EUNAVAIL, "clickhouse %s: %s (statement \"%s\")", c->url,
 				curl_easy_strerror(res), stmt);
 		goto out;
 	}

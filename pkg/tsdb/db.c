@@ -287,6 +287,11 @@ static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, siz
 		rc->skipped++;
 		return 0;
 	}
+	if (rc->db->o.clickhouse) {
+		/* the profiles are ClickHouse's: the head keeps the newest time only */
+		tsdb_ch_note_time(h->series[hr - 1], t);
+		return 0;
+	}
 	uint8_t *raw = NULL;
 	size_t rawlen;
 	if (pd_gzip_is(p, len)) {
@@ -387,6 +392,10 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 	}
 	if ((rc = load_blocks(db, err)))
 		goto fail;
+	if (db->o.clickhouse && db->o.wal_disabled && !db->o.read_only) {
+		rc = pd_err_set(err, PD_EINVAL, "storing in ClickHouse needs the WAL, its spool");
+		goto fail;
+	}
 	if (!db->o.wal_disabled) {
 		char *wdir = path_join(dir, "wal");
 		struct replay_ctx ctx = {db, INT64_MIN, 0, 0, {0}};
@@ -394,6 +403,8 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		struct pd_wal_replay_cb cb = {replay_series, replay_sample, &ctx, replay_tombstone};
 		struct pd_wal_replay_stats st;
 		struct pd_wal_opts wo = {.segment_size = db->o.wal_segment_size, .sync = db->o.wal_sync};
+		if (db->o.clickhouse && !wo.segment_size)
+			wo.segment_size = PD_TSDB_CLICKHOUSE_SEGMENT;
 		if (!wdir) {
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 			goto fail;
@@ -429,6 +440,9 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		}
 		if (!rc && !db->o.read_only)
 			rc = pd_wal_open(&db->wal, wdir, &wo, err);
+		/* with ClickHouse, the WAL is the spool its shipper sends from */
+		if (!rc && !db->o.read_only && db->o.clickhouse)
+			rc = ch_ship_start(db, err);
 		/* a reader of a live store (tsdb analyze) reports what the WAL holds */
 		if (!rc && db->o.read_only)
 			rc = pd_wal_du(wdir, &db->wal_ro_bytes, err);
@@ -457,6 +471,7 @@ void pd_tsdb_close(struct pd_tsdb *db)
 {
 	if (!db)
 		return;
+	ch_ship_stop(db->ship);
 	pd_wal_close(db->wal);
 	for (size_t i = 0; i < db->nblocks; i++)
 		pd_block_close(db->blocks[i]);
@@ -599,6 +614,17 @@ int pd_tsdb_append_gzip(struct pd_tsdb_appender *a, const struct pd_tsdb_label *
 		pd_pprof_destroy(decoded);
 		return pd_err_set(err, PD_EINVAL, "the profile's gzip stream does not start as one");
 	}
+	if (a->db->o.clickhouse && !decoded && len <= a->db->o.max_profile) {
+		/* ClickHouse keeps profiles decoded: what does not decode is refused
+		 * now rather than acknowledged and then not sent */
+		struct pd_pprof_decode_opts o = {.max_decompressed = a->db->o.max_profile};
+		struct pd_err derr;
+		if (pd_pprof_decode(&decoded, profile, len, &o, &derr)) {
+			char name[256];
+			series_name((const struct pd_lpair *)(const void *)labels, n, name, sizeof(name));
+			return pd_err_set(err, PD_EINVAL, "%s: not a pprof profile (%s)", name, derr.msg);
+		}
+	}
 	int rc = append_sample(a, labels, n, t, profile, len, decoded, gz, gzlen, err);
 	if (rc)
 		pd_pprof_destroy(decoded);
@@ -718,7 +744,9 @@ static int apply_sample(struct pd_tsdb *db, struct head_series *s, uint64_t tick
 	while (s->commit_done != ticket)
 		pthread_cond_wait(&o->cv, &o->mu);
 	pthread_mutex_unlock(&o->mu);
-	if (append)
+	if (append && db->o.clickhouse)
+		tsdb_ch_note_time(s, v->t); /* the profile goes to ClickHouse */
+	else if (append)
 		rc = head_append(&db->head, s, v->t, v->p, v->len, v->prof, err);
 	pthread_mutex_lock(&o->mu);
 	s->commit_done++;
@@ -834,6 +862,7 @@ int pd_tsdb_commit(struct pd_tsdb_appender *a, struct pd_err *err)
 	int64_t *prev = NULL;
 	unsigned char *entry = NULL;
 	struct pd_wal_rec *rec = NULL;
+	size_t spooled = 0; /* bytes reserved in the ClickHouse spool */
 	int rc = 0;
 
 	if (db->o.read_only) {
@@ -870,6 +899,12 @@ int pd_tsdb_commit(struct pd_tsdb_appender *a, struct pd_err *err)
 	rc = check_order(db, a, ser, prev, err);
 	if (!rc && rec && !entries_current(a, ser, entry))
 		rc = build_record(a, ser, entry, rec, err);
+	if (!rc && rec && db->ship) {
+		spooled = pd_wal_rec_size(rec);
+		rc = ch_ship_admit(db->ship, spooled, err);
+		if (rc)
+			spooled = 0;
+	}
 	if (!rc) {
 		for (size_t i = 0; i < a->n; i++) {
 			ticket[i] = ser[i]->commit_seq++;
@@ -886,6 +921,8 @@ int pd_tsdb_commit(struct pd_tsdb_appender *a, struct pd_err *err)
 	/* 3. durable: the record is written and synced, alone or with others */
 	if (rec)
 		rc = pd_wal_wait(db->wal, rec, err);
+	if (spooled)
+		ch_ship_written(db->ship, spooled, a->n, rc == 0);
 
 	/* 4. the head, in each series' reservation order */
 	int logged = rc == 0;
@@ -1586,6 +1623,8 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 	st->chunks_damaged = __atomic_load_n(&db->chunks_damaged, __ATOMIC_RELAXED);
 	st->head_cut_failures = __atomic_load_n(&db->head_cut_failures, __ATOMIC_RELAXED);
 	st->compaction_failures = __atomic_load_n(&db->compaction_failures, __ATOMIC_RELAXED);
+	if (db->ship)
+		ch_ship_stats(db->ship, st);
 	if (db->wal) {
 		struct pd_wal_stats ws;
 		pd_wal_stats(db->wal, &ws);

@@ -200,7 +200,34 @@ struct pd_tsdb {
 	 * append_mu and blocks_mu */
 	pthread_mutex_t maint_mu;
 	uint64_t deletions, snapshots, snapshot_failures, tombstones_cleaned; /* __atomic */
+	struct ch_ship *ship; /* with o.clickhouse: sends the WAL to ClickHouse (ch_ship.c) */
 };
+
+/* ---- ClickHouse: the WAL as the spool of what ClickHouse has not taken ---------- */
+
+/* ch_sent.c: the "sent up to" WAL position in dir/PD_TSDB_SENT_FILE. Reading:
+ * PD_ENOTFOUND when there is none, PD_ECORRUPT (the message says what) when it
+ * is damaged; *seg and *off are 0 then. Writing is atomic and durable. */
+int tsdb_sent_read(const char *dir, uint32_t *seg, uint64_t *off, struct pd_err *err);
+int tsdb_sent_write(const char *dir, uint32_t seg, uint64_t off, struct pd_err *err);
+
+struct ch_ship;
+/* Starts the shipper of db (its WAL open for writing): reads the sent position
+ * and the series the WAL names, counts the spool, and starts the thread that
+ * sends every record after the position to ClickHouse. */
+int ch_ship_start(struct pd_tsdb *db, struct pd_err *err);
+/* Stops the thread (one last flush when ClickHouse answers) and frees; NULL ok. */
+void ch_ship_stop(struct ch_ship *s);
+/* A commit of a WAL record of bytes: reserves its room in the spool, or refuses
+ * with PD_EFULL when the spool would go over its limit. */
+int ch_ship_admit(struct ch_ship *s, size_t bytes, struct pd_err *err);
+/* After the WAL write of an admitted record: ok, it holds profiles samples (the
+ * shipper is woken); not ok, its room is given back. */
+void ch_ship_written(struct ch_ship *s, size_t bytes, size_t profiles, int ok);
+void ch_ship_stats(struct ch_ship *s, struct pd_tsdb_stats *st);
+/* With ClickHouse the head keeps no profiles: a series' newest time only, for
+ * the order and duplicate checks of later appends. */
+void tsdb_ch_note_time(struct head_series *s, int64_t t);
 
 /* A place queries read from: the head or one block. */
 struct source {

@@ -349,6 +349,8 @@ int pd_wal_open(struct pd_wal **out, const char *dir, const struct pd_wal_opts *
 		goto fail;
 	w->seg.added = 0;
 	w->size = w->base_size;
+	w->end_seg = w->seg.num;
+	w->end_off = w->seg.off;
 	pd_wal_listing_fini(&l);
 	*out = w;
 	return 0;
@@ -452,6 +454,11 @@ int pd_wal_rec_seal(struct pd_wal_rec *r, struct pd_err *err)
 	return rc;
 }
 
+size_t pd_wal_rec_size(const struct pd_wal_rec *r)
+{
+	return r->rec.len;
+}
+
 void pd_wal_enqueue(struct pd_wal *w, struct pd_wal_rec *r)
 {
 	r->next = NULL;
@@ -543,6 +550,8 @@ static void lead(struct pd_wal *w)
 	}
 	w->writing = 0;
 	w->size = w->base_size + w->seg.added;
+	w->end_seg = w->seg.num;
+	w->end_off = w->seg.off;
 }
 
 /* Called with mu held by a thread that made writing 0 and writes no more: wakes
@@ -596,6 +605,8 @@ void pd_wal_writer_leave(struct pd_wal *w)
 	pthread_mutex_lock(&w->mu);
 	w->writing = 0;
 	w->size = w->base_size + w->seg.added;
+	w->end_seg = w->seg.num;
+	w->end_off = w->seg.off;
 	hand_off(w);
 	pthread_mutex_unlock(&w->mu);
 }
@@ -650,6 +661,14 @@ uint64_t pd_wal_size(struct pd_wal *w)
 	uint64_t v = w->size;
 	pthread_mutex_unlock(&w->mu);
 	return v;
+}
+
+void pd_wal_end(struct pd_wal *w, uint32_t *seg, uint64_t *off)
+{
+	pthread_mutex_lock(&w->mu);
+	*seg = w->end_seg;
+	*off = w->end_off;
+	pthread_mutex_unlock(&w->mu);
 }
 
 int pd_wal_cut(struct pd_wal *w, struct pd_err *err)

@@ -75,6 +75,8 @@ int pd_wal_rec_tombstone(struct pd_wal_rec *r, uint64_t ref, int64_t mint, int64
 /* Frames r (CRC32C, zstd when that saves space) on the calling thread; after it,
  * r takes no more entries until pd_wal_rec_reset. */
 int pd_wal_rec_seal(struct pd_wal_rec *r, struct pd_err *err);
+/* Bytes of the sealed r as it goes to disk (header and payload). */
+size_t pd_wal_rec_size(const struct pd_wal_rec *r);
 /* Queues a sealed, non-empty r behind every record queued before it: records
  * reach the file in the order of pd_wal_enqueue calls. Does not wait for I/O.
  * pd_wal_wait(w, r) must follow, and r (borrowed) must live until it returns. */
@@ -174,6 +176,35 @@ int pd_wal_cut(struct pd_wal *w, struct pd_err *err);
  * queued meanwhile are written after it. */
 int pd_wal_checkpoint(struct pd_wal *w, int64_t mint, int (*keep)(void *ctx, uint64_t ref),
 		      void *ctx, struct pd_err *err);
+
+/* Where the last record written and synced ends: segment *seg, byte *off.
+ * Everything before it is durable and whole; readers beside the writer stop
+ * there (pd_wal_tail_next). */
+void pd_wal_end(struct pd_wal *w, uint32_t *seg, uint64_t *off);
+
+/* As pd_wal_checkpoint, for segments up to last (which must be before the
+ * current one) rather than all before the current one. */
+int pd_wal_checkpoint_upto(struct pd_wal *w, uint32_t last, int64_t mint,
+			   int (*keep)(void *ctx, uint64_t ref), void *ctx, struct pd_err *err);
+
+/* ---- following the WAL from a position (a reader beside the writer) ---------- */
+
+struct pd_wal_tail;
+
+/* A reader of the WAL in dir; owned by the caller (pd_wal_tail_destroy). */
+int pd_wal_tail_create(struct pd_wal_tail **out, const char *dir, struct pd_err *err);
+void pd_wal_tail_destroy(struct pd_wal_tail *t);
+/* Reads the record at segment *seg, byte *off (a position before the first
+ * record means the first record), hands its series and samples to cb and moves
+ * the position past it; a finished or missing segment moves it to the next one.
+ * Reads nothing at or past (end_seg, end_off) (pd_wal_end). Damage is skipped to
+ * the next intact record. *moved (may be NULL) grows by the bytes passed over
+ * inside segments (records, damage; not segment headers). Returns 1 when a
+ * record was read, 0 at the end, or a negative code (a callback's, PD_EIO,
+ * PD_ENOMEM, PD_EINCOMPAT). */
+int pd_wal_tail_next(struct pd_wal_tail *t, uint32_t *seg, uint64_t *off, uint32_t end_seg,
+		     uint64_t end_off, const struct pd_wal_replay_cb *cb, uint64_t *moved,
+		     struct pd_err *err);
 
 /* CRC32C (Castagnoli) of len bytes, continuing from crc (start with 0). */
 uint32_t pd_crc32c(uint32_t crc, const void *p, size_t len);

@@ -105,13 +105,13 @@ static int cp_read(struct cp_writer *c, const char *dir, const uint32_t *nums, s
 }
 
 /* The checkpoint itself, with the caller holding the WAL's writer role. */
-static int checkpoint(struct pd_wal *w, int64_t mint, int (*keep)(void *ctx, uint64_t ref),
-		      void *ctx, struct pd_err *err)
+static int checkpoint(struct pd_wal *w, uint32_t last, int64_t mint,
+		      int (*keep)(void *ctx, uint64_t ref), void *ctx, struct pd_err *err)
 {
 	struct pd_wal_listing l = {0}, old = {0};
 	struct cp_writer c = {.mint = mint, .keep = keep, .kctx = ctx};
 	char *tmp = NULL, *final = NULL, *olddir = NULL;
-	uint32_t last = w->seg.num - 1, cp;
+	uint32_t cp;
 	size_t k, n;
 	int rc, committed = 0;
 
@@ -211,7 +211,19 @@ int pd_wal_checkpoint(struct pd_wal *w, int64_t mint, int (*keep)(void *ctx, uin
 		      void *ctx, struct pd_err *err)
 {
 	pd_wal_writer_enter(w);
-	int rc = checkpoint(w, mint, keep, ctx, err);
+	int rc = checkpoint(w, w->seg.num - 1, mint, keep, ctx, err);
+	pd_wal_writer_leave(w);
+	return rc;
+}
+
+int pd_wal_checkpoint_upto(struct pd_wal *w, uint32_t last, int64_t mint,
+			   int (*keep)(void *ctx, uint64_t ref), void *ctx, struct pd_err *err)
+{
+	pd_wal_writer_enter(w);
+	int rc = last < w->seg.num ? checkpoint(w, last, mint, keep, ctx, err)
+				   : pd_err_set(err, PD_EINVAL, "WAL checkpoint up to segment %u: "
+								"segment %u is being written",
+						last, w->seg.num);
 	pd_wal_writer_leave(w);
 	return rc;
 }

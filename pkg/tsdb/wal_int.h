@@ -166,6 +166,8 @@ struct pd_wal {
 	int writing;              /* a leader or an exclusive section owns seg */
 	int excl_waiting;         /* threads in pd_wal_writer_enter */
 	uint64_t size;            /* base_size + seg.added when the writer last left */
+	uint32_t end_seg;         /* the end of the last record written and synced: */
+	uint64_t end_off;         /* segment and byte (pd_wal_end) */
 	struct pd_wal_stats stats;
 	/* tests only: called by a leader (without mu) after its group's write and
 	 * before its sync, with the number of records in the group */

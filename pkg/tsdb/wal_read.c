@@ -736,3 +736,132 @@ int pd_wal_replay_readonly(const char *dir, const struct pd_wal_replay_cb *cb,
 {
 	return replay(dir, cb, stats, 0, err);
 }
+
+/* ---- following the WAL from a position ----------------------------------------- */
+
+struct pd_wal_tail {
+	char *dir;
+	struct reader rd;
+	struct pd_wal_damage dmg;
+	uint32_t open_seg; /* segment open in rd.r.fd, when >= 0 */
+	char *path;
+};
+
+int pd_wal_tail_create(struct pd_wal_tail **out, const char *dir, struct pd_err *err)
+{
+	struct pd_wal_tail *t = calloc(1, sizeof(*t));
+	*out = NULL;
+	if (!t || !(t->dir = strdup(dir)) || !(t->rd.dctx = ZSTD_createDCtx())) {
+		if (t)
+			free(t->dir);
+		free(t);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	t->rd.r.fd = -1;
+	t->rd.dmg = &t->dmg;
+	pd_buf_init(&t->rd.dec, 0);
+	pd_buf_init(&t->rd.sc.str, 0);
+	pd_buf_init(&t->rd.r.win, 0);
+	*out = t;
+	return 0;
+}
+
+static void tail_close_seg(struct pd_wal_tail *t)
+{
+	if (t->rd.r.fd >= 0)
+		close(t->rd.r.fd);
+	t->rd.r.fd = -1;
+	t->rd.r.win.len = 0;
+	free(t->path);
+	t->path = NULL;
+}
+
+void pd_wal_tail_destroy(struct pd_wal_tail *t)
+{
+	if (!t)
+		return;
+	tail_close_seg(t);
+	ZSTD_freeDCtx(t->rd.dctx);
+	pd_buf_fini(&t->rd.dec);
+	pd_buf_fini(&t->rd.r.win);
+	scratch_fini(&t->rd.sc);
+	free(t->dir);
+	free(t);
+}
+
+/* Opens segment num for reading, when it is not open already: 0, 1 when the file
+ * does not exist, or a negative code. */
+static int tail_open_seg(struct pd_wal_tail *t, uint32_t num, struct pd_err *err)
+{
+	if (t->rd.r.fd >= 0 && t->open_seg == num)
+		return 0;
+	tail_close_seg(t);
+	if (!(t->path = pd_wal_seg_path(t->dir, num)))
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	if ((t->rd.r.fd = open(t->path, O_RDONLY | O_CLOEXEC)) < 0) {
+		int e = errno;
+		free(t->path);
+		t->path = NULL;
+		if (e == ENOENT)
+			return 1;
+		return pd_err_set(err, PD_EIO, "%s/%08u: %s", t->dir, num, strerror(e));
+	}
+	t->open_seg = num;
+	return 0;
+}
+
+int pd_wal_tail_next(struct pd_wal_tail *t, uint32_t *seg, uint64_t *off, uint32_t end_seg,
+		     uint64_t end_off, const struct pd_wal_replay_cb *cb, uint64_t *moved,
+		     struct pd_err *err)
+{
+	static const struct pd_wal_replay_cb none = {0};
+	char why[200];
+	t->rd.cb = cb ? cb : &none;
+	t->rd.err = err;
+	for (;;) {
+		if (*seg > end_seg || (*seg == end_seg && *off >= end_off))
+			return 0;
+		if (*off < PD_WAL_SEG_HDR)
+			*off = PD_WAL_SEG_HDR;
+		int rc = tail_open_seg(t, *seg, err);
+		if (rc < 0)
+			return rc;
+		uint64_t limit = end_off;
+		if (rc == 0 && *seg != end_seg) {
+			/* a complete segment: read to its end */
+			struct stat st;
+			if (fstat(t->rd.r.fd, &st) != 0)
+				return pd_err_set(err, PD_EIO, "%s: %s", t->path, strerror(errno));
+			limit = (uint64_t)st.st_size;
+		}
+		if (rc == 1 || *off >= limit) {
+			/* this segment is done (or gone): on to the next one */
+			if (*seg == end_seg)
+				return 0;
+			if (rc == 0 && moved && *off < limit)
+				*moved += limit - *off;
+			tail_close_seg(t);
+			(*seg)++;
+			*off = PD_WAL_SEG_HDR;
+			continue;
+		}
+		t->rd.r.size = limit;
+		uint64_t next = 0, at = *off;
+		int scanning = 0;
+		while (at < limit) {
+			rc = read_record(&t->rd, t->path, at, scanning, &next, why, sizeof(why));
+			if (rc < 0)
+				return rc;
+			if (rc == REC_OK)
+				break;
+			scanning = 1; /* damage: look for the next intact record */
+			at++;
+		}
+		uint64_t to = at < limit ? next : limit;
+		if (moved)
+			*moved += to - *off;
+		*off = to;
+		if (at < limit)
+			return 1;
+	}
+}

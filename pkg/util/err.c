@@ -15,6 +15,8 @@ const char *pd_strerror(int code)
 	case PD_ETOOBIG: return "size limit exceeded";
 	case PD_ENOTFOUND: return "not found";
 	case PD_EINCOMPAT: return "incompatible inputs";
+	case PD_EFULL: return "full";
+	case PD_EUNAVAIL: return "unreachable";
 	default: return "unknown error";
 	}
 }

@@ -163,7 +163,7 @@ static void test_client_options(void **state)
 	o.credentials_file = NULL;
 	o.timeout_ms = 5000;
 	assert_int_equal(pd_clickhouse_create(&c, &o, &err), 0);
-	assert_int_equal(pd_clickhouse_exec(c, "SELECT 1", NULL, 0, NULL, &err), PD_EIO);
+	assert_int_equal(pd_clickhouse_exec(c, "SELECT 1", NULL, 0, NULL, &err), PD_EUNAVAIL);
 	assert_non_null(strstr(err.msg, "http://127.0.0.1:1"));
 	assert_non_null(strstr(err.msg, "SELECT 1"));
 	pd_clickhouse_destroy(c);
