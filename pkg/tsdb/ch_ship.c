@@ -231,7 +231,7 @@ static int failed(struct ch_ship *s, int64_t *backoff, const char *what, const s
 			     "ClickHouse did not take the profiles; they stay in the WAL and are "
 			     "sent when it does (retried with a backoff up to 30s, logged again "
 			     "when it answers)",
-			     "what=\"%s\" err=%s", what, err->msg);
+			     "what=%s err=%s", what, err->msg);
 		s->outage = 1;
 	}
 	*backoff = *backoff ? *backoff * 2 : PD_TSDB_SHIP_BACKOFF_MIN_MS;
