@@ -5,10 +5,16 @@
  * counted, a full spool refuses commits with PD_EFULL and the spool-full message,
  * the head keeps no profiles but still refuses duplicates, and a reopened store
  * counts the same spool again (from the sent position, or from the WAL's start
- * when the position file is damaged). */
-#define _XOPEN_SOURCE 700 /* nftw */
+ * when the position file is damaged); and against a stand-in for ClickHouse that
+ * takes every insert: the spool drains, the position moves to the WAL's end,
+ * segments wholly sent are deleted and a reopened store has nothing to send. */
+#define _GNU_SOURCE /* nftw, strcasestr */
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -274,6 +280,165 @@ static void test_spool_without_clickhouse(void **state)
 	rmdir_all(d);
 }
 
+/* ---- a stand-in for ClickHouse: answers 200 to every request ------------------------ */
+
+struct fake {
+	int fd;
+	int port;
+	pthread_t th;
+	int inserts; /* requests whose URL carries an INSERT (__atomic) */
+};
+
+/* Reads one request (headers, then Content-Length bytes of body) and answers. */
+static void serve_one(struct fake *f, int c)
+{
+	char buf[65536];
+	size_t have = 0;
+	char *end = NULL;
+	while (!end && have < sizeof(buf) - 1) {
+		ssize_t n = read(c, buf + have, sizeof(buf) - 1 - have);
+		if (n <= 0)
+			return;
+		have += (size_t)n;
+		buf[have] = 0;
+		end = strstr(buf, "\r\n\r\n");
+	}
+	if (!end)
+		return;
+	size_t hlen = (size_t)(end - buf) + 4, body = 0;
+	char *cl = strcasestr(buf, "content-length:");
+	if (cl && cl < end)
+		body = strtoul(cl + 15, NULL, 10);
+	if (strstr(buf, "INSERT") && strstr(buf, "INSERT") < end)
+		__atomic_fetch_add(&f->inserts, 1, __ATOMIC_RELAXED);
+	if (strcasestr(buf, "expect: 100-continue"))
+		assert_true(write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) == 25);
+	size_t got = have - hlen;
+	while (got < body) {
+		ssize_t n = read(c, buf, sizeof(buf));
+		if (n <= 0)
+			return;
+		got += (size_t)n;
+	}
+	const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+	assert_true(write(c, ok, strlen(ok)) == (ssize_t)strlen(ok));
+}
+
+static void *fake_main(void *arg)
+{
+	struct fake *f = arg;
+	for (;;) {
+		int c = accept(f->fd, NULL, NULL);
+		if (c < 0)
+			return NULL;
+		serve_one(f, c);
+		close(c);
+	}
+}
+
+static void fake_start(struct fake *f)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	f->fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(f->fd >= 0);
+	assert_int_equal(bind(f->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(f->fd, 16), 0);
+	assert_int_equal(getsockname(f->fd, (struct sockaddr *)&a, &al), 0);
+	f->port = ntohs(a.sin_port);
+	assert_int_equal(pthread_create(&f->th, NULL, fake_main, f), 0);
+}
+
+static void fake_stop(struct fake *f)
+{
+	shutdown(f->fd, SHUT_RDWR);
+	close(f->fd);
+	pthread_join(f->th, NULL);
+}
+
+static void test_spool_drains(void **state)
+{
+	(void)state;
+	char *d = tmpdir();
+	struct fake f = {0};
+	char url[64];
+	struct pd_err err = {0};
+	struct pd_clickhouse *c;
+	struct pd_tsdb *db;
+	fake_start(&f);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", f.port);
+	struct pd_clickhouse_opts co = {.url = url, .timeout_ms = 10000};
+	assert_int_equal(pd_clickhouse_create(&c, &co, &err), 0);
+	struct pd_tsdb_opts o;
+	pd_tsdb_opts_init(&o);
+	o.clickhouse = c;
+	o.wal_sync = 1;
+	o.wal_segment_size = 4 * heap_len; /* a few profiles a segment: many segments */
+	assert_int_equal(pd_tsdb_open(&db, d, &o, &err), 0);
+	const uint64_t n = 40;
+	for (uint64_t i = 0; i < n; i++)
+		assert_int_equal(push(db, i % 2 ? "a" : "b", 1000 * (int64_t)(i + 1), &err), 0);
+	time_t deadline = time(NULL) + 120;
+	while (stats(db).ch_sent_profiles < n || stats(db).ch_spool_profiles) {
+		assert_true(time(NULL) < deadline);
+		usleep(50 * 1000);
+	}
+	struct pd_tsdb_stats st = stats(db);
+	assert_int_equal(st.ch_sent_profiles, n);
+	assert_int_equal(st.ch_spool_bytes, 0);
+	assert_true(st.ch_flushes >= 1);
+	assert_int_equal(st.ch_flush_failures, 0);
+	assert_true(st.ch_last_flush_ms > 0);
+	assert_true(__atomic_load_n(&f.inserts, __ATOMIC_RELAXED) >= 1);
+	/* segments wholly sent are gone, their series kept in a checkpoint */
+	char *wal = path_in(d, "wal");
+	struct pd_wal_listing l = {0};
+	deadline = time(NULL) + 120;
+	for (;;) {
+		assert_int_equal(pd_wal_list(wal, &l, &err), 0);
+		if (l.nsegs <= 2 && l.ncps == 1)
+			break;
+		pd_wal_listing_fini(&l);
+		assert_true(time(NULL) < deadline);
+		usleep(50 * 1000);
+	}
+	assert_true(l.segs[0] > 3);
+	uint32_t seg;
+	uint64_t off;
+	assert_int_equal(tsdb_sent_read(d, &seg, &off, &err), 0);
+	assert_true(seg >= l.segs[0]);
+	pd_wal_listing_fini(&l);
+	/* more after the checkpoint: their series' entries are in it, not in the
+	 * segments the shipper reads now */
+	for (uint64_t i = n; i < n + 4; i++)
+		assert_int_equal(push(db, i % 2 ? "a" : "b", 1000 * (int64_t)(i + 1), &err), 0);
+	deadline = time(NULL) + 120;
+	while (stats(db).ch_sent_profiles < n + 4) {
+		assert_true(time(NULL) < deadline);
+		usleep(50 * 1000);
+	}
+	assert_int_equal(stats(db).ch_skipped_profiles, 0);
+	pd_tsdb_close(db);
+	/* reopened: nothing to send, and the series are known from the checkpoint */
+	assert_int_equal(pd_tsdb_open(&db, d, &o, &err), 0);
+	st = stats(db);
+	assert_int_equal(st.ch_spool_profiles, 0);
+	assert_int_equal(st.ch_spool_bytes, 0);
+	assert_int_equal(push(db, "a", 1000 * (int64_t)(n + 4), &err), PD_EINVAL); /* duplicate */
+	assert_int_equal(push(db, "a", 1000 * (int64_t)(n + 10), &err), 0);
+	deadline = time(NULL) + 120;
+	while (stats(db).ch_sent_profiles < 1) {
+		assert_true(time(NULL) < deadline);
+		usleep(50 * 1000);
+	}
+	assert_int_equal(stats(db).ch_skipped_profiles, 0);
+	pd_tsdb_close(db);
+	free(wal);
+	pd_clickhouse_destroy(c);
+	fake_stop(&f);
+	rmdir_all(d);
+}
+
 int main(void)
 {
 	struct pd_err err = {0};
@@ -285,6 +450,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sent_file),
 		cmocka_unit_test(test_spool_without_clickhouse),
+		cmocka_unit_test(test_spool_drains),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	free(heap);
