@@ -56,7 +56,7 @@ int tsdb_sent_read(const char *dir, uint32_t *seg, uint64_t *off, struct pd_err 
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
 		rc = errno == ENOENT ? pd_err_set(err, PD_ENOTFOUND, "%s: no such file", path)
-				     : pd_err_set(err, PD_EIO, "%s: %s", path, strerror(errno));
+		                     : pd_err_set(err, PD_EIO, "%s: %s", path, strerror(errno));
 		goto out;
 	}
 	ssize_t n = read(fd, b, sizeof(b));
@@ -76,7 +76,7 @@ int tsdb_sent_read(const char *dir, uint32_t *seg, uint64_t *off, struct pd_err 
 	uint32_t crc = pd_crc32c(0, b, 20);
 	if (crc != get_be32(b + 20)) {
 		rc = pd_err_set(err, PD_ECORRUPT, "%s: CRC mismatch (stored %08x, computed %08x)",
-				path, get_be32(b + 20), crc);
+		                path, get_be32(b + 20), crc);
 		goto out;
 	}
 	if (b[4] != SENT_VERSION) {

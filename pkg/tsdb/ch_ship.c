@@ -40,13 +40,13 @@ struct ch_ship {
 	struct pd_wal_tail *tail;
 	uint32_t pos_seg, cur_seg; /* sent up to; read up to */
 	uint64_t pos_off, cur_off;
-	uint32_t first_seg;        /* the oldest segment not checkpointed away */
-	uint64_t batch_bytes;      /* WAL bytes read since pos */
-	uint64_t batch_samples;    /* profiles read since pos (skipped ones too) */
-	uint64_t batch_appended;   /* of which in the writer's batch */
+	uint32_t first_seg;      /* the oldest segment not checkpointed away */
+	uint64_t batch_bytes;    /* WAL bytes read since pos */
+	uint64_t batch_samples;  /* profiles read since pos (skipped ones too) */
+	uint64_t batch_appended; /* of which in the writer's batch */
 	int64_t batch_start_ms;
 	int schema_pending;
-	int outage;                /* logged as down, until a flush succeeds */
+	int outage; /* logged as down, until a flush succeeds */
 	/* the series of the WAL: its ref -> labels (latest entry wins) */
 	struct pd_u64map refs;
 	struct pd_labels **labels;
@@ -92,7 +92,7 @@ static int on_series(void *ctx, uint64_t ref, const struct pd_lpair *l, size_t n
 	if (rc) {
 		/* its samples are skipped as those of an unknown series */
 		pd_log_warn("clickhouse", "a series of the WAL has labels ClickHouse cannot take",
-			    "ref=%llu err=%s", (unsigned long long)ref, err.msg);
+		            "ref=%llu err=%s", (unsigned long long)ref, err.msg);
 		return 0;
 	}
 	if (pd_u64map_get(&s->refs, ref, &ix)) {
@@ -131,7 +131,7 @@ static int on_sample(void *ctx, uint64_t ref, int64_t t, const uint8_t *p, size_
 	if (!ref || !pd_u64map_get(&s->refs, ref, &ix)) {
 		__atomic_fetch_add(&s->skipped, 1, __ATOMIC_RELAXED);
 		pd_log_warn("clickhouse", "a spooled profile names no known series: skipped",
-			    "ref=%llu t=%lld", (unsigned long long)ref, (long long)t);
+		            "ref=%llu t=%lld", (unsigned long long)ref, (long long)t);
 		return 0;
 	}
 	int rc = pd_pprof_decode(&prof, p, len, &o, &err);
@@ -143,19 +143,29 @@ static int on_sample(void *ctx, uint64_t ref, int64_t t, const uint8_t *p, size_
 	if (rc) {
 		__atomic_fetch_add(&s->skipped, 1, __ATOMIC_RELAXED);
 		pd_log_warn("clickhouse", "a spooled profile does not decode: skipped",
-			    "t=%lld err=%s", (long long)t, err.msg);
+		            "t=%lld err=%s", (long long)t, err.msg);
 		return 0;
 	}
-	rc = pd_clickhouse_writer_append(s->w, s->labels[ix], t, prof, &s->cb_err);
+	rc = pd_clickhouse_writer_append(s->w, s->labels[ix], t, prof, &err);
 	pd_pprof_destroy(prof);
-	if (rc) {
+	if (rc == PD_ENOMEM) {
+		/* the batch is as it was: read again from the sent position later */
 		s->cb_rc = rc;
+		s->cb_err = err;
 		return rc;
+	}
+	if (rc) {
+		/* the writer cannot take this profile, now or ever: skipped, so that it
+		 * does not hold the spool up */
+		__atomic_fetch_add(&s->skipped, 1, __ATOMIC_RELAXED);
+		pd_log_warn("clickhouse",
+		            "a spooled profile cannot be written to ClickHouse: skipped",
+		            "t=%lld err=%s", (long long)t, err.msg);
+		return 0;
 	}
 	s->batch_appended++;
 	return 0;
 }
-
 
 /* ---- waiting ---------------------------------------------------------------------- */
 
@@ -198,6 +208,16 @@ static int backoff_wait(struct ch_ship *s, int64_t ms)
 
 /* ---- sending ------------------------------------------------------------------------ */
 
+/* *v -= d, stopping at 0: damage skipped in the WAL is passed over as read, and
+ * may not have been counted in. */
+static void sat_sub(uint64_t *v, uint64_t d)
+{
+	uint64_t old = __atomic_load_n(v, __ATOMIC_RELAXED), nv;
+	do
+		nv = old > d ? old - d : 0;
+	while (!__atomic_compare_exchange_n(v, &old, nv, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+
 /* The batch is in ClickHouse (or held nothing): the position moves to the read
  * cursor, durably, and segments wholly before it go. */
 static void advance(struct ch_ship *s)
@@ -208,14 +228,15 @@ static void advance(struct ch_ship *s)
 	if (tsdb_sent_write(s->db->dir, s->pos_seg, s->pos_off, &err))
 		/* the records are resent after a restart: harmless */
 		pd_log_error("clickhouse", "writing the sent position failed", "err=%s", err.msg);
-	__atomic_fetch_sub(&s->spool_bytes, s->batch_bytes, __ATOMIC_RELAXED);
-	__atomic_fetch_sub(&s->spool_profiles, s->batch_samples, __ATOMIC_RELAXED);
+	sat_sub(&s->spool_bytes, s->batch_bytes);
+	sat_sub(&s->spool_profiles, s->batch_samples);
 	s->batch_bytes = s->batch_samples = s->batch_appended = 0;
 	if (s->pos_seg > s->first_seg) {
 		/* series entries stay (a later record may name them), samples go */
 		if (pd_wal_checkpoint_upto(s->db->wal, s->pos_seg - 1, INT64_MAX, NULL, NULL, &err))
-			pd_log_error("clickhouse", "deleting sent WAL segments failed (retried later)",
-				     "err=%s", err.msg);
+			pd_log_error("clickhouse",
+			             "deleting sent WAL segments failed (retried later)", "err=%s",
+			             err.msg);
 		else
 			s->first_seg = s->pos_seg;
 	}
@@ -228,10 +249,10 @@ static int failed(struct ch_ship *s, int64_t *backoff, const char *what, const s
 	__atomic_fetch_add(&s->failures, 1, __ATOMIC_RELAXED);
 	if (!s->outage) {
 		pd_log_error("clickhouse",
-			     "ClickHouse did not take the profiles; they stay in the WAL and are "
-			     "sent when it does (retried with a backoff up to 30s, logged again "
-			     "when it answers)",
-			     "what=%s err=%s", what, err->msg);
+		             "ClickHouse did not take the profiles; they stay in the WAL and are "
+		             "sent when it does (retried with a backoff up to 30s, logged again "
+		             "when it answers)",
+		             "what=%s err=%s", what, err->msg);
 		s->outage = 1;
 	}
 	*backoff = *backoff ? *backoff * 2 : PD_TSDB_SHIP_BACKOFF_MIN_MS;
@@ -249,9 +270,9 @@ static int flush(struct ch_ship *s, struct pd_err *err)
 	__atomic_fetch_add(&s->flushes, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->last_flush_ms, wall_ms(), __ATOMIC_RELAXED);
 	if (s->outage) {
-		pd_log_info("clickhouse", "ClickHouse takes profiles again",
-			    "spooled_profiles=%llu",
-			    (unsigned long long)__atomic_load_n(&s->spool_profiles, __ATOMIC_RELAXED));
+		pd_log_info(
+		    "clickhouse", "ClickHouse takes profiles again", "spooled_profiles=%llu",
+		    (unsigned long long)__atomic_load_n(&s->spool_profiles, __ATOMIC_RELAXED));
 		s->outage = 0;
 	}
 	advance(s);
@@ -287,8 +308,8 @@ static void *ship_main(void *arg)
 			if (s->batch_appended && !s->outage && !s->schema_pending &&
 			    flush(s, &err) == 0)
 				pd_log_info("clickhouse", "spool flushed at stop", "pending=%llu",
-					    (unsigned long long)__atomic_load_n(&s->spool_profiles,
-										__ATOMIC_RELAXED));
+				            (unsigned long long)__atomic_load_n(&s->spool_profiles,
+				                                                __ATOMIC_RELAXED));
 			break;
 		}
 		if (s->schema_pending) {
@@ -298,7 +319,7 @@ static void *ship_main(void *arg)
 				continue;
 			}
 			pd_log_info("clickhouse", "schema created", "database=%s",
-				    pd_clickhouse_database(s->ch));
+			            pd_clickhouse_database(s->ch));
 			s->schema_pending = 0;
 		}
 		int eof = 0;
@@ -309,7 +330,7 @@ static void *ship_main(void *arg)
 			pd_wal_end(s->db->wal, &es, &eo);
 			s->cb_rc = 0;
 			int rc = pd_wal_tail_next(s->tail, &s->cur_seg, &s->cur_off, es, eo, &s->cb,
-						  &moved, &err);
+			                          &moved, &err);
 			if (rc == 0) {
 				eof = 1;
 				break;
@@ -318,9 +339,10 @@ static void *ship_main(void *arg)
 				if (s->cb_rc)
 					err = s->cb_err;
 				pd_log_error("clickhouse", "reading the WAL for ClickHouse failed",
-					     "segment=%u offset=%llu err=%s", seg,
-					     (unsigned long long)off, err.msg);
-				if (restart_batch(s, &err) || backoff_wait(s, PD_TSDB_SHIP_BACKOFF_MAX_MS))
+				             "segment=%u offset=%llu err=%s", seg,
+				             (unsigned long long)off, err.msg);
+				if (restart_batch(s, &err) ||
+				    backoff_wait(s, PD_TSDB_SHIP_BACKOFF_MAX_MS))
 					goto out;
 				break;
 			}
@@ -331,8 +353,9 @@ static void *ship_main(void *arg)
 		if (!s->w)
 			break;
 		int full = s->batch_samples >= PD_TSDB_SHIP_BATCH_PROFILES ||
-			   s->batch_bytes >= PD_TSDB_SHIP_BATCH_BYTES;
-		int due = s->batch_bytes && mono_ms() - s->batch_start_ms >= PD_TSDB_SHIP_INTERVAL_MS;
+		           s->batch_bytes >= PD_TSDB_SHIP_BATCH_BYTES;
+		int due =
+		    s->batch_bytes && mono_ms() - s->batch_start_ms >= PD_TSDB_SHIP_INTERVAL_MS;
 		if (s->batch_bytes && !s->batch_appended && (full || due || eof)) {
 			advance(s); /* nothing to send in what was read */
 			continue;
@@ -379,7 +402,7 @@ static void ship_free(struct ch_ship *s)
 
 /* Reads [from, to) of the WAL with the callbacks; seg and off end where it stopped. */
 static int read_span(struct ch_ship *s, uint32_t *seg, uint64_t *off, uint32_t to_seg,
-		     uint64_t to_off, uint64_t *bytes, struct pd_err *err)
+                     uint64_t to_off, uint64_t *bytes, struct pd_err *err)
 {
 	int rc;
 	while ((rc = pd_wal_tail_next(s->tail, seg, off, to_seg, to_off, &s->cb, bytes, err)) > 0)
@@ -401,7 +424,8 @@ int ch_ship_start(struct pd_tsdb *db, struct pd_err *err)
 	s->db = db;
 	s->cb = (struct pd_wal_replay_cb){on_series, on_sample, s, NULL};
 	s->ch = db->o.clickhouse;
-	s->max = db->o.clickhouse_spool_max ? db->o.clickhouse_spool_max : PD_TSDB_DEFAULT_SPOOL_MAX;
+	s->max =
+	    db->o.clickhouse_spool_max ? db->o.clickhouse_spool_max : PD_TSDB_DEFAULT_SPOOL_MAX;
 	s->schema_pending = db->o.clickhouse_schema_pending;
 	size_t n = strlen(db->dir) + 5;
 	if (!(s->waldir = malloc(n)) || !(s->lb = pd_labels_builder_create(NULL))) {
@@ -418,9 +442,9 @@ int ch_ship_start(struct pd_tsdb *db, struct pd_err *err)
 	rc = tsdb_sent_read(db->dir, &ps, &po, &perr);
 	if (rc == PD_ECORRUPT)
 		pd_log_warn("clickhouse",
-			    "the sent position is damaged: the whole WAL is sent again (ClickHouse "
-			    "keeps one copy of each profile)",
-			    "err=%s", perr.msg);
+		            "the sent position is damaged: the whole WAL is sent again (ClickHouse "
+		            "keeps one copy of each profile)",
+		            "err=%s", perr.msg);
 	else if (rc && rc != PD_ENOTFOUND) {
 		*err = perr;
 		goto fail;
@@ -435,10 +459,12 @@ int ch_ship_start(struct pd_tsdb *db, struct pd_err *err)
 		char *cpdir = pd_wal_cp_path(s->waldir, cp, 0);
 		struct pd_wal_listing c = {0};
 		struct pd_wal_damage dmg = {0};
-		rc = cpdir ? pd_wal_list(cpdir, &c, err) : pd_err_set(err, PD_ENOMEM, "out of memory");
+		rc = cpdir ? pd_wal_list(cpdir, &c, err)
+		           : pd_err_set(err, PD_ENOMEM, "out of memory");
 		if (!rc) {
 			s->counting = 1;
-			rc = pd_wal_read_segments(cpdir, c.segs, c.nsegs, 1, &s->cb, NULL, &dmg, err);
+			rc = pd_wal_read_segments(cpdir, c.segs, c.nsegs, 1, &s->cb, NULL, &dmg,
+			                          err);
 			if (rc == 1)
 				rc = 0;
 		}
@@ -466,7 +492,8 @@ int ch_ship_start(struct pd_tsdb *db, struct pd_err *err)
 	 * are applied as the shipper reads them) */
 	if (!rc) {
 		struct pd_wal_replay_cb count = {NULL, on_sample, s, NULL};
-		while ((rc = pd_wal_tail_next(s->tail, &seg, &off, es, eo, &count, &bytes, err)) > 0)
+		while ((rc = pd_wal_tail_next(s->tail, &seg, &off, es, eo, &count, &bytes, err)) >
+		       0)
 			;
 	}
 	if (rc)
@@ -478,11 +505,13 @@ int ch_ship_start(struct pd_tsdb *db, struct pd_err *err)
 	pd_wal_listing_fini(&l);
 	if (s->spool_profiles)
 		pd_log_info("clickhouse", "spooled profiles are sent to ClickHouse",
-			    "profiles=%llu bytes=%llu from_segment=%u from_offset=%llu",
-			    (unsigned long long)s->spool_profiles, (unsigned long long)s->spool_bytes,
-			    s->pos_seg, (unsigned long long)s->pos_off);
+		            "profiles=%llu bytes=%llu from_segment=%u from_offset=%llu",
+		            (unsigned long long)s->spool_profiles,
+		            (unsigned long long)s->spool_bytes, s->pos_seg,
+		            (unsigned long long)s->pos_off);
 	if ((rc = pthread_create(&s->th, NULL, ship_main, s))) {
-		rc = pd_err_set(err, PD_ENOMEM, "starting the ClickHouse shipper: %s", strerror(rc));
+		rc =
+		    pd_err_set(err, PD_ENOMEM, "starting the ClickHouse shipper: %s", strerror(rc));
 		goto fail;
 	}
 	s->started = 1;
@@ -515,11 +544,12 @@ int ch_ship_admit(struct ch_ship *s, size_t bytes, struct pd_err *err)
 		return 0; /* one record alone always fits: it could not go otherwise */
 	__atomic_fetch_sub(&s->spool_bytes, bytes, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&s->refusals, 1, __ATOMIC_RELAXED);
-	return pd_err_set(err, PD_EFULL,
-			  "the ClickHouse spool is full: %llu bytes of profiles wait for ClickHouse, "
-			  "the limit is %llu (--storage.clickhouse.spool.max-size); nothing is "
-			  "stored until ClickHouse takes them",
-			  (unsigned long long)(now - bytes), (unsigned long long)s->max);
+	return pd_err_set(
+	    err, PD_EFULL,
+	    "the ClickHouse spool is full: %llu bytes of profiles wait for ClickHouse, "
+	    "the limit is %llu (--storage.clickhouse.spool.max-size); nothing is "
+	    "stored until ClickHouse takes them",
+	    (unsigned long long)(now - bytes), (unsigned long long)s->max);
 }
 
 void ch_ship_written(struct ch_ship *s, size_t bytes, size_t profiles, int ok)

@@ -139,8 +139,8 @@ static struct pd_clickhouse *dead_clickhouse(void)
 	return c;
 }
 
-static int open_store(struct pd_tsdb **db, const char *dir, struct pd_clickhouse *c,
-		      uint64_t max, struct pd_err *err)
+static int open_store(struct pd_tsdb **db, const char *dir, struct pd_clickhouse *c, uint64_t max,
+                      struct pd_err *err)
 {
 	struct pd_tsdb_opts o;
 	pd_tsdb_opts_init(&o);
@@ -225,7 +225,7 @@ static void test_spool_without_clickhouse(void **state)
 		struct pd_tsdb_label l[] = {{"__name__", "heap"}, {"job", "bad"}};
 		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 		assert_int_equal(pd_tsdb_append(a, l, 2, 5, (const uint8_t *)"not pprof", 9, &err),
-				 PD_EINVAL);
+		                 PD_EINVAL);
 		assert_non_null(strstr(err.msg, "not a pprof profile"));
 		pd_tsdb_rollback(a);
 	}
@@ -442,15 +442,15 @@ static void test_spool_drains(void **state)
 int main(void)
 {
 	struct pd_err err = {0};
-	if (pd_file_read(PD_TESTDATA "/profiles/goapp/heap.pb.gz", (size_t)1 << 24, &heap, &heap_len,
-			 &err)) {
+	if (pd_file_read(PD_TESTDATA "/profiles/goapp/heap.pb.gz", (size_t)1 << 24, &heap,
+	                 &heap_len, &err)) {
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;
 	}
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sent_file),
-		cmocka_unit_test(test_spool_without_clickhouse),
-		cmocka_unit_test(test_spool_drains),
+	    cmocka_unit_test(test_sent_file),
+	    cmocka_unit_test(test_spool_without_clickhouse),
+	    cmocka_unit_test(test_spool_drains),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	free(heap);
