@@ -20,3 +20,11 @@ if(TARGET pd_tsdb)
   add_test(NAME unit_ch_spool COMMAND test_ch_spool)
   set_tests_properties(unit_ch_spool PROPERTIES LABELS unit TIMEOUT 300)
 endif()
+
+# --storage.clickhouse.spool.max-size: a bad size names the flag
+add_test(NAME cli_run_spool_max_size_bad COMMAND profd run --storage.clickhouse.spool.max-size=12XB)
+set_tests_properties(cli_run_spool_max_size_bad PROPERTIES LABELS unit TIMEOUT 30
+  PASS_REGULAR_EXPRESSION "--storage.clickhouse.spool.max-size: .*unknown unit XB")
+add_test(NAME cli_run_spool_max_size_zero COMMAND profd run --storage.clickhouse.spool.max-size=0)
+set_tests_properties(cli_run_spool_max_size_zero PROPERTIES LABELS unit TIMEOUT 30
+  PASS_REGULAR_EXPRESSION "--storage.clickhouse.spool.max-size: must be more than 0")
