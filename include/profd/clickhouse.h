@@ -64,7 +64,8 @@ const char *pd_clickhouse_cluster(const struct pd_clickhouse *c);
  * response is appended to resp (may be NULL). A failure names the statement and
  * carries ClickHouse's own message ("Code: 60, e.displayText() = ..."): PD_EIO
  * when ClickHouse answered with an error, PD_EUNAVAIL when no answer came (no
- * connection, a timeout), which is worth retrying later. */
+ * connection, a timeout) or the answer was 502, 503 or 504, which is worth
+ * retrying later. */
 int pd_clickhouse_exec(struct pd_clickhouse *c, const char *sql, const void *data, size_t len,
 		       struct pd_buf *resp, struct pd_err *err);
 

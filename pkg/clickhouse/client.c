@@ -281,8 +281,11 @@ int pd_clickhouse_exec(struct pd_clickhouse *c, const char *sql, const void *dat
 			n--;
 		if (n > 300)
 			n = 300;
-		rc = pd_err_set(err, PD_EIO, "clickhouse answered %ld: %.*s (statement \"%s\")",
-				status, (int)n, n ? m : "", stmt);
+		/* 502, 503, 504: a proxy without a server behind it, or a server
+		 * that is overloaded or starting; worth retrying like no answer */
+		rc = pd_err_set(err, status >= 502 && status <= 504 ? PD_EUNAVAIL : PD_EIO,
+				"clickhouse answered %ld: %.*s (statement \"%s\")", status, (int)n,
+				n ? m : "", stmt);
 		sk.b->len = resp_start;
 		goto out;
 	}
