@@ -9,10 +9,12 @@
 #   3. ClickHouse killed mid-scrape: pushes are still acknowledged, the spool
 #      metrics rise, flushes fail and the outage is logged once; profd is then
 #      killed with SIGKILL;
-#   4. ClickHouse started again on the same ports and data, profd started again
-#      on the same store: everything acknowledged arrives (none lost), the spool
-#      drains to 0, and a pushed profile rebuilt from ClickHouse gives the same
-#      `go tool pprof -raw` as the file pushed;
+#   4. profd started again on the same store while ClickHouse is still down (it
+#      starts, counts the spool, and the schema waits), then ClickHouse on the
+#      same ports and data: the schema is created by the shipper, everything
+#      acknowledged arrives (none lost), the spool drains to 0, and a pushed
+#      profile rebuilt from ClickHouse gives the same `go tool pprof -raw` as the
+#      file pushed;
 #   5. ClickHouse unreachable from the start and a small
 #      --storage.clickhouse.spool.max-size: profd starts, then pushes answer 503
 #      with the spool-full message, scrapes show it as the target's error, the
@@ -182,12 +184,17 @@ wait "$profd_pid" 2>/dev/null || true
 grep -q 'msg="stopped"' "$log" && fail "profd stopped cleanly: it was to be killed"
 
 # ---- 4. both again: everything acknowledged arrives --------------------------------
+# profd first, while ClickHouse is still down: it starts, and the schema waits
+start again "$tmp/store" "$ch_url"
+grep -q 'msg="ClickHouse does not answer; profiles are spooled' "$log" ||
+	fail "no warning that ClickHouse does not answer at start"
+metric_ge profd_clickhouse_spool_profiles 5 || fail "the spool was not counted again at start"
 timeout -k 5 900 "$(command -v clickhouse-server || echo /usr/sbin/clickhouse-server)" \
 	--config-file="$tmp/ch/config.xml" >>"$tmp/ch/log/stdout.log" 2>&1 &
 CH_PID=$!
 ch_up() { [ "$(curl -s --max-time 2 "${ch_url}ping" 2>/dev/null)" = "Ok." ]; }
 wait_for 60 "clickhouse-server did not start again" ch_up
-start again "$tmp/store" "$ch_url"
+wait_for 120 "the shipper did not create the schema once ClickHouse answered" grep -q 'msg="schema created"' "$log"
 wait_for 120 "the spool did not drain" metric_eq profd_clickhouse_spool_profiles 0
 metric_eq profd_clickhouse_spool_bytes 0 || fail "spool bytes $(metric profd_clickhouse_spool_bytes) after draining"
 wait_for 60 "ClickHouse does not hold the $acked acknowledged profiles" stored_is "$acked"
