@@ -210,7 +210,11 @@ pprof_bin=$(go env GOTOOLDIR)/pprof
 [ -s "$tmp/want.raw" ] && cmp -s "$tmp/want.raw" "$tmp/got.raw" ||
 	fail "go tool pprof -raw differs for the profile rebuilt from ClickHouse: $(diff "$tmp/want.raw" "$tmp/got.raw" | head -5)"
 kill "$profd_pid"
-wait "$profd_pid" 2>/dev/null || true
+rc=0
+wait "$profd_pid" || rc=$?
+[ "$rc" = 0 ] || fail "profd exited with $rc after SIGTERM"
+grep -q 'msg="stopped"' "$log" || fail "profd did not stop cleanly"
+! grep -q 'Sanitizer' "$log" || fail "a sanitizer reported at exit"
 
 # ---- 5. unreachable from the start, and a small spool --------------------------------------
 "$serve" "$tmp/addr2" "$tmp/served2" "/debug/pprof/heap=$heaps" &
@@ -238,4 +242,9 @@ metric_ge profd_clickhouse_spool_max_bytes 65536 || fail "the spool's limit is n
 sp=$(metric profd_clickhouse_spool_profiles)
 [ "$sp" -ge "$pushed" ] || fail "the spool holds $sp profiles, but $pushed pushes were acknowledged"
 [ "$(metric profd_clickhouse_spool_bytes)" -le 65536 ] || fail "the spool went over its limit"
+kill "$profd_pid"
+rc=0
+wait "$profd_pid" || rc=$?
+[ "$rc" = 0 ] || fail "profd with a full spool exited with $rc after SIGTERM"
+! grep -q 'Sanitizer' "$log" || fail "a sanitizer reported at exit"
 echo "ok: $acked profiles acknowledged across a ClickHouse outage and a SIGKILL all arrived"
