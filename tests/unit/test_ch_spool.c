@@ -7,7 +7,8 @@
  * counts the same spool again (from the sent position, or from the WAL's start
  * when the position file is damaged); and against a stand-in for ClickHouse that
  * takes every insert: the spool drains, the position moves to the WAL's end,
- * segments wholly sent are deleted and a reopened store has nothing to send. */
+ * segments wholly sent are deleted and a reopened store has nothing to send; and
+ * while it answers 503 the spool fills and refuses, then drains once it answers. */
 #define _GNU_SOURCE /* nftw, strcasestr */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -287,6 +288,7 @@ struct fake {
 	int port;
 	pthread_t th;
 	int inserts; /* requests whose URL carries an INSERT (__atomic) */
+	int status;  /* the answer: 0 is 200 (__atomic) */
 };
 
 /* Reads one request (headers, then Content-Length bytes of body) and answers. */
@@ -321,7 +323,10 @@ static void serve_one(struct fake *f, int c)
 		got += (size_t)n;
 	}
 	const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-	assert_true(write(c, ok, strlen(ok)) == (ssize_t)strlen(ok));
+	const char *down = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 5\r\n"
+	                   "Connection: close\r\n\r\ndown\n";
+	const char *a = __atomic_load_n(&f->status, __ATOMIC_RELAXED) == 503 ? down : ok;
+	assert_true(write(c, a, strlen(a)) == (ssize_t)strlen(a));
 }
 
 static void *fake_main(void *arg)
@@ -439,6 +444,57 @@ static void test_spool_drains(void **state)
 	rmdir_all(d);
 }
 
+/* A ClickHouse behind a proxy answering 503: the spool fills and refuses; once
+ * ClickHouse answers again it drains, and commits are taken again. */
+static void test_spool_full_then_drains(void **state)
+{
+	(void)state;
+	char *d = tmpdir();
+	struct fake f = {.status = 503};
+	char url[64];
+	struct pd_err err = {0};
+	struct pd_clickhouse *c;
+	struct pd_tsdb *db;
+	fake_start(&f);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", f.port);
+	struct pd_clickhouse_opts co = {.url = url, .timeout_ms = 10000};
+	assert_int_equal(pd_clickhouse_create(&c, &co, &err), 0);
+	struct pd_tsdb_opts o;
+	pd_tsdb_opts_init(&o);
+	o.clickhouse = c;
+	o.wal_sync = 1;
+	o.clickhouse_spool_max = 8 * heap_len;
+	assert_int_equal(pd_tsdb_open(&db, d, &o, &err), 0);
+	int64_t t = 1000;
+	size_t acked = 0;
+	int rc;
+	while ((rc = push(db, "a", t, &err)) == 0) {
+		acked++;
+		t += 1000;
+		if (acked == 1)
+			wait_failures(db, 1); /* the first flush failed: the batch stays */
+	}
+	assert_int_equal(rc, PD_EFULL);
+	assert_true(acked >= 2);
+	assert_int_equal(stats(db).ch_spool_profiles, acked);
+	assert_int_equal(stats(db).ch_sent_profiles, 0);
+	assert_int_equal(push(db, "b", 1, &err), PD_EFULL); /* any series */
+	/* ClickHouse answers again: everything acknowledged goes, room comes back */
+	__atomic_store_n(&f.status, 0, __ATOMIC_RELAXED);
+	time_t deadline = time(NULL) + 120;
+	while (stats(db).ch_spool_profiles || stats(db).ch_sent_profiles < acked) {
+		assert_true(time(NULL) < deadline);
+		usleep(50 * 1000);
+	}
+	assert_int_equal(stats(db).ch_sent_profiles, acked);
+	assert_int_equal(stats(db).ch_spool_full_refusals, 2);
+	assert_int_equal(push(db, "a", t, &err), 0);
+	pd_tsdb_close(db);
+	pd_clickhouse_destroy(c);
+	fake_stop(&f);
+	rmdir_all(d);
+}
+
 int main(void)
 {
 	struct pd_err err = {0};
@@ -451,6 +507,7 @@ int main(void)
 	    cmocka_unit_test(test_sent_file),
 	    cmocka_unit_test(test_spool_without_clickhouse),
 	    cmocka_unit_test(test_spool_drains),
+	    cmocka_unit_test(test_spool_full_then_drains),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	free(heap);
