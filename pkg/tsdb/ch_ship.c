@@ -483,6 +483,11 @@ int ch_ship_start(struct pd_tsdb *db, struct pd_err *err)
 		seg = es;
 	s->first_seg = seg;
 	s->counting = 1;
+	if (ps > es || (ps == es && po > eo)) {
+		/* past the WAL's end (a WAL removed by hand): everything there is new */
+		ps = es;
+		po = eo;
+	}
 	if (ps > seg || (ps == seg && po > off))
 		rc = read_span(s, &seg, &off, ps, po, NULL, err);
 	s->batch_samples = 0;
