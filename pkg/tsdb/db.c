@@ -240,40 +240,68 @@ static int load_blocks(struct pd_tsdb *db, struct pd_err *err)
 
 /* ---- WAL replay ------------------------------------------------------------ */
 
-/* Replay gives each series the next ref of the head rather than the ref the WAL
- * names: the WAL's refs are only names within the WAL (a damaged or crafted one
- * may say 0, or 2^40), and the head's table is indexed by ref. refs maps the
- * WAL's ref to the head's; the first series entry of a ref wins, as
- * docs/format/wal.md says. A series whose head ref differs from its WAL ref is
- * logged again under the head ref by its next commit. */
+/* Replay creates each series under the ref the WAL names, so that the head's refs
+ * and the WAL's agree across restarts, and new series get refs past every ref the
+ * WAL has named (docs/format/wal.md). A ref resolves to the series of its latest
+ * series entry before the sample: earlier versions gave series new refs at each
+ * restart, so in their WALs one ref may name several series over time. Such a
+ * series, whose ref is taken in the head already, gets a new ref and is logged
+ * again under it. refs maps the WAL's ref to the series' index in the head. */
 struct replay_ctx {
 	struct pd_tsdb *db;
 	int64_t min_t; /* samples before this are in blocks already */
 	uint64_t skipped;
-	uint64_t bad_series; /* series entries with ref 0 */
-	struct pd_u64map refs; /* WAL ref -> head ref */
+	uint64_t bad_series; /* series entries with ref 0, or too large */
+	struct pd_u64map refs; /* WAL ref -> index in head.series + 1; 0: unknown */
 };
 
 static int replay_series(void *c, uint64_t ref, const struct pd_lpair *l, size_t n)
 {
 	struct replay_ctx *rc = c;
+	struct head *h = &rc->db->head;
 	struct head_series *s;
 	int created;
-	uint32_t have;
 	struct pd_err err;
-	if (ref == 0) {
+	if (ref == 0 || ref >= HEAD_MAX_REF) {
 		rc->bad_series++;
 		return 0;
 	}
-	if (pd_u64map_get(&rc->refs, ref, &have))
-		return 0;
-	if (head_get_or_create(&rc->db->head, l, n, 0, &s, &created, &err))
+	head_note_ref(h, ref);
+	if (!(s = head_get(h, l, n, labels_hash(l, n)))) {
+		int r2 = head_get_or_create(h, l, n, head_by_ref_locked(h, ref) ? 0 : ref, &s,
+					    &created, &err);
+		if (r2 == PD_ENOMEM)
+			return r2;
+		if (r2) {
+			rc->bad_series++;
+			return 0;
+		}
+	}
+	uint32_t ix; /* the series' index in the head */
+	if (!pd_u64map_get(&h->refs, s->ref, &ix) || pd_u64map_put(&rc->refs, ref, ix + 1))
 		return PD_ENOMEM;
-	if (s->ref > UINT32_MAX || pd_u64map_put(&rc->refs, ref, (uint32_t)s->ref))
-		return PD_ENOMEM;
-	if (created)
-		s->logged = s->ref == ref;
 	return 0;
+}
+
+/* The head series a WAL ref names now, or NULL. */
+static struct head_series *replay_lookup(struct replay_ctx *rc, uint64_t ref)
+{
+	struct head *h = &rc->db->head;
+	uint32_t ix;
+	if (ref == 0 || !pd_u64map_get(&rc->refs, ref, &ix) || ix == 0 || ix > h->nseries)
+		return NULL;
+	return h->series[ix - 1];
+}
+
+/* After replay: a series is logged when the WAL's latest entry of its ref names
+ * it; any other (its ref taken by another series in the WAL, or created under a
+ * new ref) is logged again by its next commit. */
+static void replay_mark_logged(struct replay_ctx *rc)
+{
+	struct head *h = &rc->db->head;
+	for (size_t i = 0; i < h->nseries; i++)
+		if (h->series[i])
+			h->series[i]->logged = replay_lookup(rc, h->series[i]->ref) == h->series[i];
 }
 
 static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, size_t len)
@@ -281,15 +309,15 @@ static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, siz
 	struct replay_ctx *rc = c;
 	struct head *h = &rc->db->head;
 	struct pd_err err;
-	uint32_t hr;
-	if (t < rc->min_t || ref == 0 || !pd_u64map_get(&rc->refs, ref, &hr) || hr == 0 ||
-	    hr > h->nseries || !h->series[hr - 1]) {
+	struct head_series *s = replay_lookup(rc, ref);
+	head_note_ref(h, ref);
+	if (t < rc->min_t || !s) {
 		rc->skipped++;
 		return 0;
 	}
 	if (rc->db->o.clickhouse) {
 		/* the profiles are ClickHouse's: the head keeps the newest time only */
-		tsdb_ch_note_time(h->series[hr - 1], t);
+		tsdb_ch_note_time(s, t);
 		return 0;
 	}
 	uint8_t *raw = NULL;
@@ -304,7 +332,7 @@ static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, siz
 		p = raw;
 		len = rawlen;
 	}
-	if (head_append(h, h->series[hr - 1], t, p, len, NULL, &err))
+	if (head_append(h, s, t, p, len, NULL, &err))
 		rc->skipped++; /* a duplicate of an already replayed sample */
 	free(raw);
 	return 0;
@@ -314,12 +342,10 @@ static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, siz
 static int replay_tombstone(void *c, uint64_t ref, int64_t mint, int64_t maxt)
 {
 	struct replay_ctx *rc = c;
-	struct head *h = &rc->db->head;
-	uint32_t hr;
-	if (ref == 0 || !pd_u64map_get(&rc->refs, ref, &hr) || hr == 0 || hr > h->nseries ||
-	    !h->series[hr - 1])
+	struct head_series *s = replay_lookup(rc, ref);
+	head_note_ref(&rc->db->head, ref);
+	if (!s)
 		return 0;
-	struct head_series *s = h->series[hr - 1];
 	pthread_mutex_lock(&s->mu);
 	int r2 = tomb_add(&s->tomb, 0, mint, maxt);
 	tomb_normalize(&s->tomb);
@@ -414,6 +440,7 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		memset(&st, 0, sizeof(st));
 		rc = db->o.read_only ? pd_wal_replay_readonly(wdir, &cb, &st, err)
 				     : pd_wal_replay(wdir, &cb, &st, err);
+		replay_mark_logged(&ctx);
 		pd_u64map_fini(&ctx.refs);
 		sort_postings(&db->head);
 		if (!rc && st.truncated) {
@@ -1149,10 +1176,14 @@ struct keep_ctx {
 	int64_t mint;
 };
 
-static int keep_series(void *c, uint64_t ref)
+/* A checkpoint keeps a series entry, and the samples after it, when the series
+ * it names (by its labels: in a WAL of earlier versions the ref may be another
+ * series' now) has samples at or after mint. */
+static int keep_series(void *c, uint64_t ref, const struct pd_lpair *l, size_t n)
 {
 	struct keep_ctx *k = c;
-	struct head_series *s = ref && ref <= k->h->nseries ? k->h->series[ref - 1] : NULL;
+	struct head_series *s = head_get(k->h, l, n, labels_hash(l, n));
+	(void)ref;
 	if (!s)
 		return 0;
 	pthread_mutex_lock(&s->mu);
@@ -1703,7 +1734,7 @@ static int delete_head(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size
 	}
 	pthread_rwlock_rdlock(&h->mu);
 	for (size_t i = 0; i < nr; i++) {
-		struct head_series *s = refs[i] && refs[i] <= h->nseries ? h->series[refs[i] - 1] : NULL;
+		struct head_series *s = head_by_ref_locked(h, refs[i]);
 		int64_t lo, hi;
 		if (!s)
 			continue;

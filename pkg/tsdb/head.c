@@ -63,6 +63,8 @@ int head_init(struct head *h, const struct pd_tsdb_opts *o)
 	h->level = o->zstd_level;
 	h->encoding = o->value_encoding;
 	h->block_range = o->block_range_ms;
+	h->next_ref = 1;
+	pd_u64map_init(&h->refs);
 	if (pthread_mutex_init(&h->sym_mu, NULL)) {
 		pthread_rwlock_destroy(&h->mu);
 		return PD_ENOMEM;
@@ -92,6 +94,7 @@ void head_fini(struct head *h)
 		if (h->series[i])
 			free_series(h->series[i]);
 	free(h->series);
+	pd_u64map_fini(&h->refs);
 	free(h->buckets);
 	for (size_t i = 0; i < h->postings_cap; i++) {
 		free(h->postings[i].key);
@@ -179,7 +182,9 @@ static int postings_add(struct head *h, const char *name, const char *value, uin
 		pl->refs = r;
 		pl->cap = c;
 	}
-	pl->refs[pl->n++] = ref; /* refs only grow: the list stays sorted */
+	/* new refs only grow, so the list stays sorted; replay, which creates series
+	 * under the WAL's refs in WAL order, sorts the lists once it is done */
+	pl->refs[pl->n++] = ref;
 	return 0;
 }
 
@@ -204,6 +209,28 @@ const struct postings_list *head_postings_locked(const struct head *h, const cha
 	return pl->key ? pl : NULL;
 }
 
+struct head_series *head_by_ref_locked(const struct head *h, uint64_t ref)
+{
+	uint32_t i;
+	if (!ref || !pd_u64map_get(&h->refs, ref, &i) || i >= h->nseries)
+		return NULL;
+	return h->series[i];
+}
+
+struct head_series *head_by_ref(struct head *h, uint64_t ref)
+{
+	pthread_rwlock_rdlock(&h->mu);
+	struct head_series *s = head_by_ref_locked(h, ref);
+	pthread_rwlock_unlock(&h->mu);
+	return s;
+}
+
+void head_note_ref(struct head *h, uint64_t ref)
+{
+	if (ref < HEAD_MAX_REF && ref >= h->next_ref)
+		h->next_ref = ref + 1;
+}
+
 int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
 		       struct head_series **out, int *created, struct pd_err *err)
 {
@@ -217,11 +244,16 @@ int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint6
 		return 0;
 	}
 	if (!ref)
-		ref = h->nseries + 1;
-	if (ref <= h->nseries && h->series[ref - 1]) {
+		ref = h->next_ref;
+	uint32_t taken;
+	if (ref >= HEAD_MAX_REF || pd_u64map_get(&h->refs, ref, &taken)) {
 		pthread_rwlock_unlock(&h->mu);
-		return pd_err_set(err, PD_ECORRUPT, "series ref %llu is already taken",
-				  (unsigned long long)ref);
+		return pd_err_set(err, PD_ECORRUPT, "series ref %llu is %s",
+				  (unsigned long long)ref, ref >= HEAD_MAX_REF ? "too large" : "already taken");
+	}
+	if (h->nseries >= UINT32_MAX) {
+		pthread_rwlock_unlock(&h->mu);
+		return pd_err_set(err, PD_ENOMEM, "too many series");
 	}
 	/* one allocation for the pair array and the strings */
 	size_t bytes = n * sizeof(struct pd_lpair);
@@ -250,10 +282,8 @@ int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint6
 	pd_chunkenc_ts_init(&s->open_ts);
 	lp = NULL;
 	/* tables */
-	if (ref > h->cap) {
-		size_t c = h->cap ? h->cap : 1024;
-		while (c < ref)
-			c *= 2;
+	if (h->nseries == h->cap) {
+		size_t c = h->cap ? h->cap * 2 : 1024;
 		struct head_series **ns = realloc(h->series, c * sizeof(*ns));
 		if (!ns)
 			goto nomem_s;
@@ -280,9 +310,11 @@ int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint6
 		if (postings_add(h, s->labels[i].name, s->labels[i].value, ref) ||
 		    postings_add(h, "", "", ref))
 			goto nomem_s;
-	h->series[ref - 1] = s;
-	if (ref > h->nseries)
-		h->nseries = ref;
+	if (pd_u64map_put(&h->refs, ref, (uint32_t)h->nseries))
+		goto nomem_s;
+	h->series[h->nseries++] = s;
+	if (ref >= h->next_ref)
+		h->next_ref = ref + 1;
 	s->next_in_bucket = h->buckets[hash & (h->nbuckets - 1)];
 	h->buckets[hash & (h->nbuckets - 1)] = s;
 	pthread_rwlock_unlock(&h->mu);
@@ -291,7 +323,10 @@ int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint6
 	return 0;
 nomem_s:
 	/* postings may hold the ref already; a series that never made it into the
-	 * table is skipped by readers, so only its memory needs freeing */
+	 * table is skipped by readers, so only its memory needs freeing, and its ref
+	 * is not given to another series */
+	if (ref >= h->next_ref)
+		h->next_ref = ref + 1;
 	free_series(s);
 	s = NULL;
 nomem:

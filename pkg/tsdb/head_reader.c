@@ -104,20 +104,10 @@ static int hr_all_series(void *r, uint64_t **out, size_t *n, struct pd_err *err)
 	return hr_postings(r, "", "", out, n, err);
 }
 
-static struct head_series *series_by_ref(struct head *h, uint64_t ref)
-{
-	struct head_series *s = NULL;
-	pthread_rwlock_rdlock(&h->mu);
-	if (ref >= 1 && ref <= h->nseries)
-		s = h->series[ref - 1];
-	pthread_rwlock_unlock(&h->mu);
-	return s;
-}
-
 static int hr_series(void *r, uint64_t ref, struct pd_lpair **labels, size_t *nl, struct rchunk **c,
 		     size_t *nc, struct pd_err *err)
 {
-	struct head_series *s = series_by_ref(r, ref);
+	struct head_series *s = head_by_ref(r, ref);
 	*labels = NULL;
 	*c = NULL;
 	*nl = *nc = 0;
@@ -151,7 +141,7 @@ static int hr_series(void *r, uint64_t ref, struct pd_lpair **labels, size_t *nl
 static int hr_chunk_ts(void *r, uint64_t series_ref, const struct rchunk *c, uint8_t **out,
 		       size_t *len, struct pd_err *err)
 {
-	struct head_series *s = series_by_ref(r, series_ref);
+	struct head_series *s = head_by_ref(r, series_ref);
 	int rc = 0;
 	*out = NULL;
 	if (!s)
@@ -182,7 +172,7 @@ static int hr_chunk_ts(void *r, uint64_t series_ref, const struct rchunk *c, uin
 static int hr_chunk_value(void *r, uint64_t series_ref, const struct rchunk *c, size_t i,
 			  size_t max_profile, uint8_t **out, size_t *len, struct pd_err *err)
 {
-	struct head_series *s = series_by_ref(r, series_ref);
+	struct head_series *s = head_by_ref(r, series_ref);
 	int rc;
 	*out = NULL;
 	if (!s)
@@ -244,7 +234,7 @@ static int hr_chunk_merge(void *r, uint64_t series_ref, const struct rchunk *c, 
 			  size_t to, size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
 			  struct pd_err *err)
 {
-	struct head_series *s = series_by_ref(r, series_ref);
+	struct head_series *s = head_by_ref(r, series_ref);
 	uint8_t *copy = NULL;
 	size_t len = 0;
 	struct held h = {0};
@@ -291,7 +281,7 @@ static int hr_chunk_merge(void *r, uint64_t series_ref, const struct rchunk *c, 
 static int hr_tombstones(void *r, uint64_t ref, struct tomb_entry **out, size_t *n,
 			 struct pd_err *err)
 {
-	struct head_series *s = series_by_ref(r, ref);
+	struct head_series *s = head_by_ref(r, ref);
 	*out = NULL;
 	*n = 0;
 	if (!s)

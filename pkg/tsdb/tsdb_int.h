@@ -59,8 +59,13 @@ struct postings_list {
 
 struct head {
 	pthread_rwlock_t mu; /* guards the tables below, not the series' chunks */
-	struct head_series **series; /* by ref - 1 */
+	/* series in order of creation; a series' ref is its name in the WAL, kept
+	 * across restarts (docs/format/wal.md), so refs have gaps where checkpoints
+	 * dropped series: refs finds a series' slot */
+	struct head_series **series;
 	size_t nseries, cap;
+	struct pd_u64map refs; /* ref -> index in series */
+	uint64_t next_ref;     /* a new series' ref: past every ref the WAL has named */
 	struct head_series **buckets; /* by hash of the label set */
 	size_t nbuckets;
 	struct postings_list *postings; /* open addressing by key hash */
@@ -81,10 +86,19 @@ int head_init(struct head *h, const struct pd_tsdb_opts *o);
 void head_fini(struct head *h);
 /* Finds the series with these labels, or NULL. Takes the read lock. */
 struct head_series *head_get(struct head *h, const struct pd_lpair *l, size_t n, uint64_t hash);
-/* Finds or creates a series; a new one gets ref (0: the next free one). *created
- * says which. Takes the write lock. */
+/* Finds or creates a series; a new one gets ref (0: next_ref), which must be
+ * free (PD_ECORRUPT) and below HEAD_MAX_REF. *created says which. Takes the write
+ * lock. */
 int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
 		       struct head_series **out, int *created, struct pd_err *err);
+/* The series of ref, or NULL; the caller holds h->mu (or is alone, as replay is). */
+struct head_series *head_by_ref_locked(const struct head *h, uint64_t ref);
+/* The series of ref, or NULL. Takes the read lock. */
+struct head_series *head_by_ref(struct head *h, uint64_t ref);
+/* Makes new refs go past ref (a ref the WAL named). Caller alone, as replay is. */
+void head_note_ref(struct head *h, uint64_t ref);
+/* Refs at or above this in a WAL are damage: next_ref can never wrap. */
+#define HEAD_MAX_REF ((uint64_t)1 << 62)
 /* Appends a sample to a series (its lock must not be held). decoded: p as the
  * caller decoded it, or NULL. */
 int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t *p, size_t len,

@@ -168,14 +168,20 @@ int pd_wal_du(const char *dir, uint64_t *out, struct pd_err *err);
  * write under way; records queued meanwhile go to the new segment. */
 int pd_wal_cut(struct pd_wal *w, struct pd_err *err);
 
+/* Decides whether a checkpoint keeps the series of a series entry (ref, labels):
+ * 1 keeps the entry and the samples and tombstones of ref after it, up to the
+ * next series entry of ref, which is asked again (a later entry of a ref names
+ * the series of the samples after it, docs/format/wal.md). */
+typedef int (*pd_wal_keep_fn)(void *ctx, uint64_t ref, const struct pd_lpair *labels, size_t n);
+
 /* Rewrites everything before the current segment as a checkpoint that keeps only
- * series for which keep(ctx, ref) is true and their samples at or after mint and
- * tombstones ending at or after mint, then
+ * series for which keep is true (NULL: all) and their samples at or after mint
+ * and tombstones ending at or after mint, then
  * deletes those segments and the previous checkpoint. Crash-safe: a checkpoint is
  * written to a temporary directory and renamed. Holds the writer role: records
  * queued meanwhile are written after it. */
-int pd_wal_checkpoint(struct pd_wal *w, int64_t mint, int (*keep)(void *ctx, uint64_t ref),
-		      void *ctx, struct pd_err *err);
+int pd_wal_checkpoint(struct pd_wal *w, int64_t mint, pd_wal_keep_fn keep, void *ctx,
+		      struct pd_err *err);
 
 /* Where the last record written and synced ends: segment *seg, byte *off.
  * Everything before it is durable and whole; readers beside the writer stop
@@ -184,8 +190,8 @@ void pd_wal_end(struct pd_wal *w, uint32_t *seg, uint64_t *off);
 
 /* As pd_wal_checkpoint, for segments up to last (which must be before the
  * current one) rather than all before the current one. */
-int pd_wal_checkpoint_upto(struct pd_wal *w, uint32_t last, int64_t mint,
-			   int (*keep)(void *ctx, uint64_t ref), void *ctx, struct pd_err *err);
+int pd_wal_checkpoint_upto(struct pd_wal *w, uint32_t last, int64_t mint, pd_wal_keep_fn keep,
+			   void *ctx, struct pd_err *err);
 
 /* ---- following the WAL from a position (a reader beside the writer) ---------- */
 

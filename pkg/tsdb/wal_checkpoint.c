@@ -1,7 +1,9 @@
 /* wal_checkpoint.c: WAL checkpoints. Everything before the current segment (the
  * previous checkpoint and segments up to N) is read back, filtered (series that
  * keep() wants, their samples at or after mint and tombstones ending there or
- * later), and written as segment files of
+ * later; a sample or tombstone goes with the latest series entry of its ref
+ * before it, so a ref that named another series earlier is judged right), and
+ * written as segment files of
  * the usual format into checkpoint.N.tmp, which is synced and renamed to
  * checkpoint.N; only then are segments up to N and older checkpoints deleted. A
  * crash at any point leaves either the old state or the new one: replay reads the
@@ -20,8 +22,9 @@ struct cp_writer {
 	struct pd_wal_enc enc;
 	struct pd_wal_segw segw;
 	int64_t mint;
-	int (*keep)(void *ctx, uint64_t ref);
+	pd_wal_keep_fn keep;
 	void *kctx;
+	struct pd_u64map kept; /* ref -> 1 when its latest series entry was kept */
 	struct pd_err err; /* why a callback stopped the read */
 };
 
@@ -39,8 +42,13 @@ static int cp_series(void *ctx, uint64_t ref, const struct pd_lpair *labels, siz
 	struct cp_writer *c = ctx;
 	int rc;
 
-	if (c->keep && !c->keep(c->kctx, ref))
-		return 0;
+	if (c->keep) {
+		int keep = c->keep(c->kctx, ref, labels, n);
+		if (ref && pd_u64map_put(&c->kept, ref, keep ? 1 : 0))
+			return pd_err_set(&c->err, PD_ENOMEM, "out of memory");
+		if (!keep)
+			return 0;
+	}
 	if (pd_wal_enc_len(&c->enc) >= PD_WAL_CHECKPOINT_BATCH && (rc = cp_flush(c)))
 		return rc;
 	rc = pd_wal_enc_series(&c->enc, ref, labels, n, &c->err);
@@ -49,12 +57,19 @@ static int cp_series(void *ctx, uint64_t ref, const struct pd_lpair *labels, siz
 	return rc;
 }
 
+/* Whether the series ref names now (its latest entry) was kept. */
+static int cp_kept(const struct cp_writer *c, uint64_t ref)
+{
+	uint32_t v;
+	return !c->keep || (ref && pd_u64map_get(&c->kept, ref, &v) && v);
+}
+
 static int cp_sample(void *ctx, uint64_t ref, int64_t t, const uint8_t *p, size_t len)
 {
 	struct cp_writer *c = ctx;
 	int rc;
 
-	if (t < c->mint || (c->keep && !c->keep(c->kctx, ref)))
+	if (t < c->mint || !cp_kept(c, ref))
 		return 0;
 	if ((c->enc.tombs || pd_wal_enc_len(&c->enc) >= PD_WAL_CHECKPOINT_BATCH) &&
 	    (rc = cp_flush(c)))
@@ -72,7 +87,7 @@ static int cp_tombstone(void *ctx, uint64_t ref, int64_t mint, int64_t maxt)
 	struct cp_writer *c = ctx;
 	int rc;
 
-	if (maxt < c->mint || (c->keep && !c->keep(c->kctx, ref)))
+	if (maxt < c->mint || !cp_kept(c, ref))
 		return 0;
 	if (((c->enc.nsamples && !c->enc.tombs) ||
 	     pd_wal_enc_len(&c->enc) >= PD_WAL_CHECKPOINT_BATCH) &&
@@ -105,8 +120,8 @@ static int cp_read(struct cp_writer *c, const char *dir, const uint32_t *nums, s
 }
 
 /* The checkpoint itself, with the caller holding the WAL's writer role. */
-static int checkpoint(struct pd_wal *w, uint32_t last, int64_t mint,
-		      int (*keep)(void *ctx, uint64_t ref), void *ctx, struct pd_err *err)
+static int checkpoint(struct pd_wal *w, uint32_t last, int64_t mint, pd_wal_keep_fn keep,
+		      void *ctx, struct pd_err *err)
 {
 	struct pd_wal_listing l = {0}, old = {0};
 	struct cp_writer c = {.mint = mint, .keep = keep, .kctx = ctx};
@@ -116,6 +131,7 @@ static int checkpoint(struct pd_wal *w, uint32_t last, int64_t mint,
 	int rc, committed = 0;
 
 	pd_wal_enc_init(&c.enc, PD_WAL_RECORD_LIMIT);
+	pd_u64map_init(&c.kept);
 	c.segw.fd = -1;
 	if ((rc = pd_wal_list(w->dir, &l, err)))
 		goto done;
@@ -187,6 +203,7 @@ static int checkpoint(struct pd_wal *w, uint32_t last, int64_t mint,
 done:
 	pd_wal_segw_fini(&c.segw);
 	pd_wal_enc_fini(&c.enc);
+	pd_u64map_fini(&c.kept);
 	if (rc && !committed && tmp)
 		pd_wal_rmdir(tmp, NULL);
 	if (committed) {
@@ -207,8 +224,8 @@ done:
 	return rc;
 }
 
-int pd_wal_checkpoint(struct pd_wal *w, int64_t mint, int (*keep)(void *ctx, uint64_t ref),
-		      void *ctx, struct pd_err *err)
+int pd_wal_checkpoint(struct pd_wal *w, int64_t mint, pd_wal_keep_fn keep, void *ctx,
+		      struct pd_err *err)
 {
 	pd_wal_writer_enter(w);
 	int rc = checkpoint(w, w->seg.num - 1, mint, keep, ctx, err);
@@ -216,8 +233,8 @@ int pd_wal_checkpoint(struct pd_wal *w, int64_t mint, int (*keep)(void *ctx, uin
 	return rc;
 }
 
-int pd_wal_checkpoint_upto(struct pd_wal *w, uint32_t last, int64_t mint,
-			   int (*keep)(void *ctx, uint64_t ref), void *ctx, struct pd_err *err)
+int pd_wal_checkpoint_upto(struct pd_wal *w, uint32_t last, int64_t mint, pd_wal_keep_fn keep,
+			   void *ctx, struct pd_err *err)
 {
 	pd_wal_writer_enter(w);
 	int rc = last < w->seg.num ? checkpoint(w, last, mint, keep, ctx, err)

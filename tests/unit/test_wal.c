@@ -587,19 +587,25 @@ static void test_replay_missing_and_stop(void **state)
 
 /* ---- checkpoints ----------------------------------------------------------- */
 
-static int keep_even(void *ctx, uint64_t ref)
+static int keep_even(void *ctx, uint64_t ref, const struct pd_lpair *l, size_t n)
 {
+	(void)l;
+	(void)n;
 	(*(int *)ctx)++;
 	return ref % 2 == 0;
 }
 
-static int keep_all(void *ctx, uint64_t ref)
+static int keep_all(void *ctx, uint64_t ref, const struct pd_lpair *l, size_t n)
 {
+	(void)l;
+	(void)n;
 	return 1;
 }
 
-static int keep_none(void *ctx, uint64_t ref)
+static int keep_none(void *ctx, uint64_t ref, const struct pd_lpair *l, size_t n)
 {
+	(void)l;
+	(void)n;
 	return 0;
 }
 
