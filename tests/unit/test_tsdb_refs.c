@@ -29,11 +29,13 @@ struct model_series {
 	char name[8];
 	int64_t ts[MAX_SAMPLES];
 	size_t n;
+	uint64_t ref; /* its ref in the head when last seen there; 0: not yet */
 };
 
 struct model {
 	struct model_series s[16];
 	size_t n;
+	uint64_t maxref; /* the largest ref seen */
 };
 
 static int rm_entry(const char *p, const struct stat *st, int f, struct FTW *w)
@@ -173,6 +175,34 @@ static void check(struct pd_tsdb *db, const struct model *m, const char *when)
 	}
 }
 
+/* A series in the head keeps its ref across restarts; a series new to the head
+ * (never seen, or back after a checkpoint dropped it) gets a ref never used
+ * before. */
+static void check_refs(struct pd_tsdb *db, struct model *m, const char *when)
+{
+	uint64_t before = m->maxref;
+	for (size_t i = 0; i < m->n; i++) {
+		struct model_series *ms = &m->s[i];
+		struct pd_lpair l[2] = {{"job", "refs"}, {"series", ms->name}};
+		struct head_series *s = head_get(&db->head, l, 2, labels_hash(l, 2));
+		if (!s) {
+			ms->ref = 0; /* dropped: if it comes back, with a new ref */
+			continue;
+		}
+		if (ms->ref && s->ref != ms->ref)
+			fail_msg("%s: series %s has ref %llu, had %llu", when, ms->name,
+				 (unsigned long long)s->ref, (unsigned long long)ms->ref);
+		if (!ms->ref && s->ref <= before)
+			fail_msg("%s: series %s is new to the head with ref %llu, used before "
+				 "(refs up to %llu seen)",
+				 when, ms->name, (unsigned long long)s->ref,
+				 (unsigned long long)before);
+		ms->ref = s->ref;
+		if (s->ref > m->maxref)
+			m->maxref = s->ref;
+	}
+}
+
 static struct pd_tsdb *open_db(const char *dir)
 {
 	struct pd_tsdb_opts o;
@@ -187,12 +217,14 @@ static struct pd_tsdb *open_db(const char *dir)
 	return db;
 }
 
-static struct pd_tsdb *reopen(struct pd_tsdb *db, const char *dir, const struct model *m,
+static struct pd_tsdb *reopen(struct pd_tsdb *db, const char *dir, struct model *m,
 			      const char *when)
 {
+	check_refs(db, m, when);
 	pd_tsdb_close(db);
 	db = open_db(dir);
 	check(db, m, when);
+	check_refs(db, m, when);
 	return db;
 }
 
