@@ -17,7 +17,8 @@
  * opened as a store (read-only), whose head replays the WAL through its value
  * chunk appender (encoding 2 decomposes profiles; other bytes are kept opaque):
  * opening may fail, but when it succeeds every sample it lists must read back as
- * a payload the WAL delivered for that series and time: the same profile
+ * a payload the WAL delivered for that series (the labels of the latest series
+ * entry of the sample's ref before it) and time: the same profile
  * (pd_pprof_compare) when that payload is one, otherwise the same bytes.
  *
  * First byte of the input:
@@ -45,6 +46,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,7 +250,9 @@ struct pd_fuzz_log_series {
 struct pd_fuzz_log_sample {
 	uint64_t ref;
 	int64_t t;
-	size_t p, len; /* offset and length in bytes */
+	size_t p, len;    /* offset and length in bytes */
+	size_t key, klen; /* the labels of ref's latest series entry before it;
+			   * klen SIZE_MAX: none */
 };
 struct pd_fuzz_log {
 	struct pd_buf bytes;
@@ -302,11 +306,16 @@ static int pd_fuzz_on_series(void *ctx, uint64_t ref, const struct pd_lpair *l, 
 		s->hseries = h;
 	if (s->log) {
 		struct pd_fuzz_log *g = s->log;
-		for (size_t i = 0; i < g->nseries; i++)
+		struct pd_fuzz_log_series *e = NULL;
+		/* a later entry of a ref names the series of the samples after it */
+		for (size_t i = 0; i < g->nseries && !e; i++)
 			if (g->series[i].ref == ref)
-				return 0; /* the head keeps a ref's first labels */
-		g->series = pd_fuzz_grow(g->series, &g->cseries, g->nseries, sizeof(*g->series));
-		struct pd_fuzz_log_series *e = &g->series[g->nseries++];
+				e = &g->series[i];
+		if (!e) {
+			g->series =
+			    pd_fuzz_grow(g->series, &g->cseries, g->nseries, sizeof(*g->series));
+			e = &g->series[g->nseries++];
+		}
 		e->ref = ref;
 		e->key = g->bytes.len;
 		for (size_t i = 0; i < n; i++) {
@@ -330,15 +339,22 @@ static int pd_fuzz_on_sample(void *ctx, uint64_t ref, int64_t t, const uint8_t *
 	if (s->log) {
 		struct pd_fuzz_log *g = s->log;
 		g->samples = pd_fuzz_grow(g->samples, &g->csamples, g->nsamples, sizeof(*g->samples));
-		g->samples[g->nsamples++] = (struct pd_fuzz_log_sample){ref, t, g->bytes.len, len};
+		size_t key = 0, klen = SIZE_MAX;
+		for (size_t i = 0; i < g->nseries && klen == SIZE_MAX; i++)
+			if (g->series[i].ref == ref) {
+				key = g->series[i].key;
+				klen = g->series[i].klen;
+			}
+		g->samples[g->nsamples++] =
+		    (struct pd_fuzz_log_sample){ref, t, g->bytes.len, len, key, klen};
 		pd_fuzz_put(&g->bytes, p, len);
 	}
 	return 0;
 }
 
 /* pd_wal_open, a commit, a cut, a commit, of a new series with the given ref:
- * one the WAL does not use yet, and small when the WAL's are, as the store's
- * head sizes its series table by the largest ref. */
+ * one the WAL does not use yet, past the largest it does, as the store's head
+ * gives a new series. */
 static void pd_fuzz_append(uint64_t ref)
 {
 	static const struct pd_lpair l[] = {{"__name__", "cpu"}, {"job", "after-repair"}};
@@ -434,11 +450,8 @@ static void pd_fuzz_store(const struct pd_fuzz_log *g)
 				const struct pd_fuzz_log_sample *sa = &g->samples[x];
 				if (sa->t != se->ts[k])
 					continue;
-				size_t y = 0;
-				while (y < g->nseries && g->series[y].ref != sa->ref)
-					y++;
-				if (y == g->nseries || g->series[y].klen != key.len ||
-				    memcmp(g->bytes.data + g->series[y].key, key.data, key.len))
+				if (sa->klen != key.len ||
+				    memcmp(g->bytes.data + sa->key, key.data, key.len))
 					continue;
 				candidates++;
 				found = pd_fuzz_same_payload(g->bytes.data + sa->p, sa->len, out, len, why,
