@@ -3,7 +3,7 @@
  * series coming back; after every step each series' profiles (labels ->
  * timestamps -> bytes) must be exactly what was appended. Also a WAL as earlier
  * versions wrote it, with one ref naming different series over its life, written
- * record by record with the WAL writer. */
+ * record by record with the WAL writer, and refs far apart. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <dirent.h>
 #include <ftw.h>
@@ -410,11 +410,53 @@ static void test_wal_of_earlier_versions(void **state)
 	rmdir_all(dir);
 }
 
+/* A ref may be any number below 2^62: the head takes it as it is (its tables do
+ * not grow with it) and gives new series refs past it; an entry at 2^62 or more
+ * is damage, skipped with its samples. */
+static void test_large_refs(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	char wdir[512];
+	struct model m = {0};
+	struct pd_err err = {0};
+	struct pd_wal *w;
+	struct pd_wal_opts wo = {.sync = PD_WAL_SYNC_NONE};
+	const uint64_t big = (uint64_t)1 << 40, bad = (uint64_t)1 << 62;
+	snprintf(wdir, sizeof(wdir), "%s/wal", dir);
+	assert_int_equal(mkdir(wdir, 0755), 0);
+	if (pd_wal_open(&w, wdir, &wo, &err))
+		fail_msg("WAL open: %s", err.msg);
+	wal_series(w, big, "H");
+	wal_sample(w, &m, big, "H", 1000);
+	wal_commit(w);
+	wal_series(w, bad, "X");
+	assert_int_equal(pd_wal_add_sample(w, bad, 1000, (const uint8_t *)"x", 1, &err), 0);
+	wal_commit(w);
+	pd_wal_close(w);
+
+	struct pd_tsdb *db = open_db(dir);
+	check(db, &m, "a WAL with a large ref replayed");
+	put(db, &m, "N", 1100);
+	struct pd_lpair h[2] = {{"job", "refs"}, {"series", "H"}};
+	struct pd_lpair n[2] = {{"job", "refs"}, {"series", "N"}};
+	struct head_series *sh = head_get(&db->head, h, 2, labels_hash(h, 2));
+	struct head_series *sn = head_get(&db->head, n, 2, labels_hash(n, 2));
+	assert_non_null(sh);
+	assert_non_null(sn);
+	assert_int_equal(sh->ref, big);
+	assert_int_equal(sn->ref, big + 1);
+	db = reopen(db, dir, &m, "reopened");
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_refs_across_restarts),
 	    cmocka_unit_test(test_wal_of_earlier_versions),
+	    cmocka_unit_test(test_large_refs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
