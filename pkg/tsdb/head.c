@@ -248,8 +248,8 @@ int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint6
 	uint32_t taken;
 	if (ref >= HEAD_MAX_REF || pd_u64map_get(&h->refs, ref, &taken)) {
 		pthread_rwlock_unlock(&h->mu);
-		return pd_err_set(err, PD_ECORRUPT, "series ref %llu is %s",
-				  (unsigned long long)ref, ref >= HEAD_MAX_REF ? "too large" : "already taken");
+		return pd_err_set(err, PD_ECORRUPT, "series ref %llu is %s", (unsigned long long)ref,
+				  ref >= HEAD_MAX_REF ? "too large" : "already taken");
 	}
 	if (h->nseries >= UINT32_MAX) {
 		pthread_rwlock_unlock(&h->mu);

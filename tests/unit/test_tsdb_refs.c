@@ -140,21 +140,20 @@ static void check(struct pd_tsdb *db, const struct model *m, const char *when)
 				ms = &m->s[k];
 		if (!ms || ms->n == 0)
 			fail_msg("%s: series %s is in the store but was never appended", when,
-				 name);
+			         name);
 		char got[512] = "", exp[512] = "";
 		for (size_t k = 0; k < se->nts; k++)
 			snprintf(got + strlen(got), sizeof(got) - strlen(got), " %lld",
-				 (long long)se->ts[k]);
+			         (long long)se->ts[k]);
 		for (size_t k = 0; k < ms->n; k++)
 			snprintf(exp + strlen(exp), sizeof(exp) - strlen(exp), " %lld",
-				 (long long)ms->ts[k]);
+			         (long long)ms->ts[k]);
 		if (strcmp(got, exp) != 0)
 			fail_msg("%s: series %s has timestamps [%s ], appended [%s ]", when, name,
-				 got, exp);
+			         got, exp);
 	}
 	if (r->nseries != want)
-		fail_msg("%s: the store has %zu series, %zu were appended", when, r->nseries,
-			 want);
+		fail_msg("%s: the store has %zu series, %zu were appended", when, r->nseries, want);
 	pd_tsdb_result_destroy(r);
 	for (size_t i = 0; i < m->n; i++) {
 		struct pd_tsdb_label l[2];
@@ -166,10 +165,10 @@ static void check(struct pd_tsdb *db, const struct model *m, const char *when)
 			size_t elen = payload(m->s[i].name, m->s[i].ts[k], exp, sizeof(exp));
 			if (pd_tsdb_read(db, l, 2, m->s[i].ts[k], &got, &glen, &err))
 				fail_msg("%s: reading series %s at %lld: %s", when, m->s[i].name,
-					 (long long)m->s[i].ts[k], err.msg);
+				         (long long)m->s[i].ts[k], err.msg);
 			if (glen != elen || memcmp(got, exp, elen) != 0)
 				fail_msg("%s: series %s at %lld reads \"%.*s\"", when, m->s[i].name,
-					 (long long)m->s[i].ts[k], (int)glen, (const char *)got);
+				         (long long)m->s[i].ts[k], (int)glen, (const char *)got);
 			free(got);
 		}
 	}
@@ -191,12 +190,12 @@ static void check_refs(struct pd_tsdb *db, struct model *m, const char *when)
 		}
 		if (ms->ref && s->ref != ms->ref)
 			fail_msg("%s: series %s has ref %llu, had %llu", when, ms->name,
-				 (unsigned long long)s->ref, (unsigned long long)ms->ref);
+			         (unsigned long long)s->ref, (unsigned long long)ms->ref);
 		if (!ms->ref && s->ref <= before)
 			fail_msg("%s: series %s is new to the head with ref %llu, used before "
-				 "(refs up to %llu seen)",
-				 when, ms->name, (unsigned long long)s->ref,
-				 (unsigned long long)before);
+			         "(refs up to %llu seen)",
+			         when, ms->name, (unsigned long long)s->ref,
+			         (unsigned long long)before);
 		ms->ref = s->ref;
 		if (s->ref > m->maxref)
 			m->maxref = s->ref;
@@ -218,7 +217,7 @@ static struct pd_tsdb *open_db(const char *dir)
 }
 
 static struct pd_tsdb *reopen(struct pd_tsdb *db, const char *dir, struct model *m,
-			      const char *when)
+                              const char *when)
 {
 	check_refs(db, m, when);
 	pd_tsdb_close(db);
@@ -330,8 +329,7 @@ static void wal_series(struct pd_wal *w, uint64_t ref, const char *name)
 		fail_msg("WAL series %llu: %s", (unsigned long long)ref, err.msg);
 }
 
-static void wal_sample(struct pd_wal *w, struct model *m, uint64_t ref, const char *name,
-		       int64_t t)
+static void wal_sample(struct pd_wal *w, struct model *m, uint64_t ref, const char *name, int64_t t)
 {
 	struct pd_err err = {0};
 	char p[64];
