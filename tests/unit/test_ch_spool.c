@@ -30,6 +30,7 @@
 #include <cmocka.h>
 
 #include "profd/clickhouse.h"
+#include "profd/labels.h"
 #include "profd/tsdb.h"
 #include "tsdb_int.h"
 #include "wal_int.h"
@@ -287,8 +288,9 @@ struct fake {
 	int fd;
 	int port;
 	pthread_t th;
-	int inserts; /* requests whose URL carries an INSERT (__atomic) */
-	int status;  /* the answer: 0 is 200 (__atomic) */
+	int inserts;           /* requests whose URL carries an INSERT (__atomic) */
+	int status;            /* the answer: 0 is 200 (__atomic) */
+	struct pd_buf *bodies; /* when set, the bodies of INSERTs are appended here */
 };
 
 /* Reads one request (headers, then Content-Length bytes of body) and answers. */
@@ -311,16 +313,21 @@ static void serve_one(struct fake *f, int c)
 	char *cl = strcasestr(buf, "content-length:");
 	if (cl && cl < end)
 		body = strtoul(cl + 15, NULL, 10);
-	if (strstr(buf, "INSERT") && strstr(buf, "INSERT") < end)
+	int insert = strstr(buf, "INSERT") && strstr(buf, "INSERT") < end;
+	if (insert)
 		__atomic_fetch_add(&f->inserts, 1, __ATOMIC_RELAXED);
 	if (strcasestr(buf, "expect: 100-continue"))
 		assert_true(write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) == 25);
 	size_t got = have - hlen;
+	if (insert && f->bodies)
+		assert_int_equal(pd_buf_append(f->bodies, buf + hlen, got), 0);
 	while (got < body) {
 		ssize_t n = read(c, buf, sizeof(buf));
 		if (n <= 0)
 			return;
 		got += (size_t)n;
+		if (insert && f->bodies)
+			assert_int_equal(pd_buf_append(f->bodies, buf, (size_t)n), 0);
 	}
 	const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 	const char *down = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 5\r\n"
@@ -495,6 +502,127 @@ static void test_spool_full_then_drains(void **state)
 	rmdir_all(d);
 }
 
+/* Whether the INSERT bodies hold a profiles row of the series of instance inst
+ * at t: its series id (the labels' hash) and its time, as RowBinary puts them. */
+static int sent_as(const struct pd_buf *b, const char *inst, int64_t t)
+{
+	struct pd_labels *ls;
+	struct pd_err err = {0};
+	assert_int_equal(pd_labels_from_strings(&ls, &err, "__name__", "heap", "instance", inst,
+	                                        "job", "spool", NULL),
+	                 0);
+	uint64_t id = pd_labels_hash(ls);
+	pd_labels_destroy(ls);
+	uint8_t key[16];
+	for (int i = 0; i < 8; i++) {
+		key[i] = (uint8_t)(id >> (8 * i));
+		key[8 + i] = (uint8_t)((uint64_t)t >> (8 * i));
+	}
+	for (size_t i = 0; i + sizeof(key) <= b->len; i++)
+		if (memcmp(b->data + i, key, sizeof(key)) == 0)
+			return 1;
+	return 0;
+}
+
+static void old_series(struct pd_wal *w, uint64_t ref, const char *inst)
+{
+	struct pd_err err = {0};
+	struct pd_lpair l[] = {{"__name__", "heap"}, {"instance", inst}, {"job", "spool"}};
+	assert_int_equal(pd_wal_add_series(w, ref, l, 3, &err), 0);
+}
+
+static void old_sample(struct pd_wal *w, uint64_t ref, int64_t t)
+{
+	struct pd_err err = {0};
+	assert_int_equal(pd_wal_add_sample(w, ref, t, heap, heap_len, &err), 0);
+	assert_int_equal(pd_wal_commit(w, &err), 0);
+}
+
+static void wait_sent(struct pd_tsdb *db, uint64_t n)
+{
+	time_t deadline = time(NULL) + 120;
+	while (stats(db).ch_sent_profiles < n || stats(db).ch_spool_profiles) {
+		assert_true(time(NULL) < deadline);
+		usleep(50 * 1000);
+	}
+}
+
+/* A WAL of earlier versions, whose refs named several series over its life
+ * (series(2,B) series(3,C), then series(2,C), series(1,B), series(3,D)): the
+ * shipper files each profile under the series of the latest entry of its ref;
+ * after restarts, new series and old ones are sent under their own labels. */
+static void test_spool_refs(void **state)
+{
+	(void)state;
+	char *d = tmpdir();
+	char *wal = path_in(d, "wal");
+	struct fake f = {0};
+	struct pd_buf bodies;
+	char url[64];
+	struct pd_err err = {0};
+	struct pd_clickhouse *c;
+	struct pd_tsdb *db;
+	struct pd_wal *w;
+	struct pd_wal_opts wo = {.sync = 1};
+	pd_buf_init(&bodies, 0);
+	f.bodies = &bodies;
+	assert_int_equal(mkdir(wal, 0755), 0);
+	assert_int_equal(pd_wal_open(&w, wal, &wo, &err), 0);
+	old_series(w, 2, "B");
+	old_series(w, 3, "C");
+	old_sample(w, 2, 1000);
+	old_sample(w, 3, 1000);
+	old_series(w, 2, "C");
+	old_sample(w, 2, 2000);
+	old_series(w, 1, "B");
+	old_sample(w, 1, 3000);
+	old_series(w, 3, "D");
+	old_sample(w, 3, 4000);
+	pd_wal_close(w);
+
+	fake_start(&f);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", f.port);
+	struct pd_clickhouse_opts co = {.url = url, .timeout_ms = 10000, .no_compress = 1};
+	assert_int_equal(pd_clickhouse_create(&c, &co, &err), 0);
+	struct pd_tsdb_opts o;
+	pd_tsdb_opts_init(&o);
+	o.clickhouse = c;
+	o.wal_sync = 1;
+	assert_int_equal(pd_tsdb_open(&db, d, &o, &err), 0);
+	wait_sent(db, 5);
+	assert_int_equal(push(db, "C", 5000, &err), 0);
+	assert_int_equal(push(db, "E", 5000, &err), 0);
+	assert_int_equal(push(db, "D", 5000, &err), 0);
+	wait_sent(db, 8);
+	pd_tsdb_close(db);
+	assert_int_equal(pd_tsdb_open(&db, d, &o, &err), 0);
+	assert_int_equal(push(db, "F", 6000, &err), 0);
+	assert_int_equal(push(db, "C", 6000, &err), 0);
+	assert_int_equal(push(db, "B", 6000, &err), 0);
+	wait_sent(db, 3);
+	assert_int_equal(stats(db).ch_skipped_profiles, 0);
+	pd_tsdb_close(db);
+	fake_stop(&f);
+
+	static const struct {
+		const char *inst;
+		int64_t t;
+	} want[] = {{"B", 1000}, {"C", 1000}, {"C", 2000}, {"B", 3000}, {"D", 4000}, {"C", 5000},
+	            {"E", 5000}, {"D", 5000}, {"F", 6000}, {"C", 6000}, {"B", 6000}};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!sent_as(&bodies, want[i].inst, want[i].t))
+			fail_msg("the profile of %s at %lld was not sent under %s's labels",
+			         want[i].inst, (long long)want[i].t, want[i].inst);
+	/* and not under another series' */
+	assert_false(sent_as(&bodies, "B", 2000));
+	assert_false(sent_as(&bodies, "C", 4000));
+	assert_false(sent_as(&bodies, "C", 3000));
+	pd_buf_fini(&bodies);
+	free(wal);
+	pd_clickhouse_destroy(c);
+	rmdir_all(d);
+}
+
 int main(void)
 {
 	struct pd_err err = {0};
@@ -504,10 +632,9 @@ int main(void)
 		return 1;
 	}
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_sent_file),
-	    cmocka_unit_test(test_spool_without_clickhouse),
-	    cmocka_unit_test(test_spool_drains),
-	    cmocka_unit_test(test_spool_full_then_drains),
+	    cmocka_unit_test(test_sent_file),    cmocka_unit_test(test_spool_without_clickhouse),
+	    cmocka_unit_test(test_spool_drains), cmocka_unit_test(test_spool_full_then_drains),
+	    cmocka_unit_test(test_spool_refs),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	free(heap);
