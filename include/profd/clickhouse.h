@@ -72,7 +72,7 @@ int pd_clickhouse_exec(struct pd_clickhouse *c, const char *sql, const void *dat
 /* ---- schema and retention ------------------------------------------------- */
 
 /* The schema version this build creates, kept in the schema_version table. */
-#define PD_CLICKHOUSE_SCHEMA_VERSION 1
+#define PD_CLICKHOUSE_SCHEMA_VERSION 2
 
 /* Creates the database and every table when missing (idempotent) and records the
  * schema version. PD_EINCOMPAT when the database holds a newer schema version. */
@@ -182,5 +182,82 @@ int pd_clickhouse_profile(struct pd_clickhouse *c, const struct pd_labels *ls, i
  * PD_ENOTFOUND when the range holds no profile. */
 int pd_clickhouse_merge(struct pd_clickhouse *c, const struct pd_labels *ls, int64_t from_ms,
 			int64_t to_ms, struct pd_pprof_profile **out, struct pd_err *err);
+
+/* One series' part of a merge: the profiles of series_id (pd_labels_hash of its
+ * labels) in [from_ms, to_ms]. */
+struct pd_clickhouse_range {
+	uint64_t series_id;
+	int64_t from_ms, to_ms;
+};
+
+/* What a merge took: how many profiles, the first and last of their times, and
+ * the bytes of ClickHouse's answer of summed samples. */
+struct pd_clickhouse_merge_info {
+	size_t profiles;
+	int64_t first_ms, last_ms;
+	size_t bytes;
+};
+
+/* Ranges one merge takes at most (the statement names each). */
+#define PD_CLICKHOUSE_MERGE_MAX_RANGES 256
+
+/* As pd_clickhouse_merge, over the profiles of several series (1 to
+ * PD_CLICKHOUSE_MERGE_MAX_RANGES ranges, only read) in one query: ClickHouse sums
+ * them all, grouped by stack and sample labels. info (may be NULL) receives what
+ * was merged. *out is owned by the caller; PD_ENOTFOUND when no range holds a
+ * profile. */
+int pd_clickhouse_merge_ranges(struct pd_clickhouse *c, const struct pd_clickhouse_range *rg,
+			       size_t nrg, struct pd_pprof_profile **out,
+			       struct pd_clickhouse_merge_info *info, struct pd_err *err);
+
+/* ---- queries over many series (query.c) ------------------------------------ */
+
+/* A profile's place: its series and time. */
+struct pd_clickhouse_point {
+	uint64_t series_id;
+	int64_t ts;
+};
+
+/* Ids of series (at most PD_CLICKHOUSE_QUERY_MAX_IDS per statement; more are
+ * asked for in several). */
+#define PD_CLICKHOUSE_QUERY_MAX_IDS 1000
+
+/* The distinct (series, time) of every profile in [from_ms, to_ms] of the series
+ * ids (n of them, only read; ids NULL: every series), sorted by series then time.
+ * *out is malloc'd, owned by the caller. */
+int pd_clickhouse_points(struct pd_clickhouse *c, const uint64_t *ids, size_t n, int64_t from_ms,
+			 int64_t to_ms, struct pd_clickhouse_point **out, size_t *nout,
+			 struct pd_err *err);
+
+/* Distinct ids of the series with a profile in [from_ms, to_ms], ascending. *out
+ * is malloc'd, owned by the caller. */
+int pd_clickhouse_series_in_range(struct pd_clickhouse *c, int64_t from_ms, int64_t to_ms,
+				  uint64_t **out, size_t *n, struct pd_err *err);
+
+/* A profile's totals: per sample type, the sum of its values over the profile's
+ * samples (as pd_pprof_sum, wrapping as int64 does). Strings are NUL-terminated
+ * and, with the arrays, owned by the pd_clickhouse_totals they came in. */
+struct pd_clickhouse_total {
+	uint64_t series_id;
+	int64_t ts, duration_nanos;
+	size_t ntypes;
+	const char **types, **units;
+	int64_t *totals;
+};
+
+struct pd_clickhouse_totals {
+	struct pd_clickhouse_total *rows; /* sorted by series, then time */
+	size_t n;
+	struct pd_arena *arena;
+};
+
+/* The totals of every profile in [from_ms, to_ms] of the series ids (as
+ * pd_clickhouse_points). They are read from profiles.totals; a row without them
+ * (written by schema version 1) gets them summed from its samples by ClickHouse.
+ * *out is owned by the caller (pd_clickhouse_totals_destroy). */
+int pd_clickhouse_totals_read(struct pd_clickhouse *c, const uint64_t *ids, size_t n,
+			      int64_t from_ms, int64_t to_ms, struct pd_clickhouse_totals **out,
+			      struct pd_err *err);
+void pd_clickhouse_totals_destroy(struct pd_clickhouse_totals *t);
 
 #endif

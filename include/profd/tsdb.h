@@ -277,6 +277,31 @@ typedef int (*pd_tsdb_merge_fn)(void *ctx, struct pd_pprof_profile *p, size_t co
 int pd_tsdb_merge(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t n, int64_t mint,
 		  int64_t maxt, pd_tsdb_merge_fn emit, void *ctx, struct pd_err *err);
 
+/* Part of a merge of many series: the profiles of the series with exactly these
+ * labels (borrowed) in [mint, maxt]. */
+struct pd_tsdb_merge_range {
+	const struct pd_tsdb_label *labels;
+	size_t nlabels;
+	int64_t mint, maxt;
+};
+
+/* Merges the profiles of every range (n of them, borrowed for the call), emitting
+ * as pd_tsdb_merge does. The local store merges range after range (pd_tsdb_merge
+ * each); in ClickHouse one query sums up to PD_CLICKHOUSE_MERGE_MAX_RANGES ranges
+ * at once, grouped by stack, and emit gets one profile per such query. A range
+ * with mint > maxt is left out. Non-zero from emit stops the merge and is
+ * returned. */
+int pd_tsdb_merge_ranges(struct pd_tsdb *db, const struct pd_tsdb_merge_range *r, size_t n,
+			 pd_tsdb_merge_fn emit, void *ctx, struct pd_err *err);
+
+/* The ClickHouse client the store keeps its profiles in (pd_tsdb_opts.clickhouse,
+ * borrowed), or NULL for the local blocks. In ClickHouse mode every query above
+ * reads ClickHouse; pd_tsdb_delete, pd_tsdb_clean_tombstones and
+ * pd_tsdb_snapshot fail with PD_EINCOMPAT naming the mode; pd_tsdb_blocks lists
+ * none. */
+struct pd_clickhouse;
+struct pd_clickhouse *pd_tsdb_clickhouse(const struct pd_tsdb *db);
+
 /* Sorted distinct label names, or values of one name, of series matching the
  * matchers (none: all series) in [mint, maxt]. *out and its strings are malloc'd;
  * free with pd_tsdb_strings_free. */

@@ -29,6 +29,16 @@ static void no_content(struct api_resp *w)
 	w->content_type = NULL;
 }
 
+/* A failed admin operation: one the store cannot do in its mode (ClickHouse)
+ * answers 501 with the store's words; anything else is an internal error. */
+static void admin_failed(struct api_resp *w, const char *what, int rc, const struct pd_err *err)
+{
+	if (rc == PD_EINCOMPAT)
+		api_error(w, 501, "unavailable", "%s", err->msg);
+	else
+		api_internal(w, what, rc, err);
+}
+
 void api_admin_delete_series(struct api_req *r, struct api_resp *w)
 {
 	const char **vals = NULL;
@@ -72,7 +82,7 @@ void api_admin_delete_series(struct api_req *r, struct api_resp *w)
 		struct pd_err err = {0};
 		int rc = pd_tsdb_delete(r->srv->o.db, sels[i].m, sels[i].nm, start, end, &err);
 		if (rc) {
-			api_internal(w, "deleting series", rc, &err);
+			admin_failed(w, "deleting series", rc, &err);
 			failed = 1;
 		}
 	}
@@ -94,7 +104,7 @@ void api_admin_clean_tombstones(struct api_req *r, struct api_resp *w)
 		return;
 	int rc = pd_tsdb_clean_tombstones(r->srv->o.db, &err);
 	if (rc) {
-		api_internal(w, "cleaning tombstones", rc, &err);
+		admin_failed(w, "cleaning tombstones", rc, &err);
 		return;
 	}
 	no_content(w);
@@ -133,7 +143,7 @@ void api_admin_snapshot(struct api_req *r, struct api_resp *w)
 	}
 	int rc = pd_tsdb_snapshot(r->srv->o.db, skip_head, name, &err);
 	if (rc) {
-		api_internal(w, "creating the snapshot", rc, &err);
+		admin_failed(w, "creating the snapshot", rc, &err);
 		return;
 	}
 	pd_log_info("api", "snapshot created", "name=%s skip_head=%s", name,

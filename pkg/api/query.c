@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "api_int.h"
+#include "profd/clickhouse.h"
 #include "profd/config.h"
 #include "profd/pprof.h"
 
@@ -329,7 +330,7 @@ static int merge_emit(void *ctx, struct pd_pprof_profile *p, size_t count, int64
 			g->maxt = last_t;
 		g->nprofiles += count;
 	}
-	if (!sd->used[m->series]) {
+	if (m->series != SIZE_MAX && !sd->used[m->series]) {
 		sd->used[m->series] = 1;
 		sd->nseries++;
 		if (g)
@@ -417,6 +418,71 @@ static int merge_series(struct api_resp *w, struct merge_state *m, size_t i, int
 	return 0;
 }
 
+/* Series order[first, first + count) of sd->res (order NULL: in place), each over
+ * [start, upto[i]], merged into m->mg. Locally series by series (merge_series);
+ * in ClickHouse up to PD_CLICKHOUSE_MERGE_MAX_RANGES series per query, summed by
+ * ClickHouse, the series of a query marked used once it gave profiles. Returns as
+ * merge_series does. */
+static int merge_some(struct api_resp *w, struct merge_state *m, const size_t *order,
+                      size_t first, size_t count, const int64_t *upto)
+{
+	struct side *sd = m->sd;
+	if (!pd_tsdb_clickhouse(m->s->o.db)) {
+		for (size_t k = first; k < first + count; k++) {
+			size_t i = order ? order[k] : k;
+			if (upto[i] == INT64_MIN)
+				continue;
+			int rc = merge_series(w, m, i, upto[i]);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	struct pd_tsdb_merge_range rg[PD_CLICKHOUSE_MERGE_MAX_RANGES];
+	size_t which[PD_CLICKHOUSE_MERGE_MAX_RANGES];
+	for (size_t k = first; k < first + count;) {
+		size_t n = 0;
+		for (; k < first + count && n < PD_CLICKHOUSE_MERGE_MAX_RANGES; k++) {
+			size_t i = order ? order[k] : k;
+			const struct pd_tsdb_series *se = &sd->res->series[i];
+			if (upto[i] == INT64_MIN)
+				continue;
+			rg[n] = (struct pd_tsdb_merge_range){se->labels, se->nlabels, sd->start, upto[i]};
+			which[n++] = i;
+		}
+		if (!n)
+			break;
+		size_t before = sd->nprofiles;
+		m->series = SIZE_MAX;
+		m->cut = NULL;
+		int rc = pd_tsdb_merge_ranges(m->s->o.db, rg, n, merge_emit, m, &m->err);
+		if (rc == MERGE_STOP)
+			return MERGE_STOP;
+		if (rc && m->bad) {
+			api_bad_param(w, sd->qname,
+			              "the matching profiles cannot be merged: %s; select one profile "
+			              "type%s",
+			              m->err.msg, m->g ? " or group by __name__" : "");
+			return -1;
+		}
+		if (rc) {
+			api_internal(w, "reading profiles to merge failed", rc, &m->err);
+			return -1;
+		}
+		if (sd->nprofiles == before)
+			continue;
+		for (size_t j = 0; j < n; j++) {
+			if (sd->used[which[j]])
+				continue;
+			sd->used[which[j]] = 1;
+			sd->nseries++;
+			if (m->g)
+				m->g->nseries++;
+		}
+	}
+	return 0;
+}
+
 /* Warns when a limit cut the merge short. */
 static void merge_warn_cut(struct pd_api_server *s, struct api_resp *w, const struct side *sd,
                            size_t n, const char *cut)
@@ -455,17 +521,11 @@ static int load_merge(struct api_req *r, struct api_resp *w, struct side *sd, ui
 		goto out;
 	}
 	const char *limit_cut = NULL;
-	for (size_t i = 0; i < sd->res->nseries; i++) {
-		if (upto[i] == INT64_MIN)
-			continue;
-		rc = merge_series(w, &m, i, upto[i]);
-		if (rc == MERGE_STOP) {
-			limit_cut = m.cut;
-			break;
-		}
-		if (rc)
-			goto out;
-	}
+	rc = merge_some(w, &m, NULL, 0, sd->res->nseries, upto);
+	if (rc == MERGE_STOP)
+		limit_cut = m.cut;
+	else if (rc)
+		goto out;
 	merge_warn_cut(s, w, sd, n, limit_cut ? limit_cut : take < n ? "max_profiles" : NULL);
 	if (sd->nprofiles == 0) {
 		ret = 0;
@@ -1039,15 +1099,11 @@ static int load_group(struct api_req *r, struct api_resp *w, struct merge_state 
 		api_internal(w, "merging failed", rc, &err);
 		return -1;
 	}
-	for (size_t k = g->first; k < g->first + g->count && !stop; k++) {
-		if (upto[order[k]] == INT64_MIN)
-			continue;
-		rc = merge_series(w, m, order[k], upto[order[k]]);
-		if (rc == MERGE_STOP)
-			stop = 1;
-		else if (rc)
-			return -1; /* load_groups destroys m->mg */
-	}
+	rc = merge_some(w, m, order, g->first, g->count, upto);
+	if (rc == MERGE_STOP)
+		stop = 1;
+	else if (rc)
+		return -1; /* load_groups destroys m->mg */
 	if (g->nprofiles == 0) {
 		pd_pprof_merger_destroy(m->mg);
 		m->mg = NULL;

@@ -109,15 +109,19 @@ static int query(struct rd *r, struct pd_clickhouse_rbr *rb, struct pd_err *err,
 static int query(struct rd *r, struct pd_clickhouse_rbr *rb, struct pd_err *err, const char *fmt,
 		 ...)
 {
-	char sql[4096];
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(sql, sizeof(sql), fmt, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(sql))
-		return pd_err_set(err, PD_EINVAL, "clickhouse: statement too long");
+	char *sql = n < 0 ? NULL : malloc((size_t)n + 1);
+	if (!sql)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	va_start(ap, fmt);
+	vsnprintf(sql, (size_t)n + 1, fmt, ap);
+	va_end(ap);
 	r->resp.len = 0;
 	int rc = ch_select(r->c, sql, &r->resp, err);
+	free(sql);
 	pd_clickhouse_rbr_init(rb, r->resp.data, r->resp.len);
 	return rc;
 }
@@ -699,16 +703,47 @@ out:
 
 /* ---- merge over a range ---------------------------------------------------- */
 
+/* The WHERE clause of a merge over ranges into w (NUL-terminated). */
+static int ranges_where(struct pd_buf *w, const struct pd_clickhouse_range *rg, size_t n)
+{
+	int rc = 0;
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = pd_buf_printf(w,
+				   "%s(series_id = %" PRIu64 " AND ts >= %" PRId64 " AND ts <= %" PRId64
+				   ")",
+				   i ? " OR " : "", rg[i].series_id, rg[i].from_ms, rg[i].to_ms);
+	if (!rc)
+		rc = pd_buf_append(w, "", 1);
+	return rc;
+}
+
 int pd_clickhouse_merge(struct pd_clickhouse *c, const struct pd_labels *ls, int64_t from_ms,
 			int64_t to_ms, struct pd_pprof_profile **out, struct pd_err *err)
 {
+	struct pd_clickhouse_range rg = {pd_labels_hash(ls), from_ms, to_ms};
+	return pd_clickhouse_merge_ranges(c, &rg, 1, out, NULL, err);
+}
+
+int pd_clickhouse_merge_ranges(struct pd_clickhouse *c, const struct pd_clickhouse_range *rg,
+			       size_t nrg, struct pd_pprof_profile **out,
+			       struct pd_clickhouse_merge_info *info, struct pd_err *err)
+{
 	*out = NULL;
+	if (info)
+		memset(info, 0, sizeof(*info));
 	const char *db = c->database;
-	uint64_t series = pd_labels_hash(ls);
-	char where[200];
-	snprintf(where, sizeof(where),
-		 "series_id = %" PRIu64 " AND ts >= %" PRId64 " AND ts <= %" PRId64, series,
-		 from_ms, to_ms);
+	struct pd_buf wb;
+	pd_buf_init(&wb, 0);
+	if (!nrg || nrg > PD_CLICKHOUSE_MERGE_MAX_RANGES) {
+		pd_buf_fini(&wb);
+		return pd_err_set(err, PD_EINVAL, "clickhouse merge: %zu ranges (1 to %d)", nrg,
+				  PD_CLICKHOUSE_MERGE_MAX_RANGES);
+	}
+	if (ranges_where(&wb, rg, nrg)) {
+		pd_buf_fini(&wb);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	const char *where = (const char *)wb.data;
 	struct rd r;
 	struct idmaps im;
 	pd_u64map_init(&im.fn);
@@ -728,8 +763,10 @@ int pd_clickhouse_merge(struct pd_clickhouse *c, const struct pd_labels *ls, int
 	if (rc)
 		goto out;
 	/* the headers, in time order */
-	if ((rc = query(&r, &b, err, "SELECT " PROW_COLS " FROM %s.profiles WHERE %s ORDER BY ts "
-				     "LIMIT 1 BY ts FORMAT RowBinary", db, where)))
+	if ((rc = query(&r, &b, err,
+			"SELECT " PROW_COLS " FROM %s.profiles WHERE %s ORDER BY ts, series_id "
+			"LIMIT 1 BY series_id, ts FORMAT RowBinary",
+			db, where)))
 		goto out;
 	while (!b.err && b.off < b.len) {
 		if (grow((void **)&hdr, &caphdr, nhdr + 1, sizeof(*hdr))) {
@@ -789,12 +826,13 @@ int pd_clickhouse_merge(struct pd_clickhouse *c, const struct pd_labels *ls, int
 			   "SELECT stack_id, sumForEach(values), label_key, label_str, label_num, "
 			   "label_unit, min(indexOf([");
 	for (size_t i = 0; !rc && i < nhdr; i++)
-		rc = pd_buf_printf(&sql, "%s%" PRId64, i ? "," : "", hdr[i].ts);
+		if (!i || hdr[i].ts != hdr[i - 1].ts)
+			rc = pd_buf_printf(&sql, "%s%" PRId64, i ? "," : "", hdr[i].ts);
 	if (!rc)
 		rc = pd_buf_printf(&sql,
 				   "], ts) * 4294967296 + ordinal) AS first FROM (SELECT ts, "
 				   "ordinal, stack_id, values, label_key, label_str, label_num, "
-				   "label_unit FROM %s.samples WHERE %s LIMIT 1 BY ts, ordinal) GROUP "
+				   "label_unit FROM %s.samples WHERE %s LIMIT 1 BY series_id, ts, ordinal) GROUP "
 				   "BY stack_id, label_key, label_str, label_num, label_unit ORDER BY "
 				   "first FORMAT RowBinary",
 				   db, where);
@@ -841,12 +879,19 @@ int pd_clickhouse_merge(struct pd_clickhouse *c, const struct pd_labels *ls, int
 	}
 	rc = pd_pprof_merger_finish(mg, out, err);
 	mg = NULL;
+	if (!rc && info) {
+		info->profiles = nhdr;
+		info->first_ms = hdr[0].ts;
+		info->last_ms = hdr[nhdr - 1].ts;
+		info->bytes = r.resp.len;
+	}
 out:
 	if (rc)
 		pd_err_prefix(err, "clickhouse merge");
 	pd_pprof_merger_destroy(mg);
 	pd_pprof_destroy(part);
 	pd_buf_fini(&sql);
+	pd_buf_fini(&wb);
 	free(ids);
 	free(hs);
 	free(hdr);

@@ -38,7 +38,7 @@ static const char *const tables[] = {
 	"default_sample_type UInt64, drop_frames UInt64, keep_frames UInt64, doc_url UInt64, "
 	"comments Array(UInt64), mapping_ids Array(UInt64), mapping_hashes Array(UInt64), "
 	"location_ids Array(UInt64), location_hashes Array(UInt64), function_ids Array(UInt64), "
-	"function_hashes Array(UInt64), string_ids Array(UInt64)) "
+	"function_hashes Array(UInt64), string_ids Array(UInt64), totals Array(Int64)) "
 	"ENGINE = ReplacingMergeTree " PARTITION " ORDER BY (series_id, ts)",
 	"CREATE TABLE IF NOT EXISTS %s.samples (series_id UInt64, ts Int64, ordinal UInt32, "
 	"stack_id UInt64, values Array(Int64), label_key Array(UInt64), label_str Array(UInt64), "
@@ -60,6 +60,30 @@ static int run(struct pd_clickhouse *c, struct pd_buf *resp, struct pd_err *err,
 	return pd_clickhouse_exec(c, sql, NULL, 0, resp, err);
 }
 
+/* Version 1 to 2: profiles gains totals (empty in older rows, whose totals the
+ * reader sums from samples). Done when the column is missing, whatever the
+ * recorded version says, so that an interrupted migration completes. */
+static int migrate(struct pd_clickhouse *c, struct pd_err *err)
+{
+	struct pd_buf resp;
+	pd_buf_init(&resp, 0);
+	int rc = run(c, &resp, err,
+		     "SELECT count() FROM system.columns WHERE database = '%s' AND "
+		     "table = 'profiles' AND name = 'totals' FORMAT RowBinary",
+		     c->database);
+	struct pd_clickhouse_rbr r;
+	pd_clickhouse_rbr_init(&r, resp.data, resp.len);
+	uint64_t have = pd_clickhouse_rbr_u64(&r);
+	if (!rc && r.err)
+		rc = pd_err_set(err, PD_ECORRUPT,
+				"clickhouse: unexpected answer to the profiles.totals query");
+	if (!rc && !have)
+		rc = run(c, NULL, err, "ALTER TABLE %s.profiles ADD COLUMN totals Array(Int64)",
+			 c->database);
+	pd_buf_fini(&resp);
+	return rc;
+}
+
 int pd_clickhouse_schema_create(struct pd_clickhouse *c, struct pd_err *err)
 {
 	const char *db = c->database;
@@ -71,6 +95,8 @@ int pd_clickhouse_schema_create(struct pd_clickhouse *c, struct pd_err *err)
 		snprintf(sql, sizeof(sql), tables[i], db);
 		rc = pd_clickhouse_exec(c, sql, NULL, 0, NULL, err);
 	}
+	if (!rc)
+		rc = migrate(c, err);
 	if (!rc)
 		rc = run(c, &resp, err, "SELECT max(version) FROM %s.schema_version FORMAT RowBinary",
 			 db);

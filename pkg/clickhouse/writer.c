@@ -314,6 +314,16 @@ static int add_rows(struct pd_clickhouse_writer *w, struct take *t, const struct
 		}
 	pd_u64map_fini(&once);
 	rc |= enc_u64s(b, t->str, nstr);
+	/* totals (schema version 2): per sample type, the sum over every sample,
+	 * wrapping as int64 does (pd_pprof_sum) */
+	rc |= pd_clickhouse_rb_varint(b, pp->nsample_type);
+	for (size_t k = 0; k < pp->nsample_type; k++) {
+		uint64_t sum = 0;
+		for (size_t i = 0; i < pp->nsample; i++)
+			if (k < pp->sample[i].nvalue)
+				sum += (uint64_t)pp->sample[i].value[k];
+		rc |= pd_clickhouse_rb_i64(b, (int64_t)sum);
+	}
 	w->nrows[T_PROFILES]++;
 	return rc ? PD_ENOMEM : 0;
 }

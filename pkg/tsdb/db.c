@@ -17,6 +17,7 @@
 
 #include "profd/pprof.h"
 #include "block_int.h"
+#include "ch_query.h"
 #include "tsdb_int.h"
 #include "wal.h"
 
@@ -1669,6 +1670,11 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 int pd_tsdb_blocks(struct pd_tsdb *db, struct pd_tsdb_block_info **out, size_t *n,
 		   struct pd_err *err)
 {
+	if (db->o.clickhouse) { /* no blocks: ClickHouse keeps the profiles */
+		*n = 0;
+		*out = calloc(1, sizeof(**out));
+		return *out ? 0 : pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
 	pthread_rwlock_rdlock(&db->blocks_mu);
 	*n = db->nblocks;
 	*out = calloc(db->nblocks ? db->nblocks : 1, sizeof(**out));
@@ -1844,6 +1850,8 @@ static int delete_block(struct pd_tsdb *db, struct pd_block *b, const struct pd_
 int pd_tsdb_delete(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm, int64_t mint,
 		   int64_t maxt, struct pd_err *err)
 {
+	if (db->o.clickhouse)
+		return tsdb_ch_unsupported("deleting series", err);
 	int rc = 0;
 	if (db->o.read_only)
 		return pd_err_set(err, PD_EINVAL, "the store is open read-only");
@@ -1869,6 +1877,8 @@ int pd_tsdb_delete(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t n
 
 int pd_tsdb_clean_tombstones(struct pd_tsdb *db, struct pd_err *err)
 {
+	if (db->o.clickhouse)
+		return tsdb_ch_unsupported("cleaning tombstones", err);
 	int rc = 0;
 	if (db->o.read_only)
 		return pd_err_set(err, PD_EINVAL, "the store is open read-only");
@@ -2055,6 +2065,10 @@ static int random_hex(char *out, size_t nbytes)
 int pd_tsdb_snapshot(struct pd_tsdb *db, int skip_head, char name[PD_TSDB_SNAPSHOT_NAME_MAX],
 		     struct pd_err *err)
 {
+	if (db->o.clickhouse) {
+		name[0] = '\0';
+		return tsdb_ch_unsupported("a snapshot", err);
+	}
 	char *sdir = path_join(db->dir, PD_TSDB_SNAPSHOTS_DIR), *tmp = NULL, *final = NULL;
 	int rc = 0;
 	name[0] = '\0';

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ch_query.h"
 #include "tsdb_int.h"
 
 void pd_tsdb_strings_free(char **s, size_t n)
@@ -358,6 +359,8 @@ out:
 int pd_tsdb_select(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm, int64_t mint,
 		   int64_t maxt, size_t limit, struct pd_tsdb_result **out, struct pd_err *err)
 {
+	if (db->o.clickhouse)
+		return tsdb_ch_select(db, m, nm, mint, maxt, limit, out, err);
 	struct rs res = {0};
 	struct source *src = NULL;
 	size_t nsrc = 0;
@@ -504,6 +507,8 @@ out:
 int pd_tsdb_read(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t n, int64_t t,
 		 uint8_t **out, size_t *len, struct pd_err *err)
 {
+	if (db->o.clickhouse)
+		return tsdb_ch_read(db, labels, n, t, out, len, err);
 	struct source *src = NULL;
 	size_t nsrc = 0;
 	const struct pd_lpair *l = (const struct pd_lpair *)(const void *)labels;
@@ -577,6 +582,8 @@ static int labels_list(struct pd_tsdb *db, const char *name, const struct pd_tsd
 		       size_t nm, int64_t mint, int64_t maxt, char ***out, size_t *n,
 		       struct pd_err *err)
 {
+	if (db->o.clickhouse)
+		return tsdb_ch_labels(db, name, m, nm, mint, maxt, out, n, err);
 	char **acc = NULL;
 	size_t nacc = 0, cap = 0;
 	int rc = 0;
@@ -724,6 +731,9 @@ static int merge_from(const struct source *src, uint64_t ref, int64_t mint, int6
 int pd_tsdb_merge(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t n, int64_t mint,
 		  int64_t maxt, pd_tsdb_merge_fn emit, void *ctx, struct pd_err *err)
 {
+	if (db->o.clickhouse)
+		return tsdb_ch_merge_ranges(db, &(struct pd_tsdb_merge_range){labels, n, mint, maxt},
+					    1, emit, ctx, err);
 	struct source *src = NULL;
 	size_t nsrc = 0;
 	const struct pd_lpair *l = (const struct pd_lpair *)(const void *)labels;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "ch_query.h"
 #include "profd/pprof.h"
 #include "tsdb_int.h"
 
@@ -747,6 +748,13 @@ void pd_tsdb_totals_result_destroy(struct pd_tsdb_totals_result *r)
 	free(r);
 }
 
+void *tsdb_totals_alloc(struct pd_tsdb_totals_result *r, size_t bytes)
+{
+	if (!r->priv && !(r->priv = calloc(1, sizeof(struct arena))))
+		return NULL;
+	return arena_alloc(r->priv, bytes);
+}
+
 static int totals_cmp(const void *a, const void *b)
 {
 	const struct pd_tsdb_totals *x = a, *y = b;
@@ -758,6 +766,8 @@ int pd_tsdb_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, s
                           int64_t mint, int64_t maxt, size_t limit,
                           struct pd_tsdb_totals_result **out, struct pd_err *err)
 {
+	if (db->o.clickhouse)
+		return tsdb_ch_select_totals(db, m, nm, mint, maxt, limit, out, err);
 	struct tacc acc = {0};
 	struct source *src = NULL;
 	pd_chunkenc_totals_iter_init(&acc.it, NULL, 0, 0);
