@@ -18,4 +18,11 @@ if(TARGET pd_clickhouse)
             ${PD_TESTDATA})
   set_tests_properties(integration_clickhouse PROPERTIES LABELS integration TIMEOUT 1800
     ENVIRONMENT "PATH=/usr/sbin:$ENV{PATH}")
+
+  # the API and the UI's queries answered from ClickHouse, compared with the local store
+  add_test(NAME integration_clickhouse_api
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/clickhouse_api.sh $<TARGET_FILE:profd>
+            $<TARGET_FILE:clickhouse_tool> ${PD_TESTDATA})
+  set_tests_properties(integration_clickhouse_api PROPERTIES LABELS integration TIMEOUT 1800
+    PROCESSORS 2 ENVIRONMENT "PATH=/usr/sbin:$ENV{PATH}")
 endif()

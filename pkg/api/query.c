@@ -458,7 +458,7 @@ static int merge_some(struct api_resp *w, struct merge_state *m, const size_t *o
 		int rc = pd_tsdb_merge_ranges(m->s->o.db, rg, n, merge_emit, m, &m->err);
 		if (rc == MERGE_STOP)
 			return MERGE_STOP;
-		if (rc && m->bad) {
+		if (rc && (m->bad || rc == PD_EINCOMPAT)) {
 			api_bad_param(w, sd->qname,
 			              "the matching profiles cannot be merged: %s; select one profile "
 			              "type%s",

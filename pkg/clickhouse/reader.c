@@ -808,9 +808,26 @@ int pd_clickhouse_merge_ranges(struct pd_clickhouse *c, const struct pd_clickhou
 		ids[i] = i + 1;
 		hs[i] = r.fns[i].id;
 	}
-	for (size_t i = 0; i < nm; i++) {
-		ids[nf + i] = i + 1;
-		hs[nf + i] = r.maps[i].id;
+	/* mappings in the first profile's order, then the others: pprof's merge takes
+	 * the first mapping for the main binary */
+	{
+		struct pd_u64map placed;
+		pd_u64map_init(&placed);
+		size_t k = 0;
+		uint32_t v;
+		for (size_t pass = 0; pass < 2; pass++)
+			for (size_t i = 0; i < (pass ? nm : hdr[0].nmap) && !rc; i++) {
+				uint64_t h = pass ? r.maps[i].id : hdr[0].map_h[i];
+				if (pd_u64map_get(&placed, h, &v) || !pd_u64map_get(&r.map_ix, h, &v))
+					continue;
+				if (pd_u64map_put(&placed, h, 1))
+					rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+				ids[nf + k] = k + 1;
+				hs[nf + k++] = h;
+			}
+		pd_u64map_fini(&placed);
+		if (rc)
+			goto out;
 	}
 	for (size_t i = 0; i < nl; i++) {
 		ids[nf + nm + i] = i + 1;
