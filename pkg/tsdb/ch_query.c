@@ -335,22 +335,17 @@ static char *arena_str(struct pd_tsdb_totals_result *r, const char *s)
 	return d;
 }
 
-/* Series k of s from rows[0..nrows) (all of one series, in time order) into o. */
-static int totals_series(struct pd_tsdb_totals_result *r, struct chs *s, size_t k,
-                         const struct pd_clickhouse_total *rows, size_t nrows,
-                         struct pd_tsdb_totals *o)
+int tsdb_ch_totals_series(struct pd_tsdb_totals_result *r, const struct pd_lpair *lp, size_t nl,
+                          const struct pd_clickhouse_total *rows, size_t nrows,
+                          struct pd_tsdb_totals *o)
 {
-	int nomem = 0;
-	size_t nl = chs_pairs(s, s->idx[k], &nomem);
-	if (nomem)
-		return PD_ENOMEM;
 	memset(o, 0, sizeof(*o));
 	o->labels = tsdb_totals_alloc(r, (nl + 1) * sizeof(*o->labels));
 	if (!o->labels)
 		return PD_ENOMEM;
 	for (size_t i = 0; i < nl; i++) {
-		o->labels[i].name = arena_str(r, s->lp[i].name);
-		o->labels[i].value = arena_str(r, s->lp[i].value);
+		o->labels[i].name = arena_str(r, lp[i].name);
+		o->labels[i].value = arena_str(r, lp[i].value);
 		if (!o->labels[i].name || !o->labels[i].value)
 			return PD_ENOMEM;
 	}
@@ -426,7 +421,10 @@ int tsdb_ch_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, s
 			j++;
 		size_t k = chs_find(&s, t->rows[i].series_id);
 		if (k != SIZE_MAX) {
-			if (totals_series(r, &s, k, &t->rows[i], j - i, &r->series[r->nseries]))
+			int nomem = 0;
+			size_t nl = chs_pairs(&s, s.idx[k], &nomem);
+			if (nomem || tsdb_ch_totals_series(r, s.lp, nl, &t->rows[i], j - i,
+			                                   &r->series[r->nseries]))
 				rc = oom(err);
 			else
 				r->nseries++;
@@ -457,7 +455,8 @@ int pd_tsdb_merge_ranges(struct pd_tsdb *db, const struct pd_tsdb_merge_range *r
 		return tsdb_ch_merge_ranges(db, r, n, emit, ctx, err);
 	int rc = 0;
 	for (size_t i = 0; !rc && i < n; i++)
-		rc = pd_tsdb_merge(db, r[i].labels, r[i].nlabels, r[i].mint, r[i].maxt, emit, ctx,
-		                   err);
+		if (r[i].mint <= r[i].maxt)
+			rc = pd_tsdb_merge(db, r[i].labels, r[i].nlabels, r[i].mint, r[i].maxt,
+			                   emit, ctx, err);
 	return rc;
 }

@@ -19,6 +19,15 @@ int tsdb_ch_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, s
 /* names (name NULL) or the values of name */
 int tsdb_ch_labels(struct pd_tsdb *db, const char *name, const struct pd_tsdb_matcher *m, size_t nm,
                    int64_t mint, int64_t maxt, char ***out, size_t *n, struct pd_err *err);
+/* One series' totals from its ClickHouse rows (nrows, all of that series, in time
+ * order) into o: its labels (nl, copied), the sample types (type and unit) in order
+ * of first appearance, and per profile its time, duration and, for each type it
+ * has, its total (present 1); memory from r (tsdb_totals_alloc). PD_ENOMEM. */
+struct pd_lpair;
+struct pd_clickhouse_total;
+int tsdb_ch_totals_series(struct pd_tsdb_totals_result *r, const struct pd_lpair *lp, size_t nl,
+                          const struct pd_clickhouse_total *rows, size_t nrows,
+                          struct pd_tsdb_totals *o);
 /* PD_EINCOMPAT with a message that what cannot be done in ClickHouse mode. */
 int tsdb_ch_unsupported(const char *what, struct pd_err *err);
 
