@@ -10,6 +10,8 @@
 #   - a merge over a range, a diff of two merges, group_by, tag_focus/tag_ignore and
 #     group_by_sample_label (report=top JSON equal; merges also equal to
 #     go tool pprof -top over the same files)
+#   - a merge of 300 series (more than one ClickHouse query takes), pushed to the
+#     local server, equal from both and to go tool pprof -top
 #   - /prometheus/api/v1/query_range of every profile total (values over time)
 #   - admin operations answer 501 naming the ClickHouse mode
 # Then a schema of version 1 (the statements as profd created them before version
@@ -222,6 +224,34 @@ compare /api/v1/query --data-urlencode 'query=heap{job="corpus"}' --data-urlenco
 	--data-urlencode report=top --data-urlencode group_by_sample_label=bytes --data-urlencode limit=3 "${R[@]}"
 compare /api/v1/query --data-urlencode 'query=heap{job="corpus"}' --data-urlencode mode=merge \
 	--data-urlencode report=tags "${R[@]}"
+
+# ---- a merge of more series than one ClickHouse query takes (256) ----------------------
+# 300 series of one goroutine profile each, pushed to the local server and written to
+# ClickHouse: the API merges them in two queries there, series by series locally
+many=300
+mapfile -t gfs < <(ls "$corpus/goroutine" | grep '\.pb\.gz$' | sort -n | head -6)
+margs=()
+mfiles=()
+for ((i = 0; i < many; i++)); do
+	f=$corpus/goroutine/${gfs[i % ${#gfs[@]}]}
+	mfiles+=("$f")
+	margs+=("goroutine{job=\"many\",instance=\"i$i\"}" auto "$f")
+	curl -fsS --data-binary @"$f" \
+		"$A/api/v1/profiles?labels=goroutine%7Bjob%3D%22many%22%2Cinstance%3D%22i$i%22%7D" >/dev/null ||
+		die "pushing series $i to the local server failed"
+done
+"$tool" write "$url" "${margs[@]}" >/dev/null
+MR=(--data-urlencode 'query=goroutine{job="many"}' --data-urlencode mode=merge "${R[@]}")
+compare /api/v1/query "${MR[@]}" --data-urlencode report=meta
+checked=$((checked + 1))
+grep -q "\"profileCount\":$many,\"seriesCount\":$many," "$tmp/b.json" ||
+	failed "the merge of $many series from ClickHouse: $(head -c 300 "$tmp/b.json")"
+compare /api/v1/query "${MR[@]}" --data-urlencode report=top
+proto "${MR[@]}"
+checked=$((checked + 1))
+top "${mfiles[@]}" >"$tmp/want"
+top "$tmp/b.pb.gz" >"$tmp/got"
+cmp -s "$tmp/want" "$tmp/got" || { diff "$tmp/want" "$tmp/got" | head -5; failed "the merge of $many series from ClickHouse differs from go tool pprof -top"; }
 
 # ---- values over time ------------------------------------------------------------------
 prom_values() { # server
