@@ -18,4 +18,22 @@ struct pd_clickhouse {
 /* Runs a SELECT whose result is in RowBinary (sql must end in FORMAT RowBinary). */
 int ch_select(struct pd_clickhouse *c, const char *sql, struct pd_buf *resp, struct pd_err *err);
 
+/* query.c's readers of ClickHouse's totals answers (also run by the fuzz target
+ * tests/fuzz/fuzz_clickhouse.c). Per row while reading: the string ids of its types
+ * and units (type k at 2k, its unit at 2k + 1, in t's arena), and whether its totals
+ * are missing (schema version 1). */
+struct ch_tid {
+	uint64_t *sid;
+	int missing;
+};
+/* Appends the profiles rows of one answer (series_id, ts, duration_nanos,
+ * sample_types, sample_units, totals) to t->rows and *tids (both grown together,
+ * *cap entries). PD_ECORRUPT for a malformed answer. */
+int ch_totals_rows(struct pd_clickhouse_totals *t, const void *data, size_t len,
+                   struct ch_tid **tids, size_t *cap, struct pd_err *err);
+/* Reads (series_id, ts, sumForEach(values)) rows into the totals of the rows of t
+ * (sorted by series, then time) that lack them. PD_ECORRUPT for a malformed answer. */
+int ch_totals_sums(struct pd_clickhouse_totals *t, const struct ch_tid *tids, const void *data,
+                   size_t len, struct pd_err *err);
+
 #endif

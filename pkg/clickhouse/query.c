@@ -204,25 +204,17 @@ static struct pd_clickhouse_total *find_row(struct pd_clickhouse_totals *t, uint
 	return NULL;
 }
 
-/* Per row while reading: the string ids of its types and units (type k at 2k,
- * its unit at 2k + 1, in the arena), and whether its totals are missing. */
-struct tid {
-	uint64_t *sid;
-	int missing;
-};
 
-/* Reads the profiles rows of one batch; the string ids of types and units go to
- * tids (one per row), resolved later. */
-static int totals_rows(struct pd_clickhouse_totals *t, struct pd_buf *resp, struct tid **tids,
-                       size_t *cap, struct pd_err *err)
+int ch_totals_rows(struct pd_clickhouse_totals *t, const void *data, size_t len,
+                   struct ch_tid **tids, size_t *cap, struct pd_err *err)
 {
 	struct pd_clickhouse_rbr r;
-	pd_clickhouse_rbr_init(&r, resp->data, resp->len);
+	pd_clickhouse_rbr_init(&r, data, len);
 	while (!r.err && r.off < r.len) {
 		if (t->n == *cap) {
 			size_t nc = *cap ? *cap * 2 : 64;
 			struct pd_clickhouse_total *nr = realloc(t->rows, nc * sizeof(*nr));
-			struct tid *nt = nr ? realloc(*tids, nc * sizeof(**tids)) : NULL;
+			struct ch_tid *nt = nr ? realloc(*tids, nc * sizeof(**tids)) : NULL;
 			if (nr)
 				t->rows = nr;
 			if (!nr || !nt)
@@ -257,7 +249,7 @@ static int totals_rows(struct pd_clickhouse_totals *t, struct pd_buf *resp, stru
 		}
 		row->ntypes = nt;
 		/* totals not there (schema version 1): summed from samples later */
-		(*tids)[t->n] = (struct tid){sid, ntot != nt};
+		(*tids)[t->n] = (struct ch_tid){sid, ntot != nt};
 		t->n++;
 	}
 	return r.err ? malformed(err, "profile totals") : 0;
@@ -265,7 +257,7 @@ static int totals_rows(struct pd_clickhouse_totals *t, struct pd_buf *resp, stru
 
 /* The strings of every row's types and units (row i's string ids in sids[i]). */
 static int totals_strings(struct pd_clickhouse *c, struct pd_clickhouse_totals *t,
-                          const struct tid *sids, struct pd_err *err)
+                          const struct ch_tid *sids, struct pd_err *err)
 {
 	struct pd_u64map ix; /* string id -> index + 1 into strs */
 	pd_u64map_init(&ix);
@@ -377,9 +369,29 @@ static int totals_strings(struct pd_clickhouse *c, struct pd_clickhouse_totals *
 	return rc;
 }
 
+int ch_totals_sums(struct pd_clickhouse_totals *t, const struct ch_tid *tids, const void *data,
+                   size_t len, struct pd_err *err)
+{
+	struct pd_clickhouse_rbr r;
+	pd_clickhouse_rbr_init(&r, data, len);
+	while (!r.err && r.off < r.len) {
+		uint64_t s = pd_clickhouse_rbr_u64(&r);
+		int64_t ts = pd_clickhouse_rbr_i64(&r);
+		size_t nv = pd_clickhouse_rbr_count(&r, 8);
+		struct pd_clickhouse_total *row = find_row(t, s, ts);
+		int fill = row && tids[row - t->rows].missing;
+		for (size_t k = 0; k < nv; k++) {
+			int64_t v = pd_clickhouse_rbr_i64(&r);
+			if (fill && k < row->ntypes)
+				row->totals[k] = v;
+		}
+	}
+	return r.err ? malformed(err, "totals summed from samples") : 0;
+}
+
 /* Totals summed from samples for the rows that lack them. */
 static int totals_from_samples(struct pd_clickhouse *c, struct pd_clickhouse_totals *t,
-                               const struct tid *sids, struct pd_err *err)
+                               const struct ch_tid *sids, struct pd_err *err)
 {
 	uint64_t *ids = NULL;
 	size_t nids = 0;
@@ -411,22 +423,7 @@ static int totals_from_samples(struct pd_clickhouse *c, struct pd_clickhouse_tot
 		                    "FORMAT RowBinary",
 		                    ids, nids, b, lo, hi, &resp, err)))
 			break;
-		struct pd_clickhouse_rbr r;
-		pd_clickhouse_rbr_init(&r, resp.data, resp.len);
-		while (!r.err && r.off < r.len) {
-			uint64_t s = pd_clickhouse_rbr_u64(&r);
-			int64_t ts = pd_clickhouse_rbr_i64(&r);
-			size_t nv = pd_clickhouse_rbr_count(&r, 8);
-			struct pd_clickhouse_total *row = find_row(t, s, ts);
-			int fill = row && sids[row - t->rows].missing;
-			for (size_t k = 0; k < nv; k++) {
-				int64_t v = pd_clickhouse_rbr_i64(&r);
-				if (fill && k < row->ntypes)
-					row->totals[k] = v;
-			}
-		}
-		if (r.err)
-			rc = malformed(err, "totals summed from samples");
+		rc = ch_totals_sums(t, sids, resp.data, resp.len, err);
 	}
 	pd_buf_fini(&resp);
 	free(ids);
@@ -449,7 +446,7 @@ int pd_clickhouse_totals_read(struct pd_clickhouse *c, const uint64_t *ids, size
 	         "%s.profiles",
 	         c->database);
 	uint64_t *sid = NULL;
-	struct tid *sids = NULL;
+	struct ch_tid *sids = NULL;
 	size_t batches, cap = 0;
 	struct pd_buf resp;
 	pd_buf_init(&resp, 0);
@@ -459,7 +456,7 @@ int pd_clickhouse_totals_read(struct pd_clickhouse *c, const uint64_t *ids, size
 		          c, head,
 		          "ORDER BY series_id, ts LIMIT 1 BY series_id, ts FORMAT RowBinary", sid,
 		          n, b, from_ms, to_ms, &resp, err)))
-			rc = totals_rows(t, &resp, &sids, &cap, err);
+			rc = ch_totals_rows(t, resp.data, resp.len, &sids, &cap, err);
 	pd_buf_fini(&resp);
 	free(sid);
 	if (!rc)
