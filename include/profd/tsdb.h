@@ -72,6 +72,10 @@ struct pd_tsdb_opts {
 /* Retries after a failed flush wait 1 s, doubling up to 30 s. */
 #define PD_TSDB_SHIP_BACKOFF_MIN_MS 1000
 #define PD_TSDB_SHIP_BACKOFF_MAX_MS 30000
+/* With a retention time, the shipper drops ClickHouse's partitions (UTC days) that
+ * lie wholly before now - retention this often, and right after a flush that sent
+ * a profile already past it. */
+#define PD_TSDB_SHIP_RETENTION_INTERVAL_MS (10 * 60 * 1000)
 
 /* Fills o with the defaults. */
 void pd_tsdb_opts_init(struct pd_tsdb_opts *o);
@@ -356,6 +360,9 @@ struct pd_tsdb_stats {
 	uint64_t ch_sent_profiles, ch_flushes, ch_flush_failures, ch_spool_full_refusals;
 	uint64_t ch_skipped_profiles;
 	int64_t ch_last_flush_ms;
+	/* retention in ClickHouse since open: partitions (days) dropped, and runs
+	 * that failed (tried again at the next interval) */
+	uint64_t ch_partitions_dropped, ch_retention_failures;
 };
 
 void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st);

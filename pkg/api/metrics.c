@@ -334,6 +334,14 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 		       "When ClickHouse last accepted a batch (0: not yet).");
 		jprintf(w, "profd_clickhouse_last_flush_timestamp_seconds %.3f\n",
 		        (double)st.ch_last_flush_ms / 1000.0);
+		family(w, "profd_clickhouse_retention_partitions_dropped_total", "counter",
+		       "Partitions (UTC days) dropped from ClickHouse because they were past the "
+		       "retention time.");
+		sample_u(w, "profd_clickhouse_retention_partitions_dropped_total",
+		         st.ch_partitions_dropped);
+		family(w, "profd_clickhouse_retention_failures_total", "counter",
+		       "Retention runs in ClickHouse that failed (tried again later).");
+		sample_u(w, "profd_clickhouse_retention_failures_total", st.ch_retention_failures);
 	}
 
 	/* service discovery, named as Prometheus names it */

@@ -8,7 +8,9 @@
  * their labels). A failed flush is retried with a backoff of 1 s doubling to
  * 30 s, and logged once per outage. The spool is everything after the
  * position: its bytes are bounded (PD_EFULL for commits beyond the limit), and
- * nothing in it is ever dropped. docs/scale-out.md explains the whole. */
+ * nothing in it is ever dropped. With a retention time the thread also drops the
+ * days of profiles that are past it (retention()). docs/scale-out.md explains the
+ * whole. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -34,6 +36,7 @@ struct ch_ship {
 	uint64_t wake;
 	/* counters, __atomic */
 	uint64_t max, spool_bytes, spool_profiles, sent, flushes, failures, refusals, skipped;
+	uint64_t dropped, retention_failures;
 	int64_t last_flush_ms;
 	/* the thread's own */
 	struct pd_clickhouse_writer *w;
@@ -45,6 +48,8 @@ struct ch_ship {
 	uint64_t batch_samples;  /* profiles read since pos (skipped ones too) */
 	uint64_t batch_appended; /* of which in the writer's batch */
 	int64_t batch_start_ms;
+	int64_t batch_min_t;       /* the oldest profile in the writer's batch */
+	int64_t retention_next_ms; /* monotonic time of the next retention run */
 	int schema_pending;
 	int outage; /* logged as down, until a flush succeeds */
 	/* the series of the WAL: its ref -> labels (latest entry wins) */
@@ -163,6 +168,8 @@ static int on_sample(void *ctx, uint64_t ref, int64_t t, const uint8_t *p, size_
 		            "t=%lld err=%s", (long long)t, err.msg);
 		return 0;
 	}
+	if (!s->batch_appended || t < s->batch_min_t)
+		s->batch_min_t = t;
 	s->batch_appended++;
 	return 0;
 }
@@ -269,6 +276,8 @@ static int flush(struct ch_ship *s, struct pd_err *err)
 	__atomic_fetch_add(&s->sent, s->batch_appended, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&s->flushes, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->last_flush_ms, wall_ms(), __ATOMIC_RELAXED);
+	if (s->db->o.retention_ms > 0 && s->batch_min_t < wall_ms() - s->db->o.retention_ms)
+		s->retention_next_ms = 0; /* sent a profile already past retention */
 	if (s->outage) {
 		pd_log_info(
 		    "clickhouse", "ClickHouse takes profiles again", "spooled_profiles=%llu",
@@ -277,6 +286,31 @@ static int flush(struct ch_ship *s, struct pd_err *err)
 	}
 	advance(s);
 	return 0;
+}
+
+/* Drops the partitions (UTC days) of ClickHouse that lie wholly before now -
+ * retention, when a run is due. A failure is logged and counted, and tried again
+ * at the next interval: retention never holds the sending of profiles back. */
+static void retention(struct ch_ship *s)
+{
+	int64_t keep = s->db->o.retention_ms;
+	if (keep <= 0 || s->outage || s->schema_pending || mono_ms() < s->retention_next_ms)
+		return;
+	s->retention_next_ms = mono_ms() + PD_TSDB_SHIP_RETENTION_INTERVAL_MS;
+	struct pd_err err = {0};
+	size_t dropped = 0;
+	int64_t before = wall_ms() - keep;
+	if (pd_clickhouse_drop_before(s->ch, before, &dropped, &err)) {
+		__atomic_fetch_add(&s->retention_failures, 1, __ATOMIC_RELAXED);
+		pd_log_warn("clickhouse", "dropping the days past retention failed; tried again later",
+		            "err=%s", err.msg);
+		return;
+	}
+	if (dropped) {
+		__atomic_fetch_add(&s->dropped, dropped, __ATOMIC_RELAXED);
+		pd_log_info("clickhouse", "dropped the days past retention", "partitions=%zu before_ms=%lld",
+		            dropped, (long long)before);
+	}
 }
 
 /* Back to the sent position with an empty batch, after a failure that left the
@@ -322,6 +356,7 @@ static void *ship_main(void *arg)
 			            pd_clickhouse_database(s->ch));
 			s->schema_pending = 0;
 		}
+		retention(s);
 		int eof = 0;
 		while (!sealed && s->batch_samples < PD_TSDB_SHIP_BATCH_PROFILES &&
 		       s->batch_bytes < PD_TSDB_SHIP_BATCH_BYTES) {
@@ -582,6 +617,8 @@ void ch_ship_stats(struct ch_ship *s, struct pd_tsdb_stats *st)
 	st->ch_spool_full_refusals = __atomic_load_n(&s->refusals, __ATOMIC_RELAXED);
 	st->ch_skipped_profiles = __atomic_load_n(&s->skipped, __ATOMIC_RELAXED);
 	st->ch_last_flush_ms = __atomic_load_n(&s->last_flush_ms, __ATOMIC_RELAXED);
+	st->ch_partitions_dropped = __atomic_load_n(&s->dropped, __ATOMIC_RELAXED);
+	st->ch_retention_failures = __atomic_load_n(&s->retention_failures, __ATOMIC_RELAXED);
 }
 
 void tsdb_ch_note_time(struct head_series *s, int64_t t)

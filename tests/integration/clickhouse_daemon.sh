@@ -15,6 +15,9 @@
 #      acknowledged arrives (none lost), the spool drains to 0, and a pushed
 #      profile rebuilt from ClickHouse gives the same `go tool pprof -raw` as the
 #      file pushed;
+#   6. (run before 5) with --storage.tsdb.retention.time=2d, a profile pushed 5
+#      days back is dropped with its day's partition soon after it is sent, and
+#      counted; one pushed now stays;
 #   5. ClickHouse unreachable from the start and a small
 #      --storage.clickhouse.spool.max-size: profd starts, then pushes answer 503
 #      with the spool-full message, scrapes show it as the target's error, the
@@ -215,6 +218,24 @@ wait "$profd_pid" || rc=$?
 [ "$rc" = 0 ] || fail "profd exited with $rc after SIGTERM"
 grep -q 'msg="stopped"' "$log" || fail "profd did not stop cleanly"
 ! grep -q 'Sanitizer' "$log" || fail "a sanitizer reported at exit"
+
+# ---- 6. retention: days past it are dropped from ClickHouse ---------------------------------
+start retention "$tmp/store-ret" "$ch_url" --storage.clickhouse.database=ret \
+	--storage.tsdb.retention.time=2d
+now=$(date +%s)
+push old $((now - 5 * 86400)) "$g/heap.pb.gz"
+[ "$code" = 200 ] || fail "the push of a profile 5 days back answered $code: $(cat "$tmp/push.json")"
+push new "$now" "$g/heap-2.pb.gz"
+[ "$code" = 200 ] || fail "the push of a profile now answered $code: $(cat "$tmp/push.json")"
+wait_for 120 "no partition past retention was dropped" \
+	metric_ge profd_clickhouse_retention_partitions_dropped_total 1
+ret_count() { sql "SELECT count() FROM ret.profiles WHERE ts $1 $(((now - 2 * 86400) * 1000))"; }
+[ "$(ret_count '<')" = 0 ] || fail "$(ret_count '<') profiles past retention are still in ClickHouse"
+new_arrived() { [ "$(ret_count '>=' 2>/dev/null)" = 1 ]; }
+wait_for 60 "the profile pushed now did not arrive" new_arrived
+metric_eq profd_clickhouse_retention_failures_total 0 || fail "retention runs failed: $(grep 'retention' "$log" | head -3)"
+kill "$profd_pid"
+wait "$profd_pid" || fail "profd exited with $? after SIGTERM (retention)"
 
 # ---- 5. unreachable from the start, and a small spool --------------------------------------
 "$serve" "$tmp/addr2" "$tmp/served2" "/debug/pprof/heap=$heaps" &
