@@ -26,6 +26,8 @@
 #define PD_CLICKHOUSE_DEFAULT_MAX_RESPONSE ((size_t)256 << 20)
 /* Request bodies at least this large are sent gzip-compressed. */
 #define PD_CLICKHOUSE_COMPRESS_MIN 1024
+/* Most nodes a cluster's list may name. */
+#define PD_CLICKHOUSE_MAX_NODES 256
 
 struct pd_clickhouse_opts {
 	/* http://HOST:PORT/ of ClickHouse's HTTP interface (https works too). Required. */
@@ -41,10 +43,15 @@ struct pd_clickhouse_opts {
 	size_t max_response; /* 0: PD_CLICKHOUSE_DEFAULT_MAX_RESPONSE */
 	int no_compress;     /* non-zero: send request bodies uncompressed */
 	/* Name of a cluster in ClickHouse's remote_servers; NULL: one server. With it
-	 * every table is created ON CLUSTER as NAME_local on each node, with a
-	 * Distributed table of the plain name over them (docs/scale-out.md). Must
-	 * match [A-Za-z_][A-Za-z0-9_]*. */
+	 * each table is created on every node as <table>_local, with a Distributed
+	 * table of the plain name over them, without ON CLUSTER (which needs
+	 * ZooKeeper): profd reaches every node through its HTTP interface, url and
+	 * nodes (docs/scale-out.md). Inserts then return once the rows are on their
+	 * shards (insert_distributed_sync=1). Must match [A-Za-z_][A-Za-z0-9_]*. */
 	const char *cluster;
+	/* With a cluster: the HTTP URLs of the cluster's other nodes, separated by
+	 * commas (url is one node); NULL or "" when url is the only one. */
+	const char *nodes;
 };
 
 struct pd_clickhouse;
@@ -75,11 +82,24 @@ int pd_clickhouse_exec(struct pd_clickhouse *c, const char *sql, const void *dat
 #define PD_CLICKHOUSE_SCHEMA_VERSION 2
 
 /* Creates the database and every table when missing (idempotent) and records the
- * schema version. PD_EINCOMPAT when the database holds a newer schema version. */
+ * schema version. PD_EINCOMPAT when the database holds a newer schema version.
+ * With a cluster, on every node (url and nodes), each node keeping its own
+ * schema_version; then every node of the cluster in system.clusters must be one
+ * of those (PD_EINVAL naming the node and its shard otherwise). */
 int pd_clickhouse_schema_create(struct pd_clickhouse *c, struct pd_err *err);
 
+/* Number of nodes profd talks to: 1 without a cluster, 1 + the nodes option's
+ * URLs with one. */
+size_t pd_clickhouse_nnodes(const struct pd_clickhouse *c);
+/* The HTTP URL of node i (0: url), borrowed from c, without a trailing '/'. */
+const char *pd_clickhouse_node_url(const struct pd_clickhouse *c, size_t i);
+/* pd_clickhouse_exec on node i instead of url. */
+int pd_clickhouse_exec_at(struct pd_clickhouse *c, size_t i, const char *sql, const void *data,
+                          size_t len, struct pd_buf *resp, struct pd_err *err);
+
 /* Drops the daily partitions of samples and profiles whose whole day lies before
- * before_ms (UTC days). *dropped (may be NULL) receives how many partitions went.
+ * before_ms (UTC days); with a cluster, of samples_local and profiles_local on
+ * every node. *dropped (may be NULL) receives how many partitions went.
  * Labels, stacks, locations, functions, mappings and strings are kept. */
 int pd_clickhouse_drop_before(struct pd_clickhouse *c, int64_t before_ms, size_t *dropped,
 			      struct pd_err *err);
@@ -148,7 +168,8 @@ int pd_clickhouse_writer_create(struct pd_clickhouse_writer **out, struct pd_cli
  * is full. Both are only read. A profile whose (series, ts_ms) is already stored
  * replaces it once ClickHouse merges the parts. */
 int pd_clickhouse_writer_append(struct pd_clickhouse_writer *w, const struct pd_labels *ls,
-				int64_t ts_ms, const struct pd_pprof_profile *p, struct pd_err *err);
+                                int64_t ts_ms, const struct pd_pprof_profile *p,
+                                struct pd_err *err);
 /* Sends the batch: one INSERT ... FORMAT RowBinary per table, gzip-compressed.
  * On failure the batch is kept, and a later flush sends it again. */
 int pd_clickhouse_writer_flush(struct pd_clickhouse_writer *w, struct pd_err *err);

@@ -8,6 +8,8 @@ struct pd_clickhouse {
 	char *url;      /* without a trailing '/' */
 	char *database;
 	char *cluster;  /* NULL: one server */
+	char **nodes;  /* with a cluster: the other nodes' URLs, without a trailing '/' */
+	size_t nnodes;
 	char *user;     /* NULL: no credentials */
 	char *password;
 	long timeout_ms;

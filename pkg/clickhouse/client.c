@@ -32,9 +32,9 @@ static int read_credentials(struct pd_clickhouse *c, const char *path, struct pd
 	char *nl = strchr(s, '\n');
 	if (!nl) {
 		free(d);
-		return pd_err_set(err, PD_EINVAL,
-				  "%s: want the user on the first line and the password on the second",
-				  path);
+		return pd_err_set(
+		    err, PD_EINVAL,
+		    "%s: want the user on the first line and the password on the second", path);
 	}
 	*nl = '\0';
 	char *pw = nl + 1;
@@ -55,6 +55,38 @@ static int read_credentials(struct pd_clickhouse *c, const char *path, struct pd
 	return 0;
 }
 
+/* The comma-separated URLs of the cluster's other nodes into c->nodes. */
+static int parse_nodes(struct pd_clickhouse *c, const char *list, struct pd_err *err)
+{
+	size_t n = 1;
+	for (const char *p = list; *p; p++)
+		n += *p == ',';
+	if (n > PD_CLICKHOUSE_MAX_NODES)
+		return pd_err_set(err, PD_EINVAL,
+		                  "clickhouse nodes: %zu URLs, more than the %d allowed", n,
+		                  PD_CLICKHOUSE_MAX_NODES);
+	if (!(c->nodes = calloc(n, sizeof(char *))))
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	const char *p = list;
+	for (size_t i = 0; i < n; i++) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		while (len && p[len - 1] == '/')
+			len--;
+		if (!(c->nodes[c->nnodes] = strndup(p, len)))
+			return pd_err_set(err, PD_ENOMEM, "out of memory");
+		c->nnodes++;
+		const char *u = c->nodes[c->nnodes - 1];
+		if ((strncmp(u, "http://", 7) && strncmp(u, "https://", 8)) || !strchr(u, ':') ||
+		    strlen(u) <= 8)
+			return pd_err_set(
+			    err, PD_EINVAL,
+			    "clickhouse nodes: URL %zu \"%s\": want http://HOST:PORT/", i + 1, u);
+		p = e ? e + 1 : p + len;
+	}
+	return 0;
+}
+
 int pd_clickhouse_create(struct pd_clickhouse **out, const struct pd_clickhouse_opts *o,
 			 struct pd_err *err)
 {
@@ -66,11 +98,13 @@ int pd_clickhouse_create(struct pd_clickhouse **out, const struct pd_clickhouse_
 	const char *db = o->database ? o->database : PD_CLICKHOUSE_DEFAULT_DATABASE;
 	if (!valid_ident(db))
 		return pd_err_set(err, PD_EINVAL,
-				  "clickhouse database \"%s\": want letters, digits and _, not starting with a digit",
+		                  "clickhouse database \"%s\": want letters, digits and _, not "
+		                  "starting with a digit",
 				  db);
 	if (o->cluster && !valid_ident(o->cluster))
 		return pd_err_set(err, PD_EINVAL,
-				  "clickhouse cluster \"%s\": want letters, digits and _, not starting with a digit",
+		                  "clickhouse cluster \"%s\": want letters, digits and _, not "
+		                  "starting with a digit",
 				  o->cluster);
 	struct pd_clickhouse *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -85,6 +119,16 @@ int pd_clickhouse_create(struct pd_clickhouse **out, const struct pd_clickhouse_
 	size_t ul = strlen(c->url);
 	while (ul && c->url[ul - 1] == '/')
 		c->url[--ul] = '\0';
+	if (o->nodes && *o->nodes) {
+		int rc = o->cluster ? parse_nodes(c, o->nodes, err)
+		                    : pd_err_set(err, PD_EINVAL,
+		                                 "clickhouse nodes \"%s\" given without a cluster",
+		                                 o->nodes);
+		if (rc) {
+			pd_clickhouse_destroy(c);
+			return rc;
+		}
+	}
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : PD_CLICKHOUSE_DEFAULT_TIMEOUT_MS;
 	c->max_response = o->max_response ? o->max_response : PD_CLICKHOUSE_DEFAULT_MAX_RESPONSE;
 	c->no_compress = o->no_compress;
@@ -107,6 +151,9 @@ void pd_clickhouse_destroy(struct pd_clickhouse *c)
 	free(c->url);
 	free(c->database);
 	free(c->cluster);
+	for (size_t i = 0; i < c->nnodes; i++)
+		free(c->nodes[i]);
+	free(c->nodes);
 	if (c->password)
 		memset(c->password, 0, strlen(c->password));
 	free(c->user);
@@ -122,6 +169,16 @@ const char *pd_clickhouse_database(const struct pd_clickhouse *c)
 const char *pd_clickhouse_cluster(const struct pd_clickhouse *c)
 {
 	return c->cluster;
+}
+
+size_t pd_clickhouse_nnodes(const struct pd_clickhouse *c)
+{
+	return 1 + c->nnodes;
+}
+
+const char *pd_clickhouse_node_url(const struct pd_clickhouse *c, size_t i)
+{
+	return i == 0 ? c->url : i <= c->nnodes ? c->nodes[i - 1] : NULL;
 }
 
 struct sink {
@@ -146,7 +203,8 @@ static int url_escape(struct pd_buf *b, const char *s)
 	for (; *s; s++) {
 		unsigned char ch = (unsigned char)*s;
 		int plain = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
-			    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '~';
+		            (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' ||
+		            ch == '~';
 		char e[3] = {'%', hex[ch >> 4], hex[ch & 15]};
 		int rc = plain ? pd_buf_append(b, &ch, 1) : pd_buf_append(b, e, 3);
 		if (rc)
@@ -202,6 +260,15 @@ static CURLcode perform(CURL *h)
 int pd_clickhouse_exec(struct pd_clickhouse *c, const char *sql, const void *data, size_t len,
 		       struct pd_buf *resp, struct pd_err *err)
 {
+	return pd_clickhouse_exec_at(c, 0, sql, data, len, resp, err);
+}
+
+int pd_clickhouse_exec_at(struct pd_clickhouse *c, size_t node, const char *sql, const void *data,
+                          size_t len, struct pd_buf *resp, struct pd_err *err)
+{
+	const char *base = pd_clickhouse_node_url(c, node);
+	if (!base)
+		return pd_err_set(err, PD_EINVAL, "clickhouse: no node %zu", node);
 	struct pd_buf url, body, scratch;
 	pd_buf_init(&url, 0);
 	pd_buf_init(&body, 0);
@@ -221,7 +288,15 @@ int pd_clickhouse_exec(struct pd_clickhouse *c, const char *sql, const void *dat
 	uint8_t *gz = NULL;
 	size_t gzlen = 0;
 	int compress = !c->no_compress && plen >= PD_CLICKHOUSE_COMPRESS_MIN;
-	if (pd_buf_printf(&url, "%s/?enable_http_compression=1", c->url))
+	if (pd_buf_printf(&url, "%s/?enable_http_compression=1", base))
+		goto fail;
+	/* over Distributed tables: an IN subquery on another Distributed table runs
+	 * once, on the node asked, and its result goes to the shards (GLOBAL IN); an
+	 * insert returns once every row is on its shard, so that a query right after
+	 * a flush sees them, and fails when a shard does not take them */
+	if (c->cluster && pd_buf_printf(&url, "&distributed_product_mode=global"))
+		goto fail;
+	if (c->cluster && data && pd_buf_printf(&url, "&insert_distributed_sync=1"))
 		goto fail;
 	if (data && (pd_buf_append(&url, "&query=", 7) || url_escape(&url, sql)))
 		goto fail;
@@ -261,15 +336,16 @@ int pd_clickhouse_exec(struct pd_clickhouse *c, const char *sql, const void *dat
 	long status = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	if (sk.toobig) {
-		rc = pd_err_set(err, PD_ETOOBIG,
-				"clickhouse: response to \"%s\" is larger than the limit of %zu bytes",
-				stmt, c->max_response);
+		rc = pd_err_set(
+		    err, PD_ETOOBIG,
+		    "clickhouse: response to \"%s\" is larger than the limit of %zu bytes", stmt,
+		    c->max_response);
 		goto out;
 	}
 	if (res != CURLE_OK) {
 		/* no answer at all: the server is down or unreachable, which callers
 		 * may wait out, unlike an answer that refuses */
-		rc = pd_err_set(err, PD_EUNAVAIL, "clickhouse %s: %s (statement \"%s\")", c->url,
+		rc = pd_err_set(err, PD_EUNAVAIL, "clickhouse %s: %s (statement \"%s\")", base,
 				curl_easy_strerror(res), stmt);
 		goto out;
 	}
@@ -284,8 +360,8 @@ int pd_clickhouse_exec(struct pd_clickhouse *c, const char *sql, const void *dat
 		/* 502, 503, 504: a proxy without a server behind it, or a server
 		 * that is overloaded or starting; worth retrying like no answer */
 		rc = pd_err_set(err, status >= 502 && status <= 504 ? PD_EUNAVAIL : PD_EIO,
-				"clickhouse answered %ld: %.*s (statement \"%s\")", status, (int)n,
-				n ? m : "", stmt);
+				"clickhouse %s answered %ld: %.*s (statement \"%s\")", base, status,
+				(int)n, n ? m : "", stmt);
 		sk.b->len = resp_start;
 		goto out;
 	}

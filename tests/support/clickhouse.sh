@@ -6,6 +6,13 @@
 #   ch_stop                        # also run by the caller's EXIT trap
 # ch_start waits for /ping to answer "Ok." with a deadline (60 s) and fails with
 # the server's log when it does not.
+#
+# Two servers as the two shards of one cluster (one replica each):
+#   ch_start_cluster DIR CLUSTER [LIMIT_SECONDS]
+# sets CH_URL_A and CH_URL_B (their HTTP interfaces), CH_TCP_A and CH_TCP_B
+# (127.0.0.1:PORT as system.clusters names them) and CH_PIDS; both servers'
+# remote_servers name the cluster CLUSTER with shard 1 on A and shard 2 on B.
+# ch_stop stops them too. No ZooKeeper is configured (as profd needs none).
 
 ch_free_port() {
 	python3 - <<'PY'
@@ -17,14 +24,11 @@ s.close()
 PY
 }
 
-ch_start() {
-	local dir=$1 limit=${2:-900}
-	local bin
-	bin=$(command -v clickhouse-server || echo /usr/sbin/clickhouse-server)
-	[ -x "$bin" ] || { echo "clickhouse-server not found: run scripts/deps.sh --test" >&2; return 1; }
+# ch_config DIR HTTP TCP INTER [REMOTE_SERVERS_XML]: writes DIR/config.xml and
+# DIR/users.xml for a server on those loopback ports.
+ch_config() {
+	local dir=$1 http=$2 tcp=$3 inter=$4 remote=${5:-}
 	mkdir -p "$dir/data" "$dir/tmp" "$dir/log" "$dir/user_files" "$dir/format_schemas"
-	local http tcp inter
-	http=$(ch_free_port); tcp=$(ch_free_port); inter=$(ch_free_port)
 	cat >"$dir/config.xml" <<XML
 <?xml version="1.0"?>
 <yandex>
@@ -49,6 +53,7 @@ ch_start() {
   <users_config>$dir/users.xml</users_config>
   <default_profile>default</default_profile>
   <default_database>default</default_database>
+$remote
 </yandex>
 XML
 	cat >"$dir/users.xml" <<XML
@@ -74,27 +79,70 @@ XML
   </interval></default></quotas>
 </yandex>
 XML
+}
+
+# ch_launch DIR URL LIMIT: starts the server of DIR/config.xml under a time limit and
+# waits for URL/ping; prints its PID on success.
+ch_launch() {
+	local dir=$1 url=$2 limit=$3 bin pid
+	bin=$(command -v clickhouse-server || echo /usr/sbin/clickhouse-server)
+	[ -x "$bin" ] || { echo "clickhouse-server not found: run scripts/deps.sh --test" >&2; return 1; }
 	timeout -k 5 "$limit" "$bin" --config-file="$dir/config.xml" >"$dir/log/stdout.log" 2>&1 &
-	CH_PID=$!
-	CH_URL="http://127.0.0.1:$http/"
+	pid=$!
 	local deadline=$((SECONDS + 60))
 	while [ $SECONDS -lt $deadline ]; do
-		if [ "$(curl -s --max-time 2 "${CH_URL}ping" 2>/dev/null)" = "Ok." ]; then
+		if [ "$(curl -s --max-time 2 "${url}ping" 2>/dev/null)" = "Ok." ]; then
+			echo "$pid"
 			return 0
 		fi
-		if ! kill -0 "$CH_PID" 2>/dev/null; then break; fi
+		if ! kill -0 "$pid" 2>/dev/null; then break; fi
 		sleep 0.2
 	done
-	echo "clickhouse-server did not answer ${CH_URL}ping within 60 s; its log:" >&2
+	echo "clickhouse-server did not answer ${url}ping within 60 s; its log:" >&2
 	tail -n 30 "$dir/log/stdout.log" "$dir/log/error.log" >&2 2>/dev/null
-	ch_stop
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
 	return 1
 }
 
+ch_start() {
+	local dir=$1 limit=${2:-900}
+	local http tcp inter
+	http=$(ch_free_port); tcp=$(ch_free_port); inter=$(ch_free_port)
+	ch_config "$dir" "$http" "$tcp" "$inter"
+	CH_URL="http://127.0.0.1:$http/"
+	# the PID is read from a file: $(...) would run ch_launch in a subshell whose
+	# background child could not be waited for by this shell
+	ch_launch "$dir" "$CH_URL" "$limit" >"$dir/pid" || return 1
+	CH_PID=$(cat "$dir/pid")
+}
+
+ch_start_cluster() {
+	local dir=$1 cluster=$2 limit=${3:-900}
+	local ha ta ia hb tb ib
+	ha=$(ch_free_port); ta=$(ch_free_port); ia=$(ch_free_port)
+	hb=$(ch_free_port); tb=$(ch_free_port); ib=$(ch_free_port)
+	local remote="  <remote_servers><$cluster>
+    <shard><replica><host>127.0.0.1</host><port>$ta</port></replica></shard>
+    <shard><replica><host>127.0.0.1</host><port>$tb</port></replica></shard>
+  </$cluster></remote_servers>"
+	ch_config "$dir/a" "$ha" "$ta" "$ia" "$remote"
+	ch_config "$dir/b" "$hb" "$tb" "$ib" "$remote"
+	CH_URL_A="http://127.0.0.1:$ha/" CH_URL_B="http://127.0.0.1:$hb/"
+	CH_TCP_A="127.0.0.1:$ta" CH_TCP_B="127.0.0.1:$tb"
+	CH_PIDS=
+	# started one after the other: two at once on a loaded machine may miss the deadline
+	ch_launch "$dir/a" "$CH_URL_A" "$limit" >"$dir/a/pid" || return 1
+	CH_PIDS=$(cat "$dir/a/pid")
+	ch_launch "$dir/b" "$CH_URL_B" "$limit" >"$dir/b/pid" || { ch_stop; return 1; }
+	CH_PIDS="$CH_PIDS $(cat "$dir/b/pid")"
+}
+
 ch_stop() {
-	if [ -n "${CH_PID:-}" ]; then
-		kill "$CH_PID" 2>/dev/null || true
-		wait "$CH_PID" 2>/dev/null || true
-		CH_PID=
-	fi
+	local pid
+	for pid in ${CH_PID:-} ${CH_PIDS:-}; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	CH_PID= CH_PIDS=
 }

@@ -1,6 +1,8 @@
 /* clickhouse_tool.c: drives pkg/clickhouse from the shell, for
  * tests/integration/clickhouse.sh and bench/clickhouse.sh. Every command takes the
- * server's URL; --credentials FILE and --database NAME may come first.
+ * server's URL; --credentials FILE, --database NAME, --cluster NAME (Distributed
+ * tables over a ClickHouse cluster) and --nodes URL,URL... (the cluster's other
+ * nodes) may come first.
  *   schema URL
  *   write URL [--batch N] LABELS TS FILE [LABELS TS FILE ...]   (TS "auto": the
  *        profile's own time in ms; prints profiles/s of the writes and flush)
@@ -46,12 +48,17 @@ int main(int argc, char **argv)
 			o.credentials_file = argv[i + 1];
 		else if (!strcmp(argv[i], "--database"))
 			o.database = argv[i + 1];
+		else if (!strcmp(argv[i], "--cluster"))
+			o.cluster = argv[i + 1];
+		else if (!strcmp(argv[i], "--nodes"))
+			o.nodes = argv[i + 1];
 		else
 			break;
 		i += 2;
 	}
 	if (argc - i < 2) {
 		fprintf(stderr, "usage: clickhouse_tool [--credentials FILE] [--database DB] "
+		                "[--cluster NAME] [--nodes URL,...] "
 				"schema|write|dump|merge|times|series|drop URL ...\n");
 		return 2;
 	}
@@ -87,7 +94,8 @@ int main(int argc, char **argv)
 		struct pd_clickhouse_writer *w = NULL;
 		if (na % 3 || (rc = pd_clickhouse_writer_create(&w, c, &wo, &err))) {
 			if (!rc)
-				fprintf(stderr, "clickhouse_tool write: want LABELS TS FILE triples\n");
+				fprintf(stderr,
+				        "clickhouse_tool write: want LABELS TS FILE triples\n");
 			rc = rc ? rc : 2;
 		}
 		/* decode first, so that the rate is the writer's */
@@ -129,7 +137,8 @@ int main(int argc, char **argv)
 			ls = NULL;
 			p = NULL;
 			if (!(rc = parse_labels(a[k], &ls, &err)) &&
-			    !(rc = pd_clickhouse_profile(c, ls, strtoll(a[k + 1], NULL, 10), &p, &err)) &&
+			    !(rc = pd_clickhouse_profile(c, ls, strtoll(a[k + 1], NULL, 10), &p,
+			                                 &err)) &&
 			    !(rc = pd_pprof_encode(p, 1, &buf, &len, &err)))
 				rc = pd_file_write(a[k + 2], buf, len, &err);
 			free(buf);
@@ -147,8 +156,8 @@ int main(int argc, char **argv)
 		int64_t *ts = NULL;
 		size_t n = 0;
 		if (!(rc = parse_labels(a[0], &ls, &err)) &&
-		    !(rc = pd_clickhouse_times(c, ls, strtoll(a[1], NULL, 10), strtoll(a[2], NULL, 10),
-					       &ts, &n, &err)))
+		    !(rc = pd_clickhouse_times(c, ls, strtoll(a[1], NULL, 10),
+		                               strtoll(a[2], NULL, 10), &ts, &n, &err)))
 			for (size_t k = 0; k < n; k++)
 				printf("%" PRId64 "\n", ts[k]);
 		free(ts);
