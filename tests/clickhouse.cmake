@@ -25,4 +25,11 @@ if(TARGET pd_clickhouse)
             $<TARGET_FILE:clickhouse_tool> ${PD_TESTDATA})
   set_tests_properties(integration_clickhouse_api PROPERTIES LABELS integration TIMEOUT 1800
     PROCESSORS 2 ENVIRONMENT "PATH=/usr/sbin:$ENV{PATH}")
+
+  # two clickhouse-servers as the two shards of one cluster
+  add_test(NAME integration_clickhouse_cluster
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/clickhouse_cluster.sh
+            $<TARGET_FILE:clickhouse_tool> ${PD_TESTDATA})
+  set_tests_properties(integration_clickhouse_cluster PROPERTIES LABELS integration
+    TIMEOUT 1800 PROCESSORS 2 ENVIRONMENT "PATH=/usr/sbin:$ENV{PATH}")
 endif()

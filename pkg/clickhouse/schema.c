@@ -269,13 +269,12 @@ static int check_cluster(struct pd_clickhouse *c, struct pd_err *err)
 
 int pd_clickhouse_schema_create(struct pd_clickhouse *c, struct pd_err *err)
 {
-	int rc = 0;
+	/* the nodes are checked before anything is created on any of them */
+	int rc = c->cluster ? check_cluster(c, err) : 0;
 	for (size_t i = 0; !rc && i < pd_clickhouse_nnodes(c); i++) {
 		if (!(rc = create_tables(c, i, err)) && !(rc = migrate(c, i, err)))
 			rc = check_version(c, i, err);
 	}
-	if (!rc && c->cluster)
-		rc = check_cluster(c, err);
 	return rc;
 }
 
