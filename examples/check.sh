@@ -13,6 +13,9 @@
 #   - grafana/: the data source is a Prometheus one at profd's /prometheus; the
 #     dashboard is JSON whose every query parses as PromQL (with promtool, as rules,
 #     when it is installed) and reads metrics of the demo's job;
+#   - scale-out/: its profd configurations with `profd check config`; its
+#     ClickHouse configurations well-formed and naming the same cluster; its
+#     scrapers' hashmod rules splitting the targets between them;
 #   - systemd/profd.service: `systemd-analyze verify` when systemd-analyze is
 #     installed (with ExecStart pointed at the profd under test);
 #   - demo-go: go vet, go build, and the program serves every Go profile type (each
@@ -58,6 +61,44 @@ else
 	skip "promtool is not installed"
 fi
 echo "check: configurations valid"
+
+# scale-out/: the profd configurations; the ClickHouse configurations well-formed,
+# with the same cluster on both nodes and each node in it by its tcp_port; the two
+# scrapers' hashmod rules give each target to exactly one of them (as Prometheus
+# computes it: MD5 of the address, its last 8 bytes big-endian, modulo)
+so=$ex/scale-out
+check "$so/scraper-0.yml" "$so/scraper-1.yml" "$so/query.yml"
+bash -n "$so/start.sh" || fail "scale-out/start.sh does not parse"
+python3 - "$so" <<'PY' || fail "scale-out/: see above"
+import hashlib, struct, sys, xml.dom.minidom as md, yaml
+so = sys.argv[1]
+def text(doc, tag):
+    return doc.getElementsByTagName(tag)[0].firstChild.data.strip()
+clusters = []
+for n in (1, 2):
+    doc = md.parse(f"{so}/clickhouse/shard-{n}.xml")
+    rs = doc.getElementsByTagName("remote_servers")[0]
+    ports = [text(r, "port") for r in rs.getElementsByTagName("replica")]
+    clusters.append(rs.toxml())
+    assert text(doc, "tcp_port") == ports[n - 1], f"shard-{n}.xml: tcp_port is not shard {n}'s"
+assert clusters[0] == clusters[1], "shard-1.xml and shard-2.xml differ in remote_servers"
+md.parse(f"{so}/clickhouse/users.xml")
+owner = {}
+for s in (0, 1):
+    job = yaml.safe_load(open(f"{so}/scraper-{s}.yml"))["scrape_configs"][0]
+    rules = job["relabel_configs"]
+    assert rules[0]["action"] == "hashmod" and rules[0]["modulus"] == 2
+    assert rules[1]["action"] == "keep" and rules[1]["regex"] == str(s)
+    for t in job["static_configs"][0]["targets"]:
+        h = struct.unpack(">Q", hashlib.md5(t.encode()).digest()[8:])[0] % 2
+        if h == s:
+            owner.setdefault(t, []).append(s)
+targets = yaml.safe_load(open(f"{so}/scraper-0.yml"))["scrape_configs"][0]["static_configs"][0]["targets"]
+assert sorted(owner) == sorted(targets), f"targets scraped by no scraper: {set(targets) - set(owner)}"
+assert all(len(v) == 1 for v in owner.values())
+assert {v[0] for v in owner.values()} == {0, 1}, "one scraper gets every target"
+PY
+echo "check: scale-out example valid"
 
 # kubernetes/profd.yaml: its documents read with a YAML parser (python3-yaml; kubectl
 # is not at hand), their kinds, the RBAC that kubernetes_sd_configs needs, and the

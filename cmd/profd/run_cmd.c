@@ -51,6 +51,7 @@ struct run_flags {
 	const char *ch_credentials_file;
 	const char *ch_cluster; /* "": one server (or tables made by hand) */
 	const char *ch_spool_max; /* size of the spool of profiles ClickHouse has not taken */
+	const char *ch_cluster_nodes; /* the cluster's other nodes' URLs, comma-separated */
 };
 
 static void usage(FILE *f)
@@ -122,6 +123,10 @@ static void usage(FILE *f)
 		"                                      most bytes of profiles kept in the WAL\n"
 		"                                      while ClickHouse has not taken them; past\n"
 		"                                      it new profiles are refused (default 1GB)\n"
+		"  --storage.clickhouse.cluster-nodes=URL[,URL...]\n"
+		"                                      HTTP URLs of the cluster's other nodes (all\n"
+		"                                      of them; profd creates its tables and drops\n"
+		"                                      old partitions on each)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 }
@@ -173,7 +178,7 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
 	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
 				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m", "",
-				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB"};
+				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", ""};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -217,6 +222,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->ch_cluster = v;
 		else if (IS("--storage.clickhouse.spool.max-size"))
 			f->ch_spool_max = v;
+		else if (IS("--storage.clickhouse.cluster-nodes"))
+			f->ch_cluster_nodes = v;
 		else if (IS("--storage.tsdb.path"))
 			f->storage_path = v;
 		else if (IS("--web.listen-address"))
@@ -604,6 +611,7 @@ int pd_cmd_run(int argc, char **argv)
 		    .database = f.ch_database,
 		    .credentials_file = f.ch_credentials_file[0] ? f.ch_credentials_file : NULL,
 		    .cluster = f.ch_cluster[0] ? f.ch_cluster : NULL,
+		    .nodes = f.ch_cluster_nodes,
 		};
 		if (pd_clickhouse_create(&d.ch, &co, &err)) {
 			pd_log_error("clickhouse", "ClickHouse is not usable", "url=%s err=%s",
@@ -667,7 +675,7 @@ int pd_cmd_run(int argc, char **argv)
 			    "query.max-samples", "query.lookback-delta", "discovery.dns.server",
 			    "storage.clickhouse.url", "storage.clickhouse.database",
 			    "storage.clickhouse.credentials-file", "storage.clickhouse.cluster",
-			    "storage.clickhouse.spool.max-size"};
+			    "storage.clickhouse.spool.max-size", "storage.clickhouse.cluster-nodes"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -676,7 +684,7 @@ int pd_cmd_run(int argc, char **argv)
 			    external_url, route_prefix, f.enable_admin_api ? "true" : "false",
 			    f.query_timeout, f.query_max_samples, f.query_lookback_delta,
 			    f.dns_server, f.ch_url, f.ch_database, f.ch_credentials_file,
-			    f.ch_cluster, f.ch_spool_max};
+			    f.ch_cluster, f.ch_spool_max, f.ch_cluster_nodes};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;

@@ -11,6 +11,8 @@
 #     each series' profiles and samples on one shard only
 #   - a merge over a range read through the Distributed tables equals go tool
 #     pprof's merge of the same files (-raw samples and -top)
+#   - with shard B down, a write through A fails naming B (inserts are synchronous)
+#     and succeeds once B is back
 #   - retention drops the old days' partitions on both shards
 #
 #   clickhouse_cluster.sh CLICKHOUSE_TOOL TESTDATA
@@ -180,6 +182,26 @@ for u in "$A" "$B"; do
 		fi
 	done
 done
+
+# ---- a shard down: the insert fails instead of being queued -------------------------
+pid_b=${CH_PIDS#* }
+kill "$pid_b"
+wait "$pid_b" 2>/dev/null || true
+CH_PIDS=${CH_PIDS%% *}
+check
+rargs=()
+for i in $(seq 1 8); do rargs+=("down{i=\"$i\"}" $((1700000200000 + i)) "$h/heap.pb.gz"); done
+if out=$(cha write "$A" "${rargs[@]}" 2>&1); then
+	failed "a write through A with shard 2 down was acknowledged"
+else
+	echo "$out" | grep -qF "$CH_TCP_B" || failed "the failed write does not name node $CH_TCP_B: $out"
+fi
+ch_launch "$tmp/server/b" "$B" 1700 >"$tmp/server/b/pid"
+CH_PIDS="$CH_PIDS $(cat "$tmp/server/b/pid")"
+cha write "$A" "${rargs[@]}" >/dev/null
+check
+[ "$(chb series "$B" | grep -c '^down{')" = 8 ] || failed "the writes after shard 2 came back are not all listed"
+nprof=$((nprof + 8))
 
 # ---- retention on both shards -----------------------------------------------------------
 day=86400000
