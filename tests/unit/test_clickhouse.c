@@ -169,6 +169,56 @@ static void test_client_options(void **state)
 	pd_clickhouse_destroy(c);
 }
 
+static void test_cluster_nodes(void **state)
+{
+	(void)state;
+	struct pd_clickhouse *c = NULL;
+	struct pd_err err = {0};
+	struct pd_clickhouse_opts o = {.url = "http://127.0.0.1:1/", .nodes = "http://127.0.0.1:2/"};
+	/* nodes belong to a cluster */
+	assert_int_equal(pd_clickhouse_create(&c, &o, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "without a cluster"));
+	o.cluster = "profd-cluster";
+	assert_int_equal(pd_clickhouse_create(&c, &o, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "cluster \"profd-cluster\""));
+	o.cluster = "profd_cluster";
+	/* each URL is checked, the wrong one named with its place */
+	o.nodes = "http://127.0.0.1:2/,ftp://127.0.0.1:3/";
+	assert_int_equal(pd_clickhouse_create(&c, &o, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "URL 2 \"ftp://127.0.0.1:3\""));
+	o.nodes = "http://127.0.0.1:2/,";
+	assert_int_equal(pd_clickhouse_create(&c, &o, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "URL 2 \"\""));
+	/* a bounded list */
+	char many[300 * 20] = "";
+	for (int i = 0; i <= PD_CLICKHOUSE_MAX_NODES; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%shttp://h%d:1", i ? "," : "",
+			 i);
+	o.nodes = many;
+	assert_int_equal(pd_clickhouse_create(&c, &o, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "more than the 256 allowed"));
+	/* the URLs kept, trailing slashes dropped; node 0 is url */
+	o.nodes = "http://127.0.0.1:2/,http://127.0.0.1:3//";
+	o.timeout_ms = 5000;
+	assert_int_equal(pd_clickhouse_create(&c, &o, &err), 0);
+	assert_int_equal(pd_clickhouse_nnodes(c), 3);
+	assert_string_equal(pd_clickhouse_node_url(c, 0), "http://127.0.0.1:1");
+	assert_string_equal(pd_clickhouse_node_url(c, 1), "http://127.0.0.1:2");
+	assert_string_equal(pd_clickhouse_node_url(c, 2), "http://127.0.0.1:3");
+	assert_null(pd_clickhouse_node_url(c, 3));
+	/* a statement on node 2 goes to its URL (nothing listens there) */
+	assert_int_equal(pd_clickhouse_exec_at(c, 2, "SELECT 2", NULL, 0, NULL, &err), PD_EIO);
+	assert_non_null(strstr(err.msg, "http://127.0.0.1:3"));
+	assert_int_equal(pd_clickhouse_exec_at(c, 3, "SELECT 3", NULL, 0, NULL, &err), PD_EINVAL);
+	pd_clickhouse_destroy(c);
+	/* without a cluster there is one node */
+	o.cluster = NULL;
+	o.nodes = "";
+	assert_int_equal(pd_clickhouse_create(&c, &o, &err), 0);
+	assert_int_equal(pd_clickhouse_nnodes(c), 1);
+	pd_clickhouse_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -177,6 +227,7 @@ int main(void)
 		cmocka_unit_test(test_rbr_round_trip_and_errors),
 		cmocka_unit_test(test_string_id),
 		cmocka_unit_test(test_client_options),
+		cmocka_unit_test(test_cluster_nodes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
