@@ -26,51 +26,46 @@ struct table {
 };
 
 static const struct table tables[] = {
-    {"schema_version",
-     "(version UInt32, applied DateTime) "
-	"ENGINE = ReplacingMergeTree ORDER BY version",
-     ""},
-    {"series",
-     "(series_id UInt64, names Array(String), values Array(String)) "
-     "ENGINE = ReplacingMergeTree ORDER BY series_id",
-     "series_id"},
-    {"strings", "(id UInt64, s String) ENGINE = ReplacingMergeTree ORDER BY id", "id"},
-    {"functions",
-     "(id UInt64, name UInt64, system_name UInt64, filename UInt64, "
-     "start_line Int64) ENGINE = ReplacingMergeTree ORDER BY id",
-     "id"},
-    {"mappings",
-     "(id UInt64, memory_start UInt64, memory_limit UInt64, file_offset UInt64, "
-     "filename UInt64, build_id UInt64, has_functions UInt8, has_filenames UInt8, "
-     "has_line_numbers UInt8, has_inline_frames UInt8) "
-	"ENGINE = ReplacingMergeTree ORDER BY id",
-     "id"},
-    {"locations",
-     "(id UInt64, mapping_id UInt64, address UInt64, is_folded UInt8, "
-     "line_function Array(UInt64), line_line Array(Int64), "
-	"line_column Array(Int64)) ENGINE = ReplacingMergeTree ORDER BY id",
-     "id"},
-    {"stacks",
-     "(id UInt64, location_ids Array(UInt64)) "
-	"ENGINE = ReplacingMergeTree ORDER BY id",
-     "id"},
-    {"profiles",
-     "(series_id UInt64, ts Int64, time_nanos Int64, duration_nanos Int64, "
-     "period Int64, has_period_type UInt8, period_type UInt64, period_unit UInt64, "
-     "sample_types Array(UInt64), sample_units Array(UInt64), "
-     "default_sample_type UInt64, drop_frames UInt64, keep_frames UInt64, "
-     "doc_url UInt64, comments Array(UInt64), mapping_ids Array(UInt64), "
-     "mapping_hashes Array(UInt64), location_ids Array(UInt64), "
-     "location_hashes Array(UInt64), function_ids Array(UInt64), "
-	"function_hashes Array(UInt64), string_ids Array(UInt64), totals Array(Int64)) "
-	"ENGINE = ReplacingMergeTree " PARTITION " ORDER BY (series_id, ts)",
-     "series_id"},
-    {"samples",
-     "(series_id UInt64, ts Int64, ordinal UInt32, stack_id UInt64, "
-     "values Array(Int64), label_key Array(UInt64), label_str Array(UInt64), "
-	"label_num Array(Int64), label_unit Array(UInt64)) "
-	"ENGINE = ReplacingMergeTree " PARTITION " ORDER BY (series_id, ts, ordinal)",
-     "series_id"},
+	{"schema_version",
+	 "(version UInt32, applied DateTime) ENGINE = ReplacingMergeTree ORDER BY version", ""},
+	{"series",
+	 "(series_id UInt64, names Array(String), values Array(String)) "
+	 "ENGINE = ReplacingMergeTree ORDER BY series_id",
+	 "series_id"},
+	{"strings", "(id UInt64, s String) ENGINE = ReplacingMergeTree ORDER BY id", "id"},
+	{"functions",
+	 "(id UInt64, name UInt64, system_name UInt64, filename UInt64, start_line Int64) "
+	 "ENGINE = ReplacingMergeTree ORDER BY id",
+	 "id"},
+	{"mappings",
+	 "(id UInt64, memory_start UInt64, memory_limit UInt64, file_offset UInt64, "
+	 "filename UInt64, build_id UInt64, has_functions UInt8, has_filenames UInt8, "
+	 "has_line_numbers UInt8, has_inline_frames UInt8) "
+	 "ENGINE = ReplacingMergeTree ORDER BY id",
+	 "id"},
+	{"locations",
+	 "(id UInt64, mapping_id UInt64, address UInt64, is_folded UInt8, "
+	 "line_function Array(UInt64), line_line Array(Int64), line_column Array(Int64)) "
+	 "ENGINE = ReplacingMergeTree ORDER BY id",
+	 "id"},
+	{"stacks", "(id UInt64, location_ids Array(UInt64)) ENGINE = ReplacingMergeTree ORDER BY id",
+	 "id"},
+	{"profiles",
+	 "(series_id UInt64, ts Int64, time_nanos Int64, duration_nanos Int64, period Int64, "
+	 "has_period_type UInt8, period_type UInt64, period_unit UInt64, "
+	 "sample_types Array(UInt64), sample_units Array(UInt64), default_sample_type UInt64, "
+	 "drop_frames UInt64, keep_frames UInt64, doc_url UInt64, comments Array(UInt64), "
+	 "mapping_ids Array(UInt64), mapping_hashes Array(UInt64), location_ids Array(UInt64), "
+	 "location_hashes Array(UInt64), function_ids Array(UInt64), "
+	 "function_hashes Array(UInt64), string_ids Array(UInt64), totals Array(Int64)) "
+	 "ENGINE = ReplacingMergeTree " PARTITION " ORDER BY (series_id, ts)",
+	 "series_id"},
+	{"samples",
+	 "(series_id UInt64, ts Int64, ordinal UInt32, stack_id UInt64, values Array(Int64), "
+	 "label_key Array(UInt64), label_str Array(UInt64), label_num Array(Int64), "
+	 "label_unit Array(UInt64)) "
+	 "ENGINE = ReplacingMergeTree " PARTITION " ORDER BY (series_id, ts, ordinal)",
+	 "series_id"},
 };
 #define NTABLES (sizeof(tables) / sizeof(tables[0]))
 

@@ -109,8 +109,9 @@ port_of() { sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/profd-$
 start_profd s0 scraper-0.yml "$A" "$B"
 start_profd s1 scraper-1.yml "$B" "$A"
 start_profd q query.yml "$A" "$B"
+started() { [ -n "$(port_of "$1")" ]; }
 for p in s0 s1 q; do
-	wait_for 90 "profd $p did not start" test -n "$(port_of $p)"
+	wait_for 90 "profd $p did not start" started $p
 done
 S0=http://127.0.0.1:$(port_of s0) S1=http://127.0.0.1:$(port_of s1) Q=http://127.0.0.1:$(port_of q)
 
@@ -118,7 +119,7 @@ S0=http://127.0.0.1:$(port_of s0) S1=http://127.0.0.1:$(port_of s1) Q=http://127
 for s in 0 1; do
 	url=$S0
 	[ $s = 1 ] && url=$S1
-	want=$(for t in "${targets[@]}"; do [ "${owner[$t]}" = $s ] && echo "$t"; done | sort)
+	want=$(for t in "${targets[@]}"; do if [ "${owner[$t]}" = $s ]; then echo "$t"; fi; done | sort)
 	check
 	got=$(curl -sS "$url/api/v1/targets" | jq -r '.data.activeTargets[].labels.instance' | sort -u)
 	[ "$got" = "$want" ] || failed "scraper $s scrapes [$(echo $got)], want [$(echo $want)]"
@@ -155,10 +156,18 @@ check
 	failed "the scrapers stored $stored of $served answers"
 
 # ---- the query profd lists every profile ------------------------------------------------
+# query_range of the query profd over the last hour (the test's whole life); an
+# answer that is not a success ends the test with it
+query_range() { # SELECTOR
+	curl -sS -G "$Q/api/v1/query_range" --data-urlencode "query=$1" \
+		--data-urlencode start=$(($(date +%s) - 3600)) --data-urlencode end=$(($(date +%s) + 60)) \
+		>"$tmp/qr.json"
+	jq -e '.status == "success"' "$tmp/qr.json" >/dev/null || die "query_range $1: $(head -c 400 "$tmp/qr.json")"
+	cat "$tmp/qr.json"
+}
 # each series' timestamps as the query profd lists them
 listed() {
-	curl -sS -G "$Q/api/v1/query_range" --data-urlencode 'query={job="profd"}' \
-		--data-urlencode start=0 --data-urlencode end=$(($(date +%s) + 60)) |
+	query_range '{job="profd"}' |
 		jq -r '.data[]? | "\(.labels.instance) \(.labels.__name__) \(.timestamps | length)"' | sort
 }
 all_listed() { [ "$(listed | awk '{ s += $3 } END { print s + 0 }')" = "$stored" ]; }
@@ -185,8 +194,8 @@ for ((i = 0; i < n; i++)); do
 	[ "${owner[$t]}" = 0 ] && node=$B
 	for typ in heap profile; do
 		sel="$typ{instance=\"$t\",job=\"profd\"}"
-		mapfile -t ts < <(curl -sS -G "$Q/api/v1/query_range" --data-urlencode "query=$sel" \
-			--data-urlencode start=0 --data-urlencode end=$(($(date +%s) + 60)) | jq -r '.data[0].timestamps[]?')
+		query_range "$sel" >"$tmp/qr-one.json"
+		mapfile -t ts < <(jq -r '.data[0].timestamps[]?' "$tmp/qr-one.json")
 		mapfile -t files < <(sed -n "s|^/debug/pprof/$typ ||p" "$tmp/served-$i")
 		check
 		# all answers stored, but for one under way when the target stopped
