@@ -29,7 +29,7 @@ if(TARGET pd_clickhouse)
   # two clickhouse-servers as the two shards of one cluster
   add_test(NAME integration_clickhouse_cluster
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/clickhouse_cluster.sh
-            $<TARGET_FILE:clickhouse_tool> ${PD_TESTDATA})
+            $<TARGET_FILE:clickhouse_tool> ${PD_TESTDATA} $<TARGET_FILE:profd>)
   set_tests_properties(integration_clickhouse_cluster PROPERTIES LABELS integration
     TIMEOUT 1800 PROCESSORS 2 ENVIRONMENT "PATH=/usr/sbin:$ENV{PATH}")
 

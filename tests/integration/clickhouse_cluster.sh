@@ -3,7 +3,8 @@
 # (two Debian clickhouse-servers on loopback ports, one replica each, no
 # ZooKeeper), through clickhouse_tool --cluster:
 #   - a schema created through node A alone is refused, naming node B and its
-#     shard; given both nodes' URLs it is created (twice: idempotent), with
+#     shard, and so is `profd run` without --storage.clickhouse.cluster-nodes;
+#     given both nodes' URLs it is created (twice: idempotent), with
 #     <table>_local and Distributed tables on both nodes
 #   - profiles written through node A and through node B are all listed (series,
 #     times) and rebuilt (`go tool pprof -raw` equal to the files) from either node
@@ -15,11 +16,12 @@
 #     and succeeds once B is back
 #   - retention drops the old days' partitions on both shards
 #
-#   clickhouse_cluster.sh CLICKHOUSE_TOOL TESTDATA
+#   clickhouse_cluster.sh CLICKHOUSE_TOOL TESTDATA PROFD
 set -euo pipefail
 
 tool=$(realpath "$1")
 data=$(cd "$2" && pwd)
+profd=$(realpath "$3")
 here=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 . "$here/support/clickhouse.sh"
@@ -55,6 +57,16 @@ if out=$("$tool" --cluster no_such_cluster --nodes "$B" schema "$A" 2>&1); then
 else
 	echo "$out" | grep -q 'cluster no_such_cluster: the ClickHouse at .* does not know the cluster' ||
 		failed "an unknown cluster's error: $out"
+fi
+# profd run refuses to start the same way, naming the node, before scraping
+printf 'scrape_configs: []\n' >"$tmp/empty.yml"
+check
+if timeout 120 "$profd" run --config.file="$tmp/empty.yml" --storage.tsdb.path="$tmp/p" \
+	--web.listen-address=127.0.0.1:0 --storage.clickhouse.url="$A" \
+	--storage.clickhouse.cluster=profd_test >"$tmp/profd.log" 2>&1; then
+	failed "profd started with node B not given"
+elif ! grep -q "level=error .*node $CH_TCP_B (shard 2) is not among the ClickHouse URLs" "$tmp/profd.log"; then
+	failed "profd's refusal does not name node $CH_TCP_B: $(tail -3 "$tmp/profd.log")"
 fi
 cha schema "$A"
 chb schema "$B"
