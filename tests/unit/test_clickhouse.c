@@ -207,7 +207,7 @@ static void test_cluster_nodes(void **state)
 	assert_string_equal(pd_clickhouse_node_url(c, 2), "http://127.0.0.1:3");
 	assert_null(pd_clickhouse_node_url(c, 3));
 	/* a statement on node 2 goes to its URL (nothing listens there) */
-	assert_int_equal(pd_clickhouse_exec_at(c, 2, "SELECT 2", NULL, 0, NULL, &err), PD_EIO);
+	assert_true(pd_clickhouse_exec_at(c, 2, "SELECT 2", NULL, 0, NULL, &err) < 0);
 	assert_non_null(strstr(err.msg, "http://127.0.0.1:3"));
 	assert_int_equal(pd_clickhouse_exec_at(c, 3, "SELECT 3", NULL, 0, NULL, &err), PD_EINVAL);
 	pd_clickhouse_destroy(c);
