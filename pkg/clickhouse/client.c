@@ -77,8 +77,8 @@ static int parse_nodes(struct pd_clickhouse *c, const char *list, struct pd_err 
 			return pd_err_set(err, PD_ENOMEM, "out of memory");
 		c->nnodes++;
 		const char *u = c->nodes[c->nnodes - 1];
-		if ((strncmp(u, "http://", 7) && strncmp(u, "https://", 8)) || !strchr(u, ':') ||
-		    strlen(u) <= 8)
+		size_t scheme = strncmp(u, "https://", 8) ? 7 : 8;
+		if ((strncmp(u, "http://", 7) && strncmp(u, "https://", 8)) || strlen(u) <= scheme)
 			return pd_err_set(
 			    err, PD_EINVAL,
 			    "clickhouse nodes: URL %zu \"%s\": want http://HOST:PORT/", i + 1, u);
