@@ -35,7 +35,6 @@ if(TARGET pd_clickhouse)
 
   # the scale-out topology end to end, with examples/scale-out's configurations: two
   # hashmod scrapers writing to the two shards, a third profd answering for both.
-  # What the cluster holds is read with clickhouse_tool through the query profd's node.
   if(TARGET serve_profiles)
   find_program(JQ_BIN_FOR_CH jq REQUIRED)
   add_test(NAME integration_clickhouse_scaleout

@@ -8,10 +8,9 @@
 #   - targets are serve_profiles servers, which log every profile they answer
 # Checked: each scraper scrapes exactly the targets whose address hashes to its
 # number; once the targets stop, every profile the scrapers stored (their
-# profd_profiles_appended_total) is in the cluster as the third profd's node sees
-# it (series and timestamps read with clickhouse_tool through node A: a timestamp
-# per answer of the targets, but for a scrape under way when they stopped); the
-# third profd, with no scrape configs, starts against the cluster;
+# profd_profiles_appended_total) is listed by the third profd (/api/v1/series, and
+# /api/v1/query_range: a timestamp per answer of the targets, but for a scrape under
+# way when they stopped);
 # the stored profiles, rebuilt through the other node, print the same under
 # `go tool pprof -raw` as the files served; the rows are on both shards.
 #
@@ -156,23 +155,28 @@ check
 [ "$stored" -gt 0 ] && [ "$stored" -le "$served" ] && [ "$stored" -ge $((served - 2 * n)) ] ||
 	failed "the scrapers stored $stored of $served answers"
 
-# ---- every stored profile is in the cluster ------------------------------------------------
-# read as the query profd's node sees it: clickhouse_tool over node A's Distributed
-# tables (the API answering from ClickHouse is not in this build yet)
+# ---- the query profd lists every profile ------------------------------------------------
 cht() { "$tool" --cluster profd_cluster "$@"; }
+# query_range of the query profd over the last hour (the test's whole life); an
+# answer that is not a success ends the test with it
+query_range() { # SELECTOR
+	curl -sS -G "$Q/api/v1/query_range" --data-urlencode "query=$1" \
+		--data-urlencode start=$(($(date +%s) - 3600)) --data-urlencode end=$(($(date +%s) + 60)) \
+		>"$tmp/qr.json"
+	jq -e '.status == "success"' "$tmp/qr.json" >/dev/null || die "query_range $1: $(head -c 400 "$tmp/qr.json")"
+	cat "$tmp/qr.json"
+}
+# each series' timestamps as the query profd lists them
 listed() {
-	local sel inst
-	cht series "$A" | grep 'job="profd"' | while IFS= read -r sel; do
-		inst=$(echo "$sel" | sed -n 's/.*instance="\([^"]*\)".*/\1/p')
-		echo "$inst ${sel%%\{*} $(cht times "$A" "$sel" 0 9223372036854775807 | wc -l)"
-	done | sort
+	query_range '{job="profd"}' |
+		jq -r '.data[]? | "\(.labels.instance) \(.labels.__name__) \(.timestamps | length)"' | sort
 }
 all_listed() { [ "$(listed | awk '{ s += $3 } END { print s + 0 }')" = "$stored" ]; }
 check
 deadline=$((SECONDS + 120))
 until all_listed; do
 	if [ $SECONDS -ge $deadline ]; then
-		failed "the cluster holds $(listed | awk '{ s += $3 } END { print s + 0 }') profiles, the scrapers stored $stored"
+		failed "the query profd lists $(listed | awk '{ s += $3 } END { print s + 0 }') profiles, the scrapers stored $stored"
 		break
 	fi
 	sleep 1
@@ -180,12 +184,9 @@ done
 listed >"$tmp/listed"
 cat "$tmp/listed"
 check
-series=$(cut -d' ' -f1,2 "$tmp/listed")
+series=$(curl -sS -g "$Q/api/v1/series?match[]={job=\"profd\"}&start=0" | jq -r '.data[] | "\(.instance) \(.__name__)"' | sort)
 want=$(for t in "${targets[@]}"; do echo "$t heap"; echo "$t profile"; done | sort)
-[ "$series" = "$want" ] || failed "the cluster's series: $(echo $series), want $(echo $want)"
-# the query profd, with no scrape configs, started against the cluster and is up
-check
-[ "$(curl -sS "$Q/-/ready" -o /dev/null -w '%{http_code}')" = 200 ] || failed "the query profd is not ready"
+[ "$series" = "$want" ] || failed "the query profd's series: $(echo $series), want $(echo $want)"
 
 # ---- the stored profiles are those served, read through the other node ------------------
 for ((i = 0; i < n; i++)); do
@@ -194,7 +195,8 @@ for ((i = 0; i < n; i++)); do
 	[ "${owner[$t]}" = 0 ] && node=$B
 	for typ in heap profile; do
 		sel="$typ{instance=\"$t\",job=\"profd\"}"
-		mapfile -t ts < <(cht times "$A" "$sel" 0 9223372036854775807)
+		query_range "$sel" >"$tmp/qr-one.json"
+		mapfile -t ts < <(jq -r '.data[0].timestamps[]?' "$tmp/qr-one.json")
 		mapfile -t files < <(sed -n "s|^/debug/pprof/$typ ||p" "$tmp/served-$i")
 		check
 		# all answers stored, but for one under way when the target stopped
