@@ -5,7 +5,8 @@
 #   - a schema created through node A alone is refused, naming node B and its
 #     shard, and so is `profd run` without --storage.clickhouse.cluster-nodes;
 #     given both nodes' URLs it is created (twice: idempotent), with
-#     <table>_local and Distributed tables on both nodes
+#     <table>_local and Distributed tables on both nodes; a node at schema
+#     version 1 is migrated (profiles_local and profiles gain totals)
 #   - profiles written through node A and through node B are all listed (series,
 #     times) and rebuilt (`go tool pprof -raw` equal to the files) from either node
 #   - the rows are spread over both shards (counts of each node's _local tables),
@@ -70,6 +71,16 @@ elif ! grep -q "level=error .*node $CH_TCP_B (shard 2) is not among the ClickHou
 fi
 cha schema "$A"
 chb schema "$B"
+# a node whose tables are at schema version 1 (no profiles.totals) is migrated: the
+# local table and the Distributed one over it
+sql "$B" "ALTER TABLE profd.profiles DROP COLUMN totals" >/dev/null
+sql "$B" "ALTER TABLE profd.profiles_local DROP COLUMN totals" >/dev/null
+chb schema "$B"
+for t in profiles profiles_local; do
+	check
+	[ "$(sql "$B" "SELECT count() FROM system.columns WHERE database = 'profd' AND table = '$t' AND name = 'totals'")" = 1 ] ||
+		failed "$B: profd.$t has no totals column after the migration"
+done
 for u in "$A" "$B"; do
 	for t in series strings functions mappings locations stacks profiles samples; do
 		check
