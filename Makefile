@@ -61,6 +61,7 @@ bench: deps
 	@./bench/ui.sh $(BUILD_REL)
 	@./bench/soak.sh $(BUILD_REL)
 	@./bench/tls.sh $(BUILD_REL)/profd
+	@./bench/clickhouse.sh $(BUILD_REL)
 
 clean:
 	rm -rf build

@@ -16,9 +16,12 @@
 #   PD_BENCH_DIR=DIR  where the server's data and the local stores go (default: the
 #                     build directory, a real disk rather than a tmpfs /tmp)
 #   GO=go             the go command whose `go tool pprof` is the reference
-#   PD_BENCH_CH_CLUSTER=NAME PD_BENCH_CH_CLUSTER_URL=URL
-#                     a ClickHouse cluster (NAME in its remote_servers, URL of one
-#                     node) on which the merge is also measured, as a third column
+#   PD_BENCH_CH_CLUSTER=NAME PD_BENCH_CH_CLUSTER_URL=URL [PD_BENCH_CH_CLUSTER_NODES=URL,...]
+#                     an existing ClickHouse cluster (NAME in its remote_servers, URL
+#                     of one node, the other nodes) on which the merge is also
+#                     measured; without it, when tests/support/clickhouse.sh can
+#                     start two shards (ch_start_cluster), the script starts them
+#                     here as the cluster `bench`; PD_BENCH_CH_CLUSTER=none: no cluster
 set -euo pipefail
 
 [ $# -ge 1 ] || { echo "usage: $0 PROFD_BUILD_DIR [clickhouse_bench options]" >&2; exit 2; }
@@ -50,8 +53,19 @@ ch_start "$work/server" 3600
 server=$(cat "/proc/$CH_PID/task/$CH_PID/children" 2>/dev/null | awk '{print $1}')
 
 cluster_args=()
-if [ -n "${PD_BENCH_CH_CLUSTER:-}" ]; then
-	cluster_args=(--cluster "$PD_BENCH_CH_CLUSTER" --cluster-url "${PD_BENCH_CH_CLUSTER_URL:?set with PD_BENCH_CH_CLUSTER}")
+if [ "${PD_BENCH_CH_CLUSTER:-}" = none ]; then
+	:
+elif [ -n "${PD_BENCH_CH_CLUSTER:-}" ]; then
+	cluster_args=(--cluster "$PD_BENCH_CH_CLUSTER"
+		--cluster-url "${PD_BENCH_CH_CLUSTER_URL:?set with PD_BENCH_CH_CLUSTER}")
+	[ -z "${PD_BENCH_CH_CLUSTER_NODES:-}" ] || cluster_args+=(--cluster-nodes "$PD_BENCH_CH_CLUSTER_NODES")
+elif declare -F ch_start_cluster >/dev/null; then
+	# two more servers, the two shards of the cluster `bench` (ch_stop stops them)
+	ch_start_cluster "$work/cluster" bench 3600
+	cluster_args=(--cluster bench --cluster-url "$CH_URL_A" --cluster-nodes "$CH_URL_B")
+else
+	echo "bench: the merge over a two-shard cluster is not measured: tests/support/clickhouse.sh" \
+		"cannot start two shards (no ch_start_cluster); PD_BENCH_CH_CLUSTER names an existing cluster" >&2
 fi
 
 mkdir -p "$work/bench"

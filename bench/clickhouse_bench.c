@@ -10,7 +10,11 @@
  * usage: clickhouse_bench --url URL --corpus DIR --dir DIR [--series N[,N...]]
  *            [--runs N] [--merge-n N] [--merge-type T] [--merge-runs N] [--go-runs N]
  *            [--go GO] [--sections ingest,merge] [--server-pid PID]
- *            [--cluster NAME --cluster-url URL] */
+ *            [--cluster NAME --cluster-url URL [--cluster-nodes URL,...]]
+ *
+ * With --cluster the merge is measured a third time, over the Distributed tables of
+ * that ClickHouse cluster (URL one node, --cluster-nodes the others, as
+ * pd_clickhouse_opts.nodes takes them). */
 #define _GNU_SOURCE /* environ */
 #include <dirent.h>
 #include <errno.h>
@@ -46,7 +50,7 @@ static const char *const tables[] = {"series",    "strings", "functions", "mappi
 #define NTABLES (sizeof(tables) / sizeof(tables[0]))
 
 struct opts {
-	const char *url, *corpus, *dir, *go, *sections, *cluster, *cluster_url;
+	const char *url, *corpus, *dir, *go, *sections, *cluster, *cluster_url, *cluster_nodes;
 	size_t series[8], nseries;
 	int runs, merge_runs, go_runs;
 	size_t merge_n;
@@ -58,6 +62,7 @@ struct ptype {
 	char name[64];
 	uint8_t **gz;
 	size_t *gz_len;
+	size_t *samples; /* each profile's samples */
 	char **path;
 	size_t n;
 };
@@ -182,15 +187,21 @@ static int load_corpus(const char *dir, struct corpus *c)
 		t->gz = calloc(nf, sizeof(*t->gz));
 		t->gz_len = calloc(nf, sizeof(*t->gz_len));
 		t->path = calloc(nf, sizeof(*t->path));
-		if (!t->gz || !t->gz_len || !t->path)
+		t->samples = calloc(nf, sizeof(*t->samples));
+		if (!t->gz || !t->gz_len || !t->path || !t->samples)
 			return -1;
 		for (size_t k = 0; k < nf; k++) {
 			char p[PATH_MAX];
 			int pl = snprintf(p, sizeof(p), "%s/%s", d, files[k]);
 			free(files[k]);
 			t->path[k] = pl < (int)sizeof(p) ? strdup(p) : NULL;
-			if (!t->path[k] || pd_file_read(p, MAX_FILE_BYTES, &t->gz[k], &t->gz_len[k], &err))
+			struct pd_pprof_profile *pp = NULL;
+			if (!t->path[k] ||
+			    pd_file_read(p, MAX_FILE_BYTES, &t->gz[k], &t->gz_len[k], &err) ||
+			    pd_pprof_decode(&pp, t->gz[k], t->gz_len[k], NULL, &err))
 				return fail(p, &err);
+			t->samples[k] = pd_pprof_sample_count(pp);
+			pd_pprof_destroy(pp);
 		}
 		t->n = nf;
 		c->nty++;
@@ -213,10 +224,21 @@ static struct ptype *find_type(struct corpus *c, const char *name)
 /* ---- ClickHouse helpers -------------------------------------------------------------- */
 
 static int ch_open(struct pd_clickhouse **c, const char *url, const char *db, const char *cluster,
-		   int schema)
+		   const char *nodes, int schema)
 {
-	struct pd_clickhouse_opts o = {.url = url, .database = db, .cluster = cluster};
+	/* OPTIMIZE FINAL of millions of rows and DROP DATABASE behind running merges
+	 * take longer than a scrape's write should */
+	struct pd_clickhouse_opts o = {
+	    .url = url, .database = db, .cluster = cluster, .timeout_ms = 1800 * 1000L};
 	struct pd_err err = {0};
+#ifdef PD_CLICKHOUSE_MAX_NODES /* the client knows a cluster's other nodes */
+	o.nodes = nodes;
+#else
+	if (nodes && *nodes) {
+		fprintf(stderr, "clickhouse_bench: --cluster-nodes: this client takes no node list\n");
+		return -1;
+	}
+#endif
 	if (pd_clickhouse_create(c, &o, &err) || (schema && pd_clickhouse_schema_create(*c, &err)))
 		return fail(url, &err);
 	return 0;
@@ -313,7 +335,7 @@ static int ingest_ch(const struct opts *o, const char *db, struct series *sv, si
 	struct pd_clickhouse_writer *w = NULL;
 	struct pd_err err = {0};
 	int rc = -1;
-	if (ch_open(&c, o->url, db, NULL, 1))
+	if (ch_open(&c, o->url, db, NULL, NULL, 1))
 		return -1;
 	if (pd_clickhouse_writer_create(&w, c, NULL, &err)) {
 		fail("writer", &err);
@@ -482,7 +504,7 @@ static int ch_bytes(const struct opts *o, const char *db, struct table_bytes *tb
 	struct pd_clickhouse *c = NULL;
 	int rc = -1;
 	memset(tb, 0, NTABLES * sizeof(*tb));
-	if (ch_open(&c, o->url, db, NULL, 0))
+	if (ch_open(&c, o->url, db, NULL, NULL, 0))
 		return -1;
 	if (parts_of(c, db, tb, 1))
 		goto out;
@@ -500,7 +522,7 @@ static int section_ingest(const struct opts *o, struct corpus *cp, size_t ns)
 	struct series *sv = calloc(ns, sizeof(*sv));
 	struct ingest_run run[NING][MAX_RUNS];
 	uint64_t local_bytes = 0;
-	size_t rounds = SIZE_MAX, total = 0;
+	size_t rounds = SIZE_MAX, total = 0, samples = 0;
 	double gz = 0;
 	int rc = -1;
 	if (!sv)
@@ -518,11 +540,12 @@ static int section_ingest(const struct opts *o, struct corpus *cp, size_t ns)
 	for (size_t k = 0; k < rounds; k++)
 		for (size_t i = 0; i < ns; i++) {
 			gz += (double)sv[i].ty->gz_len[pick(&sv[i], i, k)];
+			samples += sv[i].ty->samples[pick(&sv[i], i, k)];
 			total++;
 		}
 	printf("\n== ingest and bytes: %zu series x %zu profiles = %zu profiles (%zu types, "
-	       "%.0f B gzip a profile on average)\n",
-	       ns, rounds, total, cp->nty, gz / (double)total);
+	       "%.0f B gzip a profile on average, %zu samples)\n",
+	       ns, rounds, total, cp->nty, gz / (double)total, samples);
 	fflush(stdout);
 
 	/* the three ways in turn, the order rotating from run to run, so that all meet
@@ -552,7 +575,7 @@ static int section_ingest(const struct opts *o, struct corpus *cp, size_t ns)
 	/* the databases of later runs go, the first one is measured */
 	{
 		struct pd_clickhouse *c = NULL;
-		if (ch_open(&c, o->url, "default", NULL, 0))
+		if (ch_open(&c, o->url, "default", NULL, NULL, 0))
 			goto out;
 		for (int r = 1; r < o->runs; r++)
 			sql(c, NULL, "DROP DATABASE IF EXISTS bench_ingest_%zu_%d", ns, r);
@@ -634,10 +657,12 @@ out:
 
 /* ---- merge --------------------------------------------------------------------------- */
 
-/* Runs argv with stdout to out_path; its wall time into *secs. */
+/* Runs argv with stdout to out_path; its wall time into *secs, its CPU time (user +
+ * system, every thread) into *cpu. */
 static int run_process(char *const argv[], const char *out_path, const char *err_path,
-		       double *secs)
+		       double *secs, double *cpu)
 {
+	struct rusage ru;
 	posix_spawn_file_actions_t fa;
 	pid_t pid;
 	int st = 0;
@@ -651,10 +676,12 @@ static int run_process(char *const argv[], const char *out_path, const char *err
 		fprintf(stderr, "clickhouse_bench: cannot run %s: %s\n", argv[0], strerror(rc));
 		return -1;
 	}
-	while (waitpid(pid, &st, 0) < 0)
+	while (wait4(pid, &st, 0, &ru) < 0)
 		if (errno != EINTR)
 			return -1;
 	*secs = now() - t0;
+	*cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		uint8_t *e = NULL;
 		size_t el = 0;
@@ -771,11 +798,12 @@ static int find_pprof(const char *go, char *out, size_t size)
  * client opts cluster when not NULL) and runs OPTIMIZE FINAL on samples and
  * profiles. */
 static int merge_fill_ch(const struct opts *o, const char *url, const char *cluster,
-			 const char *db, const struct series *s, struct pd_clickhouse **out)
+			 const char *nodes, const char *db, const struct series *s,
+			 struct pd_clickhouse **out)
 {
 	struct pd_clickhouse_writer *w = NULL;
 	struct pd_err err = {0};
-	if (ch_open(out, url, db, cluster, 1))
+	if (ch_open(out, url, db, cluster, nodes, 1))
 		return -1;
 	if (pd_clickhouse_writer_create(&w, *out, NULL, &err))
 		return fail("writer", &err);
@@ -795,10 +823,19 @@ static int merge_fill_ch(const struct opts *o, const char *url, const char *clus
 	if (rc)
 		return fail("writer flush", &err);
 	/* parts merged, as a store that has been running a while; with a cluster each
-	 * shard's local table */
-	for (size_t t = 0; t < NTABLES; t++)
-		if (!cluster && sql(*out, NULL, "OPTIMIZE TABLE %s.%s FINAL", db, tables[t]))
+	 * node's local tables */
+	for (size_t t = 0; !cluster && t < NTABLES; t++)
+		if (sql(*out, NULL, "OPTIMIZE TABLE %s.%s FINAL", db, tables[t]))
 			return -1;
+#ifdef PD_CLICKHOUSE_MAX_NODES
+	for (size_t i = 0; cluster && i < pd_clickhouse_nnodes(*out); i++)
+		for (size_t t = 0; t < NTABLES; t++) {
+			char q[256];
+			snprintf(q, sizeof(q), "OPTIMIZE TABLE %s.%s_local FINAL", db, tables[t]);
+			if (pd_clickhouse_exec_at(*out, i, q, NULL, 0, NULL, &err))
+				return fail(q, &err);
+		}
+#endif
 	return 0;
 }
 
@@ -832,9 +869,10 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 	fflush(stdout);
 
 	/* the same profiles in ClickHouse, in the local store (as blocks) and as files */
-	if (merge_fill_ch(o, o->url, NULL, "bench_merge", &s, &ch))
+	if (merge_fill_ch(o, o->url, NULL, NULL, "bench_merge", &s, &ch))
 		goto out;
-	if (o->cluster && merge_fill_ch(o, o->cluster_url, o->cluster, "bench_merge", &s, &cl))
+	if (o->cluster && merge_fill_ch(o, o->cluster_url, o->cluster, o->cluster_nodes,
+					      "bench_merge", &s, &cl))
 		goto out;
 	struct pd_tsdb_opts to;
 	pd_tsdb_opts_init(&to);
@@ -872,14 +910,14 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 
 	/* the stores' merges, in turn, after one warm-up each */
 	enum { M_CH, M_CL, M_LOCAL, NM };
-	double v[NM][MAX_RUNS];
+	double v[NM][MAX_RUNS], cpu[NM][MAX_RUNS];
 	for (int r = -1; r < o->merge_runs; r++)
 		for (int x = 0; x < NM; x++) {
 			int w = (x + (r < 0 ? 0 : r)) % NM;
 			struct pd_pprof_profile *p = NULL;
-			double a = now();
 			if (w == M_CL && !cl)
 				continue;
+			double a = now(), c0 = cpu_self(), s0 = cpu_of(o->server_pid);
 			if (w == M_LOCAL ? local_merge(db, &s, t1, &p)
 					 : pd_clickhouse_merge(w == M_CH ? ch : cl, s.ls, T0_MS, t1,
 							       &p, &err)) {
@@ -887,8 +925,12 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 					fail("pd_clickhouse_merge", &err);
 				goto out;
 			}
-			if (r >= 0)
+			if (r >= 0) {
 				v[w][r] = now() - a;
+				/* the server's CPU counts for the one server it is */
+				cpu[w][r] = cpu_self() - c0 +
+					    (w == M_CH && s0 >= 0 ? cpu_of(o->server_pid) - s0 : 0);
+			}
 			struct pd_pprof_profile **keep = w == M_CH ? &m_ch : w == M_CL ? &m_cl
 										: &m_local;
 			pd_pprof_destroy(*keep);
@@ -913,14 +955,14 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 		argv_go[4 + k] = argv_pprof[2 + k] = ty->path[k % ty->n];
 	snprintf(out_path, sizeof(out_path), "%s/go-merge.pb.gz", o->dir);
 	snprintf(err_path, sizeof(err_path), "%s/go-merge.err", o->dir);
-	double gv[2][MAX_RUNS];
+	double gv[2][MAX_RUNS], gc[2][MAX_RUNS];
 	for (int which = 0; which < 2; which++) {
-		double d;
+		double d, dc;
 		char **argv = which ? argv_pprof : argv_go;
-		if (run_process(argv, out_path, err_path, &d)) /* warm-up */
+		if (run_process(argv, out_path, err_path, &d, &dc)) /* warm-up */
 			goto out;
 		for (int r = 0; r < o->go_runs; r++)
-			if (run_process(argv, out_path, err_path, &gv[which][r]))
+			if (run_process(argv, out_path, err_path, &gv[which][r], &gc[which][r]))
 				goto out;
 	}
 	if (pd_pprof_read_file(&m_go, out_path, NULL, &err)) {
@@ -932,23 +974,27 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 	double ms_local = median(v[M_LOCAL], (size_t)o->merge_runs) * 1e3;
 	double ms_go = median(gv[0], (size_t)o->go_runs) * 1e3;
 	double ms_pprof = median(gv[1], (size_t)o->go_runs) * 1e3;
-	printf("\n%-44s %10s %12s %14s\n", "", "ms", "go tool / it", "it / local");
-	printf("%-44s %10.1f %11.2fx %13.2fx\n", "ClickHouse, one server (pd_clickhouse_merge)",
-	       ms_ch, ms_go / ms_ch, ms_ch / ms_local);
+	size_t mr = (size_t)o->merge_runs;
+	printf("\n%-44s %10s %12s %14s %10s\n", "", "ms", "go tool / it", "it / local",
+	       "cpu ms");
+	printf("%-44s %10.1f %11.2fx %13.2fx %10.1f\n",
+	       "ClickHouse, one server (pd_clickhouse_merge)", ms_ch, ms_go / ms_ch,
+	       ms_ch / ms_local, median(cpu[M_CH], mr) * 1e3);
 	if (cl) {
-		double ms_cl = median(v[M_CL], (size_t)o->merge_runs) * 1e3;
-		printf("%-44s %10.1f %11.2fx %13.2fx\n", "ClickHouse, two-shard cluster", ms_cl,
-		       ms_go / ms_cl, ms_cl / ms_local);
+		double ms_cl = median(v[M_CL], mr) * 1e3;
+		printf("%-44s %10.1f %11.2fx %13.2fx %10s\n", "ClickHouse, two-shard cluster",
+		       ms_cl, ms_go / ms_cl, ms_cl / ms_local, "-");
 	} else {
 		printf("%-44s %10s   (no --cluster given)\n", "ClickHouse, two-shard cluster",
 		       "not run");
 	}
-	printf("%-44s %10.1f %11.2fx %13.2fx\n", "local store (pd_tsdb_merge, blocks)", ms_local,
-	       ms_go / ms_local, 1.0);
-	printf("%-44s %10.1f %11.2fx %13.2fx\n", "go tool pprof -proto (the files)", ms_go, 1.0,
-	       ms_go / ms_local);
-	printf("%-44s %10.1f %11.2fx %13.2fx\n", "pprof binary -proto, directly", ms_pprof,
-	       ms_go / ms_pprof, ms_pprof / ms_local);
+	printf("%-44s %10.1f %11.2fx %13.2fx %10.1f\n", "local store (pd_tsdb_merge, blocks)",
+	       ms_local, ms_go / ms_local, 1.0, median(cpu[M_LOCAL], mr) * 1e3);
+	printf("%-44s %10.1f %11.2fx %13.2fx %10.1f\n", "go tool pprof -proto (the files)", ms_go,
+	       1.0, ms_go / ms_local, median(gc[0], (size_t)o->go_runs) * 1e3);
+	printf("%-44s %10.1f %11.2fx %13.2fx %10.1f\n", "pprof binary -proto, directly",
+	       ms_pprof, ms_go / ms_pprof, ms_pprof / ms_local,
+	       median(gc[1], (size_t)o->go_runs) * 1e3);
 	printf("(medians of %d runs for the stores, %d for pprof, each after a warm-up run)\n",
 	       o->merge_runs, o->go_runs);
 
@@ -998,7 +1044,7 @@ static int usage(void)
 		"usage: clickhouse_bench --url URL --corpus DIR --dir DIR [--series N[,N...]]\n"
 		"           [--runs N] [--merge-n N] [--merge-type TYPE] [--merge-runs N]\n"
 		"           [--go-runs N] [--go GO] [--sections ingest,merge] [--server-pid PID]\n"
-		"           [--cluster NAME --cluster-url URL]\n");
+		"           [--cluster NAME --cluster-url URL [--cluster-nodes URL,...]]\n");
 	return 2;
 }
 
@@ -1032,7 +1078,7 @@ int main(int argc, char **argv)
 	struct opts o = {.go = "go", .runs = 3, .merge_runs = 7, .go_runs = 3, .merge_n = 1000,
 			 .merge_type = "heap"};
 	o.series[0] = 7;
-	o.series[1] = 70;
+	o.series[1] = 280;
 	o.nseries = 2;
 	for (int i = 1; i < argc; i++) {
 		const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1054,6 +1100,8 @@ int main(int argc, char **argv)
 			o.cluster = v;
 		else if (!strcmp(f, "--cluster-url"))
 			o.cluster_url = v;
+		else if (!strcmp(f, "--cluster-nodes"))
+			o.cluster_nodes = v;
 		else if (!strcmp(f, "--merge-type"))
 			o.merge_type = v;
 		else if (!strcmp(f, "--server-pid") && (x = number(f, v, 1, LONG_MAX)) > 0)
@@ -1102,6 +1150,7 @@ int main(int argc, char **argv)
 		}
 		free(cp.ty[i].gz);
 		free(cp.ty[i].gz_len);
+		free(cp.ty[i].samples);
 		free(cp.ty[i].path);
 	}
 	free(cp.ty);

@@ -39,9 +39,9 @@ fi
 # tests/integration/dns_sd.sh: Debian's dnsmasq (the binary alone, no service) serves
 # the records that dns_sd_configs look up
 [ $tests = 1 ] && PKGS+=(dnsmasq-base)
-# tests/clickhouse: Debian's ClickHouse server (started on loopback ports by
-# tests/support/clickhouse.sh)
-[ $tests = 1 ] && PKGS+=(clickhouse-server)
+# tests/clickhouse and bench/clickhouse.sh (make bench): Debian's ClickHouse server
+# (started on loopback ports by tests/support/clickhouse.sh)
+PKGS+=(clickhouse-server)
 
 missing=()
 for p in "${PKGS[@]}"; do
