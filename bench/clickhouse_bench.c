@@ -910,7 +910,7 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 
 	/* the stores' merges, in turn, after one warm-up each */
 	enum { M_CH, M_CL, M_LOCAL, NM };
-	double v[NM][MAX_RUNS], cpu[NM][MAX_RUNS];
+	double v[NM][MAX_RUNS], cpu[NM][MAX_RUNS], scpu[NM][MAX_RUNS];
 	for (int r = -1; r < o->merge_runs; r++)
 		for (int x = 0; x < NM; x++) {
 			int w = (x + (r < 0 ? 0 : r)) % NM;
@@ -927,9 +927,9 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 			}
 			if (r >= 0) {
 				v[w][r] = now() - a;
-				/* the server's CPU counts for the one server it is */
-				cpu[w][r] = cpu_self() - c0 +
-					    (w == M_CH && s0 >= 0 ? cpu_of(o->server_pid) - s0 : 0);
+				cpu[w][r] = cpu_self() - c0;
+				/* the server's CPU is known for the one server */
+				scpu[w][r] = w == M_CH && s0 >= 0 ? cpu_of(o->server_pid) - s0 : -1;
 			}
 			struct pd_pprof_profile **keep = w == M_CH ? &m_ch : w == M_CL ? &m_cl
 										: &m_local;
@@ -975,26 +975,30 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 	double ms_go = median(gv[0], (size_t)o->go_runs) * 1e3;
 	double ms_pprof = median(gv[1], (size_t)o->go_runs) * 1e3;
 	size_t mr = (size_t)o->merge_runs;
-	printf("\n%-44s %10s %12s %14s %10s\n", "", "ms", "go tool / it", "it / local",
-	       "cpu ms");
-	printf("%-44s %10.1f %11.2fx %13.2fx %10.1f\n",
+	char srv[32] = "-";
+	if (median(scpu[M_CH], mr) >= 0)
+		snprintf(srv, sizeof(srv), "%.1f", median(scpu[M_CH], mr) * 1e3);
+	printf("\n%-44s %10s %12s %14s %10s %14s\n", "", "ms", "go tool / it", "it / local",
+	       "cpu ms", "server cpu ms");
+	printf("%-44s %10.1f %11.2fx %13.2fx %10.1f %14s\n",
 	       "ClickHouse, one server (pd_clickhouse_merge)", ms_ch, ms_go / ms_ch,
-	       ms_ch / ms_local, median(cpu[M_CH], mr) * 1e3);
+	       ms_ch / ms_local, median(cpu[M_CH], mr) * 1e3, srv);
 	if (cl) {
 		double ms_cl = median(v[M_CL], mr) * 1e3;
-		printf("%-44s %10.1f %11.2fx %13.2fx %10s\n", "ClickHouse, two-shard cluster",
-		       ms_cl, ms_go / ms_cl, ms_cl / ms_local, "-");
+		printf("%-44s %10.1f %11.2fx %13.2fx %10.1f %14s\n",
+		       "ClickHouse, two-shard cluster", ms_cl, ms_go / ms_cl, ms_cl / ms_local,
+		       median(cpu[M_CL], mr) * 1e3, "-");
 	} else {
 		printf("%-44s %10s   (no --cluster given)\n", "ClickHouse, two-shard cluster",
 		       "not run");
 	}
-	printf("%-44s %10.1f %11.2fx %13.2fx %10.1f\n", "local store (pd_tsdb_merge, blocks)",
-	       ms_local, ms_go / ms_local, 1.0, median(cpu[M_LOCAL], mr) * 1e3);
-	printf("%-44s %10.1f %11.2fx %13.2fx %10.1f\n", "go tool pprof -proto (the files)", ms_go,
-	       1.0, ms_go / ms_local, median(gc[0], (size_t)o->go_runs) * 1e3);
-	printf("%-44s %10.1f %11.2fx %13.2fx %10.1f\n", "pprof binary -proto, directly",
+	printf("%-44s %10.1f %11.2fx %13.2fx %10.1f %14s\n", "local store (pd_tsdb_merge, blocks)",
+	       ms_local, ms_go / ms_local, 1.0, median(cpu[M_LOCAL], mr) * 1e3, "-");
+	printf("%-44s %10.1f %11.2fx %13.2fx %10.1f %14s\n", "go tool pprof -proto (the files)",
+	       ms_go, 1.0, ms_go / ms_local, median(gc[0], (size_t)o->go_runs) * 1e3, "-");
+	printf("%-44s %10.1f %11.2fx %13.2fx %10.1f %14s\n", "pprof binary -proto, directly",
 	       ms_pprof, ms_go / ms_pprof, ms_pprof / ms_local,
-	       median(gc[1], (size_t)o->go_runs) * 1e3);
+	       median(gc[1], (size_t)o->go_runs) * 1e3, "-");
 	printf("(medians of %d runs for the stores, %d for pprof, each after a warm-up run)\n",
 	       o->merge_runs, o->go_runs);
 
