@@ -46,7 +46,7 @@
 #define MAX_RUNS 64
 
 static const char *const tables[] = {"series",    "strings", "functions", "mappings",
-				     "locations", "stacks",  "profiles",  "samples"};
+                                     "locations", "stacks",  "profiles",  "samples"};
 #define NTABLES (sizeof(tables) / sizeof(tables[0]))
 
 struct opts {
@@ -102,7 +102,8 @@ static double cpu_of(long pid)
 	buf[n] = 0;
 	char *p = strrchr(buf, ')'); /* the name may hold spaces */
 	unsigned long ut = 0, st = 0;
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
 		return -1;
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
@@ -142,7 +143,7 @@ static int cmp_str(const void *a, const void *b)
 
 /* names in dir (regular files ending in .pb.gz, or directories), sorted by cmp */
 static size_t list_dir(const char *dir, int want_dirs, char **out, size_t max,
-		       int (*cmp)(const void *, const void *))
+                       int (*cmp)(const void *, const void *))
 {
 	DIR *d = opendir(dir);
 	size_t n = 0;
@@ -155,10 +156,12 @@ static size_t list_dir(const char *dir, int want_dirs, char **out, size_t max,
 		size_t l = strlen(e->d_name);
 		if (e->d_name[0] == '.')
 			continue;
-		if (snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) >= (int)sizeof(p) || stat(p, &st))
+		if (snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) >= (int)sizeof(p) ||
+		    stat(p, &st))
 			continue;
-		if (want_dirs ? !S_ISDIR(st.st_mode)
-			      : !S_ISREG(st.st_mode) || l < 7 || strcmp(e->d_name + l - 6, ".pb.gz"))
+		if (want_dirs
+		        ? !S_ISDIR(st.st_mode)
+		        : !S_ISREG(st.st_mode) || l < 7 || strcmp(e->d_name + l - 6, ".pb.gz"))
 			continue;
 		out[n++] = strdup(e->d_name);
 	}
@@ -224,7 +227,7 @@ static struct ptype *find_type(struct corpus *c, const char *name)
 /* ---- ClickHouse helpers -------------------------------------------------------------- */
 
 static int ch_open(struct pd_clickhouse **c, const char *url, const char *db, const char *cluster,
-		   const char *nodes, int schema)
+                   const char *nodes, int schema)
 {
 	/* OPTIMIZE FINAL of millions of rows and DROP DATABASE behind running merges
 	 * take longer than a scrape's write should */
@@ -235,7 +238,8 @@ static int ch_open(struct pd_clickhouse **c, const char *url, const char *db, co
 	o.nodes = nodes;
 #else
 	if (nodes && *nodes) {
-		fprintf(stderr, "clickhouse_bench: --cluster-nodes: this client takes no node list\n");
+		fprintf(stderr,
+		        "clickhouse_bench: --cluster-nodes: this client takes no node list\n");
 		return -1;
 	}
 #endif
@@ -246,7 +250,7 @@ static int ch_open(struct pd_clickhouse **c, const char *url, const char *db, co
 
 /* Runs sql; the answer (NUL-terminated, malloc'd) into *out when out is not NULL. */
 static int sql(struct pd_clickhouse *c, char **out, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static int sql(struct pd_clickhouse *c, char **out, const char *fmt, ...)
 {
 	char q[1024];
@@ -288,7 +292,7 @@ static int series_init(struct series *s, struct ptype *ty, const char *instance)
 	s->tl[1] = (struct pd_tsdb_label){"instance", s->instance};
 	s->tl[2] = (struct pd_tsdb_label){"job", "bench"};
 	if (pd_labels_from_strings(&s->ls, &err, "__name__", s->name, "instance", s->instance,
-				   "job", "bench", NULL))
+	                           "job", "bench", NULL))
 		return fail("labels", &err);
 	return 0;
 }
@@ -297,7 +301,7 @@ static int series_init(struct series *s, struct ptype *ty, const char *instance)
 
 enum { ING_CH, ING_LOCAL_FSYNC, ING_LOCAL_NOSYNC, NING };
 static const char *const ing_name[NING] = {"ClickHouse writer", "local store, fsync each commit",
-					   "local store, no fsync"};
+                                           "local store, no fsync"};
 
 struct ingest_run {
 	double secs, cpu, server_cpu, flush_secs;
@@ -312,7 +316,7 @@ static size_t pick(const struct series *s, size_t i, size_t k)
 
 /* Inflates a body as a scrape does and decodes it: *raw and *p owned by the caller. */
 static int take(const uint8_t *gz, size_t len, uint8_t **raw, size_t *rawlen,
-		struct pd_pprof_profile **p, struct pd_err *err)
+                struct pd_pprof_profile **p, struct pd_err *err)
 {
 	struct pd_inflate_opts io = {.format = PD_INFLATE_GZIP, .max = MAX_RAW};
 	struct pd_pprof_decode_opts dopts = {.max_decompressed = MAX_RAW, .max_memory = MAX_RAW};
@@ -329,7 +333,7 @@ static int take(const uint8_t *gz, size_t len, uint8_t **raw, size_t *rawlen,
 }
 
 static int ingest_ch(const struct opts *o, const char *db, struct series *sv, size_t ns,
-		     size_t rounds, struct ingest_run *r)
+                     size_t rounds, struct ingest_run *r)
 {
 	struct pd_clickhouse *c = NULL;
 	struct pd_clickhouse_writer *w = NULL;
@@ -353,8 +357,8 @@ static int ingest_ch(const struct opts *o, const char *db, struct series *sv, si
 				fail(s->ty->path[f], &err);
 				goto out;
 			}
-			int arc = pd_clickhouse_writer_append(w, s->ls, T0_MS + (int64_t)k * SCRAPE_MS,
-							      p, &err);
+			int arc = pd_clickhouse_writer_append(
+			    w, s->ls, T0_MS + (int64_t)k * SCRAPE_MS, p, &err);
 			pd_pprof_destroy(p);
 			free(raw);
 			if (arc) {
@@ -394,8 +398,8 @@ static uint64_t block_bytes(struct pd_tsdb *db)
 /* The local store as the scrape path feeds it: one appender and commit per profile,
  * the decoded profile and the gzip body handed over (pd_tsdb_append_gzip). Then,
  * timed apart, everything flushed to blocks, whose bytes go to *bytes. */
-static int ingest_local(const char *dir, int wal_sync, struct series *sv, size_t ns,
-			size_t rounds, struct ingest_run *r, uint64_t *bytes)
+static int ingest_local(const char *dir, int wal_sync, struct series *sv, size_t ns, size_t rounds,
+                        struct ingest_run *r, uint64_t *bytes)
 {
 	struct pd_tsdb_opts to;
 	struct pd_tsdb *db = NULL;
@@ -425,7 +429,7 @@ static int ingest_local(const char *dir, int wal_sync, struct series *sv, size_t
 				goto out;
 			}
 			if (pd_tsdb_append_gzip(a, s->tl, 3, T0_MS + (int64_t)k * SCRAPE_MS, raw,
-						rawlen, p, s->ty->gz[f], s->ty->gz_len[f], &err)) {
+			                        rawlen, p, s->ty->gz[f], s->ty->gz_len[f], &err)) {
 				pd_tsdb_rollback(a);
 				free(raw);
 				fail("append", &err);
@@ -473,15 +477,16 @@ static int parts_of(struct pd_clickhouse *c, const char *db, struct table_bytes 
 {
 	char *ans = NULL;
 	if (sql(c, &ans,
-		"SELECT table, sum(rows), sum(data_compressed_bytes), "
-		"sum(data_uncompressed_bytes), sum(bytes_on_disk) FROM system.parts WHERE "
-		"database = '%s' AND active GROUP BY table FORMAT TSV",
-		db))
+	        "SELECT table, sum(rows), sum(data_compressed_bytes), "
+	        "sum(data_uncompressed_bytes), sum(bytes_on_disk) FROM system.parts WHERE "
+	        "database = '%s' AND active GROUP BY table FORMAT TSV",
+	        db))
 		return -1;
 	for (char *line = strtok(ans, "\n"); line; line = strtok(NULL, "\n")) {
 		char name[64];
 		unsigned long long rows, comp, uncomp, disk;
-		if (sscanf(line, "%63s %llu %llu %llu %llu", name, &rows, &comp, &uncomp, &disk) != 5)
+		if (sscanf(line, "%63s %llu %llu %llu %llu", name, &rows, &comp, &uncomp, &disk) !=
+		    5)
 			continue;
 		for (size_t t = 0; t < NTABLES; t++)
 			if (!strcmp(name, tables[t])) {
@@ -565,9 +570,10 @@ static int section_ingest(const struct opts *o, struct corpus *cp, size_t ns)
 				if (!r)
 					memcpy(keep_db, dbn, sizeof(keep_db));
 			} else {
-				snprintf(name, sizeof(name), "%s/local-%zu-%d-%d", o->dir, ns, r, v);
+				snprintf(name, sizeof(name), "%s/local-%zu-%d-%d", o->dir, ns, r,
+				         v);
 				if (ingest_local(name, v == ING_LOCAL_NOSYNC, sv, ns, rounds, ir,
-						 v == ING_LOCAL_FSYNC && !r ? &local_bytes : NULL))
+				                 v == ING_LOCAL_FSYNC && !r ? &local_bytes : NULL))
 					goto out;
 				rm_rf(name);
 			}
@@ -582,7 +588,8 @@ static int section_ingest(const struct opts *o, struct corpus *cp, size_t ns)
 		pd_clickhouse_destroy(c);
 	}
 
-	printf("\ningest: from the gzip body (inflate, decode, store), %d runs, medians\n", o->runs);
+	printf("\ningest: from the gzip body (inflate, decode, store), %d runs, medians\n",
+	       o->runs);
 	printf("%-32s %9s %11s %9s %10s %11s %9s\n", "", "seconds", "profiles/s", "bench cpu",
 	       "server cpu", "+ blocks/s", "vs CH");
 	double rate[NING];
@@ -604,7 +611,7 @@ static int section_ingest(const struct opts *o, struct corpus *cp, size_t ns)
 		char name[64];
 		if (v == ING_CH)
 			snprintf(name, sizeof(name), "%s (batch %d)", ing_name[v],
-				 PD_CLICKHOUSE_DEFAULT_BATCH_PROFILES);
+			         PD_CLICKHOUSE_DEFAULT_BATCH_PROFILES);
 		else
 			snprintf(name, sizeof(name), "%s", ing_name[v]);
 		printf("%-32s %9.2f %11.0f %9.2f %10s %11s %8.2fx\n", name, ms, rate[v],
@@ -625,15 +632,16 @@ static int section_ingest(const struct opts *o, struct corpus *cp, size_t ns)
 	for (size_t t = 0; t < NTABLES; t++) {
 		printf("%-10s %11" PRIu64 " %11" PRIu64 " %12" PRIu64 " %14" PRIu64 " %12" PRIu64
 		       " %10.1f\n",
-		       tables[t], tb[t].rows_before, tb[t].rows, tb[t].comp, tb[t].uncomp, tb[t].disk,
-		       (double)tb[t].disk / (double)total);
+		       tables[t], tb[t].rows_before, tb[t].rows, tb[t].comp, tb[t].uncomp,
+		       tb[t].disk, (double)tb[t].disk / (double)total);
 		all.rows_before += tb[t].rows_before;
 		all.rows += tb[t].rows;
 		all.comp += tb[t].comp;
 		all.uncomp += tb[t].uncomp;
 		all.disk += tb[t].disk;
 	}
-	printf("%-10s %11" PRIu64 " %11" PRIu64 " %12" PRIu64 " %14" PRIu64 " %12" PRIu64 " %10.1f\n",
+	printf("%-10s %11" PRIu64 " %11" PRIu64 " %12" PRIu64 " %14" PRIu64 " %12" PRIu64
+	       " %10.1f\n",
 	       "all", all.rows_before, all.rows, all.comp, all.uncomp, all.disk,
 	       (double)all.disk / (double)total);
 	double n = (double)total;
@@ -644,7 +652,8 @@ static int section_ingest(const struct opts *o, struct corpus *cp, size_t ns)
 	       (double)all.comp / (double)local_bytes);
 	printf("%-38s %12.1f %9.2fx\n", "ClickHouse, uncompressed columns", (double)all.uncomp / n,
 	       (double)all.uncomp / (double)local_bytes);
-	printf("%-38s %12.1f %9.2fx\n", "local store v2 (block files)", (double)local_bytes / n, 1.0);
+	printf("%-38s %12.1f %9.2fx\n", "local store v2 (block files)", (double)local_bytes / n,
+	       1.0);
 	printf("%-38s %12.1f %9.2fx\n", "gzip files (as served)", gz / n, gz / (double)local_bytes);
 	rc = 0;
 out:
@@ -659,8 +668,8 @@ out:
 
 /* Runs argv with stdout to out_path; its wall time into *secs, its CPU time (user +
  * system, every thread) into *cpu. */
-static int run_process(char *const argv[], const char *out_path, const char *err_path,
-		       double *secs, double *cpu)
+static int run_process(char *const argv[], const char *out_path, const char *err_path, double *secs,
+                       double *cpu)
 {
 	struct rusage ru;
 	posix_spawn_file_actions_t fa;
@@ -687,7 +696,7 @@ static int run_process(char *const argv[], const char *out_path, const char *err
 		size_t el = 0;
 		pd_file_read(err_path, 4096, &e, &el, NULL);
 		fprintf(stderr, "clickhouse_bench: %s failed: %.*s\n", argv[0], (int)el,
-			e ? (const char *)e : "");
+		        e ? (const char *)e : "");
 		free(e);
 		return -1;
 	}
@@ -697,13 +706,13 @@ static int run_process(char *const argv[], const char *out_path, const char *err
 /* Compares the top tables of a and b for every sample type of a: 0 when equal
  * (names, flat, cum, total, rows), else -1 with the first difference in why. */
 static int tops_agree(const struct pd_pprof_profile *a, const struct pd_pprof_profile *b,
-		      size_t *rows, char *why, size_t size)
+                      size_t *rows, char *why, size_t size)
 {
 	struct pd_err err = {0};
 	*rows = 0;
 	if (pd_pprof_sample_type_count(a) != pd_pprof_sample_type_count(b)) {
 		snprintf(why, size, "%zu sample types against %zu", pd_pprof_sample_type_count(a),
-			 pd_pprof_sample_type_count(b));
+		         pd_pprof_sample_type_count(b));
 		return -1;
 	}
 	for (size_t t = 0; t < pd_pprof_sample_type_count(a); t++) {
@@ -719,16 +728,20 @@ static int tops_agree(const struct pd_pprof_profile *a, const struct pd_pprof_pr
 			goto next;
 		}
 		if (ta->total != tb->total || ta->nrows != tb->nrows) {
-			snprintf(why, size, "%s: total %" PRId64 " against %" PRId64 ", %zu rows "
-				 "against %zu", name, ta->total, tb->total, ta->nrows, tb->nrows);
+			snprintf(why, size,
+			         "%s: total %" PRId64 " against %" PRId64 ", %zu rows "
+			         "against %zu",
+			         name, ta->total, tb->total, ta->nrows, tb->nrows);
 			goto next;
 		}
 		for (size_t r = 0; r < ta->nrows; r++) {
 			const struct pd_pprof_top_row *x = &ta->rows[r], *y = &tb->rows[r];
 			if (strcmp(x->name, y->name) || x->flat != y->flat || x->cum != y->cum) {
-				snprintf(why, size, "%s row %zu: %s %" PRId64 "/%" PRId64
-					 " against %s %" PRId64 "/%" PRId64, name, r, x->name,
-					 x->flat, x->cum, y->name, y->flat, y->cum);
+				snprintf(why, size,
+				         "%s row %zu: %s %" PRId64 "/%" PRId64
+				         " against %s %" PRId64 "/%" PRId64,
+				         name, r, x->name, x->flat, x->cum, y->name, y->flat,
+				         y->cum);
 				goto next;
 			}
 		}
@@ -744,7 +757,7 @@ static int tops_agree(const struct pd_pprof_profile *a, const struct pd_pprof_pr
 }
 
 static int merge_emit(void *ctx, struct pd_pprof_profile *p, size_t count, int64_t first_t,
-		      int64_t last_t, size_t bytes)
+                      int64_t last_t, size_t bytes)
 {
 	struct pd_pprof_merger *mg = ctx;
 	struct pd_err err = {0};
@@ -761,7 +774,7 @@ static int merge_emit(void *ctx, struct pd_pprof_profile *p, size_t count, int64
 
 /* The local store's merge, as the API runs it: pd_tsdb_merge into a merger. */
 static int local_merge(struct pd_tsdb *db, const struct series *s, int64_t t1,
-		       struct pd_pprof_profile **out)
+                       struct pd_pprof_profile **out)
 {
 	struct pd_pprof_merger *mg = NULL;
 	struct pd_err err = {0};
@@ -798,8 +811,8 @@ static int find_pprof(const char *go, char *out, size_t size)
  * client opts cluster when not NULL) and runs OPTIMIZE FINAL on samples and
  * profiles. */
 static int merge_fill_ch(const struct opts *o, const char *url, const char *cluster,
-			 const char *nodes, const char *db, const struct series *s,
-			 struct pd_clickhouse **out)
+                         const char *nodes, const char *db, const struct series *s,
+                         struct pd_clickhouse **out)
 {
 	struct pd_clickhouse_writer *w = NULL;
 	struct pd_err err = {0};
@@ -811,7 +824,8 @@ static int merge_fill_ch(const struct opts *o, const char *url, const char *clus
 		struct pd_pprof_profile *p = NULL;
 		size_t f = k % s->ty->n;
 		if (pd_pprof_decode(&p, s->ty->gz[f], s->ty->gz_len[f], NULL, &err) ||
-		    pd_clickhouse_writer_append(w, s->ls, T0_MS + (int64_t)k * SCRAPE_MS, p, &err)) {
+		    pd_clickhouse_writer_append(w, s->ls, T0_MS + (int64_t)k * SCRAPE_MS, p,
+		                                &err)) {
 			pd_pprof_destroy(p);
 			pd_clickhouse_writer_destroy(w);
 			return fail(s->ty->path[f], &err);
@@ -854,25 +868,28 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 	int64_t t1 = T0_MS + (int64_t)(n - 1) * SCRAPE_MS;
 	if (!ty) {
 		fprintf(stderr, "clickhouse_bench: --merge-type %s: no such folder in the corpus\n",
-			o->merge_type);
+		        o->merge_type);
 		return -1;
 	}
 	if (find_pprof(o->go, gotool, sizeof(gotool))) {
-		fprintf(stderr, "clickhouse_bench: `%s env GOTOOLDIR`/pprof not found: the reference "
-				"is go tool pprof (Debian golang-go)\n", o->go);
+		fprintf(stderr,
+		        "clickhouse_bench: `%s env GOTOOLDIR`/pprof not found: the reference "
+		        "is go tool pprof (Debian golang-go)\n",
+		        o->go);
 		return -1;
 	}
 	if (series_init(&s, ty, "merge:8080"))
 		return -1;
 	printf("\n== merge of %zu %s profiles (the corpus' %zu %s files in turn, one series, %d s "
-	       "apart)\n", n, ty->name, ty->n, ty->name, SCRAPE_MS / 1000);
+	       "apart)\n",
+	       n, ty->name, ty->n, ty->name, SCRAPE_MS / 1000);
 	fflush(stdout);
 
 	/* the same profiles in ClickHouse, in the local store (as blocks) and as files */
 	if (merge_fill_ch(o, o->url, NULL, NULL, "bench_merge", &s, &ch))
 		goto out;
-	if (o->cluster && merge_fill_ch(o, o->cluster_url, o->cluster, o->cluster_nodes,
-					      "bench_merge", &s, &cl))
+	if (o->cluster &&
+	    merge_fill_ch(o, o->cluster_url, o->cluster, o->cluster_nodes, "bench_merge", &s, &cl))
 		goto out;
 	struct pd_tsdb_opts to;
 	pd_tsdb_opts_init(&to);
@@ -891,7 +908,7 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 		struct pd_pprof_profile *p;
 		if (!a || take(ty->gz[f], ty->gz_len[f], &raw, &rawlen, &p, &err) ||
 		    pd_tsdb_append_gzip(a, s.tl, 3, T0_MS + (int64_t)k * SCRAPE_MS, raw, rawlen, p,
-					ty->gz[f], ty->gz_len[f], &err)) {
+		                        ty->gz[f], ty->gz_len[f], &err)) {
 			pd_tsdb_rollback(a);
 			free(raw);
 			fail(ty->path[f], &err);
@@ -919,8 +936,8 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 				continue;
 			double a = now(), c0 = cpu_self(), s0 = cpu_of(o->server_pid);
 			if (w == M_LOCAL ? local_merge(db, &s, t1, &p)
-					 : pd_clickhouse_merge(w == M_CH ? ch : cl, s.ls, T0_MS, t1,
-							       &p, &err)) {
+			                 : pd_clickhouse_merge(w == M_CH ? ch : cl, s.ls, T0_MS, t1,
+			                                       &p, &err)) {
 				if (w != M_LOCAL)
 					fail("pd_clickhouse_merge", &err);
 				goto out;
@@ -931,8 +948,9 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 				/* the server's CPU is known for the one server */
 				scpu[w][r] = w == M_CH && s0 >= 0 ? cpu_of(o->server_pid) - s0 : -1;
 			}
-			struct pd_pprof_profile **keep = w == M_CH ? &m_ch : w == M_CL ? &m_cl
-										: &m_local;
+			struct pd_pprof_profile **keep = w == M_CH   ? &m_ch
+			                                 : w == M_CL ? &m_cl
+			                                             : &m_local;
 			pd_pprof_destroy(*keep);
 			*keep = p;
 		}
@@ -1008,15 +1026,16 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 		const char *what;
 		struct pd_pprof_profile *p;
 	} cmp[] = {{"ClickHouse, one server", m_ch},
-		   {"ClickHouse, two-shard cluster", m_cl},
-		   {"local store", m_local}};
+	           {"ClickHouse, two-shard cluster", m_cl},
+	           {"local store", m_local}};
 	for (size_t i = 0; i < sizeof(cmp) / sizeof(cmp[0]); i++) {
 		char why[512];
 		size_t rows = 0;
 		if (!cmp[i].p)
 			continue;
 		if (tops_agree(cmp[i].p, m_go, &rows, why, sizeof(why))) {
-			printf("top tables, %s against go tool pprof: DIFFER: %s\n", cmp[i].what, why);
+			printf("top tables, %s against go tool pprof: DIFFER: %s\n", cmp[i].what,
+			       why);
 			bad = 1;
 		} else {
 			printf("top tables, %s against go tool pprof: equal (%zu sample types, "
@@ -1045,10 +1064,10 @@ out:
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: clickhouse_bench --url URL --corpus DIR --dir DIR [--series N[,N...]]\n"
-		"           [--runs N] [--merge-n N] [--merge-type TYPE] [--merge-runs N]\n"
-		"           [--go-runs N] [--go GO] [--sections ingest,merge] [--server-pid PID]\n"
-		"           [--cluster NAME --cluster-url URL [--cluster-nodes URL,...]]\n");
+	        "usage: clickhouse_bench --url URL --corpus DIR --dir DIR [--series N[,N...]]\n"
+	        "           [--runs N] [--merge-n N] [--merge-type TYPE] [--merge-runs N]\n"
+	        "           [--go-runs N] [--go GO] [--sections ingest,merge] [--server-pid PID]\n"
+	        "           [--cluster NAME --cluster-url URL [--cluster-nodes URL,...]]\n");
 	return 2;
 }
 
@@ -1071,7 +1090,7 @@ static long number(const char *name, const char *s, long lo, long hi)
 	long v = strtol(s, &end, 10);
 	if (errno || end == s || *end || v < lo || v > hi) {
 		fprintf(stderr, "clickhouse_bench: %s: want a number from %ld to %ld, not \"%s\"\n",
-			name, lo, hi, s);
+		        name, lo, hi, s);
 		return -1;
 	}
 	return v;
@@ -1079,8 +1098,12 @@ static long number(const char *name, const char *s, long lo, long hi)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {.go = "go", .runs = 3, .merge_runs = 7, .go_runs = 3, .merge_n = 1000,
-			 .merge_type = "heap"};
+	struct opts o = {.go = "go",
+	                 .runs = 3,
+	                 .merge_runs = 7,
+	                 .go_runs = 3,
+	                 .merge_n = 1000,
+	                 .merge_type = "heap"};
 	o.series[0] = 7;
 	o.series[1] = 280;
 	o.nseries = 2;
@@ -1122,7 +1145,8 @@ int main(int argc, char **argv)
 			char buf[128], *save = NULL;
 			snprintf(buf, sizeof(buf), "%s", v);
 			o.nseries = 0;
-			for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			for (char *t = strtok_r(buf, ",", &save); t;
+			     t = strtok_r(NULL, ",", &save)) {
 				if (o.nseries == 8 || (x = number(f, t, 1, 100000)) < 0)
 					return usage();
 				o.series[o.nseries++] = (size_t)x;
