@@ -470,7 +470,7 @@ static void rm_rf(const char *path)
 /* Per table: rows in the active parts, and after OPTIMIZE FINAL rows, compressed,
  * uncompressed and on-disk bytes. */
 struct table_bytes {
-	uint64_t rows_before, rows, comp, uncomp, disk;
+	uint64_t rows_before, parts_before, disk_before, rows, comp, uncomp, disk;
 };
 
 static int parts_of(struct pd_clickhouse *c, const char *db, struct table_bytes *tb, int before)
@@ -478,20 +478,22 @@ static int parts_of(struct pd_clickhouse *c, const char *db, struct table_bytes 
 	char *ans = NULL;
 	if (sql(c, &ans,
 	        "SELECT table, sum(rows), sum(data_compressed_bytes), "
-	        "sum(data_uncompressed_bytes), sum(bytes_on_disk) FROM system.parts WHERE "
+	        "sum(data_uncompressed_bytes), sum(bytes_on_disk), count() FROM system.parts WHERE "
 	        "database = '%s' AND active GROUP BY table FORMAT TSV",
 	        db))
 		return -1;
 	for (char *line = strtok(ans, "\n"); line; line = strtok(NULL, "\n")) {
 		char name[64];
-		unsigned long long rows, comp, uncomp, disk;
-		if (sscanf(line, "%63s %llu %llu %llu %llu", name, &rows, &comp, &uncomp, &disk) !=
-		    5)
+		unsigned long long rows, comp, uncomp, disk, parts;
+		if (sscanf(line, "%63s %llu %llu %llu %llu %llu", name, &rows, &comp, &uncomp,
+		           &disk, &parts) != 6)
 			continue;
 		for (size_t t = 0; t < NTABLES; t++)
 			if (!strcmp(name, tables[t])) {
 				if (before) {
 					tb[t].rows_before = rows;
+					tb[t].parts_before = parts;
+					tb[t].disk_before = disk;
 				} else {
 					tb[t].rows = rows;
 					tb[t].comp = comp;
@@ -635,6 +637,8 @@ static int section_ingest(const struct opts *o, struct corpus *cp, size_t ns)
 		       tables[t], tb[t].rows_before, tb[t].rows, tb[t].comp, tb[t].uncomp,
 		       tb[t].disk, (double)tb[t].disk / (double)total);
 		all.rows_before += tb[t].rows_before;
+		all.parts_before += tb[t].parts_before;
+		all.disk_before += tb[t].disk_before;
 		all.rows += tb[t].rows;
 		all.comp += tb[t].comp;
 		all.uncomp += tb[t].uncomp;
@@ -652,6 +656,9 @@ static int section_ingest(const struct opts *o, struct corpus *cp, size_t ns)
 	       (double)all.comp / (double)local_bytes);
 	printf("%-38s %12.1f %9.2fx\n", "ClickHouse, uncompressed columns", (double)all.uncomp / n,
 	       (double)all.uncomp / (double)local_bytes);
+	printf("%-38s %12.1f %9.2fx   (%" PRIu64 " parts)\n", "ClickHouse, on disk before OPTIMIZE",
+	       (double)all.disk_before / n, (double)all.disk_before / (double)local_bytes,
+	       all.parts_before);
 	printf("%-38s %12.1f %9.2fx\n", "local store v2 (block files)", (double)local_bytes / n,
 	       1.0);
 	printf("%-38s %12.1f %9.2fx\n", "gzip files (as served)", gz / n, gz / (double)local_bytes);
