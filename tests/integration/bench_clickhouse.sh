@@ -49,6 +49,8 @@ got=$(awk '$1 == "samples" && NF == 7 { print $3 }' "$out")
 grep -Eq '^local store v2 \(block files\) +[1-9][0-9.]* +1\.00x$' "$out" || failed "no local store bytes"
 grep -Eq '^gzip files \(as served\) +[1-9]' "$out" || failed "no gzip reference"
 grep -q 'after OPTIMIZE TABLE ... FINAL on every table' "$out" || failed "OPTIMIZE FINAL not stated"
+grep -Eq '^ClickHouse, on disk before OPTIMIZE +[1-9][0-9.]* +[0-9.]+x +\([1-9][0-9]* parts\)$' "$out" ||
+	failed "no bytes before the OPTIMIZE"
 
 # merge: equal tops
 n=$(grep -c 'against go tool pprof: equal' "$out" || true)
