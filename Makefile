@@ -49,7 +49,9 @@ fuzz:
 	@cmake --build build/fuzz -j $(JOBS)
 	@cd build/fuzz && ctest -L fuzz --output-on-failure -j $(JOBS)
 
-bench: deps
+# the benchmarks run the servers and the browser the tests use: deps.sh --test
+bench:
+	@./scripts/deps.sh --test
 	@cmake -S . -B $(BUILD_REL) -DCMAKE_BUILD_TYPE=Release -DPD_TESTS=OFF >/dev/null
 	@cmake --build $(BUILD_REL) -j $(JOBS)
 	@./bench/tsdb.sh $(BUILD_REL)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every package profd needs to build, run and benchmark, from Debian's
 # archive, and only those that are missing, so that a second run returns at once.
-# With --test (what `make test` runs) also what the browser tests need: Debian's
+# With --test (what `make test` and `make bench` run) also the servers the tests and
+# benchmarks start (Prometheus, dnsmasq, ClickHouse) and what the browser tests need: Debian's
 # Chromium, Node.js and npm when the machine has none, and the npm packages of
 # tests/browser when they are missing or older than their lock file.
 #   scripts/deps.sh [--test]
@@ -41,7 +42,7 @@ fi
 [ $tests = 1 ] && PKGS+=(dnsmasq-base)
 # tests/clickhouse and bench/clickhouse.sh (make bench): Debian's ClickHouse server
 # (started on loopback ports by tests/support/clickhouse.sh)
-PKGS+=(clickhouse-server)
+[ $tests = 1 ] && PKGS+=(clickhouse-server)
 
 missing=()
 for p in "${PKGS[@]}"; do
