@@ -1,8 +1,9 @@
 /* status.c: the server's view of itself, in Prometheus's shapes:
  * /api/v1/targets (active and dropped scrape targets, plus profileType),
  * /api/v1/status/config (the rendered configuration), /api/v1/status/flags,
- * /api/v1/status/tsdb (head statistics, blocks, and the top cardinalities of
- * the head's series) and /api/v1/status/buildinfo. */
+ * /api/v1/status/tsdb (where profiles are kept, head statistics, blocks or
+ * ClickHouse's spool, and the top cardinalities of the head's series) and /api/v1/status/buildinfo.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "api_int.h"
+#include "profd/clickhouse.h"
 #include "profd/config.h"
 #include "profd/scrape.h"
 
@@ -284,6 +286,10 @@ static int any_value(const void *ctx, const char *v)
 
 /* The head's series: seriesCountByMetricName, labelValueCountByLabelName and
  * seriesCountByLabelValuePair, as Prometheus computes them over its head. */
+/* ClickHouse mode: the time the cardinality lists look back over, 2 hours (a
+ * local head's usual span). */
+#define API_CH_CARDINALITY_MS ((int64_t)2 * 3600 * 1000)
+
 static void head_cardinality(struct api_req *r, struct api_resp *w, const struct pd_tsdb_stats *st,
                              size_t limit)
 {
@@ -293,10 +299,18 @@ static void head_cardinality(struct api_req *r, struct api_resp *w, const struct
 	size_t nnames = 0, npairs = 0, nnv = 0;
 	struct count *c1 = NULL, *c2 = NULL, *c3 = NULL;
 	size_t n1 = 0, n2 = 0, n3 = 0;
-	if (st->head_series && st->head_mint <= st->head_maxt) {
+	/* ClickHouse mode: the spool's head empties as ClickHouse takes it, so the
+	 * lists count the series with a profile in the last API_CH_CARDINALITY_MS */
+	int64_t mint = st->head_mint, maxt = st->head_maxt;
+	int have = st->head_series && mint <= maxt;
+	if (st->clickhouse) {
+		maxt = api_now_ms();
+		mint = maxt - API_CH_CARDINALITY_MS;
+		have = 1;
+	}
+	if (have) {
 		struct pd_tsdb_matcher m = {PD_LABELS_METRIC_NAME, any_value, NULL};
-		int rc = pd_tsdb_select(r->srv->o.db, &m, 1, st->head_mint, st->head_maxt, 0, &res,
-		                        &err);
+		int rc = pd_tsdb_select(r->srv->o.db, &m, 1, mint, maxt, 0, &res, &err);
 		if (rc) {
 			api_internal(w, "listing the head's series failed", rc, &err);
 			return;
@@ -377,6 +391,34 @@ out:
 	pd_tsdb_result_destroy(res);
 }
 
+/* ClickHouse mode: the database the profiles are kept in and the spool of what
+ * ClickHouse has not taken yet, as the profd_clickhouse_* metrics count it. */
+static void clickhouse_json(struct api_req *r, struct api_resp *w, const struct pd_tsdb_stats *st)
+{
+	struct pd_clickhouse *ch = pd_tsdb_clickhouse(r->srv->o.db);
+	const char *db = ch ? pd_clickhouse_database(ch) : NULL;
+	const char *cluster = ch ? pd_clickhouse_cluster(ch) : NULL;
+	jput(w, ",\"clickhouse\":{\"database\":");
+	jstr(w, db ? db : "");
+	jput(w, ",\"cluster\":");
+	jstr(w, cluster ? cluster : "");
+	jput(w, ",\"sentProfiles\":");
+	ju64(w, st->ch_sent_profiles);
+	jput(w, ",\"spoolProfiles\":");
+	ju64(w, st->ch_spool_profiles);
+	jput(w, ",\"spoolBytes\":");
+	ju64(w, st->ch_spool_bytes);
+	jput(w, ",\"spoolMaxBytes\":");
+	ju64(w, st->ch_spool_max);
+	jput(w, ",\"flushes\":");
+	ju64(w, st->ch_flushes);
+	jput(w, ",\"flushFailures\":");
+	ju64(w, st->ch_flush_failures);
+	jput(w, ",\"lastFlush\":");
+	ji64(w, st->ch_last_flush_ms);
+	jput(w, "}");
+}
+
 void api_status_tsdb(struct api_req *r, struct api_resp *w)
 {
 	struct pd_tsdb_stats st;
@@ -395,7 +437,11 @@ void api_status_tsdb(struct api_req *r, struct api_resp *w)
 		return;
 	}
 	int empty = !st.head_series || st.head_mint > st.head_maxt;
-	jput(w, "{\"headStats\":{\"numSeries\":");
+	jput(w, "{\"storage\":");
+	jstr(w, st.clickhouse ? "clickhouse" : "local");
+	if (st.clickhouse)
+		clickhouse_json(r, w, &st);
+	jput(w, ",\"headStats\":{\"numSeries\":");
 	ju64(w, st.head_series);
 	jput(w, ",\"numSamples\":");
 	ju64(w, st.head_samples);

@@ -279,8 +279,9 @@ for op in "snapshot" "clean_tombstones" "delete_series?match[]=heap"; do
 done
 checked=$((checked + 1))
 curl -sS "$B/api/v1/status/tsdb" >"$tmp/st.json"
-grep -q '"status":"success"' "$tmp/st.json" && grep -q '"blocks":\[\]' "$tmp/st.json" ||
-	failed "status/tsdb in ClickHouse mode: want success with no blocks, got $(head -c 300 "$tmp/st.json")"
+grep -q '"status":"success"' "$tmp/st.json" && grep -q '"blocks":\[\]' "$tmp/st.json" &&
+	grep -q '"storage":"clickhouse","clickhouse":{"database":"profd","cluster":""' "$tmp/st.json" ||
+	failed "status/tsdb in ClickHouse mode: want success naming ClickHouse's database, with no blocks, got $(head -c 300 "$tmp/st.json")"
 checked=$((checked + 1))
 curl -sS -G "$B/api/v1/query_range" --data-urlencode 'query={job="corpus"}' "${R[@]}" >"$tmp/after.json"
 curl -sS -G "$A/api/v1/query_range" --data-urlencode 'query={job="corpus"}' "${R[@]}" >"$tmp/want.json"

@@ -1465,6 +1465,8 @@ static void test_status(void **state)
 	jv_free(v);
 	v = get_json("/api/v1/status/tsdb", 200);
 	struct jv *d = jget(v, "data");
+	assert_string_equal(jstr_of(jget(d, "storage")), "local");
+	assert_null(jget(d, "clickhouse"));
 	struct jv *hs = jget(d, "headStats");
 	assert_true(jint(jget(hs, "numSeries")) >= 2);
 	assert_true(jint(jget(hs, "numSamples")) >= 2);

@@ -1,5 +1,6 @@
-// The status page (/status): build information, storage statistics (head, blocks,
-// cardinality), the loaded configuration and the command-line flags.
+// The status page (/status): build information, storage statistics (where profiles
+// are kept; head, blocks or ClickHouse's spool; cardinality), the loaded
+// configuration and the command-line flags.
 
 import { apiGet } from './api.js';
 import { formatBytes, formatCount, formatTime, formatDuration } from './format.js';
@@ -36,7 +37,31 @@ function cardinality(title, list) {
       <td class="bar-cell"><span class="bar" style="width:${((100 * x.value) / max).toFixed(1)}%"></span></td></tr>`).join('')}</tbody></table></div>`;
 }
 
-function renderTsdb(d) {
+// ClickHouse mode: where the profiles are, and the local WAL that spools what
+// ClickHouse has not taken yet (the head is that spool's, there are no blocks).
+function renderClickhouse(d) {
+  const h = d.headStats || {};
+  const c = d.clickhouse || {};
+  const where = `ClickHouse database <span class="mono">${escapeHtml(c.database || 'default')}</span>` +
+    (c.cluster ? ` on cluster <span class="mono">${escapeHtml(c.cluster)}</span>` : '');
+  let html = `<p class="storage-mode" data-storage="clickhouse">Profiles are kept in ${where}: every query reads ClickHouse. ` +
+    'This server keeps no blocks; its WAL holds what ClickHouse has not taken yet.</p>';
+  html += kvTable([
+    ['Storage', where],
+    ['Profiles sent to ClickHouse', String(Number(c.sentProfiles) || 0)],
+    ['Waiting in the spool', `${escapeHtml(formatCount(c.spoolProfiles || 0))} profile${c.spoolProfiles === 1 ? '' : 's'}, ` +
+      `${escapeHtml(formatBytes(c.spoolBytes || 0))} of ${escapeHtml(formatBytes(c.spoolMaxBytes || 0))}`],
+    ['Last flush', c.lastFlush ? escapeHtml(formatTime(c.lastFlush)) : '<span class="muted">none yet</span>'],
+    ['Flushes', `${escapeHtml(formatCount(c.flushes || 0))} (${escapeHtml(formatCount(c.flushFailures || 0))} failed)`],
+    ['WAL size', escapeHtml(formatBytes(d.walBytes || 0))],
+    ['WAL series', escapeHtml(formatCount(h.numSeries || 0))],
+    ['WAL time range', escapeHtml(formatSpan(h.minTime, h.maxTime))],
+  ]);
+  return html;
+}
+
+export function renderTsdb(d) {
+  if (d.storage === 'clickhouse') return renderClickhouse(d) + cardinalities(d);
   const h = d.headStats || {};
   const blocks = d.blocks || [];
   let html = kvTable([
@@ -62,11 +87,14 @@ function renderTsdb(d) {
         <td class="num">${escapeHtml(formatBytes(b.sizeBytes))}</td></tr>`).join('')}
       </tbody></table></div>`;
   }
-  html += `<div class="card-lists">
+  return html + cardinalities(d);
+}
+
+function cardinalities(d) {
+  return `<div class="card-lists">
     ${cardinality('Series by profile type', d.seriesCountByMetricName)}
     ${cardinality('Values by label name', d.labelValueCountByLabelName)}
     ${cardinality('Series by label pair', d.seriesCountByLabelValuePair)}</div>`;
-  return html;
 }
 
 // Mounts the page into main; returns {destroy}.
