@@ -33,3 +33,14 @@ pd_browser_test(browser_sandwich sandwich.test.mjs)
 pd_browser_test(browser_compare compare.test.mjs)
 pd_browser_test(browser_exports exports.test.mjs)
 pd_browser_test(browser_callgraph callgraph.test.mjs)
+
+# The UI over ClickHouse: run.sh with PD_BROWSER_CLICKHOUSE=1 also starts Debian's
+# clickhouse-server on loopback ports (tests/support/clickhouse.sh) and runs profd with
+# --storage.clickhouse.url; the steps (clickhouse.test.mjs) check scrape → ClickHouse
+# → UI. Screenshots in browser-screenshots-clickhouse/.
+find_program(PD_BROWSER_CLICKHOUSE_SERVER clickhouse-server PATHS /usr/sbin /usr/bin)
+if(PD_BROWSER_CLICKHOUSE_SERVER)
+  pd_browser_test(browser_clickhouse clickhouse.test.mjs)
+  set_tests_properties(browser_clickhouse PROPERTIES PROCESSORS 2
+    ENVIRONMENT "PD_BROWSER_CLICKHOUSE=1;PATH=/usr/sbin:$ENV{PATH}")
+endif()

@@ -15,6 +15,10 @@
 #
 # Environment: CHROMIUM (default /usr/bin/chromium), PD_BROWSER_HEADED=1 to watch,
 # PD_BROWSER_KEEP=1 to keep the temporary folder (logs, data, downloads).
+# PD_BROWSER_CLICKHOUSE=1 (set only by browser_clickhouse) also starts Debian's
+# clickhouse-server (tests/support/clickhouse.sh) and runs profd with
+# --storage.clickhouse.url pointing at it, stopped on exit; the steps get its URL
+# as PD_CLICKHOUSE_URL.
 set -euo pipefail
 
 if [ $# -ne 5 ] && [ $# -ne 6 ]; then
@@ -47,10 +51,12 @@ command -v node >/dev/null || { echo "FAIL: no node (scripts/deps.sh installs it
 limit=${PD_BROWSER_LIMIT:-560}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/profd-browser.XXXXXX")
 pids=()
+clickhouse=${PD_BROWSER_CLICKHOUSE:-0}
 cleanup() {
 	local rc=$?
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	[ "$clickhouse" = 1 ] && ch_stop
 	if [ "$rc" -ne 0 ] && [ -s "$tmp/profd.log" ]; then
 		echo "--- last lines of profd's log"
 		tail -20 "$tmp/profd.log"
@@ -98,8 +104,16 @@ $only
 EOC
 uidir=()
 [ "${PD_BROWSER_UI_DIR:-0}" = 1 ] && uidir=(--web.ui-dir="$web")
+storage=()
+CH_URL=
+if [ "$clickhouse" = 1 ]; then
+	# shellcheck source=tests/support/clickhouse.sh
+	. "$here/../support/clickhouse.sh"
+	ch_start "$tmp/ch" "$limit" || fail "clickhouse-server did not start"
+	storage=(--storage.clickhouse.url="$CH_URL")
+fi
 timeout -k 10 "$limit" "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
-	--web.listen-address=127.0.0.1:0 "${uidir[@]}" 2>"$tmp/profd.log" &
+	--web.listen-address=127.0.0.1:0 "${uidir[@]}" "${storage[@]}" 2>"$tmp/profd.log" &
 pids+=($!)
 port=
 deadline=$((SECONDS + 60))
@@ -122,6 +136,6 @@ done
 [ "$n" -ge 5 ] || fail "only $n heap scrapes after 60 s"
 sleep 0.5
 
-PD_URL=$url PD_SERVED_LOG=$tmp/served PD_TMP=$tmp PD_PROFD=$profd CHROMIUM=$chromium \
+PD_URL=$url PD_CLICKHOUSE_URL=$CH_URL PD_SERVED_LOG=$tmp/served PD_TMP=$tmp PD_PROFD=$profd CHROMIUM=$chromium \
 	PD_SCREENSHOTS=$shots \
 	timeout -k 10 "$limit" node --test-reporter=spec "$here/$steps"
