@@ -4,8 +4,11 @@
 // Expected values come from outside the UI: profd_clickhouse_sent_profiles_total,
 // ClickHouse's own profiles table, the API, the served log and go tool pprof.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
 import {
-  URL_BASE, env, T, api, metric, pprofTop, sampleTotal, servedFileAt, harness, eventually,
+  URL_BASE, env, T, TMP, PROFD, api, metric, pprofTop, topTable, pprofDotNames, sampleTotal, servedFileAt, harness, eventually,
   timeline, marks, topRows, chartState, chartPoints, timelineReady, profileReady, drag,
   luminance, background, narrowProblems,
 } from './lib.mjs';
@@ -250,6 +253,46 @@ for (const theme of ['light', 'dark']) {
   });
 }
 
-step('11-no-page-errors', [], async () => {
+step('11-download', ['04-profile'], async () => {
+  // a single profile rebuilt from ClickHouse's rows is the profile the target served
+  const page = h.page;
+  await page.goto(profileUrl);
+  await profileReady(page, false);
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#download')]);
+  const file = join(TMP, 'downloaded-' + (dl.suggestedFilename() || 'profile.pb.gz'));
+  await dl.saveAs(file);
+  assert.ok(statSync(file).size > 100, 'a non-empty download');
+  const served = await heapFileAt(heapMarks[0].t);
+  assert.equal(topTable([file]), topTable([served]), 'go tool pprof -top of the download equals the served file\'s');
+  execFileSync(PROFD, ['pprof', 'validate', file], { stdio: 'pipe' });
+});
+
+step('12-graph', ['04-profile'], async () => {
+  const page = h.page;
+  await page.goto(profileUrl);
+  await profileReady(page, false);
+  await page.click('button[data-layout="graph"]');
+  await page.waitForFunction(() => document.querySelector('#callgraph')?.dataset.state === 'ready', null, { timeout: T });
+  const shown = await page.$$eval('#callgraph g.node', (gs) => gs.map((g) => g.dataset.name).sort());
+  assert.deepEqual(shown, pprofDotNames(await heapFileAt(heapMarks[0].t)), 'the graph\'s functions are go tool pprof -dot\'s');
+  await shot('12-graph');
+});
+
+step('13-live', ['03-timeline'], async () => {
+  // live: new scrapes reach ClickHouse and then the timeline (the UI refreshes every 10 s)
+  const page = h.page;
+  await page.goto(`${URL_BASE}/?query=${encodeURIComponent(HEAP)}&range=15m`);
+  await timelineReady(page, 1, 4);
+  const before = Number((await timeline(page)).marks);
+  await page.check('#live');
+  await eventually(async () => {
+    const n = Number((await timeline(page)).marks);
+    assert.ok(n > before, `live adds marks: ${n} after ${before}`);
+  }, 60000);
+  await page.uncheck('#live');
+  await shot('13-live');
+});
+
+step('14-no-page-errors', [], async () => {
   assert.deepEqual(h.pageErrors, [], 'no uncaught errors in the pages');
 });

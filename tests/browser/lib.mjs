@@ -19,6 +19,7 @@ export const URL_BASE = env('PD_URL');
 export const SERVED_LOG = env('PD_SERVED_LOG');
 export const TMP = env('PD_TMP');
 export const SHOTS = env('PD_SCREENSHOTS');
+export const PROFD = env('PD_PROFD');
 export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 export const T = 20000; // how long a step waits for the UI
 
@@ -40,6 +41,23 @@ export function pprofTop(args) {
     const f = l.trim().split(/\s+/);
     return { flat: f[0], flatPercent: parseFloat(f[1]), cumPercent: parseFloat(f[4]), name: f.slice(5).join(' ').replace(/ \(inline\)$/, '') };
   });
+}
+
+// go tool pprof -top without the lines that depend on the file name or time
+export const topTable = (args) => pprof(['-top', ...args]).split('\n')
+  .filter((l) => !/^(File|Build ID|Time|Duration):/.test(l)).join('\n');
+
+// go tool pprof -dot with its default cuts; the functions it draws, sorted
+export function pprofDotNames(file) {
+  const dot = execFileSync('go', ['tool', 'pprof', '-symbolize=none', '-dot', file], {
+    cwd: TMP, env: { ...process.env, PPROF_TMPDIR: TMP }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const names = [];
+  for (const line of dot.split('\n')) {
+    const m = /^N\d+ \[label=".*" id="node\d+" .* tooltip="(.*) \([^()]*\)" color=/.exec(line);
+    if (m) names.push(m[1].replace(/\\"/g, '"').replace(/\\\\/g, '\\'));
+  }
+  return names.sort();
 }
 
 // The total of one sample type over a file's samples, from go tool pprof -raw.
@@ -123,7 +141,7 @@ export function harness() {
       headless: process.env.PD_BROWSER_HEADED !== '1',
       args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
     });
-    h.context = await h.browser.newContext({ viewport: { width: 1400, height: 950 }, colorScheme: 'light' });
+    h.context = await h.browser.newContext({ viewport: { width: 1400, height: 950 }, colorScheme: 'light', acceptDownloads: true });
     h.context.setDefaultTimeout(T);
     h.page = await h.context.newPage();
     h.watch(h.page);
