@@ -52,6 +52,10 @@ limit=${PD_BROWSER_LIMIT:-560}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/profd-browser.XXXXXX")
 pids=()
 clickhouse=${PD_BROWSER_CLICKHOUSE:-0}
+if [ "$clickhouse" = 1 ]; then
+	# shellcheck source=tests/support/clickhouse.sh
+	. "$here/../support/clickhouse.sh"
+fi
 cleanup() {
 	local rc=$?
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -107,8 +111,6 @@ uidir=()
 storage=()
 CH_URL=
 if [ "$clickhouse" = 1 ]; then
-	# shellcheck source=tests/support/clickhouse.sh
-	. "$here/../support/clickhouse.sh"
 	ch_start "$tmp/ch" "$limit" || fail "clickhouse-server did not start"
 	storage=(--storage.clickhouse.url="$CH_URL")
 fi
