@@ -293,8 +293,12 @@ void api_error(struct api_resp *w, unsigned status, const char *type, const char
 void api_bad_param(struct api_resp *w, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* 500 internal: logs err's message (which may hold paths) and answers only
- * `what: <error class>`. */
+ * `what: <error class>`; for a read of ClickHouse, ClickHouse's reason, with 503
+ * unavailable when it did not answer (docs/api.md). */
 void api_internal(struct api_resp *w, const char *what, int rc, const struct pd_err *err);
+/* ClickHouse's reason in err: a pointer into err->msg (borrowed) past pkg/tsdb's
+ * prefix, *len its length up to the statement; NULL when err is not ClickHouse's. */
+const char *api_ch_reason(const struct pd_err *err, int *len);
 
 /* ---- file reports (export.c) ---------------------------------------------- */
 

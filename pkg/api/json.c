@@ -195,10 +195,35 @@ void api_bad_param(struct api_resp *w, const char *name, const char *fmt, ...)
 	va_end(ap);
 }
 
+const char *api_ch_reason(const struct pd_err *err, int *len)
+{
+	if (!err || strncmp(err->msg, "clickhouse", 10) != 0)
+		return NULL;
+	const char *m = err->msg;
+	if (strncmp(m, "clickhouse: clickhouse ", 23) == 0)
+		m += 12; /* pkg/tsdb's prefix before the client's own */
+	const char *st = strstr(m, " (statement ");
+	*len = st ? (int)(st - m) : (int)strlen(m);
+	return m;
+}
+
 void api_internal(struct api_resp *w, const char *what, int rc, const struct pd_err *err)
 {
 	int code = rc < 0 ? rc : PD_EIO;
 	pd_log_error("api", what, "err=%s", err && err->msg[0] ? err->msg : pd_strerror(code));
+	/* A read of ClickHouse: the client gets ClickHouse's reason (the statement
+	 * stays in the log), and 503 when ClickHouse did not answer, as
+	 * Prometheus's "unavailable". */
+	int n;
+	const char *m = api_ch_reason(err, &n);
+	if (m && code == PD_EUNAVAIL) {
+		api_error(w, 503, "unavailable", "%s: ClickHouse did not answer: %.*s", what, n, m);
+		return;
+	}
+	if (m) {
+		api_error(w, 500, "internal", "%s: %.*s", what, n, m);
+		return;
+	}
 	api_error(w, 500, "internal", "%s: %s", what, pd_strerror(code));
 }
 

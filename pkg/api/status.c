@@ -2,8 +2,8 @@
  * /api/v1/targets (active and dropped scrape targets, plus profileType),
  * /api/v1/status/config (the rendered configuration), /api/v1/status/flags,
  * /api/v1/status/tsdb (where profiles are kept, head statistics, blocks or
- * ClickHouse's spool, and the top cardinalities of the head's series) and /api/v1/status/buildinfo.
- */
+ * ClickHouse's spool, and the top cardinalities of the head's series) and
+ * /api/v1/status/buildinfo. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,11 +284,15 @@ static int any_value(const void *ctx, const char *v)
 	return v[0] != '\0';
 }
 
-/* The head's series: seriesCountByMetricName, labelValueCountByLabelName and
- * seriesCountByLabelValuePair, as Prometheus computes them over its head. */
 /* ClickHouse mode: the time the cardinality lists look back over, 2 hours (a
  * local head's usual span). */
 #define API_CH_CARDINALITY_MS ((int64_t)2 * 3600 * 1000)
+
+/* The head's series: seriesCountByMetricName, labelValueCountByLabelName and
+ * seriesCountByLabelValuePair, as Prometheus computes them over its head. In
+ * ClickHouse mode a listing ClickHouse does not answer leaves the lists empty
+ * with a warning naming its reason, so the rest of the status (the spool) still
+ * shows while ClickHouse is down. */
 
 static void head_cardinality(struct api_req *r, struct api_resp *w, const struct pd_tsdb_stats *st,
                              size_t limit)
@@ -311,7 +315,17 @@ static void head_cardinality(struct api_req *r, struct api_resp *w, const struct
 	if (have) {
 		struct pd_tsdb_matcher m = {PD_LABELS_METRIC_NAME, any_value, NULL};
 		int rc = pd_tsdb_select(r->srv->o.db, &m, 1, mint, maxt, 0, &res, &err);
-		if (rc) {
+		if (rc && st->clickhouse) {
+			int n = 0;
+			const char *why = api_ch_reason(&err, &n);
+			if (!why) {
+				why = pd_strerror(rc);
+				n = (int)strlen(why);
+			}
+			api_warn(w, "the series lists are empty: ClickHouse did not answer: %.*s",
+			         n, why);
+			res = NULL;
+		} else if (rc) {
 			api_internal(w, "listing the head's series failed", rc, &err);
 			return;
 		}

@@ -293,6 +293,41 @@ step('13-live', ['03-timeline'], async () => {
   await shot('13-live');
 });
 
-step('14-no-page-errors', [], async () => {
+// Last, as it stops ClickHouse: queries fail naming ClickHouse, the status page still
+// shows the storage with the reason its series lists are empty, and scrapes wait in
+// the spool.
+step('14-clickhouse-down', ['02-sent'], async () => {
+  const page = h.page;
+  process.kill(Number(env('PD_CLICKHOUSE_PID')), 'SIGTERM');
+  await eventually(async () => {
+    const up = await fetch(CH_URL + 'ping').then((r) => r.ok, () => false);
+    assert.ok(!up, 'ClickHouse still answers /ping');
+  }, 60000);
+  await page.goto(`${URL_BASE}/?query=${encodeURIComponent(HEAP)}&range=15m`);
+  await page.waitForFunction(() => document.querySelector('#timeline')?.dataset.state === 'error', null, { timeout: T });
+  const text = await page.locator('#timeline').innerText();
+  assert.match(text, new RegExp(`ClickHouse did not answer: clickhouse ${CH_URL.replace(/\/$/, '').replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: `),
+    'the query\'s error names ClickHouse, its URL and why');
+  assert.doesNotMatch(text, /SELECT|statement/, 'the statement stays in the log');
+  await shot('14-down-query');
+  const waiting = () => page.locator('#status-storage').innerText()
+    .then((t) => Number(/Waiting in the spool\s+(\d+) profile/.exec(t)?.[1]));
+  await page.goto(URL_BASE + '/status');
+  await page.waitForSelector('#status-storage [data-storage="clickhouse"]');
+  const warning = await page.locator('#status-storage .storage-warning').innerText();
+  assert.match(warning, /^the series lists are empty: ClickHouse did not answer: clickhouse http:\/\/127\.0\.0\.1:\d+: /);
+  assert.doesNotMatch(warning, /statement|SELECT/, 'the statement stays in the log');
+  const before = await waiting();
+  await eventually(async () => {
+    await page.reload();
+    await page.waitForSelector('#status-storage [data-storage="clickhouse"]');
+    const n = await waiting();
+    assert.ok(n > before, `scrapes wait in the spool: ${n} profiles, ${before} before`);
+    assert.match(await page.locator('#status-storage').innerText(), /Flushes\s+\d+ \([1-9]\d* failed\)/, 'failed flushes counted');
+  }, 60000);
+  await shot('14-down-status');
+});
+
+step('15-no-page-errors', [], async () => {
   assert.deepEqual(h.pageErrors, [], 'no uncaught errors in the pages');
 });

@@ -18,7 +18,7 @@
 # PD_BROWSER_CLICKHOUSE=1 (set only by browser_clickhouse) also starts Debian's
 # clickhouse-server (tests/support/clickhouse.sh) and runs profd with
 # --storage.clickhouse.url pointing at it, stopped on exit; the steps get its URL
-# as PD_CLICKHOUSE_URL.
+# as PD_CLICKHOUSE_URL and its process as PD_CLICKHOUSE_PID (the last step stops it).
 set -euo pipefail
 
 if [ $# -ne 5 ] && [ $# -ne 6 ]; then
@@ -138,6 +138,6 @@ done
 [ "$n" -ge 5 ] || fail "only $n heap scrapes after 60 s"
 sleep 0.5
 
-PD_URL=$url PD_CLICKHOUSE_URL=$CH_URL PD_SERVED_LOG=$tmp/served PD_TMP=$tmp PD_PROFD=$profd CHROMIUM=$chromium \
+PD_URL=$url PD_CLICKHOUSE_URL=$CH_URL PD_CLICKHOUSE_PID=${CH_PID:-} PD_SERVED_LOG=$tmp/served PD_TMP=$tmp PD_PROFD=$profd CHROMIUM=$chromium \
 	PD_SCREENSHOTS=$shots \
 	timeout -k 10 "$limit" node --test-reporter=spec "$here/$steps"

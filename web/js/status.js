@@ -60,8 +60,10 @@ function renderClickhouse(d) {
   return html;
 }
 
-export function renderTsdb(d) {
-  if (d.storage === 'clickhouse') return renderClickhouse(d) + cardinalities(d);
+// warnings: the answer's (in ClickHouse mode, why the series lists are empty)
+export function renderTsdb(d, warnings = []) {
+  const warn = warnings.map((x) => `<p class="warn-text storage-warning">${escapeHtml(x)}</p>`).join('');
+  if (d.storage === 'clickhouse') return warn + renderClickhouse(d) + cardinalities(d);
   const h = d.headStats || {};
   const blocks = d.blocks || [];
   let html = kvTable([
@@ -87,7 +89,7 @@ export function renderTsdb(d) {
         <td class="num">${escapeHtml(formatBytes(b.sizeBytes))}</td></tr>`).join('')}
       </tbody></table></div>`;
   }
-  return html + cardinalities(d);
+  return warn + html + cardinalities(d);
 }
 
 function cardinalities(d) {
@@ -125,7 +127,7 @@ export function mountStatus(main) {
       .map(([k, label]) => [label, d[k] ? escapeHtml(d[k]) : '<span class="muted">—</span>'])));
   }, (e) => { if (!ignoreAbort(e)) fill('status-build', errorBox('the build information', e)); });
 
-  get('status/tsdb').then((r) => fill('status-storage', renderTsdb(r.data || {})),
+  get('status/tsdb').then((r) => fill('status-storage', renderTsdb(r.data || {}, r.warnings || [])),
     (e) => { if (!ignoreAbort(e)) fill('status-storage', errorBox('the storage statistics', e)); });
 
   get('status/config').then((r) => {

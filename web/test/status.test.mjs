@@ -41,3 +41,11 @@ test('ClickHouse mode on a cluster names it', () => {
   assert.match(html, /on cluster <span class="mono">two<\/span>/);
   assert.match(html, /Last flush<\/th><td><span class="muted">none yet/);
 });
+
+test('a warning of the answer (ClickHouse down) is shown above the storage, escaped', () => {
+  const html = renderTsdb({ storage: 'clickhouse', headStats: {}, clickhouse: { database: 'profd' } },
+    ['the series lists are empty: ClickHouse did not answer: <refused>']);
+  assert.match(html, /^<p class="warn-text storage-warning">the series lists are empty: ClickHouse did not answer: &lt;refused&gt;<\/p>/);
+  assert.match(html, /Profiles are kept in ClickHouse/);
+  assert.doesNotMatch(renderTsdb({ storage: 'clickhouse', headStats: {}, clickhouse: {} }), /storage-warning/);
+});
