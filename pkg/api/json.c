@@ -214,7 +214,7 @@ void api_internal(struct api_resp *w, const char *what, int rc, const struct pd_
 	/* A read of ClickHouse: the client gets ClickHouse's reason (the statement
 	 * stays in the log), and 503 when ClickHouse did not answer, as
 	 * Prometheus's "unavailable". */
-	int n;
+	int n = 0;
 	const char *m = api_ch_reason(err, &n);
 	if (m && code == PD_EUNAVAIL) {
 		api_error(w, 503, "unavailable", "%s: ClickHouse did not answer: %.*s", what, n, m);
