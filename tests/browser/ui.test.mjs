@@ -308,7 +308,10 @@ step('03-range-presets', ['02-lanes'], async () => {
     const tl = await timeline();
     assert.equal(tl.state, 'ready');
     const s = spread(await marks());
-    assert.ok(s > wide * 2 && s > 10, `15m spreads the marks over more than twice the pixels of 1h (${s} vs ${wide})`);
+    // a quarter of the range: four times the pixels for the same marks (more when a
+    // scrape came in between); a few seconds of scrapes may span only a few pixels
+    // at 15m, so the floor is small
+    assert.ok(s > wide * 3.5 && s > 3, `15m spreads the marks over about four times the pixels of 1h (${s} vs ${wide})`);
   });
   assert.match(page.url(), /15m/, 'the range is kept in the URL');
   await shot('03-range-15m');
