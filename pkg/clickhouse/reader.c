@@ -208,8 +208,8 @@ static int load_content(struct rd *r, const char *ids_profiles, const char *ids_
 	int rc;
 	/* strings */
 	if ((rc = query(r, &b, err,
-			"SELECT id, any(s) FROM %s.strings WHERE id IN (SELECT arrayJoin(string_ids) "
-			"FROM %s.profiles WHERE %s) GROUP BY id FORMAT RowBinary",
+			"SELECT id, any(s) FROM %s.strings WHERE id IN (SELECT arrayJoin(string_ids) AS h "
+			"FROM %s.profiles WHERE %s GROUP BY h) GROUP BY id FORMAT RowBinary",
 			db, db, ids_profiles)))
 		return rc;
 	if (grow((void **)&r->strs, &r->capstr, 1, sizeof(char *)) ||
@@ -239,8 +239,8 @@ static int load_content(struct rd *r, const char *ids_profiles, const char *ids_
 	/* functions */
 	if ((rc = query(r, &b, err,
 			"SELECT id, any(name), any(system_name), any(filename), any(start_line) FROM "
-			"%s.functions WHERE id IN (SELECT arrayJoin(function_hashes) FROM %s.profiles "
-			"WHERE %s) GROUP BY id FORMAT RowBinary",
+			"%s.functions WHERE id IN (SELECT arrayJoin(function_hashes) AS h FROM %s.profiles "
+			"WHERE %s GROUP BY h) GROUP BY id FORMAT RowBinary",
 			db, db, ids_profiles)))
 		return rc;
 	size_t cap = 0;
@@ -263,7 +263,7 @@ static int load_content(struct rd *r, const char *ids_profiles, const char *ids_
 			"SELECT id, any(memory_start), any(memory_limit), any(file_offset), "
 			"any(filename), any(build_id), any(has_functions), any(has_filenames), "
 			"any(has_line_numbers), any(has_inline_frames) FROM %s.mappings WHERE id IN "
-			"(SELECT arrayJoin(mapping_hashes) FROM %s.profiles WHERE %s) GROUP BY id "
+			"(SELECT arrayJoin(mapping_hashes) AS h FROM %s.profiles WHERE %s GROUP BY h) GROUP BY id "
 			"FORMAT RowBinary",
 			db, db, ids_profiles)))
 		return rc;
@@ -289,7 +289,7 @@ static int load_content(struct rd *r, const char *ids_profiles, const char *ids_
 	if ((rc = query(r, &b, err,
 			"SELECT id, any(mapping_id), any(address), any(is_folded), any(line_function), "
 			"any(line_line), any(line_column) FROM %s.locations WHERE id IN (SELECT "
-			"arrayJoin(location_hashes) FROM %s.profiles WHERE %s) GROUP BY id "
+			"arrayJoin(location_hashes) AS h FROM %s.profiles WHERE %s GROUP BY h) GROUP BY id "
 			"FORMAT RowBinary",
 			db, db, ids_profiles)))
 		return rc;
@@ -316,7 +316,7 @@ static int load_content(struct rd *r, const char *ids_profiles, const char *ids_
 	/* stacks */
 	if ((rc = query(r, &b, err,
 			"SELECT id, any(location_ids) FROM %s.stacks WHERE id IN (SELECT stack_id "
-			"FROM %s.samples WHERE %s) GROUP BY id FORMAT RowBinary",
+			"FROM %s.samples WHERE %s GROUP BY stack_id) GROUP BY id FORMAT RowBinary",
 			db, db, ids_stacks)))
 		return rc;
 	cap = 0;
@@ -845,13 +845,15 @@ int pd_clickhouse_merge_ranges(struct pd_clickhouse *c, const struct pd_clickhou
 	for (size_t i = 0; !rc && i < nhdr; i++)
 		if (!i || hdr[i].ts != hdr[i - 1].ts)
 			rc = pd_buf_printf(&sql, "%s%" PRId64, i ? "," : "", hdr[i].ts);
+	/* FINAL reads each (series_id, ts, ordinal) once, however many times it was
+	 * sent, and with a cluster each shard does it on its own rows (a series is on
+	 * one shard); the GROUP BY then runs in two stages, partial sums on every
+	 * shard, so only the sums travel (docs/format/clickhouse.md, "What is read") */
 	if (!rc)
 		rc = pd_buf_printf(&sql,
-				   "], ts) * 4294967296 + ordinal) AS first FROM (SELECT ts, "
-				   "ordinal, stack_id, values, label_key, label_str, label_num, "
-				   "label_unit FROM %s.samples WHERE %s LIMIT 1 BY series_id, ts, ordinal) GROUP "
-				   "BY stack_id, label_key, label_str, label_num, label_unit ORDER BY "
-				   "first FORMAT RowBinary",
+				   "], ts) * 4294967296 + ordinal) AS first FROM %s.samples FINAL "
+				   "WHERE %s GROUP BY stack_id, label_key, label_str, label_num, "
+				   "label_unit ORDER BY first FORMAT RowBinary",
 				   db, where);
 	if (!rc)
 		rc = pd_buf_append(&sql, "", 1);

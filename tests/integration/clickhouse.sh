@@ -10,6 +10,8 @@
 #     or sample once the tables are merged (OPTIMIZE TABLE ... FINAL)
 #   - a merge over a range, summed by ClickHouse, equals go tool pprof's merge of
 #     the same files (-raw header and samples, and -top of every sample type)
+#   - so does a merge of six series written twice with the parts' merges stopped
+#     (every sample row there twice when the merge reads)
 #   - retention drops the partitions of old days only
 #
 #   clickhouse.sh CLICKHOUSE_TOOL TESTDATA [CORPUS]
@@ -173,6 +175,47 @@ for set in "goapp/heap.pb.gz goapp/heap-2.pb.gz goapp/heap-3.pb.gz" \
 		<(gopprof -raw "$tmp/g1.pb.gz" 2>&1 | sed '/^Locations/,$d') >/dev/null ||
 		failed "merge {$set} of [0, 1500] is not the first profile alone"
 done
+
+# ---- a merge of several series while every row is there twice ------------------------
+# The parts' merges are stopped and the profiles written twice (two writers): the
+# merge (FROM samples FINAL) reads each row once although nothing merged them away.
+sql "SYSTEM STOP MERGES" >/dev/null
+dargs=()
+dsel=()
+dfiles=()
+hf=("$data/profiles/goapp/heap.pb.gz" "$data/profiles/goapp/heap-2.pb.gz" "$data/profiles/goapp/heap-3.pb.gz")
+for i in 0 1 2 3 4 5; do
+	dsel+=("dup{n=\"$i\"}")
+	dfiles+=("${hf[i % 3]}")
+	dargs+=("dup{n=\"$i\"}" $((200000 + i * 1000)) "${hf[i % 3]}")
+done
+ch write "$url" "${dargs[@]}" >/dev/null
+ch write "$url" "${dargs[@]}" >/dev/null
+dup_rows() { sql "SELECT count(), uniqExact(series_id, ts, ordinal) FROM profd.samples WHERE ts >= 200000 AND ts < 300000"; }
+read -r all once < <(dup_rows)
+echo "dup series: $all sample rows, $once distinct"
+checked=$((checked + 1))
+[ "$once" -gt 0 ] && [ "$all" = $((2 * once)) ] || failed "want every sample of the dup series twice, got $all rows of $once"
+ch merge-series "$url" 200000 299999 "$tmp/dm.pb.gz" "${dsel[@]}"
+gopprof -proto "${dfiles[@]}" >"$tmp/gdm.pb.gz" 2>/dev/null
+checked=$((checked + 1))
+if ! diff <(gopprof -raw "$tmp/dm.pb.gz" 2>&1 | sed '/^Locations/,$d') \
+	<(gopprof -raw "$tmp/gdm.pb.gz" 2>&1 | sed '/^Locations/,$d') >"$tmp/diff.out"; then
+	failed "merge of 6 series, rows twice: header or samples differ from go tool pprof's merge under -raw"
+	head -20 "$tmp/diff.out"
+fi
+for i in 0 1 2 3; do
+	checked=$((checked + 1))
+	if ! diff <(gopprof -top -nodecount=100000 -sample_index=$i "$tmp/dm.pb.gz" 2>&1 | sed -n '/^Showing/,$p') \
+		<(gopprof -top -nodecount=100000 -sample_index=$i "${dfiles[@]}" 2>&1 | sed -n '/^Showing/,$p') >"$tmp/diff.out"; then
+		failed "merge of 6 series, rows twice [$i]: -top differs from go tool pprof's"
+		head -20 "$tmp/diff.out"
+	fi
+done
+read -r all once < <(dup_rows)
+checked=$((checked + 1))
+[ "$all" = $((2 * once)) ] || failed "the duplicates were merged away during the test ($all rows of $once)"
+sql "SYSTEM START MERGES" >/dev/null
 # profiles of different sample types in one range are refused, naming the reason
 ch write "$url" 'mixed{}' 1000 "$data/profiles/goapp/heap.pb.gz" 'mixed{}' 2000 "$data/profiles/goapp/cpu.pb.gz" >/dev/null
 checked=$((checked + 1))

@@ -13,6 +13,9 @@
 #     each series' profiles and samples on one shard only
 #   - a merge over a range read through the Distributed tables equals go tool
 #     pprof's merge of the same files (-raw samples and -top)
+#   - so does a merge of ten series spread over both shards, written twice (once
+#     through each node) with the parts' merges stopped, so that every sample row
+#     is there twice when the merge reads
 #   - with shard B down, a write through A fails naming B (inserts are synchronous)
 #     and succeeds once B is back
 #   - retention drops the old days' partitions on both shards
@@ -205,6 +208,59 @@ for u in "$A" "$B"; do
 		fi
 	done
 done
+
+# ---- a merge of series on both shards while every row is there twice ----------------
+# The parts' merges are stopped on both nodes, and the profiles written once through
+# each node: each shard holds two copies of its rows, not yet merged away, when the
+# merge (FINAL and GROUP BY on every shard) reads them.
+sql "$A" "SYSTEM STOP MERGES" >/dev/null
+sql "$B" "SYSTEM STOP MERGES" >/dev/null
+dargs=()
+dsel=()
+dfiles=()
+hf=("$h/heap.pb.gz" "$h/heap-2.pb.gz" "$h/heap-3.pb.gz")
+for i in 0 1 2 3 4 5 6 7 8 9; do
+	dsel+=("dup{job=\"x\",n=\"$i\"}")
+	dfiles+=("${hf[i % 3]}")
+	dargs+=("dup{job=\"x\",n=\"$i\"}" $((1700000200000 + i * 1000)) "${hf[i % 3]}")
+done
+cha write "$A" "${dargs[@]}" >/dev/null
+chb write "$B" "${dargs[@]}" >/dev/null
+dup_rows() { sql "$1" "SELECT count(), uniqExact(series_id, ts, ordinal) FROM profd.samples_local WHERE ts >= 1700000200000 AND ts < 1700000300000"; }
+for u in "$A" "$B"; do
+	read -r all once < <(dup_rows "$u")
+	echo "$u: $all sample rows of the dup series, $once distinct"
+	check
+	[ "$once" -gt 0 ] && [ "$all" = $((2 * once)) ] ||
+		failed "$u: want every sample of the dup series twice on this shard, got $all rows of $once"
+done
+for u in "$A" "$B"; do
+	if [ "$u" = "$A" ]; then cha merge-series "$u" 1700000200000 1700000299999 "$tmp/dm.pb.gz" "${dsel[@]}"
+	else chb merge-series "$u" 1700000200000 1700000299999 "$tmp/dm.pb.gz" "${dsel[@]}"; fi
+	gopprof -proto "${dfiles[@]}" >"$tmp/gdm.pb.gz" 2>/dev/null
+	check
+	if ! diff <(gopprof -raw "$tmp/dm.pb.gz" 2>&1 | sed '/^Locations/,$d') \
+		<(gopprof -raw "$tmp/gdm.pb.gz" 2>&1 | sed '/^Locations/,$d') >"$tmp/diff.out"; then
+		failed "$u: merge of 10 series on both shards, rows twice: header or samples differ from go tool pprof's under -raw"
+		head -20 "$tmp/diff.out"
+	fi
+	for i in 0 1 2 3; do
+		check
+		if ! diff <(gopprof -top -nodecount=100000 -sample_index=$i "$tmp/dm.pb.gz" 2>&1 | sed -n '/^Showing/,$p') \
+			<(gopprof -top -nodecount=100000 -sample_index=$i "${dfiles[@]}" 2>&1 | sed -n '/^Showing/,$p') >"$tmp/diff.out"; then
+			failed "$u: merge of 10 series on both shards, rows twice [$i]: -top differs from go tool pprof's"
+			head -20 "$tmp/diff.out"
+		fi
+	done
+done
+# still twice: the merge read the duplicates, not rows a merge of parts had cleaned
+for u in "$A" "$B"; do
+	read -r all once < <(dup_rows "$u")
+	check
+	[ "$all" = $((2 * once)) ] || failed "$u: the duplicates were merged away during the test ($all rows of $once)"
+done
+sql "$A" "SYSTEM START MERGES" >/dev/null
+sql "$B" "SYSTEM START MERGES" >/dev/null
 
 # ---- a shard down: the insert fails instead of being queued -------------------------
 pid_b=${CH_PIDS#* }

@@ -8,6 +8,8 @@
  *        profile's own time in ms; prints profiles/s of the writes and flush)
  *   dump URL LABELS TS OUT [...]    rebuild profiles into pprof files
  *   merge URL LABELS FROM TO OUT    merge a range, summed by ClickHouse
+ *   merge-series URL FROM TO OUT LABELS...   the same range of several series in
+ *        one merge (pd_clickhouse_merge_ranges)
  *   times URL LABELS FROM TO        the timestamps of a series, one a line
  *   series URL                      every series' labels, one a line
  *   drop URL BEFORE_MS              drop the partitions of days before BEFORE_MS
@@ -151,6 +153,22 @@ int main(int argc, char **argv)
 					       strtoll(a[2], NULL, 10), &p, &err)) &&
 		    !(rc = pd_pprof_encode(p, 1, &buf, &len, &err)))
 			rc = pd_file_write(a[3], buf, len, &err);
+		free(buf);
+	} else if (!strcmp(cmd, "merge-series") && na >= 4 &&
+	           na - 3 <= PD_CLICKHOUSE_MERGE_MAX_RANGES) {
+		struct pd_clickhouse_range rg[PD_CLICKHOUSE_MERGE_MAX_RANGES];
+		uint8_t *buf = NULL;
+		size_t len = 0, nrg = 0;
+		for (int k = 3; !rc && k < na; k++) {
+			pd_labels_destroy(ls);
+			ls = NULL;
+			if (!(rc = parse_labels(a[k], &ls, &err)))
+				rg[nrg++] = (struct pd_clickhouse_range){
+				    pd_labels_hash(ls), strtoll(a[0], NULL, 10), strtoll(a[1], NULL, 10)};
+		}
+		if (!rc && !(rc = pd_clickhouse_merge_ranges(c, rg, nrg, &p, NULL, &err)) &&
+		    !(rc = pd_pprof_encode(p, 1, &buf, &len, &err)))
+			rc = pd_file_write(a[2], buf, len, &err);
 		free(buf);
 	} else if (!strcmp(cmd, "times") && na == 3) {
 		int64_t *ts = NULL;
