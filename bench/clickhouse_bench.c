@@ -8,7 +8,8 @@
  * runs it; bench/README.md reads the output.
  *
  * usage: clickhouse_bench --url URL --corpus DIR --dir DIR [--series N[,N...]]
- *            [--runs N] [--merge-n N] [--merge-type T] [--merge-runs N] [--go-runs N]
+ *            [--runs N] [--merge-n N] [--merge-series N] [--merge-type T]
+ *            [--merge-runs N] [--go-runs N]
  *            [--go GO] [--sections ingest,merge] [--server-pid PID]
  *            [--cluster NAME --cluster-url URL [--cluster-nodes URL,...]]
  *
@@ -53,7 +54,7 @@ struct opts {
 	const char *url, *corpus, *dir, *go, *sections, *cluster, *cluster_url, *cluster_nodes;
 	size_t series[8], nseries;
 	int runs, merge_runs, go_runs;
-	size_t merge_n;
+	size_t merge_n, merge_series;
 	const char *merge_type;
 	long server_pid;
 };
@@ -779,18 +780,20 @@ static int merge_emit(void *ctx, struct pd_pprof_profile *p, size_t count, int64
 	return rc;
 }
 
-/* The local store's merge, as the API runs it: pd_tsdb_merge into a merger. */
-static int local_merge(struct pd_tsdb *db, const struct series *s, int64_t t1,
+/* The local store's merge, as the API runs it: pd_tsdb_merge of each series into
+ * one merger. */
+static int local_merge(struct pd_tsdb *db, const struct series *ms, size_t nms, int64_t t1,
                        struct pd_pprof_profile **out)
 {
 	struct pd_pprof_merger *mg = NULL;
 	struct pd_err err = {0};
 	if (pd_pprof_merger_create(&mg, &err))
 		return fail("merger", &err);
-	if (pd_tsdb_merge(db, s->tl, 3, T0_MS, t1, merge_emit, mg, &err)) {
-		pd_pprof_merger_destroy(mg);
-		return fail("pd_tsdb_merge", &err);
-	}
+	for (size_t i = 0; i < nms; i++)
+		if (pd_tsdb_merge(db, ms[i].tl, 3, T0_MS, t1, merge_emit, mg, &err)) {
+			pd_pprof_merger_destroy(mg);
+			return fail("pd_tsdb_merge", &err);
+		}
 	if (pd_pprof_merger_finish(mg, out, &err))
 		return fail("merger finish", &err);
 	return 0;
@@ -814,56 +817,222 @@ static int find_pprof(const char *go, char *out, size_t size)
 	return access(out, X_OK);
 }
 
+/* Profile k of the merge: series k mod nseries, file k mod the type's files. */
+#define MERGE_TS(k) ((int64_t)(T0_MS + (int64_t)(k)*SCRAPE_MS))
+
+/* Runs q on every node of c (the one server, or each node of the cluster). */
+static int on_nodes(struct pd_clickhouse *c, const char *q)
+{
+	struct pd_err err = {0};
+	for (size_t i = 0; i < pd_clickhouse_nnodes(c); i++)
+		if (pd_clickhouse_exec_at(c, i, q, NULL, 0, NULL, &err))
+			return fail(q, &err);
+	return 0;
+}
+
 /* Writes the n profiles of the merge series into ClickHouse database db (through
- * client opts cluster when not NULL) and runs OPTIMIZE FINAL on samples and
- * profiles. */
+ * client opts cluster when not NULL) twice, by two writers, with the servers'
+ * merges of parts stopped: every row is there twice, as after a spool replay or
+ * two scrapers, and not yet merged away. OPTIMIZE (merge_optimize) later. */
 static int merge_fill_ch(const struct opts *o, const char *url, const char *cluster,
-                         const char *nodes, const char *db, const struct series *s,
+                         const char *nodes, const char *db, const struct series *ms, size_t nms,
                          struct pd_clickhouse **out)
 {
-	struct pd_clickhouse_writer *w = NULL;
 	struct pd_err err = {0};
-	if (ch_open(out, url, db, cluster, nodes, 1))
+	if (ch_open(out, url, db, cluster, nodes, 1) || on_nodes(*out, "SYSTEM STOP MERGES"))
 		return -1;
-	if (pd_clickhouse_writer_create(&w, *out, NULL, &err))
-		return fail("writer", &err);
-	for (size_t k = 0; k < o->merge_n; k++) {
-		struct pd_pprof_profile *p = NULL;
-		size_t f = k % s->ty->n;
-		if (pd_pprof_decode(&p, s->ty->gz[f], s->ty->gz_len[f], NULL, &err) ||
-		    pd_clickhouse_writer_append(w, s->ls, T0_MS + (int64_t)k * SCRAPE_MS, p,
-		                                &err)) {
+	for (int copy = 0; copy < 2; copy++) {
+		struct pd_clickhouse_writer *w = NULL;
+		if (pd_clickhouse_writer_create(&w, *out, NULL, &err))
+			return fail("writer", &err);
+		for (size_t k = 0; k < o->merge_n; k++) {
+			struct pd_pprof_profile *p = NULL;
+			const struct series *s = &ms[k % nms];
+			size_t f = k % s->ty->n;
+			if (pd_pprof_decode(&p, s->ty->gz[f], s->ty->gz_len[f], NULL, &err) ||
+			    pd_clickhouse_writer_append(w, s->ls, MERGE_TS(k), p, &err)) {
+				pd_pprof_destroy(p);
+				pd_clickhouse_writer_destroy(w);
+				return fail(s->ty->path[f], &err);
+			}
 			pd_pprof_destroy(p);
-			pd_clickhouse_writer_destroy(w);
-			return fail(s->ty->path[f], &err);
 		}
-		pd_pprof_destroy(p);
+		int rc = pd_clickhouse_writer_flush(w, &err);
+		pd_clickhouse_writer_destroy(w);
+		if (rc)
+			return fail("writer flush", &err);
 	}
-	int rc = pd_clickhouse_writer_flush(w, &err);
-	pd_clickhouse_writer_destroy(w);
-	if (rc)
-		return fail("writer flush", &err);
-	/* parts merged, as a store that has been running a while; with a cluster each
-	 * node's local tables */
-	for (size_t t = 0; !cluster && t < NTABLES; t++)
-		if (sql(*out, NULL, "OPTIMIZE TABLE %s.%s FINAL", db, tables[t]))
-			return -1;
-#ifdef PD_CLICKHOUSE_MAX_NODES
-	for (size_t i = 0; cluster && i < pd_clickhouse_nnodes(*out); i++)
-		for (size_t t = 0; t < NTABLES; t++) {
-			char q[256];
-			snprintf(q, sizeof(q), "OPTIMIZE TABLE %s.%s_local FINAL", db, tables[t]);
-			if (pd_clickhouse_exec_at(*out, i, q, NULL, 0, NULL, &err))
-				return fail(q, &err);
-		}
-#endif
 	return 0;
+}
+
+/* Parts merged, as a store that has been running a while; with a cluster each
+ * node's local tables. */
+static int merge_optimize(struct pd_clickhouse *c, const char *db, int cluster)
+{
+	if (on_nodes(c, "SYSTEM START MERGES"))
+		return -1;
+	for (size_t t = 0; t < NTABLES; t++) {
+		char q[256];
+		snprintf(q, sizeof(q), "OPTIMIZE TABLE %s.%s%s FINAL", db, tables[t],
+		         cluster ? "_local" : "");
+		if (on_nodes(c, q))
+			return -1;
+	}
+	return 0;
+}
+
+/* The statement that sums the samples of a merge, in the form the reader used
+ * before (form 0: each row once by LIMIT 1 BY in a subquery, the GROUP BY outside
+ * it, so on a cluster on the node asked) or the one it uses (form 1: FROM samples
+ * FINAL ... GROUP BY, which a Distributed table runs on every shard). */
+static int sums_sql(struct pd_buf *q, int form, const char *db, const struct series *ms, size_t nms,
+                    size_t n)
+{
+	struct pd_buf w;
+	pd_buf_init(&w, 0);
+	int rc = 0;
+	for (size_t i = 0; !rc && i < nms && i < n; i++)
+		rc = pd_buf_printf(
+		    &w, "%s(series_id = %" PRIu64 " AND ts >= %" PRId64 " AND ts <= %" PRId64 ")",
+		    i ? " OR " : "", pd_labels_hash(ms[i].ls), MERGE_TS(0), MERGE_TS(n - 1));
+	if (!rc)
+		rc = pd_buf_append(&w, "", 1);
+	if (!rc)
+		rc = pd_buf_printf(q, "SELECT stack_id, sumForEach(values), label_key, label_str, "
+		                      "label_num, label_unit, min(indexOf([");
+	for (size_t k = 0; !rc && k < n; k++)
+		rc = pd_buf_printf(q, "%s%" PRId64, k ? "," : "", MERGE_TS(k));
+	if (!rc && form == 0)
+		rc = pd_buf_printf(
+		    q,
+		    "], ts) * 4294967296 + ordinal) AS first FROM (SELECT ts, ordinal, "
+		    "stack_id, values, label_key, label_str, label_num, label_unit "
+		    "FROM %s.samples WHERE %s LIMIT 1 BY series_id, ts, ordinal) ",
+		    db, (const char *)w.data);
+	else if (!rc)
+		rc = pd_buf_printf(q,
+		                   "], ts) * 4294967296 + ordinal) AS first FROM %s.samples "
+		                   "FINAL WHERE %s ",
+		                   db, (const char *)w.data);
+	if (!rc)
+		rc = pd_buf_printf(q, "GROUP BY stack_id, label_key, label_str, label_num, "
+		                      "label_unit ORDER BY first FORMAT RowBinary");
+	if (!rc)
+		rc = pd_buf_append(q, "", 1);
+	pd_buf_fini(&w);
+	return rc;
+}
+
+/* Sample rows (all, and once each) on node i of c, for the rows-per-shard line. */
+static int shard_rows(struct pd_clickhouse *c, size_t i, const char *table, char *out, size_t size)
+{
+	struct pd_buf b;
+	struct pd_err err = {0};
+	char q[256];
+	snprintf(q, sizeof(q),
+	         "SELECT count(), uniqExact(series_id, ts, ordinal), uniqExact(series_id) FROM %s",
+	         table);
+	pd_buf_init(&b, 0);
+	int rc = pd_clickhouse_exec_at(c, i, q, NULL, 0, &b, &err);
+	if (!rc)
+		rc = pd_buf_append(&b, "", 1);
+	if (rc) {
+		pd_buf_fini(&b);
+		return fail(q, &err);
+	}
+	unsigned long long all = 0, once = 0, ns = 0;
+	sscanf((const char *)b.data, "%llu %llu %llu", &all, &once, &ns);
+	snprintf(out, size, "%llu rows (%llu once each) of %llu series", all, once, ns);
+	pd_buf_fini(&b);
+	return 0;
+}
+
+enum { F_BEFORE, F_FINAL, NFORM };
+static const char *const form_name[NFORM] = {"LIMIT 1 BY subquery, GROUP BY outside (before)",
+                                             "FINAL, GROUP BY (two stages on a cluster)"};
+
+/* Times the two forms of the sums statement on c (and cl), runs times after a
+ * warm-up, and prints them; the answers of both forms must be equal byte for
+ * byte. */
+static int merge_forms(const struct opts *o, struct pd_clickhouse *ch, struct pd_clickhouse *cl,
+                       const struct series *ms, size_t nms, const char *state)
+{
+	struct pd_clickhouse *cs[2] = {ch, cl};
+	const char *cname[2] = {"one server", "two-shard cluster"};
+	struct pd_buf q[NFORM], ans[2][NFORM];
+	double v[2][NFORM][MAX_RUNS], sc[2][NFORM][MAX_RUNS];
+	struct pd_err err = {0};
+	int rc = 0;
+	for (int f = 0; f < NFORM; f++) {
+		pd_buf_init(&q[f], 0);
+		for (int c = 0; c < 2; c++)
+			pd_buf_init(&ans[c][f], 0);
+		if (sums_sql(&q[f], f, "bench_merge", ms, nms, o->merge_n))
+			rc = -1;
+	}
+	for (int r = -1; !rc && r < o->merge_runs; r++)
+		for (int x = 0; !rc && x < 2 * NFORM; x++) {
+			int c = x / NFORM, f = (x + (r < 0 ? 0 : r)) % NFORM;
+			if (!cs[c])
+				continue;
+			ans[c][f].len = 0;
+			double a = now(), s0 = cpu_of(o->server_pid);
+			if (pd_clickhouse_exec(cs[c], (const char *)q[f].data, NULL, 0, &ans[c][f],
+			                       &err)) {
+				rc = fail(form_name[f], &err);
+				break;
+			}
+			if (r >= 0) {
+				v[c][f][r] = now() - a;
+				sc[c][f][r] = !c && s0 >= 0 ? cpu_of(o->server_pid) - s0 : -1;
+			}
+		}
+	size_t mr = (size_t)o->merge_runs;
+	if (!rc) {
+		printf("\nthe sums statement alone, %s (medians of %d runs after a warm-up)\n",
+		       state, o->merge_runs);
+		printf("%-20s %-48s %10s %10s %14s %10s\n", "", "form", "ms", "vs before",
+		       "server cpu ms", "answer B");
+	}
+	for (int c = 0; !rc && c < 2; c++)
+		for (int f = 0; cs[c] && f < NFORM; f++) {
+			char srv[32] = "-";
+			double m = median(v[c][f], mr), m0 = median(v[c][F_BEFORE], mr);
+			if (median(sc[c][f], mr) >= 0)
+				snprintf(srv, sizeof(srv), "%.1f", median(sc[c][f], mr) * 1e3);
+			printf("%-20s %-48s %10.1f %9.2fx %14s %10zu\n", cname[c], form_name[f],
+			       m * 1e3, m / m0, srv, ans[c][f].len);
+		}
+	for (int c = 0; !rc && c < 2; c++) {
+		if (!cs[c])
+			continue;
+		int same = ans[c][0].len == ans[c][1].len &&
+		           !memcmp(ans[c][0].data, ans[c][1].data, ans[c][0].len);
+		int same_ch = !c || (ans[0][1].len == ans[1][1].len &&
+		                     !memcmp(ans[0][1].data, ans[1][1].data, ans[1][1].len));
+		printf("answers, %s: %s%s\n", cname[c],
+		       same ? "both forms equal" : "the forms DIFFER",
+		       c ? (same_ch ? ", and equal to the one server's"
+		                    : ", DIFFER from the one server's")
+		         : "");
+		if (!same || !same_ch)
+			rc = -1;
+	}
+	for (int f = 0; f < NFORM; f++) {
+		pd_buf_fini(&q[f]);
+		for (int c = 0; c < 2; c++)
+			pd_buf_fini(&ans[c][f]);
+	}
+	fflush(stdout);
+	return rc;
 }
 
 static int section_merge(const struct opts *o, struct corpus *cp)
 {
 	struct ptype *ty = find_type(cp, o->merge_type);
-	struct series s = {0};
+	struct series ms[PD_CLICKHOUSE_MERGE_MAX_RANGES];
+	struct pd_clickhouse_range rg[PD_CLICKHOUSE_MERGE_MAX_RANGES];
+	size_t nms = o->merge_series < o->merge_n ? o->merge_series : o->merge_n;
 	struct pd_clickhouse *ch = NULL, *cl = NULL;
 	struct pd_tsdb *db = NULL;
 	struct pd_pprof_profile *m_ch = NULL, *m_cl = NULL, *m_local = NULL, *m_go = NULL;
@@ -885,18 +1054,36 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 		        o->go);
 		return -1;
 	}
-	if (series_init(&s, ty, "merge:8080"))
-		return -1;
-	printf("\n== merge of %zu %s profiles (the corpus' %zu %s files in turn, one series, %d s "
-	       "apart)\n",
-	       n, ty->name, ty->n, ty->name, SCRAPE_MS / 1000);
+	memset(ms, 0, sizeof(ms));
+	for (size_t i = 0; i < nms; i++) {
+		char inst[64];
+		snprintf(inst, sizeof(inst), "merge-%03zu:8080", i);
+		if (series_init(&ms[i], ty, inst))
+			goto out;
+		rg[i] = (struct pd_clickhouse_range){pd_labels_hash(ms[i].ls), T0_MS, t1};
+	}
+	printf("\n== merge of %zu %s profiles (the corpus' %zu %s files in turn, %d s apart, "
+	       "profile k in series k mod %zu)\n",
+	       n, ty->name, ty->n, ty->name, SCRAPE_MS / 1000, nms);
 	fflush(stdout);
 
 	/* the same profiles in ClickHouse, in the local store (as blocks) and as files */
-	if (merge_fill_ch(o, o->url, NULL, NULL, "bench_merge", &s, &ch))
+	if (merge_fill_ch(o, o->url, NULL, NULL, "bench_merge", ms, nms, &ch))
 		goto out;
-	if (o->cluster &&
-	    merge_fill_ch(o, o->cluster_url, o->cluster, o->cluster_nodes, "bench_merge", &s, &cl))
+	if (o->cluster && merge_fill_ch(o, o->cluster_url, o->cluster, o->cluster_nodes,
+	                                "bench_merge", ms, nms, &cl))
+		goto out;
+	for (size_t i = 0; cl && i < pd_clickhouse_nnodes(cl); i++) {
+		char line[160];
+		if (shard_rows(cl, i, "bench_merge.samples_local", line, sizeof(line)))
+			goto out;
+		printf("samples on shard %zu of the cluster: %s\n", i + 1, line);
+	}
+	if (merge_forms(o, ch, cl, ms, nms, "every row sent twice, parts not merged"))
+		goto out;
+	if (merge_optimize(ch, "bench_merge", 0) || (cl && merge_optimize(cl, "bench_merge", 1)))
+		goto out;
+	if (merge_forms(o, ch, cl, ms, nms, "after OPTIMIZE ... FINAL"))
 		goto out;
 	struct pd_tsdb_opts to;
 	pd_tsdb_opts_init(&to);
@@ -914,7 +1101,7 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 		size_t rawlen;
 		struct pd_pprof_profile *p;
 		if (!a || take(ty->gz[f], ty->gz_len[f], &raw, &rawlen, &p, &err) ||
-		    pd_tsdb_append_gzip(a, s.tl, 3, T0_MS + (int64_t)k * SCRAPE_MS, raw, rawlen, p,
+		    pd_tsdb_append_gzip(a, ms[k % nms].tl, 3, MERGE_TS(k), raw, rawlen, p,
 		                        ty->gz[f], ty->gz_len[f], &err)) {
 			pd_tsdb_rollback(a);
 			free(raw);
@@ -942,9 +1129,9 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 			if (w == M_CL && !cl)
 				continue;
 			double a = now(), c0 = cpu_self(), s0 = cpu_of(o->server_pid);
-			if (w == M_LOCAL ? local_merge(db, &s, t1, &p)
-			                 : pd_clickhouse_merge(w == M_CH ? ch : cl, s.ls, T0_MS, t1,
-			                                       &p, &err)) {
+			if (w == M_LOCAL ? local_merge(db, ms, nms, t1, &p)
+			                 : pd_clickhouse_merge_ranges(w == M_CH ? ch : cl, rg, nms,
+			                                              &p, NULL, &err)) {
 				if (w != M_LOCAL)
 					fail("pd_clickhouse_merge", &err);
 				goto out;
@@ -1006,8 +1193,8 @@ static int section_merge(const struct opts *o, struct corpus *cp)
 	printf("\n%-44s %10s %12s %14s %10s %14s\n", "", "ms", "go tool / it", "it / local",
 	       "cpu ms", "server cpu ms");
 	printf("%-44s %10.1f %11.2fx %13.2fx %10.1f %14s\n",
-	       "ClickHouse, one server (pd_clickhouse_merge)", ms_ch, ms_go / ms_ch,
-	       ms_ch / ms_local, median(cpu[M_CH], mr) * 1e3, srv);
+	       "ClickHouse, one server (merge_ranges)", ms_ch, ms_go / ms_ch, ms_ch / ms_local,
+	       median(cpu[M_CH], mr) * 1e3, srv);
 	if (cl) {
 		double ms_cl = median(v[M_CL], mr) * 1e3;
 		printf("%-44s %10.1f %11.2fx %13.2fx %10.1f %14s\n",
@@ -1061,7 +1248,8 @@ out:
 	pd_tsdb_close(db);
 	pd_clickhouse_destroy(ch);
 	pd_clickhouse_destroy(cl);
-	pd_labels_destroy(s.ls);
+	for (size_t i = 0; i < nms; i++)
+		pd_labels_destroy(ms[i].ls);
 	fflush(stdout);
 	return rc;
 }
@@ -1072,8 +1260,9 @@ static int usage(void)
 {
 	fprintf(stderr,
 	        "usage: clickhouse_bench --url URL --corpus DIR --dir DIR [--series N[,N...]]\n"
-	        "           [--runs N] [--merge-n N] [--merge-type TYPE] [--merge-runs N]\n"
-	        "           [--go-runs N] [--go GO] [--sections ingest,merge] [--server-pid PID]\n"
+	        "           [--runs N] [--merge-n N] [--merge-series N] [--merge-type TYPE]\n"
+	        "           [--merge-runs N] [--go-runs N] [--go GO] [--sections ingest,merge] "
+	        "[--server-pid PID]\n"
 	        "           [--cluster NAME --cluster-url URL [--cluster-nodes URL,...]]\n");
 	return 2;
 }
@@ -1110,6 +1299,7 @@ int main(int argc, char **argv)
 	                 .merge_runs = 7,
 	                 .go_runs = 3,
 	                 .merge_n = 1000,
+	                 .merge_series = 20,
 	                 .merge_type = "heap"};
 	o.series[0] = 7;
 	o.series[1] = 280;
@@ -1148,6 +1338,9 @@ int main(int argc, char **argv)
 			o.go_runs = (int)x;
 		else if (!strcmp(f, "--merge-n") && (x = number(f, v, 1, 1000000)) > 0)
 			o.merge_n = (size_t)x;
+		else if (!strcmp(f, "--merge-series") &&
+		         (x = number(f, v, 1, PD_CLICKHOUSE_MERGE_MAX_RANGES)) > 0)
+			o.merge_series = (size_t)x;
 		else if (!strcmp(f, "--series")) {
 			char buf[128], *save = NULL;
 			snprintf(buf, sizeof(buf), "%s", v);

@@ -6,7 +6,9 @@
 #     and the ratio line
 #   - bytes: every table of the schema after OPTIMIZE FINAL, rows of samples equal
 #     to the samples written, the local store's v2 bytes, the gzip reference
-#   - merge: every store's result has the top tables of go tool pprof's merge
+#   - merge: every store's result has the top tables of go tool pprof's merge; the
+#     two forms of the sums statement answer the same on one server and on the
+#     two-shard cluster, whose shards both hold some of the merge's series
 #   - a bad flag is refused naming the flag, and the server is gone afterwards
 #
 #   bench_clickhouse.sh REPO BUILD_DIR
@@ -56,6 +58,21 @@ grep -Eq '^ClickHouse, on disk before OPTIMIZE +[1-9][0-9.]* +[0-9.]+x +\([1-9][
 n=$(grep -c 'against go tool pprof: equal' "$out" || true)
 [ "$n" -ge 2 ] || failed "the merges' top tables are not all equal to go tool pprof's"
 ! grep -q 'DIFFER' "$out" || failed "a merge differs"
+# the two forms of the sums statement, with rows twice and after OPTIMIZE, on the
+# one server and on the two shards, each shard holding some of the series
+grep -q '^answers, one server: both forms equal$' "$out" || failed "the sums' forms on one server are not equal"
+grep -q "^answers, two-shard cluster: both forms equal, and equal to the one server's$" "$out" ||
+	failed "the sums' forms on the cluster are not equal (or not run)"
+for st in 'every row sent twice, parts not merged' 'after OPTIMIZE ... FINAL'; do
+	grep -qF "the sums statement alone, $st" "$out" || failed "no sums statement timing ($st)"
+done
+n=$(grep -Ec '^(one server|two-shard cluster) +(LIMIT 1 BY subquery|FINAL, GROUP BY).* [0-9.]+ +[0-9.]+x ' "$out" || true)
+[ "$n" = 8 ] || failed "want 8 timings of the sums' forms, got $n"
+for sh in 1 2; do
+	grep -Eq "^samples on shard $sh of the cluster: [1-9][0-9]* rows \([1-9][0-9]* once each\) of [1-9][0-9]* series$" "$out" ||
+		failed "shard $sh holds none of the merge's samples"
+done
+grep -Eq '^ClickHouse, two-shard cluster +[0-9.]+ ' "$out" || failed "the merge over the cluster was not measured"
 
 # a bad flag: refused, naming it
 if "$build/bench/clickhouse_bench" --url http://127.0.0.1:1/ --corpus "$tmp" --dir "$tmp" \
