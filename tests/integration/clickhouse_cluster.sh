@@ -222,11 +222,11 @@ hf=("$h/heap.pb.gz" "$h/heap-2.pb.gz" "$h/heap-3.pb.gz")
 for i in 0 1 2 3 4 5 6 7 8 9; do
 	dsel+=("dup{job=\"x\",n=\"$i\"}")
 	dfiles+=("${hf[i % 3]}")
-	dargs+=("dup{job=\"x\",n=\"$i\"}" $((1700000200000 + i * 1000)) "${hf[i % 3]}")
+	dargs+=("dup{job=\"x\",n=\"$i\"}" $((1700000500000 + i * 1000)) "${hf[i % 3]}")
 done
 cha write "$A" "${dargs[@]}" >/dev/null
 chb write "$B" "${dargs[@]}" >/dev/null
-dup_rows() { sql "$1" "SELECT count(), uniqExact(series_id, ts, ordinal) FROM profd.samples_local WHERE ts >= 1700000200000 AND ts < 1700000300000"; }
+dup_rows() { sql "$1" "SELECT count(), uniqExact(series_id, ts, ordinal) FROM profd.samples_local WHERE ts >= 1700000500000 AND ts < 1700000600000"; }
 for u in "$A" "$B"; do
 	read -r all once < <(dup_rows "$u")
 	echo "$u: $all sample rows of the dup series, $once distinct"
@@ -235,8 +235,8 @@ for u in "$A" "$B"; do
 		failed "$u: want every sample of the dup series twice on this shard, got $all rows of $once"
 done
 for u in "$A" "$B"; do
-	if [ "$u" = "$A" ]; then cha merge-series "$u" 1700000200000 1700000299999 "$tmp/dm.pb.gz" "${dsel[@]}"
-	else chb merge-series "$u" 1700000200000 1700000299999 "$tmp/dm.pb.gz" "${dsel[@]}"; fi
+	if [ "$u" = "$A" ]; then cha merge-series "$u" 1700000500000 1700000599999 "$tmp/dm.pb.gz" "${dsel[@]}"
+	else chb merge-series "$u" 1700000500000 1700000599999 "$tmp/dm.pb.gz" "${dsel[@]}"; fi
 	gopprof -proto "${dfiles[@]}" >"$tmp/gdm.pb.gz" 2>/dev/null
 	check
 	if ! diff <(gopprof -raw "$tmp/dm.pb.gz" 2>&1 | sed '/^Locations/,$d') \
@@ -308,7 +308,7 @@ for i in 1 7; do
 		failed "retention dropped ret{age=\"new\",i=\"$i\"}"
 done
 check
-[ "$(sql "$A" "SELECT count() FROM profd.profiles WHERE ts >= 1700000000000")" = "$nprof" ] ||
+[ "$(sql "$A" "SELECT count() FROM profd.profiles WHERE ts >= 1700000000000 AND ts < 1700000500000")" = "$nprof" ] ||
 	failed "retention dropped recent profiles"
 
 echo "clickhouse_cluster: $checked checks"
