@@ -3,9 +3,12 @@
  * writer stores, from the gzip body as a scrape gets it: inflate, decode, store),
  * bytes per profile (ClickHouse's system.parts after OPTIMIZE TABLE ... FINAL, per
  * table, against the local store's v2 blocks), and the merge of 1,000 profiles
- * (pd_clickhouse_merge against pd_tsdb_merge and go tool pprof -proto on the same
- * files, with the top tables compared). bench/clickhouse.sh starts the server and
- * runs it; bench/README.md reads the output.
+ * spread over 20 series (pd_clickhouse_merge_ranges against pd_tsdb_merge and go
+ * tool pprof -proto on the same files, with the top tables compared; before it, the
+ * statement that sums the samples in the reader's form and in the form it had
+ * before, timed and compared, with every row sent twice and after OPTIMIZE).
+ * bench/clickhouse.sh starts the server and runs it; bench/README.md reads the
+ * output.
  *
  * usage: clickhouse_bench --url URL --corpus DIR --dir DIR [--series N[,N...]]
  *            [--runs N] [--merge-n N] [--merge-series N] [--merge-type T]
