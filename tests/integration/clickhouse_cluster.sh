@@ -178,14 +178,14 @@ for t in profiles samples; do
 	sql "$A" "SELECT DISTINCT series_id FROM profd.${t}_local ORDER BY series_id" >"$tmp/sa"
 	sql "$B" "SELECT DISTINCT series_id FROM profd.${t}_local ORDER BY series_id" >"$tmp/sb"
 	check
-	[ -z "$(comm -12 "$tmp/sa" "$tmp/sb")" ] || failed "$t: a series has rows on both shards"
+	[ -z "$(LC_ALL=C comm -12 <(LC_ALL=C sort "$tmp/sa") <(LC_ALL=C sort "$tmp/sb"))" ] || failed "$t: a series has rows on both shards"
 done
 # content ids on one shard each
 for t in strings stacks; do
 	sql "$A" "SELECT DISTINCT id FROM profd.${t}_local ORDER BY id" >"$tmp/ia"
 	sql "$B" "SELECT DISTINCT id FROM profd.${t}_local ORDER BY id" >"$tmp/ib"
 	check
-	[ -z "$(comm -12 "$tmp/ia" "$tmp/ib")" ] || failed "$t: an id has rows on both shards"
+	[ -z "$(LC_ALL=C comm -12 <(LC_ALL=C sort "$tmp/ia") <(LC_ALL=C sort "$tmp/ib"))" ] || failed "$t: an id has rows on both shards"
 done
 
 # ---- merge over a range through the Distributed tables -------------------------------
