@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # clickhouse_api.sh: the API answers the same from ClickHouse as from the local
-# store. The first profiles of every type of the shared corpus, in two series per
+# store. The profiles of every type of testdata/profiles/prometheus-series, in two series per
 # type, are imported into a local store (profd tsdb import) and written to a
 # ClickHouse started here (clickhouse_tool write, the writer profd uses); two
 # profd servers without scrape configs serve them, one local, one with
@@ -24,7 +24,7 @@ set -euo pipefail
 profd=$(realpath "$1")
 tool=$(realpath "$2")
 data=$(cd "$3" && pwd)
-corpus=${4:-${PD_CORPUS:-$data/../../shared/corpus/prometheus}}
+corpus=${4:-${PD_CORPUS:-$data/profiles/prometheus-series}}
 here=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 pids=()
@@ -50,7 +50,7 @@ wait_for() {
 		sleep 0.2
 	done
 }
-[ -d "$corpus" ] || die "no corpus at $corpus (set PD_CORPUS to the shared corpus's prometheus directory)"
+[ -d "$corpus" ] || die "no corpus at $corpus (testdata/profiles/prometheus-series, or PD_CORPUS: a directory of <type>/<n>.pb.gz)"
 
 pprof_bin=$(go env GOTOOLDIR)/pprof
 [ -x "$pprof_bin" ] || pprof_bin="go tool pprof"
