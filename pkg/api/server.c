@@ -1430,8 +1430,12 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 		{MHD_OPTION_CONNECTION_MEMORY_LIMIT, 256 * 1024, NULL},
 		{MHD_OPTION_END, 0, NULL},
 	};
+	/* MHD_USE_POLL: with select(), a connection whose descriptor is 1024 or
+	 * more is refused, and a profd scraping thousands of targets holds that
+	 * many descriptors */
 	const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-	                       MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+	                       MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET |
+	                       MHD_USE_ITC;
 	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, ops,
 	                          MHD_OPTION_END);
 	if (s->mhd)
