@@ -103,6 +103,12 @@ struct pd_tsdb_appender;
 
 /* A new appender. It must end in pd_tsdb_commit or pd_tsdb_rollback, which free it. */
 struct pd_tsdb_appender *pd_tsdb_appender(struct pd_tsdb *db);
+/* Makes a's commit lazy: with wal_sync 0 it returns once its WAL record is
+ * written, without waiting for an fsync, and a background sync makes it durable
+ * within 100 ms (docs/storage.md, "Durability"). For samples no client waits
+ * for, such as scrapes: a commit that shares its write with a non-lazy one
+ * still waits for that write's fsync. */
+void pd_tsdb_appender_lazy(struct pd_tsdb_appender *a);
 /* Adds a sample to the appender: labels (sorted, validated by the caller) and
  * profile bytes are copied. Out-of-order or duplicate timestamps of a series, and
  * profiles above max_profile, are refused here with a message naming the series. */
@@ -344,6 +350,9 @@ struct pd_tsdb_stats {
 	uint64_t wal_writes;        /* group writes (one pwritev each) */
 	uint64_t wal_fsyncs;        /* fdatasync calls making groups durable (wal_sync 0) */
 	uint64_t wal_failed_writes; /* group writes or syncs that failed */
+	uint64_t wal_lazy_commits;  /* commits acknowledged once written, before a sync
+				     * (pd_tsdb_appender_lazy: scrapes) */
+	uint64_t wal_lazy_syncs;    /* background fsyncs made for them */
 	/* deletions: intervals in the blocks' tombstones and the head's now, and
 	 * since open: deletions done, blocks rewritten by clean_tombstones,
 	 * snapshots written and failed */

@@ -263,6 +263,13 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	family(w, "profd_tsdb_wal_fsyncs_total", "counter",
 	       "fsyncs that made group writes of the write log durable.");
 	sample_u(w, "profd_tsdb_wal_fsyncs_total", st.wal_fsyncs);
+	family(w, "profd_tsdb_wal_lazy_commits_total", "counter",
+	       "Commits (scrapes) acknowledged once written to the write log, before an fsync; "
+	       "a background fsync follows within 100 ms.");
+	sample_u(w, "profd_tsdb_wal_lazy_commits_total", st.wal_lazy_commits);
+	family(w, "profd_tsdb_wal_background_fsyncs_total", "counter",
+	       "fsyncs of the write log made by the background sync for lazy commits.");
+	sample_u(w, "profd_tsdb_wal_background_fsyncs_total", st.wal_lazy_syncs);
 	family(w, "profd_tsdb_wal_writes_failed_total", "counter",
 	       "Group writes or fsyncs of the write log that failed.");
 	sample_u(w, "profd_tsdb_wal_writes_failed_total", st.wal_failed_writes);

@@ -582,6 +582,9 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 		pd_err_set(&err, PD_ENOMEM, "out of memory");
 		goto store_failed;
 	}
+	/* no client waits for a scrape: its commit does not wait for the WAL's
+	 * fsync, so the scrape rate is bound by the CPU, not by the disk */
+	pd_tsdb_appender_lazy(a);
 	/* the store takes the decoded profile too, so it does not decode it again */
 	/* the WAL keeps the body as it came when it is gzip, as Go serves profiles */
 	if (pd_tsdb_append_gzip(a, t->tl, t->ntl, r->scheduled_ms, data, len, prof,

@@ -552,6 +552,7 @@ struct pd_tsdb_appender {
 	struct pd_tsdb *db;
 	struct app_sample *v;
 	size_t n, cap;
+	int lazy; /* pd_tsdb_appender_lazy */
 };
 
 struct pd_tsdb_appender *pd_tsdb_appender(struct pd_tsdb *db)
@@ -560,6 +561,11 @@ struct pd_tsdb_appender *pd_tsdb_appender(struct pd_tsdb *db)
 	if (a)
 		a->db = db;
 	return a;
+}
+
+void pd_tsdb_appender_lazy(struct pd_tsdb_appender *a)
+{
+	a->lazy = 1;
 }
 
 static void app_free(struct pd_tsdb_appender *a)
@@ -905,8 +911,8 @@ int pd_tsdb_commit(struct pd_tsdb_appender *a, struct pd_err *err)
 	ticket = calloc(a->n, sizeof(*ticket));
 	prev = calloc(a->n, sizeof(*prev));
 	entry = calloc(a->n, 1);
-	if (db->wal)
-		rec = pd_wal_rec_create();
+	if (db->wal && (rec = pd_wal_rec_create()))
+		pd_wal_rec_set_lazy(rec, a->lazy);
 	if (!ser || !ticket || !prev || !entry || (db->wal && !rec)) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		goto out;
@@ -1664,6 +1670,8 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 		st->wal_writes = ws.writes;
 		st->wal_fsyncs = ws.fsyncs;
 		st->wal_failed_writes = ws.failed_writes;
+		st->wal_lazy_commits = ws.lazy_records;
+		st->wal_lazy_syncs = ws.lazy_syncs;
 	}
 }
 

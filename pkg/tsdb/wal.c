@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "wal_int.h"
@@ -304,6 +306,46 @@ fail:
 	return rc;
 }
 
+/* The syncer (commit sync policy only): every PD_WAL_LAZY_SYNC_MS, when lazy
+ * records were written without a sync since the last one, it becomes the
+ * writer and fdatasyncs the current segment (records of earlier segments were
+ * synced when the segment was cut). Writers queue meanwhile; the next leader
+ * writes what queued up with one pwritev. A failed sync is counted as a failed
+ * write and tried again next period: the lazy records were acknowledged when
+ * written, so there is nothing to fail. */
+static void *syncer_main(void *arg)
+{
+	struct pd_wal *w = arg;
+	pthread_mutex_lock(&w->mu);
+	while (!w->stop) {
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += (long)PD_WAL_LAZY_SYNC_MS * 1000000L;
+		until.tv_sec += until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+		while (!w->stop && pthread_cond_timedwait(&w->sync_cv, &w->mu, &until) == 0)
+			;
+		if (w->stop || !w->unsynced)
+			continue;
+		pthread_mutex_unlock(&w->mu);
+		pd_wal_writer_enter(w);
+		int ok = w->seg.fd < 0 || fdatasync(w->seg.fd) == 0;
+		pthread_mutex_lock(&w->mu);
+		if (ok) {
+			w->stats.fsyncs++;
+			w->stats.lazy_syncs++;
+			w->unsynced = 0;
+		} else {
+			w->stats.failed_writes++;
+		}
+		pthread_mutex_unlock(&w->mu);
+		pd_wal_writer_leave(w);
+		pthread_mutex_lock(&w->mu);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
 int pd_wal_open(struct pd_wal **out, const char *dir, const struct pd_wal_opts *opts,
 		struct pd_err *err)
 {
@@ -323,6 +365,11 @@ int pd_wal_open(struct pd_wal **out, const char *dir, const struct pd_wal_opts *
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->sync_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	pd_wal_enc_init(&w->enc, PD_WAL_DEFAULT_MAX_RECORD);
 	pd_wal_enc_init(&w->single.enc, 0);
 	pthread_cond_init(&w->single.cv, NULL);
@@ -352,6 +399,14 @@ int pd_wal_open(struct pd_wal **out, const char *dir, const struct pd_wal_opts *
 	w->end_seg = w->seg.num;
 	w->end_off = w->seg.off;
 	pd_wal_listing_fini(&l);
+	if (o.sync == PD_WAL_SYNC_COMMIT) {
+		if ((errno = pthread_create(&w->syncer, NULL, syncer_main, w)) != 0) {
+			rc = pd_err_set(err, PD_ENOMEM, "starting the WAL's sync thread: %s",
+					strerror(errno));
+			goto fail;
+		}
+		w->syncer_started = 1;
+	}
 	*out = w;
 	return 0;
 fail:
@@ -365,7 +420,15 @@ void pd_wal_close(struct pd_wal *w)
 {
 	if (!w)
 		return;
-	pd_wal_segw_fini(&w->seg);
+	if (w->syncer_started) {
+		pthread_mutex_lock(&w->mu);
+		w->stop = 1;
+		pthread_cond_signal(&w->sync_cv);
+		pthread_mutex_unlock(&w->mu);
+		pthread_join(w->syncer, NULL);
+	}
+	pd_wal_segw_fini(&w->seg); /* syncs what lazy records left unsynced */
+	pthread_cond_destroy(&w->sync_cv);
 	pd_wal_enc_fini(&w->enc);
 	pd_wal_enc_fini(&w->single.enc);
 	pd_buf_fini(&w->single.rec);
@@ -415,7 +478,7 @@ void pd_wal_rec_reset(struct pd_wal_rec *r)
 	pd_wal_enc_reset(&r->enc);
 	buf_shrink(&r->rec);
 	buf_shrink(&r->scratch);
-	r->sealed = 0;
+	r->sealed = 0; /* lazy stays as its owner set it */
 	r->next = NULL;
 	r->done = 0;
 	r->rc = 0;
@@ -452,6 +515,11 @@ int pd_wal_rec_seal(struct pd_wal_rec *r, struct pd_err *err)
 		r->sealed = 1;
 	buf_shrink(&r->scratch);
 	return rc;
+}
+
+void pd_wal_rec_set_lazy(struct pd_wal_rec *r, int lazy)
+{
+	r->lazy = lazy != 0;
 }
 
 size_t pd_wal_rec_size(const struct pd_wal_rec *r)
@@ -512,8 +580,15 @@ static void lead(struct pd_wal *w)
 {
 	struct pd_err err = {0};
 	size_t n, total, i = 0;
-	int cut, synced = 0, rc = 0;
+	int cut, synced = 0, rc = 0, lazy = 1;
 	struct pd_wal_rec *g = take_group(w, &n, &total, &cut);
+
+	/* a group of lazy records only is written without a sync: the syncer makes
+	 * it durable within PD_WAL_LAZY_SYNC_MS. A group with any other record is
+	 * synced as the policy says, lazy ones included, and they wait for it too,
+	 * so that a failed sync (which cuts the group off) fails them all. */
+	for (struct pd_wal_rec *r = g; r && lazy; r = r->next)
+		lazy = r->lazy;
 
 	w->writing = 1;
 	pthread_mutex_unlock(&w->mu);
@@ -528,10 +603,15 @@ static void lead(struct pd_wal *w)
 	if (!rc && w->before_sync)
 		w->before_sync(w->hook_ctx, n);
 	if (!rc)
-		rc = pd_wal_segw_settle(&w->seg, total, &synced, &err);
+		rc = pd_wal_segw_settle(&w->seg, total, lazy, &synced, &err);
 	pthread_mutex_lock(&w->mu);
-	if (synced)
+	if (synced) {
 		w->stats.fsyncs++;
+		w->unsynced = 0; /* the sync covered earlier lazy writes too */
+	} else if (!rc && lazy && w->seg.sync == PD_WAL_SYNC_COMMIT) {
+		w->unsynced = 1;
+		w->stats.lazy_records += n;
+	}
 	if (rc) {
 		w->stats.failed_writes++;
 		w->stats.failed_records += n;

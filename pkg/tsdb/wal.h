@@ -77,6 +77,13 @@ int pd_wal_rec_tombstone(struct pd_wal_rec *r, uint64_t ref, int64_t mint, int64
 int pd_wal_rec_seal(struct pd_wal_rec *r, struct pd_err *err);
 /* Bytes of the sealed r as it goes to disk (header and payload). */
 size_t pd_wal_rec_size(const struct pd_wal_rec *r);
+/* lazy 1: with the commit sync policy, pd_wal_wait returns once the record is
+ * written (to the page cache), without waiting for an fdatasync, when its group
+ * holds lazy records only; a background sync makes it durable within
+ * PD_WAL_LAZY_SYNC_MS. It survives a crash of the process, not necessarily a
+ * power loss in that time. In a group with other records it waits for their
+ * sync. Set before pd_wal_enqueue. */
+void pd_wal_rec_set_lazy(struct pd_wal_rec *r, int lazy);
 /* Queues a sealed, non-empty r behind every record queued before it: records
  * reach the file in the order of pd_wal_enqueue calls. Does not wait for I/O.
  * pd_wal_wait(w, r) must follow, and r (borrowed) must live until it returns. */
@@ -95,6 +102,8 @@ struct pd_wal_stats {
 	uint64_t failed_records; /* records in them */
 	uint64_t enqueued; /* records queued since open */
 	uint64_t queued;  /* records queued now, not yet taken by a leader */
+	uint64_t lazy_records; /* records acknowledged once written, before a sync */
+	uint64_t lazy_syncs;   /* syncs the background syncer made for them */
 };
 
 void pd_wal_stats(struct pd_wal *w, struct pd_wal_stats *st);

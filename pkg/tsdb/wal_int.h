@@ -46,6 +46,8 @@ enum pd_wal_rec_type {
 #define PD_WAL_KEEP_BUF ((size_t)8 << 20) /* larger scratch buffers are freed after use */
 #define PD_WAL_MAX_LABELS 65535 /* labels of one series, for writers and readers */
 #define PD_WAL_GROUP_MAX 1024   /* records in one group write (at most IOV_MAX) */
+#define PD_WAL_LAZY_SYNC_MS 100 /* a lazy record is synced at most this long after
+				 * its write (the background sync's period) */
 
 /* ---- commit payload encoder ------------------------------------------------ */
 
@@ -129,9 +131,11 @@ int pd_wal_segw_write(struct pd_wal_segw *s, const struct pd_wal_enc *e, struct 
  * count only after pd_wal_segw_settle; a failed write is cut off again. The
  * caller cuts segments. */
 int pd_wal_segw_put(struct pd_wal_segw *s, struct iovec *iov, int n, struct pd_err *err);
-/* Syncs the total bytes pd_wal_segw_put wrote as the policy says (*synced: 1 when
- * fdatasync ran) and makes them count; a failed sync cuts them off. */
-int pd_wal_segw_settle(struct pd_wal_segw *s, size_t total, int *synced, struct pd_err *err);
+/* Syncs the total bytes pd_wal_segw_put wrote as the policy says, unless nosync
+ * (*synced: 1 when fdatasync ran) and makes them count; a failed sync cuts them
+ * off. */
+int pd_wal_segw_settle(struct pd_wal_segw *s, size_t total, int nosync, int *synced,
+		       struct pd_err *err);
 
 /* ---- records on their way (group commit) ------------------------------------ */
 
@@ -140,6 +144,7 @@ struct pd_wal_rec {
 	struct pd_buf rec;      /* the framed record, once sealed */
 	struct pd_buf scratch;  /* compression output */
 	int sealed;
+	int lazy;          /* done once written; a later sync makes it durable */
 	pthread_cond_t cv; /* its owner waits here, with the WAL's mu */
 	/* once queued, guarded by the WAL's mu: */
 	struct pd_wal_rec *next;
@@ -169,6 +174,11 @@ struct pd_wal {
 	uint32_t end_seg;         /* the end of the last record written and synced: */
 	uint64_t end_off;         /* segment and byte (pd_wal_end) */
 	struct pd_wal_stats stats;
+	int unsynced;             /* lazy records were written since the last sync */
+	int stop;                 /* pd_wal_close: the syncer is to end */
+	pthread_cond_t sync_cv;   /* the syncer waits here for its period or stop */
+	pthread_t syncer;         /* with the commit sync policy: syncs lazy records */
+	int syncer_started;
 	/* tests only: called by a leader (without mu) after its group's write and
 	 * before its sync, with the number of records in the group */
 	void (*before_sync)(void *ctx, size_t nrecords);

@@ -457,10 +457,11 @@ int pd_wal_segw_put(struct pd_wal_segw *s, struct iovec *iov, int n, struct pd_e
 	return 0;
 }
 
-int pd_wal_segw_settle(struct pd_wal_segw *s, size_t total, int *synced, struct pd_err *err)
+int pd_wal_segw_settle(struct pd_wal_segw *s, size_t total, int nosync, int *synced,
+			struct pd_err *err)
 {
 	*synced = 0;
-	if (s->sync == PD_WAL_SYNC_COMMIT) {
+	if (s->sync == PD_WAL_SYNC_COMMIT && !nosync) {
 		*synced = 1;
 		if (fdatasync(s->fd) != 0) {
 			int rc = pd_err_set(err, PD_EIO, "%s/%08u: fsync: %s", s->dir, s->num,
@@ -489,7 +490,7 @@ int pd_wal_segw_write(struct pd_wal_segw *s, const struct pd_wal_enc *e, struct 
 	iov.iov_base = s->rec.data;
 	iov.iov_len = s->rec.len;
 	if ((rc = pd_wal_segw_put(s, &iov, 1, err)) == 0)
-		rc = pd_wal_segw_settle(s, s->rec.len, &synced, err);
+		rc = pd_wal_segw_settle(s, s->rec.len, 0, &synced, err);
 done:
 	if (s->rec.cap > PD_WAL_KEEP_BUF)
 		pd_buf_fini(&s->rec);

@@ -103,6 +103,12 @@ code=$(curl -s -o "$tmp/bad.json" -w '%{http_code}' -G "$api/api/v1/query_range"
 curl -fsS "$api/metrics" >"$tmp/metrics"
 grep -q '^profd_scrapes_total{result="success"} [1-9]' "$tmp/metrics" || fail "/metrics: no successful scrapes counted"
 grep -q '^profd_scrape_duration_seconds_count [1-9]' "$tmp/metrics" || fail "/metrics: no scrape duration histogram"
+# scrapes commit lazily (no client waits for them): counted, at most one per
+# stored scrape, and synced in the background
+lazy=$(awk '/^profd_tsdb_wal_lazy_commits_total / {print $2}' "$tmp/metrics")
+scraped=$(awk '/^profd_profiles_appended_total\{source="scrape"\} / {print $2}' "$tmp/metrics")
+[ -n "$lazy" ] && [ "$lazy" -ge 1 ] && [ "$lazy" -le "${scraped:-0}" ] ||
+	fail "/metrics: lazy WAL commits ${lazy:-missing}, scraped profiles ${scraped:-missing}"
 # a profile through the API reads in go tool pprof exactly as the stored one
 ts=$(grep -o '"timestamps":\[[0-9,]*' "$tmp/qr.json" | head -1 | sed 's/.*\[//; s/,.*//')
 curl -fsS -G "$api/api/v1/query" --data-urlencode 'query=heap{job="goapp"}' \

@@ -6,7 +6,8 @@
  * process committing in a loop and checks that every acknowledged commit
  * survives, exactly once and intact, and group commit: threads committing at
  * once share writes and fsyncs, and a failed group write fails exactly the
- * commits of that group. */
+ * commits of that group; lazy commits return once written, are synced in
+ * the background and survive a crash of the process. */
 #define _GNU_SOURCE /* nftw's FTW_DEPTH */
 #include <errno.h>
 #include <fcntl.h>
@@ -1905,6 +1906,113 @@ static void test_group_commit_failure(void **state)
 	tdir_drop(&t);
 }
 
+/* ---- lazy commits ------------------------------------------------------------ */
+
+static struct pd_wal_stats wal_stats(struct pd_wal *w)
+{
+	struct pd_wal_stats st;
+	pd_wal_stats(w, &st);
+	return st;
+}
+
+/* A lazy commit returns once written, without an fsync of its own; the
+ * background sync then makes it durable; a commit that is not lazy still
+ * returns only after an fsync; without the commit sync policy nothing is lazy;
+ * and lazy commits survive a crash of the process that made them (the page
+ * cache has them), each exactly once. */
+static void test_lazy_commit(void **state)
+{
+	struct tdir t;
+	struct coll c;
+	struct pd_wal_replay_stats st;
+	struct pd_err err = {0};
+
+	tdir_make(&t);
+	coll_init(&c);
+	struct pd_wal *w = wal_open(t.wal, 64 * 1024, PD_WAL_SYNC_COMMIT);
+	struct pd_wal_rec *r = pd_wal_rec_create();
+	assert_non_null(r);
+	pd_wal_rec_set_lazy(r, 1);
+	for (uint64_t n = 1; n <= 5; n++)
+		assert_int_equal(rec_commit(w, r, n, &err), 0);
+	struct pd_wal_stats ws = wal_stats(w);
+	assert_int_equal(ws.records, 5);
+	assert_int_equal(ws.lazy_records, 5); /* written in groups that did not sync */
+	/* the background sync follows within its period (waited for with a deadline) */
+	int64_t deadline = now_ms() + GC_DEADLINE_MS;
+	while (wal_stats(w).lazy_syncs == 0 && now_ms() < deadline)
+		poll(NULL, 0, 5);
+	ws = wal_stats(w);
+	assert_true(ws.lazy_syncs >= 1);
+	assert_true(ws.fsyncs >= ws.lazy_syncs);
+	/* with nothing written since, it does not sync again */
+	uint64_t syncs = ws.lazy_syncs;
+	poll(NULL, 0, 3 * PD_WAL_LAZY_SYNC_MS);
+	assert_int_equal(wal_stats(w).lazy_syncs, syncs);
+	/* a commit that is not lazy waits for its own fsync */
+	pd_wal_rec_set_lazy(r, 0);
+	uint64_t before = wal_stats(w).fsyncs;
+	assert_int_equal(rec_commit(w, r, 6, &err), 0);
+	ws = wal_stats(w);
+	assert_true(ws.fsyncs >= before + 1);
+	assert_int_equal(ws.lazy_records, 5);
+	pd_wal_rec_destroy(r);
+	pd_wal_close(w);
+	assert_int_equal(replay(t.wal, &c, &st), 0);
+	expect_range(&c, 1, 6);
+	coll_fini(&c);
+	tdir_drop(&t);
+
+	/* without the commit sync policy there is nothing to be lazy about */
+	tdir_make(&t);
+	w = wal_open(t.wal, 64 * 1024, PD_WAL_SYNC_NONE);
+	r = pd_wal_rec_create();
+	pd_wal_rec_set_lazy(r, 1);
+	assert_int_equal(rec_commit(w, r, 1, &err), 0);
+	assert_int_equal(wal_stats(w).lazy_records, 0);
+	assert_int_equal(wal_stats(w).fsyncs, 0);
+	pd_wal_rec_destroy(r);
+	pd_wal_close(w);
+	tdir_drop(&t);
+
+	/* a child commits lazily and dies by SIGKILL right after its last commit
+	 * returned: every acknowledged record is in the replay */
+	tdir_make(&t);
+	coll_init(&c);
+	int pfd[2];
+	assert_int_equal(pipe(pfd), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		struct pd_wal_opts o = {.segment_size = 64 * 1024, .sync = PD_WAL_SYNC_COMMIT};
+		struct pd_wal *cw = NULL;
+		struct pd_wal_rec *cr = pd_wal_rec_create();
+		if (!cr || pd_wal_open(&cw, t.wal, &o, &err))
+			_exit(2);
+		pd_wal_rec_set_lazy(cr, 1);
+		for (uint64_t n = 1; n <= 40; n++)
+			if (rec_commit(cw, cr, n, &err))
+				_exit(3);
+		if (write(pfd[1], "k", 1) != 1)
+			_exit(4);
+		for (;;)
+			pause(); /* killed here, the WAL never closed */
+	}
+	close(pfd[1]);
+	char ch = 0;
+	assert_int_equal(read(pfd[0], &ch, 1), 1);
+	close(pfd[0]);
+	kill(pid, SIGKILL);
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(replay(t.wal, &c, &st), 0);
+	expect_range(&c, 1, 40);
+	coll_fini(&c);
+	tdir_drop(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1930,6 +2038,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_crash_kill, teardown),
 		cmocka_unit_test_teardown(test_group_commit, teardown),
 		cmocka_unit_test_teardown(test_group_commit_failure, teardown),
+		cmocka_unit_test_teardown(test_lazy_commit, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
