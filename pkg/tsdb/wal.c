@@ -572,6 +572,17 @@ static struct pd_wal_rec *take_group(struct pd_wal *w, size_t *n, size_t *total,
 	return first;
 }
 
+/* Makes pd_wal_end say where the written records end, once no lazy record
+ * there waits for its sync: what it reports is durable (the ClickHouse shipper
+ * sends nothing a power loss could take from the WAL). Called with mu held. */
+static void publish_end(struct pd_wal *w)
+{
+	if (w->unsynced)
+		return;
+	w->end_seg = w->seg.num;
+	w->end_off = w->seg.off;
+}
+
 /* Writes one group as the leader: entered and left with mu held, while no one
  * writes and the queue is not empty. mu is released during the I/O; the records
  * stay alive meanwhile because their owners wait for them to be done. Each
@@ -630,8 +641,7 @@ static void lead(struct pd_wal *w)
 	}
 	w->writing = 0;
 	w->size = w->base_size + w->seg.added;
-	w->end_seg = w->seg.num;
-	w->end_off = w->seg.off;
+	publish_end(w);
 }
 
 /* Called with mu held by a thread that made writing 0 and writes no more: wakes
@@ -685,8 +695,7 @@ void pd_wal_writer_leave(struct pd_wal *w)
 	pthread_mutex_lock(&w->mu);
 	w->writing = 0;
 	w->size = w->base_size + w->seg.added;
-	w->end_seg = w->seg.num;
-	w->end_off = w->seg.off;
+	publish_end(w);
 	hand_off(w);
 	pthread_mutex_unlock(&w->mu);
 }
