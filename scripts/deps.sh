@@ -21,6 +21,7 @@ PKGS=(
   libcurl4-openssl-dev libssl-dev libyaml-dev libzstd-dev libcrypt-dev openssl
   libprotobuf-c-dev protobuf-c-compiler
   libmicrohttpd-dev zlib1g-dev libre2-dev
+  libdeflate-dev # gzip bodies inflated in one call (pkg/util/gzip.c); zlib stays for the rest
   libcmocka-dev
   libc-ares-dev # dns_sd_configs: DNS lookups
   libgraphviz-dev # report=svg: call graphs laid out by Graphviz's C library (libgvc)

@@ -111,14 +111,24 @@ struct pd_inflate_opts {
 	int64_t deadline_us; /* CLOCK_MONOTONIC microseconds; 0: none. Past it PD_EIO
 				with "gave up at the deadline" */
 	const int *cancel;   /* may be NULL; once *cancel is non-zero: PD_EIO */
+	int zlib_only;       /* 1: never libdeflate's fast path, always zlib's streaming
+				inflater (benchmarks and tests compare the two) */
 };
 
-/* Decompresses buf into *out (malloc'd, caller frees) in slices of at most 1 MiB of
- * output, checking the limits after each, so that a call stops within a slice of
- * its deadline or a cancel, and its output buffer never exceeds max + 1 bytes.
- * Errors as pd_gunzip, plus PD_EIO for the deadline and the cancel. */
+/* Decompresses buf into *out (malloc'd, caller frees). Its output buffer never
+ * exceeds max + 1 bytes. A gzip body that is one member saying (in its trailer) it
+ * inflates to at most max and 16 MiB is inflated by libdeflate in one call; any
+ * other body, or one whose trailer proves wrong, by zlib in slices of at most 1 MiB
+ * of output, checking the limits after each. So a call stops within a slice, or
+ * one such whole body, of its deadline or a cancel. Results, errors and messages
+ * are the same either way. Errors as pd_gunzip, plus PD_EIO for the deadline and
+ * the cancel. */
 int pd_inflate(const uint8_t *buf, size_t len, const struct pd_inflate_opts *o, uint8_t **out,
 	       size_t *out_len, struct pd_err *err);
+
+/* How many pd_inflate calls of this process libdeflate answered (tests check that
+ * the fast path is taken). */
+uint64_t pd_inflate_fast_total(void);
 
 /* Compresses buf as a gzip stream at the given zlib level into *out (caller frees). */
 int pd_gzip(const uint8_t *buf, size_t len, int level, uint8_t **out, size_t *out_len,
