@@ -11,7 +11,9 @@
  * that getrusage(RUSAGE_SELF) in the parent counts profd's CPU only. Both
  * processes share the machine's cores.
  *
- * Sections: 1. the references (gunzip + decode; the store's append + commit);
+ * Sections: 1. the references (gunzip + decode; the gunzip alone both ways,
+ * libdeflate's fast path against zlib's streaming inflater; the store's append +
+ * commit);
  * 2. engine alone and manager + store at each interval; 3. start lateness;
  * 4. what the event loop's scan over all loops costs. Defaults: 2100 loops (700
  * targets x heap, goroutine, cpu) on 35 ports, intervals 2 s, 1 s and 0.5 s,
@@ -27,6 +29,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <arpa/inet.h>
+#include <libdeflate.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -444,7 +447,83 @@ struct ref {
 	double gz_bytes[NTYPES + 1], raw_bytes[NTYPES + 1];
 	double sys_share; /* of the CPU time of the loop */
 	double store_us, store_sys_share; /* append + commit of one gunzipped profile */
+	/* pd_inflate of the same bodies: libdeflate's fast path (a decompressor
+	 * allocated per call), zlib only (zlib_only), and libdeflate with one
+	 * decompressor kept for all bodies */
+	double fast_us[NTYPES + 1], zlib_us[NTYPES + 1], kept_us[NTYPES + 1];
+	int fast_missed; /* bodies the fast path did not answer */
 };
+
+enum inflate_way { WAY_FAST, WAY_ZLIB, WAY_KEPT };
+
+/* One body inflated one way; exits on an error. */
+static void inflate_one(const struct body *b, enum inflate_way way, int t)
+{
+	uint8_t *raw = NULL;
+	size_t rawlen = 0;
+	struct pd_err err = {0};
+	if (way == WAY_KEPT) {
+		static struct libdeflate_decompressor *d; /* the reference thread's, never freed */
+		const uint8_t *p = b->gz + b->len - 4;
+		size_t isize = (size_t)p[0] | (size_t)p[1] << 8 | (size_t)p[2] << 16 | (size_t)p[3] << 24;
+		if (!d)
+			d = libdeflate_alloc_decompressor();
+		raw = malloc(isize ? isize : 1);
+		if (!d || !raw ||
+		    libdeflate_gzip_decompress_ex(d, b->gz, b->len, raw, isize, NULL, &rawlen) !=
+			LIBDEFLATE_SUCCESS) {
+			fprintf(stderr, "scrape_bench: %s: libdeflate cannot inflate a body\n", type_dirs[t]);
+			exit(1);
+		}
+	} else {
+		struct pd_inflate_opts io = {.format = PD_INFLATE_GZIP,
+					     .max = PD_PPROF_DEFAULT_MAX_DECOMPRESSED,
+					     .zlib_only = way == WAY_ZLIB};
+		if (pd_inflate(b->gz, b->len, &io, &raw, &rawlen, &err)) {
+			fprintf(stderr, "scrape_bench: %s: %s\n", type_dirs[t], err.msg);
+			exit(1);
+		}
+	}
+	free(raw);
+}
+
+/* CPU time of inflating a type's bodies one way, 8 times over. */
+static void inflate_pass(int t, enum inflate_way way, double *cpu, size_t *n)
+{
+	double c0 = thread_cpu_s();
+	for (int k = 0; k < 8; k++)
+		for (size_t i = 0; i < corpus[t].n; i++)
+			inflate_one(&corpus[t].b[i], way, t);
+	*cpu += thread_cpu_s() - c0;
+	*n += 8 * corpus[t].n;
+}
+
+/* The three ways interleaved for seconds, so that load falls on all alike. */
+static void inflate_compare(double seconds, struct ref *r)
+{
+	double cpu[3][NTYPES] = {{0}};
+	size_t n[3][NTYPES] = {{0}};
+	uint64_t before = pd_inflate_fast_total();
+	size_t fast_calls = 0;
+	double end = mono_s() + seconds;
+	do
+		for (int t = 0; t < NTYPES; t++)
+			for (int w = 0; w < 3; w++) {
+				inflate_pass(t, (enum inflate_way)w, &cpu[w][t], &n[w][t]);
+				if (w == WAY_FAST)
+					fast_calls += 8 * corpus[t].n;
+			}
+	while (mono_s() < end);
+	r->fast_missed = pd_inflate_fast_total() - before != fast_calls;
+	for (int t = 0; t < NTYPES; t++) {
+		r->fast_us[t] = cpu[WAY_FAST][t] / (double)n[WAY_FAST][t] * 1e6;
+		r->zlib_us[t] = cpu[WAY_ZLIB][t] / (double)n[WAY_ZLIB][t] * 1e6;
+		r->kept_us[t] = cpu[WAY_KEPT][t] / (double)n[WAY_KEPT][t] * 1e6;
+		r->fast_us[NTYPES] += r->fast_us[t] / NTYPES;
+		r->zlib_us[NTYPES] += r->zlib_us[t] / NTYPES;
+		r->kept_us[NTYPES] += r->kept_us[t] / NTYPES;
+	}
+}
 
 /* CPU time of one pass over a type's bodies: gunzip only, and gunzip + decode. */
 static void ref_pass(int t, int decode, double *cpu, size_t *n)
@@ -529,6 +608,8 @@ static void *reference_main(void *arg)
 	double sys = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
 	double all = sys + tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime);
 	r->sys_share = all > 0 ? sys / all : 0;
+	if (j->pin)
+		inflate_compare(j->seconds / 2, r);
 	/* the served mix: every loop is one type, types equally many, so the mean of the
 	 * per-type means */
 	for (int t = 0; t < NTYPES; t++) {
@@ -1002,6 +1083,24 @@ static void print_reference(const struct opts *o, const struct ref *r, const str
 	       " without it glibc gives the decode arena's blocks back to the kernel after\n"
 	       " every profile and the mix costs %.1f us, %.0f%% system time)\n\n",
 	       100.0 * r->sys_share, trimmed->decode_us[NTYPES], 100.0 * trimmed->sys_share);
+	printf("   gunzip alone, the same bodies, interleaved on the same thread (CPU us per\n"
+	       "   profile): pd_inflate's fast path (libdeflate, a decompressor allocated\n"
+	       "   per call), pd_inflate with zlib_only (zlib's streaming inflater, the\n"
+	       "   fallback), their ratio, and libdeflate with one decompressor kept for\n"
+	       "   all bodies (what keeping one per thread would give).\n\n");
+	printf("%-10s %11s %11s %8s %13s\n", "type", "libdeflate", "zlib", "zlib/ld", "ld kept dec");
+	printf("-------------------------------------------------------------\n");
+	for (int t = 0; t <= NTYPES; t++) {
+		if (t == NTYPES)
+			printf("-------------------------------------------------------------\n");
+		printf("%-10s %11.1f %11.1f %7.2fx %13.1f\n", t < NTYPES ? type_dirs[t] : "mix",
+		       r->fast_us[t], r->zlib_us[t], r->zlib_us[t] / r->fast_us[t], r->kept_us[t]);
+	}
+	printf("-------------------------------------------------------------\n");
+	if (r->fast_missed)
+		printf("(warning: the fast path did not answer every body: the libdeflate column\n"
+		       " is partly zlib)\n");
+	printf("\n");
 	printf("   store: pd_tsdb_append + pd_tsdb_commit of each gunzipped profile of the mix,\n"
 	       "   one commit each (as the manager commits), %zu series with the manager's\n"
 	       "   labels, wal_sync=1: %.1f us per profile (%.0f%% system time).\n"

@@ -121,8 +121,9 @@ struct pd_inflate_opts {
  * other body, or one whose trailer proves wrong, by zlib in slices of at most 1 MiB
  * of output, checking the limits after each. So a call stops within a slice, or
  * one such whole body, of its deadline or a cancel. Results, errors and messages
- * are the same either way. Errors as pd_gunzip, plus PD_EIO for the deadline and
- * the cancel. */
+ * are zlib's either way, but for a stream using codes RFC 1951 reserves, which
+ * libdeflate reads (pkg/util/gzip.c). Errors as pd_gunzip, plus PD_EIO for the
+ * deadline and the cancel. */
 int pd_inflate(const uint8_t *buf, size_t len, const struct pd_inflate_opts *o, uint8_t **out,
 	       size_t *out_len, struct pd_err *err);
 

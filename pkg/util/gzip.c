@@ -11,7 +11,7 @@
  * Why two inflaters. A gzip body that is one whole member, whose trailer's ISIZE
  * says it inflates to at most the caller's max and FAST_MAX, is inflated by
  * libdeflate in one call into a buffer of exactly ISIZE bytes: on the corpus's Go
- * profiles that takes about half of zlib's time (bench/scrape.sh, section 1), and
+ * profiles that is 2.3-2.9 times as fast as zlib (bench/scrape.sh, section 1), and
  * every scraped profile, WAL replay and stored body read goes through here. zlib's
  * streaming inflater stays for everything the fast path cannot be sure of, and
  * answers exactly as before: ISIZE comes from the input and may lie either way, so
@@ -20,7 +20,12 @@
  * bad data of any kind, a deadline already past or a cancel already set, and
  * "deflate" bodies (no size in their trailer) all go to zlib, whose errors are
  * the ones users see. libdeflate cannot be interrupted; FAST_MAX bounds how long
- * it runs past a deadline. */
+ * it runs past a deadline. One difference remains: libdeflate (1.14) reads some
+ * streams RFC 1951 forbids where zlib refuses them (length symbols 286-287 and
+ * distances 30-31, more than 286/30 code lengths, code-length repeats running
+ * past them, the unused codeword of a one-symbol code); such a body still needs a
+ * CRC-32 and ISIZE matching libdeflate's reading, so only one made on purpose
+ * gets through, and never past max. */
 #include "profd/util.h"
 
 #include <libdeflate.h>
@@ -46,11 +51,12 @@ static int64_t mono_us(void)
 }
 
 /* The largest ISIZE the fast path takes. libdeflate inflates a whole buffer in
- * one call that checks no deadline or cancel flag; at its slowest here (about
- * 250 MB/s on a stream of short matches, bench/scrape.sh) 16 MiB takes about
- * 70 ms, so a call runs at most that long past its deadline, where zlib's
- * slices stop within about a millisecond. Bodies this large are rare: Go's
- * profiles inflate to tens or hundreds of KB. */
+ * one call that checks no deadline or cancel flag: at the rate it inflates the
+ * corpus's heap profiles (about 0.8 GB/s, bench/scrape.sh section 1) 16 MiB take
+ * about 20 ms, a few times that on data made to be slow, so a call runs at most
+ * tens of milliseconds past its deadline or a cancel, where zlib's 1 MiB slices
+ * stop within about a millisecond. Go's profiles inflate to tens or hundreds of
+ * KB. */
 #define FAST_MAX ((size_t)16 << 20)
 
 /* gzip's header flag FHCRC: a CRC-16 of the header follows it */
@@ -61,40 +67,6 @@ static uint64_t fast_total;
 uint64_t pd_inflate_fast_total(void)
 {
 	return __atomic_load_n(&fast_total, __ATOMIC_RELAXED);
-}
-
-/* The thread's libdeflate decompressor, made on first use and freed when the
- * thread exits. */
-static pthread_key_t inflater_key;
-static pthread_once_t inflater_once = PTHREAD_ONCE_INIT;
-static int inflater_ok;
-
-static void inflater_free(void *p)
-{
-	libdeflate_free_decompressor(p);
-}
-
-static void inflater_init(void)
-{
-	inflater_ok = pthread_key_create(&inflater_key, inflater_free) == 0;
-}
-
-/* The thread's decompressor (still the thread's), or NULL when none can be had. */
-static struct libdeflate_decompressor *inflater(void)
-{
-	pthread_once(&inflater_once, inflater_init);
-	if (!inflater_ok)
-		return NULL;
-	struct libdeflate_decompressor *d = pthread_getspecific(inflater_key);
-	if (d)
-		return d;
-	if (!(d = libdeflate_alloc_decompressor()))
-		return NULL;
-	if (pthread_setspecific(inflater_key, d)) {
-		libdeflate_free_decompressor(d);
-		return NULL;
-	}
-	return d;
 }
 
 /* Inflates buf with libdeflate when it is one gzip member whose ISIZE is within
@@ -111,14 +83,17 @@ static int inflate_fast(const uint8_t *buf, size_t len, size_t max, uint8_t **ou
 	size_t isize = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
 	if (isize > max || isize > FAST_MAX)
 		return 0;
-	struct libdeflate_decompressor *d = inflater();
-	if (!d)
+	/* a decompressor per call: about 12 KB, allocated and zeroed in well under a
+	 * microsecond; one kept per thread measured no faster (bench/scrape.sh) */
+	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+	uint8_t *o = d ? malloc(isize ? isize : 1) : NULL;
+	if (!o) {
+		libdeflate_free_decompressor(d);
 		return 0;
-	uint8_t *o = malloc(isize ? isize : 1);
-	if (!o)
-		return 0;
+	}
 	size_t in_used = 0, n = 0;
 	enum libdeflate_result r = libdeflate_gzip_decompress_ex(d, buf, len, o, isize, &in_used, &n);
+	libdeflate_free_decompressor(d);
 	if (r != LIBDEFLATE_SUCCESS || in_used != len || n != isize) {
 		free(o);
 		return 0;

@@ -470,8 +470,8 @@ static void *inflate_thread(void *p)
 	return NULL;
 }
 
-/* Threads each keep a decompressor, and free it when they exit (LeakSanitizer
- * would report one that is not). */
+/* Several threads inflating at once, each with its decompressors (LeakSanitizer
+ * reports one left unfreed). */
 static void test_threads(void **state)
 {
 	size_t n = 150000;
