@@ -73,8 +73,7 @@ uint64_t pd_inflate_fast_total(void)
  * max and FAST_MAX and whose output is exactly ISIZE bytes: 1 with *out (malloc'd,
  * the caller's) and *out_len set; 0 when the caller must go the zlib way, having
  * left nothing allocated. */
-static int inflate_fast(const uint8_t *buf, size_t len, size_t max, uint8_t **out,
-			size_t *out_len)
+static int inflate_fast(const uint8_t *buf, size_t len, size_t max, uint8_t **out, size_t *out_len)
 {
 	/* 10 bytes of header, at least 2 of deflate stream, 8 of trailer */
 	if (len < 20 || !pd_gzip_is(buf, len) || (buf[3] & GZIP_FHCRC))
@@ -83,8 +82,8 @@ static int inflate_fast(const uint8_t *buf, size_t len, size_t max, uint8_t **ou
 	size_t isize = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
 	if (isize > max || isize > FAST_MAX)
 		return 0;
-	/* a decompressor per call: about 12 KB, allocated and zeroed in well under a
-	 * microsecond; one kept per thread measured no faster (bench/scrape.sh) */
+	/* a decompressor (about 12 KB) per call: one kept per thread measured no
+	 * faster (bench/scrape.sh, section 1, "ld kept dec") */
 	struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
 	uint8_t *o = d ? malloc(isize ? isize : 1) : NULL;
 	if (!o) {
@@ -92,7 +91,8 @@ static int inflate_fast(const uint8_t *buf, size_t len, size_t max, uint8_t **ou
 		return 0;
 	}
 	size_t in_used = 0, n = 0;
-	enum libdeflate_result r = libdeflate_gzip_decompress_ex(d, buf, len, o, isize, &in_used, &n);
+	enum libdeflate_result r =
+	    libdeflate_gzip_decompress_ex(d, buf, len, o, isize, &in_used, &n);
 	libdeflate_free_decompressor(d);
 	if (r != LIBDEFLATE_SUCCESS || in_used != len || n != isize) {
 		free(o);

@@ -34,8 +34,11 @@ static const size_t maxes[8] = {0, 1, 100, 4096, 65536, 65537, (size_t)1 << 20, 
 
 /* zlib's messages for the codes libdeflate 1.14 reads and zlib refuses */
 static const char *const forbidden[] = {
-    "invalid literal/length code", "invalid distance code", "too many length or distance symbols",
-    "invalid bit length repeat",   "invalid code lengths set",
+    "invalid literal/length code",
+    "invalid distance code",
+    "too many length or distance symbols",
+    "invalid bit length repeat",
+    "invalid code lengths set",
 };
 
 static void put_le32(uint8_t *p, uint32_t v)
@@ -115,9 +118,12 @@ static void check(const uint8_t *buf, size_t len, size_t max)
 			abort();
 		}
 	} else if (frc != zrc || (frc && strcmp(fe.msg, ze.msg) != 0) ||
-		   (frc == 0 && (flen != zlen || (flen && memcmp(fout, zout, flen) != 0)))) {
-		fprintf(stderr, "the two ways differ: %d \"%s\" (%zu bytes, %s) against zlib's %d \"%s\" (%zu bytes)\n",
-			frc, frc ? fe.msg : "", flen, fast ? "fast" : "zlib", zrc, zrc ? ze.msg : "", zlen);
+	           (frc == 0 && (flen != zlen || (flen && memcmp(fout, zout, flen) != 0)))) {
+		fprintf(stderr,
+		        "the two ways differ: %d \"%s\" (%zu bytes, %s) against zlib's %d \"%s\" "
+		        "(%zu bytes)\n",
+		        frc, frc ? fe.msg : "", flen, fast ? "fast" : "zlib", zrc,
+		        zrc ? ze.msg : "", zlen);
 		abort();
 	}
 	free(fout);

@@ -81,7 +81,8 @@ static uint8_t *sample(size_t n)
 	uint32_t x = 12345;
 	for (size_t i = 0; i < n; i++) {
 		x = x * 1103515245u + 12345u;
-		b[i] = i % 64 < 40 ? (uint8_t)"profd_go_runtime_malloc"[i % 23] : (uint8_t)(x >> 16);
+		b[i] =
+		    i % 64 < 40 ? (uint8_t) "profd_go_runtime_malloc"[i % 23] : (uint8_t)(x >> 16);
 	}
 	return b;
 }
@@ -99,18 +100,20 @@ static int each_profile(const char *path, const struct stat *st, int type, struc
 	if (pd_file_read(path, 64u << 20, &gz, &len, &err))
 		fail_msg("%s: %s", path, err.msg);
 	size_t isize = (size_t)gz[len - 4] | (size_t)gz[len - 3] << 8 | (size_t)gz[len - 2] << 16 |
-		       (size_t)gz[len - 1] << 24;
+	               (size_t)gz[len - 1] << 24;
 	struct result r;
 	both(gz, len, 64u << 20, &r);
 	if (isize > (16u << 20)) {
 		/* edge/gzip-bomb.pb.gz: past the fast path's bound and past max */
 		if (r.rc != PD_ETOOBIG || r.fast)
-			fail_msg("%s: rc %d (%s), fast path %s", path, r.rc, r.msg, r.fast ? "taken" : "not taken");
+			fail_msg("%s: rc %d (%s), fast path %s", path, r.rc, r.msg,
+			         r.fast ? "taken" : "not taken");
 		free(gz);
 		return 0;
 	}
 	if (r.rc || !r.fast)
-		fail_msg("%s: rc %d (%s), fast path %s", path, r.rc, r.msg, r.fast ? "taken" : "not taken");
+		fail_msg("%s: rc %d (%s), fast path %s", path, r.rc, r.msg,
+		         r.fast ? "taken" : "not taken");
 	/* the output is exactly ISIZE bytes */
 	assert_int_equal(r.len, isize);
 	/* one byte less than the size: the limit's error either way */
@@ -323,7 +326,8 @@ static void test_deadline_and_cancel(void **state)
 	struct pd_err err = {0};
 	assert_int_equal(pd_gzip(raw, n, 6, &gz, &gzlen, &err), 0);
 	int cancel = 1;
-	struct pd_inflate_opts past = {.format = PD_INFLATE_GZIP, .max = n, .deadline_us = now_us() - 1};
+	struct pd_inflate_opts past = {
+	    .format = PD_INFLATE_GZIP, .max = n, .deadline_us = now_us() - 1};
 	struct pd_inflate_opts cancelled = {.format = PD_INFLATE_GZIP, .max = n, .cancel = &cancel};
 	uint64_t before = pd_inflate_fast_total();
 	assert_int_equal(pd_inflate(gz, gzlen, &past, &out, &len, &err), PD_EIO);
@@ -412,12 +416,12 @@ static void put_code(struct bits *s, uint32_t code, int n)
 static void test_reserved_symbol(void **state)
 {
 	struct bits s = {{0}, 0};
-	put_bits(&s, 1, 1);         /* BFINAL */
-	put_bits(&s, 1, 2);         /* BTYPE 01: fixed codes */
+	put_bits(&s, 1, 1);          /* BFINAL */
+	put_bits(&s, 1, 2);          /* BTYPE 01: fixed codes */
 	put_code(&s, 0x30 + 'a', 8); /* literal 'a' */
-	put_code(&s, 0xc0 + 6, 8);  /* length symbol 286 */
-	put_code(&s, 0, 5);         /* distance code 0: 1 */
-	put_code(&s, 0, 7);         /* end of block */
+	put_code(&s, 0xc0 + 6, 8);   /* length symbol 286 */
+	put_code(&s, 0, 5);          /* distance code 0: 1 */
+	put_code(&s, 0, 7);          /* end of block */
 	size_t dlen = (s.nbits + 7) / 8;
 	uint8_t gz[128] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};
 	memcpy(gz + 10, s.b, dlen);
