@@ -82,7 +82,7 @@ int pd_chunkenc_ts_totals(const uint8_t *p, size_t len, const uint8_t **sec, siz
  * the sets of types profiles have are written once a chunk; sums and durations
  * as differences from the previous profile's. Readers of timestamps ignore it;
  * a chunk written before it existed has none. Layout: docs/format/chunks.md. */
-#define PD_CHUNKENC_TOTALS_VERSION 1
+#define PD_CHUNKENC_TOTALS_VERSION 2 /* written; 1 is read too */
 
 /* An appendable totals section: one record per sample, in the order of the
  * timestamp chunk's samples. Heap object. */
@@ -143,6 +143,9 @@ struct pd_chunkenc_totals_iter {
 	size_t nset_types, set_types_cap;
 	size_t *set_off, *set_len;
 	size_t nsets, sets_cap, sets_len_cap;
+	int version;     /* of the section: 1 or 2 */
+	uint64_t rep;    /* version 2: records of the current repeat still to come */
+	size_t last_set; /* the set of the last profile record, SIZE_MAX for none */
 };
 
 /* Starts reading a section of count records (the timestamp chunk's count).

@@ -362,12 +362,111 @@ static void test_section_roundtrip(void **state)
 	assert_int_equal(pd_chunkenc_totals_iter_err(&it), PD_ECORRUPT);
 	pd_chunkenc_totals_iter_fini(&it);
 	/* no section, or a version this reader does not know: answered as absent */
-	static const uint8_t v2[] = {2, 0};
+	static const uint8_t v3[] = {3, 0};
 	assert_int_equal(pd_chunkenc_totals_iter_init(&it, b, 0, 5), PD_ENOTFOUND);
 	pd_chunkenc_totals_iter_fini(&it);
-	assert_int_equal(pd_chunkenc_totals_iter_init(&it, v2, 2, 1), PD_ENOTFOUND);
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, v3, 2, 1), PD_ENOTFOUND);
 	pd_chunkenc_totals_iter_fini(&it);
 	pd_chunkenc_totals_destroy(c);
+}
+
+/* Version 2's repeats: a profile equal to the last profile record (set,
+ * duration, totals) costs a repeat, and a run of them one record; an opaque
+ * record ends a run but not what a repeat refers to. Version 1 sections, where
+ * tag 2 is set 0, read as before; damaged repeats are refused. */
+static void test_section_repeats(void **state)
+{
+	(void)state;
+	struct pd_err err = {0};
+	struct pd_chunkenc_totals *c = pd_chunkenc_totals_create();
+	assert_non_null(c);
+	const char *t[] = {"contentions", "delay"}, *u[] = {"count", "nanoseconds"};
+	int64_t zero[] = {0, 0}, some[] = {3, 900};
+	/* expected per record: 0 opaque, 1 zero, 2 some */
+	int want[200];
+	size_t n = 0;
+	for (int i = 0; i < 100; i++, n++) {
+		assert_int_equal(pd_chunkenc_totals_append(c, 2, t, u, zero, 0, &err), 0);
+		want[n] = 1;
+	}
+	size_t len100;
+	pd_chunkenc_totals_bytes(c, &len100);
+	/* version (1), the first record (43: a set of two new types, with their
+	 * names) and one repeat of 99 (2); each record on its own would take 4 */
+	assert_int_equal(len100, 46);
+	assert_int_equal(pd_chunkenc_totals_append_opaque(c, &err), 0);
+	want[n++] = 0;
+	for (int i = 0; i < 5; i++, n++) {
+		assert_int_equal(pd_chunkenc_totals_append(c, 2, t, u, zero, 0, &err), 0);
+		want[n] = 1;
+	}
+	for (int i = 0; i < 3; i++, n++) {
+		assert_int_equal(pd_chunkenc_totals_append(c, 2, t, u, some, 0, &err), 0);
+		want[n] = 2;
+	}
+	/* a different duration is not a repeat */
+	assert_int_equal(pd_chunkenc_totals_append(c, 2, t, u, some, 7, &err), 0);
+	want[n++] = 3;
+	size_t len;
+	const uint8_t *b = pd_chunkenc_totals_bytes(c, &len);
+	assert_int_equal(b[0], 2);
+	struct pd_chunkenc_totals_iter it;
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, b, len, (uint32_t)n), 0);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(pd_chunkenc_totals_iter_next(&it), 1);
+		if (want[i] == 0) {
+			assert_int_equal(it.profile, 0);
+			continue;
+		}
+		assert_int_equal(it.profile, 1);
+		assert_int_equal(it.n, 2);
+		assert_int_equal(it.duration, want[i] == 3 ? 7 : 0);
+		assert_int_equal(it.vals[0], want[i] == 1 ? 0 : 3);
+		assert_int_equal(it.vals[1], want[i] == 1 ? 0 : 900);
+	}
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_err(&it), 0);
+	pd_chunkenc_totals_iter_fini(&it);
+	/* a count that a repeat overshoots, every cut */
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, b, len, 50), 0);
+	while (pd_chunkenc_totals_iter_next(&it))
+		;
+	assert_int_equal(pd_chunkenc_totals_iter_err(&it), PD_ECORRUPT);
+	pd_chunkenc_totals_iter_fini(&it);
+	for (size_t cut = 1; cut < len; cut++) {
+		assert_int_equal(pd_chunkenc_totals_iter_init(&it, b, cut, (uint32_t)n), 0);
+		while (pd_chunkenc_totals_iter_next(&it))
+			;
+		assert_int_equal(pd_chunkenc_totals_iter_err(&it), PD_ECORRUPT);
+		pd_chunkenc_totals_iter_fini(&it);
+	}
+	pd_chunkenc_totals_destroy(c);
+
+	/* version 1: tag 2 is set 0 (here a profile with total 5, then +1) */
+	static const uint8_t v1[] = {1, 1, 1, 0, 1, 'a', 1, 'b', 0, 10, 2, 0, 2};
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, v1, sizeof(v1), 2), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 1);
+	assert_int_equal(it.vals[0], 5);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 1);
+	assert_int_equal(it.profile, 1);
+	assert_int_equal(it.vals[0], 6);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_err(&it), 0);
+	pd_chunkenc_totals_iter_fini(&it);
+	/* damaged repeats: before any profile, of zero records, after an opaque only */
+	static const uint8_t first[] = {2, 2, 1};
+	static const uint8_t zero_n[] = {2, 1, 0, 0, 2, 0};
+	static const uint8_t opaque_only[] = {2, 0, 2, 1};
+	const uint8_t *bad[] = {first, zero_n, opaque_only};
+	size_t blen[] = {sizeof(first), sizeof(zero_n), sizeof(opaque_only)};
+	uint32_t bcount[] = {1, 2, 2};
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(pd_chunkenc_totals_iter_init(&it, bad[i], blen[i], bcount[i]), 0);
+		while (pd_chunkenc_totals_iter_next(&it))
+			;
+		assert_int_equal(pd_chunkenc_totals_iter_err(&it), PD_ECORRUPT);
+		pd_chunkenc_totals_iter_fini(&it);
+	}
 }
 
 /* Timestamps read the same with a section after them, and the section is found. */
@@ -885,6 +984,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_section_roundtrip),
+	    cmocka_unit_test(test_section_repeats),
 	    cmocka_unit_test(test_section_after_timestamps),
 	    cmocka_unit_test(test_head_blocks_compaction),
 	    cmocka_unit_test(test_wal_replay),

@@ -11,7 +11,12 @@
  *   record:  tag <uvar>        0 not a profile (nothing follows)
  *                              1 a new set of sample types follows, then the
  *                                profile's fields (the set gets the next index)
- *                              s >= 2: the profile has set s - 2
+ *                              2 (version 2) a repeat: n <uvar> >= 1, then
+ *                                nothing: this record and the n - 1 after it
+ *                                are profiles equal to the last profile record
+ *                                before them (its set, duration and totals)
+ *                              s >= 3 (version 2; s >= 2 in version 1): the
+ *                                profile has set s - 3 (s - 2)
  *            new set:          n <uvar>, then n times: k <uvar>: 0 = a new type
  *                              follows (type and unit, each len <uvar> + bytes),
  *                              k >= 1 = type k - 1
@@ -96,6 +101,9 @@ struct pd_chunkenc_totals {
 	size_t nsets, sets_cap, sets_len_cap;
 	size_t last_set; /* index of the set used last, SIZE_MAX for none */
 	int64_t prev_duration;
+	int have_profile; /* a profile record was appended */
+	size_t run_pos;   /* where the repeat run the section ends with starts, or SIZE_MAX */
+	uint64_t run_n;   /* its length */
 	uint32_t *scratch; /* the type indices of the profile being appended */
 	size_t scratch_cap;
 };
@@ -107,6 +115,7 @@ struct pd_chunkenc_totals *pd_chunkenc_totals_create(void)
 		return NULL;
 	pd_buf_init(&c->b, 0);
 	c->last_set = SIZE_MAX;
+	c->run_pos = SIZE_MAX;
 	if (pd_buf_append(&c->b, &(uint8_t){PD_CHUNKENC_TOTALS_VERSION}, 1)) {
 		pd_buf_fini(&c->b);
 		free(c);
@@ -200,8 +209,31 @@ int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char
 			if (set_equals(c, s, c->scratch, n))
 				set = s;
 	}
+	/* the same as the last profile record (an idle program's block, mutex and
+	 * threadcreate profiles, scrape after scrape): a repeat, or one more of the
+	 * repeat the section ends with */
+	int same = c->have_profile && set != SIZE_MAX && set == c->last_set &&
+		   duration == c->prev_duration;
+	for (size_t i = 0; i < n && same; i++)
+		same = sums[i] == c->types[c->set_types[c->set_off[set] + i]].prev;
+	if (same) {
+		if (pd_buf_reserve(&c->b, 11))
+			goto nomem;
+		if (c->run_pos != SIZE_MAX) {
+			c->b.len = c->run_pos; /* rewritten with the new length: cannot fail now */
+			c->run_n++;
+		} else {
+			c->run_pos = c->b.len;
+			c->run_n = 1;
+		}
+		put_uvar(&c->b, 2);
+		put_uvar(&c->b, c->run_n);
+		c->count++;
+		return 0;
+	}
+	c->run_pos = SIZE_MAX;
 	if (set != SIZE_MAX) {
-		if (put_uvar(&c->b, set + 2))
+		if (put_uvar(&c->b, set + 3))
 			goto nomem;
 	} else {
 		/* a new set, with its new types */
@@ -252,6 +284,7 @@ int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char
 	}
 	c->prev_duration = duration;
 	c->last_set = set;
+	c->have_profile = 1;
 	c->count++;
 	return rc;
 nomem:
@@ -274,6 +307,7 @@ int pd_chunkenc_totals_append_opaque(struct pd_chunkenc_totals *c, struct pd_err
 		                  PD_CHUNKENC_MAX_SAMPLES);
 	if (put_uvar(&c->b, 0))
 		return pd_err_set(err, PD_ENOMEM, "out of memory appending a profile's totals");
+	c->run_pos = SIZE_MAX;
 	c->count++;
 	return 0;
 }
@@ -374,8 +408,11 @@ int pd_chunkenc_totals_iter_reuse(struct pd_chunkenc_totals_iter *it, const uint
 	it->n = 0;
 	it->type_idx = NULL;
 	it->ntypes = it->nset_types = it->nsets = 0;
-	if (len == 0 || p[0] != PD_CHUNKENC_TOTALS_VERSION)
+	it->rep = 0;
+	it->last_set = SIZE_MAX;
+	if (len == 0 || (p[0] != 1 && p[0] != 2))
 		return PD_ENOTFOUND;
+	it->version = p[0];
 	it->pos = 1;
 	return 0;
 }
@@ -435,6 +472,19 @@ static void read_set(struct pd_chunkenc_totals_iter *it)
 	it->nsets++;
 }
 
+/* The last profile record again: its set, duration and totals (prev holds them). */
+static int repeat_last(struct pd_chunkenc_totals_iter *it)
+{
+	size_t set = it->last_set;
+	it->profile = 1;
+	it->duration = it->prev_duration;
+	it->n = it->set_len[set];
+	it->type_idx = it->set_types + it->set_off[set];
+	for (size_t i = 0; i < it->n; i++)
+		it->vals[i] = it->prev[it->type_idx[i]];
+	return 1;
+}
+
 int pd_chunkenc_totals_iter_next(struct pd_chunkenc_totals_iter *it)
 {
 	if (it->err)
@@ -443,6 +493,11 @@ int pd_chunkenc_totals_iter_next(struct pd_chunkenc_totals_iter *it)
 		if (it->pos != it->len)
 			it->err = PD_ECORRUPT; /* bytes after the last record */
 		return 0;
+	}
+	if (it->rep) { /* one more of a repeat: the last profile record again */
+		it->rep--;
+		it->left--;
+		return repeat_last(it);
 	}
 	uint64_t tag = get_uvar(it);
 	if (it->err)
@@ -454,17 +509,28 @@ int pd_chunkenc_totals_iter_next(struct pd_chunkenc_totals_iter *it)
 		it->n = 0;
 		return 1;
 	}
-	size_t set;
+	size_t set = 0, first = it->version == 1 ? 2 : 3;
+	if (tag == 2 && it->version == 2) {
+		uint64_t n = get_uvar(it);
+		/* the records it stands for are among those still to come */
+		if (it->err || n == 0 || n - 1 > it->left || it->last_set == SIZE_MAX) {
+			it->err = PD_ECORRUPT;
+			return 0;
+		}
+		it->rep = n - 1;
+		return repeat_last(it);
+	}
 	if (tag == 1) {
 		read_set(it);
 		set = it->nsets - 1;
-	} else if (tag - 2 < it->nsets) {
-		set = (size_t)(tag - 2);
+	} else if (tag - first < it->nsets) {
+		set = (size_t)(tag - first);
 	} else {
 		it->err = PD_ECORRUPT;
 	}
 	if (it->err)
 		return 0;
+	it->last_set = set;
 	it->profile = 1;
 	it->prev_duration = wadd(it->prev_duration, get_svar(it));
 	it->duration = it->prev_duration;
