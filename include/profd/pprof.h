@@ -27,6 +27,10 @@ struct pd_pprof_decode_opts {
 	/* Largest memory the decoded profile may use; 0 means 16 times the decompressed
 	 * size plus 1 MiB, which no well-formed profile comes near. */
 	size_t max_memory;
+	/* 1: unpack with protobuf-c alone, skipping the hand-written decoder that is
+	 * tried first otherwise (bench/decode_bench.c compares the two); the result
+	 * is the same either way. */
+	int protobuf_c_only;
 };
 
 /* Decodes buf (gzip-compressed or raw protobuf, told apart by the gzip magic) and

@@ -1,6 +1,7 @@
 /* decode.c: bytes -> validated profile. Gzip is detected by its magic and inflated
- * under a size cap; the protobuf is unpacked by protobuf-c into an arena with a
- * memory cap; when protobuf-c refuses the bytes, a wire-format scan says why. */
+ * under a size cap; the protobuf is unpacked into an arena with a memory cap, by
+ * the hand-written decoder of pbdecode.c when it handles the bytes and by protobuf-c
+ * otherwise; when protobuf-c refuses them, a wire-format scan says why. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,9 +119,22 @@ int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t le
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		goto out;
 	}
+	pb_profile *pb = NULL;
+	if (!(opts && opts->protobuf_c_only))
+		pb = pd_pprof_pb_decode(arena, data, raw_len);
+	if (pb)
+		goto adopt;
+	if (pd_arena_used(arena)) {
+		/* what the fast decoder left before giving up does not count */
+		pd_arena_destroy(arena);
+		if (!(arena = pd_arena_create(limit))) {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			goto out;
+		}
+	}
 	ProtobufCAllocator alloc;
 	pd_pprof_arena_allocator(&alloc, arena);
-	pb_profile *pb = perftools__profiles__profile__unpack(&alloc, raw_len, data);
+	pb = perftools__profiles__profile__unpack(&alloc, raw_len, data);
 	if (!pb) {
 		int exhausted = pd_arena_exhausted(arena);
 		pd_arena_destroy(arena);
@@ -132,6 +146,7 @@ int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t le
 		goto out;
 	}
 	drop_field_zero(pb);
+adopt:
 	rc = pd_pprof_adopt(out, arena, pb, err);
 out:
 	free(raw);

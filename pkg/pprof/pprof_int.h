@@ -72,6 +72,13 @@ void pd_pprof_arena_allocator(ProtobufCAllocator *alloc, struct pd_arena *arena)
 /* Checks every pprof rule and builds the id tables. err names the first problem. */
 int pd_pprof_validate(struct pd_pprof_profile *p, struct pd_err *err);
 
+/* Decodes the raw protobuf buf (len bytes, only read) with the hand-written decoder
+ * of pbdecode.c into a message tree allocated from arena (owned by it), equal to
+ * what protobuf-c's unpack would make. Returns NULL when buf uses something that
+ * decoder leaves to protobuf-c (unknown fields, odd encodings, truncation) or when
+ * the arena's limit is hit; the arena may then hold some of its allocations. */
+pb_profile *pd_pprof_pb_decode(struct pd_arena *arena, const uint8_t *buf, size_t len);
+
 /* Explains why protobuf-c rejected buf: the first wire-format problem found, with
  * its byte offset and field. Always sets err; returns PD_ECORRUPT. */
 int pd_pprof_wire_diagnose(const uint8_t *buf, size_t len, struct pd_err *err);
