@@ -128,7 +128,7 @@ static inline int rd_scalar(const uint8_t **pp, const uint8_t *end, unsigned wt,
 static int rd_repeated(struct pbd *d, const uint8_t **pp, const uint8_t *end, unsigned wt,
 		       uint64_t **dst, size_t *count)
 {
-	uint64_t v;
+	uint64_t v = 0;
 	if (wt == WT_VARINT) {
 		if (!rd_varint(pp, end, &v))
 			return 0;
@@ -137,7 +137,7 @@ static int rd_repeated(struct pbd *d, const uint8_t **pp, const uint8_t *end, un
 		(*count)++;
 		return 1;
 	}
-	const uint8_t *q, *qend;
+	const uint8_t *q = NULL, *qend = NULL;
 	if (wt != WT_LEN || !rd_len(pp, end, &q, &qend))
 		return 0;
 	while (q < qend) {
@@ -156,7 +156,7 @@ static int rd_repeated(struct pbd *d, const uint8_t **pp, const uint8_t *end, un
 static int rd_value_type(const uint8_t *p, const uint8_t *end, pb_value_type *out)
 {
 	unsigned f, wt;
-	uint64_t v;
+	uint64_t v = 0;
 	while (p < end) {
 		if (!rd_key(&p, &f, &wt) || !rd_scalar(&p, end, wt, &v))
 			return 0;
@@ -172,7 +172,7 @@ static int rd_value_type(const uint8_t *p, const uint8_t *end, pb_value_type *ou
 static int rd_label(const uint8_t *p, const uint8_t *end, pb_label *out)
 {
 	unsigned f, wt;
-	uint64_t v;
+	uint64_t v = 0;
 	while (p < end) {
 		if (!rd_key(&p, &f, &wt) || !rd_scalar(&p, end, wt, &v))
 			return 0;
@@ -209,7 +209,7 @@ static int rd_sample(struct pbd *d, const uint8_t *p, const uint8_t *end, pb_sam
 				return 0;
 			break;
 		case 3: {
-			const uint8_t *q, *qend;
+			const uint8_t *q = NULL, *qend = NULL;
 			if (wt != WT_LEN || !rd_len(&p, end, &q, &qend))
 				return 0;
 			pb_label *l = NULL;
@@ -249,7 +249,7 @@ static int rd_sample(struct pbd *d, const uint8_t *p, const uint8_t *end, pb_sam
 static int rd_mapping(const uint8_t *p, const uint8_t *end, pb_mapping *out)
 {
 	unsigned f, wt;
-	uint64_t v;
+	uint64_t v = 0;
 	while (p < end) {
 		if (!rd_key(&p, &f, &wt) || !rd_scalar(&p, end, wt, &v))
 			return 0;
@@ -278,7 +278,7 @@ static int rd_mapping(const uint8_t *p, const uint8_t *end, pb_mapping *out)
 static int rd_line(const uint8_t *p, const uint8_t *end, pb_line *out)
 {
 	unsigned f, wt;
-	uint64_t v;
+	uint64_t v = 0;
 	while (p < end) {
 		if (!rd_key(&p, &f, &wt) || !rd_scalar(&p, end, wt, &v))
 			return 0;
@@ -295,7 +295,7 @@ static int rd_line(const uint8_t *p, const uint8_t *end, pb_line *out)
 static int rd_location(struct pbd *d, const uint8_t *p, const uint8_t *end, pb_location *out)
 {
 	unsigned f, wt;
-	uint64_t v;
+	uint64_t v = 0;
 	size_t n_line = 0;
 	if (out)
 		out->line = d->line_ptr;
@@ -303,7 +303,7 @@ static int rd_location(struct pbd *d, const uint8_t *p, const uint8_t *end, pb_l
 		if (!rd_key(&p, &f, &wt))
 			return 0;
 		if (f == 4) {
-			const uint8_t *q, *qend;
+			const uint8_t *q = NULL, *qend = NULL;
 			if (wt != WT_LEN || !rd_len(&p, end, &q, &qend))
 				return 0;
 			pb_line *l = NULL;
@@ -340,7 +340,7 @@ static int rd_location(struct pbd *d, const uint8_t *p, const uint8_t *end, pb_l
 static int rd_function(const uint8_t *p, const uint8_t *end, pb_function *out)
 {
 	unsigned f, wt;
-	uint64_t v;
+	uint64_t v = 0;
 	while (p < end) {
 		if (!rd_key(&p, &f, &wt) || !rd_scalar(&p, end, wt, &v))
 			return 0;
@@ -361,8 +361,8 @@ static int rd_function(const uint8_t *p, const uint8_t *end, pb_function *out)
 static int rd_profile(struct pbd *d, const uint8_t *p, const uint8_t *end, pb_profile *out)
 {
 	unsigned f, wt;
-	uint64_t v;
-	const uint8_t *q, *qend;
+	uint64_t v = 0;
+	const uint8_t *q = NULL, *qend = NULL;
 	while (p < end) {
 		if (!rd_key(&p, &f, &wt))
 			return 0;
