@@ -55,6 +55,7 @@ bench:
 	@cmake -S . -B $(BUILD_REL) -DCMAKE_BUILD_TYPE=Release -DPD_TESTS=OFF >/dev/null
 	@cmake --build $(BUILD_REL) -j $(JOBS)
 	@./bench/tsdb.sh $(BUILD_REL)
+	@./bench/decode.sh $(BUILD_REL)
 	@./bench/scrape.sh $(BUILD_REL)
 	@./bench/daemon.sh $(BUILD_REL)
 	@./bench/api.sh $(BUILD_REL)

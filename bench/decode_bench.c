@@ -168,7 +168,7 @@ int main(int argc, char **argv)
 	if (ai >= argc || passes < 1 || pass_seconds <= 0)
 		goto usage;
 
-	printf("%-22s %5s %9s | %9s %9s %8s %8s %7s | %9s %9s %7s | %s\n", "corpus/type", "files",
+	printf("%-30s %5s %9s | %9s %9s %8s %8s %7s | %9s %9s %7s | %s\n", "corpus/type", "files",
 	       "mean KB", "fast µs", "pbc µs", "fast MB/s", "pbc MB/s", "ratio", "unpack f",
 	       "unpack p", "ratio", "fast path");
 	double tot_t[NWAYS] = {0};
@@ -217,7 +217,7 @@ int main(int argc, char **argv)
 				}
 			}
 			double n = (double)t.n, mb = (double)t.bytes / 1e6;
-			printf("%-22s %5zu %9.1f | %9.1f %9.1f %8.0f %8.0f %6.2fx | %9.1f %9.1f %6.2fx | "
+			printf("%-30s %5zu %9.1f | %9.1f %9.1f %8.0f %8.0f %6.2fx | %9.1f %9.1f %6.2fx | "
 			       "%zu/%zu\n",
 			       t.name, t.n, (double)t.bytes / n / 1024, best[DECODE_FAST] / n * 1e6,
 			       best[DECODE_PBC] / n * 1e6, mb / best[DECODE_FAST], mb / best[DECODE_PBC],
@@ -237,7 +237,7 @@ int main(int argc, char **argv)
 	}
 	if (tot_files) {
 		double n = (double)tot_files, mb = (double)tot_bytes / 1e6;
-		printf("%-22s %5zu %9.1f | %9.1f %9.1f %8.0f %8.0f %6.2fx | %9.1f %9.1f %6.2fx |\n",
+		printf("%-30s %5zu %9.1f | %9.1f %9.1f %8.0f %8.0f %6.2fx | %9.1f %9.1f %6.2fx |\n",
 		       "all", tot_files, (double)tot_bytes / n / 1024, tot_t[DECODE_FAST] / n * 1e6,
 		       tot_t[DECODE_PBC] / n * 1e6, mb / tot_t[DECODE_FAST], mb / tot_t[DECODE_PBC],
 		       tot_t[DECODE_PBC] / tot_t[DECODE_FAST], tot_t[UNPACK_FAST] / n * 1e6,

@@ -32,6 +32,7 @@ seeds_of() {
 	case $t in
 	pprof_decode) echo "$f/corpus $repo/testdata/profiles/edge" ;;
 	chunk_v2) echo "$f/corpus-chunk-v2 $repo/testdata/profiles/edge" ;;
+	pbdecode) echo "$f/corpus-pbdecode $repo/testdata/profiles/edge" ;;
 	config) echo "$f/corpus-config $repo/testdata/config/good $repo/testdata/config/bad" ;;
 	*) echo "$f/corpus-${t//_/-}" ;;
 	esac

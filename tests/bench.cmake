@@ -12,3 +12,14 @@ if(PD_BENCH AND TARGET pd_clickhouse AND TARGET pd_tsdb)
   set_tests_properties(integration_bench_clickhouse PROPERTIES LABELS integration TIMEOUT 900
     PROCESSORS 2 ENVIRONMENT "PATH=/usr/sbin:$ENV{PATH}")
 endif()
+
+# bench/decode.sh end to end on the repository's slice of the corpus: every
+# profile type gets a row, every profile takes the hand-written decoder, and bad
+# arguments are refused by name. decode_bench is defined in bench/, added after
+# tests/, so it is named by its target file.
+if(PD_BENCH AND TARGET pd_pprof)
+  add_test(NAME integration_bench_decode
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/bench_decode.sh ${PROJECT_SOURCE_DIR}
+            ${PROJECT_BINARY_DIR})
+  set_tests_properties(integration_bench_decode PROPERTIES LABELS integration TIMEOUT 300)
+endif()
