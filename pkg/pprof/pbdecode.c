@@ -8,8 +8,9 @@
  * array and string on its own. This decoder knows the schema: a first pass over the
  * whole input checks and counts everything, then one allocation per kind of message
  * and of array takes the arena's memory, and a second pass fills it. bench/decode.sh
- * measures it at about twice protobuf-c's speed on the corpora's profiles (1.6 to
- * 2.7 times per profile type, unpacking plus validation; see bench/README.md). A
+ * measures pd_pprof_decode (unpacking plus validation) at 1.8 times protobuf-c's
+ * speed over the corpora's profiles, 1.7 to 2.0 times per profile type, and the
+ * unpacking alone at 1.9 to 2.2 times (see bench/README.md). A
  * one-pass variant that grew scratch arrays and copied each into the arena at its
  * exact size was as fast or up to 1.35 times slower, and used about 10% more of
  * the arena, so the count pass stays.
