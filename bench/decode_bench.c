@@ -122,9 +122,10 @@ static double run(const struct type *t, int way, size_t reps)
 			struct pd_err err = {0};
 			if (way == DECODE_FAST || way == DECODE_PBC) {
 				struct pd_pprof_profile *out = NULL;
-				if (pd_pprof_decode(&out, p->raw, p->len, way == DECODE_FAST ? &fast : &pbc,
-						    &err)) {
-					fprintf(stderr, "decode_bench: %s #%zu: %s\n", t->name, i, err.msg);
+				if (pd_pprof_decode(&out, p->raw, p->len,
+				                    way == DECODE_FAST ? &fast : &pbc, &err)) {
+					fprintf(stderr, "decode_bench: %s #%zu: %s\n", t->name, i,
+					        err.msg);
 					exit(1);
 				}
 				pd_pprof_destroy(out);
@@ -140,8 +141,8 @@ static double run(const struct type *t, int way, size_t reps)
 				pb = perftools__profiles__profile__unpack(&alloc, p->len, p->raw);
 			}
 			if (!pb) {
-				fprintf(stderr, "decode_bench: %s #%zu: not unpacked (way %d)\n", t->name, i,
-					way);
+				fprintf(stderr, "decode_bench: %s #%zu: not unpacked (way %d)\n",
+				        t->name, i, way);
 				exit(1);
 			}
 			pd_arena_destroy(a);
@@ -217,13 +218,14 @@ int main(int argc, char **argv)
 				}
 			}
 			double n = (double)t.n, mb = (double)t.bytes / 1e6;
-			printf("%-30s %5zu %9.1f | %9.1f %9.1f %8.0f %8.0f %6.2fx | %9.1f %9.1f %6.2fx | "
+			printf("%-30s %5zu %9.1f | %9.1f %9.1f %8.0f %8.0f %6.2fx | %9.1f %9.1f "
+			       "%6.2fx | "
 			       "%zu/%zu\n",
 			       t.name, t.n, (double)t.bytes / n / 1024, best[DECODE_FAST] / n * 1e6,
-			       best[DECODE_PBC] / n * 1e6, mb / best[DECODE_FAST], mb / best[DECODE_PBC],
-			       best[DECODE_PBC] / best[DECODE_FAST], best[UNPACK_FAST] / n * 1e6,
-			       best[UNPACK_PBC] / n * 1e6, best[UNPACK_PBC] / best[UNPACK_FAST], fast_ok,
-			       t.n);
+			       best[DECODE_PBC] / n * 1e6, mb / best[DECODE_FAST],
+			       mb / best[DECODE_PBC], best[DECODE_PBC] / best[DECODE_FAST],
+			       best[UNPACK_FAST] / n * 1e6, best[UNPACK_PBC] / n * 1e6,
+			       best[UNPACK_PBC] / best[UNPACK_FAST], fast_ok, t.n);
 			fflush(stdout);
 			for (int w = 0; w < NWAYS; w++)
 				tot_t[w] += best[w];

@@ -44,8 +44,8 @@ struct pbd {
 	int fill; /* 0: pass 1 (check and count), 1: pass 2 (fill) */
 	/* what pass 1 counts (Profile's repeated fields, and the totals of the
 	 * sub-messages' repeated fields over all of them) */
-	size_t n_sample_type, n_sample, n_mapping, n_location, n_function, n_string,
-		n_comment, str_bytes, n_location_id, n_value, n_label, n_line;
+	size_t n_sample_type, n_sample, n_mapping, n_location, n_function, n_string, n_comment,
+	    str_bytes, n_location_id, n_value, n_label, n_line;
 	int has_period_type;
 	/* pass 2: the next free element of each block */
 	pb_value_type *vt;
@@ -111,7 +111,7 @@ static inline int rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
 /* Reads a length prefix and checks that the data it announces is within end:
  * [*q, *qend) is the data and *pp moves past it. */
 static inline int rd_len(const uint8_t **pp, const uint8_t *end, const uint8_t **q,
-			 const uint8_t **qend)
+                         const uint8_t **qend)
 {
 	uint64_t n;
 	if (!rd_varint(pp, end, &n) || n > INT_MAX || n > (uint64_t)(end - *pp))
@@ -144,7 +144,7 @@ static inline int rd_scalar(const uint8_t **pp, const uint8_t *end, unsigned wt,
 /* A repeated 64-bit integer field, unpacked (one varint) or packed (a run of them):
  * counts its elements into *count in pass 1, appends them at *dst in pass 2. */
 static int rd_repeated(struct pbd *d, const uint8_t **pp, const uint8_t *end, unsigned wt,
-		       uint64_t **dst, size_t *count)
+                       uint64_t **dst, size_t *count)
 {
 	uint64_t v = 0;
 	if (wt == WT_VARINT) {
@@ -190,9 +190,16 @@ static int rd_value_type(const uint8_t *p, const uint8_t *end, pb_value_type *ou
 		if (!rd_key(&p, &f, &wt) || !rd_scalar(&p, end, wt, &v))
 			return 0;
 		switch (f) {
-		case 1: if (out) out->type = (int64_t)v; break;
-		case 2: if (out) out->unit = (int64_t)v; break;
-		default: return 0;
+		case 1:
+			if (out)
+				out->type = (int64_t)v;
+			break;
+		case 2:
+			if (out)
+				out->unit = (int64_t)v;
+			break;
+		default:
+			return 0;
 		}
 	}
 	return 1;
@@ -206,11 +213,24 @@ static int rd_label(const uint8_t *p, const uint8_t *end, pb_label *out)
 		if (!rd_key(&p, &f, &wt) || !rd_scalar(&p, end, wt, &v))
 			return 0;
 		switch (f) {
-		case 1: if (out) out->key = (int64_t)v; break;
-		case 2: if (out) out->str = (int64_t)v; break;
-		case 3: if (out) out->num = (int64_t)v; break;
-		case 4: if (out) out->num_unit = (int64_t)v; break;
-		default: return 0;
+		case 1:
+			if (out)
+				out->key = (int64_t)v;
+			break;
+		case 2:
+			if (out)
+				out->str = (int64_t)v;
+			break;
+		case 3:
+			if (out)
+				out->num = (int64_t)v;
+			break;
+		case 4:
+			if (out)
+				out->num_unit = (int64_t)v;
+			break;
+		default:
+			return 0;
 		}
 	}
 	return 1;
@@ -288,17 +308,38 @@ static int rd_mapping(const uint8_t *p, const uint8_t *end, pb_mapping *out)
 			continue;
 		}
 		switch (f) {
-		case 1: out->id = v; break;
-		case 2: out->memory_start = v; break;
-		case 3: out->memory_limit = v; break;
-		case 4: out->file_offset = v; break;
-		case 5: out->filename = (int64_t)v; break;
-		case 6: out->build_id = (int64_t)v; break;
-		case 7: out->has_functions = v != 0; break;
-		case 8: out->has_filenames = v != 0; break;
-		case 9: out->has_line_numbers = v != 0; break;
-		case 10: out->has_inline_frames = v != 0; break;
-		default: return 0;
+		case 1:
+			out->id = v;
+			break;
+		case 2:
+			out->memory_start = v;
+			break;
+		case 3:
+			out->memory_limit = v;
+			break;
+		case 4:
+			out->file_offset = v;
+			break;
+		case 5:
+			out->filename = (int64_t)v;
+			break;
+		case 6:
+			out->build_id = (int64_t)v;
+			break;
+		case 7:
+			out->has_functions = v != 0;
+			break;
+		case 8:
+			out->has_filenames = v != 0;
+			break;
+		case 9:
+			out->has_line_numbers = v != 0;
+			break;
+		case 10:
+			out->has_inline_frames = v != 0;
+			break;
+		default:
+			return 0;
 		}
 	}
 	return 1;
@@ -312,10 +353,20 @@ static int rd_line(const uint8_t *p, const uint8_t *end, pb_line *out)
 		if (!rd_key(&p, &f, &wt) || !rd_scalar(&p, end, wt, &v))
 			return 0;
 		switch (f) {
-		case 1: if (out) out->function_id = v; break;
-		case 2: if (out) out->line = (int64_t)v; break;
-		case 3: if (out) out->column = (int64_t)v; break;
-		default: return 0;
+		case 1:
+			if (out)
+				out->function_id = v;
+			break;
+		case 2:
+			if (out)
+				out->line = (int64_t)v;
+			break;
+		case 3:
+			if (out)
+				out->column = (int64_t)v;
+			break;
+		default:
+			return 0;
 		}
 	}
 	return 1;
@@ -349,11 +400,24 @@ static int rd_location(struct pbd *d, const uint8_t *p, const uint8_t *end, pb_l
 		if (!rd_scalar(&p, end, wt, &v))
 			return 0;
 		switch (f) {
-		case 1: if (out) out->id = v; break;
-		case 2: if (out) out->mapping_id = v; break;
-		case 3: if (out) out->address = v; break;
-		case 5: if (out) out->is_folded = v != 0; break;
-		default: return 0;
+		case 1:
+			if (out)
+				out->id = v;
+			break;
+		case 2:
+			if (out)
+				out->mapping_id = v;
+			break;
+		case 3:
+			if (out)
+				out->address = v;
+			break;
+		case 5:
+			if (out)
+				out->is_folded = v != 0;
+			break;
+		default:
+			return 0;
 		}
 	}
 	if (out) {
@@ -374,12 +438,28 @@ static int rd_function(const uint8_t *p, const uint8_t *end, pb_function *out)
 		if (!rd_key(&p, &f, &wt) || !rd_scalar(&p, end, wt, &v))
 			return 0;
 		switch (f) {
-		case 1: if (out) out->id = v; break;
-		case 2: if (out) out->name = (int64_t)v; break;
-		case 3: if (out) out->system_name = (int64_t)v; break;
-		case 4: if (out) out->filename = (int64_t)v; break;
-		case 5: if (out) out->start_line = (int64_t)v; break;
-		default: return 0;
+		case 1:
+			if (out)
+				out->id = v;
+			break;
+		case 2:
+			if (out)
+				out->name = (int64_t)v;
+			break;
+		case 3:
+			if (out)
+				out->system_name = (int64_t)v;
+			break;
+		case 4:
+			if (out)
+				out->filename = (int64_t)v;
+			break;
+		case 5:
+			if (out)
+				out->start_line = (int64_t)v;
+			break;
+		default:
+			return 0;
 		}
 	}
 	return 1;
@@ -396,7 +476,13 @@ static int rd_profile(struct pbd *d, const uint8_t *p, const uint8_t *end, pb_pr
 		if (!rd_key(&p, &f, &wt))
 			return 0;
 		switch (f) {
-		case 1: case 2: case 3: case 4: case 5: case 6: case 11:
+		case 1:
+		case 2:
+		case 3:
+		case 4:
+		case 5:
+		case 6:
+		case 11:
 			if (wt != WT_LEN || !rd_len(&p, end, &q, &qend))
 				return 0;
 			break;
@@ -405,11 +491,18 @@ static int rd_profile(struct pbd *d, const uint8_t *p, const uint8_t *end, pb_pr
 			uint64_t *dst = NULL;
 			if (out && out->comment)
 				dst = (uint64_t *)&out->comment[out->n_comment];
-			if (!rd_repeated(d, &p, end, wt, &dst, out ? &out->n_comment : &d->n_comment))
+			if (!rd_repeated(d, &p, end, wt, &dst,
+			                 out ? &out->n_comment : &d->n_comment))
 				return 0;
 			continue;
 		}
-		case 7: case 8: case 9: case 10: case 12: case 14: case 15:
+		case 7:
+		case 8:
+		case 9:
+		case 10:
+		case 12:
+		case 14:
+		case 15:
 			if (!rd_scalar(&p, end, wt, &v))
 				return 0;
 			break;
@@ -419,14 +512,42 @@ static int rd_profile(struct pbd *d, const uint8_t *p, const uint8_t *end, pb_pr
 		if (!out) {
 			/* pass 1: check the sub-message, count what it makes */
 			switch (f) {
-			case 1: if (!rd_value_type(q, qend, NULL)) return 0; d->n_sample_type++; break;
-			case 2: if (!rd_sample(d, q, qend, NULL)) return 0; d->n_sample++; break;
-			case 3: if (!rd_mapping(q, qend, NULL)) return 0; d->n_mapping++; break;
-			case 4: if (!rd_location(d, q, qend, NULL)) return 0; d->n_location++; break;
-			case 5: if (!rd_function(q, qend, NULL)) return 0; d->n_function++; break;
-			case 6: d->n_string++; d->str_bytes += (size_t)(qend - q) + 1; break;
-			case 11: if (!rd_value_type(q, qend, NULL)) return 0; d->has_period_type = 1; break;
-			default: break;
+			case 1:
+				if (!rd_value_type(q, qend, NULL))
+					return 0;
+				d->n_sample_type++;
+				break;
+			case 2:
+				if (!rd_sample(d, q, qend, NULL))
+					return 0;
+				d->n_sample++;
+				break;
+			case 3:
+				if (!rd_mapping(q, qend, NULL))
+					return 0;
+				d->n_mapping++;
+				break;
+			case 4:
+				if (!rd_location(d, q, qend, NULL))
+					return 0;
+				d->n_location++;
+				break;
+			case 5:
+				if (!rd_function(q, qend, NULL))
+					return 0;
+				d->n_function++;
+				break;
+			case 6:
+				d->n_string++;
+				d->str_bytes += (size_t)(qend - q) + 1;
+				break;
+			case 11:
+				if (!rd_value_type(q, qend, NULL))
+					return 0;
+				d->has_period_type = 1;
+				break;
+			default:
+				break;
 			}
 			continue;
 		}
@@ -487,14 +608,29 @@ static int rd_profile(struct pbd *d, const uint8_t *p, const uint8_t *end, pb_pr
 			if (!rd_value_type(q, qend, out->period_type))
 				return 0;
 			break;
-		case 7: out->drop_frames = (int64_t)v; break;
-		case 8: out->keep_frames = (int64_t)v; break;
-		case 9: out->time_nanos = (int64_t)v; break;
-		case 10: out->duration_nanos = (int64_t)v; break;
-		case 12: out->period = (int64_t)v; break;
-		case 14: out->default_sample_type = (int64_t)v; break;
-		case 15: out->doc_url = (int64_t)v; break;
-		default: return 0;
+		case 7:
+			out->drop_frames = (int64_t)v;
+			break;
+		case 8:
+			out->keep_frames = (int64_t)v;
+			break;
+		case 9:
+			out->time_nanos = (int64_t)v;
+			break;
+		case 10:
+			out->duration_nanos = (int64_t)v;
+			break;
+		case 12:
+			out->period = (int64_t)v;
+			break;
+		case 14:
+			out->default_sample_type = (int64_t)v;
+			break;
+		case 15:
+			out->doc_url = (int64_t)v;
+			break;
+		default:
+			return 0;
 		}
 	}
 	return 1;

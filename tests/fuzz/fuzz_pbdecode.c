@@ -92,8 +92,8 @@ static void pd_fuzz_unpackers(const uint8_t *data, size_t size)
 static void pd_fuzz_decoders(const uint8_t *data, size_t size)
 {
 	struct pd_pprof_decode_opts fast_opts = {.max_decompressed = (size_t)4 << 20},
-				    slow_opts = {.max_decompressed = (size_t)4 << 20,
-						 .protobuf_c_only = 1};
+	                            slow_opts = {.max_decompressed = (size_t)4 << 20,
+	                                         .protobuf_c_only = 1};
 	struct pd_pprof_profile *a = NULL, *b = NULL;
 	struct pd_err ea = {0}, eb = {0};
 	int ra = pd_pprof_decode(&a, data, size, &fast_opts, &ea);

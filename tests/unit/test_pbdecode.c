@@ -35,7 +35,7 @@ static uint8_t *pack(const pb_profile *m, size_t *len)
  * protobuf-c; *pbc_ok says whether protobuf-c accepted it, and *canonical whether
  * protobuf-c's result packs to raw itself (may be NULL). */
 static int both_ways_c(const char *what, const uint8_t *raw, size_t len, int *pbc_ok,
-		       int *canonical)
+                       int *canonical)
 {
 	struct pd_arena *fa = pd_arena_create(ARENA_LIMIT), *pa = pd_arena_create(ARENA_LIMIT);
 	assert_non_null(fa);
@@ -60,7 +60,8 @@ static int both_ways_c(const char *what, const uint8_t *raw, size_t len, int *pb
 		size_t fl, sl;
 		uint8_t *fb = pack(fast, &fl), *sb = pack(slow, &sl);
 		if (fl != sl || memcmp(fb, sb, fl) != 0)
-			fail_msg("%s: packed bytes differ (%zu fast, %zu protobuf-c)", what, fl, sl);
+			fail_msg("%s: packed bytes differ (%zu fast, %zu protobuf-c)", what, fl,
+			         sl);
 		assert_ptr_equal(fast->base.descriptor, slow->base.descriptor);
 		assert_int_equal(fast->base.n_unknown_fields, 0);
 		free(fb);
@@ -86,8 +87,8 @@ static int decode_both(const char *what, const uint8_t *buf, size_t len, char *m
 	int ra = pd_pprof_decode(&a, buf, len, &fast_opts, &ea);
 	int rb = pd_pprof_decode(&b, buf, len, &slow_opts, &eb);
 	if (ra != rb)
-		fail_msg("%s: decode gives %d, with protobuf-c alone %d (%s | %s)", what, ra, rb, ea.msg,
-			 eb.msg);
+		fail_msg("%s: decode gives %d, with protobuf-c alone %d (%s | %s)", what, ra, rb,
+		         ea.msg, eb.msg);
 	if (ra) {
 		assert_string_equal(ea.msg, eb.msg);
 		if (msg)
@@ -170,7 +171,7 @@ static void walk_dir(const char *dir, struct walk *w)
 		if (S_ISDIR(st.st_mode))
 			walk_dir(path, w);
 		else if ((n > 3 && strcmp(e->d_name + n - 3, ".pb") == 0) ||
-			 (n > 6 && strcmp(e->d_name + n - 6, ".pb.gz") == 0))
+		         (n > 6 && strcmp(e->d_name + n - 6, ".pb.gz") == 0))
 			check_file(path, w);
 	}
 	closedir(d);
@@ -483,10 +484,10 @@ static void test_truncated(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_testdata),	  cmocka_unit_test(test_corpus),
-		cmocka_unit_test(test_unpacked),	  cmocka_unit_test(test_repeated_singular),
-		cmocka_unit_test(test_empty),		  cmocka_unit_test(test_fallback),
-		cmocka_unit_test(test_truncated),
+	    cmocka_unit_test(test_testdata),  cmocka_unit_test(test_corpus),
+	    cmocka_unit_test(test_unpacked),  cmocka_unit_test(test_repeated_singular),
+	    cmocka_unit_test(test_empty),     cmocka_unit_test(test_fallback),
+	    cmocka_unit_test(test_truncated),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
