@@ -513,6 +513,14 @@ int pd_cmd_run(int argc, char **argv)
 	if (parse_flags(argc - 1, argv + 1, &f))
 		return 2;
 	d.config_file = f.config_file;
+	/* allocations of 32 KiB and more get pages of their own: the head's sealed
+	 * chunks (tens of KB each, kept until their block is written) then do not
+	 * sit among the scrape workers' transient buffers, and their pages go back
+	 * to the system when they are freed. bench/daemon.sh, 1,000 heap series after
+	 * 121 scrapes (every chunk sealed at once): 118 MB RSS instead of 135 MB.
+	 * Unless MALLOC_MMAP_THRESHOLD_ says otherwise. */
+	if (!getenv("MALLOC_MMAP_THRESHOLD_"))
+		mallopt(M_MMAP_THRESHOLD, 32 * 1024);
 	if (pd_log_setup(f.log_level, f.log_format, &err)) {
 		fprintf(stderr, "profd run: %s\n", err.msg);
 		return 2;

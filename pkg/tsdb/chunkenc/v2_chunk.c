@@ -666,6 +666,11 @@ static int seal_write(const struct v2_appender *a, const struct v2_tables *t, co
 	if (w)
 		goto nomem;
 	*out = pd_buf_steal(&b, out_len);
+	if (*out_len) { /* exact: a sealed chunk stays in the head until its block is written */
+		uint8_t *x = realloc(*out, *out_len);
+		if (x)
+			*out = x;
+	}
 	goto out;
 nomem:
 	rc = pd_err_set(err, PD_ENOMEM, "out of memory sealing a value chunk");
