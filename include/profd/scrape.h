@@ -62,9 +62,9 @@ typedef void (*pd_scrape_result_fn)(void *engine_ctx, void *loop_ctx,
 /* Starts the engine thread and workers (0: pd_scrape_default_workers()). *out is owned
  * by the caller. */
 /* The worker threads used when none are asked for: 8 per online CPU, at least 8 and
- * at most 64. A worker spends part of each append waiting on the WAL's fsync, and
- * appends waiting together share one (group commit), so more workers than CPUs keep
- * the CPUs busy and make the groups larger. */
+ * at most 64. A scrape's append does not wait for the WAL's fsync (its commit is
+ * lazy), but it may share a group write with a push that does, and a worker may wait
+ * on the store's locks; more workers than CPUs keep the CPUs busy meanwhile. */
 unsigned pd_scrape_default_workers(void);
 
 int pd_scrape_engine_create(struct pd_scrape_engine **out, unsigned workers,
