@@ -74,13 +74,21 @@ load "$main_api" 6 &
 loader=$!
 pids+=($loader)
 sleep 0.5
-# a 3 s CPU profile, and a second one asked while it runs must be refused; on a
-# loaded machine the first may start late (the second then runs first and may
-# refuse it instead), so the pair is tried until the overlap is the intended one
-for attempt in 1 2 3 4 5; do
-	curl -s -D "$tmp/cpu.h" -o "$tmp/cpu.pb.gz" "$main_api/debug/pprof/profile?seconds=3" &
+# a 3 s CPU profile, and a second one asked while it runs must be refused; the
+# second is asked once curl has sent the first request (its trace says so); on a
+# loaded machine the first may still start late (the second then runs first and
+# may refuse it instead), so the pair is tried until the overlap is the intended one
+for attempt in 1 2 3 4 5 6 7 8; do
+	rm -f "$tmp/cpu.trace"
+	curl -s --trace-ascii "$tmp/cpu.trace" -D "$tmp/cpu.h" -o "$tmp/cpu.pb.gz" \
+		"$main_api/debug/pprof/profile?seconds=3" &
 	first=$!
 	code=
+	sent_by=$((SECONDS + 20))
+	until grep -q '^=> Send header' "$tmp/cpu.trace" 2>/dev/null || ! kill -0 "$first" 2>/dev/null; do
+		[ $SECONDS -lt $sent_by ] || fail "curl did not send the CPU profile request within 20 s"
+		sleep 0.02
+	done
 	while kill -0 "$first" 2>/dev/null; do
 		code=$(status "$main_api/debug/pprof/profile?seconds=1" "$tmp/second.txt")
 		[ "$code" = 500 ] && break
