@@ -128,8 +128,8 @@ int pd_sd_groups_set_label(struct pd_target_group *g, size_t n, const char *name
 	for (size_t i = 0; i < n && !rc; i++) {
 		struct pd_labels *ls = NULL;
 		if ((rc = pd_labels_builder_reset(b, g[i].labels)) ||
-		    (rc = pd_labels_builder_set(b, name, value)) ||
-		    (rc = pd_labels_builder_finish(b, &ls, err))) {
+		    (pd_labels_builder_set(b, name, value), /* finish reports its error */
+		     (rc = pd_labels_builder_finish(b, &ls, err)))) {
 			if (rc == PD_ENOMEM)
 				pd_err_set(err, rc, "out of memory");
 			break;

@@ -125,9 +125,20 @@ static int with_source(struct kb *k, int rc)
 	return pd_err_set(k->err, rc, "%s: %s", k->g->source, msg);
 }
 
+/* Sets name=value; a refused label (too long, too many) fails with the builder's
+ * message behind the group's source. */
 static int setl(struct kb *k, const char *name, const char *value)
 {
-	return pd_labels_builder_set(k->b, name, value ? value : "");
+	struct pd_labels *none = NULL;
+	int rc = pd_labels_builder_set(k->b, name, value ? value : "");
+	if (!rc)
+		return 0;
+	/* the builder keeps the reason; finish hands it over with the code */
+	if (!pd_labels_builder_finish(k->b, &none, k->err)) {
+		pd_labels_destroy(none);
+		return pd_err_set(k->err, rc, "%s: label %.64s refused", k->g->source, name);
+	}
+	return with_source(k, rc);
 }
 
 /* Sets META <a> <b> = value (b may be NULL). */
@@ -330,7 +341,7 @@ static int emit(struct kb *k)
 		k->cap = nc;
 	}
 	if ((rc = pd_labels_builder_finish(k->b, &g->targets[g->ntargets], k->err)))
-		return pd_err_set(k->err, rc, "%s: %s", g->source, k->err->msg);
+		return with_source(k, rc);
 	g->ntargets++;
 	return 0;
 }

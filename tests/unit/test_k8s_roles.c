@@ -336,6 +336,24 @@ static void test_errors(void **state)
 	                 PD_EINVAL);
 	assert_string_equal(
 	    err.msg, "svc/n/s: spec.ports[].port is 80.5, not a port number (0 to 2147483647)");
+
+	/* an address type whose label name is over the limit: refused with a message */
+	{
+		char json[1600], type[1101];
+		memset(type, 'T', sizeof(type) - 1);
+		type[sizeof(type) - 1] = '\0';
+		snprintf(json, sizeof(json),
+		         "{\"metadata\":{\"name\":\"n1\"},\"status\":{\"addresses\":["
+		         "{\"type\":\"InternalIP\",\"address\":\"10.0.0.1\"},"
+		         "{\"type\":\"%s\",\"address\":\"x\"}]}}",
+		         type);
+		assert_int_not_equal(build_text(PD_DISCOVERY_K8S_NODE, json, NULL, &g, &err), 0);
+		assert_non_null(strstr(err.msg, "node/n1: "));
+		assert_non_null(strstr(err.msg, "__meta_kubernetes_node_address_TTTT"));
+		assert_null(g.targets);
+		assert_null(g.labels);
+		assert_null(g.source);
+	}
 }
 
 static void test_max_targets(void **state)
