@@ -225,6 +225,53 @@ static int decompress_with(const uint8_t *f, size_t flen, size_t max, const uint
 			   size_t plen, uint8_t **out, size_t *out_len, const char *what,
 			   struct pd_err *err);
 
+int v2_compress_cut(const uint8_t *raw, size_t len, int level, const size_t *cuts, size_t ncuts,
+		    struct pd_buf *out, size_t *flen, struct pd_err *err)
+{
+	pthread_once(&ctx_once, ctx_init);
+	ZSTD_CCtx *c = pthread_getspecific(cctx_key);
+	if (!c && (c = ZSTD_createCCtx()))
+		pthread_setspecific(cctx_key, c);
+	if (!c)
+		return pd_err_set(err, PD_ENOMEM, "out of memory compressing a value chunk");
+	/* a block header for each part and room for a part left uncompressed */
+	size_t bound = ZSTD_compressBound(len) + (ncuts + 1) * 16, at = 0;
+	uint8_t *z = malloc(bound);
+	if (!z)
+		return pd_err_set(err, PD_ENOMEM, "out of memory compressing a value chunk");
+	ZSTD_outBuffer ob = {z, bound, 0};
+	size_t r = ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
+	if (!ZSTD_isError(r))
+		r = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
+	if (!ZSTD_isError(r))
+		r = ZSTD_CCtx_setPledgedSrcSize(c, len);
+	for (size_t k = 0; k <= ncuts && !ZSTD_isError(r); k++) {
+		size_t end = k < ncuts && cuts[k] < len ? cuts[k] : len;
+		if (end < at)
+			end = at;
+		ZSTD_inBuffer ib = {raw + at, end - at, 0};
+		ZSTD_EndDirective d = k < ncuts ? ZSTD_e_flush : ZSTD_e_end;
+		do
+			r = ZSTD_compressStream2(c, &ob, &ib, d);
+		while (!ZSTD_isError(r) && r != 0 && ob.pos < ob.size);
+		if (!ZSTD_isError(r) && r != 0)
+			r = (size_t)-1; /* out of room: cannot happen with the bound above */
+		at = end;
+	}
+	ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
+	if (ZSTD_isError(r)) {
+		free(z);
+		return pd_err_set(err, PD_EINVAL, "zstd: %s", ZSTD_getErrorName(r));
+	}
+	if (pd_buf_append(out, z, ob.pos)) {
+		free(z);
+		return pd_err_set(err, PD_ENOMEM, "out of memory compressing a value chunk");
+	}
+	free(z);
+	*flen = ob.pos;
+	return 0;
+}
+
 int v2_compress(const uint8_t *raw, size_t len, int level, struct pd_buf *out, size_t *flen,
 		struct pd_err *err)
 {
@@ -653,10 +700,17 @@ static int seal_write(const struct v2_appender *a, const struct v2_tables *t, co
 			goto nomem;
 		t = &empty;
 	}
-	if (v2_tables_write(t, &tables))
+	size_t cuts[V2_TABLES_CUTS], ncut = 0;
+	if (v2_tables_write(t, &tables, cuts))
 		goto nomem;
-	if ((rc = v2_compress(tables.data, tables.len, a->level > V2_TABLES_LEVEL ? a->level : V2_TABLES_LEVEL,
-			      &ctables, &tlen, err)))
+	/* a part under V2_CUT_MIN bytes costs more in block and table headers than
+	 * tables of its own save: it stays with the part after it */
+	for (size_t k = 0, last = 0; k < V2_TABLES_CUTS; k++)
+		if (cuts[k] - last >= V2_CUT_MIN && tables.len - cuts[k] >= V2_CUT_MIN)
+			last = cuts[ncut++] = cuts[k];
+	if ((rc = v2_compress_cut(tables.data, tables.len,
+				  a->level > V2_TABLES_LEVEL ? a->level : V2_TABLES_LEVEL, cuts,
+				  ncut, &ctables, &tlen, err)))
 		goto out;
 	uint8_t enc = PD_CHUNKENC_VALUES_COLUMNAR;
 	int w = pd_buf_append(&b, &enc, 1) | v2_put_uv(&b, a->count) | v2_put_uv(&b, a->group) |

@@ -153,8 +153,13 @@ int64_t v2_intern_loc(struct v2_tables *t, const struct v2_location *l,
 		      const struct v2_line *lines, const uint8_t *avoid);
 int64_t v2_intern_node(struct v2_tables *t, uint32_t parent, uint32_t location);
 
-/* Appends the tables' serialised form to b. */
-int v2_tables_write(const struct v2_tables *t, struct pd_buf *b);
+/* Appends the tables' serialised form to b; cuts (may be NULL) gets where its
+ * tables end: after the strings, the mappings, the functions, the locations with
+ * their lines (offsets from the start of what it wrote); the stack tree follows. */
+#define V2_TABLES_CUTS 4
+/* the least bytes of tables a cut sets apart (bench/tsdb.sh section 1) */
+#define V2_CUT_MIN 1024
+int v2_tables_write(const struct v2_tables *t, struct pd_buf *b, size_t cuts[V2_TABLES_CUTS]);
 /* Parses serialised tables into t (initialised by the caller), checking every
  * reference. err names what is wrong. */
 int v2_tables_read(struct v2_tables *t, const uint8_t *p, size_t len, struct pd_err *err);
@@ -175,20 +180,36 @@ enum {
 	F_ALL = (1 << 8) - 1,
 };
 
-enum { KIND_PROFILE = 0, KIND_OPAQUE = 1 };
+/* KIND_REPEAT: the previous profile record of the group again, with a new time
+ * (docs/format/chunks.md, "Repeats") */
+enum { KIND_PROFILE = 0, KIND_OPAQUE = 1, KIND_REPEAT = 2 };
+
+/* The longest record body (the record without its kind and time) a repeat may
+ * stand for: repeats are for the small records of idle profiles, and this bounds
+ * what each series' state keeps to say whether the next record repeats it. */
+#define V2_REPEAT_MAX 128
 
 /* zstd level of a sealed chunk's tables frame, at least: the tables are written
  * once a chunk and hold most of its bytes on profiles with changing stacks (cpu),
  * and level 15 makes them 7-8% smaller than level 3 for about 1 ms a 16 KB frame
  * (docs/format/chunks.md, bench/tsdb.sh section 1) */
 #define V2_TABLES_LEVEL 15
-enum { COL_RAW = 0, COL_DELTA = 1 };
+/* COL_PERIOD: each value is the sample's first value times the profile's period
+ * (a cpu profile's nanoseconds column); nothing is written for the column */
+enum { COL_RAW = 0, COL_DELTA = 1, COL_PERIOD = 2 };
 
 /* What the record coder carries from one profile to the next within a group:
  * the values by stack for delta coding, the mapping list, the time. */
 struct v2_prev {
 	int valid;
 	int64_t time_nanos;
+	/* the previous profile record's body for repeats: its flags (body_flen bytes)
+	 * and its bytes after the time, when at most V2_REPEAT_MAX (has_body); and the
+	 * time difference it was written with (0 for a group's first record) */
+	uint8_t body[V2_REPEAT_MAX];
+	size_t body_len, body_flen;
+	int has_body;
+	int64_t time_delta;
 	uint32_t *map_idx; /* mapping table indices and their ids, in profile order */
 	uint64_t *map_id;
 	size_t nmap;
@@ -286,6 +307,12 @@ void v2_decoded_fini(struct v2_decoded *d);
 
 /* ---- frames --------------------------------------------------------------------- */
 
+/* The same, ending a zstd block at each of the ncuts offsets (ascending, within
+ * len), so that each part gets entropy tables of its own: the tables frame's
+ * strings and its columns of numbers compress better apart, while every part can
+ * still refer back to the ones before it. Still one frame with its content size. */
+int v2_compress_cut(const uint8_t *raw, size_t len, int level, const size_t *cuts, size_t ncuts,
+		    struct pd_buf *out, size_t *flen, struct pd_err *err);
 /* Compresses raw into one zstd frame appended to out (exact size); *flen its size. */
 int v2_compress(const uint8_t *raw, size_t len, int level, struct pd_buf *out, size_t *flen,
 		struct pd_err *err);

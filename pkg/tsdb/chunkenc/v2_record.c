@@ -16,6 +16,27 @@ void v2_prev_reset(struct v2_prev *p)
 	p->valid = 0;
 	p->nmap = p->nby = p->nvalues = 0;
 	p->time_nanos = 0;
+	p->has_body = 0;
+	p->body_len = p->body_flen = 0;
+	p->time_delta = 0;
+}
+
+/* After a profile record has been coded: keeps its body (rec, len: the record
+ * from its flags on; flen bytes of flags, then tlen of time) for the next record
+ * to repeat, and the time difference it was written with (field; 0 when the
+ * record was its group's first). */
+static void prev_body(struct v2_prev *p, const uint8_t *rec, size_t len, size_t flen, size_t tlen,
+		      int64_t field, int first)
+{
+	p->time_delta = first ? 0 : field;
+	p->has_body = 0;
+	if (len - tlen > V2_REPEAT_MAX)
+		return;
+	memcpy(p->body, rec, flen);
+	memcpy(p->body + flen, rec + flen + tlen, len - flen - tlen);
+	p->body_flen = flen;
+	p->body_len = len - tlen;
+	p->has_body = 1;
 }
 
 void v2_prev_fini(struct v2_prev *p)
@@ -554,7 +575,11 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 		seq = pp.function[i].id == i + 1;
 	if (seq)
 		flags |= F_FN_SEQ;
-	if (prev->valid && prev->nmap == pp.nmapping &&
+	/* the mappings as the previous profile's, unless that one listed them and
+	 * may be repeated: a profile equal to its group's first (which always lists
+	 * its mappings) then repeats it rather than start the repeats one later */
+	int prev_listed = prev->has_body && !((unsigned)prev->body[0] & F_MAP_SAME);
+	if (prev->valid && !prev_listed && prev->nmap == pp.nmapping &&
 	    (!pp.nmapping || (memcmp(prev->map_idx, map_idx, pp.nmapping * sizeof(*map_idx)) == 0 &&
 			      memcmp(prev->map_id, map_id, pp.nmapping * sizeof(*map_id)) == 0)))
 		flags |= F_MAP_SAME;
@@ -615,13 +640,22 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 	}
 	for (size_t j = 0; j < pp.nsample_type; j++) {
 		size_t raw = 0, del = 0;
+		int by_period = j > 0 && pp.nsample > 0 && pp.period != 0;
 		for (size_t i = 0; i < pp.nsample; i++) {
 			int64_t v = vals[i * pp.nsample_type + j];
 			raw += sv_len(v);
 			if (delta_ok)
 				del += sv_len((int64_t)((uint64_t)v - (uint64_t)(pvs[i] ? pvs[i][j] : 0)));
+			if (by_period)
+				by_period = (uint64_t)v == (uint64_t)vals[i * pp.nsample_type] *
+							      (uint64_t)pp.period;
 		}
 		uint8_t mode = delta_ok && del < raw ? COL_DELTA : COL_RAW;
+		if (by_period) {
+			mode = COL_PERIOD;
+			w |= pd_buf_append(out, &mode, 1);
+			continue;
+		}
 		w |= pd_buf_append(out, &mode, 1);
 		for (size_t i = 0; i < pp.nsample; i++) {
 			int64_t v = vals[i * pp.nsample_type + j];
@@ -665,9 +699,31 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 			w |= v2_put_uv(out, pp.function[i].id);
 	if (w)
 		goto out;
-	if (prev_set(prev, pp.time_nanos, map_idx, map_id, pp.nmapping, stacks, vals, pp.nsample,
-		     pp.nsample_type))
-		goto out;
+	{
+		int first = !prev->valid;
+		int64_t field = (int64_t)((uint64_t)pp.time_nanos - (uint64_t)prev->time_nanos);
+		size_t flen = uv_len(flags), tlen = sv_len(first ? pp.time_nanos : field);
+		const uint8_t *rec = out->data + mark + 1;
+		size_t rlen = out->len - mark - 1;
+		int repeat = !first && prev->has_body && rlen - tlen == prev->body_len &&
+			     flen == prev->body_flen && memcmp(prev->body, rec, flen) == 0 &&
+			     memcmp(prev->body + flen, rec + flen + tlen, rlen - flen - tlen) == 0;
+		if (prev_set(prev, pp.time_nanos, map_idx, map_id, pp.nmapping, stacks, vals,
+			     pp.nsample, pp.nsample_type))
+			goto out;
+		if (repeat) {
+			/* the same body again: the kind and the time's difference from the
+			 * previous record's time difference */
+			int64_t dod = (int64_t)((uint64_t)field - (uint64_t)prev->time_delta);
+			kind = KIND_REPEAT;
+			out->len = mark;
+			if (pd_buf_append(out, &kind, 1) || v2_put_sv(out, dod))
+				goto out; /* cannot fail: the buffer held more */
+			prev->time_delta = field;
+		} else {
+			prev_body(prev, rec, rlen, flen, tlen, field, first);
+		}
+	}
 	rc = 0;
 	goto done;
 bad_ref:
@@ -815,7 +871,7 @@ static int record_step(const struct v2_tables *t, struct v2_prev *prev, struct v
 	int64_t time_nanos =
 	    (int64_t)((uint64_t)v2_sv(r) + (uint64_t)(prev->valid ? prev->time_nanos : 0));
 	v2_sv(r); /* duration_nanos */
-	v2_sv(r); /* period */
+	int64_t period = v2_sv(r);
 	if (flags & F_PERIOD_TYPE) {
 		uint64_t a = v2_uv(r), b = v2_uv(r);
 		if (a >= t->nstr || b >= t->nstr)
@@ -880,9 +936,14 @@ static int record_step(const struct v2_tables *t, struct v2_prev *prev, struct v
 	int delta_ok = prev->valid && prev->nvalues == nv;
 	for (size_t j = 0; j < nv; j++) {
 		uint8_t mode = v2_byte(r);
-		if (mode > COL_DELTA || (mode == COL_DELTA && !delta_ok))
+		if (mode > COL_PERIOD || (mode == COL_DELTA && !delta_ok) ||
+		    (mode == COL_PERIOD && j == 0))
 			DCORRUPT("bad value column mode");
-		if (mode == COL_RAW) {
+		if (mode == COL_PERIOD) {
+			for (size_t i = 0; i < ns; i++)
+				vals[i * nv + j] =
+				    (int64_t)((uint64_t)vals[i * nv] * (uint64_t)period);
+		} else if (mode == COL_RAW) {
 			for (size_t i = 0; i < ns; i++)
 				vals[i * nv + j] = v2_sv(r);
 		} else if (prev->dense) {
@@ -991,26 +1052,11 @@ out:
 	return rc;
 }
 
-int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_rd *r, int want,
-		     struct v2_decoded *out, struct pd_err *err)
+/* Decodes the profile record at r (after its kind byte), as v2_record_decode. */
+static int decode_profile(const struct v2_tables *t, struct v2_prev *prev, struct v2_rd *r,
+			  int want, struct v2_decoded *out, struct pd_err *err)
 {
 	int rc = 0;
-	memset(out, 0, sizeof(*out));
-	uint8_t kind = v2_byte(r);
-	if (r->bad)
-		return pd_err_set(err, PD_ECORRUPT, "value chunk record: truncated");
-	if (kind == KIND_OPAQUE) {
-		size_t n = v2_count(r, 1);
-		if (r->bad || n > r->len - r->pos)
-			return pd_err_set(err, PD_ECORRUPT, "value chunk record: opaque bytes truncated");
-		out->opaque = 1;
-		out->bytes = r->p + r->pos;
-		out->len = n;
-		r->pos += n;
-		return 0;
-	}
-	if (kind != KIND_PROFILE)
-		return pd_err_set(err, PD_ECORRUPT, "value chunk record: unknown kind %u", kind);
 	if (want == V2_WANT_STATE)
 		return record_step(t, prev, r, err);
 	struct pd_arena *a = out->arena = pd_arena_create(0);
@@ -1142,7 +1188,9 @@ int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_
 	const int64_t **pvs = NULL;
 	for (size_t j = 0; j < nv; j++) {
 		uint8_t mode = v2_byte(r);
-		if (mode > COL_DELTA || (mode == COL_DELTA && !(prev->valid && prev->nvalues == nv))) {
+		if (mode > COL_PERIOD ||
+		    (mode == COL_DELTA && !(prev->valid && prev->nvalues == nv)) ||
+		    (mode == COL_PERIOD && j == 0)) {
 			free(pvs);
 			view_fini(&pview);
 			DCORRUPT("bad value column mode");
@@ -1154,6 +1202,12 @@ int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_
 				pvs = NULL;
 				goto nomem;
 			}
+		}
+		if (mode == COL_PERIOD) {
+			for (size_t i = 0; i < ns; i++)
+				vals[i * nv + j] =
+				    (int64_t)((uint64_t)vals[i * nv] * (uint64_t)pp->period);
+			continue;
 		}
 		for (size_t i = 0; i < ns; i++) {
 			int64_t v = v2_sv(r);
@@ -1441,4 +1495,71 @@ nomem:
 out:
 	v2_decoded_fini(out);
 	return rc;
+}
+
+int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_rd *r, int want,
+		     struct v2_decoded *out, struct pd_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	uint8_t kind = v2_byte(r);
+	if (r->bad)
+		return pd_err_set(err, PD_ECORRUPT, "value chunk record: truncated");
+	if (kind == KIND_OPAQUE) {
+		size_t n = v2_count(r, 1);
+		if (r->bad || n > r->len - r->pos)
+			return pd_err_set(err, PD_ECORRUPT, "value chunk record: opaque bytes truncated");
+		out->opaque = 1;
+		out->bytes = r->p + r->pos;
+		out->len = n;
+		r->pos += n;
+		return 0;
+	}
+	if (kind == KIND_REPEAT) {
+		/* decoded as the profile record it stands for: the previous body with
+		 * this record's time difference spliced in after the flags */
+		uint8_t rec[V2_REPEAT_MAX + 10];
+		int64_t dod = v2_sv(r);
+		if (r->bad)
+			return pd_err_set(err, PD_ECORRUPT, "value chunk record: repeat truncated");
+		if (!prev->valid || !prev->has_body)
+			return pd_err_set(err, PD_ECORRUPT,
+					  "value chunk record: a repeat with no profile record before "
+					  "it to repeat");
+		int64_t field = (int64_t)((uint64_t)prev->time_delta + (uint64_t)dod);
+		struct pd_buf tb;
+		size_t n = prev->body_flen;
+		memcpy(rec, prev->body, n);
+		pd_buf_init(&tb, 0);
+		if (v2_put_sv(&tb, field)) {
+			pd_buf_fini(&tb);
+			return pd_err_set(err, PD_ENOMEM, "out of memory");
+		}
+		memcpy(rec + n, tb.data, tb.len);
+		n += tb.len;
+		pd_buf_fini(&tb);
+		memcpy(rec + n, prev->body + prev->body_flen, prev->body_len - prev->body_flen);
+		n += prev->body_len - prev->body_flen;
+		struct v2_rd sr = {.p = rec, .len = n};
+		int rc = decode_profile(t, prev, &sr, want, out, err);
+		if (rc)
+			return rc;
+		if (sr.pos != sr.len) /* cannot happen: the body was a whole record */
+			return pd_err_set(err, PD_ECORRUPT, "value chunk record: bad repeat");
+		prev->time_delta = field; /* the body stays */
+		return 0;
+	}
+	if (kind != KIND_PROFILE)
+		return pd_err_set(err, PD_ECORRUPT, "value chunk record: unknown kind %u", kind);
+	/* where the flags and the time end, for the body a repeat may stand for */
+	struct v2_rd h = *r;
+	int first = !prev->valid;
+	v2_uv(&h);
+	size_t fend = h.pos;
+	int64_t field = v2_sv(&h);
+	size_t tend = h.pos, start = r->pos;
+	int rc = decode_profile(t, prev, r, want, out, err);
+	if (rc)
+		return rc;
+	prev_body(prev, r->p + start, r->pos - start, fend - start, tend - fend, field, first);
+	return 0;
 }

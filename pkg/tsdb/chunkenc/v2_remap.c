@@ -247,6 +247,15 @@ static int walk_record(struct remap *m, struct v2_rd *r, struct pd_buf *out, str
 		r->pos += n;
 		goto done;
 	}
+	if (kind == KIND_REPEAT) {
+		/* the previous record again: its references are translated there, and
+		 * its body can only shrink (own indices are never above shared ones),
+		 * so it stays one a repeat may stand for */
+		copy_uvs(m, r, 1, out); /* time */
+		if (r->bad)
+			goto corrupt;
+		goto done;
+	}
 	if (kind != KIND_PROFILE)
 		goto corrupt;
 	unsigned flags = (unsigned)copy_uv(m, r, out);
@@ -288,11 +297,12 @@ static int walk_record(struct remap *m, struct v2_rd *r, struct pd_buf *out, str
 	}
 	for (size_t j = 0; j < nst && !r->bad; j++) {
 		uint8_t mode = v2_byte(r);
-		if (mode > COL_DELTA)
+		if (mode > COL_PERIOD || (mode == COL_PERIOD && j == 0))
 			goto corrupt;
 		if (out && pd_buf_append(out, &mode, 1))
 			m->oom = 1;
-		copy_uvs(m, r, ns, out);
+		if (mode != COL_PERIOD)
+			copy_uvs(m, r, ns, out);
 	}
 	if (flags & F_LABELS)
 		for (size_t i = 0; i < ns && !r->bad; i++)

@@ -1,0 +1,483 @@
+/* test_chunkenc_v2_records.c: unit tests of two record forms of the columnar value
+ * chunk (docs/format/chunks.md, "Records"): repeats (a profile record equal to the
+ * one before it but for its time is written as its kind and the time's change)
+ * and value columns that follow from the period (a cpu profile's nanoseconds).
+ * Each is checked to be written where it applies, and not elsewhere, through
+ * plain and shared-symbol appenders and their sealed chunks; every profile comes
+ * back equal (pd_pprof_compare); and records that misuse either form are refused
+ * as damage. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "profd/chunkenc.h"
+#include "profd/pprof.h"
+#include "profd/util.h"
+#include "v2_int.h"
+
+struct item {
+	uint8_t *raw;
+	size_t len;
+};
+
+static void free_items(struct item *it, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(it[i].raw);
+}
+
+static struct item encode_parts(const struct pd_pprof_parts *p)
+{
+	struct item it;
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_parts_encode(p, &it.raw, &it.len, &err), 0);
+	return it;
+}
+
+static void assert_same_profile(const struct item *want, const uint8_t *got, size_t gl,
+				const char *what, size_t i)
+{
+	struct pd_pprof_profile *a, *b;
+	struct pd_err err = {0};
+	char why[512];
+	if (pd_pprof_decode(&a, want->raw, want->len, NULL, &err)) {
+		/* bytes that are not a profile come back as they are */
+		assert_int_equal(gl, want->len);
+		assert_memory_equal(got, want->raw, gl);
+		return;
+	}
+	if (pd_pprof_decode(&b, got, gl, NULL, &err))
+		fail_msg("%s profile %zu does not decode: %s", what, i, err.msg);
+	if (pd_pprof_compare(a, b, why, sizeof(why)))
+		fail_msg("%s profile %zu differs after the round trip: %s", what, i, why);
+	pd_pprof_destroy(a);
+	pd_pprof_destroy(b);
+}
+
+/* The parts of a sealed chunk: its header, raw tables and raw group frames. */
+struct parsed {
+	uint64_t count, group;
+	uint8_t *tables;
+	size_t tlen;
+	uint8_t *groups[64];
+	size_t glen[64];
+	size_t ngroups;
+};
+
+static void parse_chunk(const uint8_t *s, size_t sl, struct parsed *p)
+{
+	struct v2_rd r = {s, sl, 1, 0};
+	struct pd_err err = {0};
+	size_t fl[64];
+	memset(p, 0, sizeof(*p));
+	assert_int_equal(s[0], PD_CHUNKENC_VALUES_COLUMNAR);
+	p->count = v2_uv(&r);
+	p->group = v2_uv(&r);
+	uint64_t tl = v2_uv(&r);
+	p->ngroups = (size_t)((p->count + p->group - 1) / p->group);
+	assert_true(p->ngroups <= 64);
+	for (size_t g = 0; g < p->ngroups; g++)
+		fl[g] = (size_t)v2_uv(&r);
+	assert_false(r.bad);
+	size_t at = r.pos;
+	if (v2_decompress(s + at, tl, 1 << 26, &p->tables, &p->tlen, "tables", &err))
+		fail_msg("tables: %s", err.msg);
+	at += tl;
+	for (size_t g = 0; g < p->ngroups; g++) {
+		if (v2_decompress(s + at, fl[g], 1 << 26, &p->groups[g], &p->glen[g], "group", &err))
+			fail_msg("group %zu: %s", g, err.msg);
+		at += fl[g];
+	}
+	assert_int_equal(at, sl);
+}
+
+static void parsed_fini(struct parsed *p)
+{
+	free(p->tables);
+	for (size_t g = 0; g < p->ngroups; g++)
+		free(p->groups[g]);
+}
+
+/* A chunk made of p's raw parts again (some of them changed by a test). */
+static uint8_t *build_chunk(const struct parsed *p, size_t *len)
+{
+	struct pd_buf b, frames;
+	struct pd_err err = {0};
+	size_t tl, fl[64];
+	pd_buf_init(&b, 0);
+	pd_buf_init(&frames, 0);
+	assert_int_equal(v2_compress(p->tables, p->tlen, 3, &frames, &tl, &err), 0);
+	for (size_t g = 0; g < p->ngroups; g++)
+		assert_int_equal(v2_compress(p->groups[g], p->glen[g], 3, &frames, &fl[g], &err), 0);
+	uint8_t enc = PD_CHUNKENC_VALUES_COLUMNAR;
+	assert_int_equal(pd_buf_append(&b, &enc, 1), 0);
+	assert_int_equal(v2_put_uv(&b, p->count) | v2_put_uv(&b, p->group) | v2_put_uv(&b, tl), 0);
+	for (size_t g = 0; g < p->ngroups; g++)
+		assert_int_equal(v2_put_uv(&b, fl[g]), 0);
+	assert_int_equal(pd_buf_append(&b, frames.data, frames.len), 0);
+	pd_buf_fini(&frames);
+	return pd_buf_steal(&b, len);
+}
+
+/* Counts the records of each kind in sealed chunk s, stepping over them as a
+ * read does; *raw gets the records' bytes before compression. */
+static void count_kinds(const uint8_t *s, size_t sl, size_t kinds[3], size_t *raw)
+{
+	struct parsed p;
+	struct v2_tables t;
+	struct pd_err err = {0};
+	parse_chunk(s, sl, &p);
+	v2_tables_init(&t);
+	if (v2_tables_read(&t, p.tables, p.tlen, &err))
+		fail_msg("tables: %s", err.msg);
+	kinds[0] = kinds[1] = kinds[2] = 0;
+	*raw = 0;
+	for (size_t g = 0; g < p.ngroups; g++) {
+		struct v2_prev prev = {0};
+		struct v2_rd r = {p.groups[g], p.glen[g], 0, 0};
+		*raw += p.glen[g];
+		while (r.pos < r.len) {
+			struct v2_decoded d;
+			uint8_t k = r.p[r.pos];
+			assert_true(k <= KIND_REPEAT);
+			kinds[k]++;
+			if (v2_record_decode(&t, &prev, &r, V2_WANT_STATE, &d, &err))
+				fail_msg("group %zu: %s", g, err.msg);
+			v2_decoded_fini(&d);
+		}
+		v2_prev_fini(&prev);
+	}
+	v2_tables_fini(&t);
+	parsed_fini(&p);
+}
+
+/* Appends the items to a v2 appender of the group (on symbols shared with
+ * nothing else when shared), checks every profile read back from the appender
+ * and from its sealed bytes, and returns the sealed chunk. */
+static uint8_t *roundtrip(const struct item *it, size_t n, unsigned group, int shared,
+			  size_t *sl)
+{
+	struct pd_err err = {0};
+	struct pd_chunkenc_symbols *sym = shared ? pd_chunkenc_symbols_create() : NULL;
+	struct pd_chunkenc_values *c = shared ? pd_chunkenc_values_create_shared(sym, group, 0)
+					      : pd_chunkenc_values_create_enc(2, group, 0);
+	uint8_t *s;
+	assert_non_null(c);
+	for (size_t i = 0; i < n; i++)
+		if (pd_chunkenc_values_append(c, it[i].raw, it[i].len, &err))
+			fail_msg("append %zu: %s", i, err.msg);
+	assert_int_equal(pd_chunkenc_values_seal(c, &s, sl, &err), 0);
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *a, *b;
+		size_t al, bl;
+		if (pd_chunkenc_values_get(c, i, &a, &al, &err))
+			fail_msg("get %zu: %s", i, err.msg);
+		if (pd_chunkenc_values_read(s, *sl, i, 1 << 26, &b, &bl, &err))
+			fail_msg("read %zu: %s", i, err.msg);
+		assert_same_profile(&it[i], a, al, "appender", i);
+		assert_same_profile(&it[i], b, bl, "sealed", i);
+		free(a);
+		free(b);
+	}
+	pd_chunkenc_values_destroy(c);
+	if (sym)
+		pd_chunkenc_symbols_unref(sym);
+	return s;
+}
+
+/* ---- idle profiles: repeats ------------------------------------------------------- */
+
+static const char *const idle_strs[] = {"",      "contentions", "count",        "delay",
+					"nanoseconds", "/usr/bin/x", "0123456789abcdef"};
+
+/* A block profile of a program that does not block, as Go writes it: sample and
+ * period types, one mapping, no samples; its time and duration as given. */
+static struct item idle_profile(int64_t time_nanos, int64_t duration)
+{
+	size_t lens[7];
+	for (int i = 0; i < 7; i++)
+		lens[i] = strlen(idle_strs[i]);
+	struct pd_pprof_pvt st[2] = {{1, 2}, {3, 4}};
+	struct pd_pprof_pmapping map = {1, 0x400000, 0x1900000, 0, 5, 6, 1, 1, 1, 0};
+	struct pd_pprof_parts p = {0};
+	p.strings = idle_strs;
+	p.string_len = lens;
+	p.nstrings = 7;
+	p.sample_type = st;
+	p.nsample_type = 2;
+	p.mapping = &map;
+	p.nmapping = 1;
+	p.has_period_type = 1;
+	p.period_type = st[0];
+	p.period = 1;
+	p.time_nanos = time_nanos;
+	p.duration_nanos = duration;
+	return encode_parts(&p);
+}
+
+#define NIDLE 100
+
+/* 100 scrapes about 15 s apart with up to 50 ms of jitter; scrapes 40 to 42 have
+ * a duration (another body), so 40 and 43 cannot repeat the record before them. */
+static void idle_series(struct item *it)
+{
+	uint64_t seed = 42;
+	int64_t t = 1795342071175836600;
+	for (size_t i = 0; i < NIDLE; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		t += 15000000000 + (int64_t)((seed >> 33) % 100000000) - 50000000;
+		it[i] = idle_profile(t, i >= 40 && i <= 42 ? 5 : 0);
+	}
+}
+
+static void test_repeats(void **state)
+{
+	(void)state;
+	struct item it[NIDLE];
+	size_t k[3], raw, sl;
+	idle_series(it);
+	for (int shared = 0; shared <= 1; shared++) {
+		/* groups of 32: each group's first record is whole, and so are 40 and 43 */
+		uint8_t *s = roundtrip(it, NIDLE, 32, shared, &sl);
+		count_kinds(s, sl, k, &raw);
+		assert_int_equal(k[KIND_PROFILE], 4 + 2);
+		assert_int_equal(k[KIND_REPEAT], NIDLE - 6);
+		assert_int_equal(k[KIND_OPAQUE], 0);
+		/* a repeat is its kind and a few bytes of time */
+		assert_true(raw < 6 * 40 + (NIDLE - 6) * 6);
+		free(s);
+		/* groups of one: nothing to repeat */
+		s = roundtrip(it, 5, 1, shared, &sl);
+		count_kinds(s, sl, k, &raw);
+		assert_int_equal(k[KIND_PROFILE], 5);
+		assert_int_equal(k[KIND_REPEAT], 0);
+		free(s);
+	}
+	/* an opaque record between two equal profiles does not stop the repeat */
+	struct item mix[4] = {it[0], {(uint8_t *)"not a profile", 13}, it[1], it[2]};
+	uint8_t *s = roundtrip(mix, 4, 32, 0, &sl);
+	count_kinds(s, sl, k, &raw);
+	assert_int_equal(k[KIND_PROFILE], 1);
+	assert_int_equal(k[KIND_OPAQUE], 1);
+	assert_int_equal(k[KIND_REPEAT], 2);
+	free(s);
+	free_items(it, NIDLE);
+}
+
+/* A profile whose record is longer than V2_REPEAT_MAX is never repeated: the
+ * state keeps no body that long. */
+static void test_no_repeat_of_long_records(void **state)
+{
+	(void)state;
+	static const char *strs[] = {"", "samples", "count", "main", "main.go"};
+	size_t lens[5];
+	for (int i = 0; i < 5; i++)
+		lens[i] = strlen(strs[i]);
+	struct pd_pprof_pvt st = {1, 2};
+	struct pd_pprof_pfunction fn = {1, 3, 3, 4, 1};
+	struct pd_pprof_pline ln = {1, 7, 0};
+	struct pd_pprof_plocation loc = {1, 0, 0x1000, &ln, 1, 0};
+	uint64_t stack[] = {1};
+	enum { NS = 200 };
+	int64_t vals[NS];
+	struct pd_pprof_psample smp[NS];
+	for (size_t i = 0; i < NS; i++) {
+		vals[i] = (int64_t)i + 1;
+		smp[i] = (struct pd_pprof_psample){stack, 1, &vals[i], 1, NULL, 0};
+	}
+	struct pd_pprof_parts p = {0};
+	p.strings = strs;
+	p.string_len = lens;
+	p.nstrings = 5;
+	p.sample_type = &st;
+	p.nsample_type = 1;
+	p.sample = smp;
+	p.nsample = NS;
+	p.location = &loc;
+	p.nlocation = 1;
+	p.function = &fn;
+	p.nfunction = 1;
+	struct item it[3];
+	for (int i = 0; i < 3; i++) {
+		p.time_nanos = 1000000000 * (int64_t)(i + 1);
+		it[i] = encode_parts(&p);
+	}
+	size_t k[3], raw, sl;
+	uint8_t *s = roundtrip(it, 3, 32, 0, &sl);
+	count_kinds(s, sl, k, &raw);
+	assert_int_equal(k[KIND_PROFILE], 3);
+	assert_int_equal(k[KIND_REPEAT], 0);
+	free(s);
+	free_items(it, 3);
+}
+
+/* ---- cpu profiles: the nanoseconds column follows from the period ------------------ */
+
+/* A cpu profile as Go writes it (samples/count, cpu/nanoseconds = count × period),
+ * with one nanoseconds value off by `off`. */
+static struct item cpu_profile(int64_t off, int64_t big)
+{
+	static const char *strs[] = {"", "samples", "count", "cpu", "nanoseconds", "main", "main.go"};
+	size_t lens[7];
+	for (int i = 0; i < 7; i++)
+		lens[i] = strlen(strs[i]);
+	struct pd_pprof_pvt st[2] = {{1, 2}, {3, 4}};
+	struct pd_pprof_pfunction fn = {1, 5, 5, 6, 1};
+	struct pd_pprof_pline ln[3] = {{1, 7, 0}, {1, 8, 0}, {1, 9, 0}};
+	struct pd_pprof_plocation loc[3] = {
+	    {1, 0, 0x1000, &ln[0], 1, 0}, {2, 0, 0x1010, &ln[1], 1, 0}, {3, 0, 0x1020, &ln[2], 1, 0}};
+	uint64_t s1[] = {1}, s2[] = {2, 1}, s3[] = {3, 1};
+	const int64_t period = 10000000;
+	int64_t v[3][2] = {{3, 0}, {1, 0}, {big, 0}};
+	for (int i = 0; i < 3; i++)
+		v[i][1] = (int64_t)((uint64_t)v[i][0] * (uint64_t)period);
+	v[1][1] += off;
+	struct pd_pprof_psample smp[3] = {
+	    {s1, 1, v[0], 2, NULL, 0}, {s2, 2, v[1], 2, NULL, 0}, {s3, 2, v[2], 2, NULL, 0}};
+	struct pd_pprof_parts p = {0};
+	p.strings = strs;
+	p.string_len = lens;
+	p.nstrings = 7;
+	p.sample_type = st;
+	p.nsample_type = 2;
+	p.sample = smp;
+	p.nsample = 3;
+	p.location = loc;
+	p.nlocation = 3;
+	p.function = &fn;
+	p.nfunction = 1;
+	p.has_period_type = 1;
+	p.period_type = st[1];
+	p.period = period;
+	p.time_nanos = 1795342071175836600;
+	p.duration_nanos = 10000000000;
+	return encode_parts(&p);
+}
+
+static void test_period_column(void **state)
+{
+	(void)state;
+	size_t k[3], exact, off, sl;
+	/* a count whose product with the period wraps is still exact */
+	struct item a = cpu_profile(0, ((int64_t)1 << 40) + 3),
+		    b = cpu_profile(1, ((int64_t)1 << 40) + 3);
+	uint8_t *s = roundtrip(&a, 1, 32, 0, &sl);
+	count_kinds(s, sl, k, &exact);
+	free(s);
+	s = roundtrip(&b, 1, 32, 0, &sl);
+	count_kinds(s, sl, k, &off);
+	free(s);
+	/* one value off the period's multiple: the column is written, three values of
+	 * at least 4 bytes (and the largest of 10) more */
+	assert_true(off >= exact + 4 + 4 + 10);
+	free(a.raw);
+	free(b.raw);
+}
+
+/* ---- damage ------------------------------------------------------------------------ */
+
+/* Offset of the mode byte of the first value column of the lone profile record at
+ * the start of group g (no period type, sample types, comments or mappings
+ * beyond what cpu_profile writes). */
+static size_t first_mode_at(const uint8_t *g, size_t len)
+{
+	struct v2_rd r = {g, len, 0, 0};
+	assert_int_equal(g[r.pos++], KIND_PROFILE);
+	unsigned flags = (unsigned)v2_uv(&r);
+	v2_sv(&r);
+	v2_sv(&r);
+	v2_sv(&r);
+	if (flags & F_PERIOD_TYPE) {
+		v2_uv(&r);
+		v2_uv(&r);
+	}
+	for (uint64_t n = 2 * v2_uv(&r); n > 0; n--)
+		v2_uv(&r);
+	for (int i = 0; i < 4; i++)
+		v2_uv(&r);
+	for (uint64_t n = v2_uv(&r); n > 0; n--)
+		v2_uv(&r);
+	if (!(flags & F_MAP_SAME)) {
+		uint64_t n = v2_uv(&r);
+		for (uint64_t i = 0; i < n; i++)
+			v2_uv(&r);
+		if (!(flags & F_MAP_SEQ))
+			for (uint64_t i = 0; i < n; i++)
+				v2_uv(&r);
+	}
+	for (uint64_t n = v2_uv(&r); n > 0; n--)
+		v2_uv(&r);
+	assert_false(r.bad);
+	return r.pos;
+}
+
+static void expect_damage(const struct parsed *p, size_t i, const char *what)
+{
+	size_t cl, ol;
+	uint8_t *c = build_chunk(p, &cl), *o;
+	struct pd_err err = {0};
+	assert_int_equal(pd_chunkenc_values_read(c, cl, i, 1 << 26, &o, &ol, &err), PD_ECORRUPT);
+	if (!strstr(err.msg, what))
+		fail_msg("\"%s\" does not say \"%s\"", err.msg, what);
+	free(c);
+}
+
+static void test_damaged_records(void **state)
+{
+	(void)state;
+	struct item it[NIDLE];
+	struct parsed p;
+	size_t sl;
+	idle_series(it);
+	uint8_t *s = roundtrip(it, 3, 32, 0, &sl);
+	parse_chunk(s, sl, &p);
+	free(s);
+	/* a group that starts with a repeat: nothing before it to repeat */
+	uint8_t *g0 = p.groups[0];
+	size_t l0 = p.glen[0];
+	uint8_t rep[] = {KIND_REPEAT, 0x02, KIND_REPEAT, 0x00, KIND_REPEAT, 0x04};
+	p.groups[0] = rep;
+	p.glen[0] = sizeof(rep);
+	expect_damage(&p, 0, "a repeat with no profile record before it");
+	/* a repeat cut short */
+	p.glen[0] = 1;
+	p.count = 1;
+	p.ngroups = 1;
+	expect_damage(&p, 0, "repeat truncated");
+	p.groups[0] = g0;
+	p.glen[0] = l0;
+	parsed_fini(&p);
+	free_items(it, NIDLE);
+
+	/* the first value column said to follow from the period */
+	struct item c = cpu_profile(0, 7);
+	s = roundtrip(&c, 1, 32, 0, &sl);
+	parse_chunk(s, sl, &p);
+	free(s);
+	size_t at = first_mode_at(p.groups[0], p.glen[0]);
+	assert_int_equal(p.groups[0][at], COL_RAW);
+	p.groups[0][at] = COL_PERIOD;
+	expect_damage(&p, 0, "bad value column mode");
+	/* and an unknown mode */
+	p.groups[0][at] = 3;
+	expect_damage(&p, 0, "bad value column mode");
+	parsed_fini(&p);
+	free(c.raw);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_repeats),
+	    cmocka_unit_test(test_no_repeat_of_long_records),
+	    cmocka_unit_test(test_period_column),
+	    cmocka_unit_test(test_damaged_records),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
