@@ -82,7 +82,12 @@ int pd_chunkenc_ts_totals(const uint8_t *p, size_t len, const uint8_t **sec, siz
  * the sets of types profiles have are written once a chunk; sums and durations
  * as differences from the previous profile's. Readers of timestamps ignore it;
  * a chunk written before it existed has none. Layout: docs/format/chunks.md. */
-#define PD_CHUNKENC_TOTALS_VERSION 2 /* written; 1 is read too */
+#define PD_CHUNKENC_TOTALS_VERSION 3 /* written; 1 and 2 are read too */
+
+/* The place of (type, unit) in the list of well-known sample types that version 3
+ * names by number (the types Go's runtime writes), or -1. An iterator's type and
+ * unit of a well-known type point to static strings, not into the section. */
+long pd_chunkenc_totals_well_known(const char *type, const char *unit);
 
 /* An appendable totals section: one record per sample, in the order of the
  * timestamp chunk's samples. Heap object. */

@@ -31,10 +31,14 @@ static void read_section(const uint8_t *p, size_t len, uint32_t count)
 				if (it.type_idx[i] >= it.ntypes)
 					abort();
 				const struct pd_chunkenc_totals_type *t = &it.types[it.type_idx[i]];
-				if (t->type < (const char *)p ||
-				    t->type + t->type_len > (const char *)p + len ||
-				    t->unit < (const char *)p ||
-				    t->unit + t->unit_len > (const char *)p + len)
+				int in_section = t->type >= (const char *)p &&
+				                 t->type + t->type_len <= (const char *)p + len &&
+				                 t->unit >= (const char *)p &&
+				                 t->unit + t->unit_len <= (const char *)p + len;
+				/* or a well-known type of version 3, named by number */
+				if (!in_section &&
+				    (p[0] != 3 || pd_chunkenc_totals_well_known(t->type, t->unit) < 0 ||
+				     strlen(t->type) != t->type_len || strlen(t->unit) != t->unit_len))
 					abort();
 			}
 			if (!it.profile && (it.n || it.duration))

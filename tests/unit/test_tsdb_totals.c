@@ -362,10 +362,10 @@ static void test_section_roundtrip(void **state)
 	assert_int_equal(pd_chunkenc_totals_iter_err(&it), PD_ECORRUPT);
 	pd_chunkenc_totals_iter_fini(&it);
 	/* no section, or a version this reader does not know: answered as absent */
-	static const uint8_t v3[] = {3, 0};
+	static const uint8_t v4[] = {4, 0};
 	assert_int_equal(pd_chunkenc_totals_iter_init(&it, b, 0, 5), PD_ENOTFOUND);
 	pd_chunkenc_totals_iter_fini(&it);
-	assert_int_equal(pd_chunkenc_totals_iter_init(&it, v3, 2, 1), PD_ENOTFOUND);
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, v4, 2, 1), PD_ENOTFOUND);
 	pd_chunkenc_totals_iter_fini(&it);
 	pd_chunkenc_totals_destroy(c);
 }
@@ -391,9 +391,10 @@ static void test_section_repeats(void **state)
 	}
 	size_t len100;
 	pd_chunkenc_totals_bytes(c, &len100);
-	/* version (1), the first record (43: a set of two new types, with their
-	 * names) and one repeat of 99 (2); each record on its own would take 4 */
-	assert_int_equal(len100, 46);
+	/* version (1), the first record (7: a set of two new types, both
+	 * well-known, so named by number) and one repeat of 99 (2); each record on
+	 * its own would take 4 */
+	assert_int_equal(len100, 10);
 	assert_int_equal(pd_chunkenc_totals_append_opaque(c, &err), 0);
 	want[n++] = 0;
 	for (int i = 0; i < 5; i++, n++) {
@@ -409,7 +410,7 @@ static void test_section_repeats(void **state)
 	want[n++] = 3;
 	size_t len;
 	const uint8_t *b = pd_chunkenc_totals_bytes(c, &len);
-	assert_int_equal(b[0], 2);
+	assert_int_equal(b[0], PD_CHUNKENC_TOTALS_VERSION);
 	struct pd_chunkenc_totals_iter it;
 	assert_int_equal(pd_chunkenc_totals_iter_init(&it, b, len, (uint32_t)n), 0);
 	for (size_t i = 0; i < n; i++) {
@@ -467,6 +468,90 @@ static void test_section_repeats(void **state)
 		assert_int_equal(pd_chunkenc_totals_iter_err(&it), PD_ECORRUPT);
 		pd_chunkenc_totals_iter_fini(&it);
 	}
+}
+
+/* Version 3 names the sample types Go writes by number: a set of well-known and
+ * other types reads back with every name, each type once; a type referred to
+ * again takes a code past the well-known ones; version 2 sections, whose codes
+ * from 1 refer to types already defined, read as before; a well-known code not
+ * in the list is damage. */
+static void test_section_well_known(void **state)
+{
+	(void)state;
+	struct pd_err err = {0};
+	struct pd_chunkenc_totals *c = pd_chunkenc_totals_create();
+	assert_non_null(c);
+	const char *t1[] = {"alloc_objects", "alloc_space", "wall", "inuse_space"},
+		   *u1[] = {"count", "bytes", "nanoseconds", "bytes"};
+	const char *t2[] = {"inuse_space", "wall", "samples"}, *u2[] = {"bytes", "nanoseconds", "count"};
+	int64_t s1[] = {1, 2, 3, 4}, s2[] = {5, 6, 7};
+	assert_int_equal(pd_chunkenc_totals_append(c, 4, t1, u1, s1, 0, &err), 0);
+	assert_int_equal(pd_chunkenc_totals_append(c, 3, t2, u2, s2, 0, &err), 0);
+	size_t len;
+	const uint8_t *b = pd_chunkenc_totals_bytes(c, &len);
+	/* version, tag 1, n 4, codes 3 and 4, wall spelled out (0, 4 "wall",
+	 * 11 "nanoseconds"), code 6, duration, four totals; tag 1, n 3, inuse_space
+	 * and wall as types 3 and 2 (codes 36, 35), samples as code 1, duration,
+	 * three totals */
+	static const uint8_t want[] = {3,   1,   4,   3,   4,   0,   4,   'w', 'a', 'l', 'l', 11,
+				       'n', 'a', 'n', 'o', 's', 'e', 'c', 'o', 'n', 'd', 's', 6,
+				       0,   2,   4,   6,   8,   1,   3,   36,  35,  1,   0,   2,
+				       6,   14};
+	assert_int_equal(len, sizeof(want));
+	assert_memory_equal(b, want, len);
+	assert_int_equal(pd_chunkenc_totals_well_known("delay", "nanoseconds"), 7);
+	assert_int_equal(pd_chunkenc_totals_well_known("delay", "seconds"), -1);
+
+	struct pd_chunkenc_totals_iter it;
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, b, len, 2), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 1);
+	assert_int_equal(it.n, 4);
+	for (size_t i = 0; i < 4; i++) {
+		const struct pd_chunkenc_totals_type *t = &it.types[it.type_idx[i]];
+		assert_int_equal(t->type_len, strlen(t1[i]));
+		assert_memory_equal(t->type, t1[i], t->type_len);
+		assert_int_equal(t->unit_len, strlen(u1[i]));
+		assert_memory_equal(t->unit, u1[i], t->unit_len);
+		assert_int_equal(it.vals[i], s1[i]);
+	}
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 1);
+	assert_int_equal(it.n, 3);
+	for (size_t i = 0; i < 3; i++) {
+		const struct pd_chunkenc_totals_type *t = &it.types[it.type_idx[i]];
+		assert_memory_equal(t->type, t2[i], t->type_len);
+		assert_memory_equal(t->unit, u2[i], t->unit_len);
+		assert_int_equal(it.vals[i], s2[i]);
+	}
+	assert_int_equal(it.ntypes, 5);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_err(&it), 0);
+	pd_chunkenc_totals_iter_fini(&it);
+	pd_chunkenc_totals_destroy(c);
+
+	/* version 2: code 1 is the first type defined ("a"), not a well-known one */
+	static const uint8_t v2[] = {2, 1, 1, 0, 1, 'a', 1, 'b', 0, 10, 1, 2, 1, 1, 0, 2, 4};
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, v2, sizeof(v2), 2), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 1);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 1);
+	assert_int_equal(it.ntypes, 1);
+	assert_int_equal(it.n, 2);
+	assert_int_equal(it.type_idx[0], 0);
+	assert_int_equal(it.type_idx[1], 0);
+	assert_memory_equal(it.types[0].type, "a", 1);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_err(&it), 0);
+	pd_chunkenc_totals_iter_fini(&it);
+	/* version 3: a well-known code past the list, a reference to no type */
+	static const uint8_t past[] = {3, 1, 1, 32, 0, 0};
+	static const uint8_t none[] = {3, 1, 1, 33, 0, 0};
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, past, sizeof(past), 1), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_err(&it), PD_ECORRUPT);
+	pd_chunkenc_totals_iter_fini(&it);
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, none, sizeof(none), 1), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_err(&it), PD_ECORRUPT);
+	pd_chunkenc_totals_iter_fini(&it);
 }
 
 /* Timestamps read the same with a section after them, and the section is found. */
@@ -985,6 +1070,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_section_roundtrip),
 	    cmocka_unit_test(test_section_repeats),
+	    cmocka_unit_test(test_section_well_known),
 	    cmocka_unit_test(test_section_after_timestamps),
 	    cmocka_unit_test(test_head_blocks_compaction),
 	    cmocka_unit_test(test_wal_replay),

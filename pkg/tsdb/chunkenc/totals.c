@@ -18,8 +18,10 @@
  *                              s >= 3 (version 2; s >= 2 in version 1): the
  *                                profile has set s - 3 (s - 2)
  *            new set:          n <uvar>, then n times: k <uvar>: 0 = a new type
- *                              follows (type and unit, each len <uvar> + bytes),
- *                              k >= 1 = type k - 1
+ *                              follows (type and unit, each len <uvar> + bytes);
+ *                              version 3: 1 <= k <= 32 = a new type, well-known
+ *                              entry k - 1 (below), k >= 33 = type k - 33;
+ *                              versions 1 and 2: k >= 1 = type k - 1
  *            duration_nanos    <sv> difference from the previous profile's
  *            per type of set   <sv> difference from the previous total of that
  *                              type in the chunk (0 before its first)
@@ -31,6 +33,29 @@
 
 #include "profd/chunkenc.h"
 #include "profd/pprof.h"
+
+/* ---- well-known sample types -------------------------------------------------- */
+
+/* Version 3 names these types by their place in this list, instead of spelling
+ * them out in every chunk: the sample types Go's runtime writes, which nearly every
+ * profile a chunk holds has. The list is part of the format: entries are only ever
+ * added at the end, up to WELL_KNOWN_MAX. */
+static const char *const well_known[][2] = {
+    {"samples", "count"},       {"cpu", "nanoseconds"},     {"alloc_objects", "count"},
+    {"alloc_space", "bytes"},   {"inuse_objects", "count"}, {"inuse_space", "bytes"},
+    {"contentions", "count"},   {"delay", "nanoseconds"},   {"goroutine", "count"},
+    {"threadcreate", "count"},
+};
+#define NWELL_KNOWN (sizeof(well_known) / sizeof(well_known[0]))
+#define WELL_KNOWN_MAX 32 /* codes 1..32 name a well-known type in version 3 */
+
+long pd_chunkenc_totals_well_known(const char *type, const char *unit)
+{
+	for (size_t i = 0; i < NWELL_KNOWN; i++)
+		if (!strcmp(well_known[i][0], type) && !strcmp(well_known[i][1], unit))
+			return (long)i;
+	return -1;
+}
 
 /* ---- coding helpers --------------------------------------------------------- */
 
@@ -258,10 +283,12 @@ int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char
 					goto nomem;
 				}
 				c->ntypes++;
-				if (put_uvar(&c->b, 0) || put_str(&c->b, types[i]) ||
-				    put_str(&c->b, units[i]))
+				long w = pd_chunkenc_totals_well_known(types[i], units[i]);
+				if (w >= 0 ? put_uvar(&c->b, (uint64_t)w + 1)
+					   : put_uvar(&c->b, 0) || put_str(&c->b, types[i]) ||
+						 put_str(&c->b, units[i]))
 					goto nomem;
-			} else if (put_uvar(&c->b, (uint64_t)k + 1)) {
+			} else if (put_uvar(&c->b, (uint64_t)k + WELL_KNOWN_MAX + 1)) {
 				goto nomem;
 			}
 			c->set_types[c->nset_types + i] = k;
@@ -410,7 +437,7 @@ int pd_chunkenc_totals_iter_reuse(struct pd_chunkenc_totals_iter *it, const uint
 	it->ntypes = it->nset_types = it->nsets = 0;
 	it->rep = 0;
 	it->last_set = SIZE_MAX;
-	if (len == 0 || (p[0] != 1 && p[0] != 2))
+	if (len == 0 || p[0] < 1 || p[0] > 3)
 		return PD_ENOTFOUND;
 	it->version = p[0];
 	it->pos = 1;
@@ -446,9 +473,30 @@ static void read_set(struct pd_chunkenc_totals_iter *it)
 		it->err = PD_ENOMEM;
 		return;
 	}
+	/* codes of types already defined start after the well-known ones in version 3 */
+	uint64_t base = it->version >= 3 ? WELL_KNOWN_MAX + 1 : 1;
 	for (uint64_t i = 0; i < n && !it->err; i++) {
 		uint64_t k = get_uvar(it);
-		if (k == 0) {
+		if (k > 0 && k < base) { /* a well-known type, new in the chunk */
+			if (k > NWELL_KNOWN) {
+				it->err = PD_ECORRUPT;
+				return;
+			}
+			if (grow((void **)&it->types, &it->types_cap, it->ntypes + 1,
+			         sizeof(*it->types)) ||
+			    grow((void **)&it->prev, &it->prev_cap, it->ntypes + 1,
+			         sizeof(*it->prev))) {
+				it->err = PD_ENOMEM;
+				return;
+			}
+			struct pd_chunkenc_totals_type *t = &it->types[it->ntypes];
+			t->type = well_known[k - 1][0];
+			t->type_len = strlen(t->type);
+			t->unit = well_known[k - 1][1];
+			t->unit_len = strlen(t->unit);
+			it->prev[it->ntypes] = 0;
+			k = ++it->ntypes;
+		} else if (k == 0) {
 			if (grow((void **)&it->types, &it->types_cap, it->ntypes + 1,
 			         sizeof(*it->types)) ||
 			    grow((void **)&it->prev, &it->prev_cap, it->ntypes + 1,
@@ -461,7 +509,7 @@ static void read_set(struct pd_chunkenc_totals_iter *it)
 			t->unit = get_str(it, &t->unit_len);
 			it->prev[it->ntypes] = 0;
 			k = ++it->ntypes;
-		} else if (k > it->ntypes) {
+		} else if ((k = k - base + 1) > it->ntypes) {
 			it->err = PD_ECORRUPT;
 		}
 		it->set_types[it->nset_types + i] = (uint32_t)(k - 1);
@@ -510,7 +558,7 @@ int pd_chunkenc_totals_iter_next(struct pd_chunkenc_totals_iter *it)
 		return 1;
 	}
 	size_t set = 0, first = it->version == 1 ? 2 : 3;
-	if (tag == 2 && it->version == 2) {
+	if (tag == 2 && it->version >= 2) {
 		uint64_t n = get_uvar(it);
 		/* the records it stands for are among those still to come */
 		if (it->err || n == 0 || n - 1 > it->left || it->last_set == SIZE_MAX) {
