@@ -477,7 +477,7 @@ static void read_set(struct pd_chunkenc_totals_iter *it)
 	uint64_t base = it->version >= 3 ? WELL_KNOWN_MAX + 1 : 1;
 	for (uint64_t i = 0; i < n && !it->err; i++) {
 		uint64_t k = get_uvar(it);
-		if (k > 0 && k < base) { /* a well-known type, new in the chunk */
+		if (k < base) { /* a new type: spelled out (0) or well-known */
 			if (k > NWELL_KNOWN) {
 				it->err = PD_ECORRUPT;
 				return;
@@ -490,23 +490,15 @@ static void read_set(struct pd_chunkenc_totals_iter *it)
 				return;
 			}
 			struct pd_chunkenc_totals_type *t = &it->types[it->ntypes];
-			t->type = well_known[k - 1][0];
-			t->type_len = strlen(t->type);
-			t->unit = well_known[k - 1][1];
-			t->unit_len = strlen(t->unit);
-			it->prev[it->ntypes] = 0;
-			k = ++it->ntypes;
-		} else if (k == 0) {
-			if (grow((void **)&it->types, &it->types_cap, it->ntypes + 1,
-			         sizeof(*it->types)) ||
-			    grow((void **)&it->prev, &it->prev_cap, it->ntypes + 1,
-			         sizeof(*it->prev))) {
-				it->err = PD_ENOMEM;
-				return;
+			if (k == 0) {
+				t->type = get_str(it, &t->type_len);
+				t->unit = get_str(it, &t->unit_len);
+			} else {
+				t->type = well_known[k - 1][0];
+				t->type_len = strlen(t->type);
+				t->unit = well_known[k - 1][1];
+				t->unit_len = strlen(t->unit);
 			}
-			struct pd_chunkenc_totals_type *t = &it->types[it->ntypes];
-			t->type = get_str(it, &t->type_len);
-			t->unit = get_str(it, &t->unit_len);
 			it->prev[it->ntypes] = 0;
 			k = ++it->ntypes;
 		} else if ((k = k - base + 1) > it->ntypes) {
