@@ -437,7 +437,7 @@ int pd_chunkenc_totals_iter_reuse(struct pd_chunkenc_totals_iter *it, const uint
 	it->ntypes = it->nset_types = it->nsets = 0;
 	it->rep = 0;
 	it->last_set = SIZE_MAX;
-	if (len == 0 || p[0] < 1 || p[0] > 3)
+	if (len == 0 || p[0] < 1 || p[0] > PD_CHUNKENC_TOTALS_VERSION)
 		return PD_ENOTFOUND;
 	it->version = p[0];
 	it->pos = 1;

@@ -177,15 +177,23 @@ void v2_rcache_done(struct v2_rcache *c)
 		rcache_free(c);
 }
 
-/* As v2_compress, with prefix (raw bytes, may be NULL) as the frame's dictionary:
- * the open chunk compresses each frame of records against the frame before it. */
-static int compress_with(const uint8_t *raw, size_t len, int level, const uint8_t *prefix,
-			 size_t plen, struct pd_buf *out, size_t *flen, struct pd_err *err)
+/* The calling thread's zstd compression context (made on first use), or NULL when
+ * out of memory. */
+static ZSTD_CCtx *thread_cctx(void)
 {
 	pthread_once(&ctx_once, ctx_init);
 	ZSTD_CCtx *c = pthread_getspecific(cctx_key);
 	if (!c && (c = ZSTD_createCCtx()))
 		pthread_setspecific(cctx_key, c);
+	return c;
+}
+
+/* As v2_compress, with prefix (raw bytes, may be NULL) as the frame's dictionary:
+ * the open chunk compresses each frame of records against the frame before it. */
+static int compress_with(const uint8_t *raw, size_t len, int level, const uint8_t *prefix,
+			 size_t plen, struct pd_buf *out, size_t *flen, struct pd_err *err)
+{
+	ZSTD_CCtx *c = thread_cctx();
 	struct zscratch *z = pthread_getspecific(zs_key);
 	if (!z && (z = calloc(1, sizeof(*z))))
 		pthread_setspecific(zs_key, z);
@@ -228,10 +236,7 @@ static int decompress_with(const uint8_t *f, size_t flen, size_t max, const uint
 int v2_compress_cut(const uint8_t *raw, size_t len, int level, const size_t *cuts, size_t ncuts,
 		    struct pd_buf *out, size_t *flen, struct pd_err *err)
 {
-	pthread_once(&ctx_once, ctx_init);
-	ZSTD_CCtx *c = pthread_getspecific(cctx_key);
-	if (!c && (c = ZSTD_createCCtx()))
-		pthread_setspecific(cctx_key, c);
+	ZSTD_CCtx *c = thread_cctx();
 	if (!c)
 		return pd_err_set(err, PD_ENOMEM, "out of memory compressing a value chunk");
 	/* a block header for each part and room for a part left uncompressed */

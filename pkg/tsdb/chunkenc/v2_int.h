@@ -307,15 +307,15 @@ void v2_decoded_fini(struct v2_decoded *d);
 
 /* ---- frames --------------------------------------------------------------------- */
 
+/* Compresses raw into one zstd frame appended to out (exact size); *flen its size. */
+int v2_compress(const uint8_t *raw, size_t len, int level, struct pd_buf *out, size_t *flen,
+		struct pd_err *err);
 /* The same, ending a zstd block at each of the ncuts offsets (ascending, within
  * len), so that each part gets entropy tables of its own: the tables frame's
  * strings and its columns of numbers compress better apart, while every part can
  * still refer back to the ones before it. Still one frame with its content size. */
 int v2_compress_cut(const uint8_t *raw, size_t len, int level, const size_t *cuts, size_t ncuts,
 		    struct pd_buf *out, size_t *flen, struct pd_err *err);
-/* Compresses raw into one zstd frame appended to out (exact size); *flen its size. */
-int v2_compress(const uint8_t *raw, size_t len, int level, struct pd_buf *out, size_t *flen,
-		struct pd_err *err);
 /* Decompresses one frame, refusing more than max bytes. *out is malloc'd. */
 int v2_decompress(const uint8_t *f, size_t flen, size_t max, uint8_t **out, size_t *out_len,
 		  const char *what, struct pd_err *err);
