@@ -1147,11 +1147,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **state,
                          enum MHD_RequestTerminationCode why)
 {
-	(void)why;
 	struct pd_api_server *s = cls;
 	struct api_req *r = *state;
+	struct api_conn *cn = conn_of(c);
+	if (why == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED && cn) {
+		/* MHD's inactivity timeout, which backs ours, closed it first (a loaded
+		 * server can reach it before the acceptor's next reap): counted the same,
+		 * once; killed keeps the reaper away while MHD closes it */
+		pthread_mutex_lock(&s->cmu);
+		int ours = cn->killed;
+		enum api_conn_phase ph = cn->phase;
+		cn->killed = 1;
+		pthread_mutex_unlock(&s->cmu);
+		if (!ours)
+			count_close(s, ph == PHASE_HEADERS ? CLOSE_HEADER_TIMEOUT : CLOSE_READ_TIMEOUT);
+	}
 	/* the next request's headers are due within read_header_timeout */
-	conn_phase(s, conn_of(c), PHASE_HEADERS);
+	conn_phase(s, cn, PHASE_HEADERS);
 	if (r && r->quit_after)
 		s->o.quit(s->o.quit_ctx);
 	req_free(r);
