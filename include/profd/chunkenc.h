@@ -183,7 +183,15 @@ enum pd_chunkenc_value_encoding {
 	 * mappings, functions, locations, a stack tree) and per-profile records of
 	 * stack ids and value columns, records `group` to a zstd frame */
 	PD_CHUNKENC_VALUES_COLUMNAR = 2,
+	/* the chunk byte of encoding 2 whose profiles' times are written relative to
+	 * their samples' timestamps (appended with pd_chunkenc_values_append_at):
+	 * reading one back needs its timestamp */
+	PD_CHUNKENC_VALUES_COLUMNAR_REL = 3,
 };
+
+/* "no timestamp" for the _at functions below: the chunk's times are then
+ * written on their own (and a chunk of relative times cannot be read) */
+#define PD_CHUNKENC_NO_TS INT64_MIN
 
 #define PD_CHUNKENC_DEFAULT_ENCODING PD_CHUNKENC_VALUES_COLUMNAR
 #define PD_CHUNKENC_DEFAULT_GROUP 16
@@ -220,7 +228,8 @@ size_t pd_chunkenc_symbols_memory(struct pd_chunkenc_symbols *s);
 /* A v2 appender on shared symbols (NULL: its own); NULL when out of memory. */
 struct pd_chunkenc_values *pd_chunkenc_values_create_shared(struct pd_chunkenc_symbols *s,
 							    unsigned group, int level);
-/* The encoding byte of a sealed value chunk, or 0 when it is empty. */
+/* The encoding of a sealed value chunk (its first byte; 2 for either byte of
+ * encoding 2), or 0 when it is empty. */
 int pd_chunkenc_values_encoding(const uint8_t *chunk, size_t len);
 void pd_chunkenc_values_destroy(struct pd_chunkenc_values *c);
 /* Copies len bytes of one profile into the chunk. */
@@ -231,10 +240,22 @@ struct pd_pprof_profile;
  * decode here): a v2 chunk then decomposes it without decoding it again. */
 int pd_chunkenc_values_append_decoded(struct pd_chunkenc_values *c, const uint8_t *p, size_t len,
 				      const struct pd_pprof_profile *decoded, struct pd_err *err);
+/* The same for the sample at ts (ms since the epoch): a v2 chunk appended to
+ * this way writes each profile's time_nanos as its difference from ts, which
+ * the timestamp chunk holds already, and needs ts again to read it (the _at
+ * readers below). The first append decides: a chunk takes timestamps on every
+ * append (PD_EINVAL otherwise) or on none (PD_CHUNKENC_NO_TS). */
+int pd_chunkenc_values_append_at(struct pd_chunkenc_values *c, int64_t ts, const uint8_t *p,
+				 size_t len, const struct pd_pprof_profile *decoded,
+				 struct pd_err *err);
 size_t pd_chunkenc_values_count(const struct pd_chunkenc_values *c);
 /* Copies profile i into *out (malloc'd, caller frees) without sealing the chunk. */
 int pd_chunkenc_values_get(const struct pd_chunkenc_values *c, size_t i, uint8_t **out,
 			   size_t *out_len, struct pd_err *err);
+/* The same given profile i's timestamp (required for a chunk of relative times:
+ * PD_EINVAL without it; ignored otherwise). */
+int pd_chunkenc_values_get_at(const struct pd_chunkenc_values *c, size_t i, int64_t ts,
+			      uint8_t **out, size_t *out_len, struct pd_err *err);
 /* Encodes the chunk as immutable bytes (compressing the open group) into *out,
  * malloc'd and owned by the caller. The appender stays usable. */
 int pd_chunkenc_values_seal(const struct pd_chunkenc_values *c, uint8_t **out, size_t *out_len,
@@ -244,6 +265,10 @@ int pd_chunkenc_values_seal(const struct pd_chunkenc_values *c, uint8_t **out, s
  * decompressing only its group. At most max_profile bytes are accepted. */
 int pd_chunkenc_values_read(const uint8_t *chunk, size_t len, size_t i, size_t max_profile,
 			    uint8_t **out, size_t *out_len, struct pd_err *err);
+/* The same given profile i's timestamp (as pd_chunkenc_values_get_at). */
+int pd_chunkenc_values_read_at(const uint8_t *chunk, size_t len, size_t i, int64_t ts,
+			       size_t max_profile, uint8_t **out, size_t *out_len,
+			       struct pd_err *err);
 /* Receives merged profiles: p (owned by the callee from now on) sums the `count`
  * profiles of the chunk from index `first`, whose records took `bytes` bytes
  * decoded. A non-zero return stops the merge and is returned by it. */
@@ -263,6 +288,14 @@ int pd_chunkenc_values_merge(const uint8_t *chunk, size_t len, size_t from, size
 int pd_chunkenc_values_merge_open(const struct pd_chunkenc_values *c, size_t from, size_t to,
 				  size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
 				  struct pd_err *err);
+/* Both given the chunk's timestamps: ts[i] is profile i's (borrowed; required
+ * for a chunk of relative times, PD_EINVAL without; may be NULL otherwise). */
+int pd_chunkenc_values_merge_at(const uint8_t *chunk, size_t len, size_t from, size_t to,
+				const int64_t *ts, size_t max_profile, pd_chunkenc_merge_fn emit,
+				void *ctx, struct pd_err *err);
+int pd_chunkenc_values_merge_open_at(const struct pd_chunkenc_values *c, size_t from, size_t to,
+				     const int64_t *ts, size_t max_profile,
+				     pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err);
 
 /* Number of profiles in a sealed value chunk, or a negative PD_E... code. */
 int64_t pd_chunkenc_values_read_count(const uint8_t *chunk, size_t len, struct pd_err *err);

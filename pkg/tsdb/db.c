@@ -1036,11 +1036,12 @@ static int filter_chunk(struct pd_tsdb *db, const struct pd_block_chunk *c,
 		size_t pl;
 		struct pd_pprof_profile *prof = NULL;
 		struct pd_err derr;
-		if ((rc = pd_chunkenc_values_read(c->vals, c->vals_len, i, db->o.max_profile, &p, &pl, err)))
+		if ((rc = pd_chunkenc_values_read_at(c->vals, c->vals_len, i, t, db->o.max_profile, &p,
+						     &pl, err)))
 			break;
 		if (pd_pprof_decode(&prof, p, pl, NULL, &derr))
 			prof = NULL; /* kept opaque */
-		rc = pd_chunkenc_values_append_decoded(vals, p, pl, prof, err);
+		rc = pd_chunkenc_values_append_at(vals, t, p, pl, prof, err);
 		free(p);
 		if (!rc)
 			rc = pd_chunkenc_ts_append(&ts, t, err);
@@ -1306,9 +1307,10 @@ static int cursor_load(struct cursor *c, struct pd_err *err)
 /* Rewrites a value chunk of an older encoding in the store's encoding, so that
  * compaction turns v1 blocks into v2 ones. *vals (borrowed) is replaced by a new
  * chunk that *owned also receives (malloc'd, the caller frees it); a chunk already
- * in the store's encoding is left alone and *owned is NULL. */
-static int reencode_values(struct pd_tsdb *db, const uint8_t **vals, size_t *len, uint8_t **owned,
-			   struct pd_err *err)
+ * in the store's encoding is left alone and *owned is NULL. ts, ts_len: the
+ * chunk's timestamp chunk. */
+static int reencode_values(struct pd_tsdb *db, const uint8_t *ts, size_t ts_len,
+			   const uint8_t **vals, size_t *len, uint8_t **owned, struct pd_err *err)
 {
 	*owned = NULL;
 	if (pd_chunkenc_values_encoding(*vals, *len) == db->o.value_encoding)
@@ -1321,12 +1323,21 @@ static int reencode_values(struct pd_tsdb *db, const uint8_t **vals, size_t *len
 	if (!c)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	int rc = 0;
+	struct pd_chunkenc_ts_iter it;
+	pd_chunkenc_ts_iter_init(&it, ts, ts_len);
 	for (int64_t i = 0; i < n && !rc; i++) {
 		uint8_t *p;
 		size_t pl;
-		if ((rc = pd_chunkenc_values_read(*vals, *len, (size_t)i, db->o.max_profile, &p, &pl, err)))
+		if (!pd_chunkenc_ts_iter_next(&it)) {
+			rc = pd_err_set(err, PD_ECORRUPT,
+					"a value chunk of %lld profiles has fewer timestamps", (long long)n);
 			break;
-		rc = pd_chunkenc_values_append(c, p, pl, err);
+		}
+		int64_t t = pd_chunkenc_ts_iter_at(&it);
+		if ((rc = pd_chunkenc_values_read_at(*vals, *len, (size_t)i, t, db->o.max_profile, &p,
+						     &pl, err)))
+			break;
+		rc = pd_chunkenc_values_append_at(c, t, p, pl, NULL, err);
 		free(p);
 	}
 	uint8_t *out;
@@ -1438,7 +1449,8 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 						continue; /* rewritten in the store's encoding */
 				}
 				if (!rc)
-					rc = reencode_values(db, &c->vals, &c->vals_len, &owned[2 * (ncs - 1)], err);
+					rc = reencode_values(db, c->ts, c->ts_len, &c->vals, &c->vals_len,
+							     &owned[2 * (ncs - 1)], err);
 				/* a chunk written before totals sections existed gets one */
 				if (!rc)
 					rc = tsdb_chunk_add_totals(c, db->o.max_profile, &owned[2 * (ncs - 1) + 1],

@@ -447,7 +447,7 @@ int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t 
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory opening a chunk");
 		goto out;
 	}
-	if ((rc = pd_chunkenc_values_append_decoded(s->open_vals, p, len, decoded, err)))
+	if ((rc = pd_chunkenc_values_append_at(s->open_vals, t, p, len, decoded, err)))
 		goto out;
 	if ((rc = pd_chunkenc_ts_append(&s->open_ts, t, err))) {
 		/* cannot happen after the checks above, but keep the pair consistent */

@@ -388,7 +388,7 @@ static int chunk_from_profiles(struct chunk_read *r, const int64_t *ts, size_t n
 		}
 		uint8_t *buf = NULL;
 		size_t len = 0;
-		if ((rc = r->src->ops->chunk_value(r->src->r, r->ref, r->c, i, r->db->o.max_profile,
+		if ((rc = r->src->ops->chunk_value(r->src->r, r->ref, r->c, i, ts[i], r->db->o.max_profile,
 		                                   &buf, &len, err)))
 			break;
 		struct pd_pprof_profile *p = NULL;
@@ -851,11 +851,18 @@ int tsdb_chunk_add_totals(struct pd_block_chunk *c, size_t max_profile, uint8_t 
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	int rc = 0;
 	uint16_t count = pd_chunkenc_ts_count(c->ts, c->ts_len);
+	struct pd_chunkenc_ts_iter it;
+	pd_chunkenc_ts_iter_init(&it, c->ts, c->ts_len);
 	for (uint32_t i = 0; i < count && !rc; i++) {
 		uint8_t *p;
 		size_t pl;
-		if ((rc = pd_chunkenc_values_read(c->vals, c->vals_len, i, max_profile, &p, &pl,
-		                                  err)))
+		if (!pd_chunkenc_ts_iter_next(&it)) {
+			rc = pd_err_set(err, PD_ECORRUPT, "timestamp chunk of %lld..%lld is damaged",
+			                (long long)c->mint, (long long)c->maxt);
+			break;
+		}
+		if ((rc = pd_chunkenc_values_read_at(c->vals, c->vals_len, i, pd_chunkenc_ts_iter_at(&it),
+		                                     max_profile, &p, &pl, err)))
 			break;
 		struct pd_pprof_profile *prof = NULL;
 		struct pd_err derr;

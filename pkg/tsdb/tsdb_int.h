@@ -146,14 +146,16 @@ struct reader_ops {
 	/* timestamp chunk bytes into *out (malloc'd copy). */
 	int (*chunk_ts)(void *r, uint64_t series_ref, const struct rchunk *c, uint8_t **out,
 			size_t *len, struct pd_err *err);
-	/* profile i of a chunk into *out (malloc'd). */
+	/* profile i of a chunk, at timestamp t, into *out (malloc'd). */
 	int (*chunk_value)(void *r, uint64_t series_ref, const struct rchunk *c, size_t i,
-			   size_t max_profile, uint8_t **out, size_t *len, struct pd_err *err);
-	/* merges profiles [from, to) of a chunk (pd_chunkenc_values_merge); emit is
-	 * called with no lock of the reader held. */
-	int (*chunk_merge)(void *r, uint64_t series_ref, const struct rchunk *c, size_t from,
-			   size_t to, size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
+			   int64_t t, size_t max_profile, uint8_t **out, size_t *len,
 			   struct pd_err *err);
+	/* merges profiles [from, to) of a chunk (pd_chunkenc_values_merge_at; ts[i]:
+	 * profile i's timestamp, borrowed); emit is called with no lock of the
+	 * reader held. */
+	int (*chunk_merge)(void *r, uint64_t series_ref, const struct rchunk *c, size_t from,
+			   size_t to, const int64_t *ts, size_t max_profile,
+			   pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err);
 	/* the deleted intervals of a series (tombstones), ascending and disjoint:
 	 * *out malloc'd, NULL with *n = 0 when there are none. */
 	int (*tombstones)(void *r, uint64_t series_ref, struct tomb_entry **out, size_t *n,

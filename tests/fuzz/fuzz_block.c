@@ -222,7 +222,7 @@ static void pd_fuzz_chunk(size_t k, int64_t base)
 			it->len = (size_t)n;
 		}
 		if (pd_chunkenc_ts_append(&ts, it->t, &err) ||
-		    pd_chunkenc_values_append(v, it->p, it->len, &err))
+		    pd_chunkenc_values_append_at(v, it->t, it->p, it->len, NULL, &err))
 			pd_fuzz_die("building a chunk", &err);
 		if (i == 0)
 			c->mint = it->t;
@@ -305,8 +305,8 @@ static void pd_fuzz_check_template_block(const char *dir)
 			for (size_t i = 0; i < pd_fuzz_spec[k].n; i++) {
 				uint8_t *out;
 				size_t olen;
-				if (pd_chunkenc_values_read(p, len, i, PD_FUZZ_MAX_PROFILE, &out, &olen,
-				                            &err))
+				if (pd_chunkenc_values_read_at(p, len, i, pd_fuzz_items[k][i].t,
+				                               PD_FUZZ_MAX_PROFILE, &out, &olen, &err))
 					pd_fuzz_die("reading a profile of the template block", &err);
 				pd_fuzz_check_same(&pd_fuzz_items[k][i], out, olen, "block", k, i);
 				free(out);
@@ -558,11 +558,16 @@ static void pd_fuzz_chunks(const uint8_t *p, size_t len)
 		pd_fuzz_bug("timestamp chunk iterator gave more than its count");
 
 	int64_t nv = pd_chunkenc_values_read_count(p, len, &err);
+	/* timestamps for a chunk of relative times: any will do, even ones whose
+	 * nanoseconds wrap */
+	int64_t tv[16];
+	for (size_t i = 0; i < 16; i++)
+		tv[i] = (int64_t)(i * 2500) + (len % 2 ? INT64_MAX / 4 : 1700000000000);
 	for (int64_t i = 0; i < nv && i < 16; i++) {
 		uint8_t *out = NULL;
 		size_t olen = 0;
-		if (pd_chunkenc_values_read(p, len, (size_t)i, PD_FUZZ_MAX_PROFILE, &out, &olen,
-		                            &err) == 0) {
+		if (pd_chunkenc_values_read_at(p, len, (size_t)i, tv[i], PD_FUZZ_MAX_PROFILE, &out,
+		                               &olen, &err) == 0) {
 			if (olen > PD_FUZZ_MAX_PROFILE)
 				pd_fuzz_bug("a profile above max_profile was returned");
 			pd_fuzz_touch(out, olen);
@@ -572,15 +577,15 @@ static void pd_fuzz_chunks(const uint8_t *p, size_t len)
 	}
 	/* merged by stack id (v2) or one by one (v1), as the store's merges read */
 	size_t next = 0, to = nv < 16 ? (size_t)nv : 16;
-	if (nv > 0 && pd_chunkenc_values_merge(p, len, 0, to, PD_FUZZ_MAX_PROFILE, pd_fuzz_on_merged,
-	                                       &next, &err) == 0 &&
+	if (nv > 0 && pd_chunkenc_values_merge_at(p, len, 0, to, tv, PD_FUZZ_MAX_PROFILE,
+	                                          pd_fuzz_on_merged, &next, &err) == 0 &&
 	    next != to)
 		pd_fuzz_bug("a chunk merge succeeded without covering every profile");
 	/* one past the end must be refused */
 	uint8_t *out = NULL;
 	size_t olen;
-	if (nv >= 0 && pd_chunkenc_values_read(p, len, (size_t)nv, PD_FUZZ_MAX_PROFILE, &out, &olen,
-	                                       &err) == 0)
+	if (nv >= 0 && pd_chunkenc_values_read_at(p, len, (size_t)nv, tv[0], PD_FUZZ_MAX_PROFILE,
+	                                          &out, &olen, &err) == 0)
 		pd_fuzz_bug("profile count of a value chunk read past its end");
 	free(out);
 }

@@ -4,7 +4,8 @@
  *
  * First byte, low two bits:
  *   0  the rest is a sealed chunk: its count and every profile in it are read
- *      (with a 1 MiB profile limit); each profile that comes out must decode.
+ *      (with a 1 MiB profile limit, and timestamps for a chunk of relative
+ *      times); each profile that comes out must decode.
  *   2  the rest is a chunk's sections uncompressed, so that mutations reach the
  *      table and record decoders rather than zstd: tables_len (varint), the
  *      serialised tables, then the records of one group; every record is decoded,
@@ -17,8 +18,10 @@
  *      must equal what went in: the same bytes when the input is not a profile,
  *      otherwise the same profile (pd_pprof_compare). With 3, the appender is on
  *      shared symbols that another appender has filled with the profile first (so
- *      records are encoded against a frozen view of them), and the seal moves the
- *      records onto the chunk's own tables.
+ *      records are encoded against a frozen view of them), the seal moves the
+ *      records onto the chunk's own tables, and the appends give timestamps, so
+ *      that the chunk's times are relative to them (encoding byte 3), as in the
+ *      store; one is far from the profile's time, so that the field wraps.
  *
  * PD_FUZZ_WRITE_SEEDS=DIR makes the binary write sealed chunks of the profiles
  * given after it (mode 0 seeds) into DIR and exit:
@@ -47,7 +50,9 @@ static void read_chunk(const uint8_t *p, size_t n)
 	for (int64_t i = 0; i < count && i < 64; i++) {
 		uint8_t *out;
 		size_t len;
-		if (pd_chunkenc_values_read(p, n, (size_t)i, MAX_PROFILE, &out, &len, &err))
+		/* timestamps for a chunk of relative times (encoding byte 3) */
+		int64_t t = 1700000000000 + i * 15000 + (int64_t)(n % 7);
+		if (pd_chunkenc_values_read_at(p, n, (size_t)i, t, MAX_PROFILE, &out, &len, &err))
 			continue;
 		if (len > MAX_PROFILE)
 			abort();
@@ -99,9 +104,13 @@ static void round_trip(const uint8_t *p, size_t n, int shared)
 	}
 	if (!c)
 		abort();
+	/* on shared symbols, with times relative to timestamps too, as the head
+	 * appends; the first one far from the profile's time, so that it wraps */
+	int64_t ts[3] = {INT64_MAX / 1000, 1700000000000, 1700000015000};
 	int appended = 0;
 	for (int k = 0; k < 3; k++)
-		if (pd_chunkenc_values_append(c, p, n, &err) == 0)
+		if ((shared ? pd_chunkenc_values_append_at(c, ts[k], p, n, NULL, &err)
+			    : pd_chunkenc_values_append(c, p, n, &err)) == 0)
 			appended++;
 	if (appended != 3)
 		abort(); /* nothing but memory may refuse an append */
@@ -112,8 +121,9 @@ static void round_trip(const uint8_t *p, size_t n, int shared)
 	for (size_t i = 0; i < 3; i++) {
 		uint8_t *a, *b;
 		size_t al, bl;
-		if (pd_chunkenc_values_get(c, i, &a, &al, &err) ||
-		    pd_chunkenc_values_read(sealed, slen, i, SIZE_MAX / 4, &b, &bl, &err)) {
+		int64_t t = shared ? ts[i] : PD_CHUNKENC_NO_TS;
+		if (pd_chunkenc_values_get_at(c, i, t, &a, &al, &err) ||
+		    pd_chunkenc_values_read_at(sealed, slen, i, t, SIZE_MAX / 4, &b, &bl, &err)) {
 			fprintf(stderr, "reading back failed: %s\n", err.msg);
 			abort();
 		}

@@ -1,7 +1,8 @@
 /* test_chunkenc_v2_records.c: unit tests of two record forms of the columnar value
  * chunk (docs/format/chunks.md, "Records"): repeats (a profile record equal to the
  * one before it but for its time is written as its kind and the time's change)
- * and value columns that follow from the period (a cpu profile's nanoseconds).
+ * value columns that follow from the period (a cpu profile's nanoseconds), and
+ * times written relative to the samples' timestamps (encoding byte 3).
  * Each is checked to be written where it applies, and not elsewhere, through
  * plain and shared-symbol appenders and their sealed chunks; every profile comes
  * back equal (pd_pprof_compare); and records that misuse either form are refused
@@ -76,7 +77,7 @@ static void parse_chunk(const uint8_t *s, size_t sl, struct parsed *p)
 	struct pd_err err = {0};
 	size_t fl[64];
 	memset(p, 0, sizeof(*p));
-	assert_int_equal(s[0], PD_CHUNKENC_VALUES_COLUMNAR);
+	assert_true(s[0] == PD_CHUNKENC_VALUES_COLUMNAR || s[0] == PD_CHUNKENC_VALUES_COLUMNAR_REL);
 	p->count = v2_uv(&r);
 	p->group = v2_uv(&r);
 	uint64_t tl = v2_uv(&r);
@@ -268,6 +269,120 @@ static void test_repeats(void **state)
 	assert_int_equal(k[KIND_REPEAT], 2);
 	free(s);
 	free_items(it, NIDLE);
+}
+
+static void expect_err_rel(int rc, const struct pd_err *err)
+{
+	assert_int_equal(rc, PD_EINVAL);
+	if (!strstr(err->msg, "relative to their timestamps"))
+		fail_msg("unexpected message: %s", err->msg);
+}
+/* ---- times relative to the samples' timestamps ------------------------------------ */
+
+struct merged {
+	const struct item *it;
+	size_t next;
+};
+
+/* Each merged run starts where the last ended and has the time of its first
+ * profile (the earliest). */
+static int on_merged(void *ctx, struct pd_pprof_profile *p, size_t first, size_t count,
+		     size_t bytes)
+{
+	struct merged *m = ctx;
+	struct pd_pprof_profile *want;
+	struct pd_err err = {0};
+	(void)bytes;
+	assert_int_equal(first, m->next);
+	assert_true(count > 0);
+	assert_int_equal(pd_pprof_decode(&want, m->it[first].raw, m->it[first].len, NULL, &err), 0);
+	assert_int_equal(pd_pprof_time_nanos(p), pd_pprof_time_nanos(want));
+	pd_pprof_destroy(want);
+	pd_pprof_destroy(p);
+	m->next = first + count;
+	return 0;
+}
+
+static void test_relative_times(void **state)
+{
+	(void)state;
+	struct item it[NIDLE + 1];
+	int64_t ts[NIDLE + 1];
+	struct pd_err err = {0};
+	size_t k[3], raw, abs_raw, sl, al;
+	idle_series(it);
+	/* the scrape starts 3 ms before the target writes its profile */
+	for (size_t i = 0; i < NIDLE; i++) {
+		struct pd_pprof_profile *p;
+		assert_int_equal(pd_pprof_decode(&p, it[i].raw, it[i].len, NULL, &err), 0);
+		ts[i] = pd_pprof_time_nanos(p) / 1000000 - 3;
+		pd_pprof_destroy(p);
+	}
+	/* a profile without a time: the field wraps, and 0 comes back */
+	it[NIDLE] = idle_profile(0, 0);
+	ts[NIDLE] = ts[NIDLE - 1] + 15000;
+	uint8_t *abs = roundtrip(it, NIDLE + 1, 32, 0, &al);
+	count_kinds(abs, al, k, &abs_raw);
+	for (int shared = 0; shared <= 1; shared++) {
+		struct pd_chunkenc_symbols *sym = shared ? pd_chunkenc_symbols_create() : NULL;
+		struct pd_chunkenc_values *c = shared ? pd_chunkenc_values_create_shared(sym, 32, 0)
+						      : pd_chunkenc_values_create_enc(2, 32, 0);
+		uint8_t *s, *a, *b;
+		size_t bl;
+		for (size_t i = 0; i <= NIDLE; i++)
+			if (pd_chunkenc_values_append_at(c, ts[i], it[i].raw, it[i].len, NULL, &err))
+				fail_msg("append %zu: %s", i, err.msg);
+		/* a chunk takes timestamps on every append or on none */
+		assert_int_equal(pd_chunkenc_values_append(c, it[0].raw, it[0].len, &err), PD_EINVAL);
+		assert_int_equal(pd_chunkenc_values_count(c), NIDLE + 1);
+		assert_int_equal(pd_chunkenc_values_seal(c, &s, &sl, &err), 0);
+		assert_int_equal(s[0], PD_CHUNKENC_VALUES_COLUMNAR_REL);
+		assert_int_equal(pd_chunkenc_values_encoding(s, sl), PD_CHUNKENC_VALUES_COLUMNAR);
+		for (size_t i = 0; i <= NIDLE; i++) {
+			size_t l2;
+			if (pd_chunkenc_values_get_at(c, i, ts[i], &a, &l2, &err))
+				fail_msg("get %zu: %s", i, err.msg);
+			if (pd_chunkenc_values_read_at(s, sl, i, ts[i], 1 << 26, &b, &bl, &err))
+				fail_msg("read %zu: %s", i, err.msg);
+			assert_same_profile(&it[i], a, l2, "appender", i);
+			assert_same_profile(&it[i], b, bl, "sealed", i);
+			free(a);
+			free(b);
+		}
+		/* the same repeats as with whole times, each a byte of kind and 3 of
+		 * time (the change in the nanoseconds past the millisecond), where the
+		 * change in the interval (up to 100 ms here) took 4 */
+		count_kinds(s, sl, k, &raw);
+		assert_int_equal(k[KIND_PROFILE], 4 + 2);
+		assert_int_equal(k[KIND_REPEAT], NIDLE + 1 - 6);
+		assert_true(raw < abs_raw - (NIDLE - 6));
+		/* without the timestamps nothing reads */
+		expect_err_rel(pd_chunkenc_values_read(s, sl, 3, 1 << 26, &b, &bl, &err), &err);
+		expect_err_rel(pd_chunkenc_values_get(c, 3, &b, &bl, &err), &err);
+		struct merged m = {it, 0};
+		expect_err_rel(pd_chunkenc_values_merge(s, sl, 0, NIDLE, 1 << 26, on_merged, &m, &err),
+			       &err);
+		/* merges: runs of equal headers, each with its earliest time */
+		assert_int_equal(
+		    pd_chunkenc_values_merge_at(s, sl, 0, NIDLE, ts, 1 << 26, on_merged, &m, &err), 0);
+		assert_int_equal(m.next, NIDLE);
+		m.next = 5;
+		assert_int_equal(
+		    pd_chunkenc_values_merge_open_at(c, 5, NIDLE, ts, 1 << 26, on_merged, &m, &err), 0);
+		assert_int_equal(m.next, NIDLE);
+		free(s);
+		pd_chunkenc_values_destroy(c);
+		if (sym)
+			pd_chunkenc_symbols_unref(sym);
+	}
+	/* and a chunk begun without them takes none */
+	struct pd_chunkenc_values *c = pd_chunkenc_values_create_enc(2, 32, 0);
+	assert_int_equal(pd_chunkenc_values_append(c, it[0].raw, it[0].len, &err), 0);
+	assert_int_equal(pd_chunkenc_values_append_at(c, ts[1], it[1].raw, it[1].len, NULL, &err),
+			 PD_EINVAL);
+	pd_chunkenc_values_destroy(c);
+	free(abs);
+	free_items(it, NIDLE + 1);
 }
 
 /* A profile whose record is longer than V2_REPEAT_MAX is never repeated: the
@@ -475,6 +590,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_repeats),
+	    cmocka_unit_test(test_relative_times),
 	    cmocka_unit_test(test_no_repeat_of_long_records),
 	    cmocka_unit_test(test_period_column),
 	    cmocka_unit_test(test_damaged_records),

@@ -33,6 +33,7 @@ struct v2_appender {
 	unsigned open_count;
 	int broken; /* the delta state could not be rebuilt after a failure */
 	int added;  /* the last record added to the shared tables (see encode_record) */
+	int rel;    /* times relative to the samples' timestamps (set by the first append) */
 	struct v2_symbols *sym; /* shared tables, or NULL for the appender's own t */
 };
 
@@ -466,6 +467,7 @@ static int rebuild_prev(struct v2_appender *a)
 	size_t from = a->count - a->count % a->group;
 	int rc = appender_records(a, from, a->count, &recs, &err);
 	struct v2_rd r = {recs.data, recs.len, 0, 0};
+	/* the times decoded here are not kept: relative times need no base */
 	v2_prev_reset(&a->prev);
 	rdlock(a);
 	while (!rc && r.pos < r.len) {
@@ -512,9 +514,18 @@ static int encode_record(struct v2_appender *a, const struct pd_pprof_parts *pp,
 	return rc;
 }
 
-int v2_appender_append(struct v2_appender *a, const uint8_t *p, size_t len,
+int v2_appender_append(struct v2_appender *a, int64_t ts, const uint8_t *p, size_t len,
 		       const struct pd_pprof_profile *decoded, struct pd_err *err)
 {
+	int rel = ts != PD_CHUNKENC_NO_TS;
+	if (a->count == 0)
+		a->rel = a->prev.rel = rel;
+	else if (rel != a->rel)
+		return pd_err_set(err, PD_EINVAL,
+				  rel ? "value chunk: a timestamp given for a chunk appended to without them"
+				      : "value chunk: no timestamp given for a chunk of relative times");
+	if (rel)
+		a->prev.base = (int64_t)((uint64_t)ts * 1000000u);
 	if (a->broken)
 		return pd_err_set(err, PD_ENOMEM, "value chunk: an earlier append ran out of memory");
 	if (a->count >= PD_CHUNKENC_MAX_SAMPLES)
@@ -595,13 +606,20 @@ undo_rc:
 
 /* Record k (0-based) of the group in g: steps over records 0..k-1 and decodes
  * record k. prev: a state to use (its contents are replaced). */
-static int group_record(const struct v2_tables *t, struct v2_prev *prev, const uint8_t *g,
-			size_t glen, size_t k, size_t max_profile, uint8_t **out, size_t *out_len,
-			struct pd_err *err)
+static int group_record(const struct v2_tables *t, struct v2_prev *prev, int rel, int64_t ts,
+			const uint8_t *g, size_t glen, size_t k, size_t max_profile, uint8_t **out,
+			size_t *out_len, struct pd_err *err)
 {
 	struct v2_rd r = {g, glen, 0, 0};
 	int rc = 0;
+	if (rel && ts == PD_CHUNKENC_NO_TS)
+		return pd_err_set(err, PD_EINVAL,
+				  "value chunk: its profiles' times are relative to their timestamps, "
+				  "and none was given");
 	v2_prev_reset(prev);
+	/* the records before k are only stepped over: their times are not needed */
+	prev->rel = rel;
+	prev->base = (int64_t)((uint64_t)ts * 1000000u);
 	v2_prev_dense(prev, t->nnode);
 	for (size_t j = 0; j <= k && !rc; j++) {
 		struct v2_decoded d;
@@ -637,8 +655,8 @@ static int group_record(const struct v2_tables *t, struct v2_prev *prev, const u
 	return rc;
 }
 
-int v2_appender_get(const struct v2_appender *a, size_t i, uint8_t **out, size_t *out_len,
-		    struct pd_err *err)
+int v2_appender_get(const struct v2_appender *a, size_t i, int64_t ts, uint8_t **out,
+		    size_t *out_len, struct pd_err *err)
 {
 	if (i >= a->count)
 		return pd_err_set(err, PD_ENOTFOUND, "profile %zu of a chunk of %zu", i, a->count);
@@ -651,8 +669,8 @@ int v2_appender_get(const struct v2_appender *a, size_t i, uint8_t **out, size_t
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 	if (!rc) {
 		rdlock(a);
-		rc = group_record(tables_of(a), &c->prev, recs.data, recs.len, i - from, SIZE_MAX,
-				  out, out_len, err);
+		rc = group_record(tables_of(a), &c->prev, a->rel, ts, recs.data, recs.len, i - from,
+				  SIZE_MAX, out, out_len, err);
 		unlock(a);
 	}
 	if (c)
@@ -717,7 +735,7 @@ static int seal_write(const struct v2_appender *a, const struct v2_tables *t, co
 				  a->level > V2_TABLES_LEVEL ? a->level : V2_TABLES_LEVEL, cuts,
 				  ncut, &ctables, &tlen, err)))
 		goto out;
-	uint8_t enc = PD_CHUNKENC_VALUES_COLUMNAR;
+	uint8_t enc = a->rel ? PD_CHUNKENC_VALUES_COLUMNAR_REL : PD_CHUNKENC_VALUES_COLUMNAR;
 	int w = pd_buf_append(&b, &enc, 1) | v2_put_uv(&b, a->count) | v2_put_uv(&b, a->group) |
 		v2_put_uv(&b, tlen);
 	for (size_t g = 0; g < ngroups; g++)
@@ -787,6 +805,7 @@ out:
 /* ---- sealed chunks ------------------------------------------------------------------ */
 
 struct v2_header {
+	int rel; /* encoding byte 3: times relative to the samples' timestamps */
 	uint64_t count, group, tables_len;
 	size_t frames_at; /* offset of the frame length table */
 	size_t data_at;   /* offset of the tables frame */
@@ -796,8 +815,9 @@ struct v2_header {
 static int parse_header(const uint8_t *p, size_t len, struct v2_header *h, struct pd_err *err)
 {
 	struct v2_rd r = {p, len, 1, 0};
-	if (len < 1 || p[0] != PD_CHUNKENC_VALUES_COLUMNAR)
+	if (len < 1 || (p[0] != PD_CHUNKENC_VALUES_COLUMNAR && p[0] != PD_CHUNKENC_VALUES_COLUMNAR_REL))
 		return pd_err_set(err, PD_ECORRUPT, "value chunk is not a columnar chunk");
+	h->rel = p[0] == PD_CHUNKENC_VALUES_COLUMNAR_REL;
 	h->count = v2_uv(&r);
 	h->group = v2_uv(&r);
 	h->tables_len = v2_uv(&r);
@@ -837,8 +857,8 @@ static size_t tables_limit(size_t max_profile)
 	return max_profile > SIZE_MAX / 8 ? SIZE_MAX / 2 : max_profile * 8 + 4096;
 }
 
-int v2_read(const uint8_t *chunk, size_t len, size_t i, size_t max_profile, uint8_t **out,
-	    size_t *out_len, struct pd_err *err)
+int v2_read(const uint8_t *chunk, size_t len, size_t i, int64_t ts, size_t max_profile,
+	    uint8_t **out, size_t *out_len, struct pd_err *err)
 {
 	struct v2_header h = {0};
 	int rc = parse_header(chunk, len, &h, err);
@@ -868,16 +888,16 @@ int v2_read(const uint8_t *chunk, size_t len, size_t i, size_t max_profile, uint
 	    (rc = v2_tables_read(&t, c->traw.data, c->traw.len, err)) ||
 	    (rc = v2_decompress_buf(chunk + h.data_at + off, flen, gmax, &c->graw, "group frame", err)))
 		goto out;
-	rc = group_record(&t, &c->prev, c->graw.data, c->graw.len, i % h.group, max_profile, out,
-			  out_len, err);
+	rc = group_record(&t, &c->prev, h.rel, ts, c->graw.data, c->graw.len, i % h.group,
+			  max_profile, out, out_len, err);
 out:
 	v2_rcache_done(c);
 	v2_tables_fini(&t);
 	return rc;
 }
 
-int v2_appender_merge(const struct v2_appender *a, size_t from, size_t to, size_t max_profile,
-		      pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err)
+int v2_appender_merge(const struct v2_appender *a, size_t from, size_t to, const int64_t *ts,
+		      size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err)
 {
 	if (to > a->count)
 		to = a->count;
@@ -896,8 +916,8 @@ int v2_appender_merge(const struct v2_appender *a, size_t from, size_t to, size_
 		size_t end = base + a->group < a->count ? base + a->group : a->count;
 		recs.len = 0;
 		if ((rc = appender_records(a, base, end, &recs, err)) == 0)
-			rc = v2_merge_group(m, recs.data, recs.len, base, from, to, max_profile, emit, ctx,
-					    err);
+			rc = v2_merge_group(m, recs.data, recs.len, base, from, to, a->rel ? ts : NULL,
+					    a->rel, max_profile, emit, ctx, err);
 	}
 	pd_buf_fini(&recs);
 	int r2 = v2_merge_end(m, !rc, emit, ctx, err);

@@ -203,9 +203,15 @@ enum { COL_RAW = 0, COL_DELTA = 1, COL_PERIOD = 2 };
 struct v2_prev {
 	int valid;
 	int64_t time_nanos;
+	/* rel: the time field is time_nanos - base (a chunk of relative times, whose
+	 * base for each record is its sample's timestamp in nanoseconds, set by the
+	 * caller before the record is coded); otherwise the difference from the
+	 * previous record's time. Neither is changed by v2_prev_reset. */
+	int rel;
+	int64_t base;
 	/* the previous profile record's body for repeats: its flags (body_flen bytes)
 	 * and its bytes after the time, when at most V2_REPEAT_MAX (has_body); and the
-	 * time difference it was written with (0 for a group's first record) */
+	 * time field it was written with (0 for a group's first record, unless rel) */
 	uint8_t body[V2_REPEAT_MAX];
 	size_t body_len, body_flen;
 	int has_body;
@@ -363,18 +369,24 @@ struct v2_appender *v2_appender_create(unsigned group, int level);
 /* An appender whose records use shared tables (it takes a reference). */
 struct v2_appender *v2_appender_create_shared(struct v2_symbols *sym, unsigned group, int level);
 void v2_appender_destroy(struct v2_appender *a);
-/* decoded: p already decoded (and validated) by the caller, or NULL. */
-int v2_appender_append(struct v2_appender *a, const uint8_t *p, size_t len,
+/* decoded: p already decoded (and validated) by the caller, or NULL. ts: the
+ * sample's timestamp (ms), or PD_CHUNKENC_NO_TS; the first append decides
+ * whether the chunk's times are relative to timestamps, and every later one
+ * must agree. */
+int v2_appender_append(struct v2_appender *a, int64_t ts, const uint8_t *p, size_t len,
 		       const struct pd_pprof_profile *decoded, struct pd_err *err);
 size_t v2_appender_count(const struct v2_appender *a);
 size_t v2_appender_memory(const struct v2_appender *a);
-int v2_appender_get(const struct v2_appender *a, size_t i, uint8_t **out, size_t *out_len,
-		    struct pd_err *err);
+/* ts: profile i's timestamp (needed for a chunk of relative times) */
+int v2_appender_get(const struct v2_appender *a, size_t i, int64_t ts, uint8_t **out,
+		    size_t *out_len, struct pd_err *err);
 int v2_appender_seal(const struct v2_appender *a, uint8_t **out, size_t *out_len,
 		     struct pd_err *err);
 
-int v2_appender_merge(const struct v2_appender *a, size_t from, size_t to, size_t max_profile,
-		      pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err);
+/* ts[i]: profile i's timestamp (needed for a chunk of relative times; may be
+ * NULL otherwise) */
+int v2_appender_merge(const struct v2_appender *a, size_t from, size_t to, const int64_t *ts,
+		      size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err);
 
 /* ---- merging by stack id (v2_merge.c) --------------------------------------------- */
 
@@ -383,18 +395,19 @@ struct v2_merge;
 /* A merge over chunk tables t (borrowed until end). */
 int v2_merge_begin(struct v2_merge **out, const struct v2_tables *t, struct pd_err *err);
 /* Adds the records of one group (decompressed; its first profile is chunk index
- * base) that fall in [from, to). */
+ * base) that fall in [from, to). rel: the chunk's times are relative to the
+ * timestamps ts (indexed by chunk index; required then). */
 int v2_merge_group(struct v2_merge *m, const uint8_t *g, size_t glen, size_t base, size_t from,
-		   size_t to, size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
-		   struct pd_err *err);
+		   size_t to, const int64_t *ts, int rel, size_t max_profile,
+		   pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err);
 /* Emits the pending run (when emit_pending) and frees m; NULL ok. */
 int v2_merge_end(struct v2_merge *m, int emit_pending, pd_chunkenc_merge_fn emit, void *ctx,
 		 struct pd_err *err);
-int v2_merge_sealed(const uint8_t *chunk, size_t len, size_t from, size_t to, size_t max_profile,
-		    pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err);
+int v2_merge_sealed(const uint8_t *chunk, size_t len, size_t from, size_t to, const int64_t *ts,
+		    size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err);
 
 int64_t v2_read_count(const uint8_t *chunk, size_t len, struct pd_err *err);
-int v2_read(const uint8_t *chunk, size_t len, size_t i, size_t max_profile, uint8_t **out,
-	    size_t *out_len, struct pd_err *err);
+int v2_read(const uint8_t *chunk, size_t len, size_t i, int64_t ts, size_t max_profile,
+	    uint8_t **out, size_t *out_len, struct pd_err *err);
 
 #endif

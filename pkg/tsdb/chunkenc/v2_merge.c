@@ -392,17 +392,24 @@ int v2_merge_begin(struct v2_merge **out, const struct v2_tables *t, struct pd_e
 /* Merges the records of one group (its profiles start at chunk index base) that
  * fall in [from, to). */
 int v2_merge_group(struct v2_merge *a, const uint8_t *g, size_t glen, size_t base, size_t from,
-		       size_t to, size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
-		       struct pd_err *err)
+		       size_t to, const int64_t *ts, int rel, size_t max_profile,
+		       pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err)
 {
 	struct v2_prev prev = {0};
 	struct v2_rd r = {g, glen, 0, 0};
 	int rc = 0;
+	if (rel && !ts)
+		return pd_err_set(err, PD_EINVAL,
+				  "value chunk: its profiles' times are relative to their timestamps, "
+				  "and none were given");
 	v2_prev_dense(&prev, a->t->nnode);
+	prev.rel = rel;
 	for (size_t i = base; i < to && r.pos < r.len && !rc; i++) {
 		struct v2_decoded d;
 		size_t at = r.pos;
 		int want = i >= from ? V2_WANT_VIEW : V2_WANT_STATE;
+		if (rel)
+			prev.base = i >= from ? (int64_t)((uint64_t)ts[i] * 1000000u) : 0;
 		if ((rc = v2_record_decode(a->t, &prev, &r, want, &d, err)))
 			break;
 		if (i >= from) {
@@ -440,12 +447,14 @@ int v2_merge_end(struct v2_merge *a, int emit_pending, pd_chunkenc_merge_fn emit
 	return rc;
 }
 
-int v2_merge_sealed(const uint8_t *chunk, size_t len, size_t from, size_t to, size_t max_profile,
-		    pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err)
+int v2_merge_sealed(const uint8_t *chunk, size_t len, size_t from, size_t to, const int64_t *ts,
+		    size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err)
 {
 	struct v2_rd r = {chunk, len, 1, 0};
-	if (len < 1 || chunk[0] != PD_CHUNKENC_VALUES_COLUMNAR)
+	if (len < 1 ||
+	    (chunk[0] != PD_CHUNKENC_VALUES_COLUMNAR && chunk[0] != PD_CHUNKENC_VALUES_COLUMNAR_REL))
 		return pd_err_set(err, PD_ECORRUPT, "value chunk is not a columnar chunk");
+	int rel = chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR_REL;
 	uint64_t count = v2_uv(&r), group = v2_uv(&r), tl = v2_uv(&r);
 	if (r.bad || group == 0 || count > PD_CHUNKENC_MAX_SAMPLES)
 		return pd_err_set(err, PD_ECORRUPT, "value chunk header is damaged");
@@ -495,7 +504,7 @@ int v2_merge_sealed(const uint8_t *chunk, size_t len, size_t from, size_t to, si
 								    : max_profile * group + 4096;
 		if ((rc = v2_decompress(chunk + off, (size_t)fl[k], gmax, &g, &glen, "group frame", err)))
 			break;
-		rc = v2_merge_group(a, g, glen, base, from, to, max_profile, emit, ctx, err);
+		rc = v2_merge_group(a, g, glen, base, from, to, ts, rel, max_profile, emit, ctx, err);
 		free(g);
 	}
 	int r2 = v2_merge_end(a, !rc, emit, ctx, err);

@@ -21,6 +21,21 @@ void v2_prev_reset(struct v2_prev *p)
 	p->time_delta = 0;
 }
 
+/* The time field of a record for time t, and the time a field stands for: the
+ * difference from the base (the sample's timestamp) in a chunk of relative
+ * times, else from the previous record's time (from 0 for a group's first). */
+static int64_t time_field(const struct v2_prev *p, int64_t t)
+{
+	uint64_t from = p->rel ? (uint64_t)p->base : p->valid ? (uint64_t)p->time_nanos : 0;
+	return (int64_t)((uint64_t)t - from);
+}
+
+static int64_t time_of(const struct v2_prev *p, int64_t field)
+{
+	uint64_t from = p->rel ? (uint64_t)p->base : p->valid ? (uint64_t)p->time_nanos : 0;
+	return (int64_t)((uint64_t)field + from);
+}
+
 /* After a profile record has been coded: keeps its body (rec, len: the record
  * from its flags on; flen bytes of flags, then tlen of time) for the next record
  * to repeat, and the time difference it was written with (field; 0 when the
@@ -28,7 +43,7 @@ void v2_prev_reset(struct v2_prev *p)
 static void prev_body(struct v2_prev *p, const uint8_t *rec, size_t len, size_t flen, size_t tlen,
 		      int64_t field, int first)
 {
-	p->time_delta = first ? 0 : field;
+	p->time_delta = first && !p->rel ? 0 : field;
 	p->has_body = 0;
 	if (len - tlen > V2_REPEAT_MAX)
 		return;
@@ -591,7 +606,7 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 	uint8_t kind = KIND_PROFILE;
 	int w = pd_buf_append(out, &kind, 1);
 	w |= v2_put_uv(out, flags);
-	w |= v2_put_sv(out, (int64_t)((uint64_t)pp.time_nanos - (uint64_t)(prev->valid ? prev->time_nanos : 0)));
+	w |= v2_put_sv(out, time_field(prev, pp.time_nanos));
 	w |= v2_put_sv(out, pp.duration_nanos);
 	w |= v2_put_sv(out, pp.period);
 	if (pp.has_period_type) {
@@ -704,8 +719,8 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 		goto out;
 	{
 		int first = !prev->valid;
-		int64_t field = (int64_t)((uint64_t)pp.time_nanos - (uint64_t)prev->time_nanos);
-		size_t flen = uv_len(flags), tlen = sv_len(first ? pp.time_nanos : field);
+		int64_t field = time_field(prev, pp.time_nanos);
+		size_t flen = uv_len(flags), tlen = sv_len(field);
 		const uint8_t *rec = out->data + mark + 1;
 		size_t rlen = out->len - mark - 1;
 		int repeat = !first && prev->has_body && rlen - tlen == prev->body_len &&
@@ -871,8 +886,7 @@ static int record_step(const struct v2_tables *t, struct v2_prev *prev, struct v
 	unsigned flags = (unsigned)v2_uv(r);
 	if (flags & ~(unsigned)F_ALL)
 		DCORRUPT("unknown flags");
-	int64_t time_nanos =
-	    (int64_t)((uint64_t)v2_sv(r) + (uint64_t)(prev->valid ? prev->time_nanos : 0));
+	int64_t time_nanos = time_of(prev, v2_sv(r));
 	v2_sv(r); /* duration_nanos */
 	int64_t period = v2_sv(r);
 	if (flags & F_PERIOD_TYPE) {
@@ -1086,7 +1100,7 @@ static int decode_profile(const struct v2_tables *t, struct v2_prev *prev, struc
 	unsigned flags = (unsigned)v2_uv(r);
 	if (flags & ~(unsigned)F_ALL)
 		DCORRUPT("unknown flags");
-	pp->time_nanos = (int64_t)((uint64_t)v2_sv(r) + (uint64_t)(prev->valid ? prev->time_nanos : 0));
+	pp->time_nanos = time_of(prev, v2_sv(r));
 	pp->duration_nanos = v2_sv(r);
 	pp->period = v2_sv(r);
 	if (flags & F_PERIOD_TYPE) {

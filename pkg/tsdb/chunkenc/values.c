@@ -130,6 +130,8 @@ size_t pd_chunkenc_values_memory(const struct pd_chunkenc_values *c)
 
 int pd_chunkenc_values_encoding(const uint8_t *chunk, size_t len)
 {
+	if (len && chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR_REL)
+		return PD_CHUNKENC_VALUES_COLUMNAR;
 	return len ? chunk[0] : 0;
 }
 
@@ -162,14 +164,21 @@ static int compress_group(const struct pd_buf *raw, int level, struct pd_buf *ou
 int pd_chunkenc_values_append(struct pd_chunkenc_values *c, const uint8_t *p, size_t len,
 			      struct pd_err *err)
 {
-	return pd_chunkenc_values_append_decoded(c, p, len, NULL, err);
+	return pd_chunkenc_values_append_at(c, PD_CHUNKENC_NO_TS, p, len, NULL, err);
 }
 
 int pd_chunkenc_values_append_decoded(struct pd_chunkenc_values *c, const uint8_t *p, size_t len,
 				      const struct pd_pprof_profile *decoded, struct pd_err *err)
 {
+	return pd_chunkenc_values_append_at(c, PD_CHUNKENC_NO_TS, p, len, decoded, err);
+}
+
+int pd_chunkenc_values_append_at(struct pd_chunkenc_values *c, int64_t ts, const uint8_t *p,
+				 size_t len, const struct pd_pprof_profile *decoded,
+				 struct pd_err *err)
+{
 	if (c->v2)
-		return v2_appender_append(c->v2, p, len, decoded, err);
+		return v2_appender_append(c->v2, ts, p, len, decoded, err);
 	if (c->count >= PD_CHUNKENC_MAX_SAMPLES)
 		return pd_err_set(err, PD_ETOOBIG, "value chunk is full (%d profiles)",
 				  PD_CHUNKENC_MAX_SAMPLES);
@@ -261,10 +270,16 @@ static int decompress_frame(const uint8_t *f, size_t flen, size_t max, struct pd
 int pd_chunkenc_values_get(const struct pd_chunkenc_values *c, size_t i, uint8_t **out,
 			   size_t *out_len, struct pd_err *err)
 {
+	return pd_chunkenc_values_get_at(c, i, PD_CHUNKENC_NO_TS, out, out_len, err);
+}
+
+int pd_chunkenc_values_get_at(const struct pd_chunkenc_values *c, size_t i, int64_t ts,
+			      uint8_t **out, size_t *out_len, struct pd_err *err)
+{
 	const uint8_t *item;
 	size_t ilen;
 	if (c->v2)
-		return v2_appender_get(c->v2, i, out, out_len, err);
+		return v2_appender_get(c->v2, i, ts, out, out_len, err);
 	if (i >= c->count)
 		return pd_err_set(err, PD_ENOTFOUND, "profile %zu of a chunk of %zu", i, c->count);
 	size_t g = i / c->group;
@@ -347,9 +362,16 @@ static int parse_header(const uint8_t *p, size_t len, struct header *h, struct p
 	return 0;
 }
 
+/* encoding 2, with absolute or relative times */
+static int columnar(const uint8_t *chunk, size_t len)
+{
+	return len && (chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR ||
+		       chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR_REL);
+}
+
 int64_t pd_chunkenc_values_read_count(const uint8_t *chunk, size_t len, struct pd_err *err)
 {
-	if (len && chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR)
+	if (columnar(chunk, len))
 		return v2_read_count(chunk, len, err);
 	struct header h;
 	int rc = parse_header(chunk, len, &h, err);
@@ -359,8 +381,16 @@ int64_t pd_chunkenc_values_read_count(const uint8_t *chunk, size_t len, struct p
 int pd_chunkenc_values_read(const uint8_t *chunk, size_t len, size_t i, size_t max_profile,
 			    uint8_t **out, size_t *out_len, struct pd_err *err)
 {
-	if (len && chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR)
-		return v2_read(chunk, len, i, max_profile, out, out_len, err);
+	return pd_chunkenc_values_read_at(chunk, len, i, PD_CHUNKENC_NO_TS, max_profile, out,
+					  out_len, err);
+}
+
+int pd_chunkenc_values_read_at(const uint8_t *chunk, size_t len, size_t i, int64_t ts,
+			       size_t max_profile, uint8_t **out, size_t *out_len,
+			       struct pd_err *err)
+{
+	if (columnar(chunk, len))
+		return v2_read(chunk, len, i, ts, max_profile, out, out_len, err);
 	struct header h;
 	int rc = parse_header(chunk, len, &h, err);
 	if (rc)
@@ -434,8 +464,15 @@ int pd_chunkenc_values_merge(const uint8_t *chunk, size_t len, size_t from, size
 			     size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
 			     struct pd_err *err)
 {
-	if (len && chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR)
-		return v2_merge_sealed(chunk, len, from, to, max_profile, emit, ctx, err);
+	return pd_chunkenc_values_merge_at(chunk, len, from, to, NULL, max_profile, emit, ctx, err);
+}
+
+int pd_chunkenc_values_merge_at(const uint8_t *chunk, size_t len, size_t from, size_t to,
+				const int64_t *ts, size_t max_profile, pd_chunkenc_merge_fn emit,
+				void *ctx, struct pd_err *err)
+{
+	if (columnar(chunk, len))
+		return v2_merge_sealed(chunk, len, from, to, ts, max_profile, emit, ctx, err);
 	return merge_each(chunk, len, NULL, from, to, max_profile, emit, ctx, err);
 }
 
@@ -443,8 +480,15 @@ int pd_chunkenc_values_merge_open(const struct pd_chunkenc_values *c, size_t fro
 				  size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
 				  struct pd_err *err)
 {
+	return pd_chunkenc_values_merge_open_at(c, from, to, NULL, max_profile, emit, ctx, err);
+}
+
+int pd_chunkenc_values_merge_open_at(const struct pd_chunkenc_values *c, size_t from, size_t to,
+				     const int64_t *ts, size_t max_profile,
+				     pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err)
+{
 	if (c->v2)
-		return v2_appender_merge(c->v2, from, to, max_profile, emit, ctx, err);
+		return v2_appender_merge(c->v2, from, to, ts, max_profile, emit, ctx, err);
 	if (to > c->count)
 		to = c->count;
 	return merge_each(NULL, 0, c, from, to, max_profile, emit, ctx, err);
