@@ -187,6 +187,9 @@ enum pd_chunkenc_value_encoding {
 	 * their samples' timestamps (appended with pd_chunkenc_values_append_at):
 	 * reading one back needs its timestamp */
 	PD_CHUNKENC_VALUES_COLUMNAR_REL = 3,
+	/* the chunk byte that sealed chunks of relative times are written with: as
+	 * 3, and the tables frame is compressed against the built-in dictionary */
+	PD_CHUNKENC_VALUES_COLUMNAR_DICT = 4,
 };
 
 /* "no timestamp" for the _at functions below: the chunk's times are then
@@ -228,7 +231,7 @@ size_t pd_chunkenc_symbols_memory(struct pd_chunkenc_symbols *s);
 /* A v2 appender on shared symbols (NULL: its own); NULL when out of memory. */
 struct pd_chunkenc_values *pd_chunkenc_values_create_shared(struct pd_chunkenc_symbols *s,
 							    unsigned group, int level);
-/* The encoding of a sealed value chunk (its first byte; 2 for either byte of
+/* The encoding of a sealed value chunk (its first byte; 2 for any byte of
  * encoding 2), or 0 when it is empty. */
 int pd_chunkenc_values_encoding(const uint8_t *chunk, size_t len);
 void pd_chunkenc_values_destroy(struct pd_chunkenc_values *c);

@@ -20,8 +20,9 @@
  *      shared symbols that another appender has filled with the profile first (so
  *      records are encoded against a frozen view of them), the seal moves the
  *      records onto the chunk's own tables, and the appends give timestamps, so
- *      that the chunk's times are relative to them (encoding byte 3), as in the
- *      store; one is far from the profile's time, so that the field wraps.
+ *      that the chunk's times are relative to them (encoding byte 4: the tables
+ *      against the dictionary, repeats as runs), as in the store; one is far
+ *      from the profile's time, so that the field wraps.
  *
  * PD_FUZZ_WRITE_SEEDS=DIR makes the binary write sealed chunks of the profiles
  * given after it (mode 0 seeds) into DIR and exit:
@@ -50,7 +51,7 @@ static void read_chunk(const uint8_t *p, size_t n)
 	for (int64_t i = 0; i < count && i < 64; i++) {
 		uint8_t *out;
 		size_t len;
-		/* timestamps for a chunk of relative times (encoding byte 3) */
+		/* timestamps for a chunk of relative times (encoding bytes 3 and 4) */
 		int64_t t = 1700000000000 + i * 15000 + (int64_t)(n % 7);
 		if (pd_chunkenc_values_read_at(p, n, (size_t)i, t, MAX_PROFILE, &out, &len, &err))
 			continue;
@@ -185,7 +186,7 @@ static void read_sections(const uint8_t *p, size_t n)
 		const uint8_t *gp = p + r.pos + tl;
 		size_t glen = n - r.pos - (size_t)tl;
 		struct v2_rd g = {gp, glen, 0, 0};
-		for (int k = 0; k < MAXREC && g.pos < g.len; k++) {
+		for (int k = 0; k < MAXREC && (g.pos < g.len || prev.run_left); k++) {
 			struct v2_decoded d;
 			if (v2_record_decode(&t, &prev, &g, V2_WANT_PROFILE, &d, &err))
 				break;

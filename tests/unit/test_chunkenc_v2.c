@@ -387,7 +387,7 @@ static void test_string_forms(void **state)
 				assert_int_equal(v2_intern_str(&t, strs[i], lens[i]), i - (i > 2 && !with_nul));
 		struct pd_buf b;
 		pd_buf_init(&b, 0);
-		assert_int_equal(v2_tables_write(&t, &b, NULL), 0);
+		assert_int_equal(v2_tables_write(&t, &b, NULL, 0), 0);
 		assert_true(b.len > 0);
 		assert_int_equal(b.data[0], with_nul ? 5 : 0);
 		if (v2_tables_read(&u, b.data, b.len, &err))

@@ -2,7 +2,9 @@
  * chunk (docs/format/chunks.md, "Records"): repeats (a profile record equal to the
  * one before it but for its time is written as its kind and the time's change)
  * value columns that follow from the period (a cpu profile's nanoseconds), and
- * times written relative to the samples' timestamps (encoding byte 3).
+ * times written relative to the samples' timestamps (encoding byte 3), and what
+ * chunks of byte 4 add: runs of repeats, groups stored as they are, packed hex
+ * strings and the tables dictionary.
  * Each is checked to be written where it applies, and not elsewhere, through
  * plain and shared-symbol appenders and their sealed chunks; every profile comes
  * back equal (pd_pprof_compare); and records that misuse either form are refused
@@ -63,6 +65,8 @@ static void assert_same_profile(const struct item *want, const uint8_t *got, siz
 
 /* The parts of a sealed chunk: its header, raw tables and raw group frames. */
 struct parsed {
+	uint8_t enc;
+	int raw_group[64]; /* stored as it is, not as a zstd frame (byte 4) */
 	uint64_t count, group;
 	uint8_t *tables;
 	size_t tlen;
@@ -77,7 +81,8 @@ static void parse_chunk(const uint8_t *s, size_t sl, struct parsed *p)
 	struct pd_err err = {0};
 	size_t fl[64];
 	memset(p, 0, sizeof(*p));
-	assert_true(s[0] == PD_CHUNKENC_VALUES_COLUMNAR || s[0] == PD_CHUNKENC_VALUES_COLUMNAR_REL);
+	assert_true(v2_columnar_byte(s[0]));
+	p->enc = s[0];
 	p->count = v2_uv(&r);
 	p->group = v2_uv(&r);
 	uint64_t tl = v2_uv(&r);
@@ -87,12 +92,21 @@ static void parse_chunk(const uint8_t *s, size_t sl, struct parsed *p)
 		fl[g] = (size_t)v2_uv(&r);
 	assert_false(r.bad);
 	size_t at = r.pos;
-	if (v2_decompress(s + at, tl, 1 << 26, &p->tables, &p->tlen, "tables", &err))
+	int dict = p->enc == PD_CHUNKENC_VALUES_COLUMNAR_DICT;
+	struct pd_buf b;
+	pd_buf_init(&b, 0);
+	if (v2_decompress_buf_dict(s + at, tl, 1 << 26, dict ? V2_DICT_GO : V2_DICT_NONE, &b,
+				   "tables", &err))
 		fail_msg("tables: %s", err.msg);
+	p->tables = pd_buf_steal(&b, &p->tlen);
 	at += tl;
 	for (size_t g = 0; g < p->ngroups; g++) {
-		if (v2_decompress(s + at, fl[g], 1 << 26, &p->groups[g], &p->glen[g], "group", &err))
+		p->raw_group[g] = !v2_is_zstd(s + at, fl[g]);
+		assert_true(dict || !p->raw_group[g]);
+		pd_buf_init(&b, 0);
+		if (v2_group_bytes(s + at, fl[g], 1 << 26, dict, &b, &err))
 			fail_msg("group %zu: %s", g, err.msg);
+		p->groups[g] = pd_buf_steal(&b, &p->glen[g]);
 		at += fl[g];
 	}
 	assert_int_equal(at, sl);
@@ -113,10 +127,13 @@ static uint8_t *build_chunk(const struct parsed *p, size_t *len)
 	size_t tl, fl[64];
 	pd_buf_init(&b, 0);
 	pd_buf_init(&frames, 0);
-	assert_int_equal(v2_compress(p->tables, p->tlen, 3, &frames, &tl, &err), 0);
+	int dict = p->enc == PD_CHUNKENC_VALUES_COLUMNAR_DICT;
+	assert_int_equal(v2_compress_cut_dict(p->tables, p->tlen, 3, dict ? V2_DICT_GO : V2_DICT_NONE,
+					      NULL, 0, &frames, &tl, &err),
+			 0);
 	for (size_t g = 0; g < p->ngroups; g++)
 		assert_int_equal(v2_compress(p->groups[g], p->glen[g], 3, &frames, &fl[g], &err), 0);
-	uint8_t enc = PD_CHUNKENC_VALUES_COLUMNAR;
+	uint8_t enc = p->enc;
 	assert_int_equal(pd_buf_append(&b, &enc, 1), 0);
 	assert_int_equal(v2_put_uv(&b, p->count) | v2_put_uv(&b, p->group) | v2_put_uv(&b, tl), 0);
 	for (size_t g = 0; g < p->ngroups; g++)
@@ -127,8 +144,9 @@ static uint8_t *build_chunk(const struct parsed *p, size_t *len)
 }
 
 /* Counts the records of each kind in sealed chunk s, stepping over them as a
- * read does; *raw gets the records' bytes before compression. */
-static void count_kinds(const uint8_t *s, size_t sl, size_t kinds[3], size_t *raw)
+ * read does (the repeats of a run count as repeats, and each run once as
+ * KIND_RUN); *raw gets the records' bytes before compression. */
+static void count_kinds(const uint8_t *s, size_t sl, size_t kinds[4], size_t *raw)
 {
 	struct parsed p;
 	struct v2_tables t;
@@ -137,16 +155,20 @@ static void count_kinds(const uint8_t *s, size_t sl, size_t kinds[3], size_t *ra
 	v2_tables_init(&t);
 	if (v2_tables_read(&t, p.tables, p.tlen, &err))
 		fail_msg("tables: %s", err.msg);
-	kinds[0] = kinds[1] = kinds[2] = 0;
+	kinds[0] = kinds[1] = kinds[2] = kinds[3] = 0;
 	*raw = 0;
 	for (size_t g = 0; g < p.ngroups; g++) {
 		struct v2_prev prev = {0};
 		struct v2_rd r = {p.groups[g], p.glen[g], 0, 0};
 		*raw += p.glen[g];
-		while (r.pos < r.len) {
+		while (r.pos < r.len || prev.run_left) {
 			struct v2_decoded d;
-			uint8_t k = r.p[r.pos];
-			assert_true(k <= KIND_REPEAT);
+			uint8_t k = prev.run_left ? KIND_REPEAT : r.p[r.pos];
+			assert_true(k <= KIND_RUN);
+			if (k == KIND_RUN) {
+				kinds[KIND_RUN]++;
+				k = KIND_REPEAT;
+			}
 			kinds[k]++;
 			if (v2_record_decode(&t, &prev, &r, V2_WANT_STATE, &d, &err))
 				fail_msg("group %zu: %s", g, err.msg);
@@ -241,7 +263,7 @@ static void test_repeats(void **state)
 {
 	(void)state;
 	struct item it[NIDLE];
-	size_t k[3], raw, sl;
+	size_t k[4], raw, sl;
 	idle_series(it);
 	for (int shared = 0; shared <= 1; shared++) {
 		/* groups of 32: each group's first record is whole, and so are 40 and 43 */
@@ -309,7 +331,7 @@ static void test_relative_times(void **state)
 	struct item it[NIDLE + 1];
 	int64_t ts[NIDLE + 1];
 	struct pd_err err = {0};
-	size_t k[3], raw, abs_raw, sl, al;
+	size_t k[4], raw, abs_raw, sl, al;
 	idle_series(it);
 	/* the scrape starts 3 ms before the target writes its profile */
 	for (size_t i = 0; i < NIDLE; i++) {
@@ -336,7 +358,7 @@ static void test_relative_times(void **state)
 		assert_int_equal(pd_chunkenc_values_append(c, it[0].raw, it[0].len, &err), PD_EINVAL);
 		assert_int_equal(pd_chunkenc_values_count(c), NIDLE + 1);
 		assert_int_equal(pd_chunkenc_values_seal(c, &s, &sl, &err), 0);
-		assert_int_equal(s[0], PD_CHUNKENC_VALUES_COLUMNAR_REL);
+		assert_int_equal(s[0], PD_CHUNKENC_VALUES_COLUMNAR_DICT);
 		assert_int_equal(pd_chunkenc_values_encoding(s, sl), PD_CHUNKENC_VALUES_COLUMNAR);
 		for (size_t i = 0; i <= NIDLE; i++) {
 			size_t l2;
@@ -349,13 +371,19 @@ static void test_relative_times(void **state)
 			free(a);
 			free(b);
 		}
-		/* the same repeats as with whole times, each a byte of kind and 3 of
-		 * time (the change in the nanoseconds past the millisecond), where the
-		 * change in the interval (up to 100 ms here) took 4 */
+		/* the same repeats as with whole times, but written as runs where
+		 * they are longer than two: 20 bits of time each (the nanoseconds
+		 * past the millisecond), where a repeat of the change in the
+		 * interval (up to 100 ms here) took a byte of kind and 4; group 1
+		 * has two runs around the profiles with a duration, and its two
+		 * repeats between them stay repeats (a run would be longer); the last
+		 * group's four repeats too, the time 0 of the last making the run's
+		 * fields 64 bits wide */
 		count_kinds(s, sl, k, &raw);
 		assert_int_equal(k[KIND_PROFILE], 4 + 2);
 		assert_int_equal(k[KIND_REPEAT], NIDLE + 1 - 6);
-		assert_true(raw < abs_raw - (NIDLE - 6));
+		assert_int_equal(k[KIND_RUN], 4);
+		assert_true(raw < abs_raw - 2 * (NIDLE - 6));
 		/* without the timestamps nothing reads */
 		expect_err_rel(pd_chunkenc_values_read(s, sl, 3, 1 << 26, &b, &bl, &err), &err);
 		expect_err_rel(pd_chunkenc_values_get(c, 3, &b, &bl, &err), &err);
@@ -423,7 +451,7 @@ static void test_no_repeat_of_long_records(void **state)
 		p.time_nanos = 1000000000 * (int64_t)(i + 1);
 		it[i] = encode_parts(&p);
 	}
-	size_t k[3], raw, sl;
+	size_t k[4], raw, sl;
 	uint8_t *s = roundtrip(it, 3, 32, 0, &sl);
 	count_kinds(s, sl, k, &raw);
 	assert_int_equal(k[KIND_PROFILE], 3);
@@ -478,7 +506,7 @@ static struct item cpu_profile(int64_t off, int64_t big)
 static void test_period_column(void **state)
 {
 	(void)state;
-	size_t k[3], exact, off, sl;
+	size_t k[4], exact, off, sl;
 	/* a count whose product with the period wraps is still exact */
 	struct item a = cpu_profile(0, ((int64_t)1 << 40) + 3),
 		    b = cpu_profile(1, ((int64_t)1 << 40) + 3);
@@ -586,6 +614,301 @@ static void test_damaged_records(void **state)
 	free(c.raw);
 }
 
+/* ---- chunks of byte 4: runs, groups as they are, hex strings, the dictionary ------ */
+
+/* Seals the items as a chunk of relative times (timestamps: each profile's time
+ * in ms less 3), checks every profile read back one by one and merged, and
+ * returns the chunk and the timestamps (ts: n of them). */
+static uint8_t *roundtrip_at(const struct item *it, size_t n, unsigned group, int64_t *ts,
+			     size_t *sl)
+{
+	struct pd_err err = {0};
+	struct pd_chunkenc_values *c = pd_chunkenc_values_create_enc(2, group, 0);
+	uint8_t *s;
+	for (size_t i = 0; i < n; i++) {
+		struct pd_pprof_profile *p;
+		assert_int_equal(pd_pprof_decode(&p, it[i].raw, it[i].len, NULL, &err), 0);
+		ts[i] = pd_pprof_time_nanos(p) / 1000000 - 3;
+		pd_pprof_destroy(p);
+		if (pd_chunkenc_values_append_at(c, ts[i], it[i].raw, it[i].len, NULL, &err))
+			fail_msg("append %zu: %s", i, err.msg);
+	}
+	assert_int_equal(pd_chunkenc_values_seal(c, &s, sl, &err), 0);
+	assert_int_equal(s[0], PD_CHUNKENC_VALUES_COLUMNAR_DICT);
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *b;
+		size_t bl;
+		if (pd_chunkenc_values_read_at(s, *sl, i, ts[i], 1 << 26, &b, &bl, &err))
+			fail_msg("read %zu: %s", i, err.msg);
+		assert_same_profile(&it[i], b, bl, "sealed", i);
+		free(b);
+	}
+	struct merged m = {it, 0};
+	assert_int_equal(pd_chunkenc_values_merge_at(s, *sl, 0, n, ts, 1 << 26, on_merged, &m, &err),
+			 0);
+	assert_int_equal(m.next, n);
+	pd_chunkenc_values_destroy(c);
+	return s;
+}
+
+static void test_runs(void **state)
+{
+	(void)state;
+	struct item it[NIDLE];
+	int64_t ts[NIDLE];
+	size_t k[4], raw, sl;
+	struct parsed p;
+	idle_series(it);
+	/* 40 idle profiles in groups of 32: a whole record and a run of 31, then a
+	 * whole record and a run of 7 */
+	uint8_t *s = roundtrip_at(it, 40, 32, ts, &sl);
+	count_kinds(s, sl, k, &raw);
+	assert_int_equal(k[KIND_PROFILE], 2);
+	assert_int_equal(k[KIND_REPEAT], 38);
+	assert_int_equal(k[KIND_RUN], 2);
+	parse_chunk(s, sl, &p);
+	/* the run right after the group's first record: its count, and fields of
+	 * at most 20 bits (under a millisecond of nanoseconds, plus 3 ms) */
+	struct v2_rd r = {p.groups[0], p.glen[0], 0, 0};
+	struct v2_tables t;
+	struct v2_prev prev = {0};
+	struct v2_decoded d;
+	struct pd_err err = {0};
+	v2_tables_init(&t);
+	assert_int_equal(v2_tables_read(&t, p.tables, p.tlen, &err), 0);
+	assert_int_equal(v2_record_decode(&t, &prev, &r, V2_WANT_STATE, &d, &err), 0);
+	v2_decoded_fini(&d);
+	assert_int_equal(r.p[r.pos], KIND_RUN);
+	r.pos++;
+	assert_int_equal(v2_uv(&r), 31);
+	(void)v2_sv(&r);
+	unsigned w = v2_byte(&r);
+	assert_true(w >= 19 && w <= 22);
+	assert_int_equal(r.len - r.pos, (31 * w + 7) / 8);
+	/* groups that zstd does not make smaller are stored as they are */
+	assert_true(p.raw_group[0] || p.raw_group[1]);
+	v2_prev_fini(&prev);
+	v2_tables_fini(&t);
+	parsed_fini(&p);
+	free(s);
+	/* three profiles: two repeats stay repeats (a run of two is longer) */
+	s = roundtrip_at(it, 3, 32, ts, &sl);
+	count_kinds(s, sl, k, &raw);
+	assert_int_equal(k[KIND_REPEAT], 2);
+	assert_int_equal(k[KIND_RUN], 0);
+	free(s);
+	/* a chunk without timestamps is written as before: byte 2, no runs */
+	s = roundtrip(it, 40, 32, 0, &sl);
+	assert_int_equal(s[0], PD_CHUNKENC_VALUES_COLUMNAR);
+	count_kinds(s, sl, k, &raw);
+	assert_int_equal(k[KIND_REPEAT], 38);
+	assert_int_equal(k[KIND_RUN], 0);
+	free(s);
+	free_items(it, NIDLE);
+}
+
+/* A read of profile i of the chunk of p's parts fails as damage saying what. */
+static void expect_damage_at(const struct parsed *p, size_t i, const int64_t *ts,
+			     const char *what)
+{
+	struct pd_err err = {0};
+	size_t cl, ol;
+	uint8_t *o, *c = build_chunk(p, &cl);
+	assert_int_equal(pd_chunkenc_values_read_at(c, cl, i, ts[i], 1 << 26, &o, &ol, &err),
+			 PD_ECORRUPT);
+	if (!strstr(err.msg, what))
+		fail_msg("\"%s\" does not say \"%s\"", err.msg, what);
+	free(c);
+}
+
+static void test_damaged_runs(void **state)
+{
+	(void)state;
+	struct item it[NIDLE];
+	int64_t ts[NIDLE];
+	struct parsed p;
+	size_t sl;
+	idle_series(it);
+	uint8_t *s = roundtrip_at(it, 8, 32, ts, &sl);
+	parse_chunk(s, sl, &p);
+	free(s);
+	/* the group: its first record, then a run of 7 */
+	struct v2_rd r = {p.groups[0], p.glen[0], 0, 0};
+	struct v2_tables t;
+	struct v2_prev prev = {0};
+	struct v2_decoded d;
+	struct pd_err err = {0};
+	v2_tables_init(&t);
+	assert_int_equal(v2_tables_read(&t, p.tables, p.tlen, &err), 0);
+	assert_int_equal(v2_record_decode(&t, &prev, &r, V2_WANT_STATE, &d, &err), 0);
+	v2_decoded_fini(&d);
+	v2_prev_fini(&prev);
+	v2_tables_fini(&t);
+	size_t first = r.pos;
+	assert_int_equal(p.groups[0][first], KIND_RUN);
+	uint8_t *g0 = p.groups[0];
+	size_t l0 = p.glen[0];
+	uint8_t g[256];
+	assert_true(l0 < sizeof(g));
+	p.groups[0] = g;
+	/* a run standing for no repeats */
+	memcpy(g, g0, first);
+	memcpy(g + first, (uint8_t[]){KIND_RUN, 0, 0, 0}, 4);
+	p.glen[0] = first + 4;
+	expect_damage_at(&p, 1, ts, "a run of 0 repeats");
+	/* fields wider than 64 bits */
+	memcpy(g + first, (uint8_t[]){KIND_RUN, 1, 0, 65}, 4);
+	expect_damage_at(&p, 1, ts, "of 65 bits");
+	/* fewer bytes of fields than the run says */
+	memcpy(g + first, (uint8_t[]){KIND_RUN, 7, 0, 20, 1, 2}, 6);
+	p.glen[0] = first + 6;
+	expect_damage_at(&p, 1, ts, "run truncated");
+	/* padding bits that are not zero: one field of 4 bits in a byte */
+	memcpy(g + first, (uint8_t[]){KIND_RUN, 1, 0, 4, 0x13}, 5);
+	p.glen[0] = first + 5;
+	expect_damage_at(&p, 1, ts, "padding bits are not zero");
+	/* a run that starts a group: nothing before it to repeat */
+	memcpy(g, (uint8_t[]){KIND_RUN, 1, 0, 4, 0x03}, 5);
+	p.glen[0] = 5;
+	expect_damage_at(&p, 0, ts, "a repeat with no profile record before it");
+	/* the run as written reads */
+	memcpy(g, g0, l0);
+	p.glen[0] = l0;
+	size_t cl, ol;
+	uint8_t *o, *c = build_chunk(&p, &cl);
+	assert_int_equal(pd_chunkenc_values_read_at(c, cl, 7, ts[7], 1 << 26, &o, &ol, &err), 0);
+	assert_same_profile(&it[7], o, ol, "rebuilt", 7);
+	free(o);
+	free(c);
+	p.groups[0] = g0;
+	parsed_fini(&p);
+	free_items(it, NIDLE);
+}
+
+/* Writes tables of the strings with hex packing, checks the form written and
+ * that they read back the same. */
+static void hex_tables(const char *const *strs, size_t n, size_t packed)
+{
+	struct v2_tables t, back;
+	struct pd_buf b;
+	struct pd_err err = {0};
+	v2_tables_init(&t);
+	v2_tables_init(&back);
+	pd_buf_init(&b, 0);
+	for (size_t i = 0; i < n; i++)
+		assert_true(v2_intern_str(&t, strs[i], strlen(strs[i])) >= 0);
+	assert_int_equal(v2_tables_write(&t, &b, NULL, 1), 0);
+	assert_int_equal(b.data[0], 0);
+	if (packed) {
+		assert_int_equal(b.data[1], 0);
+		assert_int_equal(b.data[3], packed);
+	} else {
+		assert_int_equal(b.data[1], t.nstr);
+	}
+	if (v2_tables_read(&back, b.data, b.len, &err))
+		fail_msg("tables: %s", err.msg);
+	assert_int_equal(back.nstr, t.nstr);
+	for (size_t i = 0; i < t.nstr; i++) {
+		assert_int_equal(v2_str_len(&back, (uint32_t)i), v2_str_len(&t, (uint32_t)i));
+		assert_string_equal(v2_str(&back, (uint32_t)i), v2_str(&t, (uint32_t)i));
+	}
+	/* without packing: the plain NUL-terminated form, longer by half of each
+	 * packed string, less the lengths written */
+	struct pd_buf plain;
+	pd_buf_init(&plain, 0);
+	assert_int_equal(v2_tables_write(&t, &plain, NULL, 0), 0);
+	if (packed)
+		assert_true(plain.len > b.len);
+	else
+		assert_int_equal(plain.len, b.len);
+	pd_buf_fini(&plain);
+	pd_buf_fini(&b);
+	v2_tables_fini(&t);
+	v2_tables_fini(&back);
+}
+
+static void test_hex_strings(void **state)
+{
+	(void)state;
+	/* build ids of 40 and 16 digits are packed; upper case, odd lengths, short
+	 * ones, and other text are not */
+	const char *const strs[] = {"",
+				    "/usr/bin/prometheus",
+				    "7c70e08457648609a728f201858408269834e0eb",
+				    "0123456789abcdef",
+				    "0123456789ABCDEF",
+				    "0123456789abcdef0",
+				    "0123456789abcd",
+				    "deadbeefdeadbeefxx",
+				    "93ac61ec5a8eb1396f9fbd350e3169a558528a40"};
+	hex_tables(strs, 9, 3);
+	hex_tables(strs, 2, 0);
+	/* damaged forms are refused */
+	struct v2_tables t;
+	struct pd_err err = {0};
+	const uint8_t bad_index[] = {0, 0, 2, 1, 2, 0, 1, 0xab};
+	const uint8_t no_packed[] = {0, 0, 2, 0, 0, 'a', 0};
+	const uint8_t cut[] = {0, 0, 2, 1, 1, 0, 4, 0xab, 0xcd};
+	const uint8_t empty[] = {0, 0, 2, 1, 1, 0, 0};
+	const struct {
+		const uint8_t *p;
+		size_t len;
+		const char *what;
+	} cases[] = {{bad_index, sizeof(bad_index), "out of order or range"},
+		     {no_packed, sizeof(no_packed), "count is missing or too large"},
+		     {cut, sizeof(cut), "packed hex string is truncated"},
+		     {empty, sizeof(empty), "packed hex string is truncated"}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		v2_tables_init(&t);
+		assert_int_equal(v2_tables_read(&t, cases[i].p, cases[i].len, &err), PD_ECORRUPT);
+		if (!strstr(err.msg, cases[i].what))
+			fail_msg("case %zu: \"%s\" does not say \"%s\"", i, err.msg, cases[i].what);
+		v2_tables_fini(&t);
+	}
+}
+
+/* The tables frame of a chunk of byte 4 is compressed against the dictionary:
+ * it reads with it, not without it, and is smaller than without it. */
+static void test_dictionary(void **state)
+{
+	(void)state;
+	struct item it[NIDLE];
+	int64_t ts[NIDLE];
+	struct pd_err err = {0};
+	size_t sl;
+	idle_series(it);
+	uint8_t *s = roundtrip_at(it, 4, 32, ts, &sl);
+	struct v2_rd r = {s, sl, 1, 0};
+	(void)v2_uv(&r);
+	(void)v2_uv(&r);
+	uint64_t tl = v2_uv(&r);
+	(void)v2_uv(&r);
+	struct pd_buf with, without;
+	pd_buf_init(&with, 0);
+	pd_buf_init(&without, 0);
+	assert_int_equal(
+	    v2_decompress_buf_dict(s + r.pos, tl, 1 << 20, V2_DICT_GO, &with, "tables", &err), 0);
+	/* the mapping path and the sample types come from the dictionary */
+	int rc = v2_decompress_buf(s + r.pos, tl, 1 << 20, &without, "tables", &err);
+	assert_true(rc != 0 || without.len != with.len || memcmp(without.data, with.data, with.len));
+	size_t plain;
+	struct pd_buf z;
+	pd_buf_init(&z, 0);
+	assert_int_equal(v2_compress_cut_dict(with.data, with.len, V2_TABLES_LEVEL, V2_DICT_NONE, NULL,
+					      0, &z, &plain, &err),
+			 0);
+	assert_true(tl < plain);
+	size_t dl;
+	assert_non_null(v2_dict_bytes(V2_DICT_GO, &dl));
+	assert_true(dl > 100000);
+	assert_null(v2_dict_bytes(7, &dl));
+	pd_buf_fini(&z);
+	pd_buf_fini(&with);
+	pd_buf_fini(&without);
+	free(s);
+	free_items(it, NIDLE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -594,6 +917,10 @@ int main(void)
 	    cmocka_unit_test(test_no_repeat_of_long_records),
 	    cmocka_unit_test(test_period_column),
 	    cmocka_unit_test(test_damaged_records),
+	    cmocka_unit_test(test_runs),
+	    cmocka_unit_test(test_damaged_runs),
+	    cmocka_unit_test(test_hex_strings),
+	    cmocka_unit_test(test_dictionary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

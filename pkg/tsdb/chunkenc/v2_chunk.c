@@ -34,6 +34,7 @@ struct v2_appender {
 	int broken; /* the delta state could not be rebuilt after a failure */
 	int added;  /* the last record added to the shared tables (see encode_record) */
 	int rel;    /* times relative to the samples' timestamps (set by the first append) */
+	size_t repeats; /* at least the repeats among the records: 0, no runs to look for */
 	struct v2_symbols *sym; /* shared tables, or NULL for the appender's own t */
 };
 
@@ -237,8 +238,16 @@ static int decompress_with(const uint8_t *f, size_t flen, size_t max, const uint
 int v2_compress_cut(const uint8_t *raw, size_t len, int level, const size_t *cuts, size_t ncuts,
 		    struct pd_buf *out, size_t *flen, struct pd_err *err)
 {
+	return v2_compress_cut_dict(raw, len, level, V2_DICT_NONE, cuts, ncuts, out, flen, err);
+}
+
+int v2_compress_cut_dict(const uint8_t *raw, size_t len, int level, unsigned dict,
+			 const size_t *cuts, size_t ncuts, struct pd_buf *out, size_t *flen,
+			 struct pd_err *err)
+{
 	ZSTD_CCtx *c = thread_cctx();
-	if (!c)
+	const ZSTD_CDict *cd = dict != V2_DICT_NONE ? v2_dict_cdict(dict, level) : NULL;
+	if (!c || (dict != V2_DICT_NONE && !cd))
 		return pd_err_set(err, PD_ENOMEM, "out of memory compressing a value chunk");
 	/* a block header for each part and room for a part left uncompressed */
 	size_t bound = ZSTD_compressBound(len) + (ncuts + 1) * 16, at = 0;
@@ -249,6 +258,8 @@ int v2_compress_cut(const uint8_t *raw, size_t len, int level, const size_t *cut
 	size_t r = ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
 	if (!ZSTD_isError(r))
 		r = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
+	if (!ZSTD_isError(r) && cd)
+		r = ZSTD_CCtx_refCDict(c, cd);
 	if (!ZSTD_isError(r))
 		r = ZSTD_CCtx_setPledgedSrcSize(c, len);
 	for (size_t k = 0; k <= ncuts && !ZSTD_isError(r); k++) {
@@ -317,15 +328,39 @@ static ZSTD_DCtx *thread_dctx(void)
 int v2_decompress_buf(const uint8_t *f, size_t flen, size_t max, struct pd_buf *b,
 		      const char *what, struct pd_err *err)
 {
+	return v2_decompress_buf_dict(f, flen, max, V2_DICT_NONE, b, what, err);
+}
+
+int v2_group_bytes(const uint8_t *f, size_t flen, size_t max, int raw_ok, struct pd_buf *b,
+		   struct pd_err *err)
+{
+	if (raw_ok && !v2_is_zstd(f, flen)) {
+		b->len = 0;
+		if (flen > max)
+			return pd_err_set(err, PD_ETOOBIG,
+					  "value chunk: group of %zu bytes exceeds the limit of %zu", flen,
+					  max);
+		if (pd_buf_append(b, f, flen))
+			return pd_err_set(err, PD_ENOMEM, "out of memory reading a value chunk");
+		return 0;
+	}
+	return v2_decompress_buf(f, flen, max, b, "group frame", err);
+}
+
+int v2_decompress_buf_dict(const uint8_t *f, size_t flen, size_t max, unsigned dict,
+			   struct pd_buf *b, const char *what, struct pd_err *err)
+{
 	b->len = 0;
 	unsigned long long size;
 	int rc = frame_size(f, flen, max, what, &size, err);
 	if (rc)
 		return rc;
 	ZSTD_DCtx *d = thread_dctx();
-	if (!d || pd_buf_reserve(b, size ? (size_t)size : 1))
+	const ZSTD_DDict *dd = dict != V2_DICT_NONE ? v2_dict_ddict(dict) : NULL;
+	if (!d || pd_buf_reserve(b, size ? (size_t)size : 1) || (dict != V2_DICT_NONE && !dd))
 		return pd_err_set(err, PD_ENOMEM, "out of memory decompressing %llu bytes", size);
-	size_t n = ZSTD_decompressDCtx(d, b->data, (size_t)size, f, flen);
+	size_t n = dd ? ZSTD_decompress_usingDDict(d, b->data, (size_t)size, f, flen, dd)
+		      : ZSTD_decompressDCtx(d, b->data, (size_t)size, f, flen);
 	if (ZSTD_isError(n) || n != size)
 		return pd_err_set(err, PD_ECORRUPT, "value chunk: %s: %s", what,
 				  ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short frame");
@@ -549,6 +584,8 @@ int v2_appender_append(struct v2_appender *a, int64_t ts, const uint8_t *p, size
 	}
 	if (rc)
 		return rc;
+	if (a->open.len > mark && a->open.data[mark] == KIND_REPEAT)
+		a->repeats++;
 	if (a->open_count + 1 < a->hgroup) {
 		a->open_count++;
 		a->count++;
@@ -701,22 +738,42 @@ static int seal_write(const struct v2_appender *a, const struct v2_tables *t, co
 		      const size_t *goff, size_t ngroups, uint8_t **out, size_t *out_len,
 		      struct pd_err *err)
 {
-	struct pd_buf b, tables, ctables, groups;
+	struct pd_buf b, tables, ctables, groups, runs;
 	struct v2_tables empty;
 	size_t tlen = 0;
 	int rc = 0;
 	size_t *gl = calloc(ngroups ? ngroups : 1, sizeof(*gl));
 	pd_buf_init(&b, 0);
+	pd_buf_init(&runs, 0);
 	pd_buf_init(&tables, 0);
 	pd_buf_init(&ctables, 0);
 	pd_buf_init(&groups, 0);
 	v2_tables_init(&empty);
 	if (!gl)
 		goto nomem;
-	for (size_t g = 0; g < ngroups; g++)
-		if ((rc = v2_compress(recs + goff[g], goff[g + 1] - goff[g], a->level, &groups, &gl[g],
-				      err)))
+	for (size_t g = 0; g < ngroups; g++) {
+		const uint8_t *gr = recs + goff[g];
+		size_t glen = goff[g + 1] - goff[g];
+		/* a chunk of the store writes its stretches of repeats as runs */
+		if (a->rel && a->repeats) {
+			runs.len = 0;
+			if ((rc = v2_runs_write(t, a->rel, gr, glen, &runs, err)))
+				goto out;
+			gr = runs.data;
+			glen = runs.len;
+		}
+		size_t before = groups.len;
+		if ((rc = v2_compress(gr, glen, a->level, &groups, &gl[g], err)))
 			goto out;
+		/* in a chunk of byte 4, a group that zstd does not make smaller is
+		 * stored as it is (a record never starts like a zstd frame) */
+		if (a->rel && gl[g] >= glen) {
+			groups.len = before;
+			if (pd_buf_append(&groups, gr, glen))
+				goto nomem;
+			gl[g] = glen;
+		}
+	}
 	/* an empty chunk still has string 0 */
 	if (t->nstr == 0) {
 		if (v2_intern_str(&empty, "", 0) != 0)
@@ -724,18 +781,21 @@ static int seal_write(const struct v2_appender *a, const struct v2_tables *t, co
 		t = &empty;
 	}
 	size_t cuts[V2_TABLES_CUTS], ncut = 0;
-	if (v2_tables_write(t, &tables, cuts))
+	if (v2_tables_write(t, &tables, cuts, a->rel))
 		goto nomem;
 	/* a part under V2_CUT_MIN bytes costs more in block and table headers than
 	 * tables of its own save: it stays with the part after it */
 	for (size_t k = 0, last = 0; k < V2_TABLES_CUTS; k++)
 		if (cuts[k] - last >= V2_CUT_MIN && tables.len - cuts[k] >= V2_CUT_MIN)
 			last = cuts[ncut++] = cuts[k];
-	if ((rc = v2_compress_cut(tables.data, tables.len,
-				  a->level > V2_TABLES_LEVEL ? a->level : V2_TABLES_LEVEL, cuts,
-				  ncut, &ctables, &tlen, err)))
+	/* a chunk of the store (relative times) is written with encoding byte 4:
+	 * its tables against the built-in dictionary */
+	if ((rc = v2_compress_cut_dict(tables.data, tables.len,
+				       a->level > V2_TABLES_LEVEL ? a->level : V2_TABLES_LEVEL,
+				       a->rel ? V2_DICT_GO : V2_DICT_NONE, cuts, ncut, &ctables, &tlen,
+				       err)))
 		goto out;
-	uint8_t enc = a->rel ? PD_CHUNKENC_VALUES_COLUMNAR_REL : PD_CHUNKENC_VALUES_COLUMNAR;
+	uint8_t enc = a->rel ? PD_CHUNKENC_VALUES_COLUMNAR_DICT : PD_CHUNKENC_VALUES_COLUMNAR;
 	int w = pd_buf_append(&b, &enc, 1) | v2_put_uv(&b, a->count) | v2_put_uv(&b, a->group) |
 		v2_put_uv(&b, tlen);
 	for (size_t g = 0; g < ngroups; g++)
@@ -760,6 +820,7 @@ out:
 	pd_buf_fini(&tables);
 	pd_buf_fini(&ctables);
 	pd_buf_fini(&groups);
+	pd_buf_fini(&runs);
 	return rc;
 }
 
@@ -805,7 +866,8 @@ out:
 /* ---- sealed chunks ------------------------------------------------------------------ */
 
 struct v2_header {
-	int rel; /* encoding byte 3: times relative to the samples' timestamps */
+	int rel;       /* encoding bytes 3 and 4: times relative to the samples' timestamps */
+	unsigned dict; /* the tables frame's dictionary (byte 4: V2_DICT_GO) */
 	uint64_t count, group, tables_len;
 	size_t frames_at; /* offset of the frame length table */
 	size_t data_at;   /* offset of the tables frame */
@@ -815,9 +877,10 @@ struct v2_header {
 static int parse_header(const uint8_t *p, size_t len, struct v2_header *h, struct pd_err *err)
 {
 	struct v2_rd r = {p, len, 1, 0};
-	if (len < 1 || (p[0] != PD_CHUNKENC_VALUES_COLUMNAR && p[0] != PD_CHUNKENC_VALUES_COLUMNAR_REL))
+	if (len < 1 || !v2_columnar_byte(p[0]))
 		return pd_err_set(err, PD_ECORRUPT, "value chunk is not a columnar chunk");
-	h->rel = p[0] == PD_CHUNKENC_VALUES_COLUMNAR_REL;
+	h->rel = p[0] != PD_CHUNKENC_VALUES_COLUMNAR;
+	h->dict = p[0] == PD_CHUNKENC_VALUES_COLUMNAR_DICT ? V2_DICT_GO : V2_DICT_NONE;
 	h->count = v2_uv(&r);
 	h->group = v2_uv(&r);
 	h->tables_len = v2_uv(&r);
@@ -883,10 +946,11 @@ int v2_read(const uint8_t *chunk, size_t len, size_t i, int64_t ts, size_t max_p
 	struct v2_rcache *c = v2_rcache_take();
 	if (!c)
 		return pd_err_set(err, PD_ENOMEM, "out of memory reading a value chunk");
-	if ((rc = v2_decompress_buf(chunk + h.data_at, h.tables_len, tables_limit(max_profile), &c->traw,
-				 "tables frame", err)) ||
+	if ((rc = v2_decompress_buf_dict(chunk + h.data_at, h.tables_len, tables_limit(max_profile),
+					 h.dict, &c->traw, "tables frame", err)) ||
 	    (rc = v2_tables_read(&t, c->traw.data, c->traw.len, err)) ||
-	    (rc = v2_decompress_buf(chunk + h.data_at + off, flen, gmax, &c->graw, "group frame", err)))
+	    (rc = v2_group_bytes(chunk + h.data_at + off, flen, gmax, h.dict != V2_DICT_NONE, &c->graw,
+				 err)))
 		goto out;
 	rc = group_record(&t, &c->prev, h.rel, ts, c->graw.data, c->graw.len, i % h.group,
 			  max_profile, out, out_len, err);

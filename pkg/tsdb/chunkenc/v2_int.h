@@ -159,7 +159,11 @@ int64_t v2_intern_node(struct v2_tables *t, uint32_t parent, uint32_t location);
 #define V2_TABLES_CUTS 4
 /* the least bytes of tables a cut sets apart (bench/tsdb.sh section 1) */
 #define V2_CUT_MIN 1024
-int v2_tables_write(const struct v2_tables *t, struct pd_buf *b, size_t cuts[V2_TABLES_CUTS]);
+/* hex: strings that are long lowercase hex (V2_HEX_MIN digits or more) may be
+ * written as the bytes they spell (a chunk of byte 4 only). */
+#define V2_HEX_MIN 16
+int v2_tables_write(const struct v2_tables *t, struct pd_buf *b, size_t cuts[V2_TABLES_CUTS],
+		    int hex);
 /* Parses serialised tables into t (initialised by the caller), checking every
  * reference. err names what is wrong. */
 int v2_tables_read(struct v2_tables *t, const uint8_t *p, size_t len, struct pd_err *err);
@@ -181,8 +185,9 @@ enum {
 };
 
 /* KIND_REPEAT: the previous profile record of the group again, with a new time
- * (docs/format/chunks.md, "Repeats") */
-enum { KIND_PROFILE = 0, KIND_OPAQUE = 1, KIND_REPEAT = 2 };
+ * (docs/format/chunks.md, "Repeats"); KIND_RUN: n repeats in a row, their time
+ * fields packed ("Runs") */
+enum { KIND_PROFILE = 0, KIND_OPAQUE = 1, KIND_REPEAT = 2, KIND_RUN = 3 };
 
 /* The longest record body (the record without its kind and time) a repeat may
  * stand for: repeats are for the small records of idle profiles, and this bounds
@@ -216,6 +221,14 @@ struct v2_prev {
 	size_t body_len, body_flen;
 	int has_body;
 	int64_t time_delta;
+	/* a run being read: run_left repeats still to come, their time fields
+	 * run_base plus run_width bits each from bit run_bit of run_p (the group's
+	 * bytes, which the caller keeps until the run is read) */
+	size_t run_left;
+	const uint8_t *run_p;
+	uint64_t run_bit;
+	unsigned run_width;
+	int64_t run_base;
 	uint32_t *map_idx; /* mapping table indices and their ids, in profile order */
 	uint64_t *map_id;
 	size_t nmap;
@@ -266,6 +279,12 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 			   const struct pd_pprof_parts *parts, const uint8_t *p, size_t len,
 			   struct pd_buf *out, struct pd_err *err);
 int v2_record_opaque(const uint8_t *p, size_t len, struct pd_buf *out, struct pd_err *err);
+/* Appends the records of one group (rec, len; delta state from the group's
+ * start) to out, with every stretch of repeats in a row that a run (KIND_RUN)
+ * writes in fewer bytes written as that run. t: the tables the records refer to;
+ * rel: the chunk's times are relative to its timestamps. (v2_runs.c) */
+int v2_runs_write(const struct v2_tables *t, int rel, const uint8_t *rec, size_t len,
+		  struct pd_buf *out, struct pd_err *err);
 
 /* A profile record in chunk terms (string, mapping and stack indices of the
  * chunk's tables), for merging records by stack id. Arrays live in the decoded
@@ -322,6 +341,10 @@ int v2_compress(const uint8_t *raw, size_t len, int level, struct pd_buf *out, s
  * still refer back to the ones before it. Still one frame with its content size. */
 int v2_compress_cut(const uint8_t *raw, size_t len, int level, const size_t *cuts, size_t ncuts,
 		    struct pd_buf *out, size_t *flen, struct pd_err *err);
+/* As v2_compress_cut, against dictionary dict (V2_DICT_NONE: none). */
+int v2_compress_cut_dict(const uint8_t *raw, size_t len, int level, unsigned dict,
+			 const size_t *cuts, size_t ncuts, struct pd_buf *out, size_t *flen,
+			 struct pd_err *err);
 /* Decompresses one frame, refusing more than max bytes. *out is malloc'd. */
 int v2_decompress(const uint8_t *f, size_t flen, size_t max, uint8_t **out, size_t *out_len,
 		  const char *what, struct pd_err *err);
@@ -329,6 +352,41 @@ int v2_decompress(const uint8_t *f, size_t flen, size_t max, uint8_t **out, size
  * thread's zstd context. */
 int v2_decompress_buf(const uint8_t *f, size_t flen, size_t max, struct pd_buf *b,
 		      const char *what, struct pd_err *err);
+/* Whether f starts like a zstd frame (its magic number). */
+static inline int v2_is_zstd(const uint8_t *f, size_t flen)
+{
+	return flen >= 4 && f[0] == 0x28 && f[1] == 0xb5 && f[2] == 0x2f && f[3] == 0xfd;
+}
+/* A group's records into b (as v2_decompress_buf): when raw_ok (a chunk of byte
+ * 4), a group that does not start like a zstd frame is its records as they are. */
+int v2_group_bytes(const uint8_t *f, size_t flen, size_t max, int raw_ok, struct pd_buf *b,
+		   struct pd_err *err);
+/* As v2_decompress_buf, against dictionary dict (V2_DICT_NONE: none). */
+int v2_decompress_buf_dict(const uint8_t *f, size_t flen, size_t max, unsigned dict,
+			   struct pd_buf *b, const char *what, struct pd_err *err);
+
+/* Whether b is a chunk byte of encoding 2 (2, 3 or 4). */
+static inline int v2_columnar_byte(uint8_t b)
+{
+	return b == PD_CHUNKENC_VALUES_COLUMNAR || b == PD_CHUNKENC_VALUES_COLUMNAR_REL ||
+	       b == PD_CHUNKENC_VALUES_COLUMNAR_DICT;
+}
+
+/* ---- the tables dictionary (v2_dict.c) ------------------------------------------- */
+
+/* Dictionary numbers: 0 none; 1 the built-in one that the tables frame of a chunk
+ * of encoding byte 4 is compressed against (docs/format/chunks.md, "Tables
+ * dictionary"). */
+enum { V2_DICT_NONE = 0, V2_DICT_GO = 1 };
+typedef struct ZSTD_DDict_s ZSTD_DDict;
+typedef struct ZSTD_CDict_s ZSTD_CDict;
+/* The dictionary's bytes (static), or NULL when id is unknown or it could not
+ * be loaded (out of memory); *len their count. */
+const uint8_t *v2_dict_bytes(unsigned id, size_t *len);
+/* It prepared for decompression, and for compression at a level (both static,
+ * made on first use and kept until the process ends); NULL as above. */
+const ZSTD_DDict *v2_dict_ddict(unsigned id);
+const ZSTD_CDict *v2_dict_cdict(unsigned id, int level);
 
 /* What a thread's reads of single profiles keep from one read to the next: the
  * decompressed tables and group, and the delta state. Reusing them spares each

@@ -404,7 +404,7 @@ int v2_merge_group(struct v2_merge *a, const uint8_t *g, size_t glen, size_t bas
 				  "and none were given");
 	v2_prev_dense(&prev, a->t->nnode);
 	prev.rel = rel;
-	for (size_t i = base; i < to && r.pos < r.len && !rc; i++) {
+	for (size_t i = base; i < to && (r.pos < r.len || prev.run_left) && !rc; i++) {
 		struct v2_decoded d;
 		size_t at = r.pos;
 		int want = i >= from ? V2_WANT_VIEW : V2_WANT_STATE;
@@ -451,10 +451,10 @@ int v2_merge_sealed(const uint8_t *chunk, size_t len, size_t from, size_t to, co
 		    size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err)
 {
 	struct v2_rd r = {chunk, len, 1, 0};
-	if (len < 1 ||
-	    (chunk[0] != PD_CHUNKENC_VALUES_COLUMNAR && chunk[0] != PD_CHUNKENC_VALUES_COLUMNAR_REL))
+	if (len < 1 || !v2_columnar_byte(chunk[0]))
 		return pd_err_set(err, PD_ECORRUPT, "value chunk is not a columnar chunk");
-	int rel = chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR_REL;
+	int rel = chunk[0] != PD_CHUNKENC_VALUES_COLUMNAR;
+	unsigned dict = chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR_DICT ? V2_DICT_GO : V2_DICT_NONE;
 	uint64_t count = v2_uv(&r), group = v2_uv(&r), tl = v2_uv(&r);
 	if (r.bad || group == 0 || count > PD_CHUNKENC_MAX_SAMPLES)
 		return pd_err_set(err, PD_ECORRUPT, "value chunk header is damaged");
@@ -473,16 +473,16 @@ int v2_merge_sealed(const uint8_t *chunk, size_t len, size_t from, size_t to, co
 		return pd_err_set(err, PD_ECORRUPT, "value chunk frame table is damaged");
 	}
 	size_t at = r.pos;
-	uint8_t *traw = NULL;
-	size_t tlen;
+	struct pd_buf traw;
 	struct v2_tables t;
 	struct v2_merge *a;
 	v2_tables_init(&t);
 	size_t tmax = max_profile > SIZE_MAX / 8 ? SIZE_MAX / 2 : max_profile * 8 + 4096;
-	int rc = v2_decompress(chunk + at, (size_t)tl, tmax, &traw, &tlen, "tables frame", err);
+	pd_buf_init(&traw, 0);
+	int rc = v2_decompress_buf_dict(chunk + at, (size_t)tl, tmax, dict, &traw, "tables frame", err);
 	if (!rc)
-		rc = v2_tables_read(&t, traw, tlen, err);
-	free(traw);
+		rc = v2_tables_read(&t, traw.data, traw.len, err);
+	pd_buf_fini(&traw);
 	if (rc) {
 		v2_tables_fini(&t);
 		free(fl);
@@ -494,19 +494,21 @@ int v2_merge_sealed(const uint8_t *chunk, size_t len, size_t from, size_t to, co
 		return rc;
 	}
 	uint64_t off = at + tl;
+	struct pd_buf graw;
+	pd_buf_init(&graw, 0);
 	for (uint64_t k = 0; k < ngroups && !rc; off += fl[k], k++) {
 		size_t base = (size_t)(k * group), end = base + (size_t)group;
 		if (end <= from || base >= to)
 			continue;
-		uint8_t *g;
-		size_t glen;
 		size_t gmax = max_profile > (SIZE_MAX / 2) / group ? SIZE_MAX / 2
 								    : max_profile * group + 4096;
-		if ((rc = v2_decompress(chunk + off, (size_t)fl[k], gmax, &g, &glen, "group frame", err)))
+		if ((rc = v2_group_bytes(chunk + off, (size_t)fl[k], gmax, dict != V2_DICT_NONE, &graw,
+					 err)))
 			break;
-		rc = v2_merge_group(a, g, glen, base, from, to, ts, rel, max_profile, emit, ctx, err);
-		free(g);
+		rc = v2_merge_group(a, graw.data, graw.len, base, from, to, ts, rel, max_profile, emit,
+				    ctx, err);
 	}
+	pd_buf_fini(&graw);
 	int r2 = v2_merge_end(a, !rc, emit, ctx, err);
 	if (!rc)
 		rc = r2;

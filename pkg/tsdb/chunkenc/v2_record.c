@@ -19,6 +19,7 @@ void v2_prev_reset(struct v2_prev *p)
 	p->has_body = 0;
 	p->body_len = p->body_flen = 0;
 	p->time_delta = 0;
+	p->run_left = 0;
 }
 
 /* The time field of a record for time t, and the time a field stands for: the
@@ -1514,10 +1515,52 @@ out:
 	return rc;
 }
 
+/* The time field of the next repeat of the run being read. */
+static int64_t run_next(struct v2_prev *p)
+{
+	uint64_t v = 0;
+	for (unsigned k = 0; k < p->run_width; k++, p->run_bit++)
+		v |= (uint64_t)(p->run_p[p->run_bit / 8] >> (p->run_bit % 8) & 1) << k;
+	p->run_left--;
+	return (int64_t)((uint64_t)p->run_base + v);
+}
+
+/* Decodes a repeat (of a run or on its own) with time field `field`, as the
+ * profile record it stands for: the previous body with the field spliced in
+ * after the flags. */
+static int repeat_decode(const struct v2_tables *t, struct v2_prev *prev, int64_t field, int want,
+			 struct v2_decoded *out, struct pd_err *err)
+{
+	uint8_t rec[V2_REPEAT_MAX + 10];
+	if (!prev->valid || !prev->has_body)
+		return pd_err_set(err, PD_ECORRUPT,
+				  "value chunk record: a repeat with no profile record before "
+				  "it to repeat");
+	size_t n = prev->body_flen;
+	memcpy(rec, prev->body, n);
+	/* the time field: a zigzag varint, as v2_put_sv writes it */
+	uint64_t z = ((uint64_t)field << 1) ^ (uint64_t)(field >> 63);
+	for (; z >= 0x80; z >>= 7)
+		rec[n++] = (uint8_t)(z | 0x80);
+	rec[n++] = (uint8_t)z;
+	memcpy(rec + n, prev->body + prev->body_flen, prev->body_len - prev->body_flen);
+	n += prev->body_len - prev->body_flen;
+	struct v2_rd sr = {.p = rec, .len = n};
+	int rc = decode_profile(t, prev, &sr, want, out, err);
+	if (rc)
+		return rc;
+	if (sr.pos != sr.len) /* cannot happen: the body was a whole record */
+		return pd_err_set(err, PD_ECORRUPT, "value chunk record: bad repeat");
+	prev->time_delta = field; /* the body stays */
+	return 0;
+}
+
 int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_rd *r, int want,
 		     struct v2_decoded *out, struct pd_err *err)
 {
 	memset(out, 0, sizeof(*out));
+	if (prev->run_left)
+		return repeat_decode(t, prev, run_next(prev), want, out, err);
 	uint8_t kind = v2_byte(r);
 	if (r->bad)
 		return pd_err_set(err, PD_ECORRUPT, "value chunk record: truncated");
@@ -1532,34 +1575,35 @@ int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_
 		return 0;
 	}
 	if (kind == KIND_REPEAT) {
-		/* decoded as the profile record it stands for: the previous body with
-		 * this record's time difference spliced in after the flags */
-		uint8_t rec[V2_REPEAT_MAX + 10];
 		int64_t dod = v2_sv(r);
 		if (r->bad)
 			return pd_err_set(err, PD_ECORRUPT, "value chunk record: repeat truncated");
-		if (!prev->valid || !prev->has_body)
+		return repeat_decode(t, prev, (int64_t)((uint64_t)prev->time_delta + (uint64_t)dod),
+				     want, out, err);
+	}
+	if (kind == KIND_RUN) {
+		uint64_t n = v2_uv(r);
+		int64_t base = v2_sv(r);
+		unsigned w = v2_byte(r);
+		if (r->bad)
+			return pd_err_set(err, PD_ECORRUPT, "value chunk record: run truncated");
+		if (n == 0 || n > PD_CHUNKENC_MAX_SAMPLES || w > 64)
 			return pd_err_set(err, PD_ECORRUPT,
-					  "value chunk record: a repeat with no profile record before "
-					  "it to repeat");
-		int64_t field = (int64_t)((uint64_t)prev->time_delta + (uint64_t)dod);
-		size_t n = prev->body_flen;
-		memcpy(rec, prev->body, n);
-		/* the time field: a zigzag varint, as v2_put_sv writes it */
-		uint64_t z = ((uint64_t)field << 1) ^ (uint64_t)(field >> 63);
-		for (; z >= 0x80; z >>= 7)
-			rec[n++] = (uint8_t)(z | 0x80);
-		rec[n++] = (uint8_t)z;
-		memcpy(rec + n, prev->body + prev->body_flen, prev->body_len - prev->body_flen);
-		n += prev->body_len - prev->body_flen;
-		struct v2_rd sr = {.p = rec, .len = n};
-		int rc = decode_profile(t, prev, &sr, want, out, err);
-		if (rc)
-			return rc;
-		if (sr.pos != sr.len) /* cannot happen: the body was a whole record */
-			return pd_err_set(err, PD_ECORRUPT, "value chunk record: bad repeat");
-		prev->time_delta = field; /* the body stays */
-		return 0;
+					  "value chunk record: a run of %llu repeats of %u bits",
+					  (unsigned long long)n, w);
+		uint64_t bits = n * w, bytes = (bits + 7) / 8;
+		if (bytes > r->len - r->pos)
+			return pd_err_set(err, PD_ECORRUPT, "value chunk record: run truncated");
+		if (bits % 8 && r->p[r->pos + bytes - 1] >> (bits % 8))
+			return pd_err_set(err, PD_ECORRUPT,
+					  "value chunk record: a run's padding bits are not zero");
+		prev->run_p = r->p + r->pos;
+		prev->run_bit = 0;
+		prev->run_width = w;
+		prev->run_base = base;
+		prev->run_left = (size_t)n;
+		r->pos += (size_t)bytes;
+		return repeat_decode(t, prev, run_next(prev), want, out, err);
 	}
 	if (kind != KIND_PROFILE)
 		return pd_err_set(err, PD_ECORRUPT, "value chunk record: unknown kind %u", kind);

@@ -343,7 +343,28 @@ static size_t common_prefix(const struct v2_tables *t, uint32_t a, uint32_t b)
 	return k;
 }
 
-int v2_tables_write(const struct v2_tables *t, struct pd_buf *b, size_t cuts[V2_TABLES_CUTS])
+/* The value of a lowercase hex digit, or -1. */
+static int hex_digit(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Whether a string is written as the bytes its digits spell: lowercase hex of an
+ * even length of at least V2_HEX_MIN (a build id, usually), which then takes half
+ * its length, where zstd's entropy coding of the digits among other text took
+ * five or six bits a digit (docs/format/chunks.md, "Tables"). */
+static int hex_packable(const char *x, size_t l)
+{
+	if (l < V2_HEX_MIN || l % 2)
+		return 0;
+	for (size_t k = 0; k < l; k++)
+		if (hex_digit(x[k]) < 0)
+			return 0;
+	return 1;
+}
+
+int v2_tables_write(const struct v2_tables *t, struct pd_buf *b, size_t cuts[V2_TABLES_CUTS],
+		    int hex)
 {
 	int e = 0;
 	size_t base = b->len, nc = 0;
@@ -360,7 +381,33 @@ int v2_tables_write(const struct v2_tables *t, struct pd_buf *b, size_t cuts[V2_
 	int nul_free = 1;
 	for (size_t i = 0; i < t->nstr && nul_free; i++)
 		nul_free = memchr(v2_str(t, (uint32_t)i), 0, v2_str_len(t, (uint32_t)i)) == NULL;
-	if (nul_free) {
+	size_t nhex = 0;
+	for (size_t i = 0; i < t->nstr && nul_free && hex; i++)
+		nhex += hex_packable(v2_str(t, (uint32_t)i), v2_str_len(t, (uint32_t)i));
+	if (nul_free && nhex) {
+		/* the same with packed hex strings (build ids): a second 0, the count,
+		 * the hex strings' indices, then each string NUL-terminated or, when
+		 * listed, as its length in bytes and the bytes its digits spell */
+		e |= v2_put_uv(b, 0) | v2_put_uv(b, 0) | v2_put_uv(b, t->nstr) | v2_put_uv(b, nhex);
+		for (size_t i = 0, last = 0; i < t->nstr; i++)
+			if (hex_packable(v2_str(t, (uint32_t)i), v2_str_len(t, (uint32_t)i))) {
+				e |= v2_put_uv(b, i - last);
+				last = i;
+			}
+		for (size_t i = 0; i < t->nstr && !e; i++) {
+			const char *x = v2_str(t, (uint32_t)i);
+			size_t l = v2_str_len(t, (uint32_t)i);
+			if (!hex_packable(x, l)) {
+				e |= pd_buf_append(b, x, l + 1);
+				continue;
+			}
+			e |= v2_put_uv(b, l / 2);
+			for (size_t k = 0; k < l && !e; k += 2) {
+				uint8_t v = (uint8_t)(hex_digit(x[k]) << 4 | hex_digit(x[k + 1]));
+				e |= pd_buf_append(b, &v, 1);
+			}
+		}
+	} else if (nul_free) {
 		e |= v2_put_uv(b, 0) | v2_put_uv(b, t->nstr);
 		for (size_t i = 0; i < t->nstr && !e; i++)
 			e |= pd_buf_append(b, v2_str(t, (uint32_t)i), v2_str_len(t, (uint32_t)i) + 1);
@@ -479,6 +526,71 @@ static int read_strings_nul(struct v2_tables *t, struct v2_rd *r, struct pd_err 
 	return 0;
 }
 
+/* The NUL-terminated form with packed hex strings (after its two 0 markers). */
+static int read_strings_hex(struct v2_tables *t, struct v2_rd *r, struct pd_err *err)
+{
+	size_t n = v2_count(r, 1);
+	if (r->bad || n == 0)
+		return corrupt(err, "string count is missing or zero");
+	size_t nhex = v2_count(r, 2);
+	if (r->bad || nhex == 0 || nhex > n)
+		return corrupt(err, "packed hex string count is missing or too large");
+	uint8_t *packed = calloc(n, 1);
+	if (!packed || !(t->soff = malloc((n + 1) * sizeof(*t->soff)))) {
+		free(packed);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	t->str_cap = n + 1;
+	for (size_t k = 0, at = 0; k < nhex; k++) {
+		uint64_t gap = v2_uv(r);
+		if (r->bad || (k && gap == 0) || gap >= n - at) {
+			free(packed);
+			return corrupt(err, "packed hex string index is out of order or range");
+		}
+		at += (size_t)gap;
+		packed[at] = 1;
+	}
+	static const char digits[] = "0123456789abcdef";
+	t->soff[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		int e = 0;
+		if (packed[i]) {
+			size_t l = v2_count(r, 1);
+			if (r->bad || l == 0) {
+				free(packed);
+				return corrupt(err, "packed hex string is truncated");
+			}
+			for (size_t k = 0; k < l && !e; k++) {
+				uint8_t v = r->p[r->pos + k];
+				char two[2] = {digits[v >> 4], digits[v & 15]};
+				e = pd_buf_append(&t->sbytes, two, 2);
+			}
+			r->pos += l;
+			e |= pd_buf_append(&t->sbytes, "", 1);
+		} else {
+			const uint8_t *q = r->p + r->pos, *z = memchr(q, 0, r->len - r->pos);
+			if (!z) {
+				free(packed);
+				return corrupt(err, "string bytes are truncated");
+			}
+			e = pd_buf_append(&t->sbytes, q, (size_t)(z - q) + 1);
+			r->pos += (size_t)(z - q) + 1;
+		}
+		if (e) {
+			free(packed);
+			return pd_err_set(err, PD_ENOMEM, "out of memory");
+		}
+		if (t->sbytes.len > UINT32_MAX) {
+			free(packed);
+			return corrupt(err, "strings are too large");
+		}
+		t->soff[i + 1] = (uint32_t)t->sbytes.len;
+	}
+	free(packed);
+	t->nstr = n;
+	return 0;
+}
+
 /* The prefix-shared string form: n, (shared, rest) pairs, then the rests. */
 static int read_strings_shared(struct v2_tables *t, struct v2_rd *r, size_t n, struct pd_err *err)
 {
@@ -532,7 +644,10 @@ int v2_tables_read(struct v2_tables *t, const uint8_t *p, size_t len, struct pd_
 	if (r.bad)
 		return corrupt(err, "string count is missing or zero");
 	int rc;
-	if (first == 0)
+	if (first == 0 && r.pos < r.len && r.p[r.pos] == 0) {
+		r.pos++;
+		rc = read_strings_hex(t, &r, err);
+	} else if (first == 0)
 		rc = read_strings_nul(t, &r, err);
 	else if (first > len - r.pos)
 		rc = corrupt(err, "string count is larger than the tables");

@@ -130,7 +130,7 @@ size_t pd_chunkenc_values_memory(const struct pd_chunkenc_values *c)
 
 int pd_chunkenc_values_encoding(const uint8_t *chunk, size_t len)
 {
-	if (len && chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR_REL)
+	if (len && v2_columnar_byte(chunk[0]))
 		return PD_CHUNKENC_VALUES_COLUMNAR;
 	return len ? chunk[0] : 0;
 }
@@ -362,11 +362,10 @@ static int parse_header(const uint8_t *p, size_t len, struct header *h, struct p
 	return 0;
 }
 
-/* encoding 2, with absolute or relative times */
+/* encoding 2, any of its chunk bytes */
 static int columnar(const uint8_t *chunk, size_t len)
 {
-	return len && (chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR ||
-		       chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR_REL);
+	return len && v2_columnar_byte(chunk[0]);
 }
 
 int64_t pd_chunkenc_values_read_count(const uint8_t *chunk, size_t len, struct pd_err *err)
