@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_forceAttachDict */
 #include <zstd.h>
 
 #include "v2_int.h"
@@ -34,7 +35,12 @@ struct v2_appender {
 	int broken; /* the delta state could not be rebuilt after a failure */
 	int added;  /* the last record added to the shared tables (see encode_record) */
 	int rel;    /* times relative to the samples' timestamps (set by the first append) */
-	size_t repeats; /* at least the repeats among the records: 0, no runs to look for */
+	/* at least the repeats among each group's records (grep[g]; a group past
+	 * ngrep has none): a group of fewer than two has no run to look for at the
+	 * seal. grep_all: a count was lost (out of memory), look in every group */
+	uint16_t *grep;
+	size_t ngrep;
+	int grep_all;
 	struct v2_symbols *sym; /* shared tables, or NULL for the appender's own t */
 };
 
@@ -260,6 +266,11 @@ int v2_compress_cut_dict(const uint8_t *raw, size_t len, int level, unsigned dic
 		r = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
 	if (!ZSTD_isError(r) && cd)
 		r = ZSTD_CCtx_refCDict(c, cd);
+	/* the dictionary's tables are searched where they are, never copied into
+	 * the context: a copy of its 3.3 MB for each tables frame had doubled the
+	 * time of a heap chunk's seal (7.1 ms instead of 3.1) */
+	if (!ZSTD_isError(r) && cd)
+		r = ZSTD_CCtx_setParameter(c, ZSTD_c_forceAttachDict, ZSTD_dictForceAttach);
 	if (!ZSTD_isError(r))
 		r = ZSTD_CCtx_setPledgedSrcSize(c, len);
 	for (size_t k = 0; k <= ncuts && !ZSTD_isError(r); k++) {
@@ -437,6 +448,7 @@ void v2_appender_destroy(struct v2_appender *a)
 	pd_buf_fini(&a->frames);
 	pd_buf_fini(&a->open);
 	free(a->frame_len);
+	free(a->grep);
 	free(a);
 }
 
@@ -446,7 +458,7 @@ size_t v2_appender_memory(const struct v2_appender *a)
 {
 	const struct v2_prev *p = &a->prev;
 	return sizeof(*a) + v2_tables_memory(&a->t) + a->frames.cap + a->open.cap +
-	       a->frame_cap * sizeof(size_t) +
+	       a->frame_cap * sizeof(size_t) + a->ngrep * sizeof(*a->grep) +
 	       (p->nmap * (sizeof(uint32_t) + sizeof(uint64_t))) + p->packed_len;
 }
 
@@ -549,6 +561,23 @@ static int encode_record(struct v2_appender *a, const struct pd_pprof_parts *pp,
 	return rc;
 }
 
+/* Counts a repeat in group g (see struct v2_appender). */
+static void count_repeat(struct v2_appender *a, size_t g)
+{
+	if (g >= a->ngrep) {
+		uint16_t *x = realloc(a->grep, (g + 1) * sizeof(*x));
+		if (!x) {
+			a->grep_all = 1;
+			return;
+		}
+		memset(x + a->ngrep, 0, (g + 1 - a->ngrep) * sizeof(*x));
+		a->grep = x;
+		a->ngrep = g + 1;
+	}
+	if (a->grep[g] < UINT16_MAX)
+		a->grep[g]++;
+}
+
 int v2_appender_append(struct v2_appender *a, int64_t ts, const uint8_t *p, size_t len,
 		       const struct pd_pprof_profile *decoded, struct pd_err *err)
 {
@@ -585,7 +614,7 @@ int v2_appender_append(struct v2_appender *a, int64_t ts, const uint8_t *p, size
 	if (rc)
 		return rc;
 	if (a->open.len > mark && a->open.data[mark] == KIND_REPEAT)
-		a->repeats++;
+		count_repeat(a, a->count / a->group);
 	if (a->open_count + 1 < a->hgroup) {
 		a->open_count++;
 		a->count++;
@@ -755,7 +784,7 @@ static int seal_write(const struct v2_appender *a, const struct v2_tables *t, co
 		const uint8_t *gr = recs + goff[g];
 		size_t glen = goff[g + 1] - goff[g];
 		/* a chunk of the store writes its stretches of repeats as runs */
-		if (a->rel && a->repeats) {
+		if (a->rel && (a->grep_all || (g < a->ngrep && a->grep[g] >= 2))) {
 			runs.len = 0;
 			if ((rc = v2_runs_write(t, a->rel, gr, glen, &runs, err)))
 				goto out;
@@ -790,8 +819,8 @@ static int seal_write(const struct v2_appender *a, const struct v2_tables *t, co
 			last = cuts[ncut++] = cuts[k];
 	/* a chunk of the store (relative times) is written with encoding byte 4:
 	 * its tables against the built-in dictionary */
-	if ((rc = v2_compress_cut_dict(tables.data, tables.len,
-				       a->level > V2_TABLES_LEVEL ? a->level : V2_TABLES_LEVEL,
+	int tlevel = a->rel ? V2_TABLES_LEVEL_DICT : V2_TABLES_LEVEL;
+	if ((rc = v2_compress_cut_dict(tables.data, tables.len, a->level > tlevel ? a->level : tlevel,
 				       a->rel ? V2_DICT_GO : V2_DICT_NONE, cuts, ncut, &ctables, &tlen,
 				       err)))
 		goto out;
