@@ -881,6 +881,52 @@ static void test_frozen_view(void **state)
 	v2_tables_fini(&t);
 }
 
+/* Golden chunks of the store's encoding bytes (testdata/chunks/README.md): byte 3,
+ * as profd wrote it before byte 4, and byte 4 (the dictionary, packed build ids, a
+ * run); every profile reads back as its source, at the timestamps it was written
+ * with. */
+static void test_golden_relative_chunks(void **state)
+{
+	(void)state;
+	static const int jit[] = {0, 0, 0, 0, 2, 1, 2, 0, 1, 2, 0, 1};
+	static const char *const files[] = {"chunks/v2-relative-times.chunk",
+					    "chunks/v2-dictionary-runs.chunk"};
+	struct pd_err err = {0};
+	size_t bl;
+	uint8_t *block = load("profiles/prometheus/block.pb.gz", &bl);
+	struct pd_pprof_profile *bp;
+	assert_int_equal(pd_pprof_decode(&bp, block, bl, NULL, &err), 0);
+	int64_t bt = pd_pprof_time_nanos(bp) / 1000000;
+	pd_pprof_destroy(bp);
+	for (int f = 0; f < 2; f++) {
+		size_t clen;
+		uint8_t *c = load(files[f], &clen);
+		assert_int_equal(c[0], f ? PD_CHUNKENC_VALUES_COLUMNAR_DICT : PD_CHUNKENC_VALUES_COLUMNAR_REL);
+		assert_int_equal(pd_chunkenc_values_encoding(c, clen), PD_CHUNKENC_VALUES_COLUMNAR);
+		assert_int_equal(pd_chunkenc_values_read_count(c, clen, &err), 12);
+		int64_t ts[12];
+		for (int i = 0; i < 12; i++) {
+			static const char *const first[] = {"profiles/goapp/cpu.pb.gz",
+							    "profiles/goapp/heap.pb.gz",
+							    "profiles/goapp/mutex.pb.gz"};
+			size_t rl, ol;
+			uint8_t *raw = i < 3 ? load(first[i], &rl) : block, *out;
+			if (i >= 3)
+				rl = bl;
+			ts[i] = i < 3 ? 1700611200000LL + i * 15000LL + (i * 37) % 11 : bt - jit[i];
+			if (pd_chunkenc_values_read_at(c, clen, (size_t)i, ts[i], (size_t)256 << 20, &out,
+						       &ol, &err))
+				fail_msg("%s profile %d: %s", files[f], i, err.msg);
+			assert_same_profile(raw, rl, out, ol, files[f], (size_t)i);
+			free(out);
+			if (i < 3)
+				free(raw);
+		}
+		free(c);
+	}
+	free(block);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -889,7 +935,7 @@ int main(void)
 	    cmocka_unit_test(test_duplicate_entries), cmocka_unit_test(test_million_locations),
 	    cmocka_unit_test(test_damaged),          cmocka_unit_test(test_lean_appender),
 	    cmocka_unit_test(test_merge_by_stack),   cmocka_unit_test(test_shared_symbols),
-	    cmocka_unit_test(test_frozen_view), cmocka_unit_test(test_string_forms),      cmocka_unit_test(test_step_over_records),
+	    cmocka_unit_test(test_frozen_view), cmocka_unit_test(test_string_forms), cmocka_unit_test(test_golden_relative_chunks),      cmocka_unit_test(test_step_over_records),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
