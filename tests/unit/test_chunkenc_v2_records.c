@@ -560,15 +560,23 @@ static size_t first_mode_at(const uint8_t *g, size_t len)
 	return r.pos;
 }
 
-static void expect_damage(const struct parsed *p, size_t i, const char *what)
+/* A read of profile i (at timestamp ts) of the chunk of p's parts fails as
+ * damage saying what. */
+static void expect_damage_at(const struct parsed *p, size_t i, int64_t ts, const char *what)
 {
 	size_t cl, ol;
 	uint8_t *c = build_chunk(p, &cl), *o;
 	struct pd_err err = {0};
-	assert_int_equal(pd_chunkenc_values_read(c, cl, i, 1 << 26, &o, &ol, &err), PD_ECORRUPT);
+	assert_int_equal(pd_chunkenc_values_read_at(c, cl, i, ts, 1 << 26, &o, &ol, &err),
+			 PD_ECORRUPT);
 	if (!strstr(err.msg, what))
 		fail_msg("\"%s\" does not say \"%s\"", err.msg, what);
 	free(c);
+}
+
+static void expect_damage(const struct parsed *p, size_t i, const char *what)
+{
+	expect_damage_at(p, i, PD_CHUNKENC_NO_TS, what);
 }
 
 static void test_damaged_records(void **state)
@@ -651,6 +659,24 @@ static uint8_t *roundtrip_at(const struct item *it, size_t n, unsigned group, in
 	return s;
 }
 
+/* Where group 0's first record of p ends (its records stepped over from the
+ * start with the chunk's tables). */
+static size_t first_record_end(const struct parsed *p)
+{
+	struct v2_rd r = {p->groups[0], p->glen[0], 0, 0};
+	struct v2_tables t;
+	struct v2_prev prev = {0};
+	struct v2_decoded d;
+	struct pd_err err = {0};
+	v2_tables_init(&t);
+	assert_int_equal(v2_tables_read(&t, p->tables, p->tlen, &err), 0);
+	assert_int_equal(v2_record_decode(&t, &prev, &r, V2_WANT_STATE, &d, &err), 0);
+	v2_decoded_fini(&d);
+	v2_prev_fini(&prev);
+	v2_tables_fini(&t);
+	return r.pos;
+}
+
 static void test_runs(void **state)
 {
 	(void)state;
@@ -669,15 +695,7 @@ static void test_runs(void **state)
 	parse_chunk(s, sl, &p);
 	/* the run right after the group's first record: its count, and fields of
 	 * at most 20 bits (under a millisecond of nanoseconds, plus 3 ms) */
-	struct v2_rd r = {p.groups[0], p.glen[0], 0, 0};
-	struct v2_tables t;
-	struct v2_prev prev = {0};
-	struct v2_decoded d;
-	struct pd_err err = {0};
-	v2_tables_init(&t);
-	assert_int_equal(v2_tables_read(&t, p.tables, p.tlen, &err), 0);
-	assert_int_equal(v2_record_decode(&t, &prev, &r, V2_WANT_STATE, &d, &err), 0);
-	v2_decoded_fini(&d);
+	struct v2_rd r = {p.groups[0], p.glen[0], first_record_end(&p), 0};
 	assert_int_equal(r.p[r.pos], KIND_RUN);
 	r.pos++;
 	assert_int_equal(v2_uv(&r), 31);
@@ -687,8 +705,6 @@ static void test_runs(void **state)
 	assert_int_equal(r.len - r.pos, (31 * w + 7) / 8);
 	/* groups that zstd does not make smaller are stored as they are */
 	assert_true(p.raw_group[0] || p.raw_group[1]);
-	v2_prev_fini(&prev);
-	v2_tables_fini(&t);
 	parsed_fini(&p);
 	free(s);
 	/* three profiles: two repeats stay repeats (a run of two is longer) */
@@ -707,20 +723,6 @@ static void test_runs(void **state)
 	free_items(it, NIDLE);
 }
 
-/* A read of profile i of the chunk of p's parts fails as damage saying what. */
-static void expect_damage_at(const struct parsed *p, size_t i, const int64_t *ts,
-			     const char *what)
-{
-	struct pd_err err = {0};
-	size_t cl, ol;
-	uint8_t *o, *c = build_chunk(p, &cl);
-	assert_int_equal(pd_chunkenc_values_read_at(c, cl, i, ts[i], 1 << 26, &o, &ol, &err),
-			 PD_ECORRUPT);
-	if (!strstr(err.msg, what))
-		fail_msg("\"%s\" does not say \"%s\"", err.msg, what);
-	free(c);
-}
-
 static void test_damaged_runs(void **state)
 {
 	(void)state;
@@ -733,18 +735,8 @@ static void test_damaged_runs(void **state)
 	parse_chunk(s, sl, &p);
 	free(s);
 	/* the group: its first record, then a run of 7 */
-	struct v2_rd r = {p.groups[0], p.glen[0], 0, 0};
-	struct v2_tables t;
-	struct v2_prev prev = {0};
-	struct v2_decoded d;
 	struct pd_err err = {0};
-	v2_tables_init(&t);
-	assert_int_equal(v2_tables_read(&t, p.tables, p.tlen, &err), 0);
-	assert_int_equal(v2_record_decode(&t, &prev, &r, V2_WANT_STATE, &d, &err), 0);
-	v2_decoded_fini(&d);
-	v2_prev_fini(&prev);
-	v2_tables_fini(&t);
-	size_t first = r.pos;
+	size_t first = first_record_end(&p);
 	assert_int_equal(p.groups[0][first], KIND_RUN);
 	uint8_t *g0 = p.groups[0];
 	size_t l0 = p.glen[0];
@@ -755,22 +747,22 @@ static void test_damaged_runs(void **state)
 	memcpy(g, g0, first);
 	memcpy(g + first, (uint8_t[]){KIND_RUN, 0, 0, 0}, 4);
 	p.glen[0] = first + 4;
-	expect_damage_at(&p, 1, ts, "a run of 0 repeats");
+	expect_damage_at(&p, 1, ts[1], "a run of 0 repeats");
 	/* fields wider than 64 bits */
 	memcpy(g + first, (uint8_t[]){KIND_RUN, 1, 0, 65}, 4);
-	expect_damage_at(&p, 1, ts, "of 65 bits");
+	expect_damage_at(&p, 1, ts[1], "of 65 bits");
 	/* fewer bytes of fields than the run says */
 	memcpy(g + first, (uint8_t[]){KIND_RUN, 7, 0, 20, 1, 2}, 6);
 	p.glen[0] = first + 6;
-	expect_damage_at(&p, 1, ts, "run truncated");
+	expect_damage_at(&p, 1, ts[1], "run truncated");
 	/* padding bits that are not zero: one field of 4 bits in a byte */
 	memcpy(g + first, (uint8_t[]){KIND_RUN, 1, 0, 4, 0x13}, 5);
 	p.glen[0] = first + 5;
-	expect_damage_at(&p, 1, ts, "padding bits are not zero");
+	expect_damage_at(&p, 1, ts[1], "padding bits are not zero");
 	/* a run that starts a group: nothing before it to repeat */
 	memcpy(g, (uint8_t[]){KIND_RUN, 1, 0, 4, 0x03}, 5);
 	p.glen[0] = 5;
-	expect_damage_at(&p, 0, ts, "a repeat with no profile record before it");
+	expect_damage_at(&p, 0, ts[0], "a repeat with no profile record before it");
 	/* the run as written reads */
 	memcpy(g, g0, l0);
 	p.glen[0] = l0;
