@@ -1046,7 +1046,21 @@ out:
 	return rc;
 }
 
+static int eval_node_in(struct eval *ev, const struct pd_pq_node *n, int64_t t,
+                        struct value *out);
+
+/* Evaluates n at t into out; on failure out holds nothing (what the evaluation
+ * had put in it so far is freed), so that no caller leaks a partial result. */
 static int eval_node(struct eval *ev, const struct pd_pq_node *n, int64_t t, struct value *out)
+{
+	int rc = eval_node_in(ev, n, t, out);
+	if (rc)
+		value_free(out);
+	return rc;
+}
+
+static int eval_node_in(struct eval *ev, const struct pd_pq_node *n, int64_t t,
+                        struct value *out)
 {
 	struct value l = {0}, r = {0};
 	size_t cap = 0;
