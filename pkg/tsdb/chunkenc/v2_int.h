@@ -17,6 +17,18 @@
 
 int v2_put_uv(struct pd_buf *b, uint64_t v);
 int v2_put_sv(struct pd_buf *b, int64_t v);
+/* The bytes v2_put_uv and v2_put_sv write for v. */
+static inline size_t v2_uv_len(uint64_t v)
+{
+	size_t n = 1;
+	for (; v >= 0x80; v >>= 7)
+		n++;
+	return n;
+}
+static inline size_t v2_sv_len(int64_t v)
+{
+	return v2_uv_len(((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
 
 /* A bounded reader over bytes; the first error sticks and later reads give 0. */
 struct v2_rd {

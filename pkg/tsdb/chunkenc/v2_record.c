@@ -318,21 +318,6 @@ static int prev_set(struct v2_prev *p, int64_t time_nanos, const uint32_t *map_i
 	return 0;
 }
 
-static size_t uv_len(uint64_t v)
-{
-	size_t n = 1;
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-static size_t sv_len(int64_t v)
-{
-	return uv_len(((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
-}
-
 /* ---- encoding ------------------------------------------------------------------- */
 
 /* Profile id -> table index: an array when the ids are small (as Go's, 1..n),
@@ -662,9 +647,9 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 		int by_period = j > 0 && pp.nsample > 0 && pp.period != 0;
 		for (size_t i = 0; i < pp.nsample; i++) {
 			int64_t v = vals[i * pp.nsample_type + j];
-			raw += sv_len(v);
+			raw += v2_sv_len(v);
 			if (delta_ok)
-				del += sv_len((int64_t)((uint64_t)v - (uint64_t)(pvs[i] ? pvs[i][j] : 0)));
+				del += v2_sv_len((int64_t)((uint64_t)v - (uint64_t)(pvs[i] ? pvs[i][j] : 0)));
 			if (by_period)
 				by_period = (uint64_t)v == (uint64_t)vals[i * pp.nsample_type] *
 							      (uint64_t)pp.period;
@@ -721,7 +706,7 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 	{
 		int first = !prev->valid;
 		int64_t field = time_field(prev, pp.time_nanos);
-		size_t flen = uv_len(flags), tlen = sv_len(field);
+		size_t flen = v2_uv_len(flags), tlen = v2_sv_len(field);
 		const uint8_t *rec = out->data + mark + 1;
 		size_t rlen = out->len - mark - 1;
 		int repeat = !first && prev->has_body && rlen - tlen == prev->body_len &&

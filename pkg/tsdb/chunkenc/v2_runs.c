@@ -16,14 +16,6 @@ struct rep {
 	int64_t field;
 };
 
-static size_t uv_bytes(uint64_t v)
-{
-	size_t n = 1;
-	for (; v >= 0x80; v >>= 7)
-		n++;
-	return n;
-}
-
 /* Appends the n repeats of reps (bytes in rec) to out: as one run when that is
  * shorter than the repeats as they are, else as they are. */
 static int flush(const uint8_t *rec, const struct rep *reps, size_t n, struct pd_buf *out)
@@ -46,9 +38,8 @@ static int flush(const uint8_t *rec, const struct rep *reps, size_t n, struct pd
 	unsigned w = 0;
 	while (w < 64 && span >> w)
 		w++;
-	uint64_t zz = ((uint64_t)base << 1) ^ (uint64_t)(base >> 63);
 	size_t bytes = (size_t)(((uint64_t)n * w + 7) / 8);
-	size_t run = 1 + uv_bytes(n) + uv_bytes(zz) + 1 + bytes;
+	size_t run = 1 + v2_uv_len(n) + v2_sv_len(base) + 1 + bytes;
 	if (run >= plain) {
 		for (size_t k = 0; k < n; k++)
 			if (pd_buf_append(out, rec + reps[k].at, reps[k].len))
