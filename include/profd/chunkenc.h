@@ -190,6 +190,11 @@ enum pd_chunkenc_value_encoding {
 	/* the chunk byte that sealed chunks of relative times are written with: as
 	 * 3, and the tables frame is compressed against the built-in dictionary */
 	PD_CHUNKENC_VALUES_COLUMNAR_DICT = 4,
+	/* the chunk byte of the store's sealed chunks whose timestamp chunk carries
+	 * the totals section: as 4, and a value column may leave one sample's value
+	 * to the profile's total there; reading it needs that timestamp chunk (the
+	 * _tc readers below) */
+	PD_CHUNKENC_VALUES_COLUMNAR_TOTALS = 5,
 };
 
 /* "no timestamp" for the _at functions below: the chunk's times are then
@@ -263,6 +268,14 @@ int pd_chunkenc_values_get_at(const struct pd_chunkenc_values *c, size_t i, int6
  * malloc'd and owned by the caller. The appender stays usable. */
 int pd_chunkenc_values_seal(const struct pd_chunkenc_values *c, uint8_t **out, size_t *out_len,
 			    struct pd_err *err);
+/* The same for a chunk whose timestamp chunk will carry the totals section of
+ * exactly these profiles (pd_chunkenc_totals_append_profile of each, in order):
+ * a chunk of relative times is then written with encoding byte 5, whose value
+ * columns leave one value each to those totals where that is shorter, so that
+ * it reads only beside that timestamp chunk (the _tc readers). Other chunks are
+ * sealed as pd_chunkenc_values_seal seals them. */
+int pd_chunkenc_values_seal_totals(const struct pd_chunkenc_values *c, uint8_t **out,
+				   size_t *out_len, struct pd_err *err);
 
 /* Reads profile i of a sealed value chunk into *out (malloc'd, caller frees),
  * decompressing only its group. At most max_profile bytes are accepted. */
@@ -271,6 +284,14 @@ int pd_chunkenc_values_read(const uint8_t *chunk, size_t len, size_t i, size_t m
 /* The same given profile i's timestamp (as pd_chunkenc_values_get_at). */
 int pd_chunkenc_values_read_at(const uint8_t *chunk, size_t len, size_t i, int64_t ts,
 			       size_t max_profile, uint8_t **out, size_t *out_len,
+			       struct pd_err *err);
+/* The same given the timestamp chunk cut with the value chunk (tsc, tsl:
+ * borrowed; its timestamps and its totals section): reads a chunk of any
+ * encoding, byte 5 included, which the readers above refuse. PD_ECORRUPT when
+ * the timestamp chunk does not decode, has fewer timestamps than the value
+ * chunk has profiles, or (byte 5) has no totals section. */
+int pd_chunkenc_values_read_tc(const uint8_t *chunk, size_t len, const uint8_t *tsc, size_t tsl,
+			       size_t i, size_t max_profile, uint8_t **out, size_t *out_len,
 			       struct pd_err *err);
 /* Receives merged profiles: p (owned by the callee from now on) sums the `count`
  * profiles of the chunk from index `first`, whose records took `bytes` bytes
@@ -299,6 +320,11 @@ int pd_chunkenc_values_merge_at(const uint8_t *chunk, size_t len, size_t from, s
 int pd_chunkenc_values_merge_open_at(const struct pd_chunkenc_values *c, size_t from, size_t to,
 				     const int64_t *ts, size_t max_profile,
 				     pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err);
+/* Merges a sealed chunk given its timestamp chunk (as pd_chunkenc_values_read_tc):
+ * every encoding, byte 5 included. */
+int pd_chunkenc_values_merge_tc(const uint8_t *chunk, size_t len, const uint8_t *tsc, size_t tsl,
+				size_t from, size_t to, size_t max_profile,
+				pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err);
 
 /* Number of profiles in a sealed value chunk, or a negative PD_E... code. */
 int64_t pd_chunkenc_values_read_count(const uint8_t *chunk, size_t len, struct pd_err *err);

@@ -1036,7 +1036,8 @@ static int filter_chunk(struct pd_tsdb *db, const struct pd_block_chunk *c,
 		size_t pl;
 		struct pd_pprof_profile *prof = NULL;
 		struct pd_err derr;
-		if ((rc = pd_chunkenc_values_read_at(c->vals, c->vals_len, i, t, db->o.max_profile, &p,
+		if ((rc = pd_chunkenc_values_read_tc(c->vals, c->vals_len, c->ts, c->ts_len, i,
+						     db->o.max_profile, &p,
 						     &pl, err)))
 			break;
 		if (pd_pprof_decode(&prof, p, pl, NULL, &derr))
@@ -1065,7 +1066,7 @@ static int filter_chunk(struct pd_tsdb *db, const struct pd_block_chunk *c,
 		size_t vl;
 		if (!(*ts_owned = malloc(tl + xl)))
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
-		else if (!(rc = pd_chunkenc_values_seal(vals, &vb, &vl, err))) {
+		else if (!(rc = pd_chunkenc_values_seal_totals(vals, &vb, &vl, err))) {
 			memcpy(*ts_owned, tb, tl);
 			memcpy(*ts_owned + tl, xb, xl);
 			*vals_owned = vb;
@@ -1334,7 +1335,7 @@ static int reencode_values(struct pd_tsdb *db, const uint8_t *ts, size_t ts_len,
 			break;
 		}
 		int64_t t = pd_chunkenc_ts_iter_at(&it);
-		if ((rc = pd_chunkenc_values_read_at(*vals, *len, (size_t)i, t, db->o.max_profile, &p,
+		if ((rc = pd_chunkenc_values_read_tc(*vals, *len, ts, ts_len, (size_t)i, db->o.max_profile, &p,
 						     &pl, err)))
 			break;
 		rc = pd_chunkenc_values_append_at(c, t, p, pl, NULL, err);
@@ -2030,7 +2031,7 @@ static int snapshot_head(struct pd_tsdb *db, const char *dir, struct pd_err *err
 				if ((rc = head_open_ts(s, &tb, &tl, err)))
 					break;
 				owned[2 * cap + 1] = tb;
-				if ((rc = pd_chunkenc_values_seal(s->open_vals, &vb, &vl, err)))
+				if ((rc = head_seal_values(s, &vb, &vl, err)))
 					break;
 				owned[2 * cap] = vb;
 				bc = (struct pd_block_chunk){s->open_mint, s->maxt, s->open_ts.count, tb, tl,

@@ -354,6 +354,15 @@ int head_open_ts(const struct head_series *s, uint8_t **out, size_t *len, struct
 	return 0;
 }
 
+int head_seal_values(const struct head_series *s, uint8_t **out, size_t *len, struct pd_err *err)
+{
+	/* beside a totals section (head_open_ts writes one when it has every
+	 * sample's), its values may leave a value a column to it */
+	if (s->open_tot && pd_chunkenc_totals_count(s->open_tot) == s->open_ts.count)
+		return pd_chunkenc_values_seal_totals(s->open_vals, out, len, err);
+	return pd_chunkenc_values_seal(s->open_vals, out, len, err);
+}
+
 /* Moves the open chunk to the closed list. Series lock held. */
 static int seal_open(struct head *h, struct head_series *s, struct pd_err *err)
 {
@@ -369,7 +378,7 @@ static int seal_open(struct head *h, struct head_series *s, struct pd_err *err)
 	}
 	struct head_chunk *c = &s->chunks[s->nchunks];
 	memset(c, 0, sizeof(*c));
-	int rc = pd_chunkenc_values_seal(s->open_vals, &c->vals, &c->vals_len, err);
+	int rc = head_seal_values(s, &c->vals, &c->vals_len, err);
 	if (rc)
 		return rc;
 	if ((rc = head_open_ts(s, &c->ts, &c->ts_len, err))) {

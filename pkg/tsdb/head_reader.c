@@ -170,8 +170,8 @@ static int hr_chunk_ts(void *r, uint64_t series_ref, const struct rchunk *c, uin
 }
 
 static int hr_chunk_value(void *r, uint64_t series_ref, const struct rchunk *c, size_t i,
-			  int64_t t, size_t max_profile, uint8_t **out, size_t *len,
-			  struct pd_err *err)
+			  int64_t t, const uint8_t *tsc, size_t tsl, size_t max_profile,
+			  uint8_t **out, size_t *len, struct pd_err *err)
 {
 	struct head_series *s = head_by_ref(r, series_ref);
 	int rc;
@@ -184,8 +184,8 @@ static int hr_chunk_value(void *r, uint64_t series_ref, const struct rchunk *c, 
 		rc = pd_err_set(err, PD_ENOTFOUND, "chunk was truncated from the head");
 	} else if (c->vals_ref - s->dropped < s->nchunks) {
 		const struct head_chunk *hc = &s->chunks[c->vals_ref - s->dropped];
-		rc = pd_chunkenc_values_read_at(hc->vals, hc->vals_len, i, t, max_profile, out, len,
-						err);
+		rc = pd_chunkenc_values_read_tc(hc->vals, hc->vals_len, tsc, tsl, i, max_profile, out,
+						len, err);
 	} else if (c->vals_ref - s->dropped == s->nchunks && s->open_vals) {
 		rc = pd_chunkenc_values_get_at(s->open_vals, i, t, out, len, err);
 	} else {
@@ -233,7 +233,8 @@ static int hold(void *ctx, struct pd_pprof_profile *p, size_t first, size_t coun
 }
 
 static int hr_chunk_merge(void *r, uint64_t series_ref, const struct rchunk *c, size_t from,
-			  size_t to, const int64_t *ts, size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
+			  size_t to, const int64_t *ts, const uint8_t *tsc, size_t tsl,
+			  size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
 			  struct pd_err *err)
 {
 	struct head_series *s = head_by_ref(r, series_ref);
@@ -266,7 +267,8 @@ static int hr_chunk_merge(void *r, uint64_t series_ref, const struct rchunk *c, 
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (!rc && copy)
-		rc = pd_chunkenc_values_merge_at(copy, len, from, to, ts, max_profile, emit, ctx, err);
+		rc = pd_chunkenc_values_merge_tc(copy, len, tsc, tsl, from, to, max_profile, emit, ctx,
+						 err);
 	for (size_t i = 0; i < h.n; i++) {
 		if (!rc)
 			rc = emit(ctx, h.p[i], h.first[i], h.count[i], h.bytes[i]);

@@ -490,8 +490,8 @@ static int read_from(const struct source *src, uint64_t ref, int64_t t, size_t m
 		size_t i = 0;
 		while (pd_chunkenc_ts_iter_next(&it)) {
 			if (pd_chunkenc_ts_iter_at(&it) == t) {
-				rc = src->ops->chunk_value(src->r, ref, &c[k], i, t, max_profile, out, len,
-							   err);
+				rc = src->ops->chunk_value(src->r, ref, &c[k], i, t, tb, tl, max_profile,
+							   out, len, err);
 				break;
 			}
 			i++;
@@ -701,7 +701,6 @@ static int merge_from(const struct source *src, uint64_t ref, int64_t mint, int6
 			}
 			n++;
 		}
-		free(tb);
 		if (!ts)
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		else if (pd_chunkenc_ts_iter_err(&it))
@@ -716,11 +715,12 @@ static int merge_from(const struct source *src, uint64_t ref, int64_t mint, int6
 				while (j < to && !tomb_covers(tomb, ntomb, ts[j]))
 					j++;
 				if (j > i)
-					rc = src->ops->chunk_merge(src->r, ref, &c[k], i, j, ts, max_profile,
-								   merge_emit, &m, err);
+					rc = src->ops->chunk_merge(src->r, ref, &c[k], i, j, ts, tb, tl,
+								   max_profile, merge_emit, &m, err);
 				i = j;
 			}
 		}
+		free(tb);
 		free(ts);
 	}
 	free(tomb);

@@ -89,29 +89,32 @@ static int br_chunk_ts(void *r, uint64_t series_ref, const struct rchunk *c, uin
 }
 
 static int br_chunk_value(void *r, uint64_t series_ref, const struct rchunk *c, size_t i,
-			  int64_t t, size_t max_profile, uint8_t **out, size_t *len,
-			  struct pd_err *err)
+			  int64_t t, const uint8_t *tsc, size_t tsl, size_t max_profile,
+			  uint8_t **out, size_t *len, struct pd_err *err)
 {
 	const uint8_t *p;
 	size_t n;
 	(void)series_ref;
+	(void)t;
 	int rc = pd_block_chunk_bytes(r, c->vals_ref, &p, &n, err);
 	if (rc)
 		return rc;
-	return pd_chunkenc_values_read_at(p, n, i, t, max_profile, out, len, err);
+	return pd_chunkenc_values_read_tc(p, n, tsc, tsl, i, max_profile, out, len, err);
 }
 
 static int br_chunk_merge(void *r, uint64_t series_ref, const struct rchunk *c, size_t from,
-			  size_t to, const int64_t *ts, size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
+			  size_t to, const int64_t *ts, const uint8_t *tsc, size_t tsl,
+			  size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
 			  struct pd_err *err)
 {
 	const uint8_t *p;
 	size_t n;
 	(void)series_ref;
+	(void)ts;
 	int rc = pd_block_chunk_bytes(r, c->vals_ref, &p, &n, err);
 	if (rc)
 		return rc;
-	return pd_chunkenc_values_merge_at(p, n, from, to, ts, max_profile, emit, ctx, err);
+	return pd_chunkenc_values_merge_tc(p, n, tsc, tsl, from, to, max_profile, emit, ctx, err);
 }
 
 static int br_tombstones(void *r, uint64_t ref, struct tomb_entry **out, size_t *n,

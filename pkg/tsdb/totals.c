@@ -374,7 +374,7 @@ static int in_range(const struct chunk_read *r, int64_t t)
 
 /* A chunk without a section: its profiles decoded, one by one. */
 static int chunk_from_profiles(struct chunk_read *r, const int64_t *ts, size_t nts,
-                               struct pd_err *err)
+                               const uint8_t *tsc, size_t tsl, struct pd_err *err)
 {
 	struct tser *s = &r->acc->s;
 	int rc = 0, reserved = 0;
@@ -388,8 +388,8 @@ static int chunk_from_profiles(struct chunk_read *r, const int64_t *ts, size_t n
 		}
 		uint8_t *buf = NULL;
 		size_t len = 0;
-		if ((rc = r->src->ops->chunk_value(r->src->r, r->ref, r->c, i, ts[i], r->db->o.max_profile,
-		                                   &buf, &len, err)))
+		if ((rc = r->src->ops->chunk_value(r->src->r, r->ref, r->c, i, ts[i], tsc, tsl,
+		                                   r->db->o.max_profile, &buf, &len, err)))
 			break;
 		struct pd_pprof_profile *p = NULL;
 		struct pd_err derr;
@@ -512,7 +512,7 @@ static int read_chunk(struct chunk_read *r, struct pd_err *err)
 	struct pd_chunkenc_totals_iter *tit = &r->acc->it;
 	if (pd_chunkenc_totals_iter_reuse(tit, tb + end, tl > end ? tl - end : 0, (uint32_t)nts) ==
 	    PD_ENOTFOUND) {
-		rc = chunk_from_profiles(r, ts, nts, err);
+		rc = chunk_from_profiles(r, ts, nts, tb, tl, err);
 		if (rc == PD_ECORRUPT) {
 			tsdb_chunk_damaged(r->db, r->src, "reading totals from profiles", err);
 			rc = 0;
@@ -861,7 +861,7 @@ int tsdb_chunk_add_totals(struct pd_block_chunk *c, size_t max_profile, uint8_t 
 			                (long long)c->mint, (long long)c->maxt);
 			break;
 		}
-		if ((rc = pd_chunkenc_values_read_at(c->vals, c->vals_len, i, pd_chunkenc_ts_iter_at(&it),
+		if ((rc = pd_chunkenc_values_read_tc(c->vals, c->vals_len, c->ts, c->ts_len, i,
 		                                     max_profile, &p, &pl, err)))
 			break;
 		struct pd_pprof_profile *prof = NULL;

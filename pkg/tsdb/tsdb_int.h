@@ -106,6 +106,10 @@ int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t 
 /* The open chunk's timestamp bytes followed by its totals section (when it has
  * one) into *out, malloc'd. Series lock held. */
 int head_open_ts(const struct head_series *s, uint8_t **out, size_t *len, struct pd_err *err);
+/* The open chunk's value chunk, sealed into *out (malloc'd): with encoding byte 5
+ * when head_open_ts writes its totals section, to be read beside it. Series
+ * lock held. */
+int head_seal_values(const struct head_series *s, uint8_t **out, size_t *len, struct pd_err *err);
 /* Seals the open chunk of every series whose open chunk ends before t. */
 int head_cut_before(struct head *h, int64_t t, struct pd_err *err);
 /* Drops chunks that end before t, and the deleted intervals that do. */
@@ -146,16 +150,19 @@ struct reader_ops {
 	/* timestamp chunk bytes into *out (malloc'd copy). */
 	int (*chunk_ts)(void *r, uint64_t series_ref, const struct rchunk *c, uint8_t **out,
 			size_t *len, struct pd_err *err);
-	/* profile i of a chunk, at timestamp t, into *out (malloc'd). */
+	/* profile i of a chunk, at timestamp t, into *out (malloc'd); tsc, tsl: the
+	 * chunk's timestamp chunk as chunk_ts gave it (borrowed), which a sealed value
+	 * chunk is read beside (pd_chunkenc_values_read_tc). */
 	int (*chunk_value)(void *r, uint64_t series_ref, const struct rchunk *c, size_t i,
-			   int64_t t, size_t max_profile, uint8_t **out, size_t *len,
-			   struct pd_err *err);
-	/* merges profiles [from, to) of a chunk (pd_chunkenc_values_merge_at; ts[i]:
-	 * profile i's timestamp, borrowed); emit is called with no lock of the
-	 * reader held. */
+			   int64_t t, const uint8_t *tsc, size_t tsl, size_t max_profile,
+			   uint8_t **out, size_t *len, struct pd_err *err);
+	/* merges profiles [from, to) of a chunk (pd_chunkenc_values_merge_tc; ts[i]:
+	 * profile i's timestamp, tsc and tsl the timestamp chunk, all borrowed); emit
+	 * is called with no lock of the reader held. */
 	int (*chunk_merge)(void *r, uint64_t series_ref, const struct rchunk *c, size_t from,
-			   size_t to, const int64_t *ts, size_t max_profile,
-			   pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err);
+			   size_t to, const int64_t *ts, const uint8_t *tsc, size_t tsl,
+			   size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
+			   struct pd_err *err);
 	/* the deleted intervals of a series (tombstones), ascending and disjoint:
 	 * *out malloc'd, NULL with *n = 0 when there are none. */
 	int (*tombstones)(void *r, uint64_t series_ref, struct tomb_entry **out, size_t *n,

@@ -4,7 +4,8 @@
  * value columns that follow from the period (a cpu profile's nanoseconds), and
  * times written relative to the samples' timestamps (encoding byte 3), and what
  * chunks of byte 4 add: runs of repeats, groups stored as they are, packed hex
- * strings and the tables dictionary.
+ * strings and the tables dictionary; and what chunks of byte 5 add: value columns
+ * that leave one value to the totals section beside them (holes).
  * Each is checked to be written where it applies, and not elsewhere, through
  * plain and shared-symbol appenders and their sealed chunks; every profile comes
  * back equal (pd_pprof_compare); and records that misuse either form are refused
@@ -92,7 +93,7 @@ static void parse_chunk(const uint8_t *s, size_t sl, struct parsed *p)
 		fl[g] = (size_t)v2_uv(&r);
 	assert_false(r.bad);
 	size_t at = r.pos;
-	int dict = p->enc == PD_CHUNKENC_VALUES_COLUMNAR_DICT;
+	int dict = p->enc >= PD_CHUNKENC_VALUES_COLUMNAR_DICT;
 	struct pd_buf b;
 	pd_buf_init(&b, 0);
 	if (v2_decompress_buf_dict(s + at, tl, 1 << 26, dict ? V2_DICT_GO : V2_DICT_NONE, &b,
@@ -127,7 +128,7 @@ static uint8_t *build_chunk(const struct parsed *p, size_t *len)
 	size_t tl, fl[64];
 	pd_buf_init(&b, 0);
 	pd_buf_init(&frames, 0);
-	int dict = p->enc == PD_CHUNKENC_VALUES_COLUMNAR_DICT;
+	int dict = p->enc >= PD_CHUNKENC_VALUES_COLUMNAR_DICT;
 	assert_int_equal(v2_compress_cut_dict(p->tables, p->tlen, 3, dict ? V2_DICT_GO : V2_DICT_NONE,
 					      NULL, 0, &frames, &tl, &err),
 			 0);
@@ -160,6 +161,7 @@ static void count_kinds(const uint8_t *s, size_t sl, size_t kinds[4], size_t *ra
 	for (size_t g = 0; g < p.ngroups; g++) {
 		struct v2_prev prev = {0};
 		struct v2_rd r = {p.groups[g], p.glen[g], 0, 0};
+		prev.holes_free = 1; /* counted, not read: no totals needed */
 		*raw += p.glen[g];
 		while (r.pos < r.len || prev.run_left) {
 			struct v2_decoded d;
@@ -901,6 +903,243 @@ static void test_dictionary(void **state)
 	free_items(it, NIDLE);
 }
 
+/* ---- chunks of byte 5: holes ----------------------------------------------------- */
+
+/* Scrape k of a program with two contended locks, as Go writes its mutex profile:
+ * lock 0 more contended at every scrape, lock 1 every seventh; scrape 20 also
+ * has a third stack. */
+static struct item mutex_profile(size_t k, int64_t time_nanos)
+{
+	static const char *strs[] = {"", "contentions", "count", "delay", "nanoseconds", "main",
+				     "main.go"};
+	size_t lens[7];
+	for (int i = 0; i < 7; i++)
+		lens[i] = strlen(strs[i]);
+	struct pd_pprof_pvt st[2] = {{1, 2}, {3, 4}};
+	struct pd_pprof_pfunction fn = {1, 5, 5, 6, 1};
+	struct pd_pprof_pline ln[3] = {{1, 7, 0}, {1, 8, 0}, {1, 9, 0}};
+	struct pd_pprof_plocation loc[3] = {
+	    {1, 0, 0x1000, &ln[0], 1, 0}, {2, 0, 0x1010, &ln[1], 1, 0}, {3, 0, 0x1020, &ln[2], 1, 0}};
+	uint64_t s1[] = {1}, s2[] = {2, 1}, s3[] = {3, 1};
+	uint64_t seed = 7 + k;
+	int64_t v[3][2] = {{0, 0}, {25, 25339231}, {4, 1000}};
+	for (size_t j = 0; j <= k; j++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		v[0][0] += 500 + (int64_t)((seed >> 40) % 100);
+		v[0][1] += 600000000 + (int64_t)((seed >> 20) % 100000000);
+		if (j % 7 == 6) {
+			v[1][0] += 5;
+			v[1][1] += 6573045;
+		}
+	}
+	struct pd_pprof_psample smp[3] = {
+	    {s1, 1, v[0], 2, NULL, 0}, {s2, 2, v[1], 2, NULL, 0}, {s3, 2, v[2], 2, NULL, 0}};
+	struct pd_pprof_parts p = {0};
+	p.strings = strs;
+	p.string_len = lens;
+	p.nstrings = 7;
+	p.sample_type = st;
+	p.nsample_type = 2;
+	p.sample = smp;
+	p.nsample = k == 20 ? 3 : 2;
+	p.location = loc;
+	p.nlocation = 3;
+	p.function = &fn;
+	p.nfunction = 1;
+	p.has_period_type = 1;
+	p.period_type = st[0];
+	p.period = 1;
+	p.time_nanos = time_nanos;
+	return encode_parts(&p);
+}
+
+#define NMUTEX 70
+
+/* Adds each merged profile's delay total to *ctx. */
+static int on_summed(void *ctx, struct pd_pprof_profile *p, size_t first, size_t count,
+		     size_t bytes)
+{
+	(void)first;
+	(void)count;
+	(void)bytes;
+	*(int64_t *)ctx += pd_pprof_sum(p, 1);
+	pd_pprof_destroy(p);
+	return 0;
+}
+
+/* The series' value chunk sealed with holes (*s, *sl) and without (*s4, *s4l),
+ * and its timestamp chunk with the totals section (*tc, *tcl). it: NMUTEX
+ * items, among them a profile without samples (30) and bytes that are not a
+ * profile (31). */
+static void mutex_chunks(struct item *it, int64_t *ts, uint8_t **s, size_t *sl, uint8_t **s4,
+			 size_t *s4l, uint8_t **tc, size_t *tcl)
+{
+	struct pd_err err = {0};
+	struct pd_chunkenc_values *c = pd_chunkenc_values_create_enc(2, 32, 0);
+	struct pd_chunkenc_totals *tot = pd_chunkenc_totals_create();
+	struct pd_chunkenc_ts tsc;
+	pd_chunkenc_ts_init(&tsc);
+	int64_t t = 1795342071175836600;
+	for (size_t i = 0; i < NMUTEX; i++) {
+		t += 15000000000 + (int64_t)(i * 7919 % 5000) * 1000;
+		ts[i] = t / 1000000 - 2;
+		if (i == 30) {
+			it[i] = idle_profile(t, 0);
+		} else if (i == 31) {
+			it[i].raw = (uint8_t *)strdup("not a profile");
+			it[i].len = strlen("not a profile");
+		} else {
+			it[i] = mutex_profile(i, t);
+		}
+		struct pd_pprof_profile *p = NULL;
+		if (pd_pprof_decode(&p, it[i].raw, it[i].len, NULL, &err))
+			p = NULL;
+		assert_int_equal(pd_chunkenc_totals_append_profile(tot, p, &err), 0);
+		pd_pprof_destroy(p);
+		assert_int_equal(pd_chunkenc_ts_append(&tsc, ts[i], &err), 0);
+		if (pd_chunkenc_values_append_at(c, ts[i], it[i].raw, it[i].len, NULL, &err))
+			fail_msg("append %zu: %s", i, err.msg);
+	}
+	size_t a, b;
+	const uint8_t *x = pd_chunkenc_ts_bytes(&tsc, &a), *y = pd_chunkenc_totals_bytes(tot, &b);
+	*tc = malloc(a + b);
+	memcpy(*tc, x, a);
+	memcpy(*tc + a, y, b);
+	*tcl = a + b;
+	assert_int_equal(pd_chunkenc_values_seal_totals(c, s, sl, &err), 0);
+	assert_int_equal(pd_chunkenc_values_seal(c, s4, s4l, &err), 0);
+	pd_chunkenc_values_destroy(c);
+	pd_chunkenc_totals_destroy(tot);
+	pd_chunkenc_ts_fini(&tsc);
+}
+
+static void test_holes(void **state)
+{
+	(void)state;
+	struct item it[NMUTEX];
+	int64_t ts[NMUTEX];
+	uint8_t *s, *s4, *tc, *b;
+	size_t sl, s4l, tcl, bl, k[4], k4[4], raw, raw4;
+	struct pd_err err = {0};
+	mutex_chunks(it, ts, &s, &sl, &s4, &s4l, &tc, &tcl);
+	assert_int_equal(s[0], PD_CHUNKENC_VALUES_COLUMNAR_TOTALS);
+	assert_int_equal(s4[0], PD_CHUNKENC_VALUES_COLUMNAR_DICT);
+	/* every profile back, one by one and merged, beside the timestamp chunk */
+	for (size_t i = 0; i < NMUTEX; i++) {
+		if (pd_chunkenc_values_read_tc(s, sl, tc, tcl, i, 1 << 26, &b, &bl, &err))
+			fail_msg("read %zu: %s", i, err.msg);
+		assert_same_profile(&it[i], b, bl, "byte 5", i);
+		free(b);
+		/* a chunk of byte 4 reads beside it too */
+		assert_int_equal(pd_chunkenc_values_read_tc(s4, s4l, tc, tcl, i, 1 << 26, &b, &bl, &err),
+				 0);
+		assert_same_profile(&it[i], b, bl, "byte 4", i);
+		free(b);
+	}
+	/* (merges stop at bytes that are not a profile: 31) */
+	struct merged m = {it, 0};
+	if (pd_chunkenc_values_merge_tc(s, sl, tc, tcl, 0, 31, 1 << 26, on_merged, &m, &err))
+		fail_msg("merge: %s", err.msg);
+	assert_int_equal(m.next, 31);
+	m.next = 32;
+	assert_int_equal(
+	    pd_chunkenc_values_merge_tc(s, sl, tc, tcl, 32, NMUTEX, 1 << 26, on_merged, &m, &err), 0);
+	assert_int_equal(m.next, NMUTEX);
+	m.next = 40;
+	assert_int_equal(
+	    pd_chunkenc_values_merge_tc(s, sl, tc, tcl, 40, 45, 1 << 26, on_merged, &m, &err), 0);
+	assert_int_equal(m.next, 45);
+	/* the merged values are the profiles' summed */
+	int64_t want = 0, got = 0;
+	for (size_t i = 32; i < 60; i++) {
+		struct pd_pprof_profile *p;
+		if (pd_pprof_decode(&p, it[i].raw, it[i].len, NULL, &err) == 0) {
+			want += pd_pprof_sum(p, 1);
+			pd_pprof_destroy(p);
+		}
+	}
+	assert_int_equal(
+	    pd_chunkenc_values_merge_tc(s, sl, tc, tcl, 32, 60, 1 << 26, on_summed, &got, &err), 0);
+	assert_int_equal(got, want);
+	/* lock 0's growth left to the totals, the records of the scrapes between
+	 * lock 1's are the same but for the time: repeats (38 of 70: each change of
+	 * lock 1 costs two records, the group starts one each), made runs; without
+	 * holes every record differs */
+	count_kinds(s, sl, k, &raw);
+	count_kinds(s4, s4l, k4, &raw4);
+	assert_int_equal(k4[KIND_REPEAT], 0);
+	assert_true(k[KIND_REPEAT] >= 35);
+	assert_true(k[KIND_RUN] >= 1);
+	assert_true(raw < raw4 / 2);
+	assert_true(sl < s4l);
+
+	/* without the totals it does not read */
+	assert_int_equal(pd_chunkenc_values_read_at(s, sl, 0, ts[0], 1 << 26, &b, &bl, &err),
+			 PD_EINVAL);
+	assert_non_null(strstr(err.msg, "totals of its timestamp chunk"));
+	assert_int_equal(pd_chunkenc_values_merge_at(s, sl, 0, 2, ts, 1 << 26, on_merged, &m, &err),
+			 PD_EINVAL);
+	size_t tl = 0;
+	struct pd_chunkenc_ts_iter ti;
+	pd_chunkenc_ts_iter_init(&ti, tc, tcl);
+	while (pd_chunkenc_ts_iter_next(&ti))
+		;
+	tl = pd_chunkenc_ts_iter_end(&ti);
+	assert_int_equal(pd_chunkenc_values_read_tc(s, sl, tc, tl, 3, 1 << 26, &b, &bl, &err),
+			 PD_ECORRUPT);
+	assert_non_null(strstr(err.msg, "no totals section"));
+	/* beside totals that say no sample is a profile */
+	struct pd_chunkenc_totals *none = pd_chunkenc_totals_create();
+	for (size_t i = 0; i < NMUTEX; i++)
+		assert_int_equal(pd_chunkenc_totals_append_opaque(none, &err), 0);
+	size_t nl;
+	const uint8_t *nb = pd_chunkenc_totals_bytes(none, &nl);
+	uint8_t *tc2 = malloc(tl + nl);
+	memcpy(tc2, tc, tl);
+	memcpy(tc2 + tl, nb, nl);
+	assert_int_equal(pd_chunkenc_values_read_tc(s, sl, tc2, tl + nl, 3, 1 << 26, &b, &bl, &err),
+			 PD_ECORRUPT);
+	assert_non_null(strstr(err.msg, "takes a value from totals"));
+	/* or fewer timestamps than profiles */
+	assert_int_equal(pd_chunkenc_values_read_tc(s, sl, tc, 3, 0, 1 << 26, &b, &bl, &err),
+			 PD_ECORRUPT);
+	pd_chunkenc_totals_destroy(none);
+	free(tc2);
+
+	/* a hole that is not one of the column's samples */
+	struct parsed p;
+	parse_chunk(s, sl, &p);
+	struct v2_tables t;
+	v2_tables_init(&t);
+	assert_int_equal(v2_tables_read(&t, p.tables, p.tlen, &err), 0);
+	struct v2_prev prev = {0};
+	struct v2_rd r = {p.groups[0], p.glen[0], 0, 0};
+	struct v2_decoded d;
+	prev.holes_free = 1;
+	prev.rel = 1;
+	/* record 1 has a hole in both columns (lock 0's value) */
+	for (int j = 0; j < 2; j++) {
+		assert_int_equal(v2_record_decode(&t, &prev, &r, V2_WANT_STATE, &d, &err), 0);
+		v2_decoded_fini(&d);
+	}
+	size_t at = prev.col_at;
+	assert_true(p.groups[0][at] == COL_DELTA_HOLE || p.groups[0][at] == COL_RAW_HOLE);
+	assert_int_equal(p.groups[0][at + 1], 0); /* lock 0 */
+	p.groups[0][at + 1] = 2;
+	uint8_t *c2 = build_chunk(&p, &bl);
+	assert_int_equal(pd_chunkenc_values_read_tc(c2, bl, tc, tcl, 1, 1 << 26, &b, &sl, &err),
+			 PD_ECORRUPT);
+	assert_non_null(strstr(err.msg, "hole is not one of its samples"));
+	free(c2);
+	v2_prev_fini(&prev);
+	v2_tables_fini(&t);
+	parsed_fini(&p);
+	free(s);
+	free(s4);
+	free(tc);
+	free_items(it, NMUTEX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -913,6 +1152,7 @@ int main(void)
 	    cmocka_unit_test(test_damaged_runs),
 	    cmocka_unit_test(test_hex_strings),
 	    cmocka_unit_test(test_dictionary),
+	    cmocka_unit_test(test_holes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

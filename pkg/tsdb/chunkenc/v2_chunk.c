@@ -673,8 +673,9 @@ undo_rc:
 /* Record k (0-based) of the group in g: steps over records 0..k-1 and decodes
  * record k. prev: a state to use (its contents are replaced). */
 static int group_record(const struct v2_tables *t, struct v2_prev *prev, int rel, int64_t ts,
-			const uint8_t *g, size_t glen, size_t k, size_t max_profile, uint8_t **out,
-			size_t *out_len, struct pd_err *err)
+			const struct v2_sums *sums, size_t base, const uint8_t *g, size_t glen,
+			size_t k, size_t max_profile, uint8_t **out, size_t *out_len,
+			struct pd_err *err)
 {
 	struct v2_rd r = {g, glen, 0, 0};
 	int rc = 0;
@@ -689,6 +690,7 @@ static int group_record(const struct v2_tables *t, struct v2_prev *prev, int rel
 	v2_prev_dense(prev, t->nnode);
 	for (size_t j = 0; j <= k && !rc; j++) {
 		struct v2_decoded d;
+		v2_prev_sums(prev, sums, base + j);
 		if ((rc = v2_record_decode(t, prev, &r, j == k ? V2_WANT_PROFILE : V2_WANT_STATE, &d,
 					   err)))
 			break;
@@ -735,8 +737,8 @@ int v2_appender_get(const struct v2_appender *a, size_t i, int64_t ts, uint8_t *
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 	if (!rc) {
 		rdlock(a);
-		rc = group_record(tables_of(a), &c->prev, a->rel, ts, recs.data, recs.len, i - from,
-				  SIZE_MAX, out, out_len, err);
+		rc = group_record(tables_of(a), &c->prev, a->rel, ts, NULL, from, recs.data, recs.len,
+				  i - from, SIZE_MAX, out, out_len, err);
 		unlock(a);
 	}
 	if (c)
@@ -763,17 +765,18 @@ static int appender_groups(const struct v2_appender *a, size_t ngroups, struct p
 
 /* The sealed chunk of the appender's records (recs, groups as goff says) with
  * tables t: each group compressed as one frame, and the tables. */
-static int seal_write(const struct v2_appender *a, const struct v2_tables *t, const uint8_t *recs,
-		      const size_t *goff, size_t ngroups, uint8_t **out, size_t *out_len,
-		      struct pd_err *err)
+static int seal_write(const struct v2_appender *a, int holes, const struct v2_tables *t,
+		      const uint8_t *recs, const size_t *goff, size_t ngroups, uint8_t **out,
+		      size_t *out_len, struct pd_err *err)
 {
-	struct pd_buf b, tables, ctables, groups, runs;
+	struct pd_buf b, tables, ctables, groups, runs, holed;
 	struct v2_tables empty;
 	size_t tlen = 0;
 	int rc = 0;
 	size_t *gl = calloc(ngroups ? ngroups : 1, sizeof(*gl));
 	pd_buf_init(&b, 0);
 	pd_buf_init(&runs, 0);
+	pd_buf_init(&holed, 0);
 	pd_buf_init(&tables, 0);
 	pd_buf_init(&ctables, 0);
 	pd_buf_init(&groups, 0);
@@ -783,8 +786,18 @@ static int seal_write(const struct v2_appender *a, const struct v2_tables *t, co
 	for (size_t g = 0; g < ngroups; g++) {
 		const uint8_t *gr = recs + goff[g];
 		size_t glen = goff[g + 1] - goff[g];
+		/* a chunk of the store beside its totals leaves values to them (holes),
+		 * which makes more records repeats */
+		size_t nrep = a->grep_all ? 2 : g < a->ngrep ? a->grep[g] : 0;
+		if (a->rel && holes) {
+			holed.len = 0;
+			if ((rc = v2_holes_write(t, gr, glen, &holed, &nrep, err)))
+				goto out;
+			gr = holed.data;
+			glen = holed.len;
+		}
 		/* a chunk of the store writes its stretches of repeats as runs */
-		if (a->rel && (a->grep_all || (g < a->ngrep && a->grep[g] >= 2))) {
+		if (a->rel && nrep >= 2) {
 			runs.len = 0;
 			if ((rc = v2_runs_write(t, a->rel, gr, glen, &runs, err)))
 				goto out;
@@ -824,7 +837,9 @@ static int seal_write(const struct v2_appender *a, const struct v2_tables *t, co
 				       a->rel ? V2_DICT_GO : V2_DICT_NONE, cuts, ncut, &ctables, &tlen,
 				       err)))
 		goto out;
-	uint8_t enc = a->rel ? PD_CHUNKENC_VALUES_COLUMNAR_DICT : PD_CHUNKENC_VALUES_COLUMNAR;
+	uint8_t enc = !a->rel ? PD_CHUNKENC_VALUES_COLUMNAR
+		      : holes ? PD_CHUNKENC_VALUES_COLUMNAR_TOTALS
+			      : PD_CHUNKENC_VALUES_COLUMNAR_DICT;
 	int w = pd_buf_append(&b, &enc, 1) | v2_put_uv(&b, a->count) | v2_put_uv(&b, a->group) |
 		v2_put_uv(&b, tlen);
 	for (size_t g = 0; g < ngroups; g++)
@@ -850,6 +865,7 @@ out:
 	pd_buf_fini(&ctables);
 	pd_buf_fini(&groups);
 	pd_buf_fini(&runs);
+	pd_buf_fini(&holed);
 	return rc;
 }
 
@@ -857,7 +873,7 @@ out:
  * each, with its tables. On shared tables, the chunk gets tables of its own
  * holding only what its records use, and the records are rewritten to refer to
  * them (v2_remap); only that walk holds the shared tables' read lock. */
-int v2_appender_seal(const struct v2_appender *a, uint8_t **out, size_t *out_len,
+int v2_appender_seal(const struct v2_appender *a, int holes, uint8_t **out, size_t *out_len,
 		     struct pd_err *err)
 {
 	size_t ngroups = (a->count + a->group - 1) / a->group;
@@ -875,7 +891,7 @@ int v2_appender_seal(const struct v2_appender *a, uint8_t **out, size_t *out_len
 	if ((rc = appender_groups(a, ngroups, &recs, goff, err)))
 		goto out;
 	if (!a->sym) {
-		rc = seal_write(a, &a->t, recs.data, goff, ngroups, out, out_len, err);
+		rc = seal_write(a, holes, &a->t, recs.data, goff, ngroups, out, out_len, err);
 		goto out;
 	}
 	size_t *mgoff = goff + ngroups + 1;
@@ -883,7 +899,7 @@ int v2_appender_seal(const struct v2_appender *a, uint8_t **out, size_t *out_len
 	rc = v2_remap(&a->sym->t, recs.data, goff, ngroups, &own, &moved, mgoff, err);
 	pthread_rwlock_unlock(&a->sym->mu);
 	if (!rc)
-		rc = seal_write(a, &own, moved.data, mgoff, ngroups, out, out_len, err);
+		rc = seal_write(a, holes, &own, moved.data, mgoff, ngroups, out, out_len, err);
 out:
 	free(goff);
 	pd_buf_fini(&recs);
@@ -896,7 +912,8 @@ out:
 
 struct v2_header {
 	int rel;       /* encoding bytes 3 and 4: times relative to the samples' timestamps */
-	unsigned dict; /* the tables frame's dictionary (byte 4: V2_DICT_GO) */
+	unsigned dict; /* the tables frame's dictionary (bytes 4 and 5: V2_DICT_GO) */
+	int holes;     /* byte 5: value columns may take a value from the totals */
 	uint64_t count, group, tables_len;
 	size_t frames_at; /* offset of the frame length table */
 	size_t data_at;   /* offset of the tables frame */
@@ -909,7 +926,8 @@ static int parse_header(const uint8_t *p, size_t len, struct v2_header *h, struc
 	if (len < 1 || !v2_columnar_byte(p[0]))
 		return pd_err_set(err, PD_ECORRUPT, "value chunk is not a columnar chunk");
 	h->rel = p[0] != PD_CHUNKENC_VALUES_COLUMNAR;
-	h->dict = p[0] == PD_CHUNKENC_VALUES_COLUMNAR_DICT ? V2_DICT_GO : V2_DICT_NONE;
+	h->dict = p[0] >= PD_CHUNKENC_VALUES_COLUMNAR_DICT ? V2_DICT_GO : V2_DICT_NONE;
+	h->holes = p[0] == PD_CHUNKENC_VALUES_COLUMNAR_TOTALS;
 	h->count = v2_uv(&r);
 	h->group = v2_uv(&r);
 	h->tables_len = v2_uv(&r);
@@ -949,13 +967,17 @@ static size_t tables_limit(size_t max_profile)
 	return max_profile > SIZE_MAX / 8 ? SIZE_MAX / 2 : max_profile * 8 + 4096;
 }
 
-int v2_read(const uint8_t *chunk, size_t len, size_t i, int64_t ts, size_t max_profile,
-	    uint8_t **out, size_t *out_len, struct pd_err *err)
+int v2_read(const uint8_t *chunk, size_t len, size_t i, int64_t ts, const struct v2_sums *sums,
+	    size_t max_profile, uint8_t **out, size_t *out_len, struct pd_err *err)
 {
 	struct v2_header h = {0};
 	int rc = parse_header(chunk, len, &h, err);
 	if (rc)
 		return rc;
+	if (h.holes && !sums)
+		return pd_err_set(err, PD_EINVAL,
+				  "value chunk: its values need the totals of its timestamp chunk, "
+				  "and none were given");
 	if (i >= h.count)
 		return pd_err_set(err, PD_ENOTFOUND, "profile %zu of a chunk of %llu", i,
 				  (unsigned long long)h.count);
@@ -981,8 +1003,8 @@ int v2_read(const uint8_t *chunk, size_t len, size_t i, int64_t ts, size_t max_p
 	    (rc = v2_group_bytes(chunk + h.data_at + off, flen, gmax, h.dict != V2_DICT_NONE, &c->graw,
 				 err)))
 		goto out;
-	rc = group_record(&t, &c->prev, h.rel, ts, c->graw.data, c->graw.len, i % h.group,
-			  max_profile, out, out_len, err);
+	rc = group_record(&t, &c->prev, h.rel, ts, sums, (size_t)(g * h.group), c->graw.data,
+			  c->graw.len, i % h.group, max_profile, out, out_len, err);
 out:
 	v2_rcache_done(c);
 	v2_tables_fini(&t);
@@ -1010,7 +1032,7 @@ int v2_appender_merge(const struct v2_appender *a, size_t from, size_t to, const
 		recs.len = 0;
 		if ((rc = appender_records(a, base, end, &recs, err)) == 0)
 			rc = v2_merge_group(m, recs.data, recs.len, base, from, to, a->rel ? ts : NULL,
-					    a->rel, max_profile, emit, ctx, err);
+					    a->rel, NULL, max_profile, emit, ctx, err);
 	}
 	pd_buf_fini(&recs);
 	int r2 = v2_merge_end(m, !rc, emit, ctx, err);

@@ -217,8 +217,21 @@ enum { KIND_PROFILE = 0, KIND_OPAQUE = 1, KIND_REPEAT = 2, KIND_RUN = 3 };
  * in 2.0 ms without; docs/format/chunks.md, "Tables dictionary") */
 #define V2_TABLES_LEVEL_DICT 12
 /* COL_PERIOD: each value is the sample's first value times the profile's period
- * (a cpu profile's nanoseconds column); nothing is written for the column */
-enum { COL_RAW = 0, COL_DELTA = 1, COL_PERIOD = 2 };
+ * (a cpu profile's nanoseconds column); nothing is written for the column.
+ * COL_DELTA_HOLE, COL_RAW_HOLE (chunks of byte 5): COL_DELTA and COL_RAW but for
+ * one sample, the hole, whose value is the column's total in the totals section
+ * of the chunk's timestamp chunk minus the other samples' values
+ * (docs/format/chunks.md, "Holes") */
+enum { COL_RAW = 0, COL_DELTA = 1, COL_PERIOD = 2, COL_DELTA_HOLE = 3, COL_RAW_HOLE = 4 };
+
+/* Each profile's totals, from the totals section of a chunk's timestamp chunk:
+ * profile i's, one a value column, are val[off[i]] .. val[off[i + 1] - 1] (none
+ * for a sample that is not a profile). What a chunk of byte 5 is read with. */
+struct v2_sums {
+	const int64_t *val;
+	const uint32_t *off;
+	size_t n;
+};
 
 /* What the record coder carries from one profile to the next within a group:
  * the values by stack for delta coding, the mapping list, the time. */
@@ -238,6 +251,17 @@ struct v2_prev {
 	size_t body_len, body_flen;
 	int has_body;
 	int64_t time_delta;
+	/* the totals of the profile the next record stands for, one a value column
+	 * (set by the caller before each record of a chunk of byte 5; NULL: none
+	 * given, and a column with a hole is refused) */
+	const int64_t *tot;
+	size_t ntot;
+	/* a walk over records that needs their extent and times, not their values
+	 * (v2_runs_write): a hole without totals reads as if they were 0 */
+	int holes_free;
+	/* where the last profile record read (not a repeat) had its value columns:
+	 * offsets in the reader's bytes, and its samples and columns */
+	size_t col_at, col_end, col_ns, col_nv;
 	/* a run being read: run_left repeats still to come, their time fields
 	 * run_base plus run_width bits each from bit run_bit of run_p (the group's
 	 * bytes, which the caller keeps until the run is read) */
@@ -302,6 +326,13 @@ int v2_record_opaque(const uint8_t *p, size_t len, struct pd_buf *out, struct pd
  * rel: the chunk's times are relative to its timestamps. (v2_runs.c) */
 int v2_runs_write(const struct v2_tables *t, int rel, const uint8_t *rec, size_t len,
 		  struct pd_buf *out, struct pd_err *err);
+/* Appends the records of one group of a chunk of relative times (rec, len: no
+ * holes, no runs) to out with holes (COL_*_HOLE) in every value column that one
+ * makes shorter, and each record then equal to the profile record before it but
+ * for its time written as a repeat. *nrep receives the repeats out holds. The
+ * chunk's timestamp chunk must carry the totals section (v2_holes.c). */
+int v2_holes_write(const struct v2_tables *t, const uint8_t *rec, size_t len, struct pd_buf *out,
+		   size_t *nrep, struct pd_err *err);
 
 /* A profile record in chunk terms (string, mapping and stack indices of the
  * chunk's tables), for merging records by stack id. Arrays live in the decoded
@@ -382,11 +413,11 @@ int v2_group_bytes(const uint8_t *f, size_t flen, size_t max, int raw_ok, struct
 int v2_decompress_buf_dict(const uint8_t *f, size_t flen, size_t max, unsigned dict,
 			   struct pd_buf *b, const char *what, struct pd_err *err);
 
-/* Whether b is a chunk byte of encoding 2 (2, 3 or 4). */
+/* Whether b is a chunk byte of encoding 2 (2, 3, 4 or 5). */
 static inline int v2_columnar_byte(uint8_t b)
 {
 	return b == PD_CHUNKENC_VALUES_COLUMNAR || b == PD_CHUNKENC_VALUES_COLUMNAR_REL ||
-	       b == PD_CHUNKENC_VALUES_COLUMNAR_DICT;
+	       b == PD_CHUNKENC_VALUES_COLUMNAR_DICT || b == PD_CHUNKENC_VALUES_COLUMNAR_TOTALS;
 }
 
 /* ---- the tables dictionary (v2_dict.c) ------------------------------------------- */
@@ -455,7 +486,10 @@ size_t v2_appender_memory(const struct v2_appender *a);
 /* ts: profile i's timestamp (needed for a chunk of relative times) */
 int v2_appender_get(const struct v2_appender *a, size_t i, int64_t ts, uint8_t **out,
 		    size_t *out_len, struct pd_err *err);
-int v2_appender_seal(const struct v2_appender *a, uint8_t **out, size_t *out_len,
+/* holes: a chunk of relative times is written with encoding byte 5 (its value
+ * columns may leave a value to the totals section, which its timestamp chunk
+ * must then carry); otherwise byte 4 */
+int v2_appender_seal(const struct v2_appender *a, int holes, uint8_t **out, size_t *out_len,
 		     struct pd_err *err);
 
 /* ts[i]: profile i's timestamp (needed for a chunk of relative times; may be
@@ -473,16 +507,30 @@ int v2_merge_begin(struct v2_merge **out, const struct v2_tables *t, struct pd_e
  * base) that fall in [from, to). rel: the chunk's times are relative to the
  * timestamps ts (indexed by chunk index; required then). */
 int v2_merge_group(struct v2_merge *m, const uint8_t *g, size_t glen, size_t base, size_t from,
-		   size_t to, const int64_t *ts, int rel, size_t max_profile,
-		   pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err);
+		   size_t to, const int64_t *ts, int rel, const struct v2_sums *sums,
+		   size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err);
 /* Emits the pending run (when emit_pending) and frees m; NULL ok. */
 int v2_merge_end(struct v2_merge *m, int emit_pending, pd_chunkenc_merge_fn emit, void *ctx,
 		 struct pd_err *err);
+/* sums: the chunk's totals (required for a chunk of byte 5, ignored otherwise) */
 int v2_merge_sealed(const uint8_t *chunk, size_t len, size_t from, size_t to, const int64_t *ts,
-		    size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err);
+		    const struct v2_sums *sums, size_t max_profile, pd_chunkenc_merge_fn emit,
+		    void *ctx, struct pd_err *err);
 
 int64_t v2_read_count(const uint8_t *chunk, size_t len, struct pd_err *err);
-int v2_read(const uint8_t *chunk, size_t len, size_t i, int64_t ts, size_t max_profile,
-	    uint8_t **out, size_t *out_len, struct pd_err *err);
+int v2_read(const uint8_t *chunk, size_t len, size_t i, int64_t ts, const struct v2_sums *sums,
+	    size_t max_profile, uint8_t **out, size_t *out_len, struct pd_err *err);
+/* Sets prev's totals for chunk index i from sums (none when sums is NULL or
+ * does not reach i). */
+static inline void v2_prev_sums(struct v2_prev *p, const struct v2_sums *sums, size_t i)
+{
+	if (sums && i < sums->n) {
+		p->tot = sums->val + sums->off[i];
+		p->ntot = sums->off[i + 1] - sums->off[i];
+	} else {
+		p->tot = NULL;
+		p->ntot = 0;
+	}
+}
 
 #endif

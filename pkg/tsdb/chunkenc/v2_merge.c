@@ -392,8 +392,8 @@ int v2_merge_begin(struct v2_merge **out, const struct v2_tables *t, struct pd_e
 /* Merges the records of one group (its profiles start at chunk index base) that
  * fall in [from, to). */
 int v2_merge_group(struct v2_merge *a, const uint8_t *g, size_t glen, size_t base, size_t from,
-		       size_t to, const int64_t *ts, int rel, size_t max_profile,
-		       pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err)
+		   size_t to, const int64_t *ts, int rel, const struct v2_sums *sums,
+		   size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err)
 {
 	struct v2_prev prev = {0};
 	struct v2_rd r = {g, glen, 0, 0};
@@ -410,6 +410,7 @@ int v2_merge_group(struct v2_merge *a, const uint8_t *g, size_t glen, size_t bas
 		int want = i >= from ? V2_WANT_VIEW : V2_WANT_STATE;
 		if (rel)
 			prev.base = i >= from ? (int64_t)((uint64_t)ts[i] * 1000000u) : 0;
+		v2_prev_sums(&prev, sums, i);
 		if ((rc = v2_record_decode(a->t, &prev, &r, want, &d, err)))
 			break;
 		if (i >= from) {
@@ -448,13 +449,18 @@ int v2_merge_end(struct v2_merge *a, int emit_pending, pd_chunkenc_merge_fn emit
 }
 
 int v2_merge_sealed(const uint8_t *chunk, size_t len, size_t from, size_t to, const int64_t *ts,
-		    size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err)
+		    const struct v2_sums *sums, size_t max_profile, pd_chunkenc_merge_fn emit,
+		    void *ctx, struct pd_err *err)
 {
 	struct v2_rd r = {chunk, len, 1, 0};
 	if (len < 1 || !v2_columnar_byte(chunk[0]))
 		return pd_err_set(err, PD_ECORRUPT, "value chunk is not a columnar chunk");
 	int rel = chunk[0] != PD_CHUNKENC_VALUES_COLUMNAR;
-	unsigned dict = chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR_DICT ? V2_DICT_GO : V2_DICT_NONE;
+	unsigned dict = chunk[0] >= PD_CHUNKENC_VALUES_COLUMNAR_DICT ? V2_DICT_GO : V2_DICT_NONE;
+	if (chunk[0] == PD_CHUNKENC_VALUES_COLUMNAR_TOTALS && !sums)
+		return pd_err_set(err, PD_EINVAL,
+				  "value chunk: its values need the totals of its timestamp chunk, "
+				  "and none were given");
 	uint64_t count = v2_uv(&r), group = v2_uv(&r), tl = v2_uv(&r);
 	if (r.bad || group == 0 || count > PD_CHUNKENC_MAX_SAMPLES)
 		return pd_err_set(err, PD_ECORRUPT, "value chunk header is damaged");
@@ -505,8 +511,8 @@ int v2_merge_sealed(const uint8_t *chunk, size_t len, size_t from, size_t to, co
 		if ((rc = v2_group_bytes(chunk + off, (size_t)fl[k], gmax, dict != V2_DICT_NONE, &graw,
 					 err)))
 			break;
-		rc = v2_merge_group(a, graw.data, graw.len, base, from, to, ts, rel, max_profile, emit,
-				    ctx, err);
+		rc = v2_merge_group(a, graw.data, graw.len, base, from, to, ts, rel, sums, max_profile,
+				    emit, ctx, err);
 	}
 	pd_buf_fini(&graw);
 	int r2 = v2_merge_end(a, !rc, emit, ctx, err);

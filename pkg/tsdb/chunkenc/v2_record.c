@@ -853,6 +853,35 @@ static const char *read_map_list(const struct v2_tables *t, struct v2_rd *r, uns
 	return NULL;
 }
 
+/* After the mode byte of a column with a hole (COL_*_HOLE): reads the hole's
+ * index into *hole; NULL, or what is wrong. The profile's totals (prev->tot)
+ * must hold one total a column. */
+static const char *col_hole(const struct v2_prev *prev, struct v2_rd *r, size_t ns, size_t nv,
+			    size_t *hole)
+{
+	uint64_t h = v2_uv(r);
+	if (r->bad || h >= ns)
+		return "a value column's hole is not one of its samples";
+	if ((!prev->tot || prev->ntot != nv) && !prev->holes_free)
+		return "a value column takes a value from totals that the timestamp chunk does "
+		       "not give for this profile";
+	*hole = (size_t)h;
+	return NULL;
+}
+
+/* Sets the hole's value of column j: the column's total less the other samples'
+ * values (wrapping, as the totals are summed). */
+static void fill_hole(const struct v2_prev *prev, int64_t *vals, size_t ns, size_t nv, size_t j,
+		      size_t hole)
+{
+	uint64_t sum = 0;
+	for (size_t i = 0; i < ns; i++)
+		if (i != hole)
+			sum += (uint64_t)vals[i * nv + j];
+	uint64_t tot = prev->tot && prev->ntot == nv ? (uint64_t)prev->tot[j] : 0;
+	vals[hole * nv + j] = (int64_t)(tot - sum);
+}
+
 /* Steps over the profile record at r (after its kind byte), only advancing the
  * delta state: the time, the mapping list, and the values by stack. Nothing is
  * built for the profile, no string is looked up and no stack is walked (unless
@@ -937,20 +966,33 @@ static int record_step(const struct v2_tables *t, struct v2_prev *prev, struct v
 	if (r->bad)
 		DCORRUPT("truncated samples");
 	int delta_ok = prev->valid && prev->nvalues == nv;
+	prev->col_at = r->pos;
+	prev->col_ns = ns;
+	prev->col_nv = nv;
 	for (size_t j = 0; j < nv; j++) {
 		uint8_t mode = v2_byte(r);
-		if (mode > COL_PERIOD || (mode == COL_DELTA && !delta_ok) ||
+		size_t hole = SIZE_MAX;
+		if (mode > COL_RAW_HOLE || ((mode == COL_DELTA || mode == COL_DELTA_HOLE) && !delta_ok) ||
 		    (mode == COL_PERIOD && j == 0))
 			DCORRUPT("bad value column mode");
+		if (mode >= COL_DELTA_HOLE) {
+			const char *why = col_hole(prev, r, ns, nv, &hole);
+			if (why)
+				DCORRUPT(why);
+			mode = mode == COL_DELTA_HOLE ? COL_DELTA : COL_RAW;
+		}
 		if (mode == COL_PERIOD) {
 			for (size_t i = 0; i < ns; i++)
 				vals[i * nv + j] =
 				    (int64_t)((uint64_t)vals[i * nv] * (uint64_t)period);
 		} else if (mode == COL_RAW) {
 			for (size_t i = 0; i < ns; i++)
-				vals[i * nv + j] = v2_sv(r);
+				if (i != hole)
+					vals[i * nv + j] = v2_sv(r);
 		} else if (prev->dense) {
 			for (size_t i = 0; i < ns; i++) {
+				if (i == hole)
+					continue;
 				const int64_t *pv = dense_values(prev, stacks[i]);
 				vals[i * nv + j] =
 				    (int64_t)((uint64_t)v2_sv(r) + (uint64_t)(pv ? pv[j] : 0));
@@ -960,12 +1002,17 @@ static int record_step(const struct v2_tables *t, struct v2_prev *prev, struct v
 				goto nomem;
 			unpacked = 1;
 			for (size_t i = 0; i < ns; i++) {
+				if (i == hole)
+					continue;
 				const int64_t *pv = prev_values(&pview, stacks[i]);
 				vals[i * nv + j] =
 				    (int64_t)((uint64_t)v2_sv(r) + (uint64_t)(pv ? pv[j] : 0));
 			}
 		}
+		if (hole != SIZE_MAX)
+			fill_hole(prev, vals, ns, nv, j, hole);
 	}
+	prev->col_end = r->pos;
 	if (flags & F_LABELS)
 		for (size_t i = 0; i < ns; i++)
 			for (size_t k = v2_count(r, 4); k > 0; k--) {
@@ -1189,14 +1236,28 @@ static int decode_profile(const struct v2_tables *t, struct v2_prev *prev, struc
 		DCORRUPT("truncated samples");
 	struct prev_view pview = {0};
 	const int64_t **pvs = NULL;
+	prev->col_at = r->pos;
+	prev->col_ns = ns;
+	prev->col_nv = nv;
 	for (size_t j = 0; j < nv; j++) {
 		uint8_t mode = v2_byte(r);
-		if (mode > COL_PERIOD ||
-		    (mode == COL_DELTA && !(prev->valid && prev->nvalues == nv)) ||
+		size_t hole = SIZE_MAX;
+		if (mode > COL_RAW_HOLE ||
+		    ((mode == COL_DELTA || mode == COL_DELTA_HOLE) &&
+		     !(prev->valid && prev->nvalues == nv)) ||
 		    (mode == COL_PERIOD && j == 0)) {
 			free(pvs);
 			view_fini(&pview);
 			DCORRUPT("bad value column mode");
+		}
+		if (mode >= COL_DELTA_HOLE) {
+			const char *why = col_hole(prev, r, ns, nv, &hole);
+			if (why) {
+				free(pvs);
+				view_fini(&pview);
+				DCORRUPT(why);
+			}
+			mode = mode == COL_DELTA_HOLE ? COL_DELTA : COL_RAW;
 		}
 		if (mode == COL_DELTA && !pvs) {
 			if (!(pvs = malloc((ns + 1) * sizeof(*pvs))) ||
@@ -1213,12 +1274,17 @@ static int decode_profile(const struct v2_tables *t, struct v2_prev *prev, struc
 			continue;
 		}
 		for (size_t i = 0; i < ns; i++) {
+			if (i == hole)
+				continue;
 			int64_t v = v2_sv(r);
 			if (mode == COL_DELTA)
 				v = (int64_t)((uint64_t)v + (uint64_t)(pvs[i] ? pvs[i][j] : 0));
 			vals[i * nv + j] = v;
 		}
+		if (hole != SIZE_MAX)
+			fill_hole(prev, vals, ns, nv, j, hole);
 	}
+	prev->col_end = r->pos;
 	free(pvs);
 	view_fini(&pview);
 	if (want != V2_WANT_PROFILE) {

@@ -72,6 +72,7 @@ int v2_runs_write(const struct v2_tables *t, int rel, const uint8_t *rec, size_t
 	int rc = 0;
 	v2_prev_dense(&prev, t->nnode);
 	prev.rel = rel;
+	prev.holes_free = 1; /* only times and extents are read here */
 	while (!rc && r.pos < r.len) {
 		size_t at = r.pos;
 		uint8_t kind = rec[at];

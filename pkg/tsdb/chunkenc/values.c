@@ -307,7 +307,7 @@ int pd_chunkenc_values_seal(const struct pd_chunkenc_values *c, uint8_t **out, s
 			    struct pd_err *err)
 {
 	if (c->v2)
-		return v2_appender_seal(c->v2, out, out_len, err);
+		return v2_appender_seal(c->v2, 0, out, out_len, err);
 	struct pd_buf b, last;
 	size_t last_len = 0;
 	int rc = 0;
@@ -335,6 +335,14 @@ out:
 	pd_buf_fini(&b);
 	pd_buf_fini(&last);
 	return rc;
+}
+
+int pd_chunkenc_values_seal_totals(const struct pd_chunkenc_values *c, uint8_t **out,
+				   size_t *out_len, struct pd_err *err)
+{
+	if (c->v2)
+		return v2_appender_seal(c->v2, 1, out, out_len, err);
+	return pd_chunkenc_values_seal(c, out, out_len, err);
 }
 
 struct header {
@@ -389,7 +397,7 @@ int pd_chunkenc_values_read_at(const uint8_t *chunk, size_t len, size_t i, int64
 			       struct pd_err *err)
 {
 	if (columnar(chunk, len))
-		return v2_read(chunk, len, i, ts, max_profile, out, out_len, err);
+		return v2_read(chunk, len, i, ts, NULL, max_profile, out, out_len, err);
 	struct header h;
 	int rc = parse_header(chunk, len, &h, err);
 	if (rc)
@@ -471,7 +479,7 @@ int pd_chunkenc_values_merge_at(const uint8_t *chunk, size_t len, size_t from, s
 				void *ctx, struct pd_err *err)
 {
 	if (columnar(chunk, len))
-		return v2_merge_sealed(chunk, len, from, to, ts, max_profile, emit, ctx, err);
+		return v2_merge_sealed(chunk, len, from, to, ts, NULL, max_profile, emit, ctx, err);
 	return merge_each(chunk, len, NULL, from, to, max_profile, emit, ctx, err);
 }
 
