@@ -82,7 +82,7 @@ int pd_chunkenc_ts_totals(const uint8_t *p, size_t len, const uint8_t **sec, siz
  * the sets of types profiles have are written once a chunk; sums and durations
  * as differences from the previous profile's. Readers of timestamps ignore it;
  * a chunk written before it existed has none. Layout: docs/format/chunks.md. */
-#define PD_CHUNKENC_TOTALS_VERSION 3 /* written; 1 and 2 are read too */
+#define PD_CHUNKENC_TOTALS_VERSION 4 /* written; 1 to 3 are read too */
 
 /* The place of (type, unit) in the list of well-known sample types that version 3
  * names by number (the types Go's runtime writes), or -1. An iterator's type and
@@ -144,11 +144,13 @@ struct pd_chunkenc_totals_iter {
 	/* private */
 	size_t types_cap, prev_cap, vals_cap;
 	int64_t *prev, prev_duration;
+	int64_t *pdelta; /* version 4: each type's last change */
+	size_t pdelta_cap;
 	uint32_t *set_types;
 	size_t nset_types, set_types_cap;
 	size_t *set_off, *set_len;
 	size_t nsets, sets_cap, sets_len_cap;
-	int version;     /* of the section: 1 or 2 */
+	int version;     /* of the section: 1 to 4 */
 	uint64_t rep;    /* version 2: records of the current repeat still to come */
 	size_t last_set; /* the set of the last profile record, SIZE_MAX for none */
 };

@@ -5,7 +5,8 @@
  * First byte, low two bits:
  *   0  the rest is a sealed chunk: its count and every profile in it are read
  *      (with a 1 MiB profile limit, and timestamps for a chunk of relative
- *      times); each profile that comes out must decode.
+ *      times, and for one of byte 5 totals of two types); each profile that
+ *      comes out must decode.
  *   2  the rest is a chunk's sections uncompressed, so that mutations reach the
  *      table and record decoders rather than zstd: tables_len (varint), the
  *      serialised tables, then the records of one group; every record is decoded,
@@ -22,7 +23,9 @@
  *      records onto the chunk's own tables, and the appends give timestamps, so
  *      that the chunk's times are relative to them (encoding byte 4: the tables
  *      against the dictionary, repeats as runs), as in the store; one is far
- *      from the profile's time, so that the field wraps.
+ *      from the profile's time, so that the field wraps. That chunk is also
+ *      sealed as the store seals it beside a timestamp chunk with the totals
+ *      section (byte 5: holes), and read back beside it.
  *
  * PD_FUZZ_WRITE_SEEDS=DIR makes the binary write sealed chunks of the profiles
  * given after it (mode 0 seeds) into DIR and exit:
@@ -48,12 +51,40 @@ static void read_chunk(const uint8_t *p, size_t n)
 	int64_t count = pd_chunkenc_values_read_count(p, n, &err);
 	if (count <= 0)
 		return;
+	/* a timestamp chunk for it, with totals of two types (a chunk of byte 5
+	 * takes values from them: they need not be the profiles', the reads need
+	 * only not fail but as damage) */
+	struct pd_chunkenc_ts tc;
+	struct pd_chunkenc_totals *tot = pd_chunkenc_totals_create();
+	const char *ty[] = {"contentions", "delay"}, *un[] = {"count", "nanoseconds"};
+	pd_chunkenc_ts_init(&tc);
+	if (!tot)
+		abort();
+	for (int64_t i = 0; i < count; i++) {
+		int64_t sums[2] = {i * 7, -i * 1000003};
+		if (pd_chunkenc_ts_append(&tc, 1700000000000 + i * 15000 + (int64_t)(n % 7),
+		                          &err) ||
+		    pd_chunkenc_totals_append(tot, 2, ty, un, sums, 0, &err))
+			abort();
+	}
+	size_t tl, xl;
+	const uint8_t *tb = pd_chunkenc_ts_bytes(&tc, &tl),
+	              *xb = pd_chunkenc_totals_bytes(tot, &xl);
+	uint8_t *tsc = malloc(tl + xl + 1);
+	if (!tsc)
+		abort();
+	memcpy(tsc, tb, tl);
+	memcpy(tsc + tl, xb, xl);
 	for (int64_t i = 0; i < count && i < 64; i++) {
 		uint8_t *out;
 		size_t len;
-		/* timestamps for a chunk of relative times (encoding bytes 3 and 4) */
+		/* timestamps for a chunk of relative times (encoding bytes 3 to 5) */
 		int64_t t = 1700000000000 + i * 15000 + (int64_t)(n % 7);
-		if (pd_chunkenc_values_read_at(p, n, (size_t)i, t, MAX_PROFILE, &out, &len, &err))
+		if (p[0] == PD_CHUNKENC_VALUES_COLUMNAR_TOTALS
+		        ? pd_chunkenc_values_read_tc(p, n, tsc, tl + xl, (size_t)i, MAX_PROFILE,
+		                                     &out, &len, &err)
+		        : pd_chunkenc_values_read_at(p, n, (size_t)i, t, MAX_PROFILE, &out, &len,
+		                                     &err))
 			continue;
 		if (len > MAX_PROFILE)
 			abort();
@@ -62,10 +93,13 @@ static void read_chunk(const uint8_t *p, size_t n)
 			pd_pprof_destroy(prof);
 		free(out);
 	}
+	free(tsc);
+	pd_chunkenc_totals_destroy(tot);
+	pd_chunkenc_ts_fini(&tc);
 }
 
 static void check_same(const uint8_t *in, size_t n, const struct pd_pprof_profile *want,
-		       const uint8_t *got, size_t glen)
+                       const uint8_t *got, size_t glen)
 {
 	if (!want) {
 		if (glen != n || (n && memcmp(in, got, n)))
@@ -107,11 +141,11 @@ static void round_trip(const uint8_t *p, size_t n, int shared)
 		abort();
 	/* on shared symbols, with times relative to timestamps too, as the head
 	 * appends; the first one far from the profile's time, so that it wraps */
-	int64_t ts[3] = {INT64_MAX / 1000, 1700000000000, 1700000015000};
+	int64_t ts[3] = {INT64_MIN / 1000, 1700000000000, 1700000015000};
 	int appended = 0;
 	for (int k = 0; k < 3; k++)
 		if ((shared ? pd_chunkenc_values_append_at(c, ts[k], p, n, NULL, &err)
-			    : pd_chunkenc_values_append(c, p, n, &err)) == 0)
+		            : pd_chunkenc_values_append(c, p, n, &err)) == 0)
 			appended++;
 	if (appended != 3)
 		abort(); /* nothing but memory may refuse an append */
@@ -134,6 +168,40 @@ static void round_trip(const uint8_t *p, size_t n, int shared)
 		free(b);
 	}
 	free(sealed);
+	if (shared) {
+		/* as the store seals it, beside its timestamp chunk and totals: byte 5,
+		 * its columns leaving values to the totals */
+		struct pd_chunkenc_ts tc;
+		struct pd_chunkenc_totals *tot = pd_chunkenc_totals_create();
+		pd_chunkenc_ts_init(&tc);
+		for (int k = 0; k < 3; k++)
+			if (!tot || pd_chunkenc_ts_append(&tc, ts[k], &err) ||
+			    pd_chunkenc_totals_append_profile(tot, want, &err))
+				abort();
+		size_t tl, xl;
+		const uint8_t *tb = pd_chunkenc_ts_bytes(&tc, &tl);
+		const uint8_t *xb = pd_chunkenc_totals_bytes(tot, &xl);
+		uint8_t *tsc = malloc(tl + xl);
+		if (!tsc || pd_chunkenc_values_seal_totals(c, &sealed, &slen, &err))
+			abort();
+		memcpy(tsc, tb, tl);
+		memcpy(tsc + tl, xb, xl);
+		for (size_t i = 0; i < 3; i++) {
+			uint8_t *b;
+			size_t bl;
+			if (pd_chunkenc_values_read_tc(sealed, slen, tsc, tl + xl, i, SIZE_MAX / 4,
+			                               &b, &bl, &err)) {
+				fprintf(stderr, "reading back beside totals failed: %s\n", err.msg);
+				abort();
+			}
+			check_same(p, n, want, b, bl);
+			free(b);
+		}
+		free(tsc);
+		free(sealed);
+		pd_chunkenc_totals_destroy(tot);
+		pd_chunkenc_ts_fini(&tc);
+	}
 	pd_pprof_destroy(want);
 	pd_chunkenc_values_destroy(c);
 	pd_chunkenc_values_destroy(other);
@@ -144,7 +212,7 @@ static void round_trip(const uint8_t *p, size_t n, int shared)
  * stepped over (V2_WANT_STATE) with a dense or a packed state, record k decoded
  * and encoded. 0 and *out (malloc'd; NULL for opaque bytes), or an error. */
 static int read_as_single(const struct v2_tables *t, const uint8_t *g, size_t glen, int k,
-			  int dense, uint8_t **out, size_t *len)
+                          int dense, uint8_t **out, size_t *len)
 {
 	struct v2_prev prev = {0};
 	struct v2_rd r = {g, glen, 0, 0};
@@ -156,8 +224,8 @@ static int read_as_single(const struct v2_tables *t, const uint8_t *g, size_t gl
 		v2_prev_dense(&prev, t->nnode);
 	for (int j = 0; j <= k && !rc; j++) {
 		struct v2_decoded d;
-		if ((rc = v2_record_decode(t, &prev, &r, j == k ? V2_WANT_PROFILE : V2_WANT_STATE, &d,
-					   &err)))
+		if ((rc = v2_record_decode(t, &prev, &r, j == k ? V2_WANT_PROFILE : V2_WANT_STATE,
+		                           &d, &err)))
 			break;
 		if (j == k && !d.opaque)
 			rc = pd_pprof_parts_encode(&d.parts, out, len, &err);
@@ -213,12 +281,15 @@ static void read_sections(const uint8_t *p, size_t n)
 			uint8_t *out;
 			size_t len;
 			if (read_as_single(&t, gp, glen, k, k % 2 == 0, &out, &len)) {
-				fprintf(stderr, "record %d decodes in full but not after stepping\n", k);
+				fprintf(stderr,
+				        "record %d decodes in full but not after stepping\n", k);
 				abort();
 			}
-			if (full[k] && (!out || len != full_len[k] || memcmp(out, full[k], len) != 0)) {
-				fprintf(stderr, "record %d differs when the ones before are stepped over\n",
-					k);
+			if (full[k] &&
+			    (!out || len != full_len[k] || memcmp(out, full[k], len) != 0)) {
+				fprintf(stderr,
+				        "record %d differs when the ones before are stepped over\n",
+				        k);
 				abort();
 			}
 			free(out);
@@ -281,7 +352,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (!dir)
 		return 0;
 	struct pd_err err = {0};
-	struct pd_chunkenc_values *c = pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_COLUMNAR, 2, 1);
+	struct pd_chunkenc_values *c =
+	    pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_COLUMNAR, 2, 1);
 	int files = 0;
 	for (int i = 1; i < *argc; i++) {
 		const char *a = (*argv)[i];
@@ -293,7 +365,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 			fprintf(stderr, "%s\n", err.msg);
 			exit(1);
 		}
-		if (pd_gzip_is(buf, n) && pd_gunzip(buf, n, (size_t)64 << 20, &raw, &rn, &err) == 0) {
+		if (pd_gzip_is(buf, n) &&
+		    pd_gunzip(buf, n, (size_t)64 << 20, &raw, &rn, &err) == 0) {
 			free(buf);
 			buf = raw;
 			n = rn;

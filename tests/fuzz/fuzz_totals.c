@@ -37,7 +37,7 @@ static void read_section(const uint8_t *p, size_t len, uint32_t count)
 				                 t->unit + t->unit_len <= (const char *)p + len;
 				/* or a well-known type of version 3, named by number */
 				if (!in_section &&
-				    (p[0] != 3 || pd_chunkenc_totals_well_known(t->type, t->unit) < 0 ||
+				    (p[0] < 3 || pd_chunkenc_totals_well_known(t->type, t->unit) < 0 ||
 				     strlen(t->type) != t->type_len || strlen(t->unit) != t->unit_len))
 					abort();
 			}

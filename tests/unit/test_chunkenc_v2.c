@@ -882,15 +882,22 @@ static void test_frozen_view(void **state)
 }
 
 /* Golden chunks of the store's encoding bytes (testdata/chunks/README.md): byte 3,
- * as profd wrote it before byte 4, and byte 4 (the dictionary, packed build ids, a
- * run); every profile reads back as its source, at the timestamps it was written
- * with. */
+ * as profd wrote it before byte 4, byte 4 (the dictionary, packed build ids, a
+ * run), and byte 5 (holes) with its timestamp chunk and totals section (version
+ * 4); every profile reads back as its source, at the timestamps it was written
+ * with (byte 5 beside its timestamp chunk, whose timestamps are those). */
 static void test_golden_relative_chunks(void **state)
 {
 	(void)state;
 	static const int jit[] = {0, 0, 0, 0, 2, 1, 2, 0, 1, 2, 0, 1};
 	static const char *const files[] = {"chunks/v2-relative-times.chunk",
-					    "chunks/v2-dictionary-runs.chunk"};
+					    "chunks/v2-dictionary-runs.chunk",
+					    "chunks/v2-holes.chunk"};
+	static const uint8_t bytes[] = {PD_CHUNKENC_VALUES_COLUMNAR_REL,
+					PD_CHUNKENC_VALUES_COLUMNAR_DICT,
+					PD_CHUNKENC_VALUES_COLUMNAR_TOTALS};
+	size_t tcl;
+	uint8_t *tc = load("chunks/v2-holes.tschunk", &tcl);
 	struct pd_err err = {0};
 	size_t bl;
 	uint8_t *block = load("profiles/prometheus/block.pb.gz", &bl);
@@ -898,10 +905,10 @@ static void test_golden_relative_chunks(void **state)
 	assert_int_equal(pd_pprof_decode(&bp, block, bl, NULL, &err), 0);
 	int64_t bt = pd_pprof_time_nanos(bp) / 1000000;
 	pd_pprof_destroy(bp);
-	for (int f = 0; f < 2; f++) {
+	for (int f = 0; f < 3; f++) {
 		size_t clen;
 		uint8_t *c = load(files[f], &clen);
-		assert_int_equal(c[0], f ? PD_CHUNKENC_VALUES_COLUMNAR_DICT : PD_CHUNKENC_VALUES_COLUMNAR_REL);
+		assert_int_equal(c[0], bytes[f]);
 		assert_int_equal(pd_chunkenc_values_encoding(c, clen), PD_CHUNKENC_VALUES_COLUMNAR);
 		assert_int_equal(pd_chunkenc_values_read_count(c, clen, &err), 12);
 		int64_t ts[12];
@@ -913,17 +920,34 @@ static void test_golden_relative_chunks(void **state)
 			uint8_t *raw = i < 3 ? load(first[i], &rl) : block, *out;
 			if (i >= 3)
 				rl = bl;
-			ts[i] = i < 3 ? 1700611200000LL + i * 15000LL + (i * 37) % 11 : bt - jit[i];
-			if (pd_chunkenc_values_read_at(c, clen, (size_t)i, ts[i], (size_t)256 << 20, &out,
-						       &ol, &err))
+			/* a timestamp chunk's timestamps increase: byte 5's block profiles are
+			 * 15 s apart */
+			ts[i] = i < 3	 ? 1700611200000LL + i * 15000LL + (i * 37) % 11
+				: f < 2 ? bt - jit[i]
+					: bt + 15000LL * (i - 3) - jit[i];
+			if (f < 2 ? pd_chunkenc_values_read_at(c, clen, (size_t)i, ts[i],
+							       (size_t)256 << 20, &out, &ol, &err)
+				  : pd_chunkenc_values_read_tc(c, clen, tc, tcl, (size_t)i,
+							       (size_t)256 << 20, &out, &ol, &err))
 				fail_msg("%s profile %d: %s", files[f], i, err.msg);
 			assert_same_profile(raw, rl, out, ol, files[f], (size_t)i);
 			free(out);
 			if (i < 3)
 				free(raw);
 		}
+		if (f == 2) {
+			/* the timestamps are the chunk's */
+			struct pd_chunkenc_ts_iter it;
+			pd_chunkenc_ts_iter_init(&it, tc, tcl);
+			for (int i = 0; i < 12; i++) {
+				assert_true(pd_chunkenc_ts_iter_next(&it));
+				assert_int_equal(pd_chunkenc_ts_iter_at(&it), ts[i]);
+			}
+			assert_false(pd_chunkenc_ts_iter_next(&it));
+		}
 		free(c);
 	}
+	free(tc);
 	free(block);
 }
 

@@ -362,10 +362,10 @@ static void test_section_roundtrip(void **state)
 	assert_int_equal(pd_chunkenc_totals_iter_err(&it), PD_ECORRUPT);
 	pd_chunkenc_totals_iter_fini(&it);
 	/* no section, or a version this reader does not know: answered as absent */
-	static const uint8_t v4[] = {4, 0};
+	static const uint8_t v5[] = {5, 0};
 	assert_int_equal(pd_chunkenc_totals_iter_init(&it, b, 0, 5), PD_ENOTFOUND);
 	pd_chunkenc_totals_iter_fini(&it);
-	assert_int_equal(pd_chunkenc_totals_iter_init(&it, v4, 2, 1), PD_ENOTFOUND);
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, v5, 2, 1), PD_ENOTFOUND);
 	pd_chunkenc_totals_iter_fini(&it);
 	pd_chunkenc_totals_destroy(c);
 }
@@ -482,8 +482,9 @@ static void test_section_well_known(void **state)
 	struct pd_chunkenc_totals *c = pd_chunkenc_totals_create();
 	assert_non_null(c);
 	const char *t1[] = {"alloc_objects", "alloc_space", "wall", "inuse_space"},
-		   *u1[] = {"count", "bytes", "nanoseconds", "bytes"};
-	const char *t2[] = {"inuse_space", "wall", "samples"}, *u2[] = {"bytes", "nanoseconds", "count"};
+	           *u1[] = {"count", "bytes", "nanoseconds", "bytes"};
+	const char *t2[] = {"inuse_space", "wall", "samples"},
+	           *u2[] = {"bytes", "nanoseconds", "count"};
 	int64_t s1[] = {1, 2, 3, 4}, s2[] = {5, 6, 7};
 	assert_int_equal(pd_chunkenc_totals_append(c, 4, t1, u1, s1, 0, &err), 0);
 	assert_int_equal(pd_chunkenc_totals_append(c, 3, t2, u2, s2, 0, &err), 0);
@@ -493,10 +494,9 @@ static void test_section_well_known(void **state)
 	 * 11 "nanoseconds"), code 6, duration, four totals; tag 1, n 3, inuse_space
 	 * and wall as types 3 and 2 (codes 36, 35), samples as code 1, duration,
 	 * three totals */
-	static const uint8_t want[] = {3,   1,   4,   3,   4,   0,   4,   'w', 'a', 'l', 'l', 11,
-				       'n', 'a', 'n', 'o', 's', 'e', 'c', 'o', 'n', 'd', 's', 6,
-				       0,   2,   4,   6,   8,   1,   3,   36,  35,  1,   0,   2,
-				       6,   14};
+	static const uint8_t want[] = {
+	    4,   1,   4,   3,   4, 0, 4, 'w', 'a', 'l', 'l', 11, 'n', 'a', 'n', 'o', 's', 'e', 'c',
+	    'o', 'n', 'd', 's', 6, 0, 2, 4,   6,   8,   1,   3,  36,  35,  1,   0,   2,   6,   14};
 	assert_int_equal(len, sizeof(want));
 	assert_memory_equal(b, want, len);
 	assert_int_equal(pd_chunkenc_totals_well_known("delay", "nanoseconds"), 7);
@@ -874,7 +874,8 @@ static void assert_profile_is(const struct pd_tsdb_totals *t, size_t j, size_t p
 		have += t->present[k * t->nts + j];
 	assert_int_equal(have, pd_pprof_sample_type_count(prof));
 	for (size_t q = 0; q < pd_pprof_sample_type_count(prof); q++) {
-		size_t k = type_index(t, pd_pprof_sample_type(prof, q), pd_pprof_sample_unit(prof, q));
+		size_t k =
+		    type_index(t, pd_pprof_sample_type(prof, q), pd_pprof_sample_unit(prof, q));
 		assert_true(k < t->ntypes);
 		assert_true(t->present[k * t->nts + j]);
 		assert_int_equal(t->values[k * t->nts + j], pd_pprof_sum(prof, (int)q));
@@ -897,8 +898,8 @@ static void test_block_head_interleaved(void **state)
 	struct pd_tsdb *db = open_db(dir, 2 * 3600 * 1000, 0);
 	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 	for (int k = 0; k < NSAMPLES; k += 2)
-		assert_int_equal(pd_tsdb_append(a, l, 1, T0 + k * STEP, payloads[1],
-		                                 payload_len[1], &err), 0);
+		assert_int_equal(
+		    pd_tsdb_append(a, l, 1, T0 + k * STEP, payloads[1], payload_len[1], &err), 0);
 	assert_int_equal(pd_tsdb_commit(a, &err), 0);
 	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
 	pd_tsdb_close(db);
@@ -909,8 +910,8 @@ static void test_block_head_interleaved(void **state)
 	for (int k = 0; k < NSAMPLES; k++)
 		if (k % 2 || k % 4 == 0)
 			assert_int_equal(pd_tsdb_append(a, l, 1, T0 + k * STEP,
-			                                 payloads[k % 2 ? 2 : 0],
-			                                 payload_len[k % 2 ? 2 : 0], &err),
+			                                payloads[k % 2 ? 2 : 0],
+			                                payload_len[k % 2 ? 2 : 0], &err),
 			                 0);
 	assert_int_equal(pd_tsdb_commit(a, &err), 0);
 	struct pd_tsdb_matcher m = {"__name__", pd_tsdb_match_equal, "mix"};
@@ -930,8 +931,8 @@ static void test_block_head_interleaved(void **state)
 	assert_string_equal(t->types[2].type, "goroutine");
 	pd_tsdb_totals_result_destroy(tot);
 	/* a range that starts in the head's odd steps */
-	assert_int_equal(pd_tsdb_select_totals(db, &m, 1, T0 + 3 * STEP, T0 + 9 * STEP, 0, &tot,
-	                                       &err), 0);
+	assert_int_equal(
+	    pd_tsdb_select_totals(db, &m, 1, T0 + 3 * STEP, T0 + 9 * STEP, 0, &tot, &err), 0);
 	t = &tot->series[0];
 	assert_int_equal(t->nts, 7);
 	assert_string_equal(t->types[0].type, "goroutine");
@@ -1065,12 +1066,61 @@ static void test_section_damaged_at_end(void **state)
 	rmdir_all(dir);
 }
 
+/* Version 4: a profile of a set defined before leaves out a duration equal to the
+ * last profile's, and writes its totals as second differences (the change less the
+ * type's last change) when that is shorter, as for a counter growing steadily. */
+static void test_section_second_differences(void **state)
+{
+	(void)state;
+	struct pd_err err = {0};
+	struct pd_chunkenc_totals *c = pd_chunkenc_totals_create();
+	const char *t[] = {"contentions", "delay"}, *u[] = {"count", "nanoseconds"};
+	int64_t s[][2] = {{100, 5000}, {200, 10000}, {310, 15100}, {300, 15100}, {400, 20000}};
+	int64_t dur[] = {0, 0, 0, 7, 7};
+	for (size_t i = 0; i < 5; i++)
+		assert_int_equal(pd_chunkenc_totals_append(c, 2, t, u, s[i], dur[i], &err), 0);
+	size_t len;
+	const uint8_t *b = pd_chunkenc_totals_bytes(c, &len);
+	/* version; tag 1, n 2, codes 7 and 8, duration 0, totals 100 (200 zigzagged:
+	 * 200 = c8 01) and 5000 (10000 = 90 4e); then tag 3 + 1 (same duration) + 2
+	 * (second differences), 0 and 0; then 6, 10 (20) and 100 (200 = c8 01); then
+	 * a new duration (7, 14) and first differences (-10 is shorter than -120, and
+	 * 0 than -5100): tag 3, 14, 19, 0; then tag 4 (the same duration, first
+	 * differences: 100 against 110, 4900 against 4900): 200 = c8 01, 9800 = c8 4c */
+	static const uint8_t want[] = {4, 1,  2,    7, 8, 0,  0xc8, 1, 0x90, 0x4e, 6, 0,    0,
+	                               6, 20, 0xc8, 1, 3, 14, 19,   0, 4,    0xc8, 1, 0xc8, 0x4c};
+	assert_int_equal(len, sizeof(want));
+	assert_memory_equal(b, want, len);
+	struct pd_chunkenc_totals_iter it;
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, b, len, 5), 0);
+	for (size_t i = 0; i < 5; i++) {
+		assert_int_equal(pd_chunkenc_totals_iter_next(&it), 1);
+		assert_int_equal(it.profile, 1);
+		assert_int_equal(it.duration, dur[i]);
+		assert_int_equal(it.n, 2);
+		assert_int_equal(it.vals[0], s[i][0]);
+		assert_int_equal(it.vals[1], s[i][1]);
+	}
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_err(&it), 0);
+	pd_chunkenc_totals_iter_fini(&it);
+	/* a tag naming a set not defined, with either flag */
+	static const uint8_t bad[] = {4, 1, 1, 7, 0, 2, 3 + 4 + 2, 0};
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, bad, sizeof(bad), 2), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 1);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_err(&it), PD_ECORRUPT);
+	pd_chunkenc_totals_iter_fini(&it);
+	pd_chunkenc_totals_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_section_roundtrip),
 	    cmocka_unit_test(test_section_repeats),
 	    cmocka_unit_test(test_section_well_known),
+	    cmocka_unit_test(test_section_second_differences),
 	    cmocka_unit_test(test_section_after_timestamps),
 	    cmocka_unit_test(test_head_blocks_compaction),
 	    cmocka_unit_test(test_wal_replay),

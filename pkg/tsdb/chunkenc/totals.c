@@ -15,8 +15,12 @@
  *                                nothing: this record and the n - 1 after it
  *                                are profiles equal to the last profile record
  *                                before them (its set, duration and totals)
- *                              s >= 3 (version 2; s >= 2 in version 1): the
- *                                profile has set s - 3 (s - 2)
+ *                              s >= 3 (versions 2 and 3; s >= 2 in version 1):
+ *                                the profile has set s - 3 (s - 2); version 4:
+ *                                set (s - 3) >> 2, and bit 0 of s - 3 says the
+ *                                duration is the previous profile's (not
+ *                                written), bit 1 that the totals are written
+ *                                as second differences
  *            new set:          n <uvar>, then n times: k <uvar>: 0 = a new type
  *                              follows (type and unit, each len <uvar> + bytes);
  *                              version 3: 1 <= k <= 32 = a new type, well-known
@@ -24,7 +28,9 @@
  *                              versions 1 and 2: k >= 1 = type k - 1
  *            duration_nanos    <sv> difference from the previous profile's
  *            per type of set   <sv> difference from the previous total of that
- *                              type in the chunk (0 before its first)
+ *                              type in the chunk (0 before its first); version
+ *                              4 with bit 1: that difference less the type's
+ *                              previous difference
  *
  * Types and sets are numbered in order of definition, from 0. Full
  * specification: docs/format/chunks.md. */
@@ -41,9 +47,9 @@
  * profile a chunk holds has. The list is part of the format: entries are only ever
  * added at the end, up to WELL_KNOWN_MAX. */
 static const char *const well_known[][2] = {
-    {"samples", "count"},       {"cpu", "nanoseconds"},     {"alloc_objects", "count"},
-    {"alloc_space", "bytes"},   {"inuse_objects", "count"}, {"inuse_space", "bytes"},
-    {"contentions", "count"},   {"delay", "nanoseconds"},   {"goroutine", "count"},
+    {"samples", "count"},      {"cpu", "nanoseconds"},     {"alloc_objects", "count"},
+    {"alloc_space", "bytes"},  {"inuse_objects", "count"}, {"inuse_space", "bytes"},
+    {"contentions", "count"},  {"delay", "nanoseconds"},   {"goroutine", "count"},
     {"threadcreate", "count"},
 };
 #define NWELL_KNOWN (sizeof(well_known) / sizeof(well_known[0]))
@@ -88,6 +94,15 @@ static int64_t wsub(int64_t a, int64_t b)
 	return (int64_t)((uint64_t)a - (uint64_t)b);
 }
 
+static size_t sv_len(int64_t v)
+{
+	uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+	size_t n = 1;
+	for (; z >= 0x80; z >>= 7)
+		n++;
+	return n;
+}
+
 static int64_t wadd(int64_t a, int64_t b)
 {
 	return (int64_t)((uint64_t)a + (uint64_t)b);
@@ -113,6 +128,7 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
 struct enc_type {
 	char *type, *unit;
 	int64_t prev;
+	int64_t pdelta; /* the change of its total in the last record that listed it */
 };
 
 struct pd_chunkenc_totals {
@@ -126,9 +142,9 @@ struct pd_chunkenc_totals {
 	size_t nsets, sets_cap, sets_len_cap;
 	size_t last_set; /* index of the set used last, SIZE_MAX for none */
 	int64_t prev_duration;
-	int have_profile; /* a profile record was appended */
-	size_t run_pos;   /* where the repeat run the section ends with starts, or SIZE_MAX */
-	uint64_t run_n;   /* its length */
+	int have_profile;  /* a profile record was appended */
+	size_t run_pos;    /* where the repeat run the section ends with starts, or SIZE_MAX */
+	uint64_t run_n;    /* its length */
 	uint32_t *scratch; /* the type indices of the profile being appended */
 	size_t scratch_cap;
 };
@@ -238,7 +254,7 @@ int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char
 	 * threadcreate profiles, scrape after scrape): a repeat, or one more of the
 	 * repeat the section ends with */
 	int same = c->have_profile && set != SIZE_MAX && set == c->last_set &&
-		   duration == c->prev_duration;
+	           duration == c->prev_duration;
 	for (size_t i = 0; i < n && same; i++)
 		same = sums[i] == c->types[c->set_types[c->set_off[set] + i]].prev;
 	if (same) {
@@ -257,8 +273,24 @@ int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char
 		return 0;
 	}
 	c->run_pos = SIZE_MAX;
+	/* an existing set: its duration left out when unchanged, and its totals as
+	 * second differences when that is shorter (a cumulative profile's totals
+	 * grow by about as much at every scrape) */
+	int second = 0, dsame = 0;
 	if (set != SIZE_MAX) {
-		if (put_uvar(&c->b, set + 3))
+		size_t off = c->set_off[set], first = 0, sec = 0;
+		int dup = 0;
+		for (size_t i = 0; i < n; i++) {
+			const struct enc_type *t = &c->types[c->set_types[off + i]];
+			int64_t d = wsub(sums[i], t->prev);
+			first += sv_len(d);
+			sec += sv_len(wsub(d, t->pdelta));
+			for (size_t j = 0; j < i; j++)
+				dup |= c->set_types[off + j] == c->set_types[off + i];
+		}
+		second = !dup && sec < first;
+		dsame = duration == c->prev_duration;
+		if (put_uvar(&c->b, 3 + 4 * (uint64_t)set + (uint64_t)dsame + 2 * (uint64_t)second))
 			goto nomem;
 	} else {
 		/* a new set, with its new types */
@@ -276,7 +308,7 @@ int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char
 				struct enc_type *t = &c->types[c->ntypes];
 				t->type = strdup(types[i]);
 				t->unit = strdup(units[i]);
-				t->prev = 0;
+				t->prev = t->pdelta = 0;
 				if (!t->type || !t->unit) {
 					free(t->type);
 					free(t->unit);
@@ -285,8 +317,8 @@ int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char
 				c->ntypes++;
 				long w = pd_chunkenc_totals_well_known(types[i], units[i]);
 				if (w >= 0 ? put_uvar(&c->b, (uint64_t)w + 1)
-					   : put_uvar(&c->b, 0) || put_str(&c->b, types[i]) ||
-						 put_str(&c->b, units[i]))
+				           : put_uvar(&c->b, 0) || put_str(&c->b, types[i]) ||
+				                 put_str(&c->b, units[i]))
 					goto nomem;
 			} else if (put_uvar(&c->b, (uint64_t)k + WELL_KNOWN_MAX + 1)) {
 				goto nomem;
@@ -301,13 +333,16 @@ int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char
 	/* room for every varint below, so that none of them fails half-way */
 	if (pd_buf_reserve(&c->b, 10 * (n + 1)))
 		goto nomem;
-	put_svar(&c->b, wsub(duration, c->prev_duration));
+	if (!dsame)
+		put_svar(&c->b, wsub(duration, c->prev_duration));
 	/* deltas, applied in order: a type listed twice takes its last sum */
 	size_t off = c->set_off[set];
 	for (size_t i = 0; i < n; i++) {
 		struct enc_type *t = &c->types[c->set_types[off + i]];
-		put_svar(&c->b, wsub(sums[i], t->prev));
+		int64_t d = wsub(sums[i], t->prev);
+		put_svar(&c->b, second ? wsub(d, t->pdelta) : d);
 		t->prev = sums[i];
+		t->pdelta = d;
 	}
 	c->prev_duration = duration;
 	c->last_set = set;
@@ -452,6 +487,7 @@ void pd_chunkenc_totals_iter_fini(struct pd_chunkenc_totals_iter *it)
 	free(it->set_len);
 	free(it->vals);
 	free(it->prev);
+	free(it->pdelta);
 	memset(it, 0, sizeof(*it));
 }
 
@@ -485,7 +521,9 @@ static void read_set(struct pd_chunkenc_totals_iter *it)
 			if (grow((void **)&it->types, &it->types_cap, it->ntypes + 1,
 			         sizeof(*it->types)) ||
 			    grow((void **)&it->prev, &it->prev_cap, it->ntypes + 1,
-			         sizeof(*it->prev))) {
+			         sizeof(*it->prev)) ||
+			    grow((void **)&it->pdelta, &it->pdelta_cap, it->ntypes + 1,
+			         sizeof(*it->pdelta))) {
 				it->err = PD_ENOMEM;
 				return;
 			}
@@ -499,7 +537,7 @@ static void read_set(struct pd_chunkenc_totals_iter *it)
 				t->unit = well_known[k - 1][1];
 				t->unit_len = strlen(t->unit);
 			}
-			it->prev[it->ntypes] = 0;
+			it->prev[it->ntypes] = it->pdelta[it->ntypes] = 0;
 			k = ++it->ntypes;
 		} else if ((k = k - base + 1) > it->ntypes) {
 			it->err = PD_ECORRUPT;
@@ -560,9 +598,19 @@ int pd_chunkenc_totals_iter_next(struct pd_chunkenc_totals_iter *it)
 		it->rep = n - 1;
 		return repeat_last(it);
 	}
+	/* version 4: the duration left out, the totals as second differences */
+	int dsame = 0, second = 0;
 	if (tag == 1) {
 		read_set(it);
 		set = it->nsets - 1;
+	} else if (it->version >= 4) {
+		uint64_t s = (tag - first) >> 2;
+		dsame = (int)((tag - first) & 1);
+		second = (int)((tag - first) >> 1 & 1);
+		if (s < it->nsets)
+			set = (size_t)s;
+		else
+			it->err = PD_ECORRUPT;
 	} else if (tag - first < it->nsets) {
 		set = (size_t)(tag - first);
 	} else {
@@ -572,13 +620,18 @@ int pd_chunkenc_totals_iter_next(struct pd_chunkenc_totals_iter *it)
 		return 0;
 	it->last_set = set;
 	it->profile = 1;
-	it->prev_duration = wadd(it->prev_duration, get_svar(it));
+	if (!dsame)
+		it->prev_duration = wadd(it->prev_duration, get_svar(it));
 	it->duration = it->prev_duration;
 	it->n = it->set_len[set];
 	it->type_idx = it->set_types + it->set_off[set];
 	for (size_t i = 0; i < it->n; i++) {
 		uint32_t k = it->type_idx[i];
-		it->prev[k] = wadd(it->prev[k], get_svar(it));
+		int64_t d = get_svar(it);
+		if (second)
+			d = wadd(d, it->pdelta[k]);
+		it->prev[k] = wadd(it->prev[k], d);
+		it->pdelta[k] = d;
 		it->vals[i] = it->prev[k];
 	}
 	return it->err ? 0 : 1;
