@@ -47,7 +47,7 @@ static uint8_t *load(const char *rel, size_t *len)
 
 /* Fails unless the two byte strings decode to the same profile. */
 static void assert_same_profile(const uint8_t *want, size_t wl, const uint8_t *got, size_t gl,
-				const char *what, size_t i)
+                                const char *what, size_t i)
 {
 	struct pd_pprof_profile *a, *b;
 	struct pd_err err = {0};
@@ -69,8 +69,8 @@ struct item {
 
 /* Fails unless got is item w: the same profile, or the same bytes when w is not
  * a profile. */
-static void assert_same_item(const struct item *w, const uint8_t *got, size_t gl,
-			     const char *what, size_t i)
+static void assert_same_item(const struct item *w, const uint8_t *got, size_t gl, const char *what,
+                             size_t i)
 {
 	struct pd_pprof_profile *probe;
 	struct pd_err derr = {0};
@@ -87,8 +87,8 @@ static void assert_same_item(const struct item *w, const uint8_t *got, size_t gl
 /* The items appended to an appender on shared symbols, which a second appender
  * fills too, always one append ahead: first with a profile of another program,
  * then with the items in another order. The shared tables then hold entries this
- * chunk does not use, in another order than its own first use. Sealing writes tables of the chunk's own and moves its
- * records onto them; every item read back from the sealed bytes (and from the
+ * chunk does not use, in another order than its own first use. Sealing writes tables of the chunk's
+ * own and moves its records onto them; every item read back from the sealed bytes (and from the
  * appender) is what was appended. Returns the sealed size. */
 static size_t check_shared(unsigned group, const struct item *it, size_t n)
 {
@@ -181,28 +181,42 @@ static size_t check_chunk(int enc, unsigned group, const struct item *it, size_t
 	if (enc != PD_CHUNKENC_VALUES_ZSTD_GROUPS) {
 		size_t shared = check_shared(group, it, n);
 		print_message("%zu items, group %u: sealed %zu bytes, %zu from shared symbols\n", n,
-			      group, slen, shared);
+		              group, slen, shared);
 		assert_true(shared <= slen + slen / 20 + 16);
 	}
 	return slen;
 }
 
 static const char *const all_files[] = {
-    "profiles/goapp/allocs.pb.gz",       "profiles/goapp/block.pb.gz",
-    "profiles/goapp/cpu-2.pb.gz",        "profiles/goapp/cpu-3.pb.gz",
-    "profiles/goapp/cpu.pb.gz",          "profiles/goapp/delta-allocs.pb.gz",
-    "profiles/goapp/goroutine.pb.gz",    "profiles/goapp/heap-2.pb.gz",
-    "profiles/goapp/heap-3.pb.gz",       "profiles/goapp/heap.pb.gz",
-    "profiles/goapp/mutex.pb.gz",        "profiles/goapp/threadcreate.pb.gz",
-    "profiles/prometheus/allocs.pb.gz",  "profiles/prometheus/block.pb.gz",
-    "profiles/prometheus/cpu.pb.gz",     "profiles/prometheus/goroutine.pb.gz",
-    "profiles/prometheus/heap.pb.gz",    "profiles/prometheus/mutex.pb.gz",
+    "profiles/goapp/allocs.pb.gz",
+    "profiles/goapp/block.pb.gz",
+    "profiles/goapp/cpu-2.pb.gz",
+    "profiles/goapp/cpu-3.pb.gz",
+    "profiles/goapp/cpu.pb.gz",
+    "profiles/goapp/delta-allocs.pb.gz",
+    "profiles/goapp/goroutine.pb.gz",
+    "profiles/goapp/heap-2.pb.gz",
+    "profiles/goapp/heap-3.pb.gz",
+    "profiles/goapp/heap.pb.gz",
+    "profiles/goapp/mutex.pb.gz",
+    "profiles/goapp/threadcreate.pb.gz",
+    "profiles/prometheus/allocs.pb.gz",
+    "profiles/prometheus/block.pb.gz",
+    "profiles/prometheus/cpu.pb.gz",
+    "profiles/prometheus/goroutine.pb.gz",
+    "profiles/prometheus/heap.pb.gz",
+    "profiles/prometheus/mutex.pb.gz",
     "profiles/prometheus/threadcreate.pb.gz",
-    "profiles/edge/empty-samples.pb",    "profiles/edge/no-mappings.pb",
-    "profiles/edge/sparse-ids.pb",       "profiles/edge/unpacked.pb",
-    "profiles/edge/multi-types.pb",      "profiles/edge/default-type.pb",
-    "profiles/edge/no-functions.pb",     "profiles/edge/zero-and-negative.pb",
-    "profiles/edge/bad-mapping-ref.pb",  "profiles/edge/cpu-extra-type.pb",
+    "profiles/edge/empty-samples.pb",
+    "profiles/edge/no-mappings.pb",
+    "profiles/edge/sparse-ids.pb",
+    "profiles/edge/unpacked.pb",
+    "profiles/edge/multi-types.pb",
+    "profiles/edge/default-type.pb",
+    "profiles/edge/no-functions.pb",
+    "profiles/edge/zero-and-negative.pb",
+    "profiles/edge/bad-mapping-ref.pb",
+    "profiles/edge/cpu-extra-type.pb",
     "profiles/edge/cpu-millis.pb",
 };
 #define NFILES (sizeof(all_files) / sizeof(all_files[0]))
@@ -251,10 +265,12 @@ static void test_series_and_restart(void **state)
 {
 	(void)state;
 	struct item it[40];
-	static const char *const seq[] = {"profiles/goapp/heap.pb.gz", "profiles/goapp/heap-2.pb.gz",
-					  "profiles/goapp/heap-3.pb.gz"};
+	static const char *const seq[] = {"profiles/goapp/heap.pb.gz",
+	                                  "profiles/goapp/heap-2.pb.gz",
+	                                  "profiles/goapp/heap-3.pb.gz"};
 	for (size_t i = 0; i < 40; i++)
-		it[i].raw = load(i < 30 ? seq[i % 3] : "profiles/prometheus/heap.pb.gz", &it[i].len);
+		it[i].raw =
+		    load(i < 30 ? seq[i % 3] : "profiles/prometheus/heap.pb.gz", &it[i].len);
 	size_t v2 = check_chunk(PD_CHUNKENC_VALUES_COLUMNAR, 0, it, 40);
 	size_t v1 = check_chunk(PD_CHUNKENC_VALUES_ZSTD_GROUPS, 0, it, 40);
 	print_message("v1 %zu bytes, v2 %zu bytes\n", v1, v2);
@@ -297,12 +313,11 @@ static void test_duplicate_entries(void **state)
 		lens[i] = strlen(strs[i]);
 	struct pd_pprof_pvt st = {1, 2};
 	struct pd_pprof_pmapping maps[2] = {{1, 0x1000, 0x2000, 0, 5, 0, 1, 1, 1, 0},
-					    {2, 0x1000, 0x2000, 0, 5, 0, 1, 1, 1, 0}};
+	                                    {2, 0x1000, 0x2000, 0, 5, 0, 1, 1, 1, 0}};
 	struct pd_pprof_pfunction fns[2] = {{10, 3, 3, 4, 1}, {11, 3, 3, 4, 1}};
 	struct pd_pprof_pline l1 = {10, 5, 0}, l2 = {11, 5, 0};
-	struct pd_pprof_plocation locs[3] = {{7, 1, 0x1100, &l1, 1, 0},
-					     {8, 1, 0x1100, &l1, 1, 0},
-					     {9, 2, 0x1100, &l2, 1, 0}};
+	struct pd_pprof_plocation locs[3] = {
+	    {7, 1, 0x1100, &l1, 1, 0}, {8, 1, 0x1100, &l1, 1, 0}, {9, 2, 0x1100, &l2, 1, 0}};
 	uint64_t s1[] = {7, 9}, s2[] = {8};
 	int64_t v1 = 3, v2 = 4;
 	struct pd_pprof_psample samples[2] = {{s1, 2, &v1, 1, NULL, 0}, {s2, 1, &v2, 1, NULL, 0}};
@@ -361,7 +376,8 @@ static void test_string_forms(void **state)
 	size_t rl;
 	uint8_t *raw = load("profiles/goapp/cpu.pb.gz", &rl);
 	struct pd_err err = {0};
-	struct pd_chunkenc_values *c = pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_COLUMNAR, 0, 0);
+	struct pd_chunkenc_values *c =
+	    pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_COLUMNAR, 0, 0);
 	assert_non_null(c);
 	assert_int_equal(pd_chunkenc_values_append(c, raw, rl, &err), 0);
 	uint8_t *sealed, *back;
@@ -384,7 +400,8 @@ static void test_string_forms(void **state)
 		v2_tables_init(&u);
 		for (int i = 0; i < 5; i++)
 			if (i != 2 || with_nul)
-				assert_int_equal(v2_intern_str(&t, strs[i], lens[i]), i - (i > 2 && !with_nul));
+				assert_int_equal(v2_intern_str(&t, strs[i], lens[i]),
+				                 i - (i > 2 && !with_nul));
 		struct pd_buf b;
 		pd_buf_init(&b, 0);
 		assert_int_equal(v2_tables_write(&t, &b, NULL, 0), 0);
@@ -415,7 +432,7 @@ static void test_string_forms(void **state)
 	uint8_t *old = load("chunks/v2-prefix-strings.chunk", &clen);
 	assert_int_not_equal(tables_first_byte(old, clen), 0);
 	static const char *const src[] = {"profiles/goapp/cpu.pb.gz", "profiles/goapp/cpu-2.pb.gz",
-					  "profiles/goapp/heap.pb.gz"};
+	                                  "profiles/goapp/heap.pb.gz"};
 	assert_int_equal(pd_chunkenc_values_read_count(old, clen, &err), 3);
 	for (size_t i = 0; i < 3; i++) {
 		size_t wl;
@@ -452,8 +469,8 @@ static void test_million_locations(void **state)
 		ids[i] = i + 1;
 	}
 	for (size_t i = 0; i < NS; i++) {
-		samples[i] = (struct pd_pprof_psample){ids + i * (NLOC / NS), NLOC / NS, &vals[i], 1,
-						       NULL, 0};
+		samples[i] = (struct pd_pprof_psample){
+		    ids + i * (NLOC / NS), NLOC / NS, &vals[i], 1, NULL, 0};
 		vals[i] = (int64_t)i * 10;
 	}
 	struct pd_pprof_pvt st = {1, 2};
@@ -509,9 +526,9 @@ static void test_step_over_records(void **state)
 {
 	(void)state;
 	enum { N = 45 };
-	static const char *const seq[] = {"profiles/goapp/heap.pb.gz", "profiles/goapp/heap-2.pb.gz",
-					  "profiles/goapp/heap-3.pb.gz",
-					  "profiles/goapp/delta-allocs.pb.gz"};
+	static const char *const seq[] = {
+	    "profiles/goapp/heap.pb.gz", "profiles/goapp/heap-2.pb.gz",
+	    "profiles/goapp/heap-3.pb.gz", "profiles/goapp/delta-allocs.pb.gz"};
 	struct item base[4], it[N];
 	for (size_t i = 0; i < 4; i++)
 		base[i].raw = load(seq[i], &base[i].len);
@@ -532,8 +549,9 @@ static void test_damaged(void **state)
 	(void)state;
 	struct item it[5];
 	for (size_t i = 0; i < 5; i++)
-		it[i].raw = load(i % 2 ? "profiles/goapp/heap.pb.gz" : "profiles/goapp/heap-2.pb.gz",
-				 &it[i].len);
+		it[i].raw =
+		    load(i % 2 ? "profiles/goapp/heap.pb.gz" : "profiles/goapp/heap-2.pb.gz",
+		         &it[i].len);
 	struct pd_err err = {0};
 	struct pd_chunkenc_values *c = pd_chunkenc_values_create_enc(0, 2, 0);
 	for (size_t i = 0; i < 5; i++)
@@ -588,19 +606,24 @@ static void test_lean_appender(void **state)
 	it[1].raw = load("profiles/goapp/heap-2.pb.gz", &it[1].len);
 	it[2].raw = load("profiles/goapp/heap-3.pb.gz", &it[2].len);
 	struct pd_err err = {0};
-	struct pd_chunkenc_values *c2 = pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_COLUMNAR, 0, 0);
-	struct pd_chunkenc_values *c1 = pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_ZSTD_GROUPS, 0, 0);
+	struct pd_chunkenc_values *c2 =
+	    pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_COLUMNAR, 0, 0);
+	struct pd_chunkenc_values *c1 =
+	    pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_ZSTD_GROUPS, 0, 0);
 	size_t raw = 0, m16 = 0;
 	for (size_t i = 0; i < 64; i++) {
-		assert_int_equal(pd_chunkenc_values_append(c2, it[i % 3].raw, it[i % 3].len, &err), 0);
-		assert_int_equal(pd_chunkenc_values_append(c1, it[i % 3].raw, it[i % 3].len, &err), 0);
+		assert_int_equal(pd_chunkenc_values_append(c2, it[i % 3].raw, it[i % 3].len, &err),
+		                 0);
+		assert_int_equal(pd_chunkenc_values_append(c1, it[i % 3].raw, it[i % 3].len, &err),
+		                 0);
 		raw += it[i % 3].len;
 		if (i == 15)
 			m16 = pd_chunkenc_values_memory(c2);
 	}
 	size_t m2 = pd_chunkenc_values_memory(c2), m1 = pd_chunkenc_values_memory(c1);
-	print_message("64 profiles, %zu raw bytes: v1 appender %zu bytes, v2 %zu bytes (%zu after 16)\n",
-		      raw, m1, m2, m16);
+	print_message(
+	    "64 profiles, %zu raw bytes: v1 appender %zu bytes, v2 %zu bytes (%zu after 16)\n", raw,
+	    m1, m2, m16);
 	/* past the first profiles, a scrape costs the open chunk an eighth of its
 	 * raw size or less */
 	assert_true((m2 - m16) / 48 < it[0].len / 8);
@@ -672,8 +695,8 @@ static void test_merge_by_stack(void **state)
 {
 	(void)state;
 	static const char *const seq[] = {
-	    "profiles/goapp/heap.pb.gz",  "profiles/goapp/heap-2.pb.gz",
-	    "profiles/goapp/heap-3.pb.gz", "profiles/goapp/allocs.pb.gz",
+	    "profiles/goapp/heap.pb.gz",      "profiles/goapp/heap-2.pb.gz",
+	    "profiles/goapp/heap-3.pb.gz",    "profiles/goapp/allocs.pb.gz",
 	    "profiles/prometheus/heap.pb.gz", "profiles/prometheus/allocs.pb.gz",
 	    "profiles/edge/multi-types.pb"};
 	enum { N = 20 };
@@ -684,25 +707,32 @@ static void test_merge_by_stack(void **state)
 	for (int enc = 1; enc <= 2; enc++) {
 		struct pd_chunkenc_values *c = pd_chunkenc_values_create_enc(enc, 3, 0);
 		for (size_t i = 0; i < N; i++)
-			assert_int_equal(pd_chunkenc_values_append(c, it[i].raw, it[i].len, &err), 0);
+			assert_int_equal(pd_chunkenc_values_append(c, it[i].raw, it[i].len, &err),
+			                 0);
 		uint8_t *sealed;
 		size_t slen;
 		assert_int_equal(pd_chunkenc_values_seal(c, &sealed, &slen, &err), 0);
-		static const size_t ranges[][2] = {{0, N}, {0, 1}, {2, 11}, {4, 17}, {12, 20}, {19, 20}};
+		static const size_t ranges[][2] = {{0, N},  {0, 1},   {2, 11},
+		                                   {4, 17}, {12, 20}, {19, 20}};
 		for (size_t r = 0; r < sizeof(ranges) / sizeof(ranges[0]); r++) {
 			size_t from = ranges[r][0], to = ranges[r][1];
 			/* one by one */
 			struct pd_pprof_profile *ps[N];
 			for (size_t i = from; i < to; i++)
-				assert_int_equal(pd_pprof_decode(&ps[i - from], it[i].raw, it[i].len, NULL, &err), 0);
+				assert_int_equal(pd_pprof_decode(&ps[i - from], it[i].raw,
+				                                 it[i].len, NULL, &err),
+				                 0);
 			struct pd_pprof_profile *want;
 			assert_int_equal(pd_pprof_merge((const struct pd_pprof_profile *const *)ps,
-							 to - from, &want, &err), 0);
+			                                to - from, &want, &err),
+			                 0);
 			for (int open = 0; open < 2; open++) {
 				struct collected col = {.next = from};
-				int rc = open ? pd_chunkenc_values_merge_open(c, from, to, 1 << 26, collect, &col, &err)
-					      : pd_chunkenc_values_merge(sealed, slen, from, to, 1 << 26, collect,
-									 &col, &err);
+				int rc =
+				    open ? pd_chunkenc_values_merge_open(c, from, to, 1 << 26,
+				                                         collect, &col, &err)
+				         : pd_chunkenc_values_merge(sealed, slen, from, to, 1 << 26,
+				                                    collect, &col, &err);
 				if (rc)
 					fail_msg("merge [%zu, %zu): %s", from, to, err.msg);
 				assert_int_equal(col.profiles, to - from);
@@ -710,8 +740,10 @@ static void test_merge_by_stack(void **state)
 				if (enc == 2)
 					assert_true(col.n < to - from || to - from == 1);
 				struct pd_pprof_profile *got;
-				assert_int_equal(pd_pprof_merge((const struct pd_pprof_profile *const *)col.p,
-								 col.n, &got, &err), 0);
+				assert_int_equal(
+				    pd_pprof_merge((const struct pd_pprof_profile *const *)col.p,
+				                   col.n, &got, &err),
+				    0);
 				assert_same_reports(want, got);
 				pd_pprof_destroy(got);
 				for (size_t k = 0; k < col.n; k++)
@@ -743,7 +775,7 @@ static void *shared_worker(void *arg)
 	for (size_t i = 0; i < j->n; i++)
 		for (int k = 0; k < 4; k++)
 			if (pd_chunkenc_values_append(j->c[k], j->it[(i + (size_t)k) % j->n].raw,
-						      j->it[(i + (size_t)k) % j->n].len, &err))
+			                              j->it[(i + (size_t)k) % j->n].len, &err))
 				return (void *)1;
 	return NULL;
 }
@@ -757,10 +789,12 @@ static void test_shared_symbols(void **state)
 	(void)state;
 	enum { N = 12, THREADS = 4 };
 	struct item it[N];
-	static const char *const seq[] = {"profiles/goapp/heap.pb.gz", "profiles/goapp/heap-2.pb.gz",
-					  "profiles/goapp/heap-3.pb.gz"};
+	static const char *const seq[] = {"profiles/goapp/heap.pb.gz",
+	                                  "profiles/goapp/heap-2.pb.gz",
+	                                  "profiles/goapp/heap-3.pb.gz"};
 	for (size_t i = 0; i < N; i++)
-		it[i].raw = load(i == 7 ? "profiles/prometheus/heap.pb.gz" : seq[i % 3], &it[i].len);
+		it[i].raw =
+		    load(i == 7 ? "profiles/prometheus/heap.pb.gz" : seq[i % 3], &it[i].len);
 	struct pd_chunkenc_symbols *sym = pd_chunkenc_symbols_create();
 	assert_non_null(sym);
 	struct shared_job jobs[THREADS];
@@ -792,7 +826,9 @@ static void test_shared_symbols(void **state)
 				uint8_t *a, *b;
 				size_t al, bl;
 				assert_int_equal(pd_chunkenc_values_get(c, i, &a, &al, &err), 0);
-				assert_int_equal(pd_chunkenc_values_read(sealed, slen, i, 1 << 26, &b, &bl, &err), 0);
+				assert_int_equal(pd_chunkenc_values_read(sealed, slen, i, 1 << 26,
+				                                         &b, &bl, &err),
+				                 0);
 				assert_same_profile(w->raw, w->len, a, al, "shared appender", i);
 				assert_same_profile(w->raw, w->len, b, bl, "sealed from shared", i);
 				free(a);
@@ -804,19 +840,22 @@ static void test_shared_symbols(void **state)
 				for (size_t i = 0; i < N; i++)
 					own[i] = it[(i + (size_t)k) % N];
 				size_t olen = check_chunk(PD_CHUNKENC_VALUES_COLUMNAR, 5, own, N);
-				print_message("series %d: sealed %zu bytes from shared symbols, %zu from its own\n",
-					      k, slen, olen);
+				print_message("series %d: sealed %zu bytes from shared symbols, "
+				              "%zu from its own\n",
+				              k, slen, olen);
 				assert_true(slen <= olen + olen / 20);
 			}
 			free(sealed);
 		}
 	/* a private appender's tables alone are larger than all 16 series' share */
-	struct pd_chunkenc_values *p = pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_COLUMNAR, 5, 0);
+	struct pd_chunkenc_values *p =
+	    pd_chunkenc_values_create_enc(PD_CHUNKENC_VALUES_COLUMNAR, 5, 0);
 	for (size_t i = 0; i < N; i++)
 		assert_int_equal(pd_chunkenc_values_append(p, it[i].raw, it[i].len, &err), 0);
 	size_t private_mem = pd_chunkenc_values_memory(p);
 	print_message("16 series on shared symbols: %zu bytes of symbols + %zu of series; "
-		      "one series alone: %zu\n", shared_mem, series_mem, private_mem);
+	              "one series alone: %zu\n",
+	              shared_mem, series_mem, private_mem);
 	assert_true(shared_mem + series_mem < 16 * private_mem / 3);
 	pd_chunkenc_values_destroy(p);
 	for (int t = 0; t < THREADS; t++)
@@ -863,10 +902,10 @@ static void test_frozen_view(void **state)
 	struct v2_line ln2 = {0, 6, 0};
 	struct v2_function f2 = {1, 1, 2, 4};
 	struct v2_mapping m2 = {0x3000, 0x4000, 0, 2, 0, 1};
-	int64_t got[] = {v2_intern_str(&v, "init", 4), v2_intern_map(&v, &m2, NULL),
-			 v2_intern_map(&v, &m, avoid), v2_intern_fn(&v, &f2, NULL),
-			 v2_intern_fn(&v, &f, avoid), v2_intern_loc(&v, &l, &ln2, NULL),
-			 v2_intern_loc(&v, &l, &ln, avoid), v2_intern_node(&v, 2, 0)};
+	int64_t got[] = {v2_intern_str(&v, "init", 4),      v2_intern_map(&v, &m2, NULL),
+	                 v2_intern_map(&v, &m, avoid),      v2_intern_fn(&v, &f2, NULL),
+	                 v2_intern_fn(&v, &f, avoid),       v2_intern_loc(&v, &l, &ln2, NULL),
+	                 v2_intern_loc(&v, &l, &ln, avoid), v2_intern_node(&v, 2, 0)};
 	for (size_t i = 0; i < sizeof(got) / sizeof(got[0]); i++)
 		assert_int_equal(got[i], -1);
 	assert_true(v.missed);
@@ -891,11 +930,11 @@ static void test_golden_relative_chunks(void **state)
 	(void)state;
 	static const int jit[] = {0, 0, 0, 0, 2, 1, 2, 0, 1, 2, 0, 1};
 	static const char *const files[] = {"chunks/v2-relative-times.chunk",
-					    "chunks/v2-dictionary-runs.chunk",
-					    "chunks/v2-holes.chunk"};
+	                                    "chunks/v2-dictionary-runs.chunk",
+	                                    "chunks/v2-holes.chunk"};
 	static const uint8_t bytes[] = {PD_CHUNKENC_VALUES_COLUMNAR_REL,
-					PD_CHUNKENC_VALUES_COLUMNAR_DICT,
-					PD_CHUNKENC_VALUES_COLUMNAR_TOTALS};
+	                                PD_CHUNKENC_VALUES_COLUMNAR_DICT,
+	                                PD_CHUNKENC_VALUES_COLUMNAR_TOTALS};
 	size_t tcl;
 	uint8_t *tc = load("chunks/v2-holes.tschunk", &tcl);
 	struct pd_err err = {0};
@@ -914,21 +953,21 @@ static void test_golden_relative_chunks(void **state)
 		int64_t ts[12];
 		for (int i = 0; i < 12; i++) {
 			static const char *const first[] = {"profiles/goapp/cpu.pb.gz",
-							    "profiles/goapp/heap.pb.gz",
-							    "profiles/goapp/mutex.pb.gz"};
+			                                    "profiles/goapp/heap.pb.gz",
+			                                    "profiles/goapp/mutex.pb.gz"};
 			size_t rl, ol;
 			uint8_t *raw = i < 3 ? load(first[i], &rl) : block, *out;
 			if (i >= 3)
 				rl = bl;
 			/* a timestamp chunk's timestamps increase: byte 5's block profiles are
 			 * 15 s apart */
-			ts[i] = i < 3	 ? 1700611200000LL + i * 15000LL + (i * 37) % 11
-				: f < 2 ? bt - jit[i]
-					: bt + 15000LL * (i - 3) - jit[i];
+			ts[i] = i < 3   ? 1700611200000LL + i * 15000LL + (i * 37) % 11
+			        : f < 2 ? bt - jit[i]
+			                : bt + 15000LL * (i - 3) - jit[i];
 			if (f < 2 ? pd_chunkenc_values_read_at(c, clen, (size_t)i, ts[i],
-							       (size_t)256 << 20, &out, &ol, &err)
-				  : pd_chunkenc_values_read_tc(c, clen, tc, tcl, (size_t)i,
-							       (size_t)256 << 20, &out, &ol, &err))
+			                                       (size_t)256 << 20, &out, &ol, &err)
+			          : pd_chunkenc_values_read_tc(c, clen, tc, tcl, (size_t)i,
+			                                       (size_t)256 << 20, &out, &ol, &err))
 				fail_msg("%s profile %d: %s", files[f], i, err.msg);
 			assert_same_profile(raw, rl, out, ol, files[f], (size_t)i);
 			free(out);
@@ -951,15 +990,93 @@ static void test_golden_relative_chunks(void **state)
 	free(block);
 }
 
+/* A sealed chunk of byte 5 of n appends of the files (in turn, 15 s apart, in groups
+ * of 8) whose every profile reads back beside its timestamp chunk; returns its
+ * group (the header's) and *ngroups. */
+static uint64_t one_group_of(const char *const *files, size_t nf, size_t n, uint64_t *ngroups)
+{
+	struct pd_err err = {0};
+	struct pd_chunkenc_values *v = pd_chunkenc_values_create_enc(2, 8, 3);
+	struct pd_chunkenc_totals *tt = pd_chunkenc_totals_create();
+	struct pd_chunkenc_ts tsa;
+	uint8_t *raw[4];
+	size_t rl[4];
+	pd_chunkenc_ts_init(&tsa);
+	for (size_t f = 0; f < nf; f++)
+		raw[f] = load(files[f], &rl[f]);
+	for (size_t i = 0; i < n; i++) {
+		struct pd_pprof_profile *p;
+		int64_t t = 1700611200000LL + 15000LL * (int64_t)i;
+		assert_int_equal(pd_pprof_decode(&p, raw[i % nf], rl[i % nf], NULL, &err), 0);
+		assert_int_equal(
+		    pd_chunkenc_values_append_at(v, t, raw[i % nf], rl[i % nf], p, &err), 0);
+		assert_int_equal(pd_chunkenc_totals_append_profile(tt, p, &err), 0);
+		assert_int_equal(pd_chunkenc_ts_append(&tsa, t, &err), 0);
+		pd_pprof_destroy(p);
+	}
+	uint8_t *c, *out;
+	size_t cl, a, b, ol;
+	assert_int_equal(pd_chunkenc_values_seal_totals(v, &c, &cl, &err), 0);
+	assert_int_equal(c[0], PD_CHUNKENC_VALUES_COLUMNAR_TOTALS);
+	const uint8_t *x = pd_chunkenc_ts_bytes(&tsa, &a), *y = pd_chunkenc_totals_bytes(tt, &b);
+	uint8_t *tc = malloc(a + b);
+	memcpy(tc, x, a);
+	memcpy(tc + a, y, b);
+	for (size_t i = 0; i < n; i++) {
+		if (pd_chunkenc_values_read_tc(c, cl, tc, a + b, i, (size_t)256 << 20, &out, &ol,
+		                               &err))
+			fail_msg("profile %zu: %s", i, err.msg);
+		assert_same_profile(raw[i % nf], rl[i % nf], out, ol, files[i % nf], i);
+		free(out);
+	}
+	struct v2_rd r = {c, cl, 1, 0};
+	uint64_t count = v2_uv(&r), group = v2_uv(&r);
+	assert_int_equal(count, n);
+	*ngroups = (count + group - 1) / group;
+	for (size_t f = 0; f < nf; f++)
+		free(raw[f]);
+	free(tc);
+	free(c);
+	pd_chunkenc_values_destroy(v);
+	pd_chunkenc_totals_destroy(tt);
+	pd_chunkenc_ts_fini(&tsa);
+	return group;
+}
+
+/* A chunk of byte 5 whose records are small in all (the repeats of a mutex
+ * profile) is sealed as one group; one of large records (cpu and heap profiles
+ * in turn: more than V2_ONE_GROUP_MAX bytes of records) keeps its groups. */
+static void test_one_group(void **state)
+{
+	(void)state;
+	static const char *const small[] = {"profiles/goapp/mutex.pb.gz"};
+	static const char *const large[] = {"profiles/goapp/cpu.pb.gz",
+	                                    "profiles/goapp/heap.pb.gz"};
+	uint64_t ng;
+	assert_int_equal(one_group_of(small, 1, 40, &ng), 40);
+	assert_int_equal(ng, 1);
+	assert_int_equal(one_group_of(large, 2, 40, &ng), 8);
+	assert_int_equal(ng, 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_each_profile),     cmocka_unit_test(test_mixed_chunk),
-	    cmocka_unit_test(test_series_and_restart), cmocka_unit_test(test_opaque),
-	    cmocka_unit_test(test_duplicate_entries), cmocka_unit_test(test_million_locations),
-	    cmocka_unit_test(test_damaged),          cmocka_unit_test(test_lean_appender),
-	    cmocka_unit_test(test_merge_by_stack),   cmocka_unit_test(test_shared_symbols),
-	    cmocka_unit_test(test_frozen_view), cmocka_unit_test(test_string_forms), cmocka_unit_test(test_golden_relative_chunks),      cmocka_unit_test(test_step_over_records),
+	    cmocka_unit_test(test_each_profile),
+	    cmocka_unit_test(test_mixed_chunk),
+	    cmocka_unit_test(test_series_and_restart),
+	    cmocka_unit_test(test_opaque),
+	    cmocka_unit_test(test_duplicate_entries),
+	    cmocka_unit_test(test_million_locations),
+	    cmocka_unit_test(test_damaged),
+	    cmocka_unit_test(test_lean_appender),
+	    cmocka_unit_test(test_merge_by_stack),
+	    cmocka_unit_test(test_shared_symbols),
+	    cmocka_unit_test(test_frozen_view),
+	    cmocka_unit_test(test_string_forms),
+	    cmocka_unit_test(test_golden_relative_chunks),
+	    cmocka_unit_test(test_one_group),
+	    cmocka_unit_test(test_step_over_records),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

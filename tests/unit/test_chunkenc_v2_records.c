@@ -1109,6 +1109,9 @@ static void test_holes(void **state)
 	/* a hole that is not one of the column's samples */
 	struct parsed p;
 	parse_chunk(s, sl, &p);
+	/* 70 small records, appended in groups of 32, sealed as one group */
+	assert_int_equal(p.ngroups, 1);
+	assert_int_equal(p.group, NMUTEX);
 	struct v2_tables t;
 	v2_tables_init(&t);
 	assert_int_equal(v2_tables_read(&t, p.tables, p.tlen, &err), 0);

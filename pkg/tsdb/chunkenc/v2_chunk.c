@@ -773,6 +773,17 @@ static int seal_write(const struct v2_appender *a, int holes, const struct v2_ta
 	struct v2_tables empty;
 	size_t tlen = 0;
 	int rc = 0;
+	/* a chunk of byte 5 whose records are few bytes in all is one group: a read
+	 * steps over at most V2_ONE_GROUP_MAX bytes of records, and no group but the
+	 * first starts without the records before it */
+	size_t group = a->group, one[2];
+	if (a->rel && holes && ngroups > 1 && goff[ngroups] - goff[0] <= V2_ONE_GROUP_MAX) {
+		one[0] = goff[0];
+		one[1] = goff[ngroups];
+		goff = one;
+		ngroups = 1;
+		group = a->count;
+	}
 	size_t *gl = calloc(ngroups ? ngroups : 1, sizeof(*gl));
 	pd_buf_init(&b, 0);
 	pd_buf_init(&runs, 0);
@@ -840,7 +851,7 @@ static int seal_write(const struct v2_appender *a, int holes, const struct v2_ta
 	uint8_t enc = !a->rel ? PD_CHUNKENC_VALUES_COLUMNAR
 		      : holes ? PD_CHUNKENC_VALUES_COLUMNAR_TOTALS
 			      : PD_CHUNKENC_VALUES_COLUMNAR_DICT;
-	int w = pd_buf_append(&b, &enc, 1) | v2_put_uv(&b, a->count) | v2_put_uv(&b, a->group) |
+	int w = pd_buf_append(&b, &enc, 1) | v2_put_uv(&b, a->count) | v2_put_uv(&b, group) |
 		v2_put_uv(&b, tlen);
 	for (size_t g = 0; g < ngroups; g++)
 		w |= v2_put_uv(&b, gl[g]);
