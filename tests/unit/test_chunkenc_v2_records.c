@@ -464,11 +464,12 @@ static void test_no_repeat_of_long_records(void **state)
 
 /* ---- cpu profiles: the nanoseconds column follows from the period ------------------ */
 
-/* A cpu profile as Go writes it (samples/count, cpu/nanoseconds = count × period),
- * with one nanoseconds value off by `off`. */
-static struct item cpu_profile(int64_t off, int64_t big)
+/* A profile of one function's three locations as stacks 1, 2-1 and 3-1 (ns of
+ * them) with values v: strs its seven strings (1-4: two sample types' type and
+ * unit; 5, 6: the function's name and file), period type sample type pt. */
+static struct item three_stacks(const char *const *strs, int64_t (*v)[2], size_t ns, int pt,
+				int64_t period, int64_t time_nanos, int64_t duration)
 {
-	static const char *strs[] = {"", "samples", "count", "cpu", "nanoseconds", "main", "main.go"};
 	size_t lens[7];
 	for (int i = 0; i < 7; i++)
 		lens[i] = strlen(strs[i]);
@@ -478,11 +479,6 @@ static struct item cpu_profile(int64_t off, int64_t big)
 	struct pd_pprof_plocation loc[3] = {
 	    {1, 0, 0x1000, &ln[0], 1, 0}, {2, 0, 0x1010, &ln[1], 1, 0}, {3, 0, 0x1020, &ln[2], 1, 0}};
 	uint64_t s1[] = {1}, s2[] = {2, 1}, s3[] = {3, 1};
-	const int64_t period = 10000000;
-	int64_t v[3][2] = {{3, 0}, {1, 0}, {big, 0}};
-	for (int i = 0; i < 3; i++)
-		v[i][1] = (int64_t)((uint64_t)v[i][0] * (uint64_t)period);
-	v[1][1] += off;
 	struct pd_pprof_psample smp[3] = {
 	    {s1, 1, v[0], 2, NULL, 0}, {s2, 2, v[1], 2, NULL, 0}, {s3, 2, v[2], 2, NULL, 0}};
 	struct pd_pprof_parts p = {0};
@@ -492,17 +488,30 @@ static struct item cpu_profile(int64_t off, int64_t big)
 	p.sample_type = st;
 	p.nsample_type = 2;
 	p.sample = smp;
-	p.nsample = 3;
+	p.nsample = ns;
 	p.location = loc;
 	p.nlocation = 3;
 	p.function = &fn;
 	p.nfunction = 1;
 	p.has_period_type = 1;
-	p.period_type = st[1];
+	p.period_type = st[pt];
 	p.period = period;
-	p.time_nanos = 1795342071175836600;
-	p.duration_nanos = 10000000000;
+	p.time_nanos = time_nanos;
+	p.duration_nanos = duration;
 	return encode_parts(&p);
+}
+
+/* A cpu profile as Go writes it (samples/count, cpu/nanoseconds = count × period),
+ * with one nanoseconds value off by `off`. */
+static struct item cpu_profile(int64_t off, int64_t big)
+{
+	static const char *strs[] = {"", "samples", "count", "cpu", "nanoseconds", "main", "main.go"};
+	const int64_t period = 10000000;
+	int64_t v[3][2] = {{3, 0}, {1, 0}, {big, 0}};
+	for (int i = 0; i < 3; i++)
+		v[i][1] = (int64_t)((uint64_t)v[i][0] * (uint64_t)period);
+	v[1][1] += off;
+	return three_stacks(strs, v, 3, 1, period, 1795342071175836600, 10000000000);
 }
 
 static void test_period_column(void **state)
@@ -912,15 +921,6 @@ static struct item mutex_profile(size_t k, int64_t time_nanos)
 {
 	static const char *strs[] = {"", "contentions", "count", "delay", "nanoseconds", "main",
 				     "main.go"};
-	size_t lens[7];
-	for (int i = 0; i < 7; i++)
-		lens[i] = strlen(strs[i]);
-	struct pd_pprof_pvt st[2] = {{1, 2}, {3, 4}};
-	struct pd_pprof_pfunction fn = {1, 5, 5, 6, 1};
-	struct pd_pprof_pline ln[3] = {{1, 7, 0}, {1, 8, 0}, {1, 9, 0}};
-	struct pd_pprof_plocation loc[3] = {
-	    {1, 0, 0x1000, &ln[0], 1, 0}, {2, 0, 0x1010, &ln[1], 1, 0}, {3, 0, 0x1020, &ln[2], 1, 0}};
-	uint64_t s1[] = {1}, s2[] = {2, 1}, s3[] = {3, 1};
 	uint64_t seed = 7 + k;
 	int64_t v[3][2] = {{0, 0}, {25, 25339231}, {4, 1000}};
 	for (size_t j = 0; j <= k; j++) {
@@ -932,25 +932,7 @@ static struct item mutex_profile(size_t k, int64_t time_nanos)
 			v[1][1] += 6573045;
 		}
 	}
-	struct pd_pprof_psample smp[3] = {
-	    {s1, 1, v[0], 2, NULL, 0}, {s2, 2, v[1], 2, NULL, 0}, {s3, 2, v[2], 2, NULL, 0}};
-	struct pd_pprof_parts p = {0};
-	p.strings = strs;
-	p.string_len = lens;
-	p.nstrings = 7;
-	p.sample_type = st;
-	p.nsample_type = 2;
-	p.sample = smp;
-	p.nsample = k == 20 ? 3 : 2;
-	p.location = loc;
-	p.nlocation = 3;
-	p.function = &fn;
-	p.nfunction = 1;
-	p.has_period_type = 1;
-	p.period_type = st[0];
-	p.period = 1;
-	p.time_nanos = time_nanos;
-	return encode_parts(&p);
+	return three_stacks(strs, v, k == 20 ? 3 : 2, 0, 1, time_nanos, 0);
 }
 
 #define NMUTEX 70
