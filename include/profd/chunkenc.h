@@ -272,10 +272,11 @@ int pd_chunkenc_values_seal(const struct pd_chunkenc_values *c, uint8_t **out, s
 			    struct pd_err *err);
 /* The same for a chunk whose timestamp chunk will carry the totals section of
  * exactly these profiles (pd_chunkenc_totals_append_profile of each, in order):
- * a chunk of relative times is then written with encoding byte 5, whose value
- * columns leave one value each to those totals where that is shorter, so that
- * it reads only beside that timestamp chunk (the _tc readers). Other chunks are
- * sealed as pd_chunkenc_values_seal seals them. */
+ * a chunk of relative times whose records are small (at most 16 KiB in all) is
+ * then written with encoding byte 5, as one group, whose value columns leave one
+ * value each to those totals where that is shorter, so that it reads only beside
+ * that timestamp chunk (the _tc readers). Other chunks are sealed as
+ * pd_chunkenc_values_seal seals them. */
 int pd_chunkenc_values_seal_totals(const struct pd_chunkenc_values *c, uint8_t **out,
 				   size_t *out_len, struct pd_err *err);
 

@@ -990,10 +990,11 @@ static void test_golden_relative_chunks(void **state)
 	free(block);
 }
 
-/* A sealed chunk of byte 5 of n appends of the files (in turn, 15 s apart, in groups
- * of 8) whose every profile reads back beside its timestamp chunk; returns its
- * group (the header's) and *ngroups. */
-static uint64_t one_group_of(const char *const *files, size_t nf, size_t n, uint64_t *ngroups)
+/* A chunk of n appends of the files (in turn, 15 s apart, in groups of 8) sealed
+ * beside its totals, whose every profile reads back beside its timestamp chunk;
+ * returns its group (the header's), *ngroups and its encoding byte *enc. */
+static uint64_t one_group_of(const char *const *files, size_t nf, size_t n, uint64_t *ngroups,
+			     uint8_t *enc)
 {
 	struct pd_err err = {0};
 	struct pd_chunkenc_values *v = pd_chunkenc_values_create_enc(2, 8, 3);
@@ -1017,7 +1018,7 @@ static uint64_t one_group_of(const char *const *files, size_t nf, size_t n, uint
 	uint8_t *c, *out;
 	size_t cl, a, b, ol;
 	assert_int_equal(pd_chunkenc_values_seal_totals(v, &c, &cl, &err), 0);
-	assert_int_equal(c[0], PD_CHUNKENC_VALUES_COLUMNAR_TOTALS);
+	*enc = c[0];
 	const uint8_t *x = pd_chunkenc_ts_bytes(&tsa, &a), *y = pd_chunkenc_totals_bytes(tt, &b);
 	uint8_t *tc = malloc(a + b);
 	memcpy(tc, x, a);
@@ -1043,9 +1044,10 @@ static uint64_t one_group_of(const char *const *files, size_t nf, size_t n, uint
 	return group;
 }
 
-/* A chunk of byte 5 whose records are small in all (the repeats of a mutex
- * profile) is sealed as one group; one of large records (cpu and heap profiles
- * in turn: more than V2_ONE_GROUP_MAX bytes of records) keeps its groups. */
+/* A chunk whose records are small in all (the repeats of a mutex profile) is
+ * sealed beside its totals with byte 5, as one group; one of large records (cpu
+ * and heap profiles in turn: more than V2_ONE_GROUP_MAX bytes of records) with
+ * byte 4, keeping its groups. */
 static void test_one_group(void **state)
 {
 	(void)state;
@@ -1053,10 +1055,13 @@ static void test_one_group(void **state)
 	static const char *const large[] = {"profiles/goapp/cpu.pb.gz",
 	                                    "profiles/goapp/heap.pb.gz"};
 	uint64_t ng;
-	assert_int_equal(one_group_of(small, 1, 40, &ng), 40);
+	uint8_t enc;
+	assert_int_equal(one_group_of(small, 1, 40, &ng, &enc), 40);
 	assert_int_equal(ng, 1);
-	assert_int_equal(one_group_of(large, 2, 40, &ng), 8);
+	assert_int_equal(enc, PD_CHUNKENC_VALUES_COLUMNAR_TOTALS);
+	assert_int_equal(one_group_of(large, 2, 40, &ng, &enc), 8);
 	assert_int_equal(ng, 5);
+	assert_int_equal(enc, PD_CHUNKENC_VALUES_COLUMNAR_DICT);
 }
 
 int main(void)

@@ -773,11 +773,15 @@ static int seal_write(const struct v2_appender *a, int holes, const struct v2_ta
 	struct v2_tables empty;
 	size_t tlen = 0;
 	int rc = 0;
-	/* a chunk of byte 5 whose records are few bytes in all is one group: a read
-	 * steps over at most V2_ONE_GROUP_MAX bytes of records, and no group but the
-	 * first starts without the records before it */
+	/* a chunk beside its totals whose records are few bytes in all is written
+	 * with byte 5, its columns leaving values to the totals (holes), as one
+	 * group: a read steps over at most V2_ONE_GROUP_MAX bytes of records, and no
+	 * group but the first starts without the records before it. Larger records
+	 * (heap profiles) keep byte 4 and their groups: holes would save them under
+	 * 1% for as long again to seal. */
+	holes = holes && a->rel && goff[ngroups] - goff[0] <= V2_ONE_GROUP_MAX;
 	size_t group = a->group, one[2];
-	if (a->rel && holes && ngroups > 1 && goff[ngroups] - goff[0] <= V2_ONE_GROUP_MAX) {
+	if (holes && ngroups > 1) {
 		one[0] = goff[0];
 		one[1] = goff[ngroups];
 		goff = one;
@@ -800,7 +804,7 @@ static int seal_write(const struct v2_appender *a, int holes, const struct v2_ta
 		/* a chunk of the store beside its totals leaves values to them (holes),
 		 * which makes more records repeats */
 		size_t nrep = a->grep_all ? 2 : g < a->ngrep ? a->grep[g] : 0;
-		if (a->rel && holes) {
+		if (holes) {
 			holed.len = 0;
 			if ((rc = v2_holes_write(t, gr, glen, &holed, &nrep, err)))
 				goto out;

@@ -206,11 +206,13 @@ enum { KIND_PROFILE = 0, KIND_OPAQUE = 1, KIND_REPEAT = 2, KIND_RUN = 3 };
  * what each series' state keeps to say whether the next record repeats it. */
 #define V2_REPEAT_MAX 128
 
-/* The most bytes of records (uncompressed) that a sealed chunk of byte 5 keeps
- * as one group rather than groups of the appender's size: the block, mutex and
- * threadcreate profiles of a program, whose records are small, then pay for no
- * group start after the first (raw values, no zstd history), and a read of one
- * steps over at most this much (docs/format/chunks.md, "Why this layout") */
+/* The most bytes of records (uncompressed) of a chunk that the store seals with
+ * byte 5 (holes), as one group rather than groups of the appender's size: the
+ * block, mutex and threadcreate profiles of a program, whose records are small,
+ * then pay for no group start after the first (raw values, no zstd history), and
+ * a read of one steps over at most this much; a chunk of larger records (heap
+ * profiles) is sealed with byte 4, as holes would save it under 1% for as much
+ * time again as its seal takes (docs/format/chunks.md, "Why this layout") */
 #define V2_ONE_GROUP_MAX 16384
 
 /* zstd level of a sealed chunk's tables frame, at least: the tables are written
