@@ -192,10 +192,10 @@ enum pd_chunkenc_value_encoding {
 	/* the chunk byte that sealed chunks of relative times are written with: as
 	 * 3, and the tables frame is compressed against the built-in dictionary */
 	PD_CHUNKENC_VALUES_COLUMNAR_DICT = 4,
-	/* the chunk byte of the store's sealed chunks whose timestamp chunk carries
-	 * the totals section: as 4, and a value column may leave one sample's value
-	 * to the profile's total there; reading it needs that timestamp chunk (the
-	 * _tc readers below) */
+	/* the chunk byte of the store's sealed chunks of small records (at most 16
+	 * KiB in all) whose timestamp chunk carries the totals section: as 4, one
+	 * group, and a value column may leave one sample's value to the profile's
+	 * total there; reading it needs that timestamp chunk (the _tc readers below) */
 	PD_CHUNKENC_VALUES_COLUMNAR_TOTALS = 5,
 };
 

@@ -51,16 +51,17 @@ static void read_chunk(const uint8_t *p, size_t n)
 	int64_t count = pd_chunkenc_values_read_count(p, n, &err);
 	if (count <= 0)
 		return;
-	/* a timestamp chunk for it, with totals of two types (a chunk of byte 5
+	/* for a chunk of byte 5, a timestamp chunk with totals of two types (it
 	 * takes values from them: they need not be the profiles', the reads need
-	 * only not fail but as damage) */
+	 * only not fail but as damage); other chunks are read at timestamps alone */
+	int five = p[0] == PD_CHUNKENC_VALUES_COLUMNAR_TOTALS;
 	struct pd_chunkenc_ts tc;
 	struct pd_chunkenc_totals *tot = pd_chunkenc_totals_create();
 	const char *ty[] = {"contentions", "delay"}, *un[] = {"count", "nanoseconds"};
 	pd_chunkenc_ts_init(&tc);
 	if (!tot)
 		abort();
-	for (int64_t i = 0; i < count; i++) {
+	for (int64_t i = 0; five && i < count; i++) {
 		int64_t sums[2] = {i * 7, -i * 1000003};
 		if (pd_chunkenc_ts_append(&tc, 1700000000000 + i * 15000 + (int64_t)(n % 7),
 		                          &err) ||
@@ -73,18 +74,19 @@ static void read_chunk(const uint8_t *p, size_t n)
 	uint8_t *tsc = malloc(tl + xl + 1);
 	if (!tsc)
 		abort();
-	memcpy(tsc, tb, tl);
-	memcpy(tsc + tl, xb, xl);
+	if (tl) /* none when not five */
+		memcpy(tsc, tb, tl);
+	if (xl)
+		memcpy(tsc + tl, xb, xl);
 	for (int64_t i = 0; i < count && i < 64; i++) {
 		uint8_t *out;
 		size_t len;
-		/* timestamps for a chunk of relative times (encoding bytes 3 to 5) */
+		/* timestamps for a chunk of relative times (bytes 3 and 4; 5 has tsc) */
 		int64_t t = 1700000000000 + i * 15000 + (int64_t)(n % 7);
-		if (p[0] == PD_CHUNKENC_VALUES_COLUMNAR_TOTALS
-		        ? pd_chunkenc_values_read_tc(p, n, tsc, tl + xl, (size_t)i, MAX_PROFILE,
-		                                     &out, &len, &err)
-		        : pd_chunkenc_values_read_at(p, n, (size_t)i, t, MAX_PROFILE, &out, &len,
-		                                     &err))
+		if (five ? pd_chunkenc_values_read_tc(p, n, tsc, tl + xl, (size_t)i, MAX_PROFILE,
+		                                      &out, &len, &err)
+		         : pd_chunkenc_values_read_at(p, n, (size_t)i, t, MAX_PROFILE, &out, &len,
+		                                      &err))
 			continue;
 		if (len > MAX_PROFILE)
 			abort();

@@ -39,6 +39,7 @@
 
 #include "profd/chunkenc.h"
 #include "profd/pprof.h"
+#include "v2_int.h" /* v2_sv_len */
 
 /* ---- well-known sample types -------------------------------------------------- */
 
@@ -92,15 +93,6 @@ static int put_str(struct pd_buf *b, const char *s)
 static int64_t wsub(int64_t a, int64_t b)
 {
 	return (int64_t)((uint64_t)a - (uint64_t)b);
-}
-
-static size_t sv_len(int64_t v)
-{
-	uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-	size_t n = 1;
-	for (; z >= 0x80; z >>= 7)
-		n++;
-	return n;
 }
 
 static int64_t wadd(int64_t a, int64_t b)
@@ -283,8 +275,8 @@ int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char
 		for (size_t i = 0; i < n; i++) {
 			const struct enc_type *t = &c->types[c->set_types[off + i]];
 			int64_t d = wsub(sums[i], t->prev);
-			first += sv_len(d);
-			sec += sv_len(wsub(d, t->pdelta));
+			first += v2_sv_len(d);
+			sec += v2_sv_len(wsub(d, t->pdelta));
 			for (size_t j = 0; j < i; j++)
 				dup |= c->set_types[off + j] == c->set_types[off + i];
 		}
