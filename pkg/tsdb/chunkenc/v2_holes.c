@@ -13,15 +13,15 @@
 #include "v2_int.h"
 
 /* Appends the value columns at c (ns samples, nv columns, ending at end) to out,
- * each with a hole where that is shorter. 0, or -1 out of memory or when the
- * bytes are not the columns the record's read said (cannot happen). */
+ * each with a hole where that is shorter. 0; -1 out of memory; 1 when the bytes
+ * are not the columns the record's read said (cannot happen). */
 static int columns(const uint8_t *c, size_t end, size_t ns, size_t nv, struct pd_buf *out)
 {
 	struct v2_rd r = {c, end, 0, 0};
 	for (size_t j = 0; j < nv; j++) {
 		uint8_t mode = v2_byte(&r);
 		if (r.bad || (mode != COL_RAW && mode != COL_DELTA && mode != COL_PERIOD))
-			return -1;
+			return 1;
 		if (mode == COL_PERIOD || ns == 0) {
 			if (pd_buf_append(out, &mode, 1))
 				return -1;
@@ -39,7 +39,7 @@ static int columns(const uint8_t *c, size_t end, size_t ns, size_t nv, struct pd
 			}
 		}
 		if (r.bad)
-			return -1;
+			return 1;
 		if (hole_len <= v2_uv_len(hole)) {
 			if (pd_buf_append(out, &mode, 1) ||
 			    pd_buf_append(out, c + from, r.pos - from))
@@ -52,7 +52,7 @@ static int columns(const uint8_t *c, size_t end, size_t ns, size_t nv, struct pd
 		    pd_buf_append(out, c + hole_at + hole_len, r.pos - hole_at - hole_len))
 			return -1;
 	}
-	return r.pos == end ? 0 : -1;
+	return r.pos == end ? 0 : 1;
 }
 
 int v2_holes_write(const struct v2_tables *t, const uint8_t *rec, size_t len, struct pd_buf *out,
@@ -98,10 +98,11 @@ int v2_holes_write(const struct v2_tables *t, const uint8_t *rec, size_t len, st
 		nb.len = 0;
 		if (pd_buf_append(&nb, rec + at, prev.col_at - at))
 			goto nomem;
-		if (columns(rec + prev.col_at, prev.col_end - prev.col_at, prev.col_ns, prev.col_nv,
-		            &nb)) {
-			if (nb.len == 0)
-				goto nomem;
+		int cr = columns(rec + prev.col_at, prev.col_end - prev.col_at, prev.col_ns,
+		                 prev.col_nv, &nb);
+		if (cr < 0)
+			goto nomem;
+		if (cr) {
 			rc = pd_err_set(err, PD_ECORRUPT,
 			                "value chunk record: columns do not read back");
 			break;
