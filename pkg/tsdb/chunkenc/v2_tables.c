@@ -9,7 +9,7 @@
 
 /* ---- varints ---------------------------------------------------------------- */
 
-int v2_put_uv(struct pd_buf *b, uint64_t v)
+int v2_put_uv_slow(struct pd_buf *b, uint64_t v)
 {
 	uint8_t tmp[10];
 	size_t n = 0;
@@ -19,11 +19,6 @@ int v2_put_uv(struct pd_buf *b, uint64_t v)
 	}
 	tmp[n++] = (uint8_t)v;
 	return pd_buf_append(b, tmp, n);
-}
-
-int v2_put_sv(struct pd_buf *b, int64_t v)
-{
-	return v2_put_uv(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
 uint64_t v2_uv_slow(struct v2_rd *r)
