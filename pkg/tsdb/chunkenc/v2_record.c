@@ -320,18 +320,26 @@ static int prev_set(struct v2_prev *p, int64_t time_nanos, const uint32_t *map_i
 
 /* ---- encoding ------------------------------------------------------------------- */
 
-/* Profile id -> table index: an array when the ids are small (as Go's, 1..n),
- * otherwise a hash map. */
+/* Profile id -> index: nothing when the ids are 1..n and the index is the
+ * position (as Go writes them), an array when the ids are small, otherwise a hash
+ * map. */
 struct idmap {
 	uint32_t *dense; /* index + 1, 0: absent */
 	uint64_t n;
+	int ident; /* id i is index i - 1, for i in 1..n */
 	struct pd_u64map sparse;
 };
 
-static int idmap_init(struct idmap *m, uint64_t max_id, size_t count)
+/* ident: the ids are 1..count and the caller puts each at its position. */
+static int idmap_init(struct idmap *m, uint64_t max_id, size_t count, int ident)
 {
 	memset(m, 0, sizeof(*m));
 	pd_u64map_init(&m->sparse);
+	if (ident) {
+		m->ident = 1;
+		m->n = count;
+		return 0;
+	}
 	if (max_id <= 4 * (uint64_t)count + 64) {
 		m->n = max_id + 1;
 		return (m->dense = calloc(m->n, sizeof(*m->dense))) ? 0 : -1;
@@ -347,6 +355,8 @@ static void idmap_fini(struct idmap *m)
 
 static int idmap_put(struct idmap *m, uint64_t id, uint32_t v)
 {
+	if (m->ident)
+		return 0;
 	if (m->dense) {
 		m->dense[id] = v + 1; /* ids are below n: checked by the caller's max */
 		return 0;
@@ -356,6 +366,12 @@ static int idmap_put(struct idmap *m, uint64_t id, uint32_t v)
 
 static int idmap_get(const struct idmap *m, uint64_t id, uint32_t *v)
 {
+	if (m->ident) {
+		if (id - 1 >= m->n) /* id 0 wraps */
+			return 0;
+		*v = (uint32_t)(id - 1);
+		return 1;
+	}
 	if (m->dense) {
 		if (id >= m->n || !m->dense[id])
 			return 0;
@@ -369,7 +385,8 @@ struct enc {
 	struct v2_tables *t;
 	const struct pd_pprof_parts *pp;
 	int64_t *str; /* profile string index -> chunk string index, -1 until interned */
-	struct idmap map_of, fn_of, loc_of; /* profile id -> table index */
+	struct idmap map_of; /* profile mapping id -> table index */
+	struct idmap fn_of, loc_of; /* profile id -> position in the profile's list */
 	uint8_t *map_used, *fn_used, *loc_used; /* per table entry: used by this profile */
 };
 
@@ -407,7 +424,7 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 	if (t->nstr == 0 && v2_intern_str(t, "", 0) != 0)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	struct enc e = {.t = t, .pp = &pp};
-	uint32_t *map_idx = NULL, *fn_idx = NULL, *loc_idx = NULL, *stacks = NULL, *order = NULL;
+	uint32_t *map_idx = NULL, *fn_idx = NULL, *loc_idx = NULL, *stacks = NULL;
 	uint64_t *map_id = NULL;
 	int64_t *vals = NULL;
 	int rc = PD_ENOMEM;
@@ -418,9 +435,17 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 		mx[1] = pp.function[i].id > mx[1] ? pp.function[i].id : mx[1];
 	for (size_t i = 0; i < pp.nlocation; i++)
 		mx[2] = pp.location[i].id > mx[2] ? pp.location[i].id : mx[2];
-	int ie = idmap_init(&e.map_of, mx[0], pp.nmapping);
-	ie |= idmap_init(&e.fn_of, mx[1], pp.nfunction);
-	ie |= idmap_init(&e.loc_of, mx[2], pp.nlocation);
+	int map_seq = 1, loc_seq = 1, fn_seq = 1;
+	for (size_t i = 0; i < pp.nmapping && map_seq; i++)
+		map_seq = pp.mapping[i].id == i + 1;
+	for (size_t i = 0; i < pp.nlocation && loc_seq; i++)
+		loc_seq = pp.location[i].id == i + 1;
+	for (size_t i = 0; i < pp.nfunction && fn_seq; i++)
+		fn_seq = pp.function[i].id == i + 1;
+	/* map_of holds table indices, the other two positions */
+	int ie = idmap_init(&e.map_of, mx[0], pp.nmapping, 0);
+	ie |= idmap_init(&e.fn_of, mx[1], pp.nfunction, fn_seq);
+	ie |= idmap_init(&e.loc_of, mx[2], pp.nlocation, loc_seq);
 	/* the tables grow by at most the profile's entries */
 	e.map_used = calloc(t->nmap + pp.nmapping + 1, 1);
 	e.fn_used = calloc(t->nfn + pp.nfunction + 1, 1);
@@ -430,10 +455,9 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 	map_id = malloc((pp.nmapping + 1) * sizeof(*map_id));
 	fn_idx = malloc((pp.nfunction + 1) * sizeof(*fn_idx));
 	loc_idx = malloc((pp.nlocation + 1) * sizeof(*loc_idx));
-	order = malloc((pp.nlocation + pp.nfunction + 1) * sizeof(*order));
 	stacks = malloc((pp.nsample + 1) * sizeof(*stacks));
 	vals = malloc((pp.nsample * pp.nsample_type + 1) * sizeof(*vals));
-	if (ie || !e.str || !map_idx || !map_id || !fn_idx || !loc_idx || !order || !stacks || !vals ||
+	if (ie || !e.str || !map_idx || !map_id || !fn_idx || !loc_idx || !stacks || !vals ||
 	    !e.map_used || !e.fn_used || !e.loc_used)
 		goto out;
 	for (size_t i = 0; i < pp.nstrings; i++)
@@ -464,7 +488,7 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 			goto out;
 		struct v2_function vf = {(uint32_t)a, (uint32_t)b, (uint32_t)c, f->start_line};
 		int64_t ix = mark_used(e.fn_used, v2_intern_fn(t, &vf, e.fn_used));
-		if (ix < 0 || idmap_put(&e.fn_of, f->id, (uint32_t)ix))
+		if (ix < 0 || idmap_put(&e.fn_of, f->id, (uint32_t)i))
 			goto out;
 		fn_idx[i] = (uint32_t)ix;
 	}
@@ -490,11 +514,11 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 		for (size_t k = 0; k < l->nline; k++) {
 			if (!idmap_get(&e.fn_of, l->line[k].function_id, &v))
 				goto bad_ref;
-			lines[k] = (struct v2_line){v, l->line[k].line, l->line[k].column};
+			lines[k] = (struct v2_line){fn_idx[v], l->line[k].line, l->line[k].column};
 		}
 		struct v2_location vl = {l->address, mi, 0, (uint32_t)l->nline, l->is_folded ? 1 : 0};
 		int64_t ix = mark_used(e.loc_used, v2_intern_loc(t, &vl, lines, e.loc_used));
-		if (ix < 0 || idmap_put(&e.loc_of, l->id, (uint32_t)ix))
+		if (ix < 0 || idmap_put(&e.loc_of, l->id, (uint32_t)i))
 			goto out_lines;
 		loc_idx[i] = (uint32_t)ix;
 	}
@@ -510,7 +534,7 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 		for (size_t k = s->nlocation; k-- > 0;) {
 			if (!idmap_get(&e.loc_of, s->location_id[k], &v))
 				goto bad_ref;
-			int64_t nd = v2_intern_node(t, parent, v);
+			int64_t nd = v2_intern_node(t, parent, loc_idx[v]);
 			if (nd < 0)
 				goto out;
 			parent = (uint32_t)nd + 1;
@@ -526,55 +550,40 @@ int v2_record_encode_parts(struct v2_tables *t, struct v2_prev *prev,
 	unsigned flags = pp.has_period_type ? F_PERIOD_TYPE : 0;
 	if (has_labels)
 		flags |= F_LABELS;
+	/* The lists follow from the samples when their first uses, in order, are
+	 * positions 0, 1, 2, ... of the lists: a position below the count so far has
+	 * been seen, since the ones before were exactly 0 .. count - 1 */
 	size_t n = 0;
-	{
-		uint8_t *seen = calloc(t->nloc + t->nfn + 1, 1);
-		if (!seen)
-			goto out;
-		int ok = 1;
-		for (size_t i = 0; i < pp.nsample && ok; i++)
-			for (size_t k = 0; k < pp.sample[i].nlocation && ok; k++) {
-				uint32_t v = 0;
-				idmap_get(&e.loc_of, pp.sample[i].location_id[k], &v);
-				if (seen[v])
-					continue;
-				seen[v] = 1;
-				ok = n < pp.nlocation && loc_idx[n] == v;
-				n++;
-			}
-		if (ok && n == pp.nlocation)
-			flags |= F_LOC_DERIVED;
-		n = 0;
-		ok = 1;
-		uint8_t *fseen = seen + t->nloc;
-		for (size_t i = 0; i < pp.nlocation && ok; i++)
-			for (size_t k = 0; k < pp.location[i].nline && ok; k++) {
-				uint32_t v = 0;
-				idmap_get(&e.fn_of, pp.location[i].line[k].function_id, &v);
-				if (fseen[v])
-					continue;
-				fseen[v] = 1;
-				ok = n < pp.nfunction && fn_idx[n] == v;
-				n++;
-			}
-		free(seen);
-		if (ok && n == pp.nfunction)
-			flags |= F_FN_DERIVED;
-	}
-	int seq = 1;
-	for (size_t i = 0; i < pp.nmapping && seq; i++)
-		seq = pp.mapping[i].id == i + 1;
-	if (seq)
+	int ok = 1;
+	for (size_t i = 0; i < pp.nsample && ok; i++)
+		for (size_t k = 0; k < pp.sample[i].nlocation && ok; k++) {
+			uint32_t v = 0;
+			idmap_get(&e.loc_of, pp.sample[i].location_id[k], &v);
+			if (v < n)
+				continue;
+			ok = v == n;
+			n++;
+		}
+	if (ok && n == pp.nlocation)
+		flags |= F_LOC_DERIVED;
+	n = 0;
+	ok = 1;
+	for (size_t i = 0; i < pp.nlocation && ok; i++)
+		for (size_t k = 0; k < pp.location[i].nline && ok; k++) {
+			uint32_t v = 0;
+			idmap_get(&e.fn_of, pp.location[i].line[k].function_id, &v);
+			if (v < n)
+				continue;
+			ok = v == n;
+			n++;
+		}
+	if (ok && n == pp.nfunction)
+		flags |= F_FN_DERIVED;
+	if (map_seq)
 		flags |= F_MAP_SEQ;
-	seq = 1;
-	for (size_t i = 0; i < pp.nlocation && seq; i++)
-		seq = pp.location[i].id == i + 1;
-	if (seq)
+	if (loc_seq)
 		flags |= F_LOC_SEQ;
-	seq = 1;
-	for (size_t i = 0; i < pp.nfunction && seq; i++)
-		seq = pp.function[i].id == i + 1;
-	if (seq)
+	if (fn_seq)
 		flags |= F_FN_SEQ;
 	/* the mappings as the previous profile's, unless the record a repeat would
 	 * stand for lists them: a profile equal to its group's first (which always
@@ -750,7 +759,6 @@ done:
 	free(map_id);
 	free(fn_idx);
 	free(loc_idx);
-	free(order);
 	free(stacks);
 	free(vals);
 	idmap_fini(&e.map_of);
