@@ -82,7 +82,8 @@ void pd_buf_fini(struct pd_buf *b);
 int pd_buf_reserve(struct pd_buf *b, size_t n);
 int pd_buf_append(struct pd_buf *b, const void *p, size_t n);
 int pd_buf_printf(struct pd_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends s as a JSON string literal, quotes included, escaping as RFC 8259 asks. */
+/* Appends s as a JSON string literal, quotes included, escaping as RFC 8259 asks;
+ * each byte of s that starts no valid UTF-8 sequence becomes U+FFFD. */
 int pd_buf_json_string(struct pd_buf *b, const char *s);
 /* Hands the bytes to the caller (free() them) and leaves the buffer empty. */
 uint8_t *pd_buf_steal(struct pd_buf *b, size_t *len);

@@ -281,8 +281,6 @@ void jdbl(struct api_resp *w, double v);
 /* Label sets as JSON objects: {"__name__":"heap","job":"api"}. */
 void jlabels_tsdb(struct api_resp *w, const struct pd_tsdb_label *ls, size_t n);
 void jlabels(struct api_resp *w, const struct pd_labels *ls);
-/* As jstr into any buffer; returns pd_buf's code. */
-int api_json_string(struct pd_buf *b, const char *s);
 
 /* ---- errors and warnings (json.c) ------------------------------------------ */
 

@@ -1,5 +1,5 @@
 /* json.c: writing the API's JSON: strings (always through pd_buf_json_string,
- * after replacing bytes that are not UTF-8), numbers, label sets, and the
+ * which replaces bytes that are not UTF-8), numbers, label sets, and the
  * error and warning parts of Prometheus's response envelope. Writers keep a
  * sticky error in the response, so a handler checks once at the end. */
 #include <math.h>
@@ -49,70 +49,10 @@ void jprintf(struct api_resp *w, const char *fmt, ...)
 	free(big);
 }
 
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not one. */
-static size_t utf8_seq(const unsigned char *p)
-{
-	unsigned c = p[0];
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		return (p[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-		if (p[1] < lo || p[1] > hi || (p[2] & 0xc0) != 0x80)
-			return 0;
-		return 3;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-		if (p[1] < lo || p[1] > hi || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80)
-			return 0;
-		return 4;
-	}
-	return 0;
-}
-
-int api_json_string(struct pd_buf *b, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t bad = 0, len = 0;
-	while (p[len]) {
-		size_t k = utf8_seq(p + len);
-		if (!k) {
-			bad++;
-			k = 1;
-		}
-		len += k;
-	}
-	if (!bad)
-		return pd_buf_json_string(b, s);
-	/* each bad byte becomes the 3 bytes of U+FFFD */
-	char *fixed = malloc(len + 2 * bad + 1);
-	if (!fixed)
-		return PD_ENOMEM;
-	size_t o = 0;
-	for (size_t i = 0; i < len;) {
-		size_t k = utf8_seq(p + i);
-		if (!k) {
-			memcpy(fixed + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-			continue;
-		}
-		memcpy(fixed + o, p + i, k);
-		o += k;
-		i += k;
-	}
-	fixed[o] = '\0';
-	int rc = pd_buf_json_string(b, fixed);
-	free(fixed);
-	return rc;
-}
-
 void jstr(struct api_resp *w, const char *s)
 {
 	if (!w->berr)
-		w->berr = api_json_string(&w->body, s ? s : "");
+		w->berr = pd_buf_json_string(&w->body, s ? s : "");
 }
 
 void ji64(struct api_resp *w, int64_t v)

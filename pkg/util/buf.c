@@ -1,4 +1,6 @@
-/* buf.c: a growable byte buffer with a hard maximum, and JSON string escaping. */
+/* buf.c: a growable byte buffer with a hard maximum, and JSON string escaping
+ * (invalid UTF-8 replaced, so that every JSON profd writes is UTF-8, as RFC 8259
+ * asks; profiles' strings are outside bytes). */
 #include "profd/util.h"
 
 #include <stdio.h>
@@ -72,6 +74,29 @@ int pd_buf_printf(struct pd_buf *b, const char *fmt, ...)
 	return 0;
 }
 
+/* Length of the valid UTF-8 sequence at p (2-4; p[0] >= 0x80), or 0 when it is
+ * not one (an overlong form, a surrogate, past U+10FFFF, or cut short: the NUL
+ * that ends the string is no continuation byte, so nothing past it is read). */
+static size_t utf8_seq(const unsigned char *p)
+{
+	unsigned c = p[0];
+	if (c >= 0xc2 && c <= 0xdf)
+		return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+		if (p[1] < lo || p[1] > hi || (p[2] & 0xc0) != 0x80)
+			return 0;
+		return 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+		if (p[1] < lo || p[1] > hi || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80)
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
 int pd_buf_json_string(struct pd_buf *b, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -79,12 +104,29 @@ int pd_buf_json_string(struct pd_buf *b, const char *s)
 	const unsigned char *p = (const unsigned char *)s;
 	while (rc == 0 && *p) {
 		const unsigned char *run = p;
-		while (*p >= 0x20 && *p != '"' && *p != '\\')
-			p++;
+		for (;;) {
+			if (*p >= 0x80) {
+				size_t k = utf8_seq(p);
+				if (!k)
+					break;
+				p += k;
+			} else if (*p >= 0x20 && *p != '"' && *p != '\\') {
+				p++;
+			} else {
+				break;
+			}
+		}
 		if (p > run && (rc = pd_buf_append(b, run, (size_t)(p - run))))
 			break;
 		if (!*p)
 			break;
+		if (*p >= 0x80) {
+			/* a byte that starts no UTF-8 sequence: U+FFFD, as Go's
+			 * encoding/json writes it */
+			rc = pd_buf_append(b, "\xef\xbf\xbd", 3);
+			p++;
+			continue;
+		}
 		char esc[6] = {'\\', 0, 0, 0, 0, 0};
 		size_t n = 2;
 		switch (*p) {

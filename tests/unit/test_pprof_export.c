@@ -167,6 +167,17 @@ static void test_speedscope(void **state)
 	assert_non_null(strstr(got, "\"activeProfileIndex\":0,"));
 	free(got);
 	speedscope(p, 5, 1, PD_EINVAL, "sample index 5 out of range");
+	{
+		/* a name that is not UTF-8 is written with U+FFFD for its bad bytes: the
+		 * file stays UTF-8, as JSON must be */
+		struct pd_buf b;
+		struct pd_err err = {0};
+		pd_buf_init(&b, 0);
+		assert_int_equal(pd_pprof_speedscope(p, 0, 0, "\xff\xc3(.pb.gz", &b, &err), 0);
+		assert_int_equal(pd_buf_append(&b, "", 1), 0);
+		assert_non_null(strstr((char *)b.data, "\"name\":\"\xef\xbf\xbd\xef\xbf\xbd(.pb.gz\""));
+		pd_buf_fini(&b);
+	}
 	pd_pprof_destroy(p);
 
 	p = build(1);

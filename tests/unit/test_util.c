@@ -157,6 +157,33 @@ static void test_json_string(void **state)
 	pd_buf_fini(&b);
 }
 
+/* Bytes that start no UTF-8 sequence become U+FFFD, one each, as Go's
+ * encoding/json writes them; valid sequences of every length pass as they are. */
+static void test_json_string_utf8(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+	    {"\xff", "\"\xef\xbf\xbd\""},
+	    {"a\xc3", "\"a\xef\xbf\xbd\""},                   /* cut short at the end */
+	    {"\xe2\x82", "\"\xef\xbf\xbd\xef\xbf\xbd\""},       /* cut short, 3 bytes */
+	    {"\xc0\x80x", "\"\xef\xbf\xbd\xef\xbf\xbdx\""},     /* overlong NUL */
+	    {"\xed\xa0\x80", "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""}, /* a surrogate */
+	    {"\xf4\x90\x80\x80", "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""}, /* > U+10FFFF */
+	    {"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xef\xbf\xbd", "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xef\xbf\xbd\""},
+	    {"\x80\"\xbf\n", "\"\xef\xbf\xbd\\\"\xef\xbf\xbd\\n\""}, /* stray continuations among escapes */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		struct pd_buf b;
+		pd_buf_init(&b, 0);
+		assert_int_equal(pd_buf_json_string(&b, cases[i].in), 0);
+		assert_int_equal(pd_buf_append(&b, "", 1), 0);
+		assert_string_equal((char *)b.data, cases[i].want);
+		pd_buf_fini(&b);
+	}
+}
+
 static void test_gzip_roundtrip(void **state)
 {
 	size_t n = 1 << 20;
@@ -399,6 +426,7 @@ int main(void)
 	    cmocka_unit_test(test_arena),
 	    cmocka_unit_test(test_buf),
 	    cmocka_unit_test(test_json_string),
+	    cmocka_unit_test(test_json_string_utf8),
 	    cmocka_unit_test(test_gzip_roundtrip),
 	    cmocka_unit_test(test_gzip_bomb),
 	    cmocka_unit_test(test_file),
