@@ -88,6 +88,19 @@ int pd_buf_json_string(struct pd_buf *b, const char *s);
 /* Hands the bytes to the caller (free() them) and leaves the buffer empty. */
 uint8_t *pd_buf_steal(struct pd_buf *b, size_t *len);
 
+/* ---- base64 --------------------------------------------------------------- */
+
+/* Padding required, no white space, and the bits padding drops must be zero, as
+ * Go's base64.StdEncoding.Strict() decodes (HTTP Basic credentials). */
+#define PD_BASE64_STRICT 1u
+/* Decodes standard base64 s[0..n) into out (cap bytes; n / 4 * 3 + 3 always
+ * suffice) and sets *outlen. flags: PD_BASE64_STRICT, or 0 for white space
+ * skipped and padding optional (kubeconfig's *-data fields). Returns 0,
+ * PD_EINVAL when s is not base64 in that form, PD_ETOOBIG when the bytes pass
+ * cap. */
+int pd_base64_decode(const char *s, size_t n, unsigned flags, uint8_t *out, size_t cap,
+		     size_t *outlen);
+
 /* ---- gzip ----------------------------------------------------------------- */
 
 /* True when buf starts with the gzip magic bytes 1f 8b. */

@@ -211,53 +211,21 @@ int pd_k8s_own_namespace(const char *sa_dir, char **out, struct pd_err *err)
 
 /* ---- kubeconfig ------------------------------------------------------------------ */
 
-/* Decodes standard base64 (padding optional, white space skipped); -1 when
- * malformed. */
+/* Decodes kubeconfig's base64 (padding optional, white space skipped) into out;
+ * -1 when malformed. */
 static int b64_decode(const char *s, size_t n, struct pd_k8s_blob *out)
 {
-	uint8_t *d = malloc(n / 4 * 3 + 4);
-	uint32_t acc = 0;
-	size_t len = 0;
-	int bits = 0, pad = 0;
+	size_t cap = n / 4 * 3 + 3, len;
+	uint8_t *d = malloc(cap + 1);
 	if (!d)
 		return PD_ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		int c = (unsigned char)s[i], v;
-		if (isspace(c))
-			continue;
-		if (c == '=') {
-			pad++;
-			continue;
-		}
-		if (pad)
-			goto bad;
-		if (c >= 'A' && c <= 'Z')
-			v = c - 'A';
-		else if (c >= 'a' && c <= 'z')
-			v = c - 'a' + 26;
-		else if (c >= '0' && c <= '9')
-			v = c - '0' + 52;
-		else if (c == '+')
-			v = 62;
-		else if (c == '/')
-			v = 63;
-		else
-			goto bad;
-		acc = (acc << 6) | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			d[len++] = (uint8_t)(acc >> bits);
-		}
+	if (pd_base64_decode(s, n, 0, d, cap, &len)) {
+		free(d);
+		return -1;
 	}
-	if (pad > 2 || bits >= 6)
-		goto bad;
 	out->data = d;
 	out->len = len;
 	return 0;
-bad:
-	free(d);
-	return -1;
 }
 
 /* The map entry named key of a list of {name: ..., <field>: {...}} (kubeconfig's

@@ -184,6 +184,61 @@ static void test_json_string_utf8(void **state)
 	}
 }
 
+/* Both forms of pd_base64_decode: strict (Go's StdEncoding.Strict(), Basic
+ * credentials) and lenient (kubeconfig: wrapped, unpadded). */
+static void test_base64(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in;
+		unsigned flags;
+		int rc;
+		const char *want;
+	} cases[] = {
+	    {"", PD_BASE64_STRICT, 0, ""},
+	    {"QQ==", PD_BASE64_STRICT, 0, "A"},
+	    {"QUI=", PD_BASE64_STRICT, 0, "AB"},
+	    {"QUJD", PD_BASE64_STRICT, 0, "ABC"},
+	    {"dXNlcjpwYXNz", PD_BASE64_STRICT, 0, "user:pass"},
+	    {"+/+/", PD_BASE64_STRICT, 0, "\xfb\xff\xbf"},
+	    {"QQ", PD_BASE64_STRICT, PD_EINVAL, NULL},       /* padding missing */
+	    {"QQ=", PD_BASE64_STRICT, PD_EINVAL, NULL},      /* half the padding */
+	    {"QUI==", PD_BASE64_STRICT, PD_EINVAL, NULL},    /* too much padding */
+	    {"QR==", PD_BASE64_STRICT, PD_EINVAL, NULL},     /* dropped bits not zero */
+	    {"QUJ=", PD_BASE64_STRICT, PD_EINVAL, NULL},     /* dropped bits not zero */
+	    {"QQ==QQ==", PD_BASE64_STRICT, PD_EINVAL, NULL}, /* data after padding */
+	    {"QU JD", PD_BASE64_STRICT, PD_EINVAL, NULL},    /* white space */
+	    {"QUJ*", PD_BASE64_STRICT, PD_EINVAL, NULL},     /* not the alphabet */
+	    {"Q===", PD_BASE64_STRICT, PD_EINVAL, NULL},
+	    {"QQ", 0, 0, "A"},
+	    {"QUI", 0, 0, "AB"},
+	    {"QU\nJD\r\n QQ==\n", 0, 0, "ABCA"},
+	    {"QR==", 0, 0, "A"}, /* the dropped bits are not looked at */
+	    {"Q", 0, PD_EINVAL, NULL},
+	    {"QUJDQ", 0, PD_EINVAL, NULL},
+	    {"QQ===", 0, PD_EINVAL, NULL},
+	    {"QQ=A", 0, PD_EINVAL, NULL},
+	    {"QU-D", 0, PD_EINVAL, NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		uint8_t out[16];
+		size_t n = 99;
+		const char *in = cases[i].in;
+		int rc = pd_base64_decode(in, strlen(in), cases[i].flags, out, sizeof(out), &n);
+		assert_int_equal(rc, cases[i].rc);
+		if (rc == 0) {
+			assert_int_equal(n, strlen(cases[i].want));
+			assert_memory_equal(out, cases[i].want, n);
+		}
+	}
+	/* the room the caller gives is kept to */
+	uint8_t small[2];
+	size_t n;
+	assert_int_equal(pd_base64_decode("QUJD", 4, PD_BASE64_STRICT, small, 2, &n), PD_ETOOBIG);
+	assert_int_equal(pd_base64_decode("QUI=", 4, PD_BASE64_STRICT, small, 2, &n), 0);
+	assert_int_equal(n, 2);
+}
+
 static void test_gzip_roundtrip(void **state)
 {
 	size_t n = 1 << 20;
@@ -427,6 +482,7 @@ int main(void)
 	    cmocka_unit_test(test_buf),
 	    cmocka_unit_test(test_json_string),
 	    cmocka_unit_test(test_json_string_utf8),
+	    cmocka_unit_test(test_base64),
 	    cmocka_unit_test(test_gzip_roundtrip),
 	    cmocka_unit_test(test_gzip_bomb),
 	    cmocka_unit_test(test_file),
