@@ -57,7 +57,7 @@ wait_file() {
 }
 
 g=$data/profiles/goapp
-timeout -k 10 "$limit" "$serve" "$tmp/addr" "$tmp/served" \
+timeout --foreground -k 10 "$limit" "$serve" "$tmp/addr" "$tmp/served" \
 	"/debug/pprof/heap=$g/heap.pb.gz,$g/heap-2.pb.gz,$g/heap-3.pb.gz" &
 pids+=($!)
 wait_file "$tmp/addr" || fail "serve_profiles did not start"
@@ -87,7 +87,7 @@ scrape_configs:
 EOC
 uidir=()
 [ -n "${PD_BROWSER_UI_DIR:-}" ] && uidir=(--web.ui-dir="$PD_BROWSER_UI_DIR")
-timeout -k 10 "$limit" "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
+timeout --foreground -k 10 "$limit" "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
 	--web.listen-address=127.0.0.1:0 --web.external-url="$proxy/profd/" "${uidir[@]}" 2>"$tmp/profd.log" &
 pids+=($!)
 port=

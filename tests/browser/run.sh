@@ -76,7 +76,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 # the target: heap rotates through three captures of a growing leak (so two marks
 # differ and a diff shows the growth), goroutine is one fixed file
 g=$data/profiles/goapp
-timeout -k 10 "$limit" "$serve" "$tmp/addr" "$tmp/served" "/debug/pprof/heap=$g/heap.pb.gz,$g/heap-2.pb.gz,$g/heap-3.pb.gz" \
+timeout --foreground -k 10 "$limit" "$serve" "$tmp/addr" "$tmp/served" "/debug/pprof/heap=$g/heap.pb.gz,$g/heap-2.pb.gz,$g/heap-3.pb.gz" \
 	"/debug/pprof/goroutine=$g/goroutine.pb.gz" &
 pids+=($!)
 deadline=$((SECONDS + 60))
@@ -114,7 +114,7 @@ if [ "$clickhouse" = 1 ]; then
 	ch_start "$tmp/ch" "$limit" || fail "clickhouse-server did not start"
 	storage=(--storage.clickhouse.url="$CH_URL")
 fi
-timeout -k 10 "$limit" "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
+timeout --foreground -k 10 "$limit" "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
 	--web.listen-address=127.0.0.1:0 "${uidir[@]}" "${storage[@]}" 2>"$tmp/profd.log" &
 pids+=($!)
 port=

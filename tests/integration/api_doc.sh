@@ -58,7 +58,7 @@ pids+=($!)
 wait_for 60 "the profile server did not start" test -s "$tmp/addr"
 demo=$(cat "$tmp/addr")
 printf 'global:\n  scrape_interval: 1s\n' >"$tmp/profd.yml"
-timeout 300 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
+timeout --foreground 300 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
 	--web.listen-address=127.0.0.1:0 --web.enable-admin-api --web.enable-lifecycle \
 	2>"$tmp/profd.log" &
 pids+=($!)

@@ -27,7 +27,7 @@ ulimit -n $((want + 200))
 printf 'global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n' >"$tmp/profd.yml"
 # descriptors 3.. up to past 1024, left open for profd to inherit
 for _ in $(seq $want); do exec {fd}</dev/null; done
-timeout 120 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
+timeout --foreground 120 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
 	--web.listen-address=127.0.0.1:0 2>"$log" &
 profd_pid=$!
 port=""

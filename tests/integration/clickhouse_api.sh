@@ -103,7 +103,7 @@ serve() { # name, storage directory, extra flags...
 	local name=$1 dir=$2
 	shift 2
 	mkdir -p "$dir"
-	timeout 1500 "$profd" run --config.file="$tmp/empty.yml" --storage.tsdb.path="$dir" \
+	timeout --foreground 1500 "$profd" run --config.file="$tmp/empty.yml" --storage.tsdb.path="$dir" \
 		--web.listen-address=127.0.0.1:0 --web.enable-admin-api "$@" 2>"$tmp/$name.log" &
 	pids+=($!)
 	listening() { sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/$name.log" 2>/dev/null | grep -q .; }

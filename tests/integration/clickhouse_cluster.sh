@@ -65,7 +65,7 @@ fi
 # profd run refuses to start the same way, naming the node, before scraping
 printf 'scrape_configs: []\n' >"$tmp/empty.yml"
 check
-if timeout 120 "$profd" run --config.file="$tmp/empty.yml" --storage.tsdb.path="$tmp/p" \
+if timeout --foreground 120 "$profd" run --config.file="$tmp/empty.yml" --storage.tsdb.path="$tmp/p" \
 	--web.listen-address=127.0.0.1:0 --storage.clickhouse.url="$A" \
 	--storage.clickhouse.cluster=profd_test >"$tmp/profd.log" 2>&1; then
 	failed "profd started with node B not given"

@@ -68,7 +68,7 @@ start() {
 	log=$tmp/$1.log
 	local store=$2 url=$3
 	shift 3
-	timeout -k 5 600 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$store" \
+	timeout --foreground -k 5 600 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$store" \
 		--web.listen-address=127.0.0.1:0 --storage.clickhouse.url="$url" "$@" 2>"$log" &
 	profd_pid=$!
 	pids+=("$profd_pid")
@@ -131,7 +131,7 @@ ch_url=$CH_URL
 # ---- 1. a refusal stops start-up ---------------------------------------------------
 printf 'profd\nnot-the-password\n' >"$tmp/wrong"
 log=$tmp/refused.log
-if timeout 60 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/refused" \
+if timeout --foreground 60 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/refused" \
 	--web.listen-address=127.0.0.1:0 --storage.clickhouse.url="$ch_url" \
 	--storage.clickhouse.credentials-file="$tmp/wrong" 2>"$log"; then
 	fail "profd started with a password ClickHouse refuses"

@@ -99,7 +99,7 @@ done
 cp "$ex/query.yml" "$tmp/query.yml"
 
 start_profd() { # NAME CONFIG OWN_NODE OTHER_NODE
-	timeout 600 "$profd" run --config.file="$tmp/$2" --web.listen-address=127.0.0.1:0 \
+	timeout --foreground 600 "$profd" run --config.file="$tmp/$2" --web.listen-address=127.0.0.1:0 \
 		--storage.tsdb.path="$tmp/data-$1" --storage.clickhouse.url="$3" \
 		--storage.clickhouse.cluster=profd_cluster --storage.clickhouse.cluster-nodes="$4" \
 		2>"$tmp/profd-$1.log" &

@@ -34,7 +34,7 @@ wait_for() {
 start() {
 	log=$tmp/$1.log
 	printf 'global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n' >"$tmp/profd.yml"
-	timeout 120 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data-$1" \
+	timeout --foreground 120 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data-$1" \
 		--web.listen-address=127.0.0.1:0 --log.level=debug --log.format="$1" \
 		--web.enable-lifecycle 2>"$log" &
 	profd_pid=$!

@@ -40,7 +40,7 @@ start() {
 	local name=$1 bin=$2 port=""
 	shift 2
 	printf 'global:\n  scrape_interval: 2s\n  scrape_timeout: 1500ms\n' >"$tmp/$name.yml"
-	timeout 180 "$bin" run --config.file="$tmp/$name.yml" --storage.tsdb.path="$tmp/$name-data" \
+	timeout --foreground 180 "$bin" run --config.file="$tmp/$name.yml" --storage.tsdb.path="$tmp/$name-data" \
 		--web.listen-address=127.0.0.1:0 "$@" 2>"$tmp/$name.log" &
 	pids+=($!)
 	for _ in $(seq 100); do
