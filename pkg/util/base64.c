@@ -4,6 +4,8 @@
  * may be wrapped and unpadded. Hand-written rather than OpenSSL's EVP_DecodeBlock,
  * which skips white space in every case, cannot do without padding, and returns
  * the padding's zero bytes as data. */
+#include <ctype.h>
+
 #include "profd/util.h"
 
 static int b64_value(unsigned char c)
@@ -21,11 +23,6 @@ static int b64_value(unsigned char c)
 	return -1;
 }
 
-static int b64_space(unsigned char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
 int pd_base64_decode(const char *s, size_t n, unsigned flags, uint8_t *out, size_t cap,
 		     size_t *outlen)
 {
@@ -35,7 +32,7 @@ int pd_base64_decode(const char *s, size_t n, unsigned flags, uint8_t *out, size
 	size_t len = 0, data = 0, pad = 0;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		if (b64_space(c)) {
+		if (isspace(c)) { /* the C locale's: profd sets no other */
 			if (strict)
 				return PD_EINVAL;
 			continue;
