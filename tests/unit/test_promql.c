@@ -771,6 +771,34 @@ static int stop_now(void *ctx)
 	return ++*calls > 3;
 }
 
+struct hook {
+	int calls, stop_after; /* stop_after 0: never stop */
+};
+
+static int count_calls(void *ctx)
+{
+	struct hook *h = ctx;
+	return ++h->calls > h->stop_after && h->stop_after;
+}
+
+/* An instant query is one step, but the timeout hook is asked at every node that
+ * works on vectors, so a long query stops within the step. */
+static void test_timeout_within_step(void **state)
+{
+	add("d", 10, 3);
+	char *q = repeat("sum(d)", " + sum(d)", 99, ""); /* 100 selectors, 100 sums, 99 + */
+	struct hook h = {0, 0};
+	struct pd_promql_opts o = {.interrupted = count_calls, .interrupted_ctx = &h};
+	assert_non_null(strstr(instant_opts(q, 10000, &o), "\"value\":[10,\"300\"]"));
+	/* once per series read (100), once before the step, once per vector node */
+	assert_int_equal(h.calls, 100 + 1 + 299);
+	h = (struct hook){0, 100 + 1 + 150};
+	assert_string_equal(instant_opts(q, 10000, &o),
+	                    "timeout: query timed out in expression evaluation");
+	assert_int_equal(h.calls, 100 + 1 + 151);
+	free(q);
+}
+
 static void test_limits(void **state)
 {
 	for (int i = 0; i < 20; i++)
@@ -846,6 +874,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_operators, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_range_query, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_timeout_within_step, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_json_values, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
