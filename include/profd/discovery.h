@@ -196,6 +196,16 @@ void pd_target_group_free(struct pd_target_group *g, size_t n);
 int pd_discovery_parse_groups(const char *text, size_t len, int yaml, const char *source_prefix,
                               struct pd_target_group **out, size_t *n, struct pd_err *err);
 
+/* Reads the first document of the YAML text (len bytes) with libyaml's event parser
+ * and fails when its collections nest more than max_depth deep. libyaml's document
+ * loader takes time quadratic in the nesting of flow collections (`[[[[...`: 80 KB
+ * of them take seconds), so a YAML document is checked with this before it is
+ * loaded. PD_EINVAL with the 1-based *line and *col of the collection that passes
+ * the limit; 0 otherwise, a syntax error included (the loader then reports it in
+ * its words). */
+int pd_discovery_yaml_nesting(const char *text, size_t len, size_t max_depth, size_t *line,
+                              size_t *col);
+
 /* Builds the target group of one dns_sd name from a DNS response (msg, len bytes,
  * as the resolver received it), as Prometheus builds it: source and
  * __meta_dns_name are name; each SRV record gives __address__ = target:port (the

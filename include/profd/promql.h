@@ -31,7 +31,8 @@
 struct pd_promql_opts {
 	int64_t lookback_ms; /* how far an instant selector looks back for a sample */
 	size_t max_samples;  /* samples a query may hold in memory at once */
-	size_t max_depth;    /* nesting depth of the parsed expression */
+	size_t max_depth;    /* height of the parsed tree: operators, calls and parentheses
+	                        each count a level; bounds every recursion over it */
 	size_t max_len;      /* bytes of the query text */
 	size_t max_points;   /* evaluation steps of a range query */
 	/* The timeout hook: called now and then during evaluation (at least once per

@@ -18,6 +18,8 @@
 #define CFG_NODE_BUDGET 2000000
 /* Nesting of `<<` merge keys. */
 #define CFG_MAX_MERGE_DEPTH 32
+/* Nesting of collections in a document, checked before libyaml loads it. */
+#define CFG_MAX_NESTING 100
 
 struct cfg_ctx {
 	struct pd_config *cfg;

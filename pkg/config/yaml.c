@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profd/discovery.h"
 #include "profd/labels.h"
 
 /* ---- errors and warnings -------------------------------------------------- */
@@ -166,6 +167,12 @@ int cy_load(struct cfg_ctx *c, const char *text, size_t len, yaml_document_t *do
 	int rc = 0;
 
 	*root = NULL;
+	size_t line, col;
+	if (pd_discovery_yaml_nesting(text, len, CFG_MAX_NESTING, &line, &col)) {
+		yaml_mark_t m = {.line = line - 1, .column = col - 1};
+		return cy_err_mark(c, m, "yaml: collections nested more than %d levels deep",
+		                   CFG_MAX_NESTING);
+	}
 	if (!yaml_parser_initialize(&p))
 		return cy_nomem(c);
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);

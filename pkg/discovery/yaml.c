@@ -127,6 +127,45 @@ static int yaml_error(struct pd_sd_doc *doc, yaml_parser_t *p, struct pd_err *er
 	}
 }
 
+int pd_discovery_yaml_nesting(const char *text, size_t len, size_t max_depth, size_t *line,
+                              size_t *col)
+{
+	yaml_parser_t p;
+	yaml_event_t ev;
+	size_t depth = 0;
+	int rc = 0, done = 0;
+
+	if (!yaml_parser_initialize(&p))
+		return 0; /* the loader fails the same way, and says so */
+	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	while (!done && yaml_parser_parse(&p, &ev)) {
+		switch (ev.type) {
+		case YAML_SEQUENCE_START_EVENT:
+		case YAML_MAPPING_START_EVENT:
+			if (++depth > max_depth) {
+				*line = ev.start_mark.line + 1;
+				*col = ev.start_mark.column + 1;
+				rc = PD_EINVAL;
+				done = 1;
+			}
+			break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT:
+			depth--;
+			break;
+		case YAML_DOCUMENT_END_EVENT:
+		case YAML_STREAM_END_EVENT:
+			done = 1;
+			break;
+		default:
+			break;
+		}
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&p);
+	return rc;
+}
+
 int pd_sd_yaml_parse(struct pd_sd_doc *doc, struct pd_err *err)
 {
 	yaml_parser_t parser;
@@ -136,6 +175,11 @@ int pd_sd_yaml_parse(struct pd_sd_doc *doc, struct pd_err *err)
 	int rc = 0;
 
 	doc->root = NULL;
+	size_t line, col;
+	if (pd_discovery_yaml_nesting(doc->text, doc->len, PD_SD_MAX_DEPTH, &line, &col)) {
+		struct pd_sd_node at = {.pos = line, .col = (uint32_t)col};
+		return pd_sd_doc_err(doc, &at, 0, err, PD_EINVAL, "exceeded max depth");
+	}
 	if (!yaml_parser_initialize(&parser))
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	yaml_parser_set_input_string(&parser, (const unsigned char *)doc->text, doc->len);

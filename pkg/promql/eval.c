@@ -1068,6 +1068,12 @@ static int eval_node_in(struct eval *ev, const struct pd_pq_node *n, int64_t t,
 
 	memset(out, 0, sizeof *out);
 	out->type = n->type;
+	/* Nodes whose work grows with the data ask the timeout hook, so one step of a
+	 * query with thousands of them stops soon after the deadline; the others (numbers,
+	 * strings, parentheses, scalar arithmetic) cost a few instructions each. */
+	if (n->type != PD_PROMQL_SCALAR && n->kind != PQ_STR && n->kind != PQ_PAREN &&
+	    (rc = check_interrupt(ev)))
+		return rc;
 	switch (n->kind) {
 	case PQ_NUM:
 		out->num = n->num;

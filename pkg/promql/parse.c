@@ -647,7 +647,23 @@ static struct pd_pq_node *node_new(struct parser *p, enum pd_pq_kind k, size_t p
 	}
 	n->kind = k;
 	n->pos = pos;
+	n->height = 1;
 	return n;
+}
+
+/* Makes child's subtree part of parent's height, and fails (at pos) when that
+ * exceeds the nesting limit. Every node with children passes through here as they
+ * are attached, so no tree the parser returns is higher than max_depth, and every
+ * later walk over it (evaluation, formatting, freeing) recurses at most that deep,
+ * whatever shape the query has: `1+1+...` nests as deep as `(((...)))`. */
+static int add_height(struct parser *p, struct pd_pq_node *parent, const struct pd_pq_node *child,
+                      size_t pos)
+{
+	if (child->height + 1 > parent->height)
+		parent->height = child->height + 1;
+	if (parent->height > p->max_depth)
+		return perr(p, pos, "query is nested more than %zu levels deep", p->max_depth);
+	return 0;
 }
 
 static const char *type_doc(enum pd_promql_type t)
@@ -800,6 +816,8 @@ static struct pd_pq_node *parse_aggregation(struct parser *p, int op)
 		}
 		n->args = na;
 		na[n->nargs++] = a;
+		if (add_height(p, n, a, n->pos))
+			goto fail;
 		if (p->tok.type == T_COMMA) {
 			next(p);
 			if (p->tok.type == T_RPAREN) {
@@ -883,6 +901,8 @@ static struct pd_pq_node *parse_call(struct parser *p, const struct pd_pq_func *
 		}
 		n->args = na;
 		na[n->nargs++] = a;
+		if (add_height(p, n, a, n->pos))
+			goto fail;
 		if (p->tok.type == T_COMMA) {
 			next(p);
 			if (p->tok.type == T_RPAREN) {
@@ -1091,6 +1111,10 @@ static struct pd_pq_node *parse_primary(struct parser *p)
 		}
 		n->lhs = in;
 		n->type = in->type;
+		if (add_height(p, n, in, t.pos)) {
+			pd_pq_node_free(n);
+			return NULL;
+		}
 		return n;
 	}
 	case T_LBRACE:
@@ -1221,6 +1245,10 @@ static struct pd_pq_node *parse_unary(struct parser *p)
 		}
 		n->lhs = in;
 		n->type = in->type;
+		if (add_height(p, n, in, pos)) {
+			pd_pq_node_free(n);
+			return NULL;
+		}
 		return n;
 	}
 	return parse_postfix(p);
@@ -1290,6 +1318,8 @@ static struct pd_pq_node *parse_expr(struct parser *p, int minprec)
 		n->rhs = rhs;
 		n->pos = lhs->pos;
 		lhs = rhs = NULL;
+		if (add_height(p, n, n->lhs, oppos) || add_height(p, n, n->rhs, oppos))
+			goto fail;
 		/* types, as Prometheus's parser checks them */
 		enum pd_promql_type lt = n->lhs->type, rt = n->rhs->type;
 		if ((lt != PD_PROMQL_SCALAR && lt != PD_PROMQL_VECTOR) ||

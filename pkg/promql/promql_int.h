@@ -68,7 +68,8 @@ struct pd_pq_func;
 struct pd_pq_node {
 	enum pd_pq_kind kind;
 	enum pd_promql_type type;
-	size_t pos; /* byte offset of the node's first token */
+	size_t pos;    /* byte offset of the node's first token */
+	size_t height; /* nodes on the longest path down to a leaf, this one included */
 	double num;
 	char *str;
 	/* selector */

@@ -348,6 +348,31 @@ expect_error 400 bad_data 'invalid parameter "limit"' -g "$P/api/v1/series?match
 expect_error 405 bad_data 'method DELETE not allowed' -X DELETE "$P/api/v1/query"
 expect_error 404 not_found 'unknown API endpoint /prometheus/api/v1/query_exemplar' "$P/api/v1/query_exemplar"
 
+# ---- nesting: a chain of operators counts as parentheses do ---------------------------
+# 10,000 `+` (20 KB, under the 64 KiB query limit) once overflowed the evaluator's
+# stack; now they, and every other shape nested deeper than 200 levels, are refused
+# at the position where the limit is crossed, over GET and POST, and the daemon
+# answers on
+deep='query is nested more than 200 levels deep'
+chain="1$(printf '+1%.0s' $(seq 10000))"
+expect_error 400 bad_data "invalid parameter \"query\": 1:400: parse error: $deep" \
+	-G "$P/api/v1/query" --data-urlencode "query=$chain"
+expect_error 400 bad_data "invalid parameter \"query\": 1:400: parse error: $deep" \
+	"$P/api/v1/query" --data-urlencode "query=$chain"
+expect_error 400 bad_data "invalid parameter \"query\": 1:400: parse error: $deep" \
+	"$P/api/v1/query_range" --data-urlencode "query=$chain" -d start=$T0 -d end=$((T0 + 60)) -d step=15
+expect_error 400 bad_data "invalid parameter \"query\": 1:201: parse error: $deep" \
+	"$P/api/v1/query" --data-urlencode "query=$(printf -- '-%.0s' $(seq 10000))heap_inuse_space_bytes"
+expect_error 400 bad_data "invalid parameter \"query\": 1:801: parse error: $deep" \
+	"$P/api/v1/query" --data-urlencode "query=1$(printf ' ^ 2%.0s' $(seq 10000))"
+expect_error 400 bad_data "invalid parameter \"query\": 1:801: parse error: $deep" \
+	-G "$P/api/v1/query" --data-urlencode "query=$(printf 'abs(%.0s' $(seq 10000))1"
+expect_error 400 bad_data "invalid parameter \"query\": 1:201: parse error: $deep" \
+	"$P/api/v1/query" --data-urlencode "query=$(printf '(%.0s' $(seq 10000))1$(printf ')%.0s' $(seq 10000))"
+kill -0 "${pids[0]}" 2>/dev/null || fail "profd died on a deeply nested query"
+r=$(curl -fsS "$P/api/v1/query" --data-urlencode "query=1$(printf '+1%.0s' $(seq 199))" -d time=$T0 | jq -c .data.result)
+[ "$r" = "[$T0,\"200\"]" ] || fail "a chain of 199 operators: $r"
+
 # ---- the Grafana dashboard's queries evaluate on profd --------------------------------
 dash=$examples/grafana/dashboards/profd-demo.json
 jq -e . "$dash" >/dev/null || fail "$dash is not JSON"

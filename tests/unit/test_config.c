@@ -782,6 +782,24 @@ static void test_alias_bomb(void **state)
 
 	/* a map merged into itself */
 	assert_contains(parse_err("global: &g {<<: *g}\n"), "t.yml:");
+
+	/* deep flow collections are refused before libyaml's loader, which takes time
+	 * quadratic in their depth, sees them (100,000 levels took it minutes); 100
+	 * levels are read (and refused for what they are) */
+	size_t n = 100000;
+	char *q = malloc(16 + 2 * n + 2);
+	assert_non_null(q);
+	memcpy(q, "scrape_configs: ", 16);
+	memset(q + 16, '[', n);
+	memset(q + 16 + n, ']', n);
+	memcpy(q + 16 + 2 * n, "\n", 2);
+	assert_string_equal(parse_err(q),
+	                    "t.yml:1:116: yaml: collections nested more than 100 levels deep");
+	memmove(q + 16 + 99, q + 16 + n, n + 2); /* 99 [ after the root map */
+	q[16 + 99 + 99] = '\n';
+	q[16 + 99 + 99 + 1] = '\0';
+	assert_false(strstr(parse_err(q), "nested more than"));
+	free(q);
 }
 
 /* ---- rendering ------------------------------------------------------------ */

@@ -502,6 +502,42 @@ static void test_yaml_errors(void **state)
 	}
 	/* an alias of its own ancestor */
 	BAD_YAML("&a [*a]\n", "f.yml:1:1: exceeded max depth");
+	/* deep flow collections are refused before libyaml's loader, which takes time
+	 * quadratic in their depth, sees them: 100,000 levels took it minutes */
+	{
+		size_t n = 100000;
+		char *q = malloc(2 * n + 1);
+		assert_non_null(q);
+		memset(q, '[', n);
+		memset(q + n, ']', n);
+		q[2 * n] = '\0';
+		BAD_YAML(q, "f.yml:1:101: exceeded max depth");
+		for (size_t i = 0; i < n / 4; i++)
+			memcpy(q + 4 * i, "{a: ", 4);
+		BAD_YAML(q, "f.yml:1:401: exceeded max depth");
+		free(q);
+	}
+}
+
+static void test_yaml_nesting(void **state)
+{
+	size_t line = 0, col = 0;
+	assert_int_equal(pd_discovery_yaml_nesting("[[x]]", 5, 2, &line, &col), 0);
+	assert_int_equal(pd_discovery_yaml_nesting("[[x]]", 5, 1, &line, &col), PD_EINVAL);
+	assert_int_equal(line, 1);
+	assert_int_equal(col, 2);
+	/* block collections count too, at their first node */
+	const char *block = "a:\n  b:\n    - c: d\n";
+	assert_int_equal(pd_discovery_yaml_nesting(block, strlen(block), 4, &line, &col), 0);
+	assert_int_equal(pd_discovery_yaml_nesting(block, strlen(block), 3, &line, &col),
+	                 PD_EINVAL);
+	assert_int_equal(line, 3);
+	assert_int_equal(col, 7);
+	/* only the first document is read, as the loader reads it */
+	const char *two = "[x]\n---\n[[[x]]]\n";
+	assert_int_equal(pd_discovery_yaml_nesting(two, strlen(two), 1, &line, &col), 0);
+	/* a syntax error is left to the loader */
+	assert_int_equal(pd_discovery_yaml_nesting("[x", 2, 1, &line, &col), 0);
 }
 
 /* ---- manager: static -------------------------------------------------------------- */
@@ -1575,6 +1611,7 @@ int main(void)
 	    cmocka_unit_test(test_json_errors),
 	    cmocka_unit_test(test_yaml_good),
 	    cmocka_unit_test(test_yaml_errors),
+	    cmocka_unit_test(test_yaml_nesting),
 	    cmocka_unit_test(test_static),
 	    cmocka_unit_test(test_validation),
 	    cmocka_unit_test(test_file_sd_inotify),

@@ -4,6 +4,7 @@
  * resets, deriv's least squares, lookback, aggregation, topk ties, vector
  * matching, NaN), the limits, and the JSON of the HTTP API. */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -254,6 +255,212 @@ static void test_parse_limits(void **state)
 	deep[397] = '\0';
 	assert_int_equal(pd_promql_parse(&e, deep, strlen(deep), NULL, &err), 0);
 	pd_promql_expr_destroy(e);
+}
+
+/* head, then rep n times, then tail, as a new string (freed by the caller). */
+static char *repeat(const char *head, const char *rep, size_t n, const char *tail)
+{
+	size_t hl = strlen(head), rl = strlen(rep), tl = strlen(tail);
+	char *q = malloc(hl + rl * n + tl + 1);
+	assert_non_null(q);
+	memcpy(q, head, hl);
+	for (size_t i = 0; i < n; i++)
+		memcpy(q + hl + rl * i, rep, rl);
+	memcpy(q + hl + rl * n, tail, tl + 1);
+	return q;
+}
+
+/* The error of q, which must fail to parse with bad_data, as an instant query too. */
+static const char *depth_err(const char *q)
+{
+	static char msg[PD_ERR_MSG_MAX];
+	struct pd_promql_expr *e = NULL;
+	struct pd_promql_err err = {0};
+	assert_true(strlen(q) <= PD_PROMQL_DEFAULT_MAX_LEN);
+	assert_int_equal(pd_promql_parse(&e, q, strlen(q), NULL, &err), PD_EINVAL);
+	assert_null(e);
+	assert_int_equal(err.type, PD_PROMQL_ERR_BAD_DATA);
+	snprintf(msg, sizeof msg, "%s", err.err.msg);
+	struct pd_promql_result *r = NULL;
+	memset(&err, 0, sizeof err);
+	assert_int_equal(pd_promql_query_instant(&r, &src, q, strlen(q), 0, NULL, &err), PD_EINVAL);
+	assert_null(r);
+	assert_int_equal(err.type, PD_PROMQL_ERR_BAD_DATA);
+	assert_string_equal(err.err.msg, msg);
+	return msg;
+}
+
+/* q is refused at column col for nesting more than the default 200 levels. */
+#define assert_too_deep(q, col)                                                                    \
+	assert_string_equal(depth_err(q),                                                          \
+	                    "1:" #col ": parse error: query is nested more than 200 "              \
+	                    "levels deep")
+
+static void test_depth_chains(void **state)
+{
+	char *q;
+	add("d", 10, 3);
+	/* a left-deep chain of 10,000 operators (20 KB) nests 10,001 levels: refused at
+	 * the operator that makes it 201 deep, the 200th */
+	q = repeat("1", "+1", 10000, "");
+	assert_too_deep(q, 400);
+	free(q);
+	q = repeat("d", " * d", 10000, "");
+	assert_too_deep(q, 799);
+	free(q);
+	q = repeat("1", "+1", 200, "");
+	assert_too_deep(q, 400);
+	free(q);
+	/* 199 operators nest 200 levels: evaluated, in instant and range queries, and
+	 * formatted */
+	q = repeat("1", "+1", 199, "");
+	assert_close(value_of(q, 10000), 200);
+	free(q);
+	q = repeat("d", " - d", 199, "");
+	assert_close(value_of(q, 10000), 3 - 199 * 3);
+	struct pd_promql_result *r = NULL;
+	struct pd_promql_err err = {0};
+	assert_int_equal(
+	    pd_promql_query_range(&r, &src, q, strlen(q), 10000, 20000, 1000, NULL, &err), 0);
+	assert_int_equal(pd_promql_result_len(r), 1);
+	pd_promql_result_destroy(r);
+	free(q);
+
+	/* unary minus: on a number it folds, on a series it nests */
+	q = repeat("", "- ", 10000, "1");
+	assert_too_deep(q, 401);
+	free(q);
+	q = repeat("", "-", 10000, "d");
+	assert_too_deep(q, 201);
+	free(q);
+	q = repeat("", "+", 10000, "d");
+	assert_too_deep(q, 201);
+	free(q);
+	q = repeat("", "-", 199, "d");
+	assert_close(value_of(q, 10000), -3);
+	free(q);
+	q = repeat("", "- ", 199, "1");
+	assert_close(value_of(q, 10000), -1);
+	free(q);
+
+	/* right-associative ^ recurses on its right operand */
+	q = repeat("1", " ^ 2", 10000, "");
+	assert_too_deep(q, 801);
+	free(q);
+	q = repeat("d", " ^ 1", 199, "");
+	assert_close(value_of(q, 10000), 3);
+	free(q);
+
+	/* function calls and aggregations */
+	q = repeat("", "abs(", 10000, "d");
+	assert_too_deep(q, 801);
+	free(q);
+	q = repeat("", "sum(", 10000, "d");
+	assert_too_deep(q, 801);
+	free(q);
+	char *in = repeat("", "abs(", 199, "d");
+	q = repeat(in, ")", 199, "");
+	assert_close(value_of(q, 10000), 3);
+	free(q);
+	free(in);
+
+	/* parentheses: 199 pairs nest 200 levels, 200 pairs are refused */
+	in = repeat("", "(", 199, "d");
+	q = repeat(in, ")", 199, "");
+	assert_close(value_of(q, 10000), 3);
+	free(q);
+	free(in);
+	in = repeat("", "(", 200, "d");
+	q = repeat(in, ")", 200, "");
+	assert_too_deep(q, 201);
+	free(q);
+	free(in);
+	/* a chain of 199 operators inside parentheses: 201 levels, refused at the '(' */
+	in = repeat("(1", "+1", 199, "");
+	q = repeat(in, ")", 1, "");
+	assert_too_deep(q, 1);
+	free(q);
+	free(in);
+	/* a chain as a function's argument, and in parentheses as an operand */
+	in = repeat("abs(d", " + d", 199, "");
+	q = repeat(in, ")", 1, "");
+	assert_too_deep(q, 1);
+	free(q);
+	free(in);
+	q = repeat("d + (d", " * d", 199, ")");
+	assert_too_deep(q, 5);
+	free(q);
+
+	/* subqueries are refused at the first, however many follow */
+	q = repeat("d", "[5m:]", 10000, "");
+	assert_string_equal(depth_err(q),
+	                    "1:2: parse error: subqueries are not supported by profd");
+	free(q);
+	q = repeat("rate(d[5m])", "[5m:]", 10000, "");
+	assert_string_equal(depth_err(q), "1:12: parse error: subqueries are not supported by "
+	                                  "profd");
+	free(q);
+
+	/* a lower limit applies to every shape alike */
+	struct pd_promql_opts o = {.max_depth = 5};
+	struct pd_promql_expr *e = NULL;
+	assert_int_equal(pd_promql_parse(&e, "1+1+1+1+1", 9, &o, &err), 0);
+	pd_promql_expr_destroy(e);
+	assert_int_equal(pd_promql_parse(&e, "1+1+1+1+1+1", 11, &o, &err), PD_EINVAL);
+	assert_string_equal(err.err.msg,
+	                    "1:10: parse error: query is nested more than 5 levels deep");
+	assert_int_equal(pd_promql_parse(&e, "-(-(d))", 7, &o, &err), 0); /* NEG ( NEG ( d */
+	pd_promql_expr_destroy(e);
+	assert_int_equal(pd_promql_parse(&e, "-(-(-d))", 8, &o, &err), PD_EINVAL);
+	assert_string_equal(err.err.msg,
+	                    "1:6: parse error: query is nested more than 5 levels deep");
+}
+
+/* Every shape nested just under the limit, parsed, formatted and evaluated on a
+ * thread with a 1 MiB stack (an eighth of a default thread's): the limit keeps
+ * every walk over the tree far from any stack's end. */
+static void *deep_queries(void *arg)
+{
+	static const char *const shapes[][3] = {
+	    {"d", " + d", ""}, {"", "-", "d"},    {"d", " ^ d", ""},         {"", "(", "d"},
+	    {"", "abs(", "d"}, {"", "sum(", "d"}, {"", "sum by (a) (", "d"},
+	};
+	int *ok = arg;
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		int open = shapes[i][0][0] == '\0' && shapes[i][1][0] != '-';
+		char *in = repeat(shapes[i][0], shapes[i][1], 199, shapes[i][2]);
+		char *q = open ? repeat(in, ")", 199, "") : in;
+		struct pd_promql_result *r = NULL;
+		struct pd_promql_err err = {0};
+		struct pd_promql_expr *e = NULL;
+		struct pd_buf b;
+		pd_buf_init(&b, 0);
+		if (pd_promql_parse(&e, q, strlen(q), NULL, &err) || pd_promql_expr_format(e, &b) ||
+		    pd_promql_query_range(&r, &src, q, strlen(q), 0, 20000, 1000, NULL, &err) ||
+		    pd_promql_result_len(r) != 1)
+			*ok = 0;
+		pd_promql_result_destroy(r);
+		pd_promql_expr_destroy(e);
+		pd_buf_fini(&b);
+		if (open)
+			free(q);
+		free(in);
+	}
+	return NULL;
+}
+
+static void test_depth_stack(void **state)
+{
+	add("d{a=\"x\"}", 10, 3);
+	pthread_attr_t at;
+	pthread_t th;
+	int ok = 1;
+	assert_int_equal(pthread_attr_init(&at), 0);
+	assert_int_equal(pthread_attr_setstacksize(&at, 1 << 20), 0);
+	assert_int_equal(pthread_create(&th, &at, deep_queries, &ok), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	pthread_attr_destroy(&at);
+	assert_true(ok);
 }
 
 /* ---- functions over range vectors -------------------------------------------------- */
@@ -564,6 +771,34 @@ static int stop_now(void *ctx)
 	return ++*calls > 3;
 }
 
+struct hook {
+	int calls, stop_after; /* stop_after 0: never stop */
+};
+
+static int count_calls(void *ctx)
+{
+	struct hook *h = ctx;
+	return ++h->calls > h->stop_after && h->stop_after;
+}
+
+/* An instant query is one step, but the timeout hook is asked at every node that
+ * works on vectors, so a long query stops within the step. */
+static void test_timeout_within_step(void **state)
+{
+	add("d", 10, 3);
+	char *q = repeat("sum(d)", " + sum(d)", 99, ""); /* 100 selectors, 100 sums, 99 + */
+	struct hook h = {0, 0};
+	struct pd_promql_opts o = {.interrupted = count_calls, .interrupted_ctx = &h};
+	assert_non_null(strstr(instant_opts(q, 10000, &o), "\"value\":[10,\"300\"]"));
+	/* once per series read (100), once before the step, once per vector node */
+	assert_int_equal(h.calls, 100 + 1 + 299);
+	h = (struct hook){0, 100 + 1 + 150};
+	assert_string_equal(instant_opts(q, 10000, &o),
+	                    "timeout: query timed out in expression evaluation");
+	assert_int_equal(h.calls, 100 + 1 + 151);
+	free(q);
+}
+
 static void test_limits(void **state)
 {
 	for (int i = 0; i < 20; i++)
@@ -627,6 +862,8 @@ int main(void)
 	    cmocka_unit_test(test_precedence),
 	    cmocka_unit_test(test_parse_errors),
 	    cmocka_unit_test(test_parse_limits),
+	    cmocka_unit_test_setup_teardown(test_depth_chains, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_depth_stack, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rate_extrapolation, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rate_resets, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rate_far_from_edges, setup, teardown),
@@ -637,6 +874,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_operators, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_range_query, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_timeout_within_step, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_json_values, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
