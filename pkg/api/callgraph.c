@@ -143,8 +143,9 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The process's address space in bytes (/proc/self/statm), 0 if unknown. */
-static uint64_t vm_size(void)
+/* The process's address space and resident set in bytes (/proc/self/statm), 0 if
+ * unknown. */
+static uint64_t vm_size(uint64_t *rss)
 {
 	char buf[128];
 	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
@@ -156,7 +157,11 @@ static uint64_t vm_size(void)
 		return 0;
 	buf[n] = '\0';
 	long page = sysconf(_SC_PAGESIZE);
-	return strtoull(buf, NULL, 10) * (uint64_t)(page > 0 ? page : 4096);
+	uint64_t ps = (uint64_t)(page > 0 ? page : 4096);
+	char *end;
+	uint64_t vm = strtoull(buf, &end, 10);
+	*rss = strtoull(end, NULL, 10) * ps;
+	return vm * ps;
 }
 
 static void close_fd(int *fd)
@@ -179,7 +184,7 @@ int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd
 		close_fd(&op[1]);
 		return API_CG_FAILED;
 	}
-	uint64_t vm = vm_size();
+	uint64_t rss0 = 0, vm = vm_size(&rss0);
 	int64_t deadline = mono_ms() + o->callgraph_timeout_ms;
 	pid_t pid = fork();
 	if (pid == 0)
@@ -242,8 +247,14 @@ int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd
 	close_fd(&op[0]);
 	close_fd(&ep[0]);
 	int status = 0;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	struct rusage ru;
+	memset(&ru, 0, sizeof(ru));
+	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
+	/* the resident set the child grew by: near the limit, a failure is for memory
+	 * whatever the allocator that failed printed */
+	uint64_t rss = (uint64_t)ru.ru_maxrss * 1024;
+	int near_limit = rss > rss0 && rss - rss0 >= o->callgraph_max_memory / 2;
 	if (timed_out) {
 		snprintf(how, hsize, "took longer than %lld ms", (long long)o->callgraph_timeout_ms);
 		return API_CG_TIMEOUT;
@@ -261,7 +272,7 @@ int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return API_CG_OK;
-	if (strstr(msgs, "out of memory") || strstr(msgs, "Cannot allocate memory") ||
+	if (near_limit || strstr(msgs, "out of memory") || strstr(msgs, "Cannot allocate memory") ||
 	    strstr(msgs, "allocator is out of memory") || strstr(msgs, "allocation-size-too-big")) {
 		snprintf(how, hsize, "needed more than %llu MiB of memory",
 		         (unsigned long long)(o->callgraph_max_memory >> 20));

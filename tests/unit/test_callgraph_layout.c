@@ -1,7 +1,8 @@
 /* test_callgraph_layout.c: report=svg's Graphviz layouts in child processes
  * (pkg/api/callgraph.c): a layout gives the SVG of its own graph whatever ran
  * before it, one that takes too long is killed at its deadline with a clear
- * result while other layouts keep running, and what Graphviz prints comes back
+ * result while other layouts keep running, one over its memory limit fails named
+ * so, and what Graphviz prints comes back
  * to the server, which logs it escaped, never as lines of its own. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -224,9 +225,28 @@ static void test_messages_logged(void **state)
 	free(err);
 }
 
+/* A layout that needs more memory than callgraph_max_memory fails, named so. */
+static void test_memory(void **state)
+{
+	(void)state;
+	struct pd_api_opts o = opts(60000);
+	o.callgraph_max_memory = (uint64_t)4 << 20;
+	char *dot = dense_dot(300, 1500);
+	struct pd_buf svg;
+	char msgs[4096], how[128];
+	pd_buf_init(&svg, 0);
+	int r = api_callgraph_layout(&o, dot, &svg, msgs, sizeof(msgs), how, sizeof(how));
+	print_message("memory: %s: %s: [%s]\n", api_callgraph_results[r], how, msgs);
+	assert_int_equal(r, API_CG_MEMORY);
+	assert_string_equal(how, "needed more than 4 MiB of memory");
+	pd_buf_fini(&svg);
+	free(dot);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_memory),
 	    cmocka_unit_test(test_timeout),
 	    cmocka_unit_test(test_no_state_left),
 	    cmocka_unit_test(test_messages_logged),
