@@ -44,8 +44,8 @@
  * nothing but show themselves (no script, no request, no form, no plugin). */
 #define CALLGRAPH_CSP "default-src 'none'; style-src 'unsafe-inline'; sandbox"
 
-const char *const api_callgraph_results[6] = {"ok", "timeout", "memory", "too_big", "failed",
-                                              "busy"};
+const char *const api_callgraph_results[6] = {"ok",      "timeout", "memory",
+                                              "too_big", "failed",  "busy"};
 
 extern gvplugin_library_t gvplugin_dot_layout_LTX_library;
 extern gvplugin_library_t gvplugin_core_LTX_library;
@@ -94,14 +94,19 @@ static void layout_child(const char *dot, int out, int errfd, const struct pd_ap
 	sigset_t none;
 	sigemptyset(&none);
 	pthread_sigmask(SIG_SETMASK, &none, NULL);
-	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGXCPU,
+	static const int sigs[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT, SIGPIPE, SIGXCPU,
 	                           SIGALRM, SIGUSR1, SIGUSR2, SIGCHLD, SIGPROF};
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		signal(sigs[i], SIG_DFL);
 	int null = open("/dev/null", O_RDONLY);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
 		_exit(3);
-	close_range(3, ~0u, 0);
+	if (close_range(3, ~0u, 0)) {
+		/* kernels before 5.9: one by one */
+		long max = sysconf(_SC_OPEN_MAX);
+		for (int fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+			close(fd);
+	}
 	child_err_fd = 2;
 	rlim_t cpu = (rlim_t)((o->callgraph_timeout_ms + 999) / 1000);
 	struct rlimit rl = {cpu, cpu + 1};
@@ -171,8 +176,8 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd_buf *svg, char *msgs,
-                  size_t msize, char *how, size_t hsize)
+int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd_buf *svg,
+                         char *msgs, size_t msize, char *how, size_t hsize)
 {
 	int op[2] = {-1, -1}, ep[2] = {-1, -1};
 	size_t nmsg = 0;
@@ -233,7 +238,8 @@ int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd
 				too_big = rc == PD_ETOOBIG;
 				nomem = rc == PD_ENOMEM;
 			} else if (nmsg + 1 < msize) {
-				size_t m = (size_t)k < msize - 1 - nmsg ? (size_t)k : msize - 1 - nmsg;
+				size_t m =
+				    (size_t)k < msize - 1 - nmsg ? (size_t)k : msize - 1 - nmsg;
 				memcpy(msgs + nmsg, chunk, m);
 				nmsg += m;
 				msgs[nmsg] = '\0';
@@ -256,7 +262,8 @@ int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd
 	uint64_t rss = (uint64_t)ru.ru_maxrss * 1024;
 	int near_limit = rss > rss0 && rss - rss0 >= o->callgraph_max_memory / 2;
 	if (timed_out) {
-		snprintf(how, hsize, "took longer than %lld ms", (long long)o->callgraph_timeout_ms);
+		snprintf(how, hsize, "took longer than %lld ms",
+		         (long long)o->callgraph_timeout_ms);
 		return API_CG_TIMEOUT;
 	}
 	if (too_big || nomem) {
@@ -310,8 +317,9 @@ void api_callgraph_log(int result, const char *how, int64_t ms, char *msgs)
 	while (ml && (msgs[ml - 1] == '\n' || msgs[ml - 1] == '\r' || msgs[ml - 1] == ' '))
 		msgs[--ml] = '\0';
 	if (result != API_CG_OK)
-		pd_log_warn("api", "call graph layout failed", "result=%s how=%s ms=%lld graphviz=%s",
-		            api_callgraph_results[result], how, (long long)ms, msgs);
+		pd_log_warn("api", "call graph layout failed",
+		            "result=%s how=%s ms=%lld graphviz=%s", api_callgraph_results[result],
+		            how, (long long)ms, msgs);
 	else if (ml)
 		pd_log_warn("api", "call graph layout warned", "ms=%lld graphviz=%s", (long long)ms,
 		            msgs);
@@ -324,13 +332,15 @@ static int render(struct api_req *r, struct api_resp *w, const char *dot, struct
 {
 	struct pd_api_server *s = r->srv;
 	const struct pd_api_opts *o = &s->o;
-	if (__atomic_add_fetch(&s->cg_running, 1, __ATOMIC_SEQ_CST) > o->callgraph_max_concurrency) {
+	if (__atomic_add_fetch(&s->cg_running, 1, __ATOMIC_SEQ_CST) >
+	    o->callgraph_max_concurrency) {
 		__atomic_sub_fetch(&s->cg_running, 1, __ATOMIC_SEQ_CST);
 		__atomic_add_fetch(&s->cg_results[API_CG_BUSY], 1, __ATOMIC_RELAXED);
-		api_error(w, 503, "unavailable",
-		          "%u call graph layouts are running already (--callgraph.max-concurrency): "
-		          "try again later",
-		          o->callgraph_max_concurrency);
+		api_error(
+		    w, 503, "unavailable",
+		    "%u call graph layouts are running already (--callgraph.max-concurrency): "
+		    "try again later",
+		    o->callgraph_max_concurrency);
 		return -1;
 	}
 	char msgs[MAX_MSG_BYTES], how[128];
@@ -350,13 +360,15 @@ static int render(struct api_req *r, struct api_resp *w, const char *dot, struct
 		return -1;
 	case API_CG_MEMORY:
 	case API_CG_TOO_BIG:
-		api_error(w, 422, "execution",
-		          "laying out the call graph %s (--callgraph.max-memory): lower nodecount or "
-		          "raise nodefraction or edgefraction",
-		          how);
+		api_error(
+		    w, 422, "execution",
+		    "laying out the call graph %s (--callgraph.max-memory): lower nodecount or "
+		    "raise nodefraction or edgefraction",
+		    how);
 		return -1;
 	default:
-		api_error(w, 500, "internal", "laying out the call graph with Graphviz failed: %s", how);
+		api_error(w, 500, "internal", "laying out the call graph with Graphviz failed: %s",
+		          how);
 		return -1;
 	}
 }
@@ -416,10 +428,11 @@ void api_report_callgraph(struct api_req *r, struct api_resp *w, const struct pd
 	rc = pd_pprof_graph_dot(g, title, legend, nl, &dot);
 	rc = rc ? rc : pd_buf_append(&dot, "", 1);
 	if (rc == PD_ETOOBIG) {
-		api_bad_param(w, "nodecount",
-		              "the call graph's DOT text is larger than %zu MiB: lower nodecount or "
-		              "raise nodefraction or edgefraction",
-		              MAX_DOT_BYTES >> 20);
+		api_bad_param(
+		    w, "nodecount",
+		    "the call graph's DOT text is larger than %zu MiB: lower nodecount or "
+		    "raise nodefraction or edgefraction",
+		    MAX_DOT_BYTES >> 20);
 		goto out;
 	}
 	if (rc) {

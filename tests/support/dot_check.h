@@ -24,10 +24,10 @@ static int dot_check_errf(char *msg)
 static int dot_check_allowed(int kind, const char *name)
 {
 	static const char *const graph[] = {NULL};
-	static const char *const node[] = {"style", "fillcolor", "shape", "fontsize", "label",
-	                                   "tooltip", "id", "color", NULL};
-	static const char *const edge[] = {"label", "weight", "penwidth", "color", "tooltip",
-	                                   "labeltooltip", "style", NULL};
+	static const char *const node[] = {"style",   "fillcolor", "shape", "fontsize", "label",
+	                                   "tooltip", "id",        "color", NULL};
+	static const char *const edge[] = {"label",   "weight",       "penwidth", "color",
+	                                   "tooltip", "labeltooltip", "style",    NULL};
 	const char *const *l = kind == AGRAPH ? graph : kind == AGNODE ? node : edge;
 	for (; *l; l++)
 		if (strcmp(*l, name) == 0)
@@ -56,12 +56,13 @@ static int dot_check(const char *dot, size_t nnodes, size_t nedges, char *why, s
 	for (int k = 0; k < 3; k++)
 		for (Agsym_t *s = agnxtattr(g, kinds[k], NULL); s; s = agnxtattr(g, kinds[k], s))
 			if (!dot_check_allowed(kinds[k], s->name)) {
-				snprintf(why, size, "unexpected attribute %s (kind %d)", s->name, kinds[k]);
+				snprintf(why, size, "unexpected attribute %s (kind %d)", s->name,
+				         kinds[k]);
 				goto out;
 			}
 	if ((size_t)agnnodes(g) != nnodes + 1 || (size_t)agnedges(g) != nedges) {
-		snprintf(why, size, "%d nodes and %d edges, not %zu and %zu", agnnodes(g), agnedges(g),
-		         nnodes + 1, nedges);
+		snprintf(why, size, "%d nodes and %d edges, not %zu and %zu", agnnodes(g),
+		         agnedges(g), nnodes + 1, nedges);
 		goto out;
 	}
 	int nsub = 0;
@@ -90,7 +91,8 @@ static int dot_check(const char *dot, size_t nnodes, size_t nedges, char *why, s
 			}
 		}
 		for (Agedge_t *e = agfstout(g, n); e; e = agnxtout(g, e))
-			for (Agsym_t *s = agnxtattr(g, AGEDGE, NULL); s; s = agnxtattr(g, AGEDGE, s)) {
+			for (Agsym_t *s = agnxtattr(g, AGEDGE, NULL); s;
+			     s = agnxtattr(g, AGEDGE, s)) {
 				const char *v = agxget(e, s);
 				if (v && aghtmlstr((char *)v)) {
 					snprintf(why, size, "an edge has an HTML-like %s", s->name);

@@ -2096,13 +2096,13 @@ static void test_metrics(void **state)
  * names is NULL) in a binary whose mapping's file is file; sample i's stack is
  * stacks[i * depth ...] (function numbers from 1, leaf first), each of value 1. */
 static void append_graph(const char *const *labels, int64_t t, const char *file,
-                         const char *const *names, size_t nf, const uint64_t *stacks,
-                         size_t depth, size_t ns)
+                         const char *const *names, size_t nf, const uint64_t *stacks, size_t depth,
+                         size_t ns)
 {
 	size_t nstr = 4 + nf;
 	const char **strings = calloc(nstr, sizeof(*strings));
 	size_t *lens = calloc(nstr, sizeof(*lens));
-	char (*gen)[24] = calloc(nf, sizeof(*gen));
+	char(*gen)[24] = calloc(nf, sizeof(*gen));
 	struct pd_pprof_pfunction *fn = calloc(nf, sizeof(*fn));
 	struct pd_pprof_pline *ln = calloc(nf, sizeof(*ln));
 	struct pd_pprof_plocation *loc = calloc(nf, sizeof(*loc));
@@ -2118,24 +2118,41 @@ static void append_graph(const char *const *labels, int64_t t, const char *file,
 		strings[4 + i] = names ? names[i] : gen[i];
 		fn[i] = (struct pd_pprof_pfunction){.id = i + 1, .name = (int64_t)(4 + i)};
 		ln[i] = (struct pd_pprof_pline){.function_id = i + 1};
-		loc[i] = (struct pd_pprof_plocation){
-		    .id = i + 1, .mapping_id = 1, .address = 0x1000 + i, .line = &ln[i], .nline = 1};
+		loc[i] = (struct pd_pprof_plocation){.id = i + 1,
+		                                     .mapping_id = 1,
+		                                     .address = 0x1000 + i,
+		                                     .line = &ln[i],
+		                                     .nline = 1};
 	}
 	for (size_t i = 0; i < nstr; i++)
 		lens[i] = strlen(strings[i]);
 	for (size_t i = 0; i < ns; i++) {
 		vals[i] = 1;
 		smp[i] = (struct pd_pprof_psample){.location_id = (uint64_t *)stacks + i * depth,
-		                                   .nlocation = depth, .value = &vals[i], .nvalue = 1};
+		                                   .nlocation = depth,
+		                                   .value = &vals[i],
+		                                   .nvalue = 1};
 	}
 	struct pd_pprof_pvt type = {1, 2};
-	struct pd_pprof_pmapping map = {.id = 1, .memory_start = 0x1000, .memory_limit = 0x100000,
-	                                .filename = 3, .has_functions = 1};
+	struct pd_pprof_pmapping map = {.id = 1,
+	                                .memory_start = 0x1000,
+	                                .memory_limit = 0x100000,
+	                                .filename = 3,
+	                                .has_functions = 1};
 	struct pd_pprof_parts parts = {
-	    .strings = strings, .string_len = lens, .nstrings = nstr,
-	    .sample_type = &type, .nsample_type = 1, .sample = smp, .nsample = ns,
-	    .mapping = &map, .nmapping = 1, .location = loc, .nlocation = nf,
-	    .function = fn, .nfunction = nf,
+	    .strings = strings,
+	    .string_len = lens,
+	    .nstrings = nstr,
+	    .sample_type = &type,
+	    .nsample_type = 1,
+	    .sample = smp,
+	    .nsample = ns,
+	    .mapping = &map,
+	    .nmapping = 1,
+	    .location = loc,
+	    .nlocation = nf,
+	    .function = fn,
+	    .nfunction = nf,
 	};
 	uint8_t *raw = NULL;
 	size_t len = 0;
@@ -2179,13 +2196,17 @@ static int in_list(const char *const *l, const char *s, size_t n)
  * href, no event handler), and every attribute value is quoted plain text. */
 static void assert_svg_inert(const char *svg)
 {
-	static const char *const tags[] = {"svg", "g", "title", "polygon", "text", "path",
-	                                   "ellipse", "polyline", "a", NULL};
-	static const char *const attrs[] = {
-	    "width", "height", "viewBox", "xmlns", "xmlns:xlink", "id", "class", "transform",
-	    "fill", "stroke", "points", "x", "y", "text-anchor", "font-family", "font-size",
-	    "font-weight", "font-style", "d", "stroke-width", "stroke-dasharray", "xlink:title",
-	    "cx", "cy", "rx", "ry", NULL};
+	static const char *const tags[] = {"svg",  "g",       "title",    "polygon", "text",
+	                                   "path", "ellipse", "polyline", "a",       NULL};
+	static const char *const attrs[] = {"width",       "height",       "viewBox",
+	                                    "xmlns",       "xmlns:xlink",  "id",
+	                                    "class",       "transform",    "fill",
+	                                    "stroke",      "points",       "x",
+	                                    "y",           "text-anchor",  "font-family",
+	                                    "font-size",   "font-weight",  "font-style",
+	                                    "d",           "stroke-width", "stroke-dasharray",
+	                                    "xlink:title", "cx",           "cy",
+	                                    "rx",          "ry",           NULL};
 	for (const char *c = strchr(svg, '<'); c; c = strchr(c + 1, '<')) {
 		if (c[1] == '?' || c[1] == '!' || c[1] == '/') {
 			c = strchr(c, '>');
@@ -2202,8 +2223,8 @@ static void assert_svg_inert(const char *svg)
 				break;
 			size_t an = strcspn(a, "= >");
 			if (!in_list(attrs, a, an) || a[an] != '=' || a[an + 1] != '"')
-				fail_msg("the SVG has an attribute %.*s in <%.*s>", (int)an, a, (int)n,
-				         c + 1);
+				fail_msg("the SVG has an attribute %.*s in <%.*s>", (int)an, a,
+				         (int)n, c + 1);
 			const char *q = strchr(a + an + 2, '"');
 			assert_non_null(q);
 			if (memchr(a + an + 2, '<', (size_t)(q - a - an - 2)))
@@ -2269,7 +2290,8 @@ static void test_callgraph_hostile(void **state)
 	http_free(&v);
 
 	/* the next request draws its own graph */
-	get(build("/api/v1/query", "query", "heap", "time", ms(heap_t[2]), "report", "svg", NULL), &v);
+	get(build("/api/v1/query", "query", "heap", "time", ms(heap_t[2]), "report", "svg", NULL),
+	    &v);
 	assert_int_equal(v.status, 200);
 	assert_non_null(strstr(v.body, "<title>heap</title>") ? v.body : strstr(v.body, "<svg"));
 	assert_null(strstr(v.body, "alert("));
@@ -2343,8 +2365,8 @@ static void test_callgraph_timeout(void **state)
 		x ^= x << 17;
 		stacks[i] = 1 + x % NF;
 	}
-	static const char *const dense_labels[] = {"__name__", "dense", "instance", "a:1",
-	                                           "job", "dense"};
+	static const char *const dense_labels[] = {"__name__", "dense", "instance",
+	                                           "a:1",      "job",   "dense"};
 	int64_t t = heap_t[2] + 2000;
 	append_graph(dense_labels, t, "/bin/dense", NULL, NF, stacks, DEPTH, NS);
 
@@ -2362,7 +2384,8 @@ static void test_callgraph_timeout(void **state)
 		memset(&q[i], 0, sizeof(q[i]));
 		snprintf(q[i].path, sizeof(q[i].path), "%s",
 		         build("/api/v1/query", "query", "dense", "time", ms(t), "report", "svg",
-		               "nodecount", "1000", "nodefraction", "0", "edgefraction", "0", NULL));
+		               "nodecount", "1000", "nodefraction", "0", "edgefraction", "0",
+		               NULL));
 		q[i].port = port;
 		assert_int_equal(pthread_create(&th[i], NULL, svg_thread, &q[i]), 0);
 	}
@@ -2390,12 +2413,14 @@ static void test_callgraph_timeout(void **state)
 		assert_int_equal(pthread_join(th[i], NULL), 0);
 		assert_int_equal(q[i].status, 503);
 		if (strstr(q[i].body, "\"errorType\":\"timeout\"")) {
-			assert_non_null(strstr(q[i].body, "laying out the call graph took longer than "
-			                                  "3000 ms (--callgraph.timeout)"));
+			assert_non_null(strstr(q[i].body,
+			                       "laying out the call graph took longer than "
+			                       "3000 ms (--callgraph.timeout)"));
 			timeouts++;
 		} else {
-			assert_non_null(strstr(q[i].body, "1 call graph layouts are running already "
-			                                  "(--callgraph.max-concurrency)"));
+			assert_non_null(strstr(q[i].body,
+			                       "1 call graph layouts are running already "
+			                       "(--callgraph.max-concurrency)"));
 		}
 	}
 	assert_true(timeouts >= 1);

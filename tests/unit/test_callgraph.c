@@ -36,7 +36,8 @@ struct stack {
 
 static struct pd_pprof_profile *make(const struct spec *sp, const struct stack *st, size_t ns)
 {
-	const char *strings[32] = {"", sp->type ? sp->type : "samples", sp->unit ? sp->unit : "count"};
+	const char *strings[32] = {"", sp->type ? sp->type : "samples",
+	                           sp->unit ? sp->unit : "count"};
 	size_t lens[32];
 	size_t nstr = 3;
 	struct pd_pprof_pfunction fn[16];
@@ -286,7 +287,7 @@ static void test_dot_hostile(void **state)
 	names[7] = longname;
 	struct spec sp = {names, 8, 0, 0, "t\" URL=\"javascript:1", "u\\\" label=<<i>x</i>>"};
 	struct stack st[] = {
-	    {{2, 1}, 10}, {{3, 2, 1}, 20}, {{4, 3, 1}, 30}, {{5, 4, 1}, 40},
+	    {{2, 1}, 10},    {{3, 2, 1}, 20}, {{4, 3, 1}, 30}, {{5, 4, 1}, 40},
 	    {{6, 5, 1}, 50}, {{7, 6, 1}, 60}, {{8, 7, 1}, 70},
 	};
 	struct pd_pprof_profile *p = make(&sp, st, 7);
@@ -336,7 +337,8 @@ static void test_dot_testdata(void **state)
 		snprintf(path, sizeof(path), "%s/profiles/%s", PD_TESTDATA, files[f]);
 		assert_int_equal(pd_pprof_read_file(&p, path, NULL, &err), 0);
 		struct pd_pprof_graph *g = NULL;
-		assert_int_equal(pd_pprof_graph(p, pd_pprof_default_sample_index(p), NULL, &g, &err), 0);
+		assert_int_equal(
+		    pd_pprof_graph(p, pd_pprof_default_sample_index(p), NULL, &g, &err), 0);
 		struct pd_buf b;
 		pd_buf_init(&b, 0);
 		const char *legend[] = {"File: app"};
@@ -354,12 +356,9 @@ static void test_dot_testdata(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_weights),
-	    cmocka_unit_test(test_residual),
-	    cmocka_unit_test(test_inline),
-	    cmocka_unit_test(test_nodecount),
-	    cmocka_unit_test(test_dot_hostile),
-	    cmocka_unit_test(test_dot_testdata),
+	    cmocka_unit_test(test_weights),     cmocka_unit_test(test_residual),
+	    cmocka_unit_test(test_inline),      cmocka_unit_test(test_nodecount),
+	    cmocka_unit_test(test_dot_hostile), cmocka_unit_test(test_dot_testdata),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

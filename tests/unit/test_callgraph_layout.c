@@ -163,9 +163,9 @@ static void test_no_state_left(void **state)
 		assert_int_equal(layout(&o, bad[i], &svg, msgs, sizeof(msgs)), API_CG_FAILED);
 		assert_non_null(strstr(msgs, "syntax error"));
 		pd_buf_fini(&svg);
-		assert_int_equal(layout(&o, "digraph \"mine\" { good -> answer }", &svg, msgs,
-		                        sizeof(msgs)),
-		                 API_CG_OK);
+		assert_int_equal(
+		    layout(&o, "digraph \"mine\" { good -> answer }", &svg, msgs, sizeof(msgs)),
+		    API_CG_OK);
 		const char *text = (const char *)svg.data;
 		assert_non_null(strstr(text, ">good</text>"));
 		assert_non_null(strstr(text, "<title>mine</title>"));
@@ -205,7 +205,8 @@ static void test_messages_logged(void **state)
 	(void)state;
 	struct warn_run w = {
 	    "digraph { a [shape=\"nosuch\nts=2026-01-01T00:00:00Z level=error msg=forged\"] }",
-	    {0}, -1};
+	    {0},
+	    -1};
 	char *err = stderr_of(run_warn, &w);
 	assert_int_equal(w.result, API_CG_OK);
 	assert_string_equal(err, "");
