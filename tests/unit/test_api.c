@@ -2172,8 +2172,12 @@ static void append_graph(const char *const *labels, int64_t t, const char *file,
 }
 
 static const char *const evil_labels[] = {"__name__", "evil", "instance", "a:1", "job", "evil"};
+/* the main binary's file name: it ends the graph's name, sets the layout's search
+ * limits and rank separations huge (a layout of minutes) and adds an HTML label */
 static const char HOSTILE_FILE[] =
-    "/usr/bin/x\" URL=\"javascript:alert(1)\" ]; N1 [label=<<img src=x onerror=alert(1)>>] \\";
+    "/usr/bin/x\" { graph [nslimit=1000000000 mclimit=1000000000 ranksep=1000000] "
+    "N1 -> N2 [minlen=1000000] } digraph \"y\" URL=\"javascript:alert(1)\" ]; N1 "
+    "[label=<<img src=x onerror=alert(1)>>] \\";
 static const char *const HOSTILE_NAMES[] = {
     "main",
     "evil\" URL=\"javascript:alert(2)\" href=\"javascript:alert(2)",
@@ -2256,7 +2260,9 @@ static void test_callgraph_hostile(void **state)
 	assert_string_equal(d.nosniff, "nosniff");
 	/* one line each: the header, the node defaults, the legend, 6 nodes, the end;
 	 * and edges; no raw newline from a name, and nothing after a name's quote */
-	assert_non_null(strstr(d.body, "digraph \"x\\\" URL=\\\"javascript:alert(1)\\\" ]; N1 "
+	assert_non_null(strstr(d.body, "digraph \"x\\\" { graph [nslimit=1000000000 mclimit=1000000000 "
+	                               "ranksep=1000000] N1 -> N2 [minlen=1000000] } "
+	                               "digraph \\\"y\\\" URL=\\\"javascript:alert(1)\\\" ]; N1 "
 	                               "[label=<<img src=x onerror=alert(1)>>] \\\\\" {\n"));
 	assert_null(strstr(d.body, "\nts="));
 	size_t lines = 0, edges = 0;
