@@ -48,7 +48,8 @@ struct pd_discovery_manager;
 #define PD_API_DEFAULT_QUERY_TIMEOUT_MS (2LL * 60 * 1000)  /* --query.timeout */
 #define PD_API_DEFAULT_QUERY_MAX_SAMPLES 50000000          /* --query.max-samples */
 #define PD_API_DEFAULT_QUERY_LOOKBACK_MS (5LL * 60 * 1000) /* --query.lookback-delta */
-/* report=svg's Graphviz layouts, each in a child process (docs/api.md, "Call graphs") */
+/* report=svg's Graphviz layouts, each in a child process (docs/api.md, "report=dot and
+ * report=svg") */
 #define PD_API_DEFAULT_CALLGRAPH_TIMEOUT_MS (10LL * 1000)       /* --callgraph.timeout */
 #define PD_API_DEFAULT_CALLGRAPH_MAX_MEMORY ((uint64_t)1 << 30) /* --callgraph.max-memory */
 #define PD_API_DEFAULT_CALLGRAPH_MAX_CONCURRENCY 2              /* --callgraph.max-concurrency */
