@@ -21,6 +21,18 @@ set_tests_properties(cli_run_route_prefix_dots PROPERTIES PASS_REGULAR_EXPRESSIO
   "--web.route-prefix: /a/../b: the path holds a \"\\.\" or \"\\.\\.\" segment")
 set_tests_properties(cli_run_external_url_scheme cli_run_route_prefix_dots PROPERTIES
   LABELS unit TIMEOUT 30)
+# the report=svg layout limits refuse values that bound nothing
+add_test(NAME cli_run_callgraph_timeout COMMAND profd run --callgraph.timeout=0s)
+set_tests_properties(cli_run_callgraph_timeout PROPERTIES PASS_REGULAR_EXPRESSION
+  "--callgraph.timeout: 0s must be longer than 0")
+add_test(NAME cli_run_callgraph_memory COMMAND profd run --callgraph.max-memory=512KiB)
+set_tests_properties(cli_run_callgraph_memory PROPERTIES PASS_REGULAR_EXPRESSION
+  "--callgraph.max-memory: must be at least 1MB")
+add_test(NAME cli_run_callgraph_concurrency COMMAND profd run --callgraph.max-concurrency=0)
+set_tests_properties(cli_run_callgraph_concurrency PROPERTIES PASS_REGULAR_EXPRESSION
+  "--callgraph.max-concurrency: 0 is not a whole number from 1 to 1000")
+set_tests_properties(cli_run_callgraph_timeout cli_run_callgraph_memory
+  cli_run_callgraph_concurrency PROPERTIES LABELS unit TIMEOUT 30)
 
 # profd tsdb import: --help after the subcommand; a profile at a time its series
 # already holds (repeated in the input, or in the store from an earlier import)

@@ -52,6 +52,9 @@ struct run_flags {
 	const char *ch_cluster; /* "": one server (or tables made by hand) */
 	const char *ch_spool_max; /* size of the spool of profiles ClickHouse has not taken */
 	const char *ch_cluster_nodes; /* the cluster's other nodes' URLs, comma-separated */
+	const char *cg_timeout;         /* report=svg layouts: deadline of each */
+	const char *cg_max_memory;      /* address space each may add */
+	const char *cg_max_concurrency; /* running at once */
 };
 
 static void usage(FILE *f)
@@ -104,6 +107,12 @@ static void usage(FILE *f)
 		"                                      (default 50000000)\n"
 		"  --query.lookback-delta=DUR          how far back an instant selector looks for\n"
 		"                                      a profile's total (default 5m)\n"
+		"  --callgraph.timeout=DUR             longest one report=svg layout may take, by\n"
+		"                                      the clock and in CPU time (default 10s)\n"
+		"  --callgraph.max-memory=SIZE         address space one layout may add (default\n"
+		"                                      1GB)\n"
+		"  --callgraph.max-concurrency=N       layouts running at once; more are answered\n"
+		"                                      503 (default 2)\n"
 		"  --discovery.dns.server=IP:PORT      send every dns_sd_configs query to this DNS\n"
 		"                                      server instead of those of /etc/resolv.conf\n"
 		"                                      (a profd addition; default: resolv.conf)\n"
@@ -178,7 +187,7 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
 	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
 				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m", "",
-				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", ""};
+				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", "", "10s", "1GB", "2"};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -262,6 +271,12 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->query_lookback_delta = v;
 		else if (IS("--discovery.dns.server"))
 			f->dns_server = v;
+		else if (IS("--callgraph.timeout"))
+			f->cg_timeout = v;
+		else if (IS("--callgraph.max-memory"))
+			f->cg_max_memory = v;
+		else if (IS("--callgraph.max-concurrency"))
+			f->cg_max_concurrency = v;
 		else {
 			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
@@ -566,6 +581,17 @@ int pd_cmd_run(int argc, char **argv)
 			&query_max_samples) ||
 	    parse_timeout("--query.lookback-delta", f.query_lookback_delta, &query_lookback_ms))
 		return 2;
+	int64_t cg_timeout_ms, cg_max_memory;
+	unsigned cg_max_concurrency;
+	if (parse_timeout("--callgraph.timeout", f.cg_timeout, &cg_timeout_ms) ||
+	    parse_count("--callgraph.max-concurrency", f.cg_max_concurrency, 1000,
+			&cg_max_concurrency))
+		return 2;
+	if (pd_config_parse_size(f.cg_max_memory, &cg_max_memory, &err) || cg_max_memory < (1 << 20)) {
+		fprintf(stderr, "profd run: --callgraph.max-memory: %s\n",
+			err.msg[0] ? err.msg : "must be at least 1MB");
+		return 2;
+	}
 	if (f.dns_server[0] && pd_discovery_dns_server_check(f.dns_server, &err)) {
 		fprintf(stderr, "profd run: --discovery.dns.server: %s\n", err.msg);
 		return 2;
@@ -683,7 +709,8 @@ int pd_cmd_run(int argc, char **argv)
 			    "query.max-samples", "query.lookback-delta", "discovery.dns.server",
 			    "storage.clickhouse.url", "storage.clickhouse.database",
 			    "storage.clickhouse.credentials-file", "storage.clickhouse.cluster",
-			    "storage.clickhouse.spool.max-size", "storage.clickhouse.cluster-nodes"};
+			    "storage.clickhouse.spool.max-size", "storage.clickhouse.cluster-nodes",
+			    "callgraph.timeout", "callgraph.max-memory", "callgraph.max-concurrency"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -692,7 +719,8 @@ int pd_cmd_run(int argc, char **argv)
 			    external_url, route_prefix, f.enable_admin_api ? "true" : "false",
 			    f.query_timeout, f.query_max_samples, f.query_lookback_delta,
 			    f.dns_server, f.ch_url, f.ch_database, f.ch_credentials_file,
-			    f.ch_cluster, f.ch_spool_max, f.ch_cluster_nodes};
+			    f.ch_cluster, f.ch_spool_max, f.ch_cluster_nodes, f.cg_timeout,
+			    f.cg_max_memory, f.cg_max_concurrency};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -704,6 +732,9 @@ int pd_cmd_run(int argc, char **argv)
 	ao.query_timeout_ms = query_timeout_ms;
 	ao.query_max_samples = query_max_samples;
 	ao.query_lookback_ms = query_lookback_ms;
+	ao.callgraph_timeout_ms = cg_timeout_ms;
+	ao.callgraph_max_memory = (uint64_t)cg_max_memory;
+	ao.callgraph_max_concurrency = cg_max_concurrency;
 	ao.db = d.db;
 	ao.scrape = d.scrape;
 	ao.discovery = d.disc;

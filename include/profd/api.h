@@ -48,6 +48,11 @@ struct pd_discovery_manager;
 #define PD_API_DEFAULT_QUERY_TIMEOUT_MS (2LL * 60 * 1000)  /* --query.timeout */
 #define PD_API_DEFAULT_QUERY_MAX_SAMPLES 50000000          /* --query.max-samples */
 #define PD_API_DEFAULT_QUERY_LOOKBACK_MS (5LL * 60 * 1000) /* --query.lookback-delta */
+/* report=svg's Graphviz layouts, each in a child process (docs/api.md, "report=dot and
+ * report=svg") */
+#define PD_API_DEFAULT_CALLGRAPH_TIMEOUT_MS (10LL * 1000)       /* --callgraph.timeout */
+#define PD_API_DEFAULT_CALLGRAPH_MAX_MEMORY ((uint64_t)1 << 30) /* --callgraph.max-memory */
+#define PD_API_DEFAULT_CALLGRAPH_MAX_CONCURRENCY 2              /* --callgraph.max-concurrency */
 
 /* ---- the UI hook ------------------------------------------------------------ */
 
@@ -143,6 +148,13 @@ struct pd_api_opts {
 	int64_t query_timeout_ms;
 	size_t query_max_samples;
 	int64_t query_lookback_ms;
+	/* report=svg: each Graphviz layout runs in a child process that is killed after
+	 * callgraph_timeout_ms of wall-clock time (its CPU time is limited to as many
+	 * seconds, rounded up) and may map callgraph_max_memory bytes more than the
+	 * server had; at most callgraph_max_concurrency run at once, more answer 503. */
+	int64_t callgraph_timeout_ms;
+	uint64_t callgraph_max_memory;
+	unsigned callgraph_max_concurrency;
 
 	/* --web.config.file (exporter-toolkit's format): TLS, basic auth, response
 	 * headers, a rate limit; read again for every connection and request. NULL or

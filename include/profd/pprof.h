@@ -193,6 +193,9 @@ const char *pd_pprof_speedscope_unit(const char *unit);
 #define PD_PPROF_DEFAULT_EDGEFRACTION 0.001
 /* Most nodes a graph may keep (nodecount); beyond it a layout is too slow to use. */
 #define PD_PPROF_MAX_NODECOUNT 1000
+/* Bytes of one string (a name, a legend line) the DOT writer keeps; longer ones
+ * are cut and end in "...". */
+#define PD_PPROF_DOT_MAX_STRING 1024
 
 struct pd_pprof_graph_opts {
 	/* Keep at most this many nodes, chosen as pprof -dot chooses them (entry, leaf
@@ -255,7 +258,11 @@ void pd_pprof_graph_destroy(struct pd_pprof_graph *g);
  * flat (flat%) and "of" cum (cum%), font size by flat and colour by cum; one edge
  * per call labelled with its weight, " (inline)" for inlined calls, dotted when
  * residual. legend lines (may be NULL, n 0) go into the legend box; pprof's
- * per-node label tags (nodelets) are not drawn. */
+ * per-node label tags (nodelets) are not drawn. Every string from the profile or
+ * the caller (names, title, legend, sample type, unit) is written as plain text
+ * inside a quoted DOT string: `"` and `\` escaped, newlines as \l, control bytes
+ * and bytes that are not UTF-8 as U+FFFD, cut after PD_PPROF_DOT_MAX_STRING bytes
+ * ("..."); no attribute, URL or HTML-like label is ever made from one. */
 int pd_pprof_graph_dot(const struct pd_pprof_graph *g, const char *title,
                        const char *const *legend, size_t nlegend, struct pd_buf *b);
 

@@ -194,6 +194,10 @@ struct pd_api_server {
 	pthread_cond_t qcv;
 	unsigned qrunning;
 
+	/* report=svg layouts (callgraph.c), atomics: running now, and finished by result */
+	unsigned cg_running;
+	uint64_t cg_results[6];
+
 	struct api_metrics m;
 
 	struct api_web *web; /* --web.config.file; NULL: none */
@@ -258,6 +262,7 @@ struct api_resp {
 	const char *location_abs; /* a Location sent as it is (wins over location) */
 	char *location_owned;     /* malloc'd storage of location_abs, freed with the response */
 	const char *cache_control;
+	const char *csp; /* Content-Security-Policy, sent with X-Content-Type-Options: nosniff */
 	int no_gzip;    /* the body is already compressed */
 	int close_conn; /* Connection: close (reserve connections, early rejects) */
 	/* a borrowed body instead of body (UI assets) */
@@ -436,5 +441,21 @@ struct pd_pprof_graph_opts;
 /* Parses nodecount, nodefraction and edgefraction into *o; -1 (with a 400 set)
  * when one is bad. */
 int api_callgraph_params(const struct api_req *r, struct api_resp *w, struct pd_pprof_graph_opts *o);
+/* The results of a layout, as profd_callgraph_layouts_total's result label names
+ * them (api_callgraph_results, in this order). */
+enum { API_CG_OK, API_CG_TIMEOUT, API_CG_MEMORY, API_CG_TOO_BIG, API_CG_FAILED, API_CG_BUSY };
+extern const char *const api_callgraph_results[6];
+/* Lays dot (NUL-terminated DOT text) out as SVG, appended to svg (at most 64 MiB),
+ * in a child process forked for it under o's callgraph_timeout_ms (wall clock and,
+ * rounded up to seconds, CPU time) and callgraph_max_memory (address space beyond
+ * the server's); the child is killed when over and leaves no state behind. msgs
+ * (msize bytes) gets what Graphviz printed, NUL-terminated and cut; how (hsize)
+ * says what went wrong. Returns an API_CG_ result. Thread-safe. */
+int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd_buf *svg,
+                         char *msgs, size_t msize, char *how, size_t hsize);
+/* Logs a layout's result and what Graphviz printed (msgs, trailing newlines cut
+ * in place) through pd_log, which escapes it: nothing Graphviz says can make a
+ * log line of its own. Nothing is logged for an ok layout that printed nothing. */
+void api_callgraph_log(int result, const char *how, int64_t ms, char *msgs);
 
 #endif

@@ -1,13 +1,30 @@
 /* callgraph.c: /api/v1/query's report=dot and report=svg. The profile's call graph
  * (pd_pprof_graph, the nodes and edges of `go tool pprof -dot` after the same cuts)
- * is written as DOT; for svg it is laid out and drawn by Graphviz's C library, with
- * its dot layout and its core SVG renderer linked in (no plugin is looked up at
- * run time, and text is measured by Graphviz's built-in font metrics, so the same
- * graph always gives the same picture). Graphviz keeps global state, so one layout
- * runs at a time; the size of the graph is bounded before layout starts. */
-#include <pthread.h>
+ * is written as DOT, every string of it escaped (pd_pprof_graph_dot); for svg it
+ * is laid out and drawn by Graphviz's C library, with its dot layout and its core
+ * SVG renderer linked in (no plugin is looked up at run time, and text is
+ * measured by Graphviz's built-in font metrics, so the same graph always gives
+ * the same picture).
+ *
+ * Graphviz keeps global state and is not thread-safe, and a layout's time and
+ * memory grow fast with the graph, so the server itself never calls it: each
+ * layout runs in a child process forked for it alone, which starts from a fresh
+ * Graphviz context, runs under a CPU-time and an address-space limit, is killed at
+ * a wall-clock deadline, and takes none of its state back. The SVG comes back on
+ * one pipe, Graphviz's messages on another, and those go to profd's log. At most
+ * callgraph_max_concurrency layouts run at once; the graph and its DOT are bounded
+ * before one starts. */
+#define _GNU_SOURCE /* close_range, pipe2 */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <graphviz/gvc.h>
 #include <graphviz/gvplugin.h>
@@ -17,14 +34,21 @@
 
 /* Most edges a graph laid out for report=svg may have (nodecount bounds the nodes). */
 #define MAX_SVG_EDGES 5000
-/* Largest SVG accepted from Graphviz. */
+/* Largest DOT text written for report=dot or handed to a layout. */
+#define MAX_DOT_BYTES ((size_t)8 << 20)
+/* Largest SVG accepted from a layout. */
 #define MAX_SVG_BYTES ((size_t)64 << 20)
+/* Bytes of a layout's messages kept for the log. */
+#define MAX_MSG_BYTES 4096
+/* What report=svg and report=dot responses may do when a browser opens them:
+ * nothing but show themselves (no script, no request, no form, no plugin). */
+#define CALLGRAPH_CSP "default-src 'none'; style-src 'unsafe-inline'; sandbox"
+
+const char *const api_callgraph_results[6] = {"ok",      "timeout", "memory",
+                                              "too_big", "failed",  "busy"};
 
 extern gvplugin_library_t gvplugin_dot_layout_LTX_library;
 extern gvplugin_library_t gvplugin_core_LTX_library;
-
-static pthread_mutex_t gv_mu = PTHREAD_MUTEX_INITIALIZER;
-static GVC_t *gv_ctx; /* made on first use, kept for the life of the process */
 
 static lt_symlist_t gv_builtins[] = {
     {"gvplugin_dot_layout_LTX_library", &gvplugin_dot_layout_LTX_library},
@@ -32,49 +56,240 @@ static lt_symlist_t gv_builtins[] = {
     {0, 0},
 };
 
-#if defined(__SANITIZE_ADDRESS__)
-/* Sanitizer builds (tests): Graphviz 2.42's layout keeps a few small allocations
- * (640 bytes on the first layout) that nothing frees, not even gvFreeContext; they
- * are not profd's, so LeakSanitizer is told to leave allocations made inside libgvc
- * alone. Every other leak is still reported. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
-{
-	return "leak:libgvc.so\n";
-}
-#endif
+/* ---- the child: one layout, then _exit ------------------------------------------ */
 
-/* Frees the Graphviz context when the process exits. */
-static void gv_fini(void)
-{
-	pthread_mutex_lock(&gv_mu);
-	if (gv_ctx)
-		gvFreeContext(gv_ctx);
-	gv_ctx = NULL;
-	pthread_mutex_unlock(&gv_mu);
-}
+static int child_err_fd = -1;
 
-/* Lays dot out and renders it as SVG into *out (malloc'd by Graphviz, freed with
- * gvFreeRenderData). Called with gv_mu held. */
-static int gv_render(const char *dot, char **out, unsigned *len)
+static void child_write(int fd, const void *p, size_t n)
 {
-	if (!gv_ctx) {
-		gv_ctx = gvContextPlugins(gv_builtins, 0);
-		if (gv_ctx)
-			atexit(gv_fini);
+	const char *c = p;
+	while (n) {
+		ssize_t k = write(fd, c, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			_exit(3);
+		c += k;
+		n -= (size_t)k;
 	}
-	if (!gv_ctx)
-		return -1;
+}
+
+/* Graphviz's messages (agerr), onto the message pipe. */
+static int child_errf(char *msg)
+{
+	child_write(child_err_fd, msg, strlen(msg));
+	return 0;
+}
+
+static void child_say(const char *msg)
+{
+	child_write(child_err_fd, msg, strlen(msg));
+}
+
+/* Lays dot out and writes the SVG to out; messages go to errfd. vm: the address
+ * space at the fork, which the limit is counted from. Never returns. */
+static void layout_child(const char *dot, int out, int errfd, const struct pd_api_opts *o,
+                         uint64_t vm)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+	static const int sigs[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT, SIGPIPE, SIGXCPU,
+	                           SIGALRM, SIGUSR1, SIGUSR2, SIGCHLD, SIGPROF};
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], SIG_DFL);
+	int null = open("/dev/null", O_RDONLY);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
+		_exit(3);
+	if (close_range(3, ~0u, 0)) {
+		/* kernels before 5.9: one by one */
+		long max = sysconf(_SC_OPEN_MAX);
+		for (int fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+			close(fd);
+	}
+	child_err_fd = 2;
+	rlim_t cpu = (rlim_t)((o->callgraph_timeout_ms + 999) / 1000);
+	struct rlimit rl = {cpu, cpu + 1};
+	if (setrlimit(RLIMIT_CPU, &rl))
+		_exit(3);
+	rl.rlim_cur = rl.rlim_max = (rlim_t)(vm + o->callgraph_max_memory);
+	if (setrlimit(RLIMIT_AS, &rl))
+		_exit(3);
+	rl.rlim_cur = rl.rlim_max = 0;
+	setrlimit(RLIMIT_CORE, &rl);
+	setrlimit(RLIMIT_FSIZE, &rl);
+
+	agseterr(AGWARN);
+	agseterrf(child_errf);
+	GVC_t *gvc = gvContextPlugins(gv_builtins, 0);
+	if (!gvc) {
+		child_say("no Graphviz context\n");
+		_exit(2);
+	}
 	Agraph_t *g = agmemread(dot);
-	if (!g)
-		return -1;
-	int rc = gvLayout(gv_ctx, g, "dot");
-	if (rc == 0) {
-		rc = gvRenderData(gv_ctx, g, "svg", out, len);
-		gvFreeLayout(gv_ctx, g);
+	if (!g) {
+		child_say("the DOT text does not parse\n");
+		_exit(2);
 	}
-	agclose(g);
-	return rc;
+	char *svg = NULL;
+	unsigned len = 0;
+	if (gvLayout(gvc, g, "dot") || gvRenderData(gvc, g, "svg", &svg, &len) || !svg)
+		_exit(2);
+	child_write(1, svg, len);
+	_exit(0);
+}
+
+/* ---- the server's side ---------------------------------------------------------- */
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The process's address space and resident set in bytes (/proc/self/statm), 0 if
+ * unknown. */
+static uint64_t vm_size(uint64_t *rss)
+{
+	char buf[128];
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t ps = (uint64_t)(page > 0 ? page : 4096);
+	char *end;
+	uint64_t vm = strtoull(buf, &end, 10);
+	*rss = strtoull(end, NULL, 10) * ps;
+	return vm * ps;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd_buf *svg,
+                         char *msgs, size_t msize, char *how, size_t hsize)
+{
+	int op[2] = {-1, -1}, ep[2] = {-1, -1};
+	size_t nmsg = 0;
+	msgs[0] = '\0';
+	snprintf(how, hsize, "it could not be started");
+	if (pipe2(op, O_CLOEXEC) || pipe2(ep, O_CLOEXEC)) {
+		snprintf(how, hsize, "pipe: %s", strerror(errno));
+		close_fd(&op[0]);
+		close_fd(&op[1]);
+		return API_CG_FAILED;
+	}
+	uint64_t rss0 = 0, vm = vm_size(&rss0);
+	int64_t deadline = mono_ms() + o->callgraph_timeout_ms;
+	pid_t pid = fork();
+	if (pid == 0)
+		layout_child(dot, op[1], ep[1], o, vm);
+	close_fd(&op[1]);
+	close_fd(&ep[1]);
+	if (pid < 0) {
+		snprintf(how, hsize, "fork: %s", strerror(errno));
+		close_fd(&op[0]);
+		close_fd(&ep[0]);
+		return API_CG_FAILED;
+	}
+	int timed_out = 0, too_big = 0, nomem = 0, broken = 0;
+	char chunk[65536];
+	while (op[0] >= 0 || ep[0] >= 0) {
+		int64_t left = deadline - mono_ms();
+		if (left <= 0) {
+			timed_out = 1;
+			break;
+		}
+		struct pollfd pf[2];
+		nfds_t n = 0;
+		if (op[0] >= 0)
+			pf[n++] = (struct pollfd){.fd = op[0], .events = POLLIN};
+		if (ep[0] >= 0)
+			pf[n++] = (struct pollfd){.fd = ep[0], .events = POLLIN};
+		int pr = poll(pf, n, left > 1000 ? 1000 : (int)left);
+		if (pr < 0 && errno != EINTR) {
+			snprintf(how, hsize, "poll: %s", strerror(errno));
+			broken = 1;
+			break;
+		}
+		for (nfds_t i = 0; i < n && pr > 0; i++) {
+			if (!pf[i].revents)
+				continue;
+			int *fd = pf[i].fd == op[0] ? &op[0] : &ep[0];
+			ssize_t k = read(*fd, chunk, sizeof(chunk));
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0) {
+				close_fd(fd);
+			} else if (fd == &op[0]) {
+				int rc = svg->len + (size_t)k > MAX_SVG_BYTES
+				             ? PD_ETOOBIG
+				             : pd_buf_append(svg, chunk, (size_t)k);
+				too_big = rc == PD_ETOOBIG;
+				nomem = rc == PD_ENOMEM;
+			} else if (nmsg + 1 < msize) {
+				size_t m =
+				    (size_t)k < msize - 1 - nmsg ? (size_t)k : msize - 1 - nmsg;
+				memcpy(msgs + nmsg, chunk, m);
+				nmsg += m;
+				msgs[nmsg] = '\0';
+			}
+		}
+		if (too_big || nomem)
+			break;
+	}
+	if (op[0] >= 0 || ep[0] >= 0)
+		kill(pid, SIGKILL);
+	close_fd(&op[0]);
+	close_fd(&ep[0]);
+	int status = 0;
+	struct rusage ru;
+	memset(&ru, 0, sizeof(ru));
+	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
+		;
+	/* the resident set the child grew by: near the limit, a failure is for memory
+	 * whatever the allocator that failed printed */
+	uint64_t rss = (uint64_t)ru.ru_maxrss * 1024;
+	int near_limit = rss > rss0 && rss - rss0 >= o->callgraph_max_memory / 2;
+	if (timed_out) {
+		snprintf(how, hsize, "took longer than %lld ms",
+		         (long long)o->callgraph_timeout_ms);
+		return API_CG_TIMEOUT;
+	}
+	if (too_big || nomem) {
+		snprintf(how, hsize, "drew an SVG larger than %zu MiB", MAX_SVG_BYTES >> 20);
+		return API_CG_TOO_BIG;
+	}
+	if (broken)
+		return API_CG_FAILED;
+	if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGKILL)) {
+		snprintf(how, hsize, "used more than %lld s of CPU time",
+		         (long long)((o->callgraph_timeout_ms + 999) / 1000));
+		return API_CG_TIMEOUT;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return API_CG_OK;
+	if (near_limit || strstr(msgs, "out of memory") || strstr(msgs, "Cannot allocate memory") ||
+	    strstr(msgs, "allocator is out of memory") || strstr(msgs, "allocation-size-too-big")) {
+		snprintf(how, hsize, "needed more than %llu MiB of memory",
+		         (unsigned long long)(o->callgraph_max_memory >> 20));
+		return API_CG_MEMORY;
+	}
+	if (WIFSIGNALED(status))
+		snprintf(how, hsize, "was killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(how, hsize, "exited with status %d", WEXITSTATUS(status));
+	return API_CG_FAILED;
 }
 
 /* The title and legend lines pprof puts in its legend box. */
@@ -94,6 +309,68 @@ static void legend_of(const struct pd_pprof_profile *p, const struct pd_pprof_gr
 	snprintf(lines[*n], sizeof(lines[0]), "Type: %s", g->sample_type);
 	legend[*n] = lines[*n];
 	(*n)++;
+}
+
+void api_callgraph_log(int result, const char *how, int64_t ms, char *msgs)
+{
+	size_t ml = strlen(msgs);
+	while (ml && (msgs[ml - 1] == '\n' || msgs[ml - 1] == '\r' || msgs[ml - 1] == ' '))
+		msgs[--ml] = '\0';
+	if (result != API_CG_OK)
+		pd_log_warn("api", "call graph layout failed",
+		            "result=%s how=%s ms=%lld graphviz=%s", api_callgraph_results[result],
+		            how, (long long)ms, msgs);
+	else if (ml)
+		pd_log_warn("api", "call graph layout warned", "ms=%lld graphviz=%s", (long long)ms,
+		            msgs);
+}
+
+/* Lays dot out as SVG into *out, counting the layout in the server's gauge and
+ * results and logging what Graphviz said; -1 with the error response set when it
+ * could not (busy, over a limit, failed). */
+static int render(struct api_req *r, struct api_resp *w, const char *dot, struct pd_buf *out)
+{
+	struct pd_api_server *s = r->srv;
+	const struct pd_api_opts *o = &s->o;
+	if (__atomic_add_fetch(&s->cg_running, 1, __ATOMIC_SEQ_CST) >
+	    o->callgraph_max_concurrency) {
+		__atomic_sub_fetch(&s->cg_running, 1, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(&s->cg_results[API_CG_BUSY], 1, __ATOMIC_RELAXED);
+		api_error(
+		    w, 503, "unavailable",
+		    "%u call graph layouts are running already (--callgraph.max-concurrency): "
+		    "try again later",
+		    o->callgraph_max_concurrency);
+		return -1;
+	}
+	char msgs[MAX_MSG_BYTES], how[128];
+	int64_t t0 = mono_ms();
+	int res = api_callgraph_layout(o, dot, out, msgs, sizeof(msgs), how, sizeof(how));
+	__atomic_sub_fetch(&s->cg_running, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&s->cg_results[res], 1, __ATOMIC_RELAXED);
+	api_callgraph_log(res, how, mono_ms() - t0, msgs);
+	switch (res) {
+	case API_CG_OK:
+		return 0;
+	case API_CG_TIMEOUT:
+		api_error(w, 503, "timeout",
+		          "laying out the call graph %s (--callgraph.timeout): lower nodecount or "
+		          "raise nodefraction or edgefraction",
+		          how);
+		return -1;
+	case API_CG_MEMORY:
+	case API_CG_TOO_BIG:
+		api_error(
+		    w, 422, "execution",
+		    "laying out the call graph %s (--callgraph.max-memory): lower nodecount or "
+		    "raise nodefraction or edgefraction",
+		    how);
+		return -1;
+	default:
+		api_error(w, 500, "internal", "laying out the call graph with Graphviz failed: %s",
+		          how);
+		return -1;
+	}
 }
 
 int api_callgraph_params(const struct api_req *r, struct api_resp *w, struct pd_pprof_graph_opts *o)
@@ -120,9 +397,10 @@ void api_report_callgraph(struct api_req *r, struct api_resp *w, const struct pd
 	struct pd_pprof_graph_opts o = {0};
 	struct pd_pprof_graph *g = NULL;
 	struct pd_err err = {0};
-	struct pd_buf dot;
+	struct pd_buf dot, out;
 	int idx;
 	pd_buf_init(&dot, 0);
+	pd_buf_init(&out, 0);
 	if (pd_pprof_sample_index(p, api_param(r, "sample_index"), &idx, &err)) {
 		api_bad_param(w, "sample_index", "%s", err.msg);
 		return;
@@ -146,37 +424,40 @@ void api_report_callgraph(struct api_req *r, struct api_resp *w, const struct pd
 	const char *legend[2];
 	size_t nl;
 	legend_of(p, g, title, sizeof(title), lines, legend, &nl);
-	if (pd_pprof_graph_dot(g, title, legend, nl, &dot) || pd_buf_append(&dot, "", 1)) {
+	pd_buf_init(&dot, MAX_DOT_BYTES);
+	rc = pd_pprof_graph_dot(g, title, legend, nl, &dot);
+	rc = rc ? rc : pd_buf_append(&dot, "", 1);
+	if (rc == PD_ETOOBIG) {
+		api_bad_param(
+		    w, "nodecount",
+		    "the call graph's DOT text is larger than %zu MiB: lower nodecount or "
+		    "raise nodefraction or edgefraction",
+		    MAX_DOT_BYTES >> 20);
+		goto out;
+	}
+	if (rc) {
 		api_error(w, 500, "internal", "out of memory writing the call graph");
 		goto out;
 	}
-	char *svgdata = NULL;
-	unsigned len = 0;
-	if (svg) {
-		pthread_mutex_lock(&gv_mu);
-		rc = gv_render((const char *)dot.data, &svgdata, &len);
-		pthread_mutex_unlock(&gv_mu);
-		if (rc || !svgdata || len > MAX_SVG_BYTES) {
-			if (svgdata)
-				gvFreeRenderData(svgdata);
-			api_error(w, 500, "internal", "laying out the call graph with Graphviz failed");
-			goto out;
-		}
-	}
+	if (svg && render(r, w, (const char *)dot.data, &out))
+		goto out;
 	/* not the envelope: the document itself */
 	w->json = 0;
 	w->status = 200;
+	w->csp = CALLGRAPH_CSP;
 	pd_buf_fini(&w->body);
-	pd_buf_init(&w->body, 0);
 	if (svg) {
 		w->content_type = "image/svg+xml";
-		w->berr = pd_buf_append(&w->body, svgdata, len);
-		gvFreeRenderData(svgdata);
+		w->body = out;
+		pd_buf_init(&out, 0);
 	} else {
 		w->content_type = "text/vnd.graphviz; charset=utf-8";
-		w->berr = pd_buf_append(&w->body, dot.data, dot.len - 1);
+		dot.len--; /* the NUL */
+		w->body = dot;
+		pd_buf_init(&dot, 0);
 	}
 out:
+	pd_buf_fini(&out);
 	pd_buf_fini(&dot);
 	pd_pprof_graph_destroy(g);
 }

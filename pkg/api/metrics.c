@@ -493,6 +493,18 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	        (unsigned long long)(m.reloads - m.reload_failures));
 	jprintf(w, "profd_config_reloads_total{result=\"failure\"} %llu\n",
 	        (unsigned long long)m.reload_failures);
+	family(w, "profd_callgraph_layouts_running", "gauge",
+	       "report=svg layouts (Graphviz, each in a child process) running now.");
+	sample_u(w, "profd_callgraph_layouts_running",
+	         __atomic_load_n(&s->cg_running, __ATOMIC_RELAXED));
+	family(w, "profd_callgraph_layouts_total", "counter",
+	       "report=svg layouts by result: ok, timeout (--callgraph.timeout), memory "
+	       "(--callgraph.max-memory), too_big (the SVG), failed, busy (refused: "
+	       "--callgraph.max-concurrency).");
+	for (int i = 0; i < 6; i++)
+		jprintf(w, "profd_callgraph_layouts_total{result=\"%s\"} %llu\n",
+		        api_callgraph_results[i],
+		        (unsigned long long)__atomic_load_n(&s->cg_results[i], __ATOMIC_RELAXED));
 
 	process_metrics(w);
 }

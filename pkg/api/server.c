@@ -550,6 +550,10 @@ static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
 	}
 	if (w->cache_control)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, w->cache_control);
+	if (w->csp) {
+		MHD_add_response_header(resp, "Content-Security-Policy", w->csp);
+		MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	}
 	if (w->close_conn || (r->cn && r->cn->reserve))
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (w->status == 401)
@@ -1301,6 +1305,9 @@ void pd_api_opts_init(struct pd_api_opts *o)
 	o->query_timeout_ms = PD_API_DEFAULT_QUERY_TIMEOUT_MS;
 	o->query_max_samples = PD_API_DEFAULT_QUERY_MAX_SAMPLES;
 	o->query_lookback_ms = PD_API_DEFAULT_QUERY_LOOKBACK_MS;
+	o->callgraph_timeout_ms = PD_API_DEFAULT_CALLGRAPH_TIMEOUT_MS;
+	o->callgraph_max_memory = PD_API_DEFAULT_CALLGRAPH_MAX_MEMORY;
+	o->callgraph_max_concurrency = PD_API_DEFAULT_CALLGRAPH_MAX_CONCURRENCY;
 }
 
 static void server_free(struct pd_api_server *s)
@@ -1359,6 +1366,9 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	DEF(query_timeout_ms);
 	DEF(query_max_samples);
 	DEF(query_lookback_ms);
+	DEF(callgraph_timeout_ms);
+	DEF(callgraph_max_memory);
+	DEF(callgraph_max_concurrency);
 #undef DEF
 	if (s->o.lookback_ms < 0)
 		s->o.lookback_ms = 0;

@@ -7,6 +7,7 @@
  * next kept caller -> callee edge residual (drawn dotted). Edges below the
  * edgefraction cut are dropped last, then residual edges whose ends another path
  * already joins. */
+#define _GNU_SOURCE /* qsort_r */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,12 +277,10 @@ struct sorter {
 	const struct build *b;
 };
 
-static const struct sorter *g_sort; /* qsort has no context argument */
-
-static int node_cmp(const void *pa, const void *pb)
+static int node_cmp(const void *pa, const void *pb, void *arg)
 {
 	uint32_t l = *(const uint32_t *)pa, r = *(const uint32_t *)pb;
-	const struct sorter *s = g_sort;
+	const struct sorter *s = arg;
 	int64_t ls = go_abs(s->score[l]), rs = go_abs(s->score[r]);
 	if (ls != rs)
 		return ls > rs ? -1 : 1;
@@ -359,9 +358,7 @@ static int sort_nodes(const struct ctx *c, const struct build *b, uint32_t *orde
 		order[k++] = (uint32_t)i;
 	}
 	struct sorter s = {c, score, b};
-	g_sort = &s;
-	qsort(order, k, sizeof(*order), node_cmp);
-	g_sort = NULL;
+	qsort_r(order, k, sizeof(*order), node_cmp, &s);
 	*n = k;
 	rc = 0;
 out:
@@ -404,32 +401,32 @@ static size_t trim_edges(struct build *b, int64_t cutoff)
 
 /* ---- residual edges another path already joins ------------------------------- */
 
-static const struct ctx *g_ectx;
-static const struct build *g_eb;
+struct edge_sorter {
+	const struct ctx *c;
+	const struct build *b;
+};
 
 /* pprof's edge order: |weight| descending, then caller's and callee's names. */
-static int edge_cmp(const void *pa, const void *pb)
+static int edge_cmp(const void *pa, const void *pb, void *arg)
 {
-	const struct edge *l = &g_eb->edges[*(const uint32_t *)pa];
-	const struct edge *r = &g_eb->edges[*(const uint32_t *)pb];
+	const struct edge_sorter *s = arg;
+	const struct edge *l = &s->b->edges[*(const uint32_t *)pa];
+	const struct edge *r = &s->b->edges[*(const uint32_t *)pb];
 	if (l->weight != r->weight) {
 		int64_t lw = go_abs(l->weight), rw = go_abs(r->weight);
 		if (lw != rw)
 			return lw > rw ? -1 : 1;
 	}
-	int c = strcmp(g_ectx->nodes.names[l->from], g_ectx->nodes.names[r->from]);
+	int c = strcmp(s->c->nodes.names[l->from], s->c->nodes.names[r->from]);
 	if (c)
 		return c;
-	return strcmp(g_ectx->nodes.names[l->to], g_ectx->nodes.names[r->to]);
+	return strcmp(s->c->nodes.names[l->to], s->c->nodes.names[r->to]);
 }
 
 static void sort_edges(const struct ctx *c, const struct build *b, uint32_t *idx, size_t n)
 {
-	g_ectx = c;
-	g_eb = b;
-	qsort(idx, n, sizeof(*idx), edge_cmp);
-	g_ectx = NULL;
-	g_eb = NULL;
+	struct edge_sorter s = {c, b};
+	qsort_r(idx, n, sizeof(*idx), edge_cmp, &s);
 }
 
 /* Whether e's caller reaches e's callee along callers of the callee without e:

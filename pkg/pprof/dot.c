@@ -10,21 +10,94 @@
 
 #include "pprof_int.h"
 
-/* Appends s with `\` and `"` escaped and newlines as DOT's left-justified breaks. */
+/* Every string that reaches the DOT text from a profile or a caller (names, file
+ * names, sample types, units) goes through put_text, so that it stays inside its
+ * quoted string as plain text: `"` and `\` are escaped (Graphviz's own escapes
+ * \N, \G, \l... cannot be spelled), newlines become the left-justified break
+ * \l, other control bytes and bytes that start no valid UTF-8 sequence become
+ * U+FFFD, and at most PD_PPROF_DOT_MAX_STRING bytes of it are kept ("..." marks
+ * the cut). Nothing else is written from such strings: no attribute names, no
+ * URL or href, no HTML-like <...> label. */
+#define REPLACEMENT "\xef\xbf\xbd"
+
+/* The length of the valid UTF-8 sequence at s[0..n), 0 when there is none. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t k;
+	unsigned min;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		k = 2;
+		min = 0x80;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		k = 3;
+		min = 0x800;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		k = 4;
+		min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (n < k)
+		return 0;
+	unsigned cp = c & (0x7fu >> k);
+	for (size_t i = 1; i < k; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3fu);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return k;
+}
+
+/* Appends s[0..n) escaped as above. name: a node label, where "." and "::" also
+ * break the line and Go's "[...]" becomes "[\u2026]". */
+static int put_text(struct pd_buf *b, const char *str, size_t n, int name)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	int cut = n > PD_PPROF_DOT_MAX_STRING;
+	if (cut) {
+		n = PD_PPROF_DOT_MAX_STRING;
+		while (n > 0 && (s[n] & 0xc0) == 0x80)
+			n--; /* a character the cut would split goes whole */
+	}
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc;) {
+		unsigned char c = s[i];
+		if (name && n - i >= 5 && memcmp(s + i, "[...]", 5) == 0) {
+			rc = pd_buf_append(b, "[\xe2\x80\xa6]", 5);
+			i += 5;
+		} else if (name && c == ':' && i + 1 < n && s[i + 1] == ':') {
+			rc = pd_buf_append(b, "\\n", 2);
+			i += 2;
+		} else if (name && c == '.') {
+			rc = pd_buf_append(b, "\\n", 2);
+			i++;
+		} else if (c == '\\' || c == '"') {
+			char e[2] = {'\\', (char)c};
+			rc = pd_buf_append(b, e, 2);
+			i++;
+		} else if (c == '\n') {
+			rc = pd_buf_append(b, "\\l", 2);
+			i++;
+		} else if (c < 0x20 || c == 0x7f) {
+			rc = pd_buf_append(b, REPLACEMENT, 3);
+			i++;
+		} else {
+			size_t k = utf8_len(s + i, n - i);
+			rc = k ? pd_buf_append(b, s + i, k) : pd_buf_append(b, REPLACEMENT, 3);
+			i += k ? k : 1;
+		}
+	}
+	return rc || !cut ? rc : pd_buf_append(b, "...", 3);
+}
+
 static int put_escaped(struct pd_buf *b, const char *s)
 {
-	int rc = 0;
-	for (; *s && !rc; s++) {
-		if (*s == '\\')
-			rc = pd_buf_append(b, "\\\\", 2);
-		else if (*s == '"')
-			rc = pd_buf_append(b, "\\\"", 2);
-		else if (*s == '\n')
-			rc = pd_buf_append(b, "\\l", 2);
-		else
-			rc = pd_buf_append(b, s, 1);
-	}
-	return rc;
+	return put_text(b, s, strlen(s), 0);
 }
 
 static int is_path_char(char c)
@@ -73,31 +146,12 @@ static void shorten(const char *name, char *out, size_t size)
 }
 
 /* The node's label text: the shortened name with "::" and "." as line breaks
- * ("[...]" of Go type parameters kept as "[…]"), then a break. */
+ * ("[...]" of Go type parameters kept as "[\u2026]"), then a break. */
 static int put_name(struct pd_buf *b, const char *name)
 {
 	char sh[1024];
 	shorten(name, sh, sizeof(sh));
-	int rc = 0;
-	for (const char *s = sh; *s && !rc; s++) {
-		if (strncmp(s, "[...]", 5) == 0) {
-			rc = pd_buf_append(b, "[\xe2\x80\xa6]", 5);
-			s += 4;
-		} else if (s[0] == ':' && s[1] == ':') {
-			rc = pd_buf_append(b, "\\n", 2);
-			s++;
-		} else if (*s == '.') {
-			rc = pd_buf_append(b, "\\n", 2);
-		} else if (*s == '\\') {
-			rc = pd_buf_append(b, "\\\\", 2);
-		} else if (*s == '"') {
-			rc = pd_buf_append(b, "\\\"", 2);
-		} else if (*s == '\n') {
-			rc = pd_buf_append(b, "\\l", 2);
-		} else {
-			rc = pd_buf_append(b, s, 1);
-		}
-	}
+	int rc = put_text(b, sh, strlen(sh), 1);
 	return rc ? rc : pd_buf_append(b, "\\n", 2);
 }
 
@@ -156,8 +210,9 @@ int pd_pprof_graph_dot(const struct pd_pprof_graph *g, const char *title,
 	}
 	const char *ou = g->nnodes ? pd_pprof_pick_unit(minv, g->total, unit) : unit;
 #define FMT(v, o) pd_pprof_format_value_in((v), unit, ou, (o), sizeof(o))
-	int rc = pd_buf_printf(b, "digraph \"%s\" {\nnode [style=filled fillcolor=\"#f8f8f8\"]\n",
-	                       title && *title ? title : "unnamed");
+	int rc = pd_buf_append(b, "digraph \"", 9);
+	rc = rc ? rc : put_escaped(b, title && *title ? title : "unnamed");
+	rc = rc ? rc : pd_buf_append(b, "\" {\nnode [style=filled fillcolor=\"#f8f8f8\"]\n", 44);
 	/* the legend: the caller's lines, then what was shown and dropped */
 	FMT(g->shown, v1);
 	pct(g->shown, g->total, p1, sizeof(p1));
@@ -170,18 +225,25 @@ int pd_pprof_graph_dot(const struct pd_pprof_graph *g, const char *title,
 		rc = put_escaped(b, legend[i]);
 		rc = rc ? rc : pd_buf_append(b, "\\l", 2);
 	}
-	rc = rc ? rc
-	        : pd_buf_printf(b, "Showing nodes accounting for %s, %s of %s total\\l", v1, p1, v2);
+	rc = rc ? rc : pd_buf_append(b, "Showing nodes accounting for ", 29);
+	rc = rc ? rc : put_escaped(b, v1);
+	rc = rc ? rc : pd_buf_printf(b, ", %s of ", p1);
+	rc = rc ? rc : put_escaped(b, v2);
+	rc = rc ? rc : pd_buf_append(b, " total\\l", 8);
 	if (!rc && g->total != 0) {
 		if (g->dropped_nodes) {
 			FMT(abs_sat((int64_t)((double)g->total * g->opts.nodefraction)), v1);
-			rc = pd_buf_printf(b, "Dropped %zu node%s (cum <= %s)\\l", g->dropped_nodes,
-			                   g->dropped_nodes == 1 ? "" : "s", v1);
+			rc = pd_buf_printf(b, "Dropped %zu node%s (cum <= ", g->dropped_nodes,
+			                   g->dropped_nodes == 1 ? "" : "s");
+			rc = rc ? rc : put_escaped(b, v1);
+			rc = rc ? rc : pd_buf_append(b, ")\\l", 3);
 		}
 		if (!rc && g->dropped_edges) {
 			FMT(abs_sat((int64_t)((double)g->total * g->opts.edgefraction)), v1);
-			rc = pd_buf_printf(b, "Dropped %zu edge%s (freq <= %s)\\l", g->dropped_edges,
-			                   g->dropped_edges == 1 ? "" : "s", v1);
+			rc = pd_buf_printf(b, "Dropped %zu edge%s (freq <= ", g->dropped_edges,
+			                   g->dropped_edges == 1 ? "" : "s");
+			rc = rc ? rc : put_escaped(b, v1);
+			rc = rc ? rc : pd_buf_append(b, ")\\l", 3);
 		}
 		if (!rc && g->nnodes && g->nnodes < g->node_count)
 			rc = pd_buf_printf(b, "Showing top %zu nodes out of %zu\\l", g->nnodes,
@@ -207,7 +269,8 @@ int pd_pprof_graph_dot(const struct pd_pprof_graph *g, const char *title,
 		FMT(n->flat, v1);
 		if (!rc && n->flat != 0) {
 			pct(n->flat, g->total, p1, sizeof(p1));
-			rc = pd_buf_printf(b, "%s (%s)", v1, p1);
+			rc = put_escaped(b, v1);
+			rc = rc ? rc : pd_buf_printf(b, " (%s)", p1);
 		} else if (!rc) {
 			rc = pd_buf_append(b, "0", 1);
 		}
@@ -215,7 +278,9 @@ int pd_pprof_graph_dot(const struct pd_pprof_graph *g, const char *title,
 		if (!rc && n->cum != n->flat) {
 			FMT(n->cum, v2);
 			pct(n->cum, g->total, p2, sizeof(p2));
-			rc = pd_buf_printf(b, "%sof %s (%s)", n->flat != 0 ? "\\n" : " ", v2, p2);
+			rc = pd_buf_printf(b, "%sof ", n->flat != 0 ? "\\n" : " ");
+			rc = rc ? rc : put_escaped(b, v2);
+			rc = rc ? rc : pd_buf_printf(b, " (%s)", p2);
 			cumv = v2;
 		}
 		int font = 8;
@@ -229,14 +294,16 @@ int pd_pprof_graph_dot(const struct pd_pprof_graph *g, const char *title,
 		        : pd_buf_printf(b, "\" id=\"node%zu\" fontsize=%d shape=box tooltip=\"", i + 1,
 		                        font);
 		rc = rc ? rc : put_escaped(b, n->name);
-		rc = rc ? rc
-		        : pd_buf_printf(b, " (%s)\" color=\"%s\" fillcolor=\"%s\"]\n", cumv, c1, c2);
+		rc = rc ? rc : pd_buf_append(b, " (", 2);
+		rc = rc ? rc : put_escaped(b, cumv);
+		rc = rc ? rc : pd_buf_printf(b, ")\" color=\"%s\" fillcolor=\"%s\"]\n", c1, c2);
 	}
 	for (size_t i = 0; i < g->nedges && !rc; i++) {
 		const struct pd_pprof_graph_edge *e = &g->edges[i];
 		FMT(e->weight, v1);
-		rc = pd_buf_printf(b, "N%u -> N%u [label=\" %s%s\"", e->from + 1, e->to + 1, v1,
-		                   e->inlined ? "\\n (inline)" : "");
+		rc = pd_buf_printf(b, "N%u -> N%u [label=\" ", e->from + 1, e->to + 1);
+		rc = rc ? rc : put_escaped(b, v1);
+		rc = rc ? rc : pd_buf_printf(b, "%s\"", e->inlined ? "\\n (inline)" : "");
 		if (!rc && g->total != 0) {
 			int64_t aw = abs_sat(e->weight);
 			/* pprof multiplies before dividing, in int64 */
@@ -256,7 +323,9 @@ int pd_pprof_graph_dot(const struct pd_pprof_graph *g, const char *title,
 			rc = rc ? rc : put_escaped(b, g->nodes[e->from].name);
 			rc = rc ? rc : pd_buf_append(b, e->residual ? " ... " : " -> ", e->residual ? 5 : 4);
 			rc = rc ? rc : put_escaped(b, g->nodes[e->to].name);
-			rc = rc ? rc : pd_buf_printf(b, " (%s)\"", v1);
+			rc = rc ? rc : pd_buf_append(b, " (", 2);
+			rc = rc ? rc : put_escaped(b, v1);
+			rc = rc ? rc : pd_buf_append(b, ")\"", 2);
 		}
 		if (!rc && e->residual)
 			rc = pd_buf_append(b, " style=\"dotted\"", 15);

@@ -42,30 +42,87 @@ int pd_log_enabled(int level)
 	return level <= g_level;
 }
 
-/* Writes s quoted for logfmt or JSON. */
+/* The code point of the valid UTF-8 sequence at s (NUL-terminated) and its length
+ * in *len; *len 0 when none starts there. */
+static unsigned utf8_at(const unsigned char *s, size_t *len)
+{
+	unsigned c = s[0], cp, min;
+	size_t k;
+	*len = 0;
+	if (c >= 0xc2 && c <= 0xdf) {
+		k = 2;
+		min = 0x80;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		k = 3;
+		min = 0x800;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		k = 4;
+		min = 0x10000;
+	} else {
+		return 0;
+	}
+	cp = c & (0x7fu >> k);
+	for (size_t i = 1; i < k; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3fu);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	*len = k;
+	return cp;
+}
+
+/* Writes s quoted for logfmt or JSON: `"` and `\` escaped, newlines as \n, other
+ * control bytes, DEL and the code points a reader may take for a line break
+ * (U+0085, U+2028, U+2029) as \u escapes, bytes that start no valid UTF-8
+ * sequence as U+FFFD. Whatever s holds, it stays inside one line. */
 static void put_quoted(FILE *f, const char *s)
 {
 	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		if (*p == '"' || *p == '\\') {
+			fprintf(f, "\\%c", *p++);
+		} else if (*p == '\n') {
 			fputs("\\n", f);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
+			p++;
+		} else if (*p < 0x20 || *p == 0x7f) {
+			fprintf(f, "\\u%04x", *p++);
+		} else if (*p < 0x80) {
+			fputc(*p++, f);
+		} else {
+			size_t k;
+			unsigned cp = utf8_at(p, &k);
+			if (!k) {
+				fputs("\xef\xbf\xbd", f);
+				p++;
+			} else if (cp == 0x85 || cp == 0x2028 || cp == 0x2029) {
+				fprintf(f, "\\u%04x", cp);
+				p += k;
+			} else {
+				fwrite(p, 1, k, f);
+				p += k;
+			}
+		}
 	}
 	fputc('"', f);
 }
 
 /* A logfmt value is quoted when it is empty or holds a space, '=', '"' or a
- * control byte, as go-kit's logfmt does. */
+ * control byte, as go-kit's logfmt does, or anything put_quoted rewrites. */
 static void put_logfmt_value(FILE *f, const char *s)
 {
 	int q = !*s;
-	for (const unsigned char *p = (const unsigned char *)s; *p && !q; p++)
+	for (const unsigned char *p = (const unsigned char *)s; *p && !q; p++) {
 		q = *p <= ' ' || *p == '=' || *p == '"' || *p == '\\' || *p == 0x7f;
+		if (!q && *p >= 0x80) {
+			size_t k;
+			unsigned cp = utf8_at(p, &k);
+			q = !k || cp == 0x85 || cp == 0x2028 || cp == 0x2029;
+			if (k)
+				p += k - 1;
+		}
+	}
 	if (q)
 		put_quoted(f, s);
 	else

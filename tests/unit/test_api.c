@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <pthread.h>
 #include <curl/curl.h>
 
 #include "profd/api.h"
@@ -295,6 +296,8 @@ struct http {
 	char disp[256];
 	char allow[64];
 	char location[512];
+	char csp[256];
+	char nosniff[64];
 };
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
@@ -332,6 +335,8 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 	copy_header(p, sz * n, "Content-Disposition", h->disp, sizeof(h->disp));
 	copy_header(p, sz * n, "Allow", h->allow, sizeof(h->allow));
 	copy_header(p, sz * n, "Location", h->location, sizeof(h->location));
+	copy_header(p, sz * n, "Content-Security-Policy", h->csp, sizeof(h->csp));
+	copy_header(p, sz * n, "X-Content-Type-Options", h->nosniff, sizeof(h->nosniff));
 	return sz * n;
 }
 
@@ -2085,6 +2090,353 @@ static void test_metrics(void **state)
 	http_free(&h);
 }
 
+/* ---- call graphs from hostile profiles --------------------------------------- */
+
+/* Appends under labels at t a profile of nf functions (names[i], or "f<i>" when
+ * names is NULL) in a binary whose mapping's file is file; sample i's stack is
+ * stacks[i * depth ...] (function numbers from 1, leaf first), each of value 1. */
+static void append_graph(const char *const *labels, int64_t t, const char *file,
+                         const char *const *names, size_t nf, const uint64_t *stacks, size_t depth,
+                         size_t ns)
+{
+	size_t nstr = 4 + nf;
+	const char **strings = calloc(nstr, sizeof(*strings));
+	size_t *lens = calloc(nstr, sizeof(*lens));
+	char(*gen)[24] = calloc(nf, sizeof(*gen));
+	struct pd_pprof_pfunction *fn = calloc(nf, sizeof(*fn));
+	struct pd_pprof_pline *ln = calloc(nf, sizeof(*ln));
+	struct pd_pprof_plocation *loc = calloc(nf, sizeof(*loc));
+	struct pd_pprof_psample *smp = calloc(ns, sizeof(*smp));
+	int64_t *vals = calloc(ns, sizeof(*vals));
+	strings[0] = "";
+	strings[1] = "samples";
+	strings[2] = "count";
+	strings[3] = file;
+	for (size_t i = 0; i < nf; i++) {
+		if (!names)
+			snprintf(gen[i], sizeof(gen[i]), "f%zu", i + 1);
+		strings[4 + i] = names ? names[i] : gen[i];
+		fn[i] = (struct pd_pprof_pfunction){.id = i + 1, .name = (int64_t)(4 + i)};
+		ln[i] = (struct pd_pprof_pline){.function_id = i + 1};
+		loc[i] = (struct pd_pprof_plocation){.id = i + 1,
+		                                     .mapping_id = 1,
+		                                     .address = 0x1000 + i,
+		                                     .line = &ln[i],
+		                                     .nline = 1};
+	}
+	for (size_t i = 0; i < nstr; i++)
+		lens[i] = strlen(strings[i]);
+	for (size_t i = 0; i < ns; i++) {
+		vals[i] = 1;
+		smp[i] = (struct pd_pprof_psample){.location_id = (uint64_t *)stacks + i * depth,
+		                                   .nlocation = depth,
+		                                   .value = &vals[i],
+		                                   .nvalue = 1};
+	}
+	struct pd_pprof_pvt type = {1, 2};
+	struct pd_pprof_pmapping map = {.id = 1,
+	                                .memory_start = 0x1000,
+	                                .memory_limit = 0x100000,
+	                                .filename = 3,
+	                                .has_functions = 1};
+	struct pd_pprof_parts parts = {
+	    .strings = strings,
+	    .string_len = lens,
+	    .nstrings = nstr,
+	    .sample_type = &type,
+	    .nsample_type = 1,
+	    .sample = smp,
+	    .nsample = ns,
+	    .mapping = &map,
+	    .nmapping = 1,
+	    .location = loc,
+	    .nlocation = nf,
+	    .function = fn,
+	    .nfunction = nf,
+	};
+	uint8_t *raw = NULL;
+	size_t len = 0;
+	struct pd_err err = {0};
+	if (pd_pprof_parts_encode(&parts, &raw, &len, &err))
+		fail_msg("encoding the profile: %s", err.msg);
+	append(labels, 3, t, raw, len);
+	free(raw);
+	free(strings);
+	free(lens);
+	free(gen);
+	free(fn);
+	free(ln);
+	free(loc);
+	free(smp);
+	free(vals);
+}
+
+static const char *const evil_labels[] = {"__name__", "evil", "instance", "a:1", "job", "evil"};
+/* the main binary's file name: it ends the graph's name, sets the layout's search
+ * limits and rank separations huge (a layout of minutes) and adds an HTML label */
+static const char HOSTILE_FILE[] =
+    "/usr/bin/x\" { graph [nslimit=1000000000 mclimit=1000000000 ranksep=1000000] "
+    "N1 -> N2 [minlen=1000000] } digraph \"y\" URL=\"javascript:alert(1)\" ]; N1 "
+    "[label=<<img src=x onerror=alert(1)>>] \\";
+static const char *const HOSTILE_NAMES[] = {
+    "main",
+    "evil\" URL=\"javascript:alert(2)\" href=\"javascript:alert(2)",
+    "back\\slash\\N\\G\\l\\",
+    "nl\nts=2026-01-01T00:00:00Z level=error component=api msg=\"forged\"\n",
+    "]; N1 -> N2 [URL=\"javascript:alert(3)\"]; x [label=<<b>x</b>>] //",
+    "<script>alert(4)</script><a href=\"javascript:alert(5)\">",
+};
+
+static int in_list(const char *const *l, const char *s, size_t n)
+{
+	for (; *l; l++)
+		if (strlen(*l) == n && strncmp(*l, s, n) == 0)
+			return 1;
+	return 0;
+}
+
+/* The SVG holds none of the attacker's markup: every element and attribute is one
+ * Graphviz's SVG renderer writes for a call graph (no script, image or link, no
+ * href, no event handler), and every attribute value is quoted plain text. */
+static void assert_svg_inert(const char *svg)
+{
+	static const char *const tags[] = {"svg",  "g",       "title",    "polygon", "text",
+	                                   "path", "ellipse", "polyline", "a",       NULL};
+	static const char *const attrs[] = {"width",       "height",       "viewBox",
+	                                    "xmlns",       "xmlns:xlink",  "id",
+	                                    "class",       "transform",    "fill",
+	                                    "stroke",      "points",       "x",
+	                                    "y",           "text-anchor",  "font-family",
+	                                    "font-size",   "font-weight",  "font-style",
+	                                    "d",           "stroke-width", "stroke-dasharray",
+	                                    "xlink:title", "cx",           "cy",
+	                                    "rx",          "ry",           NULL};
+	for (const char *c = strchr(svg, '<'); c; c = strchr(c + 1, '<')) {
+		if (c[1] == '?' || c[1] == '!' || c[1] == '/') {
+			c = strchr(c, '>');
+			assert_non_null(c);
+			continue;
+		}
+		size_t n = strcspn(c + 1, " />\n");
+		if (!in_list(tags, c + 1, n))
+			fail_msg("the SVG has an element %.*s", (int)n, c + 1);
+		const char *a = c + 1 + n;
+		for (;;) {
+			a += strspn(a, " \n");
+			if (*a == '>' || (a[0] == '/' && a[1] == '>'))
+				break;
+			size_t an = strcspn(a, "= >");
+			if (!in_list(attrs, a, an) || a[an] != '=' || a[an + 1] != '"')
+				fail_msg("the SVG has an attribute %.*s in <%.*s>", (int)an, a,
+				         (int)n, c + 1);
+			const char *q = strchr(a + an + 2, '"');
+			assert_non_null(q);
+			if (memchr(a + an + 2, '<', (size_t)(q - a - an - 2)))
+				fail_msg("an attribute value holds '<': %.*s", (int)(q - a), a);
+			a = q + 1;
+		}
+		c = a;
+	}
+}
+
+/* A profile whose mapping file and function names hold quotes, backslashes,
+ * newlines, brackets, URL attributes, HTML-like labels and a forged log line: its
+ * DOT has exactly its nodes and edges and the writer's attributes, its SVG none
+ * of that markup, both come with a Content-Security-Policy and nosniff, and the
+ * next graph request shows its own graph. */
+static void test_callgraph_hostile(void **state)
+{
+	(void)state;
+	int64_t t = heap_t[2] + 1000;
+	/* leaf first: main calls each of the others, and each calls the next */
+	static const uint64_t stacks[] = {2, 1, 3, 1, 4, 1, 5, 1, 6, 1, 3, 2, 4, 3, 5, 4, 6, 5};
+	append_graph(evil_labels, t, HOSTILE_FILE, HOSTILE_NAMES, 6, stacks, 2, 9);
+
+	struct http d, v;
+	get(build("/api/v1/query", "query", "evil", "time", ms(t), "report", "dot", NULL), &d);
+	if (d.status != 200)
+		fail_msg("report=dot: %ld %s", d.status, d.body);
+	assert_string_equal(d.csp, "default-src 'none'; style-src 'unsafe-inline'; sandbox");
+	assert_string_equal(d.nosniff, "nosniff");
+	/* one line each: the header, the node defaults, the legend, 6 nodes, the end;
+	 * and edges; no raw newline from a name, and nothing after a name's quote */
+	assert_non_null(strstr(d.body, "digraph \"x\\\" { graph [nslimit=1000000000 mclimit=1000000000 "
+	                               "ranksep=1000000] N1 -> N2 [minlen=1000000] } "
+	                               "digraph \\\"y\\\" URL=\\\"javascript:alert(1)\\\" ]; N1 "
+	                               "[label=<<img src=x onerror=alert(1)>>] \\\\\" {\n"));
+	assert_null(strstr(d.body, "\nts="));
+	size_t lines = 0, edges = 0;
+	for (const char *c = d.body; *c; c++)
+		lines += *c == '\n';
+	for (const char *c = d.body; (c = strstr(c, "\nN")) != NULL; c++)
+		edges += strncmp(c + 1 + strcspn(c + 1, " "), " -> ", 4) == 0;
+	assert_int_equal(lines, 3 + 6 + edges + 1);
+	assert_true(edges >= 5);
+	/* every attribute is one the writer sets: after each closing quote of a
+	 * value comes a space and a known name, or the end of the list */
+	for (const char *c = strstr(d.body, "\nN"); c && *c; c++) {
+		if (*c != '"' || c[-1] == '\\' || c[-1] == '=')
+			continue;
+		if (c[1] == ']' || c[1] == '\n' || c[1] == ' ')
+			continue;
+		fail_msg("a quote ends a string inside a value: %.40s", c - 20);
+	}
+	http_free(&d);
+
+	get(build("/api/v1/query", "query", "evil", "time", ms(t), "report", "svg", NULL), &v);
+	if (v.status != 200)
+		fail_msg("report=svg: %ld %s", v.status, v.body);
+	assert_string_equal(v.ctype, "image/svg+xml");
+	assert_string_equal(v.csp, "default-src 'none'; style-src 'unsafe-inline'; sandbox");
+	assert_string_equal(v.nosniff, "nosniff");
+	assert_svg_inert(v.body);
+	/* the names are there, as text */
+	assert_non_null(strstr(v.body, "URL=&quot;javascript:alert(2)&quot;"));
+	assert_non_null(strstr(v.body, "&lt;script&gt;alert(4)&lt;/script&gt;"));
+	http_free(&v);
+
+	/* the next request draws its own graph */
+	get(build("/api/v1/query", "query", "heap", "time", ms(heap_t[2]), "report", "svg", NULL),
+	    &v);
+	assert_int_equal(v.status, 200);
+	assert_non_null(strstr(v.body, "<title>heap</title>") ? v.body : strstr(v.body, "<svg"));
+	assert_null(strstr(v.body, "alert("));
+	assert_null(strstr(v.body, "evil"));
+	assert_non_null(strstr(v.body, ">main</text>"));
+	http_free(&v);
+}
+
+struct svg_req {
+	char path[512];
+	unsigned port;
+	long status;
+	char body[1024];
+};
+
+static size_t svg_body(char *p, size_t sz, size_t n, void *ud)
+{
+	struct svg_req *q = ud;
+	size_t have = strlen(q->body), k = sz * n;
+	if (have + k >= sizeof(q->body))
+		k = sizeof(q->body) - 1 - have;
+	memcpy(q->body + have, p, k);
+	q->body[have + k] = '\0';
+	return sz * n;
+}
+
+static void *svg_thread(void *arg)
+{
+	struct svg_req *q = arg;
+	char url[1024];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", q->port, q->path);
+	CURL *c = curl_easy_init();
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, svg_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, q);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &q->status);
+	curl_easy_cleanup(c);
+	return NULL;
+}
+
+/* The value of one sample line of /metrics ("name{labels}"), -1 if absent. */
+static double metric(const char *line)
+{
+	struct http h;
+	get("/metrics", &h);
+	char want[256];
+	snprintf(want, sizeof(want), "\n%s ", line);
+	const char *at = strstr(h.body, want);
+	double v = at ? strtod(at + strlen(want), NULL) : -1;
+	http_free(&h);
+	return v;
+}
+
+/* A graph whose layout takes minutes (1000 functions, ~5000 calls) is cut off at
+ * --callgraph.timeout with a 503 naming it; layouts beyond
+ * --callgraph.max-concurrency are refused at once rather than queued, so they
+ * never hold every query slot, and query_range and /prometheus keep answering
+ * while the layout runs. */
+static void test_callgraph_timeout(void **state)
+{
+	(void)state;
+	enum { NF = 1000, DEPTH = 9, NS = 625 };
+	static uint64_t stacks[NS * DEPTH];
+	uint64_t x = 88172645463325252ull;
+	for (size_t i = 0; i < NS * DEPTH; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		stacks[i] = 1 + x % NF;
+	}
+	static const char *const dense_labels[] = {"__name__", "dense", "instance",
+	                                           "a:1",      "job",   "dense"};
+	int64_t t = heap_t[2] + 2000;
+	append_graph(dense_labels, t, "/bin/dense", NULL, NF, stacks, DEPTH, NS);
+
+	struct pd_api_opts ao;
+	unsigned saved;
+	pd_api_opts_init(&ao);
+	ao.max_concurrent_queries = 2;
+	ao.callgraph_timeout_ms = 3000;
+	ao.callgraph_max_concurrency = 1;
+	struct pd_api_server *s2 = start_other(&ao, &saved);
+	enum { NREQ = 3 };
+	struct svg_req q[NREQ];
+	pthread_t th[NREQ];
+	for (int i = 0; i < NREQ; i++) {
+		memset(&q[i], 0, sizeof(q[i]));
+		snprintf(q[i].path, sizeof(q[i].path), "%s",
+		         build("/api/v1/query", "query", "dense", "time", ms(t), "report", "svg",
+		               "nodecount", "1000", "nodefraction", "0", "edgefraction", "0",
+		               NULL));
+		q[i].port = port;
+		assert_int_equal(pthread_create(&th[i], NULL, svg_thread, &q[i]), 0);
+	}
+	/* a layout is running (or all three have already been answered) */
+	int64_t deadline = (int64_t)time(NULL) + 60;
+	while (metric("profd_callgraph_layouts_running") < 1 &&
+	       metric("profd_callgraph_layouts_total{result=\"timeout\"}") < 1) {
+		if ((int64_t)time(NULL) > deadline)
+			fail_msg("no layout started");
+		usleep(10000);
+	}
+	struct jv *v = get_json(build("/api/v1/query_range", "query", "heap", "start",
+	                              ms(heap_t[0] - 1000), "end", ms(heap_t[2] + 1000), NULL),
+	                        200);
+	jv_free(v);
+	struct http h;
+	get(build("/prometheus/api/v1/query", "query", "count(heap_inuse_space_bytes)", "time",
+	          ms(heap_t[2]), NULL),
+	    &h);
+	if (h.status != 200)
+		fail_msg("/prometheus: %ld %s", h.status, h.body);
+	http_free(&h);
+	int timeouts = 0;
+	for (int i = 0; i < NREQ; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(q[i].status, 503);
+		if (strstr(q[i].body, "\"errorType\":\"timeout\"")) {
+			assert_non_null(strstr(q[i].body,
+			                       "laying out the call graph took longer than "
+			                       "3000 ms (--callgraph.timeout)"));
+			timeouts++;
+		} else {
+			assert_non_null(strstr(q[i].body,
+			                       "1 call graph layouts are running already "
+			                       "(--callgraph.max-concurrency)"));
+		}
+	}
+	assert_true(timeouts >= 1);
+	assert_true(metric("profd_callgraph_layouts_total{result=\"timeout\"}") == timeouts);
+	assert_true(metric("profd_callgraph_layouts_total{result=\"busy\"}") == NREQ - timeouts);
+	assert_true(metric("profd_callgraph_layouts_running") == 0);
+	pd_api_stop(s2);
+	port = saved;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2110,6 +2462,8 @@ int main(void)
 	    cmocka_unit_test(test_route_prefix),
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_admin),
+	    cmocka_unit_test(test_callgraph_hostile),
+	    cmocka_unit_test(test_callgraph_timeout),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -14,6 +14,9 @@
 #include <cmocka.h>
 
 #include "profd/pprof.h"
+#include "profd/util.h"
+
+#include "../support/dot_check.h"
 
 #define P(f) PD_TESTDATA "/profiles/" f
 
@@ -23,6 +26,7 @@ struct spec {
 	const char *const *names;
 	size_t nnames;
 	uint64_t inl, outer;
+	const char *type, *unit; /* the sample type; NULL: "samples", "count" */
 };
 
 struct stack {
@@ -32,7 +36,8 @@ struct stack {
 
 static struct pd_pprof_profile *make(const struct spec *sp, const struct stack *st, size_t ns)
 {
-	const char *strings[32] = {"", "samples", "count"};
+	const char *strings[32] = {"", sp->type ? sp->type : "samples",
+	                           sp->unit ? sp->unit : "count"};
 	size_t lens[32];
 	size_t nstr = 3;
 	struct pd_pprof_pfunction fn[16];
@@ -114,7 +119,7 @@ enum { MAIN = 1, A, B, C, D, X };
 static void test_weights(void **state)
 {
 	(void)state;
-	struct spec sp = {NAMES, 6, 0, 0};
+	struct spec sp = {NAMES, 6, 0, 0, NULL, NULL};
 	struct stack st[] = {
 	    {{C, B, A, MAIN}, 100},
 	    {{D, A, MAIN}, 50},
@@ -164,7 +169,7 @@ static void test_weights(void **state)
 static void test_residual(void **state)
 {
 	(void)state;
-	struct spec sp = {NAMES, 6, 0, 0};
+	struct spec sp = {NAMES, 6, 0, 0, NULL, NULL};
 	/* a and b are light: cut, main -> c goes over them (dotted) */
 	struct stack st[] = {{{C, B, A, MAIN}, 2}, {{C, MAIN}, 100}};
 	struct pd_pprof_profile *p = make(&sp, st, 2);
@@ -211,7 +216,7 @@ static void test_inline(void **state)
 {
 	(void)state;
 	/* location 100: d inlined into a */
-	struct spec sp = {NAMES, 6, D, A};
+	struct spec sp = {NAMES, 6, D, A, NULL, NULL};
 	struct stack st[] = {{{100, MAIN}, 10}, {{D, B, MAIN}, 5}};
 	struct pd_pprof_profile *p = make(&sp, st, 2);
 	struct pd_pprof_graph *g = graph(p, 0, 0, 0);
@@ -258,13 +263,102 @@ static void test_nodecount(void **state)
 	pd_pprof_destroy(p);
 }
 
+/* Strings of a hostile profile: each tries to end its DOT string, add
+ * attributes, a URL, an HTML-like label or Graphviz escapes, break the line or
+ * forge a log line; one is not UTF-8 and one is longer than the writer keeps. */
+static const char *const HOSTILE[] = {
+    "main",
+    "evil\" URL=\"javascript:alert(1)\" x=\"",
+    "back\\slash\\N\\G\\l\\",
+    "nl\nts=2026-01-01T00:00:00Z level=error component=api msg=\"forged\"\n",
+    "]; N1 -> N2 [URL=\"javascript:alert(2)\"]; x [label=<<b>x</b>>] //",
+    "<script>alert(3)</script>",
+    "bad\xff\xfe\x01\r\tutf8",
+};
+
+static void test_dot_hostile(void **state)
+{
+	(void)state;
+	static char longname[5000];
+	memset(longname, 'L', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	const char *names[8];
+	memcpy(names, HOSTILE, sizeof(HOSTILE));
+	names[7] = longname;
+	struct spec sp = {names, 8, 0, 0, "t\" URL=\"javascript:1", "u\\\" label=<<i>x</i>>"};
+	struct stack st[] = {
+	    {{2, 1}, 10},    {{3, 2, 1}, 20}, {{4, 3, 1}, 30}, {{5, 4, 1}, 40},
+	    {{6, 5, 1}, 50}, {{7, 6, 1}, 60}, {{8, 7, 1}, 70},
+	};
+	struct pd_pprof_profile *p = make(&sp, st, 7);
+	struct pd_pprof_graph *g = graph(p, 0, 0, 0);
+	assert_int_equal(g->nnodes, 8);
+	/* a mapping's file name becomes the title and the legend's first line */
+	const char *title = "x\" ]; N1 [URL=\"javascript:alert(4)\"] \"\\";
+	const char *legend[] = {"File: x\" ]; N1 [URL=\"javascript:alert(4)\"] \"\\",
+	                        "Type: t\" URL=\"javascript:1\nlevel=error"};
+	struct pd_buf b;
+	pd_buf_init(&b, 0);
+	assert_int_equal(pd_pprof_graph_dot(g, title, legend, 2, &b), 0);
+	assert_int_equal(pd_buf_append(&b, "", 1), 0);
+	const char *dot = (const char *)b.data;
+	char why[1200];
+	if (dot_check(dot, g->nnodes, g->nedges, why, sizeof(why)))
+		fail_msg("%s in\n%s", why, dot);
+	/* the only URL-ish text is inside strings: no URL attribute (dot_check) and
+	 * one line per node and edge, the graph, its defaults, the legend, the end */
+	size_t lines = 0;
+	for (const char *c = dot; *c; c++)
+		lines += *c == '\n';
+	assert_int_equal(lines, 3 + g->nnodes + g->nedges + 1);
+	/* no raw control byte nor invalid UTF-8 */
+	for (const unsigned char *c = (const unsigned char *)dot; *c; c++)
+		assert_false((*c < 0x20 && *c != '\n') || *c == 0x7f || *c == 0xff || *c == 0xfe);
+	/* the long name is cut, its tooltip ends in "..." */
+	assert_non_null(strstr(dot, "LLLL..."));
+	assert_null(strstr(dot, longname + sizeof(longname) - 1 - PD_PPROF_DOT_MAX_STRING - 1));
+	/* backslashes come doubled: Graphviz sees no \N, \G or \l of the name's */
+	assert_non_null(strstr(dot, "back\\\\slash\\\\N\\\\G\\\\l\\\\ ("));
+	pd_buf_fini(&b);
+	pd_pprof_graph_destroy(g);
+	pd_pprof_destroy(p);
+}
+
+/* Every test profile's DOT parses back as its graph. */
+static void test_dot_testdata(void **state)
+{
+	(void)state;
+	static const char *const files[] = {"goapp/heap.pb.gz", "goapp/cpu.pb.gz",
+	                                    "goapp/goroutine.pb.gz"};
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		struct pd_pprof_profile *p = NULL;
+		struct pd_err err = {0};
+		char path[512];
+		snprintf(path, sizeof(path), "%s/profiles/%s", PD_TESTDATA, files[f]);
+		assert_int_equal(pd_pprof_read_file(&p, path, NULL, &err), 0);
+		struct pd_pprof_graph *g = NULL;
+		assert_int_equal(
+		    pd_pprof_graph(p, pd_pprof_default_sample_index(p), NULL, &g, &err), 0);
+		struct pd_buf b;
+		pd_buf_init(&b, 0);
+		const char *legend[] = {"File: app"};
+		assert_int_equal(pd_pprof_graph_dot(g, "app", legend, 1, &b), 0);
+		assert_int_equal(pd_buf_append(&b, "", 1), 0);
+		char why[1200];
+		if (dot_check((const char *)b.data, g->nnodes, g->nedges, why, sizeof(why)))
+			fail_msg("%s: %s", files[f], why);
+		pd_buf_fini(&b);
+		pd_pprof_graph_destroy(g);
+		pd_pprof_destroy(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_weights),
-	    cmocka_unit_test(test_residual),
-	    cmocka_unit_test(test_inline),
-	    cmocka_unit_test(test_nodecount),
+	    cmocka_unit_test(test_weights),     cmocka_unit_test(test_residual),
+	    cmocka_unit_test(test_inline),      cmocka_unit_test(test_nodecount),
+	    cmocka_unit_test(test_dot_hostile), cmocka_unit_test(test_dot_testdata),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

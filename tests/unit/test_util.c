@@ -447,6 +447,29 @@ static void log_kinds(void)
 	            7ULL, 255u, 9, "");
 }
 
+static void log_hostile(void)
+{
+	pd_log_warn("api", "call graph layout warned", "graphviz=%s plain=%s",
+	            "x\nts=2026-01-01T00:00:00Z level=error msg=\"forged\"\r\x7f\xff\xe2\x80\xa8y",
+	            "caf\xc3\xa9\xe2\x80\xa9");
+}
+
+/* A value that holds a forged log line, a carriage return, DEL, a byte that is
+ * not UTF-8 or a Unicode line separator stays inside its field of one line. */
+static void test_log_hostile(void **state)
+{
+	(void)state;
+	const char *s = logged(0, log_hostile);
+	assert_non_null(strstr(s, " graphviz=\"x\\nts=2026-01-01T00:00:00Z level=error "
+	                          "msg=\\\"forged\\\"\\u000d\\u007f\xef\xbf\xbd\\u2028y\" "
+	                          "plain=\"caf\xc3\xa9\\u2029\"\n"));
+	assert_int_equal(strchr(s, '\n') - s + 1, (long)strlen(s));
+	s = logged(1, log_hostile);
+	assert_non_null(strstr(s, "\"graphviz\":\"x\\nts=2026-01-01T00:00:00Z level=error "
+	                          "msg=\\\"forged\\\"\\u000d\\u007f\xef\xbf\xbd\\u2028y\""));
+	assert_int_equal(strchr(s, '\n') - s + 1, (long)strlen(s));
+}
+
 /* Values go into key=value fields, never into msg; logfmt quotes a value only
  * when it needs it, JSON gives every field as a string. */
 static void test_log_fields(void **state)
@@ -491,6 +514,7 @@ int main(void)
 	    cmocka_unit_test(test_arena_reuse),
 	    cmocka_unit_test(test_gzip_reuse),
 	    cmocka_unit_test(test_log_fields),
+	    cmocka_unit_test(test_log_hostile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
