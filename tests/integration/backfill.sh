@@ -7,7 +7,9 @@
 # series; a push gets 200 or a 400 saying it is out of bounds, nothing else.
 # Midway through the pushes profd is killed with SIGKILL. After every start,
 # every push that got 200 must be listed by /api/v1/series, no compaction may
-# have failed, and the scrapes go on.
+# have failed, and the scrapes go on. Last, on a store of its own, a push dated
+# 5 hours ahead makes the next start persist the present: the scrapes are then
+# refused as out of bounds, which the target's lastError says and a metric counts.
 #
 #   backfill.sh PROFD SERVE_PROFILES TESTDATA
 set -euo pipefail
@@ -69,7 +71,7 @@ found_pid() {
 }
 start() {
 	: >"$tmp/cur.log"
-	timeout --foreground 300 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
+	timeout --foreground 300 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$store" \
 		--web.listen-address=127.0.0.1:0 2> >(tee -a "$log" >"$tmp/cur.log") &
 	timeout_pid=$!
 	pids+=($timeout_pid)
@@ -139,6 +141,7 @@ push_all() {
 }
 acked_in() { [ "$(grep -c "^r$1-" "$tmp/acked" 2>/dev/null || true)" -ge "$2" ]; }
 
+store=$tmp/data
 : >"$tmp/acked"
 : >"$tmp/tried"
 : >"$tmp/refused"
@@ -170,6 +173,25 @@ grep -q 'msg="blocks compacted"' "$log" || fail "no compaction ran"
 [ -s "$tmp/refused" ] || fail "no push dated into a persisted range was refused"
 n=$(scrapes)
 wait_for 120 "scrapes did not go on after the restart" scraped "$n"
+kill "$timeout_pid"
+wait "$timeout_pid" || fail "profd did not stop cleanly on SIGTERM"
+
+# a scrape refused as out of bounds: the target's lastError, and counted
+store=$tmp/ahead
+start
+wait_for 60 "no scrape stored on the new store" scraped 0
+t=$(($(date +%s) + 5 * 3600))
+code=$(curl -s -o "$tmp/push.json" -w '%{http_code}' --data-binary "@$g/heap.pb.gz" \
+	"$api/api/v1/profiles?labels=heap%7Bjob%3D%22push%22%7D&time=$t")
+[ "$code" = 200 ] || fail "a push 5 hours ahead: $code $(cat "$tmp/push.json")"
+kill "$timeout_pid"
+wait "$timeout_pid" || fail "profd did not stop cleanly on SIGTERM"
+start
+refused_scrape() {
+	curl -fsS "$api/api/v1/targets" | grep -q '"lastError":"storing the profile failed: heap{.*}: sample at [0-9]* ([^)]*) is out of bounds: the store accepts samples from'
+}
+wait_for 60 "no scrape was refused as out of bounds" refused_scrape
+[ "$(metric profd_tsdb_out_of_bound_samples_total)" -ge 1 ] || fail "the refused scrapes were not counted"
 kill "$timeout_pid"
 wait "$timeout_pid" || fail "profd did not stop cleanly on SIGTERM"
 echo "backfill: $(wc -l <"$tmp/acked") pushes acknowledged, $(wc -l <"$tmp/refused") refused as out of bounds, all listed after 5 kill -9s"
