@@ -637,10 +637,11 @@ static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label 
 
 /* ---- how far back appends go -------------------------------------------------
  *
- * The head takes no sample before the end of the newest block (min_valid_t):
- * that range is persisted already and its WAL checkpointed, so such a sample
- * would reach no block and replay could not tell it from one already in a block
- * (Prometheus's "out of bounds"). Nor one past the retention time behind the
+ * The head takes no sample before min_valid_t, the end of the newest block at
+ * open or of the newest complete range a flush persisted since (Prometheus's
+ * "out of bounds"): such a sample would make the next flush write a block over
+ * a range written already, which compaction then has to merge sample by sample,
+ * the whole of its compacted block, at every flush a client likes. Nor one past the retention time behind the
  * newest sample, which retention would delete with its block at once. A flush
  * raises min_valid_t under append_mu, and commits check against it under
  * append_mu, so a commit acknowledged before the rise is in the head the flush
@@ -1319,7 +1320,10 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 			break;
 		head_truncate(h, hi);
 		persisted_to = hi;
-		if (hi > db->min_valid_t)
+		/* a range persisted before it was complete (all: import, tests)
+		 * still takes samples, which the next flush persists as a block
+		 * over it and compaction merges with it */
+		if (!all && hi > db->min_valid_t)
 			__atomic_store_n(&db->min_valid_t, hi, __ATOMIC_RELEASE);
 	}
 	if (!rc && persisted_to != INT64_MIN && db->wal) {

@@ -1,7 +1,8 @@
 /* test_tsdb_backfill.c: samples dated before what the store has persisted.
  * Appends before the newest block's end, or past the retention time, are
  * refused with an error saying how far back the store goes, at the append or,
- * when a flush persisted the range in between, at the commit; samples a WAL
+ * when a flush persisted the range in between, at the commit; a range persisted
+ * before it was complete still takes samples; samples a WAL
  * holds before the newest block's end (a crash between writing a block and
  * checkpointing, or a store that took them before appends were bounded) come
  * back at open; blocks that overlap are merged, a timestamp in both once; and
@@ -212,21 +213,60 @@ static void test_flush_between_append_and_commit(void **state)
 	struct pd_err err = {0};
 	struct pd_tsdb *db = open_store(dir, -1, 1);
 	put_range(db, 0, 0, 3 * H);
+	/* no block yet: any time is accepted */
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_true(st.accept_from == INT64_MIN);
 	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 	struct pd_tsdb_label l[2];
 	size_t len;
 	labels(1, l);
-	uint8_t *p = value(1, 2 * H, &len);
-	assert_int_equal(pd_tsdb_append(a, l, 2, 2 * H, p, len, &err), 0);
+	uint8_t *p = value(1, 90 * 60 * 1000, &len);
+	assert_int_equal(pd_tsdb_append(a, l, 2, 90 * 60 * 1000, p, len, &err), 0);
 	free(p);
-	/* the whole head goes to blocks: the bound moves past 2 h */
-	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	/* [0, 1 h) and [1 h, 2 h) go to blocks: the bound moves to 2 h */
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.accept_from, 2 * H);
 	assert_int_equal(pd_tsdb_commit(a, &err), PD_EINVAL);
 	assert_non_null(strstr(err.msg, "out of bounds"));
 	pd_tsdb_close(db);
 	db = open_store(dir, -1, 1);
 	assert_int_equal(count_ts(db, 1, 0, 100 * H), -1);
 	expect_series(db, 0, 0, 3 * H);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* A range persisted before it was complete (pd_tsdb_flush with all) still takes
+ * samples: they survive a reopen, and the block written of them over the range
+ * is merged with the first. */
+static void test_incomplete_range_takes_samples(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb *db = open_store(dir, -1, 1);
+	put_range(db, 0, 0, 90 * 60 * 1000);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	assert_int_equal(db->nblocks, 2); /* [0, 1 h), [1 h, 2 h) */
+	put_range(db, 1, H, 2 * H);
+	put_range(db, 0, 90 * 60 * 1000, 2 * H);
+	pd_tsdb_close(db);
+	db = open_store(dir, -1, 1);
+	expect_series(db, 0, 0, 2 * H);
+	expect_series(db, 1, H, 2 * H);
+	pd_tsdb_close(db);
+	db = open_store(dir, -1, 1);
+	put_range(db, 0, 2 * H, 4 * H);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.compaction_failures, 0);
+	for (size_t i = 1; i < db->nblocks; i++)
+		assert_true(pd_block_meta(db->blocks[i])->mint >= pd_block_meta(db->blocks[i - 1])->maxt);
+	expect_series(db, 0, 0, 4 * H);
+	expect_series(db, 1, H, 2 * H);
 	pd_tsdb_close(db);
 	rmdir_all(dir);
 }
@@ -398,6 +438,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_before_newest_block_refused),
 	    cmocka_unit_test(test_flush_between_append_and_commit),
+	    cmocka_unit_test(test_incomplete_range_takes_samples),
 	    cmocka_unit_test(test_past_retention_refused),
 	    cmocka_unit_test(test_replay_keeps_old_samples),
 	    cmocka_unit_test(test_compaction_overlapping_blocks),
