@@ -1874,7 +1874,9 @@ static int compact(struct pd_tsdb *db, struct pd_err *err)
 	for (size_t i = 0; i + 1 < db->nblocks && !rc;) {
 		int64_t end = pd_block_meta(db->blocks[i])->maxt;
 		size_t j = i + 1;
-		for (; j < db->nblocks && pd_block_meta(db->blocks[j])->mint < end; j++)
+		/* at most 64 at once (merge_blocks' cursors): the block merged from
+		 * them overlaps the rest, which the next round takes */
+		for (; j < db->nblocks && j - i < 64 && pd_block_meta(db->blocks[j])->mint < end; j++)
 			if (pd_block_meta(db->blocks[j])->maxt > end)
 				end = pd_block_meta(db->blocks[j])->maxt;
 		if (j - i < 2) {
@@ -1887,8 +1889,7 @@ static int compact(struct pd_tsdb *db, struct pd_err *err)
 			break;
 		db->compactions++;
 		__atomic_fetch_add(&db->vertical_compactions, 1, __ATOMIC_RELAXED);
-		if (ulid[0])
-			i++;
+		/* the merged block (if any) is at i: look again from it */
 	}
 	for (int64_t r = br * 3; r <= max_range && !rc; r *= 3) {
 		for (int again = 1; again && !rc;) {

@@ -373,6 +373,34 @@ static void test_compaction_overlapping_blocks(void **state)
 	rmdir_all(other);
 }
 
+/* 70 blocks over one range (more than one merge takes at once) become one:
+ * series 0 has a sample of its own in each, series 1 the same one in all. */
+static void test_many_overlapping_blocks(void **state)
+{
+	(void)state;
+	char *dir = tmpdir(), *other = tmpdir();
+	struct pd_err err = {0};
+	for (int k = 0; k < 70; k++) {
+		struct pd_tsdb *db = open_store(other, -1, 0);
+		if (put(db, 0, (int64_t)k * STEP / 10, &err) || put(db, 1, 0, &err))
+			fail_msg("block %d: %s", k, err.msg);
+		assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+		pd_tsdb_close(db);
+		move_blocks(other, dir);
+	}
+	struct pd_tsdb *db = open_store(dir, -1, 1);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.compaction_failures, 0);
+	assert_int_equal(st.blocks, 1);
+	assert_true(st.vertical_compactions >= 2);
+	assert_int_equal(count_ts(db, 0, 0, H), 70);
+	assert_int_equal(count_ts(db, 1, 0, H), 1);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+	rmdir_all(other);
+}
+
 static void flip(const char *path, off_t at)
 {
 	int fd = open(path, O_RDWR);
@@ -442,6 +470,7 @@ int main(void)
 	    cmocka_unit_test(test_past_retention_refused),
 	    cmocka_unit_test(test_replay_keeps_old_samples),
 	    cmocka_unit_test(test_compaction_overlapping_blocks),
+	    cmocka_unit_test(test_many_overlapping_blocks),
 	    cmocka_unit_test(test_retention_after_failed_compaction),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
