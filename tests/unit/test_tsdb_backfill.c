@@ -185,7 +185,9 @@ static void test_before_newest_block_refused(void **state)
 
 	/* a new series into the persisted range */
 	assert_int_equal(put(db, 1, H, &err), PD_EINVAL);
-	assert_non_null(strstr(err.msg, "heap{job=\"j1\"}: sample at 3600000 (1970-01-01T01:00:00Z) is out of bounds"));
+	assert_non_null(
+	    strstr(err.msg,
+	           "heap{job=\"j1\"}: sample at 3600000 (1970-01-01T01:00:00Z) is out of bounds"));
 	assert_non_null(strstr(err.msg, "accepts samples from"));
 	assert_non_null(strstr(err.msg, "newest block ends there"));
 	assert_int_equal(put(db, 1, end - 1, &err), PD_EINVAL);
@@ -264,7 +266,8 @@ static void test_incomplete_range_takes_samples(void **state)
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.compaction_failures, 0);
 	for (size_t i = 1; i < db->nblocks; i++)
-		assert_true(pd_block_meta(db->blocks[i])->mint >= pd_block_meta(db->blocks[i - 1])->maxt);
+		assert_true(pd_block_meta(db->blocks[i])->mint >=
+		            pd_block_meta(db->blocks[i - 1])->maxt);
 	expect_series(db, 0, 0, 4 * H);
 	expect_series(db, 1, H, 2 * H);
 	pd_tsdb_close(db);
@@ -354,7 +357,8 @@ static void test_compaction_overlapping_blocks(void **state)
 	assert_int_equal(st.compaction_failures, 0);
 	assert_true(st.vertical_compactions >= 1);
 	for (size_t i = 1; i < db->nblocks; i++)
-		assert_true(pd_block_meta(db->blocks[i])->mint >= pd_block_meta(db->blocks[i - 1])->maxt);
+		assert_true(pd_block_meta(db->blocks[i])->mint >=
+		            pd_block_meta(db->blocks[i - 1])->maxt);
 	expect_series(db, 0, 0, 6 * H);
 	expect_series(db, 1, H, 2 * H);
 	/* later data compacts on */
