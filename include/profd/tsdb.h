@@ -111,7 +111,12 @@ struct pd_tsdb_appender *pd_tsdb_appender(struct pd_tsdb *db);
 void pd_tsdb_appender_lazy(struct pd_tsdb_appender *a);
 /* Adds a sample to the appender: labels (sorted, validated by the caller) and
  * profile bytes are copied. Out-of-order or duplicate timestamps of a series, and
- * profiles above max_profile, are refused here with a message naming the series. */
+ * profiles above max_profile, are refused here with a message naming the series.
+ * With the WAL and local blocks, a sample older than the store accepts (before
+ * the end of the newest block, or past the retention time behind the newest
+ * sample: docs/storage.md, "How far back") is refused with PD_EINVAL saying its
+ * time, the earliest accepted and why, here or at the commit (exactly: nothing
+ * a commit acknowledged is ever before the newest block's end). */
 int pd_tsdb_append(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
 		   int64_t t, const uint8_t *profile, size_t len, struct pd_err *err);
 /* As pd_tsdb_append, for a profile the caller has decoded (and validated) already:
@@ -344,6 +349,15 @@ struct pd_tsdb_stats {
 	 * persisting the head as a block, compacting blocks */
 	uint64_t chunks_damaged;
 	uint64_t head_cut_failures, compaction_failures;
+	/* appends refused as out of bounds since open (older than accept_from:
+	 * pushes and scrapes alike), the earliest timestamp accepted now
+	 * (INT64_MIN: any), samples WAL replay left out at open (a series the WAL
+	 * does not name, a damaged profile, a duplicate), and merges of blocks
+	 * that overlapped since open */
+	uint64_t out_of_bounds;
+	int64_t accept_from;
+	uint64_t wal_replay_skipped;
+	uint64_t vertical_compactions;
 	/* WAL writes since open. Concurrent commits share writes (group commit):
 	 * wal_records / wal_fsyncs is the number of commits per fsync. */
 	uint64_t wal_records;       /* commits written to the WAL */

@@ -291,6 +291,17 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	sample_u(w, "profd_tsdb_head_truncations_failed_total", st.head_cut_failures);
 	family(w, "profd_tsdb_compactions_failed_total", "counter", "Compactions that failed.");
 	sample_u(w, "profd_tsdb_compactions_failed_total", st.compaction_failures);
+	family(w, "profd_tsdb_out_of_bound_samples_total", "counter",
+	       "Samples refused because they are older than the store accepts (pushes and "
+	       "scrapes).");
+	sample_u(w, "profd_tsdb_out_of_bound_samples_total", st.out_of_bounds);
+	family(w, "profd_tsdb_wal_replay_skipped_samples_total", "counter",
+	       "Samples the write log replay at open left out (of a series the log does not "
+	       "name, damaged, or duplicates).");
+	sample_u(w, "profd_tsdb_wal_replay_skipped_samples_total", st.wal_replay_skipped);
+	family(w, "profd_tsdb_vertical_compactions_total", "counter",
+	       "Compactions that merged blocks whose time ranges overlapped.");
+	sample_u(w, "profd_tsdb_vertical_compactions_total", st.vertical_compactions);
 	family(w, "profd_tsdb_compactions_total", "counter", "Total number of compactions run.");
 	sample_u(w, "profd_tsdb_compactions_total", st.compactions);
 	family(w, "profd_tsdb_retention_deletions_total", "counter",

@@ -250,7 +250,6 @@ static int load_blocks(struct pd_tsdb *db, struct pd_err *err)
  * again under it. refs maps the WAL's ref to the series' index in the head. */
 struct replay_ctx {
 	struct pd_tsdb *db;
-	int64_t min_t; /* samples before this are in blocks already */
 	uint64_t skipped;
 	uint64_t bad_series; /* series entries with ref 0, or too large */
 	struct pd_u64map refs; /* WAL ref -> index in head.series + 1; 0: unknown */
@@ -312,7 +311,12 @@ static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, siz
 	struct pd_err err;
 	struct head_series *s = replay_lookup(rc, ref);
 	head_note_ref(h, ref);
-	if (t < rc->min_t || !s) {
+	/* every sample goes back into the head, those before the newest block's
+	 * end included: a crash between writing a block and checkpointing the WAL
+	 * leaves them in both, which the next flush persists again and compaction
+	 * merges (duplicates once), and a store that took them before appends were
+	 * bounded has them nowhere else */
+	if (!s) {
 		rc->skipped++;
 		return 0;
 	}
@@ -419,13 +423,14 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 	}
 	if ((rc = load_blocks(db, err)))
 		goto fail;
+	db->min_valid_t = db->nblocks ? pd_block_meta(db->blocks[db->nblocks - 1])->maxt : INT64_MIN;
 	if (db->o.clickhouse && db->o.wal_disabled && !db->o.read_only) {
 		rc = pd_err_set(err, PD_EINVAL, "storing in ClickHouse needs the WAL, its spool");
 		goto fail;
 	}
 	if (!db->o.wal_disabled) {
 		char *wdir = path_join(dir, "wal");
-		struct replay_ctx ctx = {db, INT64_MIN, 0, 0, {0}};
+		struct replay_ctx ctx = {db, 0, 0, {0}};
 		pd_u64map_init(&ctx.refs);
 		struct pd_wal_replay_cb cb = {replay_series, replay_sample, &ctx, replay_tombstone};
 		struct pd_wal_replay_stats st;
@@ -436,13 +441,17 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 			goto fail;
 		}
-		if (db->nblocks)
-			ctx.min_t = pd_block_meta(db->blocks[db->nblocks - 1])->maxt;
 		memset(&st, 0, sizeof(st));
 		rc = db->o.read_only ? pd_wal_replay_readonly(wdir, &cb, &st, err)
 				     : pd_wal_replay(wdir, &cb, &st, err);
 		replay_mark_logged(&ctx);
 		pd_u64map_fini(&ctx.refs);
+		db->replay_skipped = ctx.skipped;
+		if (ctx.skipped)
+			pd_log_warn("tsdb",
+			            "WAL replay left samples out (of a series the WAL does not name, "
+			            "damaged, or duplicates)",
+			            "samples=%llu", (unsigned long long)ctx.skipped);
 		sort_postings(&db->head);
 		if (!rc && st.truncated) {
 			db->wal_repaired = 1;
@@ -626,6 +635,61 @@ static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label 
 			 struct pd_pprof_profile *decoded, const uint8_t *gz, size_t gzlen,
 			 struct pd_err *err);
 
+/* ---- how far back appends go -------------------------------------------------
+ *
+ * The head takes no sample before min_valid_t, the end of the newest block at
+ * open or of the newest complete range a flush persisted since (Prometheus's
+ * "out of bounds"): such a sample would make the next flush write a block over
+ * a range written already, which compaction then has to merge sample by sample,
+ * the whole of its compacted block, at every flush a client likes. Nor one past the retention time behind the
+ * newest sample, which retention would delete with its block at once. A flush
+ * raises min_valid_t under append_mu, and commits check against it under
+ * append_mu, so a commit acknowledged before the rise is in the head the flush
+ * persists, and one after it is checked against the new end. Without the WAL
+ * (bulk import writes blocks) or with ClickHouse there is no bound. */
+static int bounded(const struct pd_tsdb *db)
+{
+	return !db->o.wal_disabled && !db->o.clickhouse && !db->o.read_only;
+}
+
+/* The earliest timestamp an append may have now (INT64_MIN: any), and why. */
+static int64_t accept_from(struct pd_tsdb *db, const char **why)
+{
+	int64_t from = __atomic_load_n(&db->min_valid_t, __ATOMIC_ACQUIRE);
+	*why = "the newest block ends there and blocks take no new samples";
+	if (!bounded(db))
+		return INT64_MIN;
+	if (db->o.retention_ms > 0) {
+		int64_t newest = __atomic_load_n(&db->head.maxt, __ATOMIC_RELAXED);
+		if (from > newest)
+			newest = from;
+		if (newest > INT64_MIN + db->o.retention_ms && newest - db->o.retention_ms > from) {
+			from = newest - db->o.retention_ms;
+			*why = "the retention time lies behind the newest sample";
+		}
+	}
+	return from;
+}
+
+/* PD_EINVAL when t is before what the store accepts, counted; 0 otherwise. */
+static int check_bounds(struct pd_tsdb *db, const struct pd_lpair *l, size_t n, int64_t t,
+			struct pd_err *err)
+{
+	const char *why;
+	int64_t from = accept_from(db, &why);
+	if (t >= from)
+		return 0;
+	__atomic_fetch_add(&db->out_of_bounds, 1, __ATOMIC_RELAXED);
+	char name[200], ts[40], fs[40];
+	series_name(l, n, name, sizeof(name));
+	pd_time_format(t, ts, sizeof(ts));
+	pd_time_format(from, fs, sizeof(fs));
+	return pd_err_set(err, PD_EINVAL,
+			  "%s: sample at %lld (%s) is out of bounds: the store accepts samples "
+			  "from %lld (%s) on, as %s",
+			  name, (long long)t, ts, (long long)from, fs, why);
+}
+
 int pd_tsdb_append(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
 		   int64_t t, const uint8_t *profile, size_t len, struct pd_err *err)
 {
@@ -681,6 +745,9 @@ static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label 
 		if (strcmp(l[i - 1].name, l[i].name) >= 0)
 			return pd_err_set(err, PD_EINVAL, "labels must be sorted by name and unique (\"%s\", \"%s\")",
 					  l[i - 1].name, l[i].name);
+	int rc = check_bounds(a->db, l, n, t, err);
+	if (rc)
+		return rc;
 	uint64_t hash = labels_hash(l, n);
 	int64_t last = last_time(a, l, n, hash);
 	if (t <= last) {
@@ -856,6 +923,11 @@ static int check_order(struct pd_tsdb *db, struct pd_tsdb_appender *a, struct he
 		if (!seen)
 			last = reserved_last(db, ser[i]);
 		prev[i] = last;
+		/* again under append_mu: a flush may have persisted the range since the
+		 * append */
+		int rc = check_bounds(db, a->v[i].labels, a->v[i].n, a->v[i].t, err);
+		if (rc)
+			return rc;
 		if (a->v[i].t <= last) {
 			char name[256];
 			series_name(a->v[i].labels, a->v[i].n, name, sizeof(name));
@@ -1248,6 +1320,11 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 			break;
 		head_truncate(h, hi);
 		persisted_to = hi;
+		/* a range persisted before it was complete (all: import, tests)
+		 * still takes samples, which the next flush persists as a block
+		 * over it and compaction merges with it */
+		if (!all && hi > db->min_valid_t)
+			__atomic_store_n(&db->min_valid_t, hi, __ATOMIC_RELEASE);
 	}
 	if (!rc && persisted_to != INT64_MIN && db->wal) {
 		struct keep_ctx k = {h, persisted_to};
@@ -1273,8 +1350,15 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 		             "retried at the next flush)",
 		             "err=%s", err ? err->msg : "");
 	}
-	if (!rc)
-		rc = apply_retention(db, err);
+	/* retention runs whatever failed before it: a compaction that keeps
+	 * failing must not keep the store from giving old blocks up */
+	struct pd_err rerr = {0};
+	int r2 = apply_retention(db, &rerr);
+	if (r2 && !rc) {
+		rc = r2;
+		if (err)
+			*err = rerr;
+	}
 	pthread_mutex_lock(&db->append_mu);
 	db->flushing = 0;
 	pthread_cond_broadcast(&db->commit_cv);
@@ -1351,9 +1435,214 @@ static int reencode_values(struct pd_tsdb *db, const uint8_t *ts, size_t ts_len,
 	return rc;
 }
 
-/* Merges blocks (sorted by time, not overlapping) into one new block, leaving
- * out what their tombstones delete; ulid receives its name, or "" when nothing
- * was left to write. */
+/* ---- overlapping chunks ------------------------------------------------------ */
+
+struct vsample {
+	int64_t t;
+	uint32_t chunk; /* position in the run, oldest block's chunks first */
+	uint32_t i;     /* sample in that chunk */
+};
+
+static int vsample_cmp(const void *a, const void *b)
+{
+	const struct vsample *x = a, *y = b;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	if (x->chunk != y->chunk)
+		return x->chunk < y->chunk ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+struct chunk_pos {
+	int64_t mint;
+	size_t i;
+};
+
+static int chunk_pos_cmp(const void *a, const void *b)
+{
+	const struct chunk_pos *x = a, *y = b;
+	if (x->mint != y->mint)
+		return x->mint < y->mint ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Keeps buffer p (malloc'd) in *keep until the series is written. */
+static int keep_buf(uint8_t ***keep, size_t *nkeep, size_t *cap, uint8_t *p)
+{
+	if (*nkeep == *cap) {
+		size_t c = *cap ? *cap * 2 : 16;
+		uint8_t **nk = realloc(*keep, c * sizeof(*nk));
+		if (!nk)
+			return -1;
+		*keep = nk;
+		*cap = c;
+	}
+	(*keep)[(*nkeep)++] = p;
+	return 0;
+}
+
+/* One series' chunks from blocks that overlap, cs[0..*n) (the oldest block's
+ * first), made a sorted run of chunks that do not overlap: chunks that overlap
+ * none are kept as they are, each run of overlapping ones is read sample by
+ * sample and written again as new chunks of up to chunk_samples samples, a
+ * timestamp present more than once (the same range persisted twice) once, from
+ * the oldest block. *out (malloc'd, the caller frees it) receives the chunks;
+ * the bytes of new chunks go to *keep. */
+static int resolve_overlaps(struct pd_tsdb *db, const struct pd_block_chunk *cs, size_t n,
+			    struct pd_block_chunk **out, size_t *nout, uint8_t ***keep,
+			    size_t *nkeep, size_t *keep_cap, struct pd_err *err)
+{
+	struct chunk_pos *pos = malloc((n ? n : 1) * sizeof(*pos));
+	struct pd_block_chunk *o = malloc((n ? n : 1) * sizeof(*o));
+	size_t no = 0, ocap = n ? n : 1;
+	struct vsample *vs = NULL;
+	struct pd_chunkenc_values *vals = NULL;
+	int rc = 0;
+	if (!pos || !o) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		pos[i] = (struct chunk_pos){cs[i].mint, i};
+	qsort(pos, n, sizeof(*pos), chunk_pos_cmp);
+	unsigned per = db->o.chunk_samples ? db->o.chunk_samples : PD_TSDB_DEFAULT_CHUNK_SAMPLES;
+	if (per > PD_CHUNKENC_MAX_SAMPLES)
+		per = PD_CHUNKENC_MAX_SAMPLES;
+	for (size_t k = 0; k < n && !rc;) {
+		int64_t end = cs[pos[k].i].maxt;
+		size_t m = k + 1;
+		size_t total = cs[pos[k].i].count;
+		while (m < n && cs[pos[m].i].mint <= end) {
+			if (cs[pos[m].i].maxt > end)
+				end = cs[pos[m].i].maxt;
+			total += cs[pos[m].i].count;
+			m++;
+		}
+		if (m - k == 1) {
+			if (no == ocap) {
+				struct pd_block_chunk *g = realloc(o, ocap * 2 * sizeof(*o));
+				if (!g) {
+					rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+					break;
+				}
+				o = g;
+				ocap *= 2;
+			}
+			o[no++] = cs[pos[k].i];
+			k = m;
+			continue;
+		}
+		/* the run's samples, by time; the oldest block's copy of a duplicate */
+		free(vs);
+		if (!(vs = malloc(total * sizeof(*vs)))) {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			break;
+		}
+		size_t nv = 0;
+		for (size_t r = k; r < m && !rc; r++) {
+			const struct pd_block_chunk *c = &cs[pos[r].i];
+			struct pd_chunkenc_ts_iter it;
+			pd_chunkenc_ts_iter_init(&it, c->ts, c->ts_len);
+			for (uint32_t i = 0; i < c->count && nv < total; i++) {
+				if (!pd_chunkenc_ts_iter_next(&it)) {
+					rc = pd_err_set(err, PD_ECORRUPT,
+							"a chunk of %u samples at [%lld, %lld] has fewer timestamps",
+							(unsigned)c->count, (long long)c->mint, (long long)c->maxt);
+					break;
+				}
+				/* chunk: its index in cs, where the oldest block's chunks
+				 * come first, so a duplicate keeps the oldest block's copy */
+				vs[nv++] = (struct vsample){pd_chunkenc_ts_iter_at(&it), (uint32_t)pos[r].i, i};
+			}
+		}
+		if (rc)
+			break;
+		qsort(vs, nv, sizeof(*vs), vsample_cmp);
+		size_t w = 0;
+		for (size_t i = 0; i < nv; i++)
+			if (!w || vs[i].t != vs[w - 1].t)
+				vs[w++] = vs[i];
+		nv = w;
+		for (size_t i = 0; i < nv && !rc;) {
+			size_t e = i + per < nv ? i + per : nv;
+			struct pd_chunkenc_ts ts;
+			pd_chunkenc_ts_init(&ts);
+			vals = pd_chunkenc_values_create_enc(db->o.value_encoding, db->o.value_group,
+							     db->o.zstd_level);
+			if (!vals)
+				rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			for (size_t x = i; x < e && !rc; x++) {
+				const struct pd_block_chunk *c = &cs[vs[x].chunk];
+				uint8_t *p;
+				size_t pl;
+				rc = pd_chunkenc_values_read_tc(c->vals, c->vals_len, c->ts, c->ts_len,
+								vs[x].i, db->o.max_profile, &p, &pl, err);
+				if (rc)
+					break;
+				rc = pd_chunkenc_ts_append(&ts, vs[x].t, err);
+				if (!rc)
+					rc = pd_chunkenc_values_append_at(vals, vs[x].t, p, pl, NULL, err);
+				free(p);
+			}
+			struct pd_block_chunk nc = {vs[i].t, vs[e - 1].t, (uint32_t)(e - i), NULL, 0, NULL, 0};
+			uint8_t *vb = NULL, *tb = NULL, *tot = NULL;
+			if (!rc)
+				rc = pd_chunkenc_values_seal(vals, &vb, &nc.vals_len, err);
+			if (!rc) {
+				const uint8_t *t = pd_chunkenc_ts_bytes(&ts, &nc.ts_len);
+				if ((tb = malloc(nc.ts_len)))
+					memcpy(tb, t, nc.ts_len);
+				else
+					rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			}
+			pd_chunkenc_ts_fini(&ts);
+			pd_chunkenc_values_destroy(vals);
+			vals = NULL;
+			nc.ts = tb;
+			nc.vals = vb;
+			if ((vb && keep_buf(keep, nkeep, keep_cap, vb)) ||
+			    (tb && keep_buf(keep, nkeep, keep_cap, tb))) {
+				free(vb);
+				free(tb);
+				rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			}
+			if (!rc)
+				rc = tsdb_chunk_add_totals(&nc, db->o.max_profile, &tot, err);
+			if (tot && keep_buf(keep, nkeep, keep_cap, tot)) {
+				free(tot);
+				rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			}
+			if (!rc && no == ocap) {
+				struct pd_block_chunk *g = realloc(o, ocap * 2 * sizeof(*o));
+				if (g) {
+					o = g;
+					ocap *= 2;
+				} else {
+					rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+				}
+			}
+			if (!rc)
+				o[no++] = nc;
+			i = e;
+		}
+		k = m;
+	}
+out:
+	free(vs);
+	free(pos);
+	if (rc) {
+		free(o);
+		return rc;
+	}
+	*out = o;
+	*nout = no;
+	return 0;
+}
+
+/* Merges blocks (sorted by mint) into one new block spanning them all, leaving
+ * out what their tombstones delete; a series' chunks from blocks that overlap
+ * are merged sample by sample (resolve_overlaps). ulid receives its name, or ""
+ * when nothing was left to write. */
 static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char ulid[27],
 			struct pd_err *err)
 {
@@ -1365,7 +1654,10 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 	struct pd_block_chunk *cs = NULL;
 	uint8_t **owned = NULL; /* value chunks rewritten in the store's encoding */
 	size_t cs_cap = 0;
-	int rc = 0, level = 0;
+	uint8_t **keep = NULL; /* chunks written again where blocks overlap */
+	size_t nkeep = 0, keep_cap = 0;
+	int rc = 0, level = 0, overlap = 0;
+	int64_t maxt = INT64_MIN;
 	if (!cur)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
@@ -1373,6 +1665,10 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 		nsrc += m->nsources ? m->nsources : 1;
 		if (m->level > level)
 			level = m->level;
+		if (m->mint < maxt)
+			overlap = 1;
+		if (m->maxt > maxt)
+			maxt = m->maxt;
 	}
 	sources = calloc(nsrc, sizeof(*sources));
 	if (!sources) {
@@ -1387,8 +1683,7 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 		for (size_t k = 0; k < m->nsources; k++)
 			memcpy(sources[nsrc++], m->sources[k], 27);
 	}
-	rc = pd_block_writer_create(&w, db->dir, pd_block_meta(bs[0])->mint,
-				    pd_block_meta(bs[n - 1])->maxt, level + 1,
+	rc = pd_block_writer_create(&w, db->dir, pd_block_meta(bs[0])->mint, maxt, level + 1,
 				    (const char(*)[27])sources, nsrc, err);
 	for (size_t i = 0; i < n && !rc; i++) {
 		cur[i].b = bs[i];
@@ -1458,7 +1753,16 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 								   err);
 			}
 		}
-		if (!rc && ncs) {
+		if (!rc && ncs && overlap) {
+			struct pd_block_chunk *rs;
+			size_t nrs;
+			rc = resolve_overlaps(db, cs, ncs, &rs, &nrs, &keep, &nkeep, &keep_cap, err);
+			if (!rc) {
+				rc = pd_block_writer_add_series(w, lab, nlab, rs, nrs, err);
+				written++;
+				free(rs);
+			}
+		} else if (!rc && ncs) {
 			rc = pd_block_writer_add_series(w, lab, nlab, cs, ncs, err);
 			written++;
 		}
@@ -1466,6 +1770,9 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 			free(owned[k]);
 			owned[k] = NULL;
 		}
+		for (size_t k = 0; k < nkeep; k++)
+			free(keep[k]);
+		nkeep = 0;
 		/* advance every cursor that held this series (lab points into min's
 		 * labels, so compare before any reload) */
 		struct cursor *adv[64] = {NULL};
@@ -1485,9 +1792,9 @@ static int merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char
 	else
 		rc = pd_block_writer_finish(w, ulid, err);
 	if (!rc && ulid[0])
-		pd_log_info("tsdb", "blocks compacted", "ulid=%s sources=%zu mint=%lld maxt=%lld",
-		            ulid, n, (long long)pd_block_meta(bs[0])->mint,
-		            (long long)pd_block_meta(bs[n - 1])->maxt);
+		pd_log_info("tsdb", "blocks compacted",
+		            "ulid=%s sources=%zu mint=%lld maxt=%lld overlapping=%d", ulid, n,
+		            (long long)pd_block_meta(bs[0])->mint, (long long)maxt, overlap);
 out:
 	for (size_t i = 0; i < n; i++) {
 		free(cur[i].refs);
@@ -1497,6 +1804,9 @@ out:
 	free(cur);
 	free(cs);
 	free(owned);
+	for (size_t k = 0; k < nkeep; k++)
+		free(keep[k]);
+	free(keep);
 	free(sources);
 	return rc;
 }
@@ -1557,6 +1867,30 @@ static int compact(struct pd_tsdb *db, struct pd_err *err)
 	int rc = 0;
 	/* only this thread changes the block list; readers may run meanwhile */
 	pthread_mutex_lock(&db->append_mu);
+	/* blocks that overlap first, whatever their ranges (Prometheus's vertical
+	 * compaction): the same range persisted twice, by a crash between writing
+	 * a block and checkpointing the WAL, or by a store that took samples
+	 * before the newest block's end */
+	for (size_t i = 0; i + 1 < db->nblocks && !rc;) {
+		int64_t end = pd_block_meta(db->blocks[i])->maxt;
+		size_t j = i + 1;
+		/* at most 64 at once (merge_blocks' cursors): the block merged from
+		 * them overlaps the rest, which the next round takes */
+		for (; j < db->nblocks && j - i < 64 && pd_block_meta(db->blocks[j])->mint < end; j++)
+			if (pd_block_meta(db->blocks[j])->maxt > end)
+				end = pd_block_meta(db->blocks[j])->maxt;
+		if (j - i < 2) {
+			i++;
+			continue;
+		}
+		char ulid[27];
+		if ((rc = merge_blocks(db, db->blocks + i, j - i, ulid, err)) ||
+		    (rc = swap_blocks(db, i, j - i, ulid, err)))
+			break;
+		db->compactions++;
+		__atomic_fetch_add(&db->vertical_compactions, 1, __ATOMIC_RELAXED);
+		/* the merged block (if any) is at i: look again from it */
+	}
 	for (int64_t r = br * 3; r <= max_range && !rc; r *= 3) {
 		for (int again = 1; again && !rc;) {
 			again = 0;
@@ -1674,6 +2008,11 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 	st->chunks_damaged = __atomic_load_n(&db->chunks_damaged, __ATOMIC_RELAXED);
 	st->head_cut_failures = __atomic_load_n(&db->head_cut_failures, __ATOMIC_RELAXED);
 	st->compaction_failures = __atomic_load_n(&db->compaction_failures, __ATOMIC_RELAXED);
+	st->out_of_bounds = __atomic_load_n(&db->out_of_bounds, __ATOMIC_RELAXED);
+	const char *why;
+	st->accept_from = accept_from(db, &why);
+	st->wal_replay_skipped = db->replay_skipped;
+	st->vertical_compactions = __atomic_load_n(&db->vertical_compactions, __ATOMIC_RELAXED);
 	if (db->ship)
 		ch_ship_stats(db->ship, st);
 	if (db->wal) {

@@ -218,6 +218,12 @@ struct pd_tsdb {
 	/* failures, counted with __atomic builtins */
 	uint64_t chunks_damaged;     /* chunk reads that found damage */
 	uint64_t head_cut_failures, compaction_failures;
+	/* the end of the newest block the head was persisted into (or the newest
+	 * block's end at open): samples before it are refused (__atomic) */
+	int64_t min_valid_t;
+	uint64_t out_of_bounds;  /* samples refused as out of bounds (__atomic) */
+	uint64_t replay_skipped; /* samples WAL replay left out (set at open) */
+	uint64_t vertical_compactions; /* merges of overlapping blocks */
 	/* maint_mu: held by whatever changes blocks or deletes (flush, compaction,
 	 * retention, deletion, clean_tombstones) and by snapshots; taken before
 	 * append_mu and blocks_mu */

@@ -219,7 +219,9 @@ static void test_v1_compacts_to_v2(void **state)
 	struct pd_err err = {0};
 	struct pd_tsdb *db = open_store(dir, PD_CHUNKENC_VALUES_ZSTD_GROUPS);
 	append(db, 0, 20); /* [10 s, 200 s]: two block ranges */
-	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	/* the complete range [0, 100 s) only: the later samples stay in the head,
+	 * so the appends after 200 s go on in the open range */
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
 	size_t v1, v2;
 	int level;
 	count_encodings(db, &v1, &v2, &level);

@@ -1,0 +1,481 @@
+/* test_tsdb_backfill.c: samples dated before what the store has persisted.
+ * Appends before the newest block's end, or past the retention time, are
+ * refused with an error saying how far back the store goes, at the append or,
+ * when a flush persisted the range in between, at the commit; a range persisted
+ * before it was complete still takes samples; samples a WAL
+ * holds before the newest block's end (a crash between writing a block and
+ * checkpointing, or a store that took them before appends were bounded) come
+ * back at open; blocks that overlap are merged, a timestamp in both once; and
+ * a compaction that fails does not keep retention from running. */
+#define _GNU_SOURCE /* nftw */
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "profd/tsdb.h"
+#include "block.h"
+#include "tsdb_int.h"
+
+#define H (3600LL * 1000)
+#define STEP (5LL * 60 * 1000)
+
+static int rm_entry(const char *p, const struct stat *st, int f, struct FTW *w)
+{
+	(void)st;
+	(void)f;
+	(void)w;
+	return remove(p);
+}
+
+static char *tmpdir(void)
+{
+	char *d = strdup("/tmp/pd_test_backfill_XXXXXX");
+	assert_non_null(mkdtemp(d));
+	return d;
+}
+
+static void rmdir_all(char *d)
+{
+	nftw(d, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(d);
+}
+
+/* The stored bytes of series s at t: any bytes do, the store keeps them. */
+static uint8_t *value(int s, int64_t t, size_t *len)
+{
+	*len = 200;
+	uint8_t *p = malloc(*len);
+	for (size_t i = 0; i < *len; i++)
+		p[i] = (uint8_t)(i * 7 + (uint64_t)s * 13 + (uint64_t)(t / STEP) * (i % 5));
+	p[0] = 0x0a; /* not a gzip stream */
+	return p;
+}
+
+static char job[8][8];
+static void labels(int s, struct pd_tsdb_label l[2])
+{
+	snprintf(job[s], sizeof(job[s]), "j%d", s);
+	l[0] = (struct pd_tsdb_label){"__name__", "heap"};
+	l[1] = (struct pd_tsdb_label){"job", job[s]};
+}
+
+/* A store of 1 h blocks; wal 0: without a WAL, as bulk import writes blocks. */
+static struct pd_tsdb *open_store(const char *dir, int64_t retention, int wal)
+{
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	struct pd_err err = {0};
+	pd_tsdb_opts_init(&o);
+	o.block_range_ms = H;
+	o.retention_ms = retention;
+	o.wal_sync = 1;
+	o.wal_disabled = !wal;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open %s: %s", dir, err.msg);
+	return db;
+}
+
+/* Appends series s at t; returns the code of the append or the commit. */
+static int put(struct pd_tsdb *db, int s, int64_t t, struct pd_err *err)
+{
+	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+	struct pd_tsdb_label l[2];
+	size_t len;
+	labels(s, l);
+	uint8_t *p = value(s, t, &len);
+	int rc = pd_tsdb_append(a, l, 2, t, p, len, err);
+	free(p);
+	if (rc) {
+		pd_tsdb_rollback(a);
+		return rc;
+	}
+	return pd_tsdb_commit(a, err);
+}
+
+static void put_range(struct pd_tsdb *db, int s, int64_t from, int64_t to)
+{
+	struct pd_err err = {0};
+	for (int64_t t = from; t < to; t += STEP)
+		if (put(db, s, t, &err))
+			fail_msg("series %d at %lld: %s", s, (long long)t, err.msg);
+}
+
+/* Timestamps of series s in [from, to]; -1 when it is not there. */
+static long count_ts(struct pd_tsdb *db, int s, int64_t from, int64_t to)
+{
+	struct pd_err err = {0};
+	struct pd_tsdb_matcher m = {"job", pd_tsdb_match_equal, job[s]};
+	struct pd_tsdb_result *r;
+	struct pd_tsdb_label l[2];
+	labels(s, l);
+	if (pd_tsdb_select(db, &m, 1, from, to, 0, &r, &err))
+		fail_msg("select: %s", err.msg);
+	long n = r->nseries ? (long)r->series[0].nts : -1;
+	if (r->nseries)
+		for (size_t i = 1; i < r->series[0].nts; i++)
+			assert_true(r->series[0].ts[i - 1] < r->series[0].ts[i]);
+	pd_tsdb_result_destroy(r);
+	return n;
+}
+
+/* Series s has exactly the samples of [from, to), and each reads back. */
+static void expect_series(struct pd_tsdb *db, int s, int64_t from, int64_t to)
+{
+	struct pd_err err = {0};
+	assert_int_equal(count_ts(db, s, from, to - 1), (to - from) / STEP);
+	for (int64_t t = from; t < to; t += STEP) {
+		struct pd_tsdb_label l[2];
+		uint8_t *got;
+		size_t glen, wlen;
+		labels(s, l);
+		if (pd_tsdb_read(db, l, 2, t, &got, &glen, &err))
+			fail_msg("read series %d at %lld: %s", s, (long long)t, err.msg);
+		uint8_t *want = value(s, t, &wlen);
+		assert_int_equal(glen, wlen);
+		assert_memory_equal(got, want, wlen);
+		free(got);
+		free(want);
+	}
+}
+
+/* Moves every block of store from into store to (both closed). */
+static void move_blocks(const char *from, const char *to)
+{
+	DIR *d = opendir(from);
+	struct dirent *e;
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		if (strlen(e->d_name) != 26)
+			continue;
+		char a[512], b[512];
+		snprintf(a, sizeof(a), "%s/%s", from, e->d_name);
+		snprintf(b, sizeof(b), "%s/%s", to, e->d_name);
+		assert_int_equal(rename(a, b), 0);
+	}
+	closedir(d);
+}
+
+/* A sample before the newest block's end is refused, with its time, the
+ * earliest accepted and why, and counted; one after it is kept across a
+ * reopen. The old store took it, and the next start's replay dropped it. */
+static void test_before_newest_block_refused(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb *db = open_store(dir, -1, 1);
+	put_range(db, 0, 0, 5 * H);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_true(st.blocks >= 1);
+	int64_t end = pd_block_meta(db->blocks[db->nblocks - 1])->maxt;
+	assert_int_equal(st.accept_from, end);
+
+	/* a new series into the persisted range */
+	assert_int_equal(put(db, 1, H, &err), PD_EINVAL);
+	assert_non_null(
+	    strstr(err.msg,
+	           "heap{job=\"j1\"}: sample at 3600000 (1970-01-01T01:00:00Z) is out of bounds"));
+	assert_non_null(strstr(err.msg, "accepts samples from"));
+	assert_non_null(strstr(err.msg, "newest block ends there"));
+	assert_int_equal(put(db, 1, end - 1, &err), PD_EINVAL);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.out_of_bounds, 2);
+	/* at the bound it is taken */
+	assert_int_equal(put(db, 1, end, &err), 0);
+	pd_tsdb_close(db);
+
+	db = open_store(dir, -1, 1);
+	assert_int_equal(count_ts(db, 1, 0, 100 * H), 1);
+	expect_series(db, 0, 0, 5 * H);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.wal_replay_skipped, 0);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* An append that passed its check before a flush persisted its range is
+ * refused at the commit: nothing acknowledged lies before the new bound. */
+static void test_flush_between_append_and_commit(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb *db = open_store(dir, -1, 1);
+	put_range(db, 0, 0, 3 * H);
+	/* no block yet: any time is accepted */
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_true(st.accept_from == INT64_MIN);
+	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+	struct pd_tsdb_label l[2];
+	size_t len;
+	labels(1, l);
+	uint8_t *p = value(1, 90 * 60 * 1000, &len);
+	assert_int_equal(pd_tsdb_append(a, l, 2, 90 * 60 * 1000, p, len, &err), 0);
+	free(p);
+	/* [0, 1 h) and [1 h, 2 h) go to blocks: the bound moves to 2 h */
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.accept_from, 2 * H);
+	assert_int_equal(pd_tsdb_commit(a, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "out of bounds"));
+	pd_tsdb_close(db);
+	db = open_store(dir, -1, 1);
+	assert_int_equal(count_ts(db, 1, 0, 100 * H), -1);
+	expect_series(db, 0, 0, 3 * H);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* A range persisted before it was complete (pd_tsdb_flush with all) still takes
+ * samples: they survive a reopen, and the block written of them over the range
+ * is merged with the first. */
+static void test_incomplete_range_takes_samples(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb *db = open_store(dir, -1, 1);
+	put_range(db, 0, 0, 90 * 60 * 1000);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	assert_int_equal(db->nblocks, 2); /* [0, 1 h), [1 h, 2 h) */
+	put_range(db, 1, H, 2 * H);
+	put_range(db, 0, 90 * 60 * 1000, 2 * H);
+	pd_tsdb_close(db);
+	db = open_store(dir, -1, 1);
+	expect_series(db, 0, 0, 2 * H);
+	expect_series(db, 1, H, 2 * H);
+	pd_tsdb_close(db);
+	db = open_store(dir, -1, 1);
+	put_range(db, 0, 2 * H, 4 * H);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.compaction_failures, 0);
+	for (size_t i = 1; i < db->nblocks; i++)
+		assert_true(pd_block_meta(db->blocks[i])->mint >=
+		            pd_block_meta(db->blocks[i - 1])->maxt);
+	expect_series(db, 0, 0, 4 * H);
+	expect_series(db, 1, H, 2 * H);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* A sample past the retention time behind the newest one is refused:
+ * retention would delete it with its block as soon as it got there. */
+static void test_past_retention_refused(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb *db = open_store(dir, 10 * H, 1);
+	put_range(db, 0, 100 * H, 100 * H + STEP);
+	assert_int_equal(put(db, 1, 89 * H, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "retention time"));
+	assert_non_null(strstr(err.msg, "from 324000000 (1970-01-04T18:00:00Z)"));
+	assert_int_equal(put(db, 1, 91 * H, &err), 0);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* A WAL with samples before the newest block's end that no block holds (a
+ * store that took them before appends were bounded, or whose block of them
+ * was lost) keeps them at open: they are persisted as a block of their own
+ * and merged with the block they overlap. The old replay dropped them. */
+static void test_replay_keeps_old_samples(void **state)
+{
+	(void)state;
+	char *dir = tmpdir(), *other = tmpdir();
+	struct pd_err err = {0};
+	/* series 0 in the WAL only: 0 to 40 min, the head's first range */
+	struct pd_tsdb *db = open_store(dir, -1, 1);
+	put_range(db, 0, 0, 40 * 60 * 1000);
+	pd_tsdb_close(db);
+	/* a block of series 1 over [0, 2 h) beside it */
+	db = open_store(other, -1, 0);
+	put_range(db, 1, 0, 2 * H);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	pd_tsdb_close(db);
+	move_blocks(other, dir);
+
+	db = open_store(dir, -1, 1);
+	expect_series(db, 0, 0, 40 * 60 * 1000);
+	expect_series(db, 1, 0, 2 * H);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.wal_replay_skipped, 0);
+	assert_int_equal(st.compaction_failures, 0);
+	pd_tsdb_close(db);
+	/* and after another start, with the WAL checkpointed */
+	db = open_store(dir, -1, 1);
+	expect_series(db, 0, 0, 40 * 60 * 1000);
+	expect_series(db, 1, 0, 2 * H);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+	rmdir_all(other);
+}
+
+/* Blocks that overlap (a store written before appends were bounded: a range
+ * persisted again with a new series, and a series in both) are merged into one,
+ * each timestamp once, and later compactions succeed. Before, the compaction
+ * failed ("lies outside the block's ...") at every flush from then on. */
+static void test_compaction_overlapping_blocks(void **state)
+{
+	(void)state;
+	char *dir = tmpdir(), *other = tmpdir();
+	struct pd_err err = {0};
+	/* series 0 over [0, 6 h): compacted to one block of [0, 3 h) and more */
+	struct pd_tsdb *db = open_store(dir, -1, 0);
+	put_range(db, 0, 0, 6 * H);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	pd_tsdb_close(db);
+	/* a backfill of [1 h, 2 h): series 0 again and a new series 1 */
+	db = open_store(other, -1, 0);
+	put_range(db, 0, H, 2 * H);
+	put_range(db, 1, H, 2 * H);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	pd_tsdb_close(db);
+	move_blocks(other, dir);
+
+	db = open_store(dir, -1, 1);
+	/* the open's flush merged them */
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.compaction_failures, 0);
+	assert_true(st.vertical_compactions >= 1);
+	for (size_t i = 1; i < db->nblocks; i++)
+		assert_true(pd_block_meta(db->blocks[i])->mint >=
+		            pd_block_meta(db->blocks[i - 1])->maxt);
+	expect_series(db, 0, 0, 6 * H);
+	expect_series(db, 1, H, 2 * H);
+	/* later data compacts on */
+	put_range(db, 0, 6 * H, 30 * H);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.compaction_failures, 0);
+	expect_series(db, 0, 0, 30 * H);
+	expect_series(db, 1, H, 2 * H);
+	pd_tsdb_close(db);
+	db = open_store(dir, -1, 1);
+	expect_series(db, 0, 0, 30 * H);
+	expect_series(db, 1, H, 2 * H);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+	rmdir_all(other);
+}
+
+/* 70 blocks over one range (more than one merge takes at once) become one:
+ * series 0 has a sample of its own in each, series 1 the same one in all. */
+static void test_many_overlapping_blocks(void **state)
+{
+	(void)state;
+	char *dir = tmpdir(), *other = tmpdir();
+	struct pd_err err = {0};
+	for (int k = 0; k < 70; k++) {
+		struct pd_tsdb *db = open_store(other, -1, 0);
+		if (put(db, 0, (int64_t)k * STEP / 10, &err) || put(db, 1, 0, &err))
+			fail_msg("block %d: %s", k, err.msg);
+		assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+		pd_tsdb_close(db);
+		move_blocks(other, dir);
+	}
+	struct pd_tsdb *db = open_store(dir, -1, 1);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.compaction_failures, 0);
+	assert_int_equal(st.blocks, 1);
+	assert_true(st.vertical_compactions >= 2);
+	assert_int_equal(count_ts(db, 0, 0, H), 70);
+	assert_int_equal(count_ts(db, 1, 0, H), 1);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+	rmdir_all(other);
+}
+
+static void flip(const char *path, off_t at)
+{
+	int fd = open(path, O_RDWR);
+	uint8_t b;
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &b, 1, at), 1);
+	b ^= 0x5a;
+	assert_int_equal(pwrite(fd, &b, 1, at), 1);
+	close(fd);
+}
+
+/* Retention runs after a compaction that failed (here on a damaged chunk):
+ * the old flush skipped it, so a compaction that kept failing kept every
+ * block for ever. */
+static void test_retention_after_failed_compaction(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	/* three blocks of [0, 3 h) that a retention of 20 h does not compact */
+	struct pd_tsdb *db = open_store(dir, 20 * H, 1);
+	put_range(db, 0, 0, 4 * H);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	assert_int_equal(db->nblocks, 3);
+	/* damage the first block's value chunk */
+	uint64_t *refs;
+	size_t n, nl, nc;
+	struct pd_lpair *l;
+	struct pd_block_chunk_meta *c;
+	struct pd_block *b = db->blocks[0];
+	assert_int_equal(pd_block_postings(b, "job", job[0], &refs, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(pd_block_series(b, refs[0], &l, &nl, &c, &nc, &err), 0);
+	char seg[512];
+	snprintf(seg, sizeof(seg), "%s/chunks/000001", pd_block_dir(b));
+	flip(seg, (off_t)(c[0].vals_ref & 0xffffffffu) + 5);
+	free(refs);
+	free(l);
+	free(c);
+	pd_tsdb_close(db);
+
+	/* with 60 h the blocks are due for compaction, which fails on the chunk */
+	db = open_store(dir, 60 * H, 1);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.compaction_failures, 1);
+	assert_int_equal(st.retention_deletions, 0);
+	/* 100 h on: every block is past the retention time */
+	put_range(db, 0, 100 * H, 100 * H + STEP);
+	assert_int_not_equal(pd_tsdb_flush(db, 0, &err), 0);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.compaction_failures, 2);
+	assert_true(st.retention_deletions >= 3);
+	assert_int_equal(st.blocks, 0);
+	assert_int_equal(count_ts(db, 0, 0, 50 * H), -1);
+	assert_int_equal(count_ts(db, 0, 0, 200 * H), 1);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_before_newest_block_refused),
+	    cmocka_unit_test(test_flush_between_append_and_commit),
+	    cmocka_unit_test(test_incomplete_range_takes_samples),
+	    cmocka_unit_test(test_past_retention_refused),
+	    cmocka_unit_test(test_replay_keeps_old_samples),
+	    cmocka_unit_test(test_compaction_overlapping_blocks),
+	    cmocka_unit_test(test_many_overlapping_blocks),
+	    cmocka_unit_test(test_retention_after_failed_compaction),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
