@@ -52,6 +52,7 @@ struct run_flags {
 	const char *ch_cluster; /* "": one server (or tables made by hand) */
 	const char *ch_spool_max; /* size of the spool of profiles ClickHouse has not taken */
 	const char *ch_cluster_nodes; /* the cluster's other nodes' URLs, comma-separated */
+	const char *max_series; /* series the head holds at most; "0": no limit */
 };
 
 static void usage(FILE *f)
@@ -67,6 +68,8 @@ static void usage(FILE *f)
 		"  --storage.tsdb.retention.time=DUR   how long to keep profiles (default 15d)\n"
 		"  --storage.tsdb.retention.size=SIZE  most bytes of blocks to keep, e.g. 10GB\n"
 		"                                      (default 0: no limit)\n"
+		"  --storage.tsdb.max-series=N         series the head holds at most; a new series\n"
+		"                                      past it is refused (default 1000000; 0: no limit)\n"
 		"  --storage.tsdb.value-encoding=N     encoding of new value chunks: 2 (columnar,\n"
 		"                                      the default) or 1 (raw profiles in zstd groups)\n"
 		"  --web.listen-address=ADDR           address of the HTTP API and UI (default :10902)\n"
@@ -179,6 +182,7 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
 				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m", "",
 				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", ""};
+	f->max_series = "1000000"; /* PD_TSDB_DEFAULT_MAX_SERIES */
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -232,6 +236,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->retention_time = v;
 		else if (IS("--storage.tsdb.retention.size"))
 			f->retention_size = v;
+		else if (IS("--storage.tsdb.max-series"))
+			f->max_series = v;
 		else if (IS("--log.level"))
 			f->log_level = v;
 		else if (IS("--log.format"))
@@ -551,6 +557,19 @@ int pd_cmd_run(int argc, char **argv)
 		return 2;
 	}
 	o.value_encoding = f.value_encoding[0] - '0';
+	{
+		char *end;
+		errno = 0;
+		unsigned long long n = strtoull(f.max_series, &end, 10);
+		if (!f.max_series[0] || *end || errno || f.max_series[0] == '-') {
+			fprintf(stderr,
+				"profd run: --storage.tsdb.max-series: %s is not a whole number "
+				"(0: no limit)\n",
+				f.max_series);
+			return 2;
+		}
+		o.max_series = n;
+	}
 	unsigned max_conns, max_conns_client;
 	int64_t header_timeout_ms, read_timeout_ms;
 	if (parse_count("--web.max-connections", f.max_connections, 100000, &max_conns) ||
@@ -683,7 +702,8 @@ int pd_cmd_run(int argc, char **argv)
 			    "query.max-samples", "query.lookback-delta", "discovery.dns.server",
 			    "storage.clickhouse.url", "storage.clickhouse.database",
 			    "storage.clickhouse.credentials-file", "storage.clickhouse.cluster",
-			    "storage.clickhouse.spool.max-size", "storage.clickhouse.cluster-nodes"};
+			    "storage.clickhouse.spool.max-size", "storage.clickhouse.cluster-nodes",
+			    "storage.tsdb.max-series"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -692,7 +712,7 @@ int pd_cmd_run(int argc, char **argv)
 			    external_url, route_prefix, f.enable_admin_api ? "true" : "false",
 			    f.query_timeout, f.query_max_samples, f.query_lookback_delta,
 			    f.dns_server, f.ch_url, f.ch_database, f.ch_credentials_file,
-			    f.ch_cluster, f.ch_spool_max, f.ch_cluster_nodes};
+			    f.ch_cluster, f.ch_spool_max, f.ch_cluster_nodes, f.max_series};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;

@@ -235,6 +235,12 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	pd_tsdb_stats(s->o.db, &st);
 	family(w, "profd_tsdb_head_series", "gauge", "Series in the head.");
 	sample_u(w, "profd_tsdb_head_series", st.head_series);
+	family(w, "profd_tsdb_head_series_limit", "gauge",
+	       "Series the head holds at most (--storage.tsdb.max-series; 0: no limit).");
+	sample_u(w, "profd_tsdb_head_series_limit", st.head_series_limit);
+	family(w, "profd_tsdb_head_series_limit_refused_total", "counter",
+	       "New series refused because the head held its series limit.");
+	sample_u(w, "profd_tsdb_head_series_limit_refused_total", st.head_series_limit_refused);
 	family(w, "profd_tsdb_head_samples", "gauge", "Profiles in the head.");
 	sample_u(w, "profd_tsdb_head_samples", st.head_samples);
 	family(w, "profd_tsdb_head_chunks", "gauge", "Chunks in the head.");
