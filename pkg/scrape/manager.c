@@ -447,7 +447,14 @@ static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 			continue;
 		size_t k = target_index_find(&old, p->targets, t, 0, 0);
 		if (k != SIZE_MAX) {
-			nt[w - 1] = p->targets[k];
+			/* the loop and status stay; the discovered labels are the new
+			 * ones (a change relabeling drops, as Prometheus's
+			 * SetDiscoveredLabels) */
+			struct target *o = p->targets[k];
+			struct pd_labels *d = o->discovered;
+			o->discovered = t->discovered;
+			t->discovered = d;
+			nt[w - 1] = o;
 			p->targets[k] = NULL;
 			target_free(t);
 			continue;

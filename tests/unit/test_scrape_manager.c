@@ -288,6 +288,83 @@ static void test_duplicate_targets(void **state)
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* A target whose discovered labels change in a way relabeling drops (a pod's
+ * readiness) keeps its loop and status and shows the new discovered labels, as
+ * Prometheus's SetDiscoveredLabels does. */
+static void test_discovered_labels_refreshed(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/pd_test_scrapemgr_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	struct target_server *srv = target_server_start(profile, profile_len, 0);
+	assert_non_null(srv);
+	struct pd_err err = {0};
+	struct pd_tsdb *db;
+	struct pd_tsdb_opts o;
+	pd_tsdb_opts_init(&o);
+	o.wal_sync = 1;
+	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
+	struct pd_scrape_manager *m;
+	struct pd_scrape_manager_opts mo = {.workers = 1, .max_decompressed = 64u << 20};
+	assert_int_equal(pd_scrape_manager_create(&m, db, &mo, &err), 0);
+	struct pd_scrape_profile_type types[] = {{"heap", "/ok", 0}};
+	struct pd_scrape_pool_settings ps = {0};
+	ps.job_name = "test";
+	ps.scheme = "http";
+	ps.interval_ms = 100;
+	ps.timeout_ms = 1000;
+	ps.types = types;
+	ps.ntypes = 1;
+	assert_int_equal(pd_scrape_manager_set_pools(m, &ps, 1, &err), 0);
+	char addr[64];
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", target_server_port(srv));
+	struct pd_labels *ready, *unready;
+	assert_int_equal(pd_labels_from_strings(&ready, &err, "__address__", addr,
+						"__meta_kubernetes_pod_ready", "true", NULL),
+			 0);
+	assert_int_equal(pd_labels_from_strings(&unready, &err, "__address__", addr,
+						"__meta_kubernetes_pod_ready", "false", NULL),
+			 0);
+	struct pd_labels *a[] = {ready}, *b[] = {unready};
+	struct pd_target_group g1 = {"kubernetes/pod/default/app", a, 1, NULL};
+	struct pd_target_group g2 = {"kubernetes/pod/default/app", b, 1, NULL};
+	pd_scrape_manager_sync(m, "test", &g1, 1);
+	struct pd_scrape_target_status *st = NULL;
+	size_t n = 0;
+	/* waited for with a deadline: the first scrape of the loop */
+	for (int waited = 0; waited < 60000; waited += 50) {
+		assert_int_equal(pd_scrape_manager_targets(m, 0, &st, &n, &err), 0);
+		assert_int_equal(n, 1);
+		if (st[0].last_scrape_ms && st[0].health == PD_SCRAPE_UP)
+			break;
+		pd_scrape_target_status_free(st, n);
+		st = NULL;
+		sleep_ms(50);
+	}
+	assert_non_null(st);
+	assert_string_equal(pd_labels_get(st[0].discovered, "__meta_kubernetes_pod_ready"), "true");
+	pd_scrape_target_status_free(st, n);
+
+	pd_scrape_manager_sync(m, "test", &g2, 1);
+	assert_int_equal(pd_scrape_manager_targets(m, 0, &st, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(pd_labels_get(st[0].discovered, "__meta_kubernetes_pod_ready"), "false");
+	/* the same loop: its status is kept (a new one would not have scraped yet) */
+	assert_true(st[0].last_scrape_ms > 0);
+	assert_int_equal(st[0].health, PD_SCRAPE_UP);
+	pd_scrape_target_status_free(st, n);
+	struct pd_scrape_stats ss;
+	pd_scrape_manager_stats(m, &ss);
+	assert_int_equal(ss.active_targets, 1);
+
+	pd_scrape_manager_destroy(m);
+	pd_labels_destroy(ready);
+	pd_labels_destroy(unready);
+	pd_tsdb_close(db);
+	target_server_stop(srv);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	struct pd_err err = {0};
@@ -298,6 +375,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_targets_and_storage),
 		cmocka_unit_test(test_duplicate_targets),
+		cmocka_unit_test(test_discovered_labels_refreshed),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	free(profile);
