@@ -181,8 +181,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
 	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
 				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m", "",
-				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", ""};
-	f->max_series = "1000000"; /* PD_TSDB_DEFAULT_MAX_SERIES */
+				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", "",
+				"1000000" /* PD_TSDB_DEFAULT_MAX_SERIES */};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
