@@ -79,6 +79,10 @@ int pd_scrape_loop_add(struct pd_scrape_engine *e, const struct pd_scrape_spec *
 /* Removes a loop; after return no new scrape of it starts, and no callback for it
  * runs any more (an in-flight result is dropped). */
 void pd_scrape_loop_remove(struct pd_scrape_engine *e, uint64_t id);
+/* Removes n loops as pd_scrape_loop_remove does, under one lock and with one
+ * wake-up of the engine, so that a reload dropping many targets costs O(n log
+ * loops) and not a context switch per loop. ids is borrowed; 0s are skipped. */
+void pd_scrape_loops_remove(struct pd_scrape_engine *e, const uint64_t *ids, size_t n);
 
 /* The time within [0, interval) at which a loop with this seed fires, as
  * Prometheus spreads targets (exposed for tests). */

@@ -392,6 +392,25 @@ static size_t target_index_find(struct target_index *ix, struct target **arr, st
 	}
 }
 
+/* Ends the loops of targets (NULL entries skipped) at once: one engine lock
+ * and wake-up for all of them. */
+static void remove_loops(struct pd_scrape_manager *m, struct target **t, size_t n)
+{
+	size_t k = 0;
+	uint64_t *ids = malloc((n ? n : 1) * sizeof(*ids));
+	for (size_t i = 0; i < n; i++) {
+		if (!t[i] || !t[i]->loop_id)
+			continue;
+		if (ids)
+			ids[k++] = t[i]->loop_id;
+		else /* out of memory: one by one */
+			pd_scrape_loop_remove(m->engine, t[i]->loop_id);
+	}
+	if (ids)
+		pd_scrape_loops_remove(m->engine, ids, k);
+	free(ids);
+}
+
 /* Recomputes a pool's targets and reconciles loops. m->mu held. Targets that come
  * out the same (the same labels and URL, as when two discovered groups name one
  * address) are one target with one loop, as in Prometheus. */
@@ -472,14 +491,9 @@ static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 	free(seen.slot);
 	free(old.slot);
 	/* old targets not carried over: their loops end */
-	for (size_t k = 0; k < p->ntargets; k++) {
-		struct target *o = p->targets[k];
-		if (!o)
-			continue;
-		if (o->loop_id)
-			pd_scrape_loop_remove(m->engine, o->loop_id);
-		target_free(o);
-	}
+	remove_loops(m, p->targets, p->ntargets);
+	for (size_t k = 0; k < p->ntargets; k++)
+		target_free(p->targets[k]);
 	free(p->targets);
 	p->targets = nt;
 	p->ntargets = n;
@@ -487,12 +501,9 @@ static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 
 static void pool_free(struct pd_scrape_manager *m, struct pool *p)
 {
-	for (size_t k = 0; k < p->ntargets; k++) {
-		struct target *o = p->targets[k];
-		if (o && o->loop_id)
-			pd_scrape_loop_remove(m->engine, o->loop_id);
-		target_free(o);
-	}
+	remove_loops(m, p->targets, p->ntargets);
+	for (size_t k = 0; k < p->ntargets; k++)
+		target_free(p->targets[k]);
 	free(p->targets);
 	groups_free(p);
 	settings_free(p);

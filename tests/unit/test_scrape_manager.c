@@ -365,6 +365,90 @@ static void test_discovered_labels_refreshed(void **state)
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A large target set (50,000) comes and goes within a deadline far above what
+ * linear work takes even under sanitizers on a loaded machine (a loop per
+ * target, removed in batches under one engine lock), and nothing of it is left. */
+static void test_large_target_set_dropped(void **state)
+{
+	(void)state;
+	enum { N = 50000, PER_GROUP = 1000 };
+	char dir[] = "/tmp/pd_test_scrapemgr_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	struct pd_err err = {0};
+	struct pd_tsdb *db;
+	struct pd_tsdb_opts o;
+	pd_tsdb_opts_init(&o);
+	o.wal_sync = 1;
+	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
+	struct pd_scrape_manager *m;
+	struct pd_scrape_manager_opts mo = {.workers = 1};
+	assert_int_equal(pd_scrape_manager_create(&m, db, &mo, &err), 0);
+	struct pd_scrape_profile_type types[] = {{"heap", "/debug/pprof/heap", 0}};
+	struct pd_scrape_pool_settings ps = {0};
+	ps.job_name = "big";
+	ps.scheme = "http";
+	ps.interval_ms = 3600 * 1000; /* few scrapes (of a closed port) meanwhile */
+	ps.timeout_ms = 1000;
+	ps.types = types;
+	ps.ntypes = 1;
+	assert_int_equal(pd_scrape_manager_set_pools(m, &ps, 1, &err), 0);
+	struct pd_labels **t = calloc(N, sizeof(*t));
+	struct pd_target_group *g = calloc(N / PER_GROUP, sizeof(*g));
+	assert_non_null(t);
+	assert_non_null(g);
+	for (int i = 0; i < N; i++) {
+		char addr[64];
+		snprintf(addr, sizeof(addr), "127.%d.%d.%d:1", 1 + i / 65536, (i / 256) % 256, i % 256);
+		assert_int_equal(pd_labels_from_strings(&t[i], &err, "__address__", addr, NULL), 0);
+	}
+	for (int k = 0; k < N / PER_GROUP; k++)
+		g[k] = (struct pd_target_group){"file:big.json", t + k * PER_GROUP, PER_GROUP, NULL};
+	pd_scrape_manager_sync(m, "big", g, N / PER_GROUP);
+	struct pd_scrape_stats ss;
+	pd_scrape_manager_stats(m, &ss);
+	assert_int_equal(ss.active_targets, N);
+
+	double t0 = mono_s();
+	pd_scrape_manager_sync(m, "big", NULL, 0);
+	double took = mono_s() - t0;
+	pd_scrape_manager_stats(m, &ss);
+	assert_int_equal(ss.active_targets, 0);
+	struct pd_scrape_target_status *st;
+	size_t n;
+	assert_int_equal(pd_scrape_manager_targets(m, 1, &st, &n, &err), 0);
+	assert_int_equal(n, 0);
+	pd_scrape_target_status_free(st, n);
+	print_message("dropped %d targets in %.2f s\n", N, took);
+	if (took > 30)
+		fail_msg("dropping %d targets took %.1f s", N, took);
+
+	/* and a reload removing the pool, with the set back, as fast */
+	pd_scrape_manager_sync(m, "big", g, N / PER_GROUP);
+	t0 = mono_s();
+	assert_int_equal(pd_scrape_manager_set_pools(m, NULL, 0, &err), 0);
+	took = mono_s() - t0;
+	pd_scrape_manager_stats(m, &ss);
+	assert_int_equal(ss.active_targets, 0);
+	print_message("removed a pool of %d targets in %.2f s\n", N, took);
+	if (took > 30)
+		fail_msg("removing a pool of %d targets took %.1f s", N, took);
+
+	pd_scrape_manager_destroy(m);
+	for (int i = 0; i < N; i++)
+		pd_labels_destroy(t[i]);
+	free(t);
+	free(g);
+	pd_tsdb_close(db);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	struct pd_err err = {0};
@@ -376,6 +460,7 @@ int main(void)
 		cmocka_unit_test(test_targets_and_storage),
 		cmocka_unit_test(test_duplicate_targets),
 		cmocka_unit_test(test_discovered_labels_refreshed),
+		cmocka_unit_test(test_large_target_set_dropped),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	free(profile);
