@@ -387,6 +387,7 @@ static int apply_config(struct daemon *d, const struct pd_config *cfg, struct pd
 		p->interval_ms = sc->scrape_interval_ms;
 		p->timeout_ms = sc->scrape_timeout_ms;
 		p->body_size_limit = sc->body_size_limit;
+		p->target_limit = sc->target_limit;
 		p->honor_labels = sc->honor_labels;
 		p->client = &sc->http_client;
 		p->relabel = sc->relabel_rules;

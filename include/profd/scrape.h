@@ -128,6 +128,10 @@ struct pd_scrape_pool_settings {
 	size_t nparams;
 	int64_t interval_ms, timeout_ms;
 	size_t body_size_limit; /* 0: none */
+	/* More targets than this after relabeling (0: no limit) and no target of
+	 * the pool is scraped: each is down with "target_limit exceeded (number of
+	 * targets: N, limit: L)", as in Prometheus. */
+	uint64_t target_limit;
 	int honor_labels;
 	const struct pd_http_client_config *client; /* may be NULL; copied */
 	const struct pd_relabel_rules *relabel;     /* may be NULL; borrowed */
@@ -191,6 +195,8 @@ extern const double pd_scrape_duration_bounds[PD_SCRAPE_DURATION_BUCKETS];
 struct pd_scrape_stats {
 	uint64_t scrapes_ok, scrapes_failed, bytes_scraped, profiles_appended;
 	uint64_t active_targets, dropped_targets;
+	/* pool updates that found more targets than the pool's target_limit */
+	uint64_t target_limit_exceeded;
 	/* scrape durations (request to response, successful or not): cumulative
 	 * counts per bucket of pd_scrape_duration_bounds, the count and the sum */
 	uint64_t duration_buckets[PD_SCRAPE_DURATION_BUCKETS];

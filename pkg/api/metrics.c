@@ -201,6 +201,11 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 		        (unsigned long long)ss.active_targets);
 		jprintf(w, "profd_scrape_targets{state=\"dropped\"} %llu\n",
 		        (unsigned long long)ss.dropped_targets);
+		family(w, "prometheus_target_scrape_pool_exceeded_target_limit_total", "counter",
+		       "Total number of times scrape pools hit the target limit, during sync or "
+		       "config reload.");
+		sample_u(w, "prometheus_target_scrape_pool_exceeded_target_limit_total",
+		         ss.target_limit_exceeded);
 		family(w, "profd_scrape_duration_seconds", "histogram",
 		       "Duration of scrapes, from request to the end of the response.");
 		for (size_t b = 0; b < PD_SCRAPE_DURATION_BUCKETS; b++)

@@ -53,6 +53,7 @@ struct pd_scrape_manager {
 	struct pd_tsdb *db;
 	struct pd_scrape_manager_opts o;
 	uint64_t ok, failed, bytes, appended;
+	uint64_t target_limit_exceeded; /* guarded by mu */
 	uint64_t dur_buckets[PD_SCRAPE_DURATION_BUCKETS]; /* not cumulative */
 	uint64_t dur_count, dur_sum_us;
 };
@@ -453,8 +454,8 @@ static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 		if (o && o->labels && o->loop_id)
 			target_index_find(&old, p->targets, o, k, 1);
 	}
-	/* drop repeats, keep the loops (and status) of unchanged targets */
-	size_t w = 0;
+	/* drop repeats */
+	size_t w = 0, active = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct target *t = nt[i];
 		if (t->labels && target_index_find(&seen, nt, t, w, 1) != SIZE_MAX) {
@@ -462,8 +463,28 @@ static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 			continue;
 		}
 		nt[w++] = t;
+		active += t->labels != NULL;
+	}
+	/* past target_limit no target of the pool is scraped, each shows why (as
+	 * Prometheus fails every scrape of the pool) */
+	int over = p->s.target_limit && active > p->s.target_limit;
+	char over_msg[128];
+	if (over) {
+		snprintf(over_msg, sizeof(over_msg),
+			 "target_limit exceeded (number of targets: %zu, limit: %llu)", active,
+			 (unsigned long long)p->s.target_limit);
+		m->target_limit_exceeded++;
+	}
+	/* keep the loops (and status) of unchanged targets */
+	for (size_t i = 0; i < w; i++) {
+		struct target *t = nt[i];
 		if (!t->labels)
 			continue;
+		if (over) {
+			t->health = PD_SCRAPE_DOWN;
+			t->last_error = sdup(over_msg);
+			continue;
+		}
 		size_t k = target_index_find(&old, p->targets, t, 0, 0);
 		if (k != SIZE_MAX) {
 			/* the loop and status stay; the discovered labels are the new
@@ -473,7 +494,7 @@ static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 			struct pd_labels *d = o->discovered;
 			o->discovered = t->discovered;
 			t->discovered = d;
-			nt[w - 1] = o;
+			nt[i] = o;
 			p->targets[k] = NULL;
 			target_free(t);
 			continue;
@@ -824,6 +845,7 @@ void pd_scrape_manager_stats(struct pd_scrape_manager *m, struct pd_scrape_stats
 	st->duration_count = __atomic_load_n(&m->dur_count, __ATOMIC_RELAXED);
 	st->duration_sum_seconds = (double)__atomic_load_n(&m->dur_sum_us, __ATOMIC_RELAXED) / 1e6;
 	pthread_mutex_lock(&m->mu);
+	st->target_limit_exceeded = m->target_limit_exceeded;
 	for (size_t i = 0; i < m->npools; i++)
 		for (size_t k = 0; k < m->pools[i]->ntargets; k++) {
 			struct target *t = m->pools[i]->targets[k];

@@ -449,6 +449,84 @@ static void test_large_target_set_dropped(void **state)
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* More targets than target_limit: none of the pool is scraped, each is down with
+ * Prometheus's message, and the pool's exceeding is counted; a higher limit
+ * brings the loops back. */
+static void test_target_limit(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/pd_test_scrapemgr_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	struct pd_err err = {0};
+	struct pd_tsdb *db;
+	struct pd_tsdb_opts o;
+	pd_tsdb_opts_init(&o);
+	o.wal_sync = 1;
+	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
+	struct pd_scrape_manager *m;
+	struct pd_scrape_manager_opts mo = {.workers = 1};
+	assert_int_equal(pd_scrape_manager_create(&m, db, &mo, &err), 0);
+	struct pd_scrape_profile_type types[] = {{"heap", "/debug/pprof/heap", 0}};
+	struct pd_scrape_pool_settings ps = {0};
+	ps.job_name = "test";
+	ps.scheme = "http";
+	ps.interval_ms = 3600 * 1000;
+	ps.timeout_ms = 1000;
+	ps.types = types;
+	ps.ntypes = 1;
+	ps.target_limit = 2;
+	assert_int_equal(pd_scrape_manager_set_pools(m, &ps, 1, &err), 0);
+	struct pd_labels *t[3];
+	for (int i = 0; i < 3; i++) {
+		char addr[32];
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", 1 + i);
+		assert_int_equal(pd_labels_from_strings(&t[i], &err, "__address__", addr, NULL), 0);
+	}
+	struct pd_target_group g = {"static:0", t, 3, NULL};
+	pd_scrape_manager_sync(m, "test", &g, 1);
+	struct pd_scrape_target_status *st;
+	size_t n;
+	assert_int_equal(pd_scrape_manager_targets(m, 0, &st, &n, &err), 0);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(st[i].health, PD_SCRAPE_DOWN);
+		assert_string_equal(st[i].last_error,
+				    "target_limit exceeded (number of targets: 3, limit: 2)");
+	}
+	pd_scrape_target_status_free(st, n);
+	struct pd_scrape_stats ss;
+	pd_scrape_manager_stats(m, &ss);
+	assert_int_equal(ss.target_limit_exceeded, 1);
+	assert_int_equal(ss.active_targets, 3);
+
+	/* two targets fit */
+	g.ntargets = 2;
+	pd_scrape_manager_sync(m, "test", &g, 1);
+	assert_int_equal(pd_scrape_manager_targets(m, 0, &st, &n, &err), 0);
+	assert_int_equal(n, 2);
+	for (size_t i = 0; i < n; i++)
+		assert_null(strstr(st[i].last_error, "target_limit"));
+	pd_scrape_target_status_free(st, n);
+	/* and a higher limit lets the three in */
+	g.ntargets = 3;
+	ps.target_limit = 3;
+	assert_int_equal(pd_scrape_manager_set_pools(m, &ps, 1, &err), 0);
+	pd_scrape_manager_sync(m, "test", &g, 1);
+	assert_int_equal(pd_scrape_manager_targets(m, 0, &st, &n, &err), 0);
+	assert_int_equal(n, 3);
+	for (size_t i = 0; i < n; i++)
+		assert_null(strstr(st[i].last_error, "target_limit"));
+	pd_scrape_target_status_free(st, n);
+	pd_scrape_manager_stats(m, &ss);
+	assert_int_equal(ss.target_limit_exceeded, 1);
+
+	pd_scrape_manager_destroy(m);
+	for (int i = 0; i < 3; i++)
+		pd_labels_destroy(t[i]);
+	pd_tsdb_close(db);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	struct pd_err err = {0};
@@ -461,6 +539,7 @@ int main(void)
 		cmocka_unit_test(test_duplicate_targets),
 		cmocka_unit_test(test_discovered_labels_refreshed),
 		cmocka_unit_test(test_large_target_set_dropped),
+		cmocka_unit_test(test_target_limit),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	free(profile);
