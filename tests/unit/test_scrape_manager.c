@@ -1,7 +1,9 @@
 /* test_scrape_manager.c: targets from discovered groups to stored profiles:
  * Prometheus's target labels (job, instance, __name__), relabeling that drops
  * targets or rewrites paths, failing profile types marked down with their reason
- * while healthy ones store, and reloads that keep unchanged loops running. */
+ * while healthy ones store, reloads that keep unchanged loops running (with the
+ * new discovered labels), large target sets dropped, target_limit, and the
+ * store's series limit as a target's error. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <ftw.h>
 #include <pthread.h>
@@ -527,6 +529,80 @@ static void test_target_limit(void **state)
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* The head's series limit seen from a scrape: of two targets (two profile types
+ * of one address), the one whose series the head could not take is down with
+ * the store's reason, the other stores. */
+static void test_series_limit_last_error(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/pd_test_scrapemgr_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	struct target_server *srv = target_server_start(profile, profile_len, 0);
+	assert_non_null(srv);
+	struct pd_err err = {0};
+	struct pd_tsdb *db;
+	struct pd_tsdb_opts o;
+	pd_tsdb_opts_init(&o);
+	o.wal_sync = 1;
+	o.max_series = 1;
+	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
+	struct pd_scrape_manager *m;
+	struct pd_scrape_manager_opts mo = {.workers = 1, .max_decompressed = 64u << 20};
+	assert_int_equal(pd_scrape_manager_create(&m, db, &mo, &err), 0);
+	struct pd_scrape_profile_type types[] = {{"heap", "/ok", 0}, {"allocs", "/ok", 0}};
+	struct pd_scrape_pool_settings ps = {0};
+	ps.job_name = "test";
+	ps.scheme = "http";
+	ps.interval_ms = 200;
+	ps.timeout_ms = 1000;
+	ps.types = types;
+	ps.ntypes = 2;
+	assert_int_equal(pd_scrape_manager_set_pools(m, &ps, 1, &err), 0);
+	char addr[64];
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", target_server_port(srv));
+	struct pd_labels *t1;
+	assert_int_equal(pd_labels_from_strings(&t1, &err, "__address__", addr, NULL), 0);
+	struct pd_labels *a[] = {t1};
+	struct pd_target_group g = {"static:0", a, 1, NULL};
+	pd_scrape_manager_sync(m, "test", &g, 1);
+	struct pd_scrape_target_status *st = NULL;
+	size_t n = 0, up = 0, down = 0;
+	/* waited for with a deadline: both targets scraped */
+	for (int waited = 0; waited < 60000; waited += 50) {
+		assert_int_equal(pd_scrape_manager_targets(m, 0, &st, &n, &err), 0);
+		assert_int_equal(n, 2);
+		up = down = 0;
+		for (size_t i = 0; i < n; i++) {
+			up += st[i].health == PD_SCRAPE_UP;
+			down += st[i].health == PD_SCRAPE_DOWN;
+		}
+		if (up + down == 2)
+			break;
+		pd_scrape_target_status_free(st, n);
+		st = NULL;
+		sleep_ms(50);
+	}
+	assert_non_null(st);
+	assert_int_equal(up, 1);
+	assert_int_equal(down, 1);
+	for (size_t i = 0; i < n; i++)
+		if (st[i].health == PD_SCRAPE_DOWN) {
+			assert_non_null(strstr(st[i].last_error, "storing the profile failed: "));
+			assert_non_null(strstr(st[i].last_error, "series limit reached"));
+		}
+	pd_scrape_target_status_free(st, n);
+	struct pd_tsdb_stats ts;
+	pd_tsdb_stats(db, &ts);
+	assert_int_equal(ts.head_series, 1);
+	assert_true(ts.head_series_limit_refused >= 1);
+
+	pd_scrape_manager_destroy(m);
+	pd_labels_destroy(t1);
+	pd_tsdb_close(db);
+	target_server_stop(srv);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	struct pd_err err = {0};
@@ -540,6 +616,7 @@ int main(void)
 		cmocka_unit_test(test_discovered_labels_refreshed),
 		cmocka_unit_test(test_large_target_set_dropped),
 		cmocka_unit_test(test_target_limit),
+		cmocka_unit_test(test_series_limit_last_error),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	free(profile);
