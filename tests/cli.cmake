@@ -72,3 +72,5 @@ script -qec "'$profd' tsdb import --storage.tsdb.path='$tmp/d2' --labels='heap{j
 grep -q "$(printf '\r')profd tsdb import: appending 2/2 files" "$tmp/tty" || fail "no progress on a terminal: $(cat -v "$tmp/tty")"
 echo PASS]=] sh $<TARGET_FILE:profd> ${PD_TESTDATA})
 set_tests_properties(cli_tsdb_import_help cli_tsdb_import_duplicates PROPERTIES LABELS unit TIMEOUT 60)
+add_test(NAME cli_run_max_series_not_a_number COMMAND profd run --storage.tsdb.max-series=lots)
+set_tests_properties(cli_run_max_series_not_a_number PROPERTIES LABELS unit TIMEOUT 30 PASS_REGULAR_EXPRESSION "--storage.tsdb.max-series: lots is not a whole number \\(0: no limit\\)")

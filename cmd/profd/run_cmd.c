@@ -55,6 +55,7 @@ struct run_flags {
 	const char *cg_timeout;         /* report=svg layouts: deadline of each */
 	const char *cg_max_memory;      /* address space each may add */
 	const char *cg_max_concurrency; /* running at once */
+	const char *max_series; /* series the head holds at most; "0": no limit */
 };
 
 static void usage(FILE *f)
@@ -70,6 +71,8 @@ static void usage(FILE *f)
 		"  --storage.tsdb.retention.time=DUR   how long to keep profiles (default 15d)\n"
 		"  --storage.tsdb.retention.size=SIZE  most bytes of blocks to keep, e.g. 10GB\n"
 		"                                      (default 0: no limit)\n"
+		"  --storage.tsdb.max-series=N         series the head holds at most; a new series\n"
+		"                                      past it is refused (default 1000000; 0: no limit)\n"
 		"  --storage.tsdb.value-encoding=N     encoding of new value chunks: 2 (columnar,\n"
 		"                                      the default) or 1 (raw profiles in zstd groups)\n"
 		"  --web.listen-address=ADDR           address of the HTTP API and UI (default :10902)\n"
@@ -187,7 +190,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
 	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
 				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m", "",
-				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", "", "10s", "1GB", "2"};
+				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", "", "10s", "1GB", "2",
+				"1000000" /* PD_TSDB_DEFAULT_MAX_SERIES */};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -241,6 +245,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->retention_time = v;
 		else if (IS("--storage.tsdb.retention.size"))
 			f->retention_size = v;
+		else if (IS("--storage.tsdb.max-series"))
+			f->max_series = v;
 		else if (IS("--log.level"))
 			f->log_level = v;
 		else if (IS("--log.format"))
@@ -396,6 +402,7 @@ static int apply_config(struct daemon *d, const struct pd_config *cfg, struct pd
 		p->interval_ms = sc->scrape_interval_ms;
 		p->timeout_ms = sc->scrape_timeout_ms;
 		p->body_size_limit = sc->body_size_limit;
+		p->target_limit = sc->target_limit;
 		p->honor_labels = sc->honor_labels;
 		p->client = &sc->http_client;
 		p->relabel = sc->relabel_rules;
@@ -566,6 +573,19 @@ int pd_cmd_run(int argc, char **argv)
 		return 2;
 	}
 	o.value_encoding = f.value_encoding[0] - '0';
+	{
+		char *end;
+		errno = 0;
+		unsigned long long n = strtoull(f.max_series, &end, 10);
+		if (!f.max_series[0] || *end || errno || f.max_series[0] == '-') {
+			fprintf(stderr,
+				"profd run: --storage.tsdb.max-series: %s is not a whole number "
+				"(0: no limit)\n",
+				f.max_series);
+			return 2;
+		}
+		o.max_series = n;
+	}
 	unsigned max_conns, max_conns_client;
 	int64_t header_timeout_ms, read_timeout_ms;
 	if (parse_count("--web.max-connections", f.max_connections, 100000, &max_conns) ||
@@ -710,7 +730,8 @@ int pd_cmd_run(int argc, char **argv)
 			    "storage.clickhouse.url", "storage.clickhouse.database",
 			    "storage.clickhouse.credentials-file", "storage.clickhouse.cluster",
 			    "storage.clickhouse.spool.max-size", "storage.clickhouse.cluster-nodes",
-			    "callgraph.timeout", "callgraph.max-memory", "callgraph.max-concurrency"};
+			    "callgraph.timeout", "callgraph.max-memory", "callgraph.max-concurrency",
+			    "storage.tsdb.max-series"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -720,7 +741,7 @@ int pd_cmd_run(int argc, char **argv)
 			    f.query_timeout, f.query_max_samples, f.query_lookback_delta,
 			    f.dns_server, f.ch_url, f.ch_database, f.ch_credentials_file,
 			    f.ch_cluster, f.ch_spool_max, f.ch_cluster_nodes, f.cg_timeout,
-			    f.cg_max_memory, f.cg_max_concurrency};
+			    f.cg_max_memory, f.cg_max_concurrency, f.max_series};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;

@@ -43,6 +43,7 @@ struct pd_config_global {
 	int64_t scrape_interval_ms; /* default 1m */
 	int64_t scrape_timeout_ms;  /* default min(10s, scrape_interval) */
 	size_t body_size_limit;     /* bytes; 0 (or a negative size in the file): no limit */
+	uint64_t target_limit;      /* targets a job may have; 0: no limit */
 	/* external_labels after $VAR / ${VAR} expansion (Go's os.Expand over the
 	 * environment, `$$` for a literal `$`); NULL when there are none. As in
 	 * Prometheus they name this server to the outside (federation, remote
@@ -83,6 +84,8 @@ struct pd_scrape_config {
 	int honor_labels;       /* default 0 */
 	int honor_timestamps;   /* default 1; kept for Prometheus compatibility */
 	size_t body_size_limit; /* bytes, 0: no limit; inherited from global when 0 */
+	uint64_t target_limit;  /* targets after relabeling; 0: no limit; inherited
+				 * from global when 0 */
 
 	/* basic_auth, authorization / bearer_token[_file], tls_config, proxy_url,
 	 * follow_redirects. bearer_token[_file] arrive as authorization_credentials[_file]

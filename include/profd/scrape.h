@@ -79,6 +79,10 @@ int pd_scrape_loop_add(struct pd_scrape_engine *e, const struct pd_scrape_spec *
 /* Removes a loop; after return no new scrape of it starts, and no callback for it
  * runs any more (an in-flight result is dropped). */
 void pd_scrape_loop_remove(struct pd_scrape_engine *e, uint64_t id);
+/* Removes n loops as pd_scrape_loop_remove does, under one lock and with one
+ * wake-up of the engine, so that a reload dropping many targets costs O(n log
+ * loops) and not a context switch per loop. ids is borrowed; 0s are skipped. */
+void pd_scrape_loops_remove(struct pd_scrape_engine *e, const uint64_t *ids, size_t n);
 
 /* The time within [0, interval) at which a loop with this seed fires, as
  * Prometheus spreads targets (exposed for tests). */
@@ -124,6 +128,10 @@ struct pd_scrape_pool_settings {
 	size_t nparams;
 	int64_t interval_ms, timeout_ms;
 	size_t body_size_limit; /* 0: none */
+	/* More targets than this after relabeling (0: no limit) and no target of
+	 * the pool is scraped: each is down with "target_limit exceeded (number of
+	 * targets: N, limit: L)", as in Prometheus. */
+	uint64_t target_limit;
 	int honor_labels;
 	const struct pd_http_client_config *client; /* may be NULL; copied */
 	const struct pd_relabel_rules *relabel;     /* may be NULL; borrowed */
@@ -187,6 +195,8 @@ extern const double pd_scrape_duration_bounds[PD_SCRAPE_DURATION_BUCKETS];
 struct pd_scrape_stats {
 	uint64_t scrapes_ok, scrapes_failed, bytes_scraped, profiles_appended;
 	uint64_t active_targets, dropped_targets;
+	/* pool updates that found more targets than the pool's target_limit */
+	uint64_t target_limit_exceeded;
 	/* scrape durations (request to response, successful or not): cumulative
 	 * counts per bucket of pd_scrape_duration_bounds, the count and the sum */
 	uint64_t duration_buckets[PD_SCRAPE_DURATION_BUCKETS];

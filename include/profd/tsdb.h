@@ -54,7 +54,19 @@ struct pd_tsdb_opts {
 	/* With clickhouse: the schema still has to be created (ClickHouse did not
 	 * answer at start); the shipper creates it before its first insert. */
 	int clickhouse_schema_pending;
+	/* Series the head holds at most (series stay in the head until a restart
+	 * replays only those still alive): a commit that would create another is
+	 * refused with PD_ELIMIT, naming the series, and samples of existing series
+	 * still append. WAL replay is not limited, so a restart with a lower limit
+	 * keeps every acknowledged series. 0: no limit; pd_tsdb_opts_init sets
+	 * PD_TSDB_DEFAULT_MAX_SERIES. */
+	uint64_t max_series;
 };
+
+/* The default series limit: at the ~3 KB a series costs in the head before its
+ * samples, 1,000,000 series are ~3 GB, far past a profiling deployment (a series
+ * per target and profile type) and below what would exhaust a server's memory. */
+#define PD_TSDB_DEFAULT_MAX_SERIES ((uint64_t)1000000)
 
 /* The ClickHouse spool's default limit: 1 GB (Prometheus's size units are
  * powers of 2: 1 GiB). */
@@ -386,6 +398,8 @@ struct pd_tsdb_stats {
 	/* retention in ClickHouse since open: partitions (days) dropped, and runs
 	 * that failed (tried again at the next interval) */
 	uint64_t ch_partitions_dropped, ch_retention_failures;
+	/* the head's series limit (0: none), and new series it refused since open */
+	uint64_t head_series_limit, head_series_limit_refused;
 };
 
 void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st);

@@ -24,6 +24,7 @@ enum pd_errcode {
 	PD_EINCOMPAT = -7, /* inputs cannot be combined */
 	PD_EFULL = -8,     /* a bounded store is full: try again later */
 	PD_EUNAVAIL = -9,  /* a server could not be reached (connection, timeout) */
+	PD_ELIMIT = -10,   /* a configured count limit was reached (series, targets) */
 };
 
 #define PD_ERR_MSG_MAX 512

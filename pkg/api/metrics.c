@@ -201,6 +201,11 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 		        (unsigned long long)ss.active_targets);
 		jprintf(w, "profd_scrape_targets{state=\"dropped\"} %llu\n",
 		        (unsigned long long)ss.dropped_targets);
+		family(w, "prometheus_target_scrape_pool_exceeded_target_limit_total", "counter",
+		       "Total number of times scrape pools hit the target limit, during sync or "
+		       "config reload.");
+		sample_u(w, "prometheus_target_scrape_pool_exceeded_target_limit_total",
+		         ss.target_limit_exceeded);
 		family(w, "profd_scrape_duration_seconds", "histogram",
 		       "Duration of scrapes, from request to the end of the response.");
 		for (size_t b = 0; b < PD_SCRAPE_DURATION_BUCKETS; b++)
@@ -235,6 +240,12 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	pd_tsdb_stats(s->o.db, &st);
 	family(w, "profd_tsdb_head_series", "gauge", "Series in the head.");
 	sample_u(w, "profd_tsdb_head_series", st.head_series);
+	family(w, "profd_tsdb_head_series_limit", "gauge",
+	       "Series the head holds at most (--storage.tsdb.max-series; 0: no limit).");
+	sample_u(w, "profd_tsdb_head_series_limit", st.head_series_limit);
+	family(w, "profd_tsdb_head_series_limit_refused_total", "counter",
+	       "New series refused because the head held its series limit.");
+	sample_u(w, "profd_tsdb_head_series_limit_refused_total", st.head_series_limit_refused);
 	family(w, "profd_tsdb_head_samples", "gauge", "Profiles in the head.");
 	sample_u(w, "profd_tsdb_head_samples", st.head_samples);
 	family(w, "profd_tsdb_head_chunks", "gauge", "Chunks in the head.");

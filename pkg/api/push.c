@@ -132,6 +132,8 @@ void api_push(struct api_req *r, struct api_resp *w)
 			api_error(w, 400, "bad_data", "%s", err.msg);
 		else if (rc == PD_EFULL) /* the ClickHouse spool: try again later */
 			api_error(w, 503, "unavailable", "%s", err.msg);
+		else if (rc == PD_ELIMIT) /* the head's series limit: not retried */
+			api_error(w, 400, "bad_data", "%s (--storage.tsdb.max-series)", err.msg);
 		else
 			api_internal(w, "storing the profile failed", rc, &err);
 		goto out;

@@ -25,7 +25,6 @@ static const char *const ignored_global[] = {"evaluation_interval",
                                              "scrape_failure_log_file",
                                              "scrape_protocols",
                                              "sample_limit",
-                                             "target_limit",
                                              "label_limit",
                                              "label_name_length_limit",
                                              "label_value_length_limit",
@@ -47,7 +46,6 @@ static const char *const ignored_scrape[] = {"track_timestamps_staleness",
                                              "scrape_failure_log_file",
                                              "enable_compression",
                                              "sample_limit",
-                                             "target_limit",
                                              "label_limit",
                                              "label_name_length_limit",
                                              "label_value_length_limit",
@@ -1173,6 +1171,8 @@ static int parse_scrape(struct cfg_ctx *c, yaml_node_t *n, struct pd_scrape_conf
 			rc = cy_str(c, e->val, &sc->scheme);
 		} else if (is(e, "body_size_limit")) {
 			rc = cy_size(c, e->val, &body);
+		} else if (is(e, "target_limit")) {
+			rc = cy_uint64(c, e->val, &sc->target_limit);
 		} else if (is(e, "static_configs")) {
 			rc = parse_static_configs(c, e->val, sc, js);
 		} else if (is(e, "file_sd_configs")) {
@@ -1254,6 +1254,8 @@ static int validate_scrape(struct cfg_ctx *c, struct pd_scrape_config *sc, struc
 		                            : sc->scrape_interval_ms;
 	if (sc->body_size_limit == 0)
 		sc->body_size_limit = g->body_size_limit;
+	if (sc->target_limit == 0)
+		sc->target_limit = g->target_limit;
 	return finish_profiles(c, sc, js);
 }
 
@@ -1277,6 +1279,8 @@ static int parse_global(struct cfg_ctx *c, yaml_node_t *n)
 			rc = parse_labels(c, e->val, 1, &g->external_labels);
 		} else if (is(e, "body_size_limit")) {
 			rc = cy_size(c, e->val, &body);
+		} else if (is(e, "target_limit")) {
+			rc = cy_uint64(c, e->val, &g->target_limit);
 		} else if (listed(e->name, ignored_global)) {
 			rc = ignored(c, e);
 		} else {

@@ -289,6 +289,8 @@ static void scrape_config(struct em *m, const struct pd_scrape_config *sc)
 	kv(m, "metrics_path", sc->metrics_path);
 	kv(m, "scheme", sc->scheme);
 	ksize(m, "body_size_limit", sc->body_size_limit);
+	if (sc->target_limit)
+		kint(m, "target_limit", (long long)sc->target_limit);
 	http_client(m, &sc->http_client);
 	if (sc->nstatic_configs) {
 		raw(m, "static_configs");
@@ -437,6 +439,8 @@ int pd_config_render(const struct pd_config *cfg, struct pd_buf *b)
 	kdur(&m, "scrape_interval", cfg->global.scrape_interval_ms);
 	kdur(&m, "scrape_timeout", cfg->global.scrape_timeout_ms);
 	ksize(&m, "body_size_limit", cfg->global.body_size_limit);
+	if (cfg->global.target_limit)
+		kint(&m, "target_limit", (long long)cfg->global.target_limit);
 	labels(&m, "external_labels", cfg->global.external_labels);
 	map_end(&m);
 	if (cfg->nscrape_configs) {

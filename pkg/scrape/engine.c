@@ -1028,15 +1028,14 @@ int pd_scrape_loop_add(struct pd_scrape_engine *e, const struct pd_scrape_spec *
 	return 0;
 }
 
-void pd_scrape_loop_remove(struct pd_scrape_engine *e, uint64_t id)
+/* Removes loop id, if it is there (e->mu held, which waiting for a callback
+ * releases for a while). */
+static void remove_locked(struct pd_scrape_engine *e, uint64_t id)
 {
 	size_t slot = (size_t)(id & (((uint64_t)1 << SLOT_BITS) - 1));
-	pthread_mutex_lock(&e->mu);
 	struct loop *l = slot >= 1 && slot - 1 < e->nslots ? e->slots[slot - 1] : NULL;
-	if (!l || l->id != id) {
-		pthread_mutex_unlock(&e->mu);
+	if (!l || l->id != id)
 		return;
-	}
 	l->removed = 1;
 	e->slots[slot - 1] = NULL;
 	e->gen[slot - 1]++;
@@ -1052,6 +1051,24 @@ void pd_scrape_loop_remove(struct pd_scrape_engine *e, uint64_t id)
 	while (l->in_callback)
 		pthread_cond_wait(&e->cv, &e->mu);
 	loop_unref(l);
-	pthread_mutex_unlock(&e->mu);
+}
+
+void pd_scrape_loop_remove(struct pd_scrape_engine *e, uint64_t id)
+{
+	pd_scrape_loops_remove(e, &id, 1);
+}
+
+void pd_scrape_loops_remove(struct pd_scrape_engine *e, const uint64_t *ids, size_t n)
+{
+	if (!n)
+		return;
+	/* in batches, so that scrapes due meanwhile wait a batch at most */
+	for (size_t i = 0; i < n;) {
+		pthread_mutex_lock(&e->mu);
+		for (size_t end = i + 4096 < n ? i + 4096 : n; i < end; i++)
+			if (ids[i])
+				remove_locked(e, ids[i]);
+		pthread_mutex_unlock(&e->mu);
+	}
 	wake(e);
 }

@@ -53,6 +53,7 @@ struct pd_scrape_manager {
 	struct pd_tsdb *db;
 	struct pd_scrape_manager_opts o;
 	uint64_t ok, failed, bytes, appended;
+	uint64_t target_limit_exceeded; /* guarded by mu */
 	uint64_t dur_buckets[PD_SCRAPE_DURATION_BUCKETS]; /* not cumulative */
 	uint64_t dur_count, dur_sum_us;
 };
@@ -392,6 +393,25 @@ static size_t target_index_find(struct target_index *ix, struct target **arr, st
 	}
 }
 
+/* Ends the loops of targets (NULL entries skipped) at once: one engine lock
+ * and wake-up for all of them. */
+static void remove_loops(struct pd_scrape_manager *m, struct target **t, size_t n)
+{
+	size_t k = 0;
+	uint64_t *ids = malloc((n ? n : 1) * sizeof(*ids));
+	for (size_t i = 0; i < n; i++) {
+		if (!t[i] || !t[i]->loop_id)
+			continue;
+		if (ids)
+			ids[k++] = t[i]->loop_id;
+		else /* out of memory: one by one */
+			pd_scrape_loop_remove(m->engine, t[i]->loop_id);
+	}
+	if (ids)
+		pd_scrape_loops_remove(m->engine, ids, k);
+	free(ids);
+}
+
 /* Recomputes a pool's targets and reconciles loops. m->mu held. Targets that come
  * out the same (the same labels and URL, as when two discovered groups name one
  * address) are one target with one loop, as in Prometheus. */
@@ -434,8 +454,8 @@ static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 		if (o && o->labels && o->loop_id)
 			target_index_find(&old, p->targets, o, k, 1);
 	}
-	/* drop repeats, keep the loops (and status) of unchanged targets */
-	size_t w = 0;
+	/* drop repeats */
+	size_t w = 0, active = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct target *t = nt[i];
 		if (t->labels && target_index_find(&seen, nt, t, w, 1) != SIZE_MAX) {
@@ -443,11 +463,38 @@ static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 			continue;
 		}
 		nt[w++] = t;
+		active += t->labels != NULL;
+	}
+	/* past target_limit no target of the pool is scraped, each shows why (as
+	 * Prometheus fails every scrape of the pool) */
+	int over = p->s.target_limit && active > p->s.target_limit;
+	char over_msg[128];
+	if (over) {
+		snprintf(over_msg, sizeof(over_msg),
+			 "target_limit exceeded (number of targets: %zu, limit: %llu)", active,
+			 (unsigned long long)p->s.target_limit);
+		m->target_limit_exceeded++;
+	}
+	/* keep the loops (and status) of unchanged targets */
+	for (size_t i = 0; i < w; i++) {
+		struct target *t = nt[i];
 		if (!t->labels)
 			continue;
+		if (over) {
+			t->health = PD_SCRAPE_DOWN;
+			t->last_error = sdup(over_msg);
+			continue;
+		}
 		size_t k = target_index_find(&old, p->targets, t, 0, 0);
 		if (k != SIZE_MAX) {
-			nt[w - 1] = p->targets[k];
+			/* the loop and status stay; the discovered labels are the new
+			 * ones (a change relabeling drops, as Prometheus's
+			 * SetDiscoveredLabels) */
+			struct target *o = p->targets[k];
+			struct pd_labels *d = o->discovered;
+			o->discovered = t->discovered;
+			t->discovered = d;
+			nt[i] = o;
 			p->targets[k] = NULL;
 			target_free(t);
 			continue;
@@ -465,14 +512,9 @@ static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 	free(seen.slot);
 	free(old.slot);
 	/* old targets not carried over: their loops end */
-	for (size_t k = 0; k < p->ntargets; k++) {
-		struct target *o = p->targets[k];
-		if (!o)
-			continue;
-		if (o->loop_id)
-			pd_scrape_loop_remove(m->engine, o->loop_id);
-		target_free(o);
-	}
+	remove_loops(m, p->targets, p->ntargets);
+	for (size_t k = 0; k < p->ntargets; k++)
+		target_free(p->targets[k]);
 	free(p->targets);
 	p->targets = nt;
 	p->ntargets = n;
@@ -480,12 +522,9 @@ static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 
 static void pool_free(struct pd_scrape_manager *m, struct pool *p)
 {
-	for (size_t k = 0; k < p->ntargets; k++) {
-		struct target *o = p->targets[k];
-		if (o && o->loop_id)
-			pd_scrape_loop_remove(m->engine, o->loop_id);
-		target_free(o);
-	}
+	remove_loops(m, p->targets, p->ntargets);
+	for (size_t k = 0; k < p->ntargets; k++)
+		target_free(p->targets[k]);
 	free(p->targets);
 	groups_free(p);
 	settings_free(p);
@@ -806,6 +845,7 @@ void pd_scrape_manager_stats(struct pd_scrape_manager *m, struct pd_scrape_stats
 	st->duration_count = __atomic_load_n(&m->dur_count, __ATOMIC_RELAXED);
 	st->duration_sum_seconds = (double)__atomic_load_n(&m->dur_sum_us, __ATOMIC_RELAXED) / 1e6;
 	pthread_mutex_lock(&m->mu);
+	st->target_limit_exceeded = m->target_limit_exceeded;
 	for (size_t i = 0; i < m->npools; i++)
 		for (size_t k = 0; k < m->pools[i]->ntargets; k++) {
 			struct target *t = m->pools[i]->targets[k];

@@ -31,6 +31,7 @@ void pd_tsdb_opts_init(struct pd_tsdb_opts *o)
 	o->value_group = 0; /* the encoding's own default */
 	o->zstd_level = PD_CHUNKENC_DEFAULT_ZSTD_LEVEL;
 	o->max_profile = PD_TSDB_DEFAULT_MAX_PROFILE;
+	o->max_series = PD_TSDB_DEFAULT_MAX_SERIES;
 }
 
 static void fill_defaults(struct pd_tsdb_opts *o)
@@ -487,6 +488,9 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		if (rc)
 			goto fail;
 	}
+	/* the series limit holds from here: replay keeps every series the WAL
+	 * acknowledged, however many */
+	db->head.max_series = db->o.max_series;
 	if (!db->o.read_only && !db->o.wal_disabled) {
 		/* a daemon killed before its first periodic flush, again and again,
 		 * would otherwise grow its WAL and its start-up time without end */
@@ -864,7 +868,13 @@ static int find_series(struct pd_tsdb *db, const struct app_sample *v, struct he
 	*out = head_get(&db->head, v->labels, v->n, v->hash);
 	if (*out)
 		return 0;
-	return head_get_or_create(&db->head, v->labels, v->n, 0, out, &created, err);
+	int rc = head_get_or_create(&db->head, v->labels, v->n, 0, out, &created, err);
+	if (rc == PD_ELIMIT) {
+		char name[256];
+		series_name(v->labels, v->n, name, sizeof(name));
+		pd_err_prefix(err, "%s", name);
+	}
+	return rc;
 }
 
 /* Builds and seals the commit's WAL record into rec (reset first): a series entry
@@ -1967,6 +1977,8 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	struct head *h = &db->head;
+	st->head_series_limit = h->max_series;
+	st->head_series_limit_refused = __atomic_load_n(&h->refused, __ATOMIC_RELAXED);
 	pthread_rwlock_rdlock(&h->mu);
 	st->head_mint = h->mint;
 	st->head_maxt = h->maxt;

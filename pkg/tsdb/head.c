@@ -251,6 +251,15 @@ int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint6
 		return pd_err_set(err, PD_ECORRUPT, "series ref %llu is %s", (unsigned long long)ref,
 				  ref >= HEAD_MAX_REF ? "too large" : "already taken");
 	}
+	if (h->max_series && h->nseries >= h->max_series) {
+		size_t held = h->nseries;
+		__atomic_add_fetch(&h->refused, 1, __ATOMIC_RELAXED);
+		pthread_rwlock_unlock(&h->mu);
+		return pd_err_set(err, PD_ELIMIT,
+				  "series limit reached: the head holds %zu series, its limit is "
+				  "%llu; a new series is refused",
+				  held, (unsigned long long)h->max_series);
+	}
 	if (h->nseries >= UINT32_MAX) {
 		pthread_rwlock_unlock(&h->mu);
 		return pd_err_set(err, PD_ENOMEM, "too many series");

@@ -80,6 +80,9 @@ struct head {
 	pthread_mutex_t sym_mu;
 	struct pd_chunkenc_symbols *sym;
 	int64_t sym_window;
+	/* new series past max_series (0: none) are refused; set after WAL replay,
+	 * which is not limited. refused counts them (atomic). */
+	uint64_t max_series, refused;
 };
 
 int head_init(struct head *h, const struct pd_tsdb_opts *o);

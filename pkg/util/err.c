@@ -17,6 +17,7 @@ const char *pd_strerror(int code)
 	case PD_EINCOMPAT: return "incompatible inputs";
 	case PD_EFULL: return "full";
 	case PD_EUNAVAIL: return "unreachable";
+	case PD_ELIMIT: return "limit reached";
 	default: return "unknown error";
 	}
 }

@@ -11,7 +11,8 @@
 #   - the example's kubernetes-pods job (examples/kubernetes/profd.yaml, pointed at
 #     the server) keeps the one annotated, running pod's annotated port;
 #   - while profd watches (a server of its own): an added, a modified and a deleted
-#     pod within a deadline; a bookmark accepted without a relist; a dropped
+#     pod within a deadline (the modified pod's target, whose labels relabeling
+#     leaves unchanged, keeps its loop and shows the new discoveredLabels); a bookmark accepted without a relist; a dropped
 #     connection resumed from its resourceVersion (no relist); a 410 Gone, as an ERROR
 #     event and as an HTTP 410, after changes whose events were lost: a relist and a
 #     correct target set after it; a stream written one byte a chunk; refused
@@ -104,6 +105,14 @@ drop_all='    relabel_configs:
       - source_labels: [__address__]
         regex: .*
         action: drop'
+# the watch job keeps its targets, each scraping a closed loopback port under its
+# pod's address as instance: a change relabeling drops (a pod label) leaves the
+# target and its loop as they were, and must still show in its discoveredLabels
+keep_on_loopback='    relabel_configs:
+      - source_labels: [__address__]
+        target_label: instance
+      - target_label: __address__
+        replacement: 127.0.0.1:1'
 role_job() { # ROLE
 	cat <<EOC
   - job_name: $1
@@ -137,7 +146,7 @@ $only_heap
         api_server: $durl
         authorization:
           credentials_file: $tmp/token-d
-$drop_all
+$keep_on_loopback
 $only_heap
 EOC
 } >"$tmp/profd.yml"
@@ -257,6 +266,10 @@ expect_addresses "an added pod" "$(with 10.244.1.30:6060)"
 pod added 10.244.1.30 changed | ctl apply --data-binary @- >/dev/null
 wait_quiet 60 label_is 10.244.1.30:6060 __meta_kubernetes_pod_label_app changed ||
 	fail "a modified pod: label app is $(label_of 10.244.1.30:6060 __meta_kubernetes_pod_label_app), want changed"
+# ... on the active target whose labels did not change (its loop kept)
+jq -e '[.data.activeTargets[] | select(.scrapePool == "watch" and .labels.instance == "10.244.1.30:6060")
+	| .discoveredLabels.__meta_kubernetes_pod_label_app] == ["changed"]' "$tmp/targets.json" >/dev/null ||
+	fail "a modified pod: the active target's discoveredLabels: $(jq -c '[.data.activeTargets[] | select(.scrapePool == "watch") | .discoveredLabels]' "$tmp/targets.json")"
 delete_pod added | ctl delete --data-binary @- >/dev/null
 expect_addresses "a deleted pod" "$base"
 echo "kubernetes_sd: added, modified and deleted pods seen"

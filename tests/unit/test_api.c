@@ -1386,6 +1386,101 @@ static void test_push(void **state)
 	http_free(&h);
 }
 
+/* The head's series limit through the push API: a push creating a series past
+ * it is refused with 400 naming the series and the flag, counted in /metrics;
+ * pushes to existing series go on; a restart with a lower limit keeps every
+ * pushed series. */
+static struct pd_api_server *start_on(struct pd_tsdb *on)
+{
+	struct pd_api_opts ao;
+	struct pd_api_server *s2;
+	struct pd_err err = {0};
+	pd_api_opts_init(&ao);
+	ao.listen_address = "127.0.0.1:0";
+	ao.db = on;
+	if (pd_api_start(&s2, &ao, &err))
+		fail_msg("start: %s", err.msg);
+	port = pd_api_port(s2);
+	return s2;
+}
+
+static struct pd_tsdb *open_limited(const char *d, uint64_t max_series)
+{
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *ldb;
+	struct pd_err err = {0};
+	pd_tsdb_opts_init(&o);
+	o.retention_ms = -1;
+	o.wal_sync = 1;
+	o.max_series = max_series;
+	if (pd_tsdb_open(&ldb, d, &o, &err))
+		fail_msg("open: %s", err.msg);
+	return ldb;
+}
+
+static long push_at(const char *job, const char *t, struct http *h)
+{
+	char sel[64];
+	snprintf(sel, sizeof(sel), "goroutine{job=\"%s\"}", job);
+	http_do(NULL, build("/api/v1/profiles", "labels", sel, "time", t, NULL), NULL, gor_gz,
+	        gor_gz_len, NULL, h);
+	return h->status;
+}
+
+static void test_push_series_limit(void **state)
+{
+	(void)state;
+	char d[] = "/tmp/pd_test_api_limit_XXXXXX";
+	assert_non_null(mkdtemp(d));
+	unsigned saved = port;
+	struct http h;
+	struct pd_tsdb *ldb = open_limited(d, 2);
+	struct pd_api_server *s2 = start_on(ldb);
+	assert_int_equal(push_at("a", "1700000000", &h), 200);
+	http_free(&h);
+	assert_int_equal(push_at("b", "1700000000", &h), 200);
+	http_free(&h);
+	assert_int_equal(push_at("c", "1700000000", &h), 400);
+	struct jv *v = jparse(h.body);
+	assert_non_null(v);
+	assert_string_equal(jstr_of(jget(v, "errorType")), "bad_data");
+	const char *e = jstr_of(jget(v, "error"));
+	assert_non_null(strstr(e, "goroutine{job=\"c\"}"));
+	assert_non_null(strstr(e, "series limit reached"));
+	assert_non_null(strstr(e, "--storage.tsdb.max-series"));
+	jv_free(v);
+	http_free(&h);
+	assert_int_equal(push_at("a", "1700000001", &h), 200); /* an existing series */
+	http_free(&h);
+	get("/metrics", &h);
+	assert_int_equal(h.status, 200);
+	assert_non_null(strstr(h.body, "\nprofd_tsdb_head_series_limit 2\n"));
+	assert_non_null(strstr(h.body, "\nprofd_tsdb_head_series_limit_refused_total 1\n"));
+	http_free(&h);
+	pd_api_stop(s2);
+	pd_tsdb_close(ldb);
+
+	/* restart with a lower limit: both series are replayed and still append */
+	ldb = open_limited(d, 1);
+	s2 = start_on(ldb);
+	v = get_json(build("/api/v1/series", "match[]", "goroutine", NULL), 200);
+	assert_int_equal(jget(v, "data")->n, 2);
+	jv_free(v);
+	v = get_json(build("/api/v1/query_range", "query", "goroutine{job=\"a\"}", "start",
+	                   "1699999999", "end", "1700000002", NULL),
+	             200);
+	assert_int_equal(jget(jat(jget(v, "data"), 0), "timestamps")->n, 2);
+	jv_free(v);
+	assert_int_equal(push_at("b", "1700000001", &h), 200);
+	http_free(&h);
+	assert_int_equal(push_at("c", "1700000001", &h), 400);
+	http_free(&h);
+	pd_api_stop(s2);
+	pd_tsdb_close(ldb);
+	port = saved;
+	nftw(d, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void test_gzip(void **state)
 {
 	(void)state;
@@ -2452,6 +2547,7 @@ int main(void)
 	    cmocka_unit_test(test_series_and_labels),
 	    cmocka_unit_test(test_bad_parameters),
 	    cmocka_unit_test(test_push),
+	    cmocka_unit_test(test_push_series_limit),
 	    cmocka_unit_test(test_gzip),
 	    cmocka_unit_test(test_targets),
 	    cmocka_unit_test(test_status),

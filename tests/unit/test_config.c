@@ -352,6 +352,7 @@ static void test_inheritance(void **state)
 	                                 "  scrape_interval: 15s\n"
 	                                 "  scrape_timeout: 5s\n"
 	                                 "  body_size_limit: 10MB\n"
+	                                 "  target_limit: 500\n"
 	                                 "scrape_configs:\n"
 	                                 "  - job_name: a\n"
 	                                 "  - job_name: b\n"
@@ -360,6 +361,7 @@ static void test_inheritance(void **state)
 	                                 "    scrape_interval: 30s\n"
 	                                 "    scrape_timeout: 20s\n"
 	                                 "    body_size_limit: 1KB\n"
+	                                 "    target_limit: 7\n"
 	                                 "  - job_name: d\n"
 	                                 "    scrape_interval: 0\n"
 	                                 "    scrape_timeout: 0s\n");
@@ -373,6 +375,9 @@ static void test_inheritance(void **state)
 	assert_int_equal(c->scrape_interval_ms, 30000);
 	assert_int_equal(c->scrape_timeout_ms, 20000);
 	assert_int_equal(c->body_size_limit, 1024);
+	assert_int_equal(a->target_limit, 500);
+	assert_int_equal(c->target_limit, 7);
+	assert_int_equal(cfg->nwarnings, 0); /* target_limit is used, not ignored */
 	assert_int_equal(d->scrape_interval_ms, 15000); /* 0 means unset */
 	assert_int_equal(d->scrape_timeout_ms, 5000);
 	/* the CPU profile's default seconds follows each job's timeout */

@@ -1118,6 +1118,93 @@ static void test_group_commit_failure(void **state)
 	rmdir_all(dir);
 }
 
+
+/* The head's series limit: a commit that would create a series past it is
+ * refused (PD_ELIMIT, naming the series) and counted, samples of existing series
+ * still append, and a restart with a lower limit replays every series the WAL
+ * acknowledged. */
+static struct pd_tsdb *open_limited(const char *dir, uint64_t max_series)
+{
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	struct pd_err err = {0};
+	pd_tsdb_opts_init(&o);
+	o.wal_sync = 1;
+	o.max_series = max_series;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open: %s", err.msg);
+	return db;
+}
+
+static int limit_commit(struct pd_tsdb *db, const char *job, int64_t t, struct pd_err *err)
+{
+	struct pd_tsdb_label l[] = {{"__name__", "heap"}, {"job", job}};
+	static const uint8_t body[] = "not a profile, kept as bytes";
+	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+	assert_non_null(a);
+	int rc = pd_tsdb_append(a, l, 2, t, body, sizeof(body), err);
+	if (rc) {
+		pd_tsdb_rollback(a);
+		return rc;
+	}
+	return pd_tsdb_commit(a, err);
+}
+
+static void test_series_limit(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb_stats st;
+	struct pd_tsdb *db = open_limited(dir, 3);
+	assert_int_equal(limit_commit(db, "a", 1000, &err), 0);
+	assert_int_equal(limit_commit(db, "b", 1000, &err), 0);
+	assert_int_equal(limit_commit(db, "c", 1000, &err), 0);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(limit_commit(db, "d", 1000, &err), PD_ELIMIT);
+	assert_non_null(strstr(err.msg, "heap{job=\"d\"}"));
+	assert_non_null(strstr(err.msg, "series limit reached"));
+	assert_non_null(strstr(err.msg, "limit is 3"));
+	assert_int_equal(limit_commit(db, "e", 1000, &err), PD_ELIMIT);
+	/* existing series go on */
+	assert_int_equal(limit_commit(db, "a", 2000, &err), 0);
+	assert_int_equal(limit_commit(db, "c", 2000, &err), 0);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.head_series, 3);
+	assert_int_equal(st.head_samples, 5);
+	assert_int_equal(st.head_series_limit, 3);
+	assert_int_equal(st.head_series_limit_refused, 2);
+	pd_tsdb_close(db);
+
+	/* a lower limit at restart: replay keeps all three, new series are refused,
+	 * the old ones still append */
+	db = open_limited(dir, 1);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.head_series, 3);
+	assert_int_equal(st.head_samples, 5);
+	assert_int_equal(st.head_series_limit_refused, 0);
+	assert_int_equal(limit_commit(db, "b", 3000, &err), 0);
+	assert_int_equal(limit_commit(db, "d", 3000, &err), PD_ELIMIT);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.head_series_limit_refused, 1);
+	pd_tsdb_close(db);
+
+	/* 0: no limit */
+	db = open_limited(dir, 0);
+	assert_int_equal(limit_commit(db, "d", 3000, &err), 0);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.head_series, 4);
+	assert_int_equal(st.head_samples, 7);
+	assert_int_equal(st.head_series_limit, 0);
+	pd_tsdb_close(db);
+
+	/* the default */
+	struct pd_tsdb_opts o;
+	pd_tsdb_opts_init(&o);
+	assert_int_equal(o.max_series, PD_TSDB_DEFAULT_MAX_SERIES);
+	rmdir_all(dir);
+}
+
 /* Commits from several threads while another thread flushes again and again
  * (blocks of 20 s, a sample a second per series): the flush waits for commits in
  * flight, so blocks, checkpoints and the head together hold every sample, once,
@@ -1195,6 +1282,7 @@ int main(void)
 	    cmocka_unit_test(test_same_series_concurrent),
 	    cmocka_unit_test(test_group_commit_failure),
 	    cmocka_unit_test(test_commit_during_flush),
+	    cmocka_unit_test(test_series_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
