@@ -196,7 +196,7 @@ static void test_limits(void **state)
 	assert_int_equal(pd_pprof_decode(&p, gz, gzlen, &o, &err), PD_ETOOBIG);
 	assert_non_null(strstr(err.msg, "1000 bytes"));
 	o = (struct pd_pprof_decode_opts){.max_memory = 4096};
-	assert_int_equal(pd_pprof_decode(&p, gz, gzlen, &o, &err), PD_ENOMEM);
+	assert_int_equal(pd_pprof_decode(&p, gz, gzlen, &o, &err), PD_ETOOBIG);
 	assert_non_null(strstr(err.msg, "memory limit"));
 	assert_null(p);
 	free(gz);
