@@ -214,6 +214,12 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 		family(w, "profd_scrape_bytes_total", "counter",
 		       "Bytes of profiles scraped, after content decoding.");
 		sample_u(w, "profd_scrape_bytes_total", ss.bytes_scraped);
+		family(w, "profd_scrape_refused_total", "counter",
+		       "Scrapes whose profile was refused for a limit, by the limit: "
+		       "decompressed_size, decompression_ratio, decoded_size, samples, sample_labels.");
+		for (int i = 1; i < PD_PPROF_LIMIT_COUNT; i++)
+			jprintf(w, "profd_scrape_refused_total{reason=\"%s\"} %llu\n",
+			        pd_pprof_limit_name(i), (unsigned long long)ss.refused[i]);
 		family(w, "profd_scrape_targets", "gauge", "Scrape targets by state.");
 		jprintf(w, "profd_scrape_targets{state=\"active\"} %llu\n",
 		        (unsigned long long)ss.active_targets);

@@ -16,6 +16,21 @@
 #include "api_int.h"
 #include "profd/pprof.h"
 
+/* The flag that sets a limit on pushed profiles, for refusals. */
+static const char *limit_flag(int limit)
+{
+	switch (limit) {
+	case PD_PPROF_LIMIT_RATIO:
+		return "--storage.tsdb.max-profile-gzip-ratio";
+	case PD_PPROF_LIMIT_MEMORY:
+		return "--storage.tsdb.max-profile-decoded-size";
+	case PD_PPROF_LIMIT_SAMPLES:
+		return "--storage.tsdb.max-profile-samples";
+	default:
+		return "--storage.tsdb.max-profile-sample-labels";
+	}
+}
+
 void api_push(struct api_req *r, struct api_resp *w)
 {
 	struct pd_api_server *s = r->srv;
@@ -78,7 +93,13 @@ void api_push(struct api_req *r, struct api_resp *w)
 	if (hit)
 		api_push_refused(s, hit);
 	if (hit == PD_PPROF_LIMIT_SAMPLE_LABELS) {
-		api_bad_param(w, "file", "the profile exceeds a limit: %s", err.msg);
+		api_bad_param(w, "file", "the profile exceeds a limit: %s (%s)", err.msg,
+		              limit_flag(hit));
+		goto out;
+	}
+	if (hit && hit != PD_PPROF_LIMIT_DECOMPRESSED) {
+		api_error(w, 413, "bad_data", "the profile is too large: %s (%s)", err.msg,
+		          limit_flag(hit));
 		goto out;
 	}
 	if (rc == PD_ETOOBIG) {

@@ -203,9 +203,7 @@ adopt:
 too_big:
 	*hit = PD_PPROF_LIMIT_MEMORY;
 	rc = pd_err_set(err, PD_ETOOBIG,
-			"decoding needs more than the memory limit of %zu bytes (the decoded size "
-			"limit)",
-			limit);
+			"decoding needs more than the memory limit of %zu bytes", limit);
 out:
 	free(raw);
 	return rc;
