@@ -737,8 +737,8 @@ static enum MHD_Result reject_busy_push(struct api_req *r)
 	w.retry_after = "1";
 	w.json = 1;
 	api_error(&w, 429, "unavailable",
-	          "too many pushes at once: %u are in progress (--web.max-concurrent-pushes); "
-	          "retry after a second",
+	          "too many pushes at once: all %u slots (--web.max-concurrent-pushes) are "
+	          "taken; retry after a second",
 	          s->o.max_concurrent_pushes);
 	finish_json(s, &w);
 	enum MHD_Result ret = send_response(r, &w);

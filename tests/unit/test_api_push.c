@@ -504,8 +504,8 @@ static void test_concurrency(void **state)
 	wait_pushing(port, 2);
 	assert_int_equal(push(port, "not a profile", 13), 429);
 	assert_non_null(strstr(resp, "Retry-After: 1\r\n"));
-	assert_non_null(strstr(resp, "too many pushes at once: 2 are in progress "
-	                             "(--web.max-concurrent-pushes)"));
+	assert_non_null(strstr(resp, "too many pushes at once: all 2 slots "
+	                             "(--web.max-concurrent-pushes) are taken"));
 	assert_true(metric(port, "profd_push_refused_total{reason=\"concurrency\"}") == 1);
 	/* a ends: its body completes (not a profile: 400), and its slot is free */
 	char rest[98];
