@@ -117,9 +117,9 @@ static int put_string(struct pd_buf *b, const char *s)
  * compressed when gz. */
 static int empty_samples(unsigned mib, int gz, uint8_t **out, size_t *out_len)
 {
-	static const uint8_t head[] = {0x0a, 0x04, 0x08, 0x01, 0x10, 0x02, 0x32, 0x00, 0x32, 0x07,
-	                               's',  'a',  'm',  'p',  'l',  'e',  's',  0x32, 0x05, 'c',
-	                               'o',  'u',  'n',  't'};
+	static const uint8_t head[] = {0x0a, 0x04, 0x08, 0x01, 0x10, 0x02, 0x32, 0x00,
+	                               0x32, 0x07, 's',  'a',  'm',  'p',  'l',  'e',
+	                               's',  0x32, 0x05, 'c',  'o',  'u',  'n',  't'};
 	size_t n = sizeof(head) + ((size_t)mib << 20);
 	uint8_t *b = malloc(n);
 	if (!b)

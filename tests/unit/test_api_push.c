@@ -264,10 +264,10 @@ static void varint(struct wbuf *w, uint64_t v)
 static void head(struct wbuf *w)
 {
 	static const uint8_t h[] = {
-	    0x0a, 0x04, 0x08, 0x01, 0x10, 0x02,                                /* sample_type */
-	    0x32, 0x00,                                                        /* "" */
-	    0x32, 0x07, 's', 'a', 'm', 'p', 'l', 'e', 's',                     /* "samples" */
-	    0x32, 0x05, 'c', 'o', 'u', 'n', 't',                               /* "count" */
+	    0x0a, 0x04, 0x08, 0x01, 0x10, 0x02,                /* sample_type */
+	    0x32, 0x00,                                        /* "" */
+	    0x32, 0x07, 's',  'a',  'm',  'p',  'l', 'e', 's', /* "samples" */
+	    0x32, 0x05, 'c',  'o',  'u',  'n',  't',           /* "count" */
 	};
 	put(w, h, sizeof(h));
 	varint(w, 9 << 3); /* time_nanos */
@@ -368,8 +368,8 @@ static void test_gzip_of_valid_60mib_profile(void **state)
 {
 	(void)state;
 	size_t len;
-	uint8_t *gz =
-	    gzip_repeated(valid_sample, sizeof(valid_sample), (60u << 20) / sizeof(valid_sample), &len);
+	uint8_t *gz = gzip_repeated(valid_sample, sizeof(valid_sample),
+	                            (60u << 20) / sizeof(valid_sample), &len);
 	assert_true(len < 128 * 1024);
 	struct pd_api_server *s = start(0, 0);
 	unsigned port = pd_api_port(s);
@@ -384,7 +384,8 @@ static void test_gzip_of_valid_60mib_profile(void **state)
 	assert_int_equal(push(port, gz, len), 413);
 	long grew = peak_kib() - before;
 	print_message("peak RSS grew by %ld KiB\n", grew);
-	assert_non_null(strstr(resp, "decoding needs more than the memory limit of 67108864 bytes"));
+	assert_non_null(
+	    strstr(resp, "decoding needs more than the memory limit of 67108864 bytes"));
 	/* the inflated 60 MiB (in a buffer that doubles) and no arena */
 	if (grew > 256 * 1024)
 		fail_msg("the refused push raised the peak RSS by %ld KiB", grew);
@@ -471,8 +472,9 @@ static void test_real_profile_stored(void **state)
 		char name[96];
 		static const char *const reasons[] = {
 		    "decompressed_size", "decompression_ratio", "decoded_size", "samples",
-		    "sample_labels", "concurrency", "body_size"};
-		snprintf(name, sizeof(name), "profd_push_refused_total{reason=\"%s\"}", reasons[i - 1]);
+		    "sample_labels",     "concurrency",         "body_size"};
+		snprintf(name, sizeof(name), "profd_push_refused_total{reason=\"%s\"}",
+		         reasons[i - 1]);
 		assert_true(metric(port, name) == 0);
 	}
 	pd_api_stop(s);

@@ -500,8 +500,7 @@ static void test_threads(void **state)
 }
 
 /* Inflates buf both ways with max and a ratio limit; they must agree. */
-static void both_ratio(const uint8_t *buf, size_t len, size_t max, unsigned ratio,
-                       struct result *r)
+static void both_ratio(const uint8_t *buf, size_t len, size_t max, unsigned ratio, struct result *r)
 {
 	struct pd_inflate_opts fo = {.format = PD_INFLATE_GZIP, .max = max, .max_ratio = ratio};
 	struct pd_inflate_opts zo = {
@@ -554,9 +553,9 @@ static void test_ratio(void **state)
 	assert_non_null(strstr(r.msg, "exceeds the limit of 1000 bytes"));
 	free(gz);
 	free(zeros);
-	static const char *const real[] = {"/profiles/goapp/heap.pb.gz", "/profiles/goapp/cpu.pb.gz",
-	                                   "/profiles/prometheus/heap.pb.gz",
-	                                   "/profiles/labels/cpu.pb.gz"};
+	static const char *const real[] = {
+	    "/profiles/goapp/heap.pb.gz", "/profiles/goapp/cpu.pb.gz",
+	    "/profiles/prometheus/heap.pb.gz", "/profiles/labels/cpu.pb.gz"};
 	for (size_t i = 0; i < sizeof(real) / sizeof(real[0]); i++) {
 		char path[4096];
 		snprintf(path, sizeof(path), "%s%s", PD_TESTDATA, real[i]);

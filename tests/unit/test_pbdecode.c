@@ -138,8 +138,8 @@ static void check_budget(const char *what, const uint8_t *raw, size_t len)
 	ProtobufCAllocator alloc;
 	pd_pprof_arena_allocator(&alloc, a);
 	if (perftools__profiles__profile__unpack(&alloc, len, raw))
-		fail_msg("%s: protobuf-c decodes it within %zu bytes, the fast decoder needs %zu", what,
-		         used - 1, used);
+		fail_msg("%s: protobuf-c decodes it within %zu bytes, the fast decoder needs %zu",
+		         what, used - 1, used);
 	pd_arena_destroy(a);
 }
 
