@@ -130,7 +130,8 @@ struct pd_api_opts {
 	size_t max_merge_profiles; /* a merge stops there with a warning */
 	uint64_t max_merge_bytes;  /* stored bytes a merge reads before it stops (warning) */
 	size_t max_push_body;      /* bytes of a pushed request body */
-	size_t max_decompressed;   /* a pushed profile after gunzip; 0: pprof's default */
+	size_t max_decompressed;   /* a pushed profile after gunzip; 0: the store's largest
+				    * profile, PD_TSDB_DEFAULT_MAX_PROFILE (64 MiB) */
 	size_t max_form_body;      /* bytes of a POSTed form of query parameters */
 	size_t max_response;       /* bytes of one response before compression */
 	unsigned max_connections;            /* open at once, all clients */

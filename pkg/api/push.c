@@ -82,8 +82,10 @@ void api_push(struct api_req *r, struct api_resp *w)
 			goto out;
 		}
 	}
+	/* no more than the store takes: it refuses a larger protobuf anyway */
+	size_t maxd = s->o.max_decompressed ? s->o.max_decompressed : PD_TSDB_DEFAULT_MAX_PROFILE;
 	int hit = 0;
-	struct pd_pprof_decode_opts dopts = {.max_decompressed = s->o.max_decompressed,
+	struct pd_pprof_decode_opts dopts = {.max_decompressed = maxd,
 	                                     .max_memory = s->o.push_max_memory,
 	                                     .max_ratio = s->o.push_max_ratio,
 	                                     .max_samples = s->o.push_max_samples,
@@ -126,10 +128,8 @@ void api_push(struct api_req *r, struct api_resp *w)
 	const uint8_t *store = data;
 	size_t store_len = len;
 	if (pd_gzip_is(data, len)) {
-		size_t max = s->o.max_decompressed ? s->o.max_decompressed
-		                                   : PD_PPROF_DEFAULT_MAX_DECOMPRESSED;
 		struct pd_inflate_opts io = {
-		    .format = PD_INFLATE_GZIP, .max = max, .max_ratio = s->o.push_max_ratio};
+		    .format = PD_INFLATE_GZIP, .max = maxd, .max_ratio = s->o.push_max_ratio};
 		if ((rc = pd_inflate(data, len, &io, &raw, &store_len, &err))) {
 			api_bad_param(w, "file", "%s", err.msg);
 			goto out;

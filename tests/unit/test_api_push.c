@@ -427,6 +427,54 @@ static void test_raw_empty_samples(void **state)
 	pd_api_stop(s);
 }
 
+/* A gzip of 65 MiB that inflates only about 16 times (a 16 KiB block repeated,
+ * a counter every 128 bytes): within the ratio, so the push is refused when the
+ * inflated bytes pass the largest profile the store takes, 64 MiB. */
+static void test_gzip_over_the_store_limit(void **state)
+{
+	(void)state;
+	struct pd_api_server *s = start(0, 0);
+	unsigned port = pd_api_port(s);
+	uint8_t block[16384];
+	uint32_t x = 12345;
+	for (size_t i = 0; i < sizeof(block); i++) {
+		x = x * 1103515245u + 12345u;
+		block[i] = (uint8_t)(x >> 16);
+	}
+	z_stream zs = {0};
+	assert_int_equal(deflateInit2(&zs, 1, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY),
+	                 Z_OK);
+	size_t chunk = (size_t)1 << 20, total = (size_t)65 << 20;
+	uint8_t *in = malloc(chunk), tmp[65536];
+	assert_non_null(in);
+	struct wbuf o = {0};
+	uint32_t counter = 0;
+	for (size_t done = 0; done < total; done += chunk) {
+		for (size_t i = 0; i < chunk; i++)
+			in[i] = block[(done + i) % sizeof(block)];
+		for (size_t i = 0; i + 4 <= chunk; i += 128, counter++)
+			memcpy(in + i, &counter, 4);
+		zs.next_in = in;
+		zs.avail_in = (uInt)chunk;
+		int flush = done + chunk < total ? Z_NO_FLUSH : Z_FINISH;
+		do {
+			zs.next_out = tmp;
+			zs.avail_out = sizeof(tmp);
+			deflate(&zs, flush);
+			put(&o, tmp, sizeof(tmp) - zs.avail_out);
+		} while (zs.avail_out == 0);
+	}
+	deflateEnd(&zs);
+	free(in);
+	assert_true(o.n > total / 100 && o.n < total / 4);
+	assert_int_equal(push(port, o.b, o.n), 413);
+	assert_non_null(strstr(resp, "decompressed size exceeds the limit of 67108864 bytes"));
+	assert_true(metric(port, "profd_push_refused_total{reason=\"decompressed_size\"}") == 1);
+	assert_nothing_stored();
+	free(o.b);
+	pd_api_stop(s);
+}
+
 /* One sample with 150,000 empty labels (300 KB): a 400 that says so, not a 500
  * "out of memory". */
 static void test_empty_labels(void **state)
@@ -530,6 +578,7 @@ int main(void)
 	    cmocka_unit_test(test_gzip_of_empty_samples),
 	    cmocka_unit_test(test_gzip_of_valid_60mib_profile),
 	    cmocka_unit_test(test_raw_empty_samples),
+	    cmocka_unit_test(test_gzip_over_the_store_limit),
 	    cmocka_unit_test(test_empty_labels),
 	    cmocka_unit_test(test_concurrency),
 	    cmocka_unit_test(test_real_profile_stored),
