@@ -74,3 +74,20 @@ echo PASS]=] sh $<TARGET_FILE:profd> ${PD_TESTDATA})
 set_tests_properties(cli_tsdb_import_help cli_tsdb_import_duplicates PROPERTIES LABELS unit TIMEOUT 60)
 add_test(NAME cli_run_max_series_not_a_number COMMAND profd run --storage.tsdb.max-series=lots)
 set_tests_properties(cli_run_max_series_not_a_number PROPERTIES LABELS unit TIMEOUT 30 PASS_REGULAR_EXPRESSION "--storage.tsdb.max-series: lots is not a whole number \\(0: no limit\\)")
+
+# the limits of pushes, queries and stored profiles: bad values are refused before
+# anything starts, naming the flag
+add_test(NAME cli_run_max_pushes_zero COMMAND profd run --web.max-concurrent-pushes=0)
+set_tests_properties(cli_run_max_pushes_zero PROPERTIES PASS_REGULAR_EXPRESSION
+  "--web.max-concurrent-pushes: 0 is not a whole number from 1 to 100000")
+add_test(NAME cli_run_query_concurrency_bad COMMAND profd run --query.max-concurrency=many)
+set_tests_properties(cli_run_query_concurrency_bad PROPERTIES PASS_REGULAR_EXPRESSION
+  "--query.max-concurrency: many is not a whole number")
+add_test(NAME cli_run_gzip_ratio_bad COMMAND profd run --storage.tsdb.max-profile-gzip-ratio=-5)
+set_tests_properties(cli_run_gzip_ratio_bad PROPERTIES PASS_REGULAR_EXPRESSION
+  "--storage.tsdb.max-profile-gzip-ratio: -5 is not a whole number from 1 to 1000000")
+add_test(NAME cli_run_decoded_size_zero COMMAND profd run --storage.tsdb.max-profile-decoded-size=0)
+set_tests_properties(cli_run_decoded_size_zero PROPERTIES PASS_REGULAR_EXPRESSION
+  "--storage.tsdb.max-profile-decoded-size: must be more than 0")
+set_tests_properties(cli_run_max_pushes_zero cli_run_query_concurrency_bad cli_run_gzip_ratio_bad
+  cli_run_decoded_size_zero PROPERTIES LABELS unit TIMEOUT 30)

@@ -56,6 +56,13 @@ struct run_flags {
 	const char *cg_max_memory;      /* address space each may add */
 	const char *cg_max_concurrency; /* running at once */
 	const char *max_series; /* series the head holds at most; "0": no limit */
+	const char *max_concurrent_pushes; /* POST /api/v1/profiles at once */
+	const char *query_max_concurrency; /* queries at once (both APIs) */
+	/* what a scraped or pushed profile may be to be stored */
+	const char *max_profile_gzip_ratio;
+	const char *max_profile_decoded_size;
+	const char *max_profile_samples;
+	const char *max_profile_sample_labels;
 };
 
 static void usage(FILE *f)
@@ -139,6 +146,24 @@ static void usage(FILE *f)
 		"                                      HTTP URLs of the cluster's other nodes (all\n"
 		"                                      of them; profd creates its tables and drops\n"
 		"                                      old partitions on each)\n"
+		"  --web.max-concurrent-pushes=N       pushes received or stored at once; more\n"
+		"                                      get 429 with Retry-After (default 8)\n"
+		"  --query.max-concurrency=N           queries (/api/v1/query, query_range and\n"
+		"                                      /prometheus/api/v1/*) run at once; more\n"
+		"                                      wait their turn (default 20)\n"
+		"  --storage.tsdb.max-profile-gzip-ratio=N\n"
+		"                                      a gzip body or profile, scraped or pushed,\n"
+		"                                      may inflate to at most N times its size\n"
+		"                                      (default 100)\n"
+		"  --storage.tsdb.max-profile-decoded-size=SIZE\n"
+		"                                      most memory a scraped or pushed profile may\n"
+		"                                      take decoded (default 64MB)\n"
+		"  --storage.tsdb.max-profile-samples=N\n"
+		"                                      most samples in a scraped or pushed profile\n"
+		"                                      (default 1000000)\n"
+		"  --storage.tsdb.max-profile-sample-labels=N\n"
+		"                                      most labels on one of its samples\n"
+		"                                      (default 1024)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 }
@@ -191,7 +216,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
 				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m", "",
 				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", "", "10s", "1GB", "2",
-				"1000000" /* PD_TSDB_DEFAULT_MAX_SERIES */};
+				"1000000" /* PD_TSDB_DEFAULT_MAX_SERIES */,
+				"8", "20", "100", "64MB", "1000000", "1024"};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -283,6 +309,18 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->cg_max_memory = v;
 		else if (IS("--callgraph.max-concurrency"))
 			f->cg_max_concurrency = v;
+		else if (IS("--web.max-concurrent-pushes"))
+			f->max_concurrent_pushes = v;
+		else if (IS("--query.max-concurrency"))
+			f->query_max_concurrency = v;
+		else if (IS("--storage.tsdb.max-profile-gzip-ratio"))
+			f->max_profile_gzip_ratio = v;
+		else if (IS("--storage.tsdb.max-profile-decoded-size"))
+			f->max_profile_decoded_size = v;
+		else if (IS("--storage.tsdb.max-profile-samples"))
+			f->max_profile_samples = v;
+		else if (IS("--storage.tsdb.max-profile-sample-labels"))
+			f->max_profile_sample_labels = v;
 		else {
 			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
@@ -612,6 +650,23 @@ int pd_cmd_run(int argc, char **argv)
 			err.msg[0] ? err.msg : "must be at least 1MB");
 		return 2;
 	}
+	unsigned max_pushes, query_conc, gzip_ratio, max_samples, max_sample_labels;
+	int64_t decoded_size = 0;
+	if (parse_count("--web.max-concurrent-pushes", f.max_concurrent_pushes, 100000, &max_pushes) ||
+	    parse_count("--query.max-concurrency", f.query_max_concurrency, 100000, &query_conc) ||
+	    parse_count("--storage.tsdb.max-profile-gzip-ratio", f.max_profile_gzip_ratio, 1000000,
+			&gzip_ratio) ||
+	    parse_count("--storage.tsdb.max-profile-samples", f.max_profile_samples, 2000000000u,
+			&max_samples) ||
+	    parse_count("--storage.tsdb.max-profile-sample-labels", f.max_profile_sample_labels,
+			2000000000u, &max_sample_labels))
+		return 2;
+	if (pd_config_parse_size(f.max_profile_decoded_size, &decoded_size, &err) ||
+	    decoded_size <= 0) {
+		fprintf(stderr, "profd run: --storage.tsdb.max-profile-decoded-size: %s\n",
+			decoded_size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
+		return 2;
+	}
 	if (f.dns_server[0] && pd_discovery_dns_server_check(f.dns_server, &err)) {
 		fprintf(stderr, "profd run: --discovery.dns.server: %s\n", err.msg);
 		return 2;
@@ -710,7 +765,11 @@ int pd_cmd_run(int argc, char **argv)
 	pd_log_info("tsdb", "store opened", "path=%s blocks=%llu head_series=%llu", f.storage_path,
 	            (unsigned long long)st.blocks, (unsigned long long)st.head_series);
 	struct pd_discovery_options dopts = {.dns_server = f.dns_server};
-	if (pd_scrape_manager_create(&d.scrape, d.db, NULL, &err) ||
+	struct pd_scrape_manager_opts smo = {.max_ratio = gzip_ratio,
+					     .max_memory = (size_t)decoded_size,
+					     .max_samples = max_samples,
+					     .max_sample_labels = max_sample_labels};
+	if (pd_scrape_manager_create(&d.scrape, d.db, &smo, &err) ||
 	    pd_discovery_manager_create(&d.disc, on_groups, &d, &dopts, &err)) {
 		pd_log_error("main", "starting failed", "err=%s", err.msg);
 		goto out;
@@ -731,7 +790,10 @@ int pd_cmd_run(int argc, char **argv)
 			    "storage.clickhouse.credentials-file", "storage.clickhouse.cluster",
 			    "storage.clickhouse.spool.max-size", "storage.clickhouse.cluster-nodes",
 			    "callgraph.timeout", "callgraph.max-memory", "callgraph.max-concurrency",
-			    "storage.tsdb.max-series"};
+			    "storage.tsdb.max-series",
+			    "web.max-concurrent-pushes", "query.max-concurrency",
+			    "storage.tsdb.max-profile-gzip-ratio", "storage.tsdb.max-profile-decoded-size",
+			    "storage.tsdb.max-profile-samples", "storage.tsdb.max-profile-sample-labels"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -741,7 +803,10 @@ int pd_cmd_run(int argc, char **argv)
 			    f.query_timeout, f.query_max_samples, f.query_lookback_delta,
 			    f.dns_server, f.ch_url, f.ch_database, f.ch_credentials_file,
 			    f.ch_cluster, f.ch_spool_max, f.ch_cluster_nodes, f.cg_timeout,
-			    f.cg_max_memory, f.cg_max_concurrency, f.max_series};
+			    f.cg_max_memory, f.cg_max_concurrency, f.max_series,
+			    f.max_concurrent_pushes, f.query_max_concurrency, f.max_profile_gzip_ratio,
+			    f.max_profile_decoded_size, f.max_profile_samples,
+			    f.max_profile_sample_labels};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -756,6 +821,12 @@ int pd_cmd_run(int argc, char **argv)
 	ao.callgraph_timeout_ms = cg_timeout_ms;
 	ao.callgraph_max_memory = (uint64_t)cg_max_memory;
 	ao.callgraph_max_concurrency = cg_max_concurrency;
+	ao.max_concurrent_pushes = max_pushes;
+	ao.max_concurrent_queries = query_conc;
+	ao.push_max_ratio = gzip_ratio;
+	ao.push_max_memory = (size_t)decoded_size;
+	ao.push_max_samples = max_samples;
+	ao.push_max_sample_labels = max_sample_labels;
 	ao.db = d.db;
 	ao.scrape = d.scrape;
 	ao.discovery = d.disc;

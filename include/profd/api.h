@@ -44,6 +44,7 @@ struct pd_discovery_manager;
  * only /-/healthy, /-/ready and /metrics (docs/api.md, "Connections"). */
 #define PD_API_RESERVE_CONNECTIONS 8
 #define PD_API_DEFAULT_MAX_CONCURRENT_QUERIES 20 /* as Prometheus's query.max-concurrency */
+#define PD_API_DEFAULT_MAX_CONCURRENT_PUSHES 8 /* POST /api/v1/profiles, body included */
 /* PromQL under /prometheus, as Prometheus's --query.* flags */
 #define PD_API_DEFAULT_QUERY_TIMEOUT_MS (2LL * 60 * 1000)  /* --query.timeout */
 #define PD_API_DEFAULT_QUERY_MAX_SAMPLES 50000000          /* --query.max-samples */
@@ -134,7 +135,8 @@ struct pd_api_opts {
 	size_t max_merge_profiles; /* a merge stops there with a warning */
 	uint64_t max_merge_bytes;  /* stored bytes a merge reads before it stops (warning) */
 	size_t max_push_body;      /* bytes of a pushed request body */
-	size_t max_decompressed;   /* a pushed profile after gunzip; 0: pprof's default */
+	size_t max_decompressed;   /* a pushed profile after gunzip; 0: the store's largest
+				    * profile, PD_TSDB_DEFAULT_MAX_PROFILE (64 MiB) */
 	size_t max_form_body;      /* bytes of a POSTed form of query parameters */
 	size_t max_response;       /* bytes of one response before compression */
 	unsigned max_connections;            /* open at once, all clients */
@@ -142,6 +144,15 @@ struct pd_api_opts {
 	int64_t read_header_timeout_ms; /* accept (or the previous response) to end of headers */
 	int64_t read_timeout_ms;        /* accept (or the previous response) to end of body */
 	unsigned max_concurrent_queries; /* query and query_range (both APIs) running at once */
+	/* pushes at once, from their first byte to their answer; more get 429 with
+	 * Retry-After */
+	unsigned max_concurrent_pushes;
+	/* what a pushed profile may be to be stored: gzip ratio, decoded memory,
+	 * samples, labels per sample (pprof.h's PD_PPROF_STORE_* when 0) */
+	unsigned push_max_ratio;
+	size_t push_max_memory;
+	size_t push_max_samples;
+	size_t push_max_sample_labels;
 	/* PromQL under /prometheus: the longest a query may run (a request's `timeout`
 	 * can only shorten it), the samples it may hold, and how far back an instant
 	 * selector looks for a sample. */

@@ -24,14 +24,48 @@ struct pd_pprof_decode_opts {
 	/* Largest decompressed (raw protobuf) size accepted; 0 means the default,
 	 * PD_PPROF_DEFAULT_MAX_DECOMPRESSED. */
 	size_t max_decompressed;
-	/* Largest memory the decoded profile may use; 0 means 16 times the decompressed
-	 * size plus 1 MiB, which no well-formed profile comes near. */
+	/* Largest memory the decoded profile may use (past it PD_ETOOBIG, "decoding
+	 * needs more than the memory limit"); 0 means 16 times the decompressed size
+	 * plus 1 MiB, which no well-formed profile comes near. */
 	size_t max_memory;
 	/* 1: unpack with protobuf-c alone, skipping the hand-written decoder that is
 	 * tried first otherwise (bench/decode_bench.c compares the two); the result
 	 * is the same either way. */
 	int protobuf_c_only;
+	/* Limits for profiles from outside (pushes and scrapes apply the
+	 * PD_PPROF_STORE_* defaults below); 0: none. max_ratio: a gzip input may
+	 * inflate to at most this many times its size. max_samples: samples in the
+	 * profile. max_sample_labels: labels of one sample. */
+	unsigned max_ratio;
+	size_t max_samples;
+	size_t max_sample_labels;
+	/* May be NULL; on a refusal for one of the limits above (or max_decompressed
+	 * or max_memory) set to which (enum pd_pprof_limit), else to 0. */
+	int *limit_hit;
 };
+
+/* The limits a decoding may be refused for; pd_pprof_limit_name gives each a
+ * short name for metrics: "decompressed_size", "decompression_ratio",
+ * "decoded_size", "samples", "sample_labels". */
+enum pd_pprof_limit {
+	PD_PPROF_LIMIT_NONE,
+	PD_PPROF_LIMIT_DECOMPRESSED,
+	PD_PPROF_LIMIT_RATIO,
+	PD_PPROF_LIMIT_MEMORY,
+	PD_PPROF_LIMIT_SAMPLES,
+	PD_PPROF_LIMIT_SAMPLE_LABELS,
+};
+#define PD_PPROF_LIMIT_COUNT 6
+const char *pd_pprof_limit_name(int limit);
+
+/* What a pushed or scraped profile may be, by default, to be stored: Go's
+ * profiles inflate 2 to 3 times, decode to a few hundred KB, and hold thousands of
+ * samples with a few labels each. A stored profile is decoded again by every
+ * query that reads it and by WAL replay, so these bound those too. */
+#define PD_PPROF_STORE_MAX_RATIO 100
+#define PD_PPROF_STORE_MAX_MEMORY ((size_t)64 << 20)
+#define PD_PPROF_STORE_MAX_SAMPLES 1000000
+#define PD_PPROF_STORE_MAX_SAMPLE_LABELS 1024
 
 /* Decodes buf (gzip-compressed or raw protobuf, told apart by the gzip magic) and
  * validates it as pprof does. On success *out is a new profile owned by the caller

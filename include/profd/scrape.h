@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "profd/discovery.h"
+#include "profd/pprof.h"
 #include "profd/util.h"
 
 /* The body limit of a scrape whose configuration sets none (body_size_limit 0):
@@ -39,6 +40,8 @@ struct pd_scrape_result {
 	const uint8_t *body;  /* borrowed for the call; NULL on error */
 	size_t len;
 	int error;            /* 0 or a PD_E... code */
+	int limit;            /* with error: the limit on the profile it hit (enum
+			       * pd_pprof_limit), or 0 */
 	const char *message;  /* why it failed, for the target's last error */
 	/* for the callback's own decoding: the loop's limits, the instant (CLOCK_MONOTONIC
 	 * microseconds) by which decoding must end (the timeout bounds the transfer, then
@@ -71,6 +74,10 @@ int pd_scrape_engine_create(struct pd_scrape_engine **out, unsigned workers,
 			    pd_scrape_result_fn fn, void *ctx, struct pd_err *err);
 /* Stops the loops, waits for in-flight results to be delivered, and frees. */
 void pd_scrape_engine_destroy(struct pd_scrape_engine *e);
+/* A body with a Content-Encoding may inflate to at most ratio times its size (and
+ * the body limit), for the loops added after the call; 0 (the start): no ratio
+ * limit. Past it the scrape fails with PD_ETOOBIG and limit PD_PPROF_LIMIT_RATIO. */
+void pd_scrape_engine_set_max_ratio(struct pd_scrape_engine *e, unsigned ratio);
 
 /* Adds a loop; it fires first at its offset within the next interval. Returns its
  * id (> 0) in *id. */
@@ -143,6 +150,13 @@ struct pd_scrape_manager_opts {
 	unsigned workers;        /* decode threads; 0: pd_scrape_default_workers() */
 	size_t max_decompressed; /* largest profile after gunzip, whatever the body
 				    limit; 0: the pprof default (256 MiB) */
+	/* what a scraped profile may be to be stored: gzip ratio (of the body and of
+	 * a gzip profile), decoded memory, samples, labels per sample (pprof.h's
+	 * PD_PPROF_STORE_* when 0); a scrape over one fails naming it */
+	unsigned max_ratio;
+	size_t max_memory;
+	size_t max_samples;
+	size_t max_sample_labels;
 };
 
 struct pd_scrape_manager;
@@ -202,6 +216,8 @@ struct pd_scrape_stats {
 	uint64_t duration_buckets[PD_SCRAPE_DURATION_BUCKETS];
 	uint64_t duration_count;
 	double duration_sum_seconds;
+	/* scrapes failed for a limit on the profile, by enum pd_pprof_limit */
+	uint64_t refused[PD_PPROF_LIMIT_COUNT];
 };
 
 void pd_scrape_manager_stats(struct pd_scrape_manager *m, struct pd_scrape_stats *st);

@@ -65,6 +65,10 @@ char *pd_arena_strndup(struct pd_arena *a, const char *s, size_t len);
 size_t pd_arena_used(const struct pd_arena *a);
 /* True once an allocation has been refused because of the limit. */
 int pd_arena_exhausted(const struct pd_arena *a);
+/* 0 when size more bytes fit under the limit (each allocation counts rounded up to
+ * 16); otherwise -1, and the arena counts as exhausted. Allocates nothing: for a
+ * caller that knows its whole need before it allocates. */
+int pd_arena_fits(struct pd_arena *a, size_t size);
 
 /* ---- growable buffer ------------------------------------------------------ */
 
@@ -128,6 +132,9 @@ struct pd_inflate_opts {
 	const int *cancel;   /* may be NULL; once *cancel is non-zero: PD_EIO */
 	int zlib_only;       /* 1: never libdeflate's fast path, always zlib's streaming
 				inflater (benchmarks and tests compare the two) */
+	unsigned max_ratio;  /* the output may be at most this many times len, the
+				input's size (a tighter max when that is less); past it
+				PD_ETOOBIG naming the ratio. 0: no ratio limit */
 };
 
 /* Decompresses buf into *out (malloc'd, caller frees). Its output buffer never

@@ -13,6 +13,7 @@
 
 #include "profd/api.h"
 #include "profd/labels.h"
+#include "profd/pprof.h"
 #include "profd/tsdb.h"
 #include "profd/util.h"
 
@@ -62,6 +63,19 @@ extern const unsigned api_codes[API_NCODES];
 #define API_NBUCKETS 13
 extern const double api_buckets[API_NBUCKETS];
 
+/* Why a push was refused for a limit (profd_push_refused_total's reason): the
+ * pprof decoder's limits (enum pd_pprof_limit, by the same number), then the
+ * server's own. */
+enum api_push_refusal {
+	API_PUSH_CONCURRENCY = PD_PPROF_LIMIT_COUNT,
+	API_PUSH_BODY_SIZE,
+	API_PUSH_REFUSALS
+};
+/* The reason label of an enum api_push_refusal. */
+const char *api_push_refusal_name(int why);
+/* Counts a push refused for why. */
+void api_push_refused(struct pd_api_server *s, int why);
+
 struct api_counters {
 	uint64_t requests[API_NHANDLERS][API_NCODES + 1];
 	uint64_t dur_bucket[API_NHANDLERS][API_NBUCKETS];
@@ -73,6 +87,8 @@ struct api_counters {
 	uint64_t merges_truncated;    /* merges cut by max_profiles or max bytes */
 	uint64_t pushed, push_failed; /* POST /api/v1/profiles */
 	uint64_t pushed_bytes;
+	/* pushes refused for a limit, by enum api_push_refusal */
+	uint64_t push_refused[API_PUSH_REFUSALS];
 	uint64_t reloads, reload_failures;
 	uint64_t conn_reserve;   /* connections accepted into the reserve */
 	uint64_t conn_closed[4]; /* by enum api_close_reason */
@@ -193,6 +209,8 @@ struct pd_api_server {
 	pthread_mutex_t qmu;
 	pthread_cond_t qcv;
 	unsigned qrunning;
+	/* pushes in progress (body included), at most max_concurrent_pushes; under qmu */
+	unsigned pushing;
 
 	/* report=svg layouts (callgraph.c), atomics: running now, and finished by result */
 	unsigned cg_running;
@@ -235,6 +253,7 @@ struct api_req {
 	size_t body_max; /* 0: a body is read and dropped */
 	struct pd_buf body;
 	int body_too_big;
+	int push_slot; /* holds one of the max_concurrent_pushes slots until completed */
 	int quit_after; /* call opts.quit once the response is sent (/-/quit) */
 	struct api_param *params;
 	size_t nparams, cparams;
@@ -263,6 +282,7 @@ struct api_resp {
 	char *location_owned;     /* malloc'd storage of location_abs, freed with the response */
 	const char *cache_control;
 	const char *csp; /* Content-Security-Policy, sent with X-Content-Type-Options: nosniff */
+	const char *retry_after; /* Retry-After, in seconds (429 and 503) */
 	int no_gzip;    /* the body is already compressed */
 	int close_conn; /* Connection: close (reserve connections, early rejects) */
 	/* a borrowed body instead of body (UI assets) */

@@ -169,6 +169,24 @@ static void process_metrics(struct api_resp *w)
 	}
 }
 
+const char *api_push_refusal_name(int why)
+{
+	if (why == API_PUSH_CONCURRENCY)
+		return "concurrency";
+	if (why == API_PUSH_BODY_SIZE)
+		return "body_size";
+	return pd_pprof_limit_name(why);
+}
+
+void api_push_refused(struct pd_api_server *s, int why)
+{
+	if (why <= 0 || why >= API_PUSH_REFUSALS)
+		return;
+	pthread_mutex_lock(&s->m.mu);
+	s->m.c.push_refused[why]++;
+	pthread_mutex_unlock(&s->m.mu);
+}
+
 void api_metrics(struct api_req *r, struct api_resp *w)
 {
 	struct pd_api_server *s = r->srv;
@@ -196,6 +214,12 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 		family(w, "profd_scrape_bytes_total", "counter",
 		       "Bytes of profiles scraped, after content decoding.");
 		sample_u(w, "profd_scrape_bytes_total", ss.bytes_scraped);
+		family(w, "profd_scrape_refused_total", "counter",
+		       "Scrapes whose profile was refused for a limit, by the limit: "
+		       "decompressed_size, decompression_ratio, decoded_size, samples, sample_labels.");
+		for (int i = 1; i < PD_PPROF_LIMIT_COUNT; i++)
+			jprintf(w, "profd_scrape_refused_total{reason=\"%s\"} %llu\n",
+			        pd_pprof_limit_name(i), (unsigned long long)ss.refused[i]);
 		family(w, "profd_scrape_targets", "gauge", "Scrape targets by state.");
 		jprintf(w, "profd_scrape_targets{state=\"active\"} %llu\n",
 		        (unsigned long long)ss.active_targets);
@@ -420,9 +444,10 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	pthread_mutex_lock(&s->m.mu);
 	m = s->m.c;
 	pthread_mutex_unlock(&s->m.mu);
-	unsigned running;
+	unsigned running, pushing;
 	pthread_mutex_lock(&s->qmu);
 	running = s->qrunning;
+	pushing = s->pushing;
 	pthread_mutex_unlock(&s->qmu);
 	family(w, "profd_http_requests_total", "counter",
 	       "Counter of HTTP requests by handler and status code.");
@@ -481,6 +506,16 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	sample_u(w, "profd_push_failures_total", m.push_failed);
 	family(w, "profd_push_bytes_total", "counter", "Stored bytes of pushed profiles.");
 	sample_u(w, "profd_push_bytes_total", m.pushed_bytes);
+	family(w, "profd_push_refused_total", "counter",
+	       "Pushes refused for a limit, by the limit: concurrency "
+	       "(--web.max-concurrent-pushes), body_size, decompressed_size, decompression_ratio, "
+	       "decoded_size, samples, sample_labels.");
+	for (int i = 1; i < API_PUSH_REFUSALS; i++)
+		jprintf(w, "profd_push_refused_total{reason=\"%s\"} %llu\n", api_push_refusal_name(i),
+		        (unsigned long long)m.push_refused[i]);
+	family(w, "profd_pushes_in_progress", "gauge",
+	       "Pushes being received or stored now (at most --web.max-concurrent-pushes).");
+	sample_u(w, "profd_pushes_in_progress", pushing);
 	family(w, "profd_http_connections_reserve_total", "counter",
 	       "Connections over --web.max-connections or --web.max-connections-per-client, "
 	       "given to the reserve that serves only /-/healthy, /-/ready and /metrics.");

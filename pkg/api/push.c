@@ -2,7 +2,10 @@
  * body is a pprof file (gzip or raw protobuf), or a multipart/form-data upload
  * with a file field; the labels parameter names the series. The profile is
  * decoded and validated as a scraped one is, and stored as the uncompressed
- * protobuf at its time_nanos (or the time parameter). */
+ * protobuf at its time_nanos (or the time parameter). What it may cost follows
+ * from its real size: a gzip body may inflate only so many times, and the
+ * decoded profile has a memory budget and limits on its samples and labels, so a
+ * profile over them is refused (4xx) before anything is stored. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,21 @@
 
 #include "api_int.h"
 #include "profd/pprof.h"
+
+/* The flag that sets a limit on pushed profiles, for refusals. */
+static const char *limit_flag(int limit)
+{
+	switch (limit) {
+	case PD_PPROF_LIMIT_RATIO:
+		return "--storage.tsdb.max-profile-gzip-ratio";
+	case PD_PPROF_LIMIT_MEMORY:
+		return "--storage.tsdb.max-profile-decoded-size";
+	case PD_PPROF_LIMIT_SAMPLES:
+		return "--storage.tsdb.max-profile-samples";
+	default:
+		return "--storage.tsdb.max-profile-sample-labels";
+	}
+}
 
 void api_push(struct api_req *r, struct api_resp *w)
 {
@@ -64,8 +82,28 @@ void api_push(struct api_req *r, struct api_resp *w)
 			goto out;
 		}
 	}
-	struct pd_pprof_decode_opts dopts = {.max_decompressed = s->o.max_decompressed};
+	/* no more than the store takes: it refuses a larger protobuf anyway */
+	size_t maxd = s->o.max_decompressed ? s->o.max_decompressed : PD_TSDB_DEFAULT_MAX_PROFILE;
+	int hit = 0;
+	struct pd_pprof_decode_opts dopts = {.max_decompressed = maxd,
+	                                     .max_memory = s->o.push_max_memory,
+	                                     .max_ratio = s->o.push_max_ratio,
+	                                     .max_samples = s->o.push_max_samples,
+	                                     .max_sample_labels = s->o.push_max_sample_labels,
+	                                     .limit_hit = &hit};
 	int rc = pd_pprof_decode(&p, data, len, &dopts, &err);
+	if (hit)
+		api_push_refused(s, hit);
+	if (hit == PD_PPROF_LIMIT_SAMPLE_LABELS) {
+		api_bad_param(w, "file", "the profile exceeds a limit: %s (%s)", err.msg,
+		              limit_flag(hit));
+		goto out;
+	}
+	if (hit && hit != PD_PPROF_LIMIT_DECOMPRESSED) {
+		api_error(w, 413, "bad_data", "the profile is too large: %s (%s)", err.msg,
+		          limit_flag(hit));
+		goto out;
+	}
 	if (rc == PD_ETOOBIG) {
 		api_error(w, 413, "bad_data", "the profile is too large: %s", err.msg);
 		goto out;
@@ -90,9 +128,9 @@ void api_push(struct api_req *r, struct api_resp *w)
 	const uint8_t *store = data;
 	size_t store_len = len;
 	if (pd_gzip_is(data, len)) {
-		size_t max = s->o.max_decompressed ? s->o.max_decompressed
-		                                   : PD_PPROF_DEFAULT_MAX_DECOMPRESSED;
-		if ((rc = pd_gunzip(data, len, max, &raw, &store_len, &err))) {
+		struct pd_inflate_opts io = {
+		    .format = PD_INFLATE_GZIP, .max = maxd, .max_ratio = s->o.push_max_ratio};
+		if ((rc = pd_inflate(data, len, &io, &raw, &store_len, &err))) {
 			api_bad_param(w, "file", "%s", err.msg);
 			goto out;
 		}

@@ -554,6 +554,8 @@ static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
 		MHD_add_response_header(resp, "Content-Security-Policy", w->csp);
 		MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	}
+	if (w->retry_after)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, w->retry_after);
 	if (w->close_conn || (r->cn && r->cn->reserve))
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (w->status == 401)
@@ -633,6 +635,8 @@ static enum MHD_Result process(struct api_req *r)
 			         ? "Only POST or PUT requests allowed\n"
 			         : "Method Not Allowed\n");
 	} else if (r->body_too_big) {
+		if (r->handler == H_PROFILES)
+			api_push_refused(s, API_PUSH_BODY_SIZE);
 		api_error(&w, 413, "bad_data",
 		          "the request body is larger than the limit of %zu bytes", r->body_max);
 	} else {
@@ -724,6 +728,55 @@ static enum MHD_Result reject(struct api_req *r, unsigned status, const char *ty
 	pd_log_debug("api", "request refused", "method=%s path=%s status=%u err=%s", r->method,
 	             r->path, status, msg);
 	return ret;
+}
+
+/* A push over --web.max-concurrent-pushes: 429 with Retry-After, before its body
+ * is read, so that waiting pushes hold no memory. */
+static enum MHD_Result reject_busy_push(struct api_req *r)
+{
+	struct pd_api_server *s = r->srv;
+	struct api_resp w;
+	resp_init(&w, 0);
+	w.close_conn = 1;
+	w.retry_after = "1";
+	w.json = 1;
+	api_error(&w, 429, "unavailable",
+	          "too many pushes at once: all %u slots (--web.max-concurrent-pushes) are "
+	          "taken; retry after a second",
+	          s->o.max_concurrent_pushes);
+	finish_json(s, &w);
+	enum MHD_Result ret = send_response(r, &w);
+	resp_fini(&w);
+	api_push_refused(s, API_PUSH_CONCURRENCY);
+	api_metrics_observe(s, r->handler, 429, (double)(mono_ns() - r->t0_ns) / 1e9);
+	pd_log_debug("api", "request refused", "method=%s path=%s status=429 err=%s", r->method,
+	             r->path, "too many pushes at once");
+	return ret;
+}
+
+/* Takes a push slot for r: 0, or -1 when all max_concurrent_pushes are taken. */
+static int push_slot_take(struct api_req *r)
+{
+	struct pd_api_server *s = r->srv;
+	int ok;
+	pthread_mutex_lock(&s->qmu);
+	ok = s->pushing < s->o.max_concurrent_pushes;
+	if (ok)
+		s->pushing++;
+	pthread_mutex_unlock(&s->qmu);
+	r->push_slot = ok;
+	return ok ? 0 : -1;
+}
+
+static void push_slot_give(struct api_req *r)
+{
+	struct pd_api_server *s = r->srv;
+	if (!r->push_slot)
+		return;
+	r->push_slot = 0;
+	pthread_mutex_lock(&s->qmu);
+	s->pushing--;
+	pthread_mutex_unlock(&s->qmu);
 }
 
 /* Answers as exporter-toolkit's wrapper does, before the API sees the request:
@@ -1129,11 +1182,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (r->body_max && cl && strtoull(cl, NULL, 10) > r->body_max) {
 			r->body_too_big = 1;
+			if (r->handler == H_PROFILES)
+				api_push_refused(s, API_PUSH_BODY_SIZE);
 			char msg[128];
 			snprintf(msg, sizeof(msg),
 			         "the request body is larger than the limit of %zu bytes", r->body_max);
 			return reject(r, 413, "bad_data", msg);
 		}
+		if (r->handler == H_PROFILES && r->is_post && push_slot_take(r))
+			return reject_busy_push(r);
 		return MHD_YES;
 	}
 	if (*upload_len) {
@@ -1170,6 +1227,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
 	conn_phase(s, cn, PHASE_HEADERS);
 	if (r && r->quit_after)
 		s->o.quit(s->o.quit_ctx);
+	if (r)
+		push_slot_give(r);
 	req_free(r);
 	*state = NULL;
 }
@@ -1302,6 +1361,11 @@ void pd_api_opts_init(struct pd_api_opts *o)
 	o->read_header_timeout_ms = PD_API_DEFAULT_READ_HEADER_TIMEOUT_MS;
 	o->read_timeout_ms = PD_API_DEFAULT_READ_TIMEOUT_MS;
 	o->max_concurrent_queries = PD_API_DEFAULT_MAX_CONCURRENT_QUERIES;
+	o->max_concurrent_pushes = PD_API_DEFAULT_MAX_CONCURRENT_PUSHES;
+	o->push_max_ratio = PD_PPROF_STORE_MAX_RATIO;
+	o->push_max_memory = PD_PPROF_STORE_MAX_MEMORY;
+	o->push_max_samples = PD_PPROF_STORE_MAX_SAMPLES;
+	o->push_max_sample_labels = PD_PPROF_STORE_MAX_SAMPLE_LABELS;
 	o->query_timeout_ms = PD_API_DEFAULT_QUERY_TIMEOUT_MS;
 	o->query_max_samples = PD_API_DEFAULT_QUERY_MAX_SAMPLES;
 	o->query_lookback_ms = PD_API_DEFAULT_QUERY_LOOKBACK_MS;
@@ -1363,6 +1427,11 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	DEF(read_header_timeout_ms);
 	DEF(read_timeout_ms);
 	DEF(max_concurrent_queries);
+	DEF(max_concurrent_pushes);
+	DEF(push_max_ratio);
+	DEF(push_max_memory);
+	DEF(push_max_samples);
+	DEF(push_max_sample_labels);
 	DEF(query_timeout_ms);
 	DEF(query_max_samples);
 	DEF(query_lookback_ms);

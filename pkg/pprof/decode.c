@@ -1,7 +1,9 @@
 /* decode.c: bytes -> validated profile. Gzip is detected by its magic and inflated
- * under a size cap; the protobuf is unpacked into an arena with a memory cap, by
- * the hand-written decoder of pbdecode.c when it handles the bytes and by protobuf-c
- * otherwise; when protobuf-c refuses them, a wire-format scan says why. */
+ * under a size cap and, for input from outside, a ratio cap; the protobuf is
+ * unpacked into an arena with a memory cap, by the hand-written decoder of
+ * pbdecode.c when it handles the bytes and by protobuf-c otherwise; when protobuf-c
+ * refuses them, a wire-format scan says why. The counts of samples and of labels
+ * per sample are checked last, when the caller asks. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,9 +87,44 @@ static void drop_field_zero(pb_profile *pb)
 		drop_zero_in(&pb->function[i]->base);
 }
 
+const char *pd_pprof_limit_name(int limit)
+{
+	static const char *const names[PD_PPROF_LIMIT_COUNT] = {
+	    "", "decompressed_size", "decompression_ratio", "decoded_size", "samples", "sample_labels"};
+	return limit > 0 && limit < PD_PPROF_LIMIT_COUNT ? names[limit] : "";
+}
+
+/* The limits on what the profile holds, checked once it is decoded (its memory
+ * is bounded by the arena's cap already). */
+static int check_counts(const pb_profile *pb, const struct pd_pprof_decode_opts *opts, int *hit,
+			struct pd_err *err)
+{
+	if (!opts)
+		return 0;
+	if (opts->max_samples && pb->n_sample > opts->max_samples) {
+		*hit = PD_PPROF_LIMIT_SAMPLES;
+		return pd_err_set(err, PD_ETOOBIG,
+				  "the profile has %zu samples, more than the limit of %zu", pb->n_sample,
+				  opts->max_samples);
+	}
+	if (opts->max_sample_labels)
+		for (size_t i = 0; i < pb->n_sample; i++)
+			if (pb->sample[i]->n_label > opts->max_sample_labels) {
+				*hit = PD_PPROF_LIMIT_SAMPLE_LABELS;
+				return pd_err_set(err, PD_ETOOBIG,
+						  "sample %zu has %zu labels, more than the limit of %zu "
+						  "labels per sample",
+						  i, pb->sample[i]->n_label, opts->max_sample_labels);
+			}
+	return 0;
+}
+
 int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t len,
 		    const struct pd_pprof_decode_opts *opts, struct pd_err *err)
 {
+	int hit_local = 0;
+	int *hit = opts && opts->limit_hit ? opts->limit_hit : &hit_local;
+	*hit = PD_PPROF_LIMIT_NONE;
 	size_t max = opts && opts->max_decompressed ? opts->max_decompressed
 						    : PD_PPROF_DEFAULT_MAX_DECOMPRESSED;
 	uint8_t *raw = NULL;
@@ -99,10 +136,17 @@ int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t le
 	if (len == 0)
 		return pd_err_set(err, PD_EINVAL, "empty input: a profile has at least a string table");
 	if (pd_gzip_is(buf, len)) {
-		if ((rc = pd_gunzip(buf, len, max, &raw, &raw_len, err)))
+		unsigned ratio = opts ? opts->max_ratio : 0;
+		struct pd_inflate_opts io = {.format = PD_INFLATE_GZIP, .max = max, .max_ratio = ratio};
+		if ((rc = pd_inflate(buf, len, &io, &raw, &raw_len, err))) {
+			if (rc == PD_ETOOBIG)
+				*hit = ratio && len <= max / ratio ? PD_PPROF_LIMIT_RATIO
+								   : PD_PPROF_LIMIT_DECOMPRESSED;
 			return rc;
+		}
 		data = raw;
 	} else if (len > max) {
+		*hit = PD_PPROF_LIMIT_DECOMPRESSED;
 		return pd_err_set(err, PD_ETOOBIG, "profile of %zu bytes exceeds the limit of %zu bytes",
 				  len, max);
 	}
@@ -124,6 +168,11 @@ int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t le
 		pb = pd_pprof_pb_decode(arena, data, raw_len);
 	if (pb)
 		goto adopt;
+	if (pd_arena_exhausted(arena)) {
+		/* its whole need is past the cap, and protobuf-c's would be too */
+		pd_arena_destroy(arena);
+		goto too_big;
+	}
 	if (pd_arena_used(arena)) {
 		/* what the fast decoder left before giving up does not count */
 		pd_arena_destroy(arena);
@@ -139,15 +188,22 @@ int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t le
 		int exhausted = pd_arena_exhausted(arena);
 		pd_arena_destroy(arena);
 		if (exhausted)
-			rc = pd_err_set(err, PD_ENOMEM,
-					"decoding needs more than the memory limit of %zu bytes", limit);
-		else
-			rc = pd_pprof_wire_diagnose(data, raw_len, err);
+			goto too_big;
+		rc = pd_pprof_wire_diagnose(data, raw_len, err);
 		goto out;
 	}
 	drop_field_zero(pb);
 adopt:
+	if ((rc = check_counts(pb, opts, hit, err))) {
+		pd_arena_destroy(arena);
+		goto out;
+	}
 	rc = pd_pprof_adopt(out, arena, pb, err);
+	goto out;
+too_big:
+	*hit = PD_PPROF_LIMIT_MEMORY;
+	rc = pd_err_set(err, PD_ETOOBIG,
+			"decoding needs more than the memory limit of %zu bytes", limit);
 out:
 	free(raw);
 	return rc;

@@ -26,8 +26,9 @@
  * is decoded or refused exactly as before. The one place the two can part is the
  * arena's cap: this decoder needs less memory for the same input (no per-field
  * bookkeeping, no rounding of each allocation), so near the cap it may decode what
- * protobuf-c would refuse for memory; when it hits the cap itself, decode.c gives
- * protobuf-c a fresh arena, so nothing protobuf-c decodes is refused.
+ * protobuf-c would refuse for memory. It counts its whole need before it
+ * allocates, and a need past the cap is past it for protobuf-c too, so decode.c
+ * then refuses the profile without asking protobuf-c.
  *
  * Sub-message fields: protobuf-c merges a repeated occurrence of a non-repeated
  * message field into the earlier one, but for proto3 scalars (which have no has_
@@ -652,6 +653,19 @@ static void *pbd_alloc(struct pbd *d, size_t n, size_t size, int *oom)
 	return p;
 }
 
+/* Adds to *need what pbd_alloc takes for n elements of size bytes: nothing for
+ * none, else n * size rounded up to the arena's 16. Sets *oom on an overflow. */
+static void need_add(size_t *need, size_t n, size_t size, int *oom)
+{
+	if (!n)
+		return;
+	if (n > (SIZE_MAX - *need - 16) / size) {
+		*oom = 1;
+		return;
+	}
+	*need += (n * size + 15) & ~(size_t)15;
+}
+
 pb_profile *pd_pprof_pb_decode(struct pd_arena *arena, const uint8_t *buf, size_t len)
 {
 	struct pbd d;
@@ -660,7 +674,35 @@ pb_profile *pd_pprof_pb_decode(struct pd_arena *arena, const uint8_t *buf, size_
 	if (!rd_profile(&d, buf, buf + len, NULL))
 		return NULL;
 
+	/* the whole need, exactly as the arena will count it, before any of it is
+	 * taken: an input of many small messages (an empty sample is 2 bytes and
+	 * needs 80) is refused without allocating a byte. protobuf-c would need at
+	 * least as much (each message and string an allocation of its own). */
+	size_t need = 0;
 	int oom = 0;
+	need_add(&need, 1, sizeof(pb_profile), &oom);
+	need_add(&need, d.n_sample_type, sizeof(pb_value_type *), &oom);
+	need_add(&need, d.n_sample, sizeof(pb_sample *), &oom);
+	need_add(&need, d.n_mapping, sizeof(pb_mapping *), &oom);
+	need_add(&need, d.n_location, sizeof(pb_location *), &oom);
+	need_add(&need, d.n_function, sizeof(pb_function *), &oom);
+	need_add(&need, d.n_string, sizeof(char *), &oom);
+	need_add(&need, d.n_comment, sizeof(int64_t), &oom);
+	need_add(&need, (size_t)d.has_period_type, sizeof(pb_value_type), &oom);
+	need_add(&need, d.n_sample_type, sizeof(pb_value_type), &oom);
+	need_add(&need, d.n_sample, sizeof(pb_sample), &oom);
+	need_add(&need, d.n_mapping, sizeof(pb_mapping), &oom);
+	need_add(&need, d.n_location, sizeof(pb_location), &oom);
+	need_add(&need, d.n_function, sizeof(pb_function), &oom);
+	need_add(&need, d.str_bytes, 1, &oom);
+	need_add(&need, d.n_location_id, sizeof(uint64_t), &oom);
+	need_add(&need, d.n_value, sizeof(int64_t), &oom);
+	need_add(&need, d.n_label, sizeof(pb_label), &oom);
+	need_add(&need, d.n_label, sizeof(pb_label *), &oom);
+	need_add(&need, d.n_line, sizeof(pb_line), &oom);
+	need_add(&need, d.n_line, sizeof(pb_line *), &oom);
+	if (pd_arena_fits(arena, oom ? SIZE_MAX : need))
+		return NULL;
 	pb_profile *pb = pd_arena_alloc(arena, sizeof(*pb));
 	if (!pb)
 		return NULL;

@@ -76,7 +76,10 @@ int pd_pprof_validate(struct pd_pprof_profile *p, struct pd_err *err);
  * of pbdecode.c into a message tree allocated from arena (owned by it), equal to
  * what protobuf-c's unpack would make. Returns NULL when buf uses something that
  * decoder leaves to protobuf-c (unknown fields, odd encodings, truncation) or when
- * the arena's limit is hit; the arena may then hold some of its allocations. */
+ * the arena's limit is hit; the arena may then hold some of its allocations. The
+ * limit is checked against the whole need, counted first, before anything is
+ * allocated: past it the arena is left exhausted (pd_arena_exhausted) and
+ * empty. */
 pb_profile *pd_pprof_pb_decode(struct pd_arena *arena, const uint8_t *buf, size_t len);
 
 /* Explains why protobuf-c rejected buf: the first wire-format problem found, with

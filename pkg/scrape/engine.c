@@ -91,6 +91,7 @@ struct loop {
 	char *url;
 	int64_t interval, timeout, offset;
 	size_t body_limit;
+	unsigned max_ratio;
 	unsigned share;    /* index in e->shares */
 	struct pd_http_client_config client; /* strings owned */
 	int64_t next;      /* next tick, ms */
@@ -125,6 +126,7 @@ struct pd_scrape_engine {
 	int64_t curl_deadline; /* libcurl's timer, monotonic ms; -1: none */
 	CURLSH *shares[SHARES]; /* made on first use by the engine thread */
 	long share_maxconn;     /* kept connections per share */
+	unsigned max_ratio;     /* of new loops (pd_scrape_engine_set_max_ratio) */
 	pthread_mutex_t mu; /* everything below but the pool, and every loop's fields */
 	pthread_cond_t cv;  /* a callback finished */
 	/* loops by slot: id = generation << 24 | slot + 1 */
@@ -342,7 +344,8 @@ static void decode_body(struct job *j)
 	struct pd_inflate_opts o = {.format = j->encoding == ENC_GZIP ? PD_INFLATE_GZIP : PD_INFLATE_DEFLATE,
 				    .max = r->body_limit,
 				    .deadline_us = r->deadline_us,
-				    .cancel = &j->cancel};
+				    .cancel = &j->cancel,
+				    .max_ratio = j->l->max_ratio};
 	int rc = pd_inflate(j->body, r->len, &o, &out, &out_len, &err);
 	if (rc == 0) {
 		free(j->body);
@@ -352,7 +355,13 @@ static void decode_body(struct job *j)
 		return;
 	}
 	r->error = rc;
-	if (rc == PD_ETOOBIG) {
+	if (rc == PD_ETOOBIG && o.max_ratio && r->len <= r->body_limit / o.max_ratio) {
+		snprintf(j->message, sizeof(j->message),
+			 "decompression ratio limit exceeded: a body of %zu bytes with Content-Encoding "
+			 "%s inflates to more than %u times its size (--storage.tsdb.max-profile-gzip-ratio)",
+			 r->len, j->encoding_name, o.max_ratio);
+		r->limit = PD_PPROF_LIMIT_RATIO;
+	} else if (rc == PD_ETOOBIG) {
 		snprintf(j->message, sizeof(j->message),
 			 "body size limit exceeded (limit %zu bytes) after Content-Encoding %s: a body of %zu "
 			 "bytes inflates further",
@@ -812,6 +821,11 @@ static void global_init(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+void pd_scrape_engine_set_max_ratio(struct pd_scrape_engine *e, unsigned ratio)
+{
+	__atomic_store_n(&e->max_ratio, ratio, __ATOMIC_RELAXED);
+}
+
 int pd_scrape_engine_create(struct pd_scrape_engine **out, unsigned workers,
 			    pd_scrape_result_fn fn, void *ctx, struct pd_err *err)
 {
@@ -992,6 +1006,7 @@ int pd_scrape_loop_add(struct pd_scrape_engine *e, const struct pd_scrape_spec *
 	l->interval = spec->interval_ms;
 	l->timeout = spec->timeout_ms;
 	l->body_limit = spec->body_limit ? spec->body_limit : PD_SCRAPE_DEFAULT_BODY_LIMIT;
+	l->max_ratio = __atomic_load_n(&e->max_ratio, __ATOMIC_RELAXED);
 	l->offset = pd_scrape_offset(spec->offset_seed, spec->interval_ms);
 	l->heap_idx = SIZE_MAX;
 	l->share = (unsigned)((spec->offset_seed >> 32) % SHARES);

@@ -56,6 +56,7 @@ struct pd_scrape_manager {
 	uint64_t target_limit_exceeded; /* guarded by mu */
 	uint64_t dur_buckets[PD_SCRAPE_DURATION_BUCKETS]; /* not cumulative */
 	uint64_t dur_count, dur_sum_us;
+	uint64_t refused[PD_PPROF_LIMIT_COUNT]; /* failed for a limit on the profile */
 };
 
 const double pd_scrape_duration_bounds[PD_SCRAPE_DURATION_BUCKETS] = {
@@ -550,6 +551,23 @@ static void set_status(struct target *t, int health, const char *msg, const stru
 		             t->type, msg ? msg : "");
 }
 
+/* The flag of a limit on the stored profile, for scrape errors. */
+static const char *limit_flag(int limit)
+{
+	switch (limit) {
+	case PD_PPROF_LIMIT_RATIO:
+		return "--storage.tsdb.max-profile-gzip-ratio";
+	case PD_PPROF_LIMIT_MEMORY:
+		return "--storage.tsdb.max-profile-decoded-size";
+	case PD_PPROF_LIMIT_SAMPLES:
+		return "--storage.tsdb.max-profile-samples";
+	case PD_PPROF_LIMIT_SAMPLE_LABELS:
+		return "--storage.tsdb.max-profile-sample-labels";
+	default:
+		return "body_size_limit";
+	}
+}
+
 static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 {
 	struct pd_scrape_manager *m = ectx;
@@ -559,7 +577,8 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 	size_t rawlen = 0;
 	const uint8_t *data = r->body;
 	size_t len = r->len;
-	char msg[PD_ERR_MSG_MAX + 96], dur[32];
+	char msg[PD_ERR_MSG_MAX + 160], dur[32];
+	int hit = 0;
 	/* the body limit holds for the profile inflated here too, within the decoder's cap */
 	size_t max = m->o.max_decompressed ? m->o.max_decompressed : PD_PPROF_DEFAULT_MAX_DECOMPRESSED;
 	if (r->body_limit && r->body_limit < max)
@@ -576,6 +595,8 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 			   __ATOMIC_RELAXED);
 
 	if (r->error) {
+		if (r->limit > 0 && r->limit < PD_PPROF_LIMIT_COUNT)
+			__atomic_add_fetch(&m->refused[r->limit], 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&m->failed, 1, __ATOMIC_RELAXED);
 		set_status(t, PD_SCRAPE_DOWN, r->message, r);
 		return;
@@ -585,27 +606,43 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 		struct pd_inflate_opts io = {.format = PD_INFLATE_GZIP,
 					     .max = max,
 					     .deadline_us = r->deadline_us,
-					     .cancel = r->cancel};
+					     .cancel = r->cancel,
+					     .max_ratio = m->o.max_ratio};
 		int rc = pd_inflate(data, len, &io, &raw, &rawlen, &err);
 		if (rc == PD_EIO)
 			goto gave_up;
+		if (rc == PD_ETOOBIG && io.max_ratio && len <= max / io.max_ratio) {
+			hit = PD_PPROF_LIMIT_RATIO;
+			goto limit;
+		}
 		if (rc)
 			goto bad;
 		data = raw;
 		len = rawlen;
 	}
-	/* the decoded profile may take as much memory as the limit, too: a
-	 * decoded profile takes several times its protobuf size */
-	struct pd_pprof_decode_opts dopts = {.max_decompressed = max, .max_memory = max};
+	/* the decoded profile may take as much memory as the body limit and the
+	 * stored profile's limit allow, the lower; a decoded profile takes several
+	 * times its protobuf size */
+	size_t mem = m->o.max_memory < max ? m->o.max_memory : max;
+	struct pd_pprof_decode_opts dopts = {.max_decompressed = max,
+					     .max_memory = mem,
+					     .max_samples = m->o.max_samples,
+					     .max_sample_labels = m->o.max_sample_labels,
+					     .limit_hit = &hit};
 	struct pd_pprof_profile *prof;
 	/* the decoder cannot be interrupted, but its work is bounded by the size
 	 * limit: a profile that took past the timeout is refused after it */
 	int drc = pd_pprof_decode(&prof, data, len, &dopts, &err);
-	if (drc == PD_ENOMEM) {
-		snprintf(msg, sizeof(msg), "profile too large to decode within the body size limit: %s",
+	if (hit == PD_PPROF_LIMIT_MEMORY) {
+		snprintf(msg, sizeof(msg),
+			 "profile too large to decode within the %s: %s",
+			 mem == m->o.max_memory ? "decoded size limit (--storage.tsdb.max-profile-decoded-size)"
+						: "body size limit",
 			 err.msg);
-		goto fail;
+		goto refused;
 	}
+	if (hit)
+		goto limit;
 	if (drc)
 		goto bad;
 	if (r->deadline_us && pd_scrape_mono_us() >= r->deadline_us) {
@@ -641,6 +678,12 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 bad:
 	snprintf(msg, sizeof(msg), "not a valid profile: %s", err.msg);
 	goto fail;
+limit:
+	snprintf(msg, sizeof(msg), "profile refused for the %s limit (%s): %s",
+		 pd_pprof_limit_name(hit), limit_flag(hit), err.msg);
+refused:
+	__atomic_add_fetch(&m->refused[hit], 1, __ATOMIC_RELAXED);
+	goto fail;
 gave_up:
 	if (r->cancel && __atomic_load_n(r->cancel, __ATOMIC_RELAXED)) {
 		snprintf(msg, sizeof(msg), "scrape abandoned: the target was removed or profd is stopping");
@@ -670,6 +713,14 @@ int pd_scrape_manager_create(struct pd_scrape_manager **out, struct pd_tsdb *db,
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	if (opts)
 		m->o = *opts;
+	if (!m->o.max_ratio)
+		m->o.max_ratio = PD_PPROF_STORE_MAX_RATIO;
+	if (!m->o.max_memory)
+		m->o.max_memory = PD_PPROF_STORE_MAX_MEMORY;
+	if (!m->o.max_samples)
+		m->o.max_samples = PD_PPROF_STORE_MAX_SAMPLES;
+	if (!m->o.max_sample_labels)
+		m->o.max_sample_labels = PD_PPROF_STORE_MAX_SAMPLE_LABELS;
 	m->db = db;
 	pthread_mutex_init(&m->mu, NULL);
 	if ((rc = pd_scrape_engine_create(&m->engine, m->o.workers, on_result, m, err))) {
@@ -677,6 +728,7 @@ int pd_scrape_manager_create(struct pd_scrape_manager **out, struct pd_tsdb *db,
 		free(m);
 		return rc;
 	}
+	pd_scrape_engine_set_max_ratio(m->engine, m->o.max_ratio);
 	*out = m;
 	return 0;
 }
@@ -844,6 +896,8 @@ void pd_scrape_manager_stats(struct pd_scrape_manager *m, struct pd_scrape_stats
 	}
 	st->duration_count = __atomic_load_n(&m->dur_count, __ATOMIC_RELAXED);
 	st->duration_sum_seconds = (double)__atomic_load_n(&m->dur_sum_us, __ATOMIC_RELAXED) / 1e6;
+	for (int i = 0; i < PD_PPROF_LIMIT_COUNT; i++)
+		st->refused[i] = __atomic_load_n(&m->refused[i], __ATOMIC_RELAXED);
 	pthread_mutex_lock(&m->mu);
 	st->target_limit_exceeded = m->target_limit_exceeded;
 	for (size_t i = 0; i < m->npools; i++)

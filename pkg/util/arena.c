@@ -227,3 +227,12 @@ int pd_arena_exhausted(const struct pd_arena *a)
 {
 	return a->exhausted;
 }
+
+int pd_arena_fits(struct pd_arena *a, size_t size)
+{
+	if (a->limit && (size > a->limit || a->used > a->limit - size)) {
+		a->exhausted = 1;
+		return -1;
+	}
+	return 0;
+}

@@ -6,7 +6,8 @@
  * output longer than max aborts either way.
  *
  * First byte: low two bits the mode, the next three the limit (max, from 0 B to
- * 16 MiB). The rest:
+ * 16 MiB), the next a ratio limit of 4 (max_ratio; the output must then be at
+ * most 4 times the input, both ways). The rest:
  *   0  the body as it is;
  *   1  a raw deflate stream, wrapped in a gzip header and a trailer holding the
  *      CRC-32 and size of what zlib inflates from it (up to its first error), so
@@ -94,10 +95,13 @@ static uint8_t *wrap(const uint8_t *in, size_t len, const uint8_t *out, size_t n
 	return gz;
 }
 
+static unsigned ratio; /* the input's ratio limit (byte 0's bit 5), 0: none */
+
 static void check(const uint8_t *buf, size_t len, size_t max)
 {
-	struct pd_inflate_opts fo = {.format = PD_INFLATE_GZIP, .max = max};
-	struct pd_inflate_opts zo = {.format = PD_INFLATE_GZIP, .max = max, .zlib_only = 1};
+	struct pd_inflate_opts fo = {.format = PD_INFLATE_GZIP, .max = max, .max_ratio = ratio};
+	struct pd_inflate_opts zo = {
+	    .format = PD_INFLATE_GZIP, .max = max, .zlib_only = 1, .max_ratio = ratio};
 	struct pd_err fe = {0}, ze = {0};
 	uint8_t *fout = NULL, *zout = NULL;
 	size_t flen = 0, zlen = 0;
@@ -109,6 +113,8 @@ static void check(const uint8_t *buf, size_t len, size_t max)
 		abort(); /* zlib_only went the fast way */
 	if ((frc == 0 && flen > max) || (zrc == 0 && zlen > max))
 		abort();
+	if (ratio && ((frc == 0 && flen / ratio > len) || (zrc == 0 && zlen / ratio > len)))
+		abort(); /* past the ratio limit */
 	if (frc == 0 && zrc != 0 && fast) {
 		int known = 0;
 		for (size_t i = 0; i < sizeof(forbidden) / sizeof(forbidden[0]); i++)
@@ -136,6 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	int mode = data[0] & 3;
 	size_t max = maxes[(data[0] >> 2) & 7];
+	ratio = data[0] & 0x20 ? 4 : 0;
 	const uint8_t *p = data + 1;
 	size_t n = size - 1;
 	if (mode == 0) {

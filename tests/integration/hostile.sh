@@ -3,7 +3,9 @@
 # second, a well-behaved target serving a real heap profile beside seven hostile
 # ones (tests/support/hostile_targets): a Content-Encoding gzip bomb (4 MiB inflating
 # to 4 GiB), a gzip profile inflating to 1 GiB, an endless body, a body trickling at
-# one byte a second, garbage, a profile of 1,000,000 locations and a redirect loop.
+# one byte a second, garbage, a profile of 1,000,000 locations, a redirect loop, 60 KB
+# of gzip inflating to 60 MiB of empty samples (refused for the decompression ratio)
+# and 8 MiB of empty samples uncompressed (refused for the decoded size).
 # Asserts, each with a deadline:
 # - every hostile target is down with its own reason (/api/v1/targets lastError);
 # - the normal target keeps its schedule while the hostile scrapes go on,
@@ -102,6 +104,8 @@ EOJ
 	job garbage "$addr" /garbage 4s 4s 16MiB
 	job many-locations "$addr" /many-locations 30s 30s 16MiB
 	job redirect-loop "$addr_ok" /redirect-loop 10s 10s 16MiB
+	job empty-samples "$addr" /empty-samples 4s 4s
+	job raw-empty-samples "$addr" /raw-empty-samples 4s 4s
 } >"$tmp/profd.yml"
 # the reference: the normal target alone
 {
@@ -145,6 +149,8 @@ declare -A want=(
 	[garbage]="^not a valid profile: malformed protobuf"
 	[many-locations]="^profile too large to decode within the body size limit: decoding needs more than the memory limit of $limit bytes"
 	[redirect-loop]="^Maximum \(10\) redirects followed"
+	[empty-samples]="^profile refused for the decompression_ratio limit \(--storage.tsdb.max-profile-gzip-ratio\): gzip: decompressed size exceeds 100 times the compressed size"
+	[raw-empty-samples]="^profile too large to decode within the decoded size limit \(--storage.tsdb.max-profile-decoded-size\): decoding needs more than the memory limit of $default_limit bytes"
 )
 declare -A seen=()
 deadline=$(($(now_ms) + 180000))

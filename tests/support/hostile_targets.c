@@ -8,6 +8,8 @@
  *   /trickle         one byte a second, forever
  *   /garbage         bytes that are not a profile
  *   /many-locations  a valid gzip profile with 1,000,000 locations
+ *   /empty-samples   60 KB of gzip inflating to 60 MiB of empty samples
+ *   /raw-empty-samples  8 MiB of empty samples, uncompressed (80 bytes each decoded)
  *   /redirect-loop   a redirect to itself
  * It runs until killed, until its parent exits, or for 10 minutes at most.
  *
@@ -25,8 +27,8 @@
 
 #include "profd/util.h"
 
-static uint8_t *profile, *encoded_bomb, *gzip_bomb, *many;
-static size_t profile_len, encoded_bomb_len, gzip_bomb_len, many_len;
+static uint8_t *profile, *encoded_bomb, *gzip_bomb, *many, *empty_gz, *empty_raw;
+static size_t profile_len, encoded_bomb_len, gzip_bomb_len, many_len, empty_gz_len, empty_raw_len;
 
 /* A gzip stream of mib MiB of zeros, built without compressing them all: after a
  * full flush deflate's output is byte-aligned and independent of what came
@@ -109,6 +111,32 @@ static int put_string(struct pd_buf *b, const char *s)
 {
 	size_t n = strlen(s);
 	return put_varint(b, 6 << 3 | 2) || put_varint(b, n) || pd_buf_append(b, s, n);
+}
+
+/* A profile of one sample type and mib MiB of empty samples (2 bytes each), gzip
+ * compressed when gz. */
+static int empty_samples(unsigned mib, int gz, uint8_t **out, size_t *out_len)
+{
+	static const uint8_t head[] = {0x0a, 0x04, 0x08, 0x01, 0x10, 0x02, 0x32, 0x00,
+	                               0x32, 0x07, 's',  'a',  'm',  'p',  'l',  'e',
+	                               's',  0x32, 0x05, 'c',  'o',  'u',  'n',  't'};
+	size_t n = sizeof(head) + ((size_t)mib << 20);
+	uint8_t *b = malloc(n);
+	if (!b)
+		return -1;
+	memcpy(b, head, sizeof(head));
+	for (size_t i = sizeof(head); i + 1 < n; i += 2) {
+		b[i] = 0x12;
+		b[i + 1] = 0x00;
+	}
+	if (!gz) {
+		*out = b;
+		*out_len = n - (n - sizeof(head)) % 2;
+		return 0;
+	}
+	int rc = pd_gzip(b, n - (n - sizeof(head)) % 2, 9, out, out_len, NULL);
+	free(b);
+	return rc;
 }
 
 /* nloc locations in one function, the first 100,000 of them in samples of depth
@@ -227,6 +255,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return reply(c, 200, garbage, sizeof(garbage) - 1);
 	if (!strcmp(url, "/many-locations"))
 		return reply(c, 200, many, many_len);
+	if (!strcmp(url, "/empty-samples"))
+		return reply(c, 200, empty_gz, empty_gz_len);
+	if (!strcmp(url, "/raw-empty-samples"))
+		return reply(c, 200, empty_raw, empty_raw_len);
 	if (!strcmp(url, "/redirect-loop")) {
 		struct MHD_Response *r =
 		    MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
@@ -253,7 +285,9 @@ int main(int argc, char **argv)
 	}
 	if (zero_bomb(4096, &encoded_bomb, &encoded_bomb_len) ||
 	    zero_bomb(1024, &gzip_bomb, &gzip_bomb_len) ||
-	    many_locations(1000000, &many, &many_len)) {
+	    many_locations(1000000, &many, &many_len) ||
+	    empty_samples(60, 1, &empty_gz, &empty_gz_len) ||
+	    empty_samples(8, 0, &empty_raw, &empty_raw_len)) {
 		fprintf(stderr, "hostile_targets: cannot build the bodies\n");
 		return 1;
 	}
@@ -278,8 +312,8 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr,
 	        "hostile_targets: encoded bomb %zu bytes, gzip bomb %zu bytes, %zu bytes of "
-	        "many locations\n",
-	        encoded_bomb_len, gzip_bomb_len, many_len);
+	        "many locations, %zu of gzip empty samples\n",
+	        encoded_bomb_len, gzip_bomb_len, many_len, empty_gz_len);
 	for (;;)
 		pause();
 }

@@ -499,6 +499,77 @@ static void test_threads(void **state)
 	free(raw);
 }
 
+/* Inflates buf both ways with max and a ratio limit; they must agree. */
+static void both_ratio(const uint8_t *buf, size_t len, size_t max, unsigned ratio, struct result *r)
+{
+	struct pd_inflate_opts fo = {.format = PD_INFLATE_GZIP, .max = max, .max_ratio = ratio};
+	struct pd_inflate_opts zo = {
+	    .format = PD_INFLATE_GZIP, .max = max, .zlib_only = 1, .max_ratio = ratio};
+	struct result z;
+	run(buf, len, &fo, r);
+	run(buf, len, &zo, &z);
+	assert_int_equal(r->rc, z.rc);
+	assert_string_equal(r->msg, z.msg);
+	if (r->rc == 0) {
+		assert_int_equal(r->len, z.len);
+		assert_memory_equal(r->out, z.out, z.len);
+	}
+	free(z.out);
+}
+
+/* The ratio limit: 1 MiB of zeros (a ratio of about 1000) is refused at ratio 100
+ * naming the ratio, both ways, and taken at a ratio it fits; real profiles
+ * (ratios 2 to 3) pass a ratio of 4; the tighter of max and the ratio holds. */
+static void test_ratio(void **state)
+{
+	(void)state;
+	size_t n = (size_t)1 << 20;
+	uint8_t *zeros = calloc(1, n), *gz;
+	size_t gzlen;
+	struct pd_err err = {0};
+	assert_int_equal(pd_gzip(zeros, n, 9, &gz, &gzlen, &err), 0);
+	unsigned fits = (unsigned)((n + gzlen - 1) / gzlen);
+	struct result r;
+	both_ratio(gz, gzlen, (size_t)64 << 20, 100, &r);
+	assert_int_equal(r.rc, PD_ETOOBIG);
+	assert_false(r.fast);
+	char want[160];
+	snprintf(want, sizeof(want),
+	         "gzip: decompressed size exceeds 100 times the compressed size of %zu bytes (the "
+	         "decompression ratio limit)",
+	         gzlen);
+	assert_string_equal(r.msg, want);
+	both_ratio(gz, gzlen, (size_t)64 << 20, fits, &r);
+	assert_int_equal(r.rc, 0);
+	assert_true(r.fast);
+	assert_int_equal(r.len, n);
+	free(r.out);
+	both_ratio(gz, gzlen, (size_t)64 << 20, fits - 1, &r);
+	assert_int_equal(r.rc, PD_ETOOBIG);
+	assert_non_null(strstr(r.msg, "decompression ratio limit"));
+	/* max tighter than the ratio: max's message */
+	both_ratio(gz, gzlen, 1000, 100, &r);
+	assert_int_equal(r.rc, PD_ETOOBIG);
+	assert_non_null(strstr(r.msg, "exceeds the limit of 1000 bytes"));
+	free(gz);
+	free(zeros);
+	static const char *const real[] = {
+	    "/profiles/goapp/heap.pb.gz", "/profiles/goapp/cpu.pb.gz",
+	    "/profiles/prometheus/heap.pb.gz", "/profiles/labels/cpu.pb.gz"};
+	for (size_t i = 0; i < sizeof(real) / sizeof(real[0]); i++) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s%s", PD_TESTDATA, real[i]);
+		uint8_t *b;
+		size_t blen;
+		assert_int_equal(pd_file_read(path, (size_t)64 << 20, &b, &blen, &err), 0);
+		both_ratio(b, blen, (size_t)64 << 20, 4, &r);
+		if (r.rc)
+			fail_msg("%s: %s", real[i], r.msg);
+		free(r.out);
+		free(b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -511,6 +582,7 @@ int main(void)
 	    cmocka_unit_test(test_fast_bound_and_deflate),
 	    cmocka_unit_test(test_reserved_symbol),
 	    cmocka_unit_test(test_threads),
+	    cmocka_unit_test(test_ratio),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -115,6 +115,34 @@ static int expect_fallback(const char *path)
 	return 0;
 }
 
+/* The fast decoder counts its whole need before it allocates: an arena capped at
+ * exactly what it uses takes the profile, one byte less refuses it with nothing
+ * allocated, and protobuf-c, which needs at least as much, refuses it too (so
+ * decode.c may refuse without asking protobuf-c). */
+static void check_budget(const char *what, const uint8_t *raw, size_t len)
+{
+	struct pd_arena *a = pd_arena_create(0);
+	assert_non_null(pd_pprof_pb_decode(a, raw, len));
+	size_t used = pd_arena_used(a);
+	pd_arena_destroy(a);
+	a = pd_arena_create(used);
+	if (!pd_pprof_pb_decode(a, raw, len))
+		fail_msg("%s: refused within the %zu bytes it uses", what, used);
+	pd_arena_destroy(a);
+	a = pd_arena_create(used - 1);
+	assert_null(pd_pprof_pb_decode(a, raw, len));
+	assert_true(pd_arena_exhausted(a));
+	assert_int_equal(pd_arena_used(a), 0);
+	pd_arena_destroy(a);
+	a = pd_arena_create(used - 1);
+	ProtobufCAllocator alloc;
+	pd_pprof_arena_allocator(&alloc, a);
+	if (perftools__profiles__profile__unpack(&alloc, len, raw))
+		fail_msg("%s: protobuf-c decodes it within %zu bytes, the fast decoder needs %zu",
+		         what, used - 1, used);
+	pd_arena_destroy(a);
+}
+
 struct walk {
 	size_t files, fast;
 };
@@ -149,6 +177,8 @@ static void check_file(const char *path, struct walk *w)
 	if (fast && expect_fallback(path))
 		fail_msg("%s: expected to be left to protobuf-c", path);
 	decode_both(path, buf, len, NULL, 0);
+	if (fast)
+		check_budget(path, data, raw_len);
 	free(raw);
 	free(buf);
 }

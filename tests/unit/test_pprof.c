@@ -196,9 +196,47 @@ static void test_limits(void **state)
 	assert_int_equal(pd_pprof_decode(&p, gz, gzlen, &o, &err), PD_ETOOBIG);
 	assert_non_null(strstr(err.msg, "1000 bytes"));
 	o = (struct pd_pprof_decode_opts){.max_memory = 4096};
-	assert_int_equal(pd_pprof_decode(&p, gz, gzlen, &o, &err), PD_ENOMEM);
+	assert_int_equal(pd_pprof_decode(&p, gz, gzlen, &o, &err), PD_ETOOBIG);
 	assert_non_null(strstr(err.msg, "memory limit"));
 	assert_null(p);
+	/* the limits for profiles from outside, each reported through limit_hit */
+	int hit = -1;
+	/* goapp/heap.pb.gz inflates 1.74 times */
+	o = (struct pd_pprof_decode_opts){.max_ratio = 1, .limit_hit = &hit};
+	assert_int_equal(pd_pprof_decode(&p, gz, gzlen, &o, &err), PD_ETOOBIG);
+	assert_int_equal(hit, PD_PPROF_LIMIT_RATIO);
+	assert_string_equal(pd_pprof_limit_name(hit), "decompression_ratio");
+	assert_non_null(strstr(err.msg, "exceeds 1 times the compressed size"));
+	o.max_ratio = 2;
+	if (pd_pprof_decode(&p, gz, gzlen, &o, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(hit, PD_PPROF_LIMIT_NONE);
+	size_t n = pd_pprof_sample_count(p);
+	pd_pprof_destroy(p);
+	assert_true(n > 1);
+	o = (struct pd_pprof_decode_opts){.max_samples = n, .limit_hit = &hit};
+	assert_int_equal(pd_pprof_decode(&p, gz, gzlen, &o, &err), 0);
+	pd_pprof_destroy(p);
+	o.max_samples = n - 1;
+	assert_int_equal(pd_pprof_decode(&p, gz, gzlen, &o, &err), PD_ETOOBIG);
+	assert_int_equal(hit, PD_PPROF_LIMIT_SAMPLES);
+	assert_null(p);
+	o = (struct pd_pprof_decode_opts){.max_memory = 4096, .limit_hit = &hit};
+	assert_int_equal(pd_pprof_decode(&p, gz, gzlen, &o, &err), PD_ETOOBIG);
+	assert_int_equal(hit, PD_PPROF_LIMIT_MEMORY);
+	o = (struct pd_pprof_decode_opts){.max_decompressed = 1000, .limit_hit = &hit};
+	assert_int_equal(pd_pprof_decode(&p, gz, gzlen, &o, &err), PD_ETOOBIG);
+	assert_int_equal(hit, PD_PPROF_LIMIT_DECOMPRESSED);
+	free(gz);
+	/* labels/cpu.pb.gz has samples of more than one label */
+	gz = slurp(P("labels/cpu.pb.gz"), &gzlen);
+	o = (struct pd_pprof_decode_opts){.max_sample_labels = 1, .limit_hit = &hit};
+	assert_int_equal(pd_pprof_decode(&p, gz, gzlen, &o, &err), PD_ETOOBIG);
+	assert_int_equal(hit, PD_PPROF_LIMIT_SAMPLE_LABELS);
+	assert_non_null(strstr(err.msg, "labels, more than the limit of 1 labels per sample"));
+	o.max_sample_labels = 1024;
+	assert_int_equal(pd_pprof_decode(&p, gz, gzlen, &o, &err), 0);
+	pd_pprof_destroy(p);
 	free(gz);
 }
 

@@ -160,7 +160,7 @@ static void test_targets_and_storage(void **state)
 	}
 	assert_int_equal(pd_scrape_manager_targets(m, 1, &st, &n, &err), 0);
 	assert_int_equal(n, 12);
-	int up = 0, down = 0, dropped = 0;
+	int up = 0, down = 0, dropped = 0, bomb_timed_out = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!st[i].labels) {
 			dropped++;
@@ -168,7 +168,10 @@ static void test_targets_and_storage(void **state)
 		}
 		const char *want = strcmp(st[i].profile_type, "goroutine") == 0 ? "HTTP status 500"
 				   : strcmp(st[i].profile_type, "garbage") == 0 ? "not a valid profile: malformed"
-				   : strcmp(st[i].profile_type, "bomb") == 0    ? "exceeds the limit of 67108864"
+				   : strcmp(st[i].profile_type, "bomb") == 0
+				       ? "profile refused for the decompression_ratio limit "
+				         "(--storage.tsdb.max-profile-gzip-ratio): gzip: decompressed size "
+				         "exceeds 100 times the compressed size"
 				   : strcmp(st[i].profile_type, "empty") == 0   ? "empty response body"
 										: NULL;
 		if (want) {
@@ -179,6 +182,7 @@ static void test_targets_and_storage(void **state)
 					   strstr(st[i].last_error, "scrape_timeout of 1s exceeded while inflating");
 			if (!strstr(st[i].last_error, want) && !bomb_timeout)
 				fail_msg("%s: \"%s\" lacks \"%s\"", st[i].profile_type, st[i].last_error, want);
+			bomb_timed_out |= bomb_timeout;
 			down++;
 		} else {
 			assert_int_equal(st[i].health, PD_SCRAPE_UP);
@@ -218,6 +222,10 @@ static void test_targets_and_storage(void **state)
 	pd_scrape_manager_stats(m, &ss);
 	assert_true(ss.scrapes_ok >= 5);
 	assert_true(ss.scrapes_failed >= 1);
+	/* the bomb's refusals are counted by their limit */
+	if (!bomb_timed_out)
+		assert_true(ss.refused[PD_PPROF_LIMIT_RATIO] >= 1);
+	assert_int_equal(ss.refused[PD_PPROF_LIMIT_MEMORY], 0);
 	pd_scrape_manager_destroy(m);
 	pd_relabel_rules_destroy(rules);
 	pd_labels_destroy(t1);
