@@ -642,6 +642,16 @@ int pd_cmd_run(int argc, char **argv)
 			goto out;
 		}
 		o.clickhouse = d.ch;
+		if (pd_url_has_password(f.ch_url) || pd_url_has_password(f.ch_cluster_nodes))
+			pd_log_warn("clickhouse",
+			            "a password in a ClickHouse URL can be read from the process list "
+			            "by every user of the machine; give it in "
+			            "--storage.clickhouse.credentials-file instead",
+			            "url=%s", f.ch_url);
+		/* the client has its copy: ps and /proc/PID/cmdline show x for each of
+		 * the password's bytes from now on */
+		for (int i = 1; i < argc; i++)
+			pd_url_passwords_blank(argv[i]);
 		pd_log_info("clickhouse", "profiles are kept in ClickHouse",
 		            "url=%s database=%s cluster=%s", f.ch_url,
 		            pd_clickhouse_database(d.ch), f.ch_cluster);

@@ -190,6 +190,21 @@ void pd_log_write(int level, const char *component, const char *msg, const char 
 #define pd_log_info(comp, msg, ...) pd_log_at(PD_LOG_INFO, comp, msg, __VA_ARGS__)
 #define pd_log_debug(comp, msg, ...) pd_log_at(PD_LOG_DEBUG, comp, msg, __VA_ARGS__)
 
+/* ---- secrets in URLs (redact.c) -------------------------------------------- */
+
+/* 1 when s holds a URL with a password (scheme://user:password@host). */
+int pd_url_has_password(const char *s);
+/* Copies s into out (cap bytes, always NUL-terminated, cut short when it does
+ * not fit) with the password of every URL in it replaced by xxxxx, as Go's
+ * URL.Redacted shows it ("http://u:xxxxx@host/"); returns the length written. A
+ * URL's authority ends at '/', '?', '#', a quote, '\\' or white space. */
+size_t pd_redact_urls(char *out, size_t cap, const char *s);
+/* The same, malloc'd (the caller frees); NULL when out of memory. */
+char *pd_redact_urls_dup(const char *s);
+/* Overwrites in place each byte of every URL password in s with 'x' (the
+ * length stays: for the process's own arguments, which cannot grow). */
+void pd_url_passwords_blank(char *s);
+
 /* ---- time ----------------------------------------------------------------- */
 
 /* Parses a time as Prometheus's API does: Unix seconds ("1700000000.5") or RFC 3339
