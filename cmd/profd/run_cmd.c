@@ -52,6 +52,7 @@ struct run_flags {
 	const char *ch_cluster; /* "": one server (or tables made by hand) */
 	const char *ch_spool_max; /* size of the spool of profiles ClickHouse has not taken */
 	const char *ch_cluster_nodes; /* the cluster's other nodes' URLs, comma-separated */
+	const char *max_response_memory; /* responses held for clients, all connections */
 };
 
 static void usage(FILE *f)
@@ -76,6 +77,10 @@ static void usage(FILE *f)
 		"  --web.max-connections-per-client=N  of those, from one IP address (default 64);\n"
 		"                                      more get a small reserve that serves only\n"
 		"                                      /-/healthy, /-/ready and /metrics\n"
+		"  --web.max-response-memory=SIZE      bytes of responses held at once, being\n"
+		"                                      built or not yet read by their clients;\n"
+		"                                      past it a response is refused with 503\n"
+		"                                      (default 1GB)\n"
 		"  --web.read-header-timeout=DUR       time a connection has to send a request's\n"
 		"                                      headers (default 10s)\n"
 		"  --web.read-timeout=DUR              time it has to send headers and body\n"
@@ -178,7 +183,7 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
 	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
 				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m", "",
-				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", ""};
+				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", "", "1GB"};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -242,6 +247,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->value_encoding = v;
 		else if (IS("--web.max-connections"))
 			f->max_connections = v;
+		else if (IS("--web.max-response-memory"))
+			f->max_response_memory = v;
 		else if (IS("--web.max-connections-per-client"))
 			f->max_connections_per_client = v;
 		else if (IS("--web.read-header-timeout"))
@@ -545,6 +552,12 @@ int pd_cmd_run(int argc, char **argv)
 		return 2;
 	}
 	o.clickhouse_spool_max = (uint64_t)size;
+	if (pd_config_parse_size(f.max_response_memory, &size, &err) || size <= 0) {
+		fprintf(stderr, "profd run: --web.max-response-memory: %s\n",
+			size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
+		return 2;
+	}
+	size_t max_response_memory = (size_t)size;
 	if (strcmp(f.value_encoding, "1") != 0 && strcmp(f.value_encoding, "2") != 0) {
 		fprintf(stderr, "profd run: --storage.tsdb.value-encoding: %s is not 1 or 2\n",
 			f.value_encoding);
@@ -693,7 +706,8 @@ int pd_cmd_run(int argc, char **argv)
 			    "query.max-samples", "query.lookback-delta", "discovery.dns.server",
 			    "storage.clickhouse.url", "storage.clickhouse.database",
 			    "storage.clickhouse.credentials-file", "storage.clickhouse.cluster",
-			    "storage.clickhouse.spool.max-size", "storage.clickhouse.cluster-nodes"};
+			    "storage.clickhouse.spool.max-size", "storage.clickhouse.cluster-nodes",
+			    "web.max-response-memory"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -702,12 +716,13 @@ int pd_cmd_run(int argc, char **argv)
 			    external_url, route_prefix, f.enable_admin_api ? "true" : "false",
 			    f.query_timeout, f.query_max_samples, f.query_lookback_delta,
 			    f.dns_server, f.ch_url, f.ch_database, f.ch_credentials_file,
-			    f.ch_cluster, f.ch_spool_max, f.ch_cluster_nodes};
+			    f.ch_cluster, f.ch_spool_max, f.ch_cluster_nodes, f.max_response_memory};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
 	ao.max_connections = max_conns;
 	ao.max_connections_per_client = max_conns_client;
+	ao.max_response_memory = max_response_memory;
 	ao.read_header_timeout_ms = header_timeout_ms;
 	ao.read_timeout_ms = read_timeout_ms;
 	ao.web_config_file = f.web_config_file;

@@ -69,12 +69,32 @@ int pd_arena_exhausted(const struct pd_arena *a);
 
 /* A byte buffer that grows up to max bytes (0: SIZE_MAX). Embedded: pd_buf_init /
  * pd_buf_fini. data is owned by the buffer until pd_buf_steal. */
+struct pd_buf_budget;
+
 struct pd_buf {
 	uint8_t *data;
 	size_t len;
 	size_t cap;
 	size_t max;
+	struct pd_buf_budget *budget; /* NULL: none (pd_buf_init); see below */
 };
+
+/* A limit shared by many buffers on the bytes they hold together (the API's
+ * responses held for clients). A buffer with b->budget set charges the growth
+ * of its capacity above `free_each` bytes to it, and an append that would take
+ * `used` past `max` fails with PD_EFULL; pd_buf_fini gives the charge back;
+ * pd_buf_steal leaves it with the caller (pd_buf_charge says how much, before
+ * the steal), who gives it back with pd_buf_budget_release. Thread-safe. */
+struct pd_buf_budget {
+	size_t max;       /* 0: no limit */
+	size_t free_each; /* bytes of each buffer not charged */
+	size_t used;      /* charged now (atomic) */
+};
+/* Charges n bytes; PD_EFULL (nothing charged) when used + n would pass max. */
+int pd_buf_budget_take(struct pd_buf_budget *bb, size_t n);
+void pd_buf_budget_release(struct pd_buf_budget *bb, size_t n);
+/* The bytes b's capacity has charged to its budget (0 without one). */
+size_t pd_buf_charge(const struct pd_buf *b);
 
 void pd_buf_init(struct pd_buf *b, size_t max);
 void pd_buf_fini(struct pd_buf *b);
