@@ -63,6 +63,7 @@ struct run_flags {
 	const char *max_profile_decoded_size;
 	const char *max_profile_samples;
 	const char *max_profile_sample_labels;
+	const char *max_response_memory; /* responses held for clients, all connections */
 };
 
 static void usage(FILE *f)
@@ -89,6 +90,10 @@ static void usage(FILE *f)
 		"  --web.max-connections-per-client=N  of those, from one IP address (default 64);\n"
 		"                                      more get a small reserve that serves only\n"
 		"                                      /-/healthy, /-/ready and /metrics\n"
+		"  --web.max-response-memory=SIZE      bytes of responses held at once, being\n"
+		"                                      built or not yet read by their clients;\n"
+		"                                      past it a response is refused with 503\n"
+		"                                      (default 1GB)\n"
 		"  --web.read-header-timeout=DUR       time a connection has to send a request's\n"
 		"                                      headers (default 10s)\n"
 		"  --web.read-timeout=DUR              time it has to send headers and body\n"
@@ -217,7 +222,7 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m", "",
 				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", "", "10s", "1GB", "2",
 				"1000000" /* PD_TSDB_DEFAULT_MAX_SERIES */,
-				"8", "20", "100", "64MB", "1000000", "1024"};
+				"8", "20", "100", "64MB", "1000000", "1024", "1GB"};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -283,6 +288,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->value_encoding = v;
 		else if (IS("--web.max-connections"))
 			f->max_connections = v;
+		else if (IS("--web.max-response-memory"))
+			f->max_response_memory = v;
 		else if (IS("--web.max-connections-per-client"))
 			f->max_connections_per_client = v;
 		else if (IS("--web.read-header-timeout"))
@@ -605,6 +612,12 @@ int pd_cmd_run(int argc, char **argv)
 		return 2;
 	}
 	o.clickhouse_spool_max = (uint64_t)size;
+	if (pd_config_parse_size(f.max_response_memory, &size, &err) || size <= 0) {
+		fprintf(stderr, "profd run: --web.max-response-memory: %s\n",
+			size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
+		return 2;
+	}
+	size_t max_response_memory = (size_t)size;
 	if (strcmp(f.value_encoding, "1") != 0 && strcmp(f.value_encoding, "2") != 0) {
 		fprintf(stderr, "profd run: --storage.tsdb.value-encoding: %s is not 1 or 2\n",
 			f.value_encoding);
@@ -743,6 +756,16 @@ int pd_cmd_run(int argc, char **argv)
 			goto out;
 		}
 		o.clickhouse = d.ch;
+		if (pd_url_has_password(f.ch_url) || pd_url_has_password(f.ch_cluster_nodes))
+			pd_log_warn("clickhouse",
+			            "a password in a ClickHouse URL can be read from the process list "
+			            "by every user of the machine; give it in "
+			            "--storage.clickhouse.credentials-file instead",
+			            "url=%s", f.ch_url);
+		/* the client has its copy: ps and /proc/PID/cmdline show x for each of
+		 * the password's bytes from now on */
+		for (int i = 1; i < argc; i++)
+			pd_url_passwords_blank(argv[i]);
 		pd_log_info("clickhouse", "profiles are kept in ClickHouse",
 		            "url=%s database=%s cluster=%s", f.ch_url,
 		            pd_clickhouse_database(d.ch), f.ch_cluster);
@@ -793,7 +816,8 @@ int pd_cmd_run(int argc, char **argv)
 			    "storage.tsdb.max-series",
 			    "web.max-concurrent-pushes", "query.max-concurrency",
 			    "storage.tsdb.max-profile-gzip-ratio", "storage.tsdb.max-profile-decoded-size",
-			    "storage.tsdb.max-profile-samples", "storage.tsdb.max-profile-sample-labels"};
+			    "storage.tsdb.max-profile-samples", "storage.tsdb.max-profile-sample-labels",
+			    "web.max-response-memory"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -806,12 +830,14 @@ int pd_cmd_run(int argc, char **argv)
 			    f.cg_max_memory, f.cg_max_concurrency, f.max_series,
 			    f.max_concurrent_pushes, f.query_max_concurrency, f.max_profile_gzip_ratio,
 			    f.max_profile_decoded_size, f.max_profile_samples,
-			    f.max_profile_sample_labels};
+			    f.max_profile_sample_labels,
+			    f.max_response_memory};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
 	ao.max_connections = max_conns;
 	ao.max_connections_per_client = max_conns_client;
+	ao.max_response_memory = max_response_memory;
 	ao.read_header_timeout_ms = header_timeout_ms;
 	ao.read_timeout_ms = read_timeout_ms;
 	ao.web_config_file = f.web_config_file;

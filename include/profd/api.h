@@ -36,6 +36,12 @@ struct pd_discovery_manager;
 #define PD_API_DEFAULT_MAX_PUSH_BODY ((size_t)64 << 20)
 #define PD_API_DEFAULT_MAX_FORM_BODY ((size_t)8 << 20) /* POSTed query parameters */
 #define PD_API_DEFAULT_MAX_RESPONSE ((size_t)512 << 20)
+/* --web.max-response-memory: the bytes of responses the server holds at once,
+ * all connections together, while it builds them and until their clients have
+ * read them. The first PD_API_RESPONSE_FREE_EACH bytes of each are not counted,
+ * so small answers (/-/healthy, errors, short lists) never wait on big ones. */
+#define PD_API_DEFAULT_MAX_RESPONSE_MEMORY ((size_t)1 << 30)
+#define PD_API_RESPONSE_FREE_EACH ((size_t)64 << 10)
 #define PD_API_DEFAULT_MAX_CONNECTIONS 256
 #define PD_API_DEFAULT_MAX_CONNECTIONS_PER_CLIENT 64 /* from one IP address */
 #define PD_API_DEFAULT_READ_HEADER_TIMEOUT_MS (10LL * 1000) /* all of a request's headers */
@@ -139,6 +145,10 @@ struct pd_api_opts {
 				    * profile, PD_TSDB_DEFAULT_MAX_PROFILE (64 MiB) */
 	size_t max_form_body;      /* bytes of a POSTed form of query parameters */
 	size_t max_response;       /* bytes of one response before compression */
+	/* bytes of responses held at once (built, or sent but not yet read by slow
+	 * clients), all connections: past it a response is refused with 503 and
+	 * Retry-After; given back as each is read, or its connection closes or times out */
+	size_t max_response_memory;
 	unsigned max_connections;            /* open at once, all clients */
 	unsigned max_connections_per_client; /* open at once from one IP address */
 	int64_t read_header_timeout_ms; /* accept (or the previous response) to end of headers */

@@ -30,14 +30,17 @@
 #define PD_CLICKHOUSE_MAX_NODES 256
 
 struct pd_clickhouse_opts {
-	/* http://HOST:PORT/ of ClickHouse's HTTP interface (https works too). Required. */
+	/* http://HOST:PORT/ of ClickHouse's HTTP interface (https works too). Required.
+	 * A user and password in it (http://USER:PASSWORD@HOST:PORT/) are sent as
+	 * Basic credentials; every message shows the password as xxxxx. */
 	const char *url;
 	/* Database of profd's tables; NULL means PD_CLICKHOUSE_DEFAULT_DATABASE. Must
 	 * match [A-Za-z_][A-Za-z0-9_]*. */
 	const char *database;
 	/* File whose first line is the user and second line the password (trailing
 	 * CR/LF dropped), read when the client is created; NULL: ClickHouse's default
-	 * user without password. Credentials never come from a command line. */
+	 * user without password. The way to give a password (one in url shows in the
+	 * process list). */
 	const char *credentials_file;
 	long timeout_ms;     /* 0: PD_CLICKHOUSE_DEFAULT_TIMEOUT_MS */
 	size_t max_response; /* 0: PD_CLICKHOUSE_DEFAULT_MAX_RESPONSE */
@@ -91,7 +94,8 @@ int pd_clickhouse_schema_create(struct pd_clickhouse *c, struct pd_err *err);
 /* Number of nodes profd talks to: 1 without a cluster, 1 + the nodes option's
  * URLs with one. */
 size_t pd_clickhouse_nnodes(const struct pd_clickhouse *c);
-/* The HTTP URL of node i (0: url), borrowed from c, without a trailing '/'. */
+/* The HTTP URL of node i (0: url), borrowed from c, without a trailing '/', as
+ * messages show it: a password in it as xxxxx (http://user:xxxxx@host:8123). */
 const char *pd_clickhouse_node_url(const struct pd_clickhouse *c, size_t i);
 /* pd_clickhouse_exec on node i instead of url. */
 int pd_clickhouse_exec_at(struct pd_clickhouse *c, size_t i, const char *sql, const void *data,

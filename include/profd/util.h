@@ -74,12 +74,32 @@ int pd_arena_fits(struct pd_arena *a, size_t size);
 
 /* A byte buffer that grows up to max bytes (0: SIZE_MAX). Embedded: pd_buf_init /
  * pd_buf_fini. data is owned by the buffer until pd_buf_steal. */
+struct pd_buf_budget;
+
 struct pd_buf {
 	uint8_t *data;
 	size_t len;
 	size_t cap;
 	size_t max;
+	struct pd_buf_budget *budget; /* NULL: none (pd_buf_init); see below */
 };
+
+/* A limit shared by many buffers on the bytes they hold together (the API's
+ * responses held for clients). A buffer with b->budget set charges the growth
+ * of its capacity above `free_each` bytes to it, and an append that would take
+ * `used` past `max` fails with PD_EFULL; pd_buf_fini gives the charge back;
+ * pd_buf_steal leaves it with the caller (pd_buf_charge says how much, before
+ * the steal), who gives it back with pd_buf_budget_release. Thread-safe. */
+struct pd_buf_budget {
+	size_t max;       /* 0: no limit */
+	size_t free_each; /* bytes of each buffer not charged */
+	size_t used;      /* charged now (atomic) */
+};
+/* Charges n bytes; PD_EFULL (nothing charged) when used + n would pass max. */
+int pd_buf_budget_take(struct pd_buf_budget *bb, size_t n);
+void pd_buf_budget_release(struct pd_buf_budget *bb, size_t n);
+/* The bytes b's capacity has charged to its budget (0 without one). */
+size_t pd_buf_charge(const struct pd_buf *b);
 
 void pd_buf_init(struct pd_buf *b, size_t max);
 void pd_buf_fini(struct pd_buf *b);
@@ -197,6 +217,21 @@ void pd_log_write(int level, const char *component, const char *msg, const char 
 #define pd_log_warn(comp, msg, ...) pd_log_at(PD_LOG_WARN, comp, msg, __VA_ARGS__)
 #define pd_log_info(comp, msg, ...) pd_log_at(PD_LOG_INFO, comp, msg, __VA_ARGS__)
 #define pd_log_debug(comp, msg, ...) pd_log_at(PD_LOG_DEBUG, comp, msg, __VA_ARGS__)
+
+/* ---- secrets in URLs (redact.c) -------------------------------------------- */
+
+/* 1 when s holds a URL with a password (scheme://user:password@host). */
+int pd_url_has_password(const char *s);
+/* Copies s into out (cap bytes, always NUL-terminated, cut short when it does
+ * not fit) with the password of every URL in it replaced by xxxxx, as Go's
+ * URL.Redacted shows it ("http://u:xxxxx@host/"); returns the length written. A
+ * URL's authority ends at '/', '?', '#', a quote, '\\' or white space. */
+size_t pd_redact_urls(char *out, size_t cap, const char *s);
+/* The same, malloc'd (the caller frees); NULL when out of memory. */
+char *pd_redact_urls_dup(const char *s);
+/* Overwrites in place each byte of every URL password in s with 'x' (the
+ * length stays: for the process's own arguments, which cannot grow). */
+void pd_url_passwords_blank(char *s);
 
 /* ---- time ----------------------------------------------------------------- */
 

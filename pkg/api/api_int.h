@@ -218,6 +218,11 @@ struct pd_api_server {
 
 	struct api_metrics m;
 
+	/* responses' bytes held for clients (max_response_memory), and how many
+	 * were refused for it (atomic) */
+	struct pd_buf_budget resp_budget;
+	uint64_t resp_refused;
+
 	struct api_web *web; /* --web.config.file; NULL: none */
 	struct api_tls_pool tls;
 };
@@ -285,6 +290,7 @@ struct api_resp {
 	const char *retry_after; /* Retry-After, in seconds (429 and 503) */
 	int no_gzip;    /* the body is already compressed */
 	int close_conn; /* Connection: close (reserve connections, early rejects) */
+	int retry_after; /* seconds for a Retry-After header; 0: none */
 	/* a borrowed body instead of body (UI assets) */
 	const uint8_t *raw;
 	size_t raw_len;

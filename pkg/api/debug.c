@@ -127,17 +127,39 @@ static void cmdline(struct api_req *r, struct api_resp *w)
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	char buf[4096];
+	/* the arguments, NUL-separated, up to 1 MiB */
+	char *args = malloc(((size_t)1 << 20) + 1);
+	if (!args) {
+		close(fd);
+		plain(w, 500, "out of memory");
+		return;
+	}
 	ssize_t n;
 	size_t total = 0;
-	while ((n = read(fd, buf, sizeof(buf))) > 0 && total < ((size_t)1 << 20)) {
-		jputn(w, buf, (size_t)n);
+	while (total < ((size_t)1 << 20) &&
+	       (n = read(fd, args + total, ((size_t)1 << 20) - total)) > 0)
 		total += (size_t)n;
-	}
 	close(fd);
-	/* /proc ends every argument with a NUL; Go only separates them */
-	if (!w->berr && w->body.len && w->body.data[w->body.len - 1] == '\0')
-		w->body.len--;
+	args[total] = '\0';
+	/* each argument with a URL's password shown as xxxxx (--storage.clickhouse.url) */
+	for (size_t i = 0; i < total;) {
+		size_t al = strlen(args + i);
+		char *red = pd_redact_urls_dup(args + i);
+		if (!red) {
+			free(args);
+			pd_buf_fini(&w->body);
+			pd_buf_init(&w->body, 0);
+			plain(w, 500, "out of memory");
+			return;
+		}
+		jput(w, red);
+		free(red);
+		/* /proc ends every argument with a NUL; Go only separates them */
+		if (i + al + 1 < total)
+			jputn(w, "", 1);
+		i += al + 1;
+	}
+	free(args);
 }
 
 /* At most this many addresses are named per request; the rest are ignored (the

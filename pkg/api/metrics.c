@@ -520,6 +520,19 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	       "Connections over --web.max-connections or --web.max-connections-per-client, "
 	       "given to the reserve that serves only /-/healthy, /-/ready and /metrics.");
 	sample_u(w, "profd_http_connections_reserve_total", m.conn_reserve);
+	family(w, "profd_http_response_memory_bytes", "gauge",
+	       "Bytes of responses held for clients, being built or not yet read, as counted "
+	       "against --web.max-response-memory.");
+	sample_u(w, "profd_http_response_memory_bytes",
+	         __atomic_load_n(&s->resp_budget.used, __ATOMIC_RELAXED));
+	family(w, "profd_http_response_memory_limit_bytes", "gauge",
+	       "--web.max-response-memory.");
+	sample_u(w, "profd_http_response_memory_limit_bytes", s->resp_budget.max);
+	family(w, "profd_http_responses_refused_total", "counter",
+	       "Responses refused with 503 because those held for clients filled "
+	       "--web.max-response-memory.");
+	sample_u(w, "profd_http_responses_refused_total",
+	         __atomic_load_n(&s->resp_refused, __ATOMIC_RELAXED));
 	family(w, "profd_http_connections_closed_total", "counter",
 	       "Connections the server closed itself, by reason.");
 	static const char *const reasons[] = {"header_timeout", "read_timeout", "evicted",

@@ -16,6 +16,8 @@ static struct {
 					   MHD_AccessHandlerCallback, void *, ...);
 	void (*stop_daemon)(struct MHD_Daemon *);
 	struct MHD_Response *(*create_response_from_buffer)(size_t, void *, enum MHD_ResponseMemoryMode);
+	struct MHD_Response *(*create_response_from_buffer_with_free_callback_cls)(
+	    size_t, void *, MHD_ContentReaderFreeCallback, void *);
 	enum MHD_Result (*add_response_header)(struct MHD_Response *, const char *, const char *);
 	enum MHD_Result (*queue_response)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
 	void (*destroy_response)(struct MHD_Response *);
@@ -39,6 +41,8 @@ static void load(void)
 	SYM(start_daemon, "MHD_start_daemon");
 	SYM(stop_daemon, "MHD_stop_daemon");
 	SYM(create_response_from_buffer, "MHD_create_response_from_buffer");
+	SYM(create_response_from_buffer_with_free_callback_cls,
+	    "MHD_create_response_from_buffer_with_free_callback_cls");
 	SYM(add_response_header, "MHD_add_response_header");
 	SYM(queue_response, "MHD_queue_response");
 	SYM(destroy_response, "MHD_destroy_response");
@@ -85,6 +89,15 @@ struct MHD_Response *MHD_create_response_from_buffer(size_t size, void *buffer,
 {
 	return LOADED(create_response_from_buffer) ? fn.create_response_from_buffer(size, buffer, mode)
 						   : NULL;
+}
+
+struct MHD_Response *MHD_create_response_from_buffer_with_free_callback_cls(
+    size_t size, void *buffer, MHD_ContentReaderFreeCallback crfc, void *crfc_cls)
+{
+	return LOADED(create_response_from_buffer_with_free_callback_cls)
+	           ? fn.create_response_from_buffer_with_free_callback_cls(size, buffer, crfc,
+	                                                                   crfc_cls)
+	           : NULL;
 }
 
 enum MHD_Result MHD_add_response_header(struct MHD_Response *r, const char *h, const char *v)

@@ -375,6 +375,13 @@ static void serve_other(struct api_req *r, struct api_resp *w)
 
 static const char success_prefix[] = "{\"status\":\"success\",\"data\":";
 
+/* A response refused because the responses held for clients have filled
+ * --web.max-response-memory: 503 with Retry-After, as for any overload. */
+#define PD_API_RETRY_AFTER_S 5
+#define BUDGET_FULL                                                                                \
+	"the server holds as many bytes of responses for clients as "                              \
+	"--web.max-response-memory allows; try again later"
+
 static void resp_init(struct api_resp *w, size_t max)
 {
 	memset(w, 0, sizeof(*w));
@@ -397,7 +404,11 @@ static void resp_fini(struct api_resp *w)
 /* Turns a JSON handler's output into the final envelope in w->body. */
 static void finish_json(struct pd_api_server *s, struct api_resp *w)
 {
-	if (!w->error_set && w->berr) {
+	if (!w->error_set && w->berr == PD_EFULL) {
+		w->retry_after = PD_API_RETRY_AFTER_S;
+		api_error(w, 503, "unavailable", "%s", BUDGET_FULL);
+		__atomic_fetch_add(&s->resp_refused, 1, __ATOMIC_RELAXED);
+	} else if (!w->error_set && w->berr) {
 		if (w->berr == PD_ETOOBIG)
 			api_error(
 			    w, 422, "execution",
@@ -428,6 +439,11 @@ static void finish_json(struct pd_api_server *s, struct api_resp *w)
 			jput(w, "]");
 		}
 		jput(w, "}");
+		if (w->berr == PD_EFULL) {
+			/* no room for the closing in the response budget */
+			finish_json(s, w);
+			return;
+		}
 		if (w->berr) {
 			/* no room for the closing: fall back to the error envelope */
 			api_error(w, 422, "execution",
@@ -483,18 +499,60 @@ static int compressible(const char *ct)
 	              strncmp(ct, "image/svg+xml", 13) == 0);
 }
 
+/* A body handed to libmicrohttpd, with what it charges to the response budget:
+ * both are given back when libmicrohttpd lets go of the response (read to its
+ * end, or the connection closed or timed out). */
+struct held_body {
+	struct pd_buf_budget *budget;
+	size_t charge;
+	void *data;
+};
+
+static void held_body_free(void *cls)
+{
+	struct held_body *h = cls;
+	pd_buf_budget_release(h->budget, h->charge);
+	free(h->data);
+	free(h);
+}
+
+/* Turns w into the answer that the budget has no room for its body. */
+static void budget_refusal(struct api_req *r, struct api_resp *w)
+{
+	struct pd_api_server *s = r->srv;
+	pd_buf_fini(&w->body);
+	pd_buf_init(&w->body, 0);
+	free(w->disposition);
+	w->disposition = NULL;
+	w->berr = 0;
+	w->no_gzip = 0;
+	w->cache_control = NULL;
+	w->retry_after = PD_API_RETRY_AFTER_S;
+	__atomic_fetch_add(&s->resp_refused, 1, __ATOMIC_RELAXED);
+	if (w->json) {
+		w->error_set = 0;
+		api_error(w, 503, "unavailable", "%s", BUDGET_FULL);
+		finish_json(s, w);
+	} else {
+		text(w, 503, BUDGET_FULL "\n");
+	}
+}
+
 static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
 {
+	struct pd_api_server *s = r->srv;
 	const uint8_t *data;
 	size_t len;
 	enum MHD_ResponseMemoryMode mode;
 	uint8_t *owned = NULL;
+	size_t charged = 0; /* what the body has charged to the budget so far */
 	if (w->raw) {
 		data = w->raw;
 		len = w->raw_len;
 		mode = w->raw_free ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT;
 		w->raw = NULL; /* MHD owns or borrows it now */
 	} else {
+		charged = pd_buf_charge(&w->body);
 		owned = pd_buf_steal(&w->body, &len);
 		data = owned;
 		mode = MHD_RESPMEM_MUST_FREE;
@@ -514,14 +572,47 @@ static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
 			gz = 1;
 		}
 	}
-	struct MHD_Response *resp = MHD_create_response_from_buffer(
-	    len, (void *)(len ? data : (const uint8_t *)""), len ? mode : MHD_RESPMEM_PERSISTENT);
-	if (len == 0 && mode == MHD_RESPMEM_MUST_FREE)
+	/* what the body held for the client charges: its bytes past the first
+	 * PD_API_RESPONSE_FREE_EACH (none on the reserve, as when it was built) */
+	int counted = !(r->cn && r->cn->reserve);
+	size_t want = counted && mode == MHD_RESPMEM_MUST_FREE && len > PD_API_RESPONSE_FREE_EACH
+	                  ? len - PD_API_RESPONSE_FREE_EACH
+	                  : 0;
+	if (want > charged && pd_buf_budget_take(&s->resp_budget, want - charged)) {
+		pd_buf_budget_release(&s->resp_budget, charged);
 		free((void *)data);
-	if (!resp) {
-		if (len && mode == MHD_RESPMEM_MUST_FREE)
+		budget_refusal(r, w);
+		return send_response(r, w);
+	}
+	if (charged > want) {
+		/* the spare capacity goes back with the charge for it */
+		uint8_t *t = owned && !gz && len ? realloc((void *)data, len) : NULL;
+		if (t)
+			data = t;
+		pd_buf_budget_release(&s->resp_budget, charged - want);
+	}
+	struct MHD_Response *resp = NULL;
+	struct held_body *hb = NULL;
+	if (len && mode == MHD_RESPMEM_MUST_FREE) {
+		hb = malloc(sizeof(*hb));
+		if (hb) {
+			*hb = (struct held_body){&s->resp_budget, want, (void *)data};
+			resp = MHD_create_response_from_buffer_with_free_callback_cls(
+			    len, (void *)data, held_body_free, hb);
+		}
+		if (!resp) {
+			free(hb);
+			pd_buf_budget_release(&s->resp_budget, want);
 			free((void *)data);
-		return MHD_NO;
+			return MHD_NO;
+		}
+	} else {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free((void *)data);
+		resp = MHD_create_response_from_buffer(len, (void *)(len ? data : (const uint8_t *)""),
+		                                       MHD_RESPMEM_PERSISTENT);
+		if (!resp)
+			return MHD_NO;
 	}
 	if (w->content_type)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, w->content_type);
@@ -537,7 +628,6 @@ static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, w->location_abs);
 	} else if (w->location) {
 		/* a path inside the server: under the route prefix */
-		struct pd_api_server *s = r->srv;
 		size_t ll = strlen(w->location);
 		char *loc =
 		    s->prefix_len && w->location[0] == '/' ? malloc(s->prefix_len + ll + 1) : NULL;
@@ -560,6 +650,11 @@ static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (w->status == 401)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic");
+	if (w->retry_after) {
+		char ra[24];
+		snprintf(ra, sizeof(ra), "%d", w->retry_after);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+	}
 	if (r->web) {
 		/* http_server_config.headers, on every response */
 		const struct pd_web_config *wc = api_web_snap_config(r->web);
@@ -614,6 +709,11 @@ static enum MHD_Result process(struct api_req *r)
 	struct pd_api_server *s = r->srv;
 	struct api_resp w;
 	resp_init(&w, s->o.max_response);
+	/* what the response holds counts against --web.max-response-memory as it is
+	 * built, and until the client has read it; not on the reserve, whose answers
+	 * (/-/healthy, /-/ready, /metrics) must get through */
+	if (!(r->cn && r->cn->reserve))
+		w.body.budget = &s->resp_budget;
 	const struct route *rt = r->route >= 0 ? &routes[r->route] : NULL;
 	if (rt && rt->json) {
 		w.json = 1;
@@ -673,6 +773,13 @@ static enum MHD_Result process(struct api_req *r)
 		w.status = w.status ? w.status : 500;
 		w.content_type = "text/plain; charset=utf-8";
 		jprintf(&w, "%s\n", w.error);
+	} else if (w.berr == PD_EFULL) {
+		pd_buf_fini(&w.body);
+		pd_buf_init(&w.body, 0);
+		w.berr = 0;
+		w.retry_after = PD_API_RETRY_AFTER_S;
+		__atomic_fetch_add(&s->resp_refused, 1, __ATOMIC_RELAXED);
+		text(&w, 503, BUDGET_FULL "\n");
 	} else if (w.berr) {
 		pd_buf_fini(&w.body);
 		pd_buf_init(&w.body, 0);
@@ -1356,6 +1463,7 @@ void pd_api_opts_init(struct pd_api_opts *o)
 	o->max_push_body = PD_API_DEFAULT_MAX_PUSH_BODY;
 	o->max_form_body = PD_API_DEFAULT_MAX_FORM_BODY;
 	o->max_response = PD_API_DEFAULT_MAX_RESPONSE;
+	o->max_response_memory = PD_API_DEFAULT_MAX_RESPONSE_MEMORY;
 	o->max_connections = PD_API_DEFAULT_MAX_CONNECTIONS;
 	o->max_connections_per_client = PD_API_DEFAULT_MAX_CONNECTIONS_PER_CLIENT;
 	o->read_header_timeout_ms = PD_API_DEFAULT_READ_HEADER_TIMEOUT_MS;
@@ -1422,6 +1530,9 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	DEF(max_push_body);
 	DEF(max_form_body);
 	DEF(max_response);
+	DEF(max_response_memory);
+	s->resp_budget.max = s->o.max_response_memory;
+	s->resp_budget.free_each = PD_API_RESPONSE_FREE_EACH;
 	DEF(max_connections);
 	DEF(max_connections_per_client);
 	DEF(read_header_timeout_ms);

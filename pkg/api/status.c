@@ -202,7 +202,14 @@ void api_status_flags(struct api_req *r, struct api_resp *w)
 			jput(w, ",");
 		jstr(w, s->flag_names[i]);
 		jput(w, ":");
-		jstr(w, s->flag_values[i]);
+		/* a URL's password (--storage.clickhouse.url=http://u:p@h/) shows as xxxxx */
+		char *v = pd_redact_urls_dup(s->flag_values[i]);
+		if (!v) {
+			api_error(w, 500, "internal", "building the response failed: out of memory");
+			return;
+		}
+		jstr(w, v);
+		free(v);
 	}
 	jput(w, "}");
 }

@@ -10,6 +10,8 @@ struct pd_clickhouse {
 	char *cluster;  /* NULL: one server */
 	char **nodes;  /* with a cluster: the other nodes' URLs, without a trailing '/' */
 	size_t nnodes;
+	/* url (0) and nodes (1..nnodes) as messages show them: a password as xxxxx */
+	char **shown;
 	char *user;     /* NULL: no credentials */
 	char *password;
 	long timeout_ms;

@@ -78,10 +78,13 @@ static int parse_nodes(struct pd_clickhouse *c, const char *list, struct pd_err 
 		c->nnodes++;
 		const char *u = c->nodes[c->nnodes - 1];
 		size_t scheme = strncmp(u, "https://", 8) ? 7 : 8;
-		if ((strncmp(u, "http://", 7) && strncmp(u, "https://", 8)) || strlen(u) <= scheme)
+		if ((strncmp(u, "http://", 7) && strncmp(u, "https://", 8)) || strlen(u) <= scheme) {
+			char shown[256];
+			pd_redact_urls(shown, sizeof(shown), u);
 			return pd_err_set(
 			    err, PD_EINVAL,
-			    "clickhouse nodes: URL %zu \"%s\": want http://HOST:PORT/", i + 1, u);
+			    "clickhouse nodes: URL %zu \"%s\": want http://HOST:PORT/", i + 1, shown);
+		}
 		p = e ? e + 1 : p + len;
 	}
 	return 0;
@@ -91,10 +94,13 @@ int pd_clickhouse_create(struct pd_clickhouse **out, const struct pd_clickhouse_
 			 struct pd_err *err)
 {
 	*out = NULL;
-	if (!o || !o->url || (strncmp(o->url, "http://", 7) && strncmp(o->url, "https://", 8)))
+	if (!o || !o->url || (strncmp(o->url, "http://", 7) && strncmp(o->url, "https://", 8))) {
+		char shown[256];
+		pd_redact_urls(shown, sizeof(shown), o && o->url ? o->url : "");
 		return pd_err_set(err, PD_EINVAL, "clickhouse url %s%s%s: want http://HOST:PORT/",
-				  o && o->url ? "\"" : "", o && o->url ? o->url : "(none)",
+				  o && o->url ? "\"" : "", o && o->url ? shown : "(none)",
 				  o && o->url ? "\"" : "");
+	}
 	const char *db = o->database ? o->database : PD_CLICKHOUSE_DEFAULT_DATABASE;
 	if (!valid_ident(db))
 		return pd_err_set(err, PD_EINVAL,
@@ -120,15 +126,26 @@ int pd_clickhouse_create(struct pd_clickhouse **out, const struct pd_clickhouse_
 	while (ul && c->url[ul - 1] == '/')
 		c->url[--ul] = '\0';
 	if (o->nodes && *o->nodes) {
+		char shown[256];
+		pd_redact_urls(shown, sizeof(shown), o->nodes);
 		int rc = o->cluster ? parse_nodes(c, o->nodes, err)
 		                    : pd_err_set(err, PD_EINVAL,
 		                                 "clickhouse nodes \"%s\" given without a cluster",
-		                                 o->nodes);
+		                                 shown);
 		if (rc) {
 			pd_clickhouse_destroy(c);
 			return rc;
 		}
 	}
+	if (!(c->shown = calloc(1 + c->nnodes, sizeof(char *)))) {
+		pd_clickhouse_destroy(c);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i <= c->nnodes; i++)
+		if (!(c->shown[i] = pd_redact_urls_dup(i ? c->nodes[i - 1] : c->url))) {
+			pd_clickhouse_destroy(c);
+			return pd_err_set(err, PD_ENOMEM, "out of memory");
+		}
 	c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : PD_CLICKHOUSE_DEFAULT_TIMEOUT_MS;
 	c->max_response = o->max_response ? o->max_response : PD_CLICKHOUSE_DEFAULT_MAX_RESPONSE;
 	c->no_compress = o->no_compress;
@@ -151,6 +168,9 @@ void pd_clickhouse_destroy(struct pd_clickhouse *c)
 	free(c->url);
 	free(c->database);
 	free(c->cluster);
+	for (size_t i = 0; c->shown && i <= c->nnodes; i++)
+		free(c->shown[i]);
+	free(c->shown);
 	for (size_t i = 0; i < c->nnodes; i++)
 		free(c->nodes[i]);
 	free(c->nodes);
@@ -178,7 +198,7 @@ size_t pd_clickhouse_nnodes(const struct pd_clickhouse *c)
 
 const char *pd_clickhouse_node_url(const struct pd_clickhouse *c, size_t i)
 {
-	return i == 0 ? c->url : i <= c->nnodes ? c->nodes[i - 1] : NULL;
+	return i <= c->nnodes ? c->shown[i] : NULL;
 }
 
 struct sink {
@@ -266,9 +286,12 @@ int pd_clickhouse_exec(struct pd_clickhouse *c, const char *sql, const void *dat
 int pd_clickhouse_exec_at(struct pd_clickhouse *c, size_t node, const char *sql, const void *data,
                           size_t len, struct pd_buf *resp, struct pd_err *err)
 {
-	const char *base = pd_clickhouse_node_url(c, node);
-	if (!base)
+	if (node > c->nnodes)
 		return pd_err_set(err, PD_EINVAL, "clickhouse: no node %zu", node);
+	/* the URL itself for curl (it takes the user and password from it), the
+	 * one with its password as xxxxx in messages */
+	const char *base = node ? c->nodes[node - 1] : c->url;
+	const char *shown = c->shown[node];
 	struct pd_buf url, body, scratch;
 	pd_buf_init(&url, 0);
 	pd_buf_init(&body, 0);
@@ -345,7 +368,7 @@ int pd_clickhouse_exec_at(struct pd_clickhouse *c, size_t node, const char *sql,
 	if (res != CURLE_OK) {
 		/* no answer at all: the server is down or unreachable, which callers
 		 * may wait out, unlike an answer that refuses */
-		rc = pd_err_set(err, PD_EUNAVAIL, "clickhouse %s: %s (statement \"%s\")", base,
+		rc = pd_err_set(err, PD_EUNAVAIL, "clickhouse %s: %s (statement \"%s\")", shown,
 				curl_easy_strerror(res), stmt);
 		goto out;
 	}
@@ -360,7 +383,7 @@ int pd_clickhouse_exec_at(struct pd_clickhouse *c, size_t node, const char *sql,
 		/* 502, 503, 504: a proxy without a server behind it, or a server
 		 * that is overloaded or starting; worth retrying like no answer */
 		rc = pd_err_set(err, status >= 502 && status <= 504 ? PD_EUNAVAIL : PD_EIO,
-				"clickhouse %s answered %ld: %.*s (statement \"%s\")", base, status,
+				"clickhouse %s answered %ld: %.*s (statement \"%s\")", shown, status,
 				(int)n, n ? m : "", stmt);
 		sk.b->len = resp_start;
 		goto out;

@@ -256,7 +256,7 @@ static int check_cluster(struct pd_clickhouse *c, struct pd_err *err)
 		    pd_err_set(err, PD_EINVAL,
 		               "clickhouse cluster %s: the ClickHouse at %s has no such cluster in "
 		               "system.clusters (remote_servers of its configuration)",
-		               c->cluster, c->url);
+		               c->cluster, pd_clickhouse_node_url(c, 0));
 	pd_buf_fini(&resp);
 	free(ids);
 	return rc;

@@ -326,7 +326,7 @@ static void scrape_config(struct em *m, const struct pd_scrape_config *sc)
 			if (h->client)
 				http_client(m, h->client);
 			kdur(m, "refresh_interval", h->refresh_interval_ms);
-			kv(m, "url", h->url);
+			redacted_url(m, "url", h->url);
 			map_end(m);
 		}
 		seq_end(m);

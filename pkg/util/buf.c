@@ -13,10 +13,40 @@ void pd_buf_init(struct pd_buf *b, size_t max)
 	b->len = 0;
 	b->cap = 0;
 	b->max = max ? max : SIZE_MAX;
+	b->budget = NULL;
+}
+
+int pd_buf_budget_take(struct pd_buf_budget *bb, size_t n)
+{
+	size_t used = __atomic_load_n(&bb->used, __ATOMIC_RELAXED);
+	do {
+		if (bb->max && (n > bb->max || used > bb->max - n))
+			return PD_EFULL;
+	} while (!__atomic_compare_exchange_n(&bb->used, &used, used + n, 1, __ATOMIC_ACQ_REL,
+	                                      __ATOMIC_RELAXED));
+	return 0;
+}
+
+void pd_buf_budget_release(struct pd_buf_budget *bb, size_t n)
+{
+	if (bb && n)
+		__atomic_fetch_sub(&bb->used, n, __ATOMIC_ACQ_REL);
+}
+
+/* What a capacity of cap charges to bb. */
+static size_t charge_of(const struct pd_buf_budget *bb, size_t cap)
+{
+	return cap > bb->free_each ? cap - bb->free_each : 0;
+}
+
+size_t pd_buf_charge(const struct pd_buf *b)
+{
+	return b->budget ? charge_of(b->budget, b->cap) : 0;
 }
 
 void pd_buf_fini(struct pd_buf *b)
 {
+	pd_buf_budget_release(b->budget, pd_buf_charge(b));
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
@@ -34,9 +64,14 @@ int pd_buf_reserve(struct pd_buf *b, size_t n)
 		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
 	if (cap > b->max)
 		cap = b->max;
+	size_t more = b->budget ? charge_of(b->budget, cap) - charge_of(b->budget, b->cap) : 0;
+	if (more && pd_buf_budget_take(b->budget, more))
+		return PD_EFULL;
 	uint8_t *d = realloc(b->data, cap);
-	if (!d)
+	if (!d) {
+		pd_buf_budget_release(b->budget, more);
 		return PD_ENOMEM;
+	}
 	b->data = d;
 	b->cap = cap;
 	return 0;

@@ -1,7 +1,8 @@
 /* log.c: the process's log: one line per event on stderr, in logfmt
  * (`ts=... level=warn component=scrape msg="..." key=value`) or JSON, filtered by
  * level. The message is fixed text; values go into key=value fields, each
- * formatted from its own printf conversion. Safe to call from any thread. */
+ * formatted from its own printf conversion; the password of a URL in a value
+ * is written as xxxxx. Safe to call from any thread. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -270,9 +271,15 @@ void pd_log_write(int level, const char *component, const char *msg, const char 
 		put_quoted(stderr, msg);
 	}
 	const char *q = kv;
+	/* a value with a URL's password in it shows xxxxx instead (redact.c) */
+	char red[sizeof(kv) + 256];
 	for (size_t i = 0; i < nkv; i++) {
 		const char *k = q, *v = q + strlen(q) + 1;
 		q = v + strlen(v) + 1;
+		if (strstr(v, "://")) {
+			pd_redact_urls(red, sizeof(red), v);
+			v = red;
+		}
 		if (g_json) {
 			fputc(',', stderr);
 			put_quoted(stderr, k);

@@ -3,7 +3,8 @@
  * /-/ready and /metrics answering (through the reserve), the slow connections
  * must be closed by the server after --web.read-header-timeout and
  * --web.read-timeout, and request targets with a NUL, "." or ".." segments or an
- * overlong path must be refused with a 400. Talks raw HTTP over sockets, so the
+ * overlong path must be refused with a 400, and clients that do not read their
+ * responses must hold no more than --web.max-response-memory. Talks raw HTTP over sockets, so the
  * test controls exactly what each connection sends. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <arpa/inet.h>
@@ -25,6 +26,7 @@
 #include <cmocka.h>
 
 #include "profd/api.h"
+#include "profd/pprof.h"
 #include "profd/tsdb.h"
 
 static char dir[] = "/tmp/profd-test-api-conn-XXXXXX";
@@ -303,12 +305,288 @@ static void test_bad_targets(void **state)
 	pd_api_stop(s);
 }
 
+
+/* ---- responses held for clients that do not read ------------------------ */
+
+/* A heap profile of BIG_SAMPLES samples with stacks BIG_DEPTH deep over
+ * BIG_FUNCS functions with long names, no two stacks alike from their root:
+ * its flame graph (BIG_SAMPLES * BIG_DEPTH nodes) is several MB of JSON for a
+ * profile of a few hundred KB. */
+#define BIG_FUNCS 1000
+#define BIG_SAMPLES 4000
+#define BIG_DEPTH 24
+
+static void append_big_profile(int64_t t)
+{
+	static char names[BIG_FUNCS][96];
+	const char **strs = calloc(BIG_FUNCS + 3, sizeof(char *));
+	size_t *lens = calloc(BIG_FUNCS + 3, sizeof(size_t));
+	struct pd_pprof_pfunction *fn = calloc(BIG_FUNCS, sizeof(*fn));
+	struct pd_pprof_pline *ln = calloc(BIG_FUNCS, sizeof(*ln));
+	struct pd_pprof_plocation *loc = calloc(BIG_FUNCS, sizeof(*loc));
+	struct pd_pprof_psample *smp = calloc(BIG_SAMPLES, sizeof(*smp));
+	uint64_t *stacks = calloc((size_t)BIG_SAMPLES * BIG_DEPTH, sizeof(uint64_t));
+	int64_t *vals = calloc(BIG_SAMPLES, sizeof(int64_t));
+	assert_true(strs && lens && fn && ln && loc && smp && stacks && vals);
+	strs[0] = "";
+	strs[1] = "space";
+	strs[2] = "bytes";
+	for (size_t i = 0; i < BIG_FUNCS; i++) {
+		snprintf(names[i], sizeof(names[i]),
+		         "github.com/example/service/internal/handlers.(*Server).handle%04zu", i);
+		strs[3 + i] = names[i];
+		fn[i] = (struct pd_pprof_pfunction){i + 1, (int64_t)(3 + i), (int64_t)(3 + i), 0, 0};
+		ln[i] = (struct pd_pprof_pline){i + 1, 1, 0};
+		loc[i] = (struct pd_pprof_plocation){i + 1, 0, 0x1000 + i, &ln[i], 1, 0};
+	}
+	for (size_t i = 0; i < BIG_FUNCS + 3; i++)
+		lens[i] = strlen(strs[i]);
+	for (size_t i = 0; i < BIG_SAMPLES; i++) {
+		uint64_t *st = stacks + i * BIG_DEPTH;
+		for (size_t k = 0; k < BIG_DEPTH; k++) /* leaf first: the root is st[BIG_DEPTH-1] */
+			st[k] = (i * 7 + k * 13 + k * (i / BIG_FUNCS) * 101) % BIG_FUNCS + 1;
+		vals[i] = (int64_t)(i + 1) * 1024;
+		smp[i] = (struct pd_pprof_psample){st, BIG_DEPTH, &vals[i], 1, NULL, 0};
+	}
+	struct pd_pprof_pvt st = {1, 2};
+	struct pd_pprof_parts pp = {0};
+	pp.strings = strs;
+	pp.string_len = lens;
+	pp.nstrings = BIG_FUNCS + 3;
+	pp.sample_type = &st;
+	pp.nsample_type = 1;
+	pp.sample = smp;
+	pp.nsample = BIG_SAMPLES;
+	pp.location = loc;
+	pp.nlocation = BIG_FUNCS;
+	pp.function = fn;
+	pp.nfunction = BIG_FUNCS;
+	uint8_t *raw = NULL;
+	size_t len = 0;
+	struct pd_err err = {0};
+	if (pd_pprof_parts_encode(&pp, &raw, &len, &err))
+		fail_msg("encoding: %s", err.msg);
+	struct pd_tsdb_label l[] = {{"__name__", "heap"}, {"job", "big"}};
+	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+	assert_non_null(a);
+	if (pd_tsdb_append(a, l, 2, t, raw, len, &err) || pd_tsdb_commit(a, &err))
+		fail_msg("append: %s", err.msg);
+	free(raw);
+	free(strs);
+	free(lens);
+	free(fn);
+	free(ln);
+	free(loc);
+	free(smp);
+	free(stacks);
+	free(vals);
+}
+
+static struct pd_api_server *start_budget(size_t max_response_memory, int64_t read_ms)
+{
+	struct pd_err err = {0};
+	struct pd_api_opts ao;
+	struct pd_api_server *s = NULL;
+	pd_api_opts_init(&ao);
+	ao.listen_address = "127.0.0.1:0";
+	ao.db = db;
+	ao.max_response_memory = max_response_memory;
+	ao.read_timeout_ms = read_ms;
+	if (pd_api_start(&s, &ao, &err))
+		fail_msg("start: %s", err.msg);
+	return s;
+}
+
+/* A connection that asks for target and reads nothing: its receive buffer is
+ * kept small, so what the server sends stays on the server's side. */
+static int slow_reader(unsigned port, const char *target)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	int rcv = 4096;
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)), 0);
+	struct sockaddr_in a = {0};
+	a.sin_family = AF_INET;
+	a.sin_port = htons((uint16_t)port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	char req[512];
+	int n = snprintf(req, sizeof(req),
+	                 "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", target);
+	send_all(fd, req, (size_t)n);
+	return fd;
+}
+
+/* The status of the response that has begun to arrive on fd (peeked, not
+ * read); 0 before it has. */
+static int peek_status(int fd)
+{
+	char b[16] = {0};
+	ssize_t k = recv(fd, b, sizeof(b) - 1, MSG_PEEK | MSG_DONTWAIT);
+	int status = 0;
+	if (k >= 12 && sscanf(b, "HTTP/1.%*d %d", &status) == 1)
+		return status;
+	return 0;
+}
+
+static double metric_now(unsigned port, const char *name)
+{
+	int64_t dl = now_ms() + 30000;
+	assert_int_equal(request(port, "/metrics", big, sizeof(big), dl), 200);
+	return metric(big, name);
+}
+
+/* Reads a whole response (Connection: close) into a heap buffer; returns its
+ * length and the status in *status. */
+static size_t fetch_all(unsigned port, const char *target, int *status, int64_t deadline_ms)
+{
+	size_t cap = (size_t)64 << 20;
+	char *buf = malloc(cap);
+	assert_non_null(buf);
+	int fd = dial(port);
+	char req[512];
+	int n = snprintf(req, sizeof(req),
+	                 "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", target);
+	send_all(fd, req, (size_t)n);
+	ssize_t k = read_until_close(fd, buf, cap, deadline_ms);
+	close(fd);
+	if (k < 0)
+		fail_msg("GET %s: no complete answer before the deadline", target);
+	*status = 0;
+	sscanf(buf, "HTTP/1.%*d %d", status);
+	if (*status != 200)
+		printf("GET %s: %.300s\n", target, buf);
+	free(buf);
+	return (size_t)k;
+}
+
+#define FLAME "/api/v1/query?query=heap%7Bjob%3D%22big%22%7D&time=1000&report=flamegraph"
+#define NSLOW 8
+
+/* NSLOW connections ask for a flame graph of several MB and read none of it:
+ * the server holds at most --web.max-response-memory for them, refuses the
+ * rest with 503 and Retry-After, still answers other clients, and gives the
+ * memory back when the slow connections close, or time out. */
+static void test_response_budget_slow_readers(void **state)
+{
+	(void)state;
+	append_big_profile(1000 * 1000); /* time=1000 in seconds */
+	/* the flame graph's size, read by a client that reads */
+	struct pd_api_server *s = start_budget(0, 0);
+	unsigned port = pd_api_port(s);
+	int status = 0;
+	size_t flame = fetch_all(port, FLAME, &status, now_ms() + 120000);
+	assert_int_equal(status, 200);
+	assert_true(flame > ((size_t)4 << 20));
+	assert_int_equal(metric_now(port, "profd_http_response_memory_bytes"), 0);
+	assert_int_equal(metric_now(port, "profd_http_response_memory_limit_bytes"),
+	                 (double)PD_API_DEFAULT_MAX_RESPONSE_MEMORY);
+	pd_api_stop(s);
+
+	/* room for two of them held at once (a buffer grows by doubling, and is
+	 * charged for its capacity while it is built: the second needs 3 times
+	 * the flame graph, for a moment) */
+	size_t budget = flame * 3;
+	s = start_budget(budget, 0);
+	port = pd_api_port(s);
+	int fds[NSLOW];
+	int st[NSLOW] = {0};
+	/* one after the other: two are held, the third is refused */
+	for (int i = 0; i < 3; i++) {
+		fds[i] = slow_reader(port, FLAME);
+		int64_t dl = now_ms() + 120000;
+		while (!(st[i] = peek_status(fds[i]))) {
+			if (now_ms() > dl)
+				fail_msg("slow reader %d got no answer", i);
+			struct pollfd pf = {fds[i], POLLIN, 0};
+			poll(&pf, 1, 100);
+		}
+	}
+	assert_int_equal(st[0], 200);
+	assert_int_equal(st[1], 200);
+	assert_int_equal(st[2], 503);
+	/* then the rest at once: all refused, the two still held */
+	for (int i = 3; i < NSLOW; i++)
+		fds[i] = slow_reader(port, FLAME);
+	int64_t dl = now_ms() + 120000;
+	for (int done = 0; done < NSLOW;) {
+		done = 0;
+		for (int i = 0; i < NSLOW; i++) {
+			if (!st[i])
+				st[i] = peek_status(fds[i]);
+			done += st[i] != 0;
+		}
+		if (done < NSLOW) {
+			if (now_ms() > dl)
+				fail_msg("only %d of %d slow readers got an answer", done, NSLOW);
+			struct pollfd pf[NSLOW];
+			for (int i = 0; i < NSLOW; i++)
+				pf[i] = (struct pollfd){fds[i], POLLIN, 0};
+			poll(pf, NSLOW, 100);
+		}
+	}
+	for (int i = 3; i < NSLOW; i++)
+		assert_int_equal(st[i], 503);
+	double bytes = metric_now(port, "profd_http_response_memory_bytes");
+	printf("flame graph %zu bytes, budget %zu: 2 held (%.0f bytes), %d refused\n", flame,
+	       budget, bytes, NSLOW - 2);
+	assert_true(bytes <= (double)budget);
+	/* flame counts the headers too */
+	assert_true(bytes >= 2.0 * (double)(flame - PD_API_RESPONSE_FREE_EACH - 4096));
+	assert_int_equal(metric_now(port, "profd_http_responses_refused_total"), NSLOW - 2);
+	/* others are still answered: small answers are not counted, a big one is
+	 * refused with Retry-After */
+	assert_int_equal(request(port, "/-/healthy", big, sizeof(big), now_ms() + 30000), 200);
+	assert_int_equal(request(port, "/api/v1/labels", big, sizeof(big), now_ms() + 30000), 200);
+	assert_non_null(strstr(big, "\"job\""));
+	assert_int_equal(request(port, FLAME, big, sizeof(big), now_ms() + 30000), 503);
+	assert_non_null(strstr(big, "\r\nRetry-After: 5\r\n"));
+	assert_non_null(strstr(big, "\"errorType\":\"unavailable\""));
+	assert_non_null(strstr(big, "--web.max-response-memory"));
+	/* the slow readers leave: the memory comes back, and the next reader is served */
+	for (int i = 0; i < NSLOW; i++)
+		close(fds[i]);
+	dl = now_ms() + 60000;
+	while (metric_now(port, "profd_http_response_memory_bytes") > 0) {
+		if (now_ms() > dl)
+			fail_msg("the closed connections' responses are still held");
+		poll(NULL, 0, 50);
+	}
+	size_t again = fetch_all(port, FLAME, &status, now_ms() + 120000);
+	assert_int_equal(status, 200);
+	assert_int_equal(again, flame);
+	pd_api_stop(s);
+
+	/* a slow reader that stops reading is timed out (--web.read-timeout), and
+	 * what it held given back */
+	s = start_budget(budget, 5000);
+	port = pd_api_port(s);
+	int fd = slow_reader(port, FLAME);
+	dl = now_ms() + 120000;
+	while (!(status = peek_status(fd))) {
+		if (now_ms() > dl)
+			fail_msg("the slow reader got no answer");
+		poll(NULL, 0, 50);
+	}
+	assert_int_equal(status, 200);
+	assert_true(metric_now(port, "profd_http_response_memory_bytes") > 0);
+	dl = now_ms() + 60000;
+	while (metric_now(port, "profd_http_response_memory_bytes") > 0) {
+		if (now_ms() > dl)
+			fail_msg("the timed-out connection's response is still held");
+		poll(NULL, 0, 100);
+	}
+	close(fd);
+	pd_api_stop(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bad_targets),
 	    cmocka_unit_test(test_reserve_and_header_timeout),
 	    cmocka_unit_test(test_read_timeout),
+	    cmocka_unit_test(test_response_budget_slow_readers),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -12,6 +12,9 @@
 #include <string.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 
@@ -219,6 +222,67 @@ static void test_cluster_nodes(void **state)
 	pd_clickhouse_destroy(c);
 }
 
+
+/* A port nothing listens on: bound, then closed. */
+static int closed_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	socklen_t al = sizeof(a);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* A password in a URL never shows: not in the error of a failed request, not in
+ * a refused URL, not in pd_clickhouse_node_url; the request still goes to the
+ * URL as given. */
+static void test_url_password_hidden(void **state)
+{
+	struct pd_clickhouse *c = NULL;
+	struct pd_err err = {0};
+	char url[128], nodes[256], want[128];
+	int port = closed_port();
+	snprintf(url, sizeof(url), "http://profd:hunter2@127.0.0.1:%d/", port);
+	snprintf(nodes, sizeof(nodes), "http://other:s3cret@127.0.0.1:%d/", port);
+	struct pd_clickhouse_opts o = {
+	    .url = url, .timeout_ms = 5000, .cluster = "c1", .nodes = nodes};
+	assert_int_equal(pd_clickhouse_create(&c, &o, &err), 0);
+	snprintf(want, sizeof(want), "http://profd:xxxxx@127.0.0.1:%d", port);
+	assert_string_equal(pd_clickhouse_node_url(c, 0), want);
+	snprintf(want, sizeof(want), "http://other:xxxxx@127.0.0.1:%d", port);
+	assert_string_equal(pd_clickhouse_node_url(c, 1), want);
+	/* a read (SELECT) against the closed port */
+	assert_int_equal(pd_clickhouse_exec(c, "SELECT 1 FORMAT RowBinary", NULL, 0, NULL, &err),
+	                 PD_EUNAVAIL);
+	assert_null(strstr(err.msg, "hunter2"));
+	snprintf(want, sizeof(want), "clickhouse http://profd:xxxxx@127.0.0.1:%d: ", port);
+	assert_non_null(strstr(err.msg, want));
+	/* a write (an insert with data) on the other node */
+	assert_int_equal(pd_clickhouse_exec_at(c, 1, "INSERT INTO t FORMAT RowBinary", "x", 1, NULL,
+	                                       &err),
+	                 PD_EUNAVAIL);
+	assert_null(strstr(err.msg, "s3cret"));
+	assert_non_null(strstr(err.msg, "other:xxxxx@"));
+	pd_clickhouse_destroy(c);
+	/* refused URLs are named without their password */
+	o.url = "ftp://profd:hunter2@127.0.0.1/";
+	assert_int_equal(pd_clickhouse_create(&c, &o, &err), PD_EINVAL);
+	assert_null(strstr(err.msg, "hunter2"));
+	assert_non_null(strstr(err.msg, "ftp://profd:xxxxx@127.0.0.1/"));
+	o.url = url;
+	o.nodes = "http://a:b@h1/,ftp://other:s3cret@h2/";
+	assert_int_equal(pd_clickhouse_create(&c, &o, &err), PD_EINVAL);
+	assert_null(strstr(err.msg, "s3cret"));
+	assert_non_null(strstr(err.msg, "URL 2 \"ftp://other:xxxxx@h2\""));
+	o.cluster = NULL;
+	assert_int_equal(pd_clickhouse_create(&c, &o, &err), PD_EINVAL);
+	assert_null(strstr(err.msg, "s3cret"));
+	assert_non_null(strstr(err.msg, "without a cluster"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -228,6 +292,7 @@ int main(void)
 		cmocka_unit_test(test_string_id),
 		cmocka_unit_test(test_client_options),
 		cmocka_unit_test(test_cluster_nodes),
+		cmocka_unit_test(test_url_password_hidden),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -821,6 +821,14 @@ static void test_render_secrets(void **state)
 	assert_contains(y, "password: <secret>");
 	assert_contains(y, "credentials: <secret>");
 	assert_contains(y, "proxy_url: http://proxyuser:xxxxx@proxy.internal:3128");
+	/* an http_sd_configs URL with a password, as proxy_url */
+	struct pd_config *sd = parse_ok("scrape_configs:\n  - job_name: sd\n    http_sd_configs:\n"
+	                                "      - url: https://sd:sdpass@sd.internal/targets\n");
+	char *sy = render(sd);
+	assert_null(strstr(sy, "sdpass"));
+	assert_contains(sy, "url: https://sd:xxxxx@sd.internal/targets");
+	free(sy);
+	pd_config_destroy(sd);
 	assert_contains(y, "credentials_file: /var/run/secrets/token");
 	assert_contains(y, "    type: Bearer\n");
 	assert_contains(y, "scrape_interval: 1m30s\n");

@@ -497,6 +497,70 @@ static void test_log_fields(void **state)
 	                          "empty=\"\"\n"));
 }
 
+
+static void log_secret_url(void)
+{
+	pd_log_error("clickhouse", "ClickHouse is not usable", "url=%s err=%s",
+	             "http://profd:hunter2@127.0.0.1:8123/",
+	             "clickhouse http://profd:hunter2@127.0.0.1:8123: Couldn't connect to server");
+}
+
+/* A URL's password never reaches the log, in either format. */
+static void test_log_redacts_url_password(void **state)
+{
+	for (int json = 0; json < 2; json++) {
+		const char *s = logged(json, log_secret_url);
+		assert_null(strstr(s, "hunter2"));
+		assert_non_null(strstr(s, json ? "\"url\":\"http://profd:xxxxx@127.0.0.1:8123/\""
+		                                : " url=http://profd:xxxxx@127.0.0.1:8123/ "));
+		assert_non_null(strstr(s, "clickhouse http://profd:xxxxx@127.0.0.1:8123: Couldn't"));
+	}
+}
+
+/* Passwords in URLs become xxxxx wherever the URLs stand in the text; users,
+ * hosts, paths and URLs without a password stay as they were. */
+static void test_redact_urls(void **state)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+	    {"http://user:password@host/", "http://user:xxxxx@host/"},
+	    {"https://u:p@h:8123", "https://u:xxxxx@h:8123"},
+	    {"http://user@host/", "http://user@host/"},
+	    {"http://host:8123/", "http://host:8123/"},
+	    {"http://host/path?x=a:b@c", "http://host/path?x=a:b@c"},
+	    {"--storage.clickhouse.url=http://a:b:c@d@h/x", "--storage.clickhouse.url=http://a:xxxxx@h/x"},
+	    {"http://a:s1@h1,http://h2,https://b:s2@h3/", "http://a:xxxxx@h1,http://h2,https://b:xxxxx@h3/"},
+	    {"err=Get \"http://u:p%40ss@h\": refused", "err=Get \"http://u:xxxxx@h\": refused"},
+	    {"no url: a:b@c", "no url: a:b@c"},
+	    {"://:@", "://:xxxxx@"},
+	    {"", ""},
+	};
+	char out[128];
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t n = pd_redact_urls(out, sizeof(out), cases[i].in);
+		assert_string_equal(out, cases[i].want);
+		assert_int_equal(n, strlen(cases[i].want));
+		char *d = pd_redact_urls_dup(cases[i].in);
+		assert_non_null(d);
+		assert_string_equal(d, cases[i].want);
+		free(d);
+		assert_int_equal(pd_url_has_password(cases[i].in),
+		                 strcmp(cases[i].in, cases[i].want) != 0);
+	}
+	/* a short buffer cuts the copy, NUL-terminated, and never shows the password */
+	assert_int_equal(pd_redact_urls(out, 12, "http://u:longpassword@h/"), 11);
+	assert_string_equal(out, "http://u:xx");
+	assert_int_equal(pd_redact_urls(out, 1, "http://u:p@h"), 0);
+	assert_string_equal(out, "");
+	assert_int_equal(pd_url_has_password(NULL), 0);
+	char arg[] = "--storage.clickhouse.cluster-nodes=http://a:pw@h1/,http://h2,http://b:c:d@h3";
+	pd_url_passwords_blank(arg);
+	assert_string_equal(arg, "--storage.clickhouse.cluster-nodes=http://a:xx@h1/,http://h2,"
+	                         "http://b:xxx@h3");
+	pd_url_passwords_blank(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -515,6 +579,8 @@ int main(void)
 	    cmocka_unit_test(test_gzip_reuse),
 	    cmocka_unit_test(test_log_fields),
 	    cmocka_unit_test(test_log_hostile),
+	    cmocka_unit_test(test_log_redacts_url_password),
+	    cmocka_unit_test(test_redact_urls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
