@@ -287,10 +287,9 @@ struct api_resp {
 	char *location_owned;     /* malloc'd storage of location_abs, freed with the response */
 	const char *cache_control;
 	const char *csp; /* Content-Security-Policy, sent with X-Content-Type-Options: nosniff */
-	const char *retry_after; /* Retry-After, in seconds (429 and 503) */
 	int no_gzip;    /* the body is already compressed */
 	int close_conn; /* Connection: close (reserve connections, early rejects) */
-	int retry_after; /* seconds for a Retry-After header; 0: none */
+	int retry_after; /* seconds for a Retry-After header (429, 503); 0: none */
 	/* a borrowed body instead of body (UI assets) */
 	const uint8_t *raw;
 	size_t raw_len;

@@ -644,8 +644,6 @@ static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
 		MHD_add_response_header(resp, "Content-Security-Policy", w->csp);
 		MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	}
-	if (w->retry_after)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, w->retry_after);
 	if (w->close_conn || (r->cn && r->cn->reserve))
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (w->status == 401)
@@ -845,7 +843,7 @@ static enum MHD_Result reject_busy_push(struct api_req *r)
 	struct api_resp w;
 	resp_init(&w, 0);
 	w.close_conn = 1;
-	w.retry_after = "1";
+	w.retry_after = 1;
 	w.json = 1;
 	api_error(&w, 429, "unavailable",
 	          "too many pushes at once: all %u slots (--web.max-concurrent-pushes) are "
