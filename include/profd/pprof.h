@@ -57,7 +57,9 @@ int pd_pprof_encode(const struct pd_pprof_profile *p, int gzip, uint8_t **out, s
 
 /* ---- what a profile holds ------------------------------------------------- */
 
-/* Strings returned below are borrowed from p and live as long as p. */
+/* Strings returned below are borrowed from p and live as long as p. They end at
+ * their first NUL: a profile's strings may hold NUL bytes, which the reports below
+ * keep (see name_len) and pd_pprof_parts_get gives with their lengths. */
 size_t pd_pprof_sample_type_count(const struct pd_pprof_profile *p);
 const char *pd_pprof_sample_type(const struct pd_pprof_profile *p, size_t i);
 const char *pd_pprof_sample_unit(const struct pd_pprof_profile *p, size_t i);
@@ -102,6 +104,7 @@ struct pd_pprof_top_row {
 	int64_t flat;     /* value where the function is the leaf */
 	int64_t cum;      /* value of samples with the function anywhere on the stack */
 	int inline_kind;  /* enum pd_pprof_inline */
+	size_t name_len;  /* name's length: it may hold NUL bytes (and ends with one) */
 };
 
 struct pd_pprof_top {
@@ -135,6 +138,7 @@ struct pd_pprof_flame_node {
 	int64_t total;    /* value of samples whose stack passes through here */
 	struct pd_pprof_flame_node *children; /* callees, by descending |total| then name */
 	size_t nchildren;
+	size_t name_len; /* name's length: it may hold NUL bytes (and ends with one) */
 };
 
 struct pd_pprof_flame {
@@ -210,6 +214,7 @@ struct pd_pprof_graph_node {
 	const char *name; /* function name as pprof prints it, owned by the graph */
 	int64_t flat;     /* value of samples whose (kept) leaf frame is the function */
 	int64_t cum;      /* value of samples with the function anywhere on the stack */
+	size_t name_len;  /* name's length: it may hold NUL bytes (and ends with one) */
 };
 
 struct pd_pprof_graph_edge {
@@ -448,8 +453,8 @@ struct pd_pprof_pfunction {
 };
 
 struct pd_pprof_parts {
-	const char *const *strings; /* strings[0] is "" */
-	const size_t *string_len;
+	const char *const *strings; /* strings[0] is ""; each NUL-terminated after its bytes */
+	const size_t *string_len;   /* each string's length: strings may hold NUL bytes */
 	size_t nstrings;
 	struct pd_pprof_pvt *sample_type;
 	size_t nsample_type;

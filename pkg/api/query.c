@@ -702,7 +702,7 @@ static void report_top(struct api_req *r, struct api_resp *w, const struct pd_pp
 		const struct pd_pprof_top_row *row = &t->rows[i];
 		sum = (int64_t)((uint64_t)sum + (uint64_t)row->flat);
 		jput(w, i ? ",{\"name\":" : "{\"name\":");
-		jstr(w, row->name);
+		jstrn(w, row->name, row->name_len);
 		jput(w, ",\"inline\":");
 		jput(w, row->inline_kind == PD_PPROF_INLINED          ? "\"inline\""
 		        : row->inline_kind == PD_PPROF_PARTIAL_INLINE ? "\"partial-inline\""

@@ -285,7 +285,8 @@ static int node_cmp(const void *pa, const void *pb)
 	int64_t ls = go_abs(s->score[l]), rs = go_abs(s->score[r]);
 	if (ls != rs)
 		return ls > rs ? -1 : 1;
-	int c = strcmp(s->c->nodes.names[l], s->c->nodes.names[r]);
+	const struct pd_pprof_nodes *nd = &s->c->nodes;
+	int c = pd_pprof_bytes_cmp(nd->names[l], nd->name_len[l], nd->names[r], nd->name_len[r]);
 	if (c)
 		return c;
 	int64_t lf = go_abs(s->b->flat[l]), rf = go_abs(s->b->flat[r]);
@@ -417,10 +418,13 @@ static int edge_cmp(const void *pa, const void *pb)
 		if (lw != rw)
 			return lw > rw ? -1 : 1;
 	}
-	int c = strcmp(g_ectx->nodes.names[l->from], g_ectx->nodes.names[r->from]);
+	const struct pd_pprof_nodes *nd = &g_ectx->nodes;
+	int c = pd_pprof_bytes_cmp(nd->names[l->from], nd->name_len[l->from], nd->names[r->from],
+				   nd->name_len[r->from]);
 	if (c)
 		return c;
-	return strcmp(g_ectx->nodes.names[l->to], g_ectx->nodes.names[r->to]);
+	return pd_pprof_bytes_cmp(nd->names[l->to], nd->name_len[l->to], nd->names[r->to],
+				  nd->name_len[r->to]);
 }
 
 static void sort_edges(const struct ctx *c, const struct build *b, uint32_t *idx, size_t n)
@@ -640,7 +644,8 @@ static int finish(struct ctx *c, struct build *b, const uint32_t *order, size_t 
 	for (size_t i = 0; i < norder; i++) {
 		uint32_t n = order[i];
 		pos[n] = (uint32_t)i;
-		g->nodes[i] = (struct pd_pprof_graph_node){c->nodes.names[n], b->flat[n], b->cum[n]};
+		g->nodes[i] = (struct pd_pprof_graph_node){c->nodes.names[n], b->flat[n], b->cum[n],
+							   c->nodes.name_len[n]};
 		g->shown = pd_add64(g->shown, b->flat[n]);
 	}
 	g->nnodes = norder;
