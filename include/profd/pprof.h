@@ -63,6 +63,9 @@ int pd_pprof_encode(const struct pd_pprof_profile *p, int gzip, uint8_t **out, s
 size_t pd_pprof_sample_type_count(const struct pd_pprof_profile *p);
 const char *pd_pprof_sample_type(const struct pd_pprof_profile *p, size_t i);
 const char *pd_pprof_sample_unit(const struct pd_pprof_profile *p, size_t i);
+/* The same with their lengths into *len, NULs included. */
+const char *pd_pprof_sample_type_n(const struct pd_pprof_profile *p, size_t i, size_t *len);
+const char *pd_pprof_sample_unit_n(const struct pd_pprof_profile *p, size_t i, size_t *len);
 /* The default sample type's index: default_sample_type when set and present,
  * otherwise the last sample type (pprof's rule). -1 when there are no types. */
 int pd_pprof_default_sample_index(const struct pd_pprof_profile *p);
@@ -352,10 +355,12 @@ int pd_pprof_filter_tags(const struct pd_pprof_profile *p,
 struct pd_pprof_tag_value {
 	const char *name; /* a string label's value, or a numeric one as pprof prints it */
 	int64_t total;    /* sum of the sample type over samples carrying it */
+	size_t name_len;  /* name's length: it may hold NUL bytes (and ends with one) */
 };
 
 struct pd_pprof_tag_key {
 	const char *key;
+	size_t key_len; /* key's length: it may hold NUL bytes (and ends with one) */
 	int64_t total;                     /* sum of the values' totals */
 	struct pd_pprof_tag_value *values; /* by descending |total|, then name */
 	size_t nvalues;
@@ -385,6 +390,7 @@ struct pd_pprof_tag_group {
 	const char *value; /* NULL for the group of samples without the key */
 	struct pd_pprof_profile *profile;
 	size_t samples;
+	size_t value_len; /* value's length: it may hold NUL bytes (and ends with one) */
 };
 
 /* Splits p by key into *groups (n of them, malloc'd; free with

@@ -847,13 +847,13 @@ static void report_tags(struct api_req *r, struct api_resp *w, const struct pd_p
 	for (size_t i = 0; i < t->nkeys && !w->berr; i++) {
 		const struct pd_pprof_tag_key *k = &t->keys[i];
 		jput(w, i ? ",{\"key\":" : "{\"key\":");
-		jstr(w, k->key);
+		jstrn(w, k->key, k->key_len);
 		jput(w, ",\"total\":");
 		ji64(w, k->total);
 		jput(w, ",\"values\":[");
 		for (size_t j = 0; j < k->nvalues; j++) {
 			jput(w, j ? ",{\"value\":" : "{\"value\":");
-			jstr(w, k->values[j].name);
+			jstrn(w, k->values[j].name, k->values[j].name_len);
 			jput(w, ",\"total\":");
 			ji64(w, k->values[j].total);
 			jput(w, ",\"percent\":");
@@ -1024,7 +1024,7 @@ static void report_groups(struct api_req *r, struct api_resp *w, int report, con
 	for (size_t i = 0; i < n && !w->berr && !w->error_set; i++) {
 		jput(w, i ? ",{\"value\":" : "{\"value\":");
 		if (g[i].value)
-			jstr(w, g[i].value);
+			jstrn(w, g[i].value, g[i].value_len);
 		else
 			jput(w, "null");
 		jput(w, ",\"sampleCount\":");

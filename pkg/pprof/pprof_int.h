@@ -57,6 +57,22 @@ static inline size_t pd_pprof_str_len(const struct pd_pprof_profile *p, int64_t 
 	return p->str_len[i];
 }
 
+/* True when string i of p is exactly the C string s (a string with a NUL in it
+ * is never equal to one without). */
+static inline int pd_pprof_str_is(const struct pd_pprof_profile *p, int64_t i, const char *s)
+{
+	size_t n = strlen(s);
+	return p->str_len[i] == n && memcmp(p->pb->string_table[i], s, n) == 0;
+}
+
+/* True when strings i of p and j of q hold the same bytes. */
+static inline int pd_pprof_str_eq(const struct pd_pprof_profile *p, int64_t i,
+				  const struct pd_pprof_profile *q, int64_t j)
+{
+	return p->str_len[i] == q->str_len[j] &&
+	       memcmp(p->pb->string_table[i], q->pb->string_table[j], p->str_len[i]) == 0;
+}
+
 /* Orders two byte strings as Go orders strings: by their bytes, a prefix first. */
 static inline int pd_pprof_bytes_cmp(const char *a, size_t al, const char *b, size_t bl)
 {

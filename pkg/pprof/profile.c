@@ -19,6 +19,20 @@ const char *pd_pprof_sample_unit(const struct pd_pprof_profile *p, size_t i)
 	return i < p->pb->n_sample_type ? pd_pprof_str(p, p->pb->sample_type[i]->unit) : "";
 }
 
+const char *pd_pprof_sample_type_n(const struct pd_pprof_profile *p, size_t i, size_t *len)
+{
+	int64_t k = i < p->pb->n_sample_type ? p->pb->sample_type[i]->type : 0;
+	*len = pd_pprof_str_len(p, k);
+	return pd_pprof_str(p, k);
+}
+
+const char *pd_pprof_sample_unit_n(const struct pd_pprof_profile *p, size_t i, size_t *len)
+{
+	int64_t k = i < p->pb->n_sample_type ? p->pb->sample_type[i]->unit : 0;
+	*len = pd_pprof_str_len(p, k);
+	return pd_pprof_str(p, k);
+}
+
 size_t pd_pprof_sample_count(const struct pd_pprof_profile *p) { return p->pb->n_sample; }
 size_t pd_pprof_location_count(const struct pd_pprof_profile *p) { return p->pb->n_location; }
 size_t pd_pprof_function_count(const struct pd_pprof_profile *p) { return p->pb->n_function; }
@@ -48,9 +62,8 @@ int pd_pprof_default_sample_index(const struct pd_pprof_profile *p)
 	if (pb->n_sample_type == 0)
 		return -1;
 	if (pb->default_sample_type) {
-		const char *want = pd_pprof_str(p, pb->default_sample_type);
 		for (size_t i = 0; i < pb->n_sample_type; i++)
-			if (strcmp(pd_pprof_str(p, pb->sample_type[i]->type), want) == 0)
+			if (pd_pprof_str_eq(p, pb->sample_type[i]->type, p, pb->default_sample_type))
 				return (int)i;
 	}
 	return (int)pb->n_sample_type - 1;
@@ -78,8 +91,8 @@ int pd_pprof_sample_index(const struct pd_pprof_profile *p, const char *spec, in
 	}
 	const char *no_inuse = strncmp(spec, "inuse_", 6) == 0 ? spec + 6 : spec;
 	for (size_t i = 0; i < pb->n_sample_type; i++) {
-		const char *t = pd_pprof_str(p, pb->sample_type[i]->type);
-		if (strcmp(t, spec) == 0 || strcmp(t, no_inuse) == 0) {
+		int64_t t = pb->sample_type[i]->type;
+		if (pd_pprof_str_is(p, t, spec) || pd_pprof_str_is(p, t, no_inuse)) {
 			*index = (int)i;
 			return 0;
 		}
@@ -99,8 +112,8 @@ int pd_pprof_is_diff_base(const struct pd_pprof_profile *p, const pb_sample *s)
 {
 	for (size_t i = 0; i < s->n_label; i++) {
 		const pb_label *l = s->label[i];
-		if (l->str && strcmp(pd_pprof_str(p, l->key), "pprof::base") == 0)
-			return strcmp(pd_pprof_str(p, l->str), "true") == 0;
+		if (l->str && pd_pprof_str_is(p, l->key, "pprof::base"))
+			return pd_pprof_str_is(p, l->str, "true");
 	}
 	return 0;
 }

@@ -849,6 +849,18 @@ static void test_nul_strings_reports(void **state)
 	assert_true(has_bytes(&b, S_("main.main;dup a 20000000\n")));
 	assert_true(has_bytes(&b, S_("main.main;dup b 40000000\n")));
 	pd_buf_fini(&b);
+
+	/* the tags report: the key and value whole */
+	struct pd_pprof_tags *t = NULL;
+	assert_int_equal(pd_pprof_tags(p, 1, NULL, &t, &err), 0);
+	assert_int_equal(t->nkeys, 1);
+	assert_int_equal(t->keys[0].key_len, 4);
+	assert_memory_equal(t->keys[0].key, "k\0ey", 5);
+	assert_int_equal(t->keys[0].nvalues, 1);
+	assert_int_equal(t->keys[0].values[0].name_len, 4);
+	assert_memory_equal(t->keys[0].values[0].name, "v\0al", 5);
+	assert_int_equal(t->keys[0].values[0].total, 70000000);
+	pd_pprof_tags_destroy(t);
 	pd_pprof_destroy(p);
 	(void)state;
 }
