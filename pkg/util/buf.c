@@ -107,6 +107,10 @@ int pd_buf_json_stringn(struct pd_buf *b, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	int rc = pd_buf_append(b, "\"", 1);
+	if (!s) {
+		s = "";
+		len = 0;
+	}
 	const unsigned char *p = (const unsigned char *)s, *end = p + len;
 	while (rc == 0 && p < end) {
 		const unsigned char *run = p;
