@@ -394,7 +394,7 @@ int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char
                               const char *const *units, const int64_t *sums, int64_t duration,
                               struct pd_err *err)
 {
-	size_t tl[8], ul[8], *tlen = tl, *ulen = ul;
+	size_t tl[8] = {0}, ul[8] = {0}, *tlen = tl, *ulen = ul;
 	if (n > 8) {
 		tlen = malloc(n * sizeof(*tlen));
 		ulen = malloc(n * sizeof(*ulen));
