@@ -244,7 +244,11 @@ static int cmd_top(struct opts *o)
 		const char *slash = strrchr(bin, '/');
 		printf("File: %s\n", slash ? slash + 1 : bin);
 	}
-	printf("Type: %s\n", t->sample_type);
+	size_t tlen;
+	const char *type = pd_pprof_sample_type_n(p, (size_t)idx, &tlen);
+	printf("Type: ");
+	fwrite(type, 1, tlen, stdout);
+	printf("\n");
 	if (pd_pprof_time_nanos(p)) {
 		time_t secs = (time_t)(pd_pprof_time_nanos(p) / 1000000000);
 		struct tm tm;

@@ -579,6 +579,21 @@ static void side_summary(struct api_resp *w, const struct side *sd)
 	jput(w, "]");
 }
 
+/* A sample type's or unit's name as a JSON string, all its bytes (NULs too). */
+static void jtype(struct api_resp *w, const struct pd_pprof_profile *p, size_t i)
+{
+	size_t len;
+	const char *s = pd_pprof_sample_type_n(p, i, &len);
+	jstrn(w, s, len);
+}
+
+static void junit(struct api_resp *w, const struct pd_pprof_profile *p, size_t i)
+{
+	size_t len;
+	const char *s = pd_pprof_sample_unit_n(p, i, &len);
+	jstrn(w, s, len);
+}
+
 static void report_meta(struct api_resp *w, const struct pd_pprof_profile *p,
                         const struct side *sides, size_t nsides)
 {
@@ -586,16 +601,16 @@ static void report_meta(struct api_resp *w, const struct pd_pprof_profile *p,
 	jput(w, "{\"sampleTypes\":[");
 	for (size_t i = 0; i < pd_pprof_sample_type_count(p); i++) {
 		jput(w, i ? ",{\"type\":" : "{\"type\":");
-		jstr(w, pd_pprof_sample_type(p, i));
+		jtype(w, p, i);
 		jput(w, ",\"unit\":");
-		jstr(w, pd_pprof_sample_unit(p, i));
+		junit(w, p, i);
 		jput(w, ",\"total\":");
 		ji64(w, pd_pprof_total(p, (int)i));
 		jput(w, "}");
 	}
 	jput(w, "],\"defaultSampleType\":");
 	if (def >= 0)
-		jstr(w, pd_pprof_sample_type(p, (size_t)def));
+		jtype(w, p, (size_t)def);
 	else
 		jput(w, "null");
 	jput(w, ",\"defaultSampleIndex\":");
@@ -679,9 +694,9 @@ static void report_top(struct api_req *r, struct api_resp *w, const struct pd_pp
 		pd_pprof_top_apply_nodefraction(t, nodefraction, &cutoff);
 	size_t shown = limit && limit < t->nrows ? (size_t)limit : t->nrows;
 	jput(w, "{\"sampleType\":");
-	jstr(w, t->sample_type);
+	jtype(w, p, (size_t)idx);
 	jput(w, ",\"unit\":");
-	jstr(w, t->unit);
+	junit(w, p, (size_t)idx);
 	jput(w, ",\"sampleIndex\":");
 	ji64(w, t->sample_index);
 	jput(w, ",\"total\":");
@@ -838,7 +853,7 @@ static void report_tags(struct api_req *r, struct api_resp *w, const struct pd_p
 		return;
 	}
 	jput(w, "{\"sampleType\":");
-	jstr(w, pd_pprof_sample_type(p, (size_t)idx));
+	jtype(w, p, (size_t)idx);
 	jput(w, ",\"unit\":");
 	jstr(w, pd_pprof_sample_unit(p, (size_t)idx));
 	jput(w, ",\"sampleIndex\":");
@@ -1017,7 +1032,7 @@ static void report_groups(struct api_req *r, struct api_resp *w, int report, con
 	jput(w, "{\"label\":");
 	jstr(w, key);
 	jput(w, ",\"sampleType\":");
-	jstr(w, pd_pprof_sample_type(p, (size_t)idx));
+	jtype(w, p, (size_t)idx);
 	jput(w, ",\"droppedGroups\":");
 	ju64(w, dropped);
 	jput(w, ",\"groups\":[");
@@ -1245,7 +1260,7 @@ static void report_series_groups(struct api_req *r, struct api_resp *w, int repo
 		ji64(w, g->maxt);
 		const struct pd_pprof_profile *p = g->focused ? g->focused : g->whole;
 		jput(w, ",\"sampleType\":");
-		jstr(w, pd_pprof_sample_type(p, (size_t)g->idx));
+		jtype(w, p, (size_t)g->idx);
 		jput(w, ",\"unit\":");
 		jstr(w, pd_pprof_sample_unit(p, (size_t)g->idx));
 		jput(w, ",\"total\":");
