@@ -459,8 +459,10 @@ struct pd_pprof_pfunction {
 };
 
 struct pd_pprof_parts {
-	const char *const *strings; /* strings[0] is ""; each NUL-terminated after its bytes */
-	const size_t *string_len;   /* each string's length: strings may hold NUL bytes */
+	const char *const *strings; /* strings[0] is "" */
+	const size_t *string_len;   /* each string's length, which is what counts: strings
+				     * may hold NUL bytes (pd_pprof_parts_get's also end
+				     * with one; a store's need not) */
 	size_t nstrings;
 	struct pd_pprof_pvt *sample_type;
 	size_t nsample_type;
