@@ -151,6 +151,7 @@ struct pd_pprof_flame {
 	const char *unit;        /* borrowed from the profile */
 	size_t node_count;
 	void *priv;
+	size_t sample_type_len, unit_len; /* their lengths (they may hold NUL bytes) */
 };
 
 /* Builds the call tree of a sample type: root -> outermost callers -> callees, each

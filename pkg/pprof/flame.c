@@ -141,8 +141,8 @@ int pd_pprof_flame(const struct pd_pprof_profile *p, int idx, struct pd_pprof_fl
 		fn->nchildren = count[i];
 	}
 	f->sample_index = idx;
-	f->sample_type = pd_pprof_sample_type(p, (size_t)idx);
-	f->unit = pd_pprof_sample_unit(p, (size_t)idx);
+	f->sample_type = pd_pprof_sample_type_n(p, (size_t)idx, &f->sample_type_len);
+	f->unit = pd_pprof_sample_unit_n(p, (size_t)idx, &f->unit_len);
 	f->node_count = ntree;
 	priv->names = nodes.names;
 	priv->nnames = nodes.count;
@@ -212,11 +212,11 @@ int pd_pprof_flame_json(const struct pd_pprof_flame *f, int64_t min_total, struc
 		return PD_ENOMEM;
 	rc = pd_buf_append(b, "{\"sampleType\":", 14);
 	if (!rc)
-		rc = pd_buf_json_string(b, f->sample_type);
+		rc = pd_buf_json_stringn(b, f->sample_type, f->sample_type_len);
 	if (!rc)
 		rc = pd_buf_append(b, ",\"unit\":", 8);
 	if (!rc)
-		rc = pd_buf_json_string(b, f->unit);
+		rc = pd_buf_json_stringn(b, f->unit, f->unit_len);
 	if (!rc)
 		rc = pd_buf_printf(b, ",\"total\":%lld,\"root\":", (long long)f->root.total);
 	if (!rc)

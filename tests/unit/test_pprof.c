@@ -825,8 +825,11 @@ static void test_nul_strings_reports(void **state)
 				"\xef\xbf\xbd\xef\xbf\xbd";
 
 	assert_int_equal(pd_pprof_flame(p, 1, &f, &err), 0);
+	assert_int_equal(f->sample_type_len, 3);
+	assert_int_equal(f->unit_len, 11);
 	pd_buf_init(&b, 0);
 	assert_int_equal(pd_pprof_flame_json(f, 0, &b), 0);
+	assert_true(has_bytes(&b, S_("{\"sampleType\":\"cpu\",\"unit\":\"nanoseconds\"")));
 	assert_null(memchr(b.data, 0, b.len));
 	assert_true(has_bytes(&b, S_("\"name\":\"dup\\u0000a\"")));
 	assert_true(has_bytes(&b, S_("\"name\":\"dup\\u0000b\"")));
