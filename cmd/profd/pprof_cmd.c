@@ -223,9 +223,12 @@ static int cmd_top(struct opts *o)
 		goto out;
 	}
 	if (o->tsv) {
-		for (size_t i = 0; i < t->nrows; i++)
-			printf("%s\t%lld\t%lld\n", t->rows[i].name, (long long)t->rows[i].flat,
+		for (size_t i = 0; i < t->nrows; i++) {
+			/* a name's bytes as they are, NULs included, as pprof prints them */
+			fwrite(t->rows[i].name, 1, t->rows[i].name_len, stdout);
+			printf("\t%lld\t%lld\n", (long long)t->rows[i].flat,
 			       (long long)t->rows[i].cum);
+		}
 		rc = 0;
 		goto out;
 	}
@@ -241,7 +244,11 @@ static int cmd_top(struct opts *o)
 		const char *slash = strrchr(bin, '/');
 		printf("File: %s\n", slash ? slash + 1 : bin);
 	}
-	printf("Type: %s\n", t->sample_type);
+	size_t tlen;
+	const char *type = pd_pprof_sample_type_n(p, (size_t)idx, &tlen);
+	printf("Type: ");
+	fwrite(type, 1, tlen, stdout);
+	printf("\n");
 	if (pd_pprof_time_nanos(p)) {
 		time_t secs = (time_t)(pd_pprof_time_nanos(p) / 1000000000);
 		struct tm tm;
@@ -285,7 +292,9 @@ static int cmd_top(struct opts *o)
 		const char *inl = r->inline_kind == PD_PPROF_INLINED           ? " (inline)"
 				  : r->inline_kind == PD_PPROF_PARTIAL_INLINE ? " (partial-inline)"
 									      : "";
-		printf("%10s %s %s %10s %s  %s%s\n", a, b, c, d, e, r->name, inl);
+		printf("%10s %s %s %10s %s  ", a, b, c, d, e);
+		fwrite(r->name, 1, r->name_len, stdout);
+		printf("%s\n", inl);
 	}
 	rc = 0;
 out:

@@ -91,10 +91,15 @@ int pd_pprof_encode(const struct pd_pprof_profile *p, int gzip, uint8_t **out, s
 
 /* ---- what a profile holds ------------------------------------------------- */
 
-/* Strings returned below are borrowed from p and live as long as p. */
+/* Strings returned below are borrowed from p and live as long as p. They end at
+ * their first NUL: a profile's strings may hold NUL bytes, which the reports below
+ * keep (see name_len) and pd_pprof_parts_get gives with their lengths. */
 size_t pd_pprof_sample_type_count(const struct pd_pprof_profile *p);
 const char *pd_pprof_sample_type(const struct pd_pprof_profile *p, size_t i);
 const char *pd_pprof_sample_unit(const struct pd_pprof_profile *p, size_t i);
+/* The same with their lengths into *len, NULs included. */
+const char *pd_pprof_sample_type_n(const struct pd_pprof_profile *p, size_t i, size_t *len);
+const char *pd_pprof_sample_unit_n(const struct pd_pprof_profile *p, size_t i, size_t *len);
 /* The default sample type's index: default_sample_type when set and present,
  * otherwise the last sample type (pprof's rule). -1 when there are no types. */
 int pd_pprof_default_sample_index(const struct pd_pprof_profile *p);
@@ -136,6 +141,7 @@ struct pd_pprof_top_row {
 	int64_t flat;     /* value where the function is the leaf */
 	int64_t cum;      /* value of samples with the function anywhere on the stack */
 	int inline_kind;  /* enum pd_pprof_inline */
+	size_t name_len;  /* name's length: it may hold NUL bytes (and ends with one) */
 };
 
 struct pd_pprof_top {
@@ -169,6 +175,7 @@ struct pd_pprof_flame_node {
 	int64_t total;    /* value of samples whose stack passes through here */
 	struct pd_pprof_flame_node *children; /* callees, by descending |total| then name */
 	size_t nchildren;
+	size_t name_len; /* name's length: it may hold NUL bytes (and ends with one) */
 };
 
 struct pd_pprof_flame {
@@ -178,6 +185,7 @@ struct pd_pprof_flame {
 	const char *unit;        /* borrowed from the profile */
 	size_t node_count;
 	void *priv;
+	size_t sample_type_len, unit_len; /* their lengths (they may hold NUL bytes) */
 };
 
 /* Builds the call tree of a sample type: root -> outermost callers -> callees, each
@@ -247,6 +255,7 @@ struct pd_pprof_graph_node {
 	const char *name; /* function name as pprof prints it, owned by the graph */
 	int64_t flat;     /* value of samples whose (kept) leaf frame is the function */
 	int64_t cum;      /* value of samples with the function anywhere on the stack */
+	size_t name_len;  /* name's length: it may hold NUL bytes (and ends with one) */
 };
 
 struct pd_pprof_graph_edge {
@@ -388,10 +397,12 @@ int pd_pprof_filter_tags(const struct pd_pprof_profile *p,
 struct pd_pprof_tag_value {
 	const char *name; /* a string label's value, or a numeric one as pprof prints it */
 	int64_t total;    /* sum of the sample type over samples carrying it */
+	size_t name_len;  /* name's length: it may hold NUL bytes (and ends with one) */
 };
 
 struct pd_pprof_tag_key {
 	const char *key;
+	size_t key_len; /* key's length: it may hold NUL bytes (and ends with one) */
 	int64_t total;                     /* sum of the values' totals */
 	struct pd_pprof_tag_value *values; /* by descending |total|, then name */
 	size_t nvalues;
@@ -421,6 +432,7 @@ struct pd_pprof_tag_group {
 	const char *value; /* NULL for the group of samples without the key */
 	struct pd_pprof_profile *profile;
 	size_t samples;
+	size_t value_len; /* value's length: it may hold NUL bytes (and ends with one) */
 };
 
 /* Splits p by key into *groups (n of them, malloc'd; free with
@@ -490,7 +502,9 @@ struct pd_pprof_pfunction {
 
 struct pd_pprof_parts {
 	const char *const *strings; /* strings[0] is "" */
-	const size_t *string_len;
+	const size_t *string_len;   /* each string's length, which is what counts: strings
+				     * may hold NUL bytes (pd_pprof_parts_get's also end
+				     * with one; a store's need not) */
 	size_t nstrings;
 	struct pd_pprof_pvt *sample_type;
 	size_t nsample_type;

@@ -110,6 +110,9 @@ int pd_buf_printf(struct pd_buf *b, const char *fmt, ...) __attribute__((format(
 /* Appends s as a JSON string literal, quotes included, escaping as RFC 8259 asks;
  * each byte of s that starts no valid UTF-8 sequence becomes U+FFFD. */
 int pd_buf_json_string(struct pd_buf *b, const char *s);
+/* The same for the len bytes at s, which may hold NULs (written as \u0000); s
+ * NULL is "". */
+int pd_buf_json_stringn(struct pd_buf *b, const char *s, size_t len);
 /* Hands the bytes to the caller (free() them) and leaves the buffer empty. */
 uint8_t *pd_buf_steal(struct pd_buf *b, size_t *len);
 

@@ -304,6 +304,8 @@ void jprintf(struct api_resp *w, const char *fmt, ...) __attribute__((format(pri
 /* A JSON string literal via pd_buf_json_string; bytes that are not UTF-8 become
  * U+FFFD first, as Go's encoding/json does. */
 void jstr(struct api_resp *w, const char *s);
+/* The same for len bytes that may hold NULs (a profile's strings). */
+void jstrn(struct api_resp *w, const char *s, size_t len);
 void ji64(struct api_resp *w, int64_t v);
 void ju64(struct api_resp *w, uint64_t v);
 /* A finite double (NaN and infinities as 0), shortest of %.6g. */

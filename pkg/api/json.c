@@ -55,6 +55,12 @@ void jstr(struct api_resp *w, const char *s)
 		w->berr = pd_buf_json_string(&w->body, s ? s : "");
 }
 
+void jstrn(struct api_resp *w, const char *s, size_t len)
+{
+	if (!w->berr)
+		w->berr = pd_buf_json_stringn(&w->body, s, len);
+}
+
 void ji64(struct api_resp *w, int64_t v)
 {
 	jprintf(w, "%lld", (long long)v);

@@ -579,6 +579,21 @@ static void side_summary(struct api_resp *w, const struct side *sd)
 	jput(w, "]");
 }
 
+/* A sample type's or unit's name as a JSON string, all its bytes (NULs too). */
+static void jtype(struct api_resp *w, const struct pd_pprof_profile *p, size_t i)
+{
+	size_t len;
+	const char *s = pd_pprof_sample_type_n(p, i, &len);
+	jstrn(w, s, len);
+}
+
+static void junit(struct api_resp *w, const struct pd_pprof_profile *p, size_t i)
+{
+	size_t len;
+	const char *s = pd_pprof_sample_unit_n(p, i, &len);
+	jstrn(w, s, len);
+}
+
 static void report_meta(struct api_resp *w, const struct pd_pprof_profile *p,
                         const struct side *sides, size_t nsides)
 {
@@ -586,16 +601,16 @@ static void report_meta(struct api_resp *w, const struct pd_pprof_profile *p,
 	jput(w, "{\"sampleTypes\":[");
 	for (size_t i = 0; i < pd_pprof_sample_type_count(p); i++) {
 		jput(w, i ? ",{\"type\":" : "{\"type\":");
-		jstr(w, pd_pprof_sample_type(p, i));
+		jtype(w, p, i);
 		jput(w, ",\"unit\":");
-		jstr(w, pd_pprof_sample_unit(p, i));
+		junit(w, p, i);
 		jput(w, ",\"total\":");
 		ji64(w, pd_pprof_total(p, (int)i));
 		jput(w, "}");
 	}
 	jput(w, "],\"defaultSampleType\":");
 	if (def >= 0)
-		jstr(w, pd_pprof_sample_type(p, (size_t)def));
+		jtype(w, p, (size_t)def);
 	else
 		jput(w, "null");
 	jput(w, ",\"defaultSampleIndex\":");
@@ -679,9 +694,9 @@ static void report_top(struct api_req *r, struct api_resp *w, const struct pd_pp
 		pd_pprof_top_apply_nodefraction(t, nodefraction, &cutoff);
 	size_t shown = limit && limit < t->nrows ? (size_t)limit : t->nrows;
 	jput(w, "{\"sampleType\":");
-	jstr(w, t->sample_type);
+	jtype(w, p, (size_t)idx);
 	jput(w, ",\"unit\":");
-	jstr(w, t->unit);
+	junit(w, p, (size_t)idx);
 	jput(w, ",\"sampleIndex\":");
 	ji64(w, t->sample_index);
 	jput(w, ",\"total\":");
@@ -702,7 +717,7 @@ static void report_top(struct api_req *r, struct api_resp *w, const struct pd_pp
 		const struct pd_pprof_top_row *row = &t->rows[i];
 		sum = (int64_t)((uint64_t)sum + (uint64_t)row->flat);
 		jput(w, i ? ",{\"name\":" : "{\"name\":");
-		jstr(w, row->name);
+		jstrn(w, row->name, row->name_len);
 		jput(w, ",\"inline\":");
 		jput(w, row->inline_kind == PD_PPROF_INLINED          ? "\"inline\""
 		        : row->inline_kind == PD_PPROF_PARTIAL_INLINE ? "\"partial-inline\""
@@ -838,7 +853,7 @@ static void report_tags(struct api_req *r, struct api_resp *w, const struct pd_p
 		return;
 	}
 	jput(w, "{\"sampleType\":");
-	jstr(w, pd_pprof_sample_type(p, (size_t)idx));
+	jtype(w, p, (size_t)idx);
 	jput(w, ",\"unit\":");
 	jstr(w, pd_pprof_sample_unit(p, (size_t)idx));
 	jput(w, ",\"sampleIndex\":");
@@ -847,13 +862,13 @@ static void report_tags(struct api_req *r, struct api_resp *w, const struct pd_p
 	for (size_t i = 0; i < t->nkeys && !w->berr; i++) {
 		const struct pd_pprof_tag_key *k = &t->keys[i];
 		jput(w, i ? ",{\"key\":" : "{\"key\":");
-		jstr(w, k->key);
+		jstrn(w, k->key, k->key_len);
 		jput(w, ",\"total\":");
 		ji64(w, k->total);
 		jput(w, ",\"values\":[");
 		for (size_t j = 0; j < k->nvalues; j++) {
 			jput(w, j ? ",{\"value\":" : "{\"value\":");
-			jstr(w, k->values[j].name);
+			jstrn(w, k->values[j].name, k->values[j].name_len);
 			jput(w, ",\"total\":");
 			ji64(w, k->values[j].total);
 			jput(w, ",\"percent\":");
@@ -1017,14 +1032,14 @@ static void report_groups(struct api_req *r, struct api_resp *w, int report, con
 	jput(w, "{\"label\":");
 	jstr(w, key);
 	jput(w, ",\"sampleType\":");
-	jstr(w, pd_pprof_sample_type(p, (size_t)idx));
+	jtype(w, p, (size_t)idx);
 	jput(w, ",\"droppedGroups\":");
 	ju64(w, dropped);
 	jput(w, ",\"groups\":[");
 	for (size_t i = 0; i < n && !w->berr && !w->error_set; i++) {
 		jput(w, i ? ",{\"value\":" : "{\"value\":");
 		if (g[i].value)
-			jstr(w, g[i].value);
+			jstrn(w, g[i].value, g[i].value_len);
 		else
 			jput(w, "null");
 		jput(w, ",\"sampleCount\":");
@@ -1245,7 +1260,7 @@ static void report_series_groups(struct api_req *r, struct api_resp *w, int repo
 		ji64(w, g->maxt);
 		const struct pd_pprof_profile *p = g->focused ? g->focused : g->whole;
 		jput(w, ",\"sampleType\":");
-		jstr(w, pd_pprof_sample_type(p, (size_t)g->idx));
+		jtype(w, p, (size_t)g->idx);
 		jput(w, ",\"unit\":");
 		jstr(w, pd_pprof_sample_unit(p, (size_t)g->idx));
 		jput(w, ",\"total\":");

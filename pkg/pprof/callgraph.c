@@ -59,6 +59,7 @@ struct ctx {
 	/* per sample, when tags are counted: its string labels joined (NULL when it has
 	 * none) and its "bytes" values formatted, as pprof keys its tags */
 	char **labels;
+	size_t *label_len; /* labels[i]'s length: label keys and values may hold NULs */
 	char ***bytes;
 	size_t *nbytes;
 	int has_tags;
@@ -146,14 +147,22 @@ static int tags_add(const struct ctx *c, struct build *b, size_t si, uint32_t no
                     int flat)
 {
 	const char *l = c->labels[si];
+	size_t ll = l ? c->label_len[si] : 0;
 	char kb[512];
-	if (l && tag_add(&b->tags, node, l, strlen(l), w, flat))
+	if (l && tag_add(&b->tags, node, l, ll, w, flat))
 		return PD_ENOMEM;
 	for (size_t i = 0; i < c->nbytes[si]; i++) {
-		int n = snprintf(kb, sizeof(kb), "%s\x01%s", l ? l : "", c->bytes[si][i]);
-		if (n < 0)
-			continue;
-		size_t kl = (size_t)n < sizeof(kb) ? (size_t)n : sizeof(kb) - 1;
+		/* labels + "\x01" + the bytes value, cut to the buffer as before */
+		size_t bl = strlen(c->bytes[si][i]), kl = 0;
+		size_t n1 = ll < sizeof(kb) - 1 ? ll : sizeof(kb) - 1;
+		if (n1)
+			memcpy(kb, l, n1);
+		kl = n1;
+		if (kl < sizeof(kb) - 1)
+			kb[kl++] = '\x01';
+		size_t n2 = bl < sizeof(kb) - 1 - kl ? bl : sizeof(kb) - 1 - kl;
+		memcpy(kb + kl, c->bytes[si][i], n2);
+		kl += n2;
 		if (tag_add(&b->tags, node, kb, kl, w, flat))
 			return PD_ENOMEM;
 	}
@@ -284,7 +293,8 @@ static int node_cmp(const void *pa, const void *pb, void *arg)
 	int64_t ls = go_abs(s->score[l]), rs = go_abs(s->score[r]);
 	if (ls != rs)
 		return ls > rs ? -1 : 1;
-	int c = strcmp(s->c->nodes.names[l], s->c->nodes.names[r]);
+	const struct pd_pprof_nodes *nd = &s->c->nodes;
+	int c = pd_pprof_bytes_cmp(nd->names[l], nd->name_len[l], nd->names[r], nd->name_len[r]);
 	if (c)
 		return c;
 	int64_t lf = go_abs(s->b->flat[l]), rf = go_abs(s->b->flat[r]);
@@ -417,10 +427,13 @@ static int edge_cmp(const void *pa, const void *pb, void *arg)
 		if (lw != rw)
 			return lw > rw ? -1 : 1;
 	}
-	int c = strcmp(s->c->nodes.names[l->from], s->c->nodes.names[r->from]);
+	const struct pd_pprof_nodes *nd = &s->c->nodes;
+	int c = pd_pprof_bytes_cmp(nd->names[l->from], nd->name_len[l->from], nd->names[r->from],
+				   nd->name_len[r->from]);
 	if (c)
 		return c;
-	return strcmp(s->c->nodes.names[l->to], s->c->nodes.names[r->to]);
+	return pd_pprof_bytes_cmp(nd->names[l->to], nd->name_len[l->to], nd->names[r->to],
+				  nd->name_len[r->to]);
 }
 
 static void sort_edges(const struct ctx *c, const struct build *b, uint32_t *idx, size_t n)
@@ -505,9 +518,15 @@ out:
 
 /* ---- tags of each sample ---------------------------------------------------------- */
 
-static int str_cmp(const void *a, const void *b)
+struct lpart {
+	char *s;
+	size_t n;
+};
+
+static int lpart_cmp(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	const struct lpart *x = a, *y = b;
+	return pd_pprof_bytes_cmp(x->s, x->n, y->s, y->n);
 }
 
 static void labels_fini(struct ctx *c)
@@ -521,6 +540,7 @@ static void labels_fini(struct ctx *c)
 		free(c->bytes[i]);
 	}
 	free(c->labels);
+	free(c->label_len);
 	free(c->bytes);
 	free(c->nbytes);
 }
@@ -532,62 +552,64 @@ static int labels_build(struct ctx *c)
 	const pb_profile *pb = c->p->pb;
 	size_t n = pb->n_sample ? pb->n_sample : 1;
 	c->labels = calloc(n, sizeof(*c->labels));
+	c->label_len = calloc(n, sizeof(*c->label_len));
 	c->bytes = calloc(n, sizeof(*c->bytes));
 	c->nbytes = calloc(n, sizeof(*c->nbytes));
-	if (!c->labels || !c->bytes || !c->nbytes)
+	if (!c->labels || !c->label_len || !c->bytes || !c->nbytes)
 		return PD_ENOMEM;
 	for (size_t si = 0; si < pb->n_sample; si++) {
 		const pb_sample *s = pb->sample[si];
 		size_t ns = 0, nb = 0;
 		for (size_t k = 0; k < s->n_label; k++) {
 			const pb_label *l = s->label[k];
-			const char *key = pd_pprof_str(c->p, l->key);
-			if (l->str && strcmp(key, "pprof::base") != 0)
+			if (l->str && !pd_pprof_str_is(c->p, l->key, "pprof::base"))
 				ns++;
-			else if (!l->str && strcmp(key, "bytes") == 0)
+			else if (!l->str && pd_pprof_str_is(c->p, l->key, "bytes"))
 				nb++;
 		}
 		if (ns) {
-			char **parts = calloc(ns, sizeof(*parts));
+			struct lpart *parts = calloc(ns, sizeof(*parts));
 			size_t len = 0, j = 0;
 			if (!parts)
 				return PD_ENOMEM;
 			for (size_t k = 0; k < s->n_label; k++) {
 				const pb_label *l = s->label[k];
-				const char *key = pd_pprof_str(c->p, l->key);
-				if (!l->str || strcmp(key, "pprof::base") == 0)
+				if (!l->str || pd_pprof_str_is(c->p, l->key, "pprof::base"))
 					continue;
+				const char *key = pd_pprof_str(c->p, l->key);
 				const char *v = pd_pprof_str(c->p, l->str);
-				size_t kl = strlen(key), vl = strlen(v);
-				parts[j] = malloc(kl + vl + 2);
-				if (!parts[j])
+				size_t kl = pd_pprof_str_len(c->p, l->key), vl = pd_pprof_str_len(c->p, l->str);
+				parts[j].s = malloc(kl + vl + 2);
+				if (!parts[j].s)
 					break;
-				memcpy(parts[j], key, kl);
-				parts[j][kl] = ':';
-				memcpy(parts[j] + kl + 1, v, vl + 1);
+				memcpy(parts[j].s, key, kl);
+				parts[j].s[kl] = ':';
+				memcpy(parts[j].s + kl + 1, v, vl);
+				parts[j].s[kl + 1 + vl] = '\0';
+				parts[j].n = kl + 1 + vl;
 				len += kl + vl + 3;
 				j++;
 			}
 			char *joined = j == ns ? malloc(len + 1) : NULL;
+			size_t o = 0;
 			if (joined) {
-				qsort(parts, ns, sizeof(*parts), str_cmp);
-				size_t o = 0;
+				qsort(parts, ns, sizeof(*parts), lpart_cmp);
 				for (size_t q = 0; q < ns; q++) {
 					if (q) {
 						memcpy(joined + o, "\\n", 2);
 						o += 2;
 					}
-					size_t pl = strlen(parts[q]);
-					memcpy(joined + o, parts[q], pl);
-					o += pl;
+					memcpy(joined + o, parts[q].s, parts[q].n);
+					o += parts[q].n;
 				}
 				joined[o] = '\0';
 			}
 			for (size_t q = 0; q < j; q++)
-				free(parts[q]);
+				free(parts[q].s);
 			free(parts);
 			if (!joined)
 				return PD_ENOMEM;
+			c->label_len[si] = o;
 			c->labels[si] = joined;
 			c->has_tags = 1;
 		}
@@ -597,7 +619,7 @@ static int labels_build(struct ctx *c)
 				return PD_ENOMEM;
 			for (size_t k = 0; k < s->n_label; k++) {
 				const pb_label *l = s->label[k];
-				if (l->str || strcmp(pd_pprof_str(c->p, l->key), "bytes") != 0)
+				if (l->str || !pd_pprof_str_is(c->p, l->key, "bytes"))
 					continue;
 				char buf[64];
 				const char *unit = l->num_unit ? pd_pprof_str(c->p, l->num_unit) : "bytes";
@@ -637,7 +659,8 @@ static int finish(struct ctx *c, struct build *b, const uint32_t *order, size_t 
 	for (size_t i = 0; i < norder; i++) {
 		uint32_t n = order[i];
 		pos[n] = (uint32_t)i;
-		g->nodes[i] = (struct pd_pprof_graph_node){c->nodes.names[n], b->flat[n], b->cum[n]};
+		g->nodes[i] = (struct pd_pprof_graph_node){c->nodes.names[n], b->flat[n], b->cum[n],
+							   c->nodes.name_len[n]};
 		g->shown = pd_add64(g->shown, b->flat[n]);
 	}
 	g->nnodes = norder;

@@ -25,8 +25,7 @@ static int differ(char *why, size_t size, const char *fmt, ...)
 static int str_eq(const struct pd_pprof_profile *a, int64_t i, const struct pd_pprof_profile *b,
 		  int64_t j)
 {
-	return a->str_len[i] == b->str_len[j] &&
-	       memcmp(a->pb->string_table[i], b->pb->string_table[j], a->str_len[i]) == 0;
+	return pd_pprof_str_eq(a, i, b, j);
 }
 
 #define S(field, ia, ib) \

@@ -28,16 +28,18 @@ void pd_pprof_arena_allocator(ProtobufCAllocator *alloc, struct pd_arena *arena)
 }
 
 int pd_pprof_adopt(struct pd_pprof_profile **out, struct pd_arena *arena, pb_profile *pb,
-		   struct pd_err *err)
+		   size_t *str_len, struct pd_err *err)
 {
 	struct pd_pprof_profile *p = calloc(1, sizeof(*p));
 	*out = NULL;
 	if (!p) {
+		free(str_len);
 		pd_arena_destroy(arena);
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
 	p->arena = arena;
 	p->pb = pb;
+	p->str_len = str_len;
 	pd_u64map_init(&p->mappings.sparse);
 	pd_u64map_init(&p->locations.sparse);
 	pd_u64map_init(&p->functions.sparse);
@@ -198,7 +200,19 @@ adopt:
 		pd_arena_destroy(arena);
 		goto out;
 	}
-	rc = pd_pprof_adopt(out, arena, pb, err);
+	/* the strings' lengths come from the wire: an entry may hold NUL bytes */
+	size_t *str_len = malloc((pb->n_string_table ? pb->n_string_table : 1) * sizeof(*str_len));
+	if (!str_len) {
+		pd_arena_destroy(arena);
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = pd_pprof_wire_string_lengths(data, raw_len, str_len, pb->n_string_table, err))) {
+		free(str_len);
+		pd_arena_destroy(arena);
+		goto out;
+	}
+	rc = pd_pprof_adopt(out, arena, pb, str_len, err);
 	goto out;
 too_big:
 	*hit = PD_PPROF_LIMIT_MEMORY;

@@ -16,9 +16,8 @@
 
 /* Appends name with ';' turned into ':' and line breaks and other control bytes
  * into ' ', so that a folded line stays one line of ';'-separated frames. */
-static int folded_name(struct pd_buf *b, const char *name)
+static int folded_name(struct pd_buf *b, const char *name, size_t n)
 {
-	size_t n = strlen(name);
 	if (pd_buf_reserve(b, n))
 		return PD_ETOOBIG;
 	for (size_t i = 0; i < n; i++) {
@@ -99,7 +98,7 @@ static int emit_folded(void *arg, const struct pd_pprof_flame_node *const *path,
 		if (i)
 			rc = pd_buf_append(b, ";", 1);
 		if (!rc)
-			rc = folded_name(b, path[i]->name);
+			rc = folded_name(b, path[i]->name, path[i]->name_len);
 	}
 	if (!rc)
 		rc = pd_buf_printf(b, " %" PRId64 "\n", value);
@@ -131,12 +130,13 @@ int pd_pprof_folded(const struct pd_pprof_profile *p, int sample_index, struct p
  * names are copies owned by the table. */
 struct frames {
 	const char **names;
+	size_t *lens; /* names may hold NUL bytes */
 	size_t n, cap;
 	size_t *slots; /* index + 1, 0 empty; open addressing */
 	size_t nslots;
 };
 
-static int frames_intern(struct frames *t, const char *name, size_t *out)
+static int frames_intern(struct frames *t, const char *name, size_t len, size_t *out)
 {
 	if ((t->n + 1) * 2 > t->nslots) {
 		size_t ns = t->nslots ? t->nslots * 2 : 1024;
@@ -146,8 +146,8 @@ static int frames_intern(struct frames *t, const char *name, size_t *out)
 		for (size_t i = 0; i < t->nslots; i++) {
 			if (!t->slots[i])
 				continue;
-			const char *k = t->names[t->slots[i] - 1];
-			size_t j = pd_hash_bytes(k, strlen(k), 0) & (ns - 1);
+			size_t k = t->slots[i] - 1;
+			size_t j = pd_hash_bytes(t->names[k], t->lens[k], 0) & (ns - 1);
 			while (slots[j])
 				j = (j + 1) & (ns - 1);
 			slots[j] = t->slots[i];
@@ -156,9 +156,10 @@ static int frames_intern(struct frames *t, const char *name, size_t *out)
 		t->slots = slots;
 		t->nslots = ns;
 	}
-	size_t j = pd_hash_bytes(name, strlen(name), 0) & (t->nslots - 1);
+	size_t j = pd_hash_bytes(name, len, 0) & (t->nslots - 1);
 	while (t->slots[j]) {
-		if (strcmp(t->names[t->slots[j] - 1], name) == 0) {
+		size_t k = t->slots[j] - 1;
+		if (t->lens[k] == len && memcmp(t->names[k], name, len) == 0) {
 			*out = t->slots[j] - 1;
 			return 0;
 		}
@@ -170,12 +171,19 @@ static int frames_intern(struct frames *t, const char *name, size_t *out)
 		if (!nn)
 			return PD_ENOMEM;
 		t->names = nn;
+		size_t *nl = realloc(t->lens, c * sizeof(*nl));
+		if (!nl)
+			return PD_ENOMEM;
+		t->lens = nl;
 		t->cap = c;
 	}
-	char *copy = strdup(name);
+	char *copy = malloc(len + 1);
 	if (!copy)
 		return PD_ENOMEM;
+	memcpy(copy, name, len);
+	copy[len] = '\0';
 	t->names[t->n] = copy;
+	t->lens[t->n] = len;
 	t->slots[j] = t->n + 1;
 	*out = t->n++;
 	return 0;
@@ -198,7 +206,7 @@ static int emit_sampled(void *arg, const struct pd_pprof_flame_node *const *path
 	int rc = pd_buf_append(&s->samples, s->count ? ",[" : "[", s->count ? 2 : 1);
 	for (size_t i = 0; i < n && !rc; i++) {
 		size_t idx;
-		if ((rc = frames_intern(s->fr, path[i]->name, &idx)))
+		if ((rc = frames_intern(s->fr, path[i]->name, path[i]->name_len, &idx)))
 			break;
 		rc = pd_buf_printf(&s->samples, i ? ",%zu" : "%zu", idx);
 	}
@@ -296,7 +304,7 @@ int pd_pprof_speedscope(const struct pd_pprof_profile *p, int sample_index, int 
 	for (size_t i = 0; i < fr.n && !rc; i++) {
 		rc = pd_buf_append(b, i ? ",{\"name\":" : "{\"name\":", i ? 9 : 8);
 		if (!rc)
-			rc = pd_buf_json_string(b, fr.names[i]);
+			rc = pd_buf_json_stringn(b, fr.names[i], fr.lens[i]);
 		if (!rc)
 			rc = pd_buf_append(b, "}", 1);
 	}
@@ -304,12 +312,15 @@ int pd_pprof_speedscope(const struct pd_pprof_profile *p, int sample_index, int 
 		rc = pd_buf_append(b, "]},\"profiles\":[", 15);
 	for (size_t t = first; t < last && !rc; t++) {
 		struct sampled *s = &ss[t - first];
-		const char *type = pd_pprof_sample_type(p, t), *unit = pd_pprof_sample_unit(p, t);
+		const char *unit = pd_pprof_sample_unit(p, t);
 		rc =
 		    pd_buf_append(b, t > first ? ",{\"type\":\"sampled\"" : "{\"type\":\"sampled\"",
 		                  t > first ? 18 : 17);
+		int64_t ti = p->pb->sample_type[t]->type;
 		if (!rc)
-			rc = json_field(b, "name", type);
+			rc = pd_buf_append(b, ",\"name\":", 8);
+		if (!rc)
+			rc = pd_buf_json_stringn(b, pd_pprof_str(p, ti), pd_pprof_str_len(p, ti));
 		if (!rc)
 			rc = json_field(b, "unit", pd_pprof_speedscope_unit(unit));
 		if (!rc)
@@ -344,6 +355,7 @@ out:
 	for (size_t i = 0; i < fr.n; i++)
 		free((char *)fr.names[i]);
 	free(fr.names);
+	free(fr.lens);
 	free(fr.slots);
 	return rc;
 }

@@ -25,6 +25,7 @@ struct flame_priv {
 struct sort_ctx {
 	const struct tnode *tree;
 	char **names;
+	const size_t *name_len;
 };
 
 static int child_cmp(const void *a, const void *b, void *arg)
@@ -35,7 +36,8 @@ static int child_cmp(const void *a, const void *b, void *arg)
 	uint64_t lt = pd_uabs64(l->total), rt = pd_uabs64(r->total);
 	if (lt != rt)
 		return lt > rt ? -1 : 1;
-	return strcmp(ctx->names[l->node], ctx->names[r->node]);
+	return pd_pprof_bytes_cmp(ctx->names[l->node], ctx->name_len[l->node], ctx->names[r->node],
+				  ctx->name_len[r->node]);
 }
 
 int pd_pprof_flame(const struct pd_pprof_profile *p, int idx, struct pd_pprof_flame **out,
@@ -120,7 +122,7 @@ int pd_pprof_flame(const struct pd_pprof_profile *p, int idx, struct pd_pprof_fl
 		uint32_t par = tree[i].parent;
 		order[off[par] + count[par]++] = (uint32_t)i;
 	}
-	struct sort_ctx ctx = {tree, nodes.names};
+	struct sort_ctx ctx = {tree, nodes.names, nodes.name_len};
 	for (size_t i = 0; i < ntree; i++)
 		if (count[i] > 1)
 			qsort_r(order + off[i], count[i], sizeof(*order), child_cmp, &ctx);
@@ -132,14 +134,15 @@ int pd_pprof_flame(const struct pd_pprof_profile *p, int idx, struct pd_pprof_fl
 	for (size_t i = 0; i < ntree; i++) {
 		struct pd_pprof_flame_node *fn = i == 0 ? &f->root : &priv->all[pos[i]];
 		fn->name = i == 0 ? "root" : nodes.names[tree[i].node];
+		fn->name_len = i == 0 ? 4 : nodes.name_len[tree[i].node];
 		fn->self = tree[i].self;
 		fn->total = tree[i].total;
 		fn->children = count[i] ? &priv->all[off[i]] : NULL;
 		fn->nchildren = count[i];
 	}
 	f->sample_index = idx;
-	f->sample_type = pd_pprof_sample_type(p, (size_t)idx);
-	f->unit = pd_pprof_sample_unit(p, (size_t)idx);
+	f->sample_type = pd_pprof_sample_type_n(p, (size_t)idx, &f->sample_type_len);
+	f->unit = pd_pprof_sample_unit_n(p, (size_t)idx, &f->unit_len);
 	f->node_count = ntree;
 	priv->names = nodes.names;
 	priv->nnames = nodes.count;
@@ -188,7 +191,7 @@ static int node_open(struct pd_buf *b, const struct pd_pprof_flame_node *n)
 {
 	int rc = pd_buf_append(b, "{\"name\":", 8);
 	if (!rc)
-		rc = pd_buf_json_string(b, n->name);
+		rc = pd_buf_json_stringn(b, n->name, n->name_len);
 	if (!rc)
 		rc = pd_buf_printf(b, ",\"self\":%lld,\"total\":%lld,\"children\":[", (long long)n->self,
 				   (long long)n->total);
@@ -209,11 +212,11 @@ int pd_pprof_flame_json(const struct pd_pprof_flame *f, int64_t min_total, struc
 		return PD_ENOMEM;
 	rc = pd_buf_append(b, "{\"sampleType\":", 14);
 	if (!rc)
-		rc = pd_buf_json_string(b, f->sample_type);
+		rc = pd_buf_json_stringn(b, f->sample_type, f->sample_type_len);
 	if (!rc)
 		rc = pd_buf_append(b, ",\"unit\":", 8);
 	if (!rc)
-		rc = pd_buf_json_string(b, f->unit);
+		rc = pd_buf_json_stringn(b, f->unit, f->unit_len);
 	if (!rc)
 		rc = pd_buf_printf(b, ",\"total\":%lld,\"root\":", (long long)f->root.total);
 	if (!rc)

@@ -132,6 +132,8 @@ struct merger {
 	struct pd_arena *tmp;   /* keys */
 	size_t ncols;
 	struct vec strs, samples, locations, functions, mappings;
+	size_t *str_len; /* length of each of strs (strings may hold NULs) */
+	size_t str_len_cap;
 	struct bmap strmap, samplemap, locmap, fnmap, mapmap;
 	struct pd_buf key;
 	/* per source */
@@ -142,20 +144,72 @@ struct merger {
 	int64_t base_key, base_true; /* string indices, when a diff's base is merged */
 };
 
-static int intern(struct merger *m, const char *s, int64_t *idx)
+/* Interns the len bytes at s (NULs included) as a string of the output. */
+static int intern(struct merger *m, const char *s, size_t len, int64_t *idx)
 {
-	size_t len = strlen(s);
 	uint32_t v;
+	if (m->strs.len == m->str_len_cap) {
+		size_t c = m->str_len_cap ? m->str_len_cap * 2 : 256;
+		size_t *n = realloc(m->str_len, c * sizeof(*n));
+		if (!n)
+			return PD_ENOMEM;
+		m->str_len = n;
+		m->str_len_cap = c;
+	}
 	int r = bmap_upsert(&m->strmap, s, len, (uint32_t)m->strs.len, &v);
 	if (r < 0)
 		return r;
 	if (r == 0) {
-		char *c = pd_arena_strndup(m->arena, s, len);
-		if (!c || vec_push(&m->strs, c))
+		char *c = pd_arena_strndup(m->arena, s, len); /* copies NULs too */
+		if (!c)
+			return PD_ENOMEM;
+		m->str_len[m->strs.len] = len;
+		if (vec_push(&m->strs, c))
 			return PD_ENOMEM;
 	}
 	*idx = v;
 	return 0;
+}
+
+/* Interns string i of profile p. */
+static int intern_of(struct merger *m, const struct pd_pprof_profile *p, int64_t i, int64_t *idx)
+{
+	return intern(m, pd_pprof_str(p, i), pd_pprof_str_len(p, i), idx);
+}
+
+/* A copy of a profile's string with its length. */
+struct lstr {
+	char *s; /* NUL-terminated after its len bytes */
+	size_t len;
+};
+
+static int lstr_set(struct lstr *d, const char *s, size_t len)
+{
+	char *c = malloc(len + 1);
+	if (!c)
+		return PD_ENOMEM;
+	if (len)
+		memcpy(c, s, len);
+	c[len] = '\0';
+	free(d->s);
+	d->s = c;
+	d->len = len;
+	return 0;
+}
+
+static int lstr_eq(const struct lstr *a, const char *s, size_t len)
+{
+	return a->len == len && (len == 0 || memcmp(a->s, s, len) == 0);
+}
+
+static int lstr_of(struct lstr *d, const struct pd_pprof_profile *p, int64_t i)
+{
+	return lstr_set(d, pd_pprof_str(p, i), pd_pprof_str_len(p, i));
+}
+
+static int intern_lstr(struct merger *m, const struct lstr *s, int64_t *idx)
+{
+	return intern(m, s->s, s->len, idx);
 }
 
 #define KEY_PUT(m, x)                                                     \
@@ -173,10 +227,9 @@ static int map_mapping(struct merger *m, const struct pd_pprof_profile *sp, size
 	uint64_t size = s->memory_limit - s->memory_start;
 	size = size + 0xfff;
 	size -= size % 0x1000;
-	const char *bid = pd_pprof_str(sp, s->build_id);
-	const char *ident = *bid ? bid : pd_pprof_str(sp, s->filename);
+	int64_t ident = pd_pprof_str_len(sp, s->build_id) ? s->build_id : s->filename;
 	int64_t ident_idx;
-	if (intern(m, ident, &ident_idx))
+	if (intern_of(m, sp, ident, &ident_idx))
 		return PD_ENOMEM;
 	m->key.len = 0;
 	KEY_PUT(m, size);
@@ -204,8 +257,8 @@ static int map_mapping(struct merger *m, const struct pd_pprof_profile *sp, size
 	d->has_filenames = s->has_filenames;
 	d->has_line_numbers = s->has_line_numbers;
 	d->has_inline_frames = s->has_inline_frames;
-	if (intern(m, pd_pprof_str(sp, s->filename), &d->filename) ||
-	    intern(m, pd_pprof_str(sp, s->build_id), &d->build_id) || vec_push(&m->mappings, d))
+	if (intern_of(m, sp, s->filename, &d->filename) ||
+	    intern_of(m, sp, s->build_id, &d->build_id) || vec_push(&m->mappings, d))
 		return PD_ENOMEM;
 	m->map_of[si] = v + 1;
 	m->map_off[si] = 0;
@@ -218,9 +271,9 @@ static int map_function(struct merger *m, const struct pd_pprof_profile *sp, siz
 		return 0;
 	const pb_function *s = sp->pb->function[si];
 	int64_t name, sys, file;
-	if (intern(m, pd_pprof_str(sp, s->name), &name) ||
-	    intern(m, pd_pprof_str(sp, s->system_name), &sys) ||
-	    intern(m, pd_pprof_str(sp, s->filename), &file))
+	if (intern_of(m, sp, s->name, &name) ||
+	    intern_of(m, sp, s->system_name, &sys) ||
+	    intern_of(m, sp, s->filename, &file))
 		return PD_ENOMEM;
 	m->key.len = 0;
 	KEY_PUT(m, s->start_line);
@@ -383,15 +436,15 @@ static int map_sample(struct merger *m, struct src *src, const pb_sample *s, int
 		const pb_label *l = s->label[k];
 		struct olabel *o = &(*labs)[n];
 		memset(o, 0, sizeof(*o));
-		if (intern(m, pd_pprof_str(sp, l->key), &o->key))
+		if (intern_of(m, sp, l->key, &o->key))
 			return PD_ENOMEM;
 		if (src->negate_and_label && l->str && o->key == m->base_key)
 			continue; /* replaced by pprof::base=true below */
 		o->is_num = l->str == 0;
 		o->num = l->num;
 		o->pos = k;
-		if (intern(m, pd_pprof_str(sp, l->str), &o->str) ||
-		    intern(m, pd_pprof_str(sp, l->num_unit), &o->unit))
+		if (intern_of(m, sp, l->str, &o->str) ||
+		    intern_of(m, sp, l->num_unit, &o->unit))
 			return PD_ENOMEM;
 		n++;
 	}
@@ -467,17 +520,15 @@ static void *vec_to_arena(struct merger *m, struct vec *v, size_t *n)
 	return a;
 }
 
-static int value_types_compatible(const char *t1, const char *u1, const char *t2, const char *u2)
+/* Whether two different spellings of a unit convert into each other (pprof only
+ * compares units for a type that matched already). A unit holding a NUL byte is
+ * no unit pprof knows. */
+static int units_compatible(const char *u1, size_t l1, const char *u2, size_t l2)
 {
-	size_t l1 = strlen(t1), l2 = strlen(t2);
-	if (l1 && t1[l1 - 1] == 's')
-		l1--;
-	if (l2 && t2[l2 - 1] == 's')
-		l2--;
-	if (l1 != l2 || memcmp(t1, t2, l1) != 0)
-		return 0;
-	if (strcmp(u1, u2) == 0)
+	if (l1 == l2 && (l1 == 0 || memcmp(u1, u2, l1) == 0))
 		return 1;
+	if (memchr(u1, 0, l1) || memchr(u2, 0, l2))
+		return 0;
 	double f;
 	int k1 = pd_pprof_unit_kind(u1, &f), k2 = pd_pprof_unit_kind(u2, &f);
 	return k1 == k2 && k1 != PD_UNIT_OTHER;
@@ -489,11 +540,11 @@ struct pd_pprof_merger {
 	struct merger m;
 	size_t nsources;
 	/* output columns, from the first profile; later ones can only drop them */
-	char **type, **unit;
+	struct lstr *type, *unit;
 	uint8_t *alive, *incompatible;
 	/* header */
 	pb_profile *pb;
-	char *period_type, *period_unit;
+	struct lstr period_type, period_unit;
 	struct vec comments;
 	struct bmap seen_comments;
 	int have_base;
@@ -511,15 +562,15 @@ void pd_pprof_merger_destroy(struct pd_pprof_merger *pm)
 		return;
 	struct merger *m = &pm->m;
 	for (size_t c = 0; c < m->ncols; c++) {
-		free(pm->type[c]);
-		free(pm->unit[c]);
+		free(pm->type[c].s);
+		free(pm->unit[c].s);
 	}
 	free(pm->type);
 	free(pm->unit);
 	free(pm->alive);
 	free(pm->incompatible);
-	free(pm->period_type);
-	free(pm->period_unit);
+	free(pm->period_type.s);
+	free(pm->period_unit.s);
 	free(pm->comments.v);
 	bmap_fini(&pm->seen_comments);
 	free(pm->vals);
@@ -530,6 +581,7 @@ void pd_pprof_merger_destroy(struct pd_pprof_merger *pm)
 	free(m->fn_of);
 	free(m->loc_of);
 	free(m->strs.v);
+	free(m->str_len);
 	free(m->samples.v);
 	free(m->locations.v);
 	free(m->functions.v);
@@ -560,7 +612,7 @@ int pd_pprof_merger_create(struct pd_pprof_merger **out, struct pd_err *err)
 		goto nomem;
 	m->strmap.keys = m->samplemap.keys = m->locmap.keys = m->fnmap.keys = m->mapmap.keys = m->tmp;
 	pm->seen_comments.keys = m->tmp;
-	if (intern(m, "", &idx))
+	if (intern(m, "", 0, &idx))
 		goto nomem;
 	pm->pb = pd_arena_alloc(m->arena, sizeof(*pm->pb));
 	if (!pm->pb)
@@ -573,23 +625,14 @@ nomem:
 	return pd_err_set(err, PD_ENOMEM, "out of memory");
 }
 
-static char *dup_str(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *d = malloc(n);
-	if (d)
-		memcpy(d, s, n);
-	return d;
-}
-
 /* Takes the first profile's columns and header. */
 static int first_source(struct pd_pprof_merger *pm, const struct pd_pprof_profile *p,
 			struct pd_err *err)
 {
 	struct merger *m = &pm->m;
 	size_t nt = p->pb->n_sample_type;
-	pm->type = calloc(nt ? nt : 1, sizeof(char *));
-	pm->unit = calloc(nt ? nt : 1, sizeof(char *));
+	pm->type = calloc(nt ? nt : 1, sizeof(*pm->type));
+	pm->unit = calloc(nt ? nt : 1, sizeof(*pm->unit));
 	pm->alive = calloc(nt ? nt : 1, 1);
 	pm->incompatible = calloc(nt ? nt : 1, 1);
 	pm->vals = calloc(nt ? nt : 1, sizeof(int64_t));
@@ -597,21 +640,22 @@ static int first_source(struct pd_pprof_merger *pm, const struct pd_pprof_profil
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	m->ncols = nt;
 	for (size_t c = 0; c < nt; c++) {
-		if (!(pm->type[c] = dup_str(pd_pprof_sample_type(p, c))) ||
-		    !(pm->unit[c] = dup_str(pd_pprof_sample_unit(p, c))))
+		const pb_value_type *vt = p->pb->sample_type[c];
+		if (lstr_of(&pm->type[c], p, vt->type) || lstr_of(&pm->unit[c], p, vt->unit))
 			return pd_err_set(err, PD_ENOMEM, "out of memory");
 		/* a type listed twice: only its first column can be matched */
 		pm->alive[c] = 1;
 		for (size_t k = 0; k < c; k++)
-			if (strcmp(pm->type[k], pm->type[c]) == 0)
+			if (lstr_eq(&pm->type[k], pm->type[c].s, pm->type[c].len))
 				pm->alive[c] = 0;
 	}
-	if (!(pm->period_type = dup_str(pd_pprof_period_type(p))) ||
-	    !(pm->period_unit = dup_str(pd_pprof_period_unit(p))))
+	const pb_value_type *pvt = p->pb->period_type;
+	if (lstr_of(&pm->period_type, p, pvt ? pvt->type : 0) ||
+	    lstr_of(&pm->period_unit, p, pvt ? pvt->unit : 0))
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	pb_profile *pb = pm->pb;
-	if (intern(m, pd_pprof_str(p, p->pb->drop_frames), &pb->drop_frames) ||
-	    intern(m, pd_pprof_str(p, p->pb->keep_frames), &pb->keep_frames))
+	if (intern_of(m, p, p->pb->drop_frames, &pb->drop_frames) ||
+	    intern_of(m, p, p->pb->keep_frames, &pb->keep_frames))
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	pm->has_period_type = p->pb->period_type != NULL;
 	return 0;
@@ -636,7 +680,9 @@ static int add_source(struct pd_pprof_merger *pm, const struct pd_pprof_profile 
 	int64_t idx;
 	if (pm->nsources == 0 && (rc = first_source(pm, p, err)))
 		return rc;
-	const char *pt = pd_pprof_period_type(p), *pu = pd_pprof_period_unit(p);
+	const pb_value_type *pvt = p->pb->period_type;
+	const char *pt = pd_pprof_str(p, pvt ? pvt->type : 0), *pu = pd_pprof_str(p, pvt ? pvt->unit : 0);
+	size_t ptl = pd_pprof_str_len(p, pvt ? pvt->type : 0), pul = pd_pprof_str_len(p, pvt ? pvt->unit : 0);
 	src.col = calloc(m->ncols ? m->ncols : 1, sizeof(size_t));
 	src.ratio = calloc(m->ncols ? m->ncols : 1, sizeof(double));
 	if (!src.col || !src.ratio) {
@@ -649,33 +695,35 @@ static int add_source(struct pd_pprof_merger *pm, const struct pd_pprof_profile 
 		if (!pm->alive[c])
 			continue;
 		size_t j;
-		for (j = 0; j < p->pb->n_sample_type; j++)
-			if (strcmp(pd_pprof_sample_type(p, j), pm->type[c]) == 0)
+		for (j = 0; j < p->pb->n_sample_type; j++) {
+			int64_t t = p->pb->sample_type[j]->type;
+			if (lstr_eq(&pm->type[c], pd_pprof_str(p, t), pd_pprof_str_len(p, t)))
 				break;
+		}
 		if (j == p->pb->n_sample_type) {
 			pm->alive[c] = 0; /* not common to all profiles */
 			continue;
 		}
 		src.col[c] = j;
-		const char *u = pd_pprof_sample_unit(p, j);
-		if (strcmp(u, pm->unit[c]) == 0)
+		int64_t ui = p->pb->sample_type[j]->unit;
+		const char *u = pd_pprof_str(p, ui);
+		size_t ul = pd_pprof_str_len(p, ui);
+		if (lstr_eq(&pm->unit[c], u, ul))
 			continue;
-		if (!value_types_compatible(pm->type[c], pm->unit[c], pm->type[c], u)) {
+		if (!units_compatible(pm->unit[c].s, pm->unit[c].len, u, ul)) {
 			pm->incompatible[c] = 1;
 			continue;
 		}
-		if (pd_pprof_unit_ratio(u, pm->unit[c]) < 1) {
+		if (pd_pprof_unit_ratio(u, pm->unit[c].s) < 1) {
 			/* the new unit is finer: convert what is merged so far */
-			char *nu = dup_str(u);
-			if (!nu) {
+			double r = pd_pprof_unit_ratio(pm->unit[c].s, u);
+			if (lstr_set(&pm->unit[c], u, ul)) {
 				rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 				goto out;
 			}
-			rescale_column(m, c, pd_pprof_unit_ratio(pm->unit[c], u));
-			free(pm->unit[c]);
-			pm->unit[c] = nu;
+			rescale_column(m, c, r);
 		} else {
-			src.ratio[c] = pd_pprof_unit_ratio(u, pm->unit[c]);
+			src.ratio[c] = pd_pprof_unit_ratio(u, pm->unit[c].s);
 		}
 	}
 	size_t alive = 0;
@@ -686,10 +734,10 @@ static int add_source(struct pd_pprof_merger *pm, const struct pd_pprof_profile 
 		goto out;
 	}
 	/* period types must agree, up to a unit conversion */
-	if (strcmp(pt, pm->period_type) != 0 ||
-	    (strcmp(pu, pm->period_unit) != 0 && !value_types_compatible(pt, pu, pt, pm->period_unit))) {
+	if (!lstr_eq(&pm->period_type, pt, ptl) ||
+	    !units_compatible(pu, pul, pm->period_unit.s, pm->period_unit.len)) {
 		rc = pd_err_set(err, PD_EINCOMPAT, "incompatible period types %s/%s and %s/%s",
-				pm->period_type, pm->period_unit, pt, pu);
+				pm->period_type.s, pm->period_unit.s, pt, pu);
 		goto out;
 	}
 	/* header */
@@ -700,18 +748,16 @@ static int add_source(struct pd_pprof_merger *pm, const struct pd_pprof_profile 
 	pb->duration_nanos = pd_add64(pb->duration_nanos, s->duration_nanos);
 	{
 		/* periods in the finest period unit seen, the largest kept */
-		if (strcmp(pu, pm->period_unit) != 0 && pd_pprof_unit_ratio(pu, pm->period_unit) < 1) {
-			char *nu = dup_str(pu);
-			if (!nu) {
+		if (!lstr_eq(&pm->period_unit, pu, pul) &&
+		    pd_pprof_unit_ratio(pu, pm->period_unit.s) < 1) {
+			double d = (double)pb->period * pd_pprof_unit_ratio(pm->period_unit.s, pu);
+			if (lstr_set(&pm->period_unit, pu, pul)) {
 				rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 				goto out;
 			}
-			double d = (double)pb->period * pd_pprof_unit_ratio(pm->period_unit, pu);
 			pb->period = d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : (int64_t)d;
-			free(pm->period_unit);
-			pm->period_unit = nu;
 		}
-		double d = (double)s->period * pd_pprof_unit_ratio(pu, pm->period_unit);
+		double d = (double)s->period * pd_pprof_unit_ratio(pu, pm->period_unit.s);
 		int64_t period = d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : (int64_t)d;
 		if (pb->period == 0 || pb->period < period)
 			pb->period = period;
@@ -719,21 +765,21 @@ static int add_source(struct pd_pprof_merger *pm, const struct pd_pprof_profile 
 	for (size_t c = 0; c < s->n_comment; c++) {
 		const char *txt = pd_pprof_str(p, s->comment[c]);
 		uint32_t v;
-		int r = bmap_upsert(&pm->seen_comments, txt, strlen(txt), 0, &v);
-		if (r < 0 || (r == 0 && (intern(m, txt, &idx) ||
+		int r = bmap_upsert(&pm->seen_comments, txt, pd_pprof_str_len(p, s->comment[c]), 0, &v);
+		if (r < 0 || (r == 0 && (intern_of(m, p, s->comment[c], &idx) ||
 					 vec_push(&pm->comments, (void *)(intptr_t)idx)))) {
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 			goto out;
 		}
 	}
 	if ((!pb->default_sample_type && s->default_sample_type &&
-	     intern(m, pd_pprof_str(p, s->default_sample_type), &pb->default_sample_type)) ||
-	    (!pb->doc_url && s->doc_url && intern(m, pd_pprof_str(p, s->doc_url), &pb->doc_url))) {
+	     intern_of(m, p, s->default_sample_type, &pb->default_sample_type)) ||
+	    (!pb->doc_url && s->doc_url && intern_of(m, p, s->doc_url, &pb->doc_url))) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		goto out;
 	}
 	if (base && !pm->have_base) {
-		if (intern(m, "pprof::base", &m->base_key) || intern(m, "true", &m->base_true)) {
+		if (intern(m, "pprof::base", 11, &m->base_key) || intern(m, "true", 4, &m->base_true)) {
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 			goto out;
 		}
@@ -801,7 +847,7 @@ int pd_pprof_merger_finish(struct pd_pprof_merger *pm, struct pd_pprof_profile *
 			continue;
 		if (pm->incompatible[c]) {
 			rc = pd_err_set(err, PD_EINCOMPAT, "incompatible sample types: %s has units that do not convert",
-					pm->type[c]);
+					pm->type[c].s);
 			goto out;
 		}
 		keep++;
@@ -821,7 +867,7 @@ int pd_pprof_merger_finish(struct pd_pprof_merger *pm, struct pd_pprof_profile *
 		if (!pm->alive[c])
 			continue;
 		perftools__profiles__value_type__init(&vts[k]);
-		if (intern(m, pm->type[c], &vts[k].type) || intern(m, pm->unit[c], &vts[k].unit))
+		if (intern_lstr(m, &pm->type[c], &vts[k].type) || intern_lstr(m, &pm->unit[c], &vts[k].unit))
 			goto nomem;
 		pb->sample_type[k] = &vts[k];
 		k++;
@@ -831,8 +877,8 @@ int pd_pprof_merger_finish(struct pd_pprof_merger *pm, struct pd_pprof_profile *
 		if (!pb->period_type)
 			goto nomem;
 		perftools__profiles__value_type__init(pb->period_type);
-		if (intern(m, pm->period_type, &pb->period_type->type) ||
-		    intern(m, pm->period_unit, &pb->period_type->unit))
+		if (intern_lstr(m, &pm->period_type, &pb->period_type->type) ||
+		    intern_lstr(m, &pm->period_unit, &pb->period_type->unit))
 			goto nomem;
 	}
 	/* samples keep their alive columns; some may now be all zero */
@@ -865,8 +911,10 @@ int pd_pprof_merger_finish(struct pd_pprof_merger *pm, struct pd_pprof_profile *
 	if (!pb->sample || !pb->location || !pb->function || !pb->mapping || !pb->string_table)
 		goto nomem;
 	struct pd_arena *arena = m->arena;
+	size_t *str_len = m->str_len;
 	m->arena = NULL;
-	rc = pd_pprof_adopt(out, arena, pb, err);
+	m->str_len = NULL;
+	rc = pd_pprof_adopt(out, arena, pb, str_len, err);
 	if (rc == 0 && zero_sums) {
 		/* samples that cancelled out: merge once more to drop them and what only
 		 * they referenced */

@@ -35,15 +35,35 @@ static int keytab_grow(struct keytab *t)
 	return 0;
 }
 
-static const char *base_name(const char *path)
+/* The last element of the len bytes at path (its length into *n). */
+static const char *base_name(const char *path, size_t len, size_t *n)
 {
-	const char *s = strrchr(path, '/');
-	return s && s[1] ? s + 1 : path;
+	size_t i = len;
+	while (i && path[i - 1] != '/')
+		i--;
+	if (i && i < len) {
+		*n = len - i;
+		return path + i;
+	}
+	*n = len;
+	return path;
+}
+
+static char *copy(const char *s, size_t n)
+{
+	char *d = malloc(n + 1);
+	if (d) {
+		if (n)
+			memcpy(d, s, n);
+		d[n] = '\0';
+	}
+	return d;
 }
 
 /* Finds or adds the node for key; the printable name is made on insertion. */
 static int intern(struct keytab *t, struct pd_pprof_nodes *n, size_t *ncap, const char *key,
-		  size_t klen, const char *name, const char *objfile, uint32_t *out)
+		  size_t klen, const char *name, size_t nlen, const char *objfile, size_t olen,
+		  uint32_t *out)
 {
 	uint64_t h = pd_hash_bytes(key, klen, 0);
 	if ((n->count + 1) * 2 > t->cap && keytab_grow(t))
@@ -63,6 +83,10 @@ static int intern(struct keytab *t, struct pd_pprof_nodes *n, size_t *ncap, cons
 		if (!names)
 			return PD_ENOMEM;
 		n->names = names;
+		size_t *name_len = realloc(n->name_len, c * sizeof(*name_len));
+		if (!name_len)
+			return PD_ENOMEM;
+		n->name_len = name_len;
 		char **keys = realloc(t->keys, c * sizeof(*keys));
 		if (!keys)
 			return PD_ENOMEM;
@@ -80,11 +104,13 @@ static int intern(struct keytab *t, struct pd_pprof_nodes *n, size_t *ncap, cons
 	uint32_t id = (uint32_t)n->count;
 	char *k = malloc(klen ? klen : 1);
 	char *pn;
-	if (*name) {
-		pn = strdup(name);
-	} else if (*objfile) {
-		const char *b = base_name(objfile);
-		size_t bl = strlen(b);
+	size_t pl;
+	if (nlen) {
+		pn = copy(name, pl = nlen);
+	} else if (olen) {
+		size_t bl;
+		const char *b = base_name(objfile, olen, &bl);
+		pl = bl + 2;
 		pn = malloc(bl + 3);
 		if (pn) {
 			pn[0] = '[';
@@ -93,7 +119,7 @@ static int intern(struct keytab *t, struct pd_pprof_nodes *n, size_t *ncap, cons
 			pn[bl + 2] = '\0';
 		}
 	} else {
-		pn = strdup("<unknown>");
+		pn = copy("<unknown>", pl = 9);
 	}
 	if (!k || !pn) {
 		free(k);
@@ -105,6 +131,7 @@ static int intern(struct keytab *t, struct pd_pprof_nodes *n, size_t *ncap, cons
 	t->lens[id] = klen;
 	t->hashes[id] = h;
 	n->names[id] = pn;
+	n->name_len[id] = pl;
 	n->count++;
 	t->slots[j] = id + 1;
 	*out = id;
@@ -135,30 +162,34 @@ int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes
 	uint32_t off = 0;
 	for (size_t i = 0; i < pb->n_location; i++) {
 		const pb_location *l = pb->location[i];
-		const char *objfile = "";
+		int64_t objfile_idx = 0;
 		if (l->mapping_id) {
 			int64_t mi = pd_pprof_idmap_get(&p->mappings, l->mapping_id);
-			objfile = pd_pprof_str(p, pb->mapping[mi]->filename);
+			objfile_idx = pb->mapping[mi]->filename;
 		}
+		const char *objfile = pd_pprof_str(p, objfile_idx);
+		size_t olen = pd_pprof_str_len(p, objfile_idx);
 		n->loc_off[i] = off;
 		size_t nl = l->n_line ? l->n_line : 1;
 		for (size_t j = 0; j < nl; j++) {
 			uint32_t node;
 			const char *name = "";
+			size_t nlen = 0;
 			int64_t start_line = 0;
 			int64_t fi = -1;
 			if (l->n_line) {
 				fi = pd_pprof_idmap_get(&p->functions, l->line[j]->function_id);
 				name = pd_pprof_str(p, pb->function[fi]->name);
+				nlen = pd_pprof_str_len(p, pb->function[fi]->name);
 				start_line = pb->function[fi]->start_line;
-				if (*name && fn_node[fi] != UINT32_MAX) {
+				if (nlen && fn_node[fi] != UINT32_MAX) {
 					n->loc_node[off++] = fn_node[fi];
 					continue;
 				}
 			}
-			/* key: name, or for unnamed frames NUL + objfile + NUL + start line */
-			size_t nlen = strlen(name), olen = strlen(objfile);
-			size_t klen = *name ? nlen : 1 + olen + 1 + sizeof(start_line);
+			/* key: 1 + name, or for unnamed frames 0 + objfile + start line (names
+			 * and file names may hold any byte, NUL included) */
+			size_t klen = nlen ? 1 + nlen : 1 + olen + sizeof(start_line);
 			if (klen > kcap) {
 				char *nb = realloc(kbuf, klen);
 				if (!nb)
@@ -166,17 +197,18 @@ int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes
 				kbuf = nb;
 				kcap = klen;
 			}
-			if (*name) {
-				memcpy(kbuf, name, nlen);
+			if (nlen) {
+				kbuf[0] = 1;
+				memcpy(kbuf + 1, name, nlen);
 			} else {
-				kbuf[0] = '\0';
-				memcpy(kbuf + 1, objfile, olen);
-				kbuf[1 + olen] = '\0';
-				memcpy(kbuf + 2 + olen, &start_line, sizeof(start_line));
+				kbuf[0] = 0;
+				if (olen)
+					memcpy(kbuf + 1, objfile, olen);
+				memcpy(kbuf + 1 + olen, &start_line, sizeof(start_line));
 			}
-			if (intern(&t, n, &ncap, kbuf, klen, name, objfile, &node))
+			if (intern(&t, n, &ncap, kbuf, klen, name, nlen, objfile, olen, &node))
 				goto nomem;
-			if (*name && fi >= 0)
+			if (nlen && fi >= 0)
 				fn_node[fi] = node;
 			n->loc_node[off++] = node;
 		}
@@ -204,6 +236,7 @@ void pd_pprof_nodes_fini(struct pd_pprof_nodes *n)
 	for (size_t i = 0; i < n->count; i++)
 		free(n->names[i]);
 	free(n->names);
+	free(n->name_len);
 	free(n->loc_off);
 	free(n->loc_node);
 	memset(n, 0, sizeof(*n));

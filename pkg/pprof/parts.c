@@ -256,17 +256,9 @@ int pd_pprof_parts_encode(const struct pd_pprof_parts *parts, uint8_t **out, siz
 		pd_arena_destroy(a);
 		return pd_err_set(err, PD_ENOMEM, "out of memory encoding a profile");
 	}
-	size_t n = perftools__profiles__profile__get_packed_size(pb);
-	uint8_t *raw = malloc(n ? n : 1);
-	if (!raw) {
-		pd_arena_destroy(a);
-		return pd_err_set(err, PD_ENOMEM, "out of memory encoding a profile of %zu bytes", n);
-	}
-	perftools__profiles__profile__pack(pb, raw);
+	int rc = pd_pprof_pack(pb, parts->string_len, out, out_len, err);
 	pd_arena_destroy(a);
-	*out = raw;
-	*out_len = n;
-	return 0;
+	return rc;
 }
 
 int pd_pprof_parts_build(const struct pd_pprof_parts *parts, struct pd_pprof_profile **out,

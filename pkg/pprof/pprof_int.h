@@ -5,6 +5,7 @@
 #define PROFD_PPROF_INT_H
 
 #include <protobuf-c/protobuf-c.h>
+#include <string.h>
 
 #include "profd/pprof.h"
 #include "profile.pb-c.h"
@@ -29,7 +30,9 @@ struct pd_pprof_idmap {
 struct pd_pprof_profile {
 	struct pd_arena *arena;
 	pb_profile *pb;
-	size_t *str_len; /* length of each string_table entry */
+	/* Length of each string_table entry, from the wire: an entry may hold NUL
+	 * bytes, so strlen of string_table[i] (always NUL-terminated) is not it. */
+	size_t *str_len;
 	struct pd_pprof_idmap mappings, locations, functions;
 };
 
@@ -46,6 +49,35 @@ static inline int64_t pd_pprof_idmap_get(const struct pd_pprof_idmap *m, uint64_
 static inline const char *pd_pprof_str(const struct pd_pprof_profile *p, int64_t i)
 {
 	return p->pb->string_table[i];
+}
+
+/* Its length in bytes (the string may hold NULs; it is NUL-terminated after them). */
+static inline size_t pd_pprof_str_len(const struct pd_pprof_profile *p, int64_t i)
+{
+	return p->str_len[i];
+}
+
+/* True when string i of p is exactly the C string s (a string with a NUL in it
+ * is never equal to one without). */
+static inline int pd_pprof_str_is(const struct pd_pprof_profile *p, int64_t i, const char *s)
+{
+	size_t n = strlen(s);
+	return p->str_len[i] == n && memcmp(p->pb->string_table[i], s, n) == 0;
+}
+
+/* True when strings i of p and j of q hold the same bytes. */
+static inline int pd_pprof_str_eq(const struct pd_pprof_profile *p, int64_t i,
+				  const struct pd_pprof_profile *q, int64_t j)
+{
+	return p->str_len[i] == q->str_len[j] &&
+	       memcmp(p->pb->string_table[i], q->pb->string_table[j], p->str_len[i]) == 0;
+}
+
+/* Orders two byte strings as Go orders strings: by their bytes, a prefix first. */
+static inline int pd_pprof_bytes_cmp(const char *a, size_t al, const char *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+	return c ? c : al < bl ? -1 : al > bl;
 }
 
 /* Sample values add and negate with wrap-around, as Go's int64 does, so that any
@@ -86,10 +118,22 @@ pb_profile *pd_pprof_pb_decode(struct pd_arena *arena, const uint8_t *buf, size_
  * its byte offset and field. Always sets err; returns PD_ECORRUPT. */
 int pd_pprof_wire_diagnose(const uint8_t *buf, size_t len, struct pd_err *err);
 
-/* Wraps an arena-allocated message tree as a profile (taking ownership of both)
- * and validates it. Used by merge and diff to hand out their results. */
+/* Reads the lengths of the n string_table entries of the raw protobuf buf from
+ * the wire into lens (n of them), as protobuf-c's char * strings lose them at a
+ * NUL. PD_ECORRUPT when the wire does not hold exactly n entries. */
+int pd_pprof_wire_string_lengths(const uint8_t *buf, size_t len, size_t *lens, size_t n,
+				 struct pd_err *err);
+
+/* Serialises pb as protobuf-c would, but writes each string_table entry i with
+ * str_len[i] bytes, NULs included. *out is malloc'd and owned by the caller. */
+int pd_pprof_pack(const pb_profile *pb, const size_t *str_len, uint8_t **out, size_t *out_len,
+		  struct pd_err *err);
+
+/* Wraps an arena-allocated message tree as a profile (taking ownership of both,
+ * and of str_len, the malloc'd lengths of pb's string_table entries) and
+ * validates it. Used by decode, merge and diff to hand out their results. */
 int pd_pprof_adopt(struct pd_pprof_profile **out, struct pd_arena *arena, pb_profile *pb,
-		   struct pd_err *err);
+		   size_t *str_len, struct pd_err *err);
 
 /* True when a sample carries the label pprof::base=true (a diff's base side). */
 int pd_pprof_is_diff_base(const struct pd_pprof_profile *p, const pb_sample *s);
@@ -97,7 +141,8 @@ int pd_pprof_is_diff_base(const struct pd_pprof_profile *p, const pb_sample *s);
 /* Interned function-granularity node names, as pprof's reports key functions. */
 struct pd_pprof_nodes {
 	size_t count;
-	char **names;           /* printable name per node, malloc'd */
+	char **names;           /* printable name per node, malloc'd, NUL-terminated */
+	size_t *name_len;       /* its length: a name may hold NUL bytes */
 	uint32_t *loc_off;      /* frames of location i: loc_node[loc_off[i] .. loc_off[i+1]) */
 	uint32_t *loc_node;     /* innermost (inlined callee) first, as Location.line */
 };

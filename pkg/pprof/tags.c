@@ -369,17 +369,18 @@ fail:
 /* pprof's NumLabelUnits: per numeric key, the first non-empty unit its labels
  * carry; keys with none are "bytes" for alignment and request, else the key. */
 struct numunits {
-	const char **key; /* borrowed from the profile */
+	const struct pd_pprof_profile *p;
+	int64_t *key; /* string indices of p (keys may hold NULs: compared by bytes) */
 	const char **unit;
 	size_t n;
 };
 
-static const char *numunit_of(const struct numunits *nu, const char *key)
+static const char *numunit_of(const struct numunits *nu, int64_t key)
 {
 	for (size_t i = 0; i < nu->n; i++)
-		if (strcmp(nu->key[i], key) == 0)
+		if (pd_pprof_str_eq(nu->p, nu->key[i], nu->p, key))
 			return nu->unit[i];
-	return key;
+	return pd_pprof_str(nu->p, key);
 }
 
 static int is_num(const pb_label *l)
@@ -391,6 +392,7 @@ static int numunits_build(const struct pd_pprof_profile *p, struct numunits *nu,
 {
 	const pb_profile *pb = p->pb;
 	memset(nu, 0, sizeof(*nu));
+	nu->p = p;
 	size_t cap = 0;
 	for (size_t i = 0; i < pb->n_sample; i++) {
 		const pb_sample *s = pb->sample[i];
@@ -398,15 +400,15 @@ static int numunits_build(const struct pd_pprof_profile *p, struct numunits *nu,
 			const pb_label *l = s->label[k];
 			if (!is_num(l))
 				continue;
-			const char *key = pd_pprof_str(p, l->key);
+			int64_t key = l->key;
 			const char *unit = l->num_unit ? pd_pprof_str(p, l->num_unit) : "";
 			size_t j = 0;
-			while (j < nu->n && strcmp(nu->key[j], key) != 0)
+			while (j < nu->n && !pd_pprof_str_eq(p, nu->key[j], p, key))
 				j++;
 			if (j == nu->n) {
 				if (nu->n == cap) {
 					cap = cap ? cap * 2 : 8;
-					const char **nk = realloc(nu->key, cap * sizeof(*nk));
+					int64_t *nk = realloc(nu->key, cap * sizeof(*nk));
 					if (nk)
 						nu->key = nk;
 					const char **nv =
@@ -425,10 +427,10 @@ static int numunits_build(const struct pd_pprof_profile *p, struct numunits *nu,
 	}
 	for (size_t j = 0; j < nu->n; j++)
 		if (!*nu->unit[j])
-			nu->unit[j] = strcmp(nu->key[j], "alignment") == 0 ||
-			                      strcmp(nu->key[j], "request") == 0
+			nu->unit[j] = pd_pprof_str_is(p, nu->key[j], "alignment") ||
+			                      pd_pprof_str_is(p, nu->key[j], "request")
 			                  ? "bytes"
-			                  : nu->key[j];
+			                  : pd_pprof_str(p, nu->key[j]);
 	return 0;
 }
 
@@ -471,10 +473,9 @@ static int filter_match(const struct pd_pprof_profile *p, const struct numunits 
 			const pb_label *l = s->label[k];
 			if (!is_num(l))
 				continue;
-			const char *key = pd_pprof_str(p, l->key);
-			if (f->key && strcmp(key, f->key) != 0)
+			if (f->key && !pd_pprof_str_is(p, l->key, f->key))
 				continue;
-			if (range_match(f, l->num, numunit_of(nu, key)))
+			if (range_match(f, l->num, numunit_of(nu, l->key)))
 				return 1;
 		}
 		return 0;
@@ -482,7 +483,7 @@ static int filter_match(const struct pd_pprof_profile *p, const struct numunits 
 	if (f->key) {
 		for (size_t k = 0; k < s->n_label; k++) {
 			const pb_label *l = s->label[k];
-			if (!l->str || strcmp(pd_pprof_str(p, l->key), f->key) != 0)
+			if (!l->str || !pd_pprof_str_is(p, l->key, f->key))
 				continue;
 			const char *v = pd_pprof_str(p, l->str);
 			size_t vl = p->str_len[l->str];
@@ -592,15 +593,25 @@ out:
 /* ---- the -tags report ----------------------------------------------------------- */
 
 struct tag_entry {
-	const char *key, *name;
+	const char *key, *name; /* with their lengths: both may hold NULs */
+	size_t klen, nlen;
 	int64_t v;
 };
 
+static int entry_key_cmp(const struct tag_entry *x, const struct tag_entry *y)
+{
+	return pd_pprof_bytes_cmp(x->key, x->klen, y->key, y->klen);
+}
+
+static int entry_name_cmp(const struct tag_entry *x, const struct tag_entry *y)
+{
+	return pd_pprof_bytes_cmp(x->name, x->nlen, y->name, y->nlen);
+}
+
 static int entry_cmp(const void *a, const void *b)
 {
-	const struct tag_entry *x = a, *y = b;
-	int c = strcmp(x->key, y->key);
-	return c ? c : strcmp(x->name, y->name);
+	int c = entry_key_cmp(a, b);
+	return c ? c : entry_name_cmp(a, b);
 }
 
 static int value_cmp(const void *a, const void *b)
@@ -609,7 +620,7 @@ static int value_cmp(const void *a, const void *b)
 	uint64_t ax = pd_uabs64(x->total), ay = pd_uabs64(y->total);
 	if (x->total != y->total && ax != ay)
 		return ax > ay ? -1 : 1;
-	return strcmp(x->name, y->name);
+	return pd_pprof_bytes_cmp(x->name, x->name_len, y->name, y->name_len);
 }
 
 /* Every (key, value name) of every sample into an arena-backed array. */
@@ -628,23 +639,27 @@ static int collect_entries(const struct pd_pprof_profile *p, const struct numuni
 		const pb_sample *s = pb->sample[i];
 		for (size_t j = 0; j < s->n_label; j++) {
 			const pb_label *l = s->label[j];
-			const char *key = pd_pprof_str(p, l->key);
-			if (only_key && strcmp(key, only_key) != 0)
+			if (only_key && !pd_pprof_str_is(p, l->key, only_key))
 				continue;
 			const char *name;
+			size_t nlen;
 			if (l->str) {
 				name = pd_pprof_str(p, l->str);
+				nlen = pd_pprof_str_len(p, l->str);
 			} else if (is_num(l)) {
 				char buf[96];
-				scaled_label(l->num, numunit_of(nu, key), unit, buf, sizeof(buf));
-				name = pd_arena_strndup(a, buf, strlen(buf));
+				scaled_label(l->num, numunit_of(nu, l->key), unit, buf, sizeof(buf));
+				nlen = strlen(buf); /* our own formatting: no NUL inside */
+				name = pd_arena_strndup(a, buf, nlen);
 				if (!name)
 					return pd_err_set(err, PD_ENOMEM, "out of memory");
 			} else {
 				continue; /* neither string nor number: pprof drops it */
 			}
-			e[k].key = key;
+			e[k].key = pd_pprof_str(p, l->key);
+			e[k].klen = pd_pprof_str_len(p, l->key);
 			e[k].name = name;
+			e[k].nlen = nlen;
 			e[k].v = idx >= 0 ? s->value[idx] : (int64_t)i;
 			k++;
 		}
@@ -688,25 +703,27 @@ int pd_pprof_tags(const struct pd_pprof_profile *p, int sample_index, const char
 	qsort(e, n, sizeof(*e), entry_cmp);
 	size_t nkeys = 0;
 	for (size_t i = 0; i < n; i++)
-		nkeys += i == 0 || strcmp(e[i].key, e[i - 1].key) != 0;
+		nkeys += i == 0 || entry_key_cmp(&e[i], &e[i - 1]) != 0;
 	t->keys = pd_arena_calloc(a, nkeys ? nkeys : 1, sizeof(*t->keys));
 	if (!t->keys)
 		goto nomem;
 	for (size_t i = 0; i < n;) {
 		size_t j = i, nv = 0;
-		while (j < n && strcmp(e[j].key, e[i].key) == 0) {
-			nv += j == i || strcmp(e[j].name, e[j - 1].name) != 0;
+		while (j < n && entry_key_cmp(&e[j], &e[i]) == 0) {
+			nv += j == i || entry_name_cmp(&e[j], &e[j - 1]) != 0;
 			j++;
 		}
 		struct pd_pprof_tag_key *k = &t->keys[t->nkeys++];
-		k->key = pd_arena_strndup(a, e[i].key, strlen(e[i].key));
+		k->key = pd_arena_strndup(a, e[i].key, e[i].klen); /* copies NULs too */
+		k->key_len = e[i].klen;
 		k->values = pd_arena_calloc(a, nv, sizeof(*k->values));
 		if (!k->key || !k->values)
 			goto nomem;
 		for (size_t m = i; m < j; m++) {
-			if (m == i || strcmp(e[m].name, e[m - 1].name) != 0) {
+			if (m == i || entry_name_cmp(&e[m], &e[m - 1]) != 0) {
 				struct pd_pprof_tag_value *v = &k->values[k->nvalues++];
-				v->name = pd_arena_strndup(a, e[m].name, strlen(e[m].name));
+				v->name = pd_arena_strndup(a, e[m].name, e[m].nlen);
+				v->name_len = e[m].nlen;
 				if (!v->name)
 					goto nomem;
 			}
@@ -743,21 +760,28 @@ void pd_pprof_tag_groups_free(struct pd_pprof_tag_group *g, size_t n)
 
 struct vsum {
 	const char *name;
+	size_t len;
 	uint64_t weight;
 };
+
+static int vsum_name_cmp(const void *a, const void *b)
+{
+	const struct vsum *x = a, *y = b;
+	return pd_pprof_bytes_cmp(x->name, x->len, y->name, y->len);
+}
 
 static int vsum_weight_cmp(const void *a, const void *b)
 {
 	const struct vsum *x = a, *y = b;
 	if (x->weight != y->weight)
 		return x->weight > y->weight ? -1 : 1;
-	return strcmp(x->name, y->name);
+	return vsum_name_cmp(a, b);
 }
 
-static int vsum_name_cmp(const void *a, const void *b)
+/* Orders an entry's value against a group's. */
+static int entry_vsum_cmp(const struct tag_entry *e, const struct vsum *v)
 {
-	const struct vsum *x = a, *y = b;
-	return strcmp(x->name, y->name);
+	return pd_pprof_bytes_cmp(e->name, e->nlen, v->name, v->len);
 }
 
 int pd_pprof_split_by_tag(const struct pd_pprof_profile *p, const char *key, int sample_index,
@@ -791,8 +815,10 @@ int pd_pprof_split_by_tag(const struct pd_pprof_profile *p, const char *key, int
 	if (!vs || !keep)
 		goto nomem;
 	for (size_t i = 0; i < ne; i++) {
-		if (i == 0 || strcmp(e[i].name, e[i - 1].name) != 0)
-			vs[nv++].name = e[i].name;
+		if (i == 0 || entry_name_cmp(&e[i], &e[i - 1]) != 0) {
+			vs[nv].name = e[i].name;
+			vs[nv++].len = e[i].nlen;
+		}
 		vs[nv - 1].weight += pd_uabs64(pb->sample[e[i].v]->value[sample_index]);
 	}
 	if (max_values && nv > max_values) {
@@ -810,15 +836,19 @@ int pd_pprof_split_by_tag(const struct pd_pprof_profile *p, const char *key, int
 	for (size_t i = 0; i < nv; i++) {
 		memset(keep, 0, pb->n_sample);
 		size_t cnt = 0;
-		while (ei < ne && strcmp(e[ei].name, vs[i].name) < 0)
+		while (ei < ne && entry_vsum_cmp(&e[ei], &vs[i]) < 0)
 			ei++;
-		for (; ei < ne && strcmp(e[ei].name, vs[i].name) == 0; ei++) {
+		for (; ei < ne && entry_vsum_cmp(&e[ei], &vs[i]) == 0; ei++) {
 			cnt += !keep[e[ei].v];
 			keep[e[ei].v] = 1;
 		}
-		g[ng].value = strdup(vs[i].name);
-		if (!g[ng].value)
+		char *val = malloc(vs[i].len + 1);
+		if (!val)
 			goto nomem;
+		memcpy(val, vs[i].name, vs[i].len);
+		val[vs[i].len] = '\0';
+		g[ng].value = val;
+		g[ng].value_len = vs[i].len;
 		g[ng].samples = cnt;
 		if ((rc = build_subset(p, &parts, keep, &g[ng].profile, err))) {
 			ng++;

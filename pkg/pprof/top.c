@@ -19,7 +19,7 @@ static int row_cmp(const void *a, const void *b)
 	uint64_t lf = pd_uabs64(l->flat), rf = pd_uabs64(r->flat);
 	if (lf != rf)
 		return lf > rf ? -1 : 1;
-	int c = strcmp(l->name, r->name);
+	int c = pd_pprof_bytes_cmp(l->name, l->name_len, r->name, r->name_len);
 	if (c)
 		return c;
 	uint64_t lc = pd_uabs64(l->cum), rc = pd_uabs64(r->cum);
@@ -94,6 +94,7 @@ int pd_pprof_top(const struct pd_pprof_profile *p, int idx, struct pd_pprof_top 
 		if (!flat[i] && !cum[i])
 			continue;
 		t->rows[r].name = nodes.names[i];
+		t->rows[r].name_len = nodes.name_len[i];
 		t->rows[r].flat = flat[i];
 		t->rows[r].cum = cum[i];
 		t->rows[r].inline_kind = inl[i] == 1   ? PD_PPROF_INLINED

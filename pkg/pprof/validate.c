@@ -76,14 +76,10 @@ int pd_pprof_validate(struct pd_pprof_profile *p, struct pd_err *err)
 
 	if (pb->n_string_table == 0)
 		return pd_err_set(err, PD_ECORRUPT, "string table is empty: string_table[0] must be \"\"");
-	if (pb->string_table[0][0] != '\0')
-		return pd_err_set(err, PD_ECORRUPT, "string_table[0] must be \"\", found \"%.40s\"",
-				  pb->string_table[0]);
-	p->str_len = malloc(pb->n_string_table * sizeof(*p->str_len));
-	if (!p->str_len)
-		return pd_err_set(err, PD_ENOMEM, "out of memory");
-	for (size_t i = 0; i < pb->n_string_table; i++)
-		p->str_len[i] = strlen(pb->string_table[i]);
+	if (p->str_len[0] != 0)
+		return pd_err_set(err, PD_ECORRUPT,
+				  "string_table[0] must be \"\", found %zu bytes starting \"%.40s\"",
+				  p->str_len[0], pb->string_table[0]);
 
 	for (size_t i = 0; i < pb->n_sample_type; i++) {
 		STR(pb->sample_type[i]->type, "sample_type", i);

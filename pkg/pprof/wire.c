@@ -190,3 +190,46 @@ int pd_pprof_wire_diagnose(const uint8_t *buf, size_t len, struct pd_err *err)
 			   "malformed protobuf: not a valid profile.proto message (%zu bytes)", len);
 	return PD_ECORRUPT;
 }
+
+int pd_pprof_wire_string_lengths(const uint8_t *buf, size_t len, size_t *lens, size_t n,
+				 struct pd_err *err)
+{
+	size_t pos = 0, k = 0;
+	while (pos < len) {
+		size_t start = pos;
+		uint64_t key, v;
+		if (varint(buf, len, &pos, &key))
+			return fail(err, "Profile", start, "bad field key");
+		switch (key & 7) {
+		case WT_VARINT:
+			if (varint(buf, len, &pos, &v))
+				return fail(err, "Profile", start, "bad varint");
+			break;
+		case WT_I64:
+		case WT_I32: {
+			size_t w = (key & 7) == WT_I64 ? 8 : 4;
+			if (len - pos < w)
+				return fail(err, "Profile", start, "truncated fixed-width field");
+			pos += w;
+			break;
+		}
+		case WT_LEN:
+			if (varint(buf, len, &pos, &v) || v > len - pos)
+				return fail(err, "Profile", start, "bad length");
+			if (key >> 3 == 6) {
+				if (k == n)
+					return fail(err, "Profile.string_table", start,
+						    "more strings than were decoded");
+				lens[k++] = (size_t)v;
+			}
+			pos += (size_t)v;
+			break;
+		default:
+			return fail(err, "Profile", start, "unsupported wire type");
+		}
+	}
+	if (k != n)
+		return pd_err_set(err, PD_ECORRUPT,
+				  "string table: %zu strings on the wire but %zu decoded", k, n);
+	return 0;
+}

@@ -109,23 +109,24 @@ int pd_buf_printf(struct pd_buf *b, const char *fmt, ...)
 	return 0;
 }
 
-/* Length of the valid UTF-8 sequence at p (2-4; p[0] >= 0x80), or 0 when it is
- * not one (an overlong form, a surrogate, past U+10FFFF, or cut short: the NUL
- * that ends the string is no continuation byte, so nothing past it is read). */
-static size_t utf8_seq(const unsigned char *p)
+/* Length of the valid UTF-8 sequence at p (2-4; p[0] >= 0x80), which has n bytes
+ * left, or 0 when it is not one (an overlong form, a surrogate, past U+10FFFF, or
+ * cut short by the end of the string). */
+static size_t utf8_seq(const unsigned char *p, size_t n)
 {
 	unsigned c = p[0];
 	if (c >= 0xc2 && c <= 0xdf)
-		return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+		return n >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
 	if (c >= 0xe0 && c <= 0xef) {
 		unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-		if (p[1] < lo || p[1] > hi || (p[2] & 0xc0) != 0x80)
+		if (n < 3 || p[1] < lo || p[1] > hi || (p[2] & 0xc0) != 0x80)
 			return 0;
 		return 3;
 	}
 	if (c >= 0xf0 && c <= 0xf4) {
 		unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-		if (p[1] < lo || p[1] > hi || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80)
+		if (n < 4 || p[1] < lo || p[1] > hi || (p[2] & 0xc0) != 0x80 ||
+		    (p[3] & 0xc0) != 0x80)
 			return 0;
 		return 4;
 	}
@@ -134,14 +135,23 @@ static size_t utf8_seq(const unsigned char *p)
 
 int pd_buf_json_string(struct pd_buf *b, const char *s)
 {
+	return pd_buf_json_stringn(b, s, strlen(s));
+}
+
+int pd_buf_json_stringn(struct pd_buf *b, const char *s, size_t len)
+{
 	static const char hex[] = "0123456789abcdef";
 	int rc = pd_buf_append(b, "\"", 1);
-	const unsigned char *p = (const unsigned char *)s;
-	while (rc == 0 && *p) {
+	if (!s) {
+		s = "";
+		len = 0;
+	}
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+	while (rc == 0 && p < end) {
 		const unsigned char *run = p;
-		for (;;) {
+		while (p < end) {
 			if (*p >= 0x80) {
-				size_t k = utf8_seq(p);
+				size_t k = utf8_seq(p, (size_t)(end - p));
 				if (!k)
 					break;
 				p += k;
@@ -153,7 +163,7 @@ int pd_buf_json_string(struct pd_buf *b, const char *s)
 		}
 		if (p > run && (rc = pd_buf_append(b, run, (size_t)(p - run))))
 			break;
-		if (!*p)
+		if (p == end)
 			break;
 		if (*p >= 0x80) {
 			/* a byte that starts no UTF-8 sequence: U+FFFD, as Go's

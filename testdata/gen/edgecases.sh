@@ -24,7 +24,7 @@ mkdir -p "$OUT"
 [[ $CHECK == 1 ]] || exit 0
 
 valid=(empty-samples no-mappings sparse-ids unpacked multi-types default-type
-	no-functions zero-and-negative cpu-millis cpu-extra-type bad-mapping-ref)
+	no-functions zero-and-negative cpu-millis cpu-extra-type bad-mapping-ref nul-bytes)
 # name:substring expected in go tool pprof's error (Go 1.19). Errors of the
 # proto decoder itself are masked by pprof's fallback to legacy text formats,
 # which ends in "unrecognized profile format".

@@ -45,8 +45,11 @@ env = dict(os.environ, PPROF_TMPDIR=tmp, HOME=os.environ.get("HOME", tmp))
 
 
 def run(args, check=True):
-    r = subprocess.run(args, cwd=tmp, env=env, capture_output=True, text=True,
-                       errors="surrogateescape")
+    # decoded here rather than with text=True, whose universal newlines would turn
+    # a carriage return inside a name into "\n"
+    r = subprocess.run(args, cwd=tmp, env=env, capture_output=True)
+    r.stdout = r.stdout.decode("utf-8", "surrogateescape")
+    r.stderr = r.stderr.decode("utf-8", "surrogateescape")
     if check and r.returncode != 0:
         raise RuntimeError("%s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr.strip()))
     return r
@@ -70,6 +73,12 @@ def safe(name):
     return "".join(":" if c == ";" else " " if ord(c) < 0x20 or c == "\x7f" else c for c in name)
 
 
+def in_json(name):
+    """A frame name as profd's JSON holds it: each byte that is not UTF-8 (read
+    here as a surrogate escape) is U+FFFD (docs/api.md)."""
+    return re.sub("[\udc80-\udcff]", "\ufffd", name)
+
+
 VALUE = re.compile(r"^\s*(-?\d+)[^\s\d]*   (.*)$")
 
 
@@ -80,7 +89,13 @@ def go_stacks(path, idx, unit):
     blocks = out.split("-----------+-------------------------------------------------------\n")
     for b in blocks[1:]:
         value, frames = None, []
-        for line in b.splitlines():
+        # lines end at "\n" only (names may hold other line-breaking bytes), and a
+        # line that is no frame continues the name before it: a name holding a
+        # line break (edge/nul-bytes.pb)
+        lines = b.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        for line in lines:
             if value is None:
                 m = VALUE.match(line)
                 if m:
@@ -88,6 +103,8 @@ def go_stacks(path, idx, unit):
                     frames.append(m.group(2))
             elif line.startswith(" " * 13):
                 frames.append(line[13:])
+            else:
+                frames[-1] += "\n" + line
         if value is None or not frames:
             continue
         frames = [re.sub(r" \((partial-)?inline\)$", "", f) for f in frames]
@@ -132,18 +149,19 @@ def raw_stacks(raw, ntypes):
     return [{k: v for k, v in c.items() if v != 0} for c in out]
 
 
-TOP = re.compile(r"^\s*(-?\d+)\S*\s+\S+\s+\S+\s+(-?\d+)\S*\s+\S+  (.*)$")
+TOP = re.compile(r"^\s*(-?\d+)\S*\s+\S+\s+\S+\s+(-?\d+)\S*\s+\S+  (.*)$", re.S)
 
 
 def go_flat(path, idx, unit):
     out = gopprof("-top", "-nodefraction=0", "-sample_index=%d" % idx, "-unit=" + unit,
                   path).stdout
     flat, on = {}, False
-    for line in out.splitlines():
-        if re.match(r"^\s+flat\s+flat%", line):
+    # a row starts with its five figures: a line break inside a name does not end it
+    for line in re.split(r"\n(?= *\S+ +\S+% +\S+% +\S+ +\S+%  )", out):
+        if re.search(r"^\s+flat\s+flat%", line, re.M):
             on = True
             continue
-        m = on and TOP.match(line)
+        m = on and TOP.match(line.rstrip("\n"))
         if m and int(m.group(1)) != 0:
             name = re.sub(r" \((partial-)?inline\)$", "", m.group(3))
             flat[name] = int(m.group(1))
@@ -247,11 +265,17 @@ def check_file(path, label, corpus=False):
             stacks[tuple(frames[i] for i in st)] += w
             if st:
                 flat[frames[st[-1]]] += w
-        if dict(stacks) != stacks_of[idx]:
+        want_json = collections.Counter()
+        for k, v in stacks_of[idx].items():
+            want_json[tuple(in_json(f) for f in k)] += v
+        if dict(stacks) != dict(want_json):
             fails.append("%s [%s]: speedscope stacks differ from go tool pprof -traces" % (label, typ))
         if from_raw and idx != doc.get("activeProfileIndex"):
             continue
-        want_flat = go_flat(path, idx, unit)
+        want_flat = collections.Counter()
+        for k, v in go_flat(path, idx, unit).items():
+            want_flat[in_json(k)] += v
+        want_flat = dict(want_flat)
         got_flat = {k: v for k, v in flat.items() if v != 0}
         if got_flat != want_flat:
             diff = {k: (want_flat.get(k), got_flat.get(k))

@@ -41,26 +41,36 @@ types_of() {
 	gopprof -raw "$1" 2>/dev/null | awk '/^Samples:/{getline; for (i = 1; i <= NF; i++) { sub(/\[dflt\]$/, "", $i); print $i }; exit}'
 }
 
-# go tool pprof -top in raw units, as "name<TAB>flat<TAB>cum", sorted.
+# go tool pprof -top in raw units, as "name<TAB>flat<TAB>cum", sorted. A row
+# starts with its five figures, so a line break inside a name does not end it;
+# in both tools' rows a name's backslash, tab and line break are written \\, \t
+# and \n, so that a row stays one line (names may hold any byte, as in
+# edge/nul-bytes.pb).
 go_top() { # unit index files...
 	local unit=$1 idx=$2
 	shift 2
 	gopprof -top -nodefraction=0 -unit="$unit" -sample_index="$idx" "$@" 2>"$tmp/go.err" |
-		perl -ne '
-			if (/^\s+flat\s+flat%/) { $on = 1; next }
-			next unless $on;
-			chomp;
-			next unless /^\s*(\S+)\s+\S+\s+\S+\s+(\S+)\s+\S+  (.*)$/;
-			my ($f, $c, $n) = ($1, $2, $3);
-			$n =~ s/ \((partial-)?inline\)$//;
-			s/[A-Za-z]+$// for ($f, $c);
-			print "$n\t$f\t$c\n";' | LC_ALL=C sort
+		perl -0777 -ne '
+			s/\A.*?^\s+flat\s+flat%[^\n]*\n//ms or exit;
+			for (split /\n(?=[ ]*[^\s]+[ ]+[^\s]+%[ ]+[^\s]+%[ ]+[^\s]+[ ]+[^\s]+%  )/) {
+				next unless /\A\s*(\S+)\s+\S+\s+\S+\s+(\S+)\s+\S+  (.*?)\n?\z/s;
+				my ($f, $c, $n) = ($1, $2, $3);
+				$n =~ s/ \((partial-)?inline\)$//;
+				s/[A-Za-z]+$// for ($f, $c);
+				$n =~ s/\\/\\\\/g; $n =~ s/\t/\\t/g; $n =~ s/\n/\\n/g;
+				print "$n\t$f\t$c\n";
+			}' | LC_ALL=C sort
 }
 
 profd_top() { # index files...
 	local idx=$1
 	shift
-	"$profd" pprof top --format=tsv --sample-index="$idx" "$@" | LC_ALL=C sort
+	"$profd" pprof top --format=tsv --sample-index="$idx" "$@" |
+		perl -0777 -ne 'while (/\G(.*?)\t(-?\d+)\t(-?\d+)\n/gs) {
+			my ($n, $f, $c) = ($1, $2, $3);
+			$n =~ s/\\/\\\\/g; $n =~ s/\t/\\t/g; $n =~ s/\n/\\n/g;
+			print "$n\t$f\t$c\n";
+		}' | LC_ALL=C sort
 }
 
 compare() { # label expected actual

@@ -2,7 +2,8 @@
 # tsdb_golden.sh: profiles survive the store byte for byte in meaning: import real
 # profiles with `profd tsdb import`, read each back with `profd tsdb dump-profile`,
 # and `go tool pprof -raw` prints the same for the original and the stored one.
-# Also checks that `profd tsdb query` lists exactly the imported timestamps.
+# Also checks that `profd tsdb query` lists exactly the imported timestamps, and
+# that edge/nul-bytes.pb's strings with NUL bytes come back whole.
 #
 #   tsdb_golden.sh PROFD TESTDATA
 set -euo pipefail
@@ -53,6 +54,20 @@ for src in goapp prometheus; do
 		fi
 	done
 done
+
+# strings holding NUL bytes (a 256-byte name of every byte value, two names that
+# differ only after a NUL) come back whole
+f=$data/profiles/edge/nul-bytes.pb
+"$profd" tsdb import --storage.tsdb.path="$store" --labels='cpu{job="edge",file="nul-bytes"}' "$f" >/dev/null
+"$profd" tsdb dump-profile "$store" 'cpu{job="edge",file="nul-bytes"}' --time=2023-11-14T22:13:20Z \
+	-o "$tmp/out.pb.gz" 2>/dev/null
+gopprof -raw "$f" >"$tmp/want" 2>&1
+gopprof -raw "$tmp/out.pb.gz" >"$tmp/got" 2>&1
+checked=$((checked + 1))
+if ! cmp -s "$tmp/want" "$tmp/got" || [ "$(grep -ac 'dup' "$tmp/want")" -lt 2 ]; then
+	echo "FAIL: edge/nul-bytes: stored profile differs under go tool pprof -raw"
+	fail=1
+fi
 
 # a series of many profiles: every timestamp listed, each profile read back
 "$profd" tsdb import --storage.tsdb.path="$store" --labels='heap{job="multi"}' \

@@ -2530,6 +2530,61 @@ static void test_callgraph_timeout(void **state)
 	assert_true(metric("profd_callgraph_layouts_running") == 0);
 	pd_api_stop(s2);
 	port = saved;
+/* Where the len bytes s occur in the n bytes at h, NULL when they do not. */
+static const char *find_in(const char *h, size_t n, const char *s, size_t len)
+{
+	for (size_t i = 0; len <= n && i <= n - len; i++)
+		if (memcmp(h + i, s, len) == 0)
+			return h + i;
+	return NULL;
+}
+
+/* edge/nul-bytes.pb's strings hold NUL bytes: report=proto gives them back
+ * whole, and the JSON reports write each NUL as \u0000. */
+static void test_nul_strings(void **state)
+{
+	(void)state;
+	char path[512];
+	uint8_t *raw;
+	size_t len;
+	struct pd_err err = {0};
+	snprintf(path, sizeof(path), "%s/profiles/edge/nul-bytes.pb", PD_TESTDATA);
+	assert_int_equal(pd_file_read(path, 1u << 20, &raw, &len, &err), 0);
+	struct pd_pprof_profile *want, *got;
+	assert_int_equal(pd_pprof_decode(&want, raw, len, NULL, &err), 0);
+	static const char *const kv[] = {"__name__", "nulcpu", "instance", "a:1", "job", "nul"};
+	int64_t t = pd_pprof_time_nanos(want) / 1000000;
+	append(kv, 3, t, raw, len);
+
+	struct http h;
+	get(build("/api/v1/query", "query", "nulcpu", "time", ms(t), "report", "proto", NULL), &h);
+	assert_int_equal(h.status, 200);
+	char why[256];
+	assert_int_equal(pd_pprof_decode(&got, (uint8_t *)h.body, h.len, NULL, &err), 0);
+	if (pd_pprof_compare(want, got, why, sizeof(why)))
+		fail_msg("report=proto differs from the stored profile: %s", why);
+	pd_pprof_destroy(got);
+	http_free(&h);
+
+	static const char *const reports[] = {"top", "flamegraph", "tags"};
+	for (size_t i = 0; i < 3; i++) {
+		get(build("/api/v1/query", "query", "nulcpu", "time", ms(t), "report", reports[i],
+		          NULL),
+		    &h);
+		assert_int_equal(h.status, 200);
+		assert_null(memchr(h.body, 0, h.len));
+		if (i < 2) {
+			assert_non_null(find_in(h.body, h.len, "\"dup\\u0000a\"", 12));
+			assert_non_null(find_in(h.body, h.len, "\"dup\\u0000b\"", 12));
+			assert_non_null(find_in(h.body, h.len, "\"\\u0000\\u0001\\u0002", 19));
+		} else {
+			assert_non_null(find_in(h.body, h.len, "\"k\\u0000ey\"", 11));
+			assert_non_null(find_in(h.body, h.len, "\"v\\u0000al\"", 11));
+		}
+		http_free(&h);
+	}
+	pd_pprof_destroy(want);
+	free(raw);
 }
 
 int main(void)
@@ -2560,6 +2615,7 @@ int main(void)
 	    cmocka_unit_test(test_admin),
 	    cmocka_unit_test(test_callgraph_hostile),
 	    cmocka_unit_test(test_callgraph_timeout),
+	    cmocka_unit_test(test_nul_strings),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -218,6 +218,7 @@ static const char *const all_files[] = {
     "profiles/edge/bad-mapping-ref.pb",
     "profiles/edge/cpu-extra-type.pb",
     "profiles/edge/cpu-millis.pb",
+    "profiles/edge/nul-bytes.pb",
 };
 #define NFILES (sizeof(all_files) / sizeof(all_files[0]))
 

@@ -655,6 +655,257 @@ static void test_tags_report(void **state)
 	pd_pprof_destroy(c);
 }
 
+/* ---- strings holding NUL bytes (edge/nul-bytes.pb) ---------------------------- */
+
+#define NUL_PB P("edge/nul-bytes.pb")
+
+static char all_bytes[256];
+
+static void fill_all_bytes(void)
+{
+	for (int i = 0; i < 256; i++)
+		all_bytes[i] = (char)i;
+}
+
+/* The index of the len bytes s in the string table of parts, -1 when absent. */
+static long find_string(const struct pd_pprof_parts *parts, const char *s, size_t len)
+{
+	for (size_t i = 0; i < parts->nstrings; i++)
+		if (parts->string_len[i] == len && memcmp(parts->strings[i], s, len) == 0)
+			return (long)i;
+	return -1;
+}
+
+#define S_(lit) lit, sizeof(lit) - 1
+
+/* Where the len bytes s first occur in the n bytes at h (memmem without
+ * _GNU_SOURCE). */
+static const uint8_t *find_bytes(const void *h, size_t n, const char *s, size_t len)
+{
+	const uint8_t *p = h;
+	for (size_t i = 0; len <= n && i <= n - len; i++)
+		if (memcmp(p + i, s, len) == 0)
+			return p + i;
+	return NULL;
+}
+
+/* Every string of the file, NULs and what follows them included. */
+static void assert_nul_strings(const struct pd_pprof_profile *p)
+{
+	struct pd_pprof_parts parts;
+	struct pd_err err = {0};
+	fill_all_bytes();
+	assert_int_equal(pd_pprof_parts_get(p, &parts, &err), 0);
+	assert_true(find_string(&parts, all_bytes, 256) > 0);
+	assert_true(find_string(&parts, S_("dup\0a")) > 0);
+	assert_true(find_string(&parts, S_("dup\0b")) > 0);
+	assert_true(find_string(&parts, S_("/lib/\0nul.so")) > 0);
+	assert_true(find_string(&parts, S_("\0b\0id")) > 0);
+	assert_true(find_string(&parts, S_("k\0ey")) > 0);
+	assert_true(find_string(&parts, S_("v\0al")) > 0);
+	assert_true(find_string(&parts, S_("nul/\0.go")) > 0);
+	assert_true(find_string(&parts, S_("comment\0after a NUL")) > 0);
+	/* the three functions are named by three different strings */
+	long f[3] = {-1, -1, -1};
+	for (size_t i = 0; i < parts.nfunction; i++) {
+		if (parts.function[i].id >= 6 && parts.function[i].id <= 8)
+			f[parts.function[i].id - 6] = parts.function[i].name;
+	}
+	assert_int_equal(f[0], find_string(&parts, all_bytes, 256));
+	assert_int_equal(f[1], find_string(&parts, S_("dup\0a")));
+	assert_int_equal(f[2], find_string(&parts, S_("dup\0b")));
+	pd_pprof_parts_fini(&parts);
+}
+
+/* decode -> encode writes back the file byte for byte, by both decoders, and
+ * through parts (the stores' form). */
+static void test_nul_strings_roundtrip(void **state)
+{
+	size_t flen, rawlen, gzlen, plen;
+	uint8_t *file = slurp(NUL_PB, &flen), *raw, *gz, *praw;
+	struct pd_pprof_profile *p = NULL, *q = NULL, *r = NULL, *b = NULL;
+	struct pd_err err = {0};
+	struct pd_pprof_decode_opts only_c = {.protobuf_c_only = 1};
+	assert_int_equal(pd_pprof_decode(&p, file, flen, NULL, &err), 0);
+	assert_nul_strings(p);
+	assert_int_equal(pd_pprof_encode(p, 0, &raw, &rawlen, &err), 0);
+	assert_int_equal(rawlen, flen);
+	assert_memory_equal(raw, file, flen);
+	assert_int_equal(pd_pprof_decode(&q, file, flen, &only_c, &err), 0);
+	assert_nul_strings(q);
+	assert_int_equal(pd_pprof_compare(p, q, NULL, 0), 0);
+	assert_int_equal(pd_pprof_encode(q, 1, &gz, &gzlen, &err), 0);
+	assert_int_equal(pd_pprof_decode(&r, gz, gzlen, NULL, &err), 0);
+	assert_int_equal(pd_pprof_compare(p, r, NULL, 0), 0);
+
+	struct pd_pprof_parts parts;
+	assert_int_equal(pd_pprof_parts_get(p, &parts, &err), 0);
+	assert_int_equal(pd_pprof_parts_encode(&parts, &praw, &plen, &err), 0);
+	assert_int_equal(plen, flen);
+	assert_memory_equal(praw, file, flen);
+	assert_int_equal(pd_pprof_parts_build(&parts, &b, &err), 0);
+	assert_nul_strings(b);
+	pd_pprof_parts_fini(&parts);
+
+	/* a string that differs only after a NUL is a different string */
+	struct pd_pprof_profile *x = NULL;
+	uint8_t *mod = malloc(flen);
+	memcpy(mod, file, flen);
+	const uint8_t *at = find_bytes(mod, flen, "dup\0b", 5);
+	assert_non_null(at);
+	mod[(size_t)(at - mod) + 4] = 'c';
+	assert_int_equal(pd_pprof_decode(&x, mod, flen, NULL, &err), 0);
+	char why[256];
+	assert_int_equal(pd_pprof_compare(p, x, why, sizeof(why)), 1);
+	pd_pprof_destroy(x);
+	free(mod);
+
+	free(file);
+	free(raw);
+	free(gz);
+	free(praw);
+	pd_pprof_destroy(p);
+	pd_pprof_destroy(q);
+	pd_pprof_destroy(r);
+	pd_pprof_destroy(b);
+	(void)state;
+}
+
+static const struct pd_pprof_top_row *top_row_n(const struct pd_pprof_top *t, const char *name,
+					       size_t len)
+{
+	for (size_t i = 0; i < t->nrows; i++)
+		if (t->rows[i].name_len == len && memcmp(t->rows[i].name, name, len) == 0) {
+			assert_int_equal(t->rows[i].name[len], '\0');
+			return &t->rows[i];
+		}
+	return NULL;
+}
+
+/* top keeps the names whole: the name starting with a NUL is no "<unknown>",
+ * and the two "dup" names are two functions. */
+static void check_nul_top(const struct pd_pprof_profile *p, int64_t times)
+{
+	struct pd_pprof_top *t = NULL;
+	struct pd_err err = {0};
+	fill_all_bytes();
+	assert_int_equal(pd_pprof_top(p, 1, &t, &err), 0);
+	const struct pd_pprof_top_row *all = top_row_n(t, all_bytes, 256);
+	const struct pd_pprof_top_row *a = top_row_n(t, S_("dup\0a"));
+	const struct pd_pprof_top_row *b = top_row_n(t, S_("dup\0b"));
+	assert_non_null(all);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(all->flat, 70000000 * times);
+	assert_int_equal(a->flat, 20000000 * times);
+	assert_int_equal(b->flat, 40000000 * times);
+	assert_null(top_row_n(t, S_("<unknown>")));
+	assert_null(top_row_n(t, S_("dup")));
+	assert_int_equal(t->nrows, 8);
+	pd_pprof_top_destroy(t);
+}
+
+static void test_nul_strings_top(void **state)
+{
+	struct pd_pprof_profile *p = load(NUL_PB);
+	check_nul_top(p, 1);
+	pd_pprof_destroy(p);
+	(void)state;
+}
+
+/* A merge keeps "dup\0a" and "dup\0b" apart and every string whole; so does a
+ * diff against a profile without them. */
+static void test_nul_strings_merge(void **state)
+{
+	struct pd_pprof_profile *p = load(NUL_PB), *m = NULL, *d = NULL;
+	struct pd_pprof_profile *base = load(P("edge/unpacked.pb"));
+	const struct pd_pprof_profile *two[2] = {p, p};
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_merge(two, 2, &m, &err), 0);
+	assert_int_equal(pd_pprof_function_count(m), 8);
+	assert_nul_strings(m);
+	check_nul_top(m, 2);
+	assert_int_equal(pd_pprof_diff(base, p, &d, &err), 0);
+	assert_nul_strings(d);
+	struct pd_pprof_top *t = NULL;
+	assert_int_equal(pd_pprof_top(d, 1, &t, &err), 0);
+	const struct pd_pprof_top_row *a = top_row_n(t, S_("dup\0a"));
+	const struct pd_pprof_top_row *b = top_row_n(t, S_("dup\0b"));
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(a->flat, 20000000);
+	assert_int_equal(b->flat, 40000000);
+	pd_pprof_top_destroy(t);
+	pd_pprof_destroy(p);
+	pd_pprof_destroy(m);
+	pd_pprof_destroy(d);
+	pd_pprof_destroy(base);
+	(void)state;
+}
+
+static int has_bytes(const struct pd_buf *b, const char *s, size_t len)
+{
+	return find_bytes(b->data, b->len, s, len) != NULL;
+}
+
+/* JSON reports write a NUL as \u0000 and keep what follows it; folded stacks
+ * turn it into a space; none writes a raw NUL. */
+static void test_nul_strings_reports(void **state)
+{
+	struct pd_pprof_profile *p = load(NUL_PB);
+	struct pd_pprof_flame *f = NULL;
+	struct pd_err err = {0};
+	struct pd_buf b;
+	const char want_all[] = "\"name\":\"\\u0000\\u0001\\u0002\\u0003\\u0004\\u0005\\u0006"
+				"\\u0007\\b\\t\\n\\u000b\\f\\r\\u000e\\u000f\\u0010";
+	const char want_mid[] = "\\u001e\\u001f !\\\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJ"
+				"KLMNOPQRSTUVWXYZ[\\\\]^_`abcdefghijklmnopqrstuvwxyz{|}~\x7f"
+				"\xef\xbf\xbd\xef\xbf\xbd";
+
+	assert_int_equal(pd_pprof_flame(p, 1, &f, &err), 0);
+	assert_int_equal(f->sample_type_len, 3);
+	assert_int_equal(f->unit_len, 11);
+	pd_buf_init(&b, 0);
+	assert_int_equal(pd_pprof_flame_json(f, 0, &b), 0);
+	assert_true(has_bytes(&b, S_("{\"sampleType\":\"cpu\",\"unit\":\"nanoseconds\"")));
+	assert_null(memchr(b.data, 0, b.len));
+	assert_true(has_bytes(&b, S_("\"name\":\"dup\\u0000a\"")));
+	assert_true(has_bytes(&b, S_("\"name\":\"dup\\u0000b\"")));
+	assert_true(has_bytes(&b, S_(want_all)));
+	assert_true(has_bytes(&b, S_(want_mid)));
+	pd_buf_fini(&b);
+	pd_pprof_flame_destroy(f);
+
+	pd_buf_init(&b, 0);
+	assert_int_equal(pd_pprof_speedscope(p, 1, 1, NULL, &b, &err), 0);
+	assert_null(memchr(b.data, 0, b.len));
+	assert_true(has_bytes(&b, S_("{\"name\":\"dup\\u0000a\"}")));
+	assert_true(has_bytes(&b, S_("{\"name\":\"dup\\u0000b\"}")));
+	assert_true(has_bytes(&b, S_(want_all)));
+	pd_buf_fini(&b);
+
+	pd_buf_init(&b, 0);
+	assert_int_equal(pd_pprof_folded(p, 1, &b, &err), 0);
+	assert_null(memchr(b.data, 0, b.len));
+	assert_true(has_bytes(&b, S_("main.main;dup a 20000000\n")));
+	assert_true(has_bytes(&b, S_("main.main;dup b 40000000\n")));
+	pd_buf_fini(&b);
+
+	/* the tags report: the key and value whole */
+	struct pd_pprof_tags *t = NULL;
+	assert_int_equal(pd_pprof_tags(p, 1, NULL, &t, &err), 0);
+	assert_int_equal(t->nkeys, 1);
+	assert_int_equal(t->keys[0].key_len, 4);
+	assert_memory_equal(t->keys[0].key, "k\0ey", 5);
+	assert_int_equal(t->keys[0].nvalues, 1);
+	assert_int_equal(t->keys[0].values[0].name_len, 4);
+	assert_memory_equal(t->keys[0].values[0].name, "v\0al", 5);
+	assert_int_equal(t->keys[0].values[0].total, 70000000);
+	pd_pprof_tags_destroy(t);
+	pd_pprof_destroy(p);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -674,6 +925,10 @@ int main(void)
 	    cmocka_unit_test(test_tag_filters),
 	    cmocka_unit_test(test_tag_filter_errors),
 	    cmocka_unit_test(test_tags_report),
+	    cmocka_unit_test(test_nul_strings_roundtrip),
+	    cmocka_unit_test(test_nul_strings_top),
+	    cmocka_unit_test(test_nul_strings_merge),
+	    cmocka_unit_test(test_nul_strings_reports),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

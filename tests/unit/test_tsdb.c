@@ -1267,6 +1267,95 @@ static void test_commit_during_flush(void **state)
 	rmdir_all(dir);
 }
 
+/* ---- strings holding NUL bytes --------------------------------------------------- */
+
+/* Fails unless got (glen bytes) is the profile want: every string whole, the
+ * function named by the 256 byte values 0..255 included. */
+static void assert_nul_profile(const struct pd_pprof_profile *want, const uint8_t *got,
+			       size_t glen, const char *where)
+{
+	struct pd_pprof_profile *b;
+	struct pd_pprof_parts parts;
+	struct pd_err err = {0};
+	char why[256], all[256];
+	if (pd_pprof_decode(&b, got, glen, NULL, &err))
+		fail_msg("%s: the profile read back does not decode: %s", where, err.msg);
+	if (pd_pprof_compare(want, b, why, sizeof(why)))
+		fail_msg("%s: %s", where, why);
+	for (int i = 0; i < 256; i++)
+		all[i] = (char)i;
+	assert_int_equal(pd_pprof_parts_get(b, &parts, &err), 0);
+	int found = 0, dup_a = 0, dup_b = 0;
+	for (size_t i = 0; i < parts.nstrings; i++) {
+		size_t n = parts.string_len[i];
+		found |= n == 256 && memcmp(parts.strings[i], all, 256) == 0;
+		dup_a |= n == 5 && memcmp(parts.strings[i], "dup\0a", 5) == 0;
+		dup_b |= n == 5 && memcmp(parts.strings[i], "dup\0b", 5) == 0;
+	}
+	if (!found || !dup_a || !dup_b)
+		fail_msg("%s: a string with NUL bytes was cut", where);
+	pd_pprof_parts_fini(&parts);
+	pd_pprof_destroy(b);
+}
+
+/* edge/nul-bytes.pb keeps its strings through the store: read back from the
+ * head's open and sealed chunks, from blocks after compaction, and after a
+ * restart. */
+static void test_nul_strings(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	uint8_t *raw;
+	size_t len;
+	if (pd_file_read(PD_TESTDATA "/profiles/edge/nul-bytes.pb", 1 << 20, &raw, &len, &err))
+		fail_msg("%s", err.msg);
+	struct pd_pprof_profile *want;
+	assert_int_equal(pd_pprof_decode(&want, raw, len, NULL, &err), 0);
+	struct pd_tsdb_label l[2] = {{"__name__", "cpu"}, {"instance", "nul:1"}};
+	struct pd_tsdb *db = open_db(dir, 100000, -1);
+	const int64_t step = 5000, end = 3000000;
+	for (int64_t t = 0; t < end; t += step) {
+		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+		if (pd_tsdb_append(a, l, 2, t, raw, len, &err) || pd_tsdb_commit(a, &err))
+			fail_msg("append at %lld: %s", (long long)t, err.msg);
+		if (t == 45 * step) {
+			/* 40 samples a chunk: t 0 is in a sealed chunk, t now in the open one */
+			static const int64_t at[] = {0, 39 * step, 40 * step, 45 * step};
+			for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+				uint8_t *got;
+				size_t glen;
+				if (pd_tsdb_read(db, l, 2, at[i], &got, &glen, &err))
+					fail_msg("read at %lld: %s", (long long)at[i], err.msg);
+				assert_nul_profile(want, got, glen, "head");
+				free(got);
+			}
+		}
+	}
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_true(st.blocks >= 1);
+	assert_true(st.compactions >= 1);
+	for (int round = 0; round < 2; round++) {
+		for (int64_t t = 0; t < end; t += 97 * step) {
+			uint8_t *got;
+			size_t glen;
+			if (pd_tsdb_read(db, l, 2, t, &got, &glen, &err))
+				fail_msg("read at %lld: %s", (long long)t, err.msg);
+			assert_nul_profile(want, got, glen, round ? "after a restart" : "blocks");
+			free(got);
+		}
+		assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+		pd_tsdb_close(db);
+		db = open_db(dir, 100000, -1);
+	}
+	pd_tsdb_close(db);
+	pd_pprof_destroy(want);
+	free(raw);
+	rmdir_all(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1283,6 +1372,7 @@ int main(void)
 	    cmocka_unit_test(test_group_commit_failure),
 	    cmocka_unit_test(test_commit_during_flush),
 	    cmocka_unit_test(test_series_limit),
+	    cmocka_unit_test(test_nul_strings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

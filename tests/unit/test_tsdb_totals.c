@@ -554,6 +554,46 @@ static void test_section_well_known(void **state)
 	pd_chunkenc_totals_iter_fini(&it);
 }
 
+/* Sample types that differ only after a NUL are two types in the section, each
+ * spelled out whole (a profile's strings may hold NULs). */
+static void test_section_nul_types(void **state)
+{
+	(void)state;
+	struct pd_err err = {0};
+	static const char *const strs[] = {"", "cpu\0a", "cpu\0b", "nanoseconds"};
+	static const size_t lens[] = {0, 5, 5, 11};
+	struct pd_pprof_pvt st[2] = {{1, 3}, {2, 3}};
+	int64_t vals[2] = {7, 9};
+	struct pd_pprof_psample smp = {.value = vals, .nvalue = 2};
+	struct pd_pprof_parts parts = {.strings = strs, .string_len = lens, .nstrings = 4,
+	                               .sample_type = st, .nsample_type = 2,
+	                               .sample = &smp, .nsample = 1};
+	struct pd_pprof_profile *p;
+	assert_int_equal(pd_pprof_parts_build(&parts, &p, &err), 0);
+	struct pd_chunkenc_totals *c = pd_chunkenc_totals_create();
+	assert_non_null(c);
+	assert_int_equal(pd_chunkenc_totals_append_profile(c, p, &err), 0);
+	size_t len;
+	const uint8_t *b = pd_chunkenc_totals_bytes(c, &len);
+	struct pd_chunkenc_totals_iter it;
+	assert_int_equal(pd_chunkenc_totals_iter_init(&it, b, len, 1), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 1);
+	assert_int_equal(it.n, 2);
+	assert_int_equal(it.ntypes, 2);
+	for (size_t i = 0; i < 2; i++) {
+		const struct pd_chunkenc_totals_type *t = &it.types[it.type_idx[i]];
+		assert_int_equal(t->type_len, 5);
+		assert_memory_equal(t->type, strs[1 + i], 5);
+		assert_int_equal(t->unit_len, 11);
+		assert_int_equal(it.vals[i], vals[i]);
+	}
+	assert_int_equal(pd_chunkenc_totals_iter_next(&it), 0);
+	assert_int_equal(pd_chunkenc_totals_iter_err(&it), 0);
+	pd_chunkenc_totals_iter_fini(&it);
+	pd_chunkenc_totals_destroy(c);
+	pd_pprof_destroy(p);
+}
+
 /* Timestamps read the same with a section after them, and the section is found. */
 static void test_section_after_timestamps(void **state)
 {
@@ -1120,6 +1160,7 @@ int main(void)
 	    cmocka_unit_test(test_section_roundtrip),
 	    cmocka_unit_test(test_section_repeats),
 	    cmocka_unit_test(test_section_well_known),
+	    cmocka_unit_test(test_section_nul_types),
 	    cmocka_unit_test(test_section_second_differences),
 	    cmocka_unit_test(test_section_after_timestamps),
 	    cmocka_unit_test(test_head_blocks_compaction),

@@ -184,6 +184,29 @@ static void test_json_string_utf8(void **state)
 	}
 }
 
+/* pd_buf_json_stringn writes every one of its bytes: a NUL as \u0000, what
+ * follows it too, and a UTF-8 sequence cut by the length (not by a NUL) as U+FFFD. */
+static void test_json_stringn(void **state)
+{
+	(void)state;
+	struct pd_buf b;
+	pd_buf_init(&b, 0);
+	assert_int_equal(pd_buf_json_stringn(&b, "dup\0a\0\xc3\xa9", 8), 0);
+	static const char want[] = "\"dup\\u0000a\\u0000\xc3\xa9\"";
+	assert_int_equal(b.len, sizeof(want) - 1);
+	assert_memory_equal(b.data, want, b.len);
+	b.len = 0;
+	assert_int_equal(pd_buf_json_stringn(&b, "x\xc3\xa9", 2), 0); /* é cut after its first byte */
+	static const char cut[] = "\"x\xef\xbf\xbd\"";
+	assert_int_equal(b.len, sizeof(cut) - 1);
+	assert_memory_equal(b.data, cut, b.len);
+	b.len = 0;
+	assert_int_equal(pd_buf_json_stringn(&b, NULL, 0), 0);
+	assert_int_equal(b.len, 2);
+	assert_memory_equal(b.data, "\"\"", 2);
+	pd_buf_fini(&b);
+}
+
 /* Both forms of pd_base64_decode: strict (Go's StdEncoding.Strict(), Basic
  * credentials) and lenient (kubeconfig: wrapped, unpadded). */
 static void test_base64(void **state)
@@ -569,6 +592,7 @@ int main(void)
 	    cmocka_unit_test(test_buf),
 	    cmocka_unit_test(test_json_string),
 	    cmocka_unit_test(test_json_string_utf8),
+	    cmocka_unit_test(test_json_stringn),
 	    cmocka_unit_test(test_base64),
 	    cmocka_unit_test(test_gzip_roundtrip),
 	    cmocka_unit_test(test_gzip_bomb),

@@ -56,12 +56,25 @@ static const char *const well_known[][2] = {
 #define NWELL_KNOWN (sizeof(well_known) / sizeof(well_known[0]))
 #define WELL_KNOWN_MAX 32 /* codes 1..32 name a well-known type in version 3 */
 
-long pd_chunkenc_totals_well_known(const char *type, const char *unit)
+/* Whether the n bytes at s are the C string w. */
+static int bytes_are(const char *s, size_t n, const char *w)
+{
+	return strlen(w) == n && memcmp(s, w, n) == 0;
+}
+
+/* The well-known code of a type and unit given with their lengths (a name with
+ * a NUL byte in it is none). */
+static long well_known_n(const char *type, size_t tl, const char *unit, size_t ul)
 {
 	for (size_t i = 0; i < NWELL_KNOWN; i++)
-		if (!strcmp(well_known[i][0], type) && !strcmp(well_known[i][1], unit))
+		if (bytes_are(type, tl, well_known[i][0]) && bytes_are(unit, ul, well_known[i][1]))
 			return (long)i;
 	return -1;
+}
+
+long pd_chunkenc_totals_well_known(const char *type, const char *unit)
+{
+	return well_known_n(type, strlen(type), unit, strlen(unit));
 }
 
 /* ---- coding helpers --------------------------------------------------------- */
@@ -83,9 +96,8 @@ static int put_svar(struct pd_buf *b, int64_t v)
 	return put_uvar(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
-static int put_str(struct pd_buf *b, const char *s)
+static int put_str(struct pd_buf *b, const char *s, size_t n)
 {
-	size_t n = strlen(s);
 	return put_uvar(b, n) || pd_buf_append(b, s, n) ? PD_ENOMEM : 0;
 }
 
@@ -118,7 +130,8 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
 /* ---- encoder ------------------------------------------------------------------ */
 
 struct enc_type {
-	char *type, *unit;
+	char *type, *unit; /* NUL-terminated copies; the names may hold NULs */
+	size_t type_len, unit_len;
 	int64_t prev;
 	int64_t pdelta; /* the change of its total in the last record that listed it */
 };
@@ -180,7 +193,7 @@ size_t pd_chunkenc_totals_memory(const struct pd_chunkenc_totals *c)
 	           c->set_types_cap * sizeof(uint32_t) + c->sets_cap * 2 * sizeof(size_t) +
 	           c->scratch_cap * sizeof(uint32_t);
 	for (size_t i = 0; i < c->ntypes; i++)
-		m += strlen(c->types[i].type) + strlen(c->types[i].unit) + 2;
+		m += c->types[i].type_len + c->types[i].unit_len + 2;
 	return m;
 }
 
@@ -195,12 +208,30 @@ const uint8_t *pd_chunkenc_totals_bytes(const struct pd_chunkenc_totals *c, size
 	return c->b.data;
 }
 
-static long find_type(const struct pd_chunkenc_totals *c, const char *type, const char *unit)
+static int same_bytes(const char *a, size_t al, const char *b, size_t bl)
+{
+	return al == bl && (al == 0 || memcmp(a, b, al) == 0);
+}
+
+static long find_type(const struct pd_chunkenc_totals *c, const char *type, size_t tl,
+                      const char *unit, size_t ul)
 {
 	for (size_t i = 0; i < c->ntypes; i++)
-		if (!strcmp(c->types[i].type, type) && !strcmp(c->types[i].unit, unit))
+		if (same_bytes(c->types[i].type, c->types[i].type_len, type, tl) &&
+		    same_bytes(c->types[i].unit, c->types[i].unit_len, unit, ul))
 			return (long)i;
 	return -1;
+}
+
+static char *copy_bytes(const char *s, size_t n)
+{
+	char *d = malloc(n + 1);
+	if (d) {
+		if (n)
+			memcpy(d, s, n);
+		d[n] = '\0';
+	}
+	return d;
 }
 
 static int set_equals(const struct pd_chunkenc_totals *c, size_t s, const uint32_t *ty, size_t n)
@@ -209,9 +240,11 @@ static int set_equals(const struct pd_chunkenc_totals *c, size_t s, const uint32
 	       (n == 0 || !memcmp(c->set_types + c->set_off[s], ty, n * sizeof(*ty)));
 }
 
-int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char *const *types,
-                              const char *const *units, const int64_t *sums, int64_t duration,
-                              struct pd_err *err)
+/* pd_chunkenc_totals_append with the names' lengths (tlen, ulen), which may hold
+ * NUL bytes. */
+static int append_n(struct pd_chunkenc_totals *c, size_t n, const char *const *types,
+                    const size_t *tlen, const char *const *units, const size_t *ulen,
+                    const int64_t *sums, int64_t duration, struct pd_err *err)
 {
 	size_t mark = c->b.len, ntypes0 = c->ntypes, nsets0 = c->nsets, nst0 = c->nset_types;
 	int rc = 0;
@@ -223,11 +256,12 @@ int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char
 	/* the profile's types, known ones found, new ones marked (index ntypes + j) */
 	size_t added = 0;
 	for (size_t i = 0; i < n; i++) {
-		long k = find_type(c, types[i], units[i]);
+		long k = find_type(c, types[i], tlen[i], units[i], ulen[i]);
 		if (k < 0) {
 			for (size_t j = 0; j < i && k < 0; j++)
-				if (c->scratch[j] >= c->ntypes && !strcmp(types[j], types[i]) &&
-				    !strcmp(units[j], units[i]))
+				if (c->scratch[j] >= c->ntypes &&
+				    same_bytes(types[j], tlen[j], types[i], tlen[i]) &&
+				    same_bytes(units[j], ulen[j], units[i], ulen[i]))
 					k = (long)c->scratch[j];
 			if (k < 0)
 				k = (long)(c->ntypes + added++);
@@ -298,8 +332,10 @@ int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char
 			uint32_t k = c->scratch[i];
 			if (k == c->ntypes) {
 				struct enc_type *t = &c->types[c->ntypes];
-				t->type = strdup(types[i]);
-				t->unit = strdup(units[i]);
+				t->type = copy_bytes(types[i], tlen[i]);
+				t->unit = copy_bytes(units[i], ulen[i]);
+				t->type_len = tlen[i];
+				t->unit_len = ulen[i];
 				t->prev = t->pdelta = 0;
 				if (!t->type || !t->unit) {
 					free(t->type);
@@ -307,10 +343,10 @@ int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char
 					goto nomem;
 				}
 				c->ntypes++;
-				long w = pd_chunkenc_totals_well_known(types[i], units[i]);
+				long w = well_known_n(types[i], tlen[i], units[i], ulen[i]);
 				if (w >= 0 ? put_uvar(&c->b, (uint64_t)w + 1)
-				           : put_uvar(&c->b, 0) || put_str(&c->b, types[i]) ||
-				                 put_str(&c->b, units[i]))
+				           : put_uvar(&c->b, 0) || put_str(&c->b, types[i], tlen[i]) ||
+				                 put_str(&c->b, units[i], ulen[i]))
 					goto nomem;
 			} else if (put_uvar(&c->b, (uint64_t)k + WELL_KNOWN_MAX + 1)) {
 				goto nomem;
@@ -354,6 +390,32 @@ nomem:
 	return pd_err_set(err, PD_ENOMEM, "out of memory appending a profile's totals");
 }
 
+int pd_chunkenc_totals_append(struct pd_chunkenc_totals *c, size_t n, const char *const *types,
+                              const char *const *units, const int64_t *sums, int64_t duration,
+                              struct pd_err *err)
+{
+	size_t tl[8] = {0}, ul[8] = {0}, *tlen = tl, *ulen = ul;
+	if (n > 8) {
+		tlen = malloc(n * sizeof(*tlen));
+		ulen = malloc(n * sizeof(*ulen));
+		if (!tlen || !ulen) {
+			free(tlen);
+			free(ulen);
+			return pd_err_set(err, PD_ENOMEM, "out of memory appending a profile's totals");
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		tlen[i] = strlen(types[i]);
+		ulen[i] = strlen(units[i]);
+	}
+	int rc = append_n(c, n, types, tlen, units, ulen, sums, duration, err);
+	if (n > 8) {
+		free(tlen);
+		free(ulen);
+	}
+	return rc;
+}
+
 int pd_chunkenc_totals_append_opaque(struct pd_chunkenc_totals *c, struct pd_err *err)
 {
 	if (c->count == PD_CHUNKENC_MAX_SAMPLES)
@@ -373,29 +435,35 @@ int pd_chunkenc_totals_append_profile(struct pd_chunkenc_totals *c,
 		return pd_chunkenc_totals_append_opaque(c, err);
 	size_t n = pd_pprof_sample_type_count(p);
 	const char *st[8] = {0}, *su[8] = {0};
+	size_t stl[8] = {0}, sul[8] = {0};
 	int64_t ss[8] = {0};
 	const char **types = st, **units = su;
+	size_t *tlen = stl, *ulen = sul;
 	int64_t *sums = ss;
 	if (n > 8) {
 		types = malloc(n * sizeof(*types));
 		units = malloc(n * sizeof(*units));
+		tlen = malloc(n * sizeof(*tlen));
+		ulen = malloc(n * sizeof(*ulen));
 		sums = malloc(n * sizeof(*sums));
 	}
 	int rc;
-	if (!types || !units || !sums) {
+	if (!types || !units || !tlen || !ulen || !sums) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory appending a profile's totals");
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		types[i] = pd_pprof_sample_type(p, i);
-		units[i] = pd_pprof_sample_unit(p, i);
+		types[i] = pd_pprof_sample_type_n(p, i, &tlen[i]);
+		units[i] = pd_pprof_sample_unit_n(p, i, &ulen[i]);
 		sums[i] = pd_pprof_sum(p, (int)i);
 	}
-	rc = pd_chunkenc_totals_append(c, n, types, units, sums, pd_pprof_duration_nanos(p), err);
+	rc = append_n(c, n, types, tlen, units, ulen, sums, pd_pprof_duration_nanos(p), err);
 out:
 	if (n > 8) {
 		free(types);
 		free(units);
+		free(tlen);
+		free(ulen);
 		free(sums);
 	}
 	return rc;

@@ -297,6 +297,39 @@ func cpuBase() *profile {
 // ---------------------------------------------------------------------------
 // Valid profiles.
 
+// nulBytes: cpuBase plus strings holding NUL bytes, which must keep all their
+// bytes: a function whose name is the 256 byte values 0..255 in order, two
+// functions whose names differ only after a NUL ("dup\x00a", "dup\x00b"), a
+// second mapping whose file and build id hold NULs, a label whose key and value
+// hold NULs, and a comment with a NUL.
+func nulBytes() []byte {
+	p := cpuBase()
+	all := make([]byte, 256)
+	for i := range all {
+		all[i] = byte(i)
+	}
+	file := p.str("nul/\x00.go")
+	for i, n := range []string{string(all), "dup\x00a", "dup\x00b"} {
+		p.functions = append(p.functions, function{id: uint64(6 + i), name: p.str(n), systemName: p.str(n),
+			file: file, startLine: int64(100 + i)})
+	}
+	p.mappings = append(p.mappings, mapping{id: 2, start: 0x900000, limit: 0xa00000,
+		file: p.str("/lib/\x00nul.so"), buildID: p.str("\x00b\x00id"), hasFuncs: true})
+	p.locations = append(p.locations,
+		location{id: 5, mapping: 2, address: 0x901000, lines: []line{{6, 101}}},
+		location{id: 6, mapping: 2, address: 0x902000, lines: []line{{7, 102}}},
+		location{id: 7, mapping: 2, address: 0x903000, lines: []line{{8, 103}}},
+	)
+	lab := []label{{key: p.str("k\x00ey"), str: p.str("v\x00al")}}
+	p.samples = append(p.samples,
+		sample{locs: []uint64{5, 2, 1}, values: []int64{7, 70000000}, labels: lab},
+		sample{locs: []uint64{6, 1}, values: []int64{2, 20000000}},
+		sample{locs: []uint64{7, 1}, values: []int64{4, 40000000}},
+	)
+	p.comments = append(p.comments, p.str("comment\x00after a NUL"))
+	return p.encode()
+}
+
 // cpuMillis: cpuBase with CPU time in milliseconds, so that merging it with a
 // nanosecond profile must convert units to the finer one.
 func cpuMillis() []byte {
@@ -725,6 +758,7 @@ func main() {
 		{"zero-and-negative.pb", zeroAndNegative},
 		{"cpu-millis.pb", cpuMillis},
 		{"cpu-extra-type.pb", cpuExtraType},
+		{"nul-bytes.pb", nulBytes},
 		{"bad-string0.pb", badString0},
 		{"bad-string-index.pb", badStringIndex},
 		{"bad-location-ref.pb", badLocationRef},
