@@ -107,52 +107,67 @@ static int is_path_char(char c)
 }
 
 /* pprof's ShortenFunctionName for Go names: "example.com/x/v2/pkg.F" loses its
- * major version element and its package path, becoming "pkg.F". */
-static void shorten(const char *name, char *out, size_t size)
+ * major version element and its package path, becoming "pkg.F". Works on bytes
+ * (a name may hold NUL bytes, which are no path characters); *out points into tmp
+ * or name, *out_len is its length. */
+#define SHORTEN_MAX (2 * PD_PPROF_DOT_MAX_STRING)
+static void shorten(const char *name, size_t len, char tmp[SHORTEN_MAX], const char **out,
+		    size_t *out_len)
 {
-	char tmp[1024];
-	snprintf(tmp, sizeof(tmp), "%s", name);
+	size_t n = len < SHORTEN_MAX ? len : SHORTEN_MAX;
+	memcpy(tmp, name, n);
 	/* "/vN" followed by '.' or '/': the first one goes */
-	for (char *s = strstr(tmp, "/v"); s; s = strstr(s + 1, "/v")) {
-		char *d = s + 2;
-		if (*d < '1' || *d > '9')
+	for (size_t i = 0; i + 2 < n; i++) {
+		if (tmp[i] != '/' || tmp[i + 1] != 'v' || tmp[i + 2] < '1' || tmp[i + 2] > '9')
 			continue;
-		char *e = d + 1;
-		while (*e >= '0' && *e <= '9')
+		size_t d = i + 2, e = d + 1;
+		while (e < n && tmp[e] >= '0' && tmp[e] <= '9')
 			e++;
-		if ((e - d == 1 && *d == '1') || (*e != '.' && *e != '/'))
+		if ((e - d == 1 && tmp[d] == '1') || e == n || (tmp[e] != '.' && tmp[e] != '/'))
 			continue;
-		memmove(s, e, strlen(e) + 1);
+		memmove(tmp + i, tmp + e, n - e);
+		n -= e - i;
 		break;
 	}
 	/* a leading run of "dir/" elements goes, when something follows it */
-	const char *s = tmp, *last = NULL;
-	size_t run = 0;
-	for (const char *c = tmp; *c; c++) {
-		if (*c == '/') {
+	size_t start = 0, run = 0;
+	int have_last = 0;
+	size_t last = 0;
+	for (size_t c = 0; c < n; c++) {
+		if (tmp[c] == '/') {
 			if (run == 0)
 				break;
 			last = c;
+			have_last = 1;
 			run = 0;
-		} else if (is_path_char(*c)) {
+		} else if (is_path_char(tmp[c])) {
 			run++;
 		} else {
 			break;
 		}
 	}
-	if (last && last[1])
-		s = last + 1;
-	snprintf(out, size, "%s", s);
+	if (have_last && last + 1 < n)
+		start = last + 1;
+	*out = tmp + start;
+	*out_len = n - start;
 }
 
 /* The node's label text: the shortened name with "::" and "." as line breaks
  * ("[...]" of Go type parameters kept as "[\u2026]"), then a break. */
-static int put_name(struct pd_buf *b, const char *name)
+static int put_name(struct pd_buf *b, const char *name, size_t len)
 {
-	char sh[1024];
-	shorten(name, sh, sizeof(sh));
-	int rc = put_text(b, sh, strlen(sh), 1);
+	char tmp[SHORTEN_MAX];
+	const char *sh;
+	size_t shl;
+	shorten(name, len, tmp, &sh, &shl);
+	int rc = put_text(b, sh, shl, 1);
 	return rc ? rc : pd_buf_append(b, "\\n", 2);
+}
+
+/* A node's name and its length (which counts NUL bytes inside it). */
+static int put_node_name(struct pd_buf *b, const struct pd_pprof_graph_node *n)
+{
+	return put_text(b, n->name, n->name_len ? n->name_len : strlen(n->name), 0);
 }
 
 /* pprof's dotColor: grey near 0, red for positive and green for negative scores. */
@@ -265,7 +280,7 @@ int pd_pprof_graph_dot(const struct pd_pprof_graph *g, const char *title,
 	for (size_t i = 0; i < g->nnodes && !rc; i++) {
 		const struct pd_pprof_graph_node *n = &g->nodes[i];
 		rc = pd_buf_printf(b, "N%zu [label=\"", i + 1);
-		rc = rc ? rc : put_name(b, n->name);
+		rc = rc ? rc : put_name(b, n->name, n->name_len ? n->name_len : strlen(n->name));
 		FMT(n->flat, v1);
 		if (!rc && n->flat != 0) {
 			pct(n->flat, g->total, p1, sizeof(p1));
@@ -293,7 +308,7 @@ int pd_pprof_graph_dot(const struct pd_pprof_graph *g, const char *title,
 		rc = rc ? rc
 		        : pd_buf_printf(b, "\" id=\"node%zu\" fontsize=%d shape=box tooltip=\"", i + 1,
 		                        font);
-		rc = rc ? rc : put_escaped(b, n->name);
+		rc = rc ? rc : put_node_name(b, n);
 		rc = rc ? rc : pd_buf_append(b, " (", 2);
 		rc = rc ? rc : put_escaped(b, cumv);
 		rc = rc ? rc : pd_buf_printf(b, ")\" color=\"%s\" fillcolor=\"%s\"]\n", c1, c2);
@@ -320,9 +335,9 @@ int pd_pprof_graph_dot(const struct pd_pprof_graph *g, const char *title,
 		}
 		for (int t = 0; t < 2 && !rc; t++) {
 			rc = pd_buf_append(b, t ? " labeltooltip=\"" : " tooltip=\"", t ? 15 : 10);
-			rc = rc ? rc : put_escaped(b, g->nodes[e->from].name);
+			rc = rc ? rc : put_node_name(b, &g->nodes[e->from]);
 			rc = rc ? rc : pd_buf_append(b, e->residual ? " ... " : " -> ", e->residual ? 5 : 4);
-			rc = rc ? rc : put_escaped(b, g->nodes[e->to].name);
+			rc = rc ? rc : put_node_name(b, &g->nodes[e->to]);
 			rc = rc ? rc : pd_buf_append(b, " (", 2);
 			rc = rc ? rc : put_escaped(b, v1);
 			rc = rc ? rc : pd_buf_append(b, ")\"", 2);

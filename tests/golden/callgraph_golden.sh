@@ -79,9 +79,9 @@ valid_profiles() {
 # ---- testdata: every sample type at the defaults, other cuts at the default type
 while read -r f; do
 	rel=${f#$data/}
-	# edge/nul-bytes.pb's names hold NULs and every other byte value: the DOT
-	# writer ends a name at its first NUL (pd_pprof_graph_node.name_len has the
-	# whole length), so its graphs are left out here until it writes them whole
+	# edge/nul-bytes.pb's names hold NULs and every other byte value: pprof
+	# writes those bytes into the DOT raw, profd writes control bytes and bytes
+	# that are not UTF-8 as U+FFFD (tests/unit/test_callgraph.c checks its graph)
 	[ "$rel" = profiles/edge/nul-bytes.pb ] && continue
 	i=0
 	while read -r t; do

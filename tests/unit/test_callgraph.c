@@ -353,12 +353,41 @@ static void test_dot_testdata(void **state)
 	}
 }
 
+/* edge/nul-bytes.pb: names that differ only after a NUL byte are told apart in
+ * the DOT too, each written whole (the NUL as U+FFFD, as every control byte),
+ * and the DOT still parses back as its graph. */
+static void test_dot_nul_names(void **state)
+{
+	(void)state;
+	struct pd_pprof_profile *p = NULL;
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_read_file(&p, P("edge/nul-bytes.pb"), NULL, &err), 0);
+	struct pd_pprof_graph *g = NULL;
+	assert_int_equal(pd_pprof_graph(p, pd_pprof_default_sample_index(p), NULL, &g, &err), 0);
+	struct pd_buf b;
+	pd_buf_init(&b, 0);
+	const char *legend[] = {"File: nul"};
+	assert_int_equal(pd_pprof_graph_dot(g, "nul", legend, 1, &b), 0);
+	assert_int_equal(pd_buf_append(&b, "", 1), 0);
+	const char *dot = (const char *)b.data;
+	char why[1200];
+	if (dot_check(dot, g->nnodes, g->nedges, why, sizeof(why)))
+		fail_msg("%s in\n%s", why, dot);
+	assert_non_null(strstr(dot, "[label=\"dup\xef\xbf\xbd" "a\\n"));
+	assert_non_null(strstr(dot, "[label=\"dup\xef\xbf\xbd" "b\\n"));
+	assert_non_null(strstr(dot, "tooltip=\"dup\xef\xbf\xbd" "a ("));
+	pd_buf_fini(&b);
+	pd_pprof_graph_destroy(g);
+	pd_pprof_destroy(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_weights),     cmocka_unit_test(test_residual),
 	    cmocka_unit_test(test_inline),      cmocka_unit_test(test_nodecount),
 	    cmocka_unit_test(test_dot_hostile), cmocka_unit_test(test_dot_testdata),
+	    cmocka_unit_test(test_dot_nul_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
