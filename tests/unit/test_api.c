@@ -2530,6 +2530,8 @@ static void test_callgraph_timeout(void **state)
 	assert_true(metric("profd_callgraph_layouts_running") == 0);
 	pd_api_stop(s2);
 	port = saved;
+}
+
 /* Where the len bytes s occur in the n bytes at h, NULL when they do not. */
 static const char *find_in(const char *h, size_t n, const char *s, size_t len)
 {
