@@ -72,3 +72,14 @@ script -qec "'$profd' tsdb import --storage.tsdb.path='$tmp/d2' --labels='heap{j
 grep -q "$(printf '\r')profd tsdb import: appending 2/2 files" "$tmp/tty" || fail "no progress on a terminal: $(cat -v "$tmp/tty")"
 echo PASS]=] sh $<TARGET_FILE:profd> ${PD_TESTDATA})
 set_tests_properties(cli_tsdb_import_help cli_tsdb_import_duplicates PROPERTIES LABELS unit TIMEOUT 60)
+
+# profd __callgraph-layout, the program a report=svg layout runs as: DOT on stdin,
+# SVG on stdout; arguments that set no memory limit are refused
+add_test(NAME cli_callgraph_layout_svg COMMAND sh -c
+  "printf 'digraph \"g\" { cli -> svg }' | \"$1\" __callgraph-layout 1073741824" sh $<TARGET_FILE:profd>)
+set_tests_properties(cli_callgraph_layout_svg PROPERTIES PASS_REGULAR_EXPRESSION ">cli</text>")
+add_test(NAME cli_callgraph_layout_usage COMMAND profd __callgraph-layout 0)
+set_tests_properties(cli_callgraph_layout_usage PROPERTIES PASS_REGULAR_EXPRESSION
+  "usage: profd __callgraph-layout MAX_MEMORY_BYTES < graph.dot")
+set_tests_properties(cli_callgraph_layout_svg cli_callgraph_layout_usage PROPERTIES
+  LABELS unit TIMEOUT 30)
