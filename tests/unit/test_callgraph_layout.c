@@ -341,7 +341,11 @@ static void test_child_contract(void **state)
 	      "for f in 0 1 2 3 57; do\n"
 	      "  if [ -e /proc/$$/fd/$f ]; then echo \"fd$f=open\"; else echo \"fd$f=closed\"; fi\n"
 	      "done\n"
-	      "grep -E '^Sig(Blk|Ign)' /proc/$$/status\n"
+	      /* builtins only: the shell's own mask, not the one it has while
+	       * starting another program */
+	      "while read k v; do\n"
+	      "  case $k in SigBlk:|SigIgn:) echo \"$k $v\";; esac\n"
+	      "done </proc/$$/status\n"
 	      "echo said >&2\n",
 	      f);
 	assert_int_equal(fclose(f), 0);
@@ -382,10 +386,10 @@ static void test_child_contract(void **state)
 	assert_non_null(strstr(text, "args=__callgraph-layout 5242880\n"));
 	assert_non_null(strstr(text, "cpu=3 core=0 fsize=0\n"));
 	assert_non_null(strstr(text, "fd0=open\nfd1=open\nfd2=open\nfd3=open\nfd57=closed\n"));
-	assert_non_null(strstr(text, "SigBlk:\t0000000000000000\n"));
+	assert_non_null(strstr(text, "SigBlk: 0000000000000000\n"));
 	/* none of signals 1 to 31 ignored (glibc's own 32 and 33 may be: its
 	 * posix_spawn leaves them so) */
-	const char *ign = strstr(text, "SigIgn:\t");
+	const char *ign = strstr(text, "SigIgn: ");
 	assert_non_null(ign);
 	assert_int_equal(strtoull(ign + 8, NULL, 16) & 0x7fffffffull, 0);
 	assert_string_equal(msgs, "said\n");
