@@ -8,12 +8,14 @@
  *
  * Graphviz keeps global state and is not thread-safe, and a layout's time and
  * memory grow fast with the graph, so the server itself never calls it: each
- * layout runs in a child process forked for it alone, which starts from a fresh
- * Graphviz context, runs under a CPU-time and an address-space limit, is killed at
- * a wall-clock deadline, and takes none of its state back. The SVG comes back on
- * one pipe, Graphviz's messages on another, and those go to profd's log. At most
- * callgraph_max_concurrency layouts run at once; the graph and its DOT are bounded
- * before one starts. */
+ * layout is a process of its own, profd executed afresh as `profd
+ * __callgraph-layout` (posix_spawn: in a threaded server, nothing but the exec may
+ * run in a forked copy), which starts from a fresh Graphviz context, runs under a
+ * CPU-time and an address-space limit, is killed at a wall-clock deadline, and
+ * takes none of its state back. The DOT goes in on its stdin once its limits are
+ * set, the SVG comes back on its stdout, Graphviz's messages on its stderr, and
+ * those go to profd's log. At most callgraph_max_concurrency layouts run at once;
+ * the graph and its DOT are bounded before one starts. */
 #define _GNU_SOURCE /* pipe2, prlimit, posix_spawn_file_actions_addclosefrom_np */
 #include <errno.h>
 #include <fcntl.h>
@@ -371,7 +373,7 @@ int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd
 	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
 	pid = -1;
-	/* the child's resident set at its start: it has exited, so this read does
+	/* the child's peak resident set at its start: it has exited, so this read does
 	 * not block */
 	char num[32];
 	ssize_t nn = read(sp[0], num, sizeof(num) - 1);
