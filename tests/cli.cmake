@@ -91,3 +91,14 @@ set_tests_properties(cli_run_decoded_size_zero PROPERTIES PASS_REGULAR_EXPRESSIO
   "--storage.tsdb.max-profile-decoded-size: must be more than 0")
 set_tests_properties(cli_run_max_pushes_zero cli_run_query_concurrency_bad cli_run_gzip_ratio_bad
   cli_run_decoded_size_zero PROPERTIES LABELS unit TIMEOUT 30)
+
+# profd __callgraph-layout, the program a report=svg layout runs as: DOT on stdin,
+# SVG on stdout; arguments that set no memory limit are refused
+add_test(NAME cli_callgraph_layout_svg COMMAND sh -c
+  "printf 'digraph \"g\" { cli -> svg }' | \"$1\" __callgraph-layout 1073741824" sh $<TARGET_FILE:profd>)
+set_tests_properties(cli_callgraph_layout_svg PROPERTIES PASS_REGULAR_EXPRESSION ">cli</text>")
+add_test(NAME cli_callgraph_layout_usage COMMAND profd __callgraph-layout 0)
+set_tests_properties(cli_callgraph_layout_usage PROPERTIES PASS_REGULAR_EXPRESSION
+  "usage: profd __callgraph-layout MAX_MEMORY_BYTES < graph.dot")
+set_tests_properties(cli_callgraph_layout_svg cli_callgraph_layout_usage PROPERTIES
+  LABELS unit TIMEOUT 30)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "profd/api.h"
 
 static void usage(FILE *f)
 {
@@ -39,6 +40,9 @@ int main(int argc, char **argv)
 		printf("profd version %s\n", PD_VERSION);
 		return 0;
 	}
+	/* not a command of its own: the child process of a report=svg layout */
+	if (strcmp(cmd, "__callgraph-layout") == 0)
+		pd_api_callgraph_layout_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "run") == 0 || strcmp(cmd, "all") == 0)
 		return pd_cmd_run(argc - 1, argv + 1);
 	if (strcmp(cmd, "check") == 0)

@@ -60,6 +60,7 @@ struct pd_discovery_manager;
 #define PD_API_DEFAULT_CALLGRAPH_TIMEOUT_MS (10LL * 1000)       /* --callgraph.timeout */
 #define PD_API_DEFAULT_CALLGRAPH_MAX_MEMORY ((uint64_t)1 << 30) /* --callgraph.max-memory */
 #define PD_API_DEFAULT_CALLGRAPH_MAX_CONCURRENCY 2              /* --callgraph.max-concurrency */
+#define PD_API_DEFAULT_CALLGRAPH_LAYOUT_EXE "/proc/self/exe"       /* the running profd */
 
 /* ---- the UI hook ------------------------------------------------------------ */
 
@@ -171,11 +172,14 @@ struct pd_api_opts {
 	int64_t query_lookback_ms;
 	/* report=svg: each Graphviz layout runs in a child process that is killed after
 	 * callgraph_timeout_ms of wall-clock time (its CPU time is limited to as many
-	 * seconds, rounded up) and may map callgraph_max_memory bytes more than the
-	 * server had; at most callgraph_max_concurrency run at once, more answer 503. */
+	 * seconds, rounded up) and may map callgraph_max_memory bytes more than it had
+	 * when it started; at most callgraph_max_concurrency run at once, more answer
+	 * 503. The child is callgraph_layout_exe (a profd binary, run as `profd
+	 * __callgraph-layout`; copied by pd_api_start) executed afresh. */
 	int64_t callgraph_timeout_ms;
 	uint64_t callgraph_max_memory;
 	unsigned callgraph_max_concurrency;
+	const char *callgraph_layout_exe;
 
 	/* --web.config.file (exporter-toolkit's format): TLS, basic auth, response
 	 * headers, a rate limit; read again for every connection and request. NULL or
@@ -223,6 +227,15 @@ int pd_api_external_url(const char *value, const char *listen_address, char **ou
  * the caller's. Errors name the flag the prefix came from. */
 int pd_api_route_prefix(const char *value, const char *external_url, char **out,
                         struct pd_err *err);
+
+/* `profd __callgraph-layout MAX_MEMORY`, the program a report=svg layout runs as
+ * (argv[0] is the command): sets its address-space limit to its own size plus
+ * MAX_MEMORY bytes and writes its peak resident set in bytes (getrusage's, which
+ * counts what it was exec'd from), as decimal text, to fd 3
+ * when that is open; then reads DOT text (at most 8 MiB) from stdin, lays it out
+ * with Graphviz and writes the SVG to stdout, Graphviz's messages to stderr. Ends
+ * the process (_exit): 0 drawn, 2 not (the messages say why), 3 an I/O error. */
+void pd_api_callgraph_layout_main(int argc, char **argv);
 
 /* Fills o with zeros and the defaults (the daemon then sets db and the rest). */
 void pd_api_opts_init(struct pd_api_opts *o);

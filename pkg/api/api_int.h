@@ -195,6 +195,7 @@ struct pd_api_server {
 	struct pd_api_opts o; /* limits resolved; strings below are copies */
 	char *listen_address;
 	char *version;
+	char *cg_exe;      /* callgraph_layout_exe */
 	char *prefix;      /* the route prefix without its trailing slash; "" for none */
 	size_t prefix_len; /* 0: no prefix */
 	char **flag_names, **flag_values;
@@ -473,9 +474,11 @@ int api_callgraph_params(const struct api_req *r, struct api_resp *w, struct pd_
 enum { API_CG_OK, API_CG_TIMEOUT, API_CG_MEMORY, API_CG_TOO_BIG, API_CG_FAILED, API_CG_BUSY };
 extern const char *const api_callgraph_results[6];
 /* Lays dot (NUL-terminated DOT text) out as SVG, appended to svg (at most 64 MiB),
- * in a child process forked for it under o's callgraph_timeout_ms (wall clock and,
- * rounded up to seconds, CPU time) and callgraph_max_memory (address space beyond
- * the server's); the child is killed when over and leaves no state behind. msgs
+ * in a child process that runs o's callgraph_layout_exe (NULL: /proc/self/exe) as
+ * `__callgraph-layout`, under o's callgraph_timeout_ms (wall clock and, rounded up
+ * to seconds, CPU time) and callgraph_max_memory (address space beyond the
+ * child's own at its start); the child is killed when over and leaves no state
+ * behind. msgs
  * (msize bytes) gets what Graphviz printed, NUL-terminated and cut; how (hsize)
  * says what went wrong. Returns an API_CG_ result. Thread-safe. */
 int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd_buf *svg,

@@ -8,20 +8,25 @@
  *
  * Graphviz keeps global state and is not thread-safe, and a layout's time and
  * memory grow fast with the graph, so the server itself never calls it: each
- * layout runs in a child process forked for it alone, which starts from a fresh
- * Graphviz context, runs under a CPU-time and an address-space limit, is killed at
- * a wall-clock deadline, and takes none of its state back. The SVG comes back on
- * one pipe, Graphviz's messages on another, and those go to profd's log. At most
- * callgraph_max_concurrency layouts run at once; the graph and its DOT are bounded
- * before one starts. */
-#define _GNU_SOURCE /* close_range, pipe2 */
+ * layout is a process of its own, profd executed afresh as `profd
+ * __callgraph-layout` (posix_spawn: in a threaded server, nothing but the exec may
+ * run in a forked copy), which starts from a fresh Graphviz context, runs under a
+ * CPU-time and an address-space limit, is killed at a wall-clock deadline, and
+ * takes none of its state back. The DOT goes in on its stdin once its limits are
+ * set, the SVG comes back on its stdout, Graphviz's messages on its stderr, and
+ * those go to profd's log. At most callgraph_max_concurrency layouts run at once;
+ * the graph and its DOT are bounded before one starts. */
+#define _GNU_SOURCE /* pipe2, prlimit, posix_spawn_file_actions_addclosefrom_np */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,9 +61,7 @@ static lt_symlist_t gv_builtins[] = {
     {0, 0},
 };
 
-/* ---- the child: one layout, then _exit ------------------------------------------ */
-
-static int child_err_fd = -1;
+/* ---- the child: `profd __callgraph-layout`, one layout, then _exit -------------- */
 
 static void child_write(int fd, const void *p, size_t n)
 {
@@ -74,78 +77,16 @@ static void child_write(int fd, const void *p, size_t n)
 	}
 }
 
-/* Graphviz's messages (agerr), onto the message pipe. */
+/* Graphviz's messages (agerr), onto stderr. */
 static int child_errf(char *msg)
 {
-	child_write(child_err_fd, msg, strlen(msg));
+	child_write(2, msg, strlen(msg));
 	return 0;
 }
 
 static void child_say(const char *msg)
 {
-	child_write(child_err_fd, msg, strlen(msg));
-}
-
-/* Lays dot out and writes the SVG to out; messages go to errfd. vm: the address
- * space at the fork, which the limit is counted from. Never returns. */
-static void layout_child(const char *dot, int out, int errfd, const struct pd_api_opts *o,
-                         uint64_t vm)
-{
-	sigset_t none;
-	sigemptyset(&none);
-	pthread_sigmask(SIG_SETMASK, &none, NULL);
-	static const int sigs[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT, SIGPIPE, SIGXCPU,
-	                           SIGALRM, SIGUSR1, SIGUSR2, SIGCHLD, SIGPROF};
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		signal(sigs[i], SIG_DFL);
-	int null = open("/dev/null", O_RDONLY);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
-		_exit(3);
-	if (close_range(3, ~0u, 0)) {
-		/* kernels before 5.9: one by one */
-		long max = sysconf(_SC_OPEN_MAX);
-		for (int fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
-			close(fd);
-	}
-	child_err_fd = 2;
-	rlim_t cpu = (rlim_t)((o->callgraph_timeout_ms + 999) / 1000);
-	struct rlimit rl = {cpu, cpu + 1};
-	if (setrlimit(RLIMIT_CPU, &rl))
-		_exit(3);
-	rl.rlim_cur = rl.rlim_max = (rlim_t)(vm + o->callgraph_max_memory);
-	if (setrlimit(RLIMIT_AS, &rl))
-		_exit(3);
-	rl.rlim_cur = rl.rlim_max = 0;
-	setrlimit(RLIMIT_CORE, &rl);
-	setrlimit(RLIMIT_FSIZE, &rl);
-
-	agseterr(AGWARN);
-	agseterrf(child_errf);
-	GVC_t *gvc = gvContextPlugins(gv_builtins, 0);
-	if (!gvc) {
-		child_say("no Graphviz context\n");
-		_exit(2);
-	}
-	Agraph_t *g = agmemread(dot);
-	if (!g) {
-		child_say("the DOT text does not parse\n");
-		_exit(2);
-	}
-	char *svg = NULL;
-	unsigned len = 0;
-	if (gvLayout(gvc, g, "dot") || gvRenderData(gvc, g, "svg", &svg, &len) || !svg)
-		_exit(2);
-	child_write(1, svg, len);
-	_exit(0);
-}
-
-/* ---- the server's side ---------------------------------------------------------- */
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	child_write(2, msg, strlen(msg));
 }
 
 /* The process's address space and resident set in bytes (/proc/self/statm), 0 if
@@ -153,6 +94,7 @@ static int64_t mono_ms(void)
 static uint64_t vm_size(uint64_t *rss)
 {
 	char buf[128];
+	*rss = 0;
 	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -169,6 +111,91 @@ static uint64_t vm_size(uint64_t *rss)
 	return vm * ps;
 }
 
+void pd_api_callgraph_layout_main(int argc, char **argv)
+{
+	char *end = NULL;
+	errno = 0;
+	unsigned long long max = argc == 2 ? strtoull(argv[1], &end, 10) : 0;
+	if (!end || end == argv[1] || *end || errno || !max) {
+		child_say("usage: profd __callgraph-layout MAX_MEMORY_BYTES < graph.dot\n");
+		_exit(2);
+	}
+	/* the limit counts from what this process maps before it reads the graph (its
+	 * binary, its libraries, a sanitizer's shadow) */
+	uint64_t rss = 0, vm = vm_size(&rss);
+	struct rlimit rl = {(rlim_t)(vm + max), (rlim_t)(vm + max)};
+	if (setrlimit(RLIMIT_AS, &rl)) {
+		child_say("setrlimit(RLIMIT_AS) failed\n");
+		_exit(3);
+	}
+	/* the peak resident set so far as wait4 will count it: this process's and,
+	 * with a vfork'd start, the server's it was exec'd from */
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0 && (uint64_t)ru.ru_maxrss * 1024 > rss)
+		rss = (uint64_t)ru.ru_maxrss * 1024;
+	char num[32];
+	int nl = snprintf(num, sizeof(num), "%llu", (unsigned long long)rss);
+	if (write(3, num, (size_t)nl) >= 0)
+		close(3);
+
+	size_t cap = 65536, len = 0;
+	char *dot = malloc(cap);
+	for (;;) {
+		if (!dot) {
+			child_say("out of memory reading the graph\n");
+			_exit(2);
+		}
+		ssize_t k = read(0, dot + len, cap - len - 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			_exit(3);
+		if (k == 0)
+			break;
+		len += (size_t)k;
+		if (len > MAX_DOT_BYTES) {
+			child_say("the DOT text is larger than 8 MiB\n");
+			_exit(2);
+		}
+		if (cap - len - 1 == 0) {
+			char *d = realloc(dot, cap * 2);
+			if (!d)
+				free(dot);
+			dot = d;
+			cap *= 2;
+		}
+	}
+	dot[len] = '\0';
+
+	agseterr(AGWARN);
+	agseterrf(child_errf);
+	GVC_t *gvc = gvContextPlugins(gv_builtins, 0);
+	if (!gvc) {
+		child_say("no Graphviz context\n");
+		_exit(2);
+	}
+	Agraph_t *g = agmemread(dot);
+	if (!g) {
+		child_say("the DOT text does not parse\n");
+		_exit(2);
+	}
+	char *svg = NULL;
+	unsigned n = 0;
+	if (gvLayout(gvc, g, "dot") || gvRenderData(gvc, g, "svg", &svg, &n) || !svg)
+		_exit(2);
+	child_write(1, svg, n);
+	_exit(0);
+}
+
+/* ---- the server's side ---------------------------------------------------------- */
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -176,31 +203,105 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* Moves *fd (close-on-exec) above the descriptors the child is given (0 to 3), so
+ * that no dup2 of the spawn overwrites another's source; -1 on failure. */
+static int fd_above_3(int *fd)
+{
+	if (*fd > 3)
+		return 0;
+	int nfd = fcntl(*fd, F_DUPFD_CLOEXEC, 4);
+	if (nfd < 0)
+		return -1;
+	close(*fd);
+	*fd = nfd;
+	return 0;
+}
+
+/* Starts exe as `__callgraph-layout max_memory` with in, out, err and st as its
+ * fds 0 to 3 and no other descriptor, every signal at its default and none
+ * blocked: posix_spawn (a vfork and an exec, nothing in between that is not
+ * async-signal-safe), so a child of this multithreaded process runs no code of
+ * ours before the exec. 0, or an errno. */
+static int spawn_layout(const char *exe, uint64_t max_memory, int in, int out, int err, int st,
+                        pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	char mem[32];
+	snprintf(mem, sizeof(mem), "%llu", (unsigned long long)max_memory);
+	char *argv[] = {(char *)exe, "__callgraph-layout", mem, NULL};
+	sigemptyset(&none);
+	sigfillset(&all);
+	int rc = posix_spawn_file_actions_init(&fa);
+	if (rc)
+		return rc;
+	rc = posix_spawnattr_init(&at);
+	if (rc) {
+		posix_spawn_file_actions_destroy(&fa);
+		return rc;
+	}
+	rc = posix_spawn_file_actions_adddup2(&fa, in, 0);
+	if (!rc)
+		rc = posix_spawn_file_actions_adddup2(&fa, out, 1);
+	if (!rc)
+		rc = posix_spawn_file_actions_adddup2(&fa, err, 2);
+	if (!rc)
+		rc = posix_spawn_file_actions_adddup2(&fa, st, 3);
+	if (!rc)
+		rc = posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+	if (!rc)
+		rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	if (!rc)
+		rc = posix_spawnattr_setsigmask(&at, &none);
+	if (!rc)
+		rc = posix_spawnattr_setsigdefault(&at, &all);
+	if (!rc)
+		rc = posix_spawn(pid, exe, &fa, &at, argv, environ);
+	posix_spawnattr_destroy(&at);
+	posix_spawn_file_actions_destroy(&fa);
+	return rc;
+}
+
 int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd_buf *svg,
                          char *msgs, size_t msize, char *how, size_t hsize)
 {
-	int op[2] = {-1, -1}, ep[2] = {-1, -1};
-	size_t nmsg = 0;
+	/* ip: the graph in (a socket, so that a write to a child gone answers EPIPE
+	 * instead of raising SIGPIPE); op: the SVG out; ep: messages; sp: the child's
+	 * peak resident set at its start, as wait4 counts it */
+	int ip[2] = {-1, -1}, op[2] = {-1, -1}, ep[2] = {-1, -1}, sp[2] = {-1, -1};
+	const char *exe =
+	    o->callgraph_layout_exe ? o->callgraph_layout_exe : PD_API_DEFAULT_CALLGRAPH_LAYOUT_EXE;
+	size_t nmsg = 0, dlen = strlen(dot), doff = 0;
+	pid_t pid = -1;
+	int res = API_CG_FAILED;
 	msgs[0] = '\0';
 	snprintf(how, hsize, "it could not be started");
-	if (pipe2(op, O_CLOEXEC) || pipe2(ep, O_CLOEXEC)) {
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ip) || pipe2(op, O_CLOEXEC) ||
+	    pipe2(ep, O_CLOEXEC) || pipe2(sp, O_CLOEXEC) || fd_above_3(&ip[0]) ||
+	    fd_above_3(&op[1]) || fd_above_3(&ep[1]) || fd_above_3(&sp[1]) ||
+	    fcntl(ip[1], F_SETFL, O_NONBLOCK)) {
 		snprintf(how, hsize, "pipe: %s", strerror(errno));
-		close_fd(&op[0]);
-		close_fd(&op[1]);
-		return API_CG_FAILED;
+		goto out;
 	}
-	uint64_t rss0 = 0, vm = vm_size(&rss0);
 	int64_t deadline = mono_ms() + o->callgraph_timeout_ms;
-	pid_t pid = fork();
-	if (pid == 0)
-		layout_child(dot, op[1], ep[1], o, vm);
+	int rc = spawn_layout(exe, o->callgraph_max_memory, ip[0], op[1], ep[1], sp[1], &pid);
+	close_fd(&ip[0]);
 	close_fd(&op[1]);
 	close_fd(&ep[1]);
-	if (pid < 0) {
-		snprintf(how, hsize, "fork: %s", strerror(errno));
-		close_fd(&op[0]);
-		close_fd(&ep[0]);
-		return API_CG_FAILED;
+	close_fd(&sp[1]);
+	if (rc) {
+		pid = -1;
+		snprintf(how, hsize, "starting %s: %s", exe, strerror(rc));
+		goto out;
+	}
+	/* the limits are in place before the child is given its graph */
+	rlim_t cpu = (rlim_t)((o->callgraph_timeout_ms + 999) / 1000);
+	struct rlimit rl = {cpu, cpu + 1}, zero = {0, 0};
+	if (prlimit(pid, RLIMIT_CPU, &rl, NULL) || prlimit(pid, RLIMIT_CORE, &zero, NULL) ||
+	    prlimit(pid, RLIMIT_FSIZE, &zero, NULL)) {
+		snprintf(how, hsize, "prlimit: %s", strerror(errno));
+		goto out;
 	}
 	int timed_out = 0, too_big = 0, nomem = 0, broken = 0;
 	char chunk[65536];
@@ -210,12 +311,14 @@ int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd
 			timed_out = 1;
 			break;
 		}
-		struct pollfd pf[2];
+		struct pollfd pf[3];
 		nfds_t n = 0;
 		if (op[0] >= 0)
 			pf[n++] = (struct pollfd){.fd = op[0], .events = POLLIN};
 		if (ep[0] >= 0)
 			pf[n++] = (struct pollfd){.fd = ep[0], .events = POLLIN};
+		if (ip[1] >= 0)
+			pf[n++] = (struct pollfd){.fd = ip[1], .events = POLLOUT};
 		int pr = poll(pf, n, left > 1000 ? 1000 : (int)left);
 		if (pr < 0 && errno != EINTR) {
 			snprintf(how, hsize, "poll: %s", strerror(errno));
@@ -225,6 +328,17 @@ int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd
 		for (nfds_t i = 0; i < n && pr > 0; i++) {
 			if (!pf[i].revents)
 				continue;
+			if (pf[i].fd == ip[1]) {
+				size_t m =
+				    dlen - doff < sizeof(chunk) ? dlen - doff : sizeof(chunk);
+				ssize_t k = send(ip[1], dot + doff, m, MSG_NOSIGNAL | MSG_DONTWAIT);
+				if (k > 0)
+					doff += (size_t)k;
+				/* a child gone: what it said tells why */
+				if (doff == dlen || (k < 0 && errno != EINTR && errno != EAGAIN))
+					close_fd(&ip[1]);
+				continue;
+			}
 			int *fd = pf[i].fd == op[0] ? &op[0] : &ep[0];
 			ssize_t k = read(*fd, chunk, sizeof(chunk));
 			if (k < 0 && errno == EINTR)
@@ -232,11 +346,11 @@ int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd
 			if (k <= 0) {
 				close_fd(fd);
 			} else if (fd == &op[0]) {
-				int rc = svg->len + (size_t)k > MAX_SVG_BYTES
-				             ? PD_ETOOBIG
-				             : pd_buf_append(svg, chunk, (size_t)k);
-				too_big = rc == PD_ETOOBIG;
-				nomem = rc == PD_ENOMEM;
+				int arc = svg->len + (size_t)k > MAX_SVG_BYTES
+				              ? PD_ETOOBIG
+				              : pd_buf_append(svg, chunk, (size_t)k);
+				too_big = arc == PD_ETOOBIG;
+				nomem = arc == PD_ENOMEM;
 			} else if (nmsg + 1 < msize) {
 				size_t m =
 				    (size_t)k < msize - 1 - nmsg ? (size_t)k : msize - 1 - nmsg;
@@ -250,6 +364,7 @@ int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd
 	}
 	if (op[0] >= 0 || ep[0] >= 0)
 		kill(pid, SIGKILL);
+	close_fd(&ip[1]);
 	close_fd(&op[0]);
 	close_fd(&ep[0]);
 	int status = 0;
@@ -257,6 +372,13 @@ int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd
 	memset(&ru, 0, sizeof(ru));
 	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
+	pid = -1;
+	/* the child's peak resident set at its start: it has exited, so this read does
+	 * not block */
+	char num[32];
+	ssize_t nn = read(sp[0], num, sizeof(num) - 1);
+	num[nn > 0 ? nn : 0] = '\0';
+	uint64_t rss0 = strtoull(num, NULL, 10);
 	/* the resident set the child grew by: near the limit, a failure is for memory
 	 * whatever the allocator that failed printed */
 	uint64_t rss = (uint64_t)ru.ru_maxrss * 1024;
@@ -264,32 +386,46 @@ int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd
 	if (timed_out) {
 		snprintf(how, hsize, "took longer than %lld ms",
 		         (long long)o->callgraph_timeout_ms);
-		return API_CG_TIMEOUT;
-	}
-	if (too_big || nomem) {
+		res = API_CG_TIMEOUT;
+	} else if (too_big || nomem) {
 		snprintf(how, hsize, "drew an SVG larger than %zu MiB", MAX_SVG_BYTES >> 20);
-		return API_CG_TOO_BIG;
-	}
-	if (broken)
-		return API_CG_FAILED;
-	if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGKILL)) {
+		res = API_CG_TOO_BIG;
+	} else if (broken) {
+		res = API_CG_FAILED;
+	} else if (WIFSIGNALED(status) &&
+	           (WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGKILL)) {
 		snprintf(how, hsize, "used more than %lld s of CPU time",
 		         (long long)((o->callgraph_timeout_ms + 999) / 1000));
-		return API_CG_TIMEOUT;
-	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return API_CG_OK;
-	if (near_limit || strstr(msgs, "out of memory") || strstr(msgs, "Cannot allocate memory") ||
-	    strstr(msgs, "allocator is out of memory") || strstr(msgs, "allocation-size-too-big")) {
+		res = API_CG_TIMEOUT;
+	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		res = API_CG_OK;
+	} else if (near_limit || strstr(msgs, "out of memory") ||
+	           strstr(msgs, "Cannot allocate memory") ||
+	           strstr(msgs, "allocator is out of memory") ||
+	           strstr(msgs, "allocation-size-too-big")) {
 		snprintf(how, hsize, "needed more than %llu MiB of memory",
 		         (unsigned long long)(o->callgraph_max_memory >> 20));
-		return API_CG_MEMORY;
-	}
-	if (WIFSIGNALED(status))
+		res = API_CG_MEMORY;
+	} else if (WIFSIGNALED(status)) {
 		snprintf(how, hsize, "was killed by signal %d", WTERMSIG(status));
-	else
+	} else {
 		snprintf(how, hsize, "exited with status %d", WEXITSTATUS(status));
-	return API_CG_FAILED;
+	}
+out:
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	close_fd(&ip[0]);
+	close_fd(&ip[1]);
+	close_fd(&op[0]);
+	close_fd(&op[1]);
+	close_fd(&ep[0]);
+	close_fd(&ep[1]);
+	close_fd(&sp[0]);
+	close_fd(&sp[1]);
+	return res;
 }
 
 /* The title and legend lines pprof puts in its legend box. */

@@ -1478,6 +1478,7 @@ void pd_api_opts_init(struct pd_api_opts *o)
 	o->callgraph_timeout_ms = PD_API_DEFAULT_CALLGRAPH_TIMEOUT_MS;
 	o->callgraph_max_memory = PD_API_DEFAULT_CALLGRAPH_MAX_MEMORY;
 	o->callgraph_max_concurrency = PD_API_DEFAULT_CALLGRAPH_MAX_CONCURRENCY;
+	o->callgraph_layout_exe = PD_API_DEFAULT_CALLGRAPH_LAYOUT_EXE;
 }
 
 static void server_free(struct pd_api_server *s)
@@ -1490,6 +1491,7 @@ static void server_free(struct pd_api_server *s)
 	free(s->flag_values);
 	free(s->listen_address);
 	free(s->version);
+	free(s->cg_exe);
 	free(s->prefix);
 	free(s->conns);
 	api_tls_pool_wait(&s->tls);
@@ -1547,6 +1549,7 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	DEF(callgraph_timeout_ms);
 	DEF(callgraph_max_memory);
 	DEF(callgraph_max_concurrency);
+	DEF(callgraph_layout_exe);
 #undef DEF
 	if (s->o.lookback_ms < 0)
 		s->o.lookback_ms = 0;
@@ -1554,6 +1557,8 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	s->version = strdup(opts->version ? opts->version : PD_VERSION);
 	s->o.listen_address = s->listen_address;
 	s->o.version = s->version;
+	s->cg_exe = strdup(s->o.callgraph_layout_exe);
+	s->o.callgraph_layout_exe = s->cg_exe;
 	/* "/" and "" are no prefix; a trailing slash is not part of one */
 	const char *pp = opts->route_prefix ? opts->route_prefix : "";
 	size_t pn = strlen(pp);
@@ -1566,7 +1571,8 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	s->flag_names = calloc(s->nflags + 1, sizeof(char *));
 	s->flag_values = calloc(s->nflags + 1, sizeof(char *));
 	int rc = 0;
-	if (!s->listen_address || !s->version || !s->prefix || !s->flag_names || !s->flag_values)
+	if (!s->listen_address || !s->version || !s->cg_exe || !s->prefix || !s->flag_names ||
+	    !s->flag_values)
 		rc = PD_ENOMEM;
 	for (size_t i = 0; i < s->nflags && !rc; i++) {
 		s->flag_names[i] = strdup(opts->flag_names[i] ? opts->flag_names[i] : "");

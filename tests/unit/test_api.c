@@ -589,6 +589,7 @@ static int setup(void **state)
 	static const char *const fv[] = {"profd.yml", "127.0.0.1:0"};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
+	ao.callgraph_layout_exe = PD_PROFD_EXE;
 	ao.listen_address = "127.0.0.1:0";
 	ao.db = db;
 	ao.scrape = mgr;
@@ -2474,6 +2475,7 @@ static void test_callgraph_timeout(void **state)
 	struct pd_api_opts ao;
 	unsigned saved;
 	pd_api_opts_init(&ao);
+	ao.callgraph_layout_exe = PD_PROFD_EXE;
 	ao.max_concurrent_queries = 2;
 	ao.callgraph_timeout_ms = 3000;
 	ao.callgraph_max_concurrency = 1;

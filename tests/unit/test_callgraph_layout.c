@@ -3,14 +3,23 @@
  * before it, one that takes too long is killed at its deadline with a clear
  * result while other layouts keep running, one over its memory limit fails named
  * so, and what Graphviz prints comes back
- * to the server, which logs it escaped, never as lines of its own. */
+ * to the server, which logs it escaped, never as lines of its own. The child is a
+ * program executed afresh (the built profd, or here a probe script): it gets the
+ * graph on stdin and fds 0 to 3 only, its limits before its input, no signal
+ * blocked or ignored, and layouts started while other threads allocate all
+ * finish. */
+#include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +39,7 @@ static struct pd_api_opts opts(int64_t timeout_ms)
 {
 	struct pd_api_opts o;
 	pd_api_opts_init(&o);
+	o.callgraph_layout_exe = PD_PROFD_EXE;
 	o.callgraph_timeout_ms = timeout_ms;
 	return o;
 }
@@ -98,7 +108,9 @@ static void *slow_layout(void *arg)
 {
 	struct slow *s = arg;
 	struct pd_api_opts o = opts(10000);
-	char *dot = dense_dot(1000, 5000);
+	/* slow yet small: about 200 MiB at 10s in a release build, where 5000 edges
+	 * pass the 1 GiB default within 2s and end as a memory failure */
+	char *dot = dense_dot(1000, 2000);
 	struct pd_buf svg;
 	char msgs[512];
 	int64_t t0 = now_ms();
@@ -244,9 +256,177 @@ static void test_memory(void **state)
 	free(dot);
 }
 
+struct churn {
+	int stop; /* atomic */
+	unsigned long rounds;
+};
+
+/* Allocates and frees blocks of many sizes (the allocator's small classes and
+ * its large mmap'd ones) until told to stop, so that its locks are often held
+ * when a layout starts. */
+static void *churn(void *arg)
+{
+	struct churn *c = arg;
+	void *keep[64] = {0};
+	uint64_t x = 0x9e3779b97f4a7c15ull ^ (uintptr_t)c;
+	while (!__atomic_load_n(&c->stop, __ATOMIC_SEQ_CST)) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		size_t i = x % 64, size = ((size_t)1 << (x >> 8) % 23) + (x >> 40) % 4096;
+		free(keep[i]);
+		keep[i] = malloc(size);
+		if (keep[i])
+			memset(keep[i], 1, size < 64 ? size : 64);
+		c->rounds++;
+	}
+	for (size_t i = 0; i < 64; i++)
+		free(keep[i]);
+	return NULL;
+}
+
+/* Layouts started while other threads of the server allocate all draw their
+ * graph: nothing runs between the child's start and its exec that could wait on
+ * a lock another thread held (a forked copy of a threaded process would hang in
+ * the allocator of a sanitizer build and be killed at its deadline). */
+static void test_threads_allocating(void **state)
+{
+	(void)state;
+	enum { NCHURN = 4, NLAYOUTS = 60 };
+	struct churn c[NCHURN];
+	pthread_t t[NCHURN];
+	memset(c, 0, sizeof(c));
+	for (int i = 0; i < NCHURN; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, churn, &c[i]), 0);
+	struct pd_api_opts o = opts(30000); /* a graph of two nodes takes well under 1s */
+	int ok = 0;
+	for (int i = 0; i < NLAYOUTS; i++) {
+		struct pd_buf svg;
+		char msgs[512], dot[64];
+		snprintf(dot, sizeof(dot), "digraph { round%d -> answer }", i);
+		int r = layout(&o, dot, &svg, msgs, sizeof(msgs));
+		char want[32];
+		snprintf(want, sizeof(want), ">round%d</text>", i);
+		ok += r == API_CG_OK && strstr((const char *)svg.data, want) != NULL;
+		pd_buf_fini(&svg);
+	}
+	for (int i = 0; i < NCHURN; i++) {
+		__atomic_store_n(&c[i].stop, 1, __ATOMIC_SEQ_CST);
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_true(c[i].rounds > 0);
+	}
+	assert_int_equal(ok, NLAYOUTS);
+}
+
+/* What the child is given: the program named by callgraph_layout_exe, run with
+ * `__callgraph-layout` and the memory limit, the whole graph on stdin (more than
+ * a pipe holds), fds 0 to 3 and no other (not even one the server left open
+ * across exec), its CPU, core and file-size limits already set when its input
+ * arrives, and no signal blocked or ignored though the server's thread blocks
+ * SIGUSR1 and ignores SIGPIPE; it is reaped when done. */
+static void test_child_contract(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/pd_cg_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char exe[64];
+	snprintf(exe, sizeof(exe), "%s/probe", dir);
+	FILE *f = fopen(exe, "w");
+	assert_non_null(f);
+	fputs("#!/bin/sh\n"
+	      "n=$(wc -c)\n"
+	      "echo \"args=$*\"\n"
+	      "echo \"bytes=$n\"\n"
+	      "echo \"cpu=$(ulimit -t) core=$(ulimit -c) fsize=$(ulimit -f)\"\n"
+	      "for f in 0 1 2 3 57; do\n"
+	      "  if [ -e /proc/$$/fd/$f ]; then echo \"fd$f=open\"; else echo \"fd$f=closed\"; fi\n"
+	      "done\n"
+	      /* builtins only: the shell's own mask, not the one it has while
+	       * starting another program */
+	      "while read k v; do\n"
+	      "  case $k in SigBlk:|SigIgn:) echo \"$k $v\";; esac\n"
+	      "done </proc/$$/status\n"
+	      "echo said >&2\n",
+	      f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(exe, 0700), 0);
+
+	int leak[2];
+	assert_int_equal(pipe(leak), 0);
+	assert_true(dup2(leak[1], 57) == 57); /* no close-on-exec */
+	sigset_t usr1, old;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	assert_int_equal(pthread_sigmask(SIG_BLOCK, &usr1, &old), 0);
+	void (*oldpipe)(int) = signal(SIGPIPE, SIG_IGN);
+
+	struct pd_api_opts o = opts(2500);
+	o.callgraph_layout_exe = exe;
+	o.callgraph_max_memory = (uint64_t)5 << 20;
+	char *dot = dense_dot(1000, 5000);
+	struct pd_buf out;
+	char msgs[512];
+	int r = layout(&o, dot, &out, msgs, sizeof(msgs));
+
+	signal(SIGPIPE, oldpipe);
+	assert_int_equal(pthread_sigmask(SIG_SETMASK, &old, NULL), 0);
+	close(57);
+	close(leak[0]);
+	close(leak[1]);
+	unlink(exe);
+	rmdir(dir);
+
+	const char *text = (const char *)out.data;
+	print_message("probe: [%s] [%s]\n", text, msgs);
+	assert_int_equal(r, API_CG_OK);
+	char want[64];
+	assert_true(strlen(dot) > 65536);
+	snprintf(want, sizeof(want), "bytes=%zu\n", strlen(dot));
+	assert_non_null(strstr(text, want));
+	assert_non_null(strstr(text, "args=__callgraph-layout 5242880\n"));
+	assert_non_null(strstr(text, "cpu=3 core=0 fsize=0\n"));
+	assert_non_null(strstr(text, "fd0=open\nfd1=open\nfd2=open\nfd3=open\nfd57=closed\n"));
+	assert_non_null(strstr(text, "SigBlk: 0000000000000000\n"));
+	/* none of signals 1 to 31 ignored (glibc's own 32 and 33 may be: its
+	 * posix_spawn leaves them so) */
+	const char *ign = strstr(text, "SigIgn: ");
+	assert_non_null(ign);
+	assert_int_equal(strtoull(ign + 8, NULL, 16) & 0x7fffffffull, 0);
+	assert_string_equal(msgs, "said\n");
+	errno = 0;
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+	pd_buf_fini(&out);
+	free(dot);
+}
+
+/* A layout program that cannot be started fails, named so, and leaves nothing
+ * running. */
+static void test_no_program(void **state)
+{
+	(void)state;
+	struct pd_api_opts o = opts(60000);
+	o.callgraph_layout_exe = "/nonexistent/profd";
+	struct pd_buf svg;
+	char msgs[512], how[128];
+	pd_buf_init(&svg, 0);
+	assert_int_equal(
+	    api_callgraph_layout(&o, "digraph { a }", &svg, msgs, sizeof(msgs), how, sizeof(how)),
+	    API_CG_FAILED);
+	assert_string_equal(how, "starting /nonexistent/profd: No such file or directory");
+	assert_int_equal(svg.len, 0);
+	errno = 0;
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+	pd_buf_fini(&svg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_threads_allocating),
+	    cmocka_unit_test(test_child_contract),
+	    cmocka_unit_test(test_no_program),
 	    cmocka_unit_test(test_memory),
 	    cmocka_unit_test(test_timeout),
 	    cmocka_unit_test(test_no_state_left),
