@@ -72,3 +72,8 @@ script -qec "'$profd' tsdb import --storage.tsdb.path='$tmp/d2' --labels='heap{j
 grep -q "$(printf '\r')profd tsdb import: appending 2/2 files" "$tmp/tty" || fail "no progress on a terminal: $(cat -v "$tmp/tty")"
 echo PASS]=] sh $<TARGET_FILE:profd> ${PD_TESTDATA})
 set_tests_properties(cli_tsdb_import_help cli_tsdb_import_duplicates PROPERTIES LABELS unit TIMEOUT 60)
+
+# --storage.tsdb.max-future-time takes a duration
+add_test(NAME cli_run_max_future_time COMMAND profd run --storage.tsdb.max-future-time=10x)
+set_tests_properties(cli_run_max_future_time PROPERTIES PASS_REGULAR_EXPRESSION
+  "--storage.tsdb.max-future-time: unknown unit \"x\" in duration \"10x\"" LABELS unit TIMEOUT 30)

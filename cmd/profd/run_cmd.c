@@ -55,6 +55,7 @@ struct run_flags {
 	const char *cg_timeout;         /* report=svg layouts: deadline of each */
 	const char *cg_max_memory;      /* address space each may add */
 	const char *cg_max_concurrency; /* running at once */
+	const char *max_future_time;    /* how far after the clock a sample may be dated */
 };
 
 static void usage(FILE *f)
@@ -70,6 +71,8 @@ static void usage(FILE *f)
 		"  --storage.tsdb.retention.time=DUR   how long to keep profiles (default 15d)\n"
 		"  --storage.tsdb.retention.size=SIZE  most bytes of blocks to keep, e.g. 10GB\n"
 		"                                      (default 0: no limit)\n"
+		"  --storage.tsdb.max-future-time=DUR  refuse samples dated more than this after\n"
+		"                                      the clock (default 10m; 0: no limit)\n"
 		"  --storage.tsdb.value-encoding=N     encoding of new value chunks: 2 (columnar,\n"
 		"                                      the default) or 1 (raw profiles in zstd groups)\n"
 		"  --web.listen-address=ADDR           address of the HTTP API and UI (default :10902)\n"
@@ -187,7 +190,7 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
 	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
 				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m", "",
-				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", "", "10s", "1GB", "2"};
+				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", "", "10s", "1GB", "2", "10m"};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -277,6 +280,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->cg_max_memory = v;
 		else if (IS("--callgraph.max-concurrency"))
 			f->cg_max_concurrency = v;
+		else if (IS("--storage.tsdb.max-future-time"))
+			f->max_future_time = v;
 		else {
 			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
@@ -554,6 +559,12 @@ int pd_cmd_run(int argc, char **argv)
 	if (o.retention_ms == 0)
 		o.retention_ms = -1; /* 0 means forever, as in Prometheus */
 	o.retention_bytes = (uint64_t)size;
+	if (pd_config_parse_duration(f.max_future_time, &o.max_future_ms, &err)) {
+		fprintf(stderr, "profd run: --storage.tsdb.max-future-time: %s\n", err.msg);
+		return 2;
+	}
+	if (o.max_future_ms == 0)
+		o.max_future_ms = -1; /* 0: no limit */
 	if (pd_config_parse_size(f.ch_spool_max, &size, &err) || size <= 0) {
 		fprintf(stderr, "profd run: --storage.clickhouse.spool.max-size: %s\n",
 			size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
@@ -710,7 +721,8 @@ int pd_cmd_run(int argc, char **argv)
 			    "storage.clickhouse.url", "storage.clickhouse.database",
 			    "storage.clickhouse.credentials-file", "storage.clickhouse.cluster",
 			    "storage.clickhouse.spool.max-size", "storage.clickhouse.cluster-nodes",
-			    "callgraph.timeout", "callgraph.max-memory", "callgraph.max-concurrency"};
+			    "callgraph.timeout", "callgraph.max-memory", "callgraph.max-concurrency",
+			    "storage.tsdb.max-future-time"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -720,7 +732,7 @@ int pd_cmd_run(int argc, char **argv)
 			    f.query_timeout, f.query_max_samples, f.query_lookback_delta,
 			    f.dns_server, f.ch_url, f.ch_database, f.ch_credentials_file,
 			    f.ch_cluster, f.ch_spool_max, f.ch_cluster_nodes, f.cg_timeout,
-			    f.cg_max_memory, f.cg_max_concurrency};
+			    f.cg_max_memory, f.cg_max_concurrency, f.max_future_time};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
