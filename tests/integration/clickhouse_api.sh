@@ -99,12 +99,15 @@ end=$(sec "$hi_ms")
 
 # ---- two servers ---------------------------------------------------------------------
 printf 'global:\n  scrape_interval: 1m\n' >"$tmp/empty.yml"
+# no retention: the corpus has the dates it was taken on, and a retention time
+# measured from the clock (ClickHouse's days) would drop it once it is older
 serve() { # name, storage directory, extra flags...
 	local name=$1 dir=$2
 	shift 2
 	mkdir -p "$dir"
 	timeout --foreground 1500 "$profd" run --config.file="$tmp/empty.yml" --storage.tsdb.path="$dir" \
-		--web.listen-address=127.0.0.1:0 --web.enable-admin-api "$@" 2>"$tmp/$name.log" &
+		--web.listen-address=127.0.0.1:0 --web.enable-admin-api --storage.tsdb.retention.time=0 \
+		"$@" 2>"$tmp/$name.log" &
 	pids+=($!)
 	listening() { sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$tmp/$name.log" 2>/dev/null | grep -q .; }
 	wait_for 60 "profd $name did not start" listening
