@@ -745,7 +745,7 @@ static int check_bounds(struct pd_tsdb *db, const struct pd_lpair *l, size_t n, 
 		return pd_err_set(err, PD_EINVAL,
 				  "%s: sample at %lld (%s) is out of bounds: the store accepts samples "
 				  "up to %lld (%s), as it takes none dated more than %s after its "
-				  "clock (a wrong clock, or a time not in milliseconds?)",
+				  "clock (a wrong clock, or a time in the wrong unit?)",
 				  name, (long long)t, ts, (long long)until, fs, win);
 	}
 	if (t >= from)
