@@ -69,11 +69,14 @@ ch_start "$work/server" 3600
 "$tool" write "$CH_URL" "${wargs[@]}" >/dev/null
 
 printf 'global:\n  scrape_interval: 1m\n' >"$work/empty.yml"
+# no retention: the corpus has the dates it was taken on, and a retention time
+# measured from the clock (ClickHouse's days) would drop it once it is older
 serve() { # name, storage directory, flags...: sets api to its URL
 	local name=$1 dir=$2 deadline=$((SECONDS + 60))
 	shift 2
 	timeout 3600 "$profd" run --config.file="$work/empty.yml" --storage.tsdb.path="$dir" \
-		--web.listen-address=127.0.0.1:0 "$@" >/dev/null 2>"$work/$name.log" &
+		--web.listen-address=127.0.0.1:0 --storage.tsdb.retention.time=0 "$@" >/dev/null \
+		2>"$work/$name.log" &
 	pids+=($!)
 	until sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$work/$name.log" 2>/dev/null | grep -q .; do
 		[ "$SECONDS" -lt "$deadline" ] || die "profd $name did not start"

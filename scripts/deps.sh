@@ -44,6 +44,8 @@ fi
 # tests/clickhouse and bench/clickhouse.sh (make bench): Debian's ClickHouse server
 # (started on loopback ports by tests/support/clickhouse.sh)
 [ $tests = 1 ] && PKGS+=(clickhouse-server)
+# tests/api_doc.cmake: Debian's faketime runs the docs' examples 60 days on
+[ $tests = 1 ] && PKGS+=(faketime)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -102,3 +102,8 @@ set_tests_properties(cli_callgraph_layout_usage PROPERTIES PASS_REGULAR_EXPRESSI
   "usage: profd __callgraph-layout MAX_MEMORY_BYTES < graph.dot")
 set_tests_properties(cli_callgraph_layout_svg cli_callgraph_layout_usage PROPERTIES
   LABELS unit TIMEOUT 30)
+
+# --storage.tsdb.max-future-time takes a duration
+add_test(NAME cli_run_max_future_time COMMAND profd run --storage.tsdb.max-future-time=10x)
+set_tests_properties(cli_run_max_future_time PROPERTIES PASS_REGULAR_EXPRESSION
+  "--storage.tsdb.max-future-time: unknown unit \"x\" in duration \"10x\"" LABELS unit TIMEOUT 30)

@@ -64,6 +64,7 @@ struct run_flags {
 	const char *max_profile_samples;
 	const char *max_profile_sample_labels;
 	const char *max_response_memory; /* responses held for clients, all connections */
+	const char *max_future_time;    /* how far after the clock a sample may be dated */
 };
 
 static void usage(FILE *f)
@@ -81,6 +82,8 @@ static void usage(FILE *f)
 		"                                      (default 0: no limit)\n"
 		"  --storage.tsdb.max-series=N         series the head holds at most; a new series\n"
 		"                                      past it is refused (default 1000000; 0: no limit)\n"
+		"  --storage.tsdb.max-future-time=DUR  refuse samples dated more than this after\n"
+		"                                      the clock (default 10m; 0: no limit)\n"
 		"  --storage.tsdb.value-encoding=N     encoding of new value chunks: 2 (columnar,\n"
 		"                                      the default) or 1 (raw profiles in zstd groups)\n"
 		"  --web.listen-address=ADDR           address of the HTTP API and UI (default :10902)\n"
@@ -222,7 +225,7 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m", "",
 				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", "", "10s", "1GB", "2",
 				"1000000" /* PD_TSDB_DEFAULT_MAX_SERIES */,
-				"8", "20", "100", "64MB", "1000000", "1024", "1GB"};
+				"8", "20", "100", "64MB", "1000000", "1024", "1GB", "10m"};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -328,6 +331,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->max_profile_samples = v;
 		else if (IS("--storage.tsdb.max-profile-sample-labels"))
 			f->max_profile_sample_labels = v;
+		else if (IS("--storage.tsdb.max-future-time"))
+			f->max_future_time = v;
 		else {
 			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
@@ -606,6 +611,12 @@ int pd_cmd_run(int argc, char **argv)
 	if (o.retention_ms == 0)
 		o.retention_ms = -1; /* 0 means forever, as in Prometheus */
 	o.retention_bytes = (uint64_t)size;
+	if (pd_config_parse_duration(f.max_future_time, &o.max_future_ms, &err)) {
+		fprintf(stderr, "profd run: --storage.tsdb.max-future-time: %s\n", err.msg);
+		return 2;
+	}
+	if (o.max_future_ms == 0)
+		o.max_future_ms = -1; /* 0: no limit */
 	if (pd_config_parse_size(f.ch_spool_max, &size, &err) || size <= 0) {
 		fprintf(stderr, "profd run: --storage.clickhouse.spool.max-size: %s\n",
 			size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
@@ -817,7 +828,8 @@ int pd_cmd_run(int argc, char **argv)
 			    "web.max-concurrent-pushes", "query.max-concurrency",
 			    "storage.tsdb.max-profile-gzip-ratio", "storage.tsdb.max-profile-decoded-size",
 			    "storage.tsdb.max-profile-samples", "storage.tsdb.max-profile-sample-labels",
-			    "web.max-response-memory"};
+			    "web.max-response-memory",
+			    "storage.tsdb.max-future-time"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -831,7 +843,7 @@ int pd_cmd_run(int argc, char **argv)
 			    f.max_concurrent_pushes, f.query_max_concurrency, f.max_profile_gzip_ratio,
 			    f.max_profile_decoded_size, f.max_profile_samples,
 			    f.max_profile_sample_labels,
-			    f.max_response_memory};
+			    f.max_response_memory, f.max_future_time};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;

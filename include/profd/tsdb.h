@@ -26,6 +26,7 @@ struct pd_tsdb_label {
 #define PD_TSDB_DEFAULT_BLOCK_RANGE_MS (2LL * 3600 * 1000)
 #define PD_TSDB_DEFAULT_CHUNK_SAMPLES 120
 #define PD_TSDB_DEFAULT_MAX_PROFILE ((size_t)64 << 20)
+#define PD_TSDB_DEFAULT_MAX_FUTURE_MS (10LL * 60 * 1000)
 
 struct pd_tsdb_opts {
 	int64_t retention_ms;       /* delete blocks older than this; 0: 15d; <0: never */
@@ -37,6 +38,10 @@ struct pd_tsdb_opts {
 	unsigned value_group;       /* profiles per zstd frame; 0: the encoding's default */
 	int zstd_level;             /* 0: the chunkenc default */
 	size_t max_profile;         /* largest profile accepted; 0: 64 MiB */
+	/* appends dated more than this after the system clock are refused, and no
+	 * bound (retention, block cuts, compaction) is measured from a later time;
+	 * 0: 10m; <0: no limit (one sample far ahead then moves every bound) */
+	int64_t max_future_ms;
 	int wal_disabled;           /* no WAL: for bulk import that writes blocks */
 	int read_only;              /* for tools: the directory must exist, the WAL is
 				     * replayed but not opened for writing, appends fail */
@@ -128,7 +133,9 @@ void pd_tsdb_appender_lazy(struct pd_tsdb_appender *a);
  * the end of the newest block, or past the retention time behind the newest
  * sample: docs/storage.md, "How far back") is refused with PD_EINVAL saying its
  * time, the earliest accepted and why, here or at the commit (exactly: nothing
- * a commit acknowledged is ever before the newest block's end). */
+ * a commit acknowledged is ever before the newest block's end). With the WAL,
+ * a sample dated more than max_future_ms after the system clock is refused
+ * likewise ("How far ahead"). */
 int pd_tsdb_append(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
 		   int64_t t, const uint8_t *profile, size_t len, struct pd_err *err);
 /* As pd_tsdb_append, for a profile the caller has decoded (and validated) already:
@@ -361,13 +368,15 @@ struct pd_tsdb_stats {
 	 * persisting the head as a block, compacting blocks */
 	uint64_t chunks_damaged;
 	uint64_t head_cut_failures, compaction_failures;
-	/* appends refused as out of bounds since open (older than accept_from:
-	 * pushes and scrapes alike), the earliest timestamp accepted now
+	/* appends refused as out of bounds since open (older than accept_from, or
+	 * dated past the future window: pushes and scrapes alike), the earliest timestamp accepted now
 	 * (INT64_MIN: any), samples WAL replay left out at open (a series the WAL
 	 * does not name, a damaged profile, a duplicate), and merges of blocks
 	 * that overlapped since open */
 	uint64_t out_of_bounds;
 	int64_t accept_from;
+	/* of out_of_bounds, those dated more than max_future_ms after the clock */
+	uint64_t too_far_in_future;
 	uint64_t wal_replay_skipped;
 	uint64_t vertical_compactions;
 	/* WAL writes since open. Concurrent commits share writes (group commit):

@@ -327,9 +327,13 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	family(w, "profd_tsdb_compactions_failed_total", "counter", "Compactions that failed.");
 	sample_u(w, "profd_tsdb_compactions_failed_total", st.compaction_failures);
 	family(w, "profd_tsdb_out_of_bound_samples_total", "counter",
-	       "Samples refused because they are older than the store accepts (pushes and "
-	       "scrapes).");
+	       "Samples refused because they are older than the store accepts, or dated too far "
+	       "after the clock (pushes and scrapes).");
 	sample_u(w, "profd_tsdb_out_of_bound_samples_total", st.out_of_bounds);
+	family(w, "profd_tsdb_too_far_in_future_samples_total", "counter",
+	       "Of the samples refused as out of bounds, those dated more than "
+	       "--storage.tsdb.max-future-time after the clock.");
+	sample_u(w, "profd_tsdb_too_far_in_future_samples_total", st.too_far_in_future);
 	family(w, "profd_tsdb_wal_replay_skipped_samples_total", "counter",
 	       "Samples the write log replay at open left out (of a series the log does not "
 	       "name, damaged, or duplicates).");

@@ -32,6 +32,27 @@ void pd_tsdb_opts_init(struct pd_tsdb_opts *o)
 	o->zstd_level = PD_CHUNKENC_DEFAULT_ZSTD_LEVEL;
 	o->max_profile = PD_TSDB_DEFAULT_MAX_PROFILE;
 	o->max_series = PD_TSDB_DEFAULT_MAX_SERIES;
+	o->max_future_ms = PD_TSDB_DEFAULT_MAX_FUTURE_MS;
+}
+
+/* The latest time any bound is measured from: the system clock plus the future
+ * window (INT64_MAX without one). A sample stored beyond it, before the window
+ * existed or with it off, moves no bound: neither the earliest time accepted,
+ * nor retention, nor which block ranges are complete. */
+static int64_t future_cap(const struct pd_tsdb_opts *o)
+{
+	if (o->max_future_ms < 0)
+		return INT64_MAX;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return now > INT64_MAX - o->max_future_ms ? INT64_MAX : now + o->max_future_ms;
+}
+
+/* t, but no later than cap. */
+static int64_t capped(int64_t t, int64_t cap)
+{
+	return t < cap ? t : cap;
 }
 
 static void fill_defaults(struct pd_tsdb_opts *o)
@@ -51,6 +72,8 @@ static void fill_defaults(struct pd_tsdb_opts *o)
 		o->zstd_level = d.zstd_level;
 	if (!o->max_profile)
 		o->max_profile = d.max_profile;
+	if (!o->max_future_ms)
+		o->max_future_ms = PD_TSDB_DEFAULT_MAX_FUTURE_MS;
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -424,7 +447,17 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 	}
 	if ((rc = load_blocks(db, err)))
 		goto fail;
-	db->min_valid_t = db->nblocks ? pd_block_meta(db->blocks[db->nblocks - 1])->maxt : INT64_MIN;
+	/* the newest end of a block that is not past the future window: a block
+	 * that is (a sample far ahead, stored before the window existed) would
+	 * otherwise refuse every present sample for as long as its date is ahead;
+	 * samples in its range go to a block over it that compaction merges */
+	db->min_valid_t = INT64_MIN;
+	int64_t cap = future_cap(&db->o);
+	for (size_t i = 0; i < db->nblocks; i++) {
+		int64_t e = pd_block_meta(db->blocks[i])->maxt;
+		if (e <= cap && e > db->min_valid_t)
+			db->min_valid_t = e;
+	}
 	if (db->o.clickhouse && db->o.wal_disabled && !db->o.read_only) {
 		rc = pd_err_set(err, PD_EINVAL, "storing in ClickHouse needs the WAL, its spool");
 		goto fail;
@@ -650,7 +683,14 @@ static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label 
  * raises min_valid_t under append_mu, and commits check against it under
  * append_mu, so a commit acknowledged before the rise is in the head the flush
  * persists, and one after it is checked against the new end. Without the WAL
- * (bulk import writes blocks) or with ClickHouse there is no bound. */
+ * (bulk import writes blocks) or with ClickHouse there is no bound.
+ *
+ * Nor, with the WAL, one dated more than max_future_ms after the system clock
+ * (Mimir's creation grace period): the newest sample moves the retention bound
+ * and decides which ranges are complete, so one sample far ahead would refuse
+ * every present one. Every bound is measured from the newest sample capped at
+ * clock + window (future_cap), so one stored before the window existed moves
+ * nothing either. */
 static int bounded(const struct pd_tsdb *db)
 {
 	return !db->o.wal_disabled && !db->o.clickhouse && !db->o.read_only;
@@ -664,7 +704,8 @@ static int64_t accept_from(struct pd_tsdb *db, const char **why)
 	if (!bounded(db))
 		return INT64_MIN;
 	if (db->o.retention_ms > 0) {
-		int64_t newest = __atomic_load_n(&db->head.maxt, __ATOMIC_RELAXED);
+		int64_t newest = capped(__atomic_load_n(&db->head.maxt, __ATOMIC_RELAXED),
+					future_cap(&db->o));
 		if (from > newest)
 			newest = from;
 		if (newest > INT64_MIN + db->o.retention_ms && newest - db->o.retention_ms > from) {
@@ -675,16 +716,45 @@ static int64_t accept_from(struct pd_tsdb *db, const char **why)
 	return from;
 }
 
-/* PD_EINVAL when t is before what the store accepts, counted; 0 otherwise. */
+/* ms as a duration in its largest whole unit ("10m", "90s"). */
+static void format_window(int64_t ms, char *out, size_t size)
+{
+	static const struct {
+		int64_t ms;
+		const char *unit;
+	} u[] = {{86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}, {1, "ms"}};
+	size_t i = 0;
+	while (ms && ms % u[i].ms)
+		i++;
+	snprintf(out, size, "%lld%s", (long long)(ms / u[i].ms), u[i].unit);
+}
+
+/* PD_EINVAL when t is before what the store accepts or past the future window,
+ * counted; 0 otherwise. */
 static int check_bounds(struct pd_tsdb *db, const struct pd_lpair *l, size_t n, int64_t t,
 			struct pd_err *err)
 {
 	const char *why;
 	int64_t from = accept_from(db, &why);
+	char name[200], ts[40], fs[40];
+	int64_t until = db->o.wal_disabled || db->o.read_only ? INT64_MAX : future_cap(&db->o);
+	if (t > until) {
+		__atomic_fetch_add(&db->out_of_bounds, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&db->too_far_in_future, 1, __ATOMIC_RELAXED);
+		series_name(l, n, name, sizeof(name));
+		pd_time_format(t, ts, sizeof(ts));
+		pd_time_format(until, fs, sizeof(fs));
+		char win[32];
+		format_window(db->o.max_future_ms, win, sizeof(win));
+		return pd_err_set(err, PD_EINVAL,
+				  "%s: sample at %lld (%s) is out of bounds: the store accepts samples "
+				  "up to %lld (%s), as it takes none dated more than %s after its "
+				  "clock (a wrong clock, or a time in the wrong unit?)",
+				  name, (long long)t, ts, (long long)until, fs, win);
+	}
 	if (t >= from)
 		return 0;
 	__atomic_fetch_add(&db->out_of_bounds, 1, __ATOMIC_RELAXED);
-	char name[200], ts[40], fs[40];
 	series_name(l, n, name, sizeof(name));
 	pd_time_format(t, ts, sizeof(ts));
 	pd_time_format(from, fs, sizeof(fs));
@@ -1311,6 +1381,7 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 	struct head *h = &db->head;
 	int rc = 0;
 	int64_t br = db->o.block_range_ms, persisted_to = INT64_MIN;
+	int64_t cap = future_cap(&db->o);
 	pthread_mutex_lock(&db->append_mu);
 	/* close the gate to new commits and let those in flight reach the head, so
 	 * that what is persisted and checkpointed is everything reserved */
@@ -1324,7 +1395,7 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 		window_floor(h->mint, br, &lo);
 		int64_t hi = lo + br;
 		/* keep the newest half range in the head, as Prometheus does, unless all */
-		if (!all && hi > h->maxt - br / 2)
+		if (!all && hi > capped(h->maxt, cap) - br / 2)
 			break;
 		if ((rc = persist_range(db, lo, hi, err)))
 			break;
@@ -1907,6 +1978,7 @@ static int compact(struct pd_tsdb *db, struct pd_err *err)
 			int64_t newest = db->nblocks ? pd_block_meta(db->blocks[db->nblocks - 1])->maxt : 0;
 			if (db->head.maxt != INT64_MIN && db->head.maxt > newest)
 				newest = db->head.maxt;
+			newest = capped(newest, future_cap(&db->o));
 			for (size_t i = 0; i < db->nblocks && !again; i++) {
 				int64_t lo;
 				window_floor(pd_block_meta(db->blocks[i])->mint, r, &lo);
@@ -1943,6 +2015,7 @@ static int apply_retention(struct pd_tsdb *db, struct pd_err *err)
 		int64_t newest = pd_block_meta(db->blocks[db->nblocks - 1])->maxt;
 		if (db->head.maxt != INT64_MIN && db->head.maxt > newest)
 			newest = db->head.maxt;
+		newest = capped(newest, future_cap(&db->o));
 		const struct pd_block_meta *oldest = pd_block_meta(db->blocks[0]);
 		int drop = db->o.retention_ms > 0 && oldest->maxt <= newest - db->o.retention_ms;
 		if (!drop && db->o.retention_bytes) {
@@ -2021,6 +2094,7 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 	st->head_cut_failures = __atomic_load_n(&db->head_cut_failures, __ATOMIC_RELAXED);
 	st->compaction_failures = __atomic_load_n(&db->compaction_failures, __ATOMIC_RELAXED);
 	st->out_of_bounds = __atomic_load_n(&db->out_of_bounds, __ATOMIC_RELAXED);
+	st->too_far_in_future = __atomic_load_n(&db->too_far_in_future, __ATOMIC_RELAXED);
 	const char *why;
 	st->accept_from = accept_from(db, &why);
 	st->wal_replay_skipped = db->replay_skipped;

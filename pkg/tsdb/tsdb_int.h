@@ -225,6 +225,7 @@ struct pd_tsdb {
 	 * block's end at open): samples before it are refused (__atomic) */
 	int64_t min_valid_t;
 	uint64_t out_of_bounds;  /* samples refused as out of bounds (__atomic) */
+	uint64_t too_far_in_future; /* of them, dated past the future window */
 	uint64_t replay_skipped; /* samples WAL replay left out (set at open) */
 	uint64_t vertical_compactions; /* merges of overlapping blocks */
 	/* maint_mu: held by whatever changes blocks or deletes (flush, compaction,

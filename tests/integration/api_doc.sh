@@ -111,7 +111,25 @@ wait_for 60 "no CPU profile of the demo job" has 'profile{job="demo"}'
 wait_for 60 "no CPU profile of profd" has 'profile{job="profd"}'
 
 # ---- run them ----------------------------------------------------------------
-cp "$g/heap.pb.gz" "$tmp/heap.pb.gz" # the push examples send ./heap.pb.gz
+# the push examples send ./heap.pb.gz at its time_nanos: a heap profile of
+# testdata dated now (a time_nanos field appended to the message, which a
+# protobuf decoder takes over the first), as a profile just taken would be.
+# With the file's own date the pushes would fall behind the retention time
+# measured from the scrapes (now) once the file is 15 days old.
+varint() {
+	local v=$1 out=""
+	while [ "$v" -ge 128 ]; do
+		out+=$(printf '\\%03o' $(((v & 127) | 128)))
+		v=$((v >> 7))
+	done
+	out+=$(printf '\\%03o' "$v")
+	printf "$out"
+}
+{
+	gunzip -c "$g/heap.pb.gz"
+	printf '\110' # field 9 (time_nanos), varint
+	varint "$(date +%s)000000000"
+} | gzip >"$tmp/heap.pb.gz"
 mkdir -p "$tmp/run"
 curl() { command curl --fail-with-body -sS "$@"; }
 export -f curl

@@ -7,9 +7,12 @@
 # series; a push gets 200 or a 400 saying it is out of bounds, nothing else.
 # Midway through the pushes profd is killed with SIGKILL. After every start,
 # every push that got 200 must be listed by /api/v1/series, no compaction may
-# have failed, and the scrapes go on. Last, on a store of its own, a push dated
-# 5 hours ahead makes the next start persist the present: the scrapes are then
-# refused as out of bounds, which the target's lastError says and a metric counts.
+# have failed, and the scrapes go on. Then, on a store of its own, pushes dated
+# 2100 and 5 hours ahead are refused (more than --storage.tsdb.max-future-time,
+# 10m, after the clock) and counted, and scrapes and present pushes go on. Last,
+# with a window of 6 h, a push dated 5 hours ahead is taken and makes the next
+# start persist the present: the scrapes are then refused as out of bounds,
+# which the target's lastError says and a metric counts.
 #
 #   backfill.sh PROFD SERVE_PROFILES TESTDATA
 set -euo pipefail
@@ -72,7 +75,7 @@ found_pid() {
 start() {
 	: >"$tmp/cur.log"
 	timeout --foreground 300 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$store" \
-		--web.listen-address=127.0.0.1:0 2> >(tee -a "$log" >"$tmp/cur.log") &
+		--web.listen-address=127.0.0.1:0 "$@" 2> >(tee -a "$log" >"$tmp/cur.log") &
 	timeout_pid=$!
 	pids+=($timeout_pid)
 	wait_for 60 "profd did not start listening" listening
@@ -176,9 +179,31 @@ wait_for 120 "scrapes did not go on after the restart" scraped "$n"
 kill "$timeout_pid"
 wait "$timeout_pid" || fail "profd did not stop cleanly on SIGTERM"
 
+# pushes dated too far ahead are refused and counted; scrapes and present pushes
+# go on being stored
+store=$tmp/future
+start
+wait_for 60 "no scrape stored on the new store" scraped 0
+for t in 4102444800 $(($(date +%s) + 5 * 3600)); do
+	code=$(curl -s -o "$tmp/push.json" -w '%{http_code}' --data-binary "@$g/heap.pb.gz" \
+		"$api/api/v1/profiles?labels=heap%7Bjob%3D%22push%22%7D&time=$t")
+	[ "$code" = 400 ] || fail "a push dated $t: $code $(cat "$tmp/push.json")"
+	grep -q 'heap{job=\\"push\\"}: sample at [0-9]* ([^)]*) is out of bounds: the store accepts samples up to [0-9]* ([^)]*), as it takes none dated more than 10m after its clock' "$tmp/push.json" ||
+		fail "a push dated $t: $(cat "$tmp/push.json")"
+done
+[ "$(metric profd_tsdb_too_far_in_future_samples_total)" = 2 ] || fail "the pushes ahead were not counted"
+[ "$(metric profd_tsdb_out_of_bound_samples_total)" = 2 ] || fail "the pushes ahead were not counted as out of bounds"
+code=$(curl -s -o "$tmp/push.json" -w '%{http_code}' --data-binary "@$g/heap.pb.gz" \
+	"$api/api/v1/profiles?labels=heap%7Bjob%3D%22push%22%7D&time=$(date +%s)")
+[ "$code" = 200 ] || fail "a present push after the refused ones: $code $(cat "$tmp/push.json")"
+n=$(scrapes)
+wait_for 60 "scrapes were not stored after the refused pushes" scraped "$n"
+kill "$timeout_pid"
+wait "$timeout_pid" || fail "profd did not stop cleanly on SIGTERM"
+
 # a scrape refused as out of bounds: the target's lastError, and counted
 store=$tmp/ahead
-start
+start --storage.tsdb.max-future-time=6h
 wait_for 60 "no scrape stored on the new store" scraped 0
 t=$(($(date +%s) + 5 * 3600))
 code=$(curl -s -o "$tmp/push.json" -w '%{http_code}' --data-binary "@$g/heap.pb.gz" \
@@ -186,7 +211,7 @@ code=$(curl -s -o "$tmp/push.json" -w '%{http_code}' --data-binary "@$g/heap.pb.
 [ "$code" = 200 ] || fail "a push 5 hours ahead: $code $(cat "$tmp/push.json")"
 kill "$timeout_pid"
 wait "$timeout_pid" || fail "profd did not stop cleanly on SIGTERM"
-start
+start --storage.tsdb.max-future-time=6h
 refused_scrape() {
 	curl -fsS "$api/api/v1/targets" | grep -q '"lastError":"storing the profile failed: heap{.*}: sample at [0-9]* ([^)]*) is out of bounds: the store accepts samples from'
 }

@@ -57,8 +57,10 @@ load() {
 	local api=$1 end=$((SECONDS + $2)) i=0
 	while [ $SECONDS -lt $end ]; do
 		i=$((i + 1))
+		# dated now, which the queries below ask for (the file's own date
+		# falls behind the retention time of a daemon that scrapes itself)
 		curl -s -o /dev/null --data-binary "@$data/cpu-large.pb.gz" \
-			"$api/api/v1/profiles?labels=profile%7Bjob%3D%22load%22%2Cinstance%3D%22i$i%22%7D" || true
+			"$api/api/v1/profiles?labels=profile%7Bjob%3D%22load%22%2Cinstance%3D%22i$i%22%7D&time=$(date +%s)" || true
 		curl -s -o /dev/null -G "$api/api/v1/query" --data-urlencode "query=profile{job=\"load\",instance=\"i$i\"}" \
 			--data-urlencode report=top --data-urlencode time="$(date +%s)" || true
 	done

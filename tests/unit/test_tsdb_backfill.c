@@ -6,7 +6,9 @@
  * holds before the newest block's end (a crash between writing a block and
  * checkpointing, or a store that took them before appends were bounded) come
  * back at open; blocks that overlap are merged, a timestamp in both once; and
- * a compaction that fails does not keep retention from running. */
+ * a compaction that fails does not keep retention from running. Samples dated
+ * more than the future window after the clock are refused, and a sample stored
+ * that far ahead before (window off) moves no bound. */
 #define _GNU_SOURCE /* nftw */
 #include <dirent.h>
 #include <fcntl.h>
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -68,6 +71,23 @@ static void labels(int s, struct pd_tsdb_label l[2])
 	snprintf(job[s], sizeof(job[s]), "j%d", s);
 	l[0] = (struct pd_tsdb_label){"__name__", "heap"};
 	l[1] = (struct pd_tsdb_label){"job", job[s]};
+}
+
+/* A store of 1 h blocks, future window future (0: the default; <0: none). */
+static struct pd_tsdb *open_future(const char *dir, int64_t retention, int64_t future)
+{
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	struct pd_err err = {0};
+	pd_tsdb_opts_init(&o);
+	o.block_range_ms = H;
+	o.retention_ms = retention;
+	o.wal_sync = 1;
+	if (future)
+		o.max_future_ms = future;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open %s: %s", dir, err.msg);
+	return db;
 }
 
 /* A store of 1 h blocks; wal 0: without a WAL, as bulk import writes blocks. */
@@ -465,6 +485,135 @@ static void test_retention_after_failed_compaction(void **state)
 	rmdir_all(dir);
 }
 
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* 2100-01-01T00:00:00Z */
+#define Y2100 4102444800000LL
+
+/* A sample dated more than the window (10 m by default) after the clock is
+ * refused with its time, the latest accepted and why, and counted; present
+ * samples are still taken after it, and the earliest accepted time did not
+ * move. Before, a push dated 2100 was taken, and the retention bound behind
+ * it then refused every present sample. */
+static void test_future_refused(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb *db = open_future(dir, 0, 0);
+	int64_t now = wall_ms();
+	assert_int_equal(put(db, 0, now - H, &err), 0);
+	assert_int_equal(put(db, 0, Y2100, &err), PD_EINVAL);
+	assert_non_null(
+	    strstr(err.msg, "heap{job=\"j0\"}: sample at 4102444800000 (2100-01-01T00:00:00Z) is "
+	                    "out of bounds: the store accepts samples up to "));
+	assert_non_null(strstr(err.msg, "as it takes none dated more than 10m after its clock"));
+	/* nanoseconds for milliseconds, and an hour ahead */
+	assert_int_equal(put(db, 1, now * 1000000, &err), PD_EINVAL);
+	assert_int_equal(put(db, 1, now + H, &err), PD_EINVAL);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.out_of_bounds, 3);
+	assert_int_equal(st.too_far_in_future, 3);
+	assert_true(st.accept_from <= now - H);
+	/* within the window, and the present, are taken */
+	assert_int_equal(put(db, 0, now + 5 * 60 * 1000, &err), 0);
+	assert_int_equal(put(db, 1, now, &err), 0);
+	assert_int_equal(put(db, 2, now - 2 * H, &err), 0);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.out_of_bounds, 3);
+	pd_tsdb_close(db);
+
+	/* a window of 2 h takes the hour ahead; none at all takes 2100 */
+	db = open_future(dir, 0, 2 * H);
+	assert_int_equal(put(db, 1, now + H, &err), 0);
+	assert_int_equal(put(db, 1, now + 3 * H, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "more than 2h after its clock"));
+	pd_tsdb_close(db);
+	db = open_future(dir, 0, -1);
+	assert_int_equal(put(db, 1, Y2100, &err), 0);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* A store that took a sample dated 2100 before the window existed (here with
+ * the window off, and no retention, which would measure from 2100): reopened with the window, the
+ * sample is kept, and present samples are still taken, as the bounds are measured from the clock
+ * plus the window rather than from it: retention keeps the present blocks, and a flush persists
+ * only ranges complete by the clock. */
+static void test_future_sample_in_head(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	int64_t now = wall_ms(), start = now - now % H - 5 * H;
+	struct pd_tsdb *db = open_future(dir, -1, -1);
+	put_range(db, 0, start, now - 3 * H);
+	assert_int_equal(put(db, 1, Y2100, &err), 0);
+	pd_tsdb_close(db);
+
+	db = open_future(dir, 0, 0);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_true(st.accept_from <= now - H);
+	assert_int_equal(put(db, 0, now, &err), 0);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	/* the current range is not persisted: it still takes samples */
+	pd_tsdb_stats(db, &st);
+	assert_true(st.accept_from <= now);
+	assert_int_equal(put(db, 0, now + 1000, &err), 0);
+	assert_int_equal(put(db, 2, now, &err), 0);
+	/* retention (15 d) measured from 2100 would have deleted every block */
+	assert_int_equal(st.retention_deletions, 0);
+	assert_int_equal(count_ts(db, 0, start, now + 1000),
+	                 (now - 3 * H - start + STEP - 1) / STEP + 2);
+	assert_int_equal(count_ts(db, 1, Y2100, Y2100), 1);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* As above, with the sample dated 2100 persisted into a block (a flush of the
+ * whole head): at open the earliest accepted time is the end of the newest
+ * block that is not past the window, not that block's. */
+static void test_future_sample_in_block(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	int64_t now = wall_ms(), start = now - now % H - 5 * H;
+	struct pd_tsdb *db = open_future(dir, -1, -1);
+	put_range(db, 0, start, start + 2 * H);
+	assert_int_equal(put(db, 1, Y2100, &err), 0);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	assert_int_equal(pd_block_meta(db->blocks[db->nblocks - 1])->maxt, Y2100 + H);
+	pd_tsdb_close(db);
+
+	db = open_future(dir, 0, 0);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.accept_from, start + 2 * H);
+	assert_int_equal(put(db, 0, now, &err), 0);
+	assert_int_equal(put(db, 2, start + 2 * H, &err), 0);
+	assert_int_equal(put(db, 3, start + 2 * H - 1, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "newest block ends there"));
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	pd_tsdb_close(db);
+	db = open_future(dir, 0, 0);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.retention_deletions, 0);
+	assert_int_equal(count_ts(db, 0, start, now), 2 * H / STEP + 1);
+	assert_int_equal(count_ts(db, 2, start, now), 1);
+	assert_int_equal(count_ts(db, 1, Y2100, Y2100), 1);
+	assert_int_equal(put(db, 0, now + 1000, &err), 0);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -476,6 +625,9 @@ int main(void)
 	    cmocka_unit_test(test_compaction_overlapping_blocks),
 	    cmocka_unit_test(test_many_overlapping_blocks),
 	    cmocka_unit_test(test_retention_after_failed_compaction),
+	    cmocka_unit_test(test_future_refused),
+	    cmocka_unit_test(test_future_sample_in_head),
+	    cmocka_unit_test(test_future_sample_in_block),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
