@@ -855,7 +855,7 @@ static void report_tags(struct api_req *r, struct api_resp *w, const struct pd_p
 	jput(w, "{\"sampleType\":");
 	jtype(w, p, (size_t)idx);
 	jput(w, ",\"unit\":");
-	jstr(w, pd_pprof_sample_unit(p, (size_t)idx));
+	junit(w, p, (size_t)idx);
 	jput(w, ",\"sampleIndex\":");
 	ji64(w, idx);
 	jput(w, ",\"keys\":[");
@@ -1262,7 +1262,7 @@ static void report_series_groups(struct api_req *r, struct api_resp *w, int repo
 		jput(w, ",\"sampleType\":");
 		jtype(w, p, (size_t)g->idx);
 		jput(w, ",\"unit\":");
-		jstr(w, pd_pprof_sample_unit(p, (size_t)g->idx));
+		junit(w, p, (size_t)g->idx);
 		jput(w, ",\"total\":");
 		ji64(w, g->total);
 		jput(w, ",\"report\":");
