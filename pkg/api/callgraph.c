@@ -370,8 +370,23 @@ int api_callgraph_layout(const struct pd_api_opts *o, const char *dot, struct pd
 	int status = 0;
 	struct rusage ru;
 	memset(&ru, 0, sizeof(ru));
-	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
-		;
+	/* a child that closed its output but runs on is killed at the deadline too */
+	for (;;) {
+		pid_t w = wait4(pid, &status, WNOHANG, &ru);
+		if (w == pid || (w < 0 && errno != EINTR))
+			break;
+		if (w == 0 && deadline - mono_ms() <= 0) {
+			kill(pid, SIGKILL);
+			timed_out = 1;
+			while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
+				;
+			break;
+		}
+		if (w == 0) {
+			struct timespec ts = {0, 5 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
+	}
 	pid = -1;
 	/* the child's peak resident set at its start: it has exited, so this read does
 	 * not block */
