@@ -35,17 +35,27 @@ void pd_tsdb_opts_init(struct pd_tsdb_opts *o)
 	o->max_future_ms = PD_TSDB_DEFAULT_MAX_FUTURE_MS;
 }
 
-/* The latest time any bound is measured from: the system clock plus the future
- * window (INT64_MAX without one). A sample stored beyond it, before the window
- * existed or with it off, moves no bound: neither the earliest time accepted,
- * nor retention, nor which block ranges are complete. */
-static int64_t future_cap(const struct pd_tsdb_opts *o)
+/* The latest time any bound is measured from: the system clock (INT64_MAX
+ * without a future window). A sample dated after it, within the window or
+ * stored before the window existed, moves no bound past the present: neither
+ * the earliest time accepted, nor retention, nor which block ranges are
+ * complete. */
+static int64_t bound_cap(const struct pd_tsdb_opts *o)
 {
 	if (o->max_future_ms < 0)
 		return INT64_MAX;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The latest time a sample is accepted at: the clock plus the future window
+ * (INT64_MAX without one). */
+static int64_t future_cap(const struct pd_tsdb_opts *o)
+{
+	int64_t now = bound_cap(o);
+	if (now == INT64_MAX)
+		return INT64_MAX;
 	return now > INT64_MAX - o->max_future_ms ? INT64_MAX : now + o->max_future_ms;
 }
 
@@ -689,8 +699,8 @@ static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label 
  * (Mimir's creation grace period): the newest sample moves the retention bound
  * and decides which ranges are complete, so one sample far ahead would refuse
  * every present one. Every bound is measured from the newest sample capped at
- * clock + window (future_cap), so one stored before the window existed moves
- * nothing either. */
+ * the clock (bound_cap), so neither a sample within the window nor one stored
+ * before the window existed moves a bound past the present. */
 static int bounded(const struct pd_tsdb *db)
 {
 	return !db->o.wal_disabled && !db->o.clickhouse && !db->o.read_only;
@@ -705,7 +715,7 @@ static int64_t accept_from(struct pd_tsdb *db, const char **why)
 		return INT64_MIN;
 	if (db->o.retention_ms > 0) {
 		int64_t newest = capped(__atomic_load_n(&db->head.maxt, __ATOMIC_RELAXED),
-					future_cap(&db->o));
+					bound_cap(&db->o));
 		if (from > newest)
 			newest = from;
 		if (newest > INT64_MIN + db->o.retention_ms && newest - db->o.retention_ms > from) {
@@ -1381,7 +1391,7 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 	struct head *h = &db->head;
 	int rc = 0;
 	int64_t br = db->o.block_range_ms, persisted_to = INT64_MIN;
-	int64_t cap = future_cap(&db->o);
+	int64_t cap = bound_cap(&db->o);
 	pthread_mutex_lock(&db->append_mu);
 	/* close the gate to new commits and let those in flight reach the head, so
 	 * that what is persisted and checkpointed is everything reserved */
@@ -1978,7 +1988,7 @@ static int compact(struct pd_tsdb *db, struct pd_err *err)
 			int64_t newest = db->nblocks ? pd_block_meta(db->blocks[db->nblocks - 1])->maxt : 0;
 			if (db->head.maxt != INT64_MIN && db->head.maxt > newest)
 				newest = db->head.maxt;
-			newest = capped(newest, future_cap(&db->o));
+			newest = capped(newest, bound_cap(&db->o));
 			for (size_t i = 0; i < db->nblocks && !again; i++) {
 				int64_t lo;
 				window_floor(pd_block_meta(db->blocks[i])->mint, r, &lo);
@@ -2015,7 +2025,7 @@ static int apply_retention(struct pd_tsdb *db, struct pd_err *err)
 		int64_t newest = pd_block_meta(db->blocks[db->nblocks - 1])->maxt;
 		if (db->head.maxt != INT64_MIN && db->head.maxt > newest)
 			newest = db->head.maxt;
-		newest = capped(newest, future_cap(&db->o));
+		newest = capped(newest, bound_cap(&db->o));
 		const struct pd_block_meta *oldest = pd_block_meta(db->blocks[0]);
 		int drop = db->o.retention_ms > 0 && oldest->maxt <= newest - db->o.retention_ms;
 		if (!drop && db->o.retention_bytes) {

@@ -614,6 +614,32 @@ static void test_future_sample_in_block(void **state)
 	rmdir_all(dir);
 }
 
+/* With a window of 6 h, a push dated 5 h ahead is taken and present samples
+ * still are after a flush: ranges are complete by the clock, not by the newest
+ * sample capped at the clock plus the window, which persisted the ranges up to
+ * 4.5 h ahead and refused every present sample until the clock got there. */
+static void test_wide_window_push_ahead(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	int64_t now = wall_ms();
+	struct pd_tsdb *db = open_future(dir, 0, 6 * H);
+	assert_int_equal(put(db, 0, now - 2 * H, &err), 0);
+	assert_int_equal(put(db, 0, now - 60000, &err), 0);
+	assert_int_equal(put(db, 1, now + 5 * H, &err), 0);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_true(st.accept_from <= now);
+	now = wall_ms();
+	if (put(db, 0, now, &err))
+		fail_msg("a present sample after a push 5 h ahead: %s", err.msg);
+	assert_int_equal(count_ts(db, 1, now + 4 * H, now + 6 * H), 1);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -628,6 +654,7 @@ int main(void)
 	    cmocka_unit_test(test_future_refused),
 	    cmocka_unit_test(test_future_sample_in_head),
 	    cmocka_unit_test(test_future_sample_in_block),
+	    cmocka_unit_test(test_wide_window_push_ahead),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
