@@ -1372,7 +1372,7 @@ static int window_floor(int64_t t, int64_t r, int64_t *out)
 }
 
 static int compact(struct pd_tsdb *db, struct pd_err *err);
-static int apply_retention(struct pd_tsdb *db, struct pd_err *err);
+static int apply_retention(struct pd_tsdb *db, int by_size, struct pd_err *err);
 
 static int flush(struct pd_tsdb *db, int all, struct pd_err *err);
 
@@ -1424,6 +1424,7 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 			rc = pd_wal_checkpoint(db->wal, persisted_to, keep_series, &k, err);
 	}
 	pthread_mutex_unlock(&db->append_mu);
+	int cut_failed = rc != 0;
 	if (rc) {
 		/* the head keeps what did not reach a block, the WAL what was not
 		 * checkpointed: nothing is lost, and the next flush tries again */
@@ -1442,9 +1443,11 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 		             "err=%s", err ? err->msg : "");
 	}
 	/* retention runs whatever failed before it: a compaction that keeps
-	 * failing must not keep the store from giving old blocks up */
+	 * failing must not keep the store from giving old blocks up. After a
+	 * failed head cut only by time: the WAL, counted in the size, grows while
+	 * cuts fail (a full disk) and would take every block with it */
 	struct pd_err rerr = {0};
-	int r2 = apply_retention(db, &rerr);
+	int r2 = apply_retention(db, !cut_failed, &rerr);
 	if (r2 && !rc) {
 		rc = r2;
 		if (err)
@@ -2015,7 +2018,9 @@ static int compact(struct pd_tsdb *db, struct pd_err *err)
 	return rc;
 }
 
-static int apply_retention(struct pd_tsdb *db, struct pd_err *err)
+/* Deletes the oldest blocks while they are past the retention time or, with
+ * by_size, while the blocks and the WAL exceed the retention size. */
+static int apply_retention(struct pd_tsdb *db, int by_size, struct pd_err *err)
 {
 	(void)err;
 	pthread_mutex_lock(&db->append_mu);
@@ -2028,7 +2033,7 @@ static int apply_retention(struct pd_tsdb *db, struct pd_err *err)
 		newest = capped(newest, bound_cap(&db->o));
 		const struct pd_block_meta *oldest = pd_block_meta(db->blocks[0]);
 		int drop = db->o.retention_ms > 0 && oldest->maxt <= newest - db->o.retention_ms;
-		if (!drop && db->o.retention_bytes) {
+		if (!drop && by_size && db->o.retention_bytes) {
 			uint64_t total = db->wal ? pd_wal_size(db->wal) : 0;
 			for (size_t i = 0; i < db->nblocks; i++)
 				total += pd_block_size(db->blocks[i]);

@@ -640,6 +640,53 @@ static void test_wide_window_push_ahead(void **state)
 	rmdir_all(dir);
 }
 
+/* A head cut whose checkpoint fails (here on a name the checkpoint cannot
+ * take) leaves the blocks it wrote to time retention only: the size counts the
+ * WAL, which keeps growing while cuts fail, and with the WAL alone past the
+ * retention size the old flush deleted every block, the head's samples that
+ * had just moved there with them. */
+static void test_failed_head_cut_keeps_blocks(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	pd_tsdb_opts_init(&o);
+	o.block_range_ms = H;
+	o.retention_ms = -1;
+	o.retention_bytes = 1;
+	o.wal_sync = 1;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open %s: %s", dir, err.msg);
+	put_range(db, 0, 0, 4 * H);
+	char p[512];
+	for (int i = 0; i < 100; i++) {
+		snprintf(p, sizeof(p), "%s/wal/checkpoint.%08d.tmp", dir, i);
+		int fd = open(p, O_CREAT | O_WRONLY, 0644);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	assert_int_not_equal(pd_tsdb_flush(db, 0, &err), 0);
+	assert_non_null(strstr(err.msg, "checkpoint"));
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.head_cut_failures, 1);
+	assert_int_equal(st.retention_deletions, 0);
+	assert_int_equal(st.blocks, 3);
+	expect_series(db, 0, 0, 4 * H);
+	for (int i = 0; i < 100; i++) {
+		snprintf(p, sizeof(p), "%s/wal/checkpoint.%08d.tmp", dir, i);
+		unlink(p);
+	}
+	/* the cut goes through: size retention runs again */
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	pd_tsdb_stats(db, &st);
+	assert_true(st.retention_deletions >= 1);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -655,6 +702,7 @@ int main(void)
 	    cmocka_unit_test(test_future_sample_in_head),
 	    cmocka_unit_test(test_future_sample_in_block),
 	    cmocka_unit_test(test_wide_window_push_ahead),
+	    cmocka_unit_test(test_failed_head_cut_keeps_blocks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
