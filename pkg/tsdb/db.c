@@ -457,15 +457,18 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 	}
 	if ((rc = load_blocks(db, err)))
 		goto fail;
-	/* the newest end of a block that is not past the future window: a block
-	 * that is (a sample far ahead, stored before the window existed) would
-	 * otherwise refuse every present sample for as long as its date is ahead;
-	 * samples in its range go to a block over it that compaction merges */
+	/* the newest end of a block that is not past the future window, capped
+	 * at the clock: a block past the window (a sample far ahead, stored
+	 * before the window existed) would otherwise refuse every present sample
+	 * for as long as its date is ahead, and one ending after the clock (a
+	 * range persisted whole by import or a flush of all) for the rest of its
+	 * range; samples in its range go to a block over it that compaction
+	 * merges */
 	db->min_valid_t = INT64_MIN;
-	int64_t cap = future_cap(&db->o);
+	int64_t cap = future_cap(&db->o), now = bound_cap(&db->o);
 	for (size_t i = 0; i < db->nblocks; i++) {
-		int64_t e = pd_block_meta(db->blocks[i])->maxt;
-		if (e <= cap && e > db->min_valid_t)
+		int64_t e = capped(pd_block_meta(db->blocks[i])->maxt, now);
+		if (pd_block_meta(db->blocks[i])->maxt <= cap && e > db->min_valid_t)
 			db->min_valid_t = e;
 	}
 	if (db->o.clickhouse && db->o.wal_disabled && !db->o.read_only) {

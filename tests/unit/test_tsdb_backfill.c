@@ -687,6 +687,36 @@ static void test_failed_head_cut_keeps_blocks(void **state)
 	rmdir_all(dir);
 }
 
+/* A store that imported the present (blocks written without the WAL, the whole
+ * head persisted) takes present samples when it is next opened with the WAL:
+ * the earliest accepted time is the end of the newest block capped at the
+ * clock. Before, it was the end of the imported block's range, after the clock,
+ * and every scrape was refused until the clock got there. */
+static void test_import_of_present_then_open(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	int64_t now = wall_ms(), t0 = now - 2 * H;
+	struct pd_tsdb *db = open_store(dir, 0, 0);
+	put_range(db, 0, t0, now);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	assert_true(pd_block_meta(db->blocks[db->nblocks - 1])->maxt > now);
+	pd_tsdb_close(db);
+	/* a window of 2 h: the block's end, at most 1 h on, is within it */
+	db = open_future(dir, 0, 2 * H);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	now = wall_ms();
+	assert_true(st.accept_from <= now);
+	if (put(db, 1, now, &err))
+		fail_msg("a present sample after the import: %s", err.msg);
+	assert_int_equal(count_ts(db, 1, now, now), 1);
+	assert_int_equal(count_ts(db, 0, t0, now), 2 * H / STEP);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -703,6 +733,7 @@ int main(void)
 	    cmocka_unit_test(test_future_sample_in_block),
 	    cmocka_unit_test(test_wide_window_push_ahead),
 	    cmocka_unit_test(test_failed_head_cut_keeps_blocks),
+	    cmocka_unit_test(test_import_of_present_then_open),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
