@@ -1697,9 +1697,12 @@ static int resolve_overlaps(struct pd_tsdb *db, const struct pd_block_chunk *cs,
 			vals = NULL;
 			nc.ts = tb;
 			nc.vals = vb;
-			if ((vb && keep_buf(keep, nkeep, keep_cap, vb)) ||
-			    (tb && keep_buf(keep, nkeep, keep_cap, tb))) {
+			/* a buffer kept is freed with *keep, one not kept here */
+			if (vb && keep_buf(keep, nkeep, keep_cap, vb)) {
 				free(vb);
+				free(tb);
+				rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			} else if (tb && keep_buf(keep, nkeep, keep_cap, tb)) {
 				free(tb);
 				rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 			}

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE /* nftw */
 #include <dirent.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,6 +30,22 @@
 #include "profd/tsdb.h"
 #include "block.h"
 #include "tsdb_int.h"
+
+/* Linked with --wrap=realloc: while fail_grow is set, the first realloc of
+ * an array of 16 pointers to 32 (the store's list of buffers to free, at
+ * its second growth) fails, and clears it. */
+void *__real_realloc(void *p, size_t size);
+void *__wrap_realloc(void *p, size_t size);
+static int fail_grow;
+void *__wrap_realloc(void *p, size_t size)
+{
+	if (fail_grow && p && size == 32 * sizeof(void *) &&
+	    malloc_usable_size(p) == 16 * sizeof(void *)) {
+		fail_grow = 0;
+		return NULL;
+	}
+	return __real_realloc(p, size);
+}
 
 #define H (3600LL * 1000)
 #define STEP (5LL * 60 * 1000)
@@ -717,6 +734,51 @@ static void test_import_of_present_then_open(void **state)
 	rmdir_all(dir);
 }
 
+/* Out of memory while a merge of overlapping blocks keeps its new chunks'
+ * bytes (here when keeping the sixth chunk's timestamps) fails the compaction
+ * and leaves the blocks as they are; the next flush merges them. Before, the
+ * value bytes already kept were freed as well, and again with the rest. */
+static void test_merge_out_of_memory(void **state)
+{
+	(void)state;
+	char *dir = tmpdir(), *other = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb *db = open_store(dir, -1, 0);
+	put_range(db, 0, 0, H);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	pd_tsdb_close(db);
+	db = open_store(other, -1, 0);
+	put_range(db, 0, 0, H);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	pd_tsdb_close(db);
+	move_blocks(other, dir);
+
+	/* one sample a chunk: the merge writes 12 chunks */
+	struct pd_tsdb_opts o;
+	pd_tsdb_opts_init(&o);
+	o.block_range_ms = H;
+	o.retention_ms = -1;
+	o.wal_sync = 1;
+	o.chunk_samples = 1;
+	fail_grow = 1;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open %s: %s", dir, err.msg);
+	assert_int_equal(fail_grow, 0);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.compaction_failures, 1);
+	assert_int_equal(st.blocks, 2);
+	expect_series(db, 0, 0, H);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.blocks, 1);
+	assert_int_equal(st.vertical_compactions, 1);
+	expect_series(db, 0, 0, H);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+	rmdir_all(other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -734,6 +796,7 @@ int main(void)
 	    cmocka_unit_test(test_wide_window_push_ahead),
 	    cmocka_unit_test(test_failed_head_cut_keeps_blocks),
 	    cmocka_unit_test(test_import_of_present_then_open),
+	    cmocka_unit_test(test_merge_out_of_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
