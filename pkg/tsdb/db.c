@@ -949,9 +949,8 @@ static int find_series(struct pd_tsdb *db, const struct app_sample *v, struct he
 {
 	int created;
 	*out = head_get(&db->head, v->labels, v->n, v->hash);
-	if (*out)
-		return 0;
-	int rc = head_get_or_create(&db->head, v->labels, v->n, 0, out, &created, err);
+	int rc = *out ? head_admit(&db->head, *out, err)
+		      : head_get_or_create(&db->head, v->labels, v->n, 0, out, &created, err);
 	if (rc == PD_ELIMIT) {
 		char name[256];
 		series_name(v->labels, v->n, name, sizeof(name));

@@ -779,6 +779,46 @@ static void test_merge_out_of_memory(void **state)
 	rmdir_all(other);
 }
 
+/* A commit refused after it created its new series (here by a flush that
+ * persisted the sample's range between the append and the commit) leaves
+ * them empty, and they do not count toward the series limit: before, each
+ * such series took a slot until the next start. */
+static void test_refused_commit_keeps_series_slots(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	pd_tsdb_opts_init(&o);
+	o.block_range_ms = H;
+	o.retention_ms = -1;
+	o.wal_sync = 1;
+	o.max_series = 2;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open %s: %s", dir, err.msg);
+	put_range(db, 0, 0, 3 * H);
+	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+	struct pd_tsdb_label l[2];
+	size_t len;
+	labels(1, l);
+	uint8_t *p = value(1, 90 * 60 * 1000, &len);
+	assert_int_equal(pd_tsdb_append(a, l, 2, 90 * 60 * 1000, p, len, &err), 0);
+	free(p);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	assert_int_equal(pd_tsdb_commit(a, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "out of bounds"));
+	/* series 2 takes the second slot */
+	if (put(db, 2, 3 * H, &err))
+		fail_msg("a new series after the refused commit: %s", err.msg);
+	assert_int_equal(put(db, 3, 3 * H, &err), PD_ELIMIT);
+	assert_non_null(strstr(err.msg, "the head holds 2 series, its limit is 2"));
+	/* the empty series takes its slot once it has a sample */
+	assert_int_equal(put(db, 1, 3 * H, &err), PD_ELIMIT);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -797,6 +837,7 @@ int main(void)
 	    cmocka_unit_test(test_failed_head_cut_keeps_blocks),
 	    cmocka_unit_test(test_import_of_present_then_open),
 	    cmocka_unit_test(test_merge_out_of_memory),
+	    cmocka_unit_test(test_refused_commit_keeps_series_slots),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
