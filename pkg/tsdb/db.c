@@ -1959,11 +1959,30 @@ static int swap_blocks(struct pd_tsdb *db, size_t from, size_t n, const char *ul
 	return 0;
 }
 
+/* A merge of bs[0..n) that failed on damage (PD_ECORRUPT, in why): logged with
+ * the blocks and counted as a failed compaction; the blocks stay as they are
+ * and the rest of the compaction goes on without them. */
+static void skip_damaged(struct pd_tsdb *db, struct pd_block **bs, size_t n,
+			 const struct pd_err *why)
+{
+	__atomic_fetch_add(&db->compaction_failures, 1, __ATOMIC_RELAXED);
+	pd_log_error("tsdb",
+	             "compaction of damaged blocks failed (they stay as they are; the other "
+	             "blocks are compacted, these retried at the next flush)",
+	             "blocks=%zu first=%s last=%s mint=%lld maxt=%lld err=%s", n,
+	             pd_block_meta(bs[0])->ulid, pd_block_meta(bs[n - 1])->ulid,
+	             (long long)pd_block_meta(bs[0])->mint,
+	             (long long)pd_block_meta(bs[n - 1])->maxt, why->msg);
+}
+
+/* Merges blocks that overlap, then blocks into aligned ranges. A merge that
+ * fails on damage is skipped (skip_damaged); any other failure ends it. */
 static int compact(struct pd_tsdb *db, struct pd_err *err)
 {
 	int64_t br = db->o.block_range_ms;
 	int64_t max_range = db->o.retention_ms > 0 ? db->o.retention_ms / 10 : 31LL * 86400000;
 	int rc = 0;
+	struct pd_err merr = {0};
 	/* only this thread changes the block list; readers may run meanwhile */
 	pthread_mutex_lock(&db->append_mu);
 	/* blocks that overlap first, whatever their ranges (Prometheus's vertical
@@ -1983,43 +2002,57 @@ static int compact(struct pd_tsdb *db, struct pd_err *err)
 			continue;
 		}
 		char ulid[27];
-		if ((rc = merge_blocks(db, db->blocks + i, j - i, ulid, err)) ||
-		    (rc = swap_blocks(db, i, j - i, ulid, err)))
+		rc = merge_blocks(db, db->blocks + i, j - i, ulid, &merr);
+		if (rc == PD_ECORRUPT) {
+			skip_damaged(db, db->blocks + i, j - i, &merr);
+			rc = 0;
+			i = j;
+			continue;
+		}
+		if (rc || (rc = swap_blocks(db, i, j - i, ulid, &merr)))
 			break;
 		db->compactions++;
 		__atomic_fetch_add(&db->vertical_compactions, 1, __ATOMIC_RELAXED);
 		/* the merged block (if any) is at i: look again from it */
 	}
 	for (int64_t r = br * 3; r <= max_range && !rc; r *= 3) {
-		for (int again = 1; again && !rc;) {
-			again = 0;
-			int64_t newest = db->nblocks ? pd_block_meta(db->blocks[db->nblocks - 1])->maxt : 0;
-			if (db->head.maxt != INT64_MIN && db->head.maxt > newest)
-				newest = db->head.maxt;
-			newest = capped(newest, bound_cap(&db->o));
-			for (size_t i = 0; i < db->nblocks && !again; i++) {
-				int64_t lo;
-				window_floor(pd_block_meta(db->blocks[i])->mint, r, &lo);
-				int64_t hi = lo + r;
-				if (hi > newest)
-					break; /* the window is still filling */
-				size_t j = i;
-				while (j < db->nblocks && pd_block_meta(db->blocks[j])->maxt <= hi &&
-				       pd_block_meta(db->blocks[j])->mint >= lo)
-					j++;
-				if (j - i < 2)
-					continue;
-				char ulid[27];
-				if ((rc = merge_blocks(db, db->blocks + i, j - i, ulid, err)))
-					break;
-				if ((rc = swap_blocks(db, i, j - i, ulid, err)))
-					break;
-				db->compactions++;
-				again = 1;
+		int64_t newest = db->nblocks ? pd_block_meta(db->blocks[db->nblocks - 1])->maxt : 0;
+		if (db->head.maxt != INT64_MIN && db->head.maxt > newest)
+			newest = db->head.maxt;
+		newest = capped(newest, bound_cap(&db->o));
+		/* one pass: a merge leaves the blocks before it as they were, and
+		 * its own block alone in its window */
+		for (size_t i = 0; i < db->nblocks && !rc;) {
+			int64_t lo;
+			window_floor(pd_block_meta(db->blocks[i])->mint, r, &lo);
+			int64_t hi = lo + r;
+			if (hi > newest)
+				break; /* the window is still filling */
+			size_t j = i;
+			while (j < db->nblocks && pd_block_meta(db->blocks[j])->maxt <= hi &&
+			       pd_block_meta(db->blocks[j])->mint >= lo)
+				j++;
+			if (j - i < 2) {
+				i++;
+				continue;
 			}
+			char ulid[27];
+			rc = merge_blocks(db, db->blocks + i, j - i, ulid, &merr);
+			if (rc == PD_ECORRUPT) {
+				skip_damaged(db, db->blocks + i, j - i, &merr);
+				rc = 0;
+				i = j;
+				continue;
+			}
+			if (rc || (rc = swap_blocks(db, i, j - i, ulid, &merr)))
+				break;
+			db->compactions++;
+			i++;
 		}
 	}
 	pthread_mutex_unlock(&db->append_mu);
+	if (rc && err)
+		*err = merr;
 	return rc;
 }
 

@@ -489,9 +489,10 @@ static void test_retention_after_failed_compaction(void **state)
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.compaction_failures, 1);
 	assert_int_equal(st.retention_deletions, 0);
-	/* 100 h on: every block is past the retention time */
+	/* 100 h on: every block is past the retention time (the damaged merge is
+	 * skipped and counted; the flush succeeds) */
 	put_range(db, 0, 100 * H, 100 * H + STEP);
-	assert_int_not_equal(pd_tsdb_flush(db, 0, &err), 0);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.compaction_failures, 2);
 	assert_true(st.retention_deletions >= 3);
@@ -819,6 +820,84 @@ static void test_refused_commit_keeps_series_slots(void **state)
 	rmdir_all(dir);
 }
 
+/* Damages the first value chunk of series s in the newest block of db. */
+static void damage_newest(struct pd_tsdb *db, int s)
+{
+	struct pd_err err = {0};
+	uint64_t *refs;
+	size_t n, nl, nc;
+	struct pd_lpair *l;
+	struct pd_block_chunk_meta *c;
+	struct pd_block *b = db->blocks[db->nblocks - 1];
+	assert_int_equal(pd_block_postings(b, "job", job[s], &refs, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(pd_block_series(b, refs[0], &l, &nl, &c, &nc, &err), 0);
+	char seg[512];
+	snprintf(seg, sizeof(seg), "%s/chunks/000001", pd_block_dir(b));
+	flip(seg, (off_t)(c[0].vals_ref & 0xffffffffu) + 5);
+	free(refs);
+	free(l);
+	free(c);
+}
+
+/* Two blocks of [0, 1 h) that overlap, one with a damaged chunk, do not stop
+ * compaction: their merge fails, is counted, and is skipped; another pair that
+ * overlaps is merged, and level compaction goes on; flushes succeed. Before,
+ * the damaged merge failed every flush and no other block was compacted. */
+static void test_damaged_overlap_skipped(void **state)
+{
+	(void)state;
+	char *dir = tmpdir(), *other = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb *db = open_store(dir, -1, 0);
+	put_range(db, 0, 0, H);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	pd_tsdb_close(db);
+	/* [6 h, 10 h) an hour a block, each written alone: not compacted yet */
+	for (int64_t t = 6 * H; t < 10 * H; t += H) {
+		db = open_store(other, -1, 0);
+		put_range(db, 0, t, t + H);
+		assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+		pd_tsdb_close(db);
+		move_blocks(other, dir);
+	}
+	db = open_store(other, -1, 0);
+	put_range(db, 0, 0, H);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	damage_newest(db, 0);
+	pd_tsdb_close(db);
+	move_blocks(other, dir);
+	for (int s = 1; s <= 2; s++) {
+		db = open_store(other, -1, 0);
+		put_range(db, s, 3 * H, 4 * H);
+		assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+		pd_tsdb_close(db);
+		move_blocks(other, dir);
+	}
+
+	db = open_store(dir, -1, 1);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	/* [0, 1 h) twice stays; [3 h, 4 h) is one block, [6 h, 9 h) one */
+	assert_int_equal(st.vertical_compactions, 1);
+	assert_true(st.compaction_failures >= 1);
+	assert_int_equal(st.blocks, 5);
+	assert_int_equal(pd_block_meta(db->blocks[2])->mint, 3 * H);
+	assert_int_equal(pd_block_meta(db->blocks[3])->mint, 6 * H);
+	assert_int_equal(pd_block_meta(db->blocks[3])->maxt, 9 * H);
+	expect_series(db, 1, 3 * H, 4 * H);
+	expect_series(db, 2, 3 * H, 4 * H);
+	expect_series(db, 0, 6 * H, 10 * H);
+	uint64_t failed = st.compaction_failures;
+	if (pd_tsdb_flush(db, 0, &err))
+		fail_msg("a flush with a damaged block: %s", err.msg);
+	pd_tsdb_stats(db, &st);
+	assert_true(st.compaction_failures > failed);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+	rmdir_all(other);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -838,6 +917,7 @@ int main(void)
 	    cmocka_unit_test(test_import_of_present_then_open),
 	    cmocka_unit_test(test_merge_out_of_memory),
 	    cmocka_unit_test(test_refused_commit_keeps_series_slots),
+	    cmocka_unit_test(test_damaged_overlap_skipped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
