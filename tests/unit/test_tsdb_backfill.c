@@ -898,6 +898,41 @@ static void test_damaged_overlap_skipped(void **state)
 	rmdir_all(other);
 }
 
+/* Size retention deleting every block leaves the earliest accepted time where
+ * it was while the store is open; a restart measures it from the blocks on
+ * disk, none here, and takes any time again (docs/storage.md). */
+static void test_bound_after_retention_deleted_all(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	pd_tsdb_opts_init(&o);
+	o.block_range_ms = H;
+	o.retention_ms = -1;
+	o.retention_bytes = 1;
+	o.wal_sync = 1;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open %s: %s", dir, err.msg);
+	put_range(db, 0, 0, 4 * H);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.blocks, 0);
+	assert_true(st.retention_deletions >= 1);
+	assert_int_equal(st.accept_from, 3 * H);
+	assert_int_equal(put(db, 1, 0, &err), PD_EINVAL);
+	pd_tsdb_close(db);
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open %s: %s", dir, err.msg);
+	pd_tsdb_stats(db, &st);
+	assert_true(st.accept_from == INT64_MIN);
+	assert_int_equal(put(db, 1, 0, &err), 0);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -918,6 +953,7 @@ int main(void)
 	    cmocka_unit_test(test_merge_out_of_memory),
 	    cmocka_unit_test(test_refused_commit_keeps_series_slots),
 	    cmocka_unit_test(test_damaged_overlap_skipped),
+	    cmocka_unit_test(test_bound_after_retention_deleted_all),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
