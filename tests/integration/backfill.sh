@@ -103,10 +103,12 @@ check_all() {
 metric() {
 	curl -fsS "$api/metrics" | awk -v m="$1" '$1 == m {print $2}'
 }
-# scrapes of the target stored in the last 10 minutes
+# scrapes of the target stored since the test began (a fixed start: a window
+# sliding with the clock would stop the count growing on a slow run)
+t0=$(($(date +%s) - 60))
 scrapes() {
 	curl -fsS -G "$api/api/v1/query_range" --data-urlencode 'query=heap{job="served"}' \
-		--data-urlencode "start=$(($(date +%s) - 600))" --data-urlencode "end=$(date +%s)" 2>/dev/null |
+		--data-urlencode "start=$t0" --data-urlencode "end=$(($(date +%s) + 60))" 2>/dev/null |
 		grep -o '"timestamps":\[[0-9,]*' | sed 's/.*\[//' | tr ',' '\n' | grep -c '[0-9]' || true
 }
 scraped() {
