@@ -8,7 +8,11 @@
  * back at open; blocks that overlap are merged, a timestamp in both once; and
  * a compaction that fails does not keep retention from running. Samples dated
  * more than the future window after the clock are refused, and a sample stored
- * that far ahead before (window off) moves no bound. */
+ * that far ahead before (window off), or one within a wide window, moves no
+ * bound past the clock. A failed head cut leaves size retention alone, a
+ * restart after importing the present takes present samples, a merge out of
+ * memory or on a damaged chunk leaves the blocks and the rest of compaction
+ * alone, and a refused commit's new series take no series-limit slot. */
 #define _GNU_SOURCE /* nftw */
 #include <dirent.h>
 #include <fcntl.h>
