@@ -3,7 +3,7 @@
 # it scrapes, persists blocks and compacts. In each of 5 rounds profd starts on
 # the store of the last (its open persists the head's complete ranges, which
 # pushes dated hours and days back fill, and compacts them), scrapes a target,
-# and takes pushes dated now, 30 minutes, 3 hours and 3 days back, each its own
+# and takes pushes dated now, 30 minutes, 3 hours and about 3 days back, each its own
 # series; a push gets 200 or a 400 saying it is out of bounds, nothing else.
 # Midway through the pushes profd is killed with SIGKILL. After every start,
 # every push that got 200 must be listed by /api/v1/series, no compaction may
@@ -120,14 +120,17 @@ scraped() {
 # push_all ROUND: 40 pushes, each its own series; appends acknowledged ones
 # to acked and every one tried to tried
 push_all() {
-	local r=$1 k t code inst
+	local r=$1 k t w code inst
 	for k in $(seq 0 39); do
 		now=$(date +%s)
 		case $((k % 4)) in
 		0) t=$now ;;
 		1) t=$((now - 1800 - k)) ;;
 		2) t=$((now - 3 * 3600 - k * 60)) ;;
-		3) t=$((now - 3 * 86400 - k * 600)) ;;
+		# 3 days back, in two block ranges of one 6 h compaction window
+		# (whatever the time of day), which the next start compacts
+		3) w=$(((now - 3 * 86400) / 21600 * 21600))
+		   if [ $((k % 8)) = 3 ]; then t=$((w + 1800 + k)); else t=$((w + 12600 + k)); fi ;;
 		esac
 		inst="r$r-$k-$t"
 		echo "$inst" >>"$tmp/tried"
