@@ -35,17 +35,27 @@ void pd_tsdb_opts_init(struct pd_tsdb_opts *o)
 	o->max_future_ms = PD_TSDB_DEFAULT_MAX_FUTURE_MS;
 }
 
-/* The latest time any bound is measured from: the system clock plus the future
- * window (INT64_MAX without one). A sample stored beyond it, before the window
- * existed or with it off, moves no bound: neither the earliest time accepted,
- * nor retention, nor which block ranges are complete. */
-static int64_t future_cap(const struct pd_tsdb_opts *o)
+/* The latest time any bound is measured from: the system clock (INT64_MAX
+ * without a future window). A sample dated after it, within the window or
+ * stored before the window existed, moves no bound past the present: neither
+ * the earliest time accepted, nor retention, nor which block ranges are
+ * complete. */
+static int64_t bound_cap(const struct pd_tsdb_opts *o)
 {
 	if (o->max_future_ms < 0)
 		return INT64_MAX;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The latest time a sample is accepted at: the clock plus the future window
+ * (INT64_MAX without one). */
+static int64_t future_cap(const struct pd_tsdb_opts *o)
+{
+	int64_t now = bound_cap(o);
+	if (now == INT64_MAX)
+		return INT64_MAX;
 	return now > INT64_MAX - o->max_future_ms ? INT64_MAX : now + o->max_future_ms;
 }
 
@@ -447,15 +457,18 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 	}
 	if ((rc = load_blocks(db, err)))
 		goto fail;
-	/* the newest end of a block that is not past the future window: a block
-	 * that is (a sample far ahead, stored before the window existed) would
-	 * otherwise refuse every present sample for as long as its date is ahead;
-	 * samples in its range go to a block over it that compaction merges */
+	/* the newest end of a block that is not past the future window, capped
+	 * at the clock: a block past the window (a sample far ahead, stored
+	 * before the window existed) would otherwise refuse every present sample
+	 * for as long as its date is ahead, and one ending after the clock (a
+	 * range persisted whole by import or a flush of all) for the rest of its
+	 * range; samples in its range go to a block over it that compaction
+	 * merges */
 	db->min_valid_t = INT64_MIN;
-	int64_t cap = future_cap(&db->o);
+	int64_t cap = future_cap(&db->o), now = bound_cap(&db->o);
 	for (size_t i = 0; i < db->nblocks; i++) {
-		int64_t e = pd_block_meta(db->blocks[i])->maxt;
-		if (e <= cap && e > db->min_valid_t)
+		int64_t e = capped(pd_block_meta(db->blocks[i])->maxt, now);
+		if (pd_block_meta(db->blocks[i])->maxt <= cap && e > db->min_valid_t)
 			db->min_valid_t = e;
 	}
 	if (db->o.clickhouse && db->o.wal_disabled && !db->o.read_only) {
@@ -689,8 +702,8 @@ static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label 
  * (Mimir's creation grace period): the newest sample moves the retention bound
  * and decides which ranges are complete, so one sample far ahead would refuse
  * every present one. Every bound is measured from the newest sample capped at
- * clock + window (future_cap), so one stored before the window existed moves
- * nothing either. */
+ * the clock (bound_cap), so neither a sample within the window nor one stored
+ * before the window existed moves a bound past the present. */
 static int bounded(const struct pd_tsdb *db)
 {
 	return !db->o.wal_disabled && !db->o.clickhouse && !db->o.read_only;
@@ -705,7 +718,7 @@ static int64_t accept_from(struct pd_tsdb *db, const char **why)
 		return INT64_MIN;
 	if (db->o.retention_ms > 0) {
 		int64_t newest = capped(__atomic_load_n(&db->head.maxt, __ATOMIC_RELAXED),
-					future_cap(&db->o));
+					bound_cap(&db->o));
 		if (from > newest)
 			newest = from;
 		if (newest > INT64_MIN + db->o.retention_ms && newest - db->o.retention_ms > from) {
@@ -936,9 +949,8 @@ static int find_series(struct pd_tsdb *db, const struct app_sample *v, struct he
 {
 	int created;
 	*out = head_get(&db->head, v->labels, v->n, v->hash);
-	if (*out)
-		return 0;
-	int rc = head_get_or_create(&db->head, v->labels, v->n, 0, out, &created, err);
+	int rc = *out ? head_admit(&db->head, *out, err)
+		      : head_get_or_create(&db->head, v->labels, v->n, 0, out, &created, err);
 	if (rc == PD_ELIMIT) {
 		char name[256];
 		series_name(v->labels, v->n, name, sizeof(name));
@@ -1362,7 +1374,7 @@ static int window_floor(int64_t t, int64_t r, int64_t *out)
 }
 
 static int compact(struct pd_tsdb *db, struct pd_err *err);
-static int apply_retention(struct pd_tsdb *db, struct pd_err *err);
+static int apply_retention(struct pd_tsdb *db, int by_size, struct pd_err *err);
 
 static int flush(struct pd_tsdb *db, int all, struct pd_err *err);
 
@@ -1381,7 +1393,7 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 	struct head *h = &db->head;
 	int rc = 0;
 	int64_t br = db->o.block_range_ms, persisted_to = INT64_MIN;
-	int64_t cap = future_cap(&db->o);
+	int64_t cap = bound_cap(&db->o);
 	pthread_mutex_lock(&db->append_mu);
 	/* close the gate to new commits and let those in flight reach the head, so
 	 * that what is persisted and checkpointed is everything reserved */
@@ -1414,6 +1426,7 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 			rc = pd_wal_checkpoint(db->wal, persisted_to, keep_series, &k, err);
 	}
 	pthread_mutex_unlock(&db->append_mu);
+	int cut_failed = rc != 0;
 	if (rc) {
 		/* the head keeps what did not reach a block, the WAL what was not
 		 * checkpointed: nothing is lost, and the next flush tries again */
@@ -1432,9 +1445,11 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 		             "err=%s", err ? err->msg : "");
 	}
 	/* retention runs whatever failed before it: a compaction that keeps
-	 * failing must not keep the store from giving old blocks up */
+	 * failing must not keep the store from giving old blocks up. After a
+	 * failed head cut only by time: the WAL, counted in the size, grows while
+	 * cuts fail (a full disk) and would take every block with it */
 	struct pd_err rerr = {0};
-	int r2 = apply_retention(db, &rerr);
+	int r2 = apply_retention(db, !cut_failed, &rerr);
 	if (r2 && !rc) {
 		rc = r2;
 		if (err)
@@ -1681,9 +1696,12 @@ static int resolve_overlaps(struct pd_tsdb *db, const struct pd_block_chunk *cs,
 			vals = NULL;
 			nc.ts = tb;
 			nc.vals = vb;
-			if ((vb && keep_buf(keep, nkeep, keep_cap, vb)) ||
-			    (tb && keep_buf(keep, nkeep, keep_cap, tb))) {
+			/* a buffer kept is freed with *keep, one not kept here */
+			if (vb && keep_buf(keep, nkeep, keep_cap, vb)) {
 				free(vb);
+				free(tb);
+				rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			} else if (tb && keep_buf(keep, nkeep, keep_cap, tb)) {
 				free(tb);
 				rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 			}
@@ -1941,11 +1959,30 @@ static int swap_blocks(struct pd_tsdb *db, size_t from, size_t n, const char *ul
 	return 0;
 }
 
+/* A merge of bs[0..n) that failed on damage (PD_ECORRUPT, in why): logged with
+ * the blocks and counted as a failed compaction; the blocks stay as they are
+ * and the rest of the compaction goes on without them. */
+static void skip_damaged(struct pd_tsdb *db, struct pd_block **bs, size_t n,
+			 const struct pd_err *why)
+{
+	__atomic_fetch_add(&db->compaction_failures, 1, __ATOMIC_RELAXED);
+	pd_log_error("tsdb",
+	             "compaction of damaged blocks failed (they stay as they are; the other "
+	             "blocks are compacted, these retried at the next flush)",
+	             "blocks=%zu first=%s last=%s mint=%lld maxt=%lld err=%s", n,
+	             pd_block_meta(bs[0])->ulid, pd_block_meta(bs[n - 1])->ulid,
+	             (long long)pd_block_meta(bs[0])->mint,
+	             (long long)pd_block_meta(bs[n - 1])->maxt, why->msg);
+}
+
+/* Merges blocks that overlap, then blocks into aligned ranges. A merge that
+ * fails on damage is skipped (skip_damaged); any other failure ends it. */
 static int compact(struct pd_tsdb *db, struct pd_err *err)
 {
 	int64_t br = db->o.block_range_ms;
 	int64_t max_range = db->o.retention_ms > 0 ? db->o.retention_ms / 10 : 31LL * 86400000;
 	int rc = 0;
+	struct pd_err merr = {0};
 	/* only this thread changes the block list; readers may run meanwhile */
 	pthread_mutex_lock(&db->append_mu);
 	/* blocks that overlap first, whatever their ranges (Prometheus's vertical
@@ -1965,47 +2002,63 @@ static int compact(struct pd_tsdb *db, struct pd_err *err)
 			continue;
 		}
 		char ulid[27];
-		if ((rc = merge_blocks(db, db->blocks + i, j - i, ulid, err)) ||
-		    (rc = swap_blocks(db, i, j - i, ulid, err)))
+		rc = merge_blocks(db, db->blocks + i, j - i, ulid, &merr);
+		if (rc == PD_ECORRUPT) {
+			skip_damaged(db, db->blocks + i, j - i, &merr);
+			rc = 0;
+			i = j;
+			continue;
+		}
+		if (rc || (rc = swap_blocks(db, i, j - i, ulid, &merr)))
 			break;
 		db->compactions++;
 		__atomic_fetch_add(&db->vertical_compactions, 1, __ATOMIC_RELAXED);
 		/* the merged block (if any) is at i: look again from it */
 	}
 	for (int64_t r = br * 3; r <= max_range && !rc; r *= 3) {
-		for (int again = 1; again && !rc;) {
-			again = 0;
-			int64_t newest = db->nblocks ? pd_block_meta(db->blocks[db->nblocks - 1])->maxt : 0;
-			if (db->head.maxt != INT64_MIN && db->head.maxt > newest)
-				newest = db->head.maxt;
-			newest = capped(newest, future_cap(&db->o));
-			for (size_t i = 0; i < db->nblocks && !again; i++) {
-				int64_t lo;
-				window_floor(pd_block_meta(db->blocks[i])->mint, r, &lo);
-				int64_t hi = lo + r;
-				if (hi > newest)
-					break; /* the window is still filling */
-				size_t j = i;
-				while (j < db->nblocks && pd_block_meta(db->blocks[j])->maxt <= hi &&
-				       pd_block_meta(db->blocks[j])->mint >= lo)
-					j++;
-				if (j - i < 2)
-					continue;
-				char ulid[27];
-				if ((rc = merge_blocks(db, db->blocks + i, j - i, ulid, err)))
-					break;
-				if ((rc = swap_blocks(db, i, j - i, ulid, err)))
-					break;
-				db->compactions++;
-				again = 1;
+		int64_t newest = db->nblocks ? pd_block_meta(db->blocks[db->nblocks - 1])->maxt : 0;
+		if (db->head.maxt != INT64_MIN && db->head.maxt > newest)
+			newest = db->head.maxt;
+		newest = capped(newest, bound_cap(&db->o));
+		/* one pass: a merge leaves the blocks before it as they were, and
+		 * its own block alone in its window */
+		for (size_t i = 0; i < db->nblocks && !rc;) {
+			int64_t lo;
+			window_floor(pd_block_meta(db->blocks[i])->mint, r, &lo);
+			int64_t hi = lo + r;
+			if (hi > newest)
+				break; /* the window is still filling */
+			size_t j = i;
+			while (j < db->nblocks && pd_block_meta(db->blocks[j])->maxt <= hi &&
+			       pd_block_meta(db->blocks[j])->mint >= lo)
+				j++;
+			if (j - i < 2) {
+				i++;
+				continue;
 			}
+			char ulid[27];
+			rc = merge_blocks(db, db->blocks + i, j - i, ulid, &merr);
+			if (rc == PD_ECORRUPT) {
+				skip_damaged(db, db->blocks + i, j - i, &merr);
+				rc = 0;
+				i = j;
+				continue;
+			}
+			if (rc || (rc = swap_blocks(db, i, j - i, ulid, &merr)))
+				break;
+			db->compactions++;
+			i++;
 		}
 	}
 	pthread_mutex_unlock(&db->append_mu);
+	if (rc && err)
+		*err = merr;
 	return rc;
 }
 
-static int apply_retention(struct pd_tsdb *db, struct pd_err *err)
+/* Deletes the oldest blocks while they are past the retention time or, with
+ * by_size, while the blocks and the WAL exceed the retention size. */
+static int apply_retention(struct pd_tsdb *db, int by_size, struct pd_err *err)
 {
 	(void)err;
 	pthread_mutex_lock(&db->append_mu);
@@ -2015,10 +2068,10 @@ static int apply_retention(struct pd_tsdb *db, struct pd_err *err)
 		int64_t newest = pd_block_meta(db->blocks[db->nblocks - 1])->maxt;
 		if (db->head.maxt != INT64_MIN && db->head.maxt > newest)
 			newest = db->head.maxt;
-		newest = capped(newest, future_cap(&db->o));
+		newest = capped(newest, bound_cap(&db->o));
 		const struct pd_block_meta *oldest = pd_block_meta(db->blocks[0]);
 		int drop = db->o.retention_ms > 0 && oldest->maxt <= newest - db->o.retention_ms;
-		if (!drop && db->o.retention_bytes) {
+		if (!drop && by_size && db->o.retention_bytes) {
 			uint64_t total = db->wal ? pd_wal_size(db->wal) : 0;
 			for (size_t i = 0; i < db->nblocks; i++)
 				total += pd_block_size(db->blocks[i]);

@@ -231,6 +231,18 @@ void head_note_ref(struct head *h, uint64_t ref)
 		h->next_ref = ref + 1;
 }
 
+int head_admit(struct head *h, const struct head_series *s, struct pd_err *err)
+{
+	uint64_t live = __atomic_load_n(&h->nlive, __ATOMIC_RELAXED);
+	if (!h->max_series || __atomic_load_n(&s->live, __ATOMIC_RELAXED) || live < h->max_series)
+		return 0;
+	__atomic_add_fetch(&h->refused, 1, __ATOMIC_RELAXED);
+	return pd_err_set(err, PD_ELIMIT,
+			  "series limit reached: the head holds %llu series, its limit is "
+			  "%llu; a new series is refused",
+			  (unsigned long long)live, (unsigned long long)h->max_series);
+}
+
 int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
 		       struct head_series **out, int *created, struct pd_err *err)
 {
@@ -251,14 +263,17 @@ int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint6
 		return pd_err_set(err, PD_ECORRUPT, "series ref %llu is %s", (unsigned long long)ref,
 				  ref >= HEAD_MAX_REF ? "too large" : "already taken");
 	}
-	if (h->max_series && h->nseries >= h->max_series) {
-		size_t held = h->nseries;
+	uint64_t live = __atomic_load_n(&h->nlive, __ATOMIC_RELAXED);
+	if (h->max_series && (live >= h->max_series || h->nseries - live >= h->max_series)) {
+		size_t held = live >= h->max_series ? live : h->nseries - live;
+		int empty = live < h->max_series;
 		__atomic_add_fetch(&h->refused, 1, __ATOMIC_RELAXED);
 		pthread_rwlock_unlock(&h->mu);
 		return pd_err_set(err, PD_ELIMIT,
-				  "series limit reached: the head holds %zu series, its limit is "
+				  "series limit reached: the head holds %zu series%s, its limit is "
 				  "%llu; a new series is refused",
-				  held, (unsigned long long)h->max_series);
+				  held, empty ? " without samples (of commits refused or in flight)" : "",
+				  (unsigned long long)h->max_series);
 	}
 	if (h->nseries >= UINT32_MAX) {
 		pthread_rwlock_unlock(&h->mu);
@@ -486,6 +501,10 @@ int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t 
 		}
 	}
 	s->maxt = t;
+	if (!s->live) {
+		__atomic_store_n(&s->live, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&h->nlive, 1, __ATOMIC_RELAXED);
+	}
 out:
 	pthread_mutex_unlock(&s->mu);
 	pd_pprof_destroy(own);

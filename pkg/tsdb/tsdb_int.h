@@ -40,6 +40,7 @@ struct head_series {
 	int64_t open_mint;
 	int64_t maxt; /* last timestamp appended, INT64_MIN when none */
 	struct tombstones tomb; /* deleted intervals (ref 0), normalised */
+	int live;     /* it has had a sample: counted in the head's nlive (under mu) */
 	int logged;   /* the WAL holds this series' record (written under append_mu with
 		       * __atomic stores; committers read it with __atomic loads) */
 	/* commits in flight (db.c): samples reserved in WAL order, not yet in the head */
@@ -81,14 +82,22 @@ struct head {
 	struct pd_chunkenc_symbols *sym;
 	int64_t sym_window;
 	/* new series past max_series (0: none) are refused; set after WAL replay,
-	 * which is not limited. refused counts them (atomic). */
-	uint64_t max_series, refused;
+	 * which is not limited. refused counts them (atomic). Only series that
+	 * have had a sample count (nlive, atomic): a commit refused after creating
+	 * its series leaves them empty, and at most max_series empty series are
+	 * held besides */
+	uint64_t max_series, refused, nlive;
 };
 
 int head_init(struct head *h, const struct pd_tsdb_opts *o);
 void head_fini(struct head *h);
 /* Finds the series with these labels, or NULL. Takes the read lock. */
 struct head_series *head_get(struct head *h, const struct pd_lpair *l, size_t n, uint64_t hash);
+/* 0 when series s may take a sample: it has had one, or the series limit has
+ * room for one more (an empty series, of a refused commit, counts only from
+ * its first sample; concurrent commits may each take the last slot); PD_ELIMIT,
+ * counted, otherwise. */
+int head_admit(struct head *h, const struct head_series *s, struct pd_err *err);
 /* Finds or creates a series; a new one gets ref (0: next_ref), which must be
  * free (PD_ECORRUPT) and below HEAD_MAX_REF. *created says which. Takes the write
  * lock. */

@@ -8,10 +8,15 @@
  * back at open; blocks that overlap are merged, a timestamp in both once; and
  * a compaction that fails does not keep retention from running. Samples dated
  * more than the future window after the clock are refused, and a sample stored
- * that far ahead before (window off) moves no bound. */
+ * that far ahead before (window off), or one within a wide window, moves no
+ * bound past the clock. A failed head cut leaves size retention alone, a
+ * restart after importing the present takes present samples, a merge out of
+ * memory or on a damaged chunk leaves the blocks and the rest of compaction
+ * alone, and a refused commit's new series take no series-limit slot. */
 #define _GNU_SOURCE /* nftw */
 #include <dirent.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,6 +34,22 @@
 #include "profd/tsdb.h"
 #include "block.h"
 #include "tsdb_int.h"
+
+/* Linked with --wrap=realloc: while fail_grow is set, the first realloc of
+ * an array of 16 pointers to 32 (the store's list of buffers to free, at
+ * its second growth) fails, and clears it. */
+void *__real_realloc(void *p, size_t size);
+void *__wrap_realloc(void *p, size_t size);
+static int fail_grow;
+void *__wrap_realloc(void *p, size_t size)
+{
+	if (fail_grow && p && size == 32 * sizeof(void *) &&
+	    malloc_usable_size(p) == 16 * sizeof(void *)) {
+		fail_grow = 0;
+		return NULL;
+	}
+	return __real_realloc(p, size);
+}
 
 #define H (3600LL * 1000)
 #define STEP (5LL * 60 * 1000)
@@ -472,9 +493,10 @@ static void test_retention_after_failed_compaction(void **state)
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.compaction_failures, 1);
 	assert_int_equal(st.retention_deletions, 0);
-	/* 100 h on: every block is past the retention time */
+	/* 100 h on: every block is past the retention time (the damaged merge is
+	 * skipped and counted; the flush succeeds) */
 	put_range(db, 0, 100 * H, 100 * H + STEP);
-	assert_int_not_equal(pd_tsdb_flush(db, 0, &err), 0);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.compaction_failures, 2);
 	assert_true(st.retention_deletions >= 3);
@@ -614,6 +636,307 @@ static void test_future_sample_in_block(void **state)
 	rmdir_all(dir);
 }
 
+/* With a window of 6 h, a push dated 5 h ahead is taken and present samples
+ * still are after a flush: ranges are complete by the clock, not by the newest
+ * sample capped at the clock plus the window, which persisted the ranges up to
+ * 4.5 h ahead and refused every present sample until the clock got there. */
+static void test_wide_window_push_ahead(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	int64_t now = wall_ms();
+	struct pd_tsdb *db = open_future(dir, 0, 6 * H);
+	assert_int_equal(put(db, 0, now - 2 * H, &err), 0);
+	assert_int_equal(put(db, 0, now - 60000, &err), 0);
+	assert_int_equal(put(db, 1, now + 5 * H, &err), 0);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_true(st.accept_from <= now);
+	now = wall_ms();
+	if (put(db, 0, now, &err))
+		fail_msg("a present sample after a push 5 h ahead: %s", err.msg);
+	assert_int_equal(count_ts(db, 1, now + 4 * H, now + 6 * H), 1);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* A head cut whose checkpoint fails (here on a name the checkpoint cannot
+ * take) leaves the blocks it wrote to time retention only: the size counts the
+ * WAL, which keeps growing while cuts fail, and with the WAL alone past the
+ * retention size the old flush deleted every block, the head's samples that
+ * had just moved there with them. */
+static void test_failed_head_cut_keeps_blocks(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	pd_tsdb_opts_init(&o);
+	o.block_range_ms = H;
+	o.retention_ms = -1;
+	o.retention_bytes = 1;
+	o.wal_sync = 1;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open %s: %s", dir, err.msg);
+	put_range(db, 0, 0, 4 * H);
+	char p[512];
+	for (int i = 0; i < 100; i++) {
+		snprintf(p, sizeof(p), "%s/wal/checkpoint.%08d.tmp", dir, i);
+		int fd = open(p, O_CREAT | O_WRONLY, 0644);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	assert_int_not_equal(pd_tsdb_flush(db, 0, &err), 0);
+	assert_non_null(strstr(err.msg, "checkpoint"));
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.head_cut_failures, 1);
+	assert_int_equal(st.retention_deletions, 0);
+	assert_int_equal(st.blocks, 3);
+	expect_series(db, 0, 0, 4 * H);
+	for (int i = 0; i < 100; i++) {
+		snprintf(p, sizeof(p), "%s/wal/checkpoint.%08d.tmp", dir, i);
+		unlink(p);
+	}
+	/* the cut goes through: size retention runs again */
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	pd_tsdb_stats(db, &st);
+	assert_true(st.retention_deletions >= 1);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* A store that imported the present (blocks written without the WAL, the whole
+ * head persisted) takes present samples when it is next opened with the WAL:
+ * the earliest accepted time is the end of the newest block capped at the
+ * clock. Before, it was the end of the imported block's range, after the clock,
+ * and every scrape was refused until the clock got there. */
+static void test_import_of_present_then_open(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	int64_t now = wall_ms(), t0 = now - 2 * H;
+	struct pd_tsdb *db = open_store(dir, 0, 0);
+	put_range(db, 0, t0, now);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	assert_true(pd_block_meta(db->blocks[db->nblocks - 1])->maxt > now);
+	pd_tsdb_close(db);
+	/* a window of 2 h: the block's end, at most 1 h on, is within it */
+	db = open_future(dir, 0, 2 * H);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	now = wall_ms();
+	assert_true(st.accept_from <= now);
+	if (put(db, 1, now, &err))
+		fail_msg("a present sample after the import: %s", err.msg);
+	assert_int_equal(count_ts(db, 1, now, now), 1);
+	assert_int_equal(count_ts(db, 0, t0, now), 2 * H / STEP);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* Out of memory while a merge of overlapping blocks keeps its new chunks'
+ * bytes (here when keeping the sixth chunk's timestamps) fails the compaction
+ * and leaves the blocks as they are; the next flush merges them. Before, the
+ * value bytes already kept were freed as well, and again with the rest. */
+static void test_merge_out_of_memory(void **state)
+{
+	(void)state;
+	char *dir = tmpdir(), *other = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb *db = open_store(dir, -1, 0);
+	put_range(db, 0, 0, H);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	pd_tsdb_close(db);
+	db = open_store(other, -1, 0);
+	put_range(db, 0, 0, H);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	pd_tsdb_close(db);
+	move_blocks(other, dir);
+
+	/* one sample a chunk: the merge writes 12 chunks */
+	struct pd_tsdb_opts o;
+	pd_tsdb_opts_init(&o);
+	o.block_range_ms = H;
+	o.retention_ms = -1;
+	o.wal_sync = 1;
+	o.chunk_samples = 1;
+	fail_grow = 1;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open %s: %s", dir, err.msg);
+	assert_int_equal(fail_grow, 0);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.compaction_failures, 1);
+	assert_int_equal(st.blocks, 2);
+	expect_series(db, 0, 0, H);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.blocks, 1);
+	assert_int_equal(st.vertical_compactions, 1);
+	expect_series(db, 0, 0, H);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+	rmdir_all(other);
+}
+
+/* A commit refused after it created its new series (here by a flush that
+ * persisted the sample's range between the append and the commit) leaves
+ * them empty, and they do not count toward the series limit: before, each
+ * such series took a slot until the next start. */
+static void test_refused_commit_keeps_series_slots(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	pd_tsdb_opts_init(&o);
+	o.block_range_ms = H;
+	o.retention_ms = -1;
+	o.wal_sync = 1;
+	o.max_series = 2;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open %s: %s", dir, err.msg);
+	put_range(db, 0, 0, 3 * H);
+	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+	struct pd_tsdb_label l[2];
+	size_t len;
+	labels(1, l);
+	uint8_t *p = value(1, 90 * 60 * 1000, &len);
+	assert_int_equal(pd_tsdb_append(a, l, 2, 90 * 60 * 1000, p, len, &err), 0);
+	free(p);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	assert_int_equal(pd_tsdb_commit(a, &err), PD_EINVAL);
+	assert_non_null(strstr(err.msg, "out of bounds"));
+	/* series 2 takes the second slot */
+	if (put(db, 2, 3 * H, &err))
+		fail_msg("a new series after the refused commit: %s", err.msg);
+	assert_int_equal(put(db, 3, 3 * H, &err), PD_ELIMIT);
+	assert_non_null(strstr(err.msg, "the head holds 2 series, its limit is 2"));
+	/* the empty series takes its slot once it has a sample */
+	assert_int_equal(put(db, 1, 3 * H, &err), PD_ELIMIT);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
+/* Damages the first value chunk of series s in the newest block of db. */
+static void damage_newest(struct pd_tsdb *db, int s)
+{
+	struct pd_err err = {0};
+	uint64_t *refs;
+	size_t n, nl, nc;
+	struct pd_lpair *l;
+	struct pd_block_chunk_meta *c;
+	struct pd_block *b = db->blocks[db->nblocks - 1];
+	assert_int_equal(pd_block_postings(b, "job", job[s], &refs, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(pd_block_series(b, refs[0], &l, &nl, &c, &nc, &err), 0);
+	char seg[512];
+	snprintf(seg, sizeof(seg), "%s/chunks/000001", pd_block_dir(b));
+	flip(seg, (off_t)(c[0].vals_ref & 0xffffffffu) + 5);
+	free(refs);
+	free(l);
+	free(c);
+}
+
+/* Two blocks of [0, 1 h) that overlap, one with a damaged chunk, do not stop
+ * compaction: their merge fails, is counted, and is skipped; another pair that
+ * overlaps is merged, and level compaction goes on; flushes succeed. Before,
+ * the damaged merge failed every flush and no other block was compacted. */
+static void test_damaged_overlap_skipped(void **state)
+{
+	(void)state;
+	char *dir = tmpdir(), *other = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb *db = open_store(dir, -1, 0);
+	put_range(db, 0, 0, H);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	pd_tsdb_close(db);
+	/* [6 h, 10 h) an hour a block, each written alone: not compacted yet */
+	for (int64_t t = 6 * H; t < 10 * H; t += H) {
+		db = open_store(other, -1, 0);
+		put_range(db, 0, t, t + H);
+		assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+		pd_tsdb_close(db);
+		move_blocks(other, dir);
+	}
+	db = open_store(other, -1, 0);
+	put_range(db, 0, 0, H);
+	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+	damage_newest(db, 0);
+	pd_tsdb_close(db);
+	move_blocks(other, dir);
+	for (int s = 1; s <= 2; s++) {
+		db = open_store(other, -1, 0);
+		put_range(db, s, 3 * H, 4 * H);
+		assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
+		pd_tsdb_close(db);
+		move_blocks(other, dir);
+	}
+
+	db = open_store(dir, -1, 1);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	/* [0, 1 h) twice stays; [3 h, 4 h) is one block, [6 h, 9 h) one */
+	assert_int_equal(st.vertical_compactions, 1);
+	assert_true(st.compaction_failures >= 1);
+	assert_int_equal(st.blocks, 5);
+	assert_int_equal(pd_block_meta(db->blocks[2])->mint, 3 * H);
+	assert_int_equal(pd_block_meta(db->blocks[3])->mint, 6 * H);
+	assert_int_equal(pd_block_meta(db->blocks[3])->maxt, 9 * H);
+	expect_series(db, 1, 3 * H, 4 * H);
+	expect_series(db, 2, 3 * H, 4 * H);
+	expect_series(db, 0, 6 * H, 10 * H);
+	uint64_t failed = st.compaction_failures;
+	if (pd_tsdb_flush(db, 0, &err))
+		fail_msg("a flush with a damaged block: %s", err.msg);
+	pd_tsdb_stats(db, &st);
+	assert_true(st.compaction_failures > failed);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+	rmdir_all(other);
+}
+
+/* Size retention deleting every block leaves the earliest accepted time where
+ * it was while the store is open; a restart measures it from the blocks on
+ * disk, none here, and takes any time again (docs/storage.md). */
+static void test_bound_after_retention_deleted_all(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	struct pd_err err = {0};
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	pd_tsdb_opts_init(&o);
+	o.block_range_ms = H;
+	o.retention_ms = -1;
+	o.retention_bytes = 1;
+	o.wal_sync = 1;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open %s: %s", dir, err.msg);
+	put_range(db, 0, 0, 4 * H);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.blocks, 0);
+	assert_true(st.retention_deletions >= 1);
+	assert_int_equal(st.accept_from, 3 * H);
+	assert_int_equal(put(db, 1, 0, &err), PD_EINVAL);
+	pd_tsdb_close(db);
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open %s: %s", dir, err.msg);
+	pd_tsdb_stats(db, &st);
+	assert_true(st.accept_from == INT64_MIN);
+	assert_int_equal(put(db, 1, 0, &err), 0);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -628,6 +951,13 @@ int main(void)
 	    cmocka_unit_test(test_future_refused),
 	    cmocka_unit_test(test_future_sample_in_head),
 	    cmocka_unit_test(test_future_sample_in_block),
+	    cmocka_unit_test(test_wide_window_push_ahead),
+	    cmocka_unit_test(test_failed_head_cut_keeps_blocks),
+	    cmocka_unit_test(test_import_of_present_then_open),
+	    cmocka_unit_test(test_merge_out_of_memory),
+	    cmocka_unit_test(test_refused_commit_keeps_series_slots),
+	    cmocka_unit_test(test_damaged_overlap_skipped),
+	    cmocka_unit_test(test_bound_after_retention_deleted_all),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
