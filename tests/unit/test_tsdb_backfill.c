@@ -721,7 +721,10 @@ static void test_import_of_present_then_open(void **state)
 	struct pd_err err = {0};
 	int64_t now = wall_ms(), t0 = now - 2 * H;
 	struct pd_tsdb *db = open_store(dir, 0, 0);
-	put_range(db, 0, t0, now);
+	/* the last sample at now itself, so that the newest block's range holds now
+	 * whatever the time of day (one at now - STEP lay in the hour before during
+	 * each hour's first minutes) */
+	put_range(db, 0, t0 + STEP, now + 1);
 	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
 	assert_true(pd_block_meta(db->blocks[db->nblocks - 1])->maxt > now);
 	pd_tsdb_close(db);
