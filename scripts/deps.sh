@@ -20,6 +20,7 @@ PKGS=(
   build-essential cmake pkg-config clang
   libcurl4-openssl-dev libssl-dev libyaml-dev libzstd-dev libcrypt-dev openssl
   libprotobuf-c-dev protobuf-c-compiler
+  libjson-c-dev # pkg/ingest: speedscope, Connect and OTLP JSON bodies
   libmicrohttpd-dev zlib1g-dev libre2-dev
   libdeflate-dev # gzip bodies inflated in one call (pkg/util/gzip.c); zlib stays for the rest
   libcmocka-dev

@@ -1,0 +1,45 @@
+# ingest: the formats other profilers push (pkg/ingest): Pyroscope's /ingest
+# (pprof, folded, JFR, speedscope), its push.v1 Connect API and OTLP profiles,
+# each turned into pprof profiles. The .proto files of pkg/ingest/proto/ are
+# compiled by protoc-c at build time; JSON bodies are read with json-c (Debian's
+# libjson-c-dev). pd_api links it.
+pkg_check_modules(JSONC REQUIRED IMPORTED_TARGET json-c)
+file(GLOB PD_INGEST_PROTOS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/pkg/ingest/proto/*.proto)
+set(PD_INGEST_GEN ${CMAKE_CURRENT_BINARY_DIR}/gen/ingest)
+set(PD_INGEST_GEN_SOURCES)
+foreach(proto ${PD_INGEST_PROTOS})
+  get_filename_component(base ${proto} NAME_WE)
+  add_custom_command(
+    OUTPUT ${PD_INGEST_GEN}/${base}.pb-c.c ${PD_INGEST_GEN}/${base}.pb-c.h
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PD_INGEST_GEN}
+    COMMAND ${PROTOC_C} --c_out=${PD_INGEST_GEN} -I${PROJECT_SOURCE_DIR}/pkg/ingest/proto ${proto}
+    DEPENDS ${PD_INGEST_PROTOS}
+    COMMENT "protoc-c ${base}.proto")
+  list(APPEND PD_INGEST_GEN_SOURCES ${PD_INGEST_GEN}/${base}.pb-c.c)
+  # generated code is not ours to warn about
+  set_source_files_properties(${PD_INGEST_GEN}/${base}.pb-c.c PROPERTIES COMPILE_OPTIONS "-Wno-error")
+endforeach()
+file(GLOB PD_INGEST_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/pkg/ingest/*.c)
+add_library(pd_ingest STATIC ${PD_INGEST_SOURCES} ${PD_INGEST_GEN_SOURCES})
+target_include_directories(pd_ingest PRIVATE ${PROJECT_SOURCE_DIR}/pkg/ingest ${PD_INGEST_GEN})
+target_link_libraries(pd_ingest PUBLIC pd_pprof pd_labels pd_util
+  PRIVATE PkgConfig::JSONC PkgConfig::PROTOBUFC m)
+target_link_libraries(pd_api PUBLIC pd_ingest)
+
+# unit tests, one per converter, each when its file is there; they see the
+# package's private header and generated code
+if(PD_TESTS)
+  pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET cmocka)
+  foreach(t ingest ingest_pyroscope ingest_jfr ingest_connect ingest_otlp)
+    if(EXISTS ${PROJECT_SOURCE_DIR}/tests/unit/test_${t}.c)
+      add_executable(test_${t} tests/unit/test_${t}.c)
+      target_include_directories(test_${t} PRIVATE ${PROJECT_SOURCE_DIR}/pkg/ingest ${PD_INGEST_GEN})
+      target_link_libraries(test_${t} PRIVATE pd_ingest PkgConfig::CMOCKA PkgConfig::PROTOBUFC
+        PkgConfig::JSONC PkgConfig::ZLIB)
+      target_compile_definitions(test_${t} PRIVATE PD_TESTDATA="${PROJECT_SOURCE_DIR}/testdata"
+        PD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+      add_test(NAME unit_${t} COMMAND test_${t})
+      set_tests_properties(unit_${t} PROPERTIES LABELS unit TIMEOUT 300)
+    endif()
+  endforeach()
+endif()

@@ -1,0 +1,492 @@
+/* builder.c: a pprof profile built frame by frame, for the converters of formats
+ * that are not pprof (folded stacks, JFR, speedscope, OTLP). Strings, functions,
+ * mappings and locations are interned, and samples with the same stack and labels
+ * merged, through one open-addressing table keyed by their bytes; everything
+ * lives in one arena whose cap follows the limits, so no input can make the
+ * builder grow without bound. The result goes through pd_pprof_parts_encode and
+ * pd_pprof_parts_build, so it is validated as a pushed profile is. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ingest_int.h"
+
+enum { K_STR = 1, K_FUNC, K_MAP, K_LOC, K_SAMPLE };
+
+struct slot {
+	uint64_t hash;
+	const uint8_t *key; /* kind byte first, in the arena */
+	size_t klen;
+	uint64_t id; /* 1-based */
+};
+
+struct ingest_pb {
+	struct pd_ingest_limits lim;
+	struct pd_arena *arena;
+	struct slot *tab;
+	size_t tab_cap, tab_used;
+	/* strings */
+	const char **str;
+	size_t *str_len;
+	size_t nstr, cap_str, cap_str_len;
+	/* tables */
+	struct pd_pprof_pfunction *fn;
+	size_t nfn, cap_fn;
+	struct pd_pprof_pmapping *map;
+	size_t nmap, cap_map;
+	struct pd_pprof_plocation *loc;
+	size_t nloc, cap_loc;
+	struct pd_pprof_psample *smp;
+	size_t nsmp, cap_smp;
+	struct pd_pprof_pvt st[16];
+	size_t nst;
+	int64_t *comments;
+	size_t ncomments, cap_comments;
+	int has_period;
+	struct pd_pprof_pvt period_type;
+	int64_t period, time_nanos, duration_nanos;
+	/* sticky error */
+	int rc, limit;
+	struct pd_err err;
+	struct pd_buf key; /* scratch */
+};
+
+static int fail(struct ingest_pb *b, int rc, int limit, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fail(struct ingest_pb *b, int rc, int limit, const char *fmt, ...)
+{
+	if (b->rc)
+		return b->rc;
+	b->rc = rc;
+	b->limit = limit;
+	b->err.code = rc;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(b->err.msg, sizeof(b->err.msg), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int oom(struct ingest_pb *b)
+{
+	if (pd_arena_exhausted(b->arena))
+		return fail(b, PD_ETOOBIG, PD_INGEST_LIMIT_DECOMPRESSED,
+			    "the converted profile takes more than %zu bytes of memory (%s)",
+			    b->lim.max_decompressed * 4,
+			    pd_ingest_limit_flag(PD_INGEST_LIMIT_DECOMPRESSED));
+	return fail(b, PD_ENOMEM, 0, "out of memory");
+}
+
+struct ingest_pb *ingest_pb_create(const struct pd_ingest_limits *lim)
+{
+	struct ingest_pb *b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->lim = pd_ingest_limits_resolve(lim);
+	b->arena = pd_arena_create(b->lim.max_decompressed * 4);
+	if (!b->arena) {
+		free(b);
+		return NULL;
+	}
+	pd_buf_init(&b->key, 0);
+	if (ingest_pb_str(b, "", 0) != 0) {
+		ingest_pb_destroy(b);
+		return NULL;
+	}
+	return b;
+}
+
+void ingest_pb_destroy(struct ingest_pb *b)
+{
+	if (!b)
+		return;
+	free(b->tab);
+	free(b->str);
+	free(b->str_len);
+	free(b->fn);
+	free(b->map);
+	free(b->loc);
+	free(b->smp);
+	free(b->comments);
+	pd_buf_fini(&b->key);
+	pd_arena_destroy(b->arena);
+	free(b);
+}
+
+/* Grows *v (of *cap elements of size sz) to hold n + 1. */
+static int grow(struct ingest_pb *b, void **v, size_t *cap, size_t n, size_t sz)
+{
+	if (n < *cap)
+		return 0;
+	size_t nc = *cap ? *cap * 2 : 64;
+	if (pd_arena_fits(b->arena, nc * sz)) /* sized against the arena's budget */
+		return oom(b);
+	void *p = realloc(*v, nc * sz);
+	if (!p)
+		return oom(b);
+	*v = p;
+	*cap = nc;
+	return 0;
+}
+
+static int tab_grow(struct ingest_pb *b)
+{
+	size_t nc = b->tab_cap ? b->tab_cap * 2 : 1024;
+	struct slot *t = calloc(nc, sizeof(*t));
+	if (!t)
+		return oom(b);
+	for (size_t i = 0; i < b->tab_cap; i++) {
+		if (!b->tab[i].key)
+			continue;
+		size_t j = b->tab[i].hash & (nc - 1);
+		while (t[j].key)
+			j = (j + 1) & (nc - 1);
+		t[j] = b->tab[i];
+	}
+	free(b->tab);
+	b->tab = t;
+	b->tab_cap = nc;
+	return 0;
+}
+
+/* The slot of key (found, or empty for it); NULL on error. */
+static struct slot *lookup(struct ingest_pb *b, const uint8_t *key, size_t klen)
+{
+	if ((b->tab_used + 1) * 4 >= b->tab_cap * 3 && tab_grow(b))
+		return NULL;
+	uint64_t h = pd_labels_xxh64(key, klen, 0);
+	size_t j = h & (b->tab_cap - 1);
+	while (b->tab[j].key) {
+		if (b->tab[j].hash == h && b->tab[j].klen == klen &&
+		    memcmp(b->tab[j].key, key, klen) == 0)
+			return &b->tab[j];
+		j = (j + 1) & (b->tab_cap - 1);
+	}
+	b->tab[j].hash = h;
+	b->tab[j].klen = klen;
+	return &b->tab[j];
+}
+
+/* Keeps a copy of key in the arena for a new slot. */
+static int claim(struct ingest_pb *b, struct slot *s, const uint8_t *key, size_t klen, uint64_t id)
+{
+	uint8_t *k = pd_arena_alloc(b->arena, klen ? klen : 1);
+	if (!k)
+		return oom(b);
+	memcpy(k, key, klen);
+	s->key = k;
+	s->id = id;
+	b->tab_used++;
+	return 0;
+}
+
+static int key_start(struct ingest_pb *b, int kind)
+{
+	b->key.len = 0;
+	uint8_t k = (uint8_t)kind;
+	return pd_buf_append(&b->key, &k, 1) ? oom(b) : 0;
+}
+
+static int key_add(struct ingest_pb *b, const void *p, size_t n)
+{
+	return pd_buf_append(&b->key, p, n) ? oom(b) : 0;
+}
+
+int64_t ingest_pb_str(struct ingest_pb *b, const char *s, size_t len)
+{
+	if (b->rc)
+		return -1;
+	if (len == 0 && b->nstr > 0)
+		return 0;
+	if (key_start(b, K_STR) || key_add(b, s, len))
+		return -1;
+	struct slot *sl = lookup(b, (const uint8_t *)b->key.data, b->key.len);
+	if (!sl)
+		return -1;
+	if (sl->key)
+		return (int64_t)sl->id - 1;
+	if (grow(b, (void **)&b->str, &b->cap_str, b->nstr, sizeof(*b->str)) ||
+	    grow(b, (void **)&b->str_len, &b->cap_str_len, b->nstr, sizeof(*b->str_len)))
+		return -1;
+	if (claim(b, sl, (const uint8_t *)b->key.data, b->key.len, b->nstr + 1))
+		return -1;
+	b->str[b->nstr] = (const char *)sl->key + 1;
+	b->str_len[b->nstr] = len;
+	return (int64_t)b->nstr++;
+}
+
+int ingest_pb_sample_type(struct ingest_pb *b, const char *type, const char *unit)
+{
+	if (b->rc)
+		return b->rc;
+	if (b->nst == sizeof(b->st) / sizeof(b->st[0]))
+		return fail(b, PD_EINVAL, 0, "more than %zu sample types",
+			    sizeof(b->st) / sizeof(b->st[0]));
+	int64_t t = ingest_pb_str(b, type, strlen(type));
+	int64_t u = ingest_pb_str(b, unit, strlen(unit));
+	if (t < 0 || u < 0)
+		return b->rc;
+	b->st[b->nst++] = (struct pd_pprof_pvt){.type = t, .unit = u};
+	return 0;
+}
+
+int ingest_pb_period(struct ingest_pb *b, const char *type, const char *unit, int64_t period)
+{
+	int64_t t = ingest_pb_str(b, type, strlen(type));
+	int64_t u = ingest_pb_str(b, unit, strlen(unit));
+	if (t < 0 || u < 0)
+		return b->rc;
+	b->has_period = 1;
+	b->period_type = (struct pd_pprof_pvt){.type = t, .unit = u};
+	b->period = period;
+	return 0;
+}
+
+void ingest_pb_time(struct ingest_pb *b, int64_t time_nanos, int64_t duration_nanos)
+{
+	b->time_nanos = time_nanos;
+	b->duration_nanos = duration_nanos;
+}
+
+int ingest_pb_comment(struct ingest_pb *b, const char *s, size_t len)
+{
+	int64_t i = ingest_pb_str(b, s, len);
+	if (i < 0 || grow(b, (void **)&b->comments, &b->cap_comments, b->ncomments,
+			  sizeof(*b->comments)))
+		return b->rc;
+	b->comments[b->ncomments++] = i;
+	return 0;
+}
+
+static int symbol(struct ingest_pb *b, const char *s, size_t len, int64_t *out)
+{
+	if (len > b->lim.max_symbol_len)
+		return fail(b, PD_ETOOBIG, PD_INGEST_LIMIT_SYMBOL_LEN,
+			    "a symbol of %zu bytes is longer than %zu (%s)", len,
+			    b->lim.max_symbol_len, pd_ingest_limit_flag(PD_INGEST_LIMIT_SYMBOL_LEN));
+	*out = s ? ingest_pb_str(b, s, len) : 0;
+	return *out < 0 ? b->rc : 0;
+}
+
+uint64_t ingest_pb_function(struct ingest_pb *b, const char *name, size_t name_len,
+			    const char *system_name, size_t system_name_len, const char *file,
+			    size_t file_len, int64_t start_line)
+{
+	if (!system_name) {
+		system_name = name;
+		system_name_len = name_len;
+	}
+	int64_t f[4] = {0, 0, 0, start_line};
+	if (symbol(b, name, name_len, &f[0]) || symbol(b, system_name, system_name_len, &f[1]) ||
+	    symbol(b, file, file_len, &f[2]))
+		return 0;
+	if (key_start(b, K_FUNC) || key_add(b, f, sizeof(f)))
+		return 0;
+	struct slot *sl = lookup(b, (const uint8_t *)b->key.data, b->key.len);
+	if (!sl)
+		return 0;
+	if (sl->key)
+		return sl->id;
+	if (grow(b, (void **)&b->fn, &b->cap_fn, b->nfn, sizeof(*b->fn)) ||
+	    claim(b, sl, (const uint8_t *)b->key.data, b->key.len, b->nfn + 1))
+		return 0;
+	b->fn[b->nfn] = (struct pd_pprof_pfunction){
+	    .id = b->nfn + 1, .name = f[0], .system_name = f[1], .filename = f[2],
+	    .start_line = start_line};
+	return ++b->nfn;
+}
+
+uint64_t ingest_pb_mapping(struct ingest_pb *b, uint64_t start, uint64_t limit, uint64_t offset,
+			   const char *filename, size_t filename_len, const char *build_id,
+			   size_t build_id_len, int has_functions)
+{
+	int64_t fname = 0, bid = 0;
+	if (symbol(b, filename, filename_len, &fname) || symbol(b, build_id, build_id_len, &bid))
+		return 0;
+	int64_t k[6] = {(int64_t)start, (int64_t)limit, (int64_t)offset, fname, bid, has_functions};
+	if (key_start(b, K_MAP) || key_add(b, k, sizeof(k)))
+		return 0;
+	struct slot *sl = lookup(b, (const uint8_t *)b->key.data, b->key.len);
+	if (!sl)
+		return 0;
+	if (sl->key)
+		return sl->id;
+	if (grow(b, (void **)&b->map, &b->cap_map, b->nmap, sizeof(*b->map)) ||
+	    claim(b, sl, (const uint8_t *)b->key.data, b->key.len, b->nmap + 1))
+		return 0;
+	b->map[b->nmap] = (struct pd_pprof_pmapping){.id = b->nmap + 1,
+						     .memory_start = start,
+						     .memory_limit = limit,
+						     .file_offset = offset,
+						     .filename = fname,
+						     .build_id = bid,
+						     .has_functions = has_functions != 0};
+	return ++b->nmap;
+}
+
+uint64_t ingest_pb_location(struct ingest_pb *b, uint64_t mapping_id, uint64_t address,
+			    const struct ingest_pb_line *lines, size_t nlines)
+{
+	if (b->rc)
+		return 0;
+	uint64_t h[2] = {mapping_id, address};
+	if (key_start(b, K_LOC) || key_add(b, h, sizeof(h)))
+		return 0;
+	for (size_t i = 0; i < nlines; i++) {
+		int64_t l[2] = {(int64_t)lines[i].function_id, lines[i].line};
+		if (key_add(b, l, sizeof(l)))
+			return 0;
+	}
+	struct slot *sl = lookup(b, (const uint8_t *)b->key.data, b->key.len);
+	if (!sl)
+		return 0;
+	if (sl->key)
+		return sl->id;
+	struct pd_pprof_pline *pl = NULL;
+	if (nlines && !(pl = pd_arena_calloc(b->arena, nlines, sizeof(*pl)))) {
+		oom(b);
+		return 0;
+	}
+	for (size_t i = 0; i < nlines; i++)
+		pl[i] = (struct pd_pprof_pline){.function_id = lines[i].function_id,
+						.line = lines[i].line};
+	if (grow(b, (void **)&b->loc, &b->cap_loc, b->nloc, sizeof(*b->loc)) ||
+	    claim(b, sl, (const uint8_t *)b->key.data, b->key.len, b->nloc + 1))
+		return 0;
+	b->loc[b->nloc] = (struct pd_pprof_plocation){.id = b->nloc + 1,
+						      .mapping_id = mapping_id,
+						      .address = address,
+						      .line = pl,
+						      .nline = nlines};
+	return ++b->nloc;
+}
+
+uint64_t ingest_pb_frame(struct ingest_pb *b, uint64_t function_id, int64_t line)
+{
+	struct ingest_pb_line l = {.function_id = function_id, .line = line};
+	return function_id ? ingest_pb_location(b, 0, 0, &l, 1) : 0;
+}
+
+int ingest_pb_sample(struct ingest_pb *b, const uint64_t *locs, size_t nlocs,
+		     const int64_t *values, size_t nvalues, const struct ingest_pb_label *labels,
+		     size_t nlabels, int merge)
+{
+	if (b->rc)
+		return b->rc;
+	if (nvalues != b->nst)
+		return fail(b, PD_EINVAL, 0, "a sample has %zu values for %zu sample types",
+			    nvalues, b->nst);
+	if (nlocs > b->lim.max_stack_depth)
+		return fail(b, PD_ETOOBIG, PD_INGEST_LIMIT_STACK_DEPTH,
+			    "a stack of %zu frames is deeper than %zu (%s)", nlocs,
+			    b->lim.max_stack_depth,
+			    pd_ingest_limit_flag(PD_INGEST_LIMIT_STACK_DEPTH));
+	struct pd_pprof_plabel *pl = NULL;
+	if (nlabels && !(pl = pd_arena_calloc(b->arena, nlabels, sizeof(*pl))))
+		return oom(b);
+	for (size_t i = 0; i < nlabels; i++) {
+		int64_t k = ingest_pb_str(b, labels[i].key, labels[i].key_len);
+		int64_t v = labels[i].str ? ingest_pb_str(b, labels[i].str, labels[i].str_len) : 0;
+		int64_t u = labels[i].num_unit
+				? ingest_pb_str(b, labels[i].num_unit, strlen(labels[i].num_unit))
+				: 0;
+		if (k < 0 || v < 0 || u < 0)
+			return b->rc;
+		pl[i] = (struct pd_pprof_plabel){
+		    .key = k, .str = v, .num = labels[i].str ? 0 : labels[i].num, .num_unit = u};
+	}
+	struct slot *sl = NULL;
+	if (merge) {
+		if (key_start(b, K_SAMPLE) || key_add(b, &nlocs, sizeof(nlocs)) ||
+		    key_add(b, locs, nlocs * sizeof(*locs)) || key_add(b, pl, nlabels * sizeof(*pl)))
+			return b->rc;
+		if (!(sl = lookup(b, (const uint8_t *)b->key.data, b->key.len)))
+			return b->rc;
+		if (sl->key) {
+			struct pd_pprof_psample *s = &b->smp[sl->id - 1];
+			for (size_t i = 0; i < nvalues; i++)
+				s->value[i] += values[i];
+			return 0;
+		}
+	}
+	if (b->nsmp >= b->lim.max_samples)
+		return fail(b, PD_ETOOBIG, PD_INGEST_LIMIT_SAMPLES,
+			    "the profile has more than %zu samples (%s)", b->lim.max_samples,
+			    pd_ingest_limit_flag(PD_INGEST_LIMIT_SAMPLES));
+	uint64_t *l = nlocs ? pd_arena_alloc(b->arena, nlocs * sizeof(*l)) : NULL;
+	int64_t *v = pd_arena_alloc(b->arena, (nvalues ? nvalues : 1) * sizeof(*v));
+	if ((nlocs && !l) || !v)
+		return oom(b);
+	if (nlocs)
+		memcpy(l, locs, nlocs * sizeof(*l));
+	if (nvalues)
+		memcpy(v, values, nvalues * sizeof(*v));
+	if (grow(b, (void **)&b->smp, &b->cap_smp, b->nsmp, sizeof(*b->smp)))
+		return b->rc;
+	if (sl && claim(b, sl, (const uint8_t *)b->key.data, b->key.len, b->nsmp + 1))
+		return b->rc;
+	b->smp[b->nsmp++] = (struct pd_pprof_psample){.location_id = l,
+						      .nlocation = nlocs,
+						      .value = v,
+						      .nvalue = nvalues,
+						      .label = pl,
+						      .nlabel = nlabels};
+	return 0;
+}
+
+size_t ingest_pb_nsamples(const struct ingest_pb *b)
+{
+	return b->nsmp;
+}
+
+int ingest_pb_err(const struct ingest_pb *b, struct pd_err *err, int *limit)
+{
+	if (!b->rc)
+		return 0;
+	if (err)
+		*err = b->err;
+	if (limit)
+		*limit = b->limit;
+	return b->rc;
+}
+
+int ingest_pb_finish(struct ingest_pb *b, uint8_t **out, size_t *out_len,
+		     struct pd_pprof_profile **decoded, struct pd_err *err)
+{
+	if (b->rc) {
+		if (err)
+			*err = b->err;
+		return b->rc;
+	}
+	struct pd_pprof_parts parts = {
+	    .strings = b->str,
+	    .string_len = b->str_len,
+	    .nstrings = b->nstr,
+	    .sample_type = b->st,
+	    .nsample_type = b->nst,
+	    .sample = b->smp,
+	    .nsample = b->nsmp,
+	    .mapping = b->map,
+	    .nmapping = b->nmap,
+	    .location = b->loc,
+	    .nlocation = b->nloc,
+	    .function = b->fn,
+	    .nfunction = b->nfn,
+	    .has_period_type = b->has_period,
+	    .period_type = b->period_type,
+	    .period = b->period,
+	    .time_nanos = b->time_nanos,
+	    .duration_nanos = b->duration_nanos,
+	    .comment = b->comments,
+	    .ncomment = b->ncomments,
+	};
+	int rc = pd_pprof_parts_encode(&parts, out, out_len, err);
+	if (rc)
+		return rc;
+	if (decoded && (rc = pd_pprof_parts_build(&parts, decoded, err))) {
+		free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
