@@ -39,6 +39,10 @@ struct pd_ingest_limits {
 	size_t max_symbol_len;     /* bytes of a function or file name */
 	size_t max_profiles;       /* profiles one request may turn into */
 	unsigned max_json_depth;   /* nesting of a JSON body */
+	/* a pprof the client sent, decoded (pd_pprof_decode_opts' max_memory and
+	 * max_sample_labels; 0: pprof.h's PD_PPROF_STORE_* defaults) */
+	size_t max_decoded_memory;
+	size_t max_sample_labels;
 };
 
 #define PD_INGEST_DEFAULT_MAX_DECOMPRESSED ((size_t)64 << 20)

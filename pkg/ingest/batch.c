@@ -78,6 +78,8 @@ struct pd_ingest_limits pd_ingest_limits_resolve(const struct pd_ingest_limits *
 	DEF(max_symbol_len, PD_INGEST_DEFAULT_MAX_SYMBOL_LEN)
 	DEF(max_profiles, PD_INGEST_DEFAULT_MAX_PROFILES)
 	DEF(max_json_depth, PD_INGEST_DEFAULT_MAX_JSON_DEPTH)
+	DEF(max_decoded_memory, PD_PPROF_STORE_MAX_MEMORY)
+	DEF(max_sample_labels, PD_PPROF_STORE_MAX_SAMPLE_LABELS)
 #undef DEF
 	return l;
 }
