@@ -65,6 +65,15 @@ struct run_flags {
 	const char *max_profile_sample_labels;
 	const char *max_response_memory; /* responses held for clients, all connections */
 	const char *max_future_time;    /* how far after the clock a sample may be dated */
+	/* pushes: the request body, and what /ingest, Connect and OTLP pushes may make */
+	const char *max_push_body;
+	const char *ingest_max_stack_depth;
+	const char *ingest_max_labels;
+	const char *ingest_max_label_name_len;
+	const char *ingest_max_label_value_len;
+	const char *ingest_max_symbol_len;
+	const char *ingest_max_profiles;
+	const char *ingest_max_json_depth;
 };
 
 static void usage(FILE *f)
@@ -172,6 +181,19 @@ static void usage(FILE *f)
 		"  --storage.tsdb.max-profile-sample-labels=N\n"
 		"                                      most labels on one of its samples\n"
 		"                                      (default 1024)\n"
+		"  --web.max-push-body=SIZE            largest body of a push, to any of the push\n"
+		"                                      endpoints, as sent (default 64MB)\n"
+		"  --ingest.max-stack-depth=N          most frames in one stack of a profile\n"
+		"                                      pushed to /ingest, Push or OTLP (default 2048)\n"
+		"  --ingest.max-labels-per-series=N    most labels of a series such a push names,\n"
+		"                                      __name__ and service_name included (default 30)\n"
+		"  --ingest.max-label-name-length=N    longest label name in bytes (default 1024)\n"
+		"  --ingest.max-label-value-length=N   longest label value in bytes (default 2048)\n"
+		"  --ingest.max-symbol-length=N        longest function or file name in bytes\n"
+		"                                      (default 65535)\n"
+		"  --ingest.max-profiles-per-request=N most profiles one push may turn into\n"
+		"                                      (default 10000)\n"
+		"  --ingest.max-json-depth=N           deepest nesting of a JSON push (default 64)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 }
@@ -225,7 +247,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m", "",
 				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", "", "10s", "1GB", "2",
 				"1000000" /* PD_TSDB_DEFAULT_MAX_SERIES */,
-				"8", "20", "100", "64MB", "1000000", "1024", "1GB", "10m"};
+				"8", "20", "100", "64MB", "1000000", "1024", "1GB", "10m", "64MB",
+				"2048", "30", "1024", "2048", "65535", "10000", "64"};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -333,6 +356,22 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->max_profile_sample_labels = v;
 		else if (IS("--storage.tsdb.max-future-time"))
 			f->max_future_time = v;
+		else if (IS("--web.max-push-body"))
+			f->max_push_body = v;
+		else if (IS("--ingest.max-stack-depth"))
+			f->ingest_max_stack_depth = v;
+		else if (IS("--ingest.max-labels-per-series"))
+			f->ingest_max_labels = v;
+		else if (IS("--ingest.max-label-name-length"))
+			f->ingest_max_label_name_len = v;
+		else if (IS("--ingest.max-label-value-length"))
+			f->ingest_max_label_value_len = v;
+		else if (IS("--ingest.max-symbol-length"))
+			f->ingest_max_symbol_len = v;
+		else if (IS("--ingest.max-profiles-per-request"))
+			f->ingest_max_profiles = v;
+		else if (IS("--ingest.max-json-depth"))
+			f->ingest_max_json_depth = v;
 		else {
 			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
@@ -685,6 +724,26 @@ int pd_cmd_run(int argc, char **argv)
 	    parse_count("--storage.tsdb.max-profile-sample-labels", f.max_profile_sample_labels,
 			2000000000u, &max_sample_labels))
 		return 2;
+	unsigned in_depth, in_labels, in_name_len, in_value_len, in_symbol_len, in_profiles,
+		in_json_depth;
+	int64_t push_body = 0;
+	if (parse_count("--ingest.max-stack-depth", f.ingest_max_stack_depth, 1000000, &in_depth) ||
+	    parse_count("--ingest.max-labels-per-series", f.ingest_max_labels, 64, &in_labels) ||
+	    parse_count("--ingest.max-label-name-length", f.ingest_max_label_name_len, 1 << 20,
+			&in_name_len) ||
+	    parse_count("--ingest.max-label-value-length", f.ingest_max_label_value_len, 1 << 20,
+			&in_value_len) ||
+	    parse_count("--ingest.max-symbol-length", f.ingest_max_symbol_len, 1 << 24,
+			&in_symbol_len) ||
+	    parse_count("--ingest.max-profiles-per-request", f.ingest_max_profiles, 10000000,
+			&in_profiles) ||
+	    parse_count("--ingest.max-json-depth", f.ingest_max_json_depth, 10000, &in_json_depth))
+		return 2;
+	if (pd_config_parse_size(f.max_push_body, &push_body, &err) || push_body <= 0) {
+		fprintf(stderr, "profd run: --web.max-push-body: %s\n",
+			push_body <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
+		return 2;
+	}
 	if (pd_config_parse_size(f.max_profile_decoded_size, &decoded_size, &err) ||
 	    decoded_size <= 0) {
 		fprintf(stderr, "profd run: --storage.tsdb.max-profile-decoded-size: %s\n",
@@ -829,7 +888,11 @@ int pd_cmd_run(int argc, char **argv)
 			    "storage.tsdb.max-profile-gzip-ratio", "storage.tsdb.max-profile-decoded-size",
 			    "storage.tsdb.max-profile-samples", "storage.tsdb.max-profile-sample-labels",
 			    "web.max-response-memory",
-			    "storage.tsdb.max-future-time"};
+			    "storage.tsdb.max-future-time", "web.max-push-body",
+			    "ingest.max-stack-depth", "ingest.max-labels-per-series",
+			    "ingest.max-label-name-length", "ingest.max-label-value-length",
+			    "ingest.max-symbol-length", "ingest.max-profiles-per-request",
+			    "ingest.max-json-depth"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -843,7 +906,11 @@ int pd_cmd_run(int argc, char **argv)
 			    f.max_concurrent_pushes, f.query_max_concurrency, f.max_profile_gzip_ratio,
 			    f.max_profile_decoded_size, f.max_profile_samples,
 			    f.max_profile_sample_labels,
-			    f.max_response_memory, f.max_future_time};
+			    f.max_response_memory, f.max_future_time, f.max_push_body,
+			    f.ingest_max_stack_depth, f.ingest_max_labels,
+			    f.ingest_max_label_name_len, f.ingest_max_label_value_len,
+			    f.ingest_max_symbol_len, f.ingest_max_profiles,
+			    f.ingest_max_json_depth};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -865,6 +932,14 @@ int pd_cmd_run(int argc, char **argv)
 	ao.push_max_memory = (size_t)decoded_size;
 	ao.push_max_samples = max_samples;
 	ao.push_max_sample_labels = max_sample_labels;
+	ao.max_push_body = (size_t)push_body;
+	ao.ingest = (struct pd_ingest_limits){.max_stack_depth = in_depth,
+					      .max_labels = in_labels,
+					      .max_label_name_len = in_name_len,
+					      .max_label_value_len = in_value_len,
+					      .max_symbol_len = in_symbol_len,
+					      .max_profiles = in_profiles,
+					      .max_json_depth = in_json_depth};
 	ao.db = d.db;
 	ao.scrape = d.scrape;
 	ao.discovery = d.disc;

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "profd/ingest.h"
 #include "profd/util.h"
 
 struct pd_tsdb;
@@ -164,6 +165,11 @@ struct pd_api_opts {
 	size_t push_max_memory;
 	size_t push_max_samples;
 	size_t push_max_sample_labels;
+	/* what a push to /ingest, push.v1.PusherService/Push or /v1development/profiles
+	 * may turn into (stack depth, labels, name lengths, profiles, JSON depth; zero
+	 * fields: pd_ingest's defaults). Its decompressed size, gzip ratio, samples and
+	 * decode limits come from the fields above. */
+	struct pd_ingest_limits ingest;
 	/* PromQL under /prometheus: the longest a query may run (a request's `timeout`
 	 * can only shorten it), the samples it may hold, and how far back an instant
 	 * selector looks for a sample. */

@@ -49,6 +49,9 @@ enum api_handler {
 	H_PROM_LABEL_VALUES,
 	H_PROM_METADATA,
 	H_PROM_BUILDINFO,
+	H_INGEST,
+	H_PUSH_V1,
+	H_OTLP,
 	H_UI,
 	H_OTHER,
 	API_NHANDLERS
@@ -76,6 +79,23 @@ const char *api_push_refusal_name(int why);
 /* Counts a push refused for why. */
 void api_push_refused(struct pd_api_server *s, int why);
 
+/* The push endpoints of other profilers (ingest.c) and why a push to one was
+ * refused (profd_ingest_refused_total's reason): the server's reasons, then
+ * API_INGEST_LIMIT0 + an enum pd_ingest_limit. */
+enum { API_INGEST_EP_INGEST, API_INGEST_EP_PUSH, API_INGEST_EP_OTLP, API_INGEST_NENDPOINTS };
+#define API_INGEST_NFORMATS 10
+enum api_ingest_reason {
+	API_INGEST_MALFORMED = 1,
+	API_INGEST_UNSUPPORTED,
+	API_INGEST_BODY_SIZE,
+	API_INGEST_CONCURRENCY,
+	API_INGEST_STORE,
+	API_INGEST_DISABLED,
+	API_INGEST_PARTIAL,
+	API_INGEST_LIMIT0,
+	API_INGEST_NREASONS = API_INGEST_LIMIT0 + 16
+};
+
 struct api_counters {
 	uint64_t requests[API_NHANDLERS][API_NCODES + 1];
 	uint64_t dur_bucket[API_NHANDLERS][API_NBUCKETS];
@@ -89,6 +109,10 @@ struct api_counters {
 	uint64_t pushed_bytes;
 	/* pushes refused for a limit, by enum api_push_refusal */
 	uint64_t push_refused[API_PUSH_REFUSALS];
+	/* ingest.c's endpoints, by API_INGEST_EP_* and format */
+	uint64_t ingest_profiles[API_INGEST_NENDPOINTS][API_INGEST_NFORMATS];
+	uint64_t ingest_bytes[API_INGEST_NENDPOINTS][API_INGEST_NFORMATS];
+	uint64_t ingest_refused[API_INGEST_NENDPOINTS][API_INGEST_NFORMATS][API_INGEST_NREASONS];
 	uint64_t reloads, reload_failures;
 	uint64_t conn_reserve;   /* connections accepted into the reserve */
 	uint64_t conn_closed[4]; /* by enum api_close_reason */
@@ -283,6 +307,7 @@ struct api_resp {
 	size_t nwarnings;
 	char *disposition; /* Content-Disposition, malloc'd */
 	const char *allow; /* for 405 */
+	const char *accept_post; /* Accept-Post, for 415 */
 	const char *location;     /* a path inside the server (the route prefix goes in front) */
 	const char *location_abs; /* a Location sent as it is (wins over location) */
 	char *location_owned;     /* malloc'd storage of location_abs, freed with the response */
@@ -425,6 +450,21 @@ void api_status_flags(struct api_req *r, struct api_resp *w);
 void api_status_tsdb(struct api_req *r, struct api_resp *w);
 void api_status_buildinfo(struct api_req *r, struct api_resp *w);
 void api_push(struct api_req *r, struct api_resp *w);
+/* ingest.c: Pyroscope's /ingest, push.v1.PusherService/Push (Connect) and OTLP
+ * profiles over HTTP. */
+void api_ingest(struct api_req *r, struct api_resp *w);
+void api_push_v1(struct api_req *r, struct api_resp *w);
+void api_otlp(struct api_req *r, struct api_resp *w);
+/* The API_INGEST_EP_* of a handler, or -1 for the others. */
+int api_ingest_endpoint(int handler);
+/* An answer to a push refused before its handler ran (body size, busy, disabled),
+ * in the endpoint's own error form. */
+void api_ingest_reject(struct api_req *r, struct api_resp *w, unsigned status, const char *msg);
+/* Counts such a refusal: why is API_PUSH_CONCURRENCY, API_PUSH_BODY_SIZE or 0
+ * (disabled). */
+void api_ingest_refused(struct pd_api_server *s, int handler, int why);
+/* The profd_ingest_* metric families. */
+void api_ingest_metrics(struct pd_api_server *s, struct api_resp *w);
 /* /api/v1/admin/tsdb/{delete_series,clean_tombstones,snapshot} (admin.c). */
 void api_admin_delete_series(struct api_req *r, struct api_resp *w);
 void api_admin_clean_tombstones(struct api_req *r, struct api_resp *w);

@@ -517,6 +517,7 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	for (int i = 1; i < API_PUSH_REFUSALS; i++)
 		jprintf(w, "profd_push_refused_total{reason=\"%s\"} %llu\n", api_push_refusal_name(i),
 		        (unsigned long long)m.push_refused[i]);
+	api_ingest_metrics(s, w);
 	family(w, "profd_pushes_in_progress", "gauge",
 	       "Pushes being received or stored now (at most --web.max-concurrent-pushes).");
 	sample_u(w, "profd_pushes_in_progress", pushing);

@@ -68,6 +68,9 @@ const char *const api_handler_names[API_NHANDLERS] = {
     "/prometheus/api/v1/label/:name/values",
     "/prometheus/api/v1/metadata",
     "/prometheus/api/v1/status/buildinfo",
+    "/ingest",
+    "/push.v1.PusherService/Push",
+    "/v1development/profiles",
     "/",
     "other",
 };
@@ -125,6 +128,11 @@ static const struct route routes[] = {
     {"/api/v1/status/buildinfo", M_GET | M_HEAD, H_STATUS_BUILDINFO, api_status_buildinfo,
      BODY_NONE, 1, "GET, HEAD"},
     {"/api/v1/profiles", M_POST, H_PROFILES, api_push, BODY_PUSH, 1, "POST"},
+    /* other profilers' pushes (ingest.c), answered in their own protocols */
+    {"/ingest", M_POST, H_INGEST, api_ingest, BODY_PUSH, 0, "POST"},
+    {"/pyroscope/ingest", M_POST, H_INGEST, api_ingest, BODY_PUSH, 0, "POST"},
+    {"/push.v1.PusherService/Push", M_POST, H_PUSH_V1, api_push_v1, BODY_PUSH, 0, "POST"},
+    {"/v1development/profiles", M_POST, H_OTLP, api_otlp, BODY_PUSH, 0, "POST"},
     {"/api/v1/admin/tsdb/delete_series", M_POST | M_PUT, H_ADMIN_DELETE_SERIES,
      api_admin_delete_series, BODY_FORM, 1, "POST, PUT"},
     {"/api/v1/admin/tsdb/clean_tombstones", M_POST | M_PUT, H_ADMIN_CLEAN_TOMBSTONES,
@@ -624,6 +632,8 @@ static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
 		MHD_add_response_header(resp, "Content-Disposition", w->disposition);
 	if (w->allow)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, w->allow);
+	if (w->accept_post)
+		MHD_add_response_header(resp, "Accept-Post", w->accept_post);
 	if (w->location_abs) {
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, w->location_abs);
 	} else if (w->location) {
@@ -733,10 +743,19 @@ static enum MHD_Result process(struct api_req *r)
 			         ? "Only POST or PUT requests allowed\n"
 			         : "Method Not Allowed\n");
 	} else if (r->body_too_big) {
+		char msg[160];
+		snprintf(msg, sizeof(msg),
+		         "the request body is larger than the limit of %zu bytes "
+		         "(--web.max-push-body)",
+		         r->body_max);
 		if (r->handler == H_PROFILES)
 			api_push_refused(s, API_PUSH_BODY_SIZE);
-		api_error(&w, 413, "bad_data",
-		          "the request body is larger than the limit of %zu bytes", r->body_max);
+		if (api_ingest_endpoint(r->handler) >= 0) {
+			api_ingest_refused(s, r->handler, API_PUSH_BODY_SIZE);
+			api_ingest_reject(r, &w, 413, msg);
+		} else {
+			api_error(&w, 413, "bad_data", "%s", msg);
+		}
 	} else {
 		int frc = 0;
 		if (rt->body == BODY_FORM && (r->is_post || m == M_PUT) && r->body.len &&
@@ -819,7 +838,9 @@ static enum MHD_Result reject(struct api_req *r, unsigned status, const char *ty
 	struct api_resp w;
 	resp_init(&w, 0);
 	w.close_conn = 1;
-	if (json_api_path(r->path)) {
+	if (api_ingest_endpoint(r->handler) >= 0) {
+		api_ingest_reject(r, &w, status, msg);
+	} else if (json_api_path(r->path)) {
 		w.json = 1;
 		api_error(&w, status, type, "%s", msg);
 		finish_json(r->srv, &w);
@@ -844,12 +865,20 @@ static enum MHD_Result reject_busy_push(struct api_req *r)
 	resp_init(&w, 0);
 	w.close_conn = 1;
 	w.retry_after = 1;
-	w.json = 1;
-	api_error(&w, 429, "unavailable",
-	          "too many pushes at once: all %u slots (--web.max-concurrent-pushes) are "
-	          "taken; retry after a second",
-	          s->o.max_concurrent_pushes);
-	finish_json(s, &w);
+	char msg[160];
+	snprintf(msg, sizeof(msg),
+	         "too many pushes at once: all %u slots (--web.max-concurrent-pushes) are "
+	         "taken; retry after a second",
+	         s->o.max_concurrent_pushes);
+	if (api_ingest_endpoint(r->handler) >= 0) {
+		api_ingest_refused(s, r->handler, API_PUSH_CONCURRENCY);
+		api_ingest_reject(r, &w, 429, msg);
+		w.retry_after = 1;
+	} else {
+		w.json = 1;
+		api_error(&w, 429, "unavailable", "%s", msg);
+		finish_json(s, &w);
+	}
 	enum MHD_Result ret = send_response(r, &w);
 	resp_fini(&w);
 	api_push_refused(s, API_PUSH_CONCURRENCY);
@@ -1280,21 +1309,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		const char *why = bad_path(r->path);
 		if (why)
 			return reject(r, 400, "bad_data", why);
-		if (r->handler == H_PROFILES && s->o.push_disabled)
+		int pushing = r->handler == H_PROFILES || api_ingest_endpoint(r->handler) >= 0;
+		if (pushing && s->o.push_disabled) {
+			if (r->handler != H_PROFILES)
+				api_ingest_refused(s, r->handler, 0);
 			return reject(r, 404, "not_found",
 			              "push receiver needs to be enabled with --web.enable-push");
+		}
 		const char *cl =
 		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (r->body_max && cl && strtoull(cl, NULL, 10) > r->body_max) {
 			r->body_too_big = 1;
 			if (r->handler == H_PROFILES)
 				api_push_refused(s, API_PUSH_BODY_SIZE);
-			char msg[128];
+			else if (pushing)
+				api_ingest_refused(s, r->handler, API_PUSH_BODY_SIZE);
+			char msg[160];
 			snprintf(msg, sizeof(msg),
-			         "the request body is larger than the limit of %zu bytes", r->body_max);
+			         "the request body is larger than the limit of %zu bytes%s", r->body_max,
+			         pushing ? " (--web.max-push-body)" : "");
 			return reject(r, 413, "bad_data", msg);
 		}
-		if (r->handler == H_PROFILES && r->is_post && push_slot_take(r))
+		if (pushing && r->is_post && push_slot_take(r))
 			return reject_busy_push(r);
 		return MHD_YES;
 	}

@@ -839,7 +839,9 @@ class QueryPage {
       <p>No series are stored. Check the <a href="targets">targets</a>: are any configured, and are
       they up? Targets come from <code>scrape_configs</code> in the configuration file
       (see <a href="status">status</a> for the loaded configuration); profiles can also be
-      pushed to <code>POST /api/v1/profiles</code>.</p>`;
+      pushed to <code>POST /api/v1/profiles</code>, by Pyroscope's SDKs to <code>/ingest</code>,
+      by Grafana Alloy to <code>/push.v1.PusherService/Push</code> and by OpenTelemetry
+      exporters to <code>/v1development/profiles</code>.</p>`;
     return d;
   }
 
@@ -856,10 +858,15 @@ class QueryPage {
       return;
     }
     let jobs = [];
+    let services = [];
     try {
-      jobs = (await apiGet('label/job/values', {}, ac.signal)).data || [];
+      [jobs, services] = await Promise.all(['job', 'service_name'].map(async (l) =>
+        (await apiGet(`label/${l}/values`, {}, ac.signal)).data || []));
     } catch (e) { /* the types alone will do */ }
     if (ac !== this.abort) return;
+    // pushed profiles (Pyroscope's SDKs, Alloy, OTLP) name a service rather than a job
+    services = services.filter((v) => !jobs.includes(v));
+    const quote = (v) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"');
     const d = document.createElement('div');
     d.className = 'empty';
     d.innerHTML = `<h3>Pick what to look at</h3>
@@ -869,7 +876,13 @@ class QueryPage {
       const p = document.createElement('p');
       p.textContent = 'Or every profile type of one job:';
       d.appendChild(p);
-      d.appendChild(this.typeChips(jobs.map((j) => `{job="${j.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"}`)));
+      d.appendChild(this.typeChips(jobs.map((j) => `{job="${quote(j)}"}`)));
+    }
+    if (services.length && services.length <= 12) {
+      const p = document.createElement('p');
+      p.textContent = 'Or every profile type of one pushed service:';
+      d.appendChild(p);
+      d.appendChild(this.typeChips(services.map((v) => `{service_name="${quote(v)}"}`)));
     }
     const more = document.createElement('p');
     more.className = 'muted';
