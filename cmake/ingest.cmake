@@ -43,3 +43,16 @@ if(PD_TESTS)
     endif()
   endforeach()
 endif()
+
+# the HTTP layer with curl against a running profd (tests/integration/ingest.sh), and
+# Pyroscope's own Node.js SDK pushing to it (ingest_nodejs.sh, tests/ingest/nodejs)
+if(PD_TESTS)
+  add_test(NAME integration_ingest
+    COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/ingest.sh $<TARGET_FILE:profd>
+            ${PROJECT_SOURCE_DIR}/testdata)
+  set_tests_properties(integration_ingest PROPERTIES LABELS integration TIMEOUT 300)
+  add_test(NAME integration_ingest_nodejs
+    COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/ingest_nodejs.sh $<TARGET_FILE:profd>
+            ${PROJECT_SOURCE_DIR}/tests/ingest/nodejs)
+  set_tests_properties(integration_ingest_nodejs PROPERTIES LABELS integration TIMEOUT 400)
+endif()

@@ -66,8 +66,12 @@ fi
 
 # npm writes node_modules/.package-lock.json at every install: older than the lock
 # file means the lock file changed since
-if [ $tests = 1 ] && [ -f "$browser/package-lock.json" ] && { [ ! -f "$browser/node_modules/.package-lock.json" ] ||
-  [ "$browser/package-lock.json" -nt "$browser/node_modules/.package-lock.json" ]; }; then
-  echo "deps: npm ci in tests/browser" >&2
-  (cd "$browser" && npm ci --no-audit --no-fund --loglevel=error) >&2
-fi
+# tests/browser: playwright-core; tests/ingest/nodejs: Pyroscope's Node.js SDK, whose
+# pushes tests/integration/ingest_nodejs.sh receives
+for dir in "$browser" "$here/tests/ingest/nodejs"; do
+  if [ $tests = 1 ] && [ -f "$dir/package-lock.json" ] && { [ ! -f "$dir/node_modules/.package-lock.json" ] ||
+    [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; }; then
+    echo "deps: npm ci in ${dir#"$here"/}" >&2
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >&2
+  fi
+done
