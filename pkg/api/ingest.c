@@ -90,7 +90,7 @@ void api_ingest_metrics(struct pd_api_server *s, struct api_resp *w)
 		"# TYPE profd_ingest_profiles_total counter\n");
 	for (int e = 0; e < API_INGEST_NENDPOINTS; e++)
 		for (int f = 0; f < API_INGEST_NFORMATS; f++)
-			if (acc[e][f] || f == 0)
+			if (acc[e][f])
 				jprintf(w,
 					"profd_ingest_profiles_total{endpoint=\"%s\",format=\"%s\"} "
 					"%llu\n",
@@ -101,7 +101,7 @@ void api_ingest_metrics(struct pd_api_server *s, struct api_resp *w)
 		"# TYPE profd_ingest_received_bytes_total counter\n");
 	for (int e = 0; e < API_INGEST_NENDPOINTS; e++)
 		for (int f = 0; f < API_INGEST_NFORMATS; f++)
-			if (bytes[e][f] || f == 0)
+			if (bytes[e][f])
 				jprintf(w,
 					"profd_ingest_received_bytes_total{endpoint=\"%s\",format="
 					"\"%s\"} %llu\n",
@@ -139,7 +139,6 @@ static const struct code C_EXHAUSTED = {"resource_exhausted", 429, 8};
 static const struct code C_UNAVAILABLE = {"unavailable", 503, 14};
 static const struct code C_INTERNAL = {"internal", 500, 13};
 static const struct code C_UNIMPLEMENTED = {"unimplemented", 501, 12};
-static const struct code C_NOT_FOUND = {"not_found", 404, 5};
 
 /* Pyroscope's and Connect's error body: {"code":"…","message":"…"}. status 0:
  * the code's own. */
@@ -213,10 +212,11 @@ void api_ingest_reject(struct api_req *r, struct api_resp *w, unsigned status, c
 {
 	const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_CONTENT_TYPE);
+	/* as Pyroscope's HTTPToCode: 413 is invalid_argument (not retried), 404
+	 * unimplemented (Connect's code for 404) */
 	const struct code *c = status == 429   ? &C_EXHAUSTED
 			       : status == 503 ? &C_UNAVAILABLE
-			       : status == 404 ? &C_NOT_FOUND
-			       : status == 413 ? &C_EXHAUSTED
+			       : status == 404 ? &C_UNIMPLEMENTED
 			       : status >= 500 ? &C_INTERNAL
 					       : &C_INVALID;
 	ingest_error(r, w, is_json_ct(ct), c, status, msg);

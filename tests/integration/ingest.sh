@@ -184,7 +184,7 @@ code=$(post "$tmp/folded.txt" "$api/ingest?name=x.cpu&from=$now")
 [ "$code" = 404 ] || fail "/ingest with pushes disabled answered $code"
 code=$(post "$tmp/push.json" "$api/push.v1.PusherService/Push" -H 'Content-Type: application/json')
 [ "$code" = 404 ] || fail "Push with pushes disabled answered $code"
-jq -e '.code == "not_found"' "$tmp/out" >/dev/null || fail "not a Connect error: $(cat "$tmp/out")"
+jq -e '.code == "unimplemented"' "$tmp/out" >/dev/null || fail "not a Connect error: $(cat "$tmp/out")"
 kill "${pids[-1]}"
 wait "${pids[-1]}" 2>/dev/null || true
 
