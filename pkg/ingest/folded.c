@@ -41,7 +41,7 @@ static int add_stack(struct ingest_pb *pb, const struct pd_ingest_limits *lim, c
 				    ingest_pb_function(pb, s + i, fl, NULL, 0, NULL, 0, 0);
 				uint64_t loc = fn ? ingest_pb_frame(pb, fn, 0) : 0;
 				if (!loc)
-					return -1;
+					return 1;
 				(*locs)[nl++] = loc;
 			}
 			end = i ? i - 1 : 0;
@@ -50,7 +50,7 @@ static int add_stack(struct ingest_pb *pb, const struct pd_ingest_limits *lim, c
 	if (nl == 0)
 		return 0;
 	if (ingest_pb_sample(pb, *locs, nl, &v, 1, NULL, 0, 1))
-		return -1;
+		return 1;
 	return 0;
 }
 
@@ -134,7 +134,7 @@ int pyro_folded(struct pyro_req *r, const uint8_t *body, size_t len, int lines, 
 			goto out;
 		}
 		rc = add_stack(pb, &r->lim, s, n, count * scale, &locs, &cap, lineno, err);
-		if (rc == -1) {
+		if (rc == 1) {
 			int limit = 0;
 			rc = ingest_pb_err(pb, err, &limit);
 			if (rc == PD_ETOOBIG)

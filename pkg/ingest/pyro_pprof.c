@@ -296,6 +296,7 @@ int pyro_pprof(struct pyro_req *r, const uint8_t *body, size_t len, struct pd_er
 	rc = one(r, prof->data, prof->len, cfg, err);
 out:
 	json_object_put(cfg);
-	json_tokener_free(tok);
+	if (tok)
+		json_tokener_free(tok);
 	return rc;
 }

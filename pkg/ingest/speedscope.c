@@ -103,7 +103,7 @@ static int frame_loc(struct conv *c, double f, uint64_t *loc, struct pd_err *err
 		uint64_t fn = ingest_pb_function(c->pb, name, strlen(name), NULL, 0, NULL, 0, 0);
 		c->floc[i] = fn ? ingest_pb_frame(c->pb, fn, 0) : 0;
 		if (!c->floc[i])
-			return -1;
+			return 1;
 	}
 	*loc = c->floc[i];
 	return 0;
@@ -122,7 +122,7 @@ static int add(struct conv *c, double w, struct pd_err *err)
 	for (size_t i = 0; i < c->depth; i++)
 		leaf[i] = c->stack[c->depth - 1 - i];
 	int64_t iv = (int64_t)v;
-	return ingest_pb_sample(c->pb, leaf, c->depth, &iv, 1, NULL, 0, 1) ? -1 : 0;
+	return ingest_pb_sample(c->pb, leaf, c->depth, &iv, 1, NULL, 0, 1) ? 1 : 0;
 }
 
 static int push(struct conv *c, double f, struct pd_err *err)
@@ -278,7 +278,7 @@ static int convert_one(struct pyro_req *r, struct sprof *sp, size_t pi, int mult
 			                "sampled",
 			                pi, sp->type);
 	}
-	if (rc == -1) {
+	if (rc == 1) {
 		int limit = 0;
 		rc = ingest_pb_err(pb, err, &limit);
 		if (rc == PD_ETOOBIG)
