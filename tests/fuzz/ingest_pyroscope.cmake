@@ -9,10 +9,12 @@ set(_ingest_fuzz_sources ${PD_FUZZ_UTIL_SOURCES} ${PD_FUZZ_PPROF_SOURCES} ${PD_F
 set(_ingest_fuzz_flags ${_pbc_C} ${_z_C} ${_re2_C} ${_jsonc_C} -I${_src}/include
   -I${_src}/pkg/ingest -I${_src}/pkg/pprof -I${PD_PROTO_OUT} -I${PD_INGEST_GEN}
   ${_pbc_L} ${_re2_L} ${_z_L} ${_jsonc_L} -lm)
+# Pyroscope's own speedscope test files seed the speedscope target too
+set(_seeds_speedscope ${_src}/testdata/pyroscope/speedscope)
 foreach(t folded speedscope ingest_params)
   string(REPLACE "_" "-" _dir ${t})
   pd_fuzz_target(NAME ${t} SECONDS ${PD_FUZZ_SECONDS_EACH}
     SOURCES ${_ingest_fuzz_sources} FLAGS ${_ingest_fuzz_flags}
-    SEEDS ${CMAKE_CURRENT_SOURCE_DIR}/corpus-${_dir}
+    SEEDS ${CMAKE_CURRENT_SOURCE_DIR}/corpus-${_dir} ${_seeds_${t}}
     DEPENDS pd_pprof pd_ingest)
 endforeach()
