@@ -157,7 +157,7 @@ static int evented(struct conv *c, json_object *p, double start, struct pd_err *
 			if ((rc = add(c, at - last, err)) || (rc = push(c, f, err)))
 				return rc;
 		} else if (t && strcmp(t, "C") == 0) {
-			uint64_t loc;
+			uint64_t loc = 0;
 			if (c->depth == 0)
 				return pd_err_set(
 				    err, PD_EINVAL,
