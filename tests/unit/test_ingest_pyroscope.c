@@ -865,6 +865,43 @@ static void test_refused_formats(void **state)
 	}
 }
 
+static void test_jfr_dispatch(void **state)
+{
+	(void)state;
+	struct pd_ingest_batch b;
+	struct pd_err err;
+	struct pd_ingest_params q = {.name = "app.cpu", .format = "jfr"};
+	assert_int_not_equal(run(&q, "not a recording", 15, NULL, &b, &err), 0);
+	assert_string_equal(b.format, "jfr");
+	assert_int_equal(b.n, 0);
+}
+
+static void test_pprof_time(void **state)
+{
+	(void)state;
+	/* a pprof without time_nanos, sent without from: stored at the request's time */
+	struct ingest_pb *pb = ingest_pb_create(NULL);
+	ingest_pb_sample_type(pb, "samples", "count");
+	uint64_t fn = ingest_pb_function(pb, "main", 4, NULL, 0, NULL, 0, 0);
+	uint64_t loc = ingest_pb_frame(pb, fn, 0);
+	int64_t v = 3;
+	assert_int_equal(ingest_pb_sample(pb, &loc, 1, &v, 1, NULL, 0, 1), 0);
+	uint8_t *raw = NULL;
+	size_t len = 0;
+	struct pd_err err = {0};
+	assert_int_equal(ingest_pb_finish(pb, &raw, &len, NULL, &err), 0);
+	ingest_pb_destroy(pb);
+	struct pd_ingest_batch b;
+	struct pd_ingest_params q = {.name = "app", .format = "pprof", .now_ms = NOW + 5};
+	assert_int_equal(run(&q, raw, len, NULL, &b, &err), 0);
+	assert_int_equal(b.v[0].t_ms, NOW + 5);
+	assert_int_equal(pd_pprof_time_nanos(b.v[0].decoded), 0); /* kept as sent */
+	/* samples:count is Go's cpu by its default display name */
+	assert_string_equal(pd_labels_get(b.v[0].labels, "__name__"), "profile");
+	pd_ingest_batch_fini(&b);
+	free(raw);
+}
+
 /* ---- for tests/ingest_pyroscope_pprof.sh ------------------------------------ */
 
 static int write_out(const char *dir)
@@ -931,6 +968,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_pprof_multipart),
 	    cmocka_unit_test(test_pprof_limits),
 	    cmocka_unit_test(test_refused_formats),
+	    cmocka_unit_test(test_jfr_dispatch),
+	    cmocka_unit_test(test_pprof_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
