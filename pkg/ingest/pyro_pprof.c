@@ -180,12 +180,12 @@ static int one(struct pyro_req *r, const uint8_t *data, size_t len, json_object 
 				int l = strstr(err->msg, "ratio") ? PD_INGEST_LIMIT_RATIO
 				                                  : PD_INGEST_LIMIT_DECOMPRESSED;
 				r->out->limit_hit = l;
-				pd_err_prefix(err, "profile: ");
+				pd_err_prefix(err, "profile");
 				size_t ml = strlen(err->msg);
 				snprintf(err->msg + ml, sizeof(err->msg) - ml, " (%s)",
 				         pd_ingest_limit_flag(l));
 			} else {
-				pd_err_prefix(err, "profile: not a valid gzip stream: ");
+				pd_err_prefix(err, "profile: not a valid gzip stream");
 				rc = PD_EINVAL;
 			}
 			return rc;
@@ -220,7 +220,7 @@ static int one(struct pyro_req *r, const uint8_t *data, size_t len, json_object 
 		} else if (rc != PD_ENOMEM) {
 			rc = PD_EINVAL;
 		}
-		pd_err_prefix(err, "profile: not a pprof profile the store takes: ");
+		pd_err_prefix(err, "profile: not a pprof profile the store takes");
 		goto fail;
 	}
 	char name[128];

@@ -288,7 +288,7 @@ static int convert_one(struct pyro_req *r, struct sprof *sp, size_t pi, int mult
 		rc = ingest_pb_err(pb, err, &limit);
 		if (rc == PD_ETOOBIG)
 			r->out->limit_hit = limit;
-		pd_err_prefix(err, "speedscope profile %zu: ", pi);
+		pd_err_prefix(err, "speedscope profile %zu", pi);
 	}
 	if (rc)
 		goto out;

@@ -399,12 +399,14 @@ static void test_folded_malformed(void **state)
 	    {"a 1\nb 2\nc -3\n", "line 3: the count -3 is negative"},
 	    {"a 99999999999999999999\n", "line 1"},
 	    {"a 999999999999999999\n", "line 1: the count 999999999999999999 overflows"},
+	    {"a 900000000000\na 900000000000\n", "line 2: the values of one stack sum past"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(run(&q, bad[i].body, strlen(bad[i].body), NULL, &b, &err),
 		                 PD_EINVAL);
 		if (!strstr(err.msg, bad[i].msg))
 			fail_msg("%s: %s", bad[i].body, err.msg);
+		assert_null(strstr(err.msg, ": :"));
 		assert_int_equal(b.n, 0);
 		assert_string_equal(b.format, "folded");
 	}
