@@ -162,6 +162,15 @@ static int limit_of(int pprof_limit)
 	}
 }
 
+/* Appends the flag of limit l to err's message. */
+static void append_flag(struct pd_err *err, int l)
+{
+	if (!err)
+		return;
+	size_t ml = strlen(err->msg);
+	snprintf(err->msg + ml, sizeof(err->msg) - ml, " (%s)", pd_ingest_limit_flag(l));
+}
+
 /* Converts one pprof (gzip or not) with its sample type configuration. */
 static int one(struct pyro_req *r, const uint8_t *data, size_t len, json_object *cfg,
                struct pd_err *err)
@@ -177,13 +186,12 @@ static int one(struct pyro_req *r, const uint8_t *data, size_t len, json_object 
 		                             .max_ratio = r->lim.max_ratio};
 		if ((rc = pd_inflate(data, len, &io, &raw, &rlen, err))) {
 			if (rc == PD_ETOOBIG) {
-				int l = strstr(err->msg, "ratio") ? PD_INGEST_LIMIT_RATIO
-				                                  : PD_INGEST_LIMIT_DECOMPRESSED;
+				int l = err && strstr(err->msg, "ratio")
+				            ? PD_INGEST_LIMIT_RATIO
+				            : PD_INGEST_LIMIT_DECOMPRESSED;
 				r->out->limit_hit = l;
 				pd_err_prefix(err, "profile");
-				size_t ml = strlen(err->msg);
-				snprintf(err->msg + ml, sizeof(err->msg) - ml, " (%s)",
-				         pd_ingest_limit_flag(l));
+				append_flag(err, l);
 			} else {
 				pd_err_prefix(err, "profile: not a valid gzip stream");
 				rc = PD_EINVAL;
@@ -211,12 +219,9 @@ static int one(struct pyro_req *r, const uint8_t *data, size_t len, json_object 
 	                                 .limit_hit = &hit};
 	if ((rc = pd_pprof_decode(&p, raw, rlen, &o, err))) {
 		if (hit) {
-			int l = limit_of(hit);
-			r->out->limit_hit = l;
+			r->out->limit_hit = limit_of(hit);
 			rc = PD_ETOOBIG;
-			size_t ml = strlen(err->msg);
-			snprintf(err->msg + ml, sizeof(err->msg) - ml, " (%s)",
-			         pd_ingest_limit_flag(l));
+			append_flag(err, r->out->limit_hit);
 		} else if (rc != PD_ENOMEM) {
 			rc = PD_EINVAL;
 		}
