@@ -605,9 +605,12 @@ int pd_ingest_otlp(const uint8_t *body, size_t len, int json, const struct pd_in
 				                  &dec, &metric, &phit);
 				const char *name = NULL;
 				if (!prc) {
-					name = ingest_profile_name(dec,
-					                           metric ? metric : "process_cpu",
-					                           nbuf, sizeof nbuf);
+					/* what the sample type says, else Pyroscope's name */
+					name = ingest_profile_name(dec, NULL, nbuf, sizeof nbuf);
+					if (!name)
+						name = ingest_profile_name(
+						    dec, metric ? metric : "process_cpu", nbuf,
+						    sizeof nbuf);
 					prc = ingest_series(rl.v, rl.n, name, rl.service, &lim,
 					                    &labels, &phit, &perr);
 				}
