@@ -122,16 +122,19 @@ static int push_sample(const Push__V1__RawSample *s, const struct ingest_label *
 			b->limit_hit = map[pl];
 		if (rc == PD_ETOOBIG && !b->limit_hit)
 			b->limit_hit = PD_INGEST_LIMIT_DECOMPRESSED;
+		if (rc != PD_ETOOBIG && rc != PD_ENOMEM)
+			rc = PD_EINVAL; /* the client's bytes: invalid_argument */
 		pd_err_prefix(err, "raw_profile");
 		return rc;
 	}
 	const char *name = ingest_profile_name(p, metric, nbuf, sizeof nbuf);
 	if (!name) {
+		rc = pd_err_set(err, PD_EINVAL,
+		                "the series has no __name__ label and the profile's sample type "
+		                "\"%.64s\" does not say what it is",
+		                default_type(p));
 		pd_pprof_destroy(p);
-		return pd_err_set(err, PD_EINVAL,
-		                  "the series has no __name__ label and the profile's sample type "
-		                  "\"%s\" does not say what it is",
-		                  default_type(p));
+		return rc;
 	}
 	if ((rc =
 	         ingest_series(ls, nls, name, "unknown_service", lim, &labels, &b->limit_hit, err)))

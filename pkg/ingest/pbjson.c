@@ -471,12 +471,14 @@ int ingest_pbjson_parse(const struct ProtobufCMessageDescriptor *d, const uint8_
 	struct pd_ingest_limits l = pd_ingest_limits_resolve(lim);
 	struct ctx c = {.err = err};
 	*out = NULL;
-	if (len > INT32_MAX)
+	/* json-c refuses nesting that reaches its depth: one more lets max_json_depth
+	 * levels through */
+	if (len > INT32_MAX || l.max_json_depth >= INT32_MAX)
 		return pd_err_set(err, PD_ETOOBIG, "a JSON body of %zu bytes is too large", len);
 	if (memchr(body, 0, len))
 		return pd_err_set(err, PD_EINVAL, "JSON body has a NUL byte at offset %zu",
 		                  (size_t)((const uint8_t *)memchr(body, 0, len) - body));
-	json_tokener *tok = json_tokener_new_ex((int)l.max_json_depth);
+	json_tokener *tok = json_tokener_new_ex((int)l.max_json_depth + 1);
 	if (!tok)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	json_object *root = json_tokener_parse_ex(tok, (const char *)body, (int)len);
