@@ -115,7 +115,8 @@ static int walk(struct walk *w, const ProtobufCMessageDescriptor *d, const uint8
 					unsigned fw = wire_of(f->type);
 					while (!rc && q < qe) {
 						if (fw == 0) {
-							if (varint(&q, qe, &v))
+							uint64_t x;
+							if (varint(&q, qe, &x))
 								rc = bad(w, q,
 								         "truncated varint in a "
 								         "packed array");
