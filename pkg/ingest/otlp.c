@@ -30,12 +30,21 @@ typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfiles
 
 #define BUILD_ID_ATTR "process.executable.build_id.gnu"
 
+/* The builder's id of a dictionary entry, valid in the profile whose conversion
+ * has generation gen (so that a request of many profiles over a large dictionary
+ * never clears the tables between profiles). */
+struct memo {
+	uint64_t id;
+	uint32_t gen;
+};
+
 /* What one profile's conversion keeps: the builder's ids of the dictionary's
- * entries it met, 0 when not yet met. */
+ * entries it met. */
 struct conv {
 	const Dict *d;
 	struct ingest_pb *pb;
-	uint64_t *loc_id, *fn_id, *map_id;
+	struct memo *loc_id, *fn_id, *map_id;
+	uint32_t gen;
 	const uint8_t *map_has_fn; /* per mapping: every location of it has functions */
 	struct pd_err *err;
 };
@@ -102,8 +111,8 @@ static uint64_t function_id(struct conv *c, int32_t fi)
 		           c->d->n_function_table);
 		return 0;
 	}
-	if (c->fn_id[fi])
-		return c->fn_id[fi];
+	if (c->fn_id[fi].gen == c->gen && c->fn_id[fi].id)
+		return c->fn_id[fi].id;
 	const Function *f = c->d->function_table[fi];
 	const char *name, *sys, *file;
 	if (str_at(c, f->name_strindex, &name, "function name") ||
@@ -114,7 +123,8 @@ static uint64_t function_id(struct conv *c, int32_t fi)
 	                                 strlen(file), f->start_line);
 	if (!id)
 		ingest_pb_err(c->pb, c->err, NULL);
-	return c->fn_id[fi] = id;
+	c->fn_id[fi] = (struct memo){id, c->gen};
+	return id;
 }
 
 static uint64_t mapping_id(struct conv *c, int32_t mi)
@@ -128,8 +138,8 @@ static uint64_t mapping_id(struct conv *c, int32_t mi)
 		           c->d->n_mapping_table);
 		return UINT64_MAX;
 	}
-	if (c->map_id[mi])
-		return c->map_id[mi];
+	if (c->map_id[mi].gen == c->gen && c->map_id[mi].id)
+		return c->map_id[mi].id;
 	const Mapping *m = c->d->mapping_table[mi];
 	const char *file;
 	char buf[32];
@@ -144,7 +154,8 @@ static uint64_t mapping_id(struct conv *c, int32_t mi)
 		ingest_pb_err(c->pb, c->err, NULL);
 		return UINT64_MAX;
 	}
-	return c->map_id[mi] = id;
+	c->map_id[mi] = (struct memo){id, c->gen};
+	return id;
 }
 
 static uint64_t location_id(struct conv *c, int32_t li)
@@ -155,8 +166,8 @@ static uint64_t location_id(struct conv *c, int32_t li)
 		           c->d->n_location_table);
 		return 0;
 	}
-	if (c->loc_id[li])
-		return c->loc_id[li];
+	if (c->loc_id[li].gen == c->gen && c->loc_id[li].id)
+		return c->loc_id[li].id;
 	const Location *l = c->d->location_table[li];
 	uint64_t mid = mapping_id(c, l->mapping_index);
 	if (mid == UINT64_MAX)
@@ -178,7 +189,8 @@ static uint64_t location_id(struct conv *c, int32_t li)
 	free(lines);
 	if (!id)
 		ingest_pb_err(c->pb, c->err, NULL);
-	return c->loc_id[li] = id;
+	c->loc_id[li] = (struct memo){id, c->gen};
+	return id;
 }
 
 static void hex(char *out, const uint8_t *p, size_t n)
@@ -597,9 +609,7 @@ int pd_ingest_otlp(const uint8_t *body, size_t len, int json, const struct pd_in
 				struct pd_err perr = {0};
 				int phit = 0;
 				snprintf(pwhere, sizeof pwhere, "%s.profiles[%zu]", where, k);
-				memset(c.loc_id, 0, (c.d->n_location_table + 1) * sizeof *c.loc_id);
-				memset(c.fn_id, 0, (c.d->n_function_table + 1) * sizeof *c.fn_id);
-				memset(c.map_id, 0, (c.d->n_mapping_table + 1) * sizeof *c.map_id);
+				c.gen++; /* every memo of the profile before is stale */
 				c.err = &perr;
 				int prc = convert(&c, sp->profiles[k], &lim, now_ms, &raw, &rlen,
 				                  &dec, &metric, &phit);

@@ -1106,6 +1106,52 @@ static void test_malformed(void **state)
 	              "no dictionary");
 }
 
+/* Wraps buf[0, *n) in field tag's length-delimited header (buf has room). */
+static void wrap(uint8_t *buf, size_t *n, uint8_t tag)
+{
+	uint8_t hdr[12];
+	size_t h = 0;
+	hdr[h++] = tag;
+	for (size_t v = *n;; v >>= 7) {
+		hdr[h++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+		if (v < 0x80)
+			break;
+	}
+	memmove(buf + h, buf, *n);
+	memcpy(buf, hdr, h);
+	*n += h;
+}
+
+static void test_deep_protobuf(void **state)
+{
+	(void)state;
+	/* an attribute value of arrays in arrays, 20 and 5000 deep: protobuf-c would
+	 * recurse as deep, so the walk before it refuses the second */
+	for (int deep = 0; deep < 2; deep++) {
+		size_t levels = deep ? 5000 : 20, n = 0;
+		uint8_t *buf = xcalloc(levels * 16 + 64, 1);
+		for (size_t i = 0; i < levels; i++) {
+			wrap(buf, &n, 0x0a); /* ArrayValue.values */
+			wrap(buf, &n, 0x2a); /* AnyValue.array_value */
+		}
+		wrap(buf, &n, 0x12); /* KeyValue.value */
+		wrap(buf, &n, 0x0a); /* Resource.attributes */
+		wrap(buf, &n, 0x0a); /* ResourceProfiles.resource */
+		wrap(buf, &n, 0x0a); /* Request.resource_profiles */
+		struct pd_ingest_batch b = {0};
+		struct pd_err err = {0};
+		int rc = pd_ingest_otlp(buf, n, 0, NULL, 0, &b, &err);
+		if (deep) {
+			assert_int_equal(rc, PD_EINVAL);
+			assert_non_null(strstr(err.msg, "nest too deep"));
+		} else if (rc) {
+			fail_msg("%s", err.msg);
+		}
+		pd_ingest_batch_fini(&b);
+		free(buf);
+	}
+}
+
 static void test_json_forms(void **state)
 {
 	(void)state;
@@ -1186,6 +1232,7 @@ int main(void)
 	    cmocka_unit_test(test_limits),
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_json_forms),
+	    cmocka_unit_test(test_deep_protobuf),
 	    cmocka_unit_test(test_empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
