@@ -608,6 +608,9 @@ int pd_ingest_otlp(const uint8_t *body, size_t len, int json, const struct pd_in
 				char nbuf[128], pwhere[128];
 				struct pd_err perr = {0};
 				int phit = 0;
+				if (!sp->profiles[k]->n_samples)
+					continue; /* nothing to store, as Pyroscope stores nothing
+					           */
 				snprintf(pwhere, sizeof pwhere, "%s.profiles[%zu]", where, k);
 				c.gen++; /* every memo of the profile before is stale */
 				c.err = &perr;

@@ -1324,6 +1324,18 @@ static void test_empty(void **state)
 	assert_int_equal(pd_ingest_otlp((const uint8_t *)"{}", 2, 1, NULL, 0, &b, &err), 0);
 	assert_int_equal(b.n, 0);
 	assert_string_equal(b.format, "otlp_json");
+	/* a profile without samples is no profile, and not refused either */
+	Req *q = small(2, 1, 1);
+	Prof *p = q->resource_profiles[0]->scope_profiles[0]->profiles[1];
+	protobuf_c_message_free_unpacked(&p->samples[0]->base, NULL);
+	p->n_samples = 0;
+	protobuf_c_message_free_unpacked(&p->sample_type->base, NULL);
+	p->sample_type = NULL; /* would be refused, were it read */
+	assert_int_equal(ingest(q, 0, NULL, NULL, &b, &err), 0);
+	assert_int_equal(b.n, 1);
+	assert_int_equal(b.rejected, 0);
+	pd_ingest_batch_fini(&b);
+	req_free(q);
 }
 
 int main(void)
