@@ -300,6 +300,11 @@ static int convert(struct conv *c, const Profile *p, const struct pd_ingest_limi
 	} else if (*ptype && p->period != 0) {
 		*metric = ptype;
 	}
+	if (p->time_unix_nano > INT64_MAX || p->duration_nano > INT64_MAX)
+		return pd_err_set(c->err, PD_EINVAL,
+		                  "time_unix_nano %" PRIu64 " or duration_nano %" PRIu64
+		                  " is past 2262",
+		                  p->time_unix_nano, p->duration_nano);
 	if (!(c->pb = ingest_pb_create(lim)))
 		return pd_err_set(c->err, PD_ENOMEM, "out of memory");
 	ingest_pb_sample_type(c->pb, type, unit);

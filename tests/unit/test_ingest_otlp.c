@@ -946,6 +946,17 @@ static void test_partial_success(void **state)
 		free(out);
 		pd_ingest_batch_fini(&b);
 	}
+	/* a time past what nanoseconds in an int64 hold */
+	req_free(q);
+	q = small(2, 1, 1);
+	q->resource_profiles[0]->scope_profiles[0]->profiles[0]->time_unix_nano = UINT64_MAX;
+	struct pd_ingest_batch t = {0};
+	struct pd_err terr = {0};
+	assert_int_equal(ingest(q, 0, NULL, NULL, &t, &terr), 0);
+	assert_int_equal(t.n, 1);
+	assert_int_equal(t.rejected, 1);
+	assert_non_null(strstr(t.rejected_msg, "profiles[0]: time_unix_nano"));
+	pd_ingest_batch_fini(&t);
 	/* nothing rejected: an empty response */
 	struct pd_ingest_batch e = {0};
 	uint8_t *out;
