@@ -142,7 +142,7 @@ static int walk(struct walk *w, const ProtobufCMessageDescriptor *d, const uint8
 }
 
 int ingest_pb_unpack(const struct ProtobufCMessageDescriptor *d, const uint8_t *body, size_t len,
-		     struct ProtobufCMessage **out, struct pd_err *err)
+                     struct ProtobufCMessage **out, struct pd_err *err)
 {
 	/* walked first: protobuf-c recurses into nested messages without a bound,
 	 * and OTLP's AnyValue nests without one, so the depth is checked here */
@@ -157,5 +157,5 @@ int ingest_pb_unpack(const struct ProtobufCMessageDescriptor *d, const uint8_t *
 	/* the bytes look well formed: protobuf-c failed on what the walk does not
 	 * check (a bad oneof, a required field) or ran out of memory */
 	return pd_err_set(err, PD_EINVAL, "the body (%zu bytes) is not a valid %s message", len,
-			  d->name);
+	                  d->name);
 }
