@@ -114,7 +114,7 @@ static uint64_t function_id(struct conv *c, int32_t fi)
 	if (c->fn_id[fi].gen == c->gen && c->fn_id[fi].id)
 		return c->fn_id[fi].id;
 	const Function *f = c->d->function_table[fi];
-	const char *name, *sys, *file;
+	const char *name = "", *sys = "", *file = "";
 	if (str_at(c, f->name_strindex, &name, "function name") ||
 	    str_at(c, f->system_name_strindex, &sys, "function system name") ||
 	    str_at(c, f->filename_strindex, &file, "function file name"))
@@ -141,7 +141,7 @@ static uint64_t mapping_id(struct conv *c, int32_t mi)
 	if (c->map_id[mi].gen == c->gen && c->map_id[mi].id)
 		return c->map_id[mi].id;
 	const Mapping *m = c->d->mapping_table[mi];
-	const char *file;
+	const char *file = "";
 	char buf[32];
 	if (str_at(c, m->filename_strindex, &file, "mapping file name"))
 		return UINT64_MAX;
@@ -217,7 +217,7 @@ static int sample_labels(struct conv *c, const Sample *s, struct ingest_pb_label
 			                  " is out of the attribute_table (%zu)",
 			                  ai, d->n_attribute_table);
 		const Attr *a = d->attribute_table[ai];
-		const char *key, *unit;
+		const char *key = "", *unit = "";
 		if (str_at(c, a->key_strindex, &key, "attribute key") ||
 		    str_at(c, a->unit_strindex, &unit, "attribute unit"))
 			return c->err->code;
@@ -270,7 +270,7 @@ static int convert(struct conv *c, const Profile *p, const struct pd_ingest_limi
                    int64_t now_ms, uint8_t **raw, size_t *rlen, struct pd_pprof_profile **decoded,
                    const char **metric, int *limit)
 {
-	const char *type, *unit, *ptype = "", *punit = "";
+	const char *type = "", *unit = "", *ptype = "", *punit = "";
 	struct ingest_pb_label *labels = NULL;
 	uint64_t *locs = NULL;
 	char hexbuf[3][33];
@@ -486,7 +486,7 @@ static void service_of(struct rlabels *r, KeyValue *const *kv, size_t n)
 static void reject(struct pd_ingest_batch *b, size_t n, const char *where, const char *why)
 {
 	if (!b->rejected)
-		snprintf(b->rejected_msg, sizeof b->rejected_msg, "%s: %s", where, why);
+		snprintf(b->rejected_msg, sizeof b->rejected_msg, "%.100s: %.150s", where, why);
 	b->rejected += n;
 }
 
