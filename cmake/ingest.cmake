@@ -64,3 +64,31 @@ if(PD_TESTS AND TARGET test_ingest_pyroscope)
       $<TARGET_FILE:test_ingest_pyroscope>)
   set_tests_properties(ingest_pyroscope_pprof PROPERTIES LABELS integration TIMEOUT 300)
 endif()
+
+# tests/ingest/otlp_test.sh: the converters against an independent Python client
+# (Debian's python3-protobuf and protoc), checked with go tool pprof
+if(PD_TESTS)
+  add_executable(ingest_tool tests/ingest/ingest_tool.c)
+  target_link_libraries(ingest_tool PRIVATE pd_ingest)
+  find_program(GO_BIN_FOR_INGEST go REQUIRED)
+  add_test(NAME integration_ingest_otlp
+    COMMAND ${PROJECT_SOURCE_DIR}/tests/ingest/otlp_test.sh $<TARGET_FILE:ingest_tool>
+            ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/testdata)
+  set_tests_properties(integration_ingest_otlp PROPERTIES LABELS integration TIMEOUT 600)
+endif()
+
+# test_ingest_otlp also fills a message with a field of every kind from JSON
+# (tests/unit/pbjson_test.proto, compiled for it alone)
+if(TARGET test_ingest_otlp)
+  set(_pbjson_gen ${CMAKE_CURRENT_BINARY_DIR}/gen/ingest-test)
+  add_custom_command(
+    OUTPUT ${_pbjson_gen}/pbjson_test.pb-c.c ${_pbjson_gen}/pbjson_test.pb-c.h
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${_pbjson_gen}
+    COMMAND ${PROTOC_C} --c_out=${_pbjson_gen} -I${PROJECT_SOURCE_DIR}/tests/unit
+            ${PROJECT_SOURCE_DIR}/tests/unit/pbjson_test.proto
+    DEPENDS ${PROJECT_SOURCE_DIR}/tests/unit/pbjson_test.proto
+    COMMENT "protoc-c pbjson_test.proto")
+  set_source_files_properties(${_pbjson_gen}/pbjson_test.pb-c.c PROPERTIES COMPILE_OPTIONS "-Wno-error")
+  target_sources(test_ingest_otlp PRIVATE ${_pbjson_gen}/pbjson_test.pb-c.c)
+  target_include_directories(test_ingest_otlp PRIVATE ${_pbjson_gen})
+endif()

@@ -467,8 +467,7 @@ void api_push_v1(struct api_req *r, struct api_resp *w)
 	if (body_of(r, w, json, &data, &len, &owned, &fmt))
 		return;
 	int rc = pd_ingest_connect_push(data, len, json, &lim, r->now_ms, &b, &err);
-	if (!b.format)
-		b.format = fmt;
+	b.format = fmt; /* counted by encoding: proto or json */
 	if (rc)
 		convert_failed(r, w, json, rc, &b, &err);
 	else if (!store(r, w, json, &b, &lim)) {
@@ -512,38 +511,16 @@ void api_otlp(struct api_req *r, struct api_resp *w)
 	if (rc)
 		convert_failed(r, w, json, rc, &b, &err);
 	else if (!store(r, w, json, &b, &lim)) {
-		/* ExportProfilesServiceResponse {partial_success = 1
-		 * {rejected_profiles = 1, error_message = 2}} */
-		w->status = 200;
-		w->content_type = json ? "application/json" : "application/x-protobuf";
-		if (json) {
-			if (b.rejected) {
-				jprintf(w, "{\"partialSuccess\":{\"rejectedProfiles\":\"%zu\","
-					   "\"errorMessage\":",
-					b.rejected);
-				jstr(w, b.rejected_msg);
-				jput(w, "}}");
-			} else {
-				jput(w, "{}");
-			}
-		} else if (b.rejected) {
-			size_t ml = strnlen(b.rejected_msg, sizeof(b.rejected_msg));
-			uint8_t tmp[10];
-			size_t vn = 0;
-			for (uint64_t v = b.rejected;; v >>= 7) {
-				tmp[vn++] = (uint8_t)((v & 0x7f) | (v >> 7 ? 0x80 : 0));
-				if (!(v >> 7))
-					break;
-			}
-			size_t ml_n = ml < 128 ? 1 : 2; /* ml < 256 */
-			jputn(w, "\x0a", 1);
-			pb_varint(w, 1 + vn + 1 + ml_n + ml);
-			jputn(w, "\x08", 1);
-			jputn(w, (const char *)tmp, vn);
-			jputn(w, "\x12", 1);
-			pb_varint(w, ml);
-			jputn(w, b.rejected_msg, ml);
+		uint8_t *resp = NULL;
+		size_t rlen = 0;
+		if (pd_ingest_otlp_response(&b, json, &resp, &rlen, &err)) {
+			otlp_error(w, json, &C_INTERNAL, 500, err.msg);
+		} else {
+			w->status = 200;
+			w->content_type = json ? "application/json" : "application/x-protobuf";
+			jputn(w, (const char *)resp, rlen);
 		}
+		free(resp);
 	}
 	pd_ingest_batch_fini(&b);
 	free(owned);

@@ -15,7 +15,7 @@ testdata=$(realpath "$2")
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	rm -rf "$tmp"
 }
@@ -54,7 +54,7 @@ now=$(date +%s)
 start
 # ---- /ingest, format=pprof: a gzip Go CPU profile, labels with dots in the name
 cp "$testdata/profiles/goapp/cpu.pb.gz" "$tmp/cpu.pb.gz"
-code=$(post "$tmp/cpu.pb.gz" "$api/ingest?format=pprof&name=shop.cpu%7Benv%3Dstaging%2Cprocess.runtime.name%3Dgo%7D&from=$((now - 10))&until=$now&spyName=gospy" \
+code=$(post "$tmp/cpu.pb.gz" "$api/ingest?format=pprof&name=shop%7Benv%3Dstaging%2Cprocess.runtime.name%3Dgo%7D&from=$((now - 10))&until=$now&spyName=gospy" \
 	-H 'Content-Type: application/octet-stream')
 [ "$code" = 200 ] || fail "/ingest pprof answered $code: $(cat "$tmp/out")"
 curl -fsS "$api/api/v1/series" --data-urlencode 'match[]={service_name="shop"}' >"$tmp/series.json"
@@ -69,7 +69,7 @@ first=$(sed -n '/flat%/{n;p;q}' "$tmp/top-file.txt" | awk '{print $NF}')
 jq -e --arg f "$first" '[.data.rows[]?.name // .data[]?.name] | index($f) != null' "$tmp/top.json" >/dev/null ||
 	grep -q -- "$first" "$tmp/top.json" || fail "report=top does not name $first: $(head -c 600 "$tmp/top.json")"
 # the same profile through /pyroscope/ingest, a second later: a second sample of the series
-code=$(post "$tmp/cpu.pb.gz" "$api/pyroscope/ingest?format=pprof&name=shop.cpu%7Benv%3Dstaging%2Cprocess.runtime.name%3Dgo%7D&from=$((now - 9))&until=$now&spyName=gospy")
+code=$(post "$tmp/cpu.pb.gz" "$api/pyroscope/ingest?format=pprof&name=shop%7Benv%3Dstaging%2Cprocess.runtime.name%3Dgo%7D&from=$((now - 9))&until=$now&spyName=gospy")
 [ "$code" = 200 ] || fail "/pyroscope/ingest answered $code: $(cat "$tmp/out")"
 
 # ---- folded stacks, CPU samples at 100 Hz -> nanoseconds
@@ -171,7 +171,8 @@ grep -q '^profd_ingest_received_bytes_total{endpoint="ingest",format="pprof"} [1
 
 # ---- acknowledged means durable: kill -9, start again, every series is there
 stored=$(nseries)
-kill -9 "${pids[-1]}"
+child=$(pgrep -P "${pids[-1]}" -x profd) || fail "no profd under timeout ${pids[-1]}"
+kill -9 "$child"
 wait "${pids[-1]}" 2>/dev/null || true
 start
 [ "$(nseries)" = "$stored" ] || fail "after kill -9: $(nseries) series, $stored acknowledged"
