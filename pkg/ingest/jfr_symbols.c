@@ -173,7 +173,8 @@ size_t jfr_symbol_normalize(const char *s, size_t n, char *out)
 	static const char gma[] = "jdk/internal/reflect/GeneratedMethodAccessor";
 	const size_t gl = sizeof(gma) - 1;
 	size_t l = n;
-	memmove(out, s, n);
+	if (n)
+		memmove(out, s, n);
 	/* GeneratedMethodAccessor */
 	if (l > gl && memcmp(out, gma, gl) == 0) {
 		struct cur c = {out, l, gl};

@@ -439,12 +439,703 @@ static void test_dumps_with_labels(void **state)
 	check_pyroscope("dump2.jfr.gz", "dump2.labels.pb.gz");
 }
 
+/* ---- a recording written here ------------------------------------------------ */
+
+static void w_u8(struct pd_buf *b, unsigned v)
+{
+	uint8_t c = (uint8_t)v;
+	buf_add(b, &c, 1);
+}
+
+static void w_var(struct pd_buf *b, uint64_t v)
+{
+	while (v >= 0x80) {
+		w_u8(b, (unsigned)(v & 0x7f) | 0x80);
+		v >>= 7;
+	}
+	w_u8(b, (unsigned)v);
+}
+
+static void w_utf8(struct pd_buf *b, const char *s)
+{
+	w_u8(b, 3);
+	w_var(b, strlen(s));
+	buf_str(b, s);
+}
+
+/* The event body e as an event: its size first, padded to 4 bytes as the JDK
+ * writes it. */
+static void w_event(struct pd_buf *out, struct pd_buf *e)
+{
+	uint64_t n = e->len + 4;
+	w_u8(out, (unsigned)(n & 0x7f) | 0x80);
+	w_u8(out, (unsigned)((n >> 7) & 0x7f) | 0x80);
+	w_u8(out, (unsigned)((n >> 14) & 0x7f) | 0x80);
+	w_u8(out, (unsigned)((n >> 21) & 0x7f));
+	buf_add(out, e->data, e->len);
+	e->len = 0;
+}
+
+/* metadata strings */
+static const char *const mstr[] = {
+    "root", "metadata", "class", "field", "id", "name", "class", "constantPool", "true",
+    "dimension", "1", "region", "annotation", "value",
+    /* 14.. class names and ids */
+    "long", "int", "boolean", "java.lang.String", "float", "double", "jdk.types.Symbol",
+    "java.lang.Class", "jdk.types.Method", "jdk.types.StackFrame", "jdk.types.StackTrace",
+    "jdk.types.ThreadState", "my.Unknown", "my.Nested", "jdk.ExecutionSample",
+    "jdk.JavaMonitorEnter", "jdk.ActiveSetting", "my.UnknownEvent",
+    /* 32.. ids */
+    "1", "2", "3", "4", "5", "6", "20", "21", "22", "23", "24", "25", "26", "27", "100", "101",
+    "102", "103",
+    /* 50.. field names */
+    "string", "hidden", "type", "descriptor", "method", "lineNumber", "bytecodeIndex",
+    "truncated", "frames", "a", "b", "nested", "x", "s", "startTime", "stackTrace", "state",
+    "contextId", "extra", "weird", "duration", "payload"};
+
+static int mi(const char *s)
+{
+	for (size_t i = 0; i < sizeof(mstr) / sizeof(mstr[0]); i++)
+		if (strcmp(mstr[i], s) == 0 && !(i == 6 && strcmp(s, "class") == 0))
+			return (int)i;
+	fail_msg("no metadata string %s", s);
+	return -1;
+}
+
+struct fdef {
+	const char *name, *type_id;
+	int cp, array;
+};
+
+static void w_class(struct pd_buf *b, const char *id, const char *name, const struct fdef *f,
+		    size_t nf)
+{
+	w_var(b, (uint64_t)mi("class"));
+	w_var(b, 2);
+	w_var(b, (uint64_t)mi("id"));
+	w_var(b, (uint64_t)mi(id));
+	w_var(b, (uint64_t)mi("name"));
+	w_var(b, (uint64_t)mi(name));
+	w_var(b, nf + 1);
+	for (size_t i = 0; i < nf; i++) {
+		w_var(b, (uint64_t)mi("field"));
+		w_var(b, 2 + (unsigned)f[i].cp + (unsigned)f[i].array);
+		w_var(b, (uint64_t)mi("name"));
+		w_var(b, (uint64_t)mi(f[i].name));
+		w_var(b, 6); /* "class" as an attribute name */
+		w_var(b, (uint64_t)mi(f[i].type_id));
+		if (f[i].cp) {
+			w_var(b, (uint64_t)mi("constantPool"));
+			w_var(b, (uint64_t)mi("true"));
+		}
+		if (f[i].array) {
+			w_var(b, (uint64_t)mi("dimension"));
+			w_var(b, (uint64_t)mi("1"));
+		}
+		w_var(b, 1); /* an annotation child, skipped */
+		w_var(b, (uint64_t)mi("annotation"));
+		w_var(b, 1);
+		w_var(b, (uint64_t)mi("value"));
+		w_var(b, (uint64_t)mi("x"));
+		w_var(b, 0);
+	}
+	w_var(b, (uint64_t)mi("annotation")); /* a class annotation, skipped */
+	w_var(b, 0);
+	w_var(b, 0);
+}
+
+static void w_metadata(struct pd_buf *out)
+{
+	struct pd_buf b;
+	pd_buf_init(&b, 0);
+	w_var(&b, 0); /* type */
+	w_var(&b, 0);
+	w_var(&b, 0);
+	w_var(&b, 1);
+	w_var(&b, sizeof(mstr) / sizeof(mstr[0]));
+	for (size_t i = 0; i < sizeof(mstr) / sizeof(mstr[0]); i++)
+		w_utf8(&b, mstr[i]);
+	w_var(&b, (uint64_t)mi("root"));
+	w_var(&b, 0);
+	w_var(&b, 2);
+	w_var(&b, (uint64_t)mi("metadata"));
+	w_var(&b, 0);
+	w_var(&b, 18);
+	static const char *const prim[][2] = {{"1", "long"}, {"2", "int"}, {"3", "boolean"},
+					      {"4", "java.lang.String"}, {"5", "float"},
+					      {"6", "double"}};
+	for (int i = 0; i < 6; i++)
+		w_class(&b, prim[i][0], prim[i][1], NULL, 0);
+	w_class(&b, "20", "jdk.types.Symbol", (struct fdef[]){{"string", "4", 0, 0}}, 1);
+	w_class(&b, "21", "java.lang.Class",
+		(struct fdef[]){{"name", "20", 1, 0}, {"hidden", "3", 0, 0}}, 2);
+	w_class(&b, "22", "jdk.types.Method",
+		(struct fdef[]){{"type", "21", 1, 0}, {"name", "20", 1, 0}, {"descriptor", "20", 1, 0}},
+		3);
+	w_class(&b, "23", "jdk.types.StackFrame",
+		(struct fdef[]){{"method", "22", 1, 0}, {"lineNumber", "2", 0, 0},
+				{"bytecodeIndex", "2", 0, 0}},
+		3);
+	w_class(&b, "24", "jdk.types.StackTrace",
+		(struct fdef[]){{"truncated", "3", 0, 0}, {"frames", "23", 0, 1}}, 2);
+	w_class(&b, "25", "jdk.types.ThreadState", (struct fdef[]){{"name", "4", 0, 0}}, 1);
+	w_class(&b, "27", "my.Nested", (struct fdef[]){{"x", "1", 0, 0}, {"s", "4", 0, 0}}, 2);
+	w_class(&b, "26", "my.Unknown",
+		(struct fdef[]){{"a", "6", 0, 0}, {"b", "5", 0, 0}, {"nested", "27", 0, 0}}, 3);
+	w_class(&b, "100", "jdk.ExecutionSample",
+		(struct fdef[]){{"startTime", "1", 0, 0},
+				{"stackTrace", "24", 1, 0},
+				{"state", "25", 1, 0},
+				{"contextId", "1", 0, 0},
+				{"extra", "27", 0, 0},
+				{"weird", "6", 0, 0}},
+		6);
+	w_class(&b, "101", "jdk.JavaMonitorEnter",
+		(struct fdef[]){{"startTime", "1", 0, 0},
+				{"duration", "1", 0, 0},
+				{"stackTrace", "24", 1, 0},
+				{"contextId", "1", 0, 0}},
+		4);
+	w_class(&b, "102", "jdk.ActiveSetting",
+		(struct fdef[]){{"id", "1", 0, 0}, {"name", "4", 0, 0}, {"value", "4", 0, 0}}, 3);
+	w_class(&b, "103", "my.UnknownEvent", (struct fdef[]){{"payload", "27", 0, 1}}, 1);
+	/* 4 more classes nobody uses, so that the count is 18 */
+	w_class(&b, "3", "boolean", NULL, 0);
+	w_class(&b, "2", "int", NULL, 0);
+	w_class(&b, "1", "long", NULL, 0);
+	w_class(&b, "5", "float", NULL, 0);
+	w_var(&b, (uint64_t)mi("region"));
+	w_var(&b, 0);
+	w_var(&b, 0);
+	w_event(out, &b);
+	pd_buf_fini(&b);
+}
+
+static void w_frame(struct pd_buf *b, uint64_t method, uint64_t line)
+{
+	w_var(b, method);
+	w_var(b, line);
+	w_var(b, 3); /* bytecodeIndex */
+}
+
+static void w_checkpoint(struct pd_buf *out)
+{
+	struct pd_buf b;
+	pd_buf_init(&b, 0);
+	w_var(&b, 1); /* type */
+	w_var(&b, 0);
+	w_var(&b, 0);
+	w_var(&b, 0); /* delta: the first */
+	w_u8(&b, 1);
+	w_var(&b, 7); /* pools */
+	/* symbols, in four encodings */
+	w_var(&b, 20);
+	w_var(&b, 6);
+	w_var(&b, 1);
+	w_utf8(&b, "com/example/App");
+	w_var(&b, 2);
+	w_u8(&b, 5); /* Latin-1 */
+	w_var(&b, 4);
+	buf_str(&b, "w\xf6rk");
+	w_var(&b, 3);
+	w_u8(&b, 2); /* the String pool's 7 */
+	w_var(&b, 7);
+	w_var(&b, 4);
+	w_u8(&b, 4); /* UTF-16 units */
+	const char *lam = "Foo$$Lambda$12/0x0000000800c4d000";
+	w_var(&b, strlen(lam));
+	for (const char *q = lam; *q; q++)
+		w_var(&b, (uint8_t)*q);
+	w_var(&b, 5);
+	w_utf8(&b, "run");
+	w_var(&b, 6);
+	w_u8(&b, 4); /* U+1F600 as a surrogate pair, then a lone surrogate */
+	w_var(&b, 3);
+	w_var(&b, 0xd83d);
+	w_var(&b, 0xde00);
+	w_var(&b, 0xd800);
+	/* the String pool */
+	w_var(&b, 4);
+	w_var(&b, 1);
+	w_var(&b, 7);
+	w_utf8(&b, "main");
+	/* classes */
+	w_var(&b, 21);
+	w_var(&b, 2);
+	w_var(&b, 10);
+	w_var(&b, 1);
+	w_u8(&b, 0);
+	w_var(&b, 11);
+	w_var(&b, 4);
+	w_u8(&b, 1);
+	/* methods */
+	w_var(&b, 22);
+	w_var(&b, 5);
+	static const uint64_t meth[][3] = {{30, 10, 2}, {31, 10, 3}, {32, 11, 5}, {33, 99, 5},
+					   {34, 11, 6}};
+	for (int i = 0; i < 5; i++) {
+		w_var(&b, meth[i][0]);
+		w_var(&b, meth[i][1]);
+		w_var(&b, meth[i][2]);
+		w_var(&b, 1); /* descriptor */
+	}
+	/* stack traces */
+	w_var(&b, 24);
+	w_var(&b, 2);
+	w_var(&b, 40);
+	w_u8(&b, 0);
+	w_var(&b, 2);
+	w_frame(&b, 30, 12);
+	w_frame(&b, 31, 5);
+	w_var(&b, 41);
+	w_u8(&b, 1);
+	w_var(&b, 4);
+	w_frame(&b, 32, 7);
+	w_frame(&b, 33, 1);
+	w_frame(&b, 34, 0xffffffffu); /* -1 as Java writes it */
+	w_frame(&b, 31, 5);
+	/* thread states */
+	w_var(&b, 25);
+	w_var(&b, 2);
+	w_var(&b, 50);
+	w_utf8(&b, "STATE_RUNNABLE");
+	w_var(&b, 51);
+	w_utf8(&b, "STATE_SLEEPING");
+	/* a pool of a type nobody reads */
+	w_var(&b, 26);
+	w_var(&b, 1);
+	w_var(&b, 1);
+	buf_add(&b, "\x40\x09\x21\xfb\x54\x44\x2d\x18", 8); /* a double */
+	buf_add(&b, "\x3f\x80\x00\x00", 4);                 /* a float */
+	w_var(&b, 123456789);
+	w_utf8(&b, "nested");
+	w_event(out, &b);
+	pd_buf_fini(&b);
+}
+
+static void w_exec(struct pd_buf *out, uint64_t stack, uint64_t state, uint64_t ctx)
+{
+	struct pd_buf b;
+	pd_buf_init(&b, 0);
+	w_var(&b, 100);
+	w_var(&b, 12345);
+	w_var(&b, stack);
+	w_var(&b, state);
+	w_var(&b, ctx);
+	w_var(&b, 77);
+	w_u8(&b, 1); /* extra.s: "" */
+	buf_add(&b, "\0\0\0\0\0\0\0\0", 8);
+	w_event(out, &b);
+	pd_buf_fini(&b);
+}
+
+/* A one-chunk recording: metadata, settings, samples, locks, an unknown event,
+ * the constant pools last. */
+static uint8_t *small_jfr(size_t *len)
+{
+	struct pd_buf b, e;
+	pd_buf_init(&b, 0);
+	pd_buf_init(&e, 0);
+	uint8_t header[68] = {'F', 'L', 'R', 0, 0, 2, 0, 1};
+	buf_add(&b, header, sizeof(header));
+	size_t meta = b.len;
+	w_metadata(&b);
+	w_var(&e, 102); /* ActiveSetting event=itimer */
+	w_var(&e, 1);
+	w_utf8(&e, "event");
+	w_utf8(&e, "itimer");
+	w_event(&b, &e);
+	for (int i = 0; i < 3; i++)
+		w_exec(&b, 40, 50, 1);
+	w_exec(&b, 41, 50, 2);
+	w_exec(&b, 40, 51, 1); /* sleeping: no cpu */
+	w_exec(&b, 99, 50, 1); /* no such stack: left out */
+	w_var(&e, 101);
+	w_var(&e, 1);
+	w_var(&e, 1000);
+	w_var(&e, 40);
+	w_var(&e, 1);
+	w_event(&b, &e);
+	w_var(&e, 101);
+	w_var(&e, 1);
+	w_var(&e, 500);
+	w_var(&e, 41);
+	w_var(&e, 0);
+	w_event(&b, &e);
+	w_var(&e, 103); /* unknown: skipped by its size */
+	w_var(&e, 2);
+	w_var(&e, 1);
+	w_utf8(&e, "p");
+	w_var(&e, 2);
+	w_u8(&e, 0);
+	w_event(&b, &e);
+	size_t cp = b.len;
+	w_checkpoint(&b);
+	uint64_t f[3] = {b.len, cp, meta};
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 8; j++)
+			b.data[8 + 8 * i + j] = (uint8_t)(f[i] >> (56 - 8 * j));
+	b.data[63] = 0; /* ticks per second: 1e9 */
+	uint64_t tps = 1000000000;
+	for (int j = 0; j < 8; j++)
+		b.data[56 + j] = (uint8_t)(tps >> (56 - 8 * j));
+	pd_buf_fini(&e);
+	return pd_buf_steal(&b, len);
+}
+
+/* The labels part: context 1 {thread_name=t1}, 2 {thread_name=t2, my.label=x}. */
+static uint8_t *small_labels(size_t *len)
+{
+	Profd__Ingest__Jfr__LabelPair l1 = PROFD__INGEST__JFR__LABEL_PAIR__INIT,
+				      l2 = PROFD__INGEST__JFR__LABEL_PAIR__INIT,
+				      l3 = PROFD__INGEST__JFR__LABEL_PAIR__INIT;
+	l1.key = 1;
+	l1.value = 2;
+	l2.key = 1;
+	l2.value = 3;
+	l3.key = 4;
+	l3.value = 5;
+	Profd__Ingest__Jfr__LabelPair *c1l[] = {&l1}, *c2l[] = {&l2, &l3};
+	Profd__Ingest__Jfr__Context c1 = PROFD__INGEST__JFR__CONTEXT__INIT,
+				    c2 = PROFD__INGEST__JFR__CONTEXT__INIT;
+	c1.n_labels = 1;
+	c1.labels = c1l;
+	c2.n_labels = 2;
+	c2.labels = c2l;
+	Profd__Ingest__Jfr__ContextEntry e1 = PROFD__INGEST__JFR__CONTEXT_ENTRY__INIT,
+					 e2 = PROFD__INGEST__JFR__CONTEXT_ENTRY__INIT;
+	e1.key = 1;
+	e1.value = &c1;
+	e2.key = 2;
+	e2.value = &c2;
+	Profd__Ingest__Jfr__ContextEntry *ce[] = {&e1, &e2};
+	static const char *const strs[] = {"", "thread_name", "t1", "t2", "my.label", "x"};
+	Profd__Ingest__Jfr__StringEntry se[6], *sp[6];
+	for (int i = 0; i < 6; i++) {
+		profd__ingest__jfr__string_entry__init(&se[i]);
+		se[i].key = i;
+		se[i].value.data = (uint8_t *)strs[i];
+		se[i].value.len = strlen(strs[i]);
+		sp[i] = &se[i];
+	}
+	Profd__Ingest__Jfr__LabelsSnapshot s = PROFD__INGEST__JFR__LABELS_SNAPSHOT__INIT;
+	s.n_contexts = 2;
+	s.contexts = ce;
+	s.n_strings = 6;
+	s.strings = sp;
+	*len = profd__ingest__jfr__labels_snapshot__get_packed_size(&s);
+	uint8_t *out = malloc(*len);
+	assert_non_null(out);
+	profd__ingest__jfr__labels_snapshot__pack(&s, out);
+	return out;
+}
+
+/* The canonical lines of b's profile named name with labels having key=value
+ * (key NULL: any), for sample type type. */
+static void canon_of(const struct pd_ingest_batch *b, const char *name, const char *key,
+		     const char *value, const char *type, const char *unit, struct canon *c)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		if (strcmp(label_of(b->v[i].labels, "__name__"), name) != 0)
+			continue;
+		if (key && strcmp(label_of(b->v[i].labels, key), value) != 0)
+			continue;
+		assert_int_equal(canon_profile(c, b->v[i].decoded, type, unit), 0);
+	}
+	canon_finish(c);
+}
+
+static void expect_lines(struct canon *c, const char *const *want, size_t n)
+{
+	struct canon w = {0};
+	for (size_t i = 0; i < n; i++) {
+		char *s = strdup(want[i]);
+		assert_non_null(s);
+		canon_add(&w, s, 0);
+	}
+	qsort(w.line, w.n, sizeof(*w.line), cmp_line);
+	canon_compare("small recording", &w, c);
+	canon_free(&w);
+	canon_free(c);
+}
+
+static void check_small(const struct pd_ingest_batch *b, int times)
+{
+	char l1[256], l2[256], m1[256], m2[256], m3[256];
+	const char *st1 = "com/example/App.w\xc3\xb6rk:12;com/example/App.main:5;";
+	const char *st2 = "Foo$$Lambda_.run:7;Foo$$Lambda_.\xf0\x9f\x98\x80\xef\xbf\xbd:4294967295;"
+			  "com/example/App.main:5;";
+	snprintf(l1, sizeof(l1), "%d|%s|", 30000000 * times, st1);
+	snprintf(l2, sizeof(l2), "%d|%s|", 10000000 * times, st2);
+	struct canon c = {0};
+	canon_of(b, "profile", "thread_name", "t1", "cpu", "nanoseconds", &c);
+	expect_lines(&c, (const char *const[]){l1}, 1);
+	canon_of(b, "profile", "thread_name", "t2", "cpu", "nanoseconds", &c);
+	expect_lines(&c, (const char *const[]){l2}, 1);
+	snprintf(m1, sizeof(m1), "%d|%s|", 1 * times, st1);
+	snprintf(m2, sizeof(m2), "%d|%s|", 1000 * times, st1);
+	snprintf(m3, sizeof(m3), "%d|%s|", 500 * times, st2);
+	canon_of(b, "mutex", "thread_name", "t1", "contentions", "count", &c);
+	expect_lines(&c, (const char *const[]){m1}, 1);
+	canon_of(b, "mutex", "thread_name", "t1", "delay", "nanoseconds", &c);
+	expect_lines(&c, (const char *const[]){m2}, 1);
+	canon_of(b, "mutex", "thread_name", "", "delay", "nanoseconds", &c);
+	expect_lines(&c, (const char *const[]){m3}, 1);
+	assert_int_equal(b->n, 4); /* cpu t1, t2; mutex t1, none */
+}
+
+static void test_small_recording(void **state)
+{
+	(void)state;
+	size_t jl, ll, bl;
+	uint8_t *j = small_jfr(&jl), *l = small_labels(&ll);
+	uint8_t *body = multipart(j, jl, l, ll, &bl);
+	struct meta x;
+	meta_init(&x);
+	struct pd_ingest_batch b;
+	struct pd_err err;
+	int rc = convert(&x.m, body, bl, "Multipart/Form-Data; boundary=" BOUNDARY, NULL, &b, &err);
+	if (rc)
+		fail_msg("%s", err.msg);
+	for (size_t i = 0; i < b.n; i++) {
+		assert_string_equal(label_of(b.v[i].labels, "jfr_event"), "itimer");
+		const char *t = label_of(b.v[i].labels, "thread_name");
+		if (strcmp(t, "t2") == 0)
+			assert_string_equal(label_of(b.v[i].labels, "my_label"), "x");
+	}
+	check_small(&b, 1);
+	pd_ingest_batch_fini(&b);
+	free(body);
+	/* two chunks: the same again, each with its own pools */
+	uint8_t *two = malloc(2 * jl);
+	assert_non_null(two);
+	memcpy(two, j, jl);
+	memcpy(two + jl, j, jl);
+	body = multipart(two, 2 * jl, l, ll, &bl);
+	rc = convert(&x.m, body, bl, "multipart/form-data; boundary=" BOUNDARY, NULL, &b, &err);
+	if (rc)
+		fail_msg("%s", err.msg);
+	check_small(&b, 2);
+	pd_ingest_batch_fini(&b);
+	free(body);
+	free(two);
+	/* gzip as the body itself, without labels: one profile per event type */
+	uint8_t *gz;
+	size_t gl;
+	assert_int_equal(pd_gzip(j, jl, 6, &gz, &gl, &err), 0);
+	rc = convert(&x.m, gz, gl, "application/octet-stream", NULL, &b, &err);
+	if (rc)
+		fail_msg("%s", err.msg);
+	assert_int_equal(b.n, 2);
+	pd_ingest_batch_fini(&b);
+	/* limits */
+	struct pd_ingest_limits lim = {.max_profiles = 1};
+	body = multipart(j, jl, l, ll, &bl);
+	rc = convert(&x.m, body, bl, "multipart/form-data; boundary=" BOUNDARY, &lim, &b, &err);
+	assert_int_equal(rc, PD_ETOOBIG);
+	assert_int_equal(b.limit_hit, PD_INGEST_LIMIT_PROFILES);
+	assert_int_equal(b.n, 0);
+	lim = (struct pd_ingest_limits){.max_stack_depth = 2};
+	rc = convert(&x.m, body, bl, "multipart/form-data; boundary=" BOUNDARY, &lim, &b, &err);
+	assert_int_equal(rc, PD_ETOOBIG);
+	assert_int_equal(b.limit_hit, PD_INGEST_LIMIT_STACK_DEPTH);
+	assert_int_equal(b.n, 0);
+	lim = (struct pd_ingest_limits){.max_symbol_len = 10};
+	rc = convert(&x.m, body, bl, "multipart/form-data; boundary=" BOUNDARY, &lim, &b, &err);
+	assert_int_equal(rc, PD_ETOOBIG);
+	assert_int_equal(b.limit_hit, PD_INGEST_LIMIT_SYMBOL_LEN);
+	lim = (struct pd_ingest_limits){.max_decompressed = 100};
+	rc = convert(&x.m, gz, gl, NULL, &lim, &b, &err);
+	assert_int_equal(rc, PD_ETOOBIG);
+	assert_true(b.limit_hit == PD_INGEST_LIMIT_DECOMPRESSED || b.limit_hit == PD_INGEST_LIMIT_RATIO);
+	lim = (struct pd_ingest_limits){.max_ratio = 1};
+	rc = convert(&x.m, gz, gl, NULL, &lim, &b, &err);
+	assert_int_equal(rc, PD_ETOOBIG);
+	assert_int_equal(b.limit_hit, PD_INGEST_LIMIT_RATIO);
+	lim = (struct pd_ingest_limits){.max_samples = 1};
+	rc = convert(&x.m, body, bl, "multipart/form-data; boundary=" BOUNDARY, &lim, &b, &err);
+	assert_int_equal(rc, 0); /* one sample a profile */
+	pd_ingest_batch_fini(&b);
+	/* a multipart body without its jfr part; a labels part that is not one */
+	uint8_t *bad = multipart((const uint8_t *)"x", 1, NULL, 0, &bl);
+	memcpy(strstr((char *)bad, "name=\"jfr\"") + 6, "jfx", 3);
+	rc = convert(&x.m, bad, bl, "multipart/form-data; boundary=" BOUNDARY, NULL, &b, &err);
+	assert_int_equal(rc, PD_EINVAL);
+	assert_non_null(strstr(err.msg, "jfr"));
+	free(bad);
+	bad = multipart(j, jl, (const uint8_t *)"\xff\xff\xff", 3, &bl);
+	rc = convert(&x.m, bad, bl, "multipart/form-data; boundary=" BOUNDARY, NULL, &b, &err);
+	assert_int_equal(rc, PD_EINVAL);
+	assert_non_null(strstr(err.msg, "labels"));
+	assert_int_equal(b.n, 0);
+	free(bad);
+	free(body);
+	free(gz);
+	free(j);
+	free(l);
+	meta_fini(&x);
+}
+
+/* Every prefix (as it is, and with the chunk's size cut to it) and every bit
+ * flip of the small recording: an error naming a byte offset, or (flips) a
+ * conversion; never a crash, and nothing kept on failure. */
+static void test_truncated_and_flipped(void **state)
+{
+	(void)state;
+	size_t jl;
+	uint8_t *j = small_jfr(&jl);
+	uint8_t *t = malloc(jl);
+	assert_non_null(t);
+	struct meta x;
+	meta_init(&x);
+	struct pd_ingest_batch b;
+	struct pd_err err;
+	for (size_t n = 0; n < jl; n++) {
+		for (int patched = 0; patched < 2; patched++) {
+			memcpy(t, j, n);
+			if (patched && n >= 16)
+				for (int k = 0; k < 8; k++)
+					t[8 + k] = (uint8_t)((uint64_t)n >> (56 - 8 * k));
+			int rc = convert(&x.m, t, n, NULL, NULL, &b, &err);
+			if (rc != PD_EINVAL || !strstr(err.msg, "at byte "))
+				fail_msg("prefix %zu%s: rc %d: %s", n, patched ? " (size cut)" : "", rc,
+					 err.msg);
+			assert_int_equal(b.n, 0);
+		}
+	}
+	size_t ok = 0, failed = 0;
+	for (size_t i = 0; i < jl; i++) {
+		for (int bit = 0; bit < 8; bit++) {
+			memcpy(t, j, jl);
+			t[i] ^= (uint8_t)(1u << bit);
+			int rc = convert(&x.m, t, jl, NULL, NULL, &b, &err);
+			if (rc == 0) {
+				ok++;
+				pd_ingest_batch_fini(&b);
+				continue;
+			}
+			failed++;
+			assert_int_equal(b.n, 0);
+			if (rc == PD_EINVAL && !strstr(err.msg, "at byte ") &&
+			    !strstr(err.msg, "label"))
+				fail_msg("flip %zu.%d: %s", i, bit, err.msg);
+		}
+	}
+	assert_true(failed > 0);
+	assert_true(ok > 0);
+	free(t);
+	free(j);
+	meta_fini(&x);
+}
+
+/* The JDK's own recording (testdata/jfr/jdk17-busy.jfr.gz, of Busy.java with
+ * busy.jfc): the totals are those of `jfr print` over the same file. */
+static void test_jdk_recording(void **state)
+{
+	(void)state;
+	size_t len;
+	uint8_t *gz = slurp(PD_TESTDATA "/jfr/jdk17-busy.jfr.gz", &len);
+	struct meta x;
+	meta_init(&x);
+	struct pd_ingest_batch b;
+	struct pd_err err;
+	int rc = convert(&x.m, gz, len, "application/octet-stream", NULL, &b, &err);
+	if (rc)
+		fail_msg("%s", err.msg);
+	dump_batch("jdk17-busy.jfr.gz", &b);
+	int seen = 0;
+	for (size_t i = 0; i < b.n; i++) {
+		const char *name = label_of(b.v[i].labels, "__name__");
+		const struct pd_pprof_profile *p = b.v[i].decoded;
+		assert_string_equal(label_of(b.v[i].labels, "jfr_event"), "");
+		if (strcmp(name, "profile") == 0) {
+			/* 170 execution samples, all runnable, at 100 Hz */
+			assert_int_equal(pd_pprof_total(p, 0), 170 * 10000000ll);
+			seen |= 1;
+		} else if (strcmp(name, "allocs") == 0) {
+			assert_int_equal(pd_pprof_sample_type_count(p), 2);
+			assert_string_equal(pd_pprof_sample_type(p, 0), "alloc_sample_objects");
+			assert_string_equal(pd_pprof_sample_type(p, 1), "alloc_sample_bytes");
+			assert_int_equal(pd_pprof_total(p, 0), 165);
+			assert_int_equal(pd_pprof_total(p, 1), 307249256);
+			seen |= 2;
+		} else if (strcmp(name, "mutex") == 0) {
+			assert_int_equal(pd_pprof_total(p, 0), 379);
+			assert_int_equal(pd_pprof_total(p, 1), 2050849593);
+			seen |= 4;
+		} else if (strcmp(name, "block") == 0) {
+			assert_int_equal(pd_pprof_total(p, 0), 1147);
+			assert_int_equal(pd_pprof_total(p, 1), 2592747525);
+			seen |= 8;
+		} else {
+			fail_msg("unexpected profile %s", name);
+		}
+	}
+	assert_int_equal(seen, 15);
+	assert_int_equal(b.n, 4);
+	/* the frames: Busy's methods by their names */
+	int fib = 0;
+	for (size_t i = 0; i < b.n; i++) {
+		struct pd_pprof_parts pp;
+		assert_int_equal(pd_pprof_parts_get(b.v[i].decoded, &pp, &err), 0);
+		for (size_t k = 0; k < pp.nfunction; k++)
+			fib += strcmp(pstr(&pp, pp.function[k].name), "Busy.fib") == 0;
+		pd_pprof_parts_fini(&pp);
+	}
+	assert_true(fib > 0);
+	pd_ingest_batch_fini(&b);
+	free(gz);
+	meta_fini(&x);
+}
+
+/* The names of JVM-generated classes, as Pyroscope's rules rename them. */
+static void test_symbols(void **state)
+{
+	(void)state;
+	static const char *const cases[][2] = {
+	    {"jdk/internal/reflect/GeneratedMethodAccessor31", "jdk/internal/reflect/GeneratedMethodAccessor_"},
+	    {"jdk/internal/reflect/GeneratedMethodAccessor", "jdk/internal/reflect/GeneratedMethodAccessor"},
+	    {"org/example/rideshare/OrderService$$Lambda$669.0x0000000800fd7318",
+	     "org/example/rideshare/OrderService$$Lambda_"},
+	    {"Fib$$Lambda.0x00007ffa600c4da0", "Fib$$Lambda_"},
+	    {"Fib$$Lambda$12/0x1", "Fib$$Lambda_"},
+	    {"Fib$$Lambda123", "Fib$$Lambda_"},
+	    {"Fib$$Lambda$12", "Fib$$Lambda$12"},
+	    {"$$Lambda123", "$$Lambda123"},
+	    {"A$$Lambda$1/0x1$$Lambda$2/0x2", "A$$Lambda$1/0x1$$Lambda_"},
+	    {"libzstd-jni-1.5.1-16931311898282279136.so", "libzstd-jni-_.so"},
+	    {"/tmp/libzstd-jni-1.5.1-1693.so (deleted)", "libzstd-jni-_.so"},
+	    {"./tmp/libamazonCorrettoCryptoProvider109b39cf33c563eb.so",
+	     "libamazonCorrettoCryptoProvider_.so"},
+	    {"./tmp/amazonCorrettoCryptoProviderNativeLibraries.7382c2f79097f415/libcrypto.so (deleted)",
+	     "libamazonCorrettoCryptoProvider_.so"},
+	    {"libasyncProfiler-linux-x64-17b9a1d8156277a98ccc871afa9a8f69215f92.so",
+	     "libasyncProfiler-_.so"},
+	    {"libasyncProfiler-linux-x64-27b9a1d8156277a98ccc871afa9a8f69215f92.so",
+	     "libasyncProfiler-linux-x64-27b9a1d8156277a98ccc871afa9a8f69215f92.so"},
+	    {"Svc$$EnhancerBySpringCGLIB$$abc123", "Svc$$EnhancerBySpringCGLIB$$_"},
+	    {"Svc$$EnhancerBySpringCGLIB$$", "Svc$$EnhancerBySpringCGLIB$$_"},
+	    {"Svc$$EnhancerBySpringCGLIB$$a\nb", "Svc$$EnhancerBySpringCGLIB$$a\nb"},
+	    {"plain/Class", "plain/Class"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char out[256];
+		size_t n = jfr_symbol_normalize(cases[i][0], strlen(cases[i][0]), out);
+		out[n] = 0;
+		assert_string_equal(out, cases[i][1]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cortex_cpu),
 	    cmocka_unit_test(test_cortex_cpu_lock_alloc),
 	    cmocka_unit_test(test_dumps_with_labels),
+	    cmocka_unit_test(test_small_recording),
+	    cmocka_unit_test(test_truncated_and_flipped),
+	    cmocka_unit_test(test_jdk_recording),
+	    cmocka_unit_test(test_symbols),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
