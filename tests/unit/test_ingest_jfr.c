@@ -890,6 +890,22 @@ static void test_small_recording(void **state)
 	size_t jl, ll, bl;
 	uint8_t *j = small_jfr(&jl), *l = small_labels(&ll);
 	uint8_t *body = multipart(j, jl, l, ll, &bl);
+	const char *seed = getenv("PD_JFR_SEED_DIR"); /* writes the fuzz target's seeds */
+	if (seed && *seed) {
+		char path[1024];
+		struct pd_err e;
+		snprintf(path, sizeof(path), "%s/small.jfr", seed);
+		assert_int_equal(pd_file_write(path, j, jl, &e), 0);
+		uint8_t *lb = malloc(2 + ll + jl);
+		assert_non_null(lb);
+		lb[0] = 'L';
+		lb[1] = (uint8_t)ll;
+		memcpy(lb + 2, l, ll);
+		memcpy(lb + 2 + ll, j, jl);
+		snprintf(path, sizeof(path), "%s/small-with-labels", seed);
+		assert_int_equal(pd_file_write(path, lb, 2 + ll + jl, &e), 0);
+		free(lb);
+	}
 	struct meta x;
 	meta_init(&x);
 	struct pd_ingest_batch b;
