@@ -436,7 +436,8 @@ static int function_of(struct conv *c, struct jfr_parser *p, struct prof *pr, ui
 	int rc = jfr_charge(p, l, c->err);
 	if (rc)
 		return rc;
-	*fn = ingest_pb_function(pr->b, c->name, l, NULL, 0, NULL, 0, 0);
+	/* no system name, as the reference converter has it */
+	*fn = ingest_pb_function(pr->b, c->name, l, "", 0, NULL, 0, 0);
 	if (!*fn)
 		return pb_failed(c, pr->b);
 	if (*fn > UINT32_MAX - 2 || jfr_map_put(&c->funcs, pi, method, 0, (uint32_t)*fn))
