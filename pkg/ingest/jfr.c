@@ -95,6 +95,9 @@ struct conv {
 	struct group *groups;
 	size_t ngroups, cap_groups;
 	struct jfr_map group_by_key, group_by_ctx;
+	int last_ok; /* the last context looked up */
+	uint64_t last_ctx, last_span_name;
+	uint32_t last_group;
 	struct sum *sums;
 	size_t nsums, cap_sums;
 	struct jfr_map sum_ids;
@@ -203,8 +206,17 @@ static int snapshot_string(const struct conv *c, int64_t id, const char **s, siz
 /* The group of the labels of context ctx and span name span_name. */
 static int group_of(struct conv *c, uint64_t ctx, uint64_t span_name, uint32_t *out)
 {
-	if (jfr_map_get(&c->group_by_ctx, ctx, span_name, 0, out))
+	if (c->last_ok && c->last_ctx == ctx && c->last_span_name == span_name) {
+		*out = c->last_group;
 		return 0;
+	}
+	if (jfr_map_get(&c->group_by_ctx, ctx, span_name, 0, out)) {
+		c->last_ok = 1;
+		c->last_ctx = ctx;
+		c->last_span_name = span_name;
+		c->last_group = *out;
+		return 0;
+	}
 	struct group g = {0};
 	size_t cap = 0;
 	const int64_t *keys, *values;
@@ -272,8 +284,7 @@ fail:
 static int add(struct conv *c, struct jfr_parser *p, int kind, int sub, const struct jfr_event *ev,
 	       int correlated, uint64_t v0, uint64_t v1)
 {
-	if (!jfr_stack(p, ev->stack_trace))
-		return 0; /* as the reference converter: the event is left out */
+	(void)p;
 	uint32_t g;
 	uint64_t span = correlated ? ev->span_id : 0;
 	int rc = group_of(c, correlated ? ev->context_id : 0, correlated ? ev->span_name : 0, &g);
@@ -447,12 +458,14 @@ static int function_of(struct conv *c, struct jfr_parser *p, struct prof *pr, ui
 
 static int flush_sum(struct conv *c, struct jfr_parser *p, const struct sum *s)
 {
-	struct prof *pr;
+	const struct jfr_stack *st = jfr_stack(p, s->stack);
+	if (!st)
+		return 0; /* as the reference converter: events without their stack are left out */
+	struct prof *pr = NULL;
 	int rc = profile_of(c, s->kind, s->group, &pr);
 	if (rc)
 		return rc;
 	uint32_t pi = (uint32_t)(pr - c->profs);
-	const struct jfr_stack *st = jfr_stack(p, s->stack);
 	if ((rc = jfr_charge(p, (uint64_t)st->n + 1, c->err)))
 		return rc;
 	if (grow((void **)&c->scratch, &c->cap_scratch, st->n, sizeof(*c->scratch)))

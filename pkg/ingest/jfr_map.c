@@ -26,7 +26,13 @@ void jfr_map_clear(struct jfr_map *m)
 
 static size_t slot_of(uint64_t a, uint64_t b, uint64_t c, size_t cap)
 {
-	uint64_t h = pd_hash_u64(pd_hash_u64(pd_hash_u64(0x9e3779b97f4a7c15ull, a), b), c);
+	/* multiply-xor, then a 64-bit finalizer (splitmix64's) */
+	uint64_t h = a * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full ^ c * 0x165667b19e3779f9ull;
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebull;
+	h ^= h >> 31;
 	return (size_t)h & (cap - 1);
 }
 

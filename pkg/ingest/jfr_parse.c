@@ -81,6 +81,7 @@ struct field {
 	int cls; /* index of the class of type, -1 when unknown */
 	uint8_t cp, array;
 	uint8_t role;
+	uint8_t fast; /* 1: a pool id or a long, 2: an int (set once the metadata is read) */
 };
 
 struct cls {
@@ -315,8 +316,8 @@ static size_t put_utf8(char *o, uint32_t c)
 static int string(struct jfr_parser *p, struct rd *r, int pool_ok, struct jfr_str *s)
 {
 	size_t at = r->pos;
-	uint8_t enc;
-	uint32_t n;
+	uint8_t enc = 0;
+	uint32_t n = 0;
 	memset(s, 0, sizeof(*s));
 	s->s = "";
 	if (u8(p, r, &enc))
@@ -360,7 +361,7 @@ static int string(struct jfr_parser *p, struct rd *r, int pool_ok, struct jfr_st
 		size_t l = 0;
 		uint32_t hi = 0; /* a high surrogate waiting for its pair */
 		for (uint32_t i = 0; i < n; i++) {
-			uint32_t c;
+			uint32_t c = 0;
 			if (varint(p, r, 32, &c))
 				return p->rc;
 			if (hi && c >= 0xdc00 && c <= 0xdfff) {
@@ -411,8 +412,8 @@ static int read_one(struct jfr_parser *p, struct rd *r, int ci, int cp, int dept
 		return fail(p, r->pos, PD_EINVAL, "field %.*s has type %llu, which the metadata "
 			    "does not declare", (int)f->name_len, f->name, (unsigned long long)f->type);
 	const struct cls *c = &p->cls[ci];
-	uint8_t b;
-	uint32_t v32;
+	uint8_t b = 0;
+	uint32_t v32 = 0;
 	switch (c->prim) {
 	case P_BOOLEAN:
 	case P_BYTE:
@@ -459,9 +460,38 @@ static int read_one(struct jfr_parser *p, struct rd *r, int ci, int cp, int dept
 static int read_field(struct jfr_parser *p, struct rd *r, const struct field *f, int depth,
 		      uint64_t *u, struct jfr_str *s)
 {
+	if (!f->array && f->fast) { /* a pool id, an int or a long: a compressed integer */
+		if (++p->work > p->lim.max_work)
+			return too_big(p, r->pos, "work");
+		if (r->end - r->pos >= 10) { /* no bound checks needed on the way */
+			const uint8_t *b = r->b + r->pos;
+			uint64_t x = 0;
+			size_t i = 0;
+			for (unsigned shift = 0;; shift += 7) {
+				uint8_t c = b[i++];
+				if (shift == 56) {
+					x |= (uint64_t)c << 56;
+					break;
+				}
+				x |= (uint64_t)(c & 0x7f) << shift;
+				if (c < 0x80)
+					break;
+			}
+			if (f->fast == 2) { /* an int: at most 5 bytes, as varint() reads it */
+				if (i > 5)
+					return fail(p, r->pos, PD_EINVAL,
+						    "a 32-bit integer runs past its size");
+				x = (uint32_t)x;
+			}
+			r->pos += i;
+			if (u)
+				*u = x;
+			return 0;
+		}
+	}
 	if (!f->array)
 		return read_one(p, r, f->cls, f->cp, depth, u, s, f);
-	uint32_t n;
+	uint32_t n = 0;
 	if (count(p, r, "array element", &n))
 		return p->rc;
 	for (uint32_t i = 0; i < n; i++)
@@ -497,7 +527,7 @@ static int parse_num(const struct jfr_str *s, uint64_t *v)
 static int element(struct jfr_parser *p, struct rd *r, int parent, int depth)
 {
 	size_t at = r->pos;
-	uint32_t name, nattr, nchild;
+	uint32_t name = 0, nattr = 0, nchild = 0;
 	if (depth >= MAX_DEPTH)
 		return fail(p, at, PD_EINVAL, "metadata elements nest deeper than %d", MAX_DEPTH);
 	if (work(p, r, 1) || varint(p, r, 32, &name))
@@ -523,7 +553,7 @@ static int element(struct jfr_parser *p, struct rd *r, int parent, int depth)
 	if (count(p, r, "metadata attribute", &nattr))
 		return p->rc;
 	for (uint32_t i = 0; i < nattr; i++) {
-		uint32_t k, v;
+		uint32_t k = 0, v = 0;
 		size_t kat = r->pos;
 		if (work(p, r, 1) || varint(p, r, 32, &k) || varint(p, r, 32, &v))
 			return p->rc;
@@ -543,7 +573,7 @@ static int element(struct jfr_parser *p, struct rd *r, int parent, int depth)
 			a_dim = vs;
 	}
 	if (kind == E_CLASS) {
-		uint64_t id;
+		uint64_t id = 0;
 		if (!a_id || parse_num(a_id, &id))
 			return fail(p, at, PD_EINVAL, "a metadata class has no numeric id");
 		if (!a_name || !a_name->len)
@@ -556,7 +586,7 @@ static int element(struct jfr_parser *p, struct rd *r, int parent, int depth)
 						 .name_len = a_name->len,
 						 .first = (uint32_t)p->nfields};
 	} else if (kind == E_FIELD) {
-		uint64_t type;
+		uint64_t type = 0;
 		if (!a_class || parse_num(a_class, &type))
 			return fail(p, at, PD_EINVAL, "a metadata field has no numeric class");
 		if (!a_name || !a_name->len)
@@ -662,8 +692,8 @@ static int read_metadata(struct jfr_parser *p, size_t chunk, size_t chunk_end, s
 {
 	struct rd r = {.b = p->buf, .pos = chunk + off, .end = chunk_end};
 	size_t at = r.pos;
-	uint32_t size, type;
-	uint64_t skip;
+	uint32_t size = 0, type = 0;
+	uint64_t skip = 0;
 	if (varint(p, &r, 32, &size))
 		return p->rc;
 	if (size < 1 || size > chunk_end - at)
@@ -702,8 +732,12 @@ static int read_metadata(struct jfr_parser *p, size_t chunk, size_t chunk_end, s
 		if (c->id != UINT64_MAX && pd_u64map_put(&p->cls_ids, c->id + 1, (uint32_t)i))
 			return fail(p, at, PD_ENOMEM, "out of memory");
 	}
-	for (size_t i = 0; i < p->nfields; i++)
-		p->fields[i].cls = class_by_id(p, p->fields[i].type);
+	for (size_t i = 0; i < p->nfields; i++) {
+		struct field *f = &p->fields[i];
+		f->cls = class_by_id(p, f->type);
+		int prim = f->cls >= 0 ? p->cls[f->cls].prim : -1;
+		f->fast = f->cp || prim == P_LONG ? 1 : prim == P_INT ? 2 : 0;
+	}
 	for (int e = 0; e < JFR_EV_COUNT; e++) {
 		p->ev_cls[e] = class_named(p, event_names[e]);
 		bind(p, p->ev_cls[e], event_roles, sizeof(event_roles) / sizeof(event_roles[0]));
@@ -737,7 +771,7 @@ static void *pool_slot(struct jfr_parser *p, int k, uint64_t id, size_t at)
 static int read_frames(struct jfr_parser *p, struct rd *r, const struct field *f,
 		       struct jfr_stack *st)
 {
-	uint32_t n;
+	uint32_t n = 0;
 	size_t at = r->pos;
 	if (count(p, r, "stack frame", &n))
 		return p->rc;
@@ -770,7 +804,7 @@ static int read_frames(struct jfr_parser *p, struct rd *r, const struct field *f
 static int read_entry(struct jfr_parser *p, struct rd *r, int ci, int k)
 {
 	size_t at = r->pos;
-	uint64_t id;
+	uint64_t id = 0;
 	const struct cls *c = &p->cls[ci];
 	if (work(p, r, 1) || varlong(p, r, &id))
 		return p->rc;
@@ -838,9 +872,9 @@ static int read_pools(struct jfr_parser *p, size_t chunk, size_t chunk_end, size
 	size_t pos = chunk + off, limit = chunk_end;
 	for (;;) {
 		struct rd r = {.b = p->buf, .pos = pos, .end = limit};
-		uint64_t size, type, skip, delta;
-		uint8_t kind;
-		uint32_t npools;
+		uint64_t size = 0, type = 0, skip = 0, delta = 0;
+		uint8_t kind = 0;
+		uint32_t npools = 0;
 		if (varlong(p, &r, &size))
 			return p->rc;
 		if (size == 0 || size > limit - pos)
@@ -856,8 +890,8 @@ static int read_pools(struct jfr_parser *p, size_t chunk, size_t chunk_end, size
 				    "of type %llu", (unsigned long long)type);
 		for (uint32_t i = 0; i < npools; i++) {
 			size_t at = r.pos;
-			uint64_t tid;
-			uint32_t n;
+			uint64_t tid = 0;
+			uint32_t n = 0;
 			if (work(p, &r, 1) || varlong(p, &r, &tid))
 				return p->rc;
 			int ci = class_by_id(p, tid);
@@ -1063,7 +1097,7 @@ static int read_chunk(struct jfr_parser *p, size_t chunk, const struct jfr_callb
 	struct jfr_event ev;
 	for (size_t pos = chunk + HEADER_SIZE; pos < end;) {
 		struct rd r = {.b = p->buf, .pos = pos, .end = end};
-		uint64_t esize, type;
+		uint64_t esize = 0, type = 0;
 		if (varlong(p, &r, &esize) || varlong(p, &r, &type))
 			return p->rc;
 		if (esize < r.pos - pos || esize > end - pos)
