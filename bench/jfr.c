@@ -49,7 +49,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (i >= argc) {
-		fprintf(stderr, "usage: jfr_bench [--passes N] [--pass-seconds S] FILE.jfr[.gz]...\n");
+		fprintf(stderr,
+		        "usage: jfr_bench [--passes N] [--pass-seconds S] FILE.jfr[.gz]...\n");
 		return 2;
 	}
 	struct pd_labels *ls = NULL;
@@ -57,13 +58,13 @@ int main(int argc, char **argv)
 	if (pd_labels_from_strings(&ls, &err, "service_name", "bench", NULL))
 		die("labels", &err);
 	struct ingest_meta m = {.labels = ls,
-				.app = "bench",
-				.type = "cpu",
-				.from_ms = 1700000000000,
-				.until_ms = 1700000010000,
-				.sample_rate = 100,
-				.spy_name = "javaspy",
-				.aggregation = "sum"};
+	                        .app = "bench",
+	                        .type = "cpu",
+	                        .from_ms = 1700000000000,
+	                        .until_ms = 1700000010000,
+	                        .sample_rate = 100,
+	                        .spy_name = "javaspy",
+	                        .aggregation = "sum"};
 	printf("%-48s %9s %5s %8s %12s %12s %7s\n", "recording", "KiB", "profs", "samples",
 	       "convert µs", "decode µs", "ratio");
 	double worst = 0;
@@ -104,7 +105,8 @@ int main(int argc, char **argv)
 			do {
 				for (size_t k = 0; k < b.n; k++) {
 					struct pd_pprof_profile *d = NULL;
-					if (pd_pprof_decode(&d, b.v[k].pprof, b.v[k].len, NULL, &err))
+					if (pd_pprof_decode(&d, b.v[k].pprof, b.v[k].len, NULL,
+					                    &err))
 						die("decode", &err);
 					pd_pprof_destroy(d);
 				}
@@ -118,8 +120,8 @@ int main(int argc, char **argv)
 		double ratio = best_c / best_d;
 		if (ratio > worst)
 			worst = ratio;
-		printf("%-48.48s %9.1f %5zu %8zu %12.1f %12.1f %7.2f\n", name, (double)jl / 1024, b.n,
-		       samples, best_c * 1e6, best_d * 1e6, ratio);
+		printf("%-48.48s %9.1f %5zu %8zu %12.1f %12.1f %7.2f\n", name, (double)jl / 1024,
+		       b.n, samples, best_c * 1e6, best_d * 1e6, ratio);
 		pd_ingest_batch_fini(&b);
 		free(jfr);
 	}

@@ -44,20 +44,23 @@ static const struct kind_def kinds[NKIND] = {
     [K_CPU] = {"profile", 1, {{"cpu", "nanoseconds"}}, "cpu", "nanoseconds", 1},
     [K_WALL] = {"wall", 1, {{"wall", "nanoseconds"}}, "wall", "nanoseconds", 1},
     [K_ALLOC] = {"allocs",
-		 6,
-		 {{"alloc_in_new_tlab_objects", "count"},
-		  {"alloc_in_new_tlab_bytes", "bytes"},
-		  {"alloc_outside_tlab_objects", "count"},
-		  {"alloc_outside_tlab_bytes", "bytes"},
-		  {"alloc_sample_objects", "count"},
-		  {"alloc_sample_bytes", "bytes"}},
-		 "space",
-		 "bytes",
-		 0},
+                 6,
+                 {{"alloc_in_new_tlab_objects", "count"},
+                  {"alloc_in_new_tlab_bytes", "bytes"},
+                  {"alloc_outside_tlab_objects", "count"},
+                  {"alloc_outside_tlab_bytes", "bytes"},
+                  {"alloc_sample_objects", "count"},
+                  {"alloc_sample_bytes", "bytes"}},
+                 "space",
+                 "bytes",
+                 0},
     [K_LIVE] = {"heap", 1, {{"live", "count"}}, "objects", "count", 0},
-    [K_MUTEX] = {"mutex", 2, {{"contentions", "count"}, {"delay", "nanoseconds"}}, "mutex", "count", 0},
-    [K_BLOCK] = {"block", 2, {{"contentions", "count"}, {"delay", "nanoseconds"}}, "block", "count", 0},
-    [K_MALLOC] = {"memory", 2, {{"malloc_objects", "count"}, {"malloc_bytes", "bytes"}}, NULL, NULL, 0},
+    [K_MUTEX] =
+        {"mutex", 2, {{"contentions", "count"}, {"delay", "nanoseconds"}}, "mutex", "count", 0},
+    [K_BLOCK] =
+        {"block", 2, {{"contentions", "count"}, {"delay", "nanoseconds"}}, "block", "count", 0},
+    [K_MALLOC] =
+        {"memory", 2, {{"malloc_objects", "count"}, {"malloc_bytes", "bytes"}}, NULL, NULL, 0},
 };
 
 /* A label set of contexts: sorted pairs, and their bytes as a key. */
@@ -90,7 +93,7 @@ struct conv {
 	int limit_hit;
 	uint64_t period;
 	uint64_t count; /* the last wall clock sample's count, which the reference
-			   converter goes on using as the count of later events */
+	                   converter goes on using as the count of later events */
 	char *event;    /* the recording's "event" setting (cpu, itimer, wall) */
 	struct group *groups;
 	size_t ngroups, cap_groups;
@@ -151,7 +154,7 @@ static int cmp_label(const void *a, const void *b)
 /* Adds name=value to g unless g has the name (dots read as underscores); empty
  * names and values are left out. */
 static int group_add(struct group *g, size_t *cap, const char *name, size_t nl, const char *value,
-		     size_t vl)
+                     size_t vl)
 {
 	if (!nl || !vl)
 		return 0;
@@ -180,7 +183,8 @@ static int group_add(struct group *g, size_t *cap, const char *name, size_t nl, 
 		free(v);
 		return PD_ENOMEM;
 	}
-	g->l[g->n++] = (struct ingest_label){.name = n, .name_len = nl, .value = v, .value_len = vl};
+	g->l[g->n++] =
+	    (struct ingest_label){.name = n, .name_len = nl, .value = v, .value_len = vl};
 	return 0;
 }
 
@@ -256,7 +260,8 @@ static int group_of(struct conv *c, uint64_t ctx, uint64_t span_name, uint32_t *
 	uint32_t gi;
 	for (uint64_t probe = 0;; probe++) {
 		if (!jfr_map_get(&c->group_by_key, h, g.key_len, probe, &gi)) {
-			if (grow((void **)&c->groups, &c->cap_groups, c->ngroups, sizeof(*c->groups)))
+			if (grow((void **)&c->groups, &c->cap_groups, c->ngroups,
+			         sizeof(*c->groups)))
 				goto fail;
 			gi = (uint32_t)c->ngroups;
 			if (jfr_map_put(&c->group_by_key, h, g.key_len, probe, gi))
@@ -282,7 +287,7 @@ fail:
 /* ---- events ------------------------------------------------------------------- */
 
 static int add(struct conv *c, struct jfr_parser *p, int kind, int sub, const struct jfr_event *ev,
-	       int correlated, uint64_t v0, uint64_t v1)
+               int correlated, uint64_t v0, uint64_t v1)
 {
 	(void)p;
 	uint32_t g;
@@ -381,8 +386,9 @@ static int profile_of(struct conv *c, uint32_t kind, uint32_t group, struct prof
 	}
 	if (c->nprofs >= c->lim.max_profiles) {
 		c->limit_hit = PD_INGEST_LIMIT_PROFILES;
-		return pd_err_set(c->err, PD_ETOOBIG, "the request makes more than %zu profiles (%s)",
-				  c->lim.max_profiles, pd_ingest_limit_flag(PD_INGEST_LIMIT_PROFILES));
+		return pd_err_set(
+		    c->err, PD_ETOOBIG, "the request makes more than %zu profiles (%s)",
+		    c->lim.max_profiles, pd_ingest_limit_flag(PD_INGEST_LIMIT_PROFILES));
 	}
 	if (grow((void **)&c->profs, &c->cap_profs, c->nprofs, sizeof(*c->profs)))
 		return oom(c);
@@ -395,7 +401,8 @@ static int profile_of(struct conv *c, uint32_t kind, uint32_t group, struct prof
 	for (size_t i = 0; i < k->nst; i++)
 		ingest_pb_sample_type(b, k->st[i][0], k->st[i][1]);
 	if (k->period_type)
-		ingest_pb_period(b, k->period_type, k->period_unit, k->timed ? (int64_t)c->period : 0);
+		ingest_pb_period(b, k->period_type, k->period_unit,
+		                 k->timed ? (int64_t)c->period : 0);
 	ingest_pb_time(b, c->m->from_ms * 1000000, (c->m->until_ms - c->m->from_ms) * 1000000);
 	if (c->m->aggregation && *c->m->aggregation) {
 		char cm[128];
@@ -421,7 +428,7 @@ static int profile_of(struct conv *c, uint32_t kind, uint32_t group, struct prof
  * method or its class is not in the pools, so that the frame is left out, as
  * the reference converter leaves it out. */
 static int function_of(struct conv *c, struct jfr_parser *p, struct prof *pr, uint32_t pi,
-		       uint64_t method, uint64_t *fn)
+                       uint64_t method, uint64_t *fn)
 {
 	uint32_t v;
 	*fn = 0;
@@ -487,7 +494,8 @@ static int flush_sum(struct conv *c, struct jfr_parser *p, const struct sum *s)
 		uint64_t id = ingest_pb_location(pr->b, pr->mapping, 0, &ln, 1);
 		if (!id)
 			return pb_failed(c, pr->b);
-		if (id > UINT32_MAX - 2 || jfr_map_put(&c->locs, pi, f->method, f->line, (uint32_t)id))
+		if (id > UINT32_MAX - 2 ||
+		    jfr_map_put(&c->locs, pi, f->method, f->line, (uint32_t)id))
 			return oom(c);
 		c->scratch[n++] = id;
 	}
@@ -528,7 +536,7 @@ static int on_chunk_end(void *ctx, struct jfr_parser *p)
 /* Keeps only the allocation sample types of the kinds seen (mask), rewriting
  * the profile. */
 static int keep_types(struct conv *c, unsigned mask, uint8_t **pprof, size_t *len,
-		      struct pd_pprof_profile **decoded)
+                      struct pd_pprof_profile **decoded)
 {
 	struct pd_pprof_parts parts;
 	int rc = pd_pprof_parts_get(*decoded, &parts, c->err);
@@ -590,29 +598,33 @@ static int emit(struct conv *c, struct prof *pr, struct pd_ingest_batch *out)
 	}
 	for (size_t i = 0; i < nreq; i++) {
 		const struct pd_label *l = pd_labels_at(c->m->labels, i);
-		ls[n++] = (struct ingest_label){
-		    .name = l->name, .name_len = l->name_len, .value = l->value, .value_len = l->value_len};
+		ls[n++] = (struct ingest_label){.name = l->name,
+		                                .name_len = l->name_len,
+		                                .value = l->value,
+		                                .value_len = l->value_len};
 	}
 	if (c->m->spy_name && *c->m->spy_name &&
 	    !(c->m->labels && pd_labels_get(c->m->labels, "pyroscope_spy")))
 		ls[n++] = (struct ingest_label){.name = "pyroscope_spy",
-						.name_len = 13,
-						.value = c->m->spy_name,
-						.value_len = strlen(c->m->spy_name)};
+		                                .name_len = 13,
+		                                .value = c->m->spy_name,
+		                                .value_len = strlen(c->m->spy_name)};
 	if (c->event && *c->event && !(c->m->labels && pd_labels_get(c->m->labels, "jfr_event")))
-		ls[n++] = (struct ingest_label){
-		    .name = "jfr_event", .name_len = 9, .value = c->event, .value_len = strlen(c->event)};
+		ls[n++] = (struct ingest_label){.name = "jfr_event",
+		                                .name_len = 9,
+		                                .value = c->event,
+		                                .value_len = strlen(c->event)};
 	size_t fixed = n;
 	for (size_t i = 0; i < g->n; i++) {
 		int taken = 0;
 		for (size_t j = 0; j < fixed && !taken; j++)
 			taken = ls[j].name_len == g->l[i].name_len &&
-				memcmp(ls[j].name, g->l[i].name, g->l[i].name_len) == 0;
+			        memcmp(ls[j].name, g->l[i].name, g->l[i].name_len) == 0;
 		if (!taken)
 			ls[n++] = g->l[i];
 	}
 	if ((rc = ingest_series(ls, n, kinds[pr->kind].metric, c->m->app, &c->lim, &labels,
-				&c->limit_hit, c->err)))
+	                        &c->limit_hit, c->err)))
 		goto fail;
 	free(ls);
 	rc = pd_ingest_batch_add(out, &c->lim, labels, pprof, len, decoded, c->m->from_ms, c->err);
@@ -630,26 +642,28 @@ fail:
 
 /* A part as it came, or gunzipped when it is gzip, within the limits. */
 static int unpack_part(struct conv *c, const char *what, const uint8_t *data, size_t len,
-		       uint8_t **owned, const uint8_t **out, size_t *out_len)
+                       uint8_t **owned, const uint8_t **out, size_t *out_len)
 {
 	*owned = NULL;
 	if (!pd_gzip_is(data, len)) {
 		if (len > c->lim.max_decompressed) {
 			c->limit_hit = PD_INGEST_LIMIT_DECOMPRESSED;
-			return pd_err_set(c->err, PD_ETOOBIG,
-					  "the %s part of %zu bytes is larger than %zu (%s)", what, len,
-					  c->lim.max_decompressed, pd_ingest_limit_flag(c->limit_hit));
+			return pd_err_set(
+			    c->err, PD_ETOOBIG, "the %s part of %zu bytes is larger than %zu (%s)",
+			    what, len, c->lim.max_decompressed, pd_ingest_limit_flag(c->limit_hit));
 		}
 		*out = data;
 		*out_len = len;
 		return 0;
 	}
-	struct pd_inflate_opts o = {
-	    .format = PD_INFLATE_GZIP, .max = c->lim.max_decompressed, .max_ratio = c->lim.max_ratio};
+	struct pd_inflate_opts o = {.format = PD_INFLATE_GZIP,
+	                            .max = c->lim.max_decompressed,
+	                            .max_ratio = c->lim.max_ratio};
 	int rc = pd_inflate(data, len, &o, owned, out_len, c->err);
 	if (rc == PD_ETOOBIG)
-		c->limit_hit = o.max_ratio && len <= o.max / o.max_ratio ? PD_INGEST_LIMIT_RATIO
-									  : PD_INGEST_LIMIT_DECOMPRESSED;
+		c->limit_hit = o.max_ratio && len <= o.max / o.max_ratio
+		                   ? PD_INGEST_LIMIT_RATIO
+		                   : PD_INGEST_LIMIT_DECOMPRESSED;
 	if (rc == PD_ECORRUPT) { /* a malformed body, as any other */
 		rc = PD_EINVAL;
 		if (c->err)
@@ -696,8 +710,8 @@ static void conv_fini(struct conv *c)
 }
 
 int ingest_jfr(const struct ingest_meta *m, const uint8_t *body, size_t len,
-	       const char *content_type, const struct pd_ingest_limits *lim,
-	       struct pd_ingest_batch *out, struct pd_err *err)
+               const char *content_type, const struct pd_ingest_limits *lim,
+               struct pd_ingest_batch *out, struct pd_err *err)
 {
 	struct conv c = {.m = m, .lim = pd_ingest_limits_resolve(lim), .err = err, .count = 1};
 	const uint8_t *jfr = body, *lab = NULL;

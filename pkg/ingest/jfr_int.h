@@ -99,7 +99,7 @@ struct jfr_limits {
  * Errors: PD_EINVAL with a message naming the byte offset, PD_ETOOBIG when a
  * limit of lim is passed, PD_ENOMEM, or the code a callback returned. */
 int jfr_parse(const uint8_t *buf, size_t len, const struct jfr_limits *lim,
-	      const struct jfr_callbacks *cb, void *ctx, struct pd_err *err);
+              const struct jfr_callbacks *cb, void *ctx, struct pd_err *err);
 
 /* Lookups in the current chunk's constant pools, for the callbacks; the results
  * are borrowed until the chunk ends. NULL / 0 when the id is not there. */
@@ -134,13 +134,13 @@ struct jfr_labels;
  * none), using at most max_memory bytes. *out is the caller's
  * (jfr_labels_destroy). PD_EINVAL for a body that is not one. */
 int jfr_labels_decode(const uint8_t *buf, size_t len, size_t max_memory, struct jfr_labels **out,
-		      struct pd_err *err);
+                      struct pd_err *err);
 void jfr_labels_destroy(struct jfr_labels *l);
 
 /* The labels of context id: *n pairs of string ids, borrowed; 0 when the
  * context is not there. */
 int jfr_labels_context(const struct jfr_labels *l, uint64_t id, const int64_t **keys,
-		       const int64_t **values, size_t *n);
+                       const int64_t **values, size_t *n);
 /* The string of id; 0 when missing. */
 int jfr_labels_string(const struct jfr_labels *l, int64_t id, const char **s, size_t *len);
 

@@ -61,7 +61,7 @@ static int get(const struct pd_u64map *m, int has_max, uint32_t max, uint64_t id
 }
 
 int jfr_labels_decode(const uint8_t *buf, size_t len, size_t max_memory, struct jfr_labels **out,
-		      struct pd_err *err)
+                      struct pd_err *err)
 {
 	*out = NULL;
 	struct jfr_labels *l = calloc(1, sizeof(*l));
@@ -80,11 +80,12 @@ int jfr_labels_decode(const uint8_t *buf, size_t len, size_t max_memory, struct 
 		int big = ca.used + 4096 > ca.max;
 		jfr_labels_destroy(l);
 		if (big)
-			return pd_err_set(err, PD_ETOOBIG,
-					  "the labels part needs more than %zu bytes of memory (%s)",
-					  max_memory, pd_ingest_limit_flag(PD_INGEST_LIMIT_DECOMPRESSED));
+			return pd_err_set(
+			    err, PD_ETOOBIG,
+			    "the labels part needs more than %zu bytes of memory (%s)", max_memory,
+			    pd_ingest_limit_flag(PD_INGEST_LIMIT_DECOMPRESSED));
 		return pd_err_set(err, PD_EINVAL,
-				  "the labels part is not a LabelsSnapshot protobuf message");
+		                  "the labels part is not a LabelsSnapshot protobuf message");
 	}
 	Profd__Ingest__Jfr__LabelsSnapshot *m = l->msg;
 	if (m->n_contexts && !(l->ctx = calloc(m->n_contexts, sizeof(*l->ctx))))
@@ -136,7 +137,7 @@ void jfr_labels_destroy(struct jfr_labels *l)
 }
 
 int jfr_labels_context(const struct jfr_labels *l, uint64_t id, const int64_t **keys,
-		       const int64_t **values, size_t *n)
+                       const int64_t **values, size_t *n)
 {
 	uint32_t i;
 	if (!l->msg || !get(&l->ctx_ids, l->has_max_ctx, l->max_ctx, id, &i))

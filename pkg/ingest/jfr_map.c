@@ -27,7 +27,8 @@ void jfr_map_clear(struct jfr_map *m)
 static size_t slot_of(uint64_t a, uint64_t b, uint64_t c, size_t cap)
 {
 	/* multiply-xor, then a 64-bit finalizer (splitmix64's) */
-	uint64_t h = a * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full ^ c * 0x165667b19e3779f9ull;
+	uint64_t h =
+	    a * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full ^ c * 0x165667b19e3779f9ull;
 	h ^= h >> 30;
 	h *= 0xbf58476d1ce4e5b9ull;
 	h ^= h >> 27;

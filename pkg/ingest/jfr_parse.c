@@ -46,8 +46,18 @@
 #define HEADER_SIZE 68
 #define MAX_DEPTH 32
 
-enum prim { P_STRUCT = 0, P_BOOLEAN, P_BYTE, P_CHAR, P_SHORT, P_INT, P_LONG, P_FLOAT,
-	    P_DOUBLE, P_STRING };
+enum prim {
+	P_STRUCT = 0,
+	P_BOOLEAN,
+	P_BYTE,
+	P_CHAR,
+	P_SHORT,
+	P_INT,
+	P_LONG,
+	P_FLOAT,
+	P_DOUBLE,
+	P_STRING
+};
 
 enum role {
 	R_NONE = 0,
@@ -104,9 +114,9 @@ struct pool {
 
 /* the pools kept */
 enum { POOL_SYMBOL, POOL_CLASS, POOL_METHOD, POOL_STACK, POOL_STATE, POOL_STRING, NPOOL };
-static const char *const pool_names[NPOOL] = {"jdk.types.Symbol",     "java.lang.Class",
-					      "jdk.types.Method",     "jdk.types.StackTrace",
-					      "jdk.types.ThreadState", "java.lang.String"};
+static const char *const pool_names[NPOOL] = {"jdk.types.Symbol",      "java.lang.Class",
+                                              "jdk.types.Method",      "jdk.types.StackTrace",
+                                              "jdk.types.ThreadState", "java.lang.String"};
 
 static const char *const event_names[JFR_EV_COUNT] = {
     "jdk.ExecutionSample",
@@ -150,7 +160,7 @@ struct jfr_parser {
 };
 
 static int fail(struct jfr_parser *p, size_t off, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 static int fail(struct jfr_parser *p, size_t off, int rc, const char *fmt, ...)
 {
 	if (p->rc)
@@ -169,9 +179,9 @@ static int too_big(struct jfr_parser *p, size_t off, const char *what)
 	if (p->rc)
 		return p->rc;
 	p->rc = pd_err_set(p->err, PD_ETOOBIG,
-			   "the JFR recording needs more %s than its size allows to be read "
-			   "(at byte %zu; %s)",
-			   what, off, pd_ingest_limit_flag(PD_INGEST_LIMIT_DECOMPRESSED));
+	                   "the JFR recording needs more %s than its size allows to be read "
+	                   "(at byte %zu; %s)",
+	                   what, off, pd_ingest_limit_flag(PD_INGEST_LIMIT_DECOMPRESSED));
 	return p->rc;
 }
 
@@ -181,9 +191,9 @@ int jfr_charge(struct jfr_parser *p, uint64_t n, struct pd_err *err)
 	if (p->work <= p->lim.max_work)
 		return 0;
 	return pd_err_set(err, PD_ETOOBIG,
-			  "converting the JFR recording takes more work than its size allows "
-			  "(%s)",
-			  pd_ingest_limit_flag(PD_INGEST_LIMIT_DECOMPRESSED));
+	                  "converting the JFR recording takes more work than its size allows "
+	                  "(%s)",
+	                  pd_ingest_limit_flag(PD_INGEST_LIMIT_DECOMPRESSED));
 }
 
 static int work(struct jfr_parser *p, struct rd *r, uint64_t n)
@@ -225,7 +235,7 @@ static int need(struct jfr_parser *p, struct rd *r, size_t n)
 	if (r->end - r->pos >= n)
 		return 0;
 	return fail(p, r->pos, PD_EINVAL, "%zu bytes needed, %zu left in the %s", n,
-		    r->end - r->pos, r->end == p->len ? "recording" : "event");
+	            r->end - r->pos, r->end == p->len ? "recording" : "event");
 }
 
 static int u8(struct jfr_parser *p, struct rd *r, uint8_t *v)
@@ -243,7 +253,8 @@ static int varint(struct jfr_parser *p, struct rd *r, unsigned bits, uint32_t *v
 	uint32_t x = 0;
 	for (unsigned shift = 0;; shift += 7) {
 		if (shift >= bits)
-			return fail(p, start, PD_EINVAL, "a %u-bit integer runs past its size", bits);
+			return fail(p, start, PD_EINVAL, "a %u-bit integer runs past its size",
+			            bits);
 		if (r->pos >= r->end)
 			return fail(p, r->pos, PD_EINVAL, "an integer is cut off");
 		uint8_t c = r->b[r->pos++];
@@ -282,7 +293,7 @@ static int count(struct jfr_parser *p, struct rd *r, const char *what, uint32_t 
 		return p->rc;
 	if (*n > r->end - r->pos)
 		return fail(p, at, PD_EINVAL, "%s count %u exceeds the %zu bytes left", what, *n,
-			    r->end - r->pos);
+		            r->end - r->pos);
 	return 0;
 }
 
@@ -328,7 +339,8 @@ static int string(struct jfr_parser *p, struct rd *r, int pool_ok, struct jfr_st
 		return 0;
 	case 2:
 		if (!pool_ok)
-			return fail(p, at, PD_EINVAL, "a metadata string refers to the string pool");
+			return fail(p, at, PD_EINVAL,
+			            "a metadata string refers to the string pool");
 		s->is_ref = 1;
 		return varlong(p, r, &s->ref);
 	case 3:
@@ -365,7 +377,8 @@ static int string(struct jfr_parser *p, struct rd *r, int pool_ok, struct jfr_st
 			if (varint(p, r, 32, &c))
 				return p->rc;
 			if (hi && c >= 0xdc00 && c <= 0xdfff) {
-				l += put_utf8(o + l, 0x10000 + ((hi - 0xd800) << 10) + (c - 0xdc00));
+				l +=
+				    put_utf8(o + l, 0x10000 + ((hi - 0xd800) << 10) + (c - 0xdc00));
 				hi = 0;
 				continue;
 			}
@@ -391,11 +404,11 @@ static int string(struct jfr_parser *p, struct rd *r, int pool_ok, struct jfr_st
 /* ---- values ------------------------------------------------------------------- */
 
 static int read_field(struct jfr_parser *p, struct rd *r, const struct field *f, int depth,
-		      uint64_t *u, struct jfr_str *s);
+                      uint64_t *u, struct jfr_str *s);
 
 /* One value of class ci (or a pool id when cp). */
 static int read_one(struct jfr_parser *p, struct rd *r, int ci, int cp, int depth, uint64_t *u,
-		    struct jfr_str *s, const struct field *f)
+                    struct jfr_str *s, const struct field *f)
 {
 	uint64_t tu;
 	struct jfr_str ts;
@@ -409,8 +422,10 @@ static int read_one(struct jfr_parser *p, struct rd *r, int ci, int cp, int dept
 	if (cp)
 		return varlong(p, r, u);
 	if (ci < 0)
-		return fail(p, r->pos, PD_EINVAL, "field %.*s has type %llu, which the metadata "
-			    "does not declare", (int)f->name_len, f->name, (unsigned long long)f->type);
+		return fail(p, r->pos, PD_EINVAL,
+		            "field %.*s has type %llu, which the metadata "
+		            "does not declare",
+		            (int)f->name_len, f->name, (unsigned long long)f->type);
 	const struct cls *c = &p->cls[ci];
 	uint8_t b = 0;
 	uint32_t v32 = 0;
@@ -449,7 +464,7 @@ static int read_one(struct jfr_parser *p, struct rd *r, int ci, int cp, int dept
 	default:
 		if (depth >= MAX_DEPTH)
 			return fail(p, r->pos, PD_EINVAL, "values of %.*s nest deeper than %d",
-				    (int)c->name_len, c->name, MAX_DEPTH);
+			            (int)c->name_len, c->name, MAX_DEPTH);
 		for (uint32_t i = 0; i < c->nf; i++)
 			if (read_field(p, r, &p->fields[c->first + i], depth + 1, NULL, NULL))
 				return p->rc;
@@ -458,7 +473,7 @@ static int read_one(struct jfr_parser *p, struct rd *r, int ci, int cp, int dept
 }
 
 static int read_field(struct jfr_parser *p, struct rd *r, const struct field *f, int depth,
-		      uint64_t *u, struct jfr_str *s)
+                      uint64_t *u, struct jfr_str *s)
 {
 	if (!f->array && f->fast) { /* a pool id, an int or a long: a compressed integer */
 		if (++p->work > p->lim.max_work)
@@ -480,7 +495,7 @@ static int read_field(struct jfr_parser *p, struct rd *r, const struct field *f,
 			if (f->fast == 2) { /* an int: at most 5 bytes, as varint() reads it */
 				if (i > 5)
 					return fail(p, r->pos, PD_EINVAL,
-						    "a 32-bit integer runs past its size");
+					            "a 32-bit integer runs past its size");
 				x = (uint32_t)x;
 			}
 			r->pos += i;
@@ -533,8 +548,8 @@ static int element(struct jfr_parser *p, struct rd *r, int parent, int depth)
 	if (work(p, r, 1) || varint(p, r, 32, &name))
 		return p->rc;
 	if (name >= p->nstrs)
-		return fail(p, at, PD_EINVAL, "metadata element name %u is not among the %u strings",
-			    name, p->nstrs);
+		return fail(p, at, PD_EINVAL,
+		            "metadata element name %u is not among the %u strings", name, p->nstrs);
 	const struct jfr_str *nm = &p->strs[name];
 	int kind = E_OTHER;
 	if (parent == E_TOP) {
@@ -549,7 +564,7 @@ static int element(struct jfr_parser *p, struct rd *r, int parent, int depth)
 		kind = E_FIELD;
 	}
 	const struct jfr_str *a_id = NULL, *a_name = NULL, *a_class = NULL, *a_cp = NULL,
-			     *a_dim = NULL;
+	                     *a_dim = NULL;
 	if (count(p, r, "metadata attribute", &nattr))
 		return p->rc;
 	for (uint32_t i = 0; i < nattr; i++) {
@@ -558,8 +573,9 @@ static int element(struct jfr_parser *p, struct rd *r, int parent, int depth)
 		if (work(p, r, 1) || varint(p, r, 32, &k) || varint(p, r, 32, &v))
 			return p->rc;
 		if (k >= p->nstrs || v >= p->nstrs)
-			return fail(p, kat, PD_EINVAL, "a metadata attribute refers to string %u of %u",
-				    k >= p->nstrs ? k : v, p->nstrs);
+			return fail(p, kat, PD_EINVAL,
+			            "a metadata attribute refers to string %u of %u",
+			            k >= p->nstrs ? k : v, p->nstrs);
 		const struct jfr_str *ks = &p->strs[k], *vs = &p->strs[v];
 		if (str_is(ks, "id"))
 			a_id = vs;
@@ -578,13 +594,13 @@ static int element(struct jfr_parser *p, struct rd *r, int parent, int depth)
 			return fail(p, at, PD_EINVAL, "a metadata class has no numeric id");
 		if (!a_name || !a_name->len)
 			return fail(p, at, PD_EINVAL, "metadata class %llu has no name",
-				    (unsigned long long)id);
+			            (unsigned long long)id);
 		if (grow(p, (void **)&p->cls, &p->cap_cls, p->ncls, sizeof(*p->cls), at))
 			return p->rc;
 		p->cls[p->ncls++] = (struct cls){.id = id,
-						 .name = a_name->s,
-						 .name_len = a_name->len,
-						 .first = (uint32_t)p->nfields};
+		                                 .name = a_name->s,
+		                                 .name_len = a_name->len,
+		                                 .first = (uint32_t)p->nfields};
 	} else if (kind == E_FIELD) {
 		uint64_t type = 0;
 		if (!a_class || parse_num(a_class, &type))
@@ -592,9 +608,11 @@ static int element(struct jfr_parser *p, struct rd *r, int parent, int depth)
 		if (!a_name || !a_name->len)
 			return fail(p, at, PD_EINVAL, "a metadata field has no name");
 		if (a_dim && a_dim->len && !str_is(a_dim, "1"))
-			return fail(p, at, PD_EINVAL, "field %.*s has dimension %.*s (only 1 is known)",
-				    (int)a_name->len, a_name->s, (int)a_dim->len, a_dim->s);
-		if (grow(p, (void **)&p->fields, &p->cap_fields, p->nfields, sizeof(*p->fields), at))
+			return fail(p, at, PD_EINVAL,
+			            "field %.*s has dimension %.*s (only 1 is known)",
+			            (int)a_name->len, a_name->s, (int)a_dim->len, a_dim->s);
+		if (grow(p, (void **)&p->fields, &p->cap_fields, p->nfields, sizeof(*p->fields),
+		         at))
 			return p->rc;
 		p->fields[p->nfields++] = (struct field){
 		    .name = a_name->s,
@@ -656,7 +674,7 @@ static const struct role_def pool_roles[][2] = {
     [POOL_SYMBOL] = {{"string", "java.lang.String", 0, 0, R_STRING}, {0}},
     [POOL_CLASS] = {{"name", "jdk.types.Symbol", 1, 0, R_CLASS_NAME}, {0}},
     [POOL_METHOD] = {{"type", "java.lang.Class", 1, 0, R_METHOD_TYPE},
-		     {"name", "jdk.types.Symbol", 1, 0, R_METHOD_NAME}},
+                     {"name", "jdk.types.Symbol", 1, 0, R_METHOD_NAME}},
     [POOL_STACK] = {{"frames", "jdk.types.StackFrame", 0, 1, R_FRAMES}, {0}},
     [POOL_STATE] = {{"name", "java.lang.String", 0, 0, R_NAME}, {0}},
     [POOL_STRING] = {{0}, {0}},
@@ -681,8 +699,9 @@ static void bind(struct jfr_parser *p, int ci, const struct role_def *defs, size
 			if (!d->field)
 				continue;
 			int t = class_named(p, d->type);
-			if (f->name_len == strlen(d->field) && memcmp(f->name, d->field, f->name_len) == 0 &&
-			    t >= 0 && f->type == p->cls[t].id && f->cp == d->cp && f->array == d->array)
+			if (f->name_len == strlen(d->field) &&
+			    memcmp(f->name, d->field, f->name_len) == 0 && t >= 0 &&
+			    f->type == p->cls[t].id && f->cp == d->cp && f->array == d->array)
 				f->role = d->role;
 		}
 	}
@@ -697,15 +716,15 @@ static int read_metadata(struct jfr_parser *p, size_t chunk, size_t chunk_end, s
 	if (varint(p, &r, 32, &size))
 		return p->rc;
 	if (size < 1 || size > chunk_end - at)
-		return fail(p, at, PD_EINVAL, "the metadata event of %u bytes does not fit its chunk",
-			    size);
+		return fail(p, at, PD_EINVAL,
+		            "the metadata event of %u bytes does not fit its chunk", size);
 	r.end = at + size;
 	if (varint(p, &r, 32, &type) || varlong(p, &r, &skip) || varlong(p, &r, &skip) ||
 	    varlong(p, &r, &skip))
 		return p->rc;
 	if (type != 0)
 		return fail(p, at, PD_EINVAL, "the metadata offset points at an event of type %u",
-			    type);
+		            type);
 	if (count(p, &r, "metadata string", &p->nstrs))
 		return p->rc;
 	p->strs = arena_alloc(p, (size_t)p->nstrs * sizeof(*p->strs), at);
@@ -721,9 +740,10 @@ static int read_metadata(struct jfr_parser *p, size_t chunk, size_t chunk_end, s
 		static const struct {
 			const char *n;
 			int prim;
-		} prims[] = {{"boolean", P_BOOLEAN}, {"byte", P_BYTE},     {"char", P_CHAR},
-			     {"short", P_SHORT},     {"int", P_INT},       {"long", P_LONG},
-			     {"float", P_FLOAT},     {"double", P_DOUBLE}, {"java.lang.String", P_STRING}};
+		} prims[] = {
+		    {"boolean", P_BOOLEAN}, {"byte", P_BYTE},     {"char", P_CHAR},
+		    {"short", P_SHORT},     {"int", P_INT},       {"long", P_LONG},
+		    {"float", P_FLOAT},     {"double", P_DOUBLE}, {"java.lang.String", P_STRING}};
 		struct cls *c = &p->cls[i];
 		for (size_t j = 0; j < sizeof(prims) / sizeof(prims[0]); j++)
 			if (c->name_len == strlen(prims[j].n) &&
@@ -769,7 +789,7 @@ static void *pool_slot(struct jfr_parser *p, int k, uint64_t id, size_t at)
 }
 
 static int read_frames(struct jfr_parser *p, struct rd *r, const struct field *f,
-		       struct jfr_stack *st)
+                       struct jfr_stack *st)
 {
 	uint32_t n = 0;
 	size_t at = r->pos;
@@ -826,7 +846,7 @@ static int read_entry(struct jfr_parser *p, struct rd *r, int ci, int k)
 	}
 	if (c->prim != P_STRUCT)
 		return fail(p, at, PD_EINVAL, "pool %.*s has an unexpected type", (int)c->name_len,
-			    c->name);
+		            c->name);
 	void *slot = NULL;
 	if (k >= 0 && !(slot = pool_slot(p, k, id, at)))
 		return p->rc;
@@ -879,15 +899,17 @@ static int read_pools(struct jfr_parser *p, size_t chunk, size_t chunk_end, size
 			return p->rc;
 		if (size == 0 || size > limit - pos)
 			return fail(p, pos, PD_EINVAL,
-				    "a checkpoint of %llu bytes does not fit before byte %zu",
-				    (unsigned long long)size, limit);
+			            "a checkpoint of %llu bytes does not fit before byte %zu",
+			            (unsigned long long)size, limit);
 		r.end = pos + size;
 		if (varlong(p, &r, &type) || varlong(p, &r, &skip) || varlong(p, &r, &skip) ||
 		    varlong(p, &r, &delta) || u8(p, &r, &kind) || varint(p, &r, 32, &npools))
 			return p->rc;
 		if (type != 1)
-			return fail(p, pos, PD_EINVAL, "the constant pool offset points at an event "
-				    "of type %llu", (unsigned long long)type);
+			return fail(p, pos, PD_EINVAL,
+			            "the constant pool offset points at an event "
+			            "of type %llu",
+			            (unsigned long long)type);
 		for (uint32_t i = 0; i < npools; i++) {
 			size_t at = r.pos;
 			uint64_t tid = 0;
@@ -896,8 +918,10 @@ static int read_pools(struct jfr_parser *p, size_t chunk, size_t chunk_end, size
 				return p->rc;
 			int ci = class_by_id(p, tid);
 			if (ci < 0)
-				return fail(p, at, PD_EINVAL, "a constant pool has type %llu, which the "
-					    "metadata does not declare", (unsigned long long)tid);
+				return fail(p, at, PD_EINVAL,
+				            "a constant pool has type %llu, which the "
+				            "metadata does not declare",
+				            (unsigned long long)tid);
 			int k = -1;
 			for (int j = 0; j < NPOOL; j++)
 				if (p->pool_cls[j] == ci)
@@ -913,8 +937,9 @@ static int read_pools(struct jfr_parser *p, size_t chunk, size_t chunk_end, size
 			return 0;
 		if (d > 0 || (uint64_t)-d > pos - chunk - HEADER_SIZE)
 			return fail(p, pos, PD_EINVAL,
-				    "a checkpoint's link to the previous one (%lld) does not lead "
-				    "backwards within the chunk", (long long)d);
+			            "a checkpoint's link to the previous one (%lld) does not lead "
+			            "backwards within the chunk",
+			            (long long)d);
 		limit = pos;
 		pos = pos - (size_t)(-d);
 	}
@@ -1054,14 +1079,14 @@ static void chunk_reset(struct jfr_parser *p)
 	}
 }
 
-static int read_chunk(struct jfr_parser *p, size_t chunk, const struct jfr_callbacks *cb,
-		      void *ctx, size_t *next)
+static int read_chunk(struct jfr_parser *p, size_t chunk, const struct jfr_callbacks *cb, void *ctx,
+                      size_t *next)
 {
 	const uint8_t *h = p->buf + chunk;
 	size_t left = p->len - chunk;
 	if (left < HEADER_SIZE)
 		return fail(p, chunk, PD_EINVAL, "a chunk header needs %d bytes, %zu are left",
-			    HEADER_SIZE, left);
+		            HEADER_SIZE, left);
 	if (memcmp(h, "FLR\0", 4) != 0)
 		return fail(p, chunk, PD_EINVAL, "a chunk does not start with the magic FLR\\0");
 	uint16_t major = (uint16_t)(h[4] << 8 | h[5]);
@@ -1074,16 +1099,17 @@ static int read_chunk(struct jfr_parser *p, size_t chunk, const struct jfr_callb
 	uint64_t size = f[0], cp = f[1], meta = f[2];
 	if (major != 2)
 		return fail(p, chunk, PD_EINVAL, "chunk format version %u.%u is not 2.x", major,
-			    (unsigned)(h[6] << 8 | h[7]));
+		            (unsigned)(h[6] << 8 | h[7]));
 	if (size < HEADER_SIZE || size > left)
 		return fail(p, chunk, PD_EINVAL,
-			    "the chunk declares %llu bytes, but %zu are left in the recording",
-			    (unsigned long long)size, left);
+		            "the chunk declares %llu bytes, but %zu are left in the recording",
+		            (unsigned long long)size, left);
 	if (cp < HEADER_SIZE || cp >= size || meta < HEADER_SIZE || meta >= size)
 		return fail(p, chunk, PD_EINVAL,
-			    "the chunk's constant pool (%llu) or metadata (%llu) offset lies "
-			    "outside its %llu bytes",
-			    (unsigned long long)cp, (unsigned long long)meta, (unsigned long long)size);
+		            "the chunk's constant pool (%llu) or metadata (%llu) offset lies "
+		            "outside its %llu bytes",
+		            (unsigned long long)cp, (unsigned long long)meta,
+		            (unsigned long long)size);
 	chunk_reset(p);
 	size_t room = p->lim.max_memory > p->mem ? p->lim.max_memory - p->mem : 0;
 	if (!(p->arena = pd_arena_create(room)))
@@ -1101,8 +1127,9 @@ static int read_chunk(struct jfr_parser *p, size_t chunk, const struct jfr_callb
 		if (varlong(p, &r, &esize) || varlong(p, &r, &type))
 			return p->rc;
 		if (esize < r.pos - pos || esize > end - pos)
-			return fail(p, pos, PD_EINVAL, "an event of %llu bytes does not fit its chunk",
-				    (unsigned long long)esize);
+			return fail(p, pos, PD_EINVAL,
+			            "an event of %llu bytes does not fit its chunk",
+			            (unsigned long long)esize);
 		r.end = pos + (size_t)esize;
 		if (work(p, &r, 1))
 			return p->rc;
@@ -1128,13 +1155,13 @@ static int read_chunk(struct jfr_parser *p, size_t chunk, const struct jfr_callb
 }
 
 int jfr_parse(const uint8_t *buf, size_t len, const struct jfr_limits *lim,
-	      const struct jfr_callbacks *cb, void *ctx, struct pd_err *err)
+              const struct jfr_callbacks *cb, void *ctx, struct pd_err *err)
 {
 	struct jfr_parser p = {.buf = buf, .len = len, .lim = *lim, .err = err};
 	static const size_t sizes[NPOOL] = {
 	    [POOL_SYMBOL] = sizeof(struct jfr_str), [POOL_CLASS] = sizeof(uint64_t),
-	    [POOL_METHOD] = sizeof(struct method), [POOL_STACK] = sizeof(struct jfr_stack),
-	    [POOL_STATE] = sizeof(struct jfr_str), [POOL_STRING] = sizeof(struct jfr_str)};
+	    [POOL_METHOD] = sizeof(struct method),  [POOL_STACK] = sizeof(struct jfr_stack),
+	    [POOL_STATE] = sizeof(struct jfr_str),  [POOL_STRING] = sizeof(struct jfr_str)};
 	pd_u64map_init(&p.cls_ids);
 	for (int k = 0; k < NPOOL; k++) {
 		pd_u64map_init(&p.pools[k].ids);

@@ -14,13 +14,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 
-static uint8_t *multipart(const uint8_t *jfr, size_t jl, const uint8_t *lab, size_t ll,
-			  size_t *out)
+static uint8_t *multipart(const uint8_t *jfr, size_t jl, const uint8_t *lab, size_t ll, size_t *out)
 {
 	static const char h1[] = "--" BOUNDARY "\r\nContent-Disposition: form-data; name=\"jfr\"; "
-				 "filename=\"jfr\"\r\n\r\n";
+	                         "filename=\"jfr\"\r\n\r\n";
 	static const char h2[] = "\r\n--" BOUNDARY "\r\nContent-Disposition: form-data; "
-				 "name=\"labels\"; filename=\"labels\"\r\n\r\n";
+	                         "name=\"labels\"; filename=\"labels\"\r\n\r\n";
 	static const char end[] = "\r\n--" BOUNDARY "--\r\n";
 	size_t n = sizeof(h1) - 1 + jl + sizeof(h2) - 1 + ll + sizeof(end) - 1;
 	uint8_t *b = malloc(n), *p = b;
@@ -46,13 +45,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	if (pd_labels_from_strings(&ls, &err, "service_name", "fuzz", NULL))
 		abort();
 	struct ingest_meta m = {.labels = ls,
-				.app = "fuzz",
-				.type = "cpu",
-				.from_ms = 1700000000000,
-				.until_ms = 1700000010000,
-				.sample_rate = 100,
-				.spy_name = "javaspy",
-				.aggregation = "sum"};
+	                        .app = "fuzz",
+	                        .type = "cpu",
+	                        .from_ms = 1700000000000,
+	                        .until_ms = 1700000010000,
+	                        .sample_rate = 100,
+	                        .spy_name = "javaspy",
+	                        .aggregation = "sum"};
 	struct pd_ingest_limits lim = {.max_decompressed = 4 << 20, .max_profiles = 64};
 	struct pd_ingest_batch b = {0};
 	uint8_t *body = NULL;

@@ -54,17 +54,17 @@ static void buf_str(struct pd_buf *b, const char *s)
 
 /* A multipart body with the jfr part and, when labels is not NULL, labels. */
 static uint8_t *multipart(const uint8_t *jfr, size_t jl, const uint8_t *labels, size_t ll,
-			  size_t *len)
+                          size_t *len)
 {
 	struct pd_buf b;
 	pd_buf_init(&b, 0);
 	buf_str(&b, "--" BOUNDARY "\r\nContent-Disposition: form-data; name=\"jfr\"; "
-		    "filename=\"jfr\"\r\nContent-Type: application/octet-stream\r\n\r\n");
+	            "filename=\"jfr\"\r\nContent-Type: application/octet-stream\r\n\r\n");
 	buf_add(&b, jfr, jl);
 	if (labels) {
 		buf_str(&b, "\r\n--" BOUNDARY "\r\nContent-Disposition: form-data; "
-			    "name=\"labels\"; filename=\"labels\"\r\n"
-			    "Content-Type: application/octet-stream\r\n\r\n");
+		            "name=\"labels\"; filename=\"labels\"\r\n"
+		            "Content-Type: application/octet-stream\r\n\r\n");
 		buf_add(&b, labels, ll);
 	}
 	buf_str(&b, "\r\n--" BOUNDARY "--\r\n");
@@ -81,18 +81,18 @@ static void meta_init(struct meta *x)
 	struct pd_err err = {0};
 	memset(x, 0, sizeof(*x));
 	assert_int_equal(pd_labels_from_strings(&x->labels, &err, "service_name", "javaapp",
-						"region", "eu", NULL),
-			 0);
+	                                        "region", "eu", NULL),
+	                 0);
 	x->m = (struct ingest_meta){.labels = x->labels,
-				    .app = "javaapp",
-				    .type = "cpu",
-				    .from_ms = 1700000000000,
-				    .until_ms = 1700000010000,
-				    .sample_rate = 100,
-				    .spy_name = "javaspy",
-				    .units = "samples",
-				    .aggregation = "sum",
-				    .now_ms = 1700000020000};
+	                            .app = "javaapp",
+	                            .type = "cpu",
+	                            .from_ms = 1700000000000,
+	                            .until_ms = 1700000010000,
+	                            .sample_rate = 100,
+	                            .spy_name = "javaspy",
+	                            .units = "samples",
+	                            .aggregation = "sum",
+	                            .now_ms = 1700000020000};
 }
 
 static void meta_fini(struct meta *x)
@@ -101,7 +101,8 @@ static void meta_fini(struct meta *x)
 }
 
 static int convert(const struct ingest_meta *m, const uint8_t *body, size_t len, const char *ct,
-		   const struct pd_ingest_limits *lim, struct pd_ingest_batch *b, struct pd_err *err)
+                   const struct pd_ingest_limits *lim, struct pd_ingest_batch *b,
+                   struct pd_err *err)
 {
 	memset(b, 0, sizeof(*b));
 	memset(err, 0, sizeof(*err));
@@ -145,7 +146,7 @@ static const char *pstr(const struct pd_pprof_parts *pp, int64_t i)
 
 /* Adds the samples of p for its sample type named type (-1 if absent). */
 static int canon_profile(struct canon *c, const struct pd_pprof_profile *p, const char *type,
-			 const char *unit)
+                         const char *unit)
 {
 	struct pd_pprof_parts pp;
 	struct pd_err err;
@@ -174,9 +175,9 @@ static int canon_profile(struct canon *c, const struct pd_pprof_profile *p, cons
 				for (size_t q = 0; q < pp.nfunction; q++)
 					if (pp.function[q].id == loc->line[k].function_id)
 						fn = pstr(&pp, pp.function[q].name);
-				assert_int_equal(pd_buf_printf(&b, "%s:%lld;", fn,
-							       (long long)loc->line[k].line),
-						 0);
+				assert_int_equal(
+				    pd_buf_printf(&b, "%s:%lld;", fn, (long long)loc->line[k].line),
+				    0);
 			}
 		}
 		buf_str(&b, "|");
@@ -184,7 +185,8 @@ static int canon_profile(struct canon *c, const struct pd_pprof_profile *p, cons
 			const char *k = pstr(&pp, s->label[j].key);
 			if (strcmp(k, "span_id") == 0)
 				continue;
-			assert_int_equal(pd_buf_printf(&b, "%s=%s,", k, pstr(&pp, s->label[j].str)), 0);
+			assert_int_equal(pd_buf_printf(&b, "%s=%s,", k, pstr(&pp, s->label[j].str)),
+			                 0);
 		}
 		buf_add(&b, "", 1);
 		size_t l;
@@ -246,9 +248,9 @@ static void canon_compare(const char *what, struct canon *want, struct canon *go
 	if (i == want->n && i == got->n)
 		return;
 	print_error("%s: %zu samples expected, %zu converted; first difference at %zu:\n"
-		    "  want %.300s\n  got  %.300s\n",
-		    what, want->n, got->n, i, i < want->n ? want->line[i] : "(none)",
-		    i < got->n ? got->line[i] : "(none)");
+	            "  want %.300s\n  got  %.300s\n",
+	            what, want->n, got->n, i, i < want->n ? want->line[i] : "(none)",
+	            i < got->n ? got->line[i] : "(none)");
 	fail();
 }
 
@@ -294,7 +296,7 @@ static void dump_batch(const char *jfr, const struct pd_ingest_batch *b)
 	for (size_t i = 0; i < b->n; i++) {
 		char path[1024];
 		snprintf(path, sizeof(path), "%s/%s.%zu.%s.pb", dir, jfr, i,
-			 label_of(b->v[i].labels, "__name__"));
+		         label_of(b->v[i].labels, "__name__"));
 		struct pd_err err;
 		assert_int_equal(pd_file_write(path, b->v[i].pprof, b->v[i].len, &err), 0);
 	}
@@ -334,7 +336,7 @@ static void check_pyroscope(const char *jfr, const char *labels)
 		assert_non_null(b.v[i].decoded);
 		assert_int_equal(pd_pprof_time_nanos(b.v[i].decoded), x.m.from_ms * 1000000);
 		assert_int_equal(pd_pprof_duration_nanos(b.v[i].decoded),
-				 (x.m.until_ms - x.m.from_ms) * 1000000);
+		                 (x.m.until_ms - x.m.from_ms) * 1000000);
 		const char *name = label_of(ls, "__name__");
 		if (strcmp(name, "profile") == 0 || strcmp(name, "wall") == 0)
 			assert_int_equal(pd_pprof_period(b.v[i].decoded), 10000000);
@@ -353,7 +355,8 @@ static void check_pyroscope(const char *jfr, const char *labels)
 		char metric[256];
 		const char *dot = strchr(fn + prefix + 1, '.');
 		assert_non_null(dot);
-		snprintf(metric, sizeof(metric), "%.*s", (int)(dot - fn - prefix - 1), fn + prefix + 1);
+		snprintf(metric, sizeof(metric), "%.*s", (int)(dot - fn - prefix - 1),
+		         fn + prefix + 1);
 		uint64_t hash = strtoull(dot + 1, NULL, 10);
 		snprintf(path, sizeof(path), "%s/%s", DIR_PY, fn);
 		struct pd_pprof_profile *want = NULL;
@@ -375,9 +378,9 @@ static void check_pyroscope(const char *jfr, const char *labels)
 			if (canon_profile(&cg, b.v[i].decoded, st, su) != 0)
 				continue;
 			assert_string_equal(pd_pprof_period_type(b.v[i].decoded),
-					    pd_pprof_period_type(want));
+			                    pd_pprof_period_type(want));
 			assert_string_equal(pd_pprof_period_unit(b.v[i].decoded),
-					    pd_pprof_period_unit(want));
+			                    pd_pprof_period_unit(want));
 			used++;
 		}
 		if (!used)
@@ -399,7 +402,7 @@ static void check_pyroscope(const char *jfr, const char *labels)
 		int first = 1;
 		for (size_t k = 0; k < i && first; k++)
 			first = strcmp(label_of(b.v[k].labels, "__name__"),
-				       label_of(b.v[i].labels, "__name__")) != 0;
+			               label_of(b.v[i].labels, "__name__")) != 0;
 		if (first)
 			types += pd_pprof_sample_type_count(b.v[i].decoded);
 	}
@@ -426,7 +429,8 @@ static void test_cortex_cpu_lock_alloc(void **state)
 	(void)state;
 	for (int i = 0; i < 4; i++) {
 		char name[128];
-		snprintf(name, sizeof(name), "cortex-dev-01__kafka-0__cpu_lock_alloc__%d.jfr.gz", i);
+		snprintf(name, sizeof(name), "cortex-dev-01__kafka-0__cpu_lock_alloc__%d.jfr.gz",
+		         i);
 		check_pyroscope(name, NULL);
 	}
 	check_pyroscope("cortex-dev-01__kafka-0__cpu_lock0_alloc0__0.jfr.gz", NULL);
@@ -489,9 +493,9 @@ static const char *const mstr[] = {
     "1", "2", "3", "4", "5", "6", "20", "21", "22", "23", "24", "25", "26", "27", "100", "101",
     "102", "103",
     /* 50.. field names */
-    "string", "hidden", "type", "descriptor", "method", "lineNumber", "bytecodeIndex",
-    "truncated", "frames", "a", "b", "nested", "x", "s", "startTime", "stackTrace", "state",
-    "contextId", "extra", "weird", "duration", "payload"};
+    "string", "hidden", "type", "descriptor", "method", "lineNumber", "bytecodeIndex", "truncated",
+    "frames", "a", "b", "nested", "x", "s", "startTime", "stackTrace", "state", "contextId",
+    "extra", "weird", "duration", "payload"};
 
 static int mi(const char *s)
 {
@@ -508,7 +512,7 @@ struct fdef {
 };
 
 static void w_class(struct pd_buf *b, const char *id, const char *name, const struct fdef *f,
-		    size_t nf)
+                    size_t nf)
 {
 	w_var(b, (uint64_t)mi("class"));
 	w_var(b, 2);
@@ -561,43 +565,45 @@ static void w_metadata(struct pd_buf *out)
 	w_var(&b, (uint64_t)mi("metadata"));
 	w_var(&b, 0);
 	w_var(&b, 18);
-	static const char *const prim[][2] = {{"1", "long"}, {"2", "int"}, {"3", "boolean"},
-					      {"4", "java.lang.String"}, {"5", "float"},
-					      {"6", "double"}};
+	static const char *const prim[][2] = {{"1", "long"},    {"2", "int"},
+	                                      {"3", "boolean"}, {"4", "java.lang.String"},
+	                                      {"5", "float"},   {"6", "double"}};
 	for (int i = 0; i < 6; i++)
 		w_class(&b, prim[i][0], prim[i][1], NULL, 0);
 	w_class(&b, "20", "jdk.types.Symbol", (struct fdef[]){{"string", "4", 0, 0}}, 1);
 	w_class(&b, "21", "java.lang.Class",
-		(struct fdef[]){{"name", "20", 1, 0}, {"hidden", "3", 0, 0}}, 2);
-	w_class(&b, "22", "jdk.types.Method",
-		(struct fdef[]){{"type", "21", 1, 0}, {"name", "20", 1, 0}, {"descriptor", "20", 1, 0}},
-		3);
+	        (struct fdef[]){{"name", "20", 1, 0}, {"hidden", "3", 0, 0}}, 2);
+	w_class(
+	    &b, "22", "jdk.types.Method",
+	    (struct fdef[]){{"type", "21", 1, 0}, {"name", "20", 1, 0}, {"descriptor", "20", 1, 0}},
+	    3);
 	w_class(&b, "23", "jdk.types.StackFrame",
-		(struct fdef[]){{"method", "22", 1, 0}, {"lineNumber", "2", 0, 0},
-				{"bytecodeIndex", "2", 0, 0}},
-		3);
+	        (struct fdef[]){{"method", "22", 1, 0},
+	                        {"lineNumber", "2", 0, 0},
+	                        {"bytecodeIndex", "2", 0, 0}},
+	        3);
 	w_class(&b, "24", "jdk.types.StackTrace",
-		(struct fdef[]){{"truncated", "3", 0, 0}, {"frames", "23", 0, 1}}, 2);
+	        (struct fdef[]){{"truncated", "3", 0, 0}, {"frames", "23", 0, 1}}, 2);
 	w_class(&b, "25", "jdk.types.ThreadState", (struct fdef[]){{"name", "4", 0, 0}}, 1);
 	w_class(&b, "27", "my.Nested", (struct fdef[]){{"x", "1", 0, 0}, {"s", "4", 0, 0}}, 2);
 	w_class(&b, "26", "my.Unknown",
-		(struct fdef[]){{"a", "6", 0, 0}, {"b", "5", 0, 0}, {"nested", "27", 0, 0}}, 3);
+	        (struct fdef[]){{"a", "6", 0, 0}, {"b", "5", 0, 0}, {"nested", "27", 0, 0}}, 3);
 	w_class(&b, "100", "jdk.ExecutionSample",
-		(struct fdef[]){{"startTime", "1", 0, 0},
-				{"stackTrace", "24", 1, 0},
-				{"state", "25", 1, 0},
-				{"contextId", "1", 0, 0},
-				{"extra", "27", 0, 0},
-				{"weird", "6", 0, 0}},
-		6);
+	        (struct fdef[]){{"startTime", "1", 0, 0},
+	                        {"stackTrace", "24", 1, 0},
+	                        {"state", "25", 1, 0},
+	                        {"contextId", "1", 0, 0},
+	                        {"extra", "27", 0, 0},
+	                        {"weird", "6", 0, 0}},
+	        6);
 	w_class(&b, "101", "jdk.JavaMonitorEnter",
-		(struct fdef[]){{"startTime", "1", 0, 0},
-				{"duration", "1", 0, 0},
-				{"stackTrace", "24", 1, 0},
-				{"contextId", "1", 0, 0}},
-		4);
+	        (struct fdef[]){{"startTime", "1", 0, 0},
+	                        {"duration", "1", 0, 0},
+	                        {"stackTrace", "24", 1, 0},
+	                        {"contextId", "1", 0, 0}},
+	        4);
 	w_class(&b, "102", "jdk.ActiveSetting",
-		(struct fdef[]){{"id", "1", 0, 0}, {"name", "4", 0, 0}, {"value", "4", 0, 0}}, 3);
+	        (struct fdef[]){{"id", "1", 0, 0}, {"name", "4", 0, 0}, {"value", "4", 0, 0}}, 3);
 	w_class(&b, "103", "my.UnknownEvent", (struct fdef[]){{"payload", "27", 0, 1}}, 1);
 	/* 4 more classes nobody uses, so that the count is 18 */
 	w_class(&b, "3", "boolean", NULL, 0);
@@ -671,8 +677,8 @@ static void w_checkpoint(struct pd_buf *out)
 	/* methods */
 	w_var(&b, 22);
 	w_var(&b, 5);
-	static const uint64_t meth[][3] = {{30, 10, 2}, {31, 10, 3}, {32, 11, 5}, {33, 99, 5},
-					   {34, 11, 6}};
+	static const uint64_t meth[][3] = {
+	    {30, 10, 2}, {31, 10, 3}, {32, 11, 5}, {33, 99, 5}, {34, 11, 6}};
 	for (int i = 0; i < 5; i++) {
 		w_var(&b, meth[i][0]);
 		w_var(&b, meth[i][1]);
@@ -787,8 +793,8 @@ static uint8_t *small_jfr(size_t *len)
 static uint8_t *small_labels(size_t *len)
 {
 	Profd__Ingest__Jfr__LabelPair l1 = PROFD__INGEST__JFR__LABEL_PAIR__INIT,
-				      l2 = PROFD__INGEST__JFR__LABEL_PAIR__INIT,
-				      l3 = PROFD__INGEST__JFR__LABEL_PAIR__INIT;
+	                              l2 = PROFD__INGEST__JFR__LABEL_PAIR__INIT,
+	                              l3 = PROFD__INGEST__JFR__LABEL_PAIR__INIT;
 	l1.key = 1;
 	l1.value = 2;
 	l2.key = 1;
@@ -797,13 +803,13 @@ static uint8_t *small_labels(size_t *len)
 	l3.value = 5;
 	Profd__Ingest__Jfr__LabelPair *c1l[] = {&l1}, *c2l[] = {&l2, &l3};
 	Profd__Ingest__Jfr__Context c1 = PROFD__INGEST__JFR__CONTEXT__INIT,
-				    c2 = PROFD__INGEST__JFR__CONTEXT__INIT;
+	                            c2 = PROFD__INGEST__JFR__CONTEXT__INIT;
 	c1.n_labels = 1;
 	c1.labels = c1l;
 	c2.n_labels = 2;
 	c2.labels = c2l;
 	Profd__Ingest__Jfr__ContextEntry e1 = PROFD__INGEST__JFR__CONTEXT_ENTRY__INIT,
-					 e2 = PROFD__INGEST__JFR__CONTEXT_ENTRY__INIT;
+	                                 e2 = PROFD__INGEST__JFR__CONTEXT_ENTRY__INIT;
 	e1.key = 1;
 	e1.value = &c1;
 	e2.key = 2;
@@ -833,7 +839,7 @@ static uint8_t *small_labels(size_t *len)
 /* The canonical lines of b's profile named name with labels having key=value
  * (key NULL: any), for sample type type. */
 static void canon_of(const struct pd_ingest_batch *b, const char *name, const char *key,
-		     const char *value, const char *type, const char *unit, struct canon *c)
+                     const char *value, const char *type, const char *unit, struct canon *c)
 {
 	for (size_t i = 0; i < b->n; i++) {
 		if (strcmp(label_of(b->v[i].labels, "__name__"), name) != 0)
@@ -864,7 +870,7 @@ static void check_small(const struct pd_ingest_batch *b, int times)
 	char l1[256], l2[256], m1[256], m2[256], m3[256];
 	const char *st1 = "com/example/App.w\xc3\xb6rk:12;com/example/App.main:5;";
 	const char *st2 = "Foo$$Lambda_.run:7;Foo$$Lambda_.\xf0\x9f\x98\x80\xef\xbf\xbd:4294967295;"
-			  "com/example/App.main:5;";
+	                  "com/example/App.main:5;";
 	snprintf(l1, sizeof(l1), "%d|%s|", 30000000 * times, st1);
 	snprintf(l2, sizeof(l2), "%d|%s|", 10000000 * times, st2);
 	struct canon c = {0};
@@ -963,7 +969,8 @@ static void test_small_recording(void **state)
 	lim = (struct pd_ingest_limits){.max_decompressed = 100};
 	rc = convert(&x.m, gz, gl, NULL, &lim, &b, &err);
 	assert_int_equal(rc, PD_ETOOBIG);
-	assert_true(b.limit_hit == PD_INGEST_LIMIT_DECOMPRESSED || b.limit_hit == PD_INGEST_LIMIT_RATIO);
+	assert_true(b.limit_hit == PD_INGEST_LIMIT_DECOMPRESSED ||
+	            b.limit_hit == PD_INGEST_LIMIT_RATIO);
 	lim = (struct pd_ingest_limits){.max_ratio = 1};
 	rc = convert(&x.m, gz, gl, NULL, &lim, &b, &err);
 	assert_int_equal(rc, PD_ETOOBIG);
@@ -1014,8 +1021,8 @@ static void test_truncated_and_flipped(void **state)
 					t[8 + k] = (uint8_t)((uint64_t)n >> (56 - 8 * k));
 			int rc = convert(&x.m, t, n, NULL, NULL, &b, &err);
 			if (rc != PD_EINVAL || !strstr(err.msg, "at byte "))
-				fail_msg("prefix %zu%s: rc %d: %s", n, patched ? " (size cut)" : "", rc,
-					 err.msg);
+				fail_msg("prefix %zu%s: rc %d: %s", n, patched ? " (size cut)" : "",
+				         rc, err.msg);
 			assert_int_equal(b.n, 0);
 		}
 	}
@@ -1109,8 +1116,10 @@ static void test_symbols(void **state)
 {
 	(void)state;
 	static const char *const cases[][2] = {
-	    {"jdk/internal/reflect/GeneratedMethodAccessor31", "jdk/internal/reflect/GeneratedMethodAccessor_"},
-	    {"jdk/internal/reflect/GeneratedMethodAccessor", "jdk/internal/reflect/GeneratedMethodAccessor"},
+	    {"jdk/internal/reflect/GeneratedMethodAccessor31",
+	     "jdk/internal/reflect/GeneratedMethodAccessor_"},
+	    {"jdk/internal/reflect/GeneratedMethodAccessor",
+	     "jdk/internal/reflect/GeneratedMethodAccessor"},
 	    {"org/example/rideshare/OrderService$$Lambda$669.0x0000000800fd7318",
 	     "org/example/rideshare/OrderService$$Lambda_"},
 	    {"Fib$$Lambda.0x00007ffa600c4da0", "Fib$$Lambda_"},
@@ -1123,7 +1132,8 @@ static void test_symbols(void **state)
 	    {"/tmp/libzstd-jni-1.5.1-1693.so (deleted)", "libzstd-jni-_.so"},
 	    {"./tmp/libamazonCorrettoCryptoProvider109b39cf33c563eb.so",
 	     "libamazonCorrettoCryptoProvider_.so"},
-	    {"./tmp/amazonCorrettoCryptoProviderNativeLibraries.7382c2f79097f415/libcrypto.so (deleted)",
+	    {"./tmp/amazonCorrettoCryptoProviderNativeLibraries.7382c2f79097f415/libcrypto.so "
+	     "(deleted)",
 	     "libamazonCorrettoCryptoProvider_.so"},
 	    {"libasyncProfiler-linux-x64-17b9a1d8156277a98ccc871afa9a8f69215f92.so",
 	     "libasyncProfiler-_.so"},
