@@ -227,6 +227,14 @@ static int group_of(struct conv *c, uint64_t ctx, uint64_t span_name, uint32_t *
 	size_t n = 0;
 	int rc = 0;
 	if (c->labels && jfr_labels_context(c->labels, ctx, &keys, &values, &n)) {
+		if (n > c->lim.max_labels) { /* the series could not hold them */
+			c->limit_hit = PD_INGEST_LIMIT_LABELS;
+			return pd_err_set(c->err, PD_ETOOBIG,
+			                  "context %llu of the labels part has %zu labels, more than "
+			                  "%zu (%s)",
+			                  (unsigned long long)ctx, n, c->lim.max_labels,
+			                  pd_ingest_limit_flag(PD_INGEST_LIMIT_LABELS));
+		}
 		for (size_t i = 0; i < n && !rc; i++) {
 			const char *k, *v;
 			size_t kl, vl;
@@ -403,7 +411,9 @@ static int profile_of(struct conv *c, uint32_t kind, uint32_t group, struct prof
 	if (k->period_type)
 		ingest_pb_period(b, k->period_type, k->period_unit,
 		                 k->timed ? (int64_t)c->period : 0);
-	ingest_pb_time(b, c->m->from_ms * 1000000, (c->m->until_ms - c->m->from_ms) * 1000000);
+	/* in unsigned arithmetic: times far off wrap rather than overflow */
+	ingest_pb_time(b, (int64_t)((uint64_t)c->m->from_ms * 1000000u),
+	               (int64_t)(((uint64_t)c->m->until_ms - (uint64_t)c->m->from_ms) * 1000000u));
 	if (c->m->aggregation && *c->m->aggregation) {
 		char cm[128];
 		int n = snprintf(cm, sizeof(cm), "aggregation=%s", c->m->aggregation);
@@ -586,7 +596,7 @@ static int emit(struct conv *c, struct prof *pr, struct pd_ingest_batch *out)
 		ingest_pb_err(pr->b, NULL, &c->limit_hit);
 		return rc;
 	}
-	if (pr->kind == K_ALLOC && pr->mask != 7 &&
+	if (pr->kind == K_ALLOC && pr->mask != 7 && pr->mask != 0 &&
 	    (rc = keep_types(c, pr->mask, &pprof, &len, &decoded)))
 		goto fail;
 	/* the request's labels, pyroscope_spy, jfr_event, then the context's */

@@ -933,15 +933,16 @@ static int read_pools(struct jfr_parser *p, size_t chunk, size_t chunk_end, size
 					return p->rc;
 		}
 		int64_t d = (int64_t)delta;
+		uint64_t back = 0 - delta; /* the distance back, for a negative delta */
 		if (d == 0)
 			return 0;
-		if (d > 0 || (uint64_t)-d > pos - chunk - HEADER_SIZE)
+		if (d > 0 || back > pos - chunk - HEADER_SIZE)
 			return fail(p, pos, PD_EINVAL,
 			            "a checkpoint's link to the previous one (%lld) does not lead "
 			            "backwards within the chunk",
 			            (long long)d);
 		limit = pos;
-		pos = pos - (size_t)(-d);
+		pos -= (size_t)back;
 	}
 }
 

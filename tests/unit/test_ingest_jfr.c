@@ -975,6 +975,11 @@ static void test_small_recording(void **state)
 	rc = convert(&x.m, gz, gl, NULL, &lim, &b, &err);
 	assert_int_equal(rc, PD_ETOOBIG);
 	assert_int_equal(b.limit_hit, PD_INGEST_LIMIT_RATIO);
+	lim = (struct pd_ingest_limits){.max_labels = 1};
+	rc = convert(&x.m, body, bl, "multipart/form-data; boundary=" BOUNDARY, &lim, &b, &err);
+	assert_int_equal(rc, PD_ETOOBIG);
+	assert_int_equal(b.limit_hit, PD_INGEST_LIMIT_LABELS);
+	assert_int_equal(b.n, 0);
 	lim = (struct pd_ingest_limits){.max_samples = 1};
 	rc = convert(&x.m, body, bl, "multipart/form-data; boundary=" BOUNDARY, &lim, &b, &err);
 	assert_int_equal(rc, 0); /* one sample a profile */
