@@ -8,7 +8,8 @@
  *   jfr_bench [--passes N] [--pass-seconds S] FILE.jfr[.gz]...
  *
  * One line per file: its size, the profiles and samples it makes, µs per
- * conversion, µs to decode all its profiles, and the ratio convert / decode. */
+ * conversion and MB/s of recording converted, µs to decode all its profiles, and
+ * the ratio convert / decode. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,8 +66,8 @@ int main(int argc, char **argv)
 	                        .sample_rate = 100,
 	                        .spy_name = "javaspy",
 	                        .aggregation = "sum"};
-	printf("%-48s %9s %5s %8s %12s %12s %7s\n", "recording", "KiB", "profs", "samples",
-	       "convert µs", "decode µs", "ratio");
+	printf("%-44s %8s %5s %8s %11s %9s %10s %7s\n", "recording", "KiB", "profs", "samples",
+	       "convert µs", "MB/s", "decode µs", "ratio");
 	double worst = 0;
 	for (; i < argc; i++) {
 		uint8_t *raw = NULL, *jfr = NULL;
@@ -120,8 +121,8 @@ int main(int argc, char **argv)
 		double ratio = best_c / best_d;
 		if (ratio > worst)
 			worst = ratio;
-		printf("%-48.48s %9.1f %5zu %8zu %12.1f %12.1f %7.2f\n", name, (double)jl / 1024,
-		       b.n, samples, best_c * 1e6, best_d * 1e6, ratio);
+		printf("%-44.44s %8.1f %5zu %8zu %11.1f %9.1f %10.1f %7.2f\n", name, (double)jl / 1024,
+		       b.n, samples, best_c * 1e6, (double)jl / best_c / 1e6, best_d * 1e6, ratio);
 		pd_ingest_batch_fini(&b);
 		free(jfr);
 	}
