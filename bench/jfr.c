@@ -121,8 +121,9 @@ int main(int argc, char **argv)
 		double ratio = best_c / best_d;
 		if (ratio > worst)
 			worst = ratio;
-		printf("%-44.44s %8.1f %5zu %8zu %11.1f %9.1f %10.1f %7.2f\n", name, (double)jl / 1024,
-		       b.n, samples, best_c * 1e6, (double)jl / best_c / 1e6, best_d * 1e6, ratio);
+		printf("%-44.44s %8.1f %5zu %8zu %11.1f %9.1f %10.1f %7.2f\n", name,
+		       (double)jl / 1024, b.n, samples, best_c * 1e6, (double)jl / best_c / 1e6,
+		       best_d * 1e6, ratio);
 		pd_ingest_batch_fini(&b);
 		free(jfr);
 	}

@@ -229,11 +229,12 @@ static int group_of(struct conv *c, uint64_t ctx, uint64_t span_name, uint32_t *
 	if (c->labels && jfr_labels_context(c->labels, ctx, &keys, &values, &n)) {
 		if (n > c->lim.max_labels) { /* the series could not hold them */
 			c->limit_hit = PD_INGEST_LIMIT_LABELS;
-			return pd_err_set(c->err, PD_ETOOBIG,
-			                  "context %llu of the labels part has %zu labels, more than "
-			                  "%zu (%s)",
-			                  (unsigned long long)ctx, n, c->lim.max_labels,
-			                  pd_ingest_limit_flag(PD_INGEST_LIMIT_LABELS));
+			return pd_err_set(
+			    c->err, PD_ETOOBIG,
+			    "context %llu of the labels part has %zu labels, more than "
+			    "%zu (%s)",
+			    (unsigned long long)ctx, n, c->lim.max_labels,
+			    pd_ingest_limit_flag(PD_INGEST_LIMIT_LABELS));
 		}
 		for (size_t i = 0; i < n && !rc; i++) {
 			const char *k, *v;
