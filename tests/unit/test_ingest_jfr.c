@@ -6,7 +6,8 @@
  * stacks summed, zero values left out, sorted), with the sample and period types;
  * the series labels and periods are checked against docs/ingest-jfr.md. A small
  * recording written here by hand covers string encodings, unknown types and
- * fields, nested values, context labels; all its prefixes and many bit flips must
+ * fields, nested values, context labels, the count a wall-clock sample leaves to
+ * later events; all its prefixes and every bit flip must
  * fail with an error naming a byte offset (or, for flips, succeed), never crash,
  * and store nothing. The JDK's own recording of testdata/jfr/ converts with the
  * event types it holds. With PD_JFR_DUMP set, the converted profiles are
@@ -495,7 +496,9 @@ static const char *const mstr[] = {
     /* 50.. field names */
     "string", "hidden", "type", "descriptor", "method", "lineNumber", "bytecodeIndex", "truncated",
     "frames", "a", "b", "nested", "x", "s", "startTime", "stackTrace", "state", "contextId",
-    "extra", "weird", "duration", "payload"};
+    "extra", "weird", "duration", "payload",
+    /* 72.. */
+    "profiler.WallClockSample", "104", "samples"};
 
 static int mi(const char *s)
 {
@@ -564,7 +567,7 @@ static void w_metadata(struct pd_buf *out)
 	w_var(&b, 2);
 	w_var(&b, (uint64_t)mi("metadata"));
 	w_var(&b, 0);
-	w_var(&b, 18);
+	w_var(&b, 19);
 	static const char *const prim[][2] = {{"1", "long"},    {"2", "int"},
 	                                      {"3", "boolean"}, {"4", "java.lang.String"},
 	                                      {"5", "float"},   {"6", "double"}};
@@ -605,6 +608,13 @@ static void w_metadata(struct pd_buf *out)
 	w_class(&b, "102", "jdk.ActiveSetting",
 	        (struct fdef[]){{"id", "1", 0, 0}, {"name", "4", 0, 0}, {"value", "4", 0, 0}}, 3);
 	w_class(&b, "103", "my.UnknownEvent", (struct fdef[]){{"payload", "27", 0, 1}}, 1);
+	w_class(&b, "104", "profiler.WallClockSample",
+	        (struct fdef[]){{"startTime", "1", 0, 0},
+	                        {"stackTrace", "24", 1, 0},
+	                        {"state", "25", 1, 0},
+	                        {"contextId", "1", 0, 0},
+	                        {"samples", "2", 0, 0}},
+	        5);
 	/* 4 more classes nobody uses, so that the count is 18 */
 	w_class(&b, "3", "boolean", NULL, 0);
 	w_class(&b, "2", "int", NULL, 0);
@@ -736,8 +746,9 @@ static void w_exec(struct pd_buf *out, uint64_t stack, uint64_t state, uint64_t 
 }
 
 /* A one-chunk recording: metadata, settings, samples, locks, an unknown event,
- * the constant pools last. */
-static uint8_t *small_jfr(size_t *len)
+ * (with_wall: a wall-clock sample of 5, a lock, a sample), the constant pools
+ * last. */
+static uint8_t *small_jfr_with(size_t *len, int with_wall)
 {
 	struct pd_buf b, e;
 	pd_buf_init(&b, 0);
@@ -775,6 +786,22 @@ static uint8_t *small_jfr(size_t *len)
 	w_var(&e, 2);
 	w_u8(&e, 0);
 	w_event(&b, &e);
+	if (with_wall) {
+		w_var(&e, 104);
+		w_var(&e, 1);
+		w_var(&e, 41);
+		w_var(&e, 50);
+		w_var(&e, 2);
+		w_var(&e, 5);
+		w_event(&b, &e);
+		w_var(&e, 101);
+		w_var(&e, 1);
+		w_var(&e, 7);
+		w_var(&e, 41);
+		w_var(&e, 2);
+		w_event(&b, &e);
+		w_exec(&b, 40, 50, 1);
+	}
 	size_t cp = b.len;
 	w_checkpoint(&b);
 	uint64_t f[3] = {b.len, cp, meta};
@@ -787,6 +814,11 @@ static uint8_t *small_jfr(size_t *len)
 		b.data[56 + j] = (uint8_t)(tps >> (56 - 8 * j));
 	pd_buf_fini(&e);
 	return pd_buf_steal(&b, len);
+}
+
+static uint8_t *small_jfr(size_t *len)
+{
+	return small_jfr_with(len, 0);
 }
 
 /* The labels part: context 1 {thread_name=t1}, 2 {thread_name=t2, my.label=x}. */
@@ -1004,6 +1036,50 @@ static void test_small_recording(void **state)
 	meta_fini(&x);
 }
 
+/* A wall-clock sample's count stays the count of the events after it, of any
+ * type, as in Pyroscope's converter; in a recording whose event is not "wall"
+ * it makes no cpu sample. */
+static void test_wall_clock_count(void **state)
+{
+	(void)state;
+	size_t jl, ll, bl;
+	uint8_t *j = small_jfr_with(&jl, 1), *l = small_labels(&ll);
+	uint8_t *body = multipart(j, jl, l, ll, &bl);
+	struct meta x;
+	meta_init(&x);
+	struct pd_ingest_batch b;
+	struct pd_err err;
+	int rc = convert(&x.m, body, bl, "multipart/form-data; boundary=" BOUNDARY, NULL, &b, &err);
+	if (rc)
+		fail_msg("%s", err.msg);
+	const char *st1 = "com/example/App.w\xc3\xb6rk:12;com/example/App.main:5;";
+	const char *st2 = "Foo$$Lambda_.run:7;Foo$$Lambda_.\xf0\x9f\x98\x80\xef\xbf\xbd:4294967295;"
+	                  "com/example/App.main:5;";
+	char want[256];
+	struct canon c = {0};
+	snprintf(want, sizeof(want), "%d|%s|", 50000000, st2);
+	canon_of(&b, "wall", "thread_name", "t2", "wall", "nanoseconds", &c);
+	expect_lines(&c, (const char *const[]){want}, 1);
+	snprintf(want, sizeof(want), "%d|%s|", 30000000 + 50000000, st1);
+	canon_of(&b, "profile", "thread_name", "t1", "cpu", "nanoseconds", &c);
+	expect_lines(&c, (const char *const[]){want}, 1);
+	snprintf(want, sizeof(want), "%d|%s|", 10000000, st2);
+	canon_of(&b, "profile", "thread_name", "t2", "cpu", "nanoseconds", &c);
+	expect_lines(&c, (const char *const[]){want}, 1);
+	snprintf(want, sizeof(want), "%d|%s|", 5, st2);
+	canon_of(&b, "mutex", "thread_name", "t2", "contentions", "count", &c);
+	expect_lines(&c, (const char *const[]){want}, 1);
+	snprintf(want, sizeof(want), "%d|%s|", 7, st2);
+	canon_of(&b, "mutex", "thread_name", "t2", "delay", "nanoseconds", &c);
+	expect_lines(&c, (const char *const[]){want}, 1);
+	assert_int_equal(b.n, 6);
+	pd_ingest_batch_fini(&b);
+	free(body);
+	free(j);
+	free(l);
+	meta_fini(&x);
+}
+
 /* Every prefix (as it is, and with the chunk's size cut to it) and every bit
  * flip of the small recording: an error naming a byte offset, or (flips) a
  * conversion; never a crash, and nothing kept on failure. */
@@ -1160,13 +1236,10 @@ static void test_symbols(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_cortex_cpu),
-	    cmocka_unit_test(test_cortex_cpu_lock_alloc),
-	    cmocka_unit_test(test_dumps_with_labels),
-	    cmocka_unit_test(test_small_recording),
-	    cmocka_unit_test(test_truncated_and_flipped),
-	    cmocka_unit_test(test_jdk_recording),
-	    cmocka_unit_test(test_symbols),
+	    cmocka_unit_test(test_cortex_cpu),        cmocka_unit_test(test_cortex_cpu_lock_alloc),
+	    cmocka_unit_test(test_dumps_with_labels), cmocka_unit_test(test_small_recording),
+	    cmocka_unit_test(test_wall_clock_count),  cmocka_unit_test(test_truncated_and_flipped),
+	    cmocka_unit_test(test_jdk_recording),     cmocka_unit_test(test_symbols),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
