@@ -6,13 +6,14 @@
  * stacks summed, zero values left out, sorted), with the sample and period types;
  * the series labels and periods are checked against docs/ingest-jfr.md. A small
  * recording written here by hand covers string encodings, unknown types and
- * fields, nested values, context labels, the count a wall-clock sample leaves to
- * later events; all its prefixes and every bit flip must
- * fail with an error naming a byte offset (or, for flips, succeed), never crash,
- * and store nothing. The JDK's own recording of testdata/jfr/ converts with the
- * event types it holds. With PD_JFR_DUMP set, the converted profiles are
- * written into that folder (for the go tool pprof -raw check of
- * cmake/ingest.cmake). */
+ * fields, nested values, two chunks, context labels, limits and the count a
+ * wall-clock sample leaves to later events; all its prefixes and every bit flip
+ * must fail with an error naming a byte offset (or, for flips, succeed), never
+ * crash, and store nothing. The JDK's own recording of testdata/jfr/ converts
+ * with the totals the JDK's jfr tool counts in it. With PD_JFR_DUMP set, the
+ * converted profiles are written into that folder (for the go tool pprof -raw
+ * check of cmake/ingest.cmake); with PD_JFR_SEED_DIR, the small recording (the
+ * fuzz target's seeds). */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
