@@ -42,6 +42,13 @@ if(PD_TESTS)
       set_tests_properties(unit_${t} PROPERTIES LABELS unit TIMEOUT 300)
     endif()
   endforeach()
+  # go tool pprof -raw, the reference, on JFR conversions and Pyroscope's profiles
+  find_program(PD_GO_BIN go REQUIRED)
+  if(TARGET test_ingest_jfr)
+    add_test(NAME unit_ingest_jfr_pprof_raw COMMAND ${PROJECT_SOURCE_DIR}/tests/ingest/jfr_pprof_raw.sh
+      $<TARGET_FILE:test_ingest_jfr> ${PROJECT_SOURCE_DIR})
+    set_tests_properties(unit_ingest_jfr_pprof_raw PROPERTIES LABELS unit TIMEOUT 300)
+  endif()
 endif()
 
 # the HTTP layer with curl against a running profd (tests/integration/ingest.sh), and

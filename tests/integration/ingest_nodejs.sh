@@ -69,6 +69,7 @@ hot() { # NAME
 }
 wait_for 120 "report=top of wall does not name profdHotLoop: $(head -c 800 "$tmp/top-wall.json" 2>/dev/null)" hot wall
 wait_for 120 "report=top of heap does not name profdHotLoop: $(head -c 800 "$tmp/top-heap.json" 2>/dev/null)" hot heap
-curl -fsS "$api/metrics" | grep -q '^profd_ingest_profiles_total{endpoint="ingest",format="pprof"} [1-9]' ||
-	fail "no pprof pushes counted"
+curl -fsS "$api/metrics" >"$tmp/metrics" || fail "GET /metrics"
+grep -q '^profd_ingest_profiles_total{endpoint="ingest",format="pprof"} [1-9]' "$tmp/metrics" ||
+	fail "no pprof pushes counted: $(grep profd_ingest "$tmp/metrics")"
 echo ok
