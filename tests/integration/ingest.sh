@@ -83,6 +83,24 @@ total=$(curl -fsS "$api/prometheus/api/v1/query" --data-urlencode 'query=profile
 	--data-urlencode "time=$now" | jq -r '.data.result[0].value[1]')
 [ "$total" = 400000000 ] || fail "folded total $total, want 40 samples at 100 Hz = 400000000 ns"
 
+# ---- JFR: pyroscope-java's multipart form (jfr + labels), each event type its series
+jfrdir=$testdata/pyroscope/jfr
+code=$(curl -sS -o "$tmp/out" -w '%{http_code}' -F "jfr=@$jfrdir/dump2.jfr.gz;filename=jfr" \
+	-F "labels=@$jfrdir/dump2.labels.pb.gz;filename=labels" \
+	"$api/ingest?format=jfr&name=javaapp%7Benv%3Dprod%7D&from=$((now - 10))&until=$now&sampleRate=100&spyName=javaspy")
+[ "$code" = 200 ] || fail "/ingest jfr answered $code: $(cat "$tmp/out")"
+curl -fsS "$api/api/v1/series" --data-urlencode 'match[]={service_name="javaapp"}' >"$tmp/js.json"
+for n in profile wall allocs; do
+	jq -e --arg n "$n" '[.data[] | select(.__name__ == $n and .env == "prod")] | length > 0' "$tmp/js.json" >/dev/null ||
+		fail "no $n series of the JFR: $(jq -c '[.data[].__name__] | unique' "$tmp/js.json")"
+done
+# ---- speedscope JSON
+code=$(post "$testdata/pyroscope/speedscope/simple.speedscope.json" \
+	"$api/ingest?format=speedscope&name=scopeapp&from=$((now - 10))&until=$now")
+[ "$code" = 200 ] || fail "/ingest speedscope answered $code: $(cat "$tmp/out")"
+curl -fsS "$api/api/v1/series" --data-urlencode 'match[]={service_name="scopeapp"}' | jq -e '.data | length == 1' >/dev/null ||
+	fail "no speedscope series"
+
 before=$(nseries)
 # ---- refused, each with its status and message, storing nothing
 printf 'x' >"$tmp/one"
