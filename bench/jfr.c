@@ -86,8 +86,13 @@ int main(int argc, char **argv)
 		if (ingest_jfr(&m, jfr, jl, NULL, NULL, &b, &err))
 			die(argv[i], &err);
 		size_t samples = 0;
-		for (size_t k = 0; k < b.n; k++)
-			samples += pd_pprof_sample_count(b.v[k].decoded);
+		for (size_t k = 0; k < b.n; k++) {
+			struct pd_pprof_profile *d = NULL;
+			if (pd_pprof_decode(&d, b.v[k].pprof, b.v[k].len, NULL, &err))
+				die("decode", &err);
+			samples += pd_pprof_sample_count(d);
+			pd_pprof_destroy(d);
+		}
 		double best_c = 1e30, best_d = 1e30;
 		for (int p = 0; p < passes; p++) {
 			long n = 0;

@@ -486,9 +486,30 @@ int ingest_pb_finish(struct ingest_pb *b, uint8_t **out, size_t *out_len,
 	int rc = pd_pprof_parts_encode(&parts, out, out_len, err);
 	if (rc)
 		return rc;
-	if (decoded && (rc = pd_pprof_parts_build(&parts, decoded, err))) {
+	/* decoded from the bytes just written (pd_pprof_parts_build would encode
+	 * them again), which validates them as any pushed profile */
+	if (decoded && (rc = pd_pprof_decode(decoded, *out, *out_len, NULL, err))) {
 		free(*out);
 		*out = NULL;
 	}
 	return rc;
+}
+
+int ingest_pb_select_types(struct ingest_pb *b, const size_t *keep, size_t nk)
+{
+	if (b->rc)
+		return b->rc;
+	for (size_t i = 0; i < nk; i++)
+		if (keep[i] >= b->nst || (i > 0 && keep[i] <= keep[i - 1]))
+			return fail(b, PD_EINVAL, 0, "sample type %zu kept out of order", keep[i]);
+	for (size_t i = 0; i < nk; i++)
+		b->st[i] = b->st[keep[i]];
+	b->nst = nk;
+	for (size_t i = 0; i < b->nsmp; i++) {
+		struct pd_pprof_psample *sm = &b->smp[i];
+		for (size_t j = 0; j < nk; j++)
+			sm->value[j] = sm->value[keep[j]];
+		sm->nvalue = nk;
+	}
+	return 0;
 }

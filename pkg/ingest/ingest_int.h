@@ -88,6 +88,10 @@ size_t ingest_pb_nsamples(const struct ingest_pb *b);
  * *err and the limit hit in *limit (may be NULL). */
 int ingest_pb_err(const struct ingest_pb *b, struct pd_err *err, int *limit);
 
+/* Keeps only sample types keep[0..nk) (ascending indices), in every sample too;
+ * for a converter that learns which types it has only at the end. */
+int ingest_pb_select_types(struct ingest_pb *b, const size_t *keep, size_t nk);
+
 /* Serialises the profile as uncompressed profile.proto into *out (malloc'd, the
  * caller's) and, when decoded is not NULL, builds and validates it into *decoded
  * (the caller's). The builder can be destroyed afterwards. */

@@ -544,45 +544,18 @@ static int on_chunk_end(void *ctx, struct jfr_parser *p)
 
 /* ---- the profiles --------------------------------------------------------------- */
 
-/* Keeps only the allocation sample types of the kinds seen (mask), rewriting
- * the profile. */
-static int keep_types(struct conv *c, unsigned mask, uint8_t **pprof, size_t *len,
-                      struct pd_pprof_profile **decoded)
+/* Keeps only the allocation sample types of the kinds seen (mask). */
+static int keep_types(struct conv *c, struct prof *pr)
 {
-	struct pd_pprof_parts parts;
-	int rc = pd_pprof_parts_get(*decoded, &parts, c->err);
-	if (rc)
-		return rc;
 	size_t keep[MAXV], nk = 0;
 	for (int sub = 0; sub < 3; sub++)
-		if (mask & (1u << sub)) {
+		if (pr->mask & (1u << sub)) {
 			keep[nk++] = 2 * (size_t)sub;
 			keep[nk++] = 2 * (size_t)sub + 1;
 		}
-	for (size_t i = 0; i < nk; i++)
-		parts.sample_type[i] = parts.sample_type[keep[i]];
-	parts.nsample_type = nk;
-	for (size_t i = 0; i < parts.nsample; i++) {
-		struct pd_pprof_psample *s = &parts.sample[i];
-		for (size_t j = 0; j < nk; j++)
-			s->value[j] = s->value[keep[j]];
-		s->nvalue = nk;
-	}
-	uint8_t *out = NULL;
-	size_t out_len = 0;
-	struct pd_pprof_profile *d = NULL;
-	if (!(rc = pd_pprof_parts_encode(&parts, &out, &out_len, c->err)) &&
-	    !(rc = pd_pprof_parts_build(&parts, &d, c->err))) {
-		free(*pprof);
-		pd_pprof_destroy(*decoded);
-		*pprof = out;
-		*len = out_len;
-		*decoded = d;
-		out = NULL;
-	}
-	free(out);
-	pd_pprof_parts_fini(&parts);
-	return rc;
+	if (ingest_pb_select_types(pr->b, keep, nk))
+		return pb_failed(c, pr->b);
+	return 0;
 }
 
 static int emit(struct conv *c, struct prof *pr, struct pd_ingest_batch *out)
@@ -592,14 +565,15 @@ static int emit(struct conv *c, struct prof *pr, struct pd_ingest_batch *out)
 	struct pd_pprof_profile *decoded = NULL;
 	struct pd_labels *labels = NULL;
 	struct ingest_label *ls = NULL;
-	int rc = ingest_pb_finish(pr->b, &pprof, &len, &decoded, c->err);
+	int rc;
+	if (pr->kind == K_ALLOC && pr->mask != 7 && pr->mask != 0 && (rc = keep_types(c, pr)))
+		return rc;
+	/* the bytes only: the store decodes them as it decodes any pushed pprof */
+	rc = ingest_pb_finish(pr->b, &pprof, &len, NULL, c->err);
 	if (rc) {
 		ingest_pb_err(pr->b, NULL, &c->limit_hit);
 		return rc;
 	}
-	if (pr->kind == K_ALLOC && pr->mask != 7 && pr->mask != 0 &&
-	    (rc = keep_types(c, pr->mask, &pprof, &len, &decoded)))
-		goto fail;
 	/* the request's labels, pyroscope_spy, jfr_event, then the context's */
 	const struct group *g = &c->groups[pr->group];
 	size_t nreq = c->m->labels ? pd_labels_len(c->m->labels) : 0, n = 0;

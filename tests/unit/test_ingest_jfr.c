@@ -108,7 +108,14 @@ static int convert(const struct ingest_meta *m, const uint8_t *body, size_t len,
 {
 	memset(b, 0, sizeof(*b));
 	memset(err, 0, sizeof(*err));
-	return ingest_jfr(m, body, len, ct, lim, b, err);
+	int rc = ingest_jfr(m, body, len, ct, lim, b, err);
+	/* the converter hands over bytes only (the store decodes them): decode them
+	 * here as the store does, which also validates them */
+	for (size_t i = 0; !rc && i < b->n; i++) {
+		assert_null(b->v[i].decoded);
+		rc = pd_pprof_decode(&b->v[i].decoded, b->v[i].pprof, b->v[i].len, NULL, err);
+	}
+	return rc;
 }
 
 /* ---- the canonical form ------------------------------------------------------- */
