@@ -74,6 +74,8 @@ struct run_flags {
 	const char *ingest_max_symbol_len;
 	const char *ingest_max_profiles;
 	const char *ingest_max_json_depth;
+	const char *ingest_max_json_size;
+	const char *ingest_max_request_memory;
 };
 
 static void usage(FILE *f)
@@ -194,6 +196,10 @@ static void usage(FILE *f)
 		"  --ingest.max-profiles-per-request=N most profiles one push may turn into\n"
 		"                                      (default 10000)\n"
 		"  --ingest.max-json-depth=N           deepest nesting of a JSON push (default 64)\n"
+		"  --ingest.max-json-size=SIZE         largest JSON body of a push, after gunzip\n"
+		"                                      (default 16MB)\n"
+		"  --ingest.max-request-memory=SIZE    most memory the profiles of one push may\n"
+		"                                      hold before they are stored (default 512MB)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 }
@@ -248,7 +254,7 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", "", "10s", "1GB", "2",
 				"1000000" /* PD_TSDB_DEFAULT_MAX_SERIES */,
 				"8", "20", "100", "64MB", "1000000", "1024", "1GB", "10m", "64MB",
-				"2048", "30", "1024", "2048", "65535", "10000", "64"};
+				"2048", "30", "1024", "2048", "65535", "10000", "64", "16MB", "512MB"};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -372,6 +378,10 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->ingest_max_profiles = v;
 		else if (IS("--ingest.max-json-depth"))
 			f->ingest_max_json_depth = v;
+		else if (IS("--ingest.max-json-size"))
+			f->ingest_max_json_size = v;
+		else if (IS("--ingest.max-request-memory"))
+			f->ingest_max_request_memory = v;
 		else {
 			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
@@ -739,6 +749,18 @@ int pd_cmd_run(int argc, char **argv)
 			&in_profiles) ||
 	    parse_count("--ingest.max-json-depth", f.ingest_max_json_depth, 10000, &in_json_depth))
 		return 2;
+	int64_t json_size = 0, request_memory = 0;
+	if (pd_config_parse_size(f.ingest_max_json_size, &json_size, &err) || json_size <= 0) {
+		fprintf(stderr, "profd run: --ingest.max-json-size: %s\n",
+			json_size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
+		return 2;
+	}
+	if (pd_config_parse_size(f.ingest_max_request_memory, &request_memory, &err) ||
+	    request_memory < (1 << 20)) {
+		fprintf(stderr, "profd run: --ingest.max-request-memory: %s\n",
+			!err.msg[0] ? "must be at least 1MB" : err.msg);
+		return 2;
+	}
 	if (pd_config_parse_size(f.max_push_body, &push_body, &err) || push_body <= 0) {
 		fprintf(stderr, "profd run: --web.max-push-body: %s\n",
 			push_body <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
@@ -892,7 +914,8 @@ int pd_cmd_run(int argc, char **argv)
 			    "ingest.max-stack-depth", "ingest.max-labels-per-series",
 			    "ingest.max-label-name-length", "ingest.max-label-value-length",
 			    "ingest.max-symbol-length", "ingest.max-profiles-per-request",
-			    "ingest.max-json-depth"};
+			    "ingest.max-json-depth", "ingest.max-json-size",
+			    "ingest.max-request-memory"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -910,7 +933,8 @@ int pd_cmd_run(int argc, char **argv)
 			    f.ingest_max_stack_depth, f.ingest_max_labels,
 			    f.ingest_max_label_name_len, f.ingest_max_label_value_len,
 			    f.ingest_max_symbol_len, f.ingest_max_profiles,
-			    f.ingest_max_json_depth};
+			    f.ingest_max_json_depth, f.ingest_max_json_size,
+			    f.ingest_max_request_memory};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -939,7 +963,9 @@ int pd_cmd_run(int argc, char **argv)
 					      .max_label_value_len = in_value_len,
 					      .max_symbol_len = in_symbol_len,
 					      .max_profiles = in_profiles,
-					      .max_json_depth = in_json_depth};
+					      .max_json_depth = in_json_depth,
+					      .max_json_size = (size_t)json_size,
+					      .max_request_memory = (size_t)request_memory};
 	ao.db = d.db;
 	ao.scrape = d.scrape;
 	ao.discovery = d.disc;

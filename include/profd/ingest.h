@@ -39,6 +39,11 @@ struct pd_ingest_limits {
 	size_t max_symbol_len;     /* bytes of a function or file name */
 	size_t max_profiles;       /* profiles one request may turn into */
 	unsigned max_json_depth;   /* nesting of a JSON body */
+	size_t max_json_size;      /* bytes of a JSON body (speedscope, Connect, OTLP) */
+	/* memory all the profiles of one request may hold at once, before they are
+	 * stored (their pprof bytes and decoded copies, and a protobuf body
+	 * unpacked) */
+	size_t max_request_memory;
 	/* a pprof the client sent, decoded (pd_pprof_decode_opts' max_memory and
 	 * max_sample_labels; 0: pprof.h's PD_PPROF_STORE_* defaults) */
 	size_t max_decoded_memory;
@@ -55,6 +60,8 @@ struct pd_ingest_limits {
 #define PD_INGEST_DEFAULT_MAX_SYMBOL_LEN ((size_t)65535)
 #define PD_INGEST_DEFAULT_MAX_PROFILES ((size_t)10000)
 #define PD_INGEST_DEFAULT_MAX_JSON_DEPTH 64u
+#define PD_INGEST_DEFAULT_MAX_JSON_SIZE ((size_t)16 << 20)
+#define PD_INGEST_DEFAULT_MAX_REQUEST_MEMORY ((size_t)512 << 20)
 
 /* Which limit a request hit (batch->limit_hit), for refusal metrics. */
 enum pd_ingest_limit {
@@ -69,6 +76,8 @@ enum pd_ingest_limit {
 	PD_INGEST_LIMIT_SYMBOL_LEN,
 	PD_INGEST_LIMIT_PROFILES,
 	PD_INGEST_LIMIT_JSON_DEPTH,
+	PD_INGEST_LIMIT_JSON_SIZE,
+	PD_INGEST_LIMIT_REQUEST_MEMORY,
 };
 
 /* The limit's metric reason ("stack_depth") and its flag
@@ -97,6 +106,7 @@ struct pd_ingest_batch {
 	struct pd_ingest_profile *v;
 	size_t n, cap;
 	int limit_hit; /* enum pd_ingest_limit, when a call failed with PD_ETOOBIG */
+	size_t memory; /* what its profiles are charged (max_request_memory) */
 	/* parts of the request that were left out while the rest was kept (OTLP's
 	 * partial success): how many profiles, and why (the first reason) */
 	size_t rejected;
@@ -107,8 +117,10 @@ struct pd_ingest_batch {
 };
 
 /* Appends a profile to b, taking ownership of labels, pprof and decoded (freed
- * here on failure too). PD_ETOOBIG (limit_hit PD_INGEST_LIMIT_PROFILES) past
- * lim->max_profiles; PD_ENOMEM. */
+ * here on failure too). PD_ETOOBIG past lim->max_profiles (limit_hit
+ * PD_INGEST_LIMIT_PROFILES) or when the batch's profiles would take more than
+ * lim->max_request_memory (PD_INGEST_LIMIT_REQUEST_MEMORY; a profile is charged
+ * its bytes, and four times them more when decoded); PD_ENOMEM. */
 int pd_ingest_batch_add(struct pd_ingest_batch *b, const struct pd_ingest_limits *lim,
 			struct pd_labels *labels, uint8_t *pprof, size_t len,
 			struct pd_pprof_profile *decoded, int64_t t_ms, struct pd_err *err);

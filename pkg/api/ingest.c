@@ -182,12 +182,17 @@ static void otlp_error(struct api_resp *w, int json, const struct code *c, unsig
 		return;
 	}
 	w->content_type = "application/x-protobuf";
+	/* a proto3 string must be UTF-8, and the message may quote client bytes:
+	 * those outside printable ASCII become '?' */
 	size_t ml = strlen(msg);
 	jputn(w, "\x08", 1);
 	pb_varint(w, (uint64_t)c->grpc);
 	jputn(w, "\x12", 1);
 	pb_varint(w, ml);
-	jputn(w, msg, ml);
+	for (size_t i = 0; i < ml; i++) {
+		unsigned char ch = (unsigned char)msg[i];
+		jputn(w, ch >= 0x20 && ch < 0x7f ? msg + i : "?", 1);
+	}
 }
 
 /* An error in the form of r's endpoint. */

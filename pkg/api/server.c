@@ -881,7 +881,8 @@ static enum MHD_Result reject_busy_push(struct api_req *r)
 	}
 	enum MHD_Result ret = send_response(r, &w);
 	resp_fini(&w);
-	api_push_refused(s, API_PUSH_CONCURRENCY);
+	if (r->handler == H_PROFILES)
+		api_push_refused(s, API_PUSH_CONCURRENCY);
 	api_metrics_observe(s, r->handler, 429, (double)(mono_ns() - r->t0_ns) / 1e9);
 	pd_log_debug("api", "request refused", "method=%s path=%s status=429 err=%s", r->method,
 	             r->path, "too many pushes at once");

@@ -27,6 +27,10 @@ const char *pd_ingest_limit_reason(int limit)
 		return "profiles";
 	case PD_INGEST_LIMIT_JSON_DEPTH:
 		return "json_depth";
+	case PD_INGEST_LIMIT_JSON_SIZE:
+		return "json_size";
+	case PD_INGEST_LIMIT_REQUEST_MEMORY:
+		return "request_memory";
 	default:
 		return "none";
 	}
@@ -55,6 +59,10 @@ const char *pd_ingest_limit_flag(int limit)
 		return "--ingest.max-profiles-per-request";
 	case PD_INGEST_LIMIT_JSON_DEPTH:
 		return "--ingest.max-json-depth";
+	case PD_INGEST_LIMIT_JSON_SIZE:
+		return "--ingest.max-json-size";
+	case PD_INGEST_LIMIT_REQUEST_MEMORY:
+		return "--ingest.max-request-memory";
 	default:
 		return "";
 	}
@@ -78,6 +86,8 @@ struct pd_ingest_limits pd_ingest_limits_resolve(const struct pd_ingest_limits *
 	DEF(max_symbol_len, PD_INGEST_DEFAULT_MAX_SYMBOL_LEN)
 	DEF(max_profiles, PD_INGEST_DEFAULT_MAX_PROFILES)
 	DEF(max_json_depth, PD_INGEST_DEFAULT_MAX_JSON_DEPTH)
+	DEF(max_json_size, PD_INGEST_DEFAULT_MAX_JSON_SIZE)
+	DEF(max_request_memory, PD_INGEST_DEFAULT_MAX_REQUEST_MEMORY)
 	DEF(max_decoded_memory, PD_PPROF_STORE_MAX_MEMORY)
 	DEF(max_sample_labels, PD_PPROF_STORE_MAX_SAMPLE_LABELS)
 #undef DEF
@@ -97,6 +107,17 @@ int pd_ingest_batch_add(struct pd_ingest_batch *b, const struct pd_ingest_limits
 				pd_ingest_limit_flag(PD_INGEST_LIMIT_PROFILES));
 		goto fail;
 	}
+	/* a decoded profile takes a few times its protobuf's bytes */
+	size_t charge = len + (decoded ? 4 * len : 0) + 256;
+	if (charge > l.max_request_memory || b->memory > l.max_request_memory - charge) {
+		b->limit_hit = PD_INGEST_LIMIT_REQUEST_MEMORY;
+		rc = pd_err_set(err, PD_ETOOBIG,
+				"the request's profiles take more than %zu bytes of memory (%s)",
+				l.max_request_memory,
+				pd_ingest_limit_flag(PD_INGEST_LIMIT_REQUEST_MEMORY));
+		goto fail;
+	}
+	b->memory += charge;
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 8;
 		struct pd_ingest_profile *v = realloc(b->v, cap * sizeof(*v));

@@ -215,7 +215,10 @@ int pd_ingest_connect_push(const uint8_t *body, size_t len, int json,
 		rc = ingest_pbjson_parse(&push__v1__push_request__descriptor, body, len, &lim, &m,
 		                         &b->limit_hit, err);
 	else
-		rc = ingest_pb_unpack(&push__v1__push_request__descriptor, body, len, &m, err);
+		rc = ingest_pb_unpack(&push__v1__push_request__descriptor, body, len,
+		                      lim.max_request_memory, &m, err);
+	if (rc == PD_ETOOBIG && !b->limit_hit)
+		b->limit_hit = json ? PD_INGEST_LIMIT_JSON_SIZE : PD_INGEST_LIMIT_REQUEST_MEMORY;
 	if (rc) {
 		pd_err_prefix(err, "PushRequest");
 		return rc;

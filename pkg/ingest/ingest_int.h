@@ -133,11 +133,12 @@ int ingest_pbjson_parse(const struct ProtobufCMessageDescriptor *d, const uint8_
 			int *limit, struct pd_err *err);
 
 /* Unpacks a protobuf message of type d (protobuf-c's unpack), nested at most 100
- * messages deep. When the bytes are not a valid message, PD_EINVAL with a message
- * naming the field path and the byte offset where they stop making sense. *out as
- * for ingest_pbjson_parse. */
+ * messages deep and taking at most about max_mem bytes (estimated before
+ * anything is allocated; past it PD_ETOOBIG). When the bytes are not a valid
+ * message, PD_EINVAL with a message naming the field path and the byte offset
+ * where they stop making sense. *out as for ingest_pbjson_parse. */
 int ingest_pb_unpack(const struct ProtobufCMessageDescriptor *d, const uint8_t *body, size_t len,
-		     struct ProtobufCMessage **out, struct pd_err *err);
+		     size_t max_mem, struct ProtobufCMessage **out, struct pd_err *err);
 
 /* ---- profile names (connect.c) ---------------------------------------------- */
 

@@ -451,6 +451,15 @@ static int function_of(struct conv *c, struct jfr_parser *p, struct prof *pr, ui
 	if (!jfr_method(p, method, &cls, &name_sym) || !jfr_class(p, cls, &cls_sym))
 		return 0;
 	struct jfr_str cn = jfr_symbol(p, cls_sym), mn = jfr_symbol(p, name_sym);
+	/* checked before the names are rewritten, which costs their length */
+	if ((size_t)cn.len + mn.len + 1 > c->lim.max_symbol_len) {
+		c->limit_hit = PD_INGEST_LIMIT_SYMBOL_LEN;
+		return pd_err_set(c->err, PD_ETOOBIG,
+				  "a method name of %zu bytes (class and method) is longer than %zu "
+				  "(%s)",
+				  (size_t)cn.len + mn.len + 1, c->lim.max_symbol_len,
+				  pd_ingest_limit_flag(PD_INGEST_LIMIT_SYMBOL_LEN));
+	}
 	size_t need = (size_t)cn.len + mn.len + 8;
 	if (need > c->cap_name) {
 		char *q = realloc(c->name, need);

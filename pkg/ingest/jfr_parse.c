@@ -376,6 +376,8 @@ static int string(struct jfr_parser *p, struct rd *r, int pool_ok, struct jfr_st
 			uint32_t c = 0;
 			if (varint(p, r, 32, &c))
 				return p->rc;
+			if (c > 0xffff) /* a Java char is 16 bits: 3 bytes of UTF-8 at most */
+				c = 0xfffd;
 			if (hi && c >= 0xdc00 && c <= 0xdfff) {
 				l +=
 				    put_utf8(o + l, 0x10000 + ((hi - 0xd800) << 10) + (c - 0xdc00));

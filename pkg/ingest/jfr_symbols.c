@@ -74,11 +74,6 @@ static int deleted_end(struct cur *c)
 	return at_end(c);
 }
 
-static int has_nl(const char *s, size_t n)
-{
-	return memchr(s, '\n', n) != NULL;
-}
-
 /* \$?\d*[./](0x)?[\da-f]+ | \d+, the whole of t */
 static int lambda_suffix(const char *t, size_t n)
 {
@@ -113,14 +108,23 @@ static size_t greedy_marker(const char *s, size_t n, const char *marker, int any
 	size_t ml = strlen(marker);
 	if (n < ml + 1)
 		return 0;
+	/* the first and last newline, found once, so that the scan stays linear */
+	const char *f = memchr(s, '\n', n);
+	size_t first_nl = f ? (size_t)(f - s) : n, last_nl = n;
+	for (size_t k = n; f && k-- > 0;)
+		if (s[k] == '\n') {
+			last_nl = k;
+			break;
+		}
 	for (size_t i = n - ml + 1; i-- > 1;) {
 		if (memcmp(s + i, marker, ml) != 0)
 			continue;
-		if (has_nl(s, i))
+		if (first_nl < i) /* .+ would cover a newline */
 			continue;
 		const char *t = s + i + ml;
 		size_t tl = n - i - ml;
-		if (any_suffix ? !has_nl(t, tl) : lambda_suffix(t, tl))
+		int suffix_nl = last_nl != n && last_nl >= i + ml;
+		if (any_suffix ? !suffix_nl : lambda_suffix(t, tl))
 			return i + ml;
 	}
 	return 0;

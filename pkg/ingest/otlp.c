@@ -536,7 +536,9 @@ int pd_ingest_otlp(const uint8_t *body, size_t len, int json, const struct pd_in
 	else
 		rc = ingest_pb_unpack(
 		    &opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__descriptor,
-		    body, len, &m, err);
+		    body, len, lim.max_request_memory, &m, err);
+	if (rc == PD_ETOOBIG && !b->limit_hit)
+		b->limit_hit = json ? PD_INGEST_LIMIT_JSON_SIZE : PD_INGEST_LIMIT_REQUEST_MEMORY;
 	if (rc) {
 		pd_err_prefix(err, "ExportProfilesServiceRequest");
 		return rc;
@@ -676,9 +678,18 @@ int pd_ingest_otlp_response(const struct pd_ingest_batch *b, int json, uint8_t *
 	    OPENTELEMETRY__PROTO__COLLECTOR__PROFILES__V1DEVELOPMENT__EXPORT_PROFILES_PARTIAL_SUCCESS__INIT;
 	*out = NULL;
 	*out_len = 0;
+	/* a proto3 string must be UTF-8, and the reason may quote what the client
+	 * sent cut anywhere: bytes outside printable ASCII become '?' */
+	char msg[sizeof b->rejected_msg];
+	size_t ml = strnlen(b->rejected_msg, sizeof msg - 1);
+	for (size_t i = 0; i < ml; i++) {
+		unsigned char c = (unsigned char)b->rejected_msg[i];
+		msg[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+	}
+	msg[ml] = 0;
 	if (b->rejected) {
 		ps.rejected_profiles = (int64_t)b->rejected;
-		ps.error_message = (char *)b->rejected_msg;
+		ps.error_message = msg;
 		r.partial_success = &ps;
 	}
 	if (!json) {
@@ -707,7 +718,7 @@ int pd_ingest_otlp_response(const struct pd_ingest_batch *b, int json, uint8_t *
 		                     "{\"partialSuccess\":{\"rejectedProfiles\":\"%zu\","
 		                     "\"errorMessage\":\"",
 		                     b->rejected);
-		for (const unsigned char *p = (const unsigned char *)b->rejected_msg; *p; p++) {
+		for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
 			if (*p == '"' || *p == '\\')
 				n += (size_t)snprintf(s + n, cap - n, "\\%c", *p);
 			else if (*p < 0x20)

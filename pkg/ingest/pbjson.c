@@ -475,6 +475,12 @@ int ingest_pbjson_parse(const struct ProtobufCMessageDescriptor *d, const uint8_
 	 * levels through */
 	if (len > INT32_MAX || l.max_json_depth >= INT32_MAX)
 		return pd_err_set(err, PD_ETOOBIG, "a JSON body of %zu bytes is too large", len);
+	if (len > l.max_json_size) {
+		if (limit)
+			*limit = PD_INGEST_LIMIT_JSON_SIZE;
+		return pd_err_set(err, PD_ETOOBIG, "a JSON body of %zu bytes is larger than %zu (%s)",
+				  len, l.max_json_size, pd_ingest_limit_flag(PD_INGEST_LIMIT_JSON_SIZE));
+	}
 	if (memchr(body, 0, len))
 		return pd_err_set(err, PD_EINVAL, "JSON body has a NUL byte at offset %zu",
 		                  (size_t)((const uint8_t *)memchr(body, 0, len) - body));

@@ -54,7 +54,20 @@ struct walk {
 	const uint8_t *start;
 	char path[256];
 	struct pd_err *err;
+	/* what protobuf-c will allocate to unpack the body, estimated as the walk
+	 * goes (each message's struct, each repeated element's slot, each string's
+	 * bytes), against max_mem */
+	size_t mem, max_mem;
 };
+
+/* Charges n bytes of the unpacked message; 1 past the budget. */
+static int charge(struct walk *w, size_t n)
+{
+	if (n > w->max_mem || w->mem > w->max_mem - n)
+		return 1;
+	w->mem += n;
+	return 0;
+}
 
 static int bad(struct walk *w, const uint8_t *at, const char *what)
 {
@@ -94,6 +107,12 @@ static int walk(struct walk *w, const ProtobufCMessageDescriptor *d, const uint8
 		} else if (wt == 0) {
 			if (varint(&p, end, &v))
 				rc = bad(w, at, "truncated varint");
+			else if (f && f->label == PROTOBUF_C_LABEL_REPEATED && charge(w, 8))
+				rc = pd_err_set(w->err, PD_ETOOBIG,
+						"the protobuf body would take more than %zu bytes of "
+						"memory unpacked (%s)",
+						w->max_mem,
+						pd_ingest_limit_flag(PD_INGEST_LIMIT_REQUEST_MEMORY));
 		} else if (wt == 1 || wt == 5) {
 			size_t n = wt == 1 ? 8 : 4;
 			if ((size_t)(end - p) < n)
@@ -106,7 +125,23 @@ static int walk(struct walk *w, const ProtobufCMessageDescriptor *d, const uint8
 			else if (v > (uint64_t)(end - p))
 				rc = bad(w, at, "length runs past the end of the message");
 			else {
+				size_t need = 0;
 				if (f && f->type == PROTOBUF_C_TYPE_MESSAGE)
+					need = ((const ProtobufCMessageDescriptor *)f->descriptor)
+						   ->sizeof_message;
+				else if (f && f->label == PROTOBUF_C_LABEL_REPEATED &&
+					 wire_of(f->type) != 2)
+					need = (size_t)v * 8; /* a packed array, 8 bytes a value */
+				else
+					need = (size_t)v + 1;
+				if (f && charge(w, need + 16))
+					rc = pd_err_set(w->err, PD_ETOOBIG,
+							"the protobuf body would take more than %zu "
+							"bytes of memory unpacked (%s)",
+							w->max_mem,
+							pd_ingest_limit_flag(
+							    PD_INGEST_LIMIT_REQUEST_MEMORY));
+				else if (f && f->type == PROTOBUF_C_TYPE_MESSAGE)
 					rc = walk(w, f->descriptor, p, p + v, depth + 1);
 				else if (f && f->label == PROTOBUF_C_LABEL_REPEATED &&
 				         wire_of(f->type) != 2) {
@@ -142,11 +177,12 @@ static int walk(struct walk *w, const ProtobufCMessageDescriptor *d, const uint8
 }
 
 int ingest_pb_unpack(const struct ProtobufCMessageDescriptor *d, const uint8_t *body, size_t len,
-                     struct ProtobufCMessage **out, struct pd_err *err)
+                     size_t max_mem, struct ProtobufCMessage **out, struct pd_err *err)
 {
 	/* walked first: protobuf-c recurses into nested messages without a bound,
-	 * and OTLP's AnyValue nests without one, so the depth is checked here */
-	struct walk w = {.start = body, .err = err};
+	 * and OTLP's AnyValue nests without one, so the depth is checked here, and
+	 * it allocates a struct for every message, so what it will take is too */
+	struct walk w = {.start = body, .err = err, .max_mem = max_mem};
 	*out = NULL;
 	int rc = walk(&w, d, body, body + len, 0);
 	if (rc)

@@ -85,9 +85,12 @@ int pyro_time_parse(const char *in, int64_t now_ms, int64_t *ms, struct pd_err *
 		if (n > 19)
 			return pd_err_set(err, PD_EINVAL,
 			                  "\"%s\" has %zu digits, too many for a Unix time", s, n);
-		int64_t v = 0;
+		uint64_t u = 0;
 		for (size_t i = 0; i < n; i++)
-			v = v * 10 + (s[i] - '0');
+			u = u * 10 + (uint64_t)(s[i] - '0'); /* 19 digits fit in 64 bits */
+		if (u > (uint64_t)INT64_MAX)
+			return pd_err_set(err, PD_EINVAL, "\"%s\" is too large for a Unix time", s);
+		int64_t v = (int64_t)u;
 		if (n == 13)
 			*ms = v;
 		else if (n == 16)

@@ -178,10 +178,23 @@ static int read_params(struct pyro_req *r, const struct pd_ingest_params *q, str
 		pd_err_prefix(err, "until");
 		return rc;
 	}
+	/* profile times are nanoseconds in an int64: 1970 to 2262 */
+	const int64_t max_ms = INT64_MAX / 1000000;
+	if (r->from_ms < 0 || r->from_ms > max_ms || r->until_ms < 0 || r->until_ms > max_ms)
+		return pd_err_set(err, PD_EINVAL,
+				  "%s: the time is outside 1970-01-01 to 2262-04-11, which profile "
+				  "times in nanoseconds can hold",
+				  r->from_ms < 0 || r->from_ms > max_ms ? "from" : "until");
 	/* an unreadable sampleRate is the default, as Pyroscope takes it */
 	r->sample_rate = 100;
 	if (has(q->sample_rate) && !parse_uint32(q->sample_rate, &r->sample_rate))
 		r->sample_rate = 100;
+	/* more than 1 GHz would make a sample worth less than a nanosecond */
+	if (r->sample_rate > 1000000000)
+		return pd_err_set(err, PD_EINVAL,
+				  "sampleRate: %u Hz is more than 1000000000 (a sample would be "
+				  "worth less than a nanosecond)",
+				  r->sample_rate);
 	r->spy_given = has(q->spy_name);
 	r->spy_name = r->spy_given ? q->spy_name : "unknown";
 	r->units = has(q->units) ? q->units : "samples";

@@ -37,8 +37,11 @@ int ingest_series(const struct ingest_label *ls, size_t n, const char *metric,
 	pd_labels_builder_set(b, PD_LABELS_METRIC_NAME, metric);
 	for (size_t i = 0; i < n; i++) {
 		const struct ingest_label *x = &ls[i];
-		if (x->name_len >= 2 && memcmp(x->name, "__", 2) == 0)
-			continue; /* private labels are not taken from clients */
+		/* private labels are not taken from clients, also when dots would
+		 * make them so (._x becomes __x) */
+		if (x->name_len >= 2 && (x->name[0] == '_' || x->name[0] == '.') &&
+		    (x->name[1] == '_' || x->name[1] == '.'))
+			continue;
 		if (x->name_len > l.max_label_name_len) {
 			*limit = PD_INGEST_LIMIT_LABEL_NAME_LEN;
 			rc = pd_err_set(err, PD_ETOOBIG,

@@ -306,6 +306,12 @@ out:
 
 int pyro_speedscope(struct pyro_req *r, const uint8_t *body, size_t len, struct pd_err *err)
 {
+	if (len > r->lim.max_json_size) {
+		r->out->limit_hit = PD_INGEST_LIMIT_JSON_SIZE;
+		return pd_err_set(err, PD_ETOOBIG,
+				  "the speedscope body of %zu bytes is larger than %zu (%s)", len,
+				  r->lim.max_json_size, pd_ingest_limit_flag(PD_INGEST_LIMIT_JSON_SIZE));
+	}
 	if (len > INT_MAX)
 		return pd_err_set(err, PD_ETOOBIG, "the speedscope body is larger than 2 GiB");
 	json_tokener *tok = json_tokener_new_ex((int)r->lim.max_json_depth);

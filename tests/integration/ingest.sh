@@ -130,7 +130,20 @@ head -c 3000000 /dev/urandom >"$tmp/big"
 code=$(post "$tmp/big" "$api/ingest?format=pprof&name=big.cpu&from=$now")
 [ "$code" = 413 ] || fail "a 3 MB body answered $code"
 grep -q -- --web.max-push-body "$tmp/out" || fail "the 413 does not name the flag: $(cat "$tmp/out")"
+# a sample rate past 1 GHz (a sample worth less than a nanosecond), a time past
+# what nanoseconds in an int64 hold: 400, and the daemon still answers
+code=$(post "$tmp/folded.txt" "$api/ingest?name=rate.cpu&from=$now&sampleRate=4000000000")
+[ "$code" = 400 ] && grep -q sampleRate "$tmp/out" || fail "sampleRate=4e9 answered $code: $(cat "$tmp/out")"
+code=$(post "$tmp/folded.txt" "$api/ingest?name=late.cpu&from=999999999999")
+[ "$code" = 400 ] && grep -q from "$tmp/out" || fail "from=999999999999 answered $code: $(cat "$tmp/out")"
 [ "$(nseries)" = "$before" ] || fail "a refused push stored a series: $(nseries) after, $before before"
+# a label name that dots would make private (._x -> __x) is left out
+code=$(post "$tmp/folded.txt" "$api/ingest?name=dotapp.cpu%7B._foo%3Dx%2Cok%3Dy%7D&from=$now")
+[ "$code" = 200 ] || fail "._foo answered $code: $(cat "$tmp/out")"
+curl -fsS "$api/api/v1/series" --data-urlencode 'match[]={service_name="dotapp"}' >"$tmp/dot.json"
+jq -e '.data[0] | has("__foo") | not' "$tmp/dot.json" >/dev/null && jq -e '.data[0].ok == "y"' "$tmp/dot.json" >/dev/null ||
+	fail "._foo became a private label: $(cat "$tmp/dot.json")"
+before=$(nseries)
 
 # ---- push.v1.PusherService/Push, Connect unary: JSON, with the profile in base64
 b64=$(base64 -w0 "$tmp/cpu.pb.gz")
@@ -176,7 +189,7 @@ code=$(post "$tmp/empty.json" "$api/v1development/profiles" -H 'Content-Type: ap
 curl -fsS "$api/metrics" >"$tmp/metrics"
 grep -q '^profd_ingest_profiles_total{endpoint="ingest",format="pprof"} 2$' "$tmp/metrics" ||
 	fail "ingest pprof count: $(grep profd_ingest_profiles "$tmp/metrics")"
-grep -q '^profd_ingest_profiles_total{endpoint="ingest",format="folded"} 1$' "$tmp/metrics" ||
+grep -q '^profd_ingest_profiles_total{endpoint="ingest",format="folded"} 2$' "$tmp/metrics" ||
 	fail "ingest folded count: $(grep profd_ingest_profiles "$tmp/metrics")"
 grep -q '^profd_ingest_profiles_total{endpoint="push",format="json"} 2$' "$tmp/metrics" ||
 	fail "push json count: $(grep profd_ingest_profiles "$tmp/metrics")"

@@ -72,4 +72,4 @@ wait_for 120 "report=top of heap does not name profdHotLoop: $(head -c 800 "$tmp
 curl -fsS "$api/metrics" >"$tmp/metrics" || fail "GET /metrics"
 grep -q '^profd_ingest_profiles_total{endpoint="ingest",format="pprof"} [1-9]' "$tmp/metrics" ||
 	fail "no pprof pushes counted: $(grep profd_ingest "$tmp/metrics")"
-echo ok
+echo "ok: $(jq -c "[.data[0] | {__name__, service_name, region}]" "$tmp/wall.json")"

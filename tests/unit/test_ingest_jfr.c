@@ -642,6 +642,10 @@ static void w_frame(struct pd_buf *b, uint64_t method, uint64_t line)
 	w_var(b, 3); /* bytecodeIndex */
 }
 
+/* test_wide_units: symbol 6 gets this many more UTF-16 units, each a varint
+ * past 0xffff (which a 16-bit char cannot hold) */
+static size_t wide_units;
+
 static void w_checkpoint(struct pd_buf *out)
 {
 	struct pd_buf b;
@@ -674,10 +678,12 @@ static void w_checkpoint(struct pd_buf *out)
 	w_utf8(&b, "run");
 	w_var(&b, 6);
 	w_u8(&b, 4); /* U+1F600 as a surrogate pair, then a lone surrogate */
-	w_var(&b, 3);
+	w_var(&b, 3 + wide_units);
 	w_var(&b, 0xd83d);
 	w_var(&b, 0xde00);
 	w_var(&b, 0xd800);
+	for (size_t i = 0; i < wide_units; i++)
+		w_var(&b, 0x10000 + i % 0x100000);
 	/* the String pool */
 	w_var(&b, 4);
 	w_var(&b, 1);
@@ -928,6 +934,28 @@ static void check_small(const struct pd_ingest_batch *b, int times)
 	canon_of(b, "mutex", "thread_name", "", "delay", "nanoseconds", &c);
 	expect_lines(&c, (const char *const[]){m3}, 1);
 	assert_int_equal(b->n, 4); /* cpu t1, t2; mutex t1, none */
+}
+
+/* UTF-16 units past 0xffff (a lone high surrogate before each, too) are read
+ * as U+FFFD within the string's buffer, not written past it (ASan watches) */
+static void test_wide_units(void **state)
+{
+	(void)state;
+	wide_units = 20000;
+	size_t jl;
+	uint8_t *j = small_jfr(&jl);
+	wide_units = 0;
+	struct meta x;
+	meta_init(&x);
+	struct pd_ingest_batch b;
+	struct pd_err err;
+	int rc = convert(&x.m, j, jl, NULL, NULL, &b, &err);
+	if (rc)
+		fail_msg("the recording with wide UTF-16 units: %s", err.msg);
+	assert_true(b.n > 0);
+	pd_ingest_batch_fini(&b);
+	meta_fini(&x);
+	free(j);
 }
 
 static void test_small_recording(void **state)
@@ -1201,6 +1229,24 @@ static void test_jdk_recording(void **state)
 }
 
 /* The names of JVM-generated classes, as Pyroscope's rules rename them. */
+/* A name made of 4 MiB of "$$Lambda" markers is rewritten in one pass: the scan
+ * for a newline before each marker is done once (a scan per marker would take
+ * 10^12 steps here, past the test's timeout) */
+static void test_symbols_many_markers(void **state)
+{
+	(void)state;
+	size_t n = (size_t)4 << 20;
+	char *s = malloc(n), *o = malloc(n + 16);
+	assert_non_null(s);
+	assert_non_null(o);
+	for (size_t i = 0; i < n; i++)
+		s[i] = "$$Lambda"[i % 8];
+	size_t l = jfr_symbol_normalize(s, n, o);
+	assert_true(l > 0 && l <= n);
+	free(s);
+	free(o);
+}
+
 static void test_symbols(void **state)
 {
 	(void)state;
@@ -1246,8 +1292,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cortex_cpu),        cmocka_unit_test(test_cortex_cpu_lock_alloc),
 	    cmocka_unit_test(test_dumps_with_labels), cmocka_unit_test(test_small_recording),
+	    cmocka_unit_test(test_wide_units),
 	    cmocka_unit_test(test_wall_clock_count),  cmocka_unit_test(test_truncated_and_flipped),
 	    cmocka_unit_test(test_jdk_recording),     cmocka_unit_test(test_symbols),
+	    cmocka_unit_test(test_symbols_many_markers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
