@@ -56,3 +56,15 @@ if(PD_TESTS)
             ${PROJECT_SOURCE_DIR}/tests/ingest/nodejs)
   set_tests_properties(integration_ingest_nodejs PROPERTIES LABELS integration TIMEOUT 400)
 endif()
+
+# tests/ingest/otlp_test.sh: the converters against an independent Python client
+# (Debian's python3-protobuf and protoc), checked with go tool pprof
+if(PD_TESTS)
+  add_executable(ingest_tool tests/ingest/ingest_tool.c)
+  target_link_libraries(ingest_tool PRIVATE pd_ingest)
+  find_program(GO_BIN_FOR_INGEST go REQUIRED)
+  add_test(NAME integration_ingest_otlp
+    COMMAND ${PROJECT_SOURCE_DIR}/tests/ingest/otlp_test.sh $<TARGET_FILE:ingest_tool>
+            ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/testdata)
+  set_tests_properties(integration_ingest_otlp PROPERTIES LABELS integration TIMEOUT 600)
+endif()

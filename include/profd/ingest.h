@@ -158,6 +158,13 @@ int pd_ingest_connect_push(const uint8_t *body, size_t len, int json,
 int pd_ingest_otlp(const uint8_t *body, size_t len, int json, const struct pd_ingest_limits *lim,
 		   int64_t now_ms, struct pd_ingest_batch *b, struct pd_err *err);
 
+/* The ExportProfilesServiceResponse that answers a request pd_ingest_otlp read
+ * into b: partial_success with b->rejected and b->rejected_msg when profiles were
+ * left out, empty otherwise; protobuf (json 0) or OTLP/JSON (json 1). *out is
+ * malloc'd and the caller's. PD_ENOMEM only. */
+int pd_ingest_otlp_response(const struct pd_ingest_batch *b, int json, uint8_t **out,
+			    size_t *out_len, struct pd_err *err);
+
 /* ---- multipart/form-data ---------------------------------------------------- */
 
 /* One part of a multipart/form-data body (RFC 7578); pointers into the body. */

@@ -114,6 +114,36 @@ int ingest_series(const struct ingest_label *ls, size_t n, const char *metric,
 		  const char *fallback_service, const struct pd_ingest_limits *lim,
 		  struct pd_labels **out, int *limit, struct pd_err *err);
 
+/* ---- protobuf messages (pbjson.c, pbwire.c) --------------------------------- */
+
+struct ProtobufCMessageDescriptor;
+struct ProtobufCMessage;
+
+/* Fills a new message of type d from its proto3 JSON form (body, len bytes), nested
+ * at most lim->max_json_depth deep (past it PD_ETOOBIG, *limit
+ * PD_INGEST_LIMIT_JSON_DEPTH). *out is the caller's, freed with
+ * protobuf_c_message_free_unpacked(*out, NULL). PD_EINVAL names the field path
+ * ("resourceProfiles[0].resource.attributes[2].key") or the byte offset. */
+int ingest_pbjson_parse(const struct ProtobufCMessageDescriptor *d, const uint8_t *body,
+			size_t len, const struct pd_ingest_limits *lim, struct ProtobufCMessage **out,
+			int *limit, struct pd_err *err);
+
+/* Unpacks a protobuf message of type d (protobuf-c's unpack). When the bytes are
+ * not a valid message, PD_EINVAL with a message naming the field path and the byte
+ * offset where they stop making sense. *out as for ingest_pbjson_parse. */
+int ingest_pb_unpack(const struct ProtobufCMessageDescriptor *d, const uint8_t *body, size_t len,
+		     struct ProtobufCMessage **out, struct pd_err *err);
+
+/* ---- profile names (connect.c) ---------------------------------------------- */
+
+/* profd's __name__ for a pushed pprof p that a client named metric (Pyroscope's
+ * name, e.g. "process_cpu", "memory"; NULL or "": none), as docs/ingest.md maps
+ * them: by p's default sample type when it says what the profile is, else by the
+ * metric; a metric profd does not know is returned sanitized in buf (size bytes).
+ * NULL when there is neither. The result is static, or buf. */
+const char *ingest_profile_name(const struct pd_pprof_profile *p, const char *metric, char *buf,
+				size_t size);
+
 /* ---- format entry points, each in its own file ------------------------------- */
 
 /* The parsed /ingest metadata that converters read (pyroscope.c fills it). */
