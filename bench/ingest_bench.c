@@ -10,7 +10,8 @@
  *            of one series with the gzip pprof as its one raw sample
  *   otlp     POST /v1development/profiles, application/x-protobuf: an
  *            ExportProfilesServiceRequest (opentelemetry-proto profiles/
- *            v1development) with one Profile per sample type over one dictionary
+ *            v1development) with one Profile per sample type over one dictionary,
+ *            each in a ResourceProfiles of its own whose attributes name the type
  * The bodies are made before a pass is timed; the time is from the first request
  * to the last answer, every answer checked to be a 200. Passes go round the cases in turn; the
  * figure is the median of a case's passes, in profiles per second, and its ratio to the
@@ -69,6 +70,7 @@ struct prof {
 	/* one OTLP Profile message per sample type, without its time_unix_nano */
 	uint8_t **otlp_prof;
 	size_t *otlp_prof_len;
+	char **type_names; /* each sample type's name */
 	size_t ntypes;
 	int64_t dur_ns;
 };
@@ -362,9 +364,16 @@ static void to_otlp(struct prof *p, const PbProfile *pb)
 	pd_buf_fini(&m);
 	p->otlp_prof = calloc(pb->n_sample_type + 1, sizeof *p->otlp_prof);
 	p->otlp_prof_len = calloc(pb->n_sample_type + 1, sizeof *p->otlp_prof_len);
-	if (!p->otlp_prof || !p->otlp_prof_len)
+	p->type_names = calloc(pb->n_sample_type + 1, sizeof *p->type_names);
+	if (!p->otlp_prof || !p->otlp_prof_len || !p->type_names)
 		die("out of memory");
 	for (size_t t = 0; t < pb->n_sample_type; t++) {
+		int64_t ti = pb->sample_type[t]->type;
+		if (ti < 0 || (size_t)ti >= pb->n_string_table)
+			die("sample type %zu: string %" PRId64 " is out of the string table", t,
+			    ti);
+		if (!(p->type_names[t] = strdup(pb->string_table[ti])))
+			die("out of memory");
 		pd_buf_init(&m, 0);
 		s.len = 0;
 		f_varint(&s, 1, (uint64_t)pb->sample_type[t]->type);
@@ -573,6 +582,8 @@ static void build(struct req *r, int cs, const struct item *x, int c)
 		break;
 	}
 	case C_OTLP: {
+		/* one ResourceProfiles per sample type, its name among the resource's
+		 * attributes, so that each type is a series of its own */
 		struct pd_buf b, rp, res, kvb, av, sp, pr;
 		pd_buf_init(&b, 0);
 		pd_buf_init(&rp, 0);
@@ -581,24 +592,30 @@ static void build(struct req *r, int cs, const struct item *x, int c)
 		pd_buf_init(&av, 0);
 		pd_buf_init(&sp, 0);
 		pd_buf_init(&pr, 0);
-		const char *kv[][2] = {{"service.name", "bench"}, {"kind", p->kind}, {"conn", cb}};
-		for (size_t k = 0; k < sizeof kv / sizeof kv[0]; k++) {
-			kvb.len = 0;
-			av.len = 0;
-			f_str(&kvb, 1, kv[k][0]);
-			f_str(&av, 1, kv[k][1]);
-			f_msg(&kvb, 2, &av);
-			f_msg(&res, 1, &kvb);
-		}
-		f_msg(&rp, 1, &res);
 		for (size_t k = 0; k < p->ntypes; k++) {
+			const char *kv[][2] = {{"service.name", "bench"},
+			                       {"kind", p->kind},
+			                       {"conn", cb},
+			                       {"sample_type", p->type_names[k]}};
+			rp.len = 0;
+			res.len = 0;
+			sp.len = 0;
+			for (size_t j = 0; j < sizeof kv / sizeof kv[0]; j++) {
+				kvb.len = 0;
+				av.len = 0;
+				f_str(&kvb, 1, kv[j][0]);
+				f_str(&av, 1, kv[j][1]);
+				f_msg(&kvb, 2, &av);
+				f_msg(&res, 1, &kvb);
+			}
+			f_msg(&rp, 1, &res);
 			pr.len = 0;
 			put(&pr, p->otlp_prof[k], p->otlp_prof_len[k]);
 			f_fixed64(&pr, 3, (uint64_t)t * 1000000);
 			f_msg(&sp, 2, &pr);
+			f_msg(&rp, 2, &sp);
+			f_msg(&b, 1, &rp);
 		}
-		f_msg(&rp, 2, &sp);
-		f_msg(&b, 1, &rp);
 		f_bytes(&b, 2, p->otlp_dict, p->otlp_dict_len);
 		r->owned = pd_buf_steal(&b, &r->len);
 		r->body = r->owned;
