@@ -68,3 +68,13 @@ if(PD_TESTS)
             ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/testdata)
   set_tests_properties(integration_ingest_otlp PROPERTIES LABELS integration TIMEOUT 600)
 endif()
+
+# Pyroscope's /ingest converters' output read by go tool pprof -raw (skipped
+# without go)
+if(PD_TESTS AND TARGET test_ingest_pyroscope)
+  add_test(NAME ingest_pyroscope_pprof
+    COMMAND sh ${PROJECT_SOURCE_DIR}/tests/integration/ingest_pyroscope_pprof.sh
+      $<TARGET_FILE:test_ingest_pyroscope>)
+  set_tests_properties(ingest_pyroscope_pprof PROPERTIES LABELS integration TIMEOUT 300
+    SKIP_RETURN_CODE 77)
+endif()
