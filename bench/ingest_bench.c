@@ -435,6 +435,22 @@ static const char *units_of(const char *unit)
 	return "samples";
 }
 
+/* The type suffix of a folded push's name, as Pyroscope names the type: the
+ * sample type, but for Go's block and mutex types (block_duration, mutex_count,
+ * ...) and goroutine (goroutines); threadcreate, which Pyroscope has no name
+ * for, is pushed as goroutines (a count of stacks as well). */
+static void folded_suffix(char *out, size_t size, const char *kind, const char *type)
+{
+	int delay = strcmp(type, "delay") == 0, cont = strcmp(type, "contentions") == 0;
+	if (delay || cont)
+		snprintf(out, size, "%s_%s", strcmp(kind, "mutex") == 0 ? "mutex" : "block",
+		         delay ? "duration" : "count");
+	else if (strcmp(type, "goroutine") == 0 || strcmp(type, "threadcreate") == 0)
+		snprintf(out, size, "goroutines");
+	else
+		snprintf(out, size, "%s", type);
+}
+
 static void load_one(struct prof *p, const char *path, const char *kind)
 {
 	struct pd_err err = {0};
@@ -457,7 +473,8 @@ static void load_one(struct prof *p, const char *path, const char *kind)
 	int si = pd_pprof_default_sample_index(d);
 	if (si < 0)
 		die("%s: no sample type", path);
-	snprintf(p->folded_type, sizeof p->folded_type, "%s", pd_pprof_sample_type(d, (size_t)si));
+	folded_suffix(p->folded_type, sizeof p->folded_type, kind,
+	              pd_pprof_sample_type(d, (size_t)si));
 	snprintf(p->folded_units, sizeof p->folded_units, "%s",
 	         units_of(pd_pprof_sample_unit(d, (size_t)si)));
 	struct pd_buf b;
