@@ -4,8 +4,8 @@
 // the API must hold one series with all three. Then the landing page must offer the
 // service under "Or every profile type of one pushed service:", its button must show
 // the series in the timeline with a mark per push, and a mark must open a profile
-// whose flame graph and top table hold the pushed functions with the pushed values.
-// Screenshots in PD_SCREENSHOTS.
+// whose flame graph and top table hold the pushed functions with the pushed values
+// (samples at sampleRate's 100 Hz: 10 ms of CPU each). Screenshots in PD_SCREENSHOTS.
 import assert from 'node:assert/strict';
 import { URL_BASE, T, api, eventually, harness, timelineReady, marks, topRows, profileReady } from './lib.mjs';
 
@@ -94,6 +94,11 @@ h.step('04-profile', ['03-timeline'], async () => {
   const rows = await topRows(p);
   assert.equal(rows[0], 'cart.AddItem', `the top table's first row: ${rows.join(', ')}`);
   assert.deepEqual([...rows].sort(), [...FUNCS].sort(), 'the top table lists the pushed functions');
+  // 40 samples at 100 Hz: 400 ms of CPU, flat; the whole profile 750 ms
+  const flat = await p.$eval('#top-table tbody tr[data-name="cart.AddItem"]', (r) => r.children[0].textContent.trim());
+  assert.equal(flat, '400 ms', 'cart.AddItem\'s flat time is 40 samples of 10 ms');
+  const cum = await p.$eval('#top-table tbody tr[data-name="main.main"]', (r) => r.children[3].textContent.trim());
+  assert.equal(cum, '750 ms', 'main.main\'s cumulative time is all 75 samples');
   await eventually(async () => assert.match(await p.locator('#profile').innerText(), /cartservice|profile/));
   await h.shot('04-profile');
 });
