@@ -103,7 +103,7 @@ echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) cores, ${cpu:-un
 	"libcurl $(curl-config --version 2>/dev/null | cut -d' ' -f2 || echo '?'); build: $build (${type:-unknown});" \
 	"load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "profiles pushed per second through each endpoint, beside POST /api/v1/profiles on the same"
-echo "profiles in the same run (ratio = case / reference; bench/README.md, \"Pushes from other profilers\")"
+echo "profiles in the same run (ratio: the median over the passes of case / reference in the same pass; bench/README.md, \"Pushes from other profilers\")"
 # the profd log's warnings (the store's refusals among them) are shown on failure
 log_lines=$work/log.lines
 : >"$log_lines"
