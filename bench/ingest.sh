@@ -83,6 +83,7 @@ printf 'global:\n  scrape_interval: 15s\nscrape_configs: []\n' >"$work/profd.yml
 # start NAME: a fresh profd with its own store; sets $api
 start() {
 	local log=$work/$1.log port= deadline=$((SECONDS + 60))
+	: >"$log"
 	"$profd" run --config.file="$work/profd.yml" --storage.tsdb.path="$work/$1" \
 		--web.listen-address=127.0.0.1:0 --log.level=info 2>"$log" &
 	pid=$!
