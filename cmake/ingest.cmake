@@ -78,3 +78,19 @@ if(PD_TESTS AND TARGET test_ingest_pyroscope)
   set_tests_properties(ingest_pyroscope_pprof PROPERTIES LABELS integration TIMEOUT 300
     SKIP_RETURN_CODE 77)
 endif()
+
+# test_ingest_otlp also fills a message with a field of every kind from JSON
+# (tests/unit/pbjson_test.proto, compiled for it alone)
+if(TARGET test_ingest_otlp)
+  set(_pbjson_gen ${CMAKE_CURRENT_BINARY_DIR}/gen/ingest-test)
+  add_custom_command(
+    OUTPUT ${_pbjson_gen}/pbjson_test.pb-c.c ${_pbjson_gen}/pbjson_test.pb-c.h
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${_pbjson_gen}
+    COMMAND ${PROTOC_C} --c_out=${_pbjson_gen} -I${PROJECT_SOURCE_DIR}/tests/unit
+            ${PROJECT_SOURCE_DIR}/tests/unit/pbjson_test.proto
+    DEPENDS ${PROJECT_SOURCE_DIR}/tests/unit/pbjson_test.proto
+    COMMENT "protoc-c pbjson_test.proto")
+  set_source_files_properties(${_pbjson_gen}/pbjson_test.pb-c.c PROPERTIES COMPILE_OPTIONS "-Wno-error")
+  target_sources(test_ingest_otlp PRIVATE ${_pbjson_gen}/pbjson_test.pb-c.c)
+  target_include_directories(test_ingest_otlp PRIVATE ${_pbjson_gen})
+endif()

@@ -85,15 +85,16 @@ struct pd_ingest_limits pd_ingest_limits_resolve(const struct pd_ingest_limits *
 }
 
 int pd_ingest_batch_add(struct pd_ingest_batch *b, const struct pd_ingest_limits *lim,
-                        struct pd_labels *labels, uint8_t *pprof, size_t len,
-                        struct pd_pprof_profile *decoded, int64_t t_ms, struct pd_err *err)
+			struct pd_labels *labels, uint8_t *pprof, size_t len,
+			struct pd_pprof_profile *decoded, int64_t t_ms, struct pd_err *err)
 {
 	struct pd_ingest_limits l = pd_ingest_limits_resolve(lim);
 	int rc = 0;
 	if (b->n >= l.max_profiles) {
 		b->limit_hit = PD_INGEST_LIMIT_PROFILES;
-		rc = pd_err_set(err, PD_ETOOBIG, "the request makes more than %zu profiles (%s)",
-		                l.max_profiles, pd_ingest_limit_flag(PD_INGEST_LIMIT_PROFILES));
+		rc = pd_err_set(err, PD_ETOOBIG,
+				"the request makes more than %zu profiles (%s)", l.max_profiles,
+				pd_ingest_limit_flag(PD_INGEST_LIMIT_PROFILES));
 		goto fail;
 	}
 	if (b->n == b->cap) {

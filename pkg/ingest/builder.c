@@ -53,7 +53,7 @@ struct ingest_pb {
 };
 
 static int fail(struct ingest_pb *b, int rc, int limit, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+	__attribute__((format(printf, 4, 5)));
 static int fail(struct ingest_pb *b, int rc, int limit, const char *fmt, ...)
 {
 	if (b->rc)
@@ -72,9 +72,9 @@ static int oom(struct ingest_pb *b)
 {
 	if (pd_arena_exhausted(b->arena))
 		return fail(b, PD_ETOOBIG, PD_INGEST_LIMIT_DECOMPRESSED,
-		            "the converted profile takes more than %zu bytes of memory (%s)",
-		            b->lim.max_decompressed * 4,
-		            pd_ingest_limit_flag(PD_INGEST_LIMIT_DECOMPRESSED));
+			    "the converted profile takes more than %zu bytes of memory (%s)",
+			    b->lim.max_decompressed * 4,
+			    pd_ingest_limit_flag(PD_INGEST_LIMIT_DECOMPRESSED));
 	return fail(b, PD_ENOMEM, 0, "out of memory");
 }
 
@@ -222,7 +222,7 @@ int ingest_pb_sample_type(struct ingest_pb *b, const char *type, const char *uni
 		return b->rc;
 	if (b->nst == sizeof(b->st) / sizeof(b->st[0]))
 		return fail(b, PD_EINVAL, 0, "more than %zu sample types",
-		            sizeof(b->st) / sizeof(b->st[0]));
+			    sizeof(b->st) / sizeof(b->st[0]));
 	int64_t t = ingest_pb_str(b, type, strlen(type));
 	int64_t u = ingest_pb_str(b, unit, strlen(unit));
 	if (t < 0 || u < 0)
@@ -252,8 +252,8 @@ void ingest_pb_time(struct ingest_pb *b, int64_t time_nanos, int64_t duration_na
 int ingest_pb_comment(struct ingest_pb *b, const char *s, size_t len)
 {
 	int64_t i = ingest_pb_str(b, s, len);
-	if (i < 0 ||
-	    grow(b, (void **)&b->comments, &b->cap_comments, b->ncomments, sizeof(*b->comments)))
+	if (i < 0 || grow(b, (void **)&b->comments, &b->cap_comments, b->ncomments,
+			  sizeof(*b->comments)))
 		return b->rc;
 	b->comments[b->ncomments++] = i;
 	return 0;
@@ -263,16 +263,15 @@ static int symbol(struct ingest_pb *b, const char *s, size_t len, int64_t *out)
 {
 	if (len > b->lim.max_symbol_len)
 		return fail(b, PD_ETOOBIG, PD_INGEST_LIMIT_SYMBOL_LEN,
-		            "a symbol of %zu bytes is longer than %zu (%s)", len,
-		            b->lim.max_symbol_len,
-		            pd_ingest_limit_flag(PD_INGEST_LIMIT_SYMBOL_LEN));
+			    "a symbol of %zu bytes is longer than %zu (%s)", len,
+			    b->lim.max_symbol_len, pd_ingest_limit_flag(PD_INGEST_LIMIT_SYMBOL_LEN));
 	*out = s ? ingest_pb_str(b, s, len) : 0;
 	return *out < 0 ? b->rc : 0;
 }
 
 uint64_t ingest_pb_function(struct ingest_pb *b, const char *name, size_t name_len,
-                            const char *system_name, size_t system_name_len, const char *file,
-                            size_t file_len, int64_t start_line)
+			    const char *system_name, size_t system_name_len, const char *file,
+			    size_t file_len, int64_t start_line)
 {
 	if (!system_name) {
 		system_name = name;
@@ -292,17 +291,15 @@ uint64_t ingest_pb_function(struct ingest_pb *b, const char *name, size_t name_l
 	if (grow(b, (void **)&b->fn, &b->cap_fn, b->nfn, sizeof(*b->fn)) ||
 	    claim(b, sl, (const uint8_t *)b->key.data, b->key.len, b->nfn + 1))
 		return 0;
-	b->fn[b->nfn] = (struct pd_pprof_pfunction){.id = b->nfn + 1,
-	                                            .name = f[0],
-	                                            .system_name = f[1],
-	                                            .filename = f[2],
-	                                            .start_line = start_line};
+	b->fn[b->nfn] = (struct pd_pprof_pfunction){
+	    .id = b->nfn + 1, .name = f[0], .system_name = f[1], .filename = f[2],
+	    .start_line = start_line};
 	return ++b->nfn;
 }
 
 uint64_t ingest_pb_mapping(struct ingest_pb *b, uint64_t start, uint64_t limit, uint64_t offset,
-                           const char *filename, size_t filename_len, const char *build_id,
-                           size_t build_id_len, int has_functions)
+			   const char *filename, size_t filename_len, const char *build_id,
+			   size_t build_id_len, int has_functions)
 {
 	int64_t fname = 0, bid = 0;
 	if (symbol(b, filename, filename_len, &fname) || symbol(b, build_id, build_id_len, &bid))
@@ -319,17 +316,17 @@ uint64_t ingest_pb_mapping(struct ingest_pb *b, uint64_t start, uint64_t limit, 
 	    claim(b, sl, (const uint8_t *)b->key.data, b->key.len, b->nmap + 1))
 		return 0;
 	b->map[b->nmap] = (struct pd_pprof_pmapping){.id = b->nmap + 1,
-	                                             .memory_start = start,
-	                                             .memory_limit = limit,
-	                                             .file_offset = offset,
-	                                             .filename = fname,
-	                                             .build_id = bid,
-	                                             .has_functions = has_functions != 0};
+						     .memory_start = start,
+						     .memory_limit = limit,
+						     .file_offset = offset,
+						     .filename = fname,
+						     .build_id = bid,
+						     .has_functions = has_functions != 0};
 	return ++b->nmap;
 }
 
 uint64_t ingest_pb_location(struct ingest_pb *b, uint64_t mapping_id, uint64_t address,
-                            const struct ingest_pb_line *lines, size_t nlines)
+			    const struct ingest_pb_line *lines, size_t nlines)
 {
 	if (b->rc)
 		return 0;
@@ -353,15 +350,15 @@ uint64_t ingest_pb_location(struct ingest_pb *b, uint64_t mapping_id, uint64_t a
 	}
 	for (size_t i = 0; i < nlines; i++)
 		pl[i] = (struct pd_pprof_pline){.function_id = lines[i].function_id,
-		                                .line = lines[i].line};
+						.line = lines[i].line};
 	if (grow(b, (void **)&b->loc, &b->cap_loc, b->nloc, sizeof(*b->loc)) ||
 	    claim(b, sl, (const uint8_t *)b->key.data, b->key.len, b->nloc + 1))
 		return 0;
 	b->loc[b->nloc] = (struct pd_pprof_plocation){.id = b->nloc + 1,
-	                                              .mapping_id = mapping_id,
-	                                              .address = address,
-	                                              .line = pl,
-	                                              .nline = nlines};
+						      .mapping_id = mapping_id,
+						      .address = address,
+						      .line = pl,
+						      .nline = nlines};
 	return ++b->nloc;
 }
 
@@ -371,20 +368,20 @@ uint64_t ingest_pb_frame(struct ingest_pb *b, uint64_t function_id, int64_t line
 	return function_id ? ingest_pb_location(b, 0, 0, &l, 1) : 0;
 }
 
-int ingest_pb_sample(struct ingest_pb *b, const uint64_t *locs, size_t nlocs, const int64_t *values,
-                     size_t nvalues, const struct ingest_pb_label *labels, size_t nlabels,
-                     int merge)
+int ingest_pb_sample(struct ingest_pb *b, const uint64_t *locs, size_t nlocs,
+		     const int64_t *values, size_t nvalues, const struct ingest_pb_label *labels,
+		     size_t nlabels, int merge)
 {
 	if (b->rc)
 		return b->rc;
 	if (nvalues != b->nst)
 		return fail(b, PD_EINVAL, 0, "a sample has %zu values for %zu sample types",
-		            nvalues, b->nst);
+			    nvalues, b->nst);
 	if (nlocs > b->lim.max_stack_depth)
 		return fail(b, PD_ETOOBIG, PD_INGEST_LIMIT_STACK_DEPTH,
-		            "a stack of %zu frames is deeper than %zu (%s)", nlocs,
-		            b->lim.max_stack_depth,
-		            pd_ingest_limit_flag(PD_INGEST_LIMIT_STACK_DEPTH));
+			    "a stack of %zu frames is deeper than %zu (%s)", nlocs,
+			    b->lim.max_stack_depth,
+			    pd_ingest_limit_flag(PD_INGEST_LIMIT_STACK_DEPTH));
 	struct pd_pprof_plabel *pl = NULL;
 	if (nlabels && !(pl = pd_arena_calloc(b->arena, nlabels, sizeof(*pl))))
 		return oom(b);
@@ -392,8 +389,8 @@ int ingest_pb_sample(struct ingest_pb *b, const uint64_t *locs, size_t nlocs, co
 		int64_t k = ingest_pb_str(b, labels[i].key, labels[i].key_len);
 		int64_t v = labels[i].str ? ingest_pb_str(b, labels[i].str, labels[i].str_len) : 0;
 		int64_t u = labels[i].num_unit
-		                ? ingest_pb_str(b, labels[i].num_unit, strlen(labels[i].num_unit))
-		                : 0;
+				? ingest_pb_str(b, labels[i].num_unit, strlen(labels[i].num_unit))
+				: 0;
 		if (k < 0 || v < 0 || u < 0)
 			return b->rc;
 		pl[i] = (struct pd_pprof_plabel){
@@ -402,8 +399,7 @@ int ingest_pb_sample(struct ingest_pb *b, const uint64_t *locs, size_t nlocs, co
 	struct slot *sl = NULL;
 	if (merge) {
 		if (key_start(b, K_SAMPLE) || key_add(b, &nlocs, sizeof(nlocs)) ||
-		    key_add(b, locs, nlocs * sizeof(*locs)) ||
-		    key_add(b, pl, nlabels * sizeof(*pl)))
+		    key_add(b, locs, nlocs * sizeof(*locs)) || key_add(b, pl, nlabels * sizeof(*pl)))
 			return b->rc;
 		if (!(sl = lookup(b, (const uint8_t *)b->key.data, b->key.len)))
 			return b->rc;
@@ -416,8 +412,8 @@ int ingest_pb_sample(struct ingest_pb *b, const uint64_t *locs, size_t nlocs, co
 	}
 	if (b->nsmp >= b->lim.max_samples)
 		return fail(b, PD_ETOOBIG, PD_INGEST_LIMIT_SAMPLES,
-		            "the profile has more than %zu samples (%s)", b->lim.max_samples,
-		            pd_ingest_limit_flag(PD_INGEST_LIMIT_SAMPLES));
+			    "the profile has more than %zu samples (%s)", b->lim.max_samples,
+			    pd_ingest_limit_flag(PD_INGEST_LIMIT_SAMPLES));
 	uint64_t *l = nlocs ? pd_arena_alloc(b->arena, nlocs * sizeof(*l)) : NULL;
 	int64_t *v = pd_arena_alloc(b->arena, (nvalues ? nvalues : 1) * sizeof(*v));
 	if ((nlocs && !l) || !v)
@@ -431,11 +427,11 @@ int ingest_pb_sample(struct ingest_pb *b, const uint64_t *locs, size_t nlocs, co
 	if (sl && claim(b, sl, (const uint8_t *)b->key.data, b->key.len, b->nsmp + 1))
 		return b->rc;
 	b->smp[b->nsmp++] = (struct pd_pprof_psample){.location_id = l,
-	                                              .nlocation = nlocs,
-	                                              .value = v,
-	                                              .nvalue = nvalues,
-	                                              .label = pl,
-	                                              .nlabel = nlabels};
+						      .nlocation = nlocs,
+						      .value = v,
+						      .nvalue = nvalues,
+						      .label = pl,
+						      .nlabel = nlabels};
 	return 0;
 }
 
@@ -456,7 +452,7 @@ int ingest_pb_err(const struct ingest_pb *b, struct pd_err *err, int *limit)
 }
 
 int ingest_pb_finish(struct ingest_pb *b, uint8_t **out, size_t *out_len,
-                     struct pd_pprof_profile **decoded, struct pd_err *err)
+		     struct pd_pprof_profile **decoded, struct pd_err *err)
 {
 	if (b->rc) {
 		if (err)

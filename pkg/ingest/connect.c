@@ -4,6 +4,7 @@
  * becomes one stored profile, decoded and validated within the request's limits;
  * __name__ is mapped to profd's names as docs/ingest.md states, by the profile's
  * sample types (docs/ingest-otlp.md). */
+#include <inttypes.h>
 #include <protobuf-c/protobuf-c.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,42 @@ const char *ingest_profile_name(const struct pd_pprof_profile *p, const char *me
 	return buf;
 }
 
+/* The stack depth and symbol lengths of a decoded pprof, within lim as the
+ * other converters' are. */
+static int check_sizes(const struct pd_pprof_profile *p, const struct pd_ingest_limits *lim,
+                       int *limit, struct pd_err *err)
+{
+	struct pd_pprof_parts pp;
+	int rc = pd_pprof_parts_get(p, &pp, err);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < pp.nsample && !rc; i++)
+		if (pp.sample[i].nlocation > lim->max_stack_depth) {
+			*limit = PD_INGEST_LIMIT_STACK_DEPTH;
+			rc = pd_err_set(err, PD_ETOOBIG,
+			                "sample %zu has %zu frames, more than %zu (%s)", i,
+			                pp.sample[i].nlocation, lim->max_stack_depth,
+			                pd_ingest_limit_flag(*limit));
+		}
+	for (size_t i = 0; i < pp.nfunction && !rc; i++) {
+		const struct pd_pprof_pfunction *f = &pp.function[i];
+		int64_t s[3] = {f->name, f->system_name, f->filename};
+		for (int k = 0; k < 3 && !rc; k++)
+			if (s[k] > 0 && (size_t)s[k] < pp.nstrings &&
+			    pp.string_len[s[k]] > lim->max_symbol_len) {
+				*limit = PD_INGEST_LIMIT_SYMBOL_LEN;
+				rc =
+				    pd_err_set(err, PD_ETOOBIG,
+				               "function %" PRIu64 " has a name of %zu bytes, more "
+				               "than %zu (%s)",
+				               f->id, pp.string_len[s[k]], lim->max_symbol_len,
+				               pd_ingest_limit_flag(*limit));
+			}
+	}
+	pd_pprof_parts_fini(&pp);
+	return rc;
+}
+
 /* One sample of a series: its pprof decoded and added to b. */
 static int push_sample(const Push__V1__RawSample *s, const struct ingest_label *ls, size_t nls,
                        const char *metric, const struct pd_ingest_limits *lim, int64_t now_ms,
@@ -125,6 +162,10 @@ static int push_sample(const Push__V1__RawSample *s, const struct ingest_label *
 		if (rc != PD_ETOOBIG && rc != PD_ENOMEM)
 			rc = PD_EINVAL; /* the client's bytes: invalid_argument */
 		pd_err_prefix(err, "raw_profile");
+		return rc;
+	}
+	if ((rc = check_sizes(p, lim, &b->limit_hit, err))) {
+		pd_pprof_destroy(p);
 		return rc;
 	}
 	const char *name = ingest_profile_name(p, metric, nbuf, sizeof nbuf);

@@ -128,9 +128,10 @@ int ingest_pbjson_parse(const struct ProtobufCMessageDescriptor *d, const uint8_
 			size_t len, const struct pd_ingest_limits *lim, struct ProtobufCMessage **out,
 			int *limit, struct pd_err *err);
 
-/* Unpacks a protobuf message of type d (protobuf-c's unpack). When the bytes are
- * not a valid message, PD_EINVAL with a message naming the field path and the byte
- * offset where they stop making sense. *out as for ingest_pbjson_parse. */
+/* Unpacks a protobuf message of type d (protobuf-c's unpack), nested at most 100
+ * messages deep. When the bytes are not a valid message, PD_EINVAL with a message
+ * naming the field path and the byte offset where they stop making sense. *out as
+ * for ingest_pbjson_parse. */
 int ingest_pb_unpack(const struct ProtobufCMessageDescriptor *d, const uint8_t *body, size_t len,
 		     struct ProtobufCMessage **out, struct pd_err *err);
 

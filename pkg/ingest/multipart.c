@@ -55,24 +55,24 @@ static int header_attr(const char *h, size_t hl, const char *attr, char *out, si
 }
 
 int pd_ingest_multipart(const uint8_t *body, size_t len, const char *content_type,
-                        struct pd_ingest_part *parts, size_t max, size_t *n, struct pd_err *err)
+			struct pd_ingest_part *parts, size_t max, size_t *n, struct pd_err *err)
 {
 	char boundary[128], delim[136], end_delim[140];
 	*n = 0;
 	if (!content_type ||
 	    !header_attr(content_type, strlen(content_type), "boundary", boundary,
-	                 sizeof(boundary)) ||
+			 sizeof(boundary)) ||
 	    !boundary[0])
 		return pd_err_set(err, PD_EINVAL,
-		                  "the multipart/form-data Content-Type has no boundary");
+				  "the multipart/form-data Content-Type has no boundary");
 	int dl = snprintf(delim, sizeof(delim), "--%s", boundary);
 	int el = snprintf(end_delim, sizeof(end_delim), "\r\n--%s", boundary);
 	const uint8_t *end = body + len;
 	const uint8_t *p = find(body, len, delim, (size_t)dl);
 	if (!p)
 		return pd_err_set(err, PD_EINVAL,
-		                  "the multipart body does not contain its boundary \"%s\"",
-		                  boundary);
+				  "the multipart body does not contain its boundary \"%s\"",
+				  boundary);
 	for (;;) {
 		p += dl;
 		size_t rest = (size_t)(end - p);
@@ -80,9 +80,9 @@ int pd_ingest_multipart(const uint8_t *body, size_t len, const char *content_typ
 			break;
 		if (rest < 2 || p[0] != '\r' || p[1] != '\n')
 			return pd_err_set(err, PD_EINVAL,
-			                  "multipart part %zu: no line break after the boundary "
-			                  "at byte %zu",
-			                  *n + 1, (size_t)(p - body));
+					  "multipart part %zu: no line break after the boundary "
+					  "at byte %zu",
+					  *n + 1, (size_t)(p - body));
 		p += 2;
 		rest -= 2;
 		const uint8_t *hend = find(p, rest, "\r\n\r\n", 4);
@@ -90,27 +90,26 @@ int pd_ingest_multipart(const uint8_t *body, size_t len, const char *content_typ
 			hend = p - 2; /* a part without headers */
 		if (!hend)
 			return pd_err_set(err, PD_EINVAL,
-			                  "multipart part %zu: its headers do not end", *n + 1);
+					  "multipart part %zu: its headers do not end", *n + 1);
 		const uint8_t *data = hend + 4;
 		const uint8_t *next = find(data, (size_t)(end - data), end_delim, (size_t)el);
 		if (!next)
 			return pd_err_set(err, PD_EINVAL,
-			                  "multipart part %zu: no closing boundary after it",
-			                  *n + 1);
+					  "multipart part %zu: no closing boundary after it",
+					  *n + 1);
 		if (*n == max)
 			return pd_err_set(err, PD_ETOOBIG,
-			                  "the multipart body has more than %zu parts", max);
+					  "the multipart body has more than %zu parts", max);
 		struct pd_ingest_part *pt = &parts[*n];
 		memset(pt, 0, sizeof(*pt));
 		for (const uint8_t *h = p; h < hend;) {
 			const uint8_t *eol = find(h, (size_t)(hend - h) + 2, "\r\n", 2);
 			size_t hl = (size_t)((eol ? eol : hend) - h);
-			if (hl > 20 &&
-			    strncasecmp((const char *)h, "Content-Disposition:", 20) == 0) {
+			if (hl > 20 && strncasecmp((const char *)h, "Content-Disposition:", 20) == 0) {
 				header_attr((const char *)h + 20, hl - 20, "name", pt->name_buf,
-				            sizeof(pt->name_buf));
+					    sizeof(pt->name_buf));
 				header_attr((const char *)h + 20, hl - 20, "filename",
-				            pt->filename_buf, sizeof(pt->filename_buf));
+					    pt->filename_buf, sizeof(pt->filename_buf));
 			}
 			h = eol ? eol + 2 : hend;
 		}
@@ -125,7 +124,7 @@ int pd_ingest_multipart(const uint8_t *body, size_t len, const char *content_typ
 }
 
 const struct pd_ingest_part *pd_ingest_part_get(const struct pd_ingest_part *parts, size_t n,
-                                                const char *name)
+						const char *name)
 {
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(parts[i].name, name) == 0)

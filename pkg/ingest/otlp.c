@@ -30,12 +30,21 @@ typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfiles
 
 #define BUILD_ID_ATTR "process.executable.build_id.gnu"
 
+/* The builder's id of a dictionary entry, valid in the profile whose conversion
+ * has generation gen (so that a request of many profiles over a large dictionary
+ * never clears the tables between profiles). */
+struct memo {
+	uint64_t id;
+	uint32_t gen;
+};
+
 /* What one profile's conversion keeps: the builder's ids of the dictionary's
- * entries it met, 0 when not yet met. */
+ * entries it met. */
 struct conv {
 	const Dict *d;
 	struct ingest_pb *pb;
-	uint64_t *loc_id, *fn_id, *map_id;
+	struct memo *loc_id, *fn_id, *map_id;
+	uint32_t gen;
 	const uint8_t *map_has_fn; /* per mapping: every location of it has functions */
 	struct pd_err *err;
 };
@@ -102,10 +111,10 @@ static uint64_t function_id(struct conv *c, int32_t fi)
 		           c->d->n_function_table);
 		return 0;
 	}
-	if (c->fn_id[fi])
-		return c->fn_id[fi];
+	if (c->fn_id[fi].gen == c->gen && c->fn_id[fi].id)
+		return c->fn_id[fi].id;
 	const Function *f = c->d->function_table[fi];
-	const char *name, *sys, *file;
+	const char *name = "", *sys = "", *file = "";
 	if (str_at(c, f->name_strindex, &name, "function name") ||
 	    str_at(c, f->system_name_strindex, &sys, "function system name") ||
 	    str_at(c, f->filename_strindex, &file, "function file name"))
@@ -114,7 +123,8 @@ static uint64_t function_id(struct conv *c, int32_t fi)
 	                                 strlen(file), f->start_line);
 	if (!id)
 		ingest_pb_err(c->pb, c->err, NULL);
-	return c->fn_id[fi] = id;
+	c->fn_id[fi] = (struct memo){id, c->gen};
+	return id;
 }
 
 static uint64_t mapping_id(struct conv *c, int32_t mi)
@@ -128,10 +138,10 @@ static uint64_t mapping_id(struct conv *c, int32_t mi)
 		           c->d->n_mapping_table);
 		return UINT64_MAX;
 	}
-	if (c->map_id[mi])
-		return c->map_id[mi];
+	if (c->map_id[mi].gen == c->gen && c->map_id[mi].id)
+		return c->map_id[mi].id;
 	const Mapping *m = c->d->mapping_table[mi];
-	const char *file;
+	const char *file = "";
 	char buf[32];
 	if (str_at(c, m->filename_strindex, &file, "mapping file name"))
 		return UINT64_MAX;
@@ -144,7 +154,8 @@ static uint64_t mapping_id(struct conv *c, int32_t mi)
 		ingest_pb_err(c->pb, c->err, NULL);
 		return UINT64_MAX;
 	}
-	return c->map_id[mi] = id;
+	c->map_id[mi] = (struct memo){id, c->gen};
+	return id;
 }
 
 static uint64_t location_id(struct conv *c, int32_t li)
@@ -155,8 +166,8 @@ static uint64_t location_id(struct conv *c, int32_t li)
 		           c->d->n_location_table);
 		return 0;
 	}
-	if (c->loc_id[li])
-		return c->loc_id[li];
+	if (c->loc_id[li].gen == c->gen && c->loc_id[li].id)
+		return c->loc_id[li].id;
 	const Location *l = c->d->location_table[li];
 	uint64_t mid = mapping_id(c, l->mapping_index);
 	if (mid == UINT64_MAX)
@@ -178,7 +189,8 @@ static uint64_t location_id(struct conv *c, int32_t li)
 	free(lines);
 	if (!id)
 		ingest_pb_err(c->pb, c->err, NULL);
-	return c->loc_id[li] = id;
+	c->loc_id[li] = (struct memo){id, c->gen};
+	return id;
 }
 
 static void hex(char *out, const uint8_t *p, size_t n)
@@ -205,7 +217,7 @@ static int sample_labels(struct conv *c, const Sample *s, struct ingest_pb_label
 			                  " is out of the attribute_table (%zu)",
 			                  ai, d->n_attribute_table);
 		const Attr *a = d->attribute_table[ai];
-		const char *key, *unit;
+		const char *key = "", *unit = "";
 		if (str_at(c, a->key_strindex, &key, "attribute key") ||
 		    str_at(c, a->unit_strindex, &unit, "attribute unit"))
 			return c->err->code;
@@ -258,7 +270,7 @@ static int convert(struct conv *c, const Profile *p, const struct pd_ingest_limi
                    int64_t now_ms, uint8_t **raw, size_t *rlen, struct pd_pprof_profile **decoded,
                    const char **metric, int *limit)
 {
-	const char *type, *unit, *ptype = "", *punit = "";
+	const char *type = "", *unit = "", *ptype = "", *punit = "";
 	struct ingest_pb_label *labels = NULL;
 	uint64_t *locs = NULL;
 	char hexbuf[3][33];
@@ -288,6 +300,11 @@ static int convert(struct conv *c, const Profile *p, const struct pd_ingest_limi
 	} else if (*ptype && p->period != 0) {
 		*metric = ptype;
 	}
+	if (p->time_unix_nano > INT64_MAX || p->duration_nano > INT64_MAX)
+		return pd_err_set(c->err, PD_EINVAL,
+		                  "time_unix_nano %" PRIu64 " or duration_nano %" PRIu64
+		                  " is past 2262",
+		                  p->time_unix_nano, p->duration_nano);
 	if (!(c->pb = ingest_pb_create(lim)))
 		return pd_err_set(c->err, PD_ENOMEM, "out of memory");
 	ingest_pb_sample_type(c->pb, type, unit);
@@ -469,7 +486,7 @@ static void service_of(struct rlabels *r, KeyValue *const *kv, size_t n)
 static void reject(struct pd_ingest_batch *b, size_t n, const char *where, const char *why)
 {
 	if (!b->rejected)
-		snprintf(b->rejected_msg, sizeof b->rejected_msg, "%s: %s", where, why);
+		snprintf(b->rejected_msg, sizeof b->rejected_msg, "%.100s: %.150s", where, why);
 	b->rejected += n;
 }
 
@@ -596,10 +613,11 @@ int pd_ingest_otlp(const uint8_t *body, size_t len, int json, const struct pd_in
 				char nbuf[128], pwhere[128];
 				struct pd_err perr = {0};
 				int phit = 0;
+				if (!sp->profiles[k]->n_samples)
+					continue; /* nothing to store, as Pyroscope stores nothing
+					           */
 				snprintf(pwhere, sizeof pwhere, "%s.profiles[%zu]", where, k);
-				memset(c.loc_id, 0, (c.d->n_location_table + 1) * sizeof *c.loc_id);
-				memset(c.fn_id, 0, (c.d->n_function_table + 1) * sizeof *c.fn_id);
-				memset(c.map_id, 0, (c.d->n_mapping_table + 1) * sizeof *c.map_id);
+				c.gen++; /* every memo of the profile before is stale */
 				c.err = &perr;
 				int prc = convert(&c, sp->profiles[k], &lim, now_ms, &raw, &rlen,
 				                  &dec, &metric, &phit);

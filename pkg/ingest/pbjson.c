@@ -119,7 +119,7 @@ static int int_text(struct ctx *c, json_object *j, const char **s)
 
 static int parse_i64(struct ctx *c, json_object *j, int64_t lo, int64_t hi, int64_t *out)
 {
-	const char *s;
+	const char *s = "";
 	int rc = int_text(c, j, &s);
 	if (rc)
 		return rc;
@@ -144,7 +144,7 @@ static int parse_i64(struct ctx *c, json_object *j, int64_t lo, int64_t hi, int6
 
 static int parse_u64(struct ctx *c, json_object *j, uint64_t hi, uint64_t *out)
 {
-	const char *s;
+	const char *s = "";
 	int rc = int_text(c, j, &s);
 	if (rc)
 		return rc;
@@ -349,7 +349,7 @@ static int parse_value(struct ctx *c, const ProtobufCFieldDescriptor *f, json_ob
 		*(protobuf_c_boolean *)dst = json_object_get_boolean(j) ? 1 : 0;
 		return 0;
 	case PROTOBUF_C_TYPE_ENUM: {
-		int32_t e;
+		int32_t e = 0;
 		if (!(rc = parse_enum(c, f->descriptor, j, &e)))
 			*(int32_t *)dst = e;
 		return rc;

@@ -1,9 +1,9 @@
-/* pbwire.c: a protobuf message unpacked with protobuf-c and, when protobuf-c
- * refuses it (it says only that it failed), the bytes walked again along the
- * message's descriptor to tell the client which field and which byte offset are
- * wrong: a truncated varint or length, a length past the end of its message, a
- * wire type the field cannot have. The walk reads tags, varints and lengths only,
- * and recurses into sub-messages at most WALK_DEPTH deep. */
+/* pbwire.c: a protobuf message unpacked with protobuf-c, after a walk of its
+ * bytes along the message's descriptor that tells the client which field and
+ * which byte offset are wrong (protobuf-c says only that it failed): a truncated
+ * varint or length, a length past the end of its message, a wire type the field
+ * cannot have, messages nested more than WALK_DEPTH deep (protobuf-c itself
+ * recurses without a bound). The walk reads tags, varints and lengths only. */
 #include <protobuf-c/protobuf-c.h>
 #include <stdio.h>
 #include <string.h>
@@ -115,7 +115,8 @@ static int walk(struct walk *w, const ProtobufCMessageDescriptor *d, const uint8
 					unsigned fw = wire_of(f->type);
 					while (!rc && q < qe) {
 						if (fw == 0) {
-							if (varint(&q, qe, &v))
+							uint64_t x;
+							if (varint(&q, qe, &x))
 								rc = bad(w, q,
 								         "truncated varint in a "
 								         "packed array");
@@ -143,13 +144,16 @@ static int walk(struct walk *w, const ProtobufCMessageDescriptor *d, const uint8
 int ingest_pb_unpack(const struct ProtobufCMessageDescriptor *d, const uint8_t *body, size_t len,
                      struct ProtobufCMessage **out, struct pd_err *err)
 {
-	*out = protobuf_c_message_unpack(d, NULL, len, body);
-	if (*out)
-		return 0;
+	/* walked first: protobuf-c recurses into nested messages without a bound,
+	 * and OTLP's AnyValue nests without one, so the depth is checked here */
 	struct walk w = {.start = body, .err = err};
+	*out = NULL;
 	int rc = walk(&w, d, body, body + len, 0);
 	if (rc)
 		return rc;
+	*out = protobuf_c_message_unpack(d, NULL, len, body);
+	if (*out)
+		return 0;
 	/* the bytes look well formed: protobuf-c failed on what the walk does not
 	 * check (a bad oneof, a required field) or ran out of memory */
 	return pd_err_set(err, PD_EINVAL, "the body (%zu bytes) is not a valid %s message", len,

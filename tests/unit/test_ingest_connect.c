@@ -311,8 +311,20 @@ static void test_limits(void **state)
 	struct pd_pprof_profile *src = NULL;
 	struct pd_err err = {0};
 	assert_int_equal(pd_pprof_decode(&src, prof, plen, NULL, &err), 0);
-	size_t ns = pd_pprof_sample_count(src);
+	size_t ns = pd_pprof_sample_count(src), depth = 0, sym = 0;
+	struct pd_pprof_parts pp;
+	assert_int_equal(pd_pprof_parts_get(src, &pp, &err), 0);
+	for (size_t i = 0; i < pp.nsample; i++)
+		depth = pp.sample[i].nlocation > depth ? pp.sample[i].nlocation : depth;
+	for (size_t i = 0; i < pp.nfunction; i++) {
+		int64_t k[3] = {pp.function[i].name, pp.function[i].system_name,
+		                pp.function[i].filename};
+		for (int j = 0; j < 3; j++)
+			sym = pp.string_len[k[j]] > sym ? pp.string_len[k[j]] : sym;
+	}
+	pd_pprof_parts_fini(&pp);
 	pd_pprof_destroy(src);
+	assert_true(depth > 3 && sym > 10);
 	const char *labels[] = {"service_name", "shop", "__name__", "memory", "region", "eu"};
 	struct {
 		struct pd_ingest_limits lim;
@@ -326,6 +338,8 @@ static void test_limits(void **state)
 	    {{.max_label_value_len = 3}, PD_INGEST_LIMIT_LABEL_VALUE_LEN},
 	    {{.max_label_name_len = 5}, PD_INGEST_LIMIT_LABEL_NAME_LEN},
 	    {{.max_json_depth = 3}, PD_INGEST_LIMIT_JSON_DEPTH},
+	    {{.max_stack_depth = 3}, PD_INGEST_LIMIT_STACK_DEPTH},
+	    {{.max_symbol_len = 10}, PD_INGEST_LIMIT_SYMBOL_LEN},
 	};
 	for (size_t i = 0; i < sizeof cases_ / sizeof cases_[0]; i++) {
 		for (int json = 0; json < 2; json++) {
@@ -344,7 +358,11 @@ static void test_limits(void **state)
 		}
 	}
 	/* at the limit itself it is fine */
-	struct pd_ingest_limits ok = {.max_samples = ns, .max_labels = 3, .max_json_depth = 6};
+	struct pd_ingest_limits ok = {.max_samples = ns,
+	                              .max_labels = 3,
+	                              .max_json_depth = 6,
+	                              .max_stack_depth = depth,
+	                              .max_symbol_len = sym};
 	struct pd_ingest_batch b = {0};
 	for (int json = 0; json < 2; json++) {
 		if (push(json, labels, 3, prof, plen, &ok, &b, &err))

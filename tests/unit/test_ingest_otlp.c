@@ -22,6 +22,7 @@
 
 #include "ingest_int.h"
 #include "otlp_profiles_service.pb-c.h"
+#include "pbjson_test.pb-c.h"
 #include "profd/labels.h"
 #include "profd/pprof.h"
 
@@ -945,6 +946,17 @@ static void test_partial_success(void **state)
 		free(out);
 		pd_ingest_batch_fini(&b);
 	}
+	/* a time past what nanoseconds in an int64 hold */
+	req_free(q);
+	q = small(2, 1, 1);
+	q->resource_profiles[0]->scope_profiles[0]->profiles[0]->time_unix_nano = UINT64_MAX;
+	struct pd_ingest_batch t = {0};
+	struct pd_err terr = {0};
+	assert_int_equal(ingest(q, 0, NULL, NULL, &t, &terr), 0);
+	assert_int_equal(t.n, 1);
+	assert_int_equal(t.rejected, 1);
+	assert_non_null(strstr(t.rejected_msg, "profiles[0]: time_unix_nano"));
+	pd_ingest_batch_fini(&t);
 	/* nothing rejected: an empty response */
 	struct pd_ingest_batch e = {0};
 	uint8_t *out;
@@ -1106,6 +1118,52 @@ static void test_malformed(void **state)
 	              "no dictionary");
 }
 
+/* Wraps buf[0, *n) in field tag's length-delimited header (buf has room). */
+static void wrap(uint8_t *buf, size_t *n, uint8_t tag)
+{
+	uint8_t hdr[12];
+	size_t h = 0;
+	hdr[h++] = tag;
+	for (size_t v = *n;; v >>= 7) {
+		hdr[h++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+		if (v < 0x80)
+			break;
+	}
+	memmove(buf + h, buf, *n);
+	memcpy(buf, hdr, h);
+	*n += h;
+}
+
+static void test_deep_protobuf(void **state)
+{
+	(void)state;
+	/* an attribute value of arrays in arrays, 20 and 5000 deep: protobuf-c would
+	 * recurse as deep, so the walk before it refuses the second */
+	for (int deep = 0; deep < 2; deep++) {
+		size_t levels = deep ? 5000 : 20, n = 0;
+		uint8_t *buf = xcalloc(levels * 16 + 64, 1);
+		for (size_t i = 0; i < levels; i++) {
+			wrap(buf, &n, 0x0a); /* ArrayValue.values */
+			wrap(buf, &n, 0x2a); /* AnyValue.array_value */
+		}
+		wrap(buf, &n, 0x12); /* KeyValue.value */
+		wrap(buf, &n, 0x0a); /* Resource.attributes */
+		wrap(buf, &n, 0x0a); /* ResourceProfiles.resource */
+		wrap(buf, &n, 0x0a); /* Request.resource_profiles */
+		struct pd_ingest_batch b = {0};
+		struct pd_err err = {0};
+		int rc = pd_ingest_otlp(buf, n, 0, NULL, 0, &b, &err);
+		if (deep) {
+			assert_int_equal(rc, PD_EINVAL);
+			assert_non_null(strstr(err.msg, "nest too deep"));
+		} else if (rc) {
+			fail_msg("%s", err.msg);
+		}
+		pd_ingest_batch_fini(&b);
+		free(buf);
+	}
+}
+
 static void test_json_forms(void **state)
 {
 	(void)state;
@@ -1163,6 +1221,110 @@ static void test_json_forms(void **state)
 	}
 }
 
+/* ---- the JSON reader on every kind of field -------------------------------------- */
+
+static Pdtest__AllTypes *all_types(const char *json, int *rc, struct pd_err *err)
+{
+	ProtobufCMessage *m = NULL;
+	int hit = 0;
+	*rc = ingest_pbjson_parse(&pdtest__all_types__descriptor, (const uint8_t *)json,
+	                          strlen(json), NULL, &m, &hit, err);
+	if (*rc)
+		assert_null(m);
+	return (Pdtest__AllTypes *)m;
+}
+
+static void test_pbjson_kinds(void **state)
+{
+	(void)state;
+	struct pd_err err = {0};
+	int rc;
+	Pdtest__AllTypes *m = all_types(
+	    "{\"color\":\"RED\",\"colors\":[\"GREEN\",1,0],\"b\":true,\"d\":\"NaN\","
+	    "\"f\":2.5,\"oi\":\"-12\",\"u32\":4294967295,\"s64\":\"-9223372036854775808\","
+	    "\"f32\":\"7\",\"sf64\":-5,\"names\":[\"a\",\"\\u00e9\\n\"],\"data\":\"AQID\","
+	    "\"child\":{\"d\":\"-Infinity\",\"child\":{\"oi\":3}},"
+	    "\"children\":[{},{\"color\":2}],\"pm\":{\"ps\":\"inner\"},\"ds\":[1e300,\"Infinity\",-"
+	    "0.5]}",
+	    &rc, &err);
+	if (rc)
+		fail_msg("%s", err.msg);
+	assert_int_equal(m->color, PDTEST__ALL_TYPES__COLOR__RED);
+	assert_int_equal(m->n_colors, 3);
+	assert_int_equal(m->colors[0], PDTEST__ALL_TYPES__COLOR__GREEN);
+	assert_int_equal(m->colors[1], PDTEST__ALL_TYPES__COLOR__RED);
+	assert_true(m->b);
+	assert_true(m->d != m->d); /* NaN */
+	assert_true(m->f == 2.5f);
+	assert_int_equal(m->oi, -12);
+	assert_true(m->u32 == UINT32_MAX);
+	assert_true(m->s64 == INT64_MIN);
+	assert_int_equal(m->f32, 7);
+	assert_true(m->sf64 == -5);
+	assert_int_equal(m->n_names, 2);
+	assert_string_equal(m->names[1], "\xc3\xa9\n");
+	assert_int_equal(m->data.len, 3);
+	assert_memory_equal(m->data.data, "\1\2\3", 3);
+	assert_true(m->child->d < -1e308);
+	assert_int_equal(m->child->child->oi, 3);
+	assert_int_equal(m->n_children, 2);
+	assert_int_equal(m->children[1]->color, PDTEST__ALL_TYPES__COLOR__GREEN);
+	assert_int_equal(m->pick_case, PDTEST__ALL_TYPES__PICK_PM);
+	assert_int_equal(m->pm->pick_case, PDTEST__ALL_TYPES__PICK_PS);
+	assert_string_equal(m->pm->ps, "inner");
+	assert_int_equal(m->n_ds, 3);
+	assert_true(m->ds[0] == 1e300 && m->ds[1] > 1e308 && m->ds[2] == -0.5);
+	/* what protobuf-c packs of it unpacks to the same */
+	size_t len = pdtest__all_types__get_packed_size(m);
+	uint8_t *buf = xcalloc(len, 1);
+	pdtest__all_types__pack(m, buf);
+	Pdtest__AllTypes *u = pdtest__all_types__unpack(NULL, len, buf);
+	assert_non_null(u);
+	assert_string_equal(u->pm->ps, "inner");
+	assert_int_equal(u->children[1]->color, PDTEST__ALL_TYPES__COLOR__GREEN);
+	pdtest__all_types__free_unpacked(u, NULL);
+	free(buf);
+	pdtest__all_types__free_unpacked(m, NULL);
+
+	/* refusals, each part way through a message that is freed (ASan checks) */
+	static const struct {
+		const char *json, *want;
+	} bad[] = {
+	    {"{\"color\":\"BLUE\"}", "color: \"BLUE\" is not a value of enum"},
+	    {"{\"colors\":[\"RED\",true]}", "colors[1]: expected an integer"},
+	    {"{\"b\":\"true\"}", "b: expected true or false"},
+	    {"{\"d\":\"fast\"}", "d: \"fast\" is not a number"},
+	    {"{\"oi\":2147483648}", "oi: integer 2147483648 is out of range"},
+	    {"{\"oi\":1.5}", "oi: \"1.5\" is not an integer"},
+	    {"{\"u32\":4294967296}", "u32: integer 4294967296 is out of range"},
+	    {"{\"u32\":-1}", "negative"},
+	    {"{\"s64\":\"9223372036854775808\"}", "s64"},
+	    {"{\"names\":[\"a\",3]}", "names[1]: expected a string"},
+	    {"{\"data\":\"AQ?D\"}", "data: base64 has an invalid character 0x3f at offset 2"},
+	    {"{\"data\":\"A\"}", "truncated"},
+	    {"{\"child\":{\"child\":{\"names\":[\"x\",{}]}}}", "child.child.names[1]"},
+	    {"{\"children\":[{\"names\":[\"x\"]},{\"pm\":{\"data\":\"*\"}}]}",
+	     "children[1].pm.data"},
+	    {"{\"pm\":{\"names\":[\"x\"]},\"ps\":\"y\"}", "a second member of a oneof"},
+	    {"{\"ps\":\"y\",\"pm\":{}}", "a second member of a oneof"},
+	    {"{\"child\":[]}", "child: expected an object"},
+	    {"{\"colors\":{}}", "colors: expected an array"},
+	    {"{\"oi\":1,\"oi\":2}", ""}, /* json-c keeps the last: not refused */
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		m = all_types(bad[i].json, &rc, &err);
+		if (!*bad[i].want) {
+			assert_int_equal(rc, 0);
+			assert_int_equal(m->oi, 2);
+			pdtest__all_types__free_unpacked(m, NULL);
+			continue;
+		}
+		if (rc != PD_EINVAL || !strstr(err.msg, bad[i].want))
+			fail_msg("%s: rc %d \"%s\", wanted \"%s\"", bad[i].json, rc, err.msg,
+			         bad[i].want);
+	}
+}
+
 static void test_empty(void **state)
 {
 	(void)state;
@@ -1173,6 +1335,18 @@ static void test_empty(void **state)
 	assert_int_equal(pd_ingest_otlp((const uint8_t *)"{}", 2, 1, NULL, 0, &b, &err), 0);
 	assert_int_equal(b.n, 0);
 	assert_string_equal(b.format, "otlp_json");
+	/* a profile without samples is no profile, and not refused either */
+	Req *q = small(2, 1, 1);
+	Prof *p = q->resource_profiles[0]->scope_profiles[0]->profiles[1];
+	protobuf_c_message_free_unpacked(&p->samples[0]->base, NULL);
+	p->n_samples = 0;
+	protobuf_c_message_free_unpacked(&p->sample_type->base, NULL);
+	p->sample_type = NULL; /* would be refused, were it read */
+	assert_int_equal(ingest(q, 0, NULL, NULL, &b, &err), 0);
+	assert_int_equal(b.n, 1);
+	assert_int_equal(b.rejected, 0);
+	pd_ingest_batch_fini(&b);
+	req_free(q);
 }
 
 int main(void)
@@ -1186,6 +1360,8 @@ int main(void)
 	    cmocka_unit_test(test_limits),
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_json_forms),
+	    cmocka_unit_test(test_deep_protobuf),
+	    cmocka_unit_test(test_pbjson_kinds),
 	    cmocka_unit_test(test_empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
