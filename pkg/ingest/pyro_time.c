@@ -86,8 +86,12 @@ int pyro_time_parse(const char *in, int64_t now_ms, int64_t *ms, struct pd_err *
 			return pd_err_set(err, PD_EINVAL,
 			                  "\"%s\" has %zu digits, too many for a Unix time", s, n);
 		int64_t v = 0;
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
+			if (v > (INT64_MAX - (s[i] - '0')) / 10)
+				return pd_err_set(err, PD_EINVAL,
+				                  "\"%s\" is too large for a Unix time", s);
 			v = v * 10 + (s[i] - '0');
+		}
 		if (n == 13)
 			*ms = v;
 		else if (n == 16)

@@ -240,8 +240,13 @@ static void test_time(void **state)
 			fail_msg("%s: %lld, want %lld", ok[i].in, (long long)ms,
 			         (long long)ok[i].want);
 	}
-	static const char *bad[] = {
-	    "yesterday", "now-1x", "2020-13-45T00:00:00Z", "now-h", "12345678901234567890", ""};
+	static const char *bad[] = {"yesterday",
+	                            "now-1x",
+	                            "2020-13-45T00:00:00Z",
+	                            "now-h",
+	                            "12345678901234567890",
+	                            "",
+	                            "9577836800800802200" /* 19 digits past 2^63 */};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int64_t ms = 0;
 		struct pd_err err = {0};
