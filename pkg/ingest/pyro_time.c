@@ -155,6 +155,9 @@ int pyro_time_parse(const char *in, int64_t now_ms, int64_t *ms, struct pd_err *
 				    err, PD_EINVAL,
 				    "the offset in \"%s\" has no number before its unit", s);
 			p += ul;
+			if (mul && num > 100LL * 366 * 86400 / mul)
+				return pd_err_set(err, PD_EINVAL,
+				                  "the offset in \"%s\" is more than 100 years", s);
 			total += sign * num * mul;
 			if (total > 100LL * 366 * 86400 || total < -100LL * 366 * 86400)
 				return pd_err_set(err, PD_EINVAL,

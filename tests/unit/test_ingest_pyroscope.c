@@ -246,7 +246,10 @@ static void test_time(void **state)
 	                            "now-h",
 	                            "12345678901234567890",
 	                            "",
-	                            "9577836800800802200" /* 19 digits past 2^63 */};
+	                            "9577836800800802200" /* 19 digits past 2^63 */,
+	                            "now-999999999999y",
+	                            "now-101y",
+	                            "now-50y-51y"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int64_t ms = 0;
 		struct pd_err err = {0};
