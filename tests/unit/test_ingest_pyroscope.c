@@ -452,6 +452,17 @@ static void test_folded_limits(void **state)
 	lim = (struct pd_ingest_limits){.max_symbol_len = 4};
 	assert_int_equal(run(&q, "abcd;abcde 1\n", 13, &lim, &b, &err), PD_ETOOBIG);
 	assert_int_equal(b.limit_hit, PD_INGEST_LIMIT_SYMBOL_LEN);
+	/* the builder's memory follows --storage.tsdb.max-profile-decoded-size */
+	lim = (struct pd_ingest_limits){.max_decompressed = 1024};
+	char big[8192];
+	size_t bl = 0;
+	for (int i = 0; bl + 32 < sizeof(big); i++)
+		bl += (size_t)snprintf(big + bl, sizeof(big) - bl, "main;f%d;g%d 1\n", i, i);
+	assert_int_equal(run(&q, big, bl, &lim, &b, &err), PD_ETOOBIG);
+	assert_int_equal(b.limit_hit, PD_INGEST_LIMIT_DECOMPRESSED);
+	assert_int_equal(b.n, 0);
+	assert_int_equal(run(&q, big, bl, NULL, &b, &err), 0);
+	pd_ingest_batch_fini(&b);
 	lim = (struct pd_ingest_limits){.max_labels = 3};
 	q.name = "app{a=1,b=2}";
 	assert_int_equal(run(&q, "a 1", 3, &lim, &b, &err), PD_ETOOBIG);
