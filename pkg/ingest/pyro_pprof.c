@@ -211,6 +211,16 @@ static int one(struct pyro_req *r, const uint8_t *data, size_t len, json_object 
 		memcpy(raw, data, len);
 		rlen = len;
 	}
+	/* Pyroscope's isDotnetspy: the spy says so, or an unknown spy's sample types
+	 * are .NET's */
+	json_object *dn = NULL;
+	if ((strcmp(r->spy_name, "dotnetspy") == 0 ||
+	     (strcmp(r->spy_name, "unknown") == 0 && cfg &&
+	      json_object_object_get_ex(cfg, "inuse-space", &dn))) &&
+	    (rc = pyro_dotnet_fix(&raw, &rlen))) {
+		free(raw);
+		return pd_err_set(err, rc, "out of memory");
+	}
 	int hit = 0;
 	struct pd_pprof_decode_opts o = {.max_decompressed = r->lim.max_decompressed,
 	                                 .max_memory = r->lim.max_decoded_memory,

@@ -886,6 +886,49 @@ static void test_refused_formats(void **state)
 	}
 }
 
+static void test_pprof_dotnet(void **state)
+{
+	(void)state;
+	/* Pyroscope's integration test: dotnet-pprof-3 (every function id 0) is taken
+	 * from dotnetspy once its function ids are repaired; its series is
+	 * process_cpu, with '-' made '_' in its sample types */
+	size_t pl, cl, ml;
+	uint8_t *prof = slurp(PY("pprof/dotnet-pprof-3.pb.gz"), &pl);
+	uint8_t *cfg = slurp(PY("pprof/dotnet-pprof-3.st.json"), &cl);
+	struct mpart ps[2] = {{"profile", prof, pl}, {"sample_type_config", cfg, cl}};
+	uint8_t *body = multipart(ps, 2, &ml);
+	struct pd_ingest_batch b;
+	struct pd_err err;
+	struct pd_ingest_params q = {.name = "app", .content_type = MP_CT, .spy_name = "dotnetspy"};
+	if (run(&q, body, ml, NULL, &b, &err))
+		fail_msg("%s", err.msg);
+	assert_string_equal(pd_labels_get(b.v[0].labels, "__name__"), "profile");
+	struct pd_pprof_profile *p = b.v[0].decoded;
+	assert_true(pd_pprof_sample_count(p) > 0);
+	for (size_t i = 0; i < pd_pprof_sample_type_count(p); i++)
+		assert_null(strchr(pd_pprof_sample_type(p, i), '-'));
+	/* the stored bytes are the repaired profile, and go tool pprof's reading of
+	 * function ids (none is 0) holds for them */
+	struct pd_pprof_profile *again = NULL;
+	assert_int_equal(pd_pprof_decode(&again, b.v[0].pprof, b.v[0].len, NULL, &err), 0);
+	assert_int_equal(pd_pprof_sample_count(again), pd_pprof_sample_count(p));
+	pd_pprof_destroy(again);
+	pd_ingest_batch_fini(&b);
+	/* an unknown spy whose sample_type_config is .NET's is repaired too */
+	q.spy_name = NULL;
+	assert_int_equal(run(&q, body, ml, NULL, &b, &err), 0);
+	pd_ingest_batch_fini(&b);
+	free(body);
+	/* from another spy it is refused as the malformed pprof it is */
+	q.spy_name = "gospy";
+	body = multipart(ps, 1, &ml);
+	assert_int_equal(run(&q, body, ml, NULL, &b, &err), PD_EINVAL);
+	assert_int_equal(b.n, 0);
+	free(body);
+	free(prof);
+	free(cfg);
+}
+
 static void test_jfr_dispatch(void **state)
 {
 	(void)state;
@@ -967,6 +1010,22 @@ static int write_out(const char *dir)
 		fprintf(stderr, "%s\n", err.msg);
 	pd_ingest_batch_fini(&b);
 	free(f);
+	if (rc)
+		return rc;
+	/* a .NET profile with every function id 0, repaired */
+	if (pd_file_read(PY("pprof/dotnet-pprof-3.pb.gz"), 1 << 24, &f, &len, &err)) {
+		fprintf(stderr, "%s\n", err.msg);
+		return 1;
+	}
+	q = (struct pd_ingest_params){
+	    .name = "app", .format = "pprof", .spy_name = "dotnetspy", .now_ms = NOW};
+	snprintf(path, sizeof(path), "%s/dotnet-repaired.pb", dir);
+	rc = pd_ingest_pyroscope(&q, f, len, NULL, &b, &err) ||
+	     pd_file_write(path, b.v[0].pprof, b.v[0].len, &err);
+	if (rc)
+		fprintf(stderr, "%s\n", err.msg);
+	pd_ingest_batch_fini(&b);
+	free(f);
 	return rc;
 }
 
@@ -989,6 +1048,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_pprof_multipart),
 	    cmocka_unit_test(test_pprof_limits),
 	    cmocka_unit_test(test_refused_formats),
+	    cmocka_unit_test(test_pprof_dotnet),
 	    cmocka_unit_test(test_jfr_dispatch),
 	    cmocka_unit_test(test_pprof_time),
 	};
