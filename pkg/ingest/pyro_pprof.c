@@ -3,7 +3,8 @@
  * `sample_type_config` JSON naming its sample types, and `prev_profile`, which
  * Pyroscope refuses as from an old client). The profile is stored as sent, all
  * its sample types in one profile: gunzipped once, decoded once within the
- * limits, and handed over with its bytes. Its series is named as Pyroscope's
+ * limits, and handed over with its bytes (a profile of an old .NET agent is
+ * first repaired as Pyroscope repairs it, pyro_dotnet.c). Its series is named as Pyroscope's
  * metricName names it (wall first, then the first sample type, or its display
  * name, saying cpu, memory, mutex, block or goroutines), in profd's names. */
 #include <json-c/json.h>
