@@ -919,6 +919,27 @@ static void test_pprof_dotnet(void **state)
 	assert_int_equal(run(&q, body, ml, NULL, &b, &err), 0);
 	pd_ingest_batch_fini(&b);
 	free(body);
+	/* cut short or flipped, the repair leaves what it cannot read and never
+	 * reads past it (ASan) */
+	uint8_t *raw = NULL;
+	size_t rl = 0;
+	if (pd_gzip_is(prof, pl))
+		assert_int_equal(pd_gunzip(prof, pl, 64 << 20, &raw, &rl, &err), 0);
+	else {
+		raw = malloc(pl);
+		memcpy(raw, prof, pl);
+		rl = pl;
+	}
+	for (size_t cut = 0; cut < rl; cut += 97) {
+		uint8_t *c = malloc(cut ? cut : 1);
+		memcpy(c, raw, cut);
+		if (cut > 8)
+			c[cut / 2] ^= (uint8_t)(1u << (cut % 8));
+		size_t cl2 = cut;
+		assert_int_equal(pyro_dotnet_fix(&c, &cl2), 0);
+		free(c);
+	}
+	free(raw);
 	/* from another spy it is refused as the malformed pprof it is */
 	q.spy_name = "gospy";
 	body = multipart(ps, 1, &ml);
