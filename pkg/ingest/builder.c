@@ -406,7 +406,9 @@ int ingest_pb_sample(struct ingest_pb *b, const uint64_t *locs, size_t nlocs,
 		if (sl->key) {
 			struct pd_pprof_psample *s = &b->smp[sl->id - 1];
 			for (size_t i = 0; i < nvalues; i++)
-				s->value[i] += values[i];
+				if (__builtin_add_overflow(s->value[i], values[i], &s->value[i]))
+					return fail(b, PD_EINVAL, 0,
+						    "the values of one stack sum past 2^63");
 			return 0;
 		}
 	}

@@ -139,7 +139,7 @@ int pyro_folded(struct pyro_req *r, const uint8_t *body, size_t len, int lines, 
 			rc = ingest_pb_err(pb, err, &limit);
 			if (rc == PD_ETOOBIG)
 				r->out->limit_hit = limit;
-			pd_err_prefix(err, "line %zu: ", lineno);
+			pd_err_prefix(err, "line %zu", lineno);
 			goto out;
 		}
 		if (rc) {

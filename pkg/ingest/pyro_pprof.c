@@ -3,7 +3,8 @@
  * `sample_type_config` JSON naming its sample types, and `prev_profile`, which
  * Pyroscope refuses as from an old client). The profile is stored as sent, all
  * its sample types in one profile: gunzipped once, decoded once within the
- * limits, and handed over with its bytes. Its series is named as Pyroscope's
+ * limits, and handed over with its bytes (a profile of an old .NET agent is
+ * first repaired as Pyroscope repairs it, pyro_dotnet.c). Its series is named as Pyroscope's
  * metricName names it (wall first, then the first sample type, or its display
  * name, saying cpu, memory, mutex, block or goroutines), in profd's names. */
 #include <json-c/json.h>
@@ -162,6 +163,15 @@ static int limit_of(int pprof_limit)
 	}
 }
 
+/* Appends the flag of limit l to err's message. */
+static void append_flag(struct pd_err *err, int l)
+{
+	if (!err)
+		return;
+	size_t ml = strlen(err->msg);
+	snprintf(err->msg + ml, sizeof(err->msg) - ml, " (%s)", pd_ingest_limit_flag(l));
+}
+
 /* Converts one pprof (gzip or not) with its sample type configuration. */
 static int one(struct pyro_req *r, const uint8_t *data, size_t len, json_object *cfg,
                struct pd_err *err)
@@ -177,15 +187,14 @@ static int one(struct pyro_req *r, const uint8_t *data, size_t len, json_object 
 		                             .max_ratio = r->lim.max_ratio};
 		if ((rc = pd_inflate(data, len, &io, &raw, &rlen, err))) {
 			if (rc == PD_ETOOBIG) {
-				int l = strstr(err->msg, "ratio") ? PD_INGEST_LIMIT_RATIO
-				                                  : PD_INGEST_LIMIT_DECOMPRESSED;
+				int l = err && strstr(err->msg, "ratio")
+				            ? PD_INGEST_LIMIT_RATIO
+				            : PD_INGEST_LIMIT_DECOMPRESSED;
 				r->out->limit_hit = l;
-				pd_err_prefix(err, "profile: ");
-				size_t ml = strlen(err->msg);
-				snprintf(err->msg + ml, sizeof(err->msg) - ml, " (%s)",
-				         pd_ingest_limit_flag(l));
+				pd_err_prefix(err, "profile");
+				append_flag(err, l);
 			} else {
-				pd_err_prefix(err, "profile: not a valid gzip stream: ");
+				pd_err_prefix(err, "profile: not a valid gzip stream");
 				rc = PD_EINVAL;
 			}
 			return rc;
@@ -203,6 +212,16 @@ static int one(struct pyro_req *r, const uint8_t *data, size_t len, json_object 
 		memcpy(raw, data, len);
 		rlen = len;
 	}
+	/* Pyroscope's isDotnetspy: the spy says so, or an unknown spy's sample types
+	 * are .NET's */
+	json_object *dn = NULL;
+	if ((strcmp(r->spy_name, "dotnetspy") == 0 ||
+	     (strcmp(r->spy_name, "unknown") == 0 && cfg &&
+	      json_object_object_get_ex(cfg, "inuse-space", &dn))) &&
+	    (rc = pyro_dotnet_fix(&raw, &rlen))) {
+		free(raw);
+		return pd_err_set(err, rc, "out of memory");
+	}
 	int hit = 0;
 	struct pd_pprof_decode_opts o = {.max_decompressed = r->lim.max_decompressed,
 	                                 .max_memory = r->lim.max_decoded_memory,
@@ -211,16 +230,13 @@ static int one(struct pyro_req *r, const uint8_t *data, size_t len, json_object 
 	                                 .limit_hit = &hit};
 	if ((rc = pd_pprof_decode(&p, raw, rlen, &o, err))) {
 		if (hit) {
-			int l = limit_of(hit);
-			r->out->limit_hit = l;
+			r->out->limit_hit = limit_of(hit);
 			rc = PD_ETOOBIG;
-			size_t ml = strlen(err->msg);
-			snprintf(err->msg + ml, sizeof(err->msg) - ml, " (%s)",
-			         pd_ingest_limit_flag(l));
+			append_flag(err, r->out->limit_hit);
 		} else if (rc != PD_ENOMEM) {
 			rc = PD_EINVAL;
 		}
-		pd_err_prefix(err, "profile: not a pprof profile the store takes: ");
+		pd_err_prefix(err, "profile: not a pprof profile the store takes");
 		goto fail;
 	}
 	char name[128];

@@ -169,13 +169,13 @@ static int read_params(struct pyro_req *r, const struct pd_ingest_params *q, str
 	r->from_ms = r->until_ms = q->now_ms;
 	if (has(q->from)) {
 		if ((rc = pyro_time_parse(q->from, q->now_ms, &r->from_ms, err))) {
-			pd_err_prefix(err, "from: ");
+			pd_err_prefix(err, "from");
 			return rc;
 		}
 		r->from_given = 1;
 	}
 	if (has(q->until) && (rc = pyro_time_parse(q->until, q->now_ms, &r->until_ms, err))) {
-		pd_err_prefix(err, "until: ");
+		pd_err_prefix(err, "until");
 		return rc;
 	}
 	/* an unreadable sampleRate is the default, as Pyroscope takes it */

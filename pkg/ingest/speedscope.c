@@ -83,6 +83,7 @@ struct conv {
 	size_t nframes;
 	uint64_t *floc; /* the location of each frame, 0 until made */
 	uint64_t *stack;
+	size_t *fidx; /* the frame index of each open frame */
 	size_t depth;
 	double mul; /* value = round(weight * mul) */
 	size_t pi;  /* the profile's index, for messages */
@@ -134,7 +135,10 @@ static int push(struct conv *c, double f, struct pd_err *err)
 		                  c->pi, c->r->lim.max_stack_depth,
 		                  pd_ingest_limit_flag(PD_INGEST_LIMIT_STACK_DEPTH));
 	}
-	return frame_loc(c, f, &c->stack[c->depth++], err);
+	int rc = frame_loc(c, f, &c->stack[c->depth], err);
+	if (!rc)
+		c->fidx[c->depth++] = (size_t)f;
+	return rc;
 }
 
 static int evented(struct conv *c, json_object *p, double start, struct pd_err *err)
@@ -157,7 +161,7 @@ static int evented(struct conv *c, json_object *p, double start, struct pd_err *
 			if ((rc = add(c, at - last, err)) || (rc = push(c, f, err)))
 				return rc;
 		} else if (t && strcmp(t, "C") == 0) {
-			uint64_t loc;
+			uint64_t loc = 0;
 			if (c->depth == 0)
 				return pd_err_set(
 				    err, PD_EINVAL,
@@ -166,7 +170,7 @@ static int evented(struct conv *c, json_object *p, double start, struct pd_err *
 				    c->pi, i, f);
 			if ((rc = frame_loc(c, f, &loc, err)))
 				return rc;
-			if (loc != c->stack[c->depth - 1])
+			if ((size_t)f != c->fidx[c->depth - 1])
 				return pd_err_set(
 				    err, PD_EINVAL,
 				    "speedscope profile %zu: event %zu closes frame %g, "
@@ -260,9 +264,10 @@ static int convert_one(struct pyro_req *r, struct sprof *sp, size_t pi, int mult
 	c.nframes = frames ? json_object_array_length(frames) : 0;
 	c.floc = calloc(c.nframes ? c.nframes : 1, sizeof(*c.floc));
 	c.stack = calloc(2 * r->lim.max_stack_depth, sizeof(*c.stack));
+	c.fidx = calloc(r->lim.max_stack_depth, sizeof(*c.fidx));
 	struct pd_labels *labels = NULL;
 	int rc = 0;
-	if (!c.floc || !c.stack) {
+	if (!c.floc || !c.stack || !c.fidx) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -283,7 +288,7 @@ static int convert_one(struct pyro_req *r, struct sprof *sp, size_t pi, int mult
 		rc = ingest_pb_err(pb, err, &limit);
 		if (rc == PD_ETOOBIG)
 			r->out->limit_hit = limit;
-		pd_err_prefix(err, "speedscope profile %zu: ", pi);
+		pd_err_prefix(err, "speedscope profile %zu", pi);
 	}
 	if (rc)
 		goto out;
@@ -294,6 +299,7 @@ static int convert_one(struct pyro_req *r, struct sprof *sp, size_t pi, int mult
 out:
 	free(c.floc);
 	free(c.stack);
+	free(c.fidx);
 	ingest_pb_destroy(pb);
 	return rc;
 }
