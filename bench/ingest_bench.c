@@ -563,18 +563,21 @@ static void build(struct req *r, int cs, const struct item *x, int c)
 	r->owned = NULL;
 	switch (cs) {
 	case C_REF:
-		snprintf(
-		    u, us,
-		    "%s/api/v1/profiles?labels=%s%%7Bjob%%3D%%22bench%%22%%2Cconn%%3D%%22%d%%22"
-		    "%%7D",
-		    base_url, p->kind, c);
+		snprintf(u, us,
+		         "%s/api/v1/"
+		         "profiles?labels=%s%%7Bjob%%3D%%22bench%%22%%2Ccase%%3D%%22ref%%22%%"
+		         "2Cconn%%3D%%22%d%%22"
+		         "%%7D",
+		         base_url, p->kind, c);
 		r->ctype = "application/octet-stream";
 		r->body = x->gz;
 		r->len = x->gz_len;
 		break;
 	case C_PPROF:
 		snprintf(u, us,
-		         "%s/ingest?format=pprof&name=bench.%s%%7Bkind%%3D%s%%2Cconn%%3D%d%%7D"
+		         "%s/"
+		         "ingest?format=pprof&name=bench.%s%%7Bkind%%3D%s%%2Ccase%%3Dpprof%%2Cconn%"
+		         "%3D%d%%7D"
 		         "&from=%" PRId64 "&until=%" PRId64,
 		         base_url, p->kind, p->kind, c, t, until);
 		r->ctype = "application/octet-stream";
@@ -583,8 +586,9 @@ static void build(struct req *r, int cs, const struct item *x, int c)
 		break;
 	case C_FOLDED:
 		snprintf(u, us,
-		         "%s/ingest?name=bench.%s%%7Bkind%%3D%s%%2Cconn%%3D%d%%7D&from=%" PRId64
-		         "&until=%" PRId64 "&units=%s&sampleRate=100&spyName=gospy",
+		         "%s/"
+		         "ingest?name=bench.%s%%7Bkind%%3D%s%%2Ccase%%3Dfolded%%2Cconn%%3D%d%%7D&"
+		         "from=%" PRId64 "&until=%" PRId64 "&units=%s&sampleRate=100&spyName=gospy",
 		         base_url, p->folded_type, p->kind, c, t, until, p->folded_units);
 		r->ctype = "text/plain";
 		r->body = p->folded;
@@ -595,8 +599,11 @@ static void build(struct req *r, int cs, const struct item *x, int c)
 		pd_buf_init(&b, 0);
 		pd_buf_init(&s, 0);
 		pd_buf_init(&l, 0);
-		const char *kv[][2] = {
-		    {"__name__", p->kind}, {"service_name", "bench"}, {"conn", cb}};
+		const char *kv[][2] = {{"__name__", p->kind},
+		                       {"service_name", "bench"},
+		                       {"kind", p->kind},
+		                       {"case", "connect"},
+		                       {"conn", cb}};
 		for (size_t k = 0; k < sizeof kv / sizeof kv[0]; k++) {
 			l.len = 0;
 			f_str(&l, 1, kv[k][0]);
@@ -628,6 +635,7 @@ static void build(struct req *r, int cs, const struct item *x, int c)
 		pd_buf_init(&pr, 0);
 		for (size_t k = 0; k < p->ntypes; k++) {
 			const char *kv[][2] = {{"service.name", "bench"},
+			                       {"case", "otlp"},
 			                       {"kind", p->kind},
 			                       {"conn", cb},
 			                       {"sample_type", p->type_names[k]}};
@@ -807,6 +815,126 @@ static double run_pass(int cs, const struct item *items, size_t n, int nconns)
 	return failed ? -1 : t;
 }
 
+/* ---- what was stored ------------------------------------------------------------------ */
+
+static size_t grow(char *p, size_t sz, size_t n, void *u)
+{
+	return pd_buf_append(u, p, sz * n) ? 0 : sz * n;
+}
+
+/* GET url into b; the HTTP status, 0 when the request failed. */
+static long get(CURL *h, const char *url, struct pd_buf *b)
+{
+	long code = 0;
+	b->len = 0;
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, grow);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+	if (curl_easy_perform(h) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	return code;
+}
+
+/* The total of sample type `type` in p, -1 when p has no such type. */
+static int64_t total_of(const struct pd_pprof_profile *p, const char *type)
+{
+	for (size_t k = 0; k < pd_pprof_sample_type_count(p); k++)
+		if (strcmp(pd_pprof_sample_type(p, k), type) == 0)
+			return pd_pprof_sum(p, (int)k);
+	return -1;
+}
+
+/* After the warm-up pass: for the first profile of every corpus folder, the
+ * profile each of the cases ref, pprof, connect and otlp stored at its time is
+ * fetched (GET /api/v1/query?report=proto) and every sample type's sum compared
+ * with the pushed profile's (OTLP's CPU sample counts as the cpu nanoseconds
+ * profd makes of them); folded must have stored a profile there. Dies on a
+ * difference: the cases must store the same profiles to be compared. Cases that
+ * failed are left out. Returns how many stored profiles were checked. */
+static size_t check_stored(const int *order, int nc, const int *bad, const struct item *items,
+                           int nconns)
+{
+	CURL *h = curl_easy_init();
+	struct pd_buf b;
+	struct pd_err err = {0};
+	size_t checked = 0;
+	if (!h)
+		die("curl_easy_init failed");
+	pd_buf_init(&b, MAX_FILE);
+	for (size_t i = 0; i < nprofs; i++) {
+		const struct prof *p = &profs[i];
+		if (i > 0 && strcmp(profs[i - 1].kind, p->kind) == 0)
+			continue;
+		struct pd_pprof_profile *src = NULL;
+		if (pd_pprof_decode(&src, p->raw, p->raw_len, NULL, &err))
+			die("%s: %s", p->kind, err.msg);
+		int c = (int)(i % (size_t)nconns);
+		for (int k = 0; k < nc; k++) {
+			int cs = order[k];
+			if (bad[cs])
+				continue;
+			/* OTLP: one series per sample type, each with that type alone */
+			size_t ntry = cs == C_OTLP ? p->ntypes : 1;
+			for (size_t ty = 0; ty < ntry; ty++) {
+				const char *only = cs == C_OTLP ? p->type_names[ty] : NULL;
+				if (only && total_of(src, only) == 0)
+					continue; /* no samples: not sent */
+				char sel[512], url[2048];
+				if (cs == C_REF)
+					snprintf(sel, sizeof sel, "%s{case=\"ref\",conn=\"%d\"}",
+					         p->kind, c);
+				else
+					snprintf(sel, sizeof sel,
+					         "{case=\"%s\",conn=\"%d\",kind=\"%s\"%s%s%s}",
+					         case_names[cs], c, p->kind,
+					         only ? ",sample_type=\"" : "", only ? only : "",
+					         only ? "\"" : "");
+				char *q = curl_easy_escape(h, sel, 0);
+				snprintf(url, sizeof url,
+				         "%s/api/v1/query?query=%s&time=%.3f&report=proto",
+				         base_url, q, (double)items[i].t_ms / 1000);
+				curl_free(q);
+				long code = get(h, url, &b);
+				if (code != 200)
+					die("check: %s %s at %" PRId64 " ms: HTTP %ld %.*s",
+					    case_names[cs], sel, items[i].t_ms, code,
+					    (int)(b.len < 300 ? b.len : 300), (const char *)b.data);
+				struct pd_pprof_profile *got = NULL;
+				if (pd_pprof_decode(&got, b.data, b.len, NULL, &err))
+					die("check: %s %s: the stored profile: %s", case_names[cs],
+					    sel, err.msg);
+				for (size_t t = 0; t < pd_pprof_sample_type_count(src); t++) {
+					const char *tn = pd_pprof_sample_type(src, t);
+					if (cs == C_FOLDED || (only && strcmp(tn, only) != 0))
+						continue;
+					int64_t want = pd_pprof_sum(src, (int)t),
+					        have = total_of(got, tn);
+					/* OTLP's CPU samples (count, period cpu nanoseconds) are
+					 * stored as cpu nanoseconds, count x period, as Pyroscope
+					 * stores an eBPF profiler's */
+					if (cs == C_OTLP && have < 0 &&
+					    strcmp(tn, "samples") == 0 &&
+					    strcmp(pd_pprof_period_type(src), "cpu") == 0) {
+						have = total_of(got, "cpu");
+						want *= pd_pprof_period(src);
+					}
+					if (have != want)
+						die("check: %s stored %s with %s %" PRId64
+						    " where the pushed profile has %" PRId64,
+						    case_names[cs], sel, tn, have, want);
+				}
+				pd_pprof_destroy(got);
+				checked++;
+			}
+		}
+		pd_pprof_destroy(src);
+	}
+	pd_buf_fini(&b);
+	curl_easy_cleanup(h);
+	return checked;
+}
+
 static int cmp_dbl(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -892,9 +1020,10 @@ int main(int argc, char **argv)
 		if (order[k] == C_REF)
 			tref = s;
 	}
-	free_items(items, nprofs);
 	if (bad[C_REF] || tref <= 0)
 		die("the reference pushes failed");
+	size_t checked = check_stored(order, nc, bad, items, nconns);
+	free_items(items, nprofs);
 	size_t repeat = (size_t)(seconds / tref + 0.5);
 	if (repeat < 1)
 		repeat = 1;
@@ -905,6 +1034,9 @@ int main(int argc, char **argv)
 	       name ? name : corpus, nprofs, corpus, gz / 1024.0 / nprofs, raw / 1024.0 / nprofs,
 	       fb / 1024.0 / nprofs, ob / 1024.0 / nprofs, (double)types / nprofs, nconns, passes,
 	       n, repeat);
+	printf("checked: %zu stored profiles of the warm-up pass (every case, the first profile "
+	       "of each folder) hold what was pushed, every sample type's sum equal\n",
+	       checked);
 	fflush(stdout);
 
 	double t[NCASES][100], tp[NCASES][100], rt[NCASES][100];
