@@ -7,7 +7,7 @@
 // whose flame graph and top table hold the pushed functions with the pushed values
 // (samples at sampleRate's 100 Hz: 10 ms of CPU each). Screenshots in PD_SCREENSHOTS.
 import assert from 'node:assert/strict';
-import { URL_BASE, T, api, eventually, harness, timelineReady, marks, topRows, profileReady } from './lib.mjs';
+import { URL_BASE, T, api, harness, timelineReady, marks, topRows, profileReady } from './lib.mjs';
 
 const h = harness();
 const NAME = 'cartservice.cpu{env=prod}';
@@ -71,11 +71,14 @@ h.step('03-timeline', ['02-landing'], async () => {
   await timelineReady(p, 1, 3);
   assert.equal(new URL(p.url()).searchParams.get('query'), SEL);
   assert.equal(await p.inputValue('#query-input'), SEL);
-  // the lane is the pushed series: its labels are on the page
-  const text = await p.locator('#timeline').innerText();
-  assert.match(text, /env="?prod/, `the lane names env=prod: ${text}`);
+  // a mark's tooltip names the pushed series (the lane titles are drawn on the canvas)
   const ms = await marks(p);
   assert.equal(ms.reduce((n, m) => n + (m.count || 1), 0), 3, 'one mark per pushed profile');
+  await p.mouse.move(ms[0].x, ms[0].y);
+  const tip = p.locator('#timeline .tl-tooltip:not(.ch-tooltip) .tt-series');
+  await tip.waitFor({ state: 'visible' });
+  const title = await tip.innerText();
+  assert.match(title, /^profile\{env="prod", .*service_name="cartservice"\}$/, `the lane's series: ${title}`);
   await h.shot('03-timeline');
 });
 
@@ -99,7 +102,7 @@ h.step('04-profile', ['03-timeline'], async () => {
   assert.equal(flat, '400 ms', 'cart.AddItem\'s flat time is 40 samples of 10 ms');
   const cum = await p.$eval('#top-table tbody tr[data-name="main.main"]', (r) => r.children[3].textContent.trim());
   assert.equal(cum, '750 ms', 'main.main\'s cumulative time is all 75 samples');
-  await eventually(async () => assert.match(await p.locator('#profile').innerText(), /cartservice|profile/));
+  assert.match(await p.locator('#profile').innerText(), /profile\{env="prod", .*service_name="cartservice"\}/, 'the profile view names the series');
   await h.shot('04-profile');
 });
 
