@@ -59,6 +59,7 @@ bench:
 	@./bench/scrape.sh $(BUILD_REL)
 	@./bench/daemon.sh $(BUILD_REL)
 	@./bench/api.sh $(BUILD_REL)
+	@./bench/ingest.sh $(BUILD_REL)
 	@./bench/run.sh $(BUILD_REL)/profd
 	@./bench/selfprof.sh $(BUILD_REL)
 	@./bench/ui.sh $(BUILD_REL)

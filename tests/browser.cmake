@@ -33,6 +33,7 @@ pd_browser_test(browser_sandwich sandwich.test.mjs)
 pd_browser_test(browser_compare compare.test.mjs)
 pd_browser_test(browser_exports exports.test.mjs)
 pd_browser_test(browser_callgraph callgraph.test.mjs)
+pd_browser_test(browser_ingest ingest.test.mjs)
 
 # The UI over ClickHouse: run.sh with PD_BROWSER_CLICKHOUSE=1 also starts Debian's
 # clickhouse-server on loopback ports (tests/support/clickhouse.sh) and runs profd with

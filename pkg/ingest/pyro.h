@@ -91,6 +91,12 @@ int pyro_add_built(struct pyro_req *r, struct ingest_pb *pb, struct pd_labels *l
 struct ingest_pb *pyro_builder(const struct pyro_req *r, const struct pyro_type *t, uint32_t rate,
                                int64_t *scale);
 
+/* Repairs a pprof of an old .NET agent in place as Pyroscope does (pyro_dotnet.c):
+ * '-' in sample type names becomes '_', and functions that all have id 0, as many
+ * as the locations, take the locations' ids. *raw (malloc'd, the caller's) may be
+ * replaced. 0, or PD_ENOMEM; a profile it cannot read is left as it is. */
+int pyro_dotnet_fix(uint8_t **raw, size_t *len);
+
 /* The converters; each fills r->out. */
 int pyro_folded(struct pyro_req *r, const uint8_t *body, size_t len, int lines, struct pd_err *err);
 int pyro_speedscope(struct pyro_req *r, const uint8_t *body, size_t len, struct pd_err *err);

@@ -3,7 +3,8 @@
  * `sample_type_config` JSON naming its sample types, and `prev_profile`, which
  * Pyroscope refuses as from an old client). The profile is stored as sent, all
  * its sample types in one profile: gunzipped once, decoded once within the
- * limits, and handed over with its bytes. Its series is named as Pyroscope's
+ * limits, and handed over with its bytes (a profile of an old .NET agent is
+ * first repaired as Pyroscope repairs it, pyro_dotnet.c). Its series is named as Pyroscope's
  * metricName names it (wall first, then the first sample type, or its display
  * name, saying cpu, memory, mutex, block or goroutines), in profd's names. */
 #include <json-c/json.h>
@@ -210,6 +211,16 @@ static int one(struct pyro_req *r, const uint8_t *data, size_t len, json_object 
 			return pd_err_set(err, PD_ENOMEM, "out of memory");
 		memcpy(raw, data, len);
 		rlen = len;
+	}
+	/* Pyroscope's isDotnetspy: the spy says so, or an unknown spy's sample types
+	 * are .NET's */
+	json_object *dn = NULL;
+	if ((strcmp(r->spy_name, "dotnetspy") == 0 ||
+	     (strcmp(r->spy_name, "unknown") == 0 && cfg &&
+	      json_object_object_get_ex(cfg, "inuse-space", &dn))) &&
+	    (rc = pyro_dotnet_fix(&raw, &rlen))) {
+		free(raw);
+		return pd_err_set(err, rc, "out of memory");
 	}
 	int hit = 0;
 	struct pd_pprof_decode_opts o = {.max_decompressed = r->lim.max_decompressed,

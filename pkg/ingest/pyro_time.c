@@ -85,12 +85,13 @@ int pyro_time_parse(const char *in, int64_t now_ms, int64_t *ms, struct pd_err *
 		if (n > 19)
 			return pd_err_set(err, PD_EINVAL,
 			                  "\"%s\" has %zu digits, too many for a Unix time", s, n);
-		uint64_t u = 0;
-		for (size_t i = 0; i < n; i++)
-			u = u * 10 + (uint64_t)(s[i] - '0'); /* 19 digits fit in 64 bits */
-		if (u > (uint64_t)INT64_MAX)
-			return pd_err_set(err, PD_EINVAL, "\"%s\" is too large for a Unix time", s);
-		int64_t v = (int64_t)u;
+		int64_t v = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (v > (INT64_MAX - (s[i] - '0')) / 10)
+				return pd_err_set(err, PD_EINVAL,
+				                  "\"%s\" is too large for a Unix time", s);
+			v = v * 10 + (s[i] - '0');
+		}
 		if (n == 13)
 			*ms = v;
 		else if (n == 16)
@@ -154,6 +155,9 @@ int pyro_time_parse(const char *in, int64_t now_ms, int64_t *ms, struct pd_err *
 				    err, PD_EINVAL,
 				    "the offset in \"%s\" has no number before its unit", s);
 			p += ul;
+			if (mul && num > 100LL * 366 * 86400 / mul)
+				return pd_err_set(err, PD_EINVAL,
+				                  "the offset in \"%s\" is more than 100 years", s);
 			total += sign * num * mul;
 			if (total > 100LL * 366 * 86400 || total < -100LL * 366 * 86400)
 				return pd_err_set(err, PD_EINVAL,

@@ -251,8 +251,8 @@ static int run_jfr(struct pyro_req *r, const uint8_t *body, size_t len, struct p
 }
 
 int pd_ingest_pyroscope(const struct pd_ingest_params *q, const uint8_t *body, size_t len,
-                        const struct pd_ingest_limits *lim, struct pd_ingest_batch *b,
-                        struct pd_err *err)
+			const struct pd_ingest_limits *lim, struct pd_ingest_batch *b,
+			struct pd_err *err)
 {
 	struct pyro_req r = {.q = q, .lim = pd_ingest_limits_resolve(lim), .out = b};
 	const char *fmt = q->format ? q->format : "";

@@ -1,6 +1,6 @@
 #!/bin/sh
 # ingest_pyroscope_pprof.sh: the profiles Pyroscope's /ingest converters make
-# (folded stacks, a speedscope file) read by an independent reader, go tool
+# (folded stacks, a speedscope file, a repaired .NET pprof) read by an independent reader, go tool
 # pprof -raw: each sample as "value: frame frame ..." (leaf first), with the
 # sample type, period and comment, against what the inputs say by hand.
 # Usage: ingest_pyroscope_pprof.sh path/to/test_ingest_pyroscope
@@ -62,4 +62,11 @@ check speedscope-simple.pb "40000000: d b a
 50000000: b a
 50000000: c b a
 types cpu/nanoseconds"
+# a .NET profile whose functions all had id 0, repaired as Pyroscope repairs it:
+# go tool pprof refuses the original ("found function with reserved ID=0")
+go tool pprof -raw "$dir/dotnet-repaired.pb" >"$dir/dotnet.raw" 2>&1 &&
+	grep -q '^Samples:' "$dir/dotnet.raw" &&
+	! grep -q 'reserved ID' "$dir/dotnet.raw" || {
+	echo "dotnet-repaired.pb: go tool pprof -raw does not read it:"; head -5 "$dir/dotnet.raw"
+	fail=1; }
 exit $fail

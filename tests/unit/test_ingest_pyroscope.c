@@ -240,8 +240,16 @@ static void test_time(void **state)
 			fail_msg("%s: %lld, want %lld", ok[i].in, (long long)ms,
 			         (long long)ok[i].want);
 	}
-	static const char *bad[] = {
-	    "yesterday", "now-1x", "2020-13-45T00:00:00Z", "now-h", "12345678901234567890", ""};
+	static const char *bad[] = {"yesterday",
+	                            "now-1x",
+	                            "2020-13-45T00:00:00Z",
+	                            "now-h",
+	                            "12345678901234567890",
+	                            "",
+	                            "9577836800800802200" /* 19 digits past 2^63 */,
+	                            "now-999999999999y",
+	                            "now-101y",
+	                            "now-50y-51y"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int64_t ms = 0;
 		struct pd_err err = {0};
@@ -444,6 +452,17 @@ static void test_folded_limits(void **state)
 	lim = (struct pd_ingest_limits){.max_symbol_len = 4};
 	assert_int_equal(run(&q, "abcd;abcde 1\n", 13, &lim, &b, &err), PD_ETOOBIG);
 	assert_int_equal(b.limit_hit, PD_INGEST_LIMIT_SYMBOL_LEN);
+	/* the builder's memory follows --storage.tsdb.max-profile-decoded-size */
+	lim = (struct pd_ingest_limits){.max_decompressed = 1024};
+	char big[8192];
+	size_t bl = 0;
+	for (int i = 0; bl + 32 < sizeof(big); i++)
+		bl += (size_t)snprintf(big + bl, sizeof(big) - bl, "main;f%d;g%d 1\n", i, i);
+	assert_int_equal(run(&q, big, bl, &lim, &b, &err), PD_ETOOBIG);
+	assert_int_equal(b.limit_hit, PD_INGEST_LIMIT_DECOMPRESSED);
+	assert_int_equal(b.n, 0);
+	assert_int_equal(run(&q, big, bl, NULL, &b, &err), 0);
+	pd_ingest_batch_fini(&b);
 	lim = (struct pd_ingest_limits){.max_labels = 3};
 	q.name = "app{a=1,b=2}";
 	assert_int_equal(run(&q, "a 1", 3, &lim, &b, &err), PD_ETOOBIG);
@@ -867,6 +886,70 @@ static void test_refused_formats(void **state)
 	}
 }
 
+static void test_pprof_dotnet(void **state)
+{
+	(void)state;
+	/* Pyroscope's integration test: dotnet-pprof-3 (every function id 0) is taken
+	 * from dotnetspy once its function ids are repaired; its series is
+	 * process_cpu, with '-' made '_' in its sample types */
+	size_t pl, cl, ml;
+	uint8_t *prof = slurp(PY("pprof/dotnet-pprof-3.pb.gz"), &pl);
+	uint8_t *cfg = slurp(PY("pprof/dotnet-pprof-3.st.json"), &cl);
+	struct mpart ps[2] = {{"profile", prof, pl}, {"sample_type_config", cfg, cl}};
+	uint8_t *body = multipart(ps, 2, &ml);
+	struct pd_ingest_batch b;
+	struct pd_err err;
+	struct pd_ingest_params q = {.name = "app", .content_type = MP_CT, .spy_name = "dotnetspy"};
+	if (run(&q, body, ml, NULL, &b, &err))
+		fail_msg("%s", err.msg);
+	assert_string_equal(pd_labels_get(b.v[0].labels, "__name__"), "profile");
+	struct pd_pprof_profile *p = b.v[0].decoded;
+	assert_true(pd_pprof_sample_count(p) > 0);
+	for (size_t i = 0; i < pd_pprof_sample_type_count(p); i++)
+		assert_null(strchr(pd_pprof_sample_type(p, i), '-'));
+	/* the stored bytes are the repaired profile, and go tool pprof's reading of
+	 * function ids (none is 0) holds for them */
+	struct pd_pprof_profile *again = NULL;
+	assert_int_equal(pd_pprof_decode(&again, b.v[0].pprof, b.v[0].len, NULL, &err), 0);
+	assert_int_equal(pd_pprof_sample_count(again), pd_pprof_sample_count(p));
+	pd_pprof_destroy(again);
+	pd_ingest_batch_fini(&b);
+	/* an unknown spy whose sample_type_config is .NET's is repaired too */
+	q.spy_name = NULL;
+	assert_int_equal(run(&q, body, ml, NULL, &b, &err), 0);
+	pd_ingest_batch_fini(&b);
+	free(body);
+	/* cut short or flipped, the repair leaves what it cannot read and never
+	 * reads past it (ASan) */
+	uint8_t *raw = NULL;
+	size_t rl = 0;
+	if (pd_gzip_is(prof, pl))
+		assert_int_equal(pd_gunzip(prof, pl, 64 << 20, &raw, &rl, &err), 0);
+	else {
+		raw = malloc(pl);
+		memcpy(raw, prof, pl);
+		rl = pl;
+	}
+	for (size_t cut = 0; cut < rl; cut += 97) {
+		uint8_t *c = malloc(cut ? cut : 1);
+		memcpy(c, raw, cut);
+		if (cut > 8)
+			c[cut / 2] ^= (uint8_t)(1u << (cut % 8));
+		size_t cl2 = cut;
+		assert_int_equal(pyro_dotnet_fix(&c, &cl2), 0);
+		free(c);
+	}
+	free(raw);
+	/* from another spy it is refused as the malformed pprof it is */
+	q.spy_name = "gospy";
+	body = multipart(ps, 1, &ml);
+	assert_int_equal(run(&q, body, ml, NULL, &b, &err), PD_EINVAL);
+	assert_int_equal(b.n, 0);
+	free(body);
+	free(prof);
+	free(cfg);
+}
+
 static void test_jfr_dispatch(void **state)
 {
 	(void)state;
@@ -948,6 +1031,22 @@ static int write_out(const char *dir)
 		fprintf(stderr, "%s\n", err.msg);
 	pd_ingest_batch_fini(&b);
 	free(f);
+	if (rc)
+		return rc;
+	/* a .NET profile with every function id 0, repaired */
+	if (pd_file_read(PY("pprof/dotnet-pprof-3.pb.gz"), 1 << 24, &f, &len, &err)) {
+		fprintf(stderr, "%s\n", err.msg);
+		return 1;
+	}
+	q = (struct pd_ingest_params){
+	    .name = "app", .format = "pprof", .spy_name = "dotnetspy", .now_ms = NOW};
+	snprintf(path, sizeof(path), "%s/dotnet-repaired.pb", dir);
+	rc = pd_ingest_pyroscope(&q, f, len, NULL, &b, &err) ||
+	     pd_file_write(path, b.v[0].pprof, b.v[0].len, &err);
+	if (rc)
+		fprintf(stderr, "%s\n", err.msg);
+	pd_ingest_batch_fini(&b);
+	free(f);
 	return rc;
 }
 
@@ -970,6 +1069,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_pprof_multipart),
 	    cmocka_unit_test(test_pprof_limits),
 	    cmocka_unit_test(test_refused_formats),
+	    cmocka_unit_test(test_pprof_dotnet),
 	    cmocka_unit_test(test_jfr_dispatch),
 	    cmocka_unit_test(test_pprof_time),
 	};
