@@ -242,7 +242,7 @@ static int body_of(struct api_req *r, struct api_resp *w, int json, const uint8_
 	*owned = NULL;
 	if (!ce || !*ce || strcasecmp(ce, "identity") == 0)
 		return 0;
-	char msg[PD_ERR_MSG_MAX + 64];
+	char msg[PD_ERR_MSG_MAX + 160];
 	if (strcasecmp(ce, "gzip") != 0) {
 		snprintf(msg, sizeof(msg),
 			 "Content-Encoding %.64s is not supported: send gzip or identity", ce);
@@ -258,7 +258,8 @@ static int body_of(struct api_req *r, struct api_resp *w, int json, const uint8_
 	int rc = pd_inflate(r->body.data, r->body.len, &io, owned, len, &err);
 	if (rc) {
 		int lim = rc == PD_ETOOBIG ? 1 : 0;
-		snprintf(msg, sizeof(msg), "the gzip body could not be read: %s%s", err.msg,
+		snprintf(msg, sizeof(msg), "the gzip body could not be read: %.*s%s",
+			 (int)(PD_ERR_MSG_MAX - 1), err.msg,
 			 lim ? " (--storage.tsdb.max-profile-decoded-size, "
 			       "--storage.tsdb.max-profile-gzip-ratio)"
 			     : "");
