@@ -65,6 +65,8 @@ int pd_ingest_multipart(const uint8_t *body, size_t len, const char *content_typ
 	    !boundary[0])
 		return pd_err_set(err, PD_EINVAL,
 				  "the multipart/form-data Content-Type has no boundary");
+	if (!body || len == 0)
+		return pd_err_set(err, PD_EINVAL, "the multipart body is empty");
 	int dl = snprintf(delim, sizeof(delim), "--%s", boundary);
 	int el = snprintf(end_delim, sizeof(end_delim), "\r\n--%s", boundary);
 	const uint8_t *end = body + len;

@@ -139,6 +139,10 @@ static void test_multipart(void **state)
 		assert_true(rc == 0 || rc == PD_EINVAL);
 		free(c);
 	}
+	/* an empty push has no body at all */
+	assert_int_equal(pd_ingest_multipart(NULL, 0, "multipart/form-data; boundary=XyZ", parts, 4,
+					     &n, &err),
+			 PD_EINVAL);
 	assert_int_equal(pd_ingest_multipart((const uint8_t *)body, sizeof(body) - 1,
 					     "multipart/form-data", parts, 4, &n, &err),
 			 PD_EINVAL);
