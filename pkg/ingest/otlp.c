@@ -1,6 +1,8 @@
 /* otlp.c: OTLP profiles over HTTP (opentelemetry-proto v1.11.0,
  * profiles/v1development, with the request-wide ProfilesDictionary), protobuf or
- * OTLP/JSON. Each Profile becomes one pprof profile, built through the dictionary
+ * OTLP/JSON. Each Profile becomes one pprof profile (the profiles of one scope that
+ * are one profile split by sample type, of the same time and period, become one
+ * profile of several sample types), built through the dictionary
  * (strings, functions, locations, mappings, stacks, attributes, links) as
  * Pyroscope's OTLP ingest converts one, and stored as one series whose labels are
  * its resource's (and scope's) attributes. A profile that cannot be converted is
@@ -266,128 +268,319 @@ static int sample_labels(struct conv *c, const Sample *s, struct ingest_pb_label
 
 /* Converts p into a pprof: *raw, *decoded and the name Pyroscope would give it
  * (NULL: by its sample types). */
-static int convert(struct conv *c, const Profile *p, const struct pd_ingest_limits *lim,
-                   int64_t now_ms, uint8_t **raw, size_t *rlen, struct pd_pprof_profile **decoded,
-                   const char **metric, int *limit)
+/* What a profile's header says: its sample type, its period type, and whether
+ * its sample counts become CPU nanoseconds (the eBPF profiler's samples:count with a
+ * cpu:nanoseconds period, unless a cpu:nanoseconds profile of the same group has
+ * them already, as a Go CPU profile sent as OTLP has). */
+struct head {
+	const char *type, *unit, *ptype, *punit;
+	int to_nanos;
+};
+
+static int head_of(struct conv *c, const Profile *p, struct head *h)
 {
-	const char *type = "", *unit = "", *ptype = "", *punit = "";
-	struct ingest_pb_label *labels = NULL;
-	uint64_t *locs = NULL;
-	char hexbuf[3][33];
 	int rc;
-	size_t max_labels =
-	    lim->max_sample_labels ? lim->max_sample_labels : PD_PPROF_STORE_MAX_SAMPLE_LABELS;
-	*metric = NULL;
+	*h = (struct head){"", "", "", "", 0};
 	if (!p->sample_type)
 		return pd_err_set(c->err, PD_EINVAL, "the profile has no sample_type");
-	if ((rc = str_at(c, p->sample_type->type_strindex, &type, "sample type")) ||
-	    (rc = str_at(c, p->sample_type->unit_strindex, &unit, "sample unit")))
+	if ((rc = str_at(c, p->sample_type->type_strindex, &h->type, "sample type")) ||
+	    (rc = str_at(c, p->sample_type->unit_strindex, &h->unit, "sample unit")))
 		return rc;
 	if (p->period_type &&
-	    ((rc = str_at(c, p->period_type->type_strindex, &ptype, "period type")) ||
-	     (rc = str_at(c, p->period_type->unit_strindex, &punit, "period unit"))))
+	    ((rc = str_at(c, p->period_type->type_strindex, &h->ptype, "period type")) ||
+	     (rc = str_at(c, p->period_type->unit_strindex, &h->punit, "period unit"))))
 		return rc;
-	/* the eBPF profiler counts CPU samples: Pyroscope stores count * period */
-	int to_nanos = strcmp(type, "samples") == 0 && strcmp(unit, "count") == 0 &&
-	               p->period != 0 && strcmp(ptype, "cpu") == 0 &&
-	               strcmp(punit, "nanoseconds") == 0;
-	if (to_nanos) {
-		type = "cpu";
-		unit = "nanoseconds";
-		*metric = "process_cpu";
-	} else if (strcmp(type, "off_cpu") == 0 && strcmp(unit, "nanoseconds") == 0 && !*ptype) {
-		*metric = "off_cpu";
-	} else if (*ptype && p->period != 0) {
-		*metric = ptype;
-	}
 	if (p->time_unix_nano > INT64_MAX || p->duration_nano > INT64_MAX)
 		return pd_err_set(c->err, PD_EINVAL,
 		                  "time_unix_nano %" PRIu64 " or duration_nano %" PRIu64
 		                  " is past 2262",
 		                  p->time_unix_nano, p->duration_nano);
-	if (!(c->pb = ingest_pb_create(lim)))
-		return pd_err_set(c->err, PD_ENOMEM, "out of memory");
-	ingest_pb_sample_type(c->pb, type, unit);
-	if (p->period_type)
-		ingest_pb_period(c->pb, ptype, punit, p->period);
-	int64_t tn = p->time_unix_nano ? (int64_t)p->time_unix_nano : now_ms * 1000000;
-	int64_t dn = p->duration_nano ? (int64_t)p->duration_nano : 10 * (int64_t)1000000000;
-	ingest_pb_time(c->pb, tn, dn);
+	h->to_nanos = strcmp(h->type, "samples") == 0 && strcmp(h->unit, "count") == 0 &&
+	              p->period != 0 && strcmp(h->ptype, "cpu") == 0 &&
+	              strcmp(h->punit, "nanoseconds") == 0;
+	return 0;
+}
+
+/* The sample type a profile is stored under. */
+static void stored_type(const struct head *h, const char **type, const char **unit)
+{
+	*type = h->to_nanos ? "cpu" : h->type;
+	*unit = h->to_nanos ? "nanoseconds" : h->unit;
+}
+
+/* Pyroscope's name for what a profile measures, for a series whose sample types
+ * do not say. */
+static const char *metric_of(const struct head *h, const Profile *p)
+{
+	if (h->to_nanos)
+		return "process_cpu";
+	if (strcmp(h->type, "off_cpu") == 0 && strcmp(h->unit, "nanoseconds") == 0 && !*h->ptype)
+		return "off_cpu";
+	if (*h->ptype && p->period != 0)
+		return h->ptype;
+	return NULL;
+}
+
+/* Sample i's value in profile p (a count of timestamps where it has no value). */
+static int sample_value(struct conv *c, const Profile *p, const struct head *h, size_t i,
+                        int64_t *v)
+{
+	const Sample *s = p->samples[i];
+	if (s->n_values == 0 && s->n_timestamps_unix_nano > 0)
+		*v = (int64_t)s->n_timestamps_unix_nano;
+	else if (s->n_values == 1)
+		*v = s->values[0];
+	else
+		return pd_err_set(c->err, PD_EINVAL,
+		                  "samples[%zu] has %zu values where the profile has one "
+		                  "sample type",
+		                  i, s->n_values);
+	if (h->to_nanos && __builtin_mul_overflow(*v, p->period, v))
+		return pd_err_set(c->err, PD_EINVAL,
+		                  "samples[%zu]: %" PRId64 " samples of %" PRId64 " ns overflow", i,
+		                  s->values[0], p->period);
+	return 0;
+}
+
+/* Whether attributes a and b of the dictionary say the same (an exporter may
+ * write one attribute twice). */
+static int attr_equal(const Dict *d, int32_t a, int32_t b)
+{
+	if (a == b)
+		return 1;
+	if (a < 0 || b < 0 || (size_t)a >= d->n_attribute_table ||
+	    (size_t)b >= d->n_attribute_table)
+		return 0;
+	const Attr *x = d->attribute_table[a], *y = d->attribute_table[b];
+	if (x->key_strindex != y->key_strindex || x->unit_strindex != y->unit_strindex)
+		return 0;
+	const AnyValue *u = x->value, *v = y->value;
+	if (!u || !v)
+		return u == v;
+	if (u->value_case != v->value_case)
+		return 0;
+	switch (u->value_case) {
+	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE_STRINDEX:
+		return u->string_value_strindex == v->string_value_strindex;
+	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE:
+		return strcmp(u->string_value, v->string_value) == 0;
+	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE:
+		return u->int_value == v->int_value;
+	case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE:
+		return u->bool_value == v->bool_value;
+	default:
+		return 0; /* not worth comparing: the samples are merged by their labels */
+	}
+}
+
+/* Whether the m profiles ps have the same samples in the same order (the same
+ * stacks, attributes and links), as an exporter that splits one pprof profile by
+ * sample type writes them: then sample i of each is one sample. */
+static int zippable(const Dict *d, const Profile *const *ps, size_t m)
+{
+	for (size_t j = 1; j < m; j++) {
+		if (ps[j]->n_samples != ps[0]->n_samples)
+			return 0;
+		for (size_t i = 0; i < ps[0]->n_samples; i++) {
+			const Sample *a = ps[0]->samples[i], *b = ps[j]->samples[i];
+			if (a->stack_index != b->stack_index || a->link_index != b->link_index ||
+			    a->n_attribute_indices != b->n_attribute_indices)
+				return 0;
+			for (size_t k = 0; k < a->n_attribute_indices; k++)
+				if (!attr_equal(d, a->attribute_indices[k], b->attribute_indices[k]))
+					return 0;
+		}
+	}
+	return 1;
+}
+
+/* Adds the samples of the m profiles ps to c->pb, a value column each. When they
+ * are zippable, sample i of every member is one sample (member 0's stack and
+ * labels); otherwise each member's samples are added in turn, the other columns 0,
+ * and merged with any sample of the same stack and labels (merged only when m > 1,
+ * so that a lone profile keeps its samples as they are). *bad is the member that
+ * failed. */
+static int add_samples(struct conv *c, const Profile *const *ps, const struct head *hs,
+                       size_t m, const struct pd_ingest_limits *lim, size_t *bad, int *limit)
+{
+	struct ingest_pb_label *labels = NULL;
+	uint64_t *locs = NULL;
+	int64_t *vals = NULL;
+	char hexbuf[3][33];
+	int rc = 0;
+	int zip = zippable(c->d, ps, m);
+	size_t max_labels =
+	    lim->max_sample_labels ? lim->max_sample_labels : PD_PPROF_STORE_MAX_SAMPLE_LABELS;
+	size_t cap_locs = 0;
 	labels = calloc(max_labels + 2, sizeof *labels);
-	if (!labels) {
+	vals = calloc(m, sizeof *vals);
+	if (!labels || !vals) {
 		rc = pd_err_set(c->err, PD_ENOMEM, "out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i < p->n_samples; i++) {
-		const Sample *s = p->samples[i];
-		int64_t v;
-		if (s->n_values == 0 && s->n_timestamps_unix_nano > 0) {
-			v = (int64_t)s->n_timestamps_unix_nano;
-		} else if (s->n_values == 1) {
-			v = s->values[0];
-		} else {
-			rc = pd_err_set(c->err, PD_EINVAL,
-			                "samples[%zu] has %zu values where the profile has one "
-			                "sample type",
-			                i, s->n_values);
-			goto out;
-		}
-		if (to_nanos && __builtin_mul_overflow(v, p->period, &v)) {
-			rc = pd_err_set(c->err, PD_EINVAL,
-			                "samples[%zu]: %" PRId64 " samples of %" PRId64
-			                " ns overflow",
-			                i, s->values[0], p->period);
-			goto out;
-		}
-		if (s->stack_index < 0 || (size_t)s->stack_index >= c->d->n_stack_table) {
-			rc = pd_err_set(c->err, PD_EINVAL,
-			                "samples[%zu]: stack index %" PRId32
-			                " is out of the stack_table (%zu)",
-			                i, s->stack_index, c->d->n_stack_table);
-			goto out;
-		}
-		const Opentelemetry__Proto__Profiles__V1development__Stack *st =
-		    c->d->stack_table[s->stack_index];
-		if (st->n_location_indices > lim->max_stack_depth) {
-			*limit = PD_INGEST_LIMIT_STACK_DEPTH;
-			rc = pd_err_set(c->err, PD_ETOOBIG,
-			                "samples[%zu] has %zu frames, more than %zu (%s)", i,
-			                st->n_location_indices, lim->max_stack_depth,
-			                pd_ingest_limit_flag(*limit));
-			goto out;
-		}
-		free(locs);
-		locs = calloc(st->n_location_indices ? st->n_location_indices : 1, sizeof *locs);
-		if (!locs) {
-			rc = pd_err_set(c->err, PD_ENOMEM, "out of memory");
-			goto out;
-		}
-		for (size_t k = 0; k < st->n_location_indices; k++)
-			if (!(locs[k] = location_id(c, st->location_indices[k]))) {
-				rc = c->err->code ? c->err->code : PD_EINVAL;
+	for (size_t j = 0; j < (zip ? 1 : m); j++) {
+		const Profile *p = ps[j];
+		*bad = j;
+		for (size_t i = 0; i < p->n_samples; i++) {
+			const Sample *s = p->samples[i];
+			if (zip) {
+				for (size_t k = 0; k < m; k++) {
+					*bad = k;
+					if ((rc = sample_value(c, ps[k], &hs[k], i, &vals[k])))
+						goto out;
+				}
+				*bad = 0;
+			} else if ((rc = sample_value(c, p, &hs[j], i, &vals[j]))) {
+				goto out;
+			}
+			if (s->stack_index < 0 || (size_t)s->stack_index >= c->d->n_stack_table) {
+				rc = pd_err_set(c->err, PD_EINVAL,
+				                "samples[%zu]: stack index %" PRId32
+				                " is out of the stack_table (%zu)",
+				                i, s->stack_index, c->d->n_stack_table);
+				goto out;
+			}
+			const Opentelemetry__Proto__Profiles__V1development__Stack *st =
+			    c->d->stack_table[s->stack_index];
+			size_t depth = st->n_location_indices;
+			if (depth > lim->max_stack_depth) {
+				*limit = PD_INGEST_LIMIT_STACK_DEPTH;
+				rc = pd_err_set(c->err, PD_ETOOBIG,
+				                "samples[%zu] has %zu frames, more than %zu (%s)", i,
+				                depth, lim->max_stack_depth,
+				                pd_ingest_limit_flag(*limit));
+				goto out;
+			}
+			if (depth > cap_locs) {
+				free(locs);
+				cap_locs = depth;
+				if (!(locs = calloc(cap_locs, sizeof *locs))) {
+					rc = pd_err_set(c->err, PD_ENOMEM, "out of memory");
+					goto out;
+				}
+			}
+			for (size_t k = 0; k < depth; k++)
+				if (!(locs[k] = location_id(c, st->location_indices[k]))) {
+					rc = c->err->code ? c->err->code : PD_EINVAL;
+					pd_err_prefix(c->err, "samples[%zu]", i);
+					goto out;
+				}
+			size_t nl;
+			if ((rc = sample_labels(c, s, labels, &nl, hexbuf, max_labels + 2))) {
 				pd_err_prefix(c->err, "samples[%zu]", i);
 				goto out;
 			}
-		size_t nl;
-		if ((rc = sample_labels(c, s, labels, &nl, hexbuf, max_labels + 2))) {
-			pd_err_prefix(c->err, "samples[%zu]", i);
-			goto out;
+			if ((rc = ingest_pb_sample(c->pb, locs, depth, vals, m, labels, nl,
+			                           !zip && m > 1))) {
+				ingest_pb_err(c->pb, c->err, limit);
+				goto out;
+			}
 		}
-		if ((rc = ingest_pb_sample(c->pb, locs, st->n_location_indices, &v, 1, labels, nl,
-		                           0))) {
-			ingest_pb_err(c->pb, c->err, limit);
-			goto out;
-		}
+		vals[j] = 0;
 	}
-	if ((rc = ingest_pb_err(c->pb, c->err, limit)))
-		goto out;
-	rc = ingest_pb_finish(c->pb, raw, rlen, decoded, c->err);
 out:
 	free(labels);
 	free(locs);
+	free(vals);
+	return rc;
+}
+
+/* Converts the n profiles ps (of one resource and scope, with the same time,
+ * duration and period, each of another sample type: group_profiles made them so)
+ * into one pprof profile with a sample type per profile, whose samples of the
+ * same stack and labels are one sample. *bad is the member that failed. */
+static int convert(struct conv *c, const Profile *const *ps, const struct head *hs, size_t n,
+                   const struct pd_ingest_limits *lim, int64_t now_ms, uint8_t **raw,
+                   size_t *rlen, struct pd_pprof_profile **decoded, const char **metric,
+                   size_t *bad, int *limit)
+{
+	const Profile *p = ps[0];
+	int rc = 0;
+	*metric = NULL;
+	*bad = 0;
+	if (!(c->pb = ingest_pb_create(lim)))
+		return pd_err_set(c->err, PD_ENOMEM, "out of memory");
+	for (size_t j = 0; j < n; j++) {
+		const char *type, *unit;
+		stored_type(&hs[j], &type, &unit);
+		ingest_pb_sample_type(c->pb, type, unit);
+		if (!*metric)
+			*metric = metric_of(&hs[j], ps[j]);
+	}
+	if (p->period_type)
+		ingest_pb_period(c->pb, hs[0].ptype, hs[0].punit, p->period);
+	int64_t tn = p->time_unix_nano ? (int64_t)p->time_unix_nano : now_ms * 1000000;
+	int64_t dn = p->duration_nano ? (int64_t)p->duration_nano : 10 * (int64_t)1000000000;
+	ingest_pb_time(c->pb, tn, dn);
+	rc = add_samples(c, ps, hs, n, lim, bad, limit);
+	if (!rc && !(rc = ingest_pb_err(c->pb, c->err, limit)))
+		rc = ingest_pb_finish(c->pb, raw, rlen, decoded, c->err);
 	ingest_pb_destroy(c->pb);
 	c->pb = NULL;
 	return rc;
+}
+
+/* Whether profiles j and k have the same time, duration, period type and period. */
+static int same_frame(const Profile *const *ps, const struct head *hs, size_t j, size_t k)
+{
+	return ps[j]->time_unix_nano == ps[k]->time_unix_nano &&
+	       ps[j]->duration_nano == ps[k]->duration_nano && ps[j]->period == ps[k]->period &&
+	       strcmp(hs[j].ptype, hs[k].ptype) == 0 && strcmp(hs[j].punit, hs[k].punit) == 0;
+}
+
+/* Groups the profiles of one scope that are one pprof profile split by sample type
+ * (as an OTLP exporter sends a Go heap profile: four profiles of one time and
+ * period), so that each group is stored as one profile and not as duplicates of one
+ * series and time. Profiles join the first group with the same time, duration,
+ * period type and period that lacks their sample type. grp[k] is profile k's group
+ * (SIZE_MAX: left out, empty or with a bad header in hs[k]'s error, herr[k]). */
+static size_t group_profiles(struct conv *c, const Profile *const *ps, size_t n,
+                             struct head *hs, int *hrc, struct pd_err *herr, size_t *grp)
+{
+	size_t ngroups = 0;
+	for (size_t k = 0; k < n; k++) {
+		grp[k] = SIZE_MAX;
+		struct pd_err *saved = c->err;
+		c->err = &herr[k];
+		hrc[k] = head_of(c, ps[k], &hs[k]);
+		c->err = saved;
+		if (!ps[k]->n_samples)
+			continue;
+		if (hrc[k])
+			grp[k] = ngroups++;
+	}
+	/* samples:count beside a cpu:nanoseconds profile of the same time stays a count */
+	for (size_t k = 0; k < n; k++) {
+		if (!hs[k].to_nanos || hrc[k])
+			continue;
+		for (size_t j = 0; j < n && hs[k].to_nanos; j++)
+			if (j != k && !hrc[j] && ps[j]->n_samples && same_frame(ps, hs, j, k) &&
+			    strcmp(hs[j].type, "cpu") == 0 && strcmp(hs[j].unit, "nanoseconds") == 0)
+				hs[k].to_nanos = 0;
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (!ps[k]->n_samples || hrc[k])
+			continue;
+		const char *type, *unit;
+		stored_type(&hs[k], &type, &unit);
+		for (size_t j = 0; j < k && grp[k] == SIZE_MAX; j++) {
+			if (grp[j] == SIZE_MAX || hrc[j] || !same_frame(ps, hs, j, k))
+				continue;
+			int taken = 0;
+			for (size_t i = 0; i < k && !taken; i++) {
+				const char *t2, *u2;
+				if (grp[i] != grp[j] || hrc[i])
+					continue;
+				stored_type(&hs[i], &t2, &u2);
+				taken = strcmp(t2, type) == 0 && strcmp(u2, unit) == 0;
+			}
+			if (!taken)
+				grp[k] = grp[j];
+		}
+		if (grp[k] == SIZE_MAX)
+			grp[k] = ngroups++;
+	}
+	return ngroups;
 }
 
 /* A label name made legal: bytes outside [a-zA-Z0-9_.] become '_' (ingest_series
@@ -512,6 +705,90 @@ static uint8_t *mapping_functions(const Dict *d)
 	return has;
 }
 
+/* Converts the profiles of one scope (series labels rl) into b, a profile per
+ * group of group_profiles; a group that cannot be converted is counted rejected.
+ * Only running out of memory fails the request. */
+static int convert_scope(struct conv *c,
+                         const Opentelemetry__Proto__Profiles__V1development__ScopeProfiles *sp,
+                         const char *where, const struct rlabels *rl,
+                         const struct pd_ingest_limits *lim, int64_t now_ms,
+                         struct pd_ingest_batch *b, struct pd_err *err)
+{
+	size_t n = sp->n_profiles;
+	const Profile *const *ps = (const Profile *const *)sp->profiles;
+	struct head *hs = calloc(n ? n : 1, sizeof *hs);
+	struct head *ghs = calloc(n ? n : 1, sizeof *ghs);
+	const Profile **gps = calloc(n ? n : 1, sizeof *gps);
+	int *hrc = calloc(n ? n : 1, sizeof *hrc);
+	struct pd_err *herr = calloc(n ? n : 1, sizeof *herr);
+	size_t *grp = calloc(n ? n : 1, sizeof *grp), *gidx = calloc(n ? n : 1, sizeof *gidx);
+	int rc = 0;
+	if (!hs || !ghs || !gps || !hrc || !herr || !grp || !gidx) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		goto out;
+	}
+	size_t ngroups = group_profiles(c, ps, n, hs, hrc, herr, grp);
+	for (size_t g = 0; g < ngroups && !rc; g++) {
+		size_t m = 0;
+		for (size_t k = 0; k < n; k++)
+			if (grp[k] == g) {
+				gidx[m] = k;
+				gps[m] = ps[k];
+				ghs[m++] = hs[k];
+			}
+		char pwhere[128];
+		snprintf(pwhere, sizeof pwhere, "%s.profiles[%zu]", where, gidx[0]);
+		if (hrc[gidx[0]]) {
+			reject(b, 1, pwhere, herr[gidx[0]].msg);
+			continue;
+		}
+		uint8_t *raw = NULL;
+		size_t rlen = 0, bad = 0;
+		struct pd_pprof_profile *dec = NULL;
+		struct pd_labels *labels = NULL;
+		const char *metric;
+		char nbuf[128];
+		struct pd_err perr = {0};
+		int phit = 0;
+		c->gen++; /* every memo of the group before is stale */
+		c->err = &perr;
+		int prc = convert(c, gps, ghs, m, lim, now_ms, &raw, &rlen, &dec, &metric, &bad,
+		                  &phit);
+		if (prc && m > 1)
+			snprintf(pwhere, sizeof pwhere, "%s.profiles[%zu]", where, gidx[bad]);
+		if (!prc) {
+			/* what the sample types say, else Pyroscope's name */
+			const char *name = ingest_profile_name(dec, NULL, nbuf, sizeof nbuf);
+			if (!name)
+				name = ingest_profile_name(dec, metric ? metric : "process_cpu", nbuf,
+				                           sizeof nbuf);
+			prc = ingest_series(rl->v, rl->n, name, rl->service, lim, &labels, &phit,
+			                    &perr);
+		}
+		if (prc == PD_ENOMEM) {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		} else if (prc) {
+			reject(b, m, pwhere, perr.msg);
+		} else {
+			int64_t t_ms = pd_pprof_time_nanos(dec) / 1000000;
+			rc = pd_ingest_batch_add(b, lim, labels, raw, rlen, dec, t_ms, err);
+			raw = NULL;
+			dec = NULL;
+		}
+		free(raw);
+		pd_pprof_destroy(dec);
+	}
+out:
+	free(hs);
+	free(ghs);
+	free(gps);
+	free(hrc);
+	free(herr);
+	free(grp);
+	free(gidx);
+	return rc;
+}
+
 static size_t count_profiles(const Request *q, size_t r)
 {
 	size_t n = 0;
@@ -606,48 +883,7 @@ int pd_ingest_otlp(const uint8_t *body, size_t len, int json, const struct pd_in
 				reject(b, sp->n_profiles, where, lerr.msg);
 				continue;
 			}
-			for (size_t k = 0; k < sp->n_profiles && !rc; k++) {
-				uint8_t *raw = NULL;
-				size_t rlen = 0;
-				struct pd_pprof_profile *dec = NULL;
-				struct pd_labels *labels = NULL;
-				const char *metric;
-				char nbuf[128], pwhere[128];
-				struct pd_err perr = {0};
-				int phit = 0;
-				if (!sp->profiles[k]->n_samples)
-					continue; /* nothing to store, as Pyroscope stores nothing
-					           */
-				snprintf(pwhere, sizeof pwhere, "%s.profiles[%zu]", where, k);
-				c.gen++; /* every memo of the profile before is stale */
-				c.err = &perr;
-				int prc = convert(&c, sp->profiles[k], &lim, now_ms, &raw, &rlen,
-				                  &dec, &metric, &phit);
-				const char *name = NULL;
-				if (!prc) {
-					/* what the sample type says, else Pyroscope's name */
-					name = ingest_profile_name(dec, NULL, nbuf, sizeof nbuf);
-					if (!name)
-						name = ingest_profile_name(
-						    dec, metric ? metric : "process_cpu", nbuf,
-						    sizeof nbuf);
-					prc = ingest_series(rl.v, rl.n, name, rl.service, &lim,
-					                    &labels, &phit, &perr);
-				}
-				if (prc == PD_ENOMEM) {
-					rc = pd_err_set(err, PD_ENOMEM, "out of memory");
-				} else if (prc) {
-					reject(b, 1, pwhere, perr.msg);
-				} else {
-					int64_t t_ms = pd_pprof_time_nanos(dec) / 1000000;
-					rc = pd_ingest_batch_add(b, &lim, labels, raw, rlen, dec,
-					                         t_ms, err);
-					raw = NULL;
-					dec = NULL;
-				}
-				free(raw);
-				pd_pprof_destroy(dec);
-			}
+			rc = convert_scope(&c, sp, where, &rl, &lim, now_ms, b, err);
 		}
 	}
 done:

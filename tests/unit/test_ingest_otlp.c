@@ -605,11 +605,11 @@ static void canon_free(char **v, size_t n)
 }
 
 /* got (one sample type) holds what sample type ti of src holds, values times mul. */
-static void assert_same(const struct pd_pprof_profile *src, size_t ti, int64_t mul,
-                        const struct pd_pprof_profile *got)
+static void assert_same_at(const struct pd_pprof_profile *src, size_t ti, int64_t mul,
+                           const struct pd_pprof_profile *got, size_t gi)
 {
 	size_t na, nb;
-	char **a = canon(src, ti, mul, &na), **b = canon(got, 0, 1, &nb);
+	char **a = canon(src, ti, mul, &na), **b = canon(got, gi, 1, &nb);
 	assert_int_equal(na, nb);
 	for (size_t i = 0; i < na; i++)
 		if (strcmp(a[i], b[i]) != 0)
@@ -620,7 +620,7 @@ static void assert_same(const struct pd_pprof_profile *src, size_t ti, int64_t m
 	struct pd_pprof_top *ta, *tb;
 	struct pd_err err = {0};
 	assert_int_equal(pd_pprof_top(src, (int)ti, &ta, &err), 0);
-	assert_int_equal(pd_pprof_top(got, 0, &tb, &err), 0);
+	assert_int_equal(pd_pprof_top(got, (int)gi, &tb, &err), 0);
 	assert_int_equal(ta->nrows, tb->nrows);
 	assert_true(ta->total * mul == tb->total);
 	for (size_t i = 0; i < ta->nrows; i++) {
@@ -665,23 +665,26 @@ static int ingest(const Req *q, int json, const struct jopts *o, const struct pd
 
 struct case_ {
 	const char *file;
-	const char *name[4]; /* __name__ of each sample type's profile */
+	const char *name; /* __name__ of the profile its sample types' profiles make */
 };
 
+/* Each profile is sent as OTLP exporters send a pprof profile, one Profile per
+ * sample type, and comes back as one profile of all its sample types. */
 static const struct case_ cases[] = {
-    {"goapp/cpu.pb.gz", {"profile", "profile"}},
-    {"prometheus/cpu.pb.gz", {"profile", "profile"}},
-    {"goapp/heap.pb.gz", {"allocs", "allocs", "heap", "heap"}},
-    {"goapp/goroutine.pb.gz", {"goroutine"}},
+    {"goapp/cpu.pb.gz", "profile"},
+    {"prometheus/cpu.pb.gz", "profile"},
+    {"goapp/heap.pb.gz", "heap"},
+    {"goapp/goroutine.pb.gz", "goroutine"},
     /* a Go mutex profile has a block profile's types and period type: without a
      * name that says otherwise it is a block profile */
-    {"goapp/mutex.pb.gz", {"block", "block"}},
-    {"goapp/block.pb.gz", {"block", "block"}},
-    {"labels/cpu.pb.gz", {"profile", "profile"}},
+    {"goapp/mutex.pb.gz", "block"},
+    {"goapp/block.pb.gz", "block"},
+    {"labels/cpu.pb.gz", "profile"},
 };
 
 static void roundtrip(int json, const struct jopts *o)
 {
+	size_t done = 0;
 	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
 		char path[512];
 		snprintf(path, sizeof path, "%s/profiles/%s", PD_TESTDATA, cases[c].file);
@@ -689,6 +692,7 @@ static void roundtrip(int json, const struct jopts *o)
 		if (!f)
 			continue; /* not every tree has every profile */
 		fclose(f);
+		done++;
 		struct pd_pprof_profile *src = load(cases[c].file);
 		KV *kvs[] = {kv("service.name", "shop"), kv("k8s.pod.name", "shop-1"),
 		             kv("host-name/x", "h1")};
@@ -699,34 +703,35 @@ static void roundtrip(int json, const struct jopts *o)
 		if (ingest(q, json, o, NULL, &b, &err))
 			fail_msg("%s: %s", cases[c].file, err.msg);
 		assert_int_equal(b.rejected, 0);
-		assert_int_equal(b.n, np);
+		assert_int_equal(b.n, 1);
+		const struct pd_ingest_profile *g = &b.v[0];
+		assert_string_equal(pd_labels_get(g->labels, "__name__"), cases[c].name);
+		assert_string_equal(pd_labels_get(g->labels, "service_name"), "shop");
+		assert_string_equal(pd_labels_get(g->labels, "k8s_pod_name"), "shop-1");
+		assert_string_equal(pd_labels_get(g->labels, "host_name_x"), "h1");
+		assert_int_equal(pd_pprof_sample_type_count(g->decoded), np);
+		assert_true(pd_pprof_period(g->decoded) == pd_pprof_period(src));
+		assert_string_equal(pd_pprof_period_type(g->decoded), pd_pprof_period_type(src));
+		if (pd_pprof_time_nanos(src))
+			assert_true(g->t_ms == pd_pprof_time_nanos(src) / 1000000);
 		for (size_t i = 0; i < np; i++) {
-			const struct pd_ingest_profile *g = &b.v[i];
-			const char *st = pd_pprof_sample_type(src, i);
-			int samples_cpu = strcmp(st, "samples") == 0 &&
-			                  strcmp(pd_pprof_period_type(src), "cpu") == 0;
-			assert_string_equal(pd_labels_get(g->labels, "__name__"), cases[c].name[i]);
-			assert_string_equal(pd_labels_get(g->labels, "service_name"), "shop");
-			assert_string_equal(pd_labels_get(g->labels, "k8s_pod_name"), "shop-1");
-			assert_string_equal(pd_labels_get(g->labels, "host_name_x"), "h1");
-			assert_string_equal(pd_pprof_sample_type(g->decoded, 0),
-			                    samples_cpu ? "cpu" : st);
-			assert_true(pd_pprof_period(g->decoded) == pd_pprof_period(src));
-			assert_string_equal(pd_pprof_period_type(g->decoded),
-			                    pd_pprof_period_type(src));
-			if (pd_pprof_time_nanos(src))
-				assert_true(g->t_ms == pd_pprof_time_nanos(src) / 1000000);
-			assert_same(src, i, samples_cpu ? pd_pprof_period(src) : 1, g->decoded);
-			/* the bytes are the profile decoded */
-			struct pd_pprof_profile *again = NULL;
-			assert_int_equal(pd_pprof_decode(&again, g->pprof, g->len, NULL, &err), 0);
-			assert_int_equal(pd_pprof_compare(again, g->decoded, NULL, 0), 0);
-			pd_pprof_destroy(again);
+			/* samples:count stays a count beside the cpu:nanoseconds column */
+			assert_string_equal(pd_pprof_sample_type(g->decoded, i),
+			                    pd_pprof_sample_type(src, i));
+			assert_string_equal(pd_pprof_sample_unit(g->decoded, i),
+			                    pd_pprof_sample_unit(src, i));
+			assert_same_at(src, i, 1, g->decoded, i);
 		}
+		/* the bytes are the profile decoded */
+		struct pd_pprof_profile *again = NULL;
+		assert_int_equal(pd_pprof_decode(&again, g->pprof, g->len, NULL, &err), 0);
+		assert_int_equal(pd_pprof_compare(again, g->decoded, NULL, 0), 0);
+		pd_pprof_destroy(again);
 		pd_ingest_batch_fini(&b);
 		req_free(q);
 		pd_pprof_destroy(src);
 	}
+	assert_true(done >= 5);
 }
 
 static void test_roundtrip_binary(void **state)
@@ -741,6 +746,85 @@ static void test_roundtrip_json(void **state)
 	struct jopts o[] = {{0, 0, 0}, {1, 1, 1}, {0, 1, 0}, {1, 0, 1}};
 	for (size_t i = 0; i < sizeof o / sizeof o[0]; i++)
 		roundtrip(1, &o[i]);
+}
+
+/* Profiles of one scope become one profile only when they are one profile split
+ * by sample type: a second copy of a type, or another time, starts another. */
+static void test_combine_groups(void **state)
+{
+	(void)state;
+	struct pd_pprof_profile *src = load("goapp/heap.pb.gz");
+	struct pd_pprof_parts pp;
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_parts_get(src, &pp, &err), 0);
+	Dict *d = dict_of(&pp);
+	size_t nt = pp.nsample_type;
+	assert_int_equal(nt, 4);
+	/* heap's four types twice, then two of them an hour later */
+	Prof *ps[10];
+	for (size_t i = 0; i < 10; i++) {
+		ps[i] = profile_of(&pp, d, i < 8 ? i % nt : 2 + i % 2);
+		if (i >= 8)
+			ps[i]->time_unix_nano += 3600 * (uint64_t)1000000000;
+	}
+	KV *kvs[] = {kv("service.name", "shop")};
+	Req *q = request(d, ps, 10, kvs, 1);
+	struct pd_ingest_batch b = {0};
+	assert_int_equal(ingest(q, 0, NULL, NULL, &b, &err), 0);
+	assert_int_equal(b.rejected, 0);
+	assert_int_equal(b.n, 3);
+	assert_int_equal(pd_pprof_sample_type_count(b.v[0].decoded), 4);
+	assert_int_equal(pd_pprof_sample_type_count(b.v[1].decoded), 4);
+	assert_int_equal(pd_pprof_sample_type_count(b.v[2].decoded), 2);
+	for (size_t i = 0; i < 4; i++) {
+		assert_same_at(src, i, 1, b.v[0].decoded, i);
+		assert_same_at(src, i, 1, b.v[1].decoded, i);
+	}
+	assert_same_at(src, 2, 1, b.v[2].decoded, 0);
+	assert_same_at(src, 3, 1, b.v[2].decoded, 1);
+	assert_true(b.v[2].t_ms == b.v[0].t_ms + 3600 * 1000);
+	for (size_t i = 0; i < 3; i++)
+		assert_string_equal(pd_labels_get(b.v[i].labels, "__name__"), "heap");
+	pd_ingest_batch_fini(&b);
+	req_free(q);
+
+	/* a bad member refuses its group alone, naming the member */
+	d = dict_of(&pp);
+	kvs[0] = kv("service.name", "shop");
+	for (size_t i = 0; i < 8; i++)
+		ps[i] = profile_of(&pp, d, i % nt);
+	ps[5]->samples[0]->stack_index = 1 << 30;
+	q = request(d, ps, 8, kvs, 1);
+	memset(&b, 0, sizeof b);
+	assert_int_equal(ingest(q, 0, NULL, NULL, &b, &err), 0);
+	assert_int_equal(b.n, 1);
+	assert_int_equal(b.rejected, 4);
+	assert_non_null(strstr(b.rejected_msg, "profiles[5]"));
+	assert_non_null(strstr(b.rejected_msg, "stack index"));
+	pd_ingest_batch_fini(&b);
+	req_free(q);
+
+	/* members whose samples come in another order are merged by stack and labels */
+	d = dict_of(&pp);
+	kvs[0] = kv("service.name", "shop");
+	for (size_t i = 0; i < 4; i++)
+		ps[i] = profile_of(&pp, d, i);
+	for (size_t i = 0, j = ps[1]->n_samples - 1; i < j; i++, j--) {
+		Smp *t = ps[1]->samples[i];
+		ps[1]->samples[i] = ps[1]->samples[j];
+		ps[1]->samples[j] = t;
+	}
+	q = request(d, ps, 4, kvs, 1);
+	memset(&b, 0, sizeof b);
+	assert_int_equal(ingest(q, 0, NULL, NULL, &b, &err), 0);
+	assert_int_equal(b.n, 1);
+	assert_int_equal(b.rejected, 0);
+	for (size_t i = 0; i < 4; i++)
+		assert_same_at(src, i, 1, b.v[0].decoded, i);
+	pd_ingest_batch_fini(&b);
+	req_free(q);
+	pd_pprof_parts_fini(&pp);
+	pd_pprof_destroy(src);
 }
 
 /* A small hand-made request: one function, stacks of depth n. */
@@ -1354,6 +1438,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_roundtrip_binary),
 	    cmocka_unit_test(test_roundtrip_json),
+	    cmocka_unit_test(test_combine_groups),
 	    cmocka_unit_test(test_ebpf_cpu),
 	    cmocka_unit_test(test_sample_attributes_and_links),
 	    cmocka_unit_test(test_partial_success),
