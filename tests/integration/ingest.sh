@@ -185,6 +185,30 @@ printf '{}' >"$tmp/empty.json"
 code=$(post "$tmp/empty.json" "$api/v1development/profiles" -H 'Content-Type: application/json')
 [ "$code" = 200 ] || fail "an empty OTLP request answered $code: $(cat "$tmp/out")"
 
+# a Go CPU profile as an OTLP exporter sends it, a Profile per sample type of one
+# time: stored as one profile of both types (not refused as a duplicate)
+ot=$(( (now - 5) * 1000000000 ))
+cat >"$tmp/otlp2.json" <<JSON
+{"resourceProfiles":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"otlpapp"}}]},
+ "scopeProfiles":[{"profiles":[
+  {"sampleType":{"typeStrindex":1,"unitStrindex":2},"periodType":{"typeStrindex":3,"unitStrindex":4},
+   "period":"10000000","timeUnixNano":"$ot","samples":[{"stackIndex":1,"values":["3"]},{"stackIndex":2,"values":["1"]}]},
+  {"sampleType":{"typeStrindex":3,"unitStrindex":4},"periodType":{"typeStrindex":3,"unitStrindex":4},
+   "period":"10000000","timeUnixNano":"$ot","samples":[{"stackIndex":1,"values":["30000000"]},{"stackIndex":2,"values":["10000000"]}]}]}]}],
+ "dictionary":{"stringTable":["","samples","count","cpu","nanoseconds","main","spin"],
+  "functionTable":[{},{"nameStrindex":5},{"nameStrindex":6}],
+  "locationTable":[{},{"lines":[{"functionIndex":1}]},{"lines":[{"functionIndex":2}]}],
+  "stackTable":[{},{"locationIndices":[2,1]},{"locationIndices":[1]}]}}
+JSON
+code=$(post "$tmp/otlp2.json" "$api/v1development/profiles" -H 'Content-Type: application/json')
+[ "$code" = 200 ] || fail "a split OTLP profile answered $code: $(cat "$tmp/out")"
+jq -e '(.partialSuccess.rejectedProfiles // "0" | tostring) == "0"' "$tmp/out" >/dev/null ||
+	fail "a split OTLP profile was partly refused: $(cat "$tmp/out")"
+curl -fsS "$api/api/v1/query" --data-urlencode 'query=profile{service_name="otlpapp"}' \
+	--data-urlencode "time=$((now - 5))" --data-urlencode report=meta >"$tmp/ometa.json" || fail "OTLP report=meta"
+jq -e '[.data.sampleTypes[] | "\(.type)/\(.unit)=\(.total)"] == ["samples/count=4", "cpu/nanoseconds=40000000"]' \
+	"$tmp/ometa.json" >/dev/null || fail "the split OTLP profile as stored: $(head -c 800 "$tmp/ometa.json")"
+
 # ---- metrics per endpoint and format
 curl -fsS "$api/metrics" >"$tmp/metrics"
 grep -q '^profd_ingest_profiles_total{endpoint="ingest",format="pprof"} 2$' "$tmp/metrics" ||
