@@ -1356,11 +1356,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			else if (pushing)
 				api_ingest_refused(s, r->handler, API_PUSH_BODY_SIZE);
 			char msg[160];
-			snprintf(msg, sizeof(msg),
-			         "the request body is larger than the limit of %zu bytes%s", r->body_max,
-			         is_upload    ? " (--web.max-debuginfo-size)"
-			         : pushing ? " (--web.max-push-body)"
-			                   : "");
+			if (is_upload)
+				snprintf(msg, sizeof(msg),
+				         "the debug file is larger than the limit of %zu bytes "
+				         "(--web.max-debuginfo-size)",
+				         r->body_max);
+			else
+				snprintf(msg, sizeof(msg),
+				         "the request body is larger than the limit of %zu bytes%s",
+				         r->body_max, pushing ? " (--web.max-push-body)" : "");
 			return reject(r, 413, "bad_data", msg);
 		}
 		if (pushing && (r->is_post || is_upload) && push_slot_take(r)) {
