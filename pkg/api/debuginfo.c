@@ -77,7 +77,7 @@ static int path_id(const struct api_req *r, char *id, char *msg, size_t msgsize)
 		return -1;
 	}
 	if (pd_elf_build_id_parse(s, id, &err)) {
-		snprintf(msg, msgsize, "the build id in the path: %s", err.msg);
+		snprintf(msg, msgsize, "the build id in the path: %.200s", err.msg);
 		return -1;
 	}
 	return 0;
