@@ -72,8 +72,9 @@ static int path_id(const struct api_req *r, char *id, char *msg, size_t msgsize)
 	struct pd_err err = {0};
 	const char *s = r->path + sizeof(DBG_PREFIX) - 1;
 	if (strchr(s, '/')) {
-		snprintf(msg, msgsize, "the path is /api/v1/debuginfo/<build-id>, with nothing after "
-		                       "the build id");
+		snprintf(msg, msgsize,
+		         "the path is /api/v1/debuginfo/<build-id>, with nothing after "
+		         "the build id");
 		return -1;
 	}
 	if (pd_elf_build_id_parse(s, id, &err)) {
@@ -179,8 +180,9 @@ unsigned api_debuginfo_begin(struct api_req *r, char *msg, size_t msgsize)
 		}
 		u->z_init = 1;
 	} else if (ce && *ce && strcasecmp(ce, "identity") != 0) {
-		snprintf(msg, msgsize,
-		         "Content-Encoding must be gzip or identity (none); the upload has another");
+		snprintf(
+		    msg, msgsize,
+		    "Content-Encoding must be gzip or identity (none); the upload has another");
 		return 415;
 	}
 	memcpy(xx, u->id, 2);
@@ -189,7 +191,8 @@ unsigned api_debuginfo_begin(struct api_req *r, char *msg, size_t msgsize)
 	if (rc) {
 		pd_log_error("api", "debug file directory", "dir=%s err=\"%s\"", s->debuginfo_dir,
 		             strerror(rc));
-		snprintf(msg, msgsize, "creating the debug file directory failed: %s", strerror(rc));
+		snprintf(msg, msgsize, "creating the debug file directory failed: %s",
+		         strerror(rc));
 		return 500;
 	}
 	size_t n = strlen(u->dir) + strlen(u->id) + 32;

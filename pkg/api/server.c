@@ -93,8 +93,9 @@ static int64_t mono_ns(void)
 /* ---- routes --------------------------------------------------------------- */
 
 enum { M_GET = 1, M_HEAD = 2, M_POST = 4, M_PUT = 8, M_DELETE = 16 };
-enum { BODY_NONE, BODY_FORM, BODY_PUSH, BODY_RAW, BODY_FILE }; /* RAW: read, as it is, up to max_form_body */
-/* FILE: a PUT's body goes to a temp file (debuginfo.c), up to max_debuginfo_size */
+/* RAW: read, as it is, up to max_form_body; FILE: a PUT's body goes to a temp file
+ * (debuginfo.c), up to max_debuginfo_size */
+enum { BODY_NONE, BODY_FORM, BODY_PUSH, BODY_RAW, BODY_FILE };
 
 static void h_healthy(struct api_req *r, struct api_resp *w);
 static void h_ready(struct api_req *r, struct api_resp *w);
@@ -1299,7 +1300,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		int is_upload = body == BODY_FILE && strcmp(method, MHD_HTTP_METHOD_PUT) == 0;
 		r->body_max = body == BODY_PUSH                       ? s->o.max_push_body
 		              : body == BODY_FORM || body == BODY_RAW ? s->o.max_form_body
-		              : is_upload && s->debuginfo_dir            ? s->o.max_debuginfo_size
+		              : is_upload && s->debuginfo_dir         ? s->o.max_debuginfo_size
 		                                                      : 0;
 		/* an is_upload's body goes to its file, never to r->body */
 		pd_buf_init(&r->body, is_upload ? 1 : r->body_max);
@@ -1332,7 +1333,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		const char *why = bad_path(r->path);
 		if (why)
 			return reject(r, 400, "bad_data", why);
-		int pushing = r->handler == H_PROFILES || api_ingest_endpoint(r->handler) >= 0 || is_upload;
+		int pushing =
+		    r->handler == H_PROFILES || api_ingest_endpoint(r->handler) >= 0 || is_upload;
 		if (is_upload && s->o.push_disabled) {
 			api_debuginfo_count(s, API_DBG_REFUSED, 0);
 			return reject(r, 404, "not_found",
@@ -1376,7 +1378,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			char msg[512];
 			unsigned st = api_debuginfo_begin(r, msg, sizeof(msg));
 			if (st) {
-				api_debuginfo_count(s, st == 500 ? API_DBG_FAILED : API_DBG_INVALID, 0);
+				api_debuginfo_count(s, st == 500 ? API_DBG_FAILED : API_DBG_INVALID,
+				                    0);
 				return reject(r, st, st == 500 ? "internal" : "bad_data", msg);
 			}
 		}

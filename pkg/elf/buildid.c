@@ -38,11 +38,12 @@ static int scan_notes(Elf_Data *d, char *hex, int *rc, struct pd_err *err)
 		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
 		    memcmp((const char *)d->d_buf + name_off, "GNU", 4) == 0) {
 			if (nh.n_descsz < PD_ELF_BUILD_ID_MIN || nh.n_descsz > PD_ELF_BUILD_ID_MAX)
-				*rc = pd_err_set(err, PD_EINVAL,
-				                 "the build-id note holds %u bytes; a build id has %d "
-				                 "to %d",
-				                 (unsigned)nh.n_descsz, PD_ELF_BUILD_ID_MIN,
-				                 PD_ELF_BUILD_ID_MAX);
+				*rc = pd_err_set(
+				    err, PD_EINVAL,
+				    "the build-id note holds %u bytes; a build id has %d "
+				    "to %d",
+				    (unsigned)nh.n_descsz, PD_ELF_BUILD_ID_MIN,
+				    PD_ELF_BUILD_ID_MAX);
 			else
 				to_hex((const uint8_t *)d->d_buf + desc_off, nh.n_descsz, hex);
 			return 1;
@@ -82,9 +83,9 @@ int pd_elf_build_id(const uint8_t *buf, size_t len, char hex[PD_ELF_BUILD_ID_HEX
 			GElf_Phdr ph;
 			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_NOTE)
 				continue;
-			found = scan_notes(elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz,
-			                                        ELF_T_NHDR),
-			                   hex, &rc, err);
+			found = scan_notes(
+			    elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_NHDR),
+			    hex, &rc, err);
 		}
 	}
 	if (!found)
