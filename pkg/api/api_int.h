@@ -61,7 +61,7 @@ enum api_handler {
 extern const char *const api_handler_names[API_NHANDLERS];
 
 /* Status codes counted per handler; others count as "other". */
-#define API_NCODES 14
+#define API_NCODES 16
 extern const unsigned api_codes[API_NCODES];
 /* Request duration histogram buckets (seconds). */
 #define API_NBUCKETS 13

@@ -7,8 +7,8 @@
 # Refused, with their status and message and nothing written: another build id,
 # a body that is not ELF, an ELF file without a build id, a bad build id in the
 # path, bodies over --web.max-debuginfo-size (sent whole, chunked and as a gzip
-# bomb), uploads with --no-web.enable-push, and without the credentials of
-# --web.config.file. A file acknowledged with 201 survives a kill -9; DELETE
+# bomb), an upload while --web.max-concurrent-pushes are taken, uploads with
+# --no-web.enable-push, and without the credentials of --web.config.file. A file acknowledged with 201 survives a kill -9; DELETE
 # needs --web.enable-admin-api.
 #
 #   debuginfo.sh PROFD
@@ -153,6 +153,25 @@ expect 201 "\"buildId\":\"$other_id\"" "the second program"
 stop 9
 cmp "$tmp/other" "$(stored_at "$other_id")" || fail "the file acknowledged with 201 is gone after kill -9"
 before=$(files)
+
+# ---- one slot (--web.max-concurrent-pushes=1): a slow upload holds it, the next is 429
+start --web.max-concurrent-pushes=1
+head -c 900000 /dev/urandom | cat "$tmp/other" - >"$tmp/mid" # under the limit, sent slowly
+curl -s -o /dev/null --limit-rate 50k -X PUT --data-binary @"$tmp/mid" \
+	"$api/api/v1/debuginfo/$other_id" &
+slow=$!
+pids+=($slow)
+in_progress() { curl -fsS "$api/metrics" | grep -q '^profd_pushes_in_progress 1$'; }
+wait_for 60 "the slow upload did not take the push slot" in_progress
+code=$(put "$tmp/prog.debug" "$id")
+expect 429 "--web.max-concurrent-pushes" "an upload while the slot is taken"
+kill "$slow" 2>/dev/null || true
+wait "$slow" 2>/dev/null || true
+cmp "$tmp/prog" "$(stored_at "$id")" || fail "the refused upload changed the stored file"
+free_slot() { curl -fsS "$api/metrics" | grep -q '^profd_pushes_in_progress 0$'; }
+wait_for 60 "the cut upload kept the push slot" free_slot
+nothing_new "$before" "the cut and refused uploads"
+stop TERM
 
 # ---- pushes disabled: 404, nothing written
 start --no-web.enable-push
