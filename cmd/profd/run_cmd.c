@@ -1020,10 +1020,11 @@ int pd_cmd_run(int argc, char **argv)
 	size_t sp_len = strlen(f.storage_path);
 	while (sp_len > 1 && f.storage_path[sp_len - 1] == '/')
 		sp_len--;
-	char *debuginfo_dir = malloc(sp_len + sizeof("/debuginfo"));
+	size_t dd_size = sp_len + sizeof("/" PD_API_DEBUGINFO_SUBDIR);
+	char *debuginfo_dir = malloc(dd_size);
 	if (debuginfo_dir)
-		snprintf(debuginfo_dir, sp_len + sizeof("/debuginfo"), "%.*s/debuginfo", (int)sp_len,
-			 f.storage_path);
+		snprintf(debuginfo_dir, dd_size, "%.*s/%s", (int)sp_len, f.storage_path,
+			 PD_API_DEBUGINFO_SUBDIR);
 	ao.debuginfo_dir = debuginfo_dir;
 	int api_rc = pd_api_start(&d.api, &ao, &err);
 	free(debuginfo_dir); /* copied by pd_api_start */

@@ -35,6 +35,9 @@ struct pd_discovery_manager;
 #define PD_API_DEFAULT_MAX_MERGE_PROFILES 1000
 #define PD_API_DEFAULT_MAX_MERGE_BYTES ((uint64_t)512 << 20) /* stored bytes read */
 #define PD_API_DEFAULT_MAX_PUSH_BODY ((size_t)64 << 20)
+/* the folder of uploaded debug files under --storage.tsdb.path (profd run gives
+ * <storage.tsdb.path>/debuginfo as debuginfo_dir; symbolization looks there first) */
+#define PD_API_DEBUGINFO_SUBDIR "debuginfo"
 /* an uploaded debug file, after gunzip (it is written to disk as it arrives) */
 #define PD_API_DEFAULT_MAX_DEBUGINFO_SIZE ((size_t)512 << 20)
 #define PD_API_DEFAULT_MAX_FORM_BODY ((size_t)8 << 20) /* POSTed query parameters */
