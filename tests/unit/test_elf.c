@@ -1,8 +1,8 @@
 /* test_elf.c: unit tests of pkg/elf: the build id of small ELF files (64- and
- * 32-bit executables, a debug-only file, one without section headers, whose note
- * is found through its PT_NOTE segment), the refusals (not ELF, no build-id note,
- * truncated), and build ids given as hex. The files are the seeds of
- * fuzz_elf_build_id (tests/fuzz/corpus-elf). */
+ * 32-bit executables, a big-endian one, a debug-only file, one without section
+ * headers, whose note is found through its PT_NOTE segment), the refusals (not
+ * ELF, no build-id note, truncated), and build ids given as hex. The files are
+ * the seeds of fuzz_elf_build_id (tests/fuzz/corpus-elf). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -51,6 +51,8 @@ static void test_build_ids(void **state)
 	expect_id("exe-no-section-headers", "0123456789abcdef");
 	expect_id("exe-elf32", "21cbec99ec53e12e6e7392c0afc3545f4584f6c4");
 	expect_id("debug-only", "be704d399b1109acd7457e0e676a7209418b3d92");
+	/* big-endian, headers and one PT_NOTE only */
+	expect_id("exe-elf32-big-endian", "feedfacecafebeef0011223344556677");
 }
 
 static void test_refusals(void **state)
