@@ -24,6 +24,7 @@ PKGS=(
   libmicrohttpd-dev zlib1g-dev libre2-dev
   libdeflate-dev # gzip bodies inflated in one call (pkg/util/gzip.c); zlib stays for the rest
   libcmocka-dev
+  libelf-dev # pkg/elf: build ids of uploaded debug files (elfutils' libelf)
   libc-ares-dev # dns_sd_configs: DNS lookups
   libgraphviz-dev # report=svg: call graphs laid out by Graphviz's C library (libgvc)
   golang-go time curl jq

@@ -76,6 +76,7 @@ struct run_flags {
 	const char *ingest_max_json_depth;
 	const char *ingest_max_json_size;
 	const char *ingest_max_request_memory;
+	const char *max_debuginfo_size; /* an uploaded debug file, after gunzip */
 };
 
 static void usage(FILE *f)
@@ -185,6 +186,9 @@ static void usage(FILE *f)
 		"                                      (default 1024)\n"
 		"  --web.max-push-body=SIZE            largest body of a push, to any of the push\n"
 		"                                      endpoints, as sent (default 64MB)\n"
+		"  --web.max-debuginfo-size=SIZE       largest debug file uploaded to PUT\n"
+		"                                      /api/v1/debuginfo/<build-id>, after gunzip\n"
+		"                                      (default 512MB)\n"
 		"  --ingest.max-stack-depth=N          most frames in one stack of a profile\n"
 		"                                      pushed to /ingest, Push or OTLP (default 2048)\n"
 		"  --ingest.max-labels-per-series=N    most labels of a series such a push names,\n"
@@ -254,7 +258,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", "", "10s", "1GB", "2",
 				"1000000" /* PD_TSDB_DEFAULT_MAX_SERIES */,
 				"8", "20", "100", "64MB", "1000000", "1024", "1GB", "10m", "64MB",
-				"2048", "30", "1024", "2048", "65535", "10000", "64", "16MB", "512MB"};
+				"2048", "30", "1024", "2048", "65535", "10000", "64", "16MB", "512MB",
+				"512MB"};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -364,6 +369,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->max_future_time = v;
 		else if (IS("--web.max-push-body"))
 			f->max_push_body = v;
+		else if (IS("--web.max-debuginfo-size"))
+			f->max_debuginfo_size = v;
 		else if (IS("--ingest.max-stack-depth"))
 			f->ingest_max_stack_depth = v;
 		else if (IS("--ingest.max-labels-per-series"))
@@ -761,6 +768,13 @@ int pd_cmd_run(int argc, char **argv)
 			!err.msg[0] ? "must be at least 1MB" : err.msg);
 		return 2;
 	}
+	int64_t debuginfo_size = 0;
+	if (pd_config_parse_size(f.max_debuginfo_size, &debuginfo_size, &err) ||
+	    debuginfo_size <= 0) {
+		fprintf(stderr, "profd run: --web.max-debuginfo-size: %s\n",
+			debuginfo_size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
+		return 2;
+	}
 	if (pd_config_parse_size(f.max_push_body, &push_body, &err) || push_body <= 0) {
 		fprintf(stderr, "profd run: --web.max-push-body: %s\n",
 			push_body <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
@@ -915,7 +929,7 @@ int pd_cmd_run(int argc, char **argv)
 			    "ingest.max-label-name-length", "ingest.max-label-value-length",
 			    "ingest.max-symbol-length", "ingest.max-profiles-per-request",
 			    "ingest.max-json-depth", "ingest.max-json-size",
-			    "ingest.max-request-memory"};
+			    "ingest.max-request-memory", "web.max-debuginfo-size"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -934,7 +948,7 @@ int pd_cmd_run(int argc, char **argv)
 			    f.ingest_max_label_name_len, f.ingest_max_label_value_len,
 			    f.ingest_max_symbol_len, f.ingest_max_profiles,
 			    f.ingest_max_json_depth, f.ingest_max_json_size,
-			    f.ingest_max_request_memory};
+			    f.ingest_max_request_memory, f.max_debuginfo_size};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -957,6 +971,7 @@ int pd_cmd_run(int argc, char **argv)
 	ao.push_max_samples = max_samples;
 	ao.push_max_sample_labels = max_sample_labels;
 	ao.max_push_body = (size_t)push_body;
+	ao.max_debuginfo_size = (size_t)debuginfo_size;
 	ao.ingest = (struct pd_ingest_limits){.max_stack_depth = in_depth,
 					      .max_labels = in_labels,
 					      .max_label_name_len = in_name_len,
@@ -1001,7 +1016,19 @@ int pd_cmd_run(int argc, char **argv)
 	} else {
 		pd_log_warn("web", "no web UI; / lists the API endpoints", "reason=%s", err.msg);
 	}
-	if (pd_api_start(&d.api, &ao, &err)) {
+	/* uploaded debug files, where symbolization looks first */
+	size_t sp_len = strlen(f.storage_path);
+	while (sp_len > 1 && f.storage_path[sp_len - 1] == '/')
+		sp_len--;
+	size_t dd_size = sp_len + sizeof("/" PD_API_DEBUGINFO_SUBDIR);
+	char *debuginfo_dir = malloc(dd_size);
+	if (debuginfo_dir)
+		snprintf(debuginfo_dir, dd_size, "%.*s/%s", (int)sp_len, f.storage_path,
+			 PD_API_DEBUGINFO_SUBDIR);
+	ao.debuginfo_dir = debuginfo_dir;
+	int api_rc = pd_api_start(&d.api, &ao, &err);
+	free(debuginfo_dir); /* copied by pd_api_start */
+	if (api_rc) {
 		pd_log_error("main", "starting the HTTP server failed", "err=%s", err.msg);
 		goto out;
 	}

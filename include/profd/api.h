@@ -35,6 +35,11 @@ struct pd_discovery_manager;
 #define PD_API_DEFAULT_MAX_MERGE_PROFILES 1000
 #define PD_API_DEFAULT_MAX_MERGE_BYTES ((uint64_t)512 << 20) /* stored bytes read */
 #define PD_API_DEFAULT_MAX_PUSH_BODY ((size_t)64 << 20)
+/* the folder of uploaded debug files under --storage.tsdb.path (profd run gives
+ * <storage.tsdb.path>/debuginfo as debuginfo_dir; symbolization looks there first) */
+#define PD_API_DEBUGINFO_SUBDIR "debuginfo"
+/* an uploaded debug file, after gunzip (it is written to disk as it arrives) */
+#define PD_API_DEFAULT_MAX_DEBUGINFO_SIZE ((size_t)512 << 20)
 #define PD_API_DEFAULT_MAX_FORM_BODY ((size_t)8 << 20) /* POSTed query parameters */
 #define PD_API_DEFAULT_MAX_RESPONSE ((size_t)512 << 20)
 /* --web.max-response-memory: the bytes of responses the server holds at once,
@@ -191,6 +196,15 @@ struct pd_api_opts {
 	 * headers, a rate limit; read again for every connection and request. NULL or
 	 * "": none. A file that does not apply is a start error naming the field. */
 	const char *web_config_file;
+
+	/* PUT /api/v1/debuginfo/<build-id> stores uploaded debug files here, as
+	 * <debuginfo_dir>/.build-id/<xx>/<rest>.debug (docs/format/debuginfo.md); GET
+	 * tells whether one is there, DELETE removes it (with enable_admin_api).
+	 * Uploads are refused like pushes when push_disabled, and count against
+	 * max_concurrent_pushes. NULL: the endpoint answers 404. Copied. */
+	const char *debuginfo_dir;
+	/* the largest debug file, after gunzip; 0: PD_API_DEFAULT_MAX_DEBUGINFO_SIZE */
+	size_t max_debuginfo_size;
 };
 
 /* ---- profile totals as Prometheus metrics (docs/api.md, "/prometheus") ---------- */

@@ -52,6 +52,7 @@ enum api_handler {
 	H_INGEST,
 	H_PUSH_V1,
 	H_OTLP,
+	H_DEBUGINFO,
 	H_UI,
 	H_OTHER,
 	API_NHANDLERS
@@ -60,7 +61,7 @@ enum api_handler {
 extern const char *const api_handler_names[API_NHANDLERS];
 
 /* Status codes counted per handler; others count as "other". */
-#define API_NCODES 14
+#define API_NCODES 16
 extern const unsigned api_codes[API_NCODES];
 /* Request duration histogram buckets (seconds). */
 #define API_NBUCKETS 13
@@ -250,6 +251,11 @@ struct pd_api_server {
 
 	struct api_web *web; /* --web.config.file; NULL: none */
 	struct api_tls_pool tls;
+
+	char *debuginfo_dir; /* copy of o.debuginfo_dir; NULL: none */
+	/* debug file uploads by result (enum api_dbg_result) and bytes stored (atomics) */
+	uint64_t dbg_uploads[6];
+	uint64_t dbg_bytes;
 };
 
 struct api_param {
@@ -285,6 +291,7 @@ struct api_req {
 	int body_too_big;
 	int push_slot; /* holds one of the max_concurrent_pushes slots until completed */
 	int quit_after; /* call opts.quit once the response is sent (/-/quit) */
+	struct api_dbg_upload *dbg; /* PUT /api/v1/debuginfo/: the upload being written */
 	struct api_param *params;
 	size_t nparams, cparams;
 	int64_t t0_ns;
@@ -465,6 +472,34 @@ void api_ingest_reject(struct api_req *r, struct api_resp *w, unsigned status, c
 void api_ingest_refused(struct pd_api_server *s, int handler, int why);
 /* The profd_ingest_* metric families. */
 void api_ingest_metrics(struct pd_api_server *s, struct api_resp *w);
+
+/* ---- debug file uploads (debuginfo.c) ---- */
+
+/* What became of an upload, as profd_debuginfo_uploads_total{result} counts it. */
+enum api_dbg_result {
+	API_DBG_STORED,    /* a new file */
+	API_DBG_REPLACED,  /* a file for the same build id replaced */
+	API_DBG_INVALID,   /* not ELF, no build id, another build id, bad gzip */
+	API_DBG_TOO_LARGE, /* over --web.max-debuginfo-size */
+	API_DBG_REFUSED,   /* uploads disabled, too many at once */
+	API_DBG_FAILED,    /* writing it failed */
+	API_DBG_NRESULTS
+};
+struct api_dbg_upload;
+/* The path after /api/v1/debuginfo/ as a build id; 1 when path is below it. */
+int api_debuginfo_path(const char *path);
+/* Before the body of a PUT: checks the build id in the path and opens the temp
+ * file the body is written into (r->dbg). 0, or the HTTP status to refuse the
+ * request with, and msg says why. */
+unsigned api_debuginfo_begin(struct api_req *r, char *msg, size_t msgsize);
+/* Writes n bytes of the body (gunzipped if it is gzip); past the limit sets
+ * r->body_too_big and drops the rest. */
+void api_debuginfo_write(struct api_req *r, const char *data, size_t n);
+/* Drops r->dbg (the temp file is removed unless it was stored). */
+void api_debuginfo_free(struct api_req *r);
+void api_debuginfo_count(struct pd_api_server *s, int result, uint64_t bytes);
+void api_debuginfo(struct api_req *r, struct api_resp *w);
+void api_debuginfo_metrics(struct pd_api_server *s, struct api_resp *w);
 /* /api/v1/admin/tsdb/{delete_series,clean_tombstones,snapshot} (admin.c). */
 void api_admin_delete_series(struct api_req *r, struct api_resp *w);
 void api_admin_clean_tombstones(struct api_req *r, struct api_resp *w);

@@ -16,7 +16,8 @@
 #include "profd/discovery.h"
 #include "profd/scrape.h"
 
-const unsigned api_codes[API_NCODES] = {200, 204, 302, 304, 400, 401, 403, 404, 405, 413, 422, 429, 500, 503};
+const unsigned api_codes[API_NCODES] = {200, 201, 204, 302, 304, 400, 401, 403,
+                                        404, 405, 413, 415, 422, 429, 500, 503};
 const double api_buckets[API_NBUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                           1,     2.5,  5,     10,   30,  60};
 
@@ -518,6 +519,7 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 		jprintf(w, "profd_push_refused_total{reason=\"%s\"} %llu\n", api_push_refusal_name(i),
 		        (unsigned long long)m.push_refused[i]);
 	api_ingest_metrics(s, w);
+	api_debuginfo_metrics(s, w);
 	family(w, "profd_pushes_in_progress", "gauge",
 	       "Pushes being received or stored now (at most --web.max-concurrent-pushes).");
 	sample_u(w, "profd_pushes_in_progress", pushing);

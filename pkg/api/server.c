@@ -71,6 +71,7 @@ const char *const api_handler_names[API_NHANDLERS] = {
     "/ingest",
     "/push.v1.PusherService/Push",
     "/v1development/profiles",
+    "/api/v1/debuginfo/:build_id",
     "/",
     "other",
 };
@@ -91,8 +92,10 @@ static int64_t mono_ns(void)
 
 /* ---- routes --------------------------------------------------------------- */
 
-enum { M_GET = 1, M_HEAD = 2, M_POST = 4, M_PUT = 8 };
-enum { BODY_NONE, BODY_FORM, BODY_PUSH, BODY_RAW }; /* RAW: read, as it is, up to max_form_body */
+enum { M_GET = 1, M_HEAD = 2, M_POST = 4, M_PUT = 8, M_DELETE = 16 };
+/* RAW: read, as it is, up to max_form_body; FILE: a PUT's body goes to a temp file
+ * (debuginfo.c), up to max_debuginfo_size */
+enum { BODY_NONE, BODY_FORM, BODY_PUSH, BODY_RAW, BODY_FILE };
 
 static void h_healthy(struct api_req *r, struct api_resp *w);
 static void h_ready(struct api_req *r, struct api_resp *w);
@@ -133,6 +136,9 @@ static const struct route routes[] = {
     {"/pyroscope/ingest", M_POST, H_INGEST, api_ingest, BODY_PUSH, 0, "POST"},
     {"/push.v1.PusherService/Push", M_POST, H_PUSH_V1, api_push_v1, BODY_PUSH, 0, "POST"},
     {"/v1development/profiles", M_POST, H_OTLP, api_otlp, BODY_PUSH, 0, "POST"},
+    /* debug files by build id (debuginfo.c): /api/v1/debuginfo/<build-id> */
+    {"/api/v1/debuginfo/", M_GET | M_HEAD | M_PUT | M_DELETE, H_DEBUGINFO, api_debuginfo, BODY_FILE,
+     1, "GET, HEAD, PUT, DELETE"},
     {"/api/v1/admin/tsdb/delete_series", M_POST | M_PUT, H_ADMIN_DELETE_SERIES,
      api_admin_delete_series, BODY_FORM, 1, "POST, PUT"},
     {"/api/v1/admin/tsdb/clean_tombstones", M_POST | M_PUT, H_ADMIN_CLEAN_TOMBSTONES,
@@ -180,6 +186,11 @@ static int find_route(const char *path)
 				return (int)i;
 			continue;
 		}
+		if (routes[i].handler == H_DEBUGINFO) {
+			if (api_debuginfo_path(path))
+				return (int)i;
+			continue;
+		}
 		if (routes[i].handler == H_DEBUG_PPROF) {
 			/* /debug/pprof and anything below it */
 			size_t n = strlen(routes[i].path);
@@ -203,6 +214,8 @@ static unsigned method_bit(const char *m)
 		return M_POST;
 	if (strcmp(m, MHD_HTTP_METHOD_PUT) == 0)
 		return M_PUT;
+	if (strcmp(m, MHD_HTTP_METHOD_DELETE) == 0)
+		return M_DELETE;
 	return 0;
 }
 
@@ -742,6 +755,12 @@ static enum MHD_Result process(struct api_req *r)
 			     rt->handler == H_RELOAD || rt->handler == H_QUIT
 			         ? "Only POST or PUT requests allowed\n"
 			         : "Method Not Allowed\n");
+	} else if (r->body_too_big && r->handler == H_DEBUGINFO) {
+		api_debuginfo_count(s, API_DBG_TOO_LARGE, 0);
+		api_error(&w, 413, "bad_data",
+		          "the debug file is larger than the limit of %zu bytes "
+		          "(--web.max-debuginfo-size)",
+		          r->body_max);
 	} else if (r->body_too_big) {
 		char msg[160];
 		snprintf(msg, sizeof(msg),
@@ -827,6 +846,7 @@ static void req_free(struct api_req *r)
 	free(r->params);
 	free(r->path);
 	free(r->raw_query);
+	api_debuginfo_free(r);
 	api_web_snap_put(r->web);
 	free(r);
 }
@@ -1277,10 +1297,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		r->route = r->outside ? -1 : find_route(r->path);
 		r->handler = r->route >= 0 ? routes[r->route].handler : H_OTHER;
 		int body = r->route >= 0 ? routes[r->route].body : BODY_NONE;
+		int is_upload = body == BODY_FILE && strcmp(method, MHD_HTTP_METHOD_PUT) == 0;
 		r->body_max = body == BODY_PUSH                       ? s->o.max_push_body
 		              : body == BODY_FORM || body == BODY_RAW ? s->o.max_form_body
+		              : is_upload && s->debuginfo_dir         ? s->o.max_debuginfo_size
 		                                                      : 0;
-		pd_buf_init(&r->body, r->body_max);
+		/* an is_upload's body goes to its file, never to r->body */
+		pd_buf_init(&r->body, is_upload ? 1 : r->body_max);
 		conn_phase(s, r->cn, PHASE_BODY);
 		if (s->web) {
 			/* exporter-toolkit's order: the file, the rate limit, basic auth */
@@ -1310,7 +1333,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		const char *why = bad_path(r->path);
 		if (why)
 			return reject(r, 400, "bad_data", why);
-		int pushing = r->handler == H_PROFILES || api_ingest_endpoint(r->handler) >= 0;
+		int pushing =
+		    r->handler == H_PROFILES || api_ingest_endpoint(r->handler) >= 0 || is_upload;
+		if (is_upload && s->o.push_disabled) {
+			api_debuginfo_count(s, API_DBG_REFUSED, 0);
+			return reject(r, 404, "not_found",
+			              "debug file uploads, like pushes, need to be enabled with "
+			              "--web.enable-push");
+		}
 		if (pushing && s->o.push_disabled) {
 			if (r->handler != H_PROFILES)
 				api_ingest_refused(s, r->handler, 0);
@@ -1323,20 +1353,42 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			r->body_too_big = 1;
 			if (r->handler == H_PROFILES)
 				api_push_refused(s, API_PUSH_BODY_SIZE);
+			else if (is_upload)
+				api_debuginfo_count(s, API_DBG_TOO_LARGE, 0);
 			else if (pushing)
 				api_ingest_refused(s, r->handler, API_PUSH_BODY_SIZE);
 			char msg[160];
-			snprintf(msg, sizeof(msg),
-			         "the request body is larger than the limit of %zu bytes%s", r->body_max,
-			         pushing ? " (--web.max-push-body)" : "");
+			if (is_upload)
+				snprintf(msg, sizeof(msg),
+				         "the debug file is larger than the limit of %zu bytes "
+				         "(--web.max-debuginfo-size)",
+				         r->body_max);
+			else
+				snprintf(msg, sizeof(msg),
+				         "the request body is larger than the limit of %zu bytes%s",
+				         r->body_max, pushing ? " (--web.max-push-body)" : "");
 			return reject(r, 413, "bad_data", msg);
 		}
-		if (pushing && r->is_post && push_slot_take(r))
+		if (pushing && (r->is_post || is_upload) && push_slot_take(r)) {
+			if (is_upload)
+				api_debuginfo_count(s, API_DBG_REFUSED, 0);
 			return reject_busy_push(r);
+		}
+		if (is_upload && s->debuginfo_dir) {
+			char msg[512];
+			unsigned st = api_debuginfo_begin(r, msg, sizeof(msg));
+			if (st) {
+				api_debuginfo_count(s, st == 500 ? API_DBG_FAILED : API_DBG_INVALID,
+				                    0);
+				return reject(r, st, st == 500 ? "internal" : "bad_data", msg);
+			}
+		}
 		return MHD_YES;
 	}
 	if (*upload_len) {
-		if (r->body_max && !r->body_too_big) {
+		if (r->dbg) {
+			api_debuginfo_write(r, upload, *upload_len);
+		} else if (r->body_max && !r->body_too_big) {
 			if (pd_buf_append(&r->body, upload, *upload_len))
 				r->body_too_big = 1;
 		}
@@ -1516,6 +1568,7 @@ void pd_api_opts_init(struct pd_api_opts *o)
 	o->callgraph_max_memory = PD_API_DEFAULT_CALLGRAPH_MAX_MEMORY;
 	o->callgraph_max_concurrency = PD_API_DEFAULT_CALLGRAPH_MAX_CONCURRENCY;
 	o->callgraph_layout_exe = PD_API_DEFAULT_CALLGRAPH_LAYOUT_EXE;
+	o->max_debuginfo_size = PD_API_DEFAULT_MAX_DEBUGINFO_SIZE;
 }
 
 static void server_free(struct pd_api_server *s)
@@ -1530,6 +1583,7 @@ static void server_free(struct pd_api_server *s)
 	free(s->version);
 	free(s->cg_exe);
 	free(s->prefix);
+	free(s->debuginfo_dir);
 	free(s->conns);
 	api_tls_pool_wait(&s->tls);
 	api_web_close(s->web);
@@ -1587,6 +1641,7 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	DEF(callgraph_max_memory);
 	DEF(callgraph_max_concurrency);
 	DEF(callgraph_layout_exe);
+	DEF(max_debuginfo_size);
 #undef DEF
 	if (s->o.lookback_ms < 0)
 		s->o.lookback_ms = 0;
@@ -1604,6 +1659,8 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	s->prefix = strndup(pp, pn);
 	s->prefix_len = pn;
 	s->o.route_prefix = s->prefix;
+	s->debuginfo_dir = opts->debuginfo_dir ? strdup(opts->debuginfo_dir) : NULL;
+	s->o.debuginfo_dir = s->debuginfo_dir;
 	s->nflags = opts->nflags;
 	s->flag_names = calloc(s->nflags + 1, sizeof(char *));
 	s->flag_values = calloc(s->nflags + 1, sizeof(char *));
