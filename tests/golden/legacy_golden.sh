@@ -88,7 +88,7 @@ compare() { # label expected actual
 
 n=0
 for f in "$data"/*; do
-	case $f in *.md | *.txt) continue ;; esac
+	case $f in *.md) continue ;; esac
 	[ -f "$f" ] || continue
 	n=$((n + 1))
 	rel=${f#$data/}
