@@ -68,7 +68,10 @@ const char *pd_pprof_limit_name(int limit);
 #define PD_PPROF_STORE_MAX_SAMPLE_LABELS 1024
 
 /* Decodes buf (gzip-compressed or raw protobuf, told apart by the gzip magic) and
- * validates it as pprof does. On success *out is a new profile owned by the caller
+ * validates it as pprof does. Bytes that are no protobuf profile are tried as the
+ * legacy formats go tool pprof reads (gperftools CPU, text heap/growth/contention/
+ * thread, Go count, Java; docs/pprof.md), whose /proc/self/maps sections become
+ * mappings. On success *out is a new profile owned by the caller
  * (free with pd_pprof_destroy); buf is only read. On failure err says what was
  * wrong, e.g. "location 17 refers to missing function 9". opts may be NULL. */
 int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t len,
