@@ -177,7 +177,7 @@ int pd_pprof_lb_frame(struct pd_pprof_lb *b, uint64_t addr, struct pd_err *err)
 	struct pd_pprof_lb_sample *s = &b->s[b->ns - 1];
 	if (s->n >= b->max_depth)
 		return pd_err_set(err, PD_ETOOBIG, "a stack of more than %zu frames", b->max_depth);
-	uint32_t idx;
+	uint32_t idx = 0;
 	int rc = pd_pprof_lb_loc_at(b, addr, &idx, err);
 	if (rc)
 		return rc;

@@ -206,7 +206,7 @@ int pd_pprof_legacy_java_symbols(struct pd_pprof_lb *b, const char *text, size_t
 			fn = "STUB";
 			fnn = 4;
 		}
-		uint32_t fi;
+		uint32_t fi = 0;
 		if ((rc = pd_pprof_lb_function(b, fn, fnn, file, filen, &fi, err)))
 			return rc;
 		b->loc[li - 1].func = fi + 1;
