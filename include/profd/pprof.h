@@ -42,6 +42,10 @@ struct pd_pprof_decode_opts {
 	/* May be NULL; on a refusal for one of the limits above (or max_decompressed
 	 * or max_memory) set to which (enum pd_pprof_limit), else to 0. */
 	int *limit_hit;
+	/* May be NULL; set to 1 when the bytes were one of the legacy formats (and the
+	 * profile their conversion), else to 0. A store keeps pd_pprof_encode's bytes
+	 * of such a profile rather than the bytes read. */
+	int *legacy;
 };
 
 /* The limits a decoding may be refused for; pd_pprof_limit_name gives each a

@@ -200,6 +200,8 @@ int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t le
 	int hit_local = 0;
 	int *hit = opts && opts->limit_hit ? opts->limit_hit : &hit_local;
 	*hit = PD_PPROF_LIMIT_NONE;
+	if (opts && opts->legacy)
+		*opts->legacy = 0;
 	size_t max = opts && opts->max_decompressed ? opts->max_decompressed
 						    : PD_PPROF_DEFAULT_MAX_DECOMPRESSED;
 	uint8_t *raw = NULL;
@@ -244,6 +246,8 @@ int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t le
 			rc = lrc;
 			if (rc && err)
 				*err = lerr;
+			if (!rc && opts && opts->legacy)
+				*opts->legacy = 1;
 		}
 	}
 out:
