@@ -46,7 +46,17 @@ struct pd_pprof_decode_opts {
 	 * profile their conversion), else to 0. A store keeps pd_pprof_encode's bytes
 	 * of such a profile rather than the bytes read. */
 	int *legacy;
+	/* Limits of the legacy readers (0: the default): frames of one sample
+	 * (PD_PPROF_LEGACY_MAX_DEPTH, 4096), bytes of one text line
+	 * (PD_PPROF_LEGACY_MAX_LINE, 1 MiB), memory map entries kept
+	 * (PD_PPROF_LEGACY_MAX_MAPS, 65536). max_samples bounds their samples too
+	 * (0 there: 10 million). */
+	size_t legacy_max_depth, legacy_max_line, legacy_max_maps;
 };
+#define PD_PPROF_LEGACY_MAX_LINE ((size_t)1 << 20)
+#define PD_PPROF_LEGACY_MAX_DEPTH 4096
+#define PD_PPROF_LEGACY_MAX_MAPS 65536
+#define PD_PPROF_LEGACY_MAX_SAMPLES 10000000
 
 /* The limits a decoding may be refused for; pd_pprof_limit_name gives each a
  * short name for metrics: "decompressed_size", "decompression_ratio",

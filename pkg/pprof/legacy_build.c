@@ -31,8 +31,10 @@ void pd_pprof_lb_init(struct pd_pprof_lb *b, const struct pd_pprof_decode_opts *
 	pd_u64map_init(&b->str_idx);
 	pd_u64map_init(&b->loc_idx);
 	b->max_samples = opts && opts->max_samples ? opts->max_samples : PD_PPROF_LEGACY_MAX_SAMPLES;
-	b->max_depth = PD_PPROF_LEGACY_MAX_DEPTH;
-	b->max_maps = PD_PPROF_LEGACY_MAX_MAPS;
+	b->max_depth = opts && opts->legacy_max_depth ? opts->legacy_max_depth
+						      : PD_PPROF_LEGACY_MAX_DEPTH;
+	b->max_maps = opts && opts->legacy_max_maps ? opts->legacy_max_maps : PD_PPROF_LEGACY_MAX_MAPS;
+	b->max_line = pd_pprof_legacy_max_line(opts);
 	b->limit_hit = opts ? opts->limit_hit : NULL;
 	pd_pprof_lb_str(b, "", 0);
 }
@@ -217,9 +219,15 @@ int pd_pprof_lb_function(struct pd_pprof_lb *b, const char *name, size_t nlen, c
 
 /* ---- text helpers ---------------------------------------------------------- */
 
-void pd_pprof_lines_init(struct pd_pprof_lines *l, const char *buf, size_t len)
+size_t pd_pprof_legacy_max_line(const struct pd_pprof_decode_opts *opts)
+{
+	return opts && opts->legacy_max_line ? opts->legacy_max_line : PD_PPROF_LEGACY_MAX_LINE;
+}
+
+void pd_pprof_lines_init(struct pd_pprof_lines *l, const char *buf, size_t len, size_t max)
 {
 	memset(l, 0, sizeof(*l));
+	l->max = max;
 	l->buf = buf;
 	l->len = len;
 	l->cur = "";
@@ -237,9 +245,9 @@ int pd_pprof_lines_next(struct pd_pprof_lines *l, struct pd_err *err)
 	const char *nl = memchr(s, '\n', l->len - l->pos);
 	size_t n = nl ? (size_t)(nl - s) : l->len - l->pos;
 	l->lineno++;
-	if (n > PD_PPROF_LEGACY_MAX_LINE)
+	if (n > l->max)
 		return pd_err_set(err, PD_ETOOBIG, "line %zu: longer than the limit of %zu bytes",
-				  l->lineno, PD_PPROF_LEGACY_MAX_LINE);
+				  l->lineno, l->max);
 	l->pos += n + (nl ? 1 : 0);
 	if (n && s[n - 1] == '\r')
 		n--;
@@ -583,7 +591,7 @@ int pd_pprof_lb_maps(struct pd_pprof_lb *b, const char *text, size_t len, struct
 	size_t nattrs = 0;
 	char *rep = NULL;
 	int rc = 0;
-	pd_pprof_lines_init(&l, text, len);
+	pd_pprof_lines_init(&l, text, len, b->max_line);
 	for (;;) {
 		rc = pd_pprof_lines_next(&l, err);
 		if (rc <= 0)
@@ -610,7 +618,7 @@ int pd_pprof_lb_maps(struct pd_pprof_lb *b, const char *text, size_t len, struct
 						break;
 				const char *add = a < nattrs ? attrs[a].val : s + i;
 				size_t add_n = a < nattrs ? attrs[a].val_n : 1;
-				if (m + add_n > PD_PPROF_LEGACY_MAX_LINE)
+				if (m + add_n > b->max_line)
 					break;
 				if (m + add_n > cap) {
 					char *r2 = realloc(rep, (cap = (m + add_n) * 2));

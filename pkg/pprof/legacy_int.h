@@ -58,15 +58,12 @@ struct pd_pprof_lb {
 	int64_t *fn_name, *fn_file;
 	size_t nfn, capfn;
 	/* limits */
-	size_t max_samples, max_depth, max_maps;
+	size_t max_samples, max_depth, max_maps, max_line;
 	int *limit_hit;
 };
 
-/* Limits of the legacy readers that pd_pprof_decode_opts has no field for. */
-#define PD_PPROF_LEGACY_MAX_LINE ((size_t)1 << 20) /* bytes of one text line */
-#define PD_PPROF_LEGACY_MAX_DEPTH 4096              /* frames of one sample */
-#define PD_PPROF_LEGACY_MAX_MAPS 65536              /* /proc/self/maps entries kept */
-#define PD_PPROF_LEGACY_MAX_SAMPLES 10000000        /* when opts set none */
+/* The line length limit of opts (its default when opts sets none). */
+size_t pd_pprof_legacy_max_line(const struct pd_pprof_decode_opts *opts);
 
 void pd_pprof_lb_init(struct pd_pprof_lb *b, const struct pd_pprof_decode_opts *opts);
 void pd_pprof_lb_fini(struct pd_pprof_lb *b);
@@ -101,11 +98,12 @@ struct pd_pprof_lines {
 	size_t lineno;   /* 1-based number of the current line */
 	const char *cur; /* the current line, without its \n (and \r) */
 	size_t cur_len;
-	int have; /* 1 after a successful next */
+	int have;   /* 1 after a successful next */
+	size_t max; /* longest line */
 };
-void pd_pprof_lines_init(struct pd_pprof_lines *l, const char *buf, size_t len);
+void pd_pprof_lines_init(struct pd_pprof_lines *l, const char *buf, size_t len, size_t max);
 /* Moves to the next line: 1, or 0 at the end (cur then ""). PD_ETOOBIG for a line
- * past PD_PPROF_LEGACY_MAX_LINE. */
+ * past l->max. */
 int pd_pprof_lines_next(struct pd_pprof_lines *l, struct pd_err *err);
 /* Trimmed view of s. */
 void pd_pprof_trim(const char **s, size_t *n);

@@ -114,7 +114,7 @@ int pd_pprof_legacy_java_symbols(struct pd_pprof_lb *b, const char *text, size_t
 				 struct pd_err *err)
 {
 	struct pd_pprof_lines l;
-	pd_pprof_lines_init(&l, text, len);
+	pd_pprof_lines_init(&l, text, len, b->max_line);
 	int rc;
 	while ((rc = pd_pprof_lines_next(&l, err)) > 0) {
 		const char *s = l.cur;
@@ -232,7 +232,7 @@ int pd_pprof_legacy_java(struct pd_pprof_profile **out, const char *buf, size_t 
 			 const struct pd_pprof_decode_opts *opts, struct pd_err *err)
 {
 	struct pd_pprof_lines l;
-	pd_pprof_lines_init(&l, buf, len);
+	pd_pprof_lines_init(&l, buf, len, pd_pprof_legacy_max_line(opts));
 	int rc = pd_pprof_lines_next(&l, err);
 	if (rc <= 0 || buf[l.pos - 1] != '\n')
 		return PD_PPROF_LEGACY_NOT_MINE;

@@ -219,7 +219,7 @@ int pd_pprof_legacy_heap(struct pd_pprof_profile **out, const char *buf, size_t 
 			 const struct pd_pprof_decode_opts *opts, struct pd_err *err)
 {
 	struct pd_pprof_lines l;
-	pd_pprof_lines_init(&l, buf, len);
+	pd_pprof_lines_init(&l, buf, len, pd_pprof_legacy_max_line(opts));
 	int rc = pd_pprof_lines_next(&l, err);
 	if (rc <= 0)
 		return rc < 0 ? PD_PPROF_LEGACY_NOT_MINE : PD_PPROF_LEGACY_NOT_MINE;
@@ -334,7 +334,7 @@ int pd_pprof_legacy_count(struct pd_pprof_profile **out, const char *buf, size_t
 			  const struct pd_pprof_decode_opts *opts, struct pd_err *err)
 {
 	struct pd_pprof_lines l;
-	pd_pprof_lines_init(&l, buf, len);
+	pd_pprof_lines_init(&l, buf, len, pd_pprof_legacy_max_line(opts));
 	int rc;
 	while ((rc = pd_pprof_lines_next(&l, err)) > 0 && pd_pprof_space_or_comment(l.cur, l.cur_len))
 		;
@@ -471,7 +471,7 @@ int pd_pprof_legacy_thread(struct pd_pprof_profile **out, const char *buf, size_
 			   const struct pd_pprof_decode_opts *opts, struct pd_err *err)
 {
 	struct pd_pprof_lines l;
-	pd_pprof_lines_init(&l, buf, len);
+	pd_pprof_lines_init(&l, buf, len, pd_pprof_legacy_max_line(opts));
 	int rc;
 	while ((rc = pd_pprof_lines_next(&l, err)) > 0 && pd_pprof_space_or_comment(l.cur, l.cur_len))
 		;
@@ -574,7 +574,7 @@ int pd_pprof_legacy_contention(struct pd_pprof_profile **out, const char *buf, s
 			       const struct pd_pprof_decode_opts *opts, struct pd_err *err)
 {
 	struct pd_pprof_lines l;
-	pd_pprof_lines_init(&l, buf, len);
+	pd_pprof_lines_init(&l, buf, len, pd_pprof_legacy_max_line(opts));
 	int rc = pd_pprof_lines_next(&l, err);
 	if (rc <= 0)
 		return PD_PPROF_LEGACY_NOT_MINE;

@@ -176,6 +176,14 @@ static void test_limits(void **state)
 	longl[n++] = '\n';
 	assert_int_equal(decode_str(longl, n, NULL, &p, &err), PD_ETOOBIG);
 	assert_non_null(strstr(err.msg, "line 2: longer than the limit"));
+	/* and the options that set them */
+	const char *l2 = "goroutine profile: total 1\n1 @ 0x1 0x2 0x3 0x4 0x5 0x6 0x7 0x8\n";
+	struct pd_pprof_decode_opts lo = {.legacy_max_line = 30};
+	assert_int_equal(decode_str(l2, strlen(l2), &lo, &p, &err), PD_ETOOBIG);
+	assert_non_null(strstr(err.msg, "line 2: longer than the limit of 30 bytes"));
+	struct pd_pprof_decode_opts ld = {.legacy_max_depth = 3};
+	assert_int_equal(decode_str(l2, strlen(l2), &ld, &p, &err), PD_ETOOBIG);
+	assert_non_null(strstr(err.msg, "line 2: a stack of more than 3 frames"));
 	free(longl);
 }
 
