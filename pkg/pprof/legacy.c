@@ -6,7 +6,7 @@
 #include "legacy_int.h"
 
 int pd_pprof_legacy_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t len,
-			   const struct pd_pprof_decode_opts *opts, struct pd_err *err)
+                           const struct pd_pprof_decode_opts *opts, struct pd_err *err)
 {
 	int rc = pd_pprof_legacy_cpu(out, buf, len, opts, err);
 	if (rc != PD_PPROF_LEGACY_NOT_MINE)

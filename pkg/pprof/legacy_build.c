@@ -30,10 +30,12 @@ void pd_pprof_lb_init(struct pd_pprof_lb *b, const struct pd_pprof_decode_opts *
 	memset(b, 0, sizeof(*b));
 	pd_u64map_init(&b->str_idx);
 	pd_u64map_init(&b->loc_idx);
-	b->max_samples = opts && opts->max_samples ? opts->max_samples : PD_PPROF_LEGACY_MAX_SAMPLES;
-	b->max_depth = opts && opts->legacy_max_depth ? opts->legacy_max_depth
-						      : PD_PPROF_LEGACY_MAX_DEPTH;
-	b->max_maps = opts && opts->legacy_max_maps ? opts->legacy_max_maps : PD_PPROF_LEGACY_MAX_MAPS;
+	b->max_samples =
+	    opts && opts->max_samples ? opts->max_samples : PD_PPROF_LEGACY_MAX_SAMPLES;
+	b->max_depth =
+	    opts && opts->legacy_max_depth ? opts->legacy_max_depth : PD_PPROF_LEGACY_MAX_DEPTH;
+	b->max_maps =
+	    opts && opts->legacy_max_maps ? opts->legacy_max_maps : PD_PPROF_LEGACY_MAX_MAPS;
 	b->max_line = pd_pprof_legacy_max_line(opts);
 	b->limit_hit = opts ? opts->limit_hit : NULL;
 	pd_pprof_lb_str(b, "", 0);
@@ -106,7 +108,8 @@ int pd_pprof_lb_type(struct pd_pprof_lb *b, const char *type, const char *unit, 
 {
 	if (b->ntypes >= 4)
 		return pd_err_set(err, PD_EINVAL, "too many sample types");
-	int64_t t = pd_pprof_lb_str(b, type, strlen(type)), u = pd_pprof_lb_str(b, unit, strlen(unit));
+	int64_t t = pd_pprof_lb_str(b, type, strlen(type)),
+	        u = pd_pprof_lb_str(b, unit, strlen(unit));
 	if (t < 0 || u < 0)
 		return nomem(err);
 	b->st_type[b->ntypes] = t;
@@ -115,9 +118,10 @@ int pd_pprof_lb_type(struct pd_pprof_lb *b, const char *type, const char *unit, 
 }
 
 int pd_pprof_lb_period_type(struct pd_pprof_lb *b, const char *type, const char *unit,
-			    struct pd_err *err)
+                            struct pd_err *err)
 {
-	int64_t t = pd_pprof_lb_str(b, type, strlen(type)), u = pd_pprof_lb_str(b, unit, strlen(unit));
+	int64_t t = pd_pprof_lb_str(b, type, strlen(type)),
+	        u = pd_pprof_lb_str(b, unit, strlen(unit));
 	if (t < 0 || u < 0)
 		return nomem(err);
 	b->pt_type = t;
@@ -161,7 +165,7 @@ struct pd_pprof_lb_sample *pd_pprof_lb_sample(struct pd_pprof_lb *b, struct pd_e
 		if (b->limit_hit)
 			*b->limit_hit = PD_PPROF_LIMIT_SAMPLES;
 		pd_err_set(err, PD_ETOOBIG, "the profile has more than the limit of %zu samples",
-			   b->max_samples);
+		           b->max_samples);
 		return NULL;
 	}
 	if (grow((void **)&b->s, &b->caps, b->ns + 1, sizeof(*b->s))) {
@@ -191,7 +195,7 @@ int pd_pprof_lb_frame(struct pd_pprof_lb *b, uint64_t addr, struct pd_err *err)
 }
 
 int pd_pprof_lb_function(struct pd_pprof_lb *b, const char *name, size_t nlen, const char *file,
-			 size_t flen, uint32_t *idx, struct pd_err *err)
+                         size_t flen, uint32_t *idx, struct pd_err *err)
 {
 	int64_t n = pd_pprof_lb_str(b, name, nlen);
 	if (n < 0)
@@ -247,7 +251,7 @@ int pd_pprof_lines_next(struct pd_pprof_lines *l, struct pd_err *err)
 	l->lineno++;
 	if (n > l->max)
 		return pd_err_set(err, PD_ETOOBIG, "line %zu: longer than the limit of %zu bytes",
-				  l->lineno, l->max);
+		                  l->lineno, l->max);
 	l->pos += n + (nl ? 1 : 0);
 	if (n && s[n - 1] == '\r')
 		n--;
@@ -310,8 +314,8 @@ static int hexval(char c)
 	return -1;
 }
 
-int pd_pprof_hex_frames(struct pd_pprof_lb *b, const char *s, size_t n, int adjust,
-			int adjust_leaf, size_t lineno, struct pd_err *err)
+int pd_pprof_hex_frames(struct pd_pprof_lb *b, const char *s, size_t n, int adjust, int adjust_leaf,
+                        size_t lineno, struct pd_err *err)
 {
 	size_t k = 0;
 	for (size_t i = 0; i + 2 < n + 1 && i + 1 < n;) {
@@ -331,7 +335,7 @@ int pd_pprof_hex_frames(struct pd_pprof_lb *b, const char *s, size_t n, int adju
 		}
 		if (over)
 			return pd_err_set(err, PD_EINVAL, "line %zu: address %.*s is past 64 bits",
-					  lineno, (int)(j - i > 40 ? 40 : j - i), s + i);
+			                  lineno, (int)(j - i > 40 ? 40 : j - i), s + i);
 		if (adjust && (b->s[b->ns - 1].n > 0 || adjust_leaf))
 			v--;
 		int rc = pd_pprof_lb_frame(b, v, err);
@@ -641,8 +645,9 @@ int pd_pprof_lb_maps(struct pd_pprof_lb *b, const char *text, size_t len, struct
 		memset(&e, 0, sizeof(e));
 		int ok = parse_proc(s, n, &e) || parse_brief(s, n, &e);
 		uint64_t start = 0, limit = 0, off = 0;
-		if (ok && (parse_hex(e.start, e.start_n, &start) || parse_hex(e.end, e.end_n, &limit) ||
-			   (e.off_n && parse_hex(e.off, e.off_n, &off))))
+		if (ok &&
+		    (parse_hex(e.start, e.start_n, &start) || parse_hex(e.end, e.end_n, &limit) ||
+		     (e.off_n && parse_hex(e.off, e.off_n, &off))))
 			ok = 0;
 		if (!ok) {
 			const char *eq = memchr(s, '=', n);
@@ -707,14 +712,15 @@ static int is_lib(const char *f, size_t n)
 			continue;
 		if (i + 3 == n)
 			return 1;
-		if (i + 4 < n && (f[i + 3] == '.' || f[i + 3] == '_') && f[i + 4] >= '0' && f[i + 4] <= '9')
+		if (i + 4 < n && (f[i + 3] == '.' || f[i + 3] == '_') && f[i + 4] >= '0' &&
+		    f[i + 4] <= '9')
 			return 1;
 	}
 	return 0;
 }
 
 static int adjacent(const struct pd_pprof_lb *b, const struct pd_pprof_lb_map *m1,
-		    const struct pd_pprof_lb_map *m2)
+                    const struct pd_pprof_lb_map *m2)
 {
 	if (b->str_len[m1->file] && b->str_len[m2->file] && m1->file != m2->file)
 		return 0;
@@ -770,7 +776,7 @@ void pd_pprof_lb_place(struct pd_pprof_lb *b)
 		break;
 	}
 	if (b->nmap && pd_pprof_has_prefix(b->str[b->map[0].file], b->str_len[b->map[0].file],
-					   "/anon_hugepage")) {
+	                                   "/anon_hugepage")) {
 		if (b->nmap > 1 && b->map[0].limit == b->map[1].start) {
 			memmove(b->map, b->map + 1, (b->nmap - 1) * sizeof(*b->map));
 			b->nmap--;

@@ -105,7 +105,7 @@ static void drop_duplicate_leaf(struct pd_pprof_lb *b)
 }
 
 static int parse_samples(struct pd_pprof_lb *b, struct words *w, int adjust, size_t hdr,
-			 struct pd_err *err)
+                         struct pd_err *err)
 {
 	size_t wsz = w->w64 ? 8 : 4;
 	size_t total = w->n + hdr;
@@ -113,10 +113,11 @@ static int parse_samples(struct pd_pprof_lb *b, struct words *w, int adjust, siz
 		size_t at = total - w->n;
 		uint64_t count = word(w), depth = word(w);
 		if (w->bad || depth > w->n / 4)
-			return pd_err_set(err, PD_ECORRUPT,
-					  "byte %zu: a sample of %llu frames runs past the end of the "
-					  "profile",
-					  at, (unsigned long long)depth);
+			return pd_err_set(
+			    err, PD_ECORRUPT,
+			    "byte %zu: a sample of %llu frames runs past the end of the "
+			    "profile",
+			    at, (unsigned long long)depth);
 		if (count == 0 && depth == 1 && w->n >= wsz) {
 			struct words peek = *w;
 			if (word(&peek) == 0) {
@@ -125,19 +126,21 @@ static int parse_samples(struct pd_pprof_lb *b, struct words *w, int adjust, siz
 			}
 		}
 		if (depth > b->max_depth)
-			return pd_err_set(err, PD_ETOOBIG,
-					  "byte %zu: a stack of %llu frames, more than the limit of %zu",
-					  at, (unsigned long long)depth, b->max_depth);
+			return pd_err_set(
+			    err, PD_ETOOBIG,
+			    "byte %zu: a stack of %llu frames, more than the limit of %zu", at,
+			    (unsigned long long)depth, b->max_depth);
 		struct pd_pprof_lb_sample *s = pd_pprof_lb_sample(b, err);
 		if (!s)
 			return err->code;
 		for (uint64_t i = 0; i < depth; i++) {
 			uint64_t a = word(w);
 			if (w->bad)
-				return pd_err_set(err, PD_ECORRUPT,
-						  "byte %zu: a sample of %llu frames runs past the end "
-						  "of the profile",
-						  at, (unsigned long long)depth);
+				return pd_err_set(
+				    err, PD_ECORRUPT,
+				    "byte %zu: a sample of %llu frames runs past the end "
+				    "of the profile",
+				    at, (unsigned long long)depth);
 			if (adjust && i > 0)
 				a--;
 			int rc = pd_pprof_lb_frame(b, a, err);
@@ -154,7 +157,7 @@ static int parse_samples(struct pd_pprof_lb *b, struct words *w, int adjust, siz
 }
 
 int pd_pprof_legacy_cpu(struct pd_pprof_profile **out, const uint8_t *buf, size_t len,
-			const struct pd_pprof_decode_opts *opts, struct pd_err *err)
+                        const struct pd_pprof_decode_opts *opts, struct pd_err *err)
 {
 	static const int forms[4][2] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}}; /* w64, big */
 	for (int f = 0; f < 4; f++) {
@@ -183,8 +186,9 @@ int pd_pprof_legacy_cpu(struct pd_pprof_profile **out, const uint8_t *buf, size_
 			drop_duplicate_leaf(&b);
 		}
 		if (!rc) {
-			const char *drop = "ProfileData::Add|ProfileData::prof_handler|"
-					   "CpuProfiler::prof_handler|__pthread_sighandler|__restore";
+			const char *drop =
+			    "ProfileData::Add|ProfileData::prof_handler|"
+			    "CpuProfiler::prof_handler|__pthread_sighandler|__restore";
 			b.drop_frames = pd_pprof_lb_str(&b, drop, strlen(drop));
 			if (b.drop_frames < 0)
 				rc = pd_err_set(err, PD_ENOMEM, "out of memory");
@@ -195,8 +199,8 @@ int pd_pprof_legacy_cpu(struct pd_pprof_profile **out, const uint8_t *buf, size_
 		pd_pprof_lb_fini(&b);
 		if (rc)
 			pd_err_prefix(err, "%s CPU profile (%d-bit, %s-endian)",
-				      java ? "Java" : "gperftools", forms[f][0] ? 64 : 32,
-				      forms[f][1] ? "big" : "little");
+			              java ? "Java" : "gperftools", forms[f][0] ? 64 : 32,
+			              forms[f][1] ? "big" : "little");
 		return rc;
 	}
 	return PD_PPROF_LEGACY_NOT_MINE;

@@ -71,7 +71,7 @@ void pd_pprof_lb_fini(struct pd_pprof_lb *b);
 int64_t pd_pprof_lb_str(struct pd_pprof_lb *b, const char *s, size_t len);
 int pd_pprof_lb_type(struct pd_pprof_lb *b, const char *type, const char *unit, struct pd_err *err);
 int pd_pprof_lb_period_type(struct pd_pprof_lb *b, const char *type, const char *unit,
-			    struct pd_err *err);
+                            struct pd_err *err);
 /* The location at addr (made when new); its index into *idx. */
 int pd_pprof_lb_loc_at(struct pd_pprof_lb *b, uint64_t addr, uint32_t *idx, struct pd_err *err);
 /* Looks up without making: index + 1, or 0. */
@@ -80,7 +80,7 @@ uint32_t pd_pprof_lb_loc_find(const struct pd_pprof_lb *b, uint64_t addr);
 struct pd_pprof_lb_sample *pd_pprof_lb_sample(struct pd_pprof_lb *b, struct pd_err *err);
 int pd_pprof_lb_frame(struct pd_pprof_lb *b, uint64_t addr, struct pd_err *err);
 int pd_pprof_lb_function(struct pd_pprof_lb *b, const char *name, size_t nlen, const char *file,
-			 size_t flen, uint32_t *idx, struct pd_err *err);
+                         size_t flen, uint32_t *idx, struct pd_err *err);
 
 /* A /proc/self/maps text (or pprof's brief form, "start-end file (@offset) buildid"),
  * as `go tool pprof` reads it: executable entries become mappings, other lines are
@@ -114,8 +114,8 @@ int pd_pprof_is_maps_sentinel(const char *s, size_t n);
 /* The hexadecimal numbers "0x..." of s in order, each passed to the builder as a
  * frame (minus adjust for frames after the first when adjust_from_first is 0, or
  * for every frame when it is 1). PD_EINVAL for one past 64 bits. */
-int pd_pprof_hex_frames(struct pd_pprof_lb *b, const char *s, size_t n, int adjust,
-			int adjust_leaf, size_t lineno, struct pd_err *err);
+int pd_pprof_hex_frames(struct pd_pprof_lb *b, const char *s, size_t n, int adjust, int adjust_leaf,
+                        size_t lineno, struct pd_err *err);
 /* strconv.ParseInt(s, base 0 or 10): returns 0 on success. */
 int pd_pprof_parse_int(const char *s, size_t n, int base0, int64_t *v);
 /* Scales a sampled heap (count, size) as pprof does for a Poisson sampling rate. */
@@ -125,27 +125,27 @@ int64_t pd_pprof_f2i(double d);
 
 /* The readers. Each returns 0 (and *out), PD_PPROF_LEGACY_NOT_MINE, or an error. */
 int pd_pprof_legacy_cpu(struct pd_pprof_profile **out, const uint8_t *buf, size_t len,
-			const struct pd_pprof_decode_opts *opts, struct pd_err *err);
+                        const struct pd_pprof_decode_opts *opts, struct pd_err *err);
 int pd_pprof_legacy_heap(struct pd_pprof_profile **out, const char *buf, size_t len,
-			 const struct pd_pprof_decode_opts *opts, struct pd_err *err);
+                         const struct pd_pprof_decode_opts *opts, struct pd_err *err);
 int pd_pprof_legacy_count(struct pd_pprof_profile **out, const char *buf, size_t len,
-			  const struct pd_pprof_decode_opts *opts, struct pd_err *err);
+                          const struct pd_pprof_decode_opts *opts, struct pd_err *err);
 int pd_pprof_legacy_thread(struct pd_pprof_profile **out, const char *buf, size_t len,
-			   const struct pd_pprof_decode_opts *opts, struct pd_err *err);
+                           const struct pd_pprof_decode_opts *opts, struct pd_err *err);
 int pd_pprof_legacy_contention(struct pd_pprof_profile **out, const char *buf, size_t len,
-			       const struct pd_pprof_decode_opts *opts, struct pd_err *err);
+                               const struct pd_pprof_decode_opts *opts, struct pd_err *err);
 int pd_pprof_legacy_java(struct pd_pprof_profile **out, const char *buf, size_t len,
-			 const struct pd_pprof_decode_opts *opts, struct pd_err *err);
+                         const struct pd_pprof_decode_opts *opts, struct pd_err *err);
 /* Java's symbol lines ("0xADDR name (File.java:12)") after the samples: names the
  * locations, then drops every address as pprof does. */
 int pd_pprof_legacy_java_symbols(struct pd_pprof_lb *b, const char *text, size_t len,
-				 struct pd_err *err);
+                                 struct pd_err *err);
 
 /* Tries each reader in pprof's order on bytes that are not a protobuf profile. */
 int pd_pprof_legacy_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t len,
-			   const struct pd_pprof_decode_opts *opts, struct pd_err *err);
-#define PD_PPROF_LEGACY_FORMATS                                                          \
-	"gperftools CPU, heap/growth/fragmentation text, Go count (goroutine, threadcreate), " \
+                           const struct pd_pprof_decode_opts *opts, struct pd_err *err);
+#define PD_PPROF_LEGACY_FORMATS                                                                    \
+	"gperftools CPU, heap/growth/fragmentation text, Go count (goroutine, threadcreate), "     \
 	"threadz, contention, Java heap/contention"
 
 #endif

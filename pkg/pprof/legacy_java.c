@@ -22,7 +22,8 @@ static int is_space(char c)
 
 static int is_word(char c)
 {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       c == '_';
 }
 
 static int is_digit(char c)
@@ -31,7 +32,8 @@ static int is_digit(char c)
 }
 
 /* ([\w ]+)=([\w ]+) anywhere: the attribute and its value, trimmed. */
-static int attribute(const char *s, size_t n, const char **k, size_t *kn, const char **v, size_t *vn)
+static int attribute(const char *s, size_t n, const char **k, size_t *kn, const char **v,
+                     size_t *vn)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (s[i] != '=' || i == 0 || !(is_word(s[i - 1]) || s[i - 1] == ' '))
@@ -62,7 +64,7 @@ static int span_is(const char *s, size_t n, const char *w)
 
 /* " *(\d+) +(\d+) +@ +([ x0-9a-f]*)" anywhere. */
 static int java_sample(const char *s, size_t n, const char **a, size_t *an, const char **b2,
-		       size_t *bn, const char **stk, size_t *stk_n)
+                       size_t *bn, const char **stk, size_t *stk_n)
 {
 	for (size_t st = 0; st < n; st++) {
 		size_t i = st;
@@ -97,7 +99,8 @@ static int java_sample(const char *s, size_t n, const char **a, size_t *an, cons
 		if (i == sp)
 			continue;
 		size_t h = i;
-		while (i < n && (s[i] == ' ' || s[i] == 'x' || is_digit(s[i]) || (s[i] >= 'a' && s[i] <= 'f')))
+		while (i < n && (s[i] == ' ' || s[i] == 'x' || is_digit(s[i]) ||
+		                 (s[i] >= 'a' && s[i] <= 'f')))
 			i++;
 		*a = s + d;
 		*an = de - d;
@@ -111,7 +114,7 @@ static int java_sample(const char *s, size_t n, const char **a, size_t *an, cons
 }
 
 int pd_pprof_legacy_java_symbols(struct pd_pprof_lb *b, const char *text, size_t len,
-				 struct pd_err *err)
+                                 struct pd_err *err)
 {
 	struct pd_pprof_lines l;
 	pd_pprof_lines_init(&l, text, len, b->max_line);
@@ -127,7 +130,7 @@ int pd_pprof_legacy_java_symbols(struct pd_pprof_lb *b, const char *text, size_t
 		uint64_t addr = 0;
 		int over = 0;
 		while (i < n && ((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
-				 (s[i] >= 'A' && s[i] <= 'F'))) {
+		                 (s[i] >= 'A' && s[i] <= 'F'))) {
 			if (addr >> 60)
 				over = 1;
 			char c = s[i];
@@ -137,7 +140,8 @@ int pd_pprof_legacy_java_symbols(struct pd_pprof_lb *b, const char *text, size_t
 		if (i == 2 || i >= n || !is_space(s[i]))
 			continue;
 		if (over)
-			return pd_err_set(err, PD_EINVAL, "line %zu: address past 64 bits", l.lineno);
+			return pd_err_set(err, PD_EINVAL, "line %zu: address past 64 bits",
+			                  l.lineno);
 		while (i < n && is_space(s[i]))
 			i++;
 		const char *r = s + i;
@@ -166,7 +170,8 @@ int pd_pprof_legacy_java_symbols(struct pd_pprof_lb *b, const char *text, size_t
 						file = r + p + 1;
 						filen = colon - p - 1;
 						int64_t v;
-						if (pd_pprof_parse_int(r + c, e - c, 0, &v) == 0 && v > 0)
+						if (pd_pprof_parse_int(r + c, e - c, 0, &v) == 0 &&
+						    v > 0)
 							lineno = v;
 						done = 1;
 						break;
@@ -229,7 +234,7 @@ int pd_pprof_legacy_java_symbols(struct pd_pprof_lb *b, const char *text, size_t
 }
 
 int pd_pprof_legacy_java(struct pd_pprof_profile **out, const char *buf, size_t len,
-			 const struct pd_pprof_decode_opts *opts, struct pd_err *err)
+                         const struct pd_pprof_decode_opts *opts, struct pd_err *err)
 {
 	struct pd_pprof_lines l;
 	pd_pprof_lines_init(&l, buf, len, pd_pprof_legacy_max_line(opts));
@@ -282,25 +287,29 @@ int pd_pprof_legacy_java(struct pd_pprof_profile **out, const char *buf, size_t 
 					memcpy(unit, v, un);
 					unit[un] = 0;
 					b.ntypes = 0;
-					if ((rc = pd_pprof_lb_type(&b, heap ? "inuse_objects" : "contentions",
-								   "count", err)) ||
-					    (rc = pd_pprof_lb_type(&b, heap ? "inuse_space" : "delay", unit,
-								   err)))
+					if ((rc = pd_pprof_lb_type(
+					         &b, heap ? "inuse_objects" : "contentions",
+					         "count", err)) ||
+					    (rc = pd_pprof_lb_type(
+					         &b, heap ? "inuse_space" : "delay", unit, err)))
 						goto done;
 				} else if (!heap && span_is(k, kn, "sampling period")) {
-					if ((rc = pd_pprof_lb_period_type(&b, "contentions", "count", err)))
+					if ((rc = pd_pprof_lb_period_type(&b, "contentions",
+					                                  "count", err)))
 						goto done;
 					if (pd_pprof_parse_int(v, vn, 1, &b.period)) {
-						rc = pd_err_set(err, PD_EINVAL,
-								"line %zu: sampling period is no number",
-								l.lineno);
+						rc = pd_err_set(
+						    err, PD_EINVAL,
+						    "line %zu: sampling period is no number",
+						    l.lineno);
 						goto done;
 					}
 				} else if (!heap && span_is(k, kn, "ms since reset")) {
 					if (pd_pprof_parse_int(v, vn, 1, &x)) {
-						rc = pd_err_set(err, PD_EINVAL,
-								"line %zu: ms since reset is no number",
-								l.lineno);
+						rc = pd_err_set(
+						    err, PD_EINVAL,
+						    "line %zu: ms since reset is no number",
+						    l.lineno);
 						goto done;
 					}
 					b.duration = (int64_t)((uint64_t)x * 1000000u);
@@ -325,14 +334,16 @@ int pd_pprof_legacy_java(struct pd_pprof_profile **out, const char *buf, size_t 
 		}
 		int64_t v0, v1;
 		if (pd_pprof_parse_int(c, cn, 1, &v0) || pd_pprof_parse_int(a, an, 1, &v1)) {
-			rc = pd_err_set(err, PD_EINVAL, "line %zu: a number past 64 bits", l.lineno);
+			rc =
+			    pd_err_set(err, PD_EINVAL, "line %zu: a number past 64 bits", l.lineno);
 			goto done;
 		}
 		if (heap) {
 			if (v0 == 0) {
-				rc = pd_err_set(err, PD_EINVAL,
-						"line %zu: the sample's count (its second number) is 0",
-						l.lineno);
+				rc = pd_err_set(
+				    err, PD_EINVAL,
+				    "line %zu: the sample's count (its second number) is 0",
+				    l.lineno);
 				goto done;
 			}
 			smp->has_bytes = 1;
@@ -352,9 +363,10 @@ int pd_pprof_legacy_java(struct pd_pprof_profile **out, const char *buf, size_t 
 	if ((rc = pd_pprof_legacy_java_symbols(&b, buf + rest, len - rest, err)))
 		goto done;
 	if (heap) {
-		const char *drop = "calloc|cfree|malloc|free|memalign|do_memalign|(__)?posix_memalign|"
-				   "pvalloc|valloc|realloc|tcmalloc::.*|runtime\\..*|allocate|"
-				   "operator new(\\[\\])?";
+		const char *drop =
+		    "calloc|cfree|malloc|free|memalign|do_memalign|(__)?posix_memalign|"
+		    "pvalloc|valloc|realloc|tcmalloc::.*|runtime\\..*|allocate|"
+		    "operator new(\\[\\])?";
 		b.drop_frames = pd_pprof_lb_str(&b, drop, strlen(drop));
 	} else {
 		const char *drop = "RecordLockProfileData|(base::)?RecordLockProfileData.*";

@@ -113,8 +113,8 @@ enum heap_kind { HEAP_NONE, HEAP_HEAP, HEAP_GROWTH, HEAP_FRAG };
 /* Finds the heap header in a line: its kind, the four counts, the sampler's name
  * and rate text. */
 static enum heap_kind heap_header(const char *s, size_t n, const char *v[4], size_t vn[4],
-				  const char **name, size_t *name_n, const char **rate,
-				  size_t *rate_n)
+                                  const char **name, size_t *name_n, const char **rate,
+                                  size_t *rate_n)
 {
 	for (size_t st = 0; st < n; st++) {
 		struct cur c = {s, n, st};
@@ -126,8 +126,9 @@ static enum heap_kind heap_header(const char *s, size_t n, const char *v[4], siz
 			spaces(&c);
 			if (lit(&c, "heap")) {
 				size_t ns = c.i - 4;
-				while (c.i < n && (c.s[c.i] == '_' || (c.s[c.i] >= 'a' && c.s[c.i] <= 'z') ||
-						   is_digit(c.s[c.i])))
+				while (c.i < n &&
+				       (c.s[c.i] == '_' || (c.s[c.i] >= 'a' && c.s[c.i] <= 'z') ||
+				        is_digit(c.s[c.i])))
 					c.i++;
 				*name = s + ns;
 				*name_n = c.i - ns;
@@ -163,7 +164,7 @@ static int span_eq(const char *a, size_t an, const char *b, size_t bn)
 /* One heap sample line: "(-?\d+): *(-?\d+) *\[ *(\d+): *(\d+) *] @([ x0-9a-f]*)"
  * anywhere in the line. */
 static int heap_sample_match(const char *s, size_t n, const char *v[4], size_t vn[4],
-			     const char **stk, size_t *stk_n)
+                             const char **stk, size_t *stk_n)
 {
 	for (size_t st = 0; st < n; st++) {
 		struct cur c = {s, n, st};
@@ -186,7 +187,7 @@ static int heap_sample_match(const char *s, size_t n, const char *v[4], size_t v
 			continue;
 		size_t a = c.i;
 		while (c.i < n && (c.s[c.i] == ' ' || c.s[c.i] == 'x' || is_digit(c.s[c.i]) ||
-				   (c.s[c.i] >= 'a' && c.s[c.i] <= 'f')))
+		                   (c.s[c.i] >= 'a' && c.s[c.i] <= 'f')))
 			c.i++;
 		*stk = s + a;
 		*stk_n = c.i - a;
@@ -196,15 +197,15 @@ static int heap_sample_match(const char *s, size_t n, const char *v[4], size_t v
 }
 
 static int heap_values(const char *cs, size_t cn, const char *ss, size_t sn, const char *label,
-		       int v2, int64_t rate, int64_t *out, int64_t *blocksize, size_t lineno,
-		       struct pd_err *err)
+                       int v2, int64_t rate, int64_t *out, int64_t *blocksize, size_t lineno,
+                       struct pd_err *err)
 {
 	int64_t count, size;
 	if (pd_pprof_parse_int(cs, cn, 0, &count) || pd_pprof_parse_int(ss, sn, 0, &size))
 		return pd_err_set(err, PD_EINVAL, "line %zu: a number past 64 bits", lineno);
 	if (count == 0 && size != 0)
 		return pd_err_set(err, PD_EINVAL, "line %zu: %s count was 0 but %s bytes was %lld",
-				  lineno, label, label, (long long)size);
+		                  lineno, label, label, (long long)size);
 	if (count != 0) {
 		*blocksize = count == -1 && size == INT64_MIN ? size : size / count;
 		if (v2)
@@ -216,7 +217,7 @@ static int heap_values(const char *cs, size_t cn, const char *ss, size_t sn, con
 }
 
 int pd_pprof_legacy_heap(struct pd_pprof_profile **out, const char *buf, size_t len,
-			 const struct pd_pprof_decode_opts *opts, struct pd_err *err)
+                         const struct pd_pprof_decode_opts *opts, struct pd_err *err)
 {
 	struct pd_pprof_lines l;
 	pd_pprof_lines_init(&l, buf, len, pd_pprof_legacy_max_line(opts));
@@ -276,21 +277,22 @@ int pd_pprof_legacy_heap(struct pd_pprof_profile **out, const char *buf, size_t 
 		const char *sv[4], *stk;
 		size_t svn[4], stk_n;
 		if (!heap_sample_match(s, n, sv, svn, &stk, &stk_n)) {
-			rc = pd_err_set(err, PD_EINVAL,
-					"line %zu: not a heap sample (\"N: BYTES [N: BYTES] @ 0x...\")",
-					l.lineno);
+			rc = pd_err_set(
+			    err, PD_EINVAL,
+			    "line %zu: not a heap sample (\"N: BYTES [N: BYTES] @ 0x...\")",
+			    l.lineno);
 			goto done;
 		}
 		int64_t vals[4] = {0}, bs = 0;
 		size_t k = 0;
 		if (has_alloc) {
-			if ((rc = heap_values(sv[2], svn[2], sv[3], svn[3], "allocation", v2, period, vals,
-					      &bs, l.lineno, err)))
+			if ((rc = heap_values(sv[2], svn[2], sv[3], svn[3], "allocation", v2,
+			                      period, vals, &bs, l.lineno, err)))
 				goto done;
 			k = 2;
 		}
-		if ((rc = heap_values(sv[0], svn[0], sv[1], svn[1], "inuse", v2, period, vals + k, &bs,
-				      l.lineno, err)))
+		if ((rc = heap_values(sv[0], svn[0], sv[1], svn[1], "inuse", v2, period, vals + k,
+		                      &bs, l.lineno, err)))
 			goto done;
 		struct pd_pprof_lb_sample *smp = pd_pprof_lb_sample(&b, err);
 		if (!smp) {
@@ -305,18 +307,19 @@ int pd_pprof_legacy_heap(struct pd_pprof_profile **out, const char *buf, size_t 
 	}
 	if (rc < 0 || (rc = additional_sections(&b, &l, err)))
 		goto done;
-	const char *drop = "calloc|cfree|malloc|free|memalign|do_memalign|(__)?posix_memalign|"
-			   "pvalloc|valloc|realloc|tcmalloc::.*|tc_calloc|tc_cfree|tc_malloc|"
-			   "tc_free|tc_memalign|tc_posix_memalign|tc_pvalloc|tc_valloc|tc_realloc|"
-			   "tc_new|tc_delete|tc_newarray|tc_deletearray|tc_new_nothrow|"
-			   "tc_newarray_nothrow|malloc_zone_malloc|malloc_zone_calloc|"
-			   "malloc_zone_valloc|malloc_zone_realloc|malloc_zone_memalign|"
-			   "malloc_zone_free|runtime\\..*|BaseArena::.*|(::)?do_malloc_no_errno|"
-			   "(::)?do_malloc_pages|(::)?do_malloc|DoSampledAllocation|"
-			   "MallocedMemBlock::MallocedMemBlock|_M_allocate|__builtin_(vec_)?delete|"
-			   "__builtin_(vec_)?new|__gnu_cxx::new_allocator::allocate|__libc_malloc|"
-			   "__malloc_alloc_template::allocate|allocate|cpp_alloc|operator new(\\[\\])?|"
-			   "simple_alloc::allocate";
+	const char *drop =
+	    "calloc|cfree|malloc|free|memalign|do_memalign|(__)?posix_memalign|"
+	    "pvalloc|valloc|realloc|tcmalloc::.*|tc_calloc|tc_cfree|tc_malloc|"
+	    "tc_free|tc_memalign|tc_posix_memalign|tc_pvalloc|tc_valloc|tc_realloc|"
+	    "tc_new|tc_delete|tc_newarray|tc_deletearray|tc_new_nothrow|"
+	    "tc_newarray_nothrow|malloc_zone_malloc|malloc_zone_calloc|"
+	    "malloc_zone_valloc|malloc_zone_realloc|malloc_zone_memalign|"
+	    "malloc_zone_free|runtime\\..*|BaseArena::.*|(::)?do_malloc_no_errno|"
+	    "(::)?do_malloc_pages|(::)?do_malloc|DoSampledAllocation|"
+	    "MallocedMemBlock::MallocedMemBlock|_M_allocate|__builtin_(vec_)?delete|"
+	    "__builtin_(vec_)?new|__gnu_cxx::new_allocator::allocate|__libc_malloc|"
+	    "__malloc_alloc_template::allocate|allocate|cpp_alloc|operator new(\\[\\])?|"
+	    "simple_alloc::allocate";
 	const char *keep = "runtime\\.panic|runtime\\.reflectcall|runtime\\.call[0-9]*";
 	b.drop_frames = pd_pprof_lb_str(&b, drop, strlen(drop));
 	b.keep_frames = pd_pprof_lb_str(&b, keep, strlen(keep));
@@ -331,12 +334,13 @@ done:
 /* ---- Go's count profiles --------------------------------------------------- */
 
 int pd_pprof_legacy_count(struct pd_pprof_profile **out, const char *buf, size_t len,
-			  const struct pd_pprof_decode_opts *opts, struct pd_err *err)
+                          const struct pd_pprof_decode_opts *opts, struct pd_err *err)
 {
 	struct pd_pprof_lines l;
 	pd_pprof_lines_init(&l, buf, len, pd_pprof_legacy_max_line(opts));
 	int rc;
-	while ((rc = pd_pprof_lines_next(&l, err)) > 0 && pd_pprof_space_or_comment(l.cur, l.cur_len))
+	while ((rc = pd_pprof_lines_next(&l, err)) > 0 &&
+	       pd_pprof_space_or_comment(l.cur, l.cur_len))
 		;
 	if (rc < 0)
 		return PD_PPROF_LEGACY_NOT_MINE;
@@ -378,7 +382,8 @@ int pd_pprof_legacy_count(struct pd_pprof_profile **out, const char *buf, size_t
 		/* \A(\d+) @(( 0x[0-9a-f]+)+)\z */
 		struct cur sc = {s, n, 0};
 		int64_t v;
-		int ok = num(&sc, 0, &d, &dn) && lit(&sc, " @") && pd_pprof_parse_int(d, dn, 1, &v) == 0;
+		int ok =
+		    num(&sc, 0, &d, &dn) && lit(&sc, " @") && pd_pprof_parse_int(d, dn, 1, &v) == 0;
 		size_t st = sc.i;
 		int frames = 0;
 		while (ok && sc.i < n) {
@@ -387,15 +392,16 @@ int pd_pprof_legacy_count(struct pd_pprof_profile **out, const char *buf, size_t
 				break;
 			}
 			size_t h = sc.i;
-			while (sc.i < n && (is_digit(s[sc.i]) || (s[sc.i] >= 'a' && s[sc.i] <= 'f')))
+			while (sc.i < n &&
+			       (is_digit(s[sc.i]) || (s[sc.i] >= 'a' && s[sc.i] <= 'f')))
 				sc.i++;
 			if (sc.i == h)
 				ok = 0;
 			frames++;
 		}
 		if (!ok || !frames) {
-			rc = pd_err_set(err, PD_EINVAL, "line %zu: not a sample (\"N @ 0x... 0x...\")",
-					l.lineno);
+			rc = pd_err_set(err, PD_EINVAL,
+			                "line %zu: not a sample (\"N @ 0x... 0x...\")", l.lineno);
 			goto done;
 		}
 		struct pd_pprof_lb_sample *smp = pd_pprof_lb_sample(&b, err);
@@ -410,7 +416,7 @@ int pd_pprof_legacy_count(struct pd_pprof_profile **out, const char *buf, size_t
 	if (rc < 0 || (rc = additional_sections(&b, &l, err)))
 		goto done;
 	const char *drop = "ProfileData::Add|ProfileData::prof_handler|CpuProfiler::prof_handler|"
-			   "__pthread_sighandler|__restore";
+	                   "__pthread_sighandler|__restore";
 	b.drop_frames = pd_pprof_lb_str(&b, drop, strlen(drop));
 	rc = pd_pprof_lb_finish(&b, out, err);
 done:
@@ -468,12 +474,13 @@ static int threadz_start(const char *s, size_t n)
 }
 
 int pd_pprof_legacy_thread(struct pd_pprof_profile **out, const char *buf, size_t len,
-			   const struct pd_pprof_decode_opts *opts, struct pd_err *err)
+                           const struct pd_pprof_decode_opts *opts, struct pd_err *err)
 {
 	struct pd_pprof_lines l;
 	pd_pprof_lines_init(&l, buf, len, pd_pprof_legacy_max_line(opts));
 	int rc;
-	while ((rc = pd_pprof_lines_next(&l, err)) > 0 && pd_pprof_space_or_comment(l.cur, l.cur_len))
+	while ((rc = pd_pprof_lines_next(&l, err)) > 0 &&
+	       pd_pprof_space_or_comment(l.cur, l.cur_len))
 		;
 	if (rc < 0)
 		return PD_PPROF_LEGACY_NOT_MINE;
@@ -483,7 +490,8 @@ int pd_pprof_legacy_thread(struct pd_pprof_profile **out, const char *buf, size_
 		while ((rc = pd_pprof_lines_next(&l, err)) > 0) {
 			line = l.cur;
 			line_n = l.cur_len;
-			if (pd_pprof_is_maps_sentinel(line, line_n) || pd_pprof_has_prefix(line, line_n, "-"))
+			if (pd_pprof_is_maps_sentinel(line, line_n) ||
+			    pd_pprof_has_prefix(line, line_n, "-"))
 				break;
 		}
 		if (rc < 0)
@@ -501,11 +509,12 @@ int pd_pprof_legacy_thread(struct pd_pprof_profile **out, const char *buf, size_
 		if (pd_pprof_has_prefix(line, line_n, "---- no stack trace for"))
 			break;
 		if (!thread_start(line, line_n)) {
-			rc = b.ns ? pd_err_set(err, PD_EINVAL,
-					       "line %zu: not a thread header (\"--- Thread ID (name: "
-					       "NAME/N) stack: ---\")",
-					       l.lineno)
-				  : PD_PPROF_LEGACY_NOT_MINE;
+			rc = b.ns ? pd_err_set(
+			                err, PD_EINVAL,
+			                "line %zu: not a thread header (\"--- Thread ID (name: "
+			                "NAME/N) stack: ---\")",
+			                l.lineno)
+			          : PD_PPROF_LEGACY_NOT_MINE;
 			goto done;
 		}
 		/* the stack: hex addresses up to the next "---" line */
@@ -553,12 +562,13 @@ int pd_pprof_legacy_thread(struct pd_pprof_profile **out, const char *buf, size_
 	for (size_t i = 0; i < b.ns; i++) {
 		struct pd_pprof_lb_sample *s = &b.s[i];
 		if (s->n > 1 && b.loc[b.stk[s->off]].addr == b.loc[b.stk[s->off + 1]].addr + 1) {
-			memmove(b.stk + s->off + 1, b.stk + s->off + 2, (s->n - 2) * sizeof(*b.stk));
+			memmove(b.stk + s->off + 1, b.stk + s->off + 2,
+			        (s->n - 2) * sizeof(*b.stk));
 			s->n--;
 		}
 	}
 	const char *drop = "ProfileData::Add|ProfileData::prof_handler|CpuProfiler::prof_handler|"
-			   "__pthread_sighandler|__restore";
+	                   "__pthread_sighandler|__restore";
 	b.drop_frames = pd_pprof_lb_str(&b, drop, strlen(drop));
 	rc = pd_pprof_lb_finish(&b, out, err);
 done:
@@ -571,7 +581,7 @@ done:
 /* ---- contention ------------------------------------------------------------- */
 
 int pd_pprof_legacy_contention(struct pd_pprof_profile **out, const char *buf, size_t len,
-			       const struct pd_pprof_decode_opts *opts, struct pd_err *err)
+                               const struct pd_pprof_decode_opts *opts, struct pd_err *err)
 {
 	struct pd_pprof_lines l;
 	pd_pprof_lines_init(&l, buf, len, pd_pprof_legacy_max_line(opts));
@@ -653,20 +663,23 @@ int pd_pprof_legacy_contention(struct pd_pprof_profile **out, const char *buf, s
 				if (!num(&c, 0, &c2, &cn) || !lit(&c, " @"))
 					continue;
 				size_t h = c.i;
-				while (c.i < n && (s[c.i] == ' ' || s[c.i] == 'x' || is_digit(s[c.i]) ||
-						   (s[c.i] >= 'a' && s[c.i] <= 'f')))
+				while (c.i < n &&
+				       (s[c.i] == ' ' || s[c.i] == 'x' || is_digit(s[c.i]) ||
+				        (s[c.i] >= 'a' && s[c.i] <= 'f')))
 					c.i++;
 				stk = s + h;
 				stk_n = c.i - h;
 				ok = 1;
 			}
 			int64_t v1, v2;
-			if (!ok || pd_pprof_parse_int(a, an, 0, &v1) || pd_pprof_parse_int(c2, cn, 0, &v2)) {
-				rc = b.ns ? pd_err_set(err, PD_EINVAL,
-						       "line %zu: not a contention sample (\"CYCLES COUNT "
-						       "@ 0x...\")",
-						       l.lineno)
-					  : PD_PPROF_LEGACY_NOT_MINE;
+			if (!ok || pd_pprof_parse_int(a, an, 0, &v1) ||
+			    pd_pprof_parse_int(c2, cn, 0, &v2)) {
+				rc = b.ns ? pd_err_set(
+				                err, PD_EINVAL,
+				                "line %zu: not a contention sample (\"CYCLES COUNT "
+				                "@ 0x...\")",
+				                l.lineno)
+				          : PD_PPROF_LEGACY_NOT_MINE;
 				goto done;
 			}
 			if (period > 0) {
@@ -694,7 +707,8 @@ int pd_pprof_legacy_contention(struct pd_pprof_profile **out, const char *buf, s
 	if ((rc = additional_sections(&b, &l, err)))
 		goto done;
 	const char *drop =
-	    "RecordLockProfileData|(base::)?RecordLockProfileData.*|(base::)?SubmitMutexProfileData.*|"
+	    "RecordLockProfileData|(base::)?RecordLockProfileData.*|(base::)?"
+	    "SubmitMutexProfileData.*|"
 	    "(base::)?SubmitSpinLockProfileData.*|(base::Mutex::)?AwaitCommon.*|"
 	    "(base::Mutex::)?Unlock.*|(base::Mutex::)?UnlockSlow.*|(base::Mutex::)?ReaderUnlock.*|"
 	    "(base::MutexLock::)?~MutexLock.*|(Mutex::)?AwaitCommon.*|(Mutex::)?Unlock.*|"

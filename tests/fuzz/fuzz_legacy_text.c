@@ -9,9 +9,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	int (*readers[])(struct pd_pprof_profile **, const char *, size_t,
-			 const struct pd_pprof_decode_opts *, struct pd_err *) = {
-	    pd_pprof_legacy_heap, pd_pprof_legacy_count, pd_pprof_legacy_thread,
-	    pd_pprof_legacy_contention};
+	                 const struct pd_pprof_decode_opts *,
+	                 struct pd_err *) = {pd_pprof_legacy_heap, pd_pprof_legacy_count,
+	                                     pd_pprof_legacy_thread, pd_pprof_legacy_contention};
 	struct pd_pprof_decode_opts o = {.max_samples = 100000};
 	for (size_t i = 0; i < sizeof(readers) / sizeof(*readers); i++) {
 		struct pd_pprof_profile *p = NULL;

@@ -16,19 +16,20 @@
 #include "profd/pprof.h"
 
 static int decode_str(const char *s, size_t n, const struct pd_pprof_decode_opts *o,
-		      struct pd_pprof_profile **p, struct pd_err *err)
+                      struct pd_pprof_profile **p, struct pd_err *err)
 {
 	return pd_pprof_decode(p, (const uint8_t *)s, n, o, err);
 }
 
-#define MAPS "00400000-00410000 r-xp 00000000 08:01 1 /usr/bin/app\n" \
-	     "00610000-00611000 rw-p 00010000 08:01 1 /usr/bin/app\n"
+#define MAPS                                                                                       \
+	"00400000-00410000 r-xp 00000000 08:01 1 /usr/bin/app\n"                                   \
+	"00610000-00611000 rw-p 00010000 08:01 1 /usr/bin/app\n"
 
 /* A CPU profile: header, two samples, the end marker, then MAPS. */
 static size_t cpu_profile(uint8_t *out, int w64, int big)
 {
-	uint64_t words[] = {0, 3, 0, 10000, 0, /* period 10 ms */
-			    5, 3, 0x401000, 0x402001, 0x403001, 2, 2, 0x401100, 0x404001, 0, 1, 0};
+	uint64_t words[] = {0, 3, 0,        10000,    0, /* period 10 ms */
+	                    5, 3, 0x401000, 0x402001, 0x403001, 2, 2, 0x401100, 0x404001, 0, 1, 0};
 	size_t k = w64 ? 8 : 4, n = 0;
 	for (size_t i = 0; i < sizeof(words) / sizeof(*words); i++) {
 		for (size_t b = 0; b < k; b++)
@@ -63,8 +64,8 @@ static void test_cpu_word_forms(void **state)
 		int found = 0;
 		for (size_t i = 0; i < parts.nlocation; i++) {
 			uint64_t a = parts.location[i].address;
-			assert_true(a == 0x401000 || a == 0x402000 || a == 0x403000 || a == 0x401100 ||
-				    a == 0x404000);
+			assert_true(a == 0x401000 || a == 0x402000 || a == 0x403000 ||
+			            a == 0x401100 || a == 0x404000);
 			assert_int_equal(parts.location[i].mapping_id, 1);
 			found += a == 0x402000;
 		}
@@ -124,8 +125,8 @@ static void test_malformed(void **state)
 	     "line 2: inuse count was 0 but inuse bytes was 2", PD_EINVAL},
 	    {"heap profile: 1: 2 [1: 2] @ heap_v2/10\n1: 2 [1: 2] @ 0x11112222333344445\n",
 	     "line 2: address 0x11112222333344445 is past 64 bits", PD_EINVAL},
-	    {"goroutine profile: total 1\n1 @ 0x1\nfoo\n", "goroutine profile: line 3: not a sample",
-	     PD_EINVAL},
+	    {"goroutine profile: total 1\n1 @ 0x1\nfoo\n",
+	     "goroutine profile: line 3: not a sample", PD_EINVAL},
 	    {"--- contentionz 1 ---\ncycles/second = 100\n10 2 @ 0x1\nxx\n",
 	     "contention profile: line 4: not a contention sample", PD_EINVAL},
 	    {"--- heapz 1 ---\nformat = java\nresolution = bytes\n 10 0 @ 0x1\n",
@@ -140,7 +141,7 @@ static void test_malformed(void **state)
 		int rc = decode_str(cases[i].in, strlen(cases[i].in), NULL, &p, &err);
 		if (rc != cases[i].code || !strstr(err.msg, cases[i].want_in_msg))
 			fail_msg("case %zu: rc %d, message \"%s\"; want %d, \"%s\"", i, rc, err.msg,
-				 cases[i].code, cases[i].want_in_msg);
+			         cases[i].code, cases[i].want_in_msg);
 		assert_null(p);
 	}
 }
@@ -192,12 +193,12 @@ static void test_maps_forms(void **state)
 	(void)state;
 	/* brief form, an attribute, glog prefixes, a non-executable entry skipped */
 	const char *t = "heap profile: 1: 8 [1: 8] @ heapprofile\n"
-			"1: 8 [1: 8] @ 0x7f0000000101 0x401001\n"
-			"MAPPED_LIBRARIES:\n"
-			"I0101 00:00:00.000 x.cc:12] 0x400000-0x402000 /usr/bin/app\n"
-			"lib=/usr/lib\n"
-			"7f0000000000-7f0000001000 rw-p 00000000 08:01 2 $lib/libdata.so\n"
-			"7f0000000000-7f0000002000 r-xp 00000000 08:01 2 $lib/libx.so\n";
+	                "1: 8 [1: 8] @ 0x7f0000000101 0x401001\n"
+	                "MAPPED_LIBRARIES:\n"
+	                "I0101 00:00:00.000 x.cc:12] 0x400000-0x402000 /usr/bin/app\n"
+	                "lib=/usr/lib\n"
+	                "7f0000000000-7f0000001000 rw-p 00000000 08:01 2 $lib/libdata.so\n"
+	                "7f0000000000-7f0000002000 r-xp 00000000 08:01 2 $lib/libx.so\n";
 	struct pd_pprof_profile *p;
 	struct pd_err err = {0};
 	int rc = decode_str(t, strlen(t), NULL, &p, &err);
