@@ -55,7 +55,7 @@ static int strip_handler_frames(struct pd_pprof_lb *b, struct pd_err *err)
 		pd_u64map_init(&cnt);
 		uint64_t found = 0;
 		int have = 0;
-		for (size_t i = 0; i < b->ns && !have; i++) {
+		for (size_t i = 0; i < b->ns; i++) {
 			struct pd_pprof_lb_sample *s = &b->s[i];
 			if (s->n <= 1)
 				continue;
@@ -66,7 +66,6 @@ static int strip_handler_frames(struct pd_pprof_lb *b, struct pd_err *err)
 				pd_u64map_fini(&cnt);
 				return pd_err_set(err, PD_ENOMEM, "out of memory");
 			}
-			(void)found;
 		}
 		/* the location (and so address) that passes the threshold */
 		for (size_t i = 0; i < b->ns; i++) {

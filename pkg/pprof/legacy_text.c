@@ -223,7 +223,7 @@ int pd_pprof_legacy_heap(struct pd_pprof_profile **out, const char *buf, size_t 
 	pd_pprof_lines_init(&l, buf, len, pd_pprof_legacy_max_line(opts));
 	int rc = pd_pprof_lines_next(&l, err);
 	if (rc <= 0)
-		return rc < 0 ? PD_PPROF_LEGACY_NOT_MINE : PD_PPROF_LEGACY_NOT_MINE;
+		return PD_PPROF_LEGACY_NOT_MINE;
 	const char *v[4], *name = "", *rate = "";
 	size_t vn[4], name_n = 0, rate_n = 0;
 	enum heap_kind kind = heap_header(l.cur, l.cur_len, v, vn, &name, &name_n, &rate, &rate_n);
@@ -518,7 +518,7 @@ int pd_pprof_legacy_thread(struct pd_pprof_profile **out, const char *buf, size_
 			goto done;
 		}
 		/* the stack: hex addresses up to the next "---" line */
-		size_t first = b.nstk, nfr = 0;
+		size_t first = b.nstk;
 		int same = 0;
 		struct pd_pprof_lb_sample *smp = pd_pprof_lb_sample(&b, err);
 		if (!smp) {
@@ -545,9 +545,6 @@ int pd_pprof_legacy_thread(struct pd_pprof_profile **out, const char *buf, size_
 		if (rc < 0)
 			goto done;
 		rc = 0;
-		/* frames after the leaf are adjusted: hex_frames adjusted per line, fix up */
-		nfr = b.nstk - first;
-		(void)nfr;
 		if (same || b.s[b.ns - 1].n == 0) {
 			b.nstk = first;
 			b.ns--;
