@@ -30,6 +30,7 @@ PKGS=(
   golang-go time curl jq
   python3-yaml # examples/check.sh: reads the Kubernetes manifests
   libpcre2-dev # bench/regex.sh only: its reference, the PCRE2 matchers before RE2
+  libgoogle-perftools-dev # tests/golden/gperftools_cpu.sh: a real gperftools CPU profile (-lprofiler)
 )
 # the browser tests: Debian's Chromium, and Node.js and npm unless the machine has them
 if [ $tests = 1 ] && [ -f "$browser/package.json" ]; then

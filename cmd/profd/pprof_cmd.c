@@ -41,6 +41,9 @@ static void usage(FILE *f)
 		"                         function, no cut\n"
 		"  --min-total=N          flame: leave out nodes whose total is below N (default 0)\n"
 		"  --max-decompressed=N   largest decompressed profile in bytes (default 268435456)\n"
+		"  --legacy-max-stack-depth=N  legacy formats: frames of one sample (default 4096)\n"
+		"  --legacy-max-line=N    legacy text formats: bytes of one line (default 1048576)\n"
+		"  --legacy-max-maps=N    legacy formats: memory map entries kept (default 65536)\n"
 		"  -o FILE                output file for merge and diff (\"-\" is stdout)\n");
 }
 
@@ -155,6 +158,19 @@ static int parse(int argc, char **argv, struct opts *o)
 				return -1;
 			}
 			o->dec.max_decompressed = (size_t)n;
+		} else if (strcmp(name, "--legacy-max-stack-depth") == 0 ||
+			   strcmp(name, "--legacy-max-line") == 0 || strcmp(name, "--legacy-max-maps") == 0) {
+			if (parse_num(name, v, &n) || n == 0) {
+				if (n == 0)
+					fprintf(stderr, "profd pprof: %s must be positive\n", name);
+				return -1;
+			}
+			if (name[13] == 's')
+				o->dec.legacy_max_depth = (size_t)n;
+			else if (name[13] == 'l')
+				o->dec.legacy_max_line = (size_t)n;
+			else
+				o->dec.legacy_max_maps = (size_t)n;
 		} else {
 			fprintf(stderr, "profd pprof: unknown flag %s\n", name);
 			return -1;

@@ -42,7 +42,21 @@ struct pd_pprof_decode_opts {
 	/* May be NULL; on a refusal for one of the limits above (or max_decompressed
 	 * or max_memory) set to which (enum pd_pprof_limit), else to 0. */
 	int *limit_hit;
+	/* May be NULL; set to 1 when the bytes were one of the legacy formats (and the
+	 * profile their conversion), else to 0. A store keeps pd_pprof_encode's bytes
+	 * of such a profile rather than the bytes read. */
+	int *legacy;
+	/* Limits of the legacy readers (0: the default): frames of one sample
+	 * (PD_PPROF_LEGACY_MAX_DEPTH, 4096), bytes of one text line
+	 * (PD_PPROF_LEGACY_MAX_LINE, 1 MiB), memory map entries kept
+	 * (PD_PPROF_LEGACY_MAX_MAPS, 65536). max_samples bounds their samples too
+	 * (0 there: 10 million). */
+	size_t legacy_max_depth, legacy_max_line, legacy_max_maps;
 };
+#define PD_PPROF_LEGACY_MAX_LINE ((size_t)1 << 20)
+#define PD_PPROF_LEGACY_MAX_DEPTH 4096
+#define PD_PPROF_LEGACY_MAX_MAPS 65536
+#define PD_PPROF_LEGACY_MAX_SAMPLES 10000000
 
 /* The limits a decoding may be refused for; pd_pprof_limit_name gives each a
  * short name for metrics: "decompressed_size", "decompression_ratio",
@@ -68,7 +82,10 @@ const char *pd_pprof_limit_name(int limit);
 #define PD_PPROF_STORE_MAX_SAMPLE_LABELS 1024
 
 /* Decodes buf (gzip-compressed or raw protobuf, told apart by the gzip magic) and
- * validates it as pprof does. On success *out is a new profile owned by the caller
+ * validates it as pprof does. Bytes that are no protobuf profile are tried as the
+ * legacy formats go tool pprof reads (gperftools CPU, text heap/growth/contention/
+ * thread, Go count, Java; docs/pprof.md), whose /proc/self/maps sections become
+ * mappings. On success *out is a new profile owned by the caller
  * (free with pd_pprof_destroy); buf is only read. On failure err says what was
  * wrong, e.g. "location 17 refers to missing function 9". opts may be NULL. */
 int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t len,

@@ -84,8 +84,9 @@ void api_push(struct api_req *r, struct api_resp *w)
 	}
 	/* no more than the store takes: it refuses a larger protobuf anyway */
 	size_t maxd = s->o.max_decompressed ? s->o.max_decompressed : PD_TSDB_DEFAULT_MAX_PROFILE;
-	int hit = 0;
-	struct pd_pprof_decode_opts dopts = {.max_decompressed = maxd,
+	int hit = 0, legacy = 0;
+	struct pd_pprof_decode_opts dopts = {.legacy = &legacy,
+	                                     .max_decompressed = maxd,
 	                                     .max_memory = s->o.push_max_memory,
 	                                     .max_ratio = s->o.push_max_ratio,
 	                                     .max_samples = s->o.push_max_samples,
@@ -136,6 +137,16 @@ void api_push(struct api_req *r, struct api_resp *w)
 		}
 		store = raw;
 	}
+	if (legacy) {
+		/* a legacy format (pprof.md): stored as its conversion to profile.proto */
+		free(raw);
+		raw = NULL;
+		if ((rc = pd_pprof_encode(p, 0, &raw, &store_len, &err))) {
+			api_internal(w, "encoding the converted profile failed", rc, &err);
+			goto out;
+		}
+		store = raw;
+	}
 	tl = calloc(n ? n : 1, sizeof(*tl));
 	if (!tl) {
 		api_error(w, 500, "internal", "out of memory");
@@ -152,8 +163,8 @@ void api_push(struct api_req *r, struct api_resp *w)
 	}
 	/* the store takes the decoded profile, so it does not decode it again, and a
 	 * gzip upload as it came, which its WAL keeps instead of compressing again */
-	rc = pd_tsdb_append_gzip(app, tl, n, t, store, store_len, p, raw ? data : NULL,
-				 raw ? len : 0, &err);
+	rc = pd_tsdb_append_gzip(app, tl, n, t, store, store_len, p, raw && !legacy ? data : NULL,
+				 raw && !legacy ? len : 0, &err);
 	p = NULL;
 	if (rc) {
 		pd_tsdb_rollback(app);

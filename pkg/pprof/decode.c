@@ -3,10 +3,13 @@
  * unpacked into an arena with a memory cap, by the hand-written decoder of
  * pbdecode.c when it handles the bytes and by protobuf-c otherwise; when protobuf-c
  * refuses them, a wire-format scan says why. The counts of samples and of labels
- * per sample are checked last, when the caller asks. */
+ * per sample are checked last, when the caller asks. Bytes that are no protobuf
+ * profile are tried as the legacy formats of legacy.c. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "legacy_int.h"
 #include "pprof_int.h"
 
 static void *arena_alloc(void *data, size_t size)
@@ -121,12 +124,84 @@ static int check_counts(const pb_profile *pb, const struct pd_pprof_decode_opts 
 	return 0;
 }
 
+/* The protobuf decoding of data (raw, not gzip). */
+static int decode_pb(struct pd_pprof_profile **out, const uint8_t *data, size_t raw_len,
+		     const struct pd_pprof_decode_opts *opts, int *hit, struct pd_err *err)
+{
+	int rc;
+	size_t limit = opts && opts->max_memory ? opts->max_memory : 0;
+	if (!limit)
+		limit = raw_len > (SIZE_MAX - (1u << 20)) / 16 ? SIZE_MAX : raw_len * 16 + (1u << 20);
+	struct pd_arena *arena = pd_arena_create(limit);
+	if (!arena) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		goto end;
+	}
+	pb_profile *pb = NULL;
+	if (!(opts && opts->protobuf_c_only))
+		pb = pd_pprof_pb_decode(arena, data, raw_len);
+	if (pb)
+		goto adopt;
+	if (pd_arena_exhausted(arena)) {
+		/* its whole need is past the cap, and protobuf-c's would be too */
+		pd_arena_destroy(arena);
+		goto too_big;
+	}
+	if (pd_arena_used(arena)) {
+		/* what the fast decoder left before giving up does not count */
+		pd_arena_destroy(arena);
+		if (!(arena = pd_arena_create(limit))) {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			goto end;
+		}
+	}
+	ProtobufCAllocator alloc;
+	pd_pprof_arena_allocator(&alloc, arena);
+	pb = perftools__profiles__profile__unpack(&alloc, raw_len, data);
+	if (!pb) {
+		int exhausted = pd_arena_exhausted(arena);
+		pd_arena_destroy(arena);
+		if (exhausted)
+			goto too_big;
+		rc = pd_pprof_wire_diagnose(data, raw_len, err);
+		goto end;
+	}
+	drop_field_zero(pb);
+adopt:
+	if ((rc = check_counts(pb, opts, hit, err))) {
+		pd_arena_destroy(arena);
+		goto end;
+	}
+	/* the strings' lengths come from the wire: an entry may hold NUL bytes */
+	size_t *str_len = malloc((pb->n_string_table ? pb->n_string_table : 1) * sizeof(*str_len));
+	if (!str_len) {
+		pd_arena_destroy(arena);
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		goto end;
+	}
+	if ((rc = pd_pprof_wire_string_lengths(data, raw_len, str_len, pb->n_string_table, err))) {
+		free(str_len);
+		pd_arena_destroy(arena);
+		goto end;
+	}
+	rc = pd_pprof_adopt(out, arena, pb, str_len, err);
+	goto end;
+too_big:
+	*hit = PD_PPROF_LIMIT_MEMORY;
+	rc = pd_err_set(err, PD_ETOOBIG,
+			"decoding needs more than the memory limit of %zu bytes", limit);
+end:
+	return rc;
+}
+
 int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t len,
 		    const struct pd_pprof_decode_opts *opts, struct pd_err *err)
 {
 	int hit_local = 0;
 	int *hit = opts && opts->limit_hit ? opts->limit_hit : &hit_local;
 	*hit = PD_PPROF_LIMIT_NONE;
+	if (opts && opts->legacy)
+		*opts->legacy = 0;
 	size_t max = opts && opts->max_decompressed ? opts->max_decompressed
 						    : PD_PPROF_DEFAULT_MAX_DECOMPRESSED;
 	uint8_t *raw = NULL;
@@ -156,68 +231,25 @@ int pd_pprof_decode(struct pd_pprof_profile **out, const uint8_t *buf, size_t le
 		rc = pd_err_set(err, PD_EINVAL, "empty profile: a profile has at least a string table");
 		goto out;
 	}
-
-	size_t limit = opts && opts->max_memory ? opts->max_memory : 0;
-	if (!limit)
-		limit = raw_len > (SIZE_MAX - (1u << 20)) / 16 ? SIZE_MAX : raw_len * 16 + (1u << 20);
-	struct pd_arena *arena = pd_arena_create(limit);
-	if (!arena) {
-		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
-		goto out;
-	}
-	pb_profile *pb = NULL;
-	if (!(opts && opts->protobuf_c_only))
-		pb = pd_pprof_pb_decode(arena, data, raw_len);
-	if (pb)
-		goto adopt;
-	if (pd_arena_exhausted(arena)) {
-		/* its whole need is past the cap, and protobuf-c's would be too */
-		pd_arena_destroy(arena);
-		goto too_big;
-	}
-	if (pd_arena_used(arena)) {
-		/* what the fast decoder left before giving up does not count */
-		pd_arena_destroy(arena);
-		if (!(arena = pd_arena_create(limit))) {
-			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
-			goto out;
+	rc = decode_pb(out, data, raw_len, opts, hit, err);
+	if (rc && rc != PD_ENOMEM && *hit == PD_PPROF_LIMIT_NONE) {
+		/* not a protobuf profile: perhaps one of the legacy formats pprof reads */
+		struct pd_err lerr = {0};
+		int lrc = pd_pprof_legacy_decode(out, data, raw_len, opts, &lerr);
+		if (lrc == PD_PPROF_LEGACY_NOT_MINE) {
+			char pb_msg[PD_ERR_MSG_MAX];
+			snprintf(pb_msg, sizeof(pb_msg), "%s", err ? err->msg : "");
+			pd_err_set(err, rc,
+				   "%s; nor is it a legacy profile (tried " PD_PPROF_LEGACY_FORMATS ")",
+				   pb_msg);
+		} else {
+			rc = lrc;
+			if (rc && err)
+				*err = lerr;
+			if (!rc && opts && opts->legacy)
+				*opts->legacy = 1;
 		}
 	}
-	ProtobufCAllocator alloc;
-	pd_pprof_arena_allocator(&alloc, arena);
-	pb = perftools__profiles__profile__unpack(&alloc, raw_len, data);
-	if (!pb) {
-		int exhausted = pd_arena_exhausted(arena);
-		pd_arena_destroy(arena);
-		if (exhausted)
-			goto too_big;
-		rc = pd_pprof_wire_diagnose(data, raw_len, err);
-		goto out;
-	}
-	drop_field_zero(pb);
-adopt:
-	if ((rc = check_counts(pb, opts, hit, err))) {
-		pd_arena_destroy(arena);
-		goto out;
-	}
-	/* the strings' lengths come from the wire: an entry may hold NUL bytes */
-	size_t *str_len = malloc((pb->n_string_table ? pb->n_string_table : 1) * sizeof(*str_len));
-	if (!str_len) {
-		pd_arena_destroy(arena);
-		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((rc = pd_pprof_wire_string_lengths(data, raw_len, str_len, pb->n_string_table, err))) {
-		free(str_len);
-		pd_arena_destroy(arena);
-		goto out;
-	}
-	rc = pd_pprof_adopt(out, arena, pb, str_len, err);
-	goto out;
-too_big:
-	*hit = PD_PPROF_LIMIT_MEMORY;
-	rc = pd_err_set(err, PD_ETOOBIG,
-			"decoding needs more than the memory limit of %zu bytes", limit);
 out:
 	free(raw);
 	return rc;

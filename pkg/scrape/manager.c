@@ -624,7 +624,9 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 	 * stored profile's limit allow, the lower; a decoded profile takes several
 	 * times its protobuf size */
 	size_t mem = m->o.max_memory < max ? m->o.max_memory : max;
-	struct pd_pprof_decode_opts dopts = {.max_decompressed = max,
+	int legacy = 0;
+	struct pd_pprof_decode_opts dopts = {.legacy = &legacy,
+					     .max_decompressed = max,
 					     .max_memory = mem,
 					     .max_samples = m->o.max_samples,
 					     .max_sample_labels = m->o.max_sample_labels,
@@ -645,6 +647,19 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 		goto limit;
 	if (drc)
 		goto bad;
+	if (legacy) {
+		/* a legacy format (pprof.md): stored as its conversion to profile.proto */
+		uint8_t *enc;
+		size_t enc_len;
+		if (pd_pprof_encode(prof, 0, &enc, &enc_len, &err)) {
+			pd_pprof_destroy(prof);
+			goto store_failed;
+		}
+		free(raw);
+		raw = enc;
+		data = enc;
+		len = enc_len;
+	}
 	if (r->deadline_us && pd_scrape_mono_us() >= r->deadline_us) {
 		pd_pprof_destroy(prof);
 		pd_scrape_format_duration(r->timeout_ms, dur, sizeof(dur));
@@ -664,7 +679,7 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 	/* the store takes the decoded profile too, so it does not decode it again */
 	/* the WAL keeps the body as it came when it is gzip, as Go serves profiles */
 	if (pd_tsdb_append_gzip(a, t->tl, t->ntl, r->scheduled_ms, data, len, prof,
-				 raw ? r->body : NULL, raw ? r->len : 0, &err)) {
+				 raw && !legacy ? r->body : NULL, raw && !legacy ? r->len : 0, &err)) {
 		pd_tsdb_rollback(a);
 		goto store_failed;
 	}
