@@ -29,3 +29,21 @@ if(PD_TESTS)
   add_test(NAME unit_symbolize COMMAND test_symbolize)
   set_tests_properties(unit_symbolize PROPERTIES LABELS unit TIMEOUT 300)
 endif()
+
+# profd run's --symbolizer.* flags
+target_sources(profd PRIVATE ${PROJECT_SOURCE_DIR}/cmd/profd/run_symbolizer.c)
+target_link_libraries(profd PRIVATE pd_symbolize)
+
+# the query API symbolizing a pushed profile in a running profd: from the store's
+# debuginfo/ directory, the report=meta and header that say so, the status
+# endpoint and metrics, and a debuginfod that hangs (tests/integration/symbolize.sh)
+if(PD_TESTS)
+  add_executable(symbolize_make_profile tests/symbolize/make_profile.c)
+  target_link_libraries(symbolize_make_profile PRIVATE pd_pprof pd_util)
+  find_program(PD_JQ jq REQUIRED)
+  find_program(PD_CURL curl REQUIRED)
+  add_test(NAME integration_symbolize
+    COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/symbolize.sh $<TARGET_FILE:profd>
+            $<TARGET_FILE:symbolize_make_profile> ${PROJECT_SOURCE_DIR}/tests/symbolize)
+  set_tests_properties(integration_symbolize PROPERTIES LABELS integration TIMEOUT 300)
+endif()
