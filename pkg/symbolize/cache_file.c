@@ -7,7 +7,8 @@
  *   frame   line u32 | start_line u32 | name, system_name, file: each len u16 | bytes
  *
  * Integers are little-endian. Records are appended; a torn or corrupt tail (a
- * crash while appending) ends the file for readers, and what came before stays. */
+ * crash while appending) ends the file for readers, and what came before stays;
+ * the symbolizer cuts such a tail off when it reads the file. */
 #include "symbolize_int.h"
 
 #include <errno.h>
@@ -156,11 +157,14 @@ static int parse_record(const uint8_t *p, size_t len,
 	return 0;
 }
 
-int pd_symbolize_cache_parse(const uint8_t *buf, size_t len,
-                             int (*fn)(void *ctx, uint64_t addr,
-                                       const struct pd_symbolize_frame *frames, size_t n),
-                             void *ctx, struct pd_err *err)
+/* As pd_symbolize_cache_parse; *valid is the length of the header and the
+ * records that parsed. */
+static int parse_valid(const uint8_t *buf, size_t len,
+                       int (*fn)(void *ctx, uint64_t addr, const struct pd_symbolize_frame *frames,
+                                 size_t n),
+                       void *ctx, size_t *valid, struct pd_err *err)
 {
+	*valid = 0;
 	if (len < HEADER_LEN || memcmp(buf, magic, 4) != 0)
 		return pd_err_set(err, PD_ECORRUPT,
 		                  "symbolizer cache: no \"PDSC\" magic at offset 0");
@@ -183,7 +187,17 @@ int pd_symbolize_cache_parse(const uint8_t *buf, size_t len,
 			return cb_rc;
 		at += 4 + (size_t)rl + 4;
 	}
+	*valid = at;
 	return 0;
+}
+
+int pd_symbolize_cache_parse(const uint8_t *buf, size_t len,
+                             int (*fn)(void *ctx, uint64_t addr,
+                                       const struct pd_symbolize_frame *frames, size_t n),
+                             void *ctx, struct pd_err *err)
+{
+	size_t valid;
+	return parse_valid(buf, len, fn, ctx, &valid, err);
 }
 
 int sym_cache_load(const char *dir, const char *build_id, size_t max,
@@ -201,10 +215,15 @@ int sym_cache_load(const char *dir, const char *build_id, size_t max,
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	int rc = pd_file_read(path, max, &buf, &len, err);
+	size_t valid = 0;
 	if (rc == 0) {
-		rc = pd_symbolize_cache_parse(buf, len, fn, ctx, err);
+		rc = parse_valid(buf, len, fn, ctx, &valid, err);
 		if (rc)
 			pd_err_prefix(err, "%s", path);
+		/* a torn tail is cut off, so that the next record appended is read back */
+		if (rc == 0 && valid < len && truncate(path, (off_t)valid) != 0)
+			rc = pd_err_set(err, PD_EIO, "truncating %s to %zu bytes: %s", path, valid,
+			                strerror(errno));
 	}
 	free(buf);
 	free(path);

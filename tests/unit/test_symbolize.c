@@ -764,6 +764,17 @@ static void test_cache_file(void **state)
 	assert_int_equal(pd_symbolize_cache_parse(buf, len, count_rec, &n, &err), PD_ECORRUPT);
 	assert_non_null(strstr(err.msg, "version 9"));
 	free(buf);
+	/* a torn tail on disk is cut off when read, and later appends are read back */
+	assert_int_equal(truncate(path, (off_t)(len - 3)), 0);
+	n = 0;
+	assert_int_equal(sym_cache_load(dir, "abcd", 1 << 20, count_rec, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(sym_result_add(&r, "h", "h", "/c.c", 1, 1), 0);
+	assert_int_equal(sym_cache_append(dir, "abcd", 4, &r, &err), 0);
+	sym_result_fini(&r);
+	n = 0;
+	assert_int_equal(sym_cache_load(dir, "abcd", 1 << 20, count_rec, &n, &err), 0);
+	assert_int_equal(n, 3);
 }
 
 int main(void)
