@@ -298,7 +298,7 @@ static void run_missing(struct run *x, struct pd_symbolize_result *res)
 	char *seen = calloc(pp->nmapping + 1, 1);
 	pthread_mutex_lock(&s->mu);
 	for (size_t i = 0; i < pp->nlocation; i++) {
-		if (!x->need[i] || x->got[i])
+		if (!x->need[i] || (x->got[i] && x->r[i].n))
 			continue;
 		size_t m = (size_t)x->need[i] - 1;
 		struct sym_obj *o = x->mobj[m];
