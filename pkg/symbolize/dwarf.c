@@ -1,8 +1,9 @@
 /* dwarf.c: one debug file read with elfutils' libdwfl: an address of a process
  * turned into the file's own address (through its PT_LOAD segments), then into
  * frames: the DWARF scopes that hold it (inlined subroutines, innermost first,
- * each called from the line its caller's frame shows), or, without DWARF, the
- * ELF symbol that holds it (.symtab, else .dynsym). */
+ * each called from the line its caller's frame shows; the compile unit found by
+ * .debug_aranges, else by each unit's ranges, as Go binaries need), or, without
+ * DWARF, the ELF symbol that holds it (.symtab, else .dynsym). */
 #include "symbolize_int.h"
 
 #include <dwarf.h>
@@ -164,17 +165,42 @@ static int is_function(Dwarf_Die *d)
 /* The innermost function scope of a (dwarf_getscopes), then, for each inlined
  * one, the concrete scope it was inlined into (dwarf_getscopes_die), up to the
  * subprogram: each a frame, the outer ones at their callee's call site. */
+/* The compile unit holding pc when there is no .debug_aranges to say (Go's
+ * linker writes none): each unit's own ranges, one after another. */
+static int cu_by_ranges(Dwarf *dw, Dwarf_Addr pc, Dwarf_Die *out)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		if (dwarf_offdie(dw, off + hsize, out) && dwarf_haspc(out, pc) == 1)
+			return 1;
+		off = next;
+	}
+	return 0;
+}
+
 static int dwarf_frames(Dwfl_Module *mod, Dwarf_Addr a, struct sym_result *r)
 {
 	Dwarf_Addr bias = 0;
+	Dwarf_Die cu_mem;
 	Dwarf_Die *cu = dwfl_module_addrdie(mod, a, &bias);
-	if (!cu)
-		return 0;
 	const char *file = NULL;
 	int line = 0;
-	Dwfl_Line *ln = dwfl_module_getsrc(mod, a);
-	if (ln)
-		file = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL);
+	if (cu) {
+		Dwfl_Line *ln = dwfl_module_getsrc(mod, a);
+		if (ln)
+			file = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL);
+	} else {
+		Dwarf *dw = dwfl_module_getdwarf(mod, &bias);
+		if (!dw || !cu_by_ranges(dw, a - bias, &cu_mem))
+			return 0;
+		cu = &cu_mem;
+		Dwarf_Line *dl = dwarf_getsrc_die(cu, a - bias);
+		if (dl) {
+			file = dwarf_linesrc(dl, NULL, NULL);
+			dwarf_lineno(dl, &line);
+		}
+	}
 	Dwarf_Die *scopes = NULL;
 	int n = dwarf_getscopes(cu, a - bias, &scopes);
 	Dwarf_Die cur;

@@ -4,7 +4,8 @@
  * server only (Debian's debuginfod serving a directory), and from a server that
  * never answers (the call keeps its deadline and says partial); the disk cache
  * across a restart with no server; C++ and Rust names as go tool pprof shows
- * them; the backoff of a build id found nowhere. */
+ * them; a Go binary against go tool addr2line; the backoff of a build id found
+ * nowhere. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -723,6 +724,72 @@ static void test_rust_names(void **state)
 	}
 }
 
+/* A Go binary (no .debug_aranges, compressed DWARF): the function go tool
+ * addr2line names is the outermost frame, its file and line the innermost's. */
+static void test_go_binary(void **state)
+{
+	sh("mkdir -p %s/goprog && cp %s/prog.go %s/goprog/main.go && "
+	   "printf 'module prog\\ngo 1.19\\n' >%s/goprog/go.mod && cd %s/goprog && "
+	   "GOCACHE=%s/gocache GOFLAGS=-mod=mod go build -o prog .",
+	   tmp, PD_SYMBOLIZE_TESTS, tmp, tmp, tmp, tmp);
+	char exe[300];
+	snprintf(exe, sizeof(exe), "%s/goprog/prog", tmp);
+	char *o = out_of("nm -S %s | awk '$4==\"main.work\" || $4==\"main.main\" {print $1, $2}'",
+	                 exe);
+	uint64_t a[512];
+	size_t n = 0;
+	unsigned long long st, sz;
+	for (char *line = o; sscanf(line, "%llx %llx", &st, &sz) == 2;) {
+		for (uint64_t x = st; x < st + sz && n < 512; x += 3)
+			a[n++] = x;
+		char *nl = strchr(line, '\n');
+		if (!nl)
+			break;
+		line = nl + 1;
+	}
+	free(o);
+	assert_true(n > 10);
+	/* as Go's runtime records its text mapping: not position-independent */
+	struct pd_pprof_profile *p = make_profile("", exe, a, n, 0x400000, 0x600000, 0);
+	struct pd_symbolizer *s = start(NULL, 0, NULL, NULL, 1);
+	struct pd_symbolize_result res;
+	struct pd_pprof_profile *out = run(s, p, 20000, &res);
+	assert_int_equal(res.resolved, n);
+	struct pd_buf in;
+	pd_buf_init(&in, 0);
+	for (size_t i = 0; i < n; i++)
+		pd_buf_printf(&in, "0x%llx\n", (unsigned long long)a[i]);
+	char path[400];
+	snprintf(path, sizeof(path), "%s/goprog/addrs", tmp);
+	struct pd_err err = {0};
+	assert_int_equal(pd_file_write(path, in.data, in.len, &err), 0);
+	pd_buf_fini(&in);
+	char *ref = out_of("go tool addr2line %s <%s", exe, path);
+	char *save = NULL, *fn = strtok_r(ref, "\n", &save);
+	size_t inlined = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *loc = strtok_r(NULL, "\n", &save);
+		assert_non_null(fn);
+		assert_non_null(loc);
+		struct frame fr[8];
+		size_t k = frames_of(out, i, fr, 8, NULL, 0);
+		assert_true(k >= 1);
+		char mine[700];
+		snprintf(mine, sizeof(mine), "%s:%ld", fr[0].file, fr[0].line);
+		if (strcmp(fr[k - 1].name, fn) != 0 || strcmp(mine, loc) != 0)
+			fail_msg("0x%llx: %s %s, go tool addr2line: %s %s", (unsigned long long)a[i],
+			         fr[k - 1].name, mine, fn, loc);
+		if (k > 1)
+			inlined++;
+		fn = strtok_r(NULL, "\n", &save);
+	}
+	assert_true(inlined > 0); /* main.mix, inlined into main.work */
+	free(ref);
+	pd_pprof_destroy(out);
+	pd_pprof_destroy(p);
+	pd_symbolizer_destroy(s);
+}
+
 /* ---- the disk cache's parser ---- */
 
 static int count_rec(void *ctx, uint64_t addr, const struct pd_symbolize_frame *f, size_t n)
@@ -783,6 +850,7 @@ int main(void)
 	    cmocka_unit_test(test_build_id_dir),    cmocka_unit_test(test_mapping_file),
 	    cmocka_unit_test(test_backoff),         cmocka_unit_test(test_cache_file),
 	    cmocka_unit_test(test_cplusplus_names), cmocka_unit_test(test_rust_names),
+	    cmocka_unit_test(test_go_binary),
 	    cmocka_unit_test(test_debuginfod),      cmocka_unit_test(test_debuginfod_hung),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
