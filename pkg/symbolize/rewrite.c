@@ -151,6 +151,7 @@ struct run {
 	const char **mbid;       /* per mapping: build id, lowercase */
 	int *need;               /* per location: mapping index + 1, 0: nothing to do */
 	int *got;                /* per location: 1 resolved from cache or debug file */
+	int *deferred;           /* per location: 1 left to a worker past the deadline */
 	struct sym_result *r;    /* per location */
 	struct pd_arena *a;
 };
@@ -161,6 +162,7 @@ static void run_fini(struct run *x)
 		sym_result_fini(&x->r[i]);
 	free(x->r);
 	free(x->got);
+	free(x->deferred);
 	free(x->need);
 	free(x->mobj);
 	free(x->mbid);
@@ -230,6 +232,8 @@ static void run_lookup(struct run *x, int64_t deadline_us)
 			sym_obj_want(s, o, sym_now_us());
 		}
 	}
+	if (deadline_us > sym_now_us() + 86400LL * 1000000)
+		deadline_us = sym_now_us() + 86400LL * 1000000;
 	struct timespec dl = {.tv_sec = deadline_us / 1000000,
 	                      .tv_nsec = (deadline_us % 1000000) * 1000};
 	for (;;) {
@@ -248,11 +252,14 @@ static void run_lookup(struct run *x, int64_t deadline_us)
 	pthread_mutex_unlock(&s->mu);
 }
 
-/* The locations whose debug file is open now, resolved and cached. */
-static void run_resolve(struct run *x)
+/* The locations whose debug file is open now, resolved and cached until the
+ * deadline; what is left past it goes to a worker, one job per mapping, for
+ * the next query (x->deferred counts those locations). */
+static void run_resolve(struct run *x, int64_t deadline_us)
 {
 	struct pd_symbolizer *s = x->s;
 	struct pd_pprof_parts *pp = &x->pp;
+	struct sym_job **jobs = calloc(pp->nmapping + 1, sizeof(*jobs));
 	for (size_t i = 0; i < pp->nlocation; i++) {
 		if (!x->need[i] || x->got[i])
 			continue;
@@ -265,29 +272,31 @@ static void run_resolve(struct run *x)
 			continue;
 		const struct pd_pprof_pmapping *mp = &pp->mapping[m];
 		uint64_t addr = pp->location[i].address;
-		pthread_mutex_lock(&o->dbg_mu);
-		int rc = sym_dbg_lookup(o->dbg, mp->memory_start, mp->memory_limit, mp->file_offset,
-		                        addr, &x->r[i]);
-		pthread_mutex_unlock(&o->dbg_mu);
-		if (rc)
+		if (sym_now_us() >= deadline_us) {
+			struct sym_job *j = jobs ? jobs[m] : NULL;
+			if (jobs && !j && (j = calloc(1, sizeof(*j))) != NULL) {
+				*j = (struct sym_job){.o = o, .start = mp->memory_start,
+				                      .limit = mp->memory_limit, .offset = mp->file_offset};
+				jobs[m] = j;
+			}
+			uint64_t *na = j ? realloc(j->addrs, (j->n + 1) * sizeof(*na)) : NULL;
+			if (na) {
+				j->addrs = na;
+				j->addrs[j->n++] = addr;
+			}
+			x->deferred[i] = 1;
 			continue;
-		x->got[i] = 1;
-		struct sym_result copy = {0};
-		int crc = result_copy(&copy, &x->r[i]);
-		pthread_mutex_lock(&s->mu);
-		s->st.misses++;
-		const char *bid = o->build_id;
-		if (crc == 0)
-			sym_cache_put(s, o, addr, &copy);
-		pthread_mutex_unlock(&s->mu);
-		sym_result_fini(&copy);
-		if (s->cache_dir && bid[0]) {
-			struct pd_err err = {0};
-			if (sym_cache_append(s->cache_dir, bid, addr, &x->r[i], &err))
-				pd_log_warn("symbolizer", "the disk cache was not written", "err=\"%s\"",
-				            err.msg);
 		}
+		if (sym_resolve(s, o, mp->memory_start, mp->memory_limit, mp->file_offset, addr,
+		                &x->r[i]) == 0)
+			x->got[i] = 1;
 	}
+	pthread_mutex_lock(&s->mu);
+	for (size_t m = 0; jobs && m < pp->nmapping; m++)
+		if (jobs[m])
+			sym_job_queue(s, jobs[m]);
+	pthread_mutex_unlock(&s->mu);
+	free(jobs);
 }
 
 /* Why the locations of mapping m stayed unresolved. */
@@ -303,10 +312,11 @@ static void run_missing(struct run *x, struct pd_symbolize_result *res)
 		size_t m = (size_t)x->need[i] - 1;
 		struct sym_obj *o = x->mobj[m];
 		const char *why = !o ? "no build id and no file" :
+		                  x->deferred[i] ? "still being resolved" :
 		                  o->state == OBJ_FAILED ? "not found" :
 		                  o->state == OBJ_READY ? "not in its debug information" :
 		                                          "still being fetched";
-		if (o && (o->state == OBJ_QUEUED || o->state == OBJ_BUSY))
+		if (o && (o->state == OBJ_QUEUED || o->state == OBJ_BUSY || x->deferred[i]))
 			res->partial = 1;
 		if (seen && !seen[m]) {
 			seen[m] = 1;
@@ -439,15 +449,16 @@ int pd_symbolizer_run(struct pd_symbolizer *s, const struct pd_pprof_profile *in
 	x.mbid = calloc(nm + 1, sizeof(*x.mbid));
 	x.need = calloc(nl + 1, sizeof(*x.need));
 	x.got = calloc(nl + 1, sizeof(*x.got));
+	x.deferred = calloc(nl + 1, sizeof(*x.deferred));
 	x.r = calloc(nl + 1, sizeof(*x.r));
-	if (!x.a || !x.mobj || !x.mbid || !x.need || !x.got || !x.r) {
+	if (!x.a || !x.mobj || !x.mbid || !x.need || !x.got || !x.deferred || !x.r) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory symbolizing the profile");
 		goto out;
 	}
 	if (run_plan(&x) == 0)
 		goto out;
 	run_lookup(&x, deadline_us);
-	run_resolve(&x);
+	run_resolve(&x, deadline_us);
 	run_missing(&x, res);
 	rc = run_build(&x, res, out, err);
 out:

@@ -198,15 +198,84 @@ void sym_obj_want(struct pd_symbolizer *s, struct sym_obj *o, int64_t now_us)
 	pthread_cond_signal(&s->work_cv);
 }
 
+int sym_resolve(struct pd_symbolizer *s, struct sym_obj *o, uint64_t start, uint64_t limit,
+                uint64_t offset, uint64_t addr, struct sym_result *out)
+{
+	struct sym_result r = {0};
+	pthread_mutex_lock(&o->dbg_mu);
+	int rc = sym_dbg_lookup(o->dbg, start, limit, offset, addr, &r);
+	pthread_mutex_unlock(&o->dbg_mu);
+	if (rc)
+		return rc;
+	if (s->cache_dir && o->build_id[0]) {
+		struct pd_err err = {0};
+		if (sym_cache_append(s->cache_dir, o->build_id, addr, &r, &err))
+			pd_log_warn("symbolizer", "the disk cache was not written", "err=\"%s\"",
+			            err.msg);
+	}
+	struct sym_result copy = {0};
+	if (out) {
+		for (size_t i = 0; i < r.n && rc == 0; i++)
+			rc = sym_result_add(&copy, r.f[i].name, r.f[i].system_name, r.f[i].file,
+			                    r.f[i].line, r.f[i].start_line);
+		if (rc)
+			sym_result_fini(&copy);
+	}
+	pthread_mutex_lock(&s->mu);
+	s->st.misses++;
+	sym_cache_put(s, o, addr, &r);
+	pthread_mutex_unlock(&s->mu);
+	if (out)
+		*out = copy;
+	return rc;
+}
+
+void sym_job_queue(struct pd_symbolizer *s, struct sym_job *j)
+{
+	j->next = NULL;
+	if (s->jtail)
+		s->jtail->next = j;
+	else
+		s->jhead = j;
+	s->jtail = j;
+	pthread_cond_signal(&s->work_cv);
+}
+
+/* A job's addresses not cached yet, resolved one by one. Called under mu;
+ * returns with it held. */
+static void run_job(struct pd_symbolizer *s, struct sym_job *j)
+{
+	s->st.in_flight++;
+	for (size_t i = 0; i < j->n && !s->stop; i++) {
+		if (sym_cache_get(s, j->o, j->addrs[i]))
+			continue;
+		pthread_mutex_unlock(&s->mu);
+		sym_resolve(s, j->o, j->start, j->limit, j->offset, j->addrs[i], NULL);
+		pthread_mutex_lock(&s->mu);
+	}
+	s->st.in_flight--;
+	free(j->addrs);
+	free(j);
+}
+
 static void *worker(void *arg)
 {
 	struct pd_symbolizer *s = arg;
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
-		while (!s->stop && !s->qhead)
+		while (!s->stop && !s->qhead && !s->jhead)
 			pthread_cond_wait(&s->work_cv, &s->mu);
 		if (s->stop)
 			break;
+		if (!s->qhead) {
+			struct sym_job *j = s->jhead;
+			s->jhead = j->next;
+			if (!s->jhead)
+				s->jtail = NULL;
+			run_job(s, j);
+			pthread_cond_broadcast(&s->done_cv);
+			continue;
+		}
 		struct sym_obj *o = s->qhead;
 		s->qhead = o->qnext;
 		if (!s->qhead)
@@ -384,6 +453,11 @@ void pd_symbolizer_destroy(struct pd_symbolizer *s)
 	for (unsigned i = 0; i < s->nthreads; i++)
 		pthread_join(s->threads[i], NULL);
 	free(s->threads);
+	for (struct sym_job *j = s->jhead, *n; j; j = n) {
+		n = j->next;
+		free(j->addrs);
+		free(j);
+	}
 	while (s->lru.next != &s->lru)
 		entry_free(s, s->lru.next);
 	free(s->buckets);

@@ -35,6 +35,15 @@ struct sym_entry {
 	struct sym_entry *hnext, *prev, *next;
 };
 
+/* Addresses of one build id left for a worker to resolve, past a query's deadline. */
+struct sym_job {
+	struct sym_obj *o;
+	uint64_t start, limit, offset; /* the mapping */
+	uint64_t *addrs;
+	size_t n;
+	struct sym_job *next;
+};
+
 struct pd_symbolizer {
 	struct pd_symbolize_opts o; /* the numbers; strings below */
 	struct sym_find_opts fo;
@@ -45,6 +54,7 @@ struct pd_symbolizer {
 	struct sym_obj *objs;
 	size_t nobjs;
 	struct sym_obj *qhead, *qtail;
+	struct sym_job *jhead, *jtail; /* addresses to resolve */
 	struct sym_entry **buckets;
 	size_t nbuckets;
 	struct sym_entry lru; /* sentinel: next is the most recent */
@@ -56,6 +66,12 @@ struct pd_symbolizer {
 };
 
 int64_t sym_now_us(void);
+/* Resolves addr of o (READY) and caches it, in memory and on disk; r gets a
+ * copy when not NULL. Takes o->dbg_mu and mu in turn; call with neither held. */
+int sym_resolve(struct pd_symbolizer *s, struct sym_obj *o, uint64_t start, uint64_t limit,
+                uint64_t offset, uint64_t addr, struct sym_result *r);
+/* Queues a job (taking ownership of it) for a worker. Under mu. */
+void sym_job_queue(struct pd_symbolizer *s, struct sym_job *j);
 /* Under mu. */
 struct sym_obj *sym_obj_get(struct pd_symbolizer *s, const char *build_id, const char *file);
 void sym_obj_want(struct pd_symbolizer *s, struct sym_obj *o, int64_t now_us);
