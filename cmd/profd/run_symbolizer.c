@@ -49,23 +49,24 @@ int run_sym_flag(struct run_sym_flags *f, const char *a, size_t nl, const char *
 
 void run_sym_usage(FILE *out)
 {
-	fprintf(out,
-	        "  --[no-]symbolizer.enabled           symbolize native profiles' addresses at\n"
-	        "                                      query time (default on)\n"
-	        "  --symbolizer.debug-dirs=DIR[,DIR]   directories laid out as\n"
-	        "                                      DIR/.build-id/xx/yyyy.debug, repeatable\n"
-	        "                                      (default /usr/lib/debug; the store's\n"
-	        "                                      debuginfo/ always comes first)\n"
-	        "  --symbolizer.debuginfod-urls=URLS   debuginfod servers, space-separated\n"
-	        "                                      (default $DEBUGINFOD_URLS; \"\": none)\n"
-	        "  --symbolizer.timeout=DUR            longest a query waits for debug files\n"
-	        "                                      (default 2s; then it is answered partial)\n"
-	        "  --symbolizer.cache-size=SIZE        memory for resolved addresses (default 64MB)\n"
-	        "  --symbolizer.debuginfod-timeout=DUR longest one download may take (default 1m)\n"
-	        "  --symbolizer.max-download-size=SIZE largest debug file downloaded (default 1GB)\n"
-	        "  --symbolizer.workers=N              threads finding debug files (default 2)\n"
-	        "  --[no-]symbolizer.mapping-files     use a profile's mapped files when they are\n"
-	        "                                      on this machine (default on)\n");
+	fprintf(
+	    out,
+	    "  --[no-]symbolizer.enabled           symbolize native profiles' addresses at\n"
+	    "                                      query time (default on)\n"
+	    "  --symbolizer.debug-dirs=DIR[,DIR]   directories laid out as\n"
+	    "                                      DIR/.build-id/xx/yyyy.debug, repeatable\n"
+	    "                                      (default /usr/lib/debug; the store's\n"
+	    "                                      debuginfo/ always comes first)\n"
+	    "  --symbolizer.debuginfod-urls=URLS   debuginfod servers, space-separated\n"
+	    "                                      (default $DEBUGINFOD_URLS; \"\": none)\n"
+	    "  --symbolizer.timeout=DUR            longest a query waits for debug files\n"
+	    "                                      (default 2s; then it is answered partial)\n"
+	    "  --symbolizer.cache-size=SIZE        memory for resolved addresses (default 64MB)\n"
+	    "  --symbolizer.debuginfod-timeout=DUR longest one download may take (default 1m)\n"
+	    "  --symbolizer.max-download-size=SIZE largest debug file downloaded (default 1GB)\n"
+	    "  --symbolizer.workers=N              threads finding debug files (default 2)\n"
+	    "  --[no-]symbolizer.mapping-files     use a profile's mapped files when they are\n"
+	    "                                      on this machine (default on)\n");
 }
 
 static int add_dir(const char **dirs, size_t *n, size_t max, const char *d)
@@ -109,7 +110,8 @@ int run_sym_start(struct run_sym_flags *f, const char *storage_path, struct pd_s
 	char *end = NULL;
 	long workers = strtol(f->workers, &end, 10);
 	if (!*f->workers || *end || workers < 1 || workers > 64) {
-		fprintf(stderr, "profd run: --symbolizer.workers: %s is not a number from 1 to 64\n",
+		fprintf(stderr,
+		        "profd run: --symbolizer.workers: %s is not a number from 1 to 64\n",
 		        f->workers);
 		return -1;
 	}
@@ -121,7 +123,8 @@ int run_sym_start(struct run_sym_flags *f, const char *storage_path, struct pd_s
 		         f->dirs[i]);
 	}
 	if (!f->ndirs)
-		snprintf(f->dirs_joined, sizeof(f->dirs_joined), "%s", PD_SYMBOLIZE_DEFAULT_DEBUG_DIR);
+		snprintf(f->dirs_joined, sizeof(f->dirs_joined), "%s",
+		         PD_SYMBOLIZE_DEFAULT_DEBUG_DIR);
 	if (!f->enabled)
 		return 0;
 

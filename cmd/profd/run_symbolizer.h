@@ -12,8 +12,8 @@
 #define RUN_SYM_MAX_DIRS 32
 
 struct run_sym_flags {
-	int enabled;                /* --[no-]symbolizer.enabled; on by default */
-	const char *debuginfod_urls; /* NULL: $DEBUGINFOD_URLS */
+	int enabled;                        /* --[no-]symbolizer.enabled; on by default */
+	const char *debuginfod_urls;        /* NULL: $DEBUGINFOD_URLS */
 	const char *dirs[RUN_SYM_MAX_DIRS]; /* --symbolizer.debug-dirs, each a comma list */
 	size_t ndirs;
 	const char *timeout;          /* a query's wait */
@@ -21,7 +21,7 @@ struct run_sym_flags {
 	const char *download_timeout; /* one debuginfod download */
 	const char *max_download;     /* bytes of one */
 	const char *workers;
-	int mapping_files; /* --[no-]symbolizer.mapping-files */
+	int mapping_files;      /* --[no-]symbolizer.mapping-files */
 	char dirs_joined[4096]; /* for /api/v1/status/flags */
 };
 

@@ -48,10 +48,10 @@ struct pd_symbolize_opts {
 	/* Where resolved addresses are kept across restarts; NULL: memory only.
 	 * Created when missing. Copied. */
 	const char *cache_dir;
-	size_t cache_bytes;      /* the in-memory cache of resolved addresses */
-	unsigned workers;        /* background threads that find and open debug files */
-	int64_t retry_ms;        /* first wait before a build id found nowhere is tried again */
-	int64_t retry_max_ms;    /* the backoff doubles up to this */
+	size_t cache_bytes;   /* the in-memory cache of resolved addresses */
+	unsigned workers;     /* background threads that find and open debug files */
+	int64_t retry_ms;     /* first wait before a build id found nowhere is tried again */
+	int64_t retry_max_ms; /* the backoff doubles up to this */
 };
 
 /* Fills o with the defaults above (no directories, no debuginfod, mapping files on). */
@@ -95,7 +95,7 @@ struct pd_symbolizer_stats {
 	uint64_t in_flight;   /* build ids being looked for now */
 	uint64_t cache_bytes; /* the memory cache's size now */
 	uint64_t cache_entries;
-	uint64_t build_ids;   /* build ids known (found, failed or pending) */
+	uint64_t build_ids; /* build ids known (found, failed or pending) */
 };
 void pd_symbolizer_get_stats(struct pd_symbolizer *s, struct pd_symbolizer_stats *st);
 

@@ -98,9 +98,10 @@ void api_symbolizer_metrics(struct pd_api_server *s, struct api_resp *w)
 		return;
 	struct pd_symbolizer_stats st;
 	pd_symbolizer_get_stats(s->o.symbolizer, &st);
-	counter(w, "profd_symbolizer_cache_hits_total", "counter",
-	        "Addresses symbolized from the symbolizer's cache (memory, or disk after a restart).",
-	        st.hits);
+	counter(
+	    w, "profd_symbolizer_cache_hits_total", "counter",
+	    "Addresses symbolized from the symbolizer's cache (memory, or disk after a restart).",
+	    st.hits);
 	counter(w, "profd_symbolizer_cache_misses_total", "counter",
 	        "Addresses looked up in debug information.", st.misses);
 	counter(w, "profd_symbolizer_failures_total", "counter",
@@ -115,7 +116,8 @@ void api_symbolizer_metrics(struct pd_api_server *s, struct api_resp *w)
 	counter(w, "profd_symbolizer_in_flight", "gauge",
 	        "Build ids whose debug information is being looked for now.", st.in_flight);
 	counter(w, "profd_symbolizer_cache_bytes", "gauge",
-	        "Bytes of the symbolizer's memory cache (--symbolizer.cache-size).", st.cache_bytes);
+	        "Bytes of the symbolizer's memory cache (--symbolizer.cache-size).",
+	        st.cache_bytes);
 	counter(w, "profd_symbolizer_build_ids", "gauge",
 	        "Build ids the symbolizer knows (found, not found or being looked for).",
 	        st.build_ids);

@@ -42,8 +42,8 @@ struct sym_dbg {
 /* Debug information is what was opened: never look elsewhere (no network, no
  * other directories) from inside a lookup. */
 static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-                        const char *file_name, const char *debuglink_file,
-                        GElf_Word debuglink_crc, char **debuginfo_file_name)
+                        const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                        char **debuginfo_file_name)
 {
 	return -1;
 }
@@ -167,8 +167,8 @@ static int64_t die_decl_line(Dwarf_Die *die)
 	return (int64_t)w;
 }
 
-static int add_frame(struct sym_result *r, const char *sys, const char *plain,
-                     const char *file, int64_t line, int64_t start_line)
+static int add_frame(struct sym_result *r, const char *sys, const char *plain, const char *file,
+                     int64_t line, int64_t start_line)
 {
 	char *dm = sys ? pd_symbolize_demangle(sys) : NULL;
 	const char *name = dm ? dm : sys ? sys : plain;
@@ -315,7 +315,8 @@ static int dwarf_frames(struct sym_dbg *d, Dwfl_Module *mod, Dwarf_Addr a, struc
 		if (dwarf_child(&cur, &child) == 0) {
 			do {
 				int tag = dwarf_tag(&child);
-				if ((tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block) &&
+				if ((tag == DW_TAG_inlined_subroutine ||
+				     tag == DW_TAG_lexical_block) &&
 				    dwarf_haspc(&child, pc) == 1) {
 					found = 1;
 					break;

@@ -54,8 +54,8 @@ int sym_elf_build_id(const char *path, char *hex, size_t cap)
 				GElf_Phdr ph;
 				if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
 					continue;
-				Elf_Data *data = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
-				                                      ELF_T_NHDR);
+				Elf_Data *data = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset,
+				                                      ph.p_filesz, ELF_T_NHDR);
 				if (data)
 					rc = note_build_id(data, hex, cap);
 			}

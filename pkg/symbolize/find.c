@@ -57,8 +57,10 @@ static int from_debuginfod(const struct sym_find_opts *o, const char *build_id, 
 	debuginfod_client *c = debuginfod_begin();
 	if (!c)
 		return pd_err_set(err, PD_ENOMEM, "starting a debuginfod client failed");
-	struct dl_ctx x = {.start_ms = now_ms(), .timeout_ms = o->timeout_ms,
-	                   .max = o->max_download, .cancel = o->cancel};
+	struct dl_ctx x = {.start_ms = now_ms(),
+	                   .timeout_ms = o->timeout_ms,
+	                   .max = o->max_download,
+	                   .cancel = o->cancel};
 	debuginfod_set_user_data(c, &x);
 	debuginfod_set_progressfn(c, dl_progress);
 	char *p = NULL;
@@ -72,10 +74,11 @@ static int from_debuginfod(const struct sym_find_opts *o, const char *build_id, 
 			                  "(--symbolizer.debuginfod-timeout)",
 			                  o->debuginfod_urls, (long long)o->timeout_ms);
 		if (x.why == 2)
-			return pd_err_set(err, PD_ETOOBIG,
-			                  "debuginfod (%s): the debug file is larger than %zu bytes "
-			                  "(--symbolizer.max-download-size)",
-			                  o->debuginfod_urls, o->max_download);
+			return pd_err_set(
+			    err, PD_ETOOBIG,
+			    "debuginfod (%s): the debug file is larger than %zu bytes "
+			    "(--symbolizer.max-download-size)",
+			    o->debuginfod_urls, o->max_download);
 		if (x.why == 3)
 			return pd_err_set(err, PD_EUNAVAIL, "debuginfod: cancelled");
 		return pd_err_set(err, fd == -ENOENT ? PD_ENOTFOUND : PD_EUNAVAIL,
@@ -98,7 +101,8 @@ int sym_find(const struct sym_find_opts *o, const char *build_id, const char *ma
 			char *p = malloc(n);
 			if (!p)
 				return pd_err_set(err, PD_ENOMEM, "out of memory");
-			snprintf(p, n, "%s/.build-id/%.2s/%s.debug", o->dirs[i], build_id, build_id + 2);
+			snprintf(p, n, "%s/.build-id/%.2s/%s.debug", o->dirs[i], build_id,
+			         build_id + 2);
 			if (access(p, R_OK) == 0) {
 				*path = p;
 				*source = "dir";
@@ -126,8 +130,7 @@ int sym_find(const struct sym_find_opts *o, const char *build_id, const char *ma
 	}
 	if (have_id && !valid_build_id(build_id))
 		return pd_err_set(err, PD_ENOTFOUND, "build id \"%.64s\" is not hex", build_id);
-	return pd_err_set(err, PD_ENOTFOUND,
-	                  "no debug information for %s%s in %zu director%s%s",
+	return pd_err_set(err, PD_ENOTFOUND, "no debug information for %s%s in %zu director%s%s",
 	                  have_id ? "build id " : "", have_id ? build_id : mapping_file, o->ndirs,
 	                  o->ndirs == 1 ? "y" : "ies",
 	                  o->debuginfod_urls && *o->debuginfod_urls ? " nor debuginfod" : "");

@@ -75,10 +75,9 @@ struct functab {
 
 static uint64_t fn_key(int64_t name, int64_t sys, int64_t file, int64_t start)
 {
-	uint64_t h = pd_hash_u64(pd_hash_u64(pd_hash_u64(pd_hash_u64(7, (uint64_t)name),
-	                                                 (uint64_t)sys),
-	                                     (uint64_t)file),
-	                         (uint64_t)start);
+	uint64_t h = pd_hash_u64(
+	    pd_hash_u64(pd_hash_u64(pd_hash_u64(7, (uint64_t)name), (uint64_t)sys), (uint64_t)file),
+	    (uint64_t)start);
 	return h ? h : 1;
 }
 
@@ -102,8 +101,10 @@ static uint64_t fn_add(struct functab *t, int64_t name, int64_t sys, int64_t fil
 		t->f = nf;
 		t->cap = cap;
 	}
-	t->f[t->n] = (struct pd_pprof_pfunction){.id = t->next_id++, .name = name,
-	                                         .system_name = sys, .filename = file,
+	t->f[t->n] = (struct pd_pprof_pfunction){.id = t->next_id++,
+	                                         .name = name,
+	                                         .system_name = sys,
+	                                         .filename = file,
 	                                         .start_line = start};
 	if (!known && pd_u64map_put(&t->idx, k, (uint32_t)t->n) != 0)
 		return 0;
@@ -275,8 +276,10 @@ static void run_resolve(struct run *x, int64_t deadline_us)
 		if (sym_now_us() >= deadline_us) {
 			struct sym_job *j = jobs ? jobs[m] : NULL;
 			if (jobs && !j && (j = calloc(1, sizeof(*j))) != NULL) {
-				*j = (struct sym_job){.o = o, .start = mp->memory_start,
-				                      .limit = mp->memory_limit, .offset = mp->file_offset};
+				*j = (struct sym_job){.o = o,
+				                      .start = mp->memory_start,
+				                      .limit = mp->memory_limit,
+				                      .offset = mp->file_offset};
 				jobs[m] = j;
 			}
 			uint64_t *na = j ? realloc(j->addrs, (j->n + 1) * sizeof(*na)) : NULL;
@@ -311,11 +314,11 @@ static void run_missing(struct run *x, struct pd_symbolize_result *res)
 			continue;
 		size_t m = (size_t)x->need[i] - 1;
 		struct sym_obj *o = x->mobj[m];
-		const char *why = !o ? "no build id and no file" :
-		                  x->deferred[i] ? "still being resolved" :
-		                  o->state == OBJ_FAILED ? "not found" :
-		                  o->state == OBJ_READY ? "not in its debug information" :
-		                                          "still being fetched";
+		const char *why = !o                       ? "no build id and no file"
+		                  : x->deferred[i]         ? "still being resolved"
+		                  : o->state == OBJ_FAILED ? "not found"
+		                  : o->state == OBJ_READY  ? "not in its debug information"
+		                                           : "still being fetched";
 		if (o && (o->state == OBJ_QUEUED || o->state == OBJ_BUSY || x->deferred[i]))
 			res->partial = 1;
 		if (seen && !seen[m]) {
@@ -330,8 +333,8 @@ static void run_missing(struct run *x, struct pd_symbolize_result *res)
 }
 
 /* The new tables: strings and functions appended, lines set, flags set. */
-static int run_build(struct run *x, struct pd_symbolize_result *res,
-                     struct pd_pprof_profile **out, struct pd_err *err)
+static int run_build(struct run *x, struct pd_symbolize_result *res, struct pd_pprof_profile **out,
+                     struct pd_err *err)
 {
 	struct pd_pprof_parts *pp = &x->pp;
 	struct strtab st = {.a = x->a};
@@ -378,7 +381,8 @@ static int run_build(struct run *x, struct pd_symbolize_result *res,
 				uint64_t id = fn_add(&ft, name, sys, file, r->f[k].start_line);
 				if (!id)
 					goto out;
-				l->line[k] = (struct pd_pprof_pline){.function_id = id, .line = r->f[k].line};
+				l->line[k] = (struct pd_pprof_pline){.function_id = id,
+				                                     .line = r->f[k].line};
 				if (r->f[k].file[0])
 					mp->has_filenames = 1;
 				if (r->f[k].line > 0)
@@ -393,7 +397,9 @@ static int run_build(struct run *x, struct pd_symbolize_result *res,
 		}
 		/* <binary>+0x<offset in the file> */
 		const char *file = mapping_file(x, m);
-		const char *base = file[0] ? base_name(file) : x->mbid[m][0] ? x->mbid[m] : "unknown";
+		const char *base = file[0]         ? base_name(file)
+		                   : x->mbid[m][0] ? x->mbid[m]
+		                                   : "unknown";
 		uint64_t off = l->address;
 		if (mp->memory_start && l->address >= mp->memory_start)
 			off = l->address - mp->memory_start + mp->file_offset;

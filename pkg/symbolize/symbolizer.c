@@ -81,8 +81,7 @@ struct sym_entry *sym_cache_get(struct pd_symbolizer *s, struct sym_obj *o, uint
 
 /* Takes ownership of *r (left empty). Evicts the least recently used entries
  * past the byte bound. */
-void sym_cache_put(struct pd_symbolizer *s, struct sym_obj *o, uint64_t addr,
-                   struct sym_result *r)
+void sym_cache_put(struct pd_symbolizer *s, struct sym_obj *o, uint64_t addr, struct sym_result *r)
 {
 	struct sym_entry *old = sym_cache_get(s, o, addr);
 	if (old)
@@ -312,8 +311,8 @@ static void *worker(void *arg)
 			s->st.fetches++;
 			if (strcmp(source, "debuginfod") == 0)
 				s->st.downloads++;
-			pd_log_info("symbolizer", "debug information found", "key=%s source=%s path=%s",
-			            o->key, source, path);
+			pd_log_info("symbolizer", "debug information found",
+			            "key=%s source=%s path=%s", o->key, source, path);
 		} else {
 			o->state = OBJ_FAILED;
 			o->backoff_ms = o->backoff_ms ? o->backoff_ms * 2 : s->o.retry_ms;
@@ -322,8 +321,9 @@ static void *worker(void *arg)
 			o->retry_at_us = sym_now_us() + o->backoff_ms * 1000;
 			snprintf(o->err, sizeof(o->err), "%.255s", err.msg);
 			s->st.failures++;
-			pd_log_info("symbolizer", "no debug information", "key=%s retry_in_ms=%lld err=\"%s\"",
-			            o->key, (long long)o->backoff_ms, err.msg);
+			pd_log_info("symbolizer", "no debug information",
+			            "key=%s retry_in_ms=%lld err=\"%s\"", o->key,
+			            (long long)o->backoff_ms, err.msg);
 		}
 		free(path);
 		pthread_cond_broadcast(&s->done_cv);

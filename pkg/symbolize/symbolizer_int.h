@@ -13,13 +13,13 @@ enum { OBJ_IDLE, OBJ_QUEUED, OBJ_BUSY, OBJ_READY, OBJ_FAILED };
 
 /* A build id (or, without one, a mapped file's name) and its debug file. */
 struct sym_obj {
-	char *key;      /* build_id, else file */
-	char *build_id; /* lowercase hex, "" when unknown */
-	char *file;     /* the mapping's file name */
-	int state;      /* OBJ_*, under the symbolizer's mu */
+	char *key;           /* build_id, else file */
+	char *build_id;      /* lowercase hex, "" when unknown */
+	char *file;          /* the mapping's file name */
+	int state;           /* OBJ_*, under the symbolizer's mu */
 	struct sym_dbg *dbg; /* OBJ_READY: the open debug file, used under dbg_mu */
 	pthread_mutex_t dbg_mu;
-	const char *source;  /* where it was found (static string) */
+	const char *source; /* where it was found (static string) */
 	int64_t retry_at_us, backoff_ms;
 	char err[256]; /* why it was not found */
 	int disk_loaded;
@@ -76,7 +76,6 @@ void sym_job_queue(struct pd_symbolizer *s, struct sym_job *j);
 struct sym_obj *sym_obj_get(struct pd_symbolizer *s, const char *build_id, const char *file);
 void sym_obj_want(struct pd_symbolizer *s, struct sym_obj *o, int64_t now_us);
 struct sym_entry *sym_cache_get(struct pd_symbolizer *s, struct sym_obj *o, uint64_t addr);
-void sym_cache_put(struct pd_symbolizer *s, struct sym_obj *o, uint64_t addr,
-                   struct sym_result *r);
+void sym_cache_put(struct pd_symbolizer *s, struct sym_obj *o, uint64_t addr, struct sym_result *r);
 
 #endif

@@ -14,7 +14,8 @@
 int main(int argc, char **argv)
 {
 	if (argc < 8) {
-		fprintf(stderr, "usage: make_profile OUT BUILD_ID FILE START LIMIT OFFSET ADDR...\n");
+		fprintf(stderr,
+		        "usage: make_profile OUT BUILD_ID FILE START LIMIT OFFSET ADDR...\n");
 		return 2;
 	}
 	size_t n = (size_t)argc - 7;
@@ -40,14 +41,23 @@ int main(int argc, char **argv)
 		    .id = i + 1, .mapping_id = 1, .address = strtoull(argv[7 + i], NULL, 16)};
 		ids[i] = i + 1;
 		vals[i] = (int64_t)i + 1;
-		smp[i] = (struct pd_pprof_psample){.location_id = &ids[i], .nlocation = 1,
-		                                   .value = &vals[i], .nvalue = 1};
+		smp[i] = (struct pd_pprof_psample){
+		    .location_id = &ids[i], .nlocation = 1, .value = &vals[i], .nvalue = 1};
 	}
-	struct pd_pprof_parts pp = {.strings = s, .string_len = sl, .nstrings = 5,
-	                            .sample_type = &st, .nsample_type = 1, .sample = smp,
-	                            .nsample = n, .mapping = &m, .nmapping = 1, .location = loc,
-	                            .nlocation = n, .period = 1,
-	                            .has_period_type = 1, .period_type = st};
+	struct pd_pprof_parts pp = {.strings = s,
+	                            .string_len = sl,
+	                            .nstrings = 5,
+	                            .sample_type = &st,
+	                            .nsample_type = 1,
+	                            .sample = smp,
+	                            .nsample = n,
+	                            .mapping = &m,
+	                            .nmapping = 1,
+	                            .location = loc,
+	                            .nlocation = n,
+	                            .period = 1,
+	                            .has_period_type = 1,
+	                            .period_type = st};
 	struct pd_pprof_profile *p = NULL;
 	struct pd_err err = {0};
 	uint8_t *out = NULL;

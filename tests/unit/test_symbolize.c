@@ -29,7 +29,7 @@
 #include "symbolize_int.h"
 
 static char tmp[256];
-static char bid[160];      /* build id of prog */
+static char bid[160];                 /* build id of prog */
 static int64_t base = 0x555555554000; /* where the test's "process" mapped prog */
 
 static int64_t now_us(void)
@@ -95,23 +95,34 @@ static struct pd_pprof_profile *make_profile(const char *build_id, const char *f
 	for (size_t i = 0; i < ns; i++)
 		sl[i] = strlen(s[i]);
 	struct pd_pprof_pvt st = {1, 2};
-	struct pd_pprof_pmapping m = {.id = 1, .memory_start = start, .memory_limit = limit,
-	                              .file_offset = offset, .filename = 3,
+	struct pd_pprof_pmapping m = {.id = 1,
+	                              .memory_start = start,
+	                              .memory_limit = limit,
+	                              .file_offset = offset,
+	                              .filename = 3,
 	                              .build_id = (int64_t)ns - 1};
 	struct pd_pprof_plocation *loc = calloc(n, sizeof(*loc));
 	struct pd_pprof_psample *smp = calloc(n, sizeof(*smp));
 	uint64_t *ids = calloc(n, sizeof(*ids));
 	int64_t *vals = calloc(n, sizeof(*vals));
 	for (size_t i = 0; i < n; i++) {
-		loc[i] = (struct pd_pprof_plocation){.id = i + 1, .mapping_id = 1, .address = addrs[i]};
+		loc[i] =
+		    (struct pd_pprof_plocation){.id = i + 1, .mapping_id = 1, .address = addrs[i]};
 		ids[i] = i + 1;
 		vals[i] = (int64_t)i + 1;
-		smp[i] = (struct pd_pprof_psample){.location_id = &ids[i], .nlocation = 1,
-		                                   .value = &vals[i], .nvalue = 1};
+		smp[i] = (struct pd_pprof_psample){
+		    .location_id = &ids[i], .nlocation = 1, .value = &vals[i], .nvalue = 1};
 	}
-	struct pd_pprof_parts pp = {.strings = s, .string_len = sl, .nstrings = ns,
-	                            .sample_type = &st, .nsample_type = 1, .sample = smp,
-	                            .nsample = n, .mapping = &m, .nmapping = 1, .location = loc,
+	struct pd_pprof_parts pp = {.strings = s,
+	                            .string_len = sl,
+	                            .nstrings = ns,
+	                            .sample_type = &st,
+	                            .nsample_type = 1,
+	                            .sample = smp,
+	                            .nsample = n,
+	                            .mapping = &m,
+	                            .nmapping = 1,
+	                            .location = loc,
 	                            .nlocation = n};
 	struct pd_pprof_profile *p = NULL;
 	struct pd_err err = {0};
@@ -179,8 +190,8 @@ static size_t frames_of(const struct pd_pprof_profile *p, size_t i, struct frame
 
 static void read_text_segment(const char *exe)
 {
-	char *o = out_of("readelf -lW %s | awk '$1==\"LOAD\" && /R E|RWE/ {print $2, $3, $5}'",
-	                 exe);
+	char *o =
+	    out_of("readelf -lW %s | awk '$1==\"LOAD\" && /R E|RWE/ {print $2, $3, $5}'", exe);
 	unsigned long long off, va, sz;
 	assert_int_equal(sscanf(o, "%llx %llx %llx", &off, &va, &sz), 3);
 	text_offset = off;
@@ -288,8 +299,8 @@ static void reference(const uint64_t *a, size_t n, struct ref *ref)
 	free(o);
 }
 
-static void check_against_reference(const struct pd_pprof_profile *p, const uint64_t *a,
-                                    size_t n, size_t *inlined)
+static void check_against_reference(const struct pd_pprof_profile *p, const uint64_t *a, size_t n,
+                                    size_t *inlined)
 {
 	struct ref *ref = calloc(n, sizeof(*ref));
 	reference(a, n, ref);
@@ -304,9 +315,10 @@ static void check_against_reference(const struct pd_pprof_profile *p, const uint
 			assert_string_equal(fr[j].name, ref[i].f[j].name);
 			assert_string_equal(fr[j].file, ref[i].f[j].file);
 			if (fr[j].line != ref[i].f[j].line)
-				fail_msg("address 0x%llx frame %zu (%s): line %ld, eu-addr2line %ld",
-				         (unsigned long long)a[i], j, fr[j].name, fr[j].line,
-				         ref[i].f[j].line);
+				fail_msg(
+				    "address 0x%llx frame %zu (%s): line %ld, eu-addr2line %ld",
+				    (unsigned long long)a[i], j, fr[j].name, fr[j].line,
+				    ref[i].f[j].line);
 		}
 		if (k > 1)
 			(*inlined)++;
@@ -490,8 +502,8 @@ static pid_t start_debuginfod(const char *dir, int *port, int *fds)
 	char p[16], db[300];
 	snprintf(p, sizeof(p), "%d", *port);
 	snprintf(db, sizeof(db), "%s/debuginfod-%d.sqlite", tmp, *port);
-	char *argv[] = {"debuginfod", "-F", (char *)dir, "-p", p, "-d", db, "-t", "1", "-g", "0",
-	                NULL};
+	char *argv[] = {"debuginfod", "-F", (char *)dir, "-p", p,   "-d",
+	                db,           "-t", "1",         "-g", "0", NULL};
 	pid_t pid = spawn(argv, &fds[0], &fds[1]);
 	int64_t end = now_us() + 60 * 1000000LL;
 	for (;;) {
@@ -624,7 +636,8 @@ static void check_names(const char *exe, const char *const *want, size_t nwant,
 	uint64_t a[2048];
 	size_t n = 0;
 	char *save = NULL;
-	for (char *ln = strtok_r(o, "\n", &save); ln && n < 2048; ln = strtok_r(NULL, "\n", &save)) {
+	for (char *ln = strtok_r(o, "\n", &save); ln && n < 2048;
+	     ln = strtok_r(NULL, "\n", &save)) {
 		unsigned long long x;
 		char name[1024];
 		if (sscanf(ln, "%llx %1023s", &x, name) == 2 &&
@@ -655,11 +668,13 @@ static void check_names(const char *exe, const char *const *want, size_t nwant,
 	snprintf(path, sizeof(path), "%s/names.pb", tmp);
 	assert_int_equal(pd_file_write(path, bytes, len, &err), 0);
 	free(bytes);
-	char *top = out_of("go tool pprof -top -nodecount=100000 -nodefraction=0 -edgefraction=0 %s 2>/dev/null | "
-	                   "awk 'f {sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +/, \"\"); print} "
-	                   "/flat%%/ {f=1}'",
-	                   path);
-	/* every outermost frame's name is among go tool pprof's, and the ones asked for are there */
+	char *top = out_of(
+	    "go tool pprof -top -nodecount=100000 -nodefraction=0 -edgefraction=0 %s 2>/dev/null | "
+	    "awk 'f {sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +/, \"\"); print} "
+	    "/flat%%/ {f=1}'",
+	    path);
+	/* every outermost frame's name is among go tool pprof's, and the ones asked for are there
+	 */
 	size_t checked = 0, differ = 0;
 	for (size_t i = 0; i < pp.nlocation; i++) {
 		struct frame fr[8];
@@ -672,10 +687,11 @@ static void check_names(const char *exe, const char *const *want, size_t nwant,
 		sprintf(hay, "\n%s", top);
 		if (!strstr(hay, needle)) {
 			if (!max_differ_percent)
-				fail_msg("%s (system name %s) is not among go tool pprof's names:\n%s",
-				         fr[k - 1].name, sys, top);
-			print_message("differs from go tool pprof: %s (system name %s)\n", fr[k - 1].name,
-			              sys);
+				fail_msg(
+				    "%s (system name %s) is not among go tool pprof's names:\n%s",
+				    fr[k - 1].name, sys, top);
+			print_message("differs from go tool pprof: %s (system name %s)\n",
+			              fr[k - 1].name, sys);
 			differ++;
 		}
 		free(hay);
@@ -734,8 +750,8 @@ static void test_go_binary(void **state)
 	   tmp, PD_SYMBOLIZE_TESTS, tmp, tmp, tmp, tmp);
 	char exe[300];
 	snprintf(exe, sizeof(exe), "%s/goprog/prog", tmp);
-	char *o = out_of("nm -S %s | awk '$4==\"main.work\" || $4==\"main.main\" {print $1, $2}'",
-	                 exe);
+	char *o =
+	    out_of("nm -S %s | awk '$4==\"main.work\" || $4==\"main.main\" {print $1, $2}'", exe);
 	uint64_t a[512];
 	size_t n = 0;
 	unsigned long long st, sz;
@@ -777,8 +793,8 @@ static void test_go_binary(void **state)
 		char mine[700];
 		snprintf(mine, sizeof(mine), "%s:%ld", fr[0].file, fr[0].line);
 		if (strcmp(fr[k - 1].name, fn) != 0 || strcmp(mine, loc) != 0)
-			fail_msg("0x%llx: %s %s, go tool addr2line: %s %s", (unsigned long long)a[i],
-			         fr[k - 1].name, mine, fn, loc);
+			fail_msg("0x%llx: %s %s, go tool addr2line: %s %s",
+			         (unsigned long long)a[i], fr[k - 1].name, mine, fn, loc);
 		if (k > 1)
 			inlined++;
 		fn = strtok_r(NULL, "\n", &save);
@@ -850,8 +866,8 @@ int main(void)
 	    cmocka_unit_test(test_build_id_dir),    cmocka_unit_test(test_mapping_file),
 	    cmocka_unit_test(test_backoff),         cmocka_unit_test(test_cache_file),
 	    cmocka_unit_test(test_cplusplus_names), cmocka_unit_test(test_rust_names),
-	    cmocka_unit_test(test_go_binary),
-	    cmocka_unit_test(test_debuginfod),      cmocka_unit_test(test_debuginfod_hung),
+	    cmocka_unit_test(test_go_binary),       cmocka_unit_test(test_debuginfod),
+	    cmocka_unit_test(test_debuginfod_hung),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
