@@ -397,6 +397,50 @@ static void test_build_id_dir(void **state)
 	pd_symbolizer_destroy(s);
 }
 
+/* Addresses left unread at the deadline go to a worker: the call is partial,
+ * and a later one finds them in the cache. */
+static void test_deferred(void **state)
+{
+	uint64_t a[512];
+	size_t n = prog_addresses(a, 512);
+	char dir[300];
+	snprintf(dir, sizeof(dir), "%s/debug", tmp);
+	const char *dirs[] = {dir};
+	struct pd_symbolizer *s = start(dirs, 1, NULL, NULL, 1);
+	struct pd_symbolize_result res;
+	/* the debug file opened for one address */
+	struct pd_pprof_profile *p = prog_profile(bid, "/nonexistent/bin/prog", a, 1);
+	struct pd_pprof_profile *out = run(s, p, 10000, &res);
+	assert_int_equal(res.resolved, 1);
+	pd_pprof_destroy(out);
+	pd_pprof_destroy(p);
+	/* the rest with no time to read them */
+	p = prog_profile(bid, "/nonexistent/bin/prog", a, n);
+	out = run(s, p, 0, &res);
+	assert_int_equal(res.resolved, 1);
+	assert_int_equal(res.unresolved, n - 1);
+	assert_int_equal(res.partial, 1);
+	assert_non_null(strstr(res.missing, "still being resolved"));
+	pd_pprof_destroy(out);
+	struct pd_symbolizer_stats st;
+	int64_t end = now_us() + 30 * 1000000LL;
+	do {
+		pd_symbolizer_get_stats(s, &st);
+		if (st.cache_entries == n)
+			break;
+		usleep(10 * 1000);
+	} while (now_us() < end);
+	assert_int_equal(st.cache_entries, n);
+	out = run(s, p, 0, &res);
+	assert_int_equal(res.resolved, n);
+	assert_int_equal(res.partial, 0);
+	size_t inlined;
+	check_against_reference(out, a, n, &inlined);
+	pd_pprof_destroy(out);
+	pd_pprof_destroy(p);
+	pd_symbolizer_destroy(s);
+}
+
 /* The mapping's own file (unstripped, on this machine) with no build id in the
  * profile, as gperftools writes: the build id is read from the file. */
 static void test_mapping_file(void **state)
@@ -863,11 +907,11 @@ static void test_cache_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_build_id_dir),    cmocka_unit_test(test_mapping_file),
-	    cmocka_unit_test(test_backoff),         cmocka_unit_test(test_cache_file),
-	    cmocka_unit_test(test_cplusplus_names), cmocka_unit_test(test_rust_names),
-	    cmocka_unit_test(test_go_binary),       cmocka_unit_test(test_debuginfod),
-	    cmocka_unit_test(test_debuginfod_hung),
+	    cmocka_unit_test(test_build_id_dir), cmocka_unit_test(test_deferred),
+	    cmocka_unit_test(test_mapping_file), cmocka_unit_test(test_backoff),
+	    cmocka_unit_test(test_cache_file),   cmocka_unit_test(test_cplusplus_names),
+	    cmocka_unit_test(test_rust_names),   cmocka_unit_test(test_go_binary),
+	    cmocka_unit_test(test_debuginfod),   cmocka_unit_test(test_debuginfod_hung),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
