@@ -10,7 +10,8 @@
 #   - /api/v1/status/symbolizer and /metrics count what was done;
 #   - a second program's build id is asked of a debuginfod that never answers:
 #     the query is answered within --symbolizer.timeout (1s), partial, with
-#     binary+offset names, and says so in its header, report=meta and warnings.
+#     binary+offset names, and says so in its header, report=meta and warnings;
+#   - after a restart with the debug file gone, the disk cache answers in full.
 #
 #   symbolize.sh PROFD MAKE_PROFILE TESTS_SYMBOLIZE_DIR
 set -euo pipefail
@@ -156,4 +157,22 @@ grep -q '^profd_symbolizer_in_flight 1$' "$tmp/metrics" || fail "metrics: $(grep
 kill -TERM "${pids[1]}"
 stopped() { ! kill -0 "${pids[1]}" 2>/dev/null; }
 wait_for 20 "profd did not stop with a download hanging" stopped
+
+# ---- a restart without the debug file: the disk cache answers --------------------------------
+rm -rf "$tmp/data/debuginfo"
+: >"$tmp/profd.log"
+"$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
+	--web.listen-address=127.0.0.1:0 --symbolizer.debug-dirs=/nonexistent/debug \
+	--symbolizer.debuginfod-urls= --symbolizer.timeout=0s >"$tmp/profd.log" 2>&1 &
+pids+=($!)
+wait_for 60 "profd did not start again" listening
+api="http://127.0.0.1:$port"
+curl -fsS -D "$tmp/h3" -o "$tmp/top3.json" "$(q 'profile{job="app"}' '&report=top')" ||
+	fail "report=top after the restart"
+grep -qi '^X-Profd-Symbolized: full' "$tmp/h3" || fail "after the restart: $(cat "$tmp/h3")"
+jq -e '[.data.rows[].name] | index("work") != null' "$tmp/top3.json" >/dev/null ||
+	fail "after the restart report=top has no work: $(jq -c '[.data.rows[].name]' "$tmp/top3.json")"
+curl -fsS -o "$tmp/status3.json" "$api/api/v1/status/symbolizer" || fail "status/symbolizer 3"
+jq -e '.data.fetches == 0 and .data.hits == 3' "$tmp/status3.json" >/dev/null ||
+	fail "after the restart: $(cat "$tmp/status3.json")"
 echo "symbolize.sh: ok (hung debuginfod answered partial in $took ms)"
