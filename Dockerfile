@@ -31,11 +31,14 @@ FROM debian:bookworm-slim
 # libcgraph6, libcdt5, libpathplan4, libltdl7 and libexpat1) lays out report=svg's
 # call graphs; libdeflate0 inflates gzip'd profiles (zlib1g the rest).
 # libjson-c5 reads the JSON bodies of pushes (speedscope, Connect, OTLP).
-# libelf1 reads the build ids of uploaded debug files.
+# libelf1 reads the build ids of uploaded debug files; libdw1, libelf1 and
+# libdebuginfod1 (elfutils, with liblzma5 and libbz2-1.0 for compressed sections)
+# symbolize native profiles at query time.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       ca-certificates libc-ares2 libcrypt1 libcurl4 libgcc-s1 libmicrohttpd12 libjson-c5 libprotobuf-c1 libre2-9 libssl3 libstdc++6 \
-      libyaml-0-2 libzstd1 zlib1g libdeflate0 libgvc6 libcgraph6 libcdt5 libpathplan4 libltdl7 libexpat1 libelf1 \
+      libyaml-0-2 libzstd1 zlib1g libdeflate0 libgvc6 libcgraph6 libcdt5 libpathplan4 libltdl7 libexpat1 \
+      libdw1 libelf1 libdebuginfod1 liblzma5 libbz2-1.0 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 profd \
  && useradd --system --uid 10001 --gid profd --home-dir /data --no-create-home --shell /usr/sbin/nologin profd \

@@ -27,6 +27,8 @@ PKGS=(
   libelf-dev # pkg/elf: build ids of uploaded debug files (elfutils' libelf)
   libc-ares-dev # dns_sd_configs: DNS lookups
   libgraphviz-dev # report=svg: call graphs laid out by Graphviz's C library (libgvc)
+  libdw-dev libdebuginfod-dev # pkg/symbolize: DWARF and debuginfod (elfutils; libelf-dev above)
+  libiberty-dev # pkg/symbolize: C++ and Rust names demangled (cplus_demangle)
   golang-go time curl jq
   python3-yaml # examples/check.sh: reads the Kubernetes manifests
   libpcre2-dev # bench/regex.sh only: its reference, the PCRE2 matchers before RE2
@@ -52,6 +54,8 @@ fi
 [ $tests = 1 ] && PKGS+=(python3-protobuf protobuf-compiler)
 # tests/api_doc.cmake: Debian's faketime runs the docs' examples 60 days on
 [ $tests = 1 ] && PKGS+=(faketime)
+# tests/unit/test_symbolize.c: eu-addr2line (the reference) and Debian's debuginfod server
+[ $tests = 1 ] && PKGS+=(elfutils debuginfod)
 
 missing=()
 for p in "${PKGS[@]}"; do

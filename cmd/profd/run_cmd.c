@@ -21,6 +21,7 @@
 #include "profd/scrape.h"
 #include "profd/tsdb.h"
 #include "profd/webui.h"
+#include "run_symbolizer.h"
 
 struct run_flags {
 	const char *config_file;
@@ -77,6 +78,7 @@ struct run_flags {
 	const char *ingest_max_json_size;
 	const char *ingest_max_request_memory;
 	const char *max_debuginfo_size; /* an uploaded debug file, after gunzip */
+	struct run_sym_flags sym; /* --symbolizer.* (run_symbolizer.c) */
 };
 
 static void usage(FILE *f)
@@ -206,6 +208,7 @@ static void usage(FILE *f)
 		"                                      hold before they are stored (default 512MB)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
+	run_sym_usage(f);
 }
 
 /* Boolean flags, as Prometheus's: `--web.enable-lifecycle` sets one and
@@ -222,6 +225,8 @@ static int bool_flag(const char *a, size_t nl, const char *v, struct run_flags *
 	    {"web.enable-lifecycle", offsetof(struct run_flags, enable_lifecycle)},
 	    {"web.enable-push", offsetof(struct run_flags, enable_push)},
 	    {"web.enable-admin-api", offsetof(struct run_flags, enable_admin_api)},
+	    {"symbolizer.enabled", offsetof(struct run_flags, sym.enabled)},
+	    {"symbolizer.mapping-files", offsetof(struct run_flags, sym.mapping_files)},
 	};
 	if (nl < 3 || strncmp(a, "--", 2) != 0)
 		return 0;
@@ -259,7 +264,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 				"1000000" /* PD_TSDB_DEFAULT_MAX_SERIES */,
 				"8", "20", "100", "64MB", "1000000", "1024", "1GB", "10m", "64MB",
 				"2048", "30", "1024", "2048", "65535", "10000", "64", "16MB", "512MB",
-				"512MB"};
+				"512MB", {0}};
+	run_sym_flags_init(&f->sym);
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -291,6 +297,11 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			return -1;
 		}
 #define IS(x) (nl == strlen(x) && strncmp(a, x, nl) == 0)
+		int sy = run_sym_flag(&f->sym, a, nl, v);
+		if (sy < 0)
+			return -1;
+		if (sy > 0)
+			continue;
 		if (IS("--config.file"))
 			f->config_file = v;
 		else if (IS("--storage.clickhouse.url"))
@@ -635,6 +646,7 @@ int pd_cmd_run(int argc, char **argv)
 	struct run_flags f;
 	struct pd_err err = {0};
 	struct daemon d = {0};
+	struct pd_symbolizer *symbolizer = NULL;
 	int rc = 1;
 	pthread_mutex_init(&d.cfg_mu, NULL);
 	d.main_thread = pthread_self();
@@ -929,7 +941,11 @@ int pd_cmd_run(int argc, char **argv)
 			    "ingest.max-label-name-length", "ingest.max-label-value-length",
 			    "ingest.max-symbol-length", "ingest.max-profiles-per-request",
 			    "ingest.max-json-depth", "ingest.max-json-size",
-			    "ingest.max-request-memory", "web.max-debuginfo-size"};
+			    "ingest.max-request-memory", "web.max-debuginfo-size",
+			    "symbolizer.enabled", "symbolizer.debug-dirs", "symbolizer.debuginfod-urls",
+			    "symbolizer.timeout", "symbolizer.cache-size",
+			    "symbolizer.debuginfod-timeout", "symbolizer.max-download-size",
+			    "symbolizer.workers", "symbolizer.mapping-files"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -948,7 +964,11 @@ int pd_cmd_run(int argc, char **argv)
 			    f.ingest_max_label_name_len, f.ingest_max_label_value_len,
 			    f.ingest_max_symbol_len, f.ingest_max_profiles,
 			    f.ingest_max_json_depth, f.ingest_max_json_size,
-			    f.ingest_max_request_memory, f.max_debuginfo_size};
+			    f.ingest_max_request_memory, f.max_debuginfo_size,
+			    f.sym.enabled ? "true" : "false", f.sym.dirs_joined,
+			    f.sym.debuginfod_urls ? f.sym.debuginfod_urls : "", f.sym.timeout,
+			    f.sym.cache_size, f.sym.download_timeout, f.sym.max_download,
+			    f.sym.workers, f.sym.mapping_files ? "true" : "false"};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -1000,6 +1020,9 @@ int pd_cmd_run(int argc, char **argv)
 	ao.nflags = sizeof(fn) / sizeof(fn[0]);
 	ao.version = PD_VERSION;
 	ao.route_prefix = route_prefix;
+	if (run_sym_start(&f.sym, f.storage_path, &symbolizer, &ao.symbolize_timeout_ms))
+		goto out;
+	ao.symbolizer = symbolizer;
 	if (pd_webui_create(f.ui_dir[0] ? f.ui_dir : NULL, &d.ui, &err) == 0) {
 		ao.ui = pd_webui_serve;
 		ao.ui_ctx = d.ui;
@@ -1079,6 +1102,7 @@ out:
 		pd_api_stop(d.api);
 	}
 	pd_webui_destroy(d.ui);
+	pd_symbolizer_destroy(symbolizer); /* after the API, which borrows it */
 	free(d.sd_seen);
 	pd_discovery_manager_destroy(d.disc);
 	pd_scrape_manager_destroy(d.scrape);

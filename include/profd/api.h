@@ -26,6 +26,7 @@
 struct pd_tsdb;
 struct pd_scrape_manager;
 struct pd_discovery_manager;
+struct pd_symbolizer;
 
 /* ---- defaults ------------------------------------------------------------- */
 
@@ -205,6 +206,12 @@ struct pd_api_opts {
 	const char *debuginfo_dir;
 	/* the largest debug file, after gunzip; 0: PD_API_DEFAULT_MAX_DEBUGINFO_SIZE */
 	size_t max_debuginfo_size;
+	/* Queries symbolize their result (pkg/symbolize, docs/symbolization.md) with
+	 * this symbolizer, borrowed; NULL: never. A query waits for debug files at
+	 * most symbolize_timeout_ms (0: the default, 2 s; negative: not at all) and
+	 * then answers, unsymbolized for the rest, with X-Profd-Symbolized: partial. */
+	struct pd_symbolizer *symbolizer;
+	int64_t symbolize_timeout_ms;
 };
 
 /* ---- profile totals as Prometheus metrics (docs/api.md, "/prometheus") ---------- */

@@ -53,6 +53,7 @@ enum api_handler {
 	H_PUSH_V1,
 	H_OTLP,
 	H_DEBUGINFO,
+	H_STATUS_SYMBOLIZER,
 	H_UI,
 	H_OTHER,
 	API_NHANDLERS
@@ -327,6 +328,7 @@ struct api_resp {
 	const uint8_t *raw;
 	size_t raw_len;
 	int raw_free;
+	const char *symbolized; /* X-Profd-Symbolized: "full", "partial"; NULL: none */
 };
 
 /* ---- JSON output (json.c): every writer is a no-op once w->berr is set ---- */
@@ -455,6 +457,21 @@ void api_targets(struct api_req *r, struct api_resp *w);
 void api_status_config(struct api_req *r, struct api_resp *w);
 void api_status_flags(struct api_req *r, struct api_resp *w);
 void api_status_tsdb(struct api_req *r, struct api_resp *w);
+/* ---- symbolization (symbolizer.c) ---- */
+struct pd_pprof_profile;
+struct pd_symbolize_result;
+/* GET /api/v1/status/symbolizer: the sources and the counters. */
+void api_status_symbolizer(struct api_req *r, struct api_resp *w);
+/* profd_symbolizer_* for /metrics (nothing without a symbolizer). */
+void api_symbolizer_metrics(struct pd_api_server *s, struct api_resp *w);
+/* Symbolizes p for a query, unless the server has no symbolizer or the request
+ * says symbolize=false: *out is the new profile (the caller's) or NULL, res what
+ * was done; sets X-Profd-Symbolized and a warning when partial. *deadline_us (0:
+ * set by the first call from --symbolizer.timeout) bounds every call of one
+ * request together. 0, or -1 after an error response. */
+int api_symbolize(struct api_req *r, struct api_resp *w, const struct pd_pprof_profile *p,
+                  struct pd_pprof_profile **out, struct pd_symbolize_result *res,
+                  int64_t *deadline_us);
 void api_status_buildinfo(struct api_req *r, struct api_resp *w);
 void api_push(struct api_req *r, struct api_resp *w);
 /* ingest.c: Pyroscope's /ingest, push.v1.PusherService/Push (Connect) and OTLP

@@ -520,6 +520,7 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 		        (unsigned long long)m.push_refused[i]);
 	api_ingest_metrics(s, w);
 	api_debuginfo_metrics(s, w);
+	api_symbolizer_metrics(s, w);
 	family(w, "profd_pushes_in_progress", "gauge",
 	       "Pushes being received or stored now (at most --web.max-concurrent-pushes).");
 	sample_u(w, "profd_pushes_in_progress", pushing);

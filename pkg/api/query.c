@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "api_int.h"
+#include "profd/symbolize.h"
 #include "profd/clickhouse.h"
 #include "profd/config.h"
 #include "profd/pprof.h"
@@ -143,6 +144,8 @@ struct side {
 	size_t rawlen;
 	struct pd_pprof_profile *prof;
 	int found;
+	int symbolized;                 /* the symbolizer ran on the result (sym says what it did) */
+	struct pd_symbolize_result sym;
 };
 
 static void side_fini(struct side *sd)
@@ -633,6 +636,18 @@ static void report_meta(struct api_resp *w, const struct pd_pprof_profile *p,
 	ju64(w, pd_pprof_function_count(p));
 	jput(w, ",\"mappingCount\":");
 	ju64(w, pd_pprof_mapping_count(p));
+	if (sides[0].symbolized) {
+		const struct pd_symbolize_result *y = &sides[0].sym;
+		jput(w, ",\"symbolization\":{\"locations\":");
+		ju64(w, y->locations);
+		jput(w, ",\"resolved\":");
+		ju64(w, y->resolved);
+		jput(w, ",\"unresolved\":");
+		ju64(w, y->unresolved);
+		jput(w, y->partial ? ",\"partial\":true,\"missing\":" : ",\"partial\":false,\"missing\":");
+		jstr(w, y->missing);
+		jput(w, "}");
+	}
 	if (nsides == 1) {
 		jput(w, ",");
 		side_summary(w, &sides[0]);
@@ -1225,7 +1240,7 @@ static void report_series_groups(struct api_req *r, struct api_resp *w, int repo
                                  const struct api_group_by *gb, const struct groups *gs,
                                  uint64_t max_groups, const struct side *sd, const char *key,
                                  uint64_t max_sample_groups, uint64_t limit, double nodefraction,
-                                 int64_t min_total)
+                                 int64_t min_total, int64_t *deadline_us)
 {
 	if (gs->dropped)
 		api_warn(w, "group_by: %zu groups left out, beyond the %llu largest (group_limit)",
@@ -1259,6 +1274,13 @@ static void report_series_groups(struct api_req *r, struct api_resp *w, int repo
 		jput(w, ",\"maxTime\":");
 		ji64(w, g->maxt);
 		const struct pd_pprof_profile *p = g->focused ? g->focused : g->whole;
+		struct pd_pprof_profile *symbolized = NULL;
+		struct side one = {0};
+		if (api_symbolize(r, w, p, &symbolized, &one.sym, deadline_us))
+			return;
+		one.symbolized = r->srv->o.symbolizer != NULL;
+		if (symbolized)
+			p = symbolized;
 		jput(w, ",\"sampleType\":");
 		jtype(w, p, (size_t)g->idx);
 		jput(w, ",\"unit\":");
@@ -1267,12 +1289,12 @@ static void report_series_groups(struct api_req *r, struct api_resp *w, int repo
 		ji64(w, g->total);
 		jput(w, ",\"report\":");
 		/* the group as a side of its own, for report=meta's summary */
-		struct side one = {0};
 		one.merge = 1;
 		one.found = 1;
 		one.res = sd->res;
 		one.used = calloc(sd->res->nseries, 1);
 		if (!one.used) {
+			pd_pprof_destroy(symbolized);
 			api_error(w, 500, "internal", "out of memory");
 			return;
 		}
@@ -1289,6 +1311,7 @@ static void report_series_groups(struct api_req *r, struct api_resp *w, int repo
 			one_report(r, w, report, p, g->whole, &one, 1, limit, nodefraction,
 			           min_total);
 		free(one.used);
+		pd_pprof_destroy(symbolized);
 		jput(w, "}");
 	}
 	jput(w, "]}");
@@ -1313,7 +1336,8 @@ void api_query(struct api_req *r, struct api_resp *w)
 	                                      "tags", "folded", "speedscope", "dot", "svg"};
 	struct pd_api_server *s = r->srv;
 	struct side sides[2];
-	struct pd_pprof_profile *diff = NULL, *focused = NULL;
+	struct pd_pprof_profile *diff = NULL, *focused = NULL, *symbolized = NULL;
+	int64_t sym_deadline = 0; /* one deadline for every symbolization of the query */
 	struct tag_filters tf = {0};
 	struct api_group_by gb = {0};
 	struct groups groups = {0};
@@ -1409,7 +1433,8 @@ void api_query(struct api_req *r, struct api_resp *w)
 	pthread_mutex_unlock(&s->m.mu);
 
 	int filtering = tf.nfocus || tf.nignore;
-	int decode = report != REPORT_PROTO || mode != MODE_SINGLE || filtering;
+	/* symbolization reads the profile: a stored one is not answered as its bytes */
+	int decode = report != REPORT_PROTO || mode != MODE_SINGLE || filtering || s->o.symbolizer;
 	if (mode == MODE_DIFF) {
 		if (side_params(r, w, &sides[0], "a.", mode) ||
 		    side_params(r, w, &sides[1], "b.", mode))
@@ -1429,7 +1454,7 @@ void api_query(struct api_req *r, struct api_resp *w)
 		else
 			report_series_groups(r, w, report, &gb, &groups, max_series_groups,
 			                     &sides[0], group_key, max_groups, limit, nodefraction,
-			                     min_total);
+			                     min_total, &sym_deadline);
 		goto out;
 	}
 	for (size_t i = 0; i < nsides; i++) {
@@ -1470,6 +1495,18 @@ void api_query(struct api_req *r, struct api_resp *w)
 		}
 		p = diff;
 	}
+	/* once per result, after merging (and the diff), before any report */
+	if (api_symbolize(r, w, p, &symbolized, &sides[0].sym, &sym_deadline))
+		goto out;
+	sides[0].symbolized = s->o.symbolizer != NULL;
+	if (symbolized) {
+		p = symbolized;
+		/* the stored bytes are no longer the answer */
+		for (size_t i = 0; i < nsides; i++) {
+			free(sides[i].raw);
+			sides[i].raw = NULL;
+		}
+	}
 	const struct pd_pprof_profile *whole = p;
 	size_t kept = 0;
 	if (tag_filters_apply(w, &tf, p, &focused, &kept))
@@ -1494,6 +1531,7 @@ out:
 	api_group_by_fini(&gb);
 	tag_filters_fini(&tf);
 	pd_pprof_destroy(focused);
+	pd_pprof_destroy(symbolized);
 	pd_pprof_destroy(diff);
 	for (size_t i = 0; i < 2; i++)
 		side_fini(&sides[i]);

@@ -72,6 +72,7 @@ const char *const api_handler_names[API_NHANDLERS] = {
     "/push.v1.PusherService/Push",
     "/v1development/profiles",
     "/api/v1/debuginfo/:build_id",
+    "/api/v1/status/symbolizer",
     "/",
     "other",
 };
@@ -129,6 +130,8 @@ static const struct route routes[] = {
     {"/api/v1/status/tsdb", M_GET | M_HEAD, H_STATUS_TSDB, api_status_tsdb, BODY_NONE, 1,
      "GET, HEAD"},
     {"/api/v1/status/buildinfo", M_GET | M_HEAD, H_STATUS_BUILDINFO, api_status_buildinfo,
+     BODY_NONE, 1, "GET, HEAD"},
+    {"/api/v1/status/symbolizer", M_GET | M_HEAD, H_STATUS_SYMBOLIZER, api_status_symbolizer,
      BODY_NONE, 1, "GET, HEAD"},
     {"/api/v1/profiles", M_POST, H_PROFILES, api_push, BODY_PUSH, 1, "POST"},
     /* other profilers' pushes (ingest.c), answered in their own protocols */
@@ -663,6 +666,8 @@ static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
 	}
 	if (w->cache_control)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, w->cache_control);
+	if (w->symbolized)
+		MHD_add_response_header(resp, "X-Profd-Symbolized", w->symbolized);
 	if (w->csp) {
 		MHD_add_response_header(resp, "Content-Security-Policy", w->csp);
 		MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");

@@ -1,0 +1,518 @@
+/* symbolizer.c: the symbolizer object: the build ids it knows (each found and
+ * opened once, by a worker thread, or retried with exponential backoff when
+ * found nowhere), the cache of resolved addresses (in memory, an LRU bounded in
+ * bytes, and on disk through cache_file.c), and the wait of one call for the
+ * debug files it needs, bounded by the caller's deadline. rewrite.c turns what
+ * this finds into a new profile. */
+#include "symbolize_int.h"
+#include "symbolizer_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+int64_t sym_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void pd_symbolize_opts_init(struct pd_symbolize_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->use_mapping_files = 1;
+	o->max_download = PD_SYMBOLIZE_DEFAULT_MAX_DOWNLOAD;
+	o->download_timeout_ms = PD_SYMBOLIZE_DEFAULT_DOWNLOAD_TIMEOUT_MS;
+	o->cache_bytes = PD_SYMBOLIZE_DEFAULT_CACHE_BYTES;
+	o->workers = PD_SYMBOLIZE_DEFAULT_WORKERS;
+	o->retry_ms = PD_SYMBOLIZE_DEFAULT_RETRY_MS;
+	o->retry_max_ms = PD_SYMBOLIZE_DEFAULT_RETRY_MAX_MS;
+}
+
+/* ---- the memory cache ---- */
+
+static size_t bucket_of(const struct pd_symbolizer *s, const struct sym_obj *o, uint64_t addr)
+{
+	return pd_hash_u64(pd_hash_u64(0, (uint64_t)(uintptr_t)o), addr) & (s->nbuckets - 1);
+}
+
+static void lru_unlink(struct sym_entry *e)
+{
+	e->prev->next = e->next;
+	e->next->prev = e->prev;
+}
+
+static void lru_front(struct pd_symbolizer *s, struct sym_entry *e)
+{
+	e->next = s->lru.next;
+	e->prev = &s->lru;
+	s->lru.next->prev = e;
+	s->lru.next = e;
+}
+
+static void entry_free(struct pd_symbolizer *s, struct sym_entry *e)
+{
+	struct sym_entry **pp = &s->buckets[bucket_of(s, e->obj, e->addr)];
+	while (*pp != e)
+		pp = &(*pp)->hnext;
+	*pp = e->hnext;
+	lru_unlink(e);
+	s->bytes -= e->bytes;
+	s->entries--;
+	sym_result_fini(&e->r);
+	free(e);
+}
+
+struct sym_entry *sym_cache_get(struct pd_symbolizer *s, struct sym_obj *o, uint64_t addr)
+{
+	for (struct sym_entry *e = s->buckets[bucket_of(s, o, addr)]; e; e = e->hnext) {
+		if (e->obj == o && e->addr == addr) {
+			lru_unlink(e);
+			lru_front(s, e);
+			return e;
+		}
+	}
+	return NULL;
+}
+
+/* Takes ownership of *r (left empty). Evicts the least recently used entries
+ * past the byte bound. */
+void sym_cache_put(struct pd_symbolizer *s, struct sym_obj *o, uint64_t addr, struct sym_result *r)
+{
+	struct sym_entry *old = sym_cache_get(s, o, addr);
+	if (old)
+		entry_free(s, old);
+	struct sym_entry *e = calloc(1, sizeof(*e));
+	if (!e) {
+		sym_result_fini(r);
+		return;
+	}
+	e->obj = o;
+	e->addr = addr;
+	e->r = *r;
+	r->f = NULL;
+	r->n = 0;
+	e->bytes = sizeof(*e) + sym_result_bytes(&e->r);
+	size_t b = bucket_of(s, o, addr);
+	e->hnext = s->buckets[b];
+	s->buckets[b] = e;
+	lru_front(s, e);
+	s->bytes += e->bytes;
+	s->entries++;
+	while (s->bytes > s->o.cache_bytes && s->lru.prev != e)
+		entry_free(s, s->lru.prev);
+}
+
+/* ---- build ids ---- */
+
+struct load_ctx {
+	struct pd_symbolizer *s;
+	struct sym_obj *o;
+};
+
+static int load_record(void *ctx, uint64_t addr, const struct pd_symbolize_frame *fr, size_t n)
+{
+	struct load_ctx *x = ctx;
+	struct sym_result r = {0};
+	for (size_t i = 0; i < n; i++) {
+		char *a = strndup(fr[i].name, fr[i].name_len);
+		char *b = strndup(fr[i].system_name, fr[i].system_name_len);
+		char *c = strndup(fr[i].file, fr[i].file_len);
+		int rc = a && b && c ? sym_result_add(&r, a, b, c, fr[i].line, fr[i].start_line)
+		                     : PD_ENOMEM;
+		free(a);
+		free(b);
+		free(c);
+		if (rc) {
+			sym_result_fini(&r);
+			return 0;
+		}
+	}
+	sym_cache_put(x->s, x->o, addr, &r);
+	return 0;
+}
+
+/* Reads the disk cache of o's build id into memory (once). Under s->mu. */
+static void obj_load_disk(struct pd_symbolizer *s, struct sym_obj *o)
+{
+	if (o->disk_loaded || !s->cache_dir || !o->build_id[0])
+		return;
+	o->disk_loaded = 1;
+	struct pd_err err = {0};
+	struct load_ctx x = {s, o};
+	int rc = sym_cache_load(s->cache_dir, o->build_id, s->o.cache_bytes, load_record, &x, &err);
+	if (rc && rc != PD_ENOTFOUND)
+		pd_log_warn("symbolizer", "the disk cache was not read", "build_id=%s err=\"%s\"",
+		            o->build_id, err.msg);
+}
+
+struct sym_obj *sym_obj_get(struct pd_symbolizer *s, const char *build_id, const char *file)
+{
+	const char *key = build_id && *build_id ? build_id : file;
+	if (!key || !*key)
+		return NULL;
+	for (struct sym_obj *o = s->objs; o; o = o->next)
+		if (strcmp(o->key, key) == 0)
+			return o;
+	struct sym_obj *o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	o->key = strdup(key);
+	o->build_id = strdup(build_id ? build_id : "");
+	o->file = strdup(file ? file : "");
+	if (!o->key || !o->build_id || !o->file) {
+		free(o->key);
+		free(o->build_id);
+		free(o->file);
+		free(o);
+		return NULL;
+	}
+	pthread_mutex_init(&o->dbg_mu, NULL);
+	o->next = s->objs;
+	s->objs = o;
+	s->nobjs++;
+	obj_load_disk(s, o);
+	return o;
+}
+
+/* Queues o for a worker unless it is queued, being looked for, ready, or
+ * failed and not yet due again. Under s->mu. */
+void sym_obj_want(struct pd_symbolizer *s, struct sym_obj *o, int64_t now_us)
+{
+	if (o->state == OBJ_QUEUED || o->state == OBJ_BUSY || o->state == OBJ_READY)
+		return;
+	if (o->state == OBJ_FAILED && now_us < o->retry_at_us)
+		return;
+	o->state = OBJ_QUEUED;
+	o->qnext = NULL;
+	if (s->qtail)
+		s->qtail->qnext = o;
+	else
+		s->qhead = o;
+	s->qtail = o;
+	pthread_cond_signal(&s->work_cv);
+}
+
+int sym_resolve(struct pd_symbolizer *s, struct sym_obj *o, uint64_t start, uint64_t limit,
+                uint64_t offset, uint64_t addr, struct sym_result *out)
+{
+	struct sym_result r = {0};
+	pthread_mutex_lock(&o->dbg_mu);
+	int rc = sym_dbg_lookup(o->dbg, start, limit, offset, addr, &r);
+	pthread_mutex_unlock(&o->dbg_mu);
+	if (rc)
+		return rc;
+	if (s->cache_dir && o->build_id[0]) {
+		struct pd_err err = {0};
+		if (sym_cache_append(s->cache_dir, o->build_id, addr, &r, &err))
+			pd_log_warn("symbolizer", "the disk cache was not written", "err=\"%s\"",
+			            err.msg);
+	}
+	struct sym_result copy = {0};
+	if (out) {
+		for (size_t i = 0; i < r.n && rc == 0; i++)
+			rc = sym_result_add(&copy, r.f[i].name, r.f[i].system_name, r.f[i].file,
+			                    r.f[i].line, r.f[i].start_line);
+		if (rc)
+			sym_result_fini(&copy);
+	}
+	pthread_mutex_lock(&s->mu);
+	s->st.misses++;
+	sym_cache_put(s, o, addr, &r);
+	pthread_mutex_unlock(&s->mu);
+	if (out)
+		*out = copy;
+	return rc;
+}
+
+void sym_job_queue(struct pd_symbolizer *s, struct sym_job *j)
+{
+	j->next = NULL;
+	if (s->jtail)
+		s->jtail->next = j;
+	else
+		s->jhead = j;
+	s->jtail = j;
+	pthread_cond_signal(&s->work_cv);
+}
+
+/* A job's addresses not cached yet, resolved one by one. Called under mu;
+ * returns with it held. */
+static void run_job(struct pd_symbolizer *s, struct sym_job *j)
+{
+	s->st.in_flight++;
+	for (size_t i = 0; i < j->n && !s->stop; i++) {
+		if (sym_cache_get(s, j->o, j->addrs[i]))
+			continue;
+		pthread_mutex_unlock(&s->mu);
+		sym_resolve(s, j->o, j->start, j->limit, j->offset, j->addrs[i], NULL);
+		pthread_mutex_lock(&s->mu);
+	}
+	s->st.in_flight--;
+	free(j->addrs);
+	free(j);
+}
+
+static void *worker(void *arg)
+{
+	struct pd_symbolizer *s = arg;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (!s->stop && !s->qhead && !s->jhead)
+			pthread_cond_wait(&s->work_cv, &s->mu);
+		if (s->stop)
+			break;
+		if (!s->qhead) {
+			struct sym_job *j = s->jhead;
+			s->jhead = j->next;
+			if (!s->jhead)
+				s->jtail = NULL;
+			run_job(s, j);
+			pthread_cond_broadcast(&s->done_cv);
+			continue;
+		}
+		struct sym_obj *o = s->qhead;
+		s->qhead = o->qnext;
+		if (!s->qhead)
+			s->qtail = NULL;
+		o->state = OBJ_BUSY;
+		s->st.in_flight++;
+		pthread_mutex_unlock(&s->mu);
+
+		struct pd_err err = {0};
+		char *path = NULL;
+		const char *source = NULL;
+		struct sym_dbg *d = NULL;
+		char hex[2 * 64 + 1] = "";
+		int rc = sym_find(&s->fo, o->build_id, o->file, &path, &source, &err);
+		if (rc == 0)
+			rc = sym_dbg_open(&d, path, &err);
+		if (rc == 0 && !o->build_id[0])
+			sym_elf_build_id(path, hex, sizeof(hex));
+
+		pthread_mutex_lock(&s->mu);
+		s->st.in_flight--;
+		if (rc == 0) {
+			o->dbg = d;
+			o->state = OBJ_READY;
+			o->source = source;
+			o->backoff_ms = 0;
+			if (hex[0] && !o->build_id[0]) {
+				char *b = strdup(hex);
+				if (b) {
+					free(o->build_id);
+					o->build_id = b;
+				}
+			}
+			s->st.fetches++;
+			if (strcmp(source, "debuginfod") == 0)
+				s->st.downloads++;
+			pd_log_info("symbolizer", "debug information found",
+			            "key=%s source=%s path=%s", o->key, source, path);
+		} else {
+			o->state = OBJ_FAILED;
+			o->backoff_ms = o->backoff_ms ? o->backoff_ms * 2 : s->o.retry_ms;
+			if (o->backoff_ms > s->o.retry_max_ms)
+				o->backoff_ms = s->o.retry_max_ms;
+			o->retry_at_us = sym_now_us() + o->backoff_ms * 1000;
+			snprintf(o->err, sizeof(o->err), "%.255s", err.msg);
+			s->st.failures++;
+			pd_log_info("symbolizer", "no debug information",
+			            "key=%s retry_in_ms=%lld err=\"%s\"", o->key,
+			            (long long)o->backoff_ms, err.msg);
+		}
+		free(path);
+		pthread_cond_broadcast(&s->done_cv);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+static int copy_dirs(struct pd_symbolizer *s, const struct pd_symbolize_opts *o)
+{
+	s->fo.dirs = calloc(o->ndebug_dirs ? o->ndebug_dirs : 1, sizeof(char *));
+	if (!s->fo.dirs)
+		return PD_ENOMEM;
+	for (size_t i = 0; i < o->ndebug_dirs; i++) {
+		if (!o->debug_dirs[i] || !*o->debug_dirs[i])
+			continue;
+		if (!(s->fo.dirs[s->fo.ndirs] = strdup(o->debug_dirs[i])))
+			return PD_ENOMEM;
+		s->fo.ndirs++;
+	}
+	return 0;
+}
+
+int pd_symbolizer_create(struct pd_symbolizer **out, const struct pd_symbolize_opts *o,
+                         struct pd_err *err)
+{
+	*out = NULL;
+	struct pd_symbolizer *s = calloc(1, sizeof(*s));
+	if (!s)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	s->o = *o;
+	if (!s->o.cache_bytes)
+		s->o.cache_bytes = PD_SYMBOLIZE_DEFAULT_CACHE_BYTES;
+	if (!s->o.workers)
+		s->o.workers = PD_SYMBOLIZE_DEFAULT_WORKERS;
+	if (s->o.retry_ms <= 0)
+		s->o.retry_ms = PD_SYMBOLIZE_DEFAULT_RETRY_MS;
+	if (s->o.retry_max_ms < s->o.retry_ms)
+		s->o.retry_max_ms = s->o.retry_ms;
+	if (!s->o.max_download)
+		s->o.max_download = PD_SYMBOLIZE_DEFAULT_MAX_DOWNLOAD;
+	if (s->o.download_timeout_ms <= 0)
+		s->o.download_timeout_ms = PD_SYMBOLIZE_DEFAULT_DOWNLOAD_TIMEOUT_MS;
+	s->o.debug_dirs = NULL;
+	s->o.debuginfod_urls = NULL;
+	s->o.cache_dir = NULL;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->done_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&s->work_cv, NULL);
+	s->lru.next = s->lru.prev = &s->lru;
+	s->nbuckets = 1u << 14;
+	s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
+	int rc = 0;
+	if (!s->buckets || copy_dirs(s, o) != 0) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		goto fail;
+	}
+	s->fo.use_mapping_files = o->use_mapping_files;
+	s->fo.max_download = s->o.max_download;
+	s->fo.timeout_ms = s->o.download_timeout_ms;
+	s->fo.cancel = &s->stop;
+	if (o->debuginfod_urls && *o->debuginfod_urls) {
+		if (!(s->urls = strdup(o->debuginfod_urls))) {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			goto fail;
+		}
+		s->fo.debuginfod_urls = s->urls;
+	}
+	if (o->cache_dir && *o->cache_dir) {
+		if (mkdir(o->cache_dir, 0755) != 0 && errno != EEXIST) {
+			rc = pd_err_set(err, PD_EIO, "creating the symbolizer cache %s: %s",
+			                o->cache_dir, strerror(errno));
+			goto fail;
+		}
+		if (!(s->cache_dir = strdup(o->cache_dir))) {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			goto fail;
+		}
+	}
+	/* libdebuginfod takes its servers and its download cache from the
+	 * environment; set once, before any worker runs */
+	if (s->urls) {
+		setenv(DEBUGINFOD_URLS_ENV, s->urls, 1);
+		if (s->cache_dir) {
+			size_t n = strlen(s->cache_dir) + 16;
+			char *p = malloc(n);
+			if (p) {
+				snprintf(p, n, "%s/debuginfod", s->cache_dir);
+				setenv("DEBUGINFOD_CACHE_PATH", p, 1);
+				free(p);
+			}
+		}
+	} else {
+		unsetenv(DEBUGINFOD_URLS_ENV);
+	}
+	s->threads = calloc(s->o.workers, sizeof(pthread_t));
+	if (!s->threads) {
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (unsigned i = 0; i < s->o.workers; i++) {
+		if (pthread_create(&s->threads[i], NULL, worker, s) != 0) {
+			rc = pd_err_set(err, PD_ENOMEM, "starting symbolizer worker %u failed", i);
+			goto fail;
+		}
+		s->nthreads++;
+	}
+	*out = s;
+	return 0;
+fail:
+	pd_symbolizer_destroy(s);
+	return rc;
+}
+
+void pd_symbolizer_destroy(struct pd_symbolizer *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->stop = 1;
+	pthread_cond_broadcast(&s->work_cv);
+	pthread_mutex_unlock(&s->mu);
+	for (unsigned i = 0; i < s->nthreads; i++)
+		pthread_join(s->threads[i], NULL);
+	free(s->threads);
+	for (struct sym_job *j = s->jhead, *n; j; j = n) {
+		n = j->next;
+		free(j->addrs);
+		free(j);
+	}
+	while (s->lru.next != &s->lru)
+		entry_free(s, s->lru.next);
+	free(s->buckets);
+	for (struct sym_obj *o = s->objs, *n; o; o = n) {
+		n = o->next;
+		sym_dbg_close(o->dbg);
+		pthread_mutex_destroy(&o->dbg_mu);
+		free(o->key);
+		free(o->build_id);
+		free(o->file);
+		free(o);
+	}
+	for (size_t i = 0; i < s->fo.ndirs; i++)
+		free(s->fo.dirs[i]);
+	free(s->fo.dirs);
+	free(s->urls);
+	free(s->cache_dir);
+	pthread_cond_destroy(&s->done_cv);
+	pthread_cond_destroy(&s->work_cv);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+void pd_symbolizer_get_stats(struct pd_symbolizer *s, struct pd_symbolizer_stats *st)
+{
+	pthread_mutex_lock(&s->mu);
+	*st = s->st;
+	st->cache_bytes = s->bytes;
+	st->cache_entries = s->entries;
+	st->build_ids = s->nobjs;
+	pthread_mutex_unlock(&s->mu);
+}
+
+int pd_symbolizer_sources_json(struct pd_symbolizer *s, struct pd_buf *b)
+{
+	int rc = 0, first = 1;
+	for (size_t i = 0; rc == 0 && i < s->fo.ndirs; i++) {
+		rc = pd_buf_printf(b, "%s{\"type\":\"dir\",\"path\":", first ? "" : ",");
+		if (rc == 0)
+			rc = pd_buf_json_string(b, s->fo.dirs[i]);
+		if (rc == 0)
+			rc = pd_buf_append(b, "}", 1);
+		first = 0;
+	}
+	if (rc == 0 && s->fo.use_mapping_files) {
+		rc = pd_buf_printf(b, "%s{\"type\":\"mapping-file\"}", first ? "" : ",");
+		first = 0;
+	}
+	if (rc == 0 && s->urls) {
+		rc = pd_buf_printf(b, "%s{\"type\":\"debuginfod\",\"urls\":", first ? "" : ",");
+		if (rc == 0)
+			rc = pd_buf_json_string(b, s->urls);
+		if (rc == 0)
+			rc = pd_buf_printf(b, ",\"timeoutMs\":%lld,\"maxDownloadBytes\":%zu}",
+			                   (long long)s->o.download_timeout_ms, s->o.max_download);
+	}
+	return rc;
+}

@@ -1,0 +1,81 @@
+/* symbolizer_int.h: the symbolizer's own state, shared by symbolizer.c (build
+ * ids, workers, the cache) and rewrite.c (one call on one profile). */
+#ifndef PROFD_SYMBOLIZER_INT_H
+#define PROFD_SYMBOLIZER_INT_H
+
+#include <pthread.h>
+
+#include "symbolize_int.h"
+
+#define DEBUGINFOD_URLS_ENV "DEBUGINFOD_URLS"
+
+enum { OBJ_IDLE, OBJ_QUEUED, OBJ_BUSY, OBJ_READY, OBJ_FAILED };
+
+/* A build id (or, without one, a mapped file's name) and its debug file. */
+struct sym_obj {
+	char *key;           /* build_id, else file */
+	char *build_id;      /* lowercase hex, "" when unknown */
+	char *file;          /* the mapping's file name */
+	int state;           /* OBJ_*, under the symbolizer's mu */
+	struct sym_dbg *dbg; /* OBJ_READY: the open debug file, used under dbg_mu */
+	pthread_mutex_t dbg_mu;
+	const char *source; /* where it was found (static string) */
+	int64_t retry_at_us, backoff_ms;
+	char err[256]; /* why it was not found */
+	int disk_loaded;
+	struct sym_obj *next, *qnext;
+};
+
+/* One resolved address, in the LRU. */
+struct sym_entry {
+	struct sym_obj *obj;
+	uint64_t addr;
+	struct sym_result r;
+	size_t bytes;
+	struct sym_entry *hnext, *prev, *next;
+};
+
+/* Addresses of one build id left for a worker to resolve, past a query's deadline. */
+struct sym_job {
+	struct sym_obj *o;
+	uint64_t start, limit, offset; /* the mapping */
+	uint64_t *addrs;
+	size_t n;
+	struct sym_job *next;
+};
+
+struct pd_symbolizer {
+	struct pd_symbolize_opts o; /* the numbers; strings below */
+	struct sym_find_opts fo;
+	char *urls, *cache_dir;
+	pthread_mutex_t mu;
+	pthread_cond_t done_cv; /* a worker finished a build id (CLOCK_MONOTONIC) */
+	pthread_cond_t work_cv; /* a build id was queued */
+	struct sym_obj *objs;
+	size_t nobjs;
+	struct sym_obj *qhead, *qtail;
+	struct sym_job *jhead, *jtail; /* addresses to resolve */
+	struct sym_entry **buckets;
+	size_t nbuckets;
+	struct sym_entry lru; /* sentinel: next is the most recent */
+	size_t bytes, entries;
+	struct pd_symbolizer_stats st;
+	pthread_t *threads;
+	unsigned nthreads;
+	volatile int stop;
+};
+
+int64_t sym_now_us(void);
+/* Resolves addr of o (READY) and caches it, in memory and on disk; r gets a
+ * copy when not NULL. Takes o->dbg_mu and mu in turn; call with neither held. */
+int sym_resolve(struct pd_symbolizer *s, struct sym_obj *o, uint64_t start, uint64_t limit,
+                uint64_t offset, uint64_t addr, struct sym_result *r);
+/* Queues a job (taking ownership of it) for a worker. Under mu. */
+void sym_job_queue(struct pd_symbolizer *s, struct sym_job *j);
+/* Under mu. */
+struct sym_obj *sym_obj_get(struct pd_symbolizer *s, const char *build_id, const char *file);
+void sym_obj_want(struct pd_symbolizer *s, struct sym_obj *o, int64_t now_us);
+struct sym_entry *sym_cache_get(struct pd_symbolizer *s, struct sym_obj *o, uint64_t addr);
+void sym_cache_put(struct pd_symbolizer *s, struct sym_obj *o, uint64_t addr, struct sym_result *r);
+
+#endif
