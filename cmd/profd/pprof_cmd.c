@@ -35,7 +35,7 @@ static void usage(FILE *f)
 		"                         most N nodes (default 80, 0 keeps all)\n"
 		"  --nodefraction=F       top, dot: hide nodes whose cum is below F of the total\n"
 		"                         (default 0.005; tsv output shows every row)\n"
-		"  --edgefraction=F       dot: hide edges below F of the total (default 0.001)\n"
+		"  --edgefraction=F       top, dot: hide edges below F of the total (default 0.001)\n"
 		"  --diff-base=FILE       dot: graph FILE... minus this base, as -diff_base\n"
 		"  --format=text|tsv      top: tsv prints name<TAB>flat<TAB>cum in raw units, every\n"
 		"                         function, no cut\n"
@@ -250,29 +250,12 @@ static int cmd_top(struct opts *o)
 	}
 	size_t all = t->nrows;
 	int64_t cutoff = 0;
-	pd_pprof_top_apply_nodefraction(t, o->nodefraction, &cutoff);
-	size_t dropped = all - t->nrows;
-	size_t shown = o->nodecount >= 0 && (size_t)o->nodecount < t->nrows ? (size_t)o->nodecount
-									       : t->nrows;
+	size_t cut = pd_pprof_top_apply_nodefraction(t, o->nodefraction, &cutoff);
+	size_t dropped = all - cut;
+	/* the marks, as pprof's, come from the rows shown */
+	size_t shown = pd_pprof_top_keep(t, p, o->nodecount > 0 ? (size_t)o->nodecount : 0,
+					 o->edgefraction);
 	char a[64], b[64], c[64], d[64], e[64];
-	const char *bin = pd_pprof_main_binary(p);
-	if (*bin) {
-		const char *slash = strrchr(bin, '/');
-		printf("File: %s\n", slash ? slash + 1 : bin);
-	}
-	size_t tlen;
-	const char *type = pd_pprof_sample_type_n(p, (size_t)idx, &tlen);
-	printf("Type: ");
-	fwrite(type, 1, tlen, stdout);
-	printf("\n");
-	if (pd_pprof_time_nanos(p)) {
-		time_t secs = (time_t)(pd_pprof_time_nanos(p) / 1000000000);
-		struct tm tm;
-		char ts[64];
-		gmtime_r(&secs, &tm);
-		strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S UTC", &tm);
-		printf("Time: %s\n", ts);
-	}
 	int64_t shown_flat = 0, minv = 0;
 	for (size_t i = 0; i < shown; i++) {
 		int64_t v = t->rows[i].flat ? t->rows[i].flat : t->rows[i].cum;
@@ -282,6 +265,15 @@ static int cmd_top(struct opts *o)
 			minv = v;
 	}
 	const char *ou = pd_pprof_pick_unit(minv, t->total, t->unit);
+	struct pd_buf hb;
+	pd_buf_init(&hb, 1 << 20);
+	if (pd_pprof_header(p, idx, t->total, ou, &hb)) {
+		fprintf(stderr, "profd pprof: out of memory writing the report's header\n");
+		pd_buf_fini(&hb);
+		goto out;
+	}
+	fwrite(hb.data, 1, hb.len, stdout);
+	pd_buf_fini(&hb);
 	pd_pprof_format_value_in(shown_flat, t->unit, ou, a, sizeof(a));
 	pd_pprof_format_percent(shown_flat, t->total, b, sizeof(b));
 	pd_pprof_format_value_in(t->total, t->unit, ou, c, sizeof(c));
@@ -293,8 +285,8 @@ static int cmd_top(struct opts *o)
 		pd_pprof_format_value_in(cutoff, t->unit, ou, a, sizeof(a));
 		printf("Dropped %zu node%s (cum <= %s)\n", dropped, dropped == 1 ? "" : "s", a);
 	}
-	if (shown < t->nrows)
-		printf("Showing top %zu nodes out of %zu\n", shown, t->nrows);
+	if (shown < cut)
+		printf("Showing top %zu nodes out of %zu\n", shown, cut);
 	printf("%10s %5s%% %5s%% %10s %5s%%\n", "flat", "flat", "sum", "cum", "cum");
 	int64_t sum = 0;
 	for (size_t i = 0; i < shown; i++) {

@@ -159,6 +159,7 @@ struct pd_pprof_top_row {
 	int64_t cum;      /* value of samples with the function anywhere on the stack */
 	int inline_kind;  /* enum pd_pprof_inline */
 	size_t name_len;  /* name's length: it may hold NUL bytes (and ends with one) */
+	size_t node;      /* private: the function node the row is of */
 };
 
 struct pd_pprof_top {
@@ -179,10 +180,33 @@ int pd_pprof_top(const struct pd_pprof_profile *p, int sample_index, struct pd_p
 		 struct pd_err *err);
 void pd_pprof_top_destroy(struct pd_pprof_top *t);
 
-/* pprof's node cut: rows whose |cum| is below fraction * t->total are dropped
- * (`-nodefraction`, default 0.005). Returns how many rows were kept at the front
- * after reordering; *cutoff receives the absolute threshold. Does not free. */
+/* pprof's node cut: rows whose |cum| is below |fraction| times the signed sum of
+ * every row's flat value are dropped (`-nodefraction`, default 0.005), as pprof's
+ * graph cuts them. Returns how many rows were kept at the front, in order;
+ * *cutoff receives |fraction * t->total|, the figure pprof's "Dropped N nodes
+ * (cum <= X)" line prints. Inline marks are not changed: pd_pprof_top_keep does
+ * that. Does not free. */
 size_t pd_pprof_top_apply_nodefraction(struct pd_pprof_top *t, double fraction, int64_t *cutoff);
+
+/* Keeps the first nodecount rows of t (0: all) and marks each row "(inline)" or
+ * "(partial-inline)" as pprof does on the graph left after its cuts: from the
+ * call edges into the function between the functions kept (all of them when no
+ * row was cut), less the edges whose |weight| is below edgefraction
+ * (`-edgefraction`, PD_PPROF_DEFAULT_EDGEFRACTION) of the signed flat sum, an
+ * edge being inline when every call it stands for is inlined. p is the profile t
+ * was made from. Returns the rows kept. Out of memory leaves the marks as they
+ * were. pd_pprof_top marks the uncut table so. */
+size_t pd_pprof_top_keep(struct pd_pprof_top *t, const struct pd_pprof_profile *p,
+			 size_t nodecount, double edgefraction);
+
+/* Appends to b the lines pprof prints above a text report of sample type idx:
+ * "File:" (the main binary's base name), "Build ID:", the comments that do not
+ * start with '#', "Type:", "Time:" (in the local time zone, pprof's layout) and
+ * "Duration: D, Total samples = T (P%)" with total formatted in out_unit (see
+ * pd_pprof_pick_unit), each ending with a newline. 0, or PD_ENOMEM/PD_ETOOBIG
+ * from b. */
+int pd_pprof_header(const struct pd_pprof_profile *p, int idx, int64_t total, const char *out_unit,
+		    struct pd_buf *b);
 
 /* ---- flame graph ---------------------------------------------------------- */
 

@@ -707,7 +707,10 @@ static void report_top(struct api_req *r, struct api_resp *w, const struct pd_pp
 	int64_t cutoff = 0;
 	if (nodefraction > 0)
 		pd_pprof_top_apply_nodefraction(t, nodefraction, &cutoff);
-	size_t shown = limit && limit < t->nrows ? (size_t)limit : t->nrows;
+	size_t cut = t->nrows;
+	/* pprof's inline marks come from the rows shown */
+	size_t shown = pd_pprof_top_keep(t, p, limit < cut ? (size_t)limit : 0,
+	                                 PD_PPROF_DEFAULT_EDGEFRACTION);
 	jput(w, "{\"sampleType\":");
 	jtype(w, p, (size_t)idx);
 	jput(w, ",\"unit\":");
@@ -723,7 +726,7 @@ static void report_top(struct api_req *r, struct api_resp *w, const struct pd_pp
 	jput(w, ",\"nodeCount\":");
 	ju64(w, all);
 	jput(w, ",\"dropped\":");
-	ju64(w, all - t->nrows);
+	ju64(w, all - cut);
 	jput(w, ",\"dropCutoff\":");
 	ji64(w, cutoff);
 	jput(w, ",\"rows\":[");

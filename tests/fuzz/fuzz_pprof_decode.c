@@ -106,6 +106,8 @@ static void pd_fuzz_reports(const struct pd_pprof_profile *p, int idx)
 		size_t all = t->nrows;
 		if (pd_pprof_top_apply_nodefraction(t, 0.005, &cutoff) > all)
 			pd_fuzz_bug("node cut kept more rows than there were", NULL);
+		if (pd_pprof_top_keep(t, p, 3, 0.001) > 3)
+			pd_fuzz_bug("keeping 3 rows kept more", NULL);
 	}
 	if ((rc = pd_pprof_flame(p, idx, &f, &err))) {
 		if (!pd_fuzz_limit(rc))

@@ -6,8 +6,9 @@
 # MODE is one of:
 #   top       every valid testdata profile, every sample type: profd's top (tsv)
 #             equals go tool pprof -top on every function's flat and cum
-#   text      the same, for the whole text table (units, percentages, order, the
-#             nodes dropped by -nodefraction, inline marks), from "Showing" on
+#   text      the same, for the whole text report (header, units, percentages,
+#             order, the nodes dropped by -nodefraction, inline marks), also with
+#             -nodecount and on diffs
 #   validity  profd accepts exactly the files go tool pprof accepts, except those
 #             listed with a reason in known-differences.txt
 #   raw       profd's re-encoding of each profile prints the same under -raw
@@ -116,16 +117,41 @@ top)
 	done < <(valid_profiles)
 	;;
 text)
+	# the whole report, header lines included (the time in one zone for both);
+	# with a row limit too, since pprof marks "(inline)" from the rows it keeps;
+	# and of diffs, where the cut against the signed flat sum and the absolute
+	# total differ
+	export TZ=UTC
+	text_cmp() { # label file index [nodecount]
+		local nc=()
+		[ -n "${4:-}" ] && nc=(-nodecount="$4")
+		gopprof -top "${nc[@]}" -sample_index="$3" "$2" >"$tmp/want" 2>/dev/null
+		"$profd" pprof top ${4:+--nodecount="$4"} --sample-index="$3" "$2" >"$tmp/got"
+		compare "$1" "$tmp/want" "$tmp/got"
+	}
 	while read -r f; do
 		i=0
 		while read -r t; do
 			[ -n "$t" ] || continue
-			gopprof -top -sample_index="$i" "$f" 2>/dev/null | sed -n '/^Showing/,$p' >"$tmp/want"
-			"$profd" pprof top --sample-index="$i" "$f" | sed -n '/^Showing/,$p' >"$tmp/got"
-			compare "text top ${f#$data/} [$t]" "$tmp/want" "$tmp/got"
+			text_cmp "text top ${f#$data/} [$t]" "$f" "$i"
+			text_cmp "text top -nodecount=7 ${f#$data/} [$t]" "$f" "$i" 7
 			i=$((i + 1))
 		done < <(types_of "$f")
 	done < <(valid_profiles)
+	for pair in "goapp/cpu-3.pb.gz goapp/cpu-2.pb.gz" "goapp/cpu.pb.gz goapp/cpu-2.pb.gz" \
+		"prometheus/block.pb.gz goapp/block.pb.gz" "goapp/heap.pb.gz goapp/heap-3.pb.gz" \
+		"goapp/allocs.pb.gz goapp/delta-allocs.pb.gz" "prometheus/mutex.pb.gz goapp/mutex.pb.gz"; do
+		set -- $pair
+		gopprof -proto -diff_base="$data/profiles/$1" "$data/profiles/$2" >"$tmp/d.pb.gz" 2>/dev/null
+		i=0
+		while read -r t; do
+			[ -n "$t" ] || continue
+			for nc in "" 5 20; do
+				text_cmp "text top of diff $pair [$t] ${nc:+-nodecount=$nc}" "$tmp/d.pb.gz" "$i" "$nc"
+			done
+			i=$((i + 1))
+		done < <(types_of "$tmp/d.pb.gz")
+	done
 	;;
 validity)
 	known="$here/known-differences.txt"
