@@ -71,6 +71,7 @@ const char *const api_handler_names[API_NHANDLERS] = {
     "/ingest",
     "/push.v1.PusherService/Push",
     "/v1development/profiles",
+    "/querier.v1.QuerierService/",
     "/",
     "other",
 };
@@ -133,6 +134,9 @@ static const struct route routes[] = {
     {"/pyroscope/ingest", M_POST, H_INGEST, api_ingest, BODY_PUSH, 0, "POST"},
     {"/push.v1.PusherService/Push", M_POST, H_PUSH_V1, api_push_v1, BODY_PUSH, 0, "POST"},
     {"/v1development/profiles", M_POST, H_OTLP, api_otlp, BODY_PUSH, 0, "POST"},
+    /* Pyroscope's query API (querier.c), for Grafana: a method per path below these */
+    {"/querier.v1.QuerierService/", M_POST, H_QUERIER, api_querier, BODY_RAW, 0, "POST"},
+    {"/pyroscope/querier.v1.QuerierService/", M_POST, H_QUERIER, api_querier, BODY_RAW, 0, "POST"},
     {"/api/v1/admin/tsdb/delete_series", M_POST | M_PUT, H_ADMIN_DELETE_SERIES,
      api_admin_delete_series, BODY_FORM, 1, "POST, PUT"},
     {"/api/v1/admin/tsdb/clean_tombstones", M_POST | M_PUT, H_ADMIN_CLEAN_TOMBSTONES,
@@ -177,6 +181,12 @@ static int find_route(const char *path)
 				continue;
 			const char *slash = strchr(rest, '/');
 			if (slash && slash > rest && strcmp(slash, "/values") == 0)
+				return (int)i;
+			continue;
+		}
+		if (routes[i].handler == H_QUERIER) {
+			/* /querier.v1.QuerierService/<Method> */
+			if (strncmp(path, routes[i].path, strlen(routes[i].path)) == 0)
 				return (int)i;
 			continue;
 		}
@@ -772,7 +782,8 @@ static enum MHD_Result process(struct api_req *r)
 			    rt->handler == H_QUERY || rt->handler == H_QUERY_RANGE ||
 			    rt->handler == H_PROM_QUERY || rt->handler == H_PROM_QUERY_RANGE ||
 			    rt->handler == H_PROM_SERIES || rt->handler == H_PROM_LABELS ||
-			    rt->handler == H_PROM_LABEL_VALUES || rt->handler == H_PROM_METADATA;
+			    rt->handler == H_PROM_LABEL_VALUES || rt->handler == H_PROM_METADATA ||
+			    rt->handler == H_QUERIER;
 			if (gated)
 				query_gate_enter(s);
 			rt->fn(r, &w);
