@@ -76,6 +76,7 @@ struct run_flags {
 	const char *ingest_max_json_depth;
 	const char *ingest_max_json_size;
 	const char *ingest_max_request_memory;
+	const char *query_max_flamegraph_nodes; /* the query API (docs/grafana.md) */
 };
 
 static void usage(FILE *f)
@@ -200,6 +201,9 @@ static void usage(FILE *f)
 		"                                      (default 16MB)\n"
 		"  --ingest.max-request-memory=SIZE    most memory the profiles of one push may\n"
 		"                                      hold before they are stored (default 512MB)\n"
+		"  --query.max-flamegraph-nodes=N      flame graph nodes of one answer of the\n"
+		"                                      query API for Grafana (querier.v1) at most\n"
+		"                                      (default 16384)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 }
@@ -254,7 +258,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", "", "10s", "1GB", "2",
 				"1000000" /* PD_TSDB_DEFAULT_MAX_SERIES */,
 				"8", "20", "100", "64MB", "1000000", "1024", "1GB", "10m", "64MB",
-				"2048", "30", "1024", "2048", "65535", "10000", "64", "16MB", "512MB"};
+				"2048", "30", "1024", "2048", "65535", "10000", "64", "16MB", "512MB",
+				"16384"};
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -382,6 +387,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->ingest_max_json_size = v;
 		else if (IS("--ingest.max-request-memory"))
 			f->ingest_max_request_memory = v;
+		else if (IS("--query.max-flamegraph-nodes"))
+			f->query_max_flamegraph_nodes = v;
 		else {
 			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
@@ -705,9 +712,11 @@ int pd_cmd_run(int argc, char **argv)
 	    parse_timeout("--web.read-header-timeout", f.read_header_timeout, &header_timeout_ms) ||
 	    parse_timeout("--web.read-timeout", f.read_timeout, &read_timeout_ms))
 		return 2;
-	unsigned query_max_samples;
+	unsigned query_max_samples, query_max_nodes;
 	int64_t query_timeout_ms, query_lookback_ms;
-	if (parse_timeout("--query.timeout", f.query_timeout, &query_timeout_ms) ||
+	if (parse_count("--query.max-flamegraph-nodes", f.query_max_flamegraph_nodes, 10000000u,
+			&query_max_nodes) ||
+	    parse_timeout("--query.timeout", f.query_timeout, &query_timeout_ms) ||
 	    parse_count("--query.max-samples", f.query_max_samples, 2000000000u,
 			&query_max_samples) ||
 	    parse_timeout("--query.lookback-delta", f.query_lookback_delta, &query_lookback_ms))
@@ -915,7 +924,7 @@ int pd_cmd_run(int argc, char **argv)
 			    "ingest.max-label-name-length", "ingest.max-label-value-length",
 			    "ingest.max-symbol-length", "ingest.max-profiles-per-request",
 			    "ingest.max-json-depth", "ingest.max-json-size",
-			    "ingest.max-request-memory"};
+			    "ingest.max-request-memory", "query.max-flamegraph-nodes"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -934,7 +943,7 @@ int pd_cmd_run(int argc, char **argv)
 			    f.ingest_max_label_name_len, f.ingest_max_label_value_len,
 			    f.ingest_max_symbol_len, f.ingest_max_profiles,
 			    f.ingest_max_json_depth, f.ingest_max_json_size,
-			    f.ingest_max_request_memory};
+			    f.ingest_max_request_memory, f.query_max_flamegraph_nodes};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -946,6 +955,7 @@ int pd_cmd_run(int argc, char **argv)
 	ao.web_config_file = f.web_config_file;
 	ao.query_timeout_ms = query_timeout_ms;
 	ao.query_max_samples = query_max_samples;
+	ao.querier_max_nodes = query_max_nodes;
 	ao.query_lookback_ms = query_lookback_ms;
 	ao.callgraph_timeout_ms = cg_timeout_ms;
 	ao.callgraph_max_memory = (uint64_t)cg_max_memory;
