@@ -583,7 +583,7 @@ void api_querier(struct api_req *r, struct api_resp *w)
 		struct pd_inflate_opts io = {.format = PD_INFLATE_GZIP, .max = s->o.max_form_body};
 		if (pd_inflate(body, len, &io, &owned, &len, &err)) {
 			querier_fail(&c, "invalid_argument",
-				     "the gzip body could not be read: %s (--web.max-form-body)",
+				     "the gzip body could not be read: %s (a body may be 8 MiB after gunzip)",
 				     err.msg);
 			return;
 		}

@@ -84,7 +84,7 @@ int querier_range(struct qcall *c, int64_t start, int64_t end, int64_t *mint, in
 	if (max > 0 && span > (uint64_t)max) {
 		querier_fail(c, "invalid_argument",
 			     "the range from start to end is %llu ms, longer than the limit of "
-			     "%lld ms (--query.max-range); narrow it",
+			     "%lld ms (the API's longest range); narrow it",
 			     (unsigned long long)span, (long long)max);
 		return -1;
 	}
