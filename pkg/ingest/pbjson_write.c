@@ -83,6 +83,10 @@ static void put_double(struct wr *w, double v)
 		puts_(w, v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
 		return;
 	}
+	if (v == 0 && signbit(v)) {
+		puts_(w, "-0.0"); /* read back as -0, not as the integer 0 */
+		return;
+	}
 	/* 17 significant digits read back as the same double */
 	int n = snprintf(tmp, sizeof tmp, "%.17g", v);
 	put(w, tmp, (size_t)n);
