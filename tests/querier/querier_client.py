@@ -142,6 +142,17 @@ def main():
              t.LabelValuesRequest(name="instance", matchers=['{service_name="scraped"}'], start=start, end=end),
              t.LabelValuesResponse)
     check(list(lv.names) == ["a:1"], "LabelValues instance of scraped: %r" % list(lv.names))
+    # Profiles Drilldown's form: the profile type as a __profile_type__ matcher
+    for ptid, want in (("process_cpu:cpu:nanoseconds:cpu:nanoseconds", ["scraped", "shop"]),
+                       ("memory:inuse_space:bytes:space:bytes", ["scraped"])):
+        lv = rpc(url, "LabelValues", t.LabelValuesRequest(
+            name="service_name", matchers=['{__profile_type__="%s"}' % ptid], start=start, end=end),
+            t.LabelValuesResponse)
+        check(list(lv.names) == want, "LabelValues of %s: %r" % (ptid, list(lv.names)))
+    # JSON with the .proto's own field names is read too
+    st, b = call(url, "LabelValues", b'{"name":"service_name","matchers":["{}"],"start":"%d","end":%d}'
+                 % (start, end), json_body=True)
+    check(st == 200 and json.loads(b).get("names") == ["scraped", "shop"], "LabelValues, JSON: %r" % b)
     se = rpc(url, "Series", q.SeriesRequest(matchers=['{service_name="scraped"}'], start=start, end=end),
              q.SeriesResponse)
     check(len(se.labels_set) == 2, "Series of scraped: %d label sets" % len(se.labels_set))
