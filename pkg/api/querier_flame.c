@@ -591,8 +591,8 @@ void querier_select_merge_stacktraces(struct qcall *c, const ProtobufCMessage *r
 	resp.flamegraph = &fgm;
 	querier_reply(c, &resp.base);
 out:
-	fg_fini(&g);
 	pd_arena_destroy(g.a);
+	fg_fini(&g);
 	side_fini(&s);
 }
 
@@ -626,8 +626,8 @@ void querier_diff(struct qcall *c, const ProtobufCMessage *req)
 	resp.flamegraph = &fgm;
 	querier_reply(c, &resp.base);
 out:
-	fg_fini(&g);
 	pd_arena_destroy(g.a);
+	fg_fini(&g);
 	side_fini(&l);
 	side_fini(&r);
 }

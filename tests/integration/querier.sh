@@ -9,7 +9,8 @@
 # SelectMergeStacktraces' total and per-function self values against `go tool
 # pprof -top` of the same files merged, SelectMergeProfile's pprof against the
 # same -top, and SelectSeries against /prometheus/api/v1/query_range's
-# sum_over_time for the same selector and step. profd must still be ready after.
+# sum_over_time for the same selector and step. profd must still be ready after,
+# and stop cleanly (no leak or bad access reported by the sanitizers).
 #   querier.sh PROFD SOURCE_DIR TESTDATA
 set -euo pipefail
 
@@ -40,8 +41,9 @@ ready() { curl -fsS -o /dev/null "$api/-/ready"; }
 
 printf 'global:\n  scrape_interval: 1m\n' >"$tmp/profd.yml"
 timeout --foreground 300 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
-	--web.listen-address=127.0.0.1:0 2>"$log" &
-pids+=("$!")
+	--web.listen-address=127.0.0.1:0 --web.enable-lifecycle 2>"$log" &
+pid=$!
+pids+=("$pid")
 wait_for 60 "profd did not start listening" listening
 api=http://127.0.0.1:$port
 wait_for 60 "profd did not become ready" ready
@@ -113,4 +115,11 @@ code=$(curl -sS -o "$tmp/out" -w '%{http_code}' -H 'Content-Type: application/js
 code=$(curl -sS -o /dev/null -w '%{http_code}' "$api/querier.v1.QuerierService/ProfileTypes")
 [ "$code" = 405 ] || fail "GET answered $code, want 405"
 ready || fail "profd is not ready after the calls"
+# it stops cleanly: with the sanitizers, a leak or a bad access makes its exit non-zero
+curl -fsS -o /dev/null -X POST "$api/-/quit" || fail "/-/quit"
+st=0
+wait "$pid" || st=$?
+pids=()
+[ "$st" = 0 ] || fail "profd exited with $st after the calls"
+grep -q 'AddressSanitizer\|LeakSanitizer\|runtime error' "$log" && fail "the sanitizers reported an error"
 echo "querier.sh: all checks passed"
