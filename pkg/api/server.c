@@ -763,6 +763,11 @@ static enum MHD_Result process(struct api_req *r)
 		if (api_ingest_endpoint(r->handler) >= 0) {
 			api_ingest_refused(s, r->handler, API_PUSH_BODY_SIZE);
 			api_ingest_reject(r, &w, 413, msg);
+		} else if (r->handler == H_QUERIER) {
+			/* a Connect error, as the query API answers */
+			snprintf(msg, sizeof(msg), "the request body is larger than the limit of %zu bytes",
+			         r->body_max);
+			api_ingest_reject(r, &w, 413, msg);
 		} else {
 			api_error(&w, 413, "bad_data", "%s", msg);
 		}
@@ -849,8 +854,8 @@ static enum MHD_Result reject(struct api_req *r, unsigned status, const char *ty
 	struct api_resp w;
 	resp_init(&w, 0);
 	w.close_conn = 1;
-	if (api_ingest_endpoint(r->handler) >= 0) {
-		api_ingest_reject(r, &w, status, msg);
+	if (api_ingest_endpoint(r->handler) >= 0 || r->handler == H_QUERIER) {
+		api_ingest_reject(r, &w, status, msg); /* Connect's error JSON */
 	} else if (json_api_path(r->path)) {
 		w.json = 1;
 		api_error(&w, status, type, "%s", msg);

@@ -111,6 +111,12 @@ code=$(curl -sS -o "$tmp/out" -w '%{http_code}' -H 'Content-Type: application/js
 	--data-binary "@$tmp/req.gz" "$api/querier.v1.QuerierService/LabelValues")
 [ "$code" = 200 ] && jq -e '.names == ["scraped","shop"]' "$tmp/out" >/dev/null ||
 	fail "a gzip LabelValues answered $code: $(head -c 300 "$tmp/out")"
+# a body past the limit of POSTed forms (8 MiB): Connect's error, status 413
+head -c $((9 << 20)) /dev/zero >"$tmp/big"
+code=$(curl -sS -o "$tmp/out" -w '%{http_code}' -H 'Content-Type: application/proto' \
+	--data-binary "@$tmp/big" "$api/querier.v1.QuerierService/LabelNames")
+[ "$code" = 413 ] && jq -e '.code == "invalid_argument" and (.message | test("larger than"))' "$tmp/out" >/dev/null ||
+	fail "a 9 MiB body answered $code: $(head -c 300 "$tmp/out")"
 # GET is not a Connect unary call here
 code=$(curl -sS -o /dev/null -w '%{http_code}' "$api/querier.v1.QuerierService/ProfileTypes")
 [ "$code" = 405 ] || fail "GET answered $code, want 405"
