@@ -6,7 +6,8 @@
  * pd_tsdb_merge_ranges. The flame graph is the call tree by function name
  * (pd_pprof_flame), children in name order; past max_nodes nodes, the children
  * whose total is below the max_nodes-th largest total are summed into one
- * "other" node under their parent. Each level lists its nodes left to right, 4
+ * "other" node under their parent, and so are those of that total past the
+ * first max_nodes kept (in depth-first order). Each level lists its nodes left to right, 4
  * numbers each: the gap from the end of the previous node of the level, total,
  * self, index into names (names[0] is "total", the root); a node's own self
  * comes first, its children after it. Diff's levels have 7 numbers per node:
@@ -330,10 +331,13 @@ static int desc_cmp(const void *a, const void *b)
 	return x > y ? -1 : x < y;
 }
 
-/* The smallest total a node keeps when at most max_nodes are to be kept. */
-static int min_value(const struct cnode *root, size_t count, size_t max_nodes, int64_t *out)
+/* The smallest total a node keeps when at most max_nodes are to be kept, and how
+ * many of the nodes of that total may be kept (*ties; SIZE_MAX: all). */
+static int min_value(const struct cnode *root, size_t count, size_t max_nodes, int64_t *out,
+		     size_t *ties)
 {
 	*out = 0;
+	*ties = SIZE_MAX;
 	if (count - 1 <= max_nodes)
 		return 0;
 	int64_t *v = malloc((count - 1) * sizeof(*v));
@@ -355,6 +359,11 @@ static int min_value(const struct cnode *root, size_t count, size_t max_nodes, i
 	}
 	qsort(v, n, sizeof(*v), desc_cmp);
 	*out = v[max_nodes - 1];
+	/* nodes of that total beyond max_nodes go to "other" too, the first kept */
+	size_t above = 0;
+	while (above < n && v[above] > *out)
+		above++;
+	*ties = max_nodes - above;
 	free(v);
 	free(st);
 	return 0;
@@ -368,7 +377,8 @@ struct ework {
 };
 
 /* Fills g's levels from root, keeping nodes whose total reaches min_val. */
-static int build_levels(struct fg *g, const struct cnode *root, size_t count, int64_t min_val)
+static int build_levels(struct fg *g, const struct cnode *root, size_t count, int64_t min_val,
+			size_t ties)
 {
 	size_t cap = 256, n = 0;
 	struct ework *st = malloc(cap * sizeof(*st));
@@ -417,7 +427,11 @@ static int build_levels(struct fg *g, const struct cnode *root, size_t count, in
 		size_t first = n;
 		for (size_t i = 0; i < x->nkids; i++) {
 			const struct cnode *k = &x->kids[i];
-			if (k->lt < min_val && k->rt < min_val) {
+			int64_t kv = k->lt > k->rt ? k->lt : k->rt;
+			int keep = kv > min_val || (kv == min_val && ties > 0);
+			if (keep && kv == min_val && ties != SIZE_MAX)
+				ties--;
+			if (!keep) {
 				otl += k->lt;
 				otr += k->rt;
 				continue;
@@ -533,8 +547,9 @@ static int levels_of(struct qcall *c, struct fg *g, const struct pd_pprof_flame 
 	struct pd_pprof_flame_node empty = {.name = "total", .name_len = 5};
 	const struct cnode *root = combine(g->a, l ? &l->root : &empty, r ? &r->root : NULL, &count);
 	int64_t min_val = 0;
-	if (!root || min_value(root, count, max_nodes, &min_val) ||
-	    build_levels(g, root, count, min_val)) {
+	size_t ties = SIZE_MAX;
+	if (!root || min_value(root, count, max_nodes, &min_val, &ties) ||
+	    build_levels(g, root, count, min_val, ties)) {
 		querier_fail(c, "internal", "out of memory building the flame graph");
 		return -1;
 	}

@@ -41,7 +41,7 @@ ready() { curl -fsS -o /dev/null "$api/-/ready"; }
 
 printf 'global:\n  scrape_interval: 1m\n' >"$tmp/profd.yml"
 timeout --foreground 300 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
-	--web.listen-address=127.0.0.1:0 --web.enable-lifecycle 2>"$log" &
+	--web.listen-address=127.0.0.1:0 --web.enable-lifecycle --query.max-flamegraph-nodes=1000000 2>"$log" &
 pid=$!
 pids+=("$pid")
 wait_for 60 "profd did not start listening" listening
