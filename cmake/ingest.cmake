@@ -25,6 +25,10 @@ target_include_directories(pd_ingest PRIVATE ${PROJECT_SOURCE_DIR}/pkg/ingest ${
 target_link_libraries(pd_ingest PUBLIC pd_pprof pd_labels pd_util
   PRIVATE PkgConfig::JSONC PkgConfig::PROTOBUFC m)
 target_link_libraries(pd_api PUBLIC pd_ingest)
+# the query API (pkg/api/querier*.c) reads and writes messages of pkg/ingest/proto/
+target_include_directories(pd_api PRIVATE ${PD_INGEST_GEN})
+target_link_libraries(pd_api PRIVATE PkgConfig::PROTOBUFC)
+add_dependencies(pd_api pd_ingest)
 
 # unit tests, one per converter, each when its file is there; they see the
 # package's private header and generated code

@@ -79,6 +79,7 @@ struct run_flags {
 	const char *ingest_max_request_memory;
 	const char *max_debuginfo_size; /* an uploaded debug file, after gunzip */
 	struct run_sym_flags sym; /* --symbolizer.* (run_symbolizer.c) */
+	const char *query_max_flamegraph_nodes; /* the query API (docs/grafana.md) */
 };
 
 static void usage(FILE *f)
@@ -206,6 +207,9 @@ static void usage(FILE *f)
 		"                                      (default 16MB)\n"
 		"  --ingest.max-request-memory=SIZE    most memory the profiles of one push may\n"
 		"                                      hold before they are stored (default 512MB)\n"
+		"  --query.max-flamegraph-nodes=N      flame graph nodes of one answer of the\n"
+		"                                      query API for Grafana (querier.v1) at most\n"
+		"                                      (default 16384)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 	run_sym_usage(f);
@@ -264,7 +268,7 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 				"1000000" /* PD_TSDB_DEFAULT_MAX_SERIES */,
 				"8", "20", "100", "64MB", "1000000", "1024", "1GB", "10m", "64MB",
 				"2048", "30", "1024", "2048", "65535", "10000", "64", "16MB", "512MB",
-				"512MB", {0}};
+				"512MB", {0}, "16384"};
 	run_sym_flags_init(&f->sym);
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
@@ -400,6 +404,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->ingest_max_json_size = v;
 		else if (IS("--ingest.max-request-memory"))
 			f->ingest_max_request_memory = v;
+		else if (IS("--query.max-flamegraph-nodes"))
+			f->query_max_flamegraph_nodes = v;
 		else {
 			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
@@ -724,9 +730,11 @@ int pd_cmd_run(int argc, char **argv)
 	    parse_timeout("--web.read-header-timeout", f.read_header_timeout, &header_timeout_ms) ||
 	    parse_timeout("--web.read-timeout", f.read_timeout, &read_timeout_ms))
 		return 2;
-	unsigned query_max_samples;
+	unsigned query_max_samples, query_max_nodes;
 	int64_t query_timeout_ms, query_lookback_ms;
-	if (parse_timeout("--query.timeout", f.query_timeout, &query_timeout_ms) ||
+	if (parse_count("--query.max-flamegraph-nodes", f.query_max_flamegraph_nodes, 10000000u,
+			&query_max_nodes) ||
+	    parse_timeout("--query.timeout", f.query_timeout, &query_timeout_ms) ||
 	    parse_count("--query.max-samples", f.query_max_samples, 2000000000u,
 			&query_max_samples) ||
 	    parse_timeout("--query.lookback-delta", f.query_lookback_delta, &query_lookback_ms))
@@ -945,7 +953,8 @@ int pd_cmd_run(int argc, char **argv)
 			    "symbolizer.enabled", "symbolizer.debug-dirs", "symbolizer.debuginfod-urls",
 			    "symbolizer.timeout", "symbolizer.cache-size",
 			    "symbolizer.debuginfod-timeout", "symbolizer.max-download-size",
-			    "symbolizer.workers", "symbolizer.mapping-files"};
+			    "symbolizer.workers", "symbolizer.mapping-files",
+			    "query.max-flamegraph-nodes"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -968,7 +977,8 @@ int pd_cmd_run(int argc, char **argv)
 			    f.sym.enabled ? "true" : "false", f.sym.dirs_joined,
 			    f.sym.debuginfod_urls ? f.sym.debuginfod_urls : "", f.sym.timeout,
 			    f.sym.cache_size, f.sym.download_timeout, f.sym.max_download,
-			    f.sym.workers, f.sym.mapping_files ? "true" : "false"};
+			    f.sym.workers, f.sym.mapping_files ? "true" : "false",
+			    f.query_max_flamegraph_nodes};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -980,6 +990,7 @@ int pd_cmd_run(int argc, char **argv)
 	ao.web_config_file = f.web_config_file;
 	ao.query_timeout_ms = query_timeout_ms;
 	ao.query_max_samples = query_max_samples;
+	ao.querier_max_nodes = query_max_nodes;
 	ao.query_lookback_ms = query_lookback_ms;
 	ao.callgraph_timeout_ms = cg_timeout_ms;
 	ao.callgraph_max_memory = (uint64_t)cg_max_memory;

@@ -147,6 +147,9 @@ struct pd_api_opts {
 	int64_t lookback_ms;       /* query at a time: how far back the nearest sample may be */
 	int64_t max_range_ms;      /* longest start..end of query_range and merges */
 	size_t max_merge_profiles; /* a merge stops there with a warning */
+	/* flame graph nodes of a query API response (querier.v1, docs/grafana.md) at
+	 * most; a request asking for none or more gets this many. 0: 16384 */
+	size_t querier_max_nodes;
 	uint64_t max_merge_bytes;  /* stored bytes a merge reads before it stops (warning) */
 	size_t max_push_body;      /* bytes of a pushed request body */
 	size_t max_decompressed;   /* a pushed profile after gunzip; 0: the store's largest

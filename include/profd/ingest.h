@@ -199,4 +199,23 @@ int pd_ingest_multipart(const uint8_t *body, size_t len, const char *content_typ
 const struct pd_ingest_part *pd_ingest_part_get(const struct pd_ingest_part *parts, size_t n,
 						const char *name);
 
+/* ---- protobuf messages of other APIs (pbjson_write.c) ----------------------- */
+
+struct ProtobufCMessageDescriptor;
+struct ProtobufCMessage;
+
+/* Reads a request body as a message of type d (a protobuf-c descriptor, e.g. of
+ * the query API's messages compiled from pkg/ingest/proto/): protobuf (json 0),
+ * walked before protobuf-c unpacks it and bounded by lim->max_decoded_memory, or
+ * its proto3 JSON form (json 1), nested at most lim->max_json_depth deep. *out is
+ * the caller's (protobuf_c_message_free_unpacked(*out, NULL)). PD_EINVAL names
+ * the field path and byte offset of what is wrong; PD_ETOOBIG for a limit. */
+int pd_ingest_pb_read(const struct ProtobufCMessageDescriptor *d, const uint8_t *body, size_t len,
+		      int json, const struct pd_ingest_limits *lim, struct ProtobufCMessage **out,
+		      struct pd_err *err);
+/* Appends m in its proto3 JSON form to b (lowerCamelCase names, 64-bit integers
+ * as strings, default values left out). 0, or pd_buf's PD_ETOOBIG / PD_ENOMEM /
+ * PD_EFULL; m is only read. */
+int pd_ingest_pb_json(const struct ProtobufCMessage *m, struct pd_buf *b);
+
 #endif

@@ -54,6 +54,7 @@ enum api_handler {
 	H_OTLP,
 	H_DEBUGINFO,
 	H_STATUS_SYMBOLIZER,
+	H_QUERIER,
 	H_UI,
 	H_OTHER,
 	API_NHANDLERS
@@ -479,6 +480,8 @@ void api_push(struct api_req *r, struct api_resp *w);
 void api_ingest(struct api_req *r, struct api_resp *w);
 void api_push_v1(struct api_req *r, struct api_resp *w);
 void api_otlp(struct api_req *r, struct api_resp *w);
+/* Pyroscope's query API, querier.v1.QuerierService (querier.c). */
+void api_querier(struct api_req *r, struct api_resp *w);
 /* The API_INGEST_EP_* of a handler, or -1 for the others. */
 int api_ingest_endpoint(int handler);
 /* An answer to a push refused before its handler ran (body size, busy, disabled),

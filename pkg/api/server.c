@@ -73,6 +73,7 @@ const char *const api_handler_names[API_NHANDLERS] = {
     "/v1development/profiles",
     "/api/v1/debuginfo/:build_id",
     "/api/v1/status/symbolizer",
+    "/querier.v1.QuerierService/",
     "/",
     "other",
 };
@@ -142,6 +143,9 @@ static const struct route routes[] = {
     /* debug files by build id (debuginfo.c): /api/v1/debuginfo/<build-id> */
     {"/api/v1/debuginfo/", M_GET | M_HEAD | M_PUT | M_DELETE, H_DEBUGINFO, api_debuginfo, BODY_FILE,
      1, "GET, HEAD, PUT, DELETE"},
+    /* Pyroscope's query API (querier.c), for Grafana: a method per path below these */
+    {"/querier.v1.QuerierService/", M_POST, H_QUERIER, api_querier, BODY_RAW, 0, "POST"},
+    {"/pyroscope/querier.v1.QuerierService/", M_POST, H_QUERIER, api_querier, BODY_RAW, 0, "POST"},
     {"/api/v1/admin/tsdb/delete_series", M_POST | M_PUT, H_ADMIN_DELETE_SERIES,
      api_admin_delete_series, BODY_FORM, 1, "POST, PUT"},
     {"/api/v1/admin/tsdb/clean_tombstones", M_POST | M_PUT, H_ADMIN_CLEAN_TOMBSTONES,
@@ -191,6 +195,9 @@ static int find_route(const char *path)
 		}
 		if (routes[i].handler == H_DEBUGINFO) {
 			if (api_debuginfo_path(path))
+		if (routes[i].handler == H_QUERIER) {
+			/* /querier.v1.QuerierService/<Method> */
+			if (strncmp(path, routes[i].path, strlen(routes[i].path)) == 0)
 				return (int)i;
 			continue;
 		}
@@ -777,6 +784,11 @@ static enum MHD_Result process(struct api_req *r)
 		if (api_ingest_endpoint(r->handler) >= 0) {
 			api_ingest_refused(s, r->handler, API_PUSH_BODY_SIZE);
 			api_ingest_reject(r, &w, 413, msg);
+		} else if (r->handler == H_QUERIER) {
+			/* a Connect error, as the query API answers */
+			snprintf(msg, sizeof(msg), "the request body is larger than the limit of %zu bytes",
+			         r->body_max);
+			api_ingest_reject(r, &w, 413, msg);
 		} else {
 			api_error(&w, 413, "bad_data", "%s", msg);
 		}
@@ -796,7 +808,8 @@ static enum MHD_Result process(struct api_req *r)
 			    rt->handler == H_QUERY || rt->handler == H_QUERY_RANGE ||
 			    rt->handler == H_PROM_QUERY || rt->handler == H_PROM_QUERY_RANGE ||
 			    rt->handler == H_PROM_SERIES || rt->handler == H_PROM_LABELS ||
-			    rt->handler == H_PROM_LABEL_VALUES || rt->handler == H_PROM_METADATA;
+			    rt->handler == H_PROM_LABEL_VALUES || rt->handler == H_PROM_METADATA ||
+			    rt->handler == H_QUERIER;
 			if (gated)
 				query_gate_enter(s);
 			rt->fn(r, &w);
@@ -863,8 +876,8 @@ static enum MHD_Result reject(struct api_req *r, unsigned status, const char *ty
 	struct api_resp w;
 	resp_init(&w, 0);
 	w.close_conn = 1;
-	if (api_ingest_endpoint(r->handler) >= 0) {
-		api_ingest_reject(r, &w, status, msg);
+	if (api_ingest_endpoint(r->handler) >= 0 || r->handler == H_QUERIER) {
+		api_ingest_reject(r, &w, status, msg); /* Connect's error JSON */
 	} else if (json_api_path(r->path)) {
 		w.json = 1;
 		api_error(&w, status, type, "%s", msg);
