@@ -473,6 +473,12 @@ void api_symbolizer_metrics(struct pd_api_server *s, struct api_resp *w);
 int api_symbolize(struct api_req *r, struct api_resp *w, const struct pd_pprof_profile *p,
                   struct pd_pprof_profile **out, struct pd_symbolize_result *res,
                   int64_t *deadline_us);
+/* The same for an answer that is not the query API's JSON (Pyroscope's query API):
+ * no symbolize parameter is read and a failure is logged, not answered (-1, *out
+ * NULL); X-Profd-Symbolized is set as above. */
+int api_symbolize_merge(struct api_req *r, struct api_resp *w, const struct pd_pprof_profile *p,
+                        struct pd_pprof_profile **out, struct pd_symbolize_result *res,
+                        int64_t *deadline_us);
 void api_status_buildinfo(struct api_req *r, struct api_resp *w);
 void api_push(struct api_req *r, struct api_resp *w);
 /* ingest.c: Pyroscope's /ingest, push.v1.PusherService/Push (Connect) and OTLP

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "google_profile.pb-c.h"
+#include "profd/symbolize.h"
 #include "querier_int.h"
 
 /* ---- merging ------------------------------------------------------------------ */
@@ -107,6 +108,14 @@ static int merge_of(struct qcall *c, const char *selector, const struct qtype *t
 		if ((rc = pd_pprof_merger_finish(mg, out, &m.err))) {
 			querier_fail_store(c, "merging profiles", rc, &m.err);
 			goto out;
+		}
+		/* native frames get their names, as in /api/v1/query; a symbolizer that
+		 * fails leaves the merge as it is (logged) */
+		struct pd_pprof_profile *sym = NULL;
+		struct pd_symbolize_result res;
+		if (api_symbolize_merge(c->r, c->w, *out, &sym, &res, &c->sym_deadline) == 0 && sym) {
+			pd_pprof_destroy(*out);
+			*out = sym;
 		}
 	}
 	ret = 0;

@@ -23,6 +23,7 @@ struct qcall {
 	struct api_resp *w;
 	int json; /* the request came as JSON: so goes the answer */
 	int failed;
+	int64_t sym_deadline; /* one symbolization deadline for the call (api_symbolize) */
 };
 
 /* Answers a Connect error: code ("invalid_argument", ...) with the HTTP status

@@ -56,6 +56,31 @@ int api_symbolize(struct api_req *r, struct api_resp *w, const struct pd_pprof_p
 	return 0;
 }
 
+int api_symbolize_merge(struct api_req *r, struct api_resp *w, const struct pd_pprof_profile *p,
+                        struct pd_pprof_profile **out, struct pd_symbolize_result *res,
+                        int64_t *deadline_us)
+{
+	struct pd_api_server *s = r->srv;
+	*out = NULL;
+	memset(res, 0, sizeof(*res));
+	if (!s->o.symbolizer)
+		return 0;
+	int64_t t = s->o.symbolize_timeout_ms ? s->o.symbolize_timeout_ms : DEFAULT_TIMEOUT_MS;
+	if (!*deadline_us)
+		*deadline_us = t > 0 ? mono_us() + t * 1000 : 1;
+	struct pd_err err = {0};
+	int rc = pd_symbolizer_run(s->o.symbolizer, p, *deadline_us, out, res, &err);
+	if (rc) {
+		pd_log_warn("api", "symbolizing a merge failed; answered unsymbolized", "err=%s",
+		            err.msg);
+		*out = NULL;
+		return -1;
+	}
+	if (res->locations)
+		w->symbolized = res->partial ? "partial" : "full";
+	return 0;
+}
+
 void api_status_symbolizer(struct api_req *r, struct api_resp *w)
 {
 	struct pd_api_server *s = r->srv;

@@ -119,6 +119,22 @@ curl -fsS -o "$tmp/p1.out.pb.gz" "$(q 'profile{job="app"}' '&report=proto')" || 
 go tool pprof -raw "$tmp/p1.out.pb.gz" >"$tmp/raw1.txt" 2>/dev/null || fail "go tool pprof -raw"
 grep -q ' work /.*prog.c:' "$tmp/raw1.txt" || grep -q ' work .*prog.c' "$tmp/raw1.txt" ||
 	fail "report=proto has no work with its file: $(cat "$tmp/raw1.txt")"
+# Pyroscope's query API (for Grafana) symbolizes its merges the same way
+qc() { # qc METHOD JSON: the answer of a querier.v1 call
+	curl -fsS -D "$tmp/hq" -H 'Content-Type: application/json' --data-binary "$2" \
+		"$api/querier.v1.QuerierService/$1"
+}
+ptype=$(qc ProfileTypes "{\"start\":\"$(((T - 60) * 1000))\",\"end\":\"$(((T + 60) * 1000))\"}" |
+	jq -r '[.profileTypes[].ID | select(startswith("process_cpu:"))][0]')
+[ -n "$ptype" ] && [ "$ptype" != null ] || fail "ProfileTypes has no process_cpu type"
+qc SelectMergeStacktraces "$(jq -cn --arg t "$ptype" --arg s $(((T - 60) * 1000)) --arg e $(((T + 60) * 1000)) \
+	'{profileTypeID: $t, labelSelector: "{job=\"app\"}", start: $s, end: $e, maxNodes: "1024"}')" >"$tmp/flame.json" ||
+	fail "SelectMergeStacktraces"
+for fn in work other main; do
+	jq -e --arg f "$fn" '.flamegraph.names | index($f) != null' "$tmp/flame.json" >/dev/null ||
+		fail "SelectMergeStacktraces has no $fn: $(jq -c .flamegraph.names "$tmp/flame.json")"
+done
+grep -qi '^X-Profd-Symbolized: full' "$tmp/hq" || fail "querier: no X-Profd-Symbolized: full: $(cat "$tmp/hq")"
 # symbolize=false: what is stored
 curl -fsS -D "$tmp/h0" -o "$tmp/top0.json" "$(q 'profile{job="app"}' '&report=top&symbolize=false')" ||
 	fail "symbolize=false"
