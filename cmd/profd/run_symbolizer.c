@@ -161,7 +161,7 @@ int run_sym_start(struct run_sym_flags *f, const char *storage_path, struct pd_s
 		goto out;
 	}
 	pd_log_info("symbolizer", "symbolizing native profiles at query time",
-	            "debug_dirs=%s debuginfod_urls=\"%s\" timeout=%s", f->dirs_joined,
+	            "debug_dirs=%s debuginfod_urls=%s timeout=%s", f->dirs_joined,
 	            o.debuginfod_urls ? o.debuginfod_urls : "", f->timeout);
 	rc = 0;
 out:

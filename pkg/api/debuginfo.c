@@ -189,7 +189,7 @@ unsigned api_debuginfo_begin(struct api_req *r, char *msg, size_t msgsize)
 	xx[2] = '\0';
 	int rc = make_dirs(s->debuginfo_dir, xx, &u->dir);
 	if (rc) {
-		pd_log_error("api", "debug file directory", "dir=%s err=\"%s\"", s->debuginfo_dir,
+		pd_log_error("api", "debug file directory", "dir=%s err=%s", s->debuginfo_dir,
 		             strerror(rc));
 		snprintf(msg, msgsize, "creating the debug file directory failed: %s",
 		         strerror(rc));
@@ -209,7 +209,7 @@ unsigned api_debuginfo_begin(struct api_req *r, char *msg, size_t msgsize)
 		int e = errno;
 		free(u->tmp);
 		u->tmp = NULL;
-		pd_log_error("api", "debug file temp", "dir=%s err=\"%s\"", u->dir, strerror(e));
+		pd_log_error("api", "debug file temp", "dir=%s err=%s", u->dir, strerror(e));
 		snprintf(msg, msgsize, "creating the temp file failed: %s", strerror(e));
 		return 500;
 	}
@@ -281,7 +281,7 @@ static void store(struct api_req *r, struct api_resp *w)
 	}
 	if (u->io_err) {
 		api_debuginfo_count(s, API_DBG_FAILED, 0);
-		pd_log_error("api", "writing a debug file", "path=%s err=\"%s\"", u->tmp,
+		pd_log_error("api", "writing a debug file", "path=%s err=%s", u->tmp,
 		             strerror(u->io_err));
 		api_error(w, 500, "internal", "writing the debug file failed: %s",
 		          strerror(u->io_err));
@@ -322,7 +322,7 @@ static void store(struct api_req *r, struct api_resp *w)
 		if (dfd >= 0)
 			close(dfd);
 		api_debuginfo_count(s, API_DBG_FAILED, 0);
-		pd_log_error("api", "storing a debug file", "path=%s err=\"%s\"", u->final,
+		pd_log_error("api", "storing a debug file", "path=%s err=%s", u->final,
 		             strerror(e));
 		api_error(w, 500, "internal", "storing the debug file failed: %s", strerror(e));
 		return;

@@ -70,7 +70,7 @@ void querier_fail_store(struct qcall *c, const char *what, int rc, const struct 
 		querier_fail(c, "resource_exhausted", "%s: %s", what, err->msg);
 		return;
 	}
-	pd_log_error("api", "a query API call failed", "what=\"%s\" err=\"%s\"", what, err->msg);
+	pd_log_error("api", "a query API call failed", "what=%s err=%s", what, err->msg);
 	int len = 0;
 	const char *ch = api_ch_reason(err, &len);
 	if (ch)

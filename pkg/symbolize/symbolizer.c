@@ -146,7 +146,7 @@ static void obj_load_disk(struct pd_symbolizer *s, struct sym_obj *o)
 	struct load_ctx x = {s, o};
 	int rc = sym_cache_load(s->cache_dir, o->build_id, s->o.cache_bytes, load_record, &x, &err);
 	if (rc && rc != PD_ENOTFOUND)
-		pd_log_warn("symbolizer", "the disk cache was not read", "build_id=%s err=\"%s\"",
+		pd_log_warn("symbolizer", "the disk cache was not read", "build_id=%s err=%s",
 		            o->build_id, err.msg);
 }
 
@@ -209,7 +209,7 @@ int sym_resolve(struct pd_symbolizer *s, struct sym_obj *o, uint64_t start, uint
 	if (s->cache_dir && o->build_id[0]) {
 		struct pd_err err = {0};
 		if (sym_cache_append(s->cache_dir, o->build_id, addr, &r, &err))
-			pd_log_warn("symbolizer", "the disk cache was not written", "err=\"%s\"",
+			pd_log_warn("symbolizer", "the disk cache was not written", "err=%s",
 			            err.msg);
 	}
 	struct sym_result copy = {0};
@@ -322,7 +322,7 @@ static void *worker(void *arg)
 			snprintf(o->err, sizeof(o->err), "%.255s", err.msg);
 			s->st.failures++;
 			pd_log_info("symbolizer", "no debug information",
-			            "key=%s retry_in_ms=%lld err=\"%s\"", o->key,
+			            "key=%s retry_in_ms=%lld err=%s", o->key,
 			            (long long)o->backoff_ms, err.msg);
 		}
 		free(path);
