@@ -4,7 +4,7 @@
  * merged, through one open-addressing table keyed by their bytes; everything
  * lives in one arena whose cap follows the limits, so no input can make the
  * builder grow without bound. The result goes through pd_pprof_parts_encode and
- * pd_pprof_parts_build, so it is validated as a pushed profile is. */
+ * pd_pprof_parts_copy, so it is validated as a pushed profile is. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -501,9 +501,11 @@ int ingest_pb_finish(struct ingest_pb *b, uint8_t **out, size_t *out_len,
 	int rc = pd_pprof_parts_encode(&parts, out, out_len, err);
 	if (rc)
 		return rc;
-	/* decoded from the bytes just written (pd_pprof_parts_build would encode
-	 * them again), which validates them as any pushed profile */
-	if (decoded && (rc = pd_pprof_decode(decoded, *out, *out_len, NULL, err))) {
+	/* built from the same parts, validated as any pushed profile; a profile
+	 * past what decoding takes is decoded from its bytes, to be refused as such */
+	if (decoded && (rc = *out_len <= PD_PPROF_DEFAULT_MAX_DECOMPRESSED
+				 ? pd_pprof_parts_copy(&parts, decoded, err)
+				 : pd_pprof_decode(decoded, *out, *out_len, NULL, err))) {
 		free(*out);
 		*out = NULL;
 	}

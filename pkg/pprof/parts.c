@@ -116,6 +116,155 @@ void pd_pprof_parts_fini(struct pd_pprof_parts *parts)
 
 /* pd_pprof_parts_encode is in parts_encode.c. */
 
+/* n elements of size sz from p, copied into a; NULL when out of memory. */
+static void *copy(struct pd_arena *a, const void *p, size_t n, size_t sz)
+{
+	void *q = pd_arena_calloc(a, n ? n : 1, sz);
+	if (q && n)
+		memcpy(q, p, n * sz);
+	return q;
+}
+
+/* The message tree of parts with everything copied into a (the strings
+ * NUL-terminated), as decoding parts' bytes makes it. NULL when out of memory. */
+static pb_profile *to_pb(const struct pd_pprof_parts *in, struct pd_arena *a)
+{
+	pb_profile *pb = ALLOC(a, 1, pb_profile);
+	if (!pb)
+		return NULL;
+	perftools__profiles__profile__init(pb);
+	pb->n_string_table = in->nstrings;
+	pb->string_table = ALLOC(a, in->nstrings, char *);
+	if (!pb->string_table)
+		return NULL;
+	for (size_t i = 0; i < in->nstrings; i++)
+		if (!(pb->string_table[i] = pd_arena_strndup(a, in->strings[i], in->string_len[i])))
+			return NULL;
+
+	pb->n_sample_type = in->nsample_type;
+	pb->sample_type = ALLOC(a, in->nsample_type, pb_value_type *);
+	pb_value_type *vts = ALLOC(a, in->nsample_type + 1, pb_value_type);
+	pb->n_sample = in->nsample;
+	pb->sample = ALLOC(a, in->nsample, pb_sample *);
+	pb_sample *ss = ALLOC(a, in->nsample, pb_sample);
+	pb->n_mapping = in->nmapping;
+	pb->mapping = ALLOC(a, in->nmapping, pb_mapping *);
+	pb_mapping *ms = ALLOC(a, in->nmapping, pb_mapping);
+	pb->n_location = in->nlocation;
+	pb->location = ALLOC(a, in->nlocation, pb_location *);
+	pb_location *ls = ALLOC(a, in->nlocation, pb_location);
+	pb->n_function = in->nfunction;
+	pb->function = ALLOC(a, in->nfunction, pb_function *);
+	pb_function *fs = ALLOC(a, in->nfunction, pb_function);
+	if (!pb->sample_type || !vts || !pb->sample || !ss || !pb->mapping || !ms ||
+	    !pb->location || !ls || !pb->function || !fs)
+		return NULL;
+
+	for (size_t i = 0; i < in->nsample_type; i++) {
+		perftools__profiles__value_type__init(&vts[i]);
+		vts[i].type = in->sample_type[i].type;
+		vts[i].unit = in->sample_type[i].unit;
+		pb->sample_type[i] = &vts[i];
+	}
+	size_t nlabels = 0, nlines = 0;
+	for (size_t i = 0; i < in->nsample; i++)
+		nlabels += in->sample[i].nlabel;
+	for (size_t i = 0; i < in->nlocation; i++)
+		nlines += in->location[i].nline;
+	pb_label *lbs = ALLOC(a, nlabels, pb_label);
+	pb_label **lbp = ALLOC(a, nlabels, pb_label *);
+	pb_line *lns = ALLOC(a, nlines, pb_line);
+	pb_line **lnp = ALLOC(a, nlines, pb_line *);
+	if (!lbs || !lbp || !lns || !lnp)
+		return NULL;
+	for (size_t i = 0; i < in->nsample; i++) {
+		const struct pd_pprof_psample *s = &in->sample[i];
+		pb_sample *d = &ss[i];
+		perftools__profiles__sample__init(d);
+		d->n_location_id = s->nlocation;
+		d->location_id = copy(a, s->location_id, s->nlocation, sizeof(*s->location_id));
+		d->n_value = s->nvalue;
+		d->value = copy(a, s->value, s->nvalue, sizeof(*s->value));
+		if (!d->location_id || !d->value)
+			return NULL;
+		d->n_label = s->nlabel;
+		d->label = lbp;
+		for (size_t k = 0; k < s->nlabel; k++) {
+			perftools__profiles__label__init(lbs);
+			lbs->key = s->label[k].key;
+			lbs->str = s->label[k].str;
+			lbs->num = s->label[k].num;
+			lbs->num_unit = s->label[k].num_unit;
+			*lbp++ = lbs++;
+		}
+		pb->sample[i] = d;
+	}
+	for (size_t i = 0; i < in->nmapping; i++) {
+		const struct pd_pprof_pmapping *m = &in->mapping[i];
+		pb_mapping *d = &ms[i];
+		perftools__profiles__mapping__init(d);
+		d->id = m->id;
+		d->memory_start = m->memory_start;
+		d->memory_limit = m->memory_limit;
+		d->file_offset = m->file_offset;
+		d->filename = m->filename;
+		d->build_id = m->build_id;
+		d->has_functions = m->has_functions;
+		d->has_filenames = m->has_filenames;
+		d->has_line_numbers = m->has_line_numbers;
+		d->has_inline_frames = m->has_inline_frames;
+		pb->mapping[i] = d;
+	}
+	for (size_t i = 0; i < in->nlocation; i++) {
+		const struct pd_pprof_plocation *l = &in->location[i];
+		pb_location *d = &ls[i];
+		perftools__profiles__location__init(d);
+		d->id = l->id;
+		d->mapping_id = l->mapping_id;
+		d->address = l->address;
+		d->is_folded = l->is_folded;
+		d->n_line = l->nline;
+		d->line = lnp;
+		for (size_t k = 0; k < l->nline; k++) {
+			perftools__profiles__line__init(lns);
+			lns->function_id = l->line[k].function_id;
+			lns->line = l->line[k].line;
+			lns->column = l->line[k].column;
+			*lnp++ = lns++;
+		}
+		pb->location[i] = d;
+	}
+	for (size_t i = 0; i < in->nfunction; i++) {
+		const struct pd_pprof_pfunction *f = &in->function[i];
+		pb_function *d = &fs[i];
+		perftools__profiles__function__init(d);
+		d->id = f->id;
+		d->name = f->name;
+		d->system_name = f->system_name;
+		d->filename = f->filename;
+		d->start_line = f->start_line;
+		pb->function[i] = d;
+	}
+	if (in->has_period_type) {
+		pb_value_type *pt = &vts[in->nsample_type];
+		perftools__profiles__value_type__init(pt);
+		pt->type = in->period_type.type;
+		pt->unit = in->period_type.unit;
+		pb->period_type = pt;
+	}
+	pb->period = in->period;
+	pb->time_nanos = in->time_nanos;
+	pb->duration_nanos = in->duration_nanos;
+	pb->drop_frames = in->drop_frames;
+	pb->keep_frames = in->keep_frames;
+	pb->default_sample_type = in->default_sample_type;
+	pb->doc_url = in->doc_url;
+	pb->n_comment = in->ncomment;
+	if (!(pb->comment = copy(a, in->comment, in->ncomment, sizeof(*in->comment))))
+		return NULL;
+	return pb;
+}
+
 int pd_pprof_parts_build(const struct pd_pprof_parts *parts, struct pd_pprof_profile **out,
 			 struct pd_err *err)
 {
@@ -129,4 +278,21 @@ int pd_pprof_parts_build(const struct pd_pprof_parts *parts, struct pd_pprof_pro
 	rc = pd_pprof_decode(out, raw, len, NULL, err);
 	free(raw);
 	return rc;
+}
+
+int pd_pprof_parts_copy(const struct pd_pprof_parts *parts, struct pd_pprof_profile **out,
+			struct pd_err *err)
+{
+	*out = NULL;
+	struct pd_arena *a = pd_arena_create(0);
+	pb_profile *pb = a ? to_pb(parts, a) : NULL;
+	size_t *str_len = malloc((parts->nstrings ? parts->nstrings : 1) * sizeof(*str_len));
+	if (!pb || !str_len) {
+		free(str_len);
+		pd_arena_destroy(a);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	if (parts->nstrings)
+		memcpy(str_len, parts->string_len, parts->nstrings * sizeof(*str_len));
+	return pd_pprof_adopt(out, a, pb, str_len, err); /* validated there */
 }
