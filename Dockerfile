@@ -32,13 +32,18 @@ FROM debian:bookworm-slim
 # call graphs; libdeflate0 inflates gzip'd profiles (zlib1g the rest).
 # libjson-c5 reads the JSON bodies of pushes (speedscope, Connect, OTLP).
 # libelf1 reads the build ids of uploaded debug files; libdw1, libelf1 and
-# libdebuginfod1 (elfutils, with liblzma5 and libbz2-1.0 for compressed sections)
+# libdebuginfod1 (elfutils, with liblzma5 and libbz2-1.0 for compressed sections,
+# and libcurl3-gnutls for its downloads, with what that links: libgnutls30,
+# libnghttp2-14, librtmp1, libssh2-1, libldap-2.5-0, the Kerberos libraries, ...)
 # symbolize native profiles at query time.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       ca-certificates libc-ares2 libcrypt1 libcurl4 libgcc-s1 libmicrohttpd12 libjson-c5 libprotobuf-c1 libre2-9 libssl3 libstdc++6 \
       libyaml-0-2 libzstd1 zlib1g libdeflate0 libgvc6 libcgraph6 libcdt5 libpathplan4 libltdl7 libexpat1 \
-      libdw1 libelf1 libdebuginfod1 liblzma5 libbz2-1.0 \
+      libdw1 libelf1 libdebuginfod1 libcurl3-gnutls liblzma5 libbz2-1.0 \
+      libbrotli1 libcom-err2 libffi8 libgmp10 libgnutls30 libgssapi-krb5-2 libhogweed6 libidn2-0 \
+      libk5crypto3 libkeyutils1 libkrb5-3 libkrb5support0 libldap-2.5-0 libnettle8 libnghttp2-14 \
+      libp11-kit0 libpsl5 librtmp1 libsasl2-2 libssh2-1 libtasn1-6 libunistring2 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 profd \
  && useradd --system --uid 10001 --gid profd --home-dir /data --no-create-home --shell /usr/sbin/nologin profd \

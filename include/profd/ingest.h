@@ -99,6 +99,10 @@ struct pd_ingest_profile {
 	 * NULL: the caller decodes pprof) */
 	struct pd_pprof_profile *decoded;
 	int64_t t_ms; /* the time it is stored at (ms since the epoch) */
+	/* the gzip stream the client sent whose content is exactly pprof (owned;
+	 * NULL: none), which the store's WAL keeps instead of compressing pprof */
+	uint8_t *gz;
+	size_t gzlen;
 };
 
 /* What one request turned into. Zero-initialise; pd_ingest_batch_fini frees. */

@@ -580,5 +580,10 @@ int pd_pprof_parts_encode(const struct pd_pprof_parts *parts, uint8_t **out, siz
  * is only read and may be freed afterwards. */
 int pd_pprof_parts_build(const struct pd_pprof_parts *parts, struct pd_pprof_profile **out,
 			 struct pd_err *err);
+/* The profile pd_pprof_parts_build makes, validated the same way, built by copying
+ * parts' arrays and strings instead of encoding and decoding them (cheaper).
+ * Unlike decoding it applies no size limit: the caller bounds parts. */
+int pd_pprof_parts_copy(const struct pd_pprof_parts *parts, struct pd_pprof_profile **out,
+			struct pd_err *err);
 
 #endif

@@ -331,7 +331,8 @@ static unsigned store_batch(struct pd_api_server *s, struct pd_ingest_batch *b,
 		}
 		struct pd_pprof_profile *p = x->decoded;
 		x->decoded = NULL; /* the appender's now */
-		int rc = pd_tsdb_append_decoded(app, tl, n, x->t_ms, x->pprof, x->len, p, err);
+		int rc = pd_tsdb_append_gzip(app, tl, n, x->t_ms, x->pprof, x->len, p, x->gz,
+					     x->gzlen, err);
 		if (rc) {
 			status = rc == PD_ETOOBIG ? 413 : rc == PD_EINVAL ? 400 : 500;
 			goto fail;

@@ -146,7 +146,24 @@ void pd_ingest_batch_fini(struct pd_ingest_batch *b)
 		pd_labels_destroy(b->v[i].labels);
 		free(b->v[i].pprof);
 		pd_pprof_destroy(b->v[i].decoded);
+		free(b->v[i].gz);
 	}
 	free(b->v);
 	memset(b, 0, sizeof(*b));
+}
+
+void ingest_batch_keep_gzip(struct pd_ingest_batch *b, const struct pd_ingest_limits *lim,
+			    const uint8_t *gz, size_t len)
+{
+	struct pd_ingest_limits l = pd_ingest_limits_resolve(lim);
+	if (b->n == 0 || b->v[b->n - 1].gz || len > l.max_request_memory ||
+	    b->memory > l.max_request_memory - len)
+		return; /* the WAL compresses the profile itself */
+	uint8_t *g = malloc(len ? len : 1);
+	if (!g)
+		return;
+	memcpy(g, gz, len);
+	b->v[b->n - 1].gz = g;
+	b->v[b->n - 1].gzlen = len;
+	b->memory += len;
 }

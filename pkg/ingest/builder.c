@@ -4,7 +4,7 @@
  * merged, through one open-addressing table keyed by their bytes; everything
  * lives in one arena whose cap follows the limits, so no input can make the
  * builder grow without bound. The result goes through pd_pprof_parts_encode and
- * pd_pprof_parts_build, so it is validated as a pushed profile is. */
+ * pd_pprof_parts_copy, so it is validated as a pushed profile is. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,6 +269,12 @@ static int symbol(struct ingest_pb *b, const char *s, size_t len, int64_t *out)
 	return *out < 0 ? b->rc : 0;
 }
 
+int64_t ingest_pb_symbol(struct ingest_pb *b, const char *s, size_t len)
+{
+	int64_t i = -1;
+	return symbol(b, s, len, &i) ? -1 : i;
+}
+
 uint64_t ingest_pb_function(struct ingest_pb *b, const char *name, size_t name_len,
 			    const char *system_name, size_t system_name_len, const char *file,
 			    size_t file_len, int64_t start_line)
@@ -277,10 +283,19 @@ uint64_t ingest_pb_function(struct ingest_pb *b, const char *name, size_t name_l
 		system_name = name;
 		system_name_len = name_len;
 	}
-	int64_t f[4] = {0, 0, 0, start_line};
+	int64_t f[3] = {0, 0, 0};
 	if (symbol(b, name, name_len, &f[0]) || symbol(b, system_name, system_name_len, &f[1]) ||
 	    symbol(b, file, file_len, &f[2]))
 		return 0;
+	return ingest_pb_function_strs(b, f[0], f[1], f[2], start_line);
+}
+
+uint64_t ingest_pb_function_strs(struct ingest_pb *b, int64_t name, int64_t system_name,
+				 int64_t file, int64_t start_line)
+{
+	if (b->rc)
+		return 0;
+	int64_t f[4] = {name, system_name, file, start_line};
 	if (key_start(b, K_FUNC) || key_add(b, f, sizeof(f)))
 		return 0;
 	struct slot *sl = lookup(b, (const uint8_t *)b->key.data, b->key.len);
@@ -486,9 +501,11 @@ int ingest_pb_finish(struct ingest_pb *b, uint8_t **out, size_t *out_len,
 	int rc = pd_pprof_parts_encode(&parts, out, out_len, err);
 	if (rc)
 		return rc;
-	/* decoded from the bytes just written (pd_pprof_parts_build would encode
-	 * them again), which validates them as any pushed profile */
-	if (decoded && (rc = pd_pprof_decode(decoded, *out, *out_len, NULL, err))) {
+	/* built from the same parts, validated as any pushed profile; a profile
+	 * past what decoding takes is decoded from its bytes, to be refused as such */
+	if (decoded && (rc = *out_len <= PD_PPROF_DEFAULT_MAX_DECOMPRESSED
+				 ? pd_pprof_parts_copy(&parts, decoded, err)
+				 : pd_pprof_decode(decoded, *out, *out_len, NULL, err))) {
 		free(*out);
 		*out = NULL;
 	}

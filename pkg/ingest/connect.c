@@ -208,6 +208,7 @@ int pd_ingest_connect_push(const uint8_t *body, size_t len, int json,
 {
 	struct pd_ingest_limits lim = pd_ingest_limits_resolve(lim_in);
 	ProtobufCMessage *m = NULL;
+	struct pd_arena *ma = NULL; /* m's memory, when unpacked from protobuf */
 	struct ingest_label *ls = NULL;
 	int rc;
 	b->format = json ? "connect_json" : "connect";
@@ -216,7 +217,7 @@ int pd_ingest_connect_push(const uint8_t *body, size_t len, int json,
 		                         &b->limit_hit, err);
 	else
 		rc = ingest_pb_unpack(&push__v1__push_request__descriptor, body, len,
-		                      lim.max_request_memory, &m, err);
+		                      lim.max_request_memory, &m, &ma, err);
 	if (rc == PD_ETOOBIG && !b->limit_hit)
 		b->limit_hit = json ? PD_INGEST_LIMIT_JSON_SIZE : PD_INGEST_LIMIT_REQUEST_MEMORY;
 	if (rc) {
@@ -251,7 +252,10 @@ int pd_ingest_connect_push(const uint8_t *body, size_t len, int json,
 		}
 	}
 	free(ls);
-	protobuf_c_message_free_unpacked(m, NULL);
+	if (ma)
+		pd_arena_destroy(ma);
+	else
+		protobuf_c_message_free_unpacked(m, NULL);
 	if (rc) {
 		int hit = b->limit_hit;
 		pd_ingest_batch_fini(b);

@@ -43,6 +43,14 @@ uint64_t ingest_pb_function(struct ingest_pb *b, const char *name, size_t name_l
 			    const char *system_name, size_t system_name_len, const char *file,
 			    size_t file_len, int64_t start_line);
 
+/* The index of s (len bytes) as a function or file name: ingest_pb_str after the
+ * max_symbol_len check of ingest_pb_function. -1 on error (ingest_pb_err). */
+int64_t ingest_pb_symbol(struct ingest_pb *b, const char *s, size_t len);
+/* ingest_pb_function with its names already indices of the string table (from
+ * ingest_pb_symbol), for a converter that remembers them. */
+uint64_t ingest_pb_function_strs(struct ingest_pb *b, int64_t name, int64_t system_name,
+				 int64_t file, int64_t start_line);
+
 /* A mapping's id (interned by all its fields); filename/build_id may be NULL. */
 uint64_t ingest_pb_mapping(struct ingest_pb *b, uint64_t start, uint64_t limit, uint64_t offset,
 			   const char *filename, size_t filename_len, const char *build_id,
@@ -98,6 +106,15 @@ int ingest_pb_select_types(struct ingest_pb *b, const size_t *keep, size_t nk);
 int ingest_pb_finish(struct ingest_pb *b, uint8_t **out, size_t *out_len,
 		     struct pd_pprof_profile **decoded, struct pd_err *err);
 
+/* ---- the batch (batch.c) --------------------------------------------------------- */
+
+/* Keeps a copy of gz, the gzip stream whose content is exactly the pprof bytes of
+ * the profile last added to b, for the store's WAL (pd_tsdb_append_gzip). Best
+ * effort: without the memory (or past max_request_memory) nothing is kept and the
+ * WAL compresses the profile. */
+void ingest_batch_keep_gzip(struct pd_ingest_batch *b, const struct pd_ingest_limits *lim,
+			    const uint8_t *gz, size_t len);
+
 /* ---- series labels (series.c) ---------------------------------------------- */
 
 /* A label as a client sent it (not NUL-terminated). */
@@ -136,9 +153,17 @@ int ingest_pbjson_parse(const struct ProtobufCMessageDescriptor *d, const uint8_
  * messages deep and taking at most about max_mem bytes (estimated before
  * anything is allocated; past it PD_ETOOBIG). When the bytes are not a valid
  * message, PD_EINVAL with a message naming the field path and the byte offset
- * where they stop making sense. *out as for ingest_pbjson_parse. */
+ * where they stop making sense. *out is allocated in *arena, the caller's:
+ * pd_arena_destroy(*arena) frees it (not protobuf_c_message_free_unpacked). Both
+ * are NULL on error. */
 int ingest_pb_unpack(const struct ProtobufCMessageDescriptor *d, const uint8_t *body, size_t len,
-		     size_t max_mem, struct ProtobufCMessage **out, struct pd_err *err);
+		     size_t max_mem, struct ProtobufCMessage **out, struct pd_arena **arena,
+		     struct pd_err *err);
+/* The same, with protobuf-c's own allocator: *out is freed with
+ * protobuf_c_message_free_unpacked(*out, NULL). For small messages. */
+int ingest_pb_unpack_plain(const struct ProtobufCMessageDescriptor *d, const uint8_t *body,
+			   size_t len, size_t max_mem, struct ProtobufCMessage **out,
+			   struct pd_err *err);
 
 /* ---- profile names (connect.c) ---------------------------------------------- */
 

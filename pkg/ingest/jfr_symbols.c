@@ -117,7 +117,7 @@ static size_t greedy_marker(const char *s, size_t n, const char *marker, int any
 			break;
 		}
 	for (size_t i = n - ml + 1; i-- > 1;) {
-		if (memcmp(s + i, marker, ml) != 0)
+		if (s[i] != marker[0] || memcmp(s + i, marker, ml) != 0)
 			continue;
 		if (first_nl < i) /* .+ would cover a newline */
 			continue;

@@ -46,6 +46,7 @@ struct conv {
 	const Dict *d;
 	struct ingest_pb *pb;
 	struct memo *loc_id, *fn_id, *map_id;
+	struct memo *sym_id; /* a string's index as a function or file name, plus 1 */
 	uint32_t gen;
 	const uint8_t *map_has_fn; /* per mapping: every location of it has functions */
 	struct pd_err *err;
@@ -105,6 +106,23 @@ static const char *attr_value(const Dict *d, const int32_t *idx, size_t n, const
 	return NULL;
 }
 
+/* The builder's index of string i as a function or file name; -1 on error. */
+static int64_t symbol_id(struct conv *c, int32_t i, const char *what)
+{
+	const char *s = "";
+	if (str_at(c, i, &s, what))
+		return -1;
+	if (c->sym_id[i].gen == c->gen && c->sym_id[i].id)
+		return (int64_t)c->sym_id[i].id - 1;
+	int64_t id = ingest_pb_symbol(c->pb, s, strlen(s));
+	if (id < 0) {
+		ingest_pb_err(c->pb, c->err, NULL);
+		return -1;
+	}
+	c->sym_id[i] = (struct memo){(uint64_t)id + 1, c->gen};
+	return id;
+}
+
 static uint64_t function_id(struct conv *c, int32_t fi)
 {
 	if (fi < 0 || (size_t)fi >= c->d->n_function_table) {
@@ -116,13 +134,19 @@ static uint64_t function_id(struct conv *c, int32_t fi)
 	if (c->fn_id[fi].gen == c->gen && c->fn_id[fi].id)
 		return c->fn_id[fi].id;
 	const Function *f = c->d->function_table[fi];
-	const char *name = "", *sys = "", *file = "";
-	if (str_at(c, f->name_strindex, &name, "function name") ||
-	    str_at(c, f->system_name_strindex, &sys, "function system name") ||
-	    str_at(c, f->filename_strindex, &file, "function file name"))
+	const char *s = "";
+	int64_t name, sys, file;
+	/* every index checked before any name is taken, as the names' errors come
+	 * after the indices' */
+	if (str_at(c, f->name_strindex, &s, "function name") ||
+	    str_at(c, f->system_name_strindex, &s, "function system name") ||
+	    str_at(c, f->filename_strindex, &s, "function file name"))
 		return 0;
-	uint64_t id = ingest_pb_function(c->pb, name, strlen(name), sys, strlen(sys), file,
-	                                 strlen(file), f->start_line);
+	if ((name = symbol_id(c, f->name_strindex, "function name")) < 0 ||
+	    (sys = symbol_id(c, f->system_name_strindex, "function system name")) < 0 ||
+	    (file = symbol_id(c, f->filename_strindex, "function file name")) < 0)
+		return 0;
+	uint64_t id = ingest_pb_function_strs(c->pb, name, sys, file, f->start_line);
 	if (!id)
 		ingest_pb_err(c->pb, c->err, NULL);
 	c->fn_id[fi] = (struct memo){id, c->gen};
@@ -174,7 +198,9 @@ static uint64_t location_id(struct conv *c, int32_t li)
 	uint64_t mid = mapping_id(c, l->mapping_index);
 	if (mid == UINT64_MAX)
 		return 0;
-	struct ingest_pb_line *lines = calloc(l->n_lines ? l->n_lines : 1, sizeof *lines);
+	struct ingest_pb_line few[16]; /* most locations have a line or a few */
+	struct ingest_pb_line *lines =
+	    l->n_lines <= 16 ? few : calloc(l->n_lines, sizeof *lines);
 	if (!lines) {
 		pd_err_set(c->err, PD_ENOMEM, "out of memory");
 		return 0;
@@ -183,12 +209,14 @@ static uint64_t location_id(struct conv *c, int32_t li)
 		lines[i].function_id = function_id(c, l->lines[i]->function_index);
 		lines[i].line = l->lines[i]->line;
 		if (!lines[i].function_id) {
-			free(lines);
+			if (lines != few)
+				free(lines);
 			return 0;
 		}
 	}
 	uint64_t id = ingest_pb_location(c->pb, mid, l->address, lines, l->n_lines);
-	free(lines);
+	if (lines != few)
+		free(lines);
 	if (!id)
 		ingest_pb_err(c->pb, c->err, NULL);
 	c->loc_id[li] = (struct memo){id, c->gen};
@@ -802,6 +830,7 @@ int pd_ingest_otlp(const uint8_t *body, size_t len, int json, const struct pd_in
 {
 	struct pd_ingest_limits lim = pd_ingest_limits_resolve(lim_in);
 	ProtobufCMessage *m = NULL;
+	struct pd_arena *ma = NULL; /* m's memory, when unpacked from protobuf */
 	struct conv c = {.err = err};
 	struct rlabels rl = {0};
 	int rc;
@@ -813,7 +842,7 @@ int pd_ingest_otlp(const uint8_t *body, size_t len, int json, const struct pd_in
 	else
 		rc = ingest_pb_unpack(
 		    &opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__descriptor,
-		    body, len, lim.max_request_memory, &m, err);
+		    body, len, lim.max_request_memory, &m, &ma, err);
 	if (rc == PD_ETOOBIG && !b->limit_hit)
 		b->limit_hit = json ? PD_INGEST_LIMIT_JSON_SIZE : PD_INGEST_LIMIT_REQUEST_MEMORY;
 	if (rc) {
@@ -844,11 +873,13 @@ int pd_ingest_otlp(const uint8_t *body, size_t len, int json, const struct pd_in
 	c.loc_id = calloc(c.d->n_location_table + 1, sizeof *c.loc_id);
 	c.fn_id = calloc(c.d->n_function_table + 1, sizeof *c.fn_id);
 	c.map_id = calloc(c.d->n_mapping_table + 1, sizeof *c.map_id);
+	c.sym_id = calloc(c.d->n_string_table + 1, sizeof *c.sym_id);
 	rl.cap = lim.max_labels;
 	rl.v = calloc(rl.cap + 1, sizeof *rl.v);
 	rl.names = calloc(rl.cap + 1, sizeof *rl.names);
 	rl.vals = calloc(rl.cap + 1, sizeof *rl.vals);
-	if (!has_fn || !c.loc_id || !c.fn_id || !c.map_id || !rl.v || !rl.names || !rl.vals) {
+	if (!has_fn || !c.loc_id || !c.fn_id || !c.map_id || !c.sym_id || !rl.v || !rl.names ||
+	    !rl.vals) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -891,9 +922,13 @@ done:
 	free(c.loc_id);
 	free(c.fn_id);
 	free(c.map_id);
+	free(c.sym_id);
 	rlabels_fini(&rl);
 out:
-	protobuf_c_message_free_unpacked(m, NULL);
+	if (ma)
+		pd_arena_destroy(ma);
+	else
+		protobuf_c_message_free_unpacked(m, NULL);
 	if (rc) {
 		int hit = b->limit_hit;
 		pd_ingest_batch_fini(b);

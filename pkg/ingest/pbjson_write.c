@@ -303,5 +303,5 @@ int pd_ingest_pb_read(const struct ProtobufCMessageDescriptor *d, const uint8_t 
 	int limit = 0;
 	if (json)
 		return ingest_pbjson_parse(d, body, len, &l, out, &limit, err);
-	return ingest_pb_unpack(d, body, len, l.max_decoded_memory, out, err);
+	return ingest_pb_unpack_plain(d, body, len, l.max_decoded_memory, out, err);
 }

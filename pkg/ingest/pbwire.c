@@ -52,7 +52,10 @@ static unsigned wire_of(ProtobufCType t)
 
 struct walk {
 	const uint8_t *start;
-	char path[256];
+	/* the fields the walk is in, outermost first (the path of an error, written
+	 * out only when there is one) */
+	const ProtobufCFieldDescriptor *in[WALK_DEPTH + 2];
+	unsigned nin;
 	struct pd_err *err;
 	/* what protobuf-c will allocate to unpack the body, estimated as the walk
 	 * goes (each message's struct, each repeated element's slot, each string's
@@ -71,8 +74,13 @@ static int charge(struct walk *w, size_t n)
 
 static int bad(struct walk *w, const uint8_t *at, const char *what)
 {
+	char path[256] = "";
+	for (unsigned i = 0; i < w->nin; i++) {
+		size_t plen = strlen(path);
+		snprintf(path + plen, sizeof path - plen, "%s%s", plen ? "." : "", w->in[i]->name);
+	}
 	return pd_err_set(w->err, PD_EINVAL, "protobuf is malformed at byte %zu%s%s: %s",
-	                  (size_t)(at - w->start), w->path[0] ? ", in field " : "", w->path, what);
+	                  (size_t)(at - w->start), path[0] ? ", in field " : "", path, what);
 }
 
 /* 0 when nothing wrong was found in [p, end) as message d; PD_EINVAL otherwise. */
@@ -92,10 +100,9 @@ static int walk(struct walk *w, const ProtobufCMessageDescriptor *d, const uint8
 			return bad(w, at, "field number 0 or too large");
 		const ProtobufCFieldDescriptor *f =
 		    protobuf_c_message_descriptor_get_field(d, (unsigned)id);
-		size_t plen = strlen(w->path);
+		unsigned nin = w->nin;
 		if (f)
-			snprintf(w->path + plen, sizeof w->path - plen, "%s%s", plen ? "." : "",
-			         f->name);
+			w->in[w->nin++] = f;
 		int rc = 0;
 		if (f && wt != wire_of(f->type) &&
 		    !(wt == 2 && f->label == PROTOBUF_C_LABEL_REPEATED && wire_of(f->type) != 2)) {
@@ -171,25 +178,62 @@ static int walk(struct walk *w, const ProtobufCMessageDescriptor *d, const uint8
 		}
 		if (rc)
 			return rc;
-		w->path[plen] = 0;
+		w->nin = nin;
 	}
 	return 0;
 }
 
+/* protobuf-c's allocations, from an arena: a message of thousands of small
+ * parts is freed in one call instead of a walk that frees each */
+static void *arena_alloc(void *a, size_t n)
+{
+	return pd_arena_alloc(a, n);
+}
+
+static void arena_free(void *a, void *p)
+{
+	(void)a;
+	(void)p;
+}
+
+int ingest_pb_unpack_plain(const struct ProtobufCMessageDescriptor *d, const uint8_t *body,
+                           size_t len, size_t max_mem, struct ProtobufCMessage **out,
+                           struct pd_err *err)
+{
+	struct walk w = {.start = body, .err = err, .max_mem = max_mem};
+	*out = NULL;
+	int rc = walk(&w, d, body, body + len, 0);
+	if (rc)
+		return rc;
+	if ((*out = protobuf_c_message_unpack(d, NULL, len, body)))
+		return 0;
+	return pd_err_set(err, PD_EINVAL, "the body (%zu bytes) is not a valid %s message", len,
+	                  d->name);
+}
+
 int ingest_pb_unpack(const struct ProtobufCMessageDescriptor *d, const uint8_t *body, size_t len,
-                     size_t max_mem, struct ProtobufCMessage **out, struct pd_err *err)
+                     size_t max_mem, struct ProtobufCMessage **out, struct pd_arena **arena,
+                     struct pd_err *err)
 {
 	/* walked first: protobuf-c recurses into nested messages without a bound,
 	 * and OTLP's AnyValue nests without one, so the depth is checked here, and
 	 * it allocates a struct for every message, so what it will take is too */
 	struct walk w = {.start = body, .err = err, .max_mem = max_mem};
 	*out = NULL;
+	*arena = NULL;
 	int rc = walk(&w, d, body, body + len, 0);
 	if (rc)
 		return rc;
-	*out = protobuf_c_message_unpack(d, NULL, len, body);
-	if (*out)
+	struct pd_arena *a = pd_arena_create(0); /* the walk bounded what it takes */
+	if (!a)
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	ProtobufCAllocator al = {.alloc = arena_alloc, .free = arena_free, .allocator_data = a};
+	*out = protobuf_c_message_unpack(d, &al, len, body);
+	if (*out) {
+		*arena = a;
 		return 0;
+	}
+	pd_arena_destroy(a);
 	/* the bytes look well formed: protobuf-c failed on what the walk does not
 	 * check (a bad oneof, a required field) or ran out of memory */
 	return pd_err_set(err, PD_EINVAL, "the body (%zu bytes) is not a valid %s message", len,

@@ -215,12 +215,15 @@ static int one(struct pyro_req *r, const uint8_t *data, size_t len, json_object 
 	/* Pyroscope's isDotnetspy: the spy says so, or an unknown spy's sample types
 	 * are .NET's */
 	json_object *dn = NULL;
-	if ((strcmp(r->spy_name, "dotnetspy") == 0 ||
-	     (strcmp(r->spy_name, "unknown") == 0 && cfg &&
-	      json_object_object_get_ex(cfg, "inuse-space", &dn))) &&
-	    (rc = pyro_dotnet_fix(&raw, &rlen))) {
-		free(raw);
-		return pd_err_set(err, rc, "out of memory");
+	int as_sent = pd_gzip_is(data, len); /* raw is the gzip stream's content */
+	if (strcmp(r->spy_name, "dotnetspy") == 0 ||
+	    (strcmp(r->spy_name, "unknown") == 0 && cfg &&
+	     json_object_object_get_ex(cfg, "inuse-space", &dn))) {
+		as_sent = 0; /* the repair may change the bytes */
+		if ((rc = pyro_dotnet_fix(&raw, &rlen))) {
+			free(raw);
+			return pd_err_set(err, rc, "out of memory");
+		}
 	}
 	int hit = 0;
 	struct pd_pprof_decode_opts o = {.max_decompressed = r->lim.max_decompressed,
@@ -246,6 +249,7 @@ static int one(struct pyro_req *r, const uint8_t *data, size_t len, json_object 
 		snprintf(c, sizeof(c), "aggregation=%.100s", r->aggregation);
 		if ((rc = add_comment(&p, &raw, &rlen, c, err)))
 			goto fail;
+		as_sent = 0;
 	}
 	/* stored at `from`; else at the profile's own time, when it has a real one
 	 * (old agents sent microseconds, which land in 1970) */
@@ -255,7 +259,12 @@ static int one(struct pyro_req *r, const uint8_t *data, size_t len, json_object 
 		t_ms = tn / 1000000;
 	if ((rc = pyro_series(r, name, r->name.full, NULL, 0, &labels, err)))
 		goto fail;
-	return pd_ingest_batch_add(r->out, &r->lim, labels, raw, rlen, p, t_ms, err);
+	if ((rc = pd_ingest_batch_add(r->out, &r->lim, labels, raw, rlen, p, t_ms, err)))
+		return rc;
+	/* the WAL keeps the gzip stream as it came, as for POST /api/v1/profiles */
+	if (as_sent)
+		ingest_batch_keep_gzip(r->out, &r->lim, data, len);
+	return 0;
 fail:
 	free(raw);
 	pd_pprof_destroy(p);

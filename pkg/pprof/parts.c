@@ -114,8 +114,19 @@ void pd_pprof_parts_fini(struct pd_pprof_parts *parts)
 	memset(parts, 0, sizeof(*parts));
 }
 
-/* The message tree of parts, allocated in a (pointers into parts for the repeated
- * scalars and the strings). NULL when out of memory. */
+/* pd_pprof_parts_encode is in parts_encode.c. */
+
+/* n elements of size sz from p, copied into a; NULL when out of memory. */
+static void *copy(struct pd_arena *a, const void *p, size_t n, size_t sz)
+{
+	void *q = pd_arena_calloc(a, n ? n : 1, sz);
+	if (q && n)
+		memcpy(q, p, n * sz);
+	return q;
+}
+
+/* The message tree of parts with everything copied into a (the strings
+ * NUL-terminated), as decoding parts' bytes makes it. NULL when out of memory. */
 static pb_profile *to_pb(const struct pd_pprof_parts *in, struct pd_arena *a)
 {
 	pb_profile *pb = ALLOC(a, 1, pb_profile);
@@ -123,7 +134,12 @@ static pb_profile *to_pb(const struct pd_pprof_parts *in, struct pd_arena *a)
 		return NULL;
 	perftools__profiles__profile__init(pb);
 	pb->n_string_table = in->nstrings;
-	pb->string_table = (char **)in->strings;
+	pb->string_table = ALLOC(a, in->nstrings, char *);
+	if (!pb->string_table)
+		return NULL;
+	for (size_t i = 0; i < in->nstrings; i++)
+		if (!(pb->string_table[i] = pd_arena_strndup(a, in->strings[i], in->string_len[i])))
+			return NULL;
 
 	pb->n_sample_type = in->nsample_type;
 	pb->sample_type = ALLOC(a, in->nsample_type, pb_value_type *);
@@ -166,9 +182,11 @@ static pb_profile *to_pb(const struct pd_pprof_parts *in, struct pd_arena *a)
 		pb_sample *d = &ss[i];
 		perftools__profiles__sample__init(d);
 		d->n_location_id = s->nlocation;
-		d->location_id = s->location_id;
+		d->location_id = copy(a, s->location_id, s->nlocation, sizeof(*s->location_id));
 		d->n_value = s->nvalue;
-		d->value = s->value;
+		d->value = copy(a, s->value, s->nvalue, sizeof(*s->value));
+		if (!d->location_id || !d->value)
+			return NULL;
 		d->n_label = s->nlabel;
 		d->label = lbp;
 		for (size_t k = 0; k < s->nlabel; k++) {
@@ -242,23 +260,9 @@ static pb_profile *to_pb(const struct pd_pprof_parts *in, struct pd_arena *a)
 	pb->default_sample_type = in->default_sample_type;
 	pb->doc_url = in->doc_url;
 	pb->n_comment = in->ncomment;
-	pb->comment = in->comment;
+	if (!(pb->comment = copy(a, in->comment, in->ncomment, sizeof(*in->comment))))
+		return NULL;
 	return pb;
-}
-
-int pd_pprof_parts_encode(const struct pd_pprof_parts *parts, uint8_t **out, size_t *out_len,
-			  struct pd_err *err)
-{
-	struct pd_arena *a = pd_arena_create(0);
-	pb_profile *pb = a ? to_pb(parts, a) : NULL;
-	*out = NULL;
-	if (!pb) {
-		pd_arena_destroy(a);
-		return pd_err_set(err, PD_ENOMEM, "out of memory encoding a profile");
-	}
-	int rc = pd_pprof_pack(pb, parts->string_len, out, out_len, err);
-	pd_arena_destroy(a);
-	return rc;
 }
 
 int pd_pprof_parts_build(const struct pd_pprof_parts *parts, struct pd_pprof_profile **out,
@@ -274,4 +278,21 @@ int pd_pprof_parts_build(const struct pd_pprof_parts *parts, struct pd_pprof_pro
 	rc = pd_pprof_decode(out, raw, len, NULL, err);
 	free(raw);
 	return rc;
+}
+
+int pd_pprof_parts_copy(const struct pd_pprof_parts *parts, struct pd_pprof_profile **out,
+			struct pd_err *err)
+{
+	*out = NULL;
+	struct pd_arena *a = pd_arena_create(0);
+	pb_profile *pb = a ? to_pb(parts, a) : NULL;
+	size_t *str_len = malloc((parts->nstrings ? parts->nstrings : 1) * sizeof(*str_len));
+	if (!pb || !str_len) {
+		free(str_len);
+		pd_arena_destroy(a);
+		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	}
+	if (parts->nstrings)
+		memcpy(str_len, parts->string_len, parts->nstrings * sizeof(*str_len));
+	return pd_pprof_adopt(out, a, pb, str_len, err); /* validated there */
 }
