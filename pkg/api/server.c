@@ -195,6 +195,9 @@ static int find_route(const char *path)
 		}
 		if (routes[i].handler == H_DEBUGINFO) {
 			if (api_debuginfo_path(path))
+				return (int)i;
+			continue;
+		}
 		if (routes[i].handler == H_QUERIER) {
 			/* /querier.v1.QuerierService/<Method> */
 			if (strncmp(path, routes[i].path, strlen(routes[i].path)) == 0)
