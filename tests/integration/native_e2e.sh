@@ -16,8 +16,9 @@
 # have the flat and cum that google/pprof's driver gives them symbolizing with GNU
 # addr2line against the unstripped binary: the reference is built here from the
 # source Debian's golang-github-google-pprof-dev ships (go tool pprof would not do:
-# it reads DWARF itself and leaves out inlined frames). Also profd's own CPU profile
-# (the self-profiling job) names libc functions, from libc6-dbg's debug files.
+# it reads DWARF itself and leaves out inlined frames). Last, profd's own CPU profile
+# (/debug/pprof/profile, pushed back to it) names libc functions that only
+# libc6-dbg's debug file has (in neither libc's .dynsym nor the stored profile).
 #
 #   native_e2e.sh PROFD CC HOT_C
 set -euo pipefail
@@ -205,5 +206,33 @@ for url in "http://127.0.0.1:$(cat "$tmp/hung.port")" "http://127.0.0.1:$dead"; 
 	jq -r '.data.rows[].name' "$tmp/top.json" | grep -q '^hot+0x' || fail "$url: no hot+0x names"
 	echo "3.$n $url: partial in $took ms ($(jq -c '[.data.rows[].name][:3]' "$tmp/top.json"); hot_loop at $hot_off)"
 done
+
+# ---- profd's own CPU profile: libc's functions named from libc6-dbg -------------------------
+libc=$(ldd "$profd" | awk '$1 ~ /^libc\.so/ {print $3}')
+libc_bid=$(readelf -n "$libc" | awk '/Build ID/ {print $3}')
+libc_dbg=/usr/lib/debug/.build-id/${libc_bid:0:2}/${libc_bid:2}.debug
+[ -f "$libc_dbg" ] || fail "no $libc_dbg for $libc: libc6-dbg is not installed"
+# the names only the debug file has (not in libc's .dynsym)
+nm "$libc_dbg" | awk '$2 ~ /^[tTwW]$/ {print $3}' | sort -u >"$tmp/libc.dbg"
+nm -D --defined-only "$libc" | awk '{sub(/@.*/, "", $3); print $3}' | sort -u >"$tmp/libc.dyn"
+comm -23 "$tmp/libc.dbg" "$tmp/libc.dyn" >"$tmp/libc.only"
+start_profd "$tmp/data5" --symbolizer.debug-dirs=/usr/lib/debug --symbolizer.debuginfod-urls=
+busy() { while :; do curl -s -o /dev/null "$api/api/v1/labels" || true; done; }
+libc_named() {
+	busy &
+	local b=$!
+	curl -fsS -o "$tmp/self.pb.gz" "$api/debug/pprof/profile?seconds=1" || true
+	kill "$b" 2>/dev/null || true
+	wait "$b" 2>/dev/null || true
+	T=$(date +%s)
+	curl -fsS -o /dev/null --data-binary "@$tmp/self.pb.gz" \
+		"$api/api/v1/profiles?labels=$(jq -rn '"cpu{job=\"hot\"}" | @uri')&time=$T" || return 1
+	curl -fsS -o "$tmp/self.json" "$(q '&report=top')" || return 1
+	jq -r '.data.rows[].name' "$tmp/self.json" | sort -u >"$tmp/self.names"
+	comm -12 "$tmp/self.names" "$tmp/libc.only" >"$tmp/self.libc"
+	[ -s "$tmp/self.libc" ]
+}
+wait_for 60 "profd's own profile names none of libc's functions from libc6-dbg: $(jq -c '[.data.rows[].name]' "$tmp/self.json" 2>/dev/null)" libc_named
+echo "4. profd's own profile: libc functions from libc6-dbg: $(head -3 "$tmp/self.libc" | tr '\n' ' ')"
 stop_profd
 echo "native_e2e.sh: ok"
