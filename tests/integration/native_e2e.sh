@@ -55,7 +55,7 @@ free_port() {
 }
 
 # ---- the reference: google/pprof from Debian's source, with GNU addr2line only ---------
-GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS= GOCACHE=${GOCACHE:-$HOME/.cache/go-build} \
+GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS="" GOCACHE=${GOCACHE:-$HOME/.cache/go-build} \
 	go build -o "$tmp/pprof" github.com/google/pprof || fail "building google/pprof"
 mkdir "$tmp/tools"
 for t in addr2line nm objdump; do ln -s "$(command -v $t)" "$tmp/tools/$t"; done
