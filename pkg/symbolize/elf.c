@@ -83,7 +83,8 @@ int sym_elf_contents(const char *path, int *has_funcs)
 			if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
 				continue;
 			const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
-			if (name && (strcmp(name, ".debug_info") == 0 || strcmp(name, ".zdebug_info") == 0))
+			if (name &&
+			    (strcmp(name, ".debug_info") == 0 || strcmp(name, ".zdebug_info") == 0))
 				dwarf = 1;
 			if ((sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || *has_funcs ||
 			    !sh.sh_entsize)
@@ -92,7 +93,8 @@ int sym_elf_contents(const char *path, int *has_funcs)
 			size_t n = data ? sh.sh_size / sh.sh_entsize : 0;
 			for (size_t i = 0; i < n && !*has_funcs; i++) {
 				GElf_Sym sym;
-				if (gelf_getsym(data, (int)i, &sym) && GELF_ST_TYPE(sym.st_info) == STT_FUNC &&
+				if (gelf_getsym(data, (int)i, &sym) &&
+				    GELF_ST_TYPE(sym.st_info) == STT_FUNC &&
 				    sym.st_shndx != SHN_UNDEF)
 					*has_funcs = 1;
 			}

@@ -126,7 +126,8 @@ int sym_find(const struct sym_find_opts *o, const char *build_id, const char *ma
 	              ((file_has_id && strcmp(file_id, build_id) == 0) ||
 	               (!file_has_id && !have_id && access(mapping_file, R_OK) == 0));
 	int file_funcs = 0, file_dwarf = file_ok && sym_elf_contents(mapping_file, &file_funcs);
-	file_ok = file_ok && (file_dwarf || file_funcs); /* a file that names nothing is no source */
+	file_ok =
+	    file_ok && (file_dwarf || file_funcs); /* a file that names nothing is no source */
 	if (file_dwarf) {
 		if (!(*path = strdup(mapping_file)))
 			return pd_err_set(err, PD_ENOMEM, "out of memory");
