@@ -1,6 +1,8 @@
 /* elf.c: the GNU build id of an ELF file, read from its note (NT_GNU_BUILD_ID)
  * with libelf, for mappings whose profile carries no build id (gperftools) and
- * to check that a mapped file is the one a profile names. */
+ * to check that a mapped file is the one a profile names; and whether a mapped
+ * file has DWARF or function symbols, so that a stripped one is not taken for a
+ * debug file. */
 #include "symbolize_int.h"
 
 #include <fcntl.h>
