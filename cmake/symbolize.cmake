@@ -47,3 +47,19 @@ if(PD_TESTS)
             $<TARGET_FILE:symbolize_make_profile> ${PROJECT_SOURCE_DIR}/tests/symbolize)
   set_tests_properties(integration_symbolize PROPERTIES LABELS integration TIMEOUT 300)
 endif()
+
+# a real gperftools CPU profile of a stripped program symbolized end to end, from
+# debuginfod, an uploaded debug file and a .build-id directory, against google/pprof
+# built from Debian's source (tests/integration/native_e2e.sh)
+if(PD_TESTS)
+  find_program(PD_ADDR2LINE addr2line REQUIRED)
+  find_program(PD_STRIP strip REQUIRED)
+  find_program(PD_GO go REQUIRED)
+  find_file(PD_GOOGLE_PPROF_SRC pprof.go PATHS /usr/share/gocode/src/github.com/google/pprof
+            NO_DEFAULT_PATH REQUIRED)
+  find_library(PD_LIBPROFILER profiler REQUIRED)
+  add_test(NAME integration_native_e2e
+    COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/native_e2e.sh $<TARGET_FILE:profd>
+            ${CMAKE_C_COMPILER} ${PROJECT_SOURCE_DIR}/tests/native_e2e/hot.c)
+  set_tests_properties(integration_native_e2e PROPERTIES LABELS integration TIMEOUT 300)
+endif()

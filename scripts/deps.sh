@@ -56,6 +56,9 @@ fi
 [ $tests = 1 ] && PKGS+=(faketime)
 # tests/unit/test_symbolize.c: eu-addr2line (the reference) and Debian's debuginfod server
 [ $tests = 1 ] && PKGS+=(elfutils debuginfod)
+# tests/integration/native_e2e.sh: google/pprof built from Debian's source (its reference,
+# with binutils' addr2line), and libc's debug files for profd's own profile
+[ $tests = 1 ] && PKGS+=(golang-github-google-pprof-dev binutils libc6-dbg)
 
 missing=()
 for p in "${PKGS[@]}"; do

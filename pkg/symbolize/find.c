@@ -95,6 +95,15 @@ int sym_find(const struct sym_find_opts *o, const char *build_id, const char *ma
 	*path = NULL;
 	*source = NULL;
 	int have_id = build_id && *build_id;
+	/* a profile without build ids: the mapped file's note gives it, so that the
+	 * directories and debuginfod can be asked for its debug file too */
+	char file_id[2 * 64 + 1];
+	int file_has_id = o->use_mapping_files && mapping_file && mapping_file[0] == '/' &&
+	                  sym_elf_build_id(mapping_file, file_id, sizeof(file_id)) == 0;
+	if (!have_id && file_has_id) {
+		build_id = file_id;
+		have_id = 1;
+	}
 	if (have_id && valid_build_id(build_id)) {
 		for (size_t i = 0; i < o->ndirs; i++) {
 			size_t n = strlen(o->dirs[i]) + strlen(build_id) + 32;
@@ -111,22 +120,38 @@ int sym_find(const struct sym_find_opts *o, const char *build_id, const char *ma
 			free(p);
 		}
 	}
-	if (o->use_mapping_files && mapping_file && mapping_file[0] == '/') {
-		char hex[2 * 64 + 1];
-		int rc = sym_elf_build_id(mapping_file, hex, sizeof(hex));
-		if ((rc == 0 && (!have_id || strcmp(hex, build_id) == 0)) ||
-		    (rc != 0 && !have_id && access(mapping_file, R_OK) == 0)) {
-			if (!(*path = strdup(mapping_file)))
-				return pd_err_set(err, PD_ENOMEM, "out of memory");
-			*source = "file";
-			return 0;
-		}
+	/* the mapped file itself: at once when it has DWARF, else (stripped, its
+	 * symbol tables only) when debuginfod has no debug file for it */
+	int file_ok = o->use_mapping_files && mapping_file && mapping_file[0] == '/' &&
+	              ((file_has_id && strcmp(file_id, build_id) == 0) ||
+	               (!file_has_id && !have_id && access(mapping_file, R_OK) == 0));
+	int file_funcs = 0, file_dwarf = file_ok && sym_elf_contents(mapping_file, &file_funcs);
+	file_ok =
+	    file_ok && (file_dwarf || file_funcs); /* a file that names nothing is no source */
+	if (file_dwarf) {
+		if (!(*path = strdup(mapping_file)))
+			return pd_err_set(err, PD_ENOMEM, "out of memory");
+		*source = "file";
+		return 0;
 	}
 	if (have_id && valid_build_id(build_id) && o->debuginfod_urls && *o->debuginfod_urls) {
 		int rc = from_debuginfod(o, build_id, path, err);
-		if (rc == 0)
+		if (rc == 0) {
 			*source = "debuginfod";
-		return rc;
+			return 0;
+		}
+		if (!file_ok || rc == PD_ENOMEM || (o->cancel && *o->cancel))
+			return rc;
+		if (err) {
+			err->code = 0;
+			err->msg[0] = 0;
+		}
+	}
+	if (file_ok) {
+		if (!(*path = strdup(mapping_file)))
+			return pd_err_set(err, PD_ENOMEM, "out of memory");
+		*source = "file";
+		return 0;
 	}
 	if (have_id && !valid_build_id(build_id))
 		return pd_err_set(err, PD_ENOTFOUND, "build id \"%.64s\" is not hex", build_id);

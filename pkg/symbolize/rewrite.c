@@ -319,7 +319,9 @@ static void run_missing(struct run *x, struct pd_symbolize_result *res)
 		                  : o->state == OBJ_FAILED ? "not found"
 		                  : o->state == OBJ_READY  ? "not in its debug information"
 		                                           : "still being fetched";
-		if (o && (o->state == OBJ_QUEUED || o->state == OBJ_BUSY || x->deferred[i]))
+		/* a debuginfod that could not be reached may answer later: partial too */
+		if (o && (o->state == OBJ_QUEUED || o->state == OBJ_BUSY || x->deferred[i] ||
+		          (o->state == OBJ_FAILED && o->err_code == PD_EUNAVAIL)))
 			res->partial = 1;
 		if (seen && !seen[m]) {
 			seen[m] = 1;

@@ -32,6 +32,9 @@ int sym_result_add(struct sym_result *r, const char *name, const char *system_na
 /* The GNU build id of the ELF file at path as lowercase hex into hex (cap >= 2 *
  * 64 + 1). 0, or PD_ENOTFOUND (no file, not ELF, no note). */
 int sym_elf_build_id(const char *path, char *hex, size_t cap);
+/* Whether the ELF file at path has DWARF (a .debug_info section with contents);
+ * *has_funcs says whether its .symtab or .dynsym defines any function. */
+int sym_elf_contents(const char *path, int *has_funcs);
 
 /* ---- dwarf.c: one debug file, opened ---- */
 struct sym_dbg;

@@ -320,6 +320,7 @@ static void *worker(void *arg)
 				o->backoff_ms = s->o.retry_max_ms;
 			o->retry_at_us = sym_now_us() + o->backoff_ms * 1000;
 			snprintf(o->err, sizeof(o->err), "%.255s", err.msg);
+			o->err_code = err.code;
 			s->st.failures++;
 			pd_log_info("symbolizer", "no debug information",
 			            "key=%s retry_in_ms=%lld err=%s", o->key,

@@ -22,6 +22,7 @@ struct sym_obj {
 	const char *source; /* where it was found (static string) */
 	int64_t retry_at_us, backoff_ms;
 	char err[256]; /* why it was not found */
+	int err_code;  /* and its code: PD_EUNAVAIL when a debuginfod could not be reached */
 	int disk_loaded;
 	struct sym_obj *next, *qnext;
 };
