@@ -9,14 +9,16 @@
 # 2. The first symbolization of a big debug file: wall time and peak RSS of
 #    profd's symbolizer beside eu-addr2line -i -f on the same addresses.
 #
-# usage: bench/symbolize.sh PROFD_BUILD_DIR [BIG_DEBUG_FILE]
+# usage: bench/symbolize.sh PROFD_BUILD_DIR [BIG_DEBUG_FILE | --cxx]
 #        (a Release build: it holds bench/symbolize_bench; BIG_DEBUG_FILE defaults
-#        to the debug build of libstdc++ of Debian libstdc++6-12-dbg)
+#        to the debug build of libstdc++ of Debian libstdc++6-12-dbg; --cxx builds
+#        bench/symbolize_gen_cxx.sh's program with g++ -O1 -g, some minutes, and
+#        measures that)
 # env:   BENCH_PROFILES (1000), BENCH_FUNCS (2000), BENCH_PASSES (5)
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
-	echo "usage: $0 PROFD_BUILD_DIR [BIG_DEBUG_FILE]" >&2
+	echo "usage: $0 PROFD_BUILD_DIR [BIG_DEBUG_FILE | --cxx]" >&2
 	exit 2
 fi
 build=$(realpath "$1")
@@ -30,7 +32,7 @@ for t in gcc nm readelf eu-addr2line /usr/bin/time; do
 	command -v "$t" >/dev/null || { echo "bench: $t not found (Debian gcc, binutils, elfutils, time)" >&2; exit 1; }
 done
 libc=$(realpath /lib/x86_64-linux-gnu/libc.so.6)
-[ -f "$big" ] || { echo "bench: $big not found (apt-get install libstdc++6-12-dbg, or pass a file)" >&2; exit 1; }
+[ "$big" = --cxx ] || [ -f "$big" ] || { echo "bench: $big not found (apt-get install libstdc++6-12-dbg, or pass a file)" >&2; exit 1; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -69,6 +71,13 @@ read -r tv to < <(seg "$libc")
 	--profiles "$profiles" --passes "$passes" --samples 100 --depth 24 2> "$tmp/log" ||
 	{ cat "$tmp/log" >&2; exit 1; }
 
+if [ "$big" = --cxx ]; then
+	command -v g++ >/dev/null || { echo "bench: g++ not found (Debian g++)" >&2; exit 1; }
+	"$repo/bench/symbolize_gen_cxx.sh" "$tmp/cxx"
+	(cd "$tmp/cxx" && printf '%s\n' *.cc | xargs -P2 -I{} g++ -O1 -g -c {} -o {}.o &&
+		g++ -o ../big ./*.o)
+	big=$tmp/big
+fi
 echo
 echo "== 2. first symbolization of $big ($(( $(stat -c %s "$big") / 1000000 )) MB)"
 syms "$big" > "$tmp/big.syms"
