@@ -56,6 +56,8 @@ fi
 [ $tests = 1 ] && PKGS+=(faketime)
 # tests/unit/test_symbolize.c: eu-addr2line (the reference) and Debian's debuginfod server
 [ $tests = 1 ] && PKGS+=(elfutils debuginfod)
+# bench/symbolize.sh (make bench): glibc's detached debug file and libstdc++'s debug build
+[ $tests = 1 ] && PKGS+=(libc6-dbg libstdc++6-12-dbg)
 
 missing=()
 for p in "${PKGS[@]}"; do
