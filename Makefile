@@ -66,6 +66,7 @@ bench:
 	@./bench/soak.sh $(BUILD_REL)
 	@./bench/tls.sh $(BUILD_REL)/profd
 	@./bench/clickhouse.sh $(BUILD_REL)
+	@./bench/symbolize.sh $(BUILD_REL)
 
 clean:
 	rm -rf build

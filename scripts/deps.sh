@@ -59,6 +59,8 @@ fi
 # tests/integration/native_e2e.sh: google/pprof built from Debian's source (its reference,
 # with binutils' addr2line), and libc's debug files for profd's own profile
 [ $tests = 1 ] && PKGS+=(golang-github-google-pprof-dev binutils libc6-dbg)
+# bench/symbolize.sh (make bench): glibc's detached debug file and libstdc++'s debug build
+[ $tests = 1 ] && PKGS+=(libc6-dbg libstdc++6-12-dbg)
 
 missing=()
 for p in "${PKGS[@]}"; do

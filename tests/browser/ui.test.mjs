@@ -595,6 +595,16 @@ step('17-status', ['01-query-page'], async () => {
     assert.ok(text.includes(build.version), `the status page shows the version ${build.version}`);
     assert.ok(text.includes('served'), 'the status page shows the configuration');
   });
+  const sym = await api('status/symbolizer');
+  assert.ok(sym.enabled, 'the test server runs the symbolizer');
+  await eventually(async () => {
+    const card = await page.locator('#status-symbolizer').innerText();
+    assert.match(card, /Sources[\s\S]*Cache size[\s\S]*Hits[\s\S]*Misses[\s\S]*Failures/,
+      `the status page shows the symbolizer: ${card}`);
+    for (const x of sym.sources.filter((s) => s.type === 'dir')) {
+      assert.ok(card.includes(x.path), `the symbolizer's source ${x.path} is listed`);
+    }
+  });
   await shot('17-status');
 });
 

@@ -1,6 +1,7 @@
 // The status page (/status): build information, storage statistics (where profiles
-// are kept; head, blocks or ClickHouse's spool; cardinality), the loaded
-// configuration and the command-line flags.
+// are kept; head, blocks or ClickHouse's spool; cardinality), the query-time
+// symbolizer (its sources and cache), the loaded configuration and the
+// command-line flags.
 
 import { apiGet } from './api.js';
 import { formatBytes, formatCount, formatTime, formatDuration } from './format.js';
@@ -92,6 +93,29 @@ export function renderTsdb(d, warnings = []) {
   return warn + html + cardinalities(d);
 }
 
+// One source of /api/v1/status/symbolizer's list, as text.
+function symbolizerSource(x) {
+  if (x.type === 'dir') return `directory ${x.path}`;
+  if (x.type === 'mapping-file') return 'the mapped file itself (when its build id matches)';
+  if (x.type === 'debuginfod') return `debuginfod ${x.urls}`;
+  return String(x.type);
+}
+
+// The symbolizer card from /api/v1/status/symbolizer's data.
+export function renderSymbolizer(d) {
+  if (!d.enabled) return '<p class="muted symbolizer-off">The symbolizer is off (--no-symbolizer.enabled): native profiles are shown as stored.</p>';
+  const sources = d.sources || [];
+  const n = (v) => escapeHtml(formatCount(Number(v) || 0));
+  return kvTable([
+    ['Sources', sources.length ? `<ol class="symbolizer-sources">${sources.map((x) =>
+      `<li class="mono wrap">${escapeHtml(symbolizerSource(x))}</li>`).join('')}</ol>` : '<span class="muted">none</span>'],
+    ['Cache size', `${escapeHtml(formatBytes(Number(d.cacheBytes) || 0))} (${n(d.cacheEntries)} addresses)`],
+    ['Hits', n(d.hits)],
+    ['Misses', n(d.misses)],
+    ['Failures', n(d.failures)],
+  ]);
+}
+
 function cardinalities(d) {
   return `<div class="card-lists">
     ${cardinality('Series by profile type', d.seriesCountByMetricName)}
@@ -106,9 +130,10 @@ export function mountStatus(main) {
     <section class="page status-page">
       <div class="page-head"><h2>Status</h2>
         <nav class="toc"><a href="#status-build">Build</a> · <a href="#status-storage">Storage</a> ·
-          <a href="#status-config">Configuration</a> · <a href="#status-flags">Flags</a></nav></div>
+          <a href="#status-symbolizer">Symbolizer</a> · <a href="#status-config">Configuration</a> · <a href="#status-flags">Flags</a></nav></div>
       ${section('status-build', 'Build information', '<div class="skeleton-block short"></div>')}
       ${section('status-storage', 'Storage', '<div class="skeleton-block"></div>')}
+      ${section('status-symbolizer', 'Symbolizer', '<div class="skeleton-block short"></div>')}
       ${section('status-config', 'Configuration', '<div class="skeleton-block"></div>')}
       ${section('status-flags', 'Command-line flags', '<div class="skeleton-block"></div>')}
     </section>`;
@@ -129,6 +154,9 @@ export function mountStatus(main) {
 
   get('status/tsdb').then((r) => fill('status-storage', renderTsdb(r.data || {}, r.warnings || [])),
     (e) => { if (!ignoreAbort(e)) fill('status-storage', errorBox('the storage statistics', e)); });
+
+  get('status/symbolizer').then((r) => fill('status-symbolizer', renderSymbolizer(r.data || {})),
+    (e) => { if (!ignoreAbort(e)) fill('status-symbolizer', errorBox('the symbolizer statistics', e)); });
 
   get('status/config').then((r) => {
     const yaml = (r.data && r.data.yaml) || '';

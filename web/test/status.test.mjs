@@ -1,8 +1,9 @@
 // Unit tests of status.js's storage section: the local store lists its blocks,
-// ClickHouse mode says where the profiles are and shows its spool, with no blocks.
+// ClickHouse mode says where the profiles are and shows its spool, with no blocks;
+// and of its symbolizer section: sources (escaped), cache, hits, misses, failures.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { renderTsdb } from '../js/status.js';
+import { renderTsdb, renderSymbolizer } from '../js/status.js';
 
 const head = { numSeries: 2, numSamples: 5, chunkCount: 2, minTime: 1795373969500, maxTime: 1795373977983 };
 const lists = { seriesCountByMetricName: [{ name: 'heap', value: 2 }] };
@@ -48,4 +49,21 @@ test('a warning of the answer (ClickHouse down) is shown above the storage, esca
   assert.match(html, /^<p class="warn-text storage-warning">the series lists are empty: ClickHouse did not answer: &lt;refused&gt;<\/p>/);
   assert.match(html, /Profiles are kept in ClickHouse/);
   assert.doesNotMatch(renderTsdb({ storage: 'clickhouse', headStats: {}, clickhouse: {} }), /storage-warning/);
+});
+
+test('the symbolizer lists its sources, escaped, and its counters', () => {
+  const html = renderSymbolizer({ enabled: true, sources: [{ type: 'dir', path: '/srv/<debug>&' },
+    { type: 'mapping-file' }, { type: 'debuginfod', urls: 'https://d.example/?a=1&b=<2>' }],
+  cacheBytes: 2048, cacheEntries: 96, hits: 412, misses: 97, failures: 3 });
+  assert.match(html, /directory \/srv\/&lt;debug&gt;&amp;/);
+  assert.match(html, /debuginfod https:\/\/d\.example\/\?a=1&amp;b=&lt;2&gt;/);
+  assert.doesNotMatch(html, /<debug>|<2>/);
+  assert.match(html, /Cache size<\/th><td>2 kB \(96 addresses\)/);
+  assert.match(html, /Hits<\/th><td>412</);
+  assert.match(html, /Misses<\/th><td>97</);
+  assert.match(html, /Failures<\/th><td>3</);
+});
+
+test('a server without a symbolizer says it is off', () => {
+  assert.match(renderSymbolizer({ enabled: false }), /The symbolizer is off/);
 });
