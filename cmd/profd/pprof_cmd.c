@@ -31,7 +31,7 @@ static void usage(FILE *f)
 		"flags:\n"
 		"  --sample-index=N|NAME  sample type by index or name (default: the profile's\n"
 		"                         default_sample_type, else the last type)\n"
-		"  --nodecount=N          top: show at most N rows (default: all); dot: keep at\n"
+		"  --nodecount=N          top: show at most N rows (default, and 0: all); dot: keep at\n"
 		"                         most N nodes (default 80, 0 keeps all)\n"
 		"  --nodefraction=F       top, dot: hide nodes whose cum is below F of the total\n"
 		"                         (default 0.005; tsv output shows every row)\n"
