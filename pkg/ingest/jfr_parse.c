@@ -899,6 +899,8 @@ static int read_flat(struct jfr_parser *p, struct rd *r, const struct cls *c, ui
 {
 	if (work(p, r, c->nf))
 		return p->rc;
+	if (!c->nf) /* a class of no fields (there may be no fields at all) */
+		return 0;
 	const struct field *f = &p->fields[c->first];
 	for (uint32_t i = 0; i < c->nf; i++) {
 		uint32_t v32 = 0;
