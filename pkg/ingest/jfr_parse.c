@@ -114,11 +114,19 @@ struct method {
 	uint64_t cls, name;
 };
 
+/* A pool's entries by id: small ids (writers number them from 1 up) in a table
+ * indexed by id, at most DENSE_FACTOR times the pool's entries (plus
+ * DENSE_MIN) long; others in a hash map. */
 struct pool {
+	uint32_t *dense;      /* dense[id]: index + 1, 0 when not there */
+	size_t ndense;        /* ids below ndense are in dense, others in ids */
 	struct pd_u64map ids; /* id + 1 -> index */
 	void *v;
 	size_t n, cap, size;
 };
+
+#define DENSE_MIN 256
+#define DENSE_FACTOR 8
 
 /* the pools kept */
 enum { POOL_SYMBOL, POOL_CLASS, POOL_METHOD, POOL_STACK, POOL_STATE, POOL_STRING, NPOOL };
@@ -820,7 +828,28 @@ static void *pool_slot(struct jfr_parser *p, int k, uint64_t id, size_t at)
 	struct pool *pl = &p->pools[k];
 	if (grow(p, &pl->v, &pl->cap, pl->n, pl->size, at))
 		return NULL;
-	if (id != UINT64_MAX && pd_u64map_put(&pl->ids, id + 1, (uint32_t)pl->n)) {
+	if (id >= pl->ndense && id < DENSE_FACTOR * (pl->n + DENSE_MIN)) {
+		size_t nd = pl->ndense ? pl->ndense : DENSE_MIN;
+		while (nd <= id)
+			nd *= 2;
+		size_t add = (nd - pl->ndense) * sizeof(*pl->dense);
+		if (p->mem + add > p->lim.max_memory) {
+			too_big(p, at, "memory");
+			return NULL;
+		}
+		uint32_t *d = realloc(pl->dense, nd * sizeof(*d));
+		if (!d) {
+			fail(p, at, PD_ENOMEM, "out of memory");
+			return NULL;
+		}
+		memset(d + pl->ndense, 0, add);
+		p->mem += add;
+		pl->dense = d;
+		pl->ndense = nd;
+	}
+	if (id < pl->ndense) {
+		pl->dense[id] = (uint32_t)pl->n + 1;
+	} else if (id != UINT64_MAX && pd_u64map_put(&pl->ids, id + 1, (uint32_t)pl->n)) {
 		fail(p, at, PD_ENOMEM, "out of memory");
 		return NULL;
 	}
@@ -869,6 +898,27 @@ static inline int fast_int(struct jfr_parser *p, struct rd *r, uint8_t fast, uin
 	return 0;
 }
 
+/* Steps over a compressed integer of kind fast (1: a long or a pool id, at
+ * most 9 bytes; 2: an int, at most 5) without decoding it, failing where
+ * fast_int fails. */
+static inline int skip_int(struct jfr_parser *p, struct rd *r, uint8_t fast)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (r->end - r->pos >= 10) {
+		uint64_t w;
+		memcpy(&w, r->b + r->pos, 8);
+		uint64_t last = ~w & 0x8080808080808080ull; /* the bytes that end it */
+		size_t n = last ? ((size_t)__builtin_ctzll(last) >> 3) + 1 : 9;
+		if (fast == 2 && n > 5)
+			return fail(p, r->pos, PD_EINVAL, "a 32-bit integer runs past its size");
+		r->pos += n;
+		return 0;
+	}
+#endif
+	uint64_t u;
+	return fast_int(p, r, fast, &u);
+}
+
 /* The frames of a stack whose frame fields are all compressed integers
  * (p->frame_nf of them), counted as read_field counts them. */
 static int read_frames_fast(struct jfr_parser *p, struct rd *r, struct jfr_stack *st)
@@ -882,11 +932,17 @@ static int read_frames_fast(struct jfr_parser *p, struct rd *r, struct jfr_stack
 		fr->line = 0;
 		for (uint32_t j = 0; j < nf; j++) {
 			uint64_t u = 0;
+			uint8_t role = p->frame_role[j];
+			if (!role) {
+				if (skip_int(p, r, p->frame_fast[j]))
+					return p->rc;
+				continue;
+			}
 			if (fast_int(p, r, p->frame_fast[j], &u))
 				return p->rc;
-			if (p->frame_role[j] == R_FRAME_METHOD)
+			if (role == R_FRAME_METHOD)
 				fr->method = u;
-			else if (p->frame_role[j] == R_FRAME_LINE)
+			else if (role == R_FRAME_LINE)
 				fr->line = (uint32_t)u;
 		}
 	}
@@ -894,7 +950,8 @@ static int read_frames_fast(struct jfr_parser *p, struct rd *r, struct jfr_stack
 }
 
 /* The fields of a flat class c (each with an op) into v[0 .. c->nf), counted
- * as read_field counts them; floats and doubles are skipped (0). */
+ * as read_field counts them; floats, doubles and integers of no role are
+ * stepped over (0). */
 static int read_flat(struct jfr_parser *p, struct rd *r, const struct cls *c, uint64_t *v)
 {
 	if (work(p, r, c->nf))
@@ -908,7 +965,8 @@ static int read_flat(struct jfr_parser *p, struct rd *r, const struct cls *c, ui
 		switch (f[i].op) {
 		case OP_LONG:
 		case OP_INT:
-			if (fast_int(p, r, f[i].op == OP_LONG ? 1 : 2, &v[i]))
+			if (f[i].role ? fast_int(p, r, f[i].op == OP_LONG ? 1 : 2, &v[i])
+			              : skip_int(p, r, f[i].op == OP_LONG ? 1 : 2))
 				return p->rc;
 			break;
 		case OP_BYTE:
@@ -1118,7 +1176,9 @@ static const void *lookup(const struct jfr_parser *p, int k, uint64_t id)
 {
 	uint32_t v;
 	const struct pool *pl = &p->pools[k];
-	if (id == UINT64_MAX || !pd_u64map_get(&pl->ids, id + 1, &v))
+	if (id < pl->ndense && pl->dense[id])
+		v = pl->dense[id] - 1;
+	else if (id == UINT64_MAX || !pd_u64map_get(&pl->ids, id + 1, &v))
 		return NULL;
 	return (const char *)pl->v + (size_t)v * pl->size;
 }
@@ -1251,6 +1311,8 @@ static void chunk_reset(struct jfr_parser *p)
 		pd_u64map_fini(&p->pools[k].ids);
 		pd_u64map_init(&p->pools[k].ids);
 		p->pools[k].n = 0;
+		if (p->pools[k].ndense)
+			memset(p->pools[k].dense, 0, p->pools[k].ndense * sizeof(uint32_t));
 	}
 }
 
@@ -1351,6 +1413,7 @@ int jfr_parse(const uint8_t *buf, size_t len, const struct jfr_limits *lim,
 	for (int k = 0; k < NPOOL; k++) {
 		pd_u64map_fini(&p.pools[k].ids);
 		free(p.pools[k].v);
+		free(p.pools[k].dense);
 	}
 	free(p.cls);
 	free(p.fields);
