@@ -2,7 +2,10 @@
  * async-profiler write them), hand-written because no C library reads the format
  * and the one reference implementation is Java's. It reads only what the
  * converter needs, generically from each chunk's metadata, so that unknown event
- * types, pool types and fields are skipped by their declared types.
+ * types, pool types and fields are skipped by their declared types. A class made
+ * only of primitives other than strings (most events, stack frames, the method
+ * and class pools) is read by one loop over its fields (read_flat), stepping
+ * over the integers the converter has no use for without decoding them.
  *
  * Layout (all integers big-endian in the header; LEB128 "compressed" elsewhere):
  *
