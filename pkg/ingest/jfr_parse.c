@@ -2,7 +2,10 @@
  * async-profiler write them), hand-written because no C library reads the format
  * and the one reference implementation is Java's. It reads only what the
  * converter needs, generically from each chunk's metadata, so that unknown event
- * types, pool types and fields are skipped by their declared types.
+ * types, pool types and fields are skipped by their declared types. A class made
+ * only of primitives other than strings (most events, stack frames, the method
+ * and class pools) is read by one loop over its fields (read_flat), stepping
+ * over the integers the converter has no use for without decoding them.
  *
  * Layout (all integers big-endian in the header; LEB128 "compressed" elsewhere):
  *
@@ -45,6 +48,8 @@
 
 #define HEADER_SIZE 68
 #define MAX_DEPTH 32
+#define FRAME_MAX_FIELDS 16
+#define FLAT_MAX 64
 
 enum prim {
 	P_STRUCT = 0,
@@ -92,7 +97,12 @@ struct field {
 	uint8_t cp, array;
 	uint8_t role;
 	uint8_t fast; /* 1: a pool id or a long, 2: an int (set once the metadata is read) */
+	uint8_t op;   /* enum op: how read_flat reads it; 0 when it cannot */
 };
+
+/* How a field of a flat class is read (read_flat): the compressed integers of
+ * read_field's fast path, and the other primitives but strings. */
+enum op { OP_NONE = 0, OP_LONG, OP_INT, OP_BYTE, OP_SHORT, OP_FLOAT, OP_DOUBLE };
 
 struct cls {
 	uint64_t id;
@@ -100,17 +110,26 @@ struct cls {
 	uint32_t name_len;
 	int prim;
 	uint32_t first, nf; /* fields[first .. first + nf) */
+	uint8_t flat;       /* 1: a struct of at most FLAT_MAX fields, each with an op */
 };
 
 struct method {
 	uint64_t cls, name;
 };
 
+/* A pool's entries by id: small ids (writers number them from 1 up) in a table
+ * indexed by id, at most DENSE_FACTOR times the pool's entries (plus
+ * DENSE_MIN) long; others in a hash map. */
 struct pool {
+	uint32_t *dense;      /* dense[id]: index + 1, 0 when not there */
+	size_t ndense;        /* ids below ndense are in dense, others in ids */
 	struct pd_u64map ids; /* id + 1 -> index */
 	void *v;
 	size_t n, cap, size;
 };
+
+#define DENSE_MIN 256
+#define DENSE_FACTOR 8
 
 /* the pools kept */
 enum { POOL_SYMBOL, POOL_CLASS, POOL_METHOD, POOL_STACK, POOL_STATE, POOL_STRING, NPOOL };
@@ -156,6 +175,11 @@ struct jfr_parser {
 	int ev_cls[JFR_EV_COUNT];
 	int pool_cls[NPOOL];
 	int stack_frame_cls;
+	/* the stack frame class's fields when each is a compressed integer: their
+	 * kind (struct field's fast) and role, for read_frames' loop; frame_nf 0
+	 * when the class is read field by field */
+	uint8_t frame_fast[FRAME_MAX_FIELDS], frame_role[FRAME_MAX_FIELDS];
+	uint32_t frame_nf;
 	struct pool pools[NPOOL];
 };
 
@@ -759,6 +783,18 @@ static int read_metadata(struct jfr_parser *p, size_t chunk, size_t chunk_end, s
 		f->cls = class_by_id(p, f->type);
 		int prim = f->cls >= 0 ? p->cls[f->cls].prim : -1;
 		f->fast = f->cp || prim == P_LONG ? 1 : prim == P_INT ? 2 : 0;
+		static const uint8_t ops[] = {
+		    [P_BOOLEAN] = OP_BYTE, [P_BYTE] = OP_BYTE,     [P_CHAR] = OP_SHORT,
+		    [P_SHORT] = OP_SHORT,  [P_INT] = OP_INT,       [P_LONG] = OP_LONG,
+		    [P_FLOAT] = OP_FLOAT,  [P_DOUBLE] = OP_DOUBLE, [P_STRING] = OP_NONE,
+		    [P_STRUCT] = OP_NONE};
+		f->op = f->array ? OP_NONE : f->cp ? OP_LONG : prim >= 0 ? ops[prim] : OP_NONE;
+	}
+	for (size_t i = 0; i < p->ncls; i++) {
+		struct cls *c = &p->cls[i];
+		c->flat = c->prim == P_STRUCT && c->nf <= FLAT_MAX;
+		for (uint32_t j = 0; j < c->nf && c->flat; j++)
+			c->flat = p->fields[c->first + j].op != OP_NONE;
 	}
 	for (int e = 0; e < JFR_EV_COUNT; e++) {
 		p->ev_cls[e] = class_named(p, event_names[e]);
@@ -770,6 +806,21 @@ static int read_metadata(struct jfr_parser *p, size_t chunk, size_t chunk_end, s
 	}
 	p->stack_frame_cls = class_named(p, "jdk.types.StackFrame");
 	bind(p, p->stack_frame_cls, frame_roles, 2);
+	p->frame_nf = 0;
+	if (p->stack_frame_cls >= 0) {
+		const struct cls *c = &p->cls[p->stack_frame_cls];
+		uint32_t nf = c->nf <= FRAME_MAX_FIELDS ? c->nf : 0;
+		for (uint32_t i = 0; i < nf; i++) {
+			const struct field *f = &p->fields[c->first + i];
+			if (f->array || !f->fast) {
+				nf = 0;
+				break;
+			}
+			p->frame_fast[i] = f->fast;
+			p->frame_role[i] = f->role;
+		}
+		p->frame_nf = nf;
+	}
 	return 0;
 }
 
@@ -780,7 +831,28 @@ static void *pool_slot(struct jfr_parser *p, int k, uint64_t id, size_t at)
 	struct pool *pl = &p->pools[k];
 	if (grow(p, &pl->v, &pl->cap, pl->n, pl->size, at))
 		return NULL;
-	if (id != UINT64_MAX && pd_u64map_put(&pl->ids, id + 1, (uint32_t)pl->n)) {
+	if (id >= pl->ndense && id < DENSE_FACTOR * (pl->n + DENSE_MIN)) {
+		size_t nd = pl->ndense ? pl->ndense : DENSE_MIN;
+		while (nd <= id)
+			nd *= 2;
+		size_t add = (nd - pl->ndense) * sizeof(*pl->dense);
+		if (p->mem + add > p->lim.max_memory) {
+			too_big(p, at, "memory");
+			return NULL;
+		}
+		uint32_t *d = realloc(pl->dense, nd * sizeof(*d));
+		if (!d) {
+			fail(p, at, PD_ENOMEM, "out of memory");
+			return NULL;
+		}
+		memset(d + pl->ndense, 0, add);
+		p->mem += add;
+		pl->dense = d;
+		pl->ndense = nd;
+	}
+	if (id < pl->ndense) {
+		pl->dense[id] = (uint32_t)pl->n + 1;
+	} else if (id != UINT64_MAX && pd_u64map_put(&pl->ids, id + 1, (uint32_t)pl->n)) {
 		fail(p, at, PD_ENOMEM, "out of memory");
 		return NULL;
 	}
@@ -788,6 +860,142 @@ static void *pool_slot(struct jfr_parser *p, int k, uint64_t id, size_t at)
 	memset(s, 0, pl->size);
 	pl->n++;
 	return s;
+}
+
+/* One compressed integer of a field of kind fast (1: a long or a pool id, 2: an
+ * int), as read_field reads it. */
+static inline int fast_int(struct jfr_parser *p, struct rd *r, uint8_t fast, uint64_t *u)
+{
+	if (r->end - r->pos < 10) { /* near the end: the checked reads */
+		uint32_t v = 0;
+		if (fast == 1)
+			return varlong(p, r, u);
+		if (varint(p, r, 32, &v))
+			return p->rc;
+		*u = v;
+		return 0;
+	}
+	const uint8_t *b = r->b + r->pos;
+	uint64_t x = b[0] & 0x7f;
+	size_t i = 1;
+	if (b[0] >= 0x80) {
+		for (unsigned shift = 7;; shift += 7) {
+			uint8_t c = b[i++];
+			if (shift == 56) {
+				x |= (uint64_t)c << 56;
+				break;
+			}
+			x |= (uint64_t)(c & 0x7f) << shift;
+			if (c < 0x80)
+				break;
+		}
+		if (fast == 2) {
+			if (i > 5)
+				return fail(p, r->pos, PD_EINVAL,
+				            "a 32-bit integer runs past its size");
+			x = (uint32_t)x;
+		}
+	}
+	r->pos += i;
+	*u = x;
+	return 0;
+}
+
+/* Steps over a compressed integer of kind fast (1: a long or a pool id, at
+ * most 9 bytes; 2: an int, at most 5) without decoding it, failing where
+ * fast_int fails. */
+static inline int skip_int(struct jfr_parser *p, struct rd *r, uint8_t fast)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (r->end - r->pos >= 10) {
+		uint64_t w;
+		memcpy(&w, r->b + r->pos, 8);
+		uint64_t last = ~w & 0x8080808080808080ull; /* the bytes that end it */
+		size_t n = last ? ((size_t)__builtin_ctzll(last) >> 3) + 1 : 9;
+		if (fast == 2 && n > 5)
+			return fail(p, r->pos, PD_EINVAL, "a 32-bit integer runs past its size");
+		r->pos += n;
+		return 0;
+	}
+#endif
+	uint64_t u;
+	return fast_int(p, r, fast, &u);
+}
+
+/* The frames of a stack whose frame fields are all compressed integers
+ * (p->frame_nf of them), counted as read_field counts them. */
+static int read_frames_fast(struct jfr_parser *p, struct rd *r, struct jfr_stack *st)
+{
+	uint32_t nf = p->frame_nf;
+	if (work(p, r, (uint64_t)st->n * (nf + 1)))
+		return p->rc;
+	for (uint32_t i = 0; i < st->n; i++) {
+		struct jfr_frame *fr = &st->frames[i];
+		fr->method = 0;
+		fr->line = 0;
+		for (uint32_t j = 0; j < nf; j++) {
+			uint64_t u = 0;
+			uint8_t role = p->frame_role[j];
+			if (!role) {
+				if (skip_int(p, r, p->frame_fast[j]))
+					return p->rc;
+				continue;
+			}
+			if (fast_int(p, r, p->frame_fast[j], &u))
+				return p->rc;
+			if (role == R_FRAME_METHOD)
+				fr->method = u;
+			else if (role == R_FRAME_LINE)
+				fr->line = (uint32_t)u;
+		}
+	}
+	return 0;
+}
+
+/* The fields of a flat class c (each with an op) into v[0 .. c->nf), counted
+ * as read_field counts them; floats, doubles and integers of no role are
+ * stepped over (0). */
+static int read_flat(struct jfr_parser *p, struct rd *r, const struct cls *c, uint64_t *v)
+{
+	if (work(p, r, c->nf))
+		return p->rc;
+	if (!c->nf) /* a class of no fields (there may be no fields at all) */
+		return 0;
+	const struct field *f = &p->fields[c->first];
+	for (uint32_t i = 0; i < c->nf; i++) {
+		uint32_t v32 = 0;
+		v[i] = 0;
+		switch (f[i].op) {
+		case OP_LONG:
+		case OP_INT:
+			if (f[i].role ? fast_int(p, r, f[i].op == OP_LONG ? 1 : 2, &v[i])
+			              : skip_int(p, r, f[i].op == OP_LONG ? 1 : 2))
+				return p->rc;
+			break;
+		case OP_BYTE:
+			if (need(p, r, 1))
+				return p->rc;
+			v[i] = r->b[r->pos++];
+			break;
+		case OP_SHORT:
+			if (varint(p, r, 16, &v32))
+				return p->rc;
+			v[i] = v32;
+			break;
+		case OP_FLOAT:
+		case OP_DOUBLE: {
+			size_t n = f[i].op == OP_FLOAT ? 4 : 8;
+			if (need(p, r, n))
+				return p->rc;
+			r->pos += n;
+			break;
+		}
+		default:
+			return fail(p, r->pos, PD_EINVAL, "field %.*s cannot be read flat",
+			            (int)f[i].name_len, f[i].name);
+		}
+	}
+	return 0;
 }
 
 static int read_frames(struct jfr_parser *p, struct rd *r, const struct field *f,
@@ -802,6 +1010,8 @@ static int read_frames(struct jfr_parser *p, struct rd *r, const struct field *f
 		return p->rc;
 	st->n = n;
 	const struct cls *c = &p->cls[f->cls];
+	if (p->frame_nf && p->frame_nf == c->nf && f->cls == p->stack_frame_cls)
+		return read_frames_fast(p, r, st);
 	for (uint32_t i = 0; i < n; i++) {
 		struct jfr_frame *fr = &st->frames[i];
 		fr->method = 0;
@@ -852,6 +1062,21 @@ static int read_entry(struct jfr_parser *p, struct rd *r, int ci, int k)
 	void *slot = NULL;
 	if (k >= 0 && !(slot = pool_slot(p, k, id, at)))
 		return p->rc;
+	if (c->flat) {
+		uint64_t v[FLAT_MAX];
+		if (read_flat(p, r, c, v))
+			return p->rc;
+		for (uint32_t i = 0; i < c->nf && k >= 0; i++) {
+			uint8_t role = p->fields[c->first + i].role;
+			if (k == POOL_CLASS && role == R_CLASS_NAME)
+				*(uint64_t *)slot = v[i];
+			else if (k == POOL_METHOD && role == R_METHOD_TYPE)
+				((struct method *)slot)->cls = v[i];
+			else if (k == POOL_METHOD && role == R_METHOD_NAME)
+				((struct method *)slot)->name = v[i];
+		}
+		return 0;
+	}
 	for (uint32_t i = 0; i < c->nf; i++) {
 		const struct field *f = &p->fields[c->first + i];
 		uint64_t u = 0;
@@ -954,7 +1179,9 @@ static const void *lookup(const struct jfr_parser *p, int k, uint64_t id)
 {
 	uint32_t v;
 	const struct pool *pl = &p->pools[k];
-	if (id == UINT64_MAX || !pd_u64map_get(&pl->ids, id + 1, &v))
+	if (id < pl->ndense && pl->dense[id])
+		v = pl->dense[id] - 1;
+	else if (id == UINT64_MAX || !pd_u64map_get(&pl->ids, id + 1, &v))
 		return NULL;
 	return (const char *)pl->v + (size_t)v * pl->size;
 }
@@ -1014,12 +1241,20 @@ static int read_event(struct jfr_parser *p, struct rd *r, int e, struct jfr_even
 	memset(ev, 0, sizeof(*ev));
 	ev->type = e;
 	ev->name.s = ev->value.s = "";
+	uint64_t v[FLAT_MAX];
+	if (c->flat && read_flat(p, r, c, v))
+		return p->rc;
 	for (uint32_t i = 0; i < c->nf; i++) {
 		const struct field *f = &p->fields[c->first + i];
 		uint64_t u = 0;
 		struct jfr_str s = {.s = ""};
-		if (read_field(p, r, f, 1, &u, &s))
+		if (c->flat) {
+			if (!f->role)
+				continue;
+			u = v[i];
+		} else if (read_field(p, r, f, 1, &u, &s)) {
 			return p->rc;
+		}
 		switch (f->role) {
 		case R_STACK_TRACE:
 			ev->stack_trace = u;
@@ -1079,6 +1314,8 @@ static void chunk_reset(struct jfr_parser *p)
 		pd_u64map_fini(&p->pools[k].ids);
 		pd_u64map_init(&p->pools[k].ids);
 		p->pools[k].n = 0;
+		if (p->pools[k].ndense)
+			memset(p->pools[k].dense, 0, p->pools[k].ndense * sizeof(uint32_t));
 	}
 }
 
@@ -1179,6 +1416,7 @@ int jfr_parse(const uint8_t *buf, size_t len, const struct jfr_limits *lim,
 	for (int k = 0; k < NPOOL; k++) {
 		pd_u64map_fini(&p.pools[k].ids);
 		free(p.pools[k].v);
+		free(p.pools[k].dense);
 	}
 	free(p.cls);
 	free(p.fields);
