@@ -3,7 +3,9 @@
  * .build-id directory) are symbolized with a bound of two, one profile each and
  * then all in one profile: every address gets its function, the descriptors the
  * process holds (/proc/self/fd) stay within the bound, the evictions are
- * counted, and a debug file closed that way is opened again when needed. */
+ * counted, and a debug file closed that way is opened again when needed. And a
+ * mapping with neither a build id nor its file on this machine (a gperftools
+ * profile from another host): named <binary>+0x<offset>, "not found". */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -236,8 +238,44 @@ static void test_bounded(void **state)
 	assert_int_equal(count_fds(), fds0);
 }
 
+/* No build id, and the mapped file is not here: nothing can say which debug
+ * file it needs, even with a directory that holds the right one. */
+static void test_no_build_id_no_file(void **state)
+{
+	char dir[300];
+	snprintf(dir, sizeof(dir), "%s/debug", tmp);
+	const char *dirs[] = {dir};
+	struct pd_symbolize_opts o;
+	pd_symbolize_opts_init(&o);
+	o.debug_dirs = dirs;
+	o.ndebug_dirs = 1;
+	struct pd_symbolizer *s = NULL;
+	struct pd_err err = {0};
+	if (pd_symbolizer_create(&s, &o, &err))
+		fail_msg("pd_symbolizer_create: %s", err.msg);
+	char saved[160];
+	snprintf(saved, sizeof(saved), "%s", bids[0]);
+	bids[0][0] = 0;
+	struct pd_pprof_profile *p = profile_of(0, 1), *out = NULL;
+	snprintf(bids[0], sizeof(bids[0]), "%s", saved);
+	struct pd_symbolize_result res;
+	assert_int_equal(pd_symbolizer_run(s, p, now_us() + 60 * 1000000LL, &out, &res, &err), 0);
+	assert_non_null(out);
+	assert_int_equal(res.unresolved, 1);
+	assert_int_equal(res.partial, 0);
+	assert_non_null(strstr(res.missing, "/nonexistent/p0 (not found)"));
+	char got[128], want[64];
+	name_of(out, 0, got, sizeof(got));
+	snprintf(want, sizeof(want), "p0+0x%llx", (unsigned long long)addrs[0]);
+	assert_string_equal(got, want);
+	pd_pprof_destroy(out);
+	pd_pprof_destroy(p);
+	pd_symbolizer_destroy(s);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_bounded)};
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_bounded),
+	                                   cmocka_unit_test(test_no_build_id_no_file)};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
