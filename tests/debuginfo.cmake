@@ -16,3 +16,8 @@ target_link_libraries(test_elf PRIVATE pd_elf PkgConfig::CMOCKA)
 target_compile_definitions(test_elf PRIVATE PD_ELF_CORPUS="${CMAKE_CURRENT_LIST_DIR}/fuzz/corpus-elf")
 add_test(NAME unit_elf COMMAND test_elf)
 set_tests_properties(unit_elf PROPERTIES LABELS unit TIMEOUT 60)
+
+# --web.max-debuginfo-total-size: uploads past it refused, nothing stored lost
+add_test(NAME integration_debuginfo_quota
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/debuginfo_quota.sh $<TARGET_FILE:profd>)
+set_tests_properties(integration_debuginfo_quota PROPERTIES LABELS integration TIMEOUT 300)

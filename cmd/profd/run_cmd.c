@@ -80,6 +80,10 @@ struct run_flags {
 	const char *max_debuginfo_size; /* an uploaded debug file, after gunzip */
 	struct run_sym_flags sym; /* --symbolizer.* (run_symbolizer.c) */
 	const char *query_max_flamegraph_nodes; /* the query API (docs/grafana.md) */
+	/* the legacy readers' limits on scraped and pushed legacy profiles, as
+	 * profd pprof's flags of the same names */
+	const char *legacy_max_depth, *legacy_max_line, *legacy_max_maps;
+	const char *max_debuginfo_total; /* the uploaded debug files together */
 };
 
 static void usage(FILE *f)
@@ -192,6 +196,9 @@ static void usage(FILE *f)
 		"  --web.max-debuginfo-size=SIZE       largest debug file uploaded to PUT\n"
 		"                                      /api/v1/debuginfo/<build-id>, after gunzip\n"
 		"                                      (default 512MB)\n"
+		"  --web.max-debuginfo-total-size=SIZE most bytes all uploaded debug files may\n"
+		"                                      take together; an upload past it is\n"
+		"                                      refused with 413 (default 10GB)\n"
 		"  --ingest.max-stack-depth=N          most frames in one stack of a profile\n"
 		"                                      pushed to /ingest, Push or OTLP (default 2048)\n"
 		"  --ingest.max-labels-per-series=N    most labels of a series such a push names,\n"
@@ -210,6 +217,12 @@ static void usage(FILE *f)
 		"  --query.max-flamegraph-nodes=N      flame graph nodes of one answer of the\n"
 		"                                      query API for Grafana (querier.v1) at most\n"
 		"                                      (default 16384)\n"
+		"  --legacy-max-stack-depth=N          frames of one sample of a scraped or pushed\n"
+		"                                      legacy profile (gperftools, Java, Go text;\n"
+		"                                      default 4096)\n"
+		"  --legacy-max-line=N                 bytes of one line of such a text profile\n"
+		"                                      (default 1048576)\n"
+		"  --legacy-max-maps=N                 its memory map entries kept (default 65536)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 	run_sym_usage(f);
@@ -268,7 +281,10 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 				"1000000" /* PD_TSDB_DEFAULT_MAX_SERIES */,
 				"8", "20", "100", "64MB", "1000000", "1024", "1GB", "10m", "64MB",
 				"2048", "30", "1024", "2048", "65535", "10000", "64", "16MB", "512MB",
-				"512MB", {0}, "16384"};
+				"512MB", {0}, "16384",
+				/* PD_PPROF_LEGACY_MAX_{DEPTH,LINE,MAPS} */
+				"4096", "1048576", "65536",
+				"10GB" /* PD_API_DEFAULT_MAX_DEBUGINFO_TOTAL */};
 	run_sym_flags_init(&f->sym);
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
@@ -386,6 +402,8 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->max_push_body = v;
 		else if (IS("--web.max-debuginfo-size"))
 			f->max_debuginfo_size = v;
+		else if (IS("--web.max-debuginfo-total-size"))
+			f->max_debuginfo_total = v;
 		else if (IS("--ingest.max-stack-depth"))
 			f->ingest_max_stack_depth = v;
 		else if (IS("--ingest.max-labels-per-series"))
@@ -406,6 +424,12 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 			f->ingest_max_request_memory = v;
 		else if (IS("--query.max-flamegraph-nodes"))
 			f->query_max_flamegraph_nodes = v;
+		else if (IS("--legacy-max-stack-depth"))
+			f->legacy_max_depth = v;
+		else if (IS("--legacy-max-line"))
+			f->legacy_max_line = v;
+		else if (IS("--legacy-max-maps"))
+			f->legacy_max_maps = v;
 		else {
 			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
@@ -776,6 +800,11 @@ int pd_cmd_run(int argc, char **argv)
 			&in_profiles) ||
 	    parse_count("--ingest.max-json-depth", f.ingest_max_json_depth, 10000, &in_json_depth))
 		return 2;
+	unsigned legacy_depth, legacy_line, legacy_maps;
+	if (parse_count("--legacy-max-stack-depth", f.legacy_max_depth, 1000000, &legacy_depth) ||
+	    parse_count("--legacy-max-line", f.legacy_max_line, 1u << 30, &legacy_line) ||
+	    parse_count("--legacy-max-maps", f.legacy_max_maps, 10000000, &legacy_maps))
+		return 2;
 	int64_t json_size = 0, request_memory = 0;
 	if (pd_config_parse_size(f.ingest_max_json_size, &json_size, &err) || json_size <= 0) {
 		fprintf(stderr, "profd run: --ingest.max-json-size: %s\n",
@@ -793,6 +822,13 @@ int pd_cmd_run(int argc, char **argv)
 	    debuginfo_size <= 0) {
 		fprintf(stderr, "profd run: --web.max-debuginfo-size: %s\n",
 			debuginfo_size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
+		return 2;
+	}
+	int64_t debuginfo_total = 0;
+	if (pd_config_parse_size(f.max_debuginfo_total, &debuginfo_total, &err) ||
+	    debuginfo_total <= 0) {
+		fprintf(stderr, "profd run: --web.max-debuginfo-total-size: %s\n",
+			debuginfo_total <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
 		return 2;
 	}
 	if (pd_config_parse_size(f.max_push_body, &push_body, &err) || push_body <= 0) {
@@ -917,7 +953,10 @@ int pd_cmd_run(int argc, char **argv)
 	struct pd_scrape_manager_opts smo = {.max_ratio = gzip_ratio,
 					     .max_memory = (size_t)decoded_size,
 					     .max_samples = max_samples,
-					     .max_sample_labels = max_sample_labels};
+					     .max_sample_labels = max_sample_labels,
+					     .legacy_max_depth = legacy_depth,
+					     .legacy_max_line = legacy_line,
+					     .legacy_max_maps = legacy_maps};
 	if (pd_scrape_manager_create(&d.scrape, d.db, &smo, &err) ||
 	    pd_discovery_manager_create(&d.disc, on_groups, &d, &dopts, &err)) {
 		pd_log_error("main", "starting failed", "err=%s", err.msg);
@@ -954,7 +993,9 @@ int pd_cmd_run(int argc, char **argv)
 			    "symbolizer.timeout", "symbolizer.cache-size",
 			    "symbolizer.debuginfod-timeout", "symbolizer.max-download-size",
 			    "symbolizer.workers", "symbolizer.mapping-files",
-			    "query.max-flamegraph-nodes"};
+			    "query.max-flamegraph-nodes", "symbolizer.max-open-files",
+			    "legacy-max-stack-depth", "legacy-max-line", "legacy-max-maps",
+			    "web.max-debuginfo-total-size"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -978,7 +1019,9 @@ int pd_cmd_run(int argc, char **argv)
 			    f.sym.debuginfod_urls ? f.sym.debuginfod_urls : "", f.sym.timeout,
 			    f.sym.cache_size, f.sym.download_timeout, f.sym.max_download,
 			    f.sym.workers, f.sym.mapping_files ? "true" : "false",
-			    f.query_max_flamegraph_nodes};
+			    f.query_max_flamegraph_nodes, f.sym.max_open_files,
+			    f.legacy_max_depth, f.legacy_max_line, f.legacy_max_maps,
+			    f.max_debuginfo_total};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -1003,6 +1046,7 @@ int pd_cmd_run(int argc, char **argv)
 	ao.push_max_sample_labels = max_sample_labels;
 	ao.max_push_body = (size_t)push_body;
 	ao.max_debuginfo_size = (size_t)debuginfo_size;
+	ao.max_debuginfo_total = (uint64_t)debuginfo_total;
 	ao.ingest = (struct pd_ingest_limits){.max_stack_depth = in_depth,
 					      .max_labels = in_labels,
 					      .max_label_name_len = in_name_len,
@@ -1011,7 +1055,10 @@ int pd_cmd_run(int argc, char **argv)
 					      .max_profiles = in_profiles,
 					      .max_json_depth = in_json_depth,
 					      .max_json_size = (size_t)json_size,
-					      .max_request_memory = (size_t)request_memory};
+					      .max_request_memory = (size_t)request_memory,
+					      .legacy_max_depth = legacy_depth,
+					      .legacy_max_line = legacy_line,
+					      .legacy_max_maps = legacy_maps};
 	ao.db = d.db;
 	ao.scrape = d.scrape;
 	ao.discovery = d.disc;

@@ -17,6 +17,7 @@ void run_sym_flags_init(struct run_sym_flags *f)
 	f->download_timeout = "1m";
 	f->max_download = "1GB";
 	f->workers = "2";
+	f->max_open_files = "64"; /* PD_SYMBOLIZE_DEFAULT_MAX_OPEN_FILES */
 }
 
 int run_sym_flag(struct run_sym_flags *f, const char *a, size_t nl, const char *v)
@@ -41,6 +42,8 @@ int run_sym_flag(struct run_sym_flags *f, const char *a, size_t nl, const char *
 		f->max_download = v;
 	else if (IS("--symbolizer.workers"))
 		f->workers = v;
+	else if (IS("--symbolizer.max-open-files"))
+		f->max_open_files = v;
 	else
 		return 0;
 #undef IS
@@ -65,6 +68,8 @@ void run_sym_usage(FILE *out)
 	    "  --symbolizer.debuginfod-timeout=DUR longest one download may take (default 1m)\n"
 	    "  --symbolizer.max-download-size=SIZE largest debug file downloaded (default 1GB)\n"
 	    "  --symbolizer.workers=N              threads finding debug files (default 2)\n"
+	    "  --symbolizer.max-open-files=N       debug files kept open; the least recently\n"
+	    "                                      used is closed past it (default 64)\n"
 	    "  --[no-]symbolizer.mapping-files     use a profile's mapped files when they are\n"
 	    "                                      on this machine (default on)\n");
 }
@@ -115,6 +120,14 @@ int run_sym_start(struct run_sym_flags *f, const char *storage_path, struct pd_s
 		        f->workers);
 		return -1;
 	}
+	long max_open = strtol(f->max_open_files, &end, 10);
+	if (!*f->max_open_files || *end || max_open < 1 || max_open > 100000) {
+		fprintf(stderr,
+		        "profd run: --symbolizer.max-open-files: %s is not a number from 1 to "
+		        "100000\n",
+		        f->max_open_files);
+		return -1;
+	}
 	/* the list, as /api/v1/status/flags shows it */
 	f->dirs_joined[0] = 0;
 	for (size_t i = 0; i < f->ndirs; i++) {
@@ -156,6 +169,7 @@ int run_sym_start(struct run_sym_flags *f, const char *storage_path, struct pd_s
 	o.cache_dir = cache_dir;
 	o.cache_bytes = (size_t)cache;
 	o.workers = (unsigned)workers;
+	o.max_open_files = (unsigned)max_open;
 	if (pd_symbolizer_create(out, &o, &err)) {
 		fprintf(stderr, "profd run: starting the symbolizer: %s\n", err.msg);
 		goto out;

@@ -21,6 +21,7 @@ struct run_sym_flags {
 	const char *download_timeout; /* one debuginfod download */
 	const char *max_download;     /* bytes of one */
 	const char *workers;
+	const char *max_open_files; /* debug files kept open */
 	int mapping_files;      /* --[no-]symbolizer.mapping-files */
 	char dirs_joined[4096]; /* for /api/v1/status/flags */
 };

@@ -41,6 +41,7 @@ struct pd_symbolizer;
 #define PD_API_DEBUGINFO_SUBDIR "debuginfo"
 /* an uploaded debug file, after gunzip (it is written to disk as it arrives) */
 #define PD_API_DEFAULT_MAX_DEBUGINFO_SIZE ((size_t)512 << 20)
+#define PD_API_DEFAULT_MAX_DEBUGINFO_TOTAL ((uint64_t)10 << 30)
 #define PD_API_DEFAULT_MAX_FORM_BODY ((size_t)8 << 20) /* POSTed query parameters */
 #define PD_API_DEFAULT_MAX_RESPONSE ((size_t)512 << 20)
 /* --web.max-response-memory: the bytes of responses the server holds at once,
@@ -209,6 +210,10 @@ struct pd_api_opts {
 	const char *debuginfo_dir;
 	/* the largest debug file, after gunzip; 0: PD_API_DEFAULT_MAX_DEBUGINFO_SIZE */
 	size_t max_debuginfo_size;
+	/* the bytes all stored debug files may take together; an upload that would
+	 * pass it is refused (413) and nothing stored is removed. 0:
+	 * PD_API_DEFAULT_MAX_DEBUGINFO_TOTAL */
+	uint64_t max_debuginfo_total;
 	/* Queries symbolize their result (pkg/symbolize, docs/symbolization.md) with
 	 * this symbolizer, borrowed; NULL: never. A query waits for debug files at
 	 * most symbolize_timeout_ms (0: the default, 2 s; negative: not at all) and

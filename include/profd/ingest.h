@@ -48,6 +48,10 @@ struct pd_ingest_limits {
 	 * max_sample_labels; 0: pprof.h's PD_PPROF_STORE_* defaults) */
 	size_t max_decoded_memory;
 	size_t max_sample_labels;
+	/* the legacy readers' limits on a pushed legacy profile (pd_pprof_decode_opts'
+	 * legacy_max_*: frames of a sample, bytes of a text line, map entries; 0:
+	 * pprof.h's PD_PPROF_LEGACY_* defaults) */
+	size_t legacy_max_depth, legacy_max_line, legacy_max_maps;
 };
 
 #define PD_INGEST_DEFAULT_MAX_DECOMPRESSED ((size_t)64 << 20)

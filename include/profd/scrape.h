@@ -157,6 +157,9 @@ struct pd_scrape_manager_opts {
 	size_t max_memory;
 	size_t max_samples;
 	size_t max_sample_labels;
+	/* the legacy readers' limits on a scraped legacy profile (frames of a
+	 * sample, bytes of a text line, map entries; 0: PD_PPROF_LEGACY_*) */
+	size_t legacy_max_depth, legacy_max_line, legacy_max_maps;
 };
 
 struct pd_scrape_manager;

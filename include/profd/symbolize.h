@@ -31,6 +31,7 @@
 #define PD_SYMBOLIZE_DEFAULT_WORKERS 2
 #define PD_SYMBOLIZE_DEFAULT_RETRY_MS 30000
 #define PD_SYMBOLIZE_DEFAULT_RETRY_MAX_MS 3600000
+#define PD_SYMBOLIZE_DEFAULT_MAX_OPEN_FILES 64
 
 struct pd_symbolize_opts {
 	/* Directories laid out as <dir>/.build-id/xx/yyyy.debug, searched in order.
@@ -52,6 +53,11 @@ struct pd_symbolize_opts {
 	unsigned workers;     /* background threads that find and open debug files */
 	int64_t retry_ms;     /* first wait before a build id found nowhere is tried again */
 	int64_t retry_max_ms; /* the backoff doubles up to this */
+	/* Debug files kept open (each a descriptor, its mapping and what libdw
+	 * read of it); past it the least recently used is closed, and opened
+	 * again when next needed. A lookup in progress keeps its file open, so
+	 * there may be one more for each running at that moment. 0: the default. */
+	unsigned max_open_files;
 };
 
 /* Fills o with the defaults above (no directories, no debuginfod, mapping files on). */
@@ -96,6 +102,9 @@ struct pd_symbolizer_stats {
 	uint64_t cache_bytes; /* the memory cache's size now */
 	uint64_t cache_entries;
 	uint64_t build_ids; /* build ids known (found, failed or pending) */
+	uint64_t open_files; /* debug files open now */
+	uint64_t evictions;  /* debug files closed to stay within max_open_files */
+	uint64_t reopens;    /* of those, opened again for a later lookup */
 };
 void pd_symbolizer_get_stats(struct pd_symbolizer *s, struct pd_symbolizer_stats *st);
 

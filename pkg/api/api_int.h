@@ -256,7 +256,7 @@ struct pd_api_server {
 
 	char *debuginfo_dir; /* copy of o.debuginfo_dir; NULL: none */
 	/* debug file uploads by result (enum api_dbg_result) and bytes stored (atomics) */
-	uint64_t dbg_uploads[6];
+	uint64_t dbg_uploads[7]; /* by enum api_dbg_result */
 	uint64_t dbg_bytes;
 };
 
@@ -503,12 +503,13 @@ void api_ingest_metrics(struct pd_api_server *s, struct api_resp *w);
 
 /* What became of an upload, as profd_debuginfo_uploads_total{result} counts it. */
 enum api_dbg_result {
-	API_DBG_STORED,    /* a new file */
-	API_DBG_REPLACED,  /* a file for the same build id replaced */
-	API_DBG_INVALID,   /* not ELF, no build id, another build id, bad gzip */
-	API_DBG_TOO_LARGE, /* over --web.max-debuginfo-size */
-	API_DBG_REFUSED,   /* uploads disabled, too many at once */
-	API_DBG_FAILED,    /* writing it failed */
+	API_DBG_STORED,     /* a new file */
+	API_DBG_REPLACED,   /* a file for the same build id replaced */
+	API_DBG_INVALID,    /* not ELF, no build id, another build id, bad gzip */
+	API_DBG_TOO_LARGE,  /* over --web.max-debuginfo-size */
+	API_DBG_REFUSED,    /* uploads disabled, too many at once */
+	API_DBG_FAILED,     /* writing it failed */
+	API_DBG_OVER_QUOTA, /* the stored files would pass --web.max-debuginfo-total-size */
 	API_DBG_NRESULTS
 };
 struct api_dbg_upload;

@@ -3,12 +3,17 @@
  * into a temp file next to its final name, bounded by max_debuginfo_size, then
  * checks that it is an ELF file whose build-id note is the build id of the path
  * (pkg/elf), fsyncs it, renames it over <dir>/.build-id/<xx>/<rest>.debug and
- * fsyncs the directory before answering 201 (200 when it replaced a file). GET
- * tells its size or 404; DELETE removes it (admin API). docs/format/debuginfo.md
- * describes the layout. */
+ * fsyncs the directory before answering 201 (200 when it replaced a file). The
+ * stored files together stay within max_debuginfo_total: an upload that would
+ * pass it is answered 413 and its temp file removed, before its body when its
+ * Content-Length says so, else as soon as it is written past it, and again
+ * under a lock just before the rename. GET tells its size or 404; DELETE
+ * removes it (admin API). docs/format/debuginfo.md describes the layout. */
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,11 +39,81 @@ struct api_dbg_upload {
 	int z_init, z_end; /* inflateInit2 done; Z_STREAM_END seen */
 	int io_err;        /* errno of a failed write, or -1 for a gzip error */
 	uint64_t written;
+	uint64_t room;  /* bytes the other stored files leave, at the start */
+	int over_quota; /* written would pass room: no more is written */
 };
 
+/* Held from the quota's last check to the rename, so that two uploads
+ * finishing at once do not both take the last room. */
+static pthread_mutex_t store_mu = PTHREAD_MUTEX_INITIALIZER;
+
+_Static_assert(sizeof(((struct pd_api_server *)0)->dbg_uploads) ==
+                   API_DBG_NRESULTS * sizeof(uint64_t),
+               "a counter for each result");
+
 static const char *const result_names[API_DBG_NRESULTS] = {
-    "stored", "replaced", "invalid", "too_large", "refused", "failed",
+    "stored", "replaced", "invalid", "too_large", "refused", "failed", "over_quota",
 };
+
+/* The bytes of the stored debug files, <root>/.build-id/<xx>/<rest>.debug (temp
+ * files not counted), less those of skip (the file an upload replaces). */
+static uint64_t stored_bytes(const char *root, const char *skip)
+{
+	uint64_t total = 0;
+	size_t rl = strlen(root);
+	char *top = malloc(rl + sizeof("/.build-id"));
+	if (!top)
+		return 0;
+	snprintf(top, rl + sizeof("/.build-id"), "%s/.build-id", root);
+	DIR *d = opendir(top);
+	for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+		if (e->d_name[0] == '.')
+			continue;
+		int dfd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY);
+		DIR *sub = dfd >= 0 ? fdopendir(dfd) : NULL;
+		if (!sub && dfd >= 0)
+			close(dfd);
+		for (struct dirent *f; sub && (f = readdir(sub)) != NULL;) {
+			size_t n = strlen(f->d_name);
+			struct stat st;
+			if (f->d_name[0] == '.' || n < 7 ||
+			    strcmp(f->d_name + n - 6, ".debug") != 0 ||
+			    fstatat(dirfd(sub), f->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode))
+				continue;
+			if (skip) {
+				struct stat ss;
+				if (stat(skip, &ss) == 0 && ss.st_ino == st.st_ino &&
+				    ss.st_dev == st.st_dev)
+					continue;
+			}
+			total += (uint64_t)st.st_size;
+		}
+		if (sub)
+			closedir(sub);
+	}
+	if (d)
+		closedir(d);
+	free(top);
+	return total;
+}
+
+static uint64_t quota(const struct pd_api_server *s)
+{
+	return s->o.max_debuginfo_total ? s->o.max_debuginfo_total
+	                                : PD_API_DEFAULT_MAX_DEBUGINFO_TOTAL;
+}
+
+/* more: need is what was read before the upload was stopped, not its size */
+static void quota_msg(const struct pd_api_server *s, uint64_t used, uint64_t need, int more,
+                      char *msg, size_t msgsize)
+{
+	snprintf(msg, msgsize,
+	         "the debug file store is full: the stored files take %llu of %llu bytes and "
+	         "this one needs %s%llu (--web.max-debuginfo-total-size); remove debug files "
+	         "no longer needed (DELETE /api/v1/debuginfo/<build-id>) or raise the limit",
+	         (unsigned long long)used, (unsigned long long)quota(s), more ? "more than " : "",
+	         (unsigned long long)need);
+}
 
 int api_debuginfo_path(const char *path)
 {
@@ -64,6 +139,15 @@ void api_debuginfo_metrics(struct pd_api_server *s, struct api_resp *w)
 	        "uploads.\n# TYPE profd_debuginfo_upload_bytes_total counter\n");
 	jprintf(w, "profd_debuginfo_upload_bytes_total %llu\n",
 	        (unsigned long long)__atomic_load_n(&s->dbg_bytes, __ATOMIC_RELAXED));
+	if (!s->debuginfo_dir)
+		return;
+	jput(w, "# HELP profd_debuginfo_stored_bytes Bytes of the stored debug files "
+	        "(--web.max-debuginfo-total-size).\n# TYPE profd_debuginfo_stored_bytes gauge\n");
+	jprintf(w, "profd_debuginfo_stored_bytes %llu\n",
+	        (unsigned long long)stored_bytes(s->debuginfo_dir, NULL));
+	jput(w, "# HELP profd_debuginfo_quota_bytes --web.max-debuginfo-total-size.\n"
+	        "# TYPE profd_debuginfo_quota_bytes gauge\n");
+	jprintf(w, "profd_debuginfo_quota_bytes %llu\n", (unsigned long long)quota(s));
 }
 
 /* The build id of r's path into id: 0, or -1 with msg set. */
@@ -204,6 +288,19 @@ unsigned api_debuginfo_begin(struct api_req *r, char *msg, size_t msgsize)
 	}
 	snprintf(u->final, n, "%s/%s.debug", u->dir, u->id + 2);
 	snprintf(u->tmp, n, "%s/.tmp-%s.XXXXXX", u->dir, u->id + 2);
+	/* the room the other files leave; a body of a known size that does not
+	 * fit is refused before it is read */
+	uint64_t used = stored_bytes(s->debuginfo_dir, u->final);
+	u->room = used < quota(s) ? quota(s) - used : 0;
+	const char *cl =
+	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
+	if (!u->gzip && len > u->room) {
+		quota_msg(s, used, len, 0, msg, msgsize);
+		free(u->tmp);
+		u->tmp = NULL;
+		return 413;
+	}
 	u->fd = mkstemp(u->tmp);
 	if (u->fd < 0) {
 		int e = errno;
@@ -224,6 +321,10 @@ static void put(struct api_req *r, const uint8_t *p, size_t n)
 		r->body_too_big = 1;
 		return;
 	}
+	if (u->written + n > u->room) {
+		u->over_quota = 1;
+		return;
+	}
 	while (n) {
 		ssize_t k = write(u->fd, p, n);
 		if (k < 0 && errno == EINTR)
@@ -241,7 +342,7 @@ static void put(struct api_req *r, const uint8_t *p, size_t n)
 void api_debuginfo_write(struct api_req *r, const char *data, size_t n)
 {
 	struct api_dbg_upload *u = r->dbg;
-	if (!u || u->fd < 0 || u->io_err || r->body_too_big)
+	if (!u || u->fd < 0 || u->io_err || r->body_too_big || u->over_quota)
 		return;
 	if (!u->gzip) {
 		put(r, (const uint8_t *)data, n);
@@ -250,7 +351,7 @@ void api_debuginfo_write(struct api_req *r, const char *data, size_t n)
 	uint8_t out[64 * 1024];
 	u->z.next_in = (Bytef *)data;
 	u->z.avail_in = (uInt)n;
-	while (u->z.avail_in && !u->z_end && !u->io_err && !r->body_too_big) {
+	while (u->z.avail_in && !u->z_end && !u->io_err && !r->body_too_big && !u->over_quota) {
 		u->z.next_out = out;
 		u->z.avail_out = sizeof(out);
 		int zr = inflate(&u->z, Z_NO_FLUSH);
@@ -272,7 +373,14 @@ static void store(struct api_req *r, struct api_resp *w)
 	struct pd_api_server *s = r->srv;
 	struct api_dbg_upload *u = r->dbg;
 	struct pd_err err = {0};
-	char got[PD_ELF_BUILD_ID_HEX];
+	char got[PD_ELF_BUILD_ID_HEX], msg[512];
+	if (u->over_quota) {
+		api_debuginfo_count(s, API_DBG_OVER_QUOTA, 0);
+		uint64_t used = stored_bytes(s->debuginfo_dir, u->final);
+		quota_msg(s, used, u->room, 1, msg, sizeof(msg));
+		api_error(w, 413, "bad_data", "%s", msg);
+		return;
+	}
 	if (u->io_err == -1 || (u->gzip && !u->z_end)) {
 		api_debuginfo_count(s, API_DBG_INVALID, 0);
 		api_error(w, 400, "bad_data", "the gzip body is %s",
@@ -314,10 +422,27 @@ static void store(struct api_req *r, struct api_resp *w)
 		return;
 	}
 	struct stat st;
-	int existed = stat(u->final, &st) == 0;
 	int dfd = -1;
-	if (fsync(u->fd) || rename(u->tmp, u->final) ||
-	    (dfd = open(u->dir, O_RDONLY | O_DIRECTORY)) < 0 || fsync(dfd)) {
+	if (fsync(u->fd)) {
+		int e = errno;
+		api_debuginfo_count(s, API_DBG_FAILED, 0);
+		api_error(w, 500, "internal", "storing the debug file failed: %s", strerror(e));
+		return;
+	}
+	/* the quota's last check, and the rename, one upload at a time */
+	pthread_mutex_lock(&store_mu);
+	uint64_t used = stored_bytes(s->debuginfo_dir, u->final);
+	if (used + u->written > quota(s)) {
+		pthread_mutex_unlock(&store_mu);
+		api_debuginfo_count(s, API_DBG_OVER_QUOTA, 0);
+		quota_msg(s, used, u->written, 0, msg, sizeof(msg));
+		api_error(w, 413, "bad_data", "%s", msg);
+		return;
+	}
+	int existed = stat(u->final, &st) == 0;
+	int mv = rename(u->tmp, u->final);
+	pthread_mutex_unlock(&store_mu);
+	if (mv || (dfd = open(u->dir, O_RDONLY | O_DIRECTORY)) < 0 || fsync(dfd)) {
 		int e = errno;
 		if (dfd >= 0)
 			close(dfd);

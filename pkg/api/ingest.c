@@ -322,7 +322,10 @@ static unsigned store_batch(struct pd_api_server *s, struct pd_ingest_batch *b,
 			    .max_memory = lim->max_decoded_memory,
 			    .max_ratio = lim->max_ratio,
 			    .max_samples = lim->max_samples,
-			    .max_sample_labels = lim->max_sample_labels};
+			    .max_sample_labels = lim->max_sample_labels,
+			    .legacy_max_depth = lim->legacy_max_depth,
+			    .legacy_max_line = lim->legacy_max_line,
+			    .legacy_max_maps = lim->legacy_max_maps};
 			int rc = pd_pprof_decode(&x->decoded, x->pprof, x->len, &dopts, err);
 			if (rc) {
 				status = rc == PD_ENOMEM ? 500 : rc == PD_ETOOBIG ? 413 : 400;

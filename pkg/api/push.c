@@ -91,6 +91,9 @@ void api_push(struct api_req *r, struct api_resp *w)
 	                                     .max_ratio = s->o.push_max_ratio,
 	                                     .max_samples = s->o.push_max_samples,
 	                                     .max_sample_labels = s->o.push_max_sample_labels,
+	                                     .legacy_max_depth = s->o.ingest.legacy_max_depth,
+	                                     .legacy_max_line = s->o.ingest.legacy_max_line,
+	                                     .legacy_max_maps = s->o.ingest.legacy_max_maps,
 	                                     .limit_hit = &hit};
 	int rc = pd_pprof_decode(&p, data, len, &dopts, &err);
 	if (hit)

@@ -1399,7 +1399,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			char msg[512];
 			unsigned st = api_debuginfo_begin(r, msg, sizeof(msg));
 			if (st) {
-				api_debuginfo_count(s, st == 500 ? API_DBG_FAILED : API_DBG_INVALID,
+				api_debuginfo_count(s,
+				                    st == 500   ? API_DBG_FAILED
+				                    : st == 413 ? API_DBG_OVER_QUOTA
+				                                : API_DBG_INVALID,
 				                    0);
 				return reject(r, st, st == 500 ? "internal" : "bad_data", msg);
 			}
@@ -1590,6 +1593,7 @@ void pd_api_opts_init(struct pd_api_opts *o)
 	o->callgraph_max_concurrency = PD_API_DEFAULT_CALLGRAPH_MAX_CONCURRENCY;
 	o->callgraph_layout_exe = PD_API_DEFAULT_CALLGRAPH_LAYOUT_EXE;
 	o->max_debuginfo_size = PD_API_DEFAULT_MAX_DEBUGINFO_SIZE;
+	o->max_debuginfo_total = PD_API_DEFAULT_MAX_DEBUGINFO_TOTAL;
 }
 
 static void server_free(struct pd_api_server *s)
@@ -1663,6 +1667,7 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	DEF(callgraph_max_concurrency);
 	DEF(callgraph_layout_exe);
 	DEF(max_debuginfo_size);
+	DEF(max_debuginfo_total);
 #undef DEF
 	if (s->o.lookback_ms < 0)
 		s->o.lookback_ms = 0;

@@ -101,13 +101,15 @@ void api_status_symbolizer(struct api_req *r, struct api_resp *w)
 	jprintf(w,
 	        "],\"timeoutMs\":%lld,\"cacheBytes\":%llu,\"cacheEntries\":%llu,"
 	        "\"buildIds\":%llu,\"hits\":%llu,\"misses\":%llu,\"failures\":%llu,"
-	        "\"fetches\":%llu,\"downloads\":%llu,\"partial\":%llu,\"inFlight\":%llu}",
+	        "\"fetches\":%llu,\"downloads\":%llu,\"partial\":%llu,\"inFlight\":%llu,"
+	        "\"openFiles\":%llu,\"evictions\":%llu,\"reopens\":%llu}",
 	        (long long)t, (unsigned long long)st.cache_bytes,
 	        (unsigned long long)st.cache_entries, (unsigned long long)st.build_ids,
 	        (unsigned long long)st.hits, (unsigned long long)st.misses,
 	        (unsigned long long)st.failures, (unsigned long long)st.fetches,
 	        (unsigned long long)st.downloads, (unsigned long long)st.partial,
-	        (unsigned long long)st.in_flight);
+	        (unsigned long long)st.in_flight, (unsigned long long)st.open_files,
+	        (unsigned long long)st.evictions, (unsigned long long)st.reopens);
 }
 
 static void counter(struct api_resp *w, const char *name, const char *type, const char *help,
@@ -146,4 +148,10 @@ void api_symbolizer_metrics(struct pd_api_server *s, struct api_resp *w)
 	counter(w, "profd_symbolizer_build_ids", "gauge",
 	        "Build ids the symbolizer knows (found, not found or being looked for).",
 	        st.build_ids);
+	counter(w, "profd_symbolizer_open_files", "gauge",
+	        "Debug files open now (--symbolizer.max-open-files).", st.open_files);
+	counter(w, "profd_symbolizer_evictions_total", "counter",
+	        "Debug files closed to stay within --symbolizer.max-open-files.", st.evictions);
+	counter(w, "profd_symbolizer_reopens_total", "counter",
+	        "Debug files closed that way and opened again for a later lookup.", st.reopens);
 }

@@ -139,6 +139,9 @@ static int push_sample(const Push__V1__RawSample *s, const struct ingest_label *
 	    .max_samples = lim->max_samples,
 	    .max_sample_labels =
 	        lim->max_sample_labels ? lim->max_sample_labels : PD_PPROF_STORE_MAX_SAMPLE_LABELS,
+	    .legacy_max_depth = lim->legacy_max_depth,
+	    .legacy_max_line = lim->legacy_max_line,
+	    .legacy_max_maps = lim->legacy_max_maps,
 	    .limit_hit = &pl,
 	};
 	struct pd_pprof_profile *p = NULL;

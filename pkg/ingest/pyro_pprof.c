@@ -230,6 +230,9 @@ static int one(struct pyro_req *r, const uint8_t *data, size_t len, json_object 
 	                                 .max_memory = r->lim.max_decoded_memory,
 	                                 .max_samples = r->lim.max_samples,
 	                                 .max_sample_labels = r->lim.max_sample_labels,
+	                                 .legacy_max_depth = r->lim.legacy_max_depth,
+	                                 .legacy_max_line = r->lim.legacy_max_line,
+	                                 .legacy_max_maps = r->lim.legacy_max_maps,
 	                                 .limit_hit = &hit};
 	if ((rc = pd_pprof_decode(&p, raw, rlen, &o, err))) {
 		if (hit) {

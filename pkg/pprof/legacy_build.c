@@ -182,7 +182,9 @@ int pd_pprof_lb_frame(struct pd_pprof_lb *b, uint64_t addr, struct pd_err *err)
 {
 	struct pd_pprof_lb_sample *s = &b->s[b->ns - 1];
 	if (s->n >= b->max_depth)
-		return pd_err_set(err, PD_ETOOBIG, "a stack of more than %zu frames", b->max_depth);
+		return pd_err_set(err, PD_ETOOBIG,
+		                  "a stack of more than %zu frames (--legacy-max-stack-depth)",
+		                  b->max_depth);
 	uint32_t idx = 0;
 	int rc = pd_pprof_lb_loc_at(b, addr, &idx, err);
 	if (rc)
@@ -250,8 +252,10 @@ int pd_pprof_lines_next(struct pd_pprof_lines *l, struct pd_err *err)
 	size_t n = nl ? (size_t)(nl - s) : l->len - l->pos;
 	l->lineno++;
 	if (n > l->max)
-		return pd_err_set(err, PD_ETOOBIG, "line %zu: longer than the limit of %zu bytes",
-		                  l->lineno, l->max);
+		return pd_err_set(
+		    err, PD_ETOOBIG,
+		    "line %zu: longer than the limit of %zu bytes (--legacy-max-line)", l->lineno,
+		    l->max);
 	l->pos += n + (nl ? 1 : 0);
 	if (n && s[n - 1] == '\r')
 		n--;

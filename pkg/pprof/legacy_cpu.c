@@ -127,8 +127,9 @@ static int parse_samples(struct pd_pprof_lb *b, struct words *w, int adjust, siz
 		if (depth > b->max_depth)
 			return pd_err_set(
 			    err, PD_ETOOBIG,
-			    "byte %zu: a stack of %llu frames, more than the limit of %zu", at,
-			    (unsigned long long)depth, b->max_depth);
+			    "byte %zu: a stack of %llu frames, more than the limit of %zu "
+			    "(--legacy-max-stack-depth)",
+			    at, (unsigned long long)depth, b->max_depth);
 		struct pd_pprof_lb_sample *s = pd_pprof_lb_sample(b, err);
 		if (!s)
 			return err->code;

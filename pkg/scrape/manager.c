@@ -630,6 +630,9 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 					     .max_memory = mem,
 					     .max_samples = m->o.max_samples,
 					     .max_sample_labels = m->o.max_sample_labels,
+					     .legacy_max_depth = m->o.legacy_max_depth,
+					     .legacy_max_line = m->o.legacy_max_line,
+					     .legacy_max_maps = m->o.legacy_max_maps,
 					     .limit_hit = &hit};
 	struct pd_pprof_profile *prof;
 	/* the decoder cannot be interrupted, but its work is bounded by the size

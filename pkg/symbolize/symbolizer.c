@@ -31,6 +31,7 @@ void pd_symbolize_opts_init(struct pd_symbolize_opts *o)
 	o->workers = PD_SYMBOLIZE_DEFAULT_WORKERS;
 	o->retry_ms = PD_SYMBOLIZE_DEFAULT_RETRY_MS;
 	o->retry_max_ms = PD_SYMBOLIZE_DEFAULT_RETRY_MAX_MS;
+	o->max_open_files = PD_SYMBOLIZE_DEFAULT_MAX_OPEN_FILES;
 }
 
 /* ---- the memory cache ---- */
@@ -105,6 +106,59 @@ void sym_cache_put(struct pd_symbolizer *s, struct sym_obj *o, uint64_t addr, st
 	s->entries++;
 	while (s->bytes > s->o.cache_bytes && s->lru.prev != e)
 		entry_free(s, s->lru.prev);
+}
+
+/* ---- the open debug files ---- */
+
+static void open_unlink(struct pd_symbolizer *s, struct sym_obj *o)
+{
+	if (o->oprev)
+		o->oprev->onext = o->onext;
+	else
+		s->ohead = o->onext;
+	if (o->onext)
+		o->onext->oprev = o->oprev;
+	else
+		s->otail = o->oprev;
+	o->oprev = o->onext = NULL;
+	o->listed = 0;
+	s->nopen--;
+}
+
+size_t sym_open_touch(struct pd_symbolizer *s, struct sym_obj *o, struct sym_dbg **out, size_t max)
+{
+	if (o->listed)
+		open_unlink(s, o);
+	o->onext = s->ohead;
+	o->oprev = NULL;
+	if (s->ohead)
+		s->ohead->oprev = o;
+	else
+		s->otail = o;
+	s->ohead = o;
+	o->listed = 1;
+	s->nopen++;
+	size_t n = 0;
+	for (struct sym_obj *v = s->otail, *prev; v && s->nopen > s->o.max_open_files && n < max;
+	     v = prev) {
+		prev = v->oprev;
+		/* one in use is skipped; taking its lock here could deadlock with
+		 * a lookup that holds it and waits for mu */
+		if (v == o || pthread_mutex_trylock(&v->dbg_mu) != 0)
+			continue;
+		out[n++] = v->dbg;
+		v->dbg = NULL;
+		pthread_mutex_unlock(&v->dbg_mu);
+		open_unlink(s, v);
+		s->st.evictions++;
+	}
+	return n;
+}
+
+static void close_all(struct sym_dbg **d, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sym_dbg_close(d[i]);
 }
 
 /* ---- build ids ---- */
@@ -201,9 +255,44 @@ int sym_resolve(struct pd_symbolizer *s, struct sym_obj *o, uint64_t start, uint
                 uint64_t offset, uint64_t addr, struct sym_result *out)
 {
 	struct sym_result r = {0};
+	int rc = 0, reopened = 0;
 	pthread_mutex_lock(&o->dbg_mu);
-	int rc = sym_dbg_lookup(o->dbg, start, limit, offset, addr, &r);
+	if (!o->dbg) {
+		/* closed to stay within max_open_files: open it again */
+		struct pd_err err = {0};
+		rc = o->path ? sym_dbg_open(&o->dbg, o->path, &err)
+		             : pd_err_set(&err, PD_ENOTFOUND, "no debug file");
+		if (rc) {
+			pthread_mutex_unlock(&o->dbg_mu);
+			pthread_mutex_lock(&s->mu);
+			if (o->state == OBJ_READY) {
+				/* gone since it was found: looked for again, after the
+				 * first backoff */
+				o->state = OBJ_FAILED;
+				o->backoff_ms = s->o.retry_ms;
+				o->retry_at_us = sym_now_us() + o->backoff_ms * 1000;
+				snprintf(o->err, sizeof(o->err), "%.255s", err.msg);
+				o->err_code = err.code;
+				s->st.failures++;
+			}
+			pthread_mutex_unlock(&s->mu);
+			pd_log_warn("symbolizer", "a debug file found before cannot be opened",
+			            "key=%s err=%s", o->key, err.msg);
+			return rc;
+		}
+		reopened = 1;
+	}
+	rc = sym_dbg_lookup(o->dbg, start, limit, offset, addr, &r);
+	/* o first among the open ones, with dbg_mu still held: no other thread
+	 * closes it meanwhile (they only try the lock) */
+	struct sym_dbg *victims[4];
+	pthread_mutex_lock(&s->mu);
+	if (reopened)
+		s->st.reopens++;
+	size_t nv = sym_open_touch(s, o, victims, 4);
+	pthread_mutex_unlock(&s->mu);
 	pthread_mutex_unlock(&o->dbg_mu);
+	close_all(victims, nv);
 	if (rc)
 		return rc;
 	if (s->cache_dir && o->build_id[0]) {
@@ -294,10 +383,19 @@ static void *worker(void *arg)
 		if (rc == 0 && !o->build_id[0])
 			sym_elf_build_id(path, hex, sizeof(hex));
 
+		struct sym_dbg *victims[4];
+		size_t nv = 0;
+		pthread_mutex_lock(&o->dbg_mu);
 		pthread_mutex_lock(&s->mu);
 		s->st.in_flight--;
 		if (rc == 0) {
+			if (o->dbg) /* opened again by a lookup meanwhile */
+				victims[nv++] = o->dbg;
 			o->dbg = d;
+			free(o->path);
+			o->path = path;
+			path = NULL;
+			nv += sym_open_touch(s, o, victims + nv, 3);
 			o->state = OBJ_READY;
 			o->source = source;
 			o->backoff_ms = 0;
@@ -312,7 +410,7 @@ static void *worker(void *arg)
 			if (strcmp(source, "debuginfod") == 0)
 				s->st.downloads++;
 			pd_log_info("symbolizer", "debug information found",
-			            "key=%s source=%s path=%s", o->key, source, path);
+			            "key=%s source=%s path=%s", o->key, source, o->path);
 		} else {
 			o->state = OBJ_FAILED;
 			o->backoff_ms = o->backoff_ms ? o->backoff_ms * 2 : s->o.retry_ms;
@@ -326,8 +424,14 @@ static void *worker(void *arg)
 			            "key=%s retry_in_ms=%lld err=%s", o->key,
 			            (long long)o->backoff_ms, err.msg);
 		}
+		pthread_mutex_unlock(&o->dbg_mu);
 		free(path);
 		pthread_cond_broadcast(&s->done_cv);
+		if (nv) {
+			pthread_mutex_unlock(&s->mu);
+			close_all(victims, nv);
+			pthread_mutex_lock(&s->mu);
+		}
 	}
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
@@ -360,6 +464,8 @@ int pd_symbolizer_create(struct pd_symbolizer **out, const struct pd_symbolize_o
 		s->o.cache_bytes = PD_SYMBOLIZE_DEFAULT_CACHE_BYTES;
 	if (!s->o.workers)
 		s->o.workers = PD_SYMBOLIZE_DEFAULT_WORKERS;
+	if (!s->o.max_open_files)
+		s->o.max_open_files = PD_SYMBOLIZE_DEFAULT_MAX_OPEN_FILES;
 	if (s->o.retry_ms <= 0)
 		s->o.retry_ms = PD_SYMBOLIZE_DEFAULT_RETRY_MS;
 	if (s->o.retry_max_ms < s->o.retry_ms)
@@ -465,6 +571,7 @@ void pd_symbolizer_destroy(struct pd_symbolizer *s)
 	for (struct sym_obj *o = s->objs, *n; o; o = n) {
 		n = o->next;
 		sym_dbg_close(o->dbg);
+		free(o->path);
 		pthread_mutex_destroy(&o->dbg_mu);
 		free(o->key);
 		free(o->build_id);
@@ -489,6 +596,7 @@ void pd_symbolizer_get_stats(struct pd_symbolizer *s, struct pd_symbolizer_stats
 	st->cache_bytes = s->bytes;
 	st->cache_entries = s->entries;
 	st->build_ids = s->nobjs;
+	st->open_files = s->nopen;
 	pthread_mutex_unlock(&s->mu);
 }
 

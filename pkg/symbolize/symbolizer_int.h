@@ -17,9 +17,15 @@ struct sym_obj {
 	char *build_id;      /* lowercase hex, "" when unknown */
 	char *file;          /* the mapping's file name */
 	int state;           /* OBJ_*, under the symbolizer's mu */
-	struct sym_dbg *dbg; /* OBJ_READY: the open debug file, used under dbg_mu */
+	/* OBJ_READY: the open debug file, used and set under dbg_mu; NULL when it
+	 * was closed to keep the open files within max_open_files (then opened
+	 * again from path by the next lookup) */
+	struct sym_dbg *dbg;
 	pthread_mutex_t dbg_mu;
+	char *path;         /* OBJ_READY: the debug file found, malloc'd */
 	const char *source; /* where it was found (static string) */
+	struct sym_obj *oprev, *onext; /* the list of open ones, under mu */
+	int listed;                    /* in that list */
 	int64_t retry_at_us, backoff_ms;
 	char err[256]; /* why it was not found */
 	int err_code;  /* and its code: PD_EUNAVAIL when a debuginfod could not be reached */
@@ -60,6 +66,9 @@ struct pd_symbolizer {
 	size_t nbuckets;
 	struct sym_entry lru; /* sentinel: next is the most recent */
 	size_t bytes, entries;
+	/* the build ids whose debug file is open, most recently used first */
+	struct sym_obj *ohead, *otail;
+	size_t nopen;
 	struct pd_symbolizer_stats st;
 	pthread_t *threads;
 	unsigned nthreads;
@@ -76,6 +85,11 @@ void sym_job_queue(struct pd_symbolizer *s, struct sym_job *j);
 /* Under mu. */
 struct sym_obj *sym_obj_get(struct pd_symbolizer *s, const char *build_id, const char *file);
 void sym_obj_want(struct pd_symbolizer *s, struct sym_obj *o, int64_t now_us);
+/* Puts o (its debug file open) first in the list of open ones and closes the
+ * least recently used others past max_open_files, skipping those in use (a
+ * lookup holds their dbg_mu). Under mu: the debug files to close after it is
+ * released go into out (at most max, the number returned). */
+size_t sym_open_touch(struct pd_symbolizer *s, struct sym_obj *o, struct sym_dbg **out, size_t max);
 struct sym_entry *sym_cache_get(struct pd_symbolizer *s, struct sym_obj *o, uint64_t addr);
 void sym_cache_put(struct pd_symbolizer *s, struct sym_obj *o, uint64_t addr, struct sym_result *r);
 
