@@ -168,6 +168,10 @@ NAMES = [
     ("java.util.HashMap.<init>", "java.util.HashMap.<init>"),
     ("com.example.Foo.bar(Ljava/lang/String;)V", "com.example.Foo.bar(Ljava/lang/String;)V"),
     ("Array.prototype.map (native)", "Array.prototype.map (native)"),
+    # brackets that do not pair up: pprof stops removing at an unmatched close
+    ("a::b(int))c<d>", "a::b(int))c<d>"),
+    ("x::y<int", "x::y<int"),
+    ("p::q>(r)", "p::q>(r)"),
     # not mangled after all
     ("", "_Znot_really"),
     ("", "_ZN3fooE"),
