@@ -140,7 +140,7 @@ if ldd "$profd" | grep -q libasan; then
 		"$profd" pprof top --format=tsv --symbolize=none "$tmp/self.pb.gz" | grep -q '^_Z' && break
 		[ "$SECONDS" -lt "$deadline" ] || fail "profd's own profile never had a mangled name in 90 s"
 	done
-	go_rows -symbolize=remote "$tmp/self.pb.gz" >"$tmp/want"
+	go_rows -symbolize=remote -unit=ns "$tmp/self.pb.gz" >"$tmp/want"
 	"$profd" pprof top --format=tsv "$tmp/self.pb.gz" |
 		perl -ne 'print "$1\t$2\t$3\n" if /^(.*?)\t(-?\d+)\t(-?\d+)$/' | LC_ALL=C sort >"$tmp/got"
 	if grep -q '^_Z' "$tmp/got"; then fail "profd pprof top shows mangled names"; fi
