@@ -163,7 +163,8 @@ enum pd_pprof_names {
 };
 
 /* Parses pprof's -symbolize words: a colon-separated list of none, false
- * (raw names), true, demangle=default|templates|full|none; NULL or "" is the
+ * (raw names, wherever in the list, as in pprof), true,
+ * demangle=default|templates|full|none (the last one counts); NULL or "" is the
  * default. PD_EINVAL naming the word not understood. */
 int pd_pprof_names_parse(const char *spec, enum pd_pprof_names *out, struct pd_err *err);
 /* The mode's -symbolize word ("demangle=default", ..., "none"). */

@@ -29,8 +29,10 @@ int pd_pprof_names_parse(const char *spec, enum pd_pprof_names *out, struct pd_e
 	size_t n = strlen(spec);
 	if (n > 64)
 		return pd_err_set(err, PD_EINVAL, "symbolize: %zu bytes is not an option", n);
-	/* pprof's colon-separated list: the last demangle= (or none) wins */
+	/* pprof's colon-separated list: the last demangle= wins, but none anywhere
+	 * means no demangling at all, as pprof stops there */
 	const char *s = spec;
+	int none = 0;
 	while (*s) {
 		const char *e = strchr(s, ':');
 		size_t l = e ? (size_t)(e - s) : strlen(s);
@@ -39,7 +41,7 @@ int pd_pprof_names_parse(const char *spec, enum pd_pprof_names *out, struct pd_e
 			if (l)
 				*out = PD_PPROF_NAMES_DEFAULT;
 		} else if (IS("none") || IS("no") || IS("false") || IS("0")) {
-			*out = PD_PPROF_NAMES_RAW;
+			none = 1;
 		} else if (IS("demangle=templates")) {
 			*out = PD_PPROF_NAMES_TEMPLATES;
 		} else if (IS("demangle=full")) {
@@ -57,6 +59,8 @@ int pd_pprof_names_parse(const char *spec, enum pd_pprof_names *out, struct pd_e
 		if (*s == ':')
 			s++;
 	}
+	if (none)
+		*out = PD_PPROF_NAMES_RAW;
 	return 0;
 }
 
@@ -196,6 +200,21 @@ static size_t remove_matching(char *s, size_t n, char open, char close)
 		s[w++] = s[r];
 	}
 	return w;
+}
+
+int pd_pprof_name_as_is(const char *name, size_t nlen, const char *sys, size_t slen,
+                        enum pd_pprof_names mode)
+{
+	if (mode == PD_PPROF_NAMES_RAW || (nlen == 0 && slen == 0))
+		return 1;
+	int force = mode != PD_PPROF_NAMES_DEFAULT;
+	if (nlen && !(force && slen) && !(nlen == slen && memcmp(name, sys, nlen) == 0))
+		return 1;
+	if (nlen != slen || (slen >= 2 && sys[0] == '_' && (sys[1] == 'Z' || sys[1] == 'R')))
+		return 0;
+	/* name and system name alike, no symbol: only the heuristic may change it */
+	return !((mode == PD_PPROF_NAMES_DEFAULT || mode == PD_PPROF_NAMES_TEMPLATES) &&
+	         looks_demangled_cpp(sys, slen));
 }
 
 char *pd_pprof_report_name(const char *name, size_t nlen, const char *sys, size_t slen,

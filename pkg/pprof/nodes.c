@@ -197,7 +197,8 @@ int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes
 	struct keytab t = {0};
 	size_t ncap = 0, total = 0;
 	uint32_t *fn_node = NULL;
-	char **fn_name = NULL;
+	char **fn_own = NULL;        /* report names made (pd_pprof_report_name) */
+	const char **fn_name = NULL; /* each function's report name, borrowed or made */
 	size_t *fn_nlen = NULL;
 	uint8_t *fn_drop = NULL; /* 0 not known yet, 1 dropped, 2 kept */
 	struct pd_labels_regex *drop = NULL, *keep = NULL;
@@ -223,11 +224,12 @@ int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes
 	n->loc_node = malloc((total ? total : 1) * sizeof(*n->loc_node));
 	fn_node = malloc(nf * sizeof(*fn_node));
 	fn_name = calloc(nf, sizeof(*fn_name));
+	fn_own = calloc(nf, sizeof(*fn_own));
 	fn_nlen = calloc(nf, sizeof(*fn_nlen));
 	fn_drop = drop ? calloc(nf, 1) : NULL;
 	if (drop)
 		n->loc_prune = calloc(pb->n_location ? pb->n_location : 1, 1);
-	if (!n->loc_off || !n->loc_node || !fn_node || !fn_name || !fn_nlen ||
+	if (!n->loc_off || !n->loc_node || !fn_node || !fn_name || !fn_own || !fn_nlen ||
 	    (drop && (!fn_drop || !n->loc_prune)) || total > UINT32_MAX)
 		goto nomem;
 	memset(fn_node, 0xff, nf * sizeof(*fn_node));
@@ -250,12 +252,17 @@ int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes
 			if (fn_name[fi])
 				continue;
 			const pb_function *f = pb->function[fi];
-			fn_name[fi] = pd_pprof_report_name(
-			    pd_pprof_str(p, f->name), pd_pprof_str_len(p, f->name),
-			    pd_pprof_str(p, f->system_name), pd_pprof_str_len(p, f->system_name), mode,
-			    &fn_nlen[fi]);
-			if (!fn_name[fi])
+			const char *nm = pd_pprof_str(p, f->name), *sy = pd_pprof_str(p, f->system_name);
+			size_t nml = pd_pprof_str_len(p, f->name), syl = pd_pprof_str_len(p, f->system_name);
+			if (pd_pprof_name_as_is(nm, nml, sy, syl, mode)) {
+				fn_name[fi] = nm;
+				fn_nlen[fi] = nml;
+				continue;
+			}
+			fn_own[fi] = pd_pprof_report_name(nm, nml, sy, syl, mode, &fn_nlen[fi]);
+			if (!fn_own[fi])
 				goto nomem;
+			fn_name[fi] = fn_own[fi];
 		}
 		/* drop_frames: the outermost matching line, and every line inlined into it */
 		size_t first = 0;
@@ -335,9 +342,10 @@ out:
 	free(t.hashes);
 	free(t.slots);
 	free(fn_node);
-	if (fn_name)
+	if (fn_own)
 		for (size_t i = 0; i < nf; i++)
-			free(fn_name[i]);
+			free(fn_own[i]);
+	free(fn_own);
 	free(fn_name);
 	free(fn_nlen);
 	free(fn_drop);

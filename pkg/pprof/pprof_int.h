@@ -152,6 +152,11 @@ struct pd_pprof_nodes {
 	uint8_t *loc_prune;
 };
 
+/* 1 when the report name of a function (pd_pprof_report_name) is its name as it
+ * is, so that no copy need be made. */
+int pd_pprof_name_as_is(const char *name, size_t nlen, const char *system_name, size_t slen,
+                        enum pd_pprof_names mode);
+
 /* Assigns a node to every (location, line) of p. Fills n; free with _fini. */
 int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes *n,
 			 struct pd_err *err);

@@ -136,7 +136,9 @@ static void test_parse(void **state)
 	          {"demangle=full", F},
 	          {"demangle=none", N},
 	          {"demangle=default", D},
-	          {"none:demangle=full", F}};
+	          {"none:demangle=full", R},
+	          {"demangle=full:none", R},
+	          {"demangle=none:demangle=templates", T}};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		enum pd_pprof_names m = R;
 		struct pd_err err = {0};
