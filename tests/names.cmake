@@ -13,3 +13,13 @@ if(PD_TESTS)
   set_tests_properties(names_golden PROPERTIES LABELS golden TIMEOUT 300
     ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1")
 endif()
+
+# AddressSanitizer's frames (C++, mangled) through the symbolizer and profd's own
+# profile, against go tool pprof (tests/integration/asan_names.sh)
+if(PD_TESTS)
+  find_library(PD_NAMES_LIBPROFILER profiler REQUIRED)
+  add_test(NAME integration_asan_names
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/asan_names.sh $<TARGET_FILE:profd>
+            ${CMAKE_C_COMPILER} ${CMAKE_CURRENT_SOURCE_DIR}/names/asan_busy.c)
+  set_tests_properties(integration_asan_names PROPERTIES LABELS integration TIMEOUT 400)
+endif()
