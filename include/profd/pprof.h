@@ -173,9 +173,13 @@ const char *pd_pprof_names_string(enum pd_pprof_names mode);
 void pd_pprof_set_names(struct pd_pprof_profile *p, enum pd_pprof_names mode);
 enum pd_pprof_names pd_pprof_get_names(const struct pd_pprof_profile *p);
 
+/* The longest symbol handed to the demangler (libiberty's, which also bounds its
+ * own recursion); a longer one is shown as it is. */
+#define PD_PPROF_MAX_DEMANGLE 65536
+
 /* A C++ or Rust symbol demangled and simplified for mode, as a C string the
- * caller frees; NULL when it is no mangled name (or mode is raw, or memory ran
- * out). */
+ * caller frees; NULL when it is no mangled name (or mode is raw, or it is longer
+ * than PD_PPROF_MAX_DEMANGLE, or memory ran out). */
 char *pd_pprof_demangle(const char *symbol, enum pd_pprof_names mode);
 
 /* The name a report shows for a function with name (nlen bytes) and system_name

@@ -137,7 +137,8 @@ static int rust_legacy(const char *name)
 char *pd_pprof_demangle(const char *name, enum pd_pprof_names mode)
 {
 	if (mode == PD_PPROF_NAMES_RAW || !name ||
-	    !(strncmp(name, "_Z", 2) == 0 || strncmp(name, "_R", 2) == 0))
+	    !(strncmp(name, "_Z", 2) == 0 || strncmp(name, "_R", 2) == 0) ||
+	    strnlen(name, PD_PPROF_MAX_DEMANGLE + 1) > PD_PPROF_MAX_DEMANGLE)
 		return NULL;
 	int params = mode == PD_PPROF_NAMES_FULL || mode == PD_PPROF_NAMES_DEMANGLE_NONE;
 	/* without DMGL_PARAMS: no parameters, return type or clone suffixes */
