@@ -2,16 +2,15 @@
 # (pkg/symbolize, docs/symbolization.md): debug files found by build id in local
 # directories, the mapped files and debuginfod servers, read with elfutils
 # (Debian's libdw-dev, libelf-dev, libdebuginfod-dev), C++ and Rust names
-# demangled by libiberty (libiberty-dev, a static library). pd_api links it.
+# demangled by pkg/pprof (pd_pprof_demangle). pd_api links it.
 pkg_check_modules(LIBDW REQUIRED IMPORTED_TARGET libdw)
 pkg_check_modules(LIBELF REQUIRED IMPORTED_TARGET libelf)
 pkg_check_modules(LIBDEBUGINFOD REQUIRED IMPORTED_TARGET libdebuginfod)
-find_library(PD_LIBIBERTY libiberty.a REQUIRED)
 file(GLOB PD_SYMBOLIZE_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/pkg/symbolize/*.c)
 add_library(pd_symbolize STATIC ${PD_SYMBOLIZE_SOURCES})
 target_include_directories(pd_symbolize PRIVATE ${PROJECT_SOURCE_DIR}/pkg/symbolize)
 target_link_libraries(pd_symbolize PUBLIC pd_pprof pd_util
-  PRIVATE PkgConfig::LIBDW PkgConfig::LIBELF PkgConfig::LIBDEBUGINFOD ${PD_LIBIBERTY}
+  PRIVATE PkgConfig::LIBDW PkgConfig::LIBELF PkgConfig::LIBDEBUGINFOD
   PkgConfig::ZLIB pthread)
 target_link_libraries(pd_api PUBLIC pd_symbolize)
 

@@ -28,7 +28,7 @@ PKGS=(
   libc-ares-dev # dns_sd_configs: DNS lookups
   libgraphviz-dev # report=svg: call graphs laid out by Graphviz's C library (libgvc)
   libdw-dev libdebuginfod-dev # pkg/symbolize: DWARF and debuginfod (elfutils; libelf-dev above)
-  libiberty-dev # pkg/symbolize: C++ and Rust names demangled (cplus_demangle)
+  libiberty-dev # pkg/pprof: C++ and Rust names demangled (cplus_demangle)
   golang-go time curl jq
   python3-yaml # examples/check.sh: reads the Kubernetes manifests
   libpcre2-dev # bench/regex.sh only: its reference, the PCRE2 matchers before RE2

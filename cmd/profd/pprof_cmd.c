@@ -40,6 +40,9 @@ static void usage(FILE *f)
 		"  --format=text|tsv      top: tsv prints name<TAB>flat<TAB>cum in raw units, every\n"
 		"                         function, no cut\n"
 		"  --min-total=N          flame: leave out nodes whose total is below N (default 0)\n"
+		"  --symbolize=none|demangle=default|templates|full|none  report names as pprof's\n"
+		"                         -symbolize: none shows names as stored (default:\n"
+		"                         demangle=default, C++ without parameters or templates)\n"
 		"  --max-decompressed=N   largest decompressed profile in bytes (default 268435456)\n"
 		"  --legacy-max-stack-depth=N  legacy formats: frames of one sample (default 4096)\n"
 		"  --legacy-max-line=N    legacy text formats: bytes of one line (default 1048576)\n"
@@ -54,6 +57,7 @@ struct opts {
 	const char *diff_base;
 	int tsv;
 	long long min_total;
+	enum pd_pprof_names names;
 	const char *out;
 	struct pd_pprof_decode_opts dec;
 	char **files;
@@ -148,6 +152,12 @@ static int parse(int argc, char **argv, struct opts *o)
 				fprintf(stderr, "profd pprof: --format: \"%s\" is not text or tsv\n", v);
 				return -1;
 			}
+		} else if (strcmp(name, "--symbolize") == 0) {
+			struct pd_err e = {0};
+			if (pd_pprof_names_parse(v, &o->names, &e)) {
+				fprintf(stderr, "profd pprof: --%s\n", e.msg);
+				return -1;
+			}
 		} else if (strcmp(name, "--min-total") == 0) {
 			if (parse_num(name, v, &o->min_total))
 				return -1;
@@ -189,6 +199,8 @@ static int load(struct opts *o, struct pd_pprof_profile **out)
 	if (o->nfiles == 1) {
 		if ((rc = pd_pprof_read_file(out, o->files[0], &o->dec, &err)))
 			fprintf(stderr, "profd pprof: %s\n", err.msg);
+		else
+			pd_pprof_set_names(*out, o->names);
 		return rc;
 	}
 	if ((rc = pd_pprof_merger_create(&m, &err))) {
@@ -212,6 +224,8 @@ static int load(struct opts *o, struct pd_pprof_profile **out)
 	}
 	if ((rc = pd_pprof_merger_finish(m, out, &err)))
 		fprintf(stderr, "profd pprof: merging: %s\n", err.msg);
+	else
+		pd_pprof_set_names(*out, o->names);
 	return rc;
 }
 

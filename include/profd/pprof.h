@@ -145,6 +145,56 @@ int64_t pd_pprof_total(const struct pd_pprof_profile *p, int sample_index);
  * range. */
 int64_t pd_pprof_sum(const struct pd_pprof_profile *p, int sample_index);
 
+/* ---- report names and pruned frames --------------------------------------- */
+
+/* How the reports below (top, flame graph, call graph, folded and speedscope
+ * exports) name a function, as go tool pprof names it under its -symbolize
+ * option. A profile holds one mode (pd_pprof_set_names; the default when not
+ * set); the profile's functions themselves are never changed. */
+enum pd_pprof_names {
+	/* demangled C++ without parameters nor template arguments, Rust whole; a
+	 * name a tool demangled already (name equal to system_name) simplified the
+	 * same way when it looks like C++; system_name where name is empty */
+	PD_PPROF_NAMES_DEFAULT = 0,
+	PD_PPROF_NAMES_TEMPLATES = 1,     /* demangle=templates: template arguments kept */
+	PD_PPROF_NAMES_FULL = 2,          /* demangle=full: parameters too, no clone suffixes */
+	PD_PPROF_NAMES_DEMANGLE_NONE = 3, /* demangle=none: pprof's own, demangled whole */
+	PD_PPROF_NAMES_RAW = 4,           /* none: name as stored, nothing demangled */
+};
+
+/* Parses pprof's -symbolize words: a colon-separated list of none, false
+ * (raw names, wherever in the list, as in pprof), true,
+ * demangle=default|templates|full|none (the last one counts); NULL or "" is the
+ * default. PD_EINVAL naming the word not understood. */
+int pd_pprof_names_parse(const char *spec, enum pd_pprof_names *out, struct pd_err *err);
+/* The mode's -symbolize word ("demangle=default", ..., "none"). */
+const char *pd_pprof_names_string(enum pd_pprof_names mode);
+/* Sets the mode the reports of p use. */
+void pd_pprof_set_names(struct pd_pprof_profile *p, enum pd_pprof_names mode);
+enum pd_pprof_names pd_pprof_get_names(const struct pd_pprof_profile *p);
+
+/* The longest symbol handed to the demangler (libiberty's, which also bounds its
+ * own recursion); a longer one is shown as it is. */
+#define PD_PPROF_MAX_DEMANGLE 65536
+
+/* A C++ or Rust symbol demangled and simplified for mode, as a C string the
+ * caller frees; NULL when it is no mangled name (or mode is raw, or it is longer
+ * than PD_PPROF_MAX_DEMANGLE, or memory ran out). */
+char *pd_pprof_demangle(const char *symbol, enum pd_pprof_names mode);
+
+/* The name a report shows for a function with name (nlen bytes) and system_name
+ * (slen bytes), either may hold NULs: malloc'd, NUL-terminated, its length into
+ * *out_len; "" when both are empty. NULL when memory ran out. */
+char *pd_pprof_report_name(const char *name, size_t nlen, const char *system_name, size_t slen,
+                           enum pd_pprof_names mode, size_t *out_len);
+
+/* Every report also prunes frames as pprof does with a profile's drop_frames
+ * and keep_frames (its RemoveUninteresting): a location whose function name
+ * (as named above, argument list cut) fully matches drop_frames and not
+ * keep_frames loses that frame and the ones inlined into it, and a sample's stack
+ * loses everything from the first such location below a frame that is kept, to
+ * the leaf. A regex that does not compile prunes nothing, as in pprof. */
+
 /* ---- top ------------------------------------------------------------------ */
 
 enum pd_pprof_inline {

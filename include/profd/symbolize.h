@@ -5,7 +5,7 @@
  * finds each mapping's debug information by build id (local .build-id
  * directories, the mapped file itself, debuginfod servers), reads it with
  * elfutils (DWARF through libdw, else the ELF symbol tables), demangles C++ and
- * Rust names with libiberty, and returns a new profile whose locations have
+ * Rust names (pd_pprof_demangle), and returns a new profile whose locations have
  * functions and lines (inlined frames innermost first, as profile.proto says).
  *
  * Debug files are found and opened on background worker threads; a caller waits
@@ -111,11 +111,6 @@ void pd_symbolizer_get_stats(struct pd_symbolizer *s, struct pd_symbolizer_stats
 /* The sources in the order they are tried, as JSON array items
  * ({"type":"dir","path":...}), appended to b. */
 int pd_symbolizer_sources_json(struct pd_symbolizer *s, struct pd_buf *b);
-
-/* Demangles a C++ or Rust symbol as go tool pprof shows it (no parameters, no
- * template arguments); a malloc'd string the caller frees, or NULL when name is
- * not mangled. */
-char *pd_symbolize_demangle(const char *name);
 
 /* The disk cache file of one build id, parsed: calls fn for each valid record
  * (address, frames as name/system name/file/line, innermost first). Stops at a

@@ -465,8 +465,12 @@ struct pd_symbolize_result;
 void api_status_symbolizer(struct api_req *r, struct api_resp *w);
 /* profd_symbolizer_* for /metrics (nothing without a symbolizer). */
 void api_symbolizer_metrics(struct pd_api_server *s, struct api_resp *w);
+/* The symbolize parameter's report names (pprof's -symbolize words: true, false
+ * or none, demangle=default|templates|full|none); 0, or -1 after an error
+ * response naming the word. */
+int api_report_names(struct api_req *r, struct api_resp *w, enum pd_pprof_names *out);
 /* Symbolizes p for a query, unless the server has no symbolizer or the request
- * says symbolize=false: *out is the new profile (the caller's) or NULL, res what
+ * says symbolize=false (or none): *out is the new profile (the caller's) or NULL, res what
  * was done; sets X-Profd-Symbolized and a warning when partial. *deadline_us (0:
  * set by the first call from --symbolizer.timeout) bounds every call of one
  * request together. 0, or -1 after an error response. */

@@ -271,6 +271,21 @@ static int item_cmp(const void *a, const void *b)
 	return x->series < y->series ? -1 : x->series > y->series;
 }
 
+/* The request's symbolize words (already checked by api_symbolize) set on the
+ * profiles its reports read, each the request's own. */
+static void report_names(struct api_req *r, struct api_resp *w, struct pd_pprof_profile *a,
+                         struct pd_pprof_profile *b, struct pd_pprof_profile *c,
+                         struct pd_pprof_profile *d)
+{
+	enum pd_pprof_names names = PD_PPROF_NAMES_DEFAULT;
+	if (api_report_names(r, w, &names))
+		return;
+	pd_pprof_set_names(a, names);
+	pd_pprof_set_names(b, names);
+	pd_pprof_set_names(c, names);
+	pd_pprof_set_names(d, names);
+}
+
 /* What one group of group_by collected (see load_groups). */
 struct group {
 	size_t first, count; /* its series: order[first .. first + count) */
@@ -1284,6 +1299,7 @@ static void report_series_groups(struct api_req *r, struct api_resp *w, int repo
 		one.symbolized = r->srv->o.symbolizer != NULL;
 		if (symbolized)
 			p = symbolized;
+		report_names(r, w, g->whole, g->focused, symbolized, NULL);
 		jput(w, ",\"sampleType\":");
 		jtype(w, p, (size_t)g->idx);
 		jput(w, ",\"unit\":");
@@ -1516,6 +1532,7 @@ void api_query(struct api_req *r, struct api_resp *w)
 		goto out;
 	if (focused && kept == 0)
 		api_warn(w, WARN_FILTERED_ALL);
+	report_names(r, w, sides[0].prof, diff, symbolized, focused);
 	if (focused) {
 		p = focused;
 		/* the stored bytes are no longer the answer */

@@ -18,6 +18,16 @@ static int64_t mono_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+int api_report_names(struct api_req *r, struct api_resp *w, enum pd_pprof_names *out)
+{
+	struct pd_err err = {0};
+	if (pd_pprof_names_parse(api_param(r, "symbolize"), out, &err)) {
+		api_bad_param(w, "symbolize", "%s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
 int api_symbolize(struct api_req *r, struct api_resp *w, const struct pd_pprof_profile *p,
                   struct pd_pprof_profile **out, struct pd_symbolize_result *res,
                   int64_t *deadline_us)
@@ -25,15 +35,12 @@ int api_symbolize(struct api_req *r, struct api_resp *w, const struct pd_pprof_p
 	struct pd_api_server *s = r->srv;
 	*out = NULL;
 	memset(res, 0, sizeof(*res));
-	if (!s->o.symbolizer)
-		return 0;
-	const char *v = api_param(r, "symbolize");
-	if (v && (strcmp(v, "false") == 0 || strcmp(v, "0") == 0))
-		return 0;
-	if (v && *v && strcmp(v, "true") != 0 && strcmp(v, "1") != 0) {
-		api_bad_param(w, "symbolize", "\"%s\" is not true or false", v);
+	enum pd_pprof_names names;
+	if (api_report_names(r, w, &names))
 		return -1;
-	}
+	/* symbolize=false (none): the locations and names as stored */
+	if (!s->o.symbolizer || names == PD_PPROF_NAMES_RAW)
+		return 0;
 	int64_t t = s->o.symbolize_timeout_ms ? s->o.symbolize_timeout_ms : DEFAULT_TIMEOUT_MS;
 	if (!*deadline_us)
 		*deadline_us = t > 0 ? mono_us() + t * 1000 : 1;

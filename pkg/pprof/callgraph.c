@@ -230,7 +230,8 @@ static int build_graph(struct ctx *c, const uint8_t *kept, int with_tags, struct
 		uint32_t stamp = (uint32_t)si + 1;
 		int64_t parent = -1;
 		int residual = 0;
-		for (size_t k = s->n_location_id; k-- > 0;) {
+		size_t lo = pd_pprof_stack_lo(c->nodes.loc_prune, c->p, s);
+		for (size_t k = s->n_location_id; k-- > lo;) {
 			int64_t li = pd_pprof_idmap_get(&c->p->locations, s->location_id[k]);
 			uint32_t a = c->nodes.loc_off[li], e = c->nodes.loc_off[li + 1];
 			for (uint32_t f = e; f-- > a;) {

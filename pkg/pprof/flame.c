@@ -74,7 +74,8 @@ int pd_pprof_flame(const struct pd_pprof_profile *p, int idx, struct pd_pprof_fl
 			continue;
 		uint32_t cur = 0;
 		tree[0].total = pd_add64(tree[0].total, w);
-		for (size_t k = s->n_location_id; k-- > 0;) {
+		size_t lo = pd_pprof_stack_lo(nodes.loc_prune, p, s);
+		for (size_t k = s->n_location_id; k-- > lo;) {
 			int64_t li = pd_pprof_idmap_get(&p->locations, s->location_id[k]);
 			uint32_t a = nodes.loc_off[li], e = nodes.loc_off[li + 1];
 			for (uint32_t fr = e; fr-- > a;) {

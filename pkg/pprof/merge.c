@@ -962,5 +962,8 @@ int pd_pprof_diff(const struct pd_pprof_profile *base, const struct pd_pprof_pro
 		pd_pprof_merger_destroy(pm);
 		return rc;
 	}
-	return pd_pprof_merger_finish(pm, out, err);
+	if ((rc = pd_pprof_merger_finish(pm, out, err)))
+		return rc;
+	(*out)->names = p->names; /* its reports name functions as p's do */
+	return 0;
 }

@@ -1,11 +1,15 @@
 /* nodes.c: pprof's function-granularity nodes. Every (location, line) of a profile
- * becomes a node keyed as pprof keys it: by function name; a frame whose function
- * has no name is keyed by its binary (and start line) instead, and is printed as
- * "[binary]" or "<unknown>". Top tables and flame graphs are both built on these. */
+ * becomes a node keyed as pprof keys it: by function name (its report name,
+ * names.c); a frame whose function has no name is keyed by its binary (and start
+ * line) instead, and is printed as "[binary]" or "<unknown>". The frames the
+ * profile's drop_frames prunes are left out here, and pd_pprof_nodes_stack_lo says
+ * where a sample's stack is cut (pd_pprof_stack_lo). Top tables, flame graphs and call graphs are all
+ * built on these. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "pprof_int.h"
+#include "profd/labels.h"
 
 struct keytab {
 	char **keys;
@@ -138,6 +142,54 @@ static int intern(struct keytab *t, struct pd_pprof_nodes *n, size_t *ncap, cons
 	return 0;
 }
 
+/* The function name pprof's Prune matches: a leading '.' (PPC's ELF v1 ABI) and
+ * an argument list left in the name cut off, "(anonymous namespace)" and
+ * "operator()" kept. */
+static size_t prune_name_len(const char **s, size_t n)
+{
+	static const char anon[] = "(anonymous namespace)", call[] = "operator()";
+	if (n && (*s)[0] == '.') {
+		(*s)++;
+		n--;
+	}
+	const char *f = *s;
+	for (size_t i = 0; i < n;) {
+		if (n - i >= sizeof(anon) - 1 && memcmp(f + i, anon, sizeof(anon) - 1) == 0)
+			i += sizeof(anon) - 1;
+		else if (n - i >= sizeof(call) - 1 && memcmp(f + i, call, sizeof(call) - 1) == 0)
+			i += sizeof(call) - 1;
+		else if (f[i] == '(')
+			return i;
+		else
+			i++;
+	}
+	return n;
+}
+
+/* pprof's regexp.Compile("^(" + re + ")$"): a regex that compiles alone, fully
+ * anchored, '.' not matching a newline. NULL when it does not compile. */
+static struct pd_labels_regex *prune_regex(const struct pd_pprof_profile *p, int64_t si)
+{
+	const char *re = pd_pprof_str(p, si);
+	size_t len = pd_pprof_str_len(p, si);
+	struct pd_labels_regex *rx = NULL;
+	struct pd_err e = {0};
+	if (pd_labels_regex_compile(&rx, re, len, 0, 0, &e))
+		return NULL;
+	pd_labels_regex_destroy(rx);
+	rx = NULL;
+	char *w = malloc(len + 8);
+	if (!w)
+		return NULL;
+	memcpy(w, "(?-s:", 5);
+	memcpy(w + 5, re, len);
+	w[5 + len] = ')';
+	if (pd_labels_regex_compile(&rx, w, len + 6, 0, 0, &e))
+		rx = NULL;
+	free(w);
+	return rx;
+}
+
 int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes *n,
 			 struct pd_err *err)
 {
@@ -145,19 +197,42 @@ int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes
 	struct keytab t = {0};
 	size_t ncap = 0, total = 0;
 	uint32_t *fn_node = NULL;
+	char **fn_own = NULL;        /* report names made (pd_pprof_report_name) */
+	const char **fn_name = NULL; /* each function's report name, borrowed or made */
+	size_t *fn_nlen = NULL;
+	uint8_t *fn_drop = NULL; /* 0 not known yet, 1 dropped, 2 kept */
+	struct pd_labels_regex *drop = NULL, *keep = NULL;
 	char *kbuf = NULL;
 	size_t kcap = 0;
 	int rc = 0;
+	enum pd_pprof_names mode = (enum pd_pprof_names)p->names;
 
 	memset(n, 0, sizeof(*n));
+	if (pb->drop_frames && pd_pprof_str_len(p, pb->drop_frames)) {
+		/* a regex that does not compile prunes nothing, as pprof ignores it */
+		drop = prune_regex(p, pb->drop_frames);
+		if (drop && pb->keep_frames && pd_pprof_str_len(p, pb->keep_frames) &&
+		    !(keep = prune_regex(p, pb->keep_frames))) {
+			pd_labels_regex_destroy(drop);
+			drop = NULL;
+		}
+	}
 	for (size_t i = 0; i < pb->n_location; i++)
 		total += pb->location[i]->n_line ? pb->location[i]->n_line : 1;
+	size_t nf = pb->n_function ? pb->n_function : 1;
 	n->loc_off = malloc((pb->n_location + 1) * sizeof(*n->loc_off));
 	n->loc_node = malloc((total ? total : 1) * sizeof(*n->loc_node));
-	fn_node = malloc((pb->n_function ? pb->n_function : 1) * sizeof(*fn_node));
-	if (!n->loc_off || !n->loc_node || !fn_node || total > UINT32_MAX)
+	fn_node = malloc(nf * sizeof(*fn_node));
+	fn_name = calloc(nf, sizeof(*fn_name));
+	fn_own = calloc(nf, sizeof(*fn_own));
+	fn_nlen = calloc(nf, sizeof(*fn_nlen));
+	fn_drop = drop ? calloc(nf, 1) : NULL;
+	if (drop)
+		n->loc_prune = calloc(pb->n_location ? pb->n_location : 1, 1);
+	if (!n->loc_off || !n->loc_node || !fn_node || !fn_name || !fn_own || !fn_nlen ||
+	    (drop && (!fn_drop || !n->loc_prune)) || total > UINT32_MAX)
 		goto nomem;
-	memset(fn_node, 0xff, (pb->n_function ? pb->n_function : 1) * sizeof(*fn_node));
+	memset(fn_node, 0xff, nf * sizeof(*fn_node));
 
 	uint32_t off = 0;
 	for (size_t i = 0; i < pb->n_location; i++) {
@@ -171,7 +246,49 @@ int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes
 		size_t olen = pd_pprof_str_len(p, objfile_idx);
 		n->loc_off[i] = off;
 		size_t nl = l->n_line ? l->n_line : 1;
-		for (size_t j = 0; j < nl; j++) {
+		/* each function's report name, made once */
+		for (size_t j = 0; j < l->n_line; j++) {
+			int64_t fi = pd_pprof_idmap_get(&p->functions, l->line[j]->function_id);
+			if (fn_name[fi])
+				continue;
+			const pb_function *f = pb->function[fi];
+			const char *nm = pd_pprof_str(p, f->name), *sy = pd_pprof_str(p, f->system_name);
+			size_t nml = pd_pprof_str_len(p, f->name), syl = pd_pprof_str_len(p, f->system_name);
+			if (pd_pprof_name_as_is(nm, nml, sy, syl, mode)) {
+				fn_name[fi] = nm;
+				fn_nlen[fi] = nml;
+				continue;
+			}
+			fn_own[fi] = pd_pprof_report_name(nm, nml, sy, syl, mode, &fn_nlen[fi]);
+			if (!fn_own[fi])
+				goto nomem;
+			fn_name[fi] = fn_own[fi];
+		}
+		/* drop_frames: the outermost matching line, and every line inlined into it */
+		size_t first = 0;
+		if (drop && l->n_line) {
+			size_t j = nl;
+			while (j-- > 0) {
+				int64_t fi = pd_pprof_idmap_get(&p->functions, l->line[j]->function_id);
+				if (!fn_nlen[fi])
+					continue;
+				if (!fn_drop[fi]) {
+					const char *s = fn_name[fi];
+					size_t sl = prune_name_len(&s, fn_nlen[fi]);
+					int d = pd_labels_regex_match(drop, s, sl, NULL, 0) == 1 &&
+					        !(keep && pd_labels_regex_match(keep, s, sl, NULL, 0) == 1);
+					fn_drop[fi] = d ? 1 : 2;
+				}
+				if (fn_drop[fi] == 1)
+					break;
+			}
+			if (j != (size_t)-1) {
+				n->loc_prune[i] = j == nl - 1 ? 2 : 1;
+				if (j < nl - 1)
+					first = j + 1;
+			}
+		}
+		for (size_t j = first; j < nl; j++) {
 			uint32_t node;
 			const char *name = "";
 			size_t nlen = 0;
@@ -179,8 +296,8 @@ int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes
 			int64_t fi = -1;
 			if (l->n_line) {
 				fi = pd_pprof_idmap_get(&p->functions, l->line[j]->function_id);
-				name = pd_pprof_str(p, pb->function[fi]->name);
-				nlen = pd_pprof_str_len(p, pb->function[fi]->name);
+				name = fn_name[fi];
+				nlen = fn_nlen[fi];
 				start_line = pb->function[fi]->start_line;
 				if (nlen && fn_node[fi] != UINT32_MAX) {
 					n->loc_node[off++] = fn_node[fi];
@@ -225,10 +342,40 @@ out:
 	free(t.hashes);
 	free(t.slots);
 	free(fn_node);
+	if (fn_own)
+		for (size_t i = 0; i < nf; i++)
+			free(fn_own[i]);
+	free(fn_own);
+	free(fn_name);
+	free(fn_nlen);
+	free(fn_drop);
+	pd_labels_regex_destroy(drop);
+	pd_labels_regex_destroy(keep);
 	free(kbuf);
 	if (rc)
 		pd_pprof_nodes_fini(n);
 	return rc;
+}
+
+size_t pd_pprof_stack_lo(const uint8_t *loc_prune, const struct pd_pprof_profile *p,
+                         const pb_sample *s)
+{
+	if (!loc_prune)
+		return 0;
+	/* from the root: nothing is cut before the first frame that is kept */
+	int user = 0;
+	for (size_t k = s->n_location_id; k-- > 0;) {
+		int64_t li = pd_pprof_idmap_get(&p->locations, s->location_id[k]);
+		uint8_t pr = loc_prune[li];
+		if (!pr) {
+			user = 1;
+			continue;
+		}
+		if (!user)
+			continue;
+		return pr == 2 ? k + 1 : k;
+	}
+	return 0;
 }
 
 void pd_pprof_nodes_fini(struct pd_pprof_nodes *n)
@@ -239,5 +386,6 @@ void pd_pprof_nodes_fini(struct pd_pprof_nodes *n)
 	free(n->name_len);
 	free(n->loc_off);
 	free(n->loc_node);
+	free(n->loc_prune);
 	memset(n, 0, sizeof(*n));
 }

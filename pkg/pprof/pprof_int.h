@@ -34,6 +34,7 @@ struct pd_pprof_profile {
 	 * bytes, so strlen of string_table[i] (always NUL-terminated) is not it. */
 	size_t *str_len;
 	struct pd_pprof_idmap mappings, locations, functions;
+	uint8_t names; /* enum pd_pprof_names: how reports name functions (names.c) */
 };
 
 /* Returns the index of id in the table, or -1 when absent. */
@@ -145,11 +146,25 @@ struct pd_pprof_nodes {
 	size_t *name_len;       /* its length: a name may hold NUL bytes */
 	uint32_t *loc_off;      /* frames of location i: loc_node[loc_off[i] .. loc_off[i+1]) */
 	uint32_t *loc_node;     /* innermost (inlined callee) first, as Location.line */
+	/* per location, when the profile's drop_frames applies (else NULL): 0 kept,
+	 * 1 a frame of it dropped (loc_off has only the frames its caller side kept),
+	 * 2 its outermost frame dropped (all its frames are in loc_off) */
+	uint8_t *loc_prune;
 };
+
+/* 1 when the report name of a function (pd_pprof_report_name) is its name as it
+ * is, so that no copy need be made. */
+int pd_pprof_name_as_is(const char *name, size_t nlen, const char *system_name, size_t slen,
+                        enum pd_pprof_names mode);
 
 /* Assigns a node to every (location, line) of p. Fills n; free with _fini. */
 int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes *n,
 			 struct pd_err *err);
 void pd_pprof_nodes_fini(struct pd_pprof_nodes *n);
+/* The sample's stack as reports see it, after drop_frames (loc_prune of the
+ * nodes, may be NULL): location_id[lo .. n_location_id) (leaf first), lo
+ * returned; 0 when nothing is pruned. */
+size_t pd_pprof_stack_lo(const uint8_t *loc_prune, const struct pd_pprof_profile *p,
+                         const pb_sample *s);
 
 #endif

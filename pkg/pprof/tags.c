@@ -580,6 +580,8 @@ int pd_pprof_filter_tags(const struct pd_pprof_profile *p,
 	if ((rc = pd_pprof_parts_get(p, &parts, err)))
 		goto out;
 	rc = build_subset(p, &parts, keep, out, err);
+	if (!rc)
+		(*out)->names = p->names; /* its reports name functions as p's do */
 	if (!rc && kept)
 		*kept = nk;
 out:

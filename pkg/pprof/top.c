@@ -14,6 +14,7 @@ struct top_priv {
 	char **names;
 	size_t count;
 	uint32_t *loc_off, *loc_node; /* the nodes' frames (struct pd_pprof_nodes) */
+	uint8_t *loc_prune;
 	int sample_index;
 	size_t all_rows; /* rows before any cut */
 	int64_t flat_sum; /* the signed sum of their flat values */
@@ -68,7 +69,8 @@ int pd_pprof_top(const struct pd_pprof_profile *p, int idx, struct pd_pprof_top 
 		uint32_t stamp = (uint32_t)si + 1;
 		int64_t parent = -1;
 		/* root (last location, last line) to leaf (first location, first line) */
-		for (size_t k = s->n_location_id; k-- > 0;) {
+		size_t lo = pd_pprof_stack_lo(nodes.loc_prune, p, s);
+		for (size_t k = s->n_location_id; k-- > lo;) {
 			int64_t li = pd_pprof_idmap_get(&p->locations, s->location_id[k]);
 			uint32_t a = nodes.loc_off[li], e = nodes.loc_off[li + 1];
 			for (uint32_t f = e; f-- > a;) {
@@ -113,12 +115,14 @@ int pd_pprof_top(const struct pd_pprof_profile *p, int idx, struct pd_pprof_top 
 	priv->count = nodes.count;
 	priv->loc_off = nodes.loc_off;
 	priv->loc_node = nodes.loc_node;
+	priv->loc_prune = nodes.loc_prune;
 	priv->sample_index = idx;
 	priv->all_rows = nrows;
 	for (size_t i = 0; i < nrows; i++)
 		priv->flat_sum = pd_add64(priv->flat_sum, t->rows[i].flat);
 	nodes.names = NULL;
 	nodes.loc_off = nodes.loc_node = NULL;
+	nodes.loc_prune = NULL;
 	nodes.count = 0;
 	t->priv = priv;
 	pd_pprof_nodes_fini(&nodes);
@@ -151,6 +155,7 @@ void pd_pprof_top_destroy(struct pd_pprof_top *t)
 		free(priv->names);
 		free(priv->loc_off);
 		free(priv->loc_node);
+		free(priv->loc_prune);
 		free(priv);
 	}
 	free(t->rows);
@@ -227,7 +232,8 @@ size_t pd_pprof_top_keep(struct pd_pprof_top *t, const struct pd_pprof_profile *
 		int64_t parent = -1;
 		/* root (last location, outermost line) to leaf, over the kept functions:
 		 * a frame is called inlined when it is not its location's outermost line */
-		for (size_t k = s->n_location_id; k-- > 0;) {
+		size_t lo = pd_pprof_stack_lo(priv->loc_prune, p, s);
+		for (size_t k = s->n_location_id; k-- > lo;) {
 			int64_t li = pd_pprof_idmap_get(&p->locations, s->location_id[k]);
 			uint32_t a = priv->loc_off[li], e = priv->loc_off[li + 1];
 			for (uint32_t f = e; f-- > a;) {

@@ -170,7 +170,7 @@ static int64_t die_decl_line(Dwarf_Die *die)
 static int add_frame(struct sym_result *r, const char *sys, const char *plain, const char *file,
                      int64_t line, int64_t start_line)
 {
-	char *dm = sys ? pd_symbolize_demangle(sys) : NULL;
+	char *dm = sys ? pd_pprof_demangle(sys, PD_PPROF_NAMES_DEFAULT) : NULL;
 	const char *name = dm ? dm : sys ? sys : plain;
 	int rc = sym_result_add(r, name ? name : "", sys ? sys : name, file, line, start_line);
 	free(dm);

@@ -56,7 +56,9 @@ def run(args, check=True):
 
 
 def gopprof(*args, check=True):
-    return run(["go", "tool", "pprof", "-symbolize=none"] + list(args), check=check)
+    # -symbolize=remote: no address is symbolized on a file, but names are demangled
+    # and simplified, as by default (and by profd's reports)
+    return run(["go", "tool", "pprof", "-symbolize=remote"] + list(args), check=check)
 
 
 def types_of(raw):

@@ -27,13 +27,15 @@ fail=0
 checked=0
 
 # the pprof binary itself when it is there (the go command's start-up is a good
-# part of the time of a small report, and the test runs a great many), else go tool pprof
+# part of the time of a small report, and the test runs a great many), else go tool pprof.
+# -symbolize=remote: on a file no address is symbolized, but names are demangled and
+# simplified, as by default (and by profd)
 pprof_bin=$(go env GOTOOLDIR)/pprof
 gopprof() {
 	if [ -x "$pprof_bin" ]; then
-		(cd "$tmp" && "$pprof_bin" -symbolize=none "$@")
+		(cd "$tmp" && "$pprof_bin" -symbolize=remote "$@")
 	else
-		(cd "$tmp" && go tool pprof -symbolize=none "$@")
+		(cd "$tmp" && go tool pprof -symbolize=remote "$@")
 	fi
 }
 

@@ -805,10 +805,29 @@ static void check_nul_top(const struct pd_pprof_profile *p, int64_t times)
 	pd_pprof_top_destroy(t);
 }
 
+/* The names as stored (--symbolize=none); by default the 256-byte name, which
+ * holds "::" and brackets, is simplified as go tool pprof simplifies it: without
+ * its "()" and "<=>" groups (its NUL and what follows stay). */
 static void test_nul_strings_top(void **state)
 {
 	struct pd_pprof_profile *p = load(NUL_PB);
+	pd_pprof_set_names(p, PD_PPROF_NAMES_RAW);
 	check_nul_top(p, 1);
+	pd_pprof_set_names(p, PD_PPROF_NAMES_DEFAULT);
+	struct pd_pprof_top *t = NULL;
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_top(p, 1, &t, &err), 0);
+	char simple[256];
+	size_t n = 0;
+	for (int c = 0; c < 256; c++)
+		if (!strchr("()<=>", c) || c == 0)
+			simple[n++] = (char)c;
+	assert_int_equal(n, 251);
+	const struct pd_pprof_top_row *all = top_row_n(t, simple, n);
+	assert_non_null(all);
+	assert_int_equal(all->flat, 70000000);
+	assert_null(top_row_n(t, all_bytes, 256));
+	pd_pprof_top_destroy(t);
 	pd_pprof_destroy(p);
 	(void)state;
 }
@@ -821,9 +840,11 @@ static void test_nul_strings_merge(void **state)
 	struct pd_pprof_profile *base = load(P("edge/unpacked.pb"));
 	const struct pd_pprof_profile *two[2] = {p, p};
 	struct pd_err err = {0};
+	pd_pprof_set_names(p, PD_PPROF_NAMES_RAW); /* names as stored; the diff's too */
 	assert_int_equal(pd_pprof_merge(two, 2, &m, &err), 0);
 	assert_int_equal(pd_pprof_function_count(m), 8);
 	assert_nul_strings(m);
+	pd_pprof_set_names(m, PD_PPROF_NAMES_RAW);
 	check_nul_top(m, 2);
 	assert_int_equal(pd_pprof_diff(base, p, &d, &err), 0);
 	assert_nul_strings(d);
@@ -853,6 +874,7 @@ static int has_bytes(const struct pd_buf *b, const char *s, size_t len)
 static void test_nul_strings_reports(void **state)
 {
 	struct pd_pprof_profile *p = load(NUL_PB);
+	pd_pprof_set_names(p, PD_PPROF_NAMES_RAW); /* the names as stored */
 	struct pd_pprof_flame *f = NULL;
 	struct pd_err err = {0};
 	struct pd_buf b;
