@@ -30,7 +30,8 @@ static void usage(FILE *f)
 		"\n"
 		"flags:\n"
 		"  --sample-index=N|NAME  sample type by index or name (default: the profile's\n"
-		"                         default_sample_type, else the last type)\n"
+		"                         default_sample_type, else the last type); top: \"all\"\n"
+		"                         prints the table of every type in turn\n"
 		"  --nodecount=N          top: show at most N rows (default, and 0: all); dot: keep at\n"
 		"                         most N nodes (default 80, 0 keeps all)\n"
 		"  --nodefraction=F       top, dot: hide nodes whose cum is below F of the total\n"
@@ -319,6 +320,30 @@ out:
 	return rc;
 }
 
+/* --sample-index=all: the top of every sample type, one after the other, each
+ * after a line "==> sample type N: TYPE/UNIT <==" */
+static int cmd_top_all(struct opts *o)
+{
+	struct pd_pprof_profile *p = NULL;
+	char idx[32];
+	int rc = 1;
+	if (load(o, &p))
+		return 1;
+	size_t n = pd_pprof_sample_type_count(p);
+	for (size_t i = 0; i < n; i++) {
+		printf("==> sample type %zu: %s/%s <==\n", i, pd_pprof_sample_type(p, i),
+		       pd_pprof_sample_unit(p, i));
+		fflush(stdout);
+		snprintf(idx, sizeof(idx), "%zu", i);
+		o->sample_index = idx;
+		if ((rc = cmd_top(o)))
+			break;
+	}
+	o->sample_index = "all";
+	pd_pprof_destroy(p);
+	return rc;
+}
+
 static int cmd_flame(struct opts *o)
 {
 	struct pd_pprof_profile *p = NULL;
@@ -520,7 +545,9 @@ int pd_cmd_pprof(int argc, char **argv)
 		        : strcmp(sub, "diff") == 0     ? " (diff takes BASE as its first file)"
 		                                       : "");
 		rc = 2;
-	} else if (strcmp(sub, "top") == 0)
+	} else if (strcmp(sub, "top") == 0 && o.sample_index && strcmp(o.sample_index, "all") == 0)
+		rc = cmd_top_all(&o);
+	else if (strcmp(sub, "top") == 0)
 		rc = cmd_top(&o);
 	else if (strcmp(sub, "flame") == 0)
 		rc = cmd_flame(&o);
