@@ -92,7 +92,7 @@ check_file() {
 	printf '%s\t%s\n' "$f" "$w" >"$w/valid"
 	"$profd" pprof top --sample-index=all --format=tsv "$f" >"$w/tsv"
 	local line cmds='' i=0 t
-	line=$(sed -n '/^Samples:/{n;p;q}' "$w/raw")
+	line=$(sed -n '/^Samples:/{n;p;q}' "$w/raw" | tr -d '\000')
 	for t in $line; do
 		t=${t%\[dflt\]}
 		cmds+="nodefraction=0.005"$'\n'"unit=minimum"$'\n'"nodecount=0"$'\n'"sample_index=$i"$'\n'"top"$'\n'
