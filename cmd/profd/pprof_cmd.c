@@ -30,13 +30,16 @@ static void usage(FILE *f)
 		"\n"
 		"flags:\n"
 		"  --sample-index=N|NAME  sample type by index or name (default: the profile's\n"
-		"                         default_sample_type, else the last type)\n"
+		"                         default_sample_type, else the last type); top: \"all\"\n"
+		"                         prints the table of every type in turn\n"
 		"  --nodecount=N          top: show at most N rows (default, and 0: all); dot: keep at\n"
 		"                         most N nodes (default 80, 0 keeps all)\n"
 		"  --nodefraction=F       top, dot: hide nodes whose cum is below F of the total\n"
 		"                         (default 0.005; tsv output shows every row)\n"
 		"  --edgefraction=F       top, dot: hide edges below F of the total (default 0.001)\n"
-		"  --diff-base=FILE       dot: graph FILE... minus this base, as -diff_base\n"
+		"  --diff-base=FILE       top, flame, folded, dot, merge: FILE... minus this base, as\n"
+		"                         go tool pprof -diff_base (repeatable: the bases are added\n"
+		"                         up; percentages are of the base's total)\n"
 		"  --format=text|tsv      top: tsv prints name<TAB>flat<TAB>cum in raw units, every\n"
 		"                         function, no cut\n"
 		"  --min-total=N          flame: leave out nodes whose total is below N (default 0)\n"
@@ -54,7 +57,8 @@ struct opts {
 	const char *sample_index;
 	long nodecount;
 	double nodefraction, edgefraction;
-	const char *diff_base;
+	const char **bases; /* --diff-base files, in order */
+	int nbases;
 	int tsv;
 	long long min_total;
 	enum pd_pprof_names names;
@@ -85,7 +89,8 @@ static int parse(int argc, char **argv, struct opts *o)
 	o->nodefraction = 0.005;
 	o->edgefraction = 0.001;
 	o->files = calloc((size_t)argc + 1, sizeof(char *));
-	if (!o->files)
+	o->bases = calloc((size_t)argc + 1, sizeof(char *));
+	if (!o->files || !o->bases)
 		return -1;
 	for (int i = 0; i < argc; i++) {
 		char *a = argv[i];
@@ -144,7 +149,7 @@ static int parse(int argc, char **argv, struct opts *o)
 				return -1;
 			}
 		} else if (strcmp(name, "--diff-base") == 0) {
-			o->diff_base = v;
+			o->bases[o->nbases++] = v;
 		} else if (strcmp(name, "--format") == 0) {
 			if (strcmp(v, "tsv") == 0)
 				o->tsv = 1;
@@ -196,7 +201,7 @@ static int load(struct opts *o, struct pd_pprof_profile **out)
 	struct pd_err err = {0};
 	struct pd_pprof_merger *m = NULL;
 	int rc;
-	if (o->nfiles == 1) {
+	if (o->nfiles == 1 && o->nbases == 0) {
 		if ((rc = pd_pprof_read_file(out, o->files[0], &o->dec, &err)))
 			fprintf(stderr, "profd pprof: %s\n", err.msg);
 		else
@@ -207,17 +212,21 @@ static int load(struct opts *o, struct pd_pprof_profile **out)
 		fprintf(stderr, "profd pprof: %s\n", err.msg);
 		return rc;
 	}
-	for (int i = 0; i < o->nfiles; i++) {
+	/* then the --diff-base files: negated, labelled pprof::base=true (-diff_base) */
+	for (int i = 0; i < o->nfiles + o->nbases; i++) {
 		struct pd_pprof_profile *p;
-		if ((rc = pd_pprof_read_file(&p, o->files[i], &o->dec, &err))) {
+		const char *f = i < o->nfiles ? o->files[i] : o->bases[i - o->nfiles];
+		if ((rc = pd_pprof_read_file(&p, f, &o->dec, &err))) {
 			fprintf(stderr, "profd pprof: %s\n", err.msg);
 			pd_pprof_merger_destroy(m);
 			return rc;
 		}
-		rc = pd_pprof_merger_add(m, p, &err);
+		rc = i < o->nfiles ? pd_pprof_merger_add(m, p, &err)
+		                   : pd_pprof_merger_add_base(m, p, &err);
 		pd_pprof_destroy(p);
 		if (rc) {
-			fprintf(stderr, "profd pprof: merging %s: %s\n", o->files[i], err.msg);
+			fprintf(stderr, "profd pprof: %s %s: %s\n",
+			        i < o->nfiles ? "merging" : "diffing against", f, err.msg);
 			pd_pprof_merger_destroy(m);
 			return rc;
 		}
@@ -321,6 +330,30 @@ static int cmd_top(struct opts *o)
 	rc = 0;
 out:
 	pd_pprof_top_destroy(t);
+	pd_pprof_destroy(p);
+	return rc;
+}
+
+/* --sample-index=all: the top of every sample type, one after the other, each
+ * after a line "==> sample type N: TYPE/UNIT <==" */
+static int cmd_top_all(struct opts *o)
+{
+	struct pd_pprof_profile *p = NULL;
+	char idx[32];
+	int rc = 1;
+	if (load(o, &p))
+		return 1;
+	size_t n = pd_pprof_sample_type_count(p);
+	for (size_t i = 0; i < n; i++) {
+		printf("==> sample type %zu: %s/%s <==\n", i, pd_pprof_sample_type(p, i),
+		       pd_pprof_sample_unit(p, i));
+		fflush(stdout);
+		snprintf(idx, sizeof(idx), "%zu", i);
+		o->sample_index = idx;
+		if ((rc = cmd_top(o)))
+			break;
+	}
+	o->sample_index = "all";
 	pd_pprof_destroy(p);
 	return rc;
 }
@@ -432,7 +465,7 @@ out:
 
 static int cmd_dot(struct opts *o)
 {
-	struct pd_pprof_profile *p = NULL, *base = NULL, *d = NULL;
+	struct pd_pprof_profile *p = NULL;
 	struct pd_pprof_graph *g = NULL;
 	struct pd_err err = {0};
 	struct pd_buf b;
@@ -440,16 +473,6 @@ static int cmd_dot(struct opts *o)
 	pd_buf_init(&b, 0);
 	if (load(o, &p))
 		goto out;
-	if (o->diff_base) {
-		if (pd_pprof_read_file(&base, o->diff_base, &o->dec, &err) ||
-		    pd_pprof_diff(base, p, &d, &err)) {
-			fprintf(stderr, "profd pprof: diff: %s\n", err.msg);
-			goto out;
-		}
-		pd_pprof_destroy(p);
-		p = d;
-		d = NULL;
-	}
 	if (choose_index(p, o->sample_index, &idx))
 		goto out;
 	struct pd_pprof_graph_opts go = {
@@ -482,8 +505,6 @@ static int cmd_dot(struct opts *o)
 out:
 	pd_buf_fini(&b);
 	pd_pprof_graph_destroy(g);
-	pd_pprof_destroy(base);
-	pd_pprof_destroy(d);
 	pd_pprof_destroy(p);
 	return rc;
 }
@@ -521,14 +542,26 @@ int pd_cmd_pprof(int argc, char **argv)
 	const char *sub = argv[1];
 	if (parse(argc - 2, argv + 2, &o)) {
 		free(o.files);
+		free(o.bases);
 		return 2;
 	}
 	if (o.nfiles == 0) {
 		fprintf(stderr, "profd pprof %s: no input files\n", sub);
 		free(o.files);
+		free(o.bases);
 		return 2;
 	}
-	if (strcmp(sub, "top") == 0)
+	if (o.nbases && (strcmp(sub, "speedscope") == 0 || strcmp(sub, "diff") == 0 ||
+	                 strcmp(sub, "validate") == 0)) {
+		/* never ignored: a report that cannot show a difference refuses it */
+		fprintf(stderr, "profd pprof %s: --diff-base is not supported here%s\n", sub,
+		        strcmp(sub, "speedscope") == 0 ? " (speedscope weights cannot be negative)"
+		        : strcmp(sub, "diff") == 0     ? " (diff takes BASE as its first file)"
+		                                       : "");
+		rc = 2;
+	} else if (strcmp(sub, "top") == 0 && o.sample_index && strcmp(o.sample_index, "all") == 0)
+		rc = cmd_top_all(&o);
+	else if (strcmp(sub, "top") == 0)
 		rc = cmd_top(&o);
 	else if (strcmp(sub, "flame") == 0)
 		rc = cmd_flame(&o);
@@ -550,5 +583,6 @@ int pd_cmd_pprof(int argc, char **argv)
 		rc = 2;
 	}
 	free(o.files);
+	free(o.bases);
 	return rc;
 }

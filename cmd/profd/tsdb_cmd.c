@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -19,9 +20,12 @@ static void usage(FILE *f)
 	    "usage: profd tsdb <subcommand> [flags] ...\n"
 	    "\n"
 	    "subcommands:\n"
-	    "  import --storage.tsdb.path=DIR --labels='heap{job=\"x\"}' FILE...\n"
+	    "  import --storage.tsdb.path=DIR --labels='heap{job=\"x\"}' [--time=T] FILE...\n"
 	    "        append each profile at its time_nanos and write the result as blocks\n"
-	    "        (no WAL is left behind); a profile whose time the series already\n"
+	    "        (no WAL is left behind); with --time, the i-th file named (from 0) at\n"
+	    "        T + i ms instead; a profile without time_nanos (legacy ones) at its\n"
+	    "        file's modification time, or 1 ms after the previous such file named\n"
+	    "        if that is not later; a profile whose time the series already\n"
 	    "        holds (in the store, or earlier in the input) is skipped and counted;\n"
 	    "        on a terminal, progress is shown on stderr\n"
 	    "  check DIR\n"
@@ -205,6 +209,45 @@ static int has_time(const int64_t *ts, size_t n, int64_t t)
 	return lo < n && ts[lo] == t;
 }
 
+static int parse_time_flag(const char *flag, const char *v, int64_t def, int64_t *out);
+
+/* The time of the i-th file named (docs/storage.md, "Times of imported profiles"):
+ * with --time, T plus i ms for every file; else its time_nanos (*t on entry);
+ * else its modification time, but after the previous file without a time
+ * (*prev_untimed), so that such files keep the order they were named in. */
+static int import_time(const struct args *a, int i, int64_t flag_t, int64_t *prev_untimed,
+                       int64_t *t)
+{
+	const char *f = a->pos[i];
+	if (a->time) {
+		*t = flag_t + i;
+		return 0;
+	}
+	if (*t)
+		return 0;
+	struct stat st;
+	struct timespec now;
+	if (strcmp(f, "-") != 0 && stat(f, &st) == 0) {
+		*t = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+	} else if (strcmp(f, "-") == 0 && clock_gettime(CLOCK_REALTIME, &now) == 0) {
+		*t = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	} else {
+		fprintf(stderr,
+		        "profd tsdb import: %s: the profile has no time_nanos, and the "
+		        "file's modification time cannot be read: give --time\n",
+		        f);
+		return -1;
+	}
+	if (*prev_untimed != INT64_MIN && *t <= *prev_untimed)
+		*t = *prev_untimed + 1;
+	*prev_untimed = *t;
+	char ts[64];
+	pd_time_format(*t, ts, sizeof(ts));
+	printf("%s: no time_nanos: at %s (%s)\n", f, ts,
+	       strcmp(f, "-") == 0 ? "the time it was read" : "the file's modification time");
+	return 0;
+}
+
 static int cmd_import(struct args *a)
 {
 	struct progress pr = {isatty(2), 0};
@@ -226,6 +269,9 @@ static int cmd_import(struct args *a)
 				"heap{job=\"x\"}\n");
 		goto out;
 	}
+	int64_t flag_t = 0, prev_untimed = INT64_MIN;
+	if (a->time && parse_time_flag("--time", a->time, 0, &flag_t))
+		goto out;
 	items = calloc((size_t)a->npos, sizeof(*items));
 	if (!items)
 		goto out;
@@ -233,22 +279,35 @@ static int cmd_import(struct args *a)
 		uint8_t *buf;
 		size_t len;
 		struct pd_pprof_profile *p;
+		int legacy = 0;
+		struct pd_pprof_decode_opts dopts = {.legacy = &legacy};
 		progress(&pr, "reading", i, a->npos, 0);
 		items[i].file = a->pos[i];
 		if (pd_file_read(a->pos[i], PD_PPROF_DEFAULT_MAX_DECOMPRESSED, &buf, &len, &err) ||
-		    pd_pprof_decode(&p, buf, len, NULL, &err)) {
+		    pd_pprof_decode(&p, buf, len, &dopts, &err)) {
 			fprintf(stderr, "profd tsdb import: %s: %s\n", a->pos[i], err.msg);
 			if (buf)
 				free(buf);
 			goto out;
 		}
 		items[i].t = pd_pprof_time_nanos(p) / 1000000;
-		pd_pprof_destroy(p);
-		if (!items[i].t) {
-			fprintf(stderr, "profd tsdb import: %s: the profile has no time_nanos\n", a->pos[i]);
+		if (import_time(a, i, flag_t, &prev_untimed, &items[i].t)) {
+			pd_pprof_destroy(p);
 			free(buf);
 			goto out;
 		}
+		if (legacy) {
+			/* a legacy format: stored as its conversion, as a push is */
+			free(buf);
+			int erc = pd_pprof_encode(p, 0, &items[i].raw, &items[i].len, &err);
+			pd_pprof_destroy(p);
+			if (erc) {
+				fprintf(stderr, "profd tsdb import: %s: %s\n", a->pos[i], err.msg);
+				goto out;
+			}
+			continue;
+		}
+		pd_pprof_destroy(p);
 		/* stored as the validated, uncompressed protobuf the target served */
 		if (pd_gzip_is(buf, len)) {
 			if (pd_gunzip(buf, len, PD_PPROF_DEFAULT_MAX_DECOMPRESSED, &items[i].raw, &items[i].len,

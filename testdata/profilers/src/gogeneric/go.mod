@@ -1,0 +1,3 @@
+module example.com/gogeneric
+
+go 1.19
