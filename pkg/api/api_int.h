@@ -488,6 +488,8 @@ void api_push_v1(struct api_req *r, struct api_resp *w);
 void api_otlp(struct api_req *r, struct api_resp *w);
 /* Pyroscope's query API, querier.v1.QuerierService (querier.c). */
 void api_querier(struct api_req *r, struct api_resp *w);
+/* Its HTTP render API, /pyroscope/render and /pyroscope/render-diff (querier_render.c). */
+void api_render(struct api_req *r, struct api_resp *w);
 /* The API_INGEST_EP_* of a handler, or -1 for the others. */
 int api_ingest_endpoint(int handler);
 /* An answer to a push refused before its handler ran (body size, busy, disabled),
