@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "querier_int.h"
+#include "api_int.h"
 
 #define ATTIME_MAX_LEN 64
 /* The largest offset taken, in seconds (about 3,000 years). */
@@ -78,7 +78,7 @@ static int64_t unit_seconds(const char *u, size_t n)
 	return 0;
 }
 
-int querier_attime_parse(const char *in, int64_t now_ms, int64_t *out_ms, char *msg, size_t msz)
+int api_attime_parse(const char *in, int64_t now_ms, int64_t *out_ms, char *msg, size_t msz)
 {
 	char s[ATTIME_MAX_LEN + 1];
 	size_t n = 0, inlen = strlen(in);

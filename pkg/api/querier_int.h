@@ -100,13 +100,6 @@ int querier_merge(struct qcall *c, const char *selector, const struct qtype *t, 
 /* The index of t's sample type (and unit, when t has one) in p, or -1. */
 int querier_type_index(const struct pd_pprof_profile *p, const struct qtype *t);
 
-/* ---- the render API (querier_render.c, attime.c) --------------------------------- */
-
-/* Parses a time of the render API (from=, until=): Unix seconds, milliseconds,
- * microseconds or nanoseconds by the number of digits, YYYYMMDD, now and
- * now-<offset> (docs/grafana.md). 0 with *out_ms; -1 with a message in msg. */
-int querier_attime_parse(const char *s, int64_t now_ms, int64_t *out_ms, char *msg, size_t msz);
-
 /* ---- methods ----------------------------------------------------------------- */
 
 void querier_profile_types(struct qcall *c, const ProtobufCMessage *req);

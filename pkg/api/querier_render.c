@@ -115,7 +115,7 @@ static int parse_time(struct qcall *c, const char *name, int64_t *out)
 	*out = c->r->now_ms;
 	if (!v || !*v)
 		return 0;
-	if (querier_attime_parse(v, c->r->now_ms, out, msg, sizeof msg)) {
+	if (api_attime_parse(v, c->r->now_ms, out, msg, sizeof msg)) {
 		querier_fail(c, "invalid_argument", "failed to parse \"%s\": %s", name, msg);
 		return -1;
 	}
