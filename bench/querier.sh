@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# bench/querier.sh: Pyroscope's query API against profd's own merge API and
+# `go tool pprof`, on the same profiles: N heap and N CPU profiles (default
+# 1,000 each) of one series each, pushed into a fresh Release profd; then, per
+# type, SelectMergeStacktraces (protobuf, as Grafana calls it; a flame graph of
+# every profile) beside /api/v1/query?mode=merge with report=flamegraph and
+# report=proto over the same range, and `go tool pprof -proto` merging the same
+# files. Times are wall-clock (curl's time_total; the median of BENCH_RUNS,
+# default 5, after a warm-up); the ratios are SelectMergeStacktraces against each
+# reference, with the aims: within 1.2x of the merge API, 10x faster than go
+# tool pprof. Before timing, the flame graph's total is checked against
+# report=flamegraph's and the pprof merge's. Two workloads: the demo program
+# (examples/demo-go, a busy Go program) and Debian's Prometheus scraping itself
+# under a stream of queries, each captured once with bench/capture.sh into
+# BUILD/bench-corpus/ (N seconds each: about 17 minutes for 1,000).
+#
+# usage: bench/querier.sh PROFD_BUILD_DIR
+#
+# Environment:
+#   BENCH_N=N        profiles per type (default 1000)
+#   BENCH_RUNS=R     timed runs of each call (default 5)
+#   PD_QCORPORA="A B"  corpus folders (<type>/<n>.pb.gz) instead of the two captured
+#   GO=go            the go command whose `go tool pprof` is the reference
+set -euo pipefail
+
+if [ $# -ne 1 ]; then
+	echo "usage: $0 PROFD_BUILD_DIR" >&2
+	exit 2
+fi
+build=$(realpath "$1")
+repo=$(cd "$(dirname "$0")/.." && pwd)
+profd=$build/profd
+n=${BENCH_N:-1000}
+runs=${BENCH_RUNS:-5}
+go=${GO:-go}
+
+die() {
+	echo "bench: $*" >&2
+	exit 1
+}
+[ -x "$profd" ] || die "$profd not found: build the profd target"
+command -v "$go" >/dev/null || die "'$go' not found: the reference is go tool pprof (Debian golang-go)"
+command -v python3 >/dev/null || die "python3 is needed to write the protobuf request"
+type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+[ "$type" = Release ] || echo "bench: warning: $build is a '${type:-unknown}' build; measure a Release build" >&2
+
+tmp=$(mktemp -d "$build/querier-bench.XXXXXX")
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Prometheus scraping itself every second, its own API queried in a loop: a
+# second busy Go program, captured like the demo
+capture_prometheus() { # capture_prometheus DIR
+	command -v prometheus >/dev/null || die "prometheus not found (Debian package prometheus)"
+	local d=$tmp/prom port
+	mkdir -p "$d"
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	printf 'global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: self\n    static_configs:\n      - targets: ["127.0.0.1:%s"]\n' \
+		"$port" >"$d/prometheus.yml"
+	prometheus --config.file="$d/prometheus.yml" --storage.tsdb.path="$d/data" \
+		--web.listen-address="127.0.0.1:$port" >"$d/log" 2>&1 &
+	pids+=($!)
+	local deadline=$((SECONDS + 30))
+	until curl -fsS -o /dev/null "http://127.0.0.1:$port/-/ready" 2>/dev/null; do
+		[ $SECONDS -lt $deadline ] || die "prometheus did not become ready: $(tail -5 "$d/log")"
+		sleep 0.2
+	done
+	(
+		while :; do
+			curl -fsS -o /dev/null "http://127.0.0.1:$port/api/v1/query_range" \
+				--data-urlencode 'query=sum by (le) (rate(prometheus_http_request_duration_seconds_bucket[10s]))' \
+				--data-urlencode "start=$(($(date +%s) - 300))" --data-urlencode "end=$(date +%s)" \
+				--data-urlencode step=1 2>/dev/null || true
+		done
+	) &
+	pids+=($!)
+	CAPTURE_N=$n CAPTURE_ADDR=127.0.0.1:$port "$repo/bench/capture.sh" "$1" || die "capturing Prometheus failed"
+}
+
+corpora=()
+if [ -n "${PD_QCORPORA:-}" ]; then
+	read -r -a corpora <<<"$PD_QCORPORA"
+else
+	mkdir -p "$build/bench-corpus"
+	c1=$build/bench-corpus/goapp$n
+	c2=$build/bench-corpus/prometheus$n
+	[ -d "$c1" ] || CAPTURE_N=$n "$repo/bench/capture.sh" "$c1" || die "capturing the demo failed"
+	[ -d "$c2" ] || capture_prometheus "$c2"
+	corpora=("$c1" "$c2")
+fi
+
+log=$tmp/profd.log
+"$profd" run --config.file=/dev/null --storage.tsdb.path="$tmp/data" --web.listen-address=127.0.0.1:0 \
+	--web.enable-lifecycle 2>"$log" &
+pids+=($!)
+api=
+deadline=$((SECONDS + 60))
+while [ -z "$api" ]; do
+	[ $SECONDS -lt $deadline ] || die "profd did not start: $(tail -5 "$log")"
+	p=$(sed -n 's/.*msg="listening" .* port=\([0-9]*\).*/\1/p' "$log" | head -1 || true)
+	[ -n "$p" ] && curl -fsS -o /dev/null "http://127.0.0.1:$p/-/ready" 2>/dev/null && api=http://127.0.0.1:$p
+	sleep 0.2
+done
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+timed() { # timed CURL-ARGS...: the median time_total in ms
+	curl -fsS -o /dev/null "$@" || die "curl $* failed"
+	for ((r = 0; r < runs; r++)); do
+		curl -fsS -o /dev/null -w '%{time_total}\n' "$@"
+	done | median | awk '{ printf "%.1f", $1 * 1000 }'
+}
+
+printf '%-34s %10s %12s %7s %12s %7s %10s %7s\n' case "query API" "merge API" ratio "flamegraph" ratio "pprof" ratio
+printf '%-34s %10s %12s %7s %12s %7s %10s %7s\n' "" "ms" "proto ms" "" "ms" "" "ms" ""
+w=0
+for c in "${corpora[@]}"; do
+	w=$((w + 1))
+	for t in heap cpu; do
+		name=$([ "$t" = cpu ] && echo profile || echo heap)
+		id=$([ "$t" = cpu ] && echo process_cpu:cpu:nanoseconds:cpu:nanoseconds ||
+			echo memory:inuse_space:bytes:space:bytes)
+		svc=w$w$t
+		files=()
+		for ((i = 1; i <= n; i++)); do files+=("$c/$t/$i.pb.gz"); done
+		[ -f "${files[$((n - 1))]}" ] || die "$c/$t has fewer than $n profiles"
+		# one curl pushes them all, a second apart, ending a minute ago
+		t0=$(($(date +%s) - n - 60))
+		: >"$tmp/push.cfg"
+		for ((i = 0; i < n; i++)); do
+			[ "$i" -gt 0 ] && echo next >>"$tmp/push.cfg"
+			printf 'url = "%s/api/v1/profiles?labels=%%7B__name__%%3D%%22%s%%22%%2Cservice_name%%3D%%22%s%%22%%7D&time=%d"\ndata-binary = "@%s"\noutput = "/dev/null"\nfail\nsilent\nshow-error\n' \
+				"$api" "$name" "$svc" $((t0 + i)) "${files[$i]}" >>"$tmp/push.cfg"
+		done
+		curl -K "$tmp/push.cfg" || die "pushing $c/$t failed"
+		start=$(((t0 - 1) * 1000))
+		end=$(((t0 + n) * 1000))
+		python3 - "$id" "{service_name=\"$svc\"}" "$start" "$end" >"$tmp/req.pb" <<'EOF'
+import sys
+def varint(v):
+    out = b""
+    while v >= 0x80:
+        out += bytes([(v & 0x7f) | 0x80]); v >>= 7
+    return out + bytes([v])
+def field(k, wt, payload):
+    return varint(k << 3 | wt) + payload
+id_, sel, start, end = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+msg = field(1, 2, varint(len(id_)) + id_.encode()) + field(2, 2, varint(len(sel)) + sel.encode())
+msg += field(3, 0, varint(start)) + field(4, 0, varint(end))
+sys.stdout.buffer.write(msg)
+EOF
+		q=(-H 'Content-Type: application/proto' --data-binary "@$tmp/req.pb" "$api/querier.v1.QuerierService/SelectMergeStacktraces")
+		m=(-G "$api/api/v1/query" --data-urlencode "query=$name{service_name=\"$svc\"}" --data-urlencode mode=merge
+			--data-urlencode "start=$((start / 1000))" --data-urlencode "end=$((end / 1000))" --data-urlencode "max_profiles=$n")
+		# the same merge: the flame graph's total is the pprof merge's
+		curl -fsS -o "$tmp/fg.json" -H 'Content-Type: application/json' \
+			--data "{\"profileTypeID\":\"$id\",\"labelSelector\":\"{service_name=\\\"$svc\\\"}\",\"start\":\"$start\",\"end\":\"$end\"}" \
+			"$api/querier.v1.QuerierService/SelectMergeStacktraces" || die "SelectMergeStacktraces failed"
+		curl -fsS -o "$tmp/m.pb" "${m[@]}" --data-urlencode report=proto || die "the merge API failed"
+		st=$([ "$t" = cpu ] && echo cpu || echo inuse_space)
+		got=$(jq -r '.flamegraph.total // "0"' "$tmp/fg.json")
+		want=$("$go" tool pprof -raw -sample_index="$st" "$tmp/m.pb" 2>/dev/null |
+			awk '/^Samples:/ { s = 1; next } /^Locations/ { s = 0 } s && /^ *-?[0-9]+/ { split($0, a, ":"); split(a[1], v, " ");
+				for (k = 1; k <= length(v); k++) if (k == ix) tot += v[k] } END { printf "%.0f", tot }' \
+				ix="$("$go" tool pprof -raw "$tmp/m.pb" 2>/dev/null | awk '/^Samples:/ { getline; for (k = 1; k <= NF; k++) if ($k ~ "^" st "/") print k; exit }' st="$st")")
+		[ "$got" = "$want" ] || echo "bench: warning: $t of $c: the flame graph's total $got is not the merge's $want" >&2
+		tq=$(timed "${q[@]}")
+		tm=$(timed "${m[@]}" --data-urlencode report=proto)
+		tf=$(timed "${m[@]}" --data-urlencode report=flamegraph)
+		# go tool pprof merging the same files (one timed run after a warm-up: it is slow)
+		"$go" tool pprof -proto "${files[@]}" >"$tmp/go.pb" 2>/dev/null || die "go tool pprof -proto failed"
+		s0=$EPOCHREALTIME
+		"$go" tool pprof -proto "${files[@]}" >"$tmp/go.pb" 2>/dev/null
+		s1=$EPOCHREALTIME
+		tg=$(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.1f", (b - a) * 1000 }')
+		printf '%-34s %10s %12s %7s %12s %7s %10s %7s\n' "$t x$n $(basename "$c")" "$tq" "$tm" \
+			"$(awk -v a="$tq" -v b="$tm" 'BEGIN { printf "%.2fx", a / b }')" "$tf" \
+			"$(awk -v a="$tq" -v b="$tf" 'BEGIN { printf "%.2fx", a / b }')" "$tg" \
+			"$(awk -v a="$tq" -v b="$tg" 'BEGIN { printf "%.1fx", b / a }')"
+		echo "$t $tq $tm $tf $tg" >>"$tmp/figures"
+	done
+done
+echo
+echo "ratios: query API / merge API (the aim: at most 1.2x, against report=proto and report=flamegraph);"
+echo "        go tool pprof / query API (the aim: at least 10x)"
+awk '{ ok1 = ($2 <= 1.2 * $3 && $2 <= 1.2 * $4) ? "yes" : "no"; ok2 = ($5 >= 10 * $2) ? "yes" : "no";
+	printf "aim %-4s within 1.2x of the merge API: %s; 10x faster than go tool pprof: %s\n", $1, ok1, ok2 }' "$tmp/figures"
