@@ -337,6 +337,45 @@ static int desc_cmp(const void *a, const void *b)
 	return x > y ? -1 : x < y;
 }
 
+/* The value that v[k] would hold were v sorted in descending order (k < n); v is
+ * reordered. Three-way partitions around a median of three, so runs of equal
+ * values cost one pass; a range that shrinks too slowly is sorted instead. */
+static int64_t kth_largest(int64_t *v, size_t n, size_t k)
+{
+	size_t lo = 0, hi = n, rounds = 0;
+	while (hi - lo > 16) {
+		if (++rounds > 64) {
+			qsort(v + lo, hi - lo, sizeof(*v), desc_cmp);
+			return v[k];
+		}
+		int64_t a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi - 1];
+		int64_t pv = a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+		/* [lo, lt) > pv, [lt, i) == pv, (gt, hi) < pv */
+		size_t lt = lo, i = lo, gt = hi;
+		while (i < gt) {
+			if (v[i] > pv) {
+				int64_t t = v[lt];
+				v[lt++] = v[i];
+				v[i++] = t;
+			} else if (v[i] < pv) {
+				int64_t t = v[--gt];
+				v[gt] = v[i];
+				v[i] = t;
+			} else {
+				i++;
+			}
+		}
+		if (k < lt)
+			hi = lt;
+		else if (k >= gt)
+			lo = gt;
+		else
+			return pv;
+	}
+	qsort(v + lo, hi - lo, sizeof(*v), desc_cmp);
+	return v[k];
+}
+
 /* The smallest total a node keeps when at most max_nodes are to be kept, and how
  * many of the nodes of that total may be kept (*ties; SIZE_MAX: all). */
 static int min_value(const struct cnode *root, size_t count, size_t max_nodes, int64_t *out,
@@ -363,12 +402,11 @@ static int min_value(const struct cnode *root, size_t count, size_t max_nodes, i
 			st[ns++] = k;
 		}
 	}
-	qsort(v, n, sizeof(*v), desc_cmp);
-	*out = v[max_nodes - 1];
+	*out = kth_largest(v, n, max_nodes - 1);
 	/* nodes of that total beyond max_nodes go to "other" too, the first kept */
 	size_t above = 0;
-	while (above < n && v[above] > *out)
-		above++;
+	for (size_t i = 0; i < n; i++)
+		above += v[i] > *out;
 	*ties = max_nodes - above;
 	free(v);
 	free(st);
