@@ -180,10 +180,9 @@ EOF
 		curl -fsS -o "$tmp/m.pb" "${m[@]}" --data-urlencode report=proto || die "the merge API failed"
 		st=$([ "$t" = cpu ] && echo cpu || echo inuse_space)
 		got=$(jq -r '.flamegraph.total // "0"' "$tmp/fg.json")
-		want=$("$go" tool pprof -raw -sample_index="$st" "$tmp/m.pb" 2>/dev/null |
-			awk '/^Samples:/ { s = 1; next } /^Locations/ { s = 0 } s && /^ *-?[0-9]+/ { split($0, a, ":"); split(a[1], v, " ");
-				for (k = 1; k <= length(v); k++) if (k == ix) tot += v[k] } END { printf "%.0f", tot }' \
-				ix="$("$go" tool pprof -raw "$tmp/m.pb" 2>/dev/null | awk '/^Samples:/ { getline; for (k = 1; k <= NF; k++) if ($k ~ "^" st "/") print k; exit }' st="$st")")
+		unit=$([ "$t" = cpu ] && echo ns || echo B)
+		want=$("$go" tool pprof -top -nodecount=1 -sample_index="$st" -unit="$unit" "$tmp/m.pb" 2>/dev/null |
+			sed -n "s/.* of \([0-9]*\)$unit total.*/\1/p" | head -1)
 		[ "$got" = "$want" ] || echo "bench: warning: $t of $c: the flame graph's total $got is not the merge's $want" >&2
 		read -r tq cq < <(timed "${q[@]}")
 		read -r tm cm < <(timed "${m[@]}" --data-urlencode report=proto)
