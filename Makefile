@@ -67,6 +67,7 @@ bench:
 	@./bench/tls.sh $(BUILD_REL)/profd
 	@./bench/clickhouse.sh $(BUILD_REL)
 	@./bench/symbolize.sh $(BUILD_REL)
+	@./bench/querier.sh $(BUILD_REL)
 
 clean:
 	rm -rf build

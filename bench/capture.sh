@@ -12,6 +12,8 @@
 #   CAPTURE_INTERVAL=S  seconds between scrape rounds of the non-cpu types
 #                       (default 0.5); cpu is /debug/pprof/profile?seconds=1
 #                       back to back, in parallel, so a capture takes about N s
+#   CAPTURE_ADDR=H:P    scrape the Go program already listening there instead
+#                       of the demo (bench/querier.sh captures Prometheus so)
 #
 # DIR is written only when the capture is complete (it is filled under DIR.part
 # and renamed), so an existing DIR is a whole corpus. Needs go and curl.
@@ -55,14 +57,20 @@ stop() {
 trap stop EXIT
 trap 'exit 130' INT TERM
 
-# built offline from the standard library, as `make demo` builds it
-(cd "$repo/examples/demo-go" && GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local \
-	go build -o "$tmp/demo-go" .) || die "building examples/demo-go failed"
+if [ -n "${CAPTURE_ADDR:-}" ]; then
+	echo "$CAPTURE_ADDR" >"$tmp/addr"
+	sleep infinity &
+	pid=$!
+else
+	# built offline from the standard library, as `make demo` builds it
+	(cd "$repo/examples/demo-go" && GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local \
+		go build -o "$tmp/demo-go" .) || die "building examples/demo-go failed"
 
-# port 0: the kernel picks a free port; the demo writes the bound address to
-# the file once it listens
-"$tmp/demo-go" -addr 127.0.0.1:0 -addr-file "$tmp/addr" >"$tmp/demo.log" 2>&1 &
-pid=$!
+	# port 0: the kernel picks a free port; the demo writes the bound address to
+	# the file once it listens
+	"$tmp/demo-go" -addr 127.0.0.1:0 -addr-file "$tmp/addr" >"$tmp/demo.log" 2>&1 &
+	pid=$!
+fi
 deadline=$((SECONDS + 20))
 addr=""
 while [ $SECONDS -lt $deadline ]; do
@@ -78,7 +86,7 @@ while [ $SECONDS -lt $deadline ]; do
 done
 [ -n "$addr" ] && curl -fsS --max-time 2 -o /dev/null "http://$addr/debug/pprof/" ||
 	die "the demo did not answer on /debug/pprof/ within 20 s"
-log "demo-go on $addr; $n scrapes of ${types[*]} every ${interval}s, and of cpu (1 s each)"
+log "$([ -n "${CAPTURE_ADDR:-}" ] && echo "the Go program" || echo demo-go) on $addr; $n scrapes of ${types[*]} every ${interval}s, and of cpu (1 s each)"
 
 # get PATH FILE: the body of http://$addr/PATH, which must be gzip
 get() {

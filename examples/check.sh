@@ -174,6 +174,15 @@ if command -v promtool >/dev/null; then
 		{ cat "$tmp/promtool.out"; fail "grafana/dashboards/profd-demo.json: a query promtool does not parse"; }
 fi
 echo "check: grafana/: $(wc -l <"$tmp/exprs") dashboard queries"
+# the flame graph dashboard: its panels read the Pyroscope data source of
+# datasource-pyroscope.yml, each query a profile type id of the demo's service
+fdash=$ex/grafana/dashboards/profd-demo-flamegraph.json
+uid=$(sed -n 's/^    uid: //p' "$ex/grafana/datasource-pyroscope.yml")
+jq -e --arg uid "$uid" '[.panels[] | select(.type == "flamegraph")] | length > 0' "$fdash" >/dev/null ||
+	fail "$fdash: no flame graph panel"
+jq -e --arg uid "$uid" '[.panels[].targets[]] | length > 0 and all(.datasource.uid == $uid and
+	(.profileTypeId | test("^[^:]+:[^:]+:[^:]+:[^:]+:[^:]+$")) and .labelSelector == "{service_name=\"demo\"}")' \
+	"$fdash" >/dev/null || fail "$fdash: a query not of the demo's service, of a profile type id, on data source $uid"
 
 if command -v systemd-analyze >/dev/null; then
 	sed "s#/usr/local/bin/profd#$profd#g" "$ex/systemd/profd.service" >"$tmp/profd.service"

@@ -492,6 +492,12 @@ void api_push_v1(struct api_req *r, struct api_resp *w);
 void api_otlp(struct api_req *r, struct api_resp *w);
 /* Pyroscope's query API, querier.v1.QuerierService (querier.c). */
 void api_querier(struct api_req *r, struct api_resp *w);
+/* Its HTTP render API, /pyroscope/render and /pyroscope/render-diff (querier_render.c). */
+void api_render(struct api_req *r, struct api_resp *w);
+/* A time of the render API (from=, until=; attime.c): Unix seconds, ms, us or ns
+ * by the number of digits, YYYYMMDD, now, now-<offset>. 0 with *out_ms; -1 with
+ * a message in msg. */
+int api_attime_parse(const char *s, int64_t now_ms, int64_t *out_ms, char *msg, size_t msz);
 /* The API_INGEST_EP_* of a handler, or -1 for the others. */
 int api_ingest_endpoint(int handler);
 /* An answer to a push refused before its handler ran (body size, busy, disabled),

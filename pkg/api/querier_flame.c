@@ -53,10 +53,8 @@ static int i64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The merge of the profiles of type t that selector picks in [mint, maxt]: *out
- * NULL when there are none. -1 after answering. */
-static int merge_of(struct qcall *c, const char *selector, const struct qtype *t, int64_t mint,
-		    int64_t maxt, struct pd_pprof_profile **out)
+int querier_merge(struct qcall *c, const char *selector, const struct qtype *t, int64_t mint,
+		  int64_t maxt, struct pd_pprof_profile **out)
 {
 	struct pd_api_server *s = c->r->srv;
 	struct qset set;
@@ -130,8 +128,7 @@ out:
 	return ret;
 }
 
-/* The index of sample type t->type in t->unit in p, or -1. */
-static int type_index(const struct pd_pprof_profile *p, const struct qtype *t)
+int querier_type_index(const struct pd_pprof_profile *p, const struct qtype *t)
 {
 	for (size_t i = 0; i < pd_pprof_sample_type_count(p); i++)
 		if (strcmp(pd_pprof_sample_type(p, i), t->type) == 0 &&
@@ -340,6 +337,45 @@ static int desc_cmp(const void *a, const void *b)
 	return x > y ? -1 : x < y;
 }
 
+/* The value that v[k] would hold were v sorted in descending order (k < n); v is
+ * reordered. Three-way partitions around a median of three, so runs of equal
+ * values cost one pass; a range that shrinks too slowly is sorted instead. */
+static int64_t kth_largest(int64_t *v, size_t n, size_t k)
+{
+	size_t lo = 0, hi = n, rounds = 0;
+	while (hi - lo > 16) {
+		if (++rounds > 64) {
+			qsort(v + lo, hi - lo, sizeof(*v), desc_cmp);
+			return v[k];
+		}
+		int64_t a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi - 1];
+		int64_t pv = a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+		/* [lo, lt) > pv, [lt, i) == pv, (gt, hi) < pv */
+		size_t lt = lo, i = lo, gt = hi;
+		while (i < gt) {
+			if (v[i] > pv) {
+				int64_t t = v[lt];
+				v[lt++] = v[i];
+				v[i++] = t;
+			} else if (v[i] < pv) {
+				int64_t t = v[--gt];
+				v[gt] = v[i];
+				v[i] = t;
+			} else {
+				i++;
+			}
+		}
+		if (k < lt)
+			hi = lt;
+		else if (k >= gt)
+			lo = gt;
+		else
+			return pv;
+	}
+	qsort(v + lo, hi - lo, sizeof(*v), desc_cmp);
+	return v[k];
+}
+
 /* The smallest total a node keeps when at most max_nodes are to be kept, and how
  * many of the nodes of that total may be kept (*ties; SIZE_MAX: all). */
 static int min_value(const struct cnode *root, size_t count, size_t max_nodes, int64_t *out,
@@ -366,12 +402,11 @@ static int min_value(const struct cnode *root, size_t count, size_t max_nodes, i
 			st[ns++] = k;
 		}
 	}
-	qsort(v, n, sizeof(*v), desc_cmp);
-	*out = v[max_nodes - 1];
+	*out = kth_largest(v, n, max_nodes - 1);
 	/* nodes of that total beyond max_nodes go to "other" too, the first kept */
 	size_t above = 0;
-	while (above < n && v[above] > *out)
-		above++;
+	for (size_t i = 0; i < n; i++)
+		above += v[i] > *out;
 	*ties = max_nodes - above;
 	free(v);
 	free(st);
@@ -495,6 +530,113 @@ fail:
 	return -1;
 }
 
+/* ---- the tree format ------------------------------------------------------------ */
+
+static int put_uvarint(struct pd_buf *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	size_t n = 0;
+	while (v >= 0x80) {
+		tmp[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	tmp[n++] = (uint8_t)v;
+	return pd_buf_append(b, tmp, n);
+}
+
+static int is_other(const struct cnode *k)
+{
+	return k->name_len == 5 && memcmp(k->name, "other", 5) == 0;
+}
+
+/* k's name sorts before "other" (byte order, a prefix first). */
+static int before_other(const struct cnode *k)
+{
+	size_t n = k->name_len < 5 ? k->name_len : 5;
+	int d = memcmp(k->name, "other", n);
+	return d ? d < 0 : k->name_len < 5;
+}
+
+/* root's tree (left side) in Pyroscope's tree format (its pkg/model tree.go),
+ * appended to b: depth first from a nameless root, each node as uvarint name
+ * length, the name, uvarint self, uvarint number of children, the children
+ * following in reverse order (the last child first). Past max_nodes nodes,
+ * children whose total is below the max_nodes-th largest total are summed into
+ * an "other" child (added to one of that name). Nothing for an empty tree. */
+static int tree_bytes(struct pd_arena *a, const struct cnode *root, size_t count, size_t max_nodes,
+                      struct pd_buf *b)
+{
+	int64_t min_val = 0;
+	size_t ties = 0, n = 0, cap = 256;
+	if (!root->nkids)
+		return 0;
+	if (min_value(root, count, max_nodes, &min_val, &ties))
+		return PD_ENOMEM;
+	const struct cnode **st = malloc(cap * sizeof(*st));
+	if (!st)
+		return PD_ENOMEM;
+	int rc = 0;
+	st[n++] = root;
+	while (n && !rc) {
+		const struct cnode *x = st[--n];
+		size_t len = x == root ? 0 : x->name_len;
+		if ((rc = put_uvarint(b, len)) || (len && (rc = pd_buf_append(b, x->name, len))) ||
+		    (rc = put_uvarint(b, (uint64_t)x->ls)))
+			break;
+		const struct cnode **kept = NULL;
+		size_t nk = 0;
+		int64_t other = 0;
+		if (x->nkids && !(kept = pd_arena_calloc(a, x->nkids + 1, sizeof(*kept)))) {
+			rc = PD_ENOMEM;
+			break;
+		}
+		for (size_t i = 0; i < x->nkids; i++) {
+			const struct cnode *k = &x->kids[i];
+			if (k->lt >= min_val || is_other(k))
+				kept[nk++] = k;
+			else
+				other += k->lt;
+		}
+		if (other > 0) {
+			size_t at = 0;
+			while (at < nk && !is_other(kept[at]) && before_other(kept[at]))
+				at++;
+			struct cnode *o = pd_arena_calloc(a, 1, sizeof(*o));
+			if (!o) {
+				rc = PD_ENOMEM;
+				break;
+			}
+			if (at < nk && is_other(kept[at])) {
+				*o = *kept[at];
+			} else {
+				memmove(kept + at + 1, kept + at, (nk - at) * sizeof(*kept));
+				nk++;
+				o->name = "other";
+				o->name_len = 5;
+			}
+			o->lt += other;
+			o->ls += other;
+			kept[at] = o;
+		}
+		if ((rc = put_uvarint(b, nk)))
+			break;
+		if (n + nk > cap) {
+			size_t nc = (n + nk) * 2;
+			void *ns = realloc(st, nc * sizeof(*st));
+			if (!ns) {
+				rc = PD_ENOMEM;
+				break;
+			}
+			st = ns;
+			cap = nc;
+		}
+		for (size_t i = 0; i < nk; i++)
+			st[n++] = kept[i];
+	}
+	free(st);
+	return rc;
+}
+
 /* max_nodes of a request, defaulted and capped by --query.max-flamegraph-nodes. */
 static size_t max_nodes_of(const struct qcall *c, int64_t asked)
 {
@@ -528,16 +670,11 @@ static int side_load(struct qcall *c, const char *what,
 		querier_fail(c, "invalid_argument", "%s is required", what);
 		return -1;
 	}
-	if (q->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE) {
-		querier_fail(c, "unimplemented",
-			     "format PROFILE_FORMAT_TREE is not served: ask for the flame graph");
-		return -1;
-	}
 	if (querier_type_parse(c, "profile_typeID", q->profile_typeid, &t) ||
 	    querier_range(c, q->start, q->end, &mint, &maxt) ||
-	    merge_of(c, q->label_selector, &t, mint, maxt, &s->p))
+	    querier_merge(c, q->label_selector, &t, mint, maxt, &s->p))
 		return -1;
-	int idx = s->p ? type_index(s->p, &t) : -1;
+	int idx = s->p ? querier_type_index(s->p, &t) : -1;
 	if (idx < 0)
 		return 0;
 	int rc = pd_pprof_flame(s->p, idx, &s->f, &err);
@@ -597,6 +734,25 @@ void querier_select_merge_stacktraces(struct qcall *c, const ProtobufCMessage *r
 		goto out;
 	if (!(g.a = pd_arena_create(0))) {
 		querier_fail(c, "internal", "out of memory");
+		goto out;
+	}
+	if (q->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE) {
+		struct pd_buf tb;
+		pd_buf_init(&tb, 0);
+		size_t count = 0;
+		const struct cnode *root = s.f ? combine(g.a, &s.f->root, NULL, &count) : NULL;
+		if (s.f &&
+		    (!root || tree_bytes(g.a, root, count, max_nodes_of(c, q->max_nodes), &tb))) {
+			pd_buf_fini(&tb);
+			querier_fail(c, "internal", "out of memory building the tree");
+			goto out;
+		}
+		Querier__V1__SelectMergeStacktracesResponse tr =
+		    QUERIER__V1__SELECT_MERGE_STACKTRACES_RESPONSE__INIT;
+		tr.tree.data = tb.data;
+		tr.tree.len = tb.len;
+		querier_reply(c, &tr.base);
+		pd_buf_fini(&tb);
 		goto out;
 	}
 	if (levels_of(c, &g, s.f, NULL, max_nodes_of(c, q->max_nodes)))
@@ -697,9 +853,9 @@ void querier_select_merge_profile(struct qcall *c, const ProtobufCMessage *req)
 	ProtobufCMessage *m = NULL;
 	if (querier_type_parse(c, "profile_typeID", q->profile_typeid, &t) ||
 	    querier_range(c, q->start, q->end, &mint, &maxt) ||
-	    merge_of(c, q->label_selector, &t, mint, maxt, &p))
+	    querier_merge(c, q->label_selector, &t, mint, maxt, &p))
 		goto out;
-	int idx = p ? type_index(p, &t) : -1;
+	int idx = p ? querier_type_index(p, &t) : -1;
 	if (idx >= 0) {
 		int rc = one_type(p, idx, &bytes, &len, &err);
 		if (rc) {

@@ -90,6 +90,16 @@ int querier_range(struct qcall *c, int64_t start, int64_t end, int64_t *mint, in
  * arena, or s itself when it is valid: proto3 strings must be UTF-8. */
 const char *querier_utf8(struct pd_arena *a, const char *s);
 
+/* ---- merges (querier_flame.c) ------------------------------------------------- */
+
+/* The merge of the profiles of type t that selector picks in [mint, maxt]
+ * (within the merge limits, symbolized): *out, the caller's, is NULL when there
+ * are none. -1 after answering. */
+int querier_merge(struct qcall *c, const char *selector, const struct qtype *t, int64_t mint,
+		  int64_t maxt, struct pd_pprof_profile **out);
+/* The index of t's sample type (and unit, when t has one) in p, or -1. */
+int querier_type_index(const struct pd_pprof_profile *p, const struct qtype *t);
+
 /* ---- methods ----------------------------------------------------------------- */
 
 void querier_profile_types(struct qcall *c, const ProtobufCMessage *req);

@@ -146,6 +146,7 @@ static const struct route routes[] = {
     /* Pyroscope's query API (querier.c), for Grafana: a method per path below these */
     {"/querier.v1.QuerierService/", M_POST, H_QUERIER, api_querier, BODY_RAW, 0, "POST"},
     {"/pyroscope/querier.v1.QuerierService/", M_POST, H_QUERIER, api_querier, BODY_RAW, 0, "POST"},
+    {"/pyroscope/render", M_GET | M_HEAD, H_QUERIER, api_render, BODY_NONE, 0, "GET, HEAD"},
     {"/api/v1/admin/tsdb/delete_series", M_POST | M_PUT, H_ADMIN_DELETE_SERIES,
      api_admin_delete_series, BODY_FORM, 1, "POST, PUT"},
     {"/api/v1/admin/tsdb/clean_tombstones", M_POST | M_PUT, H_ADMIN_CLEAN_TOMBSTONES,

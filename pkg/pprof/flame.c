@@ -49,6 +49,8 @@ int pd_pprof_flame(const struct pd_pprof_profile *p, int idx, struct pd_pprof_fl
 	struct tnode *tree = NULL;
 	size_t ntree = 0, tcap = 0;
 	uint32_t *count = NULL, *off = NULL, *order = NULL, *pos = NULL;
+	uint32_t *pnode = NULL, *ptree = NULL; /* the previous sample's path: nodes, tree indices */
+	size_t plen = 0, pcap = 0;
 	struct pd_pprof_flame *f = NULL;
 	struct flame_priv *priv = NULL;
 	int rc;
@@ -73,6 +75,8 @@ int pd_pprof_flame(const struct pd_pprof_profile *p, int idx, struct pd_pprof_fl
 		if (w == 0)
 			continue;
 		uint32_t cur = 0;
+		size_t depth = 0;
+		int same = 1; /* the path so far is the previous sample's */
 		tree[0].total = pd_add64(tree[0].total, w);
 		size_t lo = pd_pprof_stack_lo(nodes.loc_prune, p, s);
 		for (size_t k = s->n_location_id; k-- > lo;) {
@@ -82,7 +86,25 @@ int pd_pprof_flame(const struct pd_pprof_profile *p, int idx, struct pd_pprof_fl
 				uint32_t node = nodes.loc_node[fr];
 				uint64_t key = (((uint64_t)cur << 32) | node) + 1;
 				uint32_t child;
-				if (!pd_u64map_get(&edges, key, &child)) {
+				if (depth == pcap) {
+					size_t nc = pcap ? pcap * 2 : 64;
+					uint32_t *n1 = realloc(pnode, nc * sizeof(*pnode));
+					if (!n1)
+						goto nomem;
+					pnode = n1;
+					uint32_t *n2 = realloc(ptree, nc * sizeof(*ptree));
+					if (!n2)
+						goto nomem;
+					ptree = n2;
+					pcap = nc;
+				}
+				/* samples next to each other often share their outer frames: the
+				 * same path from the root is the same tree node, found without
+				 * a lookup */
+				same = same && depth < plen && pnode[depth] == node;
+				if (same) {
+					child = ptree[depth];
+				} else if (!pd_u64map_get(&edges, key, &child)) {
 					if (ntree == UINT32_MAX)
 						goto nomem;
 					if (ntree == tcap) {
@@ -99,11 +121,17 @@ int pd_pprof_flame(const struct pd_pprof_profile *p, int idx, struct pd_pprof_fl
 				}
 				tree[child].total = pd_add64(tree[child].total, w);
 				cur = child;
+				pnode[depth] = node;
+				ptree[depth++] = child;
 			}
 		}
+		plen = depth;
 		tree[cur].self = pd_add64(tree[cur].self, w);
 	}
 	pd_u64map_fini(&edges);
+	free(pnode);
+	free(ptree);
+	pnode = ptree = NULL;
 
 	/* lay the tree out as nested arrays, children sorted */
 	count = calloc(ntree, sizeof(*count));
@@ -160,6 +188,8 @@ int pd_pprof_flame(const struct pd_pprof_profile *p, int idx, struct pd_pprof_fl
 	return 0;
 nomem:
 	pd_u64map_fini(&edges);
+	free(pnode);
+	free(ptree);
 	pd_pprof_nodes_fini(&nodes);
 	free(tree);
 	free(count);

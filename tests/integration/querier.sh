@@ -100,6 +100,87 @@ jq -c '.[0].points | map([.[0], .[1]])' "$tmp/series.json" >"$tmp/our_points"
 diff "$tmp/prom_points" "$tmp/our_points" >"$tmp/d" ||
 	{ cat "$tmp/d"; fail "SelectSeries differs from /prometheus's sum_over_time"; }
 
+# the render API (/pyroscope/render): Flamebearer JSON of the same merge
+cpu=process_cpu:cpu:nanoseconds:cpu:nanoseconds
+render() { # render OUT QUERY-STRING...: the status
+	local out=$1
+	shift
+	curl -sS -o "$out" -w '%{http_code}' -G "$@" "$api/pyroscope/render"
+}
+fb_selfs() { # the "total N" and "function self" lines of a Flamebearer answer
+	jq -r '.flamebearer as $f | "total \($f.numTicks)",
+		([$f.levels[] | . as $l | range(0; length; 4) | {n: $f.names[$l[. + 3]], s: $l[. + 2]}] |
+		 map(select(.n != "total")) | group_by(.n)[] | {n: .[0].n, s: (map(.s) | add)} |
+		 select(.s != 0) | "\(.n) \(.s)")' "$1" | LC_ALL=C sort
+}
+code=$(render "$tmp/r.json" --data-urlencode "query=$cpu{service_name=\"shop\"}" \
+	--data-urlencode "from=$((start / 1000))" --data-urlencode "until=$((end / 1000))")
+[ "$code" = 200 ] || fail "render answered $code: $(head -c 300 "$tmp/r.json")"
+diff <(fb_selfs "$tmp/r.json") "$tmp/want_shop" >"$tmp/d" ||
+	{ head -20 "$tmp/d"; fail "render's flame graph differs from go tool pprof -top"; }
+jq -e '.version == 1 and .metadata == {"format":"single","spyName":"","sampleRate":1000000000,"units":"samples","name":"cpu"}
+	and .groups == null and .heatmap == null and .timeline.durationDelta == 15
+	and (.timeline.samples | add) == .flamebearer.numTicks' "$tmp/r.json" >/dev/null ||
+	fail "render's metadata or timeline: $(jq -c '.metadata, .timeline.durationDelta, (.timeline.samples | add)' "$tmp/r.json")"
+# the same range in other forms: milliseconds, and now-<offset> (covering every profile)
+code=$(render "$tmp/r2.json" --data-urlencode "query=$cpu{service_name=\"shop\"}" \
+	--data-urlencode "from=$start" --data-urlencode "until=$end")
+[ "$code" = 200 ] && jq -e --slurpfile a "$tmp/r.json" '.flamebearer == $a[0].flamebearer' "$tmp/r2.json" >/dev/null ||
+	fail "render with times in ms differs from the same in seconds"
+code=$(render "$tmp/r2.json" --data-urlencode "name=$cpu{service_name=\"shop\"}" --data-urlencode from=now-1h)
+[ "$code" = 200 ] && jq -e --slurpfile a "$tmp/r.json" '.flamebearer.numTicks == $a[0].flamebearer.numTicks' "$tmp/r2.json" >/dev/null ||
+	fail "render name= from=now-1h: $code $(head -c 300 "$tmp/r2.json")"
+# max-nodes: at most that many nodes besides the root and "other", the total kept
+code=$(render "$tmp/r3.json" --data-urlencode "query=$cpu{}" --data-urlencode from=now-1h --data-urlencode max-nodes=10)
+[ "$code" = 200 ] && jq -e '.flamebearer as $f | ([$f.levels[1:][] | . as $l | range(0; length; 4) |
+	select($f.names[$l[. + 3]] != "other")] | length) <= 10 and ($f.names | index("other")) != null' "$tmp/r3.json" >/dev/null ||
+	fail "render max-nodes=10: $code $(head -c 300 "$tmp/r3.json")"
+# groupBy: one timeline a group, each summing its service's profiles
+code=$(render "$tmp/r4.json" --data-urlencode "query=$cpu{}" --data-urlencode from=now-1h \
+	--data-urlencode groupBy=service_name --data-urlencode aggregation=sum)
+shop_total=$(jq .flamebearer.numTicks "$tmp/r.json")
+[ "$code" = 200 ] && jq -e --argjson shop "$shop_total" '(.groups | keys) == ["scraped","shop"] and
+	(.groups.shop.samples | add) == $shop and (.groups.scraped.samples | add) > 0' "$tmp/r4.json" >/dev/null ||
+	fail "render groupBy=service_name: $code $(jq -c '.groups | map_values(.samples | add)' "$tmp/r4.json" 2>&1 | head -c 300)"
+# format=dot: Graphviz's dot lays it out
+code=$(render "$tmp/r.dot" --data-urlencode "query=$cpu{}" --data-urlencode from=now-1h \
+	--data-urlencode format=dot --data-urlencode max-nodes=8)
+[ "$code" = 200 ] && head -1 "$tmp/r.dot" | grep -q '^digraph' || fail "render format=dot: $code $(head -c 300 "$tmp/r.dot")"
+[ "$(grep -c '^N[0-9]* \[label' "$tmp/r.dot")" -le 8 ] || fail "render format=dot max-nodes=8 drew more nodes"
+if command -v dot >/dev/null; then
+	dot -Tsvg "$tmp/r.dot" >"$tmp/r.svg" 2>"$tmp/dot.err" || fail "dot -Tsvg refused the DOT: $(cat "$tmp/dot.err")"
+	grep -q '<svg' "$tmp/r.svg" || fail "dot -Tsvg drew no SVG"
+fi
+# render-diff: shop against the scraped series, each side its own total
+curl -sS -o "$tmp/d.json" -w '%{http_code}' -G "$api/pyroscope/render-diff" >"$tmp/code" \
+	--data-urlencode "leftQuery=$cpu{service_name=\"shop\"}" --data-urlencode leftFrom=now-1h \
+	--data-urlencode "rightQuery=$cpu{service_name=\"scraped\"}" --data-urlencode rightFrom=now-1h
+scraped_total=$(awk '$1 == "total" { print $2 }' "$tmp/want_scraped")
+[ "$(cat "$tmp/code")" = 200 ] && jq -e --argjson l "$shop_total" --argjson r "$scraped_total" \
+	'.metadata.format == "double" and .leftTicks == $l and .rightTicks == $r and
+	 .flamebearer.numTicks == $l + $r and (.flamebearer.levels[0] | length) == 7' "$tmp/d.json" >/dev/null ||
+	fail "render-diff: $(cat "$tmp/code") $(head -c 300 "$tmp/d.json")"
+# malformed parameters: 400 with Connect's error naming what was wrong
+bad() { # bad WANT-IN-MESSAGE PARAMS...
+	local want=$1
+	shift
+	code=$(render "$tmp/e.json" "$@")
+	[ "$code" = 400 ] && jq -e --arg w "$want" '.code == "invalid_argument" and (.message | contains($w))' "$tmp/e.json" >/dev/null ||
+		fail "render $*: want 400 naming $want, got $code $(head -c 300 "$tmp/e.json")"
+}
+bad '"query" is required' --data-urlencode from=now-1h
+bad 'profile-type selection' --data-urlencode 'query={service_name="shop"}'
+bad 'failed to parse "query"' --data-urlencode "query=$cpu{bad"
+bad '"from"' --data-urlencode "query=$cpu" --data-urlencode from=now-1fortnight
+bad '"until"' --data-urlencode "query=$cpu" --data-urlencode until=yesterday
+bad '"max-nodes"' --data-urlencode "query=$cpu" --data-urlencode max-nodes=ten
+bad '"aggregation"' --data-urlencode "query=$cpu" --data-urlencode aggregation=max
+bad 'longer than the limit' --data-urlencode "query=$cpu" --data-urlencode from=now-1y
+code=$(curl -sS -o "$tmp/e.json" -w '%{http_code}' -G "$api/pyroscope/render-diff" \
+	--data-urlencode "leftQuery=$cpu" --data-urlencode "rightQuery=memory:inuse_space:bytes:space:bytes")
+[ "$code" = 400 ] && jq -e '.message == "profile types must match"' "$tmp/e.json" >/dev/null ||
+	fail "render-diff of two types: $code $(head -c 300 "$tmp/e.json")"
+
 # under /pyroscope/ as well
 code=$(curl -sS -o "$tmp/out" -w '%{http_code}' -H 'Content-Type: application/json' -d '{}' \
 	"$api/pyroscope/querier.v1.QuerierService/ProfileTypes")

@@ -95,6 +95,40 @@ def flame_selfs(fg, diff=False):
     return out
 
 
+def tree_selfs(b):
+    """Per function: its self value summed over a tree in Pyroscope's tree format
+    (depth first from a nameless root: uvarint name length, name, uvarint self,
+    uvarint children count), the total, and the number of named nodes."""
+    pos = 0
+
+    def uvarint():
+        nonlocal pos
+        v, shift = 0, 0
+        while True:
+            c = b[pos]
+            pos += 1
+            v |= (c & 0x7f) << shift
+            shift += 7
+            if c < 0x80:
+                return v
+
+    selfs, total, nodes, pending = {}, 0, 0, 1
+    while pending:
+        pending -= 1
+        n = uvarint()
+        name = b[pos:pos + n].decode()
+        pos += n
+        v = uvarint()
+        pending += uvarint()
+        if name:
+            nodes += 1
+        total += v
+        if v:
+            selfs[name] = selfs.get(name, 0) + v
+    check(pos == len(b), "the tree has %d bytes after its last node" % (len(b) - pos))
+    return selfs, total, nodes
+
+
 def check_levels(fg, what):
     """Every node lies within its level's extent and starts after the previous one."""
     prev_end = []
@@ -107,6 +141,10 @@ def check_levels(fg, what):
             check(v[i + 1] >= v[i + 2] >= 0, "%s: level %d: self above total" % (what, d))
             x += v[i + 1]
         check(x <= fg.total, "%s: level %d is %d wide, the total is %d" % (what, d, x, fg.total))
+
+
+def full_nodes(fg):
+    return sum(len(lv.values) // 4 for lv in fg.levels) - 1
 
 
 def main():
@@ -173,6 +211,19 @@ def main():
         f.write("total %d\n" % fg.total)
         for k in sorted(selfs):
             f.write("%s %d\n" % (k, selfs[k]))
+    # the tree format: the same per-function selfs and total
+    req.format = q.PROFILE_FORMAT_TREE
+    tr = rpc(url, "SelectMergeStacktraces", req, q.SelectMergeStacktracesResponse)
+    check(not tr.HasField("flamegraph"), "PROFILE_FORMAT_TREE answered a flame graph too")
+    tselfs, ttotal, tnodes = tree_selfs(tr.tree)
+    check(tselfs == selfs and ttotal == fg.total,
+          "the tree's selfs or total (%d) differ from the flame graph's (%d)" % (ttotal, fg.total))
+    req.max_nodes = 5
+    tr = rpc(url, "SelectMergeStacktraces", req, q.SelectMergeStacktracesResponse)
+    tselfs, ttotal, tnodes = tree_selfs(tr.tree)
+    check(ttotal == fg.total and "other" in tselfs and tnodes < full_nodes(fg),
+          "a tree of max_nodes 5: total %d (want %d), %d nodes, selfs %r" % (ttotal, fg.total, tnodes, tselfs))
+    req.format = q.PROFILE_FORMAT_UNSPECIFIED
     # max_nodes: at most that many nodes, the rest in "other", the total kept
     req.max_nodes = 5
     small = rpc(url, "SelectMergeStacktraces", req, q.SelectMergeStacktracesResponse).flamegraph

@@ -1234,6 +1234,8 @@ static int decode_profile(const struct v2_tables *t, struct v2_prev *prev, struc
 		if (s > t->nnode)
 			DCORRUPT("a stack id is out of range");
 		stacks[i] = (uint32_t)s;
+		if (want != V2_WANT_PROFILE)
+			continue; /* a view or the state keeps stack ids: no stack is walked */
 		size_t depth = 0;
 		for (uint32_t nd = (uint32_t)s; nd; nd = t->node[nd - 1].parent)
 			depth++;
