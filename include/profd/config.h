@@ -85,7 +85,10 @@ struct pd_scrape_config {
 	int honor_timestamps;   /* default 1; kept for Prometheus compatibility */
 	size_t body_size_limit; /* bytes, 0: no limit; inherited from global when 0 */
 	uint64_t target_limit;  /* targets after relabeling; 0: no limit; inherited
-				 * from global when 0 */
+	                         * from global when 0 */
+	/* the tenant the job's series are stored under with
+	 * --auth.multitenancy-enabled; PD_TENANT_DEFAULT when unset */
+	const char *tenant;
 
 	/* basic_auth, authorization / bearer_token[_file], tls_config, proxy_url,
 	 * follow_redirects. bearer_token[_file] arrive as authorization_credentials[_file]
@@ -209,8 +212,8 @@ int64_t pd_config_default_profile_seconds(int64_t scrape_timeout_ms);
 
 enum pd_web_client_auth {
 	PD_WEB_NO_CLIENT_CERT = 0,
-	PD_WEB_REQUEST_CLIENT_CERT,      /* asked for, not required, not verified */
-	PD_WEB_REQUIRE_ANY_CLIENT_CERT,  /* required, not verified */
+	PD_WEB_REQUEST_CLIENT_CERT,     /* asked for, not required, not verified */
+	PD_WEB_REQUIRE_ANY_CLIENT_CERT, /* required, not verified */
 	PD_WEB_VERIFY_CLIENT_CERT_IF_GIVEN,
 	PD_WEB_REQUIRE_AND_VERIFY_CLIENT_CERT,
 };
@@ -227,7 +230,24 @@ struct pd_web_header {
 struct pd_web_user {
 	const char *name;
 	const char *hash; /* bcrypt ($2a$, $2b$, $2y$), checked to be well formed */
+	/* tenants: the tenants the user may use with --auth.multitenancy-enabled,
+	 * sorted and distinct; ntenants 0: not bound (any tenant) */
+	const char **tenants;
+	size_t ntenants;
 };
+
+/* ---- tenants ----------------------------------------------------------------- */
+
+/* The tenant of everything without --auth.multitenancy-enabled, and of scrape
+ * jobs without a tenant field (Pyroscope's default tenant id). */
+#define PD_TENANT_DEFAULT "anonymous"
+/* The longest tenant id, in bytes (dskit's MaxTenantIDLength). */
+#define PD_TENANT_MAX_LEN 150
+
+/* Checks a tenant id (len bytes) as dskit's tenant.ValidTenantID does: only
+ * letters, digits and ! - _ . * ' ( ), at most PD_TENANT_MAX_LEN bytes, not "."
+ * or "..", and not empty. 0, or PD_EINVAL with dskit's message in err. */
+int pd_config_tenant_check(const char *id, size_t len, struct pd_err *err);
 
 struct pd_web_config {
 	const char *filename;
@@ -235,10 +255,10 @@ struct pd_web_config {
 	int tls_enabled; /* any certificate, key or client CA given (cert or file) */
 	const char *cert, *cert_file, *key, *key_file, *client_ca, *client_ca_file;
 	enum pd_web_client_auth client_auth;
-	int min_version, max_version;    /* PD_WEB_TLS1x */
-	const char **cipher_suites;      /* Go's names, e.g. TLS_AES_128_GCM_SHA256 */
+	int min_version, max_version; /* PD_WEB_TLS1x */
+	const char **cipher_suites;   /* Go's names, e.g. TLS_AES_128_GCM_SHA256 */
 	size_t ncipher_suites;
-	const char **curve_preferences;  /* CurveP256, CurveP384, CurveP521, X25519 */
+	const char **curve_preferences; /* CurveP256, CurveP384, CurveP521, X25519 */
 	size_t ncurve_preferences;
 	int prefer_server_cipher_suites;
 	const char **client_allowed_sans; /* NULL: any */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "profd/api.h"
+#include "profd/config.h"
 #include "profd/labels.h"
 #include "profd/pprof.h"
 #include "profd/tsdb.h"
@@ -117,8 +118,8 @@ struct api_counters {
 	uint64_t ingest_bytes[API_INGEST_NENDPOINTS][API_INGEST_NFORMATS];
 	uint64_t ingest_refused[API_INGEST_NENDPOINTS][API_INGEST_NFORMATS][API_INGEST_NREASONS];
 	uint64_t reloads, reload_failures;
-	uint64_t conn_reserve;   /* connections accepted into the reserve */
-	uint64_t conn_closed[4]; /* by enum api_close_reason */
+	uint64_t conn_reserve;         /* connections accepted into the reserve */
+	uint64_t conn_closed[4];       /* by enum api_close_reason */
 	uint64_t tls_handshake_errors; /* tls.c */
 	uint64_t bcrypt_checks;        /* webcfg.c: cache misses */
 	uint64_t web_config_failures;  /* webcfg.c: the file could not be applied */
@@ -166,8 +167,7 @@ struct ssl_ctx_st;
 
 /* Reads and checks the file (and, with TLS, the files it names) as at start-up;
  * errors name the file and field. *out is the caller's (api_web_close). */
-int api_web_open(const char *path, struct api_metrics *m, struct api_web **out,
-                 struct pd_err *err);
+int api_web_open(const char *path, struct api_metrics *m, struct api_web **out, struct pd_err *err);
 void api_web_close(struct api_web *w);
 /* 1 when TLS was on at start: then every connection is TLS. */
 int api_web_tls(const struct api_web *w);
@@ -183,6 +183,9 @@ int api_web_rate_ok(struct api_web *w);
 /* 1 when the Authorization header value holds a user and password of s (or s
  * has no users); bcrypt checks are cached. */
 int api_web_authorized(struct api_web *w, const struct api_web_snap *s, const char *authorization);
+/* The user of s that the Authorization header value names (borrowed from s), or
+ * NULL; call only once api_web_authorized said yes. */
+const struct pd_web_user *api_web_user(const struct api_web_snap *s, const char *authorization);
 
 /* Reads "Basic base64(user:password)" (basic_auth.c) into buf (cap bytes, which
  * holds both, NUL-terminated); *user and *pass point into it. -1 when the header is
@@ -228,7 +231,7 @@ struct pd_api_server {
 	char **flag_names, **flag_values;
 	size_t nflags;
 	unsigned port;
-	int ready; /* read and written with __atomic builtins */
+	int ready;    /* read and written with __atomic builtins */
 	int quitting; /* /-/quit was called (atomic): later calls only say so */
 	int stopping; /* set (atomically) by pd_api_stop: long requests end early */
 	int64_t started_ms;
@@ -285,20 +288,26 @@ struct api_req {
 	char *path;         /* without the route prefix */
 	char *raw_query;    /* the raw query string (after '?'), copied by on_uri; may be NULL */
 	int outside;        /* enum api_outside: where the path lies against the route prefix */
-	int route;   /* index into the route table, -1: none */
-	int handler; /* enum api_handler */
+	int route;          /* index into the route table, -1: none */
+	int handler;        /* enum api_handler */
 	int is_post, is_head;
 	size_t body_max; /* 0: a body is read and dropped */
 	struct pd_buf body;
 	int body_too_big;
-	int push_slot; /* holds one of the max_concurrent_pushes slots until completed */
+	int push_slot;  /* holds one of the max_concurrent_pushes slots until completed */
 	int quit_after; /* call opts.quit once the response is sent (/-/quit) */
 	struct api_dbg_upload *dbg; /* PUT /api/v1/debuginfo/: the upload being written */
 	struct api_param *params;
 	size_t nparams, cparams;
 	int64_t t0_ns;
 	int64_t now_ms;
-	struct api_web_snap *web; /* the web configuration for this request; NULL: none */
+	struct api_web_snap *web;       /* the web configuration for this request; NULL: none */
+	const struct pd_web_user *user; /* its basic-auth user (in web); NULL: none */
+	/* tenant.c: scoped with --auth.multitenancy-enabled on a tenant's endpoint;
+	 * tenant_value is the __tenant__ label's value ("" for the default tenant) */
+	int scoped;
+	const char *tenant_value;
+	char tenant[PD_TENANT_MAX_LEN + 1];
 };
 
 /* A response being built. JSON responses hold the success envelope's opening
@@ -314,16 +323,16 @@ struct api_resp {
 	char error[PD_ERR_MSG_MAX + 256];
 	char **warnings;
 	size_t nwarnings;
-	char *disposition; /* Content-Disposition, malloc'd */
-	const char *allow; /* for 405 */
-	const char *accept_post; /* Accept-Post, for 415 */
+	char *disposition;        /* Content-Disposition, malloc'd */
+	const char *allow;        /* for 405 */
+	const char *accept_post;  /* Accept-Post, for 415 */
 	const char *location;     /* a path inside the server (the route prefix goes in front) */
 	const char *location_abs; /* a Location sent as it is (wins over location) */
 	char *location_owned;     /* malloc'd storage of location_abs, freed with the response */
 	const char *cache_control;
 	const char *csp; /* Content-Security-Policy, sent with X-Content-Type-Options: nosniff */
-	int no_gzip;    /* the body is already compressed */
-	int close_conn; /* Connection: close (reserve connections, early rejects) */
+	int no_gzip;     /* the body is already compressed */
+	int close_conn;  /* Connection: close (reserve connections, early rejects) */
 	int retry_after; /* seconds for a Retry-After header (429, 503); 0: none */
 	/* a borrowed body instead of body (UI assets) */
 	const uint8_t *raw;
@@ -365,6 +374,34 @@ void api_internal(struct api_resp *w, const char *what, int rc, const struct pd_
 /* ClickHouse's reason in err: a pointer into err->msg (borrowed) past pkg/tsdb's
  * prefix, *len its length up to the statement; NULL when err is not ClickHouse's. */
 const char *api_ch_reason(const struct pd_err *err, int *len);
+
+/* ---- tenants (tenant.c) ------------------------------------------------------ */
+
+/* Reads an X-Scope-OrgID value as dskit's tenant.TenantID: ids split at '|',
+ * each without its ':' metadata, checked (pd_config_tenant_check), all the same
+ * one, copied into out (PD_TENANT_MAX_LEN + 1 bytes). 0, or PD_EINVAL with
+ * dskit's message ("no org id", "multiple org IDs present", ...). */
+int api_tenant_parse(const char *org_id, char *out, struct pd_err *err);
+/* Sets r's tenant from org_id (the header, may be NULL) and r->user's binding;
+ * nothing without multitenancy or on the server's own endpoints. 0, or the
+ * status to refuse r with (401 no or bad id, 403 a tenant the user is not
+ * bound to), msg saying why. */
+unsigned api_tenant_begin(struct api_req *r, const char *org_id, char *msg, size_t msgsize);
+/* The matcher of r's tenant in *out (borrowing r): 1, or 0 when r is not scoped. */
+int api_tenant_matcher(const struct api_req *r, struct pd_tsdb_matcher *out);
+/* m[0..nm) and r's tenant matcher in a malloc'd *out (the caller frees it). */
+int api_tenant_scope(const struct api_req *r, const struct pd_tsdb_matcher *m, size_t nm,
+                     struct pd_tsdb_matcher **out, size_t *nout);
+struct api_sel;
+/* Appends r's tenant matcher to s (after api_sel_parse). 0 or PD_ENOMEM. */
+int api_sel_scope(const struct api_req *r, struct api_sel *s);
+/* Adds r's __tenant__ label to the n sorted labels of tl (which has room for one
+ * more), in order; returns the new count. */
+size_t api_tenant_label_add(const struct api_req *r, struct pd_tsdb_label *tl, size_t n);
+/* 1 for the reserved tenant label: never shown, never matched by clients. */
+int api_tenant_hidden(const char *name);
+/* A tenant refusal in Pyroscope's form, {"code":"unauthenticated","message":…}. */
+void api_tenant_error(struct api_resp *w, unsigned status, const char *msg);
 
 /* ---- file reports (export.c) ---------------------------------------------- */
 
@@ -543,6 +580,9 @@ void api_prom_labels(struct api_req *r, struct api_resp *w);
 void api_prom_label_values(struct api_req *r, struct api_resp *w);
 void api_prom_metadata(struct api_req *r, struct api_resp *w);
 void api_prom_buildinfo(struct api_req *r, struct api_resp *w);
+struct pd_promql_source;
+/* The store as PromQL's source for r: only r's tenant's series (promsource.c). */
+void api_prom_source(const struct api_req *r, struct pd_promql_source *src);
 
 /* Records a finished request in the metrics. */
 void api_metrics_observe(struct pd_api_server *s, int handler, unsigned status, double seconds);
@@ -569,7 +609,8 @@ void api_report_callgraph(struct api_req *r, struct api_resp *w, const struct pd
 struct pd_pprof_graph_opts;
 /* Parses nodecount, nodefraction and edgefraction into *o; -1 (with a 400 set)
  * when one is bad. */
-int api_callgraph_params(const struct api_req *r, struct api_resp *w, struct pd_pprof_graph_opts *o);
+int api_callgraph_params(const struct api_req *r, struct api_resp *w,
+                         struct pd_pprof_graph_opts *o);
 /* The results of a layout, as profd_callgraph_layouts_total's result label names
  * them (api_callgraph_results, in this order). */
 enum { API_CG_OK, API_CG_TIMEOUT, API_CG_MEMORY, API_CG_TOO_BIG, API_CG_FAILED, API_CG_BUSY };

@@ -107,9 +107,10 @@ int api_params_parse_form(struct api_req *r, const char *s, size_t len)
 			if (eq)
 				vlen = form_unescape(eq + 1, vlen);
 			/* a NUL would silently end the name or value: refuse it */
-			int rc = strnlen(pair, nlen) < nlen || (eq && strnlen(eq + 1, vlen) < vlen)
-			             ? PD_EINVAL
-			             : api_param_add(r, pair, nlen, eq ? eq + 1 : "", eq ? vlen : 0);
+			int rc =
+			    strnlen(pair, nlen) < nlen || (eq && strnlen(eq + 1, vlen) < vlen)
+			        ? PD_EINVAL
+			        : api_param_add(r, pair, nlen, eq ? eq + 1 : "", eq ? vlen : 0);
 			free(pair);
 			if (rc)
 				return rc;
@@ -241,6 +242,12 @@ int api_sel_parse(struct api_resp *w, const char *name, const char *text, struct
 		api_sel_fini(s);
 		return -1;
 	}
+	for (size_t i = 0; i < s->nm; i++)
+		if (api_tenant_hidden(s->m[i].name)) {
+			api_bad_param(w, name, "label name \"%s\" is reserved", s->m[i].name);
+			api_sel_fini(s);
+			return -1;
+		}
 	return 0;
 }
 

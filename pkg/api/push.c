@@ -147,7 +147,7 @@ void api_push(struct api_req *r, struct api_resp *w)
 		}
 		store = raw;
 	}
-	tl = calloc(n ? n : 1, sizeof(*tl));
+	tl = calloc(n + 1, sizeof(*tl)); /* and the tenant's */
 	if (!tl) {
 		api_error(w, 500, "internal", "out of memory");
 		goto out;
@@ -156,6 +156,7 @@ void api_push(struct api_req *r, struct api_resp *w)
 		tl[i].name = pd_labels_at(ls, i)->name;
 		tl[i].value = pd_labels_at(ls, i)->value;
 	}
+	n = api_tenant_label_add(r, tl, n);
 	struct pd_tsdb_appender *app = pd_tsdb_appender(s->o.db);
 	if (!app) {
 		api_error(w, 500, "internal", "out of memory");
@@ -164,7 +165,7 @@ void api_push(struct api_req *r, struct api_resp *w)
 	/* the store takes the decoded profile, so it does not decode it again, and a
 	 * gzip upload as it came, which its WAL keeps instead of compressing again */
 	rc = pd_tsdb_append_gzip(app, tl, n, t, store, store_len, p, raw && !legacy ? data : NULL,
-				 raw && !legacy ? len : 0, &err);
+	                         raw && !legacy ? len : 0, &err);
 	p = NULL;
 	if (rc) {
 		pd_tsdb_rollback(app);

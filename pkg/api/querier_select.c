@@ -15,9 +15,10 @@ const char *querier_pyro_name(const char *name)
 	static const struct {
 		const char *profd, *pyro;
 	} map[] = {
-	    {"profile", "process_cpu"}, {"heap", "memory"},     {"allocs", "memory"},
-	    {"goroutine", "goroutines"}, {"mutex", "mutex"},     {"block", "block"},
-	    {"wall", "wall"},            {"threadcreate", "threadcreate"},
+	    {"profile", "process_cpu"}, {"heap", "memory"},
+	    {"allocs", "memory"},       {"goroutine", "goroutines"},
+	    {"mutex", "mutex"},         {"block", "block"},
+	    {"wall", "wall"},           {"threadcreate", "threadcreate"},
 	};
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
 		if (strcmp(name, map[i].profd) == 0)
@@ -29,16 +30,17 @@ int querier_type_parse(struct qcall *c, const char *what, const char *id, struct
 {
 	memset(t, 0, sizeof(*t));
 	if (!id || !*id) {
-		querier_fail(c, "invalid_argument",
-			     "%s is required: a profile type id such as "
-			     "process_cpu:cpu:nanoseconds:cpu:nanoseconds (ProfileTypes lists them)",
-			     what);
+		querier_fail(
+		    c, "invalid_argument",
+		    "%s is required: a profile type id such as "
+		    "process_cpu:cpu:nanoseconds:cpu:nanoseconds (ProfileTypes lists them)",
+		    what);
 		return -1;
 	}
 	size_t len = strlen(id);
 	if (len >= sizeof(t->buf)) {
-		querier_fail(c, "invalid_argument", "%s is %zu bytes long, more than %zu", what, len,
-			     sizeof(t->buf) - 1);
+		querier_fail(c, "invalid_argument", "%s is %zu bytes long, more than %zu", what,
+		             len, sizeof(t->buf) - 1);
 		return -1;
 	}
 	memcpy(t->buf, id, len + 1);
@@ -55,14 +57,14 @@ int querier_type_parse(struct qcall *c, const char *what, const char *id, struct
 	}
 	if (k != 4 || strchr(p, ':')) {
 		querier_fail(c, "invalid_argument",
-			     "%s \"%.200s\" is not a profile type id: want 5 parts "
-			     "<name>:<sample type>:<unit>:<period type>:<period unit>",
-			     what, id);
+		             "%s \"%.200s\" is not a profile type id: want 5 parts "
+		             "<name>:<sample type>:<unit>:<period type>:<period unit>",
+		             what, id);
 		return -1;
 	}
 	if (!*t->name || !*t->type) {
 		querier_fail(c, "invalid_argument",
-			     "%s \"%.200s\": the name and sample type must not be empty", what, id);
+		             "%s \"%.200s\": the name and sample type must not be empty", what, id);
 		return -1;
 	}
 	return 0;
@@ -76,16 +78,16 @@ int querier_range(struct qcall *c, int64_t start, int64_t end, int64_t *mint, in
 		start = end > INT64_MIN + 3600 * 1000 ? end - 3600 * 1000 : INT64_MIN;
 	if (end < start) {
 		querier_fail(c, "invalid_argument", "end (%lld) is before start (%lld)",
-			     (long long)end, (long long)start);
+		             (long long)end, (long long)start);
 		return -1;
 	}
 	int64_t max = c->r->srv->o.max_range_ms;
 	uint64_t span = (uint64_t)end - (uint64_t)start;
 	if (max > 0 && span > (uint64_t)max) {
 		querier_fail(c, "invalid_argument",
-			     "the range from start to end is %llu ms, longer than the limit of "
-			     "%lld ms (the API's longest range); narrow it",
-			     (unsigned long long)span, (long long)max);
+		             "the range from start to end is %llu ms, longer than the limit of "
+		             "%lld ms (the API's longest range); narrow it",
+		             (unsigned long long)span, (long long)max);
 		return -1;
 	}
 	*mint = start;
@@ -100,16 +102,19 @@ const char *querier_utf8(struct pd_arena *a, const char *s)
 	int ok = 1;
 	while (i < len && ok) {
 		unsigned char ch = p[i];
-		size_t n = ch < 0x80 ? 1 : (ch & 0xe0) == 0xc0 ? 2 : (ch & 0xf0) == 0xe0 ? 3
-					   : (ch & 0xf8) == 0xf0   ? 4
-								   : 0;
+		size_t n = ch < 0x80             ? 1
+		           : (ch & 0xe0) == 0xc0 ? 2
+		           : (ch & 0xf0) == 0xe0 ? 3
+		           : (ch & 0xf8) == 0xf0 ? 4
+		                                 : 0;
 		if (!n || i + n > len || (n == 2 && ch < 0xc2) || (n == 4 && ch > 0xf4))
 			ok = 0;
 		for (size_t k = 1; ok && k < n; k++)
 			if ((p[i + k] & 0xc0) != 0x80)
 				ok = 0;
 		if (ok && n == 3) {
-			unsigned v = ((ch & 0x0fu) << 12) | ((p[i + 1] & 0x3fu) << 6) | (p[i + 2] & 0x3fu);
+			unsigned v =
+			    ((ch & 0x0fu) << 12) | ((p[i + 1] & 0x3fu) << 6) | (p[i + 2] & 0x3fu);
 			if (v < 0x800 || (v >= 0xd800 && v <= 0xdfff))
 				ok = 0;
 		}
@@ -175,8 +180,8 @@ void querier_set_fini(struct qset *set)
 }
 
 /* The series' labels with service_name=job added when it has none (add 1). */
-static int add_series(struct qset *set, const struct pd_tsdb_label *ls, size_t n,
-		      const void *src, int add, size_t *cap)
+static int add_series(struct qset *set, const struct pd_tsdb_label *ls, size_t n, const void *src,
+                      int add, size_t *cap)
 {
 	if (set->n == *cap) {
 		size_t nc = *cap ? *cap * 2 : 64;
@@ -193,11 +198,13 @@ static int add_series(struct qset *set, const struct pd_tsdb_label *ls, size_t n
 	else
 		q->s = src;
 	const char *job = NULL;
-	if (add)
-		for (size_t i = 0; i < n; i++)
-			if (strcmp(ls[i].name, "job") == 0)
-				job = ls[i].value;
-	if (!job || !*job) {
+	int tenant = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (add && strcmp(ls[i].name, "job") == 0)
+			job = ls[i].value;
+		tenant |= api_tenant_hidden(ls[i].name);
+	}
+	if ((!job || !*job) && !tenant) {
 		q->labels = (struct pd_tsdb_label *)ls;
 		q->nlabels = n;
 		set->n++;
@@ -206,12 +213,16 @@ static int add_series(struct qset *set, const struct pd_tsdb_label *ls, size_t n
 	q->labels = pd_arena_calloc(set->arena, n + 1, sizeof(*q->labels));
 	if (!q->labels)
 		return PD_ENOMEM;
+	/* shown without the tenant's label, with service_name from the job */
 	size_t j = 0, i = 0;
 	for (; i < n && strcmp(ls[i].name, "service_name") < 0; i++)
-		q->labels[j++] = ls[i];
-	q->labels[j++] = (struct pd_tsdb_label){"service_name", job};
+		if (!api_tenant_hidden(ls[i].name))
+			q->labels[j++] = ls[i];
+	if (job && *job)
+		q->labels[j++] = (struct pd_tsdb_label){"service_name", job};
 	for (; i < n; i++)
-		q->labels[j++] = ls[i];
+		if (!api_tenant_hidden(ls[i].name))
+			q->labels[j++] = ls[i];
 	q->nlabels = j;
 	set->n++;
 	return 0;
@@ -220,7 +231,7 @@ static int add_series(struct qset *set, const struct pd_tsdb_label *ls, size_t n
 /* One pass against the store with matchers m; add: the series have no
  * service_name of their own. */
 static int run_pass(struct qcall *c, struct qset *set, int k, const struct pd_tsdb_matcher *m,
-		    size_t nm, int64_t mint, int64_t maxt, int add, size_t *cap)
+                    size_t nm, int64_t mint, int64_t maxt, int add, size_t *cap)
 {
 	struct pd_err err = {0};
 	struct pd_tsdb *db = c->r->srv->o.db;
@@ -231,14 +242,14 @@ static int run_pass(struct qcall *c, struct qset *set, int k, const struct pd_ts
 		set->res[k] = res;
 		for (size_t i = 0; !rc && res && i < res->nseries; i++)
 			rc = add_series(set, res->series[i].labels, res->series[i].nlabels,
-					&res->series[i], add, cap);
+			                &res->series[i], add, cap);
 	} else {
 		struct pd_tsdb_result *res = NULL;
 		rc = pd_tsdb_select(db, m, nm, mint, maxt, 0, &res, &err);
 		set->res[k] = res;
 		for (size_t i = 0; !rc && res && i < res->nseries; i++)
 			rc = add_series(set, res->series[i].labels, res->series[i].nlabels,
-					&res->series[i], add, cap);
+			                &res->series[i], add, cap);
 	}
 	if (rc) {
 		if (!err.msg[0])
@@ -250,7 +261,7 @@ static int run_pass(struct qcall *c, struct qset *set, int k, const struct pd_ts
 }
 
 int querier_select(struct qcall *c, const char *selector, const struct qtype *t, int64_t mint,
-		   int64_t maxt, int totals, struct qset *set)
+                   int64_t maxt, int totals, struct qset *set)
 {
 	struct pd_err err = {0};
 	struct pd_labels_selector *sel = NULL;
@@ -272,8 +283,9 @@ int querier_select(struct qcall *c, const char *selector, const struct qtype *t,
 	if (!all) {
 		int rc = pd_labels_selector_parse(&sel, selector, strlen(selector), NULL, &err);
 		if (rc) {
-			querier_fail(c, rc == PD_ETOOBIG ? "resource_exhausted" : "invalid_argument",
-				     "label selector %.200s: %s", selector, err.msg);
+			querier_fail(c,
+			             rc == PD_ETOOBIG ? "resource_exhausted" : "invalid_argument",
+			             "label selector %.200s: %s", selector, err.msg);
 			goto out;
 		}
 		if ((rc = pd_tsdb_matchers_from_selector(sel, &m, &nm, &err))) {
@@ -281,8 +293,9 @@ int querier_select(struct qcall *c, const char *selector, const struct qtype *t,
 			goto out;
 		}
 	}
-	/* room for the matchers, a profile type's name, and the service_name pass's */
-	if (!(sm = calloc(nm + 3, sizeof(*sm)))) {
+	/* room for the matchers, a profile type's name, the tenant's, and the
+	 * service_name pass's */
+	if (!(sm = calloc(nm + 4, sizeof(*sm)))) {
 		querier_fail(c, "internal", "out of memory");
 		goto out;
 	}
@@ -293,13 +306,13 @@ int querier_select(struct qcall *c, const char *selector, const struct qtype *t,
 			const struct pd_labels_matcher *lm = sel->matchers[i];
 			if (pd_labels_matcher_type(lm) != PD_LABELS_MATCH_EQUAL) {
 				querier_fail(c, "invalid_argument",
-					     "label selector %.200s: only = is served for "
-					     "__profile_type__",
-					     selector);
+				             "label selector %.200s: only = is served for "
+				             "__profile_type__",
+				             selector);
 				goto out;
 			}
 			if (querier_type_parse(c, "__profile_type__", pd_labels_matcher_value(lm),
-					       &ptype))
+			                       &ptype))
 				goto out;
 			if (!t)
 				t = &ptype;
@@ -307,10 +320,19 @@ int querier_select(struct qcall *c, const char *selector, const struct qtype *t,
 				goto done; /* two types: nothing */
 			continue;
 		}
+		if (api_tenant_hidden(m[i].name)) {
+			querier_fail(c, "invalid_argument",
+			             "label selector %.200s: label name %s is reserved", selector,
+			             PD_LABELS_TENANT);
+			goto out;
+		}
 		if (strcmp(m[i].name, "service_name") == 0)
 			has_service = 1;
 		sm[ns++] = m[i];
 	}
+	/* the tenant's series only: this is the one path every series selection of
+	 * the query API takes */
+	ns += (size_t)api_tenant_matcher(c->r, &sm[ns]);
 	if (t)
 		sm[ns++] = (struct pd_tsdb_matcher){"__name__", match_pyro_name, t->name};
 	if (ns == 0)

@@ -1,10 +1,10 @@
 /* parse.c: the configuration schema: `global` and `scrape_configs` as Prometheus's
  * config package defines them (fields, defaults, inheritance, validation and its
  * messages), the HTTP client settings of prometheus/common, static / file / http
- * service discovery, dns_sd_configs, kubernetes_sd_configs, relabel_configs, and conprof's per-job profiling_config with
- * its seven default profile types. Fields Prometheus knows but profd does not use
- * are accepted with a warning; fields that would change what is scraped and that
- * profd cannot honour (oauth2, other service discoveries, ...) are errors. */
+ * service discovery, dns_sd_configs, kubernetes_sd_configs, relabel_configs, and conprof's per-job
+ * profiling_config with its seven default profile types. Fields Prometheus knows but profd does not
+ * use are accepted with a warning; fields that would change what is scraped and that profd cannot
+ * honour (oauth2, other service discoveries, ...) are errors. */
 #include "config_int.h"
 
 #include <string.h>
@@ -665,8 +665,9 @@ static int parse_http_sd_configs(struct cfg_ctx *c, yaml_node_t *n, struct pd_sc
 			return rc;
 		/* refused here too, so that check config says what run would */
 		if (client->tls_server_name && *client->tls_server_name)
-			return cy_err(c, items[i],
-			              "tls_config.server_name is not supported for http_sd_configs");
+			return cy_err(
+			    c, items[i],
+			    "tls_config.server_name is not supported for http_sd_configs");
 		hc->client = client;
 	}
 	return 0;
@@ -849,7 +850,8 @@ static int parse_kubernetes_sd_configs(struct cfg_ctx *c, yaml_node_t *n,
 			k->api_server = NULL;
 		if (k->kubeconfig_file && !*k->kubeconfig_file)
 			k->kubeconfig_file = NULL;
-		else if (k->kubeconfig_file && !(k->kubeconfig_file = cy_path(c, k->kubeconfig_file)))
+		else if (k->kubeconfig_file &&
+		         !(k->kubeconfig_file = cy_path(c, k->kubeconfig_file)))
 			return PD_ENOMEM;
 		struct pd_http_client_config *client = cy_alloc(c, 1, sizeof(*client));
 		if (!client)
@@ -1173,6 +1175,12 @@ static int parse_scrape(struct cfg_ctx *c, yaml_node_t *n, struct pd_scrape_conf
 			rc = cy_size(c, e->val, &body);
 		} else if (is(e, "target_limit")) {
 			rc = cy_uint64(c, e->val, &sc->target_limit);
+		} else if (is(e, "tenant")) {
+			if ((rc = cy_str(c, e->val, &sc->tenant)) == 0) {
+				struct pd_err te = {0};
+				if (pd_config_tenant_check(sc->tenant, strlen(sc->tenant), &te))
+					rc = cy_err(c, e->val, "tenant: %s", te.msg);
+			}
 		} else if (is(e, "static_configs")) {
 			rc = parse_static_configs(c, e->val, sc, js);
 		} else if (is(e, "file_sd_configs")) {
@@ -1256,6 +1264,8 @@ static int validate_scrape(struct cfg_ctx *c, struct pd_scrape_config *sc, struc
 		sc->body_size_limit = g->body_size_limit;
 	if (sc->target_limit == 0)
 		sc->target_limit = g->target_limit;
+	if (!sc->tenant)
+		sc->tenant = PD_TENANT_DEFAULT;
 	return finish_profiles(c, sc, js);
 }
 

@@ -51,7 +51,7 @@ static int listed(const char *s, const char *const *list)
 
 /* A list of strings each of which must be in allowed (`unknown cipher: X`). */
 static int parse_names(struct cfg_ctx *c, yaml_node_t *n, const char *const *allowed,
-		       const char *what, const char ***out, size_t *count)
+                       const char *what, const char ***out, size_t *count)
 {
 	yaml_node_t **items;
 	size_t k;
@@ -76,7 +76,10 @@ static int parse_version(struct cfg_ctx *c, yaml_node_t *n, int *out)
 	static const struct {
 		const char *name;
 		int v;
-	} versions[] = {{"TLS10", PD_WEB_TLS10}, {"TLS11", PD_WEB_TLS11}, {"TLS12", PD_WEB_TLS12}, {"TLS13", PD_WEB_TLS13}};
+	} versions[] = {{"TLS10", PD_WEB_TLS10},
+	                {"TLS11", PD_WEB_TLS11},
+	                {"TLS12", PD_WEB_TLS12},
+	                {"TLS13", PD_WEB_TLS13}};
 	const char *s;
 	int rc = cy_str(c, n, &s);
 	if (rc)
@@ -112,10 +115,11 @@ static int parse_tls(struct cfg_ctx *c, struct pd_web_config *w, yaml_node_t *n)
 		else if (is(e, "client_auth_type"))
 			rc = cy_str(c, e->val, &auth_s), auth = e->val;
 		else if (is(e, "cipher_suites"))
-			rc = parse_names(c, e->val, cipher_names, "cipher", &w->cipher_suites, &w->ncipher_suites);
+			rc = parse_names(c, e->val, cipher_names, "cipher", &w->cipher_suites,
+			                 &w->ncipher_suites);
 		else if (is(e, "curve_preferences"))
 			rc = parse_names(c, e->val, curve_names, "curve", &w->curve_preferences,
-					 &w->ncurve_preferences);
+			                 &w->ncurve_preferences);
 		else if (is(e, "min_version"))
 			rc = parse_version(c, e->val, &w->min_version);
 		else if (is(e, "max_version"))
@@ -123,7 +127,8 @@ static int parse_tls(struct cfg_ctx *c, struct pd_web_config *w, yaml_node_t *n)
 		else if (is(e, "prefer_server_cipher_suites"))
 			rc = cy_bool(c, e->val, &w->prefer_server_cipher_suites);
 		else if (is(e, "client_allowed_sans"))
-			rc = cy_strlist(c, e->val, &w->client_allowed_sans, &w->nclient_allowed_sans);
+			rc = cy_strlist(c, e->val, &w->client_allowed_sans,
+			                &w->nclient_allowed_sans);
 		else
 			rc = cy_unknown(c, e, "web.TLSConfig");
 	}
@@ -133,7 +138,8 @@ static int parse_tls(struct cfg_ctx *c, struct pd_web_config *w, yaml_node_t *n)
 		w->client_auth = PD_WEB_NO_CLIENT_CERT;
 	else if (strcmp(auth_s, "RequestClientCert") == 0)
 		w->client_auth = PD_WEB_REQUEST_CLIENT_CERT;
-	else if (strcmp(auth_s, "RequireAnyClientCert") == 0 || strcmp(auth_s, "RequireClientCert") == 0)
+	else if (strcmp(auth_s, "RequireAnyClientCert") == 0 ||
+	         strcmp(auth_s, "RequireClientCert") == 0)
 		w->client_auth = PD_WEB_REQUIRE_ANY_CLIENT_CERT;
 	else if (strcmp(auth_s, "VerifyClientCertIfGiven") == 0)
 		w->client_auth = PD_WEB_VERIFY_CLIENT_CERT_IF_GIVEN;
@@ -147,7 +153,7 @@ static int parse_tls(struct cfg_ctx *c, struct pd_web_config *w, yaml_node_t *n)
 	if (!w->cert_file || !w->key_file || !w->client_ca_file)
 		return cy_nomem(c);
 	w->tls_enabled = *w->cert || *w->key || *w->client_ca || *w->cert_file || *w->key_file ||
-			 *w->client_ca_file;
+	                 *w->client_ca_file;
 	if (!w->tls_enabled)
 		return 0;
 	if (!*w->cert_file && !*w->cert)
@@ -155,7 +161,8 @@ static int parse_tls(struct cfg_ctx *c, struct pd_web_config *w, yaml_node_t *n)
 	if (!*w->key_file && !*w->key)
 		return cy_err(c, n, "missing one of key or key_file");
 	if ((*w->client_ca_file || *w->client_ca) && w->client_auth == PD_WEB_NO_CLIENT_CERT)
-		return cy_err(c, ca, "client CA's have been configured without a Client Auth Policy");
+		return cy_err(c, ca,
+		              "client CA's have been configured without a Client Auth Policy");
 	return 0;
 }
 
@@ -182,10 +189,10 @@ static int check_header(struct cfg_ctx *c, const struct cy_entry *e, const char 
 				return 0;
 		char expect[64] = "";
 		for (size_t k = 0; allowed[i].values[k]; k++)
-			snprintf(expect + strlen(expect), sizeof(expect) - strlen(expect), "%s\"%s\"", k ? " " : "",
-				 allowed[i].values[k]);
-		return cy_err(c, e->val, "invalid value for %s. Expected one of: [%s], but got: %s", e->name,
-			      expect, cy_quote(c, value));
+			snprintf(expect + strlen(expect), sizeof(expect) - strlen(expect),
+			         "%s\"%s\"", k ? " " : "", allowed[i].values[k]);
+		return cy_err(c, e->val, "invalid value for %s. Expected one of: [%s], but got: %s",
+		              e->name, expect, cy_quote(c, value));
 	}
 	return cy_err(c, e->key, "HTTP header %s can not be configured", cy_quote(c, e->name));
 }
@@ -227,14 +234,18 @@ static int check_bcrypt(struct cfg_ctx *c, yaml_node_t *n, const char *h)
 {
 	size_t len = strlen(h);
 	if (len < 59)
-		return cy_err(c, n, "crypto/bcrypt: hashedSecret too short to be a bcrypted password");
+		return cy_err(c, n,
+		              "crypto/bcrypt: hashedSecret too short to be a bcrypted password");
 	if (h[0] != '$')
-		return cy_err(c, n, "crypto/bcrypt: bcrypt hashes must start with '$', but hashedSecret started with '%c'",
-			      h[0]);
+		return cy_err(c, n,
+		              "crypto/bcrypt: bcrypt hashes must start with '$', but hashedSecret "
+		              "started with '%c'",
+		              h[0]);
 	if (h[1] > '2')
 		return cy_err(c, n,
-			      "crypto/bcrypt: bcrypt algorithm version '%c' requested is newer than current version '2'",
-			      h[1]);
+		              "crypto/bcrypt: bcrypt algorithm version '%c' requested is newer "
+		              "than current version '2'",
+		              h[1]);
 	size_t at = h[2] != '$' ? 4 : 3;
 	char cost[3] = {h[at], h[at + 1], 0};
 	if (cost[0] < '0' || cost[0] > '9' || cost[1] < '0' || cost[1] > '9')
@@ -263,6 +274,50 @@ static int parse_users(struct cfg_ctx *c, struct pd_web_config *w, yaml_node_t *
 	w->nusers = m.n;
 	for (size_t i = 0; i < m.n && rc == 0; i++)
 		rc = check_bcrypt(c, m.e[i].val, w->users[i].hash);
+	return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* tenants (profd's own field): user -> the tenants that user may use. Every user
+ * named must be one of basic_auth_users, every tenant id valid. */
+static int parse_tenants(struct cfg_ctx *c, struct pd_web_config *w, yaml_node_t *n)
+{
+	struct cy_map m;
+	int rc = cy_map(c, n, "map[string][]string", 0, &m);
+	for (size_t i = 0; i < m.n && rc == 0; i++) {
+		struct pd_web_user *u = NULL;
+		for (size_t k = 0; k < w->nusers; k++)
+			if (strcmp(w->users[k].name, m.e[i].name) == 0)
+				u = &w->users[k];
+		if (!u)
+			return cy_err(c, m.e[i].val,
+			              "tenants: user %s is not one of basic_auth_users",
+			              cy_quote(c, m.e[i].name));
+		const char **t = NULL;
+		size_t nt = 0;
+		if ((rc = cy_strlist(c, m.e[i].val, &t, &nt)))
+			break;
+		if (nt == 0)
+			return cy_err(c, m.e[i].val, "tenants: user %s has no tenants",
+			              cy_quote(c, m.e[i].name));
+		for (size_t k = 0; k < nt; k++) {
+			struct pd_err e = {0};
+			if (pd_config_tenant_check(t[k], strlen(t[k]), &e))
+				return cy_err(c, m.e[i].val, "tenants: user %s: %s",
+				              cy_quote(c, m.e[i].name), e.msg);
+		}
+		qsort(t, nt, sizeof(*t), cmp_str);
+		size_t d = 0;
+		for (size_t k = 0; k < nt; k++)
+			if (d == 0 || strcmp(t[d - 1], t[k]) != 0)
+				t[d++] = t[k];
+		u->tenants = t;
+		u->ntenants = d;
+	}
 	return rc;
 }
 
@@ -303,8 +358,11 @@ int pd_web_config_parse(const char *text, size_t len, const char *filename, cons
 		free(w);
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
-	struct cfg_ctx c = {
-	    .a = w->arena, .doc = &doc, .filename = filename, .err = err, .budget = CFG_NODE_BUDGET};
+	struct cfg_ctx c = {.a = w->arena,
+	                    .doc = &doc,
+	                    .filename = filename,
+	                    .err = err,
+	                    .budget = CFG_NODE_BUDGET};
 	w->filename = cy_strdup(&c, filename ? filename : "");
 	c.dir = dir ? cy_strdup(&c, dir) : NULL;
 	if (!w->filename || (dir && !c.dir)) {
@@ -320,7 +378,7 @@ int pd_web_config_parse(const char *text, size_t len, const char *filename, cons
 	if ((rc = cy_load(&c, text, len, &doc, &root)))
 		goto fail;
 	struct cy_map m;
-	yaml_node_t *tls = NULL, *http = NULL, *users = NULL, *rate = NULL;
+	yaml_node_t *tls = NULL, *http = NULL, *users = NULL, *rate = NULL, *tenants = NULL;
 	rc = cy_map(&c, root, "web.Config", 1, &m);
 	for (size_t i = 0; i < m.n && rc == 0; i++) {
 		struct cy_entry *e = &m.e[i];
@@ -332,6 +390,8 @@ int pd_web_config_parse(const char *text, size_t len, const char *filename, cons
 			users = e->val;
 		else if (is(e, "rate_limit"))
 			rate = e->val;
+		else if (is(e, "tenants"))
+			tenants = e->val;
 		else
 			rc = cy_unknown(&c, e, "web.Config");
 	}
@@ -343,6 +403,8 @@ int pd_web_config_parse(const char *text, size_t len, const char *filename, cons
 		rc = parse_users(&c, w, users);
 	if (rc == 0)
 		rc = parse_rate(&c, w, rate);
+	if (rc == 0)
+		rc = parse_tenants(&c, w, tenants);
 	yaml_document_delete(&doc);
 	if (rc)
 		goto fail;
@@ -379,8 +441,8 @@ static int readable(const char *what, const char *path, struct pd_err *err)
 		return 0;
 	FILE *f = fopen(path, "rb");
 	if (!f)
-		return pd_err_set(err, PD_EINVAL, "failed to read %s (%s): open %s: %s", what, path, path,
-				  strerror(errno));
+		return pd_err_set(err, PD_EINVAL, "failed to read %s (%s): open %s: %s", what, path,
+		                  path, strerror(errno));
 	fclose(f);
 	return 0;
 }
