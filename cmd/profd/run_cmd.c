@@ -38,25 +38,25 @@ struct run_flags {
 	const char *read_header_timeout;
 	const char *read_timeout;
 	const char *web_config_file; /* "": none */
-	int enable_lifecycle;        /* /-/reload and /-/quit; off by default, as in Prometheus */
-	int enable_push;             /* POST /api/v1/profiles; on by default */
-	const char *external_url;    /* "": http://<hostname>:<port>/ */
-	const char *route_prefix;    /* "": the external URL's path */
-	int enable_admin_api;        /* the admin endpoints; off by default, as in Prometheus */
-	const char *query_timeout;   /* PromQL under /prometheus, as Prometheus's --query.* */
+	int enable_lifecycle; /* /-/reload and /-/quit; off by default, as in Prometheus */
+	int enable_push;      /* POST /api/v1/profiles; on by default */
+	const char *external_url; /* "": http://<hostname>:<port>/ */
+	const char *route_prefix; /* "": the external URL's path */
+	int enable_admin_api; /* the admin endpoints; off by default, as in Prometheus */
+	const char *query_timeout;     /* PromQL under /prometheus, as Prometheus's --query.* */
 	const char *query_max_samples;
 	const char *query_lookback_delta;
 	const char *dns_server; /* "": the servers of /etc/resolv.conf */
 	const char *ch_url;     /* "": the local store; else profiles go to ClickHouse */
 	const char *ch_database;
 	const char *ch_credentials_file;
-	const char *ch_cluster;         /* "": one server (or tables made by hand) */
-	const char *ch_spool_max;       /* size of the spool of profiles ClickHouse has not taken */
-	const char *ch_cluster_nodes;   /* the cluster's other nodes' URLs, comma-separated */
+	const char *ch_cluster; /* "": one server (or tables made by hand) */
+	const char *ch_spool_max; /* size of the spool of profiles ClickHouse has not taken */
+	const char *ch_cluster_nodes; /* the cluster's other nodes' URLs, comma-separated */
 	const char *cg_timeout;         /* report=svg layouts: deadline of each */
 	const char *cg_max_memory;      /* address space each may add */
 	const char *cg_max_concurrency; /* running at once */
-	const char *max_series;         /* series the head holds at most; "0": no limit */
+	const char *max_series; /* series the head holds at most; "0": no limit */
 	const char *max_concurrent_pushes; /* POST /api/v1/profiles at once */
 	const char *query_max_concurrency; /* queries at once (both APIs) */
 	/* what a scraped or pushed profile may be to be stored */
@@ -65,7 +65,7 @@ struct run_flags {
 	const char *max_profile_samples;
 	const char *max_profile_sample_labels;
 	const char *max_response_memory; /* responses held for clients, all connections */
-	const char *max_future_time;     /* how far after the clock a sample may be dated */
+	const char *max_future_time;    /* how far after the clock a sample may be dated */
 	/* pushes: the request body, and what /ingest, Connect and OTLP pushes may make */
 	const char *max_push_body;
 	const char *ingest_max_stack_depth;
@@ -77,149 +77,144 @@ struct run_flags {
 	const char *ingest_max_json_depth;
 	const char *ingest_max_json_size;
 	const char *ingest_max_request_memory;
-	const char *max_debuginfo_size;         /* an uploaded debug file, after gunzip */
-	struct run_sym_flags sym;               /* --symbolizer.* (run_symbolizer.c) */
+	const char *max_debuginfo_size; /* an uploaded debug file, after gunzip */
+	struct run_sym_flags sym; /* --symbolizer.* (run_symbolizer.c) */
 	const char *query_max_flamegraph_nodes; /* the query API (docs/grafana.md) */
 	int multitenancy; /* --auth.multitenancy-enabled: X-Scope-OrgID tenants */
 };
 
 static void usage(FILE *f)
 {
-	fprintf(
-	    f,
-	    "usage: profd run [flags]\n"
-	    "\n"
-	    "Scrapes the pprof endpoints of the configured targets and stores the profiles.\n"
-	    "\n"
-	    "flags:\n"
-	    "  --config.file=FILE                  configuration file (default profd.yml)\n"
-	    "  --storage.tsdb.path=DIR             where profiles are stored (default data/)\n"
-	    "  --storage.tsdb.retention.time=DUR   how long to keep profiles (default 15d)\n"
-	    "  --storage.tsdb.retention.size=SIZE  most bytes of blocks to keep, e.g. 10GB\n"
-	    "                                      (default 0: no limit)\n"
-	    "  --storage.tsdb.max-series=N         series the head holds at most; a new series\n"
-	    "                                      past it is refused (default 1000000; 0: no "
-	    "limit)\n"
-	    "  --storage.tsdb.max-future-time=DUR  refuse samples dated more than this after\n"
-	    "                                      the clock (default 10m; 0: no limit)\n"
-	    "  --storage.tsdb.value-encoding=N     encoding of new value chunks: 2 (columnar,\n"
-	    "                                      the default) or 1 (raw profiles in zstd "
-	    "groups)\n"
-	    "  --web.listen-address=ADDR           address of the HTTP API and UI (default "
-	    ":10902)\n"
-	    "  --web.ui-dir=DIR                    serve the web UI from DIR instead of the\n"
-	    "                                      copy built into profd (for UI development)\n"
-	    "  --web.max-connections=N             HTTP connections open at once (default 256)\n"
-	    "  --web.max-connections-per-client=N  of those, from one IP address (default 64);\n"
-	    "                                      more get a small reserve that serves only\n"
-	    "                                      /-/healthy, /-/ready and /metrics\n"
-	    "  --web.max-response-memory=SIZE      bytes of responses held at once, being\n"
-	    "                                      built or not yet read by their clients;\n"
-	    "                                      past it a response is refused with 503\n"
-	    "                                      (default 1GB)\n"
-	    "  --web.read-header-timeout=DUR       time a connection has to send a request's\n"
-	    "                                      headers (default 10s)\n"
-	    "  --web.read-timeout=DUR              time it has to send headers and body\n"
-	    "                                      (default 1m)\n"
-	    "  --web.config.file=FILE              TLS, basic auth and response headers, in\n"
-	    "                                      Prometheus's web configuration format\n"
-	    "                                      (read again for every connection)\n"
-	    "  --web.enable-lifecycle              serve POST /-/reload and POST /-/quit\n"
-	    "                                      (default off: they answer 403)\n"
-	    "  --[no-]web.enable-push              accept pushed profiles at POST\n"
-	    "                                      /api/v1/profiles (default on;\n"
-	    "                                      --no-web.enable-push refuses them with 404)\n"
-	    "  --web.external-url=URL              the URL under which profd is reachable from\n"
-	    "                                      outside (e.g. through a reverse proxy), for\n"
-	    "                                      links back to profd; its path, if any, is the\n"
-	    "                                      default route prefix (default\n"
-	    "                                      http://<hostname>:<port>/)\n"
-	    "  --web.route-prefix=PATH             prefix of every HTTP route (default: the\n"
-	    "                                      path of --web.external-url)\n"
-	    "  --web.enable-admin-api              enable the admin endpoints under\n"
-	    "                                      /api/v1/admin/tsdb/ (delete series, clean\n"
-	    "                                      tombstones, snapshots; default off)\n"
-	    "  --query.timeout=DUR                 longest a PromQL query under /prometheus\n"
-	    "                                      may run (default 2m)\n"
-	    "  --query.max-samples=N               samples one such query may hold in memory\n"
-	    "                                      (default 50000000)\n"
-	    "  --query.lookback-delta=DUR          how far back an instant selector looks for\n"
-	    "                                      a profile's total (default 5m)\n"
-	    "  --callgraph.timeout=DUR             longest one report=svg layout may take, by\n"
-	    "                                      the clock and in CPU time (default 10s)\n"
-	    "  --callgraph.max-memory=SIZE         address space one layout may add (default\n"
-	    "                                      1GB)\n"
-	    "  --callgraph.max-concurrency=N       layouts running at once; more are answered\n"
-	    "                                      503 (default 2)\n"
-	    "  --discovery.dns.server=IP:PORT      send every dns_sd_configs query to this DNS\n"
-	    "                                      server instead of those of /etc/resolv.conf\n"
-	    "                                      (a profd addition; default: resolv.conf)\n"
-	    "  --storage.clickhouse.url=URL        keep profiles in ClickHouse, at the URL of its\n"
-	    "                                      HTTP interface (http://HOST:8123/), instead\n"
-	    "                                      of the local blocks (docs/scale-out.md)\n"
-	    "  --storage.clickhouse.database=NAME  ClickHouse database of profd's tables\n"
-	    "                                      (default profd)\n"
-	    "  --storage.clickhouse.credentials-file=FILE\n"
-	    "                                      ClickHouse user on the first line, password\n"
-	    "                                      on the second (default: user default, no\n"
-	    "                                      password)\n"
-	    "  --storage.clickhouse.cluster=NAME   create the tables on every node of this\n"
-	    "                                      ClickHouse cluster, with Distributed tables\n"
-	    "                                      over them\n"
-	    "  --storage.clickhouse.spool.max-size=SIZE\n"
-	    "                                      most bytes of profiles kept in the WAL\n"
-	    "                                      while ClickHouse has not taken them; past\n"
-	    "                                      it new profiles are refused (default 1GB)\n"
-	    "  --storage.clickhouse.cluster-nodes=URL[,URL...]\n"
-	    "                                      HTTP URLs of the cluster's other nodes (all\n"
-	    "                                      of them; profd creates its tables and drops\n"
-	    "                                      old partitions on each)\n"
-	    "  --web.max-concurrent-pushes=N       pushes received or stored at once; more\n"
-	    "                                      get 429 with Retry-After (default 8)\n"
-	    "  --query.max-concurrency=N           queries (/api/v1/query, query_range and\n"
-	    "                                      /prometheus/api/v1/*) run at once; more\n"
-	    "                                      wait their turn (default 20)\n"
-	    "  --storage.tsdb.max-profile-gzip-ratio=N\n"
-	    "                                      a gzip body or profile, scraped or pushed,\n"
-	    "                                      may inflate to at most N times its size\n"
-	    "                                      (default 100)\n"
-	    "  --storage.tsdb.max-profile-decoded-size=SIZE\n"
-	    "                                      most memory a scraped or pushed profile may\n"
-	    "                                      take decoded (default 64MB)\n"
-	    "  --storage.tsdb.max-profile-samples=N\n"
-	    "                                      most samples in a scraped or pushed profile\n"
-	    "                                      (default 1000000)\n"
-	    "  --storage.tsdb.max-profile-sample-labels=N\n"
-	    "                                      most labels on one of its samples\n"
-	    "                                      (default 1024)\n"
-	    "  --web.max-push-body=SIZE            largest body of a push, to any of the push\n"
-	    "                                      endpoints, as sent (default 64MB)\n"
-	    "  --web.max-debuginfo-size=SIZE       largest debug file uploaded to PUT\n"
-	    "                                      /api/v1/debuginfo/<build-id>, after gunzip\n"
-	    "                                      (default 512MB)\n"
-	    "  --ingest.max-stack-depth=N          most frames in one stack of a profile\n"
-	    "                                      pushed to /ingest, Push or OTLP (default 2048)\n"
-	    "  --ingest.max-labels-per-series=N    most labels of a series such a push names,\n"
-	    "                                      __name__ and service_name included (default "
-	    "30)\n"
-	    "  --ingest.max-label-name-length=N    longest label name in bytes (default 1024)\n"
-	    "  --ingest.max-label-value-length=N   longest label value in bytes (default 2048)\n"
-	    "  --ingest.max-symbol-length=N        longest function or file name in bytes\n"
-	    "                                      (default 65535)\n"
-	    "  --ingest.max-profiles-per-request=N most profiles one push may turn into\n"
-	    "                                      (default 10000)\n"
-	    "  --ingest.max-json-depth=N           deepest nesting of a JSON push (default 64)\n"
-	    "  --ingest.max-json-size=SIZE         largest JSON body of a push, after gunzip\n"
-	    "                                      (default 16MB)\n"
-	    "  --ingest.max-request-memory=SIZE    most memory the profiles of one push may\n"
-	    "                                      hold before they are stored (default 512MB)\n"
-	    "  --query.max-flamegraph-nodes=N      flame graph nodes of one answer of the\n"
-	    "                                      query API for Grafana (querier.v1) at most\n"
-	    "                                      (default 16384)\n"
-	    "  --auth.multitenancy-enabled         scope every write and query to the tenant\n"
-	    "                                      of its X-Scope-OrgID header (default off)\n"
-	    "  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
-	    "  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
+	fprintf(f,
+		"usage: profd run [flags]\n"
+		"\n"
+		"Scrapes the pprof endpoints of the configured targets and stores the profiles.\n"
+		"\n"
+		"flags:\n"
+		"  --config.file=FILE                  configuration file (default profd.yml)\n"
+		"  --storage.tsdb.path=DIR             where profiles are stored (default data/)\n"
+		"  --storage.tsdb.retention.time=DUR   how long to keep profiles (default 15d)\n"
+		"  --storage.tsdb.retention.size=SIZE  most bytes of blocks to keep, e.g. 10GB\n"
+		"                                      (default 0: no limit)\n"
+		"  --storage.tsdb.max-series=N         series the head holds at most; a new series\n"
+		"                                      past it is refused (default 1000000; 0: no limit)\n"
+		"  --storage.tsdb.max-future-time=DUR  refuse samples dated more than this after\n"
+		"                                      the clock (default 10m; 0: no limit)\n"
+		"  --storage.tsdb.value-encoding=N     encoding of new value chunks: 2 (columnar,\n"
+		"                                      the default) or 1 (raw profiles in zstd groups)\n"
+		"  --web.listen-address=ADDR           address of the HTTP API and UI (default :10902)\n"
+		"  --web.ui-dir=DIR                    serve the web UI from DIR instead of the\n"
+		"                                      copy built into profd (for UI development)\n"
+		"  --web.max-connections=N             HTTP connections open at once (default 256)\n"
+		"  --web.max-connections-per-client=N  of those, from one IP address (default 64);\n"
+		"                                      more get a small reserve that serves only\n"
+		"                                      /-/healthy, /-/ready and /metrics\n"
+		"  --web.max-response-memory=SIZE      bytes of responses held at once, being\n"
+		"                                      built or not yet read by their clients;\n"
+		"                                      past it a response is refused with 503\n"
+		"                                      (default 1GB)\n"
+		"  --web.read-header-timeout=DUR       time a connection has to send a request's\n"
+		"                                      headers (default 10s)\n"
+		"  --web.read-timeout=DUR              time it has to send headers and body\n"
+		"                                      (default 1m)\n"
+		"  --web.config.file=FILE              TLS, basic auth and response headers, in\n"
+		"                                      Prometheus's web configuration format\n"
+		"                                      (read again for every connection)\n"
+		"  --web.enable-lifecycle              serve POST /-/reload and POST /-/quit\n"
+		"                                      (default off: they answer 403)\n"
+		"  --[no-]web.enable-push              accept pushed profiles at POST\n"
+		"                                      /api/v1/profiles (default on;\n"
+		"                                      --no-web.enable-push refuses them with 404)\n"
+		"  --web.external-url=URL              the URL under which profd is reachable from\n"
+		"                                      outside (e.g. through a reverse proxy), for\n"
+		"                                      links back to profd; its path, if any, is the\n"
+		"                                      default route prefix (default\n"
+		"                                      http://<hostname>:<port>/)\n"
+		"  --web.route-prefix=PATH             prefix of every HTTP route (default: the\n"
+		"                                      path of --web.external-url)\n"
+		"  --web.enable-admin-api              enable the admin endpoints under\n"
+		"                                      /api/v1/admin/tsdb/ (delete series, clean\n"
+		"                                      tombstones, snapshots; default off)\n"
+		"  --query.timeout=DUR                 longest a PromQL query under /prometheus\n"
+		"                                      may run (default 2m)\n"
+		"  --query.max-samples=N               samples one such query may hold in memory\n"
+		"                                      (default 50000000)\n"
+		"  --query.lookback-delta=DUR          how far back an instant selector looks for\n"
+		"                                      a profile's total (default 5m)\n"
+		"  --callgraph.timeout=DUR             longest one report=svg layout may take, by\n"
+		"                                      the clock and in CPU time (default 10s)\n"
+		"  --callgraph.max-memory=SIZE         address space one layout may add (default\n"
+		"                                      1GB)\n"
+		"  --callgraph.max-concurrency=N       layouts running at once; more are answered\n"
+		"                                      503 (default 2)\n"
+		"  --discovery.dns.server=IP:PORT      send every dns_sd_configs query to this DNS\n"
+		"                                      server instead of those of /etc/resolv.conf\n"
+		"                                      (a profd addition; default: resolv.conf)\n"
+		"  --storage.clickhouse.url=URL        keep profiles in ClickHouse, at the URL of its\n"
+		"                                      HTTP interface (http://HOST:8123/), instead\n"
+		"                                      of the local blocks (docs/scale-out.md)\n"
+		"  --storage.clickhouse.database=NAME  ClickHouse database of profd's tables\n"
+		"                                      (default profd)\n"
+		"  --storage.clickhouse.credentials-file=FILE\n"
+		"                                      ClickHouse user on the first line, password\n"
+		"                                      on the second (default: user default, no\n"
+		"                                      password)\n"
+		"  --storage.clickhouse.cluster=NAME   create the tables on every node of this\n"
+		"                                      ClickHouse cluster, with Distributed tables\n"
+		"                                      over them\n"
+		"  --storage.clickhouse.spool.max-size=SIZE\n"
+		"                                      most bytes of profiles kept in the WAL\n"
+		"                                      while ClickHouse has not taken them; past\n"
+		"                                      it new profiles are refused (default 1GB)\n"
+		"  --storage.clickhouse.cluster-nodes=URL[,URL...]\n"
+		"                                      HTTP URLs of the cluster's other nodes (all\n"
+		"                                      of them; profd creates its tables and drops\n"
+		"                                      old partitions on each)\n"
+		"  --web.max-concurrent-pushes=N       pushes received or stored at once; more\n"
+		"                                      get 429 with Retry-After (default 8)\n"
+		"  --query.max-concurrency=N           queries (/api/v1/query, query_range and\n"
+		"                                      /prometheus/api/v1/*) run at once; more\n"
+		"                                      wait their turn (default 20)\n"
+		"  --storage.tsdb.max-profile-gzip-ratio=N\n"
+		"                                      a gzip body or profile, scraped or pushed,\n"
+		"                                      may inflate to at most N times its size\n"
+		"                                      (default 100)\n"
+		"  --storage.tsdb.max-profile-decoded-size=SIZE\n"
+		"                                      most memory a scraped or pushed profile may\n"
+		"                                      take decoded (default 64MB)\n"
+		"  --storage.tsdb.max-profile-samples=N\n"
+		"                                      most samples in a scraped or pushed profile\n"
+		"                                      (default 1000000)\n"
+		"  --storage.tsdb.max-profile-sample-labels=N\n"
+		"                                      most labels on one of its samples\n"
+		"                                      (default 1024)\n"
+		"  --web.max-push-body=SIZE            largest body of a push, to any of the push\n"
+		"                                      endpoints, as sent (default 64MB)\n"
+		"  --web.max-debuginfo-size=SIZE       largest debug file uploaded to PUT\n"
+		"                                      /api/v1/debuginfo/<build-id>, after gunzip\n"
+		"                                      (default 512MB)\n"
+		"  --ingest.max-stack-depth=N          most frames in one stack of a profile\n"
+		"                                      pushed to /ingest, Push or OTLP (default 2048)\n"
+		"  --ingest.max-labels-per-series=N    most labels of a series such a push names,\n"
+		"                                      __name__ and service_name included (default 30)\n"
+		"  --ingest.max-label-name-length=N    longest label name in bytes (default 1024)\n"
+		"  --ingest.max-label-value-length=N   longest label value in bytes (default 2048)\n"
+		"  --ingest.max-symbol-length=N        longest function or file name in bytes\n"
+		"                                      (default 65535)\n"
+		"  --ingest.max-profiles-per-request=N most profiles one push may turn into\n"
+		"                                      (default 10000)\n"
+		"  --ingest.max-json-depth=N           deepest nesting of a JSON push (default 64)\n"
+		"  --ingest.max-json-size=SIZE         largest JSON body of a push, after gunzip\n"
+		"                                      (default 16MB)\n"
+		"  --ingest.max-request-memory=SIZE    most memory the profiles of one push may\n"
+		"                                      hold before they are stored (default 512MB)\n"
+		"  --query.max-flamegraph-nodes=N      flame graph nodes of one answer of the\n"
+		"                                      query API for Grafana (querier.v1) at most\n"
+		"                                      (default 16384)\n"
+		"  --auth.multitenancy-enabled         scope every write and query to the tenant\n"
+		"                                      of its X-Scope-OrgID header (default off)\n"
+		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
+		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 	run_sym_usage(f);
 }
 
@@ -260,7 +255,7 @@ static int bool_flag(const char *a, size_t nl, const char *v, struct run_flags *
 			on = 0;
 		else if (v) {
 			fprintf(stderr, "profd run: --%s: %s is not true or false\n", flags[i].name,
-			        v);
+				v);
 			return -1;
 		}
 		*(int *)((char *)f + flags[i].off) = on;
@@ -271,61 +266,13 @@ static int bool_flag(const char *a, size_t nl, const char *v, struct run_flags *
 
 static int parse_flags(int argc, char **argv, struct run_flags *f)
 {
-	*f = (struct run_flags){"profd.yml",
-	                        "data/",
-	                        ":10902",
-	                        "15d",
-	                        "0",
-	                        "info",
-	                        "logfmt",
-	                        "",
-	                        "2",
-	                        "256",
-	                        "64",
-	                        "10s",
-	                        "1m",
-	                        "",
-	                        0,
-	                        1,
-	                        "",
-	                        "",
-	                        0,
-	                        "2m",
-	                        "50000000",
-	                        "5m",
-	                        "",
-	                        "",
-	                        PD_CLICKHOUSE_DEFAULT_DATABASE,
-	                        "",
-	                        "",
-	                        "1GB",
-	                        "",
-	                        "10s",
-	                        "1GB",
-	                        "2",
-	                        "1000000" /* PD_TSDB_DEFAULT_MAX_SERIES */,
-	                        "8",
-	                        "20",
-	                        "100",
-	                        "64MB",
-	                        "1000000",
-	                        "1024",
-	                        "1GB",
-	                        "10m",
-	                        "64MB",
-	                        "2048",
-	                        "30",
-	                        "1024",
-	                        "2048",
-	                        "65535",
-	                        "10000",
-	                        "64",
-	                        "16MB",
-	                        "512MB",
-	                        "512MB",
-	                        {0},
-	                        "16384",
-	                        0};
+	*f = (struct run_flags){"profd.yml", "data/", ":10902", "15d", "0", "info", "logfmt", "", "2",
+				"256", "64", "10s", "1m", "", 0, 1, "", "", 0, "2m", "50000000", "5m", "",
+				"", PD_CLICKHOUSE_DEFAULT_DATABASE, "", "", "1GB", "", "10s", "1GB", "2",
+				"1000000" /* PD_TSDB_DEFAULT_MAX_SERIES */,
+				"8", "20", "100", "64MB", "1000000", "1024", "1GB", "10m", "64MB",
+				"2048", "30", "1024", "2048", "65535", "10000", "64", "16MB", "512MB",
+				"512MB", {0}, "16384", 0};
 	run_sym_flags_init(&f->sym);
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
@@ -343,9 +290,9 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 		if (strncmp(a, "--", 2) != 0) {
 			int tf = strcmp(a, "true") == 0 || strcmp(a, "false") == 0;
 			fprintf(stderr, "profd run: %s: unexpected argument%s\n", a,
-			        tf ? " (a boolean flag takes its value after =, as "
-			             "--web.enable-lifecycle=true)"
-			           : "");
+				tf ? " (a boolean flag takes its value after =, as "
+				     "--web.enable-lifecycle=true)"
+				   : "");
 			return -1;
 		}
 		const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
@@ -464,8 +411,7 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 		else if (IS("--query.max-flamegraph-nodes"))
 			f->query_max_flamegraph_nodes = v;
 		else {
-			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n",
-			        (int)nl, a);
+			fprintf(stderr, "profd run: unknown flag %.*s (see profd run --help)\n", (int)nl, a);
 			return -1;
 		}
 #undef IS
@@ -490,7 +436,7 @@ struct daemon {
 	struct sd_seen {
 		char name[32];
 		int64_t refresh_ms;
-	} * sd_seen;
+	} *sd_seen;
 	size_t nsd_seen;
 };
 
@@ -577,9 +523,8 @@ static int apply_config(struct daemon *d, const struct pd_config *cfg, struct pd
 		size_t nt = 0;
 		for (size_t k = 0; k < sc->nprofiles; k++)
 			if (sc->profiles[k].enabled)
-				ty[nt++] = (struct pd_scrape_profile_type){sc->profiles[k].name,
-				                                           sc->profiles[k].path,
-				                                           sc->profiles[k].seconds};
+				ty[nt++] = (struct pd_scrape_profile_type){sc->profiles[k].name, sc->profiles[k].path,
+									   sc->profiles[k].seconds};
 		p->types = ty;
 		p->ntypes = nt;
 		p->interval_ms = sc->scrape_interval_ms;
@@ -687,8 +632,7 @@ static int parse_count(const char *flag, const char *v, unsigned max, unsigned *
 	errno = 0;
 	unsigned long n = strtoul(v, &end, 10);
 	if (!*v || *end || errno || n == 0 || n > max || v[0] == '-') {
-		fprintf(stderr, "profd run: %s: %s is not a whole number from 1 to %u\n", flag, v,
-		        max);
+		fprintf(stderr, "profd run: %s: %s is not a whole number from 1 to %u\n", flag, v, max);
 		return -1;
 	}
 	*out = (unsigned)n;
@@ -757,19 +701,19 @@ int pd_cmd_run(int argc, char **argv)
 		o.max_future_ms = -1; /* 0: no limit */
 	if (pd_config_parse_size(f.ch_spool_max, &size, &err) || size <= 0) {
 		fprintf(stderr, "profd run: --storage.clickhouse.spool.max-size: %s\n",
-		        size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
+			size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
 		return 2;
 	}
 	o.clickhouse_spool_max = (uint64_t)size;
 	if (pd_config_parse_size(f.max_response_memory, &size, &err) || size <= 0) {
 		fprintf(stderr, "profd run: --web.max-response-memory: %s\n",
-		        size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
+			size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
 		return 2;
 	}
 	size_t max_response_memory = (size_t)size;
 	if (strcmp(f.value_encoding, "1") != 0 && strcmp(f.value_encoding, "2") != 0) {
 		fprintf(stderr, "profd run: --storage.tsdb.value-encoding: %s is not 1 or 2\n",
-		        f.value_encoding);
+			f.value_encoding);
 		return 2;
 	}
 	o.value_encoding = f.value_encoding[0] - '0';
@@ -779,9 +723,9 @@ int pd_cmd_run(int argc, char **argv)
 		unsigned long long n = strtoull(f.max_series, &end, 10);
 		if (!f.max_series[0] || *end || errno || f.max_series[0] == '-') {
 			fprintf(stderr,
-			        "profd run: --storage.tsdb.max-series: %s is not a whole number "
-			        "(0: no limit)\n",
-			        f.max_series);
+				"profd run: --storage.tsdb.max-series: %s is not a whole number "
+				"(0: no limit)\n",
+				f.max_series);
 			return 2;
 		}
 		o.max_series = n;
@@ -790,86 +734,84 @@ int pd_cmd_run(int argc, char **argv)
 	int64_t header_timeout_ms, read_timeout_ms;
 	if (parse_count("--web.max-connections", f.max_connections, 100000, &max_conns) ||
 	    parse_count("--web.max-connections-per-client", f.max_connections_per_client, 100000,
-	                &max_conns_client) ||
+			&max_conns_client) ||
 	    parse_timeout("--web.read-header-timeout", f.read_header_timeout, &header_timeout_ms) ||
 	    parse_timeout("--web.read-timeout", f.read_timeout, &read_timeout_ms))
 		return 2;
 	unsigned query_max_samples, query_max_nodes;
 	int64_t query_timeout_ms, query_lookback_ms;
 	if (parse_count("--query.max-flamegraph-nodes", f.query_max_flamegraph_nodes, 10000000u,
-	                &query_max_nodes) ||
+			&query_max_nodes) ||
 	    parse_timeout("--query.timeout", f.query_timeout, &query_timeout_ms) ||
 	    parse_count("--query.max-samples", f.query_max_samples, 2000000000u,
-	                &query_max_samples) ||
+			&query_max_samples) ||
 	    parse_timeout("--query.lookback-delta", f.query_lookback_delta, &query_lookback_ms))
 		return 2;
 	int64_t cg_timeout_ms, cg_max_memory;
 	unsigned cg_max_concurrency;
 	if (parse_timeout("--callgraph.timeout", f.cg_timeout, &cg_timeout_ms) ||
 	    parse_count("--callgraph.max-concurrency", f.cg_max_concurrency, 1000,
-	                &cg_max_concurrency))
+			&cg_max_concurrency))
 		return 2;
-	if (pd_config_parse_size(f.cg_max_memory, &cg_max_memory, &err) ||
-	    cg_max_memory < (1 << 20)) {
+	if (pd_config_parse_size(f.cg_max_memory, &cg_max_memory, &err) || cg_max_memory < (1 << 20)) {
 		fprintf(stderr, "profd run: --callgraph.max-memory: %s\n",
-		        err.msg[0] ? err.msg : "must be at least 1MB");
+			err.msg[0] ? err.msg : "must be at least 1MB");
 		return 2;
 	}
 	unsigned max_pushes, query_conc, gzip_ratio, max_samples, max_sample_labels;
 	int64_t decoded_size = 0;
-	if (parse_count("--web.max-concurrent-pushes", f.max_concurrent_pushes, 100000,
-	                &max_pushes) ||
+	if (parse_count("--web.max-concurrent-pushes", f.max_concurrent_pushes, 100000, &max_pushes) ||
 	    parse_count("--query.max-concurrency", f.query_max_concurrency, 100000, &query_conc) ||
 	    parse_count("--storage.tsdb.max-profile-gzip-ratio", f.max_profile_gzip_ratio, 1000000,
-	                &gzip_ratio) ||
+			&gzip_ratio) ||
 	    parse_count("--storage.tsdb.max-profile-samples", f.max_profile_samples, 2000000000u,
-	                &max_samples) ||
+			&max_samples) ||
 	    parse_count("--storage.tsdb.max-profile-sample-labels", f.max_profile_sample_labels,
-	                2000000000u, &max_sample_labels))
+			2000000000u, &max_sample_labels))
 		return 2;
 	unsigned in_depth, in_labels, in_name_len, in_value_len, in_symbol_len, in_profiles,
-	    in_json_depth;
+		in_json_depth;
 	int64_t push_body = 0;
 	if (parse_count("--ingest.max-stack-depth", f.ingest_max_stack_depth, 1000000, &in_depth) ||
 	    parse_count("--ingest.max-labels-per-series", f.ingest_max_labels, 64, &in_labels) ||
 	    parse_count("--ingest.max-label-name-length", f.ingest_max_label_name_len, 1 << 20,
-	                &in_name_len) ||
+			&in_name_len) ||
 	    parse_count("--ingest.max-label-value-length", f.ingest_max_label_value_len, 1 << 20,
-	                &in_value_len) ||
+			&in_value_len) ||
 	    parse_count("--ingest.max-symbol-length", f.ingest_max_symbol_len, 1 << 24,
-	                &in_symbol_len) ||
+			&in_symbol_len) ||
 	    parse_count("--ingest.max-profiles-per-request", f.ingest_max_profiles, 10000000,
-	                &in_profiles) ||
+			&in_profiles) ||
 	    parse_count("--ingest.max-json-depth", f.ingest_max_json_depth, 10000, &in_json_depth))
 		return 2;
 	int64_t json_size = 0, request_memory = 0;
 	if (pd_config_parse_size(f.ingest_max_json_size, &json_size, &err) || json_size <= 0) {
 		fprintf(stderr, "profd run: --ingest.max-json-size: %s\n",
-		        json_size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
+			json_size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
 		return 2;
 	}
 	if (pd_config_parse_size(f.ingest_max_request_memory, &request_memory, &err) ||
 	    request_memory < (1 << 20)) {
 		fprintf(stderr, "profd run: --ingest.max-request-memory: %s\n",
-		        !err.msg[0] ? "must be at least 1MB" : err.msg);
+			!err.msg[0] ? "must be at least 1MB" : err.msg);
 		return 2;
 	}
 	int64_t debuginfo_size = 0;
 	if (pd_config_parse_size(f.max_debuginfo_size, &debuginfo_size, &err) ||
 	    debuginfo_size <= 0) {
 		fprintf(stderr, "profd run: --web.max-debuginfo-size: %s\n",
-		        debuginfo_size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
+			debuginfo_size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
 		return 2;
 	}
 	if (pd_config_parse_size(f.max_push_body, &push_body, &err) || push_body <= 0) {
 		fprintf(stderr, "profd run: --web.max-push-body: %s\n",
-		        push_body <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
+			push_body <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
 		return 2;
 	}
 	if (pd_config_parse_size(f.max_profile_decoded_size, &decoded_size, &err) ||
 	    decoded_size <= 0) {
 		fprintf(stderr, "profd run: --storage.tsdb.max-profile-decoded-size: %s\n",
-		        decoded_size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
+			decoded_size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
 		return 2;
 	}
 	if (f.dns_server[0] && pd_discovery_dns_server_check(f.dns_server, &err)) {
@@ -949,19 +891,18 @@ int pd_cmd_run(int argc, char **argv)
 		}
 		o.clickhouse = d.ch;
 		if (pd_url_has_password(f.ch_url) || pd_url_has_password(f.ch_cluster_nodes))
-			pd_log_warn(
-			    "clickhouse",
-			    "a password in a ClickHouse URL can be read from the process list "
-			    "by every user of the machine; give it in "
-			    "--storage.clickhouse.credentials-file instead",
-			    "url=%s", f.ch_url);
+			pd_log_warn("clickhouse",
+			            "a password in a ClickHouse URL can be read from the process list "
+			            "by every user of the machine; give it in "
+			            "--storage.clickhouse.credentials-file instead",
+			            "url=%s", f.ch_url);
 		/* the client has its copy: ps and /proc/PID/cmdline show x for each of
 		 * the password's bytes from now on */
 		for (int i = 1; i < argc; i++)
 			pd_url_passwords_blank(argv[i]);
 		pd_log_info("clickhouse", "profiles are kept in ClickHouse",
-		            "url=%s database=%s cluster=%s", f.ch_url, pd_clickhouse_database(d.ch),
-		            f.ch_cluster);
+		            "url=%s database=%s cluster=%s", f.ch_url,
+		            pd_clickhouse_database(d.ch), f.ch_cluster);
 	}
 	if (pd_tsdb_open(&d.db, f.storage_path, &o, &err)) {
 		pd_log_error("tsdb", "opening the store failed", "err=%s", err.msg);
@@ -982,9 +923,9 @@ int pd_cmd_run(int argc, char **argv)
 	            (unsigned long long)st.blocks, (unsigned long long)st.head_series);
 	struct pd_discovery_options dopts = {.dns_server = f.dns_server};
 	struct pd_scrape_manager_opts smo = {.max_ratio = gzip_ratio,
-	                                     .max_memory = (size_t)decoded_size,
-	                                     .max_samples = max_samples,
-	                                     .max_sample_labels = max_sample_labels};
+					     .max_memory = (size_t)decoded_size,
+					     .max_samples = max_samples,
+					     .max_sample_labels = max_sample_labels};
 	if (pd_scrape_manager_create(&d.scrape, d.db, &smo, &err) ||
 	    pd_discovery_manager_create(&d.disc, on_groups, &d, &dopts, &err)) {
 		pd_log_error("main", "starting failed", "err=%s", err.msg);
@@ -994,132 +935,58 @@ int pd_cmd_run(int argc, char **argv)
 		pd_log_error("main", "applying the configuration failed", "err=%s", err.msg);
 		goto out;
 	}
-	const char *fn[] = {"config.file",
-	                    "storage.tsdb.path",
-	                    "storage.tsdb.retention.time",
-	                    "storage.tsdb.retention.size",
-	                    "web.listen-address",
-	                    "log.level",
-	                    "log.format",
-	                    "web.ui-dir",
-	                    "storage.tsdb.value-encoding",
-	                    "web.max-connections",
-	                    "web.max-connections-per-client",
-	                    "web.read-header-timeout",
-	                    "web.read-timeout",
-	                    "web.config.file",
-	                    "web.enable-lifecycle",
-	                    "web.enable-push",
-	                    "web.external-url",
-	                    "web.route-prefix",
-	                    "web.enable-admin-api",
-	                    "query.timeout",
-	                    "query.max-samples",
-	                    "query.lookback-delta",
-	                    "discovery.dns.server",
-	                    "storage.clickhouse.url",
-	                    "storage.clickhouse.database",
-	                    "storage.clickhouse.credentials-file",
-	                    "storage.clickhouse.cluster",
-	                    "storage.clickhouse.spool.max-size",
-	                    "storage.clickhouse.cluster-nodes",
-	                    "callgraph.timeout",
-	                    "callgraph.max-memory",
-	                    "callgraph.max-concurrency",
-	                    "storage.tsdb.max-series",
-	                    "web.max-concurrent-pushes",
-	                    "query.max-concurrency",
-	                    "storage.tsdb.max-profile-gzip-ratio",
-	                    "storage.tsdb.max-profile-decoded-size",
-	                    "storage.tsdb.max-profile-samples",
-	                    "storage.tsdb.max-profile-sample-labels",
-	                    "web.max-response-memory",
-	                    "storage.tsdb.max-future-time",
-	                    "web.max-push-body",
-	                    "ingest.max-stack-depth",
-	                    "ingest.max-labels-per-series",
-	                    "ingest.max-label-name-length",
-	                    "ingest.max-label-value-length",
-	                    "ingest.max-symbol-length",
-	                    "ingest.max-profiles-per-request",
-	                    "ingest.max-json-depth",
-	                    "ingest.max-json-size",
-	                    "ingest.max-request-memory",
-	                    "web.max-debuginfo-size",
-	                    "symbolizer.enabled",
-	                    "symbolizer.debug-dirs",
-	                    "symbolizer.debuginfod-urls",
-	                    "symbolizer.timeout",
-	                    "symbolizer.cache-size",
-	                    "symbolizer.debuginfod-timeout",
-	                    "symbolizer.max-download-size",
-	                    "symbolizer.workers",
-	                    "symbolizer.mapping-files",
-	                    "query.max-flamegraph-nodes",
-	                    "auth.multitenancy-enabled"};
-	const char *fv[] = {f.config_file,
-	                    f.storage_path,
-	                    f.retention_time,
-	                    f.retention_size,
-	                    f.listen_address,
-	                    f.log_level,
-	                    f.log_format,
-	                    f.ui_dir,
-	                    f.value_encoding,
-	                    f.max_connections,
-	                    f.max_connections_per_client,
-	                    f.read_header_timeout,
-	                    f.read_timeout,
-	                    f.web_config_file,
-	                    f.enable_lifecycle ? "true" : "false",
-	                    f.enable_push ? "true" : "false",
-	                    external_url,
-	                    route_prefix,
-	                    f.enable_admin_api ? "true" : "false",
-	                    f.query_timeout,
-	                    f.query_max_samples,
-	                    f.query_lookback_delta,
-	                    f.dns_server,
-	                    f.ch_url,
-	                    f.ch_database,
-	                    f.ch_credentials_file,
-	                    f.ch_cluster,
-	                    f.ch_spool_max,
-	                    f.ch_cluster_nodes,
-	                    f.cg_timeout,
-	                    f.cg_max_memory,
-	                    f.cg_max_concurrency,
-	                    f.max_series,
-	                    f.max_concurrent_pushes,
-	                    f.query_max_concurrency,
-	                    f.max_profile_gzip_ratio,
-	                    f.max_profile_decoded_size,
-	                    f.max_profile_samples,
-	                    f.max_profile_sample_labels,
-	                    f.max_response_memory,
-	                    f.max_future_time,
-	                    f.max_push_body,
-	                    f.ingest_max_stack_depth,
-	                    f.ingest_max_labels,
-	                    f.ingest_max_label_name_len,
-	                    f.ingest_max_label_value_len,
-	                    f.ingest_max_symbol_len,
-	                    f.ingest_max_profiles,
-	                    f.ingest_max_json_depth,
-	                    f.ingest_max_json_size,
-	                    f.ingest_max_request_memory,
-	                    f.max_debuginfo_size,
-	                    f.sym.enabled ? "true" : "false",
-	                    f.sym.dirs_joined,
-	                    f.sym.debuginfod_urls ? f.sym.debuginfod_urls : "",
-	                    f.sym.timeout,
-	                    f.sym.cache_size,
-	                    f.sym.download_timeout,
-	                    f.sym.max_download,
-	                    f.sym.workers,
-	                    f.sym.mapping_files ? "true" : "false",
-	                    f.query_max_flamegraph_nodes,
-	                    f.multitenancy ? "true" : "false"};
+	const char *fn[] = {"config.file",	"storage.tsdb.path", "storage.tsdb.retention.time",
+			    "storage.tsdb.retention.size", "web.listen-address", "log.level",
+			    "log.format", "web.ui-dir", "storage.tsdb.value-encoding",
+			    "web.max-connections", "web.max-connections-per-client",
+			    "web.read-header-timeout", "web.read-timeout", "web.config.file",
+			    "web.enable-lifecycle", "web.enable-push", "web.external-url",
+			    "web.route-prefix", "web.enable-admin-api", "query.timeout",
+			    "query.max-samples", "query.lookback-delta", "discovery.dns.server",
+			    "storage.clickhouse.url", "storage.clickhouse.database",
+			    "storage.clickhouse.credentials-file", "storage.clickhouse.cluster",
+			    "storage.clickhouse.spool.max-size", "storage.clickhouse.cluster-nodes",
+			    "callgraph.timeout", "callgraph.max-memory", "callgraph.max-concurrency",
+			    "storage.tsdb.max-series",
+			    "web.max-concurrent-pushes", "query.max-concurrency",
+			    "storage.tsdb.max-profile-gzip-ratio", "storage.tsdb.max-profile-decoded-size",
+			    "storage.tsdb.max-profile-samples", "storage.tsdb.max-profile-sample-labels",
+			    "web.max-response-memory",
+			    "storage.tsdb.max-future-time", "web.max-push-body",
+			    "ingest.max-stack-depth", "ingest.max-labels-per-series",
+			    "ingest.max-label-name-length", "ingest.max-label-value-length",
+			    "ingest.max-symbol-length", "ingest.max-profiles-per-request",
+			    "ingest.max-json-depth", "ingest.max-json-size",
+			    "ingest.max-request-memory", "web.max-debuginfo-size",
+			    "symbolizer.enabled", "symbolizer.debug-dirs", "symbolizer.debuginfod-urls",
+			    "symbolizer.timeout", "symbolizer.cache-size",
+			    "symbolizer.debuginfod-timeout", "symbolizer.max-download-size",
+			    "symbolizer.workers", "symbolizer.mapping-files",
+			    "query.max-flamegraph-nodes", "auth.multitenancy-enabled"};
+	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
+			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
+			    f.value_encoding, f.max_connections, f.max_connections_per_client,
+			    f.read_header_timeout, f.read_timeout, f.web_config_file,
+			    f.enable_lifecycle ? "true" : "false", f.enable_push ? "true" : "false",
+			    external_url, route_prefix, f.enable_admin_api ? "true" : "false",
+			    f.query_timeout, f.query_max_samples, f.query_lookback_delta,
+			    f.dns_server, f.ch_url, f.ch_database, f.ch_credentials_file,
+			    f.ch_cluster, f.ch_spool_max, f.ch_cluster_nodes, f.cg_timeout,
+			    f.cg_max_memory, f.cg_max_concurrency, f.max_series,
+			    f.max_concurrent_pushes, f.query_max_concurrency, f.max_profile_gzip_ratio,
+			    f.max_profile_decoded_size, f.max_profile_samples,
+			    f.max_profile_sample_labels,
+			    f.max_response_memory, f.max_future_time, f.max_push_body,
+			    f.ingest_max_stack_depth, f.ingest_max_labels,
+			    f.ingest_max_label_name_len, f.ingest_max_label_value_len,
+			    f.ingest_max_symbol_len, f.ingest_max_profiles,
+			    f.ingest_max_json_depth, f.ingest_max_json_size,
+			    f.ingest_max_request_memory, f.max_debuginfo_size,
+			    f.sym.enabled ? "true" : "false", f.sym.dirs_joined,
+			    f.sym.debuginfod_urls ? f.sym.debuginfod_urls : "", f.sym.timeout,
+			    f.sym.cache_size, f.sym.download_timeout, f.sym.max_download,
+			    f.sym.workers, f.sym.mapping_files ? "true" : "false",
+			    f.query_max_flamegraph_nodes, f.multitenancy ? "true" : "false"};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -1145,14 +1012,14 @@ int pd_cmd_run(int argc, char **argv)
 	ao.max_push_body = (size_t)push_body;
 	ao.max_debuginfo_size = (size_t)debuginfo_size;
 	ao.ingest = (struct pd_ingest_limits){.max_stack_depth = in_depth,
-	                                      .max_labels = in_labels,
-	                                      .max_label_name_len = in_name_len,
-	                                      .max_label_value_len = in_value_len,
-	                                      .max_symbol_len = in_symbol_len,
-	                                      .max_profiles = in_profiles,
-	                                      .max_json_depth = in_json_depth,
-	                                      .max_json_size = (size_t)json_size,
-	                                      .max_request_memory = (size_t)request_memory};
+					      .max_labels = in_labels,
+					      .max_label_name_len = in_name_len,
+					      .max_label_value_len = in_value_len,
+					      .max_symbol_len = in_symbol_len,
+					      .max_profiles = in_profiles,
+					      .max_json_depth = in_json_depth,
+					      .max_json_size = (size_t)json_size,
+					      .max_request_memory = (size_t)request_memory};
 	ao.db = d.db;
 	ao.scrape = d.scrape;
 	ao.discovery = d.disc;
@@ -1200,7 +1067,7 @@ int pd_cmd_run(int argc, char **argv)
 	char *debuginfo_dir = malloc(dd_size);
 	if (debuginfo_dir)
 		snprintf(debuginfo_dir, dd_size, "%.*s/%s", (int)sp_len, f.storage_path,
-		         PD_API_DEBUGINFO_SUBDIR);
+			 PD_API_DEBUGINFO_SUBDIR);
 	ao.debuginfo_dir = debuginfo_dir;
 	int api_rc = pd_api_start(&d.api, &ao, &err);
 	free(debuginfo_dir); /* copied by pd_api_start */
@@ -1220,7 +1087,7 @@ int pd_cmd_run(int argc, char **argv)
 		int sig = sigtimedwait(&sigs, NULL, &tick);
 		if (sig == SIGTERM && __atomic_load_n(&d.quit, __ATOMIC_ACQUIRE)) {
 			pd_log_info("main",
-			            "received a termination request via /-/quit, shutting down");
+				    "received a termination request via /-/quit, shutting down");
 			break;
 		}
 		if (sig == SIGTERM || sig == SIGINT) {

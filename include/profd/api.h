@@ -50,14 +50,14 @@ struct pd_symbolizer;
 #define PD_API_DEFAULT_MAX_RESPONSE_MEMORY ((size_t)1 << 30)
 #define PD_API_RESPONSE_FREE_EACH ((size_t)64 << 10)
 #define PD_API_DEFAULT_MAX_CONNECTIONS 256
-#define PD_API_DEFAULT_MAX_CONNECTIONS_PER_CLIENT 64        /* from one IP address */
+#define PD_API_DEFAULT_MAX_CONNECTIONS_PER_CLIENT 64 /* from one IP address */
 #define PD_API_DEFAULT_READ_HEADER_TIMEOUT_MS (10LL * 1000) /* all of a request's headers */
 #define PD_API_DEFAULT_READ_TIMEOUT_MS (60LL * 1000)        /* headers and body together */
 /* Connections beyond the limits above go to a reserve of this many that serves
  * only /-/healthy, /-/ready and /metrics (docs/api.md, "Connections"). */
 #define PD_API_RESERVE_CONNECTIONS 8
 #define PD_API_DEFAULT_MAX_CONCURRENT_QUERIES 20 /* as Prometheus's query.max-concurrency */
-#define PD_API_DEFAULT_MAX_CONCURRENT_PUSHES 8   /* POST /api/v1/profiles, body included */
+#define PD_API_DEFAULT_MAX_CONCURRENT_PUSHES 8 /* POST /api/v1/profiles, body included */
 /* PromQL under /prometheus, as Prometheus's --query.* flags */
 #define PD_API_DEFAULT_QUERY_TIMEOUT_MS (2LL * 60 * 1000)  /* --query.timeout */
 #define PD_API_DEFAULT_QUERY_MAX_SAMPLES 50000000          /* --query.max-samples */
@@ -67,7 +67,7 @@ struct pd_symbolizer;
 #define PD_API_DEFAULT_CALLGRAPH_TIMEOUT_MS (10LL * 1000)       /* --callgraph.timeout */
 #define PD_API_DEFAULT_CALLGRAPH_MAX_MEMORY ((uint64_t)1 << 30) /* --callgraph.max-memory */
 #define PD_API_DEFAULT_CALLGRAPH_MAX_CONCURRENCY 2              /* --callgraph.max-concurrency */
-#define PD_API_DEFAULT_CALLGRAPH_LAYOUT_EXE "/proc/self/exe"    /* the running profd */
+#define PD_API_DEFAULT_CALLGRAPH_LAYOUT_EXE "/proc/self/exe"       /* the running profd */
 
 /* ---- the UI hook ------------------------------------------------------------ */
 
@@ -155,20 +155,20 @@ struct pd_api_opts {
 	/* flame graph nodes of a query API response (querier.v1, docs/grafana.md) at
 	 * most; a request asking for none or more gets this many. 0: 16384 */
 	size_t querier_max_nodes;
-	uint64_t max_merge_bytes; /* stored bytes a merge reads before it stops (warning) */
-	size_t max_push_body;     /* bytes of a pushed request body */
-	size_t max_decompressed;  /* a pushed profile after gunzip; 0: the store's largest
-	                           * profile, PD_TSDB_DEFAULT_MAX_PROFILE (64 MiB) */
-	size_t max_form_body;     /* bytes of a POSTed form of query parameters */
-	size_t max_response;      /* bytes of one response before compression */
+	uint64_t max_merge_bytes;  /* stored bytes a merge reads before it stops (warning) */
+	size_t max_push_body;      /* bytes of a pushed request body */
+	size_t max_decompressed;   /* a pushed profile after gunzip; 0: the store's largest
+				    * profile, PD_TSDB_DEFAULT_MAX_PROFILE (64 MiB) */
+	size_t max_form_body;      /* bytes of a POSTed form of query parameters */
+	size_t max_response;       /* bytes of one response before compression */
 	/* bytes of responses held at once (built, or sent but not yet read by slow
 	 * clients), all connections: past it a response is refused with 503 and
 	 * Retry-After; given back as each is read, or its connection closes or times out */
 	size_t max_response_memory;
 	unsigned max_connections;            /* open at once, all clients */
 	unsigned max_connections_per_client; /* open at once from one IP address */
-	int64_t read_header_timeout_ms;  /* accept (or the previous response) to end of headers */
-	int64_t read_timeout_ms;         /* accept (or the previous response) to end of body */
+	int64_t read_header_timeout_ms; /* accept (or the previous response) to end of headers */
+	int64_t read_timeout_ms;        /* accept (or the previous response) to end of body */
 	unsigned max_concurrent_queries; /* query and query_range (both APIs) running at once */
 	/* pushes at once, from their first byte to their answer; more get 429 with
 	 * Retry-After */

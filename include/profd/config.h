@@ -85,7 +85,7 @@ struct pd_scrape_config {
 	int honor_timestamps;   /* default 1; kept for Prometheus compatibility */
 	size_t body_size_limit; /* bytes, 0: no limit; inherited from global when 0 */
 	uint64_t target_limit;  /* targets after relabeling; 0: no limit; inherited
-	                         * from global when 0 */
+				 * from global when 0 */
 	/* the tenant the job's series are stored under with
 	 * --auth.multitenancy-enabled; PD_TENANT_DEFAULT when unset */
 	const char *tenant;
@@ -212,8 +212,8 @@ int64_t pd_config_default_profile_seconds(int64_t scrape_timeout_ms);
 
 enum pd_web_client_auth {
 	PD_WEB_NO_CLIENT_CERT = 0,
-	PD_WEB_REQUEST_CLIENT_CERT,     /* asked for, not required, not verified */
-	PD_WEB_REQUIRE_ANY_CLIENT_CERT, /* required, not verified */
+	PD_WEB_REQUEST_CLIENT_CERT,      /* asked for, not required, not verified */
+	PD_WEB_REQUIRE_ANY_CLIENT_CERT,  /* required, not verified */
 	PD_WEB_VERIFY_CLIENT_CERT_IF_GIVEN,
 	PD_WEB_REQUIRE_AND_VERIFY_CLIENT_CERT,
 };
@@ -255,10 +255,10 @@ struct pd_web_config {
 	int tls_enabled; /* any certificate, key or client CA given (cert or file) */
 	const char *cert, *cert_file, *key, *key_file, *client_ca, *client_ca_file;
 	enum pd_web_client_auth client_auth;
-	int min_version, max_version; /* PD_WEB_TLS1x */
-	const char **cipher_suites;   /* Go's names, e.g. TLS_AES_128_GCM_SHA256 */
+	int min_version, max_version;    /* PD_WEB_TLS1x */
+	const char **cipher_suites;      /* Go's names, e.g. TLS_AES_128_GCM_SHA256 */
 	size_t ncipher_suites;
-	const char **curve_preferences; /* CurveP256, CurveP384, CurveP521, X25519 */
+	const char **curve_preferences;  /* CurveP256, CurveP384, CurveP521, X25519 */
 	size_t ncurve_preferences;
 	int prefer_server_cipher_suites;
 	const char **client_allowed_sans; /* NULL: any */

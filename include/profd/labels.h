@@ -282,8 +282,8 @@ const char *pd_labels_regex_group_name(const struct pd_labels_regex *rx, size_t 
  * ran out. On a match, when ov is not NULL, fills 2 * nov offsets: ov[2i] and
  * ov[2i+1] the start and end of group i (0: the whole text), PD_LABELS_REGEX_UNSET
  * for a group that took no part or does not exist. nov 0 is the fastest. */
-int pd_labels_regex_match(const struct pd_labels_regex *rx, const char *s, size_t len, size_t *ov,
-                          size_t nov);
+int pd_labels_regex_match(const struct pd_labels_regex *rx, const char *s, size_t len,
+                          size_t *ov, size_t nov);
 
 /* ---- selectors ------------------------------------------------------------ */
 

@@ -27,7 +27,7 @@ struct pd_scrape_spec {
 	const char *url;
 	int64_t interval_ms;
 	int64_t timeout_ms;
-	size_t body_limit;    /* bytes after content decoding; 0: PD_SCRAPE_DEFAULT_BODY_LIMIT */
+	size_t body_limit;  /* bytes after content decoding; 0: PD_SCRAPE_DEFAULT_BODY_LIMIT */
 	uint64_t offset_seed; /* hash of the target: where in the interval it fires */
 	const struct pd_http_client_config *client; /* may be NULL; copied */
 };
@@ -36,13 +36,13 @@ struct pd_scrape_spec {
 struct pd_scrape_result {
 	int64_t scheduled_ms; /* the tick this scrape belongs to: the sample's timestamp */
 	int64_t start_ms, duration_us;
-	long http_status;    /* 0 when no response */
-	const uint8_t *body; /* borrowed for the call; NULL on error */
+	long http_status;     /* 0 when no response */
+	const uint8_t *body;  /* borrowed for the call; NULL on error */
 	size_t len;
-	int error;           /* 0 or a PD_E... code */
-	int limit;           /* with error: the limit on the profile it hit (enum
-	                      * pd_pprof_limit), or 0 */
-	const char *message; /* why it failed, for the target's last error */
+	int error;            /* 0 or a PD_E... code */
+	int limit;            /* with error: the limit on the profile it hit (enum
+			       * pd_pprof_limit), or 0 */
+	const char *message;  /* why it failed, for the target's last error */
 	/* for the callback's own decoding: the loop's limits, the instant (CLOCK_MONOTONIC
 	 * microseconds) by which decoding must end (the timeout bounds the transfer, then
 	 * again the decoding, counted from when a worker takes the result up, so that
@@ -60,7 +60,7 @@ struct pd_scrape_engine;
  * given to pd_scrape_loop_add. Must not call back into the engine's add/remove for
  * the same loop. */
 typedef void (*pd_scrape_result_fn)(void *engine_ctx, void *loop_ctx,
-                                    const struct pd_scrape_result *r);
+				    const struct pd_scrape_result *r);
 
 /* Starts the engine thread and workers (0: pd_scrape_default_workers()). *out is owned
  * by the caller. */
@@ -70,8 +70,8 @@ typedef void (*pd_scrape_result_fn)(void *engine_ctx, void *loop_ctx,
  * on the store's locks; more workers than CPUs keep the CPUs busy meanwhile. */
 unsigned pd_scrape_default_workers(void);
 
-int pd_scrape_engine_create(struct pd_scrape_engine **out, unsigned workers, pd_scrape_result_fn fn,
-                            void *ctx, struct pd_err *err);
+int pd_scrape_engine_create(struct pd_scrape_engine **out, unsigned workers,
+			    pd_scrape_result_fn fn, void *ctx, struct pd_err *err);
 /* Stops the loops, waits for in-flight results to be delivered, and frees. */
 void pd_scrape_engine_destroy(struct pd_scrape_engine *e);
 /* A body with a Content-Encoding may inflate to at most ratio times its size (and
@@ -82,7 +82,7 @@ void pd_scrape_engine_set_max_ratio(struct pd_scrape_engine *e, unsigned ratio);
 /* Adds a loop; it fires first at its offset within the next interval. Returns its
  * id (> 0) in *id. */
 int pd_scrape_loop_add(struct pd_scrape_engine *e, const struct pd_scrape_spec *spec,
-                       void *loop_ctx, uint64_t *id, struct pd_err *err);
+		       void *loop_ctx, uint64_t *id, struct pd_err *err);
 /* Removes a loop; after return no new scrape of it starts, and no callback for it
  * runs any more (an in-flight result is dropped). */
 void pd_scrape_loop_remove(struct pd_scrape_engine *e, uint64_t id);
@@ -118,9 +118,9 @@ struct pd_tsdb;
 struct pd_relabel_rules;
 
 struct pd_scrape_profile_type {
-	const char *name; /* the series' __name__: "heap", "profile", "fgprof" */
-	const char *path; /* e.g. "/debug/pprof/heap" */
-	int64_t seconds;  /* > 0: add ?seconds=N (CPU profiles, deltas) */
+	const char *name;  /* the series' __name__: "heap", "profile", "fgprof" */
+	const char *path;  /* e.g. "/debug/pprof/heap" */
+	int64_t seconds;   /* > 0: add ?seconds=N (CPU profiles, deltas) */
 };
 
 /* One scrape_config, resolved. Strings and arrays are copied by
@@ -128,9 +128,9 @@ struct pd_scrape_profile_type {
  * next set_pools call returns (the daemon keeps its config until then). */
 struct pd_scrape_pool_settings {
 	const char *job_name;
-	const char *scheme;             /* "http" or "https" */
-	const char *metrics_path;       /* the __metrics_path__ default for types without a path */
-	const char *const *param_names; /* URL parameters, first value each */
+	const char *scheme;       /* "http" or "https" */
+	const char *metrics_path; /* the __metrics_path__ default for types without a path */
+	const char *const *param_names;  /* URL parameters, first value each */
 	const char *const *param_values;
 	size_t nparams;
 	int64_t interval_ms, timeout_ms;
@@ -153,7 +153,7 @@ struct pd_scrape_pool_settings {
 struct pd_scrape_manager_opts {
 	unsigned workers;        /* decode threads; 0: pd_scrape_default_workers() */
 	size_t max_decompressed; /* largest profile after gunzip, whatever the body
-	                            limit; 0: the pprof default (256 MiB) */
+				    limit; 0: the pprof default (256 MiB) */
 	/* what a scraped profile may be to be stored: gzip ratio (of the body and of
 	 * a gzip profile), decoded memory, samples, labels per sample (pprof.h's
 	 * PD_PPROF_STORE_* when 0); a scrape over one fails naming it */
@@ -168,7 +168,7 @@ struct pd_scrape_manager;
 /* Starts a manager that appends to db (borrowed; must outlive the manager). opts
  * may be NULL. *out is owned by the caller. */
 int pd_scrape_manager_create(struct pd_scrape_manager **out, struct pd_tsdb *db,
-                             const struct pd_scrape_manager_opts *opts, struct pd_err *err);
+			     const struct pd_scrape_manager_opts *opts, struct pd_err *err);
 /* Stops every loop and frees the manager; NULL does nothing. */
 void pd_scrape_manager_destroy(struct pd_scrape_manager *m);
 
@@ -176,11 +176,11 @@ void pd_scrape_manager_destroy(struct pd_scrape_manager *m);
  * recompute their targets from their last groups; loops whose URL, labels and
  * scrape settings did not change keep running untouched. */
 int pd_scrape_manager_set_pools(struct pd_scrape_manager *m,
-                                const struct pd_scrape_pool_settings *pools, size_t n,
-                                struct pd_err *err);
+				const struct pd_scrape_pool_settings *pools, size_t n,
+				struct pd_err *err);
 /* The discovery callback: the full current groups of a pool. Groups are copied. */
 void pd_scrape_manager_sync(struct pd_scrape_manager *m, const char *pool,
-                            const struct pd_target_group *groups, size_t n);
+			    const struct pd_target_group *groups, size_t n);
 
 enum pd_scrape_health { PD_SCRAPE_UNKNOWN = 0, PD_SCRAPE_UP = 1, PD_SCRAPE_DOWN = 2 };
 
@@ -202,7 +202,7 @@ struct pd_scrape_target_status {
 /* Every target (with include_dropped, also those relabeling dropped), sorted by
  * pool, then labels. Free with pd_scrape_target_status_free. */
 int pd_scrape_manager_targets(struct pd_scrape_manager *m, int include_dropped,
-                              struct pd_scrape_target_status **out, size_t *n, struct pd_err *err);
+			      struct pd_scrape_target_status **out, size_t *n, struct pd_err *err);
 void pd_scrape_target_status_free(struct pd_scrape_target_status *s, size_t n);
 
 #define PD_SCRAPE_DURATION_BUCKETS 11

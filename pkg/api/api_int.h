@@ -118,8 +118,8 @@ struct api_counters {
 	uint64_t ingest_bytes[API_INGEST_NENDPOINTS][API_INGEST_NFORMATS];
 	uint64_t ingest_refused[API_INGEST_NENDPOINTS][API_INGEST_NFORMATS][API_INGEST_NREASONS];
 	uint64_t reloads, reload_failures;
-	uint64_t conn_reserve;         /* connections accepted into the reserve */
-	uint64_t conn_closed[4];       /* by enum api_close_reason */
+	uint64_t conn_reserve;   /* connections accepted into the reserve */
+	uint64_t conn_closed[4]; /* by enum api_close_reason */
 	uint64_t tls_handshake_errors; /* tls.c */
 	uint64_t bcrypt_checks;        /* webcfg.c: cache misses */
 	uint64_t web_config_failures;  /* webcfg.c: the file could not be applied */
@@ -167,7 +167,8 @@ struct ssl_ctx_st;
 
 /* Reads and checks the file (and, with TLS, the files it names) as at start-up;
  * errors name the file and field. *out is the caller's (api_web_close). */
-int api_web_open(const char *path, struct api_metrics *m, struct api_web **out, struct pd_err *err);
+int api_web_open(const char *path, struct api_metrics *m, struct api_web **out,
+                 struct pd_err *err);
 void api_web_close(struct api_web *w);
 /* 1 when TLS was on at start: then every connection is TLS. */
 int api_web_tls(const struct api_web *w);
@@ -231,7 +232,7 @@ struct pd_api_server {
 	char **flag_names, **flag_values;
 	size_t nflags;
 	unsigned port;
-	int ready;    /* read and written with __atomic builtins */
+	int ready; /* read and written with __atomic builtins */
 	int quitting; /* /-/quit was called (atomic): later calls only say so */
 	int stopping; /* set (atomically) by pd_api_stop: long requests end early */
 	int64_t started_ms;
@@ -288,13 +289,13 @@ struct api_req {
 	char *path;         /* without the route prefix */
 	char *raw_query;    /* the raw query string (after '?'), copied by on_uri; may be NULL */
 	int outside;        /* enum api_outside: where the path lies against the route prefix */
-	int route;          /* index into the route table, -1: none */
-	int handler;        /* enum api_handler */
+	int route;   /* index into the route table, -1: none */
+	int handler; /* enum api_handler */
 	int is_post, is_head;
 	size_t body_max; /* 0: a body is read and dropped */
 	struct pd_buf body;
 	int body_too_big;
-	int push_slot;  /* holds one of the max_concurrent_pushes slots until completed */
+	int push_slot; /* holds one of the max_concurrent_pushes slots until completed */
 	int quit_after; /* call opts.quit once the response is sent (/-/quit) */
 	struct api_dbg_upload *dbg; /* PUT /api/v1/debuginfo/: the upload being written */
 	struct api_param *params;
@@ -323,16 +324,16 @@ struct api_resp {
 	char error[PD_ERR_MSG_MAX + 256];
 	char **warnings;
 	size_t nwarnings;
-	char *disposition;        /* Content-Disposition, malloc'd */
-	const char *allow;        /* for 405 */
-	const char *accept_post;  /* Accept-Post, for 415 */
+	char *disposition; /* Content-Disposition, malloc'd */
+	const char *allow; /* for 405 */
+	const char *accept_post; /* Accept-Post, for 415 */
 	const char *location;     /* a path inside the server (the route prefix goes in front) */
 	const char *location_abs; /* a Location sent as it is (wins over location) */
 	char *location_owned;     /* malloc'd storage of location_abs, freed with the response */
 	const char *cache_control;
 	const char *csp; /* Content-Security-Policy, sent with X-Content-Type-Options: nosniff */
-	int no_gzip;     /* the body is already compressed */
-	int close_conn;  /* Connection: close (reserve connections, early rejects) */
+	int no_gzip;    /* the body is already compressed */
+	int close_conn; /* Connection: close (reserve connections, early rejects) */
 	int retry_after; /* seconds for a Retry-After header (429, 503); 0: none */
 	/* a borrowed body instead of body (UI assets) */
 	const uint8_t *raw;
@@ -609,8 +610,7 @@ void api_report_callgraph(struct api_req *r, struct api_resp *w, const struct pd
 struct pd_pprof_graph_opts;
 /* Parses nodecount, nodefraction and edgefraction into *o; -1 (with a 400 set)
  * when one is bad. */
-int api_callgraph_params(const struct api_req *r, struct api_resp *w,
-                         struct pd_pprof_graph_opts *o);
+int api_callgraph_params(const struct api_req *r, struct api_resp *w, struct pd_pprof_graph_opts *o);
 /* The results of a layout, as profd_callgraph_layouts_total's result label names
  * them (api_callgraph_results, in this order). */
 enum { API_CG_OK, API_CG_TIMEOUT, API_CG_MEMORY, API_CG_TOO_BIG, API_CG_FAILED, API_CG_BUSY };

@@ -24,12 +24,9 @@ static const char *const endpoint_names[API_INGEST_NENDPOINTS] = {"ingest", "pus
 static const char *const format_names[API_INGEST_NFORMATS] = {
     "pprof", "folded", "lines", "jfr", "speedscope", "trie", "tree", "proto", "json", "unknown"};
 static const char *const reason_names[API_INGEST_NREASONS] = {
-    [API_INGEST_MALFORMED] = "malformed",
-    [API_INGEST_UNSUPPORTED] = "unsupported",
-    [API_INGEST_BODY_SIZE] = "body_size",
-    [API_INGEST_CONCURRENCY] = "concurrency",
-    [API_INGEST_STORE] = "store",
-    [API_INGEST_DISABLED] = "disabled",
+    [API_INGEST_MALFORMED] = "malformed",     [API_INGEST_UNSUPPORTED] = "unsupported",
+    [API_INGEST_BODY_SIZE] = "body_size",     [API_INGEST_CONCURRENCY] = "concurrency",
+    [API_INGEST_STORE] = "store",             [API_INGEST_DISABLED] = "disabled",
     [API_INGEST_PARTIAL] = "partial_success",
 };
 
@@ -71,8 +68,8 @@ static void count_refused(struct pd_api_server *s, int ep, const char *f, int re
 void api_ingest_refused(struct pd_api_server *s, int handler, int why)
 {
 	int reason = why == API_PUSH_CONCURRENCY ? API_INGEST_CONCURRENCY
-	             : why == API_PUSH_BODY_SIZE ? API_INGEST_BODY_SIZE
-	                                         : API_INGEST_DISABLED;
+		     : why == API_PUSH_BODY_SIZE ? API_INGEST_BODY_SIZE
+						 : API_INGEST_DISABLED;
 	count_refused(s, api_ingest_endpoint(handler), NULL, reason, 1);
 }
 
@@ -89,43 +86,42 @@ void api_ingest_metrics(struct pd_api_server *s, struct api_resp *w)
 	memcpy(ref, s->m.c.ingest_refused, sizeof(ref));
 	pthread_mutex_unlock(&s->m.mu);
 	jput(w, "# HELP profd_ingest_profiles_total Profiles stored from pushes to /ingest, "
-	        "push.v1.PusherService/Push and /v1development/profiles, by endpoint and format.\n"
-	        "# TYPE profd_ingest_profiles_total counter\n");
+		"push.v1.PusherService/Push and /v1development/profiles, by endpoint and format.\n"
+		"# TYPE profd_ingest_profiles_total counter\n");
 	for (int e = 0; e < API_INGEST_NENDPOINTS; e++)
 		for (int f = 0; f < API_INGEST_NFORMATS; f++)
 			if (acc[e][f])
-				jprintf(
-				    w,
-				    "profd_ingest_profiles_total{endpoint=\"%s\",format=\"%s\"} "
-				    "%llu\n",
-				    endpoint_names[e], format_names[f],
-				    (unsigned long long)acc[e][f]);
+				jprintf(w,
+					"profd_ingest_profiles_total{endpoint=\"%s\",format=\"%s\"} "
+					"%llu\n",
+					endpoint_names[e], format_names[f],
+					(unsigned long long)acc[e][f]);
 	jput(w, "# HELP profd_ingest_received_bytes_total Bytes of request bodies (as sent, "
-	        "before decompression) of the pushes that were stored, by endpoint and format.\n"
-	        "# TYPE profd_ingest_received_bytes_total counter\n");
+		"before decompression) of the pushes that were stored, by endpoint and format.\n"
+		"# TYPE profd_ingest_received_bytes_total counter\n");
 	for (int e = 0; e < API_INGEST_NENDPOINTS; e++)
 		for (int f = 0; f < API_INGEST_NFORMATS; f++)
 			if (bytes[e][f])
 				jprintf(w,
-				        "profd_ingest_received_bytes_total{endpoint=\"%s\",format="
-				        "\"%s\"} %llu\n",
-				        endpoint_names[e], format_names[f],
-				        (unsigned long long)bytes[e][f]);
+					"profd_ingest_received_bytes_total{endpoint=\"%s\",format="
+					"\"%s\"} %llu\n",
+					endpoint_names[e], format_names[f],
+					(unsigned long long)bytes[e][f]);
 	jput(w, "# HELP profd_ingest_refused_total Pushes (for partial_success: profiles) "
-	        "refused, by endpoint, format and reason.\n"
-	        "# TYPE profd_ingest_refused_total counter\n");
+		"refused, by endpoint, format and reason.\n"
+		"# TYPE profd_ingest_refused_total counter\n");
 	for (int e = 0; e < API_INGEST_NENDPOINTS; e++)
 		for (int f = 0; f < API_INGEST_NFORMATS; f++)
 			for (int r = 1; r < API_INGEST_NREASONS; r++)
 				if (ref[e][f][r])
 					jprintf(w,
-					        "profd_ingest_refused_total{endpoint=\"%s\",format="
-					        "\"%s\",reason=\"%s\"} %llu\n",
-					        endpoint_names[e], format_names[f],
-					        r >= API_INGEST_LIMIT0
-					            ? pd_ingest_limit_reason(r - API_INGEST_LIMIT0)
-					            : reason_names[r],
-					        (unsigned long long)ref[e][f][r]);
+						"profd_ingest_refused_total{endpoint=\"%s\",format="
+						"\"%s\",reason=\"%s\"} %llu\n",
+						endpoint_names[e], format_names[f],
+						r >= API_INGEST_LIMIT0
+						    ? pd_ingest_limit_reason(r - API_INGEST_LIMIT0)
+						    : reason_names[r],
+						(unsigned long long)ref[e][f][r]);
 	pthread_mutex_unlock(&snap_mu);
 }
 
@@ -177,7 +173,7 @@ static void pb_varint(struct api_resp *w, uint64_t v)
 /* OTLP/HTTP's error body: a google.rpc.Status {code = 1, message = 2}, in the
  * request's encoding. */
 static void otlp_error(struct api_resp *w, int json, const struct code *c, unsigned status,
-                       const char *msg)
+		       const char *msg)
 {
 	w->status = status ? status : c->http;
 	if (json) {
@@ -203,7 +199,7 @@ static void otlp_error(struct api_resp *w, int json, const struct code *c, unsig
 
 /* An error in the form of r's endpoint. */
 static void ingest_error(struct api_req *r, struct api_resp *w, int json, const struct code *c,
-                         unsigned status, const char *msg)
+			 unsigned status, const char *msg)
 {
 	if (r->handler == H_OTLP)
 		otlp_error(w, json, c, status, msg);
@@ -221,17 +217,17 @@ static int is_json_ct(const char *ct)
 
 void api_ingest_reject(struct api_req *r, struct api_resp *w, unsigned status, const char *msg)
 {
-	const char *ct =
-	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_TYPE);
 	/* as Pyroscope's HTTPToCode: 413 is invalid_argument (not retried), 404
 	 * unimplemented (Connect's code for 404) */
 	const struct code *c = status == 429   ? &C_EXHAUSTED
-	                       : status == 503 ? &C_UNAVAILABLE
-	                       : status == 404 ? &C_UNIMPLEMENTED
+			       : status == 503 ? &C_UNAVAILABLE
+			       : status == 404 ? &C_UNIMPLEMENTED
 	                       : status == 401 ? &C_UNAUTHENTICATED
 	                       : status == 403 ? &C_DENIED
-	                       : status >= 500 ? &C_INTERNAL
-	                                       : &C_INVALID;
+			       : status >= 500 ? &C_INTERNAL
+					       : &C_INVALID;
 	ingest_error(r, w, is_json_ct(ct), c, status, msg);
 }
 
@@ -240,11 +236,11 @@ void api_ingest_reject(struct api_req *r, struct api_resp *w, unsigned status, c
 /* The body with its Content-Encoding undone: *out points into the request or to
  * *owned (the caller frees). -1 after answering. */
 static int body_of(struct api_req *r, struct api_resp *w, int json, const uint8_t **out,
-                   size_t *len, uint8_t **owned, const char **fmt)
+		   size_t *len, uint8_t **owned, const char **fmt)
 {
 	struct pd_api_server *s = r->srv;
-	const char *ce =
-	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
+	const char *ce = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_ENCODING);
 	*out = r->body.data;
 	*len = r->body.len;
 	*owned = NULL;
@@ -253,10 +249,10 @@ static int body_of(struct api_req *r, struct api_resp *w, int json, const uint8_
 	char msg[PD_ERR_MSG_MAX + 160];
 	if (strcasecmp(ce, "gzip") != 0) {
 		snprintf(msg, sizeof(msg),
-		         "Content-Encoding %.64s is not supported: send gzip or identity", ce);
+			 "Content-Encoding %.64s is not supported: send gzip or identity", ce);
 		count_refused(s, api_ingest_endpoint(r->handler), *fmt, API_INGEST_UNSUPPORTED, 1);
-		ingest_error(r, w, json, r->handler == H_OTLP ? &C_INVALID : &C_UNIMPLEMENTED, 415,
-		             msg);
+		ingest_error(r, w, json, r->handler == H_OTLP ? &C_INVALID : &C_UNIMPLEMENTED,
+			     415, msg);
 		return -1;
 	}
 	struct pd_err err = {0};
@@ -267,14 +263,14 @@ static int body_of(struct api_req *r, struct api_resp *w, int json, const uint8_
 	if (rc) {
 		int lim = rc == PD_ETOOBIG ? 1 : 0;
 		snprintf(msg, sizeof(msg), "the gzip body could not be read: %.*s%s",
-		         (int)(PD_ERR_MSG_MAX - 1), err.msg,
-		         lim ? " (--storage.tsdb.max-profile-decoded-size, "
-		               "--storage.tsdb.max-profile-gzip-ratio)"
-		             : "");
+			 (int)(PD_ERR_MSG_MAX - 1), err.msg,
+			 lim ? " (--storage.tsdb.max-profile-decoded-size, "
+			       "--storage.tsdb.max-profile-gzip-ratio)"
+			     : "");
 		count_refused(s, api_ingest_endpoint(r->handler), *fmt,
-		              lim ? API_INGEST_LIMIT0 + PD_INGEST_LIMIT_DECOMPRESSED
-		                  : API_INGEST_MALFORMED,
-		              1);
+			      lim ? API_INGEST_LIMIT0 + PD_INGEST_LIMIT_DECOMPRESSED
+				  : API_INGEST_MALFORMED,
+			      1);
 		ingest_error(r, w, json, &C_INVALID, lim ? 413 : 400, msg);
 		return -1;
 	}
@@ -286,8 +282,8 @@ static int body_of(struct api_req *r, struct api_resp *w, int json, const uint8_
 static struct pd_ingest_limits limits_of(const struct pd_api_server *s)
 {
 	struct pd_ingest_limits l = s->o.ingest;
-	l.max_decompressed =
-	    s->o.max_decompressed ? s->o.max_decompressed : PD_TSDB_DEFAULT_MAX_PROFILE;
+	l.max_decompressed = s->o.max_decompressed ? s->o.max_decompressed
+						   : PD_TSDB_DEFAULT_MAX_PROFILE;
 	l.max_ratio = s->o.push_max_ratio;
 	l.max_samples = s->o.push_max_samples;
 	l.max_decoded_memory = s->o.push_max_memory;
@@ -300,7 +296,7 @@ static struct pd_ingest_limits limits_of(const struct pd_api_server *s)
 /* Stores every profile of b in one commit. 0, or an HTTP status (400, 413, 500,
  * 503) with the message in err. */
 static unsigned store_batch(const struct api_req *r, struct pd_ingest_batch *b,
-                            const struct pd_ingest_limits *lim, size_t *bytes, struct pd_err *err)
+			    const struct pd_ingest_limits *lim, size_t *bytes, struct pd_err *err)
 {
 	struct pd_api_server *s = r->srv;
 	struct pd_tsdb_label tl[64 + 3]; /* and the tenant's */
@@ -348,7 +344,7 @@ static unsigned store_batch(const struct api_req *r, struct pd_ingest_batch *b,
 		struct pd_pprof_profile *p = x->decoded;
 		x->decoded = NULL; /* the appender's now */
 		int rc = pd_tsdb_append_gzip(app, tl, n, x->t_ms, x->pprof, x->len, p, x->gz,
-		                             x->gzlen, err);
+					     x->gzlen, err);
 		if (rc) {
 			status = rc == PD_ETOOBIG ? 413 : rc == PD_EINVAL ? 400 : 500;
 			goto fail;
@@ -367,7 +363,7 @@ fail:
 
 /* Stores b for r and counts it; answers the error itself. 0 on success. */
 static int store(struct api_req *r, struct api_resp *w, int json, struct pd_ingest_batch *b,
-                 const struct pd_ingest_limits *lim)
+		 const struct pd_ingest_limits *lim)
 {
 	struct pd_api_server *s = r->srv;
 	struct pd_err err = {0};
@@ -378,14 +374,14 @@ static int store(struct api_req *r, struct api_resp *w, int json, struct pd_inge
 		count_refused(s, ep, b->format, API_INGEST_STORE, 1);
 		char msg[PD_ERR_MSG_MAX + 64];
 		snprintf(msg, sizeof(msg), "%s%s", err.msg,
-		         err.code == PD_ELIMIT ? " (--storage.tsdb.max-series)" : "");
+			 err.code == PD_ELIMIT ? " (--storage.tsdb.max-series)" : "");
 		ingest_error(r, w, json,
-		             st == 503   ? &C_UNAVAILABLE
-		             : st == 500 ? &C_INTERNAL
-		                         : &C_INVALID,
-		             st, msg);
+			     st == 503	 ? &C_UNAVAILABLE
+			     : st == 500 ? &C_INTERNAL
+					 : &C_INVALID,
+			     st, msg);
 		pd_log_warn("api", "a push was not stored", "endpoint=%s err=%s",
-		            endpoint_names[ep], err.msg);
+			    endpoint_names[ep], err.msg);
 		return -1;
 	}
 	int f = format_index(b->format);
@@ -396,25 +392,26 @@ static int store(struct api_req *r, struct api_resp *w, int json, struct pd_inge
 		s->m.c.ingest_refused[ep][f][API_INGEST_PARTIAL] += b->rejected;
 	pthread_mutex_unlock(&s->m.mu);
 	pd_log_debug("api", "profiles pushed", "endpoint=%s format=%s profiles=%zu bytes=%zu",
-	             endpoint_names[ep], b->format ? b->format : "unknown", b->n, bytes);
+		     endpoint_names[ep], b->format ? b->format : "unknown", b->n, bytes);
 	return 0;
 }
 
 /* A converter's failure answered: 400, 413 for a limit, 415 for a format profd
  * does not read. */
 static void convert_failed(struct api_req *r, struct api_resp *w, int json, int rc,
-                           const struct pd_ingest_batch *b, const struct pd_err *err)
+			   const struct pd_ingest_batch *b, const struct pd_err *err)
 {
 	struct pd_api_server *s = r->srv;
 	int ep = api_ingest_endpoint(r->handler);
 	if (rc == PD_ETOOBIG) {
 		count_refused(s, ep, b->format,
-		              b->limit_hit ? API_INGEST_LIMIT0 + b->limit_hit
-		                           : API_INGEST_LIMIT0 + PD_INGEST_LIMIT_DECOMPRESSED,
-		              1);
+			      b->limit_hit ? API_INGEST_LIMIT0 + b->limit_hit
+					   : API_INGEST_LIMIT0 + PD_INGEST_LIMIT_DECOMPRESSED,
+			      1);
 		/* a limit: Connect's invalid_argument, not resource_exhausted, so that
 		 * Alloy does not send the same profile again and again */
-		ingest_error(r, w, json, &C_INVALID, r->handler == H_PUSH_V1 ? 400 : 413, err->msg);
+		ingest_error(r, w, json, &C_INVALID, r->handler == H_PUSH_V1 ? 400 : 413,
+			     err->msg);
 	} else if (rc == PD_EINCOMPAT) {
 		count_refused(s, ep, b->format, API_INGEST_UNSUPPORTED, 1);
 		ingest_error(r, w, json, &C_INVALID, 415, err->msg);
@@ -449,8 +446,8 @@ void api_ingest(struct api_req *r, struct api_resp *w)
 	    .units = api_param(r, "units"),
 	    .aggregation_type = api_param(r, "aggregationType"),
 	    .format = fmt,
-	    .content_type =
-	        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
+	    .content_type = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+							MHD_HTTP_HEADER_CONTENT_TYPE),
 	    .now_ms = r->now_ms,
 	};
 	int rc = pd_ingest_pyroscope(&q, data, len, &lim, &b, &err);
@@ -467,18 +464,18 @@ void api_push_v1(struct api_req *r, struct api_resp *w)
 	struct pd_ingest_limits lim = limits_of(r->srv);
 	struct pd_ingest_batch b = {0};
 	struct pd_err err = {0};
-	const char *ct =
-	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_TYPE);
 	int json = is_json_ct(ct);
 	const char *fmt = json ? "json" : "proto";
 	if (!json && !(ct && (strncasecmp(ct, "application/proto", 17) == 0 ||
-	                      strncasecmp(ct, "application/x-protobuf", 22) == 0))) {
+			      strncasecmp(ct, "application/x-protobuf", 22) == 0))) {
 		count_refused(r->srv, API_INGEST_EP_PUSH, NULL, API_INGEST_UNSUPPORTED, 1);
 		char msg[256];
 		snprintf(msg, sizeof(msg),
-		         "Content-Type %.64s is not served: send application/proto or "
-		         "application/json (Connect's unary protocol; gRPC is not served)",
-		         ct ? ct : "(none)");
+			 "Content-Type %.64s is not served: send application/proto or "
+			 "application/json (Connect's unary protocol; gRPC is not served)",
+			 ct ? ct : "(none)");
 		w->accept_post = "application/proto, application/json";
 		json_error(w, &C_UNIMPLEMENTED, 415, msg);
 		return;
@@ -508,18 +505,18 @@ void api_otlp(struct api_req *r, struct api_resp *w)
 	struct pd_ingest_limits lim = limits_of(r->srv);
 	struct pd_ingest_batch b = {0};
 	struct pd_err err = {0};
-	const char *ct =
-	    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_TYPE);
 	int json = is_json_ct(ct);
 	const char *fmt = json ? "json" : "proto";
 	if (!json && !(ct && (strncasecmp(ct, "application/x-protobuf", 22) == 0 ||
-	                      strncasecmp(ct, "application/protobuf", 20) == 0))) {
+			      strncasecmp(ct, "application/protobuf", 20) == 0))) {
 		count_refused(r->srv, API_INGEST_EP_OTLP, NULL, API_INGEST_UNSUPPORTED, 1);
 		char msg[256];
 		snprintf(msg, sizeof(msg),
-		         "Content-Type %.64s is not served: send application/x-protobuf or "
-		         "application/json (OTLP/HTTP)",
-		         ct ? ct : "(none)");
+			 "Content-Type %.64s is not served: send application/x-protobuf or "
+			 "application/json (OTLP/HTTP)",
+			 ct ? ct : "(none)");
 		otlp_error(w, 0, &C_INVALID, 415, msg);
 		return;
 	}

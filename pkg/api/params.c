@@ -107,10 +107,9 @@ int api_params_parse_form(struct api_req *r, const char *s, size_t len)
 			if (eq)
 				vlen = form_unescape(eq + 1, vlen);
 			/* a NUL would silently end the name or value: refuse it */
-			int rc =
-			    strnlen(pair, nlen) < nlen || (eq && strnlen(eq + 1, vlen) < vlen)
-			        ? PD_EINVAL
-			        : api_param_add(r, pair, nlen, eq ? eq + 1 : "", eq ? vlen : 0);
+			int rc = strnlen(pair, nlen) < nlen || (eq && strnlen(eq + 1, vlen) < vlen)
+			             ? PD_EINVAL
+			             : api_param_add(r, pair, nlen, eq ? eq + 1 : "", eq ? vlen : 0);
 			free(pair);
 			if (rc)
 				return rc;

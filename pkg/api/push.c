@@ -165,7 +165,7 @@ void api_push(struct api_req *r, struct api_resp *w)
 	/* the store takes the decoded profile, so it does not decode it again, and a
 	 * gzip upload as it came, which its WAL keeps instead of compressing again */
 	rc = pd_tsdb_append_gzip(app, tl, n, t, store, store_len, p, raw && !legacy ? data : NULL,
-	                         raw && !legacy ? len : 0, &err);
+				 raw && !legacy ? len : 0, &err);
 	p = NULL;
 	if (rc) {
 		pd_tsdb_rollback(app);

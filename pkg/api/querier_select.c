@@ -15,10 +15,9 @@ const char *querier_pyro_name(const char *name)
 	static const struct {
 		const char *profd, *pyro;
 	} map[] = {
-	    {"profile", "process_cpu"}, {"heap", "memory"},
-	    {"allocs", "memory"},       {"goroutine", "goroutines"},
-	    {"mutex", "mutex"},         {"block", "block"},
-	    {"wall", "wall"},           {"threadcreate", "threadcreate"},
+	    {"profile", "process_cpu"}, {"heap", "memory"},     {"allocs", "memory"},
+	    {"goroutine", "goroutines"}, {"mutex", "mutex"},     {"block", "block"},
+	    {"wall", "wall"},            {"threadcreate", "threadcreate"},
 	};
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
 		if (strcmp(name, map[i].profd) == 0)
@@ -30,17 +29,16 @@ int querier_type_parse(struct qcall *c, const char *what, const char *id, struct
 {
 	memset(t, 0, sizeof(*t));
 	if (!id || !*id) {
-		querier_fail(
-		    c, "invalid_argument",
-		    "%s is required: a profile type id such as "
-		    "process_cpu:cpu:nanoseconds:cpu:nanoseconds (ProfileTypes lists them)",
-		    what);
+		querier_fail(c, "invalid_argument",
+			     "%s is required: a profile type id such as "
+			     "process_cpu:cpu:nanoseconds:cpu:nanoseconds (ProfileTypes lists them)",
+			     what);
 		return -1;
 	}
 	size_t len = strlen(id);
 	if (len >= sizeof(t->buf)) {
-		querier_fail(c, "invalid_argument", "%s is %zu bytes long, more than %zu", what,
-		             len, sizeof(t->buf) - 1);
+		querier_fail(c, "invalid_argument", "%s is %zu bytes long, more than %zu", what, len,
+			     sizeof(t->buf) - 1);
 		return -1;
 	}
 	memcpy(t->buf, id, len + 1);
@@ -57,14 +55,14 @@ int querier_type_parse(struct qcall *c, const char *what, const char *id, struct
 	}
 	if (k != 4 || strchr(p, ':')) {
 		querier_fail(c, "invalid_argument",
-		             "%s \"%.200s\" is not a profile type id: want 5 parts "
-		             "<name>:<sample type>:<unit>:<period type>:<period unit>",
-		             what, id);
+			     "%s \"%.200s\" is not a profile type id: want 5 parts "
+			     "<name>:<sample type>:<unit>:<period type>:<period unit>",
+			     what, id);
 		return -1;
 	}
 	if (!*t->name || !*t->type) {
 		querier_fail(c, "invalid_argument",
-		             "%s \"%.200s\": the name and sample type must not be empty", what, id);
+			     "%s \"%.200s\": the name and sample type must not be empty", what, id);
 		return -1;
 	}
 	return 0;
@@ -78,16 +76,16 @@ int querier_range(struct qcall *c, int64_t start, int64_t end, int64_t *mint, in
 		start = end > INT64_MIN + 3600 * 1000 ? end - 3600 * 1000 : INT64_MIN;
 	if (end < start) {
 		querier_fail(c, "invalid_argument", "end (%lld) is before start (%lld)",
-		             (long long)end, (long long)start);
+			     (long long)end, (long long)start);
 		return -1;
 	}
 	int64_t max = c->r->srv->o.max_range_ms;
 	uint64_t span = (uint64_t)end - (uint64_t)start;
 	if (max > 0 && span > (uint64_t)max) {
 		querier_fail(c, "invalid_argument",
-		             "the range from start to end is %llu ms, longer than the limit of "
-		             "%lld ms (the API's longest range); narrow it",
-		             (unsigned long long)span, (long long)max);
+			     "the range from start to end is %llu ms, longer than the limit of "
+			     "%lld ms (the API's longest range); narrow it",
+			     (unsigned long long)span, (long long)max);
 		return -1;
 	}
 	*mint = start;
@@ -102,19 +100,16 @@ const char *querier_utf8(struct pd_arena *a, const char *s)
 	int ok = 1;
 	while (i < len && ok) {
 		unsigned char ch = p[i];
-		size_t n = ch < 0x80             ? 1
-		           : (ch & 0xe0) == 0xc0 ? 2
-		           : (ch & 0xf0) == 0xe0 ? 3
-		           : (ch & 0xf8) == 0xf0 ? 4
-		                                 : 0;
+		size_t n = ch < 0x80 ? 1 : (ch & 0xe0) == 0xc0 ? 2 : (ch & 0xf0) == 0xe0 ? 3
+					   : (ch & 0xf8) == 0xf0   ? 4
+								   : 0;
 		if (!n || i + n > len || (n == 2 && ch < 0xc2) || (n == 4 && ch > 0xf4))
 			ok = 0;
 		for (size_t k = 1; ok && k < n; k++)
 			if ((p[i + k] & 0xc0) != 0x80)
 				ok = 0;
 		if (ok && n == 3) {
-			unsigned v =
-			    ((ch & 0x0fu) << 12) | ((p[i + 1] & 0x3fu) << 6) | (p[i + 2] & 0x3fu);
+			unsigned v = ((ch & 0x0fu) << 12) | ((p[i + 1] & 0x3fu) << 6) | (p[i + 2] & 0x3fu);
 			if (v < 0x800 || (v >= 0xd800 && v <= 0xdfff))
 				ok = 0;
 		}
@@ -180,8 +175,8 @@ void querier_set_fini(struct qset *set)
 }
 
 /* The series' labels with service_name=job added when it has none (add 1). */
-static int add_series(struct qset *set, const struct pd_tsdb_label *ls, size_t n, const void *src,
-                      int add, size_t *cap)
+static int add_series(struct qset *set, const struct pd_tsdb_label *ls, size_t n,
+		      const void *src, int add, size_t *cap)
 {
 	if (set->n == *cap) {
 		size_t nc = *cap ? *cap * 2 : 64;
@@ -231,7 +226,7 @@ static int add_series(struct qset *set, const struct pd_tsdb_label *ls, size_t n
 /* One pass against the store with matchers m; add: the series have no
  * service_name of their own. */
 static int run_pass(struct qcall *c, struct qset *set, int k, const struct pd_tsdb_matcher *m,
-                    size_t nm, int64_t mint, int64_t maxt, int add, size_t *cap)
+		    size_t nm, int64_t mint, int64_t maxt, int add, size_t *cap)
 {
 	struct pd_err err = {0};
 	struct pd_tsdb *db = c->r->srv->o.db;
@@ -242,14 +237,14 @@ static int run_pass(struct qcall *c, struct qset *set, int k, const struct pd_ts
 		set->res[k] = res;
 		for (size_t i = 0; !rc && res && i < res->nseries; i++)
 			rc = add_series(set, res->series[i].labels, res->series[i].nlabels,
-			                &res->series[i], add, cap);
+					&res->series[i], add, cap);
 	} else {
 		struct pd_tsdb_result *res = NULL;
 		rc = pd_tsdb_select(db, m, nm, mint, maxt, 0, &res, &err);
 		set->res[k] = res;
 		for (size_t i = 0; !rc && res && i < res->nseries; i++)
 			rc = add_series(set, res->series[i].labels, res->series[i].nlabels,
-			                &res->series[i], add, cap);
+					&res->series[i], add, cap);
 	}
 	if (rc) {
 		if (!err.msg[0])
@@ -261,7 +256,7 @@ static int run_pass(struct qcall *c, struct qset *set, int k, const struct pd_ts
 }
 
 int querier_select(struct qcall *c, const char *selector, const struct qtype *t, int64_t mint,
-                   int64_t maxt, int totals, struct qset *set)
+		   int64_t maxt, int totals, struct qset *set)
 {
 	struct pd_err err = {0};
 	struct pd_labels_selector *sel = NULL;
@@ -283,9 +278,8 @@ int querier_select(struct qcall *c, const char *selector, const struct qtype *t,
 	if (!all) {
 		int rc = pd_labels_selector_parse(&sel, selector, strlen(selector), NULL, &err);
 		if (rc) {
-			querier_fail(c,
-			             rc == PD_ETOOBIG ? "resource_exhausted" : "invalid_argument",
-			             "label selector %.200s: %s", selector, err.msg);
+			querier_fail(c, rc == PD_ETOOBIG ? "resource_exhausted" : "invalid_argument",
+				     "label selector %.200s: %s", selector, err.msg);
 			goto out;
 		}
 		if ((rc = pd_tsdb_matchers_from_selector(sel, &m, &nm, &err))) {
@@ -306,13 +300,13 @@ int querier_select(struct qcall *c, const char *selector, const struct qtype *t,
 			const struct pd_labels_matcher *lm = sel->matchers[i];
 			if (pd_labels_matcher_type(lm) != PD_LABELS_MATCH_EQUAL) {
 				querier_fail(c, "invalid_argument",
-				             "label selector %.200s: only = is served for "
-				             "__profile_type__",
-				             selector);
+					     "label selector %.200s: only = is served for "
+					     "__profile_type__",
+					     selector);
 				goto out;
 			}
 			if (querier_type_parse(c, "__profile_type__", pd_labels_matcher_value(lm),
-			                       &ptype))
+					       &ptype))
 				goto out;
 			if (!t)
 				t = &ptype;
@@ -330,13 +324,13 @@ int querier_select(struct qcall *c, const char *selector, const struct qtype *t,
 			has_service = 1;
 		sm[ns++] = m[i];
 	}
-	/* the tenant's series only: this is the one path every series selection of
-	 * the query API takes */
-	ns += (size_t)api_tenant_matcher(c->r, &sm[ns]);
 	if (t)
 		sm[ns++] = (struct pd_tsdb_matcher){"__name__", match_pyro_name, t->name};
 	if (ns == 0)
 		sm[ns++] = (struct pd_tsdb_matcher){"__name__", match_nonempty, NULL};
+	/* the tenant's series only: this is the one path every series selection of
+	 * the query API takes */
+	ns += (size_t)api_tenant_matcher(c->r, &sm[ns]);
 	if (!has_service) {
 		if (run_pass(c, set, 0, sm, ns, mint, maxt, 1, &cap))
 			goto out;

@@ -148,7 +148,7 @@ struct side {
 	size_t rawlen;
 	struct pd_pprof_profile *prof;
 	int found;
-	int symbolized; /* the symbolizer ran on the result (sym says what it did) */
+	int symbolized;                 /* the symbolizer ran on the result (sym says what it did) */
 	struct pd_symbolize_result sym;
 };
 
@@ -296,10 +296,10 @@ struct merge_state {
 	struct side *sd;
 	struct group *g; /* group_by: the group being merged, else NULL */
 	struct pd_pprof_merger *mg;
-	size_t series;   /* index in sd->res being merged */
-	uint64_t bytes;  /* decoded bytes read so far */
-	const char *cut; /* why the merge stopped early, or NULL */
-	int bad;         /* the profiles cannot be merged: err says why */
+	size_t series;    /* index in sd->res being merged */
+	uint64_t bytes;   /* decoded bytes read so far */
+	const char *cut;  /* why the merge stopped early, or NULL */
+	int bad;          /* the profiles cannot be merged: err says why */
 	struct pd_err err;
 	int64_t bad_t;
 };
@@ -434,8 +434,8 @@ static int merge_series(struct api_resp *w, struct merge_state *m, size_t i, int
  * in ClickHouse up to PD_CLICKHOUSE_MERGE_MAX_RANGES series per query, summed by
  * ClickHouse, the series of a query marked used once it gave profiles. Returns as
  * merge_series does. */
-static int merge_some(struct api_resp *w, struct merge_state *m, const size_t *order, size_t first,
-                      size_t count, const int64_t *upto)
+static int merge_some(struct api_resp *w, struct merge_state *m, const size_t *order,
+                      size_t first, size_t count, const int64_t *upto)
 {
 	struct side *sd = m->sd;
 	if (!pd_tsdb_clickhouse(m->s->o.db)) {
@@ -458,8 +458,7 @@ static int merge_some(struct api_resp *w, struct merge_state *m, const size_t *o
 			const struct pd_tsdb_series *se = &sd->res->series[i];
 			if (upto[i] == INT64_MIN)
 				continue;
-			rg[n] = (struct pd_tsdb_merge_range){se->labels, se->nlabels, sd->start,
-			                                     upto[i]};
+			rg[n] = (struct pd_tsdb_merge_range){se->labels, se->nlabels, sd->start, upto[i]};
 			which[n++] = i;
 		}
 		if (!n)
@@ -471,11 +470,10 @@ static int merge_some(struct api_resp *w, struct merge_state *m, const size_t *o
 		if (rc == MERGE_STOP)
 			return MERGE_STOP;
 		if (rc && (m->bad || rc == PD_EINCOMPAT)) {
-			api_bad_param(
-			    w, sd->qname,
-			    "the matching profiles cannot be merged: %s; select one profile "
-			    "type%s",
-			    m->err.msg, m->g ? " or group by __name__" : "");
+			api_bad_param(w, sd->qname,
+			              "the matching profiles cannot be merged: %s; select one profile "
+			              "type%s",
+			              m->err.msg, m->g ? " or group by __name__" : "");
 			return -1;
 		}
 		if (rc) {
@@ -654,8 +652,7 @@ static void report_meta(struct api_resp *w, const struct pd_pprof_profile *p,
 		ju64(w, y->resolved);
 		jput(w, ",\"unresolved\":");
 		ju64(w, y->unresolved);
-		jput(w, y->partial ? ",\"partial\":true,\"missing\":"
-		                   : ",\"partial\":false,\"missing\":");
+		jput(w, y->partial ? ",\"partial\":true,\"missing\":" : ",\"partial\":false,\"missing\":");
 		jstr(w, y->missing);
 		jput(w, "}");
 	}
@@ -720,8 +717,8 @@ static void report_top(struct api_req *r, struct api_resp *w, const struct pd_pp
 		pd_pprof_top_apply_nodefraction(t, nodefraction, &cutoff);
 	size_t cut = t->nrows;
 	/* pprof's inline marks come from the rows shown */
-	size_t shown =
-	    pd_pprof_top_keep(t, p, limit < cut ? (size_t)limit : 0, PD_PPROF_DEFAULT_EDGEFRACTION);
+	size_t shown = pd_pprof_top_keep(t, p, limit < cut ? (size_t)limit : 0,
+	                                 PD_PPROF_DEFAULT_EDGEFRACTION);
 	jput(w, "{\"sampleType\":");
 	jtype(w, p, (size_t)idx);
 	jput(w, ",\"unit\":");
@@ -824,10 +821,7 @@ static void download_name(const struct side *sides, size_t nsides, const char *e
 	const char *type = side_type(last);
 	compact_time(last->maxt, ts, sizeof(ts));
 	snprintf(name, size, "%s%s-%s%s", type ? type : "profile",
-	         nsides == 2      ? "-diff"
-	         : sides[0].merge ? "-merge"
-	                          : "",
-	         ts, ext);
+	         nsides == 2 ? "-diff" : sides[0].merge ? "-merge" : "", ts, ext);
 	for (char *c = name; *c; c++)
 		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
 		      (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' || *c == '.'))
@@ -1349,8 +1343,8 @@ static int lookup(const char *v, const char *const *names, int n, int def)
 void api_query(struct api_req *r, struct api_resp *w)
 {
 	static const char *const modes[] = {"single", "merge", "diff"};
-	static const char *const reports[] = {"meta",   "top",        "flamegraph", "proto", "tags",
-	                                      "folded", "speedscope", "dot",        "svg"};
+	static const char *const reports[] = {"meta",  "top",    "flamegraph", "proto",
+	                                      "tags", "folded", "speedscope", "dot", "svg"};
 	struct pd_api_server *s = r->srv;
 	struct side sides[2];
 	struct pd_pprof_profile *diff = NULL, *focused = NULL, *symbolized = NULL;
@@ -1415,10 +1409,11 @@ void api_query(struct api_req *r, struct api_resp *w)
 		return;
 	}
 	if (group_key && ONE_DOCUMENT(report)) {
-		api_bad_param(w, "group_by_sample_label",
-		              "report=%s returns one file: use meta, top, flamegraph or tags, or "
-		              "tag_focus=%s=^value$ for one group's profile",
-		              reports[report], group_key);
+		api_bad_param(
+		    w, "group_by_sample_label",
+		    "report=%s returns one file: use meta, top, flamegraph or tags, or "
+		    "tag_focus=%s=^value$ for one group's profile",
+		    reports[report], group_key);
 		return;
 	}
 	if (api_group_by_parse(r, w, "group_by", &gb))

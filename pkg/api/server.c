@@ -373,7 +373,7 @@ static void serve_other(struct api_req *r, struct api_resp *w)
 	}
 	/* the API's own prefixes never reach the UI: an unknown endpoint is a 404 */
 	int api_path = strncmp(r->path, "/api/", 5) == 0 || strncmp(r->path, "/-/", 3) == 0 ||
-	               strncmp(r->path, "/debug/", 7) == 0 || json_api_path(r->path);
+		       strncmp(r->path, "/debug/", 7) == 0 || json_api_path(r->path);
 	if (s->o.ui && !api_path && (m == M_GET || m == M_HEAD)) {
 		struct pd_api_ui_response u = {0};
 		int rc = s->o.ui(s->o.ui_ctx, r->method, r->path, &u);
@@ -643,8 +643,8 @@ static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
 	} else {
 		if (mode == MHD_RESPMEM_MUST_FREE)
 			free((void *)data);
-		resp = MHD_create_response_from_buffer(
-		    len, (void *)(len ? data : (const uint8_t *)""), MHD_RESPMEM_PERSISTENT);
+		resp = MHD_create_response_from_buffer(len, (void *)(len ? data : (const uint8_t *)""),
+		                                       MHD_RESPMEM_PERSISTENT);
 		if (!resp)
 			return MHD_NO;
 	}
@@ -789,8 +789,7 @@ static enum MHD_Result process(struct api_req *r)
 			api_ingest_reject(r, &w, 413, msg);
 		} else if (r->handler == H_QUERIER) {
 			/* a Connect error, as the query API answers */
-			snprintf(msg, sizeof(msg),
-			         "the request body is larger than the limit of %zu bytes",
+			snprintf(msg, sizeof(msg), "the request body is larger than the limit of %zu bytes",
 			         r->body_max);
 			api_ingest_reject(r, &w, 413, msg);
 		} else {
@@ -802,19 +801,18 @@ static enum MHD_Result process(struct api_req *r)
 		    is_form(r->conn))
 			frc = api_params_parse_form(r, (const char *)r->body.data, r->body.len);
 		if (frc == PD_EINVAL)
-			api_error(
-			    &w, 400, "bad_data",
-			    "the form body holds a NUL byte (%%00); parameters cannot contain NUL");
+			api_error(&w, 400, "bad_data",
+			          "the form body holds a NUL byte (%%00); parameters cannot contain NUL");
 		else if (frc)
 			api_error(&w, 500, "internal", "reading the form failed: out of memory");
 		if (!w.error_set) {
 			/* queries, and the /prometheus endpoints that read profile totals */
-			int gated = rt->handler == H_QUERY || rt->handler == H_QUERY_RANGE ||
-			            rt->handler == H_PROM_QUERY ||
-			            rt->handler == H_PROM_QUERY_RANGE ||
-			            rt->handler == H_PROM_SERIES || rt->handler == H_PROM_LABELS ||
-			            rt->handler == H_PROM_LABEL_VALUES ||
-			            rt->handler == H_PROM_METADATA || rt->handler == H_QUERIER;
+			int gated =
+			    rt->handler == H_QUERY || rt->handler == H_QUERY_RANGE ||
+			    rt->handler == H_PROM_QUERY || rt->handler == H_PROM_QUERY_RANGE ||
+			    rt->handler == H_PROM_SERIES || rt->handler == H_PROM_LABELS ||
+			    rt->handler == H_PROM_LABEL_VALUES || rt->handler == H_PROM_METADATA ||
+			    rt->handler == H_QUERIER;
 			if (gated)
 				query_gate_enter(s);
 			rt->fn(r, &w);
@@ -875,7 +873,8 @@ static void req_free(struct api_req *r)
 }
 
 /* Answers a request before its body is read (and closes the connection). */
-static enum MHD_Result reject(struct api_req *r, unsigned status, const char *type, const char *msg)
+static enum MHD_Result reject(struct api_req *r, unsigned status, const char *type,
+                              const char *msg)
 {
 	struct api_resp w;
 	resp_init(&w, 0);
@@ -1161,7 +1160,8 @@ static void accept_one(struct pd_api_server *s)
 		ma = (struct sockaddr *)&un;
 		ml = sizeof(sa_family_t);
 	}
-	if (MHD_add_connection(reserve ? s->mhd_reserve : s->mhd, fd, ma, ml) != MHD_YES) {
+	if (MHD_add_connection(reserve ? s->mhd_reserve : s->mhd, fd, ma, ml) !=
+	    MHD_YES) {
 		pthread_mutex_lock(&s->cmu);
 		if (slot->in_use && slot->seq == seq) {
 			close(slot->dupfd);
@@ -1191,8 +1191,7 @@ static void *acceptor_main(void *arg)
 		if (pf[0].revents & POLLIN) {
 			errno = 0;
 			accept_one(s);
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-			    errno == ENOMEM)
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
 				backoff = 1;
 		}
 	}
@@ -1286,8 +1285,7 @@ static const char *bad_path(const char *p)
 		const char *q = seg + 1;
 		size_t n = strcspn(q, "/");
 		if ((n == 1 && q[0] == '.') || (n == 2 && q[0] == '.' && q[1] == '.'))
-			return "the request path holds a \".\" or \"..\" segment (perhaps encoded "
-			       "as "
+			return "the request path holds a \".\" or \"..\" segment (perhaps encoded as "
 			       "%2e); ask for the path without it";
 	}
 	return NULL;
@@ -1351,8 +1349,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				return reject_plain(r, 500, "Internal Server Error");
 			if (!api_web_rate_ok(s->web))
 				return reject_plain(r, 429, "Too Many Requests");
-			const char *au = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-			                                             MHD_HTTP_HEADER_AUTHORIZATION);
+			const char *au =
+			    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 			if (!api_web_authorized(s->web, r->web, au))
 				return reject_plain(r, 401, "Unauthorized");
 			r->user = api_web_user(r->web, au);
@@ -1374,10 +1372,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return reject(r, 503, "unavailable", msg);
 		}
 		if (r->raw_nul)
-			return reject(
-			    r, 400, "bad_data",
-			    "the request target holds a NUL byte (raw or encoded as %00); "
-			    "paths and parameters cannot contain NUL");
+			return reject(r, 400, "bad_data",
+			              "the request target holds a NUL byte (raw or encoded as %00); "
+			              "paths and parameters cannot contain NUL");
 		const char *why = bad_path(r->path);
 		if (why)
 			return reject(r, 400, "bad_data", why);
@@ -1463,8 +1460,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **state,
 		cn->killed = 1;
 		pthread_mutex_unlock(&s->cmu);
 		if (!ours)
-			count_close(s, ph == PHASE_HEADERS ? CLOSE_HEADER_TIMEOUT
-			                                   : CLOSE_READ_TIMEOUT);
+			count_close(s, ph == PHASE_HEADERS ? CLOSE_HEADER_TIMEOUT : CLOSE_READ_TIMEOUT);
 	}
 	/* the next request's headers are due within read_header_timeout */
 	conn_phase(s, cn, PHASE_HEADERS);
@@ -1770,14 +1766,14 @@ int pd_api_start(struct pd_api_server **out, const struct pd_api_opts *opts, str
 	intptr_t idle_s = (intptr_t)((s->o.read_timeout_ms + 999) / 1000);
 	/* options as one array: the form mhd_dl.c forwards to the loaded library */
 	struct MHD_OptionItem ops[] = {
-	    {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, s},
-	    {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s},
-	    {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s},
-	    {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, s},
-	    {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->nconns, NULL},
-	    {MHD_OPTION_CONNECTION_TIMEOUT, idle_s, NULL},
-	    {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 256 * 1024, NULL},
-	    {MHD_OPTION_END, 0, NULL},
+		{MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, s},
+		{MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s},
+		{MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s},
+		{MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, s},
+		{MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->nconns, NULL},
+		{MHD_OPTION_CONNECTION_TIMEOUT, idle_s, NULL},
+		{MHD_OPTION_CONNECTION_MEMORY_LIMIT, 256 * 1024, NULL},
+		{MHD_OPTION_END, 0, NULL},
 	};
 	/* MHD_USE_POLL: with select(), a connection whose descriptor is 1024 or
 	 * more is refused, and a profd scraping thousands of targets holds that

@@ -33,7 +33,7 @@ struct api_web_snap {
 	struct pd_web_config *wc;
 	uint8_t *text; /* the configuration file's bytes */
 	size_t len;
-	SSL_CTX *ctx;    /* NULL until a connection needed it */
+	SSL_CTX *ctx; /* NULL until a connection needed it */
 	uint8_t *pem[3]; /* cert, key, client CA as read when ctx was built */
 	size_t pem_len[3];
 };
@@ -166,8 +166,7 @@ static int set_ciphers(SSL_CTX *ctx, const struct pd_web_config *wc, struct pd_e
 			if (std && strcmp(std, wc->cipher_suites[i]) == 0) {
 				if (b.len)
 					pd_buf_append(&b, ":", 1);
-				pd_buf_append(&b, SSL_CIPHER_get_name(c),
-				              strlen(SSL_CIPHER_get_name(c)));
+				pd_buf_append(&b, SSL_CIPHER_get_name(c), strlen(SSL_CIPHER_get_name(c)));
 				break;
 			}
 		}
@@ -175,8 +174,7 @@ static int set_ciphers(SSL_CTX *ctx, const struct pd_web_config *wc, struct pd_e
 	int rc = 0;
 	if (b.len == 0) {
 		/* only TLS 1.3 names (or none OpenSSL has): TLS 1.2 gets no suite */
-		rc = SSL_CTX_set_cipher_list(ctx, "DEFAULT") == 1 ? 0
-		                                                  : ssl_err(err, "cipher_suites");
+		rc = SSL_CTX_set_cipher_list(ctx, "DEFAULT") == 1 ? 0 : ssl_err(err, "cipher_suites");
 	} else {
 		pd_buf_append(&b, "", 1);
 		if (SSL_CTX_set_cipher_list(ctx, (const char *)b.data) != 1)
@@ -236,9 +234,8 @@ static int load_keypair(SSL_CTX *ctx, const uint8_t *cert, size_t clen, const ui
 	EVP_PKEY_free(k);
 	if (SSL_CTX_check_private_key(ctx) != 1) {
 		ERR_clear_error();
-		return pd_err_set(
-		    err, PD_EINVAL,
-		    "failed to load X509KeyPair: private key does not match public key");
+		return pd_err_set(err, PD_EINVAL,
+		                  "failed to load X509KeyPair: private key does not match public key");
 	}
 	return 0;
 }
@@ -272,11 +269,10 @@ static int build_ctx(struct api_web_snap *s, struct pd_err *err)
 {
 	const struct pd_web_config *wc = s->wc;
 	if (!wc->tls_enabled || !s->pem[0] || !s->pem[1])
-		return pd_err_set(
-		    err, PD_EINVAL,
-		    "TLS was on when profd started, and the web configuration now has "
-		    "no %s: give cert_file and key_file",
-		    !s->pem[0] ? "certificate (cert_file or cert)" : "key (key_file or key)");
+		return pd_err_set(err, PD_EINVAL,
+		                  "TLS was on when profd started, and the web configuration now has "
+		                  "no %s: give cert_file and key_file",
+		                  !s->pem[0] ? "certificate (cert_file or cert)" : "key (key_file or key)");
 	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
 	if (!ctx)
 		return ssl_err(err, "TLS");
@@ -286,9 +282,9 @@ static int build_ctx(struct api_web_snap *s, struct pd_err *err)
 	if (SSL_CTX_set_min_proto_version(ctx, wc->min_version) != 1 ||
 	    SSL_CTX_set_max_proto_version(ctx, wc->max_version) != 1)
 		rc = ssl_err(err, "min_version/max_version");
-	SSL_CTX_set_options(
-	    ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
-	             (wc->prefer_server_cipher_suites ? SSL_OP_CIPHER_SERVER_PREFERENCE : 0));
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
+	                             (wc->prefer_server_cipher_suites ? SSL_OP_CIPHER_SERVER_PREFERENCE
+	                                                              : 0));
 	SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"profd", 5);
 	SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
 	if (!rc)
@@ -308,15 +304,13 @@ static int build_ctx(struct api_web_snap *s, struct pd_err *err)
 			SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, accept_any);
 			break;
 		case PD_WEB_REQUIRE_ANY_CLIENT_CERT:
-			SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
-			                   accept_any);
+			SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, accept_any);
 			break;
 		case PD_WEB_VERIFY_CLIENT_CERT_IF_GIVEN:
 			SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 			break;
 		case PD_WEB_REQUIRE_AND_VERIFY_CLIENT_CERT:
-			SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
-			                   NULL);
+			SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
 			break;
 		}
 	}
@@ -337,8 +331,8 @@ static int same_bytes(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
 
 /* Builds a snapshot from the file's bytes (taken) and, with tls, the files it names
  * and a TLS context. */
-static int snap_new(const char *path, uint8_t *text, size_t len, int tls, struct api_web_snap **out,
-                    struct pd_err *err)
+static int snap_new(const char *path, uint8_t *text, size_t len, int tls,
+                    struct api_web_snap **out, struct pd_err *err)
 {
 	struct api_web_snap *s = calloc(1, sizeof(*s));
 	if (!s) {
@@ -356,14 +350,12 @@ static int snap_new(const char *path, uint8_t *text, size_t len, int tls, struct
 	free(dir);
 	if (!rc && tls) {
 		const struct pd_web_config *wc = s->wc;
-		rc =
-		    read_pem("cert_file", wc->cert, wc->cert_file, &s->pem[0], &s->pem_len[0], err);
+		rc = read_pem("cert_file", wc->cert, wc->cert_file, &s->pem[0], &s->pem_len[0], err);
 		if (!rc)
-			rc = read_pem("key_file", wc->key, wc->key_file, &s->pem[1], &s->pem_len[1],
-			              err);
+			rc = read_pem("key_file", wc->key, wc->key_file, &s->pem[1], &s->pem_len[1], err);
 		if (!rc)
-			rc = read_pem("client_ca_file", wc->client_ca, wc->client_ca_file,
-			              &s->pem[2], &s->pem_len[2], err);
+			rc = read_pem("client_ca_file", wc->client_ca, wc->client_ca_file, &s->pem[2],
+			              &s->pem_len[2], err);
 		if (!rc)
 			rc = build_ctx(s, err);
 	}
@@ -464,7 +456,8 @@ int api_web_tls(const struct api_web *w)
 	return w->tls;
 }
 
-int api_web_open(const char *path, struct api_metrics *m, struct api_web **out, struct pd_err *err)
+int api_web_open(const char *path, struct api_metrics *m, struct api_web **out,
+                 struct pd_err *err)
 {
 	*out = NULL;
 	struct api_web *w = calloc(1, sizeof(*w));

@@ -1,10 +1,10 @@
 /* parse.c: the configuration schema: `global` and `scrape_configs` as Prometheus's
  * config package defines them (fields, defaults, inheritance, validation and its
  * messages), the HTTP client settings of prometheus/common, static / file / http
- * service discovery, dns_sd_configs, kubernetes_sd_configs, relabel_configs, and conprof's per-job
- * profiling_config with its seven default profile types. Fields Prometheus knows but profd does not
- * use are accepted with a warning; fields that would change what is scraped and that profd cannot
- * honour (oauth2, other service discoveries, ...) are errors. */
+ * service discovery, dns_sd_configs, kubernetes_sd_configs, relabel_configs, and conprof's per-job profiling_config with
+ * its seven default profile types. Fields Prometheus knows but profd does not use
+ * are accepted with a warning; fields that would change what is scraped and that
+ * profd cannot honour (oauth2, other service discoveries, ...) are errors. */
 #include "config_int.h"
 
 #include <string.h>
@@ -665,9 +665,8 @@ static int parse_http_sd_configs(struct cfg_ctx *c, yaml_node_t *n, struct pd_sc
 			return rc;
 		/* refused here too, so that check config says what run would */
 		if (client->tls_server_name && *client->tls_server_name)
-			return cy_err(
-			    c, items[i],
-			    "tls_config.server_name is not supported for http_sd_configs");
+			return cy_err(c, items[i],
+			              "tls_config.server_name is not supported for http_sd_configs");
 		hc->client = client;
 	}
 	return 0;
@@ -850,8 +849,7 @@ static int parse_kubernetes_sd_configs(struct cfg_ctx *c, yaml_node_t *n,
 			k->api_server = NULL;
 		if (k->kubeconfig_file && !*k->kubeconfig_file)
 			k->kubeconfig_file = NULL;
-		else if (k->kubeconfig_file &&
-		         !(k->kubeconfig_file = cy_path(c, k->kubeconfig_file)))
+		else if (k->kubeconfig_file && !(k->kubeconfig_file = cy_path(c, k->kubeconfig_file)))
 			return PD_ENOMEM;
 		struct pd_http_client_config *client = cy_alloc(c, 1, sizeof(*client));
 		if (!client)

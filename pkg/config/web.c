@@ -51,7 +51,7 @@ static int listed(const char *s, const char *const *list)
 
 /* A list of strings each of which must be in allowed (`unknown cipher: X`). */
 static int parse_names(struct cfg_ctx *c, yaml_node_t *n, const char *const *allowed,
-                       const char *what, const char ***out, size_t *count)
+		       const char *what, const char ***out, size_t *count)
 {
 	yaml_node_t **items;
 	size_t k;
@@ -76,10 +76,7 @@ static int parse_version(struct cfg_ctx *c, yaml_node_t *n, int *out)
 	static const struct {
 		const char *name;
 		int v;
-	} versions[] = {{"TLS10", PD_WEB_TLS10},
-	                {"TLS11", PD_WEB_TLS11},
-	                {"TLS12", PD_WEB_TLS12},
-	                {"TLS13", PD_WEB_TLS13}};
+	} versions[] = {{"TLS10", PD_WEB_TLS10}, {"TLS11", PD_WEB_TLS11}, {"TLS12", PD_WEB_TLS12}, {"TLS13", PD_WEB_TLS13}};
 	const char *s;
 	int rc = cy_str(c, n, &s);
 	if (rc)
@@ -115,11 +112,10 @@ static int parse_tls(struct cfg_ctx *c, struct pd_web_config *w, yaml_node_t *n)
 		else if (is(e, "client_auth_type"))
 			rc = cy_str(c, e->val, &auth_s), auth = e->val;
 		else if (is(e, "cipher_suites"))
-			rc = parse_names(c, e->val, cipher_names, "cipher", &w->cipher_suites,
-			                 &w->ncipher_suites);
+			rc = parse_names(c, e->val, cipher_names, "cipher", &w->cipher_suites, &w->ncipher_suites);
 		else if (is(e, "curve_preferences"))
 			rc = parse_names(c, e->val, curve_names, "curve", &w->curve_preferences,
-			                 &w->ncurve_preferences);
+					 &w->ncurve_preferences);
 		else if (is(e, "min_version"))
 			rc = parse_version(c, e->val, &w->min_version);
 		else if (is(e, "max_version"))
@@ -127,8 +123,7 @@ static int parse_tls(struct cfg_ctx *c, struct pd_web_config *w, yaml_node_t *n)
 		else if (is(e, "prefer_server_cipher_suites"))
 			rc = cy_bool(c, e->val, &w->prefer_server_cipher_suites);
 		else if (is(e, "client_allowed_sans"))
-			rc = cy_strlist(c, e->val, &w->client_allowed_sans,
-			                &w->nclient_allowed_sans);
+			rc = cy_strlist(c, e->val, &w->client_allowed_sans, &w->nclient_allowed_sans);
 		else
 			rc = cy_unknown(c, e, "web.TLSConfig");
 	}
@@ -138,8 +133,7 @@ static int parse_tls(struct cfg_ctx *c, struct pd_web_config *w, yaml_node_t *n)
 		w->client_auth = PD_WEB_NO_CLIENT_CERT;
 	else if (strcmp(auth_s, "RequestClientCert") == 0)
 		w->client_auth = PD_WEB_REQUEST_CLIENT_CERT;
-	else if (strcmp(auth_s, "RequireAnyClientCert") == 0 ||
-	         strcmp(auth_s, "RequireClientCert") == 0)
+	else if (strcmp(auth_s, "RequireAnyClientCert") == 0 || strcmp(auth_s, "RequireClientCert") == 0)
 		w->client_auth = PD_WEB_REQUIRE_ANY_CLIENT_CERT;
 	else if (strcmp(auth_s, "VerifyClientCertIfGiven") == 0)
 		w->client_auth = PD_WEB_VERIFY_CLIENT_CERT_IF_GIVEN;
@@ -153,7 +147,7 @@ static int parse_tls(struct cfg_ctx *c, struct pd_web_config *w, yaml_node_t *n)
 	if (!w->cert_file || !w->key_file || !w->client_ca_file)
 		return cy_nomem(c);
 	w->tls_enabled = *w->cert || *w->key || *w->client_ca || *w->cert_file || *w->key_file ||
-	                 *w->client_ca_file;
+			 *w->client_ca_file;
 	if (!w->tls_enabled)
 		return 0;
 	if (!*w->cert_file && !*w->cert)
@@ -161,8 +155,7 @@ static int parse_tls(struct cfg_ctx *c, struct pd_web_config *w, yaml_node_t *n)
 	if (!*w->key_file && !*w->key)
 		return cy_err(c, n, "missing one of key or key_file");
 	if ((*w->client_ca_file || *w->client_ca) && w->client_auth == PD_WEB_NO_CLIENT_CERT)
-		return cy_err(c, ca,
-		              "client CA's have been configured without a Client Auth Policy");
+		return cy_err(c, ca, "client CA's have been configured without a Client Auth Policy");
 	return 0;
 }
 
@@ -189,10 +182,10 @@ static int check_header(struct cfg_ctx *c, const struct cy_entry *e, const char 
 				return 0;
 		char expect[64] = "";
 		for (size_t k = 0; allowed[i].values[k]; k++)
-			snprintf(expect + strlen(expect), sizeof(expect) - strlen(expect),
-			         "%s\"%s\"", k ? " " : "", allowed[i].values[k]);
-		return cy_err(c, e->val, "invalid value for %s. Expected one of: [%s], but got: %s",
-		              e->name, expect, cy_quote(c, value));
+			snprintf(expect + strlen(expect), sizeof(expect) - strlen(expect), "%s\"%s\"", k ? " " : "",
+				 allowed[i].values[k]);
+		return cy_err(c, e->val, "invalid value for %s. Expected one of: [%s], but got: %s", e->name,
+			      expect, cy_quote(c, value));
 	}
 	return cy_err(c, e->key, "HTTP header %s can not be configured", cy_quote(c, e->name));
 }
@@ -234,18 +227,14 @@ static int check_bcrypt(struct cfg_ctx *c, yaml_node_t *n, const char *h)
 {
 	size_t len = strlen(h);
 	if (len < 59)
-		return cy_err(c, n,
-		              "crypto/bcrypt: hashedSecret too short to be a bcrypted password");
+		return cy_err(c, n, "crypto/bcrypt: hashedSecret too short to be a bcrypted password");
 	if (h[0] != '$')
-		return cy_err(c, n,
-		              "crypto/bcrypt: bcrypt hashes must start with '$', but hashedSecret "
-		              "started with '%c'",
-		              h[0]);
+		return cy_err(c, n, "crypto/bcrypt: bcrypt hashes must start with '$', but hashedSecret started with '%c'",
+			      h[0]);
 	if (h[1] > '2')
 		return cy_err(c, n,
-		              "crypto/bcrypt: bcrypt algorithm version '%c' requested is newer "
-		              "than current version '2'",
-		              h[1]);
+			      "crypto/bcrypt: bcrypt algorithm version '%c' requested is newer than current version '2'",
+			      h[1]);
 	size_t at = h[2] != '$' ? 4 : 3;
 	char cost[3] = {h[at], h[at + 1], 0};
 	if (cost[0] < '0' || cost[0] > '9' || cost[1] < '0' || cost[1] > '9')
@@ -358,11 +347,8 @@ int pd_web_config_parse(const char *text, size_t len, const char *filename, cons
 		free(w);
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
-	struct cfg_ctx c = {.a = w->arena,
-	                    .doc = &doc,
-	                    .filename = filename,
-	                    .err = err,
-	                    .budget = CFG_NODE_BUDGET};
+	struct cfg_ctx c = {
+	    .a = w->arena, .doc = &doc, .filename = filename, .err = err, .budget = CFG_NODE_BUDGET};
 	w->filename = cy_strdup(&c, filename ? filename : "");
 	c.dir = dir ? cy_strdup(&c, dir) : NULL;
 	if (!w->filename || (dir && !c.dir)) {
@@ -441,8 +427,8 @@ static int readable(const char *what, const char *path, struct pd_err *err)
 		return 0;
 	FILE *f = fopen(path, "rb");
 	if (!f)
-		return pd_err_set(err, PD_EINVAL, "failed to read %s (%s): open %s: %s", what, path,
-		                  path, strerror(errno));
+		return pd_err_set(err, PD_EINVAL, "failed to read %s (%s): open %s: %s", what, path, path,
+				  strerror(errno));
 	fclose(f);
 	return 0;
 }

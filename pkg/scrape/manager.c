@@ -53,14 +53,14 @@ struct pd_scrape_manager {
 	struct pd_tsdb *db;
 	struct pd_scrape_manager_opts o;
 	uint64_t ok, failed, bytes, appended;
-	uint64_t target_limit_exceeded;                   /* guarded by mu */
+	uint64_t target_limit_exceeded; /* guarded by mu */
 	uint64_t dur_buckets[PD_SCRAPE_DURATION_BUCKETS]; /* not cumulative */
 	uint64_t dur_count, dur_sum_us;
 	uint64_t refused[PD_PPROF_LIMIT_COUNT]; /* failed for a limit on the profile */
 };
 
 const double pd_scrape_duration_bounds[PD_SCRAPE_DURATION_BUCKETS] = {
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 
 /* ---- helpers ----------------------------------------------------------------- */
 
@@ -75,13 +75,8 @@ void pd_scrape_format_duration(int64_t ms, char *out, size_t size)
 	static const struct {
 		int64_t ms;
 		const char *u;
-	} units[] = {{365LL * 86400000, "y"},
-	             {7LL * 86400000, "w"},
-	             {86400000, "d"},
-	             {3600000, "h"},
-	             {60000, "m"},
-	             {1000, "s"},
-	             {1, "ms"}};
+	} units[] = {{365LL * 86400000, "y"}, {7LL * 86400000, "w"}, {86400000, "d"}, {3600000, "h"},
+		     {60000, "m"},            {1000, "s"},          {1, "ms"}};
 	size_t off = 0;
 	if (ms == 0) {
 		snprintf(out, size, "0s");
@@ -89,8 +84,8 @@ void pd_scrape_format_duration(int64_t ms, char *out, size_t size)
 	}
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]) && off < size; i++) {
 		if (ms >= units[i].ms) {
-			off += (size_t)snprintf(out + off, size - off, "%lld%s",
-			                        (long long)(ms / units[i].ms), units[i].u);
+			off += (size_t)snprintf(out + off, size - off, "%lld%s", (long long)(ms / units[i].ms),
+						units[i].u);
 			ms %= units[i].ms;
 		}
 	}
@@ -100,9 +95,8 @@ static int url_escape(struct pd_buf *b, const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		         (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.' ||
-		         *p == '~';
+		int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+			 *p == '-' || *p == '_' || *p == '.' || *p == '~';
 		char enc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
 		if (ok ? pd_buf_append(b, p, 1) : pd_buf_append(b, enc, 3))
 			return PD_ENOMEM;
@@ -195,8 +189,7 @@ static int settings_copy(struct pool *p, const struct pd_scrape_pool_settings *i
 	for (size_t i = 0; i < s->nparams; i++)
 		h = hash_str(hash_str(h, pn[i]), pv[i]);
 	for (size_t i = 0; i < s->ntypes; i++)
-		h = pd_hash_u64(hash_str(hash_str(h, ty[i].name), ty[i].path),
-		                (uint64_t)ty[i].seconds);
+		h = pd_hash_u64(hash_str(hash_str(h, ty[i].name), ty[i].path), (uint64_t)ty[i].seconds);
 	h = pd_hash_u64(h, (uint64_t)s->interval_ms);
 	h = pd_hash_u64(h, (uint64_t)s->timeout_ms);
 	h = pd_hash_u64(h, (uint64_t)s->body_size_limit);
@@ -243,8 +236,8 @@ static int groups_copy(struct pool *p, const struct pd_target_group *g, size_t n
 /* Builds the target of one discovered label set and profile type. Returns NULL
  * on allocation failure; a dropped target has labels == NULL. */
 static struct target *make_target(struct pd_scrape_manager *m, struct pool *p,
-                                  const struct pd_labels *tl, const struct pd_labels *gl,
-                                  const struct pd_scrape_profile_type *ty)
+				  const struct pd_labels *tl, const struct pd_labels *gl,
+				  const struct pd_scrape_profile_type *ty)
 {
 	struct pd_labels_builder *b = pd_labels_builder_create(NULL);
 	struct target *t = calloc(1, sizeof(*t));
@@ -270,8 +263,8 @@ static struct target *make_target(struct pd_scrape_manager *m, struct pool *p,
 	struct {
 		const char *name, *value;
 	} defaults[] = {{"job", p->s.job_name},
-	                {"__scheme__", p->s.scheme},
-	                {"__metrics_path__", ty->path ? ty->path : p->s.metrics_path}};
+			{"__scheme__", p->s.scheme},
+			{"__metrics_path__", ty->path ? ty->path : p->s.metrics_path}};
 	for (size_t i = 0; i < 3; i++)
 		if (!pd_labels_builder_get(b, defaults[i].name) || i == 2)
 			pd_labels_builder_set(b, defaults[i].name, defaults[i].value);
@@ -310,8 +303,8 @@ static struct target *make_target(struct pd_scrape_manager *m, struct pool *p,
 	const char *scheme = pd_labels_get(relabeled, "__scheme__");
 	const char *path = pd_labels_get(relabeled, "__metrics_path__");
 	if (pd_buf_printf(&url, "%s://%s%s%s", scheme ? scheme : "http",
-	                  pd_labels_get(relabeled, "__address__"), path && *path != '/' ? "/" : "",
-	                  path ? path : ""))
+			  pd_labels_get(relabeled, "__address__"), path && *path != '/' ? "/" : "",
+			  path ? path : ""))
 		goto fail;
 	int first = 1;
 	for (size_t i = 0; i < pd_labels_len(relabeled); i++) {
@@ -392,7 +385,7 @@ static int same_target(const struct target *a, const struct target *b)
 /* The position of an indexed target the same as t (same labels, URL and pool
  * settings), or SIZE_MAX; with add, t (at position pos) is indexed when none is. */
 static size_t target_index_find(struct target_index *ix, struct target **arr, struct target *t,
-                                size_t pos, int add)
+				size_t pos, int add)
 {
 	for (size_t i = t->key & ix->mask;; i = (i + 1) & ix->mask) {
 		if (!ix->slot[i]) {
@@ -439,9 +432,8 @@ static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 	for (size_t g = 0; g < p->ngroups; g++)
 		for (size_t k = 0; k < p->groups[g].ntargets; k++)
 			for (size_t ty = 0; ty < p->s.ntypes; ty++) {
-				struct target *t =
-				    make_target(m, p, p->groups[g].targets[k], p->groups[g].labels,
-				                &p->s.types[ty]);
+				struct target *t = make_target(m, p, p->groups[g].targets[k], p->groups[g].labels,
+							       &p->s.types[ty]);
 				if (!t)
 					continue;
 				if (n == cap) {
@@ -486,8 +478,8 @@ static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 	char over_msg[128];
 	if (over) {
 		snprintf(over_msg, sizeof(over_msg),
-		         "target_limit exceeded (number of targets: %zu, limit: %llu)", active,
-		         (unsigned long long)p->s.target_limit);
+			 "target_limit exceeded (number of targets: %zu, limit: %llu)", active,
+			 (unsigned long long)p->s.target_limit);
 		m->target_limit_exceeded++;
 	}
 	/* keep the loops (and status) of unchanged targets */
@@ -514,9 +506,8 @@ static void pool_update(struct pd_scrape_manager *m, struct pool *p)
 			target_free(t);
 			continue;
 		}
-		struct pd_scrape_spec spec = {t->url,          p->s.interval_ms,
-		                              p->s.timeout_ms, p->s.body_size_limit,
-		                              t->seed,         p->s.client};
+		struct pd_scrape_spec spec = {t->url, p->s.interval_ms, p->s.timeout_ms,
+					      p->s.body_size_limit, t->seed, p->s.client};
 		struct pd_err err = {0};
 		if (pd_scrape_loop_add(m->engine, &spec, t, &t->loop_id, &err)) {
 			t->loop_id = 0;
@@ -550,8 +541,7 @@ static void pool_free(struct pd_scrape_manager *m, struct pool *p)
 
 /* ---- results -------------------------------------------------------------------- */
 
-static void set_status(struct target *t, int health, const char *msg,
-                       const struct pd_scrape_result *r)
+static void set_status(struct target *t, int health, const char *msg, const struct pd_scrape_result *r)
 {
 	pthread_mutex_lock(&t->mu);
 	t->health = health;
@@ -596,8 +586,7 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 	char msg[PD_ERR_MSG_MAX + 160], dur[32];
 	int hit = 0;
 	/* the body limit holds for the profile inflated here too, within the decoder's cap */
-	size_t max =
-	    m->o.max_decompressed ? m->o.max_decompressed : PD_PPROF_DEFAULT_MAX_DECOMPRESSED;
+	size_t max = m->o.max_decompressed ? m->o.max_decompressed : PD_PPROF_DEFAULT_MAX_DECOMPRESSED;
 	if (r->body_limit && r->body_limit < max)
 		max = r->body_limit;
 
@@ -609,7 +598,7 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 		}
 	__atomic_add_fetch(&m->dur_count, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&m->dur_sum_us, (uint64_t)(r->duration_us > 0 ? r->duration_us : 0),
-	                   __ATOMIC_RELAXED);
+			   __ATOMIC_RELAXED);
 
 	if (r->error) {
 		if (r->limit > 0 && r->limit < PD_PPROF_LIMIT_COUNT)
@@ -621,10 +610,10 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 	__atomic_add_fetch(&m->bytes, r->len, __ATOMIC_RELAXED);
 	if (pd_gzip_is(data, len)) {
 		struct pd_inflate_opts io = {.format = PD_INFLATE_GZIP,
-		                             .max = max,
-		                             .deadline_us = r->deadline_us,
-		                             .cancel = r->cancel,
-		                             .max_ratio = m->o.max_ratio};
+					     .max = max,
+					     .deadline_us = r->deadline_us,
+					     .cancel = r->cancel,
+					     .max_ratio = m->o.max_ratio};
 		int rc = pd_inflate(data, len, &io, &raw, &rawlen, &err);
 		if (rc == PD_EIO)
 			goto gave_up;
@@ -643,21 +632,21 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 	size_t mem = m->o.max_memory < max ? m->o.max_memory : max;
 	int legacy = 0;
 	struct pd_pprof_decode_opts dopts = {.legacy = &legacy,
-	                                     .max_decompressed = max,
-	                                     .max_memory = mem,
-	                                     .max_samples = m->o.max_samples,
-	                                     .max_sample_labels = m->o.max_sample_labels,
-	                                     .limit_hit = &hit};
+					     .max_decompressed = max,
+					     .max_memory = mem,
+					     .max_samples = m->o.max_samples,
+					     .max_sample_labels = m->o.max_sample_labels,
+					     .limit_hit = &hit};
 	struct pd_pprof_profile *prof;
 	/* the decoder cannot be interrupted, but its work is bounded by the size
 	 * limit: a profile that took past the timeout is refused after it */
 	int drc = pd_pprof_decode(&prof, data, len, &dopts, &err);
 	if (hit == PD_PPROF_LIMIT_MEMORY) {
-		snprintf(msg, sizeof(msg), "profile too large to decode within the %s: %s",
-		         mem == m->o.max_memory
-		             ? "decoded size limit (--storage.tsdb.max-profile-decoded-size)"
-		             : "body size limit",
-		         err.msg);
+		snprintf(msg, sizeof(msg),
+			 "profile too large to decode within the %s: %s",
+			 mem == m->o.max_memory ? "decoded size limit (--storage.tsdb.max-profile-decoded-size)"
+						: "body size limit",
+			 err.msg);
 		goto refused;
 	}
 	if (hit)
@@ -681,8 +670,7 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 		pd_pprof_destroy(prof);
 		pd_scrape_format_duration(r->timeout_ms, dur, sizeof(dur));
 		snprintf(msg, sizeof(msg),
-		         "scrape_timeout of %s exceeded while decoding the profile (%zu bytes)",
-		         dur, len);
+			 "scrape_timeout of %s exceeded while decoding the profile (%zu bytes)", dur, len);
 		goto fail;
 	}
 	struct pd_tsdb_appender *a = pd_tsdb_appender(m->db);
@@ -697,8 +685,7 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 	/* the store takes the decoded profile too, so it does not decode it again */
 	/* the WAL keeps the body as it came when it is gzip, as Go serves profiles */
 	if (pd_tsdb_append_gzip(a, t->tl, t->ntl, r->scheduled_ms, data, len, prof,
-	                        raw && !legacy ? r->body : NULL, raw && !legacy ? r->len : 0,
-	                        &err)) {
+				 raw && !legacy ? r->body : NULL, raw && !legacy ? r->len : 0, &err)) {
 		pd_tsdb_rollback(a);
 		goto store_failed;
 	}
@@ -714,19 +701,17 @@ bad:
 	goto fail;
 limit:
 	snprintf(msg, sizeof(msg), "profile refused for the %s limit (%s): %s",
-	         pd_pprof_limit_name(hit), limit_flag(hit), err.msg);
+		 pd_pprof_limit_name(hit), limit_flag(hit), err.msg);
 refused:
 	__atomic_add_fetch(&m->refused[hit], 1, __ATOMIC_RELAXED);
 	goto fail;
 gave_up:
 	if (r->cancel && __atomic_load_n(r->cancel, __ATOMIC_RELAXED)) {
-		snprintf(msg, sizeof(msg),
-		         "scrape abandoned: the target was removed or profd is stopping");
+		snprintf(msg, sizeof(msg), "scrape abandoned: the target was removed or profd is stopping");
 	} else {
 		pd_scrape_format_duration(r->timeout_ms, dur, sizeof(dur));
-		snprintf(msg, sizeof(msg),
-		         "scrape_timeout of %s exceeded while inflating the profile (%s)", dur,
-		         err.msg);
+		snprintf(msg, sizeof(msg), "scrape_timeout of %s exceeded while inflating the profile (%s)",
+			 dur, err.msg);
 	}
 	goto fail;
 store_failed:
@@ -740,7 +725,7 @@ fail:
 /* ---- the public API ----------------------------------------------------------------- */
 
 int pd_scrape_manager_create(struct pd_scrape_manager **out, struct pd_tsdb *db,
-                             const struct pd_scrape_manager_opts *opts, struct pd_err *err)
+			     const struct pd_scrape_manager_opts *opts, struct pd_err *err)
 {
 	struct pd_scrape_manager *m = calloc(1, sizeof(*m));
 	int rc;
@@ -794,8 +779,8 @@ static struct pool *find_pool(struct pd_scrape_manager *m, const char *name)
 }
 
 int pd_scrape_manager_set_pools(struct pd_scrape_manager *m,
-                                const struct pd_scrape_pool_settings *pools, size_t n,
-                                struct pd_err *err)
+				const struct pd_scrape_pool_settings *pools, size_t n,
+				struct pd_err *err)
 {
 	struct pool **np = calloc(n ? n : 1, sizeof(*np));
 	if (!np)
@@ -841,7 +826,7 @@ int pd_scrape_manager_set_pools(struct pd_scrape_manager *m,
 }
 
 void pd_scrape_manager_sync(struct pd_scrape_manager *m, const char *pool,
-                            const struct pd_target_group *groups, size_t n)
+			    const struct pd_target_group *groups, size_t n)
 {
 	pthread_mutex_lock(&m->mu);
 	struct pool *p = find_pool(m, pool);
@@ -862,7 +847,7 @@ static int status_cmp(const void *a, const void *b)
 }
 
 int pd_scrape_manager_targets(struct pd_scrape_manager *m, int include_dropped,
-                              struct pd_scrape_target_status **out, size_t *n, struct pd_err *err)
+			      struct pd_scrape_target_status **out, size_t *n, struct pd_err *err)
 {
 	size_t cap = 0, cnt = 0;
 	*out = NULL;
