@@ -26,8 +26,8 @@ tmp=$(mktemp -d)
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do [ -z "$p" ] || kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
 	if [ "$mode" = clickhouse ]; then ch_stop || true; fi
+	wait 2>/dev/null || true
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
