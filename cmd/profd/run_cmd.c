@@ -84,6 +84,7 @@ struct run_flags {
 	 * profd pprof's flags of the same names */
 	const char *legacy_max_depth, *legacy_max_line, *legacy_max_maps;
 	const char *max_debuginfo_total; /* the uploaded debug files together */
+	int multitenancy; /* --auth.multitenancy-enabled: X-Scope-OrgID tenants */
 };
 
 static void usage(FILE *f)
@@ -223,6 +224,8 @@ static void usage(FILE *f)
 		"  --legacy-max-line=N                 bytes of one line of such a text profile\n"
 		"                                      (default 1048576)\n"
 		"  --legacy-max-maps=N                 its memory map entries kept (default 65536)\n"
+		"  --auth.multitenancy-enabled         scope every write and query to the tenant\n"
+		"                                      of its X-Scope-OrgID header (default off)\n"
 		"  --log.level=LEVEL                   debug, info, warn or error (default info)\n"
 		"  --log.format=FORMAT                 logfmt or json (default logfmt)\n");
 	run_sym_usage(f);
@@ -242,6 +245,7 @@ static int bool_flag(const char *a, size_t nl, const char *v, struct run_flags *
 	    {"web.enable-lifecycle", offsetof(struct run_flags, enable_lifecycle)},
 	    {"web.enable-push", offsetof(struct run_flags, enable_push)},
 	    {"web.enable-admin-api", offsetof(struct run_flags, enable_admin_api)},
+	    {"auth.multitenancy-enabled", offsetof(struct run_flags, multitenancy)},
 	    {"symbolizer.enabled", offsetof(struct run_flags, sym.enabled)},
 	    {"symbolizer.mapping-files", offsetof(struct run_flags, sym.mapping_files)},
 	};
@@ -284,7 +288,7 @@ static int parse_flags(int argc, char **argv, struct run_flags *f)
 				"512MB", {0}, "16384",
 				/* PD_PPROF_LEGACY_MAX_{DEPTH,LINE,MAPS} */
 				"4096", "1048576", "65536",
-				"10GB" /* PD_API_DEFAULT_MAX_DEBUGINFO_TOTAL */};
+				"10GB" /* PD_API_DEFAULT_MAX_DEBUGINFO_TOTAL */, 0};
 	run_sym_flags_init(&f->sym);
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
@@ -449,6 +453,7 @@ struct daemon {
 	struct pd_tsdb *db;
 	struct pd_scrape_manager *scrape;
 	struct pd_discovery_manager *disc;
+	int multitenancy; /* scrape jobs' series carry their tenant */
 	struct pd_api_server *api;
 	struct pd_webui *ui;
 	/* discovery refreshes already logged: provider name → refresh time */
@@ -551,6 +556,8 @@ static int apply_config(struct daemon *d, const struct pd_config *cfg, struct pd
 		p->body_size_limit = sc->body_size_limit;
 		p->target_limit = sc->target_limit;
 		p->honor_labels = sc->honor_labels;
+		if (d->multitenancy && sc->tenant && strcmp(sc->tenant, PD_TENANT_DEFAULT) != 0)
+			p->tenant = sc->tenant;
 		p->client = &sc->http_client;
 		p->relabel = sc->relabel_rules;
 		dp[i] = (struct pd_discovery_pool_config){
@@ -683,6 +690,7 @@ int pd_cmd_run(int argc, char **argv)
 	if (parse_flags(argc - 1, argv + 1, &f))
 		return 2;
 	d.config_file = f.config_file;
+	d.multitenancy = f.multitenancy;
 	/* allocations of 32 KiB and more get pages of their own: the head's sealed
 	 * chunks (tens of KB each, kept until their block is written) then do not
 	 * sit among the scrape workers' transient buffers, and their pages go back
@@ -995,7 +1003,7 @@ int pd_cmd_run(int argc, char **argv)
 			    "symbolizer.workers", "symbolizer.mapping-files",
 			    "query.max-flamegraph-nodes", "symbolizer.max-open-files",
 			    "legacy-max-stack-depth", "legacy-max-line", "legacy-max-maps",
-			    "web.max-debuginfo-total-size"};
+			    "web.max-debuginfo-total-size", "auth.multitenancy-enabled"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -1021,7 +1029,7 @@ int pd_cmd_run(int argc, char **argv)
 			    f.sym.workers, f.sym.mapping_files ? "true" : "false",
 			    f.query_max_flamegraph_nodes, f.sym.max_open_files,
 			    f.legacy_max_depth, f.legacy_max_line, f.legacy_max_maps,
-			    f.max_debuginfo_total};
+			    f.max_debuginfo_total, f.multitenancy ? "true" : "false"};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;
@@ -1071,6 +1079,7 @@ int pd_cmd_run(int argc, char **argv)
 	}
 	ao.push_disabled = !f.enable_push;
 	ao.enable_admin_api = f.enable_admin_api;
+	ao.multitenancy = f.multitenancy;
 	ao.config_yaml = render_config;
 	ao.config_ctx = &d;
 	ao.flag_names = fn;

@@ -118,6 +118,11 @@ struct pd_api_opts {
 	/* 1: POST /api/v1/profiles answers 404 and stores nothing, before reading
 	 * the body (--no-web.enable-push). 0 (the default): pushes are accepted. */
 	int push_disabled;
+	/* 1 (--auth.multitenancy-enabled): every push and query names its tenant in
+	 * X-Scope-OrgID (or the web configuration binds the user to one) and sees
+	 * only that tenant's series; without one it is refused with 401 "no org id".
+	 * 0: one tenant, PD_TENANT_DEFAULT (docs/security.md#tenants). */
+	int multitenancy;
 	/* /api/v1/status/config calls this for the rendered configuration
 	 * (pd_config_render), a malloc'd NUL-terminated string the server frees;
 	 * NULL on failure. The callback itself may be NULL (empty YAML). */

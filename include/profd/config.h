@@ -86,6 +86,9 @@ struct pd_scrape_config {
 	size_t body_size_limit; /* bytes, 0: no limit; inherited from global when 0 */
 	uint64_t target_limit;  /* targets after relabeling; 0: no limit; inherited
 				 * from global when 0 */
+	/* the tenant the job's series are stored under with
+	 * --auth.multitenancy-enabled; PD_TENANT_DEFAULT when unset */
+	const char *tenant;
 
 	/* basic_auth, authorization / bearer_token[_file], tls_config, proxy_url,
 	 * follow_redirects. bearer_token[_file] arrive as authorization_credentials[_file]
@@ -227,7 +230,24 @@ struct pd_web_header {
 struct pd_web_user {
 	const char *name;
 	const char *hash; /* bcrypt ($2a$, $2b$, $2y$), checked to be well formed */
+	/* tenants: the tenants the user may use with --auth.multitenancy-enabled,
+	 * sorted and distinct; ntenants 0: not bound (any tenant) */
+	const char **tenants;
+	size_t ntenants;
 };
+
+/* ---- tenants ----------------------------------------------------------------- */
+
+/* The tenant of everything without --auth.multitenancy-enabled, and of scrape
+ * jobs without a tenant field (Pyroscope's default tenant id). */
+#define PD_TENANT_DEFAULT "anonymous"
+/* The longest tenant id, in bytes (dskit's MaxTenantIDLength). */
+#define PD_TENANT_MAX_LEN 150
+
+/* Checks a tenant id (len bytes) as dskit's tenant.ValidTenantID does: only
+ * letters, digits and ! - _ . * ' ( ), at most PD_TENANT_MAX_LEN bytes, not "."
+ * or "..", and not empty. 0, or PD_EINVAL with dskit's message in err. */
+int pd_config_tenant_check(const char *id, size_t len, struct pd_err *err);
 
 struct pd_web_config {
 	const char *filename;

@@ -21,6 +21,9 @@
 
 /* The label that holds the metric name, i.e. the profile type. */
 #define PD_LABELS_METRIC_NAME "__name__"
+/* The reserved label that holds a series' tenant with --auth.multitenancy-enabled
+ * (docs/storage.md#tenants); series of the default tenant have none. */
+#define PD_LABELS_TENANT "__tenant__"
 
 /* ---- limits --------------------------------------------------------------- */
 

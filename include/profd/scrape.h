@@ -144,6 +144,10 @@ struct pd_scrape_pool_settings {
 	const struct pd_relabel_rules *relabel;     /* may be NULL; borrowed */
 	const struct pd_scrape_profile_type *types;
 	size_t ntypes;
+	/* the value of every target's __tenant__ label (labels.h's PD_LABELS_TENANT),
+	 * set after relabeling, which cannot change it; NULL or "": none (the default
+	 * tenant). Copied. */
+	const char *tenant;
 };
 
 struct pd_scrape_manager_opts {

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "profd/api.h"
+#include "profd/config.h"
 #include "profd/labels.h"
 #include "profd/pprof.h"
 #include "profd/tsdb.h"
@@ -183,6 +184,9 @@ int api_web_rate_ok(struct api_web *w);
 /* 1 when the Authorization header value holds a user and password of s (or s
  * has no users); bcrypt checks are cached. */
 int api_web_authorized(struct api_web *w, const struct api_web_snap *s, const char *authorization);
+/* The user of s that the Authorization header value names (borrowed from s), or
+ * NULL; call only once api_web_authorized said yes. */
+const struct pd_web_user *api_web_user(const struct api_web_snap *s, const char *authorization);
 
 /* Reads "Basic base64(user:password)" (basic_auth.c) into buf (cap bytes, which
  * holds both, NUL-terminated); *user and *pass point into it. -1 when the header is
@@ -298,7 +302,13 @@ struct api_req {
 	size_t nparams, cparams;
 	int64_t t0_ns;
 	int64_t now_ms;
-	struct api_web_snap *web; /* the web configuration for this request; NULL: none */
+	struct api_web_snap *web;       /* the web configuration for this request; NULL: none */
+	const struct pd_web_user *user; /* its basic-auth user (in web); NULL: none */
+	/* tenant.c: scoped with --auth.multitenancy-enabled on a tenant's endpoint;
+	 * tenant_value is the __tenant__ label's value ("" for the default tenant) */
+	int scoped;
+	const char *tenant_value;
+	char tenant[PD_TENANT_MAX_LEN + 1];
 };
 
 /* A response being built. JSON responses hold the success envelope's opening
@@ -365,6 +375,34 @@ void api_internal(struct api_resp *w, const char *what, int rc, const struct pd_
 /* ClickHouse's reason in err: a pointer into err->msg (borrowed) past pkg/tsdb's
  * prefix, *len its length up to the statement; NULL when err is not ClickHouse's. */
 const char *api_ch_reason(const struct pd_err *err, int *len);
+
+/* ---- tenants (tenant.c) ------------------------------------------------------ */
+
+/* Reads an X-Scope-OrgID value as dskit's tenant.TenantID: ids split at '|',
+ * each without its ':' metadata, checked (pd_config_tenant_check), all the same
+ * one, copied into out (PD_TENANT_MAX_LEN + 1 bytes). 0, or PD_EINVAL with
+ * dskit's message ("no org id", "multiple org IDs present", ...). */
+int api_tenant_parse(const char *org_id, char *out, struct pd_err *err);
+/* Sets r's tenant from org_id (the header, may be NULL) and r->user's binding;
+ * nothing without multitenancy or on the server's own endpoints. 0, or the
+ * status to refuse r with (401 no or bad id, 403 a tenant the user is not
+ * bound to), msg saying why. */
+unsigned api_tenant_begin(struct api_req *r, const char *org_id, char *msg, size_t msgsize);
+/* The matcher of r's tenant in *out (borrowing r): 1, or 0 when r is not scoped. */
+int api_tenant_matcher(const struct api_req *r, struct pd_tsdb_matcher *out);
+/* m[0..nm) and r's tenant matcher in a malloc'd *out (the caller frees it). */
+int api_tenant_scope(const struct api_req *r, const struct pd_tsdb_matcher *m, size_t nm,
+                     struct pd_tsdb_matcher **out, size_t *nout);
+struct api_sel;
+/* Appends r's tenant matcher to s (after api_sel_parse). 0 or PD_ENOMEM. */
+int api_sel_scope(const struct api_req *r, struct api_sel *s);
+/* Adds r's __tenant__ label to the n sorted labels of tl (which has room for one
+ * more), in order; returns the new count. */
+size_t api_tenant_label_add(const struct api_req *r, struct pd_tsdb_label *tl, size_t n);
+/* 1 for the reserved tenant label: never shown, never matched by clients. */
+int api_tenant_hidden(const char *name);
+/* A tenant refusal in Pyroscope's form, {"code":"unauthenticated","message":…}. */
+void api_tenant_error(struct api_resp *w, unsigned status, const char *msg);
 
 /* ---- file reports (export.c) ---------------------------------------------- */
 
@@ -554,6 +592,9 @@ void api_prom_labels(struct api_req *r, struct api_resp *w);
 void api_prom_label_values(struct api_req *r, struct api_resp *w);
 void api_prom_metadata(struct api_req *r, struct api_resp *w);
 void api_prom_buildinfo(struct api_req *r, struct api_resp *w);
+struct pd_promql_source;
+/* The store as PromQL's source for r: only r's tenant's series (promsource.c). */
+void api_prom_source(const struct api_req *r, struct pd_promql_source *src);
 
 /* Records a finished request in the metrics. */
 void api_metrics_observe(struct pd_api_server *s, int handler, unsigned status, double seconds);

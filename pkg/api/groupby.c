@@ -52,6 +52,10 @@ static int add_names(struct api_resp *w, const char *param, const char *text,
 			    s);
 			return -1;
 		}
+		if (api_tenant_hidden(s)) {
+			api_bad_param(w, param, "label name \"%s\" is reserved", s);
+			return -1;
+		}
 		for (size_t i = 0; i < gb->n; i++)
 			if (strcmp(gb->names[i], s) == 0) {
 				api_bad_param(w, param, "label \"%s\" is named twice", s);

@@ -139,6 +139,8 @@ static const struct code C_EXHAUSTED = {"resource_exhausted", 429, 8};
 static const struct code C_UNAVAILABLE = {"unavailable", 503, 14};
 static const struct code C_INTERNAL = {"internal", 500, 13};
 static const struct code C_UNIMPLEMENTED = {"unimplemented", 501, 12};
+static const struct code C_UNAUTHENTICATED = {"unauthenticated", 401, 16};
+static const struct code C_DENIED = {"permission_denied", 403, 7};
 
 /* Pyroscope's and Connect's error body: {"code":"…","message":"…"}. status 0:
  * the code's own. */
@@ -222,6 +224,8 @@ void api_ingest_reject(struct api_req *r, struct api_resp *w, unsigned status, c
 	const struct code *c = status == 429   ? &C_EXHAUSTED
 			       : status == 503 ? &C_UNAVAILABLE
 			       : status == 404 ? &C_UNIMPLEMENTED
+	                       : status == 401 ? &C_UNAUTHENTICATED
+	                       : status == 403 ? &C_DENIED
 			       : status >= 500 ? &C_INTERNAL
 					       : &C_INVALID;
 	ingest_error(r, w, is_json_ct(ct), c, status, msg);
@@ -291,10 +295,11 @@ static struct pd_ingest_limits limits_of(const struct pd_api_server *s)
 
 /* Stores every profile of b in one commit. 0, or an HTTP status (400, 413, 500,
  * 503) with the message in err. */
-static unsigned store_batch(struct pd_api_server *s, struct pd_ingest_batch *b,
+static unsigned store_batch(const struct api_req *r, struct pd_ingest_batch *b,
 			    const struct pd_ingest_limits *lim, size_t *bytes, struct pd_err *err)
 {
-	struct pd_tsdb_label tl[64 + 2];
+	struct pd_api_server *s = r->srv;
+	struct pd_tsdb_label tl[64 + 3]; /* and the tenant's */
 	struct pd_tsdb_appender *app = NULL;
 	unsigned status = 0;
 	*bytes = 0;
@@ -307,7 +312,7 @@ static unsigned store_batch(struct pd_api_server *s, struct pd_ingest_batch *b,
 	for (size_t i = 0; i < b->n; i++) {
 		struct pd_ingest_profile *x = &b->v[i];
 		size_t n = pd_labels_len(x->labels);
-		if (n > sizeof(tl) / sizeof(tl[0])) {
+		if (n + 1 > sizeof(tl) / sizeof(tl[0])) {
 			pd_err_set(err, PD_ETOOBIG, "a series has %zu labels", n);
 			status = 413;
 			goto fail;
@@ -315,7 +320,14 @@ static unsigned store_batch(struct pd_api_server *s, struct pd_ingest_batch *b,
 		for (size_t j = 0; j < n; j++) {
 			tl[j].name = pd_labels_at(x->labels, j)->name;
 			tl[j].value = pd_labels_at(x->labels, j)->value;
+			if (api_tenant_hidden(tl[j].name)) {
+				pd_err_set(err, PD_EINVAL, "label name %s is reserved",
+				           PD_LABELS_TENANT);
+				status = 400;
+				goto fail;
+			}
 		}
+		n = api_tenant_label_add(r, tl, n);
 		if (!x->decoded) {
 			struct pd_pprof_decode_opts dopts = {
 			    .max_decompressed = lim->max_decompressed,
@@ -360,7 +372,7 @@ static int store(struct api_req *r, struct api_resp *w, int json, struct pd_inge
 	struct pd_err err = {0};
 	size_t bytes = 0;
 	int ep = api_ingest_endpoint(r->handler);
-	unsigned st = store_batch(s, b, lim, &bytes, &err);
+	unsigned st = store_batch(r, b, lim, &bytes, &err);
 	if (st) {
 		count_refused(s, ep, b->format, API_INGEST_STORE, 1);
 		char msg[PD_ERR_MSG_MAX + 64];

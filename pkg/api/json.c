@@ -85,8 +85,10 @@ void jdbl(struct api_resp *w, double v)
 void jlabels_tsdb(struct api_resp *w, const struct pd_tsdb_label *ls, size_t n)
 {
 	jput(w, "{");
-	for (size_t i = 0; i < n; i++) {
-		if (i)
+	for (size_t i = 0, k = 0; i < n; i++) {
+		if (api_tenant_hidden(ls[i].name))
+			continue; /* the tenant's label is never shown */
+		if (k++)
 			jput(w, ",");
 		jstr(w, ls[i].name);
 		jput(w, ":");

@@ -241,6 +241,12 @@ int api_sel_parse(struct api_resp *w, const char *name, const char *text, struct
 		api_sel_fini(s);
 		return -1;
 	}
+	for (size_t i = 0; i < s->nm; i++)
+		if (api_tenant_hidden(s->m[i].name)) {
+			api_bad_param(w, name, "label name \"%s\" is reserved", s->m[i].name);
+			api_sel_fini(s);
+			return -1;
+		}
 	return 0;
 }
 

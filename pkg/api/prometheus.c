@@ -206,7 +206,7 @@ void api_prom_query(struct api_req *r, struct api_resp *w)
 	struct pd_promql_source src;
 	struct pd_promql_result *res = NULL;
 	struct pd_promql_err perr = {0};
-	pd_api_prom_source(r->srv->o.db, &src);
+	api_prom_source(r, &src);
 	if (pd_promql_query_instant(&res, &src, q, strlen(q), t, &o, &perr)) {
 		eval_error(w, &perr);
 		return;
@@ -256,7 +256,7 @@ void api_prom_query_range(struct api_req *r, struct api_resp *w)
 	struct pd_promql_source src;
 	struct pd_promql_result *res = NULL;
 	struct pd_promql_err perr = {0};
-	pd_api_prom_source(r->srv->o.db, &src);
+	api_prom_source(r, &src);
 	if (pd_promql_query_range(&res, &src, q, strlen(q), start, end, step, &o, &perr)) {
 		eval_error(w, &perr);
 		return;
@@ -354,6 +354,14 @@ static int parse_selectors(struct api_req *r, struct api_resp *w, struct pd_labe
 			return -1;
 		}
 		(*n)++;
+		const struct pd_labels_selector *sl = (*sels)[i];
+		for (size_t k = 0; k < sl->nmatchers; k++)
+			if (api_tenant_hidden(pd_labels_matcher_name(sl->matchers[k]))) {
+				api_bad_param(w, "match[]", "label name \"%s\" is reserved",
+				              PD_LABELS_TENANT);
+				free(vals);
+				return -1;
+			}
 	}
 	free(vals);
 	return 0;
@@ -373,7 +381,7 @@ static int select_metrics(struct api_req *r, struct api_resp *w,
 {
 	struct deadline d = {r->srv, mono_ms() + r->srv->o.query_timeout_ms};
 	struct pd_promql_source src;
-	pd_api_prom_source(r->srv->o.db, &src);
+	api_prom_source(r, &src);
 	out->d = &d;
 	for (size_t i = 0; i < nsel && start <= end; i++) {
 		struct pd_err err = {0};
@@ -444,7 +452,7 @@ static void string_list(struct api_resp *w, const char **v, size_t n, uint64_t l
 	jput(w, "[");
 	size_t shown = 0;
 	for (size_t i = 0; i < n && !w->berr; i++) {
-		if (i && strcmp(v[i - 1], v[i]) == 0)
+		if ((i && strcmp(v[i - 1], v[i]) == 0) || api_tenant_hidden(v[i]))
 			continue;
 		if (limit && shown == limit) {
 			api_warn(w, "results truncated due to limit");
@@ -475,11 +483,13 @@ static void strings_endpoint(struct api_req *r, struct api_resp *w, const char *
 	if (!nsel && (!name || strcmp(name, PD_LABELS_METRIC_NAME) != 0)) {
 		/* every metric has its stored series' labels (names: with __name__) */
 		struct pd_err err = {0};
-		int rc = start > end ? 0
-		         : name ? pd_tsdb_label_values(r->srv->o.db, name, NULL, 0, start, end, &tv,
-		                                       &ntv, &err)
-		                : pd_tsdb_label_names(r->srv->o.db, NULL, 0, start, end, &tv, &ntv,
-		                                      &err);
+		struct pd_tsdb_matcher tm;
+		size_t ntm = (size_t)api_tenant_matcher(r, &tm);
+		int rc = start > end || api_tenant_hidden(name) ? 0
+		         : name ? pd_tsdb_label_values(r->srv->o.db, name, ntm ? &tm : NULL, ntm,
+		                                       start, end, &tv, &ntv, &err)
+		                : pd_tsdb_label_names(r->srv->o.db, ntm ? &tm : NULL, ntm, start,
+		                                      end, &tv, &ntv, &err);
 		if (rc) {
 			api_internal(
 			    w, name ? "listing label values failed" : "listing label names failed",
@@ -639,7 +649,10 @@ void api_prom_metadata(struct api_req *r, struct api_resp *w)
 		limit = x;
 	}
 	struct pd_err err = {0};
-	int rc = pd_tsdb_select_totals(r->srv->o.db, NULL, 0, INT64_MIN, INT64_MAX, 0, &res, &err);
+	struct pd_tsdb_matcher tm;
+	size_t ntm = (size_t)api_tenant_matcher(r, &tm);
+	int rc = pd_tsdb_select_totals(r->srv->o.db, ntm ? &tm : NULL, ntm, INT64_MIN, INT64_MAX, 0,
+	                               &res, &err);
 	if (rc) {
 		api_internal(w, "reading the profiles' sample types failed", rc, &err);
 		return;

@@ -116,7 +116,8 @@ static int emit_metric(struct emit *e, const struct pd_tsdb_totals *s, size_t k,
 	struct pd_err lerr = {0};
 	int rc = pd_labels_builder_reset(e->lb, NULL);
 	for (size_t i = 0; i < s->nlabels && !rc; i++)
-		if (strcmp(s->labels[i].name, PD_LABELS_METRIC_NAME) != 0)
+		if (strcmp(s->labels[i].name, PD_LABELS_METRIC_NAME) != 0 &&
+		    !api_tenant_hidden(s->labels[i].name))
 			rc = pd_labels_builder_add(e->lb, s->labels[i].name, s->labels[i].value);
 	if (!rc)
 		rc = pd_labels_builder_add(e->lb, PD_LABELS_METRIC_NAME, name);
@@ -129,11 +130,11 @@ static int emit_metric(struct emit *e, const struct pd_tsdb_totals *s, size_t k,
 	return rc;
 }
 
-static int prom_select(void *ctx, struct pd_labels_matcher *const *ms, size_t n, int64_t mint,
-                       int64_t maxt, pd_promql_series_fn fn, void *arg, struct pd_err *err)
+static int prom_select_in(struct pd_tsdb *db, const char *tenant,
+                          struct pd_labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
+                          pd_promql_series_fn fn, void *arg, struct pd_err *err)
 {
-	struct pd_tsdb *db = ctx;
-	struct pd_tsdb_matcher *tm = calloc(n + 1, sizeof(*tm));
+	struct pd_tsdb_matcher *tm = calloc(n + 2, sizeof(*tm));
 	struct pd_labels_matcher **nms = calloc(n + 1, sizeof(*nms));
 	struct pd_tsdb_totals_result *res = NULL;
 	struct emit e = {0};
@@ -148,6 +149,10 @@ static int prom_select(void *ctx, struct pd_labels_matcher *const *ms, size_t n,
 		const char *lname = pd_labels_matcher_name(ms[i]);
 		enum pd_labels_match_type ty = pd_labels_matcher_type(ms[i]);
 		const char *val = pd_labels_matcher_value(ms[i]);
+		if (api_tenant_hidden(lname)) {
+			rc = pd_err_set(err, PD_EINVAL, "label name \"%s\" is reserved", lname);
+			goto out;
+		}
 		if (strcmp(lname, PD_LABELS_METRIC_NAME) == 0) {
 			nms[nn++] = ms[i];
 			if (ty == PD_LABELS_MATCH_EQUAL && *val)
@@ -160,6 +165,8 @@ static int prom_select(void *ctx, struct pd_labels_matcher *const *ms, size_t n,
 			tm[ntm++] = (struct pd_tsdb_matcher){lname, labels_matcher_pred, ms[i]};
 		}
 	}
+	if (tenant)
+		tm[ntm++] = (struct pd_tsdb_matcher){PD_LABELS_TENANT, pd_tsdb_match_equal, tenant};
 	if ((rc = pd_tsdb_select_totals(db, tm, ntm, mint, maxt, 0, &res, err)))
 		goto out;
 	size_t most = 0;
@@ -201,8 +208,29 @@ out:
 	return rc;
 }
 
+static int prom_select(void *ctx, struct pd_labels_matcher *const *ms, size_t n, int64_t mint,
+                       int64_t maxt, pd_promql_series_fn fn, void *arg, struct pd_err *err)
+{
+	return prom_select_in(ctx, NULL, ms, n, mint, maxt, fn, arg, err);
+}
+
+static int prom_select_scoped(void *ctx, struct pd_labels_matcher *const *ms, size_t n,
+                              int64_t mint, int64_t maxt, pd_promql_series_fn fn, void *arg,
+                              struct pd_err *err)
+{
+	const struct api_req *r = ctx;
+	return prom_select_in(r->srv->o.db, r->scoped ? r->tenant_value : NULL, ms, n, mint, maxt,
+	                      fn, arg, err);
+}
+
 void pd_api_prom_source(struct pd_tsdb *db, struct pd_promql_source *src)
 {
 	src->select = prom_select;
 	src->ctx = db;
+}
+
+void api_prom_source(const struct api_req *r, struct pd_promql_source *src)
+{
+	src->select = prom_select_scoped;
+	src->ctx = (void *)r;
 }

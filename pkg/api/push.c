@@ -150,7 +150,7 @@ void api_push(struct api_req *r, struct api_resp *w)
 		}
 		store = raw;
 	}
-	tl = calloc(n ? n : 1, sizeof(*tl));
+	tl = calloc(n + 1, sizeof(*tl)); /* and the tenant's */
 	if (!tl) {
 		api_error(w, 500, "internal", "out of memory");
 		goto out;
@@ -159,6 +159,7 @@ void api_push(struct api_req *r, struct api_resp *w)
 		tl[i].name = pd_labels_at(ls, i)->name;
 		tl[i].value = pd_labels_at(ls, i)->value;
 	}
+	n = api_tenant_label_add(r, tl, n);
 	struct pd_tsdb_appender *app = pd_tsdb_appender(s->o.db);
 	if (!app) {
 		api_error(w, 500, "internal", "out of memory");

@@ -193,11 +193,13 @@ static int add_series(struct qset *set, const struct pd_tsdb_label *ls, size_t n
 	else
 		q->s = src;
 	const char *job = NULL;
-	if (add)
-		for (size_t i = 0; i < n; i++)
-			if (strcmp(ls[i].name, "job") == 0)
-				job = ls[i].value;
-	if (!job || !*job) {
+	int tenant = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (add && strcmp(ls[i].name, "job") == 0)
+			job = ls[i].value;
+		tenant |= api_tenant_hidden(ls[i].name);
+	}
+	if ((!job || !*job) && !tenant) {
 		q->labels = (struct pd_tsdb_label *)ls;
 		q->nlabels = n;
 		set->n++;
@@ -206,12 +208,16 @@ static int add_series(struct qset *set, const struct pd_tsdb_label *ls, size_t n
 	q->labels = pd_arena_calloc(set->arena, n + 1, sizeof(*q->labels));
 	if (!q->labels)
 		return PD_ENOMEM;
+	/* shown without the tenant's label, with service_name from the job */
 	size_t j = 0, i = 0;
 	for (; i < n && strcmp(ls[i].name, "service_name") < 0; i++)
-		q->labels[j++] = ls[i];
-	q->labels[j++] = (struct pd_tsdb_label){"service_name", job};
+		if (!api_tenant_hidden(ls[i].name))
+			q->labels[j++] = ls[i];
+	if (job && *job)
+		q->labels[j++] = (struct pd_tsdb_label){"service_name", job};
 	for (; i < n; i++)
-		q->labels[j++] = ls[i];
+		if (!api_tenant_hidden(ls[i].name))
+			q->labels[j++] = ls[i];
 	q->nlabels = j;
 	set->n++;
 	return 0;
@@ -281,8 +287,9 @@ int querier_select(struct qcall *c, const char *selector, const struct qtype *t,
 			goto out;
 		}
 	}
-	/* room for the matchers, a profile type's name, and the service_name pass's */
-	if (!(sm = calloc(nm + 3, sizeof(*sm)))) {
+	/* room for the matchers, a profile type's name, the tenant's, and the
+	 * service_name pass's */
+	if (!(sm = calloc(nm + 4, sizeof(*sm)))) {
 		querier_fail(c, "internal", "out of memory");
 		goto out;
 	}
@@ -307,6 +314,12 @@ int querier_select(struct qcall *c, const char *selector, const struct qtype *t,
 				goto done; /* two types: nothing */
 			continue;
 		}
+		if (api_tenant_hidden(m[i].name)) {
+			querier_fail(c, "invalid_argument",
+			             "label selector %.200s: label name %s is reserved", selector,
+			             PD_LABELS_TENANT);
+			goto out;
+		}
 		if (strcmp(m[i].name, "service_name") == 0)
 			has_service = 1;
 		sm[ns++] = m[i];
@@ -315,6 +328,9 @@ int querier_select(struct qcall *c, const char *selector, const struct qtype *t,
 		sm[ns++] = (struct pd_tsdb_matcher){"__name__", match_pyro_name, t->name};
 	if (ns == 0)
 		sm[ns++] = (struct pd_tsdb_matcher){"__name__", match_nonempty, NULL};
+	/* the tenant's series only: this is the one path every series selection of
+	 * the query API takes */
+	ns += (size_t)api_tenant_matcher(c->r, &sm[ns]);
 	if (!has_service) {
 		if (run_pass(c, set, 0, sm, ns, mint, maxt, 1, &cap))
 			goto out;

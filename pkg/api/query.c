@@ -42,7 +42,7 @@ static void series_string(const struct pd_tsdb_label *ls, size_t n, char *out, s
 	pd_buf_append(&b, "{", 1);
 	int first = 1;
 	for (size_t i = 0; i < n; i++) {
-		if (strcmp(ls[i].name, PD_LABELS_METRIC_NAME) == 0)
+		if (strcmp(ls[i].name, PD_LABELS_METRIC_NAME) == 0 || api_tenant_hidden(ls[i].name))
 			continue;
 		if (!first)
 			pd_buf_append(&b, ", ", 2);
@@ -77,6 +77,10 @@ void api_query_range(struct api_req *r, struct api_resp *w)
 	if (api_sel_parse(w, "query", api_param(r, "query"), &sel) ||
 	    api_range_params(r, w, "", &start, &end) || api_uint_param(r, w, "limit", 0, &limit))
 		goto out;
+	if (api_sel_scope(r, &sel)) {
+		api_error(w, 500, "internal", "out of memory");
+		goto out;
+	}
 	size_t want = limit && limit < SIZE_MAX ? (size_t)limit + 1 : 0;
 	int rc = pd_tsdb_select(s->o.db, sel.m, sel.nm, start, end, want, &res, &err);
 	if (rc) {
@@ -180,6 +184,10 @@ static int side_params(struct api_req *r, struct api_resp *w, struct side *sd, c
 	}
 	if (api_sel_parse(w, sd->qname, q, &sd->sel))
 		return -1;
+	if (api_sel_scope(r, &sd->sel)) {
+		api_error(w, 500, "internal", "out of memory");
+		return -1;
+	}
 	if (mode == MODE_MERGE)
 		sd->merge = 1;
 	else if (mode == MODE_DIFF)

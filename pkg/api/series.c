@@ -37,6 +37,11 @@ static int parse_matches(struct api_req *r, struct api_resp *w, int required, st
 			return -1;
 		}
 		(*n)++;
+		if (api_sel_scope(r, &(*sels)[i])) {
+			free(vals);
+			api_error(w, 500, "internal", "out of memory");
+			return -1;
+		}
 	}
 	free(vals);
 	return 0;
@@ -165,9 +170,15 @@ static void strings_endpoint(struct api_req *r, struct api_resp *w, const char *
 	for (size_t i = 0; i < (nsel ? nsel : 1); i++) {
 		char **v = NULL;
 		size_t nv = 0;
+		struct pd_tsdb_matcher tm;
 		const struct pd_tsdb_matcher *m = nsel ? sels[i].m : NULL;
 		size_t nm = nsel ? sels[i].nm : 0;
-		int rc = name
+		if (!nsel && api_tenant_matcher(r, &tm)) {
+			m = &tm;
+			nm = 1;
+		}
+		int rc = api_tenant_hidden(name) ? 0
+		         : name
 		             ? pd_tsdb_label_values(s->o.db, name, m, nm, start, end, &v, &nv, &err)
 		             : pd_tsdb_label_names(s->o.db, m, nm, start, end, &v, &nv, &err);
 		if (rc) {
@@ -193,7 +204,7 @@ static void strings_endpoint(struct api_req *r, struct api_resp *w, const char *
 	jput(w, "[");
 	size_t shown = 0;
 	for (size_t i = 0; i < nacc && !w->berr; i++) {
-		if (i && strcmp(acc[i - 1], acc[i]) == 0)
+		if ((i && strcmp(acc[i - 1], acc[i]) == 0) || api_tenant_hidden(acc[i]))
 			continue;
 		if (limit && shown == limit) {
 			api_warn(w, "results truncated due to limit");

@@ -973,6 +973,23 @@ static enum MHD_Result reject_plain(struct api_req *r, unsigned status, const ch
 	return ret;
 }
 
+/* A request without a tenant it may use (tenant.c): the endpoint's own error form
+ * (the /api/v1 envelope, Connect's for pushes and the query API), else Pyroscope's. */
+static enum MHD_Result reject_tenant(struct api_req *r, unsigned status, const char *msg)
+{
+	if (json_api_path(r->path) || api_ingest_endpoint(r->handler) >= 0 ||
+	    r->handler == H_QUERIER)
+		return reject(r, status, status == 403 ? "forbidden" : "unauthorized", msg);
+	struct api_resp w;
+	resp_init(&w, 0);
+	w.close_conn = 1;
+	api_tenant_error(&w, status, msg);
+	enum MHD_Result ret = send_response(r, &w);
+	resp_fini(&w);
+	api_metrics_observe(r->srv, r->handler, status, (double)(mono_ns() - r->t0_ns) / 1e9);
+	return ret;
+}
+
 /* ---- connections ----------------------------------------------------------------------- */
 
 static int same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
@@ -1333,11 +1350,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				return reject_plain(r, 500, "Internal Server Error");
 			if (!api_web_rate_ok(s->web))
 				return reject_plain(r, 429, "Too Many Requests");
-			if (!api_web_authorized(s->web, r->web,
-			                        MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-			                                                    MHD_HTTP_HEADER_AUTHORIZATION)))
+			const char *au =
+			    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+			if (!api_web_authorized(s->web, r->web, au))
 				return reject_plain(r, 401, "Unauthorized");
+			r->user = api_web_user(r->web, au);
 		}
+		char tmsg[PD_ERR_MSG_MAX];
+		unsigned tst = api_tenant_begin(
+		    r, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Scope-OrgID"), tmsg,
+		    sizeof(tmsg));
+		if (tst)
+			return reject_tenant(r, tst, tmsg);
 		if (r->cn && r->cn->reserve && r->handler != H_HEALTHY && r->handler != H_READY &&
 		    r->handler != H_METRICS) {
 			char msg[512];

@@ -584,3 +584,18 @@ int api_web_authorized(struct api_web *w, const struct api_web_snap *s, const ch
 	}
 	return ok;
 }
+
+const struct pd_web_user *api_web_user(const struct api_web_snap *s, const char *authorization)
+{
+	const struct pd_web_config *wc = s->wc;
+	char raw[1024];
+	const char *user, *pass;
+	const struct pd_web_user *u = NULL;
+	if (!wc->nusers || api_basic_auth_parse(authorization, raw, sizeof(raw), &user, &pass))
+		return NULL;
+	for (size_t i = 0; i < wc->nusers; i++)
+		if (strcmp(wc->users[i].name, user) == 0)
+			u = &wc->users[i];
+	OPENSSL_cleanse(raw, sizeof(raw));
+	return u;
+}

@@ -1173,6 +1173,12 @@ static int parse_scrape(struct cfg_ctx *c, yaml_node_t *n, struct pd_scrape_conf
 			rc = cy_size(c, e->val, &body);
 		} else if (is(e, "target_limit")) {
 			rc = cy_uint64(c, e->val, &sc->target_limit);
+		} else if (is(e, "tenant")) {
+			if ((rc = cy_str(c, e->val, &sc->tenant)) == 0) {
+				struct pd_err te = {0};
+				if (pd_config_tenant_check(sc->tenant, strlen(sc->tenant), &te))
+					rc = cy_err(c, e->val, "tenant: %s", te.msg);
+			}
 		} else if (is(e, "static_configs")) {
 			rc = parse_static_configs(c, e->val, sc, js);
 		} else if (is(e, "file_sd_configs")) {
@@ -1256,6 +1262,8 @@ static int validate_scrape(struct cfg_ctx *c, struct pd_scrape_config *sc, struc
 		sc->body_size_limit = g->body_size_limit;
 	if (sc->target_limit == 0)
 		sc->target_limit = g->target_limit;
+	if (!sc->tenant)
+		sc->tenant = PD_TENANT_DEFAULT;
 	return finish_profiles(c, sc, js);
 }
 

@@ -291,6 +291,8 @@ static void scrape_config(struct em *m, const struct pd_scrape_config *sc)
 	ksize(m, "body_size_limit", sc->body_size_limit);
 	if (sc->target_limit)
 		kint(m, "target_limit", (long long)sc->target_limit);
+	if (sc->tenant && strcmp(sc->tenant, PD_TENANT_DEFAULT) != 0)
+		kv(m, "tenant", sc->tenant);
 	http_client(m, &sc->http_client);
 	if (sc->nstatic_configs) {
 		raw(m, "static_configs");

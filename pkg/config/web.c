@@ -266,6 +266,50 @@ static int parse_users(struct cfg_ctx *c, struct pd_web_config *w, yaml_node_t *
 	return rc;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* tenants (profd's own field): user -> the tenants that user may use. Every user
+ * named must be one of basic_auth_users, every tenant id valid. */
+static int parse_tenants(struct cfg_ctx *c, struct pd_web_config *w, yaml_node_t *n)
+{
+	struct cy_map m;
+	int rc = cy_map(c, n, "map[string][]string", 0, &m);
+	for (size_t i = 0; i < m.n && rc == 0; i++) {
+		struct pd_web_user *u = NULL;
+		for (size_t k = 0; k < w->nusers; k++)
+			if (strcmp(w->users[k].name, m.e[i].name) == 0)
+				u = &w->users[k];
+		if (!u)
+			return cy_err(c, m.e[i].val,
+			              "tenants: user %s is not one of basic_auth_users",
+			              cy_quote(c, m.e[i].name));
+		const char **t = NULL;
+		size_t nt = 0;
+		if ((rc = cy_strlist(c, m.e[i].val, &t, &nt)))
+			break;
+		if (nt == 0)
+			return cy_err(c, m.e[i].val, "tenants: user %s has no tenants",
+			              cy_quote(c, m.e[i].name));
+		for (size_t k = 0; k < nt; k++) {
+			struct pd_err e = {0};
+			if (pd_config_tenant_check(t[k], strlen(t[k]), &e))
+				return cy_err(c, m.e[i].val, "tenants: user %s: %s",
+				              cy_quote(c, m.e[i].name), e.msg);
+		}
+		qsort(t, nt, sizeof(*t), cmp_str);
+		size_t d = 0;
+		for (size_t k = 0; k < nt; k++)
+			if (d == 0 || strcmp(t[d - 1], t[k]) != 0)
+				t[d++] = t[k];
+		u->tenants = t;
+		u->ntenants = d;
+	}
+	return rc;
+}
+
 static int parse_rate(struct cfg_ctx *c, struct pd_web_config *w, yaml_node_t *n)
 {
 	struct cy_map m;
@@ -320,7 +364,7 @@ int pd_web_config_parse(const char *text, size_t len, const char *filename, cons
 	if ((rc = cy_load(&c, text, len, &doc, &root)))
 		goto fail;
 	struct cy_map m;
-	yaml_node_t *tls = NULL, *http = NULL, *users = NULL, *rate = NULL;
+	yaml_node_t *tls = NULL, *http = NULL, *users = NULL, *rate = NULL, *tenants = NULL;
 	rc = cy_map(&c, root, "web.Config", 1, &m);
 	for (size_t i = 0; i < m.n && rc == 0; i++) {
 		struct cy_entry *e = &m.e[i];
@@ -332,6 +376,8 @@ int pd_web_config_parse(const char *text, size_t len, const char *filename, cons
 			users = e->val;
 		else if (is(e, "rate_limit"))
 			rate = e->val;
+		else if (is(e, "tenants"))
+			tenants = e->val;
 		else
 			rc = cy_unknown(&c, e, "web.Config");
 	}
@@ -343,6 +389,8 @@ int pd_web_config_parse(const char *text, size_t len, const char *filename, cons
 		rc = parse_users(&c, w, users);
 	if (rc == 0)
 		rc = parse_rate(&c, w, rate);
+	if (rc == 0)
+		rc = parse_tenants(&c, w, tenants);
 	yaml_document_delete(&doc);
 	if (rc)
 		goto fail;

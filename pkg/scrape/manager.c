@@ -130,6 +130,7 @@ static void settings_free(struct pool *p)
 	free((char *)s->job_name);
 	free((char *)s->scheme);
 	free((char *)s->metrics_path);
+	free((char *)s->tenant);
 	for (size_t i = 0; i < s->nparams; i++) {
 		free((char *)s->param_names[i]);
 		free((char *)s->param_values[i]);
@@ -154,6 +155,7 @@ static int settings_copy(struct pool *p, const struct pd_scrape_pool_settings *i
 	s->job_name = sdup(in->job_name);
 	s->scheme = sdup(in->scheme ? in->scheme : "http");
 	s->metrics_path = sdup(in->metrics_path ? in->metrics_path : "/metrics");
+	s->tenant = in->tenant && *in->tenant ? sdup(in->tenant) : NULL;
 	const char **pn = calloc(in->nparams + 1, sizeof(char *));
 	const char **pv = calloc(in->nparams + 1, sizeof(char *));
 	struct pd_scrape_profile_type *ty = calloc(in->ntypes + 1, sizeof(*ty));
@@ -161,7 +163,8 @@ static int settings_copy(struct pool *p, const struct pd_scrape_pool_settings *i
 	s->param_values = pv;
 	s->types = ty;
 	s->nparams = s->ntypes = 0;
-	if (!pn || !pv || !ty || !s->job_name || !s->scheme || !s->metrics_path)
+	if (!pn || !pv || !ty || !s->job_name || !s->scheme || !s->metrics_path ||
+	    (in->tenant && *in->tenant && !s->tenant))
 		return PD_ENOMEM;
 	for (size_t i = 0; i < in->nparams; i++) {
 		pn[i] = sdup(in->param_names[i]);
@@ -323,6 +326,9 @@ static struct target *make_target(struct pd_scrape_manager *m, struct pool *p,
 		if (strncmp(l->name, "__", 2) == 0 && strcmp(l->name, "__name__") != 0)
 			pd_labels_builder_del(b, l->name);
 	}
+	/* after the __ labels went: relabeling can neither set nor drop the tenant */
+	if (p->s.tenant)
+		pd_labels_builder_set(b, PD_LABELS_TENANT, p->s.tenant);
 	pd_labels_destroy(relabeled);
 	if (pd_labels_builder_finish(b, &final, &err))
 		goto fail;

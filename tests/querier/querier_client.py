@@ -29,6 +29,8 @@ def generate(gen, root):
 
 
 FAILS = []
+# headers every call carries (tenants_client.py sets X-Scope-OrgID)
+HEADERS = {}
 
 
 def check(cond, what):
@@ -43,6 +45,8 @@ def call(url, method, body, json_body=False, ctype=None):
                                  method="POST")
     req.add_header("Content-Type", ctype or ("application/json" if json_body else "application/proto"))
     req.add_header("Connect-Protocol-Version", "1")
+    for k, v in HEADERS.items():
+        req.add_header(k, v)
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
             return r.status, r.read()

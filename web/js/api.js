@@ -13,6 +13,29 @@ export class ApiError extends Error {
   }
 }
 
+// The tenant of the UI's requests with --auth.multitenancy-enabled: the page's `tenant`
+// parameter (…/?tenant=team-a), remembered for the browser tab, since the pages' own
+// links do not carry it. null: none (profd answers with the user's bound tenant, or
+// "no org id"). search and store stand in for location.search and sessionStorage.
+export function tenantOf(search, store) {
+  if (search === undefined) search = typeof location !== 'undefined' ? location.search : '';
+  if (store === undefined) store = typeof sessionStorage !== 'undefined' ? sessionStorage : null;
+  const t = new URLSearchParams(search || '').get('tenant');
+  try {
+    if (t && store) store.setItem('profd.tenant', t);
+    return t || (store && store.getItem('profd.tenant')) || null;
+  } catch (e) {
+    return t || null; // storage refused (private mode)
+  }
+}
+
+// The request headers of the UI's calls: accept, and X-Scope-OrgID of tenantOf().
+export function apiHeaders(accept, tenant = tenantOf()) {
+  const h = { Accept: accept };
+  if (tenant) h['X-Scope-OrgID'] = tenant;
+  return h;
+}
+
 // Builds "/api/v1/<path>?k=v&…" (under base: "/profd/api/v1/…") from a params object;
 // undefined/null/'' values are left out, arrays give repeated parameters (match[]).
 export function apiUrl(path, params = {}, base = BASE) {
@@ -35,7 +58,7 @@ export async function apiGet(path, params = {}, signal) {
 async function getJson(url, signal) {
   let res;
   try {
-    res = await fetch(url, { signal, headers: { Accept: 'application/json' } });
+    res = await fetch(url, { signal, headers: apiHeaders('application/json') });
   } catch (e) {
     if (e && e.name === 'AbortError') throw e;
     throw new ApiError(0, 'network', 'profd did not answer: ' + (e && e.message ? e.message : e));

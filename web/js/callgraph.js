@@ -3,6 +3,8 @@
 // zoomed with the wheel or the +/- buttons, reset to fit; clicking a function's box
 // focuses that function. The pure helpers at the top are unit-tested in Node.
 
+import { apiHeaders } from './api.js';
+
 // The function a node stands for, from its tooltip "name (cum)".
 export function nodeName(tooltip) {
   const t = String(tooltip || '');
@@ -161,7 +163,7 @@ export class CallGraphView {
     this.loaded = url;
     this.setState('loading', 'Laying out…');
     try {
-      const r = await fetch(url, { signal: ctrl.signal, headers: { Accept: 'image/svg+xml' } });
+      const r = await fetch(url, { signal: ctrl.signal, headers: apiHeaders('image/svg+xml') });
       const text = await r.text();
       if (ctrl.signal.aborted) return;
       const type = r.headers.get('content-type') || '';
