@@ -150,6 +150,7 @@ struct run {
 	struct pd_u64map mapidx; /* mapping id -> index + 1 */
 	struct sym_obj **mobj;   /* per mapping, pinned */
 	char *mfull;             /* per mapping: 1 no room for its build id */
+	int full;                /* no room found once: no new build ids this call */
 	const char **mbid;       /* per mapping: build id, lowercase */
 	int *need;               /* per location: mapping index + 1, 0: nothing to do */
 	int *got;                /* per location: 1 resolved from cache or debug file */
@@ -228,9 +229,9 @@ static void run_lookup(struct run *x, int64_t deadline_us)
 			continue;
 		size_t m = (size_t)x->need[i] - 1;
 		if (!x->mobj[m] && !x->mfull[m]) {
-			int full = 0;
-			x->mobj[m] = sym_obj_get(s, x->mbid[m], mapping_file(x, m), &full);
-			x->mfull[m] = (char)full;
+			x->mobj[m] = sym_obj_get(s, x->mbid[m], mapping_file(x, m), &x->full);
+			x->mfull[m] = (char)(!x->mobj[m] && x->full &&
+			                     (x->mbid[m][0] || mapping_file(x, m)[0]));
 			if (x->mobj[m])
 				x->mobj[m]->pins++;
 		}

@@ -296,7 +296,6 @@ static int obj_make_room(struct pd_symbolizer *s)
 struct sym_obj *sym_obj_get(struct pd_symbolizer *s, const char *build_id, const char *file,
                             int *full)
 {
-	*full = 0;
 	const char *key = build_id && *build_id ? build_id : file;
 	if (!key || !*key)
 		return NULL;
@@ -308,6 +307,8 @@ struct sym_obj *sym_obj_get(struct pd_symbolizer *s, const char *build_id, const
 			return o;
 		}
 	}
+	if (*full)
+		return NULL;
 	if (s->nobjs >= s->o.max_build_ids && obj_make_room(s) != 0) {
 		*full = 1;
 		return NULL;

@@ -99,8 +99,10 @@ void sym_job_queue(struct pd_symbolizer *s, struct sym_job *j);
  * is given, out of memory, or (*full set to 1) max_build_ids are known and
  * none can be evicted (all pinned, queued or being looked for). Past the
  * bound the least recently used evictable one is dropped, with its cached
- * addresses and its open debug file. The caller pins what it keeps (pins++)
- * and unpins it (sym_obj_unpin) when done. Under mu. */
+ * addresses and its open debug file. With *full already 1 (no room found
+ * before, in the same call) only a known one is returned: no new search.
+ * The caller pins what it keeps (pins++) and unpins it (sym_obj_unpin) when
+ * done. Under mu. */
 struct sym_obj *sym_obj_get(struct pd_symbolizer *s, const char *build_id, const char *file,
                             int *full);
 void sym_obj_unpin(struct pd_symbolizer *s, struct sym_obj *o);
