@@ -1003,7 +1003,8 @@ int pd_cmd_run(int argc, char **argv)
 			    "symbolizer.workers", "symbolizer.mapping-files",
 			    "query.max-flamegraph-nodes", "symbolizer.max-open-files",
 			    "legacy-max-stack-depth", "legacy-max-line", "legacy-max-maps",
-			    "web.max-debuginfo-total-size", "auth.multitenancy-enabled"};
+			    "web.max-debuginfo-total-size", "auth.multitenancy-enabled",
+			    "symbolizer.max-build-ids"};
 	const char *fv[] = {f.config_file,    f.storage_path, f.retention_time, f.retention_size,
 			    f.listen_address, f.log_level,    f.log_format,     f.ui_dir,
 			    f.value_encoding, f.max_connections, f.max_connections_per_client,
@@ -1029,7 +1030,8 @@ int pd_cmd_run(int argc, char **argv)
 			    f.sym.workers, f.sym.mapping_files ? "true" : "false",
 			    f.query_max_flamegraph_nodes, f.sym.max_open_files,
 			    f.legacy_max_depth, f.legacy_max_line, f.legacy_max_maps,
-			    f.max_debuginfo_total, f.multitenancy ? "true" : "false"};
+			    f.max_debuginfo_total, f.multitenancy ? "true" : "false",
+			    f.sym.max_build_ids};
 	struct pd_api_opts ao;
 	pd_api_opts_init(&ao);
 	ao.listen_address = f.listen_address;

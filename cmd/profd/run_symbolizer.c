@@ -17,7 +17,8 @@ void run_sym_flags_init(struct run_sym_flags *f)
 	f->download_timeout = "1m";
 	f->max_download = "1GB";
 	f->workers = "2";
-	f->max_open_files = "64"; /* PD_SYMBOLIZE_DEFAULT_MAX_OPEN_FILES */
+	f->max_open_files = "64";  /* PD_SYMBOLIZE_DEFAULT_MAX_OPEN_FILES */
+	f->max_build_ids = "4096"; /* PD_SYMBOLIZE_DEFAULT_MAX_BUILD_IDS */
 }
 
 int run_sym_flag(struct run_sym_flags *f, const char *a, size_t nl, const char *v)
@@ -44,6 +45,8 @@ int run_sym_flag(struct run_sym_flags *f, const char *a, size_t nl, const char *
 		f->workers = v;
 	else if (IS("--symbolizer.max-open-files"))
 		f->max_open_files = v;
+	else if (IS("--symbolizer.max-build-ids"))
+		f->max_build_ids = v;
 	else
 		return 0;
 #undef IS
@@ -70,6 +73,9 @@ void run_sym_usage(FILE *out)
 	    "  --symbolizer.workers=N              threads finding debug files (default 2)\n"
 	    "  --symbolizer.max-open-files=N       debug files kept open; the least recently\n"
 	    "                                      used is closed past it (default 64)\n"
+	    "  --symbolizer.max-build-ids=N        build ids kept in memory; the least\n"
+	    "                                      recently used is dropped past it\n"
+	    "                                      (default 4096)\n"
 	    "  --[no-]symbolizer.mapping-files     use a profile's mapped files when they are\n"
 	    "                                      on this machine (default on)\n");
 }
@@ -128,6 +134,14 @@ int run_sym_start(struct run_sym_flags *f, const char *storage_path, struct pd_s
 		        f->max_open_files);
 		return -1;
 	}
+	long max_bids = strtol(f->max_build_ids, &end, 10);
+	if (!*f->max_build_ids || *end || max_bids < 1 || max_bids > 1000000) {
+		fprintf(stderr,
+		        "profd run: --symbolizer.max-build-ids: %s is not a number from 1 to "
+		        "1000000\n",
+		        f->max_build_ids);
+		return -1;
+	}
 	/* the list, as /api/v1/status/flags shows it */
 	f->dirs_joined[0] = 0;
 	for (size_t i = 0; i < f->ndirs; i++) {
@@ -170,6 +184,7 @@ int run_sym_start(struct run_sym_flags *f, const char *storage_path, struct pd_s
 	o.cache_bytes = (size_t)cache;
 	o.workers = (unsigned)workers;
 	o.max_open_files = (unsigned)max_open;
+	o.max_build_ids = (unsigned)max_bids;
 	if (pd_symbolizer_create(out, &o, &err)) {
 		fprintf(stderr, "profd run: starting the symbolizer: %s\n", err.msg);
 		goto out;

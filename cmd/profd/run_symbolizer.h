@@ -22,8 +22,9 @@ struct run_sym_flags {
 	const char *max_download;     /* bytes of one */
 	const char *workers;
 	const char *max_open_files; /* debug files kept open */
-	int mapping_files;      /* --[no-]symbolizer.mapping-files */
-	char dirs_joined[4096]; /* for /api/v1/status/flags */
+	const char *max_build_ids;  /* build ids kept in memory */
+	int mapping_files;          /* --[no-]symbolizer.mapping-files */
+	char dirs_joined[4096];     /* for /api/v1/status/flags */
 };
 
 void run_sym_flags_init(struct run_sym_flags *f);

@@ -32,6 +32,7 @@
 #define PD_SYMBOLIZE_DEFAULT_RETRY_MS 30000
 #define PD_SYMBOLIZE_DEFAULT_RETRY_MAX_MS 3600000
 #define PD_SYMBOLIZE_DEFAULT_MAX_OPEN_FILES 64
+#define PD_SYMBOLIZE_DEFAULT_MAX_BUILD_IDS 4096
 
 struct pd_symbolize_opts {
 	/* Directories laid out as <dir>/.build-id/xx/yyyy.debug, searched in order.
@@ -58,6 +59,12 @@ struct pd_symbolize_opts {
 	 * again when next needed. A lookup in progress keeps its file open, so
 	 * there may be one more for each running at that moment. 0: the default. */
 	unsigned max_open_files;
+	/* Build ids (or file names) kept in memory, with their state and cached
+	 * addresses; past it the least recently used one not in use is dropped
+	 * (its disk cache stays). When all are in use, a new one is not kept and
+	 * its addresses stay unresolved ("too many build ids in use"). 0: the
+	 * default. */
+	unsigned max_build_ids;
 };
 
 /* Fills o with the defaults above (no directories, no debuginfod, mapping files on). */
@@ -101,10 +108,11 @@ struct pd_symbolizer_stats {
 	uint64_t in_flight;   /* build ids being looked for now */
 	uint64_t cache_bytes; /* the memory cache's size now */
 	uint64_t cache_entries;
-	uint64_t build_ids; /* build ids known (found, failed or pending) */
-	uint64_t open_files; /* debug files open now */
-	uint64_t evictions;  /* debug files closed to stay within max_open_files */
-	uint64_t reopens;    /* of those, opened again for a later lookup */
+	uint64_t build_ids;          /* build ids known (found, failed or pending) */
+	uint64_t open_files;         /* debug files open now */
+	uint64_t evictions;          /* debug files closed to stay within max_open_files */
+	uint64_t reopens;            /* of those, opened again for a later lookup */
+	uint64_t build_id_evictions; /* build ids dropped to stay within max_build_ids */
 };
 void pd_symbolizer_get_stats(struct pd_symbolizer *s, struct pd_symbolizer_stats *st);
 

@@ -159,6 +159,9 @@ void api_symbolizer_metrics(struct pd_api_server *s, struct api_resp *w)
 	        "Debug files open now (--symbolizer.max-open-files).", st.open_files);
 	counter(w, "profd_symbolizer_evictions_total", "counter",
 	        "Debug files closed to stay within --symbolizer.max-open-files.", st.evictions);
+	counter(w, "profd_symbolizer_build_id_evictions_total", "counter",
+	        "Build ids dropped from memory to stay within --symbolizer.max-build-ids.",
+	        st.build_id_evictions);
 	counter(w, "profd_symbolizer_reopens_total", "counter",
 	        "Debug files closed that way and opened again for a later lookup.", st.reopens);
 }

@@ -148,7 +148,9 @@ struct run {
 	struct pd_symbolizer *s;
 	struct pd_pprof_parts pp;
 	struct pd_u64map mapidx; /* mapping id -> index + 1 */
-	struct sym_obj **mobj;   /* per mapping */
+	struct sym_obj **mobj;   /* per mapping, pinned */
+	char *mfull;             /* per mapping: 1 no room for its build id */
+	int full;                /* no room found once: no new build ids this call */
 	const char **mbid;       /* per mapping: build id, lowercase */
 	int *need;               /* per location: mapping index + 1, 0: nothing to do */
 	int *got;                /* per location: 1 resolved from cache or debug file */
@@ -159,6 +161,13 @@ struct run {
 
 static void run_fini(struct run *x)
 {
+	if (x->mobj) {
+		pthread_mutex_lock(&x->s->mu);
+		for (size_t m = 0; m < x->pp.nmapping; m++)
+			sym_obj_unpin(x->s, x->mobj[m]);
+		pthread_mutex_unlock(&x->s->mu);
+	}
+	free(x->mfull);
 	for (size_t i = 0; x->r && i < x->pp.nlocation; i++)
 		sym_result_fini(&x->r[i]);
 	free(x->r);
@@ -219,8 +228,13 @@ static void run_lookup(struct run *x, int64_t deadline_us)
 		if (!x->need[i])
 			continue;
 		size_t m = (size_t)x->need[i] - 1;
-		if (!x->mobj[m])
-			x->mobj[m] = sym_obj_get(s, x->mbid[m], mapping_file(x, m));
+		if (!x->mobj[m] && !x->mfull[m]) {
+			x->mobj[m] = sym_obj_get(s, x->mbid[m], mapping_file(x, m), &x->full);
+			x->mfull[m] = (char)(!x->mobj[m] && x->full &&
+			                     (x->mbid[m][0] || mapping_file(x, m)[0]));
+			if (x->mobj[m])
+				x->mobj[m]->pins++;
+		}
 		struct sym_obj *o = x->mobj[m];
 		if (!o)
 			continue;
@@ -314,12 +328,15 @@ static void run_missing(struct run *x, struct pd_symbolize_result *res)
 			continue;
 		size_t m = (size_t)x->need[i] - 1;
 		struct sym_obj *o = x->mobj[m];
-		const char *why = !o                       ? "no build id and no file"
+		const char *why = !o && x->mfull[m]        ? "too many build ids in use"
+		                  : !o                     ? "no build id and no file"
 		                  : x->deferred[i]         ? "still being resolved"
 		                  : o->state == OBJ_FAILED ? "not found"
 		                  : o->state == OBJ_READY  ? "not in its debug information"
 		                                           : "still being fetched";
 		/* a debuginfod that could not be reached may answer later: partial too */
+		if (!o && x->mfull[m])
+			res->partial = 1; /* a later query may find room */
 		if (o && (o->state == OBJ_QUEUED || o->state == OBJ_BUSY || x->deferred[i] ||
 		          (o->state == OBJ_FAILED && o->err_code == PD_EUNAVAIL)))
 			res->partial = 1;
@@ -455,11 +472,12 @@ int pd_symbolizer_run(struct pd_symbolizer *s, const struct pd_pprof_profile *in
 	x.a = pd_arena_create(0);
 	x.mobj = calloc(nm + 1, sizeof(*x.mobj));
 	x.mbid = calloc(nm + 1, sizeof(*x.mbid));
+	x.mfull = calloc(nm + 1, 1);
 	x.need = calloc(nl + 1, sizeof(*x.need));
 	x.got = calloc(nl + 1, sizeof(*x.got));
 	x.deferred = calloc(nl + 1, sizeof(*x.deferred));
 	x.r = calloc(nl + 1, sizeof(*x.r));
-	if (!x.a || !x.mobj || !x.mbid || !x.need || !x.got || !x.deferred || !x.r) {
+	if (!x.a || !x.mobj || !x.mfull || !x.mbid || !x.need || !x.got || !x.deferred || !x.r) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory symbolizing the profile");
 		goto out;
 	}

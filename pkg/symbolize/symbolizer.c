@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -32,6 +33,7 @@ void pd_symbolize_opts_init(struct pd_symbolize_opts *o)
 	o->retry_ms = PD_SYMBOLIZE_DEFAULT_RETRY_MS;
 	o->retry_max_ms = PD_SYMBOLIZE_DEFAULT_RETRY_MAX_MS;
 	o->max_open_files = PD_SYMBOLIZE_DEFAULT_MAX_OPEN_FILES;
+	o->max_build_ids = PD_SYMBOLIZE_DEFAULT_MAX_BUILD_IDS;
 }
 
 /* ---- the memory cache ---- */
@@ -61,6 +63,12 @@ static void entry_free(struct pd_symbolizer *s, struct sym_entry *e)
 	while (*pp != e)
 		pp = &(*pp)->hnext;
 	*pp = e->hnext;
+	if (e->eprev)
+		e->eprev->enext = e->enext;
+	else
+		e->obj->entries = e->enext;
+	if (e->enext)
+		e->enext->eprev = e->eprev;
 	lru_unlink(e);
 	s->bytes -= e->bytes;
 	s->entries--;
@@ -101,6 +109,10 @@ void sym_cache_put(struct pd_symbolizer *s, struct sym_obj *o, uint64_t addr, st
 	size_t b = bucket_of(s, o, addr);
 	e->hnext = s->buckets[b];
 	s->buckets[b] = e;
+	e->enext = o->entries;
+	if (o->entries)
+		o->entries->eprev = e;
+	o->entries = e;
 	lru_front(s, e);
 	s->bytes += e->bytes;
 	s->entries++;
@@ -204,14 +216,103 @@ static void obj_load_disk(struct pd_symbolizer *s, struct sym_obj *o)
 		            o->build_id, err.msg);
 }
 
-struct sym_obj *sym_obj_get(struct pd_symbolizer *s, const char *build_id, const char *file)
+/* ---- the table of build ids ---- */
+
+static size_t obj_bucket(const struct pd_symbolizer *s, const char *key)
+{
+	return pd_hash_bytes(key, strlen(key), s->oseed) & (s->nobuckets - 1);
+}
+
+static void obj_list_unlink(struct pd_symbolizer *s, struct sym_obj *o)
+{
+	if (o->lprev)
+		o->lprev->lnext = o->lnext;
+	else
+		s->lhead = o->lnext;
+	if (o->lnext)
+		o->lnext->lprev = o->lprev;
+	else
+		s->ltail = o->lprev;
+	o->lprev = o->lnext = NULL;
+}
+
+static void obj_list_front(struct pd_symbolizer *s, struct sym_obj *o)
+{
+	o->lprev = NULL;
+	o->lnext = s->lhead;
+	if (s->lhead)
+		s->lhead->lprev = o;
+	else
+		s->ltail = o;
+	s->lhead = o;
+}
+
+static void obj_free(struct sym_obj *o)
+{
+	sym_dbg_close(o->dbg);
+	free(o->path);
+	pthread_mutex_destroy(&o->dbg_mu);
+	free(o->key);
+	free(o->build_id);
+	free(o->file);
+	free(o);
+}
+
+/* Drops o from the table with its cached addresses and its debug file. o is
+ * not pinned, queued or being looked for, and its dbg_mu is free. Under mu. */
+static void obj_evict(struct pd_symbolizer *s, struct sym_obj *o)
+{
+	struct sym_obj **pp = &s->obuckets[obj_bucket(s, o->key)];
+	while (*pp != o)
+		pp = &(*pp)->hnext;
+	*pp = o->hnext;
+	obj_list_unlink(s, o);
+	if (o->listed)
+		open_unlink(s, o);
+	while (o->entries)
+		entry_free(s, o->entries);
+	s->nobjs--;
+	s->st.build_id_evictions++;
+	obj_free(o);
+}
+
+/* Makes room for one more build id: evicts the least recently used one that
+ * nothing uses. 0, or -1 when all are in use. Under mu. */
+static int obj_make_room(struct pd_symbolizer *s)
+{
+	for (struct sym_obj *v = s->ltail; v; v = v->lprev) {
+		if (v->pins || v->state == OBJ_QUEUED || v->state == OBJ_BUSY)
+			continue;
+		/* a lookup holding it would also hold a pin; be safe anyway */
+		if (pthread_mutex_trylock(&v->dbg_mu) != 0)
+			continue;
+		pthread_mutex_unlock(&v->dbg_mu);
+		obj_evict(s, v);
+		return 0;
+	}
+	return -1;
+}
+
+struct sym_obj *sym_obj_get(struct pd_symbolizer *s, const char *build_id, const char *file,
+                            int *full)
 {
 	const char *key = build_id && *build_id ? build_id : file;
 	if (!key || !*key)
 		return NULL;
-	for (struct sym_obj *o = s->objs; o; o = o->next)
-		if (strcmp(o->key, key) == 0)
+	size_t b = obj_bucket(s, key);
+	for (struct sym_obj *o = s->obuckets[b]; o; o = o->hnext) {
+		if (strcmp(o->key, key) == 0) {
+			obj_list_unlink(s, o);
+			obj_list_front(s, o);
 			return o;
+		}
+	}
+	if (*full)
+		return NULL;
+	if (s->nobjs >= s->o.max_build_ids && obj_make_room(s) != 0) {
+		*full = 1;
+		return NULL;
+	}
 	struct sym_obj *o = calloc(1, sizeof(*o));
 	if (!o)
 		return NULL;
@@ -226,11 +327,19 @@ struct sym_obj *sym_obj_get(struct pd_symbolizer *s, const char *build_id, const
 		return NULL;
 	}
 	pthread_mutex_init(&o->dbg_mu, NULL);
-	o->next = s->objs;
-	s->objs = o;
+	o->hnext = s->obuckets[b];
+	s->obuckets[b] = o;
+	obj_list_front(s, o);
 	s->nobjs++;
 	obj_load_disk(s, o);
 	return o;
+}
+
+void sym_obj_unpin(struct pd_symbolizer *s, struct sym_obj *o)
+{
+	(void)s;
+	if (o && o->pins)
+		o->pins--;
 }
 
 /* Queues o for a worker unless it is queued, being looked for, ready, or
@@ -320,6 +429,7 @@ int sym_resolve(struct pd_symbolizer *s, struct sym_obj *o, uint64_t start, uint
 
 void sym_job_queue(struct pd_symbolizer *s, struct sym_job *j)
 {
+	j->o->pins++;
 	j->next = NULL;
 	if (s->jtail)
 		s->jtail->next = j;
@@ -342,6 +452,7 @@ static void run_job(struct pd_symbolizer *s, struct sym_job *j)
 		pthread_mutex_lock(&s->mu);
 	}
 	s->st.in_flight--;
+	sym_obj_unpin(s, j->o);
 	free(j->addrs);
 	free(j);
 }
@@ -466,6 +577,8 @@ int pd_symbolizer_create(struct pd_symbolizer **out, const struct pd_symbolize_o
 		s->o.workers = PD_SYMBOLIZE_DEFAULT_WORKERS;
 	if (!s->o.max_open_files)
 		s->o.max_open_files = PD_SYMBOLIZE_DEFAULT_MAX_OPEN_FILES;
+	if (!s->o.max_build_ids)
+		s->o.max_build_ids = PD_SYMBOLIZE_DEFAULT_MAX_BUILD_IDS;
 	if (s->o.retry_ms <= 0)
 		s->o.retry_ms = PD_SYMBOLIZE_DEFAULT_RETRY_MS;
 	if (s->o.retry_max_ms < s->o.retry_ms)
@@ -487,8 +600,16 @@ int pd_symbolizer_create(struct pd_symbolizer **out, const struct pd_symbolize_o
 	s->lru.next = s->lru.prev = &s->lru;
 	s->nbuckets = 1u << 14;
 	s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
+	/* about one build id a chain when full; the seed keeps chosen keys from
+	 * piling into one chain */
+	s->nobuckets = 16;
+	while (s->nobuckets < s->o.max_build_ids && s->nobuckets < (1u << 20))
+		s->nobuckets <<= 1;
+	s->obuckets = calloc(s->nobuckets, sizeof(*s->obuckets));
+	if (getrandom(&s->oseed, sizeof(s->oseed), GRND_NONBLOCK) != sizeof(s->oseed))
+		s->oseed = (uint64_t)sym_now_us() ^ (uint64_t)(uintptr_t)s;
 	int rc = 0;
-	if (!s->buckets || copy_dirs(s, o) != 0) {
+	if (!s->buckets || !s->obuckets || copy_dirs(s, o) != 0) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -568,16 +689,11 @@ void pd_symbolizer_destroy(struct pd_symbolizer *s)
 	while (s->lru.next != &s->lru)
 		entry_free(s, s->lru.next);
 	free(s->buckets);
-	for (struct sym_obj *o = s->objs, *n; o; o = n) {
-		n = o->next;
-		sym_dbg_close(o->dbg);
-		free(o->path);
-		pthread_mutex_destroy(&o->dbg_mu);
-		free(o->key);
-		free(o->build_id);
-		free(o->file);
-		free(o);
+	for (struct sym_obj *o = s->lhead, *n; o; o = n) {
+		n = o->lnext;
+		obj_free(o);
 	}
+	free(s->obuckets);
 	for (size_t i = 0; i < s->fo.ndirs; i++)
 		free(s->fo.dirs[i]);
 	free(s->fo.dirs);

@@ -13,24 +13,30 @@ enum { OBJ_IDLE, OBJ_QUEUED, OBJ_BUSY, OBJ_READY, OBJ_FAILED };
 
 /* A build id (or, without one, a mapped file's name) and its debug file. */
 struct sym_obj {
-	char *key;           /* build_id, else file */
-	char *build_id;      /* lowercase hex, "" when unknown */
-	char *file;          /* the mapping's file name */
-	int state;           /* OBJ_*, under the symbolizer's mu */
+	char *key;      /* build_id, else file */
+	char *build_id; /* lowercase hex, "" when unknown */
+	char *file;     /* the mapping's file name */
+	int state;      /* OBJ_*, under the symbolizer's mu */
 	/* OBJ_READY: the open debug file, used and set under dbg_mu; NULL when it
 	 * was closed to keep the open files within max_open_files (then opened
 	 * again from path by the next lookup) */
 	struct sym_dbg *dbg;
 	pthread_mutex_t dbg_mu;
-	char *path;         /* OBJ_READY: the debug file found, malloc'd */
-	const char *source; /* where it was found (static string) */
+	char *path;                    /* OBJ_READY: the debug file found, malloc'd */
+	const char *source;            /* where it was found (static string) */
 	struct sym_obj *oprev, *onext; /* the list of open ones, under mu */
 	int listed;                    /* in that list */
 	int64_t retry_at_us, backoff_ms;
 	char err[256]; /* why it was not found */
 	int err_code;  /* and its code: PD_EUNAVAIL when a debuginfod could not be reached */
 	int disk_loaded;
-	struct sym_obj *next, *qnext;
+	struct sym_obj *qnext;
+	/* the table of build ids, under mu: its hash chain, its place among all
+	 * of them (most recently used first), the running calls and queued jobs
+	 * that hold it (it is not evicted while any do), and its cached addresses */
+	struct sym_obj *hnext, *lprev, *lnext;
+	unsigned pins;
+	struct sym_entry *entries;
 };
 
 /* One resolved address, in the LRU. */
@@ -40,6 +46,7 @@ struct sym_entry {
 	struct sym_result r;
 	size_t bytes;
 	struct sym_entry *hnext, *prev, *next;
+	struct sym_entry *eprev, *enext; /* the entries of obj */
 };
 
 /* Addresses of one build id left for a worker to resolve, past a query's deadline. */
@@ -58,7 +65,12 @@ struct pd_symbolizer {
 	pthread_mutex_t mu;
 	pthread_cond_t done_cv; /* a worker finished a build id (CLOCK_MONOTONIC) */
 	pthread_cond_t work_cv; /* a build id was queued */
-	struct sym_obj *objs;
+	/* the build ids known, at most o.max_build_ids: a hash table (seeded
+	 * at random) and a list, most recently used first */
+	struct sym_obj **obuckets;
+	size_t nobuckets;
+	uint64_t oseed;
+	struct sym_obj *lhead, *ltail;
 	size_t nobjs;
 	struct sym_obj *qhead, *qtail;
 	struct sym_job *jhead, *jtail; /* addresses to resolve */
@@ -80,10 +92,20 @@ int64_t sym_now_us(void);
  * copy when not NULL. Takes o->dbg_mu and mu in turn; call with neither held. */
 int sym_resolve(struct pd_symbolizer *s, struct sym_obj *o, uint64_t start, uint64_t limit,
                 uint64_t offset, uint64_t addr, struct sym_result *r);
-/* Queues a job (taking ownership of it) for a worker. Under mu. */
+/* Queues a job (taking ownership of it, and pinning its object) for a
+ * worker. Under mu. */
 void sym_job_queue(struct pd_symbolizer *s, struct sym_job *j);
-/* Under mu. */
-struct sym_obj *sym_obj_get(struct pd_symbolizer *s, const char *build_id, const char *file);
+/* The object of a build id (else of a file), made when new; NULL when neither
+ * is given, out of memory, or (*full set to 1) max_build_ids are known and
+ * none can be evicted (all pinned, queued or being looked for). Past the
+ * bound the least recently used evictable one is dropped, with its cached
+ * addresses and its open debug file. With *full already 1 (no room found
+ * before, in the same call) only a known one is returned: no new search.
+ * The caller pins what it keeps (pins++) and unpins it (sym_obj_unpin) when
+ * done. Under mu. */
+struct sym_obj *sym_obj_get(struct pd_symbolizer *s, const char *build_id, const char *file,
+                            int *full);
+void sym_obj_unpin(struct pd_symbolizer *s, struct sym_obj *o);
 void sym_obj_want(struct pd_symbolizer *s, struct sym_obj *o, int64_t now_us);
 /* Puts o (its debug file open) first in the list of open ones and closes the
  * least recently used others past max_open_files, skipping those in use (a

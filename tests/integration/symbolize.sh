@@ -11,7 +11,8 @@
 #   - a second program's build id is asked of a debuginfod that never answers:
 #     the query is answered within --symbolizer.timeout (1s), partial, with
 #     binary+offset names, and says so in its header, report=meta and warnings;
-#   - after a restart with the debug file gone, the disk cache answers in full.
+#   - after a restart with the debug file gone, the disk cache answers in full,
+#     with --symbolizer.max-build-ids=1 (asking another build id evicts it).
 #
 #   symbolize.sh PROFD MAKE_PROFILE TESTS_SYMBOLIZE_DIR
 set -euo pipefail
@@ -169,6 +170,9 @@ jq -e --arg d "$tmp/data/debuginfo" \
 curl -fsS -o "$tmp/metrics" "$api/metrics" || fail "/metrics"
 grep -q '^profd_symbolizer_cache_misses_total 3$' "$tmp/metrics" || fail "metrics: $(grep symbolizer "$tmp/metrics")"
 grep -q '^profd_symbolizer_in_flight 1$' "$tmp/metrics" || fail "metrics: $(grep symbolizer "$tmp/metrics")"
+grep -q '^profd_symbolizer_build_ids 2$' "$tmp/metrics" || fail "metrics: $(grep symbolizer "$tmp/metrics")"
+grep -q '^profd_symbolizer_build_id_evictions_total 0$' "$tmp/metrics" ||
+	fail "metrics: $(grep symbolizer "$tmp/metrics")"
 # profd stops though a download hangs
 kill -TERM "${pids[1]}"
 stopped() { ! kill -0 "${pids[1]}" 2>/dev/null; }
@@ -179,7 +183,8 @@ rm -rf "$tmp/data/debuginfo"
 : >"$tmp/profd.log"
 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
 	--web.listen-address=127.0.0.1:0 --symbolizer.debug-dirs=/nonexistent/debug \
-	--symbolizer.debuginfod-urls= --symbolizer.timeout=0s >"$tmp/profd.log" 2>&1 &
+	--symbolizer.debuginfod-urls= --symbolizer.timeout=0s --symbolizer.max-build-ids=1 \
+	>"$tmp/profd.log" 2>&1 &
 pids+=($!)
 wait_for 60 "profd did not start again" listening
 api="http://127.0.0.1:$port"
@@ -191,4 +196,19 @@ jq -e '[.data.rows[].name] | index("work") != null' "$tmp/top3.json" >/dev/null 
 curl -fsS -o "$tmp/status3.json" "$api/api/v1/status/symbolizer" || fail "status/symbolizer 3"
 jq -e '.data.fetches == 0 and .data.hits == 3' "$tmp/status3.json" >/dev/null ||
 	fail "after the restart: $(cat "$tmp/status3.json")"
+# the other build id takes the only place: app's is evicted, and comes back
+# from the disk cache
+curl -fsS -o /dev/null "$(q 'profile{job="other"}' '&report=top')" || fail "report=top other 3"
+other_failed() { # found nowhere now: no longer in use, so it can be evicted
+	curl -fsS -o "$tmp/status4.json" "$api/api/v1/status/symbolizer" &&
+		jq -e '.data.failures >= 1' "$tmp/status4.json" >/dev/null
+}
+wait_for 60 "the other build id was not given up on" other_failed
+curl -fsS -D "$tmp/h4" -o "$tmp/top4.json" "$(q 'profile{job="app"}' '&report=top')" ||
+	fail "report=top after the eviction"
+grep -qi '^X-Profd-Symbolized: full' "$tmp/h4" || fail "after the eviction: $(cat "$tmp/h4")"
+curl -fsS -o "$tmp/metrics4" "$api/metrics" || fail "/metrics 4"
+grep -q '^profd_symbolizer_build_ids 1$' "$tmp/metrics4" || fail "metrics: $(grep symbolizer "$tmp/metrics4")"
+grep -q '^profd_symbolizer_build_id_evictions_total 2$' "$tmp/metrics4" ||
+	fail "metrics: $(grep symbolizer "$tmp/metrics4")"
 echo "symbolize.sh: ok (hung debuginfod answered partial in $took ms)"

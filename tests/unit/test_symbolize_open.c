@@ -5,7 +5,11 @@
  * process holds (/proc/self/fd) stay within the bound, the evictions are
  * counted, and a debug file closed that way is opened again when needed. And a
  * mapping with neither a build id nor its file on this machine (a gperftools
- * profile from another host): named <binary>+0x<offset>, "not found". */
+ * profile from another host): named <binary>+0x<offset>, "not found". And at
+ * most max_build_ids build ids kept: a thousand random ones through a bound of
+ * eight leave at most eight, the rest evicted and counted; one profile with more
+ * than eight leaves the extra ones "too many build ids in use"; the real ones
+ * still resolve afterwards. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -98,35 +102,36 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* A profile with one mapping (and one location) for each program in [from, to):
- * file addresses (the mappings start at 0). */
-static struct pd_pprof_profile *profile_of(int from, int to)
+#define MAXMAP 16
+
+/* A profile with one mapping (and one location) for each of n build ids, its
+ * file /nonexistent/<file[i]>. */
+static struct pd_pprof_profile *profile_with(size_t n, const char *const *bid,
+                                             const char *const *file, const uint64_t *addr)
 {
-	const char *s[2 + 2 * NPROG + 2];
+	const char *s[2 + 2 * MAXMAP + 2];
 	size_t sl[sizeof(s) / sizeof(s[0])], ns = 0;
 	s[ns++] = "";
 	s[ns++] = "samples";
 	s[ns++] = "count";
-	struct pd_pprof_pmapping m[NPROG];
-	struct pd_pprof_plocation loc[NPROG];
-	struct pd_pprof_psample smp[NPROG];
-	uint64_t ids[NPROG];
-	int64_t vals[NPROG];
-	static char files[NPROG][64];
-	size_t n = 0;
-	for (int i = from; i < to; i++, n++) {
-		snprintf(files[i], sizeof(files[i]), "/nonexistent/p%d", i);
-		s[ns] = files[i];
-		s[ns + 1] = bids[i];
-		m[n] = (struct pd_pprof_pmapping){
-		    .id = n + 1, .filename = (int64_t)ns, .build_id = (int64_t)ns + 1};
+	struct pd_pprof_pmapping m[MAXMAP];
+	struct pd_pprof_plocation loc[MAXMAP];
+	struct pd_pprof_psample smp[MAXMAP];
+	uint64_t ids[MAXMAP];
+	int64_t vals[MAXMAP];
+	assert_true(n <= MAXMAP);
+	for (size_t i = 0; i < n; i++) {
+		s[ns] = file[i];
+		s[ns + 1] = bid[i];
+		m[i] = (struct pd_pprof_pmapping){
+		    .id = i + 1, .filename = (int64_t)ns, .build_id = (int64_t)ns + 1};
 		ns += 2;
-		loc[n] = (struct pd_pprof_plocation){
-		    .id = n + 1, .mapping_id = n + 1, .address = addrs[i]};
-		ids[n] = n + 1;
-		vals[n] = 1;
-		smp[n] = (struct pd_pprof_psample){
-		    .location_id = &ids[n], .nlocation = 1, .value = &vals[n], .nvalue = 1};
+		loc[i] = (struct pd_pprof_plocation){
+		    .id = i + 1, .mapping_id = i + 1, .address = addr[i]};
+		ids[i] = i + 1;
+		vals[i] = 1;
+		smp[i] = (struct pd_pprof_psample){
+		    .location_id = &ids[i], .nlocation = 1, .value = &vals[i], .nvalue = 1};
 	}
 	for (size_t i = 0; i < ns; i++)
 		sl[i] = strlen(s[i]);
@@ -147,6 +152,23 @@ static struct pd_pprof_profile *profile_of(int from, int to)
 	if (pd_pprof_parts_build(&pp, &p, &err))
 		fail_msg("building the test profile: %s", err.msg);
 	return p;
+}
+
+/* A profile with one mapping (and one location) for each program in [from, to):
+ * file addresses (the mappings start at 0). */
+static struct pd_pprof_profile *profile_of(int from, int to)
+{
+	static char files[NPROG][64];
+	const char *b[NPROG], *f[NPROG];
+	uint64_t a[NPROG];
+	size_t n = 0;
+	for (int i = from; i < to; i++, n++) {
+		snprintf(files[i], sizeof(files[i]), "/nonexistent/p%d", i);
+		b[n] = bids[i];
+		f[n] = files[i];
+		a[n] = addrs[i];
+	}
+	return profile_with(n, b, f, a);
 }
 
 /* The name of location i's function in a symbolized profile. */
@@ -273,9 +295,86 @@ static void test_no_build_id_no_file(void **state)
 	pd_symbolizer_destroy(s);
 }
 
+/* n random build ids (40 hex digits) found nowhere, in one call that waits
+ * for the workers to give up on them; returns how many stayed unresolved for
+ * want_why. */
+static size_t random_ids(struct pd_symbolizer *s, size_t n, const char *want_why)
+{
+	char bidbuf[MAXMAP][48], filebuf[MAXMAP][48];
+	const char *b[MAXMAP], *f[MAXMAP];
+	uint64_t a[MAXMAP];
+	for (size_t i = 0; i < n; i++) {
+		for (int k = 0; k < 40; k++)
+			bidbuf[i][k] = "0123456789abcdef"[rand() & 15];
+		bidbuf[i][40] = 0;
+		snprintf(filebuf[i], sizeof(filebuf[i]), "/nonexistent/r%zu", i);
+		b[i] = bidbuf[i];
+		f[i] = filebuf[i];
+		a[i] = 0x1000 + i;
+	}
+	struct pd_pprof_profile *p = profile_with(n, b, f, a), *out = NULL;
+	struct pd_symbolize_result res;
+	struct pd_err err = {0};
+	if (pd_symbolizer_run(s, p, now_us() + 60 * 1000000LL, &out, &res, &err))
+		fail_msg("pd_symbolizer_run: %s", err.msg);
+	assert_non_null(out);
+	assert_int_equal(res.unresolved, n);
+	size_t k = 0;
+	for (const char *q = res.missing; (q = strstr(q, want_why)) != NULL; q++)
+		k++;
+	pd_pprof_destroy(out);
+	pd_pprof_destroy(p);
+	return k;
+}
+
+static void test_many_build_ids(void **state)
+{
+	char dir[300];
+	snprintf(dir, sizeof(dir), "%s/debug", tmp);
+	const char *dirs[] = {dir};
+	struct pd_symbolize_opts o;
+	pd_symbolize_opts_init(&o);
+	assert_int_equal(o.max_build_ids, PD_SYMBOLIZE_DEFAULT_MAX_BUILD_IDS);
+	o.debug_dirs = dirs;
+	o.ndebug_dirs = 1;
+	o.max_build_ids = 8;
+	o.max_open_files = BOUND;
+	struct pd_symbolizer *s = NULL;
+	struct pd_err err = {0};
+	if (pd_symbolizer_create(&s, &o, &err))
+		fail_msg("pd_symbolizer_create: %s", err.msg);
+	struct pd_symbolizer_stats st;
+	srand(35);
+	symbolize(s, 0, 4);
+	/* 1000 random build ids, five a profile */
+	for (int i = 0; i < 200; i++) {
+		assert_int_equal(random_ids(s, 5, "(not found)"), 5);
+		pd_symbolizer_get_stats(s, &st);
+		if (st.build_ids > 8)
+			fail_msg("after %d profiles, %llu build ids kept (bound 8)", i + 1,
+			         (unsigned long long)st.build_ids);
+	}
+	assert_int_equal(st.build_ids, 8);
+	assert_int_equal(st.build_id_evictions, 4 + 1000 - 8);
+	assert_true(st.open_files <= BOUND);
+	/* more in one profile than the bound: eight kept while the call runs,
+	 * the other four have no room */
+	assert_int_equal(random_ids(s, 12, "(too many build ids in use)"), 4);
+	pd_symbolizer_get_stats(s, &st);
+	assert_int_equal(st.build_ids, 8);
+	/* the real ones come back (their debug files are looked for again) and
+	 * resolve, all eight in one call */
+	symbolize(s, 0, NPROG);
+	pd_symbolizer_get_stats(s, &st);
+	assert_int_equal(st.build_ids, 8);
+	assert_true(st.open_files <= BOUND);
+	pd_symbolizer_destroy(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {cmocka_unit_test(test_bounded),
-	                                   cmocka_unit_test(test_no_build_id_no_file)};
+	                                   cmocka_unit_test(test_no_build_id_no_file),
+	                                   cmocka_unit_test(test_many_build_ids)};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
