@@ -38,11 +38,19 @@ jobs=${PD_PARITY_JOBS:-2}
 pprof_bin=$(go env GOTOOLDIR)/pprof
 [ -x "$pprof_bin" ] || pprof_bin=
 export pprof_bin
+# Reports (-top, the interactive tables) are compared with pprof's default names:
+# -symbolize=remote symbolizes no address of a file but demangles and simplifies
+# its names, as profd's reports do. Profiles (-raw, -proto) keep their names as
+# stored on both sides, so they are read with -symbolize=none.
 gopprof() {
+	local mode=remote a
+	for a in "$@"; do
+		case $a in -raw | -proto) mode=none ;; esac
+	done
 	if [ -n "$pprof_bin" ]; then
-		(cd "$tmp" && "$pprof_bin" -symbolize=none "$@")
+		(cd "$tmp" && "$pprof_bin" -symbolize="$mode" "$@")
 	else
-		(cd "$tmp" && go tool pprof -symbolize=none "$@")
+		(cd "$tmp" && go tool pprof -symbolize="$mode" "$@")
 	fi
 }
 
