@@ -195,6 +195,32 @@ char *pd_pprof_report_name(const char *name, size_t nlen, const char *system_nam
  * loses everything from the first such location below a frame that is kept, to
  * the leaf. A regex that does not compile prunes nothing, as in pprof. */
 
+/* ---- granularity (granularity.c) -------------------------------------------- */
+
+/* What one node of the reports below (top, flame graph, call graph) stands
+ * for, as go tool pprof's -functions (the default), -lines, -files and
+ * -addresses: a function; a function's line ("name file:line"); a source file
+ * ("file"); an address with its function and line ("%016x name file:line").
+ * Inlined frames stay frames of their own at every granularity. File names are
+ * shown as pprof shows them: /proc/self/cwd/ cut, then cleaned as Go's
+ * filepath.Clean does. Frames without a name are keyed by their binary and
+ * start line, as pprof keys them. */
+enum pd_pprof_granularity {
+	PD_PPROF_GRAN_FUNCTIONS = 0,
+	PD_PPROF_GRAN_LINES = 1,
+	PD_PPROF_GRAN_FILES = 2,
+	PD_PPROF_GRAN_ADDRESSES = 3,
+};
+/* "functions", "lines", "files" or "addresses" (NULL or "": functions) into
+ * *out; PD_EINVAL naming the word otherwise. */
+int pd_pprof_granularity_parse(const char *spec, enum pd_pprof_granularity *out,
+                               struct pd_err *err);
+const char *pd_pprof_granularity_string(enum pd_pprof_granularity g);
+/* Sets the granularity the reports of p use (profiles derived from p by the
+ * filters, merges and diffs here keep it). NULL does nothing. */
+void pd_pprof_set_granularity(struct pd_pprof_profile *p, enum pd_pprof_granularity g);
+enum pd_pprof_granularity pd_pprof_get_granularity(const struct pd_pprof_profile *p);
+
 /* ---- top ------------------------------------------------------------------ */
 
 enum pd_pprof_inline {

@@ -965,5 +965,6 @@ int pd_pprof_diff(const struct pd_pprof_profile *base, const struct pd_pprof_pro
 	if ((rc = pd_pprof_merger_finish(pm, out, err)))
 		return rc;
 	(*out)->names = p->names; /* its reports name functions as p's do */
+	(*out)->granularity = p->granularity;
 	return 0;
 }

@@ -1,10 +1,13 @@
-/* nodes.c: pprof's function-granularity nodes. Every (location, line) of a profile
- * becomes a node keyed as pprof keys it: by function name (its report name,
- * names.c); a frame whose function has no name is keyed by its binary (and start
- * line) instead, and is printed as "[binary]" or "<unknown>". The frames the
+/* nodes.c: pprof's report nodes. Every (location, line) of a profile becomes a
+ * node keyed as pprof keys it at the profile's granularity (pd_pprof_granularity):
+ * by function name (its report name, names.c); a frame whose function has no
+ * name is keyed by its binary (and start line) instead, and is printed as
+ * "[binary]" or "<unknown>". Finer granularities add the file, the line and the
+ * address, printed as pprof's NameComponents prints them. The frames the
  * profile's drop_frames prunes are left out here, and pd_pprof_nodes_stack_lo says
- * where a sample's stack is cut (pd_pprof_stack_lo). Top tables, flame graphs and call graphs are all
- * built on these. */
+ * where a sample's stack is cut (pd_pprof_stack_lo). Top tables, flame graphs and call graphs are
+ * all built on these. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,10 +67,150 @@ static char *copy(const char *s, size_t n)
 	return d;
 }
 
+/* pprof's trimPath with no -trim_path nor -source_path (the /proc/self/cwd/
+ * prefixes cut), then Go's filepath.Clean: the file a finer granularity shows.
+ * Malloc'd, its length into *out_len; NULL when memory ran out. */
+static char *clean_file(const char *f, size_t n, size_t *out_len)
+{
+	static const char *const trims[] = {"/proc/self/cwd/./", "/proc/self/cwd/"};
+	for (size_t i = 0; i < 2; i++) {
+		size_t tl = strlen(trims[i]);
+		if (n >= tl && memcmp(f, trims[i], tl) == 0) {
+			f += tl;
+			n -= tl;
+			break;
+		}
+	}
+	char *d = malloc(n + 2);
+	if (!d)
+		return NULL;
+	if (n == 0) {
+		*out_len = 0; /* pprof leaves an empty file name unset */
+		d[0] = '\0';
+		return d;
+	}
+	/* Go's path.Clean, lexically: one slash between elements, no "." elements,
+	 * ".." eating the element before it (or dropped at the root) */
+	int rooted = f[0] == '/';
+	size_t o = 0, r = 0, dotdot = 0;
+	if (rooted) {
+		d[o++] = '/';
+		r = 1;
+		dotdot = 1;
+	}
+	while (r < n) {
+		if (f[r] == '/') {
+			r++;
+		} else if (f[r] == '.' && (r + 1 == n || f[r + 1] == '/')) {
+			r++;
+		} else if (f[r] == '.' && f[r + 1] == '.' && (r + 2 == n || f[r + 2] == '/')) {
+			r += 2;
+			if (o > dotdot) {
+				o--;
+				while (o > dotdot && d[o] != '/')
+					o--;
+			} else if (!rooted) {
+				if (o > 0)
+					d[o++] = '/';
+				d[o++] = '.';
+				d[o++] = '.';
+				dotdot = o;
+			}
+		} else {
+			if ((rooted && o != 1) || (!rooted && o != 0))
+				d[o++] = '/';
+			for (; r < n && f[r] != '/'; r++)
+				d[o++] = f[r];
+		}
+	}
+	if (o == 0)
+		d[o++] = '.';
+	d[o] = '\0';
+	*out_len = o;
+	return d;
+}
+
+/* Appends n bytes to the growing buffer *b (*len used, *cap allocated). */
+static int put(char **b, size_t *len, size_t *cap, const void *s, size_t n)
+{
+	if (*len + n > *cap) {
+		size_t c = *cap ? *cap : 256;
+		while (c < *len + n)
+			c *= 2;
+		char *nb = realloc(*b, c);
+		if (!nb)
+			return PD_ENOMEM;
+		*b = nb;
+		*cap = c;
+	}
+	if (n)
+		memcpy(*b + *len, s, n);
+	*len += n;
+	return 0;
+}
+
+/* A node at a granularity finer than functions, as pprof's NodeInfo: its key
+ * (address, line, name, file, and binary and start line for a frame without a
+ * name) into *key and its printable name (NameComponents joined by spaces)
+ * into *name, both grown as needed. */
+static int fine_node(char **key, size_t *klen, size_t *kcap, char **name, size_t *nlen,
+                     size_t *ncap, uint64_t addr, int64_t lineno, const char *nm, size_t nml,
+                     const char *fl, size_t fll, const char *obj, size_t ol, int64_t start_line)
+{
+	int noname = nml == 0;
+	uint64_t ln[4] = {addr, (uint64_t)lineno, nml, fll};
+	*klen = *nlen = 0;
+	int rc = put(key, klen, kcap, ln, sizeof(ln));
+	rc = rc ? rc : put(key, klen, kcap, nm, nml);
+	rc = rc ? rc : put(key, klen, kcap, fl, fll);
+	if (noname) {
+		uint64_t ob[2] = {ol, (uint64_t)start_line};
+		rc = rc ? rc : put(key, klen, kcap, ob, sizeof(ob));
+		rc = rc ? rc : put(key, klen, kcap, obj, ol);
+	}
+	char num[40];
+	if (addr) {
+		snprintf(num, sizeof(num), "%016llx", (unsigned long long)addr);
+		rc = rc ? rc : put(name, nlen, ncap, num, strlen(num));
+	}
+	if (nml) {
+		if (*nlen)
+			rc = rc ? rc : put(name, nlen, ncap, " ", 1);
+		rc = rc ? rc : put(name, nlen, ncap, nm, nml);
+	}
+	const char *tail = NULL;
+	size_t tl = 0;
+	if (lineno || fll || !nml) {
+		if (*nlen)
+			rc = rc ? rc : put(name, nlen, ncap, " ", 1);
+		if (lineno) {
+			snprintf(num, sizeof(num), ":%lld", (long long)lineno);
+			rc = rc ? rc : put(name, nlen, ncap, fl, fll);
+			tail = num;
+			tl = strlen(num);
+		} else if (fll) {
+			tail = fl;
+			tl = fll;
+		} else if (ol) {
+			size_t bl;
+			const char *b = base_name(obj, ol, &bl);
+			rc = rc ? rc : put(name, nlen, ncap, "[", 1);
+			rc = rc ? rc : put(name, nlen, ncap, b, bl);
+			tail = "]";
+			tl = 1;
+		} else {
+			tail = "<unknown>";
+			tl = 9;
+		}
+	}
+	rc = rc ? rc : put(name, nlen, ncap, tail, tl);
+	return rc;
+}
+
 /* Finds or adds the node for key; the printable name is made on insertion. */
 static int intern(struct keytab *t, struct pd_pprof_nodes *n, size_t *ncap, const char *key,
-		  size_t klen, const char *name, size_t nlen, const char *objfile, size_t olen,
-		  uint32_t *out)
+                  size_t klen, const char *name, size_t nlen, const char *objfile, size_t olen,
+                  uint32_t *out)
 {
 	uint64_t h = pd_hash_bytes(key, klen, 0);
 	if ((n->count + 1) * 2 > t->cap && keytab_grow(t))
@@ -75,7 +218,8 @@ static int intern(struct keytab *t, struct pd_pprof_nodes *n, size_t *ncap, cons
 	size_t j = h & (t->cap - 1);
 	while (t->slots[j]) {
 		uint32_t id = t->slots[j] - 1;
-		if (t->hashes[id] == h && t->lens[id] == klen && memcmp(t->keys[id], key, klen) == 0) {
+		if (t->hashes[id] == h && t->lens[id] == klen &&
+		    memcmp(t->keys[id], key, klen) == 0) {
 			*out = id;
 			return 0;
 		}
@@ -191,7 +335,7 @@ static struct pd_labels_regex *prune_regex(const struct pd_pprof_profile *p, int
 }
 
 int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes *n,
-			 struct pd_err *err)
+                         struct pd_err *err)
 {
 	const pb_profile *pb = p->pb;
 	struct keytab t = {0};
@@ -206,6 +350,11 @@ int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes
 	size_t kcap = 0;
 	int rc = 0;
 	enum pd_pprof_names mode = (enum pd_pprof_names)p->names;
+	enum pd_pprof_granularity gran = (enum pd_pprof_granularity)p->granularity;
+	char **fn_file = NULL; /* finer granularities: each function's file, cleaned */
+	size_t *fn_flen = NULL;
+	char *nbuf = NULL;
+	size_t ncapb = 0;
 
 	memset(n, 0, sizeof(*n));
 	if (pb->drop_frames && pd_pprof_str_len(p, pb->drop_frames)) {
@@ -227,6 +376,12 @@ int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes
 	fn_own = calloc(nf, sizeof(*fn_own));
 	fn_nlen = calloc(nf, sizeof(*fn_nlen));
 	fn_drop = drop ? calloc(nf, 1) : NULL;
+	if (gran != PD_PPROF_GRAN_FUNCTIONS) {
+		fn_file = calloc(nf, sizeof(*fn_file));
+		fn_flen = calloc(nf, sizeof(*fn_flen));
+		if (!fn_file || !fn_flen)
+			goto nomem;
+	}
 	if (drop)
 		n->loc_prune = calloc(pb->n_location ? pb->n_location : 1, 1);
 	if (!n->loc_off || !n->loc_node || !fn_node || !fn_name || !fn_own || !fn_nlen ||
@@ -252,8 +407,10 @@ int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes
 			if (fn_name[fi])
 				continue;
 			const pb_function *f = pb->function[fi];
-			const char *nm = pd_pprof_str(p, f->name), *sy = pd_pprof_str(p, f->system_name);
-			size_t nml = pd_pprof_str_len(p, f->name), syl = pd_pprof_str_len(p, f->system_name);
+			const char *nm = pd_pprof_str(p, f->name),
+			           *sy = pd_pprof_str(p, f->system_name);
+			size_t nml = pd_pprof_str_len(p, f->name),
+			       syl = pd_pprof_str_len(p, f->system_name);
 			if (pd_pprof_name_as_is(nm, nml, sy, syl, mode)) {
 				fn_name[fi] = nm;
 				fn_nlen[fi] = nml;
@@ -269,14 +426,16 @@ int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes
 		if (drop && l->n_line) {
 			size_t j = nl;
 			while (j-- > 0) {
-				int64_t fi = pd_pprof_idmap_get(&p->functions, l->line[j]->function_id);
+				int64_t fi =
+				    pd_pprof_idmap_get(&p->functions, l->line[j]->function_id);
 				if (!fn_nlen[fi])
 					continue;
 				if (!fn_drop[fi]) {
 					const char *s = fn_name[fi];
 					size_t sl = prune_name_len(&s, fn_nlen[fi]);
 					int d = pd_labels_regex_match(drop, s, sl, NULL, 0) == 1 &&
-					        !(keep && pd_labels_regex_match(keep, s, sl, NULL, 0) == 1);
+					        !(keep &&
+					          pd_labels_regex_match(keep, s, sl, NULL, 0) == 1);
 					fn_drop[fi] = d ? 1 : 2;
 				}
 				if (fn_drop[fi] == 1)
@@ -294,6 +453,40 @@ int pd_pprof_nodes_build(const struct pd_pprof_profile *p, struct pd_pprof_nodes
 			size_t nlen = 0;
 			int64_t start_line = 0;
 			int64_t fi = -1;
+			if (gran != PD_PPROF_GRAN_FUNCTIONS) {
+				/* pprof's Aggregate then NodeInfo: files drop the name and
+				 * line, only addresses keep the address */
+				uint64_t addr = gran == PD_PPROF_GRAN_ADDRESSES ? l->address : 0;
+				int64_t lineno = 0;
+				const char *fl = "";
+				size_t fll = 0;
+				if (l->n_line) {
+					fi = pd_pprof_idmap_get(&p->functions,
+					                        l->line[j]->function_id);
+					const pb_function *f = pb->function[fi];
+					if (gran != PD_PPROF_GRAN_FILES) {
+						name = fn_name[fi];
+						nlen = fn_nlen[fi];
+						lineno = l->line[j]->line;
+					}
+					if (!fn_file[fi] &&
+					    !(fn_file[fi] = clean_file(
+					          pd_pprof_str(p, f->filename),
+					          pd_pprof_str_len(p, f->filename), &fn_flen[fi])))
+						goto nomem;
+					fl = fn_file[fi];
+					fll = fn_flen[fi];
+					start_line = f->start_line;
+				}
+				size_t klen = 0, pl = 0;
+				if (fine_node(&kbuf, &klen, &kcap, &nbuf, &pl, &ncapb, addr, lineno,
+				              name, nlen, fl, fll, objfile, olen, start_line) ||
+				    intern(&t, n, &ncap, kbuf, klen, nbuf, pl, objfile, olen,
+				           &node))
+					goto nomem;
+				n->loc_node[off++] = node;
+				continue;
+			}
 			if (l->n_line) {
 				fi = pd_pprof_idmap_get(&p->functions, l->line[j]->function_id);
 				name = fn_name[fi];
@@ -349,6 +542,12 @@ out:
 	free(fn_name);
 	free(fn_nlen);
 	free(fn_drop);
+	if (fn_file)
+		for (size_t i = 0; i < nf; i++)
+			free(fn_file[i]);
+	free(fn_file);
+	free(fn_flen);
+	free(nbuf);
 	pd_labels_regex_destroy(drop);
 	pd_labels_regex_destroy(keep);
 	free(kbuf);

@@ -35,6 +35,7 @@ struct pd_pprof_profile {
 	size_t *str_len;
 	struct pd_pprof_idmap mappings, locations, functions;
 	uint8_t names; /* enum pd_pprof_names: how reports name functions (names.c) */
+	uint8_t granularity; /* enum pd_pprof_granularity: what a report node is (nodes.c) */
 };
 
 /* Returns the index of id in the table, or -1 when absent. */

@@ -538,7 +538,10 @@ static int build_subset(const struct pd_pprof_profile *p, struct pd_pprof_parts 
 	parts->sample = all;
 	parts->nsample = nall;
 	free(sub);
-	(void)p;
+	if (!rc) {
+		(*out)->names = p->names; /* its reports name and key nodes as p's do */
+		(*out)->granularity = p->granularity;
+	}
 	return rc;
 }
 
@@ -580,8 +583,6 @@ int pd_pprof_filter_tags(const struct pd_pprof_profile *p,
 	if ((rc = pd_pprof_parts_get(p, &parts, err)))
 		goto out;
 	rc = build_subset(p, &parts, keep, out, err);
-	if (!rc)
-		(*out)->names = p->names; /* its reports name functions as p's do */
 	if (!rc && kept)
 		*kept = nk;
 out:
