@@ -39,7 +39,7 @@ test:
 	@cd $(BUILD_DEV) && ctest --output-on-failure -j $(JOBS)
 
 # every fuzz target for FUZZ_SECONDS each (default 600), after replaying its
-# regression inputs; `make test` runs each for 20-30 s. Inputs found go to
+# regression inputs; `make test` replays the seeds and fuzzes each for 3-5 s. Inputs found go to
 # build/fuzz/tests/fuzz/fuzz_<target>.work/, crashes to its artifacts/.
 FUZZ_SECONDS ?= 600
 fuzz:
