@@ -88,6 +88,11 @@ static void free_series(struct head_series *s)
 	free(s);
 }
 
+void head_series_free(struct head_series *s)
+{
+	free_series(s);
+}
+
 void head_fini(struct head *h)
 {
 	for (size_t i = 0; i < h->nseries; i++)
@@ -107,7 +112,7 @@ void head_fini(struct head *h)
 }
 
 static struct head_series *find_locked(struct head *h, const struct pd_lpair *l, size_t n,
-				       uint64_t hash)
+                                       uint64_t hash)
 {
 	if (!h->nbuckets)
 		return NULL;
@@ -189,9 +194,9 @@ static int postings_add(struct head *h, const char *name, const char *value, uin
 }
 
 const struct postings_list *head_postings_locked(const struct head *h, const char *name,
-						 const char *value);
+                                                 const char *value);
 const struct postings_list *head_postings_locked(const struct head *h, const char *name,
-						 const char *value)
+                                                 const char *value)
 {
 	if (!h->postings_cap)
 		return NULL;
@@ -238,19 +243,21 @@ int head_admit(struct head *h, const struct head_series *s, struct pd_err *err)
 		return 0;
 	__atomic_add_fetch(&h->refused, 1, __ATOMIC_RELAXED);
 	return pd_err_set(err, PD_ELIMIT,
-			  "series limit reached: the head holds %llu series, its limit is "
-			  "%llu; a new series is refused",
-			  (unsigned long long)live, (unsigned long long)h->max_series);
+	                  "series limit reached: the head holds %llu series, its limit is "
+	                  "%llu; a new series is refused",
+	                  (unsigned long long)live, (unsigned long long)h->max_series);
 }
 
-int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
-		       struct head_series **out, int *created, struct pd_err *err)
+static int get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
+                         struct head_series **out, int *created, int pin, struct pd_err *err)
 {
 	uint64_t hash = labels_hash(l, n);
 	*created = 0;
 	pthread_rwlock_wrlock(&h->mu);
 	struct head_series *s = find_locked(h, l, n, hash);
 	if (s) {
+		if (pin)
+			__atomic_add_fetch(&s->pins, 1, __ATOMIC_ACQ_REL);
 		pthread_rwlock_unlock(&h->mu);
 		*out = s;
 		return 0;
@@ -260,8 +267,9 @@ int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint6
 	uint32_t taken;
 	if (ref >= HEAD_MAX_REF || pd_u64map_get(&h->refs, ref, &taken)) {
 		pthread_rwlock_unlock(&h->mu);
-		return pd_err_set(err, PD_ECORRUPT, "series ref %llu is %s", (unsigned long long)ref,
-				  ref >= HEAD_MAX_REF ? "too large" : "already taken");
+		return pd_err_set(err, PD_ECORRUPT, "series ref %llu is %s",
+		                  (unsigned long long)ref,
+		                  ref >= HEAD_MAX_REF ? "too large" : "already taken");
 	}
 	uint64_t live = __atomic_load_n(&h->nlive, __ATOMIC_RELAXED);
 	if (h->max_series && (live >= h->max_series || h->nseries - live >= h->max_series)) {
@@ -270,10 +278,11 @@ int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint6
 		__atomic_add_fetch(&h->refused, 1, __ATOMIC_RELAXED);
 		pthread_rwlock_unlock(&h->mu);
 		return pd_err_set(err, PD_ELIMIT,
-				  "series limit reached: the head holds %zu series%s, its limit is "
-				  "%llu; a new series is refused",
-				  held, empty ? " without samples (of commits refused or in flight)" : "",
-				  (unsigned long long)h->max_series);
+		                  "series limit reached: the head holds %zu series%s, its limit is "
+		                  "%llu; a new series is refused",
+		                  held,
+		                  empty ? " without samples (of commits refused or in flight)" : "",
+		                  (unsigned long long)h->max_series);
 	}
 	if (h->nseries >= UINT32_MAX) {
 		pthread_rwlock_unlock(&h->mu);
@@ -341,6 +350,8 @@ int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint6
 		h->next_ref = ref + 1;
 	s->next_in_bucket = h->buckets[hash & (h->nbuckets - 1)];
 	h->buckets[hash & (h->nbuckets - 1)] = s;
+	if (pin)
+		s->pins = 1;
 	pthread_rwlock_unlock(&h->mu);
 	*out = s;
 	*created = 1;
@@ -358,6 +369,49 @@ nomem:
 	free(lp);
 	pthread_rwlock_unlock(&h->mu);
 	return pd_err_set(err, PD_ENOMEM, "out of memory creating a series");
+}
+
+int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
+                       struct head_series **out, int *created, struct pd_err *err)
+{
+	return get_or_create(h, l, n, ref, out, created, 0, err);
+}
+
+int head_get_or_create_pinned(struct head *h, const struct pd_lpair *l, size_t n,
+                              struct head_series **out, int *created, struct pd_err *err)
+{
+	return get_or_create(h, l, n, 0, out, created, 1, err);
+}
+
+struct head_series *head_get_pinned(struct head *h, const struct pd_lpair *l, size_t n,
+                                    uint64_t hash)
+{
+	pthread_rwlock_rdlock(&h->mu);
+	struct head_series *s = find_locked(h, l, n, hash);
+	if (s)
+		__atomic_add_fetch(&s->pins, 1, __ATOMIC_ACQ_REL);
+	pthread_rwlock_unlock(&h->mu);
+	return s;
+}
+
+void head_unpin(struct head_series *s)
+{
+	if (s)
+		__atomic_sub_fetch(&s->pins, 1, __ATOMIC_ACQ_REL);
+}
+
+int64_t head_series_maxt(struct head *h, const struct pd_lpair *l, size_t n, uint64_t hash)
+{
+	int64_t t = INT64_MIN;
+	pthread_rwlock_rdlock(&h->mu);
+	struct head_series *s = find_locked(h, l, n, hash);
+	if (s) {
+		pthread_mutex_lock(&s->mu);
+		t = s->maxt;
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_rwlock_unlock(&h->mu);
+	return t;
 }
 
 int head_open_ts(const struct head_series *s, uint8_t **out, size_t *len, struct pd_err *err)
@@ -453,7 +507,7 @@ static struct pd_chunkenc_values *open_values(struct head *h, int64_t t)
 }
 
 int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t *p, size_t len,
-		const struct pd_pprof_profile *decoded, struct pd_err *err)
+                const struct pd_pprof_profile *decoded, struct pd_err *err)
 {
 	int rc = 0;
 	struct pd_pprof_profile *own = NULL;
@@ -468,7 +522,7 @@ int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t 
 	pthread_mutex_lock(&s->mu);
 	if (t <= s->maxt) {
 		rc = pd_err_set(err, PD_EINVAL, "out of order sample: %lld is not after %lld",
-				(long long)t, (long long)s->maxt);
+		                (long long)t, (long long)s->maxt);
 		goto out;
 	}
 	if (s->open_ts.count &&
@@ -513,11 +567,11 @@ out:
 		 * run in parallel */
 		int64_t m = __atomic_load_n(&h->mint, __ATOMIC_RELAXED);
 		while (t < m && !__atomic_compare_exchange_n(&h->mint, &m, t, 0, __ATOMIC_RELAXED,
-							     __ATOMIC_RELAXED))
+		                                             __ATOMIC_RELAXED))
 			;
 		m = __atomic_load_n(&h->maxt, __ATOMIC_RELAXED);
 		while (t > m && !__atomic_compare_exchange_n(&h->maxt, &m, t, 0, __ATOMIC_RELAXED,
-							     __ATOMIC_RELAXED))
+		                                             __ATOMIC_RELAXED))
 			;
 		__atomic_add_fetch(&h->nsamples, 1, __ATOMIC_RELAXED);
 	}
