@@ -112,7 +112,7 @@ void head_fini(struct head *h)
 }
 
 static struct head_series *find_locked(struct head *h, const struct pd_lpair *l, size_t n,
-                                       uint64_t hash)
+				       uint64_t hash)
 {
 	if (!h->nbuckets)
 		return NULL;
@@ -194,9 +194,9 @@ static int postings_add(struct head *h, const char *name, const char *value, uin
 }
 
 const struct postings_list *head_postings_locked(const struct head *h, const char *name,
-                                                 const char *value);
+						 const char *value);
 const struct postings_list *head_postings_locked(const struct head *h, const char *name,
-                                                 const char *value)
+						 const char *value)
 {
 	if (!h->postings_cap)
 		return NULL;
@@ -243,13 +243,13 @@ int head_admit(struct head *h, const struct head_series *s, struct pd_err *err)
 		return 0;
 	__atomic_add_fetch(&h->refused, 1, __ATOMIC_RELAXED);
 	return pd_err_set(err, PD_ELIMIT,
-	                  "series limit reached: the head holds %llu series, its limit is "
-	                  "%llu; a new series is refused",
-	                  (unsigned long long)live, (unsigned long long)h->max_series);
+			  "series limit reached: the head holds %llu series, its limit is "
+			  "%llu; a new series is refused",
+			  (unsigned long long)live, (unsigned long long)h->max_series);
 }
 
 static int get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
-                         struct head_series **out, int *created, int pin, struct pd_err *err)
+			 struct head_series **out, int *created, int pin, struct pd_err *err)
 {
 	uint64_t hash = labels_hash(l, n);
 	*created = 0;
@@ -267,9 +267,8 @@ static int get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uin
 	uint32_t taken;
 	if (ref >= HEAD_MAX_REF || pd_u64map_get(&h->refs, ref, &taken)) {
 		pthread_rwlock_unlock(&h->mu);
-		return pd_err_set(err, PD_ECORRUPT, "series ref %llu is %s",
-		                  (unsigned long long)ref,
-		                  ref >= HEAD_MAX_REF ? "too large" : "already taken");
+		return pd_err_set(err, PD_ECORRUPT, "series ref %llu is %s", (unsigned long long)ref,
+				  ref >= HEAD_MAX_REF ? "too large" : "already taken");
 	}
 	uint64_t live = __atomic_load_n(&h->nlive, __ATOMIC_RELAXED);
 	if (h->max_series && (live >= h->max_series || h->nseries - live >= h->max_series)) {
@@ -278,11 +277,10 @@ static int get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uin
 		__atomic_add_fetch(&h->refused, 1, __ATOMIC_RELAXED);
 		pthread_rwlock_unlock(&h->mu);
 		return pd_err_set(err, PD_ELIMIT,
-		                  "series limit reached: the head holds %zu series%s, its limit is "
-		                  "%llu; a new series is refused",
-		                  held,
-		                  empty ? " without samples (of commits refused or in flight)" : "",
-		                  (unsigned long long)h->max_series);
+				  "series limit reached: the head holds %zu series%s, its limit is "
+				  "%llu; a new series is refused",
+				  held, empty ? " without samples (of commits refused or in flight)" : "",
+				  (unsigned long long)h->max_series);
 	}
 	if (h->nseries >= UINT32_MAX) {
 		pthread_rwlock_unlock(&h->mu);
@@ -372,19 +370,19 @@ nomem:
 }
 
 int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
-                       struct head_series **out, int *created, struct pd_err *err)
+		       struct head_series **out, int *created, struct pd_err *err)
 {
 	return get_or_create(h, l, n, ref, out, created, 0, err);
 }
 
 int head_get_or_create_pinned(struct head *h, const struct pd_lpair *l, size_t n,
-                              struct head_series **out, int *created, struct pd_err *err)
+			      struct head_series **out, int *created, struct pd_err *err)
 {
 	return get_or_create(h, l, n, 0, out, created, 1, err);
 }
 
 struct head_series *head_get_pinned(struct head *h, const struct pd_lpair *l, size_t n,
-                                    uint64_t hash)
+				    uint64_t hash)
 {
 	pthread_rwlock_rdlock(&h->mu);
 	struct head_series *s = find_locked(h, l, n, hash);
@@ -507,7 +505,7 @@ static struct pd_chunkenc_values *open_values(struct head *h, int64_t t)
 }
 
 int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t *p, size_t len,
-                const struct pd_pprof_profile *decoded, struct pd_err *err)
+		const struct pd_pprof_profile *decoded, struct pd_err *err)
 {
 	int rc = 0;
 	struct pd_pprof_profile *own = NULL;
@@ -522,7 +520,7 @@ int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t 
 	pthread_mutex_lock(&s->mu);
 	if (t <= s->maxt) {
 		rc = pd_err_set(err, PD_EINVAL, "out of order sample: %lld is not after %lld",
-		                (long long)t, (long long)s->maxt);
+				(long long)t, (long long)s->maxt);
 		goto out;
 	}
 	if (s->open_ts.count &&
@@ -567,11 +565,11 @@ out:
 		 * run in parallel */
 		int64_t m = __atomic_load_n(&h->mint, __ATOMIC_RELAXED);
 		while (t < m && !__atomic_compare_exchange_n(&h->mint, &m, t, 0, __ATOMIC_RELAXED,
-		                                             __ATOMIC_RELAXED))
+							     __ATOMIC_RELAXED))
 			;
 		m = __atomic_load_n(&h->maxt, __ATOMIC_RELAXED);
 		while (t > m && !__atomic_compare_exchange_n(&h->maxt, &m, t, 0, __ATOMIC_RELAXED,
-		                                             __ATOMIC_RELAXED))
+							     __ATOMIC_RELAXED))
 			;
 		__atomic_add_fetch(&h->nsamples, 1, __ATOMIC_RELAXED);
 	}

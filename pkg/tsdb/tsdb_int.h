@@ -16,7 +16,7 @@
 struct head_chunk {
 	int64_t mint, maxt;
 	uint32_t count;
-	uint8_t *ts; /* encoded timestamp chunk, with its totals section */
+	uint8_t *ts;   /* encoded timestamp chunk, with its totals section */
 	size_t ts_len;
 	uint8_t *vals; /* sealed value chunk */
 	size_t vals_len;
@@ -28,29 +28,29 @@ struct head_series {
 	struct pd_lpair *labels;
 	size_t nlabels;
 	struct head_series *next_in_bucket;
-	pthread_mutex_t mu;        /* guards everything below */
+	pthread_mutex_t mu; /* guards everything below */
 	struct head_chunk *chunks; /* closed chunks, in time order */
 	size_t nchunks, cap;
-	uint64_t dropped;              /* chunks truncated so far: chunk seq = dropped + index */
+	uint64_t dropped; /* chunks truncated so far: chunk seq = dropped + index */
 	struct pd_chunkenc_ts open_ts; /* the open chunk; count 0 when empty */
 	struct pd_chunkenc_values *open_vals;
 	/* the open chunk's totals section, one record per sample of open_ts; NULL
 	 * when it could not be kept (out of memory): the chunk is sealed without */
 	struct pd_chunkenc_totals *open_tot;
 	int64_t open_mint;
-	int64_t maxt;           /* last timestamp appended, INT64_MIN when none */
+	int64_t maxt; /* last timestamp appended, INT64_MIN when none */
 	struct tombstones tomb; /* deleted intervals (ref 0), normalised */
-	int live;               /* it has had a sample: counted in the head's nlive (under mu) */
-	int logged;             /* the WAL holds this series' record (written under append_mu with
-	                         * __atomic stores; committers read it with __atomic loads) */
+	int live;     /* it has had a sample: counted in the head's nlive (under mu) */
+	int logged;   /* the WAL holds this series' record (written under append_mu with
+		       * __atomic stores; committers read it with __atomic loads) */
 	/* commits in flight (db.c): samples reserved in WAL order, not yet in the head */
 	int64_t commit_t;     /* newest timestamp reserved (append_mu); valid while
-	                       * commit_seq != commit_done */
+			       * commit_seq != commit_done */
 	uint64_t commit_seq;  /* samples of this series reserved so far (append_mu) */
 	uint64_t commit_done; /* reserved samples whose turn at head_append is over
-	                       * (guarded by the db's order stripe of this series) */
-	uint32_t pins;        /* commits holding this series (atomic): head_gc keeps it */
-	int gone;             /* head_gc: taken out of the tables (h->mu held for writing) */
+			       * (guarded by the db's order stripe of this series) */
+	uint32_t pins; /* commits holding this series (atomic): head_gc keeps it */
+	int gone;      /* head_gc: taken out of the tables (h->mu held for writing) */
 };
 
 struct postings_list {
@@ -67,8 +67,8 @@ struct head {
 	 * dropped series: refs finds a series' slot */
 	struct head_series **series;
 	size_t nseries, cap;
-	struct pd_u64map refs;        /* ref -> index in series */
-	uint64_t next_ref;            /* a new series' ref: past every ref the WAL has named */
+	struct pd_u64map refs; /* ref -> index in series */
+	uint64_t next_ref;     /* a new series' ref: past every ref the WAL has named */
 	struct head_series **buckets; /* by hash of the label set */
 	size_t nbuckets;
 	struct postings_list *postings; /* open addressing by key hash */
@@ -105,7 +105,7 @@ int head_admit(struct head *h, const struct head_series *s, struct pd_err *err);
  * free (PD_ECORRUPT) and below HEAD_MAX_REF. *created says which. Takes the write
  * lock. */
 int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
-                       struct head_series **out, int *created, struct pd_err *err);
+		       struct head_series **out, int *created, struct pd_err *err);
 /* The series of ref, or NULL; the caller holds h->mu (or is alone, as replay is). */
 struct head_series *head_by_ref_locked(const struct head *h, uint64_t ref);
 /* The series of ref, or NULL. Takes the read lock. */
@@ -117,7 +117,7 @@ void head_note_ref(struct head *h, uint64_t ref);
 /* Appends a sample to a series (its lock must not be held). decoded: p as the
  * caller decoded it, or NULL. */
 int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t *p, size_t len,
-                const struct pd_pprof_profile *decoded, struct pd_err *err);
+		const struct pd_pprof_profile *decoded, struct pd_err *err);
 /* The open chunk's timestamp bytes followed by its totals section (when it has
  * one) into *out, malloc'd. Series lock held. */
 int head_open_ts(const struct head_series *s, uint8_t **out, size_t *len, struct pd_err *err);
@@ -133,9 +133,9 @@ void head_truncate(struct head *h, int64_t t);
  * releases it): head_gc does not drop a pinned series, so a commit may keep
  * the pointer while it has no sample in the head yet. */
 struct head_series *head_get_pinned(struct head *h, const struct pd_lpair *l, size_t n,
-                                    uint64_t hash);
+				    uint64_t hash);
 int head_get_or_create_pinned(struct head *h, const struct pd_lpair *l, size_t n,
-                              struct head_series **out, int *created, struct pd_err *err);
+			      struct head_series **out, int *created, struct pd_err *err);
 void head_unpin(struct head_series *s);
 /* The newest timestamp of the series with these labels (INT64_MIN: none or no
  * sample). Takes the read lock. */
@@ -171,39 +171,39 @@ struct rchunk {
 	int64_t mint, maxt;
 	uint32_t count;
 	uint64_t ts_ref, vals_ref; /* block refs; for the head, the chunk's sequence number
-	                            * (the open chunk has the next number) */
+				    * (the open chunk has the next number) */
 };
 
 struct reader_ops {
 	int (*label_names)(void *r, char ***out, size_t *n, struct pd_err *err);
 	int (*label_values)(void *r, const char *name, char ***out, size_t *n, struct pd_err *err);
 	int (*postings)(void *r, const char *name, const char *value, uint64_t **out, size_t *n,
-	                struct pd_err *err);
+			struct pd_err *err);
 	int (*all_series)(void *r, uint64_t **out, size_t *n, struct pd_err *err);
 	/* labels: malloc'd array, strings borrowed while the reader is open (head: a
 	 * series' labels never change); chunks: malloc'd. */
-	int (*series)(void *r, uint64_t ref, struct pd_lpair **labels, size_t *nl,
-	              struct rchunk **c, size_t *nc, struct pd_err *err);
+	int (*series)(void *r, uint64_t ref, struct pd_lpair **labels, size_t *nl, struct rchunk **c,
+		      size_t *nc, struct pd_err *err);
 	/* timestamp chunk bytes into *out (malloc'd copy). */
 	int (*chunk_ts)(void *r, uint64_t series_ref, const struct rchunk *c, uint8_t **out,
-	                size_t *len, struct pd_err *err);
+			size_t *len, struct pd_err *err);
 	/* profile i of a chunk, at timestamp t, into *out (malloc'd); tsc, tsl: the
 	 * chunk's timestamp chunk as chunk_ts gave it (borrowed), which a sealed value
 	 * chunk is read beside (pd_chunkenc_values_read_tc). */
 	int (*chunk_value)(void *r, uint64_t series_ref, const struct rchunk *c, size_t i,
-	                   int64_t t, const uint8_t *tsc, size_t tsl, size_t max_profile,
-	                   uint8_t **out, size_t *len, struct pd_err *err);
+			   int64_t t, const uint8_t *tsc, size_t tsl, size_t max_profile,
+			   uint8_t **out, size_t *len, struct pd_err *err);
 	/* merges profiles [from, to) of a chunk (pd_chunkenc_values_merge_tc; ts[i]:
 	 * profile i's timestamp, tsc and tsl the timestamp chunk, all borrowed); emit
 	 * is called with no lock of the reader held. */
 	int (*chunk_merge)(void *r, uint64_t series_ref, const struct rchunk *c, size_t from,
-	                   size_t to, const int64_t *ts, const uint8_t *tsc, size_t tsl,
-	                   size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
-	                   struct pd_err *err);
+			   size_t to, const int64_t *ts, const uint8_t *tsc, size_t tsl,
+			   size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx,
+			   struct pd_err *err);
 	/* the deleted intervals of a series (tombstones), ascending and disjoint:
 	 * *out malloc'd, NULL with *n = 0 when there are none. */
 	int (*tombstones)(void *r, uint64_t series_ref, struct tomb_entry **out, size_t *n,
-	                  struct pd_err *err);
+			  struct pd_err *err);
 };
 
 extern const struct reader_ops head_reader_ops;
@@ -216,7 +216,7 @@ extern const struct reader_ops block_reader_ops;
  * which *owned also receives (malloc'd, the caller frees it); a chunk that has a
  * section is left alone and *owned stays NULL. */
 int tsdb_chunk_add_totals(struct pd_block_chunk *c, size_t max_profile, uint8_t **owned,
-                          struct pd_err *err);
+			  struct pd_err *err);
 
 /* ---- the database ---------------------------------------------------------- */
 
@@ -235,32 +235,32 @@ struct pd_tsdb {
 	char *dir;
 	struct pd_tsdb_opts o;
 	struct head head;
-	struct pd_wal *wal;        /* NULL when disabled */
-	pthread_mutex_t append_mu; /* serialises commits' reservations (order checks,
-	                            * tickets, WAL queue order), flushes, compaction */
-	pthread_cond_t commit_cv;  /* inflight fell to 0, or a flush ended (append_mu) */
-	uint64_t inflight;         /* commits reserved and not yet returned (append_mu) */
-	int flushing;              /* a flush holds new reservations back (append_mu) */
+	struct pd_wal *wal;          /* NULL when disabled */
+	pthread_mutex_t append_mu;   /* serialises commits' reservations (order checks,
+				      * tickets, WAL queue order), flushes, compaction */
+	pthread_cond_t commit_cv;    /* inflight fell to 0, or a flush ended (append_mu) */
+	uint64_t inflight;           /* commits reserved and not yet returned (append_mu) */
+	int flushing;                /* a flush holds new reservations back (append_mu) */
 	struct db_order_stripe order[DB_ORDER_STRIPES];
-	pthread_rwlock_t blocks_mu; /* guards blocks: readers hold it for a query */
-	struct pd_block **blocks;   /* sorted by mint */
+	pthread_rwlock_t blocks_mu;  /* guards blocks: readers hold it for a query */
+	struct pd_block **blocks;    /* sorted by mint */
 	size_t nblocks;
 	uint64_t compactions, retention_deletions;
 	int wal_repaired;
 	uint64_t wal_ro_bytes; /* read-only: the WAL's size on disk when opened */
 	char wal_repair[300];
 	uint64_t wal_damaged_records, wal_damaged_bytes; /* skipped at replay */
-	uint64_t blocks_damaged;                         /* set aside at open */
-	char damage_note[400];                           /* the first damage found at open */
+	uint64_t blocks_damaged;     /* set aside at open */
+	char damage_note[400];       /* the first damage found at open */
 	/* failures, counted with __atomic builtins */
-	uint64_t chunks_damaged; /* chunk reads that found damage */
+	uint64_t chunks_damaged;     /* chunk reads that found damage */
 	uint64_t head_cut_failures, compaction_failures;
 	/* the end of the newest block the head was persisted into (or the newest
 	 * block's end at open): samples before it are refused (__atomic) */
 	int64_t min_valid_t;
-	uint64_t out_of_bounds;        /* samples refused as out of bounds (__atomic) */
-	uint64_t too_far_in_future;    /* of them, dated past the future window */
-	uint64_t replay_skipped;       /* samples WAL replay left out (set at open) */
+	uint64_t out_of_bounds;  /* samples refused as out of bounds (__atomic) */
+	uint64_t too_far_in_future; /* of them, dated past the future window */
+	uint64_t replay_skipped; /* samples WAL replay left out (set at open) */
 	uint64_t vertical_compactions; /* merges of overlapping blocks */
 	/* maint_mu: held by whatever changes blocks or deletes (flush, compaction,
 	 * retention, deletion, clean_tombstones) and by snapshots; taken before
@@ -306,22 +306,22 @@ struct source {
 /* The refs (ascending, malloc'd) of the series of src that every matcher
  * accepts. */
 int tsdb_matching_refs(const struct source *src, const struct pd_tsdb_matcher *m, size_t nm,
-                       uint64_t **out, size_t *n, struct pd_err *err);
+		       uint64_t **out, size_t *n, struct pd_err *err);
 
 /* querier.c: the refs (ascending, malloc'd) of the series of src that the
  * matchers may accept, through postings (check each with tsdb_labels_match);
  * whether labels pass every matcher; counting and logging a damaged chunk that
  * a read met (what: what was being done; err: the damage, may be NULL). */
 int tsdb_candidates(const struct source *src, const struct pd_tsdb_matcher *m, size_t nm,
-                    uint64_t **out, size_t *n, struct pd_err *err);
+		    uint64_t **out, size_t *n, struct pd_err *err);
 int tsdb_labels_match(const struct pd_lpair *l, size_t n, const struct pd_tsdb_matcher *m,
-                      size_t nm);
+		      size_t nm);
 void tsdb_chunk_damaged(struct pd_tsdb *db, const struct source *src, const char *what,
-                        const struct pd_err *err);
+			const struct pd_err *err);
 
 /* The head and the blocks overlapping [mint, maxt], oldest first. The caller holds
  * blocks_mu for reading while it uses them. *out is malloc'd. */
 int db_sources(struct pd_tsdb *db, int64_t mint, int64_t maxt, struct source **out, size_t *n,
-               struct pd_err *err);
+	       struct pd_err *err);
 
 #endif
