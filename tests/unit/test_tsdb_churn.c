@@ -100,7 +100,7 @@ static void test_churn_drops_series(void **state)
 	pd_tsdb_stats(db, &st);
 	assert_true(st.head_series_removed >= 40);
 	assert_int_equal(ref_of(db, "0-0"), 0);
-	/* a series limit of 25: without the drop, generation 2 would pass it: churn keeps it free */
+	/* a limit of 25: without the drop, generation 2 would pass it */
 	assert_int_equal(st.head_series_limit_refused, 0);
 	/* postings hold no ref of a dropped series */
 	size_t npost = db->head.npostings;
