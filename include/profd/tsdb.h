@@ -409,6 +409,8 @@ struct pd_tsdb_stats {
 	uint64_t ch_partitions_dropped, ch_retention_failures;
 	/* the head's series limit (0: none), and new series it refused since open */
 	uint64_t head_series_limit, head_series_limit_refused;
+	/* series dropped at head truncations since open, having no sample left */
+	uint64_t head_series_removed;
 };
 
 void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st);

@@ -271,6 +271,9 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	family(w, "profd_tsdb_head_series_limit_refused_total", "counter",
 	       "New series refused because the head held its series limit.");
 	sample_u(w, "profd_tsdb_head_series_limit_refused_total", st.head_series_limit_refused);
+	family(w, "profd_tsdb_head_series_removed_total", "counter",
+	       "Series dropped from the head at its truncation, having no sample left.");
+	sample_u(w, "profd_tsdb_head_series_removed_total", st.head_series_removed);
 	family(w, "profd_tsdb_head_samples", "gauge", "Profiles in the head.");
 	sample_u(w, "profd_tsdb_head_samples", st.head_samples);
 	family(w, "profd_tsdb_head_chunks", "gauge", "Chunks in the head.");

@@ -670,14 +670,7 @@ static int64_t last_time(struct pd_tsdb_appender *a, const struct pd_lpair *l, s
 	for (size_t i = a->n; i-- > 0;)
 		if (a->v[i].hash == hash && labels_cmp(a->v[i].labels, a->v[i].n, l, n) == 0)
 			return a->v[i].t;
-	struct head_series *s = head_get(&a->db->head, l, n, hash);
-	int64_t t = INT64_MIN;
-	if (s) {
-		pthread_mutex_lock(&s->mu);
-		t = s->maxt;
-		pthread_mutex_unlock(&s->mu);
-	}
-	return t;
+	return head_series_maxt(&a->db->head, l, n, hash);
 }
 
 static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
@@ -943,14 +936,15 @@ static int apply_sample(struct pd_tsdb *db, struct head_series *s, uint64_t tick
 	return rc;
 }
 
-/* The series of sample v, created in the head if new. */
+/* The series of sample v, created in the head if new; pinned (the commit
+ * unpins it when done), so that no head truncation drops it meanwhile. */
 static int find_series(struct pd_tsdb *db, const struct app_sample *v, struct head_series **out,
 		       struct pd_err *err)
 {
 	int created;
-	*out = head_get(&db->head, v->labels, v->n, v->hash);
+	*out = head_get_pinned(&db->head, v->labels, v->n, v->hash);
 	int rc = *out ? head_admit(&db->head, *out, err)
-		      : head_get_or_create(&db->head, v->labels, v->n, 0, out, &created, err);
+		      : head_get_or_create_pinned(&db->head, v->labels, v->n, out, &created, err);
 	if (rc == PD_ELIMIT) {
 		char name[256];
 		series_name(v->labels, v->n, name, sizeof(name));
@@ -1140,6 +1134,8 @@ int pd_tsdb_commit(struct pd_tsdb_appender *a, struct pd_err *err)
 		pthread_cond_broadcast(&db->commit_cv);
 	pthread_mutex_unlock(&db->append_mu);
 out:
+	for (size_t i = 0; ser && i < a->n; i++)
+		head_unpin(ser[i]);
 	pd_wal_rec_destroy(rec);
 	free(entry);
 	free(prev);
@@ -1419,6 +1415,14 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 		if (!all && hi > db->min_valid_t)
 			__atomic_store_n(&db->min_valid_t, hi, __ATOMIC_RELEASE);
 	}
+	/* series with no sample left go, before the checkpoint drops their
+	 * entries too; they are freed once no query can hold them */
+	struct head_series **dead = NULL;
+	size_t ndead = 0;
+	if (persisted_to != INT64_MIN && !db->o.clickhouse &&
+	    head_gc(h, persisted_to, &dead, &ndead) == 0 && ndead)
+		pd_log_info("tsdb", "series without samples dropped from the head", "series=%zu",
+		            ndead);
 	if (!rc && persisted_to != INT64_MIN && db->wal) {
 		struct keep_ctx k = {h, persisted_to};
 		rc = pd_wal_cut(db->wal, err);
@@ -1426,6 +1430,12 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 			rc = pd_wal_checkpoint(db->wal, persisted_to, keep_series, &k, err);
 	}
 	pthread_mutex_unlock(&db->append_mu);
+	if (ndead) {
+		/* queries hold blocks_mu for reading while they use the head's series */
+		pthread_rwlock_wrlock(&db->blocks_mu);
+		head_gc_free(dead, ndead);
+		pthread_rwlock_unlock(&db->blocks_mu);
+	}
 	int cut_failed = rc != 0;
 	if (rc) {
 		/* the head keeps what did not reach a block, the WAL what was not
@@ -2105,6 +2115,7 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 	struct head *h = &db->head;
 	st->head_series_limit = h->max_series;
 	st->head_series_limit_refused = __atomic_load_n(&h->refused, __ATOMIC_RELAXED);
+	st->head_series_removed = __atomic_load_n(&h->removed, __ATOMIC_RELAXED);
 	pthread_rwlock_rdlock(&h->mu);
 	st->head_mint = h->mint;
 	st->head_maxt = h->maxt;

@@ -88,6 +88,11 @@ static void free_series(struct head_series *s)
 	free(s);
 }
 
+void head_series_free(struct head_series *s)
+{
+	free_series(s);
+}
+
 void head_fini(struct head *h)
 {
 	for (size_t i = 0; i < h->nseries; i++)
@@ -243,14 +248,16 @@ int head_admit(struct head *h, const struct head_series *s, struct pd_err *err)
 			  (unsigned long long)live, (unsigned long long)h->max_series);
 }
 
-int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
-		       struct head_series **out, int *created, struct pd_err *err)
+static int get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
+			 struct head_series **out, int *created, int pin, struct pd_err *err)
 {
 	uint64_t hash = labels_hash(l, n);
 	*created = 0;
 	pthread_rwlock_wrlock(&h->mu);
 	struct head_series *s = find_locked(h, l, n, hash);
 	if (s) {
+		if (pin)
+			__atomic_add_fetch(&s->pins, 1, __ATOMIC_ACQ_REL);
 		pthread_rwlock_unlock(&h->mu);
 		*out = s;
 		return 0;
@@ -341,6 +348,8 @@ int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint6
 		h->next_ref = ref + 1;
 	s->next_in_bucket = h->buckets[hash & (h->nbuckets - 1)];
 	h->buckets[hash & (h->nbuckets - 1)] = s;
+	if (pin)
+		s->pins = 1;
 	pthread_rwlock_unlock(&h->mu);
 	*out = s;
 	*created = 1;
@@ -358,6 +367,49 @@ nomem:
 	free(lp);
 	pthread_rwlock_unlock(&h->mu);
 	return pd_err_set(err, PD_ENOMEM, "out of memory creating a series");
+}
+
+int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
+		       struct head_series **out, int *created, struct pd_err *err)
+{
+	return get_or_create(h, l, n, ref, out, created, 0, err);
+}
+
+int head_get_or_create_pinned(struct head *h, const struct pd_lpair *l, size_t n,
+			      struct head_series **out, int *created, struct pd_err *err)
+{
+	return get_or_create(h, l, n, 0, out, created, 1, err);
+}
+
+struct head_series *head_get_pinned(struct head *h, const struct pd_lpair *l, size_t n,
+				    uint64_t hash)
+{
+	pthread_rwlock_rdlock(&h->mu);
+	struct head_series *s = find_locked(h, l, n, hash);
+	if (s)
+		__atomic_add_fetch(&s->pins, 1, __ATOMIC_ACQ_REL);
+	pthread_rwlock_unlock(&h->mu);
+	return s;
+}
+
+void head_unpin(struct head_series *s)
+{
+	if (s)
+		__atomic_sub_fetch(&s->pins, 1, __ATOMIC_ACQ_REL);
+}
+
+int64_t head_series_maxt(struct head *h, const struct pd_lpair *l, size_t n, uint64_t hash)
+{
+	int64_t t = INT64_MIN;
+	pthread_rwlock_rdlock(&h->mu);
+	struct head_series *s = find_locked(h, l, n, hash);
+	if (s) {
+		pthread_mutex_lock(&s->mu);
+		t = s->maxt;
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_rwlock_unlock(&h->mu);
+	return t;
 }
 
 int head_open_ts(const struct head_series *s, uint8_t **out, size_t *len, struct pd_err *err)

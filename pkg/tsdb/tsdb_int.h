@@ -49,6 +49,8 @@ struct head_series {
 	uint64_t commit_seq;  /* samples of this series reserved so far (append_mu) */
 	uint64_t commit_done; /* reserved samples whose turn at head_append is over
 			       * (guarded by the db's order stripe of this series) */
+	uint32_t pins; /* commits holding this series (atomic): head_gc keeps it */
+	int gone;      /* head_gc: taken out of the tables (h->mu held for writing) */
 };
 
 struct postings_list {
@@ -87,6 +89,7 @@ struct head {
 	 * its series leaves them empty, and at most max_series empty series are
 	 * held besides */
 	uint64_t max_series, refused, nlive;
+	uint64_t removed; /* series head_gc dropped since open (atomic) */
 };
 
 int head_init(struct head *h, const struct pd_tsdb_opts *o);
@@ -126,6 +129,28 @@ int head_seal_values(const struct head_series *s, uint8_t **out, size_t *len, st
 int head_cut_before(struct head *h, int64_t t, struct pd_err *err);
 /* Drops chunks that end before t, and the deleted intervals that do. */
 void head_truncate(struct head *h, int64_t t);
+/* Like head_get and head_get_or_create, but the series is pinned (head_unpin
+ * releases it): head_gc does not drop a pinned series, so a commit may keep
+ * the pointer while it has no sample in the head yet. */
+struct head_series *head_get_pinned(struct head *h, const struct pd_lpair *l, size_t n,
+				    uint64_t hash);
+int head_get_or_create_pinned(struct head *h, const struct pd_lpair *l, size_t n,
+			      struct head_series **out, int *created, struct pd_err *err);
+void head_unpin(struct head_series *s);
+/* The newest timestamp of the series with these labels (INT64_MIN: none or no
+ * sample). Takes the read lock. */
+int64_t head_series_maxt(struct head *h, const struct pd_lpair *l, size_t n, uint64_t hash);
+/* Takes out of the head's tables (series, refs, hash buckets, postings) every
+ * series that holds no sample (no closed chunk, an empty open chunk), has no
+ * commit in flight or pinned, and whose newest sample is before t; they go
+ * into *dead, malloc'd (*ndead of them; NULL when none), for head_gc_free once
+ * no reader can hold them any more. Readers that look them up by ref from now
+ * on find nothing. The caller holds the db's append_mu with no commit in
+ * flight. Out of memory drops nothing. */
+int head_gc(struct head *h, int64_t t, struct head_series ***dead, size_t *ndead);
+void head_gc_free(struct head_series **dead, size_t n);
+/* Frees a series taken out of the head (or never put in). */
+void head_series_free(struct head_series *s);
 uint64_t labels_hash(const struct pd_lpair *l, size_t n);
 /* Sorts a malloc'd list of malloc'd strings and frees the duplicates. */
 void tsdb_strings_sort_unique(char **v, size_t *n);
