@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -305,6 +307,49 @@ static void test_damage_missing_file(void **state)
 	damage_case(2);
 }
 
+/* kill -9 of a process that is writing chunks (one a file, so files are cut
+ * all the time) loses no acknowledged commit: the child reports each commit once
+ * pd_tsdb_commit returned, the parent kills it after 60 and checks that the
+ * reopened store has every reported sample. */
+static void test_kill9(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		struct pd_tsdb *db = open_store(dir, 1);
+		for (int64_t k = 0;; k++) {
+			append(db, k * STEP, (k + 1) * STEP);
+			if (write(fds[1], &k, sizeof(k)) != (ssize_t)sizeof(k))
+				_exit(1);
+		}
+	}
+	close(fds[1]);
+	int64_t k, acked = -1;
+	while (read(fds[0], &k, sizeof(k)) == (ssize_t)sizeof(k)) {
+		acked = k;
+		if (k == 60)
+			kill(pid, SIGKILL);
+	}
+	close(fds[0]);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	assert_true(acked >= 60);
+	struct pd_tsdb *db = open_store(dir, 1);
+	assert_true(stats(db).head_chunks_mapped >= 5 * NSERIES);
+	/* every acknowledged commit is there; one in flight may be too */
+	struct pd_tsdb_stats st = stats(db);
+	assert_true(st.head_samples >= (uint64_t)(acked + 1) * NSERIES);
+	expect_all(db, 0, (acked + 1) * STEP);
+	pd_tsdb_close(db);
+	rmdir_all(dir);
+}
+
 /* The golden file: two chunks of two series with fixed bytes. */
 static void write_golden(const char *dir)
 {
@@ -399,7 +444,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_write_and_map),   cmocka_unit_test(test_replay),
 	    cmocka_unit_test(test_truncate),        cmocka_unit_test(test_damage_flipped_byte),
 	    cmocka_unit_test(test_damage_cut_file), cmocka_unit_test(test_damage_missing_file),
-	    cmocka_unit_test(test_golden),
+	    cmocka_unit_test(test_golden),          cmocka_unit_test(test_kill9),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
