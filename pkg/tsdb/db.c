@@ -18,6 +18,8 @@
 #include "profd/pprof.h"
 #include "block_int.h"
 #include "ch_query.h"
+#include "hc_replay.h"
+#include "head_chunks.h"
 #include "tsdb_int.h"
 #include "wal.h"
 
@@ -287,6 +289,7 @@ struct replay_ctx {
 	uint64_t skipped;
 	uint64_t bad_series; /* series entries with ref 0, or too large */
 	struct pd_u64map refs; /* WAL ref -> index in head.series + 1; 0: unknown */
+	struct hc_replay *hc;  /* the chunks of the head chunk files, or NULL */
 };
 
 static int replay_series(void *c, uint64_t ref, const struct pd_lpair *l, size_t n)
@@ -359,6 +362,9 @@ static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, siz
 		tsdb_ch_note_time(s, t);
 		return 0;
 	}
+	/* a sample a head chunk file holds is not encoded again */
+	if (hc_replay_sample(rc->hc, h, s, ref, t))
+		return 0;
 	uint8_t *raw = NULL;
 	size_t rawlen;
 	if (pd_gzip_is(p, len)) {
@@ -413,6 +419,51 @@ static void sort_postings(struct head *h)
 		if (pl->key && k < pl->n)
 			qsort(pl->refs, pl->n, sizeof(*pl->refs), ref_cmp);
 	}
+}
+
+/* The head chunk files before WAL replay: sealed chunks go there from now on,
+ * and those already there wait in *out for the WAL to take them. Damage costs
+ * the chunks it touches (the WAL re-builds them) and is noted. */
+static int open_head_chunks(struct pd_tsdb *db, struct hc_replay **out, struct pd_err *err)
+{
+	struct hc_loaded *c = NULL;
+	size_t n = 0;
+	struct hc_damage d;
+	int rc = hcm_open(&db->head.hcm, db->dir, db->o.head_chunks_file_size, err);
+	if (!rc)
+		rc = hcm_load(db->head.hcm, 0, &c, &n, &d, err);
+	if (!rc && (rc = hc_replay_start(out, c, n, err))) {
+		for (size_t i = 0; i < n; i++)
+			hcm_release(c[i].file);
+		free(c);
+	}
+	if (rc)
+		return rc;
+	if (d.cut)
+		pd_log_warn("tsdb", "head chunk file's torn tail cut off", "cut=%s", d.cut_note);
+	if (d.files) {
+		db->hc_damaged_files = d.files;
+		note_damage(db,
+			    "head chunk files: %llu damaged or missing, %llu bytes lost (their "
+			    "chunks are re-built from the WAL); the first: %s",
+			    (unsigned long long)d.files, (unsigned long long)d.bytes, d.first);
+	}
+	return 0;
+}
+
+/* After WAL replay: chunks the WAL did not take are released, and files left
+ * without chunks removed. */
+static void end_head_chunks(struct pd_tsdb *db, struct hc_replay *r)
+{
+	uint64_t chunks = 0, samples = 0;
+	if (!db->head.hcm)
+		return;
+	hc_replay_end(r, &chunks, &samples);
+	hcm_truncate(db->head.hcm);
+	if (chunks)
+		pd_log_info("tsdb", "head chunks mapped from the head chunk files",
+		            "chunks=%llu samples=%llu", (unsigned long long)chunks,
+		            (unsigned long long)samples);
 }
 
 int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opts *opts,
@@ -477,8 +528,14 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 	}
 	if (!db->o.wal_disabled) {
 		char *wdir = path_join(dir, "wal");
-		struct replay_ctx ctx = {db, 0, 0, {0}};
+		struct replay_ctx ctx = {db, 0, 0, {0}, NULL};
 		pd_u64map_init(&ctx.refs);
+		if (!db->o.read_only && !db->o.clickhouse &&
+		    (rc = open_head_chunks(db, &ctx.hc, err))) {
+			pd_u64map_fini(&ctx.refs);
+			free(wdir);
+			goto fail;
+		}
 		struct pd_wal_replay_cb cb = {replay_series, replay_sample, &ctx, replay_tombstone};
 		struct pd_wal_replay_stats st;
 		struct pd_wal_opts wo = {.segment_size = db->o.wal_segment_size, .sync = db->o.wal_sync};
@@ -493,6 +550,7 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 				     : pd_wal_replay(wdir, &cb, &st, err);
 		replay_mark_logged(&ctx);
 		pd_u64map_fini(&ctx.refs);
+		end_head_chunks(db, ctx.hc);
 		db->replay_skipped = ctx.skipped;
 		if (ctx.skipped)
 			pd_log_warn("tsdb",
@@ -563,7 +621,9 @@ void pd_tsdb_close(struct pd_tsdb *db)
 	for (size_t i = 0; i < db->nblocks; i++)
 		pd_block_close(db->blocks[i]);
 	free(db->blocks);
+	struct hc_mapper *hcm = db->head.hcm;
 	head_fini(&db->head);
+	hcm_close(hcm);
 	pthread_mutex_destroy(&db->append_mu);
 	pthread_cond_destroy(&db->commit_cv);
 	for (size_t i = 0; i < DB_ORDER_STRIPES; i++) {
@@ -1425,7 +1485,11 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 		            ndead);
 	if (!rc && persisted_to != INT64_MIN && db->wal) {
 		struct keep_ctx k = {h, persisted_to};
-		rc = pd_wal_cut(db->wal, err);
+		/* the chunks written so far are on disk before the WAL lets go of
+		 * anything */
+		rc = hcm_sync(h->hcm, err);
+		if (!rc)
+			rc = pd_wal_cut(db->wal, err);
 		if (!rc)
 			rc = pd_wal_checkpoint(db->wal, persisted_to, keep_series, &k, err);
 	}
@@ -2163,6 +2227,9 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 	st->accept_from = accept_from(db, &why);
 	st->wal_replay_skipped = db->replay_skipped;
 	st->vertical_compactions = __atomic_load_n(&db->vertical_compactions, __ATOMIC_RELAXED);
+	hcm_stats(h->hcm, &st->head_chunk_files, &st->head_chunk_bytes, &st->head_chunks_mapped);
+	st->head_chunk_files_damaged = db->hc_damaged_files;
+	st->head_chunk_write_failures = __atomic_load_n(&h->hc_write_failures, __ATOMIC_RELAXED);
 	if (db->ship)
 		ch_ship_stats(db->ship, st);
 	if (db->wal) {

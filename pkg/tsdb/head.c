@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "head_chunks.h"
 #include "profd/pprof.h"
 #include "tsdb_int.h"
 
@@ -72,12 +73,21 @@ int head_init(struct head *h, const struct pd_tsdb_opts *o)
 	return 0;
 }
 
+/* A closed chunk's bytes: its head chunk file's reference, or its memory. */
+static void chunk_free(struct head_chunk *c)
+{
+	if (c->file) {
+		hcm_release(c->file);
+	} else {
+		free(c->ts);
+		free(c->vals);
+	}
+}
+
 static void free_series(struct head_series *s)
 {
-	for (size_t i = 0; i < s->nchunks; i++) {
-		free(s->chunks[i].ts);
-		free(s->chunks[i].vals);
-	}
+	for (size_t i = 0; i < s->nchunks; i++)
+		chunk_free(&s->chunks[i]);
 	free(s->chunks);
 	pd_chunkenc_ts_fini(&s->open_ts);
 	pd_chunkenc_values_destroy(s->open_vals);
@@ -464,6 +474,24 @@ static int seal_open(struct head *h, struct head_series *s, struct pd_err *err)
 	c->mint = s->open_mint;
 	c->maxt = s->open_ts.t;
 	c->count = s->open_ts.count;
+	if (h->hcm) {
+		/* out of the heap into the head chunk files; a failed write (a full
+		 * disk) leaves the chunk in memory, as it was */
+		const uint8_t *tm, *vm;
+		struct pd_err werr;
+		if (hcm_write(h->hcm, s->ref, c->mint, c->maxt, c->count, c->ts, c->ts_len, c->vals,
+			      c->vals_len, &c->file, &tm, &vm, &werr) == 0) {
+			free(c->ts);
+			free(c->vals);
+			c->ts = (uint8_t *)tm;
+			c->vals = (uint8_t *)vm;
+		} else if (__atomic_fetch_add(&h->hc_write_failures, 1, __ATOMIC_RELAXED) == 0) {
+			pd_log_error("tsdb",
+				     "writing a sealed chunk to the head chunk files failed (it "
+				     "stays in memory; logged once, counted)",
+				     "err=%s", werr.msg);
+		}
+	}
 	s->nchunks++;
 	pd_chunkenc_ts_fini(&s->open_ts);
 	pd_chunkenc_ts_init(&s->open_ts);
@@ -471,8 +499,45 @@ static int seal_open(struct head *h, struct head_series *s, struct pd_err *err)
 	s->open_vals = NULL;
 	pd_chunkenc_totals_destroy(s->open_tot);
 	s->open_tot = NULL;
-	(void)h;
 	return 0;
+}
+
+int head_attach_chunk(struct head *h, struct head_series *s, const struct head_chunk *c,
+		      struct pd_err *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&s->mu);
+	if (c->mint <= s->maxt) {
+		rc = pd_err_set(err, PD_EINVAL, "chunk of %lld..%lld is not after %lld",
+				(long long)c->mint, (long long)c->maxt, (long long)s->maxt);
+		goto out;
+	}
+	if ((rc = seal_open(h, s, err)))
+		goto out;
+	if (s->nchunks == s->cap) {
+		size_t n = s->cap ? s->cap * 2 : 4;
+		struct head_chunk *nc = realloc(s->chunks, n * sizeof(*nc));
+		if (!nc) {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			goto out;
+		}
+		s->chunks = nc;
+		s->cap = n;
+	}
+	s->chunks[s->nchunks++] = *c;
+	s->maxt = c->maxt;
+	if (!s->live) {
+		__atomic_store_n(&s->live, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&h->nlive, 1, __ATOMIC_RELAXED);
+	}
+	if (c->mint < h->mint)
+		h->mint = c->mint;
+	if (c->maxt > h->maxt)
+		h->maxt = c->maxt;
+	h->nsamples += c->count;
+out:
+	pthread_mutex_unlock(&s->mu);
+	return rc;
 }
 
 static int64_t window_of(int64_t t, int64_t range)
@@ -603,11 +668,8 @@ void head_truncate(struct head *h, int64_t t)
 			continue;
 		pthread_mutex_lock(&s->mu);
 		size_t k = 0;
-		while (k < s->nchunks && s->chunks[k].maxt < t) {
-			free(s->chunks[k].ts);
-			free(s->chunks[k].vals);
-			k++;
-		}
+		while (k < s->nchunks && s->chunks[k].maxt < t)
+			chunk_free(&s->chunks[k++]);
 		if (k) {
 			memmove(s->chunks, s->chunks + k, (s->nchunks - k) * sizeof(*s->chunks));
 			s->nchunks -= k;
@@ -633,4 +695,6 @@ void head_truncate(struct head *h, int64_t t)
 	if (mint == INT64_MAX)
 		h->maxt = INT64_MIN;
 	pthread_rwlock_unlock(&h->mu);
+	/* head chunk files that hold no chunk of the head any more go */
+	hcm_truncate(h->hcm);
 }

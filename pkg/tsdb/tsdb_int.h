@@ -13,6 +13,9 @@
 
 /* ---- head ------------------------------------------------------------------ */
 
+struct hc_file;
+struct hc_mapper;
+
 struct head_chunk {
 	int64_t mint, maxt;
 	uint32_t count;
@@ -20,6 +23,9 @@ struct head_chunk {
 	size_t ts_len;
 	uint8_t *vals; /* sealed value chunk */
 	size_t vals_len;
+	/* the head chunk file whose read-only mapping ts and vals point into
+	 * (head_chunks.h), or NULL when they are malloc'd */
+	struct hc_file *file;
 };
 
 struct head_series {
@@ -90,6 +96,10 @@ struct head {
 	 * held besides */
 	uint64_t max_series, refused, nlive;
 	uint64_t removed; /* series head_gc dropped since open (atomic) */
+	/* where sealed chunks go (NULL: they stay on the heap), and seals whose
+	 * write failed, kept on the heap instead (atomic) */
+	struct hc_mapper *hcm;
+	uint64_t hc_write_failures;
 };
 
 int head_init(struct head *h, const struct pd_tsdb_opts *o);
@@ -125,6 +135,11 @@ int head_open_ts(const struct head_series *s, uint8_t **out, size_t *len, struct
  * when head_open_ts writes its totals section, to be read beside it. Series
  * lock held. */
 int head_seal_values(const struct head_series *s, uint8_t **out, size_t *len, struct pd_err *err);
+/* Adds chunk c (its bytes owned by the series from now on) after the series'
+ * chunks, sealing its open chunk first: WAL replay's chunks of the head chunk
+ * files. c must start after the series' last sample (PD_EINVAL). */
+int head_attach_chunk(struct head *h, struct head_series *s, const struct head_chunk *c,
+		      struct pd_err *err);
 /* Seals the open chunk of every series whose open chunk ends before t. */
 int head_cut_before(struct head *h, int64_t t, struct pd_err *err);
 /* Drops chunks that end before t, and the deleted intervals that do. */
@@ -268,6 +283,7 @@ struct pd_tsdb {
 	pthread_mutex_t maint_mu;
 	uint64_t deletions, snapshots, snapshot_failures, tombstones_cleaned; /* __atomic */
 	struct ch_ship *ship; /* with o.clickhouse: sends the WAL to ClickHouse (ch_ship.c) */
+	uint64_t hc_damaged_files; /* head chunk files found damaged or missing at open */
 };
 
 /* ---- ClickHouse: the WAL as the spool of what ClickHouse has not taken ---------- */
