@@ -86,7 +86,7 @@ static uint8_t *value(int s, int64_t t, size_t *len)
 	return p;
 }
 
-static char job[NSERIES][8];
+static char job[NSERIES][16];
 static void labels(int s, struct pd_tsdb_label l[2])
 {
 	snprintf(job[s], sizeof(job[s]), "j%d", s);
