@@ -292,6 +292,18 @@ struct replay_ctx {
 	struct hc_replay *hc;  /* the chunks of the head chunk files, or NULL */
 };
 
+/* Drops the series replay created without a sample (none is in use yet); they
+ * are not counted as removed by a truncation. */
+static void drop_empty_series(struct head *h)
+{
+	struct head_series **dead = NULL;
+	size_t ndead = 0;
+	if (head_gc(h, INT64_MIN + 1, &dead, &ndead) == 0 && ndead) {
+		__atomic_sub_fetch(&h->removed, ndead, __ATOMIC_RELAXED);
+		head_gc_free(dead, ndead);
+	}
+}
+
 static int replay_series(void *c, uint64_t ref, const struct pd_lpair *l, size_t n)
 {
 	struct replay_ctx *rc = c;
@@ -558,6 +570,11 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 			            "damaged, or duplicates)",
 			            "samples=%llu", (unsigned long long)ctx.skipped);
 		sort_postings(&db->head);
+		/* a series the WAL names without a sample (the entry a checkpoint
+		 * keeps of the largest ref, so that no later series gets it) is not
+		 * kept in the head */
+		if (!rc && !db->o.clickhouse)
+			drop_empty_series(&db->head);
 		if (!rc && st.truncated) {
 			db->wal_repaired = 1;
 			snprintf(db->wal_repair, sizeof(db->wal_repair),

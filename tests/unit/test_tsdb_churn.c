@@ -118,10 +118,56 @@ static void test_churn_drops_series(void **state)
 	free(dir);
 }
 
+/* The series of the largest ref is dropped and the checkpoint drops its
+ * entries: after a restart, a new series must still get a ref never used. */
+static void test_largest_ref_not_reused(void **state)
+{
+	(void)state;
+	char *dir = strdup("/tmp/pd_test_tsdb_churn_XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	struct pd_err err = {0};
+	struct pd_tsdb *db = open_db(dir, 0);
+	assert_int_equal(push(db, "stays", 100), 0);
+	assert_int_equal(push(db, "goes", 150), 0);
+	uint64_t gone = ref_of(db, "goes");
+	assert_true(gone > ref_of(db, "stays"));
+	for (int g = 1; g < 5; g++) {
+		assert_int_equal(push(db, "stays", g * 1000 + 100), 0);
+		assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	}
+	assert_int_equal(ref_of(db, "goes"), 0);
+	pd_tsdb_close(db);
+
+	db = open_db(dir, 0);
+	/* the entry that keeps the ref named makes no series of the head */
+	assert_int_equal(ref_of(db, "goes"), 0);
+	assert_int_equal(head_pods(db), 1);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.head_series_removed, 0);
+	assert_int_equal(push(db, "new", 5100), 0);
+	assert_true(ref_of(db, "new") > gone);
+	/* and again through a second checkpoint of the first */
+	for (int g = 6; g < 9; g++) {
+		assert_int_equal(push(db, "stays", g * 1000 + 100), 0);
+		assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	}
+	uint64_t newest = ref_of(db, "new");
+	assert_int_equal(newest, 0);
+	pd_tsdb_close(db);
+	db = open_db(dir, 0);
+	assert_int_equal(push(db, "newer", 9100), 0);
+	assert_true(ref_of(db, "newer") > gone + 1);
+	pd_tsdb_close(db);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_churn_drops_series),
+	    cmocka_unit_test(test_largest_ref_not_reused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
