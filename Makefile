@@ -28,18 +28,31 @@ demo:
 	@cd examples/demo-go && GOFLAGS=-mod=mod GOPROXY=off go build -o ../../build/demo-go .
 	@./build/demo-go $(DEMO_ARGS)
 
+# A build folder without ctest's cost data gets tests/ctest-costs.txt (each
+# test's seconds in a make test on a 2-core machine), so that ctest -j starts the
+# longest tests first on a clean clone too; ctest keeps it up to date after.
+COSTS := $(BUILD_DEV)/Testing/Temporary/CTestCostData.txt
+SEED_COSTS := { [ -f $(COSTS) ] || { mkdir -p $(dir $(COSTS)) && cp tests/ctest-costs.txt $(COSTS); }; }
+
+# The optimised build warns about things the debug build does not see. `make test`
+# ends with its wall time, and that of each step (deps, dev build, release
+# build, tests), pass or fail
 test:
-	@./scripts/deps.sh --test
-	@cmake -S . -B $(BUILD_DEV) -DCMAKE_BUILD_TYPE=Debug -DPD_SANITIZE=ON -DPD_FUZZ=ON \
-		-DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
-	@cmake --build $(BUILD_DEV) -j $(JOBS)
-	@# the optimised build warns about things the debug build does not see
-	@cmake -S . -B $(BUILD_REL) -DCMAKE_BUILD_TYPE=Release -DPD_TESTS=OFF >/dev/null
-	@cmake --build $(BUILD_REL) -j $(JOBS) --target profd
-	@cd $(BUILD_DEV) && ctest --output-on-failure -j $(JOBS)
+	@t0=$$(date +%s); t=$$t0; steps=; rc=0; \
+	step() { n=$$(date +%s); steps="$$steps $$1 $$((n - t)) s,"; t=$$n; }; \
+	{ ./scripts/deps.sh --test && step deps && \
+	cmake -S . -B $(BUILD_DEV) -DCMAKE_BUILD_TYPE=Debug -DPD_SANITIZE=ON -DPD_FUZZ=ON \
+		-DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null && \
+	cmake --build $(BUILD_DEV) -j $(JOBS) && step dev-build && \
+	cmake -S . -B $(BUILD_REL) -DCMAKE_BUILD_TYPE=Release -DPD_TESTS=OFF >/dev/null && \
+	cmake --build $(BUILD_REL) -j $(JOBS) --target profd && step release-build && \
+	$(SEED_COSTS) && (cd $(BUILD_DEV) && ctest --output-on-failure -j $(JOBS)) && step tests; } || { rc=$$?; step failed; }; \
+	e=$$(( $$(date +%s) - t0 )); steps=$${steps# }; \
+	echo "make test: $$([ $$rc = 0 ] && echo passed || echo FAILED) in $$((e / 60)) min $$((e % 60)) s ($${steps%,})"; \
+	exit $$rc
 
 # every fuzz target for FUZZ_SECONDS each (default 600), after replaying its
-# regression inputs; `make test` runs each for 20-30 s. Inputs found go to
+# regression inputs; `make test` replays the seeds and fuzzes each for 3-5 s. Inputs found go to
 # build/fuzz/tests/fuzz/fuzz_<target>.work/, crashes to its artifacts/.
 FUZZ_SECONDS ?= 600
 fuzz:

@@ -839,7 +839,8 @@ static int fetch_pairs(struct bstore *st, const struct synth *s, const size_t *i
 			size_t nl = synth_labels(s, is[j], l);
 			int64_t t = synth_time(s, is[j], ks[j]);
 			for (size_t i = 0; i < nl; i++)
-				m[i] = (struct pd_tsdb_matcher){l[i].name, pd_tsdb_match_equal, l[i].value};
+				m[i] = (struct pd_tsdb_matcher){l[i].name, pd_tsdb_match_equal,
+				                                l[i].value};
 			double a = now();
 			if (pd_tsdb_select(db, m, nl, t - PD_API_DEFAULT_LOOKBACK_MS, t, 0, &res,
 			                   &err))
@@ -1386,8 +1387,10 @@ static int run_merge_case(const struct opts *o, struct bstore *st, const struct 
 	argv_pprof = proto_argv(pprof_pre, 1, files, m->n);
 	if (!argv_go || !argv_pprof)
 		goto out;
-	snprintf(out_path, sizeof(out_path), "%s/go-merge.pb.gz", work);
-	snprintf(err_path, sizeof(err_path), "%s/go-merge.err", work);
+	if (snprintf(out_path, sizeof(out_path), "%s/go-merge.pb.gz", work) >=
+	        (int)sizeof(out_path) ||
+	    snprintf(err_path, sizeof(err_path), "%s/go-merge.err", work) >= (int)sizeof(err_path))
+		goto out;
 	double gv[2][64], gc[64];
 	for (int which = 0; which < 2; which++) {
 		char **a = which ? argv_pprof : argv_go;
@@ -1438,7 +1441,8 @@ static int find_pprof(const char *go, char *out, size_t size)
 	dir[strcspn(dir, "\n")] = 0;
 	if (!dir[0])
 		return -1;
-	snprintf(out, size, "%s/pprof", dir);
+	if (snprintf(out, size, "%s/pprof", dir) >= (int)size)
+		return -1;
 	return access(out, X_OK);
 }
 
@@ -1466,7 +1470,8 @@ static int section_merge(const struct opts *o, struct bstore *st, const struct s
 		return -1;
 	}
 	/* go tool pprof must not fetch symbols or binaries; it reads the files only */
-	snprintf(path, sizeof(path), "%s/none", work);
+	if (snprintf(path, sizeof(path), "%s/none", work) >= (int)sizeof(path))
+		return -1;
 	setenv("PPROF_BINARY_PATH", path, 1);
 	setenv("PPROF_TMPDIR", work, 1);
 
@@ -1486,8 +1491,8 @@ static int section_merge(const struct opts *o, struct bstore *st, const struct s
 	for (int w = 0; w < 3; w++) {
 		if (pick[w] == SIZE_MAX)
 			continue;
-		snprintf(path, sizeof(path), "%s/files-%d", work, w);
-		if (mkdir(path, 0755) || !(files[w] = calloc(nmax, sizeof(char *))))
+		if (snprintf(path, sizeof(path), "%s/files-%d", work, w) >= (int)sizeof(path) ||
+		    mkdir(path, 0755) || !(files[w] = calloc(nmax, sizeof(char *))))
 			goto out;
 		double a = now();
 		if (dump_series(&st[1], s, pick[w], nmax, path, files[w]))
@@ -1504,9 +1509,11 @@ static int section_merge(const struct opts *o, struct bstore *st, const struct s
 		char *a_go[] = {(char *)o->go, "tool", "pprof", "-proto", one, NULL};
 		char *a_pp[] = {gotool, "-proto", one, NULL};
 		double d;
-		snprintf(out_path, sizeof(out_path), "%s/one.pb.gz", work);
-		snprintf(err_path, sizeof(err_path), "%s/one.err", work);
-		if (run_process(a_go, out_path, err_path, &d, NULL) ||
+		if (snprintf(out_path, sizeof(out_path), "%s/one.pb.gz", work) >=
+		        (int)sizeof(out_path) ||
+		    snprintf(err_path, sizeof(err_path), "%s/one.err", work) >=
+		        (int)sizeof(err_path) ||
+		    run_process(a_go, out_path, err_path, &d, NULL) ||
 		    run_process(a_pp, out_path, err_path, &d, NULL))
 			goto out;
 		for (int r = 0; r < o->runs; r++)
@@ -1719,7 +1726,8 @@ int main(int argc, char **argv)
 		int ok = copy != NULL && *o.sections;
 		for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && ok;
 		     t = strtok_r(NULL, ",", &save))
-			ok = strcmp(t, "range") == 0 || strcmp(t, "fetch") == 0 || strcmp(t, "merge") == 0;
+			ok = strcmp(t, "range") == 0 || strcmp(t, "fetch") == 0 ||
+			     strcmp(t, "merge") == 0;
 		free(copy);
 		if (!ok) {
 			usage(stderr);

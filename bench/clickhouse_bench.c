@@ -816,7 +816,8 @@ static int find_pprof(const char *go, char *out, size_t size)
 	dir[strcspn(dir, "\n")] = 0;
 	if (!dir[0])
 		return -1;
-	snprintf(out, size, "%s/pprof", dir);
+	if (snprintf(out, size, "%s/pprof", dir) >= (int)size)
+		return -1;
 	return access(out, X_OK);
 }
 

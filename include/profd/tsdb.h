@@ -66,6 +66,9 @@ struct pd_tsdb_opts {
 	 * keeps every acknowledged series. 0: no limit; pd_tsdb_opts_init sets
 	 * PD_TSDB_DEFAULT_MAX_SERIES. */
 	uint64_t max_series;
+	/* Head chunk files (dir/chunks_head/, docs/format/head_chunks.md) are cut
+	 * before a chunk that would take one past this size; 0: 128 MiB. */
+	size_t head_chunks_file_size;
 };
 
 /* The default series limit: at the ~3 KB a series costs in the head before its
@@ -409,6 +412,13 @@ struct pd_tsdb_stats {
 	uint64_t ch_partitions_dropped, ch_retention_failures;
 	/* the head's series limit (0: none), and new series it refused since open */
 	uint64_t head_series_limit, head_series_limit_refused;
+	/* series dropped at head truncations since open, having no sample left */
+	uint64_t head_series_removed;
+	/* the head chunk files (sealed chunks out of the heap): files, their bytes
+	 * and the chunks of the head in them; files found damaged or missing at
+	 * open; seals whose write failed since open (kept in memory instead) */
+	uint64_t head_chunk_files, head_chunk_bytes, head_chunks_mapped;
+	uint64_t head_chunk_files_damaged, head_chunk_write_failures;
 };
 
 void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st);

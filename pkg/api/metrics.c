@@ -271,6 +271,22 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	family(w, "profd_tsdb_head_series_limit_refused_total", "counter",
 	       "New series refused because the head held its series limit.");
 	sample_u(w, "profd_tsdb_head_series_limit_refused_total", st.head_series_limit_refused);
+	family(w, "profd_tsdb_head_series_removed_total", "counter",
+	       "Series dropped from the head at its truncation, having no sample left.");
+	sample_u(w, "profd_tsdb_head_series_removed_total", st.head_series_removed);
+	family(w, "profd_tsdb_head_chunk_files", "gauge", "Head chunk files (chunks_head/).");
+	sample_u(w, "profd_tsdb_head_chunk_files", st.head_chunk_files);
+	family(w, "profd_tsdb_head_chunk_bytes", "gauge", "Bytes of the head chunk files.");
+	sample_u(w, "profd_tsdb_head_chunk_bytes", st.head_chunk_bytes);
+	family(w, "profd_tsdb_head_chunks_mapped", "gauge",
+	       "Sealed head chunks kept in the head chunk files, mapped, not on the heap.");
+	sample_u(w, "profd_tsdb_head_chunks_mapped", st.head_chunks_mapped);
+	family(w, "profd_tsdb_head_chunk_files_damaged_total", "counter",
+	       "Head chunk files found damaged or missing at open.");
+	sample_u(w, "profd_tsdb_head_chunk_files_damaged_total", st.head_chunk_files_damaged);
+	family(w, "profd_tsdb_head_chunk_write_failures_total", "counter",
+	       "Sealed chunks whose write to the head chunk files failed (kept in memory).");
+	sample_u(w, "profd_tsdb_head_chunk_write_failures_total", st.head_chunk_write_failures);
 	family(w, "profd_tsdb_head_samples", "gauge", "Profiles in the head.");
 	sample_u(w, "profd_tsdb_head_samples", st.head_samples);
 	family(w, "profd_tsdb_head_chunks", "gauge", "Chunks in the head.");

@@ -117,6 +117,73 @@ char *cfg_expand_env(struct cfg_ctx *c, const char *s);
  * loaders join relative paths inside a file to it. */
 char *cfg_dir_of(const char *path);
 
+/* ---- the schema files (parse.c, parse_http.c, parse_sd.c, fields.c) -------- */
+
+struct http_src {
+	yaml_node_t *node; /* the mapping they are inlined in */
+	/* key nodes, for positions */
+	yaml_node_t *k_basic_auth, *k_authorization, *k_bearer_token, *k_bearer_token_file;
+	yaml_node_t *k_password_file, *k_credentials_file, *v_auth_type;
+	int has_basic_auth, has_authorization;
+	const char *ba_user, *ba_pass, *ba_pass_file;
+	const char *auth_type, *auth_cred, *auth_cred_file;
+	const char *bearer, *bearer_file;
+	const char *ca_file, *cert_file, *key_file, *server_name;
+	int insecure;
+	const char *proxy_url;
+	int follow_redirects;
+};
+
+/* Per-job positions kept for the checks that run after the whole job is read. */
+struct job_src {
+	yaml_node_t *node, *job_name, *interval, *timeout;
+	/* static targets, flattened in order, for checkStaticTargets */
+	yaml_node_t **target_nodes;
+	size_t ntarget_nodes, target_cap;
+	/* relabel rule nodes */
+	yaml_node_t **rule_nodes;
+	/* profile types: per entry of sc->profiles, where it was configured */
+	struct prof_src *prof;
+};
+
+struct prof_src {
+	yaml_node_t *key;  /* the type's key in pprof_config, NULL for untouched defaults */
+	yaml_node_t *path; /* value nodes, NULL when not given */
+	yaml_node_t *seconds;
+	int seconds_set;
+};
+
+/* fields.c. cfg_is: the entry's key is name. cfg_listed: name is in the
+ * NULL-terminated list. cfg_ignored: warns that e is accepted and ignored (0, or
+ * PD_ENOMEM). cfg_unsupported: the error for a field profd cannot honour, where
+ * (NULL: none) naming its parent ("tls_config"). cfg_valid_utf8: Go's
+ * utf8.ValidString. cfg_ends_with: s ends with suffix. cfg_parse_labels: a YAML map of label name
+ * -> value as a label set (*out NULL when empty), values $VAR-expanded when expand
+ * (external_labels). */
+int cfg_is(const struct cy_entry *e, const char *name);
+int cfg_listed(const char *name, const char *const *list);
+int cfg_ignored(struct cfg_ctx *c, const struct cy_entry *e);
+int cfg_unsupported(struct cfg_ctx *c, const struct cy_entry *e, const char *where);
+int cfg_ends_with(const char *s, const char *suffix);
+int cfg_valid_utf8(const char *s);
+int cfg_parse_labels(struct cfg_ctx *c, yaml_node_t *n, int expand, struct pd_labels **out);
+
+/* parse_http.c: h collects the HTTP client fields of the mapping node (init),
+ * field by field (cfg_http_field: 1 when e was one of them, 0 when not, else an
+ * error code), then checks them and fills out (finish). */
+void cfg_http_src_init(struct http_src *h, yaml_node_t *node);
+int cfg_http_field(struct cfg_ctx *c, const struct cy_entry *e, struct http_src *h);
+int cfg_http_finish(struct cfg_ctx *c, struct http_src *h, struct pd_http_client_config *out);
+
+/* parse_sd.c: each reads one list of a job's service discovery into sc; js keeps
+ * the positions the job's later checks name. */
+int cfg_parse_static_configs(struct cfg_ctx *c, yaml_node_t *n, struct pd_scrape_config *sc,
+                             struct job_src *js);
+int cfg_parse_file_sd_configs(struct cfg_ctx *c, yaml_node_t *n, struct pd_scrape_config *sc);
+int cfg_parse_http_sd_configs(struct cfg_ctx *c, yaml_node_t *n, struct pd_scrape_config *sc);
+int cfg_parse_dns_sd_configs(struct cfg_ctx *c, yaml_node_t *n, struct pd_scrape_config *sc);
+int cfg_parse_kubernetes_sd_configs(struct cfg_ctx *c, yaml_node_t *n, struct pd_scrape_config *sc);
+
 /* ---- parse.c -------------------------------------------------------------- */
 
 /* Fills c->cfg from the document root (NULL: empty document). */

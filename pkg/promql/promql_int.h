@@ -43,6 +43,9 @@ enum pd_pq_agg {
 	PQ_AGG_STDVAR,
 };
 
+/* The aggregation operators' names, by enum pd_pq_agg value (parse.c). */
+extern const char *const pd_pq_agg_names[PQ_AGG_STDVAR + 1];
+
 enum pd_pq_kind {
 	PQ_NUM = 0, /* number literal */
 	PQ_STR,     /* string literal */

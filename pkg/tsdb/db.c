@@ -18,6 +18,8 @@
 #include "profd/pprof.h"
 #include "block_int.h"
 #include "ch_query.h"
+#include "hc_replay.h"
+#include "head_chunks.h"
 #include "tsdb_int.h"
 #include "wal.h"
 
@@ -287,7 +289,20 @@ struct replay_ctx {
 	uint64_t skipped;
 	uint64_t bad_series; /* series entries with ref 0, or too large */
 	struct pd_u64map refs; /* WAL ref -> index in head.series + 1; 0: unknown */
+	struct hc_replay *hc;  /* the chunks of the head chunk files, or NULL */
 };
+
+/* Drops the series replay created without a sample (none is in use yet); they
+ * are not counted as removed by a truncation. */
+static void drop_empty_series(struct head *h)
+{
+	struct head_series **dead = NULL;
+	size_t ndead = 0;
+	if (head_gc(h, INT64_MIN + 1, &dead, &ndead) == 0 && ndead) {
+		__atomic_sub_fetch(&h->removed, ndead, __ATOMIC_RELAXED);
+		head_gc_free(dead, ndead);
+	}
+}
 
 static int replay_series(void *c, uint64_t ref, const struct pd_lpair *l, size_t n)
 {
@@ -359,6 +374,9 @@ static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, siz
 		tsdb_ch_note_time(s, t);
 		return 0;
 	}
+	/* a sample a head chunk file holds is not encoded again */
+	if (hc_replay_sample(rc->hc, h, s, ref, t))
+		return 0;
 	uint8_t *raw = NULL;
 	size_t rawlen;
 	if (pd_gzip_is(p, len)) {
@@ -413,6 +431,51 @@ static void sort_postings(struct head *h)
 		if (pl->key && k < pl->n)
 			qsort(pl->refs, pl->n, sizeof(*pl->refs), ref_cmp);
 	}
+}
+
+/* The head chunk files before WAL replay: sealed chunks go there from now on,
+ * and those already there wait in *out for the WAL to take them. Damage costs
+ * the chunks it touches (the WAL re-builds them) and is noted. */
+static int open_head_chunks(struct pd_tsdb *db, struct hc_replay **out, struct pd_err *err)
+{
+	struct hc_loaded *c = NULL;
+	size_t n = 0;
+	struct hc_damage d;
+	int rc = hcm_open(&db->head.hcm, db->dir, db->o.head_chunks_file_size, err);
+	if (!rc)
+		rc = hcm_load(db->head.hcm, 0, &c, &n, &d, err);
+	if (!rc && (rc = hc_replay_start(out, c, n, err))) {
+		for (size_t i = 0; i < n; i++)
+			hcm_release(c[i].file);
+		free(c);
+	}
+	if (rc)
+		return rc;
+	if (d.cut)
+		pd_log_warn("tsdb", "head chunk file's torn tail cut off", "cut=%s", d.cut_note);
+	if (d.files) {
+		db->hc_damaged_files = d.files;
+		note_damage(db,
+			    "head chunk files: %llu damaged or missing, %llu bytes lost (their "
+			    "chunks are re-built from the WAL); the first: %s",
+			    (unsigned long long)d.files, (unsigned long long)d.bytes, d.first);
+	}
+	return 0;
+}
+
+/* After WAL replay: chunks the WAL did not take are released, and files left
+ * without chunks removed. */
+static void end_head_chunks(struct pd_tsdb *db, struct hc_replay *r)
+{
+	uint64_t chunks = 0, samples = 0;
+	if (!db->head.hcm)
+		return;
+	hc_replay_end(r, &chunks, &samples);
+	hcm_truncate(db->head.hcm);
+	if (chunks)
+		pd_log_info("tsdb", "head chunks mapped from the head chunk files",
+		            "chunks=%llu samples=%llu", (unsigned long long)chunks,
+		            (unsigned long long)samples);
 }
 
 int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opts *opts,
@@ -477,8 +540,14 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 	}
 	if (!db->o.wal_disabled) {
 		char *wdir = path_join(dir, "wal");
-		struct replay_ctx ctx = {db, 0, 0, {0}};
+		struct replay_ctx ctx = {db, 0, 0, {0}, NULL};
 		pd_u64map_init(&ctx.refs);
+		if (!db->o.read_only && !db->o.clickhouse &&
+		    (rc = open_head_chunks(db, &ctx.hc, err))) {
+			pd_u64map_fini(&ctx.refs);
+			free(wdir);
+			goto fail;
+		}
 		struct pd_wal_replay_cb cb = {replay_series, replay_sample, &ctx, replay_tombstone};
 		struct pd_wal_replay_stats st;
 		struct pd_wal_opts wo = {.segment_size = db->o.wal_segment_size, .sync = db->o.wal_sync};
@@ -493,6 +562,7 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 				     : pd_wal_replay(wdir, &cb, &st, err);
 		replay_mark_logged(&ctx);
 		pd_u64map_fini(&ctx.refs);
+		end_head_chunks(db, ctx.hc);
 		db->replay_skipped = ctx.skipped;
 		if (ctx.skipped)
 			pd_log_warn("tsdb",
@@ -500,6 +570,11 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 			            "damaged, or duplicates)",
 			            "samples=%llu", (unsigned long long)ctx.skipped);
 		sort_postings(&db->head);
+		/* a series the WAL names without a sample (the entry a checkpoint
+		 * keeps of the largest ref, so that no later series gets it) is not
+		 * kept in the head */
+		if (!rc && !db->o.clickhouse)
+			drop_empty_series(&db->head);
 		if (!rc && st.truncated) {
 			db->wal_repaired = 1;
 			snprintf(db->wal_repair, sizeof(db->wal_repair),
@@ -563,7 +638,9 @@ void pd_tsdb_close(struct pd_tsdb *db)
 	for (size_t i = 0; i < db->nblocks; i++)
 		pd_block_close(db->blocks[i]);
 	free(db->blocks);
+	struct hc_mapper *hcm = db->head.hcm;
 	head_fini(&db->head);
+	hcm_close(hcm);
 	pthread_mutex_destroy(&db->append_mu);
 	pthread_cond_destroy(&db->commit_cv);
 	for (size_t i = 0; i < DB_ORDER_STRIPES; i++) {
@@ -670,14 +747,7 @@ static int64_t last_time(struct pd_tsdb_appender *a, const struct pd_lpair *l, s
 	for (size_t i = a->n; i-- > 0;)
 		if (a->v[i].hash == hash && labels_cmp(a->v[i].labels, a->v[i].n, l, n) == 0)
 			return a->v[i].t;
-	struct head_series *s = head_get(&a->db->head, l, n, hash);
-	int64_t t = INT64_MIN;
-	if (s) {
-		pthread_mutex_lock(&s->mu);
-		t = s->maxt;
-		pthread_mutex_unlock(&s->mu);
-	}
-	return t;
+	return head_series_maxt(&a->db->head, l, n, hash);
 }
 
 static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
@@ -943,14 +1013,15 @@ static int apply_sample(struct pd_tsdb *db, struct head_series *s, uint64_t tick
 	return rc;
 }
 
-/* The series of sample v, created in the head if new. */
+/* The series of sample v, created in the head if new; pinned (the commit
+ * unpins it when done), so that no head truncation drops it meanwhile. */
 static int find_series(struct pd_tsdb *db, const struct app_sample *v, struct head_series **out,
 		       struct pd_err *err)
 {
 	int created;
-	*out = head_get(&db->head, v->labels, v->n, v->hash);
+	*out = head_get_pinned(&db->head, v->labels, v->n, v->hash);
 	int rc = *out ? head_admit(&db->head, *out, err)
-		      : head_get_or_create(&db->head, v->labels, v->n, 0, out, &created, err);
+		      : head_get_or_create_pinned(&db->head, v->labels, v->n, out, &created, err);
 	if (rc == PD_ELIMIT) {
 		char name[256];
 		series_name(v->labels, v->n, name, sizeof(name));
@@ -1140,6 +1211,8 @@ int pd_tsdb_commit(struct pd_tsdb_appender *a, struct pd_err *err)
 		pthread_cond_broadcast(&db->commit_cv);
 	pthread_mutex_unlock(&db->append_mu);
 out:
+	for (size_t i = 0; ser && i < a->n; i++)
+		head_unpin(ser[i]);
 	pd_wal_rec_destroy(rec);
 	free(entry);
 	free(prev);
@@ -1419,13 +1492,31 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 		if (!all && hi > db->min_valid_t)
 			__atomic_store_n(&db->min_valid_t, hi, __ATOMIC_RELEASE);
 	}
+	/* series with no sample left go, before the checkpoint drops their
+	 * entries too; they are freed once no query can hold them */
+	struct head_series **dead = NULL;
+	size_t ndead = 0;
+	if (persisted_to != INT64_MIN && !db->o.clickhouse &&
+	    head_gc(h, persisted_to, &dead, &ndead) == 0 && ndead)
+		pd_log_info("tsdb", "series without samples dropped from the head", "series=%zu",
+		            ndead);
 	if (!rc && persisted_to != INT64_MIN && db->wal) {
 		struct keep_ctx k = {h, persisted_to};
-		rc = pd_wal_cut(db->wal, err);
+		/* the chunks written so far are on disk before the WAL lets go of
+		 * anything */
+		rc = hcm_sync(h->hcm, err);
+		if (!rc)
+			rc = pd_wal_cut(db->wal, err);
 		if (!rc)
 			rc = pd_wal_checkpoint(db->wal, persisted_to, keep_series, &k, err);
 	}
 	pthread_mutex_unlock(&db->append_mu);
+	if (ndead) {
+		/* queries hold blocks_mu for reading while they use the head's series */
+		pthread_rwlock_wrlock(&db->blocks_mu);
+		head_gc_free(dead, ndead);
+		pthread_rwlock_unlock(&db->blocks_mu);
+	}
 	int cut_failed = rc != 0;
 	if (rc) {
 		/* the head keeps what did not reach a block, the WAL what was not
@@ -2105,6 +2196,7 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 	struct head *h = &db->head;
 	st->head_series_limit = h->max_series;
 	st->head_series_limit_refused = __atomic_load_n(&h->refused, __ATOMIC_RELAXED);
+	st->head_series_removed = __atomic_load_n(&h->removed, __ATOMIC_RELAXED);
 	pthread_rwlock_rdlock(&h->mu);
 	st->head_mint = h->mint;
 	st->head_maxt = h->maxt;
@@ -2152,6 +2244,9 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 	st->accept_from = accept_from(db, &why);
 	st->wal_replay_skipped = db->replay_skipped;
 	st->vertical_compactions = __atomic_load_n(&db->vertical_compactions, __ATOMIC_RELAXED);
+	hcm_stats(h->hcm, &st->head_chunk_files, &st->head_chunk_bytes, &st->head_chunks_mapped);
+	st->head_chunk_files_damaged = db->hc_damaged_files;
+	st->head_chunk_write_failures = __atomic_load_n(&h->hc_write_failures, __ATOMIC_RELAXED);
 	if (db->ship)
 		ch_ship_stats(db->ship, st);
 	if (db->wal) {

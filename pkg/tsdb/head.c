@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "head_chunks.h"
 #include "profd/pprof.h"
 #include "tsdb_int.h"
 
@@ -72,12 +73,21 @@ int head_init(struct head *h, const struct pd_tsdb_opts *o)
 	return 0;
 }
 
+/* A closed chunk's bytes: its head chunk file's reference, or its memory. */
+static void chunk_free(struct head_chunk *c)
+{
+	if (c->file) {
+		hcm_release(c->file);
+	} else {
+		free(c->ts);
+		free(c->vals);
+	}
+}
+
 static void free_series(struct head_series *s)
 {
-	for (size_t i = 0; i < s->nchunks; i++) {
-		free(s->chunks[i].ts);
-		free(s->chunks[i].vals);
-	}
+	for (size_t i = 0; i < s->nchunks; i++)
+		chunk_free(&s->chunks[i]);
 	free(s->chunks);
 	pd_chunkenc_ts_fini(&s->open_ts);
 	pd_chunkenc_values_destroy(s->open_vals);
@@ -86,6 +96,11 @@ static void free_series(struct head_series *s)
 	pthread_mutex_destroy(&s->mu);
 	free(s->labels);
 	free(s);
+}
+
+void head_series_free(struct head_series *s)
+{
+	free_series(s);
 }
 
 void head_fini(struct head *h)
@@ -243,14 +258,16 @@ int head_admit(struct head *h, const struct head_series *s, struct pd_err *err)
 			  (unsigned long long)live, (unsigned long long)h->max_series);
 }
 
-int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
-		       struct head_series **out, int *created, struct pd_err *err)
+static int get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
+			 struct head_series **out, int *created, int pin, struct pd_err *err)
 {
 	uint64_t hash = labels_hash(l, n);
 	*created = 0;
 	pthread_rwlock_wrlock(&h->mu);
 	struct head_series *s = find_locked(h, l, n, hash);
 	if (s) {
+		if (pin)
+			__atomic_add_fetch(&s->pins, 1, __ATOMIC_ACQ_REL);
 		pthread_rwlock_unlock(&h->mu);
 		*out = s;
 		return 0;
@@ -341,6 +358,8 @@ int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint6
 		h->next_ref = ref + 1;
 	s->next_in_bucket = h->buckets[hash & (h->nbuckets - 1)];
 	h->buckets[hash & (h->nbuckets - 1)] = s;
+	if (pin)
+		s->pins = 1;
 	pthread_rwlock_unlock(&h->mu);
 	*out = s;
 	*created = 1;
@@ -358,6 +377,49 @@ nomem:
 	free(lp);
 	pthread_rwlock_unlock(&h->mu);
 	return pd_err_set(err, PD_ENOMEM, "out of memory creating a series");
+}
+
+int head_get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uint64_t ref,
+		       struct head_series **out, int *created, struct pd_err *err)
+{
+	return get_or_create(h, l, n, ref, out, created, 0, err);
+}
+
+int head_get_or_create_pinned(struct head *h, const struct pd_lpair *l, size_t n,
+			      struct head_series **out, int *created, struct pd_err *err)
+{
+	return get_or_create(h, l, n, 0, out, created, 1, err);
+}
+
+struct head_series *head_get_pinned(struct head *h, const struct pd_lpair *l, size_t n,
+				    uint64_t hash)
+{
+	pthread_rwlock_rdlock(&h->mu);
+	struct head_series *s = find_locked(h, l, n, hash);
+	if (s)
+		__atomic_add_fetch(&s->pins, 1, __ATOMIC_ACQ_REL);
+	pthread_rwlock_unlock(&h->mu);
+	return s;
+}
+
+void head_unpin(struct head_series *s)
+{
+	if (s)
+		__atomic_sub_fetch(&s->pins, 1, __ATOMIC_ACQ_REL);
+}
+
+int64_t head_series_maxt(struct head *h, const struct pd_lpair *l, size_t n, uint64_t hash)
+{
+	int64_t t = INT64_MIN;
+	pthread_rwlock_rdlock(&h->mu);
+	struct head_series *s = find_locked(h, l, n, hash);
+	if (s) {
+		pthread_mutex_lock(&s->mu);
+		t = s->maxt;
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_rwlock_unlock(&h->mu);
+	return t;
 }
 
 int head_open_ts(const struct head_series *s, uint8_t **out, size_t *len, struct pd_err *err)
@@ -412,6 +474,24 @@ static int seal_open(struct head *h, struct head_series *s, struct pd_err *err)
 	c->mint = s->open_mint;
 	c->maxt = s->open_ts.t;
 	c->count = s->open_ts.count;
+	if (h->hcm) {
+		/* out of the heap into the head chunk files; a failed write (a full
+		 * disk) leaves the chunk in memory, as it was */
+		const uint8_t *tm, *vm;
+		struct pd_err werr;
+		if (hcm_write(h->hcm, s->ref, c->mint, c->maxt, c->count, c->ts, c->ts_len, c->vals,
+			      c->vals_len, &c->file, &tm, &vm, &werr) == 0) {
+			free(c->ts);
+			free(c->vals);
+			c->ts = (uint8_t *)tm;
+			c->vals = (uint8_t *)vm;
+		} else if (__atomic_fetch_add(&h->hc_write_failures, 1, __ATOMIC_RELAXED) == 0) {
+			pd_log_error("tsdb",
+				     "writing a sealed chunk to the head chunk files failed (it "
+				     "stays in memory; logged once, counted)",
+				     "err=%s", werr.msg);
+		}
+	}
 	s->nchunks++;
 	pd_chunkenc_ts_fini(&s->open_ts);
 	pd_chunkenc_ts_init(&s->open_ts);
@@ -419,8 +499,45 @@ static int seal_open(struct head *h, struct head_series *s, struct pd_err *err)
 	s->open_vals = NULL;
 	pd_chunkenc_totals_destroy(s->open_tot);
 	s->open_tot = NULL;
-	(void)h;
 	return 0;
+}
+
+int head_attach_chunk(struct head *h, struct head_series *s, const struct head_chunk *c,
+		      struct pd_err *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&s->mu);
+	if (c->mint <= s->maxt) {
+		rc = pd_err_set(err, PD_EINVAL, "chunk of %lld..%lld is not after %lld",
+				(long long)c->mint, (long long)c->maxt, (long long)s->maxt);
+		goto out;
+	}
+	if ((rc = seal_open(h, s, err)))
+		goto out;
+	if (s->nchunks == s->cap) {
+		size_t n = s->cap ? s->cap * 2 : 4;
+		struct head_chunk *nc = realloc(s->chunks, n * sizeof(*nc));
+		if (!nc) {
+			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+			goto out;
+		}
+		s->chunks = nc;
+		s->cap = n;
+	}
+	s->chunks[s->nchunks++] = *c;
+	s->maxt = c->maxt;
+	if (!s->live) {
+		__atomic_store_n(&s->live, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&h->nlive, 1, __ATOMIC_RELAXED);
+	}
+	if (c->mint < h->mint)
+		h->mint = c->mint;
+	if (c->maxt > h->maxt)
+		h->maxt = c->maxt;
+	h->nsamples += c->count;
+out:
+	pthread_mutex_unlock(&s->mu);
+	return rc;
 }
 
 static int64_t window_of(int64_t t, int64_t range)
@@ -551,11 +668,8 @@ void head_truncate(struct head *h, int64_t t)
 			continue;
 		pthread_mutex_lock(&s->mu);
 		size_t k = 0;
-		while (k < s->nchunks && s->chunks[k].maxt < t) {
-			free(s->chunks[k].ts);
-			free(s->chunks[k].vals);
-			k++;
-		}
+		while (k < s->nchunks && s->chunks[k].maxt < t)
+			chunk_free(&s->chunks[k++]);
 		if (k) {
 			memmove(s->chunks, s->chunks + k, (s->nchunks - k) * sizeof(*s->chunks));
 			s->nchunks -= k;
@@ -581,4 +695,6 @@ void head_truncate(struct head *h, int64_t t)
 	if (mint == INT64_MAX)
 		h->maxt = INT64_MIN;
 	pthread_rwlock_unlock(&h->mu);
+	/* head chunk files that hold no chunk of the head any more go */
+	hcm_truncate(h->hcm);
 }

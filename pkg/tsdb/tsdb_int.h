@@ -13,6 +13,9 @@
 
 /* ---- head ------------------------------------------------------------------ */
 
+struct hc_file;
+struct hc_mapper;
+
 struct head_chunk {
 	int64_t mint, maxt;
 	uint32_t count;
@@ -20,6 +23,9 @@ struct head_chunk {
 	size_t ts_len;
 	uint8_t *vals; /* sealed value chunk */
 	size_t vals_len;
+	/* the head chunk file whose read-only mapping ts and vals point into
+	 * (head_chunks.h), or NULL when they are malloc'd */
+	struct hc_file *file;
 };
 
 struct head_series {
@@ -49,6 +55,8 @@ struct head_series {
 	uint64_t commit_seq;  /* samples of this series reserved so far (append_mu) */
 	uint64_t commit_done; /* reserved samples whose turn at head_append is over
 			       * (guarded by the db's order stripe of this series) */
+	uint32_t pins; /* commits holding this series (atomic): head_gc keeps it */
+	int gone;      /* head_gc: taken out of the tables (h->mu held for writing) */
 };
 
 struct postings_list {
@@ -87,6 +95,11 @@ struct head {
 	 * its series leaves them empty, and at most max_series empty series are
 	 * held besides */
 	uint64_t max_series, refused, nlive;
+	uint64_t removed; /* series head_gc dropped since open (atomic) */
+	/* where sealed chunks go (NULL: they stay on the heap), and seals whose
+	 * write failed, kept on the heap instead (atomic) */
+	struct hc_mapper *hcm;
+	uint64_t hc_write_failures;
 };
 
 int head_init(struct head *h, const struct pd_tsdb_opts *o);
@@ -122,10 +135,37 @@ int head_open_ts(const struct head_series *s, uint8_t **out, size_t *len, struct
  * when head_open_ts writes its totals section, to be read beside it. Series
  * lock held. */
 int head_seal_values(const struct head_series *s, uint8_t **out, size_t *len, struct pd_err *err);
+/* Adds chunk c (its bytes owned by the series from now on) after the series'
+ * chunks, sealing its open chunk first: WAL replay's chunks of the head chunk
+ * files. c must start after the series' last sample (PD_EINVAL). */
+int head_attach_chunk(struct head *h, struct head_series *s, const struct head_chunk *c,
+		      struct pd_err *err);
 /* Seals the open chunk of every series whose open chunk ends before t. */
 int head_cut_before(struct head *h, int64_t t, struct pd_err *err);
 /* Drops chunks that end before t, and the deleted intervals that do. */
 void head_truncate(struct head *h, int64_t t);
+/* Like head_get and head_get_or_create, but the series is pinned (head_unpin
+ * releases it): head_gc does not drop a pinned series, so a commit may keep
+ * the pointer while it has no sample in the head yet. */
+struct head_series *head_get_pinned(struct head *h, const struct pd_lpair *l, size_t n,
+				    uint64_t hash);
+int head_get_or_create_pinned(struct head *h, const struct pd_lpair *l, size_t n,
+			      struct head_series **out, int *created, struct pd_err *err);
+void head_unpin(struct head_series *s);
+/* The newest timestamp of the series with these labels (INT64_MIN: none or no
+ * sample). Takes the read lock. */
+int64_t head_series_maxt(struct head *h, const struct pd_lpair *l, size_t n, uint64_t hash);
+/* Takes out of the head's tables (series, refs, hash buckets, postings) every
+ * series that holds no sample (no closed chunk, an empty open chunk), has no
+ * commit in flight or pinned, and whose newest sample is before t; they go
+ * into *dead, malloc'd (*ndead of them; NULL when none), for head_gc_free once
+ * no reader can hold them any more. Readers that look them up by ref from now
+ * on find nothing. The caller holds the db's append_mu with no commit in
+ * flight. Out of memory drops nothing. */
+int head_gc(struct head *h, int64_t t, struct head_series ***dead, size_t *ndead);
+void head_gc_free(struct head_series **dead, size_t n);
+/* Frees a series taken out of the head (or never put in). */
+void head_series_free(struct head_series *s);
 uint64_t labels_hash(const struct pd_lpair *l, size_t n);
 /* Sorts a malloc'd list of malloc'd strings and frees the duplicates. */
 void tsdb_strings_sort_unique(char **v, size_t *n);
@@ -243,6 +283,7 @@ struct pd_tsdb {
 	pthread_mutex_t maint_mu;
 	uint64_t deletions, snapshots, snapshot_failures, tombstones_cleaned; /* __atomic */
 	struct ch_ship *ship; /* with o.clickhouse: sends the WAL to ClickHouse (ch_ship.c) */
+	uint64_t hc_damaged_files; /* head chunk files found damaged or missing at open */
 };
 
 /* ---- ClickHouse: the WAL as the spool of what ClickHouse has not taken ---------- */

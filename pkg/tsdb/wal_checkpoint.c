@@ -26,7 +26,55 @@ struct cp_writer {
 	void *kctx;
 	struct pd_u64map kept; /* ref -> 1 when its latest series entry was kept */
 	struct pd_err err; /* why a callback stopped the read */
+	/* the largest ref read, whether an entry of it is in the checkpoint, and
+	 * else the labels of its latest entry (top_labels: n pairs, their strings
+	 * after them, one allocation), written at the end so the ref stays named */
+	uint64_t top_ref;
+	int top_written;
+	struct pd_lpair *top_labels;
+	size_t top_n;
 };
+
+/* Keeps a copy of the labels of the largest ref's entry; 0 or PD_ENOMEM. */
+static int cp_save_top(struct cp_writer *c, const struct pd_lpair *labels, size_t n)
+{
+	size_t bytes = n * sizeof(*labels);
+	for (size_t i = 0; i < n; i++)
+		bytes += strlen(labels[i].name) + strlen(labels[i].value) + 2;
+	struct pd_lpair *l = malloc(bytes ? bytes : 1);
+	if (!l)
+		return pd_err_set(&c->err, PD_ENOMEM, "out of memory");
+	char *p = (char *)(l + n);
+	for (size_t i = 0; i < n; i++) {
+		size_t ln = strlen(labels[i].name) + 1, lv = strlen(labels[i].value) + 1;
+		l[i].name = memcpy(p, labels[i].name, ln);
+		l[i].value = memcpy(p + ln, labels[i].value, lv);
+		p += ln + lv;
+	}
+	free(c->top_labels);
+	c->top_labels = l;
+	c->top_n = n;
+	return 0;
+}
+
+/* Notes the entry of ref (kept or not) for the largest ref read. */
+static int cp_note_top(struct cp_writer *c, uint64_t ref, const struct pd_lpair *labels, size_t n,
+		       int kept)
+{
+	if (ref < c->top_ref)
+		return 0;
+	if (ref > c->top_ref) {
+		c->top_ref = ref;
+		c->top_written = 0;
+	}
+	if (kept) {
+		c->top_written = 1;
+		free(c->top_labels);
+		c->top_labels = NULL;
+		return 0;
+	}
+	return c->top_written ? 0 : cp_save_top(c, labels, n);
+}
 
 static int cp_flush(struct cp_writer *c)
 {
@@ -34,6 +82,18 @@ static int cp_flush(struct cp_writer *c)
 	if (!pd_wal_enc_empty(&c->enc))
 		rc = pd_wal_segw_write(&c->segw, &c->enc, &c->err);
 	pd_wal_enc_reset(&c->enc);
+	return rc;
+}
+
+static int cp_write_series(struct cp_writer *c, uint64_t ref, const struct pd_lpair *labels,
+			   size_t n)
+{
+	int rc;
+	if (pd_wal_enc_len(&c->enc) >= PD_WAL_CHECKPOINT_BATCH && (rc = cp_flush(c)))
+		return rc;
+	rc = pd_wal_enc_series(&c->enc, ref, labels, n, &c->err);
+	if (rc == PD_ETOOBIG && (rc = cp_flush(c)) == 0)
+		rc = pd_wal_enc_series(&c->enc, ref, labels, n, &c->err);
 	return rc;
 }
 
@@ -46,15 +106,12 @@ static int cp_series(void *ctx, uint64_t ref, const struct pd_lpair *labels, siz
 		int keep = c->keep(c->kctx, ref, labels, n);
 		if (ref && pd_u64map_put(&c->kept, ref, keep ? 1 : 0))
 			return pd_err_set(&c->err, PD_ENOMEM, "out of memory");
+		if ((rc = cp_note_top(c, ref, labels, n, keep)))
+			return rc;
 		if (!keep)
 			return 0;
 	}
-	if (pd_wal_enc_len(&c->enc) >= PD_WAL_CHECKPOINT_BATCH && (rc = cp_flush(c)))
-		return rc;
-	rc = pd_wal_enc_series(&c->enc, ref, labels, n, &c->err);
-	if (rc == PD_ETOOBIG && (rc = cp_flush(c)) == 0)
-		rc = pd_wal_enc_series(&c->enc, ref, labels, n, &c->err);
-	return rc;
+	return cp_write_series(c, ref, labels, n);
 }
 
 /* Whether the series ref names now (its latest entry) was kept. */
@@ -169,6 +226,14 @@ static int checkpoint(struct pd_wal *w, uint32_t last, int64_t mint, pd_wal_keep
 	}
 	if ((rc = cp_read(&c, w->dir, l.segs + k, n - k, cp ? cp + 1 : 0, err)))
 		goto done;
+	/* the largest ref read stays named even when its series is dropped, so
+	 * that a replay never hands it to another series (docs/format/wal.md) */
+	if (c.top_ref && !c.top_written && c.top_labels &&
+	    (rc = cp_write_series(&c, c.top_ref, c.top_labels, c.top_n))) {
+		if (err)
+			*err = c.err;
+		goto done;
+	}
 	if ((rc = cp_flush(&c))) {
 		if (err)
 			*err = c.err;
@@ -204,6 +269,7 @@ done:
 	pd_wal_segw_fini(&c.segw);
 	pd_wal_enc_fini(&c.enc);
 	pd_u64map_fini(&c.kept);
+	free(c.top_labels);
 	if (rc && !committed && tmp)
 		pd_wal_rmdir(tmp, NULL);
 	if (committed) {

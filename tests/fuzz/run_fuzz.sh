@@ -64,9 +64,16 @@ for d in "$@"; do
 done
 echo "$name: fuzzing for ${seconds}s from $seeds seed(s) in $work/corpus"
 
+# libFuzzer runs every seed before its first mutation, whatever -max_total_time
+# says; its "INITED" line marks the end of that replay, and the test asserts it
 rc=0
 "$fuzzer" "${limits[@]}" -max_total_time="$seconds" -print_final_stats=1 \
-	-artifact_prefix="$work/artifacts/" "$work/corpus" || rc=$?
+	-artifact_prefix="$work/artifacts/" "$work/corpus" 2>&1 | tee "$work/fuzz.log" >&2 ||
+	rc=$?
+if [ $rc -eq 0 ] && ! grep -qE '^#[0-9]+[[:space:]]+INITED ' "$work/fuzz.log"; then
+	echo "$name: FAIL: the seed corpus was not replayed to its end (no INITED line)" >&2
+	exit 1
+fi
 if [ $rc -ne 0 ]; then
 	echo "$name: FAIL (exit $rc); the failing input(s):" >&2
 	ls -l "$work/artifacts/" >&2

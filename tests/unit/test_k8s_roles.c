@@ -182,7 +182,7 @@ static int run_case(const char *rel)
 	struct pd_target_group g;
 	struct pd_labels *want;
 	struct pd_err err = {0};
-	char what[512];
+	char what[1200];
 
 	assert_non_null(pd_k8s_str(e, "object"));
 	obj = doc_read(pd_k8s_str(e, "object"));

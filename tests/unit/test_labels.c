@@ -130,7 +130,7 @@ static void test_hash_stable(void **state)
 	/* 40 labels, crossing many 32-byte stripes in the streaming hash */
 	b = pd_labels_builder_create(NULL);
 	for (int i = 39; i >= 0; i--) {
-		char n[8], v[64];
+		char n[16], v[64];
 		snprintf(n, sizeof(n), "l%02d", i);
 		int k = snprintf(v, sizeof(v), "value-%d-", i);
 		memset(v + k, 'x', (size_t)i);

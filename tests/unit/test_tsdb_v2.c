@@ -97,7 +97,7 @@ static void append_how(struct pd_tsdb *db, size_t from, size_t to, int gzip)
 	for (size_t k = from; k < to; k++) {
 		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 		for (int s = 0; s < 3; s++) {
-			char inst[8];
+			char inst[16];
 			snprintf(inst, sizeof(inst), "i%d", s);
 			struct pd_tsdb_label l[2] = {{"__name__", "heap"}, {"instance", inst}};
 			size_t f = file_of(s, k);

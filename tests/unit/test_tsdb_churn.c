@@ -1,0 +1,173 @@
+/* test_tsdb_churn.c: series churn. Series that stop receiving samples are
+ * dropped from the head at the truncation that takes their last chunk (series
+ * table, refs, postings, label values), the series limit frees up, and a series
+ * that comes back gets a new ref and works, across a restart too. */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "profd/tsdb.h"
+#include "tsdb_int.h"
+
+static int rm_entry(const char *p, const struct stat *st, int f, struct FTW *w)
+{
+	(void)st;
+	(void)f;
+	(void)w;
+	return remove(p);
+}
+
+static struct pd_tsdb *open_db(const char *dir, uint64_t max_series)
+{
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	struct pd_err err = {0};
+	pd_tsdb_opts_init(&o);
+	o.block_range_ms = 1000;
+	o.retention_ms = -1;
+	o.max_future_ms = 0;
+	o.max_series = max_series;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open: %s", err.msg);
+	return db;
+}
+
+static int push(struct pd_tsdb *db, const char *pod, int64_t t)
+{
+	struct pd_tsdb_label l[] = {{"__name__", "heap"}, {"pod", pod}};
+	static const uint8_t body[] = "not a profile, kept as bytes";
+	struct pd_err err = {0};
+	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
+	assert_non_null(a);
+	if (pd_tsdb_append(a, l, 2, t, body, sizeof(body), &err)) {
+		pd_tsdb_rollback(a);
+		return -1;
+	}
+	return pd_tsdb_commit(a, &err);
+}
+
+static uint64_t ref_of(struct pd_tsdb *db, const char *pod)
+{
+	struct pd_lpair l[] = {{"__name__", "heap"}, {"pod", pod}};
+	struct head_series *s = head_get(&db->head, l, 2, labels_hash(l, 2));
+	return s ? s->ref : 0;
+}
+
+static size_t head_pods(struct pd_tsdb *db)
+{
+	char **v = NULL;
+	size_t n = 0;
+	struct pd_err err = {0};
+	assert_int_equal(head_reader_ops.label_values(&db->head, "pod", &v, &n, &err), 0);
+	pd_tsdb_strings_free(v, n);
+	return n;
+}
+
+static void test_churn_drops_series(void **state)
+{
+	(void)state;
+	char *dir = strdup("/tmp/pd_test_tsdb_churn_XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	struct pd_err err = {0};
+	struct pd_tsdb_stats st;
+	char pod[32];
+	struct pd_tsdb *db = open_db(dir, 25);
+	/* generation g: pods g-0 .. g-9, each with samples in range g only */
+	uint64_t old_ref = 0;
+	for (int g = 0; g < 6; g++) {
+		for (int p = 0; p < 10; p++) {
+			snprintf(pod, sizeof(pod), "%d-%d", g, p);
+			assert_int_equal(push(db, pod, g * 1000 + 100 + p), 0);
+			assert_int_equal(push(db, pod, g * 1000 + 600 + p), 0);
+		}
+		if (g == 0)
+			old_ref = ref_of(db, "0-0");
+		assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+		/* the head keeps at most the last two generations */
+		assert_true(db->head.nseries <= 20);
+		assert_true(head_pods(db) <= 20);
+		assert_true(db->head.nlive <= 20);
+	}
+	pd_tsdb_stats(db, &st);
+	assert_true(st.head_series_removed >= 40);
+	assert_int_equal(ref_of(db, "0-0"), 0);
+	/* a limit of 25: without the drop, generation 2 would pass it */
+	assert_int_equal(st.head_series_limit_refused, 0);
+	/* postings hold no ref of a dropped series */
+	size_t npost = db->head.npostings;
+	assert_true(npost <= 1 + 1 + 20); /* "", __name__=heap, the pods */
+	/* a series coming back gets a new ref and works */
+	assert_int_equal(push(db, "0-0", 6100), 0);
+	uint64_t back = ref_of(db, "0-0");
+	assert_true(back > old_ref);
+	pd_tsdb_close(db);
+	db = open_db(dir, 25);
+	assert_int_equal(ref_of(db, "0-0"), back);
+	assert_int_equal(push(db, "0-0", 6200), 0);
+	pd_tsdb_close(db);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(dir);
+}
+
+/* The series of the largest ref is dropped and the checkpoint drops its
+ * entries: after a restart, a new series must still get a ref never used. */
+static void test_largest_ref_not_reused(void **state)
+{
+	(void)state;
+	char *dir = strdup("/tmp/pd_test_tsdb_churn_XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	struct pd_err err = {0};
+	struct pd_tsdb *db = open_db(dir, 0);
+	assert_int_equal(push(db, "stays", 100), 0);
+	assert_int_equal(push(db, "goes", 150), 0);
+	uint64_t gone = ref_of(db, "goes");
+	assert_true(gone > ref_of(db, "stays"));
+	for (int g = 1; g < 5; g++) {
+		assert_int_equal(push(db, "stays", g * 1000 + 100), 0);
+		assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	}
+	assert_int_equal(ref_of(db, "goes"), 0);
+	pd_tsdb_close(db);
+
+	db = open_db(dir, 0);
+	/* the entry that keeps the ref named makes no series of the head */
+	assert_int_equal(ref_of(db, "goes"), 0);
+	assert_int_equal(head_pods(db), 1);
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.head_series_removed, 0);
+	assert_int_equal(push(db, "new", 5100), 0);
+	assert_true(ref_of(db, "new") > gone);
+	/* and again through a second checkpoint of the first */
+	for (int g = 6; g < 9; g++) {
+		assert_int_equal(push(db, "stays", g * 1000 + 100), 0);
+		assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	}
+	uint64_t newest = ref_of(db, "new");
+	assert_int_equal(newest, 0);
+	pd_tsdb_close(db);
+	db = open_db(dir, 0);
+	assert_int_equal(push(db, "newer", 9100), 0);
+	assert_true(ref_of(db, "newer") > gone + 1);
+	pd_tsdb_close(db);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_churn_drops_series),
+	    cmocka_unit_test(test_largest_ref_not_reused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
