@@ -40,6 +40,9 @@ static void usage(FILE *f)
 		"  --diff-base=FILE       top, flame, folded, dot, merge: FILE... minus this base, as\n"
 		"                         go tool pprof -diff_base (repeatable: the bases are added\n"
 		"                         up; percentages are of the base's total)\n"
+		"  --focus=RE, --ignore=RE, --hide=RE, --show=RE, --show-from=RE, --prune-from=RE\n"
+		"                         top, flame, folded, speedscope, dot: pprof's stack\n"
+		"                         filters (-focus ... -prune_from), Go regex syntax\n"
 		"  --format=text|tsv      top: tsv prints name<TAB>flat<TAB>cum in raw units, every\n"
 		"                         function, no cut\n"
 		"  --min-total=N          flame: leave out nodes whose total is below N (default 0)\n"
@@ -62,6 +65,8 @@ struct opts {
 	int tsv;
 	long long min_total;
 	enum pd_pprof_names names;
+	struct pd_pprof_namefilter_spec nf; /* --focus ... --prune-from */
+	struct pd_pprof_namefilter *filter; /* compiled from nf, or NULL */
 	const char *out;
 	struct pd_pprof_decode_opts dec;
 	char **files;
@@ -150,6 +155,18 @@ static int parse(int argc, char **argv, struct opts *o)
 			}
 		} else if (strcmp(name, "--diff-base") == 0) {
 			o->bases[o->nbases++] = v;
+		} else if (strcmp(name, "--focus") == 0) {
+			o->nf.focus = v;
+		} else if (strcmp(name, "--ignore") == 0) {
+			o->nf.ignore = v;
+		} else if (strcmp(name, "--hide") == 0) {
+			o->nf.hide = v;
+		} else if (strcmp(name, "--show") == 0) {
+			o->nf.show = v;
+		} else if (strcmp(name, "--show-from") == 0 || strcmp(name, "--show_from") == 0) {
+			o->nf.show_from = v;
+		} else if (strcmp(name, "--prune-from") == 0 || strcmp(name, "--prune_from") == 0) {
+			o->nf.prune_from = v;
 		} else if (strcmp(name, "--format") == 0) {
 			if (strcmp(v, "tsv") == 0)
 				o->tsv = 1;
@@ -191,6 +208,36 @@ static int parse(int argc, char **argv, struct opts *o)
 			return -1;
 		}
 	}
+	struct pd_err e = {0};
+	if (pd_pprof_namefilter_create(&o->filter, &o->nf, &e)) {
+		fprintf(stderr, "profd pprof: %s\n", e.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* With stack filters, *p becomes the filtered profile and *whole the one read (the
+ * percentages' total), else *whole is NULL. Warns on stderr, as pprof, about each
+ * filter that matched nothing. */
+static int apply_filter(struct opts *o, struct pd_pprof_profile **p,
+                        struct pd_pprof_profile **whole)
+{
+	*whole = NULL;
+	if (!o->filter)
+		return 0;
+	struct pd_pprof_profile *f = NULL;
+	struct pd_err err = {0};
+	unsigned un = 0;
+	if (pd_pprof_filter_names(*p, o->filter, &f, &un, &err)) {
+		fprintf(stderr, "profd pprof: %s\n", err.msg);
+		return -1;
+	}
+	static const char *const cap[] = {"Focus", "Ignore", "Hide", "Show", "ShowFrom"};
+	for (int i = 0; i < 5; i++)
+		if (un & (1u << i))
+			fprintf(stderr, "%s expression matched no samples\n", cap[i]);
+	*whole = *p;
+	*p = f;
 	return 0;
 }
 
@@ -250,17 +297,19 @@ static int choose_index(struct pd_pprof_profile *p, const char *spec, int *idx)
 
 static int cmd_top(struct opts *o)
 {
-	struct pd_pprof_profile *p = NULL;
+	struct pd_pprof_profile *p = NULL, *whole = NULL;
 	struct pd_pprof_top *t = NULL;
 	struct pd_err err = {0};
 	int idx, rc = 1;
 
-	if (load(o, &p) || choose_index(p, o->sample_index, &idx))
+	if (load(o, &p) || choose_index(p, o->sample_index, &idx) || apply_filter(o, &p, &whole))
 		goto out;
 	if (pd_pprof_top(p, idx, &t, &err)) {
 		fprintf(stderr, "profd pprof: %s\n", err.msg);
 		goto out;
 	}
+	if (whole)
+		t->total = pd_pprof_total(whole, idx);
 	if (o->tsv) {
 		for (size_t i = 0; i < t->nrows; i++) {
 			/* a name's bytes as they are, NULs included, as pprof prints them */
@@ -297,6 +346,12 @@ static int cmd_top(struct opts *o)
 	}
 	fwrite(hb.data, 1, hb.len, stdout);
 	pd_buf_fini(&hb);
+	char fl[8][96];
+	size_t nfl = pd_pprof_namefilter_legend(o->filter, fl, 8);
+	if (nfl)
+		printf("Active filters:\n");
+	for (size_t i = 0; i < nfl; i++)
+		printf("   %s\n", fl[i]);
 	pd_pprof_format_value_in(shown_flat, t->unit, ou, a, sizeof(a));
 	pd_pprof_format_percent(shown_flat, t->total, b, sizeof(b));
 	pd_pprof_format_value_in(t->total, t->unit, ou, c, sizeof(c));
@@ -331,6 +386,7 @@ static int cmd_top(struct opts *o)
 out:
 	pd_pprof_top_destroy(t);
 	pd_pprof_destroy(p);
+	pd_pprof_destroy(whole);
 	return rc;
 }
 
@@ -360,14 +416,14 @@ static int cmd_top_all(struct opts *o)
 
 static int cmd_flame(struct opts *o)
 {
-	struct pd_pprof_profile *p = NULL;
+	struct pd_pprof_profile *p = NULL, *whole = NULL;
 	struct pd_pprof_flame *f = NULL;
 	struct pd_err err = {0};
 	struct pd_buf b;
 	int idx, rc = 1;
 
 	pd_buf_init(&b, 0);
-	if (load(o, &p) || choose_index(p, o->sample_index, &idx))
+	if (load(o, &p) || choose_index(p, o->sample_index, &idx) || apply_filter(o, &p, &whole))
 		goto out;
 	if (pd_pprof_flame(p, idx, &f, &err)) {
 		fprintf(stderr, "profd pprof: %s\n", err.msg);
@@ -383,18 +439,19 @@ out:
 	pd_buf_fini(&b);
 	pd_pprof_flame_destroy(f);
 	pd_pprof_destroy(p);
+	pd_pprof_destroy(whole);
 	return rc;
 }
 
 static int cmd_export(struct opts *o, int speedscope)
 {
-	struct pd_pprof_profile *p = NULL;
+	struct pd_pprof_profile *p = NULL, *whole = NULL;
 	struct pd_err err = {0};
 	struct pd_buf b;
 	int idx, rc = 1;
 
 	pd_buf_init(&b, 0);
-	if (load(o, &p) || choose_index(p, o->sample_index, &idx))
+	if (load(o, &p) || choose_index(p, o->sample_index, &idx) || apply_filter(o, &p, &whole))
 		goto out;
 	const char *slash = strrchr(o->files[0], '/');
 	if ((speedscope ? pd_pprof_speedscope(p, idx, 1, slash ? slash + 1 : o->files[0], &b, &err)
@@ -407,6 +464,7 @@ static int cmd_export(struct opts *o, int speedscope)
 out:
 	pd_buf_fini(&b);
 	pd_pprof_destroy(p);
+	pd_pprof_destroy(whole);
 	return rc;
 }
 
@@ -465,22 +523,21 @@ out:
 
 static int cmd_dot(struct opts *o)
 {
-	struct pd_pprof_profile *p = NULL;
+	struct pd_pprof_profile *p = NULL, *whole = NULL;
 	struct pd_pprof_graph *g = NULL;
 	struct pd_err err = {0};
 	struct pd_buf b;
 	int idx, rc = 1;
 	pd_buf_init(&b, 0);
-	if (load(o, &p))
-		goto out;
-	if (choose_index(p, o->sample_index, &idx))
+	if (load(o, &p) || choose_index(p, o->sample_index, &idx) || apply_filter(o, &p, &whole))
 		goto out;
 	struct pd_pprof_graph_opts go = {
 	    .nodecount = o->nodecount < 0 ? PD_PPROF_DEFAULT_NODECOUNT
 	                 : o->nodecount > PD_PPROF_MAX_NODECOUNT ? PD_PPROF_MAX_NODECOUNT
 	                                                          : (int)o->nodecount,
 	    .nodefraction = o->nodefraction,
-	    .edgefraction = o->edgefraction};
+	    .edgefraction = o->edgefraction,
+	    .total = whole ? pd_pprof_total(whole, idx) : 0};
 	if (pd_pprof_graph(p, idx, &go, &g, &err)) {
 		fprintf(stderr, "profd pprof: %s\n", err.msg);
 		goto out;
@@ -489,7 +546,8 @@ static int cmd_dot(struct opts *o)
 	const char *slash = strrchr(bin, '/');
 	const char *title = slash && slash[1] ? slash + 1 : bin;
 	char file[512], type[256];
-	const char *legend[2];
+	const char *legend[12];
+	char fl[8][96], flx[8][100];
 	size_t nl = 0;
 	if (*title) {
 		snprintf(file, sizeof(file), "File: %s", title);
@@ -497,6 +555,13 @@ static int cmd_dot(struct opts *o)
 	}
 	snprintf(type, sizeof(type), "Type: %s", g->sample_type);
 	legend[nl++] = type;
+	size_t nfl = pd_pprof_namefilter_legend(o->filter, fl, 8);
+	if (nfl)
+		legend[nl++] = "Active filters:";
+	for (size_t i = 0; i < nfl; i++) {
+		snprintf(flx[i], sizeof(flx[i]), "   %s", fl[i]);
+		legend[nl++] = flx[i];
+	}
 	if (pd_pprof_graph_dot(g, title, legend, nl, &b)) {
 		fprintf(stderr, "profd pprof: out of memory writing the graph\n");
 		goto out;
@@ -506,6 +571,7 @@ out:
 	pd_buf_fini(&b);
 	pd_pprof_graph_destroy(g);
 	pd_pprof_destroy(p);
+	pd_pprof_destroy(whole);
 	return rc;
 }
 
@@ -584,5 +650,6 @@ int pd_cmd_pprof(int argc, char **argv)
 	}
 	free(o.files);
 	free(o.bases);
+	pd_pprof_namefilter_destroy(o.filter);
 	return rc;
 }

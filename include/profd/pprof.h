@@ -571,6 +571,49 @@ void pd_pprof_tag_groups_free(struct pd_pprof_tag_group *groups, size_t n);
 int pd_pprof_compare(const struct pd_pprof_profile *a, const struct pd_pprof_profile *b, char *why,
 		     size_t size);
 
+/* ---- stack filters (filter.c) ------------------------------------------- */
+
+/* go tool pprof's -focus, -ignore, -hide, -show, -show_from and -prune_from, each
+ * a regex in Go's syntax (NULL or "" for none), at most
+ * PD_PPROF_DEFAULT_MAX_TAGFILTER_LEN bytes. */
+struct pd_pprof_namefilter_spec {
+	const char *focus, *ignore, *hide, *show, *show_from, *prune_from;
+};
+
+/* The filters compiled; immutable, any number of threads may use one at once. */
+struct pd_pprof_namefilter;
+
+/* Compiles spec into *out, owned by the caller (pd_pprof_namefilter_destroy);
+ * *out is NULL when spec sets no filter. On failure err names the option and the
+ * problem, e.g. `parsing focus regexp: error parsing regexp ...`. */
+int pd_pprof_namefilter_create(struct pd_pprof_namefilter **out,
+                               const struct pd_pprof_namefilter_spec *spec, struct pd_err *err);
+void pd_pprof_namefilter_destroy(struct pd_pprof_namefilter *f);
+
+/* The lines of pprof's "Active filters:" legend for f ("focus=REGEX", each cut
+ * at 80 bytes with "…"), at most max of them into lines; returns how many. */
+size_t pd_pprof_namefilter_legend(const struct pd_pprof_namefilter *f, char lines[][96],
+                                  size_t max);
+
+/* The option of bit i of pd_pprof_filter_names' *unmatched ("focus", "ignore",
+ * "hide", "show", "show_from"). */
+const char *pd_pprof_namefilter_option(int bit);
+
+/* Applies f to p as pprof does before a report: samples without a location
+ * matching focus, or with one matching ignore, are left out (a location matches
+ * when a function's report name under p's names mode, or its file name, or the
+ * mapping's file matches); hide drops matching frames and show keeps only
+ * matching ones (a location left with none leaves the stacks, a sample left with
+ * none leaves the profile); show_from cuts each stack above its outermost
+ * matching frame (a sample without one is left out); prune_from cuts each stack
+ * below its first (leaf-most) frame whose simplified name matches. *out is new
+ * and owned by the caller; p is only read. *unmatched (may be NULL) gets bit i
+ * set for each option i (pd_pprof_namefilter_option) that matched nothing, for
+ * pprof's "… expression matched no samples" warnings. Percentages stay of p's
+ * total: callers pass it to the reports. */
+int pd_pprof_filter_names(const struct pd_pprof_profile *p, const struct pd_pprof_namefilter *f,
+                          struct pd_pprof_profile **out, unsigned *unmatched, struct pd_err *err);
+
 /* ---- decomposition -------------------------------------------------------- */
 
 /* A profile as plain tables, the form in which stores keep it: each field of

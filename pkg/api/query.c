@@ -933,6 +933,8 @@ static void report_tags(struct api_req *r, struct api_resp *w, const struct pd_p
 struct tag_filters {
 	struct pd_pprof_tagfilter *focus[MAX_TAG_FILTERS], *ignore[MAX_TAG_FILTERS];
 	size_t nfocus, nignore;
+	struct pd_pprof_namefilter *names; /* focus ... prune_from, or NULL */
+	enum pd_pprof_names names_mode;    /* what the stack filters match against */
 };
 
 static void tag_filters_fini(struct tag_filters *tf)
@@ -941,6 +943,7 @@ static void tag_filters_fini(struct tag_filters *tf)
 		pd_pprof_tagfilter_destroy(tf->focus[i]);
 	for (size_t i = 0; i < tf->nignore; i++)
 		pd_pprof_tagfilter_destroy(tf->ignore[i]);
+	pd_pprof_namefilter_destroy(tf->names);
 	memset(tf, 0, sizeof(*tf));
 }
 
@@ -974,11 +977,47 @@ static int tag_filters_parse_one(struct api_req *r, struct api_resp *w, const ch
 	return ret;
 }
 
+/* The stack filters focus, ignore, hide, show, show_from and prune_from (pprof's
+ * -focus ... -prune_from), each checked alone first so that an error names it. */
+static int name_filters_parse(struct api_req *r, struct api_resp *w, struct tag_filters *tf)
+{
+	static const char *const names[] = {"focus", "ignore",    "hide",
+	                                    "show",  "show_from", "prune_from"};
+	const char *v[6];
+	for (int i = 0; i < 6; i++) {
+		v[i] = api_param(r, names[i]);
+		struct pd_pprof_namefilter_spec one = {0};
+		const char **slot[6] = {&one.focus, &one.ignore,    &one.hide,
+		                        &one.show,  &one.show_from, &one.prune_from};
+		*slot[i] = v[i];
+		struct pd_pprof_namefilter *f = NULL;
+		struct pd_err err = {0};
+		if (pd_pprof_namefilter_create(&f, &one, &err)) {
+			if (err.code == PD_ENOMEM)
+				api_error(w, 500, "internal", "out of memory");
+			else
+				api_bad_param(w, names[i], "%s", err.msg);
+			return -1;
+		}
+		pd_pprof_namefilter_destroy(f);
+	}
+	struct pd_pprof_namefilter_spec spec = {v[0], v[1], v[2], v[3], v[4], v[5]};
+	struct pd_err err = {0};
+	if (pd_pprof_namefilter_create(&tf->names, &spec, &err)) {
+		api_error(w, 500, "internal", "out of memory");
+		return -1;
+	}
+	if (tf->names && api_report_names(r, w, &tf->names_mode))
+		return -1;
+	return 0;
+}
+
 static int tag_filters_parse(struct api_req *r, struct api_resp *w, struct tag_filters *tf)
 {
 	memset(tf, 0, sizeof(*tf));
 	return tag_filters_parse_one(r, w, "tag_focus", tf->focus, &tf->nfocus) ||
-	               tag_filters_parse_one(r, w, "tag_ignore", tf->ignore, &tf->nignore)
+	               tag_filters_parse_one(r, w, "tag_ignore", tf->ignore, &tf->nignore) ||
+	               name_filters_parse(r, w, tf)
 	           ? -1
 	           : 0;
 }
@@ -990,13 +1029,29 @@ static int tag_filters_apply(struct api_resp *w, const struct tag_filters *tf,
                              size_t *kept)
 {
 	struct pd_err err = {0};
+	struct pd_pprof_profile *named = NULL;
 	*out = NULL;
 	*kept = 0;
-	if (!tf->nfocus && !tf->nignore)
+	if (tf->names) {
+		/* the stack filters match the names the reports will show: p is the
+		 * request's own profile, so its names mode may be set here */
+		pd_pprof_set_names((struct pd_pprof_profile *)p, tf->names_mode);
+		int rc = pd_pprof_filter_names(p, tf->names, &named, NULL, &err);
+		if (rc) {
+			api_internal(w, "filtering samples by stack failed", rc, &err);
+			return -1;
+		}
+		*kept = pd_pprof_sample_count(named);
+		p = named;
+	}
+	if (!tf->nfocus && !tf->nignore) {
+		*out = named;
 		return 0;
+	}
 	int rc = pd_pprof_filter_tags(
 	    p, (const struct pd_pprof_tagfilter *const *)tf->focus, tf->nfocus,
 	    (const struct pd_pprof_tagfilter *const *)tf->ignore, tf->nignore, out, kept, &err);
+	pd_pprof_destroy(named);
 	if (rc) {
 		api_internal(w, "filtering samples by label failed", rc, &err);
 		return -1;
@@ -1005,6 +1060,7 @@ static int tag_filters_apply(struct api_resp *w, const struct tag_filters *tf,
 }
 
 #define WARN_FILTERED_ALL "tag_focus and tag_ignore left no sample"
+#define WARN_STACKS_ALL "the stack filters (focus, ignore, hide, show, show_from) left no sample"
 
 static void one_report(struct api_req *r, struct api_resp *w, int report,
                        const struct pd_pprof_profile *p, const struct pd_pprof_profile *whole,
@@ -1244,8 +1300,8 @@ static int load_groups(struct api_req *r, struct api_resp *w, struct side *sd,
 	}
 	qsort(gs->g, gs->n, sizeof(*gs->g), group_first_cmp);
 	merge_warn_cut(s, w, sd, n, limit_cut ? limit_cut : take < n ? "max_profiles" : NULL);
-	if ((tf->nfocus || tf->nignore) && gs->n && kept == 0)
-		api_warn(w, WARN_FILTERED_ALL);
+	if ((tf->nfocus || tf->nignore || tf->names) && gs->n && kept == 0)
+		api_warn(w, tf->nfocus || tf->nignore ? WARN_FILTERED_ALL : WARN_STACKS_ALL);
 	if (gs->n)
 		sd->found = 1;
 	ret = 0;
@@ -1539,7 +1595,7 @@ void api_query(struct api_req *r, struct api_resp *w)
 	if (tag_filters_apply(w, &tf, p, &focused, &kept))
 		goto out;
 	if (focused && kept == 0)
-		api_warn(w, WARN_FILTERED_ALL);
+		api_warn(w, tf.nfocus || tf.nignore ? WARN_FILTERED_ALL : WARN_STACKS_ALL);
 	report_names(r, w, sides[0].prof, diff, symbolized, focused);
 	if (focused) {
 		p = focused;

@@ -153,6 +153,12 @@ struct pd_pprof_nodes {
 	uint8_t *loc_prune;
 };
 
+struct pd_labels_regex;
+/* Compiles re (len bytes, Go's syntax) to match anywhere in a string, as Go's
+ * MatchString does; errors name offsets in re as written (tags.c). */
+int pd_pprof_compile_unanchored(struct pd_labels_regex **out, const char *re, size_t len,
+                                struct pd_err *err);
+
 /* 1 when the report name of a function (pd_pprof_report_name) is its name as it
  * is, so that no copy need be made. */
 int pd_pprof_name_as_is(const char *name, size_t nlen, const char *system_name, size_t slen,

@@ -275,7 +275,7 @@ static int parse_range(struct pd_pprof_tagfilter *f, const char *s, size_t len, 
 
 /* Go's unanchored MatchString over pkg/labels' anchored regexes: ^(?s:.*)(?:re)(?s:.*)$
  * with re's own flags as Go's defaults leave them (s off). */
-static int compile_unanchored(struct pd_labels_regex **out, const char *re, size_t len,
+int pd_pprof_compile_unanchored(struct pd_labels_regex **out, const char *re, size_t len,
                               struct pd_err *err)
 {
 	struct pd_labels_regex *check = NULL;
@@ -351,7 +351,7 @@ int pd_pprof_tagfilter_parse(struct pd_pprof_tagfilter **out, const char *spec, 
 	for (size_t i = 0; i <= vlen; i++) {
 		if (i < vlen && v[i] != ',')
 			continue;
-		rc = compile_unanchored(&f->rx[f->nrx], v + a, i - a, err);
+		rc = pd_pprof_compile_unanchored(&f->rx[f->nrx], v + a, i - a, err);
 		if (rc)
 			goto fail;
 		f->nrx++;

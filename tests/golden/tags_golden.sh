@@ -11,6 +11,8 @@
 #     go tool pprof -tagfocus=key=^value$ per value (and -tagignore=key= for the
 #     samples without the key);
 #   - two tag_focus values with go tool pprof run again on its own filtered output;
+#   - the stack filters focus, ignore, hide, show, show_from and prune_from on
+#     report=top and report=proto with go tool pprof's -focus ... -prune_from;
 #   - bad values: 400 naming the parameter.
 #
 #   tags_golden.sh PROFD TESTDATA
@@ -246,6 +248,37 @@ done
 single "$lab/goroutine.pb.gz" --data-urlencode report=top --data-urlencode group_by_sample_label=endpoint >"$tmp/groups.json"
 group_check "goroutine by endpoint" count 0 endpoint "$tmp/groups.json" "$lab/goroutine.pb.gz"
 
+# ---- stack filters (focus ... prune_from) through the API, alone and beside
+# tag_focus: report=top against go tool pprof -top with the same flags, and
+# report=proto (the filtered profile itself) read back by go tool pprof
+stack_cases=("focus=runtime" "ignore=runtime\\.gopark" "hide=runtime\\." "show=main\\."
+	"show_from=main\\." "prune_from=runtime\\.(mallocgc|gopark)")
+for f in "$lab"/*.pb.gz; do
+	base=$(basename "$f" .pb.gz)
+	for c in "${stack_cases[@]}"; do
+		k=${c%%=*}
+		v=${c#*=}
+		go_top "" 0 "-$k=$v" "$f" | sed 's/^total\t.*//' >"$tmp/want0"
+		go_top "" 0 "-$k=$v" "$f" >"$tmp/want"
+		single "$f" --data-urlencode report=top --data-urlencode sample_index=0 \
+			--data-urlencode "$k=$v" | json_top >"$tmp/got"
+		compare "top $base $c" "$tmp/want" "$tmp/got"
+		curl -fsS -G "$api" --data-urlencode "query=$( [ "${base%%-*}" = cpu ] && echo profile || echo "${base%%-*}"){file=\"$base\"}" \
+			--data-urlencode "time=$(time_of "$f")" --data-urlencode report=proto \
+			--data-urlencode "$k=$v" -o "$tmp/filtered.pb.gz"
+		go_top "" 0 "$tmp/filtered.pb.gz" | sed 's/^total\t.*//' >"$tmp/got"
+		compare "proto $base $c" "$tmp/want0" "$tmp/got"
+	done
+done
+go_top nanoseconds 1 -focus=main -tagfocus='endpoint=/api' "$lab/cpu.pb.gz" >"$tmp/want"
+single "$lab/cpu.pb.gz" --data-urlencode report=top --data-urlencode sample_index=1 \
+	--data-urlencode focus=main --data-urlencode 'tag_focus=endpoint=/api' | json_top >"$tmp/got"
+compare "top cpu focus=main tag_focus=endpoint=/api" "$tmp/want" "$tmp/got"
+single "$lab/cpu.pb.gz" --data-urlencode report=top --data-urlencode focus=xyzzy_nothing >/dev/null
+checked=$((checked + 1))
+jq -e '.warnings | any(test("stack filters .* left no sample"))' "$tmp/resp.json" >/dev/null ||
+	{ echo "FAIL: focus matching nothing: no warning in $(cat "$tmp/resp.json")"; fail=1; }
+
 # ---- bad values
 bad() { # param value
 	local code
@@ -262,6 +295,7 @@ bad tag_ignore 'a**'
 bad tag_focus 'bytes=99999999999999999999'
 bad tag_focus "k=$(printf 'a,%.0s' $(seq 40))"
 bad sample_group_limit 0
+for p in focus ignore hide show show_from prune_from; do bad $p '(a'; done
 
 echo "tags golden: $checked comparisons"
 [ "$checked" -gt 0 ] || exit 1
