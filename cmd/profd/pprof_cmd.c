@@ -43,6 +43,8 @@ static void usage(FILE *f)
 		"  --focus=RE, --ignore=RE, --hide=RE, --show=RE, --show-from=RE, --prune-from=RE\n"
 		"                         top, flame, folded, speedscope, dot: pprof's stack\n"
 		"                         filters (-focus ... -prune_from), Go regex syntax\n"
+		"  --granularity=functions|lines|files|addresses  top, flame, folded, dot: what a\n"
+		"                         node is, as pprof's -functions, -lines, -files, -addresses\n"
 		"  --format=text|tsv      top: tsv prints name<TAB>flat<TAB>cum in raw units, every\n"
 		"                         function, no cut\n"
 		"  --min-total=N          flame: leave out nodes whose total is below N (default 0)\n"
@@ -65,6 +67,7 @@ struct opts {
 	int tsv;
 	long long min_total;
 	enum pd_pprof_names names;
+	enum pd_pprof_granularity gran;
 	struct pd_pprof_namefilter_spec nf; /* --focus ... --prune-from */
 	struct pd_pprof_namefilter *filter; /* compiled from nf, or NULL */
 	const char *out;
@@ -155,6 +158,12 @@ static int parse(int argc, char **argv, struct opts *o)
 			}
 		} else if (strcmp(name, "--diff-base") == 0) {
 			o->bases[o->nbases++] = v;
+		} else if (strcmp(name, "--granularity") == 0) {
+			struct pd_err e = {0};
+			if (pd_pprof_granularity_parse(v, &o->gran, &e)) {
+				fprintf(stderr, "profd pprof: --granularity: %s\n", e.msg);
+				return -1;
+			}
 		} else if (strcmp(name, "--focus") == 0) {
 			o->nf.focus = v;
 		} else if (strcmp(name, "--ignore") == 0) {
@@ -251,8 +260,10 @@ static int load(struct opts *o, struct pd_pprof_profile **out)
 	if (o->nfiles == 1 && o->nbases == 0) {
 		if ((rc = pd_pprof_read_file(out, o->files[0], &o->dec, &err)))
 			fprintf(stderr, "profd pprof: %s\n", err.msg);
-		else
+		else {
 			pd_pprof_set_names(*out, o->names);
+			pd_pprof_set_granularity(*out, o->gran);
+		}
 		return rc;
 	}
 	if ((rc = pd_pprof_merger_create(&m, &err))) {
@@ -280,8 +291,10 @@ static int load(struct opts *o, struct pd_pprof_profile **out)
 	}
 	if ((rc = pd_pprof_merger_finish(m, out, &err)))
 		fprintf(stderr, "profd pprof: merging: %s\n", err.msg);
-	else
+	else {
 		pd_pprof_set_names(*out, o->names);
+		pd_pprof_set_granularity(*out, o->gran);
+	}
 	return rc;
 }
 

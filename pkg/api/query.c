@@ -292,6 +292,15 @@ static void report_names(struct api_req *r, struct api_resp *w, struct pd_pprof_
 	pd_pprof_set_names(b, names);
 	pd_pprof_set_names(c, names);
 	pd_pprof_set_names(d, names);
+	/* granularity: what a node of the reports is, as pprof's -lines ... */
+	enum pd_pprof_granularity g = PD_PPROF_GRAN_FUNCTIONS;
+	struct pd_err err = {0};
+	if (pd_pprof_granularity_parse(api_param(r, "granularity"), &g, &err))
+		return; /* checked with the filters, before any work */
+	pd_pprof_set_granularity(a, g);
+	pd_pprof_set_granularity(b, g);
+	pd_pprof_set_granularity(c, g);
+	pd_pprof_set_granularity(d, g);
 }
 
 /* What one group of group_by collected (see load_groups). */
@@ -1009,6 +1018,11 @@ static int name_filters_parse(struct api_req *r, struct api_resp *w, struct tag_
 	}
 	if (tf->names && api_report_names(r, w, &tf->names_mode))
 		return -1;
+	enum pd_pprof_granularity g;
+	if (pd_pprof_granularity_parse(api_param(r, "granularity"), &g, &err)) {
+		api_bad_param(w, "granularity", "%s", err.msg);
+		return -1;
+	}
 	return 0;
 }
 

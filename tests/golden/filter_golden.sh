@@ -6,7 +6,8 @@
 # edges (-dot through dot_graph.pl) must be equal, as must pprof's warnings for a
 # filter that matched nothing. The goapp and prometheus testdata profiles, at every
 # sample type (or the default one), with regexes that match Go programs' frames, file names and mapping
-# files; and a regex that does not compile is refused naming the option.
+# files; each at pprof's -lines, -files and -addresses granularities (profd's
+# --granularity); and a regex that does not compile is refused naming the option.
 #
 #   filter_golden.sh PROFD TESTDATA
 set -euo pipefail
@@ -53,6 +54,9 @@ cases=(
 to_profd() {
 	local out=() f k v
 	for f in "$@"; do
+		case $f in
+		-lines | -files | -addresses | -functions) out+=("--granularity=${f#-}"); continue ;;
+		esac
 		k=${f%%=*}
 		v=${f#*=}
 		k=${k#-}
@@ -125,6 +129,12 @@ for f in $(find "$data/profiles/goapp" "$data/profiles/prometheus" -maxdepth 1 -
 		done
 		i=$((i + 1))
 	done
+	# granularity: pprof's -lines, -files and -addresses, alone and with a filter
+	for g in lines files addresses; do
+		check_top "$name ${types[-1]} -$g" "$f" "${types[-1]}" "-$g"
+		check_top "$name ${types[-1]} -$g -hide=runtime" "$f" "${types[-1]}" "-$g" "-hide=runtime"
+	done
+	check_dot "$name dot -lines" "$f" "-lines"
 	for c in "${cases[@]:3:4}"; do
 		read -r -a flags <<<"$c"
 		check_dot "$name dot $c" "$f" "${flags[@]}"

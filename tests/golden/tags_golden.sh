@@ -11,6 +11,7 @@
 #     go tool pprof -tagfocus=key=^value$ per value (and -tagignore=key= for the
 #     samples without the key);
 #   - two tag_focus values with go tool pprof run again on its own filtered output;
+#   - granularity=lines|files|addresses|functions with pprof's -lines ...;
 #   - the stack filters focus, ignore, hide, show, show_from and prune_from on
 #     report=top and report=proto with go tool pprof's -focus ... -prune_from;
 #   - bad values: 400 naming the parameter.
@@ -270,6 +271,17 @@ for f in "$lab"/*.pb.gz; do
 		compare "proto $base $c" "$tmp/want0" "$tmp/got"
 	done
 done
+# granularity: pprof's -lines, -files, -addresses, alone and with a stack filter
+for g in lines files addresses functions; do
+	go_top nanoseconds 1 "-$g" "$lab/cpu.pb.gz" >"$tmp/want"
+	single "$lab/cpu.pb.gz" --data-urlencode report=top --data-urlencode sample_index=1 \
+		--data-urlencode "granularity=$g" | json_top >"$tmp/got"
+	compare "top cpu granularity=$g" "$tmp/want" "$tmp/got"
+	go_top nanoseconds 1 "-$g" -hide=runtime "$lab/cpu.pb.gz" >"$tmp/want"
+	single "$lab/cpu.pb.gz" --data-urlencode report=top --data-urlencode sample_index=1 \
+		--data-urlencode "granularity=$g" --data-urlencode hide=runtime | json_top >"$tmp/got"
+	compare "top cpu granularity=$g hide=runtime" "$tmp/want" "$tmp/got"
+done
 go_top nanoseconds 1 -focus=main -tagfocus='endpoint=/api' "$lab/cpu.pb.gz" >"$tmp/want"
 single "$lab/cpu.pb.gz" --data-urlencode report=top --data-urlencode sample_index=1 \
 	--data-urlencode focus=main --data-urlencode 'tag_focus=endpoint=/api' | json_top >"$tmp/got"
@@ -296,6 +308,7 @@ bad tag_focus 'bytes=99999999999999999999'
 bad tag_focus "k=$(printf 'a,%.0s' $(seq 40))"
 bad sample_group_limit 0
 for p in focus ignore hide show show_from prune_from; do bad $p '(a'; done
+bad granularity statements
 
 echo "tags golden: $checked comparisons"
 [ "$checked" -gt 0 ] || exit 1
