@@ -572,7 +572,10 @@ static int cmd_dot(struct opts *o)
 	if (nfl)
 		legend[nl++] = "Active filters:";
 	for (size_t i = 0; i < nfl; i++) {
-		snprintf(flx[i], sizeof(flx[i]), "   %s", fl[i]);
+		size_t l = strnlen(fl[i], sizeof(fl[i]) - 1);
+		memcpy(flx[i], "   ", 3);
+		memcpy(flx[i] + 3, fl[i], l);
+		flx[i][3 + l] = '\0';
 		legend[nl++] = flx[i];
 	}
 	if (pd_pprof_graph_dot(g, title, legend, nl, &b)) {
