@@ -43,6 +43,8 @@ static void usage(FILE *f)
 		"  --focus=RE, --ignore=RE, --hide=RE, --show=RE, --show-from=RE, --prune-from=RE\n"
 		"                         top, flame, folded, speedscope, dot: pprof's stack\n"
 		"                         filters (-focus ... -prune_from), Go regex syntax\n"
+		"  --normalize            with --diff-base: scale FILE... to the bases' totals\n"
+		"                         first, per sample type, as pprof's -normalize\n"
 		"  --granularity=functions|lines|files|addresses  top, flame, folded, dot: what a\n"
 		"                         node is, as pprof's -functions, -lines, -files, -addresses\n"
 		"  --format=text|tsv      top: tsv prints name<TAB>flat<TAB>cum in raw units, every\n"
@@ -68,6 +70,7 @@ struct opts {
 	long long min_total;
 	enum pd_pprof_names names;
 	enum pd_pprof_granularity gran;
+	int normalize; /* --normalize: FILE... scaled to the bases' totals */
 	struct pd_pprof_namefilter_spec nf; /* --focus ... --prune-from */
 	struct pd_pprof_namefilter *filter; /* compiled from nf, or NULL */
 	const char *out;
@@ -126,6 +129,14 @@ static int parse(int argc, char **argv, struct opts *o)
 		for (char *c = name; *c; c++)
 			if (*c == '_')
 				*c = '-';
+		if (strcmp(name, "--normalize") == 0) { /* a switch: --normalize[=true|false] */
+			if (eq && strcmp(eq + 1, "true") != 0 && strcmp(eq + 1, "false") != 0) {
+				fprintf(stderr, "profd pprof: --normalize: \"%s\" is not true or false\n", eq + 1);
+				return -1;
+			}
+			o->normalize = !eq || strcmp(eq + 1, "true") == 0;
+			continue;
+		}
 		if (eq)
 			v = eq + 1;
 		else if (i + 1 < argc && strcmp(name, "--help") != 0)
@@ -252,11 +263,78 @@ static int apply_filter(struct opts *o, struct pd_pprof_profile **p,
 
 /* Reads every file; merges them when there are several, one file at a time so that
  * each input is freed before the next is read. */
+/* Reads files (n of them) into one profile, merged when there are several. */
+static int merge_files(struct opts *o, char *const *files, int n, struct pd_pprof_profile **out)
+{
+	struct pd_err err = {0};
+	struct pd_pprof_merger *m = NULL;
+	int rc;
+	if (n == 1) {
+		if ((rc = pd_pprof_read_file(out, files[0], &o->dec, &err)))
+			fprintf(stderr, "profd pprof: %s\n", err.msg);
+		return rc;
+	}
+	if ((rc = pd_pprof_merger_create(&m, &err))) {
+		fprintf(stderr, "profd pprof: %s\n", err.msg);
+		return rc;
+	}
+	for (int i = 0; i < n; i++) {
+		struct pd_pprof_profile *p;
+		if ((rc = pd_pprof_read_file(&p, files[i], &o->dec, &err))) {
+			fprintf(stderr, "profd pprof: %s\n", err.msg);
+			pd_pprof_merger_destroy(m);
+			return rc;
+		}
+		rc = pd_pprof_merger_add(m, p, &err);
+		pd_pprof_destroy(p);
+		if (rc) {
+			fprintf(stderr, "profd pprof: merging %s: %s\n", files[i], err.msg);
+			pd_pprof_merger_destroy(m);
+			return rc;
+		}
+	}
+	if ((rc = pd_pprof_merger_finish(m, out, &err)))
+		fprintf(stderr, "profd pprof: merging: %s\n", err.msg);
+	return rc;
+}
+
+/* --normalize with --diff-base: FILE... merged and scaled by pd_pprof_normalize to
+ * the merged bases' totals, then diffed against them, as go tool pprof -normalize. */
+static int load_normalized(struct opts *o, struct pd_pprof_profile **out)
+{
+	struct pd_pprof_profile *p = NULL, *b = NULL, *n = NULL;
+	struct pd_pprof_merger *m = NULL;
+	struct pd_err err = {0};
+	int rc = merge_files(o, o->files, o->nfiles, &p);
+	if (!rc)
+		rc = merge_files(o, (char *const *)o->bases, o->nbases, &b);
+	if (!rc && (rc = pd_pprof_normalize(p, b, &n, &err)))
+		fprintf(stderr, "profd pprof: %s\n", err.msg);
+	if (!rc && !(rc = pd_pprof_merger_create(&m, &err)) &&
+	    !(rc = pd_pprof_merger_add(m, n, &err)) && !(rc = pd_pprof_merger_add_base(m, b, &err))) {
+		rc = pd_pprof_merger_finish(m, out, &err);
+		m = NULL;
+	}
+	if (rc && err.msg[0])
+		fprintf(stderr, "profd pprof: diffing: %s\n", err.msg);
+	pd_pprof_merger_destroy(m);
+	pd_pprof_destroy(p);
+	pd_pprof_destroy(b);
+	pd_pprof_destroy(n);
+	if (!rc) {
+		pd_pprof_set_names(*out, o->names);
+		pd_pprof_set_granularity(*out, o->gran);
+	}
+	return rc;
+}
+
 static int load(struct opts *o, struct pd_pprof_profile **out)
 {
 	struct pd_err err = {0};
 	struct pd_pprof_merger *m = NULL;
 	int rc;
+	if (o->normalize && o->nbases)
+		return load_normalized(o, out);
 	if (o->nfiles == 1 && o->nbases == 0) {
 		if ((rc = pd_pprof_read_file(out, o->files[0], &o->dec, &err)))
 			fprintf(stderr, "profd pprof: %s\n", err.msg);

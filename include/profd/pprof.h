@@ -614,6 +614,16 @@ const char *pd_pprof_namefilter_option(int bit);
 int pd_pprof_filter_names(const struct pd_pprof_profile *p, const struct pd_pprof_namefilter *f,
                           struct pd_pprof_profile **out, unsigned *unmatched, struct pd_err *err);
 
+/* ---- normalized diffs (normalize.c) ---------------------------------------- */
+
+/* pprof's -normalize: p scaled, per sample type, by base's sum over p's sum (0
+ * when p's is 0), each value rounded half away from zero, samples left all zero
+ * dropped; merging the result with base as a diff base (pd_pprof_merger_add_base)
+ * is `go tool pprof -normalize -diff_base`. *out is new and owned by the caller;
+ * p and base are only read. PD_EINVAL when their numbers of sample types differ. */
+int pd_pprof_normalize(const struct pd_pprof_profile *p, const struct pd_pprof_profile *base,
+                       struct pd_pprof_profile **out, struct pd_err *err);
+
 /* ---- decomposition -------------------------------------------------------- */
 
 /* A profile as plain tables, the form in which stores keep it: each field of

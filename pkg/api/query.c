@@ -1580,7 +1580,28 @@ void api_query(struct api_req *r, struct api_resp *w)
 	const struct pd_pprof_profile *p = sides[0].prof;
 	if (mode == MODE_DIFF) {
 		struct pd_err err = {0};
-		int rc = pd_pprof_diff(sides[0].prof, sides[1].prof, &diff, &err);
+		/* normalize: B scaled to A's totals first, as pprof's -normalize */
+		const char *nz = api_param(r, "normalize");
+		int normalize = nz && (strcmp(nz, "true") == 0 || strcmp(nz, "1") == 0);
+		if (nz && !normalize && strcmp(nz, "false") != 0 && strcmp(nz, "0") != 0 && *nz) {
+			api_bad_param(w, "normalize", "\"%s\" is not true or false", nz);
+			goto out;
+		}
+		struct pd_pprof_profile *scaled = NULL;
+		if (normalize) {
+			int nrc = pd_pprof_normalize(sides[1].prof, sides[0].prof, &scaled, &err);
+			if (nrc == PD_EINVAL) {
+				api_bad_param(w, "b.query", "the two sides cannot be compared: %s",
+				              err.msg);
+				goto out;
+			}
+			if (nrc) {
+				api_internal(w, "normalizing the diff failed", nrc, &err);
+				goto out;
+			}
+		}
+		int rc = pd_pprof_diff(sides[0].prof, scaled ? scaled : sides[1].prof, &diff, &err);
+		pd_pprof_destroy(scaled);
 		if (rc == PD_EINCOMPAT || rc == PD_EINVAL) {
 			api_bad_param(w, "b.query", "the two sides cannot be compared: %s",
 			              err.msg);

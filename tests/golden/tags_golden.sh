@@ -11,6 +11,7 @@
 #     go tool pprof -tagfocus=key=^value$ per value (and -tagignore=key= for the
 #     samples without the key);
 #   - two tag_focus values with go tool pprof run again on its own filtered output;
+#   - normalize on a diff with go tool pprof -normalize -diff_base;
 #   - granularity=lines|files|addresses|functions with pprof's -lines ...;
 #   - the stack filters focus, ignore, hide, show, show_from and prune_from on
 #     report=top and report=proto with go tool pprof's -focus ... -prune_from;
@@ -282,6 +283,22 @@ for g in lines files addresses functions; do
 		--data-urlencode "granularity=$g" --data-urlencode hide=runtime | json_top >"$tmp/got"
 	compare "top cpu granularity=$g hide=runtime" "$tmp/want" "$tmp/got"
 done
+# normalize on a diff: b scaled to a's totals first, as pprof's -normalize, and
+# without it the plain difference; the two must differ for the check to mean much
+for nz in true false; do
+	for si in 0 1; do
+		if [ $nz = true ]; then nf=-normalize; else nf=; fi
+		go_top "$( [ $si = 1 ] && echo nanoseconds || echo count)" $si $nf -diff_base="$lab/cpu.pb.gz" "$lab/cpu-2.pb.gz" >"$tmp/want"
+		query --data-urlencode mode=diff --data-urlencode report=top --data-urlencode sample_index=$si \
+			--data-urlencode 'a.query=profile{file="cpu"}' --data-urlencode "a.time=$(time_of "$lab/cpu.pb.gz")" \
+			--data-urlencode 'b.query=profile{file="cpu-2"}' --data-urlencode "b.time=$(time_of "$lab/cpu-2.pb.gz")" \
+			--data-urlencode "normalize=$nz" | json_top >"$tmp/got"
+		compare "diff cpu-2 - cpu [$si] normalize=$nz" "$tmp/want" "$tmp/got"
+		cp "$tmp/got" "$tmp/diff-$nz-$si"
+	done
+done
+checked=$((checked + 1))
+cmp -s "$tmp/diff-true-1" "$tmp/diff-false-1" && { echo "FAIL: normalize changed nothing"; fail=1; }
 go_top nanoseconds 1 -focus=main -tagfocus='endpoint=/api' "$lab/cpu.pb.gz" >"$tmp/want"
 single "$lab/cpu.pb.gz" --data-urlencode report=top --data-urlencode sample_index=1 \
 	--data-urlencode focus=main --data-urlencode 'tag_focus=endpoint=/api' | json_top >"$tmp/got"
@@ -309,6 +326,12 @@ bad tag_focus "k=$(printf 'a,%.0s' $(seq 40))"
 bad sample_group_limit 0
 for p in focus ignore hide show show_from prune_from; do bad $p '(a'; done
 bad granularity statements
+checked=$((checked + 1))
+code=$(curl -sS -o "$tmp/bad.json" -w '%{http_code}' -G "$api" --data-urlencode mode=diff \
+	--data-urlencode 'query=profile{file="cpu"}' --data-urlencode "a.time=$s1" --data-urlencode "b.time=$s1" \
+	--data-urlencode report=top --data-urlencode normalize=maybe)
+[ "$code" = 400 ] && jq -e '.error | startswith("invalid parameter \"normalize\": ")' "$tmp/bad.json" >/dev/null ||
+	{ echo "FAIL: normalize=maybe: want a 400 naming normalize, got $code $(cat "$tmp/bad.json")"; fail=1; }
 
 echo "tags golden: $checked comparisons"
 [ "$checked" -gt 0 ] || exit 1
