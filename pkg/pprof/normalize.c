@@ -50,7 +50,12 @@ int pd_pprof_normalize(const struct pd_pprof_profile *p, const struct pd_pprof_p
 	struct pd_pprof_parts parts = {0};
 	int64_t *vals = NULL;
 	struct pd_pprof_psample *samples = NULL;
-	int rc = pd_pprof_parts_get(p, &parts, err);
+	/* samples of the same stack and labels added up first, as pprof has them by
+	 * then: rounding each of them alone would round differently */
+	struct pd_pprof_profile *merged = NULL;
+	int rc = pd_pprof_merge(&p, 1, &merged, err);
+	if (!rc)
+		rc = pd_pprof_parts_get(merged, &parts, err);
 	if (rc)
 		goto out;
 	size_t nv = 0;
@@ -97,6 +102,7 @@ int pd_pprof_normalize(const struct pd_pprof_profile *p, const struct pd_pprof_p
 	}
 out:
 	pd_pprof_parts_fini(&parts);
+	pd_pprof_destroy(merged);
 	free(vals);
 	free(samples);
 	free(ratio);

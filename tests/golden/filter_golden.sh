@@ -6,7 +6,7 @@
 # edges (-dot through dot_graph.pl) must be equal, as must pprof's warnings for a
 # filter that matched nothing. The goapp and prometheus testdata profiles, at every
 # sample type (or the default one), with regexes that match Go programs' frames, file names and mapping
-# files; each at pprof's -lines, -files and -addresses granularities (profd's
+# files; -normalize on diffs; each at pprof's -lines, -files and -addresses granularities (profd's
 # --granularity); and a regex that does not compile is refused naming the option.
 #
 #   filter_golden.sh PROFD TESTDATA
@@ -138,6 +138,22 @@ for f in $(find "$data/profiles/goapp" "$data/profiles/prometheus" -maxdepth 1 -
 	for c in "${cases[@]:3:4}"; do
 		read -r -a flags <<<"$c"
 		check_dot "$name dot $c" "$f" "${flags[@]}"
+	done
+done
+
+# normalize on diffs: pprof's -normalize -diff_base, every sample type
+for pair in "goapp/heap goapp/heap-2" "goapp/cpu goapp/cpu-2" "labels/cpu labels/cpu-2" "goapp/allocs goapp/delta-allocs"; do
+	read -r a b <<<"$pair"
+	mapfile -t types < <(types_of "$data/profiles/$a.pb.gz")
+	for t in "${types[@]}"; do
+		checked=$((checked + 1))
+		gopprof -top -sample_index="$t" -normalize -diff_base="$data/profiles/$a.pb.gz" "$data/profiles/$b.pb.gz" >"$tmp/go.txt" 2>/dev/null || true
+		"$profd" pprof top --symbolize=none --sample-index="$t" --normalize --diff-base="$data/profiles/$a.pb.gz" "$data/profiles/$b.pb.gz" >"$tmp/pd.txt" 2>"$tmp/pd.err" || true
+		if ! diff -u "$tmp/go.txt" "$tmp/pd.txt" >"$tmp/diff.out"; then
+			echo "FAIL: $b - $a [$t] -normalize"
+			head -n 20 "$tmp/diff.out"
+			fail=1
+		fi
 	done
 done
 
