@@ -183,9 +183,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->nf.hide = v;
 		} else if (strcmp(name, "--show") == 0) {
 			o->nf.show = v;
-		} else if (strcmp(name, "--show-from") == 0 || strcmp(name, "--show_from") == 0) {
+		} else if (strcmp(name, "--show-from") == 0 /* --show_from too: _ became - */) {
 			o->nf.show_from = v;
-		} else if (strcmp(name, "--prune-from") == 0 || strcmp(name, "--prune_from") == 0) {
+		} else if (strcmp(name, "--prune-from") == 0) {
 			o->nf.prune_from = v;
 		} else if (strcmp(name, "--format") == 0) {
 			if (strcmp(v, "tsv") == 0)

@@ -10,21 +10,14 @@
 
 #include "pprof_int.h"
 
-/* Signed sum of each sample type's values, into sums (nt of them). */
-static void sums_of(const struct pd_pprof_profile *p, double *sums, size_t nt)
+/* Adds each sample type's values of p into acc (nt of them, zeroed by the caller),
+ * wrapping as Go's int64 sums wrap. */
+static void sums_of(const struct pd_pprof_profile *p, int64_t *acc, size_t nt)
 {
 	const pb_profile *pb = p->pb;
-	int64_t *acc = calloc(nt ? nt : 1, sizeof(*acc));
-	if (!acc) {
-		memset(sums, 0, nt * sizeof(*sums));
-		return;
-	}
 	for (size_t i = 0; i < pb->n_sample; i++)
 		for (size_t j = 0; j < pb->sample[i]->n_value && j < nt; j++)
 			acc[j] = (int64_t)((uint64_t)acc[j] + (uint64_t)pb->sample[i]->value[j]);
-	for (size_t j = 0; j < nt; j++)
-		sums[j] = (double)acc[j];
-	free(acc);
 }
 
 int pd_pprof_normalize(const struct pd_pprof_profile *p, const struct pd_pprof_profile *base,
@@ -36,15 +29,18 @@ int pd_pprof_normalize(const struct pd_pprof_profile *p, const struct pd_pprof_p
 		return pd_err_set(err, PD_EINVAL,
 		                  "normalize: the profile has %zu sample types and the base %zu", nt,
 		                  base->pb->n_sample_type);
-	double *ratio = calloc(nt ? nt * 2 : 1, sizeof(*ratio));
-	if (!ratio)
+	double *ratio = calloc(nt ? nt : 1, sizeof(*ratio));
+	int64_t *sum = calloc(nt ? nt * 2 : 1, sizeof(*sum)); /* base's, then p's */
+	if (!ratio || !sum) {
+		free(ratio);
+		free(sum);
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
-	double *src = ratio + nt;
-	sums_of(base, ratio, nt);
-	sums_of(p, src, nt);
+	}
+	sums_of(base, sum, nt);
+	sums_of(p, sum + nt, nt);
 	int all_ones = 1;
 	for (size_t j = 0; j < nt; j++) {
-		ratio[j] = src[j] == 0 ? 0.0 : ratio[j] / src[j];
+		ratio[j] = sum[nt + j] == 0 ? 0.0 : (double)sum[j] / (double)sum[nt + j];
 		all_ones &= ratio[j] == 1.0;
 	}
 	struct pd_pprof_parts parts = {0};
@@ -106,5 +102,6 @@ out:
 	free(vals);
 	free(samples);
 	free(ratio);
+	free(sum);
 	return rc;
 }
