@@ -624,6 +624,21 @@ int pd_pprof_filter_names(const struct pd_pprof_profile *p, const struct pd_ppro
 int pd_pprof_normalize(const struct pd_pprof_profile *p, const struct pd_pprof_profile *base,
                        struct pd_pprof_profile **out, struct pd_err *err);
 
+/* ---- averaged merges (scale.c) ------------------------------------------- */
+
+/* p with the values of each sample type j for which which[j] is set (which NULL:
+ * every type) divided by count, rounded half away from zero: a merge of count
+ * profiles as their average. Samples whose values are then all zero are dropped.
+ * *out is new and owned by the caller; p is only read. PD_EINVAL when count is 0. */
+int pd_pprof_average(const struct pd_pprof_profile *p, const unsigned char *which, uint64_t count,
+                     struct pd_pprof_profile **out, struct pd_err *err);
+
+/* 1 when sample type i of p is a snapshot of a moment (heap in use, goroutines,
+ * threads), whose merge over time is better read as an average; also for every
+ * type of a profile whose comments say "aggregation=average" (a Pyroscope push
+ * with aggregationType=average). 0 for counts over a period or since the start. */
+int pd_pprof_snapshot_type(const struct pd_pprof_profile *p, size_t i);
+
 /* ---- decomposition -------------------------------------------------------- */
 
 /* A profile as plain tables, the form in which stores keep it: each field of

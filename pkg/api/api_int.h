@@ -340,6 +340,7 @@ struct api_resp {
 	size_t raw_len;
 	int raw_free;
 	const char *symbolized; /* X-Profd-Symbolized: "full", "partial"; NULL: none */
+	const char *aggregation; /* X-Profd-Aggregation: "sum", "avg", "mixed"; NULL: none */
 };
 
 /* ---- JSON output (json.c): every writer is a no-op once w->berr is set ---- */

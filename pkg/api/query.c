@@ -114,6 +114,9 @@ out:
 /* ---- loading profiles -------------------------------------------------------- */
 
 enum { MODE_SINGLE, MODE_MERGE, MODE_DIFF };
+/* aggregation: a merge's profiles summed, averaged, or (the default) averaged in
+ * the sample types that are snapshots (pd_pprof_snapshot_type), summed in others */
+enum { AGG_DEFAULT, AGG_SUM, AGG_AVG };
 enum {
 	REPORT_META,
 	REPORT_TOP,
@@ -150,6 +153,9 @@ struct side {
 	int found;
 	int symbolized;                 /* the symbolizer ran on the result (sym says what it did) */
 	struct pd_symbolize_result sym;
+	int aggregation;    /* AGG_*: how a merge's profiles are combined */
+	unsigned char *avg; /* merge: per sample type of prof, 1 when averaged */
+	size_t navg;
 };
 
 static void side_fini(struct side *sd)
@@ -157,6 +163,7 @@ static void side_fini(struct side *sd)
 	api_sel_fini(&sd->sel);
 	pd_tsdb_result_destroy(sd->res);
 	free(sd->used);
+	free(sd->avg);
 	free(sd->raw);
 	pd_pprof_destroy(sd->prof);
 	memset(sd, 0, sizeof(*sd));
@@ -312,6 +319,8 @@ struct group {
 	struct pd_pprof_profile *focused; /* after tag_focus/tag_ignore, or NULL */
 	int idx;                          /* sample_index in its profile */
 	int64_t total;                    /* of idx over focused (else whole) */
+	unsigned char *avg;               /* per sample type of whole: averaged */
+	size_t navg;
 };
 
 /* What a merge collects from the store, series by series. */
@@ -536,6 +545,38 @@ static void merge_warn_cut(struct pd_api_server *s, struct api_resp *w, const st
 	pthread_mutex_unlock(&s->m.mu);
 }
 
+/* Applies the aggregation to a merge of count profiles, *p replaced by its
+ * average where one is taken; *avg gets, per sample type, 1 for averaged (new,
+ * owned by the caller). -1 after setting the error. */
+static int aggregate(struct api_resp *w, int agg, struct pd_pprof_profile **p, size_t count,
+                     unsigned char **avg, size_t *navg)
+{
+	size_t nt = pd_pprof_sample_type_count(*p), nav = 0;
+	*avg = calloc(nt ? nt : 1, 1);
+	*navg = nt;
+	if (!*avg) {
+		api_error(w, 500, "internal", "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		(*avg)[i] = agg == AGG_AVG || (agg == AGG_DEFAULT && pd_pprof_snapshot_type(*p, i));
+		nav += (*avg)[i];
+	}
+	w->aggregation = !nav ? "sum" : nav == nt ? "avg" : "mixed";
+	if (!nav || count <= 1)
+		return 0;
+	struct pd_pprof_profile *a = NULL;
+	struct pd_err err = {0};
+	int rc = pd_pprof_average(*p, *avg, count, &a, &err);
+	if (rc) {
+		api_internal(w, "averaging the merge failed", rc, &err);
+		return -1;
+	}
+	pd_pprof_destroy(*p);
+	*p = a;
+	return 0;
+}
+
 /* A merge over [start, end] of every matching series (merge_plan picks the
  * profiles, merge_series reads them). */
 static int load_merge(struct api_req *r, struct api_resp *w, struct side *sd, uint64_t max_profiles)
@@ -572,6 +613,8 @@ static int load_merge(struct api_req *r, struct api_resp *w, struct side *sd, ui
 		api_internal(w, "merging failed", rc, &err);
 		goto out;
 	}
+	if (aggregate(w, sd->aggregation, &sd->prof, sd->nprofiles, &sd->avg, &sd->navg))
+		goto out;
 	sd->found = 1;
 	ret = 0;
 out:
@@ -641,6 +684,8 @@ static void report_meta(struct api_resp *w, const struct pd_pprof_profile *p,
 		junit(w, p, i);
 		jput(w, ",\"total\":");
 		ji64(w, pd_pprof_total(p, (int)i));
+		if (sides[0].merge && i < sides[0].navg)
+			jput(w, sides[0].avg[i] ? ",\"aggregation\":\"avg\"" : ",\"aggregation\":\"sum\"");
 		jput(w, "}");
 	}
 	jput(w, "],\"defaultSampleType\":");
@@ -1174,6 +1219,7 @@ static void report_groups(struct api_req *r, struct api_resp *w, int report, con
 
 static void group_fini(struct group *g)
 {
+	free(g->avg);
 	pd_pprof_destroy(g->focused);
 	pd_pprof_destroy(g->whole);
 	memset(g, 0, sizeof(*g));
@@ -1241,6 +1287,8 @@ static int load_group(struct api_req *r, struct api_resp *w, struct merge_state 
 		api_internal(w, "merging failed", rc, &err);
 		return -1;
 	}
+	if (aggregate(w, m->sd->aggregation, &g->whole, g->nprofiles, &g->avg, &g->navg))
+		return -1;
 	size_t k = 0;
 	if (tag_filters_apply(w, tf, g->whole, &g->focused, &k))
 		return -1;
@@ -1399,6 +1447,8 @@ static void report_series_groups(struct api_req *r, struct api_resp *w, int repo
 			one.used[gs->order[k]] = sd->used[gs->order[k]];
 		one.nprofiles = g->nprofiles;
 		one.nseries = g->nseries;
+		one.avg = g->avg;
+		one.navg = g->navg;
 		one.mint = g->mint;
 		one.maxt = g->maxt;
 		if (key)
@@ -1519,6 +1569,17 @@ void api_query(struct api_req *r, struct api_resp *w)
 	}
 	if (tag_filters_parse(r, w, &tf))
 		goto out;
+	static const char *const aggs[] = {"", "sum", "avg", "average"};
+	int agg = lookup(api_param(r, "aggregation"), aggs, 4, AGG_DEFAULT);
+	if (agg < 0) {
+		api_bad_param(w, "aggregation",
+		              "unknown aggregation \"%s\": use sum or avg (average), or leave it "
+		              "out for averages of snapshot types and sums of the rest",
+		              api_param(r, "aggregation"));
+		goto out;
+	}
+	if (agg == 3)
+		agg = AGG_AVG;
 	if (maxp == 0 || maxp > s->o.max_merge_profiles)
 		maxp = s->o.max_merge_profiles;
 	int64_t lookback = s->o.lookback_ms;
@@ -1542,6 +1603,7 @@ void api_query(struct api_req *r, struct api_resp *w)
 			goto out;
 		nsides = 1;
 	}
+	sides[0].aggregation = sides[1].aggregation = agg;
 	if (gb.n) {
 		if (load_groups(r, w, &sides[0], &gb, maxp, (size_t)max_series_groups, &tf,
 		                &groups))

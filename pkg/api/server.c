@@ -679,6 +679,8 @@ static enum MHD_Result send_response(struct api_req *r, struct api_resp *w)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, w->cache_control);
 	if (w->symbolized)
 		MHD_add_response_header(resp, "X-Profd-Symbolized", w->symbolized);
+	if (w->aggregation)
+		MHD_add_response_header(resp, "X-Profd-Aggregation", w->aggregation);
 	if (w->csp) {
 		MHD_add_response_header(resp, "Content-Security-Policy", w->csp);
 		MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");

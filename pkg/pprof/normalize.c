@@ -4,7 +4,6 @@
  * is 1, a sample is dropped when its scaled values, those of ratio other than 1,
  * are all zero), so that ranges holding different numbers of profiles compare by
  * shape rather than by volume. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,69 +37,10 @@ int pd_pprof_normalize(const struct pd_pprof_profile *p, const struct pd_pprof_p
 	}
 	sums_of(base, sum, nt);
 	sums_of(p, sum + nt, nt);
-	int all_ones = 1;
-	for (size_t j = 0; j < nt; j++) {
+	for (size_t j = 0; j < nt; j++)
 		ratio[j] = sum[nt + j] == 0 ? 0.0 : (double)sum[j] / (double)sum[nt + j];
-		all_ones &= ratio[j] == 1.0;
-	}
-	struct pd_pprof_parts parts = {0};
-	int64_t *vals = NULL;
-	struct pd_pprof_psample *samples = NULL;
-	/* samples of the same stack and labels added up first, as pprof has them by
-	 * then: rounding each of them alone would round differently */
-	struct pd_pprof_profile *merged = NULL;
-	int rc = pd_pprof_merge(&p, 1, &merged, err);
-	if (!rc)
-		rc = pd_pprof_parts_get(merged, &parts, err);
-	if (rc)
-		goto out;
-	size_t nv = 0;
-	for (size_t i = 0; i < parts.nsample; i++)
-		nv += parts.sample[i].nvalue;
-	vals = malloc((nv ? nv : 1) * sizeof(*vals));
-	samples = malloc((parts.nsample ? parts.nsample : 1) * sizeof(*samples));
-	if (!vals || !samples) {
-		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
-		goto out;
-	}
-	size_t ns = 0, at = 0;
-	for (size_t i = 0; i < parts.nsample; i++) {
-		const struct pd_pprof_psample *s = &parts.sample[i];
-		int64_t *v = vals + at;
-		int keep = 0;
-		for (size_t j = 0; j < s->nvalue; j++) {
-			if (all_ones || j >= nt || ratio[j] == 1.0) {
-				v[j] = s->value[j]; /* and, as in pprof, no reason to keep the sample */
-				continue;
-			} else {
-				double x = round((double)s->value[j] * ratio[j]);
-				/* beyond int64 saturates, where Go's conversion is undefined */
-				v[j] = x >= 9.2233720368547758e18    ? INT64_MAX
-				       : x <= -9.2233720368547758e18 ? INT64_MIN
-				                                     : (int64_t)x;
-			}
-			keep |= v[j] != 0;
-		}
-		if (!keep && !all_ones)
-			continue;
-		samples[ns] = *s;
-		samples[ns].value = v;
-		ns++;
-		at += s->nvalue;
-	}
-	struct pd_pprof_parts o = parts;
-	o.sample = samples;
-	o.nsample = ns;
-	o.arena = NULL;
-	if (!(rc = pd_pprof_parts_copy(&o, out, err))) {
-		(*out)->names = p->names;
-		(*out)->granularity = p->granularity;
-	}
-out:
-	pd_pprof_parts_fini(&parts);
-	pd_pprof_destroy(merged);
-	free(vals);
-	free(samples);
+	struct pd_pprof_scaling sc = {.ratio = ratio, .n = nt, .merge_first = 1};
+	int rc = pd_pprof_scale_core(p, &sc, out, err);
 	free(ratio);
 	free(sum);
 	return rc;

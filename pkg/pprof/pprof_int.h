@@ -153,6 +153,23 @@ struct pd_pprof_nodes {
 	uint8_t *loc_prune;
 };
 
+/* How pd_pprof_scale_core scales sample types 0..n-1 (scale.c): by divisor[j]
+ * (exact integer division, rounded half away from zero; <= 1 leaves the type)
+ * when divisor is set, else by ratio[j] (1.0 leaves it). A sample is dropped when
+ * its values are all zero after scaling: only the scaled ones counted, as pprof's
+ * ScaleN, unless keep_any (then any value keeps it); never when nothing is
+ * scaled. merge_first adds up samples of one stack and labels first. */
+struct pd_pprof_scaling {
+	const double *ratio;
+	const int64_t *divisor;
+	size_t n;
+	int keep_any, merge_first;
+};
+
+/* *out is new and owned by the caller, p only read. */
+int pd_pprof_scale_core(const struct pd_pprof_profile *p, const struct pd_pprof_scaling *sc,
+                        struct pd_pprof_profile **out, struct pd_err *err);
+
 struct pd_labels_regex;
 /* Compiles re (len bytes, Go's syntax) to match anywhere in a string, as Go's
  * MatchString does; errors name offsets in re as written (tags.c). */

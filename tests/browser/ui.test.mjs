@@ -973,14 +973,34 @@ step('30-preload', ['profile-open'], async () => {
   }
 });
 
+// The inuse total of the average of files (go tool pprof's merge of them with each
+// sample's value divided by their number, rounded half away from zero, as profd's
+// aggregation=avg).
+function averageTotal(files, type) {
+  const lines = pprof(['-raw', ...files]).split('\n');
+  const h = lines.findIndex((l) => l.trim().split(/\s+/).some((c) => c.startsWith(type + '/')));
+  const col = lines[h].trim().split(/\s+/).findIndex((c) => c.startsWith(type + '/'));
+  let sum = 0;
+  for (const l of lines.slice(h + 1)) {
+    const m = /^\s*([-\d\s]+):/.exec(l);
+    if (!m) { if (/^\S/.test(l)) break; continue; }
+    const v = Number(m[1].trim().split(/\s+/)[col]);
+    const q = Math.floor(Math.abs(v) / files.length);
+    const r = Math.abs(v) - q * files.length;
+    sum += Math.sign(v) * (2 * r >= files.length ? q + 1 : q);
+  }
+  return sum;
+}
+
 step('31-profile-groups', ['23-chart'], async () => {
-  // a merge of the chart's three series, grouped by zone: one group per zone, each
-  // with the sum of its profiles' totals; the chart groups by the same label
+  // a merge of the chart's three series, grouped by zone, summed (agg=sum): one group
+  // per zone, each with the sum of its profiles' totals; the chart groups by the same label
   const start = Math.min(...chartPushed.map((x) => x.t));
   const end = Math.max(...chartPushed.map((x) => x.t));
   await page.goto(`${URL_BASE}/?query=${encodeURIComponent(CHART)}&range=15m&group=zone&open=merge` +
-    `&sel=${encodeURIComponent(CHART)}&start=${start}&end=${end}`);
+    `&sel=${encodeURIComponent(CHART)}&start=${start}&end=${end}&agg=sum`);
   await profileReady(false);
+  assert.equal(await page.inputValue('#profile-aggregation'), 'sum', 'agg= in the URL sets the Aggregate menu');
   const groups = () => page.$$eval('#profile-groups button[data-key]', (bs) => bs.map((b) => ({
     key: b.dataset.key, total: Number(b.dataset.total), checked: b.getAttribute('aria-checked') })));
   // (data-color: the swatch's colour, that of the group's line on the chart)
@@ -1032,6 +1052,23 @@ step('31-profile-groups', ['23-chart'], async () => {
   await eventually(async () => assert.equal(await page.inputValue('#profile-group-by'), 'zone'));
   await page.waitForSelector('#profile-groups[data-state="ready"]');
   assert.equal((await groups()).length, 3);
+  // Aggregate "by type" (the default): the heap in use is averaged per profile, in
+  // each group over its own profiles, and the header says so
+  await page.selectOption('#profile-aggregation', '');
+  await eventually(async () => assert.equal(new URL(page.url()).searchParams.get('agg'), null, 'the default leaves agg= out'));
+  const files = (z) => chartPushed.filter((x) => !z || x.zone === z).map((x) => x.file);
+  // (All: the whole merge's average, each zone's weighed by its number of profiles)
+  const za = averageTotal(files('a'), 'inuse_space');
+  const zb = averageTotal(files('b'), 'inuse_space');
+  const all = Math.round((za * files('a').length + zb * files('b').length) / files().length);
+  await eventually(async () => {
+    const gs = await groups();
+    assert.deepEqual(gs.map((g) => [g.key, g.total]).sort(), [['', all], ['zone="a"', za], ['zone="b"', zb]].sort());
+  });
+  assert.ok(Math.abs(all - averageTotal(files(), 'inuse_space')) <= 64, 'which is the average of all files within rounding');
+  await eventually(async () => assert.match(await page.locator('#profile .pf-details').innerText(),
+    /average per profile of inuse_objects, inuse_space; sum of the rest/));
+  await shot('31-profile-groups-average');
 });
 
 // ---- a phone: 390 px wide, touch, in both themes ----

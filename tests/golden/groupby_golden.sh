@@ -19,6 +19,7 @@ set -euo pipefail
 
 profd=$(realpath "$1")
 data=$(cd "$2" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 pid=""
 cleanup() {
@@ -129,9 +130,12 @@ done
 api="http://127.0.0.1:$port/api/v1/query"
 range=(--data-urlencode start=2026-11-22T18:00:00Z --data-urlencode end=2026-11-24T22:00:00Z)
 
-# query ARGS...: the whole response of a success in $tmp/resp.json, its data on stdout
+# query ARGS...: the whole response of a success in $tmp/resp.json, its data on stdout;
+# merges are sums (aggregation=sum), as go tool pprof merges, unless ARGS say otherwise
 query() {
-	curl -fsS -G "$api" --data-urlencode mode=merge "${range[@]}" "$@" >"$tmp/resp.json" ||
+	local agg=(--data-urlencode aggregation=sum) a
+	for a in "$@"; do case $a in aggregation=*) agg=() ;; esac; done
+	curl -fsS -G "$api" --data-urlencode mode=merge "${agg[@]}" "${range[@]}" "$@" >"$tmp/resp.json" ||
 		{ echo "query failed: $*" >&2; return 1; }
 	jq -e '.status == "success"' "$tmp/resp.json" >/dev/null || { cat "$tmp/resp.json" >&2; return 1; }
 	jq '.data' "$tmp/resp.json"
@@ -295,6 +299,57 @@ check "nested: instance b splits by endpoint" "$(jq -e '.groups[] | select(.labe
 query --data-urlencode 'query=profile{job="none"}' --data-urlencode group_by=instance >"$tmp/none.json"
 check "no profile: null" "$([ "$(cat "$tmp/none.json")" = null ]; echo $?)"
 
+# ---- aggregation: a merge's snapshot types (inuse_*) averaged by default, the
+# rest summed; avg averages every type, sum none. Sample for sample against go tool
+# pprof's merge of the same files with the values divided by the number of profiles
+# (raw_samples.py), and the meta's aggregation and totals.
+samples() { "$here/raw_samples.py" "$@"; }
+agg_case() { # selector files...
+	local sel=$1 n idx types avg_types=() all=() hdr
+	shift
+	n=$#
+	mapfile -t types < <(types_of "$1")
+	for idx in "${!types[@]}"; do
+		all+=("$idx")
+		case ${types[$idx]} in inuse_*) avg_types+=("$idx") ;; esac
+	done
+	gopprof -raw "$@" 2>/dev/null | samples >"$tmp/want.sum"
+	gopprof -raw "$@" 2>/dev/null | samples --div "$n" --types "$(IFS=,; echo "${avg_types[*]}")" >"$tmp/want.default"
+	gopprof -raw "$@" 2>/dev/null | samples --div "$n" --types "$(IFS=,; echo "${all[*]}")" >"$tmp/want.avg"
+	for a in default sum avg average; do
+		local arg=() want=$a
+		[ "$a" = default ] || arg=(--data-urlencode "aggregation=$a")
+		[ "$a" = average ] && want=avg
+		curl -fsS -G "$api" -D "$tmp/hdr" -o "$tmp/agg.pb.gz" --data-urlencode mode=merge "${range[@]}" \
+			--data-urlencode "query=$sel" --data-urlencode report=proto "${arg[@]}" || die "aggregation $a of $sel"
+		gopprof -raw "$tmp/agg.pb.gz" 2>/dev/null | samples >"$tmp/got"
+		compare "aggregation=$a of $sel ($n profiles): samples against pprof's merge" "$tmp/want.$want" "$tmp/got"
+		hdr=$(tr -d '\r' <"$tmp/hdr" | sed -n 's/^[Xx]-[Pp]rofd-[Aa]ggregation: //p')
+		local expect_hdr=$want
+		[ "$want" != default ] || expect_hdr=$([ ${#avg_types[@]} = 0 ] && echo sum || { [ ${#avg_types[@]} = ${#all[@]} ] && echo avg || echo mixed; })
+		check "aggregation=$a of $sel: X-Profd-Aggregation $hdr, want $expect_hdr" "$([ "$hdr" = "$expect_hdr" ]; echo $?)"
+	done
+	# meta: each sample type's aggregation and its total, the sum of the expected samples
+	query --data-urlencode "query=$sel" --data-urlencode aggregation= >"$tmp/meta.json"
+	for idx in "${!types[@]}"; do
+		local wa=sum wt
+		case ${types[$idx]} in inuse_*) wa=avg ;; esac
+		wt=$(perl -ne 'my @v = split " ", (split / \| /)[0]; $s += abs($v['"$idx"']); END { print $s + 0, "\n" }' "$tmp/want.default")
+		check "aggregation of $sel: meta ${types[$idx]} $(jq -c ".sampleTypes[$idx] | [.aggregation, .total]" "$tmp/meta.json"), want [$wa, $wt]" \
+			"$(jq -e --arg a "$wa" --argjson t "$wt" ".sampleTypes[$idx] | .aggregation == \$a and .total == \$t" "$tmp/meta.json" >/dev/null; echo $?)"
+	done
+}
+agg_case 'heap{job="gb",instance="a"}' "$g/heap.pb.gz" "$g/heap-2.pb.gz"
+agg_case 'heap{job="gb",instance="c"}' "$g/heap-3.pb.gz" "$p/heap.pb.gz"
+agg_case 'heap{job="gb"}' "$g/heap.pb.gz" "$g/heap-2.pb.gz" "$l/heap.pb.gz" "$g/heap-3.pb.gz" "$p/heap.pb.gz"
+agg_case 'profile{job="gb",instance="a"}' "$g/cpu.pb.gz" "$g/cpu-2.pb.gz" "$g/cpu-3.pb.gz"
+# group_by: each group averaged over its own profiles
+query --data-urlencode 'query=heap{job="gb"}' --data-urlencode aggregation= --data-urlencode group_by=instance >"$tmp/gmeta.json"
+gopprof -raw "$g/heap.pb.gz" "$g/heap-2.pb.gz" 2>/dev/null | samples --div 2 --types 2,3 >"$tmp/want.ga"
+wt=$(perl -ne 'my @v = split " ", (split / \| /)[0]; $s += abs($v[3]); END { print $s + 0, "\n" }' "$tmp/want.ga")
+check "aggregation: group_by=instance group a's inuse_space total $(jq '.groups[] | select(.labels.instance == "a") | .report.sampleTypes[3].total' "$tmp/gmeta.json"), want $wt" \
+	"$(jq -e --argjson t "$wt" '.groups[] | select(.labels.instance == "a") | .report.sampleTypes[3] | .total == $t and .aggregation == "avg"' "$tmp/gmeta.json" >/dev/null; echo $?)"
+
 # ---- bad values: a 400 naming the parameter
 bad() { # param args...
 	local param=$1 code
@@ -317,6 +372,7 @@ bad group_by --data-urlencode "$q" --data-urlencode group_by=instance
 bad group_by --data-urlencode "$q" --data-urlencode mode=diff --data-urlencode a.time=2026-11-22T18:59:20Z \
 	--data-urlencode b.time=2026-11-22T18:59:30Z --data-urlencode group_by=instance
 bad group_by --data-urlencode "$q" --data-urlencode mode=merge --data-urlencode group_by=instance --data-urlencode report=proto
+bad aggregation --data-urlencode "$q" --data-urlencode mode=merge --data-urlencode aggregation=median
 bad group_limit --data-urlencode "$q" --data-urlencode mode=merge --data-urlencode group_by=instance --data-urlencode group_limit=0
 bad group_limit --data-urlencode "$q" --data-urlencode mode=merge --data-urlencode group_by=instance --data-urlencode group_limit=1001
 bad sample_index --data-urlencode "$q" --data-urlencode mode=merge --data-urlencode group_by=instance --data-urlencode sample_index=nosuch

@@ -100,7 +100,7 @@ for ((i = 0; i < 3; i++)); do
 	checks=$((checks + 1))
 done
 
-get merged.pb.gz --data-urlencode 'query=heap{job="served"}' --data-urlencode mode=merge \
+get merged.pb.gz --data-urlencode 'query=heap{job="served"}' --data-urlencode mode=merge --data-urlencode aggregation=sum \
 	--data-urlencode "start=$(sec "${ts[0]}")" --data-urlencode "end=$(sec "${ts[n - 1]}")"
 for idx in 0 1 2 3; do
 	diff <(top -sample_index=$idx merged.pb.gz) <(top -sample_index=$idx "${files[@]:0:n}") >"$tmp/d" ||

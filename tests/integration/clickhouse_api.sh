@@ -173,7 +173,7 @@ done
 
 # ---- merges --------------------------------------------------------------------------
 for type in "${types[@]}"; do
-	proto --data-urlencode "query=$type{job=\"corpus\"}" --data-urlencode mode=merge "${R[@]}"
+	proto --data-urlencode "query=$type{job=\"corpus\"}" --data-urlencode mode=merge --data-urlencode aggregation=sum "${R[@]}"
 	mapfile -t files < <(cat "$tmp/files-$type-a" "$tmp/files-$type-b")
 	for ((idx = 0; idx < 4; idx++)); do
 		top -sample_index=$idx "${files[0]}" | grep -q . || break
@@ -202,7 +202,7 @@ code=$(curl -sS -G -o "$tmp/bad.json" -w '%{http_code}' "$B/api/v1/query" --data
 [ "$code" = 400 ] && grep -q 'cannot be merged' "$tmp/bad.json" ||
 	failed "a merge of every type from ClickHouse: want 400 'cannot be merged', got $code $(cat "$tmp/bad.json")"
 # a diff of two merges
-proto --data-urlencode mode=diff --data-urlencode "a.query=heap{instance=\"a\"}" --data-urlencode "b.query=heap{instance=\"b\"}" \
+proto --data-urlencode mode=diff --data-urlencode aggregation=sum --data-urlencode "a.query=heap{instance=\"a\"}" --data-urlencode "b.query=heap{instance=\"b\"}" \
 	--data-urlencode "a.start=$start" --data-urlencode "a.end=$end" --data-urlencode "b.start=$start" --data-urlencode "b.end=$end"
 mapfile -t fa <"$tmp/files-heap-a"
 mapfile -t fb <"$tmp/files-heap-b"
@@ -248,7 +248,7 @@ for ((i = 0; i < many; i++)); do
 		die "pushing series $i to the local server failed"
 done
 "$tool" write "$url" "${margs[@]}" >/dev/null
-MR=(--data-urlencode 'query=goroutine{job="many"}' --data-urlencode mode=merge
+MR=(--data-urlencode 'query=goroutine{job="many"}' --data-urlencode mode=merge --data-urlencode aggregation=sum
 	--data-urlencode "start=$(sec $((many_ms - 1000)))" --data-urlencode "end=$(sec $((many_ms + 1000)))")
 compare /api/v1/query "${MR[@]}" --data-urlencode report=meta
 checked=$((checked + 1))

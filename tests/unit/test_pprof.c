@@ -431,6 +431,75 @@ static void test_merge(void **state)
 	pd_pprof_destroy(a);
 }
 
+/* round(v / d) half away from zero, as pd_pprof_average divides */
+static int64_t half_away(int64_t v, int64_t d)
+{
+	int64_t q = v / d, r = v % d;
+	if ((r < 0 ? -r : r) * 2 >= d)
+		q += v < 0 ? -1 : 1;
+	return q;
+}
+
+static void test_average(void **state)
+{
+	struct pd_pprof_profile *a = load(P("goapp/heap.pb.gz"));
+	struct pd_pprof_profile *m = NULL, *avg = NULL, *d = NULL;
+	struct pd_err err = {0};
+	/* which types are snapshots: the heap in use and goroutines, not allocations or CPU */
+	assert_int_equal(pd_pprof_snapshot_type(a, 0), 0);
+	assert_int_equal(pd_pprof_snapshot_type(a, 1), 0);
+	assert_int_equal(pd_pprof_snapshot_type(a, 2), 1);
+	assert_int_equal(pd_pprof_snapshot_type(a, 3), 1);
+	struct pd_pprof_profile *c = load(P("goapp/cpu.pb.gz"));
+	assert_int_equal(pd_pprof_snapshot_type(c, 0), 0);
+	assert_int_equal(pd_pprof_snapshot_type(c, 1), 0);
+	pd_pprof_destroy(c);
+	struct pd_pprof_profile *g = load(P("goapp/goroutine.pb.gz"));
+	assert_int_equal(pd_pprof_snapshot_type(g, 0), 1);
+	pd_pprof_destroy(g);
+
+	/* three of a, averaged in the inuse types: those are a's again, the others 3 times */
+	const struct pd_pprof_profile *three[] = {a, a, a};
+	assert_int_equal(pd_pprof_merge(three, 3, &m, &err), 0);
+	const unsigned char inuse[] = {0, 0, 1, 1};
+	assert_int_equal(pd_pprof_average(m, inuse, 3, &avg, &err), 0);
+	for (int t = 0; t < 4; t++)
+		assert_int_equal(pd_pprof_total(avg, t), (t >= 2 ? 1 : 3) * pd_pprof_total(a, t));
+	pd_pprof_destroy(avg);
+
+	/* negative values (a diff: a - 3a) round half away from zero, sample for sample */
+	assert_int_equal(pd_pprof_diff(m, a, &d, &err), 0);
+	assert_int_equal(pd_pprof_average(d, NULL, 4, &avg, &err), 0);
+	struct pd_pprof_parts pd, pa;
+	assert_int_equal(pd_pprof_parts_get(d, &pd, &err), 0);
+	assert_int_equal(pd_pprof_parts_get(avg, &pa, &err), 0);
+	size_t k = 0, negative = 0;
+	for (size_t i = 0; i < pd.nsample; i++) {
+		int zero = 1;
+		for (size_t j = 0; j < pd.sample[i].nvalue; j++)
+			zero &= half_away(pd.sample[i].value[j], 4) == 0;
+		if (zero)
+			continue; /* left out */
+		assert_true(k < pa.nsample);
+		for (size_t j = 0; j < pd.sample[i].nvalue; j++) {
+			assert_int_equal(pa.sample[k].value[j], half_away(pd.sample[i].value[j], 4));
+			negative += pd.sample[i].value[j] < 0;
+		}
+		k++;
+	}
+	assert_int_equal(k, pa.nsample);
+	assert_true(negative > 0);
+	pd_pprof_parts_fini(&pd);
+	pd_pprof_parts_fini(&pa);
+	pd_pprof_destroy(avg);
+	assert_int_equal(pd_pprof_average(d, NULL, 0, &avg, &err), PD_EINVAL);
+	assert_null(avg);
+	pd_pprof_destroy(d);
+	pd_pprof_destroy(m);
+	pd_pprof_destroy(a);
+	(void)state;
+}
+
 static void test_diff(void **state)
 {
 	struct pd_pprof_profile *a = load(P("goapp/heap.pb.gz"));
@@ -942,6 +1011,7 @@ int main(void)
 	    cmocka_unit_test(test_top_recursion_inline),
 	    cmocka_unit_test(test_flame),
 	    cmocka_unit_test(test_merge),
+	    cmocka_unit_test(test_average),
 	    cmocka_unit_test(test_diff),
 	    cmocka_unit_test(test_format),
 	    cmocka_unit_test(test_tag_filters),

@@ -23,7 +23,7 @@ import { mountCompare, compareSearch } from './compare.js';
 
 // The profile view's keys (profile.js's view object) and their URL names.
 const VIEW_KEYS = [['sampleIndex', 'sample'], ['focus', 'focus'], ['search', 'search'],
-  ['sort', 'sort'], ['filter', 'filter'], ['groupPick', 'group_pick']];
+  ['sort', 'sort'], ['filter', 'filter'], ['groupPick', 'group_pick'], ['aggregation', 'agg']];
 
 function int(s) {
   if (s == null || !/^-?\d+$/.test(s)) return null;
@@ -224,6 +224,10 @@ export function openRequest(st) {
   const req = { ...o };
   if (st.tagFocus) req.tagFocus = st.tagFocus;
   if (o.mode === 'merge' && st.group) req.groupBy = st.group;
+  const agg = st.view && st.view.aggregation;
+  if ((agg === 'sum' || agg === 'avg') && (o.mode === 'merge' || (o.mode === 'diff' && (o.a.start != null || o.b.start != null)))) {
+    req.aggregation = agg;
+  }
   return req;
 }
 
@@ -1059,6 +1063,12 @@ class QueryPage {
       this.commit(false);
     };
     const opts = { sampleType: this.carrySample, onGroupBy: (label) => this.groupByChanged(label),
+      onAggregation: (agg) => {
+        if (agg) this.state.view.aggregation = agg;
+        else delete this.state.view.aggregation;
+        this.commit(false);
+        this.renderOpen();
+      },
       copyLink: (btn) => this.copyLink(btn),
       groupColor: (value) => this.chart.groupColor(this.state.group, value) };
     this.carrySample = '';

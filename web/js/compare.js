@@ -11,15 +11,16 @@ import { formatTime, formatValue } from './format.js';
 import { SelectorInput, RangeControls, parseDuration, closeSelector, rememberQuery, toLocalInput, fromLocalInput } from './query.js';
 import { FlameView, findPath, pathsTo, escapeRegExp } from './flame.js';
 import { TopTable } from './top.js';
-import { sideParams, orderSampleTypes, describeProfiles } from './profile.js';
+import { sideParams, orderSampleTypes, describeProfiles, aggregationLine } from './profile.js';
 
 // ---------------------------------------------------------------- URL state
 
 export const SIDES = ['a', 'b'];
 
 // The view keys kept in the URL, as the query page names them.
+// (agg: a merged side's aggregation, 'sum' or 'avg'; '' for the server's default)
 const VIEW_KEYS = [['sample', 'sample'], ['focus', 'focus'], ['search', 'search'], ['sort', 'sort'],
-  ['filter', 'filter']];
+  ['filter', 'filter'], ['agg', 'agg']];
 
 // A single profile's time relative to now: 'now' (the latest) or 'now-15m'.
 const AT_RE = /^now(?:-(\d+(?:ms|s|m|h|d|w|y)))?$/;
@@ -53,6 +54,7 @@ export function decodeCompare(search) {
   const p = new URLSearchParams(search || '');
   const st = { a: decodeSide(p, 'a.'), b: decodeSide(p, 'b.'), scale: p.get('scale') === 'own' ? 'own' : 'same' };
   for (const [k, name] of VIEW_KEYS) st[k] = p.get(name) || '';
+  if (st.agg !== 'sum' && st.agg !== 'avg') st.agg = '';
   return st;
 }
 
@@ -137,7 +139,7 @@ export function compareSearch(req, view = {}) {
   }
   const v = view || {};
   return encodeCompare({ a, b, sample: v.sampleIndex || '', focus: v.focus || '', search: v.search || '',
-    sort: v.sort || '', filter: v.filter || '', scale: 'same' });
+    sort: v.sort || '', filter: v.filter || '', agg: v.aggregation || '', scale: 'same' });
 }
 
 // ---------------------------------------------------------------- keeping the panes in step
@@ -369,10 +371,13 @@ class Pane {
       return null;
     }
     try {
-      const r = await apiGet('query', { ...sideParams(resolved), report: 'meta' }, signal);
+      const r = await apiGet('query', { ...sideParams(resolved, undefined, this.page.state.agg), report: 'meta' }, signal);
       this.meta = r.data || null;
       if (!this.meta) this.showMessage(`No profile for side ${NAMES[this.k]}: ${this.desc.textContent}. Pick another time or range.`);
-      else this.desc.textContent = describeProfiles(this.meta);
+      else {
+        const agg = aggregationLine(this.meta);
+        this.desc.textContent = describeProfiles(this.meta) + (agg.length ? ` · ${agg[0][1]}` : '');
+      }
       return this.meta;
     } catch (e) {
       if (e.name === 'AbortError') throw e;
@@ -384,7 +389,7 @@ class Pane {
 
   // The flame graph and top table in sample type si.
   async loadData(si, signal) {
-    const params = { ...sideParams(this.resolved), sample_index: si || undefined };
+    const params = { ...sideParams(this.resolved, undefined, this.page.state.agg), sample_index: si || undefined };
     const [fr, tr] = await Promise.all([
       apiGet('query', { ...params, report: 'flamegraph' }, signal),
       apiGet('query', { ...params, report: 'top' }, signal),

@@ -26,17 +26,27 @@ function isRange(side) {
 
 // The /api/v1/query parameters of one diff side, as a request of its own:
 // {mode:'single', query, time} or {mode:'merge', query, start, end} (times in seconds).
-export function sideParams(side, fallbackQuery) {
+// aggregation (optional): how a merge adds its profiles up ('sum', 'avg'; '' for the
+// server's default: averages of snapshot types such as inuse_space, sums of the rest).
+export function sideParams(side, fallbackQuery, aggregation) {
   const query = (side && side.query) || fallbackQuery;
-  if (isRange(side)) return { mode: 'merge', query, start: secs(side.start), end: secs(side.end) };
+  if (isRange(side)) {
+    const p = { mode: 'merge', query, start: secs(side.start), end: secs(side.end) };
+    if (aggregation) p.aggregation = aggregation;
+    return p;
+  }
   return { mode: 'single', query, time: secs(side && side.time) };
 }
 
 // The /api/v1/query parameters of a profile view request (without report).
-// req.tagFocus (optional): the sample-label filter, as tag_focus.
+// req.tagFocus (optional): the sample-label filter, as tag_focus; req.aggregation
+// (optional): a merge's aggregation, as aggregation.
 export function queryParams(req) {
   if (!req) return {};
   const tf = req.tagFocus ? { tag_focus: req.tagFocus } : {};
+  if (req.aggregation && (req.mode === 'merge' || (req.mode === 'diff' && (isRange(req.a) || isRange(req.b))))) {
+    tf.aggregation = req.aggregation;
+  }
   if (req.mode === 'diff') {
     const p = { mode: 'diff', ...tf };
     if (req.query) p.query = req.query;
@@ -183,12 +193,24 @@ function filterLines(req) {
 }
 
 // Header title and detail lines for a meta answer.
+// The header's line for a merge's aggregation (meta's sampleTypes[].aggregation):
+// 'average per profile' / 'sum' / 'average per profile of inuse_space, …; sum of the rest'.
+export function aggregationLine(meta) {
+  const types = (meta && meta.sampleTypes) || [];
+  const avg = types.filter((t) => t.aggregation === 'avg').map((t) => t.type);
+  if (!types.some((t) => t.aggregation)) return [];
+  if (!avg.length) return [['aggregate', 'sum of the profiles']];
+  if (avg.length === types.length) return [['aggregate', 'average per profile']];
+  return [['aggregate', `average per profile of ${avg.join(', ')}; sum of the rest`]];
+}
+
 export function describe(meta, req, nowMs = Date.now()) {
   if (!meta) return { title: '', lines: [] };
   if (req.mode === 'diff') {
     return {
       title: 'Diff: new (b) against base (a)',
-      lines: [['base (a)', describeProfiles(meta.a, nowMs)], ['new (b)', describeProfiles(meta.b, nowMs)]],
+      lines: [['base (a)', describeProfiles(meta.a, nowMs)], ['new (b)', describeProfiles(meta.b, nowMs)],
+        ...aggregationLine(meta)],
     };
   }
   if (req.mode === 'merge') {
@@ -196,7 +218,8 @@ export function describe(meta, req, nowMs = Date.now()) {
     const s = meta.seriesCount || 0;
     return {
       title: `Merge of ${n} profile${n === 1 ? '' : 's'} of ${s} series`,
-      lines: [['query', req.query || ''], ['time', `${formatTime(meta.minTime)} to ${formatTime(meta.maxTime)}`]],
+      lines: [['query', req.query || ''], ['time', `${formatTime(meta.minTime)} to ${formatTime(meta.maxTime)}`],
+        ...aggregationLine(meta)],
     };
   }
   const t = meta.timestamp !== undefined ? meta.timestamp : meta.maxTime;
@@ -283,6 +306,18 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     name: () => [((meta && meta.series && meta.series[0]) || {}).__name__ || 'profile', sampleType, 'flame'] });
   controls.append(exportMenu.el);
   if (req && req.mode === 'merge') controls.insertBefore(groupLabel, layoutBar);
+  // how a merge adds its profiles up (the API's aggregation): shown for merges and
+  // for diffs with a merged side
+  const ranged = req && (req.mode === 'merge' || (diff && (isRange(req.a) || isRange(req.b))));
+  const aggSelect = h('select', { id: 'profile-aggregation', 'aria-label': 'How the merge adds its profiles up' },
+    h('option', { value: '' }, 'by type'), h('option', { value: 'sum' }, 'sum'), h('option', { value: 'avg' }, 'average'));
+  aggSelect.value = (req && req.aggregation) || '';
+  const aggLabel = h('label', { class: 'pf-label', title: 'Sum the merged profiles, or average them per profile; by type averages snapshots (heap in use, goroutines, threads) and sums the rest' },
+    h('span', {}, 'Aggregate'), aggSelect);
+  if (ranged) controls.insertBefore(aggLabel, layoutBar);
+  aggSelect.addEventListener('change', () => {
+    if (opts && opts.onAggregation) opts.onAggregation(aggSelect.value);
+  });
   const groupList = h('div', { id: 'profile-groups', class: 'pf-groups', role: 'radiogroup',
     'aria-label': 'The groups of the merge', 'data-state': groupBy ? 'loading' : 'none', hidden: !groupBy });
   const head = h('header', { class: 'pf-head' }, h('div', { class: 'pf-what' }, title, details), controls);
@@ -434,8 +469,13 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
       return;
     }
     let sum = 0;
+    let weighted = 0;
     let profiles = 0;
-    for (const g of groups) { sum += g.total; profiles += g.profileCount; }
+    for (const g of groups) { sum += g.total; weighted += g.total * g.profileCount; profiles += g.profileCount; }
+    // an averaged sample type: the whole merge is the average over every group's
+    // profiles, each group's average weighed by its number of profiles
+    const shown = meta && (meta.sampleTypes || []).find((t) => t.type === (sampleType || meta.defaultSampleType));
+    if (shown && shown.aggregation === 'avg' && profiles) sum = Math.round(weighted / profiles);
     const unit = groups.length ? groups[0].unit : '';
     const item = (key, name, total, share, detail, title, raw) => {
       const b = h('button', { type: 'button', class: 'pf-group', role: 'radio', 'data-key': key,
@@ -633,10 +673,11 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
 
   function renderHeader() {
     renderDescription(describe(meta, req));
+    renderGroups(); // the whole merge's total depends on the sample type's aggregation
     select.textContent = '';
     for (const t of orderSampleTypes(meta)) {
       const total = formatValue(t.total, t.unit);
-      const o = h('option', { value: t.type }, `${t.type} (${total})`);
+      const o = h('option', { value: t.type }, `${t.type} (${t.aggregation === 'avg' ? 'average ' : ''}${total})`);
       if (t.type === sampleType) o.selected = true;
       select.append(o);
     }
@@ -673,7 +714,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
         let unit;
         if (diff) {
           const [ra, rb] = await Promise.all(['a', 'b'].map((k) =>
-            apiGet('query', { ...sideParams(req[k], req.query), tag_focus: req.tagFocus || undefined, report: 'flamegraph', sample_index: si }, signal)));
+            apiGet('query', { ...sideParams(req[k], req.query, req.aggregation), tag_focus: req.tagFocus || undefined, report: 'flamegraph', sample_index: si }, signal)));
           addWarnings(ra.warnings.map((w) => 'base (a): ' + w));
           addWarnings(rb.warnings.map((w) => 'new (b): ' + w));
           tree = combineDiff(ra.data && ra.data.root, rb.data && rb.data.root);

@@ -387,3 +387,16 @@ test('openRequest: a merge carries the group-by label, every request the sample-
   assert.equal(st.view.groupPick, 'zone="a"');
   assert.match(encodeState(st), /&group_pick=zone="a"$/);
 });
+
+test('openRequest: a merge and a diff with a merged side carry the aggregation (agg= in the URL)', () => {
+  const st = decodeState('?query=heap&open=merge&sel=heap&start=1&end=2&agg=sum');
+  assert.equal(st.view.aggregation, 'sum');
+  assert.match(encodeState(st), /&agg=sum$/);
+  assert.equal(openRequest(st).aggregation, 'sum');
+  const avg = decodeState('?query=heap&open=diff&a.sel=heap&a.start=1&a.end=2&b.sel=heap&b.time=3&agg=avg');
+  assert.equal(openRequest(avg).aggregation, 'avg');
+  const single = decodeState('?query=heap&open=single&sel=heap&time=3&agg=avg');
+  assert.equal(openRequest(single).aggregation, undefined, 'one profile is not aggregated');
+  const bad = decodeState('?query=heap&open=merge&sel=heap&start=1&end=2&agg=median');
+  assert.equal(openRequest(bad).aggregation, undefined, 'only sum and avg reach the API');
+});

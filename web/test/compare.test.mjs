@@ -31,11 +31,11 @@ test('encodeCompare/decodeCompare round-trip the whole state', () => {
   const states = [
     { a: { query: 'heap{job="a&b"}', time: 1700000000000 }, b: { query: 'heap', at: 'now' },
       sample: 'alloc_space', focus: 'main.main;runtime.mallocgc', search: '^json\\.', sort: '-cum',
-      filter: 'a=b&c', scale: 'own' },
+      filter: 'a=b&c', agg: 'sum', scale: 'own' },
     { a: { query: 'goroutine', range: '15m' }, b: { query: 'goroutine{x=~"1+"}', start: 1, end: 2 },
-      sample: '', focus: '', search: '', sort: '', filter: '', scale: 'same' },
+      sample: '', focus: '', search: '', sort: '', filter: '', agg: '', scale: 'same' },
     { a: { query: 'h', at: 'now-1h' }, b: { query: 'h', at: 'now' },
-      sample: '', focus: 'x', search: '', sort: '', filter: '', scale: 'same' },
+      sample: '', focus: 'x', search: '', sort: '', filter: '', agg: 'avg', scale: 'same' },
   ];
   for (const st of states) {
     const s = encodeCompare(st);
@@ -61,13 +61,13 @@ test('resolveSide makes relative times absolute', () => {
 test('the combined diff of the same two sides, and back', () => {
   const now = 1700000000000;
   const st = { a: { query: 'heap{job="x"}', time: now - 600e3 }, b: { query: 'heap{job="y"}', range: '5m' },
-    sample: 'inuse_objects', focus: 'main.main', search: 'json', sort: 'cum', filter: '', scale: 'own' };
+    sample: 'inuse_objects', focus: 'main.main', search: 'json', sort: 'cum', filter: '', agg: 'sum', scale: 'own' };
   const q = decodeState('?' + diffSearch(st, now));
   assert.deepEqual(q.open, { mode: 'diff', a: { query: 'heap{job="x"}', time: now - 600e3 },
     b: { query: 'heap{job="y"}', start: now - 300e3, end: now } });
   assert.equal(q.query, 'heap{job="x"}');
   assert.ok(q.from < now - 600e3 && q.to > now, 'the timeline range holds both sides');
-  assert.deepEqual(q.view, { sampleIndex: 'inuse_objects', focus: 'main.main', search: 'json', sort: 'cum' });
+  assert.deepEqual(q.view, { sampleIndex: 'inuse_objects', focus: 'main.main', search: 'json', sort: 'cum', aggregation: 'sum' });
   // and back: the query page's open diff and its view give the same sides (now absolute)
   const back = decodeCompare('?' + compareSearch(q.open, q.view));
   assert.deepEqual(back.a, q.open.a);
@@ -76,6 +76,8 @@ test('the combined diff of the same two sides, and back', () => {
   assert.equal(back.focus, 'main.main');
   assert.equal(back.search, 'json');
   assert.equal(back.sort, 'cum');
+  assert.equal(back.agg, 'sum', 'the aggregation goes both ways');
+  assert.equal(decodeCompare('?agg=median').agg, '', 'only sum and avg');
   // a single profile opens against the latest of its series; a merge against the same span
   assert.deepEqual(decodeCompare('?' + compareSearch({ mode: 'single', query: 'h', time: 5 })).b, { query: 'h', at: 'now' });
   assert.deepEqual(decodeCompare('?' + compareSearch({ mode: 'merge', query: 'h', start: 0, end: 3600e3 })).b,

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   queryParams, sideParams, seriesLabel, orderSampleTypes, chooseSampleType, describe, describeProfiles,
-  carrySampleType, describeRequest, groupSelector, groupKey, groupRows,
+  carrySampleType, describeRequest, groupSelector, groupKey, groupRows, aggregationLine,
 } from '../js/profile.js';
 
 test('queryParams: single, merge and diff, times in seconds', () => {
@@ -126,4 +126,21 @@ test('groupRows: the heaviest group first, with shares, counts and top function'
   assert.deepEqual(groupRows(null, 'zone'), []);
   assert.equal(groupKey('zone', { zone: 'a"b' }), 'zone="a\\"b"');
   assert.equal(groupKey('zone', {}), 'zone=""');
+});
+
+test('aggregation: merges and merged diff sides pass it on, the header names what was averaged', () => {
+  assert.deepEqual(queryParams({ mode: 'merge', query: 'heap', start: 1000, end: 5000, aggregation: 'sum' }),
+    { mode: 'merge', query: 'heap', start: 1, end: 5, aggregation: 'sum' });
+  assert.equal(queryParams({ mode: 'single', query: 'heap', time: 1000, aggregation: 'sum' }).aggregation, undefined);
+  assert.equal(queryParams({ mode: 'diff', aggregation: 'avg', a: { query: 'heap', start: 1000, end: 2000 }, b: { query: 'heap', time: 3000 } }).aggregation, 'avg');
+  assert.equal(queryParams({ mode: 'diff', aggregation: 'avg', a: { query: 'heap', time: 1000 }, b: { query: 'heap', time: 3000 } }).aggregation, undefined);
+  assert.deepEqual(sideParams({ query: 'heap', start: 1000, end: 2000 }, '', 'avg'), { mode: 'merge', query: 'heap', start: 1, end: 2, aggregation: 'avg' });
+  assert.deepEqual(sideParams({ query: 'heap', time: 1000 }, '', 'avg'), { mode: 'single', query: 'heap', time: 1 });
+  const heap = { sampleTypes: [{ type: 'alloc_space', aggregation: 'sum' }, { type: 'inuse_objects', aggregation: 'avg' }, { type: 'inuse_space', aggregation: 'avg' }] };
+  assert.deepEqual(aggregationLine(heap), [['aggregate', 'average per profile of inuse_objects, inuse_space; sum of the rest']]);
+  assert.deepEqual(aggregationLine({ sampleTypes: [{ type: 'cpu', aggregation: 'sum' }] }), [['aggregate', 'sum of the profiles']]);
+  assert.deepEqual(aggregationLine({ sampleTypes: [{ type: 'goroutine', aggregation: 'avg' }] }), [['aggregate', 'average per profile']]);
+  assert.deepEqual(aggregationLine({ sampleTypes: [{ type: 'cpu' }] }), [], 'one profile: no line');
+  const m = describe({ ...heap, profileCount: 2, seriesCount: 1, minTime: 0, maxTime: 1 }, { mode: 'merge', query: 'heap' });
+  assert.deepEqual(m.lines[2], ['aggregate', 'average per profile of inuse_objects, inuse_space; sum of the rest']);
 });
