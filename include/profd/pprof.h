@@ -236,6 +236,10 @@ struct pd_pprof_top_row {
 	int inline_kind;  /* enum pd_pprof_inline */
 	size_t name_len;  /* name's length: it may hold NUL bytes (and ends with one) */
 	size_t node;      /* private: the function node the row is of */
+	/* of a diff (pd_pprof_diff): the parts of flat and cum from the base's samples
+	 * (pprof::base=true, negated, so -base_flat is the base's own flat); the new
+	 * profile's are flat - base_flat and cum - base_cum. 0 for other profiles. */
+	int64_t base_flat, base_cum;
 };
 
 struct pd_pprof_top {
@@ -248,6 +252,11 @@ struct pd_pprof_top {
 	/* private */
 	void *priv;
 };
+
+/* The signed sums of sample type idx over a diff's base samples (pprof::base=true,
+ * negated) and over its other samples: *base is minus the base's total, *cur the
+ * new profile's. For a profile that is no diff, *base is 0 and *cur its sum. */
+void pd_pprof_diff_sums(const struct pd_pprof_profile *p, int idx, int64_t *base, int64_t *cur);
 
 /* Computes the top table of every function with a non-zero flat or cum for one
  * sample type. *out is owned by the caller (pd_pprof_top_destroy); names in it are

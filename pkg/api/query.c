@@ -684,6 +684,15 @@ static void report_meta(struct api_resp *w, const struct pd_pprof_profile *p,
 		junit(w, p, i);
 		jput(w, ",\"total\":");
 		ji64(w, pd_pprof_total(p, (int)i));
+		if (nsides == 2) {
+			/* a diff: each side's own total (the base's samples are negated in it) */
+			int64_t bs, cs;
+			pd_pprof_diff_sums(p, (int)i, &bs, &cs);
+			jput(w, ",\"baseTotal\":");
+			ji64(w, (int64_t)(0 - (uint64_t)bs));
+			jput(w, ",\"newTotal\":");
+			ji64(w, cs);
+		}
 		if (sides[0].merge && i < sides[0].navg)
 			jput(w, sides[0].avg[i] ? ",\"aggregation\":\"avg\"" : ",\"aggregation\":\"sum\"");
 		jput(w, "}");
@@ -765,8 +774,11 @@ static double pct(int64_t v, int64_t total)
 
 /* whole: the profile before tag filters, whose total pprof's percentages and node
  * cut are relative to (p itself when there are none). */
+/* diff: p is a diff, whose rows also say each side's values (baseFlat, baseCum:
+ * side a's; newFlat, newCum: side b's) and whose totals each side's. */
 static void report_top(struct api_req *r, struct api_resp *w, const struct pd_pprof_profile *p,
-                       const struct pd_pprof_profile *whole, uint64_t limit, double nodefraction)
+                       const struct pd_pprof_profile *whole, uint64_t limit, double nodefraction,
+                       int diff)
 {
 	struct pd_pprof_top *t = NULL;
 	struct pd_err err = {0};
@@ -800,6 +812,14 @@ static void report_top(struct api_req *r, struct api_resp *w, const struct pd_pp
 		jput(w, ",\"focusTotal\":");
 		ji64(w, kept_total);
 	}
+	if (diff) {
+		int64_t bs, cs;
+		pd_pprof_diff_sums(whole, idx, &bs, &cs);
+		jput(w, ",\"baseTotal\":");
+		ji64(w, (int64_t)(0 - (uint64_t)bs));
+		jput(w, ",\"newTotal\":");
+		ji64(w, cs);
+	}
 	jput(w, ",\"nodeCount\":");
 	ju64(w, all);
 	jput(w, ",\"dropped\":");
@@ -827,6 +847,17 @@ static void report_top(struct api_req *r, struct api_resp *w, const struct pd_pp
 		ji64(w, row->cum);
 		jput(w, ",\"cumPercent\":");
 		jdbl(w, pct(row->cum, t->total));
+		if (diff) {
+			/* the base's values are negated in the diff: its own are minus them */
+			jput(w, ",\"baseFlat\":");
+			ji64(w, (int64_t)(0 - (uint64_t)row->base_flat));
+			jput(w, ",\"newFlat\":");
+			ji64(w, (int64_t)((uint64_t)row->flat - (uint64_t)row->base_flat));
+			jput(w, ",\"baseCum\":");
+			ji64(w, (int64_t)(0 - (uint64_t)row->base_cum));
+			jput(w, ",\"newCum\":");
+			ji64(w, (int64_t)((uint64_t)row->cum - (uint64_t)row->base_cum));
+		}
 		jput(w, "}");
 	}
 	jput(w, "]}");
@@ -1131,7 +1162,7 @@ static void one_report(struct api_req *r, struct api_resp *w, int report,
 		report_meta(w, p, sides, nsides);
 		break;
 	case REPORT_TOP:
-		report_top(r, w, p, whole, limit, nodefraction);
+		report_top(r, w, p, whole, limit, nodefraction, nsides == 2);
 		break;
 	case REPORT_FLAME:
 		report_flame(r, w, p, min_total);

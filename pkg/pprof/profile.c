@@ -118,6 +118,24 @@ int pd_pprof_is_diff_base(const struct pd_pprof_profile *p, const pb_sample *s)
 	return 0;
 }
 
+void pd_pprof_diff_sums(const struct pd_pprof_profile *p, int idx, int64_t *base, int64_t *cur)
+{
+	const pb_profile *pb = p->pb;
+	uint64_t b = 0, c = 0; /* wrapping as Go's int64 sums wrap */
+	if (idx >= 0 && (size_t)idx < pb->n_sample_type)
+		for (size_t i = 0; i < pb->n_sample; i++) {
+			const pb_sample *s = pb->sample[i];
+			if ((size_t)idx >= s->n_value)
+				continue;
+			if (pd_pprof_is_diff_base(p, s))
+				b += (uint64_t)s->value[idx];
+			else
+				c += (uint64_t)s->value[idx];
+		}
+	*base = (int64_t)b;
+	*cur = (int64_t)c;
+}
+
 int64_t pd_pprof_total(const struct pd_pprof_profile *p, int idx)
 {
 	const pb_profile *pb = p->pb;

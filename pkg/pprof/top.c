@@ -40,7 +40,7 @@ int pd_pprof_top(const struct pd_pprof_profile *p, int idx, struct pd_pprof_top 
 {
 	const pb_profile *pb = p->pb;
 	struct pd_pprof_nodes nodes;
-	int64_t *flat = NULL, *cum = NULL;
+	int64_t *flat = NULL, *cum = NULL, *bflat = NULL, *bcum = NULL;
 	uint32_t *seen = NULL;
 	struct pd_pprof_top *t = NULL;
 	struct top_priv *priv = NULL;
@@ -60,6 +60,14 @@ int pd_pprof_top(const struct pd_pprof_profile *p, int idx, struct pd_pprof_top 
 	priv = calloc(1, sizeof(*priv));
 	if (!flat || !cum || !seen || !t || !priv)
 		goto nomem;
+	/* a diff's base samples are also counted apart, for its A and B columns */
+	for (size_t si = 0; si < pb->n_sample && !bflat; si++)
+		if (pd_pprof_is_diff_base(p, pb->sample[si])) {
+			bflat = calloc(nn, sizeof(*bflat));
+			bcum = calloc(nn, sizeof(*bcum));
+			if (!bflat || !bcum)
+				goto nomem;
+		}
 
 	for (size_t si = 0; si < pb->n_sample; si++) {
 		const pb_sample *s = pb->sample[si];
@@ -68,6 +76,7 @@ int pd_pprof_top(const struct pd_pprof_profile *p, int idx, struct pd_pprof_top 
 			continue;
 		uint32_t stamp = (uint32_t)si + 1;
 		int64_t parent = -1;
+		int base = bflat && pd_pprof_is_diff_base(p, s);
 		/* root (last location, last line) to leaf (first location, first line) */
 		size_t lo = pd_pprof_stack_lo(nodes.loc_prune, p, s);
 		for (size_t k = s->n_location_id; k-- > lo;) {
@@ -78,12 +87,17 @@ int pd_pprof_top(const struct pd_pprof_profile *p, int idx, struct pd_pprof_top 
 				if (seen[node] != stamp) {
 					seen[node] = stamp;
 					cum[node] = pd_add64(cum[node], w);
+					if (base)
+						bcum[node] = pd_add64(bcum[node], w);
 				}
 				parent = node;
 			}
 		}
-		if (parent >= 0)
+		if (parent >= 0) {
 			flat[parent] = pd_add64(flat[parent], w);
+			if (base)
+				bflat[parent] = pd_add64(bflat[parent], w);
+		}
 	}
 
 	size_t nrows = 0;
@@ -101,6 +115,8 @@ int pd_pprof_top(const struct pd_pprof_profile *p, int idx, struct pd_pprof_top 
 		t->rows[r].name_len = nodes.name_len[i];
 		t->rows[r].flat = flat[i];
 		t->rows[r].cum = cum[i];
+		t->rows[r].base_flat = bflat ? bflat[i] : 0;
+		t->rows[r].base_cum = bcum ? bcum[i] : 0;
 		t->rows[r].node = i;
 		r++;
 	}
@@ -128,6 +144,8 @@ int pd_pprof_top(const struct pd_pprof_profile *p, int idx, struct pd_pprof_top 
 	pd_pprof_nodes_fini(&nodes);
 	free(flat);
 	free(cum);
+	free(bflat);
+	free(bcum);
 	free(seen);
 	pd_pprof_top_keep(t, p, 0, PD_PPROF_DEFAULT_EDGEFRACTION);
 	*out = t;
@@ -136,6 +154,8 @@ nomem:
 	pd_pprof_nodes_fini(&nodes);
 	free(flat);
 	free(cum);
+	free(bflat);
+	free(bcum);
 	free(seen);
 	free(priv);
 	if (t)

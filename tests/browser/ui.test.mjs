@@ -532,6 +532,19 @@ step('13-diff', ['profile-open'], async () => {
   const expected = topName([`-sample_index=${si}`, `-diff_base=${firstFile}`, bFile]);
   await eventually(async () => assert.equal((await topRows())[0], expected, `diff's top row (${si}) is go tool pprof -diff_base's`));
   assert.equal(await attr('#flame', 'data-diff'), '1');
+  // the table has each side's flat beside the change, and a legend says what is what
+  assert.deepEqual(await page.$$eval('#top-table thead th', (ths) => ths.map((t) => t.textContent)),
+    ['A', 'B', 'Δ', 'Δ%', 'Δ cum', 'name']);
+  assert.match(await page.locator('#diff-legend').innerText(), /more in B[\s\S]*less in B[\s\S]*unchanged/);
+  assert.match(await page.$eval('#sample-type', (s) => s.selectedOptions[0].textContent), /^\S+ \(A .+ → B .+\)$/,
+    'the sample-type menu names both sides\' totals');
+  const cells = await page.$eval('#top-table tbody tr[data-name]', (tr) => [...tr.cells].map((c) => c.textContent));
+  assert.ok(/^[+-]/.test(cells[2]) && !/^[+-]/.test(cells[0]) && !/^[+-]/.test(cells[1]),
+    `A and B are amounts, Δ a change: ${cells}`);
+  await page.click('#top-table thead th[data-sort="delta%"]');
+  assert.equal(await attr('#top-table thead th[data-sort="delta%"]', 'aria-sort'), 'descending', 'Δ% sorts');
+  await page.click('#top-table thead th[data-sort="delta%"]');
+  await page.click('#top-table thead th[data-sort="delta%"]');
   await assertUncovered(await marks(), 'the open diff');
   await shot('13-diff');
 });

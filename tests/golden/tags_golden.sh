@@ -299,6 +299,36 @@ for nz in true false; do
 done
 checked=$((checked + 1))
 cmp -s "$tmp/diff-true-1" "$tmp/diff-false-1" && { echo "FAIL: normalize changed nothing"; fail=1; }
+# a diff's top rows carry each side's values: baseFlat/baseCum are go tool pprof -top's
+# of side a alone, newFlat/newCum side b's (0 for a function a side does not have), and
+# baseTotal/newTotal the sides' totals; with a stack filter too
+side_cols() { # want-a want-b json: "name<TAB>aflat<TAB>acum<TAB>bflat<TAB>bcum" per diff row, sorted
+	perl -e '
+		my ($fa, $fb, $fj) = @ARGV;
+		for my $p ([$fa, \%a], [$fb, \%b]) { open my $h, "<", $p->[0] or die; while (<$h>) { chomp; my ($n, $f, $c) = split /\t/; next if $n eq "total"; $p->[1]{$n} = [$f, $c] } }
+		open my $j, "<", $fj or die;
+		while (<$j>) { chomp; my ($n) = split /\t/; my $x = $a{$n} // [0, 0]; my $y = $b{$n} // [0, 0]; print join("\t", $n, @$x, @$y), "\n" }' "$@" | LC_ALL=C sort
+}
+for filt in "" "focus=main"; do
+	for si in 0 1; do
+		unit=$([ $si = 1 ] && echo nanoseconds || echo count)
+		go_top "$unit" $si ${filt:+-$filt} "$lab/cpu.pb.gz" >"$tmp/want-a"
+		go_top "$unit" $si ${filt:+-$filt} "$lab/cpu-2.pb.gz" >"$tmp/want-b"
+		query --data-urlencode mode=diff --data-urlencode report=top --data-urlencode sample_index=$si \
+			--data-urlencode 'a.query=profile{file="cpu"}' --data-urlencode "a.time=$(time_of "$lab/cpu.pb.gz")" \
+			--data-urlencode 'b.query=profile{file="cpu-2"}' --data-urlencode "b.time=$(time_of "$lab/cpu-2.pb.gz")" \
+			${filt:+--data-urlencode "$filt"} >"$tmp/dcols.json"
+		jq -r '.rows[] | .name' "$tmp/dcols.json" >"$tmp/dnames"
+		side_cols "$tmp/want-a" "$tmp/want-b" "$tmp/dnames" >"$tmp/want"
+		jq -r '.rows[] | "\(.name)\t\(.baseFlat)\t\(.baseCum)\t\(.newFlat)\t\(.newCum)"' "$tmp/dcols.json" | LC_ALL=C sort >"$tmp/got"
+		compare "diff cpu-2 - cpu [$si] ${filt:-unfiltered}: each side's flat and cum" "$tmp/want" "$tmp/got"
+		checked=$((checked + 1))
+		ta=$(sed -n 's/^total\t//p' "$tmp/want-a")
+		tb=$(sed -n 's/^total\t//p' "$tmp/want-b")
+		[ -n "$filt" ] || jq -e --argjson a "$ta" --argjson b "$tb" '.baseTotal == $a and .newTotal == $b' "$tmp/dcols.json" >/dev/null ||
+			{ echo "FAIL: diff [$si]: baseTotal/newTotal $(jq -c '[.baseTotal, .newTotal]' "$tmp/dcols.json"), want [$ta, $tb]"; fail=1; }
+	done
+done
 go_top nanoseconds 1 -focus=main -tagfocus='endpoint=/api' "$lab/cpu.pb.gz" >"$tmp/want"
 single "$lab/cpu.pb.gz" --data-urlencode report=top --data-urlencode sample_index=1 \
 	--data-urlencode focus=main --data-urlencode 'tag_focus=endpoint=/api' | json_top >"$tmp/got"

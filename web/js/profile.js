@@ -327,7 +327,13 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
   const flamePane = h('div', { class: 'pf-pane pf-pane-flame' });
   const graphPane = h('div', { class: 'pf-pane pf-pane-graph' });
   const body = h('div', { class: 'pf-body', 'data-layout': layout }, topPane, flamePane, graphPane);
-  root.append(head, warn, msg, groupList, body);
+  // a diff's legend: what its colours and its table's columns are
+  const legend = diff ? h('div', { id: 'diff-legend', class: 'pf-legend', role: 'note', 'aria-label': 'Diff colours' },
+    h('span', { class: 'pf-key pf-key-up' }, h('i', { 'aria-hidden': 'true' }), 'more in B (grew)'),
+    h('span', { class: 'pf-key pf-key-down' }, h('i', { 'aria-hidden': 'true' }), 'less in B (shrank)'),
+    h('span', { class: 'pf-key pf-key-same' }, h('i', { 'aria-hidden': 'true' }), 'unchanged'),
+    h('span', {}, 'A: the base, B: the new; Δ = B − A, Δ% of A')) : '';
+  root.append(head, warn, msg, groupList, legend, body);
   container.append(root);
 
   const flame = new FlameView(flamePane, {
@@ -677,7 +683,11 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     select.textContent = '';
     for (const t of orderSampleTypes(meta)) {
       const total = formatValue(t.total, t.unit);
-      const o = h('option', { value: t.type }, `${t.type} (${t.aggregation === 'avg' ? 'average ' : ''}${total})`);
+      // a diff's menu says each side's total, named
+      const text = diff && t.baseTotal !== undefined
+        ? `${t.type} (A ${formatValue(t.baseTotal, t.unit)} → B ${formatValue(t.newTotal, t.unit)})`
+        : `${t.type} (${t.aggregation === 'avg' ? 'average ' : ''}${total})`;
+      const o = h('option', { value: t.type }, text);
       if (t.type === sampleType) o.selected = true;
       select.append(o);
     }

@@ -20,6 +20,25 @@ export const COLUMNS = [
   { key: 'name', label: 'name', num: false },
 ];
 
+// A diff's columns: side A's (base) and side B's (new) flat values, their change (Δ),
+// the change relative to A (Δ%: ∞ for a function A does not have) and the change of cum.
+export const DIFF_COLUMNS = [
+  { key: 'base', label: 'A', title: 'flat in side A (the base)', num: true },
+  { key: 'new', label: 'B', title: 'flat in side B (the new)', num: true },
+  { key: 'flat', label: 'Δ', title: 'the change of flat, B − A', num: true },
+  { key: 'delta%', label: 'Δ%', title: 'the change of flat relative to A', num: true },
+  { key: 'cum', label: 'Δ cum', title: 'the change of cum, B − A', num: true },
+  { key: 'name', label: 'name', num: false },
+];
+
+// A diff row's change relative to side A, in percent: ±Infinity when A has none of it.
+export function deltaPercent(r) {
+  const a = r.baseFlat || 0;
+  const d = (r.newFlat || 0) - a;
+  if (!a) return d > 0 ? Infinity : d < 0 ? -Infinity : 0;
+  return (100 * d) / Math.abs(a);
+}
+
 const DEFAULT_SORT = { key: 'sum%', dir: 'asc' };
 
 // "cum" → {key:'cum', dir:'desc'}; "name:desc" → {key:'name', dir:'desc'};
@@ -27,7 +46,7 @@ const DEFAULT_SORT = { key: 'sum%', dir: 'asc' };
 export function parseSort(s) {
   if (!s) return { ...DEFAULT_SORT };
   const [key, dir] = String(s).split(':');
-  const col = COLUMNS.find((c) => c.key === key);
+  const col = COLUMNS.find((c) => c.key === key) || DIFF_COLUMNS.find((c) => c.key === key);
   if (!col) return { ...DEFAULT_SORT };
   if (dir === 'asc' || dir === 'desc') return { key, dir };
   return { key, dir: naturalDir(key) };
@@ -50,6 +69,9 @@ export function nextSort(current, key) {
 function sortField(key) {
   if (key === 'flat' || key === 'flat%') return 'flat';
   if (key === 'cum' || key === 'cum%') return 'cum';
+  if (key === 'base') return 'baseFlat';
+  if (key === 'new') return 'newFlat';
+  if (key === 'delta%') return 'deltaPercent';
   return key;
 }
 
@@ -64,7 +86,11 @@ export function sortRows(rows, sort) {
     let c = 0;
     if (f === 'name') c = a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
     else if (f === 'sum%') c = ia - ib;
-    else c = (a[f] || 0) - (b[f] || 0);
+    else if (f === 'deltaPercent') {
+      const x = deltaPercent(a);
+      const y = deltaPercent(b);
+      c = x === y ? 0 : x < y ? -1 : 1;
+    } else c = (a[f] || 0) - (b[f] || 0);
     return c * sgn || ia - ib;
   });
   return idx.map(([r]) => r);
@@ -100,19 +126,32 @@ export function esc(s) {
 
 // One row of the table as HTML: every string in it (name, unit, inline) escaped.
 // unit: the sample type's; diff: values are changes (signed); focus: the focused name.
+// A diff's row (diff true) has the columns of DIFF_COLUMNS when the API gave each
+// side's values (baseFlat, newFlat), else the plain ones with signs.
 export function rowHtml(r, unit, diff, focus) {
   const o = { sign: !!diff };
   const cls = diff ? (r.flat > 0 || (!r.flat && r.cum > 0) ? ' pf-up' : r.flat < 0 || (!r.flat && r.cum < 0) ? ' pf-down' : '') : '';
   const inl = r.inline ? ` <span class="pf-inline">(${esc(r.inline)})</span>` : '';
-  return `<tr tabindex="0" data-name="${esc(r.name)}" class="${r.name === focus ? 'pf-focus' : ''}${cls}">` +
+  const tr = `<tr tabindex="0" data-name="${esc(r.name)}" class="${r.name === focus ? 'pf-focus' : ''}${cls}">`;
+  const name = `<td class="name" title="${esc(r.name)}"><button type="button" class="pf-sw-act" data-act="sandwich" ` +
+    `title="Sandwich: the callers and callees of ${esc(r.name)}" aria-label="Sandwich of ${esc(r.name)}">⇅</button>` +
+    `${esc(r.name)}${inl}</td></tr>`;
+  if (diff && r.baseFlat !== undefined) {
+    const dp = deltaPercent(r);
+    const dpText = dp === Infinity ? 'new' : dp === -Infinity ? 'gone' : formatPercent(dp, o);
+    return tr +
+      `<td class="num">${esc(formatValue(r.baseFlat, unit))}</td>` +
+      `<td class="num">${esc(formatValue(r.newFlat, unit))}</td>` +
+      `<td class="num">${esc(formatValue(r.flat, unit, o))}</td>` +
+      `<td class="num">${esc(dpText)}</td>` +
+      `<td class="num">${esc(formatValue(r.cum, unit, o))}</td>` + name;
+  }
+  return tr +
     `<td class="num">${esc(formatValue(r.flat, unit, o))}</td>` +
     `<td class="num">${esc(formatPercent(r.flatPercent, o))}</td>` +
     `<td class="num pf-muted">${esc(formatPercent(r.sumPercent, o))}</td>` +
     `<td class="num">${esc(formatValue(r.cum, unit, o))}</td>` +
-    `<td class="num">${esc(formatPercent(r.cumPercent, o))}</td>` +
-    `<td class="name" title="${esc(r.name)}"><button type="button" class="pf-sw-act" data-act="sandwich" ` +
-    `title="Sandwich: the callers and callees of ${esc(r.name)}" aria-label="Sandwich of ${esc(r.name)}">⇅</button>` +
-    `${esc(r.name)}${inl}</td></tr>`;
+    `<td class="num">${esc(formatPercent(r.cumPercent, o))}</td>` + name;
 }
 
 // The top table widget. opts: onSort(sortString), onFilter(string), onFocus(name),
@@ -145,16 +184,9 @@ export class TopTable {
     this.table.dataset.state = 'loading';
 
     const head = this.table.tHead.rows[0];
-    for (const c of COLUMNS) {
-      const th = document.createElement('th');
-      th.dataset.sort = c.key;
-      th.scope = 'col';
-      th.tabIndex = 0;
-      th.className = c.num ? 'num' : 'name';
-      th.textContent = c.label;
-      th.title = `Sort by ${c.label}`;
-      head.append(th);
-    }
+    this.head = head;
+    this.columns = null;
+    this._heads(COLUMNS);
 
     this._filterTimer = 0;
     this._on(this.input, 'input', () => {
@@ -222,6 +254,23 @@ export class TopTable {
     });
   }
 
+  // The header cells of columns (COLUMNS, or DIFF_COLUMNS for a diff with sides).
+  _heads(columns) {
+    if (this.columns === columns) return;
+    this.columns = columns;
+    this.head.textContent = '';
+    for (const c of columns) {
+      const th = document.createElement('th');
+      th.dataset.sort = c.key;
+      th.scope = 'col';
+      th.tabIndex = 0;
+      th.className = c.num ? 'num' : 'name';
+      th.textContent = c.label;
+      th.title = `Sort by ${c.title || c.label}`;
+      this.head.append(th);
+    }
+  }
+
   _on(t, ev, fn) {
     t.addEventListener(ev, fn);
     (this._un || (this._un = [])).push(() => t.removeEventListener(ev, fn));
@@ -265,6 +314,9 @@ export class TopTable {
     this.data = data;
     this.diff = diff;
     this.table.classList.toggle('pf-diff', !!diff);
+    const sides = !!(diff && data && data.rows && data.rows.length && data.rows[0].baseFlat !== undefined);
+    this.table.classList.toggle('pf-sides', sides);
+    this._heads(sides ? DIFF_COLUMNS : COLUMNS);
     this.limit = MAX_ROWS;
     if (!data || !data.rows) {
       this.setState('empty', 'No functions.');

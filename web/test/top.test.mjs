@@ -74,3 +74,30 @@ test('viewRows recomputes sum% over the rows shown', () => {
   assert.deepEqual(viewRows(rows).map((r) => r.sumPercent), [50, 80, 95, 100, 100]);
   assert.deepEqual(viewRows(null), []);
 });
+
+test('a diff with each side: A, B, Δ, Δ% columns, each sortable', async () => {
+  const { DIFF_COLUMNS, deltaPercent, rowHtml } = await import('../js/top.js');
+  assert.deepEqual(DIFF_COLUMNS.map((c) => c.label), ['A', 'B', 'Δ', 'Δ%', 'Δ cum', 'name']);
+  const rows = [
+    { name: 'grew', flat: 50, cum: 50, baseFlat: 100, newFlat: 150 },
+    { name: 'shrank', flat: -80, cum: -80, baseFlat: 100, newFlat: 20 },
+    { name: 'new', flat: 10, cum: 10, baseFlat: 0, newFlat: 10 },
+    { name: 'gone', flat: -5, cum: -5, baseFlat: 5, newFlat: 0 },
+  ];
+  assert.equal(deltaPercent(rows[0]), 50);
+  assert.equal(deltaPercent(rows[1]), -80);
+  assert.equal(deltaPercent(rows[2]), Infinity);
+  assert.equal(deltaPercent(rows[3]), -100);
+  const names = (rs) => rs.map((r) => r.name);
+  assert.deepEqual(names(sortRows(rows, 'base')), ['grew', 'shrank', 'gone', 'new']);
+  assert.deepEqual(names(sortRows(rows, 'new')), ['grew', 'shrank', 'new', 'gone']);
+  assert.deepEqual(names(sortRows(rows, 'delta%')), ['new', 'grew', 'shrank', 'gone']);
+  assert.deepEqual(names(sortRows(rows, 'delta%:asc')), ['gone', 'shrank', 'grew', 'new']);
+  assert.deepEqual(parseSort('delta%'), { key: 'delta%', dir: 'desc' });
+  const html = rowHtml(rows[2], 'bytes', true, '');
+  const cells = [...html.matchAll(/<td class="num">([^<]*)<\/td>/g)].map((m) => m[1]);
+  assert.deepEqual(cells, ['0 B', '10 B', '+10 B', 'new', '+10 B']);
+  // without the sides' values (an older answer) the plain signed columns stay
+  assert.equal([...rowHtml({ name: 'x', flat: 1, cum: 1, flatPercent: 1, cumPercent: 1, sumPercent: 1 }, 'bytes', true, '')
+    .matchAll(/<td class="num/g)].length, 5);
+});
