@@ -1095,7 +1095,11 @@ int pd_cmd_run(int argc, char **argv)
 	if (pd_webui_create(f.ui_dir[0] ? f.ui_dir : NULL, &d.ui, &err) == 0) {
 		ao.ui = pd_webui_serve;
 		ao.ui_ctx = d.ui;
-		if (pd_webui_set_links(d.ui, route_prefix, external_url, &err)) {
+		/* the UI's absolute links go under the external URL only when one was
+		 * given: without it they are built from the address in the browser, which
+		 * a port-forward or a proxy makes other than http://<hostname>:<port> */
+		const char *links = f.external_url && *f.external_url ? external_url : NULL;
+		if (pd_webui_set_links(d.ui, route_prefix, links, &err)) {
 			pd_log_error("main", "the web UI is not usable", "err=%s", err.msg);
 			goto out;
 		}

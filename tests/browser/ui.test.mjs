@@ -549,6 +549,17 @@ step('13-diff', ['profile-open'], async () => {
   await shot('13-diff');
 });
 
+step('13-copy-link', ['13-diff'], async () => {
+  // profd runs without --web.external-url: the link is built from the address in the
+  // browser (127.0.0.1:port here), not from profd's default http://<hostname>:<port>
+  await page.click('#copy-link');
+  await eventually(async () => assert.ok(await attr('#copy-link', 'data-url'), 'the link is made'));
+  const link = await attr('#copy-link', 'data-url');
+  assert.ok(link.startsWith(URL_BASE + '/?'), `the link is under the page's own origin ${URL_BASE}: ${link}`);
+  assert.equal(new URL(link).searchParams.get('open'), 'diff');
+  assert.equal(new URL(link).search, new URL(page.url()).search, 'the link is the view');
+});
+
 step('14-reload-keeps-state', ['13-diff'], async () => {
   const url = page.url();
   await page.reload();
