@@ -510,6 +510,33 @@ step('12-download', ['profile-open'], async () => {
   await shot('12-download');
 });
 
+step('12-stack-filters', ['profile-open'], async () => {
+  // pprof's -hide, then -lines, from the view's filter bar: the table is go tool
+  // pprof -top's with the same flags, and the URL keeps them
+  const si = await sampleTypeShown();
+  const names = (args) => pprofTop([`-sample_index=${si}`, ...args, firstFile]).map((r) => r.name).sort();
+  await page.click('#stack-filters summary');
+  await page.fill('#stack-filters input[data-filter="hide"]', 'runtime');
+  await page.press('#stack-filters input[data-filter="hide"]', 'Enter');
+  await eventually(async () => assert.equal(new URL(page.url()).searchParams.get('f.hide'), 'runtime'));
+  await profileReady(false);
+  await eventually(async () => assert.deepEqual((await topRows()).sort(), names(['-hide=runtime'])));
+  assert.match(await page.locator('#profile .pf-details').innerText(), /stacks\s+hide=runtime/);
+  await page.selectOption('#granularity', 'lines');
+  await eventually(async () => assert.equal(new URL(page.url()).searchParams.get('gran'), 'lines'));
+  await profileReady(false);
+  await eventually(async () => assert.deepEqual((await topRows()).sort(), names(['-hide=runtime', '-lines'])));
+  await shot('12-stack-filters');
+  await page.click('#filters-clear');
+  await eventually(async () => {
+    const u = new URL(page.url());
+    assert.equal(u.searchParams.get('f.hide'), null);
+    assert.equal(u.searchParams.get('gran'), null);
+  });
+  await profileReady(false);
+  await eventually(async () => assert.deepEqual((await topRows()).sort(), names([])));
+});
+
 step('13-diff', ['profile-open'], async () => {
   // the first mark, and a later one that got another capture of the growing heap
   const a = heapMarks[0];
@@ -545,6 +572,18 @@ step('13-diff', ['profile-open'], async () => {
   assert.equal(await attr('#top-table thead th[data-sort="delta%"]', 'aria-sort'), 'descending', 'Δ% sorts');
   await page.click('#top-table thead th[data-sort="delta%"]');
   await page.click('#top-table thead th[data-sort="delta%"]');
+  // normalize: B scaled to A's total first, as go tool pprof -normalize
+  await page.click('#stack-filters summary');
+  await page.check('#normalize');
+  await eventually(async () => assert.equal(new URL(page.url()).searchParams.get('normalize'), '1'));
+  await profileReady(true);
+  const norm = pprofTop([`-sample_index=${si}`, '-normalize', `-diff_base=${firstFile}`, bFile]).map((r) => r.name).sort();
+  await eventually(async () => assert.deepEqual((await topRows()).sort(), norm, 'the rows of go tool pprof -normalize'));
+  assert.match(await page.locator('#profile .pf-details').innerText(), /normalize\s+B scaled/);
+  assert.equal(await page.$eval('#stack-filters', (d) => d.open), true, 'the filter bar stays open while one is set');
+  await page.uncheck('#normalize');
+  await eventually(async () => assert.equal(new URL(page.url()).searchParams.get('normalize'), null));
+  await profileReady(true);
   await assertUncovered(await marks(), 'the open diff');
   await shot('13-diff');
 });

@@ -18,6 +18,7 @@ import {
 import { mountTargets } from './targets.js';
 import { mountStatus } from './status.js';
 import { mountCompare, compareSearch } from './compare.js';
+import { STACK_FILTERS, GRANULARITIES } from './profile.js';
 
 // ---------------------------------------------------------------- URL state
 
@@ -71,8 +72,14 @@ export function decodeState(search) {
   const p = new URLSearchParams(search || '');
   const st = { query: p.get('query') || '', range: null, from: null, to: null, live: false,
     zoom: null, chart: p.get('chart') || '', group: p.get('group') || '',
-    tagFocus: p.get('tag_focus') || '', open: null, view: {} };
+    tagFocus: p.get('tag_focus') || '', open: null, view: {}, filters: {}, gran: '', normalize: false };
   if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(st.group)) st.group = '';
+  for (const k of STACK_FILTERS) {
+    const v = p.get('f.' + k);
+    if (v) st.filters[k] = v;
+  }
+  if (GRANULARITIES.includes(p.get('gran'))) st.gran = p.get('gran');
+  st.normalize = p.get('normalize') === '1';
   const range = p.get('range');
   const from = int(p.get('from'));
   const to = int(p.get('to'));
@@ -129,6 +136,9 @@ export function encodeState(st) {
   if (st.chart) out.push(['chart', st.chart]);
   if (st.group) out.push(['group', st.group]);
   if (st.tagFocus) out.push(['tag_focus', st.tagFocus]);
+  for (const k of STACK_FILTERS) if (st.filters && st.filters[k]) out.push(['f.' + k, st.filters[k]]);
+  if (st.gran) out.push(['gran', st.gran]);
+  if (st.normalize) out.push(['normalize', '1']);
   const o = st.open;
   if (o) {
     out.push(['open', o.mode]);
@@ -223,6 +233,11 @@ export function openRequest(st) {
   if (!o) return null;
   const req = { ...o };
   if (st.tagFocus) req.tagFocus = st.tagFocus;
+  const f = {};
+  for (const k of STACK_FILTERS) if (st.filters && st.filters[k]) f[k] = st.filters[k];
+  if (Object.keys(f).length) req.filters = f;
+  if (st.gran && st.gran !== 'functions') req.granularity = st.gran;
+  if (st.normalize && o.mode === 'diff') req.normalize = true;
   if (o.mode === 'merge' && st.group) req.groupBy = st.group;
   const agg = st.view && st.view.aggregation;
   if ((agg === 'sum' || agg === 'avg') && (o.mode === 'merge' || (o.mode === 'diff' && (o.a.start != null || o.b.start != null)))) {
@@ -1063,6 +1078,13 @@ class QueryPage {
       this.commit(false);
     };
     const opts = { sampleType: this.carrySample, onGroupBy: (label) => this.groupByChanged(label),
+      onFilters: ({ filters, gran, normalize }) => {
+        this.state.filters = { ...(filters || {}) };
+        this.state.gran = gran || '';
+        this.state.normalize = !!normalize;
+        this.commit(false);
+        this.renderOpen();
+      },
       onAggregation: (agg) => {
         if (agg) this.state.view.aggregation = agg;
         else delete this.state.view.aggregation;

@@ -20,6 +20,27 @@ function secs(ms) {
   return ms === undefined || ms === null || ms === '' ? undefined : Number(ms) / 1000;
 }
 
+// The API's stack filters (pprof's -focus ... -prune_from; the query page keeps them in
+// its URL as f.<name>) and granularities (gran=).
+export const STACK_FILTERS = ['focus', 'ignore', 'hide', 'show', 'show_from', 'prune_from'];
+export const GRANULARITIES = ['functions', 'lines', 'files', 'addresses'];
+
+// The stack filters, granularity and normalize of a request, as API parameters.
+export function reportParams(req) {
+  const p = {};
+  for (const k of STACK_FILTERS) if (req && req.filters && req.filters[k]) p[k] = req.filters[k];
+  if (req && req.granularity && req.granularity !== 'functions') p.granularity = req.granularity;
+  return p;
+}
+
+// A flame tree ({name, self, total, children}) with its values times r, rounded: side
+// b of a normalized diff, scaled as the API scaled it.
+export function scaleTree(node, r) {
+  if (!node) return node;
+  return { ...node, self: Math.round((node.self || 0) * r), total: Math.round((node.total || 0) * r),
+    children: (node.children || []).map((c) => scaleTree(c, r)) };
+}
+
 function isRange(side) {
   return side && (side.start !== undefined || side.end !== undefined);
 }
@@ -43,7 +64,8 @@ export function sideParams(side, fallbackQuery, aggregation) {
 // (optional): a merge's aggregation, as aggregation.
 export function queryParams(req) {
   if (!req) return {};
-  const tf = req.tagFocus ? { tag_focus: req.tagFocus } : {};
+  const tf = { ...(req.tagFocus ? { tag_focus: req.tagFocus } : {}), ...reportParams(req) };
+  if (req.mode === 'diff' && req.normalize) tf.normalize = 'true';
   if (req.aggregation && (req.mode === 'merge' || (req.mode === 'diff' && (isRange(req.a) || isRange(req.b))))) {
     tf.aggregation = req.aggregation;
   }
@@ -189,7 +211,12 @@ export function describeRequest(req) {
 
 // The header's line for a sample-label filter, or none.
 function filterLines(req) {
-  return req && req.tagFocus ? [['samples', `with labels matching ${req.tagFocus}`]] : [];
+  const out = req && req.tagFocus ? [['samples', `with labels matching ${req.tagFocus}`]] : [];
+  const f = STACK_FILTERS.filter((k) => req && req.filters && req.filters[k]).map((k) => `${k}=${req.filters[k]}`);
+  if (f.length) out.push(['stacks', f.join(', ')]);
+  if (req && req.granularity && req.granularity !== 'functions') out.push(['granularity', req.granularity]);
+  if (req && req.mode === 'diff' && req.normalize) out.push(['normalize', 'B scaled to A\'s totals']);
+  return out;
 }
 
 // Header title and detail lines for a meta answer.
@@ -327,13 +354,62 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
   const flamePane = h('div', { class: 'pf-pane pf-pane-flame' });
   const graphPane = h('div', { class: 'pf-pane pf-pane-graph' });
   const body = h('div', { class: 'pf-body', 'data-layout': layout }, topPane, flamePane, graphPane);
+  // stack filters (pprof's -focus ... -prune_from), granularity and, for a diff,
+  // normalize: applied by the API to every report; kept in the URL by the app
+  const FILTER_HELP = {
+    focus: 'keep samples with a frame matching', ignore: 'drop samples with a frame matching',
+    hide: 'drop matching frames', show: 'keep only matching frames',
+    show_from: 'cut stacks above the outermost match', prune_from: 'cut stacks below the leaf-most match',
+  };
+  const filterInputs = {};
+  const filterBox = h('details', { id: 'stack-filters', class: 'pf-filters' },
+    h('summary', {}, 'Stack filters and granularity'));
+  const filterGrid = h('div', { class: 'pf-filter-grid' });
+  for (const k of STACK_FILTERS) {
+    const inp = h('input', { type: 'text', class: 'mono', 'data-filter': k, spellcheck: 'false', autocomplete: 'off',
+      placeholder: 'regex', 'aria-label': `${k}: ${FILTER_HELP[k]} (pprof's -${k})`, title: `${FILTER_HELP[k]} (pprof's -${k})` });
+    inp.value = (req && req.filters && req.filters[k]) || '';
+    filterInputs[k] = inp;
+    filterGrid.append(h('label', { class: 'pf-label' }, h('span', {}, k), inp));
+  }
+  const granSelect = h('select', { id: 'granularity', 'aria-label': 'What a node is: functions, lines, files or addresses (pprof\'s -lines ...)' },
+    ...GRANULARITIES.map((g) => h('option', { value: g }, g)));
+  granSelect.value = (req && req.granularity) || 'functions';
+  filterGrid.append(h('label', { class: 'pf-label' }, h('span', {}, 'granularity'), granSelect));
+  const normalizeBox = h('input', { type: 'checkbox', id: 'normalize' });
+  normalizeBox.checked = !!(req && req.normalize);
+  if (diff) {
+    filterGrid.append(h('label', { class: 'pf-label pf-check', title: 'Scale B so that its total equals A\'s before subtracting (pprof\'s -normalize): ranges of different lengths compare by shape' },
+      normalizeBox, h('span', {}, 'normalize B to A')));
+  }
+  const applyFilters = h('button', { type: 'button', id: 'filters-apply', class: 'pf-button' }, 'Apply');
+  const clearFilters = h('button', { type: 'button', id: 'filters-clear', class: 'pf-button' }, 'Clear');
+  filterGrid.append(h('div', { class: 'pf-filter-acts' }, applyFilters, clearFilters));
+  filterBox.append(filterGrid);
+  if (req && (req.filters || req.granularity || req.normalize)) filterBox.open = true;
+  const submitFilters = (clear = false) => {
+    const filters = {};
+    if (!clear) for (const k of STACK_FILTERS) if (filterInputs[k].value.trim()) filters[k] = filterInputs[k].value.trim();
+    if (opts && opts.onFilters) {
+      opts.onFilters({ filters, gran: clear || granSelect.value === 'functions' ? '' : granSelect.value,
+        normalize: !clear && diff && normalizeBox.checked });
+    }
+  };
+  applyFilters.addEventListener('click', () => submitFilters());
+  clearFilters.addEventListener('click', () => submitFilters(true));
+  filterGrid.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && e.target.dataset && e.target.dataset.filter) { e.preventDefault(); submitFilters(); }
+  });
+  granSelect.addEventListener('change', () => submitFilters());
+  normalizeBox.addEventListener('change', () => submitFilters());
+
   // a diff's legend: what its colours and its table's columns are
   const legend = diff ? h('div', { id: 'diff-legend', class: 'pf-legend', role: 'note', 'aria-label': 'Diff colours' },
     h('span', { class: 'pf-key pf-key-up' }, h('i', { 'aria-hidden': 'true' }), 'more in B (grew)'),
     h('span', { class: 'pf-key pf-key-down' }, h('i', { 'aria-hidden': 'true' }), 'less in B (shrank)'),
     h('span', { class: 'pf-key pf-key-same' }, h('i', { 'aria-hidden': 'true' }), 'unchanged'),
     h('span', {}, 'A: the base, B: the new; Δ = B − A, Δ% of A')) : '';
-  root.append(head, warn, msg, groupList, legend, body);
+  root.append(head, filterBox, warn, msg, groupList, legend, body);
   container.append(root);
 
   const flame = new FlameView(flamePane, {
@@ -724,10 +800,18 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
         let unit;
         if (diff) {
           const [ra, rb] = await Promise.all(['a', 'b'].map((k) =>
-            apiGet('query', { ...sideParams(req[k], req.query, req.aggregation), tag_focus: req.tagFocus || undefined, report: 'flamegraph', sample_index: si }, signal)));
+            apiGet('query', { ...sideParams(req[k], req.query, req.aggregation), ...reportParams(req), tag_focus: req.tagFocus || undefined, report: 'flamegraph', sample_index: si }, signal)));
           addWarnings(ra.warnings.map((w) => 'base (a): ' + w));
           addWarnings(rb.warnings.map((w) => 'new (b): ' + w));
-          tree = combineDiff(ra.data && ra.data.root, rb.data && rb.data.root);
+          let bRoot = rb.data && rb.data.root;
+          if (req.normalize && bRoot && bRoot.total) {
+            // b as the API scaled it (normalize): its total in the diff's meta over its own
+            const m = await apiGet('query', { ...base, report: 'meta' }, signal);
+            const types = (m.data && m.data.sampleTypes) || [];
+            const t = types.find((x) => x.type === (si || (m.data && m.data.defaultSampleType)));
+            if (t && t.newTotal !== undefined) bRoot = scaleTree(bRoot, t.newTotal / bRoot.total);
+          }
+          tree = combineDiff(ra.data && ra.data.root, bRoot);
           unit = (rb.data && rb.data.unit) || (ra.data && ra.data.unit);
           if (!ra.data && !rb.data) tree = null;
         } else {

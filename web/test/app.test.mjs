@@ -19,7 +19,7 @@ import { formatSpan } from '../js/status.js';
 test('decodeState defaults', () => {
   const st = decodeState('?query=heap');
   assert.deepEqual(st, { query: 'heap', range: '1h', from: null, to: null, live: false, zoom: null,
-    chart: '', group: '', tagFocus: '', open: null, view: {} });
+    chart: '', group: '', tagFocus: '', open: null, view: {}, filters: {}, gran: '', normalize: false });
 });
 
 test('the landing page (no query) shows the last 15 minutes, and says so', () => {
@@ -38,16 +38,16 @@ test('encodeState/decodeState round-trip every kind of state', () => {
   const states = [
     { query: 'heap{job="api"}', range: '15m', from: null, to: null, live: true,
       zoom: { from: 1000, to: 2000 }, chart: 'heap_inuse_space_bytes', group: 'instance',
-      tagFocus: 'endpoint=/api/.*', open: null, view: {} },
+      tagFocus: 'endpoint=/api/.*', open: null, view: {}, filters: { hide: 'runtime\\.', prune_from: 'a&b' }, gran: 'files', normalize: false },
     { query: 'heap', range: null, from: 1700000000000, to: 1700003600000, live: false, zoom: null,
       chart: '', group: '', tagFocus: '', open: { mode: 'single', query: 'heap{instance="a:1", job="api"}', time: 1700000001234 },
       view: { sampleIndex: 'alloc_space', focus: 'main.run', search: 'json|http', sort: 'cum',
-        filter: 'a&b=c', extra: 'x y' } },
+        filter: 'a&b=c', extra: 'x y' }, filters: {}, gran: '', normalize: false },
     { query: 'allocs', range: '7d', from: null, to: null, live: false, zoom: null,
-      chart: '', group: '', tagFocus: '', open: { mode: 'merge', query: 'allocs', start: 1, end: 2 }, view: {} },
+      chart: '', group: '', tagFocus: '', open: { mode: 'merge', query: 'allocs', start: 1, end: 2 }, view: {}, filters: {}, gran: '', normalize: false },
     { query: 'heap', range: '1h', from: null, to: null, live: false, zoom: null,
       chart: '', group: 'job', tagFocus: 'a=b&c=#d', open: { mode: 'diff', a: { query: 'heap{x="1"}', time: 5 }, b: { query: 'heap{x="2"}', start: 6, end: 9 } },
-      view: { sampleIndex: '0' } },
+      view: { sampleIndex: '0' }, filters: { focus: 'x y' }, gran: 'addresses', normalize: true },
   ];
   for (const st of states) {
     const s = encodeState(st);
@@ -341,7 +341,7 @@ test('encodeState/decodeState round-trip nasty selectors', () => {
   for (const q of sels) {
     const st = { query: q, range: '1h', from: null, to: null, live: false, zoom: null,
       chart: '', group: '', tagFocus: q, open: { mode: 'diff', a: { query: q, time: 1 }, b: { query: q + ' ', start: 2, end: 3 } },
-      view: { search: q, filter: '+&=' } };
+      view: { search: q, filter: '+&=' }, filters: { focus: q }, gran: '', normalize: false };
     const s = encodeState(st);
     assert.ok(!/[&#+ ]/.test(s.replace(/&(?=[a-z._]+=)/g, '')), s); // only separators are raw
     assert.deepEqual(decodeState('?' + s), st, s);
@@ -399,4 +399,21 @@ test('openRequest: a merge and a diff with a merged side carry the aggregation (
   assert.equal(openRequest(single).aggregation, undefined, 'one profile is not aggregated');
   const bad = decodeState('?query=heap&open=merge&sel=heap&start=1&end=2&agg=median');
   assert.equal(openRequest(bad).aggregation, undefined, 'only sum and avg reach the API');
+});
+
+test('stack filters, granularity and normalize: kept in the URL, passed to the open request', () => {
+  const st = decodeState('?query=heap&open=diff&a.sel=heap&a.time=1&b.sel=heap&b.time=2&f.focus=main%5C.&f.hide=runtime&gran=lines&normalize=1');
+  assert.deepEqual(st.filters, { focus: 'main\\.', hide: 'runtime' });
+  assert.equal(st.gran, 'lines');
+  assert.equal(st.normalize, true);
+  const back = decodeState('?' + encodeState(st));
+  assert.deepEqual([back.filters, back.gran, back.normalize], [st.filters, 'lines', true]);
+  const req = openRequest(st);
+  assert.deepEqual(req.filters, { focus: 'main\\.', hide: 'runtime' });
+  assert.equal(req.granularity, 'lines');
+  assert.equal(req.normalize, true);
+  const merge = openRequest(decodeState('?query=heap&open=merge&sel=heap&start=1&end=2&normalize=1&gran=bogus'));
+  assert.equal(merge.normalize, undefined, 'normalize is for diffs');
+  assert.equal(merge.granularity, undefined, 'an unknown granularity is dropped');
+  assert.equal(openRequest(decodeState('?query=heap&open=single&sel=heap&time=1')).filters, undefined);
 });

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   queryParams, sideParams, seriesLabel, orderSampleTypes, chooseSampleType, describe, describeProfiles,
-  carrySampleType, describeRequest, groupSelector, groupKey, groupRows, aggregationLine,
+  carrySampleType, describeRequest, groupSelector, groupKey, groupRows, aggregationLine, scaleTree,
 } from '../js/profile.js';
 
 test('queryParams: single, merge and diff, times in seconds', () => {
@@ -143,4 +143,21 @@ test('aggregation: merges and merged diff sides pass it on, the header names wha
   assert.deepEqual(aggregationLine({ sampleTypes: [{ type: 'cpu' }] }), [], 'one profile: no line');
   const m = describe({ ...heap, profileCount: 2, seriesCount: 1, minTime: 0, maxTime: 1 }, { mode: 'merge', query: 'heap' });
   assert.deepEqual(m.lines[2], ['aggregate', 'average per profile of inuse_objects, inuse_space; sum of the rest']);
+});
+
+test('stack filters, granularity and normalize reach every request of the view', () => {
+  const req = { mode: 'diff', normalize: true, granularity: 'lines', filters: { focus: 'main', prune_from: 'runtime\\.' },
+    a: { query: 'heap', time: 1000 }, b: { query: 'heap', time: 2000 } };
+  const p = queryParams(req);
+  assert.equal(p.focus, 'main');
+  assert.equal(p.prune_from, 'runtime\\.');
+  assert.equal(p.granularity, 'lines');
+  assert.equal(p.normalize, 'true');
+  const m = queryParams({ mode: 'merge', query: 'heap', start: 1000, end: 2000, normalize: true, granularity: 'functions' });
+  assert.equal(m.normalize, undefined, 'a merge is not normalized');
+  assert.equal(m.granularity, undefined, 'functions is the default');
+  const d = describe({ a: {}, b: {} }, req);
+  assert.ok(d.lines.length >= 2);
+  const t = scaleTree({ name: 'root', self: 0, total: 10, children: [{ name: 'f', self: 3, total: 3, children: [] }] }, 1.5);
+  assert.deepEqual([t.total, t.children[0].self, t.children[0].total], [15, 5, 5]);
 });
