@@ -13,6 +13,7 @@ import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync }
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
+import { fileURLToPath } from 'node:url';
 
 const env = (k) => {
   const v = process.env[k];
@@ -1054,6 +1055,41 @@ function averageTotal(files, type) {
   }
   return sum;
 }
+
+step('32-label-explorer', ['01-query-page'], async () => {
+  // a CPU profile with pprof labels (endpoint, shard, tenant): the explorer lists each
+  // key's values with go tool pprof -tags's shares, and a value focuses the view on
+  // its samples, as -tagfocus
+  const file = fileURLToPath(new URL('../../testdata/profiles/labels/cpu.pb.gz', import.meta.url));
+  const t = Math.floor(Date.now() / 1000) - 30;
+  const sel = 'profile{job="labelled"}';
+  const r = await fetch(`${URL_BASE}/api/v1/profiles?labels=${encodeURIComponent(sel)}&time=${t}`, { method: 'POST', body: readFileSync(file) });
+  assert.equal(r.status, 200, await r.text());
+  await page.goto(`${URL_BASE}/?query=${encodeURIComponent(sel)}&range=15m&open=single&sel=${encodeURIComponent(sel)}&time=${t * 1000}&sample=cpu`);
+  await profileReady(false);
+  await page.click('#label-explorer summary');
+  await page.waitForSelector('#label-explorer[data-state="ready"]');
+  const shown = await page.$$eval('#label-explorer .pf-label-key', (ks) => ks.map((k) => [k.dataset.key,
+    [...k.querySelectorAll('button.pf-label-value')].map((b) => [b.dataset.value, b.querySelector('.pf-label-share').textContent.split(' ')[0]])]));
+  const want = [];
+  for (const l of pprof(['-tags', '-sample_index=cpu', file]).split('\n')) {
+    let m = /^\s*(\S+): Total/.exec(l);
+    if (m) { want.push([m[1], []]); continue; }
+    m = /^\s*\S+ \(\s*([\d.]+)%\): (.*)$/.exec(l);
+    if (m) want[want.length - 1][1].push([m[2], `${m[1]}%`]);
+  }
+  assert.deepEqual(shown, want, 'the keys, values and shares of go tool pprof -tags');
+  await shot('32-label-explorer');
+  await page.click('#label-explorer button[data-key="endpoint"][data-value="/health"]');
+  await eventually(async () => assert.equal(new URL(page.url()).searchParams.get('tag_focus'), 'endpoint=^/health$'));
+  await profileReady(false);
+  const focused = pprofTop(['-sample_index=cpu', '-tagfocus=endpoint=^/health$', file]).map((x) => x.name).sort();
+  await eventually(async () => assert.deepEqual((await topRows()).sort(), focused, 'the rows of go tool pprof -tagfocus'));
+  assert.equal(await page.inputValue('#tag-focus'), 'endpoint=^/health$', 'the chart\'s sample-label box shows it');
+  await page.fill('#tag-focus', '');
+  await page.press('#tag-focus', 'Enter');
+  await eventually(async () => assert.equal(new URL(page.url()).searchParams.get('tag_focus'), null));
+});
 
 step('31-profile-groups', ['23-chart'], async () => {
   // a merge of the chart's three series, grouped by zone, summed (agg=sum): one group

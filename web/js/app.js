@@ -1085,6 +1085,12 @@ class QueryPage {
         this.commit(false);
         this.renderOpen();
       },
+      onTagFocus: (v) => {
+        this.state.tagFocus = v;
+        if (this.tagInput) this.tagInput.value = v;
+        this.commit(false);
+        this.renderOpen();
+      },
       onAggregation: (agg) => {
         if (agg) this.state.view.aggregation = agg;
         else delete this.state.view.aggregation;

@@ -41,6 +41,14 @@ export function scaleTree(node, r) {
     children: (node.children || []).map((c) => scaleTree(c, r)) };
 }
 
+// The tag_focus of one label value, as pprof's -tagfocus reads it: a string value as
+// an anchored regex (endpoint=^/api$), a number with a unit as pprof names numeric
+// labels (bytes=72kB) as itself, which pprof takes for that exact amount.
+export function tagFocusOf(key, value) {
+  if (/^-?\d+(\.\d+)?[a-zA-Z]+$/.test(value)) return `${key}=${value}`;
+  return `${key}=^${escapeRegExp(value)}$`;
+}
+
 function isRange(side) {
   return side && (side.start !== undefined || side.end !== undefined);
 }
@@ -403,13 +411,65 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
   granSelect.addEventListener('change', () => submitFilters());
   normalizeBox.addEventListener('change', () => submitFilters());
 
+  // the sample-label explorer: report=tags's keys and values with their shares of the
+  // sample type shown; a value focuses the view on its samples (tag_focus)
+  const labelBody = h('div', { class: 'pf-label-keys' });
+  const labelBox = h('details', { id: 'label-explorer', class: 'pf-labels', 'data-state': 'idle' },
+    h('summary', {}, 'Sample labels'), labelBody);
+  let labelCtrl = null;
+  async function loadLabels() {
+    if (!labelBox.open || !req || (!diff && !req.query)) return;
+    if (labelCtrl) labelCtrl.abort();
+    labelCtrl = new AbortController();
+    const signal = labelCtrl.signal;
+    labelBox.dataset.state = 'loading';
+    labelBody.textContent = 'Loading…';
+    try {
+      const r = await apiGet('query', { ...base, report: 'tags', sample_index: sampleType || undefined }, signal);
+      if (signal.aborted) return;
+      renderLabels(r.data);
+    } catch (e) {
+      if (e.name === 'AbortError' || signal.aborted) return;
+      labelBox.dataset.state = 'error';
+      labelBody.textContent = errorText(e);
+    }
+  }
+  function renderLabels(data) {
+    labelBody.textContent = '';
+    const keys = (data && data.keys) || [];
+    labelBox.dataset.state = 'ready';
+    if (!keys.length) {
+      labelBody.append(h('span', { class: 'pf-muted' }, 'The samples carry no labels.'));
+      return;
+    }
+    for (const k of keys) {
+      const list = h('div', { class: 'pf-label-values' });
+      for (const v of (k.values || []).slice(0, 20)) {
+        const b = h('button', { type: 'button', class: 'pf-label-value', 'data-key': k.key, 'data-value': v.value,
+          title: `Show only the samples with ${k.key}=${v.value}` },
+        h('span', { class: 'pf-label-bar', 'aria-hidden': 'true' }, h('span', { style: `width:${Math.max(0, Math.min(100, Math.abs(v.percent || 0))).toFixed(1)}%` })),
+        h('span', { class: 'pf-label-name' }, v.value),
+        h('span', { class: 'pf-label-share' }, `${formatPercent(v.percent)} · ${formatValue(v.total, data.unit)}`));
+        list.append(b);
+      }
+      if ((k.values || []).length > 20) list.append(h('span', { class: 'pf-muted' }, `… ${k.values.length - 20} more`));
+      labelBody.append(h('div', { class: 'pf-label-key', 'data-key': k.key },
+        h('div', { class: 'pf-label-head' }, h('strong', {}, k.key), ` ${formatValue(k.total, data.unit)}`), list));
+    }
+  }
+  labelBox.addEventListener('toggle', () => loadLabels());
+  labelBody.addEventListener('click', (e) => {
+    const b = e.target.closest('button.pf-label-value');
+    if (b && opts && opts.onTagFocus) opts.onTagFocus(tagFocusOf(b.dataset.key, b.dataset.value));
+  });
+
   // a diff's legend: what its colours and its table's columns are
   const legend = diff ? h('div', { id: 'diff-legend', class: 'pf-legend', role: 'note', 'aria-label': 'Diff colours' },
     h('span', { class: 'pf-key pf-key-up' }, h('i', { 'aria-hidden': 'true' }), 'more in B (grew)'),
     h('span', { class: 'pf-key pf-key-down' }, h('i', { 'aria-hidden': 'true' }), 'less in B (shrank)'),
     h('span', { class: 'pf-key pf-key-same' }, h('i', { 'aria-hidden': 'true' }), 'unchanged'),
     h('span', {}, 'A: the base, B: the new; Δ = B − A, Δ% of A')) : '';
-  root.append(head, filterBox, warn, msg, groupList, legend, body);
+  root.append(head, filterBox, labelBox, warn, msg, groupList, legend, body);
   container.append(root);
 
   const flame = new FlameView(flamePane, {
@@ -661,6 +721,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     onView({ sampleIndex: sampleType });
     loadData();
     loadGroups();
+    loadLabels();
   });
 
   // Inside the view "/" goes to the flame graph's search (not the page's selector

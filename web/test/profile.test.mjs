@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   queryParams, sideParams, seriesLabel, orderSampleTypes, chooseSampleType, describe, describeProfiles,
-  carrySampleType, describeRequest, groupSelector, groupKey, groupRows, aggregationLine, scaleTree,
+  carrySampleType, describeRequest, groupSelector, groupKey, groupRows, aggregationLine, scaleTree, tagFocusOf,
 } from '../js/profile.js';
 
 test('queryParams: single, merge and diff, times in seconds', () => {
@@ -160,4 +160,12 @@ test('stack filters, granularity and normalize reach every request of the view',
   assert.ok(d.lines.length >= 2);
   const t = scaleTree({ name: 'root', self: 0, total: 10, children: [{ name: 'f', self: 3, total: 3, children: [] }] }, 1.5);
   assert.deepEqual([t.total, t.children[0].self, t.children[0].total], [15, 5, 5]);
+});
+
+test('tagFocusOf: a string value as an anchored regex, a number with a unit as itself', () => {
+  assert.equal(tagFocusOf('endpoint', '/api'), 'endpoint=^/api$');
+  assert.equal(tagFocusOf('shard', '3'), 'shard=^3$', 'a string label that looks like a number');
+  assert.equal(tagFocusOf('q', 'a.b(c)'), 'q=^a\\.b\\(c\\)$');
+  assert.equal(tagFocusOf('bytes', '72kB'), 'bytes=72kB');
+  assert.equal(tagFocusOf('bytes', '1.50MB'), 'bytes=1.50MB');
 });
