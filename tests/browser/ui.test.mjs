@@ -289,6 +289,9 @@ step('02-lanes', ['01-query-page'], async () => {
       `mark ${JSON.stringify(m)} inside #timeline ${JSON.stringify(box)}`);
   }
   assert.match(decodeURIComponent(page.url()), /served/, 'the query is kept in the URL');
+  // the values chart opens on the preferred profile type (CPU, then heap), not on the
+  // first by name (goroutine)
+  await eventually(async () => assert.equal((await chartState()).metric, 'heap_inuse_space_bytes'));
   await shot('02-lanes');
 });
 
@@ -893,6 +896,33 @@ step('23-chart', ['01-query-page'], async () => {
   // the screen readers' table: a row per series
   assert.equal(await page.locator('.ch-table tbody tr').count(), 3);
   await shot('23-chart');
+});
+
+step('23-chart-legend', ['23-chart'], async () => {
+  // a legend names each line; a click hides one, shift-click shows one alone
+  const keys = () => page.$$eval('#chart .ch-legend button.ch-key[data-title]', (bs) => bs.map((b) => [b.dataset.title, b.getAttribute('aria-pressed')]));
+  const titles = (await keys()).map((k) => k[0]);
+  assert.equal(titles.length, 3, `a key per series: ${titles}`);
+  for (const i of ['p1', 'p2', 'p3']) assert.ok(titles.some((t) => t.includes(`instance="${i}"`)), `a key names ${i}`);
+  const p1 = titles.find((t) => t.includes('"p1"'));
+  const p3 = titles.find((t) => t.includes('"p3"'));
+  await page.click(`#chart .ch-legend button[data-title='${p1}']`);
+  await eventually(async () => {
+    assert.equal((await chartState()).shown, '2');
+    const pts = await chartPoints();
+    assert.equal(pts.length, 6, 'p1\'s points are gone');
+    assert.ok(pts.every((x) => !x.series.includes('"p1"')));
+  });
+  assert.deepEqual((await keys()).find((k) => k[0] === p1), [p1, 'false'], 'its key says it is hidden');
+  await shot('23-chart-legend');
+  await page.click(`#chart .ch-legend button[data-title='${p3}']`, { modifiers: ['Shift'] });
+  await eventually(async () => {
+    const pts = await chartPoints();
+    assert.ok(pts.length === 3 && pts.every((x) => x.series.includes('"p3"')), 'p3 alone');
+  });
+  await page.click('#chart .ch-legend button[data-act="all"]');
+  await eventually(async () => assert.equal((await chartPoints()).length, 9, 'every series again'));
+  assert.equal((await chartState()).series, '3');
 });
 
 step('24-chart-click', ['23-chart'], async () => {

@@ -13,7 +13,7 @@ import {
 import { Timeline, escapeHtml, lowerBound, fitWindow, zoomWindow } from './timeline.js';
 import {
   Chart, sampleChoices, defaultChoice, chartRequest, linesOf, profileSeriesOf, groupPointRequest,
-  withMetric,
+  withMetric, preferredType,
 } from './chart.js';
 import { mountTargets } from './targets.js';
 import { mountStatus } from './status.js';
@@ -746,7 +746,7 @@ class QueryPage {
       const choices = types.flatMap((t) => sampleChoices(t, names));
       this.fillChartControls(types, choices, series);
       const choice = choices.find((c) => c.metric === st.chart) ||
-        defaultChoice(choices.filter((c) => c.profileType === types[0]), this.samplePref);
+        defaultChoice(choices.filter((c) => c.profileType === preferredType(types)), this.samplePref);
       if (!choice) {
         this.chart.setEmpty('No values stored for ' + types.join(', ') + ' yet.');
         return;

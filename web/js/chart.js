@@ -28,6 +28,21 @@ export function metricName(profileType, sampleType, unit) {
 const PREFERRED = ['inuse_space_bytes', 'cpu_nanoseconds', 'delay_nanoseconds',
   'contentions_count', 'goroutine_count', 'threadcreate_count', 'alloc_space_bytes'];
 
+// The default sample type of profile types whose pprof files name one other than
+// PREFERRED's first, so that the chart opens on what the profile view shows first.
+const TYPE_DEFAULT = { allocs: 'alloc_space_bytes' };
+
+// Profile types in the order the chart prefers to open on, CPU first; others after
+// them in name order.
+const TYPE_ORDER = ['profile', 'process_cpu', 'cpu', 'wall', 'heap', 'memory', 'allocs', 'goroutine',
+  'mutex', 'block', 'threadcreate'];
+
+// The profile type the chart shows first among types: CPU when there is one.
+export function preferredType(types) {
+  const rank = (t) => { const i = TYPE_ORDER.indexOf(t); return i < 0 ? TYPE_ORDER.length : i; };
+  return [...types].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0))[0];
+}
+
 // The chart's choices for one profile type among the endpoint's metric names:
 // [{metric, profileType, label, unit, perSecond}] in name order, label being the part
 // after the type ("inuse_space_bytes", "cpu_nanoseconds_per_second"); unit the pprof
@@ -53,6 +68,12 @@ export function defaultChoice(choices, sampleType) {
   if (sampleType) {
     const want = promName(sampleType) + '_';
     const c = plain.find((x) => x.label.startsWith(want) && !x.label.slice(want.length).includes('_'));
+    if (c) return c;
+  }
+  // a type whose profiles name another default (Go's allocs profile: alloc_space)
+  const own = plain.length && TYPE_DEFAULT[plain[0].profileType];
+  if (own) {
+    const c = plain.find((x) => x.label === own);
     if (c) return c;
   }
   for (const p of PREFERRED) {
@@ -361,6 +382,7 @@ const PAD_TOP = 16;
 const PAD_BOTTOM = 6;
 const HIT_PX = 8;
 const DENSE_POINTS = 50000; // points in the window above which lines are rasterised
+const LEGEND_MAX = 50; // legend entries drawn; the rest are counted
 const PALETTE_LIGHT = ['#2f6fd6', '#d6336c', '#2b8a3e', '#e8590c', '#7048e8', '#0c8599',
   '#c2255c', '#5c940d', '#1864ab', '#a61e4d'];
 const PALETTE_DARK = ['#6ea2f7', '#f783ac', '#69db7c', '#ffa94d', '#b197fc', '#66d9e8',
@@ -383,6 +405,8 @@ export class Chart {
     this.root = root;
     this.h = handlers;
     this.lines = [];
+    this.all = [];
+    this.hiddenTitles = new Set();
     this.unit = '';
     this.perSecond = false;
     this.vf = 0;
@@ -407,6 +431,7 @@ export class Chart {
         <div class="ch-overlay" hidden></div>
         <div class="tl-tooltip ch-tooltip" hidden></div>
       </div>
+      <div class="ch-legend" role="group" aria-label="The chart's series: click one to hide or show it, shift-click to show it alone"></div>
       <div class="sr-only"><table class="ch-table"><caption>Values per series</caption>
         <thead><tr><th scope="col">series</th><th scope="col">points</th><th scope="col">latest</th><th scope="col">min</th><th scope="col">max</th></tr></thead>
         <tbody></tbody></table></div>`;
@@ -415,6 +440,14 @@ export class Chart {
     this.overlay = root.querySelector('.ch-overlay');
     this.tooltip = root.querySelector('.ch-tooltip');
     this.table = root.querySelector('.ch-table tbody');
+    this.legend = root.querySelector('.ch-legend');
+    this.legend.addEventListener('click', (e) => {
+      const b = e.target.closest('button');
+      if (!b) return;
+      if (b.dataset.act === 'all') this.showOnly(null);
+      else if (e.shiftKey) this.showOnly(b.dataset.title);
+      else this.toggleLine(b.dataset.title);
+    });
     root.profdPoints = () => this.visiblePoints();
     this.onResize = () => this.resize();
     if (typeof ResizeObserver !== 'undefined') {
@@ -479,6 +512,8 @@ export class Chart {
 
   setError(message) {
     this.lines = [];
+    this.all = [];
+    this.renderLegend();
     this.updateCounts();
     this.setState('error', message);
     this.redraw();
@@ -486,6 +521,8 @@ export class Chart {
 
   setEmpty(message) {
     this.lines = [];
+    this.all = [];
+    this.renderLegend();
     this.updateCounts();
     this.setState('empty', message);
     this.redraw();
@@ -496,7 +533,7 @@ export class Chart {
   // the profile view marks its groups with it.
   groupColor(label, value) {
     if (!this.group || this.group !== label) return '';
-    const line = this.lines.find((l) => (l.labels[label] || '') === value);
+    const line = (this.all || this.lines).find((l) => (l.labels[label] || '') === value);
     if (!line) return '';
     const palette = document.documentElement.dataset.theme === 'dark' ? PALETTE_DARK : PALETTE_LIGHT;
     return palette[line.color % palette.length];
@@ -504,7 +541,12 @@ export class Chart {
 
   // lines: linesOf's; opts: {unit, perSecond, group, metric, step (grouped: ms)}.
   setData(lines, opts = {}) {
-    this.lines = lines.map((l, i) => ({ ...l, title: formatLabels(l.labels), color: i }));
+    this.all = lines.map((l, i) => ({ ...l, title: formatLabels(l.labels), color: i }));
+    // series hidden from the legend stay hidden while they are in the data
+    const titles = new Set(this.all.map((l) => l.title));
+    for (const t of [...this.hiddenTitles]) if (!titles.has(t)) this.hiddenTitles.delete(t);
+    this.lines = this.all.filter((l) => !this.hiddenTitles.has(l.title));
+    this.renderLegend();
     this.unit = opts.unit || '';
     this.perSecond = !!opts.perSecond;
     this.group = opts.group || '';
@@ -517,10 +559,54 @@ export class Chart {
     this.resize();
   }
 
+  // Hides or shows the line of title (the legend's click).
+  toggleLine(title) {
+    if (this.hiddenTitles.has(title)) this.hiddenTitles.delete(title);
+    else this.hiddenTitles.add(title);
+    this.applyHidden();
+  }
+
+  // Shows the line of title alone, or every line (title null, or when it is already
+  // the only one shown).
+  showOnly(title) {
+    const alone = title != null && this.lines.length === 1 && this.lines[0].title === title;
+    this.hiddenTitles.clear();
+    if (title != null && !alone) for (const l of this.all) if (l.title !== title) this.hiddenTitles.add(l.title);
+    this.applyHidden();
+  }
+
+  applyHidden() {
+    this.lines = this.all.filter((l) => !this.hiddenTitles.has(l.title));
+    this.root.dataset.shown = String(this.lines.length);
+    this.hover = null;
+    this.tooltip.hidden = true;
+    this.renderLegend();
+    this.redraw();
+  }
+
+  // The legend: a swatch and the labels of each line (the first LEGEND_MAX), pressed
+  // while the line is shown.
+  renderLegend() {
+    const all = this.all || [];
+    if (all.length < 1) { this.legend.innerHTML = ''; return; }
+    const palette = document.documentElement.dataset.theme === 'dark' ? PALETTE_DARK : PALETTE_LIGHT;
+    this.legendTheme = document.documentElement.dataset.theme || '';
+    const items = all.slice(0, LEGEND_MAX).map((l) => {
+      const on = !this.hiddenTitles.has(l.title);
+      return `<button type="button" class="ch-key${on ? '' : ' off'}" data-title="${escapeHtml(l.title)}" aria-pressed="${on}" ` +
+        `title="${escapeHtml(l.title)}: click to ${on ? 'hide' : 'show'}, shift-click to show it alone">` +
+        `<i style="background:${palette[l.color % palette.length]}"></i><span>${escapeHtml(l.title)}</span></button>`;
+    });
+    if (all.length > LEGEND_MAX) items.push(`<span class="muted">+${all.length - LEGEND_MAX} more</span>`);
+    if (this.hiddenTitles.size) items.push('<button type="button" class="ch-key ch-all" data-act="all">Show all</button>');
+    this.legend.innerHTML = items.join('');
+  }
+
   updateCounts() {
     let n = 0;
-    for (const l of this.lines) n += l.ts.length;
-    this.root.dataset.series = String(this.lines.length);
+    for (const l of this.all || this.lines) n += l.ts.length;
+    this.root.dataset.series = String((this.all || this.lines).length);
+    this.root.dataset.shown = String(this.lines.length);
     this.root.dataset.points = String(n);
   }
 
@@ -704,6 +790,7 @@ export class Chart {
     const style = getComputedStyle(this.root);
     const dark = document.documentElement.dataset.theme === 'dark';
     const palette = dark ? PALETTE_DARK : PALETTE_LIGHT;
+    if ((document.documentElement.dataset.theme || '') !== this.legendTheme) this.renderLegend();
     const col = {
       bg: cssVar(style, '--tl-bg', '#fff'),
       grid: cssVar(style, '--tl-grid', '#e3e6ea'),

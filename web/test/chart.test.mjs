@@ -4,7 +4,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  promName, metricName, sampleChoices, defaultChoice, splitSelector, withMetric, promDuration,
+  promName, metricName, sampleChoices, defaultChoice, splitSelector, withMetric, promDuration, preferredType,
   stepFor, chartRequest, linesOf, profileSeriesOf, groupPointRequest, brushRange, nearestPoint,
   maxValue, valueTicks, decimate, rasterLine, pixelOf,
 } from '../js/chart.js';
@@ -171,4 +171,15 @@ test('rasterLine fills every column a segment crosses, without gaps, clipped to 
 test('pixelOf packs a colour for a little-endian RGBA buffer', () => {
   const px = new Uint32Array([pixelOf('#102030', 200)]);
   assert.deepEqual(Array.from(new Uint8Array(px.buffer)), [0x10, 0x20, 0x30, 200]);
+});
+
+test('the chart opens on CPU when the query has it, on alloc_space for allocs', () => {
+  assert.equal(preferredType(['allocs', 'block', 'goroutine', 'heap', 'profile']), 'profile');
+  assert.equal(preferredType(['allocs', 'goroutine', 'heap']), 'heap');
+  assert.equal(preferredType(['zeta', 'alpha']), 'alpha', 'unknown types in name order');
+  const allocs = [{ metric: 'allocs_alloc_objects_count', profileType: 'allocs', label: 'alloc_objects_count' },
+    { metric: 'allocs_alloc_space_bytes', profileType: 'allocs', label: 'alloc_space_bytes' },
+    { metric: 'allocs_inuse_space_bytes', profileType: 'allocs', label: 'inuse_space_bytes' }];
+  assert.equal(defaultChoice(allocs).metric, 'allocs_alloc_space_bytes', 'as pprof\'s default for allocs');
+  assert.equal(defaultChoice(allocs, 'inuse_space').metric, 'allocs_inuse_space_bytes', 'the view\'s choice wins');
 });
