@@ -1286,6 +1286,52 @@ for (const theme of ['light', 'dark']) {
       await p.touchscreen.tap(status.x + 4, status.y + status.height / 2);
       await p.waitForSelector('#timeline .tl-tooltip:not(.ch-tooltip)', { state: 'hidden' });
       assert.deepEqual(await narrowProblems(p), [], 'the query page with a profile open at 390 px');
+      // the hint names a finger's gestures, not a mouse's
+      assert.equal(await p.locator('.tl-hint-touch').isVisible(), true, 'the touch hint is shown');
+      assert.equal(await p.locator('.tl-hint-mouse').isVisible(), false, 'the mouse hint is not');
+      // a touch-drag along a lane: the selection's bar covers none of the zoom buttons,
+      // and its buttons do what they say when tapped
+      const cdp = await ctx.newCDPSession(p);
+      const touch = (type, pts) => cdp.send('Input.dispatchTouchEvent', { type,
+        touchPoints: pts.map(([x, y], id) => ({ x, y, id, radiusX: 1, radiusY: 1, force: 1 })) });
+      const lane0 = (await p.$eval('#timeline', (el) => el.profdMarks())).filter((x) => x.lane === 0);
+      const xs = lane0.map((x) => x.x);
+      const [x0, x1, ly] = [Math.min(...xs) - 3, Math.max(...xs) + 3, lane0[0].y];
+      await touch('touchStart', [[x0, ly]]);
+      for (let i = 1; i <= 8; i++) await touch('touchMove', [[x0 + ((x1 - x0) * i) / 8, ly]]);
+      await touch('touchEnd', []);
+      await p.waitForSelector('#timeline .tl-actions', { state: 'visible' });
+      const overlaps = await p.evaluate(() => {
+        const vis = (b) => { const r = b.getBoundingClientRect(); return r.width > 0 && r.height > 0 ? r : null; };
+        const acts = [...document.querySelectorAll('#timeline .tl-actions button')].map(vis).filter(Boolean);
+        const zoom = [...document.querySelectorAll('#timeline .tl-buttons button')].map(vis).filter(Boolean);
+        const out = [];
+        for (const a of acts) for (const z of zoom) {
+          if (a.left < z.right && z.left < a.right && a.top < z.bottom && z.top < a.bottom) out.push([a.left, z.left]);
+        }
+        const vw = document.documentElement.clientWidth;
+        for (const a of acts) if (a.right > vw + 0.5 || a.left < -0.5) out.push(['off screen', a.left, a.right]);
+        return out;
+      });
+      assert.deepEqual(overlaps, [], 'no button of the selection bar lies over a zoom button or off the screen');
+      await snap('selection');
+      const merge = await p.locator('#sel-merge').boundingBox();
+      await p.touchscreen.tap(merge.x + merge.width / 2, merge.y + merge.height / 2);
+      await eventually(async () => assert.equal(new URL(p.url()).searchParams.get('open'), 'merge', 'Merge this lane merged'));
+      await profileReady(false, p);
+      assert.equal(await p.locator('#timeline .tl-buttons').isVisible(), true, 'the zoom buttons are back');
+      // a pinch on the lanes zooms in about its middle
+      const span = async () => p.$eval('#timeline', (el) => Number(el.dataset.viewTo) - Number(el.dataset.viewFrom));
+      const before = await span();
+      const mid = (x0 + x1) / 2;
+      await touch('touchStart', [[mid - 20, ly], [mid + 20, ly]]);
+      for (let i = 1; i <= 6; i++) await touch('touchMove', [[mid - 20 - 12 * i, ly], [mid + 20 + 12 * i, ly]]);
+      await touch('touchEnd', []);
+      await eventually(async () => {
+        const after = await span();
+        assert.ok(after > 0 && after < before * 0.5, `the pinch zoomed in: ${before} ms → ${after} ms`);
+      });
+      assert.equal(await p.locator('#timeline .tl-actions').isVisible(), false, 'a pinch selects nothing');
       // a merge grouped by zone: the groups fit the screen too
       const start = Math.min(...chartPushed.map((x) => x.t));
       const end = Math.max(...chartPushed.map((x) => x.t));

@@ -413,7 +413,12 @@ class QueryPage {
         <div class="range-bar"></div>
         <div class="query-status muted" aria-live="polite"></div>
         <div id="timeline" data-state="loading" data-lanes="0" data-marks="0"></div>
-        <p class="tl-hint muted">
+        <p class="tl-hint tl-hint-touch muted">
+          <b>Tap</b> a mark or a chart point: open it ·
+          <b>Drag</b> along a lane: pick a range, then Zoom or Merge ·
+          <b>Pinch</b> the lanes: zoom · <b>‹ ›</b> pan · open a profile, then <b>Compare</b> for a side-by-side diff
+        </p>
+        <p class="tl-hint tl-hint-mouse muted">
           <b>Chart:</b> click a point to open that profile, drag to merge a range ·
           <b>Click</b> a mark: open it ·
           <b>Shift-click</b> another: diff them (the earlier is the base, A) ·

@@ -262,6 +262,8 @@ export class Timeline {
     this.frame = 0;
     this.width = 0;
     this.height = 0;
+    this.touches = new Map(); // pointerId → {x, y} of the fingers down
+    this.pinch = null;
     this.build();
     this.setState('loading');
   }
@@ -312,7 +314,7 @@ export class Timeline {
     c.addEventListener('pointerdown', (e) => this.pointerDown(e));
     c.addEventListener('pointermove', (e) => this.pointerMove(e));
     c.addEventListener('pointerup', (e) => this.pointerUp(e));
-    c.addEventListener('pointercancel', () => { this.drag = null; this.redraw(); });
+    c.addEventListener('pointercancel', (e) => { this.touchEnd(e); this.drag = null; this.redraw(); });
     const hideTip = () => { this.hover = null; this.tooltip.hidden = true; this.redraw(); };
     this.touchTip = new TouchTip(c, this.tooltip, hideTip);
     c.addEventListener('pointerleave', () => {
@@ -449,6 +451,7 @@ export class Timeline {
   clearSelection() {
     this.selection = null;
     this.actions.hidden = true;
+    this.root.classList.remove('has-selection');
     this.redraw();
   }
 
@@ -564,9 +567,36 @@ export class Timeline {
     return [e.clientX - r.left, e.clientY - r.top];
   }
 
+  // Two fingers on the lanes pinch-zoom about their midpoint (this.pinch); one drags.
+  pinchStart() {
+    const [a, b] = [...this.touches.values()];
+    const d = Math.hypot(a.x - b.x, a.y - b.y);
+    this.drag = null;
+    this.clearSelection();
+    this.pinch = { d0: Math.max(1, d), vf: this.vf, vt: this.vt, anchor: this.xToT((a.x + b.x) / 2) };
+    this.tooltip.hidden = true;
+  }
+
+  pinchMove() {
+    const [a, b] = [...this.touches.values()];
+    const d = Math.max(1, Math.hypot(a.x - b.x, a.y - b.y));
+    const p = this.pinch;
+    this.setView(...zoomWindow(p.vf, p.vt, p.anchor, p.d0 / d, this.from, this.to), true);
+  }
+
   pointerDown(e) {
     if (this.state !== 'ready' || (e.button !== 0 && e.button !== 1)) return;
     const [x, y] = this.localXY(e);
+    if (e.pointerType === 'touch') {
+      this.touches.set(e.pointerId, { x, y });
+      this.canvas.setPointerCapture(e.pointerId);
+      if (this.touches.size === 2) {
+        this.pinchStart();
+        e.preventDefault();
+        return;
+      }
+      if (this.pinch) return;
+    }
     const pan = e.button === 1 || e.altKey;
     this.drag = { x0: x, y0: y, x, y, lane0: this.laneAt(y), moved: false, pan,
       shift: e.shiftKey, vf: this.vf, vt: this.vt };
@@ -579,6 +609,11 @@ export class Timeline {
 
   pointerMove(e) {
     const [x, y] = this.localXY(e);
+    if (this.touches.has(e.pointerId)) this.touches.set(e.pointerId, { x, y });
+    if (this.pinch) {
+      if (this.touches.size >= 2) this.pinchMove();
+      return;
+    }
     const d = this.drag;
     if (d) {
       d.x = x;
@@ -621,7 +656,20 @@ export class Timeline {
     this.redraw();
   }
 
+  // A finger lifted (or its gesture cancelled): a pinch ends with fewer than two.
+  touchEnd(e) {
+    if (!this.touches.delete(e.pointerId)) return false;
+    if (!this.pinch) return false;
+    if (this.touches.size < 2) {
+      this.pinch = this.touches.size ? this.pinch : null;
+      this.drag = null;
+    }
+    if (!this.touches.size) this.pinch = null;
+    return true;
+  }
+
   pointerUp(e) {
+    if (this.touchEnd(e)) return;
     const d = this.drag;
     if (!d) return;
     this.drag = null;
@@ -685,6 +733,7 @@ export class Timeline {
       ${this.canDiffRange ? `<button type="button" class="btn small" id="sel-diff" data-act="diff" title="Diff: the open merge is the base (A), this range is B"${n === 0 ? ' disabled' : ''}>Diff vs open merge</button>` : ''}
       <button type="button" class="btn small ghost" data-act="cancel" title="Clear the selection (Esc)" aria-label="Clear the selection">✕</button>`;
     this.actions.hidden = false;
+    this.root.classList.add('has-selection');
   }
 
   wheel(e) {
