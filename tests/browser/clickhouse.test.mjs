@@ -36,16 +36,22 @@ let profileUrl;
 
 // The top table equals go tool pprof -top of the files: the same rows, the same
 // first row, and each row's flat% within the rounding of both.
+// a diff's table has no percentages (A, B, Δ, Δ%, Δ cum): its Δ's sign is checked instead
 async function assertTopIs(p, args, what) {
   const want = pprofTop(args);
+  const diff = args.some((a) => a.startsWith('-diff_base='));
   await eventually(async () => {
     const rows = await p.$$eval('#top-table tbody tr[data-name]',
-      (rs) => rs.map((r) => ({ name: r.dataset.name, flatPercent: parseFloat(r.cells[1].textContent.replace(/[^\d.-]/g, '')) })));
+      (rs) => rs.map((r) => ({ name: r.dataset.name, flatPercent: parseFloat(r.cells[1].textContent.replace(/[^\d.-]/g, '')), delta: r.cells[2]?.textContent })));
     assert.equal(rows.length, want.length, `${what}: as many rows as go tool pprof -top`);
     assert.equal(rows[0].name, want[0].name, `${what}: the first row is go tool pprof -top's`);
     assert.deepEqual(rows.map((r) => r.name).sort(), want.map((r) => r.name).sort(), `${what}: the same functions`);
     for (const r of rows) {
       const w = want.find((x) => x.name === r.name);
+      if (diff) {
+        assert.equal(r.delta.startsWith('-'), w.flat.startsWith('-'), `${what}: ${r.name} Δ ${r.delta}, go tool pprof ${w.flat}`);
+        continue;
+      }
       assert.ok(Math.abs(r.flatPercent - w.flatPercent) < 0.06, `${what}: ${r.name} flat% ${r.flatPercent}, go tool pprof ${w.flatPercent}`);
     }
   });

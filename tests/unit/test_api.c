@@ -1021,6 +1021,22 @@ static void test_exports(void **state)
 	           "sample_index");
 }
 
+/* m, a merge of count profiles, as the API gives it by default: its snapshot types
+ * (inuse_*) averaged over the count, the others summed. *out is new. */
+static struct pd_pprof_profile *default_aggregation(const struct pd_pprof_profile *m,
+                                                    uint64_t count)
+{
+	unsigned char which[16] = {0};
+	size_t n = pd_pprof_sample_type_count(m);
+	assert_true(n <= sizeof(which));
+	for (size_t i = 0; i < n; i++)
+		which[i] = (unsigned char)pd_pprof_snapshot_type(m, i);
+	struct pd_pprof_profile *out;
+	struct pd_err err = {0};
+	assert_int_equal(pd_pprof_average(m, which, count, &out, &err), 0);
+	return out;
+}
+
 static void test_merge(void **state)
 {
 	(void)state;
@@ -1028,13 +1044,26 @@ static void test_merge(void **state)
 	struct pd_err err = {0};
 	const struct pd_pprof_profile *in[3] = {heap[0], heap[1], heap[2]};
 	assert_int_equal(pd_pprof_merge(in, 3, &m, &err), 0);
+	/* aggregation=sum: pprof's merge */
 	struct jv *v =
 	    get_json(build("/api/v1/query", "query", "heap{job=\"api\"}", "mode", "merge", "start",
-	                   ms(heap_t[0]), "end", ms(heap_t[2]), "report", "top", NULL),
+	                   ms(heap_t[0]), "end", ms(heap_t[2]), "report", "top", "aggregation",
+	                   "sum", NULL),
 	             200);
 	check_top(jget(v, "data"), m, pd_pprof_default_sample_index(m));
 	assert_null(jget(v, "warnings"));
 	jv_free(v);
+	/* by default a heap's inuse types are the average of the three */
+	struct pd_pprof_profile *avg = default_aggregation(m, 3);
+	assert_true(pd_pprof_snapshot_type(m, (size_t)pd_pprof_default_sample_index(m)));
+	v = get_json(build("/api/v1/query", "query", "heap{job=\"api\"}", "mode", "merge", "start",
+	                   ms(heap_t[0]), "end", ms(heap_t[2]), "report", "top", NULL),
+	             200);
+	check_top(jget(v, "data"), avg, pd_pprof_default_sample_index(avg));
+	assert_true(pd_pprof_total(avg, pd_pprof_default_sample_index(avg)) <
+	            pd_pprof_total(m, pd_pprof_default_sample_index(m)));
+	jv_free(v);
+	pd_pprof_destroy(avg);
 	pd_pprof_destroy(m);
 
 	/* meta counts the profiles and the span */
@@ -1050,7 +1079,7 @@ static void test_merge(void **state)
 	assert_int_equal(pd_pprof_merge(in, 2, &m, &err), 0);
 	v = get_json(build("/api/v1/query", "query", "heap", "mode", "merge", "start",
 	                   ms(heap_t[0]), "end", ms(heap_t[2]), "report", "top", "max_profiles",
-	                   "2", NULL),
+	                   "2", "aggregation", "sum", NULL),
 	             200);
 	check_top(jget(v, "data"), m, pd_pprof_default_sample_index(m));
 	const char *wmsg = jstr_of(jat(jget(v, "warnings"), 0));
@@ -1095,8 +1124,11 @@ static void test_group_by(void **state)
 	assert_int_equal(jint(jget(g0, "minTime")), heap_t[0]);
 	assert_int_equal(jint(jget(g0, "maxTime")), heap_t[2]);
 	int idx = pd_pprof_default_sample_index(m);
-	assert_int_equal(jint(jget(g0, "total")), pd_pprof_total(m, idx));
-	check_top(jget(g0, "report"), m, idx);
+	/* each group aggregated over its own profiles: the heap's inuse types averaged */
+	struct pd_pprof_profile *avg = default_aggregation(m, 3);
+	assert_int_equal(jint(jget(g0, "total")), pd_pprof_total(avg, idx));
+	check_top(jget(g0, "report"), avg, idx);
+	pd_pprof_destroy(avg);
 	assert_string_equal(jstr_of(jget(jget(g1, "labels"), "__name__")), "profile");
 	assert_int_equal(jint(jget(g1, "profileCount")), 1);
 	check_top(jget(g1, "report"), cpu, pd_pprof_default_sample_index(cpu));
@@ -1157,7 +1189,10 @@ static void test_diff(void **state)
 	const struct pd_pprof_profile *in[2] = {heap[1], heap[2]};
 	struct pd_pprof_profile *m;
 	assert_int_equal(pd_pprof_merge(in, 2, &m, &err), 0);
-	assert_int_equal(pd_pprof_diff(heap[0], m, &d, &err), 0);
+	/* the merged side is aggregated over its own two profiles, as a merge is */
+	struct pd_pprof_profile *mavg = default_aggregation(m, 2);
+	assert_int_equal(pd_pprof_diff(heap[0], mavg, &d, &err), 0);
+	pd_pprof_destroy(mavg);
 	v = get_json(build("/api/v1/query", "mode", "diff", "a.query", "heap", "a.time",
 	                   ms(heap_t[0]), "b.query", "heap", "b.start", ms(heap_t[1]), "b.end",
 	                   ms(heap_t[2]), "report", "top", NULL),
