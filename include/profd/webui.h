@@ -38,7 +38,9 @@ int pd_webui_set_links(struct pd_webui *ui, const char *route_prefix, const char
 
 /* The pd_api_ui_fn to plug into pd_api_opts.ui with ctx = the pd_webui. Bodies
  * of embedded files are static; files read from disk are malloc'd and handed to
- * the server (must_free). Safe from several threads. */
+ * the server (must_free). A page of the UI (pd_webui_routes) is index.html with
+ * status 200, any other page name (a last segment without a dot) index.html with
+ * 404, a missing file PD_ENOTFOUND. Safe from several threads. */
 int pd_webui_serve(void *ctx, const char *method, const char *path,
                    struct pd_api_ui_response *r);
 

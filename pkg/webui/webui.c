@@ -60,8 +60,9 @@ static const char *content_type(const char *path)
 }
 
 /* The pages the UI's router knows (ROUTES in web/js/app.js; test_webui checks
- * that the two lists agree). Only these answer index.html; any other path that is
- * not a file is a 404, as Prometheus answers an unknown path. */
+ * that the two lists agree). These answer index.html with 200; any other page
+ * name answers it with 404, so that a person sees the router's "Page not found"
+ * and the navigation rather than a bare line of text. */
 static const char *const ui_routes[] = {"/", "/targets", "/status", "/compare"};
 
 const char *const *pd_webui_routes(size_t *n)
@@ -325,17 +326,25 @@ int pd_webui_serve(void *ctx, const char *method, const char *path,
 	const char *file = path;
 	if (strcmp(path, "/") == 0 || strcmp(path, "/index.html") == 0)
 		file = "/index.html";
+	/* a path that is neither a file nor a page: a page name (no dot in its last
+	 * segment) gets the UI with status 404, whose router says "Page not found" with
+	 * links to the pages; a missing file (a name with a dot) stays a bare 404 */
+	int page = is_route(path), unknown_page = !page && !strchr(strrchr(path, '/'), '.');
 	int rc;
 	if (ui->dir) {
 		rc = from_disk(ui, file, r);
-		if (rc != 0 && is_route(path)) {
+		if (rc != 0 && (page || unknown_page)) {
 			file = "/index.html";
 			rc = from_disk(ui, file, r);
+		} else {
+			unknown_page = 0;
 		}
 	} else {
 		const struct pd_webui_asset *a = embedded(file);
-		if (!a && is_route(path))
+		if (!a && (page || unknown_page))
 			a = embedded(file = "/index.html");
+		else
+			unknown_page = 0;
 		rc = a ? 0 : PD_ENOTFOUND;
 		if (a && ui->index && strcmp(file, "/index.html") == 0) {
 			r->data = ui->index;
@@ -360,7 +369,7 @@ int pd_webui_serve(void *ctx, const char *method, const char *path,
 			r->len = fl;
 		}
 	}
-	r->status = 200;
+	r->status = unknown_page ? 404 : 200;
 	r->content_type = content_type(file);
 	/* revalidate each time: the files change with the binary (or on disk) */
 	r->cache_control = "no-cache";

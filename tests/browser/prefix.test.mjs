@@ -186,13 +186,20 @@ test('pages, history and deep links keep the prefix', async () => {
   await profileReady(p2);
   await timelineReady(p2);
   await shot('05-deep-link', p2);
-  // a path that is no page of the UI is the server's 404, as Prometheus answers
-  // one, under the prefix too (only the router's pages get the UI). Asked without
-  // opening it: a page that is not the UI's would make the browser ask for
-  // /favicon.ico, outside the prefix.
-  const nowhere = await p2.request.get(HOME + 'nowhere');
+  // a page name that is no page of the UI is a 404 whose body is the UI, under
+  // the prefix too: the router says so and links the pages; a missing file is
+  // the server's bare 404
+  const nowhere = await p2.goto(HOME + 'nowhere/else');
   assert.equal(nowhere.status(), 404);
-  assert.equal((await nowhere.text()).trim(), '404 page not found');
+  await p2.waitForSelector('main h2');
+  assert.equal(await p2.locator('main h2').innerText(), 'Page not found');
+  assert.match(await p2.locator('main code').innerText(), /\/nowhere\/else$/);
+  assert.equal(await p2.title(), 'Not found · profd');
+  await p2.click('main a[href="targets"]');
+  await p2.waitForURL(HOME + 'targets');
+  const missing = await p2.request.get(HOME + 'js/nowhere.js');
+  assert.equal(missing.status(), 404);
+  assert.equal((await missing.text()).trim(), '404 page not found');
   await p2.close();
 });
 

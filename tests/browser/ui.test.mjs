@@ -321,6 +321,58 @@ step('03-range-presets', ['02-lanes'], async () => {
   await shot('03-range-15m');
 });
 
+step('03-range-text', ['01-query-page'], async () => {
+  // a browser 5:30 ahead of UTC, so that the zone choice shows
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 950 }, timezoneId: 'Asia/Kolkata' });
+  const p = await ctx.newPage();
+  watch(p);
+  await p.goto(`${URL_BASE}/?query=${encodeURIComponent(HEAP)}&range=1h`);
+  await p.waitForFunction(() => document.querySelector('#timeline')?.dataset.state === 'ready', null, { timeout: T });
+  assert.equal(await p.inputValue('#range-text'), 'now-1h', 'the field shows the range as typed');
+  const param = (k) => new URL(p.url()).searchParams.get(k);
+  // Grafana's relative forms
+  await p.fill('#range-text', 'now-6h');
+  await p.press('#range-text', 'Enter');
+  await p.waitForFunction(() => new URL(location.href).searchParams.get('range') === '6h', null, { timeout: T });
+  await p.fill('#range-text', 'now-3h to now-1h');
+  await p.press('#range-text', 'Enter');
+  await p.waitForFunction(() => new URL(location.href).searchParams.get('from') !== null, null, { timeout: T });
+  assert.equal(Number(param('to')) - Number(param('from')), 2 * 3600e3, 'now-3h to now-1h is two hours');
+  assert.equal(param('range'), null);
+  // a typo says what is wrong and changes nothing
+  const before = p.url();
+  await p.fill('#range-text', 'yesterday');
+  await p.press('#range-text', 'Enter');
+  assert.match(await p.$eval('#range-text', (i) => i.validationMessage), /"yesterday" is not a time before now/);
+  assert.equal(p.url(), before);
+  // longer than the server's 31 days: offered clamped, and the status says so
+  await p.fill('#range-text', 'now-60d');
+  await p.press('#range-text', 'Enter');
+  await p.waitForFunction(() => new URL(location.href).searchParams.get('range') === '31d', null, { timeout: T });
+  await p.waitForFunction(() => document.querySelector('#timeline')?.dataset.state === 'ready', null, { timeout: T });
+  const note = await p.locator('[data-note="range"]').innerText();
+  assert.match(note, /at most 31d at a time, so the last 31d of the 60d asked for are shown/, note);
+  assert.equal(await p.locator('.query-error:not([hidden])').count(), 0, 'no refusal shown');
+  // the zone: the browser's, then UTC for every time shown
+  await p.click('[data-range="1h"]');
+  await p.waitForFunction(() => new URL(location.href).searchParams.get('range') === '1h', null, { timeout: T });
+  assert.match(await p.$eval('#time-zone', (s) => s.selectedOptions[0].textContent), /Browser time \(UTC\+05:30\)/);
+  const shown = async () => {
+    const v = await p.inputValue('#range-to');
+    return { v, asUtc: Date.parse(v + 'Z') };
+  };
+  const local = await shown();
+  await p.selectOption('#time-zone', 'utc');
+  await p.waitForFunction(() => document.querySelector('#timeline')?.dataset.state === 'ready', null, { timeout: T });
+  const utc = await shown();
+  const d = local.asUtc - utc.asUtc;
+  assert.ok(Math.abs(d - 5.5 * 3600e3) < 120e3, `the inputs move 5:30 back in UTC (${local.v} → ${utc.v})`);
+  await p.reload();
+  await p.waitForSelector('#time-zone');
+  assert.equal(await p.inputValue('#time-zone'), 'utc', 'the choice is kept');
+  await ctx.close();
+});
+
 step('04-heap-lane', ['02-lanes'], async () => {
   await runQuery(HEAP, 'button');
   await timelineReady(1, 4);
@@ -612,6 +664,21 @@ step('14-reload-keeps-state', ['13-diff'], async () => {
   await shot('14-reload');
 });
 
+step('14-diff-empty-side', ['13-diff'], async () => {
+  // side B at a time with no profile: one message that names the side, and not the
+  // API's warning saying it again
+  const u = new URL(page.url());
+  for (const k of ['b.start', 'b.end']) u.searchParams.delete(k);
+  u.searchParams.set('b.time', '1000');
+  const p = await context.newPage();
+  await p.goto(u.toString());
+  await p.waitForSelector('#profile .pf-msg:not([hidden])', { timeout: T });
+  const text = await p.locator('#profile .pf-msg').innerText();
+  assert.match(text, /^Side B \(new\) has no profile: nothing matches .* at .*\. Pick another mark or range for side B\.$/, text);
+  assert.doesNotMatch(await p.locator('#profile').innerText(), /side b of the diff has no profile|No profile at that time/);
+  await p.close();
+});
+
 step('15-select-merge', ['06-select-zoom'], async () => {
   // a drag over the first four profiles, then Merge: go tool pprof's merge of those files
   heapMarks = (await marks()).sort((x, y) => x.t - y.t);
@@ -660,6 +727,10 @@ step('17-status', ['01-query-page'], async () => {
   await eventually(async () => {
     const text = await page.locator('body').innerText();
     assert.ok(text.includes(build.version), `the status page shows the version ${build.version}`);
+    const fields = await page.$$eval('#status-build th', (ths) => ths.map((t) => t.textContent));
+    assert.ok(fields.includes('Compiler') && !fields.includes('Go version'),
+      `a C build names its compiler and no Go version: ${fields}`);
+    assert.doesNotMatch(await page.locator('#status-build').innerText(), /—/, 'no empty build fields');
     assert.ok(text.includes('served'), 'the status page shows the configuration');
   });
   const sym = await api('status/symbolizer');
@@ -1150,6 +1221,14 @@ step('31-profile-groups', ['23-chart'], async () => {
     assert.equal(colors.length, 2);
     assert.ok(colors.every((c) => /^#[0-9a-f]{6}$/i.test(c)) && colors[0] !== colors[1], `group colours ${colors}`);
   });
+  // each group card shows its top function whole: go tool pprof's top row of its files
+  for (const z of ['a', 'b']) {
+    const files = chartPushed.filter((x) => x.zone === z).map((x) => x.file);
+    const top = await page.$eval(`#profile-groups button[data-key='zone="${z}"'] .pf-group-top`,
+      (e) => ({ text: e.textContent, cut: e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().bottom > e.closest('button').getBoundingClientRect().bottom + 1 }));
+    assert.equal(top.text, 'top ' + topName(['-sample_index=inuse_space', ...files]), `zone ${z}'s card names its top function`);
+    assert.ok(!top.cut, `zone ${z}'s top function is not cut off`);
+  }
   await shot('31-profile-groups');
   // picking zone b shows the merge of zone b's profiles alone, and the URL keeps it
   await page.click('#profile-groups button[data-key="zone=\\"b\\""]');

@@ -1,6 +1,7 @@
 /* test_webui.c: unit tests of pkg/webui: the embedded files equal web/ on disk,
  * client routes answer index.html, content types, and paths that must not be
  * served (outside the directory, hidden files, test sources). */
+#define _GNU_SOURCE /* memmem */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -69,6 +70,20 @@ static char *get(struct pd_webui *ui, const char *path, const char **type)
 	return s;
 }
 
+/* The status of path: 200 or 404 when the UI answers it (the page, a body of
+ * index.html), -1 when it does not (PD_ENOTFOUND: the server's bare 404). */
+static int status_of(struct pd_webui *ui, const char *path)
+{
+	struct pd_api_ui_response r = {0};
+	if (pd_webui_serve(ui, "GET", path, &r) != 0)
+		return -1;
+	assert_string_equal(r.content_type, "text/html; charset=utf-8");
+	assert_non_null(memmem(r.data, r.len, "<title>", 7));
+	if (r.must_free)
+		free((void *)r.data);
+	return r.status;
+}
+
 static void test_dir(void **state)
 {
 	struct pd_webui *ui = NULL;
@@ -89,19 +104,24 @@ static void test_dir(void **state)
 	free(s);
 	/* a missing file is a 404, not the page */
 	assert_null(get(ui, "/js/missing.js", NULL));
-	/* only the router's pages answer the page: any other path is a 404 */
+	/* the router's pages answer the page with 200; any other page name with 404
+	 * (the router's "Page not found"), a missing file not at all */
 	s = get(ui, "/targets/", NULL);
 	assert_string_equal(s, "<!doctype html><title>x</title>");
 	free(s);
-	assert_null(get(ui, "/federate", NULL));
-	assert_null(get(ui, "/ingest", NULL));
-	assert_null(get(ui, "/targets/x", NULL));
-	assert_null(get(ui, "/statusx", NULL));
+	assert_int_equal(status_of(ui, "/targets"), 200);
+	assert_int_equal(status_of(ui, "/federate"), 404);
+	assert_int_equal(status_of(ui, "/ingest"), 404);
+	assert_int_equal(status_of(ui, "/targets/x"), 404);
+	assert_int_equal(status_of(ui, "/statusx"), 404);
+	assert_int_equal(status_of(ui, "/a/b/c"), 404);
+	assert_int_equal(status_of(ui, "/js/missing.js"), -1);
+	assert_int_equal(status_of(ui, "/a/b.c"), -1);
 	/* the side-by-side page is one of the router's pages */
 	s = get(ui, "/compare", NULL);
 	assert_string_equal(s, "<!doctype html><title>x</title>");
 	free(s);
-	assert_null(get(ui, "/compare/x", NULL));
+	assert_int_equal(status_of(ui, "/compare/x"), 404);
 	/* nothing outside the directory, hidden or test files */
 	assert_null(get(ui, "/../etc/passwd", NULL));
 	assert_null(get(ui, "/js/../../etc/passwd", NULL));
@@ -277,8 +297,9 @@ static void test_routes_match_app(void **state)
 		free(a);
 		free(b);
 	}
-	assert_null(get(emb, "/federate", NULL));
-	assert_null(get(disk, "/federate", NULL));
+	assert_int_equal(status_of(emb, "/federate"), 404);
+	assert_int_equal(status_of(disk, "/federate"), 404);
+	assert_int_equal(status_of(emb, "/nope.png"), -1);
 	pd_webui_destroy(emb);
 	pd_webui_destroy(disk);
 }

@@ -8,7 +8,7 @@ import { BASE, innerPath, pagePath, externalLink, pageExternalBase } from './bas
 import { formatTime } from './format.js';
 import {
   SelectorInput, RangeControls, resolveRange, parseDuration, formatDurationShort,
-  rememberQuery, profileTypes, metricOf, closeSelector,
+  rememberQuery, profileTypes, metricOf, closeSelector, loadTimeZone,
 } from './query.js';
 import { Timeline, escapeHtml, lowerBound, fitWindow, zoomWindow } from './timeline.js';
 import {
@@ -394,6 +394,14 @@ const TYPE_NOTES = {
   mutex: 'lock contention', block: 'blocking', threadcreate: 'thread creation',
 };
 
+// The longest range the server takes, from its refusal of a longer one ("… longer
+// than the limit of 31d; narrow it"), in ms; 0 when the message says no limit.
+export function rangeLimitOf(message) {
+  const m = /longer than the limit of (\w+)/.exec(message || '');
+  const d = m ? parseDuration(m[1]) : NaN;
+  return d > 0 ? d : 0;
+}
+
 class QueryPage {
   constructor(main) {
     this.main = main;
@@ -645,13 +653,27 @@ class QueryPage {
       this.loadChart(quiet);
       let n = 0;
       for (const s of series) n += s.timestamps.length;
-      const warn = r.warnings.length
-        ? ` · <span class="warn-text">${escapeHtml(r.warnings.join('; '))}</span>` : '';
+      const notes = r.warnings.concat(this.clampNote ? [this.clampNote] : []);
+      this.clampNote = '';
+      const warn = notes.length
+        ? ` · <span class="warn-text" data-note="range">${escapeHtml(notes.join('; '))}</span>` : '';
       this.setStatus(`${series.length} series · ${n.toLocaleString('en-US')} profile${n === 1 ? '' : 's'} · updated ${escapeHtml(formatTime(Date.now()).slice(11))}${st.live ? ' · live' : ''}${warn}`);
     } catch (e) {
       if (e && e.name === 'AbortError') return;
       if (ac !== this.abort) return;
       this.series = [];
+      // a range longer than the server takes: its longest, ending where this one
+      // ends, and the status says so
+      const lim = e.status === 400 ? rangeLimitOf(e.message) : 0;
+      if (lim > 0 && to - from > lim) {
+        const asked = formatDurationShort(to - from);
+        if (st.range) st.range = formatDurationShort(lim);
+        else { st.from = st.to - lim; }
+        this.clampNote = `profd queries at most ${formatDurationShort(lim)} at a time, so the last ${formatDurationShort(lim)} of the ${asked} asked for are shown`;
+        this.commit(false);
+        this.load(quiet);
+        return;
+      }
       if (e.status === 400) {
         this.input.setError(e.message);
         this.timeline.setError('No timeline: the request was refused (see the message under the selector).');
@@ -1187,6 +1209,13 @@ function isUiLink(a, e) {
 }
 
 function start() {
+  loadTimeZone();
+  // another time zone: every page draws its times again, from its URL
+  window.addEventListener('profd-timezone', () => {
+    if (current) current.page.destroy();
+    current = null;
+    route();
+  });
   initTheme();
   initKeysHelp();
   document.addEventListener('click', (e) => {

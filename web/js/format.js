@@ -1,5 +1,5 @@
 // Human units for profile values and times: bytes, durations, counts, percentages,
-// local timestamps and "3m ago". Pure functions, usable in node without a DOM.
+// timestamps in the chosen zone and "3m ago". Pure functions, usable in node without a DOM.
 //
 // Conventions (as pprof): bytes scale by 1024 and are labelled B, kB, MB, GB, TB, PB,
 // EB ("1.2 MB" is 1.2 × 1024² bytes). Values keep three significant digits with
@@ -148,12 +148,32 @@ export function formatPercent(p, opts) {
 
 const pad2 = (n) => String(n).padStart(2, '0');
 
-// Unix ms → local "YYYY-MM-DD HH:MM:SS".
+// The time zone every time is shown in: the browser's ('local', the default) or
+// 'utc'. The UI sets it from the user's choice (setTimeZone); formatTime, the
+// timeline's and chart's axes and the range inputs all read it through zoneOffset.
+let zoneUtc = false;
+export function setTimeZone(z) { zoneUtc = z === 'utc'; }
+export function timeZone() { return zoneUtc ? 'utc' : 'local'; }
+
+// The shown zone's offset at t, in ms to add to UTC to get its wall clock.
+export function zoneOffset(t) {
+  return zoneUtc ? 0 : -new Date(t).getTimezoneOffset() * 60e3;
+}
+
+// The shown zone's name: "UTC", or the browser's offset as "UTC+01:00".
+export function zoneName(t = Date.now()) {
+  const o = zoneOffset(t) / 60e3;
+  if (o === 0) return 'UTC';
+  const a = Math.abs(o);
+  return `UTC${o < 0 ? '−' : '+'}${pad2(Math.floor(a / 60))}:${pad2(a % 60)}`;
+}
+
+// Unix ms → "YYYY-MM-DD HH:MM:SS" in the shown zone.
 export function formatTime(ms) {
   if (bad(ms)) return 'n/a';
-  const d = new Date(ms);
-  return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ` +
-    `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+  const d = new Date(ms + zoneOffset(ms));
+  return `${d.getUTCFullYear()}-${pad2(d.getUTCMonth() + 1)}-${pad2(d.getUTCDate())} ` +
+    `${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}:${pad2(d.getUTCSeconds())}`;
 }
 
 // How long ago (or ahead) ms is from nowMs: "12s ago", "3m ago", "5h ago", "2d ago",

@@ -217,6 +217,22 @@ export function describeRequest(req) {
   return { title: req.query || 'Profile', lines: [['time', formatTime(req.time)]] };
 }
 
+// A diff without a profile on a side: one message naming the side and what it asked
+// for, and the warnings without the API's own "side a of the diff has no profile"
+// (which would say the same thing a second time). null when no side is named.
+export function emptySideMessage(req, warnings) {
+  const ws = warnings || [];
+  const w = ws.find((x) => /^side [ab] of the diff has no profile/.test(x));
+  if (!req || req.mode !== 'diff' || !w) return null;
+  const k = w[5];
+  const asked = describeRequest(req).lines[k === 'a' ? 0 : 1][1];
+  const name = k === 'a' ? 'A (base)' : 'B (new)';
+  return {
+    text: `Side ${name} has no profile: nothing matches ${asked}. Pick another mark or range for side ${k === 'a' ? 'A' : 'B'}.`,
+    warnings: ws.filter((x) => x !== w),
+  };
+}
+
 // The header's line for a sample-label filter, or none.
 function filterLines(req) {
   const out = req && req.tagFocus ? [['samples', `with labels matching ${req.tagFocus}`]] : [];
@@ -619,22 +635,24 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     const shown = meta && (meta.sampleTypes || []).find((t) => t.type === (sampleType || meta.defaultSampleType));
     if (shown && shown.aggregation === 'avg' && profiles) sum = Math.round(weighted / profiles);
     const unit = groups.length ? groups[0].unit : '';
-    const item = (key, name, total, share, detail, title, raw) => {
+    const item = (key, name, total, share, detail, title, raw, topFn) => {
       const b = h('button', { type: 'button', class: 'pf-group', role: 'radio', 'data-key': key,
         'data-total': String(raw), 'aria-checked': String(key === pick), title },
       h('span', { class: 'pf-group-name' }, h('span', { class: 'pf-group-swatch', 'aria-hidden': 'true' }), name),
       h('span', { class: 'pf-group-total' }, total),
       h('span', { class: 'pf-group-bar', 'aria-hidden': 'true' }, h('span', { style: `width:${Math.max(0, Math.min(100, share)).toFixed(1)}%` })),
       h('span', { class: 'pf-group-detail pf-muted' }, detail));
+      // the top function on a line of its own, so that the counts do not cut it off
+      if (topFn) b.append(h('span', { class: 'pf-group-top', title: topFn }, h('span', { class: 'pf-muted' }, 'top '), topFn));
       return b;
     };
     groupList.append(item('', `All ${groups.length} group${groups.length === 1 ? '' : 's'}`, formatValue(sum, unit), 100,
       `${profiles} profile${profiles === 1 ? '' : 's'}`, 'The whole merge', sum));
     for (const g of groups) {
       const name = g.value === '' ? `no ${groupBy}` : g.value;
-      const detail = `${formatPercent(g.share)} · ${g.profileCount} profile${g.profileCount === 1 ? '' : 's'} of ${g.seriesCount} series` +
-        (g.top ? ` · top: ${g.top}` : '');
-      groupList.append(item(g.key, name, formatValue(g.total, g.unit), g.share, detail, `${g.key}: ${detail}`, g.total));
+      const detail = `${formatPercent(g.share)} · ${g.profileCount} profile${g.profileCount === 1 ? '' : 's'} of ${g.seriesCount} series`;
+      groupList.append(item(g.key, name, formatValue(g.total, g.unit), g.share, detail,
+        `${g.key}: ${detail}${g.top ? ` · top: ${g.top}` : ''}`, g.total, g.top));
     }
     paintSwatches();
   }
@@ -782,7 +800,8 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
 
   const warnings = new Set();
   function addWarnings(ws) {
-    for (const w of ws || []) warnings.add(w);
+    // a diff's empty side is said once, by the view's message (emptySideMessage)
+    for (const w of ws || []) if (!/^side [ab] of the diff has no profile/.test(w)) warnings.add(w);
     warn.textContent = '';
     for (const w of warnings) warn.append(h('div', {}, '⚠ ' + w));
     warn.hidden = warnings.size === 0;
@@ -929,11 +948,12 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
       return;
     }
     if (destroyed) return; // closed while meta was on its way: fetch nothing more
+    const empty = res.data ? null : emptySideMessage(req, res.warnings);
     addWarnings(res.warnings);
     meta = res.data;
     if (!meta) {
       if (dataCtrl) dataCtrl.abort();
-      showMessage('empty', 'No profile at that time — pick a mark on the timeline.');
+      showMessage('empty', empty ? empty.text : 'No profile at that time — pick a mark on the timeline.');
       title.textContent = diff ? 'Diff' : 'No profile';
       flame.setState('empty');
       top.setState('empty');

@@ -5,6 +5,7 @@
 
 import { apiGet } from './api.js';
 import { escapeHtml } from './timeline.js';
+import { zoneOffset, timeZone, setTimeZone, zoneName } from './format.js';
 
 // ---------------------------------------------------------------- completion context
 
@@ -301,17 +302,44 @@ export function resolveRange(st, now) {
 
 const pad2 = (n) => String(n).padStart(2, '0');
 
-// ms → the value of an <input type="datetime-local" step="1"> in local time.
+// ms → the value of an <input type="datetime-local" step="1"> in the shown zone
+// (the browser's, or UTC: format.js's timeZone).
 export function toLocalInput(ms) {
-  const d = new Date(ms);
-  return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}T` +
-    `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+  const d = new Date(ms + zoneOffset(ms));
+  return `${d.getUTCFullYear()}-${pad2(d.getUTCMonth() + 1)}-${pad2(d.getUTCDate())}T` +
+    `${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}:${pad2(d.getUTCSeconds())}`;
 }
 
-// The value of a datetime-local input (local time) → ms, NaN when empty or invalid.
+// The value of a datetime-local input (the shown zone) → ms, NaN when empty or invalid.
 export function fromLocalInput(s) {
   if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(s || '')) return NaN;
-  return new Date(s).getTime();
+  return timeZone() === 'utc' ? Date.parse(s + 'Z') : new Date(s).getTime();
+}
+
+// A range typed as Grafana's time picker takes it: "now-6h" or "6h" (the last 6
+// hours: {range: '6h'}), "now-2d to now-1d" (absolute at now: {from, to}); "now" may
+// end a relative range ("now-6h to now"). {error} names what is wrong.
+export function parseRangeText(text, now) {
+  const t = String(text || '').trim().toLowerCase();
+  const rel = (x) => {
+    const y = x.trim();
+    if (y === 'now') return 0;
+    const m = /^(?:now\s*-\s*)?(\w+)$/.exec(y);
+    const d = m ? parseDuration(m[1]) : NaN;
+    return d > 0 ? d : NaN;
+  };
+  if (!t) return { error: 'Type a range such as now-6h, or now-2d to now-1d' };
+  const parts = t.split(/\s+to\s+/);
+  if (parts.length > 2) return { error: `"${text}": one "to" at most` };
+  const a = rel(parts[0]);
+  const b = parts.length === 2 ? rel(parts[1]) : 0;
+  if (Number.isNaN(a) || a === 0) {
+    return { error: `"${parts[0].trim()}" is not a time before now: write now-6h, 6h or now-90m` };
+  }
+  if (Number.isNaN(b)) return { error: `"${parts[1].trim()}" is not now or a time before it (now-1h)` };
+  if (b >= a) return { error: `"${text}" ends before it starts` };
+  if (b === 0) return { range: formatDurationShort(a) };
+  return { from: now - a, to: now - b };
 }
 
 // ---------------------------------------------------------------- history
@@ -606,6 +634,20 @@ export class SelectorInput {
 
 // ---------------------------------------------------------------- the time range
 
+// The time zone chosen (the browser's or UTC), kept in localStorage: read once at
+// start (loadTimeZone); a change is saved and the page redrawn ('profd-timezone').
+export function loadTimeZone() {
+  let z = null;
+  try { z = localStorage.getItem('profd.tz'); } catch (e) { /* no storage */ }
+  setTimeZone(z === 'utc' ? 'utc' : 'local');
+}
+
+export function saveTimeZone(z) {
+  setTimeZone(z);
+  try { localStorage.setItem('profd.tz', timeZone()); } catch (e) { /* no storage */ }
+  window.dispatchEvent(new Event('profd-timezone'));
+}
+
 // Preset buttons (data-range), absolute from/to inputs and the live toggle (#live).
 // onChange receives {range} for a preset, {from, to} for absolute times, {live}.
 // idPrefix names a second set on one page (#PREFIXrange-from, …); live: false leaves
@@ -617,10 +659,17 @@ export class RangeControls {
       <div class="range-presets seg" role="group" aria-label="Time range, relative to now">
         ${RANGE_PRESETS.map((r) => `<button type="button" class="seg-btn" data-range="${r}" title="The last ${r}">${r}</button>`).join('')}
       </div>
+      <label class="range-rel"><span class="sr-only">Range</span>
+        <input type="text" class="mono" id="${idPrefix}range-text" placeholder="now-6h" spellcheck="false"
+               title="A range before now: now-6h, 90m, now-2d to now-1d (Enter applies)"
+               aria-label="Range relative to now (now-6h, now-2d to now-1d)"></label>
       <label class="range-abs"><span>From</span>
         <input type="datetime-local" step="1" id="${idPrefix}range-from" aria-label="From (local time)"></label>
       <label class="range-abs"><span>To</span>
         <input type="datetime-local" step="1" id="${idPrefix}range-to" aria-label="To (local time)"></label>
+      <label class="range-tz"><span class="sr-only">Time zone</span>
+        <select id="${idPrefix}time-zone" aria-label="Time zone of the times shown">
+          <option value="local">Browser time (${zoneName()})</option><option value="utc">UTC</option></select></label>
       ${live ? `<label class="live-toggle" title="Refresh every 10 s and keep the end of the range at now">
         <input type="checkbox" id="${idPrefix}live"> <span>Live</span></label>` : ''}`;
     this.fromInput = container.querySelector('input[id$="range-from"]');
@@ -643,6 +692,22 @@ export class RangeControls {
     };
     this.fromInput.addEventListener('change', abs);
     this.toInput.addEventListener('change', abs);
+    this.textInput = container.querySelector('input[id$="range-text"]');
+    this.textInput.addEventListener('keydown', (e) => {
+      if (e.key !== 'Enter') return;
+      e.preventDefault();
+      const r = parseRangeText(this.textInput.value, Date.now());
+      this.textInput.setCustomValidity(r.error || '');
+      if (r.error) {
+        this.textInput.reportValidity();
+        return;
+      }
+      this.onChange(r);
+    });
+    this.textInput.addEventListener('input', () => this.textInput.setCustomValidity(''));
+    this.zone = container.querySelector('select[id$="time-zone"]');
+    this.zone.value = timeZone();
+    this.zone.addEventListener('change', () => saveTimeZone(this.zone.value));
     if (this.live) this.live.addEventListener('change', () => this.onChange({ live: this.live.checked }));
     this.container = container;
   }
@@ -654,6 +719,8 @@ export class RangeControls {
       b.classList.toggle('active', on);
       b.setAttribute('aria-pressed', on ? 'true' : 'false');
     }
+    if (document.activeElement !== this.textInput) this.textInput.value = st.range ? 'now-' + st.range : '';
+    this.zone.value = timeZone();
     if (document.activeElement !== this.fromInput) this.fromInput.value = toLocalInput(resolved.from);
     if (document.activeElement !== this.toInput) this.toInput.value = toLocalInput(resolved.to);
     if (this.live) this.live.checked = !!st.live;

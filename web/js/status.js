@@ -148,8 +148,10 @@ export function mountStatus(main) {
 
   get('status/buildinfo').then((r) => {
     const d = r.data || {};
-    fill('status-build', kvTable(BUILD_FIELDS.filter(([k]) => d[k] !== undefined)
-      .map(([k, label]) => [label, d[k] ? escapeHtml(d[k]) : '<span class="muted">—</span>'])));
+    // only what the build says: a C build has a compiler and no Go version, and a
+    // build outside git no revision, so empty fields are left out, not shown as —
+    fill('status-build', kvTable(BUILD_FIELDS.filter(([k]) => d[k])
+      .map(([k, label]) => [label, escapeHtml(d[k])])));
   }, (e) => { if (!ignoreAbort(e)) fill('status-build', errorBox('the build information', e)); });
 
   get('status/tsdb').then((r) => fill('status-storage', renderTsdb(r.data || {}, r.warnings || [])),

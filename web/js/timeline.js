@@ -3,7 +3,7 @@
 // bucketing of marks that share a pixel, zoom and pan arithmetic) come first and run in
 // node; the Timeline class draws on requestAnimationFrame and handles mouse and keys.
 
-import { formatTime, formatDuration } from './format.js';
+import { formatTime, formatDuration, zoneOffset } from './format.js';
 
 // ---------------------------------------------------------------- labels
 
@@ -67,14 +67,12 @@ const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', '
   'Dec'];
 const pad2 = (n) => String(n).padStart(2, '0');
 
-// The local time zone's offset at t, in ms to add to UTC to get the wall clock.
-export function localOffset(t) {
-  return -new Date(t).getTimezoneOffset() * MIN;
-}
+// The shown time zone's offset at t (format.js's zoneOffset: the browser's or UTC).
+export const localOffset = (t) => zoneOffset(t);
 
 // Ticks of a time axis over [from, to] drawn on width pixels, at least minSpacing pixels
 // apart, on round wall-clock times ("15:30", "15:30:10", "Nov 23" at midnight).
-// opts.offset(t) gives the zone's offset (default: the local zone).
+// opts.offset(t) gives the zone's offset (default: the shown zone, zoneOffset).
 // Returns {step, ticks: [{t, x, label, major}]}; major ticks fall on midnight.
 export function timeTicks(from, to, width, opts = {}) {
   const minSpacing = opts.minSpacing || 80;
@@ -195,6 +193,23 @@ export function zoomWindow(vf, vt, anchor, factor, min, max, minSpan = 1000) {
   const frac = vt > vf ? (a - vf) / (vt - vf) : 0.5;
   let f = a - span * frac;
   return clampWindow(f, f + span, min, max);
+}
+
+// Where "+" zooms the window [vf, vt] in (by half, keeping the anchor's place): its
+// middle, unless the half about the middle holds none of the profiles (times, each
+// lane's sorted ms) while the window holds some; then the profile nearest the middle,
+// so that zooming in never lands on an empty window the whole view was not.
+export function zoomInAnchor(vf, vt, lanes) {
+  const mid = (vf + vt) / 2, q = (vt - vf) / 4;
+  let best = null;
+  for (const ts of lanes) {
+    for (const t of ts) {
+      if (t < vf || t > vt) continue;
+      if (t >= mid - q && t <= mid + q) return mid;
+      if (best === null || Math.abs(t - mid) < Math.abs(best - mid)) best = t;
+    }
+  }
+  return best === null ? mid : best;
 }
 
 // Moves [vf, vt] by delta ms, kept inside [min, max].
@@ -461,7 +476,10 @@ export class Timeline {
     const mid = (this.vf + this.vt) / 2;
     if (act === 'pan-left') this.setView(...panWindow(this.vf, this.vt, -span * 0.25, this.from, this.to), true);
     else if (act === 'pan-right') this.setView(...panWindow(this.vf, this.vt, span * 0.25, this.from, this.to), true);
-    else if (act === 'zoom-in') this.setView(...zoomWindow(this.vf, this.vt, mid, 0.5, this.from, this.to), true);
+    else if (act === 'zoom-in') {
+      const a = zoomInAnchor(this.vf, this.vt, this.series.map((x) => x.ts));
+      this.setView(...zoomWindow(this.vf, this.vt, a, 0.5, this.from, this.to), true);
+    }
     else if (act === 'zoom-out') this.setView(...zoomWindow(this.vf, this.vt, mid, 2, this.from, this.to), true);
     else if (act === 'reset') this.setView(this.from, this.to, true);
   }

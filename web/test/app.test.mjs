@@ -4,13 +4,14 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
   encodeState, decodeState, diffRequest, picksOf, requestTypes, routeOf, appliedZoom, carryView, SHORTCUTS,
-  stepTime, sameUrl, rangeWords, openRequest,
+  stepTime, sameUrl, rangeWords, openRequest, rangeLimitOf,
 } from '../js/app.js';
 import {
   completionContext, applyCompletion, rankSuggestions, metricOf, errorColumn, parseDuration,
   formatDurationShort, resolveRange, addHistory, toLocalInput, fromLocalInput, escapeForQuote,
-  closeSelector,
+  closeSelector, parseRangeText,
 } from '../js/query.js';
+import { setTimeZone } from '../js/format.js';
 import { targetMatches, groupByPool } from '../js/targets.js';
 import { formatSpan } from '../js/status.js';
 
@@ -245,6 +246,38 @@ test('toLocalInput and fromLocalInput round-trip', () => {
   assert.equal(fromLocalInput('2026-11-22T09:05:07'), ms);
   assert.equal(fromLocalInput('2026-11-22T09:05'), ms - 7000);
   assert.ok(Number.isNaN(fromLocalInput('')));
+});
+
+test('toLocalInput and fromLocalInput in UTC', () => {
+  setTimeZone('utc');
+  try {
+    const ms = Date.UTC(2026, 10, 22, 9, 5, 7);
+    assert.equal(toLocalInput(ms), '2026-11-22T09:05:07');
+    assert.equal(fromLocalInput('2026-11-22T09:05:07'), ms);
+  } finally {
+    setTimeZone('local');
+  }
+});
+
+test('parseRangeText reads now-6h, 6h and now-2d to now-1d', () => {
+  const now = 1e12;
+  assert.deepEqual(parseRangeText('now-6h', now), { range: '6h' });
+  assert.deepEqual(parseRangeText(' 90m ', now), { range: '1h30m' });
+  assert.deepEqual(parseRangeText('now-6h to now', now), { range: '6h' });
+  assert.deepEqual(parseRangeText('now-2d to now-1d', now), { from: now - 2 * 86400e3, to: now - 86400e3 });
+  assert.deepEqual(parseRangeText('NOW - 1h', now), { range: '1h' });
+  assert.match(parseRangeText('', now).error, /now-6h/);
+  assert.match(parseRangeText('now', now).error, /"now" is not a time before now/);
+  assert.match(parseRangeText('yesterday', now).error, /"yesterday" is not a time before now/);
+  assert.match(parseRangeText('now-1h to now-2h', now).error, /ends before it starts/);
+  assert.match(parseRangeText('now-1h to x', now).error, /"x" is not now or a time before it/);
+  assert.match(parseRangeText('1h to now to now', now).error, /one "to" at most/);
+});
+
+test('rangeLimitOf reads the server\'s longest range from its refusal', () => {
+  assert.equal(rangeLimitOf('invalid parameter "end": the range from start to end is 8w4d, longer than the limit of 4w3d; narrow it'), 31 * 86400e3);
+  assert.equal(rangeLimitOf('parse error'), 0);
+  assert.equal(rangeLimitOf(undefined), 0);
 });
 
 test('addHistory moves a query to the front, without duplicates', () => {

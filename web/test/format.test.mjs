@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   formatBytes, formatDuration, formatSeconds, formatCount, formatValue, formatPercent,
-  formatTime, formatRelative, unitKind,
+  formatTime, formatRelative, unitKind, setTimeZone, timeZone, zoneOffset, zoneName,
 } from '../js/format.js';
 
 test('bytes scale by 1024 with pprof labels and three significant digits', () => {
@@ -129,4 +129,21 @@ test('values that round up to the next unit take it', () => {
   assert.equal(formatCount(999.4), '999');
   assert.equal(formatDuration(999.7), '1 µs');
   assert.equal(formatDuration(999), '999 ns');
+});
+
+test('times in UTC when chosen, else in the browser\'s zone', () => {
+  const ms = Date.UTC(2026, 10, 22, 23, 30, 5);
+  assert.equal(timeZone(), 'local');
+  const local = new Date(ms);
+  assert.equal(formatTime(ms).slice(11), [local.getHours(), local.getMinutes(), local.getSeconds()].map((n) => String(n).padStart(2, '0')).join(':'));
+  setTimeZone('utc');
+  try {
+    assert.equal(timeZone(), 'utc');
+    assert.equal(formatTime(ms), '2026-11-22 23:30:05');
+    assert.equal(zoneOffset(ms), 0);
+    assert.equal(zoneName(ms), 'UTC');
+  } finally {
+    setTimeZone('local');
+  }
+  assert.match(zoneName(ms), /^UTC([+−]\d\d:\d\d)?$/);
 });

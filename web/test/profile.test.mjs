@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   queryParams, sideParams, seriesLabel, orderSampleTypes, chooseSampleType, describe, describeProfiles,
-  carrySampleType, describeRequest, groupSelector, groupKey, groupRows, aggregationLine, scaleTree, tagFocusOf,
+  carrySampleType, describeRequest, emptySideMessage, groupSelector, groupKey, groupRows, aggregationLine, scaleTree, tagFocusOf,
 } from '../js/profile.js';
 
 test('queryParams: single, merge and diff, times in seconds', () => {
@@ -168,4 +168,15 @@ test('tagFocusOf: a string value as an anchored regex, a number with a unit as i
   assert.equal(tagFocusOf('q', 'a.b(c)'), 'q=^a\\.b\\(c\\)$');
   assert.equal(tagFocusOf('bytes', '72kB'), 'bytes=72kB');
   assert.equal(tagFocusOf('bytes', '1.50MB'), 'bytes=1.50MB');
+});
+
+test('emptySideMessage: one message naming the empty side of a diff', () => {
+  const req = { mode: 'diff', query: 'heap', a: { time: 1000 }, b: { query: 'heap{job="x"}', start: 0, end: 60000 } };
+  const w = ['side b of the diff has no profile, so there is no diff', 'other'];
+  const m = emptySideMessage(req, w);
+  assert.match(m.text, /^Side B \(new\) has no profile: nothing matches heap\{job="x"\} from .* to .*\. Pick another mark or range for side B\.$/);
+  assert.deepEqual(m.warnings, ['other']);
+  assert.match(emptySideMessage(req, ['side a of the diff has no profile, so there is no diff']).text, /^Side A \(base\) has no profile: nothing matches heap at /);
+  assert.equal(emptySideMessage(req, ['other']), null);
+  assert.equal(emptySideMessage({ mode: 'single', query: 'heap', time: 1 }, w), null);
 });

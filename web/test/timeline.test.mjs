@@ -4,7 +4,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
   formatLabels, seriesSelector, quoteLabelValue, isBareMetricName, timeTicks, timeToX, xToTime,
-  bucketMarks, nearestMark, lowerBound, upperBound, zoomWindow, panWindow, escapeHtml, fitWindow,
+  bucketMarks, nearestMark, lowerBound, upperBound, zoomWindow, zoomInAnchor, panWindow, escapeHtml, fitWindow,
 } from '../js/timeline.js';
 
 const UTC = () => 0;
@@ -144,4 +144,16 @@ test('fitWindow: a window inside the range stays, one across its edge is clamped
   assert.deepEqual(fitWindow(10, 20, 1000, 9000), [1000, 9000]);
   assert.deepEqual(fitWindow(9500, 9900, 1000, 9000), [1000, 9000]);
   assert.deepEqual(fitWindow(5, 6, 0, 0), [5, 6]); // no range yet: as asked
+});
+
+test('zoomInAnchor: "+" keeps a profile in the window', () => {
+  // a profile in the middle half: zoom about the middle
+  assert.equal(zoomInAnchor(0, 1000, [[100, 600]]), 500);
+  // none there: about the profile nearest the middle, whose place is kept
+  assert.equal(zoomInAnchor(0, 1000, [[10, 900], [950]]), 900);
+  const [f, t] = zoomWindow(0, 1000, zoomInAnchor(0, 1000, [[10, 900]]), 0.5, 0, 1000, 10);
+  assert.ok(f <= 900 && 900 <= t, `the profile at 900 stays in [${f}, ${t}]`);
+  // nothing in the window at all: the middle
+  assert.equal(zoomInAnchor(0, 1000, [[2000]]), 500);
+  assert.equal(zoomInAnchor(0, 1000, []), 500);
 });
