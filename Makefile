@@ -52,7 +52,7 @@ test:
 	exit $$rc
 
 # every fuzz target for FUZZ_SECONDS each (default 600), after replaying its
-# regression inputs; `make test` replays the seeds and fuzzes each for 3-5 s. Inputs found go to
+# regression inputs; `make test` replays the seeds and fuzzes each for 1-2 s. Inputs found go to
 # build/fuzz/tests/fuzz/fuzz_<target>.work/, crashes to its artifacts/.
 FUZZ_SECONDS ?= 600
 fuzz:

@@ -42,6 +42,6 @@ pd_browser_test(browser_ingest ingest.test.mjs)
 find_program(PD_BROWSER_CLICKHOUSE_SERVER clickhouse-server PATHS /usr/sbin /usr/bin)
 if(PD_BROWSER_CLICKHOUSE_SERVER)
   pd_browser_test(browser_clickhouse clickhouse.test.mjs)
-  set_tests_properties(browser_clickhouse PROPERTIES PROCESSORS 2
+  set_tests_properties(browser_clickhouse PROPERTIES
     ENVIRONMENT "PD_BROWSER_CLICKHOUSE=1;PATH=/usr/sbin:$ENV{PATH}")
 endif()

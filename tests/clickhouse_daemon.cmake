@@ -7,7 +7,7 @@ if(TARGET clickhouse_tool AND TARGET serve_profiles)
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/clickhouse_daemon.sh $<TARGET_FILE:profd>
             $<TARGET_FILE:serve_profiles> $<TARGET_FILE:clickhouse_tool> ${PD_TESTDATA})
   set_tests_properties(integration_clickhouse_daemon PROPERTIES LABELS integration TIMEOUT 900
-    PROCESSORS 2 ENVIRONMENT "PATH=/usr/sbin:$ENV{PATH}")
+    ENVIRONMENT "PATH=/usr/sbin:$ENV{PATH}")
 endif()
 
 # the spool's sent-position file, and a store whose ClickHouse does not answer

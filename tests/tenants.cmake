@@ -22,5 +22,5 @@ if(TARGET profd AND TARGET serve_profiles)
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/tenants.sh $<TARGET_FILE:profd>
             $<TARGET_FILE:serve_profiles> ${PROJECT_SOURCE_DIR} ${PD_TESTDATA} clickhouse)
   set_tests_properties(integration_tenants_clickhouse PROPERTIES LABELS integration TIMEOUT 900
-    PROCESSORS 2 ENVIRONMENT "PATH=/usr/sbin:$ENV{PATH}")
+    ENVIRONMENT "PATH=/usr/sbin:$ENV{PATH}")
 endif()
