@@ -76,6 +76,7 @@ bench:
 	@./bench/run.sh $(BUILD_REL)/profd
 	@./bench/selfprof.sh $(BUILD_REL)
 	@./bench/ui.sh $(BUILD_REL)
+	@./bench/ui_pages.sh $(BUILD_REL)
 	@./bench/soak.sh $(BUILD_REL)
 	@./bench/tls.sh $(BUILD_REL)/profd
 	@./bench/clickhouse.sh $(BUILD_REL)

@@ -1157,6 +1157,26 @@ function averageTotal(files, type) {
   return sum;
 }
 
+step('32-top-show-all', ['01-query-page'], async () => {
+  // a profile of 248 functions: the table draws its first 150 rows and a button
+  // for the rest, which then are go tool pprof -top's, all of them
+  const file = fileURLToPath(new URL('../../testdata/profiles/goapp/cpu-large.pb.gz', import.meta.url));
+  const t = Math.floor(Date.now() / 1000) - 40;
+  const sel = 'profile{job="large"}';
+  const r = await fetch(`${URL_BASE}/api/v1/profiles?labels=${encodeURIComponent(sel)}&time=${t}`, { method: 'POST', body: readFileSync(file) });
+  assert.equal(r.status, 200, await r.text());
+  await page.goto(`${URL_BASE}/?query=${encodeURIComponent(sel)}&range=15m&open=single&sel=${encodeURIComponent(sel)}&time=${t * 1000}&sample=cpu`);
+  await profileReady(false);
+  const want = pprofTop(['-sample_index=cpu', file]);
+  assert.ok(want.length > 150, `the file has more than 150 functions (${want.length})`);
+  assert.equal((await topRows()).length, 150, 'the first 150 rows');
+  const more = page.locator('#profile .pf-top-more button');
+  assert.equal(await more.innerText(), `Show all ${want.length} rows`);
+  await more.click();
+  await eventually(async () => assert.equal((await topRows()).length, want.length, 'then all of them'));
+  assert.deepEqual((await topRows()).slice().sort(), want.map((x) => x.name).sort(), 'go tool pprof -top\'s functions');
+});
+
 step('32-label-explorer', ['01-query-page'], async () => {
   // a CPU profile with pprof labels (endpoint, shard, tenant): the explorer lists each
   // key's values with go tool pprof -tags's shares, and a value focuses the view on

@@ -620,7 +620,14 @@ class QueryPage {
     this.fitZoom();
     this.range.set(st, this.resolved);
     document.title = (st.query ? st.query + ' · ' : '') + 'profd';
-    this.chartSlot.hidden = true;
+    // the chart keeps its place while the series load (shown, then filled), so the
+    // lanes below it do not move down when it comes
+    if (!st.query.trim()) this.chartSlot.hidden = true;
+    else if (!quiet && this.chartSlot.hidden) {
+      this.chartSlot.hidden = false;
+      this.chart.resize();
+      this.chart.setLoading();
+    }
     if (!st.query.trim()) {
       this.series = [];
       this.setStatus('');
@@ -637,6 +644,7 @@ class QueryPage {
       const series = r.data || [];
       this.series = series;
       if (!series.length) {
+        this.chartSlot.hidden = true;
         this.setStatus('');
         await this.showNoMatch(ac);
         return;
@@ -662,6 +670,7 @@ class QueryPage {
       if (e && e.name === 'AbortError') return;
       if (ac !== this.abort) return;
       this.series = [];
+      this.chartSlot.hidden = true;
       // a range longer than the server takes: its longest, ending where this one
       // ends, and the status says so
       const lim = e.status === 400 ? rangeLimitOf(e.message) : 0;

@@ -116,7 +116,9 @@ export function viewRows(rows, { sort, filter } = {}) {
 // ---------------------------------------------------------------------------------
 // Rendering (browser only)
 
-const MAX_ROWS = 500; // rows rendered at first; "show all" renders the rest
+// rows rendered at first, "Show all" renders the rest: two panes of 500 rows took
+// 100 ms of layout (bench/ui_pages.sh), more than a pane shows without scrolling
+const MAX_ROWS = 150;
 
 // Text for HTML (element content and quoted attributes). Everything from the API (names,
 // units, messages) goes through it: a pushed profile's strings are anyone's.
@@ -258,6 +260,7 @@ export class TopTable {
   _heads(columns) {
     if (this.columns === columns) return;
     this.columns = columns;
+    this.drawn = null;
     this.head.textContent = '';
     for (const c of columns) {
       const th = document.createElement('th');
@@ -291,6 +294,7 @@ export class TopTable {
   setState(state, message) {
     this.table.dataset.state = state;
     if (state !== 'ready') {
+      this.drawn = null;
       this.tbody.innerHTML = message ? `<tr class="pf-top-msg"><td colspan="6">${esc(message)}</td></tr>` : '';
       this.count.textContent = '';
       this.more.textContent = '';
@@ -326,9 +330,14 @@ export class TopTable {
     this.render();
   }
 
+  // Draws the rows; nothing to do when the data and the view are those drawn last
+  // (the compare page applies its view to both panes after their data came).
   render() {
     const { data } = this;
     if (!data || !data.rows) return;
+    const drawn = [data, this.diff, this.sort, this.filter, this.focus, this.limit];
+    if (this.drawn && drawn.every((x, i) => x === this.drawn[i])) return;
+    this.drawn = drawn;
     const { key, dir } = parseSort(this.sort);
     for (const th of this.table.tHead.rows[0].cells) {
       const on = th.dataset.sort === key && this.sort !== '';
