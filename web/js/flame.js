@@ -500,14 +500,14 @@ export class FlameView {
     if (typeof ResizeObserver !== 'undefined') {
       // only a new width changes the layout (not the pane's height)
       this._ro = new ResizeObserver(() => {
-        if (this.scroll.clientWidth !== this.cssW) this.relayout();
+        if (this.scroll.clientWidth !== this.cssW) this.relayout(true);
       });
       this._ro.observe(this.scroll);
     }
     const mq = window.matchMedia ? window.matchMedia('(prefers-color-scheme: dark)') : null;
     if (mq) on(mq, 'change', () => this.draw());
     // a new density: the canvas's backing store is sized again (relayout sizes it)
-    this._stopDpr = watchDevicePixelRatio(() => this.relayout());
+    this._stopDpr = watchDevicePixelRatio(() => this.relayout(true));
     this._mo = new MutationObserver(() => this.draw());
     this._mo.observe(document.documentElement, { attributes: true, attributeFilter: ['data-theme', 'class'] });
   }
@@ -529,6 +529,7 @@ export class FlameView {
     this.msg.textContent = message || '';
     this.msg.hidden = !message;
     if (state !== 'ready') {
+      this._laid = null;
       this.resetBtn.classList.add('pf-idle'); // nothing drawn, nothing to reset
       this.layout = { rects: [], depths: 0, zoomPath: [] };
       this.rows = [];
@@ -643,11 +644,19 @@ export class FlameView {
     }
   }
 
-  relayout() {
+  // Lays the frames out again; nothing to do when the tree, zoom, scale and width
+  // are those of the layout there is (the compare page sets both panes' zoom and
+  // scale after their data: each relayout of 1,000 functions is tens of ms).
+  // force: the width changed (the resize observer), so the last one is not known.
+  relayout(force = false) {
     if (!this.tree || this.canvas.dataset.state !== 'ready') {
+      this._laid = null;
       this._renderCrumbs();
       return;
     }
+    const key = [this.tree, this.zoom.join('\u0000'), this.scaleShare, this.diff, this.inverted];
+    if (!force && this._laid && this.layout && key.every((x, i) => x === this._laid[i])) return;
+    this._laid = key;
     const width = Math.max(0, this.scroll.clientWidth);
     this.layout = layoutFlame(this.tree, {
       width, zoom: this.zoom, value: this.diff ? (n) => n.width : undefined, scale: this.scaleShare,

@@ -562,7 +562,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     if (!view.pivot) {
       if (sandwich) sandwich.destroy();
       sandwich = null;
-      flame.relayout();
+      flame.relayout(true);
       return;
     }
     if (!sandwich) sandwich = new SandwichView(flamePane, { onClose: () => setPivot(''), onPivot: setPivot });
@@ -724,7 +724,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     try {
       localStorage.setItem(LAYOUT_KEY, k);
     } catch (e) { /* private mode */ }
-    flame.relayout();
+    flame.relayout(true);
     if (sandwich) sandwich.relayout();
     showGraph();
   }

@@ -330,8 +330,8 @@ export class SandwichView {
   }
 
   relayout() {
-    this.callers.relayout();
-    this.callees.relayout();
+    this.callers.relayout(true);
+    this.callees.relayout(true);
   }
 
   destroy() {
