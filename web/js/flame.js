@@ -669,7 +669,7 @@ export class FlameView {
     this.canvas.dataset.root = zp.length ? zp[zp.length - 1] : 'root';
     this.resetBtn.classList.toggle('pf-idle', zp.length === 0);
     this._renderCrumbs();
-    this._sizeCanvas(this.layout.depths * ROW_H);
+    this._sizeCanvas(this.layout.depths * ROW_H, width);
     // a flame graph's root is at the bottom: show it first
     if (this.inverted) this.scroll.scrollTop = this.scroll.scrollHeight;
     this.draw();
@@ -691,9 +691,11 @@ export class FlameView {
     });
   }
 
-  _sizeCanvas(h) {
+  // width: the pane's, when the caller has just read it (reading it again after the
+  // crumbs changed would lay the page out a second time)
+  _sizeCanvas(h, width) {
     const dpr = window.devicePixelRatio || 1;
-    const w = Math.max(0, this.scroll.clientWidth);
+    const w = width !== undefined ? width : Math.max(0, this.scroll.clientWidth);
     this.cssW = w;
     this.cssH = h;
     const pw = Math.round(w * dpr);
