@@ -1200,6 +1200,20 @@ step('32-label-explorer', ['01-query-page'], async () => {
     if (m) want[want.length - 1][1].push([m[2], `${m[1]}%`]);
   }
   assert.deepEqual(shown, want, 'the keys, values and shares of go tool pprof -tags');
+  // a key's breakdown: each value's top function is go tool pprof -top -tagfocus's first row
+  await page.click('#label-explorer button.pf-label-group[data-group="endpoint"]');
+  await page.waitForSelector('#label-explorer .pf-label-key[data-key="endpoint"][data-state="grouped"]');
+  const tops = await page.$$eval('#label-explorer .pf-label-key[data-key="endpoint"] button.pf-label-value',
+    (bs) => bs.map((b) => {
+      const t = b.querySelector('.pf-label-top');
+      const cut = t && t.getBoundingClientRect().bottom > b.getBoundingClientRect().bottom + 1;
+      return [b.dataset.value, t && !cut ? t.textContent : `cut off: ${t && t.textContent}`];
+    }));
+  assert.ok(tops.length >= 2, `endpoint has values: ${tops}`);
+  for (const [v, top] of tops) {
+    const esc = v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    assert.equal(top, 'top ' + pprofTop(['-sample_index=cpu', `-tagfocus=endpoint=^${esc}$`, file])[0].name, `endpoint=${v}'s top function`);
+  }
   await shot('32-label-explorer');
   await page.click('#label-explorer button[data-key="endpoint"][data-value="/health"]');
   await eventually(async () => assert.equal(new URL(page.url()).searchParams.get('tag_focus'), 'endpoint=^/health$'));

@@ -470,11 +470,41 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
       }
       if ((k.values || []).length > 20) list.append(h('span', { class: 'pf-muted' }, `… ${k.values.length - 20} more`));
       labelBody.append(h('div', { class: 'pf-label-key', 'data-key': k.key },
-        h('div', { class: 'pf-label-head' }, h('strong', {}, k.key), ` ${formatValue(k.total, data.unit)}`), list));
+        h('div', { class: 'pf-label-head' }, h('strong', {}, k.key), ` ${formatValue(k.total, data.unit)} `,
+          h('button', { type: 'button', class: 'btn small pf-label-group', 'data-group': k.key,
+            title: `Each value of ${k.key} with the function that weighs most in its samples (group_by_sample_label)` }, 'Top function of each value')),
+        list));
+    }
+  }
+  // a key's breakdown: group_by_sample_label's groups, each value's top function
+  // (report=top, limit=1) written under the value
+  async function breakDownLabel(key, box) {
+    const btn = box.querySelector('button.pf-label-group');
+    btn.disabled = true;
+    box.dataset.state = 'loading';
+    try {
+      const r = await apiGet('query', { ...base, report: 'top', limit: 1, group_by_sample_label: key,
+        sample_index: sampleType || undefined }, labelCtrl ? labelCtrl.signal : undefined);
+      const groups = (r.data && r.data.groups) || [];
+      for (const b of box.querySelectorAll('button.pf-label-value')) {
+        const g = groups.find((x) => x.value === b.dataset.value);
+        const row = g && g.report && g.report.rows && g.report.rows[0];
+        let t = b.querySelector('.pf-label-top');
+        if (!t) { t = h('span', { class: 'pf-label-top' }); b.append(t); }
+        t.textContent = row ? `top ${row.name}` : 'no samples';
+      }
+      box.dataset.state = 'grouped';
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      box.dataset.state = 'error';
+      btn.disabled = false;
+      btn.textContent = `Failed: ${errorText(e)}`;
     }
   }
   labelBox.addEventListener('toggle', () => loadLabels());
   labelBody.addEventListener('click', (e) => {
+    const g = e.target.closest('button.pf-label-group');
+    if (g) { breakDownLabel(g.dataset.group, g.closest('.pf-label-key')); return; }
     const b = e.target.closest('button.pf-label-value');
     if (b && opts && opts.onTagFocus) opts.onTagFocus(tagFocusOf(b.dataset.key, b.dataset.value));
   });
