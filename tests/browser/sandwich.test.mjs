@@ -207,6 +207,9 @@ step('01-open', [], async () => {
 
 step('02-sandwich-from-top-table', ['01-open'], async () => {
   await page.fill('#top-filter', reOf(PIVOT));
+  // the filter applies after a pause and draws the rows anew: click in the new rows
+  await page.waitForFunction(() => / of \d+ functions$/.test(document.querySelector('#profile .pf-top-count')?.textContent || ''),
+    null, { timeout: T });
   const btn = page.locator(`#top-table tr[data-name="${PIVOT}"] [data-act="sandwich"]`);
   await btn.click();
   await sandwichReady(PIVOT);
