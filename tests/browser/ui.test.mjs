@@ -1157,16 +1157,22 @@ function averageTotal(files, type) {
   return sum;
 }
 
-step('32-top-show-all', ['01-query-page'], async () => {
-  // a profile of 248 functions: the table draws its first 150 rows and a button
-  // for the rest, which then are go tool pprof -top's, all of them
-  const file = fileURLToPath(new URL('../../testdata/profiles/goapp/cpu-large.pb.gz', import.meta.url));
-  const t = Math.floor(Date.now() / 1000) - 40;
-  const sel = 'profile{job="large"}';
+// Pushes testdata/profiles/REL as sel, ago seconds back, and opens it at its CPU
+// sample type; returns the file's path.
+async function pushAndOpen(rel, sel, ago) {
+  const file = fileURLToPath(new URL('../../testdata/profiles/' + rel, import.meta.url));
+  const t = Math.floor(Date.now() / 1000) - ago;
   const r = await fetch(`${URL_BASE}/api/v1/profiles?labels=${encodeURIComponent(sel)}&time=${t}`, { method: 'POST', body: readFileSync(file) });
   assert.equal(r.status, 200, await r.text());
   await page.goto(`${URL_BASE}/?query=${encodeURIComponent(sel)}&range=15m&open=single&sel=${encodeURIComponent(sel)}&time=${t * 1000}&sample=cpu`);
   await profileReady(false);
+  return file;
+}
+
+step('32-top-show-all', ['01-query-page'], async () => {
+  // a profile of 248 functions: the table draws its first 150 rows and a button
+  // for the rest, which then are go tool pprof -top's, all of them
+  const file = await pushAndOpen('goapp/cpu-large.pb.gz', 'profile{job="large"}', 40);
   const want = pprofTop(['-sample_index=cpu', file]);
   assert.ok(want.length > 150, `the file has more than 150 functions (${want.length})`);
   assert.equal((await topRows()).length, 150, 'the first 150 rows');
@@ -1181,13 +1187,7 @@ step('32-label-explorer', ['01-query-page'], async () => {
   // a CPU profile with pprof labels (endpoint, shard, tenant): the explorer lists each
   // key's values with go tool pprof -tags's shares, and a value focuses the view on
   // its samples, as -tagfocus
-  const file = fileURLToPath(new URL('../../testdata/profiles/labels/cpu.pb.gz', import.meta.url));
-  const t = Math.floor(Date.now() / 1000) - 30;
-  const sel = 'profile{job="labelled"}';
-  const r = await fetch(`${URL_BASE}/api/v1/profiles?labels=${encodeURIComponent(sel)}&time=${t}`, { method: 'POST', body: readFileSync(file) });
-  assert.equal(r.status, 200, await r.text());
-  await page.goto(`${URL_BASE}/?query=${encodeURIComponent(sel)}&range=15m&open=single&sel=${encodeURIComponent(sel)}&time=${t * 1000}&sample=cpu`);
-  await profileReady(false);
+  const file = await pushAndOpen('labels/cpu.pb.gz', 'profile{job="labelled"}', 30);
   await page.click('#label-explorer summary');
   await page.waitForSelector('#label-explorer[data-state="ready"]');
   const shown = await page.$$eval('#label-explorer .pf-label-key', (ks) => ks.map((k) => [k.dataset.key,

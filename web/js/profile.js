@@ -217,20 +217,19 @@ export function describeRequest(req) {
   return { title: req.query || 'Profile', lines: [['time', formatTime(req.time)]] };
 }
 
+// The API's warning for a diff with a side without profiles ("side b of the diff
+// has no profile, so there is no diff"): the view says it once, in its message.
+const EMPTY_SIDE_RE = /^side ([ab]) of the diff has no profile/;
+
 // A diff without a profile on a side: one message naming the side and what it asked
-// for, and the warnings without the API's own "side a of the diff has no profile"
-// (which would say the same thing a second time). null when no side is named.
+// for, from the API's warnings; null when no side is named.
 export function emptySideMessage(req, warnings) {
-  const ws = warnings || [];
-  const w = ws.find((x) => /^side [ab] of the diff has no profile/.test(x));
-  if (!req || req.mode !== 'diff' || !w) return null;
-  const k = w[5];
+  const m = (warnings || []).map((x) => EMPTY_SIDE_RE.exec(x)).find(Boolean);
+  if (!req || req.mode !== 'diff' || !m) return null;
+  const k = m[1];
   const asked = describeRequest(req).lines[k === 'a' ? 0 : 1][1];
   const name = k === 'a' ? 'A (base)' : 'B (new)';
-  return {
-    text: `Side ${name} has no profile: nothing matches ${asked}. Pick another mark or range for side ${k === 'a' ? 'A' : 'B'}.`,
-    warnings: ws.filter((x) => x !== w),
-  };
+  return `Side ${name} has no profile: nothing matches ${asked}. Pick another mark or range for side ${k === 'a' ? 'A' : 'B'}.`;
 }
 
 // The header's line for a sample-label filter, or none.
@@ -831,7 +830,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
   const warnings = new Set();
   function addWarnings(ws) {
     // a diff's empty side is said once, by the view's message (emptySideMessage)
-    for (const w of ws || []) if (!/^side [ab] of the diff has no profile/.test(w)) warnings.add(w);
+    for (const w of ws || []) if (!EMPTY_SIDE_RE.test(w)) warnings.add(w);
     warn.textContent = '';
     for (const w of warnings) warn.append(h('div', {}, '⚠ ' + w));
     warn.hidden = warnings.size === 0;
@@ -983,7 +982,7 @@ export function mountProfile(container, req, view = {}, onView = () => {}, opts 
     meta = res.data;
     if (!meta) {
       if (dataCtrl) dataCtrl.abort();
-      showMessage('empty', empty ? empty.text : 'No profile at that time — pick a mark on the timeline.');
+      showMessage('empty', empty || 'No profile at that time — pick a mark on the timeline.');
       title.textContent = diff ? 'Diff' : 'No profile';
       flame.setState('empty');
       top.setState('empty');
