@@ -2,7 +2,8 @@
 # bench/daemon.sh: the whole daemon under load: `profd run` scraping N loopback
 # targets that serve the heap profiles of a real Go program (the demo program's
 # capture of bench/capture.sh, each target cycling through its 120 heap profiles),
-# run once with value encoding 2 and once with encoding 1 on the same input.
+# run once with value encoding 2 and once with encoding 1 (or a reference build of
+# profd, DAEMON_REF) on the same input.
 # Prints, side by side, profd's RSS (VmRSS) as scrapes accumulate, per series;
 # the scrapes per second sustained over two windows after warm-up against the
 # scheduled rate; profd's CPU per scrape; and what the RSS is made of (baselines
@@ -24,7 +25,13 @@
 #   DAEMON_CORPUS=DIR            the captured corpus (default: PROFD_BUILD_DIR/
 #                                bench-corpus/goapp, captured there by
 #                                bench/capture.sh when missing; needs go); its
-#                                heap/*.pb.gz are served
+#                                heap/*.pb.gz are served. DAEMON_CORPUS=busy:
+#                                PROFD_BUILD_DIR/bench-corpus/busy, the loaded
+#                                Prometheus of bench/capture_busy.sh (captured
+#                                when missing; needs prometheus)
+#   DAEMON_REF=FILE              a reference profd binary (another build), run
+#                                with encoding 2 in place of encoding 1: the
+#                                tables' second column ("ref") is that build
 #   PD_BENCH_DIR=DIR             where the stores go (default: PROFD_BUILD_DIR);
 #                                about 1 GB at most with the defaults
 #   DAEMON_KEEP=1                keep the work directory (polls, timestamps, logs,
@@ -81,6 +88,14 @@ fi
 command -v curl >/dev/null || die "curl not found"
 
 corpus=${DAEMON_CORPUS:-$build/bench-corpus/goapp}
+if [ "$corpus" = busy ]; then
+	corpus=$build/bench-corpus/busy
+	if [ ! -d "$corpus" ]; then
+		echo "bench: capturing the busy corpus into $corpus (bench/capture_busy.sh, about 3 minutes)" >&2
+		mkdir -p "$(dirname "$corpus")"
+		"$repo/bench/capture_busy.sh" "$corpus" || die "bench/capture_busy.sh failed"
+	fi
+fi
 if [ ! -d "$corpus" ]; then
 	[ -z "${DAEMON_CORPUS:-}" ] || die "DAEMON_CORPUS=$corpus not found"
 	command -v go >/dev/null || die "$corpus is missing and bench/capture.sh needs go (Debian: golang-go)"
@@ -192,11 +207,32 @@ write_config() {
 }
 
 # start_profd CONFIG ENCODING: sets profd_pid, api
+# the second run of each case: encoding 1 of this build, or the reference build
+ref=${DAEMON_REF:-}
+if [ -n "$ref" ]; then
+	[ -x "$ref" ] || die "DAEMON_REF=$ref is not an executable"
+	ref=$(realpath "$ref")
+fi
+# name_of ENC: what the runs of encoding ENC (2, or 1 for the second run) are called
+name_of() {
+	if [ "$1" = 2 ]; then
+		echo "encoding 2"
+	elif [ -n "$ref" ]; then
+		echo "reference"
+	else
+		echo "encoding 1"
+	fi
+}
+
 start_profd() {
-	local data=$work/data log=$work/profd.log port=""
+	local data=$work/data log=$work/profd.log port="" bin=$profd enc=$2
+	if [ "$enc" = 1 ] && [ -n "$ref" ]; then
+		bin=$ref
+		enc=2
+	fi
 	rm -rf "$data"
 	: >"$log"
-	"$profd" run --config.file="$1" --storage.tsdb.path="$data" --storage.tsdb.value-encoding="$2" \
+	"$bin" run --config.file="$1" --storage.tsdb.path="$data" --storage.tsdb.value-encoding="$enc" \
 		--web.listen-address=127.0.0.1:0 --log.level=info 2>"$log" &
 	profd_pid=$!
 	local end=$((SECONDS + 60))
@@ -436,7 +472,11 @@ echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) cores, ${cpu:-un
 	"build: $build (${type:-unknown}); load average before: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
 echo "profd daemon bench: \`profd run\` scraping loopback targets (bench/daemon_targets.c, one 127.0.0.1 port"
 echo "each) that serve the $nheap heap profiles of $corpus/heap in turn; only heap enabled;"
-echo "value encoding 2 beside 1 on the same input. RSS = VmRSS of the profd process."
+if [ -n "$ref" ]; then
+	echo "this build (v2) beside the reference build $ref (v1 columns: ref), both value encoding 2, on the same input."
+else
+	echo "value encoding 2 beside 1 on the same input. RSS = VmRSS of the profd process."
+fi
 start=$SECONDS
 rate_ok=1
 mem_ok=1
@@ -468,7 +508,7 @@ for ci in "${!series_list[@]}"; do
 			$1, s[$1], r[$1] / 1024, r[$1] / n, $2, $3 / 1024, $3 / n, $3 / r[$1] }' \
 		"$work/c$ci-v2.rows" "$work/c$ci-v1.rows"
 	for enc in 2 1; do
-		[ ! -s "$work/c$ci-v$enc.note" ] || echo "   encoding $enc: $(cat "$work/c$ci-v$enc.note")"
+		[ ! -s "$work/c$ci-v$enc.note" ] || echo "   $(name_of "$enc"): $(cat "$work/c$ci-v$enc.note")"
 	done
 
 	echo
@@ -486,9 +526,9 @@ for ci in "${!series_list[@]}"; do
 	fi
 	for enc in 2 1; do
 		read -r r a f th hs sps <"$work/c$ci-v$enc.detail"
-		awk -v r="$r" -v a="$a" -v f="$f" -v t="$th" -v n="$n" -v e="$enc" -v sps="$sps" -v hs="$hs" 'BEGIN {
+		awk -v r="$r" -v a="$a" -v f="$f" -v t="$th" -v n="$n" -v e="$(name_of "$enc")" -v sps="$sps" -v hs="$hs" 'BEGIN {
 			printf "%-56s %8.1f %8.1f %8.1f %7d %9.2f\n",
-				sprintf("encoding %d at the end: %.2f scrapes/series, %d in head", e, sps, hs),
+				sprintf("%s at the end: %.2f scrapes/series, %d in head", e, sps, hs),
 				r / 1024, a / 1024, f / 1024, t, r / n }'
 	done
 	if [ "$baselines" = 1 ]; then
@@ -499,7 +539,7 @@ for ci in "${!series_list[@]}"; do
 			echo
 			case $run in
 			fail) echo "   profd's own heap profile, 404 loops (inuse_space, top 8 by flat):" ;;
-			*) echo "   profd's own heap profile at the end, encoding ${run#v} (inuse_space, top 12 by flat):" ;;
+			*) echo "   profd's own heap profile at the end, $(name_of "${run#v}") (inuse_space, top 12 by flat):" ;;
 			esac
 			sed 's/^/   /' "$work/c$ci-$run.heaptop"
 		fi
@@ -516,7 +556,7 @@ for ci in "${!series_list[@]}"; do
 		rate_table "$work/c$ci-v$enc" "$n" "$ivms" "$sched" "$enc"
 	done | tee "$work/c$ci.rate"
 	for enc in 2 1; do
-		awk -v enc="$enc" '$1 == "backlog" && $2 == enc { $1 = ""; $2 = ""; sub(/^  /, ""); print "encoding " enc ": " $0 }' \
+		awk -v enc="$enc" -v name="$(name_of "$enc")" '$1 == "backlog" && $2 == enc { $1 = ""; $2 = ""; sub(/^  /, ""); print name ": " $0 }' \
 			"$work/c$ci.rate.backlog"
 	done
 
@@ -534,20 +574,20 @@ for ci in "${!series_list[@]}"; do
 			if [ "$enc" = 2 ] && [ "$verdict" != met ]; then
 				mem_ok=0
 			fi
-			printf 'aim: %d series after %d scrapes <= %d MB RSS: encoding %d %.1f MB, %s\n' "$n" "$s" "$aim_mb" \
-				"$enc" "$(awk -v r="$r" 'BEGIN { print r / 1024 }')" "$verdict"
+			printf 'aim: %d series after %d scrapes <= %d MB RSS: %s %.1f MB, %s\n' "$n" "$s" "$aim_mb" \
+				"$(name_of "$enc")" "$(awk -v r="$r" 'BEGIN { print r / 1024 }')" "$verdict"
 		done
 	fi
 	if [ "$ci" = 0 ]; then
 		for enc in 2 1; do
-			if ! awk -v aim="$aim_rate" -v enc="$enc" '
+			if ! awk -v aim="$aim_rate" -v enc="$enc" -v name="$(name_of "$enc")" '
 				$1 == enc && $2 ~ /^[12]$/ { rate[$2] = $5 }
 				$1 == "backlog" && $2 == enc { bl = $3 }
 				END {
 					lo = rate[1] < rate[2] ? rate[1] : rate[2]
 					ok = lo >= 0.99 * aim && bl == "none"
-					printf "aim: >= %d scrapes/s stored (at most 1%% of ticks skipped), no growing backlog: encoding %d %d and %d/s, backlog %s: %s\n",
-						aim, enc, rate[1], rate[2], bl, ok ? "met" : "NOT met"
+					printf "aim: >= %d scrapes/s stored (at most 1%% of ticks skipped), no growing backlog: %s %d and %d/s, backlog %s: %s\n",
+						aim, name, rate[1], rate[2], bl, ok ? "met" : "NOT met"
 					exit !ok
 				}' "$work/c$ci.rate" "$work/c$ci.rate.backlog"; then
 				[ "$enc" != 2 ] || rate_ok=0
@@ -556,8 +596,8 @@ for ci in "${!series_list[@]}"; do
 	fi
 	cpu2=$(awk '$1 == 2 && $2 == 2 { print $10 }' "$work/c$ci.rate")
 	cpu1=$(awk '$1 == 1 && $2 == 2 { print $10 }' "$work/c$ci.rate")
-	[ -z "$cpu2" ] || [ -z "$cpu1" ] || awk -v a="$cpu2" -v b="$cpu1" 'BEGIN {
-		printf "profd CPU per scrape (window 2): encoding 2 %.3f ms, encoding 1 %.3f ms (v1/v2 %.2fx)\n", a, b, (a > 0 ? b / a : 0) }' || true
+	[ -z "$cpu2" ] || [ -z "$cpu1" ] || awk -v a="$cpu2" -v b="$cpu1" -v name="$(name_of 1)" 'BEGIN {
+		printf "profd CPU per scrape (window 2): encoding 2 %.3f ms, %s %.3f ms (v1/v2 %.2fx)\n", a, name, b, (a > 0 ? b / a : 0) }' || true
 done
 
 echo

@@ -633,6 +633,66 @@ static void test_lean_appender(void **state)
 	free_items(it, 3);
 }
 
+/* A record waiting for the second record of its frame is held compressed: the
+ * open chunk grows by about a compressed record at every append, and does not
+ * jump by a raw record at every other one (prometheus's heap profiles, in turn). */
+static void test_parked_record(void **state)
+{
+	(void)state;
+	enum { NP = 6, N = 40 };
+	struct item it[NP];
+	char path[64];
+	for (size_t i = 0; i < NP; i++) {
+		snprintf(path, sizeof(path), "profiles/prometheus-series/heap/%zu.pb.gz", i + 1);
+		it[i].raw = load(path, &it[i].len);
+	}
+	struct pd_err err = {0};
+	struct pd_chunkenc_symbols *sym = pd_chunkenc_symbols_create();
+	struct pd_chunkenc_values *c = pd_chunkenc_values_create_shared(sym, 0, 0);
+	size_t m[N];
+	for (size_t i = 0; i < N; i++) {
+		assert_int_equal(pd_chunkenc_values_append_at(c, 1000 * (int64_t)i, it[i % NP].raw,
+		                                              it[i % NP].len, NULL, &err),
+		                 0);
+		m[i] = pd_chunkenc_values_memory(c);
+	}
+	/* once the symbols are in the shared tables: an append that leaves a record
+	 * waiting costs less than completing the frame (about one compressed record
+	 * each), and completing it never gives memory back */
+	size_t odd = 0, even = 0;
+	for (size_t i = 8; i + 1 < N; i += 2) {
+		assert_true(m[i + 1] >= m[i]);
+		odd += m[i] - m[i - 1];
+		even += m[i + 1] - m[i];
+	}
+	print_message("appends leaving a record waiting: %zu bytes, completing its frame: %zu\n",
+	              odd, even);
+	assert_true(odd < 2 * even);
+	/* the last records (the waiting one too) read back from the open chunk as
+	 * from the sealed one */
+	uint8_t *sealed = NULL;
+	size_t slen = 0;
+	assert_int_equal(pd_chunkenc_values_seal(c, &sealed, &slen, &err), 0);
+	for (size_t i = N - 3; i < N; i++) {
+		uint8_t *out = NULL, *want = NULL;
+		size_t olen = 0, wlen = 0;
+		assert_int_equal(
+		    pd_chunkenc_values_get_at(c, i, 1000 * (int64_t)i, &out, &olen, &err), 0);
+		assert_int_equal(pd_chunkenc_values_read_at(sealed, slen, i, 1000 * (int64_t)i,
+		                                            1 << 26, &want, &wlen, &err),
+		                 0);
+		assert_true(olen > 0);
+		assert_int_equal(olen, wlen);
+		assert_memory_equal(out, want, olen);
+		free(out);
+		free(want);
+	}
+	free(sealed);
+	pd_chunkenc_values_destroy(c);
+	pd_chunkenc_symbols_unref(sym);
+	free_items(it, NP);
+}
+
 /* ---- merging by stack id ---------------------------------------------------------- */
 
 struct collected {
@@ -1076,6 +1136,7 @@ int main(void)
 	    cmocka_unit_test(test_million_locations),
 	    cmocka_unit_test(test_damaged),
 	    cmocka_unit_test(test_lean_appender),
+	    cmocka_unit_test(test_parked_record),
 	    cmocka_unit_test(test_merge_by_stack),
 	    cmocka_unit_test(test_shared_symbols),
 	    cmocka_unit_test(test_frozen_view),

@@ -30,7 +30,14 @@ struct v2_appender {
 	struct pd_buf frames; /* compressed frames of hgroup records, back to back */
 	size_t *frame_len;
 	size_t nframes, frame_cap;
-	struct pd_buf open; /* records of the open frame (fewer than hgroup) */
+	struct pd_buf open; /* records of the open frame (fewer than hgroup), while an
+			     * append codes them or when parking them failed */
+	/* between appends, the open frame's records compressed as a frame of their own
+	 * (against the group's anchor, as a full frame is): parked. Kept raw, the one
+	 * open record of a busy program's heap profile (about 12 KB) was a tenth of
+	 * what profd held per series (bench/daemon.sh, busy corpus) */
+	uint8_t *parked;
+	size_t parked_len;
 	unsigned open_count;
 	int broken; /* the delta state could not be rebuilt after a failure */
 	int added;  /* the last record added to the shared tables (see encode_record) */
@@ -416,8 +423,9 @@ struct v2_appender *v2_appender_create(unsigned group, int level)
 	if (!a)
 		return NULL;
 	a->group = group ? group : PD_CHUNKENC_V2_DEFAULT_GROUP;
-	/* an open chunk keeps at most hgroup - 1 records uncompressed: a head holds
-	 * one open chunk per series. Two (not four): with 10,000 heap series the
+	/* an open chunk keeps at most hgroup - 1 records in its open frame (parked,
+	 * compressed, between appends): a head holds one open chunk per series. Two
+	 * (not four): with 10,000 heap series the
 	 * uncompressed records were a fifth of profd's heap (bench/daemon.sh: 267 ->
 	 * 230 MB RSS after 17 scrapes, 0.24 -> 0.26-0.28 ms of CPU a scrape) */
 	a->hgroup = a->group % 2 == 0 ? 2 : 1;
@@ -447,6 +455,7 @@ void v2_appender_destroy(struct v2_appender *a)
 	v2_prev_fini(&a->prev);
 	pd_buf_fini(&a->frames);
 	pd_buf_fini(&a->open);
+	free(a->parked);
 	free(a->frame_len);
 	free(a->grep);
 	free(a);
@@ -457,7 +466,7 @@ size_t v2_appender_count(const struct v2_appender *a) { return a->count; }
 size_t v2_appender_memory(const struct v2_appender *a)
 {
 	const struct v2_prev *p = &a->prev;
-	return sizeof(*a) + v2_tables_memory(&a->t) + a->frames.cap + a->open.cap +
+	return sizeof(*a) + v2_tables_memory(&a->t) + a->frames.cap + a->open.cap + a->parked_len +
 	       a->frame_cap * sizeof(size_t) + a->ngrep * sizeof(*a->grep) +
 	       (p->nmap * (sizeof(uint32_t) + sizeof(uint64_t))) + p->packed_len;
 }
@@ -475,16 +484,17 @@ static int appender_records(const struct v2_appender *a, size_t from, size_t to,
 	for (k = 0; k < from / a->hgroup; k++)
 		off += a->frame_len[k];
 	for (size_t i = from; i < to; i += a->hgroup, k++) {
-		if (k >= a->nframes)
+		int first = i % a->group == 0;
+		if (k >= a->nframes && !a->parked_len)
 			return pd_buf_append(out, a->open.data, a->open.len)
 				   ? pd_err_set(err, PD_ENOMEM, "out of memory")
 				   : 0;
-		int first = i % a->group == 0;
+		const uint8_t *f = k < a->nframes ? a->frames.data + off : a->parked;
+		size_t flen = k < a->nframes ? a->frame_len[k] : a->parked_len;
 		uint8_t *raw = NULL;
 		size_t rawlen = 0;
-		int rc = decompress_with(a->frames.data + off, a->frame_len[k], SIZE_MAX / 2,
-					 first ? NULL : out->data + anchor_at, first ? 0 : anchor_len,
-					 &raw, &rawlen, "frame", err);
+		int rc = decompress_with(f, flen, SIZE_MAX / 2, first ? NULL : out->data + anchor_at,
+					 first ? 0 : anchor_len, &raw, &rawlen, "frame", err);
 		if (rc)
 			return rc;
 		if (first) {
@@ -495,9 +505,70 @@ static int appender_records(const struct v2_appender *a, size_t from, size_t to,
 		free(raw);
 		if (rc)
 			return pd_err_set(err, PD_ENOMEM, "out of memory");
-		off += a->frame_len[k];
+		if (k < a->nframes)
+			off += a->frame_len[k];
 	}
 	return 0;
+}
+
+/* The raw records of the group's anchor frame, which the open frame is compressed
+ * against (left empty when the open frame is the anchor). */
+static int open_prior(const struct v2_appender *a, struct pd_buf *prior, struct pd_err *err)
+{
+	size_t first = a->nframes * a->hgroup, anchor = first - first % a->group;
+	if (first == anchor)
+		return 0;
+	return appender_records(a, anchor, anchor + a->hgroup, prior, err);
+}
+
+/* Unparks the open frame into a->open (see struct v2_appender). */
+static int open_unpark(struct v2_appender *a, const struct pd_buf *prior, struct pd_err *err)
+{
+	if (!a->parked_len)
+		return 0;
+	uint8_t *raw = NULL;
+	size_t rawlen = 0;
+	int rc = decompress_with(a->parked, a->parked_len, SIZE_MAX / 2,
+				 prior->len ? prior->data : NULL, prior->len, &raw, &rawlen, "frame",
+				 err);
+	if (rc)
+		return rc;
+	pd_buf_fini(&a->open);
+	pd_buf_init(&a->open, 0);
+	a->open.data = raw;
+	a->open.len = a->open.cap = rawlen;
+	free(a->parked);
+	a->parked = NULL;
+	a->parked_len = 0;
+	return 0;
+}
+
+/* Parks the open frame's records; on failure they stay raw, trimmed to their size,
+ * which the readers take as well. */
+static void open_park(struct v2_appender *a, const struct pd_buf *prior)
+{
+	struct pd_buf z;
+	size_t zlen = 0;
+	struct pd_err e = {0};
+	pd_buf_init(&z, 0);
+	if (a->open.len &&
+	    compress_with(a->open.data, a->open.len, a->level, prior->len ? prior->data : NULL,
+			  prior->len, &z, &zlen, &e) == 0) {
+		a->parked = z.data;
+		a->parked_len = zlen;
+		pd_buf_fini(&a->open);
+		pd_buf_init(&a->open, 0);
+		return;
+	}
+	pd_buf_fini(&z);
+	if (a->open.cap > a->open.len + a->open.len / 8) {
+		/* kept between appends: no spare room */
+		uint8_t *d = realloc(a->open.data, a->open.len);
+		if (d) {
+			a->open.data = d;
+			a->open.cap = a->open.len;
+		}
+	}
 }
 
 /* Decodes the open frame again to make prev what it was after its last record:
@@ -593,13 +664,23 @@ int v2_appender_append(struct v2_appender *a, int64_t ts, const uint8_t *p, size
 				  PD_CHUNKENC_MAX_SAMPLES);
 	if (a->count % a->group == 0)
 		v2_prev_reset(&a->prev);
+	/* the anchor's records, which the open frame is (or will be) compressed against */
+	struct pd_buf prior;
+	pd_buf_init(&prior, 0);
+	int rc = open_prior(a, &prior, err);
+	if (!rc)
+		rc = open_unpark(a, &prior, err);
+	if (rc) {
+		pd_buf_fini(&prior);
+		return rc;
+	}
 	size_t mark = a->open.len;
 	/* decoded (unless the caller did) before the shared tables are locked: only
 	 * interning and the record are written under the lock */
 	struct pd_pprof_profile *prof = NULL;
 	struct pd_pprof_parts pp;
-	int rc = decoded ? pd_pprof_parts_get(decoded, &pp, err)
-			 : v2_profile_parts(p, len, &prof, &pp, err);
+	rc = decoded ? pd_pprof_parts_get(decoded, &pp, err)
+		     : v2_profile_parts(p, len, &prof, &pp, err);
 	if (rc == 1) {
 		rc = v2_record_opaque(p, len, &a->open, err);
 	} else if (rc == 0) {
@@ -607,21 +688,19 @@ int v2_appender_append(struct v2_appender *a, int64_t ts, const uint8_t *p, size
 		pd_pprof_parts_fini(&pp);
 		pd_pprof_destroy(prof);
 	}
-	if (rc)
+	if (rc) {
+		a->open.len = mark;
+		open_park(a, &prior);
+		pd_buf_fini(&prior);
 		return rc;
+	}
 	if (a->open.len > mark && a->open.data[mark] == KIND_REPEAT)
 		count_repeat(a, a->count / a->group);
 	if (a->open_count + 1 < a->hgroup) {
 		a->open_count++;
 		a->count++;
-		if (a->open.cap > a->open.len + a->open.len / 8) {
-			/* kept between appends: no spare room */
-			uint8_t *d = realloc(a->open.data, a->open.len);
-			if (d) {
-				a->open.data = d;
-				a->open.cap = a->open.len;
-			}
-		}
+		open_park(a, &prior);
+		pd_buf_fini(&prior);
 		return 0;
 	}
 	if (a->nframes == a->frame_cap) {
@@ -632,22 +711,12 @@ int v2_appender_append(struct v2_appender *a, int64_t ts, const uint8_t *p, size
 		a->frame_len = fl;
 		a->frame_cap = cap;
 	}
-	{
-		/* against its group's first frame, when it is not that one */
-		struct pd_buf prior;
-		size_t first = a->nframes * a->hgroup, anchor = first - first % a->group;
-		pd_buf_init(&prior, 0);
-		if (first != anchor &&
-		    (rc = appender_records(a, anchor, anchor + a->hgroup, &prior, err))) {
-			pd_buf_fini(&prior);
-			goto undo_rc;
-		}
-		rc = compress_with(a->open.data, a->open.len, a->level, prior.len ? prior.data : NULL,
-				   prior.len, &a->frames, &a->frame_len[a->nframes], err);
-		pd_buf_fini(&prior);
-		if (rc)
-			goto undo_rc;
-	}
+	/* against its group's first frame, when it is not that one */
+	rc = compress_with(a->open.data, a->open.len, a->level, prior.len ? prior.data : NULL,
+			   prior.len, &a->frames, &a->frame_len[a->nframes], err);
+	if (rc)
+		goto undo_rc;
+	pd_buf_fini(&prior);
 	a->nframes++;
 	a->count++;
 	pd_buf_fini(&a->open);
@@ -662,6 +731,8 @@ undo_rc:
 	a->open.len = mark;
 	if (rebuild_prev(a))
 		a->broken = 1;
+	open_park(a, &prior);
+	pd_buf_fini(&prior);
 	return rc;
 }
 
