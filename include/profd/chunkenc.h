@@ -238,6 +238,27 @@ size_t pd_chunkenc_symbols_memory(struct pd_chunkenc_symbols *s);
 /* A v2 appender on shared symbols (NULL: its own); NULL when out of memory. */
 struct pd_chunkenc_values *pd_chunkenc_values_create_shared(struct pd_chunkenc_symbols *s,
 							    unsigned group, int level);
+/* Where a v2 appender keeps its full frames of compressed records (a frame is
+ * full when it holds its two records; the frame being filled stays in memory),
+ * so that an open chunk in a head holds on the heap only what the next append
+ * needs: the owner of the store (a head) puts them in files. Each function is
+ * called with ctx; all may be called from many threads at once.
+ *   put:  stores len bytes (borrowed) and sets *ref; nonzero when it could not,
+ *         and the appender then keeps them in memory
+ *   get:  copies the len bytes stored as ref into out; nonzero with err set when
+ *         it cannot (an I/O error)
+ *   drop: the bytes of ref are no longer needed (the appender is destroyed) */
+struct pd_chunkenc_frame_store {
+	int (*put)(void *ctx, const uint8_t *p, size_t len, uint64_t *ref);
+	int (*get)(void *ctx, uint64_t ref, uint8_t *out, size_t len, struct pd_err *err);
+	void (*drop)(void *ctx, uint64_t ref, size_t len);
+	void *ctx;
+};
+/* As pd_chunkenc_values_create_shared, with its full frames in fs (borrowed:
+ * it must outlive the appender; NULL: in memory). */
+struct pd_chunkenc_values *pd_chunkenc_values_create_stored(struct pd_chunkenc_symbols *s,
+							    const struct pd_chunkenc_frame_store *fs,
+							    unsigned group, int level);
 /* The encoding of a sealed value chunk (its first byte; 2 for any byte of
  * encoding 2), or 0 when it is empty. */
 int pd_chunkenc_values_encoding(const uint8_t *chunk, size_t len);

@@ -419,6 +419,10 @@ struct pd_tsdb_stats {
 	 * open; seals whose write failed since open (kept in memory instead) */
 	uint64_t head_chunk_files, head_chunk_bytes, head_chunks_mapped;
 	uint64_t head_chunk_files_damaged, head_chunk_write_failures;
+	/* the open chunks' frame files (chunks_open/): files, their bytes, the bytes
+	 * of frames still referenced, frames kept in memory for a failed write */
+	uint64_t head_open_frame_files, head_open_frame_bytes, head_open_frame_live_bytes;
+	uint64_t head_open_frame_write_failures;
 };
 
 void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st);

@@ -281,6 +281,19 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	family(w, "profd_tsdb_head_chunks_mapped", "gauge",
 	       "Sealed head chunks kept in the head chunk files, mapped, not on the heap.");
 	sample_u(w, "profd_tsdb_head_chunks_mapped", st.head_chunks_mapped);
+	family(w, "profd_tsdb_head_open_frame_files", "gauge",
+	       "Open chunks' frame files (chunks_open/).");
+	sample_u(w, "profd_tsdb_head_open_frame_files", st.head_open_frame_files);
+	family(w, "profd_tsdb_head_open_frame_bytes", "gauge",
+	       "Bytes of the open chunks' frame files.");
+	sample_u(w, "profd_tsdb_head_open_frame_bytes", st.head_open_frame_bytes);
+	family(w, "profd_tsdb_head_open_frame_live_bytes", "gauge",
+	       "Bytes of the frames in the open chunks' frame files still in use.");
+	sample_u(w, "profd_tsdb_head_open_frame_live_bytes", st.head_open_frame_live_bytes);
+	family(w, "profd_tsdb_head_open_frame_write_failures_total", "counter",
+	       "Open-chunk frames kept in memory because writing them failed.");
+	sample_u(w, "profd_tsdb_head_open_frame_write_failures_total",
+		 st.head_open_frame_write_failures);
 	family(w, "profd_tsdb_head_chunk_files_damaged_total", "counter",
 	       "Head chunk files found damaged or missing at open.");
 	sample_u(w, "profd_tsdb_head_chunk_files_damaged_total", st.head_chunk_files_damaged);

@@ -20,6 +20,7 @@
 #include "ch_query.h"
 #include "hc_replay.h"
 #include "head_chunks.h"
+#include "head_spill.h"
 #include "tsdb_int.h"
 #include "wal.h"
 
@@ -443,6 +444,8 @@ static int open_head_chunks(struct pd_tsdb *db, struct hc_replay **out, struct p
 	struct hc_damage d;
 	int rc = hcm_open(&db->head.hcm, db->dir, db->o.head_chunks_file_size, err);
 	if (!rc)
+		rc = hs_open(&db->head.hs, db->dir, 0, err);
+	if (!rc)
 		rc = hcm_load(db->head.hcm, 0, &c, &n, &d, err);
 	if (!rc && (rc = hc_replay_start(out, c, n, err))) {
 		for (size_t i = 0; i < n; i++)
@@ -639,8 +642,10 @@ void pd_tsdb_close(struct pd_tsdb *db)
 		pd_block_close(db->blocks[i]);
 	free(db->blocks);
 	struct hc_mapper *hcm = db->head.hcm;
+	struct hs_store *hs = db->head.hs;
 	head_fini(&db->head);
 	hcm_close(hcm);
+	hs_close(hs);
 	pthread_mutex_destroy(&db->append_mu);
 	pthread_cond_destroy(&db->commit_cv);
 	for (size_t i = 0; i < DB_ORDER_STRIPES; i++) {
@@ -2245,6 +2250,9 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 	st->wal_replay_skipped = db->replay_skipped;
 	st->vertical_compactions = __atomic_load_n(&db->vertical_compactions, __ATOMIC_RELAXED);
 	hcm_stats(h->hcm, &st->head_chunk_files, &st->head_chunk_bytes, &st->head_chunks_mapped);
+	hs_stats(h->hs, &st->head_open_frame_files, &st->head_open_frame_bytes,
+		 &st->head_open_frame_live_bytes);
+	st->head_open_frame_write_failures = hs_write_failures(h->hs);
 	st->head_chunk_files_damaged = db->hc_damaged_files;
 	st->head_chunk_write_failures = __atomic_load_n(&h->hc_write_failures, __ATOMIC_RELAXED);
 	if (db->ship)

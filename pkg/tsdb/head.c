@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "head_chunks.h"
+#include "head_spill.h"
 #include "profd/pprof.h"
 #include "tsdb_int.h"
 
@@ -564,7 +565,9 @@ static struct pd_chunkenc_values *open_values(struct head *h, int64_t t)
 		}
 	}
 	struct pd_chunkenc_values *c =
-	    h->sym ? pd_chunkenc_values_create_shared(h->sym, h->group, h->level) : NULL;
+	    h->sym ? pd_chunkenc_values_create_stored(h->sym, h->hs ? hs_frame_store(h->hs) : NULL,
+						      h->group, h->level)
+		   : NULL;
 	pthread_mutex_unlock(&h->sym_mu);
 	return c;
 }

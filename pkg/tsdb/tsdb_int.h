@@ -15,6 +15,7 @@
 
 struct hc_file;
 struct hc_mapper;
+struct hs_store;
 
 struct head_chunk {
 	int64_t mint, maxt;
@@ -99,6 +100,7 @@ struct head {
 	/* where sealed chunks go (NULL: they stay on the heap), and seals whose
 	 * write failed, kept on the heap instead (atomic) */
 	struct hc_mapper *hcm;
+	struct hs_store *hs; /* the open chunks' frame files (head_spill.h), or NULL */
 	uint64_t hc_write_failures;
 };
 

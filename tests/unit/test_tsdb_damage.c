@@ -164,6 +164,8 @@ static size_t blocks_of(struct pd_tsdb *db, struct pd_tsdb_block_info **bi)
 	return n;
 }
 
+/* Entries of a store's folder, not counting chunks_open/ (the open chunks'
+ * frames, there while the head holds open chunks). */
 static size_t entries(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -172,7 +174,7 @@ static size_t entries(const char *dir)
 	if (!d)
 		return 0;
 	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
+		n += e->d_name[0] != '.' && strcmp(e->d_name, "chunks_open") != 0;
 	closedir(d);
 	return n;
 }

@@ -27,9 +27,16 @@ struct v2_appender {
 	size_t count;
 	struct v2_tables t;
 	struct v2_prev prev;
-	struct pd_buf frames; /* compressed frames of hgroup records, back to back */
+	struct pd_buf frames; /* compressed frames of hgroup records kept in memory, back to back */
 	size_t *frame_len;
+	/* where frame k is: FRAME_IN_MEMORY (in frames, after the frames before it
+	 * that are in memory too) or its ref in fs */
+	uint64_t *frame_ref;
 	size_t nframes, frame_cap;
+	/* where full frames go (NULL: memory). A busy Prometheus's heap series holds
+	 * about 3 KB of compressed records a scrape: 52 KB of each series' heap after
+	 * 17 scrapes, with the frames in memory (bench/daemon.sh, busy corpus) */
+	const struct pd_chunkenc_frame_store *fs;
 	struct pd_buf open; /* records of the open frame (fewer than hgroup), while an
 			     * append codes them or when parking them failed */
 	/* between appends, the open frame's records compressed as a frame of their own
@@ -50,6 +57,8 @@ struct v2_appender {
 	int grep_all;
 	struct v2_symbols *sym; /* shared tables, or NULL for the appender's own t */
 };
+
+#define FRAME_IN_MEMORY UINT64_MAX
 
 /* Tables that many appenders share (a head's open chunks): appenders add to them
  * under the write lock and read them under the read lock. */
@@ -436,6 +445,11 @@ struct v2_appender *v2_appender_create(unsigned group, int level)
 	return a;
 }
 
+void v2_appender_set_store(struct v2_appender *a, const struct pd_chunkenc_frame_store *fs)
+{
+	a->fs = fs;
+}
+
 struct v2_appender *v2_appender_create_shared(struct v2_symbols *sym, unsigned group, int level)
 {
 	struct v2_appender *a = v2_appender_create(group, level);
@@ -453,10 +467,14 @@ void v2_appender_destroy(struct v2_appender *a)
 	v2_symbols_unref(a->sym);
 	v2_tables_fini(&a->t);
 	v2_prev_fini(&a->prev);
+	for (size_t k = 0; k < a->nframes; k++)
+		if (a->frame_ref[k] != FRAME_IN_MEMORY)
+			a->fs->drop(a->fs->ctx, a->frame_ref[k], a->frame_len[k]);
 	pd_buf_fini(&a->frames);
 	pd_buf_fini(&a->open);
 	free(a->parked);
 	free(a->frame_len);
+	free(a->frame_ref);
 	free(a->grep);
 	free(a);
 }
@@ -467,7 +485,7 @@ size_t v2_appender_memory(const struct v2_appender *a)
 {
 	const struct v2_prev *p = &a->prev;
 	return sizeof(*a) + v2_tables_memory(&a->t) + a->frames.cap + a->open.cap + a->parked_len +
-	       a->frame_cap * sizeof(size_t) + a->ngrep * sizeof(*a->grep) +
+	       a->frame_cap * (sizeof(size_t) + sizeof(uint64_t)) + a->ngrep * sizeof(*a->grep) +
 	       (p->nmap * (sizeof(uint32_t) + sizeof(uint64_t))) + p->packed_len;
 }
 
@@ -482,7 +500,8 @@ static int appender_records(const struct v2_appender *a, size_t from, size_t to,
 {
 	size_t off = 0, k, anchor_at = SIZE_MAX, anchor_len = 0;
 	for (k = 0; k < from / a->hgroup; k++)
-		off += a->frame_len[k];
+		if (a->frame_ref[k] == FRAME_IN_MEMORY)
+			off += a->frame_len[k];
 	for (size_t i = from; i < to; i += a->hgroup, k++) {
 		int first = i % a->group == 0;
 		if (k >= a->nframes && !a->parked_len)
@@ -491,10 +510,21 @@ static int appender_records(const struct v2_appender *a, size_t from, size_t to,
 				   : 0;
 		const uint8_t *f = k < a->nframes ? a->frames.data + off : a->parked;
 		size_t flen = k < a->nframes ? a->frame_len[k] : a->parked_len;
-		uint8_t *raw = NULL;
+		uint8_t *stored = NULL, *raw = NULL;
 		size_t rawlen = 0;
-		int rc = decompress_with(f, flen, SIZE_MAX / 2, first ? NULL : out->data + anchor_at,
-					 first ? 0 : anchor_len, &raw, &rawlen, "frame", err);
+		int rc = 0;
+		if (k < a->nframes && a->frame_ref[k] != FRAME_IN_MEMORY) {
+			if (!(stored = malloc(flen ? flen : 1)))
+				return pd_err_set(err, PD_ENOMEM, "out of memory reading a frame");
+			if ((rc = a->fs->get(a->fs->ctx, a->frame_ref[k], stored, flen, err))) {
+				free(stored);
+				return rc;
+			}
+			f = stored;
+		}
+		rc = decompress_with(f, flen, SIZE_MAX / 2, first ? NULL : out->data + anchor_at,
+				     first ? 0 : anchor_len, &raw, &rawlen, "frame", err);
+		free(stored);
 		if (rc)
 			return rc;
 		if (first) {
@@ -505,7 +535,7 @@ static int appender_records(const struct v2_appender *a, size_t from, size_t to,
 		free(raw);
 		if (rc)
 			return pd_err_set(err, PD_ENOMEM, "out of memory");
-		if (k < a->nframes)
+		if (k < a->nframes && a->frame_ref[k] == FRAME_IN_MEMORY)
 			off += a->frame_len[k];
 	}
 	return 0;
@@ -709,11 +739,40 @@ int v2_appender_append(struct v2_appender *a, int64_t ts, const uint8_t *p, size
 		if (!fl)
 			goto undo;
 		a->frame_len = fl;
+		uint64_t *fr = realloc(a->frame_ref, cap * sizeof(*fr));
+		if (!fr)
+			goto undo;
+		a->frame_ref = fr;
 		a->frame_cap = cap;
 	}
 	/* against its group's first frame, when it is not that one */
-	rc = compress_with(a->open.data, a->open.len, a->level, prior.len ? prior.data : NULL,
-			   prior.len, &a->frames, &a->frame_len[a->nframes], err);
+	a->frame_ref[a->nframes] = FRAME_IN_MEMORY;
+	if (a->fs) {
+		struct pd_buf z;
+		pd_buf_init(&z, 0);
+		rc = compress_with(a->open.data, a->open.len, a->level,
+				   prior.len ? prior.data : NULL, prior.len, &z,
+				   &a->frame_len[a->nframes], err);
+		if (!rc && a->fs->put(a->fs->ctx, z.data, z.len, &a->frame_ref[a->nframes])) {
+			/* not stored (a full disk): kept in memory */
+			a->frame_ref[a->nframes] = FRAME_IN_MEMORY;
+			rc = pd_buf_append(&a->frames, z.data, z.len)
+				 ? pd_err_set(err, PD_ENOMEM, "out of memory compressing a value group")
+				 : 0;
+			if (!rc && a->frames.cap > a->frames.len + a->frames.len / 8) {
+				uint8_t *d = realloc(a->frames.data, a->frames.len);
+				if (d) {
+					a->frames.data = d;
+					a->frames.cap = a->frames.len;
+				}
+			}
+		}
+		pd_buf_fini(&z);
+	} else {
+		rc = compress_with(a->open.data, a->open.len, a->level,
+				   prior.len ? prior.data : NULL, prior.len, &a->frames,
+				   &a->frame_len[a->nframes], err);
+	}
 	if (rc)
 		goto undo_rc;
 	pd_buf_fini(&prior);

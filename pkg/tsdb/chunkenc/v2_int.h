@@ -503,6 +503,9 @@ size_t v2_symbols_memory(struct v2_symbols *s);
 struct v2_appender *v2_appender_create(unsigned group, int level);
 /* An appender whose records use shared tables (it takes a reference). */
 struct v2_appender *v2_appender_create_shared(struct v2_symbols *sym, unsigned group, int level);
+/* Keeps the appender's full frames in fs from now on (borrowed; NULL: memory). */
+struct pd_chunkenc_frame_store;
+void v2_appender_set_store(struct v2_appender *a, const struct pd_chunkenc_frame_store *fs);
 void v2_appender_destroy(struct v2_appender *a);
 /* decoded: p already decoded (and validated) by the caller, or NULL. ts: the
  * sample's timestamp (ms), or PD_CHUNKENC_NO_TS; the first append decides

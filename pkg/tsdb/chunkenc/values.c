@@ -111,6 +111,13 @@ size_t pd_chunkenc_symbols_memory(struct pd_chunkenc_symbols *s)
 struct pd_chunkenc_values *pd_chunkenc_values_create_shared(struct pd_chunkenc_symbols *s,
 							    unsigned group, int level)
 {
+	return pd_chunkenc_values_create_stored(s, NULL, group, level);
+}
+
+struct pd_chunkenc_values *pd_chunkenc_values_create_stored(struct pd_chunkenc_symbols *s,
+							    const struct pd_chunkenc_frame_store *fs,
+							    unsigned group, int level)
+{
 	struct pd_chunkenc_values *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
@@ -118,6 +125,7 @@ struct pd_chunkenc_values *pd_chunkenc_values_create_shared(struct pd_chunkenc_s
 		free(c);
 		return NULL;
 	}
+	v2_appender_set_store(c->v2, fs);
 	return c;
 }
 
