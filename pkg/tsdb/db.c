@@ -1472,6 +1472,11 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 	int rc = 0;
 	int64_t br = db->o.block_range_ms, persisted_to = INT64_MIN;
 	int64_t cap = bound_cap(&db->o);
+	/* series quiet for a while (pods gone) give their open chunks up to the head
+	 * chunk files, beside the appends, before the gate closes */
+	int64_t newest = capped(__atomic_load_n(&h->maxt, __ATOMIC_RELAXED), cap);
+	if (!db->o.clickhouse && newest > INT64_MIN + HEAD_IDLE_SEAL_MS)
+		head_seal_idle(h, newest - HEAD_IDLE_SEAL_MS);
 	pthread_mutex_lock(&db->append_mu);
 	/* close the gate to new commits and let those in flight reach the head, so
 	 * that what is persisted and checkpointed is everything reserved */

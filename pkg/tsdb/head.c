@@ -661,6 +661,29 @@ int head_cut_before(struct head *h, int64_t t, struct pd_err *err)
 	return rc;
 }
 
+size_t head_seal_idle(struct head *h, int64_t t)
+{
+	size_t n = 0;
+	if (!h->hcm)
+		return 0;
+	pthread_rwlock_rdlock(&h->mu);
+	for (size_t i = 0; i < h->nseries; i++) {
+		struct head_series *s = h->series[i];
+		if (!s)
+			continue;
+		pthread_mutex_lock(&s->mu);
+		if (s->open_ts.count && s->maxt < t) {
+			/* a failure (out of memory) leaves the chunk open, as it was */
+			struct pd_err err;
+			if (seal_open(h, s, &err) == 0)
+				n++;
+		}
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_rwlock_unlock(&h->mu);
+	return n;
+}
+
 void head_truncate(struct head *h, int64_t t)
 {
 	int64_t mint = INT64_MAX;

@@ -146,6 +146,13 @@ int head_attach_chunk(struct head *h, struct head_series *s, const struct head_c
 int head_cut_before(struct head *h, int64_t t, struct pd_err *err);
 /* Drops chunks that end before t, and the deleted intervals that do. */
 void head_truncate(struct head *h, int64_t t);
+/* Seals the open chunk of every series whose newest sample is before t, into the
+ * head chunk files (nothing without them): a series that stopped taking samples
+ * (a pod replaced) then holds no open chunk on the heap until head truncation
+ * drops it. Returns the chunks sealed. Takes the head's and each series' locks. */
+size_t head_seal_idle(struct head *h, int64_t t);
+/* How long a series takes no sample before its open chunk is sealed (at a flush) */
+#define HEAD_IDLE_SEAL_MS (15 * 60 * 1000)
 /* Like head_get and head_get_or_create, but the series is pinned (head_unpin
  * releases it): head_gc does not drop a pinned series, so a commit may keep
  * the pointer while it has no sample in the head yet. */

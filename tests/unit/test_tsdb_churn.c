@@ -1,7 +1,9 @@
 /* test_tsdb_churn.c: series churn. Series that stop receiving samples are
  * dropped from the head at the truncation that takes their last chunk (series
  * table, refs, postings, label values), the series limit frees up, and a series
- * that comes back gets a new ref and works, across a restart too. */
+ * that comes back gets a new ref and works, across a restart too. A series quiet
+ * for HEAD_IDLE_SEAL_MS has its open chunk sealed into the head chunk files at
+ * the next flush, reads the same, and takes samples again in a new chunk. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <ftw.h>
 #include <setjmp.h>
@@ -163,11 +165,80 @@ static void test_largest_ref_not_reused(void **state)
 	free(dir);
 }
 
+/* The open chunk of a series that stopped taking samples is sealed at a flush
+ * once the newest sample of the head is HEAD_IDLE_SEAL_MS past it; the series'
+ * samples read the same and it takes more after. */
+static void test_idle_chunk_sealed(void **state)
+{
+	(void)state;
+	char *dir = strdup("/tmp/pd_test_tsdb_churn_XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	struct pd_err err = {0};
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	pd_tsdb_opts_init(&o);
+	o.retention_ms = -1;
+	o.max_future_ms = 0;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open: %s", err.msg);
+	const int64_t t0 = 1000000, step = 15000;
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(push(db, "gone", t0 + i * step), 0);
+		assert_int_equal(push(db, "alive", t0 + i * step), 0);
+	}
+	struct pd_tsdb_stats st;
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.head_chunks_mapped, 0);
+	/* "alive" goes on, up to just under the idle time past "gone"'s last sample */
+	int64_t last_gone = t0 + 3 * step, t = t0 + 4 * step;
+	for (; t < last_gone + HEAD_IDLE_SEAL_MS; t += step)
+		assert_int_equal(push(db, "alive", t), 0);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.head_chunks_mapped, 0);
+	/* past it: the flush seals "gone"'s open chunk, not "alive"'s */
+	assert_int_equal(push(db, "alive", t + step), 0);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.head_chunks_mapped, 1);
+	struct pd_lpair gl[] = {{"__name__", "heap"}, {"pod", "gone"}};
+	struct head_series *g = head_get(&db->head, gl, 2, labels_hash(gl, 2));
+	assert_non_null(g);
+	assert_int_equal(g->nchunks, 1);
+	assert_int_equal(g->open_ts.count, 0);
+	struct pd_tsdb_label l[] = {{"__name__", "heap"}, {"pod", "gone"}};
+	for (int i = 0; i < 4; i++) {
+		uint8_t *got = NULL;
+		size_t gl_len = 0;
+		assert_int_equal(pd_tsdb_read(db, l, 2, t0 + i * step, &got, &gl_len, &err), 0);
+		assert_memory_equal(got, "not a profile, kept as bytes", 28);
+		free(got);
+	}
+	/* it comes back: a new open chunk */
+	assert_int_equal(push(db, "gone", t + 2 * step), 0);
+	assert_int_equal(g->open_ts.count, 1);
+	pd_tsdb_close(db);
+	/* and all of it is there after a restart */
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("reopen: %s", err.msg);
+	for (int i = 0; i < 5; i++) {
+		int64_t at = i < 4 ? t0 + i * step : t + 2 * step;
+		uint8_t *got = NULL;
+		size_t gl_len = 0;
+		assert_int_equal(pd_tsdb_read(db, l, 2, at, &got, &gl_len, &err), 0);
+		free(got);
+	}
+	pd_tsdb_close(db);
+	nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_churn_drops_series),
 	    cmocka_unit_test(test_largest_ref_not_reused),
+	    cmocka_unit_test(test_idle_chunk_sealed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
