@@ -29,6 +29,9 @@
 #                                PROFD_BUILD_DIR/bench-corpus/busy, the loaded
 #                                Prometheus of bench/capture_busy.sh (captured
 #                                when missing; needs prometheus)
+#   DAEMON_TYPE=heap             the profile type served and stored: heap, allocs,
+#                                goroutine, mutex, block, threadcreate or profile
+#                                (CPU; the corpus's cpu/ folder, served at once)
 #   DAEMON_REF=FILE              a reference profd binary (another build), run
 #                                with encoding 2 in place of encoding 1: the
 #                                tables' second column ("ref") is that build
@@ -103,8 +106,14 @@ if [ ! -d "$corpus" ]; then
 	mkdir -p "$(dirname "$corpus")"
 	"$repo/bench/capture.sh" "$corpus" || die "bench/capture.sh failed"
 fi
-nheap=$(find "$corpus/heap" -maxdepth 1 -name '*.pb.gz' 2>/dev/null | wc -l)
-[ "$nheap" -gt 0 ] || die "no heap profiles in $corpus/heap"
+ptype=${DAEMON_TYPE:-heap}
+case $ptype in
+heap | allocs | goroutine | mutex | block | threadcreate) pdir=$ptype ;;
+profile) pdir=cpu ;;
+*) die "DAEMON_TYPE '$ptype': use heap, allocs, goroutine, mutex, block, threadcreate or profile" ;;
+esac
+nheap=$(find "$corpus/$pdir" -maxdepth 1 -name '*.pb.gz' 2>/dev/null | wc -l)
+[ "$nheap" -gt 0 ] || die "no $ptype profiles in $corpus/$pdir"
 
 # the target server, compiled when missing or older than its source
 targets_bin=$build/bench/daemon_targets
@@ -174,7 +183,7 @@ metrics() {
 start_targets() {
 	targets_file=$work/targets.$1
 	rm -f "$targets_file"
-	"$targets_bin" --files "$corpus/heap" --targets "$1" --addr-file "$targets_file" \
+	"$targets_bin" --files "$corpus/$pdir" --targets "$1" --addr-file "$targets_file" \
 		--path "$2" --lifetime 1800 2>"$work/targets.log" &
 	targets_pid=$!
 	local end=$((SECONDS + 60))
@@ -201,8 +210,11 @@ write_config() {
 		printf '  - job_name: goapp\n    static_configs:\n      - targets:\n'
 		sed 's/^/          - /' "$targets_file"
 		printf '    profiling_config:\n      pprof_config:\n'
-		printf '        %s: {enabled: false}\n' allocs block goroutine mutex profile threadcreate
-		printf '        heap: %s\n' "$heap"
+		local t
+		for t in allocs block goroutine heap mutex profile threadcreate; do
+			[ "$t" = "$ptype" ] || printf '        %s: {enabled: false}\n' "$t"
+		done
+		printf '        %s: %s\n' "$ptype" "$heap"
 	} >"$1"
 }
 
@@ -285,7 +297,7 @@ run_store() {
 	local tag=$1 n=$2 s=$3 iv=$4 enc=$5
 	local ivms
 	ivms=$(duration_ms "$iv")
-	start_targets "$n" /debug/pprof/heap
+	start_targets "$n" "/debug/pprof/$ptype"
 	write_config "$work/profd.yml" "$iv" store
 	start_profd "$work/profd.yml" "$enc"
 	local kids
@@ -328,7 +340,7 @@ run_store() {
 	local first
 	first=$(head -1 "$work/$tag.poll" | cut -d' ' -f1)
 	now >"$work/$tag.tq"
-	curl -fsS --max-time 120 -G "$api/api/v1/query_range" --data-urlencode 'query=heap{job="goapp"}' \
+	curl -fsS --max-time 120 -G "$api/api/v1/query_range" --data-urlencode "query=$ptype{job=\"goapp\"}" \
 		--data-urlencode "start=$(awk -v f="$first" 'BEGIN { printf "%.3f", f - 60 }')" \
 		--data-urlencode "end=$(awk -v f="$(cat "$work/$tag.tq")" 'BEGIN { printf "%.3f", f + 1 }')" |
 		grep -o '"timestamps":\[[0-9,]*\]' | sed 's/.*\[//; s/\]//' >"$work/$tag.ts" ||
@@ -352,7 +364,7 @@ run_baseline() {
 	local tag=$1 n=$2 iv=$3 mode=$4 rounds=$5
 	local ivms
 	ivms=$(duration_ms "$iv")
-	start_targets "$n" /debug/pprof/heap
+	start_targets "$n" "/debug/pprof/$ptype"
 	write_config "$work/profd.yml" "$iv" "$mode"
 	start_profd "$work/profd.yml" 2
 	local end=$((SECONDS + 2 * (rounds + 1) * ivms / 1000 + 20)) m ok fail app hs ds dc prev=0 r
@@ -471,7 +483,7 @@ echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) cores, ${cpu:-un
 	"$(uname -sr); libcurl $(curl-config --version 2>/dev/null | cut -d' ' -f2 || echo '?');" \
 	"build: $build (${type:-unknown}); load average before: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
 echo "profd daemon bench: \`profd run\` scraping loopback targets (bench/daemon_targets.c, one 127.0.0.1 port"
-echo "each) that serve the $nheap heap profiles of $corpus/heap in turn; only heap enabled;"
+echo "each) that serve the $nheap $ptype profiles of $corpus/$pdir in turn; only $ptype enabled;"
 if [ -n "$ref" ]; then
 	echo "this build (v2) beside the reference build $ref (v1 columns: ref), both value encoding 2, on the same input."
 else

@@ -45,6 +45,11 @@ struct v2_appender {
 	 * what profd held per series (bench/daemon.sh, busy corpus) */
 	uint8_t *parked;
 	size_t parked_len;
+	/* between appends, prev's packed values compressed (prev.packed NULL then):
+	 * a busy Prometheus's heap series keeps about 8 KB of them, the largest part
+	 * of its open chunk on the heap once its frames are in a frame store */
+	uint8_t *prevz;
+	size_t prevz_len;
 	unsigned open_count;
 	int broken; /* the delta state could not be rebuilt after a failure */
 	int added;  /* the last record added to the shared tables (see encode_record) */
@@ -473,6 +478,7 @@ void v2_appender_destroy(struct v2_appender *a)
 	pd_buf_fini(&a->frames);
 	pd_buf_fini(&a->open);
 	free(a->parked);
+	free(a->prevz);
 	free(a->frame_len);
 	free(a->frame_ref);
 	free(a->grep);
@@ -486,7 +492,7 @@ size_t v2_appender_memory(const struct v2_appender *a)
 	const struct v2_prev *p = &a->prev;
 	return sizeof(*a) + v2_tables_memory(&a->t) + a->frames.cap + a->open.cap + a->parked_len +
 	       a->frame_cap * (sizeof(size_t) + sizeof(uint64_t)) + a->ngrep * sizeof(*a->grep) +
-	       (p->nmap * (sizeof(uint32_t) + sizeof(uint64_t))) + p->packed_len;
+	       (p->nmap * (sizeof(uint32_t) + sizeof(uint64_t))) + p->packed_len + a->prevz_len;
 }
 
 /* The records [from, to) of the appender, uncompressed, appended to out. from
@@ -675,8 +681,65 @@ static void count_repeat(struct v2_appender *a, size_t g)
 		a->grep[g]++;
 }
 
+/* Packed values under this are kept as they are (see struct v2_appender). */
+#define PREV_PARK_MIN 256
+
+static int prev_unpark(struct v2_appender *a, struct pd_err *err)
+{
+	if (!a->prevz)
+		return 0;
+	uint8_t *raw = NULL;
+	size_t rawlen = 0;
+	int rc = decompress_with(a->prevz, a->prevz_len, SIZE_MAX / 2, NULL, 0, &raw, &rawlen,
+				 "previous values", err);
+	if (rc)
+		return rc;
+	free(a->prev.packed);
+	a->prev.packed = raw;
+	a->prev.packed_len = rawlen;
+	free(a->prevz);
+	a->prevz = NULL;
+	a->prevz_len = 0;
+	return 0;
+}
+
+static void prev_park(struct v2_appender *a)
+{
+	if (a->prevz || a->prev.packed_len < PREV_PARK_MIN)
+		return;
+	struct pd_buf z;
+	size_t zlen = 0;
+	struct pd_err e = {0};
+	pd_buf_init(&z, 0);
+	/* level 1: this is undone at the next append */
+	if (compress_with(a->prev.packed, a->prev.packed_len, 1, NULL, 0, &z, &zlen, &e) == 0 &&
+	    zlen < a->prev.packed_len) {
+		free(a->prev.packed);
+		a->prev.packed = NULL;
+		a->prev.packed_len = 0;
+		a->prevz = z.data;
+		a->prevz_len = zlen;
+		return;
+	}
+	pd_buf_fini(&z);
+}
+
+static int append_one(struct v2_appender *a, int64_t ts, const uint8_t *p, size_t len,
+		      const struct pd_pprof_profile *decoded, struct pd_err *err);
+
 int v2_appender_append(struct v2_appender *a, int64_t ts, const uint8_t *p, size_t len,
 		       const struct pd_pprof_profile *decoded, struct pd_err *err)
+{
+	int rc = prev_unpark(a, err);
+	if (rc)
+		return rc;
+	rc = append_one(a, ts, p, len, decoded, err);
+	prev_park(a);
+	return rc;
+}
+
+static int append_one(struct v2_appender *a, int64_t ts, const uint8_t *p, size_t len,
+		      const struct pd_pprof_profile *decoded, struct pd_err *err)
 {
 	int rel = ts != PD_CHUNKENC_NO_TS;
 	if (a->count == 0)
