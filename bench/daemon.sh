@@ -31,7 +31,8 @@
 #                                when missing; needs prometheus)
 #   DAEMON_TYPE=heap             the profile type served and stored: heap, allocs,
 #                                goroutine, mutex, block, threadcreate or profile
-#                                (CPU; the corpus's cpu/ folder, served at once)
+#                                (CPU; the corpus's cpu/ folder, served at once;
+#                                intervals of 2s or more)
 #   DAEMON_REF=FILE              a reference profd binary (another build), run
 #                                with encoding 2 in place of encoding 1: the
 #                                tables' second column ("ref") is that build
@@ -112,6 +113,12 @@ heap | allocs | goroutine | mutex | block | threadcreate) pdir=$ptype ;;
 profile) pdir=cpu ;;
 *) die "DAEMON_TYPE '$ptype': use heap, allocs, goroutine, mutex, block, threadcreate or profile" ;;
 esac
+if [ "$ptype" = profile ]; then
+	# profd records a CPU profile for scrape_timeout - 1 s (the targets answer at once)
+	for iv in "${interval_list[@]}"; do
+		[ "$(duration_ms "$iv")" -ge 2000 ] || die "DAEMON_TYPE=profile needs DAEMON_INTERVAL of 2s or more, not $iv"
+	done
+fi
 nheap=$(find "$corpus/$pdir" -maxdepth 1 -name '*.pb.gz' 2>/dev/null | wc -l)
 [ "$nheap" -gt 0 ] || die "no $ptype profiles in $corpus/$pdir"
 

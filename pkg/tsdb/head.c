@@ -666,9 +666,16 @@ size_t head_seal_idle(struct head *h, int64_t t)
 	size_t n = 0;
 	if (!h->hcm)
 		return 0;
-	pthread_rwlock_rdlock(&h->mu);
-	for (size_t i = 0; i < h->nseries; i++) {
-		struct head_series *s = h->series[i];
+	/* each series is sealed outside the head's lock (a seal of a large chunk
+	 * takes milliseconds, and new series wait for that lock): the series stays
+	 * while flush runs, which alone drops series (head_gc) */
+	for (size_t i = 0;; i++) {
+		pthread_rwlock_rdlock(&h->mu);
+		struct head_series *s = i < h->nseries ? h->series[i] : NULL;
+		int more = i < h->nseries;
+		pthread_rwlock_unlock(&h->mu);
+		if (!more)
+			break;
 		if (!s)
 			continue;
 		pthread_mutex_lock(&s->mu);
@@ -680,7 +687,6 @@ size_t head_seal_idle(struct head *h, int64_t t)
 		}
 		pthread_mutex_unlock(&s->mu);
 	}
-	pthread_rwlock_unlock(&h->mu);
 	return n;
 }
 

@@ -149,7 +149,8 @@ void head_truncate(struct head *h, int64_t t);
 /* Seals the open chunk of every series whose newest sample is before t, into the
  * head chunk files (nothing without them): a series that stopped taking samples
  * (a pod replaced) then holds no open chunk on the heap until head truncation
- * drops it. Returns the chunks sealed. Takes the head's and each series' locks. */
+ * drops it. Returns the chunks sealed. Takes the head's lock and each series' in
+ * turn; called by flush only (the series it visits are not dropped meanwhile). */
 size_t head_seal_idle(struct head *h, int64_t t);
 /* How long a series takes no sample before its open chunk is sealed (at a flush) */
 #define HEAD_IDLE_SEAL_MS (15 * 60 * 1000)

@@ -294,8 +294,8 @@ static void test_failures(void **state)
 	struct pd_chunkenc_values *c = pd_chunkenc_values_create_stored(sym, hs_frame_store(s), 0, 0);
 	fill(c, &p, 6);
 	assert_int_equal(hs_write_failures(s), 0);
-	/* chunks_open/ made unusable: a plain file where the next file's name goes
-	 * cannot be replaced by a new file (O_TRUNC on a directory fails) */
+	/* a directory where the next file's name goes: opening it for writing
+	 * fails, so does every write that needs a new file */
 	char path[512];
 	snprintf(path, sizeof(path), "%s/" HS_DIR "/000004", dir);
 	assert_int_equal(mkdir(path, 0755), 0);

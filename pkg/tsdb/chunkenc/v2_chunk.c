@@ -586,9 +586,15 @@ static void open_park(struct v2_appender *a, const struct pd_buf *prior)
 	struct pd_buf z;
 	size_t zlen = 0;
 	struct pd_err e = {0};
+	if (!a->open.len) {
+		/* nothing open (a failed first record): no buffer kept, and no
+		 * realloc to 0 bytes, which frees */
+		pd_buf_fini(&a->open);
+		pd_buf_init(&a->open, 0);
+		return;
+	}
 	pd_buf_init(&z, 0);
-	if (a->open.len &&
-	    compress_with(a->open.data, a->open.len, a->level, prior->len ? prior->data : NULL,
+	if (compress_with(a->open.data, a->open.len, a->level, prior->len ? prior->data : NULL,
 			  prior->len, &z, &zlen, &e) == 0) {
 		a->parked = z.data;
 		a->parked_len = zlen;
