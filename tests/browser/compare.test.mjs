@@ -499,6 +499,92 @@ for (const theme of ['light', 'dark']) {
   });
 }
 
-step('13-no-page-errors', [], async () => {
+step('13-one-round-of-requests', ['02-each-side-is-pprofs'], async () => {
+  // a new tab: each side's flame graph and top table are asked for with its meta, not
+  // after it. The meta answers are held back until both sides' data requests are out
+  // (a page that waited for its meta would never send them), and with the default
+  // sample type nothing is asked for twice.
+  const p = await context.newPage();
+  watch(p);
+  const seen = [];
+  let release;
+  const held = new Promise((r) => { release = r; });
+  p.on('request', (r) => { if (r.url().includes('/api/v1/query?')) seen.push(new URL(r.url()).searchParams); });
+  await p.route('**/api/v1/query?*', async (route) => {
+    if (new URL(route.request().url()).searchParams.get('report') === 'meta') await held;
+    await route.continue();
+  });
+  try {
+    const q = new URLSearchParams({ 'a.sel': HEAP, 'a.time': String(ts[0]), 'b.sel': HEAP, 'b.start': String(ts[1]), 'b.end': String(ts[3]) });
+    await p.goto(`${URL_BASE}/compare?${q}`);
+    const reports = () => seen.map((x) => `${x.get('mode')}:${x.get('report')}`).sort();
+    await eventually(async () => assert.deepEqual(reports(),
+      ['merge:flamegraph', 'merge:meta', 'merge:top', 'single:flamegraph', 'single:meta', 'single:top'],
+      'both sides\' meta, flame graph and top requests, sent while the metas are held'));
+    release();
+    await panesReady(p);
+    assert.equal(seen.length, 6, `no request made again: ${reports()}`);
+    assert.equal((await pane('a', p)).rows[0], A_TOP()[0]);
+    assert.equal((await pane('b', p)).total, averageTotal(bFiles, 'inuse_space'));
+    // another sample type in the URL is the one asked for with the meta
+    seen.length = 0;
+    await p.goto(`${URL_BASE}/compare?${q}&sample=alloc_space`);
+    await panesReady(p);
+    assert.equal(await p.$eval('#cmp-sample', (el) => el.value), 'alloc_space');
+    assert.deepEqual(seen.filter((x) => x.get('report') !== 'meta').map((x) => x.get('sample_index')),
+      ['alloc_space', 'alloc_space', 'alloc_space', 'alloc_space'], 'the data of alloc_space, asked for once');
+    assert.equal((await pane('a', p)).total, rawTotal([aFile], 'alloc_space'));
+  } finally {
+    release();
+    await p.close();
+  }
+});
+
+step('14-tall-graph-scrolls', ['02-each-side-is-pprofs'], async () => {
+  // a graph taller than its pane (here a pane three rows high) is drawn where it can
+  // be seen; scrolled to its bottom, the deepest frames are drawn there
+  const p = await context.newPage();
+  watch(p);
+  await p.addInitScript(() => document.addEventListener('DOMContentLoaded', () => {
+    const st = document.createElement('style');
+    st.textContent = '#cmp-a .pf-flame-scroll { flex: none; height: 54px; }';
+    document.head.append(st);
+  }));
+  try {
+    const q = new URLSearchParams({ 'a.sel': HEAP, 'a.start': String(ts[1]), 'a.end': String(ts[3]), 'b.sel': HEAP, 'b.time': String(ts[0]) });
+    await p.goto(`${URL_BASE}/compare?${q}`);
+    await panesReady(p);
+    // the colour of the canvas at the middle of a frame (canvas pixels), 0 where nothing is drawn
+    const alphaAt = (f) => p.evaluate((f) => {
+      const c = document.querySelector('#cmp-a-flame');
+      const b = c.getBoundingClientRect();
+      const k = c.width / b.width;
+      return c.getContext('2d').getImageData(Math.round((f.x - b.left + Math.min(f.w / 2, 2)) * k), Math.round((f.y - b.top + f.h / 2) * k), 1, 1).data[3];
+    }, f);
+    const frames = (await pane('a', p)).frames;
+    const depth = Math.max(...frames.map((f) => f.depth));
+    assert.ok(depth >= 8, `a graph of at least 9 levels in a pane of 3: ${depth + 1}`);
+    const deep = frames.filter((f) => f.depth === depth).sort((x, y) => y.w - x.w)[0];
+    const top = frames.find((f) => f.depth === 0);
+    assert.ok(await alphaAt(top) > 0, 'the root, in view, is drawn');
+    assert.equal(await alphaAt(deep), 0, `the deepest level (${depth}), far below the view, is not drawn yet`);
+    await p.$eval('#cmp-a .pf-flame-scroll', (el) => { el.scrollTop = el.scrollHeight; });
+    await eventually(async () => {
+      const f = (await pane('a', p)).frames.find((x) => x.depth === depth && x.name === deep.name);
+      assert.ok(await alphaAt(f) > 0, 'scrolled to the bottom: the deepest frame is drawn');
+    });
+    // hovering it shows its tooltip, as anywhere
+    const f = (await pane('a', p)).frames.find((x) => x.depth === depth && x.name === deep.name);
+    await p.mouse.move(f.x + Math.min(f.w / 2, 2), f.y + f.h / 2);
+    await eventually(async () => {
+      const tip = await p.$eval('#cmp-a .pf-tooltip', (el) => (el.hidden ? '' : el.textContent));
+      assert.ok(tip.includes(deep.name), `the tooltip names ${deep.name}: ${tip}`);
+    });
+  } finally {
+    await p.close();
+  }
+});
+
+step('15-no-page-errors', [], async () => {
   assert.deepEqual(pageErrors, [], 'no uncaught errors in the pages');
 });

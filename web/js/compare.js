@@ -222,6 +222,37 @@ function errorText(e) {
   return e && e.message ? e.message : String(e);
 }
 
+// A side's meta request (apiGet's promise); resolved: resolveSide's.
+function fetchMeta(resolved, agg, signal) {
+  return apiGet('query', { ...sideParams(resolved, undefined, agg), report: 'meta' }, signal);
+}
+
+// A side's flame graph and top table in sample type si ('' for the profile's
+// default): a promise of [flamegraph answer, top answer].
+function fetchData(resolved, agg, si, signal) {
+  const params = { ...sideParams(resolved, undefined, agg), sample_index: si || undefined };
+  return Promise.all([
+    apiGet('query', { ...params, report: 'flamegraph' }, signal),
+    apiGet('query', { ...params, report: 'top' }, signal),
+  ]);
+}
+
+// Whether a fetchData answer is of sample type si (both reports name theirs).
+export function dataIsOf(got, si) {
+  if (!got || !si) return false;
+  const [fr, tr] = got;
+  return !!(fr && tr && fr.data && tr.data && fr.data.sampleType === si && tr.data.sampleType === si);
+}
+
+// Resolves in a task of its own after the next frame (or after 50 ms where no frame
+// comes, as in a hidden tab): what was drawn before it is on the screen.
+function nextTask() {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, 50);
+    requestAnimationFrame(() => { clearTimeout(t); setTimeout(resolve, 0); });
+  });
+}
+
 // One pane: a side's selector and time controls, description, total, flame graph and
 // top table. `page` is the ComparePage it reports to.
 class Pane {
@@ -355,8 +386,10 @@ class Pane {
     this.msg.hidden = !text;
   }
 
-  // The side's meta answer (or null when nothing is there); resolved: resolveSide's.
-  async loadMeta(resolved, signal) {
+  // The side's meta answer (or null when nothing is there); resolved: resolveSide's;
+  // early: the meta request's promise when it was made before the pane was built
+  // (prefetch), else made here.
+  async loadMeta(resolved, signal, early) {
     this.resolved = resolved;
     this.meta = null;
     this.tree = null;
@@ -371,7 +404,7 @@ class Pane {
       return null;
     }
     try {
-      const r = await apiGet('query', { ...sideParams(resolved, undefined, this.page.state.agg), report: 'meta' }, signal);
+      const r = await (early || fetchMeta(resolved, this.page.state.agg, signal));
       this.meta = r.data || null;
       if (!this.meta) this.showMessage(`No profile for side ${NAMES[this.k]}: ${this.desc.textContent}. Pick another time or range.`);
       else {
@@ -387,13 +420,17 @@ class Pane {
     }
   }
 
-  // The flame graph and top table in sample type si.
-  async loadData(si, signal) {
-    const params = { ...sideParams(this.resolved, undefined, this.page.state.agg), sample_index: si || undefined };
-    const [fr, tr] = await Promise.all([
-      apiGet('query', { ...params, report: 'flamegraph' }, signal),
-      apiGet('query', { ...params, report: 'top' }, signal),
-    ]);
+  // The flame graph and top table in sample type si, fetched (a promise of
+  // [flamegraph answer, top answer]). early: a fetchData answer requested with the
+  // meta (prefetch), used when it is of sample type si.
+  async fetchData(si, signal, early) {
+    const got = early ? await early : null;
+    if (got && dataIsOf(got, si)) return got;
+    return fetchData(this.resolved, this.page.state.agg, si, signal);
+  }
+
+  // Draws fetchData's answer.
+  show([fr, tr]) {
     this.tree = fr.data && fr.data.root;
     this.unit = (fr.data && fr.data.unit) || '';
     this.flame.setData(this.tree, this.unit, false);
@@ -423,6 +460,8 @@ class ComparePage {
     ensureStylesheet();
     this.main = main;
     this.state = decodeCompare(location.search);
+    // the requests go out before the page is built (building it is tens of ms)
+    const early = this.prefetch(Date.now());
     this.root = h('section', { id: 'compare', class: 'cmp-page', 'data-state': 'loading' });
     this.sample = h('select', { id: 'cmp-sample', 'aria-label': 'Sample type of both sides', disabled: true });
     this.scale = h('div', { class: 'seg', role: 'group', 'aria-label': 'Flame graph widths' },
@@ -466,7 +505,24 @@ class ComparePage {
     // relative times are resolved at the moment of the switch
     this.toDiff.addEventListener('click', () => { this.toDiff.href = './?' + diffSearch(this.state, Date.now()); });
     document.title = 'Compare · profd';
-    this.load();
+    this.load(early);
+  }
+
+  // Both sides' meta and data requests at once, with the URL's sample type (or each
+  // profile's default): {now, ctrl, sides: [{resolved, meta, data}]}; load uses the
+  // data when it is of the sample type it picks from the metas (the usual case), so
+  // that the page waits for one round of requests, not two.
+  prefetch(now) {
+    const ctrl = new AbortController();
+    const sides = SIDES.map((k) => {
+      const resolved = resolveSide(this.state[k], now);
+      if (!resolved.query) return { resolved, meta: null, data: null };
+      const meta = fetchMeta(resolved, this.state.agg, ctrl.signal);
+      meta.catch(() => {}); // loadMeta reports its error
+      const data = fetchData(resolved, this.state.agg, this.state.sample, ctrl.signal).catch(() => null);
+      return { resolved, meta, data };
+    });
+    return { now, ctrl, sides };
   }
 
   destroy() {
@@ -514,11 +570,12 @@ class ComparePage {
   }
 
   // Both sides' meta, the sample type both have, then both sides' data.
-  async load() {
+  // early: prefetch's answer, made for this state.
+  async load(early) {
     if (this.ctrl) this.ctrl.abort();
-    const ctrl = new AbortController();
+    const ctrl = early ? early.ctrl : new AbortController();
     this.ctrl = ctrl;
-    const now = Date.now();
+    const now = early ? early.now : Date.now();
     this.commit(false);
     this.renderScale();
     for (const k of SIDES) this.panes[k].render(now);
@@ -526,7 +583,8 @@ class ComparePage {
     this.status.textContent = '';
     let metas;
     try {
-      metas = await Promise.all(SIDES.map((k) => this.panes[k].loadMeta(resolveSide(this.state[k], now), ctrl.signal)));
+      metas = await Promise.all(SIDES.map((k, i) => this.panes[k].loadMeta(
+        early ? early.sides[i].resolved : resolveSide(this.state[k], now), ctrl.signal, early && early.sides[i].meta)));
     } catch (e) {
       if (e.name === 'AbortError' || ctrl.signal.aborted) return;
       throw e;
@@ -546,15 +604,16 @@ class ComparePage {
         + '(each graph is drawn to its own scale).';
     }
     this.shown = pick;
-    await this.loadData();
+    await this.loadData(early);
   }
 
-  async loadData() {
+  // early: prefetch's answer, whose data is used where it is of the sample type shown.
+  async loadData(early) {
     if (this.dataCtrl) this.dataCtrl.abort();
     const ctrl = new AbortController();
     this.dataCtrl = ctrl;
     const si = this.sample.value || this.shown || '';
-    await Promise.all(SIDES.map(async (k, i) => {
+    const got = await Promise.all(SIDES.map(async (k, i) => {
       const pane = this.panes[k];
       if (!this.metas || !this.metas[i]) {
         pane.flame.setState('empty');
@@ -562,26 +621,56 @@ class ComparePage {
         pane.total.querySelector('b').textContent = '–';
         pane.total.querySelector('b').dataset.total = '';
         pane.setState(pane.msg.hidden ? 'empty' : 'error');
-        return;
+        return null;
       }
       pane.flame.setState('loading');
       pane.top.setState('loading');
       pane.setState('loading');
       try {
-        await pane.loadData(si, ctrl.signal);
-        if (ctrl.signal.aborted) return;
-        pane.setState('ready');
+        return await pane.fetchData(si, ctrl.signal, early && early.sides[i].data);
       } catch (e) {
-        if (e.name === 'AbortError' || ctrl.signal.aborted) return;
+        if (e.name === 'AbortError' || ctrl.signal.aborted) return null;
         pane.flame.setState('error', errorText(e));
         pane.top.setState('error', errorText(e));
         pane.setState('error');
+        return null;
       }
     }));
     if (ctrl.signal.aborted || this.destroyed) return;
+    // each graph laid out once, at its final zoom and width (applyFocus then finds
+    // nothing to change), and one pane drawn a frame after the other, so that no
+    // task holds both
+    this.presetView(got);
+    let drawn = 0;
+    for (let i = 0; i < SIDES.length; i++) {
+      if (!got[i]) continue;
+      if (drawn++) await nextTask();
+      if (ctrl.signal.aborted || this.destroyed) return;
+      this.panes[SIDES[i]].show(got[i]);
+      this.panes[SIDES[i]].setState('ready');
+    }
     this.applyView();
     const states = SIDES.map((k) => this.panes[k].root.dataset.state);
     this.setState(states.includes('loading') ? 'loading' : states.every((s) => s === 'ready') ? 'ready' : 'partial');
+  }
+
+  // The focus's zoom and the scale's widths on the flame graphs of fetchData's
+  // answers (got: per side, or null), before they are drawn: as applyFocus and
+  // applyScale will set them.
+  presetView(got) {
+    const totals = [];
+    const units = new Set();
+    SIDES.forEach((k, i) => {
+      const tree = got[i] && got[i][0].data && got[i][0].data.root;
+      units.add((got[i] && got[i][0].data && got[i][0].data.unit) || '');
+      if (!tree) { totals.push(0); return; }
+      const m = mapPath(tree, this.state.focus);
+      this.panes[k].flame.setZoom(m.path);
+      const n = findPath(tree, m.path);
+      totals.push(n ? n.total : 0);
+    });
+    const shares = scaleShares(totals, this.state.scale === 'same' && units.size === 1);
+    SIDES.forEach((k, i) => this.panes[k].flame.setScale(shares[i]));
   }
 
   // The URL's focus, search, sort and filter on both panes.

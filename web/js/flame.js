@@ -466,6 +466,7 @@ export class FlameView {
     });
     on(this.resetBtn, 'click', () => this.userZoom([]));
     on(this.canvas, 'mousemove', (e) => this._onMove(e));
+    on(this.scroll, 'scroll', () => this._onScroll(), { passive: true });
     const hideTip = () => {
       this.hover = -1;
       this.tip.hidden = true;
@@ -534,7 +535,9 @@ export class FlameView {
       this.layout = { rects: [], depths: 0, zoomPath: [] };
       this.rows = [];
       this.tip.hidden = true;
-      this._sizeCanvas(0);
+      // an empty canvas at the width it had: reading the pane's width here would lay
+      // the page out while it is being built (a pane is built in this state)
+      this._sizeCanvas(0, this.cssW || 0);
     }
   }
 
@@ -598,8 +601,11 @@ export class FlameView {
   }
 
   setSearch(q, fromInput = false) {
+    const same = (q || '') === this.search;
     this.search = q || '';
     if (!fromInput && this.searchInput.value !== this.search) this.searchInput.value = this.search;
+    // the same search draws nothing again (setData keeps the matches up to date)
+    if (same) return;
     this.match = compileMatcher(this.search);
     this.matchCache.clear();
     this._updateSearchResult();
@@ -726,9 +732,11 @@ export class FlameView {
     const charW = this._charW;
     const searching = !!this.match;
     const hl = this.dark ? SEARCH_COLORS.dark : SEARCH_COLORS.light;
+    const [b0, b1] = (this._band = this._visibleBand());
     for (let i = 0; i < rects.length; i++) {
       const r = rects[i];
       const y = this._y(r.depth);
+      if (y + ROW_H <= b0 || y >= b1) continue;
       const n = r.node;
       const matched = searching && r.depth > 0 && this._isMatch(r.name);
       let c;
@@ -755,6 +763,24 @@ export class FlameView {
       ctx.lineWidth = i === this.sel ? 2 : 1;
       ctx.strokeRect(r.x + 0.5, this._y(r.depth) + 0.5, Math.max(r.w - 2, 1), ROW_H - 2);
     }
+  }
+
+  // The rows of the canvas (CSS px from its top) that _draw draws: those in the pane's
+  // view and half a view above and below it. A canvas taller than its pane (a deep
+  // profile) is drawn only where it can be seen; a scroll past the band draws again
+  // (_onScroll). A pane not laid out (hidden) draws everything, as it cannot tell.
+  _visibleBand() {
+    const view = this.scroll.clientHeight;
+    if (!view) return [0, this.cssH || 0];
+    const top = this.scroll.scrollTop - this.canvas.offsetTop;
+    return [top - view / 2, top + view * 1.5];
+  }
+
+  _onScroll() {
+    if (!this._band || !this.layout.rects.length) return;
+    const view = this.scroll.clientHeight;
+    const top = this.scroll.scrollTop - this.canvas.offsetTop;
+    if (top < this._band[0] || top + view > this._band[1]) this.draw();
   }
 
   _hitEvent(e) {
