@@ -5,7 +5,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
   decodeCompare, encodeCompare, resolveSide, diffSearch, compareSearch, mapPath, scaleShares,
-  commonSampleTypes, isMerge, sideWhen,
+  commonSampleTypes, isMerge, sideWhen, dataIsOf,
 } from '../js/compare.js';
 import { decodeState } from '../js/app.js';
 import { layoutFlame } from '../js/flame.js';
@@ -141,4 +141,14 @@ test('commonSampleTypes: the types both sides have, and which one shows', () => 
   assert.deepEqual(commonSampleTypes([heap, gor], ''), { types: [], pick: '' });
   // one side empty: the other's types
   assert.deepEqual(commonSampleTypes([null, gor], '').types, ['goroutine']);
+});
+
+test('dataIsOf: data asked for with the meta is used only when both reports are of the type shown', () => {
+  const ans = (fr, tr) => [{ data: fr && { sampleType: fr, root: {} } }, { data: tr && { sampleType: tr, rows: [] } }];
+  assert.equal(dataIsOf(ans('cpu', 'cpu'), 'cpu'), true);
+  assert.equal(dataIsOf(ans('samples', 'samples'), 'cpu'), false, 'the profile default was another type');
+  assert.equal(dataIsOf(ans('cpu', 'samples'), 'cpu'), false, 'one report of another type');
+  assert.equal(dataIsOf(ans(null, 'cpu'), 'cpu'), false, 'no flame graph');
+  assert.equal(dataIsOf(null, 'cpu'), false, 'the early request failed');
+  assert.equal(dataIsOf(ans('cpu', 'cpu'), ''), false, 'no sample type picked');
 });
