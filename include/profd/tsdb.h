@@ -25,6 +25,7 @@ struct pd_tsdb_label {
 #define PD_TSDB_DEFAULT_RETENTION_MS (15LL * 24 * 3600 * 1000)
 #define PD_TSDB_DEFAULT_BLOCK_RANGE_MS (2LL * 3600 * 1000)
 #define PD_TSDB_DEFAULT_CHUNK_SAMPLES 120
+#define PD_TSDB_DEFAULT_CHUNK_STAGGER 30
 #define PD_TSDB_DEFAULT_MAX_PROFILE ((size_t)64 << 20)
 #define PD_TSDB_DEFAULT_MAX_FUTURE_MS (10LL * 60 * 1000)
 
@@ -33,6 +34,12 @@ struct pd_tsdb_opts {
 	uint64_t retention_bytes;   /* delete oldest blocks past this size; 0: no limit */
 	int64_t block_range_ms;     /* span of a head block; 0: 2h */
 	unsigned chunk_samples;     /* cut a chunk after this many samples; 0: 120 */
+	/* a series' first chunk in each block range is cut up to this many samples
+	 * before chunk_samples (how many: by the series' label hash), so that series
+	 * scraped together do not all seal their chunks on one scrape (a seal
+	 * compresses the chunk); used only when below half of chunk_samples;
+	 * pd_tsdb_opts_init: 30 */
+	unsigned chunk_stagger;
 	int value_encoding;         /* encoding of new value chunks (enum
 				     * pd_chunkenc_value_encoding); 0: v2, columnar */
 	unsigned value_group;       /* profiles per zstd frame; 0: the encoding's default */

@@ -30,6 +30,7 @@ void pd_tsdb_opts_init(struct pd_tsdb_opts *o)
 	o->retention_ms = PD_TSDB_DEFAULT_RETENTION_MS;
 	o->block_range_ms = PD_TSDB_DEFAULT_BLOCK_RANGE_MS;
 	o->chunk_samples = PD_TSDB_DEFAULT_CHUNK_SAMPLES;
+	o->chunk_stagger = PD_TSDB_DEFAULT_CHUNK_STAGGER;
 	o->value_encoding = PD_CHUNKENC_DEFAULT_ENCODING;
 	o->value_group = 0; /* the encoding's own default */
 	o->zstd_level = PD_CHUNKENC_DEFAULT_ZSTD_LEVEL;

@@ -61,6 +61,7 @@ int head_init(struct head *h, const struct pd_tsdb_opts *o)
 	h->mint = INT64_MAX;
 	h->maxt = INT64_MIN;
 	h->chunk_samples = o->chunk_samples;
+	h->chunk_stagger = o->chunk_stagger;
 	h->group = o->value_group;
 	h->level = o->zstd_level;
 	h->encoding = o->value_encoding;
@@ -572,6 +573,21 @@ static struct pd_chunkenc_values *open_values(struct head *h, int64_t t)
 	return c;
 }
 
+/* How many samples the chunk s opens at t holds before it is sealed: chunk_samples,
+ * and for the series' first chunk in a block range up to chunk_stagger fewer, by
+ * its label hash. Series scraped together then seal on different scrapes, and go
+ * on doing so, as their later chunks of the range are full ones. (s->maxt: the
+ * series' sample before t.) */
+static unsigned chunk_limit(const struct head *h, const struct head_series *s, int64_t t)
+{
+	unsigned n = h->chunk_samples, k = h->chunk_stagger;
+	if (!k || k >= n / 2)
+		return n;
+	if (s->maxt != INT64_MIN && window_of(s->maxt, h->block_range) == window_of(t, h->block_range))
+		return n;
+	return n - (unsigned)(s->hash % (k + 1));
+}
+
 int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t *p, size_t len,
 		const struct pd_pprof_profile *decoded, struct pd_err *err)
 {
@@ -592,7 +608,7 @@ int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t 
 		goto out;
 	}
 	if (s->open_ts.count &&
-	    (s->open_ts.count >= h->chunk_samples ||
+	    (s->open_ts.count >= s->open_limit ||
 	     window_of(t, h->block_range) != window_of(s->open_mint, h->block_range)) &&
 	    (rc = seal_open(h, s, err)))
 		goto out;
@@ -608,6 +624,7 @@ int head_append(struct head *h, struct head_series *s, int64_t t, const uint8_t 
 	}
 	if (s->open_ts.count == 1) {
 		s->open_mint = t;
+		s->open_limit = chunk_limit(h, s, t);
 		pd_chunkenc_totals_destroy(s->open_tot);
 		s->open_tot = pd_chunkenc_totals_create();
 	}

@@ -45,6 +45,7 @@ struct head_series {
 	 * when it could not be kept (out of memory): the chunk is sealed without */
 	struct pd_chunkenc_totals *open_tot;
 	int64_t open_mint;
+	unsigned open_limit; /* the open chunk is sealed at this many samples (chunk_limit) */
 	int64_t maxt; /* last timestamp appended, INT64_MIN when none */
 	struct tombstones tomb; /* deleted intervals (ref 0), normalised */
 	int live;     /* it has had a sample: counted in the head's nlive (under mu) */
@@ -83,6 +84,7 @@ struct head {
 	int64_t mint, maxt; /* INT64_MAX / INT64_MIN when empty */
 	uint64_t nsamples;
 	unsigned chunk_samples, group;
+	unsigned chunk_stagger; /* pd_tsdb_opts' */
 	int level, encoding;
 	int64_t block_range;
 	/* symbols the open chunks of one block range share (v2): a new set for each

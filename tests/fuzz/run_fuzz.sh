@@ -6,6 +6,9 @@
 # written. Inputs the fuzzer finds go to WORK_DIR/corpus, crashes to
 # WORK_DIR/artifacts/.
 #
+# PD_FUZZ_SEED_MAX (bytes, optional): seed files larger than this are left out
+# (an input that takes seconds would spend the fuzzing time and near the limit).
+#
 # usage: run_fuzz.sh FUZZER SECONDS WORK_DIR CRASH_DIR SEED_DIR...
 set -euo pipefail
 
@@ -58,6 +61,10 @@ for d in "$@"; do
 	prefix=$(basename "$d")
 	while IFS= read -r -d '' f; do
 		case "$(basename "$f")" in README* | .*) continue ;; esac
+		if [ -n "${PD_FUZZ_SEED_MAX:-}" ] && [ "$(stat -c %s "$f")" -gt "$PD_FUZZ_SEED_MAX" ]; then
+			echo "$name: seed $f is over $PD_FUZZ_SEED_MAX bytes: left out"
+			continue
+		fi
 		cp "$f" "$work/corpus/$prefix-$(basename "$f")"
 		seeds=$((seeds + 1))
 	done < <(find "$d" -type f -print0)
