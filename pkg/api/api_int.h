@@ -148,7 +148,7 @@ struct api_conn {
 	int in_use;
 	int reserve; /* served by the reserve daemon */
 	int fd, dupfd;
-	int bound; /* MHD has started it (on_connection) */
+	int bound; /* MHD has started it (api_on_connection) */
 	int killed;
 	enum api_conn_phase phase;
 	int64_t phase_start_ns;
@@ -282,12 +282,12 @@ struct api_req {
 	struct pd_api_server *srv;
 	struct api_conn *cn; /* the connection's slot (NULL if unknown) */
 	int raw_nul;         /* the raw request target held %00 or a NUL byte */
-	const char *raw_uri; /* MHD's, seen by on_uri: compared, read only before decoding ends */
+	const char *raw_uri; /* MHD's, seen by api_on_uri: compared, read only before decoding ends */
 	size_t raw_len;
 	struct MHD_Connection *conn;
 	const char *method; /* borrowed from MHD */
 	char *path;         /* without the route prefix */
-	char *raw_query;    /* the raw query string (after '?'), copied by on_uri; may be NULL */
+	char *raw_query;    /* the raw query string (after '?'), copied by api_on_uri; may be NULL */
 	int outside;        /* enum api_outside: where the path lies against the route prefix */
 	int route;   /* index into the route table, -1: none */
 	int handler; /* enum api_handler */

@@ -42,7 +42,7 @@ void api_count_close(struct pd_api_server *s, enum api_close_reason why)
 }
 
 /* Moves a connection to phase ph and sets the deadline that phase has. */
-void api_conn_phase(struct pd_api_server *s, struct api_conn *cn, enum api_conn_phase ph)
+void api_conn_set_phase(struct pd_api_server *s, struct api_conn *cn, enum api_conn_phase ph)
 {
 	if (!cn)
 		return;

@@ -47,7 +47,7 @@ void api_reload(struct api_req *r, struct api_resp *w)
 	w->content_type = "text/plain; charset=utf-8";
 }
 
-/* The daemon is told after the answer has been sent (on_completed), so the
+/* The daemon is told after the answer has been sent (api_on_completed), so the
  * shutdown that follows cannot cut the answer off. */
 void api_quit(struct api_req *r, struct api_resp *w)
 {

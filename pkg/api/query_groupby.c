@@ -59,7 +59,7 @@ static int load_group(struct api_req *r, struct api_resp *w, struct merge_state 
 	if (rc == MERGE_STOP)
 		stop = 1;
 	else if (rc)
-		return -1; /* load_groups destroys m->mg */
+		return -1; /* api_load_groups destroys m->mg */
 	if (g->nprofiles == 0) {
 		pd_pprof_merger_destroy(m->mg);
 		m->mg = NULL;

@@ -54,7 +54,7 @@ struct side {
 	size_t navg;
 };
 
-/* What one group of group_by collected (see load_groups). */
+/* What one group of group_by collected (see api_load_groups). */
 struct group {
 	size_t first, count; /* its series: order[first .. first + count) */
 	size_t nprofiles, nseries;
@@ -96,7 +96,7 @@ struct tag_filters {
 #define WARN_FILTERED_ALL "tag_focus and tag_ignore left no sample"
 #define WARN_STACKS_ALL "the stack filters (focus, ignore, hide, show, show_from) left no sample"
 
-/* What load_groups found. */
+/* What api_load_groups found. */
 struct groups {
 	size_t *order;   /* series indexes of sd->res, grouped (api_group_sort) */
 	struct group *g; /* the groups kept, in label order */

@@ -414,7 +414,7 @@ int api_aggregate(struct api_resp *w, int agg, struct pd_pprof_profile **p, size
 	return 0;
 }
 
-/* A merge over [start, end] of every matching series (merge_plan picks the
+/* A merge over [start, end] of every matching series (api_merge_plan picks the
  * profiles, merge_series reads them). */
 static int load_merge(struct api_req *r, struct api_resp *w, struct side *sd, uint64_t max_profiles)
 {

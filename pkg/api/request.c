@@ -467,7 +467,7 @@ void *api_on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 /* 1 when the request line held a raw NUL byte inside its target. MHD hands the
  * target over as a C string, so "GET /a.js\0.html HTTP/1.1" would arrive as
  * "/a.js". MHD decodes the target in place, in the buffer that holds the request
- * line, just before the version: between the end of the raw target (as on_uri
+ * line, just before the version: between the end of the raw target (as api_on_uri
  * saw it) and the version there is only the separating space (now a NUL) unless
  * the target went on after a NUL. Checked only when the pointers have that
  * layout; otherwise nothing is found. */
@@ -548,7 +548,7 @@ enum MHD_Result api_on_request(void *cls, struct MHD_Connection *c, const char *
 		                                                      : 0;
 		/* an is_upload's body goes to its file, never to r->body */
 		pd_buf_init(&r->body, is_upload ? 1 : r->body_max);
-		api_conn_phase(s, r->cn, PHASE_BODY);
+		api_conn_set_phase(s, r->cn, PHASE_BODY);
 		if (s->web) {
 			/* exporter-toolkit's order: the file, the rate limit, basic auth */
 			if (!(r->web = api_web_get(s->web, 0)))
@@ -649,7 +649,7 @@ enum MHD_Result api_on_request(void *cls, struct MHD_Connection *c, const char *
 		*upload_len = 0;
 		return MHD_YES;
 	}
-	api_conn_phase(s, r->cn, PHASE_HANDLING);
+	api_conn_set_phase(s, r->cn, PHASE_HANDLING);
 	return process(r);
 }
 
@@ -672,7 +672,7 @@ void api_on_completed(void *cls, struct MHD_Connection *c, void **state,
 			api_count_close(s, ph == PHASE_HEADERS ? CLOSE_HEADER_TIMEOUT : CLOSE_READ_TIMEOUT);
 	}
 	/* the next request's headers are due within read_header_timeout */
-	api_conn_phase(s, cn, PHASE_HEADERS);
+	api_conn_set_phase(s, cn, PHASE_HEADERS);
 	if (r && r->quit_after)
 		s->o.quit(s->o.quit_ctx);
 	if (r)

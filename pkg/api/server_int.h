@@ -65,7 +65,7 @@ void api_serve_other(struct api_req *r, struct api_resp *w);
 /* Counts a connection the server closed itself (profd_http_connections_closed_total). */
 void api_count_close(struct pd_api_server *s, enum api_close_reason why);
 /* Moves a connection (NULL: none) to phase ph and sets the deadline that phase has. */
-void api_conn_phase(struct pd_api_server *s, struct api_conn *cn, enum api_conn_phase ph);
+void api_conn_set_phase(struct pd_api_server *s, struct api_conn *cn, enum api_conn_phase ph);
 /* The slot of an MHD connection, or NULL. */
 struct api_conn *api_conn_of(struct MHD_Connection *c);
 /* The acceptor thread (arg: the server): accepts, picks the pool, enforces the
