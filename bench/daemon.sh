@@ -174,8 +174,9 @@ machine_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' 
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
 # metrics: "ok failed appended head_samples duration_sum duration_count active_targets"
+# (a minute at most: a run's longest answer is a figure of its own, see run_store)
 metrics() {
-	curl -fsS --max-time 10 "$api/metrics" | awk '
+	curl -fsS --max-time 60 "$api/metrics" | awk '
 		/^profd_scrapes_total\{result="success"\}/ { ok = $2 }
 		/^profd_scrapes_total\{result="failure"\}/ { fail = $2 }
 		/^profd_profiles_appended_total\{source="scrape"\}/ { app = $2 }
@@ -317,10 +318,14 @@ run_store() {
 	: >"$work/$tag.rows"
 	: >"$work/$tag.poll"
 	local m ok fail app hs ds dc r c tc t mt
+	echo 0 >"$work/$tag.stall"
 	while :; do
 		kill -0 "$profd_pid" 2>/dev/null || die "profd exited during the run: $(tail -5 "$work/profd.log")"
 		t=$(now)
-		m=$(metrics) || die "GET /metrics failed"
+		m=$(metrics) || die "GET /metrics failed (no answer within 60 s)"
+		# the longest answer: how long the daemon held its monitoring back
+		awk -v a="$t" -v b="$(now)" -v f="$work/$tag.stall" 'BEGIN { getline m < f; close(f)
+			if (b - a > m) print b - a > f }'
 		read -r ok fail app hs ds dc _ <<<"$m"
 		r=$(rss_kb "$profd_pid")
 		# shellcheck disable=SC2086
@@ -577,6 +582,9 @@ for ci in "${!series_list[@]}"; do
 	for enc in 2 1; do
 		awk -v enc="$enc" -v name="$(name_of "$enc")" '$1 == "backlog" && $2 == enc { $1 = ""; $2 = ""; sub(/^  /, ""); print name ": " $0 }' \
 			"$work/c$ci.rate.backlog"
+	done
+	for enc in 2 1; do
+		printf '%s: the longest GET /metrics during the run: %.2f s\n' "$(name_of "$enc")" "$(cat "$work/c$ci-v$enc.stall")"
 	done
 
 	# aims
