@@ -3,7 +3,7 @@
  * all gone are taken out of the series table, the refs map, the hash buckets and
  * the postings, and freed once no reader can hold them: readers look series up
  * by ref and find nothing after the drop, and the store frees the series only
- * when no query is in flight (db.c takes its blocks lock for writing). */
+ * when no query is in flight (db_flush.c takes its blocks lock for writing). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -51,7 +51,7 @@ struct head_series {
 	int live;     /* it has had a sample: counted in the head's nlive (under mu) */
 	int logged;   /* the WAL holds this series' record (written under append_mu with
 		       * __atomic stores; committers read it with __atomic loads) */
-	/* commits in flight (db.c): samples reserved in WAL order, not yet in the head */
+	/* commits in flight (db_append.c): samples reserved in WAL order, not yet in the head */
 	int64_t commit_t;     /* newest timestamp reserved (append_mu); valid while
 			       * commit_seq != commit_done */
 	uint64_t commit_seq;  /* samples of this series reserved so far (append_mu) */
