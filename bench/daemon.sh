@@ -494,7 +494,7 @@ mem=$(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo 2>/dev
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) cores, ${cpu:-unknown cpu}, ${mem:-?} RAM," \
 	"$(uname -sr); libcurl $(curl-config --version 2>/dev/null | cut -d' ' -f2 || echo '?');" \
 	"build: $build (${type:-unknown}); load average before: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
-echo "profd daemon bench: \`profd run\` scraping loopback targets (bench/daemon_targets.c, one 127.0.0.1 port"
+echo "profd daemon bench: \`profd run\` scraping loopback targets (bench/daemon_targets.c, one loopback host:port"
 echo "each) that serve the $nheap $ptype profiles of $corpus/$pdir in turn; only $ptype enabled;"
 if [ -n "$ref" ]; then
 	echo "this build (v2) beside the reference build $ref (v1 columns: ref), both value encoding 2, on the same input."

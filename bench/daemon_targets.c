@@ -1,6 +1,8 @@
 /* daemon_targets.c: the scrape targets of bench/daemon.sh: N loopback targets, each
  * its own listening socket on 127.0.0.1 (a port the kernel picks), so that every
- * target has a distinct host:port and so a distinct `instance` label. Each serves
+ * target has a distinct host:port and so a distinct `instance` label. Past
+ * TARGETS_PER_ADDR targets the next go on 127.0.0.2, and so on (the kernel picks
+ * ports from its local port range, about 28,000 of them an address). Each serves
  * one path (default /debug/pprof/heap) with the *.pb.gz files of one folder, as
  * Go's net/http/pprof serves a profile (gzip bytes, application/octet-stream), and
  * cycles through them: target i's j-th answer is file (i + j) mod F, so that
@@ -49,6 +51,7 @@
 #define MAX_FILES 4096
 #define REQ_MAX 8192
 #define MAX_ROUTES 8
+#define TARGETS_PER_ADDR 20000 /* listening sockets on one loopback address */
 
 struct file {
 	char *data;
@@ -415,13 +418,17 @@ int main(int argc, char **argv)
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			die("socket");
-		struct sockaddr_in sa_in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		unsigned host = 1 + (unsigned)(i / TARGETS_PER_ADDR);
+		if (host > 254)
+			die("too many targets for 127.0.0.1-254");
+		struct sockaddr_in sa_in = {.sin_family = AF_INET,
+					    .sin_addr.s_addr = htonl(INADDR_LOOPBACK - 1 + host)};
 		socklen_t sl = sizeof(sa_in);
 		if (bind(fd, (struct sockaddr *)&sa_in, sizeof(sa_in)) || listen(fd, 64) ||
 		    getsockname(fd, (struct sockaddr *)&sa_in, &sl))
-			die("bind/listen on 127.0.0.1");
+			die("bind/listen on a loopback address");
 		targets[i].lfd = fd;
-		fprintf(af, "127.0.0.1:%u\n", (unsigned)ntohs(sa_in.sin_port));
+		fprintf(af, "127.0.0.%u:%u\n", host, (unsigned)ntohs(sa_in.sin_port));
 	}
 	if (fclose(af) || rename(tmp, addr_file))
 		die(addr_file);
@@ -453,7 +460,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < ntargets; i++)
 		close(targets[i].lfd);
-	fprintf(stderr, "daemon_targets: %zu targets on 127.0.0.1 in %u processes, %zu files of %s", ntargets,
+	fprintf(stderr, "daemon_targets: %zu targets on 127.0.0.x in %u processes, %zu files of %s", ntargets,
 		procs, routes[0].nfiles, dir);
 	for (size_t k = 1; k < nroutes; k++)
 		fprintf(stderr, ", %zu files for %s", routes[k].nfiles, also[k - 1]);
