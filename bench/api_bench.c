@@ -330,12 +330,12 @@ static const struct prof *synth_prof(const struct synth *s, size_t i, size_t k)
 	return &ty->p[(i * 7 + k) % ty->n];
 }
 
-static size_t synth_labels(const struct synth *s, size_t i, struct pd_tsdb_label *l)
+static size_t synth_labels(const struct synth *s, size_t i, struct pd_storage_label *l)
 {
 	/* sorted by name */
-	l[0] = (struct pd_tsdb_label){"__name__", s->ty[i]->name};
-	l[1] = (struct pd_tsdb_label){"instance", s->instance[i]};
-	l[2] = (struct pd_tsdb_label){"job", "bench"};
+	l[0] = (struct pd_storage_label){"__name__", s->ty[i]->name};
+	l[1] = (struct pd_storage_label){"instance", s->instance[i]};
+	l[2] = (struct pd_storage_label){"job", "bench"};
 	return 3;
 }
 
@@ -350,7 +350,7 @@ static void synth_selector(const struct synth *s, size_t i, char *out, size_t si
 static int synth_commit(struct pd_tsdb *db, const struct synth *s, size_t k, size_t b,
                         double *raw_bytes, struct pd_err *err)
 {
-	struct pd_tsdb_label l[3];
+	struct pd_storage_label l[3];
 	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 	if (!a)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
@@ -511,7 +511,7 @@ static int stores_fill(const struct opts *o, struct bstore *st, const struct syn
                        double *raw_bytes)
 {
 	struct pd_err err = {0};
-	struct pd_tsdb_block_info *b = NULL;
+	struct pd_storage_block_info *b = NULL;
 	size_t nb = 0;
 	*raw_bytes = 0;
 	for (size_t k = 0; k < s->samples; k++)
@@ -526,7 +526,7 @@ static int stores_fill(const struct opts *o, struct bstore *st, const struct syn
 			}
 	for (int x = 0; x < NENC; x++) {
 		struct store_info *si = &st[x].si;
-		struct pd_tsdb_stats ts;
+		struct pd_storage_stats ts;
 		double t0 = now();
 		if (pd_tsdb_flush(st[x].db, 0, &err))
 			goto fail;
@@ -674,16 +674,16 @@ static int section_range(const struct opts *o, struct client *c, struct pd_tsdb 
 		}
 	}
 	/* the reference: the listing alone, in this process */
-	struct pd_tsdb_matcher m = {"job", pd_tsdb_match_equal, "bench"};
+	struct pd_storage_matcher m = {"job", pd_storage_match_equal, "bench"};
 	for (int r = 0; r < n; r++) {
-		struct pd_tsdb_result *res = NULL;
+		struct pd_storage_result *res = NULL;
 		double a = now();
 		if (pd_tsdb_select(db, &m, 1, T0_MS, INT64_MAX, 0, &res, &err)) {
 			fprintf(stderr, "api_bench: select: %s\n", err.msg);
 			goto out;
 		}
 		sel[r] = now() - a;
-		pd_tsdb_result_destroy(res);
+		pd_storage_result_destroy(res);
 	}
 	/* and gzip of the body at the server's level 6, and at level 1 for comparison */
 	double gz_s[2] = {0, 0};
@@ -831,22 +831,22 @@ static int fetch_pairs(struct bstore *st, const struct synth *s, const size_t *i
 		for (int x = 0; x < NENC; x++) {
 			int e = (j & 1) ? NENC - 1 - x : x;
 			struct pd_tsdb *db = st[e].db;
-			struct pd_tsdb_label l[3];
-			struct pd_tsdb_matcher m[3];
-			struct pd_tsdb_result *res = NULL;
+			struct pd_storage_label l[3];
+			struct pd_storage_matcher m[3];
+			struct pd_storage_result *res = NULL;
 			uint8_t *raw = NULL, *z = NULL;
 			size_t len = 0, zl = 0;
 			size_t nl = synth_labels(s, is[j], l);
 			int64_t t = synth_time(s, is[j], ks[j]);
 			for (size_t i = 0; i < nl; i++)
-				m[i] = (struct pd_tsdb_matcher){l[i].name, pd_tsdb_match_equal,
+				m[i] = (struct pd_storage_matcher){l[i].name, pd_storage_match_equal,
 				                                l[i].value};
 			double a = now();
 			if (pd_tsdb_select(db, m, nl, t - PD_API_DEFAULT_LOOKBACK_MS, t, 0, &res,
 			                   &err))
 				goto fail;
 			double b = now();
-			pd_tsdb_result_destroy(res);
+			pd_storage_result_destroy(res);
 			if (pd_tsdb_read(db, l, nl, t, &raw, &len, &err))
 				goto fail;
 			double d = now();
@@ -1178,10 +1178,10 @@ static int merge_breakdown(struct pd_tsdb *db, const struct synth *s, const stru
                            struct steps *st)
 {
 	struct pd_err err = {0};
-	struct pd_tsdb_label l[3];
+	struct pd_storage_label l[3];
 	size_t nl = synth_labels(s, m->series, l);
-	struct pd_tsdb_matcher mt[3];
-	struct pd_tsdb_result *res = NULL;
+	struct pd_storage_matcher mt[3];
+	struct pd_storage_result *res = NULL;
 	struct bd_ctx bc = {0};
 	struct pd_pprof_profile *out = NULL;
 	uint8_t *enc = NULL;
@@ -1189,7 +1189,7 @@ static int merge_breakdown(struct pd_tsdb *db, const struct synth *s, const stru
 	int64_t t0 = synth_time(s, m->series, 0), t1 = synth_time(s, m->series, m->n - 1);
 	int rc = -1;
 	for (size_t i = 0; i < nl; i++)
-		mt[i] = (struct pd_tsdb_matcher){l[i].name, pd_tsdb_match_equal, l[i].value};
+		mt[i] = (struct pd_storage_matcher){l[i].name, pd_storage_match_equal, l[i].value};
 	double a = now();
 	if (pd_tsdb_select(db, mt, nl, t0, t1, 0, &res, &err))
 		goto out;
@@ -1251,7 +1251,7 @@ out:
 	pd_pprof_merger_destroy(bc.mg);
 	pd_pprof_destroy(out);
 	free(enc);
-	pd_tsdb_result_destroy(res);
+	pd_storage_result_destroy(res);
 	return rc;
 }
 
@@ -1783,7 +1783,7 @@ int main(int argc, char **argv)
 		struct pd_api_opts ao;
 		pd_api_opts_init(&ao);
 		ao.listen_address = "127.0.0.1:0";
-		ao.db = st[e].db;
+		ao.db = pd_tsdb_storage(st[e].db);
 		if (ao.max_merge_profiles < o.samples)
 			ao.max_merge_profiles = o.samples;
 		if (pd_api_start(&st[e].srv, &ao, &err)) {

@@ -130,7 +130,7 @@ static void run(const struct opts *o, int churn, struct reading *r)
 		int64_t gen = churn ? (t - t0) / replace : 0;
 		if (!first_done && t - t0 >= replace) {
 			trim();
-			struct pd_tsdb_stats st;
+			struct pd_storage_stats st;
 			pd_tsdb_stats(db, &st);
 			r->rss_first = rss_kb();
 			r->series_first = st.head_series;
@@ -140,7 +140,7 @@ static void run(const struct opts *o, int churn, struct reading *r)
 		for (int i = 0; i < o->series; i++) {
 			char pod[48];
 			snprintf(pod, sizeof(pod), "app-%lld-%d", (long long)gen, i);
-			struct pd_tsdb_label l[3] = {
+			struct pd_storage_label l[3] = {
 			    {"__name__", "heap"}, {"job", "churn"}, {"pod", pod}};
 			int k = (int)((i + j) % nprof);
 			if (pd_tsdb_append(a, l, 3, t, prof[k], plen[k], &err))
@@ -152,7 +152,7 @@ static void run(const struct opts *o, int churn, struct reading *r)
 			if (pd_tsdb_flush(db, 0, &err))
 				die("flush: %s", err.msg);
 			last_flush = t;
-			struct pd_tsdb_stats st;
+			struct pd_storage_stats st;
 			pd_tsdb_stats(db, &st);
 			if (st.head_series > r->series_max)
 				r->series_max = st.head_series;
@@ -161,7 +161,7 @@ static void run(const struct opts *o, int churn, struct reading *r)
 	if (pd_tsdb_flush(db, 0, &err))
 		die("flush: %s", err.msg);
 	trim();
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	r->rss_end = rss_kb();
 	r->series_end = st.head_series;

@@ -281,7 +281,7 @@ static int sql(struct pd_clickhouse *c, char **out, const char *fmt, ...)
 
 struct series {
 	char name[64], instance[64];
-	struct pd_tsdb_label tl[3]; /* __name__, instance, job: sorted */
+	struct pd_storage_label tl[3]; /* __name__, instance, job: sorted */
 	struct pd_labels *ls;
 	struct ptype *ty;
 };
@@ -292,9 +292,9 @@ static int series_init(struct series *s, struct ptype *ty, const char *instance)
 	snprintf(s->name, sizeof(s->name), "%s", ty->name);
 	snprintf(s->instance, sizeof(s->instance), "%s", instance);
 	s->ty = ty;
-	s->tl[0] = (struct pd_tsdb_label){"__name__", s->name};
-	s->tl[1] = (struct pd_tsdb_label){"instance", s->instance};
-	s->tl[2] = (struct pd_tsdb_label){"job", "bench"};
+	s->tl[0] = (struct pd_storage_label){"__name__", s->name};
+	s->tl[1] = (struct pd_storage_label){"instance", s->instance};
+	s->tl[2] = (struct pd_storage_label){"job", "bench"};
 	if (pd_labels_from_strings(&s->ls, &err, "__name__", s->name, "instance", s->instance,
 	                           "job", "bench", NULL))
 		return fail("labels", &err);
@@ -387,7 +387,7 @@ out:
 /* Sum of the blocks' files of db, bytes. */
 static uint64_t block_bytes(struct pd_tsdb *db)
 {
-	struct pd_tsdb_block_info *bi = NULL;
+	struct pd_storage_block_info *bi = NULL;
 	size_t n = 0;
 	uint64_t sum = 0;
 	struct pd_err err = {0};

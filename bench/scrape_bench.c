@@ -683,16 +683,16 @@ static void *store_main(void *arg)
 	}
 	struct series {
 		char inst[32], id[24];
-		struct pd_tsdb_label l[4];
+		struct pd_storage_label l[4];
 	} *ser = calloc(o->targets, sizeof(*ser));
 	for (size_t i = 0; i < o->targets; i++) {
 		size_t set = i / NTYPES;
 		snprintf(ser[i].inst, sizeof(ser[i].inst), "127.0.0.1:%u", 20000 + (unsigned)(set % o->ports));
 		snprintf(ser[i].id, sizeof(ser[i].id), "%zu", set);
-		ser[i].l[0] = (struct pd_tsdb_label){"__name__", type_names[i % NTYPES]};
-		ser[i].l[1] = (struct pd_tsdb_label){"instance", ser[i].inst};
-		ser[i].l[2] = (struct pd_tsdb_label){"job", "bench"};
-		ser[i].l[3] = (struct pd_tsdb_label){"target", ser[i].id};
+		ser[i].l[0] = (struct pd_storage_label){"__name__", type_names[i % NTYPES]};
+		ser[i].l[1] = (struct pd_storage_label){"instance", ser[i].inst};
+		ser[i].l[2] = (struct pd_storage_label){"job", "bench"};
+		ser[i].l[3] = (struct pd_storage_label){"target", ser[i].id};
 	}
 	int64_t t0 = now_ms() - 3600 * 1000;
 	size_t n = 0;
@@ -965,7 +965,7 @@ static void run_manager(const struct opts *o, struct server *srv, int64_t interv
 	size_t nbefore = list_tids(before, 256);
 	struct pd_scrape_manager *m;
 	struct pd_scrape_manager_opts mo = {.workers = o->workers};
-	if (pd_scrape_manager_create(&m, db, &mo, &err)) {
+	if (pd_scrape_manager_create(&m, pd_tsdb_storage(db), &mo, &err)) {
 		fprintf(stderr, "scrape_bench: %s\n", err.msg);
 		exit(1);
 	}
@@ -1046,7 +1046,7 @@ static void run_manager(const struct opts *o, struct server *srv, int64_t interv
 		pd_scrape_target_status_free(ts, n);
 	}
 	pd_scrape_manager_destroy(m);
-	struct pd_tsdb_stats tst;
+	struct pd_storage_stats tst;
 	pd_tsdb_stats(db, &tst);
 	r->series = tst.head_series;
 	r->samples = tst.head_samples;

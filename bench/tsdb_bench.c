@@ -190,12 +190,12 @@ static void print_rule(int width)
 	putchar('\n');
 }
 
-static int type_labels(struct pd_tsdb_label *l, const char *type, const char *instance)
+static int type_labels(struct pd_storage_label *l, const char *type, const char *instance)
 {
 	/* sorted by name */
-	l[0] = (struct pd_tsdb_label){"__name__", type};
-	l[1] = (struct pd_tsdb_label){"instance", instance};
-	l[2] = (struct pd_tsdb_label){"job", "bench"};
+	l[0] = (struct pd_storage_label){"__name__", type};
+	l[1] = (struct pd_storage_label){"instance", instance};
+	l[2] = (struct pd_storage_label){"job", "bench"};
 	return 3;
 }
 
@@ -317,8 +317,8 @@ static int import_type(const struct opts *o, const struct ptype *ty, int encodin
 	struct pd_err err = {0};
 	struct pd_tsdb *db = NULL;
 	struct pd_tsdb_opts to;
-	struct pd_tsdb_block_info *b = NULL;
-	struct pd_tsdb_label l[3];
+	struct pd_storage_block_info *b = NULL;
+	struct pd_storage_label l[3];
 	char dir[PATH_MAX];
 	size_t nb = 0;
 	int rc = -1;
@@ -1011,7 +1011,7 @@ static const struct prof *synth_prof(const struct synth *s, size_t i, size_t k)
 static int synth_append(struct pd_tsdb *db, const struct synth *s, size_t k0, size_t k1,
                         double *raw_bytes, struct pd_err *err)
 {
-	struct pd_tsdb_label l[3];
+	struct pd_storage_label l[3];
 	for (size_t k = k0; k < k1; k++)
 		for (size_t b = 0; b < s->nseries; b += BATCH) {
 			struct pd_tsdb_appender *a = pd_tsdb_appender(db);
@@ -1098,15 +1098,15 @@ static int list_and_read(struct pd_tsdb **db, const struct opts *o, size_t expec
                          struct list_rates *r)
 {
 	struct pd_err err = {0};
-	struct pd_tsdb_matcher m = {"job", match_eq, "bench"};
-	struct pd_tsdb_result *res[LS_NENC] = {NULL};
+	struct pd_storage_matcher m = {"job", match_eq, "bench"};
+	struct pd_storage_result *res[LS_NENC] = {NULL};
 	double t[LS_NENC][LS_LISTS];
 	int e = 0;
 	memset(r, 0, LS_NENC * sizeof(*r));
 	for (int i = 0; i < LS_LISTS; i++)
 		for (int x = 0; x < LS_NENC; x++) {
 			e = (i & 1) ? LS_NENC - 1 - x : x;
-			pd_tsdb_result_destroy(res[e]);
+			pd_storage_result_destroy(res[e]);
 			res[e] = NULL;
 			double t0 = now();
 			if (pd_tsdb_select(db[e], &m, 1, INT64_MIN, INT64_MAX, 0, &res[e], &err))
@@ -1140,7 +1140,7 @@ static int list_and_read(struct pd_tsdb **db, const struct opts *o, size_t expec
 	     j < ns && (r[0].read_s < o->read_seconds || r[1].read_s < o->read_seconds); j++)
 		for (int x = 0; x < LS_NENC; x++) {
 			e = (j & 1) ? LS_NENC - 1 - x : x;
-			const struct pd_tsdb_series *s = &res[e]->series[(j * stride) % ns];
+			const struct pd_storage_series *s = &res[e]->series[(j * stride) % ns];
 			double t0 = now();
 			for (size_t k = 0; k < s->nts; k++) {
 				uint8_t *p;
@@ -1156,13 +1156,13 @@ static int list_and_read(struct pd_tsdb **db, const struct opts *o, size_t expec
 		}
 	for (e = 0; e < LS_NENC; e++) {
 		r[e].prof_per_s = (double)r[e].read / r[e].read_s;
-		pd_tsdb_result_destroy(res[e]);
+		pd_storage_result_destroy(res[e]);
 	}
 	return 0;
 fail:
 	fprintf(stderr, "tsdb_bench: listing (%s): %s\n", ls_enc_name(ls_encodings[e]), err.msg);
 	for (e = 0; e < LS_NENC; e++)
-		pd_tsdb_result_destroy(res[e]);
+		pd_storage_result_destroy(res[e]);
 	return -1;
 }
 
@@ -1196,7 +1196,7 @@ static int section_listing(const struct opts *o)
 {
 	struct pd_err err = {0};
 	struct pd_tsdb *db[LS_NENC] = {NULL};
-	struct pd_tsdb_block_info *b = NULL;
+	struct pd_storage_block_info *b = NULL;
 	struct synth s = {0};
 	struct list_rates head[LS_NENC], blocks[LS_NENC];
 	char dir[LS_NENC][PATH_MAX];
@@ -1337,7 +1337,7 @@ static const char *const case_name[APPEND_CASES] = {"no chunk cut", "with chunk 
 static int synth_append_decoded(struct pd_tsdb *db, const struct synth *s, size_t samples,
                                 double *raw_bytes, double *seconds, struct pd_err *err)
 {
-	struct pd_tsdb_label l[3];
+	struct pd_storage_label l[3];
 	struct pd_pprof_profile *dec[BATCH];
 	*seconds = 0;
 	for (size_t k = 0; k < samples; k++)
@@ -1399,7 +1399,7 @@ static int append_run(const struct opts *o, const struct synth *s, size_t sample
 	struct pd_err err = {0};
 	struct pd_tsdb *db = NULL;
 	struct pd_tsdb_opts to;
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	char dir[PATH_MAX];
 	int rc = -1;
 	memset(r, 0, sizeof(*r));
@@ -1759,7 +1759,7 @@ static int gc_commit(struct gc_kind *kd, const struct synth *s, size_t i, size_t
 			return pd_err_set(err, PD_EIO, "plain file: %s", strerror(errno));
 		return 0;
 	}
-	struct pd_tsdb_label l[3];
+	struct pd_storage_label l[3];
 	size_t nl = (size_t)type_labels(l, s->ty[i]->name, s->instance[i]);
 	struct pd_tsdb_appender *a = pd_tsdb_appender(kd->db);
 	if (!a)
@@ -1866,7 +1866,7 @@ static int gc_open(const struct opts *o, int wal_sync, struct gc_kind *kd)
 
 /* Checks that the store holds every acknowledged commit, then closes and removes
  * it; *st receives its statistics. */
-static int gc_close(struct gc_kind *kd, struct pd_tsdb_stats *st)
+static int gc_close(struct gc_kind *kd, struct pd_storage_stats *st)
 {
 	int rc = 0;
 	if (kd->db) {
@@ -1910,7 +1910,7 @@ static int section_group_commit(const struct opts *o)
 	if (synth_init(&s, (size_t)maxt * GC_SERIES_PER_THREAD))
 		goto out;
 	for (size_t i = 0; i < GC_RUNS; i++) {
-		struct pd_tsdb_stats st[4];
+		struct pd_storage_stats st[4];
 		memset(st, 0, sizeof(st));
 		for (opened = 0; opened < 4; opened++)
 			if (gc_open(o, syncs[opened], &kinds[opened])) {
@@ -1964,7 +1964,7 @@ static int section_group_commit(const struct opts *o)
 	rc = 0;
 out:
 	for (int k = 0; k < opened; k++) {
-		struct pd_tsdb_stats st;
+		struct pd_storage_stats st;
 		memset(&st, 0, sizeof(st));
 		gc_close(&kinds[k], &st);
 	}
@@ -1991,7 +1991,7 @@ struct tv_rates {
 static int time_totals(struct pd_tsdb *db, size_t expect, struct tv_rates *r,
                        struct pd_err *err)
 {
-	struct pd_tsdb_matcher m = {"job", match_eq, "bench"};
+	struct pd_storage_matcher m = {"job", match_eq, "bench"};
 	double tl[TV_RUNS], tt[TV_RUNS], cl[TV_RUNS], ct[TV_RUNS];
 	memset(r, 0, sizeof(*r));
 	for (int i = 0; i < TV_RUNS; i++)
@@ -1999,26 +1999,26 @@ static int time_totals(struct pd_tsdb *db, size_t expect, struct tv_rates *r,
 			int totals = (i & 1) ? !x : x;
 			double t0 = now(), c0 = cpu_now();
 			if (totals) {
-				struct pd_tsdb_totals_result *res;
+				struct pd_storage_totals_result *res;
 				if (pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &res, err))
 					return -1;
 				tt[i] = now() - t0;
 				ct[i] = cpu_now() - c0;
 				size_t n = 0, v = 0;
 				for (size_t s = 0; s < res->nseries; s++) {
-					const struct pd_tsdb_totals *t = &res->series[s];
+					const struct pd_storage_totals *t = &res->series[s];
 					n += t->nts;
 					for (size_t q = 0; q < t->ntypes * t->nts; q++)
 						v += t->present[q];
 				}
-				pd_tsdb_totals_result_destroy(res);
+				pd_storage_totals_result_destroy(res);
 				r->values = v;
 				if (n != expect) {
 					pd_err_set(err, PD_EINVAL, "totals listed %zu profiles of %zu", n, expect);
 					return -1;
 				}
 			} else {
-				struct pd_tsdb_result *res;
+				struct pd_storage_result *res;
 				if (pd_tsdb_select(db, &m, 1, INT64_MIN, INT64_MAX, 0, &res, err))
 					return -1;
 				tl[i] = now() - t0;
@@ -2026,7 +2026,7 @@ static int time_totals(struct pd_tsdb *db, size_t expect, struct tv_rates *r,
 				size_t n = 0;
 				for (size_t s = 0; s < res->nseries; s++)
 					n += res->series[s].nts;
-				pd_tsdb_result_destroy(res);
+				pd_storage_result_destroy(res);
 				r->timestamps = n;
 			}
 		}
@@ -2045,7 +2045,7 @@ static int section_totals(const struct opts *o)
 {
 	struct pd_err err = {0};
 	struct pd_tsdb *db = NULL;
-	struct pd_tsdb_block_info *b = NULL;
+	struct pd_storage_block_info *b = NULL;
 	struct synth s = {0};
 	struct tv_rates r[2];
 	char dir[PATH_MAX] = "";

@@ -450,7 +450,10 @@ struct daemon {
 	const char *config_file;
 	struct pd_config *cfg;
 	struct pd_clickhouse *ch; /* NULL: the local store only */
-	struct pd_tsdb *db;
+	struct pd_storage_sink *ch_sink; /* with ch: what the local store forwards to */
+	struct pd_tsdb *db;             /* the local store (with ch: ClickHouse's spool) */
+	struct pd_storage *chst;        /* with ch: ClickHouse as a storage */
+	struct pd_storage *st;          /* what the scrape manager and the API use */
 	struct pd_scrape_manager *scrape;
 	struct pd_discovery_manager *disc;
 	int multitenancy; /* scrape jobs' series carry their tenant */
@@ -728,7 +731,7 @@ int pd_cmd_run(int argc, char **argv)
 			size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
 		return 2;
 	}
-	o.clickhouse_spool_max = (uint64_t)size;
+	o.spool_max = (uint64_t)size;
 	if (pd_config_parse_size(f.max_response_memory, &size, &err) || size <= 0) {
 		fprintf(stderr, "profd run: --web.max-response-memory: %s\n",
 			size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
@@ -914,7 +917,7 @@ int pd_cmd_run(int argc, char **argv)
 		if (src == PD_EUNAVAIL) {
 			/* not answering now: profiles are spooled in the WAL, and the
 			 * shipper creates the schema before its first insert */
-			o.clickhouse_schema_pending = 1;
+			o.sink_pending = 1;
 			pd_log_warn("clickhouse",
 			            "ClickHouse does not answer; profiles are spooled in the WAL "
 			            "until it does",
@@ -925,7 +928,12 @@ int pd_cmd_run(int argc, char **argv)
 			             f.ch_url, err.msg);
 			goto out;
 		}
-		o.clickhouse = d.ch;
+		if (pd_clickhouse_sink_create(&d.ch_sink, d.ch, &err)) {
+			pd_log_error("clickhouse", "ClickHouse is not usable", "url=%s err=%s",
+			             f.ch_url, err.msg);
+			goto out;
+		}
+		o.sink = d.ch_sink;
 		if (pd_url_has_password(f.ch_url) || pd_url_has_password(f.ch_cluster_nodes))
 			pd_log_warn("clickhouse",
 			            "a password in a ClickHouse URL can be read from the process list "
@@ -944,7 +952,17 @@ int pd_cmd_run(int argc, char **argv)
 		pd_log_error("tsdb", "opening the store failed", "err=%s", err.msg);
 		goto out;
 	}
-	struct pd_tsdb_stats st;
+	d.st = pd_tsdb_storage(d.db);
+	if (d.ch) {
+		if (pd_clickhouse_storage_create(&d.chst, d.ch, d.st,
+		                                 o.max_profile ? o.max_profile : PD_TSDB_DEFAULT_MAX_PROFILE,
+		                                 &err)) {
+			pd_log_error("clickhouse", "ClickHouse is not usable", "err=%s", err.msg);
+			goto out;
+		}
+		d.st = d.chst;
+	}
+	struct pd_storage_stats st;
 	pd_tsdb_stats(d.db, &st);
 	if (st.wal_repaired)
 		pd_log_warn("tsdb", "WAL repaired", "detail=%s", st.wal_repair);
@@ -965,7 +983,7 @@ int pd_cmd_run(int argc, char **argv)
 					     .legacy_max_depth = legacy_depth,
 					     .legacy_max_line = legacy_line,
 					     .legacy_max_maps = legacy_maps};
-	if (pd_scrape_manager_create(&d.scrape, d.db, &smo, &err) ||
+	if (pd_scrape_manager_create(&d.scrape, d.st, &smo, &err) ||
 	    pd_discovery_manager_create(&d.disc, on_groups, &d, &dopts, &err)) {
 		pd_log_error("main", "starting failed", "err=%s", err.msg);
 		goto out;
@@ -1069,7 +1087,7 @@ int pd_cmd_run(int argc, char **argv)
 					      .legacy_max_depth = legacy_depth,
 					      .legacy_max_line = legacy_line,
 					      .legacy_max_maps = legacy_maps};
-	ao.db = d.db;
+	ao.db = d.st;
 	ao.scrape = d.scrape;
 	ao.discovery = d.disc;
 	if (f.enable_lifecycle) {
@@ -1179,8 +1197,10 @@ out:
 	free(d.sd_seen);
 	pd_discovery_manager_destroy(d.disc);
 	pd_scrape_manager_destroy(d.scrape);
+	pd_clickhouse_storage_destroy(d.chst);
 	pd_tsdb_close(d.db);
-	pd_clickhouse_destroy(d.ch); /* after the store, which borrows it */
+	pd_clickhouse_sink_destroy(d.ch_sink); /* after the store, which borrows it */
+	pd_clickhouse_destroy(d.ch);           /* after the sink and the storage */
 	pd_config_destroy(d.cfg);
 	pthread_mutex_destroy(&d.cfg_mu);
 	free(external_url);

@@ -12,7 +12,7 @@ int pd_cmd_tsdb_analyze(const char *dir)
 	struct pd_tsdb *db;
 	struct pd_tsdb_opts o;
 	struct pd_err err = {0};
-	struct pd_tsdb_block_info *b = NULL;
+	struct pd_storage_block_info *b = NULL;
 	size_t n = 0;
 	pd_tsdb_opts_init(&o);
 	o.retention_ms = -1;
@@ -41,7 +41,7 @@ int pd_cmd_tsdb_analyze(const char *dir)
 		size += b[i].size;
 	}
 	free(b);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	printf("\nblocks: %zu, %llu bytes on disk; series (summed over blocks) %llu, samples %llu, "
 	       "chunks %llu\n",
@@ -63,10 +63,10 @@ int pd_cmd_tsdb_analyze(const char *dir)
 			size_t nv = 0;
 			if (pd_tsdb_label_values(db, names[i], NULL, 0, INT64_MIN, INT64_MAX, &vals, &nv,
 						 &err) == 0)
-				pd_tsdb_strings_free(vals, nv);
+				pd_storage_strings_free(vals, nv);
 			printf("  %-30s %zu values\n", names[i], nv);
 		}
-		pd_tsdb_strings_free(names, nn);
+		pd_storage_strings_free(names, nn);
 	}
 	pd_tsdb_close(db);
 	return 0;

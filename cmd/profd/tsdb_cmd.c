@@ -155,18 +155,18 @@ static void progress(struct progress *p, const char *what, int n, int total, int
 
 /* The timestamps the store holds for exactly the label set tl (not a series
  * with more labels), ascending, into *out (malloc'd; NULL and 0 when none). */
-static int stored_times(struct pd_tsdb *db, const struct pd_tsdb_label *tl, size_t n, int64_t **out,
+static int stored_times(struct pd_tsdb *db, const struct pd_storage_label *tl, size_t n, int64_t **out,
                         size_t *nout, struct pd_err *err)
 {
-	struct pd_tsdb_matcher *m = calloc(n ? n : 1, sizeof(*m));
-	struct pd_tsdb_result *r = NULL;
+	struct pd_storage_matcher *m = calloc(n ? n : 1, sizeof(*m));
+	struct pd_storage_result *r = NULL;
 	*out = NULL;
 	*nout = 0;
 	if (!m)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		m[i].name = tl[i].name;
-		m[i].matches = pd_tsdb_match_equal;
+		m[i].matches = pd_storage_match_equal;
 		m[i].ctx = tl[i].value;
 	}
 	int rc = pd_tsdb_select(db, m, n, INT64_MIN, INT64_MAX, 0, &r, err);
@@ -174,7 +174,7 @@ static int stored_times(struct pd_tsdb *db, const struct pd_tsdb_label *tl, size
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < r->nseries; i++) {
-		const struct pd_tsdb_series *s = &r->series[i];
+		const struct pd_storage_series *s = &r->series[i];
 		if (s->nlabels != n)
 			continue;
 		size_t k = 0;
@@ -192,7 +192,7 @@ static int stored_times(struct pd_tsdb *db, const struct pd_tsdb_label *tl, size
 		*nout = s->nts;
 		break;
 	}
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	return rc;
 }
 
@@ -336,7 +336,7 @@ static int cmd_import(struct args *a)
 		goto out;
 	}
 	size_t n = pd_labels_len(ls);
-	struct pd_tsdb_label *tl = calloc(n ? n : 1, sizeof(*tl));
+	struct pd_storage_label *tl = calloc(n ? n : 1, sizeof(*tl));
 	if (!tl)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
@@ -387,7 +387,7 @@ static int cmd_import(struct args *a)
 		failed = 1;
 	}
 	if (!failed) {
-		struct pd_tsdb_stats st;
+		struct pd_storage_stats st;
 		pd_tsdb_stats(db, &st);
 		printf("imported %d %s into %s: %llu blocks, %llu bytes\n", imported,
 		       imported == 1 ? "profile" : "profiles", a->path,
@@ -411,7 +411,7 @@ out:
 }
 
 static int open_selector(struct args *a, const char *cmd, struct pd_tsdb **db,
-			 struct pd_labels_selector **sel, struct pd_tsdb_matcher **m, size_t *nm)
+			 struct pd_labels_selector **sel, struct pd_storage_matcher **m, size_t *nm)
 {
 	struct pd_err err = {0};
 	struct pd_tsdb_opts o;
@@ -423,7 +423,7 @@ static int open_selector(struct args *a, const char *cmd, struct pd_tsdb **db,
 		fprintf(stderr, "profd tsdb %s: selector: %s\n", cmd, err.msg);
 		return 2;
 	}
-	if (pd_tsdb_matchers_from_selector(*sel, m, nm, &err))
+	if (pd_storage_matchers_from_selector(*sel, m, nm, &err))
 		return 1;
 	pd_tsdb_opts_init(&o);
 	o.retention_ms = -1;
@@ -449,7 +449,7 @@ static int parse_time_flag(const char *flag, const char *v, int64_t def, int64_t
 	return 0;
 }
 
-static void print_labels(FILE *f, const struct pd_tsdb_series *s)
+static void print_labels(FILE *f, const struct pd_storage_series *s)
 {
 	const char *name = "";
 	for (size_t i = 0; i < s->nlabels; i++)
@@ -471,18 +471,18 @@ static void print_labels(FILE *f, const struct pd_tsdb_series *s)
 }
 
 /* --totals: per series, then per profile "  <ms> duration=<ns> type/unit=sum ...". */
-static int print_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm,
+static int print_totals(struct pd_tsdb *db, const struct pd_storage_matcher *m, size_t nm,
 			int64_t start, int64_t end)
 {
-	struct pd_tsdb_totals_result *r = NULL;
+	struct pd_storage_totals_result *r = NULL;
 	struct pd_err err = {0};
 	if (pd_tsdb_select_totals(db, m, nm, start, end, 0, &r, &err)) {
 		fprintf(stderr, "profd tsdb query: %s\n", err.msg);
 		return 1;
 	}
 	for (size_t i = 0; i < r->nseries; i++) {
-		const struct pd_tsdb_totals *t = &r->series[i];
-		struct pd_tsdb_series s = {t->labels, t->nlabels, t->ts, t->nts};
+		const struct pd_storage_totals *t = &r->series[i];
+		struct pd_storage_series s = {t->labels, t->nlabels, t->ts, t->nts};
 		char t0[40], t1[40];
 		pd_time_format(t->ts[0], t0, sizeof(t0));
 		pd_time_format(t->ts[t->nts - 1], t1, sizeof(t1));
@@ -497,7 +497,7 @@ static int print_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, siz
 			printf("\n");
 		}
 	}
-	pd_tsdb_totals_result_destroy(r);
+	pd_storage_totals_result_destroy(r);
 	return 0;
 }
 
@@ -505,8 +505,8 @@ static int cmd_query(struct args *a)
 {
 	struct pd_tsdb *db = NULL;
 	struct pd_labels_selector *sel = NULL;
-	struct pd_tsdb_matcher *m = NULL;
-	struct pd_tsdb_result *r = NULL;
+	struct pd_storage_matcher *m = NULL;
+	struct pd_storage_result *r = NULL;
 	struct pd_err err = {0};
 	size_t nm;
 	int64_t start, end;
@@ -527,7 +527,7 @@ static int cmd_query(struct args *a)
 		goto out;
 	}
 	for (size_t i = 0; i < r->nseries; i++) {
-		const struct pd_tsdb_series *s = &r->series[i];
+		const struct pd_storage_series *s = &r->series[i];
 		char t0[40], t1[40];
 		pd_time_format(s->ts[0], t0, sizeof(t0));
 		pd_time_format(s->ts[s->nts - 1], t1, sizeof(t1));
@@ -539,7 +539,7 @@ static int cmd_query(struct args *a)
 	}
 	rc = 0;
 out:
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	free(m);
 	pd_labels_selector_destroy(sel);
 	pd_tsdb_close(db);
@@ -550,8 +550,8 @@ static int cmd_dump(struct args *a)
 {
 	struct pd_tsdb *db = NULL;
 	struct pd_labels_selector *sel = NULL;
-	struct pd_tsdb_matcher *m = NULL;
-	struct pd_tsdb_result *r = NULL;
+	struct pd_storage_matcher *m = NULL;
+	struct pd_storage_result *r = NULL;
 	struct pd_err err = {0};
 	uint8_t *raw = NULL, *gz = NULL;
 	size_t nm, len, gzlen;
@@ -582,7 +582,7 @@ static int cmd_dump(struct args *a)
 		}
 		goto out;
 	}
-	const struct pd_tsdb_series *s = &r->series[0];
+	const struct pd_storage_series *s = &r->series[0];
 	int64_t at = s->ts[s->nts - 1];
 	if (pd_tsdb_read(db, s->labels, s->nlabels, at, &raw, &len, &err) ||
 	    pd_gzip(raw, len, 6, &gz, &gzlen, &err) || pd_file_write(a->out, gz, gzlen, &err)) {
@@ -596,7 +596,7 @@ static int cmd_dump(struct args *a)
 out:
 	free(raw);
 	free(gz);
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	free(m);
 	pd_labels_selector_destroy(sel);
 	pd_tsdb_close(db);

@@ -23,7 +23,7 @@
 #include "profd/ingest.h"
 #include "profd/util.h"
 
-struct pd_tsdb;
+struct pd_storage;
 struct pd_scrape_manager;
 struct pd_discovery_manager;
 struct pd_symbolizer;
@@ -98,7 +98,7 @@ struct pd_api_opts {
 	/* "host:port", ":port" (every interface, IPv6 and IPv4), "[::1]:port";
 	 * port 0 picks a free one (see pd_api_port). NULL: ":10902". */
 	const char *listen_address;
-	struct pd_tsdb *db;               /* required; borrowed */
+	struct pd_storage *db;               /* required; borrowed */
 	struct pd_scrape_manager *scrape; /* may be NULL (no targets); borrowed */
 	/* may be NULL; borrowed: /metrics shows its counters as prometheus_sd_* */
 	struct pd_discovery_manager *discovery;
@@ -159,7 +159,7 @@ struct pd_api_opts {
 	uint64_t max_merge_bytes;  /* stored bytes a merge reads before it stops (warning) */
 	size_t max_push_body;      /* bytes of a pushed request body */
 	size_t max_decompressed;   /* a pushed profile after gunzip; 0: the store's largest
-				    * profile, PD_TSDB_DEFAULT_MAX_PROFILE (64 MiB) */
+				    * profile, PD_STORAGE_DEFAULT_MAX_PROFILE (64 MiB) */
 	size_t max_form_body;      /* bytes of a POSTed form of query parameters */
 	size_t max_response;       /* bytes of one response before compression */
 	/* bytes of responses held at once (built, or sent but not yet read by slow
@@ -248,7 +248,7 @@ int pd_api_prom_metric_name(struct pd_buf *b, const char *profile_type, const ch
  * Matchers on __name__ choose among these names; the others go to the store.
  * db is borrowed and must outlive the source. */
 struct pd_promql_source;
-void pd_api_prom_source(struct pd_tsdb *db, struct pd_promql_source *src);
+void pd_api_prom_source(struct pd_storage *db, struct pd_promql_source *src);
 
 /* ---- running under a path (docs/configuration.md, docs/operating.md) ---------- */
 

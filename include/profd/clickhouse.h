@@ -5,8 +5,11 @@
  * with the grouping done by ClickHouse.
  *
  * The SQL used is accepted by ClickHouse 18.16 (Debian's) and by current ClickHouse.
- * Timestamps are milliseconds since the epoch, as in the local store. The package
- * uses util, pprof and labels only. */
+ * Timestamps are milliseconds since the epoch, as in the local store. Also: the
+ * package as a storage backend (storage.h: pd_clickhouse_storage_create) and as
+ * the sink a local store forwards its WAL to (pd_clickhouse_sink_create); it knows
+ * the local store only through that interface. The package uses storage, util,
+ * pprof and labels only. */
 #ifndef PROFD_CLICKHOUSE_H
 #define PROFD_CLICKHOUSE_H
 
@@ -15,6 +18,7 @@
 
 #include "profd/labels.h"
 #include "profd/pprof.h"
+#include "profd/storage.h"
 #include "profd/util.h"
 
 /* ---- client --------------------------------------------------------------- */
@@ -284,5 +288,30 @@ int pd_clickhouse_totals_read(struct pd_clickhouse *c, const uint64_t *ids, size
 			      int64_t from_ms, int64_t to_ms, struct pd_clickhouse_totals **out,
 			      struct pd_err *err);
 void pd_clickhouse_totals_destroy(struct pd_clickhouse_totals *t);
+
+/* ---- a storage backend (storage.c, sink.c) ------------------------------------- */
+
+/* ClickHouse as a storage: queries (select, read, totals, merges, labels) read
+ * ClickHouse through c; appends, statistics and the spool's state are spool's, a
+ * local store opened with pd_clickhouse_sink's sink, which forwards what it
+ * acknowledges to ClickHouse (docs/scale-out.md). A profile read back larger than
+ * max_profile is refused. Deleting, cleaning tombstones and snapshots fail with
+ * PD_EINCOMPAT; it lists no blocks; its merge_batch is
+ * PD_CLICKHOUSE_MERGE_MAX_RANGES. c and spool are borrowed and must outlive it;
+ * *out is owned by the caller (pd_clickhouse_storage_destroy). */
+int pd_clickhouse_storage_create(struct pd_storage **out, struct pd_clickhouse *c,
+				 struct pd_storage *spool, size_t max_profile,
+				 struct pd_err *err);
+/* Frees what pd_clickhouse_storage_create made; NULL does nothing. */
+void pd_clickhouse_storage_destroy(struct pd_storage *st);
+
+/* The sink (storage.h) that inserts a local store's spooled profiles into c
+ * (borrowed; must outlive it): its prepare creates the schema, its batches are
+ * writer batches, its drop_before is pd_clickhouse_drop_before. Its name is
+ * "clickhouse" (the spool's file is clickhouse.sent). *out is owned by the
+ * caller (pd_clickhouse_sink_destroy, after the store that uses it is closed). */
+int pd_clickhouse_sink_create(struct pd_storage_sink **out, struct pd_clickhouse *c,
+			      struct pd_err *err);
+void pd_clickhouse_sink_destroy(struct pd_storage_sink *s);
 
 #endif

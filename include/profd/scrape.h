@@ -114,7 +114,7 @@ int64_t pd_scrape_mono_us(void);
  * the store at its scheduled tick; a failure stores nothing and marks the target
  * down with the reason. */
 
-struct pd_tsdb;
+struct pd_storage;
 struct pd_relabel_rules;
 
 struct pd_scrape_profile_type {
@@ -170,7 +170,7 @@ struct pd_scrape_manager;
 
 /* Starts a manager that appends to db (borrowed; must outlive the manager). opts
  * may be NULL. *out is owned by the caller. */
-int pd_scrape_manager_create(struct pd_scrape_manager **out, struct pd_tsdb *db,
+int pd_scrape_manager_create(struct pd_scrape_manager **out, struct pd_storage *db,
 			     const struct pd_scrape_manager_opts *opts, struct pd_err *err);
 /* Stops every loop and frees the manager; NULL does nothing. */
 void pd_scrape_manager_destroy(struct pd_scrape_manager *m);

@@ -12,21 +12,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "profd/storage.h"
 #include "profd/util.h"
 
 struct pd_tsdb;
-
-/* A label; label sets are arrays sorted by name, names unique. */
-struct pd_tsdb_label {
-	const char *name;
-	const char *value;
-};
 
 #define PD_TSDB_DEFAULT_RETENTION_MS (15LL * 24 * 3600 * 1000)
 #define PD_TSDB_DEFAULT_BLOCK_RANGE_MS (2LL * 3600 * 1000)
 #define PD_TSDB_DEFAULT_CHUNK_SAMPLES 120
 #define PD_TSDB_DEFAULT_CHUNK_STAGGER 30
-#define PD_TSDB_DEFAULT_MAX_PROFILE ((size_t)64 << 20)
+#define PD_TSDB_DEFAULT_MAX_PROFILE PD_STORAGE_DEFAULT_MAX_PROFILE
 #define PD_TSDB_DEFAULT_MAX_FUTURE_MS (10LL * 60 * 1000)
 
 struct pd_tsdb_opts {
@@ -54,18 +49,20 @@ struct pd_tsdb_opts {
 				     * replayed but not opened for writing, appends fail */
 	int wal_sync;               /* 0: fsync every commit; 1: never */
 	size_t wal_segment_size;    /* 0: 128 MiB */
-	/* Borrowed (must outlive the store); NULL: the local blocks. When set, the
-	 * profiles are kept in ClickHouse (docs/scale-out.md): the WAL in dir is the
-	 * point of acknowledgement and the spool of what ClickHouse has not taken
-	 * yet, and queries read ClickHouse. */
-	struct pd_clickhouse *clickhouse;
-	/* With clickhouse: the most bytes of WAL records not yet taken by ClickHouse
-	 * (the spool); a commit that would go over is refused with PD_EFULL and
-	 * nothing acknowledged is dropped. 0: PD_TSDB_DEFAULT_SPOOL_MAX. */
-	uint64_t clickhouse_spool_max;
-	/* With clickhouse: the schema still has to be created (ClickHouse did not
-	 * answer at start); the shipper creates it before its first insert. */
-	int clickhouse_schema_pending;
+	/* Borrowed (must outlive the store); NULL: none. With a sink the store
+	 * keeps no blocks: its WAL is the point of acknowledgement and the spool of
+	 * what the remote store (ClickHouse: docs/scale-out.md) has not taken yet,
+	 * and a thread of the store forwards the WAL to the sink. Its queries then
+	 * answer only from the head (series and their latest times, no profiles):
+	 * the remote backend answers queries. */
+	const struct pd_storage_sink *sink;
+	/* With a sink: the most bytes of WAL records it has not taken yet (the
+	 * spool); a commit that would go over is refused with PD_EFULL and nothing
+	 * acknowledged is dropped. 0: PD_TSDB_DEFAULT_SPOOL_MAX. */
+	uint64_t spool_max;
+	/* With a sink: it is not ready yet (ClickHouse did not answer at start); the
+	 * forwarder calls its prepare before the first append. */
+	int sink_pending;
 	/* Series the head holds at most (series stay in the head until a restart
 	 * replays only those still alive): a commit that would create another is
 	 * refused with PD_ELIMIT, naming the series, and samples of existing series
@@ -83,15 +80,16 @@ struct pd_tsdb_opts {
  * per target and profile type) and below what would exhaust a server's memory. */
 #define PD_TSDB_DEFAULT_MAX_SERIES ((uint64_t)1000000)
 
-/* The ClickHouse spool's default limit: 1 GB (Prometheus's size units are
+/* The spool's default limit: 1 GB (Prometheus's size units are
  * powers of 2: 1 GiB). */
 #define PD_TSDB_DEFAULT_SPOOL_MAX ((uint64_t)1 << 30)
-/* The WAL segment size with clickhouse, when wal_segment_size is 0: segments
+/* The WAL segment size with a sink, when wal_segment_size is 0: segments
  * wholly sent are deleted, so smaller ones give the disk back sooner. */
-#define PD_TSDB_CLICKHOUSE_SEGMENT ((size_t)16 << 20)
-/* The spool's "sent up to" file in the store's directory (docs/format/clickhouse-spool.md). */
-#define PD_TSDB_SENT_FILE "clickhouse.sent"
-/* The shipper flushes its batch after this many profiles, this many WAL bytes
+#define PD_TSDB_SINK_SEGMENT ((size_t)16 << 20)
+/* The spool's "sent up to" file in the store's directory is named by the sink:
+ * <sink name>.sent, "clickhouse.sent" (docs/format/clickhouse-spool.md). */
+#define PD_TSDB_SENT_SUFFIX ".sent"
+/* The forwarder flushes the sink's batch after this many profiles, this many WAL bytes
  * of them, or this long after the batch's first profile, whichever comes first. */
 #define PD_TSDB_SHIP_BATCH_PROFILES 256
 #define PD_TSDB_SHIP_BATCH_BYTES ((size_t)8 << 20)
@@ -99,7 +97,7 @@ struct pd_tsdb_opts {
 /* Retries after a failed flush wait 1 s, doubling up to 30 s. */
 #define PD_TSDB_SHIP_BACKOFF_MIN_MS 1000
 #define PD_TSDB_SHIP_BACKOFF_MAX_MS 30000
-/* With a retention time, the shipper drops ClickHouse's partitions (UTC days) that
+/* With a retention time, the forwarder drops the remote store's partitions (UTC days) that
  * lie wholly before now - retention this often, and right after a flush that sent
  * a profile already past it. */
 #define PD_TSDB_SHIP_RETENTION_INTERVAL_MS (10 * 60 * 1000)
@@ -146,13 +144,13 @@ void pd_tsdb_appender_lazy(struct pd_tsdb_appender *a);
  * a commit acknowledged is ever before the newest block's end). With the WAL,
  * a sample dated more than max_future_ms after the system clock is refused
  * likewise ("How far ahead"). */
-int pd_tsdb_append(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
+int pd_tsdb_append(struct pd_tsdb_appender *a, const struct pd_storage_label *labels, size_t n,
 		   int64_t t, const uint8_t *profile, size_t len, struct pd_err *err);
 /* As pd_tsdb_append, for a profile the caller has decoded (and validated) already:
  * decoded (owned by the appender from now on, whatever the outcome; NULL: as
  * pd_tsdb_append) saves the store decoding profile again. */
 struct pd_pprof_profile;
-int pd_tsdb_append_decoded(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels,
+int pd_tsdb_append_decoded(struct pd_tsdb_appender *a, const struct pd_storage_label *labels,
 			   size_t n, int64_t t, const uint8_t *profile, size_t len,
 			   struct pd_pprof_profile *decoded, struct pd_err *err);
 /* The same, with the profile also as the gzip stream (RFC 1952) it came in, gz
@@ -160,7 +158,7 @@ int pd_tsdb_append_decoded(struct pd_tsdb_appender *a, const struct pd_tsdb_labe
  * instead of compressing the profile again, which saves a scrape most of the cost
  * of its WAL record. PD_EINVAL when gz does not start as a gzip stream. On error
  * decoded is freed here too. */
-int pd_tsdb_append_gzip(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
+int pd_tsdb_append_gzip(struct pd_tsdb_appender *a, const struct pd_storage_label *labels, size_t n,
 			int64_t t, const uint8_t *profile, size_t len,
 			struct pd_pprof_profile *decoded, const uint8_t *gz, size_t gzlen,
 			struct pd_err *err);
@@ -194,8 +192,8 @@ int pd_tsdb_flush(struct pd_tsdb *db, int all, struct pd_err *err);
  * pd_tsdb_label_names and _values without matchers read the index and may still
  * name them until the blocks are cleaned and the head persisted, as Prometheus
  * does. The matchers are borrowed for the call. */
-struct pd_tsdb_matcher;
-int pd_tsdb_delete(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm, int64_t mint,
+struct pd_storage_matcher;
+int pd_tsdb_delete(struct pd_tsdb *db, const struct pd_storage_matcher *m, size_t nm, int64_t mint,
 		   int64_t maxt, struct pd_err *err);
 
 /* Rewrites every block that has tombstones without the deleted samples (one
@@ -207,7 +205,7 @@ int pd_tsdb_clean_tombstones(struct pd_tsdb *db, struct pd_err *err);
 /* Where snapshots go, under the store's directory; retention and compaction
  * never look inside. */
 #define PD_TSDB_SNAPSHOTS_DIR "snapshots"
-#define PD_TSDB_SNAPSHOT_NAME_MAX 64
+#define PD_TSDB_SNAPSHOT_NAME_MAX PD_STORAGE_SNAPSHOT_NAME_MAX
 
 /* Writes a consistent copy of the store to <dir>/snapshots/<name>, name being
  * YYYYMMDDTHHMMSSZ-<16 hex digits> (UTC, 8 random bytes) as Prometheus names
@@ -220,228 +218,63 @@ int pd_tsdb_snapshot(struct pd_tsdb *db, int skip_head, char name[PD_TSDB_SNAPSH
 
 /* ---- querying ------------------------------------------------------------- */
 
-/* A matcher as the querier sees it: a label name and a predicate over values
- * (the value of a missing label is ""). The labels package builds these from
- * PromQL selectors. */
-struct pd_tsdb_matcher {
-	const char *name;
-	int (*matches)(const void *ctx, const char *value);
-	const void *ctx;
-};
 
-/* A predicate for struct pd_tsdb_matcher: value equals ctx (a C string). The
- * querier reads an equality matcher's postings directly, without running the
- * predicate over every value of the label: this one, and the `=` matchers of
- * pd_tsdb_matchers_from_selector. */
-int pd_tsdb_match_equal(const void *ctx, const char *value);
-
-struct pd_labels_selector;
-
-/* Matchers for a parsed PromQL selector (labels.h). *out is malloc'd (free it) and
- * borrows the selector's matchers: keep the selector while using them. */
-int pd_tsdb_matchers_from_selector(const struct pd_labels_selector *sel,
-				   struct pd_tsdb_matcher **out, size_t *n, struct pd_err *err);
-
-struct pd_tsdb_series {
-	struct pd_tsdb_label *labels; /* sorted */
-	size_t nlabels;
-	int64_t *ts; /* ascending timestamps in [mint, maxt] */
-	size_t nts;
-};
-
-struct pd_tsdb_result {
-	struct pd_tsdb_series *series; /* sorted by labels */
-	size_t nseries;
-	void *priv;
-};
 
 /* Series matching every matcher with at least one sample in [mint, maxt], with
  * their timestamps, over head and blocks; reads timestamp chunks only. *out is
- * owned by the caller (pd_tsdb_result_destroy). limit > 0 caps the series. */
-int pd_tsdb_select(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm, int64_t mint,
-		   int64_t maxt, size_t limit, struct pd_tsdb_result **out, struct pd_err *err);
-void pd_tsdb_result_destroy(struct pd_tsdb_result *r);
+ * owned by the caller (pd_storage_result_destroy). limit > 0 caps the series. */
+int pd_tsdb_select(struct pd_tsdb *db, const struct pd_storage_matcher *m, size_t nm, int64_t mint,
+		   int64_t maxt, size_t limit, struct pd_storage_result **out, struct pd_err *err);
 
 /* The profile of the series with exactly these labels at time t (exact match).
  * *out is malloc'd, owned by the caller. PD_ENOTFOUND when there is none. */
-int pd_tsdb_read(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t n, int64_t t,
+int pd_tsdb_read(struct pd_tsdb *db, const struct pd_storage_label *labels, size_t n, int64_t t,
 		 uint8_t **out, size_t *len, struct pd_err *err);
 
 /* ---- totals: profile values over time ---------------------------------------- */
 
-/* A sample type (pprof's ValueType) of a series' profiles. */
-struct pd_tsdb_sample_type {
-	char *type; /* "inuse_space" */
-	char *unit; /* "bytes" */
-};
 
-/* One series' profiles as numbers: for each profile in [mint, maxt] and each of the
- * series' sample types, the sum of that type's values over the profile's samples
- * (pd_pprof_sum), and the profile's duration_nanos. */
-struct pd_tsdb_totals {
-	struct pd_tsdb_label *labels; /* sorted */
-	size_t nlabels;
-	int64_t *ts; /* ascending timestamps in [mint, maxt] */
-	size_t nts;
-	int64_t *duration_nanos; /* per profile; 0 when the profile has none */
-	/* The sample types the series' profiles have in [mint, maxt], in order of first
-	 * appearance (a series whose profiles change types lists each type once). */
-	struct pd_tsdb_sample_type *types;
-	size_t ntypes;
-	int64_t *values;  /* values[k * nts + i]: total of types[k] in profile i */
-	uint8_t *present; /* present[k * nts + i]: 1 when profile i has types[k] */
-};
-
-struct pd_tsdb_totals_result {
-	struct pd_tsdb_totals *series; /* sorted by labels */
-	size_t nseries;
-	void *priv;
-};
 
 /* As pd_tsdb_select, with every profile's totals. A stored record that is not a
  * profile (kept opaque) has no types: present is 0 for it everywhere. *out is owned
- * by the caller (pd_tsdb_totals_result_destroy). limit > 0 caps the series. */
-int pd_tsdb_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm,
+ * by the caller (pd_storage_totals_result_destroy). limit > 0 caps the series. */
+int pd_tsdb_select_totals(struct pd_tsdb *db, const struct pd_storage_matcher *m, size_t nm,
 			  int64_t mint, int64_t maxt, size_t limit,
-			  struct pd_tsdb_totals_result **out, struct pd_err *err);
-void pd_tsdb_totals_result_destroy(struct pd_tsdb_totals_result *r);
-
-/* Receives a series' merged profiles from pd_tsdb_merge: p (owned by the callee
- * from now on) sums `count` stored profiles, the first at first_t and the last at
- * last_t, whose records took `bytes` bytes decoded. Non-zero stops the merge. */
-struct pd_pprof_profile;
-typedef int (*pd_tsdb_merge_fn)(void *ctx, struct pd_pprof_profile *p, size_t count,
-				int64_t first_t, int64_t last_t, size_t bytes);
+			  struct pd_storage_totals_result **out, struct pd_err *err);
 
 /* Merges the profiles of the series with exactly these labels in [mint, maxt],
  * oldest first, chunk by chunk: a columnar chunk is decoded once and its profiles
  * added up by stack id, so emit gets one profile per chunk (per run of profiles
  * whose headers agree), which pd_pprof_merge turns into what merging every
  * profile would give. A series that is not there emits nothing. */
-int pd_tsdb_merge(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t n, int64_t mint,
-		  int64_t maxt, pd_tsdb_merge_fn emit, void *ctx, struct pd_err *err);
-
-/* Part of a merge of many series: the profiles of the series with exactly these
- * labels (borrowed) in [mint, maxt]. */
-struct pd_tsdb_merge_range {
-	const struct pd_tsdb_label *labels;
-	size_t nlabels;
-	int64_t mint, maxt;
-};
+int pd_tsdb_merge(struct pd_tsdb *db, const struct pd_storage_label *labels, size_t n, int64_t mint,
+		  int64_t maxt, pd_storage_merge_fn emit, void *ctx, struct pd_err *err);
 
 /* Merges the profiles of every range (n of them, borrowed for the call), emitting
- * as pd_tsdb_merge does. The local store merges range after range (pd_tsdb_merge
- * each); in ClickHouse one query sums up to PD_CLICKHOUSE_MERGE_MAX_RANGES ranges
- * at once, grouped by stack, and emit gets one profile per such query. A range
+ * as pd_tsdb_merge does, range after range (pd_tsdb_merge each). A range
  * with mint > maxt is left out. Non-zero from emit stops the merge and is
  * returned. */
-int pd_tsdb_merge_ranges(struct pd_tsdb *db, const struct pd_tsdb_merge_range *r, size_t n,
-			 pd_tsdb_merge_fn emit, void *ctx, struct pd_err *err);
+int pd_tsdb_merge_ranges(struct pd_tsdb *db, const struct pd_storage_merge_range *r, size_t n,
+			 pd_storage_merge_fn emit, void *ctx, struct pd_err *err);
 
-/* The ClickHouse client the store keeps its profiles in (pd_tsdb_opts.clickhouse,
- * borrowed), or NULL for the local blocks. In ClickHouse mode every query above
- * reads ClickHouse; pd_tsdb_delete, pd_tsdb_clean_tombstones and
- * pd_tsdb_snapshot fail with PD_EINCOMPAT naming the mode; pd_tsdb_blocks lists
- * none. */
-struct pd_clickhouse;
-struct pd_clickhouse *pd_tsdb_clickhouse(const struct pd_tsdb *db);
+/* The store as a storage (storage.h), for the API, the scrape manager and
+ * ingest: borrowed, valid until pd_tsdb_close. Its kind is "local"; its appender
+ * is pd_tsdb_appender's. With a sink its delete, clean_tombstones and snapshot
+ * fail with PD_EINCOMPAT and it lists no blocks. */
+struct pd_storage *pd_tsdb_storage(struct pd_tsdb *db);
 
 /* Sorted distinct label names, or values of one name, of series matching the
  * matchers (none: all series) in [mint, maxt]. *out and its strings are malloc'd;
- * free with pd_tsdb_strings_free. */
-int pd_tsdb_label_names(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm,
+ * free with pd_storage_strings_free. */
+int pd_tsdb_label_names(struct pd_tsdb *db, const struct pd_storage_matcher *m, size_t nm,
 			int64_t mint, int64_t maxt, char ***out, size_t *n, struct pd_err *err);
-int pd_tsdb_label_values(struct pd_tsdb *db, const char *name, const struct pd_tsdb_matcher *m,
+int pd_tsdb_label_values(struct pd_tsdb *db, const char *name, const struct pd_storage_matcher *m,
 			 size_t nm, int64_t mint, int64_t maxt, char ***out, size_t *n,
 			 struct pd_err *err);
-void pd_tsdb_strings_free(char **s, size_t n);
 
 /* ---- statistics ----------------------------------------------------------- */
 
-struct pd_tsdb_stats {
-	uint64_t head_series, head_samples, head_chunks;
-	int64_t head_mint, head_maxt;
-	/* wal_bytes: the WAL's segments and checkpoint on disk (when opened read_only,
-	 * as they were at open) */
-	uint64_t blocks, block_bytes, wal_bytes;
-	uint64_t compactions, retention_deletions;
-	/* the WAL's damaged tail cut off at open, if any */
-	int wal_repaired;
-	char wal_repair[300];
-	/* damage found at open: WAL records skipped by the replay (a torn tail's
-	 * included), blocks set aside, and the first of it in words ("" if none) */
-	uint64_t wal_damaged_records, wal_damaged_bytes;
-	uint64_t blocks_damaged;
-	char damage[400];
-	/* since open: chunk reads that found a chunk damaged (the read of that
-	 * series failed or left the chunk out), and storage writes that failed:
-	 * persisting the head as a block, compacting blocks */
-	uint64_t chunks_damaged;
-	uint64_t head_cut_failures, compaction_failures;
-	/* appends refused as out of bounds since open (older than accept_from, or
-	 * dated past the future window: pushes and scrapes alike), the earliest timestamp accepted now
-	 * (INT64_MIN: any), samples WAL replay left out at open (a series the WAL
-	 * does not name, a damaged profile, a duplicate), and merges of blocks
-	 * that overlapped since open */
-	uint64_t out_of_bounds;
-	int64_t accept_from;
-	/* of out_of_bounds, those dated more than max_future_ms after the clock */
-	uint64_t too_far_in_future;
-	uint64_t wal_replay_skipped;
-	uint64_t vertical_compactions;
-	/* WAL writes since open. Concurrent commits share writes (group commit):
-	 * wal_records / wal_fsyncs is the number of commits per fsync. */
-	uint64_t wal_records;       /* commits written to the WAL */
-	uint64_t wal_writes;        /* group writes (one pwritev each) */
-	uint64_t wal_fsyncs;        /* fdatasync calls making groups durable (wal_sync 0) */
-	uint64_t wal_failed_writes; /* group writes or syncs that failed */
-	uint64_t wal_lazy_commits;  /* commits acknowledged once written, before a sync
-				     * (pd_tsdb_appender_lazy: scrapes) */
-	uint64_t wal_lazy_syncs;    /* background fsyncs made for them */
-	/* deletions: intervals in the blocks' tombstones and the head's now, and
-	 * since open: deletions done, blocks rewritten by clean_tombstones,
-	 * snapshots written and failed */
-	uint64_t tombstones, head_tombstones;
-	uint64_t deletions, tombstones_cleaned, snapshots, snapshot_failures;
-	/* with opts.clickhouse (clickhouse is 1): the spool (WAL records after the
-	 * "sent up to" position) in bytes and profiles, its limit; since open:
-	 * profiles ClickHouse accepted, flushes and failed flushes, commits refused
-	 * because the spool was full, spooled profiles that could not be sent (not
-	 * decodable; skipped), and the time of the last successful flush (ms since
-	 * the epoch, 0: none yet) */
-	int clickhouse;
-	uint64_t ch_spool_bytes, ch_spool_profiles, ch_spool_max;
-	uint64_t ch_sent_profiles, ch_flushes, ch_flush_failures, ch_spool_full_refusals;
-	uint64_t ch_skipped_profiles;
-	int64_t ch_last_flush_ms;
-	/* retention in ClickHouse since open: partitions (days) dropped, and runs
-	 * that failed (tried again at the next interval) */
-	uint64_t ch_partitions_dropped, ch_retention_failures;
-	/* the head's series limit (0: none), and new series it refused since open */
-	uint64_t head_series_limit, head_series_limit_refused;
-	/* series dropped at head truncations since open, having no sample left */
-	uint64_t head_series_removed;
-	/* the head chunk files (sealed chunks out of the heap): files, their bytes
-	 * and the chunks of the head in them; files found damaged or missing at
-	 * open; seals whose write failed since open (kept in memory instead) */
-	uint64_t head_chunk_files, head_chunk_bytes, head_chunks_mapped;
-	uint64_t head_chunk_files_damaged, head_chunk_write_failures;
-	/* the open chunks' frame files (chunks_open/): files, their bytes, the bytes
-	 * of frames still referenced, frames kept in memory for a failed write */
-	uint64_t head_open_frame_files, head_open_frame_bytes, head_open_frame_live_bytes;
-	uint64_t head_open_frame_write_failures;
-};
-
-void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st);
-
-struct pd_tsdb_block_info {
-	char ulid[27];
-	int64_t mint, maxt; /* maxt exclusive */
-	int level;
-	uint64_t series, chunks, samples;
-	uint64_t ts_bytes, value_bytes; /* chunk payload bytes of each kind */
-	uint64_t size;                  /* bytes of all the block's files */
-};
+void pd_tsdb_stats(struct pd_tsdb *db, struct pd_storage_stats *st);
 
 /* ---- checking ---------------------------------------------------------------- */
 
@@ -467,7 +300,7 @@ int pd_tsdb_check(const char *dir, pd_tsdb_damage_fn fn, void *ctx, uint64_t *fo
 		  struct pd_err *err);
 
 /* Describes every block, oldest first. *out is malloc'd (free it). */
-int pd_tsdb_blocks(struct pd_tsdb *db, struct pd_tsdb_block_info **out, size_t *n,
+int pd_tsdb_blocks(struct pd_tsdb *db, struct pd_storage_block_info **out, size_t *n,
 		   struct pd_err *err);
 
 #endif

@@ -80,7 +80,7 @@ void api_admin_delete_series(struct api_req *r, struct api_resp *w)
 	}
 	for (size_t i = 0; i < ns && !failed; i++) {
 		struct pd_err err = {0};
-		int rc = pd_tsdb_delete(r->srv->o.db, sels[i].m, sels[i].nm, start, end, &err);
+		int rc = pd_storage_delete(r->srv->o.db, sels[i].m, sels[i].nm, start, end, &err);
 		if (rc) {
 			admin_failed(w, "deleting series", rc, &err);
 			failed = 1;
@@ -102,7 +102,7 @@ void api_admin_clean_tombstones(struct api_req *r, struct api_resp *w)
 	struct pd_err err = {0};
 	if (!admin_enabled(r, w))
 		return;
-	int rc = pd_tsdb_clean_tombstones(r->srv->o.db, &err);
+	int rc = pd_storage_clean_tombstones(r->srv->o.db, &err);
 	if (rc) {
 		admin_failed(w, "cleaning tombstones", rc, &err);
 		return;
@@ -131,7 +131,7 @@ static int parse_bool(const char *s, int *out)
 void api_admin_snapshot(struct api_req *r, struct api_resp *w)
 {
 	struct pd_err err = {0};
-	char name[PD_TSDB_SNAPSHOT_NAME_MAX];
+	char name[PD_STORAGE_SNAPSHOT_NAME_MAX];
 	int skip_head = 0;
 	if (!admin_enabled(r, w))
 		return;
@@ -141,7 +141,7 @@ void api_admin_snapshot(struct api_req *r, struct api_resp *w)
 		              sh);
 		return;
 	}
-	int rc = pd_tsdb_snapshot(r->srv->o.db, skip_head, name, &err);
+	int rc = pd_storage_snapshot(r->srv->o.db, skip_head, name, &err);
 	if (rc) {
 		admin_failed(w, "creating the snapshot", rc, &err);
 		return;

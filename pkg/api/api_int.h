@@ -15,7 +15,7 @@
 #include "profd/config.h"
 #include "profd/labels.h"
 #include "profd/pprof.h"
-#include "profd/tsdb.h"
+#include "profd/storage.h"
 #include "profd/util.h"
 
 struct MHD_Daemon;
@@ -358,7 +358,7 @@ void ju64(struct api_resp *w, uint64_t v);
 /* A finite double (NaN and infinities as 0), shortest of %.6g. */
 void jdbl(struct api_resp *w, double v);
 /* Label sets as JSON objects: {"__name__":"heap","job":"api"}. */
-void jlabels_tsdb(struct api_resp *w, const struct pd_tsdb_label *ls, size_t n);
+void jlabels_tsdb(struct api_resp *w, const struct pd_storage_label *ls, size_t n);
 void jlabels(struct api_resp *w, const struct pd_labels *ls);
 
 /* ---- errors and warnings (json.c) ------------------------------------------ */
@@ -390,16 +390,16 @@ int api_tenant_parse(const char *org_id, char *out, struct pd_err *err);
  * bound to), msg saying why. */
 unsigned api_tenant_begin(struct api_req *r, const char *org_id, char *msg, size_t msgsize);
 /* The matcher of r's tenant in *out (borrowing r): 1, or 0 when r is not scoped. */
-int api_tenant_matcher(const struct api_req *r, struct pd_tsdb_matcher *out);
+int api_tenant_matcher(const struct api_req *r, struct pd_storage_matcher *out);
 /* m[0..nm) and r's tenant matcher in a malloc'd *out (the caller frees it). */
-int api_tenant_scope(const struct api_req *r, const struct pd_tsdb_matcher *m, size_t nm,
-                     struct pd_tsdb_matcher **out, size_t *nout);
+int api_tenant_scope(const struct api_req *r, const struct pd_storage_matcher *m, size_t nm,
+                     struct pd_storage_matcher **out, size_t *nout);
 struct api_sel;
 /* Appends r's tenant matcher to s (after api_sel_parse). 0 or PD_ENOMEM. */
 int api_sel_scope(const struct api_req *r, struct api_sel *s);
 /* Adds r's __tenant__ label to the n sorted labels of tl (which has room for one
  * more), in order; returns the new count. */
-size_t api_tenant_label_add(const struct api_req *r, struct pd_tsdb_label *tl, size_t n);
+size_t api_tenant_label_add(const struct api_req *r, struct pd_storage_label *tl, size_t n);
 /* 1 for the reserved tenant label: never shown, never matched by clients. */
 int api_tenant_hidden(const char *name);
 /* A tenant refusal in Pyroscope's form, {"code":"unauthenticated","message":…}. */
@@ -445,7 +445,7 @@ int api_double_param(const struct api_req *r, struct api_resp *w, const char *na
 /* A parsed selector with its tsdb matchers. */
 struct api_sel {
 	struct pd_labels_selector *sel;
-	struct pd_tsdb_matcher *m;
+	struct pd_storage_matcher *m;
 	size_t nm;
 };
 /* Parses text as a series selector for parameter name. */
@@ -467,13 +467,13 @@ int api_group_by_parse(const struct api_req *r, struct api_resp *w, const char *
                        struct api_group_by *gb);
 void api_group_by_fini(struct api_group_by *gb);
 /* The value of label name of s, "" when s has none; borrowed from s. */
-const char *api_series_label(const struct pd_tsdb_series *s, const char *name);
+const char *api_series_label(const struct pd_storage_series *s, const char *name);
 /* Compares a and b by their values of gb's names in order: 0 for one group. */
-int api_group_cmp(const struct api_group_by *gb, const struct pd_tsdb_series *a,
-                  const struct pd_tsdb_series *b);
+int api_group_cmp(const struct api_group_by *gb, const struct pd_storage_series *a,
+                  const struct pd_storage_series *b);
 /* Fills order[0..res->nseries) with the series indexes sorted by api_group_cmp,
  * label order within a group. 0 or PD_ENOMEM. */
-int api_group_sort(const struct api_group_by *gb, const struct pd_tsdb_result *res, size_t *order);
+int api_group_sort(const struct api_group_by *gb, const struct pd_storage_result *res, size_t *order);
 
 /* start/end with query_range's defaults (end: now, start: end - 1h) and checks:
  * end not before start, end - start within max_range_ms. prefix is "" or "a.". */

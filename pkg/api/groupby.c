@@ -102,7 +102,7 @@ int api_group_by_parse(const struct api_req *r, struct api_resp *w, const char *
 	return ret;
 }
 
-const char *api_series_label(const struct pd_tsdb_series *s, const char *name)
+const char *api_series_label(const struct pd_storage_series *s, const char *name)
 {
 	for (size_t i = 0; i < s->nlabels; i++)
 		if (strcmp(s->labels[i].name, name) == 0)
@@ -110,8 +110,8 @@ const char *api_series_label(const struct pd_tsdb_series *s, const char *name)
 	return "";
 }
 
-int api_group_cmp(const struct api_group_by *gb, const struct pd_tsdb_series *a,
-                  const struct pd_tsdb_series *b)
+int api_group_cmp(const struct api_group_by *gb, const struct pd_storage_series *a,
+                  const struct pd_storage_series *b)
 {
 	for (size_t i = 0; i < gb->n; i++) {
 		int c =
@@ -125,7 +125,7 @@ int api_group_cmp(const struct api_group_by *gb, const struct pd_tsdb_series *a,
 /* qsort has no context argument: the elements carry it. */
 struct keyed {
 	const struct api_group_by *gb;
-	const struct pd_tsdb_series *s;
+	const struct pd_storage_series *s;
 	size_t i;
 };
 
@@ -138,7 +138,7 @@ static int keyed_cmp(const void *x, const void *y)
 	return a->i < b->i ? -1 : a->i > b->i; /* stable: label order within a group */
 }
 
-int api_group_sort(const struct api_group_by *gb, const struct pd_tsdb_result *res, size_t *order)
+int api_group_sort(const struct api_group_by *gb, const struct pd_storage_result *res, size_t *order)
 {
 	struct keyed *k = malloc((res->nseries ? res->nseries : 1) * sizeof(*k));
 	if (!k)

@@ -256,7 +256,7 @@ static int body_of(struct api_req *r, struct api_resp *w, int json, const uint8_
 		return -1;
 	}
 	struct pd_err err = {0};
-	size_t maxd = s->o.max_decompressed ? s->o.max_decompressed : PD_TSDB_DEFAULT_MAX_PROFILE;
+	size_t maxd = s->o.max_decompressed ? s->o.max_decompressed : PD_STORAGE_DEFAULT_MAX_PROFILE;
 	struct pd_inflate_opts io = {
 	    .format = PD_INFLATE_GZIP, .max = maxd, .max_ratio = s->o.push_max_ratio};
 	int rc = pd_inflate(r->body.data, r->body.len, &io, owned, len, &err);
@@ -283,7 +283,7 @@ static struct pd_ingest_limits limits_of(const struct pd_api_server *s)
 {
 	struct pd_ingest_limits l = s->o.ingest;
 	l.max_decompressed = s->o.max_decompressed ? s->o.max_decompressed
-						   : PD_TSDB_DEFAULT_MAX_PROFILE;
+						   : PD_STORAGE_DEFAULT_MAX_PROFILE;
 	l.max_ratio = s->o.push_max_ratio;
 	l.max_samples = s->o.push_max_samples;
 	l.max_decoded_memory = s->o.push_max_memory;
@@ -299,13 +299,13 @@ static unsigned store_batch(const struct api_req *r, struct pd_ingest_batch *b,
 			    const struct pd_ingest_limits *lim, size_t *bytes, struct pd_err *err)
 {
 	struct pd_api_server *s = r->srv;
-	struct pd_tsdb_label tl[64 + 3]; /* and the tenant's */
-	struct pd_tsdb_appender *app = NULL;
+	struct pd_storage_label tl[64 + 3]; /* and the tenant's */
+	struct pd_storage_appender *app = NULL;
 	unsigned status = 0;
 	*bytes = 0;
 	if (b->n == 0)
 		return 0;
-	if (!(app = pd_tsdb_appender(s->o.db))) {
+	if (!(app = pd_storage_appender(s->o.db))) {
 		pd_err_set(err, PD_ENOMEM, "out of memory");
 		return 500;
 	}
@@ -346,7 +346,7 @@ static unsigned store_batch(const struct api_req *r, struct pd_ingest_batch *b,
 		}
 		struct pd_pprof_profile *p = x->decoded;
 		x->decoded = NULL; /* the appender's now */
-		int rc = pd_tsdb_append_gzip(app, tl, n, x->t_ms, x->pprof, x->len, p, x->gz,
+		int rc = pd_storage_append_gzip(app, tl, n, x->t_ms, x->pprof, x->len, p, x->gz,
 					     x->gzlen, err);
 		if (rc) {
 			status = rc == PD_ETOOBIG ? 413 : rc == PD_EINVAL ? 400 : 500;
@@ -354,13 +354,13 @@ static unsigned store_batch(const struct api_req *r, struct pd_ingest_batch *b,
 		}
 		*bytes += x->len;
 	}
-	int rc = pd_tsdb_commit(app, err);
+	int rc = pd_storage_commit(app, err);
 	app = NULL;
 	if (rc)
 		return rc == PD_EINVAL || rc == PD_ELIMIT ? 400 : rc == PD_EFULL ? 503 : 500;
 	return 0;
 fail:
-	pd_tsdb_rollback(app);
+	pd_storage_rollback(app);
 	return status;
 }
 

@@ -82,7 +82,7 @@ void jdbl(struct api_resp *w, double v)
 	jprintf(w, "%.6g", v);
 }
 
-void jlabels_tsdb(struct api_resp *w, const struct pd_tsdb_label *ls, size_t n)
+void jlabels_tsdb(struct api_resp *w, const struct pd_storage_label *ls, size_t n)
 {
 	jput(w, "{");
 	for (size_t i = 0, k = 0; i < n; i++) {

@@ -261,8 +261,8 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	}
 
 	/* the store */
-	struct pd_tsdb_stats st;
-	pd_tsdb_stats(s->o.db, &st);
+	struct pd_storage_stats st;
+	pd_storage_stats(s->o.db, &st);
 	family(w, "profd_tsdb_head_series", "gauge", "Series in the head.");
 	sample_u(w, "profd_tsdb_head_series", st.head_series);
 	family(w, "profd_tsdb_head_series_limit", "gauge",
@@ -391,44 +391,44 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	sample_u(w, "profd_tsdb_snapshots_failed_total", st.snapshot_failures);
 
 	/* the ClickHouse spool: the WAL's records ClickHouse has not taken yet */
-	if (st.clickhouse) {
+	if (st.remote) {
 		family(w, "profd_clickhouse_spool_bytes", "gauge",
 		       "Bytes of WAL records not yet accepted by ClickHouse.");
-		sample_u(w, "profd_clickhouse_spool_bytes", st.ch_spool_bytes);
+		sample_u(w, "profd_clickhouse_spool_bytes", st.remote_spool_bytes);
 		family(w, "profd_clickhouse_spool_max_bytes", "gauge",
 		       "The spool's limit (--storage.clickhouse.spool.max-size).");
-		sample_u(w, "profd_clickhouse_spool_max_bytes", st.ch_spool_max);
+		sample_u(w, "profd_clickhouse_spool_max_bytes", st.remote_spool_max);
 		family(w, "profd_clickhouse_spool_profiles", "gauge",
 		       "Profiles acknowledged and not yet accepted by ClickHouse.");
-		sample_u(w, "profd_clickhouse_spool_profiles", st.ch_spool_profiles);
+		sample_u(w, "profd_clickhouse_spool_profiles", st.remote_spool_profiles);
 		family(w, "profd_clickhouse_sent_profiles_total", "counter",
 		       "Profiles accepted by ClickHouse.");
-		sample_u(w, "profd_clickhouse_sent_profiles_total", st.ch_sent_profiles);
+		sample_u(w, "profd_clickhouse_sent_profiles_total", st.remote_sent_profiles);
 		family(w, "profd_clickhouse_flushes_total", "counter",
 		       "Batches of profiles accepted by ClickHouse.");
-		sample_u(w, "profd_clickhouse_flushes_total", st.ch_flushes);
+		sample_u(w, "profd_clickhouse_flushes_total", st.remote_flushes);
 		family(w, "profd_clickhouse_flush_failures_total", "counter",
 		       "Flushes of a batch (or creations of the schema) that failed.");
-		sample_u(w, "profd_clickhouse_flush_failures_total", st.ch_flush_failures);
+		sample_u(w, "profd_clickhouse_flush_failures_total", st.remote_flush_failures);
 		family(w, "profd_clickhouse_spool_full_refusals_total", "counter",
 		       "Commits refused because the spool was full.");
-		sample_u(w, "profd_clickhouse_spool_full_refusals_total", st.ch_spool_full_refusals);
+		sample_u(w, "profd_clickhouse_spool_full_refusals_total", st.remote_spool_full_refusals);
 		family(w, "profd_clickhouse_skipped_profiles_total", "counter",
 		       "Spooled profiles that could not be sent (not decodable, or of no known "
 		       "series) and were skipped.");
-		sample_u(w, "profd_clickhouse_skipped_profiles_total", st.ch_skipped_profiles);
+		sample_u(w, "profd_clickhouse_skipped_profiles_total", st.remote_skipped_profiles);
 		family(w, "profd_clickhouse_last_flush_timestamp_seconds", "gauge",
 		       "When ClickHouse last accepted a batch (0: not yet).");
 		jprintf(w, "profd_clickhouse_last_flush_timestamp_seconds %.3f\n",
-		        (double)st.ch_last_flush_ms / 1000.0);
+		        (double)st.remote_last_flush_ms / 1000.0);
 		family(w, "profd_clickhouse_retention_partitions_dropped_total", "counter",
 		       "Partitions (UTC days) dropped from ClickHouse because they were past the "
 		       "retention time.");
 		sample_u(w, "profd_clickhouse_retention_partitions_dropped_total",
-		         st.ch_partitions_dropped);
+		         st.remote_partitions_dropped);
 		family(w, "profd_clickhouse_retention_failures_total", "counter",
 		       "Retention runs in ClickHouse that failed (tried again later).");
-		sample_u(w, "profd_clickhouse_retention_failures_total", st.ch_retention_failures);
+		sample_u(w, "profd_clickhouse_retention_failures_total", st.remote_retention_failures);
 	}
 
 	/* service discovery, named as Prometheus names it */

@@ -235,7 +235,7 @@ int api_sel_parse(struct api_resp *w, const char *name, const char *text, struct
 		api_bad_param(w, name, "%s", err.msg);
 		return -1;
 	}
-	int rc = pd_tsdb_matchers_from_selector(s->sel, &s->m, &s->nm, &err);
+	int rc = pd_storage_matchers_from_selector(s->sel, &s->m, &s->nm, &err);
 	if (rc) {
 		api_internal(w, "building matchers failed", rc, &err);
 		api_sel_fini(s);

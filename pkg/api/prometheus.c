@@ -483,12 +483,12 @@ static void strings_endpoint(struct api_req *r, struct api_resp *w, const char *
 	if (!nsel && (!name || strcmp(name, PD_LABELS_METRIC_NAME) != 0)) {
 		/* every metric has its stored series' labels (names: with __name__) */
 		struct pd_err err = {0};
-		struct pd_tsdb_matcher tm;
+		struct pd_storage_matcher tm;
 		size_t ntm = (size_t)api_tenant_matcher(r, &tm);
 		int rc = start > end || api_tenant_hidden(name) ? 0
-		         : name ? pd_tsdb_label_values(r->srv->o.db, name, ntm ? &tm : NULL, ntm,
+		         : name ? pd_storage_label_values(r->srv->o.db, name, ntm ? &tm : NULL, ntm,
 		                                       start, end, &tv, &ntv, &err)
-		                : pd_tsdb_label_names(r->srv->o.db, ntm ? &tm : NULL, ntm, start,
+		                : pd_storage_label_names(r->srv->o.db, ntm ? &tm : NULL, ntm, start,
 		                                      end, &tv, &ntv, &err);
 		if (rc) {
 			api_internal(
@@ -529,7 +529,7 @@ static void strings_endpoint(struct api_req *r, struct api_resp *w, const char *
 	string_list(w, v, nv, limit);
 out:
 	free(v);
-	pd_tsdb_strings_free(tv, ntv);
+	pd_storage_strings_free(tv, ntv);
 	lsets_fini(&c);
 	free_selectors(sels, nsel);
 	pd_labels_selector_destroy(all);
@@ -586,7 +586,7 @@ static char *buf_string(struct pd_buf *b)
 
 /* Adds the metadata of one metric of profile type ptype. */
 static int meta_add(struct meta **m, size_t *n, size_t *cap, const char *ptype,
-                    const struct pd_tsdb_sample_type *st, int per_second)
+                    const struct pd_storage_sample_type *st, int per_second)
 {
 	struct pd_buf b;
 	struct meta x = {0};
@@ -632,7 +632,7 @@ static int meta_add(struct meta **m, size_t *n, size_t *cap, const char *ptype,
 
 void api_prom_metadata(struct api_req *r, struct api_resp *w)
 {
-	struct pd_tsdb_totals_result *res = NULL;
+	struct pd_storage_totals_result *res = NULL;
 	struct meta *m = NULL;
 	size_t n = 0, cap = 0;
 	int64_t limit = -1;
@@ -649,16 +649,16 @@ void api_prom_metadata(struct api_req *r, struct api_resp *w)
 		limit = x;
 	}
 	struct pd_err err = {0};
-	struct pd_tsdb_matcher tm;
+	struct pd_storage_matcher tm;
 	size_t ntm = (size_t)api_tenant_matcher(r, &tm);
-	int rc = pd_tsdb_select_totals(r->srv->o.db, ntm ? &tm : NULL, ntm, INT64_MIN, INT64_MAX, 0,
+	int rc = pd_storage_select_totals(r->srv->o.db, ntm ? &tm : NULL, ntm, INT64_MIN, INT64_MAX, 0,
 	                               &res, &err);
 	if (rc) {
 		api_internal(w, "reading the profiles' sample types failed", rc, &err);
 		return;
 	}
 	for (size_t i = 0; i < res->nseries && !rc; i++) {
-		const struct pd_tsdb_totals *s = &res->series[i];
+		const struct pd_storage_totals *s = &res->series[i];
 		const char *ptype = NULL;
 		for (size_t j = 0; j < s->nlabels; j++)
 			if (strcmp(s->labels[j].name, PD_LABELS_METRIC_NAME) == 0)
@@ -718,7 +718,7 @@ out:
 		free(m[i].unit);
 	}
 	free(m);
-	pd_tsdb_totals_result_destroy(res);
+	pd_storage_totals_result_destroy(res);
 }
 
 /* ---- status/buildinfo --------------------------------------------------------------- */

@@ -1,7 +1,7 @@
 /* promsource.c: the store as PromQL series, for the Prometheus-compatible endpoints
  * under /prometheus. Every stored series and each of its profiles' sample types is
  * one metric, `<profile type>_<sample type>_<unit>` (pd_api_prom_metric_name),
- * whose samples are the profiles' totals (pd_tsdb_select_totals) at the profiles'
+ * whose samples are the profiles' totals (pd_storage_select_totals) at the profiles'
  * timestamps; profiles with a duration also give `<that name>_per_second`, the
  * total divided by the duration in seconds. Matchers on __name__ pick among these
  * names after the store has answered; the other matchers, and a prefilter on the
@@ -84,7 +84,7 @@ struct emit {
 
 /* Calls fn for the metric of type k of series s (per_second: its per-second
  * twin) when its name passes the __name__ matchers and it has samples. */
-static int emit_metric(struct emit *e, const struct pd_tsdb_totals *s, size_t k, int per_second,
+static int emit_metric(struct emit *e, const struct pd_storage_totals *s, size_t k, int per_second,
                        const char *ptype, struct pd_labels_matcher *const *nms, size_t nn,
                        pd_promql_series_fn fn, void *arg, struct pd_err *err)
 {
@@ -130,13 +130,13 @@ static int emit_metric(struct emit *e, const struct pd_tsdb_totals *s, size_t k,
 	return rc;
 }
 
-static int prom_select_in(struct pd_tsdb *db, const char *tenant,
+static int prom_select_in(struct pd_storage *db, const char *tenant,
                           struct pd_labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
                           pd_promql_series_fn fn, void *arg, struct pd_err *err)
 {
-	struct pd_tsdb_matcher *tm = calloc(n + 2, sizeof(*tm));
+	struct pd_storage_matcher *tm = calloc(n + 2, sizeof(*tm));
 	struct pd_labels_matcher **nms = calloc(n + 1, sizeof(*nms));
-	struct pd_tsdb_totals_result *res = NULL;
+	struct pd_storage_totals_result *res = NULL;
 	struct emit e = {0};
 	size_t ntm = 0, nn = 0;
 	int rc = 0;
@@ -156,18 +156,18 @@ static int prom_select_in(struct pd_tsdb *db, const char *tenant,
 		if (strcmp(lname, PD_LABELS_METRIC_NAME) == 0) {
 			nms[nn++] = ms[i];
 			if (ty == PD_LABELS_MATCH_EQUAL && *val)
-				tm[ntm++] = (struct pd_tsdb_matcher){PD_LABELS_METRIC_NAME,
+				tm[ntm++] = (struct pd_storage_matcher){PD_LABELS_METRIC_NAME,
 				                                     type_could_name, val};
 		} else if (ty == PD_LABELS_MATCH_EQUAL && *val) {
 			/* the store reads an equality matcher's postings directly */
-			tm[ntm++] = (struct pd_tsdb_matcher){lname, pd_tsdb_match_equal, val};
+			tm[ntm++] = (struct pd_storage_matcher){lname, pd_storage_match_equal, val};
 		} else {
-			tm[ntm++] = (struct pd_tsdb_matcher){lname, labels_matcher_pred, ms[i]};
+			tm[ntm++] = (struct pd_storage_matcher){lname, labels_matcher_pred, ms[i]};
 		}
 	}
 	if (tenant)
-		tm[ntm++] = (struct pd_tsdb_matcher){PD_LABELS_TENANT, pd_tsdb_match_equal, tenant};
-	if ((rc = pd_tsdb_select_totals(db, tm, ntm, mint, maxt, 0, &res, err)))
+		tm[ntm++] = (struct pd_storage_matcher){PD_LABELS_TENANT, pd_storage_match_equal, tenant};
+	if ((rc = pd_storage_select_totals(db, tm, ntm, mint, maxt, 0, &res, err)))
 		goto out;
 	size_t most = 0;
 	for (size_t i = 0; i < res->nseries; i++)
@@ -181,7 +181,7 @@ static int prom_select_in(struct pd_tsdb *db, const char *tenant,
 		goto out;
 	}
 	for (size_t i = 0; i < res->nseries && !rc; i++) {
-		const struct pd_tsdb_totals *s = &res->series[i];
+		const struct pd_storage_totals *s = &res->series[i];
 		const char *ptype = NULL;
 		for (size_t j = 0; j < s->nlabels; j++)
 			if (strcmp(s->labels[j].name, PD_LABELS_METRIC_NAME) == 0)
@@ -198,7 +198,7 @@ static int prom_select_in(struct pd_tsdb *db, const char *tenant,
 		}
 	}
 out:
-	pd_tsdb_totals_result_destroy(res);
+	pd_storage_totals_result_destroy(res);
 	pd_labels_builder_destroy(e.lb);
 	pd_buf_fini(&e.name);
 	free(e.t);
@@ -223,7 +223,7 @@ static int prom_select_scoped(void *ctx, struct pd_labels_matcher *const *ms, si
 	                      fn, arg, err);
 }
 
-void pd_api_prom_source(struct pd_tsdb *db, struct pd_promql_source *src)
+void pd_api_prom_source(struct pd_storage *db, struct pd_promql_source *src)
 {
 	src->select = prom_select;
 	src->ctx = db;

@@ -36,7 +36,7 @@ void api_push(struct api_req *r, struct api_resp *w)
 	struct pd_api_server *s = r->srv;
 	struct pd_labels *ls = NULL;
 	struct pd_pprof_profile *p = NULL;
-	struct pd_tsdb_label *tl = NULL;
+	struct pd_storage_label *tl = NULL;
 	uint8_t *raw = NULL;
 	struct pd_err err = {0};
 	int ok = 0;
@@ -83,7 +83,7 @@ void api_push(struct api_req *r, struct api_resp *w)
 		}
 	}
 	/* no more than the store takes: it refuses a larger protobuf anyway */
-	size_t maxd = s->o.max_decompressed ? s->o.max_decompressed : PD_TSDB_DEFAULT_MAX_PROFILE;
+	size_t maxd = s->o.max_decompressed ? s->o.max_decompressed : PD_STORAGE_DEFAULT_MAX_PROFILE;
 	int hit = 0, legacy = 0;
 	struct pd_pprof_decode_opts dopts = {.legacy = &legacy,
 	                                     .max_decompressed = maxd,
@@ -160,18 +160,18 @@ void api_push(struct api_req *r, struct api_resp *w)
 		tl[i].value = pd_labels_at(ls, i)->value;
 	}
 	n = api_tenant_label_add(r, tl, n);
-	struct pd_tsdb_appender *app = pd_tsdb_appender(s->o.db);
+	struct pd_storage_appender *app = pd_storage_appender(s->o.db);
 	if (!app) {
 		api_error(w, 500, "internal", "out of memory");
 		goto out;
 	}
 	/* the store takes the decoded profile, so it does not decode it again, and a
 	 * gzip upload as it came, which its WAL keeps instead of compressing again */
-	rc = pd_tsdb_append_gzip(app, tl, n, t, store, store_len, p, raw && !legacy ? data : NULL,
+	rc = pd_storage_append_gzip(app, tl, n, t, store, store_len, p, raw && !legacy ? data : NULL,
 				 raw && !legacy ? len : 0, &err);
 	p = NULL;
 	if (rc) {
-		pd_tsdb_rollback(app);
+		pd_storage_rollback(app);
 		if (rc == PD_ETOOBIG)
 			api_error(w, 413, "bad_data", "%s", err.msg);
 		else if (rc == PD_EINVAL)
@@ -180,7 +180,7 @@ void api_push(struct api_req *r, struct api_resp *w)
 			api_internal(w, "storing the profile failed", rc, &err);
 		goto out;
 	}
-	if ((rc = pd_tsdb_commit(app, &err))) {
+	if ((rc = pd_storage_commit(app, &err))) {
 		if (rc == PD_EINVAL) /* out of order against a concurrent append */
 			api_error(w, 400, "bad_data", "%s", err.msg);
 		else if (rc == PD_EFULL) /* the ClickHouse spool: try again later */

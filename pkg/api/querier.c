@@ -259,7 +259,7 @@ out:
 	sets_free(sets, nsets);
 }
 
-static int labels_cmp(const struct pd_tsdb_label *a, size_t na, const struct pd_tsdb_label *b,
+static int labels_cmp(const struct pd_storage_label *a, size_t na, const struct pd_storage_label *b,
 		      size_t nb)
 {
 	for (size_t i = 0; i < na && i < nb; i++) {
@@ -273,7 +273,7 @@ static int labels_cmp(const struct pd_tsdb_label *a, size_t na, const struct pd_
 }
 
 struct lrow {
-	struct pd_tsdb_label *ls;
+	struct pd_storage_label *ls;
 	size_t n;
 };
 
@@ -382,7 +382,7 @@ static int known_period(const char *name, const char **pt, const char **pu)
 }
 
 /* The period type of series s's newest profile in its totals ("" if unreadable). */
-static void read_period(struct qcall *c, const struct pd_tsdb_totals *s, struct pd_arena *a,
+static void read_period(struct qcall *c, const struct pd_storage_totals *s, struct pd_arena *a,
 			const char **pt, const char **pu)
 {
 	struct pd_err err = {0};
@@ -390,7 +390,7 @@ static void read_period(struct qcall *c, const struct pd_tsdb_totals *s, struct 
 	size_t len = 0;
 	struct pd_pprof_profile *p = NULL;
 	*pt = *pu = "";
-	if (!s->nts || pd_tsdb_read(c->r->srv->o.db, s->labels, s->nlabels, s->ts[s->nts - 1], &raw,
+	if (!s->nts || pd_storage_read(c->r->srv->o.db, s->labels, s->nlabels, s->ts[s->nts - 1], &raw,
 				    &len, &err))
 		return;
 	if (!pd_pprof_decode(&p, raw, len, NULL, &err)) {
@@ -435,7 +435,7 @@ void querier_profile_types(struct qcall *c, const ProtobufCMessage *req)
 	if (!(per = calloc(set.n ? set.n : 1, sizeof(*per))))
 		goto oom;
 	for (size_t i = 0; i < set.n; i++) {
-		const struct pd_tsdb_totals *t = set.v[i].t;
+		const struct pd_storage_totals *t = set.v[i].t;
 		const char *name = querier_label(&set.v[i], "__name__");
 		const char *pt = NULL, *pu = NULL;
 		for (size_t k = 0; k < nper && !pt; k++)

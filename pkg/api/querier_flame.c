@@ -3,7 +3,7 @@
  * SelectMergeProfile (the merged pprof of one sample type) and Diff (two flame
  * graphs side by side). A merge takes every profile of the picked series in the
  * range (at most --query.max-merge-profiles, the earliest first), through
- * pd_tsdb_merge_ranges. The flame graph is the call tree by function name
+ * pd_storage_merge_ranges. The flame graph is the call tree by function name
  * (pd_pprof_flame), children in name order; past max_nodes nodes, the children
  * whose total is below the max_nodes-th largest total are summed into one
  * "other" node under their parent, and so are those of that total past the
@@ -58,7 +58,7 @@ int querier_merge(struct qcall *c, const char *selector, const struct qtype *t, 
 {
 	struct pd_api_server *s = c->r->srv;
 	struct qset set;
-	struct pd_tsdb_merge_range *rg = NULL;
+	struct pd_storage_merge_range *rg = NULL;
 	int64_t *all = NULL;
 	struct merge_ctx m = {.max_bytes = s->o.max_merge_bytes};
 	int ret = -1;
@@ -90,12 +90,12 @@ int querier_merge(struct qcall *c, const char *selector, const struct qtype *t, 
 	if (!(rg = calloc(set.n, sizeof(*rg))))
 		goto oom;
 	for (size_t i = 0; i < set.n; i++)
-		rg[i] = (struct pd_tsdb_merge_range){set.v[i].s->labels, set.v[i].s->nlabels, mint,
+		rg[i] = (struct pd_storage_merge_range){set.v[i].s->labels, set.v[i].s->nlabels, mint,
 						     upto};
 	int rc = pd_pprof_merger_create(&m.mg, &m.err);
 	if (rc)
 		goto oom;
-	rc = pd_tsdb_merge_ranges(s->o.db, rg, set.n, merge_emit, &m, &m.err);
+	rc = pd_storage_merge_ranges(s->o.db, rg, set.n, merge_emit, &m, &m.err);
 	if (rc < 0 || m.rc) {
 		querier_fail_store(c, "merging profiles", m.rc ? m.rc : rc, &m.err);
 		goto out;

@@ -56,10 +56,10 @@ int querier_type_parse(struct qcall *c, const char *what, const char *id, struct
 /* A series picked by a selector, with its labels as the query API shows them:
  * the stored ones, plus service_name (the job's value) when the series has none. */
 struct qseries {
-	struct pd_tsdb_label *labels; /* sorted; owned by the set */
+	struct pd_storage_label *labels; /* sorted; owned by the set */
 	size_t nlabels;
-	const struct pd_tsdb_series *s;  /* with timestamps (totals 0) */
-	const struct pd_tsdb_totals *t;  /* with totals (totals 1) */
+	const struct pd_storage_series *s;  /* with timestamps (totals 0) */
+	const struct pd_storage_totals *t;  /* with totals (totals 1) */
 };
 
 struct qset {

@@ -165,9 +165,9 @@ void querier_set_fini(struct qset *set)
 {
 	for (int k = 0; k < 2; k++) {
 		if (set->totals)
-			pd_tsdb_totals_result_destroy(set->res[k]);
+			pd_storage_totals_result_destroy(set->res[k]);
 		else
-			pd_tsdb_result_destroy(set->res[k]);
+			pd_storage_result_destroy(set->res[k]);
 	}
 	free(set->v);
 	pd_arena_destroy(set->arena);
@@ -175,7 +175,7 @@ void querier_set_fini(struct qset *set)
 }
 
 /* The series' labels with service_name=job added when it has none (add 1). */
-static int add_series(struct qset *set, const struct pd_tsdb_label *ls, size_t n,
+static int add_series(struct qset *set, const struct pd_storage_label *ls, size_t n,
 		      const void *src, int add, size_t *cap)
 {
 	if (set->n == *cap) {
@@ -200,7 +200,7 @@ static int add_series(struct qset *set, const struct pd_tsdb_label *ls, size_t n
 		tenant |= api_tenant_hidden(ls[i].name);
 	}
 	if ((!job || !*job) && !tenant) {
-		q->labels = (struct pd_tsdb_label *)ls;
+		q->labels = (struct pd_storage_label *)ls;
 		q->nlabels = n;
 		set->n++;
 		return 0;
@@ -214,7 +214,7 @@ static int add_series(struct qset *set, const struct pd_tsdb_label *ls, size_t n
 		if (!api_tenant_hidden(ls[i].name))
 			q->labels[j++] = ls[i];
 	if (job && *job)
-		q->labels[j++] = (struct pd_tsdb_label){"service_name", job};
+		q->labels[j++] = (struct pd_storage_label){"service_name", job};
 	for (; i < n; i++)
 		if (!api_tenant_hidden(ls[i].name))
 			q->labels[j++] = ls[i];
@@ -225,22 +225,22 @@ static int add_series(struct qset *set, const struct pd_tsdb_label *ls, size_t n
 
 /* One pass against the store with matchers m; add: the series have no
  * service_name of their own. */
-static int run_pass(struct qcall *c, struct qset *set, int k, const struct pd_tsdb_matcher *m,
+static int run_pass(struct qcall *c, struct qset *set, int k, const struct pd_storage_matcher *m,
 		    size_t nm, int64_t mint, int64_t maxt, int add, size_t *cap)
 {
 	struct pd_err err = {0};
-	struct pd_tsdb *db = c->r->srv->o.db;
+	struct pd_storage *db = c->r->srv->o.db;
 	int rc;
 	if (set->totals) {
-		struct pd_tsdb_totals_result *res = NULL;
-		rc = pd_tsdb_select_totals(db, m, nm, mint, maxt, 0, &res, &err);
+		struct pd_storage_totals_result *res = NULL;
+		rc = pd_storage_select_totals(db, m, nm, mint, maxt, 0, &res, &err);
 		set->res[k] = res;
 		for (size_t i = 0; !rc && res && i < res->nseries; i++)
 			rc = add_series(set, res->series[i].labels, res->series[i].nlabels,
 					&res->series[i], add, cap);
 	} else {
-		struct pd_tsdb_result *res = NULL;
-		rc = pd_tsdb_select(db, m, nm, mint, maxt, 0, &res, &err);
+		struct pd_storage_result *res = NULL;
+		rc = pd_storage_select(db, m, nm, mint, maxt, 0, &res, &err);
 		set->res[k] = res;
 		for (size_t i = 0; !rc && res && i < res->nseries; i++)
 			rc = add_series(set, res->series[i].labels, res->series[i].nlabels,
@@ -260,7 +260,7 @@ int querier_select(struct qcall *c, const char *selector, const struct qtype *t,
 {
 	struct pd_err err = {0};
 	struct pd_labels_selector *sel = NULL;
-	struct pd_tsdb_matcher *m = NULL, *sm = NULL;
+	struct pd_storage_matcher *m = NULL, *sm = NULL;
 	size_t nm = 0, cap = 0;
 	struct qtype ptype;
 	int ret = -1;
@@ -282,7 +282,7 @@ int querier_select(struct qcall *c, const char *selector, const struct qtype *t,
 				     "label selector %.200s: %s", selector, err.msg);
 			goto out;
 		}
-		if ((rc = pd_tsdb_matchers_from_selector(sel, &m, &nm, &err))) {
+		if ((rc = pd_storage_matchers_from_selector(sel, &m, &nm, &err))) {
 			querier_fail_store(c, "building matchers", rc, &err);
 			goto out;
 		}
@@ -325,9 +325,9 @@ int querier_select(struct qcall *c, const char *selector, const struct qtype *t,
 		sm[ns++] = m[i];
 	}
 	if (t)
-		sm[ns++] = (struct pd_tsdb_matcher){"__name__", match_pyro_name, t->name};
+		sm[ns++] = (struct pd_storage_matcher){"__name__", match_pyro_name, t->name};
 	if (ns == 0)
-		sm[ns++] = (struct pd_tsdb_matcher){"__name__", match_nonempty, NULL};
+		sm[ns++] = (struct pd_storage_matcher){"__name__", match_nonempty, NULL};
 	/* the tenant's series only: this is the one path every series selection of
 	 * the query API takes */
 	ns += (size_t)api_tenant_matcher(c->r, &sm[ns]);
@@ -337,13 +337,13 @@ int querier_select(struct qcall *c, const char *selector, const struct qtype *t,
 		goto done;
 	}
 	/* series with a service_name of their own, then scraped ones by their job */
-	sm[ns] = (struct pd_tsdb_matcher){"service_name", match_nonempty, NULL};
+	sm[ns] = (struct pd_storage_matcher){"service_name", match_nonempty, NULL};
 	if (run_pass(c, set, 0, sm, ns + 1, mint, maxt, 0, &cap))
 		goto out;
 	for (size_t i = 0; i < ns; i++)
 		if (strcmp(sm[i].name, "service_name") == 0)
 			sm[i].name = "job";
-	sm[ns] = (struct pd_tsdb_matcher){"service_name", match_empty, NULL};
+	sm[ns] = (struct pd_storage_matcher){"service_name", match_empty, NULL};
 	if (run_pass(c, set, 1, sm, ns + 1, mint, maxt, 1, &cap))
 		goto out;
 done:

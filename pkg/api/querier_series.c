@@ -1,5 +1,5 @@
 /* querier_series.c: SelectSeries of Pyroscope's query API: a profile type's
- * values over time, from the stored totals (pd_tsdb_select_totals; no profile is
+ * values over time, from the stored totals (pd_storage_select_totals; no profile is
  * decoded). Points lie at start, start + step, ... up to end; a profile at time
  * ts counts at the first of them at or after ts, so the point at T sums the
  * profiles in (T - step, T], what /prometheus's sum_over_time(<metric>[step])
@@ -140,7 +140,7 @@ void querier_select_series(struct qcall *c, const ProtobufCMessage *req)
 	int avg = q->aggregation ==
 		  TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE;
 	for (size_t i = 0; i < set.n; i++) {
-		const struct pd_tsdb_totals *s = set.v[i].t;
+		const struct pd_storage_totals *s = set.v[i].t;
 		size_t k = 0;
 		for (; k < s->ntypes; k++)
 			if (strcmp(s->types[k].type, t.type) == 0 &&

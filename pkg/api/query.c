@@ -18,7 +18,7 @@ void api_query_range(struct api_req *r, struct api_resp *w)
 {
 	struct pd_api_server *s = r->srv;
 	struct api_sel sel = {0};
-	struct pd_tsdb_result *res = NULL;
+	struct pd_storage_result *res = NULL;
 	struct pd_err err = {0};
 	int64_t start, end;
 	uint64_t limit;
@@ -30,7 +30,7 @@ void api_query_range(struct api_req *r, struct api_resp *w)
 		goto out;
 	}
 	size_t want = limit && limit < SIZE_MAX ? (size_t)limit + 1 : 0;
-	int rc = pd_tsdb_select(s->o.db, sel.m, sel.nm, start, end, want, &res, &err);
+	int rc = pd_storage_select(s->o.db, sel.m, sel.nm, start, end, want, &res, &err);
 	if (rc) {
 		api_internal(w, "listing series failed", rc, &err);
 		goto out;
@@ -42,7 +42,7 @@ void api_query_range(struct api_req *r, struct api_resp *w)
 	}
 	jput(w, "[");
 	for (size_t i = 0; i < n && !w->berr; i++) {
-		const struct pd_tsdb_series *se = &res->series[i];
+		const struct pd_storage_series *se = &res->series[i];
 		jput(w, i ? ",{\"labels\":" : "{\"labels\":");
 		jlabels_tsdb(w, se->labels, se->nlabels);
 		jput(w, ",\"timestamps\":[");
@@ -55,7 +55,7 @@ void api_query_range(struct api_req *r, struct api_resp *w)
 	}
 	jput(w, "]");
 out:
-	pd_tsdb_result_destroy(res);
+	pd_storage_result_destroy(res);
 	api_sel_fini(&sel);
 }
 

@@ -184,7 +184,7 @@ void api_report_series_groups(struct api_req *r, struct api_resp *w, int report,
 	jput(w, ",\"groups\":[");
 	for (size_t i = 0; i < gs->n && !w->berr && !w->error_set; i++) {
 		const struct group *g = &gs->g[i];
-		const struct pd_tsdb_series *se0 = &sd->res->series[gs->order[g->first]];
+		const struct pd_storage_series *se0 = &sd->res->series[gs->order[g->first]];
 		jput(w, i ? ",{\"labels\":{" : "{\"labels\":{");
 		for (size_t k = 0; k < gb->n; k++) {
 			if (k)

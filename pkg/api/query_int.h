@@ -38,7 +38,7 @@ struct side {
 	int merge;
 	int64_t t, start, end; /* single: t; merge: [start, end] */
 	int64_t lookback;      /* single: how far before t a sample may be */
-	struct pd_tsdb_result *res;
+	struct pd_storage_result *res;
 	unsigned char *used; /* per series of res: contributed */
 	size_t nseries;      /* series that contributed */
 	size_t nprofiles;

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "query_int.h"
-#include "profd/clickhouse.h"
 #include "profd/config.h"
 
 /* ---- loading profiles -------------------------------------------------------- */
@@ -22,7 +21,7 @@ static int64_t sat_sub(int64_t a, int64_t b)
 }
 
 /* `heap{instance="a:1", job="api"}` for messages. */
-static void series_string(const struct pd_tsdb_label *ls, size_t n, char *out, size_t size)
+static void series_string(const struct pd_storage_label *ls, size_t n, char *out, size_t size)
 {
 	struct pd_buf b;
 	pd_buf_init(&b, size > 1 ? size - 1 : 1);
@@ -51,7 +50,7 @@ static void series_string(const struct pd_tsdb_label *ls, size_t n, char *out, s
 void api_side_fini(struct side *sd)
 {
 	api_sel_fini(&sd->sel);
-	pd_tsdb_result_destroy(sd->res);
+	pd_storage_result_destroy(sd->res);
 	free(sd->used);
 	free(sd->avg);
 	free(sd->raw);
@@ -118,7 +117,7 @@ static int load_single(struct api_req *r, struct api_resp *w, struct side *sd, i
 	struct pd_api_server *s = r->srv;
 	struct pd_err err = {0};
 	int64_t lo = sat_sub(sd->t, sd->lookback);
-	int rc = pd_tsdb_select(s->o.db, sd->sel.m, sd->sel.nm, lo, sd->t, 0, &sd->res, &err);
+	int rc = pd_storage_select(s->o.db, sd->sel.m, sd->sel.nm, lo, sd->t, 0, &sd->res, &err);
 	if (rc) {
 		api_internal(w, "listing series failed", rc, &err);
 		return -1;
@@ -127,7 +126,7 @@ static int load_single(struct api_req *r, struct api_resp *w, struct side *sd, i
 		return 0;
 	if (sd->res->nseries > 1) {
 		char a[512], b[512], lb[64];
-		const struct pd_tsdb_series *s0 = &sd->res->series[0], *s1 = &sd->res->series[1];
+		const struct pd_storage_series *s0 = &sd->res->series[0], *s1 = &sd->res->series[1];
 		series_string(s0->labels, s0->nlabels, a, sizeof(a));
 		series_string(s1->labels, s1->nlabels, b, sizeof(b));
 		pd_config_format_duration(sd->lookback, lb, sizeof(lb));
@@ -139,9 +138,9 @@ static int load_single(struct api_req *r, struct api_resp *w, struct side *sd, i
 		    sd->res->nseries, lb, a, b, sd->res->nseries > 2 ? ", ..." : "");
 		return -1;
 	}
-	const struct pd_tsdb_series *se = &sd->res->series[0];
+	const struct pd_storage_series *se = &sd->res->series[0];
 	int64_t at = se->ts[se->nts - 1];
-	rc = pd_tsdb_read(s->o.db, se->labels, se->nlabels, at, &sd->raw, &sd->rawlen, &err);
+	rc = pd_storage_read(s->o.db, se->labels, se->nlabels, at, &sd->raw, &sd->rawlen, &err);
 	if (rc == PD_ENOTFOUND)
 		return 0; /* deleted by retention in between */
 	if (rc) {
@@ -233,7 +232,7 @@ int api_merge_plan(struct api_req *r, struct api_resp *w, struct side *sd, uint6
 	*upto = NULL;
 	*n = *take = 0;
 	int rc =
-	    pd_tsdb_select(s->o.db, sd->sel.m, sd->sel.nm, sd->start, sd->end, 0, &sd->res, &err);
+	    pd_storage_select(s->o.db, sd->sel.m, sd->sel.nm, sd->start, sd->end, 0, &sd->res, &err);
 	if (rc) {
 		api_internal(w, "listing series failed", rc, &err);
 		return -1;
@@ -275,11 +274,11 @@ int api_merge_plan(struct api_req *r, struct api_resp *w, struct side *sd, uint6
 static int merge_series(struct api_resp *w, struct merge_state *m, size_t i, int64_t upto)
 {
 	struct side *sd = m->sd;
-	const struct pd_tsdb_series *se = &sd->res->series[i];
+	const struct pd_storage_series *se = &sd->res->series[i];
 	m->series = i;
 	m->cut = NULL;
-	int rc = pd_tsdb_merge(m->s->o.db, se->labels, se->nlabels, sd->start, upto, merge_emit, m,
-	                       &m->err);
+	struct pd_storage_merge_range rg = {se->labels, se->nlabels, sd->start, upto};
+	int rc = pd_storage_merge_ranges(m->s->o.db, &rg, 1, merge_emit, m, &m->err);
 	if (rc == MERGE_STOP)
 		return MERGE_STOP;
 	if (rc && m->bad) {
@@ -300,15 +299,17 @@ static int merge_series(struct api_resp *w, struct merge_state *m, size_t i, int
 }
 
 /* Series order[first, first + count) of sd->res (order NULL: in place), each over
- * [start, upto[i]], merged into m->mg. Locally series by series (merge_series);
- * in ClickHouse up to PD_CLICKHOUSE_MERGE_MAX_RANGES series per query, summed by
- * ClickHouse, the series of a query marked used once it gave profiles. Returns as
+ * [start, upto[i]], merged into m->mg. Series by series (merge_series) when the
+ * store merges range by range (the local store); else (ClickHouse) as many series
+ * per call as the store sums at once (pd_storage_merge_batch), the series of a
+ * call marked used once it gave profiles. Returns as
  * merge_series does. */
 int api_merge_some(struct api_resp *w, struct merge_state *m, const size_t *order,
                    size_t first, size_t count, const int64_t *upto)
 {
 	struct side *sd = m->sd;
-	if (!pd_tsdb_clickhouse(m->s->o.db)) {
+	size_t batch = pd_storage_merge_batch(m->s->o.db);
+	if (batch == 1) {
 		for (size_t k = first; k < first + count; k++) {
 			size_t i = order ? order[k] : k;
 			if (upto[i] == INT64_MIN)
@@ -319,16 +320,16 @@ int api_merge_some(struct api_resp *w, struct merge_state *m, const size_t *orde
 		}
 		return 0;
 	}
-	struct pd_tsdb_merge_range rg[PD_CLICKHOUSE_MERGE_MAX_RANGES];
-	size_t which[PD_CLICKHOUSE_MERGE_MAX_RANGES];
+	struct pd_storage_merge_range rg[PD_STORAGE_MERGE_MAX_RANGES];
+	size_t which[PD_STORAGE_MERGE_MAX_RANGES];
 	for (size_t k = first; k < first + count;) {
 		size_t n = 0;
-		for (; k < first + count && n < PD_CLICKHOUSE_MERGE_MAX_RANGES; k++) {
+		for (; k < first + count && n < batch; k++) {
 			size_t i = order ? order[k] : k;
-			const struct pd_tsdb_series *se = &sd->res->series[i];
+			const struct pd_storage_series *se = &sd->res->series[i];
 			if (upto[i] == INT64_MIN)
 				continue;
-			rg[n] = (struct pd_tsdb_merge_range){se->labels, se->nlabels, sd->start, upto[i]};
+			rg[n] = (struct pd_storage_merge_range){se->labels, se->nlabels, sd->start, upto[i]};
 			which[n++] = i;
 		}
 		if (!n)
@@ -336,7 +337,7 @@ int api_merge_some(struct api_resp *w, struct merge_state *m, const size_t *orde
 		size_t before = sd->nprofiles;
 		m->series = SIZE_MAX;
 		m->cut = NULL;
-		int rc = pd_tsdb_merge_ranges(m->s->o.db, rg, n, merge_emit, m, &m->err);
+		int rc = pd_storage_merge_ranges(m->s->o.db, rg, n, merge_emit, m, &m->err);
 		if (rc == MERGE_STOP)
 			return MERGE_STOP;
 		if (rc && (m->bad || rc == PD_EINCOMPAT)) {

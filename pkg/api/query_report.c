@@ -12,7 +12,7 @@
 
 /* ---- reports ----------------------------------------------------------------- */
 
-static const char *series_name(const struct pd_tsdb_series *s)
+static const char *series_name(const struct pd_storage_series *s)
 {
 	for (size_t i = 0; i < s->nlabels; i++)
 		if (strcmp(s->labels[i].name, PD_LABELS_METRIC_NAME) == 0)

@@ -67,7 +67,7 @@ static int meta_range(struct api_req *r, struct api_resp *w, int64_t *start, int
 	return 0;
 }
 
-static int labels_cmp(const struct pd_tsdb_series *a, const struct pd_tsdb_series *b)
+static int labels_cmp(const struct pd_storage_series *a, const struct pd_storage_series *b)
 {
 	size_t n = a->nlabels < b->nlabels ? a->nlabels : b->nlabels;
 	for (size_t i = 0; i < n; i++) {
@@ -82,8 +82,8 @@ static int labels_cmp(const struct pd_tsdb_series *a, const struct pd_tsdb_serie
 
 static int series_ptr_cmp(const void *a, const void *b)
 {
-	return labels_cmp(*(const struct pd_tsdb_series *const *)a,
-	                  *(const struct pd_tsdb_series *const *)b);
+	return labels_cmp(*(const struct pd_storage_series *const *)a,
+	                  *(const struct pd_storage_series *const *)b);
 }
 
 void api_series(struct api_req *r, struct api_resp *w)
@@ -91,8 +91,8 @@ void api_series(struct api_req *r, struct api_resp *w)
 	struct pd_api_server *s = r->srv;
 	struct api_sel *sels = NULL;
 	size_t nsel = 0;
-	struct pd_tsdb_result **res = NULL;
-	const struct pd_tsdb_series **all = NULL;
+	struct pd_storage_result **res = NULL;
+	const struct pd_storage_series **all = NULL;
 	struct pd_err err = {0};
 	int64_t start, end;
 	uint64_t limit;
@@ -106,7 +106,7 @@ void api_series(struct api_req *r, struct api_resp *w)
 	}
 	size_t total = 0;
 	for (size_t i = 0; i < nsel; i++) {
-		int rc = pd_tsdb_select(s->o.db, sels[i].m, sels[i].nm, start, end,
+		int rc = pd_storage_select(s->o.db, sels[i].m, sels[i].nm, start, end,
 		                        limit ? (size_t)limit + 1 : 0, &res[i], &err);
 		if (rc) {
 			api_internal(w, "listing series failed", rc, &err);
@@ -142,7 +142,7 @@ void api_series(struct api_req *r, struct api_resp *w)
 out:
 	free(all);
 	for (size_t i = 0; res && i < nsel; i++)
-		pd_tsdb_result_destroy(res[i]);
+		pd_storage_result_destroy(res[i]);
 	free(res);
 	free_matches(sels, nsel);
 }
@@ -170,8 +170,8 @@ static void strings_endpoint(struct api_req *r, struct api_resp *w, const char *
 	for (size_t i = 0; i < (nsel ? nsel : 1); i++) {
 		char **v = NULL;
 		size_t nv = 0;
-		struct pd_tsdb_matcher tm;
-		const struct pd_tsdb_matcher *m = nsel ? sels[i].m : NULL;
+		struct pd_storage_matcher tm;
+		const struct pd_storage_matcher *m = nsel ? sels[i].m : NULL;
 		size_t nm = nsel ? sels[i].nm : 0;
 		if (!nsel && api_tenant_matcher(r, &tm)) {
 			m = &tm;
@@ -179,8 +179,8 @@ static void strings_endpoint(struct api_req *r, struct api_resp *w, const char *
 		}
 		int rc = api_tenant_hidden(name) ? 0
 		         : name
-		             ? pd_tsdb_label_values(s->o.db, name, m, nm, start, end, &v, &nv, &err)
-		             : pd_tsdb_label_names(s->o.db, m, nm, start, end, &v, &nv, &err);
+		             ? pd_storage_label_values(s->o.db, name, m, nm, start, end, &v, &nv, &err)
+		             : pd_storage_label_names(s->o.db, m, nm, start, end, &v, &nv, &err);
 		if (rc) {
 			api_internal(
 			    w, name ? "listing label values failed" : "listing label names failed",
@@ -189,7 +189,7 @@ static void strings_endpoint(struct api_req *r, struct api_resp *w, const char *
 		}
 		char **grown = realloc(acc, (nacc + nv + 1) * sizeof(*acc));
 		if (!grown) {
-			pd_tsdb_strings_free(v, nv);
+			pd_storage_strings_free(v, nv);
 			api_error(w, 500, "internal", "out of memory");
 			goto out;
 		}
@@ -216,7 +216,7 @@ static void strings_endpoint(struct api_req *r, struct api_resp *w, const char *
 	}
 	jput(w, "]");
 out:
-	pd_tsdb_strings_free(acc, nacc);
+	pd_storage_strings_free(acc, nacc);
 	free_matches(sels, nsel);
 }
 

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "api_int.h"
-#include "profd/clickhouse.h"
 #include "profd/config.h"
 #include "profd/scrape.h"
 
@@ -301,10 +300,10 @@ static int any_value(const void *ctx, const char *v)
  * with a warning naming its reason, so the rest of the status (the spool) still
  * shows while ClickHouse is down. */
 
-static void head_cardinality(struct api_req *r, struct api_resp *w, const struct pd_tsdb_stats *st,
+static void head_cardinality(struct api_req *r, struct api_resp *w, const struct pd_storage_stats *st,
                              size_t limit)
 {
-	struct pd_tsdb_result *res = NULL;
+	struct pd_storage_result *res = NULL;
 	struct pd_err err = {0};
 	char **names = NULL, **pairs = NULL, **nv = NULL;
 	size_t nnames = 0, npairs = 0, nnv = 0;
@@ -314,15 +313,15 @@ static void head_cardinality(struct api_req *r, struct api_resp *w, const struct
 	 * lists count the series with a profile in the last API_CH_CARDINALITY_MS */
 	int64_t mint = st->head_mint, maxt = st->head_maxt;
 	int have = st->head_series && mint <= maxt;
-	if (st->clickhouse) {
+	if (st->remote) {
 		maxt = api_now_ms();
 		mint = maxt - API_CH_CARDINALITY_MS;
 		have = 1;
 	}
 	if (have) {
-		struct pd_tsdb_matcher m = {PD_LABELS_METRIC_NAME, any_value, NULL};
-		int rc = pd_tsdb_select(r->srv->o.db, &m, 1, mint, maxt, 0, &res, &err);
-		if (rc && st->clickhouse) {
+		struct pd_storage_matcher m = {PD_LABELS_METRIC_NAME, any_value, NULL};
+		int rc = pd_storage_select(r->srv->o.db, &m, 1, mint, maxt, 0, &res, &err);
+		if (rc && st->remote) {
 			int n = 0;
 			const char *why = api_ch_reason(&err, &n);
 			if (!why) {
@@ -348,9 +347,9 @@ static void head_cardinality(struct api_req *r, struct api_resp *w, const struct
 		goto out;
 	}
 	for (size_t i = 0; res && i < res->nseries; i++) {
-		const struct pd_tsdb_series *se = &res->series[i];
+		const struct pd_storage_series *se = &res->series[i];
 		for (size_t k = 0; k < se->nlabels; k++) {
-			const struct pd_tsdb_label *l = &se->labels[k];
+			const struct pd_storage_label *l = &se->labels[k];
 			if (strcmp(l->name, PD_LABELS_METRIC_NAME) == 0)
 				names[nnames++] = (char *)l->value;
 			size_t len = strlen(l->name) + strlen(l->value) + 2;
@@ -409,41 +408,39 @@ out:
 	for (size_t i = 0; i < nnv; i++)
 		free(nv[i]);
 	free(nv);
-	pd_tsdb_result_destroy(res);
+	pd_storage_result_destroy(res);
 }
 
 /* ClickHouse mode: the database the profiles are kept in and the spool of what
  * ClickHouse has not taken yet, as the profd_clickhouse_* metrics count it. */
-static void clickhouse_json(struct api_req *r, struct api_resp *w, const struct pd_tsdb_stats *st)
+static void clickhouse_json(struct api_req *r, struct api_resp *w, const struct pd_storage_stats *st)
 {
-	struct pd_clickhouse *ch = pd_tsdb_clickhouse(r->srv->o.db);
-	const char *db = ch ? pd_clickhouse_database(ch) : NULL;
-	const char *cluster = ch ? pd_clickhouse_cluster(ch) : NULL;
+	(void)r;
 	jput(w, ",\"clickhouse\":{\"database\":");
-	jstr(w, db ? db : "");
+	jstr(w, st->remote_database);
 	jput(w, ",\"cluster\":");
-	jstr(w, cluster ? cluster : "");
+	jstr(w, st->remote_cluster);
 	jput(w, ",\"sentProfiles\":");
-	ju64(w, st->ch_sent_profiles);
+	ju64(w, st->remote_sent_profiles);
 	jput(w, ",\"spoolProfiles\":");
-	ju64(w, st->ch_spool_profiles);
+	ju64(w, st->remote_spool_profiles);
 	jput(w, ",\"spoolBytes\":");
-	ju64(w, st->ch_spool_bytes);
+	ju64(w, st->remote_spool_bytes);
 	jput(w, ",\"spoolMaxBytes\":");
-	ju64(w, st->ch_spool_max);
+	ju64(w, st->remote_spool_max);
 	jput(w, ",\"flushes\":");
-	ju64(w, st->ch_flushes);
+	ju64(w, st->remote_flushes);
 	jput(w, ",\"flushFailures\":");
-	ju64(w, st->ch_flush_failures);
+	ju64(w, st->remote_flush_failures);
 	jput(w, ",\"lastFlush\":");
-	ji64(w, st->ch_last_flush_ms);
+	ji64(w, st->remote_last_flush_ms);
 	jput(w, "}");
 }
 
 void api_status_tsdb(struct api_req *r, struct api_resp *w)
 {
-	struct pd_tsdb_stats st;
-	struct pd_tsdb_block_info *b = NULL;
+	struct pd_storage_stats st;
+	struct pd_storage_block_info *b = NULL;
 	size_t nb = 0;
 	struct pd_err err = {0};
 	uint64_t limit;
@@ -451,16 +448,16 @@ void api_status_tsdb(struct api_req *r, struct api_resp *w)
 		return;
 	if (limit == 0)
 		limit = 10;
-	pd_tsdb_stats(r->srv->o.db, &st);
-	int rc = pd_tsdb_blocks(r->srv->o.db, &b, &nb, &err);
+	pd_storage_stats(r->srv->o.db, &st);
+	int rc = pd_storage_blocks(r->srv->o.db, &b, &nb, &err);
 	if (rc) {
 		api_internal(w, "listing blocks failed", rc, &err);
 		return;
 	}
 	int empty = !st.head_series || st.head_mint > st.head_maxt;
 	jput(w, "{\"storage\":");
-	jstr(w, st.clickhouse ? "clickhouse" : "local");
-	if (st.clickhouse)
+	jstr(w, st.remote ? "clickhouse" : "local");
+	if (st.remote)
 		clickhouse_json(r, w, &st);
 	jput(w, ",\"headStats\":{\"numSeries\":");
 	ju64(w, st.head_series);

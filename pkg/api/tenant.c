@@ -101,18 +101,18 @@ unsigned api_tenant_begin(struct api_req *r, const char *org_id, char *msg, size
 	return 0;
 }
 
-int api_tenant_matcher(const struct api_req *r, struct pd_tsdb_matcher *out)
+int api_tenant_matcher(const struct api_req *r, struct pd_storage_matcher *out)
 {
 	if (!r->scoped)
 		return 0;
-	*out = (struct pd_tsdb_matcher){PD_LABELS_TENANT, pd_tsdb_match_equal, r->tenant_value};
+	*out = (struct pd_storage_matcher){PD_LABELS_TENANT, pd_storage_match_equal, r->tenant_value};
 	return 1;
 }
 
-int api_tenant_scope(const struct api_req *r, const struct pd_tsdb_matcher *m, size_t nm,
-                     struct pd_tsdb_matcher **out, size_t *nout)
+int api_tenant_scope(const struct api_req *r, const struct pd_storage_matcher *m, size_t nm,
+                     struct pd_storage_matcher **out, size_t *nout)
 {
-	struct pd_tsdb_matcher *v = calloc(nm + 1, sizeof(*v));
+	struct pd_storage_matcher *v = calloc(nm + 1, sizeof(*v));
 	if (!v)
 		return PD_ENOMEM;
 	if (nm)
@@ -124,10 +124,10 @@ int api_tenant_scope(const struct api_req *r, const struct pd_tsdb_matcher *m, s
 
 int api_sel_scope(const struct api_req *r, struct api_sel *s)
 {
-	struct pd_tsdb_matcher t;
+	struct pd_storage_matcher t;
 	if (!api_tenant_matcher(r, &t))
 		return 0;
-	struct pd_tsdb_matcher *v = realloc(s->m, (s->nm + 1) * sizeof(*v));
+	struct pd_storage_matcher *v = realloc(s->m, (s->nm + 1) * sizeof(*v));
 	if (!v)
 		return PD_ENOMEM;
 	v[s->nm++] = t;
@@ -135,7 +135,7 @@ int api_sel_scope(const struct api_req *r, struct api_sel *s)
 	return 0;
 }
 
-size_t api_tenant_label_add(const struct api_req *r, struct pd_tsdb_label *tl, size_t n)
+size_t api_tenant_label_add(const struct api_req *r, struct pd_storage_label *tl, size_t n)
 {
 	if (!r->scoped || !*r->tenant_value)
 		return n;
@@ -143,7 +143,7 @@ size_t api_tenant_label_add(const struct api_req *r, struct pd_tsdb_label *tl, s
 	while (at < n && strcmp(tl[at].name, PD_LABELS_TENANT) < 0)
 		at++;
 	memmove(&tl[at + 1], &tl[at], (n - at) * sizeof(*tl));
-	tl[at] = (struct pd_tsdb_label){PD_LABELS_TENANT, r->tenant_value};
+	tl[at] = (struct pd_storage_label){PD_LABELS_TENANT, r->tenant_value};
 	return n + 1;
 }
 

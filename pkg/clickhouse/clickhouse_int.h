@@ -40,4 +40,13 @@ int ch_totals_rows(struct pd_clickhouse_totals *t, const void *data, size_t len,
 int ch_totals_sums(struct pd_clickhouse_totals *t, const struct ch_tid *tids, const void *data,
                    size_t len, struct pd_err *err);
 
+/* storage.c: one series' totals from its ClickHouse rows (nrows, all of that
+ * series, in time order) into o: its labels (nl, copied), the sample types (type
+ * and unit) in order of first appearance, and per profile its time, duration and,
+ * for each type it has, its total (present 1); memory from r
+ * (pd_storage_totals_alloc). PD_ENOMEM. */
+int ch_totals_series(struct pd_storage_totals_result *r, const struct pd_storage_label *lp,
+		     size_t nl, const struct pd_clickhouse_total *rows, size_t nrows,
+		     struct pd_storage_totals *o);
+
 #endif

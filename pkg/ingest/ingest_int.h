@@ -109,7 +109,7 @@ int ingest_pb_finish(struct ingest_pb *b, uint8_t **out, size_t *out_len,
 /* ---- the batch (batch.c) --------------------------------------------------------- */
 
 /* Keeps a copy of gz, the gzip stream whose content is exactly the pprof bytes of
- * the profile last added to b, for the store's WAL (pd_tsdb_append_gzip). Best
+ * the profile last added to b, for the store's WAL (pd_storage_append_gzip). Best
  * effort: without the memory (or past max_request_memory) nothing is kept and the
  * WAL compresses the profile. */
 void ingest_batch_keep_gzip(struct pd_ingest_batch *b, const struct pd_ingest_limits *lim,

@@ -12,7 +12,7 @@
 #include "profd/pprof.h"
 #include "profd/relabel.h"
 #include "profd/scrape.h"
-#include "profd/tsdb.h"
+#include "profd/storage.h"
 
 struct target {
 	struct pd_scrape_manager *m;
@@ -22,7 +22,7 @@ struct target {
 	char *type;
 	struct pd_labels *discovered;
 	struct pd_labels *labels; /* NULL when dropped */
-	struct pd_tsdb_label *tl; /* view of labels for the store */
+	struct pd_storage_label *tl; /* view of labels for the store */
 	size_t ntl;
 	char *url;
 	uint64_t loop_id; /* 0 when dropped */
@@ -50,7 +50,7 @@ struct pd_scrape_manager {
 	struct pool **pools;
 	size_t npools;
 	struct pd_scrape_engine *engine;
-	struct pd_tsdb *db;
+	struct pd_storage *db;
 	struct pd_scrape_manager_opts o;
 	uint64_t ok, failed, bytes, appended;
 	uint64_t target_limit_exceeded; /* guarded by mu */
@@ -676,7 +676,7 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 			 "scrape_timeout of %s exceeded while decoding the profile (%zu bytes)", dur, len);
 		goto fail;
 	}
-	struct pd_tsdb_appender *a = pd_tsdb_appender(m->db);
+	struct pd_storage_appender *a = pd_storage_appender(m->db);
 	if (!a) {
 		pd_pprof_destroy(prof);
 		pd_err_set(&err, PD_ENOMEM, "out of memory");
@@ -684,15 +684,15 @@ static void on_result(void *ectx, void *lctx, const struct pd_scrape_result *r)
 	}
 	/* no client waits for a scrape: its commit does not wait for the WAL's
 	 * fsync, so the scrape rate is bound by the CPU, not by the disk */
-	pd_tsdb_appender_lazy(a);
+	pd_storage_appender_lazy(a);
 	/* the store takes the decoded profile too, so it does not decode it again */
 	/* the WAL keeps the body as it came when it is gzip, as Go serves profiles */
-	if (pd_tsdb_append_gzip(a, t->tl, t->ntl, r->scheduled_ms, data, len, prof,
+	if (pd_storage_append_gzip(a, t->tl, t->ntl, r->scheduled_ms, data, len, prof,
 				 raw && !legacy ? r->body : NULL, raw && !legacy ? r->len : 0, &err)) {
-		pd_tsdb_rollback(a);
+		pd_storage_rollback(a);
 		goto store_failed;
 	}
-	if (pd_tsdb_commit(a, &err))
+	if (pd_storage_commit(a, &err))
 		goto store_failed;
 	free(raw);
 	__atomic_add_fetch(&m->ok, 1, __ATOMIC_RELAXED);
@@ -727,7 +727,7 @@ fail:
 
 /* ---- the public API ----------------------------------------------------------------- */
 
-int pd_scrape_manager_create(struct pd_scrape_manager **out, struct pd_tsdb *db,
+int pd_scrape_manager_create(struct pd_scrape_manager **out, struct pd_storage *db,
 			     const struct pd_scrape_manager_opts *opts, struct pd_err *err)
 {
 	struct pd_scrape_manager *m = calloc(1, sizeof(*m));

@@ -16,7 +16,6 @@
 
 #include "profd/pprof.h"
 #include "block_int.h"
-#include "ch_query.h"
 #include "hc_replay.h"
 #include "head_chunks.h"
 #include "head_spill.h"
@@ -371,9 +370,9 @@ static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, siz
 		rc->skipped++;
 		return 0;
 	}
-	if (rc->db->o.clickhouse) {
-		/* the profiles are ClickHouse's: the head keeps the newest time only */
-		tsdb_ch_note_time(s, t);
+	if (rc->db->o.sink) {
+		/* the profiles are the sink's: the head keeps the newest time only */
+		tsdb_note_time(s, t);
 		return 0;
 	}
 	/* a sample a head chunk file holds is not encoded again */
@@ -490,6 +489,7 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 	*out = NULL;
 	if (!db)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
+	tsdb_storage_init(db);
 	if (opts)
 		db->o = *opts;
 	else
@@ -538,15 +538,15 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		if (pd_block_meta(db->blocks[i])->maxt <= cap && e > db->min_valid_t)
 			db->min_valid_t = e;
 	}
-	if (db->o.clickhouse && db->o.wal_disabled && !db->o.read_only) {
-		rc = pd_err_set(err, PD_EINVAL, "storing in ClickHouse needs the WAL, its spool");
+	if (db->o.sink && db->o.wal_disabled && !db->o.read_only) {
+		rc = pd_err_set(err, PD_EINVAL, "forwarding to %s needs the WAL, its spool", db->o.sink->title);
 		goto fail;
 	}
 	if (!db->o.wal_disabled) {
 		char *wdir = db_path_join(dir, "wal");
 		struct replay_ctx ctx = {db, 0, 0, {0}, NULL};
 		pd_u64map_init(&ctx.refs);
-		if (!db->o.read_only && !db->o.clickhouse &&
+		if (!db->o.read_only && !db->o.sink &&
 		    (rc = open_head_chunks(db, &ctx.hc, err))) {
 			pd_u64map_fini(&ctx.refs);
 			free(wdir);
@@ -555,8 +555,8 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		struct pd_wal_replay_cb cb = {replay_series, replay_sample, &ctx, replay_tombstone};
 		struct pd_wal_replay_stats st;
 		struct pd_wal_opts wo = {.segment_size = db->o.wal_segment_size, .sync = db->o.wal_sync};
-		if (db->o.clickhouse && !wo.segment_size)
-			wo.segment_size = PD_TSDB_CLICKHOUSE_SEGMENT;
+		if (db->o.sink && !wo.segment_size)
+			wo.segment_size = PD_TSDB_SINK_SEGMENT;
 		if (!wdir) {
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 			goto fail;
@@ -577,7 +577,7 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		/* a series the WAL names without a sample (the entry a checkpoint
 		 * keeps of the largest ref, so that no later series gets it) is not
 		 * kept in the head */
-		if (!rc && !db->o.clickhouse)
+		if (!rc && !db->o.sink)
 			drop_empty_series(&db->head);
 		if (!rc && st.truncated) {
 			db->wal_repaired = 1;
@@ -603,9 +603,9 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		}
 		if (!rc && !db->o.read_only)
 			rc = pd_wal_open(&db->wal, wdir, &wo, err);
-		/* with ClickHouse, the WAL is the spool its shipper sends from */
-		if (!rc && !db->o.read_only && db->o.clickhouse)
-			rc = ch_ship_start(db, err);
+		/* with a sink, the WAL is the spool its forwarder sends from */
+		if (!rc && !db->o.read_only && db->o.sink)
+			rc = tsdb_fwd_start(db, err);
 		/* a reader of a live store (tsdb analyze) reports what the WAL holds */
 		if (!rc && db->o.read_only)
 			rc = pd_wal_du(wdir, &db->wal_ro_bytes, err);
@@ -637,7 +637,7 @@ void pd_tsdb_close(struct pd_tsdb *db)
 {
 	if (!db)
 		return;
-	ch_ship_stop(db->ship);
+	tsdb_fwd_stop(db->fwd);
 	pd_wal_close(db->wal);
 	for (size_t i = 0; i < db->nblocks; i++)
 		pd_block_close(db->blocks[i]);

@@ -13,7 +13,6 @@
 
 #include "profd/pprof.h"
 #include "block_int.h"
-#include "ch_query.h"
 #include "hc_replay.h"
 #include "head_chunks.h"
 #include "head_spill.h"
@@ -21,7 +20,7 @@
 #include "tsdb_int.h"
 #include "wal.h"
 
-void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
+void pd_tsdb_stats(struct pd_tsdb *db, struct pd_storage_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	struct head *h = &db->head;
@@ -81,8 +80,8 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 	st->head_open_frame_write_failures = hs_write_failures(h->hs);
 	st->head_chunk_files_damaged = db->hc_damaged_files;
 	st->head_chunk_write_failures = __atomic_load_n(&h->hc_write_failures, __ATOMIC_RELAXED);
-	if (db->ship)
-		ch_ship_stats(db->ship, st);
+	if (db->fwd)
+		tsdb_fwd_stats(db->fwd, st);
 	if (db->wal) {
 		struct pd_wal_stats ws;
 		pd_wal_stats(db->wal, &ws);
@@ -95,10 +94,10 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_tsdb_stats *st)
 	}
 }
 
-int pd_tsdb_blocks(struct pd_tsdb *db, struct pd_tsdb_block_info **out, size_t *n,
+int pd_tsdb_blocks(struct pd_tsdb *db, struct pd_storage_block_info **out, size_t *n,
 		   struct pd_err *err)
 {
-	if (db->o.clickhouse) { /* no blocks: ClickHouse keeps the profiles */
+	if (db->o.sink) { /* no blocks: the remote store keeps the profiles */
 		*n = 0;
 		*out = calloc(1, sizeof(**out));
 		return *out ? 0 : pd_err_set(err, PD_ENOMEM, "out of memory");
@@ -112,7 +111,7 @@ int pd_tsdb_blocks(struct pd_tsdb *db, struct pd_tsdb_block_info **out, size_t *
 	}
 	for (size_t i = 0; i < db->nblocks; i++) {
 		const struct pd_block_meta *m = pd_block_meta(db->blocks[i]);
-		struct pd_tsdb_block_info *b = &(*out)[i];
+		struct pd_storage_block_info *b = &(*out)[i];
 		memcpy(b->ulid, m->ulid, sizeof(b->ulid));
 		b->mint = m->mint;
 		b->maxt = m->maxt;
@@ -145,7 +144,7 @@ static int head_series_range(const struct head_series *s, int64_t *mint, int64_t
 
 /* Tombstones for the head: the matching series' intervals clamped to the samples
  * they hold, written to the WAL as one deletion record and then applied. */
-static int delete_head(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm, int64_t mint,
+static int delete_head(struct pd_tsdb *db, const struct pd_storage_matcher *m, size_t nm, int64_t mint,
 		       int64_t maxt, struct pd_err *err)
 {
 	struct head *h = &db->head;
@@ -229,7 +228,7 @@ out:
 
 /* Tombstones for one block: its matching series' intervals clamped to the block
  * and to the chunks each holds; the tombstones file is rewritten when any is new. */
-static int delete_block(struct pd_tsdb *db, struct pd_block *b, const struct pd_tsdb_matcher *m,
+static int delete_block(struct pd_tsdb *db, struct pd_block *b, const struct pd_storage_matcher *m,
 			size_t nm, int64_t mint, int64_t maxt, struct pd_err *err)
 {
 	const struct pd_block_meta *bm = pd_block_meta(b);
@@ -275,11 +274,11 @@ static int delete_block(struct pd_tsdb *db, struct pd_block *b, const struct pd_
 	return rc;
 }
 
-int pd_tsdb_delete(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm, int64_t mint,
+int pd_tsdb_delete(struct pd_tsdb *db, const struct pd_storage_matcher *m, size_t nm, int64_t mint,
 		   int64_t maxt, struct pd_err *err)
 {
-	if (db->o.clickhouse)
-		return tsdb_ch_unsupported("deleting series", err);
+	if (db->o.sink)
+		return tsdb_sink_unsupported(db, "deleting series", err);
 	int rc = 0;
 	if (db->o.read_only)
 		return pd_err_set(err, PD_EINVAL, "the store is open read-only");
@@ -305,8 +304,8 @@ int pd_tsdb_delete(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t n
 
 int pd_tsdb_clean_tombstones(struct pd_tsdb *db, struct pd_err *err)
 {
-	if (db->o.clickhouse)
-		return tsdb_ch_unsupported("cleaning tombstones", err);
+	if (db->o.sink)
+		return tsdb_sink_unsupported(db, "cleaning tombstones", err);
 	int rc = 0;
 	if (db->o.read_only)
 		return pd_err_set(err, PD_EINVAL, "the store is open read-only");
@@ -493,9 +492,9 @@ static int random_hex(char *out, size_t nbytes)
 int pd_tsdb_snapshot(struct pd_tsdb *db, int skip_head, char name[PD_TSDB_SNAPSHOT_NAME_MAX],
 		     struct pd_err *err)
 {
-	if (db->o.clickhouse) {
+	if (db->o.sink) {
 		name[0] = '\0';
-		return tsdb_ch_unsupported("a snapshot", err);
+		return tsdb_sink_unsupported(db, "a snapshot", err);
 	}
 	char *sdir = db_path_join(db->dir, PD_TSDB_SNAPSHOTS_DIR), *tmp = NULL, *final = NULL;
 	int rc = 0;

@@ -14,7 +14,6 @@
 
 #include "profd/pprof.h"
 #include "block_int.h"
-#include "ch_query.h"
 #include "hc_replay.h"
 #include "head_chunks.h"
 #include "head_spill.h"
@@ -37,6 +36,7 @@ struct app_sample {
 };
 
 struct pd_tsdb_appender {
+	struct pd_storage_appender base; /* first: the storage interface's appender */
 	struct pd_tsdb *db;
 	struct app_sample *v;
 	size_t n, cap;
@@ -46,9 +46,16 @@ struct pd_tsdb_appender {
 struct pd_tsdb_appender *pd_tsdb_appender(struct pd_tsdb *db)
 {
 	struct pd_tsdb_appender *a = calloc(1, sizeof(*a));
-	if (a)
+	if (a) {
+		a->base.ops = &tsdb_appender_ops;
 		a->db = db;
+	}
 	return a;
+}
+
+struct pd_storage_appender *tsdb_appender_base(struct pd_tsdb_appender *a)
+{
+	return a ? &a->base : NULL;
 }
 
 void pd_tsdb_appender_lazy(struct pd_tsdb_appender *a)
@@ -102,7 +109,7 @@ static int64_t last_time(struct pd_tsdb_appender *a, const struct pd_lpair *l, s
 	return head_series_maxt(&a->db->head, l, n, hash);
 }
 
-static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
+static int append_sample(struct pd_tsdb_appender *a, const struct pd_storage_label *labels, size_t n,
 			 int64_t t, const uint8_t *profile, size_t len,
 			 struct pd_pprof_profile *decoded, const uint8_t *gz, size_t gzlen,
 			 struct pd_err *err);
@@ -118,7 +125,7 @@ static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label 
  * raises min_valid_t under append_mu, and commits check against it under
  * append_mu, so a commit acknowledged before the rise is in the head the flush
  * persists, and one after it is checked against the new end. Without the WAL
- * (bulk import writes blocks) or with ClickHouse there is no bound.
+ * (bulk import writes blocks) or with a sink there is no bound.
  *
  * Nor, with the WAL, one dated more than max_future_ms after the system clock
  * (Mimir's creation grace period): the newest sample moves the retention bound
@@ -128,7 +135,7 @@ static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label 
  * before the window existed moves a bound past the present. */
 static int bounded(const struct pd_tsdb *db)
 {
-	return !db->o.wal_disabled && !db->o.clickhouse && !db->o.read_only;
+	return !db->o.wal_disabled && !db->o.sink && !db->o.read_only;
 }
 
 /* The earliest timestamp an append may have now (INT64_MIN: any), and why. */
@@ -199,20 +206,20 @@ static int check_bounds(struct pd_tsdb *db, const struct pd_lpair *l, size_t n, 
 			  name, (long long)t, ts, (long long)from, fs, why);
 }
 
-int pd_tsdb_append(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
+int pd_tsdb_append(struct pd_tsdb_appender *a, const struct pd_storage_label *labels, size_t n,
 		   int64_t t, const uint8_t *profile, size_t len, struct pd_err *err)
 {
 	return pd_tsdb_append_decoded(a, labels, n, t, profile, len, NULL, err);
 }
 
-int pd_tsdb_append_decoded(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels,
+int pd_tsdb_append_decoded(struct pd_tsdb_appender *a, const struct pd_storage_label *labels,
 			   size_t n, int64_t t, const uint8_t *profile, size_t len,
 			   struct pd_pprof_profile *decoded, struct pd_err *err)
 {
 	return pd_tsdb_append_gzip(a, labels, n, t, profile, len, decoded, NULL, 0, err);
 }
 
-int pd_tsdb_append_gzip(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
+int pd_tsdb_append_gzip(struct pd_tsdb_appender *a, const struct pd_storage_label *labels, size_t n,
 			int64_t t, const uint8_t *profile, size_t len,
 			struct pd_pprof_profile *decoded, const uint8_t *gz, size_t gzlen,
 			struct pd_err *err)
@@ -221,8 +228,8 @@ int pd_tsdb_append_gzip(struct pd_tsdb_appender *a, const struct pd_tsdb_label *
 		pd_pprof_destroy(decoded);
 		return pd_err_set(err, PD_EINVAL, "the profile's gzip stream does not start as one");
 	}
-	if (a->db->o.clickhouse && !decoded && len <= a->db->o.max_profile) {
-		/* ClickHouse keeps profiles decoded: what does not decode is refused
+	if (a->db->o.sink && !decoded && len <= a->db->o.max_profile) {
+		/* a remote store keeps profiles decoded: what does not decode is refused
 		 * now rather than acknowledged and then not sent */
 		struct pd_pprof_decode_opts o = {.max_decompressed = a->db->o.max_profile};
 		struct pd_err derr;
@@ -238,7 +245,7 @@ int pd_tsdb_append_gzip(struct pd_tsdb_appender *a, const struct pd_tsdb_label *
 	return rc;
 }
 
-static int append_sample(struct pd_tsdb_appender *a, const struct pd_tsdb_label *labels, size_t n,
+static int append_sample(struct pd_tsdb_appender *a, const struct pd_storage_label *labels, size_t n,
 			 int64_t t, const uint8_t *profile, size_t len,
 			 struct pd_pprof_profile *decoded, const uint8_t *gz, size_t gzlen,
 			 struct pd_err *err)
@@ -354,8 +361,8 @@ static int apply_sample(struct pd_tsdb *db, struct head_series *s, uint64_t tick
 	while (s->commit_done != ticket)
 		pthread_cond_wait(&o->cv, &o->mu);
 	pthread_mutex_unlock(&o->mu);
-	if (append && db->o.clickhouse)
-		tsdb_ch_note_time(s, v->t); /* the profile goes to ClickHouse */
+	if (append && db->o.sink)
+		tsdb_note_time(s, v->t); /* the profile goes to the sink */
 	else if (append)
 		rc = head_append(&db->head, s, v->t, v->p, v->len, v->prof, err);
 	pthread_mutex_lock(&o->mu);
@@ -483,7 +490,7 @@ int pd_tsdb_commit(struct pd_tsdb_appender *a, struct pd_err *err)
 	int64_t *prev = NULL;
 	unsigned char *entry = NULL;
 	struct pd_wal_rec *rec = NULL;
-	size_t spooled = 0; /* bytes reserved in the ClickHouse spool */
+	size_t spooled = 0; /* bytes reserved in the sink's spool */
 	int rc = 0;
 
 	if (db->o.read_only) {
@@ -520,9 +527,9 @@ int pd_tsdb_commit(struct pd_tsdb_appender *a, struct pd_err *err)
 	rc = check_order(db, a, ser, prev, err);
 	if (!rc && rec && !entries_current(a, ser, entry))
 		rc = build_record(a, ser, entry, rec, err);
-	if (!rc && rec && db->ship) {
+	if (!rc && rec && db->fwd) {
 		spooled = pd_wal_rec_size(rec);
-		rc = ch_ship_admit(db->ship, spooled, err);
+		rc = tsdb_fwd_admit(db->fwd, spooled, err);
 		if (rc)
 			spooled = 0;
 	}
@@ -543,7 +550,7 @@ int pd_tsdb_commit(struct pd_tsdb_appender *a, struct pd_err *err)
 	if (rec)
 		rc = pd_wal_wait(db->wal, rec, err);
 	if (spooled)
-		ch_ship_written(db->ship, spooled, a->n, rc == 0);
+		tsdb_fwd_written(db->fwd, spooled, a->n, rc == 0);
 
 	/* 4. the head, in each series' reservation order */
 	int logged = rc == 0;
@@ -573,3 +580,39 @@ out:
 	app_free(a);
 	return rc;
 }
+
+/* ---- the appender through the storage interface (storage.h) ------------------------ */
+
+static struct pd_tsdb_appender *app_of(struct pd_storage_appender *b)
+{
+	return (struct pd_tsdb_appender *)(void *)b; /* base is the first member */
+}
+
+static void op_lazy(struct pd_storage_appender *b)
+{
+	pd_tsdb_appender_lazy(app_of(b));
+}
+
+static int op_append(struct pd_storage_appender *b, const struct pd_storage_label *labels,
+		     size_t n, int64_t t, const uint8_t *profile, size_t len,
+		     struct pd_pprof_profile *decoded, const uint8_t *gz, size_t gzlen,
+		     struct pd_err *err)
+{
+	if (gz)
+		return pd_tsdb_append_gzip(app_of(b), labels, n, t, profile, len, decoded, gz,
+					   gzlen, err);
+	return pd_tsdb_append_decoded(app_of(b), labels, n, t, profile, len, decoded, err);
+}
+
+static int op_commit(struct pd_storage_appender *b, struct pd_err *err)
+{
+	return pd_tsdb_commit(app_of(b), err);
+}
+
+static void op_rollback(struct pd_storage_appender *b)
+{
+	pd_tsdb_rollback(app_of(b));
+}
+
+const struct pd_storage_appender_ops tsdb_appender_ops = {op_lazy, op_append, op_commit,
+							  op_rollback};

@@ -13,7 +13,6 @@
 
 #include "profd/pprof.h"
 #include "block_int.h"
-#include "ch_query.h"
 #include "hc_replay.h"
 #include "head_chunks.h"
 #include "head_spill.h"

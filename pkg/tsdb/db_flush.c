@@ -14,7 +14,6 @@
 
 #include "profd/pprof.h"
 #include "block_int.h"
-#include "ch_query.h"
 #include "hc_replay.h"
 #include "head_chunks.h"
 #include "head_spill.h"
@@ -267,7 +266,7 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 	/* series quiet for a while (pods gone) give their open chunks up to the head
 	 * chunk files, beside the appends, before the gate closes */
 	int64_t newest = db_capped(__atomic_load_n(&h->maxt, __ATOMIC_RELAXED), cap);
-	if (!db->o.clickhouse && newest > INT64_MIN + HEAD_IDLE_SEAL_MS)
+	if (!db->o.sink && newest > INT64_MIN + HEAD_IDLE_SEAL_MS)
 		head_seal_idle(h, newest - HEAD_IDLE_SEAL_MS);
 	pthread_mutex_lock(&db->append_mu);
 	/* close the gate to new commits and let those in flight reach the head, so
@@ -298,7 +297,7 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 	 * entries too; they are freed once no query can hold them */
 	struct head_series **dead = NULL;
 	size_t ndead = 0;
-	if (persisted_to != INT64_MIN && !db->o.clickhouse &&
+	if (persisted_to != INT64_MIN && !db->o.sink &&
 	    head_gc(h, persisted_to, &dead, &ndead) == 0 && ndead)
 		pd_log_info("tsdb", "series without samples dropped from the head", "series=%zu",
 		            ndead);

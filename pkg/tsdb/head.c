@@ -22,35 +22,13 @@ uint64_t labels_hash(const struct pd_lpair *l, size_t n)
 
 int labels_cmp(const struct pd_lpair *a, size_t na, const struct pd_lpair *b, size_t nb)
 {
-	for (size_t i = 0; i < na && i < nb; i++) {
-		int c = strcmp(a[i].name, b[i].name);
-		if (c)
-			return c;
-		if ((c = strcmp(a[i].value, b[i].value)))
-			return c;
-	}
-	return na < nb ? -1 : na > nb;
+	return pd_storage_labels_cmp((const struct pd_storage_label *)(const void *)a, na,
+	                             (const struct pd_storage_label *)(const void *)b, nb);
 }
 
-struct pd_tsdb_label *tsdb_labels_pack(const struct pd_lpair *l, size_t nl)
+struct pd_storage_label *tsdb_labels_pack(const struct pd_lpair *l, size_t nl)
 {
-	size_t bytes = nl * sizeof(struct pd_tsdb_label);
-	for (size_t i = 0; i < nl; i++)
-		bytes += strlen(l[i].name) + strlen(l[i].value) + 2;
-	struct pd_tsdb_label *lab = malloc(bytes ? bytes : 1);
-	if (!lab)
-		return NULL;
-	char *s = (char *)(lab + nl);
-	for (size_t i = 0; i < nl; i++) {
-		size_t x = strlen(l[i].name) + 1, y = strlen(l[i].value) + 1;
-		memcpy(s, l[i].name, x);
-		lab[i].name = s;
-		s += x;
-		memcpy(s, l[i].value, y);
-		lab[i].value = s;
-		s += y;
-	}
-	return lab;
+	return pd_storage_labels_pack((const struct pd_storage_label *)(const void *)l, nl);
 }
 
 int head_init(struct head *h, const struct pd_tsdb_opts *o)

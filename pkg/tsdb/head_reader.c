@@ -44,12 +44,12 @@ static int hr_label_names(void *r, char ***out, size_t *n, struct pd_err *err)
 		const char *sep = memchr(pl->key, '\xff', pl->klen);
 		if (strs_push(out, n, &cap, pl->key, (size_t)(sep - pl->key))) {
 			pthread_rwlock_unlock(&h->mu);
-			pd_tsdb_strings_free(*out, *n);
+			pd_storage_strings_free(*out, *n);
 			return pd_err_set(err, PD_ENOMEM, "out of memory listing label names");
 		}
 	}
 	pthread_rwlock_unlock(&h->mu);
-	tsdb_strings_sort_unique(*out, n);
+	pd_storage_strings_sort_unique(*out, n);
 	return 0;
 }
 
@@ -69,12 +69,12 @@ static int hr_label_values(void *r, const char *name, char ***out, size_t *n, st
 			continue;
 		if (strs_push(out, n, &cap, pl->key + nl + 1, pl->klen - nl - 1)) {
 			pthread_rwlock_unlock(&h->mu);
-			pd_tsdb_strings_free(*out, *n);
+			pd_storage_strings_free(*out, *n);
 			return pd_err_set(err, PD_ENOMEM, "out of memory listing label values");
 		}
 	}
 	pthread_rwlock_unlock(&h->mu);
-	tsdb_strings_sort_unique(*out, n);
+	pd_storage_strings_sort_unique(*out, n);
 	return 0;
 }
 

@@ -7,17 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ch_query.h"
 #include "tsdb_int.h"
-
-void pd_tsdb_strings_free(char **s, size_t n)
-{
-	if (!s)
-		return;
-	for (size_t i = 0; i < n; i++)
-		free(s[i]);
-	free(s);
-}
 
 /* out = a ∪ b (both ascending, unique); a is freed. */
 static int union_refs(uint64_t **a, size_t *na, const uint64_t *b, size_t nb)
@@ -59,7 +49,7 @@ static void intersect_refs(uint64_t *a, size_t *na, const uint64_t *b, size_t nb
 	*na = k;
 }
 
-int tsdb_candidates(const struct source *src, const struct pd_tsdb_matcher *m, size_t nm,
+int tsdb_candidates(const struct source *src, const struct pd_storage_matcher *m, size_t nm,
 		      uint64_t **out, size_t *n, struct pd_err *err)
 {
 	uint64_t *cur = NULL;
@@ -72,7 +62,7 @@ int tsdb_candidates(const struct source *src, const struct pd_tsdb_matcher *m, s
 		size_t nv = 0;
 		uint64_t *u = NULL;
 		size_t nu = 0;
-		const char *eq = tsdb_matcher_equal(&m[k]);
+		const char *eq = pd_storage_matcher_equal(&m[k]);
 		if (eq) {
 			/* one value: its postings, without listing the label's values */
 			if ((rc = src->ops->postings(src->r, m[k].name, eq, &u, &nu, err)))
@@ -90,7 +80,7 @@ int tsdb_candidates(const struct source *src, const struct pd_tsdb_matcher *m, s
 				rc = pd_err_set(err, PD_ENOMEM, "out of memory merging postings");
 			free(p);
 		}
-		pd_tsdb_strings_free(vals, nv);
+		pd_storage_strings_free(vals, nv);
 		if (rc) {
 			free(u);
 			break;
@@ -115,23 +105,13 @@ int tsdb_candidates(const struct source *src, const struct pd_tsdb_matcher *m, s
 	return 0;
 }
 
-int tsdb_labels_match(const struct pd_lpair *l, size_t n, const struct pd_tsdb_matcher *m,
+int tsdb_labels_match(const struct pd_lpair *l, size_t n, const struct pd_storage_matcher *m,
 			size_t nm)
 {
-	for (size_t k = 0; k < nm; k++) {
-		const char *v = "";
-		for (size_t i = 0; i < n; i++)
-			if (strcmp(l[i].name, m[k].name) == 0) {
-				v = l[i].value;
-				break;
-			}
-		if (!m[k].matches(m[k].ctx, v))
-			return 0;
-	}
-	return 1;
+	return pd_storage_labels_match((const struct pd_storage_label *)(const void *)l, n, m, nm);
 }
 
-int tsdb_matching_refs(const struct source *src, const struct pd_tsdb_matcher *m, size_t nm,
+int tsdb_matching_refs(const struct source *src, const struct pd_storage_matcher *m, size_t nm,
 		       uint64_t **out, size_t *n, struct pd_err *err)
 {
 	uint64_t *refs;
@@ -167,7 +147,7 @@ int tsdb_matching_refs(const struct source *src, const struct pd_tsdb_matcher *m
 /* ---- results --------------------------------------------------------------- */
 
 struct rs {
-	struct pd_tsdb_series *v;
+	struct pd_storage_series *v;
 	size_t n, cap;
 	uint64_t *hashes;
 	size_t *slots; /* index + 1 */
@@ -211,7 +191,7 @@ static int rs_find_or_add(struct rs *r, const struct pd_lpair *l, size_t nl, int
 		return PD_ENOTFOUND;
 	if (r->n == r->cap) {
 		size_t c = r->cap ? r->cap * 2 : 64;
-		struct pd_tsdb_series *nv = realloc(r->v, c * sizeof(*nv));
+		struct pd_storage_series *nv = realloc(r->v, c * sizeof(*nv));
 		if (!nv)
 			return PD_ENOMEM;
 		r->v = nv;
@@ -225,10 +205,10 @@ static int rs_find_or_add(struct rs *r, const struct pd_lpair *l, size_t nl, int
 		r->tcap = nt;
 		r->cap = c;
 	}
-	struct pd_tsdb_label *lab = tsdb_labels_pack(l, nl);
+	struct pd_storage_label *lab = tsdb_labels_pack(l, nl);
 	if (!lab)
 		return PD_ENOMEM;
-	r->v[r->n] = (struct pd_tsdb_series){lab, nl, NULL, 0};
+	r->v[r->n] = (struct pd_storage_series){lab, nl, NULL, 0};
 	r->hashes[r->n] = h;
 	r->tcap[r->n] = 0;
 	r->slots[j] = r->n + 1;
@@ -238,7 +218,7 @@ static int rs_find_or_add(struct rs *r, const struct pd_lpair *l, size_t nl, int
 
 static int rs_push_ts(struct rs *r, size_t i, int64_t t)
 {
-	struct pd_tsdb_series *s = &r->v[i];
+	struct pd_storage_series *s = &r->v[i];
 	if (s->nts == r->tcap[i]) {
 		size_t c = r->tcap[i] ? r->tcap[i] * 2 : 16;
 		int64_t *nt = realloc(s->ts, c * sizeof(*nt));
@@ -253,7 +233,7 @@ static int rs_push_ts(struct rs *r, size_t i, int64_t t)
 
 static int series_cmp(const void *a, const void *b)
 {
-	const struct pd_tsdb_series *x = a, *y = b;
+	const struct pd_storage_series *x = a, *y = b;
 	return labels_cmp((const struct pd_lpair *)(const void *)x->labels, x->nlabels,
 			  (const struct pd_lpair *)(const void *)y->labels, y->nlabels);
 }
@@ -262,18 +242,6 @@ static int i64_cmp(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 	return x < y ? -1 : x > y;
-}
-
-void pd_tsdb_result_destroy(struct pd_tsdb_result *r)
-{
-	if (!r)
-		return;
-	for (size_t i = 0; i < r->nseries; i++) {
-		free(r->series[i].labels);
-		free(r->series[i].ts);
-	}
-	free(r->series);
-	free(r);
 }
 
 /* Counts and logs a damaged chunk that a read met. */
@@ -290,7 +258,7 @@ void tsdb_chunk_damaged(struct pd_tsdb *db, const struct source *src, const char
  * timestamp chunk is left out (and counted): the series' other chunks and every
  * other series still answer. */
 static int collect_series(struct pd_tsdb *db, const struct source *src, uint64_t ref,
-			  const struct pd_tsdb_matcher *m, size_t nm, int64_t mint, int64_t maxt,
+			  const struct pd_storage_matcher *m, size_t nm, int64_t mint, int64_t maxt,
 			  struct rs *res, size_t limit, struct pd_err *err)
 {
 	struct pd_lpair *l;
@@ -356,11 +324,9 @@ out:
 	return rc;
 }
 
-int pd_tsdb_select(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm, int64_t mint,
-		   int64_t maxt, size_t limit, struct pd_tsdb_result **out, struct pd_err *err)
+int pd_tsdb_select(struct pd_tsdb *db, const struct pd_storage_matcher *m, size_t nm, int64_t mint,
+		   int64_t maxt, size_t limit, struct pd_storage_result **out, struct pd_err *err)
 {
-	if (db->o.clickhouse)
-		return tsdb_ch_select(db, m, nm, mint, maxt, limit, out, err);
 	struct rs res = {0};
 	struct source *src = NULL;
 	size_t nsrc = 0;
@@ -382,7 +348,7 @@ int pd_tsdb_select(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t n
 	free(res.slots);
 	free(res.hashes);
 	free(res.tcap);
-	struct pd_tsdb_result *r = calloc(1, sizeof(*r));
+	struct pd_storage_result *r = calloc(1, sizeof(*r));
 	if (!rc && !r)
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 	if (rc) {
@@ -397,7 +363,7 @@ int pd_tsdb_select(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t n
 	for (size_t i = 0; i < res.n; i++) {
 		/* sources are read oldest first, but a block and the head may interleave
 		 * after a restart: keep timestamps sorted and unique */
-		struct pd_tsdb_series *s = &res.v[i];
+		struct pd_storage_series *s = &res.v[i];
 		int sorted = 1;
 		for (size_t k = 1; k < s->nts && sorted; k++)
 			sorted = s->ts[k - 1] < s->ts[k];
@@ -505,11 +471,9 @@ out:
 	return rc;
 }
 
-int pd_tsdb_read(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t n, int64_t t,
+int pd_tsdb_read(struct pd_tsdb *db, const struct pd_storage_label *labels, size_t n, int64_t t,
 		 uint8_t **out, size_t *len, struct pd_err *err)
 {
-	if (db->o.clickhouse)
-		return tsdb_ch_read(db, labels, n, t, out, len, err);
 	struct source *src = NULL;
 	size_t nsrc = 0;
 	const struct pd_lpair *l = (const struct pd_lpair *)(const void *)labels;
@@ -557,46 +521,23 @@ static int collect_strings(char ***acc, size_t *n, size_t *cap, char **add, size
 	return 0;
 }
 
-static int strcmp_p(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-void tsdb_strings_sort_unique(char **v, size_t *n)
-{
-	if (*n < 2)
-		return;
-	qsort(v, *n, sizeof(*v), strcmp_p);
-	size_t k = 0;
-	for (size_t i = 0; i < *n; i++) {
-		if (k && strcmp(v[k - 1], v[i]) == 0) {
-			free(v[i]);
-			continue;
-		}
-		v[k++] = v[i];
-	}
-	*n = k;
-}
-
 /* names (name == NULL) or values of name, from the matching series or all. */
-static int labels_list(struct pd_tsdb *db, const char *name, const struct pd_tsdb_matcher *m,
+static int labels_list(struct pd_tsdb *db, const char *name, const struct pd_storage_matcher *m,
 		       size_t nm, int64_t mint, int64_t maxt, char ***out, size_t *n,
 		       struct pd_err *err)
 {
-	if (db->o.clickhouse)
-		return tsdb_ch_labels(db, name, m, nm, mint, maxt, out, n, err);
 	char **acc = NULL;
 	size_t nacc = 0, cap = 0;
 	int rc = 0;
 	*out = NULL;
 	*n = 0;
 	if (nm) {
-		struct pd_tsdb_result *r;
+		struct pd_storage_result *r;
 		if ((rc = pd_tsdb_select(db, m, nm, mint, maxt, 0, &r, err)))
 			return rc;
 		for (size_t i = 0; i < r->nseries && !rc; i++)
 			for (size_t k = 0; k < r->series[i].nlabels && !rc; k++) {
-				const struct pd_tsdb_label *lb = &r->series[i].labels[k];
+				const struct pd_storage_label *lb = &r->series[i].labels[k];
 				const char *s = name ? (strcmp(lb->name, name) == 0 ? lb->value : NULL)
 						     : lb->name;
 				char *d;
@@ -607,7 +548,7 @@ static int labels_list(struct pd_tsdb *db, const char *name, const struct pd_tsd
 					rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 				}
 			}
-		pd_tsdb_result_destroy(r);
+		pd_storage_result_destroy(r);
 	} else {
 		struct source *src = NULL;
 		size_t nsrc = 0;
@@ -622,28 +563,28 @@ static int labels_list(struct pd_tsdb *db, const char *name, const struct pd_tsd
 				break;
 			if (collect_strings(&acc, &nacc, &cap, v, nv))
 				rc = pd_err_set(err, PD_ENOMEM, "out of memory");
-			pd_tsdb_strings_free(v, nv);
+			pd_storage_strings_free(v, nv);
 		}
 		pthread_rwlock_unlock(&db->blocks_mu);
 		free(src);
 	}
 	if (rc) {
-		pd_tsdb_strings_free(acc, nacc);
+		pd_storage_strings_free(acc, nacc);
 		return rc;
 	}
-	tsdb_strings_sort_unique(acc, &nacc);
+	pd_storage_strings_sort_unique(acc, &nacc);
 	*out = acc;
 	*n = nacc;
 	return 0;
 }
 
-int pd_tsdb_label_names(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm,
+int pd_tsdb_label_names(struct pd_tsdb *db, const struct pd_storage_matcher *m, size_t nm,
 			int64_t mint, int64_t maxt, char ***out, size_t *n, struct pd_err *err)
 {
 	return labels_list(db, NULL, m, nm, mint, maxt, out, n, err);
 }
 
-int pd_tsdb_label_values(struct pd_tsdb *db, const char *name, const struct pd_tsdb_matcher *m,
+int pd_tsdb_label_values(struct pd_tsdb *db, const char *name, const struct pd_storage_matcher *m,
 			 size_t nm, int64_t mint, int64_t maxt, char ***out, size_t *n,
 			 struct pd_err *err)
 {
@@ -653,7 +594,7 @@ int pd_tsdb_label_values(struct pd_tsdb *db, const char *name, const struct pd_t
 /* ---- merging a series' profiles ------------------------------------------------------ */
 
 struct merge_ctx {
-	pd_tsdb_merge_fn emit;
+	pd_storage_merge_fn emit;
 	void *ctx;
 	const int64_t *ts; /* the chunk's timestamps */
 };
@@ -667,7 +608,7 @@ static int merge_emit(void *c, struct pd_pprof_profile *p, size_t first, size_t 
 
 /* Merges the profiles of series ref in src within [mint, maxt]. */
 static int merge_from(const struct source *src, uint64_t ref, int64_t mint, int64_t maxt,
-		      size_t max_profile, pd_tsdb_merge_fn emit, void *ctx, struct pd_err *err)
+		      size_t max_profile, pd_storage_merge_fn emit, void *ctx, struct pd_err *err)
 {
 	struct pd_lpair *l;
 	struct rchunk *c;
@@ -729,12 +670,9 @@ static int merge_from(const struct source *src, uint64_t ref, int64_t mint, int6
 	return rc;
 }
 
-int pd_tsdb_merge(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t n, int64_t mint,
-		  int64_t maxt, pd_tsdb_merge_fn emit, void *ctx, struct pd_err *err)
+int pd_tsdb_merge(struct pd_tsdb *db, const struct pd_storage_label *labels, size_t n, int64_t mint,
+		  int64_t maxt, pd_storage_merge_fn emit, void *ctx, struct pd_err *err)
 {
-	if (db->o.clickhouse)
-		return tsdb_ch_merge_ranges(db, &(struct pd_tsdb_merge_range){labels, n, mint, maxt},
-					    1, emit, ctx, err);
 	struct source *src = NULL;
 	size_t nsrc = 0;
 	const struct pd_lpair *l = (const struct pd_lpair *)(const void *)labels;
@@ -759,5 +697,16 @@ int pd_tsdb_merge(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t
 	}
 	pthread_rwlock_unlock(&db->blocks_mu);
 	free(src);
+	return rc;
+}
+
+int pd_tsdb_merge_ranges(struct pd_tsdb *db, const struct pd_storage_merge_range *r, size_t n,
+			 pd_storage_merge_fn emit, void *ctx, struct pd_err *err)
+{
+	int rc = 0;
+	for (size_t i = 0; !rc && i < n; i++)
+		if (r[i].mint <= r[i].maxt)
+			rc = pd_tsdb_merge(db, r[i].labels, r[i].nlabels, r[i].mint, r[i].maxt,
+					   emit, ctx, err);
 	return rc;
 }

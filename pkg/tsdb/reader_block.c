@@ -13,7 +13,7 @@ static int copy_strs(const char **in, size_t n, char ***out, struct pd_err *err)
 		return pd_err_set(err, PD_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		if (!((*out)[i] = strdup(in[i]))) {
-			pd_tsdb_strings_free(*out, i);
+			pd_storage_strings_free(*out, i);
 			*out = NULL;
 			return pd_err_set(err, PD_ENOMEM, "out of memory");
 		}

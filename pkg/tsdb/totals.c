@@ -9,98 +9,13 @@
  * A query first lists the matching series of every source (blocks, then the
  * head) and groups them by label set; then it reads one series at a time, from
  * all its sources, into scratch arrays that every series reuses, and copies the
- * finished series once into the result's arena: a few large mappings that the
- * result owns and frees at once, so that a result of thousands of series costs
- * a handful of allocations and page faults rather than several of each per
- * series. Also here: giving a chunk without a section one (compaction). */
+ * finished series once into the result's own memory (pd_storage_totals_alloc). Also here: giving a chunk without a section one (compaction). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "ch_query.h"
 #include "profd/pprof.h"
 #include "tsdb_int.h"
-
-/* ---- the result's arena ---------------------------------------------------------- */
-
-/* Blocks of memory handed out front to back and freed together with the result.
- * Each block is its own mapping, twice as large as the one before (from
- * ARENA_FIRST to ARENA_MOST, or as large as one request needs); blocks of
- * ARENA_HUGE and more are aligned to it and marked for transparent huge pages,
- * so that a large result is faulted in 2 MiB at a time. */
-#define ARENA_FIRST ((size_t)64 << 10)
-#define ARENA_MOST ((size_t)16 << 20)
-#define ARENA_HUGE ((size_t)2 << 20)
-
-struct arena_block {
-	struct arena_block *next;
-	size_t size; /* of the mapping, this header included */
-};
-
-struct arena {
-	struct arena_block *blocks; /* newest first */
-	char *pos, *end;            /* free space left in the newest block */
-	size_t next_size;
-};
-
-static void *arena_map(size_t size)
-{
-	if (size < ARENA_HUGE) {
-		void *p =
-		    mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		return p == MAP_FAILED ? NULL : p;
-	}
-	/* map one huge page more and trim, so the block starts on a huge page */
-	char *p = mmap(NULL, size + ARENA_HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-	               -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	uintptr_t a = ((uintptr_t)p + ARENA_HUGE - 1) & ~(uintptr_t)(ARENA_HUGE - 1);
-	size_t lead = a - (uintptr_t)p;
-	if (lead)
-		munmap(p, lead);
-	if (ARENA_HUGE - lead)
-		munmap((char *)a + size, ARENA_HUGE - lead);
-#ifdef MADV_HUGEPAGE
-	madvise((void *)a, size, MADV_HUGEPAGE); /* advice: failing costs only speed */
-#endif
-	return (void *)a;
-}
-
-/* bytes (rounded up to 16) from the arena; NULL when out of memory */
-static void *arena_alloc(struct arena *a, size_t bytes)
-{
-	bytes = (bytes + 15) & ~(size_t)15;
-	if (bytes > (size_t)(a->end - a->pos)) {
-		size_t hdr = (sizeof(struct arena_block) + 15) & ~(size_t)15;
-		size_t size = a->next_size ? a->next_size : ARENA_FIRST;
-		while (size < bytes + hdr)
-			size *= 2;
-		struct arena_block *b = arena_map(size);
-		if (!b)
-			return NULL;
-		b->size = size;
-		b->next = a->blocks;
-		a->blocks = b;
-		a->pos = (char *)b + hdr;
-		a->end = (char *)b + size;
-		a->next_size = size * 2 < ARENA_MOST ? size * 2 : ARENA_MOST;
-	}
-	void *p = a->pos;
-	a->pos += bytes;
-	return p;
-}
-
-static void arena_free(struct arena *a)
-{
-	if (!a)
-		return;
-	for (struct arena_block *b = a->blocks, *n; b; b = n) {
-		n = b->next;
-		munmap(b, b->size);
-	}
-	free(a);
-}
 
 /* ---- one series, while it is read ---------------------------------------------- */
 
@@ -113,7 +28,7 @@ struct tser {
 	int64_t *values;                   /* values[k * cap + i]: 0 where not present */
 	uint8_t *present;                  /* present[k * cap + i] */
 	size_t rcap;                       /* rows values and present have room for */
-	struct pd_tsdb_sample_type *types; /* in order of first reading, ntypes rows */
+	struct pd_storage_sample_type *types; /* in order of first reading, ntypes rows */
 	size_t *type_len, *unit_len;
 	size_t ntypes, tcap, lcap, ucap;
 	int unsorted; /* a record was read at or before the time of the one before */
@@ -534,7 +449,7 @@ out:
 
 /* Lists a series of a source as an entry of its label set's group, when the
  * matchers accept it. */
-static int list_series(const struct source *src, uint64_t ref, const struct pd_tsdb_matcher *m,
+static int list_series(const struct source *src, uint64_t ref, const struct pd_storage_matcher *m,
                        size_t nm, struct tacc *acc, struct pd_err *err)
 {
 	struct pd_lpair *l;
@@ -628,8 +543,8 @@ static int tord_cmp(const void *a, const void *b)
  * time (the first read wins; sources are read oldest first, but a block and the
  * head may interleave after a restart), types in order of first appearance in
  * time, rows packed n apart. */
-static int finish_series(const struct tser *s, const struct tentry *e, struct arena *ar,
-                         struct pd_tsdb_totals *t)
+static int finish_series(const struct tser *s, const struct tentry *e, struct pd_storage_totals_result *ar,
+                         struct pd_storage_totals *t)
 {
 	size_t n = s->n, cap = s->cap, nt = 0, u = n;
 	struct tord *o = NULL;
@@ -669,10 +584,10 @@ static int finish_series(const struct tser *s, const struct tentry *e, struct ar
 	lb = (lb + 7) & ~(size_t)7;
 	tb = (tb + 7) & ~(size_t)7;
 	size_t nv = nt * u > 0 ? nt * u : 1; /* values and flags, at least one */
-	char *p = arena_alloc(ar, lb + 2 * u * sizeof(int64_t) + nv * sizeof(int64_t) + tb + nv);
+	char *p = pd_storage_totals_alloc(ar, lb + 2 * u * sizeof(int64_t) + nv * sizeof(int64_t) + tb + nv);
 	if (!p)
 		goto out;
-	t->labels = (struct pd_tsdb_label *)(void *)p;
+	t->labels = (struct pd_storage_label *)(void *)p;
 	t->nlabels = e->nlabels;
 	char *str = p + e->nlabels * sizeof(*t->labels);
 	for (size_t i = 0; i < e->nlabels; i++) {
@@ -688,7 +603,7 @@ static int finish_series(const struct tser *s, const struct tentry *e, struct ar
 	t->ts = (int64_t *)(void *)p;
 	t->duration_nanos = t->ts + u;
 	t->values = t->duration_nanos + u;
-	t->types = (struct pd_tsdb_sample_type *)(void *)(t->values + nv);
+	t->types = (struct pd_storage_sample_type *)(void *)(t->values + nv);
 	t->present = (uint8_t *)t->types + tb;
 	t->nts = u;
 	t->ntypes = nt;
@@ -702,7 +617,7 @@ static int finish_series(const struct tser *s, const struct tentry *e, struct ar
 	for (size_t k = 0; k < s->ntypes; k++) {
 		if (remap[k] == UINT32_MAX)
 			continue; /* only in records of a time read before */
-		struct pd_tsdb_sample_type *ty = &t->types[remap[k]];
+		struct pd_storage_sample_type *ty = &t->types[remap[k]];
 		ty->type = str;
 		memcpy(str, s->types[k].type, s->type_len[k] + 1);
 		str += s->type_len[k] + 1;
@@ -738,41 +653,22 @@ out:
 	return rc;
 }
 
-void pd_tsdb_totals_result_destroy(struct pd_tsdb_totals_result *r)
-{
-	if (!r)
-		return;
-	/* every series' arrays are in the arena */
-	arena_free(r->priv);
-	free(r->series);
-	free(r);
-}
-
-void *tsdb_totals_alloc(struct pd_tsdb_totals_result *r, size_t bytes)
-{
-	if (!r->priv && !(r->priv = calloc(1, sizeof(struct arena))))
-		return NULL;
-	return arena_alloc(r->priv, bytes);
-}
-
 static int totals_cmp(const void *a, const void *b)
 {
-	const struct pd_tsdb_totals *x = a, *y = b;
+	const struct pd_storage_totals *x = a, *y = b;
 	return labels_cmp((const struct pd_lpair *)(const void *)x->labels, x->nlabels,
 	                  (const struct pd_lpair *)(const void *)y->labels, y->nlabels);
 }
 
-int pd_tsdb_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm,
+int pd_tsdb_select_totals(struct pd_tsdb *db, const struct pd_storage_matcher *m, size_t nm,
                           int64_t mint, int64_t maxt, size_t limit,
-                          struct pd_tsdb_totals_result **out, struct pd_err *err)
+                          struct pd_storage_totals_result **out, struct pd_err *err)
 {
-	if (db->o.clickhouse)
-		return tsdb_ch_select_totals(db, m, nm, mint, maxt, limit, out, err);
 	struct tacc acc = {0};
 	struct source *src = NULL;
 	pd_chunkenc_totals_iter_init(&acc.it, NULL, 0, 0);
 	size_t nsrc = 0;
-	struct pd_tsdb_totals_result *r = NULL;
+	struct pd_storage_totals_result *r = NULL;
 	int rc;
 	*out = NULL;
 	pthread_rwlock_rdlock(&db->blocks_mu);
@@ -791,9 +687,7 @@ int pd_tsdb_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, s
 		r = calloc(1, sizeof(*r));
 		if (r)
 			r->series = calloc(acc.ng + 1, sizeof(*r->series));
-		if (r && r->series)
-			r->priv = calloc(1, sizeof(struct arena));
-		if (!r || !r->series || !r->priv)
+		if (!r || !r->series)
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
 	/* then one series at a time, from all its sources, oldest first; a series
@@ -807,7 +701,7 @@ int pd_tsdb_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, s
 		for (size_t i = acc.g[g].first; i != SIZE_MAX && !rc; i = acc.e[i].next)
 			rc = read_entry(db, &acc.e[i], mint, maxt, &acc, err);
 		if (!rc && s->n &&
-		    finish_series(s, &acc.e[acc.g[g].first], r->priv, &r->series[r->nseries++]))
+		    finish_series(s, &acc.e[acc.g[g].first], r, &r->series[r->nseries++]))
 			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
 	}
 	pthread_rwlock_unlock(&db->blocks_mu);
@@ -824,7 +718,7 @@ int pd_tsdb_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, s
 	free(acc.map);
 	pd_chunkenc_totals_iter_fini(&acc.it);
 	if (rc) {
-		pd_tsdb_totals_result_destroy(r);
+		pd_storage_totals_result_destroy(r);
 		return rc;
 	}
 	if (r->nseries > 1)

@@ -179,16 +179,10 @@ void head_gc_free(struct head_series **dead, size_t n);
 /* Frees a series taken out of the head (or never put in). */
 void head_series_free(struct head_series *s);
 uint64_t labels_hash(const struct pd_lpair *l, size_t n);
-/* Sorts a malloc'd list of malloc'd strings and frees the duplicates. */
-void tsdb_strings_sort_unique(char **v, size_t *n);
-/* selector.c: the predicate of the matchers built from selectors, and the one
- * value a matcher accepts when it is an equality (else NULL). */
-int tsdb_selector_matches(const void *ctx, const char *value);
-const char *tsdb_matcher_equal(const struct pd_tsdb_matcher *m);
 int labels_cmp(const struct pd_lpair *a, size_t na, const struct pd_lpair *b, size_t nb);
 /* A copy of nl labels as the public label type, names and values in the same
  * allocation (one free releases all); NULL when out of memory. */
-struct pd_tsdb_label *tsdb_labels_pack(const struct pd_lpair *l, size_t nl);
+struct pd_storage_label *tsdb_labels_pack(const struct pd_lpair *l, size_t nl);
 
 /* ---- readers: head and blocks through one interface ------------------------- */
 
@@ -294,35 +288,47 @@ struct pd_tsdb {
 	 * append_mu and blocks_mu */
 	pthread_mutex_t maint_mu;
 	uint64_t deletions, snapshots, snapshot_failures, tombstones_cleaned; /* __atomic */
-	struct ch_ship *ship; /* with o.clickhouse: sends the WAL to ClickHouse (ch_ship.c) */
+	struct pd_storage storage; /* the store as a storage (storage.c) */
+	struct tsdb_fwd *fwd; /* with o.sink: forwards the WAL to the sink (forward.c) */
 	uint64_t hc_damaged_files; /* head chunk files found damaged or missing at open */
 };
 
-/* ---- ClickHouse: the WAL as the spool of what ClickHouse has not taken ---------- */
+/* ---- a sink: the WAL as the spool of what a remote store has not taken ---------- */
 
-/* ch_sent.c: the "sent up to" WAL position in dir/PD_TSDB_SENT_FILE. Reading:
+/* forward_sent.c: the "sent up to" WAL position in dir/<stem>.sent. Reading:
  * PD_ENOTFOUND when there is none, PD_ECORRUPT (the message says what) when it
  * is damaged; *seg and *off are 0 then. Writing is atomic and durable. */
-int tsdb_sent_read(const char *dir, uint32_t *seg, uint64_t *off, struct pd_err *err);
-int tsdb_sent_write(const char *dir, uint32_t seg, uint64_t off, struct pd_err *err);
+int tsdb_sent_read(const char *dir, const char *stem, uint32_t *seg, uint64_t *off,
+                   struct pd_err *err);
+int tsdb_sent_write(const char *dir, const char *stem, uint32_t seg, uint64_t off,
+                    struct pd_err *err);
 
-struct ch_ship;
-/* Starts the shipper of db (its WAL open for writing): reads the sent position
- * and the series the WAL names, counts the spool, and starts the thread that
- * sends every record after the position to ClickHouse. */
-int ch_ship_start(struct pd_tsdb *db, struct pd_err *err);
-/* Stops the thread (one last flush when ClickHouse answers) and frees; NULL ok. */
-void ch_ship_stop(struct ch_ship *s);
+/* db_append.c: the appender's functions in the storage interface, and an
+ * appender as the interface's (NULL for NULL). */
+extern const struct pd_storage_appender_ops tsdb_appender_ops;
+struct pd_storage_appender *tsdb_appender_base(struct pd_tsdb_appender *a);
+
+struct tsdb_fwd;
+/* Starts the forwarder of db (its WAL open for writing, o.sink set): reads the
+ * sent position and the series the WAL names, counts the spool, and starts the
+ * thread that hands every record after the position to the sink. */
+int tsdb_fwd_start(struct pd_tsdb *db, struct pd_err *err);
+/* Stops the thread (one last flush when the sink takes it) and frees; NULL ok. */
+void tsdb_fwd_stop(struct tsdb_fwd *f);
 /* A commit of a WAL record of bytes: reserves its room in the spool, or refuses
  * with PD_EFULL when the spool would go over its limit. */
-int ch_ship_admit(struct ch_ship *s, size_t bytes, struct pd_err *err);
+int tsdb_fwd_admit(struct tsdb_fwd *f, size_t bytes, struct pd_err *err);
 /* After the WAL write of an admitted record: ok, it holds profiles samples (the
- * shipper is woken); not ok, its room is given back. */
-void ch_ship_written(struct ch_ship *s, size_t bytes, size_t profiles, int ok);
-void ch_ship_stats(struct ch_ship *s, struct pd_tsdb_stats *st);
-/* With ClickHouse the head keeps no profiles: a series' newest time only, for
- * the order and duplicate checks of later appends. */
-void tsdb_ch_note_time(struct head_series *s, int64_t t);
+ * forwarder is woken); not ok, its room is given back. */
+void tsdb_fwd_written(struct tsdb_fwd *f, size_t bytes, size_t profiles, int ok);
+void tsdb_fwd_stats(struct tsdb_fwd *f, struct pd_storage_stats *st);
+/* With a sink the head keeps no profiles: a series' newest time only, for the
+ * order and duplicate checks of later appends. */
+void tsdb_note_time(struct head_series *s, int64_t t);
+/* storage.c: sets db->storage (at open). */
+void tsdb_storage_init(struct pd_tsdb *db);
+/* PD_EINCOMPAT: what cannot be done when the store forwards to a sink. */
+int tsdb_sink_unsupported(const struct pd_tsdb *db, const char *what, struct pd_err *err);
 
 /* A place queries read from: the head or one block. */
 struct source {
@@ -333,16 +339,16 @@ struct source {
 
 /* The refs (ascending, malloc'd) of the series of src that every matcher
  * accepts. */
-int tsdb_matching_refs(const struct source *src, const struct pd_tsdb_matcher *m, size_t nm,
+int tsdb_matching_refs(const struct source *src, const struct pd_storage_matcher *m, size_t nm,
 		       uint64_t **out, size_t *n, struct pd_err *err);
 
 /* querier.c: the refs (ascending, malloc'd) of the series of src that the
  * matchers may accept, through postings (check each with tsdb_labels_match);
  * whether labels pass every matcher; counting and logging a damaged chunk that
  * a read met (what: what was being done; err: the damage, may be NULL). */
-int tsdb_candidates(const struct source *src, const struct pd_tsdb_matcher *m, size_t nm,
+int tsdb_candidates(const struct source *src, const struct pd_storage_matcher *m, size_t nm,
 		    uint64_t **out, size_t *n, struct pd_err *err);
-int tsdb_labels_match(const struct pd_lpair *l, size_t n, const struct pd_tsdb_matcher *m,
+int tsdb_labels_match(const struct pd_lpair *l, size_t n, const struct pd_storage_matcher *m,
 		      size_t nm);
 void tsdb_chunk_damaged(struct pd_tsdb *db, const struct source *src, const char *what,
 			const struct pd_err *err);

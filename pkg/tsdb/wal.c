@@ -573,7 +573,7 @@ static struct pd_wal_rec *take_group(struct pd_wal *w, size_t *n, size_t *total,
 }
 
 /* Makes pd_wal_end say where the written records end, once no lazy record
- * there waits for its sync: what it reports is durable (the ClickHouse shipper
+ * there waits for its sync: what it reports is durable (the forwarder to a sink
  * sends nothing a power loss could take from the WAL). Called with mu held. */
 static void publish_end(struct pd_wal *w)
 {

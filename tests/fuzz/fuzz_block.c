@@ -331,10 +331,10 @@ static int pd_fuzz_match_all(const void *ctx, const char *value)
 static void pd_fuzz_check_template_store(void)
 {
 	struct pd_tsdb *db = NULL;
-	struct pd_tsdb_result *r = NULL;
+	struct pd_storage_result *r = NULL;
 	struct pd_tsdb_opts o;
 	struct pd_err err = {0};
-	struct pd_tsdb_matcher all = {"__name__", pd_fuzz_match_all, NULL};
+	struct pd_storage_matcher all = {"__name__", pd_fuzz_match_all, NULL};
 	size_t k = 0, i = 0, total = 0;
 
 	pd_tsdb_opts_init(&o);
@@ -346,7 +346,7 @@ static void pd_fuzz_check_template_store(void)
 	    pd_tsdb_select(db, &all, 1, INT64_MIN, INT64_MAX, 0, &r, &err))
 		pd_fuzz_die("opening the template block as a store", &err);
 	for (size_t s = 0; s < r->nseries; s++) {
-		const struct pd_tsdb_series *se = &r->series[s];
+		const struct pd_storage_series *se = &r->series[s];
 		for (size_t j = 0; j < se->nts; j++) {
 			uint8_t *out;
 			size_t len;
@@ -356,7 +356,7 @@ static void pd_fuzz_check_template_store(void)
 			}
 			if (k == PD_FUZZ_NCHUNKS || se->ts[j] != pd_fuzz_items[k][i].t)
 				pd_fuzz_bug("the store lists other samples than the template holds");
-			if (pd_tsdb_read(db, (const struct pd_tsdb_label *)se->labels, se->nlabels,
+			if (pd_tsdb_read(db, (const struct pd_storage_label *)se->labels, se->nlabels,
 			                 se->ts[j], &out, &len, &err))
 				pd_fuzz_die("pd_tsdb_read of the template block", &err);
 			pd_fuzz_check_same(&pd_fuzz_items[k][i], out, len, "store", k, i);
@@ -370,7 +370,7 @@ static void pd_fuzz_check_template_store(void)
 		want += pd_fuzz_spec[c].n;
 	if (total != want)
 		pd_fuzz_bug("the store lists other samples than the template holds");
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	pd_tsdb_close(db);
 }
 
@@ -723,10 +723,10 @@ static void pd_fuzz_walk_block(void)
 static void pd_fuzz_walk_store(void)
 {
 	struct pd_tsdb *db = NULL;
-	struct pd_tsdb_result *r = NULL;
+	struct pd_storage_result *r = NULL;
 	struct pd_tsdb_opts o;
 	struct pd_err err = {0};
-	struct pd_tsdb_matcher all = {"__name__", pd_fuzz_match_all, NULL};
+	struct pd_storage_matcher all = {"__name__", pd_fuzz_match_all, NULL};
 	char **s = NULL;
 	size_t n = 0, reads = 0;
 
@@ -741,13 +741,13 @@ static void pd_fuzz_walk_store(void)
 	}
 	if (pd_tsdb_select(db, &all, 1, INT64_MIN, INT64_MAX, 0, &r, &err) == 0) {
 		for (size_t i = 0; i < r->nseries; i++) {
-			const struct pd_tsdb_series *se = &r->series[i];
+			const struct pd_storage_series *se = &r->series[i];
 			for (size_t k = 0; k < se->nts && reads < 32; k++, reads++) {
 				uint8_t *out = NULL;
 				size_t len = 0;
 				if (k && se->ts[k] <= se->ts[k - 1])
 					pd_fuzz_bug("select gave timestamps out of order");
-				if (pd_tsdb_read(db, (const struct pd_tsdb_label *)se->labels,
+				if (pd_tsdb_read(db, (const struct pd_storage_label *)se->labels,
 				                 se->nlabels, se->ts[k], &out, &len, &err) == 0) {
 					if (len > PD_FUZZ_MAX_PROFILE)
 						pd_fuzz_bug("the store returned a profile above max_profile");
@@ -757,12 +757,12 @@ static void pd_fuzz_walk_store(void)
 				}
 			}
 		}
-		pd_tsdb_result_destroy(r);
+		pd_storage_result_destroy(r);
 	}
 	if (pd_tsdb_label_names(db, NULL, 0, INT64_MIN, INT64_MAX, &s, &n, &err) == 0)
-		pd_tsdb_strings_free(s, n);
+		pd_storage_strings_free(s, n);
 	if (pd_tsdb_label_values(db, "job", NULL, 0, INT64_MIN, INT64_MAX, &s, &n, &err) == 0)
-		pd_tsdb_strings_free(s, n);
+		pd_storage_strings_free(s, n);
 	pd_tsdb_close(db);
 }
 

@@ -411,10 +411,10 @@ static int pd_fuzz_same_payload(const uint8_t *p, size_t len, const uint8_t *got
 static void pd_fuzz_store(const struct pd_fuzz_log *g)
 {
 	struct pd_tsdb *db = NULL;
-	struct pd_tsdb_result *r = NULL;
+	struct pd_storage_result *r = NULL;
 	struct pd_tsdb_opts o;
 	struct pd_err err = {0};
-	struct pd_tsdb_matcher all = {"__name__", pd_fuzz_match_all, NULL};
+	struct pd_storage_matcher all = {"__name__", pd_fuzz_match_all, NULL};
 	struct pd_buf key;
 	size_t reads = 0;
 	char why[512];
@@ -431,7 +431,7 @@ static void pd_fuzz_store(const struct pd_fuzz_log *g)
 		pd_fuzz_bug("pd_tsdb_select over a replayed head", &err);
 	pd_buf_init(&key, 0);
 	for (size_t i = 0; i < r->nseries && reads < PD_FUZZ_MAX_READS; i++) {
-		const struct pd_tsdb_series *se = &r->series[i];
+		const struct pd_storage_series *se = &r->series[i];
 		key.len = 0;
 		for (size_t j = 0; j < se->nlabels; j++) {
 			pd_fuzz_put(&key, se->labels[j].name, strlen(se->labels[j].name) + 1);
@@ -471,7 +471,7 @@ static void pd_fuzz_store(const struct pd_fuzz_log *g)
 		fprintf(stderr, "fuzz_wal: store: %zu series, %zu samples read back\n", r->nseries,
 		        reads);
 	pd_buf_fini(&key);
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	pd_tsdb_close(db);
 }
 

@@ -490,10 +490,10 @@ static void read_profile(const char *name, struct pd_pprof_profile **p, uint8_t 
 
 static void append(const char *const *kv, size_t n, int64_t t, const uint8_t *raw, size_t len)
 {
-	struct pd_tsdb_label l[8];
+	struct pd_storage_label l[8];
 	struct pd_err err = {0};
 	for (size_t i = 0; i < n; i++)
-		l[i] = (struct pd_tsdb_label){kv[2 * i], kv[2 * i + 1]};
+		l[i] = (struct pd_storage_label){kv[2 * i], kv[2 * i + 1]};
 	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 	assert_non_null(a);
 	if (pd_tsdb_append(a, l, n, t, raw, len, &err))
@@ -560,7 +560,7 @@ static int setup(void **state)
 	/* a scrape manager with one target and one that relabeling drops; the
 	 * target's port is closed, so scrapes fail and nothing is stored */
 	struct pd_scrape_manager_opts mo = {.workers = 1};
-	assert_int_equal(pd_scrape_manager_create(&mgr, db, &mo, &err), 0);
+	assert_int_equal(pd_scrape_manager_create(&mgr, pd_tsdb_storage(db), &mo, &err), 0);
 	const char *src[] = {"drop"};
 	struct pd_relabel_rule_config rc = {src, 1, NULL, NULL, "yes", 0, NULL, PD_RELABEL_DROP, 0};
 	assert_int_equal(pd_relabel_rules_build(&rules, &rc, 1, &err), 0);
@@ -591,7 +591,7 @@ static int setup(void **state)
 	pd_api_opts_init(&ao);
 	ao.callgraph_layout_exe = PD_PROFD_EXE;
 	ao.listen_address = "127.0.0.1:0";
-	ao.db = db;
+	ao.db = pd_tsdb_storage(db);
 	ao.scrape = mgr;
 	ao.reload = reload;
 	ao.config_yaml = config_yaml;
@@ -1433,7 +1433,7 @@ static struct pd_api_server *start_on(struct pd_tsdb *on)
 	struct pd_err err = {0};
 	pd_api_opts_init(&ao);
 	ao.listen_address = "127.0.0.1:0";
-	ao.db = on;
+	ao.db = pd_tsdb_storage(on);
 	if (pd_api_start(&s2, &ao, &err))
 		fail_msg("start: %s", err.msg);
 	port = pd_api_port(s2);
@@ -1696,7 +1696,7 @@ static struct pd_api_server *start_other(struct pd_api_opts *ao, unsigned *saved
 	struct pd_api_server *s2;
 	struct pd_err err = {0};
 	ao->listen_address = "127.0.0.1:0";
-	ao->db = db;
+	ao->db = pd_tsdb_storage(db);
 	if (pd_api_start(&s2, ao, &err))
 		fail_msg("start: %s", err.msg);
 	*saved = port;
@@ -1799,7 +1799,7 @@ static void test_ui_hook(void **state)
 	struct pd_err err = {0};
 	pd_api_opts_init(&ao);
 	ao.listen_address = "127.0.0.1:0";
-	ao.db = db;
+	ao.db = pd_tsdb_storage(db);
 	ao.ui = ui_everything;
 	assert_int_equal(pd_api_start(&s2, &ao, &err), 0);
 	unsigned saved = port;
@@ -1934,7 +1934,7 @@ static void test_route_prefix(void **state)
 	struct pd_err err = {0};
 	pd_api_opts_init(&ao);
 	ao.listen_address = "127.0.0.1:0";
-	ao.db = db;
+	ao.db = pd_tsdb_storage(db);
 	ao.ui = ui_record;
 	ao.route_prefix = "/profd";
 	assert_int_equal(pd_api_start(&s2, &ao, &err), 0);
@@ -2066,7 +2066,7 @@ static void test_admin(void **state)
 	struct pd_err err = {0};
 	pd_api_opts_init(&ao);
 	ao.listen_address = "127.0.0.1:0";
-	ao.db = db;
+	ao.db = pd_tsdb_storage(db);
 	ao.enable_admin_api = 1;
 	assert_int_equal(pd_api_start(&s2, &ao, &err), 0);
 	unsigned saved = port;
@@ -2132,13 +2132,13 @@ static void test_admin(void **state)
 	so.read_only = 1;
 	so.retention_ms = -1;
 	assert_int_equal(pd_tsdb_open(&sdb, snap, &so, &err), 0);
-	struct pd_tsdb_matcher m = {"job", pd_tsdb_match_equal, "api"};
-	struct pd_tsdb_result *r;
+	struct pd_storage_matcher m = {"job", pd_storage_match_equal, "api"};
+	struct pd_storage_result *r;
 	assert_int_equal(pd_tsdb_select(sdb, &m, 1, INT64_MIN, INT64_MAX, 0, &r, &err), 0);
 	assert_int_equal(r->nseries, 2); /* heap with one profile left, and profile */
 	for (size_t i = 0; i < r->nseries; i++)
 		assert_int_equal(r->series[i].nts, 1);
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	pd_tsdb_close(sdb);
 
 	http_do("POST", paths[1], NULL, NULL, 0, NULL, &h);

@@ -75,7 +75,7 @@ static struct pd_api_server *start(unsigned max_conns, unsigned per_client, int6
 	struct pd_api_server *s = NULL;
 	pd_api_opts_init(&ao);
 	ao.listen_address = "127.0.0.1:0";
-	ao.db = db;
+	ao.db = pd_tsdb_storage(db);
 	ao.max_connections = max_conns;
 	ao.max_connections_per_client = per_client;
 	ao.read_header_timeout_ms = header_ms;
@@ -366,7 +366,7 @@ static void append_big_profile(int64_t t)
 	struct pd_err err = {0};
 	if (pd_pprof_parts_encode(&pp, &raw, &len, &err))
 		fail_msg("encoding: %s", err.msg);
-	struct pd_tsdb_label l[] = {{"__name__", "heap"}, {"job", "big"}};
+	struct pd_storage_label l[] = {{"__name__", "heap"}, {"job", "big"}};
 	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 	assert_non_null(a);
 	if (pd_tsdb_append(a, l, 2, t, raw, len, &err) || pd_tsdb_commit(a, &err))
@@ -389,7 +389,7 @@ static struct pd_api_server *start_budget(size_t max_response_memory, int64_t re
 	struct pd_api_server *s = NULL;
 	pd_api_opts_init(&ao);
 	ao.listen_address = "127.0.0.1:0";
-	ao.db = db;
+	ao.db = pd_tsdb_storage(db);
 	ao.max_response_memory = max_response_memory;
 	ao.read_timeout_ms = read_ms;
 	if (pd_api_start(&s, &ao, &err))

@@ -121,7 +121,7 @@ struct fixture {
 	struct pd_promql_source src;
 };
 
-static void append(struct pd_tsdb *db, const struct pd_tsdb_label *ls, size_t nl, int64_t t,
+static void append(struct pd_tsdb *db, const struct pd_storage_label *ls, size_t nl, int64_t t,
                    uint8_t *prof, size_t len)
 {
 	struct pd_err err = {0};
@@ -150,9 +150,9 @@ static int setup(void **state)
 	assert_non_null(mkdtemp(f->dir));
 	if (pd_tsdb_open(&f->db, f->dir, NULL, &err))
 		fail_msg("open: %s", err.msg);
-	struct pd_tsdb_label heap[] = {{"__name__", "heap"}, {"instance", "i1"}, {"job", "a"}};
-	struct pd_tsdb_label cpu[] = {{"__name__", "profile"}, {"instance", "i2"}, {"job", "a"}};
-	struct pd_tsdb_label odd[] = {{"__name__", "my.type"}, {"job", "b"}};
+	struct pd_storage_label heap[] = {{"__name__", "heap"}, {"instance", "i1"}, {"job", "a"}};
+	struct pd_storage_label cpu[] = {{"__name__", "profile"}, {"instance", "i2"}, {"job", "a"}};
+	struct pd_storage_label odd[] = {{"__name__", "my.type"}, {"job", "b"}};
 	size_t len;
 	for (int64_t i = 1; i <= 3; i++) {
 		int64_t a[] = {10 * i, 100 * i}, b[] = {5, i};
@@ -167,7 +167,7 @@ static int setup(void **state)
 	int64_t a[] = {7}, b[] = {8};
 	uint8_t *prof = profile(odd_types, 1, a, b, 0, &len);
 	append(f->db, odd, 2, 2000, prof, len);
-	pd_api_prom_source(f->db, &f->src);
+	pd_api_prom_source(pd_tsdb_storage(f->db), &f->src);
 	*state = f;
 	return 0;
 }

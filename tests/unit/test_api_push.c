@@ -75,7 +75,7 @@ static struct pd_api_server *start(unsigned max_pushes, unsigned max_ratio)
 	struct pd_api_server *s = NULL;
 	pd_api_opts_init(&ao);
 	ao.listen_address = "127.0.0.1:0";
-	ao.db = db;
+	ao.db = pd_tsdb_storage(db);
 	if (max_pushes)
 		ao.max_concurrent_pushes = max_pushes;
 	if (max_ratio)
@@ -330,7 +330,7 @@ static const uint8_t valid_sample[] = {0x12, 0x02, 0x10, 0x01};
 /* Nothing at all was stored. */
 static void assert_nothing_stored(void)
 {
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.head_series, 0);
 }
@@ -513,7 +513,7 @@ static void test_real_profile_stored(void **state)
 	fclose(f);
 	assert_true(len > 0);
 	assert_int_equal(push(port, buf, len), 200);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.head_series, 1);
 	for (int i = 1; i <= 7; i++) {

@@ -81,7 +81,7 @@ static struct pd_api_server *start(void)
 	struct pd_api_server *s = NULL;
 	pd_api_opts_init(&ao);
 	ao.listen_address = "127.0.0.1:0";
-	ao.db = db;
+	ao.db = pd_tsdb_storage(db);
 	ao.web_config_file = webyml;
 	if (pd_api_start(&s, &ao, &err))
 		fail_msg("start: %s", err.msg);
@@ -261,7 +261,7 @@ static void test_bad_file_at_start(void **state)
 	struct pd_api_server *s = NULL;
 	pd_api_opts_init(&ao);
 	ao.listen_address = "127.0.0.1:0";
-	ao.db = db;
+	ao.db = pd_tsdb_storage(db);
 	ao.web_config_file = webyml;
 	assert_int_not_equal(pd_api_start(&s, &ao, &err), 0);
 	assert_null(s);

@@ -35,6 +35,39 @@
 #include "tsdb_int.h"
 #include "wal_int.h"
 
+/* the sink's spool file (pd_clickhouse_sink_create names it "clickhouse") */
+#define SENT_FILE "clickhouse.sent"
+
+/* The sink of each client the tests make (one each), freed with the client. */
+static struct {
+	struct pd_clickhouse *c;
+	struct pd_storage_sink *s;
+} sinks[16];
+
+static const struct pd_storage_sink *sink_for(struct pd_clickhouse *c)
+{
+	struct pd_err err = {0};
+	size_t i = 0;
+	for (; i < 16 && sinks[i].c; i++)
+		if (sinks[i].c == c)
+			return sinks[i].s;
+	assert_true(i < 16);
+	assert_int_equal(pd_clickhouse_sink_create(&sinks[i].s, c, &err), 0);
+	sinks[i].c = c;
+	return sinks[i].s;
+}
+
+static void destroy_client(struct pd_clickhouse *c)
+{
+	for (size_t i = 0; i < 16; i++)
+		if (sinks[i].c == c) {
+			pd_clickhouse_sink_destroy(sinks[i].s);
+			sinks[i].c = NULL;
+			sinks[i].s = NULL;
+		}
+	pd_clickhouse_destroy(c);
+}
+
 static int rm_entry(const char *p, const struct stat *st, int f, struct FTW *w)
 {
 	(void)st;
@@ -76,25 +109,25 @@ static void write_bytes(const char *path, const void *b, size_t n)
 static void test_sent_file(void **state)
 {
 	(void)state;
-	char *d = tmpdir(), *f = path_in(d, PD_TSDB_SENT_FILE);
+	char *d = tmpdir(), *f = path_in(d, SENT_FILE);
 	struct pd_err err = {0};
 	uint32_t seg = 7;
 	uint64_t off = 7;
 	/* missing: nothing is known to be sent */
-	assert_int_equal(tsdb_sent_read(d, &seg, &off, &err), PD_ENOTFOUND);
+	assert_int_equal(tsdb_sent_read(d, "clickhouse", &seg, &off, &err), PD_ENOTFOUND);
 	assert_int_equal(seg, 0);
 	assert_int_equal(off, 0);
 	/* a round trip, offsets above 32 bits included */
-	assert_int_equal(tsdb_sent_write(d, 12, ((uint64_t)5 << 32) + 77, &err), 0);
-	assert_int_equal(tsdb_sent_read(d, &seg, &off, &err), 0);
+	assert_int_equal(tsdb_sent_write(d, "clickhouse", 12, ((uint64_t)5 << 32) + 77, &err), 0);
+	assert_int_equal(tsdb_sent_read(d, "clickhouse", &seg, &off, &err), 0);
 	assert_int_equal(seg, 12);
 	assert_true(off == ((uint64_t)5 << 32) + 77);
-	assert_int_equal(tsdb_sent_write(d, 13, 8, &err), 0);
-	assert_int_equal(tsdb_sent_read(d, &seg, &off, &err), 0);
+	assert_int_equal(tsdb_sent_write(d, "clickhouse", 13, 8, &err), 0);
+	assert_int_equal(tsdb_sent_read(d, "clickhouse", &seg, &off, &err), 0);
 	assert_int_equal(seg, 13);
 	assert_int_equal(off, 8);
 	/* no temporary file is left */
-	char *tmp = path_in(d, PD_TSDB_SENT_FILE ".tmp");
+	char *tmp = path_in(d, SENT_FILE ".tmp");
 	assert_int_not_equal(access(tmp, F_OK), 0);
 	free(tmp);
 
@@ -107,21 +140,21 @@ static void test_sent_file(void **state)
 	/* one bit flipped in the offset: the CRC says so, the position is 0 */
 	b[19] ^= 0x10;
 	write_bytes(f, b, sizeof(b));
-	assert_int_equal(tsdb_sent_read(d, &seg, &off, &err), PD_ECORRUPT);
+	assert_int_equal(tsdb_sent_read(d, "clickhouse", &seg, &off, &err), PD_ECORRUPT);
 	assert_non_null(strstr(err.msg, "CRC mismatch"));
-	assert_non_null(strstr(err.msg, PD_TSDB_SENT_FILE));
+	assert_non_null(strstr(err.msg, SENT_FILE));
 	assert_int_equal(seg, 0);
 	assert_int_equal(off, 0);
 	b[19] ^= 0x10;
 	/* truncated (a torn write on a file system that allows one) */
 	write_bytes(f, b, 10);
-	assert_int_equal(tsdb_sent_read(d, &seg, &off, &err), PD_ECORRUPT);
+	assert_int_equal(tsdb_sent_read(d, "clickhouse", &seg, &off, &err), PD_ECORRUPT);
 	assert_non_null(strstr(err.msg, "10 bytes, want 24"));
 	/* empty, and another file's bytes */
 	write_bytes(f, b, 0);
-	assert_int_equal(tsdb_sent_read(d, &seg, &off, &err), PD_ECORRUPT);
+	assert_int_equal(tsdb_sent_read(d, "clickhouse", &seg, &off, &err), PD_ECORRUPT);
 	write_bytes(f, "PDWL\x01\0\0\0xxxxxxxxxxxxxxxx", 24);
-	assert_int_equal(tsdb_sent_read(d, &seg, &off, &err), PD_ECORRUPT);
+	assert_int_equal(tsdb_sent_read(d, "clickhouse", &seg, &off, &err), PD_ECORRUPT);
 	assert_non_null(strstr(err.msg, "bad magic"));
 	free(f);
 	rmdir_all(d);
@@ -146,16 +179,16 @@ static int open_store(struct pd_tsdb **db, const char *dir, struct pd_clickhouse
 {
 	struct pd_tsdb_opts o;
 	pd_tsdb_opts_init(&o);
-	o.clickhouse = c;
-	o.clickhouse_schema_pending = 1;
-	o.clickhouse_spool_max = max;
+	o.sink = sink_for(c);
+	o.sink_pending = 1;
+	o.spool_max = max;
 	o.wal_sync = 1;
 	return pd_tsdb_open(db, dir, &o, err);
 }
 
 static int push(struct pd_tsdb *db, const char *inst, int64_t t, struct pd_err *err)
 {
-	struct pd_tsdb_label l[] = {{"__name__", "heap"}, {"instance", inst}, {"job", "spool"}};
+	struct pd_storage_label l[] = {{"__name__", "heap"}, {"instance", inst}, {"job", "spool"}};
 	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 	assert_non_null(a);
 	int rc = pd_tsdb_append(a, l, 3, t, heap, heap_len, err);
@@ -166,9 +199,9 @@ static int push(struct pd_tsdb *db, const char *inst, int64_t t, struct pd_err *
 	return pd_tsdb_commit(a, err);
 }
 
-static struct pd_tsdb_stats stats(struct pd_tsdb *db)
+static struct pd_storage_stats stats(struct pd_tsdb *db)
 {
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	return st;
 }
@@ -176,7 +209,7 @@ static struct pd_tsdb_stats stats(struct pd_tsdb *db)
 static void wait_failures(struct pd_tsdb *db, uint64_t n)
 {
 	time_t deadline = time(NULL) + 120;
-	while (stats(db).ch_flush_failures < n) {
+	while (stats(db).remote_flush_failures < n) {
 		assert_true(time(NULL) < deadline);
 		usleep(50 * 1000);
 	}
@@ -192,10 +225,10 @@ static void test_spool_without_clickhouse(void **state)
 	const uint64_t max = 20 * (uint64_t)heap_len;
 
 	assert_int_equal(open_store(&db, d, c, max, &err), 0);
-	struct pd_tsdb_stats st = stats(db);
-	assert_int_equal(st.clickhouse, 1);
-	assert_int_equal(st.ch_spool_max, max);
-	assert_int_equal(st.ch_spool_profiles, 0);
+	struct pd_storage_stats st = stats(db);
+	assert_int_equal(st.remote, 1);
+	assert_int_equal(st.remote_spool_max, max);
+	assert_int_equal(st.remote_spool_profiles, 0);
 	/* acknowledged into the spool while ClickHouse does not answer */
 	size_t acked = 0;
 	int rc = 0;
@@ -211,36 +244,36 @@ static void test_spool_without_clickhouse(void **state)
 	assert_non_null(strstr(err.msg, "the ClickHouse spool is full"));
 	assert_true(acked >= 3);
 	st = stats(db);
-	assert_int_equal(st.ch_spool_full_refusals, 1);
-	assert_int_equal(st.ch_spool_profiles, acked);
-	assert_true(st.ch_spool_bytes <= max);
-	assert_true(st.ch_spool_bytes > max - 2 * heap_len);
-	assert_int_equal(st.ch_sent_profiles, 0);
-	assert_int_equal(st.ch_flushes, 0);
-	assert_true(st.ch_flush_failures >= 1);
+	assert_int_equal(st.remote_spool_full_refusals, 1);
+	assert_int_equal(st.remote_spool_profiles, acked);
+	assert_true(st.remote_spool_bytes <= max);
+	assert_true(st.remote_spool_bytes > max - 2 * heap_len);
+	assert_int_equal(st.remote_sent_profiles, 0);
+	assert_int_equal(st.remote_flushes, 0);
+	assert_true(st.remote_flush_failures >= 1);
 	/* the head keeps no profiles, yet knows each series' newest time */
 	assert_int_equal(st.head_samples, 0);
 	assert_int_equal(push(db, "a", 1000, &err), PD_EINVAL);
 	assert_non_null(strstr(err.msg, "out of order"));
 	/* a profile that does not decode is refused, not spooled */
 	{
-		struct pd_tsdb_label l[] = {{"__name__", "heap"}, {"job", "bad"}};
+		struct pd_storage_label l[] = {{"__name__", "heap"}, {"job", "bad"}};
 		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 		assert_int_equal(pd_tsdb_append(a, l, 2, 5, (const uint8_t *)"not pprof", 9, &err),
 		                 PD_EINVAL);
 		assert_non_null(strstr(err.msg, "not a pprof profile"));
 		pd_tsdb_rollback(a);
 	}
-	uint64_t bytes = st.ch_spool_bytes;
+	uint64_t bytes = st.remote_spool_bytes;
 	pd_tsdb_close(db);
 
 	/* reopened: the same spool, counted again from the WAL (no sent position yet) */
-	char *sent = path_in(d, PD_TSDB_SENT_FILE);
+	char *sent = path_in(d, SENT_FILE);
 	assert_int_not_equal(access(sent, F_OK), 0);
 	assert_int_equal(open_store(&db, d, c, max, &err), 0);
 	st = stats(db);
-	assert_int_equal(st.ch_spool_profiles, acked);
-	assert_int_equal(st.ch_spool_bytes, bytes);
+	assert_int_equal(st.remote_spool_profiles, acked);
+	assert_int_equal(st.remote_spool_bytes, bytes);
 	assert_int_equal(push(db, "a", 1000, &err), PD_EINVAL); /* replayed: still a duplicate */
 	pd_tsdb_close(db);
 
@@ -253,11 +286,11 @@ static void test_spool_without_clickhouse(void **state)
 	char *seg = pd_wal_seg_path(wal, last);
 	struct stat sb;
 	assert_int_equal(stat(seg, &sb), 0);
-	assert_int_equal(tsdb_sent_write(d, last, (uint64_t)sb.st_size, &err), 0);
+	assert_int_equal(tsdb_sent_write(d, "clickhouse", last, (uint64_t)sb.st_size, &err), 0);
 	assert_int_equal(open_store(&db, d, c, max, &err), 0);
 	st = stats(db);
-	assert_int_equal(st.ch_spool_profiles, 0);
-	assert_int_equal(st.ch_spool_bytes, 0);
+	assert_int_equal(st.remote_spool_profiles, 0);
+	assert_int_equal(st.remote_spool_bytes, 0);
 	pd_tsdb_close(db);
 
 	/* the same file damaged: everything is sent again rather than lost */
@@ -270,15 +303,15 @@ static void test_spool_without_clickhouse(void **state)
 	write_bytes(sent, b, sizeof(b));
 	assert_int_equal(open_store(&db, d, c, max, &err), 0);
 	st = stats(db);
-	assert_int_equal(st.ch_spool_profiles, acked);
-	assert_int_equal(st.ch_spool_bytes, bytes);
+	assert_int_equal(st.remote_spool_profiles, acked);
+	assert_int_equal(st.remote_spool_bytes, bytes);
 	pd_tsdb_close(db);
 
 	pd_wal_listing_fini(&l);
 	free(seg);
 	free(wal);
 	free(sent);
-	pd_clickhouse_destroy(c);
+	destroy_client(c);
 	rmdir_all(d);
 }
 
@@ -383,7 +416,7 @@ static void test_spool_drains(void **state)
 	assert_int_equal(pd_clickhouse_create(&c, &co, &err), 0);
 	struct pd_tsdb_opts o;
 	pd_tsdb_opts_init(&o);
-	o.clickhouse = c;
+	o.sink = sink_for(c);
 	o.wal_sync = 1;
 	o.wal_segment_size = 4 * heap_len; /* a few profiles a segment: many segments */
 	assert_int_equal(pd_tsdb_open(&db, d, &o, &err), 0);
@@ -391,16 +424,16 @@ static void test_spool_drains(void **state)
 	for (uint64_t i = 0; i < n; i++)
 		assert_int_equal(push(db, i % 2 ? "a" : "b", 1000 * (int64_t)(i + 1), &err), 0);
 	time_t deadline = time(NULL) + 120;
-	while (stats(db).ch_sent_profiles < n || stats(db).ch_spool_profiles) {
+	while (stats(db).remote_sent_profiles < n || stats(db).remote_spool_profiles) {
 		assert_true(time(NULL) < deadline);
 		usleep(50 * 1000);
 	}
-	struct pd_tsdb_stats st = stats(db);
-	assert_int_equal(st.ch_sent_profiles, n);
-	assert_int_equal(st.ch_spool_bytes, 0);
-	assert_true(st.ch_flushes >= 1);
-	assert_int_equal(st.ch_flush_failures, 0);
-	assert_true(st.ch_last_flush_ms > 0);
+	struct pd_storage_stats st = stats(db);
+	assert_int_equal(st.remote_sent_profiles, n);
+	assert_int_equal(st.remote_spool_bytes, 0);
+	assert_true(st.remote_flushes >= 1);
+	assert_int_equal(st.remote_flush_failures, 0);
+	assert_true(st.remote_last_flush_ms > 0);
 	assert_true(__atomic_load_n(&f.inserts, __ATOMIC_RELAXED) >= 1);
 	/* segments wholly sent are gone, their series kept in a checkpoint */
 	char *wal = path_in(d, "wal");
@@ -417,7 +450,7 @@ static void test_spool_drains(void **state)
 	assert_true(l.segs[0] > 3);
 	uint32_t seg;
 	uint64_t off;
-	assert_int_equal(tsdb_sent_read(d, &seg, &off, &err), 0);
+	assert_int_equal(tsdb_sent_read(d, "clickhouse", &seg, &off, &err), 0);
 	assert_true(seg >= l.segs[0]);
 	pd_wal_listing_fini(&l);
 	/* more after the checkpoint: their series' entries are in it, not in the
@@ -425,28 +458,28 @@ static void test_spool_drains(void **state)
 	for (uint64_t i = n; i < n + 4; i++)
 		assert_int_equal(push(db, i % 2 ? "a" : "b", 1000 * (int64_t)(i + 1), &err), 0);
 	deadline = time(NULL) + 120;
-	while (stats(db).ch_sent_profiles < n + 4) {
+	while (stats(db).remote_sent_profiles < n + 4) {
 		assert_true(time(NULL) < deadline);
 		usleep(50 * 1000);
 	}
-	assert_int_equal(stats(db).ch_skipped_profiles, 0);
+	assert_int_equal(stats(db).remote_skipped_profiles, 0);
 	pd_tsdb_close(db);
 	/* reopened: nothing to send, and the series are known from the checkpoint */
 	assert_int_equal(pd_tsdb_open(&db, d, &o, &err), 0);
 	st = stats(db);
-	assert_int_equal(st.ch_spool_profiles, 0);
-	assert_int_equal(st.ch_spool_bytes, 0);
+	assert_int_equal(st.remote_spool_profiles, 0);
+	assert_int_equal(st.remote_spool_bytes, 0);
 	assert_int_equal(push(db, "a", 1000 * (int64_t)(n + 4), &err), PD_EINVAL); /* duplicate */
 	assert_int_equal(push(db, "a", 1000 * (int64_t)(n + 10), &err), 0);
 	deadline = time(NULL) + 120;
-	while (stats(db).ch_sent_profiles < 1) {
+	while (stats(db).remote_sent_profiles < 1) {
 		assert_true(time(NULL) < deadline);
 		usleep(50 * 1000);
 	}
-	assert_int_equal(stats(db).ch_skipped_profiles, 0);
+	assert_int_equal(stats(db).remote_skipped_profiles, 0);
 	pd_tsdb_close(db);
 	free(wal);
-	pd_clickhouse_destroy(c);
+	destroy_client(c);
 	fake_stop(&f);
 	rmdir_all(d);
 }
@@ -468,9 +501,9 @@ static void test_spool_full_then_drains(void **state)
 	assert_int_equal(pd_clickhouse_create(&c, &co, &err), 0);
 	struct pd_tsdb_opts o;
 	pd_tsdb_opts_init(&o);
-	o.clickhouse = c;
+	o.sink = sink_for(c);
 	o.wal_sync = 1;
-	o.clickhouse_spool_max = 8 * heap_len;
+	o.spool_max = 8 * heap_len;
 	assert_int_equal(pd_tsdb_open(&db, d, &o, &err), 0);
 	int64_t t = 1000;
 	size_t acked = 0;
@@ -483,21 +516,21 @@ static void test_spool_full_then_drains(void **state)
 	}
 	assert_int_equal(rc, PD_EFULL);
 	assert_true(acked >= 2);
-	assert_int_equal(stats(db).ch_spool_profiles, acked);
-	assert_int_equal(stats(db).ch_sent_profiles, 0);
+	assert_int_equal(stats(db).remote_spool_profiles, acked);
+	assert_int_equal(stats(db).remote_sent_profiles, 0);
 	assert_int_equal(push(db, "b", 1, &err), PD_EFULL); /* any series */
 	/* ClickHouse answers again: everything acknowledged goes, room comes back */
 	__atomic_store_n(&f.status, 0, __ATOMIC_RELAXED);
 	time_t deadline = time(NULL) + 120;
-	while (stats(db).ch_spool_profiles || stats(db).ch_sent_profiles < acked) {
+	while (stats(db).remote_spool_profiles || stats(db).remote_sent_profiles < acked) {
 		assert_true(time(NULL) < deadline);
 		usleep(50 * 1000);
 	}
-	assert_int_equal(stats(db).ch_sent_profiles, acked);
-	assert_int_equal(stats(db).ch_spool_full_refusals, 2);
+	assert_int_equal(stats(db).remote_sent_profiles, acked);
+	assert_int_equal(stats(db).remote_spool_full_refusals, 2);
 	assert_int_equal(push(db, "a", t, &err), 0);
 	pd_tsdb_close(db);
-	pd_clickhouse_destroy(c);
+	destroy_client(c);
 	fake_stop(&f);
 	rmdir_all(d);
 }
@@ -541,7 +574,7 @@ static void old_sample(struct pd_wal *w, uint64_t ref, int64_t t)
 static void wait_sent(struct pd_tsdb *db, uint64_t n)
 {
 	time_t deadline = time(NULL) + 120;
-	while (stats(db).ch_sent_profiles < n || stats(db).ch_spool_profiles) {
+	while (stats(db).remote_sent_profiles < n || stats(db).remote_spool_profiles) {
 		assert_true(time(NULL) < deadline);
 		usleep(50 * 1000);
 	}
@@ -586,7 +619,7 @@ static void test_spool_refs(void **state)
 	assert_int_equal(pd_clickhouse_create(&c, &co, &err), 0);
 	struct pd_tsdb_opts o;
 	pd_tsdb_opts_init(&o);
-	o.clickhouse = c;
+	o.sink = sink_for(c);
 	o.wal_sync = 1;
 	assert_int_equal(pd_tsdb_open(&db, d, &o, &err), 0);
 	wait_sent(db, 5);
@@ -600,7 +633,7 @@ static void test_spool_refs(void **state)
 	assert_int_equal(push(db, "C", 6000, &err), 0);
 	assert_int_equal(push(db, "B", 6000, &err), 0);
 	wait_sent(db, 3);
-	assert_int_equal(stats(db).ch_skipped_profiles, 0);
+	assert_int_equal(stats(db).remote_skipped_profiles, 0);
 	pd_tsdb_close(db);
 	fake_stop(&f);
 
@@ -619,7 +652,7 @@ static void test_spool_refs(void **state)
 	assert_false(sent_as(&bodies, "C", 3000));
 	pd_buf_fini(&bodies);
 	free(wal);
-	pd_clickhouse_destroy(c);
+	destroy_client(c);
 	rmdir_all(d);
 }
 

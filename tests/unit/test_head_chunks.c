@@ -87,11 +87,11 @@ static uint8_t *value(int s, int64_t t, size_t *len)
 }
 
 static char job[NSERIES][16];
-static void labels(int s, struct pd_tsdb_label l[2])
+static void labels(int s, struct pd_storage_label l[2])
 {
 	snprintf(job[s], sizeof(job[s]), "j%d", s);
-	l[0] = (struct pd_tsdb_label){"__name__", "heap"};
-	l[1] = (struct pd_tsdb_label){"job", job[s]};
+	l[0] = (struct pd_storage_label){"__name__", "heap"};
+	l[1] = (struct pd_storage_label){"job", job[s]};
 }
 
 static struct pd_tsdb *open_store(const char *dir, size_t file_size)
@@ -116,7 +116,7 @@ static void append(struct pd_tsdb *db, int64_t from, int64_t to)
 	for (int64_t t = from; t < to; t += STEP) {
 		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 		for (int s = 0; s < NSERIES; s++) {
-			struct pd_tsdb_label l[2];
+			struct pd_storage_label l[2];
 			size_t len;
 			labels(s, l);
 			uint8_t *p = value(s, t, &len);
@@ -134,15 +134,15 @@ static void expect_all(struct pd_tsdb *db, int64_t from, int64_t to)
 {
 	struct pd_err err = {0};
 	for (int s = 0; s < NSERIES; s++) {
-		struct pd_tsdb_matcher m = {"job", pd_tsdb_match_equal, job[s]};
-		struct pd_tsdb_result *r;
-		struct pd_tsdb_label l[2];
+		struct pd_storage_matcher m = {"job", pd_storage_match_equal, job[s]};
+		struct pd_storage_result *r;
+		struct pd_storage_label l[2];
 		labels(s, l);
 		if (pd_tsdb_select(db, &m, 1, from, to - 1, 0, &r, &err))
 			fail_msg("select: %s", err.msg);
 		assert_int_equal(r->nseries, 1);
 		assert_int_equal(r->series[0].nts, (to - from) / STEP);
-		pd_tsdb_result_destroy(r);
+		pd_storage_result_destroy(r);
 		for (int64_t t = from; t < to; t += STEP) {
 			uint8_t *got, *want;
 			size_t gl, wl;
@@ -157,9 +157,9 @@ static void expect_all(struct pd_tsdb *db, int64_t from, int64_t to)
 	}
 }
 
-static struct pd_tsdb_stats stats(struct pd_tsdb *db)
+static struct pd_storage_stats stats(struct pd_tsdb *db)
 {
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	return st;
 }
@@ -172,7 +172,7 @@ static void test_write_and_map(void **state)
 	char *dir = tmpdir();
 	struct pd_tsdb *db = open_store(dir, 0);
 	append(db, 0, 25 * STEP);
-	struct pd_tsdb_stats st = stats(db);
+	struct pd_storage_stats st = stats(db);
 	assert_int_equal(st.head_chunks_mapped, 2 * NSERIES);
 	assert_int_equal(st.head_chunk_files, 1);
 	assert_true(st.head_chunk_bytes > 2 * NSERIES * 10 * 100);
@@ -199,7 +199,7 @@ static void test_replay(void **state)
 	append(db, 0, 25 * STEP);
 	pd_tsdb_close(db);
 	db = open_store(dir, 0);
-	struct pd_tsdb_stats st = stats(db);
+	struct pd_storage_stats st = stats(db);
 	assert_int_equal(st.head_chunks_mapped, 2 * NSERIES);
 	assert_int_equal(st.head_chunk_files_damaged, 0);
 	assert_int_equal(st.wal_replay_skipped, 0);
@@ -235,7 +235,7 @@ static void test_truncate(void **state)
 	assert_true(before >= 3 * NSERIES);
 	/* everything goes to blocks: the chunks and their files go */
 	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
-	struct pd_tsdb_stats st = stats(db);
+	struct pd_storage_stats st = stats(db);
 	assert_int_equal(st.head_chunks_mapped, 0);
 	assert_true(st.head_chunk_files <= 1);
 	assert_int_equal(nfiles(dir), st.head_chunk_files);
@@ -276,7 +276,7 @@ static void damage_case(int how)
 	}
 	free(p);
 	db = open_store(dir, 1);
-	struct pd_tsdb_stats st = stats(db);
+	struct pd_storage_stats st = stats(db);
 	assert_int_equal(st.head_chunk_files_damaged, 1);
 	assert_non_null(strstr(st.damage, "head chunk files"));
 	assert_non_null(strstr(st.damage, "000002"));
@@ -343,7 +343,7 @@ static void test_kill9(void **state)
 	struct pd_tsdb *db = open_store(dir, 1);
 	assert_true(stats(db).head_chunks_mapped >= 5 * NSERIES);
 	/* every acknowledged commit is there; one in flight may be too */
-	struct pd_tsdb_stats st = stats(db);
+	struct pd_storage_stats st = stats(db);
 	assert_true(st.head_samples >= (uint64_t)(acked + 1) * NSERIES);
 	expect_all(db, 0, (acked + 1) * STEP);
 	pd_tsdb_close(db);

@@ -341,7 +341,7 @@ static void test_store(void **state)
 		for (size_t k = 0; k < NS; k++) {
 			char inst[16];
 			snprintf(inst, sizeof(inst), "i%zu", k);
-			struct pd_tsdb_label l[2] = {{"__name__", "heap"}, {"instance", inst}};
+			struct pd_storage_label l[2] = {{"__name__", "heap"}, {"instance", inst}};
 			assert_int_equal(pd_tsdb_append(a, l, 2, 1000000 + 1000 * (int64_t)i,
 			                                p.raw[(i + k) % 6], p.len[(i + k) % 6], &err),
 			                 0);
@@ -352,7 +352,7 @@ static void test_store(void **state)
 	for (size_t k = 0; k < NS; k++) {
 		char inst[16];
 		snprintf(inst, sizeof(inst), "i%zu", k);
-		struct pd_tsdb_label l[2] = {{"__name__", "heap"}, {"instance", inst}};
+		struct pd_storage_label l[2] = {{"__name__", "heap"}, {"instance", inst}};
 		for (size_t i = 0; i < N; i++) {
 			uint8_t *got = NULL;
 			size_t gl = 0;
@@ -361,7 +361,7 @@ static void test_store(void **state)
 			free(got);
 		}
 	}
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_true(exists(dir, HS_DIR));
 	assert_true(st.head_open_frame_files >= 1);

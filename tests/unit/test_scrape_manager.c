@@ -50,14 +50,14 @@ static void sleep_ms(int ms)
 /* Waits until the store holds n samples of heap{job="test"}; returns the count. */
 static size_t wait_samples(struct pd_tsdb *db, const char *name, size_t n, int ms)
 {
-	struct pd_tsdb_matcher m[2] = {{"__name__", eq, name}, {"job", eq, "test"}};
+	struct pd_storage_matcher m[2] = {{"__name__", eq, name}, {"job", eq, "test"}};
 	size_t got = 0;
 	for (int waited = 0; waited <= ms; waited += 50) {
-		struct pd_tsdb_result *r;
+		struct pd_storage_result *r;
 		struct pd_err err = {0};
 		if (pd_tsdb_select(db, m, 2, INT64_MIN, INT64_MAX, 0, &r, &err) == 0) {
 			got = r->nseries ? r->series[0].nts : 0;
-			pd_tsdb_result_destroy(r);
+			pd_storage_result_destroy(r);
 		}
 		if (got >= n)
 			break;
@@ -80,7 +80,7 @@ static void test_targets_and_storage(void **state)
 	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
 	struct pd_scrape_manager *m;
 	struct pd_scrape_manager_opts mo = {.workers = 2, .max_decompressed = 64u << 20};
-	assert_int_equal(pd_scrape_manager_create(&m, db, &mo, &err), 0);
+	assert_int_equal(pd_scrape_manager_create(&m, pd_tsdb_storage(db), &mo, &err), 0);
 
 	/* relabeling drops targets labelled drop=yes */
 	const char *src[] = {"drop"};
@@ -114,8 +114,8 @@ static void test_targets_and_storage(void **state)
 	assert_true(wait_samples(db, "profile", 2, 60000) >= 2);
 
 	/* the stored series: __name__, env from the group, instance, job; no __meta_ */
-	struct pd_tsdb_matcher mh[1] = {{"__name__", eq, "heap"}};
-	struct pd_tsdb_result *r;
+	struct pd_storage_matcher mh[1] = {{"__name__", eq, "heap"}};
+	struct pd_storage_result *r;
 	assert_int_equal(pd_tsdb_select(db, mh, 1, INT64_MIN, INT64_MAX, 0, &r, &err), 0);
 	assert_int_equal(r->nseries, 1);
 	assert_int_equal(r->series[0].nlabels, 4);
@@ -142,7 +142,7 @@ static void test_targets_and_storage(void **state)
 	int64_t gap = r->series[0].ts[1] - r->series[0].ts[0];
 	assert_true(gap >= 100);
 	assert_int_equal(gap % 100, 0);
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 
 	/* statuses: heap and profile up, goroutine down with its reason, one dropped */
 	struct pd_scrape_target_status *st;
@@ -195,10 +195,10 @@ static void test_targets_and_storage(void **state)
 	assert_int_equal(down, 4);
 	assert_int_equal(dropped, 6);
 	/* nothing was stored for the failing types */
-	struct pd_tsdb_matcher mg[1] = {{"__name__", eq, "garbage"}};
+	struct pd_storage_matcher mg[1] = {{"__name__", eq, "garbage"}};
 	assert_int_equal(pd_tsdb_select(db, mg, 1, INT64_MIN, INT64_MAX, 0, &r, &err), 0);
 	assert_int_equal(r->nseries, 0);
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	pd_scrape_target_status_free(st, n);
 
 	/* a reload with the same settings keeps the loops: no gap in the series */
@@ -253,7 +253,7 @@ static void test_duplicate_targets(void **state)
 	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
 	struct pd_scrape_manager *m;
 	struct pd_scrape_manager_opts mo = {.workers = 2, .max_decompressed = 64u << 20};
-	assert_int_equal(pd_scrape_manager_create(&m, db, &mo, &err), 0);
+	assert_int_equal(pd_scrape_manager_create(&m, pd_tsdb_storage(db), &mo, &err), 0);
 	struct pd_scrape_profile_type types[] = {{"heap", "/ok", 0}};
 	struct pd_scrape_pool_settings ps = {0};
 	ps.job_name = "test";
@@ -316,7 +316,7 @@ static void test_discovered_labels_refreshed(void **state)
 	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
 	struct pd_scrape_manager *m;
 	struct pd_scrape_manager_opts mo = {.workers = 1, .max_decompressed = 64u << 20};
-	assert_int_equal(pd_scrape_manager_create(&m, db, &mo, &err), 0);
+	assert_int_equal(pd_scrape_manager_create(&m, pd_tsdb_storage(db), &mo, &err), 0);
 	struct pd_scrape_profile_type types[] = {{"heap", "/ok", 0}};
 	struct pd_scrape_pool_settings ps = {0};
 	ps.job_name = "test";
@@ -399,7 +399,7 @@ static void test_large_target_set_dropped(void **state)
 	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
 	struct pd_scrape_manager *m;
 	struct pd_scrape_manager_opts mo = {.workers = 1};
-	assert_int_equal(pd_scrape_manager_create(&m, db, &mo, &err), 0);
+	assert_int_equal(pd_scrape_manager_create(&m, pd_tsdb_storage(db), &mo, &err), 0);
 	struct pd_scrape_profile_type types[] = {{"heap", "/debug/pprof/heap", 0}};
 	struct pd_scrape_pool_settings ps = {0};
 	ps.job_name = "big";
@@ -475,7 +475,7 @@ static void test_target_limit(void **state)
 	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
 	struct pd_scrape_manager *m;
 	struct pd_scrape_manager_opts mo = {.workers = 1};
-	assert_int_equal(pd_scrape_manager_create(&m, db, &mo, &err), 0);
+	assert_int_equal(pd_scrape_manager_create(&m, pd_tsdb_storage(db), &mo, &err), 0);
 	struct pd_scrape_profile_type types[] = {{"heap", "/debug/pprof/heap", 0}};
 	struct pd_scrape_pool_settings ps = {0};
 	ps.job_name = "test";
@@ -556,7 +556,7 @@ static void test_series_limit_last_error(void **state)
 	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
 	struct pd_scrape_manager *m;
 	struct pd_scrape_manager_opts mo = {.workers = 1, .max_decompressed = 64u << 20};
-	assert_int_equal(pd_scrape_manager_create(&m, db, &mo, &err), 0);
+	assert_int_equal(pd_scrape_manager_create(&m, pd_tsdb_storage(db), &mo, &err), 0);
 	struct pd_scrape_profile_type types[] = {{"heap", "/ok", 0}, {"allocs", "/ok", 0}};
 	struct pd_scrape_pool_settings ps = {0};
 	ps.job_name = "test";
@@ -599,7 +599,7 @@ static void test_series_limit_last_error(void **state)
 			assert_non_null(strstr(st[i].last_error, "series limit reached"));
 		}
 	pd_scrape_target_status_free(st, n);
-	struct pd_tsdb_stats ts;
+	struct pd_storage_stats ts;
 	pd_tsdb_stats(db, &ts);
 	assert_int_equal(ts.head_series, 1);
 	assert_true(ts.head_series_limit_refused >= 1);

@@ -111,10 +111,10 @@ static size_t nlabels(const struct gseries *s)
 	return n;
 }
 
-static void tsdb_labels(const struct gseries *s, struct pd_tsdb_label *out)
+static void tsdb_labels(const struct gseries *s, struct pd_storage_label *out)
 {
 	for (size_t i = 0; i < nlabels(s); i++)
-		out[i] = (struct pd_tsdb_label){s->labels[2 * i], s->labels[2 * i + 1]};
+		out[i] = (struct pd_storage_label){s->labels[2 * i], s->labels[2 * i + 1]};
 }
 
 /* ---- helpers --------------------------------------------------------------------- */
@@ -256,7 +256,7 @@ static void test_schedule(void **state)
  * their exact timestamps, and each profile's size and hash. */
 static void check_contents(struct pd_tsdb *db, int with_extra)
 {
-	struct pd_tsdb_result *r = NULL;
+	struct pd_storage_result *r = NULL;
 	struct pd_err err = {0};
 	size_t ne;
 	struct expected *e = read_expected(&ne);
@@ -267,7 +267,7 @@ static void check_contents(struct pd_tsdb *db, int with_extra)
 	size_t reads = 0;
 	for (size_t i = 0; i < NSERIES; i++) {
 		const struct gseries *g = &golden[i];
-		const struct pd_tsdb_series *s = &r->series[i];
+		const struct pd_storage_series *s = &r->series[i];
 		assert_int_equal(s->nlabels, nlabels(g));
 		for (size_t l = 0; l < s->nlabels; l++) {
 			assert_string_equal(s->labels[l].name, g->labels[2 * l]);
@@ -286,7 +286,7 @@ static void check_contents(struct pd_tsdb *db, int with_extra)
 				fail_msg("EXPECTED has no sample %zu at %lld", i, (long long)t);
 			uint8_t *p = NULL;
 			size_t len = 0;
-			struct pd_tsdb_label tl[5];
+			struct pd_storage_label tl[5];
 			tsdb_labels(g, tl);
 			if (pd_tsdb_read(db, tl, nlabels(g), t, &p, &len, &err))
 				fail_msg("read series %zu at %lld: %s", i, (long long)t, err.msg);
@@ -312,22 +312,22 @@ static void check_contents(struct pd_tsdb *db, int with_extra)
 		if (!e[i].seen)
 			fail_msg("EXPECTED sample %u at %lld was not read", e[i].series,
 			         (long long)e[i].t);
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	free(e);
 
 	/* a selector over blocks and head alike */
 	struct pd_labels_selector *sel = NULL;
-	struct pd_tsdb_matcher *m = NULL;
+	struct pd_storage_matcher *m = NULL;
 	size_t nm;
 	const char *q = "{job=\"prometheus\", zone=~\"eu-.*\"}";
 	if (pd_labels_selector_parse(&sel, q, strlen(q), NULL, &err) ||
-	    pd_tsdb_matchers_from_selector(sel, &m, &nm, &err) ||
+	    pd_storage_matchers_from_selector(sel, &m, &nm, &err) ||
 	    pd_tsdb_select(db, m, nm, T0, T0 + 6 * HOUR, 0, &r, &err))
 		fail_msg("%s: %s", q, err.msg);
 	assert_int_equal(r->nseries, 1);
 	assert_string_equal(r->series[0].labels[0].value, "block");
 	assert_int_equal(r->series[0].nts, 1); /* 2h17m; 6h17m is outside */
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	free(m);
 	pd_labels_selector_destroy(sel);
 
@@ -340,21 +340,21 @@ static void check_contents(struct pd_tsdb *db, int with_extra)
 	assert_int_equal(n, 5);
 	for (size_t i = 0; i < n; i++)
 		assert_string_equal(s[i], names[i]);
-	pd_tsdb_strings_free(s, n);
+	pd_storage_strings_free(s, n);
 	static const char *types[] = {"block", "goroutine", "heap", "mutex", "threadcreate"};
 	if (pd_tsdb_label_values(db, "__name__", NULL, 0, INT64_MIN, INT64_MAX, &s, &n, &err))
 		fail_msg("label values: %s", err.msg);
 	assert_int_equal(n, 5);
 	for (size_t i = 0; i < n; i++)
 		assert_string_equal(s[i], types[i]);
-	pd_tsdb_strings_free(s, n);
+	pd_storage_strings_free(s, n);
 }
 
 /* The blocks as the generator left them: [T0, T0+6h) compacted from three
  * level-1 blocks, and [T0+6h, T0+8h). */
 static void check_blocks(struct pd_tsdb *db)
 {
-	struct pd_tsdb_block_info *b = NULL;
+	struct pd_storage_block_info *b = NULL;
 	struct pd_err err = {0};
 	size_t n;
 	if (pd_tsdb_blocks(db, &b, &n, &err))
@@ -401,7 +401,7 @@ static void test_open_read_only(void **state)
 	char *dir = tmp_copy();
 	struct pd_tsdb *db = NULL;
 	struct pd_tsdb_opts o;
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	struct pd_err err = {0};
 
 	pd_tsdb_opts_init(&o);
@@ -430,10 +430,10 @@ static void test_open_read_write(void **state)
 	(void)state;
 	char *dir = tmp_copy();
 	struct pd_tsdb *db = NULL;
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	struct pd_err err = {0};
 	const struct gseries *g = &golden[0];
-	struct pd_tsdb_label tl[5];
+	struct pd_storage_label tl[5];
 	static const uint8_t prof[] = "not a real profile, but bytes are bytes";
 
 	if (pd_tsdb_open(&db, dir, NULL, &err))
@@ -551,7 +551,7 @@ static int regenerate(const char *dir)
 	int flushed = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct gseries *g = &golden[all[i].series];
-		struct pd_tsdb_label tl[5];
+		struct pd_storage_label tl[5];
 		int v = g->profiles[1] ? (int)(all[i].k % 2) : 0;
 		if (!flushed && all[i].t >= PHASE_B) {
 			if (pd_tsdb_flush(db, 0, &err))

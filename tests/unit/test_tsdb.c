@@ -139,12 +139,12 @@ static void assert_payload(const uint8_t *got, size_t glen, int series, int64_t 
 	free(want);
 }
 
-static void labels_for(int series, char *job, struct pd_tsdb_label l[3])
+static void labels_for(int series, char *job, struct pd_storage_label l[3])
 {
 	snprintf(job, 32, "job%d", series % 3);
-	l[0] = (struct pd_tsdb_label){"__name__", series % 2 ? "heap" : "cpu"};
-	l[1] = (struct pd_tsdb_label){"instance", series < 5 ? "a:1" : "b:2"};
-	l[2] = (struct pd_tsdb_label){"job", job};
+	l[0] = (struct pd_storage_label){"__name__", series % 2 ? "heap" : "cpu"};
+	l[1] = (struct pd_storage_label){"instance", series < 5 ? "a:1" : "b:2"};
+	l[2] = (struct pd_storage_label){"job", job};
 }
 
 static void append_range(struct pd_tsdb *db, int nseries, int64_t from, int64_t to, int64_t step)
@@ -154,7 +154,7 @@ static void append_range(struct pd_tsdb *db, int nseries, int64_t from, int64_t 
 		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 		for (int s = 0; s < nseries; s++) {
 			char job[32];
-			struct pd_tsdb_label l[3];
+			struct pd_storage_label l[3];
 			labels_for(s, job, l);
 			size_t len;
 			uint8_t *p = payload(s, t, &len);
@@ -171,8 +171,8 @@ static void append_range(struct pd_tsdb *db, int nseries, int64_t from, int64_t 
 static void check_all(struct pd_tsdb *db, int nseries, int64_t from, int64_t to, int64_t step)
 {
 	struct pd_err err = {0};
-	struct pd_tsdb_matcher any = {"instance", eq_match, "a:1"};
-	struct pd_tsdb_result *r;
+	struct pd_storage_matcher any = {"instance", eq_match, "a:1"};
+	struct pd_storage_result *r;
 	assert_int_equal(pd_tsdb_select(db, &any, 1, from, to, 0, &r, &err), 0);
 	assert_int_equal(r->nseries, nseries < 5 ? nseries : 5);
 	size_t want = (size_t)((to - from + step - 1) / step);
@@ -181,10 +181,10 @@ static void check_all(struct pd_tsdb *db, int nseries, int64_t from, int64_t to,
 		for (size_t k = 0; k < r->series[i].nts; k++)
 			assert_int_equal(r->series[i].ts[k], from + (int64_t)k * step);
 	}
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	for (int s = 0; s < nseries; s++) {
 		char job[32];
-		struct pd_tsdb_label l[3];
+		struct pd_storage_label l[3];
 		labels_for(s, job, l);
 		for (int64_t t = from; t < to; t += step * 7) {
 			uint8_t *got;
@@ -221,22 +221,22 @@ static void test_append_select_read(void **state)
 
 	/* matchers: name and a negative matcher */
 	struct pd_err err = {0};
-	struct pd_tsdb_matcher m[2] = {{"__name__", eq_match, "heap"}, {"job", eq_match, "job1"}};
-	struct pd_tsdb_result *r;
+	struct pd_storage_matcher m[2] = {{"__name__", eq_match, "heap"}, {"job", eq_match, "job1"}};
+	struct pd_storage_result *r;
 	assert_int_equal(pd_tsdb_select(db, m, 2, 0, INT64_MAX, 0, &r, &err), 0);
 	/* heap = odd series 1,3,5,7; job1 = series%3==1: 1,7 */
 	assert_int_equal(r->nseries, 2);
 	assert_string_equal(r->series[0].labels[0].value, "heap");
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	/* a range that holds nothing */
 	assert_int_equal(pd_tsdb_select(db, m, 2, 0, 999999, 0, &r, &err), 0);
 	assert_int_equal(r->nseries, 0);
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 
 	/* out of order and duplicate samples are refused with the series named */
 	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 	char job[32];
-	struct pd_tsdb_label l[3];
+	struct pd_storage_label l[3];
 	labels_for(1, job, l);
 	assert_int_equal(pd_tsdb_append(a, l, 3, 1000000, (const uint8_t *)"x", 1, &err), PD_EINVAL);
 	assert_non_null(strstr(err.msg, "out of order"));
@@ -253,41 +253,41 @@ static void test_append_select_read(void **state)
 	assert_int_equal(n, 3);
 	assert_string_equal(v[0], "__name__");
 	assert_string_equal(v[2], "job");
-	pd_tsdb_strings_free(v, n);
+	pd_storage_strings_free(v, n);
 	assert_int_equal(pd_tsdb_label_values(db, "job", NULL, 0, 0, INT64_MAX, &v, &n, &err), 0);
 	assert_int_equal(n, 3);
-	pd_tsdb_strings_free(v, n);
+	pd_storage_strings_free(v, n);
 	assert_int_equal(pd_tsdb_label_values(db, "job", m, 1, 0, INT64_MAX, &v, &n, &err), 0);
 	assert_int_equal(n, 3); /* heap series are in every job */
-	pd_tsdb_strings_free(v, n);
+	pd_storage_strings_free(v, n);
 	pd_tsdb_close(db);
 	rmdir_all(dir);
 }
 
 /* pd_tsdb_select of a selector through each form of its matchers: parsed
- * (pd_tsdb_matchers_from_selector, whose `=` matchers read their postings
- * directly), and hand-made with pd_tsdb_match_equal or with a predicate the
+ * (pd_storage_matchers_from_selector, whose `=` matchers read their postings
+ * directly), and hand-made with pd_storage_match_equal or with a predicate the
  * querier cannot see into (run over every value of the label). */
 static void select_three_ways(struct pd_tsdb *db, const char *sel)
 {
 	struct pd_err err = {0};
 	struct pd_labels_selector *ps;
-	struct pd_tsdb_matcher *pm;
+	struct pd_storage_matcher *pm;
 	size_t npm;
 	if (pd_labels_selector_parse(&ps, sel, strlen(sel), NULL, &err) ||
-	    pd_tsdb_matchers_from_selector(ps, &pm, &npm, &err))
+	    pd_storage_matchers_from_selector(ps, &pm, &npm, &err))
 		fail_msg("%s: %s", sel, err.msg);
-	struct pd_tsdb_result *r[3];
+	struct pd_storage_result *r[3];
 	assert_int_equal(pd_tsdb_select(db, pm, npm, 0, INT64_MAX, 0, &r[0], &err), 0);
 	/* the same, when every matcher of the selector is an equality */
-	struct pd_tsdb_matcher eq[8], pred[8];
+	struct pd_storage_matcher eq[8], pred[8];
 	int all_eq = 1;
 	for (size_t i = 0; i < npm && i < 8; i++) {
 		const struct pd_labels_matcher *lm = ps->matchers[i];
 		all_eq &= pd_labels_matcher_type(lm) == PD_LABELS_MATCH_EQUAL;
-		eq[i] = (struct pd_tsdb_matcher){pd_labels_matcher_name(lm), pd_tsdb_match_equal,
+		eq[i] = (struct pd_storage_matcher){pd_labels_matcher_name(lm), pd_storage_match_equal,
 						 pd_labels_matcher_value(lm)};
-		pred[i] = (struct pd_tsdb_matcher){pd_labels_matcher_name(lm), eq_match,
+		pred[i] = (struct pd_storage_matcher){pd_labels_matcher_name(lm), eq_match,
 						   pd_labels_matcher_value(lm)};
 	}
 	if (all_eq) {
@@ -296,18 +296,18 @@ static void select_three_ways(struct pd_tsdb *db, const char *sel)
 		for (int k = 1; k < 3; k++) {
 			assert_int_equal(r[k]->nseries, r[0]->nseries);
 			for (size_t i = 0; i < r[0]->nseries; i++) {
-				const struct pd_tsdb_series *a = &r[0]->series[i], *b = &r[k]->series[i];
+				const struct pd_storage_series *a = &r[0]->series[i], *b = &r[k]->series[i];
 				assert_int_equal(a->nlabels, b->nlabels);
 				for (size_t j = 0; j < a->nlabels; j++)
 					assert_string_equal(a->labels[j].value, b->labels[j].value);
 				assert_int_equal(a->nts, b->nts);
 				assert_memory_equal(a->ts, b->ts, a->nts * sizeof(*a->ts));
 			}
-			pd_tsdb_result_destroy(r[k]);
+			pd_storage_result_destroy(r[k]);
 		}
 	}
 	print_message("%s: %zu series\n", sel, r[0]->nseries);
-	pd_tsdb_result_destroy(r[0]);
+	pd_storage_result_destroy(r[0]);
 	free(pm);
 	pd_labels_selector_destroy(ps);
 }
@@ -330,13 +330,13 @@ static void test_select_equality(void **state)
 	for (size_t i = 0; i < sizeof(sels) / sizeof(sels[0]); i++)
 		select_three_ways(db, sels[i]);
 	/* counts: heap = odd series; job1 = 1, 4, 7; a:1 = series 0..4 */
-	struct pd_tsdb_matcher m[2] = {{"__name__", pd_tsdb_match_equal, "heap"},
-				       {"job", pd_tsdb_match_equal, "job1"}};
-	struct pd_tsdb_result *r;
+	struct pd_storage_matcher m[2] = {{"__name__", pd_storage_match_equal, "heap"},
+				       {"job", pd_storage_match_equal, "job1"}};
+	struct pd_storage_result *r;
 	assert_int_equal(pd_tsdb_select(db, m, 2, 0, INT64_MAX, 0, &r, &err), 0);
 	assert_int_equal(r->nseries, 2);
 	assert_int_equal(r->series[0].nts, 200);
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	pd_tsdb_close(db);
 	rmdir_all(dir);
 }
@@ -378,7 +378,7 @@ static void test_read_only_leaves_wal(void **state)
 	pd_tsdb_opts_init(&o);
 	o.read_only = 1;
 	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
-	struct pd_tsdb_stats ts;
+	struct pd_storage_stats ts;
 	pd_tsdb_stats(db, &ts);
 	assert_int_equal(ts.head_samples, 2 * 9); /* the last commit was torn */
 	assert_int_equal(ts.wal_repaired, 1);
@@ -418,7 +418,7 @@ static void test_read_only_wal_size(void **state)
 	char *dir = tmpdir();
 	struct pd_tsdb *db = open_db(dir, 3600000, 0);
 	append_range(db, 3, 0, 20 * 1000, 1000);
-	struct pd_tsdb_stats live, ro;
+	struct pd_storage_stats live, ro;
 	pd_tsdb_stats(db, &live);
 	assert_true(live.wal_bytes > 0);
 
@@ -454,19 +454,19 @@ static void test_flush_compact_retention(void **state)
 	struct pd_tsdb *db = open_db(dir, 100000, -1);
 	append_range(db, 6, 0, 3000000, 5000);
 	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_true(st.blocks >= 1);
 	assert_true(st.compactions >= 1); /* 3-window and 9-window ranges were filled */
 	assert_true(st.head_samples > 0); /* the newest half range stays in the head */
 	check_all(db, 6, 0, 3000000, 5000);
 	/* a limit caps the series, not the timestamps of a series in blocks and head */
-	struct pd_tsdb_matcher inst = {"instance", eq_match, "a:1"};
-	struct pd_tsdb_result *lr;
+	struct pd_storage_matcher inst = {"instance", eq_match, "a:1"};
+	struct pd_storage_result *lr;
 	assert_int_equal(pd_tsdb_select(db, &inst, 1, 0, 3000000, 1, &lr, &err), 0);
 	assert_int_equal(lr->nseries, 1);
 	assert_int_equal(lr->series[0].nts, 600);
-	pd_tsdb_result_destroy(lr);
+	pd_storage_result_destroy(lr);
 	/* everything out of the head, then a restart: all from blocks */
 	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
 	pd_tsdb_stats(db, &st);
@@ -483,13 +483,13 @@ static void test_flush_compact_retention(void **state)
 	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
 	pd_tsdb_stats(db, &st);
 	assert_true(st.retention_deletions >= 1);
-	struct pd_tsdb_matcher any = {"instance", eq_match, "a:1"};
-	struct pd_tsdb_result *r;
+	struct pd_storage_matcher any = {"instance", eq_match, "a:1"};
+	struct pd_storage_result *r;
 	assert_int_equal(pd_tsdb_select(db, &any, 1, 0, INT64_MAX, 0, &r, &err), 0);
 	assert_true(r->nseries > 0);
 	assert_true(r->series[0].ts[0] >= 2700000);
 	assert_int_equal(r->series[0].ts[r->series[0].nts - 1], 3095000);
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	pd_tsdb_close(db);
 	rmdir_all(dir);
 }
@@ -508,7 +508,7 @@ static void *writer(void *arg)
 	snprintf(inst, sizeof(inst), "w%d", t->id);
 	for (int64_t ts = 1; ts <= 200; ts++) {
 		struct pd_tsdb_appender *a = pd_tsdb_appender(t->db);
-		struct pd_tsdb_label l[2] = {{"__name__", "heap"}, {"instance", inst}};
+		struct pd_storage_label l[2] = {{"__name__", "heap"}, {"instance", inst}};
 		uint8_t p[64];
 		memset(p, (int)ts, sizeof(p));
 		if (pd_tsdb_append(a, l, 2, ts * 1000, p, sizeof(p), &err) || pd_tsdb_commit(a, &err))
@@ -521,9 +521,9 @@ static void *reader(void *arg)
 {
 	struct thr *t = arg;
 	struct pd_err err = {0};
-	struct pd_tsdb_matcher m = {"__name__", eq_match, "heap"};
+	struct pd_storage_matcher m = {"__name__", eq_match, "heap"};
 	for (int i = 0; i < 200; i++) {
-		struct pd_tsdb_result *r;
+		struct pd_storage_result *r;
 		if (pd_tsdb_select(t->db, &m, 1, 0, INT64_MAX, 0, &r, &err)) {
 			t->errors++;
 			continue;
@@ -532,7 +532,7 @@ static void *reader(void *arg)
 			for (size_t k = 1; k < r->series[s].nts; k++)
 				if (r->series[s].ts[k] <= r->series[s].ts[k - 1])
 					t->errors++;
-		pd_tsdb_result_destroy(r);
+		pd_storage_result_destroy(r);
 	}
 	return NULL;
 }
@@ -552,13 +552,13 @@ static void test_concurrency(void **state)
 		assert_int_equal(a[i].errors, 0);
 	}
 	struct pd_err err = {0};
-	struct pd_tsdb_matcher m = {"__name__", eq_match, "heap"};
-	struct pd_tsdb_result *r;
+	struct pd_storage_matcher m = {"__name__", eq_match, "heap"};
+	struct pd_storage_result *r;
 	assert_int_equal(pd_tsdb_select(db, &m, 1, 0, INT64_MAX, 0, &r, &err), 0);
 	assert_int_equal(r->nseries, 4);
 	for (size_t s = 0; s < 4; s++)
 		assert_int_equal(r->series[s].nts, 200);
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	pd_tsdb_close(db);
 	rmdir_all(dir);
 }
@@ -579,21 +579,21 @@ static void crash_child(const char *dir, int fd)
 		fprintf(stderr, "child: open: %s\n", err.msg);
 		_exit(3);
 	}
-	struct pd_tsdb_matcher m = {"__name__", eq_match, "heap"};
-	struct pd_tsdb_result *r;
+	struct pd_storage_matcher m = {"__name__", eq_match, "heap"};
+	struct pd_storage_result *r;
 	int64_t next = 1;
 	if (pd_tsdb_select(db, &m, 1, INT64_MIN, INT64_MAX, 0, &r, &err))
 		_exit(4);
 	for (size_t i = 0; i < r->nseries; i++)
 		if (r->series[i].nts && r->series[i].ts[r->series[i].nts - 1] / 1000 + 1 > next)
 			next = r->series[i].ts[r->series[i].nts - 1] / 1000 + 1;
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	for (int64_t i = next;; i++) {
 		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 		for (int s = 0; s < 3; s++) {
 			char inst[16];
 			snprintf(inst, sizeof(inst), "i%d", s);
-			struct pd_tsdb_label l[2] = {{"__name__", "heap"}, {"instance", inst}};
+			struct pd_storage_label l[2] = {{"__name__", "heap"}, {"instance", inst}};
 			size_t len;
 			uint8_t *p = payload(s, i, &len);
 			if (pd_tsdb_append(a, l, 2, i * 1000, p, len, &err))
@@ -647,13 +647,13 @@ static void test_crash_safety(void **state)
 		/* everything acknowledged is there, whole, and nothing else is broken */
 		struct pd_tsdb *db = open_db(dir, 20000, -1);
 		struct pd_err err = {0};
-		struct pd_tsdb_matcher m = {"__name__", eq_match, "heap"};
-		struct pd_tsdb_result *r;
+		struct pd_storage_matcher m = {"__name__", eq_match, "heap"};
+		struct pd_storage_result *r;
 		assert_int_equal(pd_tsdb_select(db, &m, 1, INT64_MIN, INT64_MAX, 0, &r, &err), 0);
 		if (acked)
 			assert_int_equal(r->nseries, 3);
 		for (size_t s = 0; s < r->nseries; s++) {
-			const struct pd_tsdb_series *se = &r->series[s];
+			const struct pd_storage_series *se = &r->series[s];
 			/* 1..n with no gap, n >= acked (a commit may land and die before its ack) */
 			if ((int64_t)se->nts < acked)
 				fail_msg("round %d (seed %u): series %zu has %zu samples, %lld acknowledged",
@@ -671,7 +671,7 @@ static void test_crash_safety(void **state)
 				free(got);
 			}
 		}
-		pd_tsdb_result_destroy(r);
+		pd_storage_result_destroy(r);
 		pd_tsdb_close(db);
 	}
 	print_message("crash safety: %d kills, %lld commits acknowledged, none lost\n", rounds,
@@ -785,17 +785,17 @@ struct gc_writer {
 	pthread_barrier_t *round; /* when set, every thread's commit k ends round k */
 };
 
-static void gc_labels(int id, char *inst, struct pd_tsdb_label l[2])
+static void gc_labels(int id, char *inst, struct pd_storage_label l[2])
 {
 	snprintf(inst, 16, "g%d", id);
-	l[0] = (struct pd_tsdb_label){"__name__", "heap"};
-	l[1] = (struct pd_tsdb_label){"instance", inst};
+	l[0] = (struct pd_storage_label){"__name__", "heap"};
+	l[1] = (struct pd_storage_label){"instance", inst};
 }
 
 static int commit_one(struct pd_tsdb *db, int id, int64_t t, struct pd_err *err)
 {
 	char inst[16];
-	struct pd_tsdb_label l[2];
+	struct pd_storage_label l[2];
 	size_t len;
 	gc_labels(id, inst, l);
 	uint8_t *p = payload(id, t, &len);
@@ -841,11 +841,11 @@ static void gc_start(struct gc_writer *g, struct pd_tsdb *db, int id, int64_t fi
 static void expect_series(struct pd_tsdb *db, int id, int64_t first, int count)
 {
 	char inst[16];
-	struct pd_tsdb_label l[2];
+	struct pd_storage_label l[2];
 	struct pd_err err = {0};
-	struct pd_tsdb_result *r;
+	struct pd_storage_result *r;
 	gc_labels(id, inst, l);
-	struct pd_tsdb_matcher m = {"instance", eq_match, inst};
+	struct pd_storage_matcher m = {"instance", eq_match, inst};
 	assert_int_equal(pd_tsdb_select(db, &m, 1, INT64_MIN, INT64_MAX, 0, &r, &err), 0);
 	assert_int_equal(r->nseries, 1);
 	if (r->series[0].nts != (size_t)count)
@@ -861,7 +861,7 @@ static void expect_series(struct pd_tsdb *db, int id, int64_t first, int count)
 		assert_payload(got, glen, id, t);
 		free(got);
 	}
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 }
 
 #define GC_THREADS 8
@@ -891,7 +891,7 @@ static void test_group_commit(void **state)
 			fail_msg("thread %d: %d commits failed: %s", i, g[i].failed, g[i].err.msg);
 	}
 	assert_true(h.reached);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	print_message("group commit: %" PRIu64 " commits, %" PRIu64 " writes, %" PRIu64
 		      " fsyncs\n",
@@ -962,8 +962,8 @@ static void *ss_run(void *arg)
 
 		struct pd_err err = {0};
 		char inst[16];
-		struct pd_tsdb_label ls[2] = {{"__name__", "heap"}, {"instance", "shared"}};
-		struct pd_tsdb_label lo[2];
+		struct pd_storage_label ls[2] = {{"__name__", "heap"}, {"instance", "shared"}};
+		struct pd_storage_label lo[2];
 		gc_labels(t->id, inst, lo);
 		size_t n1, n2;
 		uint8_t *p1 = payload(100, ts * 1000, &n1), *p2 = payload(t->id, ts * 1000, &n2);
@@ -995,9 +995,9 @@ static void *ss_run(void *arg)
 static void check_shared(struct pd_tsdb *db, struct ss_thread *th)
 {
 	struct pd_err err = {0};
-	struct pd_tsdb_result *r;
-	struct pd_tsdb_matcher m = {"instance", eq_match, "shared"};
-	struct pd_tsdb_label ls[2] = {{"__name__", "heap"}, {"instance", "shared"}};
+	struct pd_storage_result *r;
+	struct pd_storage_matcher m = {"instance", eq_match, "shared"};
+	struct pd_storage_label ls[2] = {{"__name__", "heap"}, {"instance", "shared"}};
 	assert_int_equal(pd_tsdb_select(db, &m, 1, INT64_MIN, INT64_MAX, 0, &r, &err), 0);
 	assert_int_equal(r->nseries, 1);
 	assert_int_equal(r->series[0].nts, SS_THREADS * SS_COMMITS);
@@ -1010,19 +1010,19 @@ static void check_shared(struct pd_tsdb *db, struct ss_thread *th)
 		assert_payload(got, glen, 100, r->series[0].ts[k]);
 		free(got);
 	}
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	/* each thread's own series holds its draws, in order */
 	for (int i = 0; i < SS_THREADS; i++) {
 		char inst[16];
-		struct pd_tsdb_label lo[2];
+		struct pd_storage_label lo[2];
 		gc_labels(i, inst, lo);
-		struct pd_tsdb_matcher mo = {"instance", eq_match, inst};
+		struct pd_storage_matcher mo = {"instance", eq_match, inst};
 		assert_int_equal(pd_tsdb_select(db, &mo, 1, INT64_MIN, INT64_MAX, 0, &r, &err), 0);
 		assert_int_equal(r->nseries, 1);
 		assert_int_equal(r->series[0].nts, SS_COMMITS);
 		for (int k = 0; k < SS_COMMITS; k++)
 			assert_int_equal(r->series[0].ts[k], th[i].mine[k] * 1000);
-		pd_tsdb_result_destroy(r);
+		pd_storage_result_destroy(r);
 	}
 }
 
@@ -1092,7 +1092,7 @@ static void test_group_commit_failure(void **state)
 		assert_int_equal(g[i].rc[0], PD_EIO);
 		assert_non_null(strstr(g[i].err.msg, "write"));
 	}
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.wal_failed_writes, 1);
 	assert_int_equal(st.wal_records, 1);
@@ -1138,7 +1138,7 @@ static struct pd_tsdb *open_limited(const char *dir, uint64_t max_series)
 
 static int limit_commit(struct pd_tsdb *db, const char *job, int64_t t, struct pd_err *err)
 {
-	struct pd_tsdb_label l[] = {{"__name__", "heap"}, {"job", job}};
+	struct pd_storage_label l[] = {{"__name__", "heap"}, {"job", job}};
 	static const uint8_t body[] = "not a profile, kept as bytes";
 	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 	assert_non_null(a);
@@ -1155,7 +1155,7 @@ static void test_series_limit(void **state)
 	(void)state;
 	char *dir = tmpdir();
 	struct pd_err err = {0};
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	struct pd_tsdb *db = open_limited(dir, 3);
 	assert_int_equal(limit_commit(db, "a", 1000, &err), 0);
 	assert_int_equal(limit_commit(db, "b", 1000, &err), 0);
@@ -1259,7 +1259,7 @@ static void test_commit_during_flush(void **state)
 	db = open_sync(dir, 1, 20000);
 	for (int i = 0; i < 4; i++)
 		expect_series(db, i, 1, 64);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	print_message("commits during flushes: %d flushes, %" PRIu64 " blocks\n", f.flushes,
 		      st.blocks);
@@ -1312,7 +1312,7 @@ static void test_nul_strings(void **state)
 		fail_msg("%s", err.msg);
 	struct pd_pprof_profile *want;
 	assert_int_equal(pd_pprof_decode(&want, raw, len, NULL, &err), 0);
-	struct pd_tsdb_label l[2] = {{"__name__", "cpu"}, {"instance", "nul:1"}};
+	struct pd_storage_label l[2] = {{"__name__", "cpu"}, {"instance", "nul:1"}};
 	struct pd_tsdb *db = open_db(dir, 100000, -1);
 	const int64_t step = 5000, end = 3000000;
 	for (int64_t t = 0; t < end; t += step) {
@@ -1333,7 +1333,7 @@ static void test_nul_strings(void **state)
 		}
 	}
 	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_true(st.blocks >= 1);
 	assert_true(st.compactions >= 1);

@@ -92,10 +92,10 @@ static uint8_t *payload(int series, int64_t t, size_t *len)
 	return out;
 }
 
-static void labels_of(int series, struct pd_tsdb_label l[2])
+static void labels_of(int series, struct pd_storage_label l[2])
 {
-	l[0] = (struct pd_tsdb_label){"__name__", "heap"};
-	l[1] = (struct pd_tsdb_label){"job", jobs[series]};
+	l[0] = (struct pd_storage_label){"__name__", "heap"};
+	l[1] = (struct pd_storage_label){"job", jobs[series]};
 }
 
 static void append_range(struct pd_tsdb *db, int64_t from, int64_t to, int64_t step)
@@ -104,7 +104,7 @@ static void append_range(struct pd_tsdb *db, int64_t from, int64_t to, int64_t s
 	for (int64_t t = from; t < to; t += step) {
 		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 		for (int s = 0; s < NSERIES; s++) {
-			struct pd_tsdb_label l[2];
+			struct pd_storage_label l[2];
 			labels_of(s, l);
 			size_t len;
 			uint8_t *p = payload(s, t, &len);
@@ -138,8 +138,8 @@ static struct pd_tsdb *open_db(const char *dir, int64_t block_range, int read_on
 static void delete_job(struct pd_tsdb *db, const char *job, int64_t mint, int64_t maxt)
 {
 	struct pd_err err = {0};
-	struct pd_tsdb_matcher m = job ? (struct pd_tsdb_matcher){"job", eq_match, job}
-	                               : (struct pd_tsdb_matcher){"__name__", eq_match, "heap"};
+	struct pd_storage_matcher m = job ? (struct pd_storage_matcher){"job", eq_match, job}
+	                               : (struct pd_storage_matcher){"__name__", eq_match, "heap"};
 	if (pd_tsdb_delete(db, &m, 1, mint, maxt, &err))
 		fail_msg("delete: %s", err.msg);
 }
@@ -173,15 +173,15 @@ static int merge_count(void *ctx, struct pd_pprof_profile *p, size_t count, int6
 static void check(struct pd_tsdb *db, const struct expect *e)
 {
 	struct pd_err err = {0};
-	struct pd_tsdb_matcher heap = {"__name__", eq_match, "heap"};
-	struct pd_tsdb_result *r;
+	struct pd_storage_matcher heap = {"__name__", eq_match, "heap"};
+	struct pd_storage_result *r;
 	assert_int_equal(pd_tsdb_select(db, &heap, 1, INT64_MIN, INT64_MAX, 0, &r, &err), 0);
 	size_t listed = 0;
 	for (int s = 0; s < NSERIES; s++) {
 		size_t want = 0;
 		for (int64_t t = e->from; t < e->to; t += e->step)
 			want += !deleted(e, s, t);
-		const struct pd_tsdb_series *got = NULL;
+		const struct pd_storage_series *got = NULL;
 		for (size_t i = 0; i < r->nseries; i++)
 			if (strcmp(r->series[i].labels[1].value, jobs[s]) == 0)
 				got = &r->series[i];
@@ -201,7 +201,7 @@ static void check(struct pd_tsdb *db, const struct expect *e)
 			if (!deleted(e, s, t))
 				assert_int_equal(got->ts[k++], t);
 
-		struct pd_tsdb_label l[2];
+		struct pd_storage_label l[2];
 		labels_of(s, l);
 		for (int64_t t = e->from; t < e->to; t += e->step) {
 			uint8_t *p;
@@ -236,7 +236,7 @@ static void check(struct pd_tsdb *db, const struct expect *e)
 			         want);
 	}
 	assert_int_equal(r->nseries, listed);
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 }
 
 static struct expect expect_all(int64_t from, int64_t to, int64_t step)
@@ -251,7 +251,7 @@ static struct expect expect_all(int64_t from, int64_t to, int64_t step)
 
 static uint64_t block_samples(struct pd_tsdb *db, size_t *nblocks)
 {
-	struct pd_tsdb_block_info *b;
+	struct pd_storage_block_info *b;
 	struct pd_err err = {0};
 	uint64_t n = 0;
 	assert_int_equal(pd_tsdb_blocks(db, &b, nblocks, &err), 0);
@@ -284,7 +284,7 @@ static void test_delete_head_and_replay(void **state)
 	e.del_lo[1] = INT64_MIN;
 	e.del_hi[1] = INT64_MAX;
 	check(db, &e);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.head_tombstones, 2);
 	assert_int_equal(st.deletions, 2);
@@ -326,7 +326,7 @@ static void test_delete_survives_checkpoint(void **state)
 	struct pd_err err = {0};
 	/* persists [0, 30000) and keeps the newest 1.5 ranges in the head */
 	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_true(st.blocks >= 1);
 	assert_int_equal(st.head_tombstones, 1);
@@ -348,7 +348,7 @@ static void test_delete_blocks_clean(void **state)
 	struct pd_tsdb *db = open_db(dir, 3600000, 0);
 	append_range(db, 1000, 21000, 1000);
 	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
-	struct pd_tsdb_block_info *bi;
+	struct pd_storage_block_info *bi;
 	size_t nb;
 	assert_int_equal(pd_tsdb_blocks(db, &bi, &nb, &err), 0);
 	assert_int_equal(nb, 1);
@@ -365,7 +365,7 @@ static void test_delete_blocks_clean(void **state)
 	e.del_hi[0] = 4000;
 	check(db, &e);
 	assert_true(exists(dir, tf));
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.tombstones, 1);
 
@@ -426,7 +426,7 @@ static void test_compaction_drops_deleted(void **state)
 	e.del_hi[1] = 19000;
 	append_range(db, 20000, 40000, 1000);
 	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_true(st.compactions >= 1);
 	/* the compacted block holds neither the deleted samples nor their tombstones */
@@ -511,7 +511,7 @@ static void test_snapshot(void **state)
 	snprintf(snap, sizeof(snap), "%s/snapshots/%s", dir, name);
 
 	/* the store's blocks are hard links in the snapshot */
-	struct pd_tsdb_block_info *bi;
+	struct pd_storage_block_info *bi;
 	size_t nb;
 	assert_int_equal(pd_tsdb_blocks(db, &bi, &nb, &err), 0);
 	assert_true(nb >= 1);
@@ -544,7 +544,7 @@ static void test_snapshot(void **state)
 	pd_tsdb_close(db);
 	db = open_db(dir, 10000, 0);
 	check(db, &blocks);
-	struct pd_tsdb_stats sst;
+	struct pd_storage_stats sst;
 	pd_tsdb_stats(db, &sst);
 	assert_int_equal(sst.blocks_damaged, 0);
 	pd_tsdb_close(db);
@@ -663,7 +663,7 @@ static void test_delete_refusals(void **state)
 	char *dir = tmpdir();
 	struct pd_err err = {0};
 	struct pd_tsdb *db = open_db(dir, 3600000, 0);
-	struct pd_tsdb_matcher m = {"job", eq_match, "a"};
+	struct pd_storage_matcher m = {"job", eq_match, "a"};
 	assert_int_equal(pd_tsdb_delete(db, &m, 0, 0, 1, &err), PD_EINVAL);
 	assert_int_equal(pd_tsdb_delete(db, &m, 1, 10, 1, &err), PD_EINVAL);
 	assert_non_null(strstr(err.msg, "after its end"));

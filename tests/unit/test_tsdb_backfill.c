@@ -87,11 +87,11 @@ static uint8_t *value(int s, int64_t t, size_t *len)
 }
 
 static char job[8][8];
-static void labels(int s, struct pd_tsdb_label l[2])
+static void labels(int s, struct pd_storage_label l[2])
 {
 	snprintf(job[s], sizeof(job[s]), "j%d", s);
-	l[0] = (struct pd_tsdb_label){"__name__", "heap"};
-	l[1] = (struct pd_tsdb_label){"job", job[s]};
+	l[0] = (struct pd_storage_label){"__name__", "heap"};
+	l[1] = (struct pd_storage_label){"job", job[s]};
 }
 
 /* A store of 1 h blocks, future window future (0: the default; <0: none). */
@@ -131,7 +131,7 @@ static struct pd_tsdb *open_store(const char *dir, int64_t retention, int wal)
 static int put(struct pd_tsdb *db, int s, int64_t t, struct pd_err *err)
 {
 	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
-	struct pd_tsdb_label l[2];
+	struct pd_storage_label l[2];
 	size_t len;
 	labels(s, l);
 	uint8_t *p = value(s, t, &len);
@@ -156,9 +156,9 @@ static void put_range(struct pd_tsdb *db, int s, int64_t from, int64_t to)
 static long count_ts(struct pd_tsdb *db, int s, int64_t from, int64_t to)
 {
 	struct pd_err err = {0};
-	struct pd_tsdb_matcher m = {"job", pd_tsdb_match_equal, job[s]};
-	struct pd_tsdb_result *r;
-	struct pd_tsdb_label l[2];
+	struct pd_storage_matcher m = {"job", pd_storage_match_equal, job[s]};
+	struct pd_storage_result *r;
+	struct pd_storage_label l[2];
 	labels(s, l);
 	if (pd_tsdb_select(db, &m, 1, from, to, 0, &r, &err))
 		fail_msg("select: %s", err.msg);
@@ -166,7 +166,7 @@ static long count_ts(struct pd_tsdb *db, int s, int64_t from, int64_t to)
 	if (r->nseries)
 		for (size_t i = 1; i < r->series[0].nts; i++)
 			assert_true(r->series[0].ts[i - 1] < r->series[0].ts[i]);
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	return n;
 }
 
@@ -176,7 +176,7 @@ static void expect_series(struct pd_tsdb *db, int s, int64_t from, int64_t to)
 	struct pd_err err = {0};
 	assert_int_equal(count_ts(db, s, from, to - 1), (to - from) / STEP);
 	for (int64_t t = from; t < to; t += STEP) {
-		struct pd_tsdb_label l[2];
+		struct pd_storage_label l[2];
 		uint8_t *got;
 		size_t glen, wlen;
 		labels(s, l);
@@ -218,7 +218,7 @@ static void test_before_newest_block_refused(void **state)
 	struct pd_tsdb *db = open_store(dir, -1, 1);
 	put_range(db, 0, 0, 5 * H);
 	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_true(st.blocks >= 1);
 	int64_t end = pd_block_meta(db->blocks[db->nblocks - 1])->maxt;
@@ -257,11 +257,11 @@ static void test_flush_between_append_and_commit(void **state)
 	struct pd_tsdb *db = open_store(dir, -1, 1);
 	put_range(db, 0, 0, 3 * H);
 	/* no block yet: any time is accepted */
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_true(st.accept_from == INT64_MIN);
 	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
-	struct pd_tsdb_label l[2];
+	struct pd_storage_label l[2];
 	size_t len;
 	labels(1, l);
 	uint8_t *p = value(1, 90 * 60 * 1000, &len);
@@ -303,7 +303,7 @@ static void test_incomplete_range_takes_samples(void **state)
 	db = open_store(dir, -1, 1);
 	put_range(db, 0, 2 * H, 4 * H);
 	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.compaction_failures, 0);
 	for (size_t i = 1; i < db->nblocks; i++)
@@ -355,7 +355,7 @@ static void test_replay_keeps_old_samples(void **state)
 	db = open_store(dir, -1, 1);
 	expect_series(db, 0, 0, 40 * 60 * 1000);
 	expect_series(db, 1, 0, 2 * H);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.wal_replay_skipped, 0);
 	assert_int_equal(st.compaction_failures, 0);
@@ -393,7 +393,7 @@ static void test_compaction_overlapping_blocks(void **state)
 
 	db = open_store(dir, -1, 1);
 	/* the open's flush merged them */
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.compaction_failures, 0);
 	assert_true(st.vertical_compactions >= 1);
@@ -434,7 +434,7 @@ static void test_many_overlapping_blocks(void **state)
 		move_blocks(other, dir);
 	}
 	struct pd_tsdb *db = open_store(dir, -1, 1);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.compaction_failures, 0);
 	assert_int_equal(st.blocks, 1);
@@ -489,7 +489,7 @@ static void test_retention_after_failed_compaction(void **state)
 
 	/* with 60 h the blocks are due for compaction, which fails on the chunk */
 	db = open_store(dir, 60 * H, 1);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.compaction_failures, 1);
 	assert_int_equal(st.retention_deletions, 0);
@@ -538,7 +538,7 @@ static void test_future_refused(void **state)
 	/* nanoseconds for milliseconds, and an hour ahead */
 	assert_int_equal(put(db, 1, now * 1000000, &err), PD_EINVAL);
 	assert_int_equal(put(db, 1, now + H, &err), PD_EINVAL);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.out_of_bounds, 3);
 	assert_int_equal(st.too_far_in_future, 3);
@@ -580,7 +580,7 @@ static void test_future_sample_in_head(void **state)
 	pd_tsdb_close(db);
 
 	db = open_future(dir, 0, 0);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_true(st.accept_from <= now - H);
 	assert_int_equal(put(db, 0, now, &err), 0);
@@ -616,7 +616,7 @@ static void test_future_sample_in_block(void **state)
 	pd_tsdb_close(db);
 
 	db = open_future(dir, 0, 0);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.accept_from, start + 2 * H);
 	assert_int_equal(put(db, 0, now, &err), 0);
@@ -651,7 +651,7 @@ static void test_wide_window_push_ahead(void **state)
 	assert_int_equal(put(db, 0, now - 60000, &err), 0);
 	assert_int_equal(put(db, 1, now + 5 * H, &err), 0);
 	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_true(st.accept_from <= now);
 	now = wall_ms();
@@ -691,7 +691,7 @@ static void test_failed_head_cut_keeps_blocks(void **state)
 	}
 	assert_int_not_equal(pd_tsdb_flush(db, 0, &err), 0);
 	assert_non_null(strstr(err.msg, "checkpoint"));
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.head_cut_failures, 1);
 	assert_int_equal(st.retention_deletions, 0);
@@ -730,7 +730,7 @@ static void test_import_of_present_then_open(void **state)
 	pd_tsdb_close(db);
 	/* a window of 2 h: the block's end, at most 1 h on, is within it */
 	db = open_future(dir, 0, 2 * H);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	now = wall_ms();
 	assert_true(st.accept_from <= now);
@@ -772,7 +772,7 @@ static void test_merge_out_of_memory(void **state)
 	if (pd_tsdb_open(&db, dir, &o, &err))
 		fail_msg("open %s: %s", dir, err.msg);
 	assert_int_equal(fail_grow, 0);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.compaction_failures, 1);
 	assert_int_equal(st.blocks, 2);
@@ -807,7 +807,7 @@ static void test_refused_commit_keeps_series_slots(void **state)
 		fail_msg("open %s: %s", dir, err.msg);
 	put_range(db, 0, 0, 3 * H);
 	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
-	struct pd_tsdb_label l[2];
+	struct pd_storage_label l[2];
 	size_t len;
 	labels(1, l);
 	uint8_t *p = value(1, 90 * 60 * 1000, &len);
@@ -883,7 +883,7 @@ static void test_damaged_overlap_skipped(void **state)
 	}
 
 	db = open_store(dir, -1, 1);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	/* [0, 1 h) twice stays; [3 h, 4 h) is one block, [6 h, 9 h) one */
 	assert_int_equal(st.vertical_compactions, 1);
@@ -924,7 +924,7 @@ static void test_bound_after_retention_deleted_all(void **state)
 		fail_msg("open %s: %s", dir, err.msg);
 	put_range(db, 0, 0, 4 * H);
 	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.blocks, 0);
 	assert_true(st.retention_deletions >= 1);

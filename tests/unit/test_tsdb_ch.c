@@ -2,7 +2,8 @@
  * totals built from ClickHouse's rows (types in order of first appearance, values
  * and presence per profile), the operations refused in that mode (naming it, the
  * store untouched), a ClickHouse that does not answer failing queries with its
- * reason, and pd_tsdb_merge_ranges over the local store. Answers from a real
+ * reason, and pd_tsdb_merge_ranges over the local store; all through the storage
+ * interface (pd_clickhouse_storage_create over a local store with its sink). Answers from a real
  * ClickHouse are compared with the local store's by
  * tests/integration/clickhouse_api.sh. */
 #define _XOPEN_SOURCE 700 /* nftw */
@@ -18,8 +19,7 @@
 
 #include <cmocka.h>
 
-#include "ch_query.h"
-#include "lpair.h"
+#include "clickhouse_int.h"
 #include "profd/clickhouse.h"
 #include "profd/pprof.h"
 #include "profd/tsdb.h"
@@ -63,13 +63,13 @@ static void test_totals_series(void **state)
 	    {42, 4000, 0, 0, NULL, NULL, NULL}, /* a profile without sample types */
 	};
 	char name[] = "__name__", val[] = "heap", jn[] = "job", jv[] = "api";
-	struct pd_lpair lp[2] = {{name, val}, {jn, jv}};
-	struct pd_tsdb_totals_result *r = calloc(1, sizeof(*r));
+	struct pd_storage_label lp[2] = {{name, val}, {jn, jv}};
+	struct pd_storage_totals_result *r = calloc(1, sizeof(*r));
 	assert_non_null(r);
 	r->series = calloc(1, sizeof(*r->series));
 	assert_non_null(r->series);
-	struct pd_tsdb_totals *o = &r->series[0];
-	assert_int_equal(tsdb_ch_totals_series(r, lp, 2, rows, 4, o), 0);
+	struct pd_storage_totals *o = &r->series[0];
+	assert_int_equal(ch_totals_series(r, lp, 2, rows, 4, o), 0);
 	r->nseries = 1;
 	/* labels are copies */
 	val[0] = 'X';
@@ -96,7 +96,7 @@ static void test_totals_series(void **state)
 			assert_int_equal(o->present[k * 4 + i], pres[k][i]);
 			assert_int_equal(o->values[k * 4 + i], want[k][i]);
 		}
-	pd_tsdb_totals_result_destroy(r);
+	pd_storage_totals_result_destroy(r);
 }
 
 /* ---- ClickHouse mode without a ClickHouse --------------------------------------- */
@@ -115,24 +115,33 @@ static void test_refused_and_unreachable(void **state)
 	/* port 1 on loopback: nothing listens, so a request fails at once */
 	struct pd_clickhouse_opts co = {.url = "http://127.0.0.1:1/", .timeout_ms = 5000};
 	assert_int_equal(pd_clickhouse_create(&c, &co, &err), 0);
+	struct pd_storage_sink *sink = NULL;
+	assert_int_equal(pd_clickhouse_sink_create(&sink, c, &err), 0);
 	struct pd_tsdb_opts o;
 	pd_tsdb_opts_init(&o);
-	o.clickhouse = c;
+	o.sink = sink;
 	struct pd_tsdb *db = NULL;
 	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
-	assert_ptr_equal(pd_tsdb_clickhouse(db), c);
+	struct pd_storage *cs = NULL;
+	assert_int_equal(pd_clickhouse_storage_create(&cs, c, pd_tsdb_storage(db), 1 << 20, &err), 0);
+	assert_string_equal(pd_storage_kind(cs), "clickhouse");
+	assert_int_equal(pd_storage_merge_batch(cs), PD_CLICKHOUSE_MERGE_MAX_RANGES);
 
-	struct pd_tsdb_matcher m = {"__name__", eq, "heap"};
+	struct pd_storage_matcher m = {"__name__", eq, "heap"};
+	/* the spool refuses on its own too, naming where its profiles go */
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(pd_tsdb_delete(db, &m, 1, 0, 100, &err), PD_EINCOMPAT);
+	assert_non_null(strstr(err.msg, "ClickHouse"));
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(pd_storage_delete(cs, &m, 1, 0, 100, &err), PD_EINCOMPAT);
 	assert_non_null(strstr(err.msg, "deleting series"));
 	assert_non_null(strstr(err.msg, "ClickHouse"));
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(pd_tsdb_clean_tombstones(db, &err), PD_EINCOMPAT);
+	assert_int_equal(pd_storage_clean_tombstones(cs, &err), PD_EINCOMPAT);
 	assert_non_null(strstr(err.msg, "ClickHouse"));
-	char name[PD_TSDB_SNAPSHOT_NAME_MAX] = "x";
+	char name[PD_STORAGE_SNAPSHOT_NAME_MAX] = "x";
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(pd_tsdb_snapshot(db, 0, name, &err), PD_EINCOMPAT);
+	assert_int_equal(pd_storage_snapshot(cs, 0, name, &err), PD_EINCOMPAT);
 	assert_string_equal(name, "");
 	assert_non_null(strstr(err.msg, "snapshot"));
 	struct stat st;
@@ -141,33 +150,35 @@ static void test_refused_and_unreachable(void **state)
 	snprintf(snaps, sizeof(snaps), "%s/%s", dir, PD_TSDB_SNAPSHOTS_DIR);
 	assert_int_equal(stat(snaps, &st), -1); /* nothing written */
 
-	struct pd_tsdb_block_info *bi = (void *)1;
+	struct pd_storage_block_info *bi = (void *)1;
 	size_t nb = 99;
-	assert_int_equal(pd_tsdb_blocks(db, &bi, &nb, &err), 0);
+	assert_int_equal(pd_storage_blocks(cs, &bi, &nb, &err), 0);
 	assert_int_equal(nb, 0);
 	free(bi);
 
 	/* reads go to ClickHouse, which does not answer: an error naming it */
-	struct pd_tsdb_result *res = (void *)1;
+	struct pd_storage_result *res = (void *)1;
 	memset(&err, 0, sizeof(err));
-	assert_int_not_equal(pd_tsdb_select(db, &m, 1, 0, 100, 0, &res, &err), 0);
+	assert_int_not_equal(pd_storage_select(cs, &m, 1, 0, 100, 0, &res, &err), 0);
 	assert_null(res);
 	assert_non_null(strstr(err.msg, "clickhouse"));
-	struct pd_tsdb_totals_result *tr = (void *)1;
+	struct pd_storage_totals_result *tr = (void *)1;
 	memset(&err, 0, sizeof(err));
-	assert_int_not_equal(pd_tsdb_select_totals(db, &m, 1, 0, 100, 0, &tr, &err), 0);
+	assert_int_not_equal(pd_storage_select_totals(cs, &m, 1, 0, 100, 0, &tr, &err), 0);
 	assert_null(tr);
 	char **names = (void *)1;
 	size_t nn = 7;
-	assert_int_not_equal(pd_tsdb_label_names(db, NULL, 0, 0, 100, &names, &nn, &err), 0);
+	assert_int_not_equal(pd_storage_label_names(cs, NULL, 0, 0, 100, &names, &nn, &err), 0);
 	assert_null(names);
 	assert_int_equal(nn, 0);
 	uint8_t *raw = (void *)1;
 	size_t rl = 0;
-	struct pd_tsdb_label ls[] = {{"__name__", "heap"}};
-	assert_int_not_equal(pd_tsdb_read(db, ls, 1, 50, &raw, &rl, &err), 0);
+	struct pd_storage_label ls[] = {{"__name__", "heap"}};
+	assert_int_not_equal(pd_storage_read(cs, ls, 1, 50, &raw, &rl, &err), 0);
 	assert_null(raw);
+	pd_clickhouse_storage_destroy(cs);
 	pd_tsdb_close(db);
+	pd_clickhouse_sink_destroy(sink);
 	pd_clickhouse_destroy(c);
 	rmdir_all(dir);
 }
@@ -231,9 +242,10 @@ static void test_merge_ranges_local(void **state)
 	struct pd_err err = {0};
 	struct pd_tsdb *db = NULL;
 	assert_int_equal(pd_tsdb_open(&db, dir, NULL, &err), 0);
-	assert_null(pd_tsdb_clickhouse(db));
-	struct pd_tsdb_label a[] = {{"__name__", "heap"}, {"job", "a"}};
-	struct pd_tsdb_label b[] = {{"__name__", "heap"}, {"job", "b"}};
+	assert_string_equal(pd_storage_kind(pd_tsdb_storage(db)), "local");
+	assert_int_equal(pd_storage_merge_batch(pd_tsdb_storage(db)), 1);
+	struct pd_storage_label a[] = {{"__name__", "heap"}, {"job", "a"}};
+	struct pd_storage_label b[] = {{"__name__", "heap"}, {"job", "b"}};
 	struct pd_tsdb_appender *app = pd_tsdb_appender(db);
 	for (int64_t t = 1; t <= 4; t++) {
 		size_t len;
@@ -246,7 +258,7 @@ static void test_merge_ranges_local(void **state)
 	}
 	assert_int_equal(pd_tsdb_commit(app, &err), 0);
 	/* a up to 2 s (1 + 2), b from 2 s to 4 s (200 + 300 + 400), and a range left out */
-	struct pd_tsdb_merge_range rg[] = {{a, 2, 0, 2000}, {b, 2, 2000, 4000}, {a, 2, 3000, 2000}};
+	struct pd_storage_merge_range rg[] = {{a, 2, 0, 2000}, {b, 2, 2000, 4000}, {a, 2, 3000, 2000}};
 	struct sum s = {0};
 	assert_int_equal(pd_tsdb_merge_ranges(db, rg, 3, add, &s, &err), 0);
 	assert_int_equal(s.total, 903);

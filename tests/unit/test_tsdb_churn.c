@@ -45,7 +45,7 @@ static struct pd_tsdb *open_db(const char *dir, uint64_t max_series)
 
 static int push(struct pd_tsdb *db, const char *pod, int64_t t)
 {
-	struct pd_tsdb_label l[] = {{"__name__", "heap"}, {"pod", pod}};
+	struct pd_storage_label l[] = {{"__name__", "heap"}, {"pod", pod}};
 	static const uint8_t body[] = "not a profile, kept as bytes";
 	struct pd_err err = {0};
 	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
@@ -70,7 +70,7 @@ static size_t head_pods(struct pd_tsdb *db)
 	size_t n = 0;
 	struct pd_err err = {0};
 	assert_int_equal(head_reader_ops.label_values(&db->head, "pod", &v, &n, &err), 0);
-	pd_tsdb_strings_free(v, n);
+	pd_storage_strings_free(v, n);
 	return n;
 }
 
@@ -80,7 +80,7 @@ static void test_churn_drops_series(void **state)
 	char *dir = strdup("/tmp/pd_test_tsdb_churn_XXXXXX");
 	assert_non_null(mkdtemp(dir));
 	struct pd_err err = {0};
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	char pod[32];
 	struct pd_tsdb *db = open_db(dir, 25);
 	/* generation g: pods g-0 .. g-9, each with samples in range g only */
@@ -144,7 +144,7 @@ static void test_largest_ref_not_reused(void **state)
 	/* the entry that keeps the ref named makes no series of the head */
 	assert_int_equal(ref_of(db, "goes"), 0);
 	assert_int_equal(head_pods(db), 1);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.head_series_removed, 0);
 	assert_int_equal(push(db, "new", 5100), 0);
@@ -186,7 +186,7 @@ static void test_idle_chunk_sealed(void **state)
 		assert_int_equal(push(db, "gone", t0 + i * step), 0);
 		assert_int_equal(push(db, "alive", t0 + i * step), 0);
 	}
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.head_chunks_mapped, 0);
 	/* "alive" goes on, up to just under the idle time past "gone"'s last sample */
@@ -206,7 +206,7 @@ static void test_idle_chunk_sealed(void **state)
 	assert_non_null(g);
 	assert_int_equal(g->nchunks, 1);
 	assert_int_equal(g->open_ts.count, 0);
-	struct pd_tsdb_label l[] = {{"__name__", "heap"}, {"pod", "gone"}};
+	struct pd_storage_label l[] = {{"__name__", "heap"}, {"pod", "gone"}};
 	for (int i = 0; i < 4; i++) {
 		uint8_t *got = NULL;
 		size_t gl_len = 0;

@@ -71,11 +71,11 @@ static uint8_t *value(int s, int64_t t, size_t *len)
 }
 
 static char job[NSERIES][8];
-static void labels(int s, struct pd_tsdb_label l[2])
+static void labels(int s, struct pd_storage_label l[2])
 {
 	snprintf(job[s], sizeof(job[s]), "j%d", s);
-	l[0] = (struct pd_tsdb_label){"__name__", "heap"};
-	l[1] = (struct pd_tsdb_label){"job", job[s]};
+	l[0] = (struct pd_storage_label){"__name__", "heap"};
+	l[1] = (struct pd_storage_label){"job", job[s]};
 }
 
 static struct pd_tsdb *open_store(const char *dir, int64_t retention)
@@ -98,7 +98,7 @@ static void append(struct pd_tsdb *db, int64_t from, int64_t to)
 	for (int64_t t = from; t < to; t += STEP) {
 		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 		for (int s = 0; s < NSERIES; s++) {
-			struct pd_tsdb_label l[2];
+			struct pd_storage_label l[2];
 			size_t len;
 			labels(s, l);
 			uint8_t *p = value(s, t, &len);
@@ -115,21 +115,21 @@ static void append(struct pd_tsdb *db, int64_t from, int64_t to)
 static long count_ts(struct pd_tsdb *db, int s, int64_t from, int64_t to)
 {
 	struct pd_err err = {0};
-	struct pd_tsdb_matcher m = {"job", pd_tsdb_match_equal, job[s]};
-	struct pd_tsdb_result *r;
-	struct pd_tsdb_label l[2];
+	struct pd_storage_matcher m = {"job", pd_storage_match_equal, job[s]};
+	struct pd_storage_result *r;
+	struct pd_storage_label l[2];
 	labels(s, l);
 	if (pd_tsdb_select(db, &m, 1, from, to, 0, &r, &err))
 		fail_msg("select: %s", err.msg);
 	long n = r->nseries ? (long)r->series[0].nts : -1;
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	return n;
 }
 
 /* Reads series s at t and compares; returns the read's code. */
 static int read_one(struct pd_tsdb *db, int s, int64_t t, struct pd_err *err)
 {
-	struct pd_tsdb_label l[2];
+	struct pd_storage_label l[2];
 	uint8_t *got;
 	size_t glen, wlen;
 	labels(s, l);
@@ -156,7 +156,7 @@ static void expect_all(struct pd_tsdb *db, int64_t from, int64_t to)
 	}
 }
 
-static size_t blocks_of(struct pd_tsdb *db, struct pd_tsdb_block_info **bi)
+static size_t blocks_of(struct pd_tsdb *db, struct pd_storage_block_info **bi)
 {
 	size_t n;
 	struct pd_err err = {0};
@@ -222,7 +222,7 @@ static void test_damaged_blocks_set_aside(void **state)
 	struct pd_err err = {0};
 	append(db, 0, 5 * H);
 	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
-	struct pd_tsdb_block_info *bi;
+	struct pd_storage_block_info *bi;
 	assert_int_equal(blocks_of(db, &bi), 5);
 	pd_tsdb_close(db);
 	char *b[5];
@@ -269,7 +269,7 @@ static void test_damaged_blocks_set_aside(void **state)
 
 	/* the store opens, with the damaged blocks moved to damaged/ */
 	db = open_store(dir, 20 * H);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.blocks, 1);
 	assert_int_equal(st.blocks_damaged, 4);
@@ -345,7 +345,7 @@ static void test_corrupt_chunk(void **state)
 	assert_int_equal(read_one(db, 0, H + STEP, &err), 0);
 	for (int s = 2; s < NSERIES; s++)
 		assert_int_equal(read_one(db, s, STEP, &err), 0);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_true(st.chunks_damaged >= 2);
 
@@ -382,7 +382,7 @@ static void test_wal_damage(void **state)
 	for (int i = 0; i < 16; i++)
 		flip(seg, at + i);
 	db = open_store(dir, 20 * H);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_true(st.wal_damaged_records >= 1 && st.wal_damaged_records <= 2);
 	assert_true(st.wal_damaged_bytes >= 16);
@@ -412,7 +412,7 @@ static void test_open_cuts_head(void **state)
 	char *dir = tmpdir();
 	struct pd_tsdb *db = open_store(dir, 20 * H);
 	append(db, 0, 4 * H);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.blocks, 0);
 	uint64_t wal_before = st.wal_bytes;
@@ -497,7 +497,7 @@ static void test_disk_full_head_cut(void **state)
 	/* the head cut fails: no block, nothing lost, counted */
 	assert_int_not_equal(pd_tsdb_flush(db, 0, &err), 0);
 	assert_non_null(strstr(err.msg, "No space left"));
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.head_cut_failures, 1);
 	assert_int_equal(st.blocks, 0);
@@ -507,7 +507,7 @@ static void test_disk_full_head_cut(void **state)
 	 * unfinished block: take it again) */
 	smallfs_fill(&fs);
 	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
-	struct pd_tsdb_label l[2];
+	struct pd_storage_label l[2];
 	size_t len = 256 << 10; /* more than any page a file has left over */
 	uint8_t *p = malloc(len);
 	for (size_t i = 0; i < len; i++)
@@ -547,7 +547,7 @@ static void test_disk_full_compaction(void **state)
 	/* with no retention limit they are due: the compaction at open fails, the
 	 * store opens all the same */
 	db = open_store(fs.store, -1);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.compaction_failures, 1);
 	assert_int_equal(st.compactions, 0);

@@ -73,10 +73,10 @@ static size_t payload(const char *name, int64_t t, char *out, size_t cap)
 	return (size_t)snprintf(out, cap, "profile of series %s at %lld", name, (long long)t);
 }
 
-static void labels_of(const char *name, struct pd_tsdb_label l[2])
+static void labels_of(const char *name, struct pd_storage_label l[2])
 {
-	l[0] = (struct pd_tsdb_label){"job", "refs"};
-	l[1] = (struct pd_tsdb_label){"series", name};
+	l[0] = (struct pd_storage_label){"job", "refs"};
+	l[1] = (struct pd_storage_label){"series", name};
 }
 
 static struct model_series *model_get(struct model *m, const char *name)
@@ -102,7 +102,7 @@ static void model_add(struct model *m, const char *name, int64_t t)
 static void put(struct pd_tsdb *db, struct model *m, const char *name, int64_t t)
 {
 	struct pd_err err = {0};
-	struct pd_tsdb_label l[2];
+	struct pd_storage_label l[2];
 	char p[64];
 	size_t len = payload(name, t, p, sizeof(p));
 	labels_of(name, l);
@@ -120,15 +120,15 @@ static void put(struct pd_tsdb *db, struct model *m, const char *name, int64_t t
 static void check(struct pd_tsdb *db, const struct model *m, const char *when)
 {
 	struct pd_err err = {0};
-	struct pd_tsdb_matcher any = {"job", any_value, NULL};
-	struct pd_tsdb_result *r;
+	struct pd_storage_matcher any = {"job", any_value, NULL};
+	struct pd_storage_result *r;
 	if (pd_tsdb_select(db, &any, 1, INT64_MIN, INT64_MAX, 0, &r, &err))
 		fail_msg("%s: select: %s", when, err.msg);
 	size_t want = 0;
 	for (size_t i = 0; i < m->n; i++)
 		want += m->s[i].n > 0;
 	for (size_t i = 0; i < r->nseries; i++) {
-		const struct pd_tsdb_series *se = &r->series[i];
+		const struct pd_storage_series *se = &r->series[i];
 		const char *name = NULL;
 		for (size_t k = 0; k < se->nlabels; k++)
 			if (strcmp(se->labels[k].name, "series") == 0)
@@ -154,9 +154,9 @@ static void check(struct pd_tsdb *db, const struct model *m, const char *when)
 	}
 	if (r->nseries != want)
 		fail_msg("%s: the store has %zu series, %zu were appended", when, r->nseries, want);
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 	for (size_t i = 0; i < m->n; i++) {
-		struct pd_tsdb_label l[2];
+		struct pd_storage_label l[2];
 		labels_of(m->s[i].name, l);
 		for (size_t k = 0; k < m->s[i].n; k++) {
 			uint8_t *got;

@@ -65,7 +65,7 @@ static void scrape(struct pd_tsdb *db, int64_t t0, int from, int to)
 		for (int i = 0; i < NSERIES; i++) {
 			char pod[16];
 			pod_name(pod, sizeof(pod), i);
-			struct pd_tsdb_label l[] = {{"__name__", "heap"}, {"pod", pod}};
+			struct pd_storage_label l[] = {{"__name__", "heap"}, {"pod", pod}};
 			if (pd_tsdb_append(a, l, 2, t0 + (int64_t)k * STEP, body, sizeof(body), &err))
 				fail_msg("append: %s", err.msg);
 		}
@@ -154,7 +154,7 @@ static void test_first_chunks_staggered(void **state)
 		assert_int_equal(n[k - 1], before[i][1]);
 		char pod[16];
 		pod_name(pod, sizeof(pod), i);
-		struct pd_tsdb_label l[] = {{"__name__", "heap"}, {"pod", pod}};
+		struct pd_storage_label l[] = {{"__name__", "heap"}, {"pod", pod}};
 		for (int j = 0; j < 1130; j += 7) {
 			if (j >= 300 && j < 1000)
 				continue;

@@ -137,7 +137,7 @@ static void append_all(struct pd_tsdb *db, int from, int to)
 		for (int s = 0; s < NSERIES; s++) {
 			char inst[16];
 			snprintf(inst, sizeof(inst), "i%d", s);
-			struct pd_tsdb_label l[2] = {{"__name__", "prof"}, {"instance", inst}};
+			struct pd_storage_label l[2] = {{"__name__", "prof"}, {"instance", inst}};
 			size_t p = payload_of(s, k);
 			if (pd_tsdb_append(a, l, 2, T0 + k * STEP + s, payloads[p], payload_len[p],
 			                   &err))
@@ -160,9 +160,9 @@ static int match_any(const void *ctx, const char *v)
 static size_t check_totals(struct pd_tsdb *db, int64_t mint, int64_t maxt)
 {
 	struct pd_err err = {0};
-	struct pd_tsdb_matcher m = {"__name__", match_any, NULL};
-	struct pd_tsdb_result *sel;
-	struct pd_tsdb_totals_result *tot;
+	struct pd_storage_matcher m = {"__name__", match_any, NULL};
+	struct pd_storage_result *sel;
+	struct pd_storage_totals_result *tot;
 	size_t seen = 0;
 	if (pd_tsdb_select(db, &m, 1, mint, maxt, 0, &sel, &err))
 		fail_msg("select: %s", err.msg);
@@ -170,8 +170,8 @@ static size_t check_totals(struct pd_tsdb *db, int64_t mint, int64_t maxt)
 		fail_msg("select_totals: %s", err.msg);
 	assert_int_equal(tot->nseries, sel->nseries);
 	for (size_t i = 0; i < tot->nseries; i++) {
-		const struct pd_tsdb_totals *t = &tot->series[i];
-		const struct pd_tsdb_series *s = &sel->series[i];
+		const struct pd_storage_totals *t = &tot->series[i];
+		const struct pd_storage_series *s = &sel->series[i];
 		assert_int_equal(t->nlabels, s->nlabels);
 		for (size_t k = 0; k < t->nlabels; k++) {
 			assert_string_equal(t->labels[k].name, s->labels[k].name);
@@ -226,8 +226,8 @@ static size_t check_totals(struct pd_tsdb *db, int64_t mint, int64_t maxt)
 			pd_pprof_destroy(p);
 		}
 	}
-	pd_tsdb_result_destroy(sel);
-	pd_tsdb_totals_result_destroy(tot);
+	pd_storage_result_destroy(sel);
+	pd_storage_totals_result_destroy(tot);
 	return seen;
 }
 
@@ -651,7 +651,7 @@ static void test_head_blocks_compaction(void **state)
 	/* a range inside a chunk */
 	check_totals(db, T0 + 5 * STEP, T0 + 17 * STEP);
 	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_true(st.compactions > 0);
 	assert_int_equal(check_totals(db, INT64_MIN, INT64_MAX), seen);
@@ -673,7 +673,7 @@ static void test_wal_replay(void **state)
 	size_t seen = check_totals(db, INT64_MIN, INT64_MAX);
 	pd_tsdb_close(db);
 	db = open_db(dir, 2 * 3600 * 1000, 1);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.head_samples, NSERIES * 20);
 	assert_int_equal(check_totals(db, INT64_MIN, INT64_MAX), seen);
@@ -690,14 +690,14 @@ static void test_tombstones(void **state)
 	struct pd_tsdb *db = open_db(dir, 2 * 3600 * 1000, 0);
 	struct pd_err err = {0};
 	append_all(db, 0, 30);
-	struct pd_tsdb_matcher m = {"instance", pd_tsdb_match_equal, "i1"};
+	struct pd_storage_matcher m = {"instance", pd_storage_match_equal, "i1"};
 	assert_int_equal(pd_tsdb_delete(db, &m, 1, T0 + 3 * STEP, T0 + 11 * STEP, &err), 0);
 	size_t seen = check_totals(db, INT64_MIN, INT64_MAX);
-	struct pd_tsdb_totals_result *tot;
+	struct pd_storage_totals_result *tot;
 	assert_int_equal(pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &tot, &err), 0);
 	assert_int_equal(tot->nseries, 1);
 	assert_int_equal(tot->series[0].nts, 30 - 8); /* k = 3..10 (i1 is 1 ms late) */
-	pd_tsdb_totals_result_destroy(tot);
+	pd_storage_totals_result_destroy(tot);
 	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
 	assert_int_equal(check_totals(db, INT64_MIN, INT64_MAX), seen);
 	/* and deleted in a block, then rewritten */
@@ -708,7 +708,7 @@ static void test_tombstones(void **state)
 	assert_int_equal(check_totals(db, INT64_MIN, INT64_MAX), seen2);
 	assert_int_equal(pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &tot, &err), 0);
 	assert_int_equal(tot->series[0].nts, 30 - 8 - 1);
-	pd_tsdb_totals_result_destroy(tot);
+	pd_storage_totals_result_destroy(tot);
 	pd_tsdb_close(db);
 	size_t nblocks;
 	assert_blocks_have_sections(dir, &nblocks);
@@ -723,7 +723,7 @@ static void test_opaque(void **state)
 	char *dir = tmpdir();
 	struct pd_tsdb *db = open_db(dir, 2 * 3600 * 1000, 0);
 	struct pd_err err = {0};
-	struct pd_tsdb_label l[1] = {{"__name__", "raw"}};
+	struct pd_storage_label l[1] = {{"__name__", "raw"}};
 	for (int k = 0; k < 10; k++) {
 		struct pd_tsdb_appender *a = pd_tsdb_appender(db);
 		assert_int_equal(
@@ -731,9 +731,9 @@ static void test_opaque(void **state)
 		    0);
 		assert_int_equal(pd_tsdb_commit(a, &err), 0);
 	}
-	struct pd_tsdb_matcher m = {"__name__", pd_tsdb_match_equal, "raw"};
+	struct pd_storage_matcher m = {"__name__", pd_storage_match_equal, "raw"};
 	for (int pass = 0; pass < 2; pass++) {
-		struct pd_tsdb_totals_result *tot;
+		struct pd_storage_totals_result *tot;
 		assert_int_equal(
 		    pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &tot, &err), 0);
 		assert_int_equal(tot->nseries, 1);
@@ -741,7 +741,7 @@ static void test_opaque(void **state)
 		assert_int_equal(tot->series[0].ntypes, 0);
 		for (int k = 0; k < 10; k++)
 			assert_int_equal(tot->series[0].duration_nanos[k], 0);
-		pd_tsdb_totals_result_destroy(tot);
+		pd_storage_totals_result_destroy(tot);
 		assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
 	}
 	pd_tsdb_close(db);
@@ -798,7 +798,7 @@ static void test_blocks_without_sections(void **state)
 	size_t seen = check_totals(db, INT64_MIN, INT64_MAX);
 	assert_true(seen > 0);
 	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_true(st.compactions > 0);
 	assert_int_equal(check_totals(db, INT64_MIN, INT64_MAX), seen);
@@ -871,20 +871,20 @@ static void test_damaged_section(void **state)
 	o.retention_ms = -1;
 	o.read_only = 1;
 	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
-	struct pd_tsdb_matcher m = {"__name__", pd_tsdb_match_equal, "cpu"};
-	struct pd_tsdb_result *sel;
+	struct pd_storage_matcher m = {"__name__", pd_storage_match_equal, "cpu"};
+	struct pd_storage_result *sel;
 	assert_int_equal(pd_tsdb_select(db, &m, 1, INT64_MIN, INT64_MAX, 0, &sel, &err), 0);
 	assert_int_equal(sel->series[0].nts, 6);
-	pd_tsdb_result_destroy(sel);
-	struct pd_tsdb_totals_result *tot;
+	pd_storage_result_destroy(sel);
+	struct pd_storage_totals_result *tot;
 	assert_int_equal(pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &tot, &err), 0);
 	assert_int_equal(tot->nseries, 1);
 	assert_int_equal(tot->series[0].nts, 3);
 	assert_int_equal(tot->series[0].ts[0], T0 + 100000);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.chunks_damaged, 1);
-	pd_tsdb_totals_result_destroy(tot);
+	pd_storage_totals_result_destroy(tot);
 	pd_tsdb_close(db);
 	/* and tsdb check reports it */
 	uint64_t found = 0;
@@ -894,7 +894,7 @@ static void test_damaged_section(void **state)
 }
 
 /* The index of (type, unit) in t's types, or t->ntypes. */
-static size_t type_index(const struct pd_tsdb_totals *t, const char *type, const char *unit)
+static size_t type_index(const struct pd_storage_totals *t, const char *type, const char *unit)
 {
 	size_t k = 0;
 	while (k < t->ntypes && (strcmp(t->types[k].type, type) || strcmp(t->types[k].unit, unit)))
@@ -903,7 +903,7 @@ static size_t type_index(const struct pd_tsdb_totals *t, const char *type, const
 }
 
 /* Asserts that profile j of t has exactly payload p's totals. */
-static void assert_profile_is(const struct pd_tsdb_totals *t, size_t j, size_t p)
+static void assert_profile_is(const struct pd_storage_totals *t, size_t j, size_t p)
 {
 	struct pd_pprof_profile *prof;
 	struct pd_err err = {0};
@@ -933,7 +933,7 @@ static void test_block_head_interleaved(void **state)
 	(void)state;
 	char *dir = tmpdir();
 	struct pd_err err = {0};
-	struct pd_tsdb_label l[1] = {{"__name__", "mix"}};
+	struct pd_storage_label l[1] = {{"__name__", "mix"}};
 	/* cpu (payload 1) at even steps, 0..38, into a block */
 	struct pd_tsdb *db = open_db(dir, 2 * 3600 * 1000, 0);
 	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
@@ -954,11 +954,11 @@ static void test_block_head_interleaved(void **state)
 			                                payload_len[k % 2 ? 2 : 0], &err),
 			                 0);
 	assert_int_equal(pd_tsdb_commit(a, &err), 0);
-	struct pd_tsdb_matcher m = {"__name__", pd_tsdb_match_equal, "mix"};
-	struct pd_tsdb_totals_result *tot;
+	struct pd_storage_matcher m = {"__name__", pd_storage_match_equal, "mix"};
+	struct pd_storage_totals_result *tot;
 	assert_int_equal(pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &tot, &err), 0);
 	assert_int_equal(tot->nseries, 1);
-	const struct pd_tsdb_totals *t = &tot->series[0];
+	const struct pd_storage_totals *t = &tot->series[0];
 	assert_int_equal(t->nts, NSAMPLES);
 	for (size_t j = 0; j < NSAMPLES; j++) {
 		assert_int_equal(t->ts[j], T0 + (int64_t)j * STEP);
@@ -969,7 +969,7 @@ static void test_block_head_interleaved(void **state)
 	assert_string_equal(t->types[0].type, "samples");
 	assert_string_equal(t->types[1].type, "cpu");
 	assert_string_equal(t->types[2].type, "goroutine");
-	pd_tsdb_totals_result_destroy(tot);
+	pd_storage_totals_result_destroy(tot);
 	/* a range that starts in the head's odd steps */
 	assert_int_equal(
 	    pd_tsdb_select_totals(db, &m, 1, T0 + 3 * STEP, T0 + 9 * STEP, 0, &tot, &err), 0);
@@ -978,7 +978,7 @@ static void test_block_head_interleaved(void **state)
 	assert_string_equal(t->types[0].type, "goroutine");
 	for (size_t j = 0; j < 7; j++)
 		assert_profile_is(t, j, (j + 3) % 2 ? 2 : 1);
-	pd_tsdb_totals_result_destroy(tot);
+	pd_storage_totals_result_destroy(tot);
 	pd_tsdb_close(db);
 	rmdir_all(dir);
 }
@@ -999,7 +999,7 @@ static void test_many_series(void **state)
 		for (int s = 0; s < MANY; s++) {
 			char inst[16];
 			snprintf(inst, sizeof(inst), "m%03d", s);
-			struct pd_tsdb_label l[2] = {{"__name__", "prof"}, {"instance", inst}};
+			struct pd_storage_label l[2] = {{"__name__", "prof"}, {"instance", inst}};
 			/* series s keeps to one payload for a while, then moves on */
 			size_t p = ((size_t)s + (size_t)(k / 5)) % NPAYLOADS;
 			assert_int_equal(pd_tsdb_append(a, l, 2, T0 + k * STEP + s, payloads[p],
@@ -1012,20 +1012,20 @@ static void test_many_series(void **state)
 	}
 	/* the long series: 1,500 profiles of four types, about 100 KB of totals */
 	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
-	struct pd_tsdb_label l[2] = {{"__name__", "prof"}, {"instance", "zlong"}};
+	struct pd_storage_label l[2] = {{"__name__", "prof"}, {"instance", "zlong"}};
 	for (int k = 0; k < LONG; k++)
 		assert_int_equal(pd_tsdb_append(a, l, 2, T0 + ROUNDS * STEP + k, payloads[0],
 		                                payload_len[0], &err),
 		                 0);
 	assert_int_equal(pd_tsdb_commit(a, &err), 0);
 	assert_true(check_totals(db, INT64_MIN, INT64_MAX) >= LONG);
-	struct pd_tsdb_matcher m = {"instance", pd_tsdb_match_equal, "zlong"};
-	struct pd_tsdb_totals_result *tot;
+	struct pd_storage_matcher m = {"instance", pd_storage_match_equal, "zlong"};
+	struct pd_storage_totals_result *tot;
 	assert_int_equal(pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &tot, &err), 0);
 	assert_int_equal(tot->nseries, 1);
 	assert_int_equal(tot->series[0].nts, LONG);
 	assert_int_equal(tot->series[0].ntypes, 4);
-	pd_tsdb_totals_result_destroy(tot);
+	pd_storage_totals_result_destroy(tot);
 	pd_tsdb_close(db);
 	rmdir_all(dir);
 }
@@ -1087,21 +1087,21 @@ static void test_section_damaged_at_end(void **state)
 	o.retention_ms = -1;
 	o.read_only = 1;
 	assert_int_equal(pd_tsdb_open(&db, dir, &o, &err), 0);
-	struct pd_tsdb_matcher m = {"__name__", pd_tsdb_match_equal, "cpu"};
-	struct pd_tsdb_totals_result *tot;
+	struct pd_storage_matcher m = {"__name__", pd_storage_match_equal, "cpu"};
+	struct pd_storage_totals_result *tot;
 	assert_int_equal(pd_tsdb_select_totals(db, &m, 1, INT64_MIN, INT64_MAX, 0, &tot, &err), 0);
 	assert_int_equal(tot->nseries, 1);
-	const struct pd_tsdb_totals *t = &tot->series[0];
+	const struct pd_storage_totals *t = &tot->series[0];
 	assert_int_equal(t->nts, 3);
 	assert_int_equal(t->ntypes, 2);
 	for (size_t j = 0; j < 3; j++) {
 		assert_int_equal(t->ts[j], T0 + (int64_t)j * 1000);
 		assert_profile_is(t, j, 1);
 	}
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_int_equal(st.chunks_damaged, 1);
-	pd_tsdb_totals_result_destroy(tot);
+	pd_storage_totals_result_destroy(tot);
 	pd_tsdb_close(db);
 	rmdir_all(dir);
 }

@@ -99,7 +99,7 @@ static void append_how(struct pd_tsdb *db, size_t from, size_t to, int gzip)
 		for (int s = 0; s < 3; s++) {
 			char inst[16];
 			snprintf(inst, sizeof(inst), "i%d", s);
-			struct pd_tsdb_label l[2] = {{"__name__", "heap"}, {"instance", inst}};
+			struct pd_storage_label l[2] = {{"__name__", "heap"}, {"instance", inst}};
 			size_t f = file_of(s, k);
 			struct pd_pprof_profile *dec = NULL;
 			if (gzip && s == 1 && pd_pprof_decode(&dec, raw[f], rawlen[f], NULL, &err))
@@ -123,11 +123,11 @@ static void append(struct pd_tsdb *db, size_t from, size_t to)
 static void check(struct pd_tsdb *db, size_t n)
 {
 	struct pd_err err = {0};
-	struct pd_tsdb_result *r;
+	struct pd_storage_result *r;
 	assert_int_equal(pd_tsdb_select(db, NULL, 0, INT64_MIN, INT64_MAX, 0, &r, &err), 0);
 	assert_int_equal(r->nseries, 3);
 	for (int s = 0; s < 3; s++) {
-		const struct pd_tsdb_series *se = &r->series[s];
+		const struct pd_storage_series *se = &r->series[s];
 		assert_int_equal(se->nts, n);
 		for (size_t k = 0; k < n; k++) {
 			assert_int_equal(se->ts[k], time_of(k));
@@ -148,7 +148,7 @@ static void check(struct pd_tsdb *db, size_t n)
 			free(got);
 		}
 	}
-	pd_tsdb_result_destroy(r);
+	pd_storage_result_destroy(r);
 }
 
 /* Counts the value chunks of each encoding in the store's blocks; *maxlevel gets
@@ -233,7 +233,7 @@ static void test_v1_compacts_to_v2(void **state)
 	check(db, 20); /* v1 blocks serve as they are */
 	append(db, 20, 70); /* fills the first compaction window [0, 300 s) and more */
 	assert_int_equal(pd_tsdb_flush(db, 1, &err), 0);
-	struct pd_tsdb_stats st;
+	struct pd_storage_stats st;
 	pd_tsdb_stats(db, &st);
 	assert_true(st.compactions >= 1);
 	count_encodings(db, &v1, &v2, &level);
@@ -288,7 +288,7 @@ static void test_gzip_in_wal(void **state)
 	check(db, 12);
 	/* not gzip: refused, nothing changes */
 	struct pd_tsdb_appender *a = pd_tsdb_appender(db);
-	struct pd_tsdb_label l[2] = {{"__name__", "heap"}, {"instance", "i0"}};
+	struct pd_storage_label l[2] = {{"__name__", "heap"}, {"instance", "i0"}};
 	assert_int_equal(pd_tsdb_append_gzip(a, l, 2, time_of(12), raw[0], rawlen[0], NULL, raw[0],
 					     rawlen[0], &err),
 			 PD_EINVAL);

@@ -1,8 +1,10 @@
-/* ch_ship.c: the shipper of a store kept in ClickHouse. Commits are acknowledged
- * once their record is in the WAL, as always; this thread follows the WAL from
- * the "sent up to" position (ch_sent.c), decodes each profile, hands it to one
- * pd_clickhouse_writer, and flushes the batch when it is full and at least once a
- * second. Only after ClickHouse accepted a flush does the position move past the
+/* forward.c: the forwarder of a store with a sink (pd_tsdb_opts.sink: a remote
+ * store such as ClickHouse, which the store knows only through storage.h's sink
+ * functions). Commits are acknowledged once their record is in the WAL, as
+ * always; this thread follows the WAL from the "sent up to" position
+ * (forward_sent.c), decodes each profile, hands it to the sink's batch, and
+ * flushes the batch when it is full and at least once a second. Only after the
+ * sink accepted a flush does the position move past the
  * records of the batch; the WAL segments wholly before it are then checkpointed
  * away (the checkpoint keeps the series entries, so later records still find
  * their labels). A failed flush is retried with a backoff of 1 s doubling to
@@ -18,15 +20,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "profd/clickhouse.h"
 #include "profd/labels.h"
 #include "profd/pprof.h"
 #include "tsdb_int.h"
 #include "wal_int.h"
 
-struct ch_ship {
+struct tsdb_fwd {
 	struct pd_tsdb *db;
-	struct pd_clickhouse *ch;
+	const struct pd_storage_sink *sink;
+	const char *c; /* log component: the sink's name */
 	char *waldir;
 	pthread_t th;
 	int started;
@@ -39,7 +41,7 @@ struct ch_ship {
 	uint64_t dropped, retention_failures;
 	int64_t last_flush_ms;
 	/* the thread's own */
-	struct pd_clickhouse_writer *w;
+	int batch_ok; /* the sink's batch is known (reset since the last failure) */
 	struct pd_wal_tail *tail;
 	uint32_t pos_seg, cur_seg; /* sent up to; read up to */
 	uint64_t pos_off, cur_off;
@@ -82,7 +84,7 @@ static int64_t wall_ms(void)
 
 static int on_series(void *ctx, uint64_t ref, const struct pd_lpair *l, size_t n)
 {
-	struct ch_ship *s = ctx;
+	struct tsdb_fwd *s = ctx;
 	struct pd_labels *ls = NULL;
 	struct pd_err err;
 	uint32_t ix;
@@ -96,7 +98,7 @@ static int on_series(void *ctx, uint64_t ref, const struct pd_lpair *l, size_t n
 		return rc;
 	if (rc) {
 		/* its samples are skipped as those of an unknown series */
-		pd_log_warn("clickhouse", "a series of the WAL has labels ClickHouse cannot take",
+		pd_log_warn(s->c, "a series of the WAL has labels the remote store cannot take",
 		            "ref=%llu err=%s", (unsigned long long)ref, err.msg);
 		return 0;
 	}
@@ -125,7 +127,7 @@ static int on_series(void *ctx, uint64_t ref, const struct pd_lpair *l, size_t n
 
 static int on_sample(void *ctx, uint64_t ref, int64_t t, const uint8_t *p, size_t len)
 {
-	struct ch_ship *s = ctx;
+	struct tsdb_fwd *s = ctx;
 	struct pd_pprof_profile *prof = NULL;
 	struct pd_pprof_decode_opts o = {.max_decompressed = s->db->o.max_profile};
 	struct pd_err err;
@@ -135,7 +137,7 @@ static int on_sample(void *ctx, uint64_t ref, int64_t t, const uint8_t *p, size_
 		return 0;
 	if (!ref || !pd_u64map_get(&s->refs, ref, &ix)) {
 		__atomic_fetch_add(&s->skipped, 1, __ATOMIC_RELAXED);
-		pd_log_warn("clickhouse", "a spooled profile names no known series: skipped",
+		pd_log_warn(s->c, "a spooled profile names no known series: skipped",
 		            "ref=%llu t=%lld", (unsigned long long)ref, (long long)t);
 		return 0;
 	}
@@ -147,11 +149,11 @@ static int on_sample(void *ctx, uint64_t ref, int64_t t, const uint8_t *p, size_
 	}
 	if (rc) {
 		__atomic_fetch_add(&s->skipped, 1, __ATOMIC_RELAXED);
-		pd_log_warn("clickhouse", "a spooled profile does not decode: skipped",
+		pd_log_warn(s->c, "a spooled profile does not decode: skipped",
 		            "t=%lld err=%s", (long long)t, err.msg);
 		return 0;
 	}
-	rc = pd_clickhouse_writer_append(s->w, s->labels[ix], t, prof, &err);
+	rc = s->sink->append(s->sink->ctx, s->labels[ix], t, prof, &err);
 	pd_pprof_destroy(prof);
 	if (rc == PD_ENOMEM) {
 		/* the batch is as it was: read again from the sent position later */
@@ -163,8 +165,7 @@ static int on_sample(void *ctx, uint64_t ref, int64_t t, const uint8_t *p, size_
 		/* the writer cannot take this profile, now or ever: skipped, so that it
 		 * does not hold the spool up */
 		__atomic_fetch_add(&s->skipped, 1, __ATOMIC_RELAXED);
-		pd_log_warn("clickhouse",
-		            "a spooled profile cannot be written to ClickHouse: skipped",
+		pd_log_warn(s->c, "a spooled profile cannot be written to the remote store: skipped",
 		            "t=%lld err=%s", (long long)t, err.msg);
 		return 0;
 	}
@@ -177,7 +178,7 @@ static int on_sample(void *ctx, uint64_t ref, int64_t t, const uint8_t *p, size_
 /* ---- waiting ---------------------------------------------------------------------- */
 
 /* Waits up to ms or until woken or stopped; returns stop. */
-static int wait_ms(struct ch_ship *s, int64_t ms, uint64_t seen)
+static int wait_ms(struct tsdb_fwd *s, int64_t ms, uint64_t seen)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -197,7 +198,7 @@ static int wait_ms(struct ch_ship *s, int64_t ms, uint64_t seen)
 }
 
 /* Waits out a backoff (woken only by stop); returns stop. */
-static int backoff_wait(struct ch_ship *s, int64_t ms)
+static int backoff_wait(struct tsdb_fwd *s, int64_t ms)
 {
 	int64_t until = mono_ms() + ms;
 	for (;;) {
@@ -225,23 +226,23 @@ static void sat_sub(uint64_t *v, uint64_t d)
 	while (!__atomic_compare_exchange_n(v, &old, nv, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 }
 
-/* The batch is in ClickHouse (or held nothing): the position moves to the read
+/* The batch is in the remote store (or held nothing): the position moves to the read
  * cursor, durably, and segments wholly before it go. */
-static void advance(struct ch_ship *s)
+static void advance(struct tsdb_fwd *s)
 {
 	struct pd_err err = {0};
 	s->pos_seg = s->cur_seg;
 	s->pos_off = s->cur_off;
-	if (tsdb_sent_write(s->db->dir, s->pos_seg, s->pos_off, &err))
+	if (tsdb_sent_write(s->db->dir, s->sink->name, s->pos_seg, s->pos_off, &err))
 		/* the records are resent after a restart: harmless */
-		pd_log_error("clickhouse", "writing the sent position failed", "err=%s", err.msg);
+		pd_log_error(s->c, "writing the sent position failed", "err=%s", err.msg);
 	sat_sub(&s->spool_bytes, s->batch_bytes);
 	sat_sub(&s->spool_profiles, s->batch_samples);
 	s->batch_bytes = s->batch_samples = s->batch_appended = 0;
 	if (s->pos_seg > s->first_seg) {
 		/* series entries stay (a later record may name them), samples go */
 		if (pd_wal_checkpoint_upto(s->db->wal, s->pos_seg - 1, INT64_MAX, NULL, NULL, &err))
-			pd_log_error("clickhouse",
+			pd_log_error(s->c,
 			             "deleting sent WAL segments failed (retried later)", "err=%s",
 			             err.msg);
 		else
@@ -251,15 +252,17 @@ static void advance(struct ch_ship *s)
 
 /* A flush (or the schema) failed: counted, logged once per outage, and waited
  * out; returns stop. */
-static int failed(struct ch_ship *s, int64_t *backoff, const char *what, const struct pd_err *err)
+static int failed(struct tsdb_fwd *s, int64_t *backoff, const char *what, const struct pd_err *err)
 {
 	__atomic_fetch_add(&s->failures, 1, __ATOMIC_RELAXED);
 	if (!s->outage) {
-		pd_log_error("clickhouse",
-		             "ClickHouse did not take the profiles; they stay in the WAL and are "
-		             "sent when it does (retried with a backoff up to 30s, logged again "
-		             "when it answers)",
-		             "what=%s err=%s", what, err->msg);
+		char msg[200];
+		snprintf(msg, sizeof(msg),
+		         "%s did not take the profiles; they stay in the WAL and are "
+		         "sent when it does (retried with a backoff up to 30s, logged again "
+		         "when it answers)",
+		         s->sink->title);
+		pd_log_error(s->c, msg, "what=%s err=%s", what, err->msg);
 		s->outage = 1;
 	}
 	*backoff = *backoff ? *backoff * 2 : PD_TSDB_SHIP_BACKOFF_MIN_MS;
@@ -268,9 +271,9 @@ static int failed(struct ch_ship *s, int64_t *backoff, const char *what, const s
 	return backoff_wait(s, *backoff);
 }
 
-static int flush(struct ch_ship *s, struct pd_err *err)
+static int flush(struct tsdb_fwd *s, struct pd_err *err)
 {
-	int rc = pd_clickhouse_writer_flush(s->w, err);
+	int rc = s->sink->flush(s->sink->ctx, err);
 	if (rc)
 		return rc;
 	__atomic_fetch_add(&s->sent, s->batch_appended, __ATOMIC_RELAXED);
@@ -279,8 +282,10 @@ static int flush(struct ch_ship *s, struct pd_err *err)
 	if (s->db->o.retention_ms > 0 && s->batch_min_t < wall_ms() - s->db->o.retention_ms)
 		s->retention_next_ms = 0; /* sent a profile already past retention */
 	if (s->outage) {
+		char msg[100];
+		snprintf(msg, sizeof(msg), "%s takes profiles again", s->sink->title);
 		pd_log_info(
-		    "clickhouse", "ClickHouse takes profiles again", "spooled_profiles=%llu",
+		    s->c, msg, "spooled_profiles=%llu",
 		    (unsigned long long)__atomic_load_n(&s->spool_profiles, __ATOMIC_RELAXED));
 		s->outage = 0;
 	}
@@ -288,10 +293,10 @@ static int flush(struct ch_ship *s, struct pd_err *err)
 	return 0;
 }
 
-/* Drops the partitions (UTC days) of ClickHouse that lie wholly before now -
+/* Drops the partitions (UTC days) of the remote store that lie wholly before now -
  * retention, when a run is due. A failure is logged and counted, and tried again
  * at the next interval: retention never holds the sending of profiles back. */
-static void retention(struct ch_ship *s)
+static void retention(struct tsdb_fwd *s)
 {
 	int64_t keep = s->db->o.retention_ms;
 	if (keep <= 0 || s->outage || s->schema_pending || mono_ms() < s->retention_next_ms)
@@ -300,35 +305,35 @@ static void retention(struct ch_ship *s)
 	struct pd_err err = {0};
 	size_t dropped = 0;
 	int64_t before = wall_ms() - keep;
-	if (pd_clickhouse_drop_before(s->ch, before, &dropped, &err)) {
+	if (s->sink->drop_before(s->sink->ctx, before, &dropped, &err)) {
 		__atomic_fetch_add(&s->retention_failures, 1, __ATOMIC_RELAXED);
-		pd_log_warn("clickhouse", "dropping the days past retention failed; tried again later",
+		pd_log_warn(s->c, "dropping the days past retention failed; tried again later",
 		            "err=%s", err.msg);
 		return;
 	}
 	if (dropped) {
 		__atomic_fetch_add(&s->dropped, dropped, __ATOMIC_RELAXED);
-		pd_log_info("clickhouse", "dropped the days past retention", "partitions=%zu before_ms=%lld",
+		pd_log_info(s->c, "dropped the days past retention", "partitions=%zu before_ms=%lld",
 		            dropped, (long long)before);
 	}
 }
 
 /* Back to the sent position with an empty batch, after a failure that left the
  * batch in an unknown state. */
-static int restart_batch(struct ch_ship *s, struct pd_err *err)
+static int restart_batch(struct tsdb_fwd *s, struct pd_err *err)
 {
-	pd_clickhouse_writer_destroy(s->w);
-	s->w = NULL;
-	struct pd_clickhouse_writer_opts wo = {.batch_profiles = SIZE_MAX, .batch_bytes = SIZE_MAX};
+	s->batch_ok = 0;
 	s->cur_seg = s->pos_seg;
 	s->cur_off = s->pos_off;
 	s->batch_bytes = s->batch_samples = s->batch_appended = 0;
-	return pd_clickhouse_writer_create(&s->w, s->ch, &wo, err);
+	int rc = s->sink->reset(s->sink->ctx, err);
+	s->batch_ok = rc == 0;
+	return rc;
 }
 
 static void *ship_main(void *arg)
 {
-	struct ch_ship *s = arg;
+	struct tsdb_fwd *s = arg;
 	struct pd_err err = {0};
 	int64_t backoff = 0;
 	int sealed = 0; /* a flush of the batch was tried: no more reading until it goes */
@@ -338,22 +343,21 @@ static void *ship_main(void *arg)
 		uint64_t seen = s->wake;
 		pthread_mutex_unlock(&s->mu);
 		if (stop) {
-			/* a last flush, unless ClickHouse is known to be down */
+			/* a last flush, unless the remote store is known to be down */
 			if (s->batch_appended && !s->outage && !s->schema_pending &&
 			    flush(s, &err) == 0)
-				pd_log_info("clickhouse", "spool flushed at stop", "pending=%llu",
+				pd_log_info(s->c, "spool flushed at stop", "pending=%llu",
 				            (unsigned long long)__atomic_load_n(&s->spool_profiles,
 				                                                __ATOMIC_RELAXED));
 			break;
 		}
 		if (s->schema_pending) {
-			if (pd_clickhouse_schema_create(s->ch, &err)) {
+			if (s->sink->prepare(s->sink->ctx, &err)) {
 				if (failed(s, &backoff, "creating the schema", &err))
 					break;
 				continue;
 			}
-			pd_log_info("clickhouse", "schema created", "database=%s",
-			            pd_clickhouse_database(s->ch));
+			pd_log_info(s->c, "schema created", "sink=%s", s->sink->name);
 			s->schema_pending = 0;
 		}
 		retention(s);
@@ -373,7 +377,7 @@ static void *ship_main(void *arg)
 			if (rc < 0) {
 				if (s->cb_rc)
 					err = s->cb_err;
-				pd_log_error("clickhouse", "reading the WAL for ClickHouse failed",
+				pd_log_error(s->c, "reading the WAL for the remote store failed",
 				             "segment=%u offset=%llu err=%s", seg,
 				             (unsigned long long)off, err.msg);
 				if (restart_batch(s, &err) ||
@@ -385,7 +389,7 @@ static void *ship_main(void *arg)
 				s->batch_start_ms = mono_ms();
 			s->batch_bytes += moved;
 		}
-		if (!s->w)
+		if (!s->batch_ok)
 			break;
 		int full = s->batch_samples >= PD_TSDB_SHIP_BATCH_PROFILES ||
 		           s->batch_bytes >= PD_TSDB_SHIP_BATCH_BYTES;
@@ -420,9 +424,10 @@ out:
 
 /* ---- start and stop ---------------------------------------------------------------------- */
 
-static void ship_free(struct ch_ship *s)
+static void ship_free(struct tsdb_fwd *s)
 {
-	pd_clickhouse_writer_destroy(s->w);
+	if (s->batch_appended)
+		s->sink->reset(s->sink->ctx, &(struct pd_err){0}); /* nothing left behind */
 	pd_wal_tail_destroy(s->tail);
 	for (size_t i = 0; i < s->nlabels; i++)
 		pd_labels_destroy(s->labels[i]);
@@ -436,7 +441,7 @@ static void ship_free(struct ch_ship *s)
 }
 
 /* Reads [from, to) of the WAL with the callbacks; seg and off end where it stopped. */
-static int read_span(struct ch_ship *s, uint32_t *seg, uint64_t *off, uint32_t to_seg,
+static int read_span(struct tsdb_fwd *s, uint32_t *seg, uint64_t *off, uint32_t to_seg,
                      uint64_t to_off, uint64_t *bytes, struct pd_err *err)
 {
 	int rc;
@@ -445,9 +450,9 @@ static int read_span(struct ch_ship *s, uint32_t *seg, uint64_t *off, uint32_t t
 	return rc;
 }
 
-int ch_ship_start(struct pd_tsdb *db, struct pd_err *err)
+int tsdb_fwd_start(struct pd_tsdb *db, struct pd_err *err)
 {
-	struct ch_ship *s = calloc(1, sizeof(*s));
+	struct tsdb_fwd *s = calloc(1, sizeof(*s));
 	struct pd_wal_listing l = {0};
 	struct pd_err perr = {0};
 	int rc;
@@ -458,10 +463,10 @@ int ch_ship_start(struct pd_tsdb *db, struct pd_err *err)
 	pd_u64map_init(&s->refs);
 	s->db = db;
 	s->cb = (struct pd_wal_replay_cb){on_series, on_sample, s, NULL};
-	s->ch = db->o.clickhouse;
-	s->max =
-	    db->o.clickhouse_spool_max ? db->o.clickhouse_spool_max : PD_TSDB_DEFAULT_SPOOL_MAX;
-	s->schema_pending = db->o.clickhouse_schema_pending;
+	s->sink = db->o.sink;
+	s->c = s->sink->name;
+	s->max = db->o.spool_max ? db->o.spool_max : PD_TSDB_DEFAULT_SPOOL_MAX;
+	s->schema_pending = db->o.sink_pending;
 	size_t n = strlen(db->dir) + 5;
 	if (!(s->waldir = malloc(n)) || !(s->lb = pd_labels_builder_create(NULL))) {
 		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
@@ -474,11 +479,11 @@ int ch_ship_start(struct pd_tsdb *db, struct pd_err *err)
 	/* where sending resumes: a missing or damaged position is the WAL's start */
 	uint32_t ps;
 	uint64_t po;
-	rc = tsdb_sent_read(db->dir, &ps, &po, &perr);
+	rc = tsdb_sent_read(db->dir, s->sink->name, &ps, &po, &perr);
 	if (rc == PD_ECORRUPT)
-		pd_log_warn("clickhouse",
-		            "the sent position is damaged: the whole WAL is sent again (ClickHouse "
-		            "keeps one copy of each profile)",
+		pd_log_warn(s->c,
+		            "the sent position is damaged: the whole WAL is sent again (the remote "
+		            "store keeps one copy of each profile)",
 		            "err=%s", perr.msg);
 	else if (rc && rc != PD_ENOTFOUND) {
 		*err = perr;
@@ -544,27 +549,28 @@ int ch_ship_start(struct pd_tsdb *db, struct pd_err *err)
 	s->counting = 0;
 	pd_wal_listing_fini(&l);
 	if (s->spool_profiles)
-		pd_log_info("clickhouse", "spooled profiles are sent to ClickHouse",
+		pd_log_info(s->c, "spooled profiles are sent to the remote store",
 		            "profiles=%llu bytes=%llu from_segment=%u from_offset=%llu",
 		            (unsigned long long)s->spool_profiles,
 		            (unsigned long long)s->spool_bytes, s->pos_seg,
 		            (unsigned long long)s->pos_off);
 	if ((rc = pthread_create(&s->th, NULL, ship_main, s))) {
 		rc =
-		    pd_err_set(err, PD_ENOMEM, "starting the ClickHouse shipper: %s", strerror(rc));
+		    pd_err_set(err, PD_ENOMEM, "starting the forwarder to %s: %s", s->sink->title,
+		               strerror(rc));
 		goto fail;
 	}
 	s->started = 1;
-	db->ship = s;
+	db->fwd = s;
 	return 0;
 fail:
 	pd_wal_listing_fini(&l);
-	pd_err_prefix(err, "ClickHouse spool");
+	pd_err_prefix(err, "%s spool", s->sink->title);
 	ship_free(s);
 	return rc;
 }
 
-void ch_ship_stop(struct ch_ship *s)
+void tsdb_fwd_stop(struct tsdb_fwd *s)
 {
 	if (!s)
 		return;
@@ -577,7 +583,7 @@ void ch_ship_stop(struct ch_ship *s)
 	ship_free(s);
 }
 
-int ch_ship_admit(struct ch_ship *s, size_t bytes, struct pd_err *err)
+int tsdb_fwd_admit(struct tsdb_fwd *s, size_t bytes, struct pd_err *err)
 {
 	uint64_t now = __atomic_add_fetch(&s->spool_bytes, bytes, __ATOMIC_RELAXED);
 	if (now <= s->max || now == bytes)
@@ -586,13 +592,14 @@ int ch_ship_admit(struct ch_ship *s, size_t bytes, struct pd_err *err)
 	__atomic_fetch_add(&s->refusals, 1, __ATOMIC_RELAXED);
 	return pd_err_set(
 	    err, PD_EFULL,
-	    "the ClickHouse spool is full: %llu bytes of profiles wait for ClickHouse, "
-	    "the limit is %llu (--storage.clickhouse.spool.max-size); nothing is "
-	    "stored until ClickHouse takes them",
-	    (unsigned long long)(now - bytes), (unsigned long long)s->max);
+	    "the %s spool is full: %llu bytes of profiles wait for %s, "
+	    "the limit is %llu (%s); nothing is "
+	    "stored until %s takes them",
+	    s->sink->title, (unsigned long long)(now - bytes), s->sink->title,
+	    (unsigned long long)s->max, s->sink->spool_flag, s->sink->title);
 }
 
-void ch_ship_written(struct ch_ship *s, size_t bytes, size_t profiles, int ok)
+void tsdb_fwd_written(struct tsdb_fwd *s, size_t bytes, size_t profiles, int ok)
 {
 	if (!ok) {
 		__atomic_fetch_sub(&s->spool_bytes, bytes, __ATOMIC_RELAXED);
@@ -605,23 +612,23 @@ void ch_ship_written(struct ch_ship *s, size_t bytes, size_t profiles, int ok)
 	pthread_mutex_unlock(&s->mu);
 }
 
-void ch_ship_stats(struct ch_ship *s, struct pd_tsdb_stats *st)
+void tsdb_fwd_stats(struct tsdb_fwd *s, struct pd_storage_stats *st)
 {
-	st->clickhouse = 1;
-	st->ch_spool_max = s->max;
-	st->ch_spool_bytes = __atomic_load_n(&s->spool_bytes, __ATOMIC_RELAXED);
-	st->ch_spool_profiles = __atomic_load_n(&s->spool_profiles, __ATOMIC_RELAXED);
-	st->ch_sent_profiles = __atomic_load_n(&s->sent, __ATOMIC_RELAXED);
-	st->ch_flushes = __atomic_load_n(&s->flushes, __ATOMIC_RELAXED);
-	st->ch_flush_failures = __atomic_load_n(&s->failures, __ATOMIC_RELAXED);
-	st->ch_spool_full_refusals = __atomic_load_n(&s->refusals, __ATOMIC_RELAXED);
-	st->ch_skipped_profiles = __atomic_load_n(&s->skipped, __ATOMIC_RELAXED);
-	st->ch_last_flush_ms = __atomic_load_n(&s->last_flush_ms, __ATOMIC_RELAXED);
-	st->ch_partitions_dropped = __atomic_load_n(&s->dropped, __ATOMIC_RELAXED);
-	st->ch_retention_failures = __atomic_load_n(&s->retention_failures, __ATOMIC_RELAXED);
+	st->remote = 1;
+	st->remote_spool_max = s->max;
+	st->remote_spool_bytes = __atomic_load_n(&s->spool_bytes, __ATOMIC_RELAXED);
+	st->remote_spool_profiles = __atomic_load_n(&s->spool_profiles, __ATOMIC_RELAXED);
+	st->remote_sent_profiles = __atomic_load_n(&s->sent, __ATOMIC_RELAXED);
+	st->remote_flushes = __atomic_load_n(&s->flushes, __ATOMIC_RELAXED);
+	st->remote_flush_failures = __atomic_load_n(&s->failures, __ATOMIC_RELAXED);
+	st->remote_spool_full_refusals = __atomic_load_n(&s->refusals, __ATOMIC_RELAXED);
+	st->remote_skipped_profiles = __atomic_load_n(&s->skipped, __ATOMIC_RELAXED);
+	st->remote_last_flush_ms = __atomic_load_n(&s->last_flush_ms, __ATOMIC_RELAXED);
+	st->remote_partitions_dropped = __atomic_load_n(&s->dropped, __ATOMIC_RELAXED);
+	st->remote_retention_failures = __atomic_load_n(&s->retention_failures, __ATOMIC_RELAXED);
 }
 
-void tsdb_ch_note_time(struct head_series *s, int64_t t)
+void tsdb_note_time(struct head_series *s, int64_t t)
 {
 	pthread_mutex_lock(&s->mu);
 	if (t > s->maxt)

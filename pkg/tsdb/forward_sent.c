@@ -1,7 +1,7 @@
-/* ch_sent.c: the ClickHouse spool's "sent up to" file: the WAL position (segment,
- * byte) before which every record has been accepted by ClickHouse. Written
+/* forward_sent.c: a sink's "sent up to" file (<sink name>.sent): the WAL position
+ * (segment, byte) before which every record has been accepted by the remote store. Written
  * atomically (temporary file, fsync, rename, fsync of the directory); a missing
- * or damaged file means "nothing is known to be sent", so the shipper starts
+ * or damaged file means "nothing is known to be sent", so the forwarder starts
  * again from the first record of the WAL rather than lose anything.
  *
  *   file = magic "PDCS" (4B) | version 1 (1B) | reserved, zero (3B)
@@ -23,12 +23,12 @@
 #define SENT_VERSION 1
 #define SENT_SIZE 24
 
-static char *sent_path(const char *dir, const char *suffix)
+static char *sent_path(const char *dir, const char *stem, const char *suffix)
 {
-	size_t n = strlen(dir) + strlen(PD_TSDB_SENT_FILE) + strlen(suffix) + 2;
+	size_t n = strlen(dir) + strlen(stem) + strlen(PD_TSDB_SENT_SUFFIX) + strlen(suffix) + 2;
 	char *p = malloc(n);
 	if (p)
-		snprintf(p, n, "%s/%s%s", dir, PD_TSDB_SENT_FILE, suffix);
+		snprintf(p, n, "%s/%s%s%s", dir, stem, PD_TSDB_SENT_SUFFIX, suffix);
 	return p;
 }
 
@@ -45,9 +45,9 @@ static uint32_t get_be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-int tsdb_sent_read(const char *dir, uint32_t *seg, uint64_t *off, struct pd_err *err)
+int tsdb_sent_read(const char *dir, const char *stem, uint32_t *seg, uint64_t *off, struct pd_err *err)
 {
-	char *path = sent_path(dir, "");
+	char *path = sent_path(dir, stem, "");
 	uint8_t b[SENT_SIZE + 1];
 	int rc = 0, fd;
 	*seg = 0;
@@ -90,9 +90,9 @@ out:
 	return rc;
 }
 
-int tsdb_sent_write(const char *dir, uint32_t seg, uint64_t off, struct pd_err *err)
+int tsdb_sent_write(const char *dir, const char *stem, uint32_t seg, uint64_t off, struct pd_err *err)
 {
-	char *path = sent_path(dir, ""), *tmp = sent_path(dir, ".tmp");
+	char *path = sent_path(dir, stem, ""), *tmp = sent_path(dir, stem, ".tmp");
 	uint8_t b[SENT_SIZE] = {0};
 	int rc = 0, fd = -1;
 	if (!path || !tmp) {

@@ -1,26 +1,31 @@
-/* ch_query.c: the store's queries answered from ClickHouse (pd_tsdb_opts.clickhouse).
- * Series are selected as the local store selects them: the stored series list
+/* storage.c: ClickHouse as a storage backend (storage.h): queries answered from
+ * ClickHouse, and appends, statistics and the maintenance calls handed to the
+ * spool, a local store given as a storage, which forwards its WAL to ClickHouse
+ * through the sink (sink.c). Series are selected as the local store selects them: the stored series list
  * (the series table, small) is read whole and every matcher is run over each
  * label set in C, so =, !=, =~ and !~ keep Prometheus's semantics (RE2 full
  * match, a missing label counting as ""). The matching series' ids then go into
  * the queries: timestamps, totals, a single profile rebuilt, and merges summed
- * by ClickHouse (GROUP BY stack), never by reading raw profiles. Also here:
- * pd_tsdb_merge_ranges for both modes and pd_tsdb_clickhouse. */
+ * by ClickHouse (GROUP BY stack), never by reading raw profiles. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ch_query.h"
+#include "clickhouse_int.h"
 #include "profd/clickhouse.h"
 #include "profd/labels.h"
 #include "profd/pprof.h"
-#include "tsdb_int.h"
+#include "profd/storage.h"
 
-struct pd_clickhouse *pd_tsdb_clickhouse(const struct pd_tsdb *db)
-{
-	return db->o.clickhouse;
-}
+/* The backend's object: what queries read, and where appends go. */
+struct chst {
+	struct pd_storage st; /* handed out: {&ch_storage_ops, this} */
+	struct pd_clickhouse *ch;
+	struct pd_storage *spool;
+	size_t max_profile;
+};
 
-int tsdb_ch_unsupported(const char *what, struct pd_err *err)
+static int unsupported(const char *what, struct pd_err *err)
 {
 	return pd_err_set(err, PD_EINCOMPAT,
 	                  "%s is not available when profiles are stored in ClickHouse "
@@ -43,7 +48,7 @@ struct chs {
 	size_t n;
 	int every;              /* every stored series matches */
 	struct pd_u64map by_id; /* id -> index into idx + 1 */
-	struct pd_lpair *lp;    /* scratch: one series' labels */
+	struct pd_storage_label *lp;    /* scratch: one series' labels */
 	size_t lpcap;
 };
 
@@ -61,7 +66,7 @@ static size_t chs_pairs(struct chs *s, size_t i, int *nomem)
 {
 	size_t n = pd_labels_len(s->all[i]);
 	if (n > s->lpcap) {
-		struct pd_lpair *np = realloc(s->lp, n * sizeof(*np));
+		struct pd_storage_label *np = realloc(s->lp, n * sizeof(*np));
 		if (!np) {
 			*nomem = 1;
 			return 0;
@@ -71,17 +76,17 @@ static size_t chs_pairs(struct chs *s, size_t i, int *nomem)
 	}
 	for (size_t k = 0; k < n; k++) {
 		const struct pd_label *l = pd_labels_at(s->all[i], k);
-		s->lp[k] = (struct pd_lpair){l->name, l->value};
+		s->lp[k] = (struct pd_storage_label){l->name, l->value};
 	}
 	return n;
 }
 
-static int chs_load(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm, struct chs *s,
+static int chs_load(struct chst *db, const struct pd_storage_matcher *m, size_t nm, struct chs *s,
                     struct pd_err *err)
 {
 	memset(s, 0, sizeof(*s));
 	pd_u64map_init(&s->by_id);
-	int rc = pd_clickhouse_series(db->o.clickhouse, &s->all, &s->nall, err);
+	int rc = pd_clickhouse_series(db->ch, &s->all, &s->nall, err);
 	if (rc)
 		return rc;
 	s->idx = malloc((s->nall + 1) * sizeof(*s->idx));
@@ -93,7 +98,7 @@ static int chs_load(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t 
 		size_t n = chs_pairs(s, i, &nomem);
 		if (nomem)
 			return oom(err);
-		if (!tsdb_labels_match(s->lp, n, m, nm))
+		if (!pd_storage_labels_match(s->lp, n, m, nm))
 			continue;
 		s->idx[s->n] = i;
 		s->ids[s->n] = pd_labels_hash(s->all[i]);
@@ -113,7 +118,7 @@ static size_t chs_find(const struct chs *s, uint64_t id)
 }
 
 /* The series id of a label set as ClickHouse keys it (pd_labels_hash). */
-static int series_id(const struct pd_tsdb_label *labels, size_t n, uint64_t *id, struct pd_err *err)
+static int series_id(const struct pd_storage_label *labels, size_t n, uint64_t *id, struct pd_err *err)
 {
 	struct pd_labels_builder *b = pd_labels_builder_create(NULL);
 	struct pd_labels *ls = NULL;
@@ -134,24 +139,23 @@ static int series_id(const struct pd_tsdb_label *labels, size_t n, uint64_t *id,
 
 static int series_cmp(const void *a, const void *b)
 {
-	const struct pd_tsdb_series *x = a, *y = b;
-	return labels_cmp((const struct pd_lpair *)(const void *)x->labels, x->nlabels,
-	                  (const struct pd_lpair *)(const void *)y->labels, y->nlabels);
+	const struct pd_storage_series *x = a, *y = b;
+	return pd_storage_labels_cmp(x->labels, x->nlabels, y->labels, y->nlabels);
 }
 
-int tsdb_ch_select(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm, int64_t mint,
-                   int64_t maxt, size_t limit, struct pd_tsdb_result **out, struct pd_err *err)
+static int chq_select(struct chst *db, const struct pd_storage_matcher *m, size_t nm, int64_t mint,
+                   int64_t maxt, size_t limit, struct pd_storage_result **out, struct pd_err *err)
 {
 	*out = NULL;
 	struct chs s;
 	struct pd_clickhouse_point *pt = NULL;
 	size_t np = 0;
-	struct pd_tsdb_result *r = calloc(1, sizeof(*r));
+	struct pd_storage_result *r = calloc(1, sizeof(*r));
 	int rc = chs_load(db, m, nm, &s, err);
 	if (!rc && !r)
 		rc = oom(err);
 	if (!rc && s.n)
-		rc = pd_clickhouse_points(db->o.clickhouse, s.every ? NULL : s.ids, s.n, mint, maxt,
+		rc = pd_clickhouse_points(db->ch, s.every ? NULL : s.ids, s.n, mint, maxt,
 		                          &pt, &np, err);
 	if (!rc && !(r->series = calloc(s.n + 1, sizeof(*r->series))))
 		rc = oom(err);
@@ -163,8 +167,8 @@ int tsdb_ch_select(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t n
 		if (k != SIZE_MAX) {
 			int nomem = 0;
 			size_t nl = chs_pairs(&s, s.idx[k], &nomem);
-			struct pd_tsdb_series *se = &r->series[r->nseries];
-			se->labels = nomem ? NULL : tsdb_labels_pack(s.lp, nl);
+			struct pd_storage_series *se = &r->series[r->nseries];
+			se->labels = nomem ? NULL : pd_storage_labels_pack(s.lp, nl);
 			se->nlabels = nl;
 			se->ts = malloc((j - i) * sizeof(*se->ts));
 			if (se->labels || se->ts)
@@ -182,7 +186,7 @@ int tsdb_ch_select(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t n
 	chs_fini(&s);
 	if (rc) {
 		pd_err_prefix(err, "clickhouse");
-		pd_tsdb_result_destroy(r);
+		pd_storage_result_destroy(r);
 		return rc;
 	}
 	if (r->nseries > 1)
@@ -196,7 +200,7 @@ int tsdb_ch_select(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t n
 	return 0;
 }
 
-int tsdb_ch_labels(struct pd_tsdb *db, const char *name, const struct pd_tsdb_matcher *m, size_t nm,
+static int chq_labels(struct chst *db, const char *name, const struct pd_storage_matcher *m, size_t nm,
                    int64_t mint, int64_t maxt, char ***out, size_t *n, struct pd_err *err)
 {
 	*out = NULL;
@@ -209,7 +213,7 @@ int tsdb_ch_labels(struct pd_tsdb *db, const char *name, const struct pd_tsdb_ma
 	int rc = chs_load(db, m, nm, &s, err);
 	if (!rc)
 		rc =
-		    pd_clickhouse_series_in_range(db->o.clickhouse, mint, maxt, &live, &nlive, err);
+		    pd_clickhouse_series_in_range(db->ch, mint, maxt, &live, &nlive, err);
 	for (size_t i = 0; !rc && i < nlive; i++) {
 		size_t k = chs_find(&s, live[i]);
 		if (k == SIZE_MAX)
@@ -241,10 +245,10 @@ int tsdb_ch_labels(struct pd_tsdb *db, const char *name, const struct pd_tsdb_ma
 	chs_fini(&s);
 	if (rc) {
 		pd_err_prefix(err, "clickhouse");
-		pd_tsdb_strings_free(acc, nacc);
+		pd_storage_strings_free(acc, nacc);
 		return rc;
 	}
-	tsdb_strings_sort_unique(acc, &nacc);
+	pd_storage_strings_sort_unique(acc, &nacc);
 	*out = acc;
 	*n = nacc;
 	return 0;
@@ -252,7 +256,7 @@ int tsdb_ch_labels(struct pd_tsdb *db, const char *name, const struct pd_tsdb_ma
 
 /* ---- one profile, merges ------------------------------------------------------ */
 
-int tsdb_ch_read(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t n, int64_t t,
+static int chq_read(struct chst *db, const struct pd_storage_label *labels, size_t n, int64_t t,
                  uint8_t **out, size_t *len, struct pd_err *err)
 {
 	*out = NULL;
@@ -267,15 +271,15 @@ int tsdb_ch_read(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t 
 	if (!rc)
 		rc = pd_labels_builder_finish(b, &ls, err);
 	if (!rc)
-		rc = pd_clickhouse_profile(db->o.clickhouse, ls, t, &p, err);
+		rc = pd_clickhouse_profile(db->ch, ls, t, &p, err);
 	if (rc == PD_ENOTFOUND)
 		pd_err_set(err, PD_ENOTFOUND, "no profile at %lld for this series", (long long)t);
 	if (!rc)
 		rc = pd_pprof_encode(p, 0, out, len, err);
-	if (!rc && *len > db->o.max_profile) {
+	if (!rc && *len > db->max_profile) {
 		rc = pd_err_set(err, PD_ETOOBIG,
 		                "the profile at %lld is %zu bytes, over the store's limit of %zu",
-		                (long long)t, *len, db->o.max_profile);
+		                (long long)t, *len, db->max_profile);
 		free(*out);
 		*out = NULL;
 		*len = 0;
@@ -286,8 +290,8 @@ int tsdb_ch_read(struct pd_tsdb *db, const struct pd_tsdb_label *labels, size_t 
 	return rc;
 }
 
-int tsdb_ch_merge_ranges(struct pd_tsdb *db, const struct pd_tsdb_merge_range *r, size_t n,
-                         pd_tsdb_merge_fn emit, void *ctx, struct pd_err *err)
+static int chq_merge_ranges(struct chst *db, const struct pd_storage_merge_range *r, size_t n,
+                         pd_storage_merge_fn emit, void *ctx, struct pd_err *err)
 {
 	struct pd_clickhouse_range rg[PD_CLICKHOUSE_MERGE_MAX_RANGES];
 	int rc = 0;
@@ -305,7 +309,7 @@ int tsdb_ch_merge_ranges(struct pd_tsdb *db, const struct pd_tsdb_merge_range *r
 			break;
 		struct pd_pprof_profile *p = NULL;
 		struct pd_clickhouse_merge_info info;
-		rc = pd_clickhouse_merge_ranges(db->o.clickhouse, rg, k, &p, &info, err);
+		rc = pd_clickhouse_merge_ranges(db->ch, rg, k, &p, &info, err);
 		if (rc == PD_ENOTFOUND) {
 			rc = 0;
 			continue;
@@ -321,31 +325,21 @@ int tsdb_ch_merge_ranges(struct pd_tsdb *db, const struct pd_tsdb_merge_range *r
 
 static int totals_cmp(const void *a, const void *b)
 {
-	const struct pd_tsdb_totals *x = a, *y = b;
-	return labels_cmp((const struct pd_lpair *)(const void *)x->labels, x->nlabels,
-	                  (const struct pd_lpair *)(const void *)y->labels, y->nlabels);
+	const struct pd_storage_totals *x = a, *y = b;
+	return pd_storage_labels_cmp(x->labels, x->nlabels, y->labels, y->nlabels);
 }
 
-static char *arena_str(struct pd_tsdb_totals_result *r, const char *s)
-{
-	size_t l = strlen(s) + 1;
-	char *d = tsdb_totals_alloc(r, l);
-	if (d)
-		memcpy(d, s, l);
-	return d;
-}
-
-int tsdb_ch_totals_series(struct pd_tsdb_totals_result *r, const struct pd_lpair *lp, size_t nl,
+int ch_totals_series(struct pd_storage_totals_result *r, const struct pd_storage_label *lp, size_t nl,
                           const struct pd_clickhouse_total *rows, size_t nrows,
-                          struct pd_tsdb_totals *o)
+                          struct pd_storage_totals *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->labels = tsdb_totals_alloc(r, (nl + 1) * sizeof(*o->labels));
+	o->labels = pd_storage_totals_alloc(r, (nl + 1) * sizeof(*o->labels));
 	if (!o->labels)
 		return PD_ENOMEM;
 	for (size_t i = 0; i < nl; i++) {
-		o->labels[i].name = arena_str(r, lp[i].name);
-		o->labels[i].value = arena_str(r, lp[i].value);
+		o->labels[i].name = pd_storage_totals_strdup(r, lp[i].name);
+		o->labels[i].value = pd_storage_totals_strdup(r, lp[i].value);
 		if (!o->labels[i].name || !o->labels[i].value)
 			return PD_ENOMEM;
 	}
@@ -354,7 +348,7 @@ int tsdb_ch_totals_series(struct pd_tsdb_totals_result *r, const struct pd_lpair
 	size_t maxt = 0;
 	for (size_t i = 0; i < nrows; i++)
 		maxt += rows[i].ntypes;
-	o->types = tsdb_totals_alloc(r, (maxt + 1) * sizeof(*o->types));
+	o->types = pd_storage_totals_alloc(r, (maxt + 1) * sizeof(*o->types));
 	if (!o->types)
 		return PD_ENOMEM;
 	for (size_t i = 0; i < nrows; i++)
@@ -370,10 +364,10 @@ int tsdb_ch_totals_series(struct pd_tsdb_totals_result *r, const struct pd_lpair
 			o->types[o->ntypes++].unit = (char *)rows[i].units[t];
 		}
 	o->nts = nrows;
-	o->ts = tsdb_totals_alloc(r, (nrows + 1) * sizeof(int64_t));
-	o->duration_nanos = tsdb_totals_alloc(r, (nrows + 1) * sizeof(int64_t));
-	o->values = tsdb_totals_alloc(r, (o->ntypes * nrows + 1) * sizeof(int64_t));
-	o->present = tsdb_totals_alloc(r, o->ntypes * nrows + 1);
+	o->ts = pd_storage_totals_alloc(r, (nrows + 1) * sizeof(int64_t));
+	o->duration_nanos = pd_storage_totals_alloc(r, (nrows + 1) * sizeof(int64_t));
+	o->values = pd_storage_totals_alloc(r, (o->ntypes * nrows + 1) * sizeof(int64_t));
+	o->present = pd_storage_totals_alloc(r, o->ntypes * nrows + 1);
 	if (!o->ts || !o->duration_nanos || !o->values || !o->present)
 		return PD_ENOMEM;
 	memset(o->values, 0, o->ntypes * nrows * sizeof(int64_t));
@@ -391,27 +385,27 @@ int tsdb_ch_totals_series(struct pd_tsdb_totals_result *r, const struct pd_lpair
 				}
 	}
 	for (size_t x = 0; x < o->ntypes; x++) {
-		o->types[x].type = arena_str(r, o->types[x].type);
-		o->types[x].unit = arena_str(r, o->types[x].unit);
+		o->types[x].type = pd_storage_totals_strdup(r, o->types[x].type);
+		o->types[x].unit = pd_storage_totals_strdup(r, o->types[x].unit);
 		if (!o->types[x].type || !o->types[x].unit)
 			return PD_ENOMEM;
 	}
 	return 0;
 }
 
-int tsdb_ch_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, size_t nm,
+static int chq_select_totals(struct chst *db, const struct pd_storage_matcher *m, size_t nm,
                           int64_t mint, int64_t maxt, size_t limit,
-                          struct pd_tsdb_totals_result **out, struct pd_err *err)
+                          struct pd_storage_totals_result **out, struct pd_err *err)
 {
 	*out = NULL;
 	struct chs s;
 	struct pd_clickhouse_totals *t = NULL;
-	struct pd_tsdb_totals_result *r = calloc(1, sizeof(*r));
+	struct pd_storage_totals_result *r = calloc(1, sizeof(*r));
 	int rc = chs_load(db, m, nm, &s, err);
 	if (!rc && !r)
 		rc = oom(err);
 	if (!rc && s.n)
-		rc = pd_clickhouse_totals_read(db->o.clickhouse, s.every ? NULL : s.ids, s.n, mint,
+		rc = pd_clickhouse_totals_read(db->ch, s.every ? NULL : s.ids, s.n, mint,
 		                               maxt, &t, err);
 	if (!rc && !(r->series = calloc(s.n + 1, sizeof(*r->series))))
 		rc = oom(err);
@@ -423,7 +417,7 @@ int tsdb_ch_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, s
 		if (k != SIZE_MAX) {
 			int nomem = 0;
 			size_t nl = chs_pairs(&s, s.idx[k], &nomem);
-			if (nomem || tsdb_ch_totals_series(r, s.lp, nl, &t->rows[i], j - i,
+			if (nomem || ch_totals_series(r, s.lp, nl, &t->rows[i], j - i,
 			                                   &r->series[r->nseries]))
 				rc = oom(err);
 			else
@@ -435,7 +429,7 @@ int tsdb_ch_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, s
 	chs_fini(&s);
 	if (rc) {
 		pd_err_prefix(err, "clickhouse");
-		pd_tsdb_totals_result_destroy(r);
+		pd_storage_totals_result_destroy(r);
 		return rc;
 	}
 	if (r->nseries > 1)
@@ -446,17 +440,127 @@ int tsdb_ch_select_totals(struct pd_tsdb *db, const struct pd_tsdb_matcher *m, s
 	return 0;
 }
 
-/* ---- merging ranges of many series, in both modes ------------------------------ */
 
-int pd_tsdb_merge_ranges(struct pd_tsdb *db, const struct pd_tsdb_merge_range *r, size_t n,
-                         pd_tsdb_merge_fn emit, void *ctx, struct pd_err *err)
+/* ---- the storage interface ------------------------------------------------------ */
+
+static int op_select(void *impl, const struct pd_storage_matcher *m, size_t nm, int64_t mint,
+                     int64_t maxt, size_t limit, struct pd_storage_result **out,
+                     struct pd_err *err)
 {
-	if (db->o.clickhouse)
-		return tsdb_ch_merge_ranges(db, r, n, emit, ctx, err);
-	int rc = 0;
-	for (size_t i = 0; !rc && i < n; i++)
-		if (r[i].mint <= r[i].maxt)
-			rc = pd_tsdb_merge(db, r[i].labels, r[i].nlabels, r[i].mint, r[i].maxt,
-			                   emit, ctx, err);
-	return rc;
+	return chq_select(impl, m, nm, mint, maxt, limit, out, err);
+}
+
+static int op_read(void *impl, const struct pd_storage_label *labels, size_t n, int64_t t,
+                   uint8_t **out, size_t *len, struct pd_err *err)
+{
+	return chq_read(impl, labels, n, t, out, len, err);
+}
+
+static int op_select_totals(void *impl, const struct pd_storage_matcher *m, size_t nm,
+                            int64_t mint, int64_t maxt, size_t limit,
+                            struct pd_storage_totals_result **out, struct pd_err *err)
+{
+	return chq_select_totals(impl, m, nm, mint, maxt, limit, out, err);
+}
+
+static int op_merge_ranges(void *impl, const struct pd_storage_merge_range *r, size_t n,
+                           pd_storage_merge_fn emit, void *ctx, struct pd_err *err)
+{
+	return chq_merge_ranges(impl, r, n, emit, ctx, err);
+}
+
+static int op_labels(void *impl, const char *name, const struct pd_storage_matcher *m,
+                     size_t nm, int64_t mint, int64_t maxt, char ***out, size_t *n,
+                     struct pd_err *err)
+{
+	return chq_labels(impl, name, m, nm, mint, maxt, out, n, err);
+}
+
+/* appends go to the spool, whose WAL is forwarded to ClickHouse */
+static struct pd_storage_appender *op_appender(void *impl)
+{
+	struct chst *c = impl;
+	return pd_storage_appender(c->spool);
+}
+
+static void copy_name(char *dst, size_t cap, const char *src)
+{
+	snprintf(dst, cap, "%s", src ? src : "");
+}
+
+static void op_stats(void *impl, struct pd_storage_stats *st)
+{
+	struct chst *c = impl;
+	pd_storage_stats(c->spool, st);
+	st->remote = 1;
+	copy_name(st->remote_database, sizeof(st->remote_database), pd_clickhouse_database(c->ch));
+	copy_name(st->remote_cluster, sizeof(st->remote_cluster), pd_clickhouse_cluster(c->ch));
+}
+
+static int op_blocks(void *impl, struct pd_storage_block_info **out, size_t *n,
+                     struct pd_err *err)
+{
+	(void)impl; /* no blocks: ClickHouse keeps the profiles */
+	*n = 0;
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : oom(err);
+}
+
+static int op_delete(void *impl, const struct pd_storage_matcher *m, size_t nm, int64_t mint,
+                     int64_t maxt, struct pd_err *err)
+{
+	(void)impl, (void)m, (void)nm, (void)mint, (void)maxt;
+	return unsupported("deleting series", err);
+}
+
+static int op_clean_tombstones(void *impl, struct pd_err *err)
+{
+	(void)impl;
+	return unsupported("cleaning tombstones", err);
+}
+
+static int op_snapshot(void *impl, int skip_head, char name[PD_STORAGE_SNAPSHOT_NAME_MAX],
+                       struct pd_err *err)
+{
+	(void)impl, (void)skip_head;
+	name[0] = '\0';
+	return unsupported("a snapshot", err);
+}
+
+static const struct pd_storage_ops ch_storage_ops = {
+	.select = op_select,
+	.read = op_read,
+	.select_totals = op_select_totals,
+	.merge_ranges = op_merge_ranges,
+	.labels = op_labels,
+	.appender = op_appender,
+	.stats = op_stats,
+	.blocks = op_blocks,
+	.delete_series = op_delete,
+	.clean_tombstones = op_clean_tombstones,
+	.snapshot = op_snapshot,
+	.merge_batch = PD_CLICKHOUSE_MERGE_MAX_RANGES,
+	.kind = "clickhouse",
+};
+
+int pd_clickhouse_storage_create(struct pd_storage **out, struct pd_clickhouse *ch,
+                                 struct pd_storage *spool, size_t max_profile,
+                                 struct pd_err *err)
+{
+	struct chst *c = calloc(1, sizeof(*c));
+	*out = NULL;
+	if (!c)
+		return oom(err);
+	c->st = (struct pd_storage){&ch_storage_ops, c};
+	c->ch = ch;
+	c->spool = spool;
+	c->max_profile = max_profile;
+	*out = &c->st;
+	return 0;
+}
+
+void pd_clickhouse_storage_destroy(struct pd_storage *st)
+{
+	if (st)
+		free(st->impl);
 }
