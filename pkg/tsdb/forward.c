@@ -426,8 +426,8 @@ out:
 
 static void ship_free(struct tsdb_fwd *s)
 {
-	if (s->batch_appended)
-		s->sink->reset(s->sink->ctx, &(struct pd_err){0}); /* nothing left behind */
+	/* a batch not flushed stays in the sink until its next reset: the next
+	 * forwarder of this sink starts with one */
 	pd_wal_tail_destroy(s->tail);
 	for (size_t i = 0; i < s->nlabels; i++)
 		pd_labels_destroy(s->labels[i]);

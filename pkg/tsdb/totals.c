@@ -9,10 +9,11 @@
  * A query first lists the matching series of every source (blocks, then the
  * head) and groups them by label set; then it reads one series at a time, from
  * all its sources, into scratch arrays that every series reuses, and copies the
- * finished series once into the result's own memory (pd_storage_totals_alloc). Also here: giving a chunk without a section one (compaction). */
+ * finished series once into the result's own memory (pd_storage_totals_alloc: a
+ * few large mappings freed at once). Also here: giving a chunk without a section
+ * one (compaction). */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "profd/pprof.h"
 #include "tsdb_int.h"
@@ -539,12 +540,12 @@ static int tord_cmp(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i; /* the first read of a time wins */
 }
 
-/* s as a result series, copied into the arena: records in time order, one per
+/* s as a result series, copied into ar's memory: records in time order, one per
  * time (the first read wins; sources are read oldest first, but a block and the
  * head may interleave after a restart), types in order of first appearance in
  * time, rows packed n apart. */
-static int finish_series(const struct tser *s, const struct tentry *e, struct pd_storage_totals_result *ar,
-                         struct pd_storage_totals *t)
+static int finish_series(const struct tser *s, const struct tentry *e,
+                         struct pd_storage_totals_result *ar, struct pd_storage_totals *t)
 {
 	size_t n = s->n, cap = s->cap, nt = 0, u = n;
 	struct tord *o = NULL;
