@@ -16,9 +16,10 @@ all: build
 deps:
 	@./scripts/deps.sh
 
+# the daemon only: `make bench` builds the benchmarks in the same folder
 build: deps
 	@cmake -S . -B $(BUILD_REL) -DCMAKE_BUILD_TYPE=Release -DPD_TESTS=OFF >/dev/null
-	@cmake --build $(BUILD_REL) -j $(JOBS)
+	@cmake --build $(BUILD_REL) -j $(JOBS) --target profd
 
 # `make run PROFD_LISTEN=127.0.0.1:19400 PROFD_DATA=/tmp/d` and the other settings
 # described at the top of scripts/run.sh reach it as environment variables.

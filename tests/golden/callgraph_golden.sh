@@ -24,7 +24,15 @@ export HOME=${HOME:-$tmp} PPROF_TMPDIR=$tmp
 fail=0
 checked=0
 
-gopprof() { (cd "$tmp" && go tool pprof -symbolize=none "$@"); }
+# the pprof binary itself when it is there: go tool pprof starts the go command first
+pprof_bin=$(go env GOTOOLDIR)/pprof
+gopprof() {
+	if [ -x "$pprof_bin" ]; then
+		(cd "$tmp" && "$pprof_bin" -symbolize=none "$@")
+	else
+		(cd "$tmp" && go tool pprof -symbolize=none "$@")
+	fi
+}
 
 # Sample types of a profile as go tool pprof lists them, one a line.
 types_of() {

@@ -19,7 +19,15 @@ export HOME=${HOME:-$tmp} PPROF_TMPDIR=$tmp TZ=UTC
 fail=0
 checked=0
 
-gopprof() { (cd "$tmp" && go tool pprof -symbolize=none "$@"); }
+# the pprof binary itself when it is there: go tool pprof starts the go command first
+pprof_bin=$(go env GOTOOLDIR)/pprof
+gopprof() {
+	if [ -x "$pprof_bin" ]; then
+		(cd "$tmp" && "$pprof_bin" -symbolize=none "$@")
+	else
+		(cd "$tmp" && go tool pprof -symbolize=none "$@")
+	fi
+}
 ms() { echo $(($(date -u -d "$1" +%s%N) / 1000000)); }
 expect() { # label want got
 	checked=$((checked + 1))
