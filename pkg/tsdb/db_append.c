@@ -280,10 +280,7 @@ static int append_sample(struct pd_tsdb_appender *a, const struct pd_storage_lab
 		a->v = nv;
 		a->cap = c;
 	}
-	size_t bytes = n * sizeof(struct pd_lpair);
-	for (size_t i = 0; i < n; i++)
-		bytes += strlen(l[i].name) + strlen(l[i].value) + 2;
-	struct pd_lpair *lp = malloc(bytes ? bytes : 1);
+	struct pd_lpair *lp = (struct pd_lpair *)(void *)tsdb_labels_pack(l, n);
 	uint8_t *p = malloc(len ? len : 1);
 	uint8_t *g = gz ? malloc(gzlen) : NULL;
 	if (!lp || !p || (gz && !g)) {
@@ -294,16 +291,6 @@ static int append_sample(struct pd_tsdb_appender *a, const struct pd_storage_lab
 	}
 	if (g)
 		memcpy(g, gz, gzlen);
-	char *s = (char *)(lp + n);
-	for (size_t i = 0; i < n; i++) {
-		size_t x = strlen(l[i].name) + 1, y = strlen(l[i].value) + 1;
-		memcpy(s, l[i].name, x);
-		lp[i].name = s;
-		s += x;
-		memcpy(s, l[i].value, y);
-		lp[i].value = s;
-		s += y;
-	}
 	if (len)
 		memcpy(p, profile, len);
 	a->v[a->n++] = (struct app_sample){lp, n, hash, t, p, len, decoded, g, g ? gzlen : 0};

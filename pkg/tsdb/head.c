@@ -277,23 +277,10 @@ static int get_or_create(struct head *h, const struct pd_lpair *l, size_t n, uin
 		return pd_err_set(err, PD_ENOMEM, "too many series");
 	}
 	/* one allocation for the pair array and the strings */
-	size_t bytes = n * sizeof(struct pd_lpair);
-	for (size_t i = 0; i < n; i++)
-		bytes += strlen(l[i].name) + strlen(l[i].value) + 2;
 	s = calloc(1, sizeof(*s));
-	struct pd_lpair *lp = malloc(bytes ? bytes : 1);
+	struct pd_lpair *lp = (struct pd_lpair *)(void *)tsdb_labels_pack(l, n);
 	if (!s || !lp)
 		goto nomem;
-	char *str = (char *)(lp + n);
-	for (size_t i = 0; i < n; i++) {
-		size_t a = strlen(l[i].name) + 1, b = strlen(l[i].value) + 1;
-		memcpy(str, l[i].name, a);
-		lp[i].name = str;
-		str += a;
-		memcpy(str, l[i].value, b);
-		lp[i].value = str;
-		str += b;
-	}
 	s->labels = lp;
 	s->nlabels = n;
 	s->hash = hash;
