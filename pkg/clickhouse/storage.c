@@ -1,7 +1,7 @@
 /* storage.c: ClickHouse as a storage backend (storage.h): queries answered from
- * ClickHouse, and appends, statistics and the maintenance calls handed to the
- * spool, a local store given as a storage, which forwards its WAL to ClickHouse
- * through the sink (sink.c). Series are selected as the local store selects them: the stored series list
+ * ClickHouse; appends and statistics handed to the spool, a local store given as
+ * a storage, which forwards its WAL to ClickHouse through the sink (sink.c).
+ * Series are selected as the local store selects them: the stored series list
  * (the series table, small) is read whole and every matcher is run over each
  * label set in C, so =, !=, =~ and !~ keep Prometheus's semantics (RE2 full
  * match, a missing label counting as ""). The matching series' ids then go into
