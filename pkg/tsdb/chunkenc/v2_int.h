@@ -1,11 +1,13 @@
 /* v2_int.h: the columnar value chunk (encoding 2), private to chunkenc: the
  * chunk's deduplicated tables (strings, mappings, functions, locations, stack
  * tree) as the appender grows them and the reader parses them, the per-profile
- * record coder, and the varint helpers both sides use. Layout:
+ * record coder and the state it carries from record to record, the zstd frames,
+ * the appender and the reader, and the varint helpers both sides use. Layout:
  * docs/format/chunks.md, "Value chunk, encoding 2". */
 #ifndef PROFD_CHUNKENC_V2_INT_H
 #define PROFD_CHUNKENC_V2_INT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -333,6 +335,51 @@ void v2_prev_reset(struct v2_prev *p);
  * gives the same results. Freed by v2_prev_fini. */
 void v2_prev_dense(struct v2_prev *p, size_t nnode);
 
+/* ---- the delta state (v2_prev.c), which the record coders share ---------------- */
+
+/* The time field of a record for time t (v2_time_field), and the time a field
+ * stands for (v2_time_of), under p. */
+int64_t v2_time_field(const struct v2_prev *p, int64_t t);
+int64_t v2_time_of(const struct v2_prev *p, int64_t field);
+/* Keeps a profile record's body (rec, len: from its flags on; flen bytes of
+ * flags, then tlen of time) for a repeat, and the time field it was written with
+ * (first: the group's first record). */
+void v2_prev_body(struct v2_prev *p, const uint8_t *rec, size_t len, size_t flen, size_t tlen,
+		  int64_t field, int first);
+/* Grows the array *a (*cap entries of size bytes) to at least n entries; 0 or
+ * PD_ENOMEM. */
+int v2_scratch(void **a, size_t *cap, size_t n, size_t size);
+
+/* The previous profile's values, unpacked for lookups while one record is coded. */
+struct v2_prev_view {
+	uint32_t *stack;
+	int64_t *values;
+	size_t n, nvalues;
+};
+
+void v2_prev_view_fini(struct v2_prev_view *v);
+/* Unpacks a packed state's values into v; 0 or PD_ENOMEM. */
+int v2_prev_view_of(const struct v2_prev *p, struct v2_prev_view *v);
+/* The previous profile's values of a stack, or NULL. */
+const int64_t *v2_prev_values(const struct v2_prev_view *v, uint32_t stack);
+
+/* The dense state's values of a stack, or NULL. */
+static inline const int64_t *v2_dense_values(const struct v2_prev *p, uint32_t stack)
+{
+	return stack < p->drows && p->mark[stack] == p->gen ? p->dval + (size_t)stack * p->nvalues
+							    : NULL;
+}
+
+/* pvs[i]: the previous profile's values of stack stacks[i], or NULL; pview holds
+ * what a packed state unpacks to (free with v2_prev_view_fini). p is valid. */
+int v2_prev_lookup(const struct v2_prev *p, const uint32_t *stacks, size_t ns,
+		   const int64_t **pvs, struct v2_prev_view *pview);
+/* Makes prev describe a profile: time, mappings, and values by stack. 0 or
+ * PD_ENOMEM. */
+int v2_prev_set(struct v2_prev *p, int64_t time_nanos, const uint32_t *map_idx,
+		const uint64_t *map_id, size_t nmap, const uint32_t *stacks,
+		const int64_t *values, size_t nsample, size_t nvalues);
+
 /* Adds profile bytes as one record to out: decomposed into the tables when they
  * decode as a profile, kept as opaque bytes otherwise. prev is the group's state
  * and is updated. */
@@ -407,7 +454,26 @@ int v2_record_decode(const struct v2_tables *t, struct v2_prev *prev, struct v2_
 		     struct v2_decoded *d, struct pd_err *err);
 void v2_decoded_fini(struct v2_decoded *d);
 
-/* ---- frames --------------------------------------------------------------------- */
+/* ---- stepping over records (v2_record_step.c) ----------------------------------- */
+
+/* Steps over the profile record at r (after its kind byte), only advancing the
+ * delta state; every reference is still checked. v2_record_decode with
+ * V2_WANT_STATE. */
+int v2_record_step(const struct v2_tables *t, struct v2_prev *prev, struct v2_rd *r,
+		   struct pd_err *err);
+/* A record's mapping list after its count: nmap indices into t's mappings into
+ * idx, then their ids into id. NULL, or what is wrong. */
+const char *v2_read_map_list(const struct v2_tables *t, struct v2_rd *r, unsigned flags,
+			     size_t nmap, uint32_t *idx, uint64_t *id);
+/* After the mode byte of a column with a hole: reads the hole's index into
+ * *hole; NULL, or what is wrong. */
+const char *v2_col_hole(const struct v2_prev *prev, struct v2_rd *r, size_t ns, size_t nv,
+			size_t *hole);
+/* Sets the hole's value of column j from the profile's totals. */
+void v2_fill_hole(const struct v2_prev *prev, int64_t *vals, size_t ns, size_t nv, size_t j,
+		  size_t hole);
+
+/* ---- frames (v2_frames.c) -------------------------------------------------------- */
 
 /* Compresses raw into one zstd frame appended to out (exact size); *flen its size. */
 int v2_compress(const uint8_t *raw, size_t len, int level, struct pd_buf *out, size_t *flen,
@@ -422,9 +488,17 @@ int v2_compress_cut(const uint8_t *raw, size_t len, int level, const size_t *cut
 int v2_compress_cut_dict(const uint8_t *raw, size_t len, int level, unsigned dict,
 			 const size_t *cuts, size_t ncuts, struct pd_buf *out, size_t *flen,
 			 struct pd_err *err);
+/* As v2_compress, with prefix (raw bytes, may be NULL) as the frame's dictionary. */
+int v2_compress_with(const uint8_t *raw, size_t len, int level, const uint8_t *prefix,
+		     size_t plen, struct pd_buf *out, size_t *flen, struct pd_err *err);
 /* Decompresses one frame, refusing more than max bytes. *out is malloc'd. */
 int v2_decompress(const uint8_t *f, size_t flen, size_t max, uint8_t **out, size_t *out_len,
 		  const char *what, struct pd_err *err);
+/* As v2_decompress, against prefix (may be NULL), which the frame was compressed
+ * with (v2_compress_with). */
+int v2_decompress_with(const uint8_t *f, size_t flen, size_t max, const uint8_t *prefix,
+		       size_t plen, uint8_t **out, size_t *out_len, const char *what,
+		       struct pd_err *err);
 /* As v2_decompress, into b (its contents replaced; empty on failure), with the
  * thread's zstd context. */
 int v2_decompress_buf(const uint8_t *f, size_t flen, size_t max, struct pd_buf *b,
@@ -441,6 +515,19 @@ int v2_group_bytes(const uint8_t *f, size_t flen, size_t max, int raw_ok, struct
 /* As v2_decompress_buf, against dictionary dict (V2_DICT_NONE: none). */
 int v2_decompress_buf_dict(const uint8_t *f, size_t flen, size_t max, unsigned dict,
 			   struct pd_buf *b, const char *what, struct pd_err *err);
+
+/* What a thread's reads of single profiles keep from one read to the next: the
+ * decompressed tables and group, and the delta state. Reusing them spares each
+ * read the page faults of fresh memory, which cost more than the decoding.
+ * v2_rcache_take hands the thread's (NULL when out of memory) to the caller
+ * until v2_rcache_done, which keeps it unless its buffers grew past 4 MiB. */
+struct v2_rcache {
+	struct pd_buf traw, graw;
+	struct v2_prev prev;
+};
+
+struct v2_rcache *v2_rcache_take(void);
+void v2_rcache_done(struct v2_rcache *c);
 
 /* Whether b is a chunk byte of encoding 2 (2, 3, 4 or 5). */
 static inline int v2_columnar_byte(uint8_t b)
@@ -465,19 +552,6 @@ const uint8_t *v2_dict_bytes(unsigned id, size_t *len);
 const ZSTD_DDict *v2_dict_ddict(unsigned id);
 const ZSTD_CDict *v2_dict_cdict(unsigned id, int level);
 
-/* What a thread's reads of single profiles keep from one read to the next: the
- * decompressed tables and group, and the delta state. Reusing them spares each
- * read the page faults of fresh memory, which cost more than the decoding.
- * v2_rcache_take hands the thread's (NULL when out of memory) to the caller
- * until v2_rcache_done, which keeps it unless its buffers grew past 4 MiB. */
-struct v2_rcache {
-	struct pd_buf traw, graw;
-	struct v2_prev prev;
-};
-
-struct v2_rcache *v2_rcache_take(void);
-void v2_rcache_done(struct v2_rcache *c);
-
 /* ---- moving records to a chunk's own tables (v2_remap.c) ---------------------- */
 
 /* Copies the entries of shared that the records use (recs: the records of
@@ -490,10 +564,60 @@ int v2_remap(const struct v2_tables *shared, const uint8_t *recs, const size_t *
 	     size_t ngroups, struct v2_tables *own, struct pd_buf *out, size_t *out_goff,
 	     struct pd_err *err);
 
-/* ---- the appender and reader (v2_chunk.c) --------------------------------------- */
+/* ---- the appender (v2_chunk.c) and sealed chunks (v2_sealed.c) ------------------ */
 
-struct v2_appender;
-struct v2_symbols;
+struct v2_appender {
+	unsigned group; /* records per sealed group; delta coding restarts at each */
+	unsigned hgroup; /* records per frame while the chunk is open (divides group) */
+	int level;
+	size_t count;
+	struct v2_tables t;
+	struct v2_prev prev;
+	struct pd_buf frames; /* compressed frames of hgroup records kept in memory, back to back */
+	size_t *frame_len;
+	/* where frame k is: FRAME_IN_MEMORY (in frames, after the frames before it
+	 * that are in memory too) or its ref in fs */
+	uint64_t *frame_ref;
+	size_t nframes, frame_cap;
+	/* where full frames go (NULL: memory). A busy Prometheus's heap series holds
+	 * about 3 KB of compressed records a scrape: 52 KB of each series' heap after
+	 * 17 scrapes, with the frames in memory (bench/daemon.sh, busy corpus) */
+	const struct pd_chunkenc_frame_store *fs;
+	struct pd_buf open; /* records of the open frame (fewer than hgroup), while an
+			     * append codes them or when parking them failed */
+	/* between appends, the open frame's records compressed as a frame of their own
+	 * (against the group's anchor, as a full frame is): parked. Kept raw, the one
+	 * open record of a busy program's heap profile (about 12 KB) was a tenth of
+	 * what profd held per series (bench/daemon.sh, busy corpus) */
+	uint8_t *parked;
+	size_t parked_len;
+	/* between appends, prev's packed values compressed (prev.packed NULL then):
+	 * a busy Prometheus's heap series keeps about 8 KB of them, the largest part
+	 * of its open chunk on the heap once its frames are in a frame store */
+	uint8_t *prevz;
+	size_t prevz_len;
+	unsigned open_count;
+	int broken; /* the delta state could not be rebuilt after a failure */
+	int added;  /* the last record added to the shared tables (see encode_record, v2_chunk.c) */
+	int rel;    /* times relative to the samples' timestamps (set by the first append) */
+	/* at least the repeats among each group's records (grep[g]; a group past
+	 * ngrep has none): a group of fewer than two has no run to look for at the
+	 * seal. grep_all: a count was lost (out of memory), look in every group */
+	uint16_t *grep;
+	size_t ngrep;
+	int grep_all;
+	struct v2_symbols *sym; /* shared tables, or NULL for the appender's own t */
+};
+
+#define FRAME_IN_MEMORY UINT64_MAX
+
+/* Tables that many appenders share (a head's open chunks): appenders add to them
+ * under the write lock and read them under the read lock. */
+struct v2_symbols {
+	struct v2_tables t;
+	pthread_rwlock_t mu;
+	unsigned refs;
+};
 
 struct v2_symbols *v2_symbols_create(void);
 void v2_symbols_ref(struct v2_symbols *s);
@@ -518,6 +642,19 @@ size_t v2_appender_memory(const struct v2_appender *a);
 /* ts: profile i's timestamp (needed for a chunk of relative times) */
 int v2_appender_get(const struct v2_appender *a, size_t i, int64_t ts, uint8_t **out,
 		    size_t *out_len, struct pd_err *err);
+/* The records [from, to) of the appender, uncompressed, appended to out; from
+ * must start a group. */
+int v2_appender_records(const struct v2_appender *a, size_t from, size_t to,
+			struct pd_buf *out, struct pd_err *err);
+/* Profile k (0-based) of the group of records in g (its first profile chunk index
+ * base) into *out: records 0..k-1 are stepped over with prev (its contents
+ * replaced) and record k decoded. rel: the chunk's times are relative to
+ * timestamps, ts profile k's; sums: the chunk's totals (may be NULL). A profile
+ * over max_profile bytes is refused. */
+int v2_group_record(const struct v2_tables *t, struct v2_prev *prev, int rel, int64_t ts,
+		    const struct v2_sums *sums, size_t base, const uint8_t *g, size_t glen,
+		    size_t k, size_t max_profile, uint8_t **out, size_t *out_len,
+		    struct pd_err *err);
 /* holes: a chunk of relative times is written with encoding byte 5 (its value
  * columns may leave a value to the totals section, which its timestamp chunk
  * must then carry); otherwise byte 4 */
@@ -528,6 +665,13 @@ int v2_appender_seal(const struct v2_appender *a, int holes, uint8_t **out, size
  * NULL otherwise) */
 int v2_appender_merge(const struct v2_appender *a, size_t from, size_t to, const int64_t *ts,
 		      size_t max_profile, pd_chunkenc_merge_fn emit, void *ctx, struct pd_err *err);
+
+/* A sealed chunk's profile count, and its profile i (ts: its timestamp, needed for
+ * a chunk of relative times; sums: the chunk's totals, needed for a chunk of byte
+ * 5). */
+int64_t v2_read_count(const uint8_t *chunk, size_t len, struct pd_err *err);
+int v2_read(const uint8_t *chunk, size_t len, size_t i, int64_t ts, const struct v2_sums *sums,
+	    size_t max_profile, uint8_t **out, size_t *out_len, struct pd_err *err);
 
 /* ---- merging by stack id (v2_merge.c) --------------------------------------------- */
 
@@ -549,9 +693,6 @@ int v2_merge_sealed(const uint8_t *chunk, size_t len, size_t from, size_t to, co
 		    const struct v2_sums *sums, size_t max_profile, pd_chunkenc_merge_fn emit,
 		    void *ctx, struct pd_err *err);
 
-int64_t v2_read_count(const uint8_t *chunk, size_t len, struct pd_err *err);
-int v2_read(const uint8_t *chunk, size_t len, size_t i, int64_t ts, const struct v2_sums *sums,
-	    size_t max_profile, uint8_t **out, size_t *out_len, struct pd_err *err);
 /* Sets prev's totals for chunk index i from sums (none when sums is NULL or
  * does not reach i). */
 static inline void v2_prev_sums(struct v2_prev *p, const struct v2_sums *sums, size_t i)
