@@ -89,7 +89,7 @@ int pd_sd_groups_set_label(struct pd_target_group *g, size_t n, const char *name
 
 enum pd_sd_provider_kind { PD_SD_STATIC, PD_SD_FILE, PD_SD_HTTP, PD_SD_DNS, PD_SD_K8S };
 
-struct pd_sd_k8s; /* k8s.c */
+struct pd_sd_k8s; /* k8s_watch_int.h */
 
 /* One file matched by a file_sd provider's patterns. */
 struct pd_sd_file_state {
@@ -162,8 +162,8 @@ struct pd_sd_provider {
 	size_t pending;             /* its lookups not yet answered */
 	int64_t deadline;           /* monotonic ms when it is cut off */
 
-	/* kubernetes_sd: its watches and object stores (k8s.c); groups are a view of
-	 * its objects' groups */
+	/* kubernetes_sd: its watches and object stores (k8s.c, k8s_store.c); groups
+	 * are a view of its objects' groups */
 	struct pd_sd_k8s *k8s;
 };
 
@@ -233,10 +233,11 @@ int pd_sd_dns_server_norm(const char *server, char *out, size_t cap, struct pd_e
 /* Frees the dns_sd parts of a provider (cancelling a refresh in flight). */
 void pd_sd_dns_free(struct pd_sd_provider *p);
 
-/* Manager thread: kubernetes_sd (k8s.c). init fills a zeroed provider (sa_dir: the
- * service account directory, NULL for the standard one; max_bytes: the bound of its
- * objects' JSON, 0 for PD_DISCOVERY_K8S_MAX_OBJECT_BYTES); step sets the client and
- * watches up on its first call and starts the requests that are due, returning
+/* Manager thread: kubernetes_sd (k8s.c; step and done in k8s_requests.c, flush in
+ * k8s_store.c). init fills a zeroed provider (sa_dir: the service account
+ * directory, NULL for the standard one; max_bytes: the bound of its objects' JSON,
+ * 0 for PD_DISCOVERY_K8S_MAX_OBJECT_BYTES); step sets the client and watches up on
+ * its first call and starts the requests that are due, returning
  * when it next has something to do (INT64_MAX: nothing until a transfer ends);
  * done handles a finished transfer of the provider (0 when easy is not one of
  * its); flush rebuilds the groups events have touched (after curl_multi_perform

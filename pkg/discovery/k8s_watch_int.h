@@ -1,7 +1,8 @@
-/* k8s_watch_int.h: what the kubernetes_sd provider's own files share (k8s.c runs
- * the lists and watches, k8s_client.c reads kubeconfig files and the in-cluster
- * service account, splits watch streams into events and builds request URLs,
- * k8s_config.c checks configurations). The builders' contract is k8s_int.h. */
+/* k8s_watch_int.h: what the kubernetes_sd provider's own files share (k8s.c sets
+ * the provider up, k8s_requests.c runs the lists and watches, k8s_store.c keeps
+ * their objects and builds the groups, k8s_client.c reads kubeconfig files and the
+ * in-cluster service account, splits watch streams into events and builds request
+ * URLs, k8s_config.c checks configurations). The builders' contract is k8s_int.h. */
 #ifndef PROFD_K8S_WATCH_INT_H
 #define PROFD_K8S_WATCH_INT_H
 
@@ -156,5 +157,101 @@ int pd_k8s_event_parse(const char *line, size_t len, struct pd_arena *a, struct 
 int pd_k8s_json_span(const char *text, size_t len, size_t pos, size_t *end);
 /* A JSON NUMBER node's value as an integer (0 for anything else). */
 int64_t pd_k8s_json_int(const struct pd_sd_node *n);
+
+/* ---- the provider (k8s.c, k8s_store.c, k8s_requests.c) ------------------------ */
+
+struct k8s_obj {
+	struct k8s_obj *next;
+	char *ns; /* NULL for cluster objects */
+	char *name;
+	char *raw; /* the object's JSON */
+	size_t rawlen;
+	uint64_t gen;
+	int dirty;     /* role objects: to be rebuilt */
+	int has_group; /* role objects: group is its current group */
+	struct pd_target_group group;
+};
+
+struct k8s_store {
+	struct k8s_obj **b;
+	size_t nb, n;
+};
+
+enum wstate { W_IDLE, W_LIST, W_WATCH };
+
+struct k8s_watch {
+	struct pd_sd_k8s *k;
+	enum pd_k8s_kind kind;
+	char *ns; /* NULL: all namespaces (or a cluster kind) */
+	const char *label, *field;
+	struct k8s_store store;
+	enum wstate state;
+	int need_list; /* the next request is a list (else a watch) */
+	int listed;    /* a list has finished */
+	int64_t due;   /* W_IDLE: monotonic ms of the next request */
+	int64_t backoff_ms;
+	uint64_t gen;
+	size_t stale; /* bytes of objects a list in progress has not seen yet */
+	char *rv, *cont;
+	CURL *easy;
+	struct curl_slist *hdrs;
+	struct pd_buf body;
+	struct pd_k8s_stream stream;
+	int events; /* events of this stream */
+	int relist; /* the stream said 410 Gone */
+	char *fail; /* the stream's error, or NULL */
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+struct pd_sd_k8s {
+	struct pd_sd_provider *p;
+	enum pd_discovery_k8s_role role;
+	char *api_server, *kubeconfig, *sa_dir;
+	struct pd_http_client_config http;
+	int has_http;
+	int own_namespace;
+	char **namespaces;
+	size_t nnamespaces;
+	char *sel_role[8], *sel_label[8], *sel_field[8];
+	size_t nsel;
+	int attach_node, attach_namespace;
+
+	int setup;         /* client and watches exist */
+	int64_t setup_due; /* when to try setting up again */
+	int64_t setup_backoff;
+	struct pd_k8s_client client;
+	struct k8s_watch *w;
+	size_t nw;
+	int changed;                /* a role object's group changed */
+	size_t bytes;               /* the objects' JSON held by every watch */
+	size_t stale;               /* of which the lists in progress have not seen */
+	size_t max_bytes;           /* bytes - stale at most this (PD_K8S_MAX_OBJECT_BYTES) */
+	struct pd_sd_counters *ctr; /* the manager's, from the first step on */
+	struct pd_arena *scratch;   /* lookups during one build */
+};
+
+/* The role name of each kind, for messages (k8s_store.c). */
+extern const char *const pd_k8s_kind_role[];
+
+/* Sets up the client, the namespaces and the watches; on failure nothing is left
+ * set up (k8s.c). */
+int pd_k8s_setup(struct pd_sd_k8s *k, int64_t now, struct pd_err *err);
+
+/* Frees the objects of a store and zeroes it (k8s_store.c). */
+void pd_k8s_store_fini(struct k8s_store *s);
+/* Stores (or refreshes) an object of w and marks what must be rebuilt; PD_ETOOBIG
+ * when it would take the objects' JSON over the provider's bound, PD_ENOMEM. */
+int pd_k8s_upsert(struct k8s_watch *w, const char *ns, const char *name, const char *raw,
+                  size_t rawlen);
+/* Removes an object of w, if it is there. */
+void pd_k8s_delete_obj(struct k8s_watch *w, const char *ns, const char *name);
+/* After a complete list: drops what it did not see. */
+void pd_k8s_sweep(struct k8s_watch *w);
+/* Rebuilds the marked objects' groups, then the provider's view of them. */
+void pd_k8s_flush(struct pd_sd_k8s *k);
+
+/* Ends a watch's transfer (taken out of multi unless NULL) and frees what it held
+ * (k8s_requests.c). */
+void pd_k8s_watch_end_transfer(struct k8s_watch *w, CURLM *multi);
 
 #endif

@@ -1,5 +1,5 @@
 /* fuzz_k8s.c: libFuzzer target for kubernetes_sd's object builders
- * (pkg/discovery/k8s_roles.c): Kubernetes objects as an API server sends them,
+ * (pkg/discovery/k8s_roles*.c): Kubernetes objects as an API server sends them,
  * which profd does not control. The first byte picks the role (its value mod 6:
  * node, service, pod, endpoints, endpointslice, ingress) and attach_metadata
  * (bit 6: node, bit 7: namespace); the rest is JSON. When that is a List

@@ -1,5 +1,5 @@
 /* test_k8s_roles.c: unit tests of the target groups of kubernetes_sd_configs
- * (pkg/discovery/k8s_roles.c). Each case of testdata/k8s/<role>/<case>.expected.json
+ * (pkg/discovery/k8s_roles*.c). Each case of testdata/k8s/<role>/<case>.expected.json
  * names a Kubernetes object (as `kubectl get -o json` prints it), the related
  * objects the lookup knows (services, pods, nodes, namespaces), the
  * attach_metadata settings and the whole group Prometheus gives that object:
