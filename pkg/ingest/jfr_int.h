@@ -1,9 +1,9 @@
 /* jfr_int.h: what the files of the JFR converter share: the reader of the JFR
- * binary format (jfr_parse.c), which hands each event of interest to a callback
- * with the chunk's constant pools at hand; a small hash map with three-word keys
- * (jfr_map.c); the renaming of JVM-generated class and library names
- * (jfr_symbols.c); and the context labels of pyroscope-java (jfr_labels.c).
- * jfr.c turns the events into profiles. */
+ * binary format (jfr_parse.c, with jfr_meta.c, jfr_pool.c and jfr_value.c), which
+ * hands each event of interest to a callback with the chunk's constant pools at
+ * hand; a small hash map with three-word keys (jfr_map.c); the renaming of
+ * JVM-generated class and library names (jfr_symbols.c); and the context labels
+ * of pyroscope-java (jfr_labels.c). jfr.c turns the events into profiles. */
 #ifndef PD_INGEST_JFR_INT_H
 #define PD_INGEST_JFR_INT_H
 
@@ -33,7 +33,7 @@ int jfr_map_get(const struct jfr_map *m, uint64_t a, uint64_t b, uint64_t c, uin
 /* Inserts or replaces; PD_ENOMEM when the table cannot grow. */
 int jfr_map_put(struct jfr_map *m, uint64_t a, uint64_t b, uint64_t c, uint32_t val);
 
-/* ---- the reader (jfr_parse.c) ---------------------------------------------- */
+/* ---- the reader (jfr_parse.c and the files of jfr_parse_int.h) ------------ */
 
 /* A string of the recording: bytes (UTF-8, pointing into the recording or into
  * the reader's arena), or a reference into the java.lang.String pool. */
