@@ -456,7 +456,7 @@ void api_status_tsdb(struct api_req *r, struct api_resp *w)
 	}
 	int empty = !st.head_series || st.head_mint > st.head_maxt;
 	jput(w, "{\"storage\":");
-	jstr(w, st.remote ? "clickhouse" : "local");
+	jstr(w, pd_storage_kind(r->srv->o.db)); /* "local", "clickhouse" */
 	if (st.remote)
 		clickhouse_json(r, w, &st);
 	jput(w, ",\"headStats\":{\"numSeries\":");

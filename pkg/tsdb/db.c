@@ -539,7 +539,8 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 			db->min_valid_t = e;
 	}
 	if (db->o.sink && db->o.wal_disabled && !db->o.read_only) {
-		rc = pd_err_set(err, PD_EINVAL, "forwarding to %s needs the WAL, its spool", db->o.sink->title);
+		rc = pd_err_set(err, PD_EINVAL, "forwarding to %s needs the WAL, its spool",
+				db->o.sink->title);
 		goto fail;
 	}
 	if (!db->o.wal_disabled) {

@@ -4,11 +4,11 @@
  * always; this thread follows the WAL from the "sent up to" position
  * (forward_sent.c), decodes each profile, hands it to the sink's batch, and
  * flushes the batch when it is full and at least once a second. Only after the
- * sink accepted a flush does the position move past the
- * records of the batch; the WAL segments wholly before it are then checkpointed
- * away (the checkpoint keeps the series entries, so later records still find
- * their labels). A failed flush is retried with a backoff of 1 s doubling to
- * 30 s, and logged once per outage. The spool is everything after the
+ * sink accepted a flush does the position move past the records of the batch;
+ * the WAL segments wholly before it are then checkpointed away (the checkpoint
+ * keeps the series entries, so later records still find their labels). A failed
+ * flush is retried with a backoff of 1 s doubling to 30 s, and logged once per
+ * outage. The spool is everything after the
  * position: its bytes are bounded (PD_EFULL for commits beyond the limit), and
  * nothing in it is ever dropped. With a retention time the thread also drops the
  * days of profiles that are past it (retention()). docs/scale-out.md explains the
