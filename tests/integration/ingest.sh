@@ -34,7 +34,10 @@ wait_for() {
 printf 'global:\n  scrape_interval: 1m\n' >"$tmp/profd.yml"
 start() {
 	: >"$log"
+	# (a retention of ten years: the pushed fixtures keep their own times, which a
+	# default 15 days behind the scrapes' would refuse once the fixtures are that old)
 	timeout --foreground 300 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
+		--storage.tsdb.retention.time=3650d \
 		--web.listen-address=127.0.0.1:0 --log.level=debug --web.max-push-body=2MB \
 		--ingest.max-stack-depth=64 --ingest.max-labels-per-series=12 "$@" 2>"$log" &
 	pids+=("$!")

@@ -109,7 +109,10 @@ printf 'basic_auth_users:\n  alice: %s\ntenants:\n  alice: [".."]\n' "$hash" >"$
 bad "a bound tenant '..'" "bad-web.yml:4:.*tenant ID is '.' or '..'" \
 	--config.file="$tmp/profd.yml" --web.config.file="$tmp/bad-web.yml"
 
+# (a retention of ten years: the pushed fixtures keep their own times, which a
+# default 15 days behind the scrapes' would refuse once the fixtures are that old)
 timeout --foreground 400 "$profd" run --config.file="$tmp/profd.yml" --storage.tsdb.path="$tmp/data" \
+	--storage.tsdb.retention.time=3650d \
 	--web.listen-address="127.0.0.1:$port" --web.config.file="$tmp/web.yml" --web.enable-lifecycle \
 	--auth.multitenancy-enabled "${chflags[@]}" 2>"$log" &
 pid=$!
