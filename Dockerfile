@@ -7,8 +7,9 @@
 #
 # The build stage installs the build dependencies with the project's own
 # scripts/deps.sh and builds the release binary; the runtime stage holds that binary,
-# the shared libraries it links (ldd), the two it loads with dlopen on first use
-# (libcurl.so.4 for scraping, libmicrohttpd.so.12 for the HTTP server) and the one
+# the shared libraries it links (ldd), the three it loads with dlopen on first use
+# (libcurl.so.4 for scraping, libmicrohttpd.so.12 for the HTTP server,
+# libdebuginfod.so.1 for asking debuginfod servers) and the one
 # glibc's backtrace() loads (libgcc_s.so.1, for profd's profiles of itself), and
 # examples/profd.yml as the default configuration. tests/integration/dockerfile.sh
 # runs the build stage's steps and checks the runtime stage's packages without Docker:
@@ -32,8 +33,9 @@ FROM debian:bookworm-slim
 # call graphs; libdeflate0 inflates gzip'd profiles (zlib1g the rest).
 # libjson-c5 reads the JSON bodies of pushes (speedscope, Connect, OTLP).
 # libelf1 reads the build ids of uploaded debug files; libdw1, libelf1 and
-# libdebuginfod1 (elfutils, with liblzma5 and libbz2-1.0 for compressed sections,
-# and libcurl3-gnutls for its downloads, with what that links: libgnutls30,
+# libdebuginfod1, loaded when a debuginfod server is asked (elfutils, with liblzma5
+# and libbz2-1.0 for compressed sections, and libcurl3-gnutls for its downloads,
+# with what that links: libgnutls30,
 # libnghttp2-14, librtmp1, libssh2-1, libldap-2.5-0, the Kerberos libraries, ...)
 # symbolize native profiles at query time.
 RUN apt-get update \

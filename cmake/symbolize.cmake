@@ -10,8 +10,9 @@ file(GLOB PD_SYMBOLIZE_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/pkg/symbo
 add_library(pd_symbolize STATIC ${PD_SYMBOLIZE_SOURCES})
 target_include_directories(pd_symbolize PRIVATE ${PROJECT_SOURCE_DIR}/pkg/symbolize)
 target_link_libraries(pd_symbolize PUBLIC pd_pprof pd_util
-  PRIVATE PkgConfig::LIBDW PkgConfig::LIBELF PkgConfig::LIBDEBUGINFOD
-  PkgConfig::ZLIB pthread)
+  PRIVATE PkgConfig::LIBDW PkgConfig::LIBELF PkgConfig::ZLIB pthread ${CMAKE_DL_LIBS})
+# libdebuginfod's headers only: pkg/symbolize/debuginfod_dl.c loads the library
+target_include_directories(pd_symbolize PRIVATE ${LIBDEBUGINFOD_INCLUDE_DIRS})
 target_link_libraries(pd_api PUBLIC pd_symbolize)
 
 if(PD_TESTS)

@@ -1,7 +1,8 @@
 /* find.c: where the debug file of a build id is, asking in order: the local
  * directories laid out as <dir>/.build-id/xx/yyyy.debug, the mapping's own file
  * when it is on this machine and its build id matches, and the debuginfod
- * servers (libdebuginfod), with a size and a time limit on each download. */
+ * servers (libdebuginfod, loaded by debuginfod_dl.c), with a size and a time
+ * limit on each download. */
 #include "symbolize_int.h"
 
 #include <elfutils/debuginfod.h>
@@ -54,6 +55,12 @@ static int dl_progress(debuginfod_client *c, long a, long b)
 static int from_debuginfod(const struct sym_find_opts *o, const char *build_id, char **path,
                            struct pd_err *err)
 {
+	const char *why = sym_debuginfod_load();
+	if (why)
+		return pd_err_set(err, PD_EUNAVAIL,
+		                  "debuginfod (%s): cannot load libdebuginfod (Debian package "
+		                  "libdebuginfod1): %s",
+		                  o->debuginfod_urls, why);
 	debuginfod_client *c = debuginfod_begin();
 	if (!c)
 		return pd_err_set(err, PD_ENOMEM, "starting a debuginfod client failed");

@@ -65,6 +65,12 @@ struct sym_find_opts {
 int sym_find(const struct sym_find_opts *o, const char *build_id, const char *mapping_file,
              char **path, const char **source, struct pd_err *err);
 
+/* ---- debuginfod_dl.c ---- */
+/* Loads libdebuginfod.so.1 on the first call (the debuginfod_* functions find.c
+ * calls are defined there and forward to it). NULL when it is loaded, else why it
+ * could not be (dlerror's message; static storage). */
+const char *sym_debuginfod_load(void);
+
 /* ---- cache_file.c ---- */
 /* Appends the record of addr to <dir>/<build_id>.symcache, creating the file
  * with its header when missing. */
