@@ -42,7 +42,11 @@ SEED_COSTS := { [ -f $(COSTS) ] || { mkdir -p $(dir $(COSTS)) && cp tests/ctest-
 
 # The optimised build warns about things the debug build does not see. `make test`
 # ends with its wall time, and that of each step (deps, dev build, release
-# build, tests), pass or fail
+# build, tests), pass or fail. The release build compiles through ccache
+# (installed by deps.sh --test) into build/ccache, when build/release is configured
+# here for the first time: the tests that build profd again in a fresh copy
+# (integration_first_run, integration_dockerfile) take its objects from that cache
+# (PD_CCACHE_DIR, tests/support/ccache.sh).
 test:
 	@t0=$$(date +%s); t=$$t0; steps=; rc=0; \
 	step() { n=$$(date +%s); steps="$$steps $$1 $$((n - t)) s,"; t=$$n; }; \
@@ -50,8 +54,12 @@ test:
 	cmake -S . -B $(BUILD_DEV) -DCMAKE_BUILD_TYPE=Debug -DPD_SANITIZE=ON -DPD_FUZZ=ON \
 		-DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null && \
 	cmake --build $(BUILD_DEV) -j $(JOBS) && step dev-build && \
+	{ ! command -v ccache >/dev/null || { export PD_CCACHE_DIR=$(CURDIR)/build/ccache \
+		CCACHE_DIR=$(CURDIR)/build/ccache CCACHE_BASEDIR=$(CURDIR) \
+		CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache; }; } && \
 	cmake -S . -B $(BUILD_REL) -DCMAKE_BUILD_TYPE=Release -DPD_TESTS=OFF >/dev/null && \
 	cmake --build $(BUILD_REL) -j $(JOBS) --target profd && step release-build && \
+	unset CMAKE_C_COMPILER_LAUNCHER CMAKE_CXX_COMPILER_LAUNCHER CCACHE_DIR CCACHE_BASEDIR && \
 	$(SEED_COSTS) && (cd $(BUILD_DEV) && ctest --output-on-failure -j $(TEST_JOBS)) && step tests; } || { rc=$$?; step failed; }; \
 	e=$$(( $$(date +%s) - t0 )); steps=$${steps# }; \
 	echo "make test: $$([ $$rc = 0 ] && echo passed || echo FAILED) in $$((e / 60)) min $$((e % 60)) s ($${steps%,})"; \
@@ -64,6 +72,7 @@ FUZZ_SECONDS ?= 600
 fuzz:
 	@./scripts/deps.sh --test
 	@cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=Debug -DPD_SANITIZE=ON -DPD_FUZZ=ON \
+		-DPD_FUZZ_OPT=-O1 \
 		-DPD_FUZZ_SECONDS=$(FUZZ_SECONDS) -DPD_FUZZ_SECONDS_EACH=$(FUZZ_SECONDS) >/dev/null
 	@cmake --build build/fuzz -j $(JOBS)
 	@cd build/fuzz && ctest -L fuzz --output-on-failure -j $(JOBS)
