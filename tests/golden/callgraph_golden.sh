@@ -79,9 +79,13 @@ check() {
 	fi
 }
 
+# shellcheck source=over_limit.sh
+. "$here/over_limit.sh"
+# files over profd's size limit are left out (pprof_golden_validity checks them)
 valid_profiles() {
 	find "$data/profiles" -type f \( -name '*.pb.gz' -o -name '*.pb' \) | LC_ALL=C sort | while read -r f; do
 		grep -q "^${f#$data/} " "$here/known-differences.txt" && continue
+		over_limit "$profd" "$f" && continue
 		if gopprof -raw "$f" >/dev/null 2>&1; then echo "$f"; fi
 	done
 }

@@ -113,8 +113,11 @@ check_dot() { # label file flags...
 	fi
 }
 
-# (goapp's cpu-2/-3 and heap-2/-3 are more of the same shapes: left out)
-for f in $(find "$data/profiles/goapp" "$data/profiles/prometheus" -maxdepth 1 -name '*.pb.gz' ! -name '*-[23].pb.gz' | LC_ALL=C sort); do
+# (goapp's cpu-2/-3 and heap-2/-3 are more of the same shapes: left out; so is
+# cpu-large, goapp's CPU profile at 709 KB, whose size proves nothing about the
+# filters and whose 29 go tool pprof runs took more than half the test's time)
+for f in $(find "$data/profiles/goapp" "$data/profiles/prometheus" -maxdepth 1 -name '*.pb.gz' ! -name '*-[23].pb.gz' \
+	! -name cpu-large.pb.gz | LC_ALL=C sort); do
 	name=${f#$data/}
 	mapfile -t types < <(types_of "$f")
 	[ ${#types[@]} -gt 0 ] || { echo "FAIL: $name: go tool pprof lists no sample type"; fail=1; continue; }

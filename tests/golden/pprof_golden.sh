@@ -85,10 +85,14 @@ compare() { # label expected actual
 	fi
 }
 
-# Profiles both tools accept (known differences left out).
+# shellcheck source=over_limit.sh
+. "$here/over_limit.sh"
+# Profiles both tools accept (known differences and files over profd's size limit
+# left out: the validity mode checks those).
 valid_profiles() {
 	find "$data/profiles" -type f \( -name '*.pb.gz' -o -name '*.pb' \) | LC_ALL=C sort | while read -r f; do
 		grep -q "^${f#$data/} " "$here/known-differences.txt" && continue
+		over_limit "$profd" "$f" && continue
 		if gopprof -raw "$f" >/dev/null 2>&1; then echo "$f"; fi
 	done
 }
