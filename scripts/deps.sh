@@ -54,6 +54,9 @@ fi
 [ $tests = 1 ] && PKGS+=(python3-protobuf protobuf-compiler)
 # tests/api_doc.cmake: Debian's faketime runs the docs' examples 60 days on
 [ $tests = 1 ] && PKGS+=(faketime)
+# make test: its release build compiles through ccache, and the tests that build profd
+# again in a fresh copy (first_run.sh, dockerfile.sh) take the objects from there
+[ $tests = 1 ] && PKGS+=(ccache)
 # tests/unit/test_symbolize.c: eu-addr2line (the reference) and Debian's debuginfod server
 [ $tests = 1 ] && PKGS+=(elfutils debuginfod)
 # tests/integration/native_e2e.sh: google/pprof built from Debian's source (its reference,

@@ -90,6 +90,10 @@ if [ -f "$src/.dockerignore" ]; then
 	done <"$src/.dockerignore"
 fi
 mkdir -p "$tmp/context" "$tmp/root"
+# the build stage's compilations through make test's ccache, when there is one
+# shellcheck source=../support/ccache.sh
+. "$(dirname "$0")/../support/ccache.sh"
+pd_ccache "$tmp/root"
 tar -C "$src" --anchored ${excludes[@]+"${excludes[@]}"} -cf - . | tar -C "$tmp/context" -xf -
 for d in .git build data; do
 	[ ! -e "$tmp/context/$d" ] || fail ".dockerignore lets $d/ into the build context"

@@ -72,6 +72,9 @@ api=http://127.0.0.1:$port
 # `make run`, as the README says, in its own session so that everything it starts
 # can be found and stopped; `timeout` is the last resort
 start=$(date +%s)
+# shellcheck source=../support/ccache.sh
+. "$(dirname "$0")/../support/ccache.sh"
+pd_ccache "$clone"
 (cd "$clone" && exec setsid timeout 840 make run JOBS="${FIRST_RUN_JOBS:-2}" \
 	PROFD_LISTEN="127.0.0.1:$port" PROFD_DEMO_ADDR="127.0.0.1:$demo_port") >"$tmp/run.log" 2>&1 &
 run_pid=$!
