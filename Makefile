@@ -46,7 +46,9 @@ SEED_COSTS := { [ -f $(COSTS) ] || { mkdir -p $(dir $(COSTS)) && cp tests/ctest-
 # (installed by deps.sh --test) into build/ccache, when build/release is configured
 # here for the first time: the tests that build profd again in a fresh copy
 # (integration_first_run, integration_dockerfile) take its objects from that cache
-# (PD_CCACHE_DIR, tests/support/ccache.sh).
+# (PD_CCACHE_DIR, tests/support/ccache.sh). CMake keeps the launcher in that
+# folder's cache, so a later `make build` there compiles through ccache too (into
+# ccache's own folder, ~/.cache/ccache); `make clean` starts afresh.
 test:
 	@t0=$$(date +%s); t=$$t0; steps=; rc=0; \
 	step() { n=$$(date +%s); steps="$$steps $$1 $$((n - t)) s,"; t=$$n; }; \
