@@ -50,9 +50,8 @@ wait_for() {
 	done
 }
 ms() { date +%s%3N; }
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+# shellcheck source=../support/ports.sh
+. "$(dirname "$0")/../support/ports.sh"
 
 # ---- the reference: google/pprof from Debian's source, with GNU addr2line only ---------
 GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS="" GOCACHE=${GOCACHE:-$HOME/.cache/go-build} \
@@ -154,7 +153,7 @@ wait_symbolized() {
 }
 
 # ---- 1. from Debian's debuginfod serving the unstripped build ----------------------------
-dport=$(free_port)
+dport=$(pd_free_port)
 debuginfod -F "$tmp/served" -p "$dport" -d "$tmp/debuginfod.sqlite" -t 1 -g 0 >"$tmp/debuginfod.log" 2>&1 &
 pids+=($!)
 served() {
@@ -184,7 +183,7 @@ echo "2. uploaded and .build-id dir: same as pprof"
 python3 "$hung_py" >"$tmp/hung.port" &
 pids+=($!)
 wait_for 20 "the hung server did not start" test -s "$tmp/hung.port"
-dead=$(free_port) # nothing listens there
+dead=$(pd_free_port) # nothing listens there
 hot_off=$(printf 'hot+0x%x' "$(
 	read -r off va < <(readelf -lW "$tmp/build/hot" | awk '$1=="LOAD" && /R E/ {print $2, $3}')
 	echo $((0x$(nm "$tmp/build/hot" | awk '$3=="hot_loop" {print $1}') - va + off))

@@ -42,7 +42,8 @@ wait_for() {
 		sleep 0.2
 	done
 }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=../support/ports.sh
+. "$src/tests/support/ports.sh"
 
 chflags=()
 if [ "$mode" = clickhouse ]; then
@@ -68,7 +69,7 @@ g=$testdata/profiles/goapp
 "$serve" "$tmp/target.addr" "$tmp/target.log" "/debug/pprof/heap=$g/heap.pb.gz" &
 pids+=($!)
 wait_for 30 "serve_profiles did not start" test -s "$tmp/target.addr"
-port=$(free_port)
+port=$(pd_free_port)
 cat >"$tmp/profd.yml" <<EOF
 global:
   scrape_interval: 1s

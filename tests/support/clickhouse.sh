@@ -14,15 +14,9 @@
 # remote_servers name the cluster CLUSTER with shard 1 on A and shard 2 on B.
 # ch_stop stops them too. No ZooKeeper is configured (as profd needs none).
 
-ch_free_port() {
-	python3 - <<'PY'
-import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()
-PY
-}
+# shellcheck source=ports.sh
+. "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
+ch_free_port() { pd_free_port; }
 
 # ch_config DIR HTTP TCP INTER [REMOTE_SERVERS_XML]: writes DIR/config.xml and
 # DIR/users.xml for a server on those loopback ports.
@@ -82,7 +76,8 @@ XML
 }
 
 # ch_launch DIR URL LIMIT: starts the server of DIR/config.xml under a time limit and
-# waits for URL/ping; prints its PID on success.
+# waits for URL/ping; prints its PID on success. Returns 2 when the server stopped
+# because one of its ports was taken in the meantime (the caller picks new ones).
 ch_launch() {
 	local dir=$1 url=$2 limit=$3 bin pid
 	bin=$(command -v clickhouse-server || echo /usr/sbin/clickhouse-server)
@@ -98,6 +93,11 @@ ch_launch() {
 		if ! kill -0 "$pid" 2>/dev/null; then break; fi
 		sleep 0.2
 	done
+	if ! kill -0 "$pid" 2>/dev/null && grep -qs 'Address already in use' "$dir/log/error.log"; then
+		wait "$pid" 2>/dev/null || true
+		echo "clickhouse-server: a port was taken before it bound it; trying other ports" >&2
+		return 2
+	fi
 	echo "clickhouse-server did not answer ${url}ping within 60 s; its log:" >&2
 	tail -n 30 "$dir/log/stdout.log" "$dir/log/error.log" >&2 2>/dev/null
 	kill "$pid" 2>/dev/null || true
@@ -107,19 +107,38 @@ ch_launch() {
 
 ch_start() {
 	local dir=$1 limit=${2:-900}
-	local http tcp inter
-	http=$(ch_free_port); tcp=$(ch_free_port); inter=$(ch_free_port)
-	ch_config "$dir" "$http" "$tcp" "$inter"
-	CH_URL="http://127.0.0.1:$http/"
-	# the PID is read from a file: $(...) would run ch_launch in a subshell whose
-	# background child could not be waited for by this shell
-	ch_launch "$dir" "$CH_URL" "$limit" >"$dir/pid" || return 1
+	local http tcp inter rc
+	for _ in 1 2 3; do
+		http=$(ch_free_port); tcp=$(ch_free_port); inter=$(ch_free_port)
+		rm -rf "$dir/log"
+		ch_config "$dir" "$http" "$tcp" "$inter"
+		CH_URL="http://127.0.0.1:$http/"
+		# the PID is read from a file: $(...) would run ch_launch in a subshell whose
+		# background child could not be waited for by this shell
+		rc=0
+		ch_launch "$dir" "$CH_URL" "$limit" >"$dir/pid" || rc=$?
+		[ "$rc" = 2 ] || break
+	done
+	[ "$rc" = 0 ] || return 1
 	CH_PID=$(cat "$dir/pid")
 }
 
 ch_start_cluster() {
+	local rc
+	for _ in 1 2 3; do
+		rc=0
+		ch_try_cluster "$@" || rc=$?
+		[ "$rc" = 2 ] || break
+	done
+	[ "$rc" = 0 ] || return 1
+}
+
+# ch_try_cluster DIR CLUSTER [LIMIT]: one attempt of ch_start_cluster; 2 when a port
+# was taken before a server bound it
+ch_try_cluster() {
 	local dir=$1 cluster=$2 limit=${3:-900}
-	local ha ta ia hb tb ib
+	local ha ta ia hb tb ib rc
+	rm -rf "$dir/a/log" "$dir/b/log"
 	ha=$(ch_free_port); ta=$(ch_free_port); ia=$(ch_free_port)
 	hb=$(ch_free_port); tb=$(ch_free_port); ib=$(ch_free_port)
 	local remote="  <remote_servers><$cluster>
@@ -132,9 +151,12 @@ ch_start_cluster() {
 	CH_TCP_A="127.0.0.1:$ta" CH_TCP_B="127.0.0.1:$tb"
 	CH_PIDS=
 	# started one after the other: two at once on a loaded machine may miss the deadline
-	ch_launch "$dir/a" "$CH_URL_A" "$limit" >"$dir/a/pid" || return 1
+	rc=0
+	ch_launch "$dir/a" "$CH_URL_A" "$limit" >"$dir/a/pid" || rc=$?
+	[ "$rc" = 0 ] || return "$rc"
 	CH_PIDS=$(cat "$dir/a/pid")
-	ch_launch "$dir/b" "$CH_URL_B" "$limit" >"$dir/b/pid" || { ch_stop; return 1; }
+	ch_launch "$dir/b" "$CH_URL_B" "$limit" >"$dir/b/pid" || rc=$?
+	[ "$rc" = 0 ] || { ch_stop; return "$rc"; }
 	CH_PIDS="$CH_PIDS $(cat "$dir/b/pid")"
 }
 

@@ -12,12 +12,15 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -500,13 +503,36 @@ static void test_backoff(void **state)
 
 /* ---- debuginfod ---- */
 
+/* A loopback port nothing is bound to, below the kernel's ephemeral range: a port
+ * bind(0) handed out may go at once to an outgoing connection of a test running
+ * beside this one, and debuginfod would then fail to bind it (as
+ * tests/support/ports.sh explains). */
 static int free_port(void)
 {
-	char *o = out_of("python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); "
-	                 "print(s.getsockname()[1])'");
-	int port = atoi(o);
-	free(o);
-	return port;
+	int lo = 32768;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+	if (f) {
+		if (fscanf(f, "%d", &lo) != 1)
+			lo = 32768;
+		fclose(f);
+	}
+	if (lo > 65536 || lo < 2048)
+		lo = 32768;
+	int top = lo - 1, bottom = top - 12000 < 1024 ? 1024 : top - 12000;
+	srand((unsigned)(getpid() ^ now_us()));
+	for (int i = 0; i < 200; i++) {
+		int p = bottom + rand() % (top - bottom + 1);
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(fd >= 0);
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		int ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+		close(fd);
+		if (ok)
+			return p;
+	}
+	fail_msg("no free loopback port below %d", lo);
+	return -1;
 }
 
 static pid_t spawn(char *const argv[], int *stdin_fd, int *stdout_fd)
