@@ -21,7 +21,8 @@ foreach(proto ${PD_INGEST_PROTOS})
 endforeach()
 file(GLOB PD_INGEST_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/pkg/ingest/*.c)
 add_library(pd_ingest STATIC ${PD_INGEST_SOURCES} ${PD_INGEST_GEN_SOURCES})
-target_include_directories(pd_ingest PRIVATE ${PROJECT_SOURCE_DIR}/pkg/ingest ${PD_INGEST_GEN})
+target_include_directories(pd_ingest PRIVATE ${PROJECT_SOURCE_DIR}/pkg/ingest ${PD_INGEST_GEN}
+  ${LIBXXHASH_INCLUDE_DIRS})
 target_link_libraries(pd_ingest PUBLIC pd_pprof pd_labels pd_util
   PRIVATE PkgConfig::JSONC PkgConfig::PROTOBUFC m)
 target_link_libraries(pd_api PUBLIC pd_ingest)

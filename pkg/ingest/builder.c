@@ -1,24 +1,31 @@
 /* builder.c: a pprof profile built frame by frame, for the converters of formats
  * that are not pprof (folded stacks, JFR, speedscope, OTLP). Strings, functions,
  * mappings and locations are interned, and samples with the same stack and labels
- * merged, through one open-addressing table keyed by their bytes; everything
- * lives in one arena whose cap follows the limits, so no input can make the
- * builder grow without bound. The result goes through pd_pprof_parts_encode and
- * pd_pprof_parts_copy, so it is validated as a pushed profile is. */
+ * merged, through one open-addressing table of (kind, hash, id): a slot names the
+ * entry it stands for, and a key is compared with that entry itself, so keys are
+ * neither built nor copied (XXH3 of libxxhash hashes them, inlined from its
+ * header). Everything lives in one arena whose cap follows the limits, so no input
+ * can make the builder grow without bound. The result goes through
+ * pd_pprof_parts_encode and pd_pprof_parts_copy, so it is validated as a pushed
+ * profile is. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "ingest_int.h"
 
 enum { K_STR = 1, K_FUNC, K_MAP, K_LOC, K_SAMPLE };
 
+/* A slot of the table: the entry of kind (K_*) at index id - 1 of its table;
+ * id 0 marks an empty slot. */
 struct slot {
 	uint64_t hash;
-	const uint8_t *key; /* kind byte first, in the arena */
-	size_t klen;
-	uint64_t id; /* 1-based */
+	uint32_t kind;
+	uint32_t id;
 };
 
 struct ingest_pb {
@@ -49,7 +56,6 @@ struct ingest_pb {
 	/* sticky error */
 	int rc, limit;
 	struct pd_err err;
-	struct pd_buf key; /* scratch */
 };
 
 static int fail(struct ingest_pb *b, int rc, int limit, const char *fmt, ...)
@@ -89,7 +95,6 @@ struct ingest_pb *ingest_pb_create(const struct pd_ingest_limits *lim)
 		free(b);
 		return NULL;
 	}
-	pd_buf_init(&b->key, 0);
 	if (ingest_pb_str(b, "", 0) != 0) {
 		ingest_pb_destroy(b);
 		return NULL;
@@ -109,7 +114,6 @@ void ingest_pb_destroy(struct ingest_pb *b)
 	free(b->loc);
 	free(b->smp);
 	free(b->comments);
-	pd_buf_fini(&b->key);
 	pd_arena_destroy(b->arena);
 	free(b);
 }
@@ -132,15 +136,17 @@ static int grow(struct ingest_pb *b, void **v, size_t *cap, size_t n, size_t sz)
 
 static int tab_grow(struct ingest_pb *b)
 {
-	size_t nc = b->tab_cap ? b->tab_cap * 2 : 1024;
+	size_t nc = b->tab_cap ? b->tab_cap * 2 : 256;
+	if (nc > UINT32_MAX)
+		return oom(b);
 	struct slot *t = calloc(nc, sizeof(*t));
 	if (!t)
 		return oom(b);
 	for (size_t i = 0; i < b->tab_cap; i++) {
-		if (!b->tab[i].key)
+		if (!b->tab[i].id)
 			continue;
 		size_t j = b->tab[i].hash & (nc - 1);
-		while (t[j].key)
+		while (t[j].id)
 			j = (j + 1) & (nc - 1);
 		t[j] = b->tab[i];
 	}
@@ -150,47 +156,94 @@ static int tab_grow(struct ingest_pb *b)
 	return 0;
 }
 
-/* The slot of key (found, or empty for it); NULL on error. */
-static struct slot *lookup(struct ingest_pb *b, const uint8_t *key, size_t klen)
+/* The hash of a key of kind: XXH3 of its bytes, seeded with the kind. */
+static inline uint64_t key_hash(int kind, const void *p, size_t n)
+{
+	return XXH3_64bits_withSeed(p, n, (XXH64_hash_t)kind);
+}
+
+/* Whether the entry of slot s (of kind) is the key k; each kind's own key. */
+struct key {
+	const void *p; /* K_STR: the bytes; K_LOC: lines; K_SAMPLE: location ids */
+	size_t n;      /* K_STR: length; K_LOC: lines; K_SAMPLE: locations */
+	const int64_t *w; /* K_FUNC, K_MAP, K_LOC: the words of the key */
+	const struct pd_pprof_plabel *lab; /* K_SAMPLE */
+	size_t nlab;
+};
+
+static int key_eq(const struct ingest_pb *b, const struct slot *s, const struct key *k)
+{
+	size_t i = s->id - 1;
+	switch (s->kind) {
+	case K_STR:
+		return b->str_len[i] == k->n && (!k->n || memcmp(b->str[i], k->p, k->n) == 0);
+	case K_FUNC: {
+		const struct pd_pprof_pfunction *f = &b->fn[i];
+		return f->name == k->w[0] && f->system_name == k->w[1] && f->filename == k->w[2] &&
+		       f->start_line == k->w[3];
+	}
+	case K_MAP: {
+		const struct pd_pprof_pmapping *m = &b->map[i];
+		return m->memory_start == (uint64_t)k->w[0] &&
+		       m->memory_limit == (uint64_t)k->w[1] &&
+		       m->file_offset == (uint64_t)k->w[2] && m->filename == k->w[3] &&
+		       m->build_id == k->w[4] && m->has_functions == (uint8_t)k->w[5];
+	}
+	case K_LOC: {
+		const struct pd_pprof_plocation *l = &b->loc[i];
+		const struct ingest_pb_line *ln = k->p;
+		if (l->mapping_id != (uint64_t)k->w[0] || l->address != (uint64_t)k->w[1] ||
+		    l->nline != k->n)
+			return 0;
+		for (size_t j = 0; j < k->n; j++)
+			if (l->line[j].function_id != ln[j].function_id ||
+			    l->line[j].line != ln[j].line)
+				return 0;
+		return 1;
+	}
+	case K_SAMPLE: {
+		const struct pd_pprof_psample *sm = &b->smp[i];
+		if (sm->nlocation != k->n || sm->nlabel != k->nlab ||
+		    (k->n && memcmp(sm->location_id, k->p, k->n * sizeof(uint64_t)) != 0))
+			return 0;
+		for (size_t j = 0; j < k->nlab; j++)
+			if (sm->label[j].key != k->lab[j].key || sm->label[j].str != k->lab[j].str ||
+			    sm->label[j].num != k->lab[j].num ||
+			    sm->label[j].num_unit != k->lab[j].num_unit)
+				return 0;
+		return 1;
+	}
+	}
+	return 0;
+}
+
+/* The slot of key k of kind and hash h: its entry's (id set), or the empty one
+ * where it goes (id 0, kind and hash set; claim() gives it its id). NULL on
+ * error. */
+static struct slot *lookup(struct ingest_pb *b, int kind, uint64_t h, const struct key *k)
 {
 	if ((b->tab_used + 1) * 4 >= b->tab_cap * 3 && tab_grow(b))
 		return NULL;
-	uint64_t h = pd_labels_xxh64(key, klen, 0);
 	size_t j = h & (b->tab_cap - 1);
-	while (b->tab[j].key) {
-		if (b->tab[j].hash == h && b->tab[j].klen == klen &&
-		    memcmp(b->tab[j].key, key, klen) == 0)
+	while (b->tab[j].id) {
+		if (b->tab[j].hash == h && b->tab[j].kind == (uint32_t)kind &&
+		    key_eq(b, &b->tab[j], k))
 			return &b->tab[j];
 		j = (j + 1) & (b->tab_cap - 1);
 	}
 	b->tab[j].hash = h;
-	b->tab[j].klen = klen;
+	b->tab[j].kind = (uint32_t)kind;
 	return &b->tab[j];
 }
 
-/* Keeps a copy of key in the arena for a new slot. */
-static int claim(struct ingest_pb *b, struct slot *s, const uint8_t *key, size_t klen, uint64_t id)
+/* Gives the empty slot s the entry of index id - 1. */
+static int claim(struct ingest_pb *b, struct slot *s, uint64_t id)
 {
-	uint8_t *k = pd_arena_alloc(b->arena, klen ? klen : 1);
-	if (!k)
+	if (id > UINT32_MAX)
 		return oom(b);
-	memcpy(k, key, klen);
-	s->key = k;
-	s->id = id;
+	s->id = (uint32_t)id;
 	b->tab_used++;
 	return 0;
-}
-
-static int key_start(struct ingest_pb *b, int kind)
-{
-	b->key.len = 0;
-	uint8_t k = (uint8_t)kind;
-	return pd_buf_append(&b->key, &k, 1) ? oom(b) : 0;
-}
-
-static int key_add(struct ingest_pb *b, const void *p, size_t n)
-{
-	return pd_buf_append(&b->key, p, n) ? oom(b) : 0;
 }
 
 int64_t ingest_pb_str(struct ingest_pb *b, const char *s, size_t len)
@@ -199,19 +252,25 @@ int64_t ingest_pb_str(struct ingest_pb *b, const char *s, size_t len)
 		return -1;
 	if (len == 0 && b->nstr > 0)
 		return 0;
-	if (key_start(b, K_STR) || key_add(b, s, len))
-		return -1;
-	struct slot *sl = lookup(b, (const uint8_t *)b->key.data, b->key.len);
+	struct key k = {.p = s, .n = len};
+	struct slot *sl = lookup(b, K_STR, key_hash(K_STR, s, len), &k);
 	if (!sl)
 		return -1;
-	if (sl->key)
+	if (sl->id)
 		return (int64_t)sl->id - 1;
 	if (grow(b, (void **)&b->str, &b->cap_str, b->nstr, sizeof(*b->str)) ||
 	    grow(b, (void **)&b->str_len, &b->cap_str_len, b->nstr, sizeof(*b->str_len)))
 		return -1;
-	if (claim(b, sl, (const uint8_t *)b->key.data, b->key.len, b->nstr + 1))
+	char *c = pd_arena_alloc(b->arena, len ? len : 1);
+	if (!c) {
+		oom(b);
 		return -1;
-	b->str[b->nstr] = (const char *)sl->key + 1;
+	}
+	if (len)
+		memcpy(c, s, len);
+	if (claim(b, sl, b->nstr + 1))
+		return -1;
+	b->str[b->nstr] = c;
 	b->str_len[b->nstr] = len;
 	return (int64_t)b->nstr++;
 }
@@ -296,15 +355,14 @@ uint64_t ingest_pb_function_strs(struct ingest_pb *b, int64_t name, int64_t syst
 	if (b->rc)
 		return 0;
 	int64_t f[4] = {name, system_name, file, start_line};
-	if (key_start(b, K_FUNC) || key_add(b, f, sizeof(f)))
-		return 0;
-	struct slot *sl = lookup(b, (const uint8_t *)b->key.data, b->key.len);
+	struct key k = {.w = f};
+	struct slot *sl = lookup(b, K_FUNC, key_hash(K_FUNC, f, sizeof(f)), &k);
 	if (!sl)
 		return 0;
-	if (sl->key)
+	if (sl->id)
 		return sl->id;
 	if (grow(b, (void **)&b->fn, &b->cap_fn, b->nfn, sizeof(*b->fn)) ||
-	    claim(b, sl, (const uint8_t *)b->key.data, b->key.len, b->nfn + 1))
+	    claim(b, sl, b->nfn + 1))
 		return 0;
 	b->fn[b->nfn] = (struct pd_pprof_pfunction){
 	    .id = b->nfn + 1, .name = f[0], .system_name = f[1], .filename = f[2],
@@ -319,16 +377,16 @@ uint64_t ingest_pb_mapping(struct ingest_pb *b, uint64_t start, uint64_t limit, 
 	int64_t fname = 0, bid = 0;
 	if (symbol(b, filename, filename_len, &fname) || symbol(b, build_id, build_id_len, &bid))
 		return 0;
-	int64_t k[6] = {(int64_t)start, (int64_t)limit, (int64_t)offset, fname, bid, has_functions};
-	if (key_start(b, K_MAP) || key_add(b, k, sizeof(k)))
-		return 0;
-	struct slot *sl = lookup(b, (const uint8_t *)b->key.data, b->key.len);
+	int64_t w[6] = {(int64_t)start, (int64_t)limit, (int64_t)offset, fname, bid,
+			has_functions != 0};
+	struct key k = {.w = w};
+	struct slot *sl = lookup(b, K_MAP, key_hash(K_MAP, w, sizeof(w)), &k);
 	if (!sl)
 		return 0;
-	if (sl->key)
+	if (sl->id)
 		return sl->id;
 	if (grow(b, (void **)&b->map, &b->cap_map, b->nmap, sizeof(*b->map)) ||
-	    claim(b, sl, (const uint8_t *)b->key.data, b->key.len, b->nmap + 1))
+	    claim(b, sl, b->nmap + 1))
 		return 0;
 	b->map[b->nmap] = (struct pd_pprof_pmapping){.id = b->nmap + 1,
 						     .memory_start = start,
@@ -345,18 +403,22 @@ uint64_t ingest_pb_location(struct ingest_pb *b, uint64_t mapping_id, uint64_t a
 {
 	if (b->rc)
 		return 0;
-	uint64_t h[2] = {mapping_id, address};
-	if (key_start(b, K_LOC) || key_add(b, h, sizeof(h)))
-		return 0;
-	for (size_t i = 0; i < nlines; i++) {
-		int64_t l[2] = {(int64_t)lines[i].function_id, lines[i].line};
-		if (key_add(b, l, sizeof(l)))
-			return 0;
+	int64_t w[2] = {(int64_t)mapping_id, (int64_t)address};
+	/* the mapping and the address, then the lines (two words each, no padding) */
+	_Static_assert(sizeof(struct ingest_pb_line) == 2 * sizeof(int64_t), "a line is 2 words");
+	uint64_t h;
+	if (nlines == 1) {
+		int64_t one[4] = {w[0], w[1], (int64_t)lines[0].function_id, lines[0].line};
+		h = key_hash(K_LOC, one, sizeof(one));
+	} else {
+		h = XXH3_64bits_withSeed(lines, nlines * sizeof(*lines),
+					 key_hash(K_LOC, w, sizeof(w)));
 	}
-	struct slot *sl = lookup(b, (const uint8_t *)b->key.data, b->key.len);
+	struct key k = {.w = w, .p = lines, .n = nlines};
+	struct slot *sl = lookup(b, K_LOC, h, &k);
 	if (!sl)
 		return 0;
-	if (sl->key)
+	if (sl->id)
 		return sl->id;
 	struct pd_pprof_pline *pl = NULL;
 	if (nlines && !(pl = pd_arena_calloc(b->arena, nlines, sizeof(*pl)))) {
@@ -367,7 +429,7 @@ uint64_t ingest_pb_location(struct ingest_pb *b, uint64_t mapping_id, uint64_t a
 		pl[i] = (struct pd_pprof_pline){.function_id = lines[i].function_id,
 						.line = lines[i].line};
 	if (grow(b, (void **)&b->loc, &b->cap_loc, b->nloc, sizeof(*b->loc)) ||
-	    claim(b, sl, (const uint8_t *)b->key.data, b->key.len, b->nloc + 1))
+	    claim(b, sl, b->nloc + 1))
 		return 0;
 	b->loc[b->nloc] = (struct pd_pprof_plocation){.id = b->nloc + 1,
 						      .mapping_id = mapping_id,
@@ -413,12 +475,13 @@ int ingest_pb_sample(struct ingest_pb *b, const uint64_t *locs, size_t nlocs,
 	}
 	struct slot *sl = NULL;
 	if (merge) {
-		if (key_start(b, K_SAMPLE) || key_add(b, &nlocs, sizeof(nlocs)) ||
-		    key_add(b, locs, nlocs * sizeof(*locs)) || key_add(b, pl, nlabels * sizeof(*pl)))
+		uint64_t h = key_hash(K_SAMPLE, locs, nlocs * sizeof(*locs));
+		if (nlabels)
+			h = XXH3_64bits_withSeed(pl, nlabels * sizeof(*pl), h);
+		struct key k = {.p = locs, .n = nlocs, .lab = pl, .nlab = nlabels};
+		if (!(sl = lookup(b, K_SAMPLE, h, &k)))
 			return b->rc;
-		if (!(sl = lookup(b, (const uint8_t *)b->key.data, b->key.len)))
-			return b->rc;
-		if (sl->key) {
+		if (sl->id) {
 			struct pd_pprof_psample *s = &b->smp[sl->id - 1];
 			for (size_t i = 0; i < nvalues; i++)
 				if (__builtin_add_overflow(s->value[i], values[i], &s->value[i]))
@@ -441,7 +504,7 @@ int ingest_pb_sample(struct ingest_pb *b, const uint64_t *locs, size_t nlocs,
 		memcpy(v, values, nvalues * sizeof(*v));
 	if (grow(b, (void **)&b->smp, &b->cap_smp, b->nsmp, sizeof(*b->smp)))
 		return b->rc;
-	if (sl && claim(b, sl, (const uint8_t *)b->key.data, b->key.len, b->nsmp + 1))
+	if (sl && claim(b, sl, b->nsmp + 1))
 		return b->rc;
 	b->smp[b->nsmp++] = (struct pd_pprof_psample){.location_id = l,
 						      .nlocation = nlocs,
