@@ -82,7 +82,25 @@ struct prof {
 	uint32_t kind, group;
 	struct ingest_pb *b;
 	uint64_t mapping;
-	unsigned mask; /* the allocation kinds seen (K_ALLOC) */
+	unsigned mask;  /* the allocation kinds seen (K_ALLOC) */
+	uint64_t chunk; /* the last chunk whose sums it takes (1-based), and its */
+	uint32_t batch; /* batch of sums in that chunk */
+};
+
+/* What the chunk's frames make in the profile being built, for the sums of one
+ * profile after another (gen numbers them within the chunk): a frame's location
+ * (0: left out) by frame key, a method's function by its index in the pool, and
+ * the method's name, made once a chunk (into names). */
+struct frame_memo {
+	uint32_t gen, loc;
+};
+
+enum { NAME_UNKNOWN = 0, NAME_OK, NAME_MISSING };
+
+struct method_memo {
+	uint32_t gen, fn;
+	uint32_t name_state, name_len;
+	size_t name_off;
 };
 
 struct conv {
@@ -106,11 +124,21 @@ struct conv {
 	struct jfr_map sum_ids;
 	struct prof *profs;
 	size_t nprofs, cap_profs;
-	struct jfr_map prof_ids, locs, funcs; /* locs, funcs: this chunk's */
+	struct jfr_map prof_ids;
+	uint64_t chunk; /* chunks read */
+	/* this chunk's frames and methods (see struct frame_memo), and its sums in
+	 * the order they are turned into samples: profile by profile */
+	uint32_t gen;
+	struct frame_memo *fmemo;
+	size_t cap_fmemo;
+	struct method_memo *mmemo;
+	size_t cap_mmemo;
+	char *names;
+	size_t names_len, cap_names;
+	uint32_t *order, *batch_start;
+	size_t cap_order, cap_batch;
 	uint64_t *scratch;
 	size_t cap_scratch;
-	char *name;
-	size_t cap_name;
 };
 
 static int oom(struct conv *c)
@@ -435,21 +463,17 @@ static int profile_of(struct conv *c, uint32_t kind, uint32_t group, struct prof
 	return 0;
 }
 
-/* The function of method in profile pi (cached for the chunk); 0 when the
- * method or its class is not in the pools, so that the frame is left out, as
- * the reference converter leaves it out. */
-static int function_of(struct conv *c, struct jfr_parser *p, struct prof *pr, uint32_t pi,
-                       uint64_t method, uint64_t *fn)
+/* The method's name, class.method from the symbol pool with JVM-generated
+ * numbers replaced, made once a chunk: NAME_OK with it in names, or
+ * NAME_MISSING when the method or its class is not in the pools. */
+static int method_name(struct conv *c, struct jfr_parser *p, struct method_memo *mm,
+                       uint64_t method)
 {
-	uint32_t v;
-	*fn = 0;
-	if (jfr_map_get(&c->funcs, pi, method, 0, &v)) {
-		*fn = v;
+	uint64_t cls, name_sym, cls_sym;
+	if (!jfr_method(p, method, &cls, &name_sym) || !jfr_class(p, cls, &cls_sym)) {
+		mm->name_state = NAME_MISSING;
 		return 0;
 	}
-	uint64_t cls, name_sym, cls_sym;
-	if (!jfr_method(p, method, &cls, &name_sym) || !jfr_class(p, cls, &cls_sym))
-		return 0;
 	struct jfr_str cn = jfr_symbol(p, cls_sym), mn = jfr_symbol(p, name_sym);
 	/* checked before the names are rewritten, which costs their length */
 	if ((size_t)cn.len + mn.len + 1 > c->lim.max_symbol_len) {
@@ -460,64 +484,95 @@ static int function_of(struct conv *c, struct jfr_parser *p, struct prof *pr, ui
 				  (size_t)cn.len + mn.len + 1, c->lim.max_symbol_len,
 				  pd_ingest_limit_flag(PD_INGEST_LIMIT_SYMBOL_LEN));
 	}
+	/* what the names take is charged as work, which bounds it by the recording */
 	size_t need = (size_t)cn.len + mn.len + 8;
-	if (need > c->cap_name) {
-		char *q = realloc(c->name, need);
-		if (!q)
-			return oom(c);
-		c->name = q;
-		c->cap_name = need;
-	}
-	size_t l = jfr_symbol_normalize(cn.s, cn.len, c->name);
-	c->name[l++] = '.';
-	l += jfr_symbol_normalize(mn.s, mn.len, c->name + l);
-	int rc = jfr_charge(p, l, c->err);
+	int rc = jfr_charge(p, need, c->err);
 	if (rc)
 		return rc;
-	/* no system name, as the reference converter has it */
-	*fn = ingest_pb_function(pr->b, c->name, l, "", 0, NULL, 0, 0);
-	if (!*fn)
-		return pb_failed(c, pr->b);
-	if (*fn > UINT32_MAX - 2 || jfr_map_put(&c->funcs, pi, method, 0, (uint32_t)*fn))
-		return oom(c);
+	if (c->names_len + need > c->cap_names) {
+		size_t nc = c->cap_names ? c->cap_names : 4096;
+		while (nc < c->names_len + need)
+			nc *= 2;
+		char *q = realloc(c->names, nc);
+		if (!q)
+			return oom(c);
+		c->names = q;
+		c->cap_names = nc;
+	}
+	char *o = c->names + c->names_len;
+	size_t l = jfr_symbol_normalize(cn.s, cn.len, o);
+	o[l++] = '.';
+	l += jfr_symbol_normalize(mn.s, mn.len, o + l);
+	mm->name_state = NAME_OK;
+	mm->name_off = c->names_len;
+	mm->name_len = (uint32_t)l;
+	c->names_len += l;
 	return 0;
 }
 
-static int flush_sum(struct conv *c, struct jfr_parser *p, const struct sum *s)
+/* The function of the method of pool index mi in profile pr (made once for the
+ * profile's sums of the chunk); 0 when the method or its class is not in the
+ * pools, so that the frame is left out, as the reference converter leaves it
+ * out. */
+static int function_of(struct conv *c, struct jfr_parser *p, struct prof *pr, long mi,
+                       uint64_t method, uint64_t *fn)
+{
+	struct method_memo *mm = &c->mmemo[mi];
+	*fn = 0;
+	if (mm->gen == c->gen) {
+		*fn = mm->fn;
+		return 0;
+	}
+	int rc;
+	if (mm->name_state == NAME_UNKNOWN && (rc = method_name(c, p, mm, method)))
+		return rc;
+	if (mm->name_state == NAME_OK) {
+		/* no system name, as the reference converter has it */
+		*fn = ingest_pb_function(pr->b, c->names + mm->name_off, mm->name_len, "", 0,
+		                         NULL, 0, 0);
+		if (!*fn)
+			return pb_failed(c, pr->b);
+		if (*fn > UINT32_MAX - 2)
+			return oom(c);
+	}
+	mm->gen = c->gen;
+	mm->fn = (uint32_t)*fn;
+	return 0;
+}
+
+static int flush_sum(struct conv *c, struct jfr_parser *p, const struct sum *s, struct prof *pr,
+                     const struct jfr_frame *frames)
 {
 	const struct jfr_stack *st = jfr_stack(p, s->stack);
-	if (!st)
-		return 0; /* as the reference converter: events without their stack are left out */
-	struct prof *pr = NULL;
-	int rc = profile_of(c, s->kind, s->group, &pr);
-	if (rc)
-		return rc;
-	uint32_t pi = (uint32_t)(pr - c->profs);
+	int rc;
 	if ((rc = jfr_charge(p, (uint64_t)st->n + 1, c->err)))
 		return rc;
 	if (grow((void **)&c->scratch, &c->cap_scratch, st->n, sizeof(*c->scratch)))
 		return oom(c);
 	size_t n = 0;
 	for (uint32_t i = 0; i < st->n; i++) {
-		const struct jfr_frame *f = &st->frames[i];
-		uint32_t loc;
-		if (jfr_map_get(&c->locs, pi, f->method, f->line, &loc)) {
-			c->scratch[n++] = loc;
+		struct frame_memo *fm = &c->fmemo[st->frames[i]];
+		if (fm->gen == c->gen) {
+			if (fm->loc)
+				c->scratch[n++] = fm->loc;
 			continue;
 		}
-		uint64_t fn;
-		if ((rc = function_of(c, p, pr, pi, f->method, &fn)))
+		const struct jfr_frame *f = &frames[st->frames[i]];
+		long mi = jfr_method_index(p, f->method);
+		uint64_t fn = 0, id = 0;
+		if (mi >= 0 && (rc = function_of(c, p, pr, mi, f->method, &fn)))
 			return rc;
-		if (!fn)
-			continue;
-		struct ingest_pb_line ln = {.function_id = fn, .line = (int64_t)f->line};
-		uint64_t id = ingest_pb_location(pr->b, pr->mapping, 0, &ln, 1);
-		if (!id)
-			return pb_failed(c, pr->b);
-		if (id > UINT32_MAX - 2 ||
-		    jfr_map_put(&c->locs, pi, f->method, f->line, (uint32_t)id))
-			return oom(c);
-		c->scratch[n++] = id;
+		if (fn) {
+			struct ingest_pb_line ln = {.function_id = fn, .line = (int64_t)f->line};
+			if (!(id = ingest_pb_location(pr->b, pr->mapping, 0, &ln, 1)))
+				return pb_failed(c, pr->b);
+			if (id > UINT32_MAX - 2)
+				return oom(c);
+		}
+		fm->gen = c->gen;
+		fm->loc = (uint32_t)id;
+		if (id)
+			c->scratch[n++] = id;
 	}
 	const struct kind_def *k = &kinds[s->kind];
 	int64_t v[MAXV];
@@ -536,18 +591,83 @@ static int flush_sum(struct conv *c, struct jfr_parser *p, const struct sum *s)
 	return 0;
 }
 
+/* Turns the chunk's sums into samples, the sums of one profile after another
+ * (each profile's in the order they came, so that its ids come in the same
+ * order as when the sums are taken in turn), with the memos of the chunk's
+ * frames and methods sized by its pools. */
 static int on_chunk_end(void *ctx, struct jfr_parser *p)
 {
 	struct conv *c = ctx;
+	size_t nframes = 0, nmethods = jfr_method_count(p);
+	const struct jfr_frame *frames = jfr_frames(p, &nframes);
+	int rc = 0;
+	c->chunk++;
+	if ((nframes &&
+	     grow((void **)&c->fmemo, &c->cap_fmemo, nframes - 1, sizeof(*c->fmemo))) ||
+	    (nmethods &&
+	     grow((void **)&c->mmemo, &c->cap_mmemo, nmethods - 1, sizeof(*c->mmemo))) ||
+	    (c->nsums && grow((void **)&c->order, &c->cap_order, c->nsums, sizeof(*c->order))))
+		return oom(c);
+	if (nframes)
+		memset(c->fmemo, 0, nframes * sizeof(*c->fmemo));
+	if (nmethods)
+		memset(c->mmemo, 0, nmethods * sizeof(*c->mmemo));
+	c->names_len = 0;
+	c->gen = 0;
+	/* each sum's profile (made in the order of the sums) and its batch: the
+	 * chunk's sums of one profile; order[i] is sum i's batch for now */
+	size_t nb = 0;
 	for (size_t i = 0; i < c->nsums; i++) {
-		int rc = flush_sum(c, p, &c->sums[i]);
-		if (rc)
+		struct sum *s = &c->sums[i];
+		struct prof *pr = NULL;
+		c->order[i] = UINT32_MAX;
+		if (!jfr_stack(p, s->stack))
+			continue; /* as the reference converter: events without their stack
+			             are left out */
+		if ((rc = profile_of(c, s->kind, s->group, &pr)))
 			return rc;
+		if (pr->chunk != c->chunk) {
+			if (grow((void **)&c->batch_start, &c->cap_batch, nb + 1,
+			         sizeof(*c->batch_start)))
+				return oom(c);
+			pr->chunk = c->chunk;
+			pr->batch = (uint32_t)nb;
+			c->batch_start[nb++] = 0;
+		}
+		c->order[i] = pr->batch;
+		c->batch_start[pr->batch]++;
 	}
+	/* counts to starts, then the sums placed batch by batch: order[nsums..) */
+	uint32_t at = 0;
+	if (grow((void **)&c->batch_start, &c->cap_batch, nb, sizeof(*c->batch_start)))
+		return oom(c);
+	for (size_t b = 0; b < nb; b++) {
+		uint32_t k = c->batch_start[b];
+		c->batch_start[b] = at;
+		at += k;
+	}
+	c->batch_start[nb] = at;
+	uint32_t *sorted = NULL;
+	if (at && !(sorted = malloc(at * sizeof(*sorted))))
+		return oom(c);
+	for (size_t i = 0; i < c->nsums; i++)
+		if (c->order[i] != UINT32_MAX)
+			sorted[c->batch_start[c->order[i]]++] = (uint32_t)i;
+	for (size_t b = 0, i = 0; b < nb && !rc; b++) {
+		c->gen++;
+		size_t end = c->batch_start[b];
+		for (; i < end && !rc; i++) {
+			const struct sum *s = &c->sums[sorted[i]];
+			uint32_t pi;
+			jfr_map_get(&c->prof_ids, s->kind, s->group, 0, &pi);
+			rc = flush_sum(c, p, s, &c->profs[pi], frames);
+		}
+	}
+	free(sorted);
+	if (rc)
+		return rc;
 	c->nsums = 0;
 	jfr_map_clear(&c->sum_ids);
-	jfr_map_clear(&c->locs);
-	jfr_map_clear(&c->funcs);
 	return 0;
 }
 
@@ -693,14 +813,16 @@ static void conv_fini(struct conv *c)
 	free(c->profs);
 	free(c->sums);
 	free(c->scratch);
-	free(c->name);
+	free(c->fmemo);
+	free(c->mmemo);
+	free(c->names);
+	free(c->order);
+	free(c->batch_start);
 	free(c->event);
 	jfr_map_fini(&c->group_by_key);
 	jfr_map_fini(&c->group_by_ctx);
 	jfr_map_fini(&c->sum_ids);
 	jfr_map_fini(&c->prof_ids);
-	jfr_map_fini(&c->locs);
-	jfr_map_fini(&c->funcs);
 }
 
 int ingest_jfr(const struct ingest_meta *m, const uint8_t *body, size_t len,
@@ -719,8 +841,6 @@ int ingest_jfr(const struct ingest_meta *m, const uint8_t *body, size_t len,
 	jfr_map_init(&c.group_by_ctx);
 	jfr_map_init(&c.sum_ids);
 	jfr_map_init(&c.prof_ids);
-	jfr_map_init(&c.locs);
-	jfr_map_init(&c.funcs);
 	c.period = m->sample_rate ? 1000000000ull / m->sample_rate : 0;
 	if (is_multipart(content_type)) {
 		struct pd_ingest_part parts[16];

@@ -68,13 +68,16 @@ struct jfr_event {
 	struct jfr_str name, value;
 };
 
+/* A distinct frame of a chunk: a method at a line. The reader numbers the
+ * chunk's distinct frames from 0 (their frame keys) as it reads the stacks, so
+ * that the converter can cache what it makes of a frame in an array. */
 struct jfr_frame {
 	uint64_t method;
 	uint32_t line;
 };
 
 struct jfr_stack {
-	struct jfr_frame *frames; /* leaf first */
+	const uint32_t *frames; /* frame keys (jfr_frames), leaf first */
 	uint32_t n;
 };
 
@@ -104,6 +107,12 @@ int jfr_parse(const uint8_t *buf, size_t len, const struct jfr_limits *lim,
 /* Lookups in the current chunk's constant pools, for the callbacks; the results
  * are borrowed until the chunk ends. NULL / 0 when the id is not there. */
 const struct jfr_stack *jfr_stack(const struct jfr_parser *p, uint64_t id);
+/* The chunk's distinct frames, indexed by frame key; *n of them. */
+const struct jfr_frame *jfr_frames(const struct jfr_parser *p, size_t *n);
+/* The number of entries of the method pool, and the index there (below that
+ * number) of the method of id; -1 when it is not there. */
+size_t jfr_method_count(const struct jfr_parser *p);
+long jfr_method_index(const struct jfr_parser *p, uint64_t id);
 /* The method's class and name symbol. */
 int jfr_method(const struct jfr_parser *p, uint64_t id, uint64_t *class_id, uint64_t *name_sym);
 /* The class's name symbol. */

@@ -122,6 +122,17 @@ static void chunk_reset(struct jfr_parser *p)
 	p->nfields = 0;
 	pd_u64map_fini(&p->cls_ids);
 	pd_u64map_init(&p->cls_ids);
+	/* the frame table: emptied at the cost of what the chunk put in it, or
+	 * dropped when far larger than that (a large chunk before small ones) */
+	if (p->fk_cap > 4 * p->nfkeys + 1024) {
+		free(p->fk_tab);
+		p->fk_tab = NULL;
+		p->mem -= p->fk_cap * sizeof(*p->fk_tab);
+		p->fk_cap = 0;
+	} else if (p->fk_cap) {
+		memset(p->fk_tab, 0, p->fk_cap * sizeof(*p->fk_tab));
+	}
+	p->nfkeys = 0;
 	for (int k = 0; k < NPOOL; k++) {
 		pd_u64map_fini(&p->pools[k].ids);
 		pd_u64map_init(&p->pools[k].ids);
@@ -234,5 +245,7 @@ int jfr_parse(const uint8_t *buf, size_t len, const struct jfr_limits *lim,
 	}
 	free(p.cls);
 	free(p.fields);
+	free(p.fkeys);
+	free(p.fk_tab);
 	return p.rc;
 }

@@ -131,6 +131,12 @@ struct jfr_parser {
 	uint8_t frame_fast[FRAME_MAX_FIELDS], frame_role[FRAME_MAX_FIELDS];
 	uint32_t frame_nf;
 	struct pool pools[NPOOL];
+	/* this chunk's distinct frames (struct jfr_stack's frame keys index them),
+	 * and an open-addressing table of them: key + 1, 0 when empty */
+	struct jfr_frame *fkeys;
+	size_t nfkeys, cap_fkeys;
+	uint32_t *fk_tab;
+	size_t fk_cap;
 };
 
 /* ---- errors and limits (jfr_value.c) --------------------------------------- */
@@ -220,6 +226,16 @@ static inline int jfr_count(struct jfr_parser *p, struct rd *r, const char *what
 		return jfr_fail(p, at, PD_EINVAL, "%s count %u exceeds the %zu bytes left", what,
 		                *n, r->end - r->pos);
 	return 0;
+}
+
+/* The slot of frame (method, line) in a table of cap slots (a power of two). */
+static inline size_t jfr_frame_slot(uint64_t method, uint32_t line, size_t cap)
+{
+	uint64_t h = method * 0x9e3779b97f4a7c15ull ^ (uint64_t)line * 0xc2b2ae3d27d4eb4full;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	return (size_t)h & (cap - 1);
 }
 
 /* ---- strings and values (jfr_value.c) -------------------------------------- */

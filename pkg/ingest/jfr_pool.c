@@ -205,6 +205,24 @@ const struct jfr_stack *jfr_stack(const struct jfr_parser *p, uint64_t id)
 	return lookup(p, POOL_STACK, id);
 }
 
+const struct jfr_frame *jfr_frames(const struct jfr_parser *p, size_t *n)
+{
+	*n = p->nfkeys;
+	return p->fkeys;
+}
+
+size_t jfr_method_count(const struct jfr_parser *p)
+{
+	return p->pools[POOL_METHOD].n;
+}
+
+long jfr_method_index(const struct jfr_parser *p, uint64_t id)
+{
+	const struct pool *pl = &p->pools[POOL_METHOD];
+	const struct method *m = lookup(p, POOL_METHOD, id);
+	return m ? (long)(m - (const struct method *)pl->v) : -1;
+}
+
 int jfr_method(const struct jfr_parser *p, uint64_t id, uint64_t *class_id, uint64_t *name_sym)
 {
 	const struct method *m = lookup(p, POOL_METHOD, id);

@@ -354,32 +354,126 @@ static inline int skip_int(struct jfr_parser *p, struct rd *r, uint8_t fast)
 	return fast_int(p, r, fast, &u);
 }
 
+/* ---- stack frames ----------------------------------------------------------- */
+
+static int fk_grow(struct jfr_parser *p, size_t at)
+{
+	size_t nc = p->fk_cap ? p->fk_cap * 2 : 1024;
+	size_t add = (nc - p->fk_cap) * sizeof(*p->fk_tab);
+	if (nc > UINT32_MAX || p->mem + add > p->lim.max_memory)
+		return jfr_too_big(p, at, "memory");
+	uint32_t *t = calloc(nc, sizeof(*t));
+	if (!t)
+		return jfr_fail(p, at, PD_ENOMEM, "out of memory");
+	p->mem += add;
+	for (size_t k = 0; k < p->nfkeys; k++) {
+		const struct jfr_frame *f = &p->fkeys[k];
+		size_t i = jfr_frame_slot(f->method, f->line, nc);
+		while (t[i])
+			i = (i + 1) & (nc - 1);
+		t[i] = (uint32_t)k + 1;
+	}
+	free(p->fk_tab);
+	p->fk_tab = t;
+	p->fk_cap = nc;
+	return 0;
+}
+
+/* The frame key of (method, line): its index among the chunk's distinct frames,
+ * added when new. */
+static inline int frame_key(struct jfr_parser *p, uint64_t method, uint32_t line, size_t at,
+                            uint32_t *key)
+{
+	if ((p->nfkeys + 1) * 2 > p->fk_cap && fk_grow(p, at))
+		return p->rc;
+	size_t mask = p->fk_cap - 1;
+	for (size_t i = jfr_frame_slot(method, line, p->fk_cap);; i = (i + 1) & mask) {
+		uint32_t v = p->fk_tab[i];
+		if (!v) {
+			if (jfr_grow(p, (void **)&p->fkeys, &p->cap_fkeys, p->nfkeys,
+			             sizeof(*p->fkeys), at))
+				return p->rc;
+			p->fkeys[p->nfkeys] = (struct jfr_frame){.method = method, .line = line};
+			p->fk_tab[i] = (uint32_t)++p->nfkeys;
+			*key = v = (uint32_t)p->nfkeys - 1;
+			return 0;
+		}
+		const struct jfr_frame *f = &p->fkeys[v - 1];
+		if (f->method == method && f->line == line) {
+			*key = v - 1;
+			return 0;
+		}
+	}
+}
+
+/* A compressed integer at b, with at least 9 bytes readable: its length (at most
+ * 9: the ninth byte is whole). */
+static inline size_t uvar(const uint8_t *b, uint64_t *v)
+{
+	uint64_t x = b[0] & 0x7f;
+	size_t i = 1;
+	if (b[0] >= 0x80) {
+		for (unsigned shift = 7;; shift += 7) {
+			uint8_t c = b[i++];
+			if (shift == 56) {
+				x |= (uint64_t)c << 56;
+				break;
+			}
+			x |= (uint64_t)(c & 0x7f) << shift;
+			if (c < 0x80)
+				break;
+		}
+	}
+	*v = x;
+	return i;
+}
+
 /* The frames of a stack whose frame fields are all compressed integers
- * (p->frame_nf of them), counted as jfr_read_field counts them. */
-static int read_frames_fast(struct jfr_parser *p, struct rd *r, struct jfr_stack *st)
+ * (p->frame_nf of them), counted as jfr_read_field counts them, as frame keys.
+ * Where the event has room for a frame's longest encoding its fields are read
+ * without bound checks; near the end, by the checked reads. */
+static int read_frames_fast(struct jfr_parser *p, struct rd *r, uint32_t n, uint32_t *keys)
 {
 	uint32_t nf = p->frame_nf;
-	if (jfr_work(p, r, (uint64_t)st->n * (nf + 1)))
+	if (jfr_work(p, r, (uint64_t)n * (nf + 1)))
 		return p->rc;
-	for (uint32_t i = 0; i < st->n; i++) {
-		struct jfr_frame *fr = &st->frames[i];
-		fr->method = 0;
-		fr->line = 0;
-		for (uint32_t j = 0; j < nf; j++) {
-			uint64_t u = 0;
-			uint8_t role = p->frame_role[j];
-			if (!role) {
-				if (skip_int(p, r, p->frame_fast[j]))
-					return p->rc;
-				continue;
+	const uint8_t *fast = p->frame_fast, *role = p->frame_role;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t method = 0;
+		uint32_t line = 0;
+		size_t at = r->pos;
+		if (r->end - r->pos >= 10 * (size_t)nf) {
+			const uint8_t *b = r->b + r->pos;
+			size_t k = 0;
+			for (uint32_t j = 0; j < nf; j++) {
+				uint64_t u;
+				size_t l = uvar(b + k, &u);
+				if (fast[j] == 2) {
+					if (l > 5)
+						return jfr_fail(p, r->pos + k, PD_EINVAL,
+						                "a 32-bit integer runs past its size");
+					u = (uint32_t)u;
+				}
+				k += l;
+				if (role[j] == R_FRAME_METHOD)
+					method = u;
+				else if (role[j] == R_FRAME_LINE)
+					line = (uint32_t)u;
 			}
-			if (fast_int(p, r, p->frame_fast[j], &u))
-				return p->rc;
-			if (role == R_FRAME_METHOD)
-				fr->method = u;
-			else if (role == R_FRAME_LINE)
-				fr->line = (uint32_t)u;
+			r->pos += k;
+		} else {
+			for (uint32_t j = 0; j < nf; j++) {
+				uint64_t u = 0;
+				if (fast_int(p, r, fast[j], &u))
+					return p->rc;
+				if (role[j] == R_FRAME_METHOD)
+					method = u;
+				else if (role[j] == R_FRAME_LINE)
+					line = (uint32_t)u;
+			}
 		}
+		if (frame_key(p, method, line, at, &keys[i]))
+			return p->rc;
 	}
 	return 0;
 }
@@ -436,17 +530,18 @@ int jfr_read_frames(struct jfr_parser *p, struct rd *r, const struct field *f, s
 	size_t at = r->pos;
 	if (jfr_count(p, r, "stack frame", &n))
 		return p->rc;
-	st->frames = jfr_arena_alloc(p, (size_t)n * sizeof(*st->frames), at);
-	if (!st->frames)
+	uint32_t *keys = jfr_arena_alloc(p, (size_t)n * sizeof(*keys), at);
+	if (!keys)
 		return p->rc;
+	st->frames = keys;
 	st->n = n;
 	const struct cls *c = &p->cls[f->cls];
 	if (p->frame_nf && p->frame_nf == c->nf && f->cls == p->stack_frame_cls)
-		return read_frames_fast(p, r, st);
+		return read_frames_fast(p, r, n, keys);
 	for (uint32_t i = 0; i < n; i++) {
-		struct jfr_frame *fr = &st->frames[i];
-		fr->method = 0;
-		fr->line = 0;
+		uint64_t method = 0;
+		uint32_t line = 0;
+		size_t fat = r->pos;
 		if (jfr_work(p, r, 1))
 			return p->rc;
 		for (uint32_t j = 0; j < c->nf; j++) {
@@ -455,10 +550,12 @@ int jfr_read_frames(struct jfr_parser *p, struct rd *r, const struct field *f, s
 			if (jfr_read_field(p, r, ff, 2, &u, NULL))
 				return p->rc;
 			if (ff->role == R_FRAME_METHOD)
-				fr->method = u;
+				method = u;
 			else if (ff->role == R_FRAME_LINE)
-				fr->line = (uint32_t)u;
+				line = (uint32_t)u;
 		}
+		if (frame_key(p, method, line, fat, &keys[i]))
+			return p->rc;
 	}
 	return 0;
 }
