@@ -207,7 +207,8 @@ static int key_eq(const struct ingest_pb *b, const struct slot *s, const struct 
 		    (k->n && memcmp(sm->location_id, k->p, k->n * sizeof(uint64_t)) != 0))
 			return 0;
 		for (size_t j = 0; j < k->nlab; j++)
-			if (sm->label[j].key != k->lab[j].key || sm->label[j].str != k->lab[j].str ||
+			if (sm->label[j].key != k->lab[j].key ||
+			    sm->label[j].str != k->lab[j].str ||
 			    sm->label[j].num != k->lab[j].num ||
 			    sm->label[j].num_unit != k->lab[j].num_unit)
 				return 0;

@@ -113,6 +113,7 @@ struct conv {
 	uint64_t count; /* the last wall clock sample's count, which the reference
 	                   converter goes on using as the count of later events */
 	char *event;    /* the recording's "event" setting (cpu, itimer, wall) */
+	int wall;       /* 1: event is "wall" */
 	struct group *groups;
 	size_t ngroups, cap_groups;
 	struct jfr_map group_by_key, group_by_ctx;
@@ -357,7 +358,7 @@ static int on_event(void *ctx, struct jfr_parser *p, const struct jfr_event *ev)
 {
 	struct conv *c = ctx;
 	struct jfr_str ts;
-	int wall = c->event && strcmp(c->event, "wall") == 0;
+	int wall = c->wall;
 	switch (ev->type) {
 	case JFR_EV_EXECUTION_SAMPLE: {
 		int rc = 0;
@@ -400,6 +401,7 @@ static int on_event(void *ctx, struct jfr_parser *p, const struct jfr_event *ev)
 		e[v.len] = 0;
 		free(c->event);
 		c->event = e;
+		c->wall = strcmp(e, "wall") == 0;
 		return 0;
 	}
 	}

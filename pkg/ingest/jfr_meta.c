@@ -277,8 +277,13 @@ int jfr_read_metadata(struct jfr_parser *p, size_t chunk, size_t chunk_end, size
 	for (size_t i = 0; i < p->ncls; i++) {
 		struct cls *c = &p->cls[i];
 		c->flat = c->prim == P_STRUCT && c->nf <= FLAT_MAX;
-		for (uint32_t j = 0; j < c->nf && c->flat; j++)
-			c->flat = p->fields[c->first + j].op != OP_NONE;
+		c->ints = c->flat;
+		for (uint32_t j = 0; j < c->nf && c->flat; j++) {
+			uint8_t op = p->fields[c->first + j].op;
+			c->flat = op != OP_NONE;
+			c->ints = c->ints && (op == OP_LONG || op == OP_INT);
+		}
+		c->ints = c->ints && c->flat;
 	}
 	for (int e = 0; e < JFR_EV_COUNT; e++) {
 		p->ev_cls[e] = class_named(p, event_names[e]);

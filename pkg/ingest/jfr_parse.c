@@ -40,6 +40,7 @@
  * nested values are at most 32 levels deep, and every value decoded counts
  * against lim->max_work (pools' memory against lim->max_memory), so a hostile
  * recording costs at most a small multiple of its size. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,12 +48,60 @@
 
 /* ---- events and chunks -------------------------------------------------------- */
 
+/* Where an event's integer of each role goes. */
+static const uint16_t role_off[R_SIZE + 1] = {
+    [R_STACK_TRACE] = offsetof(struct jfr_event, stack_trace),
+    [R_STATE] = offsetof(struct jfr_event, state),
+    [R_CONTEXT_ID] = offsetof(struct jfr_event, context_id),
+    [R_SPAN_ID] = offsetof(struct jfr_event, span_id),
+    [R_SPAN_NAME] = offsetof(struct jfr_event, span_name),
+    [R_SAMPLES] = offsetof(struct jfr_event, samples),
+    [R_TLAB_SIZE] = offsetof(struct jfr_event, tlab_size),
+    [R_ALLOCATION_SIZE] = offsetof(struct jfr_event, allocation_size),
+    [R_WEIGHT] = offsetof(struct jfr_event, weight),
+    [R_DURATION] = offsetof(struct jfr_event, duration),
+    [R_SIZE] = offsetof(struct jfr_event, size),
+};
+
 static int read_event(struct jfr_parser *p, struct rd *r, int e, struct jfr_event *ev)
 {
 	const struct cls *c = &p->cls[p->ev_cls[e]];
 	memset(ev, 0, sizeof(*ev));
 	ev->type = e;
 	ev->name.s = ev->value.s = "";
+	/* an event of compressed integers, the recording holding room for their
+	 * longest encodings: read in one loop without bound checks, then checked
+	 * to lie within the event; one that does not, or that holds an int of more
+	 * than 5 bytes, is read again by jfr_read_flat, which tells what is wrong */
+	if (c->ints && p->len - r->pos >= 10 * (size_t)c->nf &&
+	    p->work + c->nf <= p->lim.max_work) {
+		const struct field *f = &p->fields[c->first];
+		const uint8_t *b = r->b + r->pos;
+		size_t k = 0;
+		int bad = 0;
+		for (uint32_t i = 0; i < c->nf; i++) {
+			size_t l;
+			uint64_t u;
+			if (f[i].role && f[i].role <= R_SIZE) {
+				l = jfr_uvar(b + k, &u);
+				if (f[i].op == OP_INT)
+					u = (uint32_t)u;
+				*(uint64_t *)(void *)((char *)ev + role_off[f[i].role]) = u;
+			} else {
+				l = jfr_ulen(b + k);
+			}
+			bad |= l > 5 && f[i].op == OP_INT;
+			k += l;
+		}
+		if (!bad && k <= r->end - r->pos) {
+			r->pos += k;
+			p->work += c->nf;
+			return 0;
+		}
+		memset(ev, 0, sizeof(*ev));
+		ev->type = e;
+		ev->name.s = ev->value.s = "";
+	}
 	uint64_t v[FLAT_MAX];
 	if (c->flat && jfr_read_flat(p, r, c, v))
 		return p->rc;

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "jfr_int.h"
 
@@ -77,6 +78,7 @@ struct cls {
 	int prim;
 	uint32_t first, nf; /* fields[first .. first + nf) */
 	uint8_t flat;       /* 1: a struct of at most FLAT_MAX fields, each with an op */
+	uint8_t ints;       /* 1: flat, and each field a compressed integer (OP_LONG, OP_INT) */
 };
 
 struct method {
@@ -226,6 +228,46 @@ static inline int jfr_count(struct jfr_parser *p, struct rd *r, const char *what
 		return jfr_fail(p, at, PD_EINVAL, "%s count %u exceeds the %zu bytes left", what,
 		                *n, r->end - r->pos);
 	return 0;
+}
+
+/* A compressed integer at b, with at least 9 bytes readable: its length (at most
+ * 9: the ninth byte is whole). */
+static inline size_t jfr_uvar(const uint8_t *b, uint64_t *v)
+{
+	uint64_t x = b[0] & 0x7f;
+	size_t i = 1;
+	if (b[0] >= 0x80) {
+		for (unsigned shift = 7;; shift += 7) {
+			uint8_t c = b[i++];
+			if (shift == 56) {
+				x |= (uint64_t)c << 56;
+				break;
+			}
+			x |= (uint64_t)(c & 0x7f) << shift;
+			if (c < 0x80)
+				break;
+		}
+	}
+	*v = x;
+	return i;
+}
+
+/* The length of the compressed integer at b, with at least 9 bytes readable,
+ * found without decoding it: the first byte below 0x80 ends it (9 when none of
+ * the first 8 does). */
+static inline size_t jfr_ulen(const uint8_t *b)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t w;
+	memcpy(&w, b, 8);
+	uint64_t last = ~w & 0x8080808080808080ull; /* the bytes that end it */
+	return last ? ((size_t)__builtin_ctzll(last) >> 3) + 1 : 9;
+#else
+	size_t i = 0;
+	while (i < 8 && b[i] >= 0x80)
+		i++;
+	return i + 1;
+#endif
 }
 
 /* The slot of frame (method, line) in a table of cap slots (a power of two). */

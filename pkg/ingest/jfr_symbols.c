@@ -187,7 +187,9 @@ size_t jfr_symbol_normalize(const char *s, size_t n, char *out)
 			l = gl + 1;
 		}
 	}
-	size_t g = greedy_marker(out, l, "$$Lambda", 0);
+	/* both markers start with '$': most names have none */
+	int dollar = l && memchr(out, '$', l) != NULL;
+	size_t g = dollar ? greedy_marker(out, l, "$$Lambda", 0) : 0;
 	if (g) {
 		out[g] = '_';
 		l = g + 1;
@@ -207,7 +209,7 @@ size_t jfr_symbol_normalize(const char *s, size_t n, char *out)
 		memcpy(out, as, sizeof(as) - 1);
 		l = sizeof(as) - 1;
 	}
-	g = greedy_marker(out, l, "$$EnhancerBySpringCGLIB$$", 1);
+	g = dollar ? greedy_marker(out, l, "$$EnhancerBySpringCGLIB$$", 1) : 0;
 	if (g) {
 		out[g] = '_';
 		l = g + 1;

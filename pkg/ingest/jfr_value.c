@@ -406,28 +406,6 @@ static inline int frame_key(struct jfr_parser *p, uint64_t method, uint32_t line
 	}
 }
 
-/* A compressed integer at b, with at least 9 bytes readable: its length (at most
- * 9: the ninth byte is whole). */
-static inline size_t uvar(const uint8_t *b, uint64_t *v)
-{
-	uint64_t x = b[0] & 0x7f;
-	size_t i = 1;
-	if (b[0] >= 0x80) {
-		for (unsigned shift = 7;; shift += 7) {
-			uint8_t c = b[i++];
-			if (shift == 56) {
-				x |= (uint64_t)c << 56;
-				break;
-			}
-			x |= (uint64_t)(c & 0x7f) << shift;
-			if (c < 0x80)
-				break;
-		}
-	}
-	*v = x;
-	return i;
-}
-
 /* The frames of a stack whose frame fields are all compressed integers
  * (p->frame_nf of them), counted as jfr_read_field counts them, as frame keys.
  * Where the event has room for a frame's longest encoding its fields are read
@@ -438,7 +416,33 @@ static int read_frames_fast(struct jfr_parser *p, struct rd *r, uint32_t n, uint
 	if (jfr_work(p, r, (uint64_t)n * (nf + 1)))
 		return p->rc;
 	const uint8_t *fast = p->frame_fast, *role = p->frame_role;
-	for (uint32_t i = 0; i < n; i++) {
+	uint32_t i = 0;
+	/* the JDK's and async-profiler's frame: method (a pool id), lineNumber and
+	 * bytecodeIndex (ints), type (a pool id), read in one step while the stack
+	 * has room for the longest frame */
+	if (nf == 4 && role[0] == R_FRAME_METHOD && role[1] == R_FRAME_LINE && !role[2] &&
+	    !role[3] && fast[0] == 1 && fast[1] == 2 && fast[2] == 2 && fast[3] == 1) {
+		for (; i < n && r->end - r->pos >= 40; i++) {
+			const uint8_t *b = r->b + r->pos;
+			uint64_t method, line;
+			size_t k = jfr_uvar(b, &method), l = jfr_uvar(b + k, &line);
+			if (l > 5)
+				return jfr_fail(p, r->pos + k, PD_EINVAL,
+				                "a 32-bit integer runs past its size");
+			k += l;
+			l = jfr_ulen(b + k); /* bytecodeIndex: stepped over */
+			if (l > 5)
+				return jfr_fail(p, r->pos + k, PD_EINVAL,
+				                "a 32-bit integer runs past its size");
+			k += l;
+			k += jfr_ulen(b + k); /* type: stepped over */
+			size_t at = r->pos;
+			r->pos += k;
+			if (frame_key(p, method, (uint32_t)line, at, &keys[i]))
+				return p->rc;
+		}
+	}
+	for (; i < n; i++) {
 		uint64_t method = 0;
 		uint32_t line = 0;
 		size_t at = r->pos;
@@ -447,13 +451,12 @@ static int read_frames_fast(struct jfr_parser *p, struct rd *r, uint32_t n, uint
 			size_t k = 0;
 			for (uint32_t j = 0; j < nf; j++) {
 				uint64_t u;
-				size_t l = uvar(b + k, &u);
-				if (fast[j] == 2) {
-					if (l > 5)
-						return jfr_fail(p, r->pos + k, PD_EINVAL,
-						                "a 32-bit integer runs past its size");
+				size_t l = jfr_uvar(b + k, &u);
+				if (fast[j] == 2 && l > 5)
+					return jfr_fail(p, r->pos + k, PD_EINVAL,
+					                "a 32-bit integer runs past its size");
+				if (fast[j] == 2)
 					u = (uint32_t)u;
-				}
 				k += l;
 				if (role[j] == R_FRAME_METHOD)
 					method = u;
