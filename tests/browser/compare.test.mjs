@@ -166,7 +166,8 @@ function step(name, needs, fn) {
 
 // What a pane shows: {state, rows (top table names), total (raw), root (zoomed frame),
 // frames (profdFrames), search, note}.
-const pane = (k, p = page) => p.evaluate((k) => {
+// (once every row of its table is drawn: rows after the first 50 come when the page is idle)
+const pane = async (k, p = page) => (await p.waitForFunction(() => !document.querySelector('.pf-table[data-rows="partial"]')), p.evaluate((k) => {
   const root = document.querySelector(`#cmp-${k}`);
   const canvas = document.querySelector(`#cmp-${k}-flame`);
   const note = document.querySelector(`#cmp-${k}-note`);
@@ -185,13 +186,14 @@ const pane = (k, p = page) => p.evaluate((k) => {
     note: note.hidden ? '' : note.textContent,
     input: document.querySelector(`#cmp-${k}-input`).value,
   };
-}, k);
+}, k));
 
 async function panesReady(p = page) {
   await p.waitForFunction(() => {
     const c = document.querySelector('#compare');
     return c && c.dataset.state === 'ready' &&
-      ['a', 'b'].every((k) => document.querySelector(`#cmp-${k}-top-table tbody tr[data-name]`));
+      ['a', 'b'].every((k) => document.querySelector(`#cmp-${k}-top-table tbody tr[data-name]`)) &&
+      !document.querySelector('.pf-table[data-rows="partial"]');
   }, null, { timeout: T }).catch(async (e) => {
     const got = await p.evaluate(() => ({ page: document.querySelector('#compare')?.dataset,
       a: document.querySelector('#cmp-a')?.innerText.slice(0, 300), b: document.querySelector('#cmp-b')?.innerText.slice(0, 300) }));

@@ -192,7 +192,11 @@ export async function eventually(fn, ms = T) {
 
 export const timeline = (p) => p.$eval('#timeline', (el) => ({ ...el.dataset }));
 export const marks = (p) => p.$eval('#timeline', (el) => el.profdMarks());
-export const topRows = (p) => p.$$eval('#top-table tbody tr[data-name]', (rs) => rs.map((r) => r.dataset.name));
+// (once every row is drawn: a table adds the rows after its first 50 when the page is idle)
+export const topRows = async (p) => {
+  await p.waitForFunction(() => !document.querySelector('.pf-table[data-rows="partial"]'));
+  return p.$$eval('#top-table tbody tr[data-name]', (rs) => rs.map((r) => r.dataset.name));
+};
 export const chartState = (p) => p.$eval('#chart', (el) => ({ ...el.dataset }));
 export const chartPoints = (p) => p.$eval('#chart', (el) => el.profdPoints());
 
@@ -212,7 +216,8 @@ export async function profileReady(p, diff) {
     const pr = document.querySelector('#profile');
     const fl = document.querySelector('#flame');
     return pr && fl && pr.dataset.state === 'ready' && fl.dataset.state === 'ready' &&
-      (fl.dataset.diff === '1') === d && document.querySelector('#top-table tbody tr[data-name]');
+      (fl.dataset.diff === '1') === d && document.querySelector('#top-table tbody tr[data-name]') &&
+      !document.querySelector('.pf-table[data-rows="partial"]');
   }, diff, { timeout: T }).catch(async (e) => {
     const got = await p.evaluate(() => ({
       profile: document.querySelector('#profile')?.dataset, flame: document.querySelector('#flame')?.dataset,

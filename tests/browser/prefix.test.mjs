@@ -73,7 +73,7 @@ async function profileReady(p = page) {
     const pr = document.querySelector('#profile');
     const fl = document.querySelector('#flame');
     return pr && fl && pr.dataset.state === 'ready' && fl.dataset.state === 'ready' &&
-      document.querySelector('#top-table tbody tr[data-name]');
+      document.querySelector('#top-table tbody tr[data-name]') && !document.querySelector('.pf-table[data-rows="partial"]');
   }, null, { timeout: T });
 }
 
@@ -208,7 +208,8 @@ test('the side-by-side page and the combined diff keep the prefix', async () => 
   await page.click('#open-bar a[data-act="compare"]');
   await page.waitForURL((u) => u.pathname === PREFIX + '/compare');
   const ready = (p) => p.waitForFunction(() => document.querySelector('#compare')?.dataset.state === 'ready' &&
-    ['a', 'b'].every((k) => document.querySelector(`#cmp-${k}-top-table tbody tr[data-name]`)), null, { timeout: T });
+    ['a', 'b'].every((k) => document.querySelector(`#cmp-${k}-top-table tbody tr[data-name]`)) &&
+    !document.querySelector('.pf-table[data-rows="partial"]'), null, { timeout: T });
   await ready(page);
   assert.equal(new URL(page.url()).searchParams.get('b.time'), 'now');
   await shot('06-compare');

@@ -160,7 +160,8 @@ const param = (p, k) => new URL(p.url()).searchParams.get(k);
 async function profileReady(p = page) {
   await p.waitForFunction(() => {
     const pr = document.querySelector('#profile');
-    return pr && pr.dataset.state === 'ready' && document.querySelector('#top-table tbody tr[data-name]');
+    return pr && pr.dataset.state === 'ready' && document.querySelector('#top-table tbody tr[data-name]') &&
+      !document.querySelector('.pf-table[data-rows="partial"]');
   }, null, { timeout: T });
 }
 

@@ -168,7 +168,11 @@ const timeline = () => page.$eval('#timeline', (el) => ({
 }));
 const marks = (p = page) => p.$eval('#timeline', (el) => el.profdMarks());
 const frames = (p = page) => p.$eval('#flame', (el) => el.profdFrames());
-const topRows = (p = page) => p.$$eval('#top-table tbody tr[data-name]', (rs) => rs.map((r) => r.dataset.name));
+// (once every row is drawn: a table adds the rows after its first 50 when the page is idle)
+const topRows = async (p = page) => {
+  await p.waitForFunction(() => !document.querySelector('.pf-table[data-rows="partial"]'));
+  return p.$$eval('#top-table tbody tr[data-name]', (rs) => rs.map((r) => r.dataset.name));
+};
 const attr = (sel, a, p = page) => p.$eval(sel, (el, a) => el.getAttribute(a), a);
 
 async function runQuery(q, how = 'enter', p = page) {
@@ -194,7 +198,8 @@ async function profileReady(diff, p = page) {
     const pr = document.querySelector('#profile');
     const fl = document.querySelector('#flame');
     return pr && fl && pr.dataset.state === 'ready' && fl.dataset.state === 'ready' &&
-      (fl.dataset.diff === '1') === d && document.querySelector('#top-table tbody tr[data-name]');
+      (fl.dataset.diff === '1') === d && document.querySelector('#top-table tbody tr[data-name]') &&
+      !document.querySelector('.pf-table[data-rows="partial"]');
   }, diff, { timeout: T }).catch(async (e) => {
     const got = await p.evaluate(() => ({
       profile: document.querySelector('#profile')?.dataset, flame: document.querySelector('#flame')?.dataset,

@@ -461,7 +461,7 @@ class ComparePage {
     this.main = main;
     this.state = decodeCompare(location.search);
     // the requests go out before the page is built (building it is tens of ms)
-    const early = this.prefetch(Date.now());
+    this.early = this.prefetch(Date.now());
     this.root = h('section', { id: 'compare', class: 'cmp-page', 'data-state': 'loading' });
     this.sample = h('select', { id: 'cmp-sample', 'aria-label': 'Sample type of both sides', disabled: true });
     this.scale = h('div', { class: 'seg', role: 'group', 'aria-label': 'Flame graph widths' },
@@ -480,7 +480,23 @@ class ComparePage {
     const panes = h('div', { class: 'cmp-panes' });
     this.root.append(bar, this.status, panes);
     main.append(this.root);
-    this.panes = { a: new Pane(this, 'a', panes), b: new Pane(this, 'b', panes) };
+    this.panes = null;
+    document.title = 'Compare · profd';
+    this.building = this.build(panes);
+  }
+
+  // The panes and the first load, in a task after the one that made the bar: in a new
+  // tab the constructor runs in the task that evaluates the modules, and both panes
+  // (their controls, graph and table) with the first style and layout were more than
+  // 100 ms of it on a loaded machine (bench/ui_pages.sh). The answers the prefetch
+  // waits for come later than that. Until the panes are built, popstate only takes
+  // the new state and destroy stops the build.
+  async build(host) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    if (this.destroyed) return;
+    const early = this.early; // null when popstate came first: the prefetch is stale
+    this.early = undefined;
+    this.panes = { a: new Pane(this, 'a', host), b: new Pane(this, 'b', host) };
 
     this.sample.addEventListener('change', () => {
       this.state.sample = this.sample.value;
@@ -504,7 +520,6 @@ class ComparePage {
     });
     // relative times are resolved at the moment of the switch
     this.toDiff.addEventListener('click', () => { this.toDiff.href = './?' + diffSearch(this.state, Date.now()); });
-    document.title = 'Compare · profd';
     this.load(early);
   }
 
@@ -528,13 +543,20 @@ class ComparePage {
   destroy() {
     this.destroyed = true;
     if (this.ctrl) this.ctrl.abort();
-    for (const k of SIDES) this.panes[k].destroy();
+    if (this.early) this.early.ctrl.abort();
+    this.early = undefined;
+    if (this.panes) for (const k of SIDES) this.panes[k].destroy();
     this.root.remove();
   }
 
   popstate() {
     const prev = this.state;
     this.state = decodeCompare(location.search);
+    if (!this.panes) { // not built yet: build loads the new state
+      if (this.early) this.early.ctrl.abort();
+      this.early = null;
+      return;
+    }
     if (JSON.stringify([prev.a, prev.b]) !== JSON.stringify([this.state.a, this.state.b]) || prev.sample !== this.state.sample) {
       this.load();
     } else this.applyView();

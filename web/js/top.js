@@ -119,6 +119,11 @@ export function viewRows(rows, { sort, filter } = {}) {
 // rows rendered at first, "Show all" renders the rest: two panes of 500 rows took
 // 100 ms of layout (bench/ui_pages.sh), more than a pane shows without scrolling
 const MAX_ROWS = 150;
+// Of those, the rows drawn in the task that draws the table: more than a pane shows
+// at 1,100 px (22 px a row). The rest are added when the page is next idle (two
+// compare panes of 150 rows were 40-60 ms of style and layout each in the task that
+// drew them, bench/ui_pages.sh); until then the table has data-rows="partial".
+const FIRST_ROWS = 50;
 
 // Text for HTML (element content and quoted attributes). Everything from the API (names,
 // units, messages) goes through it: a pushed profile's strings are anyone's.
@@ -285,7 +290,32 @@ export class TopTable {
     if (this.opts.onFocus) this.opts.onFocus(name);
   }
 
+  // Appends rows (after the first FIRST_ROWS) when the page is next idle, with the
+  // focus there is then.
+  _drawRest(rows, unit) {
+    this.table.dataset.rows = 'partial';
+    const draw = () => {
+      this._rest = null;
+      this.tbody.insertAdjacentHTML('beforeend', rows.map((r) => rowHtml(r, unit, this.diff, this.focus)).join(''));
+      this.table.dataset.rows = 'all';
+    };
+    if (typeof requestIdleCallback === 'function') {
+      const id = requestIdleCallback(draw, { timeout: 1000 });
+      this._rest = () => cancelIdleCallback(id);
+    } else {
+      const id = setTimeout(draw, 50);
+      this._rest = () => clearTimeout(id);
+    }
+  }
+
+  _cancelRest() {
+    if (this._rest) this._rest();
+    this._rest = null;
+    this.table.dataset.rows = 'all';
+  }
+
   destroy() {
+    this._cancelRest();
     clearTimeout(this._filterTimer);
     (this._un || []).forEach((f) => f());
     this.root.remove();
@@ -294,6 +324,7 @@ export class TopTable {
   setState(state, message) {
     this.table.dataset.state = state;
     if (state !== 'ready') {
+      this._cancelRest();
       this.drawn = null;
       this.tbody.innerHTML = message ? `<tr class="pf-top-msg"><td colspan="6">${esc(message)}</td></tr>` : '';
       this.count.textContent = '';
@@ -346,11 +377,14 @@ export class TopTable {
     }
     const rows = viewRows(data.rows, { sort: this.sort, filter: this.filter });
     const shown = rows.slice(0, this.limit);
-    const html = shown.map((r) => rowHtml(r, data.unit, this.diff, this.focus));
+    this._cancelRest();
+    const first = shown.slice(0, FIRST_ROWS);
+    const html = first.map((r) => rowHtml(r, data.unit, this.diff, this.focus));
     if (!shown.length) {
       html.push(`<tr class="pf-top-msg"><td colspan="6">${this.filter ? 'No function matches the filter.' : 'No functions.'}</td></tr>`);
     }
     this.tbody.innerHTML = html.join('');
+    if (shown.length > first.length) this._drawRest(shown.slice(first.length), data.unit);
     const total = data.rows.length;
     this.count.textContent = this.filter ? `${rows.length} of ${total} functions` : `${total} functions`;
     this.more.innerHTML = rows.length > shown.length
