@@ -122,7 +122,10 @@ struct conv {
 	uint32_t last_group;
 	struct sum *sums;
 	size_t nsums, cap_sums;
-	struct jfr_map sum_ids;
+	struct jfr_map sum_ids; /* sums but each stack's first (first) */
+	uint32_t *first;        /* by stack pool index: its first sum + 1, 0: none */
+	size_t cap_first;
+	uint64_t first_chunk; /* the chunk (1-based) first is for */
 	struct prof *profs;
 	size_t nprofs, cap_profs;
 	struct jfr_map prof_ids;
@@ -327,24 +330,46 @@ fail:
 static int add(struct conv *c, struct jfr_parser *p, int kind, int sub, const struct jfr_event *ev,
                int correlated, uint64_t v0, uint64_t v1)
 {
-	(void)p;
 	uint32_t g;
 	uint64_t span = correlated ? ev->span_id : 0;
 	int rc = group_of(c, correlated ? ev->context_id : 0, correlated ? ev->span_name : 0, &g);
 	if (rc)
 		return rc;
-	uint32_t si;
-	uint64_t a = (uint64_t)kind << 32 | g;
-	if (!jfr_map_get(&c->sum_ids, a, ev->stack_trace, span, &si)) {
-		if (grow((void **)&c->sums, &c->cap_sums, c->nsums, sizeof(*c->sums)))
+	/* an event whose stack is not in the pool makes no sample (as the
+	 * reference converter has it): it is dropped here, after its labels */
+	long at = jfr_stack_index(p, ev->stack_trace);
+	if (at < 0)
+		return 0;
+	if (c->first_chunk != c->chunk + 1) { /* the chunk's first event */
+		size_t n = jfr_stack_count(p);
+		if (grow((void **)&c->first, &c->cap_first, n, sizeof(*c->first)))
 			return oom(c);
-		si = (uint32_t)c->nsums++;
-		c->sums[si] = (struct sum){
-		    .kind = (uint32_t)kind, .group = g, .stack = ev->stack_trace, .span = span};
-		if (jfr_map_put(&c->sum_ids, a, ev->stack_trace, span, si))
-			return oom(c);
+		memset(c->first, 0, n * sizeof(*c->first));
+		c->first_chunk = c->chunk + 1;
 	}
-	struct sum *s = &c->sums[si];
+	/* the stack's first sum, else the map of the others */
+	uint32_t si = c->first[at];
+	struct sum *s = si ? &c->sums[si - 1] : NULL;
+	if (s && s->kind == (uint32_t)kind && s->group == g && s->span == span) {
+		si--;
+	} else {
+		uint64_t a = (uint64_t)kind << 32 | g;
+		if (!si || !jfr_map_get(&c->sum_ids, a, ev->stack_trace, span, &si)) {
+			if (grow((void **)&c->sums, &c->cap_sums, c->nsums, sizeof(*c->sums)))
+				return oom(c);
+			int in_map = si != 0;
+			si = (uint32_t)c->nsums++;
+			c->sums[si] = (struct sum){.kind = (uint32_t)kind,
+			                           .group = g,
+			                           .stack = ev->stack_trace,
+			                           .span = span};
+			if (!in_map)
+				c->first[at] = si + 1;
+			else if (jfr_map_put(&c->sum_ids, a, ev->stack_trace, span, si))
+				return oom(c);
+		}
+		s = &c->sums[si];
+	}
 	if (kinds[kind].timed) {
 		s->v[0] += v0 * c->period;
 	} else {
@@ -814,6 +839,7 @@ static void conv_fini(struct conv *c)
 		ingest_pb_destroy(c->profs[i].b);
 	free(c->profs);
 	free(c->sums);
+	free(c->first);
 	free(c->scratch);
 	free(c->fmemo);
 	free(c->mmemo);

@@ -107,6 +107,10 @@ int jfr_parse(const uint8_t *buf, size_t len, const struct jfr_limits *lim,
 /* Lookups in the current chunk's constant pools, for the callbacks; the results
  * are borrowed until the chunk ends. NULL / 0 when the id is not there. */
 const struct jfr_stack *jfr_stack(const struct jfr_parser *p, uint64_t id);
+/* The number of entries of the stack trace pool, and the index there (below
+ * that number) of the stack of id; -1 when it is not there. */
+size_t jfr_stack_count(const struct jfr_parser *p);
+long jfr_stack_index(const struct jfr_parser *p, uint64_t id);
 /* The chunk's distinct frames, indexed by frame key; *n of them. */
 const struct jfr_frame *jfr_frames(const struct jfr_parser *p, size_t *n);
 /* The number of entries of the method pool, and the index there (below that

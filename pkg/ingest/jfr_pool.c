@@ -205,6 +205,18 @@ const struct jfr_stack *jfr_stack(const struct jfr_parser *p, uint64_t id)
 	return lookup(p, POOL_STACK, id);
 }
 
+size_t jfr_stack_count(const struct jfr_parser *p)
+{
+	return p->pools[POOL_STACK].n;
+}
+
+long jfr_stack_index(const struct jfr_parser *p, uint64_t id)
+{
+	const struct pool *pl = &p->pools[POOL_STACK];
+	const struct jfr_stack *st = lookup(p, POOL_STACK, id);
+	return st ? (long)(st - (const struct jfr_stack *)pl->v) : -1;
+}
+
 const struct jfr_frame *jfr_frames(const struct jfr_parser *p, size_t *n)
 {
 	*n = p->nfkeys;
