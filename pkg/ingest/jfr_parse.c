@@ -183,8 +183,16 @@ static void chunk_reset(struct jfr_parser *p)
 	}
 	p->nfkeys = 0;
 	for (int k = 0; k < NPOOL; k++) {
-		pd_u64map_fini(&p->pools[k].ids);
-		pd_u64map_init(&p->pools[k].ids);
+		struct pool *pl = &p->pools[k];
+		/* emptied as the frame table is */
+		if (pl->ids_cap > 4 * pl->ids_len + 1024) {
+			free(pl->ids);
+			pl->ids = NULL;
+			pl->ids_cap = 0;
+		} else if (pl->ids_cap) {
+			memset(pl->ids, 0, pl->ids_cap * sizeof(*pl->ids));
+		}
+		pl->ids_len = 0;
 		p->pools[k].n = 0;
 		if (p->pools[k].ndense)
 			memset(p->pools[k].dense, 0, p->pools[k].ndense * sizeof(uint32_t));
@@ -277,10 +285,8 @@ int jfr_parse(const uint8_t *buf, size_t len, const struct jfr_limits *lim,
 	    [POOL_METHOD] = sizeof(struct method),  [POOL_STACK] = sizeof(struct jfr_stack),
 	    [POOL_STATE] = sizeof(struct jfr_str),  [POOL_STRING] = sizeof(struct jfr_str)};
 	pd_u64map_init(&p.cls_ids);
-	for (int k = 0; k < NPOOL; k++) {
-		pd_u64map_init(&p.pools[k].ids);
+	for (int k = 0; k < NPOOL; k++)
 		p.pools[k].size = sizes[k];
-	}
 	if (len == 0)
 		jfr_fail(&p, 0, PD_EINVAL, "the recording is empty");
 	for (size_t pos = 0; !p.rc && pos < len;)
@@ -288,7 +294,7 @@ int jfr_parse(const uint8_t *buf, size_t len, const struct jfr_limits *lim,
 	chunk_reset(&p);
 	pd_u64map_fini(&p.cls_ids);
 	for (int k = 0; k < NPOOL; k++) {
-		pd_u64map_fini(&p.pools[k].ids);
+		free(p.pools[k].ids);
 		free(p.pools[k].v);
 		free(p.pools[k].dense);
 	}

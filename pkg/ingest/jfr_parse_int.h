@@ -85,13 +85,21 @@ struct method {
 	uint64_t cls, name;
 };
 
+/* A slot of a pool's table of ids: the entry of index idx - 1 (0: empty). */
+struct pool_slot {
+	uint64_t id;
+	uint32_t idx;
+};
+
 /* A pool's entries by id: small ids (writers number them from 1 up) in a table
  * indexed by id, at most DENSE_FACTOR times the pool's entries (plus
- * DENSE_MIN) long; others in a hash map. */
+ * DENSE_MIN) long; others in an open-addressing table (ids, at most half
+ * full), sized by the counts the checkpoints declare. */
 struct pool {
-	uint32_t *dense;      /* dense[id]: index + 1, 0 when not there */
-	size_t ndense;        /* ids below ndense are in dense, others in ids */
-	struct pd_u64map ids; /* id + 1 -> index */
+	uint32_t *dense; /* dense[id]: index + 1, 0 when not there */
+	size_t ndense;   /* ids below ndense are in dense, others in ids */
+	struct pool_slot *ids;
+	size_t ids_cap, ids_len; /* ids_cap: a power of two, or 0 */
 	void *v;
 	size_t n, cap, size;
 };

@@ -8,10 +8,61 @@
 
 #include "jfr_parse_int.h"
 
+/* The slot of id in pl's table of ids: its entry's, or the empty one where it
+ * goes. */
+static inline struct pool_slot *ids_find(const struct pool *pl, uint64_t id)
+{
+	uint64_t h = (id ^ (id >> 31)) * 0x9e3779b97f4a7c15ull;
+	h ^= h >> 29;
+	size_t mask = pl->ids_cap - 1;
+	for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+		struct pool_slot *s = &pl->ids[i];
+		if (!s->idx || s->id == id)
+			return s;
+	}
+}
+
+static int ids_grow(struct jfr_parser *p, struct pool *pl, size_t at)
+{
+	size_t nc = pl->ids_cap ? pl->ids_cap * 2 : 256;
+	struct pool_slot *t = calloc(nc, sizeof(*t)), *old = pl->ids;
+	if (!t)
+		return jfr_fail(p, at, PD_ENOMEM, "out of memory");
+	size_t oc = pl->ids_cap;
+	pl->ids = t;
+	pl->ids_cap = nc;
+	for (size_t i = 0; i < oc; i++)
+		if (old[i].idx)
+			*ids_find(pl, old[i].id) = old[i];
+	free(old);
+	return 0;
+}
+
+/* Room in pl for n more entries, when the memory allows it (else they are
+ * taken as they come, as jfr_grow takes them): the count a checkpoint
+ * declares for the pool. */
+static void pool_reserve(struct jfr_parser *p, struct pool *pl, size_t n)
+{
+	size_t want = pl->n + n, nc = pl->cap ? pl->cap : 64;
+	if (want <= pl->cap)
+		return;
+	while (nc < want)
+		nc *= 2;
+	size_t add = (nc - pl->cap) * pl->size;
+	if (p->mem + add > p->lim.max_memory)
+		return;
+	void *q = realloc(pl->v, nc * pl->size);
+	if (!q)
+		return;
+	p->mem += add;
+	pl->v = q;
+	pl->cap = nc;
+}
+
 static void *pool_slot(struct jfr_parser *p, int k, uint64_t id, size_t at)
 {
 	struct pool *pl = &p->pools[k];
-	if (jfr_grow(p, &pl->v, &pl->cap, pl->n, pl->size, at))
+	if (pl->n >= pl->cap && jfr_grow(p, &pl->v, &pl->cap, pl->n, pl->size, at))
 		return NULL;
 	if (id >= pl->ndense && id < DENSE_FACTOR * (pl->n + DENSE_MIN)) {
 		size_t nd = pl->ndense ? pl->ndense : DENSE_MIN;
@@ -34,12 +85,29 @@ static void *pool_slot(struct jfr_parser *p, int k, uint64_t id, size_t at)
 	}
 	if (id < pl->ndense) {
 		pl->dense[id] = (uint32_t)pl->n + 1;
-	} else if (id != UINT64_MAX && pd_u64map_put(&pl->ids, id + 1, (uint32_t)pl->n)) {
-		jfr_fail(p, at, PD_ENOMEM, "out of memory");
-		return NULL;
+	} else if (id != UINT64_MAX) {
+		if ((pl->ids_len + 1) * 2 > pl->ids_cap && ids_grow(p, pl, at))
+			return NULL;
+		struct pool_slot *sl = ids_find(pl, id);
+		if (!sl->idx)
+			pl->ids_len++;
+		*sl = (struct pool_slot){.id = id, .idx = (uint32_t)pl->n + 1};
 	}
 	void *s = (char *)pl->v + pl->n * pl->size;
-	memset(s, 0, pl->size);
+	/* the sizes of jfr_parse's pools, each zeroed without a call */
+	switch (pl->size) {
+	case 8:
+		memset(s, 0, 8);
+		break;
+	case 16:
+		memset(s, 0, 16);
+		break;
+	case 24:
+		memset(s, 0, 24);
+		break;
+	default:
+		memset(s, 0, pl->size);
+	}
 	pl->n++;
 	return s;
 }
@@ -168,6 +236,8 @@ int jfr_read_pools(struct jfr_parser *p, size_t chunk, size_t chunk_end, size_t 
 					k = j;
 			if (jfr_count(p, &r, "constant", &n))
 				return p->rc;
+			if (k >= 0)
+				pool_reserve(p, &p->pools[k], n);
 			for (uint32_t j = 0; j < n; j++)
 				if (read_entry(p, &r, ci, k))
 					return p->rc;
@@ -193,11 +263,16 @@ static const void *lookup(const struct jfr_parser *p, int k, uint64_t id)
 {
 	uint32_t v;
 	const struct pool *pl = &p->pools[k];
-	if (id < pl->ndense && pl->dense[id])
-		v = pl->dense[id] - 1;
-	else if (id == UINT64_MAX || !pd_u64map_get(&pl->ids, id + 1, &v))
-		return NULL;
-	return (const char *)pl->v + (size_t)v * pl->size;
+	if (id < pl->ndense && pl->dense[id]) {
+		v = pl->dense[id];
+	} else {
+		if (!pl->ids_cap || id == UINT64_MAX)
+			return NULL;
+		v = ids_find(pl, id)->idx;
+		if (!v)
+			return NULL;
+	}
+	return (const char *)pl->v + (size_t)(v - 1) * pl->size;
 }
 
 const struct jfr_stack *jfr_stack(const struct jfr_parser *p, uint64_t id)
