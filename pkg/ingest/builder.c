@@ -1,7 +1,7 @@
 /* builder.c: a pprof profile built frame by frame, for the converters of formats
  * that are not pprof (folded stacks, JFR, speedscope, OTLP). Strings, functions,
  * mappings and locations are interned, and samples with the same stack and labels
- * merged, through one open-addressing table of (kind, hash, id): a slot names the
+ * merged, through one open-addressing table of (hash, kind, id): a slot names the
  * entry it stands for, and a key is compared with that entry itself, so keys are
  * neither built nor copied (XXH3 of libxxhash hashes them, inlined from its
  * header). Everything lives in one arena whose cap follows the limits, so no input
@@ -20,13 +20,18 @@
 
 enum { K_STR = 1, K_FUNC, K_MAP, K_LOC, K_SAMPLE };
 
-/* A slot of the table: the entry of kind (K_*) at index id - 1 of its table;
- * id 0 marks an empty slot. */
+/* A slot of the table: the entry of kind (K_*) at index id - 1 of its table,
+ * with the low 32 bits of its key's hash; kid 0 marks an empty slot. 8 bytes,
+ * so that the table (touched at random) takes as few cache lines as it can. */
 struct slot {
-	uint64_t hash;
-	uint32_t kind;
-	uint32_t id;
+	uint32_t hash;
+	uint32_t kid; /* kind << KIND_SHIFT | id */
 };
+
+#define KIND_SHIFT 29
+#define ID_MAX ((1u << KIND_SHIFT) - 1)
+#define SLOT_KIND(s) ((s)->kid >> KIND_SHIFT)
+#define SLOT_ID(s) ((s)->kid & ID_MAX)
 
 struct ingest_pb {
 	struct pd_ingest_limits lim;
@@ -143,10 +148,10 @@ static int tab_grow(struct ingest_pb *b)
 	if (!t)
 		return oom(b);
 	for (size_t i = 0; i < b->tab_cap; i++) {
-		if (!b->tab[i].id)
+		if (!b->tab[i].kid)
 			continue;
 		size_t j = b->tab[i].hash & (nc - 1);
-		while (t[j].id)
+		while (t[j].kid)
 			j = (j + 1) & (nc - 1);
 		t[j] = b->tab[i];
 	}
@@ -173,8 +178,8 @@ struct key {
 
 static int key_eq(const struct ingest_pb *b, const struct slot *s, const struct key *k)
 {
-	size_t i = s->id - 1;
-	switch (s->kind) {
+	size_t i = SLOT_ID(s) - 1;
+	switch (SLOT_KIND(s)) {
 	case K_STR:
 		return b->str_len[i] == k->n && (!k->n || memcmp(b->str[i], k->p, k->n) == 0);
 	case K_FUNC: {
@@ -219,46 +224,52 @@ static int key_eq(const struct ingest_pb *b, const struct slot *s, const struct 
 }
 
 /* The slot of key k of kind and hash h: its entry's (id set), or the empty one
- * where it goes (id 0, kind and hash set; claim() gives it its id). NULL on
+ * where it goes (kid 0, hash set; claim() gives it its kind and id). NULL on
  * error. */
 static struct slot *lookup(struct ingest_pb *b, int kind, uint64_t h, const struct key *k)
 {
 	if ((b->tab_used + 1) * 4 >= b->tab_cap * 3 && tab_grow(b))
 		return NULL;
 	size_t j = h & (b->tab_cap - 1);
-	while (b->tab[j].id) {
-		if (b->tab[j].hash == h && b->tab[j].kind == (uint32_t)kind &&
+	uint32_t h32 = (uint32_t)h;
+	while (b->tab[j].kid) {
+		if (b->tab[j].hash == h32 && SLOT_KIND(&b->tab[j]) == (uint32_t)kind &&
 		    key_eq(b, &b->tab[j], k))
 			return &b->tab[j];
 		j = (j + 1) & (b->tab_cap - 1);
 	}
-	b->tab[j].hash = h;
-	b->tab[j].kind = (uint32_t)kind;
+	b->tab[j].hash = h32;
 	return &b->tab[j];
 }
 
-/* Gives the empty slot s the entry of index id - 1. */
-static int claim(struct ingest_pb *b, struct slot *s, uint64_t id)
+/* Gives the empty slot s the entry of kind at index id - 1. */
+static int claim(struct ingest_pb *b, struct slot *s, int kind, uint64_t id)
 {
-	if (id > UINT32_MAX)
+	if (id > ID_MAX)
 		return oom(b);
-	s->id = (uint32_t)id;
+	s->kid = (uint32_t)kind << KIND_SHIFT | (uint32_t)id;
 	b->tab_used++;
 	return 0;
 }
 
-int64_t ingest_pb_str(struct ingest_pb *b, const char *s, size_t len)
+uint64_t ingest_pb_str_hash(const char *s, size_t len)
+{
+	return key_hash(K_STR, s, len);
+}
+
+/* ingest_pb_str with the string's hash (ingest_pb_str_hash) at hand. */
+static int64_t str_hashed(struct ingest_pb *b, const char *s, size_t len, uint64_t h)
 {
 	if (b->rc)
 		return -1;
 	if (len == 0 && b->nstr > 0)
 		return 0;
 	struct key k = {.p = s, .n = len};
-	struct slot *sl = lookup(b, K_STR, key_hash(K_STR, s, len), &k);
+	struct slot *sl = lookup(b, K_STR, h, &k);
 	if (!sl)
 		return -1;
-	if (sl->id)
-		return (int64_t)sl->id - 1;
+	if (sl->kid)
+		return (int64_t)SLOT_ID(sl) - 1;
 	if (grow(b, (void **)&b->str, &b->cap_str, b->nstr, sizeof(*b->str)) ||
 	    grow(b, (void **)&b->str_len, &b->cap_str_len, b->nstr, sizeof(*b->str_len)))
 		return -1;
@@ -269,11 +280,20 @@ int64_t ingest_pb_str(struct ingest_pb *b, const char *s, size_t len)
 	}
 	if (len)
 		memcpy(c, s, len);
-	if (claim(b, sl, b->nstr + 1))
+	if (claim(b, sl, K_STR, b->nstr + 1))
 		return -1;
 	b->str[b->nstr] = c;
 	b->str_len[b->nstr] = len;
 	return (int64_t)b->nstr++;
+}
+
+int64_t ingest_pb_str(struct ingest_pb *b, const char *s, size_t len)
+{
+	if (b->rc)
+		return -1;
+	if (len == 0 && b->nstr > 0)
+		return 0;
+	return str_hashed(b, s, len, key_hash(K_STR, s, len));
 }
 
 int ingest_pb_sample_type(struct ingest_pb *b, const char *type, const char *unit)
@@ -335,6 +355,17 @@ int64_t ingest_pb_symbol(struct ingest_pb *b, const char *s, size_t len)
 	return symbol(b, s, len, &i) ? -1 : i;
 }
 
+int64_t ingest_pb_symbol_hashed(struct ingest_pb *b, const char *s, size_t len, uint64_t hash)
+{
+	if (len > b->lim.max_symbol_len) {
+		fail(b, PD_ETOOBIG, PD_INGEST_LIMIT_SYMBOL_LEN,
+		     "a symbol of %zu bytes is longer than %zu (%s)", len, b->lim.max_symbol_len,
+		     pd_ingest_limit_flag(PD_INGEST_LIMIT_SYMBOL_LEN));
+		return -1;
+	}
+	return str_hashed(b, s, len, hash);
+}
+
 uint64_t ingest_pb_function(struct ingest_pb *b, const char *name, size_t name_len,
 			    const char *system_name, size_t system_name_len, const char *file,
 			    size_t file_len, int64_t start_line)
@@ -360,10 +391,10 @@ uint64_t ingest_pb_function_strs(struct ingest_pb *b, int64_t name, int64_t syst
 	struct slot *sl = lookup(b, K_FUNC, key_hash(K_FUNC, f, sizeof(f)), &k);
 	if (!sl)
 		return 0;
-	if (sl->id)
-		return sl->id;
+	if (sl->kid)
+		return SLOT_ID(sl);
 	if (grow(b, (void **)&b->fn, &b->cap_fn, b->nfn, sizeof(*b->fn)) ||
-	    claim(b, sl, b->nfn + 1))
+	    claim(b, sl, K_FUNC, b->nfn + 1))
 		return 0;
 	b->fn[b->nfn] = (struct pd_pprof_pfunction){
 	    .id = b->nfn + 1, .name = f[0], .system_name = f[1], .filename = f[2],
@@ -384,10 +415,10 @@ uint64_t ingest_pb_mapping(struct ingest_pb *b, uint64_t start, uint64_t limit, 
 	struct slot *sl = lookup(b, K_MAP, key_hash(K_MAP, w, sizeof(w)), &k);
 	if (!sl)
 		return 0;
-	if (sl->id)
-		return sl->id;
+	if (sl->kid)
+		return SLOT_ID(sl);
 	if (grow(b, (void **)&b->map, &b->cap_map, b->nmap, sizeof(*b->map)) ||
-	    claim(b, sl, b->nmap + 1))
+	    claim(b, sl, K_MAP, b->nmap + 1))
 		return 0;
 	b->map[b->nmap] = (struct pd_pprof_pmapping){.id = b->nmap + 1,
 						     .memory_start = start,
@@ -419,8 +450,8 @@ uint64_t ingest_pb_location(struct ingest_pb *b, uint64_t mapping_id, uint64_t a
 	struct slot *sl = lookup(b, K_LOC, h, &k);
 	if (!sl)
 		return 0;
-	if (sl->id)
-		return sl->id;
+	if (sl->kid)
+		return SLOT_ID(sl);
 	struct pd_pprof_pline *pl = NULL;
 	if (nlines && !(pl = pd_arena_calloc(b->arena, nlines, sizeof(*pl)))) {
 		oom(b);
@@ -430,7 +461,7 @@ uint64_t ingest_pb_location(struct ingest_pb *b, uint64_t mapping_id, uint64_t a
 		pl[i] = (struct pd_pprof_pline){.function_id = lines[i].function_id,
 						.line = lines[i].line};
 	if (grow(b, (void **)&b->loc, &b->cap_loc, b->nloc, sizeof(*b->loc)) ||
-	    claim(b, sl, b->nloc + 1))
+	    claim(b, sl, K_LOC, b->nloc + 1))
 		return 0;
 	b->loc[b->nloc] = (struct pd_pprof_plocation){.id = b->nloc + 1,
 						      .mapping_id = mapping_id,
@@ -482,8 +513,8 @@ int ingest_pb_sample(struct ingest_pb *b, const uint64_t *locs, size_t nlocs,
 		struct key k = {.p = locs, .n = nlocs, .lab = pl, .nlab = nlabels};
 		if (!(sl = lookup(b, K_SAMPLE, h, &k)))
 			return b->rc;
-		if (sl->id) {
-			struct pd_pprof_psample *s = &b->smp[sl->id - 1];
+		if (sl->kid) {
+			struct pd_pprof_psample *s = &b->smp[SLOT_ID(sl) - 1];
 			for (size_t i = 0; i < nvalues; i++)
 				if (__builtin_add_overflow(s->value[i], values[i], &s->value[i]))
 					return fail(b, PD_EINVAL, 0,
@@ -505,7 +536,7 @@ int ingest_pb_sample(struct ingest_pb *b, const uint64_t *locs, size_t nlocs,
 		memcpy(v, values, nvalues * sizeof(*v));
 	if (grow(b, (void **)&b->smp, &b->cap_smp, b->nsmp, sizeof(*b->smp)))
 		return b->rc;
-	if (sl && claim(b, sl, b->nsmp + 1))
+	if (sl && claim(b, sl, K_SAMPLE, b->nsmp + 1))
 		return b->rc;
 	b->smp[b->nsmp++] = (struct pd_pprof_psample){.location_id = l,
 						      .nlocation = nlocs,

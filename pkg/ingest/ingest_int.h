@@ -46,6 +46,11 @@ uint64_t ingest_pb_function(struct ingest_pb *b, const char *name, size_t name_l
 /* The index of s (len bytes) as a function or file name: ingest_pb_str after the
  * max_symbol_len check of ingest_pb_function. -1 on error (ingest_pb_err). */
 int64_t ingest_pb_symbol(struct ingest_pb *b, const char *s, size_t len);
+/* The hash of s (len bytes) as the builder's string table hashes it, and
+ * ingest_pb_symbol given that hash: for a converter that interns one name in
+ * several builders, hashing it once. */
+uint64_t ingest_pb_str_hash(const char *s, size_t len);
+int64_t ingest_pb_symbol_hashed(struct ingest_pb *b, const char *s, size_t len, uint64_t hash);
 /* ingest_pb_function with its names already indices of the string table (from
  * ingest_pb_symbol), for a converter that remembers them. */
 uint64_t ingest_pb_function_strs(struct ingest_pb *b, int64_t name, int64_t system_name,

@@ -101,6 +101,7 @@ struct method_memo {
 	uint32_t gen, fn;
 	uint32_t name_state, name_len;
 	size_t name_off;
+	uint64_t name_hash; /* ingest_pb_str_hash of the name */
 };
 
 struct conv {
@@ -533,6 +534,7 @@ static int method_name(struct conv *c, struct jfr_parser *p, struct method_memo 
 	mm->name_state = NAME_OK;
 	mm->name_off = c->names_len;
 	mm->name_len = (uint32_t)l;
+	mm->name_hash = ingest_pb_str_hash(o, l);
 	c->names_len += l;
 	return 0;
 }
@@ -554,9 +556,11 @@ static int function_of(struct conv *c, struct jfr_parser *p, struct prof *pr, lo
 	if (mm->name_state == NAME_UNKNOWN && (rc = method_name(c, p, mm, method)))
 		return rc;
 	if (mm->name_state == NAME_OK) {
-		/* no system name, as the reference converter has it */
-		*fn = ingest_pb_function(pr->b, c->names + mm->name_off, mm->name_len, "", 0,
-		                         NULL, 0, 0);
+		/* no system name, as the reference converter has it; the name hashed
+		 * once a chunk for all the profiles */
+		int64_t name = ingest_pb_symbol_hashed(pr->b, c->names + mm->name_off,
+		                                       mm->name_len, mm->name_hash);
+		*fn = name < 0 ? 0 : ingest_pb_function_strs(pr->b, name, 0, 0, 0);
 		if (!*fn)
 			return pb_failed(c, pr->b);
 		if (*fn > UINT32_MAX - 2)
