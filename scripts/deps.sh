@@ -23,7 +23,7 @@ PKGS=(
   libjson-c-dev # pkg/ingest: speedscope, Connect and OTLP JSON bodies
   libmicrohttpd-dev zlib1g-dev libre2-dev
   libdeflate-dev # gzip bodies inflated in one call (pkg/util/gzip.c); zlib stays for the rest
-  libxxhash-dev # pkg/ingest/builder.c: XXH3, inlined from the header (nothing to link)
+  libxxhash-dev # pkg/labels/xxhash.c, pkg/ingest/builder.c: XXH64, XXH3, inlined from the header (nothing to link)
   libcmocka-dev
   libelf-dev # pkg/elf: build ids of uploaded debug files (elfutils' libelf)
   libc-ares-dev # dns_sd_configs: DNS lookups
