@@ -306,26 +306,12 @@ static inline int fast_int(struct jfr_parser *p, struct rd *r, uint8_t fast, uin
 		*u = v;
 		return 0;
 	}
-	const uint8_t *b = r->b + r->pos;
-	uint64_t x = b[0] & 0x7f;
-	size_t i = 1;
-	if (b[0] >= 0x80) {
-		for (unsigned shift = 7;; shift += 7) {
-			uint8_t c = b[i++];
-			if (shift == 56) {
-				x |= (uint64_t)c << 56;
-				break;
-			}
-			x |= (uint64_t)(c & 0x7f) << shift;
-			if (c < 0x80)
-				break;
-		}
-		if (fast == 2) {
-			if (i > 5)
-				return jfr_fail(p, r->pos, PD_EINVAL,
-				                "a 32-bit integer runs past its size");
-			x = (uint32_t)x;
-		}
+	uint64_t x;
+	size_t i = jfr_uvar(r->b + r->pos, &x);
+	if (fast == 2) {
+		if (i > 5)
+			return jfr_fail(p, r->pos, PD_EINVAL, "a 32-bit integer runs past its size");
+		x = (uint32_t)x;
 	}
 	r->pos += i;
 	*u = x;
