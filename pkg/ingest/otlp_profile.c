@@ -392,7 +392,14 @@ static int add_samples(struct conv *c, const Profile *const *ps, const struct he
 	size_t max_labels =
 	    lim->max_sample_labels ? lim->max_sample_labels : PD_PPROF_STORE_MAX_SAMPLE_LABELS;
 	size_t cap_locs = 0;
-	labels = calloc(max_labels + 2, sizeof *labels);
+	/* room for the most attributes a sample has (not the limit's 1024: a block
+	 * that large cleared per profile costs more than the samples of a small one) */
+	size_t most = 0;
+	for (size_t j = 0; j < m; j++)
+		for (size_t i = 0; i < ps[j]->n_samples; i++)
+			if (ps[j]->samples[i]->n_attribute_indices > most)
+				most = ps[j]->samples[i]->n_attribute_indices;
+	labels = malloc(((most < max_labels ? most : max_labels) + 2) * sizeof *labels);
 	vals = calloc(m, sizeof *vals);
 	if (!labels || !vals) {
 		rc = pd_err_set(c->err, PD_ENOMEM, "out of memory");

@@ -29,6 +29,39 @@ static int varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	return -1;
 }
 
+/* Field number id of d (protobuf_c_message_descriptor_get_field, inline: the walk
+ * looks up every field it meets, and most messages have one range of numbers). */
+static inline const ProtobufCFieldDescriptor *field_of(const ProtobufCMessageDescriptor *d,
+                                                       uint64_t id)
+{
+	const ProtobufCIntRange *r = d->field_ranges;
+	for (unsigned i = 0; i < d->n_field_ranges; i++) {
+		/* range i: numbers start_value on, as many as fields up to range i + 1's
+		 * (the last entry is a sentinel holding n_fields) */
+		uint64_t first = (uint64_t)r[i].start_value;
+		uint64_t n = (uint64_t)(r[i + 1].orig_index - r[i].orig_index);
+		if (id >= first && id - first < n)
+			return d->fields + r[i].orig_index + (id - first);
+	}
+	return NULL;
+}
+
+/* Whether the n bytes at p are whole varints (none longer than 10 bytes), the
+ * check of a packed array's loop in one pass over its bytes. */
+static int whole_varints(const uint8_t *p, size_t n)
+{
+	unsigned run = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] & 0x80) {
+			if (++run == 10)
+				return 0;
+		} else {
+			run = 0;
+		}
+	}
+	return run == 0;
+}
+
 /* The wire type a non-packed field of type t has. */
 static unsigned wire_of(ProtobufCType t)
 {
@@ -98,8 +131,7 @@ static int walk(struct walk *w, const ProtobufCMessageDescriptor *d, const uint8
 		uint64_t id = tag >> 3;
 		if (id == 0 || id > 536870911u)
 			return bad(w, at, "field number 0 or too large");
-		const ProtobufCFieldDescriptor *f =
-		    protobuf_c_message_descriptor_get_field(d, (unsigned)id);
+		const ProtobufCFieldDescriptor *f = field_of(d, id);
 		unsigned nin = w->nin;
 		if (f)
 			w->in[w->nin++] = f;
@@ -155,6 +187,9 @@ static int walk(struct walk *w, const ProtobufCMessageDescriptor *d, const uint8
 					/* a packed array: whole values only */
 					const uint8_t *q = p, *qe = p + v;
 					unsigned fw = wire_of(f->type);
+					if (fw == 0 ? whole_varints(p, (size_t)v)
+					            : (size_t)v % (fw == 1 ? 8u : 4u) == 0)
+						q = qe; /* whole: the loop below finds where not */
 					while (!rc && q < qe) {
 						if (fw == 0) {
 							uint64_t x;

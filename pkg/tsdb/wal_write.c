@@ -390,8 +390,10 @@ int pd_wal_frame(const struct pd_wal_enc *e, void *cctx, struct pd_buf *out, str
 		scratch->len = 0;
 		/* without the memory, the record is stored uncompressed */
 		if (pd_buf_reserve(scratch, bound) == 0) {
+			int level = e->samples.len >= raw / 2 ? PD_WAL_ZSTD_LEVEL_SAMPLES
+							      : PD_WAL_ZSTD_LEVEL;
 			size_t c = ZSTD_compressCCtx(cctx, scratch->data, bound, rec + PD_WAL_REC_HDR,
-						     raw, PD_WAL_ZSTD_LEVEL);
+						     raw, level);
 			if (!ZSTD_isError(c) && c < raw) {
 				memcpy(rec + PD_WAL_REC_HDR, scratch->data, c);
 				stored = c;
