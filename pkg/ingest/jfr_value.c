@@ -250,51 +250,9 @@ int jfr_read_one(struct jfr_parser *p, struct rd *r, int ci, int cp, int depth, 
 	}
 }
 
-int jfr_read_field(struct jfr_parser *p, struct rd *r, const struct field *f, int depth,
-                   uint64_t *u, struct jfr_str *s)
-{
-	if (!f->array && f->fast) { /* a pool id, an int or a long: a compressed integer */
-		if (++p->work > p->lim.max_work)
-			return jfr_too_big(p, r->pos, "work");
-		if (r->end - r->pos >= 10) { /* no bound checks needed on the way */
-			const uint8_t *b = r->b + r->pos;
-			uint64_t x = 0;
-			size_t i = 0;
-			for (unsigned shift = 0;; shift += 7) {
-				uint8_t c = b[i++];
-				if (shift == 56) {
-					x |= (uint64_t)c << 56;
-					break;
-				}
-				x |= (uint64_t)(c & 0x7f) << shift;
-				if (c < 0x80)
-					break;
-			}
-			if (f->fast == 2) { /* an int: at most 5 bytes, as jfr_varint() reads it */
-				if (i > 5)
-					return jfr_fail(p, r->pos, PD_EINVAL,
-					                "a 32-bit integer runs past its size");
-				x = (uint32_t)x;
-			}
-			r->pos += i;
-			if (u)
-				*u = x;
-			return 0;
-		}
-	}
-	if (!f->array)
-		return jfr_read_one(p, r, f->cls, f->cp, depth, u, s, f);
-	uint32_t n = 0;
-	if (jfr_count(p, r, "array element", &n))
-		return p->rc;
-	for (uint32_t i = 0; i < n; i++)
-		if (jfr_read_one(p, r, f->cls, f->cp, depth, NULL, NULL, f))
-			return p->rc;
-	return 0;
-}
-
 /* One compressed integer of a field of kind fast (1: a long or a pool id, 2: an
- * int), as jfr_read_field reads it. */
+ * int), as jfr_read_field reads it (an int: at most 5 bytes, as
+ * jfr_varint() reads it). */
 static inline int fast_int(struct jfr_parser *p, struct rd *r, uint8_t fast, uint64_t *u)
 {
 	if (r->end - r->pos < 10) { /* near the end: the checked reads */
@@ -315,6 +273,28 @@ static inline int fast_int(struct jfr_parser *p, struct rd *r, uint8_t fast, uin
 	}
 	r->pos += i;
 	*u = x;
+	return 0;
+}
+
+int jfr_read_field(struct jfr_parser *p, struct rd *r, const struct field *f, int depth,
+                   uint64_t *u, struct jfr_str *s)
+{
+	if (!f->array && f->fast) { /* a pool id, an int or a long: a compressed integer */
+		if (++p->work > p->lim.max_work)
+			return jfr_too_big(p, r->pos, "work");
+		if (r->end - r->pos >= 10) { /* no bound checks needed on the way */
+			uint64_t x;
+			return fast_int(p, r, f->fast, u ? u : &x);
+		}
+	}
+	if (!f->array)
+		return jfr_read_one(p, r, f->cls, f->cp, depth, u, s, f);
+	uint32_t n = 0;
+	if (jfr_count(p, r, "array element", &n))
+		return p->rc;
+	for (uint32_t i = 0; i < n; i++)
+		if (jfr_read_one(p, r, f->cls, f->cp, depth, NULL, NULL, f))
+			return p->rc;
 	return 0;
 }
 
