@@ -21,11 +21,12 @@
  * ... for each --also in order, the wall-clock time at which the request was
  * complete), so that a bench can tell when each scrape really came.
  *
- * The sockets are bound first and written to FILE (one host:port a line, target
- * order; written under FILE.tmp and renamed, so FILE appears complete); then
- * the targets are shared among P forked processes (default: as few as fit the
+ * The targets are shared among P forked processes (default: as few as fit the
  * open-file limit with a listener and two connections per target, at least 2),
- * each one thread on epoll with HTTP/1.1 keep-alive. Stops on SIGTERM or SIGINT,
+ * each one thread on epoll with HTTP/1.1 keep-alive. Each process binds its own
+ * targets' sockets, so a run may hold more listeners than one process may open;
+ * their addresses are joined into FILE (one host:port a line, target order;
+ * written under FILE.tmp and renamed, so FILE appears complete). Stops on SIGTERM or SIGINT,
  * when its parent exits, or after --lifetime seconds (default 1200). */
 #define _GNU_SOURCE /* accept4 */
 #include <arpa/inet.h>
@@ -338,6 +339,93 @@ static int serve(size_t lo, size_t hi, double lifetime, pid_t parent)
 	return 0;
 }
 
+/* Binds target i's listener on its loopback address (a port the kernel picks) and
+ * writes its host:port line to f. */
+static void bind_target(size_t i, FILE *f)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die("socket");
+	unsigned host = 1 + (unsigned)(i / TARGETS_PER_ADDR);
+	if (host > 254)
+		die("too many targets for 127.0.0.1-254");
+	struct sockaddr_in sa_in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK - 1 + host)};
+	socklen_t sl = sizeof(sa_in);
+	if (bind(fd, (struct sockaddr *)&sa_in, sizeof(sa_in)) || listen(fd, 64) ||
+	    getsockname(fd, (struct sockaddr *)&sa_in, &sl))
+		die("bind/listen on a loopback address");
+	targets[i].lfd = fd;
+	fprintf(f, "127.0.0.%u:%u\n", host, (unsigned)ntohs(sa_in.sin_port));
+}
+
+/* Waits (at most 300 s: binding 50,000 sockets takes about 30) for the parts FILE.0 … FILE.<procs-1> and joins them, in
+ * order, into FILE (written under FILE.tmp and renamed); checks that there are n
+ * addresses and no two alike. Returns 0, or 1 after saying why. */
+static int addr_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int join_parts(const char *addr_file, unsigned procs, size_t n)
+{
+	char tmp[4096], part[4096];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", addr_file);
+	char **lines = calloc(n, sizeof(*lines));
+	if (!lines)
+		die("calloc");
+	size_t got = 0;
+	for (unsigned p = 0; p < procs; p++) {
+		snprintf(part, sizeof(part), "%s.%u", addr_file, p);
+		FILE *pf;
+		for (int tries = 0; !(pf = fopen(part, "r")); tries++) {
+			int st;
+			if (errno != ENOENT || tries >= 3000 || stop || waitpid(-1, &st, WNOHANG) > 0) {
+				fprintf(stderr, "daemon_targets: %s: %s\n", part,
+					errno == ENOENT ? "not written (a serving process ended, or 300 s passed)"
+								: strerror(errno));
+				return 1;
+			}
+			struct timespec ts = {0, 100 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
+		char line[64];
+		while (fgets(line, sizeof(line), pf)) {
+			if (got == n) {
+				fprintf(stderr, "daemon_targets: more than %zu addresses\n", n);
+				return 1;
+			}
+			if (!(lines[got++] = strdup(line)))
+				die("strdup");
+		}
+		fclose(pf);
+		unlink(part);
+	}
+	if (got != n) {
+		fprintf(stderr, "daemon_targets: %zu addresses written, not %zu\n", got, n);
+		return 1;
+	}
+	FILE *af = fopen(tmp, "w");
+	if (!af)
+		die(tmp);
+	for (size_t i = 0; i < n; i++)
+		fputs(lines[i], af);
+	if (fclose(af))
+		die(tmp);
+	qsort(lines, n, sizeof(*lines), addr_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (!strcmp(lines[i - 1], lines[i])) {
+			fprintf(stderr, "daemon_targets: address %.*s bound twice\n", (int)strcspn(lines[i], "\n"),
+				lines[i]);
+			return 1;
+		}
+	for (size_t i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
+	if (rename(tmp, addr_file))
+		die(addr_file);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = NULL, *addr_file = NULL, *path = "/debug/pprof/heap", *arrivals_dir = NULL;
@@ -388,11 +476,6 @@ int main(int argc, char **argv)
 	setrlimit(RLIMIT_NOFILE, &rl);
 	getrlimit(RLIMIT_NOFILE, &rl);
 	size_t per_proc = rl.rlim_cur == RLIM_INFINITY ? ntargets : (size_t)(rl.rlim_cur - 64) / 3;
-	if (ntargets + 64 > rl.rlim_cur && rl.rlim_cur != RLIM_INFINITY) {
-		fprintf(stderr, "daemon_targets: %zu listeners do not fit the open-file limit %llu\n", ntargets,
-			(unsigned long long)rl.rlim_cur);
-		return 1;
-	}
 	if (!procs)
 		procs = (unsigned)((ntargets + per_proc - 1) / per_proc);
 	if (procs < 2)
@@ -409,30 +492,11 @@ int main(int argc, char **argv)
 	targets = calloc(ntargets, sizeof(*targets));
 	if (!targets)
 		die("calloc");
-	char tmp[4096];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", addr_file);
-	FILE *af = fopen(tmp, "w");
-	if (!af)
-		die(tmp);
-	for (size_t i = 0; i < ntargets; i++) {
-		int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			die("socket");
-		unsigned host = 1 + (unsigned)(i / TARGETS_PER_ADDR);
-		if (host > 254)
-			die("too many targets for 127.0.0.1-254");
-		struct sockaddr_in sa_in = {.sin_family = AF_INET,
-					    .sin_addr.s_addr = htonl(INADDR_LOOPBACK - 1 + host)};
-		socklen_t sl = sizeof(sa_in);
-		if (bind(fd, (struct sockaddr *)&sa_in, sizeof(sa_in)) || listen(fd, 64) ||
-		    getsockname(fd, (struct sockaddr *)&sa_in, &sl))
-			die("bind/listen on a loopback address");
-		targets[i].lfd = fd;
-		fprintf(af, "127.0.0.%u:%u\n", host, (unsigned)ntohs(sa_in.sin_port));
-	}
-	if (fclose(af) || rename(tmp, addr_file))
-		die(addr_file);
 
+	/* Each serving process binds its own share of the listeners (so that no one
+	 * process holds them all: the open-file limit bounds a process, not the run) and
+	 * writes their addresses to FILE.<process>; the parent joins the parts in
+	 * target order once every process has renamed its part into place. */
 	pid_t self = getpid();
 	pid_t *kids = calloc(procs, sizeof(*kids));
 	for (unsigned p = 0; p < procs; p++) {
@@ -444,9 +508,16 @@ int main(int argc, char **argv)
 			prctl(PR_SET_PDEATHSIG, SIGTERM);
 			if (getppid() != self)
 				_exit(0);
-			for (size_t i = 0; i < ntargets; i++)
-				if (i < lo || i >= hi)
-					close(targets[i].lfd);
+			char part[4096], ptmp[4200];
+			snprintf(part, sizeof(part), "%s.%u", addr_file, p);
+			snprintf(ptmp, sizeof(ptmp), "%s.tmp", part);
+			FILE *pf = fopen(ptmp, "w");
+			if (!pf)
+				die(ptmp);
+			for (size_t i = lo; i < hi; i++)
+				bind_target(i, pf);
+			if (fclose(pf) || rename(ptmp, part))
+				die(part);
 			if (arrivals_dir) {
 				char ap[4096];
 				snprintf(ap, sizeof(ap), "%s/arrivals.%u", arrivals_dir, p);
@@ -458,8 +529,8 @@ int main(int argc, char **argv)
 		}
 		kids[p] = pid;
 	}
-	for (size_t i = 0; i < ntargets; i++)
-		close(targets[i].lfd);
+	if (join_parts(addr_file, procs, ntargets))
+		goto stop_kids;
 	fprintf(stderr, "daemon_targets: %zu targets on 127.0.0.x in %u processes, %zu files of %s", ntargets,
 		procs, routes[0].nfiles, dir);
 	for (size_t k = 1; k < nroutes; k++)
@@ -485,6 +556,12 @@ int main(int argc, char **argv)
 	while (wait(NULL) > 0)
 		;
 	return 0;
+stop_kids:
+	for (unsigned p = 0; p < procs; p++)
+		kill(kids[p], SIGTERM);
+	while (wait(NULL) > 0)
+		;
+	return 1;
 usage:
 	fprintf(stderr, "usage: daemon_targets --files DIR --targets N --addr-file FILE [--path P]\n"
 			"                      [--also PATH=DIR]... [--arrivals DIR]\n"
