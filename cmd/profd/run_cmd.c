@@ -115,6 +115,10 @@ int pd_cmd_run(int argc, char **argv)
 	}
 	if (o.max_future_ms == 0)
 		o.max_future_ms = -1; /* 0: no limit */
+	if (pd_config_parse_duration(f.head_idle_timeout, &o.head_idle_ms, &err)) {
+		fprintf(stderr, "profd run: --storage.tsdb.head-idle-timeout: %s\n", err.msg);
+		return 2;
+	}
 	if (pd_config_parse_size(f.ch_spool_max, &size, &err) || size <= 0) {
 		fprintf(stderr, "profd run: --storage.clickhouse.spool.max-size: %s\n",
 			size <= 0 && !err.msg[0] ? "must be more than 0" : err.msg);
@@ -399,6 +403,7 @@ int pd_cmd_run(int argc, char **argv)
 			    "storage.tsdb.max-profile-samples", "storage.tsdb.max-profile-sample-labels",
 			    "web.max-response-memory",
 			    "storage.tsdb.max-future-time", "web.max-push-body",
+			    "storage.tsdb.head-idle-timeout",
 			    "ingest.max-stack-depth", "ingest.max-labels-per-series",
 			    "ingest.max-label-name-length", "ingest.max-label-value-length",
 			    "ingest.max-symbol-length", "ingest.max-profiles-per-request",
@@ -426,6 +431,7 @@ int pd_cmd_run(int argc, char **argv)
 			    f.max_profile_decoded_size, f.max_profile_samples,
 			    f.max_profile_sample_labels,
 			    f.max_response_memory, f.max_future_time, f.max_push_body,
+			    f.head_idle_timeout,
 			    f.ingest_max_stack_depth, f.ingest_max_labels,
 			    f.ingest_max_label_name_len, f.ingest_max_label_value_len,
 			    f.ingest_max_symbol_len, f.ingest_max_profiles,

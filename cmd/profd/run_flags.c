@@ -28,6 +28,9 @@ static void usage(FILE *f)
 		"                                      past it is refused (default 1000000; 0: no limit)\n"
 		"  --storage.tsdb.max-future-time=DUR  refuse samples dated more than this after\n"
 		"                                      the clock (default 10m; 0: no limit)\n"
+		"  --storage.tsdb.head-idle-timeout=DUR  write a series with no sample for this\n"
+		"                                      long to a block and take it out of the head\n"
+		"                                      (default 5m; 0: keep it until the head's cut)\n"
 		"  --storage.tsdb.value-encoding=N     encoding of new value chunks: 2 (columnar,\n"
 		"                                      the default) or 1 (raw profiles in zstd groups)\n"
 		"  --web.listen-address=ADDR           address of the HTTP API and UI (default :10902)\n"
@@ -212,7 +215,8 @@ int run_parse_flags(int argc, char **argv, struct run_flags *f)
 				"512MB", {0}, "16384",
 				/* PD_PPROF_LEGACY_MAX_{DEPTH,LINE,MAPS} */
 				"4096", "1048576", "65536",
-				"10GB" /* PD_API_DEFAULT_MAX_DEBUGINFO_TOTAL */, 0};
+				"10GB" /* PD_API_DEFAULT_MAX_DEBUGINFO_TOTAL */, 0,
+				"5m" /* PD_TSDB_DEFAULT_HEAD_IDLE_MS */};
 	run_sym_flags_init(&f->sym);
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
@@ -326,6 +330,8 @@ int run_parse_flags(int argc, char **argv, struct run_flags *f)
 			f->max_profile_sample_labels = v;
 		else if (IS("--storage.tsdb.max-future-time"))
 			f->max_future_time = v;
+		else if (IS("--storage.tsdb.head-idle-timeout"))
+			f->head_idle_timeout = v;
 		else if (IS("--web.max-push-body"))
 			f->max_push_body = v;
 		else if (IS("--web.max-debuginfo-size"))

@@ -75,6 +75,7 @@ struct run_flags {
 	const char *legacy_max_depth, *legacy_max_line, *legacy_max_maps;
 	const char *max_debuginfo_total; /* the uploaded debug files together */
 	int multitenancy; /* --auth.multitenancy-enabled: X-Scope-OrgID tenants */
+	const char *head_idle_timeout;  /* a series idle this long leaves the head */
 };
 
 struct daemon {

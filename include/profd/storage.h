@@ -217,8 +217,10 @@ struct pd_storage_stats {
 	char remote_database[128], remote_cluster[128];
 	/* the head's series limit (0: none), and new series it refused since open */
 	uint64_t head_series_limit, head_series_limit_refused;
-	/* series dropped at head truncations since open, having no sample left */
-	uint64_t head_series_removed;
+	/* series dropped from the head since open, having no sample left in it (at
+	 * head truncations, or written to blocks of idle series); of them, those
+	 * written to blocks of idle series */
+	uint64_t head_series_removed, head_series_idle_written;
 	/* the head chunk files (sealed chunks out of the heap): files, their bytes
 	 * and the chunks of the head in them; files found damaged or missing at
 	 * open; seals whose write failed since open (kept in memory instead) */
@@ -234,6 +236,7 @@ struct pd_storage_block_info {
 	char ulid[27];
 	int64_t mint, maxt; /* maxt exclusive */
 	int level;
+	int idle; /* a block of idle series (written before its range was complete) */
 	uint64_t series, chunks, samples;
 	uint64_t ts_bytes, value_bytes; /* chunk payload bytes of each kind */
 	uint64_t size;                  /* bytes of all the block's files */

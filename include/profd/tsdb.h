@@ -23,6 +23,7 @@ struct pd_tsdb;
 #define PD_TSDB_DEFAULT_CHUNK_STAGGER 30
 #define PD_TSDB_DEFAULT_MAX_PROFILE PD_STORAGE_DEFAULT_MAX_PROFILE
 #define PD_TSDB_DEFAULT_MAX_FUTURE_MS (10LL * 60 * 1000)
+#define PD_TSDB_DEFAULT_HEAD_IDLE_MS (5LL * 60 * 1000)
 
 struct pd_tsdb_opts {
 	int64_t retention_ms;       /* delete blocks older than this; 0: 15d; <0: never */
@@ -70,6 +71,13 @@ struct pd_tsdb_opts {
 	 * keeps every acknowledged series. 0: no limit; pd_tsdb_opts_init sets
 	 * PD_TSDB_DEFAULT_MAX_SERIES. */
 	uint64_t max_series;
+	/* A series with no sample for this long behind the head's newest (and for
+	 * three of its own sample intervals) is written, at the next flush, to a block
+	 * of idle series over its block range and taken out of the head, so that
+	 * replaced pods do not stay in memory until the range is persisted. 0: never
+	 * (series stay until head truncation); pd_tsdb_opts_init sets
+	 * PD_TSDB_DEFAULT_HEAD_IDLE_MS. Not with a sink. */
+	int64_t head_idle_ms;
 	/* Head chunk files (dir/chunks_head/, docs/format/head_chunks.md) are cut
 	 * before a chunk that would take one past this size; 0: 128 MiB. */
 	size_t head_chunks_file_size;

@@ -272,8 +272,11 @@ void api_metrics(struct api_req *r, struct api_resp *w)
 	       "New series refused because the head held its series limit.");
 	sample_u(w, "profd_tsdb_head_series_limit_refused_total", st.head_series_limit_refused);
 	family(w, "profd_tsdb_head_series_removed_total", "counter",
-	       "Series dropped from the head at its truncation, having no sample left.");
+	       "Series dropped from the head, having no sample left in it.");
 	sample_u(w, "profd_tsdb_head_series_removed_total", st.head_series_removed);
+	family(w, "profd_tsdb_head_series_idle_written_total", "counter",
+	       "Series written to a block of idle series and taken out of the head.");
+	sample_u(w, "profd_tsdb_head_series_idle_written_total", st.head_series_idle_written);
 	family(w, "profd_tsdb_head_chunk_files", "gauge", "Head chunk files (chunks_head/).");
 	sample_u(w, "profd_tsdb_head_chunk_files", st.head_chunk_files);
 	family(w, "profd_tsdb_head_chunk_bytes", "gauge", "Bytes of the head chunk files.");

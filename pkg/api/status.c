@@ -483,6 +483,8 @@ void api_status_tsdb(struct api_req *r, struct api_resp *w)
 		ji64(w, b[i].maxt);
 		jput(w, ",\"level\":");
 		ji64(w, b[i].level);
+		if (b[i].idle)
+			jput(w, ",\"idleSeries\":true");
 		jput(w, ",\"numSeries\":");
 		ju64(w, b[i].series);
 		jput(w, ",\"numSamples\":");

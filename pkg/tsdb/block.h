@@ -44,6 +44,7 @@ struct pd_block_meta {
 	int level;                       /* 1 for a block cut from the head */
 	char (*sources)[27];             /* ULIDs of the level-1 blocks it holds */
 	size_t nsources;
+	int idle; /* compaction hint "from-idle-series": idle series written early */
 };
 
 /* ---- tombstones (tombstones.c) -------------------------------------------- */
@@ -102,6 +103,11 @@ struct pd_block_writer;
 int pd_block_writer_create(struct pd_block_writer **out, const char *parent_dir, int64_t mint,
 			   int64_t maxt, int level, const char (*sources)[27], size_t nsources,
 			   struct pd_err *err);
+/* Marks the block as holding only series taken out of the head early, idle
+ * (meta.json's compaction hint "from-idle-series"): it does not move the
+ * store's earliest accepted time, and compaction leaves it until its range
+ * is complete. */
+void pd_block_writer_set_idle(struct pd_block_writer *w);
 /* Adds one series with its chunks (in time order). Series must come in ascending
  * label order (compare name, then value, pair by pair; a prefix sorts first).
  * Everything is copied or written out before returning. */

@@ -34,6 +34,7 @@ enum pd_chunk_kind {
 };
 
 #define PD_META_VERSION 1
+#define PD_META_HINT_IDLE "from-idle-series" /* compaction.hints: idle series written early */
 #define PD_META_MAX_SIZE (1u << 20)
 
 /* ---- coding --------------------------------------------------------------- */

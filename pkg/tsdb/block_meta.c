@@ -33,8 +33,11 @@ int pd_block_meta_format(const struct pd_block_meta *m, struct pd_buf *out)
 	for (size_t i = 0; i < m->nsources && !rc; i++)
 		rc = pd_buf_printf(out, "%s\n\t\t\t\"%s\"", i ? "," : "", m->sources[i]);
 	if (!rc)
-		rc = pd_buf_printf(out, "%s]\n\t},\n\t\"version\": %d\n}\n", m->nsources ? "\n\t\t" : "",
-				   PD_META_VERSION);
+		rc = pd_buf_printf(out, "%s]", m->nsources ? "\n\t\t" : "");
+	if (!rc && m->idle)
+		rc = pd_buf_printf(out, ",\n\t\t\"hints\": [\n\t\t\t\"" PD_META_HINT_IDLE "\"\n\t\t]");
+	if (!rc)
+		rc = pd_buf_printf(out, "\n\t},\n\t\"version\": %d\n}\n", PD_META_VERSION);
 	return rc;
 }
 
@@ -366,6 +369,7 @@ enum {
 	F_VALBYTES = 1 << 10,
 	F_LEVEL = 1 << 11,
 	F_SOURCES = 1 << 12,
+	F_HINTS = 1 << 13,
 };
 
 struct field {
@@ -392,6 +396,7 @@ static const struct field stats_fields[] = {
 static const struct field compaction_fields[] = {
 	{"level", "compaction.level", F_LEVEL},
 	{"sources", "compaction.sources", F_SOURCES},
+	{"hints", "compaction.hints", F_HINTS},
 };
 
 struct meta_ctx {
@@ -451,12 +456,43 @@ static int stats_member(struct jp *p, const char *key, int trunc, void *ctx)
 	return parse_int(p, f->path, 0, UINT64_MAX, NULL, dst);
 }
 
+/* compaction.hints: an array of strings (Prometheus writes some of its own);
+ * "from-idle-series" sets m->idle, the others are skipped. */
+static int parse_hints(struct jp *p, const char *field, struct pd_block_meta *m)
+{
+	if (peek_type(p) != J_ARRAY)
+		return wrong_type(p, field, "an array of strings");
+	p->pos++;
+	if (peek(p) == ']') {
+		p->pos++;
+		return 0;
+	}
+	for (;;) {
+		char s[64];
+		int trunc, rc;
+		if (peek_type(p) != J_STRING)
+			return wrong_type(p, field, "an array of strings");
+		if ((rc = parse_string(p, field, s, sizeof(s), &trunc)))
+			return rc;
+		if (!trunc && !strcmp(s, PD_META_HINT_IDLE))
+			m->idle = 1;
+		int ch = peek(p);
+		if (ch == ']') {
+			p->pos++;
+			return 0;
+		}
+		if (ch != ',')
+			return syntax(p, field, "',' or ']'");
+		p->pos++;
+	}
+}
+
 static int compaction_member(struct jp *p, const char *key, int trunc, void *ctx)
 {
 	struct meta_ctx *c = ctx;
 	int64_t v;
 	int rc;
-	const struct field *f = lookup(p, c, compaction_fields, 2, key, trunc, &rc);
+	const struct field *f = lookup(p, c, compaction_fields, 3, key, trunc, &rc);
 	if (rc)
 		return rc;
 	if (!f)
@@ -467,6 +503,8 @@ static int compaction_member(struct jp *p, const char *key, int trunc, void *ctx
 		c->m->level = (int)v;
 		return 0;
 	}
+	if (f->bit == F_HINTS)
+		return parse_hints(p, f->path, c->m);
 	if (peek_type(p) != J_ARRAY)
 		return wrong_type(p, f->path, "an array of ULIDs");
 	p->pos++;

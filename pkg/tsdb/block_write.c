@@ -450,6 +450,11 @@ out:
 	return rc;
 }
 
+void pd_block_writer_set_idle(struct pd_block_writer *w)
+{
+	w->meta.idle = 1;
+}
+
 int pd_block_writer_finish(struct pd_block_writer *w, char ulid[27], struct pd_err *err)
 {
 	char *index = NULL, *final = NULL;

@@ -17,6 +17,7 @@
 #include "profd/pprof.h"
 #include "block_int.h"
 #include "hc_replay.h"
+#include "replay_idle.h"
 #include "head_chunks.h"
 #include "head_spill.h"
 #include "db_int.h"
@@ -36,6 +37,7 @@ void pd_tsdb_opts_init(struct pd_tsdb_opts *o)
 	o->max_profile = PD_TSDB_DEFAULT_MAX_PROFILE;
 	o->max_series = PD_TSDB_DEFAULT_MAX_SERIES;
 	o->max_future_ms = PD_TSDB_DEFAULT_MAX_FUTURE_MS;
+	o->head_idle_ms = PD_TSDB_DEFAULT_HEAD_IDLE_MS;
 }
 
 /* The latest time any bound is measured from: the system clock (INT64_MAX
@@ -291,6 +293,11 @@ struct replay_ctx {
 	uint64_t bad_series; /* series entries with ref 0, or too large */
 	struct pd_u64map refs; /* WAL ref -> index in head.series + 1; 0: unknown */
 	struct hc_replay *hc;  /* the chunks of the head chunk files, or NULL */
+	/* the samples blocks of idle series hold (NULL: none), and for each head
+	 * series (by index) its entry there or NULL */
+	struct idle_index *idle;
+	const struct idle_entry **idle_of;
+	size_t idle_cap;
 };
 
 /* Drops the series replay created without a sample (none is in use yet); they
@@ -330,6 +337,20 @@ static int replay_series(void *c, uint64_t ref, const struct pd_lpair *l, size_t
 	uint32_t ix; /* the series' index in the head */
 	if (!pd_u64map_get(&h->refs, s->ref, &ix) || pd_u64map_put(&rc->refs, ref, ix + 1))
 		return PD_ENOMEM;
+	if (rc->idle) {
+		if (ix >= rc->idle_cap) {
+			size_t cap = rc->idle_cap ? rc->idle_cap : 256;
+			while (cap <= ix)
+				cap *= 2;
+			void *q = realloc(rc->idle_of, cap * sizeof(*rc->idle_of));
+			if (!q)
+				return PD_ENOMEM;
+			rc->idle_of = q;
+			memset(rc->idle_of + rc->idle_cap, 0, (cap - rc->idle_cap) * sizeof(*rc->idle_of));
+			rc->idle_cap = cap;
+		}
+		rc->idle_of[ix] = idle_index_find(rc->idle, l, n);
+	}
 	return 0;
 }
 
@@ -368,6 +389,12 @@ static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, siz
 	 * bounded has them nowhere else */
 	if (!s) {
 		rc->skipped++;
+		return 0;
+	}
+	uint32_t ix;
+	if (rc->idle && pd_u64map_get(&rc->refs, ref, &ix) && ix - 1 < rc->idle_cap &&
+	    rc->idle_of[ix - 1] && idle_index_holds(rc->idle, rc->idle_of[ix - 1], t)) {
+		rc->skipped++; /* a block of idle series holds it */
 		return 0;
 	}
 	if (rc->db->o.sink) {
@@ -535,6 +562,10 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 	int64_t cap = db_future_cap(&db->o), now = db_bound_cap(&db->o);
 	for (size_t i = 0; i < db->nblocks; i++) {
 		int64_t e = db_capped(pd_block_meta(db->blocks[i])->maxt, now);
+		/* a block of idle series is written before its range is complete:
+		 * the range still takes samples */
+		if (pd_block_meta(db->blocks[i])->idle)
+			continue;
 		if (pd_block_meta(db->blocks[i])->maxt <= cap && e > db->min_valid_t)
 			db->min_valid_t = e;
 	}
@@ -545,8 +576,12 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 	}
 	if (!db->o.wal_disabled) {
 		char *wdir = db_path_join(dir, "wal");
-		struct replay_ctx ctx = {db, 0, 0, {0}, NULL};
+		struct replay_ctx ctx = {db, 0, 0, {0}, NULL, NULL, NULL, 0};
 		pd_u64map_init(&ctx.refs);
+		if (!db->o.sink && (rc = idle_index_build(db, &ctx.idle, err))) {
+			pd_u64map_fini(&ctx.refs);
+			goto fail;
+		}
 		if (!db->o.read_only && !db->o.sink &&
 		    (rc = open_head_chunks(db, &ctx.hc, err))) {
 			pd_u64map_fini(&ctx.refs);
@@ -567,6 +602,8 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 				     : pd_wal_replay(wdir, &cb, &st, err);
 		replay_mark_logged(&ctx);
 		pd_u64map_fini(&ctx.refs);
+		idle_index_free(ctx.idle);
+		free(ctx.idle_of);
 		end_head_chunks(db, ctx.hc);
 		db->replay_skipped = ctx.skipped;
 		if (ctx.skipped)
@@ -621,7 +658,12 @@ int pd_tsdb_open(struct pd_tsdb **out, const char *dir, const struct pd_tsdb_opt
 		/* a daemon killed before its first periodic flush, again and again,
 		 * would otherwise grow its WAL and its start-up time without end */
 		struct pd_err ferr = {0};
-		if (pd_tsdb_flush(db, 0, &ferr))
+		/* blocks of idle series that overlap are merged now, whatever their
+		 * range: replay may have put idle series back, written out again */
+		db->compact_idle = 1;
+		int frc = pd_tsdb_flush(db, 0, &ferr);
+		db->compact_idle = 0;
+		if (frc)
 			pd_log_error(
 			    "tsdb",
 			    "flushing the head at open failed (the store opens all the same)",

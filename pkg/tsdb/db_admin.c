@@ -27,6 +27,7 @@ void pd_tsdb_stats(struct pd_tsdb *db, struct pd_storage_stats *st)
 	st->head_series_limit = h->max_series;
 	st->head_series_limit_refused = __atomic_load_n(&h->refused, __ATOMIC_RELAXED);
 	st->head_series_removed = __atomic_load_n(&h->removed, __ATOMIC_RELAXED);
+	st->head_series_idle_written = __atomic_load_n(&db->idle_written, __ATOMIC_RELAXED);
 	pthread_rwlock_rdlock(&h->mu);
 	st->head_mint = h->mint;
 	st->head_maxt = h->maxt;
@@ -116,6 +117,7 @@ int pd_tsdb_blocks(struct pd_tsdb *db, struct pd_storage_block_info **out, size_
 		b->mint = m->mint;
 		b->maxt = m->maxt;
 		b->level = m->level;
+		b->idle = m->idle;
 		b->series = m->num_series;
 		b->chunks = m->num_chunks;
 		b->samples = m->num_samples;

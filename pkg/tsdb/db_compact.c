@@ -342,6 +342,11 @@ int db_merge_blocks(struct pd_tsdb *db, struct pd_block **bs, size_t n, char uli
 	}
 	rc = pd_block_writer_create(&w, db->dir, pd_block_meta(bs[0])->mint, maxt, level + 1,
 				    (const char(*)[27])sources, nsrc, err);
+	int all_idle = 1;
+	for (size_t i = 0; i < n; i++)
+		all_idle &= pd_block_meta(bs[i])->idle;
+	if (!rc && all_idle) /* still only idle series of ranges not persisted */
+		pd_block_writer_set_idle(w);
 	for (size_t i = 0; i < n && !rc; i++) {
 		cur[i].b = bs[i];
 		if (!(rc = pd_block_all_series(bs[i], &cur[i].refs, &cur[i].n, err)))
@@ -533,6 +538,38 @@ static void skip_damaged(struct pd_tsdb *db, struct pd_block **bs, size_t n,
 	             (long long)pd_block_meta(bs[n - 1])->maxt, why->msg);
 }
 
+/* Blocks of idle series of a range the head still holds wait for the range's
+ * block, which they are merged with once; only past IDLE_WAIT_MAX of them are
+ * they merged among themselves meanwhile, so that a range of steady churn is
+ * not rewritten at every flush. At open (compact_idle) they are merged at once:
+ * replay may have put idle series back, written out again since. */
+#define IDLE_WAIT_MAX 8
+
+int64_t db_newest_block_end(const struct pd_tsdb *db)
+{
+	int64_t e = INT64_MIN, any = INT64_MIN;
+	for (size_t i = 0; i < db->nblocks; i++) {
+		const struct pd_block_meta *m = pd_block_meta(db->blocks[i]);
+		if (!m->idle && m->maxt > e)
+			e = m->maxt;
+		if (m->maxt > any)
+			any = m->maxt;
+	}
+	return e != INT64_MIN ? e : any;
+}
+
+static int idle_waits(const struct pd_tsdb *db, struct pd_block **bs, size_t n, int64_t end)
+{
+	if (db->compact_idle || n > IDLE_WAIT_MAX || db->head.maxt == INT64_MIN)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!pd_block_meta(bs[i])->idle)
+			return 0;
+	int64_t newest = db_capped(db->head.maxt, db_bound_cap(&db->o));
+	/* the head persists a range once it is half a range behind the newest sample */
+	return end > newest - db->o.block_range_ms / 2;
+}
+
 /* Merges blocks that overlap, then blocks into aligned ranges. A merge that
  * fails on damage is skipped (skip_damaged); any other failure ends it. */
 int db_compact(struct pd_tsdb *db, struct pd_err *err)
@@ -559,6 +596,10 @@ int db_compact(struct pd_tsdb *db, struct pd_err *err)
 			i++;
 			continue;
 		}
+		if (idle_waits(db, db->blocks + i, j - i, end)) {
+			i = j;
+			continue;
+		}
 		char ulid[27];
 		rc = db_merge_blocks(db, db->blocks + i, j - i, ulid, &merr);
 		if (rc == PD_ECORRUPT) {
@@ -574,7 +615,11 @@ int db_compact(struct pd_tsdb *db, struct pd_err *err)
 		/* the merged block (if any) is at i: look again from it */
 	}
 	for (int64_t r = br * 3; r <= max_range && !rc; r *= 3) {
-		int64_t newest = db->nblocks ? pd_block_meta(db->blocks[db->nblocks - 1])->maxt : 0;
+		/* blocks of idle series end where their range does, not where the
+		 * samples are */
+		int64_t newest = db_newest_block_end(db);
+		if (newest == INT64_MIN)
+			newest = 0;
 		if (db->head.maxt != INT64_MIN && db->head.maxt > newest)
 			newest = db->head.maxt;
 		newest = db_capped(newest, db_bound_cap(&db->o));
@@ -623,7 +668,7 @@ int db_apply_retention(struct pd_tsdb *db, int by_size, struct pd_err *err)
 	for (;;) {
 		if (!db->nblocks)
 			break;
-		int64_t newest = pd_block_meta(db->blocks[db->nblocks - 1])->maxt;
+		int64_t newest = db_newest_block_end(db);
 		if (db->head.maxt != INT64_MIN && db->head.maxt > newest)
 			newest = db->head.maxt;
 		newest = db_capped(newest, db_bound_cap(&db->o));

@@ -293,6 +293,15 @@ static int flush(struct pd_tsdb *db, int all, struct pd_err *err)
 		if (!all && hi > db->min_valid_t)
 			__atomic_store_n(&db->min_valid_t, hi, __ATOMIC_RELEASE);
 	}
+	/* series idle for a while (pods replaced) go to blocks of their own */
+	if (!rc && !all && !db->o.sink) {
+		struct pd_err ierr = {0};
+		if (db_write_idle(db, newest, &ierr))
+			pd_log_error("tsdb",
+			             "writing idle series to a block failed (they stay in the head; "
+			             "retried at the next flush)",
+			             "err=%s", ierr.msg);
+	}
 	/* series with no sample left go, before the checkpoint drops their
 	 * entries too; they are freed once no query can hold them */
 	struct head_series **dead = NULL;

@@ -46,6 +46,14 @@ int db_filter_chunk(struct pd_tsdb *db, const struct pd_block_chunk *c,
 		    const struct tomb_entry *iv, size_t niv, struct pd_block_chunk *out,
 		    uint8_t **ts_owned, uint8_t **vals_owned, int *kept, struct pd_err *err);
 
+/* db_idle.c: writes the series idle at newest (o.head_idle_ms) to blocks of
+ * idle series and takes them out of the head. Called by flush with append_mu
+ * held and no commit in flight. A failure leaves the head as it was. */
+int db_write_idle(struct pd_tsdb *db, int64_t newest, struct pd_err *err);
+/* The latest end of a block that is not a block of idle series; of any block when
+ * all are; INT64_MIN when there is none. */
+int64_t db_newest_block_end(const struct pd_tsdb *db);
+
 /* The start of the block range of width r (> 0) holding t, into *out; 0. */
 int db_window_floor(int64_t t, int64_t r, int64_t *out);
 

@@ -712,3 +712,16 @@ void head_truncate(struct head *h, int64_t t)
 	/* head chunk files that hold no chunk of the head any more go */
 	hcm_truncate(h->hcm);
 }
+
+int head_seal_series(struct head *h, struct head_series *s, struct pd_err *err)
+{
+	return s->open_ts.count ? seal_open(h, s, err) : 0;
+}
+
+void head_series_drop_chunks(struct head_series *s)
+{
+	for (size_t k = 0; k < s->nchunks; k++)
+		chunk_free(&s->chunks[k]);
+	s->dropped += s->nchunks;
+	s->nchunks = 0;
+}

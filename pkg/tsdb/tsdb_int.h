@@ -154,6 +154,12 @@ void head_truncate(struct head *h, int64_t t);
  * drops it. Returns the chunks sealed. Takes the head's lock and each series' in
  * turn; called by flush only (the series it visits are not dropped meanwhile). */
 size_t head_seal_idle(struct head *h, int64_t t);
+/* Seals the open chunk of s, if it has one (s->mu held). */
+int head_seal_series(struct head *h, struct head_series *s, struct pd_err *err);
+/* Frees every closed chunk of s (s->mu held; its open chunk must be empty):
+ * what a series written to a block of idle series gives up before head_gc
+ * takes it out. */
+void head_series_drop_chunks(struct head_series *s);
 /* How long a series takes no sample before its open chunk is sealed (at a flush) */
 #define HEAD_IDLE_SEAL_MS (15 * 60 * 1000)
 /* Like head_get and head_get_or_create, but the series is pinned (head_unpin
@@ -291,6 +297,10 @@ struct pd_tsdb {
 	struct pd_storage storage; /* the store as a storage (storage.c) */
 	struct tsdb_fwd *fwd; /* with o.sink: forwards the WAL to the sink (forward.c) */
 	uint64_t hc_damaged_files; /* head chunk files found damaged or missing at open */
+	/* flush at open: blocks of idle series that overlap are merged whatever
+	 * their range (db_compact) */
+	int compact_idle;
+	uint64_t idle_written; /* series written to blocks of idle series (__atomic) */
 };
 
 /* ---- a sink: the WAL as the spool of what a remote store has not taken ---------- */

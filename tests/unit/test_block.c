@@ -1043,7 +1043,19 @@ static void test_meta_roundtrip(void **state)
 	if (rc)
 		fail_msg("%s", err.msg);
 	assert_int_equal(r.mint, -5);
+	assert_int_equal(r.idle, 0);
 	free(r.sources);
+
+	/* a block of idle series: the compaction hint, written and read back */
+	m.idle = 1;
+	pd_buf_init(&out, 0);
+	assert_int_equal(pd_block_meta_format(&m, &out), 0);
+	assert_non_null(strstr((const char *)out.data, "\"hints\": [\n\t\t\t\"from-idle-series\"\n\t\t]"));
+	assert_int_equal(pd_block_meta_parse((const char *)out.data, out.len, &r, &err), 0);
+	assert_int_equal(r.idle, 1);
+	assert_int_equal(r.level, 3);
+	free(r.sources);
+	pd_buf_fini(&out);
 }
 
 /* A valid meta.json with one substitution of `from` by `to`. */
@@ -1100,6 +1112,10 @@ static void test_meta_bad(void **state)
 		{"\"version\": 1}", "\"version\": 1} x", "the end of the input"},
 		{"\"version\": 1}", "\"version\": 1,}", "byte"},
 		{"\"minTime\": 100", "\"minTime\" 100", "':'"},
+		{"\"level\": 1, ", "\"hints\": \"from-idle-series\", \"level\": 1, ", "field \"compaction.hints\": expected an array of strings, found a string"},
+		{"\"level\": 1, ", "\"hints\": [1], \"level\": 1, ", "field \"compaction.hints\": expected an array of strings, found a number"},
+		{"\"level\": 1, ", "\"hints\": [\"a\" \"b\"], \"level\": 1, ", "field \"compaction.hints\": byte"},
+		{"\"level\": 1, ", "\"hints\": [], \"hints\": [], \"level\": 1, ", "field \"compaction.hints\" appears twice"},
 	};
 	struct pd_err err = {0};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {

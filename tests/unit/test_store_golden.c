@@ -351,7 +351,8 @@ static void check_contents(struct pd_tsdb *db, int with_extra)
 }
 
 /* The blocks as the generator left them: [T0, T0+6h) compacted from three
- * level-1 blocks, and [T0+6h, T0+8h). */
+ * level-1 blocks, and [T0+6h, T0+8h); a store opened for writing may have
+ * written the head's idle series to blocks of their own since, after them. */
 static void check_blocks(struct pd_tsdb *db)
 {
 	struct pd_storage_block_info *b = NULL;
@@ -359,6 +360,8 @@ static void check_blocks(struct pd_tsdb *db)
 	size_t n;
 	if (pd_tsdb_blocks(db, &b, &n, &err))
 		fail_msg("blocks: %s", err.msg);
+	while (n > 2 && b[n - 1].idle && b[n - 1].mint >= T0 + 8 * HOUR)
+		n--;
 	assert_int_equal(n, 2);
 	assert_int_equal(b[0].mint, T0);
 	assert_int_equal(b[0].maxt, T0 + 6 * HOUR);

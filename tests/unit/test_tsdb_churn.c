@@ -3,7 +3,11 @@
  * table, refs, postings, label values), the series limit frees up, and a series
  * that comes back gets a new ref and works, across a restart too. A series quiet
  * for HEAD_IDLE_SEAL_MS has its open chunk sealed into the head chunk files at
- * the next flush, reads the same, and takes samples again in a new chunk. */
+ * the next flush, reads the same, and takes samples again in a new chunk (with
+ * idle series written out, head_idle_ms, turned off). A series idle for
+ * head_idle_ms is written to a block of idle series and leaves the head; its
+ * samples read the same, survive a crash, are not stored twice after the
+ * replay, and join their range's block once the range is persisted. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <ftw.h>
 #include <setjmp.h>
@@ -14,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -179,6 +185,7 @@ static void test_idle_chunk_sealed(void **state)
 	pd_tsdb_opts_init(&o);
 	o.retention_ms = -1;
 	o.max_future_ms = 0;
+	o.head_idle_ms = 0; /* series stay in the head: their open chunks are sealed */
 	if (pd_tsdb_open(&db, dir, &o, &err))
 		fail_msg("open: %s", err.msg);
 	const int64_t t0 = 1000000, step = 15000;
@@ -233,12 +240,198 @@ static void test_idle_chunk_sealed(void **state)
 	free(dir);
 }
 
+
+/* ---- idle series written to blocks ------------------------------------------ */
+
+#define IDLE_T0 7200000LL /* the start of a 2 h block range */
+#define IDLE_STEP 15000LL
+#define IDLE_GONE 5
+#define IDLE_GONE_SAMPLES 8
+
+static struct pd_tsdb *open_idle(const char *dir)
+{
+	struct pd_tsdb_opts o;
+	struct pd_tsdb *db;
+	struct pd_err err = {0};
+	pd_tsdb_opts_init(&o); /* 2 h blocks, series idle after 5 minutes */
+	o.retention_ms = -1;
+	if (pd_tsdb_open(&db, dir, &o, &err))
+		fail_msg("open: %s", err.msg);
+	return db;
+}
+
+static int in_head(struct pd_tsdb *db, const char *pod)
+{
+	struct pd_lpair l[] = {{"__name__", "heap"}, {"pod", pod}};
+	return head_get(&db->head, l, 2, labels_hash(l, 2)) != NULL;
+}
+
+static void assert_readable(struct pd_tsdb *db, const char *pod, int64_t t)
+{
+	struct pd_storage_label l[] = {{"__name__", "heap"}, {"pod", pod}};
+	struct pd_err err = {0};
+	uint8_t *got = NULL;
+	size_t len = 0;
+	if (pd_tsdb_read(db, l, 2, t, &got, &len, &err))
+		fail_msg("%s at %lld: %s", pod, (long long)t, err.msg);
+	assert_int_equal(len, 29);
+	free(got);
+}
+
+static void assert_gone_readable(struct pd_tsdb *db)
+{
+	char pod[32];
+	for (int p = 0; p < IDLE_GONE; p++) {
+		snprintf(pod, sizeof(pod), "gone-%d", p);
+		for (int i = 0; i < IDLE_GONE_SAMPLES; i++)
+			assert_readable(db, pod, IDLE_T0 + i * IDLE_STEP);
+	}
+}
+
+/* The blocks that overlap [lo, hi): how many, and how many of them are idle. */
+static size_t blocks_in(struct pd_tsdb *db, int64_t lo, int64_t hi, size_t *idle,
+			uint64_t *samples)
+{
+	size_t n = 0;
+	*idle = 0;
+	*samples = 0;
+	for (size_t i = 0; i < db->nblocks; i++) {
+		const struct pd_block_meta *m = pd_block_meta(db->blocks[i]);
+		if (m->maxt <= lo || m->mint >= hi)
+			continue;
+		n++;
+		*idle += m->idle != 0;
+		*samples += m->num_samples;
+	}
+	return n;
+}
+
+/* The part of the scenario that a crash ends: pods pushed for 2 minutes, then
+ * only "alive"; the pods leave the head once idle; one comes back. Runs in a
+ * child process that ends without closing the store, as kill -9 would. */
+static void idle_until_crash(const char *dir)
+{
+	struct pd_tsdb *db = open_idle(dir);
+	struct pd_err err = {0};
+	struct pd_storage_stats st;
+	char pod[32];
+	for (int i = 0; i < IDLE_GONE_SAMPLES; i++) {
+		for (int p = 0; p < IDLE_GONE; p++) {
+			snprintf(pod, sizeof(pod), "gone-%d", p);
+			assert_int_equal(push(db, pod, IDLE_T0 + i * IDLE_STEP), 0);
+		}
+		assert_int_equal(push(db, "alive", IDLE_T0 + i * IDLE_STEP), 0);
+	}
+	int64_t last_gone = IDLE_T0 + (IDLE_GONE_SAMPLES - 1) * IDLE_STEP, t = last_gone;
+	/* up to exactly 5 minutes after the pods' last sample: not idle yet */
+	while (t < last_gone + PD_TSDB_DEFAULT_HEAD_IDLE_MS) {
+		t += IDLE_STEP;
+		assert_int_equal(push(db, "alive", t), 0);
+	}
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	assert_true(in_head(db, "gone-0"));
+	assert_int_equal(db->nblocks, 0);
+	/* past it: the pods go to a block of idle series, "alive" stays */
+	t += IDLE_STEP;
+	assert_int_equal(push(db, "alive", t), 0);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	for (int p = 0; p < IDLE_GONE; p++) {
+		snprintf(pod, sizeof(pod), "gone-%d", p);
+		assert_false(in_head(db, pod));
+	}
+	assert_true(in_head(db, "alive"));
+	pd_tsdb_stats(db, &st);
+	assert_int_equal(st.head_series_idle_written, IDLE_GONE);
+	assert_int_equal(st.head_series, 1);
+	assert_int_equal(db->nblocks, 1);
+	const struct pd_block_meta *m = pd_block_meta(db->blocks[0]);
+	assert_true(m->idle);
+	assert_int_equal(m->mint, IDLE_T0);
+	assert_int_equal(m->maxt, IDLE_T0 + PD_TSDB_DEFAULT_BLOCK_RANGE_MS);
+	assert_int_equal(m->num_series, IDLE_GONE);
+	assert_int_equal(m->num_samples, IDLE_GONE * IDLE_GONE_SAMPLES);
+	assert_gone_readable(db);
+	/* the range still takes samples: a block of idle series is no bound */
+	assert_int_equal(push(db, "late", IDLE_T0 + 1), 0);
+	/* a pod that comes back is a new series, its old samples still there */
+	assert_int_equal(push(db, "gone-0", t + IDLE_STEP), 0);
+	assert_true(in_head(db, "gone-0"));
+	assert_gone_readable(db);
+	_exit(0); /* no close: the WAL is not checkpointed */
+}
+
+static void test_idle_series_written(void **state)
+{
+	(void)state;
+	char *dir = strdup("/tmp/pd_test_tsdb_idle_XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		idle_until_crash(dir); /* a failed assertion ends the child with a status */
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	/* after the crash: replay puts the pods' samples back from the WAL, the
+	 * open's flush writes the idle ones out again and merges the two blocks:
+	 * every sample once */
+	struct pd_tsdb *db = open_idle(dir);
+	struct pd_err err = {0};
+	char pod[32];
+	for (int p = 1; p < IDLE_GONE; p++) {
+		snprintf(pod, sizeof(pod), "gone-%d", p);
+		assert_false(in_head(db, pod));
+	}
+	/* the pod that came back holds only its new sample: replay left out the
+	 * old ones, which the block holds */
+	struct pd_lpair g0[] = {{"__name__", "heap"}, {"pod", "gone-0"}};
+	struct head_series *g = head_get(&db->head, g0, 2, labels_hash(g0, 2));
+	assert_non_null(g);
+	assert_int_equal(g->nchunks, 0);
+	assert_int_equal(g->open_ts.count, 1);
+	assert_gone_readable(db);
+	assert_readable(db, "late", IDLE_T0 + 1);
+	const int64_t lo = IDLE_T0, hi = IDLE_T0 + PD_TSDB_DEFAULT_BLOCK_RANGE_MS;
+	size_t idle;
+	uint64_t samples;
+	assert_int_equal(blocks_in(db, lo, hi, &idle, &samples), 1);
+	assert_int_equal(idle, 1);
+	/* the pods' samples once, and "late"'s, idle too by now */
+	assert_int_equal(samples, IDLE_GONE * IDLE_GONE_SAMPLES + 1);
+	assert_false(in_head(db, "late"));
+
+	/* "alive" goes on until the range is persisted: its block and the block of
+	 * idle series become one block, no longer idle */
+	int64_t t = IDLE_T0 + 30 * 60000;
+	for (; t < hi + PD_TSDB_DEFAULT_BLOCK_RANGE_MS / 2 + IDLE_STEP; t += 60000)
+		assert_int_equal(push(db, "alive", t), 0);
+	assert_int_equal(pd_tsdb_flush(db, 0, &err), 0);
+	assert_int_equal(blocks_in(db, lo, hi, &idle, &samples), 1);
+	assert_int_equal(idle, 0);
+	assert_gone_readable(db);
+	assert_readable(db, "late", IDLE_T0 + 1);
+	assert_readable(db, "alive", IDLE_T0);
+	assert_readable(db, "alive", IDLE_T0 + 30 * 60000);
+	pd_tsdb_close(db);
+	/* the merged block holds the range: the bound is its end */
+	db = open_idle(dir);
+	assert_int_not_equal(push(db, "alive", hi - 1), 0);
+	assert_int_equal(push(db, "alive", t + 60000), 0);
+	pd_tsdb_close(db);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_churn_drops_series),
 	    cmocka_unit_test(test_largest_ref_not_reused),
 	    cmocka_unit_test(test_idle_chunk_sealed),
+	    cmocka_unit_test(test_idle_series_written),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
