@@ -394,8 +394,7 @@ static int replay_sample(void *c, uint64_t ref, int64_t t, const uint8_t *p, siz
 	uint32_t ix;
 	if (rc->idle && pd_u64map_get(&rc->refs, ref, &ix) && ix - 1 < rc->idle_cap &&
 	    rc->idle_of[ix - 1] && idle_index_holds(rc->idle, rc->idle_of[ix - 1], t)) {
-		rc->skipped++; /* a block of idle series holds it */
-		return 0;
+		return 0; /* a block of idle series holds it: stored, not left out */
 	}
 	if (rc->db->o.sink) {
 		/* the profiles are the sink's: the head keeps the newest time only */

@@ -133,6 +133,7 @@ static int write_range(struct pd_tsdb *db, struct head_series **v, size_t n, int
 	pd_block_writer_set_idle(w);
 	for (size_t i = 0; i < n && !rc; i++) {
 		struct head_series *s = v[i];
+		pthread_mutex_lock(&s->mu);
 		size_t cap = s->nchunks ? s->nchunks : 1, nc = 0;
 		struct pd_block_chunk *cs = malloc(cap * sizeof(*cs));
 		uint8_t **owned = calloc(cap * 2, sizeof(*owned));
@@ -155,6 +156,7 @@ static int write_range(struct pd_tsdb *db, struct head_series **v, size_t n, int
 			rc = pd_block_writer_add_series(w, s->labels, s->nlabels, cs, nc, err);
 			written++;
 		}
+		pthread_mutex_unlock(&s->mu);
 		for (size_t k = 0; owned && k < 2 * cap; k++)
 			free(owned[k]);
 		free(owned);
