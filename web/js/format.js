@@ -1,5 +1,6 @@
 // Human units for profile values and times: bytes, durations, counts, percentages,
-// timestamps in the chosen zone and "3m ago". Pure functions, usable in node without a DOM.
+// timestamps in the chosen zone and "3m ago", and Prometheus durations read ("1h30m").
+// Pure functions, usable in node without a DOM; no imports.
 //
 // Conventions (as pprof): bytes scale by 1024 and are labelled B, kB, MB, GB, TB, PB,
 // EB ("1.2 MB" is 1.2 × 1024² bytes). Values keep three significant digits with
@@ -189,4 +190,24 @@ export function formatRelative(ms, nowMs = Date.now()) {
   else if (a < 86400e3) s = Math.floor(a / 3600e3) + 'h';
   else s = Math.floor(a / 86400e3) + 'd';
   return d > 0 ? s + ' ago' : 'in ' + s;
+}
+
+const UNIT_MS = { ms: 1, s: 1e3, m: 60e3, h: 3600e3, d: 86400e3, w: 7 * 86400e3,
+  y: 365 * 86400e3 };
+
+// A Prometheus duration ("15m", "1h30m", "7d") in ms; NaN when it is not one.
+export function parseDuration(s) {
+  const str = String(s == null ? '' : s).trim();
+  if (!str) return NaN;
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)/y;
+  let total = 0;
+  let i = 0;
+  while (i < str.length) {
+    re.lastIndex = i;
+    const m = re.exec(str);
+    if (!m) return NaN;
+    total += Number(m[1]) * UNIT_MS[m[2]];
+    i = re.lastIndex;
+  }
+  return total;
 }

@@ -5,7 +5,7 @@
 
 import { apiGet } from './api.js';
 import { escapeHtml } from './timeline.js';
-import { zoneOffset, timeZone, setTimeZone, zoneName } from './format.js';
+import { zoneOffset, timeZone, setTimeZone, zoneName, parseDuration } from './format.js';
 
 // ---------------------------------------------------------------- completion context
 
@@ -258,25 +258,8 @@ export function errorColumn(message) {
 
 export const RANGE_PRESETS = ['15m', '1h', '6h', '24h', '7d'];
 
-const UNIT_MS = { ms: 1, s: 1e3, m: 60e3, h: 3600e3, d: 86400e3, w: 7 * 86400e3,
-  y: 365 * 86400e3 };
-
-// A Prometheus duration ("15m", "1h30m", "7d") in ms; NaN when it is not one.
-export function parseDuration(s) {
-  const str = String(s == null ? '' : s).trim();
-  if (!str) return NaN;
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)/y;
-  let total = 0;
-  let i = 0;
-  while (i < str.length) {
-    re.lastIndex = i;
-    const m = re.exec(str);
-    if (!m) return NaN;
-    total += Number(m[1]) * UNIT_MS[m[2]];
-    i = re.lastIndex;
-  }
-  return total;
-}
+// parseDuration (format.js) is part of this module's interface too
+export { parseDuration };
 
 // ms → the shortest Prometheus duration: 5400000 → "1h30m".
 export function formatDurationShort(ms) {
