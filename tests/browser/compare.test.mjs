@@ -542,6 +542,36 @@ step('13-one-round-of-requests', ['02-each-side-is-pprofs'], async () => {
   }
 });
 
+step('13-requests-before-the-modules', ['13-one-round-of-requests'], async () => {
+  // a new tab: the page's six requests go out when sides.js has run, before the other
+  // modules are in (one of them is held back here until they are all out), and
+  // compare.js, once it runs, uses them: nothing is asked for again
+  const p = await context.newPage();
+  watch(p);
+  const seen = [];
+  let release;
+  const held = new Promise((r) => { release = r; });
+  p.on('request', (r) => { if (r.url().includes('/api/v1/query?')) seen.push(new URL(r.url()).searchParams); });
+  await p.route('**/js/timeline.js', async (route) => { await held; await route.continue(); });
+  try {
+    const q = new URLSearchParams({ 'a.sel': HEAP, 'a.time': String(ts[0]), 'b.sel': HEAP, 'b.start': String(ts[1]), 'b.end': String(ts[3]) });
+    await p.goto(`${URL_BASE}/compare?${q}`, { waitUntil: 'commit' });
+    const reports = () => seen.map((x) => `${x.get('mode')}:${x.get('report')}`).sort();
+    await eventually(async () => assert.deepEqual(reports(),
+      ['merge:flamegraph', 'merge:meta', 'merge:top', 'single:flamegraph', 'single:meta', 'single:top'],
+      'both sides\' requests, sent while a module of the app is held'));
+    assert.equal(await p.evaluate(() => !!document.querySelector('#compare')), false, 'before the app ran');
+    release();
+    await panesReady(p);
+    assert.equal(seen.length, 6, `no request made again: ${reports()}`);
+    assert.equal((await pane('a', p)).total, rawTotal([aFile], 'inuse_space'));
+    assert.equal((await pane('b', p)).total, averageTotal(bFiles, 'inuse_space'));
+  } finally {
+    release();
+    await p.close();
+  }
+});
+
 step('14-tall-graph-scrolls', ['02-each-side-is-pprofs'], async () => {
   // a graph taller than its pane (here a pane three rows high) is drawn where it can
   // be seen; scrolled to its bottom, the deepest frames are drawn there

@@ -6,57 +6,19 @@
 // encodeCompare); a link switches to the query page's combined diff of the same two
 // sides, which links back. The pure helpers at the top run in node.
 
-import { apiGet } from './api.js';
 import { formatTime, formatValue } from './format.js';
-import { SelectorInput, RangeControls, parseDuration, closeSelector, rememberQuery, toLocalInput, fromLocalInput } from './query.js';
+import { SelectorInput, RangeControls, closeSelector, rememberQuery, toLocalInput, fromLocalInput } from './query.js';
 import { FlameView, findPath, pathsTo, escapeRegExp } from './flame.js';
 import { TopTable } from './top.js';
-import { sideParams, orderSampleTypes, describeProfiles, aggregationLine } from './profile.js';
+import { orderSampleTypes, describeProfiles, aggregationLine } from './profile.js';
+import {
+  SIDES, VIEW_KEYS, AT_RE, decodeCompare, resolveSide, metaRequest, dataRequest, compareRequests, takeEarly,
+} from './sides.js';
 
 // ---------------------------------------------------------------- URL state
 
-export const SIDES = ['a', 'b'];
-
-// The view keys kept in the URL, as the query page names them.
-// (agg: a merged side's aggregation, 'sum' or 'avg'; '' for the server's default)
-const VIEW_KEYS = [['sample', 'sample'], ['focus', 'focus'], ['search', 'search'], ['sort', 'sort'],
-  ['filter', 'filter'], ['agg', 'agg']];
-
-// A single profile's time relative to now: 'now' (the latest) or 'now-15m'.
-const AT_RE = /^now(?:-(\d+(?:ms|s|m|h|d|w|y)))?$/;
-
-function int(s) {
-  if (s == null || !/^-?\d+$/.test(s)) return null;
-  return Number(s);
-}
-
-// One side from the URL's parameters under prefix ('a.' or 'b.'):
-// {query, at} (one profile, relative: 'now' or 'now-1h'), {query, time} (one profile,
-// Unix ms), {query, range} (a merge of the last range, '1h'), {query, start, end} (a
-// merge, Unix ms). A side whose time is missing or unreadable shows the latest profile.
-export function decodeSide(p, prefix) {
-  const query = p.get(prefix + 'sel') || '';
-  const range = p.get(prefix + 'range');
-  const start = int(p.get(prefix + 'start'));
-  const end = int(p.get(prefix + 'end'));
-  const time = p.get(prefix + 'time') || '';
-  if (range && parseDuration(range) > 0) return { query, range };
-  if (start != null && end != null && end > start) return { query, start, end };
-  if (int(time) != null) return { query, time: int(time) };
-  const m = AT_RE.exec(time);
-  if (m && (!m[1] || parseDuration(m[1]) > 0)) return { query, at: time };
-  return { query, at: 'now' };
-}
-
-// The page's state from location.search: {a, b (decodeSide), sample, focus (a call
-// path, names joined by ';'), search, sort, filter, scale ('same' or 'own')}.
-export function decodeCompare(search) {
-  const p = new URLSearchParams(search || '');
-  const st = { a: decodeSide(p, 'a.'), b: decodeSide(p, 'b.'), scale: p.get('scale') === 'own' ? 'own' : 'same' };
-  for (const [k, name] of VIEW_KEYS) st[k] = p.get(name) || '';
-  if (st.agg !== 'sum' && st.agg !== 'avg') st.agg = '';
-  return st;
-}
+// decodeCompare, resolveSide and the requests are sides.js's
+export { SIDES, decodeCompare, resolveSide };
 
 // Percent-encodes a URL component but leaves the characters of selectors readable.
 function enc(s) {
@@ -87,15 +49,6 @@ export function encodeCompare(st) {
 // Whether a side is a merge of a range (else one profile).
 export function isMerge(s) {
   return !!(s && (s.range || s.start != null));
-}
-
-// A side with its times made absolute at `now` (ms): {query, time} or {query, start, end}.
-export function resolveSide(s, now) {
-  if (s.range) return { query: s.query, start: now - parseDuration(s.range), end: now };
-  if (s.start != null) return { query: s.query, start: s.start, end: s.end };
-  if (s.time != null) return { query: s.query, time: s.time };
-  const m = AT_RE.exec(s.at || 'now');
-  return { query: s.query, time: now - (m && m[1] ? parseDuration(m[1]) : 0) };
 }
 
 // What a side's time says, in words: 'latest', '1h ago', 'last 6h', or absolute times.
@@ -222,22 +175,7 @@ function errorText(e) {
   return e && e.message ? e.message : String(e);
 }
 
-// A side's meta request (apiGet's promise); resolved: resolveSide's.
-function fetchMeta(resolved, agg, signal) {
-  return apiGet('query', { ...sideParams(resolved, undefined, agg), report: 'meta' }, signal);
-}
-
-// A side's flame graph and top table in sample type si ('' for the profile's
-// default): a promise of [flamegraph answer, top answer].
-function fetchData(resolved, agg, si, signal) {
-  const params = { ...sideParams(resolved, undefined, agg), sample_index: si || undefined };
-  return Promise.all([
-    apiGet('query', { ...params, report: 'flamegraph' }, signal),
-    apiGet('query', { ...params, report: 'top' }, signal),
-  ]);
-}
-
-// Whether a fetchData answer is of sample type si (both reports name theirs).
+// Whether a dataRequest answer is of sample type si (both reports name theirs).
 export function dataIsOf(got, si) {
   if (!got || !si) return false;
   const [fr, tr] = got;
@@ -388,7 +326,7 @@ class Pane {
 
   // The side's meta answer (or null when nothing is there); resolved: resolveSide's;
   // early: the meta request's promise when it was made before the pane was built
-  // (prefetch), else made here.
+  // (compareRequests), else made here.
   async loadMeta(resolved, signal, early) {
     this.resolved = resolved;
     this.meta = null;
@@ -404,7 +342,7 @@ class Pane {
       return null;
     }
     try {
-      const r = await (early || fetchMeta(resolved, this.page.state.agg, signal));
+      const r = await (early || metaRequest(resolved, this.page.state.agg, signal));
       this.meta = r.data || null;
       if (!this.meta) this.showMessage(`No profile for side ${NAMES[this.k]}: ${this.desc.textContent}. Pick another time or range.`);
       else {
@@ -421,15 +359,15 @@ class Pane {
   }
 
   // The flame graph and top table in sample type si, fetched (a promise of
-  // [flamegraph answer, top answer]). early: a fetchData answer requested with the
-  // meta (prefetch), used when it is of sample type si.
+  // [flamegraph answer, top answer]). early: a dataRequest answer requested with the
+  // meta (compareRequests), used when it is of sample type si.
   async fetchData(si, signal, early) {
     const got = early ? await early : null;
     if (got && dataIsOf(got, si)) return got;
-    return fetchData(this.resolved, this.page.state.agg, si, signal);
+    return dataRequest(this.resolved, this.page.state.agg, si, signal);
   }
 
-  // Draws fetchData's answer.
+  // Draws dataRequest's answer.
   show([fr, tr]) {
     this.tree = fr.data && fr.data.root;
     this.unit = (fr.data && fr.data.unit) || '';
@@ -460,8 +398,9 @@ class ComparePage {
     ensureStylesheet();
     this.main = main;
     this.state = decodeCompare(location.search);
-    // the requests go out before the page is built (building it is tens of ms)
-    this.early = this.prefetch(Date.now());
+    // the requests go out before the page is built (building it is tens of ms); in a
+    // page loaded here, sides.js sent them when it ran, before most modules came
+    this.early = takeEarly(location.search) || compareRequests(this.state, Date.now());
     this.root = h('section', { id: 'compare', class: 'cmp-page', 'data-state': 'loading' });
     this.sample = h('select', { id: 'cmp-sample', 'aria-label': 'Sample type of both sides', disabled: true });
     this.scale = h('div', { class: 'seg', role: 'group', 'aria-label': 'Flame graph widths' },
@@ -488,13 +427,12 @@ class ComparePage {
   // The panes and the first load, in a task after the one that made the bar: in a new
   // tab the constructor runs in the task that evaluates the modules, and both panes
   // (their controls, graph and table) with the first style and layout were more than
-  // 100 ms of it on a loaded machine (bench/ui_pages.sh). The answers the prefetch
-  // waits for come later than that. Until the panes are built, popstate only takes
-  // the new state and destroy stops the build.
+  // 100 ms of it on a loaded machine (bench/ui_pages.sh). Until the panes are built,
+  // popstate only takes the new state and destroy stops the build.
   async build(host) {
     await new Promise((resolve) => setTimeout(resolve, 0));
     if (this.destroyed) return;
-    const early = this.early; // null when popstate came first: the prefetch is stale
+    const early = this.early; // null when popstate came first: the requests are stale
     this.early = undefined;
     this.panes = { a: new Pane(this, 'a', host), b: new Pane(this, 'b', host) };
 
@@ -521,23 +459,6 @@ class ComparePage {
     // relative times are resolved at the moment of the switch
     this.toDiff.addEventListener('click', () => { this.toDiff.href = './?' + diffSearch(this.state, Date.now()); });
     this.load(early);
-  }
-
-  // Both sides' meta and data requests at once, with the URL's sample type (or each
-  // profile's default): {now, ctrl, sides: [{resolved, meta, data}]}; load uses the
-  // data when it is of the sample type it picks from the metas (the usual case), so
-  // that the page waits for one round of requests, not two.
-  prefetch(now) {
-    const ctrl = new AbortController();
-    const sides = SIDES.map((k) => {
-      const resolved = resolveSide(this.state[k], now);
-      if (!resolved.query) return { resolved, meta: null, data: null };
-      const meta = fetchMeta(resolved, this.state.agg, ctrl.signal);
-      meta.catch(() => {}); // loadMeta reports its error
-      const data = fetchData(resolved, this.state.agg, this.state.sample, ctrl.signal).catch(() => null);
-      return { resolved, meta, data };
-    });
-    return { now, ctrl, sides };
   }
 
   destroy() {
@@ -592,7 +513,7 @@ class ComparePage {
   }
 
   // Both sides' meta, the sample type both have, then both sides' data.
-  // early: prefetch's answer, made for this state.
+  // early: compareRequests's answer, made for this state.
   async load(early) {
     if (this.ctrl) this.ctrl.abort();
     const ctrl = early ? early.ctrl : new AbortController();
@@ -629,7 +550,7 @@ class ComparePage {
     await this.loadData(early);
   }
 
-  // early: prefetch's answer, whose data is used where it is of the sample type shown.
+  // early: compareRequests's answer, whose data is used where it is of the sample type shown.
   async loadData(early) {
     if (this.dataCtrl) this.dataCtrl.abort();
     const ctrl = new AbortController();
@@ -676,7 +597,7 @@ class ComparePage {
     this.setState(states.includes('loading') ? 'loading' : states.every((s) => s === 'ready') ? 'ready' : 'partial');
   }
 
-  // The focus's zoom and the scale's widths on the flame graphs of fetchData's
+  // The focus's zoom and the scale's widths on the flame graphs of dataRequest's
   // answers (got: per side, or null), before they are drawn: as applyFocus and
   // applyScale will set them.
   presetView(got) {

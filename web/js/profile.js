@@ -12,13 +12,10 @@ import { ExportMenu } from './export.js';
 import { CallGraphView } from './callgraph.js';
 import { quoteLabelValue, isBareMetricName } from './timeline.js';
 import { splitSelector } from './chart.js';
+import { secs, isRange, sideParams } from './sides.js';
 
 // ---------------------------------------------------------------------------------
 // Pure helpers
-
-function secs(ms) {
-  return ms === undefined || ms === null || ms === '' ? undefined : Number(ms) / 1000;
-}
 
 // The API's stack filters (pprof's -focus ... -prune_from; the query page keeps them in
 // its URL as f.<name>) and granularities (gran=).
@@ -49,23 +46,8 @@ export function tagFocusOf(key, value) {
   return `${key}=^${escapeRegExp(value)}$`;
 }
 
-function isRange(side) {
-  return side && (side.start !== undefined || side.end !== undefined);
-}
-
-// The /api/v1/query parameters of one diff side, as a request of its own:
-// {mode:'single', query, time} or {mode:'merge', query, start, end} (times in seconds).
-// aggregation (optional): how a merge adds its profiles up ('sum', 'avg'; '' for the
-// server's default: averages of snapshot types such as inuse_space, sums of the rest).
-export function sideParams(side, fallbackQuery, aggregation) {
-  const query = (side && side.query) || fallbackQuery;
-  if (isRange(side)) {
-    const p = { mode: 'merge', query, start: secs(side.start), end: secs(side.end) };
-    if (aggregation) p.aggregation = aggregation;
-    return p;
-  }
-  return { mode: 'single', query, time: secs(side && side.time) };
-}
+// sideParams (sides.js): a diff side's parameters, as a request of its own
+export { sideParams };
 
 // The /api/v1/query parameters of a profile view request (without report).
 // req.tagFocus (optional): the sample-label filter, as tag_focus; req.aggregation

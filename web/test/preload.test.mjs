@@ -65,6 +65,20 @@ test('index.html preloads exactly the modules app.js reaches', () => {
   }
 });
 
+test('index.html runs sides.js on its own, as soon as its few imports have come', () => {
+  // on /compare it starts the page's requests when it runs (sides.test.mjs): so it is
+  // loaded async, ahead of the rest, and imports only modules that import nothing more
+  const tag = /<script type="module" async src="js\/sides\.js"><\/script>/.exec(html);
+  assert.ok(tag, 'index.html loads js/sides.js as an async module');
+  const app = /<script type="module" src="([^"]+)"><\/script>/.exec(html);
+  assert.ok(tag.index < app.index, 'before app.js');
+  const graph = moduleGraph('js/sides.js');
+  assert.deepEqual([...graph].sort(), ['js/api.js', 'js/base.js', 'js/format.js', 'js/sides.js']);
+  // its modules are the first preloaded, so that they are asked for first
+  const preloaded = links.filter((l) => attr(l, 'rel') === 'modulepreload').map((l) => attr(l, 'href'));
+  assert.deepEqual(preloaded.slice(0, graph.size).sort(), [...graph].sort());
+});
+
 test('index.html links the profile view\'s stylesheet', () => {
   const sheets = links.filter((l) => attr(l, 'rel') === 'stylesheet').map((l) => attr(l, 'href'));
   for (const f of readdirSync(join(WEB, 'css'))) {
