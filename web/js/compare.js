@@ -582,12 +582,14 @@ class ComparePage {
     if (ctrl.signal.aborted || this.destroyed) return;
     // each graph laid out once, at its final zoom and width (applyFocus then finds
     // nothing to change), and one pane drawn a frame after the other, so that no
-    // task holds both
+    // task holds both; the first in a task after the one that built the panes (when
+    // the answers were in before them, as in a new tab, that is the same task)
     this.presetView(got);
     let drawn = 0;
     for (let i = 0; i < SIDES.length; i++) {
       if (!got[i]) continue;
       if (drawn++) await nextTask();
+      else if (early) await new Promise((resolve) => setTimeout(resolve, 0));
       if (ctrl.signal.aborted || this.destroyed) return;
       this.panes[SIDES[i]].show(got[i]);
       this.panes[SIDES[i]].setState('ready');
