@@ -50,15 +50,19 @@ export function apiUrl(path, params = {}, base = BASE) {
 }
 
 // Resolves to {data, warnings} of a successful answer; rejects with ApiError carrying
-// the API's own message (which names the bad parameter). signal: an AbortSignal.
-export async function apiGet(path, params = {}, signal) {
-  return getJson(apiUrl(path, params), signal);
+// the API's own message (which names the bad parameter). signal: an AbortSignal;
+// priority (optional): fetch's, 'low' for a request that may wait for the page's own
+// files (the compare page's early requests, sides.js).
+export async function apiGet(path, params = {}, signal, priority) {
+  return getJson(apiUrl(path, params), signal, priority);
 }
 
-async function getJson(url, signal) {
+async function getJson(url, signal, priority) {
   let res;
   try {
-    res = await fetch(url, { signal, headers: apiHeaders('application/json') });
+    const opts = { signal, headers: apiHeaders('application/json') };
+    if (priority) opts.priority = priority;
+    res = await fetch(url, opts);
   } catch (e) {
     if (e && e.name === 'AbortError') throw e;
     throw new ApiError(0, 'network', 'profd did not answer: ' + (e && e.message ? e.message : e));

@@ -88,18 +88,19 @@ export function sideParams(side, fallbackQuery, aggregation) {
   return { mode: 'single', query, time: secs(side && side.time) };
 }
 
-// A compare page side's meta request (apiGet's promise); resolved: resolveSide's.
-export function metaRequest(resolved, agg, signal) {
-  return apiGet('query', { ...sideParams(resolved, undefined, agg), report: 'meta' }, signal);
+// A compare page side's meta request (apiGet's promise); resolved: resolveSide's;
+// priority: apiGet's.
+export function metaRequest(resolved, agg, signal, priority) {
+  return apiGet('query', { ...sideParams(resolved, undefined, agg), report: 'meta' }, signal, priority);
 }
 
 // A compare page side's flame graph and top table in sample type si ('' for the
 // profile's default): a promise of [flamegraph answer, top answer].
-export function dataRequest(resolved, agg, si, signal) {
+export function dataRequest(resolved, agg, si, signal, priority) {
   const params = { ...sideParams(resolved, undefined, agg), sample_index: si || undefined };
   return Promise.all([
-    apiGet('query', { ...params, report: 'flamegraph' }, signal),
-    apiGet('query', { ...params, report: 'top' }, signal),
+    apiGet('query', { ...params, report: 'flamegraph' }, signal, priority),
+    apiGet('query', { ...params, report: 'top' }, signal, priority),
   ]);
 }
 
@@ -108,15 +109,15 @@ export function dataRequest(resolved, agg, si, signal) {
 // {now, ctrl, sides: [{resolved, meta, data}]} (meta and data null for a side without
 // a selector; data resolves to null on an error, which the meta's reports). The page
 // uses the data when it is of the sample type it picks from the metas (the usual
-// case), so that it waits for one round of requests, not two.
-export function compareRequests(state, now) {
+// case), so that it waits for one round of requests, not two. priority: apiGet's.
+export function compareRequests(state, now, priority) {
   const ctrl = new AbortController();
   const sides = SIDES.map((k) => {
     const resolved = resolveSide(state[k], now);
     if (!resolved.query) return { resolved, meta: null, data: null };
-    const meta = metaRequest(resolved, state.agg, ctrl.signal);
+    const meta = metaRequest(resolved, state.agg, ctrl.signal, priority);
     meta.catch(() => {}); // the page reports its error
-    const data = dataRequest(resolved, state.agg, state.sample, ctrl.signal).catch(() => null);
+    const data = dataRequest(resolved, state.agg, state.sample, ctrl.signal, priority).catch(() => null);
     return { resolved, meta, data };
   });
   return { now, ctrl, sides };
@@ -138,6 +139,8 @@ export function takeEarly(search) {
   return null;
 }
 
+// low priority: the app's modules, still coming, are what the page waits for first;
+// the answers are in before they have all run
 if (typeof location !== 'undefined' && (innerPath(location.pathname) || '').replace(/\/+$/, '') === '/compare') {
-  early = { search: location.search, requests: compareRequests(decodeCompare(location.search), Date.now()) };
+  early = { search: location.search, requests: compareRequests(decodeCompare(location.search), Date.now(), 'low') };
 }

@@ -9,7 +9,7 @@ import { compareRequests, decodeCompare, takeEarly } from '../js/sides.js';
 // asked for go into `log`
 function stubFetch(log) {
   globalThis.fetch = async (url, opts) => {
-    log.push({ url: String(url), headers: opts && opts.headers });
+    log.push({ url: String(url), headers: opts && opts.headers, priority: opts && opts.priority });
     return { ok: true, status: 200, json: async () => ({ status: 'success', data: null }) };
   };
 }
@@ -68,6 +68,7 @@ async function loadAt(pathname, search, tag) {
 test('loaded at /compare: the page\'s requests start at once, as compare.js would make them', async () => {
   const { m, log } = await loadAt('/compare', SEARCH, 'early1');
   assert.equal(log.length, 6, 'both sides\' meta, flame graph and top requests, when the module runs');
+  assert.ok(log.every((x) => x.priority === 'low'), 'at low priority: the modules still coming go first');
   const early = m.takeEarly(SEARCH);
   assert.ok(early, 'compare.js takes them over');
   await Promise.all(early.sides.map((s) => Promise.all([s.meta, s.data])));
@@ -77,6 +78,7 @@ test('loaded at /compare: the page\'s requests start at once, as compare.js woul
   const own = compareRequests(decodeCompare(SEARCH), early.now);
   await Promise.all(own.sides.map((s) => Promise.all([s.meta, s.data])));
   assert.deepEqual(log.map((x) => x.url), mine.map((x) => x.url));
+  assert.ok(mine.every((x) => x.priority === undefined), 'the page\'s own, at the default priority');
   assert.deepEqual(early.sides.map((s) => s.resolved), own.sides.map((s) => s.resolved));
   // once: a second page (popstate, swap) makes its own
   assert.equal(m.takeEarly(SEARCH), null);
