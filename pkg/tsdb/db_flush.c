@@ -121,6 +121,43 @@ int db_filter_chunk(struct pd_tsdb *db, const struct pd_block_chunk *c,
 	return rc;
 }
 
+int db_add_head_series(struct pd_tsdb *db, struct pd_block_writer *w, struct head_series *s,
+		       int64_t lo, int64_t hi, int *added, struct pd_err *err)
+{
+	int rc = 0;
+	*added = 0;
+	pthread_mutex_lock(&s->mu);
+	size_t cap = s->nchunks ? s->nchunks : 1, nc = 0;
+	struct pd_block_chunk *cs = malloc(cap * sizeof(*cs));
+	uint8_t **owned = calloc(cap * 2, sizeof(*owned));
+	if (!cs || !owned)
+		rc = pd_err_set(err, PD_ENOMEM, "out of memory");
+	for (size_t k = 0; k < s->nchunks && !rc; k++) {
+		const struct head_chunk *c = &s->chunks[k];
+		if (c->mint < lo || c->maxt >= hi)
+			continue;
+		struct pd_block_chunk bc = {c->mint, c->maxt, c->count, c->ts, c->ts_len,
+					    c->vals, c->vals_len};
+		int kept = 1;
+		/* deleted samples do not reach the block */
+		if (s->tomb.n)
+			rc = db_filter_chunk(db, &bc, s->tomb.v, s->tomb.n, &bc, &owned[2 * nc],
+					     &owned[2 * nc + 1], &kept, err);
+		if (!rc && kept)
+			cs[nc++] = bc;
+	}
+	if (!rc && nc) {
+		rc = pd_block_writer_add_series(w, s->labels, s->nlabels, cs, nc, err);
+		*added = !rc;
+	}
+	pthread_mutex_unlock(&s->mu);
+	for (size_t k = 0; owned && k < 2 * cap; k++)
+		free(owned[k]);
+	free(owned);
+	free(cs);
+	return rc;
+}
+
 /* Writes the head's chunks inside [lo, hi) as one block and opens it. */
 static int persist_range(struct pd_tsdb *db, int64_t lo, int64_t hi, struct pd_err *err)
 {
@@ -145,42 +182,9 @@ static int persist_range(struct pd_tsdb *db, int64_t lo, int64_t hi, struct pd_e
 	if ((rc = pd_block_writer_create(&w, db->dir, lo, hi, 1, NULL, 0, err)))
 		goto out;
 	for (size_t i = 0; i < n && !rc; i++) {
-		struct head_series *s = all[i];
-		pthread_mutex_lock(&s->mu);
-		size_t cap = s->nchunks ? s->nchunks : 1;
-		struct pd_block_chunk *cs = malloc(cap * sizeof(*cs));
-		uint8_t **owned = calloc(cap * 2, sizeof(*owned));
-		size_t nc = 0;
-		if (!cs || !owned) {
-			pthread_mutex_unlock(&s->mu);
-			free(cs);
-			free(owned);
-			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
-			break;
-		}
-		for (size_t k = 0; k < s->nchunks && !rc; k++) {
-			const struct head_chunk *c = &s->chunks[k];
-			if (c->mint < lo || c->maxt >= hi)
-				continue;
-			struct pd_block_chunk bc = {c->mint, c->maxt, c->count, c->ts, c->ts_len,
-						    c->vals, c->vals_len};
-			int kept = 1;
-			/* deleted samples do not reach the block */
-			if (s->tomb.n)
-				rc = db_filter_chunk(db, &bc, s->tomb.v, s->tomb.n, &bc, &owned[2 * nc],
-						  &owned[2 * nc + 1], &kept, err);
-			if (!rc && kept)
-				cs[nc++] = bc;
-		}
-		if (nc && !rc) {
-			rc = pd_block_writer_add_series(w, s->labels, s->nlabels, cs, nc, err);
-			written++;
-		}
-		pthread_mutex_unlock(&s->mu);
-		for (size_t k = 0; k < 2 * cap; k++)
-			free(owned[k]);
-		free(owned);
-		free(cs);
+		int added = 0;
+		rc = db_add_head_series(db, w, all[i], lo, hi, &added, err);
+		written += (uint64_t)added;
 	}
 	if (rc) {
 		pd_block_writer_abort(w);

@@ -132,35 +132,9 @@ static int write_range(struct pd_tsdb *db, struct head_series **v, size_t n, int
 		return rc;
 	pd_block_writer_set_idle(w);
 	for (size_t i = 0; i < n && !rc; i++) {
-		struct head_series *s = v[i];
-		pthread_mutex_lock(&s->mu);
-		size_t cap = s->nchunks ? s->nchunks : 1, nc = 0;
-		struct pd_block_chunk *cs = malloc(cap * sizeof(*cs));
-		uint8_t **owned = calloc(cap * 2, sizeof(*owned));
-		if (!cs || !owned)
-			rc = pd_err_set(err, PD_ENOMEM, "out of memory");
-		for (size_t k = 0; k < s->nchunks && !rc; k++) {
-			const struct head_chunk *c = &s->chunks[k];
-			if (c->mint < lo || c->maxt >= hi)
-				continue;
-			struct pd_block_chunk bc = {c->mint, c->maxt, c->count, c->ts, c->ts_len,
-						    c->vals, c->vals_len};
-			int kept = 1;
-			if (s->tomb.n) /* deleted samples do not reach the block */
-				rc = db_filter_chunk(db, &bc, s->tomb.v, s->tomb.n, &bc, &owned[2 * nc],
-						     &owned[2 * nc + 1], &kept, err);
-			if (!rc && kept)
-				cs[nc++] = bc;
-		}
-		if (!rc && nc) {
-			rc = pd_block_writer_add_series(w, s->labels, s->nlabels, cs, nc, err);
-			written++;
-		}
-		pthread_mutex_unlock(&s->mu);
-		for (size_t k = 0; owned && k < 2 * cap; k++)
-			free(owned[k]);
-		free(owned);
-		free(cs);
+		int added = 0;
+		rc = db_add_head_series(db, w, v[i], lo, hi, &added, err);
+		written += (uint64_t)added;
 	}
 	if (rc || !written) {
 		pd_block_writer_abort(w);

@@ -46,6 +46,11 @@ int db_filter_chunk(struct pd_tsdb *db, const struct pd_block_chunk *c,
 		    const struct tomb_entry *iv, size_t niv, struct pd_block_chunk *out,
 		    uint8_t **ts_owned, uint8_t **vals_owned, int *kept, struct pd_err *err);
 
+/* db_flush.c: adds series s's chunks inside [lo, hi) to w, less what its deleted
+ * intervals delete (s->mu taken here); *added is 1 when it had some. */
+struct pd_block_writer;
+int db_add_head_series(struct pd_tsdb *db, struct pd_block_writer *w, struct head_series *s,
+		       int64_t lo, int64_t hi, int *added, struct pd_err *err);
 /* db_idle.c: writes the series idle at newest (o.head_idle_ms) to blocks of
  * idle series and takes them out of the head. Called by flush with append_mu
  * held and no commit in flight. A failure leaves the head as it was. */
